@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 from pygls.uris import to_fs_path
 
 from ollie import beneath
@@ -85,7 +86,7 @@ def _lines_label(first: int, last: int) -> str:
     return f"lines {first + 1}-{last + 1}" if last > first else f"line {first + 1}"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class Shown:
     """What a context block shows of its lines: the label of those sent, the text, and what was cut off."""
 

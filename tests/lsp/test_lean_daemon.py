@@ -260,9 +260,10 @@ for name, module in list(sys.modules.items()):
             continue
         if dataclasses.is_dataclass(value):
             made = value.__dataclass_params__
-            print(f"{name}.{value.__qualname__}", "eq" if made.eq else "-", "repr" if made.repr else "-")
+            print(f"{name}.{value.__qualname__}", "eq" if made.eq else "-", "repr" if made.repr else "-",
+                  "frozen" if made.frozen else "-")
         elif attrs.has(value):
-            print(f"{name}.{value.__qualname__}", "attrs", "repr" if "__repr__" in vars(value) else "-")
+            print(f"{name}.{value.__qualname__}", "attrs", "repr" if "__repr__" in vars(value) else "-", "-")
 """
 
 
@@ -271,8 +272,30 @@ def test_the_first_turns_classes_generate_no_repr_and_equality_only_where_compar
                          check=True)
     made = [line.split() for line in out.stdout.splitlines()]
     assert len(made) > 90  # the probe saw the engine's classes (~75 dataclasses, ~40 attrs classes)
-    assert [name for name, _, shown in made if shown == "repr"] == []
-    assert {name for name, eq, _ in made if eq == "eq"} == _COMPARED
+    assert [name for name, _, shown, _ in made if shown == "repr"] == []
+    assert {name for name, eq, _, _ in made if eq == "eq"} == _COMPARED
+    # A frozen dataclass compiles its own __setattr__ and __delattr__ (~1.3 M instructions a class): a shared instance
+    # is an attrs.frozen one instead, which shares attrs' one; only the compared (hashed) values stay frozen dataclasses.
+    assert {name for name, _, _, frozen in made if frozen == "frozen"} <= _COMPARED
+
+
+_SHAPE_PROBE = """
+import linecache
+from ollie.config import AgentConfig
+from ollie.shapes import Invalid, parse
+try:
+    parse(AgentConfig, {"maxSteps": "x"})
+except Invalid:
+    pass
+print(sorted(name for name in linecache.cache if "cattrs generated structure" in name))
+"""
+
+
+def test_a_shapes_first_check_generates_no_function() -> None:
+    # cattrs generated, and compiled, a structure function for each shape at its first check (the agent config's
+    # shapes before every first token: ~23 M instructions); ollie.shapes reads a shape's fields itself.
+    out = subprocess.run([sys.executable, "-c", _SHAPE_PROBE], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 async def test_the_daemon_raises_its_descriptor_limit_to_the_hard_one(tmp_path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import http.server
 import json
 import socket
@@ -15,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from ollie.mcp import client
@@ -122,7 +122,7 @@ async def test_an_unreachable_server_is_named_by_its_url_with_what_to_do(http_se
     monkeypatch.setattr(client, "BACKOFF_S", ())
     host = McpHost(cwd=tmp_path, environ={}, network_from="default")
     config = tmp_path / "mcp.json"
-    secret = dataclasses.replace(spec(http_server), url=http_server.url + "?token=s3cret", source=str(config))
+    secret = attrs.evolve(spec(http_server), url=http_server.url + "?token=s3cret", source=str(config))
     hint = f"; check that the server runs there and that its url and headers in {config} are right, then /mcp restart web"
     try:
         await host.add({"web": secret}, wait=60)

@@ -11,9 +11,11 @@ import inspect
 import re
 import shlex
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import attrs
 
 from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe, step_ids
@@ -62,7 +64,7 @@ QUESTION_TIMEOUT_ENV = "OLLIE_QUESTION_TIMEOUT_S"
 DEFAULT_QUESTION_TIMEOUT_S = 600.0
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class StepQuestion:
     """One step put to the user: its id, kind, title, files, diff preview and (for a command) its prefix."""
 
@@ -268,7 +270,7 @@ class ApprovalGate:
             q = await _with_diff(q, plan.script, self._cwd(), self._documents())
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             # The code is shown once: as what runs outside, when that is all of it.
-            q = replace(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
+            q = attrs.evolve(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so
             answer = Answer("reject")
@@ -369,7 +371,7 @@ class ApprovalGate:
             elif isinstance(request, CodeRequest):
                 plan.commands = [s.code if s.language.name == "bash" else s.language.name
                                  for s in request.code_steps()]
-                plan.question = replace(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
+                plan.question = attrs.evolve(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
                 plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
@@ -381,7 +383,7 @@ class ApprovalGate:
                 plan.commands = [shlex.join([script.tool, *script.args])]
             if plan.commands and plan.question.kind not in EDIT_KINDS | NEVER_ASK:
                 pending = [c for c in plan.commands if not is_read_only_command(c)]
-                plan.question = replace(plan.question, prefix=command_prefix(pending[0]) if pending else "")
+                plan.question = attrs.evolve(plan.question, prefix=command_prefix(pending[0]) if pending else "")
             plans.append(plan)
         return plans
 
@@ -408,7 +410,7 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
         if old is None or not call.old or call.old not in old:
             return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
-    return replace(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
+    return attrs.evolve(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
 
 
 async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | None:

@@ -10,9 +10,10 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import attrs
 
 from ollie import beneath, programs
 from ollie.errors import OllieError
@@ -28,7 +29,7 @@ OUTPUT_LIMIT = 1024 * 1024
 AGENT_DIR_VAR = "OLLIE_AGENT_DIR"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class CommandBox:
     """How one agent's prompt commands and hooks run: the policy name, the agent's fragment dir, the session."""
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import attrs
 
 from ollie.backend.types import Usage
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class Price:
     """USD per million tokens; `cached_ratio` is the cached-input price as a share of `input`."""
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+
+import attrs
 
 from ollie.agent.steps import ToolState
 from ollie.backend.types import Image, Usage
@@ -20,7 +21,7 @@ from ollie.backend.types import Image, Usage
 # command step's new output, as it comes (its result still comes whole in `tool`); ACP shows it live.
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class UsageReport:
     """One request's token counts and cost (USD): the payload of a `usage` event."""
 
@@ -42,7 +43,7 @@ class UsageReport:
                 f"{self.cache_creation_tokens} {self.cost_usd:.6f}")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class ChangedFile:
     """One file a turn changed, as its `turn` end event lists it: lines added and removed, in an open document."""
 
@@ -53,7 +54,7 @@ class ChangedFile:
     in_editor: bool = False
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class TurnFiles:
     """What a turn changed, on its `turn` end event: its number, how many files (build output left out), and the
     first of them (`files`: a bounded list, see ollie.agent.review.END_LISTED_FILES)."""
@@ -63,7 +64,7 @@ class TurnFiles:
     files: tuple[ChangedFile, ...]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class Event:
     """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps,
     `changes` (on a `turn` end) the files the turn changed, `turn` (on a `turn` end) its number (0: not numbered),

@@ -7,8 +7,9 @@ were shown, with the connections they made (without diffs, which are not saved).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
+
+import attrs
 
 from ollie.agent.steps import KindLookup, Location, StepStatus, ToolState, describe, finished, step_states, whole_state
 from ollie.backend.types import Message, ToolCall
@@ -54,7 +55,7 @@ def _with_marks(inner: list[ToolState], marks: Sequence[str]) -> list[ToolState]
         status, _, line = mark.partition(":")
         ended = state.with_status(_ENDED.get(status, "failed"))
         if line.isdigit() and len(ended.locations) == 1:
-            ended = replace(ended, locations=(Location(ended.locations[0].path, int(line)),))
+            ended = attrs.evolve(ended, locations=(Location(ended.locations[0].path, int(line)),))
         out.append(ended)
     return out
 
@@ -70,7 +71,7 @@ def call_steps(call: ToolCall, result: str | None, cwd: Path, kind_of: KindLooku
 
 
 def _step_fields(inner: list[ToolState], call_id: str, network: Sequence[dict]) -> dict[str, object]:
-    out: dict[str, object] = {"tool": replace(whole_state(call_id, inner), network=tuple(network)).to_wire()}
+    out: dict[str, object] = {"tool": attrs.evolve(whole_state(call_id, inner), network=tuple(network)).to_wire()}
     if len(inner) > 1:
         out["steps"] = [s.to_wire() for s in inner]
     return out

@@ -7,9 +7,11 @@ import importlib
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from ollie import beneath, paths
 from ollie.agent.commandbox import DEFAULT_COMMAND_SANDBOX, UNSANDBOXED
@@ -167,7 +169,7 @@ class Setup:
         hooks, deferred = self.runtime.hooks, self.runtime.deferred_prompt
         if hooks is None or hooks.box.policy != UNSANDBOXED:
             return
-        hooks.box = replace(hooks.box, policy=DEFAULT_COMMAND_SANDBOX)
+        hooks.box = attrs.evolve(hooks.box, policy=DEFAULT_COMMAND_SANDBOX)
         if deferred is not None:  # not run yet: `owner` is known before anything of the session runs
             deferred.box = hooks.box
         self.runtime.warnings.append(f"agent {self.agent!r} runs its prompt commands and hooks without a sandbox: in "

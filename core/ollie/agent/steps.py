@@ -9,9 +9,11 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
 
 from ollie.tools.editor.specs import EDITOR_KINDS
 from ollie.tools.execute.args import (
@@ -73,7 +75,7 @@ class ToolStep:
     locations: tuple[Location, ...] = field(default_factory=tuple)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class Diff:
     """One file a step changed, in ACP's diff shape; `path` relative to the session CWD, a text None when absent/binary."""
 
@@ -105,7 +107,7 @@ class Diff:
 NETWORK_FIELDS = ("host", "port", "verdict", "how", "sent", "received", "error", "more")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class ToolState:
     """A step as the events carry it: stable id, kind, title, status, locations, and the diffs it made."""
 
@@ -137,7 +139,7 @@ class ToolState:
 
     def with_status(self, status: StepStatus, diffs: tuple[Diff, ...] | None = None) -> ToolState:
         """This step with a new status (and its diffs, when given)."""
-        return replace(self, status=status, diffs=diffs if diffs is not None else self.diffs)
+        return attrs.evolve(self, status=status, diffs=diffs if diffs is not None else self.diffs)
 
 
 def step_ids(call_id: str, count: int) -> list[str]:
@@ -207,7 +209,7 @@ def _edit_line(state: ToolState, output: str) -> ToolState:
     if state.kind != "edit" or state.status != "completed" or len(state.locations) != 1 or state.locations[0].line:
         return state
     match = _EDIT_LINE.search(output)
-    return replace(state, locations=(Location(state.locations[0].path, int(match.group(1))),)) if match else state
+    return attrs.evolve(state, locations=(Location(state.locations[0].path, int(match.group(1))),)) if match else state
 
 
 def last_writer(inner: Sequence[ToolState]) -> int:

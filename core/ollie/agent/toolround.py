@@ -7,10 +7,12 @@ import codecs
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
 
 from ollie.agent.behind import BehindBuffers, model_note, user_notice
 from ollie.agent.changes import ChangeTracker
@@ -184,7 +186,7 @@ class ToolRound:
             return
         whole = whole_state(call_id, inner)
         if role == "tool" and (network := self.network.get(call_id, ())):
-            whole = replace(whole, network=tuple(dict(c) for c in network))  # the byte counts as the call ended
+            whole = attrs.evolve(whole, network=tuple(dict(c) for c in network))  # the byte counts as the call ended
         self.bus.publish(Event(role, name, content, tool=whole, steps=tuple(inner) if len(inner) > 1 else (),
                                images=tuple(images)))
 
@@ -207,7 +209,7 @@ class ToolRound:
             for s, share in zip(inner, shares, strict=True)]
         if more:  # the files past the listed ones are named by no step: the last writer's, as attribute() has it
             owner = last_writer(inner)
-            self._open[call_id][owner] = replace(self._open[call_id][owner], diffs_more=more)
+            self._open[call_id][owner] = attrs.evolve(self._open[call_id][owner], diffs_more=more)
         self._publish("tool", call_id, name, text, images)
         self.ended[call_id] = self._open.pop(call_id, [])
 

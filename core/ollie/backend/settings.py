@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
+
+import attrs
 
 from ollie.backend.errors import BackendConfigError
 
 Wire = Literal["openai", "anthropic", "ollama"]  # the class that speaks each: registry.backend_class
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class BackendSpec:
     """One backend `OLLIE_BACKEND` can name: how it is reached and configured."""
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 from ollie import paths
 from ollie.config import MCP_TIMEOUT_MS, McpHttp, McpStdio, parse_mcp_servers
@@ -24,17 +25,17 @@ SERVER_NAME = "mcp"
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class ServerSpec:
     """One configured MCP server: stdio (`command`) or HTTP (`url`, SSE when `sse`); `source` says where it came from."""
 
     name: str
     command: str = ""
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = attrs.field(factory=dict)
     cwd: str = ""
     url: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = attrs.field(factory=dict)
     sse: bool = False
     source: str = ""
     # Its own dir under `<state dir>/mcp` (its HOME): its name, or for a workspace's server one of that

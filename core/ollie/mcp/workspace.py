@@ -6,11 +6,12 @@ starts one and remembers the exact entry for this workspace (a changed entry mus
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
 from pathlib import Path
+
+import attrs
 
 from ollie import beneath, paths
 from ollie.errors import ConfigError
@@ -52,7 +53,7 @@ def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSp
                 continue
             home = f"workspace/{hashlib.sha256(os.fsencode(cwd)).hexdigest()[:16]}/{name}"
             for key, spec in specs.items():
-                found.setdefault(key, dataclasses.replace(spec, home=home))
+                found.setdefault(key, attrs.evolve(spec, home=home))
     return found
 
 

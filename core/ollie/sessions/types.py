@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+import attrs
+
 from ollie.sessions.errors import InvalidSessionError, TitleTooLongError
 
 MAX_TITLE_BYTES = 1_000
@@ -229,7 +231,7 @@ def _enum_or_raw(enum: type[StrEnum], value: str) -> str:
         return value
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class Scope:
     """Who asks: a user, across agents (the registry's team channels add what is shared with them)."""
 

@@ -3,10 +3,10 @@ first turn that may write)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import attrs
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class Bound:
     """How much of a diff is read and sent: at most `files` files and `text_bytes` of their contents, both sides."""
 

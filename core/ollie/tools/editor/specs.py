@@ -7,8 +7,9 @@ tool script's, so the model batches them with file_read and the rest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import attrs
 
 from ollie.errors import OllieError
 from ollie.tools.base import Tier
@@ -20,7 +21,7 @@ class EditorArgumentError(OllieError):
     """An editor tool's arguments are wrong; the message says how to call it."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class EditorTool:
     """One editor tool as listed in call_tool's description."""
 

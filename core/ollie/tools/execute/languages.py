@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import attrs
+
 from ollie import paths, programs
 from ollie.errors import OllieError
 
@@ -19,7 +21,7 @@ class LanguageError(OllieError):
     """Unknown language, missing interpreter, or a script whose language cannot be told."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class Language:
     """One interpreter: its program, the flags that make it read a program file, how it takes input."""
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
+
+import attrs
 
 from ollie.errors import OllieError
 from ollie.tools.base import Tier
@@ -36,7 +37,7 @@ class ToolNameError(OllieError):
     """A tool name that could reach outside the tools dirs, or names no script."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, slots=False)
 class ToolScript:
     """One tool script: where it is, how to run it, and what its header says."""
 
