@@ -137,7 +137,7 @@ async def read_resource(dispatcher: Dispatcher, server: str, uri: str) -> str:
     found = host.servers.get(server) if host is not None else None
     if found is None:
         raise ValueError(f"no MCP server {server!r} (see /mcp)")
-    from ollie.mcp.client import START_TIMEOUT_S
+    from ollie.mcp.transport import START_TIMEOUT_S
 
     await found.wait_ready(START_TIMEOUT_S)  # picked as a new session's servers still start
     try:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ollie.backend.types import Image
 from ollie.mcp.config import ServerSpec
+from ollie.mcp.transport import START_TIMEOUT_S, Inbox, Outbox, http_streams, leaf, why
 from ollie.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -28,11 +28,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-START_TIMEOUT_S = 30.0
 # How long a server a call got no answer from has to answer a ping before it is restarted.
 PING_TIMEOUT_S = 5.0
-# How long an HTTP server's streams may stay silent (its calls end sooner: their own `timeout`).
-HTTP_READ_TIMEOUT_S = 600.0
 # How long a failed server's exit (and last stderr) is awaited, to say why it failed.
 STDERR_WAIT_S = 2.0
 # Why a stdio server ended when its sandbox's fork server died (its supervisor stops it then).
@@ -185,7 +182,7 @@ class McpServer:
         self._closing = False
         self._task: asyncio.Task[None] | None = None
         # The JSON-RPC id of each call in flight, by the progress token ollie gave it (what a cancel names).
-        self._outbox: _Outbox | None = None
+        self._outbox: Outbox | None = None
         self._calls = 0
         self._net = _CallsNetAsk()
         self._checking: asyncio.Future[None] | None = None  # a check of a server a call got no answer from
@@ -298,7 +295,7 @@ class McpServer:
             await self._serve(ClientSession)
             self.error = self._explained(self.error or "the server exited")
         except Exception as exc:
-            self.error = self._explained(_why(exc))
+            self.error = self._explained(why(exc))
             raise
         finally:  # after the error is set: a call that ends with the connection says why
             self._gone.set()
@@ -314,7 +311,7 @@ class McpServer:
     async def _serve(self, ClientSession: Any) -> None:  # noqa: N803 - the SDK's class, imported by the caller
         async with self._transport() as (read, write, done, tail):
             status: Any = None
-            self._outbox = outbox = _Outbox(write)
+            self._outbox = outbox = Outbox(write)
             try:
                 # No timeout of the SDK's: each request has its own (a call's ends with a cancel to the server).
                 async with ClientSession(read, outbox, message_handler=self._on_message) as session:
@@ -332,11 +329,11 @@ class McpServer:
                 if self.spec.url:
                     raise
                 # A server that failed at start said why on stderr: that, not the SDK's "Connection closed".
-                if not isinstance(_leaf(exc), _Silent):  # one that is silent still runs: no exit to wait for
+                if not isinstance(leaf(exc), _Silent):  # one that is silent still runs: no exit to wait for
                     with contextlib.suppress(TimeoutError):
                         status = await asyncio.wait_for(done(), STDERR_WAIT_S)
                 if tail():
-                    head = _ended(status) or _why(exc)
+                    head = _ended(status) or why(exc)
                     raise RuntimeError(f"{head}: {tail()}") from exc
                 raise
             exited = _ended(status) or "the server went away"
@@ -347,8 +344,8 @@ class McpServer:
         if self.spec.url:
             # An HTTP server has no process to wait for: it serves until a request cannot reach it, which ends
             # the SDK's transport (and so this block) with the reason.
-            async with _http_streams(self.spec) as (read, write):
-                inbox = _Inbox(read)
+            async with http_streams(self.spec) as (read, write):
+                inbox = Inbox(read)
                 yield inbox, write, inbox.wait, lambda: inbox.why
             return
         from ollie.mcp.stdio import _StderrTail, message_streams, spawn_server
@@ -476,7 +473,7 @@ class McpServer:
         try:
             result = task.result()
         except Exception as exc:  # noqa: BLE001 - the server's error is the model's tool error
-            return ToolResult(f"MCP server {self.spec.name!r}: {_why(exc)}", is_error=True)
+            return ToolResult(f"MCP server {self.spec.name!r}: {why(exc)}", is_error=True)
         if self._refreshing is not None and not self._refreshing.done():
             await asyncio.wait({self._refreshing}, timeout=START_TIMEOUT_S)
         return await result_of(result)
@@ -545,100 +542,6 @@ class _CallsNetAsk:
         return self._idle
 
 
-class _Wrapped:
-    """A transport stream of the SDK's, wrapped; the SDK closes it through `async with`."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    async def aclose(self) -> None:
-        """Close the transport's stream."""
-        await self._stream.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _Outbox(_Wrapped):
-    """The session's write stream, noting the JSON-RPC id each tools/call request went out with, by progress token."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self.ids: dict[str, Any] = {}
-
-    async def send(self, message: Any) -> None:
-        """Note a call's id, then pass the message on."""
-        root = message.message.root
-        if getattr(root, "method", None) == "tools/call":
-            token = ((root.params or {}).get("_meta") or {}).get("progressToken")
-            if isinstance(token, str):
-                self.ids[token] = root.id
-        await self._stream.send(message)
-
-
-class _Inbox(_Wrapped):
-    """A transport's read stream, telling (`ended`) when it ends: how an HTTP server's going away is seen."""
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
-        self.ended = asyncio.Event()
-        self.why = ""  # the transport's last error (the SDK passes them in the stream): why it ended
-
-    async def wait(self) -> None:
-        """Return once the stream ended."""
-        await self.ended.wait()
-        self.why = self.why or "the connection to the server ended"
-
-    def __aiter__(self) -> _Inbox:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            item = await self._stream.__anext__()
-        except BaseException:
-            self.ended.set()
-            raise
-        if isinstance(item, Exception):
-            self.why = _why(item)
-            from ollie.mcp.httpcap import MessageTooLarge
-
-            if isinstance(item, MessageTooLarge):  # the rest of that answer is unread: the connection is over
-                self.ended.set()
-                raise StopAsyncIteration
-        return item
-
-    async def aclose(self) -> None:
-        """Close the transport's stream."""
-        self.ended.set()
-        await super().aclose()
-
-
-@contextlib.asynccontextmanager
-async def _http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's (read, write) streams to an HTTP server: streamable HTTP, or legacy SSE."""
-    import httpx
-
-    from ollie.mcp.httpcap import client
-
-    bounded = functools.partial(client, pinned=spec.from_workspace)
-    if spec.sse:
-        from mcp.client.sse import sse_client
-
-        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S, httpx_client_factory=bounded,
-                              sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write):
-            yield read, write
-        return
-    from mcp.client.streamable_http import streamable_http_client
-
-    timeout = httpx.Timeout(START_TIMEOUT_S, read=max(HTTP_READ_TIMEOUT_S, spec.timeout))
-    async with (bounded(dict(spec.headers), timeout) as http,
-                streamable_http_client(spec.url, http_client=http) as (read, write, _)):
-        yield read, write
-
-
 class _Silent(Exception):
     """A server that did not answer its start (initialize, the lists) in time."""
 
@@ -657,17 +560,3 @@ def shown_url(url: str) -> str:
         port = ""
     host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
     return urlunsplit((parts.scheme, host + port, parts.path, "", "")) + ("?..." if parts.query else "")
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The first exception inside an exception group (anyio's task groups raise them), or `exc`."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _why(exc: BaseException) -> str:
-    """A one-line reason, reaching into an exception group."""
-    exc = _leaf(exc)
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300] if text else type(exc).__name__

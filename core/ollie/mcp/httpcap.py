@@ -15,7 +15,7 @@ _EVENT_ENDS = (b"\n\n", b"\n\r\n", b"\r\r")  # a blank line ends a server-sent e
 
 
 class MessageTooLarge(httpx.ReadError):
-    """A server's answer or event past MAX_MESSAGE_BYTES: the connection ends (ollie.mcp.client's `_Inbox`)."""
+    """A server's answer or event past MAX_MESSAGE_BYTES: the connection ends (ollie.mcp.transport's `Inbox`)."""
 
 
 def client(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
