@@ -64,11 +64,18 @@ _found: dict[str, str] = {}
 
 
 def note_writable(paths: Iterable[Path | str]) -> None:
-    """Sandboxed code may write `paths` from now on: no helper is run from there, no elevated PATH names them."""
+    """Sandboxed code may write `paths` from now on: no helper is run from there, no elevated PATH names them, no cwd
+    is reached through a link there."""
     given = tuple(paths)
     if given not in _noted:  # every spawn notes its policy's paths: resolve each set once
         _noted.add(given)
         _written.update(Path(os.path.realpath(p)) for p in given)
+
+
+def step_writable() -> list[Path]:
+    """Where sandboxed steps may have written: every path one of this process was granted, and ollie's dirs that hold
+    the ones it grants (session temp dirs, plan files, project notes), where earlier processes' steps wrote too."""
+    return [*_written, paths.runtime_tmp_dir(), paths.data_dir(), paths.state_dir(), paths.sessions_dir()]
 
 
 def _writable_by_steps(path: str) -> Path | None:

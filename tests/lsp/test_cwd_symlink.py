@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from pygls.exceptions import JsonRpcException
+
+from ollie.paths import bundled, config_dir
 from ollie.testing import Reply
 
 from .test_methods import rpc_error
@@ -157,3 +160,67 @@ async def test_hooks_and_prompt_commands_never_run_in_a_cwd_swapped_for_a_symlin
     infos = "\n".join(e["content"] for e in daemon.session_events(sid) if e["role"] == "info")
     assert f"hook preTurn: 'touch hook-planted' {swapped}" in infos, infos
     assert f"prompt command 'touch prompt-planted; echo You are hooked.' {swapped}" in infos, infos
+
+
+async def test_a_link_any_step_of_the_daemon_planted_is_refused_to_every_session_and_the_users_own_is_followed(
+        start_daemon, llm, tmp_path):
+    # Found: the guard held only the moving session's own cwds and policy, so a link another session's step planted
+    # in its TMPDIR, its plan dir or its cwd outside the workspace folder became this session's cwd (granted write).
+    targets = {case: tmp_path / "outside" / case for case in ("tmpdir", "plan", "cwd")}
+    for target in targets.values():
+        target.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    other = (await daemon.request("ollie/session/new", {"cwd": str(elsewhere)}))["session"]
+    await daemon.request("ollie/setApproval", {"session": other, "approval": "auto"})
+    llm.script(Reply(tool_calls=[code(
+        f'ln -s {targets["tmpdir"]} "$TMPDIR/t" && ln -s {targets["plan"]} "$(dirname "$OLLIE_PLAN_FILE")/l" && '
+        f'ln -s {targets["cwd"]} l && printf %s "$TMPDIR" > tmpdir && printf %s "$(dirname "$OLLIE_PLAN_FILE")" > plan'
+    )]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": other, "text": "go"}))["stop"] == "end"
+    links = {"tmpdir": f"{(elsewhere / 'tmpdir').read_text()}/t", "plan": f"{(elsewhere / 'plan').read_text()}/l",
+             "cwd": str(elsewhere / "l")}
+
+    followed = {}
+    for case, link in links.items():
+        try:
+            followed[case] = await daemon.request("ollie/setCwd", {"cwd": link})
+        except JsonRpcException as exc:
+            assert exc.code == -32602 and f"cwd: {link} is a symlink inside" in exc.message, (case, exc)
+    assert followed == {}
+    out = (await daemon.request("ollie/command", {"line": f"/cwd {links['tmpdir']}"}))["output"]
+    assert out.startswith(f"/cwd: {links['tmpdir']} is a symlink inside"), out
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str(ws)
+
+    # A link the user made, outside anything a step may write (~/proj -> /data/proj), is still followed.
+    data, home = tmp_path / "data" / "proj", tmp_path / "home"
+    data.mkdir(parents=True)
+    home.mkdir()
+    (home / "proj").symlink_to(data)
+    assert await daemon.request("ollie/setCwd", {"cwd": str(home / "proj")}) == {}
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str(data)
+
+
+async def test_a_link_planted_where_only_the_agent_switched_from_could_write_is_refused(start_daemon, llm, tmp_path):
+    # Found: the guard took the writable paths of the session's current agent's policy only.
+    outside, shared, agents = tmp_path / "outside", tmp_path / "shared", tmp_path / "agents"
+    for directory in (outside, shared, agents):
+        directory.mkdir()
+    policies = config_dir() / "sandbox"
+    policies.mkdir(parents=True)
+    default = bundled("sandbox.yaml").read_text()
+    (policies / "shared.yaml").write_text(default.replace('rwx: ["{CWD}"', f'rwx: ["{shared}", "{{CWD}}"'))
+    (agents / "sharing.json").write_text(json.dumps({"prompt": ["You share."], "sandbox": "shared"}))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)})
+    sid = (await daemon.request("ollie/session/new", {"agent": "sharing"}))["session"]
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    llm.script(Reply(tool_calls=[code(f"ln -s {outside} {shared}/l")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert (shared / "l").is_symlink()
+    out = (await daemon.request("ollie/command", {"session": sid, "line": "/agent coding"}))["output"]
+    assert out.startswith("agent: coding"), out
+
+    err = await rpc_error(daemon, "ollie/setCwd", {"session": sid, "cwd": str(shared / "l")})
+    assert err.code == -32602 and f"cwd: {shared / 'l'} is a symlink inside {shared}" in err.message, err

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from ollie import beneath, paths
+from ollie import beneath, paths, programs
 from ollie.agent.commandbox import DEFAULT_COMMAND_SANDBOX, UNSANDBOXED
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
 from ollie.agent.hooks import Hooks
@@ -118,8 +118,10 @@ class Setup:
         """Move the working directory of tools, hooks and prompt commands to `path` (relative: from the cwd) walked
         to its real path, never through a symlink tool code could have planted (ValueError: missing or refused)."""
         cwd = self.cwd
-        # Where a step may write: the session's cwds (this and the earlier ones) and its policy's writable dirs.
-        writable = [cwd, *self.guarded, *(p for s in execute_servers(self.runtime.dispatcher) for p in s.writable())]
+        # Where a step may have written: the session's cwds (this and the earlier ones), its policy's writable dirs, and
+        # whatever any step of this process (any session, any agent it switched from) was granted or ollie's dirs hold.
+        writable = [cwd, *self.guarded, *(p for s in execute_servers(self.runtime.dispatcher) for p in s.writable()),
+                    *programs.step_writable()]
         # `~user` (the user database) and the walk (a name at a time: an NFS or FUSE workspace may stall) in a thread,
         # not on the loop every session shares. A link swapped in after it is caught at each step (beneath.moved).
         real = await asyncio.to_thread(_real_dir, cwd, path, writable)
