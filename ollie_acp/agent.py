@@ -139,7 +139,9 @@ class OllieAgent:
         from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
 
         # O(history): built in a thread, so the agent's other sessions do not wait for a long one's replay.
-        updates = await asyncio.to_thread(replay, list(live.core.session.messages), cwd=live.core.cwd, kind_of=_kinds())
+        session = live.core.session
+        updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd, kind_of=_kinds(),
+                                          collapsed=dict(session.step_images))
         for update in updates:
             await self.client.session_update(session_id=live.id, update=update)
         response = LoadSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from acp import image_block, text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
-from ollie.agent.history import typed_text
+from ollie.agent.history import named_images, typed_text
 from ollie.agent.steps import Diff, KindLookup, describe, inner_statuses, step_ids
+from ollie.backend.images import shown
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 from ollie_acp.updates import Update, shown_results, tool_result, tool_start
 
 
-def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) -> list[Update]:
-    """User and agent message chunks, thoughts, and every tool step with its final status, in order."""
-    results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool" and m.tool_call_id}
+def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
+           collapsed: Mapping[str, Sequence[str]] | None = None) -> list[Update]:
+    """User and agent message chunks, thoughts, and every tool step with its final status and its result's images (as
+    live; those of a result that `collapsed`, the session's `step_images`, named), in order."""
+    results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     updates: list[Update] = []
     for message in messages:
         if message.role == "user" and (typed := typed_text(message)):
@@ -36,14 +40,18 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None) ->
             for call in message.tool_calls or []:
                 steps = describe(call.name, call.arguments, cwd, kind_of=kind_of)
                 ids = step_ids(call.id, len(steps))
-                result = results.get(call.id)
+                answer = results.get(call.id)
+                result = answer.content if answer is not None else None
+                pictures = (shown(answer.images)[0] if answer is not None and answer.images
+                            else named_images((collapsed or {}).get(call.id, ())))
                 statuses = list(inner_statuses(result, len(ids))) if result is not None else ["failed"] * len(ids)
                 diffs = _edit_diffs(call.name, call.arguments, len(ids))
-                shown = shown_results(result or "", statuses)
-                for step_id, step, status, diff, text in zip(ids, steps, statuses, diffs, shown, strict=True):
+                texts = shown_results(result or "", statuses)
+                for step_id, step, status, diff, text in zip(ids, steps, statuses, diffs, texts, strict=True):
                     updates.append(tool_start(step_id, step, cwd=cwd, status=status, arguments=call.arguments))
                     made = (diff,) if diff is not None and status == "completed" else ()
-                    updates.append(tool_result(step_id, status, text, made, cwd=cwd))
+                    updates.append(tool_result(step_id, status, text, made, cwd=cwd,
+                                               pictures=pictures if step_id == ids[-1] else ()))
     return updates
 
 

@@ -8,8 +8,18 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from acp import plan_entry, start_tool_call, text_block, tool_content, tool_diff_content, update_plan, update_tool_call
+from acp import (
+    image_block,
+    plan_entry,
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_plan,
+    update_tool_call,
+)
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
@@ -28,6 +38,7 @@ from ollie import beneath
 from ollie.agent.events import Event
 from ollie.agent.steps import Diff, Location, ToolState, ToolStep
 from ollie.agent.surface import AcpCore
+from ollie.backend import images
 
 logger = logging.getLogger("ollie.acp.updates")
 
@@ -81,11 +92,16 @@ def raw_input(arguments: str) -> object:
 
 
 def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
-                cwd: Path | None = None, locations: tuple[Location, ...] = ()) -> ToolCallProgress:
-    """The `tool_call_update` closing one step, with the start of its result and its diffs (paths absolute), and
-    its locations once one has a line (an edit's, known from its result)."""
+                cwd: Path | None = None, locations: tuple[Location, ...] = (),
+                pictures: Sequence[dict[str, Any]] = ()) -> ToolCallProgress:
+    """The `tool_call_update` closing one step, with the start of its result, its images (`images.shown`'s: one
+    without data named with its size), its diffs (paths absolute), and its locations once one has a line (an edit's,
+    known from its result)."""
     preview = result if len(result) <= RESULT_PREVIEW_CHARS else result[:RESULT_PREVIEW_CHARS] + "\n[…]"
     content: list[ContentToolCallContent | FileEditToolCallContent] = [tool_content(text_block(preview))] if preview else []
+    content.extend(tool_content(image_block(p["data"], p["mime"]) if "data" in p else
+                                text_block(f"[image: {p['mime']}, {max(1, round(p['bytes'] / 1024))} KB, not sent]"))
+                   for p in pictures)
     for diff in diffs:
         path = str((cwd / diff.path) if cwd is not None else Path(diff.path))
         # ACP's diff has no "removed" form: a deleted file shows as emptied.
@@ -228,9 +244,10 @@ class UpdateForwarder:
             self._live.pop(step_id, None)
             self._unsent.discard(step_id)
         steps = _steps_of(event.tool, event.steps)
+        pictures = images.shown(event.images)[0]
         for step, shown in zip(steps, shown_results(event.content, [s.status for s in steps]), strict=True):
             await self._send(tool_result(step.id, step.status, shown, step.diffs or (), cwd=self._core.cwd,
-                                         locations=step.locations))
+                                         locations=step.locations, pictures=pictures if step is steps[-1] else ()))
         if "task_" in event.content:
             await self.send_plan()
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ollie.agent.events import Event, Subscription
+from ollie.backend import images
 
 logger = logging.getLogger("ollie.lsp.events")
 
@@ -18,9 +19,6 @@ logger = logging.getLogger("ollie.lsp.events")
 STOP_WAIT_S = 5.0
 # Roles whose consecutive events are text deltas that may be joined into one notification.
 DELTA_ROLES = frozenset({"assistant", "reasoning"})
-# The most image data (base64 characters, about 1 MiB of bytes) one `tool` event carries to be drawn; the images past
-# it are named with their sizes only: 8 of 1 MiB made a 10.7 MB notification, 68 ms of JSON on the event loop.
-SHOWN_IMAGE_CHARS = 1_400_000
 
 
 def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
@@ -36,7 +34,7 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
     if event.steps:
         params["steps"] = [step.to_wire() for step in event.steps]
     if event.images:  # a `tool` result's images, as the model was shown them
-        params["images"] = _shown_images(event)
+        params["images"] = images.shown(event.images)[0]
     if event.turn:  # a `turn` end: the number of the turn that ended (a client's "fork from here" names it)
         params["turn"] = event.turn
     if event.changes is not None:  # a `turn` end: what the history's `turnChanges` says, and the files to list
@@ -49,16 +47,6 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
         if changes.count > len(changes.files):  # the list is bounded (ollie.agent.review.END_LISTED_FILES)
             params["turnChanges"]["more"] = changes.count - len(changes.files)
     return params
-
-
-def _shown_images(event: Event) -> list[dict[str, Any]]:
-    """Each image of a `tool` event: its type and size, and its data while they fit in SHOWN_IMAGE_CHARS."""
-    room, out = SHOWN_IMAGE_CHARS, []
-    for image in event.images:
-        shown = len(image.data) <= room
-        room -= len(image.data) if shown else 0
-        out.append({"mime": image.mime, "bytes": image.size, **({"data": image.data} if shown else {})})
-    return out
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).

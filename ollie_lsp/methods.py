@@ -243,14 +243,15 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
     # The page's step records too, here: a running turn adds to the session's maps (and a /clear empties them)
     # while the thread reads. O(page), not O(history).
-    outcomes, network = page_records(messages[p.offset:end], core.session.step_outcomes, core.session.step_network)
+    outcomes, network, pictures = page_records(messages[p.offset:end], core.session.step_outcomes,
+                                               core.session.step_network, core.session.step_images)
     cwd = core.cwd
 
     def answer() -> dict[str, Any]:
         # A page's pairing of calls with results across the whole history is O(history): in a thread (it only
         # reads), not on the shared loop.
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
-                             network=network)
+                             network=network, images=pictures)
         for index, message in enumerate(page, p.offset):
             if message.get("role") == "user" and isinstance(content := message.get("content"), str):
                 if labels := context_labels(content):
@@ -263,8 +264,10 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
                                   "running": running, "answering": answering, "seq": seq}
         if end < len(messages):
             result["next"] = end
-        # A page of many (long) messages can be MBs of JSON: encoded here, in pieces, not by one dumps on the loop.
-        return result if len(page) <= INLINE_MESSAGES else encoded(lambda: result)
+        # A page of many (long) messages, or a step's images (up to ~1 MiB of base64), can be MBs of JSON: encoded
+        # here, in pieces, not by one dumps on the loop.
+        inline = len(page) <= INLINE_MESSAGES and not any(m["role"] == "tool" and "images" in m for m in page)
+        return result if inline else encoded(lambda: result)
 
     return await asyncio.to_thread(answer)
 

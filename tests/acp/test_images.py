@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from typing import Any
 
 import acp
 import pytest
@@ -99,3 +100,39 @@ async def test_an_image_with_a_command_is_refused_not_dropped(start_agent, llm) 
         await agent.prompt(sid, "/usage", acp.image_block(DATA, "image/png"))
     assert caught.value.code == -32602 and "takes no images" in str(caught.value.data), caught.value.data
     assert (await agent.prompt(sid, "/usage")).stop_reason == "end_turn"
+
+
+async def test_a_steps_images_reach_the_client_live_and_on_load(start_agent, scripted_llm) -> None:
+    """A file_read of images: its step's update carries each as ACP image content while they come to about 1 MiB, one
+    past it named with its size, not sent (the client saw no picture); on session/load a result the session keeps (a
+    warm batch) replays its image, one that collapsed once the model read it names each (it replayed nothing)."""
+    llm = scripted_llm("openai")
+    reads = [{"tool": "file_read", "args": [name]} for name in ("shot.png", "big.png", "more.png")]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [reads[0], {"tool": "file_glob", "args": ["*.png"]}]})),
+               Reply.tool_calls(("call_tool", {"calls": reads})),  # last: the megabytes read cause no compaction
+               Reply.text("red rectangles"))
+    agent = await start_agent(env=llm.env())
+    big = PICTURE + b"\0" * 800_000
+    for name, data in (("shot.png", PICTURE), ("big.png", big), ("more.png", big)):
+        (agent.workspace / name).write_bytes(data)
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "look")).stop_reason == "end_turn"
+
+    def images(client: Any) -> list[list[tuple[str, str, str]]]:
+        """Each step's image content, in order of the steps: (type, mime, data), or ("text", the line, "")."""
+        blocks = [[c.content for c in u.content or [] if c.type == "content"]
+                  for u in client.of(sid, "tool_call_update") if u.status == "completed"]
+        return [[("image", b.mime_type, b.data) if b.type == "image" else ("text", b.text, "") for b in step
+                 if b.type == "image" or b.text.startswith("[image:")] for step in blocks]
+
+    shot = ("image", "image/png", DATA)
+    kb = round(len(big) / 1024)
+    assert images(agent.client) == [[], [shot], [], [], [shot, ("image", "image/png", base64.b64encode(big).decode()),
+                                                         ("text", f"[image: image/png, {kb} KB, not sent]", "")]]
+    agent.proc.stdin.close()
+    await asyncio.wait_for(agent.proc.wait(), 30)  # stdin closed: the agent saves and exits
+
+    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    named = [("text", f"[image: image/png, {size} KB, not sent]", "") for size in (1, kb, kb)]
+    assert images(second.client) == [[], [shot], [], [], named]

@@ -82,7 +82,8 @@ def test_the_cold_set_follows_every_change_of_the_tiers() -> None:
 
 
 def test_a_collapsed_result_takes_its_images_with_it() -> None:
-    """An MCP server's screenshot collapses with its text: left in place, it would go with every later request."""
+    """An MCP server's screenshot collapses with its text: left in place, it would go with every later request. What
+    they were (type and bytes) stays with the session: the history names them under the step."""
     session = Session()
     shot = Image("image/png", "iVBORw0KGgo=")
     session.messages += [Message("assistant", "", tool_calls=[ToolCall("s", "mcp__t__screenshot", "{}")]),
@@ -92,3 +93,4 @@ def test_a_collapsed_result_takes_its_images_with_it() -> None:
     result = session.messages[-1]
     assert result.images == [] and result.content.startswith("[warm result of mcp__t__screenshot collapsed: ")
     assert ", 2 images; began: the screen]" in result.content
+    assert session.step_images == {"s": ["image/png 8"] * 2}

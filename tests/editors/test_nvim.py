@@ -826,17 +826,23 @@ def test_images_go_with_a_prompt_by_tag_and_by_picker(workspace, scripted_llm):
     (workspace / "pics" / "b.png").write_bytes(green)
     (workspace / "fake.png").write_text("not an image\n")
     srv = scripted_llm("anthropic")
-    srv.script(Reply.text("a red square"), Reply.text("a green one"))
+    srv.script(Reply.text("a red square"), Reply.text("a green one"),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["shot.png"]}]})),
+               Reply.text("it is red"))
     result = run_scenario("images", workspace, srv)
     assert "📎 shot.png (image)" in result["first_chat"]
     assert srv.images(srv.chat_requests[0]) == [("image/png", red)]
     assert result["offered"] == ["fake.png", "pics/b.png", "shot.png"]  # offered by name: the daemon checks content
     assert result["input"] == ["#file:pics/b.png "]
     assert srv.images(srv.chat_requests[1])[-1:] == [("image/png", green)]
-    assert len(srv.chat_requests) == 2  # the fake one never reached the model
+    assert len(srv.chat_requests) == 4  # the fake one never reached the model
     assert "fake.png is not a PNG, JPEG, GIF or WebP image" in result["final_chat"]
     # Resumed, each prompt shows its image (type and size: the daemon lists no data).
-    assert result["resumed_chat"].count(f"📎 image (png, {max(1, round(len(red) / 1024))} KB)") == 2
+    kb = max(1, round(len(red) / 1024))
+    assert result["resumed_chat"].count(f"📎 image (png, {kb} KB)") == 2
+    # The image the model read is a line under its step, live and resumed (its result collapsed since: named still).
+    step = f"\n    [image: image/png, {kb} KB]\n"
+    assert step in result["read_chat"] and step in result["resumed_chat"], result["resumed_chat"]
 
 
 def test_an_empty_chat_says_how_to_start_until_the_first_prompt(workspace, scripted_llm):

@@ -158,3 +158,26 @@ async def test_a_round_of_calls_shows_the_model_at_most_eight_images(start_daemo
     assert llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)] * 8
     tools = "".join(m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool")
     assert "[4 images left out: more than 8 in one round]" in tools, tools
+
+
+async def test_a_resumed_history_draws_a_kept_results_images_and_names_a_collapsed_ones(start_daemon, scripted_llm):
+    """ollie/context, after a restart: a result the session keeps (a warm batch: file_glob beside the read) has its
+    images with their data, as its `tool` event had them; one that collapsed once the model read it (a cold
+    file_read) names each, type and size (it had none: the resumed step showed no sign of the picture)."""
+    from .test_history_render import resumed
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["shot.png"]}]})),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["shot.png"]},
+                                                         {"tool": "file_glob", "args": ["*.png"]}]})),
+               Reply.text("two looks at a red rectangle"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    session = (await daemon.request("ollie/state", {}))["session"]
+    assert (await daemon.request("ollie/submit", {"text": "look twice"}))["stop"] == "end"
+    second = await resumed(start_daemon, llm, daemon, session)
+    results = [m for m in (await second.request("ollie/context", {"session": session}))["messages"]
+               if m["role"] == "tool"]
+    assert [r["content"].startswith("[cold result of call_tool collapsed:") for r in results] == [True, False]
+    named = {"mime": "image/png", "bytes": len(PICTURE)}
+    assert [r.get("images") for r in results] == [[named], [{**named, "data": base64.b64encode(PICTURE).decode()}]]

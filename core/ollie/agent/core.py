@@ -396,7 +396,7 @@ class Core(McpMembers):
         if keep_mode:
             session.approval = source.approval
         session.result_tiers, session.step_outcomes = source.result_tiers, source.step_outcomes
-        session.step_network = source.step_network
+        session.step_network, session.step_images = source.step_network, source.step_images
         session.decision_index = list(source.decision_index)
         self._host.save()
         self._host.notify()

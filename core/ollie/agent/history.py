@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from ollie.agent.steps import KindLookup, Location, StepStatus, ToolState, describe, finished, step_states, whole_state
-from ollie.backend.types import Message, ToolCall
+from ollie.backend.images import SHOWN_IMAGE_CHARS, shown
+from ollie.backend.types import IMAGE_TYPES, Message, ToolCall
 
 # Ends the content of a reply an interrupt cut short: the model reads it, a client may show it as a note.
 INTERRUPTED_REPLY = "[interrupted by the user: this reply was cut off here]"
@@ -77,22 +79,32 @@ def _step_fields(inner: list[ToolState], call_id: str, network: Sequence[dict]) 
     return out
 
 
-def page_records(page: Sequence[Message], outcomes: Mapping[str, Sequence[str]],
-                 network: Mapping[str, Sequence[dict]]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[dict, ...]]]:
-    """What `wire_messages` reads of the session's `step_outcomes` and `step_network` for `page`'s calls, copied
-    where the session changes (the loop) so that a thread may read them as a turn goes on."""
+def page_records(page: Sequence[Message], *records: Mapping[str, Sequence[Any]]) -> tuple[dict[str, tuple[Any, ...]], ...]:
+    """What `wire_messages` reads of the session's maps by call id (`step_outcomes`, `step_network`, `step_images`)
+    for `page`'s calls, copied where the session changes (the loop) so that a thread may read them as a turn goes on."""
     ids = {c.id for m in page for c in m.tool_calls}
     ids.update(m.tool_call_id for m in page if m.tool_call_id)
-    return ({i: tuple(outcomes[i]) for i in ids if i in outcomes}, {i: tuple(network[i]) for i in ids if i in network})
+    return tuple({i: tuple(kept[i]) for i in ids if i in kept} for kept in records)
+
+
+def named_images(marks: Sequence[str]) -> list[dict[str, object]]:
+    """A collapsed result's images as its `step_images` marks (`image/png 12345`) name them, `{mime, bytes}`; a mark
+    that is not one (a session log may be hostile) is left out."""
+    named = (mark.partition(" ") for mark in marks)
+    return [{"mime": mime, "bytes": int(size)} for mime, _, size in named
+            if mime in IMAGE_TYPES and size.isdigit() and len(size) < 16]  # int() of 5,000 digits raises
 
 
 def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Path,
                   kind_of: KindLookup | None = None,
                   outcomes: Mapping[str, Sequence[str]] | None = None,
-                  network: Mapping[str, Sequence[dict]] | None = None) -> list[dict[str, object]]:
-    """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`);
-    `outcomes` and `network` are the session's `step_outcomes` and `step_network`."""
+                  network: Mapping[str, Sequence[dict]] | None = None,
+                  images: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, object]]:
+    """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`), a
+    result's images with their data while the page's come to SHOWN_IMAGE_CHARS; `outcomes`, `network` and `images`
+    are the session's `step_outcomes`, `step_network` and `step_images`."""
     page = messages[start:end]
+    room = SHOWN_IMAGE_CHARS
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
     wanted = {m.tool_call_id for m in page if m.role == "tool"}
     calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls if c.id in wanted}
@@ -110,8 +122,12 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
         data = message.to_dict()
         if message.notes:  # shown as the user typed it, as the live chat showed it; the notes apart
             data["content"] = typed_text(message)
-        if message.images:  # what they are, not megabytes of base64 on every page
+        if message.role == "tool" and message.images:  # drawn under the step, as its `tool` event had them
+            data["images"], room = shown(message.images, room)
+        elif message.images:  # a prompt's: what they are, not megabytes of base64 on every page
             data["images"] = [{"mime": i.mime, "bytes": i.size} for i in message.images]
+        elif message.role == "tool" and (marks := (images or {}).get(message.tool_call_id)):
+            data["images"] = named_images(marks)  # collapsed: their data is gone, what they were is not
         if message.tool_calls:
             data["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments, **fields(c)}
                                   for c in message.tool_calls]

@@ -44,9 +44,13 @@ def summarize_result(tier: str, message: Message) -> str:
     return f"[{tier} result of {message.name or 'tool'} collapsed: {lines} lines, {size} bytes{images}; began: {first}]"
 
 
-def _collapse(message: Message, tier: str) -> None:
-    """Put `message` (a tool result) in its summary's place; its images go with its text."""
+def _collapse(session: Session, message: Message, tier: str) -> None:
+    """Put `message` (a tool result) in its summary's place; its images go with its text, what they were stays in
+    the session's `step_images` (the history names them)."""
+    if message.images:
+        session.step_images[message.tool_call_id] = [f"{image.mime} {image.size}" for image in message.images]
     message.content, message.images = summarize_result(tier, message), []
+    session.result_tiers[message.tool_call_id] = COLLAPSED
 
 
 def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | None = None) -> int:
@@ -59,8 +63,7 @@ def collapse(session: Session, tiers: Iterable[str], messages: list[Message] | N
             continue
         tier = session.result_tiers.get(message.tool_call_id)
         if tier in wanted:
-            _collapse(message, tier)
-            session.result_tiers[message.tool_call_id] = COLLAPSED
+            _collapse(session, message, tier)
             if in_history:
                 # Saved messages changed in place: persistence records just these.
                 session.mark_edited(index)
@@ -81,8 +84,7 @@ def collapse_consumed(session: Session) -> int:
         message = messages[index]
         if message.role == "tool" and message.tool_call_id in pending:
             pending.discard(message.tool_call_id)
-            _collapse(message, "cold")
-            session.result_tiers[message.tool_call_id] = COLLAPSED
+            _collapse(session, message, "cold")
             session.mark_edited(index)  # saved messages changed in place: persistence records just these
             changed += 1
     for call_id in pending:  # its result is no longer in the history (compacted, rewound): nothing to collapse

@@ -10,8 +10,9 @@ import asyncio
 import base64
 import binascii
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ollie import beneath
 from ollie.backend.types import Image
@@ -22,6 +23,10 @@ DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_IMAGES = 8
 # What a data: URL or base64 text may be at most before decoding (4 characters for 3 bytes, and some slack).
 _BASE64_SLACK = 16
+# The most image data (base64 characters, about 1 MiB of bytes) a client is sent to draw in one tool event, one page
+# of the history or one ACP step; the images past it are named with their sizes only: 8 of 1 MiB made a 10.7 MB
+# notification, 68 ms of JSON on the event loop.
+SHOWN_IMAGE_CHARS = 1_400_000
 T = TypeVar("T")
 
 
@@ -109,3 +114,14 @@ async def read(root: Path | str, path: Path | str) -> Image:
 def placeholder(count: int) -> str:
     """What stands in the text for images a model was not sent."""
     return f"[{count} image{'s' if count != 1 else ''} left out: the model does not take images]"
+
+
+def shown(images: Iterable[Image], room: int = SHOWN_IMAGE_CHARS) -> tuple[list[dict[str, Any]], int]:
+    """Each image as a client is sent it, `{mime, bytes, data?}` (its data while they fit in `room` base64
+    characters), and the room left."""
+    out = []
+    for image in images:
+        fits = len(image.data) <= room
+        room -= len(image.data) if fits else 0
+        out.append({"mime": image.mime, "bytes": image.size, **({"data": image.data} if fits else {})})
+    return out, room

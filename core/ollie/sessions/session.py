@@ -151,7 +151,7 @@ class TierMap(TrackedDict):
 
 
 # Session fields kept as TrackedDict: persistence saves only their changes.
-TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network")
+TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images")
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -182,6 +182,9 @@ class Session:
     # The connections each tool call's steps made through the egress proxy (sandbox/egress.py's records), by
     # tool_call_id: a resumed session's steps and `/network` still show them.
     step_network: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # What the images of each collapsed tool result were (`image/png 12345`: type and bytes), by tool_call_id: the
+    # history names them under their steps once the result has dropped them (ollie.agent.tiers, ollie.agent.history).
+    step_images: dict[str, list[str]] = field(default_factory=dict)
     # The one-line decision index compaction keeps for what it dropped.
     decision_index: list[str] = field(default_factory=list)
     title: str = ""
@@ -237,6 +240,7 @@ class Session:
         self.result_tiers.clear()
         self.step_outcomes.clear()
         self.step_network.clear()
+        self.step_images.clear()
         self.decision_index.clear()
         self.last_input_tokens = 0
         self.history_generation += 1

@@ -1,6 +1,7 @@
 -- Images: `:Ollie ... #file:shot.png` sends the picture with the prompt (labelled in the transcript); `:OllieImage`
 -- picks one from the working directory into the input, sent with what the user types; a file that is not an
--- image is refused by the daemon and said in the chat.
+-- image is refused by the daemon and said in the chat. An image the model reads (file_read) is one line under its
+-- step, live and resumed.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 local R = H.results
 
@@ -23,6 +24,11 @@ R.input = vim.api.nvim_buf_get_lines(chat.input_buf, 0, -1, false)
 H.type_and_press(R.input[1] .. "and this one?") -- typed after what the picker put there
 H.wait_chat("a green one")
 H.wait_chat("_%(end%)_.*_%(end%)_")
+
+vim.cmd("Ollie read shot.png yourself")
+H.wait_chat("it is red")
+H.wait_chat("_%(end%)_.*_%(end%)_.*_%(end%)_")
+R.read_chat = H.chat.text()
 
 vim.cmd("Ollie look at #file:fake.png")
 H.wait_chat("not a PNG, JPEG, GIF or WebP")

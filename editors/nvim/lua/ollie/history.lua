@@ -4,6 +4,7 @@
 local client = require("ollie.client")
 local context = require("ollie.context")
 local err_text = require("ollie.requests").err_text
+local image_size = require("ollie.render").image_size
 
 local M = {}
 
@@ -65,8 +66,7 @@ local function draw(t, messages, running, last_result)
       -- A prompt's images: what each was (the daemon sends no data).
       for _, image in ipairs(type(m.images) == "table" and m.images or {}) do
         local kind = tostring(image.mime or "image"):gsub("^image/", "")
-        local kb = math.max(1, math.floor((tonumber(image.bytes) or 0) / 1024 + 0.5))
-        table.insert(labels, ("image (%s, %d KB)"):format(kind, kb))
+        table.insert(labels, ("image (%s, %s)"):format(kind, image_size(image.bytes)))
       end
       t:prompt(text, labels)
       unanswered = true
@@ -85,7 +85,8 @@ local function draw(t, messages, running, last_result)
       end
     elseif m.role == "tool" then
       local tool = type(m.tool) == "table" and m.tool or {}
-      t:output(m.content or "", tool.status == "failed", tool) -- as the live step drew it (the history has no diffs)
+      -- As the live step drew it (the history has no diffs; a collapsed result's images are named all the same).
+      t:output(m.content or "", tool.status == "failed", tool, m.images)
       t:turn_changes(m.turnChanges)
     end
   end

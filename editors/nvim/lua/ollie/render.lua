@@ -724,6 +724,13 @@ function M.rejection(text)
   return feedback and ("rejected: " .. vim.trim(feedback)) or "rejected"
 end
 
+---An image's size as the chat names it: `12 KB` (at least 1).
+---@param bytes any the daemon's `bytes`
+---@return string
+function M.image_size(bytes)
+  return ("%d KB"):format(math.max(1, math.floor((tonumber(bytes) or 0) / 1024 + 0.5)))
+end
+
 ---A byte count as the `[network]` lines of a result say it (core/ollie/tools/execute/results.py).
 local function size(n)
   n = tonumber(n) or 0
@@ -759,13 +766,15 @@ end
 -- A failed step's output of at most this many lines is not folded: the error shows without opening it.
 local FAILED_OPEN_LINES = 8
 
----A step's connections (its `tool.network`) and the files it changed past those its event lists, then its output,
----folded (a failed step's short one open), then a separator so the answer that follows stands apart. The
----connections and the count stay out of the fold: they show without opening it.
+---A step's connections (its `tool.network`), the images its tool returned (one line each: the model was shown them,
+---the chat draws none) and the files it changed past those its event lists, then its output, folded (a failed step's
+---short one open), then a separator so the answer that follows stands apart. What comes before the output stays out
+---of the fold: it shows without opening it.
 ---@param content string
 ---@param failed boolean
 ---@param tool table|nil the step's `tool` object
-function T:output(content, failed, tool)
+---@param images table[]|nil the `images` of its `tool` event or history message: `{mime, bytes, data?}`
+function T:output(content, failed, tool, images)
   local network = tool and tool.network
   local text, is_error = result_text(content)
   text = context.compact_blocks(text) -- an inject's context: its 📎 line, as a prompt shows it
@@ -789,6 +798,10 @@ function T:output(content, failed, tool)
   self:add({ "" })
   for _, c in ipairs(type(network) == "table" and network or {}) do
     self:add({ network_line(c) }, c.verdict == "allowed" and "OllieToolOutput" or "OllieToolFailed")
+  end
+  for _, image in ipairs(type(images) == "table" and images or {}) do
+    local line = ("    [image: %s, %s]"):format(tostring(image.mime), M.image_size(image.bytes))
+    self:add({ (line:gsub("%c", " ")) }, "OllieToolOutput")
   end
   local more = M.more_files_line(tool)
   if more then
@@ -846,7 +859,7 @@ function T:tool_event(ev)
         self:set_locations(s.id, s.locations)
       end
     end
-    self:output(ev.content, tool ~= nil and tool.status == "failed", tool)
+    self:output(ev.content, tool ~= nil and tool.status == "failed", tool, ev.images)
   end
 end
 

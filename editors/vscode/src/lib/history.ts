@@ -2,7 +2,7 @@
 
 import { ChatItem, ChatModel } from "./chatModel";
 import { isObject } from "./json";
-import { type OllieEvent, turnNumber } from "./protocol";
+import { type OllieEvent, parseToolImages, turnNumber } from "./protocol";
 import { splitEditorContext } from "./promptContext";
 import { parseToolStep, parseToolSteps } from "./steps";
 
@@ -28,7 +28,7 @@ interface MessageLike {
   interrupted?: boolean;
   /** A prompt's editor-context items, one compact label each (`a.py:3-7`; PROTOCOL.md "History"). */
   contextLabels?: unknown;
-  /** A prompt's images as the daemon lists them: `[{mime, bytes}]`, no data. */
+  /** A prompt's images as the daemon lists them, `[{mime, bytes}]`; a tool result's, `[{mime, bytes, data?}]`. */
   images?: unknown;
   /** On a turn's last message, when the turn changed files: `{turn, files}` (its number, how many; PROTOCOL.md "History"). */
   turnChanges?: unknown;
@@ -41,6 +41,9 @@ const INTERRUPTED_MARK = /\s*\[interrupted by the user: this reply was cut off h
 // The result of a call an interrupt cut short (ollie.agent.toolround: INTERRUPTED_RESULT, or CLOSED_RESULT when the
 // session was closed under it, as a window reload does while the call waits on its approval question).
 const INTERRUPTED_CALL = /^\[interrupted (by the user )?before this call finished/;
+
+// Why a resumed step names an image rather than drawing it (PROTOCOL.md "History": a collapsed result keeps no data).
+const RESUMED_IMAGE = "a resumed chat has its type and size only";
 
 function text(value: unknown): string {
   if (typeof value === "string") return value;
@@ -109,12 +112,15 @@ export function lastTurnEnding(lastTurnResult: unknown): ChatItem[] {
 export function historyItems(messages: unknown, session?: string): ChatItem[] {
   const model = new ChatModel();
   let seq = 0;
-  const feed = (role: string, content: string, name?: string, step?: { tool?: unknown; steps?: unknown }) => {
+  const feed = (role: string, content: string, name?: string, step?: { tool?: unknown; steps?: unknown; images?: unknown }) => {
     const event: OllieEvent = { session: "", seq: ++seq, role, name, content };
     const tool = parseToolStep(step?.tool);
     const steps = parseToolSteps(step?.steps);
+    // A result's images: drawn when the daemon sends their data, else named (it keeps no data once the model read them).
+    const images = parseToolImages(step?.images)?.map((i) => (i.data ? i : { ...i, why: RESUMED_IMAGE }));
     if (tool) event.tool = tool;
     if (steps && steps.length > 0) event.steps = steps;
+    if (images) event.images = images;
     model.apply(event);
   };
   const all = messagesOf(messages);

@@ -21,15 +21,16 @@ export interface OllieEvent {
   turnChanges?: TurnChanges;
   /** On a `turn` end: the number of the turn that ended (absent when it got none). */
   turn?: number;
-  /** On a `tool` result: the images the tool returned (the history lists them without `data`). */
+  /** On a `tool` result: the images the tool returned. */
   images?: ToolImage[];
 }
 
-/** An image a tool returned: what it is, its size, and its base64 when small enough to draw. */
+/** An image a tool returned: what it is, its size, and its base64 when small enough to draw (else `why` it is not). */
 export interface ToolImage {
   mime: string;
   bytes: number;
   data?: string;
+  why?: string;
 }
 
 // Only what the daemon reads as an image is drawn, and only base64 goes into the data: URL.

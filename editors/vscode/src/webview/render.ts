@@ -161,7 +161,7 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
 }
 
 /** The images a step's tool returned (what the model was shown), drawn once; one the daemon sent without its data
- * (past the 1 MiB it sends a step) is named with its size. */
+ * (past the 1 MiB it sends a step, or resumed after the model read it) is named with its size. */
 function stepImages(box: HTMLElement, item: ToolItem): void {
   const images = item.images ?? [];
   const labels = imageLabels(images);
@@ -169,7 +169,7 @@ function stepImages(box: HTMLElement, item: ToolItem): void {
   if (box.dataset.key === key) return;
   box.dataset.key = key;
   box.replaceChildren(...images.map((image, k) => {
-    if (!image.data) return el("div", "step-image-label", `${labels[k]} (not drawn: a step shows 1 MiB of images)`);
+    if (!image.data) return el("div", "step-image-label", `${labels[k]} (not drawn: ${image.why ?? "a step shows 1 MiB of images"})`);
     const img = el("img", "step-image");
     img.src = `data:${image.mime};base64,${image.data}`;
     img.alt = img.title = labels[k];

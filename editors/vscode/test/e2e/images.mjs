@@ -1,10 +1,11 @@
 // E2E in real VS Code (code-server): an image pasted into the chat input shows as a chip and goes with the prompt
 // (the daemon saves it with the prompt: it reached the engine); a dropped one too; a file that says it is a PNG but
-// is not is refused by the daemon, and the chat says why; an image the model reads with file_read is drawn in its step.
+// is not is refused by the daemon, and the chat says why; an image the model reads with file_read is drawn in its step,
+// and after a window reload (the result collapsed once the model read it: its data is not kept) named under it.
 //
 // Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, runCommand, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -82,4 +83,15 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await chat.locator(".item.notice", { hasText: "evil.png is not a PNG, JPEG, GIF or WebP image" }).waitFor({ timeout: waitMs });
   await screenshot("image-refused");
   log("a file that is not an image was refused by the daemon and the chat said why");
+
+  // Resumed: the step names each image it read (it showed no sign of them); the daemon keeps no data once read.
+  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  const resumed = await openChat(page);
+  const step = resumed.locator(".item.tool", { has: resumed.locator(".step-images") });
+  for (const label of ["image: png, 1 KB", "image: png, 1172 KB"]) {
+    await step.locator(".step-image-label", { hasText: `${label} (not drawn: a resumed chat has its type and size only)` }).waitFor({ timeout: waitMs });
+  }
+  await screenshot("image-tool-result-resumed");
+  log("resumed, the step named the images the model read");
 });

@@ -233,6 +233,20 @@ test("a saved prompt's images show as labels (type and size, the daemon sends no
   assert.deepEqual(user && user.kind === "user" ? user.contextLabels : undefined, ["image: png, 2 KB"]);
 });
 
+test("a resumed step has its result's images: drawn when the daemon sends their data, else named with why", async () => {
+  const { historyItems } = await import("../../src/lib/history");
+  const images = [{ mime: "image/png", bytes: 3, data: "iVBO" }, { mime: "image/png", bytes: 12_345 }, { mime: "image/svg+xml", bytes: 9 }];
+  const items = historyItems([
+    { role: "assistant", content: "", tool_calls: [{ id: "c1", name: "call_tool", arguments: "{}" }] },
+    { role: "tool", tool_call_id: "c1", name: "call_tool", content: "[cold result of call_tool collapsed: 1 lines]", images },
+  ]);
+  const tool = items.find((i) => i.kind === "tool");
+  assert.deepEqual(tool && tool.kind === "tool" ? tool.images : undefined, [
+    { mime: "image/png", bytes: 3, data: "iVBO" },
+    { mime: "image/png", bytes: 12_345, why: "a resumed chat has its type and size only" },
+  ]);
+});
+
 test("a chat drawn from history has seen the events its page tells of (ollie/queue's `seen`)", async () => {
   // A session that ran before this window had its events: the first prompt queued must say the user saw the turn end
   // (the history's `seq`), or the daemon runs it as a follow-up of a turn the user saw end.
