@@ -76,9 +76,11 @@ def test_a_pages_records_are_taken_once_and_a_running_turn_changes_them_no_more(
 
 
 def test_a_collapsed_results_images_are_named_from_the_sessions_marks_and_a_hostile_mark_is_left_out():
-    marks = ["image/png 12345", "image/svg+xml 10", "image/png " + "9" * 5000, "image/png -1", "image/gif 7"]
+    marks = ["image/png 12345", "image/svg+xml 10", "image/png " + "9" * 5000, "image/png -1", 7, None, "image/gif 7"]
     assert wire(HISTORY, 4, 5, images={"c2": marks})[0]["images"] == [{"mime": "image/png", "bytes": 12345},
                                                                       {"mime": "image/gif", "bytes": 7}]
+    for hostile in (7, "image/png 5", {"image/png": 5}):  # not a list of marks: nothing named, the page still served
+        assert wire(HISTORY, 4, 5, images={"c2": hostile})[0].get("images", []) == []
 
 
 def test_marks_and_cut_off_round_trip():
