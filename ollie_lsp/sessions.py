@@ -521,10 +521,12 @@ def _unmoved(cwd: Path) -> Path | None:
         return None
 
 
-def resolve_cwd(path: str) -> Path:
+async def resolve_cwd(path: str) -> Path:
     """An existing directory for session/new (the client's choice; a relative `path` from the daemon's), -32602
     naming `cwd` otherwise. ollie/setCwd's is the engine's to walk (`Setup.set_cwd`)."""
     candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
-    if not candidate.is_dir():
+    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
+    real = await asyncio.to_thread(lambda: candidate.resolve() if candidate.is_dir() else None)
+    if real is None:
         raise InvalidParams(f"cwd: {path} is not an existing directory")
-    return candidate.resolve()
+    return real
