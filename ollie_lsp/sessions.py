@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
-from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
+from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound, StoreUnavailable
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import record, rpc_errors
@@ -417,11 +417,24 @@ class SessionTable:
         return live
 
     async def writable(self, session_id: str | None) -> LiveSession:
-        """A live session that may be written to; -32002 when it is archived."""
+        """A live session that may be written to; -32002 when it is archived, here or by another client since."""
         live = await self.get(session_id)
+        if not live.archived and live.recorder is not None and not live.recorder.put_off:
+            # Another client (an ACP agent, another daemon) may have archived it: the archive wins, nothing runs.
+            live.archived = await self._archived_in_record(live.id)
         if live.archived:
             raise SessionArchived(live.id)
         return live
+
+    async def _archived_in_record(self, session_id: str) -> bool:
+        """Whether the session's record says it is archived; False when there is none to read (an unusable registry
+        stops no session, as at its start)."""
+        from ollie.agent.recorder import unavailable  # loaded with the session's recorder
+
+        try:
+            return (await self.records.run(self.records.get, session_id)).archived
+        except (StoreUnavailable, SessionNotFound, *unavailable()):
+            return False
 
     async def events_sent(self, session_id: str | None) -> None:
         """Wait until the events a live session (None: the default) published so far went out; none when not live.
