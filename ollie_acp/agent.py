@@ -121,7 +121,7 @@ class OllieAgent:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new ollie session in `cwd`, with the client's MCP servers (started contained, like the user's own)."""
-        live = await self._open(_directory(cwd), session_id=None, agent=self._agent, mcp=_mcp_specs(mcp_servers))
+        live = await self._open(await _directory(cwd), session_id=None, agent=self._agent, mcp=_mcp_specs(mcp_servers))
         # The model list (GET /models) would hold the answer back: it follows as a `config_option_update`, with
         # the agent configs read for this answer (not read again milliseconds later).
         agent_list = live.offered(await agents(live.core))
@@ -160,7 +160,7 @@ class OllieAgent:
 
         The copy is what the session has saved; its "always" answers and a teammate's approval mode are not copied.
         """
-        directory = _directory(cwd)
+        directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         source = self._sessions.get(session_id)
         info = await self._records.run(self._registry_get, session_id)
@@ -183,7 +183,7 @@ class OllieAgent:
         return response
 
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
-        directory = _directory(cwd)
+        directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
@@ -218,7 +218,7 @@ class OllieAgent:
             raise RequestError.invalid_params({"cursor": str(exc)}) from None
         if cwd is not None and not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
-        want = str(Path(cwd).resolve()) if cwd else None  # absolute: nothing to expand
+        want = str(await asyncio.to_thread(Path(cwd).resolve)) if cwd else None  # absolute: nothing to expand
         sessions: list[SessionInfo] = []
         # The registry does not know directories: page through it until a page of matches is found. Pages go by sort
         # key, not count: a row the registry leaves out (written by no ollie) neither ends the listing nor shifts it.
@@ -385,11 +385,14 @@ def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
         raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
 
 
-def _directory(cwd: str) -> Path:
+async def _directory(cwd: str) -> Path:
+    """The session's directory, its real path; -32602 naming `cwd` unless it is an existing absolute directory."""
     path = Path(os.path.expanduser(cwd))  # `~nosuchuser` stays as written (Path.expanduser raises)
-    if not path.is_absolute() or not path.is_dir():
+    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
+    real = await asyncio.to_thread(lambda: path.resolve() if path.is_absolute() and path.is_dir() else None)
+    if real is None:
         raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
-    return path.resolve()
+    return real
 
 
 def _saved_cwds(session_ids: list[str]) -> dict[str, str]:

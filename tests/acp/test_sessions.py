@@ -404,3 +404,18 @@ async def test_a_prompt_to_a_session_another_client_archived_is_refused_as_archi
     assert (caught.value.code, str(caught.value)) == (-32002, f"session is archived: {sid}"), caught.value
     assert caught.value.data == {"sessionId": sid} and len(llm.requests) == asked
     assert records.registry.get(records.scope, sid).archived
+
+
+async def test_a_new_sessions_cwd_is_walked_off_the_loop(tmp_path, monkeypatch) -> None:
+    # session/new, load, resume and fork resolved the cwd on the loop every session shares: a hung NFS or FUSE
+    # workspace froze them all.
+    from ollie_acp.agent import _directory
+    from tests.stalls import StalledWalk
+
+    work = tmp_path / "nfs"
+    work.mkdir()
+    stall = StalledWalk(monkeypatch, work)
+    resolving = asyncio.create_task(_directory(str(work)))
+    await stall.release_when_walked()
+    assert await resolving == work
+    assert stall.held, "the loop served nothing while the cwd's walk stalled"
