@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
-from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound, StoreUnavailable
+from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import record, rpc_errors
@@ -111,6 +111,7 @@ class LiveSession:
         """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn. `announce`:
         the session's chat did not send it (a code action's), so its prompt is published."""
         if is_command:
+            await self.refuse_archived()
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True  # a cancel stops it now (a `!cmd`, a /compact)
@@ -157,6 +158,15 @@ class LiveSession:
         leaves it listed and loadable (written beside the turn, a kill before the write left its log unlisted)."""
         if self.recorder is not None and self.recorder.put_off:
             await self.recorder.recorded()
+        else:
+            await self.refuse_archived()
+
+    async def refuse_archived(self) -> None:
+        """-32002 when another client (an ACP agent, another daemon) archived the session since it was opened here:
+        the archive wins, nothing runs (its turn went into the archived session)."""
+        if self.recorder is not None and await self.recorder.archived():
+            self.archived = True
+            raise SessionArchived(self.id)
 
     async def _run(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False,
                    announce: bool = False) -> dict[str, Any]:
@@ -417,24 +427,11 @@ class SessionTable:
         return live
 
     async def writable(self, session_id: str | None) -> LiveSession:
-        """A live session that may be written to; -32002 when it is archived, here or by another client since."""
+        """A live session that may be written to; -32002 when it is archived."""
         live = await self.get(session_id)
-        if not live.archived and live.recorder is not None and not live.recorder.put_off:
-            # Another client (an ACP agent, another daemon) may have archived it: the archive wins, nothing runs.
-            live.archived = await self._archived_in_record(live.id)
         if live.archived:
             raise SessionArchived(live.id)
         return live
-
-    async def _archived_in_record(self, session_id: str) -> bool:
-        """Whether the session's record says it is archived; False when there is none to read (an unusable registry
-        stops no session, as at its start)."""
-        from ollie.agent.recorder import unavailable  # loaded with the session's recorder
-
-        try:
-            return (await self.records.run(self.records.get, session_id)).archived
-        except (StoreUnavailable, SessionNotFound, *unavailable()):
-            return False
 
     async def events_sent(self, session_id: str | None) -> None:
         """Wait until the events a live session (None: the default) published so far went out; none when not live.
