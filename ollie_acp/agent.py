@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,7 @@ class OllieAgent:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         """A new ollie session in `cwd`, with the client's MCP servers (started contained, like the user's own)."""
-        live = await self._open(_directory(cwd), session_id=None, agent=self._agent, mcp=_mcp_specs(mcp_servers))
+        live = await self._open(await _directory(cwd), session_id=None, agent=self._agent, mcp=_mcp_specs(mcp_servers))
         # The model list (GET /models) would hold the answer back: it follows as a `config_option_update`, with
         # the agent configs read for this answer (not read again milliseconds later).
         agent_list = live.offered(await agents(live.core))
@@ -162,7 +162,7 @@ class OllieAgent:
 
         The copy is what the session has saved; its "always" answers and a teammate's approval mode are not copied.
         """
-        directory = _directory(cwd)
+        directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         source = self._sessions.get(session_id)
         info = await self._records.run(self._registry_get, session_id)
@@ -185,7 +185,7 @@ class OllieAgent:
         return response
 
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
-        directory = _directory(cwd)
+        directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         if session_id in self._sessions:
             raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
@@ -196,10 +196,8 @@ class OllieAgent:
             raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         if not known:
             raise RequestError.resource_not_found(session_id)
-        with store_errors(session_id):  # a record that cannot be read is no licence to open the session as one's own
-            info = await self._records.run(self._record, session_id)
-            if info is not None and info.archived:  # written to by its turns: refused, as the daemon refuses it
-                raise ArchivedError(session_id)
+        # A record that cannot be read is no licence to open the session as one's own.
+        info = await self._refuse_archived(session_id, self._record)
         owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "", mcp=specs, owner=owner)
@@ -222,7 +220,7 @@ class OllieAgent:
             raise RequestError.invalid_params({"cursor": str(exc)}) from None
         if cwd is not None and not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
-        want = str(Path(cwd).resolve()) if cwd else None  # absolute: nothing to expand
+        want = str(await asyncio.to_thread(Path(cwd).resolve)) if cwd else None  # absolute: nothing to expand
         sessions: list[SessionInfo] = []
         # The registry does not know directories: page through it until a page of matches is found. Pages go by sort
         # key, not count: a row the registry leaves out (written by no ollie) neither ends the listing nor shifts it.
@@ -311,6 +309,9 @@ class OllieAgent:
     async def prompt(self, prompt: list[PromptBlock], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
+        # Archived by another client (the daemon, another window) since it was opened here: the archive wins, as at a
+        # load, and nothing runs (its turn would go into an archived session).
+        await self._refuse_archived(session_id, self._registry_get)
         text = prompt_text(prompt, cwd=live.core.cwd)
         # Megabytes of base64 are decoded in a thread, not on the event loop; a prompt without images needs no hop.
         pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
@@ -356,6 +357,14 @@ class OllieAgent:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
 
+    async def _refuse_archived(self, session_id: str, read: Callable[[str], Info | None]) -> Info | None:
+        """The session's record as `read` gives it; -32002 when it is archived (its turns would write to it)."""
+        with store_errors(session_id):
+            info = await self._records.run(read, session_id)
+            if info is not None and info.archived:
+                raise ArchivedError(session_id)
+        return info
+
     def _record(self, session_id: str) -> Info | None:
         """The session's record; None when it has none (its log is then its writer's alone: the store checks that)."""
         try:
@@ -378,11 +387,14 @@ def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
         raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
 
 
-def _directory(cwd: str) -> Path:
+async def _directory(cwd: str) -> Path:
+    """The session's directory, its real path; -32602 naming `cwd` unless it is an existing absolute directory."""
     path = Path(os.path.expanduser(cwd))  # `~nosuchuser` stays as written (Path.expanduser raises)
-    if not path.is_absolute() or not path.is_dir():
+    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
+    real = await asyncio.to_thread(lambda: path.resolve() if path.is_absolute() and path.is_dir() else None)
+    if real is None:
         raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
-    return path.resolve()
+    return real
 
 
 def _saved_cwds(session_ids: list[str]) -> dict[str, str]:

@@ -430,7 +430,7 @@ async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
 async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
     """Start another session (its own Core)."""
     kind = check_kind(p.kind or "chat")
-    cwd = resolve_cwd(p.cwd) if p.cwd else None
+    cwd = await resolve_cwd(p.cwd) if p.cwd else None
     with invalid_params("agent", ConfigError):
         live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)
     # Its objects frozen now, while new (~1 ms): else 50 new sessions were one full pass of 30 ms in their first turns.

@@ -111,6 +111,7 @@ class LiveSession:
         """Run one submit: commands at once, turns one at a time; a cancel before the start skips the turn. `announce`:
         the session's chat did not send it (a code action's), so its prompt is published."""
         if is_command:
+            await self.refuse_archived()
             if handle.cancelled.is_set():
                 return {"session": self.id, **INTERRUPTED}
             handle.started = True  # a cancel stops it now (a `!cmd`, a /compact)
@@ -157,6 +158,15 @@ class LiveSession:
         leaves it listed and loadable (written beside the turn, a kill before the write left its log unlisted)."""
         if self.recorder is not None and self.recorder.put_off:
             await self.recorder.recorded()
+        else:
+            await self.refuse_archived()
+
+    async def refuse_archived(self) -> None:
+        """-32002 when another client (an ACP agent, another daemon) archived the session since it was opened here:
+        the archive wins, nothing runs (its turn went into the archived session)."""
+        if self.recorder is not None and await self.recorder.archived():
+            self.archived = True
+            raise SessionArchived(self.id)
 
     async def _run(self, text: str, images: Sequence[Image] = (), *, as_prompt: bool = False,
                    announce: bool = False) -> dict[str, Any]:
@@ -521,10 +531,12 @@ def _unmoved(cwd: Path) -> Path | None:
         return None
 
 
-def resolve_cwd(path: str) -> Path:
+async def resolve_cwd(path: str) -> Path:
     """An existing directory for session/new (the client's choice; a relative `path` from the daemon's), -32602
     naming `cwd` otherwise. ollie/setCwd's is the engine's to walk (`Setup.set_cwd`)."""
     candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
-    if not candidate.is_dir():
+    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
+    real = await asyncio.to_thread(lambda: candidate.resolve() if candidate.is_dir() else None)
+    if real is None:
         raise InvalidParams(f"cwd: {path} is not an existing directory")
-    return candidate.resolve()
+    return real

@@ -385,3 +385,37 @@ async def test_an_archived_session_is_refused_as_archived_on_load_and_resume(sta
             await asyncio.wait_for(reopen(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
         assert (caught.value.code, str(caught.value)) == (-32002, f"session is archived: {sid}"), caught.value
         assert caught.value.data == {"sessionId": sid}
+
+
+async def test_a_prompt_to_a_session_another_client_archived_is_refused_as_archived(start_agent, llm) -> None:
+    # Archived elsewhere (the daemon, another window) while open here: the prompt ran and its turn went into the
+    # archived session. The archive wins, as at a load: refused, nothing sent to the model, the session left as it was.
+    from ollie.sessions.records import UserRecords
+
+    llm.script(Reply.text("first answer"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "first question")).stop_reason == "end_turn"
+    asked = len(llm.requests)
+    records = UserRecords()
+    records.registry.archive(records.scope, sid)  # as another client's `ollie/session/archive` does
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "second question")
+    assert (caught.value.code, str(caught.value)) == (-32002, f"session is archived: {sid}"), caught.value
+    assert caught.value.data == {"sessionId": sid} and len(llm.requests) == asked
+    assert records.registry.get(records.scope, sid).archived
+
+
+async def test_a_new_sessions_cwd_is_walked_off_the_loop(tmp_path, monkeypatch) -> None:
+    # session/new, load, resume and fork resolved the cwd on the loop every session shares: a hung NFS or FUSE
+    # workspace froze them all.
+    from ollie_acp.agent import _directory
+    from tests.stalls import StalledWalk
+
+    work = tmp_path / "nfs"
+    work.mkdir()
+    stall = StalledWalk(monkeypatch, work)
+    resolving = asyncio.create_task(_directory(str(work)))
+    await stall.release_when_walked()
+    assert await resolving == work
+    assert stall.held, "the loop served nothing while the cwd's walk stalled"

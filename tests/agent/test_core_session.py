@@ -11,6 +11,7 @@ from ollie.backend.types import GenerationParams
 from ollie.errors import ConfigError
 from ollie.sessions import persist
 from ollie.testing import Reply
+from tests.stalls import StalledWalk
 
 
 async def test_a_resumed_session_continues_where_it_stopped(scripted_llm, make_core):
@@ -165,6 +166,18 @@ async def test_set_cwd_walks_the_directory_off_the_loop(scripted_llm, make_core,
     during = ticks - before
     ticker.cancel()
     assert core.cwd == deep.resolve() and during > 0, "the loop served nothing while the cwd was walked"
+
+
+async def test_opening_a_session_walks_its_cwd_off_the_loop(scripted_llm, make_core, tmp_path, monkeypatch):
+    # The opening resolved the cwd on the loop every session shares: a hung NFS or FUSE workspace froze them all.
+    work = tmp_path / "nfs"
+    work.mkdir()
+    stall = StalledWalk(monkeypatch, work)
+    opening = asyncio.create_task(make_core(scripted_llm("openai", check=False), cwd=work))
+    await stall.release_when_walked()
+    core = await opening
+    assert stall.held, "the loop served nothing while the cwd's walk stalled"
+    assert core.cwd == work
 
 
 async def test_the_session_is_saved_after_every_tool_round(scripted_llm, make_core):

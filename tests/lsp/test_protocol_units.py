@@ -14,6 +14,8 @@ from ollie_lsp.errors import InvalidParams
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.options import parse_init_options
 from ollie_lsp.params import EditorContext, SessionListParams, SubmitParams, parse
+from ollie_lsp.sessions import resolve_cwd
+from tests.stalls import StalledWalk
 
 
 def test_parse_names_nested_fields():
@@ -293,3 +295,16 @@ async def test_a_submit_cancelled_while_it_waits_for_the_turn_lock_never_takes_i
     live.turn_lock.release()  # the running turn ends
     await asyncio.sleep(0.01)
     assert not live.turn_lock.locked(), "the cancelled submit must not hold the lock"
+
+
+async def test_session_new_walks_its_cwd_off_the_loop(tmp_path, monkeypatch):
+    # session/new's cwd was resolved on the daemon's loop: a hung NFS or FUSE workspace froze every session.
+    work = tmp_path / "nfs"
+    work.mkdir()
+    stall = StalledWalk(monkeypatch, work)
+    resolving = asyncio.create_task(resolve_cwd(str(work)))
+    await stall.release_when_walked()
+    assert await resolving == work
+    assert stall.held, "the loop served nothing while the cwd's walk stalled"
+    with pytest.raises(InvalidParams, match="cwd: .* is not an existing directory"):
+        await resolve_cwd(str(tmp_path / "gone"))

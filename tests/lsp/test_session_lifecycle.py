@@ -178,3 +178,18 @@ async def test_a_forged_cursor_is_invalid_params_naming_it_never_an_internal_err
         assert bad.code == -32602 and "cursor: not a cursor of ollie's session list" in bad.message, bad.message
         assert len(bad.message) < 300, len(bad.message)
     assert (await daemon.request("ollie/session/list", {"cursor": "1:" + "z" * 100_000}))["sessions"] == []
+
+
+async def test_a_prompt_to_a_live_session_another_daemon_archived_is_refused_as_archived(start_daemon, llm):
+    # Archived by another client (a second editor window's daemon) while it runs here: the prompt ran and its turn
+    # went into the archived session. The archive wins, as at a load: refused, nothing sent to the model.
+    llm.script(Reply.text("first answer"))
+    here = await start_daemon(env=llm.env())
+    sid = (await here.request("ollie/submit", {"text": "keep this one"}))["session"]
+    there = await start_daemon(env=llm.env())
+    assert await there.request("ollie/session/archive", {"session": sid}) == {}
+    asked = len(llm.requests)
+    err = await rpc_error(here, "ollie/submit", {"session": sid, "text": "more"})
+    assert (err.code, err.message) == (-32002, f"session is archived: {sid}"), err
+    assert len(llm.requests) == asked
+    assert (await here.request("ollie/state", {"session": sid}))["archived"] is True

@@ -7,6 +7,7 @@ import json
 from ollie.testing import Reply
 
 from .test_review import env
+from .test_step_diffs_hostile import peak_kib
 
 # What a hostile model's step writes: a name with a newline, one with terminal escapes (a title set, the screen
 # cleared), one that is no UTF-8, a FIFO, links to /dev/zero and out of the workspace, then 1,500 files with long names
@@ -76,3 +77,32 @@ async def test_a_rewrite_of_repeated_lines_ends_its_turn_at_once_and_is_listed(s
     assert listed["path"] == "same.txt" and listed["added"] == listed["removed"] >= 1500, listed
     (change,) = (await daemon.request("ollie/changes", {"turn": 1}, timeout=60))["files"]
     assert change["path"] == "same.txt" and change["hunks"], change
+
+
+async def test_a_file_of_a_million_empty_lines_is_listed_without_hunks_in_bounded_memory(start_daemon, llm, tmp_path):
+    # A text of 500,000 lines rewritten as 1,000,000 empty ones (1 MB each side, under the checkpoints' cap): the diff
+    # held a few objects per line, 300 MB of the daemon's memory and 3 s of a thread (an editor's 16 MiB buffer ~2 GB).
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "small.txt").write_text("one\n")
+    (ws / "lines.txt").write_text("x\n" * 500_000)
+    rewrite = "head -c 1000000 /dev/zero | tr '\\0' '\\n' > lines.txt"
+    llm.script(Reply.tool_calls(("file_write", {"path": "small.txt", "content": "two\n"})), Reply.text("warm"),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": rewrite, "language": "bash"}]})),
+               Reply.text("rewritten"))
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    # A first turn that writes: the checkpoints, git and the diff code loaded, as any session has them.
+    session = (await daemon.request("ollie/submit", {"text": "warm up"}, timeout=60))["session"]
+    await daemon.request("ollie/changes", {"turn": 1}, timeout=60)
+    before = peak_kib(daemon)
+    await daemon.request("ollie/submit", {"text": "rewrite"}, timeout=60)
+    (change,) = (await daemon.request("ollie/changes", {"turn": 2}, timeout=60))["files"]
+    assert peak_kib(daemon) - before < 64 * 1024, (before, peak_kib(daemon))
+    # Listed without hunks (no lines counted), as a binary change is; its texts whole.
+    end = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"][-1]
+    assert end["turnChanges"]["changed"] == [
+        {"path": "lines.txt", "status": "modified", "added": 0, "removed": 0, "inEditor": False}]
+    assert change["hunks"] == [] and change["newText"] == "\n" * 1_000_000
+    # Undone whole, exactly.
+    await daemon.request("ollie/review/undo", {"path": "lines.txt"}, timeout=60)
+    assert (ws / "lines.txt").read_text() == "x\n" * 500_000

@@ -90,7 +90,7 @@ def page_records(page: Sequence[Message], *records: Mapping[str, Sequence[Any]])
 def named_images(marks: Sequence[str]) -> list[dict[str, object]]:
     """A collapsed result's images as its `step_images` marks (`image/png 12345`) name them, `{mime, bytes}`; a mark
     that is not one (a session log may be hostile) is left out."""
-    named = (mark.partition(" ") for mark in marks if isinstance(mark, str)) if isinstance(marks, list) else ()
+    named = (mark.partition(" ") for mark in marks if isinstance(mark, str)) if isinstance(marks, (list, tuple)) else ()
     return [{"mime": mime, "bytes": int(size)} for mime, _, size in named
             if mime in IMAGE_TYPES and size.isdigit() and len(size) < 16]  # int() of 5,000 digits raises
 

@@ -40,9 +40,8 @@ async def open_parts(
     """Load the agent config, take the session's lock, resume or start it, build its runtime and backend."""
     # A file read and its shape checked: in a thread, not on the loop other sessions share.
     cfg = await asyncio.to_thread(load_agent_config, find_agent(agent, agents_dirs))
-    work = Path(cwd or Path.cwd()).resolve()
-    if not work.is_dir():
-        raise ValueError(f"working directory {work} does not exist")
+    # Walked in a thread: on an NFS or FUSE workspace each lstat may stall, and the loop is every session's.
+    work = await asyncio.to_thread(_work_dir, cwd)
     extra = dict(env or {})
     store = Path(sessions_dir) if sessions_dir else paths.sessions_dir()
     # Temp dirs of sessions whose process is gone (a crash, kill -9) go first; live ones are kept (see sweep_stale).
@@ -70,6 +69,14 @@ async def open_parts(
             lock.release()
         raise
     return Opened(setup, store, session, session_file, lock, saved_cwd)
+
+
+def _work_dir(cwd: Path | str | None) -> Path:
+    """The session's directory, its real path (default: the process's); ValueError when it is none."""
+    work = Path(cwd or Path.cwd()).resolve()
+    if not work.is_dir():
+        raise ValueError(f"working directory {work} does not exist")
+    return work
 
 
 def report_save_errors(log: SessionFile, bus: Bus) -> None:

@@ -133,6 +133,18 @@ class Recorder:
         self._record_put_off()
         await self._run(lambda: None)
 
+    async def archived(self) -> bool:
+        """Whether the record says the session is archived (another client may have since it opened); False while it
+        is put off or cannot be read (an unusable registry stops no session)."""
+
+        def read() -> bool:
+            try:
+                return self._registry().get(Scope(user_id=self.user), self.session_id).archived
+            except (SessionError, *unavailable()):
+                return False
+
+        return not self._unrecorded and await asyncio.get_running_loop().run_in_executor(self._io, read)
+
     def _stamp(self, *, turn_started: bool = False, turn_completed: bool = False, result: str | None = None) -> None:
         """Queue an activity stamp (in order, not waited for); it never fails the session."""
 

@@ -7,10 +7,17 @@ from ollie.workspace.types import FileChange, Hunk
 # The steps a diff may take looking for matching lines (~1 us each): each search of a region walks every place in
 # `new` of each line of `old` there, so lines repeated many times made it cubic (2,000 lines took 4 minutes).
 DIFF_STEPS = 1_000_000
+# A side of more lines than this is not diffed: its change has no hunks (undone whole, as a binary one is). The diff
+# holds several objects per line: a 1 MiB file of empty lines took 300 MB and 3 s, an editor's 16 MiB buffer ~2 GB.
+MAX_DIFF_LINES = 100_000
+_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines splits (a CRLF counts twice: never fewer)
 
 
 def compute_hunks(old: str, new: str) -> tuple[Hunk, ...]:
-    """The changed regions between `old` and `new`, each its own hunk (no context, so each undoes alone)."""
+    """The changed regions between `old` and `new`, each its own hunk (no context, so each undoes alone); none past
+    MAX_DIFF_LINES."""
+    if any(sum(map(text.count, _BREAKS)) > MAX_DIFF_LINES for text in (old, new)):
+        return ()
     import bisect
     import difflib  # at the first diff, not in the daemon's start-up path
 

@@ -1,0 +1,34 @@
+"""A directory whose walk stalls, as on a hung NFS or FUSE mount, until the test's loop lets it go."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+
+class StalledWalk:
+    """`os.path.realpath` of `path` (what `Path.resolve` walks) waits for `release_when_walked`; `held`: it was let go.
+
+    On the loop, the walk freezes it: nothing can let it go, and it goes on after 5 s with `held` false.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+        self.walking, self.release, self.held = threading.Event(), threading.Event(), False
+        realpath = os.path.realpath
+
+        def stalled(name: str, *args: object, **kwargs: object) -> str:
+            if os.fspath(name) == str(path) and not self.release.is_set():
+                self.walking.set()
+                self.held = self.release.wait(5)
+            return realpath(name, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os.path, "realpath", stalled)
+
+    async def release_when_walked(self) -> None:
+        """Wait (off the loop) until the walk stalls, then let it go."""
+        await asyncio.to_thread(self.walking.wait, 30)
+        self.release.set()
