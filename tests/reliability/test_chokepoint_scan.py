@@ -81,7 +81,7 @@ ALLOWED = {
     ("ollie_lsp/lifecycle.py", "register_lifecycle.folders_changed"): "the root itself",
     ("ollie_lsp/sessions.py", "resolve_cwd"): "the root itself",
     ("ollie_acp/agent.py", "_directory"): "the root itself",
-    ("core/ollie/agent/opening.py", "open_parts"): "the root itself",
+    ("core/ollie/agent/opening.py", "_work_dir"): "the root itself",
     ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
     ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
     ("core/ollie/env.py", "where_set"): "the env file in ollie's config dir (which line set a bad value)",

@@ -17,7 +17,11 @@ local source = c.session
 
 vim.cmd("OllieFork 1")
 H.wait(function() return c.session ~= source and bar():find("(fork)", 1, true) ~= nil end, "the chat on the fork")
-H.wait_chat("answer one")
+-- The session switches first, then the chat is drawn from the fork's history: wait for that, not for old text.
+H.wait(function()
+  local text = H.chat.text()
+  return text:find("answer one", 1, true) ~= nil and text:find("second prompt", 1, true) == nil
+end, "the fork's conversation in the chat")
 R.fork = { session = c.session, source = source, chat = H.chat.text(), bar = bar() }
 
 vim.cmd("OllieFork 7") -- no such turn: said, and the chat stays on the fork
