@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pygls.exceptions import JsonRpcException
 
@@ -11,6 +12,24 @@ from ollie.testing import Reply
 
 from .test_methods import rpc_error
 from .test_steps import code, run_turn, started
+
+
+async def _session_in_real(daemon) -> tuple[Path, str]:
+    """The workspace folder and a session of its own in its `real` dir, its steps run unasked (approval auto)."""
+    ws = daemon.workspace.resolve()
+    (ws / "real").mkdir()
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    return ws, sid
+
+
+async def _next_step_is_refused(daemon, llm, sid: str, ws: Path, outside: Path) -> None:
+    """The session's next step, in its cwd `real` swapped for a link to `outside`, writes nothing and says why."""
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+    (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
+    assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
 
 
 async def test_a_planted_symlink_is_refused_by_setcwd_and_cwd_a_real_dir_is_not(start_daemon, llm, tmp_path):
@@ -61,18 +80,11 @@ async def test_a_cwd_another_sessions_step_swapped_for_a_symlink_is_never_grante
     outside = tmp_path / "outside"
     outside.mkdir()
     daemon = await started(start_daemon, llm)
-    ws = daemon.workspace.resolve()
-    (ws / "real").mkdir()
-    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
-    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    ws, sid = await _session_in_real(daemon)
     # The default session's step (its cwd is the workspace folder) swaps the other session's cwd for a link.
     await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
 
-    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
-    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
-    assert list(outside.iterdir()) == []
-    (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
-    assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
+    await _next_step_is_refused(daemon, llm, sid, ws, outside)
 
     fork = (await daemon.request("ollie/session/fork", {"session": sid}))["session"]
     assert (await daemon.request("ollie/state", {"session": fork}))["cwd"] == str(ws)  # the workspace folder
@@ -82,20 +94,13 @@ async def test_a_swapped_cwd_stays_refused_after_an_agent_switch(start_daemon, l
     outside = tmp_path / "outside"
     outside.mkdir()
     daemon = await started(start_daemon, llm)
-    ws = daemon.workspace.resolve()
-    (ws / "real").mkdir()
-    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
-    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    ws, sid = await _session_in_real(daemon)
     await run_turn(daemon, llm, code(f"mv real real.old && ln -s {outside} real"))
     # The user switches that session to another sandboxed agent (no question): its tools are built anew there.
     out = (await daemon.request("ollie/command", {"session": sid, "line": "/agent coding"}))["output"]
     assert out.startswith("agent: coding"), out
 
-    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
-    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
-    assert list(outside.iterdir()) == []
-    (tool,) = [e for e in daemon.session_events(sid) if e["role"] == "tool"]
-    assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
+    await _next_step_is_refused(daemon, llm, sid, ws, outside)
 
 
 async def test_a_link_in_a_dir_every_step_may_write_is_refused_before_the_sessions_first_step(
@@ -117,10 +122,7 @@ async def test_undo_and_rewind_never_write_through_a_cwd_swapped_for_a_symlink(s
     outside = tmp_path / "outside"
     outside.mkdir()
     daemon = await started(start_daemon, llm)
-    ws = daemon.workspace.resolve()
-    (ws / "real").mkdir()
-    sid = (await daemon.request("ollie/session/new", {"cwd": str(ws / "real")}))["session"]
-    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    ws, sid = await _session_in_real(daemon)
     for step in ("printf 'evil\\n' > planted", "rm planted"):  # turn 1 makes a file, turn 2 removes it
         llm.script(Reply(tool_calls=[code(step)]), Reply.text("done"))
         assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
