@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 
 class StalledWalk:
@@ -32,3 +36,11 @@ class StalledWalk:
         """Wait (off the loop) until the walk stalls, then let it go."""
         await asyncio.to_thread(self.walking.wait, 30)
         self.release.set()
+
+    async def walked_off_the_loop(self, walk: Coroutine[Any, Any, T]) -> T:
+        """Run `walk`, which walks the stalled path, let the stall go, and check the loop served meanwhile."""
+        task = asyncio.ensure_future(walk)
+        await self.release_when_walked()
+        result = await task
+        assert self.held, "the loop served nothing while the cwd's walk stalled"
+        return result

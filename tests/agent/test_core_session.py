@@ -173,10 +173,7 @@ async def test_opening_a_session_walks_its_cwd_off_the_loop(scripted_llm, make_c
     work = tmp_path / "nfs"
     work.mkdir()
     stall = StalledWalk(monkeypatch, work)
-    opening = asyncio.create_task(make_core(scripted_llm("openai", check=False), cwd=work))
-    await stall.release_when_walked()
-    core = await opening
-    assert stall.held, "the loop served nothing while the cwd's walk stalled"
+    core = await stall.walked_off_the_loop(make_core(scripted_llm("openai", check=False), cwd=work))
     assert core.cwd == work
 
 
