@@ -1,4 +1,5 @@
-"""A directory whose walk stalls, as on a hung NFS or FUSE mount, until the test's loop lets it go."""
+"""A directory whose walk stalls, as on a hung NFS or FUSE mount, until the test's loop lets it go; the loop's turns
+counted."""
 
 from __future__ import annotations
 
@@ -44,3 +45,21 @@ class StalledWalk:
         result = await task
         assert self.held, "the loop served nothing while the cwd's walk stalled"
         return result
+
+
+class LoopTicks:
+    """Counts the event loop's turns from now (`count`): work that holds the loop lets none pass."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._task = asyncio.ensure_future(self._tick())
+
+    async def _tick(self) -> None:
+        while True:
+            self.count += 1
+            await asyncio.sleep(0)
+
+    def stop(self) -> int:
+        """Stop counting; the turns counted."""
+        self._task.cancel()
+        return self.count

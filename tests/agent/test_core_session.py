@@ -11,7 +11,7 @@ from ollie.backend.types import GenerationParams
 from ollie.errors import ConfigError
 from ollie.sessions import persist
 from ollie.testing import Reply
-from tests.stalls import StalledWalk
+from tests.stalls import LoopTicks, StalledWalk
 
 
 async def test_a_resumed_session_continues_where_it_stopped(scripted_llm, make_core):
@@ -151,20 +151,11 @@ async def test_set_cwd_walks_the_directory_off_the_loop(scripted_llm, make_core,
     core = await make_core(scripted_llm("openai", check=False))
     deep = tmp_path.joinpath(*["d"] * 300)
     deep.mkdir(parents=True)
-    ticks = 0
-
-    async def tick() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    ticker = asyncio.create_task(tick())
+    ticks = LoopTicks()
     await asyncio.sleep(0)
-    before = ticks
+    before = ticks.count
     await core.set_cwd(deep)
-    during = ticks - before
-    ticker.cancel()
+    during = ticks.stop() - before
     assert core.cwd == deep.resolve() and during > 0, "the loop served nothing while the cwd was walked"
 
 

@@ -17,6 +17,7 @@ from ollie.mcp.client import MAX_RESULT_BYTES
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.host import McpHost
 from ollie.sandbox.spawn import fork_server
+from tests.stalls import LoopTicks
 
 SERVER = Path(__file__).with_name("server.py")
 pytestmark = pytest.mark.timeout(180)
@@ -127,18 +128,9 @@ async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, home: P
         # Lines that are not JSON-RPC are skipped; the answer still comes.
         assert await call(host, "garbage", lines=20) == "answered"
         # An endless line without a newline: the server is stopped (not buffered), the call fails, the loop runs.
-        ticks = 0
-
-        async def tick() -> None:
-            nonlocal ticks
-            while True:
-                ticks += 1
-                await asyncio.sleep(0)
-
-        ticker = asyncio.ensure_future(tick())
+        ticks = LoopTicks()
         flooded = await host.call("mcp__h__flood", {})
-        ticker.cancel()
-        assert flooded.is_error and ticks > 0
+        assert flooded.is_error and ticks.stop() > 0
         for _ in range(600):
             if told:
                 break
