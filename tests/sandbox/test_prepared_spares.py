@@ -109,6 +109,22 @@ async def test_a_step_goes_to_its_spare_without_the_fork_server_on_its_path(ws, 
     assert await proc.wait() == 0
 
 
+async def test_a_step_a_lent_spare_runs_holds_no_descriptor_but_its_stdio(ws, server):
+    # The daemon now holds the ready spares' sockets and hands a step over itself: a step must not inherit one of
+    # them (it could send another spare a step of its own choosing) nor the daemon's control socket.
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    proc = await spawn_sandboxed(["bash", "-c", "ls -l /proc/$$/fd"], policy=ws.default_policy(), cwd=ws.work,
+                                 env=ws.env)
+    out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.pid in prepared.values(), (proc.pid, prepared)
+    # (ls's own handle on the listed directory left out)
+    fds = sorted(int(line.split()[-3]) for line in out.decode().splitlines()
+                 if " -> " in line and not line.endswith("/fd"))
+    assert fds == [0, 1, 2], (out, err)
+    assert "socket:" not in out.decode(), out
+
+
 async def test_a_step_whose_lent_spares_died_runs_all_the_same(ws, server):
     await ws.bash("true", ws.default_policy())
     prepared = await idle_spares(server)
