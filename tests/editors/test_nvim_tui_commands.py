@@ -48,26 +48,31 @@ def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scrip
         tmux.close()
 
 
-def test_a_command_typed_while_the_answer_streams_leaves_the_answer_apart_from_its_note(tmp_path: Path, scripted_llm):
-    """`/clear` typed while an answer streams is refused, said under the words so far; the answer's next words came
-    on the very next line, read as the end of the error."""
+def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_apart_from_its_note(tmp_path: Path,
+                                                                                                 scripted_llm):
+    """`/clear` typed while an answer streams is refused, said above the line still streaming, which goes on whole
+    under it (Bug: the note went under the words so far and split a word: "The ans", the note, "wer goes on"; before
+    that, the answer's next words came on the very next line, read as the end of the error)."""
+    answer = "The answer goes on slowly, word after word, to its end."
     srv = scripted_llm("openai")
-    srv.script(Reply(text="The answer starts here and goes on slowly word after word until it ends at last.",
-                     chunk_size=6, delay=0.25))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(140, 40))
+    srv.script(Reply(text="Before it, a paragraph.\n\n" + answer, chunk_size=6, delay=0.5))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.keys("explain", literal=True)
         tmux.keys("C-s")
-        tmux.wait(lambda s: "The answer" in s, "the answer streaming")
+        tmux.wait(lambda s: "The ans" in s, "the answer streaming")
         tmux.keys("/clear", literal=True)
         tmux.keys("C-s")
-        tmux.wait(lambda s: "cannot clear while a turn is running" in s, "the refusal")
-        done = tmux.keep("1-done", tmux.wait(lambda s: "at last." in s and "(end)" in s, "the end"))
+        refused = tmux.wait(lambda s: "cannot clear while a turn is running" in s, "the refusal")
+        assert "to its end." not in refused, "the note came before the answer's end"
+        done = tmux.keep("1-done", tmux.wait(lambda s: "to its end." in s and "(end)" in s, "the end"))
         lines = chat_text(done).splitlines()
-        error = next(i for i, line in enumerate(lines) if "cannot clear while a turn is running" in line)
-        assert lines[error + 1] == "" and lines[error + 2].strip(), done
+        start = lines.index("Before it, a paragraph.")
+        assert lines[start:start + 7] == ["Before it, a paragraph.", "", "› /clear", "",
+                                          "error: /clear failed: cannot clear while a turn is running; interrupt it "
+                                          "first", "", answer], done
         assert_clean(tmux.screens)
     finally:
         tmux.close()

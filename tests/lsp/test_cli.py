@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -375,3 +376,20 @@ def test_help_names_every_command_and_store_after_options_says_how(tmp_path):
     assert proc.returncode == 0 and "{demo,doctor,acp,store}" in said and "store: the session store" in said, said
     proc = run_ollie(["--cwd", str(tmp_path), "store"])
     assert proc.returncode == 2 and "`ollie store --help`" in proc.stderr, proc.stderr
+
+
+
+def test_an_image_a_tool_returns_is_named_under_its_step(scripted_llm, tmp_path):
+    # An MCP tool's screenshot: the terminal named it only where the result's text did, within its first lines
+    # (VS Code draws it, Neovim names it on a line of its own).
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie"
+    config.mkdir(parents=True, exist_ok=True)
+    server = {"command": sys.executable, "args": [str(Path(__file__).parents[1] / "mcp" / "server.py")]}
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": {"t": server}}))
+    srv = scripted_llm("anthropic")
+    srv.script(Reply.tool_calls(("mcp__t__screenshot", {})), Reply.text("It is red."))
+    proc = run_ollie(["-p", "what is on the screen?", "--cwd", str(tmp_path)], env=srv.env())
+    assert proc.returncode == 0, proc.stderr
+    [(mime, shot)] = srv.images(srv.chat_requests[1])  # the model was shown it
+    assert proc.stdout.startswith("▸ t: screenshot\n  the screen, 3x2\n"), proc.stdout
+    assert f"\n  [image: {mime}, {max(1, round(len(shot) / 1024))} KB]\nIt is red." in proc.stdout, proc.stdout

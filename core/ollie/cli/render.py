@@ -16,6 +16,7 @@ from ollie.cli.sanitize import StreamCleaner, printable
 
 if TYPE_CHECKING:
     from ollie.agent.events import TurnFiles
+    from ollie.backend.types import Image
 
 CALL_ARGS_MAX = 160
 RESULT_LINES_MAX = 6
@@ -96,7 +97,7 @@ class Renderer:
         return self._markdown.feed(text) if self._markdown is not None else text
 
     def render(self, role: str, content: str, name: str = "", *, titles: Sequence[str] = (),
-               failed: bool = False, changes: TurnFiles | None = None) -> None:
+               failed: bool = False, changes: TurnFiles | None = None, images: Sequence[Image] = ()) -> None:
         """Show one event, the model's or a tool's text stripped of control sequences before it is styled."""
         if role == "error":
             self.errors.append(content)  # as sent, to compare with the turn's result
@@ -110,7 +111,10 @@ class Renderer:
             lines = [f"▸ {printable(title)}" for title in titles] or [f"▸ {name} {compact_args(content)}"]
             self._block(self._style("\n".join(lines), "36"))
         elif role == "tool":
-            body = indent(("✗ " if failed else "") + compact_result(content), "  ", lambda line: True)
+            # A line per image the tool returned (the model was shown it), named as Neovim's chat names it.
+            shown = [f"[image: {i.mime}, {max(1, int(i.size / 1024 + 0.5))} KB]" for i in images]
+            body = "\n".join([("✗ " if failed else "") + compact_result(content), *shown])
+            body = indent(body, "  ", lambda line: True)
             self._block(self._style(body, "31" if failed else "2"))
         elif role == "exec":
             self._block(content.rstrip("\n"))

@@ -98,7 +98,8 @@ async def _render_events(renderer: Renderer, sub: Subscription) -> None:
         if event.role != "state":
             steps = event.steps or ((event.tool,) if event.tool is not None else ())
             renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
-                            failed=event.tool is not None and event.tool.status == "failed", changes=event.changes)
+                            failed=event.tool is not None and event.tool.status == "failed", changes=event.changes,
+                            images=event.images)
 
 
 class _Events:

@@ -321,7 +321,7 @@ function Chat:tags(text)
   local origin = file_win and vim.api.nvim_win_get_buf(file_win) or nil
   local clean, tagged, err = context.parse(text, origin)
   if err then
-    self.transcript:note("error: " .. err, "OllieError")
+    self.transcript:aside("error: " .. err, "OllieError")
     return nil, {}
   end
   return clean, tagged
@@ -347,7 +347,7 @@ function Chat:submit(text, contexts)
   end
   if self.running or self.queue_held then
     if context.images(contexts) then -- a queued prompt is text only (ollie/queue)
-      self.transcript:note("error: a prompt with images is sent when no turn runs: send it after this one",
+      self.transcript:aside("error: a prompt with images is sent when no turn runs: send it after this one",
         "OllieError")
       return false
     end
@@ -401,7 +401,7 @@ end
 ---Run a slash command (or `!shell`) at once, also during a turn; its output shows once, in the transcript.
 ---@param line string
 function Chat:command(line)
-  self.transcript:note("› " .. line, "OllieCommand")
+  self.transcript:aside("› " .. line, "OllieCommand")
   self:with_session(function(session)
     self.commands_running = (self.commands_running or 0) + 1
     client.request("ollie/command", { session = session, line = line }, function(err, res)
@@ -424,11 +424,11 @@ function Chat:command(line)
         end)
       end
       if err then
-        self.transcript:note("error: " .. err_text(err), "OllieError")
+        self.transcript:aside("error: " .. err_text(err), "OllieError")
       elseif not shown and output ~= "" then
-        self.transcript:add(vim.split(output, "\n", { plain = true }))
+        self.transcript:aside(output)
         if res.error then
-          self.transcript:note("error: " .. res.error, "OllieError")
+          self.transcript:aside("error: " .. res.error, "OllieError")
         end
       end
     end)
@@ -480,18 +480,22 @@ function Chat:on_event(ev, drawn)
     turns.note(self.session, text)
     t:settle("queued", text)
     t:prompt(text, labels)
-  elseif role == "error" then
-    if (self.commands_running or 0) > 0 then
-      self.command_info[vim.trim(content)] = "error" -- a command's error is also its answer: shown once, here
+  elseif role == "error" or role == "info" or role == "exec" then
+    -- A command's answer, of the user's doing, goes above an answer's line still streaming (T:aside).
+    local command = (self.commands_running or 0) > 0
+    local say = command and t.aside or t.note
+    if role == "error" then
+      if command then
+        self.command_info[vim.trim(content)] = "error" -- a command's error is also its answer: shown once, here
+      end
+      return say(t, "error: " .. content, "OllieError")
     end
-    t:note("error: " .. content, "OllieError")
-  elseif role == "info" or role == "exec" then
-    if (self.commands_running or 0) > 0 then
+    if command then
       self.command_info[vim.trim(content)] = true
     elseif role == "info" and content:match("^rejected: ") then
       return -- an approval answer: the rejected step says so itself, with the feedback (render.lua)
     end
-    t:note(content)
+    say(t, content)
     if role == "info" then
       self:tell_behind(content)
     end

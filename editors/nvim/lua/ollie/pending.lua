@@ -52,7 +52,7 @@ function P:pend(kind, text, contexts, done)
     end
     client.request(method, params, function(err)
       if err then
-        self.transcript:note("error: " .. err_text(err), "OllieError")
+        self.transcript:aside("error: " .. err_text(err), "OllieError")
       elseif kind == "queued" and session ~= self.session then
         self:take_back(session) -- the chat moved on (:OllieNew) while it was sent: not shown here, not run there
       else
@@ -149,7 +149,7 @@ function P:run_queue()
   self:with_session(function(session)
     client.request("ollie/queue/run", { session = session }, function(err)
       if err then
-        self.transcript:note("error: " .. err_text(err), "OllieError")
+        self.transcript:aside("error: " .. err_text(err), "OllieError")
       end
     end)
     -- Shown as queued again until each one's turn starts (its `user` event).

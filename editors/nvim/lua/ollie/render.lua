@@ -271,7 +271,7 @@ end
 ---@return integer row, integer col, integer byte
 function T:tail()
   local row = self:count() - 1
-  local col = #vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1]
+  local col = #self:line(row)
   return row, col, vim.api.nvim_buf_get_offset(self.buf, row) + col
 end
 
@@ -393,7 +393,7 @@ end
 ---ollie", the configured send key); the first text takes its place. Before, an empty chat gave no hint at all.
 function T:show_hint()
   vim.api.nvim_buf_clear_namespace(self.buf, ns_hint, 0, -1)
-  if self:count() > 1 or vim.api.nvim_buf_get_lines(self.buf, 0, 1, false)[1] ~= "" then
+  if self:count() > 1 or self:line(0) ~= "" then
     return
   end
   local send = require("ollie.config").options.keymaps.send or {}
@@ -497,17 +497,21 @@ function T:settle(kind, prompt)
   return taken
 end
 
----Append whole lines (ends any open stream); `hl` colours them. Returns the 0-based row of the first.
+---Append whole lines (ends any open stream), or insert them before row `at` (the stream goes on); `hl` colours
+---them. Returns the 0-based row of the first.
 ---@param lines string[]
 ---@param hl string|nil
+---@param at integer|nil
 ---@return integer row
-function T:add(lines, hl)
-  self.stream_role, self.reasoning, self.noted = nil, nil, nil
+function T:add(lines, hl, at)
+  if not at then
+    self.stream_role, self.reasoning, self.noted = nil, nil, nil
+  end
   local row
   self:edit(function()
-    row = self:count()
+    row = at or self:count()
     -- A fresh buffer's one empty line is replaced, not kept as a blank first line.
-    if row == 1 and vim.api.nvim_buf_get_lines(self.buf, 0, 1, false)[1] == "" then
+    if not at and row == 1 and self:line(0) == "" then
       row = 0
       vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, lines)
     else
@@ -562,7 +566,7 @@ function T:append_delta(role, text)
   self:edit(function() vim.api.nvim_buf_set_text(self.buf, row, col, row, col, split(text)) end)
   if self.reasoning then
     local last = self:count() - 1
-    local last_text = vim.api.nvim_buf_get_lines(self.buf, last, last + 1, false)[1]
+    local last_text = self:line(last)
     self.reasoning.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self.reasoning.row, 0, {
       id = self.reasoning.mark, end_row = last, end_col = #last_text, hl_group = "OllieReasoning",
       hl_eol = true, priority = 200,
@@ -600,16 +604,38 @@ function T:prompt(text, labels)
   return row
 end
 
----A line of its own, coloured (queued and injected prompts, errors, notes).
+---A line of its own, coloured (queued and injected prompts, errors, notes); before row `at` if given (the stream
+---goes on).
 ---@param text string
 ---@param hl string|nil
-function T:note(text, hl)
+---@param at integer|nil
+function T:note(text, hl, at)
   local lines = split(text)
-  if vim.api.nvim_buf_get_lines(self.buf, -2, -1, false)[1] ~= "" then
+  if self:line((at or self:count()) - 1) ~= "" then
     table.insert(lines, 1, "")
   end
-  self:add(lines, hl)
-  self.noted = true
+  if at then
+    table.insert(lines, "")
+  end
+  self:add(lines, hl, at)
+  self.noted = self.noted or not at
+end
+
+---A note of the user's doing while a turn runs (a command's answer, an injected prompt): while the answer's last
+---line still streams, above that line, which goes on whole (under it, the note split a word of the answer, its start
+---above the note and its end below).
+---@param text string
+---@param hl string|nil
+function T:aside(text, hl)
+  local last = self:count() - 1
+  self:note(text, hl, self.stream_role == "assistant" and self:line(last) ~= "" and last or nil)
+end
+
+---The text of 0-based row `row` ("" past either end).
+---@param row integer
+---@return string
+function T:line(row)
+  return row >= 0 and vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1] or ""
 end
 
 ---The title line of a step: indent, status icon, title.
