@@ -248,12 +248,16 @@ async def test_a_fifo_planted_where_the_shadow_git_reads_never_holds_up_a_turn(s
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     llm.script(run("mkfifo .gitignore && mkdir -p sub/.git/objects sub/.git/refs && mkfifo sub/.git/HEAD"),
-               run("echo two > a.txt"), Reply.text("done"))
+               run("echo two > a.txt"), run("rm -r .gitignore sub"), Reply.text("done"))
     daemon = await start_daemon(env=llm.env(), workspace=ws)
     result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
     assert result["reply"] == "done" and (ws / "a.txt").read_text() == "two\n"
-    notes = [e["content"] for e in daemon.session_events(result["session"]) if e["role"] == "info"]
+    events = daemon.session_events(result["session"])
+    notes = [e["content"] for e in events if e["role"] == "info"]
     assert any("FIFO" in n and str(ws) in n for n in notes), notes
+    # The FIFOs gone, the turn's edit is listed: the plant ended checkpoints for the session, hiding it (round 10).
+    end = [e for e in events if e["role"] == "turn" and e["content"] != "start"][-1]
+    assert [f["path"] for f in end["turnChanges"]["changed"]] == ["a.txt"], end
     assert (await daemon.request("ollie/state", {}))
 
 
