@@ -135,3 +135,20 @@ async def test_a_step_making_too_many_files_to_checkpoint_hides_no_change_from_r
     told = [e["content"] for e in daemon.session_events(session)
             if e["role"] == "info" and "more than 50,000 files" in e["content"]]
     assert len(told) == 2 and "cannot be undone until one succeeds" in told[0], told
+
+
+async def test_a_file_too_large_to_checkpoint_is_named_each_time_a_step_writes_it(start_daemon, llm, tmp_path):
+    # A step's `.envrc` (direnv runs it outside any sandbox) padded past the checkpoints' 1 MiB cap was in no diff, no
+    # listing, no warning: the review the user relies on for files other programs run later never showed it.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "data.bin").write_bytes(b"\0" * (2 << 20))  # the user's own: not named
+    envrc = "{ echo 'PATH_add evil'; head -c 1100000 /dev/zero | tr '\\0' '#'; } > .envrc"
+    llm.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
+                 for code in ("echo one > a.txt", envrc, "echo two > a.txt", envrc.replace("evil", "worse"))),
+               Reply.text("done"))
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "go"}, timeout=60))["session"]
+    told = [e["content"] for e in daemon.session_events(session) if e["role"] == "info" and "no diff shows" in e["content"]]
+    assert told == ["warning: no diff shows, and no undo or rewind restores, files over the checkpoints' 1 MiB or not "
+                    "regular: '.envrc'"] * 2, told
