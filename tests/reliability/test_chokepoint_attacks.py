@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
 from tests.lsp.conftest import llm, start_daemon  # noqa: F401  (fixtures)
+from tests.lsp.test_step_diffs_hostile import peak_kib
 
 SECRET = "SECRET_KEY=hunter2"
 
@@ -360,3 +361,18 @@ async def test_links_to_devices_and_secrets_a_fifo_and_a_huge_file_from_a_step_a
     await daemon.request("ollie/rewind", {}, timeout=30)
     assert not os.path.lexists(ws / "zero") and not os.path.lexists(ws / "key")
     assert (ws / "a.txt").read_text() == "one\n" and (outside / "secret").read_text() == SECRET
+
+
+async def test_an_edit_of_every_character_is_put_to_the_user_in_bounded_memory(start_daemon, llm, tmp_path):  # noqa: F811
+    # `file_edit --all big.txt a <512 b's>` of a file of 512 Ki "a": the question's preview made the edit's result in
+    # the daemon (with the user's rights, on its loop) before asking: 256 MiB here; 10,000 characters made it 5 GB.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.txt").write_text("a" * (512 * 1024 - 1))
+    llm.script(tool("file_edit", "--all", "big.txt", "a", "b" * 512), Reply.text("asked"))
+    daemon, questions = await asking(start_daemon, llm, ws, "reject")
+    before = peak_kib(daemon)
+    assert (await daemon.request("ollie/submit", {"text": "edit"}, timeout=60))["reply"] == "asked"
+    assert peak_kib(daemon) - before < 64 * 1024, peak_kib(daemon) - before  # 785 MiB more before
+    # Asked about, without a preview past the preview's cap.
+    assert [(q["step"]["title"], q["step"].get("diff")) for q in questions] == [("Edit big.txt", None)]

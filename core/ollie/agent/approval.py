@@ -409,6 +409,10 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
     else:
         if old is None or not call.old or call.old not in old:
             return q
+        # The result's size before it is made (here, unsandboxed, on the loop): `--all` of one character made 5 GB.
+        grows = (old.count(call.old) if call.all else 1) * (len(call.new or "") - len(call.old))
+        if len(old) + grows > DIFF_PREVIEW_MAX_BYTES:
+            return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
     return attrs.evolve(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
 
