@@ -376,3 +376,15 @@ async def test_an_edit_of_every_character_is_put_to_the_user_in_bounded_memory(s
     assert peak_kib(daemon) - before < 64 * 1024, peak_kib(daemon) - before  # 785 MiB more before
     # Asked about, without a preview past the preview's cap.
     assert [(q["step"]["title"], q["step"].get("diff")) for q in questions] == [("Edit big.txt", None)]
+
+
+async def test_a_write_over_a_file_too_big_to_preview_is_never_shown_as_a_new_file(start_daemon, llm, tmp_path):  # noqa: F811
+    # The preview read no old text past its cap (nor a FIFO's), and showed the write as one making a new file: a user
+    # allowing "a new notes.txt" let the model replace a 1 MB file of hers.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.txt").write_text("keep\n" * 200_000)
+    llm.script(tool("file_write", "big.txt", "x"), Reply.text("asked"))
+    daemon, questions = await asking(start_daemon, llm, ws, "reject")
+    assert (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["reply"] == "asked"
+    assert [(q["step"]["title"], q["step"].get("diff")) for q in questions] == [("Write big.txt", None)]

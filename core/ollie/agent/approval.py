@@ -401,7 +401,10 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
         return q  # the daemon reads nothing outside the workspace, not even for a preview
     old = await _editor_text(documents, cwd / call.path)
     if old is None:
-        old = await _read_small(cwd, call.path)
+        try:
+            old = await _read_small(cwd, call.path)
+        except (OSError, UnicodeDecodeError):
+            return q  # there, but too big, binary or no regular file: no preview, never one of a new file
     if call.tool == "file_write":
         if call.content == "-":
             return q  # the text comes on stdin: not known here
@@ -428,10 +431,11 @@ async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | N
 
 
 async def _read_small(root: Path, path: str) -> str | None:
-    """The file's text for a preview, through the chokepoint: none for a symlink, FIFO, device or big file."""
+    """The file's text for a preview, through the chokepoint (None: absent); OSError for a symlink, FIFO, device or big
+    file."""
     try:
         return await beneath.read_text(root, path, DIFF_PREVIEW_MAX_BYTES)
-    except (OSError, UnicodeDecodeError):
+    except FileNotFoundError:
         return None
 
 
