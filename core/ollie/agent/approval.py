@@ -45,13 +45,14 @@ STATE_TOOLS: frozenset[str] = frozenset({"task_add", "task_check", "task_clear",
 READ_ONLY_COMMANDS: frozenset[str] = frozenset({
     "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "pwd", "echo", "printf", "which", "file",
     "stat", "tree", "du", "df", "diff", "sort", "uniq", "cut", "tr", "nl", "basename", "dirname", "realpath",
-    "find", "true", "date", "whoami", "env", "printenv", "uname", "less", "more", "column", "jq",
+    "find", "true", "date", "whoami", "printenv", "uname", "less", "more", "column", "jq",
 })
 READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
     "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
 }
-_UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-o|--output(=.*)?|"
-                             r"--ext-diff|-i|--in-place)$")
+# (`-o` attached or in a cluster, `sort -uo out`; `--out=`, getopt's abbreviation of `--output`; `git grep -O<cmd>`.)
+_UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-[a-zA-Z]*o.*|--ou\w*(=.*)?|"
+                             r"--ext-diff|-i|--in-place|-O.*|--open-files-in-pager(=.*)?)$")
 _SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
 # Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
 SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
@@ -160,11 +161,12 @@ def is_read_only_command(code: str) -> bool:
             return False
         name = words[0]
         if name in READ_ONLY_SUBCOMMANDS:
-            sub = next((w for w in words[1:] if not w.startswith("-")), "")
-            if sub not in READ_ONLY_SUBCOMMANDS[name] or any(w.startswith("-c") for w in words[1:2]):
+            # The subcommand first: an option before it may set config (`-c`, `--config-env`) that runs a program.
+            if len(words) < 2 or words[1] not in READ_ONLY_SUBCOMMANDS[name]:
                 return False
-        elif name not in READ_ONLY_COMMANDS:
-            return False
+        elif (name not in READ_ONLY_COMMANDS or (name == "uniq" and len([w for w in words if w[0] != "-"]) > 2)
+              or (name == "file" and {"-C", "--compile"} & set(words))):
+            return False  # `uniq IN OUT` writes OUT, `file -C` a compiled magic file
     return True
 
 
