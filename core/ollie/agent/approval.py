@@ -50,9 +50,11 @@ READ_ONLY_COMMANDS: frozenset[str] = frozenset({
 READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
     "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
 }
-# (`-o` attached or in a cluster, `sort -uo out`; `--out=`, getopt's abbreviation of `--output`; `git grep -O<cmd>`.)
+# (`-o` attached or in a cluster, `sort -uo out`; `--out=`, getopt's abbreviation of `--output`, and `--co=` of sort's
+# `--compress-program`; `git grep -O<cmd>`; rg's `--hostname-bin`.)
 _UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-[a-zA-Z]*o.*|--ou\w*(=.*)?|"
-                             r"--ext-diff|-i|--in-place|-O.*|--open-files-in-pager(=.*)?)$")
+                             r"--co(m[\w-]*)?(=.*)?|--hostname-bin(=.*)?|--ext-diff|-i|--in-place|-O.*|"
+                             r"--open-files-in-pager(=.*)?)$")
 _SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
 # Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
 SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
