@@ -207,7 +207,8 @@ async def test_read_only_refuses_writes_and_tells_the_model_to_plan_but_reads_ru
 # `--compress-program` (abbreviated) and rg's `--hostname-bin` (each runs the program named).
 WRITERS = ("env rm a.txt", "git grep -Orm -e one", "sort -oout.txt a.txt", "sort -uo out.txt a.txt",
            "sort --out=out.txt a.txt", "uniq a.txt out.txt", "file -C -m a.txt", "git --config-env=diff.external=HOME diff",
-           "sort -S 1 --co=./a.txt a.txt", "sort --compress-program=./a.txt a.txt", "rg --hostname-bin=./a.txt one")
+           "sort -S 1 --co=./a.txt a.txt", "sort --compress-program=./a.txt a.txt", "rg --hostname-bin=./a.txt one",
+           "uniq a.txt ''")
 
 
 async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daemon, llm):

@@ -166,7 +166,8 @@ def is_read_only_command(code: str) -> bool:
             # The subcommand first: an option before it may set config (`-c`, `--config-env`) that runs a program.
             if len(words) < 2 or words[1] not in READ_ONLY_SUBCOMMANDS[name]:
                 return False
-        elif (name not in READ_ONLY_COMMANDS or (name == "uniq" and len([w for w in words if w[0] != "-"]) > 2)
+        elif (name not in READ_ONLY_COMMANDS
+              or (name == "uniq" and len([w for w in words if not w.startswith("-")]) > 2)
               or (name == "file" and {"-C", "--compile"} & set(words))):
             return False  # `uniq IN OUT` writes OUT, `file -C` a compiled magic file
     return True
