@@ -201,6 +201,28 @@ async def test_read_only_refuses_writes_and_tells_the_model_to_plan_but_reads_ru
     assert asked == []
 
 
+# Lines the read-only check took for readers, each of which writes or runs something: `env` runs its arguments, `git grep
+# -O<cmd>` runs a command on the files it finds, `sort -o` (attached, in a cluster, as an abbreviated `--output`),
+# `uniq IN OUT`, `file -C` (a compiled magic file), `--config-env` before git's subcommand (a config `-c` sets), sort's
+# `--compress-program` (abbreviated) and rg's `--hostname-bin` (each runs the program named).
+WRITERS = ("env rm a.txt", "git grep -Orm -e one", "sort -oout.txt a.txt", "sort -uo out.txt a.txt",
+           "sort --out=out.txt a.txt", "uniq a.txt out.txt", "file -C -m a.txt", "git --config-env=diff.external=HOME diff",
+           "sort -S 1 --co=./a.txt a.txt", "sort --compress-program=./a.txt a.txt", "rg --hostname-bin=./a.txt one",
+           "uniq a.txt ''")
+
+
+async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daemon, llm):
+    llm.script(*(r for code in WRITERS for r in (run(code), Reply.text(code))))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    subprocess.run(["git", "init", "-q"], cwd=daemon.workspace, check=True)
+    (daemon.workspace / "a.txt").write_text("one\n")
+    subprocess.run(["git", "add", "a.txt"], cwd=daemon.workspace, check=True)
+    for code in WRITERS:
+        assert await submit(daemon, code) == code
+        assert "read-only" in last_tool_result(llm), (code, last_tool_result(llm))
+    assert sorted(p.name for p in daemon.workspace.iterdir()) == [".git", "a.txt"]  # nothing written or removed
+
+
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
     daemon = await start_daemon(env=llm.env(approval=""))
     commands = (await daemon.request("ollie/listCommands", {}))["commands"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ollie.testing import Reply
 
 from .test_review import env
@@ -106,3 +108,47 @@ async def test_a_file_of_a_million_empty_lines_is_listed_without_hunks_in_bounde
     # Undone whole, exactly.
     await daemon.request("ollie/review/undo", {"path": "lines.txt"}, timeout=60)
     assert (ws / "lines.txt").read_text() == "x\n" * 500_000
+
+
+@pytest.mark.slow
+async def test_a_step_making_too_many_files_to_checkpoint_hides_no_change_from_review(start_daemon, llm, tmp_path):
+    # A step's 50,001 new files made its snapshot "too many to checkpoint", which ended checkpoints for the session: its
+    # own edit beside them, and every later step's once it removed them, were in no diff and could not be undone.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("safe\n")
+    flood = "mkdir junk && cd junk && seq 50001 | xargs touch && cd .. && echo evil > app.py"
+    steps = (flood, "rm -rf junk; echo evil > .envrc", flood.replace(" && echo evil > app.py", ""), "rm -rf junk")
+    llm.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
+                 for code in steps[:2]), Reply.text("done"),
+               *(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
+                 for code in steps[2:]), Reply.text("again"))
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "go"}, timeout=120))["session"]
+    # The turn's changes are listed, once the tree can be checkpointed again, and undone.
+    end = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"][-1]
+    assert sorted(f["path"] for f in end["turnChanges"]["changed"]) == [".envrc", "app.py"], end
+    await daemon.request("ollie/review/undo", {"path": "app.py"}, timeout=60)
+    assert (ws / "app.py").read_text() == "safe\n"
+    # The user is told each time a step's changes go unlisted (not once a session).
+    await daemon.request("ollie/submit", {"text": "again"}, timeout=120)
+    told = [e["content"] for e in daemon.session_events(session)
+            if e["role"] == "info" and "more than 50,000 files" in e["content"]]
+    assert len(told) == 2 and "cannot be undone until one succeeds" in told[0], told
+
+
+async def test_a_file_too_large_to_checkpoint_is_named_each_time_a_step_writes_it(start_daemon, llm, tmp_path):
+    # A step's `.envrc` (direnv runs it outside any sandbox) padded past the checkpoints' 1 MiB cap was in no diff, no
+    # listing, no warning: the review the user relies on for files other programs run later never showed it.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "data.bin").write_bytes(b"\0" * (2 << 20))  # the user's own: not named
+    envrc = "{ echo 'PATH_add evil'; head -c 1100000 /dev/zero | tr '\\0' '#'; } > .envrc"
+    llm.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
+                 for code in ("echo one > a.txt", envrc, "echo two > a.txt", envrc.replace("evil", "worse"))),
+               Reply.text("done"))
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "go"}, timeout=60))["session"]
+    told = [e["content"] for e in daemon.session_events(session) if e["role"] == "info" and "no diff shows" in e["content"]]
+    assert told == ["warning: no diff shows, and no undo or rewind restores, files over the checkpoints' 1 MiB or not "
+                    "regular: '.envrc'"] * 2, told

@@ -18,6 +18,7 @@ from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
 from tests.lsp.conftest import llm, start_daemon  # noqa: F401  (fixtures)
+from tests.lsp.test_step_diffs_hostile import peak_kib
 
 SECRET = "SECRET_KEY=hunter2"
 
@@ -248,12 +249,16 @@ async def test_a_fifo_planted_where_the_shadow_git_reads_never_holds_up_a_turn(s
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     llm.script(run("mkfifo .gitignore && mkdir -p sub/.git/objects sub/.git/refs && mkfifo sub/.git/HEAD"),
-               run("echo two > a.txt"), Reply.text("done"))
+               run("echo two > a.txt"), run("rm -r .gitignore sub"), Reply.text("done"))
     daemon = await start_daemon(env=llm.env(), workspace=ws)
     result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
     assert result["reply"] == "done" and (ws / "a.txt").read_text() == "two\n"
-    notes = [e["content"] for e in daemon.session_events(result["session"]) if e["role"] == "info"]
+    events = daemon.session_events(result["session"])
+    notes = [e["content"] for e in events if e["role"] == "info"]
     assert any("FIFO" in n and str(ws) in n for n in notes), notes
+    # The FIFOs gone, the turn's edit is listed: the plant ended checkpoints for the session, hiding it (round 10).
+    end = [e for e in events if e["role"] == "turn" and e["content"] != "start"][-1]
+    assert [f["path"] for f in end["turnChanges"]["changed"]] == ["a.txt"], end
     assert (await daemon.request("ollie/state", {}))
 
 
@@ -356,3 +361,30 @@ async def test_links_to_devices_and_secrets_a_fifo_and_a_huge_file_from_a_step_a
     await daemon.request("ollie/rewind", {}, timeout=30)
     assert not os.path.lexists(ws / "zero") and not os.path.lexists(ws / "key")
     assert (ws / "a.txt").read_text() == "one\n" and (outside / "secret").read_text() == SECRET
+
+
+async def test_an_edit_of_every_character_is_put_to_the_user_in_bounded_memory(start_daemon, llm, tmp_path):  # noqa: F811
+    # `file_edit --all big.txt a <512 b's>` of a file of 512 Ki "a": the question's preview made the edit's result in
+    # the daemon (with the user's rights, on its loop) before asking: 256 MiB here; 10,000 characters made it 5 GB.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.txt").write_text("a" * (512 * 1024 - 1))
+    llm.script(tool("file_edit", "--all", "big.txt", "a", "b" * 512), Reply.text("asked"))
+    daemon, questions = await asking(start_daemon, llm, ws, "reject")
+    before = peak_kib(daemon)
+    assert (await daemon.request("ollie/submit", {"text": "edit"}, timeout=60))["reply"] == "asked"
+    assert peak_kib(daemon) - before < 64 * 1024, peak_kib(daemon) - before  # 785 MiB more before
+    # Asked about, without a preview past the preview's cap.
+    assert [(q["step"]["title"], q["step"].get("diff")) for q in questions] == [("Edit big.txt", None)]
+
+
+async def test_a_write_over_a_file_too_big_to_preview_is_never_shown_as_a_new_file(start_daemon, llm, tmp_path):  # noqa: F811
+    # The preview read no old text past its cap (nor a FIFO's), and showed the write as one making a new file: a user
+    # allowing "a new notes.txt" let the model replace a 1 MB file of hers.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.txt").write_text("keep\n" * 200_000)
+    llm.script(tool("file_write", "big.txt", "x"), Reply.text("asked"))
+    daemon, questions = await asking(start_daemon, llm, ws, "reject")
+    assert (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["reply"] == "asked"
+    assert [(q["step"]["title"], q["step"].get("diff")) for q in questions] == [("Write big.txt", None)]

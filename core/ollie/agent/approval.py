@@ -45,13 +45,16 @@ STATE_TOOLS: frozenset[str] = frozenset({"task_add", "task_check", "task_clear",
 READ_ONLY_COMMANDS: frozenset[str] = frozenset({
     "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "pwd", "echo", "printf", "which", "file",
     "stat", "tree", "du", "df", "diff", "sort", "uniq", "cut", "tr", "nl", "basename", "dirname", "realpath",
-    "find", "true", "date", "whoami", "env", "printenv", "uname", "less", "more", "column", "jq",
+    "find", "true", "date", "whoami", "printenv", "uname", "less", "more", "column", "jq",
 })
 READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
     "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
 }
-_UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-o|--output(=.*)?|"
-                             r"--ext-diff|-i|--in-place)$")
+# (`-o` attached or in a cluster, `sort -uo out`; `--out=`, getopt's abbreviation of `--output`, and `--co=` of sort's
+# `--compress-program`; `git grep -O<cmd>`; rg's `--hostname-bin`.)
+_UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-[a-zA-Z]*o.*|--ou\w*(=.*)?|"
+                             r"--co(m[\w-]*)?(=.*)?|--hostname-bin(=.*)?|--ext-diff|-i|--in-place|-O.*|"
+                             r"--open-files-in-pager(=.*)?)$")
 _SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
 # Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
 SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
@@ -160,11 +163,13 @@ def is_read_only_command(code: str) -> bool:
             return False
         name = words[0]
         if name in READ_ONLY_SUBCOMMANDS:
-            sub = next((w for w in words[1:] if not w.startswith("-")), "")
-            if sub not in READ_ONLY_SUBCOMMANDS[name] or any(w.startswith("-c") for w in words[1:2]):
+            # The subcommand first: an option before it may set config (`-c`, `--config-env`) that runs a program.
+            if len(words) < 2 or words[1] not in READ_ONLY_SUBCOMMANDS[name]:
                 return False
-        elif name not in READ_ONLY_COMMANDS:
-            return False
+        elif (name not in READ_ONLY_COMMANDS
+              or (name == "uniq" and len([w for w in words if not w.startswith("-")]) > 2)
+              or (name == "file" and {"-C", "--compile"} & set(words))):
+            return False  # `uniq IN OUT` writes OUT, `file -C` a compiled magic file
     return True
 
 
@@ -401,13 +406,20 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
         return q  # the daemon reads nothing outside the workspace, not even for a preview
     old = await _editor_text(documents, cwd / call.path)
     if old is None:
-        old = await _read_small(cwd, call.path)
+        try:
+            old = await _read_small(cwd, call.path)
+        except (OSError, UnicodeDecodeError):
+            return q  # there, but too big, binary or no regular file: no preview, never one of a new file
     if call.tool == "file_write":
         if call.content == "-":
             return q  # the text comes on stdin: not known here
         new = call.content or ""
     else:
         if old is None or not call.old or call.old not in old:
+            return q
+        # The result's size before it is made (here, unsandboxed, on the loop): `--all` of one character made 5 GB.
+        grows = (old.count(call.old) if call.all else 1) * (len(call.new or "") - len(call.old))
+        if len(old) + grows > DIFF_PREVIEW_MAX_BYTES:
             return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
     return attrs.evolve(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
@@ -424,10 +436,11 @@ async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | N
 
 
 async def _read_small(root: Path, path: str) -> str | None:
-    """The file's text for a preview, through the chokepoint: none for a symlink, FIFO, device or big file."""
+    """The file's text for a preview, through the chokepoint (None: absent); OSError for a symlink, FIFO, device or big
+    file."""
     try:
         return await beneath.read_text(root, path, DIFF_PREVIEW_MAX_BYTES)
-    except (OSError, UnicodeDecodeError):
+    except FileNotFoundError:
         return None
 
 

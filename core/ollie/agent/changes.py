@@ -37,7 +37,9 @@ class ChangeTracker:
         self.unavailable: str | None = None
         # Told once, when checkpoints turn out to be impossible here (the setup warning).
         self._on_unavailable = on_unavailable
-        self._failure_told = False  # a failed snapshot is said once: the steps after it have no diffs
+        self._failure_told = False  # a failed snapshot is said once until one succeeds: the steps between have no diffs
+        self._taken = False  # a snapshot succeeded here: the tree was fit to checkpoint, and only a step made it unfit
+        self._unfit = False  # since a step made it unfit, snapshots wait for a turn's edge (each try reads the tree)
         # The last snapshot, while nothing the engine ran can have written since (None: take a new one).
         self._fresh: str | None = None
         # Edits a step made to documents open in the editor (unsaved: no snapshot sees them), by path.
@@ -76,26 +78,41 @@ class ChangeTracker:
         if self._on_unavailable is not None:
             self._on_unavailable(reason)
 
-    async def _snapshot(self) -> str | None:
-        """A checkpoint of the work tree now (`Checkpoints.snapshot`); None when unavailable (decided once) or a git
-        command failed."""
+    async def _snapshot(self, *, edge: bool = False) -> str | None:
+        """A checkpoint of the work tree now (`Checkpoints.snapshot`); None when unavailable (decided once), a git
+        command failed, or a step made the tree unfit and this is no turn's `edge`."""
         self._fresh = None
         checkpoints = self.checkpoints
-        if checkpoints is None:
+        if checkpoints is None or (self._unfit and not edge):
             return None
         try:
             self._fresh = await checkpoints.snapshot()
-            return self._fresh
         except CheckpointUnavailable as exc:
-            self._give_up(f"no checkpoints or per-step diffs for {self.cwd}: {exc.reason}")
+            if not self._taken:  # the project itself ($HOME, too big, a FIFO): decided once
+                self._give_up(f"no checkpoints or per-step diffs for {self.cwd}: {exc.reason}")
+                return None
+            # A step made the tree unfit (50,001 new files, a FIFO .gitignore): giving up would blind review for the
+            # rest of the session once it undid that. A failed snapshot, as below: tried again at the next.
+            problem: Exception = exc
+            self._unfit = True
         except (WorkspaceError, OSError) as exc:
-            # One failed snapshot (a git hiccup) costs that step its diffs, not the session its tracking. Said, once:
-            # a step that could make them all fail (as a chmod did) would otherwise hide its changes from review.
-            log.warning("snapshot failed", extra={"cwd": str(self.cwd), "error": str(exc)})
-            if not self._failure_told and self._on_unavailable is not None:
-                self._failure_told = True
-                self._on_unavailable(f"a checkpoint of {self.cwd} failed, so the steps since show no changes and "
-                                     f"cannot be undone until one succeeds: {exc}")
+            problem = exc
+        else:
+            self._taken, self._failure_told, self._unfit = True, False, False
+            if checkpoints.left_out and self._on_unavailable is not None:  # else a step's 1 MiB `.envrc` went unseen
+                names = ", ".join(repr(p) for p in checkpoints.left_out[:5])
+                more = len(checkpoints.left_out) - 5
+                self._on_unavailable(f"no diff shows, and no undo or rewind restores, files over the checkpoints' "
+                                     f"{checkpoints.max_file_bytes >> 20} MiB or not regular: {names}"
+                                     f"{f' and {more} more' if more > 0 else ''}")
+            return self._fresh
+        # One failed snapshot (a git hiccup) costs that step its diffs, not the session its tracking. Said, once until
+        # one succeeds: a step that could make them fail (as a chmod did) would otherwise hide its changes from review.
+        log.warning("snapshot failed", extra={"cwd": str(self.cwd), "error": str(problem)})
+        if not self._failure_told and self._on_unavailable is not None:
+            self._failure_told = True
+            self._on_unavailable(f"a checkpoint of {self.cwd} failed, so the steps since show no changes and "
+                                 f"cannot be undone until one succeeds: {problem}")
         return None
 
     async def begin_turn(self, turn_number: int) -> None:
@@ -107,7 +124,7 @@ class ChangeTracker:
         """Take the running turn's checkpoint now, unless it was taken (or tried) already."""
         if self._turn is not None and not self._begun:
             self._begun = True
-            self._begin = await self._snapshot()
+            self._begin = await self._snapshot(edge=True)
 
     @property
     def turn_begin(self) -> str | None:
@@ -122,7 +139,7 @@ class ChangeTracker:
     async def end_turn(self) -> tuple[str | None, str | None]:
         """(the turn's checkpoint, the state it left); (None, None) for a turn that ran nothing that may write."""
         begin = self._begin if self._begun else None
-        end = (self._fresh or await self._snapshot()) if begin is not None else None
+        end = (self._fresh or await self._snapshot(edge=True)) if begin is not None else None
         self._turn, self._begin, self._begun = None, None, False
         self._fresh = None  # between turns the user owns the workspace: the next turn begins with a new snapshot
         return begin, end

@@ -118,6 +118,11 @@ class Checkpoints:
         # The tree's inotify watch, and this object's cursor in it as of its last snapshot.
         self._watch = watch(self.root)
         self._cursor: int | None = None
+        # Files no checkpoint keeps (over the cap, no regular file), by path: their lstat as last seen, and as this
+        # snapshot saw them. `left_out`: those the last snapshot found new or changed (its first names none).
+        self._left: dict[str, tuple[int, ...]] = {}
+        self._left_now: dict[str, tuple[int, ...]] = {}
+        self.left_out: list[str] = []
 
     async def _ensure(self) -> None:
         """Check the CWD is a project (once) and create the shadow repository."""
@@ -147,6 +152,13 @@ class Checkpoints:
             self._cursor = cursor
             return cached[1]
         update, drop = known if known is not None else await self._listed(paths)
+        now, self._left_now = self._left_now, {}
+        self.left_out = [] if cached is None else sorted(rel for rel, key in now.items() if self._left.get(rel) != key)
+        # Only what is there now is kept (a step's 50,000 FIFOs a step, each named anew, would pile up here).
+        if paths is None:
+            self._left = now
+        else:
+            self._left = {**{rel: key for rel, key in self._left.items() if rel not in paths}, **now}
         if drop:
             await self.git.run("update-index", "--force-remove", "-z", "--stdin",
                                stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))
@@ -230,6 +242,7 @@ class Checkpoints:
                 update.add(rel)  # `--remove` drops it when gone
             elif found == "over":
                 drop.add(rel)  # grew past the cap: stop tracking it
+                self._note_left_out(rel)
             else:
                 return None  # a dir, a FIFO, a device: as git lists it
         return update, drop
@@ -254,7 +267,16 @@ class Checkpoints:
                 # A FIFO where a tracked file was failed every snapshot after it: the writes it hid were never undoable.
                 # So did a file git may not lstat (a step's `chmod 600` of its dir, as a normal user).
                 over.add(rel)
+                self._note_left_out(rel)
         return over, beyond
+
+    def _note_left_out(self, rel: str) -> None:
+        """Note `rel`, which no checkpoint keeps, as its lstat is now: a change of it is told again. Blocks."""
+        try:
+            st = beneath.lstat_sync(self.root, rel)
+        except OSError:
+            st = None
+        self._left_now[rel] = (0,) if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
 
     def _lstat_kind(self, rel: str) -> str:
         """What a snapshot makes of `rel` by its lstat: "kept" (a symlink, or a file within the size cap), "over" (a
