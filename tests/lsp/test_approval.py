@@ -223,6 +223,34 @@ async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daem
     assert sorted(p.name for p in daemon.workspace.iterdir()) == [".git", "a.txt"]  # nothing written or removed
 
 
+@pytest.mark.parametrize("approval", ["read-only", "ask", "auto"])
+async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_daemon, llm, approval):
+    """`git status` only reads, so it runs unasked; a clone's `.git/config` naming a core.fsmonitor program ran that
+    program in the session's sandbox, which wrote the workspace. A line that is no reader still writes."""
+    llm.script(run("git status --short"), Reply.text("looked"))
+    daemon = await start_daemon(env=llm.env(approval=approval))
+    work = daemon.workspace
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    (work / "a.txt").write_text("one\n")
+    hook = work / "monitor.sh"
+    hook.write_text(f"#!/bin/sh\necho pwned > {work}/pwned.txt\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", str(hook)], cwd=work, check=True)
+    assert await submit(daemon, "look") == "looked"
+    looked = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert "a.txt" in looked, looked  # the reader ran, and read
+    assert not (work / "pwned.txt").exists()
+    # Its tmp dir is its own still: a sort past its buffer spills there.
+    (work / "big.txt").write_text("".join(f"{n:06}\n" for n in range(30_000, 0, -1)))
+    llm.script(run("sort -S 64K big.txt | tail -n 1"), Reply.text("sorted"))
+    assert await submit(daemon, "sort") == "sorted"
+    assert "030000" in last_tool_result(llm), last_tool_result(llm)
+    if approval == "auto":  # no reader: it writes as before
+        llm.script(run("touch made.txt"), Reply.text("made"))
+        assert await submit(daemon, "make") == "made"
+        assert (work / "made.txt").exists()
+
+
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
     daemon = await start_daemon(env=llm.env(approval=""))
     commands = (await daemon.request("ollie/listCommands", {}))["commands"]

@@ -26,6 +26,7 @@ from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, Pi
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import outside_parts
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
+from ollie.tools.execute.readers import SHELL_SYNTAX, is_read_only_command
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
@@ -40,22 +41,6 @@ NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
 EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
 # Bundled tools that write only ollie's own state (the plan, memory), never the workspace.
 STATE_TOOLS: frozenset[str] = frozenset({"task_add", "task_check", "task_clear", "memory_remember"})
-# Commands that only read; `git` etc. only with a read-only subcommand. Options that write or run
-# something are refused below, and anything with redirection or substitution is never read-only.
-READ_ONLY_COMMANDS: frozenset[str] = frozenset({
-    "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "pwd", "echo", "printf", "which", "file",
-    "stat", "tree", "du", "df", "diff", "sort", "uniq", "cut", "tr", "nl", "basename", "dirname", "realpath",
-    "find", "true", "date", "whoami", "printenv", "uname", "less", "more", "column", "jq",
-})
-READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
-    "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
-}
-# (`-o` attached or in a cluster, `sort -uo out`; `--out=`, getopt's abbreviation of `--output`, and `--co=` of sort's
-# `--compress-program`; `git grep -O<cmd>`; rg's `--hostname-bin`.)
-_UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-[a-zA-Z]*o.*|--ou\w*(=.*)?|"
-                             r"--co(m[\w-]*)?(=.*)?|--hostname-bin(=.*)?|--ext-diff|-i|--in-place|-O.*|"
-                             r"--open-files-in-pager(=.*)?)$")
-_SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
 # Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
 SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "git", "npm", "npx", "yarn", "pnpm", "cargo", "go", "uv", "pip", "pip3", "docker", "kubectl", "make", "poetry",
@@ -150,34 +135,11 @@ def check_mode(mode: object) -> str:
     return mode
 
 
-def is_read_only_command(code: str) -> bool:
-    """Whether a shell line only reads: allow-listed commands, maybe piped, no redirection or substitution."""
-    if not code.strip() or _SHELL_SYNTAX.search(code.strip()):
-        return False
-    for segment in code.split("|"):
-        try:
-            words = shlex.split(segment)
-        except ValueError:
-            return False
-        if not words or any(_UNSAFE_OPTIONS.match(w) for w in words[1:]):
-            return False
-        name = words[0]
-        if name in READ_ONLY_SUBCOMMANDS:
-            # The subcommand first: an option before it may set config (`-c`, `--config-env`) that runs a program.
-            if len(words) < 2 or words[1] not in READ_ONLY_SUBCOMMANDS[name]:
-                return False
-        elif (name not in READ_ONLY_COMMANDS
-              or (name == "uniq" and len([w for w in words if not w.startswith("-")]) > 2)
-              or (name == "file" and {"-C", "--compile"} & set(words))):
-            return False  # `uniq IN OUT` writes OUT, `file -C` a compiled magic file
-    return True
-
-
 def _covered(code: str, always: set[str]) -> bool:
     """Whether "Allow always" rules cover `code`: each of its piped parts only reads or starts with an allowed
     prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command)."""
     line = code.strip().replace("2>&1", "")  # `pytest 2>&1 | tail` is still pytest's
-    if not line or _SHELL_SYNTAX.search(line):
+    if not line or SHELL_SYNTAX.search(line):
         return False
     return all(is_read_only_command(part) or f"command:{command_prefix(part)}" in always for part in line.split("|"))
 

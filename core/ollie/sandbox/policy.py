@@ -85,6 +85,12 @@ class Policy:
 
         return replace(self, ro=add(self.ro, ro), rox=add(self.rox, rox), rw=add(self.rw, rw), rwx=add(self.rwx, rwx))
 
+    def reading(self, keep: Sequence[Path]) -> Policy:
+        """A copy that writes nothing but `keep` (a private tmp dir, devices): every other granted path only read."""
+        return replace(self, ro=self.ro + tuple(p for p in self.rw if p not in keep),
+                       rox=self.rox + tuple(p for p in self.rwx if p not in keep),
+                       rw=tuple(p for p in self.rw if p in keep), rwx=tuple(p for p in self.rwx if p in keep))
+
     def child_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` plus the policy's own variables (the policy's values win)."""
         return {**env, **self.env}

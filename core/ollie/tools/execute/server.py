@@ -21,6 +21,7 @@ from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
+from ollie.tools.execute.readers import is_read_only_command
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
     EXECUTE_CODE_SCHEMA,
@@ -235,12 +236,19 @@ class ExecuteServer:
         self._runner.tools_dirs = self.tools_dirs()
         self._runner.prepare_dirs()
         env = self._runner.env()
+        policy = self._policy(request.sandbox or self._sandbox, env)
+        if policy is not None and _reads_only(request):
+            # It ran unasked because it only reads: so it writes nothing (a `git status` in a clone whose
+            # `.git/config` names a core.fsmonitor program ran that program, which wrote the workspace).
+            # Its private tmp dir and the devices (`/dev/null`...) stay writable.
+            policy = policy.reading(keep=(self._runner.dirs.tmp, *(p for p in policy.writable()
+                                                                   if p.parent == Path("/dev"))))
         return CallContext(
             runner=self._runner,
             locks=LockManager(self._runner.lock_dir),
             gate=self.gate,
             resolve=self._parsed.resolver(parsed),
-            policy=self._policy(request.sandbox or self._sandbox, env),
+            policy=policy,
             deadline=Deadline(timeout),
             timeout=timeout,
             elevation=self._elevation,
@@ -318,6 +326,13 @@ class ExecuteServer:
         called = self._called(tool, args)
         tiers: list[Tier] = ["cold" if script.name in COLD_TOOLS else script.tier or "hot" for _, script in called]
         return max(tiers or ["hot"], key=("cold", "warm", "hot").index)
+
+
+def _reads_only(request: ExecuteRequest) -> bool:
+    """Whether the call is shell lines that only read (`readers`), which every approval mode runs unasked."""
+    steps = request.code_steps()
+    return bool(steps) and not request.script_calls() and all(
+        s.language.name == "bash" and not s.elevated and is_read_only_command(s.code) for s in steps)
 
 
 def new_dispatcher(

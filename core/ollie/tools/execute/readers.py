@@ -1,0 +1,46 @@
+"""Shell lines that only read (a conservative allow-list): they run unasked, and in a sandbox that writes nothing."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+# Commands that only read; `git` etc. only with a read-only subcommand. Options that write or run
+# something are refused below, and anything with redirection or substitution is never read-only.
+READ_ONLY_COMMANDS: frozenset[str] = frozenset({
+    "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "pwd", "echo", "printf", "which", "file",
+    "stat", "tree", "du", "df", "diff", "sort", "uniq", "cut", "tr", "nl", "basename", "dirname", "realpath",
+    "find", "true", "date", "whoami", "printenv", "uname", "less", "more", "column", "jq",
+})
+READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
+}
+# (`-o` attached or in a cluster, `sort -uo out`; `--out=`, getopt's abbreviation of `--output`, and `--co=` of sort's
+# `--compress-program`; `git grep -O<cmd>`; rg's `--hostname-bin`.)
+_UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-[a-zA-Z]*o.*|--ou\w*(=.*)?|"
+                             r"--co(m[\w-]*)?(=.*)?|--hostname-bin(=.*)?|--ext-diff|-i|--in-place|-O.*|"
+                             r"--open-files-in-pager(=.*)?)$")
+SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
+
+
+def is_read_only_command(code: str) -> bool:
+    """Whether a shell line only reads: allow-listed commands, maybe piped, no redirection or substitution."""
+    if not code.strip() or SHELL_SYNTAX.search(code.strip()):
+        return False
+    for segment in code.split("|"):
+        try:
+            words = shlex.split(segment)
+        except ValueError:
+            return False
+        if not words or any(_UNSAFE_OPTIONS.match(w) for w in words[1:]):
+            return False
+        name = words[0]
+        if name in READ_ONLY_SUBCOMMANDS:
+            # The subcommand first: an option before it may set config (`-c`, `--config-env`) that runs a program.
+            if len(words) < 2 or words[1] not in READ_ONLY_SUBCOMMANDS[name]:
+                return False
+        elif (name not in READ_ONLY_COMMANDS
+              or (name == "uniq" and len([w for w in words if not w.startswith("-")]) > 2)
+              or (name == "file" and {"-C", "--compile"} & set(words))):
+            return False  # `uniq IN OUT` writes OUT, `file -C` a compiled magic file
+    return True
