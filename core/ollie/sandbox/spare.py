@@ -75,11 +75,12 @@ class Prepared:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return _idle
 
-    def start(self, line: bytes, stdio: Sequence[int]) -> None:
-        """Hand it the step's request line and stdio: it parses the request meanwhile, then waits for `release`."""
+    def start(self, line: bytes, stdio: Sequence[int], conn: int) -> None:
+        """Hand it the step's request line, stdio and the daemon's socket `conn` (its init tells the daemon the
+        status: stepinit.daemon): it parses the request meanwhile, then waits for `release`."""
         assert self._channel is not None  # started once, before `release`
         try:
-            sent = socket.send_fds(self._channel, [line], list(stdio))
+            sent = socket.send_fds(self._channel, [line], [*stdio, conn])
             if sent < len(line):  # sendall of nothing is still a syscall, on the step's path
                 self._channel.sendall(line[sent:])
         except OSError:
@@ -87,14 +88,20 @@ class Prepared:
 
     def release(self) -> None:
         """Let it go on (the step's limits are set): it confines itself and starts the tool."""
-        channel, self._channel = self._channel, None
-        assert channel is not None  # released once
+        self._send(GO)
+
+    def told(self) -> None:
+        """Say the daemon has the step's pid: the status may follow it there, from the step's init."""
+        self._send(b"+")
+        assert self._channel is not None  # told once, after `release`
+        self._channel.close()
+
+    def _send(self, byte: bytes) -> None:
+        assert self._channel is not None
         try:
-            channel.sendall(GO)
+            self._channel.sendall(byte)
         except OSError:
-            pass
-        finally:
-            channel.close()
+            pass  # it is gone: its exit status (killed) becomes the step's
 
     def discard(self) -> None:
         """Kill and reap it when the step it was made for will not run (the spare is stopping, the request is bad)."""
@@ -119,7 +126,7 @@ def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iter
         stepinit.status_fd, _spare_group, _idle = status_w, None, None
         # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
         stepinit.die_with_supervisor()
-        fdio.close_fds_except([channel.fileno(), err_w, status_w])
+        fdio.close_fds_except([channel.fileno(), err_w, status_w, group.oom_events])
         try:
             stepinit.confine.lock_capabilities()
             if net:
@@ -128,20 +135,26 @@ def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iter
             pass  # tried again for the step (confine.apply), which fails with the reason if it fails again
         if copy:
             prefault.prefault()  # the step's copy-on-write faults, taken while idle
-        data, stdio = fdio.recv_fds(channel, 3, 1 << 16)
+        data, fds = fdio.recv_fds(channel, 4, 1 << 16)
         line = bytearray(data)
         while data and not line.endswith(b"\n"):
             data = channel.recv(1 << 16)
             line += data
-        request = json.loads(line) if data and len(stdio) == 3 else None
+        request = json.loads(line) if data and len(fds) == 4 else None
         # Its pre-exec work starts once the step's limits are set (measured: doing it meanwhile was slower).
         go = channel.recv(len(GO)) if request is not None else b""
-        channel.close()
+        if go == GO and request is not None and not request.get("python"):  # a script is PID 1 itself: no init
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds.pop())  # named: no syscall asked
+            stepinit.daemon = (conn, channel, group)
+        else:
+            channel.close()
+            for fd in fds[3:]:
+                os.close(fd)
     except BaseException:  # noqa: BLE001 - never return into the spare's code
         os._exit(1)
     if go != GO or request is None:
         os._exit(0)  # the spare stopped, or the step will not run
-    child(request, stdio, err_w, group)
+    child(request, fds[:3], err_w, group)
 
 
 def _exit_now(signum: int, frame: object) -> None:

@@ -54,11 +54,14 @@ class Ahead(Protocol):
     net: bool  # it made the step's network namespace (the egress proxy's) too
     least_memory: int  # the least memory limit of a step it takes (0: any): its pages were copied ahead
 
-    def start(self, line: bytes, stdio: Sequence[int]) -> None:
-        """Hand it the request line and stdio."""
+    def start(self, line: bytes, stdio: Sequence[int], conn: int) -> None:
+        """Hand it the request line, stdio and the daemon's socket."""
 
     def release(self) -> None:
         """Let it go on with the step."""
+
+    def told(self) -> None:
+        """Say the daemon has the step's pid."""
 
     def discard(self) -> None:
         """Kill and reap it: its step will not run."""
@@ -257,19 +260,23 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         return 0
     if not _send(conn, {"pid": pid}):
         stepinit.kill_tool(pid)  # nobody could ever stop it otherwise
+    elif prepared is not None:
+        prepared.told()  # its init may tell the daemon the status now (after the pid)
     mounts = _hold_mounts(pid) if status_r < 0 or request.get("python") else -1
-    status, clean = stepinit.init_report(status_r) if status_r >= 0 else (None, False)
+    status, clean, told = stepinit.init_report(status_r) if status_r >= 0 else (None, False, False)
     if not clean:
         own = stepinit.wait_for(pid)  # the init's own status: SIGKILLed before it could report (a group kill)
         sweep(group)
         status = own if status is None else status
-    # Whether the step's memory limit was what ended it: the daemon says so instead of a bare "killed by signal 9".
-    oom = group is not None and group.oom_killed()
-    # Killed by us because our parent (the fork server) died: the daemon says so instead of blaming the tool.
-    orphaned = _stopping and status == -signal.SIGKILL and os.getppid() != parent
-    # Every process of the step is dead. When its init said no other was left, only the init itself (ollie's,
-    # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
-    _send(conn, {"status": status, **({"oom": True} if oom else {}), **({"orphaned": True} if orphaned else {})})
+    if not told:
+        # Whether the step's memory limit ended it: the daemon says so instead of a bare "killed by signal 9".
+        oom = group is not None and group.oom_killed()
+        # Killed by us because our parent (the fork server) died: the daemon says so instead of blaming the tool.
+        orphaned = _stopping and status == -signal.SIGKILL and os.getppid() != parent
+        # Every process of the step is dead. When its init said no other was left, only the init itself (ollie's,
+        # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
+        _send(conn, {"status": status, **({"oom": True} if oom else {}),
+                     **({"orphaned": True} if orphaned else {})})
     if mounts >= 0:
         os.close(mounts)  # the step's mount namespace is torn down now, after its status
     if clean:
@@ -305,7 +312,7 @@ def request_or_exit(conn: socket.socket, max_request: int, prepared: Ahead | Non
     try:
         line = fdio.read_line(conn, max_request)
         if line is not None and prepared is not None:
-            prepared.start(line, stdio)
+            prepared.start(line, stdio, conn.fileno())
         request = None if line is None else json.loads(line)
         if request is not None and prepared is not None:
             if not wants_pid_namespace(request):
