@@ -141,8 +141,8 @@ async def test_a_step_whose_spare_died_unanswered_with_the_fork_server_is_never_
     prepared = await idle_spares(server)
     fork_server = server.pid
     assert fork_server is not None
-    for spare in prepared:
-        os.kill(spare, signal.SIGSTOP)  # whichever takes the step never answers
+    for pid in [*prepared, *prepared.values()]:
+        os.kill(pid, signal.SIGSTOP)  # whichever takes the step never starts it, nor answers
     marker = ws.work / "ran"
     spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran >> {marker}"],
                                                      policy=ws.default_policy(), cwd=ws.work, env=ws.env))
@@ -466,3 +466,45 @@ async def test_a_step_its_init_reports_keeps_its_oom_kill(ws, server):
     await asyncio.wait_for(proc.communicate(), 20)
     assert proc.pid in prepared.values(), (proc.pid, prepared)
     assert (await proc.wait(), proc.report.get("oom")) == (-signal.SIGKILL, True), proc.report
+
+
+async def test_a_step_starts_from_the_daemons_go_without_waking_its_spare(ws, server):
+    # The daemon's go reaches the prepared process itself (the spare's job socket is its own), so the step starts
+    # while the spare sleeps; the spare answers for it (the pid, the sweep) once it runs again.
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    for spare in prepared:
+        os.kill(spare, signal.SIGSTOP)
+    marker = ws.work / "ran"
+    try:
+        spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran > {marker}"],
+                                                         policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+        deadline = time.monotonic() + 20
+        while not marker.exists():
+            assert time.monotonic() < deadline and not spawning.done(), "the step waited for its spare"
+            await asyncio.sleep(0.01)
+    finally:
+        for spare in prepared:
+            os.kill(spare, signal.SIGCONT)
+    proc = await asyncio.wait_for(spawning, 20)
+    await asyncio.wait_for(proc.communicate(), 20)
+    assert (await proc.wait(), proc.pid in prepared.values(), marker.read_text()) == (0, True, "ran\n")
+
+
+async def test_a_step_whose_prepared_process_died_before_taking_it_never_runs_and_leaves_nothing(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    for tool in prepared.values():
+        os.kill(tool, signal.SIGSTOP)  # the go waits on its socket, unread
+    marker = ws.work / "ran"
+    spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran > {marker}"],
+                                                     policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+    deadline = time.monotonic() + 20
+    while len(server._spares) != 1:  # both were lent to us; one has the step now
+        assert time.monotonic() < deadline and not spawning.done(), server._spares
+        await asyncio.sleep(0.01)
+    for tool in prepared.values():
+        os.kill(tool, signal.SIGKILL)
+    with pytest.raises(HelperDiedError):  # its spare, which may not run it again, says nothing and exits
+        await asyncio.wait_for(spawning, 20)
+    assert all(process_gone(pid) for pid in [*prepared, *prepared.values()]) and not marker.exists()
