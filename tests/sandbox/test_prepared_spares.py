@@ -21,6 +21,7 @@ import pytest
 from ollie.sandbox import cgroup
 from ollie.sandbox import spawn as spawn_module
 from ollie.sandbox.errors import HelperDiedError, SandboxError
+from ollie.sandbox.process import SandboxedProcess
 from ollie.sandbox.rules import landlock_abi, ruleset_for
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import children_of, process_gone
@@ -140,8 +141,8 @@ async def test_a_step_whose_spare_died_unanswered_with_the_fork_server_is_never_
     prepared = await idle_spares(server)
     fork_server = server.pid
     assert fork_server is not None
-    for spare in prepared:
-        os.kill(spare, signal.SIGSTOP)  # whichever takes the step never answers
+    for pid in [*prepared, *prepared.values()]:
+        os.kill(pid, signal.SIGSTOP)  # whichever takes the step never starts it, nor answers
     marker = ws.work / "ran"
     spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran >> {marker}"],
                                                      policy=ws.default_policy(), cwd=ws.work, env=ws.env))
@@ -406,3 +407,104 @@ async def test_a_listener_a_step_leaves_behind_is_not_there_for_the_next_step(ws
                                      env=ws.env)
         out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
         assert out.decode().strip() == expected, (out, err)
+
+
+READ = {"x86_64": "0", "aarch64": "63"}[os.uname().machine]
+
+
+async def _step_past_its_pid(ws, server) -> tuple[SandboxedProcess, int]:
+    """A prepared step waiting for a line on its stdin, and its supervisor, blocked once the daemon has the pid
+    (reading its init's report)."""
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    proc = await spawn_sandboxed(["bash", "-c", "read line; exit 7"], policy=ws.default_policy(),
+                                 cwd=ws.work, env=ws.env, stdin_pipe=True)
+    supervisor = next((spare for spare, tool in prepared.items() if tool == proc.pid), 0)
+    assert supervisor, (proc.pid, prepared)
+    deadline = time.monotonic() + 20
+    while not _blocked_in(supervisor, READ):
+        assert time.monotonic() < deadline, "the supervisor never waited for its init's report"
+        await asyncio.sleep(0.01)
+    return proc, supervisor
+
+
+async def test_a_steps_status_reaches_the_daemon_from_its_init_without_waking_its_supervisor(ws, server):
+    # The hop a step's end took through its supervisor is gone: the init, which has the daemon's socket, says
+    # the status itself once nothing else is left (the supervisor only sweeps after it, off the step's path).
+    proc, supervisor = await _step_past_its_pid(ws, server)
+    os.kill(supervisor, signal.SIGSTOP)
+    try:
+        assert proc.stdin_fd is not None
+        os.write(proc.stdin_fd, b"go\n")
+        os.close(proc.stdin_fd)
+        await asyncio.wait_for(proc.communicate(), 10)
+        assert await proc.wait() == 7
+    finally:
+        os.kill(supervisor, signal.SIGCONT)
+    assert process_gone(supervisor) and process_gone(proc.pid)  # it swept and exited after all
+
+
+async def test_a_step_whose_supervisor_dies_after_its_pid_ends_unreported_and_leaves_nothing(ws, server):
+    # Its init holds the daemon's socket too: it must die with the supervisor, or the daemon would wait forever.
+    proc, supervisor = await _step_past_its_pid(ws, server)
+    os.kill(supervisor, signal.SIGKILL)
+    with pytest.raises(HelperDiedError):
+        await asyncio.wait_for(proc.wait(), 10)
+    assert process_gone(proc.pid)
+    proc.close()
+
+
+async def test_a_step_its_init_reports_keeps_its_oom_kill(ws, server):
+    small = dataclasses.replace(ws.default_policy(), max_memory=64 << 20)
+    await ws.bash("true", ws.default_policy())
+    copied = await idle_spares(server)
+    await ws.bash("true", small)  # the next spares are made for such steps: these take no such step
+    prepared = await idle_spares(server)
+    assert not set(prepared) & set(copied)
+    proc = await spawn_sandboxed(["python3", "-c", "x = bytearray(256 << 20)"], policy=small, cwd=ws.work,
+                                 env=ws.env)
+    await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.pid in prepared.values(), (proc.pid, prepared)
+    assert (await proc.wait(), proc.report.get("oom")) == (-signal.SIGKILL, True), proc.report
+
+
+async def test_a_step_starts_from_the_daemons_go_without_waking_its_spare(ws, server):
+    # The daemon's go reaches the prepared process itself (the spare's job socket is its own), so the step starts
+    # while the spare sleeps; the spare answers for it (the pid, the sweep) once it runs again.
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    for spare in prepared:
+        os.kill(spare, signal.SIGSTOP)
+    marker = ws.work / "ran"
+    try:
+        spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran > {marker}"],
+                                                         policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+        deadline = time.monotonic() + 20
+        while not marker.exists():
+            assert time.monotonic() < deadline and not spawning.done(), "the step waited for its spare"
+            await asyncio.sleep(0.01)
+    finally:
+        for spare in prepared:
+            os.kill(spare, signal.SIGCONT)
+    proc = await asyncio.wait_for(spawning, 20)
+    await asyncio.wait_for(proc.communicate(), 20)
+    assert (await proc.wait(), proc.pid in prepared.values(), marker.read_text()) == (0, True, "ran\n")
+
+
+async def test_a_step_whose_prepared_process_died_before_taking_it_never_runs_and_leaves_nothing(ws, server):
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    for tool in prepared.values():
+        os.kill(tool, signal.SIGSTOP)  # the go waits on its socket, unread
+    marker = ws.work / "ran"
+    spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran > {marker}"],
+                                                     policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+    deadline = time.monotonic() + 20
+    while len(server._spares) != 1:  # both were lent to us; one has the step now
+        assert time.monotonic() < deadline and not spawning.done(), server._spares
+        await asyncio.sleep(0.01)
+    for tool in prepared.values():
+        os.kill(tool, signal.SIGKILL)
+    with pytest.raises(HelperDiedError):  # its spare, which may not run it again, says nothing and exits
+        await asyncio.wait_for(spawning, 20)
+    assert all(process_gone(pid) for pid in [*prepared, *prepared.values()]) and not marker.exists()

@@ -137,7 +137,9 @@ class Cgroup:
         self.dirs = dirs  # controller -> its directory (one directory for both under v2)
         self.joined = False  # True in a spare supervisor: its children are born members
         self._set: dict[str, int] = {}  # the limits written so far: the same value again is not written
-        self._oom_events = -1  # its OOM kill count's file, opened with it: only read after the step, on its path
+        # Its OOM kill count's file, opened with it: only read after the step, on its path (by a spare's step's init,
+        # which reports the status itself: spare.py).
+        self.oom_events = -1
 
     @classmethod
     def named(cls, name: str) -> Cgroup:
@@ -210,7 +212,7 @@ class Cgroup:
         if "memory" in made:
             events = os.path.join(made["memory"], _MEMORY_EVENTS[_is_v2(os.path.dirname(made["memory"]))])
             try:
-                group._oom_events = os.open(events, os.O_RDONLY | os.O_CLOEXEC)
+                group.oom_events = os.open(events, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 pass  # then no step of it is said to have met its memory limit
         return group
@@ -234,7 +236,7 @@ class Cgroup:
 
     def oom_killed(self) -> bool:
         """Whether the OOM killer killed one of its members (its memory limit was reached); asked once."""
-        fd, self._oom_events = self._oom_events, -1
+        fd, self.oom_events = self.oom_events, -1
         if fd < 0:
             return False
         try:  # a raw read: it comes between the step's end and its status

@@ -13,10 +13,9 @@ import socket
 from collections.abc import Sequence
 
 
-def close_fds_except(keep: Sequence[int]) -> None:
-    """Close every fd from 3 up except `keep`: a supervisor forked from the fork server must not hold
+def close_fds_except(keep: Sequence[int], low: int = 3) -> None:
+    """Close every fd from `low` up except `keep`: a supervisor forked from the fork server must not hold
     other spawns' pipes or sockets (theirs would never see EOF while this step runs)."""
-    low = 3
     for fd in sorted(set(keep)):
         if fd >= low:
             os.closerange(low, fd)

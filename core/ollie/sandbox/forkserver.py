@@ -16,10 +16,12 @@ the spawn message, b"" for a spare with no prepared process; LEAST_MEMORY: the
 least memory limit of a step it takes, 0 for any) with its socket, on which the
 daemon sends b"go" with those four fds itself (a wake-up of this server less on
 the step's path), then tells the server b"took PID\n" with the spawn message's
-kind and limits; a spare the daemon closes exits. Either supervisor answers `{"pid": N}`
+kind and limits; a spare the daemon closes exits (a spare's prepared process
+takes the `go` itself: spare.py). Either supervisor answers `{"pid": N}`
 (or `{"error": {stage, errno, message}}`) and, once the tool has exited and every
 process it left behind is killed and reaped, `{"status": exit_code}` (negative:
-killed by that signal). When the control socket closes (the daemon exited or was
+killed by that signal; in a spare's step its init sends that line when no other
+process is left). When the control socket closes (the daemon exited or was
 killed) the server stops every running step, waits for their sweeps and exits.
 Stdlib only.
 """

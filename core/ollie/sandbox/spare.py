@@ -4,8 +4,8 @@ Stdlib only: loaded by path (siblings.py) in the fork server's `-I -S` interpret
 Moving a task into a cgroup waits for an RCU grace period when none happened
 lately (~15 ms here), so spares pay that while idle: the tool they fork is born
 in the cgroup, with nothing to move. Where it can make a PID namespace a spare
-forks the tool process ahead too (`Prepared`) and takes steps that ask for one
-only; made for steps with the egress proxy, that process makes the step's network
+forks the tool process ahead too (`Prepared`), which takes the step itself, and
+takes steps that ask for one only; made for steps with the egress proxy, that process makes the step's network
 namespace ahead as well, and takes such steps only. Once handed a spawn, a spare is
 a supervisor like any other (supervise.py).
 """
@@ -17,7 +17,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
@@ -26,7 +26,6 @@ else:  # loaded by path (siblings.py)
     cgroup, fdio, netns, prefault, stepinit, supervise = map(
         sys.modules["_ollie_siblings"].load, ("cgroup", "fdio", "netns", "prefault", "stepinit", "supervise"))
 
-GO = b"!"  # a prepared tool process's signal to go on with its step (see `Prepared`)
 # A spare copies its pages ahead (prefault.py: ~8 MB in each of its two processes, charged to its cgroup) only
 # when made for steps allowed this much memory or more (or no limit), and takes only such steps then: one
 # allowed less keeps that memory for itself.
@@ -42,21 +41,22 @@ class Prepared:
     Forked while the spare is idle, it takes the namespace's unshare and the fork
     off the step's path; it locks its capabilities (confine.lock_capabilities) and,
     with `net`, makes the step's network namespace (netns.prepare). The spare has
-    read nothing yet, so its memory holds nothing of any step; once handed the
-    request and the step's stdio (`start`) it does what a tool process forked after
-    the request does (`child`: new session, stdio, cwd, confinement, the tool) with
-    the same pipes.
+    read nothing yet, so its memory holds nothing of any step. It takes the step from
+    the daemon itself, on the spare's job socket (the spare's wake-up is off the step's
+    path): it hands the spare the daemon's socket (`started`), reads the request, sets
+    the step's limits on the cgroup and does what a tool process forked after the
+    request does (`child`: new session, stdio, cwd, confinement, the tool).
     """
 
-    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int, net: bool, copy: bool) -> None:
-        self.pid, self.err_r, self.status_r, self.net = pid, err_r, status_r, net
-        self.least_memory = COPY_MIN_MEMORY if copy else 0
+    def __init__(self, pid: int, channel: socket.socket, err_r: int, status_r: int) -> None:
+        self.pid, self.err_r, self.status_r = pid, err_r, status_r
         self._channel: socket.socket | None = channel
 
     @classmethod
-    def fork(cls, child: supervise.ToolChild, group: cgroup.Cgroup, net: bool, copy: bool) -> Prepared | None:
+    def fork(cls, child: supervise.ToolChild, group: cgroup.Cgroup, net: bool, copy: bool, jobs: socket.socket,
+             max_request: int) -> Prepared | None:
         """Fork it, in the spare (a member of `group` already), as the spare's `_idle` one; None where no PID
-        namespace can be made. `copy`: it copies its pages ahead (see `copies`)."""
+        namespace can be made. `copy`: it copies its pages ahead (see `copies`); `jobs`: where its step comes."""
         global _idle
         if not stepinit.new_pid_namespace():
             return None
@@ -67,34 +67,36 @@ class Prepared:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {stop})  # the spare's handler must not run there
         pid = os.fork()
         if pid == 0:
-            _await_step(theirs, err_w, status_w, blocked, child, group, net, copy)
+            _await_step(theirs, jobs, max_request, err_w, status_w, blocked, child, group, net, copy)
         theirs.close()
         os.close(err_w)
         os.close(status_w)
-        _idle = cls(pid, ours, err_r, status_r, net, copy)  # before the spare's handler may run: it kills this one
+        _idle = cls(pid, ours, err_r, status_r)  # before the spare's handler may run: it kills this one
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         return _idle
 
-    def start(self, line: bytes, stdio: Sequence[int]) -> None:
-        """Hand it the step's request line and stdio: it parses the request meanwhile, then waits for `release`."""
-        assert self._channel is not None  # started once, before `release`
+    def started(self) -> socket.socket | None:
+        """Wait until it has a step: the daemon's socket it hands over, on which this spare answers for the step;
+        None when it exited instead (the daemon let the spare go, or stopped)."""
+        assert self._channel is not None
         try:
-            sent = socket.send_fds(self._channel, [line], list(stdio))
-            if sent < len(line):  # sendall of nothing is still a syscall, on the step's path
-                self._channel.sendall(line[sent:])
+            _, fds = fdio.recv_fds(self._channel, 1)
+        except OSError:
+            fds = []
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            return None
+        return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])  # named: no syscall asked
+
+    def told(self) -> None:
+        """Say the daemon has the step's pid: the status may follow it there, from the step's init."""
+        assert self._channel is not None  # told once
+        try:
+            self._channel.sendall(b"+")
         except OSError:
             pass  # it is gone: its exit status (killed) becomes the step's
-
-    def release(self) -> None:
-        """Let it go on (the step's limits are set): it confines itself and starts the tool."""
-        channel, self._channel = self._channel, None
-        assert channel is not None  # released once
-        try:
-            channel.sendall(GO)
-        except OSError:
-            pass
-        finally:
-            channel.close()
+        self._channel.close()
 
     def discard(self) -> None:
         """Kill and reap it when the step it was made for will not run (the spare is stopping, the request is bad)."""
@@ -109,9 +111,11 @@ class Prepared:
             pass
 
 
-def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iterable[int],
-                child: supervise.ToolChild, group: cgroup.Cgroup, net: bool, copy: bool) -> NoReturn:
-    """In the prepared process: wait for the step's request and stdio on `channel`, then run `child` on them."""
+def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, err_w: int, status_w: int,
+                blocked: Iterable[int], child: supervise.ToolChild, group: cgroup.Cgroup, net: bool,
+                copy: bool) -> NoReturn:
+    """In the prepared process: wait for the daemon's b"go" with the step's socket and stdio on `jobs`, hand the
+    socket to the spare on `channel`, then run `child` on the step's request."""
     global _spare_group, _idle
     try:
         signal.signal(supervise.STOP_SIGNAL, supervise.on_stop)  # what a tool process forked by a supervisor has
@@ -119,7 +123,7 @@ def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iter
         stepinit.status_fd, _spare_group, _idle = status_w, None, None
         # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
         stepinit.die_with_supervisor()
-        fdio.close_fds_except([channel.fileno(), err_w, status_w])
+        fdio.close_fds_except([channel.fileno(), jobs.fileno(), err_w, status_w, group.oom_events])
         try:
             stepinit.confine.lock_capabilities()
             if net:
@@ -128,23 +132,56 @@ def _await_step(channel: socket.socket, err_w: int, status_w: int, blocked: Iter
             pass  # tried again for the step (confine.apply), which fails with the reason if it fails again
         if copy:
             prefault.prefault()  # the step's copy-on-write faults, taken while idle
-        data, stdio = fdio.recv_fds(channel, 3, 1 << 16)
-        line = bytearray(data)
-        while data and not line.endswith(b"\n"):
-            data = channel.recv(1 << 16)
-            line += data
-        request = json.loads(line) if data and len(stdio) == 3 else None
-        # Its pre-exec work starts once the step's limits are set (measured: doing it meanwhile was slower).
-        go = channel.recv(len(GO)) if request is not None else b""
-        channel.close()
+        message, fds = fdio.recv_fds(jobs, 4)
+        jobs.close()
+        if message != b"go" or len(fds) != 4:
+            os._exit(0)  # EOF: the daemon let the spare go, or stopped
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])  # named: no syscall asked
+        socket.send_fds(channel, [b"step"], [fds[0]])  # the spare answers the daemon: the pid, an error, the sweep
     except BaseException:  # noqa: BLE001 - never return into the spare's code
         os._exit(1)
-    if go != GO or request is None:
-        os._exit(0)  # the spare stopped, or the step will not run
-    child(request, stdio, err_w, group)
+    try:
+        request = _take(conn, max_request, net, copy, group)
+    except BaseException as exc:  # noqa: BLE001 - the spare reports it, as a tool process's failure before exec
+        error = {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}
+        os.write(err_w, json.dumps(error).encode())
+        os._exit(127)
+    if request.get("python"):  # a script is PID 1 itself: no init, and no socket of the daemon's for it
+        conn.close()
+        channel.close()
+    else:
+        stepinit.daemon = (conn, channel, group)
+    child(request, fds[1:], err_w, group)
 
 
-def _exit_now(signum: int, frame: object) -> None:
+def _take(conn: socket.socket, max_request: int, net: bool, copy: bool, group: cgroup.Cgroup) -> dict:
+    """The step's request, read from the daemon's socket, checked to fit this process, its limits set on the
+    cgroup (no write when they are those set ahead); ValueError when it does not fit."""
+    line = fdio.read_line(conn, max_request)
+    if line is None:
+        raise ValueError("the daemon closed before its request")
+    request = json.loads(line)
+    if not supervise.wants_pid_namespace(request):
+        raise ValueError("a step without a PID namespace was sent to a spare that made one")
+    if net != bool((request.get("ruleset") or {}).get("netns")):
+        raise ValueError("a step was sent to a spare whose network namespace does not fit it")
+    if 0 < supervise.memory_limit(request) < (COPY_MIN_MEMORY if copy else 0):
+        raise ValueError("a step allowed less memory than its spare copied ahead was sent to it")
+    _set_limits(group, request)
+    return request
+
+
+def _set_limits(group: cgroup.Cgroup, request: dict) -> None:
+    """Set the step's limits on the spare's cgroup (no write when they are those set ahead)."""
+    processes, memory = supervise.spare_limits(request)
+    group.set_limit(processes)
+    try:
+        group.set_memory(memory)
+    except OSError:
+        pass  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
+
+
+def _exit_now(signum: int, frame: object) -> NoReturn:
     """An idle spare told to stop (or whose fork server died): nothing to sweep; leave no cgroup behind."""
     if _idle is not None:
         _idle.discard()
@@ -175,6 +212,20 @@ def _limits_ahead(limits: bytes) -> tuple[int, int]:
                                    "ruleset": {"pid_namespace": True}})
 
 
+def _step(jobs: socket.socket, prepared: Prepared | None) -> tuple[socket.socket, list[int]]:
+    """Wait for a step: the daemon's socket for it, and its stdio (none when `prepared` took it); exits on EOF."""
+    if prepared is not None:
+        conn = prepared.started()
+        if conn is None:
+            _exit_now(0, None)
+        return conn, []
+    message, fds = fdio.recv_fds(jobs, 4)
+    if message != b"go" or len(fds) != 4:
+        _exit_now(0, None)  # EOF: the fork server has gone
+    # The daemon's socketpair end, named rather than asked of the kernel (two syscalls on the step's path).
+    return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0]), fds[1:]
+
+
 def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_request: int,
               net: bool, limits: bytes = b"") -> NoReturn:
     """Move into a fresh cgroup (and fork the tool process ahead where it may), then wait for one spawn.
@@ -182,7 +233,7 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
     `net`: the tool process makes the step's network namespace ahead too, for a step with the egress proxy.
     `limits`: b"processes memory" of the last step: the cgroup has them ahead, set again only if the step's differ.
     Sends b"ready ns" or b"ready ns net" (b"ready" without a prepared process), then receives the
-    per-spawn socket and the stdio fds on `jobs` (EOF: the fork server is gone).
+    per-spawn socket and the stdio fds on `jobs` (EOF: the fork server is gone), or its prepared process does.
     """
     global _spare_group, _idle
     signal.signal(supervise.STOP_SIGNAL, _exit_now)  # idle: nothing to sweep yet
@@ -200,28 +251,23 @@ def run_spare(jobs: socket.socket, child: supervise.ToolChild, parent: int, max_
         group.join()
         _spare_group = group
         copy = copies(limits)
-        prepared = Prepared.fork(child, group, net, copy)
+        prepared = Prepared.fork(child, group, net, copy, jobs, max_request)
         jobs.sendall(b"ready" if prepared is None else b"ready ns net" if net else b"ready ns")
+        if prepared is not None:
+            jobs.close()  # its prepared process takes the step on it
         if copy:
             # After that fork (what this process shares with the prepared one is copied there) and once ready:
             # a step that comes meanwhile waits for the rest of it (a few ms), not for a supervisor of its own.
             prefault.prefault()
-        message, fds = fdio.recv_fds(jobs, 4)
-        if message != b"go" or len(fds) != 4:
-            _exit_now(0, None)  # EOF: the fork server has gone
+        conn, stdio = _step(jobs, prepared)
         signal.signal(supervise.STOP_SIGNAL, supervise.on_stop)
         _spare_group = _idle = None
         if os.getppid() != parent:
             supervise.on_stop(supervise.STOP_SIGNAL, None)
-        # The daemon's socketpair end, named rather than asked of the kernel (two syscalls on the step's path).
-        conn, stdio = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0]), fds[1:]
-        request = supervise.request_or_exit(conn, max_request, prepared, stdio)
-        processes, memory = supervise.spare_limits(request)
-        group.set_limit(processes)  # no write when the step's are those set ahead
-        try:
-            group.set_memory(memory)
-        except OSError:
-            pass  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
+        request: dict = {}  # a prepared process reads it, and sets its limits
+        if prepared is None:
+            request = supervise.request_or_exit(conn, max_request)
+            _set_limits(group, request)
         code = supervise.supervise(request, conn, stdio, child, parent, group, prepared)
         if os.getppid() != parent:
             group.leave_and_remove()  # the fork server, which would remove it, is gone

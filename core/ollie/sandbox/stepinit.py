@@ -9,17 +9,21 @@ reap orphans. When it exits the kernel kills the rest of the namespace.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import select
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
-    from ollie.sandbox import confine
+    from ollie.sandbox import confine, fdio
 else:  # loaded by path (siblings.py)
-    confine = sys.modules["_ollie_siblings"].load("confine")
+    confine, fdio = map(sys.modules["_ollie_siblings"].load, ("confine", "fdio"))
+if TYPE_CHECKING:
+    from ollie.sandbox.cgroup import Cgroup
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -29,6 +33,11 @@ _libc.prctl  # noqa: B018 - looked up once here, in the fork server, rather than
 
 # In a step with its own PID namespace: the write end of the pipe on which its init reports the tool's status.
 status_fd = -1
+# In a spare's step (spare.py): the daemon's per-spawn socket, the spare's channel (b"+" comes on it once the daemon
+# has the step's pid) and the step's cgroup. The init then tells the daemon the status itself when nothing else is
+# left, a wake-up of the supervisor less between the step's end and its status. It already reports that status to
+# the supervisor, which passes it on as said: holding the daemon's socket trusts it with nothing more.
+daemon: tuple[socket.socket, socket.socket, Cgroup] | None = None
 
 
 def prctl(option: int, value: int) -> None:
@@ -114,16 +123,34 @@ def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # from outside the namespace: die; from inside: ignored (init)
         prctl(PR_SET_DUMPABLE, 0)
-        os.closerange(0, status_fd)  # the step's pipes, the error pipe (the supervisor waits for its EOF)
-        os.closerange(status_fd + 1, 1 << 20)
+        # The step's pipes, the error pipe (the supervisor waits for its EOF) go.
+        kept = [] if daemon is None else [daemon[0].fileno(), daemon[1].fileno(), daemon[2].oom_events]
+        fdio.close_fds_except([status_fd, *kept], low=0)
         if _reader_gone(status_fd):  # the supervisor died before the signal was armed: nobody would end this step
             raise ChildProcessError("the supervisor is gone")
         status = wait_for(tool)
-        os.write(status_fd, f"{status} clean".encode() if _none_left() else str(status).encode())
+        clean = _none_left()
+        told = clean and _tell_daemon(status)
+        os.write(status_fd, f"{status}{' clean' if clean else ''}{' told' if told else ''}".encode())
     except BaseException:  # noqa: BLE001 - init must always exit here
         code = 1
     finally:
         os._exit(code)
+
+
+def _tell_daemon(status: int) -> bool:
+    """Send the step's status line to the daemon (see `daemon`) once its supervisor says the pid went before it;
+    whether it went (if not, the supervisor sends it)."""
+    if daemon is None:
+        return False
+    conn, channel, group = daemon
+    try:
+        if channel.recv(1) != b"+":
+            return False  # the supervisor is gone, or the daemon has no pid (gave up on the step)
+        line = json.dumps({"status": status, **({"oom": True} if group.oom_killed() else {})}).encode() + b"\n"
+        return conn.send(line, socket.MSG_NOSIGNAL) == len(line)
+    except OSError:
+        return False
 
 
 def _none_left() -> bool:
@@ -138,13 +165,13 @@ def _none_left() -> bool:
             return False
 
 
-def init_report(status_r: int) -> tuple[int | None, bool]:
-    """The tool's exit status as its init reported it (None if the init died first), and whether the init said
-    nothing else is left in the namespace."""
+def init_report(status_r: int) -> tuple[int | None, bool, bool]:
+    """The tool's exit status as its init reported it (None if the init died first), whether the init said
+    nothing else is left in the namespace, and whether it told the daemon that status itself."""
     try:
         words = os.read(status_r, 32).split()
     finally:
         os.close(status_r)
     if not words or not words[0].lstrip(b"-").isdigit():
-        return None, False
-    return int(words[0]), words[1:] == [b"clean"]
+        return None, False, False
+    return int(words[0]), b"clean" in words[1:], b"told" in words[1:]

@@ -51,14 +51,9 @@ class Ahead(Protocol):
     pid: int
     err_r: int
     status_r: int
-    net: bool  # it made the step's network namespace (the egress proxy's) too
-    least_memory: int  # the least memory limit of a step it takes (0: any): its pages were copied ahead
 
-    def start(self, line: bytes, stdio: Sequence[int]) -> None:
-        """Hand it the request line and stdio."""
-
-    def release(self) -> None:
-        """Let it go on with the step."""
+    def told(self) -> None:
+        """Say the daemon has the step's pid."""
 
     def discard(self) -> None:
         """Kill and reap it: its step will not run."""
@@ -183,7 +178,7 @@ def _exec_report(err_r: int, conn: socket.socket, pid: int) -> bytes:
     """
     poller = select.poll()
     poller.register(err_r, select.POLLIN)
-    poller.register(conn, select.POLLIN)
+    poller.register(conn, select.POLLRDHUP)  # not the request's bytes: a spare's tool process reads them
     report = bytearray()
     while True:
         for fd, _ in poller.poll():
@@ -229,7 +224,8 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
     `parent` is the pid whose death must end the step (the fork server, or the
     daemon for the launcher); `child` does the tool's pre-exec work and execs.
     `group`: a spare's cgroup that this process already belongs to (see `spare.run_spare`);
-    `prepared`: its tool process, forked ahead as PID 1 of the step's PID namespace, to hand the step to.
+    `prepared`: its tool process, forked ahead as PID 1 of the step's PID namespace, which took the step from
+    the daemon itself (`request` is then empty: that process reads it).
     """
     global _tool
     if group is None:
@@ -241,7 +237,6 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         _tool = pid
         if _stopping:
             stepinit.kill_tool(pid)
-        prepared.release()
     else:
         pid, err_r, status_r = _fork_tool(request, stdio, child, group)
     for fd in stdio:
@@ -257,19 +252,23 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         return 0
     if not _send(conn, {"pid": pid}):
         stepinit.kill_tool(pid)  # nobody could ever stop it otherwise
-    mounts = _hold_mounts(pid) if status_r < 0 or request.get("python") else -1
-    status, clean = stepinit.init_report(status_r) if status_r >= 0 else (None, False)
+    elif prepared is not None:
+        prepared.told()  # its init may tell the daemon the status now (after the pid)
+    mounts = _hold_mounts(pid) if status_r < 0 or prepared is not None or request.get("python") else -1
+    status, clean, told = stepinit.init_report(status_r) if status_r >= 0 else (None, False, False)
     if not clean:
         own = stepinit.wait_for(pid)  # the init's own status: SIGKILLed before it could report (a group kill)
         sweep(group)
         status = own if status is None else status
-    # Whether the step's memory limit was what ended it: the daemon says so instead of a bare "killed by signal 9".
-    oom = group is not None and group.oom_killed()
-    # Killed by us because our parent (the fork server) died: the daemon says so instead of blaming the tool.
-    orphaned = _stopping and status == -signal.SIGKILL and os.getppid() != parent
-    # Every process of the step is dead. When its init said no other was left, only the init itself (ollie's,
-    # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
-    _send(conn, {"status": status, **({"oom": True} if oom else {}), **({"orphaned": True} if orphaned else {})})
+    if not told:
+        # Whether the step's memory limit ended it: the daemon says so instead of a bare "killed by signal 9".
+        oom = group is not None and group.oom_killed()
+        # Killed by us because our parent (the fork server) died: the daemon says so instead of blaming the tool.
+        orphaned = _stopping and status == -signal.SIGKILL and os.getppid() != parent
+        # Every process of the step is dead. When its init said no other was left, only the init itself (ollie's,
+        # confined, past its last act) may still be exiting: its teardown (~1 ms) is swept after the status is out.
+        _send(conn, {"status": status, **({"oom": True} if oom else {}),
+                     **({"orphaned": True} if orphaned else {})})
     if mounts >= 0:
         os.close(mounts)  # the step's mount namespace is torn down now, after its status
     if clean:
@@ -294,32 +293,14 @@ def _finish(group: cgroup.Cgroup | None) -> None:
         group.remove()
 
 
-def request_or_exit(conn: socket.socket, max_request: int, prepared: Ahead | None = None,
-                    stdio: Sequence[int] = ()) -> dict:
-    """The spawn's request; a bad one is refused, and both it and a daemon that closed first end this process.
-
-    `prepared` (a spare's tool process, for a step with a PID namespace, and with a network namespace when
-    it made one: the request must ask for exactly that) gets the request's text and `stdio` first, so that it
-    parses the request while this process does.
-    """
+def request_or_exit(conn: socket.socket, max_request: int) -> dict:
+    """The spawn's request; a bad one is refused, and both it and a daemon that closed first end this process."""
     try:
-        line = fdio.read_line(conn, max_request)
-        if line is not None and prepared is not None:
-            prepared.start(line, stdio)
-        request = None if line is None else json.loads(line)
-        if request is not None and prepared is not None:
-            if not wants_pid_namespace(request):
-                raise ValueError("a step without a PID namespace was sent to a spare that made one")
-            if prepared.net != bool((request.get("ruleset") or {}).get("netns")):
-                raise ValueError("a step was sent to a spare whose network namespace does not fit it")
-            if 0 < memory_limit(request) < prepared.least_memory:
-                raise ValueError("a step allowed less memory than its spare copied ahead was sent to it")
+        request = fdio.read_request(conn, max_request)
     except ValueError as exc:
         _send(conn, {"error": {"stage": "request", "errno": 0, "message": f"bad request: {exc}"}})
         request = None
     if request is None:
-        if prepared is not None:
-            prepared.discard()
         os._exit(0)
     return request
 
