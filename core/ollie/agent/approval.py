@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import attrs
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks ab
 T = TypeVar("T")
 # "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
 Outcome = Literal["allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback"]
-OUTCOMES: tuple[str, ...] = ("allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback")
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
 EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
