@@ -84,9 +84,10 @@ def test_missing_key_names_the_variable(tmp_path):
 
 def test_unreachable_ollama_says_what_to_set(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
-    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env={"OLLIE_OLLAMA_URL": url})
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)],
+                     env={"OLLIE_OLLAMA_URL": url.replace("//", "//user:s3cret@") + "/?token=s3cret"})
     assert proc.returncode != 0
-    assert f"cannot reach Ollama at {url}" in proc.stderr
+    assert f"cannot reach Ollama at {url}/?...:" in proc.stderr and "s3cret" not in proc.stderr, proc.stderr
     assert "OLLIE_BACKEND=openai" in proc.stderr and "OLLIE_OPENAI_KEY" in proc.stderr
 
 
