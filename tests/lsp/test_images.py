@@ -104,9 +104,11 @@ async def test_a_tool_event_carries_the_images_the_model_was_shown(start_daemon,
     result = await daemon.request("ollie/submit", {"text": "what is in them?"})
     assert result["stop"] == "end"
     (event,) = [e for e in daemon.events if e["role"] == "tool"]
-    assert event["images"] == [{"mime": "image/png", "bytes": len(PICTURE), "data": base64.b64encode(PICTURE).decode()},
-                               {"mime": "image/png", "bytes": len(big), "data": base64.b64encode(big).decode()},
-                               {"mime": "image/png", "bytes": len(big)}]  # past the 1 MiB: named only
+    # Each names the batch's step that read it (`step`: a client shows it there).
+    assert event["images"] == [
+        {"mime": "image/png", "bytes": len(PICTURE), "data": base64.b64encode(PICTURE).decode(), "step": 0},
+        {"mime": "image/png", "bytes": len(big), "data": base64.b64encode(big).decode(), "step": 1},
+        {"mime": "image/png", "bytes": len(big), "step": 2}]  # past the 1 MiB: named only
 
 
 async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(start_daemon, scripted_llm, tmp_path):
@@ -179,5 +181,5 @@ async def test_a_resumed_history_draws_a_kept_results_images_and_names_a_collaps
     results = [m for m in (await second.request("ollie/context", {"session": session}))["messages"]
                if m["role"] == "tool"]
     assert [r["content"].startswith("[cold result of call_tool collapsed:") for r in results] == [True, False]
-    named = {"mime": "image/png", "bytes": len(PICTURE)}
+    named = {"mime": "image/png", "bytes": len(PICTURE), "step": 0}  # the step of its batch that read it
     assert [r.get("images") for r in results] == [[named], [{**named, "data": base64.b64encode(PICTURE).decode()}]]

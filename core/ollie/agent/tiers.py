@@ -48,7 +48,8 @@ def _collapse(session: Session, message: Message, tier: str) -> None:
     """Put `message` (a tool result) in its summary's place; its images go with its text, what they were stays in
     the session's `step_images` (the history names them)."""
     if message.images:
-        session.step_images[message.tool_call_id] = [f"{image.mime} {image.size}" for image in message.images]
+        session.step_images[message.tool_call_id] = [
+            f"{image.mime} {image.size}" + (f" {image.step}" if image.step is not None else "") for image in message.images]
     message.content, message.images = summarize_result(tier, message), []
     session.result_tiers[message.tool_call_id] = COLLAPSED
 

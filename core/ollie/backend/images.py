@@ -117,11 +117,12 @@ def placeholder(count: int) -> str:
 
 
 def shown(images: Iterable[Image], room: int = SHOWN_IMAGE_CHARS) -> tuple[list[dict[str, Any]], int]:
-    """Each image as a client is sent it, `{mime, bytes, data?}` (its data while they fit in `room` base64
-    characters), and the room left."""
+    """Each image as a client is sent it, `{mime, bytes, data?, step?}` (its data while they fit in `room` base64
+    characters; the batch's step that returned it), and the room left."""
     out = []
     for image in images:
         fits = len(image.data) <= room
         room -= len(image.data) if fits else 0
-        out.append({"mime": image.mime, "bytes": image.size, **({"data": image.data} if fits else {})})
+        out.append({"mime": image.mime, "bytes": image.size, **({"data": image.data} if fits else {}),
+                    **({"step": image.step} if image.step is not None else {})})
     return out, room
