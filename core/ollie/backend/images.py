@@ -10,7 +10,7 @@ import asyncio
 import base64
 import binascii
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -111,9 +111,10 @@ async def read(root: Path | str, path: Path | str) -> Image:
     return await asyncio.to_thread(from_bytes, raw, name=name)  # megabytes of base64: not on the event loop
 
 
-def placeholder(count: int) -> str:
-    """What stands in the text for images a model was not sent."""
-    return f"[{count} image{'s' if count != 1 else ''} left out: the model does not take images]"
+def placeholder(images: Sequence[Image]) -> str:
+    """What stands in the text for images a model was not sent: each named, so a resumed session shows what they were."""
+    named = ", ".join(f"{image.mime}, {image.size:,} bytes" for image in images)
+    return f"[{len(images)} image{'s' if len(images) != 1 else ''} left out: the model does not take images ({named})]"
 
 
 def shown(images: Iterable[Image], room: int = SHOWN_IMAGE_CHARS) -> tuple[list[dict[str, Any]], int]:
