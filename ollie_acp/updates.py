@@ -95,7 +95,7 @@ def raw_input(arguments: str) -> object:
 
 def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
                 cwd: Path | None = None, locations: tuple[Location, ...] = (),
-                pictures: Sequence[dict[str, Any]] = ()) -> ToolCallProgress:
+                pictures: Sequence[Mapping[str, Any]] = ()) -> ToolCallProgress:
     """The `tool_call_update` closing one step, with the start of its result, its images (`images.shown`'s: one
     without data named with its size), its diffs (paths absolute), and its locations once one has a line (an edit's,
     known from its result)."""
