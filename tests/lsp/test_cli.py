@@ -66,6 +66,10 @@ def test_agent_model_and_slash_commands_flags(llm, tmp_path):
                      env=llm.env())
     assert proc.returncode == 0, proc.stderr
     assert "other-model" in proc.stdout
+    # A typo is one line naming the closest command, in the terminal as in the editors (it printed the /help list).
+    typo = run_ollie(["-p", "/modle", "--cwd", str(tmp_path)], env=llm.env())
+    assert "unknown command /modle: did you mean /model? (/help lists the commands)" in typo.stdout + typo.stderr
+    assert "commands:" not in typo.stdout + typo.stderr, (typo.stdout, typo.stderr)
 
 
 def test_a_failed_turn_exits_non_zero_with_the_error(scripted_llm, tmp_path):
