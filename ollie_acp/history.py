@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from acp import image_block, text_block
+from acp import text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
 from ollie.agent.history import named_images, typed_text
@@ -15,7 +15,7 @@ from ollie.backend.images import shown
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie_acp.updates import Update, shown_results, tool_result, tool_start
+from ollie_acp.updates import Update, picture_block, shown_results, step_pictures, tool_result, tool_start
 
 
 def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
@@ -27,9 +27,9 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
     for message in messages:
         if message.role == "user" and (typed := typed_text(message)):
             updates.append(UserMessageChunk(session_update="user_message_chunk", content=text_block(typed)))
-        if message.role == "user":  # the prompt's pictures come back as they were sent
-            updates.extend(UserMessageChunk(session_update="user_message_chunk", content=image_block(i.data, i.mime))
-                           for i in message.images)
+        if message.role == "user":  # the prompt's pictures come back as they were sent, capped as a step's are
+            updates.extend(UserMessageChunk(session_update="user_message_chunk", content=picture_block(p))
+                           for p in shown(message.images)[0])
         elif message.role == "assistant":
             if message.reasoning:
                 updates.append(AgentThoughtChunk(session_update="agent_thought_chunk",
@@ -42,16 +42,16 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
                 ids = step_ids(call.id, len(steps))
                 answer = results.get(call.id)
                 result = answer.content if answer is not None else None
-                pictures = (shown(answer.images)[0] if answer is not None and answer.images
-                            else named_images((collapsed or {}).get(call.id, ())))
+                pictures = step_pictures(shown(answer.images)[0] if answer is not None and answer.images
+                                         else named_images((collapsed or {}).get(call.id, ())), len(ids))
                 statuses = list(inner_statuses(result, len(ids))) if result is not None else ["failed"] * len(ids)
                 diffs = _edit_diffs(call.name, call.arguments, len(ids))
                 texts = shown_results(result or "", statuses)
-                for step_id, step, status, diff, text in zip(ids, steps, statuses, diffs, texts, strict=True):
+                for step_id, step, status, diff, text, own in zip(ids, steps, statuses, diffs, texts, pictures,
+                                                                  strict=True):
                     updates.append(tool_start(step_id, step, cwd=cwd, status=status, arguments=call.arguments))
                     made = (diff,) if diff is not None and status == "completed" else ()
-                    updates.append(tool_result(step_id, status, text, made, cwd=cwd,
-                                               pictures=pictures if step_id == ids[-1] else ()))
+                    updates.append(tool_result(step_id, status, text, made, cwd=cwd, pictures=own))
     return updates
 
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,8 @@ from acp.schema import (
     ContentToolCallContent,
     Cost,
     FileEditToolCallContent,
+    ImageContentBlock,
+    TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
@@ -93,15 +95,13 @@ def raw_input(arguments: str) -> object:
 
 def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
                 cwd: Path | None = None, locations: tuple[Location, ...] = (),
-                pictures: Sequence[dict[str, Any]] = ()) -> ToolCallProgress:
+                pictures: Sequence[Mapping[str, Any]] = ()) -> ToolCallProgress:
     """The `tool_call_update` closing one step, with the start of its result, its images (`images.shown`'s: one
     without data named with its size), its diffs (paths absolute), and its locations once one has a line (an edit's,
     known from its result)."""
     preview = result if len(result) <= RESULT_PREVIEW_CHARS else result[:RESULT_PREVIEW_CHARS] + "\n[…]"
     content: list[ContentToolCallContent | FileEditToolCallContent] = [tool_content(text_block(preview))] if preview else []
-    content.extend(tool_content(image_block(p["data"], p["mime"]) if "data" in p else
-                                text_block(f"[image: {p['mime']}, {max(1, round(p['bytes'] / 1024))} KB, not sent]"))
-                   for p in pictures)
+    content.extend(tool_content(picture_block(p)) for p in pictures)
     for diff in diffs:
         path = str((cwd / diff.path) if cwd is not None else Path(diff.path))
         # ACP's diff has no "removed" form: a deleted file shows as emptied.
@@ -110,6 +110,23 @@ def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] 
              for loc in locations] if any(loc.line for loc in locations) else None
     return update_tool_call(step_id, status=status,  # type: ignore[arg-type]
                             content=content or None, locations=where)
+
+
+def picture_block(picture: Mapping[str, Any]) -> ImageContentBlock | TextContentBlock:
+    """One of `images.shown`'s images as ACP content: the image while it had room, else named with its size."""
+    if "data" in picture:
+        return image_block(picture["data"], picture["mime"])
+    return text_block(f"[image: {picture['mime']}, {max(1, round(picture['bytes'] / 1024))} KB, not sent]")
+
+
+def step_pictures(pictures: Sequence[Mapping[str, Any]], count: int) -> list[list[Mapping[str, Any]]]:
+    """A call's images for each of its `count` steps: each on the step that returned it (`step`), one without (an
+    MCP tool's, a session saved before steps were kept) or past the steps on the last."""
+    out: list[list[Mapping[str, Any]]] = [[] for _ in range(count)]
+    for picture in pictures:
+        step = picture.get("step")
+        out[step if isinstance(step, int) and 0 <= step < count else count - 1].append(picture)
+    return out
 
 
 def shown_results(result: str, statuses: Sequence[str]) -> list[str]:
@@ -244,10 +261,11 @@ class UpdateForwarder:
             self._live.pop(step_id, None)
             self._unsent.discard(step_id)
         steps = _steps_of(event.tool, event.steps)
-        pictures = images.shown(event.images)[0]
-        for step, shown in zip(steps, shown_results(event.content, [s.status for s in steps]), strict=True):
+        pictures = step_pictures(images.shown(event.images)[0], len(steps))
+        texts = shown_results(event.content, [s.status for s in steps])
+        for step, shown, own in zip(steps, texts, pictures, strict=True):
             await self._send(tool_result(step.id, step.status, shown, step.diffs or (), cwd=self._core.cwd,
-                                         locations=step.locations, pictures=pictures if step is steps[-1] else ()))
+                                         locations=step.locations, pictures=own))
         if "task_" in event.content:
             await self.send_plan()
 

@@ -364,8 +364,11 @@ async def set_approval(ls: OllieServer, p: SetApprovalParams) -> dict[str, Any]:
 
 
 def _file_to_wire(change: FileChange, *, in_editor: bool = False) -> dict[str, Any]:
-    return {**Diff.of(change).to_wire(), "status": change.status, "binary": change.binary,
-            "hunks": [h.to_dict() for h in change.hunks], "inEditor": in_editor}
+    from ollie.workspace.diff import line_counts  # difflib, loaded by the first review, not at start-up
+
+    added, removed = line_counts(change)
+    return {**Diff.of(change).to_wire(), "status": change.status, "binary": change.binary, "added": added,
+            "removed": removed, "hunks": [h.to_dict() for h in change.hunks], "inEditor": in_editor}
 
 
 @contextmanager

@@ -427,10 +427,11 @@ class SessionTable:
         return live
 
     async def writable(self, session_id: str | None) -> LiveSession:
-        """A live session that may be written to; -32002 when it is archived."""
+        """A live session that may be written to; -32002 when it is archived, here or by another client."""
         live = await self.get(session_id)
         if live.archived:
             raise SessionArchived(live.id)
+        await live.refuse_archived()  # the store's record, not the flag: another daemon may have archived it
         return live
 
     async def events_sent(self, session_id: str | None) -> None:

@@ -35,6 +35,28 @@ async def test_an_image_block_reaches_the_model_and_comes_back_on_load(start_age
     assert [(c.type, getattr(c, "data", None)) for c in replayed] == [("text", None), ("image", DATA)]
 
 
+async def test_a_prompts_images_replay_on_load_capped_as_a_steps_are(start_agent, scripted_llm) -> None:
+    # session/load sent a prompt's images whole, up to 8 x 5 MiB of base64 in one replay: past about 1 MiB each is
+    # named with its size, as a step's images are.
+    llm = scripted_llm("anthropic")
+    llm.script(Reply.text("three"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    big = base64.b64encode(PICTURE + b"\0" * 800_000).decode()
+    blocks = [acp.image_block(data, "image/png") for data in (DATA, big, big)]
+    assert (await agent.prompt(sid, "these", *blocks)).stop_reason == "end_turn"
+    assert [len(data) for _, data in llm.images(llm.chat_requests[-1])] == [len(PICTURE), *[len(PICTURE) + 800_000] * 2]
+    agent.proc.stdin.close()
+    await asyncio.wait_for(agent.proc.wait(), 30)
+
+    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    replayed = [u.content for u in second.client.of(sid, "user_message_chunk")]
+    kb = round((len(PICTURE) + 800_000) / 1024)
+    assert [getattr(c, "data", None) or c.text for c in replayed] == [
+        "these", DATA, big, f"[image: image/png, {kb} KB, not sent]"]
+
+
 async def test_an_embedded_image_file_goes_as_an_image(start_agent, scripted_llm) -> None:
     from acp.schema import BlobResourceContents, EmbeddedResourceContentBlock
 
@@ -127,12 +149,13 @@ async def test_a_steps_images_reach_the_client_live_and_on_load(start_agent, scr
 
     shot = ("image", "image/png", DATA)
     kb = round(len(big) / 1024)
-    assert images(agent.client) == [[], [shot], [], [], [shot, ("image", "image/png", base64.b64encode(big).decode()),
-                                                         ("text", f"[image: image/png, {kb} KB, not sent]", "")]]
+    # Each image on the step that read it (all went on the batch's last step: here, file_glob's).
+    assert images(agent.client) == [[shot], [], [shot], [("image", "image/png", base64.b64encode(big).decode())],
+                                    [("text", f"[image: image/png, {kb} KB, not sent]", "")]]
     agent.proc.stdin.close()
     await asyncio.wait_for(agent.proc.wait(), 30)  # stdin closed: the agent saves and exits
 
     second = await start_agent(env=llm.env(), workspace=agent.workspace)
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
-    named = [("text", f"[image: image/png, {size} KB, not sent]", "") for size in (1, kb, kb)]
-    assert images(second.client) == [[], [shot], [], [], named]
+    named = [[("text", f"[image: image/png, {size} KB, not sent]", "")] for size in (1, kb, kb)]
+    assert images(second.client) == [[shot], [], *named]

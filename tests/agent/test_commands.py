@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ollie.agent import commands
-from ollie.agent.commands import COMMANDS, help_text, is_command, run_command
+from ollie.agent.commands import COMMANDS, is_command, run_command
 from ollie.agent.events import Bus
 from ollie.backend.types import Message, ToolCall
 from ollie.errors import ConfigError
@@ -155,11 +155,11 @@ async def test_not_a_command_returns_none_and_publishes_nothing(core, events):
     assert _drain(events) == []
 
 
-async def test_unknown_command_says_so_and_lists_help(core, events):
-    out = await run_command(core, "/frobnicate now")
-    assert out.startswith("unknown command /frobnicate")
-    assert help_text() in out
+async def test_an_unknown_command_says_so_and_suggests_the_closest_not_the_whole_list(core, events):
+    # It printed the whole /help list (40 lines) after one typo.
+    assert await run_command(core, "/rewnd 2") == "unknown command /rewnd: did you mean /rewind? (/help lists the commands)"
     assert [e.role for e in _drain(events)] == ["error"]
+    assert await run_command(core, "/frobnicate now") == "unknown command /frobnicate (/help lists the commands)"
 
 
 async def test_help_lists_every_command(core, events):

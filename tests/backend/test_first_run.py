@@ -100,7 +100,9 @@ async def test_health_names_the_url_without_its_credentials():
                "OLLIE_OPENAI_URL": url.replace("http://", "http://user:secret@") + "/v1?api_key=secret"}
     async with aclosing(make_backend(environ=environ)) as backend:
         health = (await check_backend(backend)).to_wire()
-    assert (health["backend"], health["url"]) == ("local", f"{url}/v1")
+    # Shown as the MCP client shows a server's URL (one function): the query marked, never its key.
+    assert (health["backend"], health["url"]) == ("local", f"{url}/v1?...")
+    assert f"now {url}/v1?...)" in health["hint"] and "secret" not in str(health), health
 
 
 async def test_an_endpoint_without_a_model_list_gets_128k(scripted_llm):

@@ -37,11 +37,13 @@ def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scrip
         command("/network", "no network use in this session")
         command("/cwd /nonexistent", "usage: /cwd")
         command("!", "needs a shell command")  # the client says "error: ", the text did too
+        command("/rewnd", "did you mean /rewind?")  # a typo's answer was the whole /help list
         # Answered after /cwd's: by then each has said all it says.
         after = tmux.keep("1-after", command("/rewind abc", "takes a turn number"))
         assert after.count("no such directory: /nonexistent") == 1, after
         assert after.count("takes a turn number") == 1, after
         assert after.count("needs a shell command") == 1 and "error: error:" not in after, after
+        assert after.count("unknown command /rewnd: did you mean /rewind?") == 1 and "commands:" not in after, after
         assert "no network use in this session" in after and "Hello back." in after, after
         assert_clean(tmux.screens)
     finally:

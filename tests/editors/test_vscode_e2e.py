@@ -84,10 +84,10 @@ def test_a_step_outside_the_sandbox_is_one_card_in_real_vscode(run_e2e):
 
 @pytest.mark.timeout(200)
 def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
-    """/help's table, and an unknown command's list of commands, keep their columns in the chat (screenshot
-    command-columns): they wrapped in a proportional font, each description starting somewhere else. `/rewind` and
+    """/help's table keeps its columns in the chat (screenshot command-columns): it wrapped in a proportional font, each
+    description starting somewhere else; a typo's answer is one error line naming the closest command. `/rewind` and
     `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the model still had them."""
-    shows(run_e2e("commands.mjs", total_ms=150000), "/help and an unknown command's list kept their columns",
+    shows(run_e2e("commands.mjs", total_ms=150000), "/help kept its columns; a typo's error named the closest command alone",
           "/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing")
 
 

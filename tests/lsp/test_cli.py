@@ -67,6 +67,10 @@ def test_agent_model_and_slash_commands_flags(llm, tmp_path):
                      env=llm.env())
     assert proc.returncode == 0, proc.stderr
     assert "other-model" in proc.stdout
+    # A typo is one line naming the closest command, in the terminal as in the editors (it printed the /help list).
+    typo = run_ollie(["-p", "/modle", "--cwd", str(tmp_path)], env=llm.env())
+    assert "unknown command /modle: did you mean /model? (/help lists the commands)" in typo.stdout + typo.stderr
+    assert "commands:" not in typo.stdout + typo.stderr, (typo.stdout, typo.stderr)
 
 
 def test_a_failed_turn_exits_non_zero_with_the_error(scripted_llm, tmp_path):
@@ -85,9 +89,10 @@ def test_missing_key_names_the_variable(tmp_path):
 
 def test_unreachable_ollama_says_what_to_set(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
-    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env={"OLLIE_OLLAMA_URL": url})
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)],
+                     env={"OLLIE_OLLAMA_URL": url.replace("//", "//user:s3cret@") + "/?token=s3cret"})
     assert proc.returncode != 0
-    assert f"cannot reach Ollama at {url}" in proc.stderr
+    assert f"cannot reach Ollama at {url}/?...:" in proc.stderr and "s3cret" not in proc.stderr, proc.stderr
     assert "OLLIE_BACKEND=openai" in proc.stderr and "OLLIE_OPENAI_KEY" in proc.stderr
 
 

@@ -60,6 +60,33 @@ async def test_a_model_without_vision_is_a_clear_error(start_daemon, scripted_ll
     assert llm.chat_requests == []
 
 
+async def test_images_a_vendor_refused_are_named_on_resume_as_live(start_daemon, scripted_llm):
+    """A vendor's refusal took the images out of the history with a bare count: resumed, a prompt's showed no sign of
+    what was sent, and a step's image (drawn under it live) was gone. Each is named now: the prompt's in the note the
+    model reads, the step's under its step (`images`, as a collapsed result's are)."""
+    from .test_history_render import resumed
+
+    llm = scripted_llm("openai", vision=False, says_vision=False)  # the vendor's answer decides
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_glob", "args": ["*.png"]},
+                                                         {"tool": "file_read", "args": ["shot.png"]}]})),
+               Reply.text("read without it"))
+    daemon = await start_daemon(env=llm.env())
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    result = await daemon.request("ollie/submit", {"text": "what is it", "images": [{"path": "shot.png"}]})
+    assert result["stop"] == "error" and "does not take images" in result["error"]
+    result = await daemon.request("ollie/submit", {"text": "read it yourself"})
+    assert result["reply"] == "read without it", result
+    (live,) = [e for e in daemon.events if e["role"] == "tool"]
+    assert [{k: v for k, v in i.items() if k != "data"} for i in live["images"]] == [
+        {"mime": "image/png", "bytes": len(PICTURE), "step": 1}]
+    second = await resumed(start_daemon, llm, daemon, result["session"])
+    messages = (await second.request("ollie/context", {"session": result["session"]}))["messages"]
+    named = f"left out: the model does not take images (image/png, {len(PICTURE)} bytes)]"
+    assert messages[0]["role"] == "user" and messages[0]["content"].endswith(named), messages[0]
+    (tool,) = [m for m in messages if m["role"] == "tool"]
+    assert tool["images"] == [{"mime": "image/png", "bytes": len(PICTURE), "step": 1}] and named in tool["content"]
+
+
 async def test_queue_and_inject_refuse_images_rather_than_drop_them_and_an_empty_submit_is_refused(start_daemon, llm):
     daemon = await start_daemon(env=llm.env())
     # A submit of nothing (no text, images or context) is refused too: it sent the model an empty message.
@@ -104,9 +131,11 @@ async def test_a_tool_event_carries_the_images_the_model_was_shown(start_daemon,
     result = await daemon.request("ollie/submit", {"text": "what is in them?"})
     assert result["stop"] == "end"
     (event,) = [e for e in daemon.events if e["role"] == "tool"]
-    assert event["images"] == [{"mime": "image/png", "bytes": len(PICTURE), "data": base64.b64encode(PICTURE).decode()},
-                               {"mime": "image/png", "bytes": len(big), "data": base64.b64encode(big).decode()},
-                               {"mime": "image/png", "bytes": len(big)}]  # past the 1 MiB: named only
+    # Each names the batch's step that read it (`step`: a client shows it there).
+    assert event["images"] == [
+        {"mime": "image/png", "bytes": len(PICTURE), "data": base64.b64encode(PICTURE).decode(), "step": 0},
+        {"mime": "image/png", "bytes": len(big), "data": base64.b64encode(big).decode(), "step": 1},
+        {"mime": "image/png", "bytes": len(big), "step": 2}]  # past the 1 MiB: named only
 
 
 async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(start_daemon, scripted_llm, tmp_path):
@@ -179,5 +208,5 @@ async def test_a_resumed_history_draws_a_kept_results_images_and_names_a_collaps
     results = [m for m in (await second.request("ollie/context", {"session": session}))["messages"]
                if m["role"] == "tool"]
     assert [r["content"].startswith("[cold result of call_tool collapsed:") for r in results] == [True, False]
-    named = {"mime": "image/png", "bytes": len(PICTURE)}
+    named = {"mime": "image/png", "bytes": len(PICTURE), "step": 0}  # the step of its batch that read it
     assert [r.get("images") for r in results] == [[named], [{**named, "data": base64.b64encode(PICTURE).decode()}]]

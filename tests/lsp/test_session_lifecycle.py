@@ -193,3 +193,29 @@ async def test_a_prompt_to_a_live_session_another_daemon_archived_is_refused_as_
     assert (err.code, err.message) == (-32002, f"session is archived: {sid}"), err
     assert len(llm.requests) == asked
     assert (await here.request("ollie/state", {"session": sid}))["archived"] is True
+
+
+async def test_every_write_to_a_live_session_another_daemon_archived_is_refused_as_archived(start_daemon, llm):
+    # Only submit read the record: a rewind, an undo, a cwd move... trusted this daemon's own flag and changed the
+    # session another client had archived.
+    from .test_steps import code, run_turn, started
+
+    here = await started(start_daemon, llm)
+    notes = here.workspace / "notes.txt"
+    notes.write_text("one\n")
+    await run_turn(here, llm, code("printf 'two\\n' > notes.txt"))
+    sid = (await here.request("ollie/state", {}))["session"]
+    (elsewhere := here.workspace / "elsewhere").mkdir()
+    there = await start_daemon(env=llm.env())
+    assert await there.request("ollie/session/archive", {"session": sid}) == {}
+    for method, params in (("ollie/rewind", {}), ("ollie/review/undo", {"path": "notes.txt"}),
+                           ("ollie/setCwd", {"cwd": str(elsewhere)}), ("ollie/setEnv", {"key": "A", "value": "b"}),
+                           ("ollie/setApproval", {"approval": "ask"}), ("ollie/queue", {"text": "x"}),
+                           ("ollie/inject", {"text": "x"}), ("ollie/popQueue", {}), ("ollie/queue/clear", {}),
+                           ("ollie/queue/run", {}), ("ollie/command", {"line": "/clear"}),
+                           ("ollie/setGenerationParams", {"params": {"temperature": 0.5}})):
+        err = await rpc_error(here, method, {"session": sid, **params})
+        assert (err.code, err.message) == (-32002, f"session is archived: {sid}"), (method, err)
+    assert notes.read_text() == "two\n"  # neither rewound nor undone
+    state = await here.request("ollie/state", {"session": sid})
+    assert (state["cwd"], state["approval"], state["archived"]) == (str(here.workspace.resolve()), "auto", True)

@@ -100,11 +100,12 @@ async def test_a_file_of_a_million_empty_lines_is_listed_without_hunks_in_bounde
     await daemon.request("ollie/submit", {"text": "rewrite"}, timeout=60)
     (change,) = (await daemon.request("ollie/changes", {"turn": 2}, timeout=60))["files"]
     assert peak_kib(daemon) - before < 64 * 1024, (before, peak_kib(daemon))
-    # Listed without hunks (no lines counted), as a binary change is; its texts whole.
+    # Listed without hunks, its texts whole; its lines counted all the same (they were a wrong +0 -0).
     end = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"][-1]
     assert end["turnChanges"]["changed"] == [
-        {"path": "lines.txt", "status": "modified", "added": 0, "removed": 0, "inEditor": False}]
+        {"path": "lines.txt", "status": "modified", "added": 1_000_000, "removed": 500_000, "inEditor": False}]
     assert change["hunks"] == [] and change["newText"] == "\n" * 1_000_000
+    assert (change["added"], change["removed"]) == (1_000_000, 500_000)
     # Undone whole, exactly.
     await daemon.request("ollie/review/undo", {"path": "lines.txt"}, timeout=60)
     assert (ws / "lines.txt").read_text() == "x\n" * 500_000

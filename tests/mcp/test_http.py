@@ -17,6 +17,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from ollie.backend.urls import shown_url
 from ollie.mcp import client
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.host import McpHost
@@ -143,8 +144,10 @@ async def test_an_unreachable_server_is_named_by_its_url_with_what_to_do(http_se
 
 
 def test_a_shown_url_keeps_no_credentials() -> None:
-    assert client.shown_url("https://user:pw@mcp.example.com:8443/v1/mcp?key=k#f") == "https://mcp.example.com:8443/v1/mcp?..."
-    assert client.shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
+    assert shown_url("https://user:pw@mcp.example.com:8443/v1/mcp?key=k#f") == "https://mcp.example.com:8443/v1/mcp?..."
+    assert shown_url("http://[::1]:9/mcp") == "http://[::1]:9/mcp"
+    assert shown_url("http://user:pw@host:99999/v1") == "http://host/v1"  # a port out of range: the host alone
+    assert shown_url("user:pw@host") == ""  # no host to show (nor the password urlsplit takes for a path)
 
 
 class _Endless(http.server.BaseHTTPRequestHandler):

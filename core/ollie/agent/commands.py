@@ -275,6 +275,14 @@ async def run_shell_line(core: CommandTarget, command: str) -> str:
     return output.lstrip("\n")
 
 
+def unknown(name: str) -> str:
+    """The answer to `/name`, no command: the closest command's name (a typo's), and where the list is."""
+    import difflib  # at the first unknown command, not in the start-up path
+
+    close = difflib.get_close_matches(name, COMMANDS, n=1)
+    return f"unknown command /{name}{f': did you mean /{close[0]}?' if close else ''} (/help lists the commands)"
+
+
 async def run_command(core: CommandTarget, line: str) -> str | None:
     """Carry out a slash command or `!cmd`; None when `line` is not a command, else its output."""
     if not is_command(line):
@@ -293,7 +301,7 @@ async def run_command(core: CommandTarget, line: str) -> str | None:
     name, arg = match["name"].lower(), (match["arg"] or "").strip()
     command = COMMANDS.get(name)
     if command is None:
-        return _publish(core, "error", f"unknown command /{name}\n{help_text()}")
+        return _publish(core, "error", unknown(name))
     try:
         output = await command.handler(core, arg)
     except CommandUsageError as exc:

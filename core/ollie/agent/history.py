@@ -88,11 +88,13 @@ def page_records(page: Sequence[Message], *records: Mapping[str, Sequence[Any]])
 
 
 def named_images(marks: Sequence[str]) -> list[dict[str, object]]:
-    """A collapsed result's images as its `step_images` marks (`image/png 12345`) name them, `{mime, bytes}`; a mark
-    that is not one (a session log may be hostile) is left out."""
-    named = (mark.partition(" ") for mark in marks if isinstance(mark, str)) if isinstance(marks, (list, tuple)) else ()
-    return [{"mime": mime, "bytes": int(size)} for mime, _, size in named
-            if mime in IMAGE_TYPES and size.isdigit() and len(size) < 16]  # int() of 5,000 digits raises
+    """A collapsed result's images as its `step_images` marks (`image/png 12345`, then its batch step's index when
+    known) name them, `{mime, bytes, step?}`; a mark that is not one (a session log may be hostile) is left out."""
+    named = [mark.split(" ") for mark in marks if isinstance(mark, str)] if isinstance(marks, (list, tuple)) else []
+    # Short numbers only (int() of 5,000 digits raises), and decimal ones ("²".isdigit() holds, int("²") raises).
+    return [{"mime": parts[0], "bytes": int(parts[1]), **({"step": int(parts[2])} if len(parts) == 3 else {})}
+            for parts in named if 2 <= len(parts) <= 3 and parts[0] in IMAGE_TYPES
+            and all(n.isdecimal() and len(n) < 16 for n in parts[1:])]
 
 
 def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Path,

@@ -179,7 +179,9 @@ class AgentLoop:
         dropped = False
         for index, message in enumerate(self.session.messages):
             if message.images:
-                message.content = f"{message.content}\n\n{placeholder(len(message.images))}"
+                message.content = f"{message.content}\n\n{placeholder(message.images)}"
+                if message.role == "tool":
+                    tiers.keep_names(self.session, message.tool_call_id, message.images)
                 message.images = []
                 self.session.mark_edited(index)
                 dropped = True
@@ -268,7 +270,8 @@ class AgentLoop:
         for outcome in outcomes:
             call, text, images = outcome.call, outcome.text, outcome.images
             if images and sees_images is False:  # a known text-only model: a note where they were
-                text, images = f"{text}\n\n{placeholder(len(images))}", []
+                text, images = f"{text}\n\n{placeholder(images)}", []
+                tiers.keep_names(self.session, call.id, outcome.images)
             if len(images) > room:
                 text = f"{text}\n\n[{len(images) - room} images left out: more than {MAX_IMAGES} in one round]"
                 images = images[:room]

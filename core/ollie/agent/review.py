@@ -121,15 +121,16 @@ def _undone_text(change: FileChange, hunk: int | None) -> str | None:
 
 def _turn_files(changed: TurnChanges) -> TurnFiles:
     """The end event's list of the turn's first files (END_LISTED_FILES, END_LISTED_CHARS): each with its lines added
-    and removed (from its hunks); its count exact."""
+    and removed; its count exact."""
+    from ollie.workspace.diff import line_counts  # loaded by the first turn that changed files
+
     listed: list[ChangedFile] = []
     chars = 0
     for c in changed.changes:
         chars += len(c.path)
         if len(listed) == END_LISTED_FILES or (listed and chars > END_LISTED_CHARS):
             break
-        listed.append(ChangedFile(c.path, c.status, sum(h.new_lines for h in c.hunks),
-                                  sum(h.old_lines for h in c.hunks), in_editor=c.path in changed.in_editor))
+        listed.append(ChangedFile(c.path, c.status, *line_counts(c), in_editor=c.path in changed.in_editor))
     return TurnFiles(changed.turn, len(changed.changes) + changed.more, tuple(listed))
 
 
@@ -514,9 +515,10 @@ def summary(turn_changes: TurnChanges) -> str:
         return f"turn {turn_changes.turn}: no files changed"
     lines = [f"turn {turn_changes.turn}: {len(turn_changes.changes) + turn_changes.more} file(s) changed"]
     budget = SUMMARY_LINES_MAX
+    from ollie.workspace.diff import line_counts
+
     for change in turn_changes.changes:
-        added = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("+"))
-        removed = sum(1 for h in change.hunks for ln in h.lines if ln.startswith("-"))
+        added, removed = line_counts(change)
         what = "binary" if change.binary else f"+{added} -{removed}"
         lines.append(f"{change.status} {change.path} ({what})")
         for i, hunk in enumerate(change.hunks):

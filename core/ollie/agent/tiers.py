@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from ollie.backend.types import Message
+from ollie.backend.types import Image, Message
 from ollie.sessions.session import Session
 
 COLLAPSED = "collapsed"
@@ -44,11 +44,18 @@ def summarize_result(tier: str, message: Message) -> str:
     return f"[{tier} result of {message.name or 'tool'} collapsed: {lines} lines, {size} bytes{images}; began: {first}]"
 
 
+def keep_names(session: Session, call_id: str, images: Sequence[Image]) -> None:
+    """What the images of a tool result that leave it were, kept in the session's `step_images` (`image/png 12345`,
+    then the batch step's index): the history names them under the step, as live it drew them."""
+    if images:
+        session.step_images[call_id] = [f"{i.mime} {i.size}" + (f" {i.step}" if i.step is not None else "")
+                                        for i in images]
+
+
 def _collapse(session: Session, message: Message, tier: str) -> None:
     """Put `message` (a tool result) in its summary's place; its images go with its text, what they were stays in
     the session's `step_images` (the history names them)."""
-    if message.images:
-        session.step_images[message.tool_call_id] = [f"{image.mime} {image.size}" for image in message.images]
+    keep_names(session, message.tool_call_id, message.images)
     message.content, message.images = summarize_result(tier, message), []
     session.result_tiers[message.tool_call_id] = COLLAPSED
 

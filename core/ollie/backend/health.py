@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendError, BackendUnreachableError
 from ollie.backend.settings import missing_model_hint
+from ollie.backend.urls import shown_url
 
 # A health check must answer fast: it runs when a client opens its chat.
 CHECK_TIMEOUT_S = 3.0
@@ -39,19 +39,6 @@ def model_listed(model: str, names: list[str]) -> bool:
     """Whether `model` is among `names` (Ollama's `qwen3` matches its `qwen3:latest`)."""
     wanted = {model, f"{model}:latest"} if ":" not in model else {model}
     return any(name in wanted for name in names)
-
-
-def shown_url(url: str) -> str:
-    """`url` fit for a message: its scheme, host, port and path; a user part or query (a key can sit there) left out."""
-    parts = urlsplit(url)
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:  # a port out of range: the backend refused it already, nothing to show
-        return ""
-    if not parts.hostname:
-        return ""
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def unbuilt(backend: str, error: str) -> BackendHealth:

@@ -10,7 +10,7 @@ import asyncio
 import base64
 import binascii
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -111,17 +111,19 @@ async def read(root: Path | str, path: Path | str) -> Image:
     return await asyncio.to_thread(from_bytes, raw, name=name)  # megabytes of base64: not on the event loop
 
 
-def placeholder(count: int) -> str:
-    """What stands in the text for images a model was not sent."""
-    return f"[{count} image{'s' if count != 1 else ''} left out: the model does not take images]"
+def placeholder(images: Sequence[Image]) -> str:
+    """What stands in the text for images a model was not sent: each named, so a resumed session shows what they were."""
+    named = ", ".join(f"{image.mime}, {image.size:,} bytes" for image in images)
+    return f"[{len(images)} image{'s' if len(images) != 1 else ''} left out: the model does not take images ({named})]"
 
 
 def shown(images: Iterable[Image], room: int = SHOWN_IMAGE_CHARS) -> tuple[list[dict[str, Any]], int]:
-    """Each image as a client is sent it, `{mime, bytes, data?}` (its data while they fit in `room` base64
-    characters), and the room left."""
+    """Each image as a client is sent it, `{mime, bytes, data?, step?}` (its data while they fit in `room` base64
+    characters; the batch's step that returned it), and the room left."""
     out = []
     for image in images:
         fits = len(image.data) <= room
         room -= len(image.data) if fits else 0
-        out.append({"mime": image.mime, "bytes": image.size, **({"data": image.data} if fits else {})})
+        out.append({"mime": image.mime, "bytes": image.size, **({"data": image.data} if fits else {}),
+                    **({"step": image.step} if image.step is not None else {})})
     return out, room

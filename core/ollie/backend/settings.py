@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ollie.backend.errors import BackendConfigError
+from ollie.backend.urls import shown_url
 
 Wire = Literal["openai", "anthropic", "ollama"]  # the class that speaks each: registry.backend_class
 
@@ -130,7 +131,8 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
         return (f"start Ollama (`ollama serve`) and pull the model (`ollama pull {model}`); "
                 f"or set {spec.url_var} to where Ollama runs{f' ({where})' if where else ''}; or use a hosted API: "
                 "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
-    return f"check the network, or set {spec.url_var} to the API's URL (now {url}{f'; {where}' if where else ''})"
+    now = f"now {shown_url(url)}{f'; {where}' if where else ''}"
+    return f"check the network, or set {spec.url_var} to the API's URL ({now})"
 
 
 def missing_model_hint(spec: BackendSpec, model: str) -> str:

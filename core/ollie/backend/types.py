@@ -38,22 +38,24 @@ class Image:
 
     mime: str  # image/png, image/jpeg, image/gif or image/webp
     data: str  # base64, no data: URL prefix
+    step: int | None = None  # in a tool result: the step of its call's batch that returned it (0-based)
 
     @property
     def size(self) -> int:
         """Its size in bytes (from the base64, not decoding it)."""
         return len(self.data) * 3 // 4 - self.data[-2:].count("=")
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form (also the session log's)."""
-        return {"mime": self.mime, "data": self.data}
+        return {"mime": self.mime, "data": self.data, **({"step": self.step} if self.step is not None else {})}
 
     @classmethod
     def from_dict(cls, data: Any) -> Image:
         """The Image `to_dict` made; TypeError when `data` is not one (a session log's records may be hostile)."""
         if not isinstance(data, dict) or data.get("mime") not in IMAGE_TYPES or not isinstance(data.get("data"), str):
             raise TypeError(f"not an image: {str(data)[:80]}")
-        return cls(data["mime"], data["data"])
+        step = data.get("step")  # a step that is not one (a hostile log's) is the call's, as before steps were kept
+        return cls(data["mime"], data["data"], step if type(step) is int and step >= 0 else None)
 
 
 # A Message's text fields besides `content`, each left out of its dict when empty.

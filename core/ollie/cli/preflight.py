@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.registry import configured, environment
 from ollie.backend.settings import unreachable_hint
+from ollie.backend.urls import shown_url
 
 
 def reachable(url: str, *, timeout: float = 1.5) -> bool:
@@ -33,5 +34,5 @@ def backend_problem(backend: str | None = None, *, model: str | None = None, tim
         return None
     hint = unreachable_hint(spec, url, model or env.get("OLLIE_MODEL") or spec.default_model)
     if spec.wire == "ollama":
-        return f"cannot reach Ollama at {url}: {hint}"
-    return f"cannot reach the {spec.name} API at {url}: {hint}"
+        return f"cannot reach Ollama at {shown_url(url)}: {hint}"
+    return f"cannot reach the {spec.name} API at {shown_url(url)}: {hint}"

@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from ollie.backend.types import Image
+from ollie.backend.urls import shown_url
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.transport import START_TIMEOUT_S, Inbox, Outbox, http_streams, leaf, why
 from ollie.tools.base import ToolResult
@@ -549,14 +549,3 @@ class _Silent(Exception):
 def _ended(status: object) -> str:
     """How a stdio server's end is told: its exit status, or what ended it (a text); "" when unknown."""
     return f"the server exited (status {status})" if isinstance(status, int) else status if isinstance(status, str) else ""
-
-
-def shown_url(url: str) -> str:
-    """`url` without its credentials and query: a token there must reach neither the model nor the screen."""
-    parts = urlsplit(url)
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:  # not a port: the host alone
-        port = ""
-    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
-    return urlunsplit((parts.scheme, host + port, parts.path, "", "")) + ("?..." if parts.query else "")

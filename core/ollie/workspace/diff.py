@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
+import difflib  # this module loads at the first diff, not in the daemon's start-up path
+
 from ollie.workspace.types import FileChange, Hunk
 
 # The steps a diff may take looking for matching lines (~1 us each): each search of a region walks every place in
@@ -13,29 +16,27 @@ MAX_DIFF_LINES = 100_000
 _BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines splits (a CRLF counts twice: never fewer)
 
 
+class Bounded(difflib.SequenceMatcher[str]):
+    """Past DIFF_STEPS, a region still to search is one change (coarser hunks, never hours of CPU)."""
+
+    a: list[str]
+    b: list[str]
+    b2j: dict[str, list[int]]  # each line's places in b, in order (set by SequenceMatcher)
+    steps = DIFF_STEPS
+
+    def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0,
+                           bhi: int | None = None) -> difflib.Match:
+        ahi, bhi = len(self.a) if ahi is None else ahi, len(self.b) if bhi is None else bhi
+        # What the search walks: for each line of a[alo:ahi], its places in b before bhi.
+        self.steps -= ahi - alo + sum(bisect.bisect_left(self.b2j.get(line, ()), bhi) for line in self.a[alo:ahi])
+        return super().find_longest_match(alo, ahi, blo, bhi) if self.steps >= 0 else difflib.Match(alo, blo, 0)
+
+
 def compute_hunks(old: str, new: str) -> tuple[Hunk, ...]:
     """The changed regions between `old` and `new`, each its own hunk (no context, so each undoes alone); none past
     MAX_DIFF_LINES."""
     if any(sum(map(text.count, _BREAKS)) > MAX_DIFF_LINES for text in (old, new)):
         return ()
-    import bisect
-    import difflib  # at the first diff, not in the daemon's start-up path
-
-    class Bounded(difflib.SequenceMatcher[str]):
-        """Past DIFF_STEPS, a region still to search is one change (coarser hunks, never hours of CPU)."""
-
-        a: list[str]
-        b: list[str]
-        b2j: dict[str, list[int]]  # each line's places in b, in order (set by SequenceMatcher)
-        steps = DIFF_STEPS
-
-        def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0,
-                               bhi: int | None = None) -> difflib.Match:
-            ahi, bhi = len(self.a) if ahi is None else ahi, len(self.b) if bhi is None else bhi
-            # What the search walks: for each line of a[alo:ahi], its places in b before bhi.
-            self.steps -= ahi - alo + sum(bisect.bisect_left(self.b2j.get(line, ()), bhi) for line in self.a[alo:ahi])
-            return super().find_longest_match(alo, ahi, blo, bhi) if self.steps >= 0 else difflib.Match(alo, blo, 0)
-
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
     out: list[Hunk] = []
@@ -48,6 +49,54 @@ def compute_hunks(old: str, new: str) -> tuple[Hunk, ...]:
         out.append(Hunk(old_start=i1 + 1 if i2 > i1 else i1, old_lines=i2 - i1,
                         new_start=j1 + 1 if j2 > j1 else j1, new_lines=j2 - j1, lines=lines))
     return tuple(out)
+
+
+def line_counts(change: FileChange) -> tuple[int, int]:
+    """Lines `change` added and removed: its hunks'; for a text past MAX_DIFF_LINES (no hunks), the lines between
+    those both sides begin and end with, found without a matcher (a valid diff's counts, coarser than difflib's)."""
+    if change.hunks or change.binary or change.old_text == change.new_text:
+        return sum(h.new_lines for h in change.hunks), sum(h.old_lines for h in change.hunks)
+    old, new = change.old_text or "", change.new_text or ""
+    head = _common(old, new, 1)
+    while not (_starts_line(old, head) and _starts_line(new, head)):
+        head = max(old.rfind(br, 0, head - 1) for br in _BREAKS) + 1  # back to whole lines
+    old, new = old[head:], new[head:]
+    tail = _common(old, new, -1)
+    ends = len(old) - tail
+    if not (_starts_line(old, ends) and _starts_line(new, len(new) - tail)):
+        # The shared tail begins inside a line: it is whole lines from the break after that.
+        starts = [at + 1 for br in _BREAKS if (at := old.find(br, ends)) >= 0 and old[at:at + 2] != "\r\n"]
+        tail = len(old) - min(starts) if starts else 0
+    return _lines(new[:len(new) - tail]), _lines(old[:len(old) - tail])
+
+
+def _starts_line(text: str, at: int) -> bool:
+    """Whether a line of `text` starts at `at` (a CRLF is one break)."""
+    return at == 0 or text[at - 1] in _BREAKS and text[at - 1:at + 1] != "\r\n"
+
+
+def _common(a: str, b: str, way: int) -> int:
+    """How many characters `a` and `b` share at their start (way 1) or end (-1): compared a block at a time in C."""
+    n, block = 0, 1 << 16
+    while (size := min(block, len(a) - n, len(b) - n)) > 0:
+        if (a[n:n + size] == b[n:n + size]) if way > 0 else (a[len(a) - n - size:len(a) - n] ==
+                                                             b[len(b) - n - size:len(b) - n]):
+            n += size
+        elif size == 1:
+            break
+        else:
+            block = size // 2  # narrowing to the first differing character: log2(block) halvings
+    return n
+
+
+def _breaks(text: str) -> int:
+    """Line breaks in `text` as str.splitlines counts them (a CRLF once)."""
+    return sum(map(text.count, _BREAKS)) - text.count("\r\n")
+
+
+def _lines(text: str) -> int:
+    """The lines of `text` (str.splitlines's count), counted without splitting it."""
+    return _breaks(text) + (bool(text) and text[-1] not in _BREAKS)
 
 
 def text_after_undo(change: FileChange, hunk_index: int | None) -> str | None:

@@ -117,13 +117,16 @@ async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge 
     )
     label = f"call {n} {script.name}" + (" (elevated)" if call.elevated else "")
     if script.name == "file_read" and outcome.ok and outcome.stdout.startswith(IMAGE_MARK) and call.args:
-        return await _with_image(ctx, Section(label, outcome), call.args[-1])  # its path: after any option
+        return await _with_image(ctx, Section(label, outcome), call.args[-1], n - 1)  # its path: after any option
     return Section(label, outcome)
 
 
-async def _with_image(ctx: CallContext, section: Section, path: str) -> Section:
+async def _with_image(ctx: CallContext, section: Section, path: str, step: int) -> Section:
     """file_read found an image: the daemon reads it itself, through the guarded path (beneath the working
-    directory, no symlink, FIFO or device, capped and checked by its bytes), for the model to see."""
+    directory, no symlink, FIFO or device, capped and checked by its bytes), for the model to see; it belongs to the
+    batch's `step` (0-based), where a client shows it."""
+    import dataclasses
+
     from ollie.backend import images
 
     ctx.images += 1  # counted before it is read: one image asked for a hundred times is read eight times
@@ -131,7 +134,7 @@ async def _with_image(ctx: CallContext, section: Section, path: str) -> Section:
         section.note = f"the image is not shown to the model: more than {images.MAX_IMAGES} images in one result"
         return section
     try:
-        section.images.append(await images.read(ctx.runner.cwd, path))
+        section.images.append(dataclasses.replace(await images.read(ctx.runner.cwd, path), step=step))
     except images.ImageError as exc:
         section.note = f"the image is not shown to the model: {exc}"
     return section

@@ -40,6 +40,8 @@ end
 ---@field binary boolean
 ---@field oldText string|nil
 ---@field newText string|nil
+---@field added integer lines added (the daemon's count; a text too long to diff has it but no hunks)
+---@field removed integer
 ---@field hunks {oldStart: integer, oldLines: integer, newStart: integer, newLines: integer, lines: string[]}[]
 
 ---@class ollie.Review
@@ -94,11 +96,8 @@ end
 ---@param f ollie.ChangedFile
 ---@return string
 function M.file_line(f)
-  local plus, minus = 0, 0
-  for _, h in ipairs(f.hunks or {}) do
-    plus, minus = plus + h.newLines, minus + h.oldLines
-  end
-  local what = f.binary and "binary" or string.format("+%d -%d, %d hunk%s", plus, minus, #f.hunks,
+  -- The daemon's counts: a text too long to diff has no hunks, and its lines counted all the same.
+  local what = f.binary and "binary" or string.format("+%d -%d, %d hunk%s", f.added or 0, f.removed or 0, #f.hunks,
     #f.hunks == 1 and "" or "s")
   -- A name may hold a newline (no buffer line can) or terminal escapes: drawn as Neovim draws controls (^[).
   return string.format("%s  %s  (%s)", STATUS[f.status] or "?", vim.fn.strtrans(f.path), what)

@@ -1,8 +1,7 @@
 // `ollie/permission` (server → client): the question's params, and the changed-files list of a turn.
 
-import { FileChange, Hunk, parseChanges } from "../review/hunks";
+import { FileChange, parseChanges } from "../review/hunks";
 import type { ChangedFile, PermissionStep } from "./chatModel";
-import { lineDiff } from "./lineDiff";
 import { parseDiff, parseLocations } from "./steps";
 import { isObject } from "./json";
 
@@ -41,21 +40,9 @@ export function changedFilesOf(raw: unknown): { turn: number | null; files: Chan
 }
 
 function summarize(change: FileChange): ChangedFile {
-  // `hunks[].lines` are prefixed `-` / `+` (PROTOCOL.md "Review"); cheaper than diffing the texts again.
-  const counts = change.hunks.length || change.binary ? countHunkLines(change.hunks) : lineDiff(change.oldText, change.newText, 0);
-  const file: ChangedFile = { path: change.path, status: change.status, added: counts.added, removed: counts.removed };
+  const file: ChangedFile = { path: change.path, status: change.status, added: change.added, removed: change.removed };
   if (change.inEditor) file.inEditor = true;
   return file;
-}
-
-function countHunkLines(hunks: readonly Hunk[]): { added: number; removed: number } {
-  let added = 0;
-  let removed = 0;
-  for (const line of hunks.flatMap((h) => h.lines)) {
-    if (line.startsWith("+")) added++;
-    else if (line.startsWith("-")) removed++;
-  }
-  return { added, removed };
 }
 
 /** The list after an undo: files the turn no longer changes are marked undone, the rest take the new counts. */

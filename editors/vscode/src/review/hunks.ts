@@ -19,6 +19,9 @@ export interface FileChange {
   binary: boolean;
   oldText: string | null;
   newText: string | null;
+  /** Lines added and removed (counted by the daemon: a text too long to diff has no hunks but has counts). */
+  added: number;
+  removed: number;
   hunks: Hunk[];
   /** The change went to a document open in the editor (unsaved), not to the disk. */
   inEditor: boolean;
@@ -63,6 +66,8 @@ export function parseChanges(raw: unknown): TurnChanges {
         binary: f.binary === true,
         oldText: textOrNull(f.oldText),
         newText: textOrNull(f.newText),
+        added: count(f.added),
+        removed: count(f.removed),
         hunks: (Array.isArray(f.hunks) ? f.hunks : []).map(parseHunk).filter((h): h is Hunk => h !== undefined),
         inEditor: f.inEditor === true,
       })),

@@ -1,6 +1,6 @@
-// E2E in real VS Code (code-server): a command's answer laid out in columns (/help, an unknown command's list) keeps
-// its columns in the chat, a description that wraps going on under its column (it was wrapped in a proportional
-// font, each description starting somewhere else). `/rewind` and `/agent NAME` typed in the chat take the turns they
+// E2E in real VS Code (code-server): a command's answer laid out in columns (/help) keeps its columns in the chat, a
+// description that wraps going on under its column (it was wrapped in a proportional font, each description starting
+// somewhere else); a typo's answer is one error line naming the closest command (it was the whole list). `/rewind` and `/agent NAME` typed in the chat take the turns they
 // cut out of it (they stayed in sight, as if the model still had them); a `/rewind` that failed takes nothing.
 //
 // Usage: node test/e2e/commands.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
@@ -24,17 +24,20 @@ await withVSCode({ script: [{ text: "Hello." }, { text: "Again." }], files: { "n
   const chat = await openChat(page);
   await send(chat, "hi");
   await chat.locator(".item.assistant", { hasText: "Hello." }).waitFor({ timeout: waitMs });
-  for (const [line, notice] of [["/help", ".item.notice.info"], ["/bogus", ".item.notice.error"]]) {
-    await send(chat, line);
-    await chat.locator(notice, { hasText: "rename the session" }).waitFor({ timeout: waitMs });
-    const columns = [await leftOf(chat, notice, "stop this session"), await leftOf(chat, notice, "rename the session"),
-      await leftOf(chat, notice, "show or change the working directory")];
-    // The /network row's second line ("and the hosts allowed...") goes on under the descriptions too.
-    columns.push(await leftOf(chat, notice, "and the hosts allowed"));
-    if (new Set(columns).size !== 1) throw new Error(`${line}: the descriptions start at ${columns.join(", ")} px`);
-  }
+  const notice = ".item.notice.info";
+  await send(chat, "/help");
+  await chat.locator(notice, { hasText: "rename the session" }).waitFor({ timeout: waitMs });
+  const columns = [await leftOf(chat, notice, "stop this session"), await leftOf(chat, notice, "rename the session"),
+    await leftOf(chat, notice, "show or change the working directory")];
+  // The /network row's second line ("and the hosts allowed...") goes on under the descriptions too.
+  columns.push(await leftOf(chat, notice, "and the hosts allowed"));
+  if (new Set(columns).size !== 1) throw new Error(`/help: the descriptions start at ${columns.join(", ")} px`);
+  await send(chat, "/rewnd");
+  const typo = chat.locator(".item.notice.error").last();
+  await until("the typo's error", async () => (await typo.textContent())?.includes("unknown command /rewnd: did you mean /rewind? (/help lists the commands)"));
+  if ((await typo.textContent()).includes("rename the session")) throw new Error("a typo's answer listed every command");
   await screenshot("command-columns");
-  log("/help and an unknown command's list kept their columns");
+  log("/help kept its columns; a typo's error named the closest command alone");
 
   const gone = (text) => until(`"${text}" gone from the chat`, async () => (await chat.locator(".item", { hasText: text }).count()) === 0);
   await send(chat, "/rewind");

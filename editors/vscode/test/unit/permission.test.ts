@@ -26,13 +26,13 @@ test("an ollie/permission request: the session, the step with its diff preview, 
   assert.equal(parsePermissionRequest({ step: { id: "c", title: "t" } }), undefined, "and a session");
 });
 
-test("ollie/changes files get +/- counts from their hunks (or the texts), unsaved editor edits marked; an undo marks what left the list", () => {
+test("ollie/changes files get the daemon's +/- counts (a text too long to diff has them without hunks), unsaved editor edits marked; an undo marks what left the list", () => {
   const raw = {
     turn: 2,
     files: [
-      { path: "app.py", status: "modified", oldText: "a\n", newText: "b\nc\n", hunks: [{ oldStart: 1, oldLines: 1, newStart: 1, newLines: 2, lines: ["-a\n", "+b\n", "+c\n"] }] },
-      { path: "new.txt", status: "added", oldText: null, newText: "x\ny\n" },
-      { path: "open.py", status: "modified", oldText: "a\n", newText: "b\n", hunks: [{ oldStart: 1, oldLines: 1, newStart: 1, newLines: 1, lines: ["-a\n", "+b\n"] }], inEditor: true },
+      { path: "app.py", status: "modified", oldText: "a\n", newText: "b\nc\n", added: 2, removed: 1, hunks: [{ oldStart: 1, oldLines: 1, newStart: 1, newLines: 2, lines: ["-a\n", "+b\n", "+c\n"] }] },
+      { path: "new.txt", status: "added", oldText: null, newText: "x\ny\n", added: 2, removed: 0 },
+      { path: "open.py", status: "modified", oldText: "a\n", newText: "b\n", added: 1, removed: 1, hunks: [{ oldStart: 1, oldLines: 1, newStart: 1, newLines: 1, lines: ["-a\n", "+b\n"] }], inEditor: true },
       { nope: true },
     ],
   };

@@ -29,7 +29,7 @@ test("ollie/changes parses, dropping malformed files", () => {
   assert.equal(parsed.turn, 3);
   assert.deepEqual(parsed.files.map((f) => f.path), ["app.py", "img.png"]);
   assert.equal(parsed.files[0].hunks.length, 3);
-  assert.deepEqual(parsed.files[1], { path: "img.png", status: "added", binary: true, oldText: null, newText: null, hunks: [], inEditor: false });
+  assert.deepEqual(parsed.files[1], { path: "img.png", status: "added", binary: true, oldText: null, newText: null, added: 0, removed: 0, hunks: [], inEditor: false });
   assert.equal(parsed.more, 0);
   assert.deepEqual(parseChanges({ turn: null, files: [] }), { turn: null, files: [], more: 0 });
   assert.deepEqual(parseChanges("garbage"), { turn: null, files: [], more: 0 });
