@@ -1,4 +1,5 @@
-"""`ollie acp`'s start-up path: a chat-only first prompt loads no argparse and no tool-call machinery."""
+"""`ollie acp`'s start-up path: a chat-only first prompt loads no argparse, no tool-call machinery, no fork planning;
+the agent runs in the `ollie` console script's own interpreter."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from ollie.testing import Reply
 _WATCHED = """
 import os, runpy, sys
 log, pid = sys.argv.pop(1), os.getpid()
-WATCHED = ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.executors", "ollie.agent.core")
+WATCHED = ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.executors", "ollie.agent.fork",
+           "ollie.agent.core")
 def note(line):
     with open(log, "a") as f:
         f.write(line + "\\n")
@@ -34,7 +36,9 @@ async def test_a_first_prompt_loads_no_argparse_nor_the_executors(
     assert agent.client.text(sid) == "hello"
     lines = log.read_text().split("\n")
     assert "ollie.agent.core" in lines  # the hook sees the engine load
-    assert [m for m in lines if m in ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.executors")] == []
+    # Nor what only a session/fork plans with.
+    assert [m for m in lines if m in ("argparse", "ollie.tools.execute.validation", "ollie.tools.execute.executors",
+                                      "ollie.agent.fork")] == []
 
 
 # The `ollie` console script's interpreter, with an audit hook: what it imported before the agent's module, and
