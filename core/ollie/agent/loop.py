@@ -260,7 +260,6 @@ class AgentLoop:
             outcomes = await round_.run(calls)
         except asyncio.CancelledError as exc:
             from ollie.agent.toolround import interrupted_result
-
             # Every call needs a result or the next request is malformed.
             for call in calls:
                 self.session.messages.append(Message("tool", interrupted_result(exc), tool_call_id=call.id,

@@ -58,7 +58,6 @@ def _clip(text: str) -> str:
 def describe_action(tool: str, arguments: str, result: str) -> str:
     """`tool(args) → result`, each part clipped: what the agent last did."""
     from ollie.agent.toolround import canonical_args  # after a tool round, which loaded it
-
     return f"{tool}({_clip(canonical_args(arguments))}) → {_clip(result)}"
 
 

@@ -185,7 +185,6 @@ class TurnHost:
     def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound:
         """A round of tool calls wired to this session: its tools, hooks, injects, approval, changes and editor."""
         from ollie.agent.toolround import ToolRound  # loaded by a turn's first call: a chat-only turn makes none
-
         return ToolRound(
             runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.pop_inject,
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
