@@ -42,7 +42,6 @@ from acp.schema import (
 )
 
 from ollie import __version__
-from ollie.agent import fork
 from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
 from ollie.agent.editorcontext import is_command
@@ -162,6 +161,7 @@ class OllieAgent:
 
         The copy is what the session has saved; its "always" answers and a teammate's approval mode are not copied.
         """
+        from ollie.agent import fork  # only a fork plans one (~1.3 ms of CPU): not in a first prompt's path
         directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         source = self._sessions.get(session_id)

@@ -27,7 +27,7 @@ def _plant(workspace: Path, marker: Path) -> None:
 @pytest.mark.parametrize("argv", [["acp"], ["--agent", "default", "acp"]], ids=["acp", "options-then-acp"])
 async def test_ollie_acp_in_a_repository_carrying_its_module_names_runs_ollies_own(start_agent, llm, tmp_path,
                                                                                   argv) -> None:
-    """`ollie acp` execs `python -m ollie_acp`, which put its working directory (the project an ACP client opens)
+    """`ollie acp` exec'd `python -m ollie_acp`, which put its working directory (the project an ACP client opens)
     first on the import path: a repository's `ollie_acp/` ran as the user, with the API keys, at the editor's start."""
     ollie = shutil.which("ollie", path=str(Path(sys.executable).parent))
     assert ollie, "the ollie console script is installed"

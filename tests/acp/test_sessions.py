@@ -264,8 +264,8 @@ async def test_a_session_runs_in_one_acp_agent_at_a_time(start_agent, llm) -> No
     assert users == ["first question", "second question"], users
 
 
-def test_ollie_acp_execs_at_once_and_hands_its_options_to_ollie_acp() -> None:
-    """`ollie acp ...` becomes `python -m ollie_acp ...` before the terminal's imports (an editor waits on it)."""
+def test_ollie_acp_hands_its_options_to_ollie_acp() -> None:
+    """`ollie acp ...` runs `ollie_acp ...` before the terminal's imports (an editor waits on it)."""
     import subprocess
     import sys
 

@@ -34,7 +34,7 @@ class Watch:  # a finder, not an audit hook: importlib.import_module (a lazy exp
     def find_spec(self, name, path=None, target=None):
         if os.getpid() == pid and (name.partition(".")[0] in (
                 "pydantic", "httpx", "click", "sqlite3", "secrets") or name in (
-                "ollie.agent.core", "ollie.sandbox.egress", "ollie.tools.execute.executors",
+                "ollie.agent.core", "ollie.agent.toolround", "ollie.sandbox.egress", "ollie.tools.execute.executors",
                 "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.queries",
                 "ollie.tools.editor.knowledge", *DEFERRED, *FEATURES)):
             with open(log, "a") as f:
@@ -43,10 +43,11 @@ sys.meta_path.insert(0, Watch())
 runpy.run_module("ollie_lsp", run_name="__main__", alter_sys=True)
 """
 # What only a step that may write (the checkpoints, their git and the tree's inotify watch, the changes' types and
-# diff) or a spawn (the runner, Landlock's rules, the fork server's client) needs: a session is built and answers
-# without them.
+# diff) or a spawn (the runner, Landlock's rules, the fork server's client, its processes) needs: a session is built
+# and answers without them.
 _DEFERRED = ("ollie.workspace.checkpoints", "ollie.workspace.treewatch", "ollie.workspace.types",
-             "ollie.workspace.diff", "ollie.tools.execute.runner", "ollie.sandbox.spawn", "ollie.sandbox.rules")
+             "ollie.workspace.diff", "ollie.tools.execute.runner", "ollie.sandbox.spawn", "ollie.sandbox.rules",
+             "ollie.sandbox.process")
 # What only a slash command, an agent switch (or the agents' list) or a compaction needs: loaded by the first one.
 _FEATURES = ("ollie.agent.commands", "ollie.agent.commands_info", "ollie.agent.agentswitch", "ollie.agent.compaction")
 for _name, _modules in (("*DEFERRED", _DEFERRED), ("*FEATURES", _FEATURES)):
@@ -94,11 +95,11 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert "secrets" not in first + later
     # httpx is the backends' HTTP client: loaded for the first turn, without its command-line client.
     assert "httpx" in later and [m for m in first + later if m.startswith("click")] == []
-    # A chat-only turn loads none of what runs a tool call (the executors, the egress proxy, editor queries and
-    # answers and the editor's knowledge, whose types the session names), nor the checkpoints: it wrote nothing; nor
-    # the slash commands, agent switching or compaction (_FEATURES). (The fork
-    # server starts as the reply begins, and the policy's setup warnings are read as the turn ends: the runner
-    # and the sandbox's spawn load then.)
+    # A chat-only turn loads none of what runs a tool call (the tool round, the executors, the egress proxy, editor
+    # queries and answers and the editor's knowledge, whose types the session names), nor the checkpoints: it wrote
+    # nothing; nor the slash commands, agent switching or compaction (_FEATURES). (The fork server starts as the
+    # reply begins, and the policy's setup warnings are read as the turn ends: the runner and the sandbox's spawn
+    # load then.)
     loaded = [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"]
     assert [m for m in loaded if m not in _DEFERRED or m.startswith("ollie.workspace.")] == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ollie import paths
 from ollie.agent import tiers
@@ -18,12 +18,14 @@ from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
 from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
-from ollie.agent.toolround import CallOutcome, ToolRound, interrupted_result
 from ollie.backend.base import Backend
 from ollie.backend.images import MAX_IMAGES, placeholder
 from ollie.backend.types import Image, Message, ToolCall
 from ollie.loopshare import loop_share
 from ollie.sessions.session import Session, TaskState
+
+if TYPE_CHECKING:  # the tool round loads with a turn's first call (a chat turn makes none)
+    from ollie.agent.toolround import CallOutcome, ToolRound
 
 
 class LoopHost(SessionHost, Protocol):
@@ -259,6 +261,7 @@ class AgentLoop:
         try:
             outcomes = await round_.run(calls)
         except asyncio.CancelledError as exc:
+            from ollie.agent.toolround import interrupted_result
             # Every call needs a result or the next request is malformed.
             for call in calls:
                 self.session.messages.append(Message("tool", interrupted_result(exc), tool_call_id=call.id,

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 from ollie import beneath
-from ollie.agent.toolround import canonical_args
 from ollie.sessions.session import Session, TaskState
 
 # Only an item's start is a pattern, matched line by line: a lazy item before optional spaces backtracked
@@ -58,6 +57,7 @@ def _clip(text: str) -> str:
 
 def describe_action(tool: str, arguments: str, result: str) -> str:
     """`tool(args) → result`, each part clipped: what the agent last did."""
+    from ollie.agent.toolround import canonical_args  # after a tool round, which loaded it
     return f"{tool}({_clip(canonical_args(arguments))}) → {_clip(result)}"
 
 

@@ -23,7 +23,6 @@ from ollie.agent.steps import KindLookup
 from ollie.agent.stopping import Stopping
 from ollie.agent.streaming import Completion, TurnFailed
 from ollie.agent.taskstate import plan_path, read_plan_step
-from ollie.agent.toolround import CallOutcome, ToolRound
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
@@ -34,6 +33,7 @@ from ollie.sessions.session import Session
 
 if TYPE_CHECKING:
     from ollie.agent.behind import BehindBuffers
+    from ollie.agent.toolround import CallOutcome, ToolRound
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.editor.postedit import PostEditDiagnostics
 
@@ -184,6 +184,7 @@ class TurnHost:
 
     def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound:
         """A round of tool calls wired to this session: its tools, hooks, injects, approval, changes and editor."""
+        from ollie.agent.toolround import ToolRound  # loaded by a turn's first call: a chat-only turn makes none
         return ToolRound(
             runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.pop_inject,
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache,

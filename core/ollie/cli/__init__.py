@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from ollie import __version__
 
-# Nothing else at the top (not even typing): `ollie acp` execs before it would load (argparse, pathlib and what they
-# import: ~15 ms of CPU, paid again by the ACP agent's own interpreter).
+# Nothing else at the top (not even typing): `ollie acp` runs the agent before it would load (argparse, pathlib and
+# what they import: ~15 ms of CPU that no ACP first chunk needs).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
-# `ollie acp` is the Agent Client Protocol agent (ollie_acp, above the engine): exec'd, never imported.
-ACP_MODULE = "ollie_acp"
-# `-m` alone puts the working directory first on the import path: `ollie acp` starts in the project an editor opened,
-# whose `ollie_acp/` (or `acp.py`, `yaml/`...) would run as the user, with the API keys. `-P` leaves it off.
+# `-m` alone puts the working directory first on the import path: `ollie demo` starts in the user's project, whose
+# `ollie/` (or `yaml/`...) would run as the user, with the API keys. `-P` leaves it off.
 PYTHON_M = (sys.executable, "-P", "-m")
 # `ollie --session ID` of a session another process runs now.
 EXIT_LIVE_ELSEWHERE = 5
@@ -63,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie` console script."""
     rest = sys.argv[1:] if argv is None else argv
     if rest[:1] == ["acp"]:
-        # An editor spawns `ollie acp` and waits for its first chunk: exec at once (ollie_acp parses its own
+        # An editor spawns `ollie acp` and waits for its first chunk: the agent runs at once (it parses its own
         # options: --agent, --backend, --model, --log-file, --version), before this module imports anything more.
-        os.execv(sys.executable, [*PYTHON_M, ACP_MODULE, *rest[1:]])
+        return run_acp(rest[1:])
     if rest[:1] == ["store"]:
         from ollie.cli.store import main as store_main
 
@@ -76,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_demo()
     if args.command == "acp":
-        return _exec_acp(args)
+        return run_acp(["--agent", args.agent, *(["--backend", args.backend] if args.backend else []),
+                        *(["--model", args.model] if args.model else [])])
     if args.command == "store":  # after other options (`ollie --cwd x store`): its own options go first
         print("ollie: `store` takes its own options: `ollie store status|migrate|import|share` (see "
               "`ollie store --help`)", file=sys.stderr)
@@ -186,12 +184,9 @@ def _latest_here(cwd: Path) -> str | None:
     return found
 
 
-def _exec_acp(args: argparse.Namespace) -> int:
-    """Become `python -m ollie_acp` (the same stdin/stdout, pid and signals) with the session options."""
-    argv = [*PYTHON_M, ACP_MODULE, "--agent", args.agent]
-    if args.backend:
-        argv += ["--backend", args.backend]
-    if args.model:
-        argv += ["--model", args.model]
-    os.execv(sys.executable, argv)
-    return 0  # not reached
+def run_acp(argv: list[str]) -> int:
+    """Run `ollie_acp` (the ACP agent, above the engine: loaded by name) here, as `python -P -m ollie_acp` would."""
+    # Not exec'd: a second interpreter's start (~41 M instructions, ~10 ms of CPU) came before an editor's first chunk.
+    if not sys.flags.safe_path:  # the script's directory, or the working directory (`-m`, `-c`): what -P leaves off
+        del sys.path[0]
+    return __import__("ollie_acp.__main__", fromlist=["main"]).main(argv)
