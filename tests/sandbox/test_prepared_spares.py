@@ -82,6 +82,18 @@ async def idle_spares(server: ForkServer, want: int = 2, within: float = 60.0) -
         await asyncio.sleep(0.02)
 
 
+async def step_taken_by_a_lent_spare(ws, server: ForkServer) -> tuple[Path, asyncio.Future]:
+    """Start a step that writes `ran` to its marker file, once one of the two lent spares has it (not run yet)."""
+    marker = ws.work / "ran"
+    spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran >> {marker}"],
+                                                     policy=ws.default_policy(), cwd=ws.work, env=ws.env))
+    deadline = time.monotonic() + 20
+    while len(server._spares) != 1:  # both were lent to us; one has the step now
+        assert time.monotonic() < deadline and not spawning.done(), server._spares
+        await asyncio.sleep(0.01)
+    return marker, spawning
+
+
 async def test_a_step_runs_in_the_process_its_spare_forked_before_the_request(ws, server):
     await ws.bash("true", ws.default_policy())  # starts the fork server
     prepared = await idle_spares(server)
@@ -143,13 +155,7 @@ async def test_a_step_whose_spare_died_unanswered_with_the_fork_server_is_never_
     assert fork_server is not None
     for pid in [*prepared, *prepared.values()]:
         os.kill(pid, signal.SIGSTOP)  # whichever takes the step never starts it, nor answers
-    marker = ws.work / "ran"
-    spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran >> {marker}"],
-                                                     policy=ws.default_policy(), cwd=ws.work, env=ws.env))
-    deadline = time.monotonic() + 20
-    while len(server._spares) != 1:  # both were lent to us; one has the step now
-        assert time.monotonic() < deadline and not spawning.done(), server._spares
-        await asyncio.sleep(0.01)
+    marker, spawning = await step_taken_by_a_lent_spare(ws, server)
     os.kill(fork_server, signal.SIGKILL)
     assert process_gone(fork_server)
     for spare in prepared:
@@ -496,13 +502,7 @@ async def test_a_step_whose_prepared_process_died_before_taking_it_never_runs_an
     prepared = await idle_spares(server)
     for tool in prepared.values():
         os.kill(tool, signal.SIGSTOP)  # the go waits on its socket, unread
-    marker = ws.work / "ran"
-    spawning = asyncio.ensure_future(spawn_sandboxed(["bash", "-c", f"echo ran > {marker}"],
-                                                     policy=ws.default_policy(), cwd=ws.work, env=ws.env))
-    deadline = time.monotonic() + 20
-    while len(server._spares) != 1:  # both were lent to us; one has the step now
-        assert time.monotonic() < deadline and not spawning.done(), server._spares
-        await asyncio.sleep(0.01)
+    marker, spawning = await step_taken_by_a_lent_spare(ws, server)
     for tool in prepared.values():
         os.kill(tool, signal.SIGKILL)
     with pytest.raises(HelperDiedError):  # its spare, which may not run it again, says nothing and exits
