@@ -95,15 +95,16 @@ def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
     one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why.
-    An image the model reads with file_read is drawn in its step (screenshot image-tool-result), one over 1 MiB named;
-    after a window reload the step names both (image-tool-result-resumed): the session keeps no data once read."""
+    A batch's two file_reads of images: each under the step that read it (screenshot image-tool-result; both were under
+    the call), one over 1 MiB named; after a window reload each step names its own (image-tool-result-resumed): the
+    session keeps no data once read."""
     shows(run_e2e("images.mjs", total_ms=150000),
           "a pasted image showed as a chip, went with the prompt and was saved with it",
           "a dropped image went with the prompt",
           "an image file picked with @ went with the prompt as an image",
-          "an image the model read showed in its step, one over 1 MiB named with its size",
+          "an image the model read showed under its step, one over 1 MiB named with its size under its own",
           "a file that is not an image was refused by the daemon and the chat said why",
-          "resumed, the step named the images the model read")
+          "resumed, each step named the image it read")
 
 
 @pytest.mark.timeout(330)

@@ -1,7 +1,8 @@
 // E2E in real VS Code (code-server): an image pasted into the chat input shows as a chip and goes with the prompt
 // (the daemon saves it with the prompt: it reached the engine); a dropped one too; a file that says it is a PNG but
-// is not is refused by the daemon, and the chat says why; an image the model reads with file_read is drawn in its step,
-// and after a window reload (the result collapsed once the model read it: its data is not kept) named under it.
+// is not is refused by the daemon, and the chat says why; each image the model reads with file_read in a batch is drawn
+// under the step that read it, and after a window reload (the result collapsed once the model read it: its data is not
+// kept) named under it.
 //
 // Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -14,6 +15,15 @@ const FAKE = Buffer.from("#!/bin/sh\necho not a picture\n").toString("base64");
 const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }, { text: "A diagram in red." },
   { text: "Reading it.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["docs/diagram.png"] }, { tool: "file_read", args: ["docs/big.png"] }] } }] },
   { text: "It is red." }];
+
+/** The images box right under the batch's step that read `file`. */
+const UNDER = (file) => `.item.tool .substeps > .substep:has-text("${file}") + .step-images`;
+
+/** The call's own images box (where all of a call's images were) is empty: each went under its step. */
+async function noneUnderTheCall(chat) {
+  const own = await chat.locator(".item.tool > .step-images").evaluateAll((boxes) => boxes.map((b) => b.childElementCount));
+  if (own.some((n) => n > 0)) throw new Error(`images stayed under the call: ${own}`);
+}
 
 /** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
 async function give(chat, how, name, base64) {
@@ -68,14 +78,16 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   // The model reads an image: its step shows the picture it was shown (it showed only "Read docs/diagram.png").
   await send(chat, "Read the diagram yourself");
   await chat.locator(".item.assistant", { hasText: "It is red." }).waitFor({ timeout: waitMs });
-  const drawn = chat.locator(".item.tool .step-images img.step-image");
+  // Each under the step of the batch that read it (both were under the call, after its last step).
+  const drawn = chat.locator(`${UNDER("diagram.png")} img.step-image`);
   await drawn.waitFor({ timeout: waitMs });
   const size = await drawn.evaluate((img) => `${img.naturalWidth}x${img.naturalHeight} ${img.alt}`);
   if (size !== "24x16 image: png, 1 KB") throw new Error(`the step's image drew as ${size}`);
   // One past the 1 MiB a step's images may come to comes without its data: named, with its size.
-  await chat.locator(".item.tool .step-image-label", { hasText: "image: png, 1172 KB (not drawn: a step shows 1 MiB of images)" }).waitFor({ timeout: waitMs });
+  await chat.locator(`${UNDER("big.png")} .step-image-label`, { hasText: "image: png, 1172 KB (not drawn: a step shows 1 MiB of images)" }).waitFor({ timeout: waitMs });
+  await noneUnderTheCall(chat);
   await screenshot("image-tool-result");
-  log("an image the model read showed in its step, one over 1 MiB named with its size");
+  log("an image the model read showed under its step, one over 1 MiB named with its size under its own");
 
   await give(chat, "paste", "evil.png", FAKE);
   await chat.locator(".chip.image", { hasText: "evil.png" }).waitFor({ timeout: waitMs });
@@ -88,10 +100,10 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   const resumed = await openChat(page);
-  const step = resumed.locator(".item.tool", { has: resumed.locator(".step-images") });
-  for (const label of ["image: png, 1 KB", "image: png, 1172 KB"]) {
-    await step.locator(".step-image-label", { hasText: `${label} (not drawn: a resumed chat has its type and size only)` }).waitFor({ timeout: waitMs });
+  for (const [file, label] of [["diagram.png", "image: png, 1 KB"], ["big.png", "image: png, 1172 KB"]]) {
+    await resumed.locator(`${UNDER(file)} .step-image-label`, { hasText: `${label} (not drawn: a resumed chat has its type and size only)` }).waitFor({ timeout: waitMs });
   }
+  await noneUnderTheCall(resumed);
   await screenshot("image-tool-result-resumed");
-  log("resumed, the step named the images the model read");
+  log("resumed, each step named the image it read");
 });
