@@ -6,7 +6,7 @@
 //
 // Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, runCommand, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, pickFile, reloadChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -63,12 +63,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
 
   // The @ file picker: an image file is an image chip, read by the daemon beneath the workspace.
   await chat.locator("#input").click();
-  await chat.locator("#input").pressSequentially("@");
-  await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
-  await chat.locator("#input").press("Enter");
-  await page.locator(".quick-input-widget input").fill("diagram.png");
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: "diagram.png" }).first().waitFor({ timeout: waitMs });
-  await page.keyboard.press("Enter");
+  await pickFile(page, chat, "diagram.png");
   await chat.locator(".chip.image", { hasText: "docs/diagram.png" }).waitFor({ timeout: waitMs });
   await send(chat, "What does the diagram show?");
   await chat.locator(".item.assistant", { hasText: "A diagram in red." }).waitFor({ timeout: waitMs });
@@ -97,9 +92,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   log("a file that is not an image was refused by the daemon and the chat said why");
 
   // Resumed: the step names each image it read (it showed no sign of them); the daemon keeps no data once read.
-  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
-  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
-  const resumed = await openChat(page);
+  const resumed = await reloadChat(page);
   for (const [file, label] of [["diagram.png", "image: png, 1 KB"], ["big.png", "image: png, 1172 KB"]]) {
     await resumed.locator(`${UNDER(file)} .step-image-label`, { hasText: `${label} (not drawn: a resumed chat has its type and size only)` }).waitFor({ timeout: waitMs });
   }
