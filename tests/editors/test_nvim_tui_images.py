@@ -3,6 +3,8 @@ steps read under its own step; a prompt's the vendor refused named."""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 from ollie.testing import Reply
@@ -52,6 +54,17 @@ def test_each_image_a_batch_read_shows_under_its_step_live_and_resumed(tmp_path:
         resumed = resume(tmux, "look at both pictures", "Both are red.")
         assert_each_under_its_step(resumed, small, big)
         assert_clean(tmux.screens)
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    # A session saved before images named their step: both under the call, as they were.
+    for log in (Path(os.environ["XDG_DATA_HOME"]) / "ollie" / "sessions").glob("*.jsonl"):
+        log.write_text(re.sub(r'"(image/png \d+) \d+"', r'"\1"', log.read_text()))  # its marks: `image/png 73`
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        lines = chat_lines(resume(tmux, "look at both pictures", "Both are red."))
+        b = next(i for i, line in enumerate(lines) if line.endswith("Read pics/b.png"))
+        assert lines[b + 1:b + 5] == ["      → pics/b.png", "", f"    {small}", f"    {big}"], lines
     finally:
         tmux.close()
 

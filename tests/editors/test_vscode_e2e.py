@@ -97,14 +97,15 @@ def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e)
     one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why.
     A batch's two file_reads of images: each under the step that read it (screenshot image-tool-result; both were under
     the call), one over 1 MiB named; after a window reload each step names its own (image-tool-result-resumed): the
-    session keeps no data once read."""
+    session keeps no data once read. A session saved before images named their step has them under the call."""
     shows(run_e2e("images.mjs", total_ms=150000),
           "a pasted image showed as a chip, went with the prompt and was saved with it",
           "a dropped image went with the prompt",
           "an image file picked with @ went with the prompt as an image",
           "an image the model read showed under its step, one over 1 MiB named with its size under its own",
           "a file that is not an image was refused by the daemon and the chat said why",
-          "resumed, each step named the image it read")
+          "resumed, each step named the image it read",
+          "a session saved before steps were kept showed its images under the call")
 
 
 @pytest.mark.timeout(330)

@@ -6,7 +6,9 @@
 //
 // Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, pickFile, reloadChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { daemonPids, log, openChat, pickFile, reloadChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -99,4 +101,18 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await noneUnderTheCall(resumed);
   await screenshot("image-tool-result-resumed");
   log("resumed, each step named the image it read");
+
+  // A session saved before images named their step (its marks `image/png 1234`): both under the call, as they were.
+  // (Killed, not stopped, once it is rewritten: the daemon stopped by the reload wrote back the session it held.)
+  const sessions = path.join(dataDir, "ollie", "sessions");
+  for (const file of fs.readdirSync(sessions).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(sessions, f))) {
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(/"(image\/png \d+) \d+"/g, '"$1"'));
+  }
+  for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
+  const old = await reloadChat(page);
+  for (const label of ["image: png, 1 KB", "image: png, 1172 KB"]) {
+    await old.locator(".item.tool > .step-images .step-image-label", { hasText: label }).waitFor({ timeout: waitMs });
+  }
+  await screenshot("image-tool-result-old-session");
+  log("a session saved before steps were kept showed its images under the call");
 });
