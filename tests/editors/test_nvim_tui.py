@@ -120,6 +120,16 @@ def daemons_of(tmp_path: Path) -> list[str]:
     return [line for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
 
 
+def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
+    """`:qa!` (mid-turn too), and wait for its daemon to end with it."""
+    tmux.keys(":qa!", "Enter")
+    tmux.wait_exit(":qa!")
+    tmux.close()
+    deadline = time.monotonic() + 30
+    while daemons_of(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def assert_clean(screens: dict[str, str]) -> None:
     """No screen shows a hit-enter prompt, an error or a warning."""
     for name, screen in screens.items():
@@ -667,13 +677,9 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
     try:
         tmux.keep("1-queued", queue_while_streaming(tmux, "tell me a long story", "Once upon a time",
                                                     "and the queued one"))
-        tmux.keys(":qa!", "Enter")  # mid-turn: the daemon, and the queue it held, end with the editor
-        tmux.wait_exit(":qa!")
+        quit_nvim(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
     finally:
         tmux.close()
-    deadline = time.monotonic() + 30
-    while daemons_of(tmp_path) and time.monotonic() < deadline:
-        time.sleep(0.1)
     assert not daemons_of(tmp_path)
     tmux = start_nvim(tmp_path, srv.env(), files)
     try:

@@ -95,15 +95,17 @@ def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
     """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
     one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why.
-    An image the model reads with file_read is drawn in its step (screenshot image-tool-result), one over 1 MiB named;
-    after a window reload the step names both (image-tool-result-resumed): the session keeps no data once read."""
+    A batch's two file_reads of images: each under the step that read it (screenshot image-tool-result; both were under
+    the call), one over 1 MiB named; after a window reload each step names its own (image-tool-result-resumed): the
+    session keeps no data once read. A session saved before images named their step has them under the call."""
     shows(run_e2e("images.mjs", total_ms=150000),
           "a pasted image showed as a chip, went with the prompt and was saved with it",
           "a dropped image went with the prompt",
           "an image file picked with @ went with the prompt as an image",
-          "an image the model read showed in its step, one over 1 MiB named with its size",
+          "an image the model read showed under its step, one over 1 MiB named with its size under its own",
           "a file that is not an image was refused by the daemon and the chat said why",
-          "resumed, the step named the images the model read")
+          "resumed, each step named the image it read",
+          "a session saved before steps were kept showed its images under the call")
 
 
 @pytest.mark.timeout(330)
@@ -133,3 +135,12 @@ def test_code_actions_with_the_backend_down_then_up_in_real_vscode(run_e2e):
     shows(run_e2e("codeaction.mjs"),
           "with the backend down, Explain said what to do in the chat and as a warning",
           "Explain's prompt showed in the chat with the code it was about")
+
+
+@pytest.mark.timeout(200)
+def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed_in_real_vscode(run_e2e):
+    """A model whose vendor refuses images: live the prompt names its image and the error says so (screenshot
+    image-refused-live); after a window reload the prompt names the image left out and why (image-refused-resumed)."""
+    shows(run_e2e("imagesrefused.mjs", total_ms=150000),
+          "live, the prompt named its image and the error said the model takes none",
+          "resumed, the prompt named the image left out and why")

@@ -50,6 +50,7 @@ M.REPLY_HEADER = "## ollie"
 ---@field status string
 ---@field depth integer
 ---@field loc_marks integer[] extmarks of its location lines, in order
+---@field batch string[]|nil a batch call's: the ids of its steps, in order
 
 ---@class ollie.Transcript
 ---@field buf integer
@@ -700,6 +701,31 @@ function T:set_locations(id, locations)
   end
 end
 
+---The 0-based row of a step's last line: its last location's, else its title's (what is added under it goes after).
+---@param step ollie.Step
+---@return integer|nil
+function T:step_end(step)
+  return vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, step.loc_marks[#step.loc_marks] or step.mark, {})[1]
+end
+
+---Rows kept by number, those from `from` on moved down `n` (lines were inserted there).
+local function shifted(rows, from, n)
+  local out = {}
+  for row, v in pairs(rows) do
+    out[row >= from and row + n or row] = v
+  end
+  return out
+end
+
+---Insert lines before 0-based row `at` above the end: the folds and prompts below it move down with their lines.
+---@param lines string[]
+---@param hl string|nil
+---@param at integer
+function T:insert(lines, hl, at)
+  self.folds, self.typed = shifted(self.folds, at + 1, #lines), shifted(self.typed, at, #lines)
+  self:add(lines, hl, at)
+end
+
 ---Move a step to a new status: its icon and colour change in place.
 ---@param id string
 ---@param status string
@@ -825,9 +851,19 @@ function T:output(content, failed, tool, images)
   for _, c in ipairs(type(network) == "table" and network or {}) do
     self:add({ network_line(c) }, c.verdict == "allowed" and "OllieToolOutput" or "OllieToolFailed")
   end
+  local call = tool and self.steps[tool.id]
+  local batch = call and call.batch or {}
   for _, image in ipairs(type(images) == "table" and images or {}) do
-    local line = ("    [image: %s, %s]"):format(tostring(image.mime), M.image_size(image.bytes))
-    self:add({ (line:gsub("%c", " ")) }, "OllieToolOutput")
+    local line = ("[image: %s, %s]"):format(tostring(image.mime), M.image_size(image.bytes)):gsub("%c", " ")
+    -- Under the step of the batch that read it; one naming none (an MCP tool's, a session saved before steps were
+    -- kept) under the call, as before.
+    local step = self.steps[batch[type(image.step) == "number" and image.step + 1 or 0] or ""]
+    local row = step and self:step_end(step)
+    if row then
+      self:insert({ "      " .. line }, "OllieToolOutput", row + 1)
+    else
+      self:add({ "    " .. line }, "OllieToolOutput")
+    end
   end
   local more = M.more_files_line(tool)
   if more then
@@ -863,6 +899,10 @@ function T:add_call(tool, steps)
   self:add_step(tool, 1)
   for _, s in ipairs(steps or {}) do
     self:add_step(s, 2)
+  end
+  if tool.id and self.steps[tool.id] then
+    -- Its steps in order: the image a step read goes under it (an image's `step` is its index in the batch).
+    self.steps[tool.id].batch = vim.tbl_map(function(s) return s.id end, steps or {})
   end
 end
 

@@ -25,12 +25,14 @@ export interface OllieEvent {
   images?: ToolImage[];
 }
 
-/** An image a tool returned: what it is, its size, and its base64 when small enough to draw (else `why` it is not). */
+/** An image a tool returned: what it is, its size, its base64 when small enough to draw (else `why` it is not), and
+ * the step of the call's batch that read it (absent for an MCP tool's, or a session saved before steps were kept). */
 export interface ToolImage {
   mime: string;
   bytes: number;
   data?: string;
   why?: string;
+  step?: number;
 }
 
 // Only what the daemon reads as an image is drawn, and only base64 goes into the data: URL.
@@ -41,7 +43,8 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 export function parseToolImages(raw: unknown): ToolImage[] | undefined {
   if (!Array.isArray(raw)) return undefined;
   const images = raw.filter((i) => isObject(i) && typeof i.mime === "string" && IMAGE_MIMES.has(i.mime) && Number.isInteger(i.bytes))
-    .map((i) => ({ mime: i.mime, bytes: i.bytes, ...(typeof i.data === "string" && BASE64.test(i.data) ? { data: i.data } : {}) }) as ToolImage);
+    .map((i) => ({ mime: i.mime, bytes: i.bytes, ...(typeof i.data === "string" && BASE64.test(i.data) ? { data: i.data } : {}),
+      ...(Number.isInteger(i.step) && i.step >= 0 ? { step: i.step } : {}) }) as ToolImage);
   return images.length ? images : undefined;
 }
 

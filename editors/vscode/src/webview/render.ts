@@ -5,6 +5,7 @@ import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS, imageLabels } from "../lib/history";
 import { askingStep, questionA11y } from "../lib/question";
 import { StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
+import { type ToolImage } from "../lib/protocol";
 import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
 import { highlightCode, renderMarkdown } from "./markdown";
@@ -137,8 +138,17 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
     row.append(icon("globe"), el("span", undefined, connectionLine(c)));
     return row;
   }));
+  // Each image under the step of the batch that read it; one naming none (an MCP tool's, a session saved before steps
+  // were kept) under the call, as before.
   const substeps = node.querySelector(".substeps") as HTMLElement;
-  substeps.replaceChildren(...(item.steps ?? []).map((s) => stepRow(s, "step-row substep")));
+  const steps = item.steps ?? [];
+  const images = item.images ?? [];
+  substeps.replaceChildren(...steps.flatMap((s, k) => {
+    const box = substeps.querySelector<HTMLElement>(`:scope > .step-images[data-step="${k}"]`) ?? el("div", "step-images");
+    box.dataset.step = String(k);
+    stepImages(box, images.filter((i) => i.step === k));
+    return [stepRow(s, "step-row substep"), box];
+  }));
   const diffs = node.querySelector(".diffs") as HTMLElement;
   const changed = stepDiffs(item.step, item.steps);
   // The files past the daemon's bound (its first 100 files, 4 MiB) are counted, not sent: a line says how many.
@@ -149,7 +159,8 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
     diffs.dataset.key = key;
     diffs.replaceChildren(...changed.map((diff) => renderDiff(diff, item.id)), ...(more ? [el("div", "step-diffs-more", diffsMoreLine(more))] : []));
   }
-  stepImages(node.querySelector(".step-images") as HTMLElement, item);
+  stepImages(node.querySelector(":scope > .step-images") as HTMLElement,
+    images.filter((i) => i.step === undefined || i.step >= steps.length));
   (node.querySelector(".tool-args code") as HTMLElement).innerHTML = highlightCode(prettyJson(item.args), "json");
   (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
   // A failure says why in one line under the title, a command that ran what it ended with (the tests' summary: it
@@ -162,8 +173,7 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
 
 /** The images a step's tool returned (what the model was shown), drawn once; one the daemon sent without its data
  * (past the 1 MiB it sends a step, or resumed after the model read it) is named with its size. */
-function stepImages(box: HTMLElement, item: ToolItem): void {
-  const images = item.images ?? [];
+function stepImages(box: HTMLElement, images: readonly ToolImage[]): void {
   const labels = imageLabels(images);
   const key = labels.join("|") + images.map((i) => (i.data ? "+" : "-")).join("");
   if (box.dataset.key === key) return;

@@ -154,12 +154,13 @@ function isolatedEnv() {
 }
 
 let llmCount = 0;
-/** Start the scripted LLM server (openai format) with `script`; `port` 0 picks a free one. Resolves with its URL. */
-export async function startScriptedLLM(script, { port = 0, env = isolatedEnv() } = {}) {
+/** Start the scripted LLM server (openai format) with `script`; `port` 0 picks a free one; `vision` false: its model
+ * refuses images, as a vendor does. Resolves with its URL. */
+export async function startScriptedLLM(script, { port = 0, env = isolatedEnv(), vision = true } = {}) {
   llmCount += 1;
   const file = path.join(work, `script-${llmCount}.json`);
   fs.writeFileSync(file, JSON.stringify(script));
-  const argv = ["-m", "ollie.testing.server", "--fmt", "openai", "--script", file, "--port", String(port)];
+  const argv = ["-m", "ollie.testing.server", "--fmt", "openai", "--script", file, "--port", String(port), ...(vision ? [] : ["--no-vision"])];
   const [, url] = await start(llmCount === 1 ? "scripted-llm" : `scripted-llm-${llmCount}`, python, argv, { env, ready: /^URL (\S+)/m });
   log(`scripted LLM server at ${url}`);
   return url;
@@ -169,6 +170,23 @@ export async function startScriptedLLM(script, { port = 0, env = isolatedEnv() }
 export function serverEnvFor(url) {
   // The scripted server lists one model, `scripted-model`: the daemon's health check wants it named.
   return { OLLIE_BACKEND: "openai", OLLIE_OPENAI_URL: url, OLLIE_OPENAI_KEY: "dummy", OLLIE_MODEL: "scripted-model" };
+}
+
+/** Reload the window (Developer: Reload Window) and open the chat again: its session resumed. */
+export async function reloadChat(page) {
+  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  return openChat(page);
+}
+
+/** Pick `name` with the chat input's @file (VS Code's quick pick): it joins the prompt being typed as a chip. */
+export async function pickFile(page, chat, name) {
+  await chat.locator("#input").pressSequentially("@");
+  await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").press("Enter");
+  await page.locator(".quick-input-widget input").fill(name);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: waitMs });
+  await page.keyboard.press("Enter");
 }
 
 /** Write code-server's user settings.json: quiet defaults, the daemon command, plus `settings`. */
@@ -416,11 +434,11 @@ export async function waitForStatus(page, pattern) {
 
 /**
  * Run `scenario(ctx)` in a fresh code-server with the vsix (`--vsix FILE`) installed: `script` starts a
- * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing), `files` seeds the workspace
+ * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing; `vision` false: one refusing images), `files` seeds the workspace
  * ({relative path: text}), `settings` adds user settings. ctx: { page, browser, workspace, work, userData,
  * dataDir (the daemon's XDG data), llmUrl, env, startLLM(script, {port}), screenshot(name) }.
  */
-export async function withVSCode({ script = [], files = {}, settings = {}, serverEnv } = {}, scenario) {
+export async function withVSCode({ script = [], files = {}, settings = {}, serverEnv, vision = true } = {}, scenario) {
   const vsix = path.resolve(args[args.indexOf("--vsix") + 1] ?? "");
   if (!args.includes("--vsix") || !fs.existsSync(vsix)) fail(`--vsix FILE is required (got ${vsix})`);
   for (const [what, file] of [["code-server", codeServer], ["node 24", path.join(nodeBin, "node")], ["chromium", chromiumPath], ["python", python], ["ollie-lsp", daemon]]) {
@@ -439,7 +457,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     }
     fs.mkdirSync(workspace, { recursive: true });
     const isolated = isolatedEnv();
-    const llmUrl = script ? await startScriptedLLM(script, { env: isolated }) : undefined;
+    const llmUrl = script ? await startScriptedLLM(script, { env: isolated, vision }) : undefined;
     const daemonEnv = serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
     writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
     const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };

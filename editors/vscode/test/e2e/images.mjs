@@ -1,11 +1,14 @@
 // E2E in real VS Code (code-server): an image pasted into the chat input shows as a chip and goes with the prompt
 // (the daemon saves it with the prompt: it reached the engine); a dropped one too; a file that says it is a PNG but
-// is not is refused by the daemon, and the chat says why; an image the model reads with file_read is drawn in its step,
-// and after a window reload (the result collapsed once the model read it: its data is not kept) named under it.
+// is not is refused by the daemon, and the chat says why; each image the model reads with file_read in a batch is drawn
+// under the step that read it, and after a window reload (the result collapsed once the model read it: its data is not
+// kept) named under it.
 //
 // Usage: node test/e2e/images.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, runCommand, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { daemonPids, log, openChat, pickFile, reloadChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -14,6 +17,15 @@ const FAKE = Buffer.from("#!/bin/sh\necho not a picture\n").toString("base64");
 const script = [{ text: "A red rectangle, 24 by 16." }, { text: "The same red one." }, { text: "A diagram in red." },
   { text: "Reading it.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["docs/diagram.png"] }, { tool: "file_read", args: ["docs/big.png"] }] } }] },
   { text: "It is red." }];
+
+/** The images box right under the batch's step that read `file`. */
+const UNDER = (file) => `.item.tool .substeps > .substep:has-text("${file}") + .step-images`;
+
+/** The call's own images box (where all of a call's images were) is empty: each went under its step. */
+async function noneUnderTheCall(chat) {
+  const own = await chat.locator(".item.tool > .step-images").evaluateAll((boxes) => boxes.map((b) => b.childElementCount));
+  if (own.some((n) => n > 0)) throw new Error(`images stayed under the call: ${own}`);
+}
 
 /** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
 async function give(chat, how, name, base64) {
@@ -53,12 +65,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
 
   // The @ file picker: an image file is an image chip, read by the daemon beneath the workspace.
   await chat.locator("#input").click();
-  await chat.locator("#input").pressSequentially("@");
-  await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
-  await chat.locator("#input").press("Enter");
-  await page.locator(".quick-input-widget input").fill("diagram.png");
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: "diagram.png" }).first().waitFor({ timeout: waitMs });
-  await page.keyboard.press("Enter");
+  await pickFile(page, chat, "diagram.png");
   await chat.locator(".chip.image", { hasText: "docs/diagram.png" }).waitFor({ timeout: waitMs });
   await send(chat, "What does the diagram show?");
   await chat.locator(".item.assistant", { hasText: "A diagram in red." }).waitFor({ timeout: waitMs });
@@ -68,14 +75,16 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   // The model reads an image: its step shows the picture it was shown (it showed only "Read docs/diagram.png").
   await send(chat, "Read the diagram yourself");
   await chat.locator(".item.assistant", { hasText: "It is red." }).waitFor({ timeout: waitMs });
-  const drawn = chat.locator(".item.tool .step-images img.step-image");
+  // Each under the step of the batch that read it (both were under the call, after its last step).
+  const drawn = chat.locator(`${UNDER("diagram.png")} img.step-image`);
   await drawn.waitFor({ timeout: waitMs });
   const size = await drawn.evaluate((img) => `${img.naturalWidth}x${img.naturalHeight} ${img.alt}`);
   if (size !== "24x16 image: png, 1 KB") throw new Error(`the step's image drew as ${size}`);
   // One past the 1 MiB a step's images may come to comes without its data: named, with its size.
-  await chat.locator(".item.tool .step-image-label", { hasText: "image: png, 1172 KB (not drawn: a step shows 1 MiB of images)" }).waitFor({ timeout: waitMs });
+  await chat.locator(`${UNDER("big.png")} .step-image-label`, { hasText: "image: png, 1172 KB (not drawn: a step shows 1 MiB of images)" }).waitFor({ timeout: waitMs });
+  await noneUnderTheCall(chat);
   await screenshot("image-tool-result");
-  log("an image the model read showed in its step, one over 1 MiB named with its size");
+  log("an image the model read showed under its step, one over 1 MiB named with its size under its own");
 
   await give(chat, "paste", "evil.png", FAKE);
   await chat.locator(".chip.image", { hasText: "evil.png" }).waitFor({ timeout: waitMs });
@@ -85,13 +94,25 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   log("a file that is not an image was refused by the daemon and the chat said why");
 
   // Resumed: the step names each image it read (it showed no sign of them); the daemon keeps no data once read.
-  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
-  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
-  const resumed = await openChat(page);
-  const step = resumed.locator(".item.tool", { has: resumed.locator(".step-images") });
-  for (const label of ["image: png, 1 KB", "image: png, 1172 KB"]) {
-    await step.locator(".step-image-label", { hasText: `${label} (not drawn: a resumed chat has its type and size only)` }).waitFor({ timeout: waitMs });
+  const resumed = await reloadChat(page);
+  for (const [file, label] of [["diagram.png", "image: png, 1 KB"], ["big.png", "image: png, 1172 KB"]]) {
+    await resumed.locator(`${UNDER(file)} .step-image-label`, { hasText: `${label} (not drawn: a resumed chat has its type and size only)` }).waitFor({ timeout: waitMs });
   }
+  await noneUnderTheCall(resumed);
   await screenshot("image-tool-result-resumed");
-  log("resumed, the step named the images the model read");
+  log("resumed, each step named the image it read");
+
+  // A session saved before images named their step (its marks `image/png 1234`): both under the call, as they were.
+  // (Killed, not stopped, once it is rewritten: the daemon stopped by the reload wrote back the session it held.)
+  const sessions = path.join(dataDir, "ollie", "sessions");
+  for (const file of fs.readdirSync(sessions).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(sessions, f))) {
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(/"(image\/png \d+) \d+"/g, '"$1"'));
+  }
+  for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
+  const old = await reloadChat(page);
+  for (const label of ["image: png, 1 KB", "image: png, 1172 KB"]) {
+    await old.locator(".item.tool > .step-images .step-image-label", { hasText: label }).waitFor({ timeout: waitMs });
+  }
+  await screenshot("image-tool-result-old-session");
+  log("a session saved before steps were kept showed its images under the call");
 });

@@ -5,7 +5,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { artifacts, chatFocused, daemonPids, fillInput, freePort, log, openChat, runCommand, send, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { artifacts, chatFocused, daemonPids, fillInput, freePort, log, openChat, pickFile, runCommand, send, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const edit = (file, before, after) => ({ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, before, after] }] } });
 // The scripted model, in the order the turns below ask it.
@@ -320,12 +320,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator("#input").press("Tab");
   await chat.locator("#chips .chip", { hasText: "marker.py:1" }).waitFor({ timeout: waitMs });
   // A second chip joins the first: the selection and a file, both sent with the prompt.
-  await chat.locator("#input").pressSequentially("@");
-  await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
-  await chat.locator("#input").press("Enter");
-  await page.locator(".quick-input-widget input").fill("hello.txt");
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: "hello.txt" }).first().waitFor({ timeout: waitMs });
-  await page.keyboard.press("Enter");
+  await pickFile(page, chat, "hello.txt");
   await chat.locator("#chips .chip", { hasText: "hello.txt" }).waitFor({ timeout: waitMs });
   const chipLabels = await chat.locator("#chips .chip-label").allTextContents();
   if (chipLabels.join("|") !== "marker.py:1|hello.txt") throw new Error(`the input holds the chips ${JSON.stringify(chipLabels)}`);

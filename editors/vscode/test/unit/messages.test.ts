@@ -79,11 +79,12 @@ test("ollie/event params are checked", () => {
   assert.equal(parseEvent({ seq: 1, role: "assistant" }), undefined);
   assert.equal(parseEvent({ session: "s", seq: 1, role: "info", name: 5 }), undefined);
   assert.equal(parseEvent({ session: "s", seq: 1, role: "turn" })?.content, "");
-  // A tool's images: only the four image types, and only base64 goes into the data: URL the chat draws.
-  const images = [{ mime: "image/png", bytes: 3, data: "iVBO" }, { mime: "image/svg+xml", bytes: 9, data: "PHN2Zz4=" },
-    { mime: "image/gif", bytes: 2, data: "x\"><script>" }, { mime: "image/jpeg", bytes: "9" }];
+  // A tool's images: only the four image types, and only base64 goes into the data: URL the chat draws; the step of
+  // the batch that read each kept when it is an index.
+  const images = [{ mime: "image/png", bytes: 3, data: "iVBO", step: 1 }, { mime: "image/svg+xml", bytes: 9, data: "PHN2Zz4=" },
+    { mime: "image/gif", bytes: 2, data: "x\"><script>", step: -1 }, { mime: "image/jpeg", bytes: "9" }];
   assert.deepEqual(parseEvent({ session: "s", seq: 1, role: "tool", images })?.images,
-    [{ mime: "image/png", bytes: 3, data: "iVBO" }, { mime: "image/gif", bytes: 2 }]);
+    [{ mime: "image/png", bytes: 3, data: "iVBO", step: 1 }, { mime: "image/gif", bytes: 2 }]);
   // A turn's end lists what it changed; a file without its counts is dropped.
   const changed = [
     { path: "a.py", status: "modified", added: 2, removed: 1, inEditor: true },

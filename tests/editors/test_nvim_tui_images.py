@@ -1,0 +1,114 @@
+"""Images in the Neovim chat (nvim in tmux, README's `setup({})`), live and resumed in a new Neovim: each a batch's
+steps read under its own step; a prompt's the vendor refused named."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ollie.testing import Reply
+from tests.pictures import png
+
+from .test_nvim_tui import Tmux, assert_clean, quit_nvim, start_nvim
+
+
+def chat_lines(screen: str) -> list[str]:
+    """The chat's column of the screen (right of the code's window), line by line."""
+    return [line.split("│")[-1].rstrip() for line in screen.splitlines()]
+
+
+def assert_each_under_its_step(screen: str, small: str, big: str) -> None:
+    """a.png's image line follows a.png's step (before b.png's), b.png's follows b.png's; none under the call."""
+    lines = chat_lines(screen)
+    a = next(i for i, line in enumerate(lines) if line.endswith("Read a.png"))
+    b = next(i for i, line in enumerate(lines) if line.endswith("Read pics/b.png"))
+    assert lines[a + 1:b] == ["      → a.png", f"      {small}"], screen
+    assert lines[b + 1:b + 3] == ["      → pics/b.png", f"      {big}"], screen
+    assert sum(small in line or big in line for line in lines) == 2, screen
+
+
+def test_each_image_a_batch_read_shows_under_its_step_live_and_resumed(tmp_path: Path, scripted_llm):
+    # Bug: both showed under the call, after its last step, ignoring the `step` each names (the VS Code chat too).
+    srv = scripted_llm("anthropic")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["a.png"]},
+                                                         {"tool": "file_read", "args": ["pics/b.png"]}]})),
+               Reply.text("Both are red."))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    ws = tmp_path / "ws"
+    (ws / "a.png").write_bytes(png(2, 2))
+    (ws / "pics").mkdir()
+    (ws / "pics" / "b.png").write_bytes(png(2, 2) + bytes(6000))  # its own size: which line is whose shows
+    small, big = "[image: image/png, 1 KB]", "[image: image/png, 6 KB]"
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie look at both pictures", "Enter")
+        live = tmux.keep("1-live", tmux.wait(lambda s: "Both are red." in s, "the answer"))
+        assert_each_under_its_step(live, small, big)
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        resumed = resume(tmux, "look at both pictures", "Both are red.")
+        assert_each_under_its_step(resumed, small, big)
+        assert_clean(tmux.screens)
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    # A session saved before images named their step: both under the call, as they were.
+    for log in (Path(os.environ["XDG_DATA_HOME"]) / "ollie" / "sessions").glob("*.jsonl"):
+        log.write_text(re.sub(r'"(image/png \d+) \d+"', r'"\1"', log.read_text()))  # its marks: `image/png 73`
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        lines = chat_lines(resume(tmux, "look at both pictures", "Both are red."))
+        b = next(i for i, line in enumerate(lines) if line.endswith("Read pics/b.png"))
+        assert lines[b + 1:b + 5] == ["      → pics/b.png", "", f"    {small}", f"    {big}"], lines
+    finally:
+        tmux.close()
+
+
+def resume(tmux: Tmux, title: str, last: str) -> str:
+    """Pick the session titled `title` in :OllieSessions; the screen once it shows its `last` line."""
+    tmux.wait(lambda s: "notes" in s, "nvim to start again")
+    tmux.keys(":OllieSessions", "Enter")
+    picker = tmux.wait(lambda s: "Type number" in s and title in s, "the sessions to pick from")
+    number = next(line.split(".")[0].strip() for line in picker.splitlines() if title in line)
+    tmux.keys(number, "Enter")
+    return tmux.keep("3-resumed", tmux.wait(lambda s: last in s, "the session"))
+
+
+def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path: Path, scripted_llm):
+    """Live, the refused prompt shows its image and the error says why; resumed (the session keeps no such image), the
+    prompt names the image left out and why: the note the model reads, shown with the prompt."""
+    srv = scripted_llm("openai", vision=False, says_vision=False)  # the vendor's answer decides
+    srv.script(Reply.text("read without it"))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(2, 2))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys("what is it #file:shot.png", literal=True)
+        tmux.keys("Escape", "Enter")
+        live = tmux.keep("1-refused", tmux.wait(lambda s: "(error)" in s, "the refusal"))
+        lines = chat_lines(live)
+        prompt = lines.index("what is it shot.png")
+        assert lines[prompt + 1] == "📎 shot.png (image)" and "does not take images" in lines[prompt + 3], live
+        tmux.keys("i")
+        tmux.keys("read it yourself", literal=True)
+        tmux.keys("Escape", "Enter")
+        tmux.keep("2-answered", tmux.wait(lambda s: "read without it" in s, "the answer"))
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        lines = chat_lines(resume(tmux, "what is it", "read without it"))
+        prompt = lines.index("what is it shot.png")
+        note = f"[1 image left out: the model does not take images (image/png, {len(picture)} bytes)]"
+        assert lines[prompt + 1:prompt + 3] == ["", note], lines
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
