@@ -17,13 +17,13 @@ import attrs
 
 from ollie import beneath, programs
 from ollie.errors import OllieError
+from ollie.tools.execute.ceiling import UNSANDBOXED
 
 if TYPE_CHECKING:  # the spawn machinery loads with the first command or hook that runs: a plain first turn runs none
     from ollie.agent.shell import ShellResult
     from ollie.sandbox.policy import Policy
 
 DEFAULT_COMMAND_SANDBOX = "readonly"
-UNSANDBOXED = "none"
 # Prompt commands and hooks print context, not data: more than this is cut.
 OUTPUT_LIMIT = 1024 * 1024
 AGENT_DIR_VAR = "OLLIE_AGENT_DIR"

@@ -59,10 +59,10 @@ def read_skill(directory: Path) -> Skill:
     return Skill(name=name, description=" ".join(description.split()), path=directory)
 
 
-def find_skills(dirs: list[Path] | None = None) -> list[Skill]:
-    """Every skill in `dirs` (default `skills_dirs()`), sorted by name; the first of a name wins."""
+def find_skills() -> list[Skill]:
+    """Every skill in `skills_dirs()`, sorted by name; the first of a name wins."""
     found: dict[str, Skill] = {}
-    for root in skills_dirs() if dirs is None else dirs:
+    for root in skills_dirs():
         if not root.is_dir():
             continue
         for directory in sorted(root.iterdir()):

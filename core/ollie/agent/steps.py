@@ -17,6 +17,7 @@ import attrs
 
 from ollie.tools.editor.specs import EDITOR_KINDS
 from ollie.tools.execute.args import (
+    EXECUTORS,
     ArgumentError,
     CallRequest,
     CodeRequest,
@@ -46,7 +47,6 @@ BUILTIN_KINDS: dict[str, StepKind] = {
     "reasoning_think": "think",
     **EDITOR_KINDS,
 }
-EXECUTORS = frozenset({"execute_code", "call_tool", "pipe"})
 # Kinds that may change files: the loop snapshots the workspace around them (reads cost nothing).
 WRITE_KINDS: frozenset[StepKind] = frozenset({"edit", "delete", "move", "execute", "other"})
 # A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`. One line: a

@@ -19,6 +19,7 @@ from ollie.shapes import Check, Invalid, expected, parse
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.languages import LANGUAGES, Language, language
 
+EXECUTORS = ("execute_code", "call_tool", "pipe")  # the tools whose arguments these are
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 600.0
 

@@ -14,7 +14,7 @@ from ollie.sandbox.errors import SandboxError
 from ollie.tools.base import Approver, ParallelClass, Tier, ToolInfo, ToolResult
 from ollie.tools.dispatcher import Dispatcher
 from ollie.tools.documents import EditorDocuments
-from ollie.tools.execute.args import CallRequest, CodeRequest, ExecuteRequest, PipeRequest, ScriptCall
+from ollie.tools.execute.args import EXECUTORS, CallRequest, CodeRequest, ExecuteRequest, PipeRequest, ScriptCall
 from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_within
 from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS
 from ollie.tools.execute.editordocs import DocumentBridge
@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # the executors load with the first call: a session's start a
     from ollie.tools.execute.runner import Runner
     from ollie.tools.execute.validation import ValidationGate
 
-EXECUTORS = ("execute_code", "call_tool", "pipe")
 SERVER_NAME = "execute"
 # Results the model consumes at once: the loop may collapse them to a one-line summary.
 COLD_TOOLS = frozenset({"file_read", "memory_recall", "web_fetch", "web_search", "lsp_definition", "lsp_references",
