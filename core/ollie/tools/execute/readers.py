@@ -21,6 +21,9 @@ _UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-f
                              r"--co(m[\w-]*)?(=.*)?|--hostname-bin(=.*)?|--ext-diff|-i|--in-place|-O.*|"
                              r"--open-files-in-pager(=.*)?)$")
 SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
+# An unquoted glob that may expand to a name starting with `-` (the workspace names it: a file `--pre=sh` makes
+# `rg x *` run `sh` on every file): `./*` cannot.
+_OPTION_GLOB = re.compile(r"[*?\[]|-.*[*?\[]")
 
 
 def is_read_only_command(code: str) -> bool:
@@ -30,6 +33,8 @@ def is_read_only_command(code: str) -> bool:
     for segment in code.split("|"):
         try:
             words = shlex.split(segment)
+            if any(_OPTION_GLOB.match(w) for w in shlex.split(segment, posix=False)):
+                return False
         except ValueError:
             return False
         if not words or any(_UNSAFE_OPTIONS.match(w) for w in words[1:]):
