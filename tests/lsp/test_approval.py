@@ -264,6 +264,24 @@ async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_
         assert (work / "made.txt").exists()
 
 
+async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(start_daemon, llm):
+    """A `pipe` whose stages are `file_read` and `git status` runs unasked, like the readers it is made of; it ran under
+    the session's writable policy (a script stage made it no call of readers), so the clone's fsmonitor wrote."""
+    stages = [{"tool": "file_read", "args": ["a.txt"]}, {"code": "git status --short"}]
+    llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    work = daemon.workspace
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    (work / "a.txt").write_text("one\n")
+    hook = work / "monitor.sh"
+    hook.write_text(f"#!/bin/sh\necho pwned > {work}/pwned.txt\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", str(hook)], cwd=work, check=True)
+    assert await submit(daemon, "pipe") == "piped"
+    assert "?? a.txt" in last_tool_result(llm), last_tool_result(llm)  # it ran, unasked, and read
+    assert not (work / "pwned.txt").exists()
+
+
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
     daemon = await start_daemon(env=llm.env(approval=""))
     commands = (await daemon.request("ollie/listCommands", {}))["commands"]

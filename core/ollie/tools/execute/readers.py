@@ -12,6 +12,8 @@ READ_ONLY_COMMANDS: frozenset[str] = frozenset({
     "stat", "tree", "du", "df", "diff", "sort", "uniq", "cut", "tr", "nl", "basename", "dirname", "realpath",
     "find", "true", "date", "whoami", "printenv", "uname", "less", "more", "column", "jq",
 })
+# The bundled tool scripts that only read files: a `pipe` stage of one reads as `cat` or `grep` would.
+READER_SCRIPTS: frozenset[str] = frozenset({"file_read", "file_glob", "file_grep"})
 READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
     "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
 }
