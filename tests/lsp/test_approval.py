@@ -225,8 +225,9 @@ async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daem
 
 async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_daemon, llm):
     """A hostile clone's file named `--pre=sh`: `rg RAN *` expanded to `rg RAN --pre=sh a.sh`, which ran `sh` on every
-    file, unasked even in read-only mode. A glob that may expand to an option now makes the line no reader."""
-    llm.script(run("rg RAN *"), Reply.text("1"), run("rg RAN ./*"), Reply.text("2"))
+    file, unasked even in read-only mode. A glob that may expand to an option now makes the line no reader (but for
+    the readers that have no option which writes or runs)."""
+    llm.script(run("rg RAN *"), Reply.text("1"), run("rg RAN ./*"), Reply.text("2"), run("wc -l *.sh"), Reply.text("3"))
     daemon = await start_daemon(env=llm.env(approval="read-only"))
     (daemon.workspace / "--pre=sh").write_text("")
     (daemon.workspace / "a.sh").write_text("echo RAN-$((6 * 7))\n")
@@ -234,6 +235,8 @@ async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_da
     assert "read-only" in last_tool_result(llm) and "RAN-42" not in last_tool_result(llm), last_tool_result(llm)
     assert await submit(daemon, "2") == "2"  # `./*` cannot become an option: it runs, and reads the file as text
     assert "RAN-$((6 * 7))" in last_tool_result(llm), last_tool_result(llm)
+    assert await submit(daemon, "3") == "3"  # wc has no option that writes or runs: a glob is fine there
+    assert "1 a.sh" in last_tool_result(llm), last_tool_result(llm)
 
 
 @pytest.mark.parametrize("approval", ["read-only", "ask", "auto"])

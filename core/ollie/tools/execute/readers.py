@@ -24,8 +24,9 @@ _UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-f
                              r"--open-files-in-pager(=.*)?)$")
 SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
 # An unquoted glob that may expand to a name starting with `-` (the workspace names it: a file `--pre=sh` makes
-# `rg x *` run `sh` on every file): `./*` cannot.
+# `rg x *` run `sh` on every file): `./*` cannot. Fine for readers that have no option that writes or runs.
 _OPTION_GLOB = re.compile(r"[*?\[]|-.*[*?\[]")
+_GLOB_SAFE = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep"})
 
 
 def is_read_only_command(code: str) -> bool:
@@ -35,7 +36,8 @@ def is_read_only_command(code: str) -> bool:
     for segment in code.split("|"):
         try:
             words = shlex.split(segment)
-            if any(_OPTION_GLOB.match(w) for w in shlex.split(segment, posix=False)):
+            if words and words[0] not in _GLOB_SAFE and any(
+                    _OPTION_GLOB.match(w) for w in shlex.split(segment, posix=False)):
                 return False
         except ValueError:
             return False
