@@ -223,6 +223,22 @@ async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daem
     assert sorted(p.name for p in daemon.workspace.iterdir()) == [".git", "a.txt"]  # nothing written or removed
 
 
+async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_daemon, llm):
+    """A hostile clone's file named `--pre=sh`: `rg RAN *` expanded to `rg RAN --pre=sh a.sh`, which ran `sh` on every
+    file, unasked even in read-only mode. A glob that may expand to an option now makes the line no reader (but for
+    the readers that have no option which writes or runs)."""
+    llm.script(run("rg RAN *"), Reply.text("1"), run("rg RAN ./*"), Reply.text("2"), run("wc -l *.sh"), Reply.text("3"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    (daemon.workspace / "--pre=sh").write_text("")
+    (daemon.workspace / "a.sh").write_text("echo RAN-$((6 * 7))\n")
+    assert await submit(daemon, "1") == "1"
+    assert "read-only" in last_tool_result(llm) and "RAN-42" not in last_tool_result(llm), last_tool_result(llm)
+    assert await submit(daemon, "2") == "2"  # `./*` cannot become an option: it runs, and reads the file as text
+    assert "RAN-$((6 * 7))" in last_tool_result(llm), last_tool_result(llm)
+    assert await submit(daemon, "3") == "3"  # wc has no option that writes or runs: a glob is fine there
+    assert "1 a.sh" in last_tool_result(llm), last_tool_result(llm)
+
+
 @pytest.mark.parametrize("approval", ["read-only", "ask", "auto"])
 async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_daemon, llm, approval):
     """`git status` only reads, so it runs unasked; a clone's `.git/config` naming a core.fsmonitor program ran that
@@ -249,6 +265,24 @@ async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_
         llm.script(run("touch made.txt"), Reply.text("made"))
         assert await submit(daemon, "make") == "made"
         assert (work / "made.txt").exists()
+
+
+async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(start_daemon, llm):
+    """A `pipe` whose stages are `file_read` and `git status` runs unasked, like the readers it is made of; it ran under
+    the session's writable policy (a script stage made it no call of readers), so the clone's fsmonitor wrote."""
+    stages = [{"tool": "file_read", "args": ["a.txt"]}, {"code": "git status --short"}]
+    llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    work = daemon.workspace
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    (work / "a.txt").write_text("one\n")
+    hook = work / "monitor.sh"
+    hook.write_text(f"#!/bin/sh\necho pwned > {work}/pwned.txt\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", str(hook)], cwd=work, check=True)
+    assert await submit(daemon, "pipe") == "piped"
+    assert "?? a.txt" in last_tool_result(llm), last_tool_result(llm)  # it ran, unasked, and read
+    assert not (work / "pwned.txt").exists()
 
 
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):

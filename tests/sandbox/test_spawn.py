@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -368,3 +370,54 @@ def test_the_process_limit_is_a_policy_key_with_a_default(ws):
     assert ws.policy("filesystem: {ro: ['/etc']}\n").max_processes == 512
     with pytest.raises(ConfigError, match="limits.processes"):
         ws.policy("limits: {processes: 0}\n")
+
+
+# At its first instruction the tool takes every descriptor of its init (pidfd_getfd needs ptrace access only: the
+# filter denies ptrace itself) and sends a forged pid and status on each socket it got.
+GRAB_INIT_FDS = r"""
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int init = syscall(SYS_pidfd_open, 1, 0), grabbed = 0;
+    char forged[64];
+    snprintf(forged, sizeof forged, "{\"pid\": %s}\n{\"status\": 0}\n", argv[1]);
+    for (int fd = 0; fd < 64 && init >= 0; fd++) {
+        struct stat st;
+        int mine = syscall(SYS_pidfd_getfd, init, fd, 0);
+        if (mine < 0) continue;
+        grabbed++;
+        if (fstat(mine, &st) == 0 && S_ISSOCK(st.st_mode)) send(mine, forged, strlen(forged), MSG_NOSIGNAL);
+    }
+    printf("grabbed %d\n", grabbed);
+    return 3;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+async def test_a_tool_cannot_take_its_inits_descriptors_and_forge_the_pid_the_daemon_kills(ws, tmp_path):
+    # The init made itself undumpable only after spawning the tool: a tool that acts at once took the daemon's
+    # socket from it (a spare's init holds it; a supervisor's init has it until it closes what it inherited) in
+    # about every fourth step, and sent its own pid line first. The daemon took that pid for the step's group,
+    # SIGKILLed on a timeout or cancel (as root `{"pid": 1}` is kill(-1): every process), and its forged status.
+    (tmp_path / "grab.c").write_text(GRAB_INIT_FDS)
+    subprocess.run(["gcc", "-O2", "-static", "-o", str(ws.work / "grab"), str(tmp_path / "grab.c")], check=True)
+    victim = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        results = []
+        for _ in range(40):
+            proc = await spawn_sandboxed([str(ws.work / "grab"), str(victim.pid)], policy=ws.default_policy(),
+                                         cwd=ws.work, env=ws.env)
+            out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+            results.append((out.decode(), await proc.wait()))
+            proc.kill_group()  # what a timeout or a cancel does
+        assert victim.poll() is None, "the daemon SIGKILLed a process group the step named"
+        assert results == [("grabbed 0\n", 3)] * 40, results
+    finally:
+        victim.kill()
+        victim.wait()

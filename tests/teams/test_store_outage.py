@@ -281,3 +281,18 @@ def test_a_teammates_round_the_store_was_down_for_is_saved_by_her_next_save_and_
     log.close()
     assert _user_texts(url, sid) == ["remember 9", "noted", *HER_FOUR_TURNS]
     assert len(reported) == 1, reported
+
+
+async def test_a_store_that_hangs_holds_no_change_of_approval(database, start_daemon, scripted_llm):
+    # Every write method reads the session's record first (is it archived?): a store that does not answer (here
+    # another connection holds the sessions table) held `ollie/setApproval` with it, with no bound.
+    url, _ = database
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.text("first answer"))
+    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "q1"}))["reply"] == "first answer"
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+        assert await daemon.request("ollie/setApproval", {"session": sid, "approval": "read-only"}, timeout=20) == {}
+        assert (await daemon.request("ollie/state", {"session": sid}, timeout=20))["approval"] == "read-only"

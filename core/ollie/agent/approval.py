@@ -26,7 +26,7 @@ from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, Pi
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import outside_parts
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie.tools.execute.readers import SHELL_SYNTAX, is_read_only_command
+from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_only_command
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
@@ -343,7 +343,7 @@ class ApprovalGate:
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
                 plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
                                  for s in request.stages
-                                 if not (isinstance(s, ScriptCall) and BUILTIN_KINDS.get(s.tool) in NEVER_ASK)]
+                                 if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS)]
             script = plan.script
             if (script is not None and plan.question.kind not in EDIT_KINDS | NEVER_ASK
                     and script.tool not in BUILTIN_KINDS):

@@ -29,6 +29,9 @@ def unavailable() -> tuple[type[Exception], ...]:
 
 # The `turn` event contents that are a turn's stop reason.
 RESULTS = frozenset(r.value for r in TurnResult if r is not TurnResult.NONE)
+# How long a write's archive check waits for the store: one that hangs (a table locked, a server gone silent) held
+# every write with it, a change of approval mode included.
+ARCHIVED_READ_S = 2.0
 
 
 def first_prompt_title(session: Session) -> str | None:
@@ -135,7 +138,7 @@ class Recorder:
 
     async def archived(self) -> bool:
         """Whether the record says the session is archived (another client may have since it opened); False while it
-        is put off or cannot be read (an unusable registry stops no session)."""
+        is put off, cannot be read or is not read within ARCHIVED_READ_S (an unusable registry stops no session)."""
 
         def read() -> bool:
             try:
@@ -143,7 +146,13 @@ class Recorder:
             except (SessionError, *unavailable()):
                 return False
 
-        return not self._unrecorded and await asyncio.get_running_loop().run_in_executor(self._io, read)
+        if self._unrecorded:
+            return False
+        try:
+            return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(self._io, read), ARCHIVED_READ_S)
+        except TimeoutError:
+            log.warning("archive check skipped: the store did not answer", extra={"session": self.session_id})
+            return False
 
     def _stamp(self, *, turn_started: bool = False, turn_completed: bool = False, result: str | None = None) -> None:
         """Queue an activity stamp (in order, not waited for); it never fails the session."""

@@ -117,12 +117,14 @@ def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
     # Armed before the tool exists: a supervisor SIGKILLed right after the spawn left an init with no death signal,
     # and its step ran to its end while the turn waited for it (seen once in ~35 chaos runs).
     die_with_supervisor()
+    # Before the tool exists: a tool acting at once took the daemon's socket from a still dumpable init
+    # (pidfd_getfd) and sent its own pid and status lines (red team round 11).
+    prctl(PR_SET_DUMPABLE, 0)
     tool = _spawn(argv, env)
     code = 0
     try:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)  # from outside the namespace: die; from inside: ignored (init)
-        prctl(PR_SET_DUMPABLE, 0)
         # The step's pipes, the error pipe (the supervisor waits for its EOF) go.
         kept = [] if daemon is None else [daemon[0].fileno(), daemon[1].fileno(), daemon[2].oom_events]
         fdio.close_fds_except([status_fd, *kept], low=0)

@@ -12,6 +12,8 @@ READ_ONLY_COMMANDS: frozenset[str] = frozenset({
     "stat", "tree", "du", "df", "diff", "sort", "uniq", "cut", "tr", "nl", "basename", "dirname", "realpath",
     "find", "true", "date", "whoami", "printenv", "uname", "less", "more", "column", "jq",
 })
+# The bundled tool scripts that only read files: a `pipe` stage of one reads as `cat` or `grep` would.
+READER_SCRIPTS: frozenset[str] = frozenset({"file_read", "file_glob", "file_grep"})
 READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
     "git": frozenset({"status", "diff", "log", "show", "blame", "ls-files", "rev-parse", "grep"}),
 }
@@ -21,6 +23,10 @@ _UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-f
                              r"--co(m[\w-]*)?(=.*)?|--hostname-bin(=.*)?|--ext-diff|-i|--in-place|-O.*|"
                              r"--open-files-in-pager(=.*)?)$")
 SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
+# An unquoted glob that may expand to a name starting with `-` (the workspace names it: a file `--pre=sh` makes
+# `rg x *` run `sh` on every file): `./*` cannot. Fine for readers that have no option that writes or runs.
+_OPTION_GLOB = re.compile(r"[*?\[]|-.*[*?\[]")
+_GLOB_SAFE = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep"})
 
 
 def is_read_only_command(code: str) -> bool:
@@ -30,6 +36,9 @@ def is_read_only_command(code: str) -> bool:
     for segment in code.split("|"):
         try:
             words = shlex.split(segment)
+            if words and words[0] not in _GLOB_SAFE and any(
+                    _OPTION_GLOB.match(w) for w in shlex.split(segment, posix=False)):
+                return False
         except ValueError:
             return False
         if not words or any(_UNSAFE_OPTIONS.match(w) for w in words[1:]):

@@ -21,7 +21,7 @@ from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
-from ollie.tools.execute.readers import is_read_only_command
+from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
     EXECUTE_CODE_SCHEMA,
@@ -328,9 +328,10 @@ class ExecuteServer:
 
 
 def _reads_only(request: ExecuteRequest) -> bool:
-    """Whether the call is shell lines that only read (`readers`), which every approval mode runs unasked."""
+    """Whether the call is shell lines that only read (`readers`), maybe piped with bundled readers, which every
+    approval mode runs unasked."""
     steps = request.code_steps()
-    return bool(steps) and not request.script_calls() and all(
+    return bool(steps) and all(c.tool in READER_SCRIPTS for c in request.script_calls()) and all(
         s.language.name == "bash" and not s.elevated and is_read_only_command(s.code) for s in steps)
 
 
