@@ -113,17 +113,25 @@ async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | Te
 @method("ollie/submit", SubmitParams)
 async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     """Run a prompt (or a command) to its end."""
-    live = await ls.table.writable(p.session)
-    command = is_command(p.text)
-    pictures = await _images(p.images or [], cwd=live.core.cwd)
-    if command and pictures:
-        raise InvalidParams("images: a command or !shell line takes no images")
-    if not p.text.strip() and not pictures and not p.contexts:  # as ACP: no empty message to the model
-        raise InvalidParams("text: empty: give a prompt, images or context")
-    text = await _with_context(ls, live, p)
+    live = await ls.table.get(p.session)
     handle = SubmitHandle()
-    with ls.on_cancel(lambda: live.cancel(handle)):
-        return await live.submit(text, pictures, handle=handle, is_command=command)
+    # Waiting from its arrival: a Stop (or a cancel) while its checks below await (the archive's store read) drops
+    # it as one waiting for its turn; else a submit sent before the Stop ran after it.
+    live.waiting.add(handle)
+    try:
+        with ls.on_cancel(lambda: live.cancel(handle)):
+            await ls.table.writable(p.session)
+            command = is_command(p.text)
+            pictures = await _images(p.images or [], cwd=live.core.cwd)
+            if command and pictures:
+                raise InvalidParams("images: a command or !shell line takes no images")
+            if not p.text.strip() and not pictures and not p.contexts:  # as ACP: no empty message to the model
+                raise InvalidParams("text: empty: give a prompt, images or context")
+            text = await _with_context(ls, live, p)
+            live.waiting.discard(handle)  # `submit` holds it from here (a turn's waits there again)
+            return await live.submit(text, pictures, handle=handle, is_command=command)
+    finally:
+        live.waiting.discard(handle)
 
 
 def _text_only(p: TextParams) -> TextParams:

@@ -296,3 +296,27 @@ async def test_a_store_that_hangs_holds_no_change_of_approval(database, start_da
         holder.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
         assert await daemon.request("ollie/setApproval", {"session": sid, "approval": "read-only"}, timeout=20) == {}
         assert (await daemon.request("ollie/state", {"session": sid}, timeout=20))["approval"] == "read-only"
+
+
+async def test_a_submit_sent_before_the_stop_is_dropped_while_its_archive_check_waits(database, start_daemon,
+                                                                                     scripted_llm):
+    # A submit reads the session's record before it waits for its turn (is it archived?): a Stop that came while
+    # that read was under way left it out of the submits it drops, and it ran once the stopped turn ended. Here the
+    # read waits on a locked table; on a loaded machine it was a few ms of a sqlite read (seen once in CI).
+    url, _ = database
+    llm = scripted_llm("openai")
+    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1))  # ~8 s unless stopped
+    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "talk a lot"}))
+    deadline = time.monotonic() + 20
+    while not any(e["role"] == "assistant" for e in daemon.client.ollie_events):  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline and not first.done()
+        await asyncio.sleep(0.01)
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+        second = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "then this"}))
+        await daemon.request("ollie/state", {"session": sid})  # a round trip: the second submit arrived
+        assert await daemon.request("ollie/interrupt", {"session": sid}, timeout=20) == {"interrupted": True}
+    assert [(await r)["stop"] for r in (first, second)] == ["interrupted", "interrupted"]
+    assert len(llm.chat_requests) == 1
