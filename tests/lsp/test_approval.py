@@ -239,22 +239,27 @@ async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_da
     assert "1 a.sh" in last_tool_result(llm), last_tool_result(llm)
 
 
-@pytest.mark.parametrize("approval", ["read-only", "ask", "auto"])
-async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_daemon, llm, approval):
-    """`git status` only reads, so it runs unasked; a clone's `.git/config` naming a core.fsmonitor program ran that
-    program in the session's sandbox, which wrote the workspace. A line that is no reader still writes."""
-    llm.script(run("git status --short"), Reply.text("looked"))
-    daemon = await start_daemon(env=llm.env(approval=approval))
-    work = daemon.workspace
+def plant_fsmonitor_clone(work: Path) -> Path:
+    """Make `work` a hostile clone: its `.git/config` names a core.fsmonitor program that writes `pwned.txt` there
+    (git runs it for `git status`)."""
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     (work / "a.txt").write_text("one\n")
     hook = work / "monitor.sh"
     hook.write_text(f"#!/bin/sh\necho pwned > {work}/pwned.txt\n")
     hook.chmod(0o755)
     subprocess.run(["git", "config", "core.fsmonitor", str(hook)], cwd=work, check=True)
+    return work
+
+
+@pytest.mark.parametrize("approval", ["read-only", "ask", "auto"])
+async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_daemon, llm, approval):
+    """`git status` only reads, so it runs unasked; a clone's `.git/config` naming a core.fsmonitor program ran that
+    program in the session's sandbox, which wrote the workspace. A line that is no reader still writes."""
+    llm.script(run("git status --short"), Reply.text("looked"))
+    daemon = await start_daemon(env=llm.env(approval=approval))
+    work = plant_fsmonitor_clone(daemon.workspace)
     assert await submit(daemon, "look") == "looked"
-    looked = llm.chat_requests[-1].body["messages"][-1]["content"]
-    assert "a.txt" in looked, looked  # the reader ran, and read
+    assert "a.txt" in last_tool_result(llm), last_tool_result(llm)  # the reader ran, and read
     assert not (work / "pwned.txt").exists()
     # Its tmp dir is its own still: a sort past its buffer spills there.
     (work / "big.txt").write_text("".join(f"{n:06}\n" for n in range(30_000, 0, -1)))
@@ -273,13 +278,7 @@ async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(sta
     stages = [{"tool": "file_read", "args": ["a.txt"]}, {"code": "git status --short"}]
     llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
     daemon = await start_daemon(env=llm.env(approval="read-only"))
-    work = daemon.workspace
-    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
-    (work / "a.txt").write_text("one\n")
-    hook = work / "monitor.sh"
-    hook.write_text(f"#!/bin/sh\necho pwned > {work}/pwned.txt\n")
-    hook.chmod(0o755)
-    subprocess.run(["git", "config", "core.fsmonitor", str(hook)], cwd=work, check=True)
+    work = plant_fsmonitor_clone(daemon.workspace)
     assert await submit(daemon, "pipe") == "piped"
     assert "?? a.txt" in last_tool_result(llm), last_tool_result(llm)  # it ran, unasked, and read
     assert not (work / "pwned.txt").exists()
