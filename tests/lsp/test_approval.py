@@ -204,11 +204,13 @@ async def test_read_only_refuses_writes_and_tells_the_model_to_plan_but_reads_ru
 # Lines the read-only check took for readers, each of which writes or runs something: `env` runs its arguments, `git grep
 # -O<cmd>` runs a command on the files it finds, `sort -o` (attached, in a cluster, as an abbreviated `--output`),
 # `uniq IN OUT`, `file -C` (a compiled magic file), `--config-env` before git's subcommand (a config `-c` sets), sort's
-# `--compress-program` (abbreviated) and rg's `--hostname-bin` (each runs the program named).
+# `--compress-program` (abbreviated) and rg's `--hostname-bin` (each runs the program named), `tree -R` (with `-H`,
+# 00Tree.html in every folder; in a cluster too) and `tree -o`.
 WRITERS = ("env rm a.txt", "git grep -Orm -e one", "sort -oout.txt a.txt", "sort -uo out.txt a.txt",
            "sort --out=out.txt a.txt", "uniq a.txt out.txt", "file -C -m a.txt", "git --config-env=diff.external=HOME diff",
            "sort -S 1 --co=./a.txt a.txt", "sort --compress-program=./a.txt a.txt", "rg --hostname-bin=./a.txt one",
-           "uniq a.txt ''")
+           "uniq a.txt ''", "tree -R -H . -L 1 .", "tree -aR -H . .", "tree -L1R -H . .",
+           "tree -ao out.txt .")
 
 
 async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daemon, llm):
@@ -282,6 +284,24 @@ async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(sta
     assert await submit(daemon, "pipe") == "piped"
     assert "?? a.txt" in last_tool_result(llm), last_tool_result(llm)  # it ran, unasked, and read
     assert not (work / "pwned.txt").exists()
+
+
+async def test_a_reading_less_runs_no_preprocessor_the_env_names(start_daemon, llm, tmp_path):
+    """`less a.txt` only reads, so it runs unasked; with the session's env naming a LESSOPEN, less ran that program on
+    the file (a command the line never showed). A line that is no reader keeps the user's LESSOPEN."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("one\n")
+    (pre := work / "pre.sh").write_text("#!/bin/sh\necho PREPROCESSED\n")
+    pre.chmod(0o755)
+    llm.script(run("less a.txt"), Reply.text("read"), run("less a.txt && touch made.txt"), Reply.text("made"))
+    daemon = await start_daemon(env=llm.env(approval="auto"), init_options={"env": {"LESSOPEN": f"|{pre} %s"}},
+                                workspace=work)
+    assert await submit(daemon, "read") == "read"
+    told = last_tool_result(llm)
+    assert "one" in told and "PREPROCESSED" not in told, told
+    assert await submit(daemon, "make") == "made"
+    assert "PREPROCESSED" in last_tool_result(llm), last_tool_result(llm)
 
 
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):

@@ -87,9 +87,12 @@ class Policy:
 
     def reading(self, keep: Sequence[Path]) -> Policy:
         """A copy that writes nothing but `keep` (a private tmp dir, devices): every other granted path only read."""
+        # LESSSECURE: a reading `less` runs no input preprocessor (the LESSOPEN the session's or the policy's env may
+        # name: a command the line never showed), shell command or log file.
         return replace(self, ro=self.ro + tuple(p for p in self.rw if p not in keep),
                        rox=self.rox + tuple(p for p in self.rwx if p not in keep),
-                       rw=tuple(p for p in self.rw if p in keep), rwx=tuple(p for p in self.rwx if p in keep))
+                       rw=tuple(p for p in self.rw if p in keep), rwx=tuple(p for p in self.rwx if p in keep),
+                       env={**self.env, "LESSSECURE": "1"})
 
     def child_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` plus the policy's own variables (the policy's values win)."""
