@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from ollie.sandbox import cgroup
 from ollie.sandbox import spawn as spawn_module
-from ollie.sandbox.errors import SandboxUnavailableError
+from ollie.sandbox.errors import SandboxError, SandboxUnavailableError
 from ollie.sandbox.rules import landlock_abi
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
 from tests.procs import children_of, host_pid, process_gone, processes_with
@@ -421,3 +422,20 @@ async def test_a_tool_cannot_take_its_inits_descriptors_and_forge_the_pid_the_da
     finally:
         victim.kill()
         victim.wait()
+
+
+@pytest.mark.parametrize("reply", [b"{}\n", b'{"pid": "7"}\n', b'{"pid": 0}\n', b'{"pid": true}\n', b"[7]\n",
+                                   b"not json\n", b'{"error": "no stage"}\n'])
+async def test_a_malformed_reply_to_a_spawn_is_an_error_for_that_step_and_ends_its_connection(reply):
+    # Only ollie's own processes answer on a spawn's socket, but a reply without a pid was a KeyError out of the
+    # spawn (a traceback, not the step's error), and a pid of 0 the daemon's own process group to kill.
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with theirs:
+        theirs.setblocking(False)
+        theirs.sendall(reply)  # the supervisor's answer, waiting before the request is written
+        with pytest.raises(SandboxError, match="malformed reply"):
+            await spawn_module._converse(mine, b'{"argv": ["true"]}\n', "true")
+        loop = asyncio.get_running_loop()
+        assert await asyncio.wait_for(loop.sock_recv(theirs, 100), 10) == b'{"argv": ["true"]}\n'
+        # Closed: a supervisor seeing EOF kills the step it may have started.
+        assert await asyncio.wait_for(loop.sock_recv(theirs, 100), 10) == b""

@@ -251,10 +251,13 @@ async def _converse(sock: socket.socket, line: bytes, program: str, report: dict
     if not line:
         writer.close()
         raise _ServerLost("the fork server closed the connection")
-    reply = json.loads(line)
-    if "error" in reply:
-        writer.close()
-        raise _spawn_error(reply["error"], program)
+    try:
+        reply = _reply(line, "pid")
+        if "error" in reply:
+            raise _spawn_error(reply["error"], program)
+    except Exception:
+        writer.close()  # the supervisor sees EOF and kills its step, if it started one
+        raise
     return reply["pid"], asyncio.ensure_future(_read_status(reader, writer, report))
 
 
@@ -309,10 +312,24 @@ async def _read_status(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
         writer.close()
     if not line:  # its supervisor (not the fork server: this socket is the supervisor's alone) died
         raise HelperDiedError(SUPERVISOR_DIED)
-    reply = json.loads(line)
+    reply = _reply(line, "status")
     if report is not None:
         report.update((key, value) for key, value in reply.items() if key != "status")
-    return int(reply["status"])
+    return reply["status"]
+
+
+def _reply(line: bytes, key: str) -> dict:
+    """A supervisor's line: a JSON object with the int `key` (`pid`, `status`), or a spawn's `error`; anything else is
+    a SandboxError for the step, not a traceback (only ollie's own processes write there)."""
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        reply = None
+    if isinstance(reply, dict) and (
+            type(value := reply.get(key)) is int and (key != "pid" or value > 0)  # pid 0 or -1: the daemon's own group
+            or key == "pid" and isinstance(error := reply.get("error"), dict) and {"stage", "message"} <= error.keys()):
+        return reply
+    raise SandboxError(f"the sandbox's supervisor sent a malformed reply (no {key}): {line[:200]!r}")
 
 
 def _spawn_error(error: dict, program: str) -> Exception:
