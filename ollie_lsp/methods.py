@@ -171,21 +171,32 @@ async def interrupt(ls: OllieServer, p: InterruptParams) -> dict[str, Any]:
     return {"interrupted": await live.stop(p.reason)}
 
 
+async def _arrived(ls: OllieServer, p: TextParams) -> tuple[LiveSession, str, bool]:
+    """A queued or injected prompt's session and text once its checks pass, and whether a Stop came while they awaited
+    (the archive's store read): it was sent for the turns that Stop ended, so it is held as what they queued is."""
+    _text_only(p)
+    live = await ls.table.get(p.session)
+    stops = live.stops
+    await ls.table.writable(p.session)
+    return live, await _with_context(ls, live, p), live.stops != stops
+
+
 @method("ollie/inject", TextParams)
 async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
-    _text_only(p)
-    live = await ls.table.writable(p.session)
-    live.core.inject(await _with_context(ls, live, p))
+    live, text, stopped = await _arrived(ls, p)
+    if stopped:
+        live.core.queue(text, held=True)
+    else:
+        live.core.inject(text)
     return {}
 
 
 @method("ollie/queue", QueueParams)
 async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends (PROTOCOL.md: one queued for turns that ended meanwhile runs)."""
-    _text_only(p)
-    live = await ls.table.writable(p.session)
-    return {"depth": await live.queue(await _with_context(ls, live, p), seen=p.seen)}
+    live, text, stopped = await _arrived(ls, p)
+    return {"depth": await live.queue(text, seen=p.seen, held=stopped)}
 
 
 @method("ollie/popQueue", SessionParams)

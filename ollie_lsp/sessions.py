@@ -67,6 +67,7 @@ class LiveSession:
     recorder: Recorder | None = None
     # The submits waiting for their turn (behind another, or for the session's record): a stop drops them.
     waiting: set[SubmitHandle] = field(default_factory=set)
+    stops: int = 0  # Stops so far (ollie/interrupt): one that overtook a queue or inject holds it
 
     def state_snapshot(self) -> dict[str, Any]:
         """The `ollie/stateChanged` params of this session now."""
@@ -178,8 +179,11 @@ class LiveSession:
         await self.progress.settled(timeout=PROGRESS_SETTLE_S)
         return _turn_result(self.id, result)
 
-    async def queue(self, text: str, *, seen: int | None) -> int:
-        """Queue a prompt; returns the queue's depth. `seen`: the last event the client had (PROTOCOL.md)."""
+    async def queue(self, text: str, *, seen: int | None, held: bool = False) -> int:
+        """Queue a prompt (`held`: for the user's word); returns the queue's depth. `seen`: the last event the client
+        had (PROTOCOL.md)."""
+        if held:
+            return self.core.queue(text, held=True)
         if seen is None:
             # A client that does not say what it saw (one older than `seen`): taken as having seen it all, so a
             # prompt queued while idle waits for the next turn's end, as documented. The window of time this replaced
@@ -205,6 +209,7 @@ class LiveSession:
     async def stop(self, reason: str) -> bool:
         """Stop everything under way in the session: the running turn or commands, what they would start next, the
         submits waiting for their turn (they answer "interrupted"); once it all returned, whether anything was."""
+        self.stops += 1
         waiting, self.waiting = self.waiting, set()
         for handle in waiting:
             handle.cancelled.set()

@@ -320,3 +320,34 @@ async def test_a_submit_sent_before_the_stop_is_dropped_while_its_archive_check_
         assert await daemon.request("ollie/interrupt", {"session": sid}, timeout=20) == {"interrupted": True}
     assert [(await r)["stop"] for r in (first, second)] == ["interrupted", "interrupted"]
     assert len(llm.chat_requests) == 1
+
+
+@pytest.mark.parametrize("method", ["ollie/queue", "ollie/inject"])
+async def test_a_prompt_queued_before_the_stop_is_held_though_its_archive_check_waits(database, start_daemon,
+                                                                                    scripted_llm, method):
+    # A queue (or an inject) reads the session's record first, as a submit does: one sent before a Stop that came
+    # while that read was under way was queued after the stop held the queue, so it ran after the next turn.
+    url, _ = database
+    llm = scripted_llm("openai")
+    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1), Reply(text="next answer"))  # ~8 s unless stopped
+    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "talk a lot"}))
+    events = daemon.client.ollie_events  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 20
+    while not any(e["role"] == "assistant" for e in events):
+        assert time.monotonic() < deadline and not first.done()
+        await asyncio.sleep(0.01)
+    seen = {"seen": max(e["seq"] for e in events)} if method == "ollie/queue" else {}
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+        sent = asyncio.ensure_future(daemon.request(method, {"session": sid, "text": "then this", **seen}))
+        await daemon.request("ollie/state", {"session": sid})  # a round trip: the queue arrived
+        assert await daemon.request("ollie/interrupt", {"session": sid}, timeout=20) == {"interrupted": True}
+    await sent
+    assert (await first)["stop"] == "interrupted"
+    state = await daemon.request("ollie/state", {"session": sid})
+    assert (state["queuedPrompts"], state["queueHeld"]) == (["then this"], True)
+    # Held as the Stop holds what is queued: the next prompt runs alone.
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "next"}, timeout=20))["reply"] == "next answer"
+    assert len(llm.chat_requests) == 2

@@ -206,11 +206,12 @@ class Core(McpMembers):
         """Replace whatever injects are pending with `text`."""
         self._inbox.replace_injects(text, running=self._host.running)
 
-    def queue(self, text: str, *, saw_end: bool = True) -> int:
+    def queue(self, text: str, *, saw_end: bool = True, held: bool = False) -> int:
         """Add a prompt to the FIFO; returns its depth. With `saw_end` it waits for a turn to end after now (the
         running one's, or the next), even one whose submit still drains the queue; without it the sender had not seen
-        the last turns end: it queued the prompt for them, and once they have ended it runs now, not after the next."""
-        depth = self._inbox.queue(text, for_next_end=saw_end)
+        the last turns end: it queued the prompt for them, and once they have ended it runs now, not after the next.
+        `held`: it waits for the user's word, as those queued before an interrupt do."""
+        depth = self._inbox.queue(text, for_next_end=saw_end, held=held)
         if not saw_end and not self._turn_lock.locked() and self._inbox.follows_on() and not self._closed:
             # Under way from now, not from the task's first pass: a stop in between holds the prompt.
             self._host.detach(self._run_queue(self._host.stopping.enlist()))

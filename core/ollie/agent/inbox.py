@@ -135,9 +135,11 @@ class Inbox:
         if self._injects:
             self._queue_inject(self.pop_inject(), replace=False)
 
-    def queue(self, text: str, *, for_next_end: bool = False) -> int:
-        """Add a prompt to the FIFO; returns its depth. With `for_next_end` it waits for a turn to end after now."""
-        self._prompts.append(_Prompt(text, after=self._ends if for_next_end else -1))
+    def queue(self, text: str, *, for_next_end: bool = False, held: bool = False) -> int:
+        """Add a prompt to the FIFO; returns its depth. With `for_next_end` it waits for a turn to end after now;
+        `held`, for the user's word (`release`)."""
+        self._prompts.append(prompt := _Prompt(text, after=self._ends if for_next_end else -1))
+        prompt.held = held
         self._on_queued()
         return len(self._prompts)
 
