@@ -11,12 +11,12 @@ import stat
 import threading
 from typing import Any, BinaryIO
 
+from ollie.stdio import INVALID_REQUEST, PARSE_ERROR
+
 logger = logging.getLogger("ollie.acp.streams")
 
 # The longest line read (embedded files can be big); a longer one is answered -32600 and skipped.
 READ_LIMIT = 50 * 1024 * 1024
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
 CHUNK = 64 * 1024
 
 

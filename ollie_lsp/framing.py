@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ollie.env import env_seconds
+from ollie.stdio import INVALID_REQUEST, PARSE_ERROR
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
 # Over this a frame's body is not kept: VS Code's biggest (didOpen of a file it still syncs, < 50 MB) fits.
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 # All header lines of one message together (a client sends ~60 bytes).

@@ -34,11 +34,12 @@ from ollie import __version__
 from ollie.jsonpieces import EncodedBody
 from ollie.loopshare import PASS_CPU_S  # also what one callback may spend on a batch of the client's messages
 from ollie.startup import release_free_memory
+from ollie.stdio import INVALID_REQUEST
 from ollie_lsp.capabilities import fit_capabilities
 from ollie_lsp.documents import LspDocuments
 from ollie_lsp.eager import start_eagerly
 from ollie_lsp.errors import SessionNotFound
-from ollie_lsp.framing import INVALID_REQUEST, Item, Problem, decode
+from ollie_lsp.framing import Item, Problem, decode
 from ollie_lsp.names import ACTION_COMMAND, METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions
 

@@ -1,5 +1,5 @@
-"""A stdio JSON-RPC server's guard (the daemon and the ACP agent): private copies of fds 0/1 for the protocol, and
-its quick end."""
+"""A stdio JSON-RPC server's guard (the daemon and the ACP agent): private copies of fds 0/1 for the protocol, the
+errors malformed input earns, and its quick end."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import os
 import sys
 from contextlib import suppress
 from typing import BinaryIO, NoReturn
+
+# JSON-RPC's answers to input that is no JSON (or a broken frame), and to JSON that is no request object.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 
 
 def protect_stdio() -> tuple[BinaryIO, BinaryIO]:

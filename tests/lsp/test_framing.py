@@ -8,7 +8,8 @@ import os
 import struct
 import termios
 
-from ollie_lsp.framing import INVALID_REQUEST, PARSE_ERROR, FrameParser, Item, Problem, decode
+from ollie.stdio import INVALID_REQUEST, PARSE_ERROR
+from ollie_lsp.framing import FrameParser, Item, Problem, decode
 from ollie_lsp.stdio import StdinFrames, open_writer
 from tests.procs import wait_until
 
