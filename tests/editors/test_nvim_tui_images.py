@@ -81,7 +81,8 @@ def resume(tmux: Tmux, title: str, last: str) -> str:
 
 def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path: Path, scripted_llm):
     """Live, the refused prompt shows its image and the error says why; resumed (the session keeps no such image), the
-    prompt names the image left out and why: the note the model reads, shown with the prompt."""
+    prompt names the image left out and why: the note the model reads, shown with the prompt, and a label as a kept
+    image's (it had none)."""
     srv = scripted_llm("openai", vision=False, says_vision=False)  # the vendor's answer decides
     srv.script(Reply.text("read without it"))
     files = {"notes.txt": "notes\n"}
@@ -108,7 +109,7 @@ def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path:
         lines = chat_lines(resume(tmux, "what is it", "read without it"))
         prompt = lines.index("what is it shot.png")
         note = f"[1 image left out: the model does not take images (image/png, {len(picture)} bytes)]"
-        assert lines[prompt + 1:prompt + 3] == ["", note], lines
+        assert lines[prompt + 1:prompt + 4] == ["", note, "📎 image (png, 1 KB)"], lines
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -140,7 +140,8 @@ def test_code_actions_with_the_backend_down_then_up_in_real_vscode(run_e2e):
 @pytest.mark.timeout(200)
 def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed_in_real_vscode(run_e2e):
     """A model whose vendor refuses images: live the prompt names its image and the error says so (screenshot
-    image-refused-live); after a window reload the prompt names the image left out and why (image-refused-resumed)."""
+    image-refused-live); after a window reload the prompt names the image left out and why, labelled as a kept image
+    is (image-refused-resumed)."""
     shows(run_e2e("imagesrefused.mjs", total_ms=150000),
           "live, the prompt named its image and the error said the model takes none",
           "resumed, the prompt named the image left out and why")

@@ -63,7 +63,8 @@ async def test_a_model_without_vision_is_a_clear_error(start_daemon, scripted_ll
 async def test_images_a_vendor_refused_are_named_on_resume_as_live(start_daemon, scripted_llm):
     """A vendor's refusal took the images out of the history with a bare count: resumed, a prompt's showed no sign of
     what was sent, and a step's image (drawn under it live) was gone. Each is named now: the prompt's in the note the
-    model reads, the step's under its step (`images`, as a collapsed result's are)."""
+    model reads and in its `images` (as a kept one is: the editors label it), the step's under its step (`images`, as
+    a collapsed result's are)."""
     from .test_history_render import resumed
 
     llm = scripted_llm("openai", vision=False, says_vision=False)  # the vendor's answer decides
@@ -83,6 +84,7 @@ async def test_images_a_vendor_refused_are_named_on_resume_as_live(start_daemon,
     messages = (await second.request("ollie/context", {"session": result["session"]}))["messages"]
     named = f"left out: the model does not take images (image/png, {len(PICTURE)} bytes)]"
     assert messages[0]["role"] == "user" and messages[0]["content"].endswith(named), messages[0]
+    assert messages[0]["images"] == [{"mime": "image/png", "bytes": len(PICTURE)}], messages[0]
     (tool,) = [m for m in messages if m["role"] == "tool"]
     assert tool["images"] == [{"mime": "image/png", "bytes": len(PICTURE), "step": 1}] and named in tool["content"]
 

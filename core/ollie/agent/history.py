@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 
 from ollie.agent.steps import KindLookup, Location, StepStatus, ToolState, describe, finished, step_states, whole_state
-from ollie.backend.images import SHOWN_IMAGE_CHARS, shown
+from ollie.backend.images import SHOWN_IMAGE_CHARS, left_out, shown
 from ollie.backend.types import IMAGE_TYPES, Message, ToolCall
 
 # Ends the content of a reply an interrupt cut short: the model reads it, a client may show it as a note.
@@ -128,6 +128,8 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
             data["images"], room = shown(message.images, room)
         elif message.images:  # a prompt's: what they are, not megabytes of base64 on every page
             data["images"] = [{"mime": i.mime, "bytes": i.size} for i in message.images]
+        elif message.role == "user" and (named := left_out(message.content)):
+            data["images"] = named  # a prompt's the vendor refused: gone, what they were named in its text
         elif message.role == "tool" and (marks := (images or {}).get(message.tool_call_id)):
             data["images"] = named_images(marks)  # collapsed: their data is gone, what they were is not
         if message.tool_calls:

@@ -10,12 +10,13 @@ import asyncio
 import base64
 import binascii
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ollie import beneath
-from ollie.backend.types import Image
+from ollie.backend.types import IMAGE_TYPES, Image
 from ollie.errors import OllieError
 
 CAP_ENV = "OLLIE_MAX_IMAGE_BYTES"
@@ -115,6 +116,16 @@ def placeholder(images: Sequence[Image]) -> str:
     """What stands in the text for images a model was not sent: each named, so a resumed session shows what they were."""
     named = ", ".join(f"{image.mime}, {image.size:,} bytes" for image in images)
     return f"[{len(images)} image{'s' if len(images) != 1 else ''} left out: the model does not take images ({named})]"
+
+
+_PLACEHOLDER_END = re.compile(r"\n\n\[\d+ images? left out: the model does not take images \(([^\n]*)\)\]\Z")
+
+
+def left_out(text: str) -> list[dict[str, Any]]:
+    """The images a `placeholder` ending `text` names, `{mime, bytes}`: a saved prompt's, as its kept ones are listed."""
+    found = _PLACEHOLDER_END.search(text)
+    named = re.findall(r"(image/\w+), ([\d,]{1,20}) bytes", found[1]) if found else []
+    return [{"mime": mime, "bytes": int(size.replace(",", ""))} for mime, size in named if mime in IMAGE_TYPES]
 
 
 def shown(images: Iterable[Image], room: int = SHOWN_IMAGE_CHARS) -> tuple[list[dict[str, Any]], int]:

@@ -1,6 +1,6 @@
 // E2E in real VS Code (code-server): a prompt's image the model's vendor refused. Live, the prompt shows the image it
 // went with and the error says what to do; after a window reload (the session keeps no such image: its note names it)
-// the prompt says which image was left out and why.
+// the prompt says which image was left out and why, and labels it as a kept image is.
 //
 // Usage: node test/e2e/imagesrefused.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -27,7 +27,7 @@ await withVSCode({ script: [{ text: "Read without it." }], vision: false, files:
 
     const resumed = await reloadChat(page);
     const note = `[1 image left out: the model does not take images (image/png, ${BYTES} bytes)]`;
-    await resumed.locator(".item.user", { hasText: note }).waitFor({ timeout: waitMs });
+    await resumed.locator(".item.user", { hasText: note }).filter({ hasText: "image: png, 1 KB" }).waitFor({ timeout: waitMs });
     await resumed.locator(".item.assistant", { hasText: "Read without it." }).waitFor({ timeout: waitMs });
     await screenshot("image-refused-resumed");
     log("resumed, the prompt named the image left out and why");
