@@ -22,6 +22,7 @@ from acp.schema import (
 )
 
 from ollie.agent.agentswitch import AgentSwitchRefused
+from ollie.agent.recorder import close_session
 from ollie_acp.options import MODES, backend_models, options_update
 from ollie_acp.updates import UpdateForwarder
 
@@ -269,20 +270,9 @@ class AcpSession:
             logger.info("could not tell the client: %s", exc)
 
     async def close(self) -> None:
-        """Interrupt, save, end the tools; then the last updates and the record."""
-        try:
-            await self.core.close()
-        except Exception:
-            logger.exception("closing a session failed")
-        try:
-            from ollie.sessions import persist
-
-            await asyncio.to_thread(persist.release, self.core.session_id)
-        except Exception as exc:
-            logger.exception("releasing a session failed")
-            await self._tell(f"⚠ {exc}")
-        if self.recorder is not None:
-            await self.recorder.close()
+        """Interrupt, save, end the tools, the record; then the last updates."""
+        if problem := await close_session(self.core, self.recorder):
+            await self._tell(f"⚠ {problem}")
         await self.forwarder.stop()
 
 

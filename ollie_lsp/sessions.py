@@ -493,17 +493,10 @@ class SessionTable:
         await self._shut(live)
 
     async def _shut(self, live: LiveSession) -> None:
-        try:
-            await live.core.close()
-        except Exception:
-            logger.exception("closing a session failed", extra={"session": live.id})
-        try:  # its last rounds stored and its lease (a database store's) given up
-            await asyncio.to_thread(_session_store().release, live.id)
-        except Exception as exc:
-            logger.exception("releasing a session failed", extra={"session": live.id})
-            self.notify_problem(f"ollie: {_message(exc)}")
-        if live.recorder is not None:
-            await live.recorder.close()
+        from ollie.agent.recorder import close_session  # the engine: loaded with the session
+
+        if problem := await close_session(live.core, live.recorder):
+            self.notify_problem(f"ollie: {problem}")
         try:
             await live.forwarder.stop()
             await live.progress.settled(timeout=PROGRESS_SETTLE_S)
