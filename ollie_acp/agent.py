@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -49,7 +48,7 @@ from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
-from ollie.paths import sessions_dir, tools_path
+from ollie.paths import session_dir, sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import ArchivedError, NotFoundError
@@ -170,13 +169,8 @@ class OllieAgent:
             raise RequestError.resource_not_found(session_id)
         known = fork.Source(session_id, info, self._records.user, live_title=source.title if source else None,
                             live_agent=source.core.agent_name if source else None)
-        try:
-            with store_errors(session_id):
-                plan = await fork.plan(known, default_agent=self._agent)
-        except persist.SessionFileNotFoundError:
-            raise RequestError.resource_not_found(session_id) from None
-        except (ValueError, persist.SessionFileError) as exc:
-            raise RequestError.invalid_params({"sessionId": str(exc)}) from None
+        with store_errors(session_id):
+            plan = await fork.plan(known, default_agent=self._agent)
         live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
         live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
@@ -389,12 +383,10 @@ def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
 
 async def _directory(cwd: str) -> Path:
     """The session's directory, its real path; -32602 naming `cwd` unless it is an existing absolute directory."""
-    path = Path(os.path.expanduser(cwd))  # `~nosuchuser` stays as written (Path.expanduser raises)
-    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
-    real = await asyncio.to_thread(lambda: path.resolve() if path.is_absolute() and path.is_dir() else None)
-    if real is None:
-        raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
-    return real
+    try:
+        return await session_dir(cwd, absolute=True)
+    except ValueError as exc:
+        raise RequestError.invalid_params({"cwd": str(exc)}) from None
 
 
 def _saved_cwds(session_ids: list[str]) -> dict[str, str]:

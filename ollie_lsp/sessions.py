@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -381,7 +380,6 @@ class SessionTable:
         (None: all it saved); the source is left as it is, and so are the workspace's files (PROTOCOL.md)."""
         from ollie.agent import fork  # the engine: kept off the start-up path
 
-        persist = await asyncio.to_thread(_session_store)
         source = self._live.get(session_id)
         await self._recorded(session_id)  # a live one never prompted has its record written, to be read here
         info = await self.records.run(self.records.get, session_id)
@@ -394,10 +392,6 @@ class SessionTable:
                 plan = await fork.plan(known, default_agent=self.defaults.agent, turn=turn)
         except fork.ForkTurnError as exc:
             raise InvalidParams(f"{exc.field}: {exc}") from None
-        except persist.SessionFileNotFoundError:
-            raise SessionNotFound(session_id) from None
-        except (ValueError, persist.SessionFileError) as exc:
-            raise InvalidParams(f"session: {exc}") from None
         # Where the source works (a saved one's directory may be gone: then the workspace folder). Never a teammate's
         # saved directory: her log says it, and the fork's steps would write there with this user's rights.
         where = source.core.cwd if source else plan.source.cwd
@@ -524,13 +518,3 @@ def _unmoved(cwd: Path) -> Path | None:
     except OSError:
         return None
 
-
-async def resolve_cwd(path: str) -> Path:
-    """An existing directory for session/new (the client's choice; a relative `path` from the daemon's), -32602
-    naming `cwd` otherwise. ollie/setCwd's is the engine's to walk (`Setup.set_cwd`)."""
-    candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
-    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
-    real = await asyncio.to_thread(lambda: candidate.resolve() if candidate.is_dir() else None)
-    if real is None:
-        raise InvalidParams(f"cwd: {path} is not an existing directory")
-    return real
