@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -191,7 +191,7 @@ class OllieAgent:
         if not known:
             raise RequestError.resource_not_found(session_id)
         # A record that cannot be read is no licence to open the session as one's own.
-        info = await self._refuse_archived(session_id, self._record)
+        info = await self._refuse_archived(session_id)
         owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "", mcp=specs, owner=owner)
@@ -304,8 +304,10 @@ class OllieAgent:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
         # Archived by another client (the daemon, another window) since it was opened here: the archive wins, as at a
-        # load, and nothing runs (its turn would go into an archived session).
-        await self._refuse_archived(session_id, self._registry_get)
+        # load, and nothing runs (its turn would go into an archived session). As the daemon checks, through its record.
+        if live.recorder is not None and await live.recorder.archived():
+            with store_errors(session_id):
+                raise ArchivedError(session_id)
         text = prompt_text(prompt, cwd=live.core.cwd)
         # Megabytes of base64 are decoded in a thread, not on the event loop; a prompt without images needs no hop.
         pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
@@ -351,10 +353,10 @@ class OllieAgent:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
 
-    async def _refuse_archived(self, session_id: str, read: Callable[[str], Info | None]) -> Info | None:
-        """The session's record as `read` gives it; -32002 when it is archived (its turns would write to it)."""
+    async def _refuse_archived(self, session_id: str) -> Info | None:
+        """The session's record (None: it has none); -32002 when it is archived (its turns would write to it)."""
         with store_errors(session_id):
-            info = await self._records.run(read, session_id)
+            info = await self._records.run(self._record, session_id)
             if info is not None and info.archived:
                 raise ArchivedError(session_id)
         return info
