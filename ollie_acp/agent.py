@@ -139,7 +139,7 @@ class OllieAgent:
         # O(history): built in a thread, so the agent's other sessions do not wait for a long one's replay.
         session = live.core.session
         updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd, kind_of=_kinds(),
-                                          collapsed=dict(session.step_images))
+                                          collapsed=dict(session.step_images), outcomes=dict(session.step_outcomes))
         for update in updates:
             await self.client.session_update(session_id=live.id, update=update)
         response = LoadSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))
