@@ -164,7 +164,8 @@ class OllieAgent:
         directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         source = self._sessions.get(session_id)
-        info = await self._records.run(self._registry_get, session_id)
+        with store_errors(session_id):  # another user's is one not found; a store that is down says so
+            info = await self._records.run(self._record, session_id)
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
         known = fork.Source(session_id, info, self._records.user, live_title=source.title if source else None,
@@ -366,12 +367,6 @@ class OllieAgent:
         try:
             return self._records.get(session_id)
         except NotFoundError:
-            return None
-
-    def _registry_get(self, session_id: str) -> Info | None:
-        try:
-            return self._records.get(session_id)
-        except OllieError:
             return None
 
 
