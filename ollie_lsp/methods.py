@@ -492,14 +492,14 @@ async def session_rename(ls: OllieServer, p: SessionRenameParams) -> dict[str, A
 @method("ollie/session/archive", SessionIdParams)
 async def session_archive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Archive a session: kept, but read-only and out of the default list."""
-    await ls.table.archive(p.session)
+    await ls.table.set_archived(p.session, True)
     return {}
 
 
 @method("ollie/session/unarchive", SessionIdParams)
 async def session_unarchive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Bring an archived session back: listed by default and writable again."""
-    await ls.table.unarchive(p.session)
+    await ls.table.set_archived(p.session, False)
     return {}
 
 

@@ -454,20 +454,13 @@ class SessionTable:
         """The sessions running now."""
         return list(self._live.values())
 
-    async def archive(self, session_id: str) -> None:
-        """Archive a session (live or saved); a live one stays readable but refuses writes."""
-        live = self._live.get(session_id)
+    async def set_archived(self, session_id: str, archived: bool) -> None:
+        """Archive a session (live or saved: a live one stays readable but refuses writes), or bring one back (listed
+        and writable again)."""
         await self._recorded(session_id)
-        await self.records.run(self.records.archive, session_id)
-        if live is not None:
-            live.archived = True
-
-    async def unarchive(self, session_id: str) -> None:
-        """Bring an archived session (live or saved) back: listed and writable again."""
-        await self._recorded(session_id)
-        await self.records.run(self.records.unarchive, session_id)
+        await self.records.run(self.records.set_archived, session_id, archived)
         if (live := self._live.get(session_id)) is not None:
-            live.archived = False
+            live.archived = archived
 
     async def rename(self, session_id: str, title: str) -> None:
         """Give a session (live or saved) a title; -32002 when it is archived."""
