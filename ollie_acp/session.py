@@ -23,7 +23,7 @@ from acp.schema import (
 
 from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.recorder import close_session
-from ollie_acp.options import MODES, backend_models, options_update
+from ollie_acp.options import backend_models, options_update
 from ollie_acp.updates import UpdateForwarder
 
 if TYPE_CHECKING:
@@ -168,9 +168,10 @@ class AcpSession:
 
     async def set_mode(self, mode: str, *, field_name: str = "modeId") -> None:
         """Switch the approval mode (`field_name` names the request's field in the error for an unknown one)."""
-        if mode not in MODES:
-            raise RequestError.invalid_params({field_name: f"unknown mode {mode!r} (one of {', '.join(MODES)})"})
-        self.core.set_approval(mode)
+        try:
+            self.core.set_approval(mode)
+        except ValueError as exc:  # checked as every front end's is: the engine names the modes
+            raise RequestError.invalid_params({field_name: str(exc)}) from None
 
     async def switch_agent(self, name: str) -> bool:
         """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""
