@@ -168,7 +168,8 @@ class OllieAgent:
             info = await self._records.run(self._record, session_id)
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
-        known = fork.Source(session_id, info, self._records.user, live_title=source.title if source else None,
+        known = fork.Source(session_id, info, self._records.user,
+                            live_title=source.recorder.title if source and source.recorder else None,
                             live_agent=source.core.agent_name if source else None)
         with store_errors(session_id):
             plan = await fork.plan(known, default_agent=self._agent)
@@ -252,7 +253,7 @@ class OllieAgent:
             await client.session_update(session_id=live_id, update=update)
 
         forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
-        live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client, title=title)
+        live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)
         core.approver = live.approve
         core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step

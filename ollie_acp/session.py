@@ -72,7 +72,6 @@ class AcpSession:
     core: AcpCore
     forwarder: UpdateForwarder
     client: Client
-    title: str = ""
     recorder: Recorder | None = None
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # One options sync at a time: a slow one (it lists agents and models) finished after a later one and left the
