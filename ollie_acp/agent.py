@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.errors import ConfigError, OllieError
 from ollie.mcp.config import ServerSpec, from_acp
-from ollie.paths import sessions_dir, tools_path
+from ollie.paths import session_dir, sessions_dir, tools_path
 from ollie.sessions import persist
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import ArchivedError, NotFoundError
@@ -140,7 +139,7 @@ class OllieAgent:
         # O(history): built in a thread, so the agent's other sessions do not wait for a long one's replay.
         session = live.core.session
         updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd, kind_of=_kinds(),
-                                          collapsed=dict(session.step_images))
+                                          collapsed=dict(session.step_images), outcomes=dict(session.step_outcomes))
         for update in updates:
             await self.client.session_update(session_id=live.id, update=update)
         response = LoadSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))
@@ -165,18 +164,15 @@ class OllieAgent:
         directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
         source = self._sessions.get(session_id)
-        info = await self._records.run(self._registry_get, session_id)
+        with store_errors(session_id):  # another user's is one not found; a store that is down says so
+            info = await self._records.run(self._record, session_id)
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
-        known = fork.Source(session_id, info, self._records.user, live_title=source.title if source else None,
+        known = fork.Source(session_id, info, self._records.user,
+                            live_title=source.recorder.title if source and source.recorder else None,
                             live_agent=source.core.agent_name if source else None)
-        try:
-            with store_errors(session_id):
-                plan = await fork.plan(known, default_agent=self._agent)
-        except persist.SessionFileNotFoundError:
-            raise RequestError.resource_not_found(session_id) from None
-        except (ValueError, persist.SessionFileError) as exc:
-            raise RequestError.invalid_params({"sessionId": str(exc)}) from None
+        with store_errors(session_id):
+            plan = await fork.plan(known, default_agent=self._agent)
         live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
         live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
@@ -197,7 +193,7 @@ class OllieAgent:
         if not known:
             raise RequestError.resource_not_found(session_id)
         # A record that cannot be read is no licence to open the session as one's own.
-        info = await self._refuse_archived(session_id, self._record)
+        info = await self._refuse_archived(session_id)
         owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "", mcp=specs, owner=owner)
@@ -257,7 +253,7 @@ class OllieAgent:
             await client.session_update(session_id=live_id, update=update)
 
         forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
-        live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client, title=title)
+        live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)
         core.approver = live.approve
         core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
@@ -310,8 +306,10 @@ class OllieAgent:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
         # Archived by another client (the daemon, another window) since it was opened here: the archive wins, as at a
-        # load, and nothing runs (its turn would go into an archived session).
-        await self._refuse_archived(session_id, self._registry_get)
+        # load, and nothing runs (its turn would go into an archived session). As the daemon checks, through its record.
+        if live.recorder is not None and await live.recorder.archived():
+            with store_errors(session_id):
+                raise ArchivedError(session_id)
         text = prompt_text(prompt, cwd=live.core.cwd)
         # Megabytes of base64 are decoded in a thread, not on the event loop; a prompt without images needs no hop.
         pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
@@ -357,10 +355,10 @@ class OllieAgent:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
 
-    async def _refuse_archived(self, session_id: str, read: Callable[[str], Info | None]) -> Info | None:
-        """The session's record as `read` gives it; -32002 when it is archived (its turns would write to it)."""
+    async def _refuse_archived(self, session_id: str) -> Info | None:
+        """The session's record (None: it has none); -32002 when it is archived (its turns would write to it)."""
         with store_errors(session_id):
-            info = await self._records.run(read, session_id)
+            info = await self._records.run(self._record, session_id)
             if info is not None and info.archived:
                 raise ArchivedError(session_id)
         return info
@@ -370,12 +368,6 @@ class OllieAgent:
         try:
             return self._records.get(session_id)
         except NotFoundError:
-            return None
-
-    def _registry_get(self, session_id: str) -> Info | None:
-        try:
-            return self._records.get(session_id)
-        except OllieError:
             return None
 
 
@@ -389,12 +381,10 @@ def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
 
 async def _directory(cwd: str) -> Path:
     """The session's directory, its real path; -32602 naming `cwd` unless it is an existing absolute directory."""
-    path = Path(os.path.expanduser(cwd))  # `~nosuchuser` stays as written (Path.expanduser raises)
-    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
-    real = await asyncio.to_thread(lambda: path.resolve() if path.is_absolute() and path.is_dir() else None)
-    if real is None:
-        raise RequestError.invalid_params({"cwd": f"{cwd} is not an existing absolute directory"})
-    return real
+    try:
+        return await session_dir(cwd, absolute=True)
+    except ValueError as exc:
+        raise RequestError.invalid_params({"cwd": str(exc)}) from None
 
 
 def _saved_cwds(session_ids: list[str]) -> dict[str, str]:

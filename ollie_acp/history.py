@@ -9,8 +9,8 @@ from pathlib import Path
 from acp import text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
-from ollie.agent.history import named_images, typed_text
-from ollie.agent.steps import Diff, KindLookup, describe, inner_statuses, step_ids
+from ollie.agent.history import call_steps, named_images, typed_text
+from ollie.agent.steps import Diff, KindLookup
 from ollie.backend.images import shown
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
@@ -19,9 +19,11 @@ from ollie_acp.updates import Update, picture_block, shown_results, step_picture
 
 
 def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
-           collapsed: Mapping[str, Sequence[str]] | None = None) -> list[Update]:
-    """User and agent message chunks, thoughts, and every tool step with its final status and its result's images (as
-    live; those of a result that `collapsed`, the session's `step_images`, named), in order."""
+           collapsed: Mapping[str, Sequence[str]] | None = None,
+           outcomes: Mapping[str, Sequence[str]] | None = None) -> list[Update]:
+    """User and agent message chunks, thoughts, and every tool step with its final status (as the session's
+    `step_outcomes` keep it, as the daemon's history shows it) and its result's images (as live; those of a result
+    that `collapsed`, the session's `step_images`, named), in order."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     updates: list[Update] = []
     for message in messages:
@@ -38,20 +40,19 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
                 updates.append(AgentMessageChunk(session_update="agent_message_chunk",
                                                  content=text_block(message.content)))
             for call in message.tool_calls or []:
-                steps = describe(call.name, call.arguments, cwd, kind_of=kind_of)
-                ids = step_ids(call.id, len(steps))
                 answer = results.get(call.id)
                 result = answer.content if answer is not None else None
+                steps = call_steps(call, result, cwd, kind_of, (outcomes or {}).get(call.id))
+                if result is None:  # cut off before its result: no step of it is still running
+                    steps = [s.with_status("failed") for s in steps]
                 pictures = step_pictures(shown(answer.images)[0] if answer is not None and answer.images
-                                         else named_images((collapsed or {}).get(call.id, ())), len(ids))
-                statuses = list(inner_statuses(result, len(ids))) if result is not None else ["failed"] * len(ids)
-                diffs = _edit_diffs(call.name, call.arguments, len(ids))
-                texts = shown_results(result or "", statuses)
-                for step_id, step, status, diff, text, own in zip(ids, steps, statuses, diffs, texts, pictures,
-                                                                  strict=True):
-                    updates.append(tool_start(step_id, step, cwd=cwd, status=status, arguments=call.arguments))
-                    made = (diff,) if diff is not None and status == "completed" else ()
-                    updates.append(tool_result(step_id, status, text, made, cwd=cwd, pictures=own))
+                                         else named_images((collapsed or {}).get(call.id, ())), len(steps))
+                diffs = _edit_diffs(call.name, call.arguments, len(steps))
+                texts = shown_results(result or "", [s.status for s in steps])
+                for step, diff, text, own in zip(steps, diffs, texts, pictures, strict=True):
+                    updates.append(tool_start(step, cwd=cwd, status=step.status, arguments=call.arguments))
+                    made = (diff,) if diff is not None and step.status == "completed" else ()
+                    updates.append(tool_result(step.id, step.status, text, made, cwd=cwd, pictures=own))
     return updates
 
 

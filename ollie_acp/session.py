@@ -22,7 +22,8 @@ from acp.schema import (
 )
 
 from ollie.agent.agentswitch import AgentSwitchRefused
-from ollie_acp.options import MODES, backend_models, options_update
+from ollie.agent.recorder import close_session
+from ollie_acp.options import backend_models, options_update
 from ollie_acp.updates import UpdateForwarder
 
 if TYPE_CHECKING:
@@ -71,7 +72,6 @@ class AcpSession:
     core: AcpCore
     forwarder: UpdateForwarder
     client: Client
-    title: str = ""
     recorder: Recorder | None = None
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # One options sync at a time: a slow one (it lists agents and models) finished after a later one and left the
@@ -91,21 +91,21 @@ class AcpSession:
         return self.core.approval
 
     async def approve(self, what: str) -> bool:
-        """The Core's elevation approver: the client is asked, on the tool call of the step that runs `what`."""
+        """The Core's elevation approver: asked as a step question that covers leaving the sandbox, on the tool call of
+        the step that runs `what` (its own title and kind, which say it leaves the sandbox), else on a card of its own."""
+        from ollie.agent.approval import StepQuestion
         from ollie.tools.execute import elevation
 
-        await self.forwarder.drained()  # the step being asked about is on the client first
         self._asks += 1
-        step = elevation.step_of(what)  # a batch's own step: the last one shown named them all
-        # On the step's own tool call: its own title and kind (which say it leaves the sandbox), not a generic one
-        # that renamed the step in the client's list for good.
-        step_id, kind, title = step if step else (f"elevate-{self._asks}", "execute", "Run outside the sandbox")
-        tool_call = ToolCallUpdate(tool_call_id=step_id, title=title, kind=kind, status="pending",
-                                   content=[tool_content(text_block(what))])
-        return await self._ask(tool_call, OUTSIDE_OPTIONS, ends=step is None) == "allow_once"
+        # A batch's own step: the last one shown named them all.
+        step = elevation.step_of(what)
+        step_id, kind, title = step or (f"elevate-{self._asks}", "execute", "Run outside the sandbox")
+        answer = await self.approve_step(StepQuestion(step_id, kind, title, outside=(what,)), own_card=step is None)
+        return answer.outcome == "allow_once"
 
-    async def approve_step(self, question: StepQuestion) -> Answer:
-        """The Core's step approver (approval mode questions): session/request_permission; no feedback text."""
+    async def approve_step(self, question: StepQuestion, *, own_card: bool = False) -> Answer:
+        """The Core's step approver (approval mode questions): session/request_permission; no feedback text.
+        `own_card`: the question is no step's (an elevation no step names), its card ends with the answer."""
         from ollie.agent.approval import Answer
 
         covers = question.always_label()
@@ -130,7 +130,7 @@ class AcpSession:
         options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS if server
                    else OUTSIDE_OPTIONS if question.outside else PERMISSION_OPTIONS)
         # A connection's or a server's question is no step: its card ends with the answer.
-        choice = await self._ask(tool_call, options, ends=question.network is not None or server)
+        choice = await self._ask(tool_call, options, ends=question.network is not None or server or own_card)
         if choice == "reject_always":
             self.rejected_always.add(covers)
         return Answer(choice if choice in ("allow_once", "allow_session", "allow_always") else "reject")  # type: ignore[arg-type]
@@ -167,9 +167,10 @@ class AcpSession:
 
     async def set_mode(self, mode: str, *, field_name: str = "modeId") -> None:
         """Switch the approval mode (`field_name` names the request's field in the error for an unknown one)."""
-        if mode not in MODES:
-            raise RequestError.invalid_params({field_name: f"unknown mode {mode!r} (one of {', '.join(MODES)})"})
-        self.core.set_approval(mode)
+        try:
+            self.core.set_approval(mode)
+        except ValueError as exc:  # checked as every front end's is: the engine names the modes
+            raise RequestError.invalid_params({field_name: str(exc)}) from None
 
     async def switch_agent(self, name: str) -> bool:
         """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""
@@ -269,20 +270,9 @@ class AcpSession:
             logger.info("could not tell the client: %s", exc)
 
     async def close(self) -> None:
-        """Interrupt, save, end the tools; then the last updates and the record."""
-        try:
-            await self.core.close()
-        except Exception:
-            logger.exception("closing a session failed")
-        try:
-            from ollie.sessions import persist
-
-            await asyncio.to_thread(persist.release, self.core.session_id)
-        except Exception as exc:
-            logger.exception("releasing a session failed")
-            await self._tell(f"⚠ {exc}")
-        if self.recorder is not None:
-            await self.recorder.close()
+        """Interrupt, save, end the tools, the record; then the last updates."""
+        if problem := await close_session(self.core, self.recorder):
+            await self._tell(f"⚠ {problem}")
         await self.forwarder.stop()
 
 

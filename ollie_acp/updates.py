@@ -38,7 +38,7 @@ from acp.schema import (
 
 from ollie import beneath
 from ollie.agent.events import Event
-from ollie.agent.steps import Diff, Location, ToolState, ToolStep
+from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
 from ollie.backend import images
 
@@ -76,10 +76,9 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
     return entries
 
 
-def tool_start(step_id: str, step: ToolStep, *, cwd: Path, status: str = "pending",
-               arguments: str = "") -> ToolCallStart:
+def tool_start(step: ToolState, *, cwd: Path, status: str = "pending", arguments: str = "") -> ToolCallStart:
     """The `tool_call` update opening one step: its locations absolute, the call's `arguments` as its raw input."""
-    return start_tool_call(step_id, step.title, kind=step.kind, status=status,  # type: ignore[arg-type]
+    return start_tool_call(step.id, step.title, kind=step.kind, status=status,  # type: ignore[arg-type]
                            locations=[ToolCallLocation(path=str(cwd / loc.path), line=loc.line)
                                       for loc in step.locations],
                            raw_input=raw_input(arguments))
@@ -232,8 +231,7 @@ class UpdateForwarder:
         self._open[event.tool.id] = [s.id for s in steps]
         for step in steps:
             # The model's arguments of the whole call (a batch's inner steps share them).
-            await self._send(tool_start(step.id, ToolStep(step.kind, step.title, step.locations),
-                                        cwd=self._core.cwd, arguments=event.content))
+            await self._send(tool_start(step, cwd=self._core.cwd, arguments=event.content))
             await self._send(update_tool_call(step.id, status="in_progress"))
 
     async def _output(self, event: Event) -> None:

@@ -18,6 +18,7 @@ from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
+from ollie.paths import session_dir
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
@@ -51,7 +52,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer, collect_and_freeze
-from ollie_lsp.sessions import LiveSession, SubmitHandle, resolve_cwd
+from ollie_lsp.sessions import LiveSession, SubmitHandle
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange
@@ -452,7 +453,8 @@ async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
 async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
     """Start another session (its own Core)."""
     kind = check_kind(p.kind or "chat")
-    cwd = await resolve_cwd(p.cwd) if p.cwd else None
+    with invalid_params("cwd"):  # the client's choice; a relative one from the daemon's directory
+        cwd = await session_dir(p.cwd) if p.cwd else None
     with invalid_params("agent", ConfigError):
         live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)
     # Its objects frozen now, while new (~1 ms): else 50 new sessions were one full pass of 30 ms in their first turns.
@@ -501,14 +503,14 @@ async def session_rename(ls: OllieServer, p: SessionRenameParams) -> dict[str, A
 @method("ollie/session/archive", SessionIdParams)
 async def session_archive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Archive a session: kept, but read-only and out of the default list."""
-    await ls.table.archive(p.session)
+    await ls.table.set_archived(p.session, True)
     return {}
 
 
 @method("ollie/session/unarchive", SessionIdParams)
 async def session_unarchive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Bring an archived session back: listed by default and writable again."""
-    await ls.table.unarchive(p.session)
+    await ls.table.set_archived(p.session, False)
     return {}
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -386,7 +385,6 @@ class SessionTable:
         (None: all it saved); the source is left as it is, and so are the workspace's files (PROTOCOL.md)."""
         from ollie.agent import fork  # the engine: kept off the start-up path
 
-        persist = await asyncio.to_thread(_session_store)
         source = self._live.get(session_id)
         await self._recorded(session_id)  # a live one never prompted has its record written, to be read here
         info = await self.records.run(self.records.get, session_id)
@@ -399,10 +397,6 @@ class SessionTable:
                 plan = await fork.plan(known, default_agent=self.defaults.agent, turn=turn)
         except fork.ForkTurnError as exc:
             raise InvalidParams(f"{exc.field}: {exc}") from None
-        except persist.SessionFileNotFoundError:
-            raise SessionNotFound(session_id) from None
-        except (ValueError, persist.SessionFileError) as exc:
-            raise InvalidParams(f"session: {exc}") from None
         # Where the source works (a saved one's directory may be gone: then the workspace folder). Never a teammate's
         # saved directory: her log says it, and the fork's steps would write there with this user's rights.
         where = source.core.cwd if source else plan.source.cwd
@@ -465,20 +459,13 @@ class SessionTable:
         """The sessions running now."""
         return list(self._live.values())
 
-    async def archive(self, session_id: str) -> None:
-        """Archive a session (live or saved); a live one stays readable but refuses writes."""
-        live = self._live.get(session_id)
+    async def set_archived(self, session_id: str, archived: bool) -> None:
+        """Archive a session (live or saved: a live one stays readable but refuses writes), or bring one back (listed
+        and writable again)."""
         await self._recorded(session_id)
-        await self.records.run(self.records.archive, session_id)
-        if live is not None:
-            live.archived = True
-
-    async def unarchive(self, session_id: str) -> None:
-        """Bring an archived session (live or saved) back: listed and writable again."""
-        await self._recorded(session_id)
-        await self.records.run(self.records.unarchive, session_id)
+        await self.records.run(self.records.set_archived, session_id, archived)
         if (live := self._live.get(session_id)) is not None:
-            live.archived = False
+            live.archived = archived
 
     async def rename(self, session_id: str, title: str) -> None:
         """Give a session (live or saved) a title; -32002 when it is archived."""
@@ -498,17 +485,10 @@ class SessionTable:
         await self._shut(live)
 
     async def _shut(self, live: LiveSession) -> None:
-        try:
-            await live.core.close()
-        except Exception:
-            logger.exception("closing a session failed", extra={"session": live.id})
-        try:  # its last rounds stored and its lease (a database store's) given up
-            await asyncio.to_thread(_session_store().release, live.id)
-        except Exception as exc:
-            logger.exception("releasing a session failed", extra={"session": live.id})
-            self.notify_problem(f"ollie: {_message(exc)}")
-        if live.recorder is not None:
-            await live.recorder.close()
+        from ollie.agent.recorder import close_session  # the engine: loaded with the session
+
+        if problem := await close_session(live.core, live.recorder):
+            self.notify_problem(f"ollie: {problem}")
         try:
             await live.forwarder.stop()
             await live.progress.settled(timeout=PROGRESS_SETTLE_S)
@@ -536,13 +516,3 @@ def _unmoved(cwd: Path) -> Path | None:
     except OSError:
         return None
 
-
-async def resolve_cwd(path: str) -> Path:
-    """An existing directory for session/new (the client's choice; a relative `path` from the daemon's), -32602
-    naming `cwd` otherwise. ollie/setCwd's is the engine's to walk (`Setup.set_cwd`)."""
-    candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written
-    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
-    real = await asyncio.to_thread(lambda: candidate.resolve() if candidate.is_dir() else None)
-    if real is None:
-        raise InvalidParams(f"cwd: {path} is not an existing directory")
-    return real

@@ -98,3 +98,17 @@ def sandbox_file() -> Path:
     except OSError:
         present = True  # unreadable is not absent: loading it then fails, naming the file, instead of falling back
     return user if present else bundled("sandbox.yaml")
+
+
+async def session_dir(path: str, *, absolute: bool = False) -> Path:
+    """The real path of the existing directory a client names for a session (a relative one from the process's, unless
+    `absolute`); ValueError saying why not."""
+    import asyncio
+
+    candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written (Path.expanduser raises)
+    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
+    real = await asyncio.to_thread(
+        lambda: candidate.resolve() if (candidate.is_absolute() or not absolute) and candidate.is_dir() else None)
+    if real is None:
+        raise ValueError(f"{path} is not an existing {'absolute ' if absolute else ''}directory")
+    return real

@@ -222,6 +222,21 @@ async def test_under_ask_an_elevated_step_is_one_question(start_agent, llm, answ
     assert (agent.workspace / "elevated.txt").exists() is runs
 
 
+async def test_an_elevation_alone_is_asked_as_the_question_that_covers_one_under_ask(start_agent, llm) -> None:
+    # Under `auto` the elevation was asked its own way (the bare code, no title); now as the step question is.
+    code = "echo out > elevated.txt"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": True}]})), Reply.text("ok"))
+    agent = await start_agent(env=llm.env(approval="auto"))
+    sid = await agent.new()
+    agent.client.permission_answers = ["allow_once"]
+    await agent.prompt(sid, "write it outside the sandbox")
+    (tool_call, options), = agent.client.permission_requests
+    assert tool_call.title == f"Run `{code}` outside the sandbox"
+    assert tool_call.content[0].content.text == f"{tool_call.title}\nruns outside the sandbox:\n{code}"
+    assert [o.kind for o in options] == ["allow_once", "reject_once"]
+    assert (agent.workspace / "elevated.txt").exists()
+
+
 @pytest.mark.parametrize("approval", ["auto", "ask"])
 async def test_each_elevated_call_of_a_batch_is_asked_on_its_own_tool_call(start_agent, llm, approval) -> None:
     # Under `auto` each elevation question went to the batch's last tool call: the second step showed the first's code.

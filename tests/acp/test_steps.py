@@ -121,3 +121,29 @@ async def test_a_call_id_the_model_repeats_or_spells_oddly_is_a_new_card(start_a
     results = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
     assert calls == results == ids, (calls, results)
     assert all((agent.workspace / f"{n}.txt").read_text() == f"{n}\n" for n in "bcd")
+
+
+async def test_a_replayed_edit_points_at_the_line_it_changed_as_live(start_agent, llm) -> None:
+    # The replay read each step's status from the result's text again, not what the session kept of how it ended (the
+    # daemon's history does): an edit's card lost the line the live one was given.
+    edit = {"tool": "file_edit", "args": ["app.py", "c = 3", "c = 4"]}
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [edit]})), Reply.text("done"))
+    agent = await start_agent(env=llm.env())
+    (agent.workspace / "app.py").write_text("a = 1\nb = 2\nc = 3\n")
+    sid = await agent.new()
+    await agent.conn.set_session_mode(mode_id="auto", session_id=sid)
+    assert (await agent.prompt(sid, "edit")).stop_reason == "end_turn"
+
+    def pointed(since: int = 0) -> dict[str, list[tuple[str, int | None]]]:
+        where: dict[str, list[tuple[str, int | None]]] = {}
+        for s, u in agent.client.updates[since:]:
+            if s == sid and u.session_update in ("tool_call", "tool_call_update") and u.locations:
+                where[u.tool_call_id] = [(loc.path, loc.line) for loc in u.locations]
+        return where
+
+    live = pointed()
+    assert list(live.values()) == [[(str(agent.workspace / "app.py"), 3)]], live
+    await agent.conn.close_session(session_id=sid)
+    before = len(agent.client.updates)
+    await agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[])
+    assert pointed(before) == live

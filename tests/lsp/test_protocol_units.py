@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from ollie.agent.events import Bus, Event
+from ollie.paths import session_dir
 from ollie.sessions.types import first_words
 from ollie_lsp.editor import OpenDocument, context_labels, display_path, is_command, with_context
 from ollie_lsp.errors import InvalidParams
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.options import parse_init_options
 from ollie_lsp.params import EditorContext, SessionListParams, SubmitParams, parse
-from ollie_lsp.sessions import resolve_cwd
 from tests.stalls import StalledWalk
 
 
@@ -302,6 +302,6 @@ async def test_session_new_walks_its_cwd_off_the_loop(tmp_path, monkeypatch):
     work = tmp_path / "nfs"
     work.mkdir()
     stall = StalledWalk(monkeypatch, work)
-    assert await stall.walked_off_the_loop(resolve_cwd(str(work))) == work
-    with pytest.raises(InvalidParams, match="cwd: .* is not an existing directory"):
-        await resolve_cwd(str(tmp_path / "gone"))
+    assert await stall.walked_off_the_loop(session_dir(str(work))) == work
+    with pytest.raises(ValueError, match=".* is not an existing directory"):
+        await session_dir(str(tmp_path / "gone"))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ollie.agent import agentswitch
 from ollie.paths import agents_dirs, sessions_dir
 from ollie.sessions import persist
+from ollie.sessions.errors import InvalidSessionError, NotFoundError
 
 if TYPE_CHECKING:
     from ollie.sessions.session import Session
@@ -64,7 +65,8 @@ async def plan(source: Source, *, default_agent: str, turn: int | None = None) -
     titled "<title> (fork)".
 
     Its agent is the source's, unless a teammate's session runs an agent without a sandbox (the owner's choice is no
-    licence for this user's steps): then `default_agent`. Raises persist's errors when the log cannot be read.
+    licence for this user's steps): then `default_agent`. NotFoundError when it saved no log, InvalidSessionError
+    when its log cannot be read.
     """
     if source.running:  # the turns that ended: the running one's prompt and steps are a turn with no reply
         ended = source.running - 1
@@ -73,7 +75,12 @@ async def plan(source: Source, *, default_agent: str, turn: int | None = None) -
         if turn is not None and turn > ended:
             raise ForkTurnError(f"turn {turn} has not ended: session {source.session_id} runs turn {source.running}")
         turn = turn or ended
-    saved = await asyncio.to_thread(persist.load, sessions_dir(), source.session_id)
+    try:
+        saved = await asyncio.to_thread(persist.load, sessions_dir(), source.session_id)
+    except persist.SessionFileNotFoundError:
+        raise NotFoundError(source.session_id) from None
+    except (ValueError, persist.SessionFileError) as exc:  # a malformed id, a log this ollie cannot read
+        raise InvalidSessionError(str(exc)) from None
     cut_at_turn(saved, turn)
     info = source.info
     # The record has the title the first prompt gave (the engine's recorder); a live one's own when unrecorded.

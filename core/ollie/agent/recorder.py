@@ -13,7 +13,7 @@ from ollie.sessions.errors import SessionError
 from ollie.sessions.types import Channel, Info, Kind, Request, Scope, TurnResult, os_user, prompt_title
 
 if TYPE_CHECKING:
-    from ollie.agent.surface import SessionView
+    from ollie.agent.surface import FrontEndCore, SessionView
     from ollie.sessions.registry import Registry
     from ollie.sessions.session import Session
 
@@ -249,3 +249,23 @@ async def record(
     recorder = Recorder(core, channel=channel, registry=registry, user=user, io=io)
     await recorder.open(kind=kind, title=title, fresh=fresh)
     return recorder
+
+
+async def close_session(core: FrontEndCore, recorder: Recorder | None) -> str | None:
+    """Close a front end's session: interrupt, save, end its tools, store what is queued and give up its lease, then
+    its record; what to tell the user when the store did not take its last rounds (else None)."""
+    from ollie.sessions import persist
+
+    try:
+        await core.close()  # its last save: a failure is an `error` event, still forwarded
+    except Exception:
+        log.exception("closing a session failed", extra={"session": core.session_id})
+    problem = None
+    try:
+        await asyncio.to_thread(persist.release, core.session_id)
+    except Exception as exc:
+        log.exception("releasing a session failed", extra={"session": core.session_id})
+        problem = str(exc) or type(exc).__name__
+    if recorder is not None:
+        await recorder.close()
+    return problem

@@ -128,23 +128,13 @@ async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tup
         yield core, events
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-        await core.close()  # its last save: a failure is an `error` event, still rendered
+        from ollie.agent.recorder import close_session
+
+        problem = await close_session(core, recorder)
         await events.close()
-        await _release(core.session_id, renderer)
-        if recorder is not None:
-            await recorder.close()
-
-
-async def _release(session_id: str, renderer: Renderer) -> None:
-    """Store what is still queued (OLLIE_STORE writes in the background); say so when that failed."""
-    from ollie.sessions import persist
-    from ollie.sessions.errors import NotSavedError
-
-    try:
-        await asyncio.to_thread(persist.release, session_id)
-    except NotSavedError as exc:
-        renderer.end_line()
-        print(printable(f"ollie: {exc}"), file=sys.stderr)
+        if problem:  # OLLIE_STORE writes in the background: the last rounds it did not take
+            renderer.end_line()
+            print(printable(f"ollie: {problem}"), file=sys.stderr)
 
 
 async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:

@@ -65,15 +65,10 @@ class UserRecords:
         with self._errors(session_id, ""):
             self.registry.rename(self.scope, session_id, title)
 
-    def archive(self, session_id: str) -> None:
-        """Archive a session (idempotent)."""
+    def set_archived(self, session_id: str, archived: bool) -> None:
+        """Archive a session, or bring an archived one back (idempotent)."""
         with self._errors(session_id, ""):
-            self.registry.archive(self.scope, session_id)
-
-    def unarchive(self, session_id: str) -> None:
-        """Bring an archived session back (idempotent)."""
-        with self._errors(session_id, ""):
-            self.registry.unarchive(self.scope, session_id)
+            (self.registry.archive if archived else self.registry.unarchive)(self.scope, session_id)
 
     def live_elsewhere(self, session_ids: list[str]) -> dict[str, str]:
         """Of these sessions, those another process runs now: id -> "<host> (pid N)" (OLLIE_STORE's leases, and
