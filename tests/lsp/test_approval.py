@@ -284,6 +284,20 @@ async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(sta
     assert not (work / "pwned.txt").exists()
 
 
+@pytest.mark.parametrize("approval", ["read-only", "ask"])
+async def test_a_pipe_stage_in_another_language_is_no_reader_whatever_its_text(start_daemon, llm, approval):
+    """A `pipe` stage's text was judged as a shell line whatever its language: a perl stage that reads as a `printf`
+    line ran unasked (in read-only mode too), under the writable policy (only bash stages read in the reading
+    sandbox), and wrote the workspace."""
+    stages = [{"code": 'printf "%s", system "touch made.txt"', "language": "perl"}]
+    llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
+    daemon = await start_daemon(env=llm.env(approval=approval))
+    asked = answer_with(daemon, ["Reject"])
+    assert await submit(daemon, "pipe") == "piped"
+    assert not (daemon.workspace / "made.txt").exists(), last_tool_result(llm)
+    assert len(asked) == (approval == "ask"), last_tool_result(llm)
+
+
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
     daemon = await start_daemon(env=llm.env(approval=""))
     commands = (await daemon.request("ollie/listCommands", {}))["commands"]

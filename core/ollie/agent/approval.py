@@ -22,7 +22,8 @@ from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKin
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
-from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
+from ollie.tools.execute.args import (ArgumentError, CallRequest, CodeRequest, CodeStep, PipeRequest, ScriptCall,
+                                      parse_request)
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import outside_parts
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
@@ -336,12 +337,11 @@ class ApprovalGate:
             elif isinstance(request, CallRequest):
                 plan.script = request.calls[n]
             elif isinstance(request, CodeRequest):
-                plan.commands = [s.code if s.language.name == "bash" else s.language.name
-                                 for s in request.code_steps()]
+                plan.commands = [_judged(s) for s in request.code_steps()]
                 plan.question = attrs.evolve(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
-                plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
+                plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
                                  for s in request.stages
                                  if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS)]
             script = plan.script
@@ -353,6 +353,12 @@ class ApprovalGate:
                 plan.question = attrs.evolve(plan.question, prefix=command_prefix(pending[0]) if pending else "")
             plans.append(plan)
         return plans
+
+
+def _judged(step: CodeStep) -> str:
+    """The command line a code step is judged as: a bash step's text; another language's name (a perl stage reading as
+    `printf "%s", system "..."` is no shell line)."""
+    return step.code if step.language.name == "bash" else step.language.name
 
 
 async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
