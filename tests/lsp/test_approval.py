@@ -239,6 +239,19 @@ async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_da
     assert "1 a.sh" in last_tool_result(llm), last_tool_result(llm)
 
 
+async def test_a_search_for_a_path_the_workspace_names_as_an_option_runs_nothing(start_daemon, llm):
+    """`file_grep` searches unasked in every mode; its path went to ripgrep after the pattern with no `--`, so a clone's
+    file named `--pre=sh`, searched as `--path=--pre=sh`, made ripgrep run `sh` on every file, and wrote."""
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_grep", "args": ["RAN", "--path=--pre=sh"]}]})),
+               Reply.text("searched"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    (daemon.workspace / "--pre=sh").write_text("RAN here\n")
+    (daemon.workspace / "a.sh").write_text("touch pwned.txt\n")
+    assert await submit(daemon, "search") == "searched"
+    assert not (daemon.workspace / "pwned.txt").exists(), last_tool_result(llm)
+    assert "RAN here" in last_tool_result(llm), last_tool_result(llm)  # the file named so is searched, as a file
+
+
 def plant_fsmonitor_clone(work: Path) -> Path:
     """Make `work` a hostile clone: its `.git/config` names a core.fsmonitor program that writes `pwned.txt` there
     (git runs it for `git status`)."""
