@@ -285,6 +285,20 @@ async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_
         assert (work / "made.txt").exists()
 
 
+async def test_stderr_joined_to_stdout_makes_no_reader_write(start_daemon, llm):
+    """The approval read a line with its `2>&1` cut out, the server the line itself: `printf 'x'2>&1y` (bash's
+    `printf x2 >&1y`, which writes the file `1y`) passed as `printf 'x'y` and ran unasked, in read-only mode too, under
+    the writable policy; and `git status 2>&1`, a reader to the approval, ran there too (the clone's fsmonitor wrote)."""
+    llm.script(run("printf 'planted'2>&1x"), Reply.text("1"), run("git status --short 2>&1"), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    work = plant_fsmonitor_clone(daemon.workspace)
+    assert await submit(daemon, "1") == "1"
+    assert "read-only" in last_tool_result(llm) and not (work / "1x").exists(), last_tool_result(llm)
+    assert await submit(daemon, "2") == "2"
+    assert "?? a.txt" in last_tool_result(llm), last_tool_result(llm)  # a reader still, run unasked
+    assert not (work / "pwned.txt").exists()
+
+
 async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(start_daemon, llm):
     """A `pipe` whose stages are `file_read` and `git status` runs unasked, like the readers it is made of; it ran under
     the session's writable policy (a script stage made it no call of readers), so the clone's fsmonitor wrote."""

@@ -27,7 +27,7 @@ from ollie.tools.execute.args import (ArgumentError, CallRequest, CodeRequest, C
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import outside_parts
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_only_command
+from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_only_command, without_stderr_joined
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
@@ -139,7 +139,7 @@ def check_mode(mode: object) -> str:
 def _covered(code: str, always: set[str]) -> bool:
     """Whether "Allow always" rules cover `code`: each of its piped parts only reads or starts with an allowed
     prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command)."""
-    line = code.strip().replace("2>&1", "")  # `pytest 2>&1 | tail` is still pytest's
+    line = without_stderr_joined(code)  # `pytest 2>&1 | tail` is still pytest's
     if not line or SHELL_SYNTAX.search(line):
         return False
     return all(is_read_only_command(part) or f"command:{command_prefix(part)}" in always for part in line.split("|"))
