@@ -325,6 +325,24 @@ async def test_a_pipe_stage_in_another_language_is_no_reader_whatever_its_text(s
     assert len(asked) == (approval == "ask"), last_tool_result(llm)
 
 
+async def test_read_only_refuses_what_an_always_answer_allowed_before(start_daemon, llm):
+    """"Allow always" for edits and for `touch` in `ask`; then the user switches to read-only to plan: the model's edit
+    and `touch` ran unasked all the same (an "always" answer outranked the mode) and changed the workspace."""
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch made.txt"), Reply.text("2"),
+               edit("a.txt", "two", "three"), Reply.text("3"), run("touch again.txt"), Reply.text("4"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, ["Allow always", "Allow always"])
+    assert [await submit(daemon, n) for n in "12"] == ["1", "2"] and len(asked) == 2
+    await daemon.request("ollie/setApproval", {"approval": "read-only"})
+    assert await submit(daemon, "3") == "3"
+    assert "read-only" in last_tool_result(llm), last_tool_result(llm)
+    assert await submit(daemon, "4") == "4"
+    assert "read-only" in last_tool_result(llm), last_tool_result(llm)
+    assert (daemon.workspace / "a.txt").read_text() == "two\n" and not (daemon.workspace / "again.txt").exists()
+    assert len(asked) == 2
+
+
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
     daemon = await start_daemon(env=llm.env(approval=""))
     commands = (await daemon.request("ollie/listCommands", {}))["commands"]

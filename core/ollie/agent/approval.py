@@ -22,8 +22,7 @@ from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKin
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
-from ollie.tools.execute.args import (ArgumentError, CallRequest, CodeRequest, CodeStep, PipeRequest, ScriptCall,
-                                      parse_request)
+from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import outside_parts
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
@@ -32,6 +31,7 @@ from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_on
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.documents import EditorDocuments
+    from ollie.tools.execute.args import CodeStep
 
 T = TypeVar("T")
 # "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
@@ -305,7 +305,7 @@ class ApprovalGate:
         kind = plan.question.kind
         if kind in NEVER_ASK:
             return False
-        always = set(self._always())
+        always = set(self._always()) if mode != "read-only" else set()  # read-only changes nothing, "always" or not
         if kind in EDIT_KINDS:
             return mode in ("ask", "read-only") and f"kind:{kind}" not in always
         if plan.script is not None and plan.script.tool in STATE_TOOLS:
