@@ -343,6 +343,19 @@ async def test_read_only_refuses_what_an_always_answer_allowed_before(start_daem
     assert len(asked) == 2
 
 
+async def test_a_pipes_and_a_tool_scripts_question_shows_the_whole_of_what_runs(start_daemon, llm):
+    """An `execute_code` question carries its programs whole; a `pipe`'s carried only its title, each stage's first
+    line cut at 60 characters: `cat README.md …` was all the user saw of a stage that went on to `touch made.txt`."""
+    stages = [{"code": "cat a.txt\ntouch made.txt"}, {"code": "tail -n 1"}]
+    llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, ["Reject"])
+    assert await submit(daemon, "pipe") == "piped"
+    assert len(asked) == 1 and "touch made.txt" in asked[0].message, asked
+    assert not (daemon.workspace / "made.txt").exists()
+
+
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
     daemon = await start_daemon(env=llm.env(approval=""))
     commands = (await daemon.request("ollie/listCommands", {}))["commands"]

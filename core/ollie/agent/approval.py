@@ -344,6 +344,9 @@ class ApprovalGate:
                 plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
                                  for s in request.stages
                                  if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS)]
+                # Whole, as an execute_code step's: the title shows each stage's first line, cut.
+                plan.question = attrs.evolve(plan.question, code="\n\n".join(
+                    shlex.join([s.tool, *s.args]) if isinstance(s, ScriptCall) else s.code for s in request.stages))
             script = plan.script
             if (script is not None and plan.question.kind not in EDIT_KINDS | NEVER_ASK
                     and script.tool not in BUILTIN_KINDS):
