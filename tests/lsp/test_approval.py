@@ -343,7 +343,7 @@ async def test_read_only_refuses_what_an_always_answer_allowed_before(start_daem
     assert len(asked) == 2
 
 
-async def test_a_pipes_and_a_tool_scripts_question_shows_the_whole_of_what_runs(start_daemon, llm):
+async def test_a_pipes_question_shows_the_whole_of_what_runs(start_daemon, llm):
     """An `execute_code` question carries its programs whole; a `pipe`'s carried only its title, each stage's first
     line cut at 60 characters: `cat README.md …` was all the user saw of a stage that went on to `touch made.txt`."""
     stages = [{"code": "cat a.txt\ntouch made.txt"}, {"code": "tail -n 1"}]
