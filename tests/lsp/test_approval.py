@@ -89,6 +89,20 @@ async def test_allow_always_covers_the_kind_and_the_command_prefix(start_daemon,
     assert not (ws / "gone").exists() and (ws / "x4").exists()
 
 
+async def test_allow_always_allows_only_the_prefix_it_names(start_daemon, llm):
+    """A step of two programs, `touch made.txt` then `rm -f keep.txt`, offered "Allow always" for `touch` commands;
+    the answer also allowed `rm` for the session: the next `rm -f keep.txt` ran unasked."""
+    steps = [{"code": "touch made.txt"}, {"code": "rm -f nothing.txt"}]
+    llm.script(Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("1"), run("rm -f keep.txt"),
+               Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    (daemon.workspace / "keep.txt").write_text("kept\n")
+    asked = answer_with(daemon, ["Allow always", "Reject"])
+    assert [await submit(daemon, n) for n in "12"] == ["1", "2"]
+    assert "`touch` commands" in asked[0].message and (daemon.workspace / "made.txt").exists()
+    assert len(asked) == 2 and (daemon.workspace / "keep.txt").exists()
+
+
 async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
     """An execute_code step's question holds every line of its programs (`step.code`, and a plain client's message):
     its title shows the first line alone, so the user was asked to approve code they could not read."""

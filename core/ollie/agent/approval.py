@@ -317,7 +317,8 @@ class ApprovalGate:
     def _rules(self, plan: _Plan) -> list[str]:
         if plan.question.kind in EDIT_KINDS:
             return [f"kind:{plan.question.kind}"]
-        return [f"command:{command_prefix(c)}" for c in plan.commands if not is_read_only_command(c)]
+        # The one prefix the question named ("Allow always (`touch` commands)"), not every program's in the step.
+        return [f"command:{plan.question.prefix}"] if plan.question.prefix else []
 
     def _plans(self, call_id: str, tool: str, args: dict[str, Any]) -> list[_Plan]:
         cwd = self._cwd()
