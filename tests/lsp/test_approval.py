@@ -103,6 +103,20 @@ async def test_allow_always_allows_only_the_prefix_it_names(start_daemon, llm):
     assert len(asked) == 2 and (daemon.workspace / "keep.txt").exists()
 
 
+async def test_an_allowed_prefix_covers_no_line_that_sets_variables_first(start_daemon, llm):
+    """"Allow always" for `mkdir` commands; then `PATH=. mkdir d2`, whose prefix is `mkdir` too, ran unasked: the clone's
+    own `./mkdir` (any program: `LD_PRELOAD=./x.so mkdir` alike)."""
+    llm.script(run("mkdir d1"), Reply.text("1"), run("PATH=. mkdir d2"), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    planted = daemon.workspace / "mkdir"
+    planted.write_text("#!/bin/sh\necho pwned > pwned.txt\n")
+    planted.chmod(0o755)
+    asked = answer_with(daemon, ["Allow always", "Reject"])
+    assert [await submit(daemon, n) for n in "12"] == ["1", "2"]
+    assert (daemon.workspace / "d1").is_dir() and len(asked) == 2, last_tool_result(llm)
+    assert not (daemon.workspace / "pwned.txt").exists()
+
+
 async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
     """An execute_code step's question holds every line of its programs (`step.code`, and a plain client's message):
     its title shows the first line alone, so the user was asked to approve code they could not read."""

@@ -138,11 +138,13 @@ def check_mode(mode: object) -> str:
 
 def _covered(code: str, always: set[str]) -> bool:
     """Whether "Allow always" rules cover `code`: each of its piped parts only reads or starts with an allowed
-    prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command)."""
+    prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command) nor
+    variables set before it (`PATH=. mkdir` runs the workspace's `./mkdir`)."""
     line = without_stderr_joined(code)  # `pytest 2>&1 | tail` is still pytest's
     if not line or SHELL_SYNTAX.search(line):
         return False
-    return all(is_read_only_command(part) or f"command:{command_prefix(part)}" in always for part in line.split("|"))
+    return all(is_read_only_command(part) or (f"command:{command_prefix(part)}" in always
+                                              and not re.match(r"\s*[A-Za-z_]\w*=", part)) for part in line.split("|"))
 
 
 def command_prefix(code: str) -> str:
