@@ -280,6 +280,18 @@ async def test_a_search_for_a_path_the_workspace_names_as_an_option_runs_nothing
     assert "RAN here" in last_tool_result(llm), last_tool_result(llm)  # the file named so is searched, as a file
 
 
+async def test_less_with_the_workspaces_key_file_is_no_reader(start_daemon, llm):
+    """`less --lesskey-src=keys a.txt` passed as a reader, and a key file's `#env` section sets LESSOPEN: the clone's
+    shell line ran, unasked in read-only mode (in the reading sandbox), and its output stood for the file's."""
+    llm.script(run("less --lesskey-src=keys a.txt"), Reply.text("1"), run("less -Nk keys a.txt"), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    (daemon.workspace / "keys").write_text("#env\nLESSOPEN=|echo RAN-$((6 * 7)) %s\n")
+    (daemon.workspace / "a.txt").write_text("one\n")
+    for n in "12":
+        assert await submit(daemon, n) == n
+        assert "read-only" in last_tool_result(llm) and "RAN-42" not in last_tool_result(llm), last_tool_result(llm)
+
+
 def plant_fsmonitor_clone(work: Path) -> Path:
     """Make `work` a hostile clone: its `.git/config` names a core.fsmonitor program that writes `pwned.txt` there
     (git runs it for `git status`)."""

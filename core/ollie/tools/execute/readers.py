@@ -60,6 +60,8 @@ def is_read_only_command(code: str) -> bool:
                 return False
         elif (name not in READ_ONLY_COMMANDS
               or (name == "uniq" and len([w for w in words if not w.startswith("-")]) > 2)
-              or (name == "file" and {"-C", "--compile"} & set(words))):
-            return False  # `uniq IN OUT` writes OUT, `file -C` a compiled magic file
+              or (name == "file" and {"-C", "--compile"} & set(words))
+              or (name == "less" and any(re.match(r"-[a-zA-Z]*k|--lesskey", w) for w in words))):
+            # `uniq IN OUT` writes OUT, `file -C` a compiled magic file; a less key file's `#env` sets LESSOPEN
+            return False
     return True
