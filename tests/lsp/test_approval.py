@@ -396,6 +396,19 @@ async def test_a_pipes_question_shows_the_whole_of_what_runs(start_daemon, llm):
     assert not (daemon.workspace / "made.txt").exists()
 
 
+async def test_a_user_tool_scripts_question_shows_its_whole_command_line(start_daemon, llm):
+    """A user tool script's question showed only its title, the command line cut at 60 characters: the user allowed
+    `shout notes.txt "…` with a `--delete-everything` past the cut."""
+    from .test_steps import one, user_tool
+
+    user_tool("shout", "", "echo shout")
+    llm.script(Reply.tool_calls(one("shout", "notes.txt", "a" * 60, "--delete-everything")), Reply.text("asked"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    asked = answer_with(daemon, ["Reject"])
+    assert await submit(daemon, "go") == "asked"
+    assert len(asked) == 1 and "--delete-everything" in asked[0].message, asked[0].message
+
+
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):
     daemon = await start_daemon(env=llm.env(approval=""))
     commands = (await daemon.request("ollie/listCommands", {}))["commands"]

@@ -338,7 +338,9 @@ class ApprovalGate:
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
             elif isinstance(request, CallRequest):
-                plan.script = request.calls[n]
+                plan.script = call = request.calls[n]
+                if call.tool not in BUILTIN_KINDS:  # a user's script: its title cuts the command line at 60 characters
+                    plan.question = attrs.evolve(plan.question, code=shlex.join([call.tool, *call.args]))
             elif isinstance(request, CodeRequest):
                 plan.commands = [_judged(s) for s in request.code_steps()]
                 plan.question = attrs.evolve(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
