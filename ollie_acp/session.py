@@ -115,7 +115,7 @@ class AcpSession:
         note = ("runs outside the sandbox:\n" + "\n\n".join(question.outside) if question.outside
                 else f"(\"always\" covers {question.always_text()})")
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
-            tool_content(text_block(f"{question.title}\n{note}"))]
+            tool_content(text_block(f"{question.title}\n" + (f"{question.code}\n" if question.code else "") + note))]
         if question.diff is not None:
             content.insert(0, tool_diff_content(str(self.core.cwd / question.diff.path), question.diff.new_text or "",
                                                 question.diff.old_text))

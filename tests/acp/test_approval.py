@@ -206,6 +206,19 @@ async def test_allow_for_this_session_through_request_permission_lets_the_later_
         server.sock.close()
 
 
+async def test_a_steps_question_shows_its_program_whole(start_agent, llm) -> None:
+    """The question's card held the step's title, `Run `cat a.txt …``, and what "always" covers: a client showing no
+    raw input had the user allow a program whose next line, `touch made.txt`, they never saw."""
+    llm.script(run("cat a.txt\ntouch made.txt"), Reply.text("ok"))
+    agent = await start_agent(env=llm.env(approval="ask"))
+    sid = await agent.new()
+    agent.client.permission_answers = ["reject_once"]
+    await agent.prompt(sid, "look")
+    (tool_call, _), = agent.client.permission_requests
+    assert "cat a.txt\ntouch made.txt" in tool_call.content[0].content.text, tool_call.content
+    assert not (agent.workspace / "made.txt").exists()
+
+
 @pytest.mark.parametrize(("answer", "runs"), [("allow_once", True), ("reject_once", False)])
 async def test_under_ask_an_elevated_step_is_one_question(start_agent, llm, answer, runs) -> None:
     # It was two: the step's approval, then "Run outside the sandbox" for the same code.

@@ -89,6 +89,34 @@ async def test_allow_always_covers_the_kind_and_the_command_prefix(start_daemon,
     assert not (ws / "gone").exists() and (ws / "x4").exists()
 
 
+async def test_allow_always_allows_only_the_prefix_it_names(start_daemon, llm):
+    """A step of two programs, `touch made.txt` then `rm -f keep.txt`, offered "Allow always" for `touch` commands;
+    the answer also allowed `rm` for the session: the next `rm -f keep.txt` ran unasked."""
+    steps = [{"code": "touch made.txt"}, {"code": "rm -f nothing.txt"}]
+    llm.script(Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("1"), run("rm -f keep.txt"),
+               Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    (daemon.workspace / "keep.txt").write_text("kept\n")
+    asked = answer_with(daemon, ["Allow always", "Reject"])
+    assert [await submit(daemon, n) for n in "12"] == ["1", "2"]
+    assert "`touch` commands" in asked[0].message and (daemon.workspace / "made.txt").exists()
+    assert len(asked) == 2 and (daemon.workspace / "keep.txt").exists()
+
+
+async def test_an_allowed_prefix_covers_no_line_that_sets_variables_first(start_daemon, llm):
+    """"Allow always" for `mkdir` commands; then `PATH=. mkdir d2`, whose prefix is `mkdir` too, ran unasked: the clone's
+    own `./mkdir` (any program: `LD_PRELOAD=./x.so mkdir` alike)."""
+    llm.script(run("mkdir d1"), Reply.text("1"), run("PATH=. mkdir d2"), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    planted = daemon.workspace / "mkdir"
+    planted.write_text("#!/bin/sh\necho pwned > pwned.txt\n")
+    planted.chmod(0o755)
+    asked = answer_with(daemon, ["Allow always", "Reject"])
+    assert [await submit(daemon, n) for n in "12"] == ["1", "2"]
+    assert (daemon.workspace / "d1").is_dir() and len(asked) == 2, last_tool_result(llm)
+    assert not (daemon.workspace / "pwned.txt").exists()
+
+
 async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
     """An execute_code step's question holds every line of its programs (`step.code`, and a plain client's message):
     its title shows the first line alone, so the user was asked to approve code they could not read."""
@@ -241,6 +269,31 @@ async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_da
     assert "1 a.sh" in last_tool_result(llm), last_tool_result(llm)
 
 
+async def test_a_search_for_a_path_the_workspace_names_as_an_option_runs_nothing(start_daemon, llm):
+    """`file_grep` searches unasked in every mode; its path went to ripgrep after the pattern with no `--`, so a clone's
+    file named `--pre=sh`, searched as `--path=--pre=sh`, made ripgrep run `sh` on every file, and wrote."""
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_grep", "args": ["RAN", "--path=--pre=sh"]}]})),
+               Reply.text("searched"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    (daemon.workspace / "--pre=sh").write_text("RAN here\n")
+    (daemon.workspace / "a.sh").write_text("touch pwned.txt\n")
+    assert await submit(daemon, "search") == "searched"
+    assert not (daemon.workspace / "pwned.txt").exists(), last_tool_result(llm)
+    assert "RAN here" in last_tool_result(llm), last_tool_result(llm)  # the file named so is searched, as a file
+
+
+async def test_less_with_the_workspaces_key_file_is_no_reader(start_daemon, llm):
+    """`less --lesskey-src=keys a.txt` passed as a reader, and a key file's `#env` section sets LESSOPEN: the clone's
+    shell line ran, unasked in read-only mode (in the reading sandbox), and its output stood for the file's."""
+    llm.script(run("less --lesskey-src=keys a.txt"), Reply.text("1"), run("less -Nk keys a.txt"), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    (daemon.workspace / "keys").write_text("#env\nLESSOPEN=|echo RAN-$((6 * 7)) %s\n")
+    (daemon.workspace / "a.txt").write_text("one\n")
+    for n in "12":
+        assert await submit(daemon, n) == n
+        assert "read-only" in last_tool_result(llm) and "RAN-42" not in last_tool_result(llm), last_tool_result(llm)
+
+
 def plant_fsmonitor_clone(work: Path) -> Path:
     """Make `work` a hostile clone: its `.git/config` names a core.fsmonitor program that writes `pwned.txt` there
     (git runs it for `git status`)."""
@@ -274,6 +327,20 @@ async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_
         assert (work / "made.txt").exists()
 
 
+async def test_stderr_joined_to_stdout_makes_no_reader_write(start_daemon, llm):
+    """The approval read a line with its `2>&1` cut out, the server the line itself: `printf 'x'2>&1y` (bash's
+    `printf x2 >&1y`, which writes the file `1y`) passed as `printf 'x'y` and ran unasked, in read-only mode too, under
+    the writable policy; and `git status 2>&1`, a reader to the approval, ran there too (the clone's fsmonitor wrote)."""
+    llm.script(run("printf 'planted'2>&1x"), Reply.text("1"), run("git status --short 2>&1"), Reply.text("2"))
+    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    work = plant_fsmonitor_clone(daemon.workspace)
+    assert await submit(daemon, "1") == "1"
+    assert "read-only" in last_tool_result(llm) and not (work / "1x").exists(), last_tool_result(llm)
+    assert await submit(daemon, "2") == "2"
+    assert "?? a.txt" in last_tool_result(llm), last_tool_result(llm)  # a reader still, run unasked
+    assert not (work / "pwned.txt").exists()
+
+
 async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(start_daemon, llm):
     """A `pipe` whose stages are `file_read` and `git status` runs unasked, like the readers it is made of; it ran under
     the session's writable policy (a script stage made it no call of readers), so the clone's fsmonitor wrote."""
@@ -302,6 +369,64 @@ async def test_a_reading_less_runs_no_preprocessor_the_env_names(start_daemon, l
     assert "one" in told and "PREPROCESSED" not in told, told
     assert await submit(daemon, "make") == "made"
     assert "PREPROCESSED" in last_tool_result(llm), last_tool_result(llm)
+
+
+@pytest.mark.parametrize("approval", ["read-only", "ask"])
+async def test_a_pipe_stage_in_another_language_is_no_reader_whatever_its_text(start_daemon, llm, approval):
+    """A `pipe` stage's text was judged as a shell line whatever its language: a perl stage that reads as a `printf`
+    line ran unasked (in read-only mode too), under the writable policy (only bash stages read in the reading
+    sandbox), and wrote the workspace."""
+    stages = [{"code": 'printf "%s", system "touch made.txt"', "language": "perl"}]
+    llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
+    daemon = await start_daemon(env=llm.env(approval=approval))
+    asked = answer_with(daemon, ["Reject"])
+    assert await submit(daemon, "pipe") == "piped"
+    assert not (daemon.workspace / "made.txt").exists(), last_tool_result(llm)
+    assert len(asked) == (approval == "ask"), last_tool_result(llm)
+
+
+async def test_read_only_refuses_what_an_always_answer_allowed_before(start_daemon, llm):
+    """"Allow always" for edits and for `touch` in `ask`; then the user switches to read-only to plan: the model's edit
+    and `touch` ran unasked all the same (an "always" answer outranked the mode) and changed the workspace."""
+    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch made.txt"), Reply.text("2"),
+               edit("a.txt", "two", "three"), Reply.text("3"), run("touch again.txt"), Reply.text("4"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, ["Allow always", "Allow always"])
+    assert [await submit(daemon, n) for n in "12"] == ["1", "2"] and len(asked) == 2
+    await daemon.request("ollie/setApproval", {"approval": "read-only"})
+    assert await submit(daemon, "3") == "3"
+    assert "read-only" in last_tool_result(llm), last_tool_result(llm)
+    assert await submit(daemon, "4") == "4"
+    assert "read-only" in last_tool_result(llm), last_tool_result(llm)
+    assert (daemon.workspace / "a.txt").read_text() == "two\n" and not (daemon.workspace / "again.txt").exists()
+    assert len(asked) == 2
+
+
+async def test_a_pipes_question_shows_the_whole_of_what_runs(start_daemon, llm):
+    """An `execute_code` question carries its programs whole; a `pipe`'s carried only its title, each stage's first
+    line cut at 60 characters: `cat README.md …` was all the user saw of a stage that went on to `touch made.txt`."""
+    stages = [{"code": "cat a.txt\ntouch made.txt"}, {"code": "tail -n 1"}]
+    llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    (daemon.workspace / "a.txt").write_text("one\n")
+    asked = answer_with(daemon, ["Reject"])
+    assert await submit(daemon, "pipe") == "piped"
+    assert len(asked) == 1 and "touch made.txt" in asked[0].message, asked
+    assert not (daemon.workspace / "made.txt").exists()
+
+
+async def test_a_user_tool_scripts_question_shows_its_whole_command_line(start_daemon, llm):
+    """A user tool script's question showed only its title, the command line cut at 60 characters: the user allowed
+    `shout notes.txt "…` with a `--delete-everything` past the cut."""
+    from .test_steps import one, user_tool
+
+    user_tool("shout", "", "echo shout")
+    llm.script(Reply.tool_calls(one("shout", "notes.txt", "a" * 60, "--delete-everything")), Reply.text("asked"))
+    daemon = await start_daemon(env=llm.env(approval="ask"))
+    asked = answer_with(daemon, ["Reject"])
+    assert await submit(daemon, "go") == "asked"
+    assert len(asked) == 1 and "--delete-everything" in asked[0].message, asked[0].message
 
 
 async def test_the_mode_persists_across_a_resume_and_a_bad_one_is_32602(start_daemon, llm, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from ollie.testing import Reply
 
-from .test_approval import edit, last_tool_result
+from .test_approval import edit, last_tool_result, run
 from .test_cli_pty import Terminal
 
 QUESTION = r"ollie asks to: Edit a\.txt\nAllow\? "
@@ -169,3 +169,16 @@ def test_under_ask_the_terminal_asks_an_elevated_step_once_showing_its_code(llm,
         term.answer("y", r"wrote it", after=at)
         assert term.close() == 0
     assert target.read_text() == "x\n" and "Allow once? [y/N]" not in term.text
+
+
+def test_the_terminal_shows_a_steps_whole_program_when_it_asks(llm, tmp_path):
+    """It showed the step's title only, `Run `cat a.txt …``: the user allowed a program whose next line, `touch
+    made.txt`, they never saw (the editors show the question's code)."""
+    (tmp_path / "a.txt").write_text("one\n")
+    llm.script(run("cat a.txt\ntouch made.txt"), Reply.text("left alone"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
+        at = asked(term, "go", r"Allow\? \[y\]es once")
+        assert "ollie asks to: Run `cat a.txt …`\n    cat a.txt\n    touch made.txt\n" in term.text, term.text
+        term.answer("n", r"left alone", after=at)
+        assert term.close() == 0
+    assert not (tmp_path / "made.txt").exists()

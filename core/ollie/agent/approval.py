@@ -26,11 +26,12 @@ from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, Pi
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import outside_parts
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_only_command
+from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_only_command, without_stderr_joined
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.documents import EditorDocuments
+    from ollie.tools.execute.args import CodeStep
 
 T = TypeVar("T")
 # "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
@@ -137,11 +138,13 @@ def check_mode(mode: object) -> str:
 
 def _covered(code: str, always: set[str]) -> bool:
     """Whether "Allow always" rules cover `code`: each of its piped parts only reads or starts with an allowed
-    prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command)."""
-    line = code.strip().replace("2>&1", "")  # `pytest 2>&1 | tail` is still pytest's
+    prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command) nor
+    variables set before it (`PATH=. mkdir` runs the workspace's `./mkdir`)."""
+    line = without_stderr_joined(code)  # `pytest 2>&1 | tail` is still pytest's
     if not line or SHELL_SYNTAX.search(line):
         return False
-    return all(is_read_only_command(part) or f"command:{command_prefix(part)}" in always for part in line.split("|"))
+    return all(is_read_only_command(part) or (f"command:{command_prefix(part)}" in always
+                                              and not re.match(r"\s*[A-Za-z_]\w*=", part)) for part in line.split("|"))
 
 
 def command_prefix(code: str) -> str:
@@ -304,7 +307,7 @@ class ApprovalGate:
         kind = plan.question.kind
         if kind in NEVER_ASK:
             return False
-        always = set(self._always())
+        always = set(self._always()) if mode != "read-only" else set()  # read-only changes nothing, "always" or not
         if kind in EDIT_KINDS:
             return mode in ("ask", "read-only") and f"kind:{kind}" not in always
         if plan.script is not None and plan.script.tool in STATE_TOOLS:
@@ -316,7 +319,8 @@ class ApprovalGate:
     def _rules(self, plan: _Plan) -> list[str]:
         if plan.question.kind in EDIT_KINDS:
             return [f"kind:{plan.question.kind}"]
-        return [f"command:{command_prefix(c)}" for c in plan.commands if not is_read_only_command(c)]
+        # The one prefix the question named ("Allow always (`touch` commands)"), not every program's in the step.
+        return [f"command:{plan.question.prefix}"] if plan.question.prefix else []
 
     def _plans(self, call_id: str, tool: str, args: dict[str, Any]) -> list[_Plan]:
         cwd = self._cwd()
@@ -334,16 +338,20 @@ class ApprovalGate:
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
             elif isinstance(request, CallRequest):
-                plan.script = request.calls[n]
+                plan.script = call = request.calls[n]
+                if call.tool not in BUILTIN_KINDS:  # a user's script: its title cuts the command line at 60 characters
+                    plan.question = attrs.evolve(plan.question, code=shlex.join([call.tool, *call.args]))
             elif isinstance(request, CodeRequest):
-                plan.commands = [s.code if s.language.name == "bash" else s.language.name
-                                 for s in request.code_steps()]
+                plan.commands = [_judged(s) for s in request.code_steps()]
                 plan.question = attrs.evolve(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
-                plan.commands = [s.code if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
+                plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
                                  for s in request.stages
                                  if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS)]
+                # Whole, as an execute_code step's: the title shows each stage's first line, cut.
+                plan.question = attrs.evolve(plan.question, code="\n\n".join(
+                    shlex.join([s.tool, *s.args]) if isinstance(s, ScriptCall) else s.code for s in request.stages))
             script = plan.script
             if (script is not None and plan.question.kind not in EDIT_KINDS | NEVER_ASK
                     and script.tool not in BUILTIN_KINDS):
@@ -353,6 +361,12 @@ class ApprovalGate:
                 plan.question = attrs.evolve(plan.question, prefix=command_prefix(pending[0]) if pending else "")
             plans.append(plan)
         return plans
+
+
+def _judged(step: CodeStep) -> str:
+    """The command line a code step is judged as: a bash step's text; another language's name (a perl stage reading as
+    `printf "%s", system "..."` is no shell line)."""
+    return step.code if step.language.name == "bash" else step.language.name
 
 
 async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,

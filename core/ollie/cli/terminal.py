@@ -290,6 +290,8 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
     if question.diff is not None:  # an edit: what it changes, before the user says yes to it
         print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
     print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
+    if question.code:  # the program whole, escaped: its title shows a first line, cut
+        print(_code_lines(question.code), end="", file=sys.stderr)
     for what in question.outside:  # one question covers leaving the sandbox: exactly what runs there
         print(f"  it runs this outside the sandbox:\n{_code_lines(what)}", end="", file=sys.stderr)
     offered = question.outcomes()

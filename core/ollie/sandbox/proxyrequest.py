@@ -20,6 +20,10 @@ _NAME = re.compile(r"(?=.{1,253}$)[a-z0-9_-]{1,63}(\.[a-z0-9_-]{1,63})*")  # a h
 # A last label that is a number: no name (no top-level domain is one), but the resolver's inet_aton reads `127.1`,
 # `2130706433`, `0x7f.1` and `0177.0.0.1` as 127.0.0.1 (a listed IP literal denied, or a question hiding it).
 _NUMBER = re.compile(r"[0-9]+|0x[0-9a-f]*")
+# A request line's method and target as HTTP writes them: a tab or another control in one could carry a second URL
+# to a server that splits the line on any whitespace (its absolute URL naming another host than the one decided).
+_METHOD = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_TARGET = re.compile(rb"[\x21-\x7e]+")
 _HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authorization", b"proxy-authenticate",
                b"te", b"trailer", b"upgrade"}
 
@@ -94,7 +98,8 @@ async def read_request(client: socket.socket) -> tuple[bytes, str, int, bytes, b
     if any(b"\n" in line or b"\r" in line or b"\0" in line for line in lines):
         raise RequestError("bare CR, LF or NUL in the request head")
     parts = lines[0].split(b" ")
-    if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+    if (len(parts) != 3 or not _METHOD.fullmatch(parts[0]) or not _TARGET.fullmatch(parts[1])
+            or parts[2] not in (b"HTTP/1.0", b"HTTP/1.1")):
         raise RequestError("not an HTTP/1.x request line")
     method, target, version = parts
     headers: list[tuple[bytes, bytes]] = []

@@ -27,11 +27,21 @@ SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
 # `rg x *` run `sh` on every file): `./*` cannot. Fine for readers that have no option that writes or runs.
 _OPTION_GLOB = re.compile(r"[*?\[]|-.*[*?\[]")
 _GLOB_SAFE = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep"})
+# `2>&1` as a word of its own (`pytest 2>&1 | tail`) only joins stderr to stdout; glued to the word before it,
+# `printf x2>&1y` is bash's `printf x2 >&1y`, which writes the file `1y`.
+_STDERR_TO_STDOUT = re.compile(r"(?<![^\s|])2>&1(?![^\s|])")
+
+
+def without_stderr_joined(code: str) -> str:
+    """`code` with each `2>&1` that is a word of its own cut out (what it runs is the same)."""
+    return _STDERR_TO_STDOUT.sub(" ", code).strip()
 
 
 def is_read_only_command(code: str) -> bool:
-    """Whether a shell line only reads: allow-listed commands, maybe piped, no redirection or substitution."""
-    if not code.strip() or SHELL_SYNTAX.search(code.strip()):
+    """Whether a shell line only reads: allow-listed commands, maybe piped, no redirection (but `2>&1`) or
+    substitution."""
+    code = without_stderr_joined(code)
+    if not code or SHELL_SYNTAX.search(code):
         return False
     for segment in code.split("|"):
         try:
@@ -51,7 +61,9 @@ def is_read_only_command(code: str) -> bool:
         elif (name not in READ_ONLY_COMMANDS
               or (name == "uniq" and len([w for w in words if not w.startswith("-")]) > 2)
               or (name == "file" and {"-C", "--compile"} & set(words))
-              or (name == "tree" and any(re.fullmatch(r"-[^-]*R.*", w) for w in words))):
-            # `uniq IN OUT` writes OUT, `file -C` a compiled magic file, `tree -R` (in a cluster too) 00Tree.html files
+              or (name == "tree" and any(re.fullmatch(r"-[^-]*R.*", w) for w in words))
+              or (name == "less" and any(re.match(r"-[a-zA-Z]*k|--lesskey", w) for w in words))):
+            # `uniq IN OUT` writes OUT, `file -C` a compiled magic file, `tree -R` (in a cluster too) 00Tree.html
+            # files; a less key file's `#env` sets LESSOPEN
             return False
     return True
