@@ -121,7 +121,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         try {
           await this.conversation.submit(message.text, this.takeChips(message.chips), [...files, ...(message.images ?? [])]);
         } catch (err) {
-          // It waited for a start that failed: the chat says so, and the text goes back to be sent again.
+          // It waited for a start that failed, or its daemon died before it ran: the text goes back to be sent again.
           if (!(err instanceof DaemonNotStarted)) throw err;
           this.post({ type: "unsent", text: message.text });
         }

@@ -192,7 +192,7 @@ export class Conversation implements vscode.Disposable {
 
   /**
    * Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. Rejects with
-   * `DaemonNotStarted` when it waited for a start that failed: it was not sent.
+   * `DaemonNotStarted` when it waited for a start that failed, or its daemon died before its turn began: it did not run.
    */
   async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly ImageSource[] = []): Promise<SubmitResult | undefined> {
     const contextLabels = [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)];
@@ -207,6 +207,7 @@ export class Conversation implements vscode.Disposable {
     const fresh = model.items.length === 0;
     this.changed(model.addUser(text, { contextLabels }));
     const mark = model.items.length;
+    const seq = model.lastSeq;
     try {
       // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
       if (this.approvals.waiting) await this.settling;
@@ -227,6 +228,9 @@ export class Conversation implements vscode.Disposable {
     } catch (err) {
       // The view may show another session by now: the notice goes to the prompt's own.
       this.changedIn(this.sessionOf(model), model.addNotice("error", isDaemonGone(err) ? DAEMON_LOST : errorText(err)));
+      // The daemon died before the turn began (no event of its session came): nothing of it ran or was saved, and the
+      // chat the next daemon shows will not have it. It goes back in the input (it vanished with that chat).
+      if (isDaemonGone(err) && model.lastSeq === seq) throw new DaemonNotStarted("The daemon stopped before the prompt's turn began.", true);
       return undefined;
     }
   }

@@ -3,7 +3,8 @@
 // running", and lost). A start that fails answers it with the start's error, and the prompt is back in the input.
 // The status bar says "starting" meanwhile (it said "stopped"); a failed start says how the daemon's command ended and
 // what it printed (it said the language client's "Pending response rejected since connection got disposed"); a
-// prompt typed while the language client restarts a crashed daemon by itself waits for it too.
+// prompt typed while the language client restarts a crashed daemon by itself waits for it too. One sent to a daemon
+// that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved).
 //
 // Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
 // is typed while the restart is surely under way.
@@ -17,7 +18,7 @@ import { daemon, log, openChat, runCommand, send, until, waitForStatus, waitMs, 
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
-const STARTS = 5;
+const STARTS = 6;
 for (let n = 1; n <= STARTS; n++) execFileSync("mkfifo", [path.join(gate, `verdict-${n}`)]);
 const gateScript = path.join(gate, "ollie-lsp-gate");
 fs.writeFileSync(gateScript, `#!/bin/sh
@@ -49,7 +50,8 @@ async function noNotRunning(chat) {
   if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
 }
 
-const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." }];
+const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
+  { text: "The answer to the prompt sent again." }];
 
 await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, async ({ page, screenshot }) => {
   const chat = await openChat(page);
@@ -108,4 +110,21 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   await noNotRunning(chat);
   await screenshot("answered-after-crash");
   log("a prompt typed while the client restarted the crashed daemon was sent once it was up");
+
+  // 4. The daemon dies with a prompt sent to it whose turn had not begun (frozen, then killed): nothing of it ran or was
+  // saved, so the chat the client's restart brings back cannot show it: it is back in the input (it vanished).
+  await waitForStatus(page, /Ollie: idle/);
+  const frozen = Number(fs.readFileSync(path.join(gate, "pid-5"), "utf8"));
+  process.kill(frozen, "SIGSTOP");
+  await send(chat, "Lost with the daemon?");
+  await chat.locator(".item.user", { hasText: "Lost with the daemon?" }).waitFor({ timeout: waitMs });
+  process.kill(frozen, "SIGKILL");
+  await release(6, "go");
+  await waitForStatus(page, /Ollie: idle/);
+  await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly" }).waitFor({ timeout: waitMs });
+  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Lost with the daemon?", { timeout: waitMs });
+  await screenshot("prompt-back-after-crash");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.assistant", { hasText: "The answer to the prompt sent again." }).waitFor({ timeout: waitMs });
+  log("a prompt whose daemon died before its turn began was back in the input, and answered once sent again");
 });
