@@ -39,9 +39,11 @@ def load_script(path: Path) -> list[Reply]:
 def describe(request: RecordedRequest) -> str:
     """One line for a request: its method, path and, for a chat, its last message's role and text's start."""
     messages = request.body.get("messages") if isinstance(request.body, dict) else None
-    last = messages[-1] if isinstance(messages, list) and messages and isinstance(messages[-1], dict) else None
-    said = f" ({len(messages)} messages; last {last.get('role')}: {json.dumps(last.get('content'))[:160]})" if last else ""
-    return f"{request.method} {request.path}{said}"
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return f"{request.method} {request.path}"
+    last = messages[-1]
+    said = f"last {last.get('role')}: {json.dumps(last.get('content'))[:160]}"
+    return f"{request.method} {request.path} ({len(messages)} messages; {said})"
 
 
 def main(argv: list[str] | None = None) -> int:
