@@ -128,9 +128,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         return;
       }
       case "queue":
-        return this.conversation.queue(message.text, this.takeChips(message.chips));
       case "inject":
-        return this.conversation.inject(message.text, this.takeChips(message.chips));
+        // Not taken (its daemon died, a context item could not be read): the text goes back to be sent again.
+        if (!(await this.conversation[message.type](message.text, this.takeChips(message.chips)))) this.post({ type: "unsent", text: message.text });
+        return;
       case "interrupt":
         await this.conversation.interrupt();
         return;

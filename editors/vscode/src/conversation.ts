@@ -255,27 +255,31 @@ export class Conversation implements vscode.Disposable {
     await this.settling;
   }
 
-  /** Queue a prompt (with its context items) to run after the current turn. */
-  queue(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
+  /** Queue a prompt (with its context items) to run after the current turn; false when the daemon did not take it. */
+  queue(text: string, contexts: readonly EditorContext[] = []): Promise<boolean> {
     // `seen`: the last event the chat had, so the daemon knows whether the user saw the turn running or its end.
     return this.sendAside("ollie/queue", text, "queued", contexts, { seen: this.model.seen });
   }
 
-  /** Inject text (with its context items) into the running turn (the model sees it at its next step). */
-  inject(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
+  /** Inject text (with its context items) into the running turn (the model sees it at its next step); false when the
+   * daemon did not take it. */
+  inject(text: string, contexts: readonly EditorContext[] = []): Promise<boolean> {
     return this.sendAside("ollie/inject", text, "injected", contexts);
   }
 
-  // Queued and injected text is shown once the daemon has accepted it.
-  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[], extra = {}): Promise<void> {
+  // Queued and injected text is shown once the daemon has accepted it (refused, it is nowhere in the chat).
+  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[], extra = {}): Promise<boolean> {
     const session = this.current ?? "";
     const model = this.model;
     try {
       await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts), ...extra }));
       this.changedIn(session, model.addUser(text, { note, contextLabels: contexts.map(describeEditorContext) }));
       if (note === "queued") this.queued.queued(session, text, contexts);
+      return true;
     } catch (err) {
-      this.changedIn(session, model.addNotice("error", errorText(err)));
+      const why = isDaemonGone(err) ? "The Ollie daemon stopped." : errorText(err);
+      this.changedIn(session, model.addNotice("error", `${why} The prompt was not ${note}: it is back in the input.`));
+      return false;
     }
   }
 

@@ -4,7 +4,8 @@
 // The status bar says "starting" meanwhile (it said "stopped"); a failed start says how the daemon's command ended and
 // what it printed (it said the language client's "Pending response rejected since connection got disposed"); a
 // prompt typed while the language client restarts a crashed daemon by itself waits for it too. One sent to a daemon
-// that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved).
+// that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved), and so
+// is one queued as the daemon dies.
 //
 // Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
 // is typed while the restart is surely under way.
@@ -14,11 +15,11 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { daemon, log, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { daemon, log, ollieOutput, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
-const STARTS = 6;
+const STARTS = 7;
 for (let n = 1; n <= STARTS; n++) execFileSync("mkfifo", [path.join(gate, `verdict-${n}`)]);
 const gateScript = path.join(gate, "ollie-lsp-gate");
 fs.writeFileSync(gateScript, `#!/bin/sh
@@ -51,10 +52,19 @@ async function noNotRunning(chat) {
 }
 
 const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
-  { text: "The answer to the prompt sent again." }];
+  { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 }];
 
-await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, async ({ page, screenshot }) => {
+// Traced: the Ollie output shows when a request has gone to the daemon.
+const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose" };
+await withVSCode({ script, settings }, async ({ page, screenshot, userData }) => {
   const chat = await openChat(page);
+  /** Send `text` with Enter, and wait until its `method` request has gone to the daemon. */
+  const sendTraced = async (text, method) => {
+    const count = () => ollieOutput(userData).split(`Sending request '${method} `).length;
+    const before = count();
+    await send(chat, text);
+    await until(`${method} sent to the daemon`, () => count() > before);
+  };
   await release(1, "go");
   await waitForStatus(page, /Ollie: idle/);
   await send(chat, "Say something.");
@@ -116,7 +126,7 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   await waitForStatus(page, /Ollie: idle/);
   const frozen = Number(fs.readFileSync(path.join(gate, "pid-5"), "utf8"));
   process.kill(frozen, "SIGSTOP");
-  await send(chat, "Lost with the daemon?");
+  await sendTraced("Lost with the daemon?", "ollie/submit");
   await chat.locator(".item.user", { hasText: "Lost with the daemon?" }).waitFor({ timeout: waitMs });
   process.kill(frozen, "SIGKILL");
   await release(6, "go");
@@ -127,4 +137,20 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.assistant", { hasText: "The answer to the prompt sent again." }).waitFor({ timeout: waitMs });
   log("a prompt whose daemon died before its turn began was back in the input, and answered once sent again");
+
+  // 5. A prompt queued while a turn streams, its daemon dying before it took it: back in the input (it was an error
+  // notice, the text gone).
+  await send(chat, "Stream slowly.");
+  await chat.locator(".item.assistant", { hasText: "A reply that streams" }).waitFor({ timeout: waitMs });
+  const streaming = Number(fs.readFileSync(path.join(gate, "pid-6"), "utf8"));
+  process.kill(streaming, "SIGSTOP");
+  await sendTraced("Queued as it died?", "ollie/queue");
+  process.kill(streaming, "SIGKILL");
+  // Said plainly (it was the client's "Pending response rejected since connection got disposed").
+  await chat.locator(".item.notice.error", { hasText: "The Ollie daemon stopped. The prompt was not queued: it is back in the input." })
+    .waitFor({ timeout: waitMs });
+  await release(7, "go");
+  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Queued as it died?", { timeout: waitMs });
+  await screenshot("queued-back-after-crash");
+  log("a prompt queued as the daemon died was back in the input");
 });
