@@ -173,8 +173,10 @@ async def test_cli_serves_the_script_and_exits_cleanly(tmp_path):
         await backend.aclose()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
+    # Each request is listed as it comes (a failed e2e run's log shows what the model was asked).
+    assert out.count('REQUEST POST /v1/chat/completions (2 messages; last user: "hi")') == 2, out
 
 
 def test_cli_exit_status_reports_leftovers(tmp_path):

@@ -7,6 +7,7 @@ import collections
 import http
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +89,8 @@ class ScriptedLLMServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        # Called with each request as it arrives (the command line prints them: a failed e2e run's log lists them).
+        self.on_request: Callable[[RecordedRequest], None] | None = None
 
     # -- public API -------------------------------------------------------
 
@@ -225,6 +228,8 @@ class ScriptedLLMServer:
                 if request is None:
                     break
                 self.requests.append(request)
+                if self.on_request:
+                    self.on_request(request)
                 if not await self._respond(request, writer, reader):
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):

@@ -1,6 +1,7 @@
 """Run a ScriptedLLMServer from the command line: `python -m ollie.testing.server --fmt openai --script s.json`.
 
-The first stdout line is `URL <base url>`; it serves until SIGTERM/SIGINT, then
+The first stdout line is `URL <base url>`, then one line per request as it comes (`REQUEST POST /v1/… (2 messages;
+last user: "…")`); it serves until SIGTERM/SIGINT, then
 exits 1 (with the reason on stderr) if replies were left over or a request was unexpected.
 """
 
@@ -14,7 +15,7 @@ import threading
 from pathlib import Path
 
 from ollie.testing.reply import Reply
-from ollie.testing.scripted import ScriptedLLMServer
+from ollie.testing.scripted import RecordedRequest, ScriptedLLMServer
 from ollie.testing.wire import FORMATS
 
 
@@ -35,6 +36,16 @@ def load_script(path: Path) -> list[Reply]:
     return replies
 
 
+def describe(request: RecordedRequest) -> str:
+    """One line for a request: its method, path and, for a chat, its last message's role and text's start."""
+    messages = request.body.get("messages") if isinstance(request.body, dict) else None
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return f"{request.method} {request.path}"
+    last = messages[-1]
+    said = f"last {last.get('role')}: {json.dumps(last.get('content'))[:160]}"
+    return f"{request.method} {request.path} ({len(messages)} messages; {said})"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Start the server, print its URL, serve until a signal, report leftovers."""
     parser = argparse.ArgumentParser(prog="python -m ollie.testing.server", description=(__doc__ or "").splitlines()[0])
@@ -48,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     server = ScriptedLLMServer(args.fmt, model=args.model, port=args.port, vision=vision, says_vision=vision)
     if args.script:
         server.script(*load_script(args.script))
+    server.on_request = lambda request: print(f"REQUEST {describe(request)}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

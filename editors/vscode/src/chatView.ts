@@ -54,6 +54,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     this.post({ type: "focusInput" });
   }
 
+  /** Put a prompt that was not sent back in the chat's input. */
+  putBack(text: string): void {
+    this.post({ type: "unsent", text });
+  }
+
   itemsChanged(items: ChatItem[]): void {
     this.post({ type: "items", items });
   }
@@ -121,16 +126,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         try {
           await this.conversation.submit(message.text, this.takeChips(message.chips), [...files, ...(message.images ?? [])]);
         } catch (err) {
-          // It waited for a start that failed: the chat says so, and the text goes back to be sent again.
+          // It waited for a start that failed, or its daemon died before it ran: the text goes back to be sent again.
           if (!(err instanceof DaemonNotStarted)) throw err;
-          this.post({ type: "unsent", text: message.text });
+          this.putBack(message.text);
         }
         return;
       }
       case "queue":
-        return this.conversation.queue(message.text, this.takeChips(message.chips));
       case "inject":
-        return this.conversation.inject(message.text, this.takeChips(message.chips));
+        // Not taken (its daemon died, a context item could not be read): the text goes back to be sent again.
+        if (!(await this.conversation[message.type](message.text, this.takeChips(message.chips)))) this.putBack(message.text);
+        return;
       case "interrupt":
         await this.conversation.interrupt();
         return;

@@ -278,7 +278,7 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
     "ollie.stop": () => parts.conversation.interrupt(),
     "ollie.injectPrompt": async () => {
       const text = await vscode.window.showInputBox({ title: "Ollie: Inject", prompt: "Text for the running turn" });
-      if (text?.trim()) await parts.conversation.inject(text);
+      if (text?.trim() && !(await parts.conversation.inject(text))) parts.chat.putBack(text);
     },
     "ollie.newSession": () => newSession(parts),
     "ollie.forkChat": (turn) => forkChat(parts, turn),

@@ -192,7 +192,7 @@ export class Conversation implements vscode.Disposable {
 
   /**
    * Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. Rejects with
-   * `DaemonNotStarted` when it waited for a start that failed: it was not sent.
+   * `DaemonNotStarted` when it waited for a start that failed, or its daemon died before its turn began: it did not run.
    */
   async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly ImageSource[] = []): Promise<SubmitResult | undefined> {
     const contextLabels = [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)];
@@ -207,6 +207,7 @@ export class Conversation implements vscode.Disposable {
     const fresh = model.items.length === 0;
     this.changed(model.addUser(text, { contextLabels }));
     const mark = model.items.length;
+    const seq = model.lastSeq;
     try {
       // A mode picked while the daemon started (Read-only, say) is applied before this prompt runs, not after it.
       if (this.approvals.waiting) await this.settling;
@@ -227,6 +228,9 @@ export class Conversation implements vscode.Disposable {
     } catch (err) {
       // The view may show another session by now: the notice goes to the prompt's own.
       this.changedIn(this.sessionOf(model), model.addNotice("error", isDaemonGone(err) ? DAEMON_LOST : errorText(err)));
+      // The daemon died before the turn began (no event of its session came): nothing of it ran or was saved, and the
+      // chat the next daemon shows will not have it. It goes back in the input (it vanished with that chat).
+      if (isDaemonGone(err) && model.lastSeq === seq) throw new DaemonNotStarted("The daemon stopped before the prompt's turn began.", true);
       return undefined;
     }
   }
@@ -251,27 +255,31 @@ export class Conversation implements vscode.Disposable {
     await this.settling;
   }
 
-  /** Queue a prompt (with its context items) to run after the current turn. */
-  queue(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
+  /** Queue a prompt (with its context items) to run after the current turn; false when the daemon did not take it. */
+  queue(text: string, contexts: readonly EditorContext[] = []): Promise<boolean> {
     // `seen`: the last event the chat had, so the daemon knows whether the user saw the turn running or its end.
     return this.sendAside("ollie/queue", text, "queued", contexts, { seen: this.model.seen });
   }
 
-  /** Inject text (with its context items) into the running turn (the model sees it at its next step). */
-  inject(text: string, contexts: readonly EditorContext[] = []): Promise<void> {
+  /** Inject text (with its context items) into the running turn (the model sees it at its next step); false when the
+   * daemon did not take it. */
+  inject(text: string, contexts: readonly EditorContext[] = []): Promise<boolean> {
     return this.sendAside("ollie/inject", text, "injected", contexts);
   }
 
-  // Queued and injected text is shown once the daemon has accepted it.
-  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[], extra = {}): Promise<void> {
+  // Queued and injected text is shown once the daemon has accepted it (refused, it is nowhere in the chat).
+  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[], extra = {}): Promise<boolean> {
     const session = this.current ?? "";
     const model = this.model;
     try {
       await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts), ...extra }));
       this.changedIn(session, model.addUser(text, { note, contextLabels: contexts.map(describeEditorContext) }));
       if (note === "queued") this.queued.queued(session, text, contexts);
+      return true;
     } catch (err) {
-      this.changedIn(session, model.addNotice("error", errorText(err)));
+      const why = isDaemonGone(err) ? "The Ollie daemon stopped." : errorText(err);
+      this.changedIn(session, model.addNotice("error", `${why} The prompt was not ${note}: it is back in the input.`));
+      return false;
     }
   }
 

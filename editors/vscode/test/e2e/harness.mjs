@@ -5,7 +5,8 @@
 // `node test/e2e/<scenario>.mjs --vsix ollie-0.1.0.vsix [--keep]`; it prints "E2E PASSED" on success.
 // Env: OLLIE_E2E_DIR (harness cache, default editors/vscode/.e2e), OLLIE_PYTHON (python with
 // ollie installed), OLLIE_LSP (daemon command), OLLIE_E2E_ARTIFACTS (screenshots and logs),
-// OLLIE_E2E_TIMEOUT_MS (per wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000), OLLIE_E2E_WORK
+// OLLIE_E2E_TRACE (set: the "Ollie" output logs every message to and from the daemon), OLLIE_E2E_TIMEOUT_MS (per
+// wait, default 60000), OLLIE_E2E_TOTAL_MS (whole run, default 240000), OLLIE_E2E_WORK
 // (the scratch dir, made beforehand; default a new one under the temp dir), OLLIE_E2E_EXTENSIONS (an extensions dir
 // with the vsix installed, copied for the window; default: installed by code-server's CLI).
 
@@ -79,9 +80,12 @@ export function ollieOutput(userData) {
   return ollieOutputFiles(userData).map((file) => fs.readFileSync(file, "utf8")).join("\n");
 }
 
-// The extension's "Ollie" output channel next to the other logs, for a failure.
-function copyOllieOutput(userData) {
+// For a failure, next to the other logs (the scripted server's lists each request it got): the extension's "Ollie"
+// output channel (the daemon's stderr too) and the daemons' own log (under the run's XDG state dir).
+function copyLogs(userData) {
   ollieOutputFiles(userData).forEach((file, i) => fs.copyFileSync(file, path.join(artifacts, `ollie-output-${i}.log`)));
+  const state = path.join(work, "xdg", "state", "ollie", "ollie.log");
+  if (fs.existsSync(state)) fs.copyFileSync(state, path.join(artifacts, "daemon.log"));
 }
 
 /** Start a process in its own group, its output logged to a file; resolves with the first stdout match of `ready`. */
@@ -201,6 +205,7 @@ export function writeUserSettings(userData, settings) {
     "extensions.autoUpdate": false,
     "chat.disableAIFeatures": true,
     "ollie.serverCommand": daemon,
+    ...(process.env.OLLIE_E2E_TRACE ? { "ollie.trace.server": "verbose" } : {}),
   };
   fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify({ ...base, ...settings }, null, 2));
 }
@@ -444,7 +449,10 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
   for (const [what, file] of [["code-server", codeServer], ["node 24", path.join(nodeBin, "node")], ["chromium", chromiumPath], ["python", python], ["ollie-lsp", daemon]]) {
     if (!fs.existsSync(file)) fail(`${what} not found at ${file}: run scripts/setup.d/30-vscode.sh`);
   }
-  const watchdog = setTimeout(() => fail(`the whole test took too long\nartifacts: ${artifacts}`), Number(process.env.OLLIE_E2E_TOTAL_MS || 240000));
+  const watchdog = setTimeout(() => {
+    copyLogs(path.join(work, "user-data"));
+    fail(`the whole test took too long\nartifacts: ${artifacts}`);
+  }, Number(process.env.OLLIE_E2E_TOTAL_MS || 240000));
   let browser;
   let page;
   try {
@@ -482,7 +490,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
   } catch (err) {
     if (page) await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
     if (page) await saveChatText(page);
-    copyOllieOutput(path.join(work, "user-data"));
+    copyLogs(path.join(work, "user-data"));
     await browser?.close().catch(() => undefined);
     fail(`${err instanceof Error ? err.stack : String(err)}\nartifacts: ${artifacts}`);
   }

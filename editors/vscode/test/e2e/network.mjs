@@ -38,7 +38,9 @@ const script = [fetch("/denied"), { text: "The host said no." }, fetch("/allowed
   fetch("/session"), { text: "Fetched for the session." }, fetch("/unasked"), { text: "Fetched unasked." },
   givingUp, { text: "The step gave up; thinking on. ".repeat(10) + "Done.", chunk_size: 8, delay: 0.1 }];
 
-await withVSCode({ script, settings: { "files.autoSave": "off" } }, async ({ page, workspace, screenshot }) => {
+// Every message to and from the daemon in the Ollie output (a failure's artifacts): this test once saw its first prompt
+// vanish, the model asked nothing (CI, once).
+await withVSCode({ script, settings: { "files.autoSave": "off", "ollie.trace.server": "verbose" } }, async ({ page, workspace, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   const chat = await openChat(page);
 

@@ -3,7 +3,9 @@
 // running", and lost). A start that fails answers it with the start's error, and the prompt is back in the input.
 // The status bar says "starting" meanwhile (it said "stopped"); a failed start says how the daemon's command ended and
 // what it printed (it said the language client's "Pending response rejected since connection got disposed"); a
-// prompt typed while the language client restarts a crashed daemon by itself waits for it too.
+// prompt typed while the language client restarts a crashed daemon by itself waits for it too. One sent to a daemon
+// that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved), and so
+// is one queued as the daemon dies.
 //
 // Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
 // is typed while the restart is surely under way.
@@ -13,11 +15,11 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { daemon, log, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { daemon, log, ollieOutput, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
-const STARTS = 5;
+const STARTS = 7;
 for (let n = 1; n <= STARTS; n++) execFileSync("mkfifo", [path.join(gate, `verdict-${n}`)]);
 const gateScript = path.join(gate, "ollie-lsp-gate");
 fs.writeFileSync(gateScript, `#!/bin/sh
@@ -49,10 +51,20 @@ async function noNotRunning(chat) {
   if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
 }
 
-const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." }];
+const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
+  { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 }];
 
-await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, async ({ page, screenshot }) => {
+// Traced: the Ollie output shows when a request has gone to the daemon.
+const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose" };
+await withVSCode({ script, settings }, async ({ page, screenshot, userData }) => {
   const chat = await openChat(page);
+  /** Send `text` with Enter, and wait until its `method` request has gone to the daemon. */
+  const sendTraced = async (text, method) => {
+    const count = () => ollieOutput(userData).split(`Sending request '${method} `).length;
+    const before = count();
+    await send(chat, text);
+    await until(`${method} sent to the daemon`, () => count() > before);
+  };
   await release(1, "go");
   await waitForStatus(page, /Ollie: idle/);
   await send(chat, "Say something.");
@@ -108,4 +120,37 @@ await withVSCode({ script, settings: { "ollie.serverCommand": gateScript } }, as
   await noNotRunning(chat);
   await screenshot("answered-after-crash");
   log("a prompt typed while the client restarted the crashed daemon was sent once it was up");
+
+  // 4. The daemon dies with a prompt sent to it whose turn had not begun (frozen, then killed): nothing of it ran or was
+  // saved, so the chat the client's restart brings back cannot show it: it is back in the input (it vanished).
+  await waitForStatus(page, /Ollie: idle/);
+  const frozen = Number(fs.readFileSync(path.join(gate, "pid-5"), "utf8"));
+  process.kill(frozen, "SIGSTOP");
+  await sendTraced("Lost with the daemon?", "ollie/submit");
+  await chat.locator(".item.user", { hasText: "Lost with the daemon?" }).waitFor({ timeout: waitMs });
+  process.kill(frozen, "SIGKILL");
+  await release(6, "go");
+  await waitForStatus(page, /Ollie: idle/);
+  await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly" }).waitFor({ timeout: waitMs });
+  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Lost with the daemon?", { timeout: waitMs });
+  await screenshot("prompt-back-after-crash");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.assistant", { hasText: "The answer to the prompt sent again." }).waitFor({ timeout: waitMs });
+  log("a prompt whose daemon died before its turn began was back in the input, and answered once sent again");
+
+  // 5. A prompt queued while a turn streams, its daemon dying before it took it: back in the input (it was an error
+  // notice, the text gone).
+  await send(chat, "Stream slowly.");
+  await chat.locator(".item.assistant", { hasText: "A reply that streams" }).waitFor({ timeout: waitMs });
+  const streaming = Number(fs.readFileSync(path.join(gate, "pid-6"), "utf8"));
+  process.kill(streaming, "SIGSTOP");
+  await sendTraced("Queued as it died?", "ollie/queue");
+  process.kill(streaming, "SIGKILL");
+  // Said plainly (it was the client's "Pending response rejected since connection got disposed").
+  await chat.locator(".item.notice.error", { hasText: "The Ollie daemon stopped. The prompt was not queued: it is back in the input." })
+    .waitFor({ timeout: waitMs });
+  await release(7, "go");
+  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Queued as it died?", { timeout: waitMs });
+  await screenshot("queued-back-after-crash");
+  log("a prompt queued as the daemon died was back in the input");
 });
