@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,10 @@ def register_lifecycle(server: OllieServer) -> None:
             ls.show(f"ollie: {problem}")
         ls.init_options = options
         ls.root_cwd = ls.default_cwd = workspace_cwd(params) or start_dir()
-        # The engine loads after `initialized` (`warm_up`), so the initialize answer does not wait for it.
         ls.initialized = True
+        # The engine starts loading once this answer is out (pygls writes it before the loop's next callback): in the
+        # client's round trip to `initialized` (1-30 ms measured), not after it, and never before the answer.
+        asyncio.get_running_loop().call_soon(ls.load_engine)
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OllieServer, params: types.InitializedParams) -> None:

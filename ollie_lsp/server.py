@@ -313,17 +313,22 @@ class OllieServer(LanguageServer):
         """The sessions running now; none before the table is built (asking never builds it)."""
         return self._table.live() if self._table is not None else []
 
-    async def engine_loaded(self) -> None:
-        """Wait until the engine is imported: once, in a thread, whoever asks first.
+    def load_engine(self) -> asyncio.Future[None]:
+        """Start importing the engine: once, in a thread, whoever asks first; its future.
 
         Two threads importing the same modules at once can see one half-initialized (`cannot import name`).
         """
         if self._engine is None:
             self._engine = in_daemon_thread(self._load_engine)
-        await asyncio.shield(self._engine)
+        return self._engine
+
+    async def engine_loaded(self) -> None:
+        """Wait until the engine is imported."""
+        await asyncio.shield(self.load_engine())
 
     async def warm_up(self) -> None:
-        """After `initialized`: load the engine in a thread, then start building the default session."""
+        """After `initialized`: wait for the engine (loading since the initialize answer), then start building the
+        default session."""
         if self._table is not None:
             return
         try:

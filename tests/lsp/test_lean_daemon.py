@@ -104,6 +104,28 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     assert [m for m in loaded if m not in _DEFERRED or m.startswith("ollie.workspace.")] == []
 
 
+async def test_the_engine_loads_once_initialize_is_answered_without_waiting_for_initialized(tmp_path):
+    # The client's round trip to `initialized` (an editor's own start-up in it) is time the engine's import uses.
+    log, workspace = tmp_path / "early.log", tmp_path / "ws"
+    workspace.mkdir()
+    config = ClientServerConfig(server_command=[sys.executable, "-c", _WATCHED, str(log)],
+                                client_factory=make_client, server_env=child_env())
+    client = await config.start()
+    client.capabilities = capabilities()  # what initialize_session sets, which sends `initialized` too
+    try:
+        await asyncio.wait_for(client.protocol.send_request_async(types.INITIALIZE, types.InitializeParams(
+            capabilities=capabilities(), root_uri=workspace.as_uri())), 30)
+        deadline = time.monotonic() + 30  # a bound: the import runs in a thread of its own
+        while not (loaded := "ollie.agent.core" in (log.read_text().split() if log.exists() else [])):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.wait_for(client.shutdown_session(), 20)
+    finally:
+        await client.stop()
+    assert loaded, "no `initialized` sent: the engine never loaded"
+
+
 def test_initialize_loads_no_backend_for_a_client_without_inline_completions() -> None:
     # Only a client that declares inline completions is told of them, if a completion model is set (the env file):
     # for the others, `initialize` is answered without the backends' registry (~5 ms) loaded to read it.
