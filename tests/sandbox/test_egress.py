@@ -263,6 +263,51 @@ async def test_a_tunnel_carries_megabytes_both_ways_intact_and_counted(ws) -> No
     assert relay._growable._value == relay.MAX_GROWN_PIPES  # the pipes grown for megabytes were given back
 
 
+TAIL = textwrap.dedent("""
+    import socket, sys
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(b"CONNECT %s HTTP/1.1\\r\\n\\r\\nSSH-2.0-ollie-test\\r\\n" % sys.argv[1].encode())
+    data = b""
+    while len(data) < int(sys.argv[2]):  # the proxy's answer, then megabytes
+        data += s.recv(1 << 20)
+    s.sendall(b"more\\n")
+    tail = b""
+    while len(tail) < 4:
+        tail += s.recv(64)
+    print(len(data), tail.decode())
+""")
+
+
+async def test_a_few_bytes_after_megabytes_come_through_a_tunnel_held_open(ws) -> None:
+    # The reply's megabytes put the relay's pump in bulk (it waits for a pipe's worth before waking); the four
+    # bytes after them are all there is while the server holds the tunnel open, and they still come.
+    bulk, answer_head = bytes(range(256)) * 16384, b"HTTP/1.1 200 Connection established\r\n\r\n"
+    server, release = socket.create_server(("127.0.0.1", 0)), threading.Event()
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn, contextlib.suppress(OSError):
+            data = b""
+            while not data.endswith(b"\r\n"):  # the tunnel's opening
+                data += conn.recv(64)
+            conn.sendall(bulk)
+            while not data.endswith(b"more\n"):
+                data += conn.recv(64)
+            conn.sendall(b"tail")
+            release.wait(60)  # no end of the stream to wake the pump
+
+    threading.Thread(target=answer, daemon=True).start()
+    port = server.getsockname()[1]
+    try:
+        out, _, connections = await run_asked(ws, proxy_policy(ws, [f"pypi.test:{port}"]), "deny",
+                                              f"pypi.test:{port}", str(len(answer_head) + len(bulk)), script=TAIL)
+    finally:
+        release.set()
+        server.close()
+    assert out == f"{len(answer_head) + len(bulk)} tail"
+    assert connections[0]["received"] == len(bulk) + 4
+
+
 LEAVE = textwrap.dedent("""
     import socket, sys
     s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
