@@ -242,7 +242,7 @@ class ExecuteServer:
             # Its private tmp dir and the device nodes (`/dev/null`, `/dev/tty`...) stay writable; no directory
             # does (a policy's `/dev/shm` holds shared memory other programs of the user read).
             policy = policy.reading(keep=(self._runner.dirs.tmp, *(p for p in policy.writable()
-                                                                   if p.is_char_device())))
+                                                                   if p.parent == Path("/dev") and p.is_char_device())))
         return CallContext(
             runner=self._runner,
             locks=LockManager(self._runner.lock_dir),
