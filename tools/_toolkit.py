@@ -128,7 +128,7 @@ def open_regular(path: Path, flags: int, shown: object) -> int:
     timeout, a device (a link to /dev/zero) read until the step's memory limit.
     """
     try:
-        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, 0o666)  # (a mode for O_CREAT)
     except FileNotFoundError:
         raise ToolError(f"{shown}: no such file") from None
     except PermissionError:
@@ -136,6 +136,8 @@ def open_regular(path: Path, flags: int, shown: object) -> int:
     except IsADirectoryError:  # opened to write
         raise ToolError(f"{shown}: is a directory") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and flags & os.O_NOFOLLOW:
+            raise ToolError(f"{shown}: is a symlink; not followed") from None
         if exc.errno != errno.ENXIO:
             raise
         raise ToolError(f"{shown}: not a regular file (a FIFO with no reader); not written") from None

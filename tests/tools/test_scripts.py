@@ -296,6 +296,23 @@ async def test_memory_notes_are_per_project_and_one_project_cannot_read_anothers
     assert "vault" not in peek.text and peek.text.count("Permission denied") == 2, peek.text
 
 
+async def test_memory_remember_appends_through_no_link_a_step_planted(ws: Workspace) -> None:
+    """A step plants `memories.jsonl -> <outside>` in its project's notes dir (every step may write it); a later
+    session of the project without the sandbox (a yolo agent; an elevated step alike) appended its note to what the
+    link named, a file no policy granted, and memory_recall printed what it holds."""
+    target = ws.outside / "victim"
+    target.write_text("keep\n")
+    planted = await code(ws.server(), f'ln -s {target} "$OLLIE_MEMORY_PATH/memories.jsonl" && echo PLANTED')
+    assert "PLANTED" in planted.text, planted.text
+    yolo = ws.server(sandbox="none", session_id="s2")
+    result = await tool(yolo, "memory_remember", "a note")
+    assert result.is_error and "memories.jsonl: is a symlink; not followed" in result.text, result.text
+    assert target.read_text() == "keep\n"
+    target.write_text('{"text": "a secret"}\n')  # nor is what it names read back
+    recalled = await tool(yolo, "memory_recall")
+    assert recalled.is_error and "is a symlink" in recalled.text and "secret" not in recalled.text, recalled.text
+
+
 async def test_memory_remember_needs_text(server: ExecuteServer) -> None:
     result = await tool(server, "memory_remember", "  ")
     assert result.is_error and "TEXT is empty" in result.text

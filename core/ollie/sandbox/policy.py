@@ -86,10 +86,13 @@ class Policy:
         return replace(self, ro=add(self.ro, ro), rox=add(self.rox, rox), rw=add(self.rw, rw), rwx=add(self.rwx, rwx))
 
     def reading(self, keep: Sequence[Path]) -> Policy:
-        """A copy that writes nothing but `keep` (a private tmp dir, devices): every other granted path only read."""
+        """A copy that writes nothing but `keep` (a private tmp dir, devices) and has no network: every other granted
+        path only read."""
         # LESSSECURE: a reading `less` runs no input preprocessor (the LESSOPEN the session's or the policy's env may
-        # name: a command the line never showed), shell command or log file.
-        return replace(self, ro=self.ro + tuple(p for p in self.rw if p not in keep),
+        # name: a command the line never showed), shell command or log file. No network: what a clone's config makes
+        # a reader run (a `git status`'s core.fsmonitor program) would send what it reads to a host the policy lists.
+        return replace(self, network=replace(self.network, enabled=False),
+                       ro=self.ro + tuple(p for p in self.rw if p not in keep),
                        rox=self.rox + tuple(p for p in self.rwx if p not in keep),
                        rw=tuple(p for p in self.rw if p in keep), rwx=tuple(p for p in self.rwx if p in keep),
                        env={**self.env, "LESSSECURE": "1"})

@@ -239,9 +239,10 @@ class ExecuteServer:
         if policy is not None and _reads_only(request):
             # It ran unasked because it only reads: so it writes nothing (a `git status` in a clone whose
             # `.git/config` names a core.fsmonitor program ran that program, which wrote the workspace).
-            # Its private tmp dir and the devices (`/dev/null`...) stay writable.
+            # Its private tmp dir and the device nodes (`/dev/null`, `/dev/tty`...) stay writable; no directory
+            # does (a policy's `/dev/shm` holds shared memory other programs of the user read).
             policy = policy.reading(keep=(self._runner.dirs.tmp, *(p for p in policy.writable()
-                                                                   if p.parent == Path("/dev"))))
+                                                                   if p.parent == Path("/dev") and p.is_char_device())))
         return CallContext(
             runner=self._runner,
             locks=LockManager(self._runner.lock_dir),
@@ -328,10 +329,10 @@ class ExecuteServer:
 
 
 def _reads_only(request: ExecuteRequest) -> bool:
-    """Whether the call is shell lines that only read (`readers`), maybe piped with bundled readers, which every
+    """Whether the call is shell lines that only read (`readers`) and bundled readers (`file_read`...), which every
     approval mode runs unasked."""
-    steps = request.code_steps()
-    return bool(steps) and all(c.tool in READER_SCRIPTS for c in request.script_calls()) and all(
+    steps, calls = request.code_steps(), request.script_calls()
+    return bool(steps or calls) and all(c.tool in READER_SCRIPTS for c in calls) and all(
         s.language.name == "bash" and not s.elevated and is_read_only_command(s.code) for s in steps)
 
 

