@@ -32,10 +32,10 @@ class InvalidParams(RpcError):
 
 
 class _SessionProblem(RpcError):
-    """A session error: `<MESSAGE>: <why>` (the session's id when no why), with `data: {session}`."""
+    """A session error: `<MESSAGE>: <session id>`, with `data: {session}` (the store's own: records.rpc_errors)."""
 
-    def __init__(self, session_id: str, why: str | None = None) -> None:
-        super().__init__(session_id if why is None else why, {"session": session_id})
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id, {"session": session_id})
 
 
 class SessionNotFound(_SessionProblem):
@@ -48,24 +48,6 @@ class SessionArchived(_SessionProblem):
     """-32002: the session is archived and cannot be written to."""
 
     CODE, MESSAGE = store.ArchivedError.rpc_code, "session is archived"
-
-
-class Forbidden(_SessionProblem):
-    """-32008: a change to a session this user may read (shared to their team) but not change."""
-
-    CODE, MESSAGE = store.ReadOnlyError.rpc_code, "forbidden"
-
-
-class LiveElsewhere(_SessionProblem):
-    """-32007: another process runs (holds the lease of) the session; `why` names where and until when."""
-
-    CODE, MESSAGE = store.LiveElsewhereError.rpc_code, "session is live elsewhere"
-
-
-class StoreUnavailable(_SessionProblem):
-    """-32009: the session store cannot be used now (unreachable, locked, a newer schema); the request did nothing."""
-
-    CODE, MESSAGE = store.SessionError.rpc_code, "store unavailable"
 
 
 class InternalError(JsonRpcException):

@@ -6,11 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from pygls.exceptions import JsonRpcException
+
 from ollie.sessions import errors as reg_errors
 from ollie.sessions.location import StoreConfigError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, Kind
-from ollie_lsp.errors import Forbidden, InvalidParams, LiveElsewhere, SessionArchived, SessionNotFound, StoreUnavailable
+from ollie_lsp.errors import INVALID_PARAMS, InvalidParams
 
 if TYPE_CHECKING:
     from ollie.agent.recorder import Recorder
@@ -30,20 +32,11 @@ def rpc_errors(session_id: str, field: str = "") -> Iterator[None]:
     """Registry and store errors as the daemon's JSON-RPC errors (an invalid value named as `field` when given)."""
     try:
         yield
-    except reg_errors.ReadOnlyError as exc:  # shared to this user's team: they know it exists, say why not
-        raise Forbidden(session_id, str(exc)) from None
-    # Another user's session (ForbiddenError) is, to this user, a session that does not exist.
-    except (reg_errors.NotFoundError, reg_errors.ForbiddenError):
-        raise SessionNotFound(session_id) from None
-    except reg_errors.ArchivedError:
-        raise SessionArchived(session_id) from None
-    except reg_errors.InvalidSessionError as exc:
-        raise InvalidParams(f"{field}: {exc}" if field else str(exc)) from None
-    except reg_errors.LiveElsewhereError as exc:  # another process's live lock, or a database store's lease
-        raise LiveElsewhere(session_id, str(exc)) from None
-    # StoreConfigError: OLLIE_STORE is not a store URL, and the message says what to set.
     except (reg_errors.SessionError, StoreConfigError) as exc:
-        raise StoreUnavailable(session_id, str(exc)) from None
+        code, message = reg_errors.rpc_answer(exc, session_id)
+        if code == INVALID_PARAMS:
+            raise InvalidParams(f"{field}: {message}" if field else message) from None
+        raise JsonRpcException(code=code, message=message, data={"session": session_id}) from None
 
 
 def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None) -> dict[str, Any]:

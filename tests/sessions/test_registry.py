@@ -6,7 +6,15 @@ import sqlite3
 
 import pytest
 
-from ollie.sessions.errors import ArchivedError, ForbiddenError, InvalidSessionError, NotFoundError, TitleTooLongError
+from ollie.sessions.errors import (
+    ArchivedError,
+    ForbiddenError,
+    InvalidSessionError,
+    NotFoundError,
+    TitleTooLongError,
+    rpc_answer,
+)
+from ollie.sessions.location import StoreConfigError
 from ollie.sessions.registry import Registry
 from ollie.sessions.store import SCHEMA_VERSION, StoreBusyError
 from ollie.sessions.types import Channel, Info, Kind, ListOptions, Request, Scope, TurnResult
@@ -85,6 +93,19 @@ def test_get_is_scoped_by_user(registry):
     with pytest.raises(InvalidSessionError):
         registry.get(Scope(), mine.id)
     assert registry.get(ALICE, mine.id) == mine
+
+
+def test_store_failures_answer_on_the_wire_as_the_table_says(registry):
+    """rpc_answer, both front ends' table: another user's session is one not found (its owner unnamed); a failure
+    with no code of its own, as a bad OLLIE_STORE, is -32009 saying why."""
+    mine = _new(registry)
+    with pytest.raises(ForbiddenError) as caught:
+        registry.get(Scope(user_id="bob"), mine.id)
+    assert rpc_answer(caught.value, mine.id) == (-32001, f"session not found: {mine.id}")
+    assert rpc_answer(StoreConfigError("OLLIE_STORE='x'"), "") == (-32009, "store unavailable: OLLIE_STORE='x'")
+    with pytest.raises(InvalidSessionError) as invalid:
+        registry.get(Scope(), mine.id)
+    assert rpc_answer(invalid.value, mine.id) == (-32602, str(invalid.value))  # the front end names the field
 
 
 # --- list ---------------------------------------------------------------

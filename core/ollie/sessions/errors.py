@@ -60,3 +60,24 @@ class LiveElsewhereError(SessionError):
     """Another process of this machine runs the session now (ollie.sessions.livelock); the message names it."""
 
     rpc_code = -32007
+
+
+_ANSWERS = {  # code: how its message starts, and whether it goes on with the error's text (else the session's id)
+    NotFoundError.rpc_code: ("session not found", False),  # a ForbiddenError's too: its text would name the owner
+    ArchivedError.rpc_code: ("session is archived", False),
+    ReadOnlyError.rpc_code: ("forbidden", True),  # shared to this user's team: they know it exists, say why not
+    LiveElsewhereError.rpc_code: ("session is live elsewhere", True),  # the text names where and until when
+}
+
+
+def rpc_answer(exc: Exception, session_id: str) -> tuple[int, str]:
+    """The JSON-RPC code and message every front end answers a store failure with (docs/PROTOCOL.md's table); an
+    invalid record's message is its reason alone, for the front end to name its field.
+
+    Any failure without its own code (OLLIE_STORE no store URL, an unreachable store) is -32009 "store unavailable".
+    """
+    code = exc.rpc_code if isinstance(exc, SessionError) else SessionError.rpc_code
+    if code == InvalidSessionError.rpc_code:
+        return code, str(exc)
+    start, own_text = _ANSWERS.get(code, ("store unavailable", True))
+    return code, f"{start}: {exc if own_text else session_id}"
