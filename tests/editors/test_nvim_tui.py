@@ -726,7 +726,7 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
 
     try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
-        tmux.keys(":lua vim.o.statusline = \"%{v:lua.require'ollie'.statusline()}\"", "Enter")
+        tmux.keys(":lua vim.o.statusline = \"%!v:lua.require'ollie'.statusline()\"", "Enter")
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         streaming = keep("1-title-while-streaming", tmux.wait(
             lambda s: "The sea rolls in" in s and both(s, "Write a haiku about the sea"),
@@ -754,6 +754,26 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
         assert_clean(tmux.screens)
     finally:
         haiku.set()
+        tmux.close()
+
+
+def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, scripted_llm):
+    """The public component in a `%!` statusline (as lualine draws one, re-read as a format) while a step the model
+    titled `%{writefile(...)}` runs unasked: the title shows as text and Neovim, unsandboxed, writes nothing."""
+    srv = scripted_llm("openai")
+    payload = '%{writefile([],"pwned")}'
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f": '{payload}'; sleep 3"}]})]), Reply(text="Done."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "notes\n"})
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":lua vim.o.statusline = \"%!v:lua.require'ollie'.statusline()\"", "Enter")
+        tmux.keys(":Ollie run it", "Enter")
+        shown = tmux.keep("1-step-running", tmux.wait(
+            lambda s: any(line.startswith("ollie: Run : ") for line in s.splitlines()), "the step's title"))
+        assert f"\nollie: Run : '{payload}'" in shown, shown
+        tmux.wait(lambda s: "Done." in s, "the turn's end")
+        assert not (tmp_path / "ws" / "pwned").exists(), "the statusline ran the model's expression"
+    finally:
         tmux.close()
 
 

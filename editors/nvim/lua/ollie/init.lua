@@ -320,10 +320,12 @@ function M.restart()
 end
 
 ---A statusline component for the current tab's chat: "ollie: <state> $<cost> · <title>", the title cut to fit.
+---Its `%` doubled: the model writes step titles, and a `%!` statusline (lualine's too) reads the text as a format,
+---where `%{...}` is an expression Neovim evaluates, unsandboxed.
 ---@return string
 function M.statusline()
   local status, title = require("ollie.chatwin").status(vim.g.statusline_winid or vim.api.nvim_get_current_win())
-  return title == "" and status or (status .. " · " .. title)
+  return ((title == "" and status or (status .. " · " .. title)):gsub("%%", "%%%%"))
 end
 
 return M
