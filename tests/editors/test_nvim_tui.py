@@ -3,10 +3,12 @@ turn with steps, an approval question, the changes line, the changes list and th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -775,6 +777,32 @@ def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, 
         assert not (tmp_path / "ws" / "pwned").exists(), "the statusline ran the model's expression"
     finally:
         tmux.close()
+
+
+def test_an_editor_tool_naming_a_fifo_a_step_made_leaves_neovim_usable(tmp_path: Path, scripted_llm):
+    """`editor_definition` (or `editor_references`) of a FIFO a step made in the workspace: Neovim loaded the file
+    into a buffer to ask its language servers, and a FIFO's open waits on a writer for good (SIGTERM included)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "mkfifo pipe.py"}]})]),
+               Reply(tool_calls=[("call_tool", {"calls": [{"tool": "editor_definition", "args": ["pipe.py", "1", "1"]},
+                                                          {"tool": "editor_references", "args": ["pipe.py", "1", "1"]}]})]),
+               Reply(text="Done."))
+    tmux = start_nvim(tmp_path, {**srv.env(approval="auto"), "OLLIE_EDITOR_TIMEOUT_MS": "2000"}, {"notes.txt": "notes\n"})
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie look it up", "Enter")
+        tmux.keep("1-answered", tmux.wait(lambda s: "Done." in s, "the turn's end (a frozen Neovim draws nothing)"))
+        told = json.dumps(srv.chat_requests[2].body["messages"][-1])
+        assert "not a regular file" in told, told
+        tmux.keys(":echo 'still' .. ' here'", "Enter")
+        tmux.keep("2-usable", tmux.wait(lambda s: "still here" in s, "Neovim to answer the user"))
+    finally:
+        tmux.close()
+        # A Neovim waiting on the FIFO (the old plugin) is deaf to tmux's SIGHUP: it and its daemon go by their ids.
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+        for pid in [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path) in line]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def nvim_with_unsaved_note(tmp_path: Path, srv) -> Tmux:

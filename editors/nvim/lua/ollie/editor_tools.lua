@@ -264,12 +264,18 @@ function M.diagnostics(params, answer)
 end
 
 ---A loaded buffer for `path` (loading it), then `cb(bufnr)` once a language server serving `method` is
----attached, or after M.attach_ms with whatever is attached.
+---attached, or after M.attach_ms with whatever is attached; `cb(nil, why)` for a file Neovim must not read.
 local function with_buffer(path, method, cb)
   local b = M.buffer_of(path)
   if not b then
     if not vim.uv.fs_stat(path) then
-      return cb(nil)
+      return cb(nil, "no such file")
+    end
+    -- The model names the file: a FIFO a step made would hold Neovim for good (its open waits on a writer), a
+    -- huge file fill its memory.
+    local why = require("ollie.context").unreadable(path, path)
+    if why then
+      return cb(nil, why)
     end
     b = vim.fn.bufadd(path)
     vim.fn.bufload(b)
@@ -375,9 +381,9 @@ local function locate(method, params, answer, extra)
     return answer(nil, invalid("path, line, column: an absolute path and a 1-based line and column"))
   end
   local path = norm(params.path)
-  with_buffer(path, method, function(b)
+  with_buffer(path, method, function(b, why)
     if not b then
-      return answer(nil, failed(path .. ": no such file"))
+      return answer(nil, failed(path .. ": " .. why))
     end
     local clients = servers(b, method)
     if #clients == 0 then
