@@ -607,6 +607,28 @@ def queue_while_streaming(tmux: Tmux, prompt: str, answer: str, queued: str) -> 
     return tmux.wait(lambda s: f"⏳ queued: {queued}" in s, "the queued prompt")
 
 
+def test_a_queued_prompt_the_daemon_refuses_goes_back_in_the_input_with_its_tags(tmp_path: Path, scripted_llm):
+    # Bug: the input was emptied as it went, and the daemon's refusal (a context it could not read) said only its
+    # error: the prompt and its `#` tags were gone.
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 300, delay=0.1, chunk_size=8))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    typed = "and see #file:notes.txt #mcp:nosuch:note://x"
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a long story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys(typed, literal=True)
+        tmux.keys("Escape", "Enter")  # queued behind the running turn: refused (no such MCP server)
+        back = tmux.keep("refused-back", tmux.wait(lambda s: "not queued: it is back in the input" in s
+                                                   and any(line.rstrip().endswith(typed) for line in s.splitlines()),
+                                                   "the refused prompt back in the input"))
+        assert "⏳ queued" not in back, back
+    finally:
+        tmux.close()
+
+
 def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tmp_path: Path, scripted_llm):
     # Bug: the chat drawn again from the history while a queued prompt's turn began matched the held events to the
     # history by the prompt's text: a second "continue" was taken as the first, its `## You` and first words lost.

@@ -352,9 +352,9 @@ function Chat:submit(text, contexts)
       return false
     end
     if self.running then
-      self:queue(clean, contexts)
+      self:queue(clean, contexts, nil, text)
     else -- behind the held ones, which run first (not past them)
-      self:send_behind(clean, contexts)
+      self:send_behind(clean, contexts, text)
     end
     return true
   end
