@@ -53,7 +53,8 @@ function P:pend(kind, text, contexts, done, typed)
     end
     client.request(method, params, function(err)
       if err then
-        self.transcript:aside("error: " .. err_text(err) .. " (not " .. kind .. ": it is back in the input)", "OllieError")
+        self.transcript:aside("error: " .. err_text(err) .. " (not " .. kind .. ": it is back in the input)",
+          "OllieError")
         input.append(self.input_buf, typed or text)
       elseif kind == "queued" and session ~= self.session then
         self:take_back(session) -- the chat moved on (:OllieNew) while it was sent: not shown here, not run there
