@@ -49,7 +49,8 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
           "a prompt typed during Restart was sent once the daemon was up, in the chat's session",
           "a prompt typed during a start that failed got the start's error and is back in the input, with its chips",
           "a prompt whose daemon died before its turn began was back in the input with its chip, and answered once sent again",
-          "a prompt queued as the daemon died was back in the input, with its chip")
+          "a prompt queued as the daemon died was back in the input, with its chip",
+          "the answer shown when the daemon died stayed in the restored chat, marked cut short")
 
 
 @pytest.mark.timeout(200)

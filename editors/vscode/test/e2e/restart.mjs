@@ -178,4 +178,15 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n" } }, async 
   await backInInput(chat, "Queued as it died?", ["notes.txt"]);
   await screenshot("queued-back-after-crash");
   log("a prompt queued as the daemon died was back in the input, with its chip");
+
+  // 6. The chat brought back after that crash still shows what the user watched stream in, marked cut short (the
+  // session's log keeps finished rounds only: prompt and reply were gone).
+  await chat.locator(".item.turnEnd", { hasText: "Cut short: the daemon stopped" }).waitFor({ timeout: waitMs });
+  const restored = await chat.locator(".item").evaluateAll((items) => items.map((i) => `${i.dataset.kind}: ${i.textContent}`));
+  const at = restored.findIndex((line) => line.startsWith("turnEnd: Cut short"));
+  if (!restored[at - 2]?.includes("Stream slowly.") || !restored[at - 1]?.startsWith("assistant: A reply that streams")) {
+    throw new Error(`the restored chat is ${JSON.stringify(restored)}`);
+  }
+  await screenshot("cut-short-after-crash");
+  log("the answer shown when the daemon died stayed in the restored chat, marked cut short");
 });
