@@ -44,7 +44,8 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
     resumed there (it was answered "the ollie daemon is not running", and lost); one sent during a start that fails
     gets the start's error, and is back in the input; so is one sent to a daemon that died before its turn began (it
     vanished: the chat brought back after the crash has nothing of it), and one queued as its daemon died: each with
-    the file and image chips it was sent with (only its text came back)."""
+    the file and image chips it was sent with (only its text came back). The chat brought back after a crash mid-turn
+    still shows the reply streamed so far, marked cut short (the session's log has finished rounds only)."""
     shows(run_e2e("restart.mjs", total_ms=150000),
           "a prompt typed during Restart was sent once the daemon was up, in the chat's session",
           "a prompt typed during a start that failed got the start's error and is back in the input, with its chips",

@@ -6,6 +6,7 @@
 // prompt typed while the language client restarts a crashed daemon by itself waits for it too. One sent to a daemon
 // that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved), and so
 // is one queued as the daemon dies; each with the file and image chips it had (they were lost: only its text came back).
+// The chat brought back after a crash mid-turn still shows the reply streamed so far, marked cut short.
 //
 // Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
 // is typed while the restart is surely under way.
