@@ -609,6 +609,64 @@ def queue_while_streaming(tmux: Tmux, prompt: str, answer: str, queued: str) -> 
     return tmux.wait(lambda s: f"⏳ queued: {queued}" in s, "the queued prompt")
 
 
+def send_in_chat(tmux: Tmux, typed: str) -> None:
+    """`typed` typed in the chat's input and sent (Enter in normal mode)."""
+    tmux.keys(":OllieChat", "Enter")
+    tmux.keys(typed, literal=True)
+    tmux.keys("Escape", "Enter")
+
+
+def back_in_input(tmux: Tmux, name: str, said: str, typed: str) -> str:
+    """The screen (kept as `name`) once the chat says `said` and the input holds `typed` again."""
+    return tmux.keep(name, tmux.wait(lambda s: said in s and any(line.rstrip().endswith(typed) for line in s.splitlines()),
+                                     "the prompt back in the input"))
+
+
+def test_a_queued_prompt_the_daemon_refuses_goes_back_in_the_input_with_its_tags(tmp_path: Path, scripted_llm):
+    # Bug: the input was emptied as it went, and the daemon's refusal (a context it could not read) said only its
+    # error: the prompt and its `#` tags were gone.
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 300, delay=0.1, chunk_size=8))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    typed = "and see #file:notes.txt #mcp:nosuch:note://x"
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a long story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        send_in_chat(tmux, typed)  # queued behind the running turn: refused (no such MCP server)
+        back = back_in_input(tmux, "refused-back", "not queued: it is back in the input", typed)
+        assert "⏳ queued" not in back, back
+    finally:
+        tmux.close()
+
+
+def test_a_prompt_whose_daemon_dies_before_its_turn_goes_back_in_the_input_and_the_chat_stops_waiting(
+        tmp_path: Path, scripted_llm):
+    # Bug: Neovim drops the answers a dead daemon owed: the chat waited for the prompt's answer forever ("sending"),
+    # the prompt and its `#` tags gone from the input.
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="The first answer."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    typed = "and see #file:notes.txt"
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "The first answer." in s and "(end)" in s, "the first answer")
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+        [pid] = [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
+        os.kill(pid, signal.SIGSTOP)  # it reads the prompt only once it runs again: never
+        send_in_chat(tmux, typed)
+        tmux.wait(lambda s: "sending" in s, "the prompt on its way")
+        os.kill(pid, signal.SIGKILL)
+        # Neovim's own word of the exit ("Client ollie quit ... signal 9") waits for a key.
+        tmux.wait(lambda s: "Press ENTER" in s, "Neovim's notice of the exit")
+        tmux.keys("Enter")
+        back = back_in_input(tmux, "died-back", "not sent: it is back in", typed)
+        assert "sending" not in back, back
+    finally:
+        tmux.close()
+
+
 def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tmp_path: Path, scripted_llm):
     # Bug: the chat drawn again from the history while a queued prompt's turn began matched the held events to the
     # history by the prompt's text: a second "continue" was taken as the first, its `## You` and first words lost.

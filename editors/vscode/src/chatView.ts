@@ -10,7 +10,7 @@ import { chatHtml } from "./lib/chatHtml";
 import { ChatItem } from "./lib/chatModel";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { EditorContext, parseMcpList } from "./lib/protocol";
-import { Chip, FromWebview, Header, ImageSource, ToWebview, isImageName, parseWebviewMessage } from "./lib/webviewMessages";
+import { Chip, FromWebview, Header, ImageSource, PromptImage, ToWebview, isImageName, parseWebviewMessage } from "./lib/webviewMessages";
 import { errorText } from "./lib/errors";
 import { workspaceNote } from "./workFolder";
 
@@ -19,9 +19,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   static readonly viewId = "ollie.chat";
   private view: vscode.WebviewView | undefined;
   private readonly subscription: vscode.Disposable;
-  // What each context chip on the input stands for (the webview only knows its id and label).
-  // What each chip on the input stands for: editor context, or an image file the daemon reads.
-  private readonly chips = new Map<string, EditorContext | { imagePath: string; name: string }>();
+  // What each chip on the input stands for: editor context, or an image file the daemon reads (the webview only knows
+  // the chip: its id, kind and label).
+  private readonly chips = new Map<string, Held>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -54,9 +54,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     this.post({ type: "focusInput" });
   }
 
-  /** Put a prompt that was not sent back in the chat's input. */
-  putBack(text: string): void {
-    this.post({ type: "unsent", text });
+  /** Put a prompt that was not sent back in the chat's input, with the chips and pasted images it was sent with. */
+  putBack(text: string, chips: readonly Held[] = [], images: readonly PromptImage[] = []): void {
+    for (const held of chips) this.chips.set(held.chip.id, held);
+    this.post({ type: "unsent", text, chips: chips.map((held) => held.chip), images: [...images] });
   }
 
   itemsChanged(items: ChatItem[]): void {
@@ -122,21 +123,23 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         this.onboardingChanged(this.conversation.onboarding);
         return;
       case "submit": {
-        const files = this.takeImageChips(message.chips);
+        const chips = this.takeChips(message.chips);
         try {
-          await this.conversation.submit(message.text, this.takeChips(message.chips), [...files, ...(message.images ?? [])]);
+          await this.conversation.submit(message.text, contextsOf(chips), [...imagesOf(chips), ...(message.images ?? [])]);
         } catch (err) {
-          // It waited for a start that failed, or its daemon died before it ran: the text goes back to be sent again.
+          // It waited for a start that failed, or its daemon died before it ran: it goes back to be sent again.
           if (!(err instanceof DaemonNotStarted)) throw err;
-          this.putBack(message.text);
+          this.putBack(message.text, chips, message.images);
         }
         return;
       }
       case "queue":
-      case "inject":
-        // Not taken (its daemon died, a context item could not be read): the text goes back to be sent again.
-        if (!(await this.conversation[message.type](message.text, this.takeChips(message.chips)))) this.putBack(message.text);
+      case "inject": {
+        // Not taken (its daemon died, a context item could not be read): it goes back to be sent again.
+        const chips = this.takeChips(message.chips);
+        if (!(await this.conversation[message.type](message.text, contextsOf(chips)))) this.putBack(message.text, chips);
         return;
+      }
       case "interrupt":
         await this.conversation.interrupt();
         return;
@@ -200,31 +203,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     await vscode.window.showTextDocument(uri, { selection: new vscode.Range(position, position), preview: false });
   }
 
-  // The contexts of the chips a prompt was sent with, in the input's order; sent chips are done with.
-  private takeChips(ids: string[] | undefined): EditorContext[] {
-    const contexts: EditorContext[] = [];
-    for (const id of ids ?? []) {
-      const context = this.chips.get(id);
-      if (context && !("imagePath" in context)) contexts.push(context);
-      this.chips.delete(id);
-    }
-    return contexts;
+  // The chips a prompt was sent with, in the input's order; sent chips are done with (unless it is put back).
+  private takeChips(ids: string[] | undefined): Held[] {
+    const taken = (ids ?? []).flatMap((id) => this.chips.get(id) ?? []);
+    for (const id of ids ?? []) this.chips.delete(id);
+    return taken;
   }
 
-  // The image files among a submit's chips (taken before takeChips forgets them all).
-  private takeImageChips(ids: string[] | undefined): ImageSource[] {
-    const found: ImageSource[] = [];
-    for (const id of ids ?? []) {
-      const chip = this.chips.get(id);
-      if (chip && "imagePath" in chip) found.push({ name: chip.name, path: chip.imagePath });
-    }
-    return found;
-  }
-
-  private addChip(kind: Chip["kind"], context: EditorContext | { imagePath: string; name: string }, label: string): void {
-    const id = crypto.randomBytes(8).toString("hex");
-    this.chips.set(id, context);
-    this.post({ type: "chip", chip: { id, kind, label } });
+  private addChip(kind: Chip["kind"], context: Held["context"], label: string): void {
+    const chip = { id: crypto.randomBytes(8).toString("hex"), kind, label };
+    this.chips.set(chip.id, { chip, context });
+    this.post({ type: "chip", chip });
   }
 
   // `@`: a workspace file, or a resource of the session's MCP servers (the daemon reads it through its server).
@@ -297,6 +286,21 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   dispose(): void {
     this.subscription.dispose();
   }
+}
+
+// A chip on the input, and what it stands for.
+interface Held {
+  chip: Chip;
+  context: EditorContext | { imagePath: string; name: string };
+}
+
+function contextsOf(chips: readonly Held[]): EditorContext[] {
+  return chips.flatMap(({ context }) => ("imagePath" in context ? [] : [context]));
+}
+
+// The image files among a prompt's chips.
+function imagesOf(chips: readonly Held[]): ImageSource[] {
+  return chips.flatMap(({ context }) => ("imagePath" in context ? [{ name: context.name, path: context.imagePath }] : []));
 }
 
 function safeJson(value: unknown): string {

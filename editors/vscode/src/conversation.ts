@@ -4,7 +4,7 @@ import * as vscode from "vscode";
 import { ApprovalModes } from "./approvalModes";
 import { Daemon, DaemonNotStarted } from "./daemon";
 import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus } from "./lib/backend";
-import { ChatItem, ChatModel } from "./lib/chatModel";
+import { ChatItem, ChatModel, unsavedTail } from "./lib/chatModel";
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
@@ -87,6 +87,8 @@ export class Conversation implements vscode.Disposable {
   private readonly agentModels = new Map<string, { agent: string; model: string }>();
   // The daemon crashed: the chat its restart brings back says so.
   private crashNotice = false;
+  // What the user watched of the turn a crash cut short, which the restored chat (read from the log) lacks.
+  private cutShort: ChatItem[] = [];
 
   constructor(
     private readonly daemon: Daemon,
@@ -535,6 +537,7 @@ export class Conversation implements vscode.Disposable {
         // Its turns died with it: no session runs now, and the daemon the client restarts shows this chat again.
         this.restore ??= this.current;
         this.crashNotice = true;
+        this.cutShort = unsavedTail(this.model);
         for (const [session, status] of this.statuses) this.statuses.set(session, { ...status, state: "stopped", running: false });
       }
       this.emitStatus();
@@ -571,8 +574,12 @@ export class Conversation implements vscode.Disposable {
         await this.restoreSession(state.session);
         if (continuing && this.current !== undefined) await this.queued.restore(this.current);
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
-        if (this.crashNotice) this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
+        if (this.crashNotice) {
+          for (const item of this.model.addCutShort(this.cutShort)) this.changed(item);
+          this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
+        }
         this.crashNotice = false;
+        this.cutShort = [];
         await this.approvals.applyPending();
       }
     } catch (err) {

@@ -352,9 +352,9 @@ function Chat:submit(text, contexts)
       return false
     end
     if self.running then
-      self:queue(clean, contexts)
+      self:queue(clean, contexts, nil, text)
     else -- behind the held ones, which run first (not past them)
-      self:send_behind(clean, contexts)
+      self:send_behind(clean, contexts, text)
     end
     return true
   end
@@ -375,11 +375,19 @@ function Chat:submit(text, contexts)
     end
     local params = { session = session, text = clean, context = context.wire(contexts),
                      images = context.images(contexts) }
+    local seen = client.seen(session)
     client.request("ollie/submit", params, function(rerr)
       if rerr then
-        self.transcript:note("error: " .. err_text(rerr), "OllieError")
+        -- Its daemon died before the turn began (no event of it came): nothing of it ran or was saved. What was
+        -- typed goes back in the input, `#` tags and all.
+        local unsent = rerr == client.GONE and client.seen(session) == seen
+        self.transcript:note("error: " .. err_text(rerr) .. (unsent and " (not sent: it is back in the input)" or ""),
+          "OllieError")
         self.transcript:turn_end("error")
         self.running, self.state = false, "idle"
+        if unsent then
+          input.append(self.input_buf, text)
+        end
       end
     end)
   end)

@@ -28,6 +28,11 @@ M.with_action_session = nil
 -- Callbacks waiting for a client's daemon to exit, by client id (restart).
 ---@type table<integer, fun()>
 local on_exited = {}
+-- The answers each daemon owes, by client id: Neovim drops them when its daemon dies, and a chat would wait for its
+-- prompt's answer forever (running, the prompt gone from the input). The daemon's exit answers each with GONE.
+---@type table<integer, table<table, fun(err: table|nil, result: any)>>
+local owed = {}
+M.GONE = { message = "the ollie daemon stopped: :OllieRestart starts it again with the chats' sessions" }
 -- The `seq` of the last `ollie/event` per session the user has from the running daemon (a fresh one counts from 1):
 -- received, or told by an `ollie/context` answer drawn.
 ---@type table<string, integer>
@@ -205,11 +210,16 @@ function M.ensure()
       pcall(vim.cmd.redrawstatus, { bang = true })
     end,
     on_exit = function(_, _, client_id)
-      local done = on_exited[client_id]
-      on_exited[client_id] = nil
-      if done then
-        vim.schedule(done)
-      end
+      local done, unanswered = on_exited[client_id], owed[client_id] or {}
+      on_exited[client_id], owed[client_id] = nil, nil
+      vim.schedule(function()
+        for _, answer in pairs(unanswered) do
+          answer(M.GONE, nil)
+        end
+        if done then
+          done()
+        end
+      end)
     end,
   }, {
     -- The chat's own buffers are no documents: attach file buffers only (below).
@@ -260,7 +270,7 @@ function M.restart(done)
   end, 5000)
 end
 
----Send a request; `cb(err, result)` runs on the main loop.
+---Send a request; `cb(err, result)` runs on the main loop (err: M.GONE when its daemon died first).
 ---@param method string
 ---@param params table
 ---@param cb fun(err: table|nil, result: any)
@@ -271,13 +281,22 @@ function M.request(method, params, cb)
     vim.schedule(function() cb({ message = start_err or "ollie-lsp is not running" }, nil) end)
     return nil
   end
+  owed[c.id] = owed[c.id] or {}
+  local unanswered, key = owed[c.id], {}
+  unanswered[key] = function(...) -- once: by the daemon, or by its exit
+    if unanswered[key] then
+      unanswered[key] = nil
+      cb(...)
+    end
+  end
   local ok, rid
   if vim.fn.has("nvim-0.11") == 1 then
-    ok, rid = c:request(method, params, cb)
+    ok, rid = c:request(method, params, unanswered[key])
   else
-    ok, rid = c.request(method, params, cb)
+    ok, rid = c.request(method, params, unanswered[key])
   end
   if not ok then
+    unanswered[key] = nil
     vim.schedule(function() cb({ message = method .. ": ollie-lsp is not running" }, nil) end)
     return nil
   end

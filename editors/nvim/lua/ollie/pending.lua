@@ -37,12 +37,13 @@ local P = {}
 M.methods = P
 
 ---Send a prompt that waits (ollie/queue or ollie/inject) with its contexts; once the daemon has it, show it as
----waiting.
+---waiting; refused, what was typed goes back in the input (`#` tags and all: it was gone, its text with it).
 ---@param kind "queued"|"injected"
 ---@param text string
 ---@param contexts ollie.Context[]
 ---@param done fun()|nil runs once the daemon has it
-function P:pend(kind, text, contexts, done)
+---@param typed string|nil the input's text it came from (default: `text`)
+function P:pend(kind, text, contexts, done, typed)
   local method = kind == "queued" and "ollie/queue" or "ollie/inject"
   context.attach(contexts)
   self:with_session(function(session)
@@ -52,7 +53,9 @@ function P:pend(kind, text, contexts, done)
     end
     client.request(method, params, function(err)
       if err then
-        self.transcript:aside("error: " .. err_text(err), "OllieError")
+        self.transcript:aside("error: " .. err_text(err) .. " (not " .. kind .. ": it is back in the input)",
+          "OllieError")
+        input.append(self.input_buf, typed or text)
       elseif kind == "queued" and session ~= self.session then
         self:take_back(session) -- the chat moved on (:OllieNew) while it was sent: not shown here, not run there
       else
@@ -72,15 +75,17 @@ end
 ---@param text string
 ---@param contexts ollie.Context[]|nil
 ---@param done fun()|nil runs once the daemon has it
-function P:queue(text, contexts, done)
-  self:pend("queued", text, contexts or {}, done)
+---@param typed string|nil the input's text it came from
+function P:queue(text, contexts, done, typed)
+  self:pend("queued", text, contexts or {}, done, typed)
 end
 
 ---Send a prompt behind the held queued prompts: queued, then the queue runs (the held ones first, in order).
 ---@param text string
 ---@param contexts ollie.Context[]
-function P:send_behind(text, contexts)
-  self:queue(text, contexts, function() self:run_queue() end)
+---@param typed string the input's text it came from
+function P:send_behind(text, contexts, typed)
+  self:queue(text, contexts, function() self:run_queue() end, typed)
 end
 
 ---The prompts queued in `session`, which this chat showed and shows no more (:OllieNew, a session picked): they would
@@ -209,7 +214,7 @@ function P:inject(text)
   if not clean then
     return false
   end
-  self:pend("injected", clean, contexts)
+  self:pend("injected", clean, contexts, nil, text)
   return true
 end
 

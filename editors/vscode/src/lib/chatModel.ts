@@ -86,6 +86,7 @@ export type ChatItem =
     };
 
 export type ToolItem = Extract<ChatItem, { kind: "tool" }>;
+type UserItem = Extract<ChatItem, { kind: "user" }>;
 
 const NOTICE_ROLES: Record<string, NoticeLevel> = { info: "info", error: "error", exec: "exec", limitretry: "retry" };
 
@@ -112,6 +113,22 @@ function withSteps(item: ToolItem, event: OllieEvent): ToolItem {
 // still open (the daemon may ask it before the last text deltas of the same reply have arrived).
 function isSideNote(item: ChatItem): boolean {
   return (item.kind === "user" && item.note !== undefined) || (item.kind === "permission" && item.outcome === undefined);
+}
+
+/** What a running turn showed that its session's log does not keep (the log saves finished rounds only): its last
+ * round's text, and its prompt when that was the turn's first. A crash of the daemon loses them from the chat read
+ * back from the log. */
+export function unsavedTail(model: ChatModel): ChatItem[] {
+  if (!model.running) return [];
+  const tail: ChatItem[] = [];
+  let index = model.items.length - 1;
+  for (; index >= 0; index--) {
+    const item = model.items[index];
+    if (item.kind === "assistant" || item.kind === "reasoning") tail.unshift(item);
+    else if (item.kind !== "notice" && !isSideNote(item)) break;
+  }
+  const prompt = model.items[index];
+  return tail.length === 0 ? [] : [...(prompt?.kind === "user" ? [prompt] : []), ...tail];
 }
 
 /** The conversation of one session: a list of items and the reducer that folds events into it. */
@@ -230,6 +247,15 @@ export class ChatModel {
   /** Add an item made outside the event stream (a permission question, a turn's changes). */
   add<T extends ChatItem>(item: T): T {
     return this.push(item);
+  }
+
+  /** Show again what a crash cut short (`unsavedTail`), marked so, after the history read back; its prompt only
+   * when that is not the history's last. */
+  addCutShort(tail: readonly ChatItem[]): ChatItem[] {
+    if (tail.length === 0) return [];
+    const last = this.items.filter((item): item is UserItem => item.kind === "user" && item.note === undefined).pop();
+    const saved = tail[0].kind === "user" && last?.text === tail[0].text;
+    return [...(saved ? tail.slice(1) : tail).map((item) => this.push({ ...item, id: 0 })), this.push({ kind: "turnEnd", id: 0, stop: "cut_short" })];
   }
 
   /** Put older items (an earlier page of a resumed session) before the others; their ids count down from the first. */

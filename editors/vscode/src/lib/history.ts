@@ -94,6 +94,7 @@ export const STOP_LABELS: Record<string, string> = {
   max_steps: "Stopped: step limit reached",
   max_tokens: "Cut off: the reply reached the model's output token limit",
   error: "Turn ended with an error",
+  cut_short: "Cut short: the daemon stopped (what it had shown of this turn was not saved)",
 };
 
 /** What the live chat showed at the end of a turn that failed, hit the step limit or was cut off, from the session's `lastTurnResult`. */

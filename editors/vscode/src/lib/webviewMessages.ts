@@ -87,7 +87,7 @@ export type ToWebview =
   | { type: "header"; header: Header }
   | { type: "onboarding"; onboarding: Onboarding | null }
   | { type: "chip"; chip: Chip }
-  | { type: "unsent"; text: string }
+  | { type: "unsent"; text: string; chips: Chip[]; images: PromptImage[] }
   | { type: "focusInput" }
   | { type: "paths"; existing: string[]; missing: string[] };
 

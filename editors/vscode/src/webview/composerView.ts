@@ -78,9 +78,12 @@ export class Composer {
     this.input.focus();
   }
 
-  /** Put a prompt that was not sent back in the input, before what was typed since. */
-  putBack(text: string): void {
+  /** Put a prompt that was not sent back in the input, before what was typed since, with its chips and images. */
+  putBack(text: string, chips: Chip[], images: PromptImage[]): void {
     this.input.value = this.input.value.trim() ? `${text}\n${this.input.value}` : text;
+    this.chips = [...chips, ...this.chips.filter((c) => !chips.some((back) => back.id === c.id))].slice(0, MAX_CHIPS);
+    this.images = [...images.map((image, n) => ({ ...image, id: `image-${Date.now()}-${n}` })), ...this.images].slice(0, MAX_IMAGES);
+    this.renderChips();
     this.refresh();
     this.input.focus();
   }

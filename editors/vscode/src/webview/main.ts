@@ -361,7 +361,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       composer.addChip(message.chip);
       break;
     case "unsent":
-      composer.putBack(message.text);
+      composer.putBack(message.text, message.chips, message.images);
       break;
     case "focusInput":
       composer.focus();

@@ -193,6 +193,19 @@ export async function pickFile(page, chat, name) {
   await page.keyboard.press("Enter");
 }
 
+/** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
+export async function giveImage(chat, how, name, base64) {
+  await chat.locator("#input").evaluate((input, [kind, fileName, data]) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], fileName, { type: "image/png" }));
+    const event = kind === "paste"
+      ? new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true })
+      : new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true });
+    input.dispatchEvent(event);
+  }, [how, name, base64]);
+}
+
 /** Write code-server's user settings.json: quiet defaults, the daemon command, plus `settings`. */
 export function writeUserSettings(userData, settings) {
   fs.mkdirSync(path.join(userData, "User"), { recursive: true });

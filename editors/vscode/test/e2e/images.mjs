@@ -8,7 +8,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { daemonPids, log, openChat, pickFile, reloadChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { daemonPids, giveImage, log, openChat, pickFile, reloadChat, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -27,25 +27,12 @@ async function noneUnderTheCall(chat) {
   if (own.some((n) => n > 0)) throw new Error(`images stayed under the call: ${own}`);
 }
 
-/** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
-async function give(chat, how, name, base64) {
-  await chat.locator("#input").evaluate((input, [kind, fileName, data]) => {
-    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
-    const transfer = new DataTransfer();
-    transfer.items.add(new File([bytes], fileName, { type: "image/png" }));
-    const event = kind === "paste"
-      ? new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true })
-      : new DragEvent("drop", { dataTransfer: transfer, bubbles: true, cancelable: true });
-    input.dispatchEvent(event);
-  }, [how, name, base64]);
-}
-
 await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": Buffer.from(PNG, "base64"),
   "docs/big.png": Buffer.concat([Buffer.from(PNG, "base64"), Buffer.alloc(1_200_000)]) }, settings: { "files.autoSave": "off" } }, async ({ page, dataDir, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   const chat = await openChat(page);
 
-  await give(chat, "paste", "image.png", PNG); // a screenshot from the clipboard comes named image.png
+  await giveImage(chat, "paste", "image.png", PNG); // a screenshot from the clipboard comes named image.png
   await chat.locator(".chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").fill("What is in this picture?");
   await screenshot("image-chip");
@@ -57,7 +44,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await screenshot("image-answered");
   log("a pasted image showed as a chip, went with the prompt and was saved with it");
 
-  await give(chat, "drop", "shot.png", PNG);
+  await giveImage(chat, "drop", "shot.png", PNG);
   await chat.locator(".chip.image", { hasText: "shot.png" }).waitFor({ timeout: waitMs });
   await send(chat, "And this dropped one?");
   await chat.locator(".item.assistant", { hasText: "The same red one." }).waitFor({ timeout: waitMs });
@@ -86,7 +73,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "docs/diagram.png": 
   await screenshot("image-tool-result");
   log("an image the model read showed under its step, one over 1 MiB named with its size under its own");
 
-  await give(chat, "paste", "evil.png", FAKE);
+  await giveImage(chat, "paste", "evil.png", FAKE);
   await chat.locator(".chip.image", { hasText: "evil.png" }).waitFor({ timeout: waitMs });
   await send(chat, "Look at this one");
   await chat.locator(".item.notice", { hasText: "evil.png is not a PNG, JPEG, GIF or WebP image" }).waitFor({ timeout: waitMs });

@@ -5,7 +5,8 @@
 // what it printed (it said the language client's "Pending response rejected since connection got disposed"); a
 // prompt typed while the language client restarts a crashed daemon by itself waits for it too. One sent to a daemon
 // that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved), and so
-// is one queued as the daemon dies.
+// is one queued as the daemon dies; each with the file and image chips it had (they were lost: only its text came back).
+// The chat brought back after a crash mid-turn still shows the reply streamed so far, marked cut short.
 //
 // Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
 // is typed while the restart is surely under way.
@@ -15,7 +16,7 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { daemon, log, ollieOutput, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { daemon, giveImage, log, ollieOutput, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
@@ -45,6 +46,22 @@ async function sendWhileStarting(chat, text) {
   await chat.locator(".item.user", { hasText: text }).locator(".meta", { hasText: "waiting" }).waitFor({ timeout: waitMs });
 }
 
+// A real 24x16 red PNG.
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
+
+/** Wait until the input holds `text` with chips saying each of `labels`, then take the chips off (the next prompt goes
+ * without them). */
+async function backInInput(chat, text, labels) {
+  await chat.waitForFunction((want) => document.getElementById("input")?.value === want, text, { timeout: waitMs });
+  for (const label of labels) await chat.locator("#chips .chip", { hasText: label }).waitFor({ timeout: waitMs });
+  const shown = await chat.locator("#chips .chip").count();
+  if (shown !== labels.length) throw new Error(`the input has ${shown} chips, not ${JSON.stringify(labels)}`);
+}
+
+async function clearChips(chat) {
+  while (await chat.locator("#chips .chip-remove").count()) await chat.locator("#chips .chip-remove").first().click();
+}
+
 /** Fail when the chat says the daemon was not running (or the session not found): the prompt was not held. */
 async function noNotRunning(chat) {
   const notices = await chat.locator(".item.notice").allTextContents();
@@ -56,7 +73,7 @@ const script = [{ text: "The first answer." }, { text: "The answer after the res
 
 // Traced: the Ollie output shows when a request has gone to the daemon.
 const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose" };
-await withVSCode({ script, settings }, async ({ page, screenshot, userData }) => {
+await withVSCode({ script, settings, files: { "notes.txt": "notes\n" } }, async ({ page, screenshot, userData }) => {
   const chat = await openChat(page);
   /** Send `text` with Enter, and wait until its `method` request has gone to the daemon. */
   const sendTraced = async (text, method) => {
@@ -86,7 +103,11 @@ await withVSCode({ script, settings }, async ({ page, screenshot, userData }) =>
   await screenshot("answered-after-restart");
   log("a prompt typed during Restart was sent once the daemon was up, in the chat's session");
 
-  // 2. A start that fails: the prompt typed meanwhile is answered with the start's error and is back in the input.
+  // 2. A start that fails: the prompt typed meanwhile is answered with the start's error and is back in the input,
+  // with its file and its pasted image.
+  await pickFile(page, chat, "notes.txt");
+  await giveImage(chat, "paste", "image.png", PNG);
+  await chat.locator("#chips .chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
   await runCommand(page, "Ollie: Restart");
   await until("the second restart's start", () => fs.existsSync(path.join(gate, "started-3")));
   await sendWhileStarting(chat, "Will this be lost?");
@@ -99,14 +120,16 @@ await withVSCode({ script, settings }, async ({ page, screenshot, userData }) =>
     if (!said?.includes(part)) throw new Error(`the failed start says ${JSON.stringify(said)}: not ${JSON.stringify(part)}`);
   }
   await chat.locator(".item.notice.error", { hasText: "Your prompt was not sent: it is back in the input." }).waitFor({ timeout: waitMs });
-  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Will this be lost?", { timeout: waitMs });
+  await backInInput(chat, "Will this be lost?", ["notes.txt", "pasted image 1"]);
   await chat.locator(".item.user", { hasText: "Will this be lost?" }).locator(".meta", { hasText: "unsent" }).waitFor({ timeout: waitMs });
   await waitForStatus(page, /Ollie: stopped/);
   await screenshot("start-failed");
-  log("a prompt typed during a start that failed got the start's error and is back in the input");
+  log("a prompt typed during a start that failed got the start's error and is back in the input, with its chips");
 
   // 3. The daemon crashes and the language client starts it again by itself: a prompt typed meanwhile waits for it.
   await runCommand(page, "Notifications: Clear All Notifications");  // the failed start's, over the chat's input
+  await screenshot("unsent-with-chips");
+  await clearChips(chat);
   await runCommand(page, "Ollie: Restart");
   await release(4, "go");
   await waitForStatus(page, /Ollie: idle/);
@@ -124,6 +147,7 @@ await withVSCode({ script, settings }, async ({ page, screenshot, userData }) =>
   // 4. The daemon dies with a prompt sent to it whose turn had not begun (frozen, then killed): nothing of it ran or was
   // saved, so the chat the client's restart brings back cannot show it: it is back in the input (it vanished).
   await waitForStatus(page, /Ollie: idle/);
+  await pickFile(page, chat, "notes.txt");
   const frozen = Number(fs.readFileSync(path.join(gate, "pid-5"), "utf8"));
   process.kill(frozen, "SIGSTOP");
   await sendTraced("Lost with the daemon?", "ollie/submit");
@@ -132,16 +156,18 @@ await withVSCode({ script, settings }, async ({ page, screenshot, userData }) =>
   await release(6, "go");
   await waitForStatus(page, /Ollie: idle/);
   await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly" }).waitFor({ timeout: waitMs });
-  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Lost with the daemon?", { timeout: waitMs });
+  await backInInput(chat, "Lost with the daemon?", ["notes.txt"]);
   await screenshot("prompt-back-after-crash");
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.assistant", { hasText: "The answer to the prompt sent again." }).waitFor({ timeout: waitMs });
-  log("a prompt whose daemon died before its turn began was back in the input, and answered once sent again");
+  await chat.locator(".item.user", { hasText: "Lost with the daemon?" }).last().locator(".meta", { hasText: "about notes.txt" }).waitFor({ timeout: waitMs });
+  log("a prompt whose daemon died before its turn began was back in the input with its chip, and answered once sent again");
 
   // 5. A prompt queued while a turn streams, its daemon dying before it took it: back in the input (it was an error
   // notice, the text gone).
   await send(chat, "Stream slowly.");
   await chat.locator(".item.assistant", { hasText: "A reply that streams" }).waitFor({ timeout: waitMs });
+  await pickFile(page, chat, "notes.txt");
   const streaming = Number(fs.readFileSync(path.join(gate, "pid-6"), "utf8"));
   process.kill(streaming, "SIGSTOP");
   await sendTraced("Queued as it died?", "ollie/queue");
@@ -150,7 +176,18 @@ await withVSCode({ script, settings }, async ({ page, screenshot, userData }) =>
   await chat.locator(".item.notice.error", { hasText: "The Ollie daemon stopped. The prompt was not queued: it is back in the input." })
     .waitFor({ timeout: waitMs });
   await release(7, "go");
-  await chat.waitForFunction((text) => document.getElementById("input")?.value === text, "Queued as it died?", { timeout: waitMs });
+  await backInInput(chat, "Queued as it died?", ["notes.txt"]);
   await screenshot("queued-back-after-crash");
-  log("a prompt queued as the daemon died was back in the input");
+  log("a prompt queued as the daemon died was back in the input, with its chip");
+
+  // 6. The chat brought back after that crash still shows what the user watched stream in, marked cut short (the
+  // session's log keeps finished rounds only: prompt and reply were gone).
+  await chat.locator(".item.turnEnd", { hasText: "Cut short: the daemon stopped" }).waitFor({ timeout: waitMs });
+  const restored = await chat.locator(".item").evaluateAll((items) => items.map((i) => `${i.dataset.kind}: ${i.textContent}`));
+  const at = restored.findIndex((line) => line.startsWith("turnEnd: Cut short"));
+  if (!restored[at - 2]?.includes("Stream slowly.") || !restored[at - 1]?.startsWith("assistant: A reply that streams")) {
+    throw new Error(`the restored chat is ${JSON.stringify(restored)}`);
+  }
+  await screenshot("cut-short-after-crash");
+  log("the answer shown when the daemon died stayed in the restored chat, marked cut short");
 });
