@@ -13,7 +13,7 @@ from bisect import bisect_left
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING
 
-from lsprotocol.types import Position
+from lsprotocol.types import Position, TextDocumentContentChangePartial
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -93,3 +93,11 @@ def offset_at(doc: TextDocument, line: int, character: int) -> int:
     text = index.text[start : found.start() if found else len(index.text)]
     position = doc.position_codec.position_from_client_units([text], Position(line=0, character=character))
     return start + min(position.character, len(text))
+
+
+def changed(doc: TextDocument, change: TextDocumentContentChangePartial) -> str:
+    """`doc`'s text with the client's incremental change made, at LSP's lines and the cost of one copy."""
+    start = offset_at(doc, change.range.start.line, change.range.start.character)
+    end = offset_at(doc, change.range.end.line, change.range.end.character)
+    text = index_of(doc).text
+    return "".join((text[:start], change.text, text[max(start, end) :]))

@@ -211,3 +211,45 @@ def test_the_edit_of_changed_lines_turns_any_text_into_any_other() -> None:
     # Only the changed line is replaced, from its start to the next line's.
     edit = changed_lines_edit(TextDocument("file:///t.txt", "one\ntwo\nthree\n"), "one\n2\nthree\n")
     assert (edit.range.start.line, edit.range.end.line, edit.new_text) == (1, 2, "2\n")
+
+
+def type_at(editor: Editor, path: Path, line: int, character: int, text: str) -> None:
+    """The user types `text` at a position: one incremental change, as editors send them."""
+    uri = path.as_uri()
+    editor.versions[uri] += 1
+    at = types.Position(line=line, character=character)
+    editor.daemon.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
+        content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)]))
+
+
+async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_daemon, llm):
+    # pygls applied a change to the lines of `str.splitlines`, which also breaks at a form feed, U+2028 or U+0085
+    # (LSP lines end only at \r\n, \r, \n): a workspace file holding one had every later change land lines earlier,
+    # and the model read (and its edits wrote back) a text that was never in the editor.
+    llm.script(read("notes.txt"), Reply.text("read"))
+    daemon = await start(start_daemon, llm.env())
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text("on disk\n")
+    editor = Editor(daemon)
+    editor.open(notes, "page one\x0cpage two\u2028still line 0\x85too\nlast line\n")
+    type_at(editor, notes, 1, 0, "TYPED ")
+    type_at(editor, notes, 0, 8, "!")
+    assert await submit(daemon, "read it") == "read"
+    seen = tool_result(llm)
+    assert "TYPED last line" in seen and "page one!" in seen and "TYPED page" not in seen
+
+
+async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_document(start_daemon, llm):
+    # Each keystroke's change split the whole text into lines on the event loop (0.8 s for 20 MB): every
+    # session's requests waited behind the user's typing.
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "huge.py"
+    count = 400_000
+    editor = Editor(daemon)
+    editor.open(path, "".join(f"value_{n} = compute({n}) + 1  # step {n}\n" for n in range(count)))
+    await daemon.request("ollie/state", {})  # the document is open
+    for n in range(20):
+        type_at(editor, path, count - 1, n, "x")
+    # Sent behind the twenty changes: answered in 1.6 s once each costs a copy of the text (it took 8 s).
+    assert (await daemon.request("ollie/state", {}, timeout=4))["session"]
