@@ -1,7 +1,7 @@
 """Where a document's lines start, found without splitting its text: a request over a 50 MB buffer costs its range.
 
-Lines end at "\\r\\n", "\\r" or "\\n", as LSP counts them (`documents.lsp_lines`; `str.splitlines` also broke at
-form feeds).
+Lines end at "\\r\\n", "\\r" or "\\n", as LSP counts them (`str.splitlines`, which pygls uses, also breaks at
+form feeds and U+2028).
 """
 
 from __future__ import annotations
