@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 from pygls.workspace import TextDocument
 
@@ -233,26 +234,30 @@ async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_da
     notes = daemon.workspace / "notes.txt"
     notes.write_text("on disk\n")
     editor = Editor(daemon)
-    editor.open(notes, "page one\x0cpage two\u2028still line 0\x85too\nlast line\n")
+    editor.open(notes, "page 😋 one\x0cpage two\u2028still line 0\x85too\nlast line\n")
     type_at(editor, notes, 1, 0, "TYPED ")
-    type_at(editor, notes, 0, 8, "!")
+    type_at(editor, notes, 0, 11, "!")  # UTF-16 units: the emoji is two
+    type_at(editor, notes, 1, 99, " END")  # past the line's end: at its end, as LSP says
     assert await submit(daemon, "read it") == "read"
     seen = tool_result(llm)
-    assert "TYPED last line" in seen and "page one!" in seen and "TYPED page" not in seen
+    assert "TYPED last line END\n" in seen + "\n" and "page 😋 one!" in seen and "TYPED page" not in seen
 
 
-async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_document(start_daemon, llm):
-    # Each keystroke's change split the whole text into lines on the event loop (0.8 s for 20 MB): every
+@pytest.mark.parametrize("lines", [400_000, 1])
+async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_document(start_daemon, llm, lines):
+    # Each keystroke's change split the whole text into lines on the event loop (0.8 s for 20 MB), and counted
+    # the UTF-16 units of its line a character at a time (seconds for a minified file's one line): every
     # session's requests waited behind the user's typing.
     daemon = await start(start_daemon, llm.env())
     path = daemon.workspace / "huge.py"
-    count = 400_000
+    row = "".join(f"value_{n} = compute({n}) + 1  # step {n}" for n in range(400_000 // lines))[: 20_000_000 // lines]
     editor = Editor(daemon)
-    editor.open(path, "".join(f"value_{n} = compute({n}) + 1  # step {n}\n" for n in range(count)))
+    editor.open(path, f"{row}\n" * lines)
     await daemon.request("ollie/state", {})  # the document is open
-    for n in range(20):
-        type_at(editor, path, count - 1, n, "x")
-    # Sent behind the twenty changes: answered in 1.6 s once each costs a copy of the text (it took 8 s).
+    for n in range(40):
+        type_at(editor, path, lines - 1, len(row) - n % 10, "x")
+    # Sent behind the forty changes: answered in 1 s once each costs a copy of the text (6 s before; over 30 s
+    # for the one line).
     assert (await daemon.request("ollie/state", {}, timeout=4))["session"]
 
 
