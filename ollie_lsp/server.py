@@ -125,7 +125,7 @@ class OllieProtocol(LanguageServerProtocol):
             return
         for change in params.content_changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
-                doc._source = changed(doc, change)  # noqa: SLF001
+                doc._source = changed(doc, change)
             else:
                 doc.apply_change(change)
         doc.version = params.text_document.version
