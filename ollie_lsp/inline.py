@@ -15,6 +15,7 @@ from pygls.uris import to_fs_path
 
 from ollie.completion import NEIGHBOUR_FILES, Completer, Neighbour, windows
 from ollie.errors import OllieError
+from ollie_lsp.lineindex import offset_at
 
 if TYPE_CHECKING:
     from ollie_lsp.server import OllieServer
@@ -75,7 +76,7 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
     if task is not None:
         _running[uri] = task
     try:
-        offset = doc.offset_at_position(params.position)
+        offset = offset_at(doc, params.position.line, params.position.character)
         documents = [(other_uri, other.source) for other_uri, other in ls.workspace.text_documents.items()]
         others = await asyncio.to_thread(neighbours, uri, documents, os.fspath(ls.default_cwd))
         prefix, suffix = windows(doc.source, offset, language_id=doc.language_id, neighbours=others)

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lsprotocol import types
 from pygls.workspace import TextDocument
 
 from ollie.testing import Reply
-from ollie_lsp.documents import changed_lines_edit, lsp_lines
+from ollie_lsp.documents import changed_lines_edit
 
 from .conftest import Daemon
 
 
 def applied(text: str, edit: types.TextEdit) -> str:
     """`text` after `edit`, as an editor applies it (characters in UTF-16 units, LSP's default)."""
-    lines = lsp_lines(text)
+    lines = re.findall(r".*?(?:\r\n|\r|\n)|.+\Z", text, re.DOTALL)  # as LSP counts lines: not at a form feed
 
     def offset(position: types.Position) -> int:
         line = lines[position.line] if position.line < len(lines) else ""
@@ -201,9 +203,9 @@ async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):
 def test_the_edit_of_changed_lines_turns_any_text_into_any_other() -> None:
     # Pieces that trip line counting: CRLF and lone CR ends, a U+2028 that splitlines() breaks at and LSP does
     # not, a last line without its end, an astral character (two UTF-16 units).
-    pieces = ["a\n", "b\n", "a", "\r\n", "x\r", "\n", "y\u2028z", "\U0001f600\n", ""]
+    pieces = ["a\n", "b\n", "a", "\r\n", "x\r", "\n", "y\u2028z", "\U0001f600\n", "", "\r", "\x0c"]
     rng = random.Random(7)
-    for _ in range(3000):
+    for _ in range(10000):
         old = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
         new = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
         edit = changed_lines_edit(TextDocument("file:///t.txt", old), new)
@@ -211,3 +213,69 @@ def test_the_edit_of_changed_lines_turns_any_text_into_any_other() -> None:
     # Only the changed line is replaced, from its start to the next line's.
     edit = changed_lines_edit(TextDocument("file:///t.txt", "one\ntwo\nthree\n"), "one\n2\nthree\n")
     assert (edit.range.start.line, edit.range.end.line, edit.new_text) == (1, 2, "2\n")
+
+
+def type_at(editor: Editor, path: Path, line: int, character: int, text: str) -> None:
+    """The user types `text` at a position: one incremental change, as editors send them."""
+    uri = path.as_uri()
+    editor.versions[uri] += 1
+    at = types.Position(line=line, character=character)
+    editor.daemon.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
+        content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)]))
+
+
+async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_daemon, llm):
+    # pygls applied a change to the lines of `str.splitlines`, which also breaks at a form feed, U+2028 or U+0085
+    # (LSP lines end only at \r\n, \r, \n): a workspace file holding one had every later change land lines earlier,
+    # and the model read (and its edits wrote back) a text that was never in the editor.
+    llm.script(read("notes.txt"), Reply.text("read"))
+    daemon = await start(start_daemon, llm.env())
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text("on disk\n")
+    editor = Editor(daemon)
+    editor.open(notes, "page 😋 one\x0cpage two\u2028still line 0\x85too\nlast line\n")
+    type_at(editor, notes, 1, 0, "TYPED ")
+    type_at(editor, notes, 0, 11, "!")  # UTF-16 units: the emoji is two
+    type_at(editor, notes, 1, 99, " END")  # past the line's end: at its end, as LSP says
+    assert await submit(daemon, "read it") == "read"
+    seen = tool_result(llm)
+    assert "TYPED last line END\n" in seen + "\n" and "page 😋 one!" in seen and "TYPED page" not in seen
+
+
+@pytest.mark.parametrize("lines", [400_000, 1])
+async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_document(start_daemon, llm, lines):
+    # Each keystroke's change split the whole text into lines on the event loop (0.8 s for 20 MB), and counted
+    # the UTF-16 units of its line a character at a time (seconds for a minified file's one line): every
+    # session's requests waited behind the user's typing.
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "huge.py"
+    row = "".join(f"value_{n} = compute({n}) + 1  # step {n}" for n in range(400_000 // lines))[: 20_000_000 // lines]
+    editor = Editor(daemon)
+    editor.open(path, f"{row}\n" * lines)
+    await daemon.request("ollie/state", {})  # the document is open
+    for n in range(40):
+        type_at(editor, path, lines - 1, len(row) - n % 10, "x")
+    # Sent behind the forty changes: answered in 1 s once each costs a copy of the text (6 s before; over 30 s
+    # for the one line).
+    assert (await daemon.request("ollie/state", {}, timeout=4))["session"]
+
+
+async def test_the_models_edit_of_a_huge_document_costs_its_lines_not_the_document(start_daemon, llm):
+    # The edit sent to the editor was found by splitting both texts into lines on the event loop (0.7 s for 15 MB):
+    # a model editing a huge open file held every session's requests for a second an edit.
+    llm.script(*[edit("huge.py", f"value_{n} ", f"VALUE_{n} ") for n in range(3)], Reply.text("edited"))
+    daemon = await start(start_daemon, llm.env())
+    path = daemon.workspace / "huge.py"
+    editor = Editor(daemon, applies=False)  # the editor refuses at once: its own split of 20 MB is not timed here
+    editor.open(path, "".join(f"value_{n} = compute({n}) + 1  # step {n}\n" for n in range(300_000)))  # under 16 MiB
+    turn = asyncio.ensure_future(submit(daemon, "edit it"))
+    slowest = 0.0
+    while not turn.done():
+        began = asyncio.get_running_loop().time()
+        await daemon.request("ollie/state", {})
+        slowest = max(slowest, asyncio.get_running_loop().time() - began)
+    assert await turn == "edited" and len(editor.edits) == 3
+    [change] = editor.edits[0].edit.document_changes  # type: ignore[misc]
+    assert change.edits[0].range.start.line == 0 and change.edits[0].new_text.startswith("VALUE_0 = ")  # type: ignore[union-attr]
+    assert slowest < 1.0, slowest  # 0.4 s here, as for a 300-line document (1.9 s before)

@@ -360,3 +360,29 @@ async def test_code_actions_over_a_huge_document_cost_their_range_not_the_docume
     assert offered == [[("Ollie: Explain", None), ("Ollie: Add tests for this", None),
                         ("Ollie: Refactor...", "why so long?"), ("Ollie: Ask about this...", "why so long?")],
                        [("Ollie: Ask about this...", "and the end?")]]
+
+
+async def test_inline_completion_in_a_huge_document_costs_its_line_not_the_document(start_daemon, scripted_llm):
+    # Each pause in typing asks for ghost text: finding the cursor split the whole text into lines, twice, on the
+    # event loop (0.75 s for 20 MB), and every session's requests waited behind it.
+    llm = scripted_llm("ollama")
+    llm.script(*[Reply.text("1") for _ in range(10)])
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
+    path = daemon.workspace / "huge.py"
+    count = 400_000
+    body = "".join(f"value_{n} = compute({n}) + 1  # step {n}\n" for n in range(count))
+    last = 'label = "😋" + '  # the cursor after it: UTF-16 counts the emoji as two units
+    Editor(daemon).open(path, body + last + "\nprint(label)\n")
+    await daemon.request("ollie/state", {})  # the document is open
+
+    asks = [asyncio.ensure_future(inline(daemon, path.as_uri(), count, len(last) + 1)) for _ in range(10)]
+    await asyncio.sleep(0)  # all ten sent
+    # Asked behind all ten: answered within 3 s once each costs its line (it took 7 s).
+    state = asyncio.ensure_future(daemon.request("ollie/state", {}, timeout=3))
+    await asyncio.wait_for(asyncio.gather(*asks, return_exceptions=True), 60)  # the older ones superseded
+    assert (await state)["session"]
+    while llm.pending:  # one at a time, each to the model
+        result = await asyncio.wait_for(inline(daemon, path.as_uri(), count, len(last) + 1), 30)
+        assert [item.insert_text for item in result.items] == ["1"]
+    prompt, suffix = llm.fim_requests[-1].body["prompt"], llm.fim_requests[-1].body["suffix"]
+    assert prompt.endswith(f"# step {count - 1}\n{last}") and suffix == "\nprint(label)\n"
