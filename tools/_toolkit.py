@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -162,6 +163,16 @@ def read_text(path: Path, errors: str = "replace") -> str:
     ToolError for missing files, dirs and what is no regular file."""
     path = content_path(path)
     return read_bytes(path, path).decode("utf-8", errors=errors)
+
+
+# The line breaks editors (and LSP positions) count; str.splitlines also breaks at \f, \x1c-\x1e, \x85, U+2028/2029.
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def editor_lines(text: str) -> list[str]:
+    """`text` split into lines as editors number them (like str.splitlines, but only at \\n, \\r\\n and \\r)."""
+    lines = LINE_BREAK.split(text)
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 def write_atomic(path: Path, text: str, shown: object = None, errors: str = "strict") -> None:

@@ -46,6 +46,17 @@ async def test_file_read_numbers_lines(ws: Workspace, server: ExecuteServer) -> 
     assert stdout_of(result) == "     1\talpha\n     2\tbeta"
 
 
+async def test_the_file_tools_number_lines_as_editors_do(ws: Workspace, server: ExecuteServer) -> None:
+    # LSP and editors break lines only at \n, \r\n and \r: a form feed, \x1c-\x1e, \x85 or U+2028 is text in a line.
+    (ws.work / "f.txt").write_text("a\x0cb\x1cc\x85d\u2028e\r\nf\rneedle\n", newline="")
+    read = await tool(server, "file_read", "f.txt")
+    assert stdout_of(read) == "     1\ta\x0cb\x1cc\x85d\u2028e\n     2\tf\n     3\tneedle"
+    server.set_env("PATH", "/nonexistent")  # no ripgrep: the built-in search runs
+    assert stdout_of(await tool(server, "file_grep", "needle")) == "f.txt:3:needle"
+    edited = await tool(server, "file_edit", "f.txt", "needle", "pin")
+    assert "at line 3:" in edited.text and "     3\tpin" in edited.text
+
+
 async def test_file_read_offset_and_limit(ws: Workspace, server: ExecuteServer) -> None:
     (ws.work / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     result = await tool(server, "file_read", "n.txt", "--offset=4", "--limit=2")
