@@ -855,12 +855,56 @@ def test_an_editor_tool_naming_a_fifo_a_step_made_leaves_neovim_usable(tmp_path:
         tmux.keys(":echo 'still' .. ' here'", "Enter")
         tmux.keep("2-usable", tmux.wait(lambda s: "still here" in s, "Neovim to answer the user"))
     finally:
-        tmux.close()
-        # A Neovim waiting on the FIFO (the old plugin) is deaf to tmux's SIGHUP: it and its daemon go by their ids.
-        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
-        for pid in [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path) in line]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        close_even_if_frozen(tmux, tmp_path)
+
+
+# A language server (in Neovim's process, as `vim.lsp.start` allows) whose every answer is a location in pipe.py.
+POINTS_AT_PIPE = """
+vim.api.nvim_create_autocmd("FileType", { pattern = "python", callback = function(ev)
+  vim.lsp.start({ name = "pointer", cmd = function()
+    return { request = function(method, _, cb)
+      local here = { uri = vim.uri_from_fname(vim.fn.getcwd() .. "/pipe.py"),
+                     range = { start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 1 } } }
+      vim.schedule(function()
+        cb(nil, method == "initialize" and { capabilities = { definitionProvider = true, referencesProvider = true } }
+          or { here })
+      end)
+      return true, 1
+    end, notify = function() return true end, is_closing = function() return false end, terminate = function() end }
+  end }, { bufnr = ev.buf })
+end })
+"""
+
+
+def test_a_language_server_pointing_into_a_fifo_a_step_made_leaves_neovim_usable(tmp_path: Path, scripted_llm):
+    """A definition a language server placed in a FIFO a step made: Neovim read that line (for its column) with
+    readfile, whose open waits on a writer for good."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "mkfifo pipe.py"}]})]),
+               Reply(tool_calls=[("call_tool", {"calls": [{"tool": "editor_definition", "args": ["a.py", "1", "1"]}]})]),
+               Reply(text="Done."))
+    env = {**srv.env(approval="auto"), "OLLIE_EDITOR_TIMEOUT_MS": "2000"}
+    tmux = start_nvim(tmp_path, env, {"a.py": "x = 1\n"}, init_lua=POINTS_AT_PIPE)
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie look it up", "Enter")
+        tmux.keep("1-answered", tmux.wait(lambda s: "Done." in s, "the turn's end (a frozen Neovim draws nothing)"))
+        told = json.dumps(srv.chat_requests[2].body["messages"][-1])
+        assert "editor_definition] exit 0\\npipe.py:1:1" in told, told  # the location, its line unread
+        tmux.keys(":echo 'still' .. ' here'", "Enter")
+        tmux.keep("2-usable", tmux.wait(lambda s: "still here" in s, "Neovim to answer the user"))
+    finally:
+        close_even_if_frozen(tmux, tmp_path)
+
+
+def close_even_if_frozen(tmux: Tmux, tmp_path: Path) -> None:
+    """Close the tmux; a Neovim waiting on a FIFO (the old plugin) is deaf to its SIGHUP: it and its daemon go by
+    their ids."""
+    tmux.close()
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    for pid in [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path) in line]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def nvim_with_unsaved_note(tmp_path: Path, srv) -> Tmux:

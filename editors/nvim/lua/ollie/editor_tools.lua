@@ -88,7 +88,9 @@ local function line_of(path, lnum, cache)
   if b then
     return vim.api.nvim_buf_get_lines(b, lnum, lnum + 1, false)[1] or ""
   end
-  cache[path] = cache[path] or (vim.uv.fs_stat(path) and vim.fn.readfile(path, "", 100000) or {})
+  -- A server may point into a FIFO a step made (readfile would wait on it for good) or a link to /dev/zero.
+  cache[path] = cache[path]
+    or (not require("ollie.context").unreadable(path, path) and vim.fn.readfile(path, "", 100000) or {})
   return cache[path][lnum + 1] or ""
 end
 
