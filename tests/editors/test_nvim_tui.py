@@ -1254,3 +1254,27 @@ def test_a_notice_of_two_lines_shows_on_one(tmp_path: Path, scripted_llm):
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_prompt_sent_right_after_ollie_restart_is_sent_every_time(tmp_path: Path, scripted_llm):
+    # Bug: a prompt typed at once after :OllieRestart vanished, the input cleared and nothing sent: it reached a fresh
+    # daemon that had not loaded the chat's session yet ("session not found"), and the chat drawn again wiped the error.
+    # Each round restarts and types at once (no pause): it failed in the first.
+    srv = scripted_llm("openai")
+    rounds = 5
+    srv.script(Reply.text("The first answer."), *(Reply.text(f"Answer number {n}.") for n in range(rounds)))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "The first answer." in s and "(end)" in s, "the first answer")
+        for n in range(rounds):
+            tmux.keys(":OllieChat", "Enter", "Escape", ":OllieRestart", "Enter", "i")
+            tmux.keys(f"prompt number {n}", literal=True)
+            tmux.keys("Escape", "Enter")
+            tmux.keep(f"{n}-answered", tmux.wait(lambda s, n=n: f"Answer number {n}." in s and "restarted" in s,
+                                                 f"the answer to prompt {n}"))
+        assert [r.body["messages"][-1]["content"] for r in srv.chat_requests][1:] == [
+            f"prompt number {n}" for n in range(rounds)]
+    finally:
+        tmux.close()

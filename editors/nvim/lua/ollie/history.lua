@@ -157,6 +157,14 @@ function M.read_context(session, cb)
   from(0)
 end
 
+---Hold the prompts typed from now until the next redraw has drawn the conversation (`:OllieRestart`: the fresh
+---daemon has not loaded the session yet), dropping the events held so far and the answers of redraws asked before.
+function H:hold()
+  local held = self.redrawing or { then_run = {}, drawn = {}, asked = 0 }
+  held.events, held.asked = {}, held.asked + 1
+  self.redrawing = held
+end
+
 ---Draw the session's saved conversation anew, and the events held meanwhile that it does not show.
 ---@param after fun()|nil runs once it is drawn
 ---@param ended string|nil the stop reason of the turn that has just ended (the history keeps none but an interrupt)

@@ -291,10 +291,9 @@ end
 function M.restart()
   notify("restarting the daemon…")
   require("ollie.pending").forget() -- a fresh daemon starts with no queue: its prompts are not queued again
-  client.restart(function(err)
-    if err then
-      return notify(err, vim.log.levels.ERROR)
-    end
+  ---The chats showing a session, by session, each holding what is typed until it is drawn again.
+  ---@return table<string, ollie.Chat[]>
+  local function hold()
     local chats, seen = {}, {}
     for _, group in ipairs({ chat.chats, chat.named }) do
       for _, c in pairs(group) do
@@ -302,18 +301,39 @@ function M.restart()
           seen[c] = true
           chats[c.session] = chats[c.session] or {}
           table.insert(chats[c.session], c)
+          c:hold()
         end
       end
     end
-    for session, list in pairs(chats) do
-      client.request("ollie/session/load", { session = session }, function(load_err, res)
-        if load_err then
-          return notify(err_text(load_err), vim.log.levels.WARN)
-        end
+    return chats
+  end
+  -- A prompt typed before its session is loaded in the fresh daemon and drawn waits (the switch's redraw sends it):
+  -- sent at once, it reached a daemon without the session, and the redraw wiped the error: the prompt vanished.
+  hold()
+  client.restart(function(err)
+    for session, list in pairs(hold()) do -- held anew: the old daemon's last events went with it
+      local function show(load_err, res)
         for _, c in ipairs(list) do
-          c:switch(session, nil, last_result(res))
+          if load_err then
+            c:redraw() -- says the error, and lets the held prompts go (to say theirs)
+          else
+            c:switch(session, nil, last_result(res))
+          end
         end
-      end)
+      end
+      if err then
+        show(err)
+      else
+        client.request("ollie/session/load", { session = session }, function(load_err, res)
+          if load_err then
+            notify(err_text(load_err), vim.log.levels.WARN)
+          end
+          show(load_err, res)
+        end)
+      end
+    end
+    if err then
+      return notify(err, vim.log.levels.ERROR)
     end
     notify("the daemon restarted")
   end)
