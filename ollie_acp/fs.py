@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +22,9 @@ logger = logging.getLogger("ollie.acp.fs")
 
 BUSY = ("a step that may write this file is running (in this session or another in this workspace): the editor was "
         "not asked to write it, as it would follow a link that step could put there; try again once it has ended")
+# An editor answers a read from its buffer or the disk at once. It is asked while every step that may write the path
+# waits (`_alone`): one that never answers must not hold them all, in every session of the workspace, for good.
+READ_ANSWER_S = 5.0
 
 
 def text_version(text: str) -> str:
@@ -48,18 +52,22 @@ class ClientFiles:
             yield quiet and await plain_path_beneath(self._root(), path) == path
 
     async def _read(self, path: Path) -> str | None:
-        try:
-            response = await self._client.read_text_file(session_id=self._session_id, path=str(path))
-        except Exception as exc:  # the client cannot read it (no such file...): the tool reads the disk
-            logger.debug("fs/read_text_file %s failed: %s", path, exc)
-            return None
+        """The client's text; None when it cannot read it; TimeoutError past READ_ANSWER_S."""
+        async with asyncio.timeout(READ_ANSWER_S):
+            try:
+                response = await self._client.read_text_file(session_id=self._session_id, path=str(path))
+            except Exception as exc:  # the client cannot read it (no such file...): the tool reads the disk
+                logger.debug("fs/read_text_file %s failed: %s", path, exc)
+                return None
         return response.content
 
     async def text(self, path: Path) -> tuple[str, Version] | None:
         """The client's text of `path` (its unsaved buffer when open); None when the client has none, or while a
         step may write there (the tool then reads the disk, sandboxed)."""
+        content = None
         async with self._alone(path) as alone:
-            content = await self._read(path) if alone else None
+            with contextlib.suppress(TimeoutError):  # a slow client: the tool reads the disk
+                content = await self._read(path) if alone else None
         return None if content is None else (content, text_version(content))
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
@@ -69,7 +77,10 @@ class ClientFiles:
         async with self._alone(path) as alone:
             if not alone:
                 return ApplyResult("refused", BUSY)
-            current = await self._read(path)
+            try:
+                current = await self._read(path)
+            except TimeoutError:  # its buffer may differ from what the model read: not overwritten unseen
+                return ApplyResult("refused", f"the editor did not answer a read within {READ_ANSWER_S:g} s")
             if current is not None and text_version(current) != version:
                 return ApplyResult("refused", STALE)
             disk = await asyncio.to_thread(disk_text, path)

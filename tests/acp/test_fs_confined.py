@@ -120,3 +120,43 @@ async def test_the_client_is_never_asked_about_a_path_while_a_step_may_swap_it(s
     await running
     await agent.prompt(mine, "read it again")
     assert str(Path(os.path.realpath(ws)) / "notes.py") in asked, asked  # asked again once no step runs
+
+
+async def test_a_client_that_never_answers_a_read_holds_up_no_step(start_agent, llm, monkeypatch) -> None:
+    """The client is asked while every step that may write the path waits (`writers.quiet`, locks in the user's state
+    dir): a client that never answered `fs/read_text_file` (a hung editor, a buffer stuck loading) held every step of
+    the workspace, in every session and ollie process of the user, for good. Its read now has a time limit: the tool
+    then reads the disk, sandboxed, and an edit (whose buffer may differ from what the model saw) is refused."""
+    from tests.acp.conftest import RecordingClient
+
+    asked = asyncio.Event()
+    reads = 0
+
+    async def read_text_file(self, session_id: str, path: str, **kwargs: object) -> object:
+        nonlocal reads
+        reads += 1
+        asked.set()
+        if reads in (2, 3):  # the edit's reads are answered, its check before the write is not
+            return await RecordingClient.__dict__["_answered"](self, session_id, path)
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(RecordingClient, "_answered", RecordingClient.read_text_file, raising=False)
+    monkeypatch.setattr(RecordingClient, "read_text_file", read_text_file)
+    step = Reply.tool_calls(("execute_code", {"steps": [{"code": "touch ran", "language": "bash"}]}))
+    llm.script(call("file_read", "notes.py"), step, Reply.text("step done"), Reply.text("read"),
+               call("file_edit", "notes.py", "notes = 1", "notes = 2"), Reply.text("edit"))
+    agent = await start_agent(env=llm.env(), fs=True)
+    ws = agent.workspace
+    (ws / "notes.py").write_text("notes = 1\n")
+    agent.client.files = {str(ws / "notes.py"): "notes = 1\n"}
+    agent.client.permission_answers = ["allow_once"] * 10
+    hung, other = await agent.new(), await agent.new()
+    reading = asyncio.ensure_future(agent.prompt(hung, "read it"))
+    await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(asked.wait())), 30)
+    await asyncio.wait_for(agent.prompt(other, "run it"), 30)
+    assert (ws / "ran").exists()
+    await asyncio.wait_for(reading, 30)
+    await asyncio.wait_for(agent.prompt(hung, "edit it"), 30)
+    tools = "\n".join(m["content"] for r in llm.chat_requests for m in r.body["messages"] if m["role"] == "tool")
+    assert "1\tnotes = 1" in tools and "the editor did not answer a read within" in tools, tools
+    assert agent.client.writes == [] and (ws / "notes.py").read_text() == "notes = 1\n"
