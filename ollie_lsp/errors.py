@@ -31,23 +31,26 @@ class InvalidParams(RpcError):
     CODE, MESSAGE = INVALID_PARAMS, "Invalid params"
 
 
-class _SessionProblem(RpcError):
-    """A session error: `<MESSAGE>: <session id>`, with `data: {session}` (the store's own: records.rpc_errors)."""
+class _SessionProblem(JsonRpcException):
+    """A session error as every front end answers it (the store's one table: `rpc_answer`), `data: {session}`."""
+
+    ERROR: type[store.SessionError]
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(session_id, {"session": session_id})
+        code, message = store.rpc_answer(self.ERROR(session_id), session_id)
+        super().__init__(message=message, code=code, data={"session": session_id})
 
 
 class SessionNotFound(_SessionProblem):
     """-32001: no session has this id."""
 
-    CODE, MESSAGE = store.NotFoundError.rpc_code, "session not found"
+    ERROR = store.NotFoundError
 
 
 class SessionArchived(_SessionProblem):
     """-32002: the session is archived and cannot be written to."""
 
-    CODE, MESSAGE = store.ArchivedError.rpc_code, "session is archived"
+    ERROR = store.ArchivedError
 
 
 class InternalError(JsonRpcException):
