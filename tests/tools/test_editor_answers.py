@@ -166,9 +166,10 @@ async def test_the_check_waits_past_a_stale_answer_for_the_republished_one(
     await check.before(["a.ts"])
     editor.changed_at = asyncio.get_running_loop().time()
     note = await check.after(["a.ts", "gone.ts", "../outside.ts"])
-    # The first answers were the old ones (the server had not redone the file yet): it asked on.
+    # The first answers were the old ones (the server had not redone the file yet): it asked on. Asked once before,
+    # at least once while stale and once more for the new answer; how many stale ones depends on the machine's load.
     assert note == "[editor] 1 new error after this change:\na.ts:2:1: error: what the edit broke"
-    assert editor.asked >= 4
+    assert editor.asked >= 3
     # A later change that breaks nothing more says nothing, and gives up at the wait's end: asked at most once per
     # settle time (50 ms) within the 800 ms wait, however slow the machine (a longer wait would ask more).
     asked_before = editor.asked
