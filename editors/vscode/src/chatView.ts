@@ -13,6 +13,7 @@ import { EditorContext, parseMcpList } from "./lib/protocol";
 import { Chip, FromWebview, Header, ImageSource, PromptImage, ToWebview, isImageName, parseWebviewMessage } from "./lib/webviewMessages";
 import { errorText } from "./lib/errors";
 import { workspaceNote } from "./workFolder";
+import { unlinked } from "./lib/notice";
 
 /** Provides the `ollie.chat` webview view. */
 export class ChatViewProvider implements vscode.WebviewViewProvider, ConversationListener, vscode.Disposable {
@@ -111,7 +112,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     void this.handle(message).catch((err: unknown) => {
       const text = errorText(err);
       this.log.error(`chat view ${message.type}: ${text}`);
-      void vscode.window.showErrorMessage(`Ollie: ${text}`);
+      void vscode.window.showErrorMessage(unlinked(`Ollie: ${text}`));
     });
   }
 
@@ -196,7 +197,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     // The link was written by the model: a file outside the workspace opens only when the user says so.
     if (!(await isInsideWorkspaceUri(uri))) {
       const open = "Open Anyway";
-      const answer = await vscode.window.showWarningMessage(`Ollie: ${uri.fsPath} is outside the workspace. Open it?`, { modal: true }, open);
+      const answer = await vscode.window.showWarningMessage(unlinked(`Ollie: ${uri.fsPath} is outside the workspace. Open it?`), { modal: true }, open);
       if (answer !== open) return;
     }
     const position = new vscode.Position(Math.max(0, (line ?? 1) - 1), 0);

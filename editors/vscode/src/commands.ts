@@ -13,6 +13,7 @@ import { rewind } from "./review/rewind";
 import { setApiKey } from "./secrets";
 import { folderOf, folderPaths } from "./workFolder";
 import { errorText } from "./lib/errors";
+import { unlinked } from "./lib/notice";
 
 interface Parts {
   daemon: Daemon;
@@ -24,7 +25,7 @@ interface Parts {
 }
 
 function reportError(err: unknown): void {
-  void vscode.window.showErrorMessage(`Ollie: ${errorText(err)}`);
+  void vscode.window.showErrorMessage(unlinked(`Ollie: ${errorText(err)}`));
 }
 
 /** Ask for a name, offering the daemon's list with the current one highlighted; any typed name is accepted too. */
@@ -187,7 +188,7 @@ async function historyAction(parts: Parts, choice: SessionChoice): Promise<boole
       void vscode.window.showWarningMessage(refusal);
       return false;
     }
-    void vscode.window.showInformationMessage(`Ollie: unarchived "${entry.label}".`);
+    void vscode.window.showInformationMessage(unlinked(`Ollie: unarchived "${entry.label}".`));
     await resumeSession(parts, entry.id);
     return true;
   }
@@ -200,7 +201,7 @@ async function historyAction(parts: Parts, choice: SessionChoice): Promise<boole
     await parts.daemon.request("ollie/session/archive", { session: entry.id });
     // An archived session takes no more prompts: the chat moves on to a new one.
     if (entry.current) await newSession(parts);
-    void vscode.window.showInformationMessage(`Ollie: archived "${entry.label}".`);
+    void vscode.window.showInformationMessage(unlinked(`Ollie: archived "${entry.label}".`));
     return false;
   }
   await resumeSession(parts, entry.id);

@@ -3,7 +3,11 @@
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
 import * as vscode from "vscode";
-import { CloseAction, LanguageClient, LanguageClientOptions, ServerOptions, State, StaticFeature } from "vscode-languageclient/node";
+import {
+  CloseAction, LanguageClient, LanguageClientOptions, MessageType, ServerOptions, ShowMessageNotification, ShowMessageRequest, State,
+  StaticFeature,
+} from "vscode-languageclient/node";
+import { unlinked } from "./lib/notice";
 import { OllieEvent, StateChanged, parseEvent, parseStateChanged } from "./lib/protocol";
 import { resolveServerCommand } from "./lib/serverCommand";
 import { DaemonSettings, daemonSettings, settingValue } from "./lib/settings";
@@ -246,6 +250,12 @@ export class Daemon implements vscode.Disposable {
     // connection open). What it says once another one runs is about a daemon gone: only its last words while
     // stopping (a turn it interrupted) still count.
     const replaced = (): boolean => this.client !== undefined && this.client !== client;
+    // The daemon's messages carry the model's text (a code action's answer): shown unlinked (lib/notice.ts), not as the
+    // client's own handlers show them.
+    const show = (type: MessageType) =>
+      type === MessageType.Error ? vscode.window.showErrorMessage : type === MessageType.Warning ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+    client.onNotification(ShowMessageNotification.type, ({ type, message }) => void show(type)(unlinked(message)));
+    client.onRequest(ShowMessageRequest.type, ({ type, message, actions }) => show(type)(unlinked(message), ...(actions ?? [])));
     client.onNotification("ollie/event", (params: unknown) => {
       if (replaced()) return;
       const event = parseEvent(params);

@@ -2,7 +2,7 @@
 
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { isInsideWorkspace } from "./lib/workspacePath";
+import { isInsideWorkspace, workspaceRelative } from "./lib/workspacePath";
 
 /**
  * The URI of `file`: absolute as is, relative to `base` (the session's directory: the model writes paths relative to
@@ -23,8 +23,11 @@ function targetEditor(): vscode.TextEditor | undefined {
 /** Whether the file of `uri` is inside a workspace folder once symlinks are resolved (non-file URIs: per VS Code). */
 export async function isInsideWorkspaceUri(uri: vscode.Uri): Promise<boolean> {
   if (uri.scheme !== "file") return vscode.workspace.getWorkspaceFolder(uri) !== undefined;
-  const folders = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
-  return isInsideWorkspace(uri.fsPath, folders);
+  return isInsideWorkspace(uri.fsPath, fileFolders());
+}
+
+function fileFolders(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
 }
 
 /** Copy the code, insert it at the cursor (replacing the selection), or apply it as the whole text of `file` (else the active editor's file). */
@@ -45,6 +48,10 @@ export async function runCodeAction(action: "copy" | "insert" | "apply", code: s
   if (!uri) throw new Error("open the file to apply the code to (or name it in the code block)");
   // Resolved first: a workspace symlink to a file outside would otherwise pass for a workspace file.
   if (!(await isInsideWorkspaceUri(uri))) throw new Error(`${uri.fsPath} is outside the workspace: not applied`);
+  // A fence names no hidden part, but a workspace link may lead to one (`cfg` -> `.git/config`, which tool code may
+  // not write and git runs programs from): the model's named file is never written there.
+  const real = file ? await workspaceRelative(uri.fsPath, fileFolders()) : undefined;
+  if (real?.split(path.sep).some((part) => part.startsWith("."))) throw new Error(`${file} leads to ${real}, a hidden file: not applied`);
   let document: vscode.TextDocument;
   try {
     document = await vscode.workspace.openTextDocument(uri);

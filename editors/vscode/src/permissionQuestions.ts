@@ -5,6 +5,7 @@ import { ChatItem } from "./lib/chatModel";
 import { PermissionRequest } from "./lib/permission";
 import { PermissionOutcome } from "./lib/webviewMessages";
 import { SessionHost } from "./sessionHost";
+import { unlinked } from "./lib/notice";
 
 type PermissionItem = Extract<ChatItem, { kind: "permission" }>;
 
@@ -44,7 +45,7 @@ export class PermissionQuestions {
     const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always, offered: request.offered });
     this.host.changedIn(request.session, item);
     if (request.session === this.host.current()) this.askedInView();
-    else void vscode.window.showInformationMessage(`Ollie: a session in the background asks to ${request.step.title}.`);
+    else void vscode.window.showInformationMessage(unlinked(`Ollie: a session in the background asks to ${request.step.title}.`));
     return new Promise((resolve) => {
       this.pending.set(item.id, { item, session: request.session, resolve });
       this.waitingChanged(request.session);

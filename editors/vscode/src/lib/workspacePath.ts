@@ -30,10 +30,17 @@ export function within(child: string, root: string): boolean {
   return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative));
 }
 
+/** `file` (absolute) relative to the first workspace folder holding it, symlinks resolved on both; undefined outside. */
+export async function workspaceRelative(file: string, folders: readonly string[], realpath: Realpath = fs.realpath): Promise<string | undefined> {
+  const real = await realOrNearest(file, realpath);
+  for (const folder of folders) {
+    const root = await realOrNearest(folder, realpath);
+    if (within(real, root)) return path.relative(root, real);
+  }
+  return undefined;
+}
+
 /** Whether `file` (absolute), symlinks resolved, lies inside one of the workspace `folders` (also resolved). */
 export async function isInsideWorkspace(file: string, folders: readonly string[], realpath: Realpath = fs.realpath): Promise<boolean> {
-  if (folders.length === 0) return false;
-  const real = await realOrNearest(file, realpath);
-  const roots = await Promise.all(folders.map((folder) => realOrNearest(folder, realpath)));
-  return roots.some((root) => within(real, root));
+  return (await workspaceRelative(file, folders, realpath)) !== undefined;
 }

@@ -4,6 +4,7 @@
 import * as vscode from "vscode";
 import { DIFF_SCHEME, DiffDocuments } from "./diffDocs";
 import { FileChange, describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, undoParams, undoFailureMessage } from "./hunks";
+import { unlinked } from "../lib/notice";
 
 /** How the review reaches the daemon. */
 export interface ReviewHost {
@@ -52,11 +53,11 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     const found = parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), ...(args.turn ? { turn: args.turn } : {}), path: args.path }));
     const change = found.files.find((f) => f.path === args.path);
     if (found.turn === null || !change) {
-      void vscode.window.showInformationMessage(`Ollie: ${args.path} has no changes to review in ${found.turn === null ? "this session" : `turn ${found.turn}`}.`);
+      void vscode.window.showInformationMessage(unlinked(`Ollie: ${args.path} has no changes to review in ${found.turn === null ? "this session" : `turn ${found.turn}`}.`));
       return;
     }
     if (change.binary) {
-      void vscode.window.showInformationMessage(`Ollie: ${args.path} is binary (${change.status}); undo it as a whole with "Undo All Changes to This File" (editor title).`);
+      void vscode.window.showInformationMessage(unlinked(`Ollie: ${args.path} is binary (${change.status}); undo it as a whole with "Undo All Changes to This File" (editor title).`));
     }
     const existing = [...this.reviews.values()].find((r) => r.session === session && r.turn === found.turn && r.path === args.path);
     const review: Review = existing ?? {
@@ -112,7 +113,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       return;
     }
     await this.refresh(review);
-    if (!review.change) void vscode.window.showInformationMessage(`Ollie: every change of turn ${review.turn} to ${review.path} is undone.`);
+    if (!review.change) void vscode.window.showInformationMessage(unlinked(`Ollie: every change of turn ${review.turn} to ${review.path} is undone.`));
   }
 
   /** A rewind cut turns `turn` and later of `session`: their review tabs close (their undo would find no such turn). */
@@ -155,7 +156,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     const line = target?.lineNumber !== undefined ? target.lineNumber - 1 : editor?.selection.active.line ?? 0;
     const index = hunkAtLine(review.change.hunks, line, lineCount(review.change.newText));
     if (index === undefined) {
-      void vscode.window.showInformationMessage(`Ollie: no change of ${review.path} at line ${line + 1}.`);
+      void vscode.window.showInformationMessage(unlinked(`Ollie: no change of ${review.path} at line ${line + 1}.`));
       return;
     }
     await this.undo(review.right, index);

@@ -6,6 +6,7 @@ import { chatCsp, chatHtml } from "../../src/lib/chatHtml";
 import { DAEMON_LOST, choicePlaceholder, isDaemonGone, parseAgentList, parseMcpList, parseModelList } from "../../src/lib/protocol";
 import { resolveServerCommand } from "../../src/lib/serverCommand";
 import { describeState, formatCost, statusBarText } from "../../src/lib/status";
+import { unlinked } from "../../src/lib/notice";
 
 const root = path.resolve(__dirname, "..", "..", "..");
 
@@ -162,4 +163,13 @@ test("a request lost with the daemon's connection reads as the daemon gone, not 
   assert.equal(isDaemonGone(new Error("the ollie daemon is not running")), false);
   assert.equal(isDaemonGone(undefined), false);
   assert.match(DAEMON_LOST, /send the prompt again/);
+});
+
+test("a notification's text makes no link of the model's `[label](command:...)`", () => {
+  // VS Code's own pattern for links in a notification's message (base/common/linkedText.ts).
+  const linked = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^\)\s]+)(?: (["'])(.+?)(\3))?\)/gi;
+  const text = "ollie: done. [Open the fix](command:workbench.action.terminal.sendSequence?%7B%7D) [x](https://e.test) [y](file:///etc/passwd)";
+  assert.equal(text.match(linked)?.length, 3);
+  assert.equal(unlinked(text).match(linked), null);
+  assert.equal(unlinked(text).replace(/\u200b/g, ""), text, "shown as written");
 });

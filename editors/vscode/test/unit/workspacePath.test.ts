@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { isInsideWorkspace } from "../../src/lib/workspacePath";
+import { isInsideWorkspace, workspaceRelative } from "../../src/lib/workspacePath";
 
 // A real workspace on disk with a symlink pointing outside it.
 function setup(): { root: string; workspace: string; outside: string } {
@@ -40,5 +40,18 @@ test("a workspace symlink pointing outside is resolved first and refused", async
   const alias = path.join(root, "alias");
   fs.symlinkSync(workspace, alias);
   assert.equal(await isInsideWorkspace(path.join(workspace, "src", "app.py"), [alias]), true);
+  fs.rmSync(root, { recursive: true });
+});
+
+test("a workspace link is named by where it leads inside the workspace (Apply refuses a hidden one)", async () => {
+  const { root, workspace } = setup();
+  fs.mkdirSync(path.join(workspace, ".git"));
+  fs.writeFileSync(path.join(workspace, ".git", "config"), "[core]\n");
+  fs.symlinkSync(".git/config", path.join(workspace, "cfg.ini"));
+  fs.symlinkSync(".git", path.join(workspace, "meta"));
+  assert.equal(await workspaceRelative(path.join(workspace, "cfg.ini"), [workspace]), path.join(".git", "config"));
+  assert.equal(await workspaceRelative(path.join(workspace, "meta", "hooks", "pre-commit"), [workspace]), path.join(".git", "hooks", "pre-commit"));
+  assert.equal(await workspaceRelative(path.join(workspace, "src", "app.py"), [workspace]), path.join("src", "app.py"));
+  assert.equal(await workspaceRelative(path.join(workspace, "key-link"), [workspace]), undefined, "outside");
   fs.rmSync(root, { recursive: true });
 });
