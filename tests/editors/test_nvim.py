@@ -911,3 +911,38 @@ def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(work
     assert opened.startswith("ollie cannot take a turn yet: "), opened
     assert url in opened, opened
     assert opened.endswith(":checkhealth ollie checks it again; :OllieRestart once it is fixed"), opened
+
+
+def test_gf_on_an_address_in_the_answer_fetches_nothing(workspace, scripted_llm):
+    """gf on `http://` and `scp://` addresses the model's answer wrote: Neovim's gf hands them to netrw, which fetched
+    them with wget and scp, as the user, outside the sandbox and its egress proxy (a way to send what the model read to
+    any host, or the user's SSH keys to its server); ollie's gf opens files only, and says so."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    heard: list[bytes] = []
+
+    def listen() -> None:
+        listener.settimeout(0.2)
+        while listener.fileno() != -1:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                heard.append(conn.recv(200))
+                conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nfetched\n")  # wget's answer (ssh gives up on it)
+
+    threading.Thread(target=listen, daemon=True).start()
+    srv = scripted_llm("openai")
+    srv.script(Reply(text=f"The docs: http://127.0.0.1:{port}/leak?notes=original\n\n"
+                          f"The docs: scp://127.0.0.1:{port}//etc/hostname"))
+    try:
+        result = run_scenario("web_gf", workspace, srv)
+    finally:
+        listener.close()
+    assert heard == [], heard
+    assert result["messages"].count("is an address, not a file: not opened") == 2, result["messages"]
+    assert not [b for b in result["buffers"] if b.startswith(("http", "scp"))], result["buffers"]

@@ -471,6 +471,11 @@ function W:open_location(fallback_cr)
     if cfile ~= "" and vim.fn.filereadable(cfile) == 1 then
       local after = vim.api.nvim_get_current_line():match(vim.pesc(cfile) .. ":(%d+)")
       loc = { path = cfile, line = tonumber(after) }
+    elseif cfile:find("://", 1, true) then
+      -- The model wrote it: Neovim's gf hands `http://`, `scp://` and the like to netrw, which fetches them as the
+      -- user (wget, curl, scp), outside the sandbox and its proxy.
+      vim.api.nvim_echo({ { cfile .. " is an address, not a file: not opened", "ErrorMsg" } }, true, {})
+      return
     else
       local ok, err = pcall(vim.cmd, "normal! gf") -- the stock message (E447) says what it could not find
       if not ok then
