@@ -55,7 +55,7 @@ async function pickName(title: string, { current, choices }: Choices, clears?: s
 async function runSlash(parts: Parts, line: string): Promise<void> {
   // The output also reaches the chat as an `info` event.
   const output = await parts.conversation.command(line);
-  if (output) void vscode.window.showInformationMessage(output.split("\n")[0]);
+  if (output) void vscode.window.showInformationMessage(unlinked(output.split("\n")[0]));
 }
 
 async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void> {
@@ -170,7 +170,7 @@ async function showHistory(parts: Parts, title: string): Promise<void> {
       // A session live on another machine, or a teammate's: the daemon's reason, then the list again.
       const refusal = sessionRefusal(err);
       if (!refusal) throw err;
-      void vscode.window.showWarningMessage(refusal);
+      void vscode.window.showWarningMessage(unlinked(refusal));
     }
   }
 }
@@ -185,7 +185,7 @@ async function historyAction(parts: Parts, choice: SessionChoice): Promise<boole
     } catch (err) {
       const refusal = unarchiveRefusal(err, entry.label);
       if (!refusal) throw err;
-      void vscode.window.showWarningMessage(refusal);
+      void vscode.window.showWarningMessage(unlinked(refusal));
       return false;
     }
     void vscode.window.showInformationMessage(unlinked(`Ollie: unarchived "${entry.label}".`));

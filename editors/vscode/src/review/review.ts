@@ -109,7 +109,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
         void vscode.window.showInformationMessage(`Ollie: turn ${review.turn} was rewound; its review is closed.`);
         return;
       }
-      void vscode.window.showErrorMessage(undoFailureMessage(review.path, parts));
+      void vscode.window.showErrorMessage(unlinked(undoFailureMessage(review.path, parts)));
       return;
     }
     await this.refresh(review);
