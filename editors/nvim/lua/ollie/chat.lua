@@ -207,7 +207,10 @@ function Chat:make_transcript()
   input.map(buf, "close", function() self:close() end)
   input.map(buf, "focus_input", function() self:focus_input(true) end)
   input.map(buf, "open_location", function() self:open_location(true) end)
-  vim.keymap.set("n", "gf", function() self:open_location(false) end, { buffer = buf, desc = "ollie: open location" })
+  -- gF too: Neovim's own hands an address the model wrote to netrw, as gf did (chatwin.lua's open_location).
+  for _, key in ipairs({ "gf", "gF" }) do
+    vim.keymap.set("n", key, function() self:open_location(false) end, { buffer = buf, desc = "ollie: open location" })
+  end
   watch(self, buf)
 end
 
