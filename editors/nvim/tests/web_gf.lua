@@ -1,5 +1,6 @@
--- gf and gF on web and scp addresses the model's answer wrote, in the transcript: Neovim's gf hands one to netrw (a plugin
--- every Neovim loads, as here), which fetched it with wget, curl or scp as the user, outside the sandbox and its proxy.
+-- gf and gF on web and scp addresses the model's answer wrote, in the transcript: Neovim hands one to netrw (a
+-- plugin every Neovim loads, as here), which fetched it with wget, curl or scp as the user, outside the sandbox and its
+-- proxy.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 vim.cmd.runtime("plugin/netrwPlugin.vim") -- skipped under -u NONE; a user's Neovim has it
 
