@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import socket
 from pathlib import Path
@@ -211,3 +212,42 @@ async def test_parallel_steps_get_the_same_walls(server, layout):
     assert result.is_error
     await asyncio.sleep(0)
     untouched(layout)
+
+
+_IPC = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+host, left = int(sys.argv[1]), int(sys.argv[2])
+seen = libc.shmget(host, 0, 0)
+print("host segment", "READ " + ctypes.string_at(libc.shmat(seen, None, 0), 6).decode() if seen >= 0 else "unseen")
+print("leftover", "SEEN" if libc.shmget(left, 0, 0) >= 0 else "unseen")
+print("left", libc.shmget(left, 1 << 20, 0o1000 | 0o600) >= 0, libc.msgget(left, 0o1000 | 0o600) >= 0)
+"""
+
+
+async def test_a_step_reaches_no_ipc_object_outside_it_and_leaves_none_behind(server, layout):
+    # SysV shared memory, message queues and semaphores are named by a number, not a path: Landlock does not see
+    # them. Without an IPC namespace of its own a step read (and wrote) the segments of the user's other programs
+    # (root's, as root), and one it left behind outlived it, its memory no longer the step's (and the next step,
+    # of any session, found it).
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    host, left = 0x0117_0000 + os.getpid() % 0x10000, 0x0217_0000 + os.getpid() % 0x10000
+    segment = libc.shmget(host, 4096, 0o1000 | 0o600)
+    assert segment >= 0
+    ctypes.memmove(libc.shmat(segment, None, 0), b"SECRET", 6)
+    try:
+        step = f"cat > ipc.py <<'PY'\n{_IPC}\nPY\npython3 ipc.py {host} {left}; python3 ipc.py {host} {left}"
+        text = await run_code(server, step)
+        assert text.count("host segment unseen") == 2 and "READ" not in text, text
+        assert "leftover unseen" in text and "left True True" in text, text  # a fresh namespace, where it may
+        assert "leftover SEEN" in text, text  # the step's own processes share one namespace
+        assert libc.shmget(left, 0, 0) < 0 and libc.msgget(left, 0) < 0  # gone with the step
+        assert "leftover unseen" in await run_code(server, f"python3 ipc.py {host} {left}")
+    finally:
+        libc.shmctl(segment, 0, None)  # IPC_RMID
+        if (made := libc.shmget(left, 0, 0)) >= 0:
+            libc.shmctl(made, 0, None)
+        if (made := libc.msgget(left, 0)) >= 0:
+            libc.msgctl(made, 0, None)
