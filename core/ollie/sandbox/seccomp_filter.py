@@ -37,7 +37,7 @@ O_CREAT, O_TMPFILE = 0o100, 0o20000000  # the same on x86-64 and arm64 (O_TMPFIL
 MODE_ARG = {"chmod": 1, "fchmod": 1, "fchmodat": 2, "mknod": 1, "mknodat": 2}
 # Calls that set a mode only when they create: (flags argument, mode argument); creat always creates.
 CREATE_ARGS = {"open": (1, 2), "openat": (2, 3)}
-FCHMODAT2 = 452  # the same number on every architecture; newer than some libseccomp releases know
+FCHMODAT2, OPENAT2 = 452, 437  # the same numbers on every architecture; newer than some libseccomp releases know
 
 DENIED_CALLS = (
     "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "kexec_load",
@@ -122,6 +122,9 @@ def _mode_rules(flt: sc.SyscallFilter, deny: int) -> None:
                 flt.add_rule(deny, call, sc.Arg(flags, sc.MASKED_EQ, creating, creating),
                              sc.Arg(mode, sc.MASKED_EQ, bit, bit))
     flt.add_rule(sc.ERRNO(errno.ENOSYS), FCHMODAT2)
+    # openat2's flags and mode sit in a struct in memory, which seccomp cannot read: it answers ENOSYS, as
+    # before Linux 5.6, and callers fall back to openat, checked above.
+    flt.add_rule(sc.ERRNO(errno.ENOSYS), OPENAT2)
 
 
 @functools.cache
