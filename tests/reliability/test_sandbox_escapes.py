@@ -264,3 +264,34 @@ async def test_a_step_reaches_no_ipc_object_outside_it_and_leaves_none_behind(se
             libc.shmctl(made, 0, None)
         if (made := libc.msgget(left, 0)) >= 0:
             libc.msgctl(made, 0, None)
+
+
+async def test_a_step_holds_no_lease_that_stalls_anothers_open(server, layout):
+    # A lease on a file the step may write (its owner's, as root any) made every open of that file by another
+    # process wait for the step to give it up, up to the kernel's lease-break-time (45 s) each time, the step
+    # ignoring the SIGIO that asks: the daemon's reads and writes of the workspace, the editor's, the user's git.
+    (layout["work"] / "app.py").write_text("app\n")
+    code = """
+import fcntl, os, signal, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open("app.py", os.O_WRONLY)
+try:
+    fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)  # F_SETLEASE
+    print("lease taken")
+except OSError as exc:
+    print("lease refused", exc.errno)
+open("ready", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.01)
+"""
+    step = asyncio.ensure_future(run_code(server, code, "python3"))
+    try:
+        while not (layout["work"] / "ready").exists():
+            assert not step.done(), step.result()
+            await asyncio.sleep(0.01)
+        # Non-blocking: a lease makes the open fail at once (EWOULDBLOCK) where a plain one would wait.
+        os.close(os.open(layout["work"] / "app.py", os.O_RDONLY | os.O_NONBLOCK))
+    finally:
+        (layout["work"] / "go").touch()
+        text = await step
+    assert "lease refused 1" in text, text

@@ -27,6 +27,7 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = 0x10000000, 0x2000000
 CLONE_NAMESPACES = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
                     CLONE_NEWNET)
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+F_SETLEASE = 1024
 MSG_FASTOPEN = 0x20000000
 # The flags argument of each send call that can carry MSG_FASTOPEN (sendto(fd, buf, len, flags, ...), ...).
 SEND_FLAGS_ARG = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
@@ -106,6 +107,9 @@ def _build(network: str, unix: bool) -> sc.SyscallFilter:
         flt.add_rule(deny, "unshare", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     for request in (TIOCSTI, TIOCLINUX):
         flt.add_rule(deny, "ioctl", _eq(1, request))
+    # No file leases: a step's lease on a file it may write made every open of that file by anyone else (the
+    # daemon, the editor, the user's git) wait for the step, up to the kernel's lease-break-time (45 s) each time.
+    flt.add_rule(deny, "fcntl", _eq(1, F_SETLEASE))
     _socket_rules(flt, network, unix)
     _mode_rules(flt, deny)
     return flt
