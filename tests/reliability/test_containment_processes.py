@@ -326,8 +326,9 @@ def test_steps_together_leave_the_daemon_room_to_fork(work):
     from ollie.sandbox import cgroup
 
     base = cgroup.bases().get("pids")
-    if os.geteuid() != 0 or base is None:
-        pytest.skip("needs root and a writable pids cgroup")
+    if os.geteuid() != 0 or base is None or cgroup._is_v2(base):
+        # v2 enables no controller below a cgroup that holds processes: the engine's cell could have no steps' base.
+        pytest.skip("needs root and a writable v1 pids hierarchy")
     cell = Path(base).parent / f"ollie-test-{os.getpid()}"
     cell.mkdir()
     try:
