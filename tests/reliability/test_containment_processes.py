@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -269,3 +270,77 @@ async def test_a_sigkilled_daemon_takes_its_steps_processes_with_it(scripted_llm
     finally:
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(client.stop(), 10)
+
+
+# --- steps together against the daemon's own process slots ---------------------------------------
+
+# Forks (at most 200) until a fork fails, each child blocked on a pipe the step holds; notes the count in `ready`
+# and waits for the test's `go`. Leaving the step closes the pipe: its children end.
+HOG = """
+import os, time
+r, w = os.pipe()
+n = 0
+for _ in range(200):
+    try:
+        if os.fork() == 0:
+            os.close(w)
+            os.read(r, 1)
+            os._exit(0)
+    except OSError:
+        break
+    n += 1
+with open("ready.tmp", "w") as f:
+    f.write(str(n))
+os.rename("ready.tmp", "ready")
+while not os.path.exists("go"):
+    time.sleep(0.01)
+"""
+# The engine in a process of its own, placed in a small pids cgroup: it runs HOG as a step and, once the step holds
+# what it could take, starts a program itself (as the daemon starts git, a hook, the next step).
+ENGINE = """
+import asyncio, os, sys
+from pathlib import Path
+from ollie.tools.execute.server import ExecuteServer
+work = Path(sys.argv[1])
+async def main():
+    server = ExecuteServer(cwd=work, session_id="1700000000000000000-h0gpid", lock_dir=work.parent / "scratch" / "locks")
+    call = asyncio.ensure_future(server.call("execute_code", {"steps": [{"code": sys.argv[2], "language": "python3"}]}))
+    while not (work / "ready").exists() and not call.done():
+        await asyncio.sleep(0.01)
+    try:
+        os.waitpid(os.posix_spawn("/bin/true", ["true"], {}), 0)
+        print("engine forked")
+    except OSError as exc:
+        print("engine could not fork", exc)
+    (work / "go").touch()
+    print((await call).text)
+asyncio.run(main())
+"""
+
+
+def test_steps_together_leave_the_daemon_room_to_fork(work):
+    # Each step has its own process limit, but a parallel group of steps (or sessions side by side) multiplies it:
+    # together they took every process slot the daemon's cgroup has (a systemd user slice's TasksMax, pid_max),
+    # and the daemon, the editor and the user's session could not fork. Modelled small: the engine in a cgroup of
+    # 150 tasks, one step under the default limit (512) that forks what it can.
+    from ollie.sandbox import cgroup
+
+    base = cgroup.bases().get("pids")
+    if os.geteuid() != 0 or base is None or cgroup._is_v2(base):
+        # v2 enables no controller below a cgroup that holds processes: the engine's cell could have no steps' base.
+        pytest.skip("needs root and a writable v1 pids hierarchy")
+    cell = Path(base).parent / f"ollie-test-{os.getpid()}"
+    cell.mkdir()
+    try:
+        (cell / "pids.max").write_text("150")
+        run = subprocess.run([sys.executable, "-c", ENGINE, str(work), HOG], capture_output=True, text=True,
+                             timeout=120, preexec_fn=lambda: (cell / "cgroup.procs").write_text(str(os.getpid())))
+    finally:
+        for leftover in (cell / "ollie").glob("*/"):
+            leftover.rmdir()
+        for directory in (cell / "ollie", cell):
+            if directory.exists():
+                directory.rmdir()
+    assert "engine forked" in run.stdout, run.stdout + run.stderr
+    taken = int((work / "ready").read_text())
+    assert 10 <= taken <= 75, taken  # it forked, within half the cell

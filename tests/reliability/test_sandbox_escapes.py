@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import socket
 from pathlib import Path
@@ -90,6 +91,18 @@ for name, attempt in tries.items():
 """
 
 
+_OPENAT2 = """
+import ctypes, os
+class How(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+def openat2(path, flags, mode):
+    libc = ctypes.CDLL(None, use_errno=True)
+    how = How(flags, mode, 0)
+    if libc.syscall(437, -100, path.encode(), ctypes.byref(how), ctypes.sizeof(how)) < 0:  # 437 on every arch
+        raise OSError(ctypes.get_errno(), "openat2")
+"""
+
+
 async def test_o_path_handles_and_proc_fd_links_reach_nothing_outside(server, layout):
     # Landlock does not check an O_PATH open: the handle exists, but what is opened through it (relative to
     # it, or through its /proc/self/fd magic link) is checked where the file really is.
@@ -123,10 +136,11 @@ tries = {
     "tmpfile": lambda: os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o2755),
     "mknod": lambda: os.mknod("y", 0o104755),
     "fchmod": lambda: os.fchmod(os.open("z", os.O_CREAT | os.O_WRONLY, 0o755), 0o4755),
+    "openat2": lambda: openat2("o2", os.O_CREAT | os.O_WRONLY, 0o4755),  # its mode is in memory seccomp cannot read
 }
 """
-    text = await run_code(server, shell) + await run_code(server, code + _TRY_EACH, "python3")
-    assert "plain-chmod-ok" in text and "DONE" not in text and text.count("refused") == 4, text
+    text = await run_code(server, shell) + await run_code(server, _OPENAT2 + code + _TRY_EACH, "python3")
+    assert "plain-chmod-ok" in text and "DONE" not in text and text.count("refused") == 5, text
     for path in layout["work"].iterdir():
         assert not path.stat().st_mode & 0o6000, (path, oct(path.stat().st_mode))
 
@@ -211,3 +225,73 @@ async def test_parallel_steps_get_the_same_walls(server, layout):
     assert result.is_error
     await asyncio.sleep(0)
     untouched(layout)
+
+
+_IPC = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+host, left = int(sys.argv[1]), int(sys.argv[2])
+seen = libc.shmget(host, 0, 0)
+print("host segment", "READ " + ctypes.string_at(libc.shmat(seen, None, 0), 6).decode() if seen >= 0 else "unseen")
+print("leftover", "SEEN" if libc.shmget(left, 0, 0) >= 0 else "unseen")
+print("left", libc.shmget(left, 1 << 20, 0o1000 | 0o600) >= 0, libc.msgget(left, 0o1000 | 0o600) >= 0)
+"""
+
+
+async def test_a_step_reaches_no_ipc_object_outside_it_and_leaves_none_behind(server, layout):
+    # SysV shared memory, message queues and semaphores are named by a number, not a path: Landlock does not see
+    # them. Without an IPC namespace of its own a step read (and wrote) the segments of the user's other programs
+    # (root's, as root), and one it left behind outlived it, its memory no longer the step's (and the next step,
+    # of any session, found it).
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    host, left = 0x0117_0000 + os.getpid() % 0x10000, 0x0217_0000 + os.getpid() % 0x10000
+    segment = libc.shmget(host, 4096, 0o1000 | 0o600)
+    assert segment >= 0
+    ctypes.memmove(libc.shmat(segment, None, 0), b"SECRET", 6)
+    try:
+        step = f"cat > ipc.py <<'PY'\n{_IPC}\nPY\npython3 ipc.py {host} {left}; python3 ipc.py {host} {left}"
+        text = await run_code(server, step)
+        assert text.count("host segment unseen") == 2 and "READ" not in text, text
+        assert "leftover unseen" in text and "left True True" in text, text  # a fresh namespace, where it may
+        assert "leftover SEEN" in text, text  # the step's own processes share one namespace
+        assert libc.shmget(left, 0, 0) < 0 and libc.msgget(left, 0) < 0  # gone with the step
+        assert "leftover unseen" in await run_code(server, f"python3 ipc.py {host} {left}")
+    finally:
+        libc.shmctl(segment, 0, None)  # IPC_RMID
+        if (made := libc.shmget(left, 0, 0)) >= 0:
+            libc.shmctl(made, 0, None)
+        if (made := libc.msgget(left, 0)) >= 0:
+            libc.msgctl(made, 0, None)
+
+
+async def test_a_step_holds_no_lease_that_stalls_anothers_open(server, layout):
+    # A lease on a file the step may write (its owner's, as root any) made every open of that file by another
+    # process wait for the step to give it up, up to the kernel's lease-break-time (45 s) each time, the step
+    # ignoring the SIGIO that asks: the daemon's reads and writes of the workspace, the editor's, the user's git.
+    (layout["work"] / "app.py").write_text("app\n")
+    code = """
+import fcntl, os, signal, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+fd = os.open("app.py", os.O_WRONLY)
+try:
+    fcntl.fcntl(fd, 1024, fcntl.F_WRLCK)  # F_SETLEASE
+    print("lease taken")
+except OSError as exc:
+    print("lease refused", exc.errno)
+open("ready", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.01)
+"""
+    step = asyncio.ensure_future(run_code(server, code, "python3"))
+    try:
+        while not (layout["work"] / "ready").exists():
+            assert not step.done(), step.result()
+            await asyncio.sleep(0.01)
+        # Non-blocking: a lease makes the open fail at once (EWOULDBLOCK) where a plain one would wait.
+        os.close(os.open(layout["work"] / "app.py", os.O_RDONLY | os.O_NONBLOCK))
+    finally:
+        (layout["work"] / "go").touch()
+        text = await step
+    assert "lease refused 1" in text, text

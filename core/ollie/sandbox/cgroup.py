@@ -84,8 +84,36 @@ def _find_base(controller: str) -> str | None:
         except OSError:
             continue
         if os.access(base, os.W_OK) and (not _is_v2(base) or _v2_enables(base, controller)):
+            if controller == "pids":
+                _leave_half(base)
             return base
     return None
+
+
+def _leave_half(base: str) -> None:
+    """Cap every step under `base` together at half the tasks its parent and the kernel allow.
+
+    Each step has its own limit (`limits.processes`), but a parallel group (or sessions side by side) multiplies
+    it: together they took every task the daemon's cgroup may have (a systemd user slice's TasksMax, the kernel's
+    pid_max), and the daemon, the editor and the user's session could no longer fork.
+    """
+    limits = ["/proc/sys/kernel/pid_max", "/proc/sys/kernel/threads-max"]
+    directory = os.path.dirname(base)
+    while os.path.exists(os.path.join(directory, "pids.max")):  # a hierarchy's root has none
+        limits.append(os.path.join(directory, "pids.max"))
+        directory = os.path.dirname(directory)
+    allowed = []
+    for path in limits:
+        try:
+            with open(path, encoding="ascii") as limit:
+                allowed.append(int(limit.read()))
+        except (OSError, ValueError):
+            pass  # "max": no limit there
+    try:
+        if allowed:
+            _write(os.path.join(base, "pids.max"), str(max(min(allowed) // 2, 1)))
+    except OSError:
+        pass
 
 
 @functools.cache  # asked of the bases in the fork server: every supervisor inherits the answers

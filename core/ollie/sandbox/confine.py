@@ -29,6 +29,7 @@ import sys
 from typing import TYPE_CHECKING
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 PROC = "/proc"
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -195,7 +196,9 @@ def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
     `paths` (directory or file) read-only; `tmp`, if given, seen at /tmp; `proc`: a fresh procfs on /proc
     (this process's PID namespace, so only the step's processes). `best_effort`: a read-only view that
     cannot be made only warns, and the rest still comes."""
-    unshare(CLONE_NEWNS, "CLONE_NEWNS")
+    # An IPC namespace with it, in the one call: SysV shared memory, message queues and semaphores and POSIX
+    # message queues are named by numbers Landlock does not see, and die with the step's last process.
+    unshare(CLONE_NEWNS | CLONE_NEWIPC, "CLONE_NEWNS|CLONE_NEWIPC")
     # Private first: our mounts must not propagate back to the host's mount tree.
     _mount(None, "/", MS_REC | MS_PRIVATE)
     if writable is not None:

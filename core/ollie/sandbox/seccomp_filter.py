@@ -27,6 +27,7 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWTIME = 0x10000000, 0x2000000
 CLONE_NAMESPACES = (CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
                     CLONE_NEWNET)
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C
+F_SETLEASE = 1024
 MSG_FASTOPEN = 0x20000000
 # The flags argument of each send call that can carry MSG_FASTOPEN (sendto(fd, buf, len, flags, ...), ...).
 SEND_FLAGS_ARG = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
@@ -37,7 +38,7 @@ O_CREAT, O_TMPFILE = 0o100, 0o20000000  # the same on x86-64 and arm64 (O_TMPFIL
 MODE_ARG = {"chmod": 1, "fchmod": 1, "fchmodat": 2, "mknod": 1, "mknodat": 2}
 # Calls that set a mode only when they create: (flags argument, mode argument); creat always creates.
 CREATE_ARGS = {"open": (1, 2), "openat": (2, 3)}
-FCHMODAT2 = 452  # the same number on every architecture; newer than some libseccomp releases know
+FCHMODAT2, OPENAT2 = 452, 437  # the same numbers on every architecture; newer than some libseccomp releases know
 
 DENIED_CALLS = (
     "io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "kexec_load",
@@ -106,6 +107,9 @@ def _build(network: str, unix: bool) -> sc.SyscallFilter:
         flt.add_rule(deny, "unshare", sc.Arg(0, sc.MASKED_EQ, flag, flag))
     for request in (TIOCSTI, TIOCLINUX):
         flt.add_rule(deny, "ioctl", _eq(1, request))
+    # No file leases: a step's lease on a file it may write made every open of that file by anyone else (the
+    # daemon, the editor, the user's git) wait for the step, up to the kernel's lease-break-time (45 s) each time.
+    flt.add_rule(deny, "fcntl", _eq(1, F_SETLEASE))
     _socket_rules(flt, network, unix)
     _mode_rules(flt, deny)
     return flt
@@ -122,6 +126,9 @@ def _mode_rules(flt: sc.SyscallFilter, deny: int) -> None:
                 flt.add_rule(deny, call, sc.Arg(flags, sc.MASKED_EQ, creating, creating),
                              sc.Arg(mode, sc.MASKED_EQ, bit, bit))
     flt.add_rule(sc.ERRNO(errno.ENOSYS), FCHMODAT2)
+    # openat2's flags and mode sit in a struct in memory, which seccomp cannot read: it answers ENOSYS, as
+    # before Linux 5.6, and callers fall back to openat, checked above.
+    flt.add_rule(sc.ERRNO(errno.ENOSYS), OPENAT2)
 
 
 @functools.cache
