@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from lsprotocol import types
-from pygls.protocol import default_converter
 
 from ollie_lsp.asking import ask_client, held_until_asking
 from ollie_lsp.lineindex import BREAK, index_of
@@ -82,10 +81,6 @@ def _range_lines(doc: TextDocument, rng: types.Range) -> list[str]:
     return lines if end - start <= QUESTION_SCAN else lines[:-1]  # a line cut short asks no question
 
 
-# The command's argument travels through the client: plain JSON, as LSP writes a range or a diagnostic.
-_json = default_converter().unstructure
-
-
 def _action(title: str, kind: str, args: dict[str, Any],
             diagnostics: list[types.Diagnostic] | None = None) -> types.CodeAction:
     command = types.Command(title=title, command=ACTION_COMMAND, arguments=[args])
@@ -98,13 +93,16 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
     if doc is None:  # ollie acts on what the editor shows: an open document
         return []
     rng = params.range
-    base = {"uri": doc.uri, "range": _json(rng)}
+    # The command's argument travels through the client: plain JSON, as LSP writes a range or a diagnostic. The
+    # daemon's own converter: building a second one, as the first code action imported this, held the loop 0.1 s.
+    as_json = ls.protocol._converter.unstructure
+    base = {"uri": doc.uri, "range": as_json(rng)}
     only = params.context.only
     wanted = (lambda kind: any(kind == o or kind.startswith(f"{o}.") for o in only)) if only else (lambda kind: True)
     actions = []
     diagnostics = list(params.context.diagnostics)
     if diagnostics and wanted(types.CodeActionKind.QuickFix):
-        args = {**base, "action": "fix", "diagnostics": [_json(d) for d in diagnostics]}
+        args = {**base, "action": "fix", "diagnostics": [as_json(d) for d in diagnostics]}
         actions.append(_action(f"Ollie: Fix {shorten(diagnostics[0].message)}", types.CodeActionKind.QuickFix,
                                args, diagnostics))
     if not wanted(types.CodeActionKind.Refactor):
