@@ -15,7 +15,7 @@ import attrs
 from lsprotocol import types
 
 from ollie_lsp.asking import ask_client, held_until_asking
-from ollie_lsp.lineindex import BREAK, index_of
+from ollie_lsp.lineindex import BREAK, text_of
 from ollie_lsp.names import ACTION_COMMAND
 
 if TYPE_CHECKING:
@@ -73,12 +73,14 @@ def question_in(lines: list[str]) -> str | None:
 def _range_lines(doc: TextDocument, rng: types.Range) -> list[str]:
     """The range's whole lines within its first QUESTION_SCAN characters, found without splitting the document."""
     last = rng.end.line - 1 if rng.end.line > rng.start.line and rng.end.character == 0 else rng.end.line
-    span = index_of(doc).span(rng.start.line, max(rng.start.line, last))
-    if span is None:
+    text = text_of(doc)
+    start = text.start(rng.start.line)
+    if start is None:
         return []
-    start, end = span
-    lines = BREAK.split(doc.source[start : min(end, start + QUESTION_SCAN)])
-    return lines if end - start <= QUESTION_SCAN else lines[:-1]  # a line cut short asks no question
+    lines = BREAK.split(text.slice(start, start + QUESTION_SCAN))
+    wanted = max(0, last - rng.start.line) + 1
+    # Past the wanted lines, or a last line the scan cut short (unless the text ends there), asks no question.
+    return lines[:wanted] if len(lines) > wanted or start + QUESTION_SCAN >= len(text) else lines[:-1]
 
 
 def _action(title: str, kind: str, args: dict[str, Any],
