@@ -92,6 +92,11 @@ class Text:
         (i, base), (j, _) = self._chunk_at(start, after=True), self._chunk_at(end, after=False)
         return "".join(self._chunks[i : j + 1])[start - base : end - base]
 
+    def isascii(self, start: int, end: int) -> bool:
+        """Whether text[start:end] is all ASCII, told by its chunks' own flags (a minified line is not copied)."""
+        (i, _), (j, _) = self._chunk_at(start, after=True), self._chunk_at(end, after=False)
+        return all(chunk.isascii() for chunk in self._chunks[i : j + 1])
+
     def replace(self, start: int, end: int, new: str) -> None:
         """Make text[start:end] `new`, re-cutting only the chunks it touches."""
         (i, base), (j, end_base) = self._chunk_at(start, after=True), self._chunk_at(end, after=False)
@@ -149,11 +154,8 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def code_points(line: str, units: int, encoding: str | None) -> int:
-    """How many characters of `line` lie within its first `units` code units of `encoding` (UTF-16 unless named),
-    at most all; counted in C (pygls' loop over a minified file's one 20 MB line took seconds)."""
-    line = line[: max(0, units)]  # no character takes less than a unit
-    if line.isascii() or encoding == "utf-32":
-        return len(line)
+    """How many characters of `line` (no longer than `units`) lie within its first `units` code units of
+    `encoding` (UTF-8, else UTF-16); counted in C (pygls' loop over a minified file's one 20 MB line took seconds)."""
     if encoding == "utf-8":
         return len(line.encode("utf-8", "surrogatepass")[:units].decode("utf-8", "ignore"))
     fits = units
@@ -167,13 +169,14 @@ def code_points(line: str, units: int, encoding: str | None) -> int:
 def offset_at(doc: TextDocument, line: int, character: int) -> int:
     """The offset in `doc` of the client's position (its units), clamped to the line and the text: pygls'
     `offset_at_position` split the whole text into lines twice on the event loop (0.75 s for 20 MB)."""
-    text = text_of(doc)
-    start = text.start(line)
-    if start is None:
+    text, encoding = text_of(doc), doc.position_codec.encoding
+    span = text.span(line, line)
+    if span is None:
         return len(text)
-    head = text.slice(start, start + max(0, character))  # where a line end is looked for: not a whole minified file
-    ends = [found for found in (head.find("\n"), head.find("\r")) if found >= 0]
-    return start + code_points(head[: min(ends, default=len(head))], character, doc.position_codec.encoding)
+    start, end = span[0], min(span[1], span[0] + max(0, character))  # the line's units: at most one per character
+    if encoding == "utf-32" or text.isascii(start, end):
+        return end
+    return start + code_points(text.slice(start, end), character, encoding)
 
 
 def apply_change(doc: ChunkedDocument, change: TextDocumentContentChangePartial) -> None:
