@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from lsprotocol import types
-from pygls.protocol import default_converter
 
 from ollie_lsp.asking import ask_client, held_until_asking
-from ollie_lsp.lineindex import BREAK, index_of
+from ollie_lsp.lineindex import BREAK, text_of
 from ollie_lsp.names import ACTION_COMMAND
 
 if TYPE_CHECKING:
@@ -74,16 +73,14 @@ def question_in(lines: list[str]) -> str | None:
 def _range_lines(doc: TextDocument, rng: types.Range) -> list[str]:
     """The range's whole lines within its first QUESTION_SCAN characters, found without splitting the document."""
     last = rng.end.line - 1 if rng.end.line > rng.start.line and rng.end.character == 0 else rng.end.line
-    span = index_of(doc).span(rng.start.line, max(rng.start.line, last))
-    if span is None:
+    text = text_of(doc)
+    start = text.start(rng.start.line)
+    if start is None:
         return []
-    start, end = span
-    lines = BREAK.split(doc.source[start : min(end, start + QUESTION_SCAN)])
-    return lines if end - start <= QUESTION_SCAN else lines[:-1]  # a line cut short asks no question
-
-
-# The command's argument travels through the client: plain JSON, as LSP writes a range or a diagnostic.
-_json = default_converter().unstructure
+    lines = BREAK.split(text.slice(start, start + QUESTION_SCAN))
+    wanted = max(0, last - rng.start.line) + 1
+    # Past the wanted lines, or a last line the scan cut short (unless the text ends there), asks no question.
+    return lines[:wanted] if len(lines) > wanted or start + QUESTION_SCAN >= len(text) else lines[:-1]
 
 
 def _action(title: str, kind: str, args: dict[str, Any],
@@ -98,13 +95,16 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
     if doc is None:  # ollie acts on what the editor shows: an open document
         return []
     rng = params.range
-    base = {"uri": doc.uri, "range": _json(rng)}
+    # The command's argument travels through the client: plain JSON, as LSP writes a range or a diagnostic. The
+    # daemon's own converter: building a second one, as the first code action imported this, held the loop 0.1 s.
+    as_json = ls.protocol._converter.unstructure
+    base = {"uri": doc.uri, "range": as_json(rng)}
     only = params.context.only
     wanted = (lambda kind: any(kind == o or kind.startswith(f"{o}.") for o in only)) if only else (lambda kind: True)
     actions = []
     diagnostics = list(params.context.diagnostics)
     if diagnostics and wanted(types.CodeActionKind.QuickFix):
-        args = {**base, "action": "fix", "diagnostics": [_json(d) for d in diagnostics]}
+        args = {**base, "action": "fix", "diagnostics": [as_json(d) for d in diagnostics]}
         actions.append(_action(f"Ollie: Fix {shorten(diagnostics[0].message)}", types.CodeActionKind.QuickFix,
                                args, diagnostics))
     if not wanted(types.CodeActionKind.Refactor):

@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -16,7 +17,7 @@ from pygls.workspace import TextDocument
 
 from ollie.tools.documents import STALE, ApplyResult, Version, disk_text
 from ollie_lsp.asking import ask_client
-from ollie_lsp.lineindex import line_ends
+from ollie_lsp.lineindex import ChunkedDocument, line_ends
 
 logger = logging.getLogger("ollie.lsp.documents")
 
@@ -172,7 +173,10 @@ def register_documents(server: LanguageServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: LanguageServer, params: types.DidOpenTextDocumentParams) -> None:
-        """pygls' workspace has stored the document; nothing else to do."""
+        """pygls' workspace has stored the document: it keeps it as chunks instead (a keystroke costs its chunk)."""
+        item = params.text_document
+        ls.workspace.text_documents[unquote(item.uri)] = ChunkedDocument(
+            item.uri, item.text, item.version, item.language_id, position_codec=ls.workspace.position_codec)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LanguageServer, params: types.DidCloseTextDocumentParams) -> None:

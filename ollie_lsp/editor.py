@@ -15,7 +15,7 @@ from pygls.uris import to_fs_path
 from ollie import beneath
 from ollie.agent.editorcontext import MAX_CONTEXT_CHARS, context_block, display_path, is_command
 from ollie.tools.documents import disk_text
-from ollie_lsp.lineindex import BREAK, LineIndex, line_ends
+from ollie_lsp.lineindex import BREAK, Text, line_ends
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -112,7 +112,7 @@ def range_text(text: str, context: EditorContext) -> Shown | None:
     span = _span(context)
     if span is None:
         return None
-    offsets = LineIndex(text).span(*span)
+    offsets = Text(text).span(*span)
     if offsets is None:
         return None
     start, end = offsets

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ollie.completion import NEIGHBOUR_FILES, Completer, Neighbour, windows
+from ollie.completion import NEIGHBOUR_CHARS, NEIGHBOUR_FILES, PREFIX_CHARS, SUFFIX_CHARS, Completer, Neighbour, windows
 from ollie.errors import OllieError
-from ollie_lsp.lineindex import offset_at
+from ollie_lsp.lineindex import offset_at, text_of
 
 if TYPE_CHECKING:
     from ollie_lsp.server import OllieServer
@@ -77,9 +77,13 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
         _running[uri] = task
     try:
         offset = offset_at(doc, params.position.line, params.position.character)
-        documents = [(other_uri, other.source) for other_uri, other in ls.workspace.text_documents.items()]
+        # Slices of the texts, what `windows` reads of them: a document typed in is never joined whole on the loop.
+        documents = [(other_uri, text_of(other).slice(0, NEIGHBOUR_CHARS))
+                     for other_uri, other in ls.workspace.text_documents.items()]
         others = await asyncio.to_thread(neighbours, uri, documents, os.fspath(ls.default_cwd))
-        prefix, suffix = windows(doc.source, offset, language_id=doc.language_id, neighbours=others)
+        start = max(0, offset - PREFIX_CHARS - 1)  # one more: the prefix starts at the first line start past it
+        prefix, suffix = windows(text_of(doc).slice(start, offset + SUFFIX_CHARS), offset - start,
+                                 language_id=doc.language_id, neighbours=others)
         text = await completer(ls).complete(prefix, suffix)
     except OllieError as exc:  # no backend, unreachable: no ghost text, and no error popup per keystroke
         logger.warning("inline completion failed: %s", exc)

@@ -41,7 +41,7 @@ from ollie_lsp.documents import LspDocuments
 from ollie_lsp.eager import start_eagerly
 from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.framing import Item, Problem, decode
-from ollie_lsp.lineindex import changed
+from ollie_lsp.lineindex import ChunkedDocument, apply_change
 from ollie_lsp.names import ACTION_COMMAND, METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions
 
@@ -116,16 +116,16 @@ class OllieProtocol(LanguageServerProtocol):
 
     # pygls applied each incremental change to the lines of `str.splitlines`, which also breaks at a form feed or
     # U+2028 (a later change landed lines away from the user's typing), splitting the whole text on the event loop
-    # at each keystroke (0.8 s for 20 MB). `_source` is pygls' private text: no public setter keeps the version.
+    # at each keystroke (0.8 s for 20 MB). Every open document is a ChunkedDocument (didOpen): no copy of its text.
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
-        """Apply the client's changes at LSP's lines, each at the cost of one copy of the text."""
+        """Apply the client's changes at LSP's lines, each at the cost of the chunks of text it touches."""
         doc = self.workspace.text_documents.get(unquote(params.text_document.uri))  # pygls' key
         if doc is None:  # not open: nothing to change (pygls raised KeyError)
             return
         for change in params.content_changes:
-            if isinstance(change, types.TextDocumentContentChangePartial):
-                doc._source = changed(doc, change)
+            if isinstance(change, types.TextDocumentContentChangePartial) and isinstance(doc, ChunkedDocument):
+                apply_change(doc, change)
             else:
                 doc.apply_change(change)
         doc.version = params.text_document.version
