@@ -97,7 +97,7 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
     rng = params.range
     # The command's argument travels through the client: plain JSON, as LSP writes a range or a diagnostic. The
     # daemon's own converter: building a second one, as the first code action imported this, held the loop 0.1 s.
-    as_json = ls.protocol._converter.unstructure
+    as_json = ls.converter.unstructure
     base = {"uri": doc.uri, "range": as_json(rng)}
     only = params.context.only
     wanted = (lambda kind: any(kind == o or kind.startswith(f"{o}.") for o in only)) if only else (lambda kind: True)

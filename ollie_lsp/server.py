@@ -46,6 +46,8 @@ from ollie_lsp.names import ACTION_COMMAND, METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions
 
 if TYPE_CHECKING:
+    from cattrs import Converter
+
     from ollie_lsp.framing import FrameSource
     from ollie_lsp.sessions import LiveSession, SessionTable
 
@@ -57,7 +59,7 @@ SWITCH_INTERVAL_S = 0.001
 EXIT_BACKSTOP_S = 5.0
 
 
-def raw_params_converter() -> Any:
+def raw_params_converter() -> Converter:
     """pygls' converter, except that custom messages keep their params/results as plain JSON (dicts).
 
     The default's namedtuples have methods (`count`, `index`) that shadow fields of those names.
@@ -286,11 +288,12 @@ class OllieServer(LanguageServer):
 
     def __init__(self, *, make_table: Callable[[OllieServer], SessionTable], load_engine: Callable[[], None],
                  coalesce_s: float = 0.004) -> None:
+        self.converter = raw_params_converter()  # the one pygls uses, kept: it has no public name there
         super().__init__(
             "ollie-lsp",
             __version__,
             protocol_cls=OllieProtocol,
-            converter_factory=raw_params_converter,
+            converter_factory=lambda: self.converter,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.coalesce_s = coalesce_s
