@@ -31,6 +31,11 @@ local function held_choices(n)
     send_key(), it, it, it)
 end
 
+---A prompt as typed: its text (`#` tags and all) and the contexts it came with that the text does not say.
+---@class ollie.Typed
+---@field text string
+---@field given ollie.Context[]
+
 ---Methods of ollie.Chat, installed by chat.lua.
 ---@class ollie.ChatPending
 local P = {}
@@ -42,7 +47,7 @@ M.methods = P
 ---@param text string
 ---@param contexts ollie.Context[]
 ---@param done fun()|nil runs once the daemon has it
----@param typed string|nil the input's text it came from (default: `text`)
+---@param typed ollie.Typed|nil what was typed in the input (default: `text`)
 function P:pend(kind, text, contexts, done, typed)
   local method = kind == "queued" and "ollie/queue" or "ollie/inject"
   context.attach(contexts)
@@ -53,9 +58,7 @@ function P:pend(kind, text, contexts, done, typed)
     end
     client.request(method, params, function(err)
       if err then
-        self.transcript:aside("error: " .. err_text(err) .. " (not " .. kind .. ": it is back in the input)",
-          "OllieError")
-        input.append(self.input_buf, typed or text)
+        self:put_back(typed and typed.text or text, typed and typed.given or {}, err_text(err), kind)
       elseif kind == "queued" and session ~= self.session then
         self:take_back(session) -- the chat moved on (:OllieNew) while it was sent: not shown here, not run there
       else
@@ -75,7 +78,7 @@ end
 ---@param text string
 ---@param contexts ollie.Context[]|nil
 ---@param done fun()|nil runs once the daemon has it
----@param typed string|nil the input's text it came from
+---@param typed ollie.Typed|nil what was typed in the input
 function P:queue(text, contexts, done, typed)
   self:pend("queued", text, contexts or {}, done, typed)
 end
@@ -83,7 +86,7 @@ end
 ---Send a prompt behind the held queued prompts: queued, then the queue runs (the held ones first, in order).
 ---@param text string
 ---@param contexts ollie.Context[]
----@param typed string the input's text it came from
+---@param typed ollie.Typed what was typed in the input
 function P:send_behind(text, contexts, typed)
   self:queue(text, contexts, function() self:run_queue() end, typed)
 end
@@ -214,7 +217,7 @@ function P:inject(text)
   if not clean then
     return false
   end
-  self:pend("injected", clean, contexts, nil, text)
+  self:pend("injected", clean, contexts, nil, { text = text, given = {} })
   return true
 end
 
