@@ -106,25 +106,29 @@ def test_a_restart_that_finds_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp
 def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_turn_showed(tmp_path: Path,
                                                                                           scripted_llm):
     # Bug: a daemon that died stayed dead (VS Code's client restarts it) until :OllieRestart, and the chat drawn again
-    # then showed nothing of the answer the crash cut short (VS Code keeps it, marked "Cut short").
+    # then showed nothing of the answer the crash cut short (VS Code keeps it, marked "Cut short"), nor the prompt
+    # queued behind it.
     never = threading.Event()
     srv, tmux = answered(tmp_path, scripted_llm, Reply(text="A partial answer that", hold=never),
                          Reply.text("The answer after the restart."), size=(120, 36))
     try:
         tmux.keys(":Ollie tell me more", "Enter")
         tmux.wait(lambda s: "A partial answer that" in s, "the answer streaming")
+        send_in_chat(tmux, "and then this")
+        tmux.wait(lambda s: "queued: and then this" in s, "the prompt queued behind it")
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
-        restarted = unwrapped(tmux.keep("1-restarted", through_notices(tmux, lambda s: "was restarted" in s,
+        restarted = unwrapped(tmux.keep("1-restarted", through_notices(tmux, lambda s: "queued prompt from" in s,
                                                                        "the restart said")))
         for said in ("The first answer.", "tell me more", "A partial answer that",
                      "cut short: the daemon stopped (what it had shown of this turn was not saved)",
-                     "the ollie daemon stopped (signal 9) and was restarted"):
+                     "the ollie daemon stopped (signal 9) and was restarted",
+                     "1 queued prompt from before the daemon stopped waits", "held: and then this"):
             assert said in restarted, (said, restarted)
         never.set()
-        send_in_chat(tmux, "go on")
-        tmux.keep("2-after", tmux.wait(lambda s: "The answer after the restart." in s, "the next answer"))
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # send on the empty prompt: the held one goes
+        tmux.keep("2-after", tmux.wait(lambda s: "The answer after the restart." in s, "the queued prompt's answer"))
         told = [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "user"]
-        assert "hello" in told[0] and told[-1] == "go on", told  # the session resumed
+        assert "hello" in told[0] and told[-1] == "and then this", told  # in the session resumed
     finally:
         never.set()
         tmux.close()

@@ -227,8 +227,8 @@ function M.ensure()
       on_exited[client_id], owed[client_id], auto_started[client_id] = nil, nil, nil
       local again = auto and vim.uv.now() - auto < 60000
       vim.schedule(function()
-        -- Not asked to stop (a restart's stop, the editor quitting), it died: one is started in its place (on_died),
-        -- before the answers it owed come, so that what they send waits for that one.
+        -- Not asked to stop (a restart's stop, the editor quitting), it died: one is started in its place (on_died)
+        -- before the answers it owed come, so that what they send goes there (the first would start one of its own).
         if not done and vim.v.exiting == vim.NIL and (code ~= 0 or signal ~= 0) then
           local why = ("the ollie daemon stopped (%s %d)"):format(signal ~= 0 and "signal" or "exit code",
             signal ~= 0 and signal or code)

@@ -307,7 +307,8 @@ end
 ---last one died) is said in each chat under its conversation.
 ---@param crash string|nil
 local function resume(crash)
-  require("ollie.pending").forget() -- a fresh daemon starts with no queue: its prompts are not queued again
+  -- A fresh daemon starts with no queue: what a Restart's had queued is forgotten, what a dead one's had comes back.
+  require("ollie.pending")[crash and "carry" or "forget"]()
   -- A prompt typed before its session is loaded in the fresh daemon and drawn waits (the switch's redraw sends it):
   -- sent at once, it reached a daemon without the session, and the redraw wiped the error: the prompt vanished.
   hold()

@@ -9,12 +9,12 @@ local savedqueue = require("ollie.savedqueue")
 
 local M = {}
 
--- The sessions whose queued prompts an editor before this one saved (it quit or crashed during a turn) and this
--- one has not queued again yet: they are when the session is shown (restore_queue).
----@type table<string, boolean>
+-- The sessions whose queued prompts an editor before this one saved (it quit or crashed during a turn), or this one's
+-- daemon that died held, not queued again yet: they are when the session is shown (restore_queue).
+---@type table<string, string> by session, what ended the daemon that had them
 local carried = {}
 for _, q in ipairs(savedqueue.read()) do
-  carried[q.session] = true
+  carried[q.session] = "the editor quit"
 end
 
 ---The send key's name, for the notes that say what it does.
@@ -169,7 +169,8 @@ end
 ---are queued again, in order, and held: they run before the next prompt (or on the send key, empty).
 function P:restore_queue()
   local session = self.session
-  if not session or not carried[session] then
+  local ended = session and carried[session]
+  if not ended then
     return
   end
   carried[session] = nil
@@ -196,8 +197,8 @@ function P:restore_queue()
       self.queue_held = true
       self.transcript:set_queued(shown, true)
       local one = #shown == 1
-      self.transcript:note(string.format("%d queued prompt%s from before the editor quit wait%s: %s", #shown,
-        one and "" or "s", one and "s" or "", held_choices(#shown)), "OllieQueued")
+      self.transcript:note(string.format("%d queued prompt%s from before %s wait%s: %s", #shown,
+        one and "" or "s", ended, one and "s" or "", held_choices(#shown)), "OllieQueued")
     end
   end
   requeue(1)
@@ -207,6 +208,13 @@ end
 ---that quit are kept, to be queued again when their session is shown: no daemon of this editor had them.
 function M.forget()
   savedqueue.forget()
+end
+
+---The daemon died with queued prompts: those saved are queued again, held, when their session is shown (restore_queue).
+function M.carry()
+  for _, q in ipairs(savedqueue.read()) do
+    carried[q.session] = carried[q.session] or "the daemon stopped"
+  end
 end
 
 ---Add text (and the contexts of its `#` tags) to the running turn's next tool result, shown as injected.
