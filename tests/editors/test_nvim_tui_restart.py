@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ollie.testing import Reply
 
 from .test_nvim_tui import Tmux, assert_clean, back_in_input, send_in_chat, start_nvim
@@ -50,6 +52,8 @@ def through_notices(tmux: Tmux, cond: Callable[[str], bool], what: str) -> str:
         if cond(screen):
             return screen
         tmux.keys("Enter")
+        # Drawn anew before the next look: one more Enter at the old screen would go to the chat (and send).
+        tmux.wait(lambda s, before=screen: s != before, "the notice gone")
     return tmux.wait(cond, what)
 
 
@@ -87,18 +91,27 @@ def test_requests_made_while_ollie_restart_is_under_way_wait_for_the_one_fresh_d
         tmux.close()
 
 
-def test_a_restart_that_finds_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_path: Path, scripted_llm):
+@pytest.mark.parametrize("broken", ["missing", "exits at once"])
+def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_path: Path, scripted_llm, broken: str):
     # Bug: the prompt typed while :OllieRestart ran was held for the fresh daemon's chat; with ollie-lsp gone from PATH
-    # there was none, and the prompt was neither sent nor put back: the input empty, a bare error.
+    # (or exiting at once) there was none, and the prompt was neither sent nor put back: the input empty, a bare error.
     _, tmux = answered(tmp_path, scripted_llm)
     typed = "the prompt typed meanwhile"
     try:
-        tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # ollie-lsp uninstalled meanwhile
+        if broken == "missing":
+            tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # ollie-lsp uninstalled meanwhile
+            said = ["ollie-lsp not found on PATH", "once that is fixed"]
+        else:
+            wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')
+            said = ["error: the ollie daemon stopped (exit code 3) again", "not restarted; :OllieRestart starts it"]
         tmux.keys(":OllieChat", "Enter", "Escape", ":OllieRestart", "Enter", "i")
         tmux.keys(typed, literal=True)
         tmux.keys("Escape", "Enter")
-        back = back_in_input(tmux, "1-back", "not sent: it is back in the input", typed)
-        assert "ollie-lsp not found on PATH" in back and "once that is fixed" in back, back
+        back = through_notices(tmux, lambda s: "(not sent: it is back in the input)" in unwrapped(s)
+                               and any(line.rstrip().endswith(typed) for line in s.splitlines()), "the prompt back")
+        assert all(words in unwrapped(tmux.keep("1-back", back)) for words in said), back
+        if broken != "missing":  # the restart's start and one more (before: one per request the chat made)
+            assert (tmp_path / "daemons.log").read_text().count("start") == 2
     finally:
         tmux.close()
 
