@@ -34,6 +34,15 @@ local M = {}
 ---@field id string                the suffix of its buffers' names
 ---@field redrawing ollie.Redrawing|nil while the conversation is asked for again (redraw, history.lua)
 ---@field redraw_at_end boolean|nil the transcript was made anew during a turn: draw it all again when it ends
+---@field kept ollie.Context[]|nil the contexts of a prompt put back in the input that its text does not say (a
+---                                 `:'<,'>Ollie` range): they go with the next prompt sent from it
+---@field tail ollie.Tail|nil       what the running turn showed since its last step (no daemon saved it yet)
+---@field cut_short ollie.Tail|nil  that of a turn its daemon's death cut short: drawn again under the history
+
+---@class ollie.Tail
+---@field prompt string|nil   the turn's prompt, when no step came after it
+---@field labels string[]
+---@field parts {role: string, text: string}[] the reasoning and answer streamed
 local Chat = {}
 Chat.__index = Chat
 
@@ -310,7 +319,12 @@ function Chat:send_input(how)
     if self:inject(text) then
       input.clear(self.input_buf)
     end
-  elseif self:submit(text, {}) then
+  elseif text:match("^[/!]") then
+    self:command(text)
+    input.clear(self.input_buf)
+  elseif self:submit(text, vim.list_extend({}, self.kept or {})) then
+    self.kept = nil -- gone with it
+    input.render_kept(self.input_buf, nil)
     input.clear(self.input_buf)
   end
 end
@@ -330,6 +344,23 @@ function Chat:tags(text)
   return clean, tagged
 end
 
+---Put a prompt that was not sent back in the input, `given` (the contexts its text does not say) kept with it.
+---@param typed string what was typed, `#` tags and all
+---@param given ollie.Context[]
+---@param why string|nil the error, said before
+---@param kind "queued"|"injected"|nil what it was not (default: sent); said above an answer still streaming (T:aside)
+function Chat:put_back(typed, given, why, kind)
+  local labels = context.labels(given)
+  local say = (why and ("error: " .. why .. " ") or "") .. "(not " .. (kind or "sent") .. ": it is back in the input"
+    .. (#labels > 0 and (", with " .. table.concat(labels, ", ")) or "") .. ")"
+  self.transcript[kind and "aside" or "note"](self.transcript, say, "OllieError")
+  input.append(self.input_buf, typed)
+  if #given > 0 then
+    self.kept = given
+    input.render_kept(self.input_buf, given)
+  end
+end
+
 ---Send a prompt or a command; `contexts` come with it (plus the prompt's own `#` tags).
 ---@param text string
 ---@param contexts ollie.Context[]
@@ -343,9 +374,17 @@ function Chat:submit(text, contexts)
   if not clean then
     return false
   end
+  local given = vim.list_extend({}, contexts) -- put back with the text, which does not say them
   vim.list_extend(contexts, tagged)
   if self.redrawing then
-    table.insert(self.redrawing.then_run, function() self:submit(clean, contexts) end)
+    -- Sent once the chat is drawn; put back when no daemon came to draw it (a restart that failed).
+    table.insert(self.redrawing.then_run, function(failed)
+      if failed then
+        self:put_back(text, given)
+      else
+        self:submit(clean, contexts)
+      end
+    end)
     return true
   end
   if self.running or self.queue_held then
@@ -354,15 +393,17 @@ function Chat:submit(text, contexts)
         "OllieError")
       return false
     end
+    local typed = { text = text, given = given }
     if self.running then
-      self:queue(clean, contexts, nil, text)
+      self:queue(clean, contexts, nil, typed)
     else -- behind the held ones, which run first (not past them)
-      self:send_behind(clean, contexts, text)
+      self:send_behind(clean, contexts, typed)
     end
     return true
   end
   local labels = context.labels(contexts)
   self.transcript:prompt(clean, labels)
+  self.tail = { prompt = clean, labels = labels, parts = {} }
   -- Until the daemon says it is thinking (its first start takes seconds) the statusline says the prompt is on its way.
   self.running, self.state = true, "sending"
   vim.cmd("redrawstatus")
@@ -380,18 +421,29 @@ function Chat:submit(text, contexts)
                      images = context.images(contexts) }
     local seen = client.seen(session)
     client.request("ollie/submit", params, function(rerr)
-      if rerr then
-        -- Its daemon died before the turn began (no event of it came): nothing of it ran or was saved. What was
-        -- typed goes back in the input, `#` tags and all.
-        local unsent = rerr == client.GONE and client.seen(session) == seen
-        self.transcript:note("error: " .. err_text(rerr) .. (unsent and " (not sent: it is back in the input)" or ""),
-          "OllieError")
-        self.transcript:turn_end("error")
-        self.running, self.state = false, "idle"
-        if unsent then
-          input.append(self.input_buf, text)
-        end
+      if not rerr then
+        return
       end
+      -- No daemon had it, or its daemon died before the turn began (no event of it came): nothing of it ran or was
+      -- saved. What was typed goes back in the input, `#` tags and all, with the contexts it came with.
+      local unsent = rerr.unsent or (rerr == client.GONE and client.seen(session) == seen)
+      self.running, self.state = false, "idle"
+      if self.redrawing then
+        -- Its daemon died and is restarted: the chat drawn anew says so, then (before, its drawing wiped it) that the
+        -- prompt is back in the input.
+        if unsent then
+          table.insert(self.redrawing.then_run, function()
+            self:put_back(text, given, rerr ~= client.GONE and err_text(rerr) or nil)
+          end)
+        end
+        return
+      end
+      if unsent then
+        self:put_back(text, given, err_text(rerr))
+      else
+        self.transcript:note("error: " .. err_text(rerr), "OllieError")
+      end
+      self.transcript:turn_end("error")
     end)
   end)
   return true
@@ -475,9 +527,19 @@ function Chat:on_event(ev, drawn)
     return
   end
   local t, role, content = self.transcript, ev.role, ev.content or ""
+  local tail = self.tail
   if role == "assistant" or role == "reasoning" then
     t:stream(role, content)
+    local last = tail and tail.parts[#tail.parts]
+    if last and last.role == role then
+      last.text = last.text .. content
+    elseif tail then
+      table.insert(tail.parts, { role = role, text = content })
+    end
   elseif role == "call" or role == "step" or role == "tool" then
+    if tail then -- its round is saved with its steps: what shows from here is not yet
+      tail.prompt, tail.parts = nil, {}
+    end
     t:tool_event(ev)
     self:note_running(ev)
     if role == "tool" then
@@ -491,6 +553,7 @@ function Chat:on_event(ev, drawn)
     turns.note(self.session, text)
     t:settle("queued", text)
     t:prompt(text, labels)
+    self.tail = { prompt = text, labels = labels, parts = {} }
   elseif role == "error" or role == "info" or role == "exec" then
     -- A command's answer, of the user's doing, goes above an answer's line still streaming (T:aside).
     local command = (self.commands_running or 0) > 0
@@ -518,7 +581,7 @@ function Chat:on_event(ev, drawn)
       self.running = true
     else
       -- stateChanged says so too; this keeps Enter from queueing behind a turn that has ended.
-      self.running, self.state, self.steps_running = false, "idle", {}
+      self.running, self.state, self.steps_running, self.tail = false, "idle", {}, nil
       self:injected_taken()
       -- A question the daemon asked during the turn waits no more: its float and picker go.
       local permission = package.loaded["ollie.permission"]
@@ -582,6 +645,17 @@ function M.on_event(ev)
     chat:on_event(ev)
   end
   redraw_in_cmdline()
+end
+
+---Its daemon died: each chat keeps what its running turn showed and no daemon saved (drawn again, cut short, under
+---the history the next daemon reads back).
+function M.daemon_died()
+  for _, chat in ipairs(every) do
+    if chat.running and chat.tail and #chat.tail.parts > 0 then
+      chat.cut_short = chat.tail
+    end
+    chat.tail = nil
+  end
 end
 
 ---Route an `ollie/stateChanged` (or an `ollie/state` answer) to the chat of its session.

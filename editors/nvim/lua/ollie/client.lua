@@ -10,6 +10,8 @@
 --   client.saw(session, seq)            an ollie/context answer drew the session's events up to `seq`
 --   client.attach(bufnr)                let the daemon see a buffer's unsaved text
 --   client.restart(done)                stop the daemon, start a fresh one once the old one exited; done(err)
+--   client.on_died = fn                 fn(why, restart): a daemon stopped unasked; restart: the plugin restarts it
+--                                       (false: it died again within a minute of such a restart, and is left so)
 --   client.with_action_session = fn     fn(run): run(session) in the session a picked code action runs in (nil: the
 --                                       daemon's default), once the chat has it
 -- Server->client requests: lua/ollie/requests.lua, when present, is already wired here (no line to add):
@@ -33,6 +35,18 @@ local on_exited = {}
 ---@type table<integer, table<table, fun(err: table|nil, result: any)>>
 local owed = {}
 M.GONE = { message = "the ollie daemon stopped: :OllieRestart starts it again with the chats' sessions" }
+---@type fun(why: string, restart: boolean)|nil
+M.on_died = nil
+-- While a restart waits for the old daemon to exit, requests wait here, each run once the next has started (or told
+-- why it could not). Before, the first of them started it at once, the old one still there: two daemons.
+---@type fun(err: string|nil)[]|nil
+local waiting = nil
+-- When each daemon the plugin restarted after a crash started (vim.uv.now()): one that dies within a minute is left
+-- stopped, not restarted in a loop.
+---@type table<integer, integer>
+local auto_started = {}
+-- Whether the next daemon started is such a restart.
+local auto_next = false
 -- The `seq` of the last `ollie/event` per session the user has from the running daemon (a fresh one counts from 1):
 -- received, or told by an `ollie/context` answer drawn.
 ---@type table<string, integer>
@@ -186,14 +200,13 @@ end
 ---@return vim.lsp.Client|nil client, string|nil err
 function M.ensure()
   local c = M.get()
-  if c then
+  if c or waiting then -- (waiting: the next daemon is on its way)
     return c
   end
   local cmd, err = config.server_cmd()
   if not cmd then
     return nil, err
   end
-  seen = {}
   local id = vim.lsp.start({
     name = "ollie",
     cmd = cmd,
@@ -209,13 +222,28 @@ function M.ensure()
     on_init = function()
       pcall(vim.cmd.redrawstatus, { bang = true })
     end,
-    on_exit = function(_, _, client_id)
-      local done, unanswered = on_exited[client_id], owed[client_id] or {}
-      on_exited[client_id], owed[client_id] = nil, nil
+    on_exit = function(code, signal, client_id)
+      local done, unanswered, auto = on_exited[client_id], owed[client_id] or {}, auto_started[client_id]
+      on_exited[client_id], owed[client_id], auto_started[client_id] = nil, nil, nil
+      local again = auto and vim.uv.now() - auto < 60000
       vim.schedule(function()
-        for _, answer in pairs(unanswered) do
-          answer(M.GONE, nil)
+        -- Not asked to stop (a restart's stop, the editor quitting), it died: one is started in its place (on_died)
+        -- before the answers it owed come, so that what they send goes there (the first would start one of its own).
+        if not done and vim.v.exiting == vim.NIL and (code ~= 0 or signal ~= 0) then
+          local why = ("the ollie daemon stopped (%s %d)"):format(signal ~= 0 and "signal" or "exit code",
+            signal ~= 0 and signal or code)
+          if again then
+            why = why .. " again, within a minute of its restart: not restarted; :OllieRestart starts it"
+          end
+          auto_next = not again
+          if M.on_died then
+            M.on_died(why, not again)
+          end
         end
+        for _, answer in pairs(unanswered) do
+          answer(M.GONE, nil) -- (a prompt's answer tells by `seen` whether its turn began)
+        end
+        seen = {} -- the next daemon counts its events from 1
         if done then
           done()
         end
@@ -232,6 +260,7 @@ function M.ensure()
     return nil, "could not start " .. table.concat(cmd, " ")
   end
   M.client_id = id
+  auto_started[id], auto_next = auto_next and vim.uv.now() or nil, false
   if config.options.attach_buffers then
     -- The file buffers already open: the model's file tools see (and edit) their unsaved text.
     for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -243,18 +272,27 @@ end
 
 ---Stop the daemon and start a fresh one (it reads the configuration again: a model or key set since) once the old
 ---one has exited and so let go of its sessions; `done(err)` then runs (err: why it could not start).
+---A restart asked for while one is under way waits for it: one daemon, started once.
 ---@param done fun(err: string|nil)
 function M.restart(done)
+  if waiting then
+    return table.insert(waiting, done)
+  end
   local old = M.get()
   M.client_id = nil
+  waiting = {}
   local started = false
   local function start()
     if started then
       return
     end
-    started = true
+    local list = waiting or {}
+    started, waiting = true, nil
     local _, err = M.ensure()
     done(err)
+    for _, fn in ipairs(list) do
+      fn(err)
+    end
   end
   if not old then
     return start()
@@ -276,9 +314,20 @@ end
 ---@param cb fun(err: table|nil, result: any)
 ---@return integer|nil request_id
 function M.request(method, params, cb)
+  if waiting then
+    table.insert(waiting, function(err)
+      if err then
+        cb({ message = err, unsent = true }, nil)
+      else
+        M.request(method, params, cb)
+      end
+    end)
+    return nil
+  end
   local c, start_err = M.ensure()
   if not c then
-    vim.schedule(function() cb({ message = start_err or "ollie-lsp is not running" }, nil) end)
+    -- `unsent`: no daemon had it (a prompt goes back in the input).
+    vim.schedule(function() cb({ message = start_err or "ollie-lsp is not running", unsent = true }, nil) end)
     return nil
   end
   owed[c.id] = owed[c.id] or {}

@@ -42,9 +42,9 @@ local function step_of(call)
   return { id = call.id, title = call.name or "tool", status = "completed", locations = {} }
 end
 
-local function draw(t, messages, running, last_result)
+local function draw(t, messages, running, last_result, cut)
   t:clear()
-  local unanswered = false
+  local unanswered, last_prompt = false, nil
   -- A prompt with nothing after it: its turn failed (the error is not saved), or a daemon before cut-off answers
   -- were kept saved nothing of an interrupted one. How the last turn ended is known: a failure never reads
   -- "interrupted".
@@ -69,7 +69,7 @@ local function draw(t, messages, running, last_result)
         table.insert(labels, ("image (%s, %s)"):format(kind, image_size(image.bytes)))
       end
       t:prompt(text, labels)
-      unanswered = true
+      unanswered, last_prompt = true, text
     elseif m.role == "assistant" then
       unanswered = false
       t:stream("reasoning", m.reasoning or "")
@@ -94,6 +94,16 @@ local function draw(t, messages, running, last_result)
     -- What it said so far is not saved yet: the rest streams on under this, the whole shows when the turn ends.
     t:reply_header()
     t:add({ "…" }, "OllieTurnEnd")
+  elseif cut then
+    -- What a turn its daemon's death cut short had shown, which no daemon saved; its prompt when the history lacks it.
+    if cut.prompt and not (unanswered and last_prompt == cut.prompt) then
+      no_answer()
+      t:prompt(cut.prompt, cut.labels)
+    end
+    for _, part in ipairs(cut.parts) do
+      t:stream(part.role, part.text)
+    end
+    t:turn_end("error", "cut short: the daemon stopped (what it had shown of this turn was not saved)")
   else
     no_answer(unanswered and last_result == "error")
   end
@@ -104,8 +114,9 @@ end
 ---@param messages table[]
 ---@param running boolean|nil the session runs a turn now: its last prompt is being answered
 ---@param last_result string|nil how the session's last turn ended (`info.lastTurnResult` of ollie/session/load)
-function M.render(t, messages, running, last_result)
-  t:bulk(function() draw(t, messages, running, last_result) end)
+---@param cut ollie.Tail|nil what a turn its daemon's death cut short had shown (drawn last, marked so)
+function M.render(t, messages, running, last_result, cut)
+  t:bulk(function() draw(t, messages, running, last_result, cut) end)
 end
 
 ---Show another session in this chat (its saved conversation).
@@ -165,6 +176,18 @@ function H:hold()
   self.redrawing = held
 end
 
+---No daemon came to draw the chat anew (a restart that failed, one that died again): it says why, and the prompts
+---typed meanwhile go back in the input (they waited, neither sent nor put back).
+---@param why string
+function H:release(why)
+  local held = self.redrawing
+  self.redrawing = nil
+  self.transcript:note("error: " .. why, "OllieError")
+  for _, fn in ipairs(held and held.then_run or {}) do
+    fn(why)
+  end
+end
+
 ---Draw the session's saved conversation anew, and the events held meanwhile that it does not show.
 ---@param after fun()|nil runs once it is drawn
 ---@param ended string|nil the stop reason of the turn that has just ended (the history keeps none but an interrupt)
@@ -192,7 +215,8 @@ function H:redraw(after, ended, last_result)
       -- then queues, and the history is drawn again, whole, when the turn ends. Before, an `ollie/state` asked first
       -- could say idle while the history read next held the prompt of a turn begun between the two: drawn as never
       -- answered, its reply dropped.
-      M.render(self.transcript, res.messages, res.answering == true, last_result)
+      M.render(self.transcript, res.messages, res.answering == true, last_result, self.cut_short)
+      self.cut_short = nil
       if session and type(res.seq) == "number" then
         client.saw(session, res.seq) -- the user sees the history: the events it holds, its turns' ends too
       end

@@ -286,57 +286,86 @@ function M.compact()
   end
 end
 
----Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
----session again, from the fresh daemon.
-function M.restart()
-  notify("restarting the daemon…")
-  require("ollie.pending").forget() -- a fresh daemon starts with no queue: its prompts are not queued again
-  ---The chats showing a session, by session, each holding what is typed until it is drawn again.
-  ---@return table<string, ollie.Chat[]>
-  local function hold()
-    local chats, seen = {}, {}
-    for _, group in ipairs({ chat.chats, chat.named }) do
-      for _, c in pairs(group) do
-        if c.session and not seen[c] then
-          seen[c] = true
-          chats[c.session] = chats[c.session] or {}
-          table.insert(chats[c.session], c)
-          c:hold()
-        end
+---The chats showing a session, by session, each holding what is typed until it is drawn again (or let go).
+---@return table<string, ollie.Chat[]>
+local function hold()
+  local chats, seen = {}, {}
+  for _, group in ipairs({ chat.chats, chat.named }) do
+    for _, c in pairs(group) do
+      if c.session and not seen[c] then
+        seen[c] = true
+        chats[c.session] = chats[c.session] or {}
+        table.insert(chats[c.session], c)
+        c:hold()
       end
     end
-    return chats
   end
+  return chats
+end
+
+---Start the next daemon (the old one stopped first) and show each chat's session again from it; `crash` (why the
+---last one died) is said in each chat under its conversation.
+---@param crash string|nil
+local function resume(crash)
+  -- A fresh daemon starts with no queue: what a Restart's had queued is forgotten, what a dead one's had comes back.
+  require("ollie.pending")[crash and "carry" or "forget"]()
   -- A prompt typed before its session is loaded in the fresh daemon and drawn waits (the switch's redraw sends it):
   -- sent at once, it reached a daemon without the session, and the redraw wiped the error: the prompt vanished.
   hold()
   client.restart(function(err)
     for session, list in pairs(hold()) do -- held anew: the old daemon's last events went with it
-      local function show(load_err, res)
-        for _, c in ipairs(list) do
-          if load_err then
-            c:redraw() -- says the error, and lets the held prompts go (to say theirs)
-          else
-            c:switch(session, nil, last_result(res))
-          end
-        end
-      end
       if err then
-        show(err)
+        -- No daemon: what was typed meanwhile goes back in the input (it waited, neither sent nor put back).
+        for _, c in ipairs(list) do
+          c:release(err .. "; once that is fixed, :OllieRestart")
+        end
       else
         client.request("ollie/session/load", { session = session }, function(load_err, res)
-          if load_err then
+          if load_err == client.GONE then
+            return -- it died too: on_died restarts it again or lets the chats go
+          elseif load_err then
             notify(err_text(load_err), vim.log.levels.WARN)
           end
-          show(load_err, res)
+          for _, c in ipairs(list) do
+            if load_err then
+              c:redraw() -- says the error, and lets the held prompts go (to say theirs)
+            else
+              c:switch(session, crash and function()
+                c.transcript:note(crash .. " and was restarted; a turn it ran was lost: send its prompt again",
+                  "OllieError")
+              end, last_result(res))
+            end
+          end
         end)
       end
     end
     if err then
       return notify(err, vim.log.levels.ERROR)
     end
-    notify("the daemon restarted")
+    notify(crash and (crash .. ": restarted it") or "the daemon restarted")
   end)
+end
+
+---Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
+---session again, from the fresh daemon.
+function M.restart()
+  notify("restarting the daemon…")
+  resume()
+end
+
+---A daemon died unasked: the chats keep what its running turns showed (cut short), and it is restarted once; one that
+---dies again at once is left stopped, said in each chat, what was typed meanwhile back in the input.
+---@param why string
+---@param restart boolean
+client.on_died = function(why, restart)
+  chat.daemon_died()
+  if restart then
+    return resume(why)
+  end
+  for _, c in ipairs(chat.every()) do
+    c:release(why)
+  end
+  notify(why, vim.log.levels.ERROR)
 end
 
 ---A statusline component for the current tab's chat: "ollie: <state> $<cost> · <title>", the title cut to fit.

@@ -152,6 +152,20 @@ function M.append(buf, text)
   end
 end
 
+local kept_ns = vim.api.nvim_create_namespace("ollie_kept")
+
+---Show the contexts kept for the next prompt (a put-back `:'<,'>Ollie` range) at the input's right; none: nothing.
+---@param buf integer
+---@param contexts ollie.Context[]|nil
+function M.render_kept(buf, contexts)
+  vim.api.nvim_buf_clear_namespace(buf, kept_ns, 0, -1)
+  local labels = require("ollie.context").labels(contexts or {})
+  if #labels > 0 then
+    vim.api.nvim_buf_set_extmark(buf, kept_ns, 0, 0, { virt_text_pos = "right_align",
+      virt_text = { { "📎 " .. table.concat(labels, ", ") .. " goes with it", "Comment" } } })
+  end
+end
+
 ---Empty the input buffer (after its prompt was sent).
 ---@param buf integer
 function M.clear(buf)

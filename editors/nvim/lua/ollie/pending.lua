@@ -9,12 +9,12 @@ local savedqueue = require("ollie.savedqueue")
 
 local M = {}
 
--- The sessions whose queued prompts an editor before this one saved (it quit or crashed during a turn) and this
--- one has not queued again yet: they are when the session is shown (restore_queue).
----@type table<string, boolean>
+-- The sessions whose queued prompts an editor before this one saved (it quit or crashed during a turn), or this one's
+-- daemon that died held, not queued again yet: they are when the session is shown (restore_queue).
+---@type table<string, string> by session, what ended the daemon that had them
 local carried = {}
 for _, q in ipairs(savedqueue.read()) do
-  carried[q.session] = true
+  carried[q.session] = "the editor quit"
 end
 
 ---The send key's name, for the notes that say what it does.
@@ -31,6 +31,11 @@ local function held_choices(n)
     send_key(), it, it, it)
 end
 
+---A prompt as typed: its text (`#` tags and all) and the contexts it came with that the text does not say.
+---@class ollie.Typed
+---@field text string
+---@field given ollie.Context[]
+
 ---Methods of ollie.Chat, installed by chat.lua.
 ---@class ollie.ChatPending
 local P = {}
@@ -42,7 +47,7 @@ M.methods = P
 ---@param text string
 ---@param contexts ollie.Context[]
 ---@param done fun()|nil runs once the daemon has it
----@param typed string|nil the input's text it came from (default: `text`)
+---@param typed ollie.Typed|nil what was typed in the input (default: `text`)
 function P:pend(kind, text, contexts, done, typed)
   local method = kind == "queued" and "ollie/queue" or "ollie/inject"
   context.attach(contexts)
@@ -53,9 +58,7 @@ function P:pend(kind, text, contexts, done, typed)
     end
     client.request(method, params, function(err)
       if err then
-        self.transcript:aside("error: " .. err_text(err) .. " (not " .. kind .. ": it is back in the input)",
-          "OllieError")
-        input.append(self.input_buf, typed or text)
+        self:put_back(typed and typed.text or text, typed and typed.given or {}, err_text(err), kind)
       elseif kind == "queued" and session ~= self.session then
         self:take_back(session) -- the chat moved on (:OllieNew) while it was sent: not shown here, not run there
       else
@@ -75,7 +78,7 @@ end
 ---@param text string
 ---@param contexts ollie.Context[]|nil
 ---@param done fun()|nil runs once the daemon has it
----@param typed string|nil the input's text it came from
+---@param typed ollie.Typed|nil what was typed in the input
 function P:queue(text, contexts, done, typed)
   self:pend("queued", text, contexts or {}, done, typed)
 end
@@ -83,7 +86,7 @@ end
 ---Send a prompt behind the held queued prompts: queued, then the queue runs (the held ones first, in order).
 ---@param text string
 ---@param contexts ollie.Context[]
----@param typed string the input's text it came from
+---@param typed ollie.Typed what was typed in the input
 function P:send_behind(text, contexts, typed)
   self:queue(text, contexts, function() self:run_queue() end, typed)
 end
@@ -166,7 +169,8 @@ end
 ---are queued again, in order, and held: they run before the next prompt (or on the send key, empty).
 function P:restore_queue()
   local session = self.session
-  if not session or not carried[session] then
+  local ended = session and carried[session]
+  if not ended then
     return
   end
   carried[session] = nil
@@ -193,8 +197,8 @@ function P:restore_queue()
       self.queue_held = true
       self.transcript:set_queued(shown, true)
       local one = #shown == 1
-      self.transcript:note(string.format("%d queued prompt%s from before the editor quit wait%s: %s", #shown,
-        one and "" or "s", one and "s" or "", held_choices(#shown)), "OllieQueued")
+      self.transcript:note(string.format("%d queued prompt%s from before %s wait%s: %s", #shown,
+        one and "" or "s", ended, one and "s" or "", held_choices(#shown)), "OllieQueued")
     end
   end
   requeue(1)
@@ -206,6 +210,13 @@ function M.forget()
   savedqueue.forget()
 end
 
+---The daemon died with queued prompts: those saved are queued again, held, when their session is shown (restore_queue).
+function M.carry()
+  for _, q in ipairs(savedqueue.read()) do
+    carried[q.session] = carried[q.session] or "the daemon stopped"
+  end
+end
+
 ---Add text (and the contexts of its `#` tags) to the running turn's next tool result, shown as injected.
 ---@param text string
 ---@return boolean sent false when a `#` tag could not be read (said in the transcript)
@@ -214,7 +225,7 @@ function P:inject(text)
   if not clean then
     return false
   end
-  self:pend("injected", clean, contexts, nil, text)
+  self:pend("injected", clean, contexts, nil, { text = text, given = {} })
   return true
 end
 

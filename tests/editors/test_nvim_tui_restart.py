@@ -1,0 +1,187 @@
+"""Neovim's daemon going away in the real TUI (nvim in tmux, README's `setup({})`): `:OllieRestart` hands over to one
+fresh daemon, a restart that fails puts the prompt back, a daemon that dies is restarted once (not in a loop), with
+what its turn had shown kept, and a put-back `:'<,'>Ollie` prompt keeps its lines."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ollie.testing import Reply
+
+from .test_nvim_tui import Tmux, assert_clean, back_in_input, send_in_chat, start_nvim
+from .test_nvim_tui_commands import chat_text
+
+
+def wrap_daemon(tmp_path: Path, body: str) -> Path:
+    """Put a shell script in place of the test's ollie-lsp link (`$real`: the real one); its log is returned."""
+    link = tmp_path / "bin" / "ollie-lsp"
+    real = os.path.realpath(link)
+    log = tmp_path / "daemons.log"
+    link.unlink()
+    link.write_text(f'#!/bin/sh\nreal="{real}"\nlog="{log}"\n{body}\n')
+    link.chmod(0o755)
+    return log
+
+
+def daemon_pid(tmp_path: Path) -> int:
+    """The running ollie-lsp's process id (the one started from the test's bin folder)."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    [pid] = [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line
+             and "/bin/sh" not in line]
+    return pid
+
+
+def unwrapped(screen: str) -> str:
+    """The chat's text, its lines joined (a long note wraps)."""
+    return " ".join(chat_text(screen).split())
+
+
+def through_notices(tmux: Tmux, cond: Callable[[str], bool], what: str) -> str:
+    """The screen once `cond(screen)`, Enter pressed at each "Press ENTER" on the way (Neovim's own notice of a
+    daemon's exit, "Client ollie quit ...", is one when it shares the message area with the plugin's)."""
+    for _ in range(5):
+        screen = tmux.wait(lambda s: cond(s) or "Press ENTER" in s, what)
+        if cond(screen):
+            return screen
+        tmux.keys("Enter")
+        # Drawn anew before the next look: one more Enter at the old screen would go to the chat (and send).
+        tmux.wait(lambda s, before=screen: s != before, "the notice gone")
+    return tmux.wait(cond, what)
+
+
+def answered(tmp_path: Path, scripted_llm, *then: Reply, size: tuple[int, int] = (140, 30),
+             wrap: str = "") -> tuple[Any, Tmux]:
+    """The scripted server (`then`: its replies after the first) and Neovim on notes.txt (three lines), whose chat has
+    answered `hello` ("The first answer."); `wrap`: the daemon started through that script (wrap_daemon)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("The first answer."), *then)
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "alpha line\nbeta line\ngamma line\n"}, size=size)
+    if wrap:
+        wrap_daemon(tmp_path, wrap)
+    try:
+        tmux.wait(lambda s: "alpha line" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "The first answer." in s and "(end)" in s, "the first answer")
+    except BaseException:
+        tmux.close()
+        raise
+    return srv, tmux
+
+
+def test_requests_made_while_ollie_restart_is_under_way_wait_for_the_one_fresh_daemon(tmp_path: Path, scripted_llm):
+    # Bug: `:Ollie question` typed while :OllieRestart waited for the old daemon to exit started the next one at once,
+    # the old one still there (two daemons on one store); the restart then took that early one.
+    logged = 'echo "start $$" >> "$log"\n"$real" "$@"\necho "exit $$" >> "$log"'
+    _, tmux = answered(tmp_path, scripted_llm, Reply.text("The second answer."), wrap=logged)
+    try:
+        tmux.keys(":OllieRestart", "Enter", ":Ollie and now", "Enter")
+        tmux.keep("1-answered", tmux.wait(lambda s: "The second answer." in s, "the answer sent during the restart"))
+        events = [line.split()[0] for line in (tmp_path / "daemons.log").read_text().splitlines()]
+        assert events[:3] == ["start", "exit", "start"] and events.count("start") == 2, events
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+@pytest.mark.parametrize("broken", ["missing", "exits at once"])
+def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_path: Path, scripted_llm, broken: str):
+    # Bug: the prompt typed while :OllieRestart ran was held for the fresh daemon's chat; with ollie-lsp gone from PATH
+    # (or exiting at once) there was none, and the prompt was neither sent nor put back: the input empty, a bare error.
+    _, tmux = answered(tmp_path, scripted_llm)
+    typed = "the prompt typed meanwhile"
+    try:
+        if broken == "missing":
+            tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # ollie-lsp uninstalled meanwhile
+            said = ["ollie-lsp not found on PATH", "once that is fixed"]
+        else:
+            wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')
+            said = ["error: the ollie daemon stopped (exit code 3) again", "not restarted; :OllieRestart starts it"]
+        tmux.keys(":OllieChat", "Enter", "Escape", ":OllieRestart", "Enter", "i")
+        tmux.keys(typed, literal=True)
+        tmux.keys("Escape", "Enter")
+        back = through_notices(tmux, lambda s: "(not sent: it is back in the input)" in unwrapped(s)
+                               and any(line.rstrip().endswith(typed) for line in s.splitlines()), "the prompt back")
+        assert all(words in unwrapped(tmux.keep("1-back", back)) for words in said), back
+        if broken != "missing":  # the restart's start and one more (before: one per request the chat made)
+            assert (tmp_path / "daemons.log").read_text().count("start") == 2
+    finally:
+        tmux.close()
+
+
+def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_turn_showed(tmp_path: Path,
+                                                                                          scripted_llm):
+    # Bug: a daemon that died stayed dead (VS Code's client restarts it) until :OllieRestart, and the chat drawn again
+    # then showed nothing of the answer the crash cut short (VS Code keeps it, marked "Cut short"), nor the prompt
+    # queued behind it.
+    never = threading.Event()
+    srv, tmux = answered(tmp_path, scripted_llm, Reply(text="A partial answer that", hold=never),
+                         Reply.text("The answer after the restart."), size=(120, 36))
+    try:
+        tmux.keys(":Ollie tell me more", "Enter")
+        tmux.wait(lambda s: "A partial answer that" in s, "the answer streaming")
+        send_in_chat(tmux, "and then this")
+        tmux.wait(lambda s: "queued: and then this" in s, "the prompt queued behind it")
+        os.kill(daemon_pid(tmp_path), signal.SIGKILL)
+        restarted = unwrapped(tmux.keep("1-restarted", through_notices(tmux, lambda s: "queued prompt from" in s,
+                                                                       "the restart said")))
+        for said in ("The first answer.", "tell me more", "A partial answer that",
+                     "cut short: the daemon stopped (what it had shown of this turn was not saved)",
+                     "the ollie daemon stopped (signal 9) and was restarted",
+                     "1 queued prompt from before the daemon stopped waits", "held: and then this"):
+            assert said in restarted, (said, restarted)
+        never.set()
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # send on the empty prompt: the held one goes
+        tmux.keep("2-after", tmux.wait(lambda s: "The answer after the restart." in s, "the queued prompt's answer"))
+        told = [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "user"]
+        assert "hello" in told[0] and told[-1] == "and then this", told  # in the session resumed
+    finally:
+        never.set()
+        tmux.close()
+
+
+def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: Path, scripted_llm):
+    _, tmux = answered(tmp_path, scripted_llm)
+    try:
+        log = wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')  # a broken install: each start fails
+        os.kill(daemon_pid(tmp_path), signal.SIGKILL)
+        said = "error: the ollie daemon stopped (exit code 3) again, within a minute of its restart: not restarted; " \
+            ":OllieRestart starts it"
+        tmux.keep("1-stopped", through_notices(tmux, lambda s: said in unwrapped(s), "the restart given up"))
+        assert log.read_text().count("start") == 1, log.read_text()  # restarted once
+    finally:
+        tmux.close()
+
+
+def test_a_range_prompt_put_back_after_a_refusal_keeps_its_lines(tmp_path: Path, scripted_llm):
+    # Bug: `:'<,'>Ollie question` queued behind a turn and refused came back in the input as its text alone: the lines
+    # it was asked about were gone, and sent again it asked about nothing.
+    story = threading.Event()
+    srv, tmux = answered(tmp_path, scripted_llm, Reply(text="Once upon a time", hold=story),
+                         Reply.text("About the lines."))
+    typed = "what about #mcp:nosuch:note://x"
+    try:
+        tmux.keys(":Ollie tell me a story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        tmux.keys(":2,3Ollie " + typed, "Enter")  # queued: refused (no such server)
+        back = back_in_input(tmux, "1-back", "not queued: it is back in the input, with notes.txt:2-3", typed)
+        assert "📎 notes.txt:2-3 goes with it" in back, back
+        story.set()
+        tmux.wait(lambda s: s.count("(end)") == 2, "the story's end")
+        tmux.keys(":OllieChat", "Enter", "Escape", "g", "g", "d", "G", "i")
+        tmux.keys("what about these lines", literal=True)
+        tmux.keys("Escape", "Enter")
+        sent = tmux.keep("2-sent", tmux.wait(lambda s: "About the lines." in s, "the answer"))
+        assert "goes with it" not in sent, "the lines go with one prompt only"
+        prompt = srv.chat_requests[-1].body["messages"][-1]["content"]
+        assert "beta line\ngamma line" in prompt and "what about these lines" in prompt, prompt
+    finally:
+        story.set()
+        tmux.close()
