@@ -254,8 +254,6 @@ class OllieAgent:
 
         forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)
-        core.approver = live.approve
-        core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
         core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))

@@ -247,10 +247,11 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         assert not (ws / "proof").exists() and "Allow once" not in typed, typed
         tmux.keys("Escape")
         picker = tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Reject" in s, "the buttons"))
-        assert "Allow always" not in picker and "feedback" not in picker, picker  # Allow once or Reject alone
+        # The step's question, as under `ask`: Allow once or Reject (with feedback), never "always".
+        assert "Allow always" not in picker and "3: Reject with feedback" in picker, picker
         tmux.keys("2", "Enter")
         done = tmux.keep("4-denied", tmux.wait(lambda s: "Not run, then." in s and "(end)" in s, "the turn's end"))
-        assert "declined: not run" in chat_of(done) and not (ws / "proof").exists(), done
+        assert "rejected: the user did not allow" in chat_of(done) and not (ws / "proof").exists(), done
         assert_clean(tmux.screens)
     finally:
         tmux.close()
