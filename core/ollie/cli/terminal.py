@@ -61,7 +61,6 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     """Build the Core (resuming `options.session` when given) and record it for editors to list (channel cli)."""
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
-    from ollie.sessions.errors import SessionError
     from ollie.sessions.types import Channel
 
     core = await Core.create(
@@ -71,13 +70,7 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     recorder: Recorder | None = None
     try:
         recorder = Recorder(core, channel=Channel.CLI)
-        try:
-            await recorder.open()
-        except SessionError:  # not listed for editors: a new session runs all the same
-            await recorder.close()
-            recorder = None
-            if options.session:  # a resumed one's record says whose it is: unread, it is no licence to run it as ours
-                raise
+        await recorder.open()  # a refusal raises (a resumed one's record says whose it is); a failure is told
         return _with_approval(core, options), recorder
     except BaseException:  # a team member's --approval on the owner's session, a bad mode: nothing left open
         await core.close()
