@@ -270,6 +270,21 @@ def asked_about(tmp_path: Path, srv, prompt: str, shown: str):
         raise
 
 
+def test_a_switch_to_an_unsandboxed_agent_is_the_steps_question_float_and_a_no_keeps_the_agent(tmp_path: Path,
+                                                                                                  scripted_llm):
+    """`/agent yolo` asks in the question float, as a step's question (it was a window/showMessageRequest of its own,
+    worded as an elevation): what it means, Allow once or Reject alone; rejected, the agent stays."""
+    tmux, asked = asked_about(tmp_path, scripted_llm("openai"), "/agent yolo", "2: Reject")
+    try:
+        assert "switch to agent yolo: it runs WITHOUT a sandbox" in asked and "everything agent yolo runs" in asked, asked
+        assert "1: Allow once" in asked and "Allow always" not in asked and "feedback" not in asked, asked
+        tmux.keys("2", "Enter")
+        tmux.keep("2-kept", tmux.wait(lambda s: "agent not switched: yolo runs without a sandbox" in s, "the refusal"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its_code(tmp_path: Path, scripted_llm):
     """Approval `ask`, the model runs a step outside the sandbox: one question, its float naming exactly what runs
     outside, its buttons without "Allow always"; allowed, it runs (Bug: two questions, the step's approval and then
