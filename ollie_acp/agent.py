@@ -46,7 +46,7 @@ from ollie.agent.core import Core
 from ollie.agent.editorcontext import is_command
 from ollie.agent.recorder import record
 from ollie.agent.steps import KindLookup, script_kinds
-from ollie.errors import ConfigError, OllieError
+from ollie.errors import ConfigError
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import session_dir, sessions_dir, tools_path
 from ollie.sessions import persist
@@ -254,17 +254,14 @@ class OllieAgent:
 
         forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)
-        core.approver = live.approve
-        core.agent_approver = live.ask_agent_switch
         core.step_approver = live.approve_step
         core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
-        try:
+        try:  # a registry's refusal refuses the session, as in every front end (Recorder.open)
             records = self._records
-            live.recorder = await record(core, channel=Channel.ACP, title=title, registry=lambda: records.registry,
-                                         user=records.user, io=records.io)
-        except OllieError as exc:
-            logger.warning("session %s is not recorded: %s", live_id, exc)
+            with store_errors(live_id):
+                live.recorder = await record(core, channel=Channel.ACP, title=title, registry=lambda: records.registry,
+                                             user=records.user, io=records.io)
         except BaseException:
             await live.close()  # never listed: nothing ran in it
             raise

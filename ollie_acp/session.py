@@ -57,7 +57,7 @@ MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow alway
 # A step that runs outside the sandbox, whether its approval question covers the elevation or it is asked alone: asked
 # each time, as every front end asks it, so no "always" either way.
 OUTSIDE_OPTIONS = _options(allow_once="Allow once (outside the sandbox)", reject_once="Reject")
-# Leaving the sandbox is asked each time: no "always".
+# A switch to an agent without a sandbox (a question with the id `agent/<name>`): asked each time, no "always".
 UNSANDBOXED_OPTIONS = _options(allow_once="Switch (no sandbox)", reject_once="Keep the current agent")
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
@@ -79,7 +79,6 @@ class AcpSession:
     sync_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     prompt_task: asyncio.Task[PromptResponse] | None = None
     cancelled: bool = False
-    _asks: int = 0
     # The steps rejected always (by what "Allow always" would cover), for this session only.
     rejected_always: set[str] = field(default_factory=set)
     # Warnings told at the start of the next prompt's reply, each once (an agent config the selector leaves out).
@@ -90,22 +89,9 @@ class AcpSession:
         """The session mode: the Core's approval mode."""
         return self.core.approval
 
-    async def approve(self, what: str) -> bool:
-        """The Core's elevation approver: asked as a step question that covers leaving the sandbox, on the tool call of
-        the step that runs `what` (its own title and kind, which say it leaves the sandbox), else on a card of its own."""
-        from ollie.agent.approval import StepQuestion
-        from ollie.tools.execute import elevation
-
-        self._asks += 1
-        # A batch's own step: the last one shown named them all.
-        step = elevation.step_of(what)
-        step_id, kind, title = step or (f"elevate-{self._asks}", "execute", "Run outside the sandbox")
-        answer = await self.approve_step(StepQuestion(step_id, kind, title, outside=(what,)), own_card=step is None)
-        return answer.outcome == "allow_once"
-
-    async def approve_step(self, question: StepQuestion, *, own_card: bool = False) -> Answer:
-        """The Core's step approver (approval mode questions): session/request_permission; no feedback text.
-        `own_card`: the question is no step's (an elevation no step names), its card ends with the answer."""
+    async def approve_step(self, question: StepQuestion) -> Answer:
+        """The Core's questions (a step's approval, its elevation, an agent switch): session/request_permission, with
+        no feedback text."""
         from ollie.agent.approval import Answer
 
         covers = question.always_label()
@@ -126,11 +112,11 @@ class AcpSession:
                                               for loc in question.locations],
                                    # A network question's connection, for a client to say it its own way.
                                    raw_input={"network": question.network} if question.network is not None else None)
-        server = question.id.startswith("mcp/")
-        options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS if server
+        options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS
+                   if question.id.startswith("mcp/") else UNSANDBOXED_OPTIONS if question.id.startswith("agent/")
                    else OUTSIDE_OPTIONS if question.outside else PERMISSION_OPTIONS)
-        # A connection's or a server's question is no step: its card ends with the answer.
-        choice = await self._ask(tool_call, options, ends=question.network is not None or server or own_card)
+        # A connection's, a server's or an agent switch's question is no step: its card ends with the answer.
+        choice = await self._ask(tool_call, options, ends=not question.is_steps())
         if choice == "reject_always":
             self.rejected_always.add(covers)
         return Answer(choice if choice in ("allow_once", "allow_session", "allow_always") else "reject")  # type: ignore[arg-type]
@@ -182,13 +168,6 @@ class AcpSession:
         if warnings:  # as `/agent` shows them: from the picker, the user would never hear of them
             await self._tell("".join(f"warning: {w}\n\n" for w in warnings))
         return True
-
-    async def ask_agent_switch(self, what: str) -> bool:
-        """The Core's question before a switch to an unsandboxed agent: asked every time, with no "always"."""
-        self._asks += 1
-        tool_call = ToolCallUpdate(tool_call_id=f"switch-agent-{self._asks}", title="Switch to an unsandboxed agent",
-                                   kind="other", status="pending", content=[tool_content(text_block(what))])
-        return await self._ask(tool_call, UNSANDBOXED_OPTIONS, ends=True) == "allow_once"
 
     async def sync_options(self) -> None:
         """Tell the client the current mode and config options (after a change it did not make through them)."""

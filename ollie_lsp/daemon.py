@@ -12,7 +12,7 @@ from ollie_lsp.documents import register_documents
 from ollie_lsp.errors import InvalidParams
 from ollie_lsp.lifecycle import register_lifecycle
 from ollie_lsp.names import METHOD_NAMES, command_name
-from ollie_lsp.permission import ask_elevation, ask_step
+from ollie_lsp.permission import ask_step
 from ollie_lsp.server import OllieServer, collect_when_idle
 from ollie_lsp.standard import register_standard
 
@@ -129,8 +129,8 @@ def build_table(ls: OllieServer) -> SessionTable:
         editor = LspEditorKnowledge(ls)
     table = SessionTable(
         defaults=defaults, start_cwd=lambda: ls.default_cwd, records=records(), make_forwarder=make_forwarder,
-        make_progress=make_progress, ask_user=partial(ask_elevation, ls), ask_step=partial(ask_step, ls),
-        cards=options.permission_request, notify_problem=ls.show, documents=ls.documents, editor=editor,
+        make_progress=make_progress, ask_step=partial(ask_step, ls),
+        notify_problem=ls.show, documents=ls.documents, editor=editor,
     )
     return table
 

@@ -1,5 +1,5 @@
-"""Questions to the editor: a step's approval and an elevation out of the sandbox (`ollie/permission` for clients
-that announce it, else window/showMessageRequest)."""
+"""Questions to the editor: a step's approval, its elevation out of the sandbox, an agent switch (`ollie/permission`
+for clients that announce it, else window/showMessageRequest)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ PERMISSION_METHOD = "ollie/permission"
 # The buttons of the plain question, and the answer each one is (in the order of approval.OUTCOMES).
 BUTTONS = {"Allow once": "allow_once", "Allow for this session": "allow_session", "Allow always": "allow_always",
            "Reject": "reject", "Reject with feedback": "reject_with_feedback"}
-ALLOW_ELEVATION = "Allow once"
 
 
 def permission_params(session_id: str, question: StepQuestion, msg_id: str) -> dict[str, Any]:
@@ -39,18 +38,15 @@ def _buttons(question: StepQuestion) -> dict[str, str]:
     return {n: o for n, o in BUTTONS.items() if o in offered}
 
 
-async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion, *, offer_feedback: bool = True) -> Answer:
-    """Put one step to the user; a failed or dismissed question is a rejection. `offer_feedback` False: a card has no
-    "Reject with feedback" (an elevation's answer reaches no model)."""
+async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> Answer:
+    """Put one step to the user; a failed or dismissed question is a rejection."""
     from ollie.agent.approval import Answer
 
     if ls.init_options.permission_request:
         try:
             msg_id = request_id()
-            params = permission_params(session_id, question, msg_id)
-            if not offer_feedback:
-                params["options"] = [o for o in params["options"] if o["id"] != "reject_with_feedback"]
-            answer = await ask_client(ls.protocol, PERMISSION_METHOD, params, msg_id=msg_id)
+            answer = await ask_client(ls.protocol, PERMISSION_METHOD, permission_params(session_id, question, msg_id),
+                                      msg_id=msg_id)
         except Exception as exc:  # the client failed to answer: nothing runs on a broken question
             logger.warning("ollie/permission failed: %s", exc)
             return Answer("reject")
@@ -68,26 +64,6 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion, *, 
     # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.
     outcome = BUTTONS.get(title or "", "reject")
     return Answer("reject" if outcome == "reject_with_feedback" else outcome)  # type: ignore[arg-type]
-
-
-async def ask_elevation(ls: OllieServer, session_id: str, what: str) -> bool:
-    """Ask the user whether a step may run outside the sandbox: only "Allow once" lets it.
-
-    A client that takes `ollie/permission` gets a step's as one, with the step that runs `what` (in a batch, each its
-    own) and `what` whole (a notification's one line ran a program's lines together); only "Allow once" or "Reject"
-    is offered. No step asks to switch
-    to an unsandboxed agent: that stays the plain question.
-    """
-    from ollie.agent.approval import StepQuestion
-    from ollie.tools.execute import elevation
-
-    step = elevation.step_of(what) if ls.init_options.permission_request else None
-    if step is None:
-        message = f"ollie (session {session_id}) asks to run this outside the sandbox:\n\n{what}"
-        return await _choice(ls, message, [ALLOW_ELEVATION, "Deny"]) == ALLOW_ELEVATION
-    step_id, kind, title = step
-    answer = await ask_step(ls, session_id, StepQuestion(step_id, kind, title, outside=(what,)), offer_feedback=False)
-    return answer.outcome == "allow_once"
 
 
 async def _choice(ls: OllieServer, message: str, buttons: Iterable[str]) -> str | None:

@@ -276,9 +276,7 @@ class SessionTable:
     records: UserRecords
     make_forwarder: Callable[[str, DaemonCore], EventForwarder]
     make_progress: Callable[[str], TurnProgress]
-    ask_user: Callable[[str, str], Awaitable[bool | None]] | None = None
     ask_step: Callable[[str, StepQuestion], Awaitable[Answer]] | None = None
-    cards: bool = False  # the client shows a step's elevation as an `ollie/permission` card, its code in it
     notify_problem: Callable[[str], None] = lambda message: None
     documents: EditorDocuments | None = None
     editor: EditorKnowledge | None = None  # the client answers ollie/editor/*: every session gets the editor tools
@@ -354,11 +352,8 @@ class SessionTable:
 
         core.on_rename = rename
         core.on_kill = kill
-        if self.ask_user is not None:
-            core.approver = _after_events(forwarder, partial(self.ask_user, session_id))
         if self.ask_step is not None:
             core.step_approver = _after_events(forwarder, partial(self.ask_step, session_id))
-        core.tell_asking = not self.cards
         core.set_documents(self.documents)
         if self.editor is not None:
             core.set_editor(self.editor)

@@ -76,8 +76,12 @@ async def test_switching_to_an_unsandboxed_agent_asks_and_a_refusal_keeps_the_ag
     changed = await agent.conn.set_config_option(config_id="agent", session_id=sid, value="yolo")
     assert by_id(changed.config_options)["agent"].current_value == "default"
     (tool_call, options), = agent.client.permission_requests
-    assert "unsandboxed" in tool_call.title and "WITHOUT a sandbox" in tool_call.content[0].content.text
-    assert [o.kind for o in options] == ["allow_once", "reject_once"]  # never "always"
+    # The engine's question of an agent switch (a step's shape, id `agent/<name>`), on a card of its own.
+    assert tool_call.tool_call_id.startswith("agent/yolo/")
+    assert tool_call.title == "switch to agent yolo: it runs WITHOUT a sandbox"
+    assert "runs outside the sandbox:\neverything agent yolo runs" in tool_call.content[0].content.text
+    assert [(o.kind, o.name) for o in options] == [("allow_once", "Switch (no sandbox)"),
+                                                   ("reject_once", "Keep the current agent")]  # never "always"
 
     # Typed as a slash command: the same question; a cancelled one keeps the agent too.
     await agent.prompt(sid, "/agent yolo")

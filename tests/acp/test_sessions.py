@@ -416,3 +416,20 @@ async def test_a_new_sessions_cwd_is_walked_off_the_loop(tmp_path, monkeypatch) 
     work.mkdir()
     stall = StalledWalk(monkeypatch, work)
     assert await stall.walked_off_the_loop(_directory(str(work))) == work
+
+
+async def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_so(start_agent, llm, tmp_path) -> None:
+    # The engine's one rule for every front end (Recorder.open): the session runs on, what it saved is kept, and its
+    # turn is told, once. ACP ran on with a log line alone; a registry's refusal now refuses the session, as elsewhere.
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the data dir should be\n")
+    llm.script(Reply.text("answered anyway"), Reply.text("and again"))
+    agent = await start_agent(env={**llm.env(), "OLLIE_DATA_DIR": str(blocker / "data"),
+                                   "OLLIE_SESSIONS_DIR": str(tmp_path / "sessions")})
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "hello")).stop_reason == "end_turn"
+    assert (await agent.prompt(sid, "again")).stop_reason == "end_turn"
+    told = agent.client.text(sid)
+    assert told.count(f"⚠ session {sid} is not recorded in the session list") == 1, told
+    assert str(blocker) in told and "answered anyway" in told and "and again" in told, told
+    assert list((tmp_path / "sessions").glob(f"{sid}*")), "the session was not saved"

@@ -283,12 +283,11 @@ async def test_a_stop_ends_the_question_an_agent_switch_waits_on(scripted_llm, m
     agent = core.agent_name
     asked = asyncio.Event()
 
-    async def unanswered(question: str) -> bool:
+    async def unanswered(question: object) -> object:
         asked.set()
-        await asyncio.get_running_loop().create_future()  # the user has not answered
-        return True
+        return await asyncio.get_running_loop().create_future()  # the user has not answered
 
-    core.approver = unanswered
+    core.step_approver = unanswered
     switch = asyncio.create_task(core.submit("/agent bare"))
     await asyncio.wait_for(asked.wait(), HANG_S)
     assert await asyncio.wait_for(core.stop("user pressed stop"), PROMPTLY_S) is True

@@ -78,14 +78,26 @@ async def test_a_resumed_session_keeps_its_record(scripted_llm, make_core, regis
     assert info.last_active is not None and info.last_active > created.last_active
 
 
-async def test_an_unusable_registry_leaves_the_session_running_unrecorded(scripted_llm, make_core, tmp_path):
+@pytest.mark.parametrize("fresh", [False, True])
+async def test_an_unusable_registry_leaves_the_session_running_unrecorded_and_the_turn_says_so(
+        scripted_llm, make_core, tmp_path, fresh):
+    """The one rule of every front end: the session runs on and its turn is told, once (it was silent: a log line)."""
+    from agentkit import drain, roles
+
     srv = scripted_llm("openai")
-    srv.script(Reply.text("still here"))
+    srv.script(Reply.text("still here"), Reply.text("and here"))
     core = await make_core(srv, toy=ToyServer())
     (tmp_path / "blocked").write_text("a file where the data dir should be")
     recorder = Recorder(core, channel=Channel.CLI, registry=lambda: Registry(tmp_path / "blocked" / "r.db"))
-    assert await recorder.open() is None
+    assert await recorder.open(fresh=fresh) is None
+    sub = core.bus.subscribe()
     assert (await core.submit("hi")).reply == "still here"
+    await recorder.drained()
+    assert (await core.submit("again")).reply == "and here"
+    errors = [e.content for e in roles(drain(sub), "error")]
+    assert len(errors) == 1 and errors[0].startswith(f"session {core.session_id} is not recorded in the session list"
+                                                      " (the registry cannot be written: "), errors
+    assert errors[0].endswith("it runs on, but no session list shows it to resume"), errors
     await recorder.close()
 
 

@@ -247,10 +247,11 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         assert not (ws / "proof").exists() and "Allow once" not in typed, typed
         tmux.keys("Escape")
         picker = tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Reject" in s, "the buttons"))
-        assert "Allow always" not in picker and "feedback" not in picker, picker  # Allow once or Reject alone
+        # The step's question, as under `ask`: Allow once or Reject (with feedback), never "always".
+        assert "Allow always" not in picker and "3: Reject with feedback" in picker, picker
         tmux.keys("2", "Enter")
         done = tmux.keep("4-denied", tmux.wait(lambda s: "Not run, then." in s and "(end)" in s, "the turn's end"))
-        assert "declined: not run" in chat_of(done) and not (ws / "proof").exists(), done
+        assert "rejected: the user did not allow" in chat_of(done) and not (ws / "proof").exists(), done
         assert_clean(tmux.screens)
     finally:
         tmux.close()
@@ -267,6 +268,21 @@ def asked_about(tmp_path: Path, srv, prompt: str, shown: str):
     except BaseException:
         tmux.close()
         raise
+
+
+def test_a_switch_to_an_unsandboxed_agent_is_the_steps_question_float_and_a_no_keeps_the_agent(tmp_path: Path,
+                                                                                                  scripted_llm):
+    """`/agent yolo` asks in the question float, as a step's question (it was a window/showMessageRequest of its own,
+    worded as an elevation): what it means, Allow once or Reject alone; rejected, the agent stays."""
+    tmux, asked = asked_about(tmp_path, scripted_llm("openai"), "/agent yolo", "2: Reject")
+    try:
+        assert "switch to agent yolo: it runs WITHOUT a sandbox" in asked and "everything agent yolo runs" in asked, asked
+        assert "1: Allow once" in asked and "Allow always" not in asked and "feedback" not in asked, asked
+        tmux.keys("2", "Enter")
+        tmux.keep("2-kept", tmux.wait(lambda s: "agent not switched: yolo runs without a sandbox" in s, "the refusal"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
 
 
 def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its_code(tmp_path: Path, scripted_llm):

@@ -54,6 +54,24 @@ def test_one_turn_with_p_streams_the_tool_call_and_answer(llm, tmp_path):
     assert llm.chat_requests[0].body["messages"][-1]["content"] == "what is the secret?"
 
 
+def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_so(llm, tmp_path):
+    # The engine's one rule for every front end (Recorder.open): the turn runs and is told, once; what it saved is kept.
+    # The terminal said nothing (a new session ran unlisted; only a resumed one failed).
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the data dir should be\n")
+    llm.script(Reply.text("answered anyway"))
+    env = {**llm.env(), "OLLIE_DATA_DIR": str(blocker / "data"), "OLLIE_SESSIONS_DIR": str(tmp_path / "sessions")}
+    work = tmp_path / "proj"
+    work.mkdir()
+    proc = run_ollie(["-p", "hello", "--cwd", str(work)], env=env)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("answered anyway"), (proc.stdout, proc.stderr)
+    sid = re.search(r"ollie: session (\S+)", proc.stderr)
+    assert sid is not None, proc.stderr
+    said = f"session {sid[1]} is not recorded in the session list (the registry cannot be written: "
+    assert (proc.stdout + proc.stderr).count(said) == 1 and str(blocker) in proc.stdout + proc.stderr, proc
+    assert list((tmp_path / "sessions").glob(f"{sid[1]}*")), "the session was not saved"
+
+
 def test_a_reply_cut_at_the_token_limit_is_said_and_exits_6(llm, tmp_path):
     llm.script(Reply.cut("The first half"))
     proc = run_ollie(["-p", "write a lot", "--cwd", str(tmp_path)], env=llm.env())

@@ -1,5 +1,5 @@
-"""An elevated step asks the editor (`ollie/permission`, else window/showMessageRequest); only "Allow once" lets it
-out of the sandbox."""
+"""An elevated step asks the editor as its step's question (`ollie/permission`, else window/showMessageRequest); only
+"Allow once" lets it out of the sandbox."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ def elevated_write(target):
 
 
 async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_path):
+    # Under `auto` the elevation alone is asked as the step's question, as under `ask` (it was a question of its own:
+    # "asks to run this outside the sandbox", Allow once or Deny, and an "asking to run" line in the chat).
     away, outside = away_from(tmp_path)
     allowed, declined = outside / "allowed.txt", outside / "declined.txt"
     llm.script(elevated_write(allowed), Reply.text("written"), elevated_write(declined), Reply.text("not written"))
@@ -36,7 +38,7 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def on_request(params: types.ShowMessageRequestParams):
         asked.append(params.message)
-        assert [a.title for a in params.actions] == ["Allow once", "Deny"]
+        assert [a.title for a in params.actions] == ["Allow once", "Reject", "Reject with feedback"]
         title = next(answers)
         return types.MessageActionItem(title=title) if title else None
 
@@ -44,11 +46,13 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
     assert allowed.read_text() == "x\n"
     assert (await daemon.request("ollie/submit", {"text": "again"}))["reply"] == "not written"
     assert not declined.exists()
-    assert len(asked) == 2 and f"echo x > {allowed}" in asked[0]
-    assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
-    # A notification goes: the chat keeps what was asked, and the answer.
+    title = [e["tool"]["title"] for e in daemon.events if e["role"] == "call"][-1]  # the step's, cut
+    assert title.startswith("Run `echo x > ") and title.endswith("` outside the sandbox"), title
+    assert len(asked) == 2 and asked[1].endswith(f") asks to: {title}\n\necho x > {declined}")
+    assert f"rejected: the user did not allow {title!r}" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    # A notification goes: the chat keeps the answer.
     infos = [e["content"] for e in daemon.events if e["role"] == "info"]
-    assert f"asking to run outside the sandbox:\necho x > {declined}" in infos and "declined: not run" in infos
+    assert f"rejected: {title}" in infos and not [i for i in infos if "asking to run" in i], infos
 
 
 @pytest.mark.parametrize("card", [False, True])
@@ -68,7 +72,7 @@ async def test_an_elevation_nobody_answers_is_denied_after_the_timeout(start_dae
 
     assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "not written"
     assert asked.is_set() and not (outside / "x.txt").exists()
-    assert "nobody answered in time" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert "rejected: nobody answered whether" in llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
 async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agent(start_daemon, llm):
@@ -86,7 +90,7 @@ async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agen
         return (await daemon.request("ollie/submit", {"text": text}))["reply"]
 
     assert "not switched: yolo runs without a sandbox" in await submit("/agent yolo")
-    assert len(asked) == 1 and "agent yolo" in asked[0] and "WITHOUT a sandbox" in asked[0]
+    assert len(asked) == 1 and "asks to: switch to agent yolo: it runs WITHOUT a sandbox\n\neverything" in asked[0]
     assert (await submit("/agent")) == "agent: default"
     assert (await submit("/agent coding")).startswith("agent: coding")  # sandboxed: no question
     assert (await submit("/agent yolo")).startswith("agent: yolo")
@@ -153,12 +157,12 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
                program(unoffered), Reply.text("still not"))
     daemon = await start_daemon(env={**llm.env(approval="auto"), **away},
                                 init_options={"permissionRequest": True})
-    questions = answer_cards(daemon, "allow_once", "reject", "allow_always")  # "always" is not offered: a no
+    questions = answer_cards(daemon, "allow_once", "reject", "allow_always", "reject")  # "always" is not offered: a no
     plain: list[str] = []
 
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def on_request(params: types.ShowMessageRequestParams):
-        plain.append(params.message)  # the old notification: none for a step (an agent switch is no step's)
+        plain.append(params.message)  # the old notification: none (an agent switch's was one)
         return None
 
     assert (await daemon.request("ollie/submit", {"text": "write it"}))["reply"] == "written"
@@ -167,17 +171,19 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
     assert (await daemon.request("ollie/submit", {"text": "and again"}))["reply"] == "still not"
     assert not rejected.exists() and not unoffered.exists() and len(questions) == 3 and not plain
     assert "not switched" in (await daemon.request("ollie/submit", {"text": "/agent yolo"}))["reply"]
-    assert len(plain) == 1 and "agent yolo" in plain[0] and len(questions) == 3
+    assert not plain and questions[3]["step"]["id"].startswith("agent/yolo/"), plain
+    assert [o["id"] for o in questions[3]["options"]] == ["allow_once", "reject"]
     first = questions[0]
     step = next(e for e in daemon.events if e["role"] == "call")["tool"]
     assert (first["step"]["id"], first["step"]["title"]) == (step["id"], step["title"])
     assert step["title"].endswith("outside the sandbox")
     assert first["step"]["outside"] == [f"echo x > {allowed}\necho y >> {allowed}"]
-    assert [o["id"] for o in first["options"]] == ["allow_once", "reject"] and first["always"] == ""
-    assert "the user declined" in llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert [o["id"] for o in first["options"]] == ["allow_once", "reject", "reject_with_feedback"]
+    assert first["always"] == ""
+    assert "the user did not allow" in llm.chat_requests[-1].body["messages"][-1]["content"]
     # The card shows the code: no line above it saying it again (VS Code showed it twice); the answer's line stays.
     infos = [e["content"] for e in daemon.events if e["role"] == "info"]
-    assert not [i for i in infos if "asking to run" in i] and "declined: not run" in infos
+    assert not [i for i in infos if "asking to run" in i] and f"rejected: {step['title']}" in infos
 
 
 async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(start_daemon, llm, tmp_path):

@@ -67,6 +67,8 @@ def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(llm, tmp_pat
 
 
 def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
+    # Under `auto` the elevation alone is asked as its step's question, as under `ask` (it was `ollie asks to run this
+    # outside the sandbox: ... Allow once? [y/N]`); a rejection's feedback reaches the model.
     scratch, outside = tmp_path / "scratch", tmp_path / "outside"
     scratch.mkdir()
     outside.mkdir()
@@ -77,21 +79,25 @@ def test_the_terminal_asks_before_an_elevated_step(llm, tmp_path):
         Reply.tool_calls(("execute_code", {"steps": [{**step, "code": f"echo x > {no}"}]})), Reply.text("skipped it"),
     )
     with Terminal(["--cwd", str(tmp_path)], {**llm.env(), "TMPDIR": str(scratch)}, tmp_path) as term:
-        at = asked(term, "first", r"Allow once\? \[y/N\]")
+        at = asked(term, "first", r"Allow\? \[y\]es once, \[n\]o, \[f\]eedback: ")
         # The question shows the code; an info line said it once more above it.
-        assert f"echo x > {yes}" in term.text and "asking to run" not in term.text
+        assert f"outside the sandbox\n  it runs this outside the sandbox:\n    echo x > {yes}\n" in term.text
+        assert "asking to run" not in term.text
         at = term.answer("y", r"wrote it", after=at)
-        at = term.answer("second", r"Allow once\? \[y/N\]", after=at)
-        term.answer("n", r"skipped it", after=at)
+        at = term.answer("second", r"\[f\]eedback: ", after=at)
+        at = term.answer("f", r"feedback for the model: ", after=at)
+        term.answer("not outside, please", r"skipped it", after=at)
         assert term.close() == 0
     assert yes.read_text() == "x\n" and not no.exists()
+    assert "The user's feedback: not outside, please" in last_tool_result(llm)
 
 
 def test_the_terminal_asks_before_switching_to_an_unsandboxed_agent(llm, tmp_path):
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = asked(term, "/agent yolo", r"switch to agent yolo: it runs WITHOUT a sandbox[\s\S]*Allow once\? \[y/N\]")
+        at = asked(term, "/agent yolo", r"switch to agent yolo: it runs WITHOUT a sandbox\n  it runs this outside the "
+                   r"sandbox:\n    everything agent yolo runs[\s\S]*Allow\? \[y\]es once, \[n\]o: ")
         at = term.answer("n", r"agent: default \(agent not switched: yolo runs without a sandbox", after=at)
-        at = term.answer("/agent yolo", r"Allow once\? \[y/N\]", after=at)
+        at = term.answer("/agent yolo", r"Allow\? \[y\]es once, \[n\]o: ", after=at)
         term.answer("y", r"agent: yolo \(session cleared", after=at)
         assert term.close() == 0
 
@@ -168,7 +174,7 @@ def test_under_ask_the_terminal_asks_an_elevated_step_once_showing_its_code(llm,
         assert f"outside the sandbox\n  it runs this outside the sandbox:\n    echo x > {target}\n" in term.text
         term.answer("y", r"wrote it", after=at)
         assert term.close() == 0
-    assert target.read_text() == "x\n" and "Allow once? [y/N]" not in term.text
+    assert target.read_text() == "x\n" and term.text.count("Allow? ") == 1
 
 
 def test_the_terminal_shows_a_steps_whole_program_when_it_asks(llm, tmp_path):

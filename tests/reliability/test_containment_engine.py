@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ollie import paths
+from ollie.agent.approval import Answer, StepQuestion
 from ollie.agent.core import Core
 from ollie.testing import Reply
 
@@ -234,16 +235,16 @@ async def test_an_approved_elevated_program_cannot_be_swapped(scripted_llm, tmp_
     core = await new_core(srv, tmp_path, agents=agents, cwd=work)
     asked: list[str] = []
 
-    async def approve(what: str) -> bool:
+    async def approve(question: StepQuestion) -> Answer:
         # Answer only once the attacker runs: it races the program from approval to exec.
         for _ in range(500):
             if (work / "ready").exists():
                 break
             await asyncio.sleep(0.01)
-        asked.append(what)
-        return True
+        asked.extend(question.outside)
+        return Answer("allow_once")
 
-    core.approver = approve
+    core.step_approver = approve
     try:
         await core.submit("go")
     finally:

@@ -284,7 +284,7 @@ def test_elevation_prompt_shows_control_characters_escaped(scripted_llm, tmp_pat
                Reply.text("not run"))
     raw = run_on_a_pty(["--cwd", str(work)], {**llm.env(), "TMPDIR": str(scratch)}, work, ["go", "n"])
     text = raw.decode("utf-8", errors="replace")
-    assert "Allow once? [y/N]" in text
+    assert "Allow? [y]es once, [n]o, [f]eedback: " in text
     assert "echo hi\\r\\x1b[2Kecho harmless" in text, text  # exactly what would run, escapes visible
     assert "shown escaped" in text
     assert foreign_controls(raw) == b"", raw

@@ -96,6 +96,9 @@ def test_data_dir_that_cannot_be_created_gives_a_clear_error_and_the_daemon_serv
     assert result["reply"] == "answered anyway"
     errors = [e["content"] for e in daemon.events() if e["role"] == "error"]
     assert errors and "Traceback" not in " ".join(errors), errors
+    # The engine's one rule for a record that cannot be written: the turn is told, once (it was a log line alone).
+    unlisted = [e for e in errors if "is not recorded in the session list" in e]
+    assert len(unlisted) == 1 and str(blocker) in unlisted[0], errors
     with pytest.raises(RPCError) as listed:
         daemon.request("ollie/session/list", {})
     assert "Traceback" not in listed.value.message and str(blocker) in listed.value.message

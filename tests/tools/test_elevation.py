@@ -37,16 +37,16 @@ async def test_deny_refuses_without_running(ws: Workspace):
 
 async def test_ask_shows_the_code_and_obeys_the_answer(ws: Workspace):
     asked: list[str] = []
-    answers = iter([False, True])
+    answers = iter(["rejected: the user did not allow it", None])
 
-    async def approver(what: str) -> bool:
+    async def approver(what: str) -> str | None:
         asked.append(what)
         return next(answers)
 
     server = gated(ws, "ask", approver)
     target = ws.outside / "asked.txt"
     declined = await code(server, f"echo x > {target}", elevated=True)
-    assert declined.is_error and "the user declined" in declined.text
+    assert declined.is_error and "the user did not allow it" in declined.text
     assert not target.exists()
     approved = await code(server, f"echo x > {target}", elevated=True)
     assert not approved.is_error, approved.text
@@ -57,22 +57,18 @@ async def test_ask_shows_the_code_and_obeys_the_answer(ws: Workspace):
 
 
 async def test_ask_with_nobody_to_ask_refuses(ws: Workspace):
-    async def nobody(what: str) -> None:
-        return None
-
-    for approver in (None, nobody):
-        server = gated(ws, "ask", approver)
-        result = await code(server, f"echo x > {ws.outside / 'n.txt'}", elevated=True)
-        assert result.is_error and "nobody can give it" in result.text
+    server = gated(ws, "ask", None)
+    result = await code(server, f"echo x > {ws.outside / 'n.txt'}", elevated=True)
+    assert result.is_error and "nobody can give it" in result.text
     assert not (ws.outside / "n.txt").exists()
 
 
 async def test_an_elevated_tool_call_names_the_script_and_its_arguments(ws: Workspace):
     asked: list[str] = []
 
-    async def approver(what: str) -> bool:
+    async def approver(what: str) -> str:
         asked.append(what)
-        return False
+        return "rejected: declined"
 
     ws.script("touch_it", "#!/bin/bash\n# description: touch a file\ntouch \"$1\"\n")
     server = gated(ws, "ask", approver)
@@ -92,10 +88,10 @@ async def test_a_tool_script_changed_while_the_user_decides_is_refused(ws: Works
     target = ws.outside / "swapped.txt"
     script = ws.script("deploy", f"#!/bin/sh\necho deployed > {ws.outside}/deployed.txt\n")
 
-    async def approver(what: str) -> bool:
+    async def approver(what: str) -> None:
         # Tool code (or anything else) rewrites the script after it was shown and before it runs.
         script.write_text(f"#!/bin/sh\necho pwned > {target}\n")
-        return True
+        return None
 
     server = gated(ws, "ask", approver)
     result = await server.call("call_tool", {"calls": [{"tool": "deploy", "args": [], "elevated": True}]})

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie.agent.commands_info import AgentInfo, agent_infos
 from ollie.errors import OllieError
-from ollie.tools.base import Approver
+
+if TYPE_CHECKING:  # ACP imports this module at start; the approval module loads with the first question
+    from ollie.agent.approval import StepQuestion
+
+# Each question's own number in its id: a client shows each as a card of its own (ACP: a tool call per id).
+_asked = itertools.count(1)
 
 
 class AgentSwitchRefused(OllieError):
@@ -21,12 +29,16 @@ def unsandboxed(name: str, dirs: list[Path]) -> AgentInfo | None:
     return info if info is not None and info.unsandboxed else None
 
 
-async def check(name: str, dirs: list[Path], ask: Approver | None) -> None:
-    """Return when agent `name` is sandboxed or the user allows it now; AgentSwitchRefused otherwise."""
+async def check(name: str, dirs: list[Path], confirm: Callable[[StepQuestion], Awaitable[bool]]) -> None:
+    """Return when agent `name` is sandboxed or the user allows it now (asked as a step is, with no "always");
+    AgentSwitchRefused otherwise."""
+    from ollie.agent.approval import StepQuestion
+
     info = await asyncio.to_thread(unsandboxed, name, dirs)
     if info is None:
         return
-    question = (f"switch to agent {info.name}: it runs WITHOUT a sandbox: the model's programs and commands run with "
-                f"your full rights (or its elevated steps run without asking). {info.description}").strip()
-    if ask is None or not await ask(question):
+    outside = (f"everything agent {info.name} runs: the model's programs and commands run with your full rights (or "
+               f"its elevated steps run without asking). {info.description}").strip()
+    title = f"switch to agent {info.name}: it runs WITHOUT a sandbox"
+    if not await confirm(StepQuestion(f"agent/{info.name}/{next(_asked)}", "other", title, outside=(outside,))):
         raise AgentSwitchRefused(f"agent not switched: {name} runs without a sandbox and was not allowed")

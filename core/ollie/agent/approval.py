@@ -24,7 +24,7 @@ from ollie.env import env_seconds
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
-from ollie.tools.execute.elevation import outside_parts
+from ollie.tools.execute.elevation import NOBODY, outside_parts, step_of
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_only_command, without_stderr_joined
 
@@ -102,8 +102,13 @@ class StepQuestion:
 
     def takes_feedback(self) -> bool:
         """Whether a rejection's feedback can reach the model: a network question's answer reaches only the proxy,
-        an MCP server's only the server start, so neither offers it."""
-        return self.network is None and not self.id.startswith("mcp/")
+        an MCP server's only the server start, an agent switch's no turn, so none offers it."""
+        return self.network is None and not self.id.startswith(("mcp/", "agent/"))
+
+    def is_steps(self) -> bool:
+        """Whether the question is about a step the turn shows (not a connection, a server, an agent switch or an
+        elevation no step names): a card of its own ends with the answer."""
+        return self.network is None and not self.id.startswith(("mcp/", "agent/", "elevate/"))
 
     def outcomes(self) -> tuple[str, ...]:
         """The answers this question offers, in order: "allow for this session" a network question's alone, "always"
@@ -188,6 +193,7 @@ class ApprovalGate:
         self._elevation = elevation  # the agent's `elevation`: whether an elevated step is put to the user, or refused
         # The elevated parts a call's question allowed, by call id, until the call runs (`allowed_outside`).
         self._outside: dict[str, list[str]] = {}
+        self._elevations = 0  # elevations no step names, asked so far (their questions' ids)
         self.approver: StepApprover | None = None
         # Why a call's file writes would be refused whatever the user answers (the sandbox, the file's mode): then
         # it is refused without a question. None: every question is asked.
@@ -241,24 +247,44 @@ class ApprovalGate:
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             # The code is shown once: as what runs outside, when that is all of it.
             q = attrs.evolve(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
+        answer, refusal = await self._asked(q)
+        if answer.outcome == "allow_always":
+            for rule in self._rules(plan):
+                self._remember(rule)
+        if refusal is None:
+            outside.extend(q.outside)
+        return refusal
+
+    async def ask_outside(self, what: str) -> str | None:
+        """Put `what` (about to run outside the sandbox, its step's approval asked nothing) to the user, as its step's
+        question: None when they allow it, else why it may not run (the execute server's elevation approver)."""
+        self._elevations += 1
+        step_id, kind, title = step_of(what) or (f"elevate/{self._elevations}", "execute", "Run outside the sandbox")
+        return (await self._asked(StepQuestion(step_id, kind, title, outside=(what,))))[1]
+
+    async def confirm(self, question: StepQuestion) -> bool:
+        """Whether the user allowed `question` (no step's: an agent switch) in time; False when nobody can answer."""
+        return (await self._asked(question))[1] is None
+
+    async def _asked(self, q: StepQuestion) -> tuple[Answer, str | None]:
+        """The user's answer to `q` (one it did not offer is a no) and None when it allows the step, else the text
+        the model gets; each answer told to `on_ask`."""
+        if self.approver is None:
+            return Answer("reject"), NOBODY
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so
             answer = Answer("reject")
         if self.on_ask is not None:
             self.on_ask(q, answer)
         if not answered:
-            return (f"rejected: nobody answered whether {q.title!r} may run within {question_timeout_s():g} s "
-                    f"(${QUESTION_TIMEOUT_ENV}); it was not run.")
-        if answer.outcome == "allow_always":
-            for rule in self._rules(plan):
-                self._remember(rule)
+            return answer, (f"rejected: nobody answered whether {q.title!r} may run within {question_timeout_s():g} s "
+                            f"(${QUESTION_TIMEOUT_ENV}); it was not run.")
         if answer.outcome in ("allow_once", "allow_always"):
-            outside.extend(q.outside)
-            return None
+            return answer, None
         text = f"rejected: the user did not allow {q.title!r}; it was not run."
         if answer.outcome == "reject_with_feedback" and answer.feedback.strip():
             text += f"\nThe user's feedback: {answer.feedback.strip()}"
-        return text
+        return answer, text
 
     def net_ask(self, call_id: str, tool: str, args: dict[str, Any]) -> NetAsk:
         """How a running call's steps ask about a host outside the network allow-list (sandbox/egress.py).

@@ -1,4 +1,4 @@
-"""What a front end attaches to a session's tool servers: its open documents, its editor, who approves elevation."""
+"""What a front end attaches to a session's tool servers: its open documents, its editor; and who approves elevation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie.agent.approval import question_timeout_s, within_question_timeout
 from ollie.agent.behind import BehindBuffers
 from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
@@ -28,11 +27,9 @@ class Attachments:
     bus: Bus
     review: Review
     cwd: Callable[[], Path]
-    approver: Approver | None = None  # None: nobody can approve an elevated step, so such steps are refused
+    approve_elevation: Approver  # asks the user as a step's question is asked (ApprovalGate.ask_outside)
     documents: BehindBuffers | None = None  # None: the file tools see the disk only
     editor: EditorKnowledge | None = None  # None: no editor tools, no post-edit diagnostics
-    tell_answers: bool = True  # False: an elevation question and its answer are no `info` lines (Core.tell_answers)
-    tell_asking: bool = True  # False: no "asking to run outside the sandbox" line (Core.tell_asking)
 
     def wire(self, *, editor_was_set: bool = False) -> None:
         """Hand the current runtime's tool servers what they take of these (elevation, documents, editor)."""
@@ -57,17 +54,3 @@ class Attachments:
         """Offer the editor tools answered by `editor` (None: take them away)."""
         had, self.editor = self.editor, editor
         self.wire(editor_was_set=had is not None)
-
-    async def approve_elevation(self, what: str) -> bool | None:
-        """Ask `approver` whether `what` may run outside the sandbox (None: nobody to ask, or nobody answered in time)."""
-        if self.approver is None:
-            return None
-        if self.tell_answers and self.tell_asking:
-            self.bus.emit("info", f"asking to run outside the sandbox:\n{what}")
-        approved, answered = await within_question_timeout(self.approver(what), False)
-        if not answered:
-            self.bus.emit("info", f"nobody answered within {question_timeout_s():g} s: denied, not run")
-            return None
-        if self.tell_answers:
-            self.bus.emit("info", "approved: running outside the sandbox" if approved else "declined: not run")
-        return bool(approved)

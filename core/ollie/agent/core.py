@@ -32,7 +32,7 @@ from ollie.mcp.attach import host_of
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import owners_only
 from ollie.sessions.session import Session
-from ollie.tools.base import Approver, ToolInfo
+from ollie.tools.base import ToolInfo
 from ollie.tools.documents import EditorDocuments
 
 if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
@@ -50,10 +50,11 @@ class Core(McpMembers):
                               session_file=session_file, limits=limits)
         self.on_rename: Callable[[str], Awaitable[None]] | None = None
         self.on_kill: Callable[[], Awaitable[None]] | None = None
-        # Asked before a switch to an unsandboxed agent (ACP asks its own way); None: `approver`.
-        self.agent_approver: Approver | None = None
+        # Whether each question's answer is told as an `info` line ("allowed: Edit app.py"); a front end whose question
+        # card shows it (ACP's permission request) sets False: the line would read as the model's words.
+        self.tell_answers = True
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
-                                     cwd=lambda: self.cwd)
+                                     cwd=lambda: self.cwd, approve_elevation=lambda what: self._approval.ask_outside(what))
         self._setup = setup
         self._owner = ""
         self._saved_cwd = opened.saved_cwd
@@ -72,7 +73,7 @@ class Core(McpMembers):
                                       kind_of=self.step_kinds, documents=lambda: self._attached.documents,
                                       # "ask" with nobody to ask: the step's question alone, the gate refuses.
                                       elevation=lambda: self.runtime.config.elevation
-                                      if self.approver is not None or self.runtime.config.elevation != "ask" else "")
+                                      if self.step_approver is not None or self.runtime.config.elevation != "ask" else "")
         self._approval.on_ask = self._asked
         self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host.approve_step = self._approval.check
@@ -433,7 +434,7 @@ class Core(McpMembers):
             try:  # a stop ends the question: it is no turn, and the stop would wait for the user's answer
                 from ollie.agent.agentswitch import check  # reads and compares agent configs: only on a switch
 
-                await stoppable(check(name, self.agents_dirs, self.agent_approver or self._attached.approve_elevation))
+                await stoppable(check(name, self.agents_dirs, self._approval.confirm))
             except Stopped:
                 raise Stopped(f"agent not switched: stopped while asking about {name}") from None
         async with self._turn_lock:
@@ -451,14 +452,6 @@ class Core(McpMembers):
             self._cleared()
             return warnings
 
-    # Who approves an elevated step under `"elevation": "ask"`; None: nobody can, so such steps are refused.
-    approver: Approver | None = forward("_attached.approver", settable=True)
-    # Whether each question and its answer are told as `info` lines ("allowed: Edit app.py"); a front end whose
-    # question card shows them (ACP's permission request) sets False: the lines would read as the model's words.
-    tell_answers: bool = forward("_attached.tell_answers", settable=True)
-    # Whether an elevation question is told as an `info` line with what it runs, before it is asked; a front end whose
-    # question shows that code (the daemon's `ollie/permission` card, the terminal's prompt) sets False: twice is noise.
-    tell_asking: bool = forward("_attached.tell_asking", settable=True)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
@@ -489,7 +482,8 @@ class Core(McpMembers):
         self._host.save()
         self._host.notify()
 
-    # Who answers approval questions (the daemon asks the editor); None: steps that would ask are refused.
+    # Who answers approval questions, an elevated step's and an agent switch's included (the daemon asks the editor);
+    # None: steps that would ask are refused.
     step_approver: StepApprover | None = forward("_approval.approver", settable=True)
 
     @property

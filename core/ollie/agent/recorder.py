@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -21,7 +22,8 @@ log = get_logger("ollie.agent.recorder")
 
 
 def unavailable() -> tuple[type[Exception], ...]:
-    """What makes the registry unusable (no data dir, a locked or broken store): the session runs without its record."""
+    """What makes the registry unusable (no data dir, a locked or broken store, OLLIE_STORE down): the session runs
+    without its record, and its user is told (`Recorder.open`); any other registry error refuses the session."""
     import sqlite3  # loaded already when the registry raised: this module loads before any registry is opened
 
     return (OSError, sqlite3.Error)
@@ -72,6 +74,8 @@ class Recorder:
         self.title = ""  # the session's title as this process knows it (`ollie/state`'s): a `state` event on change
         self._prompt_title = ""  # the title its first prompt gave it (not a name someone gave it)
         self._unrecorded = False  # its record was put off (`open`'s `fresh`) and is not queued yet
+        self._untold = ""  # why its record could not be written, for the next turn to tell (`_unusable`)
+        self._loop: asyncio.AbstractEventLoop | None = None  # set by `open`: `_unusable` tells through it
         self._request: Request  # set by `open`
 
     def _open_registry(self) -> Registry:
@@ -87,6 +91,10 @@ class Recorder:
     async def open(self, *, kind: str = "chat", title: str = "", fresh: bool = False) -> Info | None:
         """Find or create the session's record (None: registry unusable, or put off), stamp it active, follow its turns.
 
+        The one rule of every front end for a record that cannot be written (`unavailable`): the session runs on,
+        what it saved is kept, and the user is told at once (an `error` event: in the turn that found it, else at the
+        next turn's start). A registry's refusal (the session is another's, archived, live elsewhere) is raised.
+
         `fresh`: a session just made, not resumed. An untitled fresh chat is recorded at its first turn, or at the
         first `recorded` (a rename, an archive, its close): until then it is nothing to list (`session/list` leaves
         out a session never prompted nor named) and nothing can be refused, so a daemon's default session neither
@@ -97,6 +105,7 @@ class Recorder:
         info: Info | None = None
         self._unrecorded = fresh and not title and kind == Kind.CHAT
         self.title = title
+        self._loop = asyncio.get_running_loop()
         if not self._unrecorded:
             info = await asyncio.get_running_loop().run_in_executor(self._io, self._ensure)
             if info is not None and info.user_id != self.user:  # a team member resumed it: read and resume only
@@ -116,9 +125,22 @@ class Recorder:
         try:
             return self._registry().ensure(self._request)
         except unavailable() as exc:
-            # An unwritable data dir must not stop the session: it runs, unlisted.
-            log.warning("session registry unavailable: %s", exc, extra={"session": self.session_id})
+            self._unusable(exc)
             return None
+
+    def _unusable(self, exc: Exception) -> None:
+        """The record could not be written (on `io`): told now when a turn runs, else at the next turn's start."""
+        log.warning("session registry unavailable: %s", exc, extra={"session": self.session_id})
+        self._untold = (f"session {self.session_id} is not recorded in the session list (the registry cannot be "
+                        f"written: {exc}): it runs on, but no session list shows it to resume")
+        if self._sub is not None and self._loop is not None:  # following turns (a put-off record): told now
+            with contextlib.suppress(RuntimeError):  # the loop is gone (the process is exiting)
+                self._loop.call_soon_threadsafe(self._tell)
+
+    def _tell(self) -> None:
+        if self._untold:
+            self._core.bus.emit("error", self._untold)
+            self._untold = ""
 
     def _record_put_off(self) -> None:
         """Queue the record of a session whose record was put off (in order before what comes after it on `io`)."""
@@ -204,6 +226,7 @@ class Recorder:
             if event.role == "rewind":
                 self._follow_rewind(event.content != "0")
             elif event.content == "start":
+                self._tell()
                 self._record_put_off()
                 self._stamp(turn_started=True)
                 if not self._titled and (title := prompt_title(event.prompt)):

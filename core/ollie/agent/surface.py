@@ -18,7 +18,7 @@ from ollie.agent.steps import KindLookup
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.mcp.config import ServerSpec
 from ollie.sessions.session import Session
-from ollie.tools.base import Approver, ToolInfo
+from ollie.tools.base import ToolInfo
 from ollie.tools.documents import EditorDocuments
 
 if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
@@ -113,10 +113,6 @@ class FrontEndCore(SessionView, Protocol):
     """What every front end reads and drives of a session: run prompts, watch its events, answer its questions."""
 
     @property
-    def approver(self) -> Approver | None: ...
-    @approver.setter
-    def approver(self, approver: Approver | None) -> None: ...
-    @property
     def step_approver(self) -> StepApprover | None: ...
     @step_approver.setter
     def step_approver(self, approver: StepApprover | None) -> None: ...
@@ -129,8 +125,6 @@ class FrontEndCore(SessionView, Protocol):
 class TerminalCore(FrontEndCore, Protocol):
     """What the terminal (`ollie`) uses of a session."""
 
-    tell_asking: bool  # Core.tell_asking
-
     @property
     def backend_name(self) -> str: ...
     @property
@@ -140,7 +134,6 @@ class TerminalCore(FrontEndCore, Protocol):
 class AcpCore(FrontEndCore, ModelChoice, Protocol):
     """What the ACP agent (`ollie acp`) uses of a session."""
 
-    agent_approver: Approver | None
     tell_answers: bool
 
     def fork_from(self, source: Session, *, keep_mode: bool = True) -> None: ...

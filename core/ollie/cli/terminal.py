@@ -61,7 +61,6 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     """Build the Core (resuming `options.session` when given) and record it for editors to list (channel cli)."""
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
-    from ollie.sessions.errors import SessionError
     from ollie.sessions.types import Channel
 
     core = await Core.create(
@@ -71,13 +70,7 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     recorder: Recorder | None = None
     try:
         recorder = Recorder(core, channel=Channel.CLI)
-        try:
-            await recorder.open()
-        except SessionError:  # not listed for editors: a new session runs all the same
-            await recorder.close()
-            recorder = None
-            if options.session:  # a resumed one's record says whose it is: unread, it is no licence to run it as ours
-                raise
+        await recorder.open()  # a refusal raises (a resumed one's record says whose it is); a failure is told
         return _with_approval(core, options), recorder
     except BaseException:  # a team member's --approval on the owner's session, a bad mode: nothing left open
         await core.close()
@@ -181,8 +174,6 @@ async def run_interactive(options: RunOptions) -> int:
         loop = asyncio.get_running_loop()
         lines = InputLines()
         lines.start()
-        core.approver = partial(_ask_at_the_prompt, renderer, lines)
-        core.tell_asking = False  # the question prints the code: a line before it said it twice
         core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
         last_idle_ctrl_c = 0.0
         busy = False  # a line's submit is under way: a turn, a `!cmd`, a command asking the user something
@@ -256,16 +247,6 @@ async def _withdrawable(lines: InputLines, question: Awaitable[T]) -> T:
         print("\n(withdrawn: nothing waits for this answer any more)", file=sys.stderr, flush=True)
         lines.withdrawn()
         raise
-
-
-async def _ask_at_the_prompt(renderer: Renderer, lines: InputLines, what: str) -> bool:
-    """Put an elevated step to the user: its code escaped (a `\\r` could hide what runs), then `Allow once? [y/N]`."""
-    renderer.end_line()
-    since = lines.before_question()
-    print(f"ollie asks to run this outside the sandbox:\n{_code_lines(what)}Allow once? [y/N] ", end="",
-          file=sys.stderr, flush=True)
-    answer = await _withdrawable(lines, lines.answer(since))
-    return answer is not None and answer.strip().lower() in ("y", "yes")
 
 
 def _code_lines(what: str) -> str:

@@ -74,8 +74,8 @@ class KindClassifier(Protocol):
         ...
 
 
-# Asked before an elevated step runs: True allows it, False declines, None means nobody could be asked.
-Approver = Callable[[str], Awaitable[bool | None]]
+# Asked before an elevated step runs (what it runs outside the sandbox): None allows it, else why it is refused.
+Approver = Callable[[str], Awaitable[str | None]]
 
 
 @runtime_checkable

@@ -13,6 +13,8 @@ from ollie.tools.execute.tool import KindAnnotation
 
 ELEVATION_MODES = ("ask", "allow", "deny")
 DENIED = 'elevation refused: this agent runs nothing outside the sandbox ("elevation": "deny"); do it inside'
+NOBODY = ("elevation refused: running outside the sandbox needs the user's approval, and nobody can give it here; run "
+          "it inside")
 # What the running call's own approval question already put to the user and they allowed, exactly as each part is
 # named here (ollie.agent.approval): each runs once without a second question.
 allowed: ContextVar[list[str] | None] = ContextVar("allowed_outside", default=None)
@@ -46,7 +48,7 @@ def step_of(what: str) -> tuple[str, KindAnnotation, str] | None:
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class ElevationGate:
-    """Decides whether one elevated step may run; `approver` answers under "ask" (None: nobody can)."""
+    """Decides whether one elevated step may run; `approver` asks the user under "ask" (None: nobody can)."""
 
     mode: str = "allow"
     approver: Approver | None = None
@@ -60,10 +62,4 @@ class ElevationGate:
         if what in (granted := allowed.get() or []):
             granted.remove(what)
             return None
-        answer = await self.approver(what) if self.approver is not None else None
-        if answer is None:
-            return ("elevation refused: running outside the sandbox needs the user's approval, and none came (nobody "
-                    "can give it here, or nobody answered in time)")
-        if not answer:
-            return "elevation refused: the user declined to run this outside the sandbox"
-        return None
+        return NOBODY if self.approver is None else await self.approver(what)

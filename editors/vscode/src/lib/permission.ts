@@ -28,7 +28,7 @@ export function parsePermissionRequest(raw: unknown): PermissionRequest | undefi
   }
   if (Array.isArray(outside)) step.outside = outside.filter((what): what is string => typeof what === "string");
   const request: PermissionRequest = { session: raw.session, step, always: typeof raw.always === "string" ? raw.always : "" };
-  // An elevation's question offers "Allow once" and "Reject" alone: no feedback, which would reach no one.
+  // The answers the question offers (an agent switch: "Allow once" and "Reject" alone, no feedback, which would reach no one).
   if (Array.isArray(raw.options)) request.offered = raw.options.flatMap((o) => (isObject(o) && typeof o.id === "string" ? [o.id] : []));
   return request;
 }

@@ -44,14 +44,14 @@ await withVSCode({ script }, async ({ page, workspace, screenshot }) => {
   await shown.waitFor({ timeout: waitMs });
   if ((await shown.innerText()) !== program) throw new Error(`the card showed ${JSON.stringify(await shown.innerText())}`);
   const offered = await elevation.locator(".permission-buttons button").allInnerTexts();
-  if (offered.map((b) => b.trim()).join("|") !== "Allow once|Reject") throw new Error(`the card offered ${offered}`);
+  if (offered.map((b) => b.trim()).join("|") !== "Allow once|Reject|Reject with feedback…") throw new Error(`the card offered ${offered}`);
   await screenshot("outside-auto-question");
   // The card shows the program; the chat said it a second time above, as "asking to run outside the sandbox: ...".
   const said = (await chat.locator("#log").innerText()).split("echo two >> later").length - 1;
   if (said !== 1) throw new Error(`the chat shows the program ${said} times`);
-  await elevation.locator("button", { hasText: "Reject" }).click();
+  await elevation.locator('button[data-outcome="reject"]').click();
   await chat.locator(".item.assistant", { hasText: "Not run." }).waitFor({ timeout: waitMs });
   if (fs.existsSync(path.join(workspace, "later"))) throw new Error("the rejected program ran");
   if (await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count()) throw new Error("a notification asked too");
-  log("under auto the elevation was a card with the program's lines whole, Allow once or Reject, and Reject kept it in");
+  log("under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept it in");
 });
