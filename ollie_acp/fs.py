@@ -22,9 +22,9 @@ logger = logging.getLogger("ollie.acp.fs")
 
 BUSY = ("a step that may write this file is running (in this session or another in this workspace): the editor was "
         "not asked to write it, as it would follow a link that step could put there; try again once it has ended")
-# An editor answers a read from its buffer or the disk, and a write, at once. It is asked while every step that may write
-# the path waits (`_alone`): one that never answers must not hold them all, in every session of the workspace, for good.
-ANSWER_S = 5.0
+# An editor answers a read from its buffer or the disk at once. It is asked while every step that may write the path
+# waits (`_alone`): one that never answers must not hold them all, in every session of the workspace, for good.
+READ_ANSWER_S = 5.0
 
 
 def text_version(text: str) -> str:
@@ -52,8 +52,8 @@ class ClientFiles:
             yield quiet and await plain_path_beneath(self._root(), path) == path
 
     async def _read(self, path: Path) -> str | None:
-        """The client's text; None when it cannot read it; TimeoutError past ANSWER_S."""
-        async with asyncio.timeout(ANSWER_S):
+        """The client's text; None when it cannot read it; TimeoutError past READ_ANSWER_S."""
+        async with asyncio.timeout(READ_ANSWER_S):
             try:
                 response = await self._client.read_text_file(session_id=self._session_id, path=str(path))
             except Exception as exc:  # the client cannot read it (no such file...): the tool reads the disk
@@ -80,16 +80,12 @@ class ClientFiles:
             try:
                 current = await self._read(path)
             except TimeoutError:  # its buffer may differ from what the model read: not overwritten unseen
-                return ApplyResult("refused", f"the editor did not answer a read within {ANSWER_S:g} s")
+                return ApplyResult("refused", f"the editor did not answer a read within {READ_ANSWER_S:g} s")
             if current is not None and text_version(current) != version:
                 return ApplyResult("refused", STALE)
             disk = await asyncio.to_thread(disk_text, path)
             try:
-                async with asyncio.timeout(ANSWER_S):
-                    await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
-            except TimeoutError:  # it may still write: the model reads before it edits again
-                return ApplyResult("refused", f"the editor did not answer the write within {ANSWER_S:g} s: it may "
-                                   "still write the file; read it again before another edit")
+                await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
             except Exception as exc:  # the client refused the write: the model is told, nothing changed
                 return ApplyResult("refused", f"the editor did not write the file: {exc}")
             # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine.
