@@ -917,7 +917,7 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     """gf, gF, <C-w>f, <C-w>gf and visual gf on `http://` and `scp://` addresses the model's answer wrote: Neovim's own
     hand them to netrw, which fetched them with wget and scp, as the user, outside the sandbox and its egress proxy (a
     way to send what the model read to any host, or the user's SSH keys to its server); gx hands any scheme (`file:`,
-    `ssh:`, a link's hidden target) to the system's opener. ollie's keys open files only; gx opens a web address once
+    `ssh:`, a link's hidden target), or a name in the changes list (a page a step wrote), to the system's opener. ollie's keys open files only; gx opens a web address once
     the user has seen it whole and said yes (headless, `confirm` answers its default: no)."""
     import socket
 
@@ -946,7 +946,9 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     web = f"http://127.0.0.1:{port}"
     srv = scripted_llm("openai")
-    srv.script(Reply(text="\n\n".join([
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write",
+                                                         "args": ["page.html", "<script>alert(1)</script>"]}]})),
+               Reply(text="\n\n".join([
         f"Docs: {web}/leak?notes=original", f"Copy: scp://127.0.0.1:{port}//etc/hostname", f"Split: {web}/split",
         f"Tab: {web}/tab", f"Seen: {web}/seen", f"Guide: [Read the guide](ssh://127.0.0.1:{port}/guide)",
         "Local: file:///etc/passwd", f"Web: {web}/web"])))
@@ -957,5 +959,5 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     assert heard == [], heard
     assert not opened.exists(), opened.read_text()
     assert result["messages"].count("is an address, not a file: not opened") == 5, result["messages"]
-    assert result["messages"].count("not a web address: not opened") == 2, result["messages"]
+    assert result["messages"].count("not a web address: not opened") == 3, result["messages"]
     assert not [b for b in result["buffers"] if "://" in b and not b.startswith("ollie://")], result["buffers"]

@@ -1,6 +1,7 @@
 -- Every stock key that opens the name under the cursor, on addresses the model's answer wrote, in the transcript:
 -- gf, gF, <C-w>f and its kin hand one to netrw (a plugin every Neovim loads, as here), which fetched it with wget,
--- curl or scp as the user, outside the sandbox and its proxy; gx hands any scheme to the system's opener.
+-- curl or scp as the user, outside the sandbox and its proxy; gx hands any scheme, and any name (the changes list's
+-- too), to the system's opener.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 vim.cmd.runtime("plugin/netrwPlugin.vim") -- skipped under -u NONE; a user's Neovim has it
 
@@ -25,6 +26,13 @@ for _, pressed in ipairs(keys) do
   vim.api.nvim_win_set_cursor(win, { row, lines[row]:find(marker, 1, true) + #marker })
   vim.api.nvim_feedkeys(vim.keycode(key), "mx", false)
 end
+-- The changes list: a name a step wrote (a page with a script), which Neovim's gx handed to the system's opener.
+vim.cmd("OllieChanges")
+H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
+local listed = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+local at = H.expect(vim.iter(ipairs(listed)):find(function(_, l) return l:find("page.html", 1, true) end), "page.html")
+vim.api.nvim_win_set_cursor(0, { at, (listed[at]:find("page.html", 1, true)) })
+vim.api.nvim_feedkeys("gx", "mx", false)
 H.results.buffers = vim.tbl_map(function(b) return vim.api.nvim_buf_get_name(b) end, vim.api.nvim_list_bufs())
 H.results.messages = vim.fn.execute("messages")
 H.finish()

@@ -215,7 +215,7 @@ function Chat:make_transcript()
   for _, key in ipairs({ "gf", "gF" }) do -- the name where the selection starts
     vim.keymap.set("x", key, "<Esc>`<" .. key, { buffer = buf, remap = true, desc = "ollie: open location" })
   end
-  vim.keymap.set({ "n", "x" }, "gx", function() self.open_address() end, { buffer = buf, desc = "ollie: open address" })
+  vim.keymap.set({ "n", "x" }, "gx", chatwin.open_address, { buffer = buf, desc = "ollie: open address" })
   watch(self, buf)
 end
 

@@ -454,8 +454,8 @@ end
 
 ---gx: the web address under the cursor, opened by the system (the browser) once the user has seen it whole and said
 ---yes. Neovim's own handed the system's opener (xdg-open) any scheme the model wrote (`file:`, `ssh:`, one a
----desktop program registered) and any name, as the user.
-function W.open_address()
+---desktop program registered) and any name, as the user. (The transcript's and the changes list's gx.)
+function M.open_address()
   local address = vim.fn.expand("<cfile>")
   if not address:match("^https?://") then
     vim.api.nvim_echo({ { address .. ": not a web address: not opened", "ErrorMsg" } }, true, {})
