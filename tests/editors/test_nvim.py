@@ -917,8 +917,9 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     """gf, gF, <C-w>f, <C-w>gf and visual gf on `http://` and `scp://` addresses the model's answer wrote: Neovim's own
     hand them to netrw, which fetched them with wget and scp, as the user, outside the sandbox and its egress proxy (a
     way to send what the model read to any host, or the user's SSH keys to its server); gx hands any scheme (`file:`,
-    `ssh:`, a link's hidden target), or a name in the changes list (a page a step wrote), to the system's opener. ollie's keys open files only; gx opens a web address once
-    the user has seen it whole and said yes (headless, `confirm` answers its default: no)."""
+    `ssh:`, a link's hidden target), or a name in the changes list (a page a step wrote), to the system's opener.
+    ollie's keys open files only; gx opens a web address once the user has seen it whole and said yes (headless,
+    `confirm` answers its default: no)."""
     import socket
 
     listener = socket.create_server(("127.0.0.1", 0))
