@@ -1,7 +1,7 @@
 """Code actions any LSP client shows: `Ollie: Fix ...`, Explain, Add tests, Refactor, Ask; each one runs a turn.
 
 The turn runs in the default session with the range as context; its answer is a `window/showMessage`, or a
-markdown file `window/showDocument` opens.
+text file `window/showDocument` opens.
 """
 
 from __future__ import annotations
@@ -230,12 +230,14 @@ async def ask_question(ls: OllieServer) -> str:
 
 
 def _answer_file(session: str, reply: str) -> Path:
-    """Write `reply` as a read-only markdown file under the state dir (never the workspace)."""
+    """Write `reply` as a read-only text file under the state dir (never the workspace)."""
     from ollie.paths import state_dir
 
     folder = state_dir() / "answers" / session
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / f"answer-{next(_answers)}.md"
+    # Plain text, not `.md`: VS Code's markdown support makes the model's `[x](command:id?args)` a link it runs at a
+    # Ctrl+click, with commands allowed (text typed into the user's terminal); in plain text it links only web and files.
+    path = folder / f"answer-{next(_answers)}.txt"
     path.unlink(missing_ok=True)
     path.write_text(reply + "\n", encoding="utf-8")
     path.chmod(0o444)
@@ -243,7 +245,7 @@ def _answer_file(session: str, reply: str) -> Path:
 
 
 async def show_answer(ls: OllieServer, session: str, result: dict[str, Any]) -> None:
-    """A short reply as a message, a longer one as a markdown document; a failed turn's error as a warning."""
+    """A short reply as a message, a longer one as a text document; a failed turn's error as a warning."""
     if error := result.get("error"):
         ls.show(f"ollie: {error}")
     reply = str(result.get("reply") or "").strip()

@@ -6,6 +6,7 @@ import json
 
 from agentkit import ToyServer, drain, roles, sent_messages, write_agent
 
+from ollie.agent.taskstate import MEMORY_HEAD
 from ollie.testing import Reply
 from tests.compactions import read_compaction_snapshots
 
@@ -67,7 +68,7 @@ async def test_context_overflow_compacts_and_retries_once(scripted_llm, make_cor
     assert core.session.task_state.goal == "ship it"
     # The retried request carries the task state right after the system prompt.
     retried = sent_messages(srv, 3)
-    assert retried[1]["role"] == "user" and retried[1]["content"].startswith("[task state]")
+    assert retried[1]["role"] == "user" and retried[1]["content"].startswith(MEMORY_HEAD)
     assert '"goal": "ship it"' in retried[1]["content"]
     # The pre-compaction history was snapshotted.
     snapshots = read_compaction_snapshots(core.sessions_dir, core.session_id)

@@ -913,10 +913,13 @@ def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(work
     assert opened.endswith(":checkhealth ollie checks it again; :OllieRestart once it is fixed"), opened
 
 
-def test_gf_on_an_address_in_the_answer_fetches_nothing(workspace, scripted_llm):
-    """gf on `http://` and `scp://` addresses the model's answer wrote: Neovim's gf hands them to netrw, which fetched
-    them with wget and scp, as the user, outside the sandbox and its egress proxy (a way to send what the model read to
-    any host, or the user's SSH keys to its server); ollie's gf opens files only, and says so."""
+def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scripted_llm, tmp_path, monkeypatch):
+    """gf, gF, <C-w>f, <C-w>gf and visual gf on `http://` and `scp://` addresses the model's answer wrote: Neovim's own
+    hand them to netrw, which fetched them with wget and scp, as the user, outside the sandbox and its egress proxy (a
+    way to send what the model read to any host, or the user's SSH keys to its server); gx hands any scheme (`file:`,
+    `ssh:`, a link's hidden target), or a name in the changes list (a page a step wrote), to the system's opener.
+    ollie's keys open files only; gx opens a web address once the user has seen it whole and said yes (headless,
+    `confirm` answers its default: no)."""
     import socket
 
     listener = socket.create_server(("127.0.0.1", 0))
@@ -936,13 +939,26 @@ def test_gf_on_an_address_in_the_answer_fetches_nothing(workspace, scripted_llm)
                 conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nfetched\n")  # wget's answer (ssh gives up on it)
 
     threading.Thread(target=listen, daemon=True).start()
+    # The system's opener, as Neovim finds it (xdg-open on a desktop runs the scheme's handler): says what it was given.
+    bin_dir, opened = tmp_path / "bin", tmp_path / "opened"
+    bin_dir.mkdir()
+    (bin_dir / "xdg-open").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {opened}\n')
+    (bin_dir / "xdg-open").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    web = f"http://127.0.0.1:{port}"
     srv = scripted_llm("openai")
-    srv.script(Reply(text=f"The docs: http://127.0.0.1:{port}/leak?notes=original\n\n"
-                          f"The docs: scp://127.0.0.1:{port}//etc/hostname"))
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write",
+                                                         "args": ["page.html", "<script>alert(1)</script>"]}]})),
+               Reply(text="\n\n".join([
+        f"Docs: {web}/leak?notes=original", f"Copy: scp://127.0.0.1:{port}//etc/hostname", f"Split: {web}/split",
+        f"Tab: {web}/tab", f"Seen: {web}/seen", f"Guide: [Read the guide](ssh://127.0.0.1:{port}/guide)",
+        "Local: file:///etc/passwd", f"Web: {web}/web"])))
     try:
         result = run_scenario("web_gf", workspace, srv)
     finally:
         listener.close()
     assert heard == [], heard
-    assert result["messages"].count("is an address, not a file: not opened") == 2, result["messages"]
-    assert not [b for b in result["buffers"] if b.startswith(("http", "scp"))], result["buffers"]
+    assert not opened.exists(), opened.read_text()
+    assert result["messages"].count("is an address, not a file: not opened") == 5, result["messages"]
+    assert result["messages"].count("not a web address: not opened") == 3, result["messages"]
+    assert not [b for b in result["buffers"] if "://" in b and not b.startswith("ollie://")], result["buffers"]

@@ -1279,3 +1279,31 @@ def test_a_prompt_sent_right_after_ollie_restart_is_sent_every_time(tmp_path: Pa
             f"prompt number {n}" for n in range(rounds)]
     finally:
         tmux.close()
+
+
+def test_gx_in_the_transcript_opens_a_web_address_once_the_user_says_yes_and_nothing_else(tmp_path: Path,
+                                                                                         scripted_llm):
+    """gx on the model's `file:///etc/passwd` in the transcript: Neovim's own ran the system's opener (xdg-open) on
+    it, as on any scheme; ollie's names it and opens nothing. On a web address it asks, showing the address whole, and
+    opens it once the user says yes (an opener stands in for xdg-open on PATH and says what it was given)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Local: file:///etc/passwd\n\nWeb: http://127.0.0.1:9/page"))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
+    opened = tmp_path / "opened"
+    opener = tmp_path / "bin" / "xdg-open"
+    opener.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {opened}\n')
+    opener.chmod(0o755)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie where are the docs?", "Enter")
+        tmux.wait(lambda s: "Web: http" in s, "the answer")
+        tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])", "Enter")
+        tmux.keys("/file:", "Enter", "gx")
+        tmux.keep("1-file-refused", tmux.wait(lambda s: "not a web address: not opened" in s, "gx to refuse a file:"))
+        tmux.keys("/http:", "Enter", "gx")
+        tmux.keep("2-asked", tmux.wait(lambda s: "Open http://127.0.0.1:9/page in the browser?" in s, "gx to ask"))
+        tmux.keys("o")
+        tmux.wait(lambda s: opened.exists(), "the opener to run")
+        assert opened.read_text() == "http://127.0.0.1:9/page\n"
+    finally:
+        tmux.close()

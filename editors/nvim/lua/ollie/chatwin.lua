@@ -452,6 +452,18 @@ function W:half_closed(quit)
   end
 end
 
+---gx: the web address under the cursor, opened by the system (the browser) once the user has seen it whole and said
+---yes. Neovim's own handed the system's opener (xdg-open) any scheme the model wrote (`file:`, `ssh:`, one a
+---desktop program registered) and any name, as the user. (The transcript's and the changes list's gx.)
+function M.open_address()
+  local address = vim.fn.expand("<cfile>")
+  if not address:match("^https?://") then
+    vim.api.nvim_echo({ { address .. ": not a web address: not opened", "ErrorMsg" } }, true, {})
+  elseif vim.fn.confirm("Open " .. address .. " in the browser?", "&Open\n&Cancel", 2) == 1 then
+    vim.ui.open(address)
+  end
+end
+
 ---Open what the transcript line under the cursor points at: a step location's file at its line (in the file
 ---window, a new split if none), or a changes line's list of changed files.
 ---@param fallback_cr boolean when nothing is under the cursor: <CR> does nothing, gf does its usual

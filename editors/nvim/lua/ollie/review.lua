@@ -178,6 +178,9 @@ local function list_buffer()
   end, "ollie: undo the file's changes")
   map(buf, k.refresh, function() M.changes(M.current.turn, M.current.session) end, "ollie: refresh")
   map(buf, k.close, "<cmd>close<cr>", "ollie: close")
+  -- The names are the steps': Neovim's gx handed one to the system's opener (xdg-open), as the user.
+  local open_address = require("ollie.chatwin").open_address
+  vim.keymap.set({ "n", "x" }, "gx", open_address, { buffer = buf, desc = "ollie: open address" })
   M.current.list_buf = buf
   return buf
 end
