@@ -68,3 +68,31 @@ def test_the_agent_s_edit_of_an_open_file_she_may_not_write_is_refused_and_said(
     assert (vendor / "lib.py").read_text() == "VERSION = 1\n"
     model_saw = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "read-only (no write permission), not changed" in model_saw, model_saw
+
+
+def test_a_path_entry_she_may_not_reach_leaves_the_agent_s_edits_undoable(shared, scripted_llm):  # noqa: F811
+    """Her PATH names a dir she may not reach (root's, as `su` keeps root's PATH): the agent's edit is checkpointed,
+    so the chat counts it and `:OllieChanges` lists it (Bug: looking for git raised EACCES on that entry, so every
+    checkpoint failed: "a checkpoint ... failed ... Permission denied", the edit shown as no change, not undoable)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+               Reply.text("Fixed add."))
+    home = home_of(ALICE, shared)
+    (home / "work" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    user = os_user(ALICE)
+    os.chown(home / "work" / "calc.py", user.pw_uid, user.pw_gid)
+    private = shared / "root-only"
+    (private / "bin").mkdir(parents=True)
+    private.chmod(0o700)
+    path = f"{ollie_lsp_for(ALICE, home).parent}:{private / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    tmux = start_nvim_as_alice(home, {**srv.env(approval="auto"), "PATH": path}, "calc.py")
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        done = tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "(end)" in s, "the turn", 60))
+        assert "1 file changed" in done and "checkpoint" not in done, done
+        tmux.keys(":OllieChanges", "Enter")
+        listed = tmux.keep("2-changes", tmux.wait(lambda s: "M  calc.py" in s, "the turn's changes"))
+        assert "turn 1 changed 1 file" in listed, listed
+    finally:
+        tmux.close()
