@@ -4,11 +4,12 @@ may not write."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from ollie.testing import Reply
 from tests.asuser import _as, ollie_lsp_for, os_user
-from tests.tools.test_os_users import ALICE, home_of, shared  # noqa: F401  (the fixture)
+from tests.tools.test_os_users import ALICE, BOB, home_of, shared  # noqa: F401  (the fixture)
 
 from .test_nvim_tui import PLUGIN, Tmux, assert_clean
 
@@ -96,3 +97,46 @@ def test_a_path_entry_she_may_not_reach_leaves_the_agent_s_edits_undoable(shared
         assert "turn 1 changed 1 file" in listed, listed
     finally:
         tmux.close()
+
+
+# Run as another user: each file under argv[1] it may read, unpacked when it is a git object, that holds argv[2].
+PEEK = """import os, sys, zlib
+for top, _, names in os.walk(sys.argv[1]):
+    for name in names:
+        try:
+            data = open(os.path.join(top, name), "rb").read()
+        except OSError:
+            continue
+        try:
+            data = zlib.decompress(data)
+        except zlib.error:
+            pass
+        if sys.argv[2].encode() in data:
+            print(os.path.join(top, name))
+"""
+
+
+def test_another_user_cannot_read_her_private_file_in_the_checkpoints(shared, scripted_llm):  # noqa: F811
+    """Her workspace holds a 0600 `.env`; after a turn that edits another file, a second user of the machine finds
+    its secret nowhere under her state dir, which she left traversable as most homes are (Bug: the checkpoints kept
+    a copy of every file as a 0444 git object in 0755 dirs: anyone who reached ~/.local/state read her secret)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+               Reply.text("Fixed add."))
+    home = home_of(ALICE, shared)
+    user = os_user(ALICE)
+    for name, text in (("calc.py", "def add(a, b):\n    return a - b\n"), (".env", "API_KEY=sk-her-secret\n")):
+        (home / "work" / name).write_text(text)
+        os.chown(home / "work" / name, user.pw_uid, user.pw_gid)
+    (home / "work" / ".env").chmod(0o600)
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "calc.py")
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "1 file changed" in s, "the turn", 60))
+    finally:
+        tmux.close()
+    assert list((home / "state" / "ollie" / "checkpoints").iterdir()), "no checkpoint was made"
+    found = subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(home / "state"),
+                            "sk-her-secret"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert found == "", found
