@@ -140,3 +140,32 @@ def test_another_user_cannot_read_her_private_file_in_the_checkpoints(shared, sc
     found = subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(home / "state"),
                             "sk-her-secret"], capture_output=True, text=True, timeout=60, check=True).stdout
     assert found == "", found
+
+
+def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa: F811
+    """The agent edits her 0600 `.env`; `:OllieRewind` puts its text back and leaves it 0600 (Bug: the rewind wrote
+    every file it put back as 0644, so her secret was anyone's to read)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": [".env", "API_KEY=old", "API_KEY=new"]}]})), Reply.text("Rotated the key."))
+    home = home_of(ALICE, shared)
+    user = os_user(ALICE)
+    secret = home / "work" / ".env"
+    secret.write_text("API_KEY=old\n")
+    os.chown(secret, user.pw_uid, user.pw_gid)
+    secret.chmod(0o600)
+    (home / "work" / "calc.py").write_text("x = 1\n")
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "calc.py")
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie rotate the key", "Enter")
+        tmux.wait(lambda s: "Rotated the key." in s and "1 file changed" in s, "the turn", 60)
+        assert secret.read_text() == "API_KEY=new\n" and secret.stat().st_mode & 0o777 == 0o600
+        tmux.keys(":OllieRewind 1", "Enter")
+        tmux.keep("1-asked", tmux.wait(lambda s: "Type number" in s, "the rewind's question"))
+        tmux.keys("1", "Enter")
+        tmux.keep("2-rewound", tmux.wait(lambda s: "Rotated the key." not in s, "the rewind"))
+    finally:
+        tmux.close()
+    assert secret.read_text() == "API_KEY=old\n"
+    assert oct(secret.stat().st_mode & 0o777) == oct(0o600)
