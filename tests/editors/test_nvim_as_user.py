@@ -169,3 +169,24 @@ def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa
         tmux.close()
     assert secret.read_text() == "API_KEY=old\n"
     assert oct(secret.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_another_user_cannot_read_the_notes_the_agent_keeps_for_her(shared, scripted_llm):  # noqa: F811
+    """The agent remembers a fact of her project (`memory_remember`); a second user of the machine finds it nowhere
+    under her data dir, which she left traversable (Bug: the notes dir was 0755 and its file 0644, beside the 0700
+    sessions dir whose conversations the notes come from)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "memory_remember", "args": ["The staging password is hunter2-staging"]}]})), Reply.text("Noted."))
+    home = home_of(ALICE, shared)
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "notes.txt")
+    try:
+        tmux.wait(lambda s: "notes.txt" in s, "nvim to start")
+        tmux.keys(":Ollie remember the staging password", "Enter")
+        tmux.keep("1-noted", tmux.wait(lambda s: "Noted." in s and "(end)" in s, "the turn", 60))
+    finally:
+        tmux.close()
+    assert "hunter2-staging" in "".join(p.read_text() for p in (home / "data").rglob("memories.jsonl"))
+    found = subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(home / "data"),
+                            "hunter2-staging"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert found == "", found
