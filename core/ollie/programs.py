@@ -39,6 +39,11 @@ def _refused(entry: str, writable: list[Path], home: Path) -> str | None:
     real = Path(os.path.realpath(entry))
     if any(part in _PROJECT_BINS for part in real.parts):
         return "a project's environment"
+    try:
+        # First: a dir the user may not reach (root's, kept in PATH by `su`) made the checks below raise EACCES.
+        info = os.stat(real)
+    except OSError:
+        return "unreadable"
     if (real.parent / "pyvenv.cfg").exists() or (real.parent / "conda-meta").is_dir():
         return "a Python environment"
     for root in writable:
@@ -47,10 +52,6 @@ def _refused(entry: str, writable: list[Path], home: Path) -> str | None:
             if root == home and real != home:
                 continue
             return f"under {root}"
-    try:
-        info = os.stat(real)
-    except OSError:
-        return "unreadable"
     if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
         return "world-writable"
     return None

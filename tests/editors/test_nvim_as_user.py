@@ -4,11 +4,12 @@ may not write."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from ollie.testing import Reply
 from tests.asuser import _as, ollie_lsp_for, os_user
-from tests.tools.test_os_users import ALICE, home_of, shared  # noqa: F401  (the fixture)
+from tests.tools.test_os_users import ALICE, BOB, home_of, shared  # noqa: F401  (the fixture)
 
 from .test_nvim_tui import PLUGIN, Tmux, assert_clean
 
@@ -68,3 +69,124 @@ def test_the_agent_s_edit_of_an_open_file_she_may_not_write_is_refused_and_said(
     assert (vendor / "lib.py").read_text() == "VERSION = 1\n"
     model_saw = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "read-only (no write permission), not changed" in model_saw, model_saw
+
+
+def test_a_path_entry_she_may_not_reach_leaves_the_agent_s_edits_undoable(shared, scripted_llm):  # noqa: F811
+    """Her PATH names a dir she may not reach (root's, as `su` keeps root's PATH): the agent's edit is checkpointed,
+    so the chat counts it and `:OllieChanges` lists it (Bug: looking for git raised EACCES on that entry, so every
+    checkpoint failed: "a checkpoint ... failed ... Permission denied", the edit shown as no change, not undoable)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+               Reply.text("Fixed add."))
+    home = home_of(ALICE, shared)
+    (home / "work" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    user = os_user(ALICE)
+    os.chown(home / "work" / "calc.py", user.pw_uid, user.pw_gid)
+    private = shared / "root-only"
+    (private / "bin").mkdir(parents=True)
+    private.chmod(0o700)
+    path = f"{ollie_lsp_for(ALICE, home).parent}:{private / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    tmux = start_nvim_as_alice(home, {**srv.env(approval="auto"), "PATH": path}, "calc.py")
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        done = tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "(end)" in s, "the turn", 60))
+        assert "1 file changed" in done and "checkpoint" not in done, done
+        tmux.keys(":OllieChanges", "Enter")
+        listed = tmux.keep("2-changes", tmux.wait(lambda s: "M  calc.py" in s, "the turn's changes"))
+        assert "turn 1 changed 1 file" in listed, listed
+    finally:
+        tmux.close()
+
+
+# Run as another user: each file under argv[1] it may read, unpacked when it is a git object, that holds argv[2].
+PEEK = """import os, sys, zlib
+for top, _, names in os.walk(sys.argv[1]):
+    for name in names:
+        try:
+            data = open(os.path.join(top, name), "rb").read()
+        except OSError:
+            continue
+        try:
+            data = zlib.decompress(data)
+        except zlib.error:
+            pass
+        if sys.argv[2].encode() in data:
+            print(os.path.join(top, name))
+"""
+
+
+def test_another_user_cannot_read_her_private_file_in_the_checkpoints(shared, scripted_llm):  # noqa: F811
+    """Her workspace holds a 0600 `.env`; after a turn that edits another file, a second user of the machine finds
+    its secret nowhere under her state dir, which she left traversable as most homes are (Bug: the checkpoints kept
+    a copy of every file as a 0444 git object in 0755 dirs: anyone who reached ~/.local/state read her secret)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+               Reply.text("Fixed add."))
+    home = home_of(ALICE, shared)
+    user = os_user(ALICE)
+    for name, text in (("calc.py", "def add(a, b):\n    return a - b\n"), (".env", "API_KEY=sk-her-secret\n")):
+        (home / "work" / name).write_text(text)
+        os.chown(home / "work" / name, user.pw_uid, user.pw_gid)
+    (home / "work" / ".env").chmod(0o600)
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "calc.py")
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "1 file changed" in s, "the turn", 60))
+    finally:
+        tmux.close()
+    assert list((home / "state" / "ollie" / "checkpoints").iterdir()), "no checkpoint was made"
+    found = subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(home / "state"),
+                            "sk-her-secret"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert found == "", found
+
+
+def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa: F811
+    """The agent edits her 0600 `.env`; `:OllieRewind` puts its text back and leaves it 0600 (Bug: the rewind wrote
+    every file it put back as 0644, so her secret was anyone's to read)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": [".env", "API_KEY=old", "API_KEY=new"]}]})), Reply.text("Rotated the key."))
+    home = home_of(ALICE, shared)
+    user = os_user(ALICE)
+    secret = home / "work" / ".env"
+    secret.write_text("API_KEY=old\n")
+    os.chown(secret, user.pw_uid, user.pw_gid)
+    secret.chmod(0o600)
+    (home / "work" / "calc.py").write_text("x = 1\n")
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "calc.py")
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie rotate the key", "Enter")
+        tmux.wait(lambda s: "Rotated the key." in s and "1 file changed" in s, "the turn", 60)
+        assert secret.read_text() == "API_KEY=new\n" and secret.stat().st_mode & 0o777 == 0o600
+        tmux.keys(":OllieRewind 1", "Enter")
+        tmux.keep("1-asked", tmux.wait(lambda s: "Type number" in s, "the rewind's question"))
+        tmux.keys("1", "Enter")
+        tmux.keep("2-rewound", tmux.wait(lambda s: "Rotated the key." not in s, "the rewind"))
+    finally:
+        tmux.close()
+    assert secret.read_text() == "API_KEY=old\n"
+    assert oct(secret.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_another_user_cannot_read_the_notes_the_agent_keeps_for_her(shared, scripted_llm):  # noqa: F811
+    """The agent remembers a fact of her project (`memory_remember`); a second user of the machine finds it nowhere
+    under her data dir, which she left traversable (Bug: the notes dir was 0755 and its file 0644, beside the 0700
+    sessions dir whose conversations the notes come from)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "memory_remember", "args": ["The staging password is hunter2-staging"]}]})), Reply.text("Noted."))
+    home = home_of(ALICE, shared)
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "notes.txt")
+    try:
+        tmux.wait(lambda s: "notes.txt" in s, "nvim to start")
+        tmux.keys(":Ollie remember the staging password", "Enter")
+        tmux.keep("1-noted", tmux.wait(lambda s: "Noted." in s and "(end)" in s, "the turn", 60))
+    finally:
+        tmux.close()
+    assert "hunter2-staging" in "".join(p.read_text() for p in (home / "data").rglob("memories.jsonl"))
+    found = subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(home / "data"),
+                            "hunter2-staging"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert found == "", found

@@ -414,6 +414,36 @@ def test_ollie_restart_in_a_second_neovim_keeps_the_first_one_s_saved_queued_pro
             second.close()
 
 
+def test_a_prompt_queued_when_ollie_restart_ends_its_daemon_is_back_in_the_input(tmp_path: Path, scripted_llm):
+    """A prompt queued behind a running turn, then `:OllieRestart` while typing the next: the fresh daemon has no
+    queue, so the queued prompt goes back in the input after what was being typed, said; sent from there, it runs
+    (Bug: it vanished without a word, neither queued, shown nor in the input)."""
+    srv = scripted_llm("openai", check=False)
+    story = threading.Event()
+    srv.script(Reply(text="A long story.", hold=story), Reply.text("The queued one's answer."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie tell a story", "Enter")
+        tmux.wait(lambda s: "A long story." in s, "the story")
+        tmux.keys(":OllieQueue and then this", "Enter")
+        tmux.wait(lambda s: "⏳ queued: and then this" in s, "the queued prompt")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys("still typing", literal=True)
+        tmux.keys("Escape", ":OllieRestart", "Enter")
+        back = tmux.keep("1-back", tmux.wait(lambda s: "back in the input" in s and "(interrupted)" in s,
+                                             "the queued prompt put back"))
+        assert "⏳ queued" not in back and "still typing and then this" in chat_of(back), back
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # the input holds both: sent as they stand
+        done = tmux.keep("2-sent", tmux.wait(lambda s: "The queued one's answer." in s and "(end)" in s, "its answer"))
+        assert "## You\nstill typing and then this" in chat_of(done), done
+        assert_clean(tmux.screens)
+    finally:
+        story.set()
+        tmux.close()
+    assert srv.chat_requests[-1].body["messages"][-1]["content"] == "still typing and then this"
+
+
 def test_a_binary_file_named_as_context_goes_as_a_note_not_as_its_bytes(tmp_path: Path, scripted_llm):
     """`#file:` of a binary file: the model is told it is binary, as file_read tells it (Bug: its bytes went as text,
     control characters and U+FFFD, a NUL among them, which some APIs refuse)."""

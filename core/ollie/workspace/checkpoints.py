@@ -98,7 +98,18 @@ def _apply(root: Path, changes: list[FileChange]) -> None:
         if change.new_mode == "120000":
             beneath.symlink_sync(root, change.path, os.fsdecode(change.new_data))
         else:
-            beneath.write_bytes_sync(root, change.path, change.new_data, 0o755 if change.new_mode == "100755" else 0o644)
+            beneath.write_bytes_sync(root, change.path, change.new_data, _mode(root, change))
+
+
+def _mode(root: Path, change: FileChange) -> int:
+    """The mode to write `change`'s file with: the file's own read and write bits where it is there (git keeps none:
+    a 0600 secret was written back 0644), with the checkpoint's executable bit."""
+    executable = change.new_mode == "100755"
+    info = beneath.lstat_sync(root, change.path)
+    if info is None or not stat.S_ISREG(info.st_mode):
+        return 0o755 if executable else 0o644
+    bits = stat.S_IMODE(info.st_mode) & 0o666
+    return bits | (bits & 0o444) >> 2 if executable else bits
 
 
 class Checkpoints:

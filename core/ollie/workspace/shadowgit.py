@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import stat
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -124,8 +125,13 @@ class ShadowGit:
 
     async def init(self) -> None:
         """Create the shadow repository once (idempotent), with its attribute lockdown in place."""
+        # Private: the shadows hold a copy of every workspace file (a 0600 secret too) as a 0444 object, and the state
+        # dir above may be anyone's to reach. An older ollie made it 0755.
+        self.git_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = self.git_dir.parent.lstat().st_mode
+        if stat.S_ISDIR(mode) and mode & 0o077:  # never a link's target
+            self.git_dir.parent.chmod(0o700)
         if not (self.git_dir / "HEAD").exists():
-            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
             # GIT_DIR and GIT_WORK_TREE are set, so this makes the shadow there, not a .git in the workspace.
             await self.run("init", "--quiet")
         info = self.git_dir / "info"

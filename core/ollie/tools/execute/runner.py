@@ -16,7 +16,7 @@ from ollie.tools.execute.childenv import DEFAULT_PATH, child_env, memory_dir, me
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.pythonenvs import python_envs
-from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree
+from ollie.tools.execute.sessiondirs import SessionDirs, make_private_dir, remove_tree
 from ollie.tools.execute.spawn import RunOutcome, run_process
 from ollie.tools.execute.tool import mtime_ns
 
@@ -31,6 +31,13 @@ def _path_list(roots: tuple[Path, ...]) -> str:
     # Strings, not Path.parents: this runs for every step, over every root of the policy.
     proc = str(_PROC)
     return ":".join(text for text in map(str, roots) if text != proc and not text.startswith(proc + "/"))
+
+
+def make_notes_dir(own: Path) -> None:
+    """Create a project's notes dir, every project's notes private (0700) as the sessions they come from (an older
+    ollie made them 0755: anyone reaching the data dir read them)."""
+    make_private_dir(memory_root())
+    own.mkdir(exist_ok=True)
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -141,7 +148,7 @@ class Runner:
         everyone, own = memory_root(), memory_dir(self.cwd)
         if everyone not in grants:
             return grants
-        own.mkdir(parents=True, exist_ok=True)  # a grant must name a path that exists
+        make_notes_dir(own)  # a grant must name a path that exists
         return tuple(dict.fromkeys(own if path == everyone else path for path in grants))
 
     def scratch_dir(self) -> Path:
@@ -168,8 +175,8 @@ class Runner:
         # Made at the first call; a later one only checks them (a sweep, a tmp cleaner or the user may remove them).
         if dirs.ready() and all(map(os.path.isdir, wanted)):
             return
-        for directory in wanted:
-            directory.mkdir(parents=True, exist_ok=True)
+        make_notes_dir(wanted[0])
+        wanted[1].mkdir(parents=True, exist_ok=True)
         dirs.create()
 
     async def run(

@@ -311,9 +311,22 @@ local function resume(crash)
   require("ollie.pending")[crash and "carry" or "forget"]()
   -- A prompt typed before its session is loaded in the fresh daemon and drawn waits (the switch's redraw sends it):
   -- sent at once, it reached a daemon without the session, and the redraw wiped the error: the prompt vanished.
-  hold()
+  -- The prompts waiting in the old daemon (queued, held, injected and not taken yet) end with it: each goes back in
+  -- its chat's input once the chat is drawn again (before, they vanished without a word).
+  -- (After a crash they come back held instead: pending.carry.)
+  local waiting = {}
+  for _, list in pairs(hold()) do
+    for _, c in ipairs(list) do
+      waiting[c] = not crash and vim.tbl_map(function(p) return p.prompt end, c.transcript.pending) or nil
+    end
+  end
   client.restart(function(err)
     for session, list in pairs(hold()) do -- held anew: the old daemon's last events went with it
+      for _, c in ipairs(list) do
+        for _, text in ipairs(waiting[c] or {}) do
+          c:back_in_input(text, "the restart ended the daemon it waited in")
+        end
+      end
       if err then
         -- No daemon: what was typed meanwhile goes back in the input (it waited, neither sent nor put back).
         for _, c in ipairs(list) do

@@ -107,20 +107,27 @@ function P:take_back(session)
       end
       local _, text = context.split_prompt(popped)
       savedqueue.take(session, text)
-      local function put_back() -- once the session switched to is drawn: its drawing clears the transcript
-        input.append(self.input_buf, text)
-        self.transcript:note("not sent: you queued this in the session you left, where nobody would see it run; it is "
-          .. "back in the input: " .. text, "OllieQueued")
-      end
-      if self.redrawing then
-        table.insert(self.redrawing.then_run, put_back)
-      else
-        put_back()
-      end
+      self:back_in_input(text, "you queued this in the session you left, where nobody would see it run")
       next_one()
     end)
   end
   next_one()
+end
+
+---Put a prompt that was not sent back in the input, saying `why`; once the chat is drawn again, when it is being
+---drawn (a session switched to, a Restart): the drawing clears the transcript.
+---@param text string
+---@param why string
+function P:back_in_input(text, why)
+  local function put_back()
+    input.append(self.input_buf, text)
+    self.transcript:note("not sent: " .. why .. "; it is back in the input: " .. text, "OllieQueued")
+  end
+  if self.redrawing then
+    table.insert(self.redrawing.then_run, put_back)
+  else
+    put_back()
+  end
 end
 
 ---The queued prompts as the daemon has them: a stop holds them (shown as held), `/queued` pops or drops them.

@@ -1,8 +1,8 @@
 -- Queued prompts kept across a quit or a crash: the daemon Neovim started ends with the editor, and its queue with
 -- it. Each session's prompts not run yet are written to one JSON file under stdpath("state"), and queued again in
 -- the next editor's daemon when that session is shown (pending.lua's restore_queue), held until the next prompt.
--- A Restart forgets those its daemon held, as VS Code's queuedPrompts.ts does; the file is every Neovim's of the user,
--- so another one's stay.
+-- A Restart forgets those its daemon held (init.lua puts them back in the input); the file is every Neovim's of the
+-- user, so another one's stay.
 local M = {}
 
 -- The sessions whose prompts this editor's daemon was given (since its last Restart).
