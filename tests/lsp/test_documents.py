@@ -246,6 +246,39 @@ async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_da
     assert "TYPED last line END\n" in seen + "\n" and "page 😋 one!" in seen and "TYPED page" not in seen
 
 
+def client_offset(text: str, position: types.Position) -> int:
+    """The offset of `position` (UTF-16 units, clamped to its line) in `text`, as a client counts LSP's lines."""
+    starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]
+    if position.line >= len(starts):
+        return len(text)
+    line = re.match(r"[^\r\n]*", text[starts[position.line]:]).group()  # type: ignore[union-attr]
+    units = index = 0
+    while index < len(line) and units + (width := 2 if ord(line[index]) > 0xFFFF else 1) <= position.character:
+        units, index = units + width, index + 1
+    return starts[position.line] + index
+
+
+def test_random_edits_at_chunk_borders_keep_the_text_the_client_has(monkeypatch) -> None:
+    # Chunks of two characters put a border everywhere: "\r\n" split across edits and borders, lone "\r"s,
+    # characters of two UTF-16 units, breaks LSP does not count (a form feed, U+2028), emptied chunks.
+    monkeypatch.setattr(lineindex, "CHUNK", 2)
+    pieces = ["a", "\r", "\n", "\r\n", "\x0c", "\u2028", "\U0001f600", ""]
+    rng = random.Random(20)
+    for _ in range(1000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        doc = lineindex.ChunkedDocument("file:///t.txt", text)
+        for _ in range(30):
+            start, end = sorted([types.Position(line=rng.randint(0, 12), character=rng.randint(0, 6))
+                                 for _ in range(2)], key=lambda p: (p.line, p.character))
+            new = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 2)))
+            before = text
+            text = text[: client_offset(text, start)] + new + text[max(client_offset(text, start),
+                                                                       client_offset(text, end)) :]
+            lineindex.apply_change(doc, types.TextDocumentContentChangePartial(
+                range=types.Range(start=start, end=end), text=new))
+            assert doc.source == text, (before, start, end, new)
+
+
 async def test_a_cr_typed_before_a_deleted_chunk_makes_one_line_end_with_the_lf_after_it(start_daemon, llm):
     # Deleting exactly one chunk of the daemon's copy left an empty chunk between its neighbours; a "\r" then
     # ending the chunk before it met the "\n" starting the chunk after it, and each chunk counted its own line
