@@ -110,7 +110,9 @@ class Text:
         if j + 1 < len(self._chunks) and region.endswith("\r"):
             j += 1
             region += self._chunks[j]
-        chunks = _cut(region)
+        # No empty chunk is kept between others: a "\r" ending the one before it would meet the "\n" starting the one
+        # after it, a line end each chunk counts once (two lines where the client has one).
+        chunks = _cut(region) if region or len(self._chunks) == j + 1 - i else []
         self._chunks[i : j + 1] = chunks
         self._ends[i : j + 1] = list(map(_ends, chunks))
         self._joined = self._sums = None

@@ -16,7 +16,7 @@ import pytest
 
 from ollie.testing import Reply
 
-from .test_nvim_tui import Tmux, assert_clean, back_in_input, send_in_chat, start_nvim
+from .test_nvim_tui import FLOAT_PICKER, Tmux, assert_clean, back_in_input, send_in_chat, start_nvim
 from .test_nvim_tui_commands import chat_text
 
 
@@ -145,6 +145,27 @@ def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_tur
     finally:
         never.set()
         tmux.close()
+
+
+def test_a_question_of_a_daemon_that_died_is_taken_away_with_it(tmp_path: Path, scripted_llm):
+    # Bug: the question float of a daemon that died stayed up after its restart, the statusline "waiting for your
+    # answer": an Allow there reached no daemon, and the user took the step for allowed (or a key meant for the
+    # next question for this one's).
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "touch first"}]})]))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"util.py": "a\nb\nc\n"}, size=(100, 30),
+                      init_lua=FLOAT_PICKER)
+    try:
+        tmux.wait(lambda s: "util.py" in s, "nvim to start")
+        tmux.keys(":Ollie touch it", "Enter")
+        tmux.keep("1-asked", tmux.wait(lambda s: "touch first" in s and "pick 1: Allow once" in s, "the question"))
+        os.kill(daemon_pid(tmp_path), signal.SIGKILL)
+        screen = tmux.keep("2-restarted", through_notices(tmux, lambda s: "was restarted" in unwrapped(s),
+                                                          "the restart said"))
+        assert "pick 1: Allow once" not in screen and "waiting for your answer" not in screen, screen
+    finally:
+        tmux.close()
+    assert not (tmp_path / "ws" / "first").exists()
 
 
 def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: Path, scripted_llm):

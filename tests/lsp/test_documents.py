@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.workspace import TextDocument
 
 from ollie.testing import Reply
+from ollie_lsp import lineindex
 from ollie_lsp.documents import changed_lines_edit
 
 from .conftest import Daemon
@@ -215,14 +216,16 @@ def test_the_edit_of_changed_lines_turns_any_text_into_any_other() -> None:
     assert (edit.range.start.line, edit.range.end.line, edit.new_text) == (1, 2, "2\n")
 
 
-def type_at(editor: Editor, path: Path, line: int, character: int, text: str) -> None:
-    """The user types `text` at a position: one incremental change, as editors send them."""
+def type_at(editor: Editor, path: Path, line: int, character: int, text: str,
+            end: tuple[int, int] | None = None) -> None:
+    """The user types `text` at a position (over the range to `end`): one incremental change, as editors send them."""
     uri = path.as_uri()
     editor.versions[uri] += 1
     at = types.Position(line=line, character=character)
+    to = types.Position(line=end[0], character=end[1]) if end else at
     editor.daemon.client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=editor.versions[uri]),
-        content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)]))
+        content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=to), text=text)]))
 
 
 async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_daemon, llm):
@@ -241,6 +244,59 @@ async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_da
     assert await submit(daemon, "read it") == "read"
     seen = tool_result(llm)
     assert "TYPED last line END\n" in seen + "\n" and "page 😋 one!" in seen and "TYPED page" not in seen
+
+
+def client_offset(text: str, position: types.Position) -> int:
+    """The offset of `position` (UTF-16 units, clamped to its line) in `text`, as a client counts LSP's lines."""
+    starts = [0, *(m.end() for m in re.finditer(r"\r\n|\r|\n", text))]
+    if position.line >= len(starts):
+        return len(text)
+    line = re.match(r"[^\r\n]*", text[starts[position.line]:]).group()  # type: ignore[union-attr]
+    units = index = 0
+    while index < len(line) and units + (width := 2 if ord(line[index]) > 0xFFFF else 1) <= position.character:
+        units, index = units + width, index + 1
+    return starts[position.line] + index
+
+
+def test_random_edits_at_chunk_borders_keep_the_text_the_client_has(monkeypatch) -> None:
+    # Chunks of two characters put a border everywhere: "\r\n" split across edits and borders, lone "\r"s,
+    # characters of two UTF-16 units, breaks LSP does not count (a form feed, U+2028), emptied chunks.
+    monkeypatch.setattr(lineindex, "CHUNK", 2)
+    pieces = ["a", "\r", "\n", "\r\n", "\x0c", "\u2028", "\U0001f600", ""]
+    rng = random.Random(20)
+    for _ in range(1000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        doc = lineindex.ChunkedDocument("file:///t.txt", text)
+        for _ in range(30):
+            start, end = sorted([types.Position(line=rng.randint(0, 12), character=rng.randint(0, 6))
+                                 for _ in range(2)], key=lambda p: (p.line, p.character))
+            new = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 2)))
+            before = text
+            text = text[: client_offset(text, start)] + new + text[max(client_offset(text, start),
+                                                                       client_offset(text, end)) :]
+            lineindex.apply_change(doc, types.TextDocumentContentChangePartial(
+                range=types.Range(start=start, end=end), text=new))
+            assert doc.source == text, (before, start, end, new)
+
+
+async def test_a_cr_typed_before_a_deleted_chunk_makes_one_line_end_with_the_lf_after_it(start_daemon, llm):
+    # Deleting exactly one chunk of the daemon's copy left an empty chunk between its neighbours; a "\r" then
+    # ending the chunk before it met the "\n" starting the chunk after it, and each chunk counted its own line
+    # end: two lines where the client has one, so every later change landed a line off and the model read a text
+    # the user never had.
+    llm.script(read("notes.txt"), Reply.text("read"))
+    daemon = await start(start_daemon, llm.env())
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text("on disk\n")
+    editor = Editor(daemon)
+    chunk = lineindex.CHUNK
+    editor.open(notes, "a" * (chunk - 1) + "x" + "b" * chunk + "\n" + "c" * 9 + "\nlast\n" + "d" * chunk)
+    type_at(editor, notes, 0, chunk, "", end=(0, 2 * chunk))  # the b's: the middle chunk, exactly
+    type_at(editor, notes, 0, chunk - 1, "\r", end=(0, chunk))  # the x becomes a "\r" before the "\n"
+    type_at(editor, notes, 2, 0, "TYPED ")
+    assert await submit(daemon, "read it") == "read"
+    seen = tool_result(llm)
+    assert "TYPED last" in seen and "TYPED c" not in seen
 
 
 @pytest.mark.parametrize("lines", [400_000, 1])

@@ -655,6 +655,11 @@ end
 ---Its daemon died: each chat keeps what its running turn showed and no daemon saved (drawn again, cut short, under
 ---the history the next daemon reads back).
 function M.daemon_died()
+  -- Its questions go too: an answer would reach no daemon, and a float left up after the restart read as still asked.
+  local permission = package.loaded["ollie.permission"]
+  if permission then
+    permission.withdraw(true)
+  end
   for _, chat in ipairs(every) do
     if chat.running and chat.tail and #chat.tail.parts > 0 then
       chat.cut_short = chat.tail

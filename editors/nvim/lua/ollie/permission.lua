@@ -281,14 +281,14 @@ local function take_away(q)
   end
 end
 
----The daemon waits no more for the questions of `session` (their turn was interrupted or ended): take them away.
----Returns the withdrawn steps' titles.
----@param session string|nil
+---The daemon waits no more for the questions of `session` (their turn was interrupted or ended; true: every one, its
+---daemon stopped): take them away. Returns the withdrawn steps' titles.
+---@param session string|boolean|nil
 ---@return string[]
 function M.withdraw(session)
   local titles = {}
   for _, q in ipairs(vim.list_slice(M.waiting)) do
-    if q.session == session then
+    if session == true or q.session == session then
       take_away(q)
       table.insert(titles, q.title)
     end
