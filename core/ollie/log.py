@@ -48,6 +48,8 @@ def setup_logging(file: Path | str | None = None) -> Path:
     for handler in list(root.handlers):
         if getattr(handler, "stream", None) is sys.stdout:
             root.removeHandler(handler)
+    # Its own user's only (it names her files and says what failed): made so before the handler appends to it.
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)

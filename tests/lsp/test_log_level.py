@@ -7,7 +7,7 @@ import logging
 from ollie.log import setup_logging
 
 
-def test_the_level_comes_from_the_environment_and_a_bad_one_falls_back_to_info(tmp_path, monkeypatch):
+def test_the_level_comes_from_the_environment_a_bad_one_is_info_and_only_its_user_reads_the_file(tmp_path, monkeypatch):
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
@@ -15,6 +15,8 @@ def test_the_level_comes_from_the_environment_and_a_bad_one_falls_back_to_info(t
             monkeypatch.setenv("OLLIE_LOG_LEVEL", given)
             setup_logging(tmp_path / "ollie.log")
             assert root.level == expected, given
+        # Another user of the machine reads none of it (it was 0644).
+        assert (tmp_path / "ollie.log").stat().st_mode & 0o777 == 0o600
     finally:
         for handler in root.handlers[:]:
             if handler not in handlers:
