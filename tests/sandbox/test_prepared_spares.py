@@ -262,7 +262,7 @@ def _spawn_as_net_kind(server) -> socket.socket:
     stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
     try:
         with server._lock:
-            assert server._lend(b"spawn ns net\n0 0", [theirs.fileno(), *stdio], 0), "no spare was lent"
+            assert server._lend(b"spawn ns net\n0 0", [theirs.fileno(), *stdio], 0)[0], "no spare was lent"
     finally:
         theirs.close()
         for fd in stdio:

@@ -259,11 +259,13 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         return True
     head, _, limits = message.partition(b"\n")
     kind = head[len(b"spawn "):]
+    # First: _fork tops the spares up, for this step's kind and limits (where the spares the daemon let go for
+    # this step were reaped first, in the same round, ones made for the last step's would be let go too).
+    _prepare_for(kind, limits)
     if took:  # a step of the daemon's runs in that spare now: refilled once this server is idle
         _lent.discard(int(took[len(b"took "):]) if took[len(b"took "):].isdigit() else 0)
     else:
         _fork(fds, selector, control)
-    _prepare_for(kind, limits)
     return True
 
 
