@@ -75,8 +75,10 @@ async def idle_spares(server: ForkServer, want: int = 2, within: float = 60.0) -
                   if len(kids := children_of(spare)) == 1 and _unconfined(kids[0])
                   and _waiting(spare) and _waiting(kids[0])}
         # A spare sends b"ready" before it waits: the fork server asleep in its select after that has read it (the
-        # message would have woken it), so the next spawn goes to these spares.
-        if len(spares) >= want and _blocked_in(server.pid, EPOLL_WAIT):
+        # message would have woken it), and these spares still waiting were lent, not let go (made for the kind
+        # before the last step's: the server signals such a spare, which wakes it, before it sleeps again), so the
+        # next spawn goes to these spares.
+        if len(spares) >= want and _blocked_in(server.pid, EPOLL_WAIT) and all(map(_waiting, spares)):
             return spares
         assert time.monotonic() < deadline, f"no {want} idle spares with a prepared process: {spares}"
         await asyncio.sleep(0.02)
