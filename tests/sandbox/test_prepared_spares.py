@@ -60,6 +60,16 @@ def _blocked_in(pid: int, syscall: str) -> bool:
         return False
 
 
+def _wants_no_spares(server: int) -> bool:
+    """Whether the fork server sleeps in its select with no timeout: no spare to make (it makes them after
+    REFILL_IDLE_S asleep)."""
+    try:
+        fields = Path(f"/proc/{server}/syscall").read_text().split()
+    except OSError:
+        return False
+    return len(fields) > 4 and fields[0] == EPOLL_WAIT and int(fields[4], 16) & 0xFFFFFFFF == 0xFFFFFFFF  # -1
+
+
 def _waiting(pid: int) -> bool:
     """Whether `pid` is blocked in recvmsg (a spare waiting for a step, its prepared process for the request):
     done getting ready, its pages copied."""
@@ -71,12 +81,17 @@ async def idle_spares(server: ForkServer, want: int = 2, within: float = 60.0) -
     deadline = time.monotonic() + within
     while True:
         assert server.pid is not None
-        spares = {spare: kids[0] for spare in children_of(server.pid)
+        children = children_of(server.pid)
+        spares = {spare: kids[0] for spare in children
                   if len(kids := children_of(spare)) == 1 and _unconfined(kids[0])
                   and _waiting(spare) and _waiting(kids[0])}
         # A spare sends b"ready" before it waits: the fork server asleep in its select after that has read it (the
-        # message would have woken it), so the next spawn goes to these spares.
-        if len(spares) >= want and _blocked_in(server.pid, EPOLL_WAIT):
+        # message would have woken it), and these spares still waiting were lent, not let go (made for the kind
+        # before the last step's: the server signals such a spare, which wakes it, before it sleeps again). Asleep
+        # with no timeout it wants no more spares, and with no other child none is getting ready: the next spawn
+        # goes to these spares (some may be of the kind before, lent before it read the last step).
+        if (len(spares) >= want and len(spares) == len(children) and _wants_no_spares(server.pid)
+                and all(map(_waiting, spares))):
             return spares
         assert time.monotonic() < deadline, f"no {want} idle spares with a prepared process: {spares}"
         await asyncio.sleep(0.02)
@@ -262,7 +277,7 @@ def _spawn_as_net_kind(server) -> socket.socket:
     stdio = [os.open(os.devnull, os.O_RDWR) for _ in range(3)]
     try:
         with server._lock:
-            assert server._lend(b"spawn ns net\n0 0", [theirs.fileno(), *stdio], 0), "no spare was lent"
+            assert server._lend(b"spawn ns net\n0 0", [theirs.fileno(), *stdio], 0)[0], "no spare was lent"
     finally:
         theirs.close()
         for fd in stdio:

@@ -123,7 +123,7 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
 _supervisors: dict[int, int] = {}
 # Spares: every spare's job socket until it is ready (then lent to the daemon), and those lent and not yet used.
 _jobs: dict[int, socket.socket] = {}
-_lent: set[int] = set()
+_lent: dict[int, bytes] = {}  # pid -> the kind it was lent for
 _spares_work = True  # False once a spare could not make its cgroup: none is writable
 _wanted = b"ns net"  # the kind new spares are made for: the last step's (the default policy's at first)
 _limits = b""  # the last step's "processes memory": new spares set them on their cgroups ahead
@@ -155,8 +155,12 @@ def _fork(fds: list[int], selector: selectors.BaseSelector, control: socket.sock
 
 
 def _spares_wanted() -> bool:
-    """Whether fewer than SPARES spares are ready or getting ready."""
-    return _spares_work and len(_jobs) + len(_lent) < SPARES
+    """Whether fewer than SPARES spares are ready or getting ready for the last step's kind and limits.
+
+    A lent one they do not fit counts for nothing: lent before the server read the step, it waits unread for the
+    daemon's next step, which lets it go (and, counted, it kept the step after that from a spare of its own)."""
+    fit = sum(kind in (b"", _wanted) and (pid not in _copied or spare.copies(_limits)) for pid, kind in _lent.items())
+    return _spares_work and len(_jobs) + fit < SPARES
 
 
 def _start_spares(selector: selectors.BaseSelector, control: socket.socket) -> None:
@@ -193,7 +197,7 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector, control: socket.
         least = spare.COPY_MIN_MEMORY if pid in _copied else 0
         try:
             socket.send_fds(control, [b"%d %d %s" % (pid, least, kind)], [jobs.fileno()])
-            _lent.add(pid)
+            _lent[pid] = kind
         except OSError:
             pass  # the daemon has gone: the control socket's EOF ends everything
     elif message == b"no cgroup":
@@ -219,7 +223,7 @@ def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -
     os.close(pidfd)
     del _supervisors[pid]
     _copied.discard(pid)
-    _lent.discard(pid)
+    _lent.pop(pid, None)
     os.waitpid(pid, 0)
     if spare and pid in _jobs:  # died before it was ready
         jobs = _jobs.pop(pid)
@@ -259,11 +263,13 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         return True
     head, _, limits = message.partition(b"\n")
     kind = head[len(b"spawn "):]
+    # First: _fork tops the spares up, for this step's kind and limits (where the spares the daemon let go for
+    # this step were reaped first, in the same round, ones made for the last step's would be let go too).
+    _prepare_for(kind, limits)
     if took:  # a step of the daemon's runs in that spare now: refilled once this server is idle
-        _lent.discard(int(took[len(b"took "):]) if took[len(b"took "):].isdigit() else 0)
+        _lent.pop(int(took[len(b"took "):]) if took[len(b"took "):].isdigit() else 0, None)
     else:
         _fork(fds, selector, control)
-    _prepare_for(kind, limits)
     return True
 
 

@@ -144,13 +144,14 @@ class ForkServer:
         kind += f"\n{int(limits.get('processes') or 0)} {int(limits.get('memory') or 0)}".encode()
         line = json.dumps(request).encode() + b"\n"
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        unfit: list[socket.socket] = []
         try:
             # The request goes ahead of the spawn, so its supervisor finds it at once (not after a turn of our
             # loop); what does not fit the socket's buffer follows from the loop.
             mine.setblocking(False)
             sent = mine.send(line)
             with self._lock:
-                taken = self._lend(kind, [theirs.fileno(), *stdio], int(limits.get("memory") or 0))
+                taken, unfit = self._lend(kind, [theirs.fileno(), *stdio], int(limits.get("memory") or 0))
                 if not taken:  # the server forks the step's supervisor
                     socket.send_fds(control, [kind], [theirs.fileno(), *stdio])
             if taken:  # the server makes the next spares for this step's kind and limits (once idle)
@@ -161,6 +162,10 @@ class ForkServer:
             raise _ServerLost(str(exc)) from exc
         finally:
             theirs.close()
+            # Let the spares that do not fit such steps go only now: the server, which refills the spares once
+            # they exit, has this step's kind and limits first (else, loaded, it made two for the last step's).
+            for jobs in unfit:
+                jobs.close()
         try:
             return await _converse(mine, line[sent:], request["argv"][0], report)
         except _ServerLost:
@@ -170,9 +175,10 @@ class ForkServer:
                 raise HelperDiedError(SUPERVISOR_DIED) from None
             raise
 
-    def _lend(self, kind: bytes, fds: list[int], memory: int) -> int:
+    def _lend(self, kind: bytes, fds: list[int], memory: int) -> tuple[int, list[socket.socket]]:
         """Hand a spawn (kind and limits, as in the spawn message; its socket and stdio) to a lent spare that fits
-        it; its pid, 0 when none does. With the lock held."""
+        it: its pid (0 when none does), and the job sockets of the spares such steps never fit, for the caller to
+        close (they exit). With the lock held."""
         assert self._control is not None
         while True:  # take what the server lent since the last spawn
             try:
@@ -186,15 +192,14 @@ class ForkServer:
             self._spares.append(_Spare(int(pid), int(least), made,
                                        socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, jobs[0])))
         step = kind.partition(b"\n")[0][len(b"spawn "):]
-        for spare in list(self._spares):
-            if step in (b"ns", b"ns net") and not spare.fits(step, memory):  # the next spares are made for such
-                # steps (forkserver._prepare_for): one made for the other kind, or that copied its pages, exits
-                self._spares.remove(spare)
-                spare.jobs.close()
+        # The next spares are made for such steps (forkserver._prepare_for): one made for the other kind, or that
+        # copied its pages, goes.
+        unfit = [spare for spare in self._spares if step in (b"ns", b"ns net") and not spare.fits(step, memory)]
+        self._spares = [spare for spare in self._spares if spare not in unfit]
         while self._spares:
             spare = next((spare for spare in self._spares if spare.fits(step, memory)), None)
             if spare is None:
-                return 0
+                break
             self._spares.remove(spare)
             try:
                 socket.send_fds(spare.jobs, [b"go"], fds)
@@ -202,8 +207,8 @@ class ForkServer:
                 continue  # it died meanwhile: try the next
             finally:
                 spare.jobs.close()
-            return spare.pid
-        return 0
+            return spare.pid, [spare.jobs for spare in unfit]
+        return 0, [spare.jobs for spare in unfit]
 
     async def _runs_on(self, wait: float) -> bool:
         """Whether the server is still running after `wait` seconds (False as soon as it has exited)."""
