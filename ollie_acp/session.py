@@ -91,12 +91,17 @@ class AcpSession:
 
     async def approve_step(self, question: StepQuestion) -> Answer:
         """The Core's questions (a step's approval, its elevation, an agent switch): session/request_permission, with
-        no feedback text."""
+        no feedback text but a "Reject always" answer's, named when it rejects a later step unasked."""
         from ollie.agent.approval import Answer
 
+        options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS
+                   if question.id.startswith("mcp/") else UNSANDBOXED_OPTIONS if question.id.startswith("agent/")
+                   else OUTSIDE_OPTIONS if question.outside else PERMISSION_OPTIONS)
         covers = question.always_label()
-        if covers in self.rejected_always:
-            return Answer("reject")
+        # Only a question that offers "Reject always" is answered by it: one leaving the sandbox is asked every time,
+        # though its label (`touch` commands) was another step's. The step's result says why, to user and model.
+        if covers in self.rejected_always and any(o.option_id == "reject_always" for o in options):
+            return Answer("reject_with_feedback", f'"Reject always" ({covers}, this session)')
         await self.forwarder.drained()
         note = ("runs outside the sandbox:\n" + "\n\n".join(question.outside) if question.outside
                 else f"(\"always\" covers {question.always_text()})")
@@ -112,9 +117,6 @@ class AcpSession:
                                               for loc in question.locations],
                                    # A network question's connection, for a client to say it its own way.
                                    raw_input={"network": question.network} if question.network is not None else None)
-        options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS
-                   if question.id.startswith("mcp/") else UNSANDBOXED_OPTIONS if question.id.startswith("agent/")
-                   else OUTSIDE_OPTIONS if question.outside else PERMISSION_OPTIONS)
         # A connection's, a server's or an agent switch's question is no step: its card ends with the answer.
         choice = await self._ask(tool_call, options, ends=not question.is_steps())
         if choice == "reject_always":

@@ -270,3 +270,25 @@ async def test_each_elevated_call_of_a_batch_is_asked_on_its_own_tool_call(start
         f"Write {name} outside the sandbox" for name in ("a.txt", "b.txt")]
     # Under `ask` both are asked before the batch runs, and a rejection refuses it whole.
     assert [(agent.workspace / n).exists() for n in ("a.txt", "b.txt")] == [approval == "auto", False]
+
+
+async def test_reject_always_never_answers_a_later_elevation(start_agent, llm) -> None:
+    # "Reject always" of `touch` (a step in the sandbox) was remembered by its label, so a later `touch` that runs
+    # outside the sandbox was rejected unasked and the user never heard of it; an elevation is asked every time.
+    llm.script(run("touch inside.txt"), Reply.text("1"), run("touch again.txt"), Reply.text("2"),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": "touch outside.txt", "elevated": True}]})),
+               Reply.text("3"))
+    agent = await start_agent(env=llm.env(approval="ask"))
+    sid = await agent.new()
+    agent.client.permission_answers = ["reject_always", "allow_once"]
+    await agent.prompt(sid, "touch")
+    await agent.prompt(sid, "touch again")  # rejected unasked, and its card says why
+    assert len(agent.client.permission_requests) == 1 and not (agent.workspace / "again.txt").exists()
+    told = "".join(c.content.text for u in agent.client.of(sid, "tool_call_update") for c in u.content or ()
+                   if getattr(c, "type", "") == "content")
+    assert '"Reject always" (`touch` commands, this session)' in told, told
+    await agent.prompt(sid, "touch outside the sandbox")
+    (_, first), (elevation, options) = agent.client.permission_requests
+    assert elevation.title == "Run `touch outside.txt` outside the sandbox"
+    assert [o.kind for o in options] == ["allow_once", "reject_once"]
+    assert (agent.workspace / "outside.txt").exists()
