@@ -46,11 +46,13 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
 @pytest.mark.timeout(330)
 def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
     """Prompts queued in two sessions (each mid-turn) when the window reloads come back held, with the notice, each
-    when its session is shown; neither runs on its own, each runs before the next prompt sent in its session; after
-    Restart neither comes back."""
+    when its session is shown; neither runs on its own, each runs before the next prompt sent in its session. A
+    queued and a held prompt (with a file chip) when Restart comes are back in the input, before the text being typed,
+    said (they vanished without a word); neither is queued in the fresh daemon."""
     shows(run_e2e("queuesessions.mjs"),
           "after the reload each session's queued prompt came back held, with the notice, when that session was shown",
           "neither held prompt ran on its own; each ran before the next prompt sent in its session",
+          "after Restart the queued and the held prompt were back in the input, before the text being typed, with the chip, said",
           "after Restart neither session's queued prompt came back, and the next prompt in each ran alone")
 
 

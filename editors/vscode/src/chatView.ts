@@ -61,6 +61,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     this.post({ type: "unsent", text, chips: chips.map((held) => held.chip), images: [...images] });
   }
 
+  unsent(text: string, contexts: readonly EditorContext[]): void {
+    this.putBack(text, contexts.map((context) => held(context.mcpServer ? "resource" : context.range ? "selection" : "file", context, describeEditorContext(context))));
+  }
+
   itemsChanged(items: ChatItem[]): void {
     this.post({ type: "items", items });
   }
@@ -212,9 +216,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   }
 
   private addChip(kind: Chip["kind"], context: Held["context"], label: string): void {
-    const chip = { id: crypto.randomBytes(8).toString("hex"), kind, label };
-    this.chips.set(chip.id, { chip, context });
-    this.post({ type: "chip", chip });
+    const chip = held(kind, context, label);
+    this.chips.set(chip.chip.id, chip);
+    this.post({ type: "chip", chip: chip.chip });
   }
 
   // `@`: a workspace file, or a resource of the session's MCP servers (the daemon reads it through its server).
@@ -293,6 +297,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
 interface Held {
   chip: Chip;
   context: EditorContext | { imagePath: string; name: string };
+}
+
+// A new chip for `context`.
+function held(kind: Chip["kind"], context: Held["context"], label: string): Held {
+  return { chip: { id: crypto.randomBytes(8).toString("hex"), kind, label }, context };
 }
 
 function contextsOf(chips: readonly Held[]): EditorContext[] {

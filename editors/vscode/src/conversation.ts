@@ -12,7 +12,7 @@ import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand,
 import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
 import { cutsConversation, isSlashCommand } from "./lib/slash";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
-import { QueueMemory, QueuedPrompts } from "./queuedPrompts";
+import { QueueMemory, QueuedPrompts, unsentNotice } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
 import { SessionHistory } from "./sessionHistory";
 import { SessionHost } from "./sessionHost";
@@ -39,6 +39,8 @@ export interface ConversationListener {
   permissionAsked?(): void;
   /** Older items of the current session go before the others; `earlier` messages are still not loaded. */
   earlierLoaded?(items: ChatItem[], earlier: number): void;
+  /** A prompt that will not run (its daemon ended) goes back in the input, with its context. */
+  unsent?(text: string, contexts: readonly EditorContext[]): void;
 }
 
 // Streaming deltas are coalesced for this long before the view is updated.
@@ -552,15 +554,18 @@ export class Conversation implements vscode.Disposable {
     this.history.clear();
     this.queued.clear();
     // Only a start that shows the last daemon's session again (a reload, a crash, Check again) brings back the
-    // prompts queued in it; Restart and a settings change start fresh, and those prompts ended with that daemon.
-    // Decided now: a session switched to while this one starts came back with them held. Each session's come back
-    // when it is shown (`switchTo`), the one shown first below.
+    // prompts queued in it; Restart and a settings change start fresh: those prompts (held ones too) ended with that
+    // daemon, and go back in the input, said, rather than vanish. Decided now: a session switched to while this one
+    // starts came back with them held. Each session's come back when it is shown (`switchTo`), the one shown first below.
     const continuing = this.restore !== undefined;
     this.resuming = continuing;
+    const unsent = continuing ? [] : this.queued.forget();
     if (continuing) this.queued.carry();
-    else this.queued.forget();
     this.dirty.clear();
     for (const listener of this.listeners) listener.reset();
+    // At once (the input is the webview's own: no reset clears it), one prompt per line, before what is typed there.
+    const text = unsent.map((prompt) => prompt.text).join("\n");
+    if (unsent.length) for (const listener of this.listeners) listener.unsent?.(text, unsent.flatMap((prompt) => prompt.contexts));
     let settled = (): void => undefined;
     this.settling = new Promise<void>((resolve) => (settled = resolve));
     try {
@@ -580,6 +585,8 @@ export class Conversation implements vscode.Disposable {
         }
         this.crashNotice = false;
         this.cutShort = [];
+        // Said once the fresh chat is settled: a notice before would count as typed in it (`restoreSession`).
+        if (unsent.length) this.changed(this.model.addNotice("info", unsentNotice(unsent.length)));
         await this.approvals.applyPending();
       }
     } catch (err) {

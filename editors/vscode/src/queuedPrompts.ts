@@ -2,7 +2,7 @@
 // (`queueHeld`): the chat says so, and the next prompt is sent behind them (they run first, in order) instead of
 // running past them. A window reload (or a crash) ends the daemon and its queue with it: each session's prompts are
 // remembered in the window's state and queued again in the next daemon, held the same way, once that session is
-// shown again (at once, or when switched to later). A Restart starts fresh: it forgets them all.
+// shown again (at once, or when switched to later). A Restart starts fresh: they go back in the chat's input, unsent.
 
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
@@ -53,6 +53,12 @@ interface QueueState {
 function heldNotice(count: number, why: string): string {
   if (count === 1) return `${why}: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it.`;
   return `${why}: ${count} queued prompts wait. They run before your next prompt; /queued clear drops them.`;
+}
+
+/** What the chat says of the queued prompts a restarted daemon ended, put back in the input. */
+export function unsentNotice(count: number): string {
+  if (count === 1) return "The daemon restarted: the prompt queued in it did not run. It is back in the input: send it again or edit it.";
+  return `The daemon restarted: the ${count} prompts queued in it did not run. They are back in the input: send them again or edit them.`;
 }
 
 /** The queued prompts of the conversation's sessions. */
@@ -186,10 +192,12 @@ export class QueuedPrompts {
     this.host.changedIn(session, model.addNotice("info", heldNotice(prompts.length, "The window reloaded during a turn")));
   }
 
-  /** Forget every saved prompt (a daemon that starts fresh: they ended with the one that held them). */
-  forget(): void {
+  /** Forget every saved prompt (a daemon that starts fresh: they ended with the one that held them); returns them. */
+  forget(): SavedPrompt[] {
+    const saved = this.memory?.get() ?? [];
     this.carried.clear();
     this.memory?.set(undefined);
+    return saved.flatMap((queue) => queue.prompts);
   }
 
   /** Forget every session's state (a daemon ended or a fresh one started; `carry` brings back what was saved). */

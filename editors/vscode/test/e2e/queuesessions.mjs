@@ -2,11 +2,12 @@
 // Session Alpha streams slowly and a prompt is queued in it; New Session starts Beta, which streams too, and a prompt
 // is queued there; the window reloads mid-turn. Beta (shown before the reload) comes back with its prompt held and
 // the notice, Alpha's when Alpha is switched to; neither runs on its own, each runs when the user sends the next
-// prompt in its session. Then both queue again and Restart forgets them: neither comes back.
+// prompt in its session. Then both queue again (one held by Stop) and Restart puts them back in the input, said: neither
+// is queued in the fresh daemon.
 //
 // Usage: node test/e2e/queuesessions.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFocused, log, openChat, runCommand, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, fillInput, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const slow = (name) => ({ text: `${name} streams very slowly so that the user has time to act. `.repeat(10), chunk_size: 2, delay: 0.25 });
 // The scripted model answers in the order it is asked: a prompt that ran out of turn takes another's answer.
@@ -63,7 +64,7 @@ async function sendBehindHeld(chat, held, next, heldAnswer, nextAnswer) {
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
 }
 
-await withVSCode({ script }, async ({ page, screenshot }) => {
+await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   let chat = await openChat(page);
 
@@ -102,14 +103,34 @@ await withVSCode({ script }, async ({ page, screenshot }) => {
   await screenshot("sessions-alpha-ran");
   log("neither held prompt ran on its own; each ran before the next prompt sent in its session");
 
-  // 5. Both sessions queue again mid-turn, then Restart: neither prompt comes back, and the next prompt runs alone.
-  await streamAndQueue(chat, "Alpha: one more slow story.", "Alpha's second story", "Alpha queued before Restart.");
+  // 5. Both sessions queue again mid-turn (Alpha's with a file chip, then held by Stop), the next prompt is being
+  // typed, then Restart: the fresh daemon has neither, so both are back in the input (before what was typed, with the
+  // chip) and the chat says so (they vanished without a word). Sent again, or not: the next prompt in each runs alone.
+  await send(chat, "Alpha: one more slow story.");
+  await answer(chat, "Alpha's second story").waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  await pickFile(page, chat, "notes.txt");
+  await chat.locator("#chips .chip", { hasText: "notes.txt" }).waitFor({ timeout: waitMs });
+  await send(chat, "Alpha queued before Restart.");
+  await meta(chat, "Alpha queued before Restart.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").click();
+  await meta(chat, "Alpha queued before Restart.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await switchTo(page, chat, "Beta: tell a slow story.", "Beta next.");
   await streamAndQueue(chat, "Beta: one more slow story.", "Beta's second story", "Beta queued before Restart.");
+  await fillInput(chat, "still typing");
   await screenshot("sessions-before-restart");
   await runCommand(page, "Ollie: Restart");
   await user(chat, "Beta").first().waitFor({ state: "detached", timeout: waitMs });
   await waitForStatus(page, /Ollie: idle/);
+  const back = "Alpha queued before Restart.\nBeta queued before Restart.\nstill typing";
+  await chat.waitForFunction((want) => document.getElementById("input")?.value === want, back, { timeout: waitMs }).catch(async () => {
+    throw new Error(`after Restart the input holds ${JSON.stringify(await chat.locator("#input").inputValue())}, not ${JSON.stringify(back)}`);
+  });
+  if ((await texts(chat.locator("#chips .chip"))).join() !== "notes.txt") throw new Error("the put-back prompt lost its file chip");
+  await chat.locator(".item.notice", { hasText: "The daemon restarted: the 2 prompts queued in it did not run. They are back in the input" }).waitFor({ timeout: waitMs });
+  await screenshot("sessions-back-in-input-after-restart");
+  log("after Restart the queued and the held prompt were back in the input, before the text being typed, with the chip, said");
+  while (await chat.locator("#chips .chip-remove").count()) await chat.locator("#chips .chip-remove").first().click();
   for (const [name, title] of [["Alpha", "Alpha: tell a slow story."], ["Beta", "Beta: tell a slow story."]]) {
     await switchTo(page, chat, title, `${name} next.`);
     await send(chat, `${name} after Restart.`);

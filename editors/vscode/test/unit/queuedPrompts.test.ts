@@ -185,14 +185,14 @@ test("the saved queues read back from the window's state take the single queue a
   assert.deepEqual(savedQueues(undefined), []);
 });
 
-test("Restart forgets every session's saved prompts (it starts fresh)", async () => {
+test("Restart forgets every session's saved prompts (it starts fresh), handing them back for the input, oldest first", async () => {
   const memory = windowState();
   const before = queue(memory).prompts;
   before.queued("a", "Then summarise it.", []);
   before.queued("b", "And list the files.", []);
   const { prompts, model } = queue(memory);
   prompts.clear();
-  prompts.forget();
+  assert.deepEqual(prompts.forget().map((p) => p.text), ["Then summarise it.", "And list the files."]);
   assert.equal(memory.saved, undefined);
   await prompts.restore("a");
   // That session resumed later, and its daemon restarted after a crash: nothing comes back held.
