@@ -23,6 +23,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   // What each chip on the input stands for: editor context, or an image file the daemon reads (the webview only knows
   // the chip: its id, kind and label).
   private readonly chips = new Map<string, Held>();
+  // Prompts put back before the view's script is up (the chat not opened since the window started, or reloading):
+  // posted once it says it is ready (posted before, they went nowhere while the chat said they were in the input).
+  private unposted: ToWebview[] | undefined = [];
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -41,6 +44,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     view.webview.onDidReceiveMessage((raw) => this.receive(raw));
     view.onDidDispose(() => {
       this.view = undefined;
+      this.unposted = [];
     });
   }
 
@@ -58,7 +62,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   /** Put a prompt that was not sent back in the chat's input, with the chips and pasted images it was sent with. */
   putBack(text: string, chips: readonly Held[] = [], images: readonly PromptImage[] = []): void {
     for (const held of chips) this.chips.set(held.chip.id, held);
-    this.post({ type: "unsent", text, chips: chips.map((held) => held.chip), images: [...images] });
+    const message: ToWebview = { type: "unsent", text, chips: chips.map((held) => held.chip), images: [...images] };
+    if (this.unposted) this.unposted.push(message);
+    else this.post(message);
   }
 
   unsent(text: string, contexts: readonly EditorContext[]): void {
@@ -126,6 +132,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         this.reset();
         this.statusChanged(this.conversation.status);
         this.onboardingChanged(this.conversation.onboarding);
+        for (const unsent of this.unposted ?? []) this.post(unsent);
+        this.unposted = undefined;
         return;
       case "submit": {
         const chips = this.takeChips(message.chips);

@@ -278,7 +278,7 @@ export class Conversation implements vscode.Disposable {
     try {
       await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts), ...extra }));
       this.changedIn(session, model.addUser(text, { note, contextLabels: contexts.map(describeEditorContext) }));
-      if (note === "queued") this.queued.queued(session, text, contexts);
+      this.queued.queued(session, text, contexts, note === "injected");
       return true;
     } catch (err) {
       const why = isDaemonGone(err) ? "The Ollie daemon stopped." : errorText(err);
@@ -497,6 +497,7 @@ export class Conversation implements vscode.Disposable {
     if (event.role === "turn") this.updateStatus(event.session, { running: event.content === "start" });
     if (event.session === this.current) for (const item of changed) this.changed(item);
     if (event.role === "user") this.queued.started(event.session, event.content);
+    if (event.role === "tool") this.queued.taken(event.session);
     if (event.role === "turn" && event.content !== "start") {
       void this.queued.turnEnded(event.session, event.content);
       this.questions.turnEnded(event.session);

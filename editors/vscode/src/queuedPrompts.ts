@@ -1,4 +1,5 @@
-// Prompts queued for after the running turn, kept as the daemon keeps them. A Stop holds them in the daemon
+// Prompts queued for after the running turn, and text injected into it that it has not taken yet (at the turn's end
+// the daemon queues what is left of it), kept as the daemon keeps them. A Stop holds them in the daemon
 // (`queueHeld`): the chat says so, and the next prompt is sent behind them (they run first, in order) instead of
 // running past them. A window reload (or a crash) ends the daemon and its queue with it: each session's prompts are
 // remembered in the window's state and queued again in the next daemon, held the same way, once that session is
@@ -9,10 +10,11 @@ import { errorText } from "./lib/errors";
 import { EditorContext } from "./lib/protocol";
 import { SessionHost } from "./sessionHost";
 
-/** A queued prompt as remembered across a reload. */
+/** A queued prompt (or injected text not taken yet) as remembered across a reload. */
 export interface SavedPrompt {
   text: string;
   contexts: EditorContext[];
+  injected?: boolean;
 }
 
 /** A session's queued prompts as remembered across a reload. */
@@ -88,9 +90,18 @@ export class QueuedPrompts {
     return this.held.has(session);
   }
 
-  /** A prompt was queued (the daemon accepted it). */
-  queued(session: string, text: string, contexts: readonly EditorContext[]): void {
-    this.pending.set(session, [...(this.pending.get(session) ?? []), { text, contexts: [...contexts] }]);
+  /** A prompt was queued, or text injected into the running turn (the daemon accepted it). */
+  queued(session: string, text: string, contexts: readonly EditorContext[], injected = false): void {
+    const prompt = injected ? { text, contexts: [...contexts], injected } : { text, contexts: [...contexts] };
+    this.pending.set(session, [...(this.pending.get(session) ?? []), prompt]);
+    this.save(session);
+  }
+
+  /** A tool result of the session's turn came (its `tool` event): it took the text injected before it. */
+  taken(session: string): void {
+    const prompts = this.pending.get(session) ?? [];
+    if (!prompts.some((p) => p.injected)) return;
+    this.pending.set(session, prompts.filter((p) => !p.injected));
     this.save(session);
   }
 
@@ -113,12 +124,14 @@ export class QueuedPrompts {
     this.host.daemon.request("ollie/queue/run", { session }).catch((err: unknown) => this.host.log.warn(`ollie/queue/run: ${errorText(err)}`));
   }
 
-  /** A queued prompt's turn started: it is no longer waiting. */
+  /** A queued prompt's turn started: it is no longer waiting (nor the injected text the daemon queued as one). */
   started(session: string, content: string): void {
     const prompts = this.pending.get(session) ?? [];
-    const index = prompts.findIndex((p) => content.includes(p.text));
-    if (index >= 0) {
-      prompts.splice(index, 1);
+    const ran = prompts.filter((p) => p.injected && content.includes(p.text));
+    const index = prompts.findIndex((p) => !p.injected && content.includes(p.text));
+    if (!ran.length && index >= 0) ran.push(prompts[index]);
+    if (ran.length) {
+      this.pending.set(session, prompts.filter((p) => !ran.includes(p)));
       this.save(session);
     }
     // The prompt moved to the end of the chat (chatModel's `user` event): the view draws it anew.
@@ -181,7 +194,8 @@ export class QueuedPrompts {
         this.host.log.warn(`re-queueing after a reload: ${errorText(err)}`);
         continue;
       }
-      prompts.push(prompt);
+      // Queued again it is a queued prompt, whatever it was (no tool result takes it now).
+      prompts.push({ text: prompt.text, contexts: prompt.contexts });
       this.host.changedIn(session, model.addUser(prompt.text, { note: "held", contextLabels: prompt.contexts.map(describeEditorContext) }));
     }
     // Those queued meanwhile (a prompt sent while these were re-queued) go behind them, as in the daemon.

@@ -203,3 +203,41 @@ test("Restart forgets every session's saved prompts (it starts fresh), handing t
   assert.equal(prompts.holds("a"), false);
   assert.deepEqual(model.items, []);
 });
+
+test("injected text is kept with the queued prompts until a tool result takes it, and then only what came after", () => {
+  const memory = windowState();
+  const { prompts } = queue(memory);
+  const file = { uri: "file:///w/notes.txt" };
+  prompts.queued("s", "Then summarise it.", []);
+  prompts.queued("s", "Use tabs.", [file], true);
+  assert.deepEqual(memory.saved?.[0].prompts, [prompt("Then summarise it."), { text: "Use tabs.", contexts: [file], injected: true }]);
+  prompts.taken("s");
+  prompts.queued("s", "And spaces.", [], true);
+  // Restart hands back what no turn took, with the queued prompt, in order.
+  assert.deepEqual(prompts.forget().map((p) => p.text), ["Then summarise it.", "And spaces."]);
+});
+
+test("injected text the turn ended without taking runs as the daemon's queued prompt, joined: then it is forgotten", () => {
+  const memory = windowState();
+  const { prompts } = queue(memory);
+  prompts.queued("s", "Use tabs.", [], true);
+  prompts.queued("s", "Then summarise it.", []);
+  prompts.queued("s", "And spaces.", [], true);
+  prompts.started("s", "Use tabs.\nAnd spaces.");
+  assert.deepEqual(memory.saved?.[0].prompts, [prompt("Then summarise it.")]);
+  prompts.started("s", "Then summarise it.");
+  assert.equal(memory.saved, undefined);
+});
+
+test("injected text saved across a reload comes back as a held queued prompt, which no tool result drops", async () => {
+  const memory = windowState();
+  queue(memory).prompts.queued("s", "Use tabs.", [], true);
+  const { prompts, answers, model } = queue(memory);
+  prompts.clear();
+  prompts.carry();
+  await restored(prompts, answers, "s", 1);
+  assert.ok(prompts.holds("s"));
+  assert.deepEqual(notes(model), ["held"]);
+  prompts.taken("s");
+  assert.deepEqual(memory.saved?.[0].prompts, [prompt("Use tabs.")]);
+});
