@@ -38,15 +38,24 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   log("text injected and not taken when the window reloaded came back held");
 
   // 3. The chat view hidden, the window reloads (the view is not resolved) and Restart comes before it is opened.
-  await runCommand(page, "View: Toggle Secondary Side Bar Visibility");
-  await page.locator(".part.auxiliarybar").waitFor({ state: "hidden", timeout: waitMs });
-  await reload(page);
-  await waitForStatus(page, /Ollie: idle/);
+  const chatResolved = async () =>
+    page.frames().length > 1 && (await Promise.all(page.frames().map((f) => f.$("#input").catch(() => null)))).some(Boolean);
+  for (let attempt = 1; ; attempt++) {
+    if (await page.locator(".part.auxiliarybar").isVisible()) {
+      await runCommand(page, "View: Toggle Secondary Side Bar Visibility");
+      await page.locator(".part.auxiliarybar").waitFor({ state: "hidden", timeout: waitMs });
+    }
+    await reload(page);
+    await waitForStatus(page, /Ollie: idle/);
+    if (!(await chatResolved())) break;
+    // The hidden bar is layout the window saves when it gets to: a reload right after the toggle may come first.
+    if (attempt === 3) throw new Error("the chat view came back after three reloads with it hidden");
+  }
   await screenshot("inject-reloaded-chat-hidden");
   await runCommand(page, "Ollie: Restart");
   await waitForStatus(page, /Ollie: starting/).catch(() => undefined);
   await waitForStatus(page, /Ollie: idle/);
-  if (page.frames().length > 1 && (await Promise.all(page.frames().map((f) => f.$("#input").catch(() => null)))).some(Boolean)) {
+  if (await chatResolved()) {
     throw new Error("the chat view was resolved before it was opened: the test does not show a put-back to no view");
   }
   chat = await openChat(page);
