@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -54,16 +55,21 @@ def grant_team(store_url: str) -> None:
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'ollie_team'").fetchone() is None:
             conn.execute("CREATE ROLE ollie_team NOLOGIN")
             for person in PEOPLE:
-                conn.execute(f"CREATE ROLE {person} LOGIN IN ROLE ollie_team")
+                conn.execute(f"CREATE ROLE {person} LOGIN PASSWORD '{password_of(store_url)}' IN ROLE ollie_team")
         for statement in TEAM_GRANTS.format(schema=schema).split(";"):
             conn.execute(statement)  # type: ignore[arg-type]  # built, not literal, SQL
         if conn.execute("SELECT pg_catalog.to_regprocedure('ollie_touch_shared(text)')").fetchone()[0]:  # schema 6
             conn.execute("GRANT EXECUTE ON FUNCTION ollie_touch_shared(TEXT) TO ollie_team")
 
 
+def password_of(store_url: str) -> str:
+    """The test server's password, which every role made for a test logs in with."""
+    return urllib.parse.urlsplit(store_url).password or ""
+
+
 def role_url(store_url: str, role: str) -> str:
-    """The store's URL for another role of the server (trust auth: no password)."""
-    return store_url.replace("postgresql://postgres@", f"postgresql://{role}@", 1)
+    """The store's URL for another role of the server (the server's password: `password_of`)."""
+    return store_url.replace("postgresql://postgres:", f"postgresql://{role}:", 1)
 
 
 @pytest.fixture

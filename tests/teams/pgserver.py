@@ -7,6 +7,7 @@ import atexit
 import itertools
 import os
 import pwd
+import secrets
 import shlex
 import shutil
 import socket
@@ -47,12 +48,20 @@ class PgServer:
             entry = pwd.getpwnam("postgres")
             os.chown(self.dir, entry.pw_uid, entry.pw_gid)
         self._watchdog = self._watch()
-        self._run(pg_bin("initdb"), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "-D", str(self.data))
+        # A password, not trust: its port is on 127.0.0.1, where any user of the machine may connect, and a superuser
+        # runs programs as the server's OS user (`COPY ... FROM PROGRAM`). Every role of the tests logs in with it.
+        self.password = secrets.token_hex(16)
+        pwfile = self.dir / "password"
+        pwfile.write_text(self.password)
+        if self._as_postgres:
+            os.chown(pwfile, entry.pw_uid, entry.pw_gid)
+        self._run(pg_bin("initdb"), "-A", "scram-sha-256", f"--pwfile={pwfile}", "-U", "postgres", "-E", "UTF8",
+                  "--no-sync", "-D", str(self.data))
         # fsync off for tests (a lost machine loses a throwaway cluster); on for the bench, to compare durable writes.
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'} "
                    "-c max_connections=300 -c shared_buffers=32MB")
         self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
-        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.url = f"postgresql://postgres:{self.password}@127.0.0.1:{self.port}/postgres"
 
     def _argv(self, *argv: str) -> tuple[str, ...]:
         return ("su", "postgres", "-s", "/bin/sh", "-c", shlex.join(argv)) if self._as_postgres else argv

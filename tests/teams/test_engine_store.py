@@ -20,6 +20,7 @@ from ollie.sessions import persist
 from ollie.sessions.location import store_url
 from ollie.testing import Reply
 from tests.procs import eventually
+from tests.teams.conftest import role_url
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))  # the engine tests' helpers (not a package)
 from agentkit import FAST_LIMITS, ToyServer, drain, write_agent  # noqa: E402
@@ -109,9 +110,10 @@ def limited_url(pg_server, store_url) -> Any:
     schema = store_url.rsplit("%3D", 1)[1]
     role = f"r_{schema}"
     with psycopg.connect(pg_server.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role),
+                                                                       sql.Literal(pg_server.password)))
         conn.execute(sql.SQL("GRANT ALL ON SCHEMA {} TO {}").format(sql.Identifier(schema), sql.Identifier(role)))
-    url = store_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+    url = role_url(store_url, role)
 
     def grant(allowed: bool) -> None:
         with psycopg.connect(pg_server.url, autocommit=True) as conn:

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -268,3 +269,22 @@ async def test_daemons_connected_as_their_peoples_roles_act_as_them_and_carry_a_
         rounds.replace(whole)
     rounds.close()
     assert "alice" in writers() and writers()[0] == "bob"
+
+
+def test_another_user_of_the_machine_cannot_log_in_to_the_test_server(pg_server):
+    """Mallory, a second OS user, connects to the test run's server on 127.0.0.1 as its superuser (Bug: trust auth let
+    her in without a password: every test's store hers, and `COPY ... FROM PROGRAM` ran her commands as the server's
+    OS user)."""
+    from tests.asuser import run_as
+    from tests.tools.test_os_users import ALICE
+
+    said = run_as(ALICE, f"""
+import psycopg
+for user in ("postgres", "alice"):
+    try:
+        psycopg.connect("postgresql://" + user + "@127.0.0.1:{pg_server.port}/postgres", connect_timeout=10).close()
+        print(user, "in")
+    except psycopg.OperationalError as error:
+        print(user, "refused:", error)
+""", env={"PATH": "/usr/bin:/bin"}, cwd=Path("/"))
+    assert said.count("refused:") == 2 and "password" in said, said

@@ -136,7 +136,7 @@ def test_doctor_checks_the_store(store_url, tmp_path):
     wrong = check_store({"OLLIE_STORE": "mysql://x"})
     assert not wrong.ok and "postgresql://" in wrong.fix
     report = ollie(tmp_path, "doctor", OLLIE_STORE=store_url, OLLIE_BACKEND="openai", OLLIE_OPENAI_URL="http://127.0.0.1:9")
-    assert "ok   store: PostgreSQL at postgresql://postgres@127.0.0.1:" in report.stdout, report.stdout
+    assert "ok   store: PostgreSQL at postgresql://postgres:***@127.0.0.1:" in report.stdout, report.stdout
 
 
 def test_an_unreachable_store_is_an_os_error_so_sessions_run_unlisted():

@@ -216,3 +216,43 @@ def test_a_planted_runtime_dir_is_never_swept(shared):
                    env={"PATH": "/usr/bin:/bin", "TMPDIR": str(shared), "HOME": str(shared)}, cwd=shared)
     assert swept.strip() == "[]" and old.is_dir(), swept
     assert alice.pw_uid != bob.pw_uid
+
+
+# As the calling user: her configured MCP server starts (its sandbox's network goes through the egress proxy).
+MCP_START = """
+import asyncio, os
+from pathlib import Path
+from ollie.mcp.config import ServerSpec
+from ollie.mcp.stdio import spawn_server
+
+async def main():
+    spec = ServerSpec(name="notes", command="python3", args=("-c", "import sys; sys.stdin.read()"))
+    try:
+        proc = await spawn_server(spec, cwd=Path(os.environ["WORK"]), environ=os.environ, network_from="default")
+    except Exception as error:
+        print("refused:", error)
+        return
+    from ollie.sandbox import egress
+    print("started, the proxy at", os.path.realpath(egress.proxy().path))
+    proc.kill_group()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("planted", ["dir", "symlink"])
+def test_a_runtime_dir_planted_by_another_user_never_holds_the_egress_proxy_s_socket(shared, planted):
+    """Before Bob's first step, Alice plants his runtime dir; his MCP server starts first, through the egress proxy.
+    (Bug: the proxy made its socket's dir in hers, which she may rename, so she could put her own socket at its path:
+    the listeners of his sandboxes' network namespaces came to her, and with them every connection they made.)"""
+    alice, bob = os_user(ALICE), os_user(BOB)
+    target = shared / f"ollie-{bob.pw_uid}"
+    decoy = home_of(ALICE, shared) / "decoy"
+    run_as(ALICE, f"import os; os.mkdir({str(decoy)!r}, 0o777); os.chmod({str(decoy)!r}, 0o777)\n"
+           + (f"os.mkdir({str(target)!r}, 0o777); os.chmod({str(target)!r}, 0o777)" if planted == "dir"
+              else f"os.symlink({str(decoy)!r}, {str(target)!r})"),
+           env={"PATH": "/usr/bin:/bin"}, cwd=shared)
+    said = run_as(BOB, MCP_START, env=env_of(BOB, shared), cwd=home_of(BOB, shared) / "work")
+    assert "refused:" in said and str(target) in said, said
+    assert os.listdir(decoy) == [] and os.listdir(target) == []
+    assert alice.pw_uid != bob.pw_uid

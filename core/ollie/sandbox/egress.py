@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ollie import paths
 from ollie.log import get_logger
+from ollie.sandbox import runtimedir
 from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
 from ollie.sandbox.proxyrequest import RequestError, is_ip, normal_host, read_request, tunnel_opening
 from ollie.sandbox.relay import Count, connect, relay
@@ -373,9 +373,8 @@ class EgressProxy:
         """Listen on a fresh private unix socket (idempotent)."""
         if self._server is not None:
             return
-        base = paths.runtime_tmp_dir()
-        base.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._dir = tempfile.mkdtemp(prefix="egress-", dir=base)
+        # Ours and 0700, or refused: in another user's dir she could rename ours and put her socket at its path.
+        self._dir = tempfile.mkdtemp(prefix="egress-", dir=runtimedir.runtime_root())
         # Beside the sessions' dirs, which a session opening sweeps of those whose owner lock no live process
         # holds (tools/execute/sessiondirs.py): held while the proxy lives, so only a dead daemon's dir goes.
         self._lock = os.open(os.path.join(self._dir, "owner.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ollie import paths, programs
 from ollie.sandbox.errors import SandboxError
+from ollie.sandbox.runtimedir import PRIVATE_MODE, runtime_root
 
-PRIVATE_MODE = 0o700
 OWNER_LOCK = "owner.lock"
 # A dir without an owner lock is being created right now, or was left by an older ollie (or a crashed
 # prompt command's private dir): swept only once it is this old.
@@ -50,28 +50,6 @@ def make_private_dir(path: Path) -> Path:
     path.mkdir(mode=PRIVATE_MODE, parents=True, exist_ok=True)
     os.chmod(path, PRIVATE_MODE)
     return path
-
-
-def runtime_root() -> Path:
-    """The per-user runtime root (`paths.runtime_tmp_dir`), made 0700 if missing, and checked to be ours.
-
-    It usually lies in a directory every user may write (/tmp): a symlink or a dir
-    of another user's planted at its name is refused, never used or followed.
-    """
-    root = paths.runtime_tmp_dir()
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(root, PRIVATE_MODE)
-    info = os.lstat(root)
-    if not stat.S_ISDIR(info.st_mode):
-        raise SandboxError(f"{root} is not a directory (a symlink or a file is there): ollie keeps its session "
-                           "dirs there and will not follow it; remove it, or set XDG_RUNTIME_DIR")
-    if info.st_uid != os.geteuid():
-        raise SandboxError(f"{root} belongs to uid {info.st_uid}, not to you (uid {os.geteuid()}): ollie will not "
-                           "keep its session dirs there; remove it, or set XDG_RUNTIME_DIR")
-    if info.st_mode & 0o077:
-        os.chmod(root, PRIVATE_MODE)
-    return root
 
 
 @dataclass(eq=False, repr=False)

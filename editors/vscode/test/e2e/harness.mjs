@@ -11,6 +11,7 @@
 // with the vsix installed, copied for the window; default: installed by code-server's CLI).
 
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
 import * as net from "node:net";
@@ -238,11 +239,13 @@ export async function installVsix(vsix, dirs, env) {
 
 /** Start code-server on `workspace` and open it in headless Chromium; resolves with { browser, page, address }. */
 export async function startVSCode(workspace, dirs, env) {
+  // A password, not `--auth none`: its port is on 127.0.0.1, where any user of the machine could open its terminal.
+  const password = randomBytes(18).toString("hex");
   const [, address] = await start(
     "code-server",
     codeServer,
-    [...dirs, "--auth", "none", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", workspace],
-    { env, ready: /HTTP server listening on (http:\/\/\S+)/ },
+    [...dirs, "--auth", "password", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", workspace],
+    { env: { ...env, PASSWORD: password }, ready: /HTTP server listening on (http:\/\/\S+)/ },
   );
   log(`code-server at ${address}`);
   const { chromium } = createRequire(path.join(e2eDir, "cs", "package.json"))("playwright-core");
@@ -256,6 +259,9 @@ export async function startVSCode(workspace, dirs, env) {
   context.on("page", async (opened) => {
     if (await opened.opener()) strayPages.push(opened);
   });
+  // Logged in once: the session cookie is the context's, for every window the test opens.
+  const login = await context.request.post(`${address.replace(/\/$/, "")}/login`, { form: { password }, maxRedirects: 0 });
+  if (login.status() !== 302) throw new Error(`code-server refused the login: ${login.status()}`);
   const page = await context.newPage();
   page.on("console", (m) => fs.appendFileSync(path.join(artifacts, "browser-console.log"), `${m.type()}: ${m.text()}\n`));
   await loadWorkbench(page, `${address.replace(/\/$/, "")}/?folder=${encodeURIComponent(workspace)}`);

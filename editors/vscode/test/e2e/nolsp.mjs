@@ -26,4 +26,9 @@ await withVSCode({ script: null, serverEnv: {}, settings: { "ollie.serverCommand
   await chat.locator(".item.notice", { hasText: "Ollie: Restart" }).last().waitFor({ timeout: waitMs });
   await screenshot("no-ollie-lsp");
   log("with no ollie-lsp the chat says how to install it, and a prompt sent stays with the answer");
+  // Another user of the machine, who has its port but not the session cookie, gets the login page (it served him
+  // the workbench and its terminal, as the tester, under `--auth none`).
+  const stranger = await fetch(new URL(page.url()).origin + "/", { redirect: "manual" });
+  if (stranger.status !== 302 || !(stranger.headers.get("location") ?? "").includes("login")) throw new Error(`code-server served a stranger: ${stranger.status}`);
+  log("code-server asks another user for its password");
 });
