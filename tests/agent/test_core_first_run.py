@@ -8,6 +8,7 @@ import threading
 
 from agentkit import ToyServer, drain, roles, wait_state, write_agent
 
+from ollie.agent import setup
 from ollie.testing import Reply
 
 # The seed's backoff: before, an unreachable server cost 5 + 10 + 20 s of retries.
@@ -65,6 +66,20 @@ async def test_backend_health_is_checked_once_and_again_after_a_switch(scripted_
     health = await core.backend_health()
     assert (health["ok"], health["modelPresent"]) == (False, False)
     assert "not-there" in health["error"]
+
+
+async def test_a_turn_the_model_answered_drops_the_failure_its_health_check_had_cached(scripted_llm, make_core,
+                                                                                       monkeypatch):
+    # VS Code's "cannot be reached" banner stayed over the answer: at the turn's end it asked the health again, and the
+    # daemon gave the failure it had checked a second before the server came up (reused for FAILED_HEALTH_REUSE_S).
+    monkeypatch.setattr(setup, "FAILED_HEALTH_REUSE_S", 600.0)
+    url = closed_url()
+    core = await make_core(scripted_llm("openai"), toy=ToyServer(), env={"OLLIE_OPENAI_URL": f"{url}/v1"})
+    assert (await core.backend_health())["ok"] is False
+    srv = scripted_llm("openai", port=int(url.rsplit(":", 1)[1]))
+    srv.script(Reply.text("up now"))
+    assert (await core.submit("hello")).reply == "up now"
+    assert (await core.backend_health())["ok"] is True
 
 
 async def test_a_config_context_length_is_the_limit(scripted_llm, make_core, agents_dir):

@@ -58,6 +58,7 @@ MODULES_ALLOWED = {
     "core/ollie/sandbox/launcher.py": "/dev/null",
     "core/ollie/sandbox/spawn.py": "/dev/null for a step's stdin",
     "core/ollie/sandbox/egress.py": "the proxy's socket dir in ollie's runtime dir",
+    "core/ollie/sandbox/runtimedir.py": "ollie's per-user runtime root (lstat-checked: ours, a directory, 0700)",
     "core/ollie/sandbox/netsaved.py": "the user's always-allowed hosts, in ollie's config dir",
     "core/ollie/sandbox/writers.py": ("lock files in ollie's state dir (O_NOFOLLOW); realpath of a policy's paths and "
                                       "of a path already checked beneath its root"),
@@ -113,7 +114,7 @@ ALLOWED = {
     ("core/ollie/mcp/stdio.py", "server_policy"): "paths the user's server config names, existence only (granted read)",
     ("core/ollie/mcp/stdio.py", "spawn_server.prepare"): "the server's own dir in ollie's state dir",
     ("core/ollie/tools/execute/runner.py", "Runner.prepare_dirs"): "the memory and plan dirs",
-    ("core/ollie/tools/execute/runner.py", "Runner._own_notes"): "this project's notes dir, in ollie's data dir",
+    ("core/ollie/tools/execute/runner.py", "make_notes_dir"): "this project's notes dir, in ollie's data dir",
     ("core/ollie/backend/registry.py", "environment"): "the env file in ollie's config dir",
 }
 

@@ -165,6 +165,11 @@ class Setup:
             self._health, self._health_at = health, time.monotonic()
         return health.to_wire()
 
+    def backend_answered(self) -> None:
+        """A turn's model answered: a failed check cached moments ago is stale (the server came up since)."""
+        if self._health is not None and not self._health.ok:
+            self._health = None
+
     def confine_commands(self, owner: str) -> None:
         """Run the agent's prompt commands and hooks sandboxed (the default command sandbox) where its config says
         "none": the session is `owner`'s, and the owner's choice is no licence for commands with this user's rights."""
