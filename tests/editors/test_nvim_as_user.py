@@ -116,6 +116,23 @@ for top, _, names in os.walk(sys.argv[1]):
 """
 
 
+def one_turn_as_alice(home, srv, file: str, prompt: str, done) -> None:
+    """Alice opens `file` in Neovim, sends `prompt` and waits until the screen shows `done` (its capture kept)."""
+    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), file)
+    try:
+        tmux.wait(lambda s: file in s, "nvim to start")
+        tmux.keys(prompt, "Enter")
+        tmux.keep("1-turn", tmux.wait(done, "the turn", 60))
+    finally:
+        tmux.close()
+
+
+def found_by_bob(where, secret: str) -> str:
+    """The files under `where` in which a second user of the machine (Bob) finds `secret` ("" when none)."""
+    return subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(where), secret],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+
+
 def test_another_user_cannot_read_her_private_file_in_the_checkpoints(shared, scripted_llm):  # noqa: F811
     """Her workspace holds a 0600 `.env`; after a turn that edits another file, a second user of the machine finds
     its secret nowhere under her state dir, which she left traversable as most homes are (Bug: the checkpoints kept
@@ -129,17 +146,9 @@ def test_another_user_cannot_read_her_private_file_in_the_checkpoints(shared, sc
         (home / "work" / name).write_text(text)
         os.chown(home / "work" / name, user.pw_uid, user.pw_gid)
     (home / "work" / ".env").chmod(0o600)
-    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "calc.py")
-    try:
-        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
-        tmux.keys(":Ollie fix add", "Enter")
-        tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "1 file changed" in s, "the turn", 60))
-    finally:
-        tmux.close()
+    one_turn_as_alice(home, srv, "calc.py", ":Ollie fix add", lambda s: "Fixed add." in s and "1 file changed" in s)
     assert list((home / "state" / "ollie" / "checkpoints").iterdir()), "no checkpoint was made"
-    found = subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(home / "state"),
-                            "sk-her-secret"], capture_output=True, text=True, timeout=60, check=True).stdout
-    assert found == "", found
+    assert found_by_bob(home / "state", "sk-her-secret") == ""
 
 
 def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa: F811
@@ -179,14 +188,7 @@ def test_another_user_cannot_read_the_notes_the_agent_keeps_for_her(shared, scri
     srv.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "memory_remember", "args": ["The staging password is hunter2-staging"]}]})), Reply.text("Noted."))
     home = home_of(ALICE, shared)
-    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "notes.txt")
-    try:
-        tmux.wait(lambda s: "notes.txt" in s, "nvim to start")
-        tmux.keys(":Ollie remember the staging password", "Enter")
-        tmux.keep("1-noted", tmux.wait(lambda s: "Noted." in s and "(end)" in s, "the turn", 60))
-    finally:
-        tmux.close()
+    one_turn_as_alice(home, srv, "notes.txt", ":Ollie remember the staging password",
+                      lambda s: "Noted." in s and "(end)" in s)
     assert "hunter2-staging" in "".join(p.read_text() for p in (home / "data").rglob("memories.jsonl"))
-    found = subprocess.run([*_as(os_user(BOB)), "/usr/bin/python3", "-I", "-c", PEEK, str(home / "data"),
-                            "hunter2-staging"], capture_output=True, text=True, timeout=60, check=True).stdout
-    assert found == "", found
+    assert found_by_bob(home / "data", "hunter2-staging") == ""

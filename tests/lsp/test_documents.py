@@ -229,15 +229,20 @@ def type_at(editor: Editor, path: Path, line: int, character: int, text: str,
         content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=to), text=text)]))
 
 
-async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_daemon, llm):
-    # pygls applied a change to the lines of `str.splitlines`, which also breaks at a form feed, U+2028 or U+0085
-    # (LSP lines end only at \r\n, \r, \n): a workspace file holding one had every later change land lines earlier,
-    # and the model read (and its edits wrote back) a text that was never in the editor.
+async def reading_notes(start_daemon, llm):
+    """A daemon whose model reads notes.txt (on disk: "on disk"), and an editor on it: (daemon, editor, its path)."""
     llm.script(read("notes.txt"), Reply.text("read"))
     daemon = await start(start_daemon, llm.env())
     notes = daemon.workspace / "notes.txt"
     notes.write_text("on disk\n")
-    editor = Editor(daemon)
+    return daemon, Editor(daemon), notes
+
+
+async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_daemon, llm):
+    # pygls applied a change to the lines of `str.splitlines`, which also breaks at a form feed, U+2028 or U+0085
+    # (LSP lines end only at \r\n, \r, \n): a workspace file holding one had every later change land lines earlier,
+    # and the model read (and its edits wrote back) a text that was never in the editor.
+    daemon, editor, notes = await reading_notes(start_daemon, llm)
     editor.open(notes, "page 😋 one\x0cpage two\u2028still line 0\x85too\nlast line\n")
     type_at(editor, notes, 1, 0, "TYPED ")
     type_at(editor, notes, 0, 11, "!")  # UTF-16 units: the emoji is two
@@ -285,11 +290,7 @@ async def test_a_cr_typed_before_a_deleted_chunk_makes_one_line_end_with_the_lf_
     # ending the chunk before it met the "\n" starting the chunk after it, and each chunk counted its own line
     # end: two lines where the client has one, so every later change landed a line off and the model read a text
     # the user never had.
-    llm.script(read("notes.txt"), Reply.text("read"))
-    daemon = await start(start_daemon, llm.env())
-    notes = daemon.workspace / "notes.txt"
-    notes.write_text("on disk\n")
-    editor = Editor(daemon)
+    daemon, editor, notes = await reading_notes(start_daemon, llm)
     chunk = lineindex.CHUNK
     editor.open(notes, "a" * (chunk - 1) + "x" + "b" * chunk + "\n" + "c" * 9 + "\nlast\n" + "d" * chunk)
     type_at(editor, notes, 0, chunk, "", end=(0, 2 * chunk))  # the b's: the middle chunk, exactly

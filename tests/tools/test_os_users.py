@@ -103,21 +103,25 @@ def test_a_second_os_user_runs_tool_steps_beside_the_first(shared):
     assert (shared / f"ollie-{bob.pw_uid}").stat().st_uid == bob.pw_uid
 
 
-@pytest.mark.parametrize("planted", ["dir", "symlink"])
-def test_a_runtime_dir_planted_by_another_user_is_refused(shared, planted):
-    alice, bob = os_user(ALICE), os_user(BOB)
-    target = shared / f"ollie-{bob.pw_uid}"
+def plant_runtime_dir(shared, planted: str):
+    """Alice plants Bob's runtime dir before his first step: a dir of hers, or a symlink to one: (its path, her dir)."""
+    target = shared / f"ollie-{os_user(BOB).pw_uid}"
     decoy = home_of(ALICE, shared) / "decoy"
-    # Alice plants Bob's runtime dir before Bob's first step: a dir of hers, or a symlink to one.
     run_as(ALICE, f"import os; os.mkdir({str(decoy)!r}, 0o777); os.chmod({str(decoy)!r}, 0o777)\n"
            + (f"os.mkdir({str(target)!r}, 0o777); os.chmod({str(target)!r}, 0o777)" if planted == "dir"
               else f"os.symlink({str(decoy)!r}, {str(target)!r})"),
            env={"PATH": "/usr/bin:/bin"}, cwd=shared)
+    return target, decoy
+
+
+@pytest.mark.parametrize("planted", ["dir", "symlink"])
+def test_a_runtime_dir_planted_by_another_user_is_refused(shared, planted):
+    target, decoy = plant_runtime_dir(shared, planted)
     text = step_as(BOB, shared, "echo ran")
     assert "ran" not in text.replace("[step 1 bash]", ""), text
     assert str(target) in text and ("belongs to uid" in text or "not a directory" in text), text
     assert os.listdir(decoy) == [], "Bob's session files went into Alice's dir"
-    assert alice.pw_uid != bob.pw_uid
+    assert os_user(ALICE).pw_uid != os_user(BOB).pw_uid
 
 
 def her_file_in_roots_dir(shared: Path) -> Path:
@@ -245,14 +249,8 @@ def test_a_runtime_dir_planted_by_another_user_never_holds_the_egress_proxy_s_so
     """Before Bob's first step, Alice plants his runtime dir; his MCP server starts first, through the egress proxy.
     (Bug: the proxy made its socket's dir in hers, which she may rename, so she could put her own socket at its path:
     the listeners of his sandboxes' network namespaces came to her, and with them every connection they made.)"""
-    alice, bob = os_user(ALICE), os_user(BOB)
-    target = shared / f"ollie-{bob.pw_uid}"
-    decoy = home_of(ALICE, shared) / "decoy"
-    run_as(ALICE, f"import os; os.mkdir({str(decoy)!r}, 0o777); os.chmod({str(decoy)!r}, 0o777)\n"
-           + (f"os.mkdir({str(target)!r}, 0o777); os.chmod({str(target)!r}, 0o777)" if planted == "dir"
-              else f"os.symlink({str(decoy)!r}, {str(target)!r})"),
-           env={"PATH": "/usr/bin:/bin"}, cwd=shared)
+    target, decoy = plant_runtime_dir(shared, planted)
     said = run_as(BOB, MCP_START, env=env_of(BOB, shared), cwd=home_of(BOB, shared) / "work")
     assert "refused:" in said and str(target) in said, said
     assert os.listdir(decoy) == [] and os.listdir(target) == []
-    assert alice.pw_uid != bob.pw_uid
+    assert os_user(ALICE).pw_uid != os_user(BOB).pw_uid
