@@ -24,6 +24,8 @@ await withVSCode({ script: [{ text: "Hello." }, { text: "Again." }], files: { "n
   const chat = await openChat(page);
   await send(chat, "hi");
   await chat.locator(".item.assistant", { hasText: "Hello." }).waitFor({ timeout: waitMs });
+  // The turn's end drawn (the page's running state came before it): /help is sent, not queued for a turn's end.
+  await chat.locator('.item.turnEnd[data-stop="end"]').waitFor({ state: "attached", timeout: waitMs });
   const notice = ".item.notice.info";
   await send(chat, "/help");
   await chat.locator(notice, { hasText: "rename the session" }).waitFor({ timeout: waitMs });
