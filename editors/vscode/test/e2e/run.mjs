@@ -388,7 +388,9 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   const shownFirst = await chat.locator(".item.user .text").first().textContent();
   if (!shownTitle) throw new Error("the view header shows no session title");
   await runCommand(page, "Ollie: Restart");
-  await chat.locator(".item").first().waitFor({ state: "detached", timeout: waitMs });
+  // The fresh view holds no prompt of the old session: the held ones are back in the input, which it says.
+  await chat.locator(".item.user").first().waitFor({ state: "detached", timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "The daemon restarted" }).waitFor({ timeout: waitMs });
   await waitForStatus(page, /Ollie: idle/);
   await runCommand(page, "Ollie: Switch Session");
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
