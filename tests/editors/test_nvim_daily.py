@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,23 @@ from .test_nvim_tui import assert_clean, show_code_actions, start_nvim
 def chat_of(screen: str) -> str:
     """The chat column of a screen: what is right of the last window border of each line."""
     return "\n".join(line.split("│")[-1].rstrip() for line in screen.splitlines())
+
+
+@contextmanager
+def a_story_streaming(tmp_path: Path, srv, then: str):
+    """Neovim on calc.py whose first turn streams "A long story." and is held there: (the release, the tmux), both
+    let go on the way out."""
+    story = threading.Event()
+    srv.script(Reply(text="A long story.", hold=story), Reply.text(then))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie tell a story", "Enter")
+        tmux.wait(lambda s: "A long story." in s, "the story")
+        yield story, tmux
+    finally:
+        story.set()
+        tmux.close()
 
 
 def test_a_code_action_after_ollie_new_shows_in_the_chat(tmp_path: Path, scripted_llm):
@@ -355,13 +373,7 @@ def test_a_prompt_queued_before_ollie_new_is_back_in_the_new_chat_s_input_not_ru
     new session (Bug: it stayed queued in the old session and ran there once its turn ended, unseen, after showing in
     the new chat as queued and vanishing)."""
     srv = scripted_llm("openai")
-    story = threading.Event()
-    srv.script(Reply(text="A long story.", hold=story), Reply.text("The follow-up's answer."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
-    try:
-        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
-        tmux.keys(":Ollie tell a story", "Enter")
-        tmux.wait(lambda s: "A long story." in s, "the story")
+    with a_story_streaming(tmp_path, srv, "The follow-up's answer.") as (story, tmux):
         if at_once:
             tmux.keys(":OllieQueue and then this", "Enter", ":OllieNew", "Enter")
         else:
@@ -376,9 +388,6 @@ def test_a_prompt_queued_before_ollie_new_is_back_in_the_new_chat_s_input_not_ru
         done = tmux.keep("2-sent", tmux.wait(lambda s: "The follow-up's answer." in s and "(end)" in s, "its answer"))
         assert "## You\nand then this" in chat_of(done) and "A long story." not in done, done
         assert_clean(tmux.screens)
-    finally:
-        story.set()
-        tmux.close()
     asked = [r.body["messages"] for r in srv.chat_requests]
     assert len(asked) == 2 and "A long story." not in json.dumps(asked[1]), asked
 
@@ -419,13 +428,7 @@ def test_a_prompt_queued_when_ollie_restart_ends_its_daemon_is_back_in_the_input
     queue, so the queued prompt goes back in the input after what was being typed, said; sent from there, it runs
     (Bug: it vanished without a word, neither queued, shown nor in the input)."""
     srv = scripted_llm("openai", check=False)
-    story = threading.Event()
-    srv.script(Reply(text="A long story.", hold=story), Reply.text("The queued one's answer."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
-    try:
-        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
-        tmux.keys(":Ollie tell a story", "Enter")
-        tmux.wait(lambda s: "A long story." in s, "the story")
+    with a_story_streaming(tmp_path, srv, "The queued one's answer.") as (story, tmux):
         tmux.keys(":OllieQueue and then this", "Enter")
         tmux.wait(lambda s: "⏳ queued: and then this" in s, "the queued prompt")
         tmux.keys(":OllieChat", "Enter")
@@ -438,9 +441,6 @@ def test_a_prompt_queued_when_ollie_restart_ends_its_daemon_is_back_in_the_input
         done = tmux.keep("2-sent", tmux.wait(lambda s: "The queued one's answer." in s and "(end)" in s, "its answer"))
         assert "## You\nstill typing and then this" in chat_of(done), done
         assert_clean(tmux.screens)
-    finally:
-        story.set()
-        tmux.close()
     assert srv.chat_requests[-1].body["messages"][-1]["content"] == "still typing and then this"
 
 
