@@ -962,3 +962,37 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     assert result["messages"].count("is an address, not a file: not opened") == 5, result["messages"]
     assert result["messages"].count("not a web address: not opened") == 3, result["messages"]
     assert not [b for b in result["buffers"] if "://" in b and not b.startswith("ollie://")], result["buffers"]
+
+
+def test_an_error_that_comes_between_an_answers_words_never_splits_the_answer(tmp_path):
+    """A background save's error came while an answer streamed: it went under the words so far and the answer went on
+    under it, split ("re:", the error, "her third"). It moves above the line still streaming, which goes on whole;
+    a turn's own error, after which no answer comes, stays under what was said."""
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local render = require("ollie.render")
+local out = {{}}
+for _, case in ipairs({{ "goes_on", "ends" }}) do
+  local t = render.new("chat-" .. case)
+  t:prompt("her third")
+  t:stream("assistant", "First line.\\nre:")
+  t:note("error: session not saved", "OllieError")
+  if case == "goes_on" then
+    t:stream("assistant", " her third")
+    t:stream("assistant", ", and more.")
+  end
+  t:turn_end(case == "goes_on" and "end" or "error")
+  out[case] = vim.api.nvim_buf_get_lines(t.buf, 0, -1, false)
+end
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    reply = result["goes_on"][result["goes_on"].index("## ollie"):]
+    assert reply[:6] == ["## ollie", "First line.", "", "error: session not saved", "", "re: her third, and more."], \
+        (result, done.stderr)
+    ended = result["ends"][result["ends"].index("## ollie"):]
+    assert ended[:5] == ["## ollie", "First line.", "re:", "", "error: session not saved"], (result, done.stderr)

@@ -191,8 +191,9 @@ def test_neovim_shows_a_teammate_the_refused_round_then_which_rounds_no_longer_f
     from tests.editors.test_nvim_tui import assert_clean, start_nvim
 
     ollie, llm, sid = bobs_shared_session
+    # Her third answer streams slowly: the error of its prompt's save may come between its words, and must not split it.
     llm.script(*(Reply.text(f"re: her {n}") for n in ("first", "second")), Reply.text("his answer"),
-               Reply.text("re: her third"))
+               Reply(text="re: her third", chunk_size=4, delay=0.2))
     # Her daemon's heartbeat (a third of its TTL) never renews the lease the test lapses.
     tmux = start_nvim(tmp_path, {**llm.env(), "OLLIE_STORE": team_store("alice"), "OLLIE_TEAMS": "backend",
                                  "OLLIE_LEASE_TTL": "600"}, {"notes.md": "notes\n"})

@@ -506,7 +506,7 @@ end
 ---@return integer row
 function T:add(lines, hl, at)
   if not at then
-    self.stream_role, self.reasoning, self.noted = nil, nil, nil
+    self.stream_role, self.reasoning, self.noted, self.cut = nil, nil, nil, nil
   end
   local row
   self:edit(function()
@@ -538,6 +538,17 @@ end
 function T:stream(role, text)
   if text == "" then
     return
+  end
+  local cut = self.cut
+  if cut and role == "assistant" and self:count() == cut.row + cut.count then
+    -- The answer goes on after a note that came between its words (a background save's error): the note moves
+    -- above the line still streaming, which goes on whole (T:aside), rather than split the answer in two.
+    self:edit(function()
+      vim.api.nvim_buf_clear_namespace(self.buf, ns, cut.row, -1)
+      vim.api.nvim_buf_set_lines(self.buf, cut.row, -1, false, {})
+    end)
+    self.stream_role, self.noted, self.cut = "assistant", nil, nil
+    self:aside(cut.text, cut.hl)
   end
   self:hold_parser()
   self.streaming = true
@@ -612,14 +623,18 @@ end
 ---@param at integer|nil
 function T:note(text, hl, at)
   local lines = split(text)
+  local mid_answer = not at and self.stream_role == "assistant" and self:line(self:count() - 1) ~= ""
   if self:line((at or self:count()) - 1) ~= "" then
     table.insert(lines, 1, "")
   end
   if at then
     table.insert(lines, "")
   end
-  self:add(lines, hl, at)
+  local row = self:add(lines, hl, at)
   self.noted = self.noted or not at
+  if mid_answer then -- the turn may end here (its error) or its answer go on (T:stream moves the note then)
+    self.cut = { row = row, count = #lines, text = text, hl = hl }
+  end
 end
 
 ---A note of the user's doing while a turn runs (a command's answer, an injected prompt): while the answer's last
