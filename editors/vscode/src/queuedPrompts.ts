@@ -57,10 +57,10 @@ function heldNotice(count: number, why: string): string {
   return `${why}: ${count} queued prompts wait. They run before your next prompt; /queued clear drops them.`;
 }
 
-/** What the chat says of the queued prompts a restarted daemon ended, put back in the input. */
+/** What the chat says of the prompts a restarted daemon ended (queued, held or injected), put back in the input. */
 export function unsentNotice(count: number): string {
-  if (count === 1) return "The daemon restarted: the prompt queued in it did not run. It is back in the input: send it again or edit it.";
-  return `The daemon restarted: the ${count} prompts queued in it did not run. They are back in the input: send them again or edit them.`;
+  if (count === 1) return "The daemon restarted: the prompt waiting in it did not run. It is back in the input: send it again or edit it.";
+  return `The daemon restarted: the ${count} prompts waiting in it did not run. They are back in the input: send them again or edit them.`;
 }
 
 /** The queued prompts of the conversation's sessions. */

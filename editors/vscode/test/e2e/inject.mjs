@@ -63,7 +63,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
     throw new Error(`after Restart the input holds ${JSON.stringify(await chat.locator("#input").inputValue())}, not "Use tabs."`);
   });
   await chat.locator("#chips .chip", { hasText: "notes.txt" }).waitFor({ timeout: waitMs });
-  await chat.locator(".item.notice", { hasText: "The daemon restarted: the prompt queued in it did not run. It is back in the input" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "The daemon restarted: the prompt waiting in it did not run. It is back in the input" }).waitFor({ timeout: waitMs });
   await screenshot("inject-back-in-input-after-restart");
   log("after Restart with the chat not opened, the injected text was back in the input with its chip once it was, said");
 });

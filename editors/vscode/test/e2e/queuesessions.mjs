@@ -127,7 +127,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
     throw new Error(`after Restart the input holds ${JSON.stringify(await chat.locator("#input").inputValue())}, not ${JSON.stringify(back)}`);
   });
   if ((await texts(chat.locator("#chips .chip"))).join() !== "notes.txt") throw new Error("the put-back prompt lost its file chip");
-  await chat.locator(".item.notice", { hasText: "The daemon restarted: the 2 prompts queued in it did not run. They are back in the input" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "The daemon restarted: the 2 prompts waiting in it did not run. They are back in the input" }).waitFor({ timeout: waitMs });
   await screenshot("sessions-back-in-input-after-restart");
   log("after Restart the queued and the held prompt were back in the input, before the text being typed, with the chip, said");
   while (await chat.locator("#chips .chip-remove").count()) await chat.locator("#chips .chip-remove").first().click();
