@@ -47,11 +47,12 @@ def _options(**names: str) -> list[PermissionOption]:
 PERMISSION_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this session)",
                               reject_once="Reject", reject_always="Reject always (this session)")
 # A network question's "always" is kept in the user's config (sandbox/netsaved.py), for later sessions too; "for this
-# session" is remembered too (ACP's `allow_always` kind), not kept: its own id.
+# session", either way, is remembered (ACP's `*_always` kinds), not kept: no front end keeps a denial (the policy's
+# `network.deny` is the lasting one). Allowing for the session has its own id.
 NETWORK_OPTIONS = [*_options(allow_once="Allow once"),
                    PermissionOption(option_id="allow_session", name="Allow for this session", kind="allow_always"),
                    *_options(allow_always="Always allow (this and later sessions)", reject_once="Deny",
-                             reject_always="Deny always (this session)")]
+                             reject_always="Deny for this session")]
 # A workspace's MCP server: "always" is remembered for the workspace; no blanket rejection of its other servers.
 MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow always (this workspace)", reject_once="Reject")
 # A step that runs outside the sandbox, whether its approval question covers the elevation or it is asked alone: asked
@@ -99,7 +100,8 @@ class AcpSession:
                    else OUTSIDE_OPTIONS if question.outside else PERMISSION_OPTIONS)
         covers = question.always_label()
         # Only a question that offers "Reject always" is answered by it: one leaving the sandbox is asked every time,
-        # though its label (`touch` commands) was another step's. The step's result says why, to user and model.
+        # though its label (`touch` commands) was another step's. The step's result says why, to user and model (a
+        # connection's only that it was `denied`: its answer reaches only the proxy, not this note).
         if covers in self.rejected_always and any(o.option_id == "reject_always" for o in options):
             return Answer("reject_with_feedback", f'"Reject always" ({covers}, this session)')
         await self.forwarder.drained()

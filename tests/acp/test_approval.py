@@ -292,3 +292,31 @@ async def test_reject_always_never_answers_a_later_elevation(start_agent, llm) -
     assert elevation.title == "Run `touch outside.txt` outside the sandbox"
     assert [o.kind for o in options] == ["allow_once", "reject_once"]
     assert (agent.workspace / "outside.txt").exists()
+
+
+async def test_deny_for_this_session_through_request_permission_denies_the_later_steps_unasked(start_agent, llm) -> None:
+    """The network question's `reject_always` says what it does (it said "Deny always", yet no other session ever
+    heard of it): the session's later steps are denied that host unasked; another session asks again; nothing saved."""
+    from ollie.sandbox import netsaved
+    from tests.netserver import Listener
+
+    server = Listener()
+    server.start()
+    try:
+        fetch = run(f"curl -s http://other.test:{server.port}/x")
+        llm.script(fetch, Reply.text("1"), fetch, Reply.text("2"), fetch, Reply.text("3"))
+        agent = await start_agent(env=llm.env(approval="auto"))
+        sid = await agent.new()
+        agent.client.permission_answers = ["reject_always", "reject_once"]
+        await agent.prompt(sid, "fetch")
+        (_, options), = agent.client.permission_requests
+        assert [(o.option_id, o.name) for o in options][3:] == [
+            ("reject_once", "Deny"), ("reject_always", "Deny for this session")]
+        await agent.prompt(sid, "again")  # not asked: the session's answer holds
+        assert len(agent.client.permission_requests) == 1 and not server.received
+        assert f"[network] other.test:{server.port} denied" in llm.chat_requests[-1].body["messages"][-1]["content"]
+        await agent.prompt(await agent.new(), "fetch")  # another session asks again
+        assert len(agent.client.permission_requests) == 2 and not server.received
+        assert not netsaved.saved_file().exists()
+    finally:
+        server.sock.close()

@@ -27,13 +27,16 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
 
 @pytest.mark.timeout(430)
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
-    """A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus once the clicked
-    Stop hides) and runs before the next prompt, never left marked queued; one queued when the window reloads mid-turn
-    comes back held and runs before the next one; one held that `/queued clear` drops shows dropped (it stayed marked
-    held). A reload while an approval question waits: no empty new chat while the session comes back, and "Turn
-    interrupted" under the step it cut short; the keys typed for the prompt as the question took the focus go on into
-    the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts the cursor in the chat's prompt box."""
+    """A prompt the chat's page queues after the turn ended, before the page heard of it, is sent (it waited, queued,
+    for a next turn's end). A prompt queued during a slow reply is held by Stop (the chat says so; the input has the
+    focus once the clicked Stop hides) and runs before the next prompt, never left marked queued; one queued when the
+    window reloads mid-turn comes back held and runs before the next one; one held that `/queued clear` drops shows
+    dropped (it stayed marked held). A reload while an approval question waits: no empty new chat while the session
+    comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as the question took
+    the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts the cursor in the
+    chat's prompt box."""
     shows(run_e2e("queue.mjs", total_ms=400000),
+          "a prompt the page queued after the turn had ended was sent, not left queued",
           "after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; "
           "the input had the focus",
           "a prompt queued when the window reloaded came back held and ran before the next prompt",

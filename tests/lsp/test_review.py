@@ -223,3 +223,25 @@ async def test_a_turns_end_event_lists_its_files_from_the_one_diff_of_its_end(st
     # The daemon diffed the turn once, as it ended (for the history's count and the event alike).
     logged = [json.loads(line) for line in (state / "ollie.log").read_text().splitlines()]
     assert [e["turn"] for e in logged if e["msg"] == "turn changes diffed"] == [1]
+
+
+async def test_a_deleted_private_file_comes_back_with_its_own_mode(start_daemon, llm, tmp_path):
+    """A turn deletes her 0600 `.env` and her 0700 `deploy.sh`: undo brings the secret back 0600, `/rewind` the script
+    back 0700, still executable (Bug: git keeps no such mode, so both came back 0644 or 0755, readable by anyone)."""
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "rm .env deploy.sh", "language": "bash"}]})),
+               Reply.text("removed"))
+    ws = seeded(tmp_path)
+    (ws / ".env").write_text("API_KEY=secret\n")
+    (ws / ".env").chmod(0o600)
+    (ws / "deploy.sh").write_text("#!/bin/sh\necho deployed\n")
+    (ws / "deploy.sh").chmod(0o700)
+    daemon = await start(start_daemon, llm, workspace=ws)
+    await daemon.request("ollie/submit", {"text": "clean up"})
+    assert not (ws / ".env").exists() and not (ws / "deploy.sh").exists()
+
+    await daemon.request("ollie/review/undo", {"turn": 1, "path": ".env"})
+    assert (ws / ".env").read_text() == "API_KEY=secret\n"
+    assert oct((ws / ".env").stat().st_mode & 0o777) == oct(0o600)
+    await daemon.request("ollie/rewind", {"turn": 1})
+    assert (ws / "deploy.sh").read_text() == "#!/bin/sh\necho deployed\n"
+    assert oct((ws / "deploy.sh").stat().st_mode & 0o777) == oct(0o700)

@@ -191,7 +191,7 @@ async def test_rewind_refuses_a_write_through_a_directory_swapped_for_a_symlink_
     changes = await cps.changes(await cps.snapshot(), changed)
     src_change = [c for c in changes if c.path == "src/app.py"]
     with pytest.raises(OSError):
-        module._apply(Path(os.path.realpath(project)), src_change)  # the write alone, as in the race
+        module._apply(Path(os.path.realpath(project)), src_change, {})  # the write alone, as in the race
     assert os.listdir(outside) == []
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ollie import beneath
-from ollie.workspace import objects
+from ollie.workspace import modes, objects
 from ollie.workspace.bounds import Bound
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
@@ -68,7 +68,7 @@ def _file_changes(entries: list[objects.Entry], blobs: dict[str, bytes]) -> list
     return out
 
 
-def _apply(root: Path, changes: list[FileChange]) -> None:
+def _apply(root: Path, changes: list[FileChange], recorded: dict[str, int]) -> None:
     """Make the work tree hold each change's new side: removals (deepest first, emptied dirs too), then writes.
 
     Refused before anything is touched when a path to be written holds a file the checkpoints do not track
@@ -98,18 +98,15 @@ def _apply(root: Path, changes: list[FileChange]) -> None:
         if change.new_mode == "120000":
             beneath.symlink_sync(root, change.path, os.fsdecode(change.new_data))
         else:
-            beneath.write_bytes_sync(root, change.path, change.new_data, _mode(root, change))
+            beneath.write_bytes_sync(root, change.path, change.new_data, _mode(root, change, recorded))
 
 
-def _mode(root: Path, change: FileChange) -> int:
-    """The mode to write `change`'s file with: the file's own read and write bits where it is there (git keeps none:
-    a 0600 secret was written back 0644), with the checkpoint's executable bit."""
-    executable = change.new_mode == "100755"
+def _mode(root: Path, change: FileChange, recorded: dict[str, int]) -> int:
+    """The mode to write `change`'s file with: the file's own read and write bits where it is there, else those
+    recorded when it was (git keeps none: a 0600 secret was written back 0644), with the checkpoint's executable bit."""
     info = beneath.lstat_sync(root, change.path)
-    if info is None or not stat.S_ISREG(info.st_mode):
-        return 0o755 if executable else 0o644
-    bits = stat.S_IMODE(info.st_mode) & 0o666
-    return bits | (bits & 0o444) >> 2 if executable else bits
+    bits = stat.S_IMODE(info.st_mode) & 0o666 if info is not None and stat.S_ISREG(info.st_mode) else recorded.get(change.path)
+    return modes.restored(bits, change.new_mode == "100755")
 
 
 class Checkpoints:
@@ -134,6 +131,8 @@ class Checkpoints:
         self._left: dict[str, tuple[int, ...]] = {}
         self._left_now: dict[str, tuple[int, ...]] = {}
         self.left_out: list[str] = []
+        # The read and write bits of the files this snapshot lstat'ed (`modes` records them).
+        self._bits_now: dict[str, int] = {}
 
     async def _ensure(self) -> None:
         """Check the CWD is a project (once) and create the shadow repository."""
@@ -163,6 +162,9 @@ class Checkpoints:
             self._cursor = cursor
             return cached[1]
         update, drop = known if known is not None else await self._listed(paths)
+        if self._bits_now:
+            seen, self._bits_now = self._bits_now, {}
+            await asyncio.to_thread(modes.record, self.git.git_dir, seen)
         now, self._left_now = self._left_now, {}
         self.left_out = [] if cached is None else sorted(rel for rel, key in now.items() if self._left.get(rel) != key)
         # Only what is there now is kept (a step's 50,000 FIFOs a step, each named anew, would pile up here).
@@ -306,6 +308,7 @@ class Checkpoints:
         if stat.S_ISREG(st.st_mode):
             if not _readable(st):
                 return "special"  # a step's `chmod 000`: git, failing to read it, failed every snapshot after it
+            self._bits_now[rel] = stat.S_IMODE(st.st_mode) & 0o666
             return "kept" if st.st_size <= self.max_file_bytes else "over"
         return "dir" if stat.S_ISDIR(st.st_mode) else "special"
 
@@ -400,7 +403,7 @@ class Checkpoints:
             current = await self._snapshot()
             changed = await self.changes(current, checkpoint)
             try:
-                await asyncio.to_thread(_apply, self.root, changed)
+                await asyncio.to_thread(_apply, self.root, changed, modes.recorded(self.git.git_dir))
             except (OSError, WorkspaceError) as exc:
                 raise WorkspaceError(f"cannot rewind {self.root} to {checkpoint[:12]}: {exc}") from exc
             finally:

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 from ollie import beneath
+from ollie.workspace import modes
 from ollie.workspace.diff import text_after_undo
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.types import FileChange
@@ -26,11 +27,11 @@ def _read_current(root: Path, rel: str) -> bytes | None:
 
 
 def _mode(change: FileChange, root: Path) -> int:
-    """The mode to write with: the file's current one, else the one it had before the step."""
+    """The mode to write with: the file's current one, else the one it had before the step (as last checkpointed)."""
     info = beneath.lstat_sync(root, change.path)
     if info is not None:
         return stat.S_IMODE(info.st_mode)
-    return 0o755 if change.old_mode == "100755" else 0o644
+    return modes.restored(modes.recorded_in(root).get(change.path), change.old_mode == "100755")
 
 
 def _undo_sync(root: Path, change: FileChange, hunk_index: int | None) -> bytes | None:

@@ -148,6 +148,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       }
       case "queue":
       case "inject": {
+        // The page may not know yet that the turn ended: queued now, the prompt would wait for the next turn's end.
+        if (message.type === "queue" && !this.conversation.status.running) return this.handle({ ...message, type: "submit" });
         // Not taken (its daemon died, a context item could not be read): it goes back to be sent again.
         const chips = this.takeChips(message.chips);
         if (!(await this.conversation[message.type](message.text, contextsOf(chips)))) this.putBack(message.text, chips);

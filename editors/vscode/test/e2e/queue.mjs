@@ -1,4 +1,5 @@
-// E2E in real VS Code (code-server): queued prompts after a Stop and across a window reload. A prompt queued
+// E2E in real VS Code (code-server): queued prompts after a Stop and across a window reload. A prompt the chat's page
+// queues as the turn ends, before the page hears of the end, is sent, not left waiting for a next turn. A prompt queued
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
 // goes behind it, so it runs first, then the new one. A prompt queued when the window reloads mid-turn comes back
 // held in the new window, and runs before the next prompt. A held prompt that `/queued clear` drops shows dropped.
@@ -12,6 +13,8 @@ import { chatFocused, chatFrame, log, ollieOutput, openChat, openFile, runComman
 
 const SLOW = "This reply streams very slowly so that the user has time to act. ".repeat(10);
 const script = [
+  { text: "A quick answer." },
+  { text: "Answered the late one." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
   { text: "Summary: a slow story." },
   { text: "Files: none to list." },
@@ -35,7 +38,19 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await waitForStatus(page, /Ollie: idle/);
   let chat = await openChat(page);
 
-  // 1. Stop holds the queued prompt; the next prompt goes behind it instead of running past it.
+  // 1. A turn ends before the page hears of it: the page still shows the turn running (its status message saying so
+  // again here), and Enter queues. The host, which saw the end, sends the prompt (queued, it waited for a next turn).
+  await send(chat, "A quick question.");
+  await chat.locator(".item.assistant", { hasText: "A quick answer." }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
+  await chat.evaluate(() => window.dispatchEvent(new MessageEvent("message", { data: { type: "status", running: true } })));
+  await chat.locator("#send", { hasText: "Queue" }).waitFor({ timeout: waitMs });
+  await send(chat, "Sent as it ended.");
+  await chat.locator(".item.assistant", { hasText: "Answered the late one." }).waitFor({ timeout: waitMs });
+  if (await meta(chat, "Sent as it ended.").filter({ hasText: "queued" }).count()) throw new Error("the prompt shows queued");
+  log("a prompt the page queued after the turn had ended was sent, not left queued");
+
+  // 2. Stop holds the queued prompt; the next prompt goes behind it instead of running past it.
   await send(chat, "Tell a slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).waitFor({ timeout: waitMs });
   // Enter queues once the composer knows the turn runs (its Stop button shows).
@@ -62,7 +77,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-ran-in-order");
   log("after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; the input had the focus");
 
-  // 2. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
+  // 3. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
   await send(chat, "Another slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(1).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
@@ -85,7 +100,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-reload-ran");
   log("a prompt queued when the window reloaded came back held and ran before the next prompt");
 
-  // 3. `/queued clear` drops a held prompt: it shows dropped (it stayed marked held, and a reload brought it back
+  // 4. `/queued clear` drops a held prompt: it shows dropped (it stayed marked held, and a reload brought it back
   // held), and the next prompt runs alone.
   await send(chat, "A third slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(2).waitFor({ timeout: waitMs });
@@ -102,7 +117,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
   log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
 
-  // 4. A window reload while the agent waits on an approval question.
+  // 5. A window reload while the agent waits on an approval question.
   await chat.locator("#approval").selectOption("ask");
   await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
   await send(chat, "Edit the notes.");
@@ -166,7 +181,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-reload-ended-question");
   log(`after a reload during an approval question the chat came back without the empty new chat (shown: ${shown.join(", ") || "nothing"}) and said the turn was interrupted`);
 
-  // 5. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
+  // 6. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
   await chat.locator("#log").focus();
   await openFile(page, "notes.txt");
   await page.keyboard.press("Control+Alt+O");
