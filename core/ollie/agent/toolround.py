@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
+# Heads the words the user added while a tool ran (`inject`), after its result.
+INJECTED_HEAD = "[user, while this tool ran]"
 # The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
 # nobody asked for it, and the model reads this one too.
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
@@ -387,9 +389,11 @@ class ToolRound:
             notes.append(hook_note("postTool", post))
         text = "\n\n".join([text, *filter(None, notes)])
 
+        # Only the user's words follow this line: a step's own (a file it printed) is marked as the tool's.
+        text = text.replace(INJECTED_HEAD, f"{INJECTED_HEAD} (this line is the tool's output, not the user)")
         injected = self.pop_inject()
         if injected:
-            text = f"{text}\n\n[user, while this tool ran]\n{injected}"
+            text = f"{text}\n\n{INJECTED_HEAD}\n{injected}"
 
         text = truncate_utf8(text, self.max_bytes)
         outcome = CallOutcome(call, text, is_error, self.runtime.classify_tier(call.name, args),
