@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from ollie import beneath
-from ollie.sandbox import writers
 
 # An LSP document version, or (ACP, which has none) a digest of the text read.
 Version = int | str
@@ -86,6 +85,8 @@ class RootedDocuments:
             return ApplyResult("refused", f"{path} is outside the workspace or behind a symlink")
         # The editor writes the file by its name and follows a link (Neovim's `:write`, VS Code's save, an ACP client's
         # fs/write_text_file): no step may swap one in until it has (`writers.quiet`), the path checked again inside.
+        from ollie.sandbox import writers  # (with the first edit, not the daemon's start)
+
         async with writers.quiet(target) as quiet:
             if not quiet or await plain_path_beneath(self._root(), target) != target:
                 return ApplyResult("refused", BUSY)
