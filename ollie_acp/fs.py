@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ollie.acp.fs")
 
-BUSY = ("a step that may write this file is running (in this session or another in this workspace): the editor was "
-        "not asked to write it, as it would follow a link that step could put there; try again once it has ended")
 # An editor answers a read from its buffer or the disk at once. It is asked while every step that may write the path
 # waits (`_alone`): one that never answers must not hold them all, in every session of the workspace, for good.
 READ_ANSWER_S = 5.0
@@ -71,25 +69,23 @@ class ClientFiles:
         return None if content is None else (content, text_version(content))
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
-        """Write through `fs/write_text_file`, refused when the client's text is no longer the one read."""
+        """Write through `fs/write_text_file`, refused when the client's text is no longer the one read (asked only
+        while no step may write there: `RootedDocuments.apply` holds `writers.quiet`)."""
         if not self._write:
             return ApplyResult("disk")
-        async with self._alone(path) as alone:
-            if not alone:
-                return ApplyResult("refused", BUSY)
-            try:
-                current = await self._read(path)
-            except TimeoutError:  # its buffer may differ from what the model read: not overwritten unseen
-                return ApplyResult("refused", f"the editor did not answer a read within {READ_ANSWER_S:g} s")
-            if current is not None and text_version(current) != version:
-                return ApplyResult("refused", STALE)
-            disk = await asyncio.to_thread(disk_text, path)
-            try:
-                await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
-            except Exception as exc:  # the client refused the write: the model is told, nothing changed
-                return ApplyResult("refused", f"the editor did not write the file: {exc}")
-            # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine.
-            saved = await asyncio.to_thread(disk_text, path) == new_text
+        try:
+            current = await self._read(path)
+        except TimeoutError:  # its buffer may differ from what the model read: not overwritten unseen
+            return ApplyResult("refused", f"the editor did not answer a read within {READ_ANSWER_S:g} s")
+        if current is not None and text_version(current) != version:
+            return ApplyResult("refused", STALE)
+        disk = await asyncio.to_thread(disk_text, path)
+        try:
+            await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
+        except Exception as exc:  # the client refused the write: the model is told, nothing changed
+            return ApplyResult("refused", f"the editor did not write the file: {exc}")
+        # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine.
+        saved = await asyncio.to_thread(disk_text, path) == new_text
         return ApplyResult("applied", saved=saved, unsaved=current is not None and disk != current)
 
 def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None,

@@ -134,7 +134,7 @@ def parse_mcp_servers(value: object) -> dict[str, McpStdio | McpHttp | None]:
     out: dict[str, McpStdio | McpHttp | None] = {}
     problems: list[tuple[FieldPath, str]] = []
     for name, entry in servers.items():
-        if not re.match(MCP_SERVER_NAME, name):
+        if not re.fullmatch(MCP_SERVER_NAME, name):
             problems.append(((name,), "a server name is letters, digits, '.', '-', '_' (no '__'), at most 48"))
             continue
         if entry == {"disabled": True}:

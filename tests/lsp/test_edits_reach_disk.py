@@ -5,6 +5,7 @@ back, and the model is told about it."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,44 @@ async def test_after_a_daemon_restart_the_user_s_saved_text_is_still_not_the_tur
     assert (listed["oldText"], listed["newText"]) == (mine, "# the user's unsaved note\n" + FIXED)
     await second.request("ollie/review/undo", {"path": "calc.py"})
     assert calc.read_text() == mine
+
+
+async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_runs(start_daemon, llm, tmp_path):
+    """Red team round 22: the editor saves the model's edit by the file's name, following a link, as `:write` does. A
+    step of another session (or one left running) swapped `notes.txt` for a link to a file outside between the
+    daemon's check and the save: the model's text went there, outside every sandbox. ACP's `fs/*` waited for no step
+    to be able to write the path (`writers.quiet`); the editor's edits did not."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's own file\n")
+    # Session B's step: waits for the save (the editor's `go`), then swaps the file for a link out.
+    swap = (f"touch started; for i in $(seq 100); do [ -e go ] && break; sleep 0.05; done; "
+            f"[ -e go ] && ln -s {outside} link.tmp && mv -T link.tmp notes.txt; sleep 1")
+    llm.script(run(swap), edit("notes.txt", "old", "new"), Reply.text("done"), Reply.text("done"))
+    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    ws = daemon.workspace
+    (ws / "notes.txt").write_text("old\n")
+    editor = Editor(daemon)
+    editor.open(ws / "notes.txt", "old\n")
+
+    @daemon.client.feature("ollie/saveDocuments")
+    async def on_save(params: Any) -> dict[str, list[str]]:
+        (ws / "go").touch()
+        for _ in range(100):  # the step's swap lands now, after the daemon looked at the path
+            if (ws / "notes.txt").is_symlink():
+                break
+            await asyncio.sleep(0.05)
+        for uri in params["uris"]:
+            _path(uri).write_text(editor.texts[uri])  # by name, as editors write: through a link
+        return {"saved": list(params["uris"])}
+
+    other = (await daemon.request("ollie/session/new", {}))["session"]
+    swapping = asyncio.ensure_future(daemon.request("ollie/submit", {"session": other, "text": "swap"}, timeout=60))
+    for _ in range(200):
+        if (ws / "started").exists():
+            break
+        await asyncio.sleep(0.05)
+    assert await submit(daemon, "edit notes.txt") == "done"
+    await swapping
+    assert outside.read_text() == "the user's own file\n"
+    told = [r.body["messages"][-1]["content"] for r in llm.chat_requests]
+    assert any("a step that may write this file is running" in t for t in told), told

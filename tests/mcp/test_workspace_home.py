@@ -61,3 +61,12 @@ def test_the_approval_shows_escapes_and_bidi_overrides_as_escapes() -> None:
     shown = command_line(spec)
     assert "\x1b" not in shown and "\u202e" not in shown, shown
     assert shown.count("\\u001b") == 4 and "\\u202e" in shown and " ok " in shown, shown
+
+
+def test_a_server_name_ending_in_a_newline_is_refused_by_name(tmp_path: Path) -> None:
+    # Red team round 22: the name check's `$` also matched before a final newline, so `"github\n"` passed as a name
+    # of letters and digits (a server listed, asked about and given a home under a name no user could type).
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"github\n": {"command": "npx"}}}))
+    warnings: list[str] = []
+    assert read_workspace_servers(tmp_path, warnings) == {}
+    assert len(warnings) == 1 and "a server name is letters, digits" in warnings[0], warnings

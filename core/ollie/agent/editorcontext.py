@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+CLOSE = "</editor-context>"
 # The longest text copied into a prompt; beyond it the text is cut and marked.
 MAX_CONTEXT_CHARS = 20_000
 
@@ -38,10 +39,12 @@ def display_path(uri: str, cwd: Path) -> str:
 def context_block(header: str, *, notes: Sequence[str] = (), caption: str = "", body: str | None = None,
                   fence: str = "") -> str:
     """`<editor-context>`: the header, `notes`, then `body` (cut at MAX_CONTEXT_CHARS) fenced under `caption`."""
-    lines = ["<editor-context>", header, *notes]
+    lines = [header, *notes]
     if body is not None:
         if len(body) > MAX_CONTEXT_CHARS:
             body = body[:MAX_CONTEXT_CHARS] + f"\n[... cut: {len(body) - MAX_CONTEXT_CHARS} more characters]"
         lines += [caption, f"```{fence}", body, "```"]
-    lines.append("</editor-context>")
-    return "\n".join(lines)
+    # A file's (or a path's) own `</editor-context>` would end the block: what follows it would stand where only the
+    # user's words do, for the model and for every reader that splits a prompt at its first close (the chats).
+    inner = "\n".join(lines).replace(CLOSE, "<\\/editor-context>")
+    return f"<editor-context>\n{inner}\n{CLOSE}"

@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
+# Heads the words the user added while a tool ran (`inject`), after its result; a line of a tool's own output that
+# says the same (a file it printed) is marked as the tool's. A line alone: a file quoting it in its code reads as is.
+INJECTED_HEAD = "[user, while this tool ran]"
+_FORGED_HEAD = re.compile(rf"^[ \t]*{re.escape(INJECTED_HEAD)}[ \t\r]*$", re.MULTILINE)
 # The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
 # nobody asked for it, and the model reads this one too.
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
@@ -387,9 +391,10 @@ class ToolRound:
             notes.append(hook_note("postTool", post))
         text = "\n\n".join([text, *filter(None, notes)])
 
+        text = _FORGED_HEAD.sub(f"{INJECTED_HEAD} (this line is the tool's output, not the user)", text)
         injected = self.pop_inject()
         if injected:
-            text = f"{text}\n\n[user, while this tool ran]\n{injected}"
+            text = f"{text}\n\n{INJECTED_HEAD}\n{injected}"
 
         text = truncate_utf8(text, self.max_bytes)
         outcome = CallOutcome(call, text, is_error, self.runtime.classify_tier(call.name, args),

@@ -13,6 +13,8 @@ from ollie import beneath
 Version = int | str
 
 STALE = "the file changed in the editor since you read it; read it again"
+BUSY = ("a step that may write this file is running (in this session or another in this workspace): the editor was "
+        "not asked to write it, as it would follow a link that step could put there; try again once it has ended")
 
 
 def disk_text(path: Path) -> str | None:
@@ -77,8 +79,15 @@ class RootedDocuments:
         return None if target is None else await self.inner.text(target)
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
-        """Apply through the editor; refused outside the root."""
+        """Apply through the editor; refused outside the root, and while a step that may write there runs."""
         target = await plain_path_beneath(self._root(), path)
         if target is None:
             return ApplyResult("refused", f"{path} is outside the workspace or behind a symlink")
-        return await self.inner.apply(target, new_text, version)
+        # The editor writes the file by its name and follows a link (Neovim's `:write`, VS Code's save, an ACP client's
+        # fs/write_text_file): no step may swap one in until it has (`writers.quiet`), the path checked again inside.
+        from ollie.sandbox import writers  # (with the first edit, not the daemon's start)
+
+        async with writers.quiet(target) as quiet:
+            if not quiet or await plain_path_beneath(self._root(), target) != target:
+                return ApplyResult("refused", BUSY)
+            return await self.inner.apply(target, new_text, version)
