@@ -34,8 +34,8 @@ class Rule:
     pattern: re.Pattern[str]
 
 
-def _rule(name: str, pattern: str, flags: int = 0) -> Rule:
-    return Rule(name, re.compile(pattern, flags | re.MULTILINE))
+def _rule(name: str, pattern: str) -> Rule:
+    return Rule(name, re.compile(pattern, re.MULTILINE))
 
 
 # Blanks, not \s: a command after a line break is found at that line's ^ anyway, and \s* there ran over every
