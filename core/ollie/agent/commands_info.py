@@ -7,7 +7,6 @@ import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from ollie import paths
@@ -193,7 +192,7 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     for sid in shown:
         info = records.get(sid)
         moment = info and (info.last_active or info.created_at)
-        when = _local(moment) if moment else _created(sid)
+        when = moment.astimezone().strftime("%Y-%m-%d %H:%M") if moment else _created(sid)
         title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
         shared = f"  [team {info.team}, {info.user_id}'s]" if info and info.team else ""
         lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {one_line(title or '(untitled)', 50)}{shared}  {sid}")
@@ -224,10 +223,6 @@ def _saved_title(directory: Path, session_id: str) -> str:
     """The title a session's log keeps (a Core titled without a registry)."""
     title = persist.read_meta(directory, session_id).get("title")
     return title if isinstance(title, str) else ""
-
-
-def _local(moment: datetime) -> str:
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 async def cmd_skills(core: CommandTarget, arg: str) -> str:
