@@ -45,7 +45,7 @@ from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
 from ollie.agent.editorcontext import is_command
 from ollie.agent.recorder import record
-from ollie.agent.steps import KindLookup, script_kinds
+from ollie.agent.steps import script_kinds
 from ollie.errors import ConfigError
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import session_dir, sessions_dir, tools_path
@@ -138,8 +138,9 @@ class OllieAgent:
 
         # O(history): built in a thread, so the agent's other sessions do not wait for a long one's replay.
         session = live.core.session
-        updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd, kind_of=_kinds(),
-                                          collapsed=dict(session.step_images), outcomes=dict(session.step_outcomes))
+        updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd,
+                                          kind_of=script_kinds(tools_path()), collapsed=dict(session.step_images),
+                                          outcomes=dict(session.step_outcomes))
         for update in updates:
             await self.client.session_update(session_id=live.id, update=update)
         response = LoadSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))
@@ -388,10 +389,6 @@ def _saved_cwds(session_ids: list[str]) -> dict[str, str]:
     """The directory each saved session keeps in its meta ("" when it has none)."""
     store = sessions_dir()
     return {sid: str(persist.read_meta(store, sid).get("cwd") or "") for sid in session_ids}
-
-
-def _kinds() -> KindLookup:
-    return script_kinds(tools_path())
 
 
 def _commands() -> list[AvailableCommand]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 from lsprotocol import types
 
+from ollie.sessions.types import one_line
 from ollie_lsp.asking import ask_client, held_until_asking
 from ollie_lsp.lineindex import BREAK, text_of
 from ollie_lsp.names import ACTION_COMMAND
@@ -51,12 +52,6 @@ DEFAULT_REFACTOR = "make it clearer without changing what it does."
 DETACH_AFTER = 5.0
 _answers = itertools.count(1)
 _running: set[asyncio.Task[Any]] = set()  # detached turns: held so they are not collected while they run
-
-
-def shorten(text: str, limit: int = TITLE_CHARS) -> str:
-    """`text` on one line, cut to `limit` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def question_in(lines: list[str]) -> str | None:
@@ -105,7 +100,7 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
     diagnostics = list(params.context.diagnostics)
     if diagnostics and wanted(types.CodeActionKind.QuickFix):
         args = {**base, "action": "fix", "diagnostics": [as_json(d) for d in diagnostics]}
-        actions.append(_action(f"Ollie: Fix {shorten(diagnostics[0].message)}", types.CodeActionKind.QuickFix,
+        actions.append(_action(f"Ollie: Fix {one_line(diagnostics[0].message, TITLE_CHARS)}", types.CodeActionKind.QuickFix,
                                args, diagnostics))
     if not wanted(types.CodeActionKind.Refactor):
         return actions

@@ -82,7 +82,6 @@ async def test_backend_model_and_params_switching(scripted_llm, make_core):
     assert sorted(await core.list_models()) == ["m2", "scripted-model"]
     core.switch_model("m2")
     core.set_generation_params(GenerationParams(temperature=0.5, max_tokens=99))
-    assert core.generation_params().temperature == 0.5
     await core.submit("hi")
     body = srv.chat_requests[-1].body
     assert body["model"] == "m2" and body["temperature"] == 0.5

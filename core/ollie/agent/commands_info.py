@@ -7,7 +7,6 @@ import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from ollie import paths
@@ -17,7 +16,7 @@ from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
 from ollie.sessions import location, persist
-from ollie.sessions.types import Info
+from ollie.sessions.types import Info, one_line
 from ollie.tools.execute.results import network_line
 from ollie.workspace.bounds import LISTED
 from ollie.workspace.errors import WorkspaceError
@@ -39,17 +38,12 @@ def format_context(info: dict[str, int]) -> str:
     return f"{tokens} tokens (context length unknown)"
 
 
-def _one_line(text: str, limit: int = HISTORY_LINE_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def describe_message(message: Message) -> str:
     """One line for a history entry: role, text, tool calls."""
     label = f"tool {message.name}" if message.role == "tool" and message.name else message.role
-    parts = [_one_line(message.content)] if message.content.strip() else []
+    parts = [one_line(message.content, HISTORY_LINE_CHARS)] if message.content.strip() else []
     for call in message.tool_calls:
-        parts.append(f"→ {call.name}({_one_line(call.arguments, 80)})")
+        parts.append(f"→ {call.name}({one_line(call.arguments, 80)})")
     return f"{label}: {' '.join(parts) or '(empty)'}"
 
 
@@ -119,11 +113,11 @@ async def cmd_network(core: CommandTarget, arg: str) -> str:
     else:
         count = sum(c.get("more") or 1 for c in log)
         text = f"network ({count} connection{'s' if count != 1 else ''}):\n" + "\n".join(
-            f"{network_line(c)} — {_one_line(c.get('step', ''), 80)}" for c in log)
+            f"{network_line(c)} — {one_line(c.get('step', ''), 80)}" for c in log)
     allowed = core.network_allowed()
     if allowed:
         text += "\nallowed for the rest of this session, unasked:\n" + "\n".join(
-            f"{key} — {_one_line(why, 120)}" for key, why in allowed.items())
+            f"{key} — {one_line(why, 120)}" for key, why in allowed.items())
     return text
 
 
@@ -140,7 +134,7 @@ async def cmd_context(core: CommandTarget, arg: str) -> str:
     ]
     task_state = core.session.task_state
     if task_state is not None:
-        lines.append(f"task state: goal {_one_line(task_state.goal, 80)!r}, step {_one_line(task_state.plan_step, 80)!r}")
+        lines.append(f"task state: goal {one_line(task_state.goal, 80)!r}, step {one_line(task_state.plan_step, 80)!r}")
     lines += [f"warning: {w}" for w in core.setup_warnings]
     return "\n".join(lines)
 
@@ -198,10 +192,10 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     for sid in shown:
         info = records.get(sid)
         moment = info and (info.last_active or info.created_at)
-        when = _local(moment) if moment else _created(sid)
+        when = moment.astimezone().strftime("%Y-%m-%d %H:%M") if moment else _created(sid)
         title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
         shared = f"  [team {info.team}, {info.user_id}'s]" if info and info.team else ""
-        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {_one_line(title or '(untitled)', 50)}{shared}  {sid}")
+        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {one_line(title or '(untitled)', 50)}{shared}  {sid}")
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
     return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
 
@@ -229,10 +223,6 @@ def _saved_title(directory: Path, session_id: str) -> str:
     """The title a session's log keeps (a Core titled without a registry)."""
     title = persist.read_meta(directory, session_id).get("title")
     return title if isinstance(title, str) else ""
-
-
-def _local(moment: datetime) -> str:
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 async def cmd_skills(core: CommandTarget, arg: str) -> str:

@@ -287,10 +287,6 @@ class Core(McpMembers):
         await self._host.ready_prompt()
         return self._host.system_prompt()
 
-    def generation_params(self) -> GenerationParams:
-        """The agent config's sampling parameters with the caller's overrides on top."""
-        return self._host.generation_params()
-
     def context(self) -> list[Message]:
         """The messages the next request would send, without the system prompt."""
         messages = self._host.budget.request_messages()

@@ -153,7 +153,6 @@ async def build_runtime(
     cwd: Path,
     env: Mapping[str, str],
     *,
-    backend: Backend | None = None,
     session_id: str = "",
     defer_prompt: bool = False,
 ) -> Runtime:
@@ -175,7 +174,7 @@ async def build_runtime(
     else:
         preamble = await resolve_prompt(cfg.prompt, cwd=cwd, env=dict(env), warnings=warnings, box=box, late=late)
     return Runtime(
-        backend=backend,
+        backend=None,  # built by the caller (AgentSetup) from the config and the user's choice
         dispatcher=dispatcher,
         hooks=Hooks(cfg.hooks),
         preamble=preamble,

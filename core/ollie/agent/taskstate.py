@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.sessions.session import Session, TaskState
+from ollie.sessions.types import one_line
 
 # Only an item's start is a pattern, matched line by line: a lazy item before optional spaces backtracked
 # quadratically over a line of spaces (tool code writes the plan file; the loop reads it on the event loop).
@@ -50,15 +51,10 @@ def has_plan_block(text: str) -> bool:
     return bool(_PLAN_BLOCK.search(text))
 
 
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _ACTION_PART else text[:_ACTION_PART] + "…"
-
-
 def describe_action(tool: str, arguments: str, result: str) -> str:
     """`tool(args) → result`, each part clipped: what the agent last did."""
     from ollie.agent.toolround import canonical_args  # after a tool round, which loaded it
-    return f"{tool}({_clip(canonical_args(arguments))}) → {_clip(result)}"
+    return f"{tool}({one_line(canonical_args(arguments), _ACTION_PART)}) → {one_line(result, _ACTION_PART)}"
 
 
 def infer_update(state: TaskState, *, last_action: str, plan_step: str, assistant_text: str) -> None:

@@ -86,7 +86,7 @@ def error_message(body: object) -> str:
     return str(detail) if detail else json.dumps(body)
 
 
-def status_of_error_object(body: object, default: int = 500) -> int:
+def status_of_error_object(body: object) -> int:
     """The HTTP status an error object stands for when it came inside a 200 stream."""
     err = body.get("error") if isinstance(body, dict) else None
     if isinstance(err, dict):
@@ -99,7 +99,7 @@ def status_of_error_object(body: object, default: int = 500) -> int:
             return 429
         if code == "context_length_exceeded":
             return 400
-    return default
+    return 500
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:

@@ -154,10 +154,9 @@ def check_lsp_on_path(path: str | None = None) -> Check:
                  f"install it with {INSTALL}, or set VS Code's `ollie.serverCommand` / Neovim's `cmd`")
 
 
-async def run_checks(*, backend: str | None = None, model: str | None = None, cwd: Path | None = None,
-                     environ: Mapping[str, str] | None = None) -> list[Check]:
+async def run_checks(*, backend: str | None = None, model: str | None = None, cwd: Path | None = None) -> list[Check]:
     """Every check, in the order a first run needs them."""
-    env = environment() if environ is None else environ
+    env = environment()
     checks = await check_backend_setup(env, backend, model)
     checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()), check_sessions_dir(),
                await asyncio.to_thread(check_store, env), check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]

@@ -98,9 +98,9 @@ def for_agent(user: Mapping[str, ServerSpec], agent: Mapping[str, McpStdio | Mcp
     return merged
 
 
-def load_user_servers(path: Path | None = None) -> dict[str, ServerSpec]:
+def load_user_servers() -> dict[str, ServerSpec]:
     """The servers of the user's mcp.json ({} when there is none); ConfigError naming file and key."""
-    file = path or config_file()
+    file = config_file()
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -61,14 +61,19 @@ def prompt_title(prompt: str) -> str:
     return first_words(_EDITOR_CONTEXT.sub("", prompt))
 
 
-def first_words(text: str, *, words: int = 8, chars: int = 60) -> str:
+def first_words(text: str) -> str:
     """The start of a prompt, for a session or progress title: a few words, cut with an ellipsis."""
-    picked = " ".join(text.split()[:words])
-    if len(picked) > chars:
-        picked = picked[: chars - 1].rstrip() + "…"
-    elif len(text.split()) > words:
-        picked += " …"
-    return picked
+    words = text.split()
+    picked = " ".join(words[:8])
+    if len(picked) > 60:
+        return one_line(picked, 60)
+    return picked + " …" if len(words) > 8 else picked
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 # The database role a PostgreSQL store authenticates this process as (ollie.sessions.pg.store): "" until one does.

@@ -59,10 +59,6 @@ def _entries(git_dir: Path, oid: str | None) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _sort_key(key: str) -> bytes:
-    return os.fsencode(key)  # git orders entries by bytes, a subtree as its name + "/"
-
-
 def _file_type(mode: str) -> str:
     return mode[:-3] if len(mode) > 3 else mode  # "100644" -> "100", "120000" -> "120"
 
@@ -74,7 +70,8 @@ def tree_diff(git_dir: Path, before: str, after: str) -> list[Entry]:
 
     def walk(prefix: str, old: str | None, new: str | None) -> None:
         olds, news = _entries(git_dir, old), _entries(git_dir, new)
-        for key in sorted(olds.keys() | news.keys(), key=_sort_key):
+        # git orders entries by bytes, a subtree as its name + "/"
+        for key in sorted(olds.keys() | news.keys(), key=os.fsencode):
             (old_mode, old_id), (new_mode, new_id) = olds.get(key, ("", None)), news.get(key, ("", None))
             if old_id == new_id and old_mode == new_mode:
                 continue

@@ -12,7 +12,6 @@ import socket
 import threading
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ollie.log import get_logger
@@ -63,10 +62,6 @@ def ttl_s() -> float:
     return value if value > 0 else DEFAULT_TTL_S
 
 
-def _when(moment: datetime) -> str:
-    return moment.astimezone().isoformat(timespec="seconds")
-
-
 def live_elsewhere(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:
     """Of these sessions, those another process holds live (its lease not lapsed): id -> "<host> (pid <pid>)"."""
     rows = conn.execute(
@@ -104,7 +99,8 @@ class Leases:
                 host, pid, user, since, beat, now = other
                 left = max(0.0, self.ttl - (now - beat).total_seconds())
                 raise SessionLeasedError(
-                    f"session {session_id} is live on {host} (pid {pid}, user {user}) since {_when(since)}: "
+                    f"session {session_id} is live on {host} (pid {pid}, user {user}) since "
+                    f"{since.astimezone().isoformat(timespec='seconds')}: "
                     f"close it there first; if that process died, its lease lapses {left:.0f} s from now "
                     f"({self.ttl:.0f} s after its last heartbeat) and the session can then be resumed here")
             return self.acquire(conn, session_id)  # released between the two statements: try again

@@ -59,7 +59,6 @@ def child_env(
     session_id: str,
     cwd: Path,
     session_env: Mapping[str, str],
-    base: Mapping[str, str] | None = None,
     tmp_dir: Path | None = None,
 ) -> dict[str, str]:
     """A clean env for tool code: PATH, HOME, LANG, TMPDIR, TERM, the session's env and OLLIE_* facts.
@@ -67,12 +66,11 @@ def child_env(
     TMPDIR is the session's private `tmp_dir` (it wins over the session env: a
     shared /tmp would open other sessions' files to this one's code).
     """
-    source = os.environ if base is None else base
     env = {
-        "PATH": source.get("PATH") or DEFAULT_PATH,
-        "HOME": source.get("HOME") or str(Path.home()),
-        "LANG": source.get("LANG") or "C.UTF-8",
-        "TMPDIR": source.get("TMPDIR") or "/tmp",
+        "PATH": os.environ.get("PATH") or DEFAULT_PATH,
+        "HOME": os.environ.get("HOME") or str(Path.home()),
+        "LANG": os.environ.get("LANG") or "C.UTF-8",
+        "TMPDIR": os.environ.get("TMPDIR") or "/tmp",
         "TERM": "dumb",
     }
     env.update(session_env)

@@ -62,9 +62,9 @@ class CallContext:
     env: dict[str, str] | None = None  # built once for the call: its policy's cache key and each step's env
     images: int = 0  # file_read's images the call came to so far (ollie.backend.images.MAX_IMAGES are shown)
 
-    def result(self, sections: list[Section], *, failed: bool, limit: int | None = None) -> ToolResult:
+    def result(self, sections: list[Section], *, failed: bool) -> ToolResult:
         """The call's ToolResult from its sections."""
-        text = render_all(sections, limit=limit or self.runner.output_limit, timeout=self.timeout)
+        text = render_all(sections, limit=self.runner.output_limit, timeout=self.timeout)
         return ToolResult(text, is_error=failed, images=[image for section in sections for image in section.images])
 
     @contextlib.asynccontextmanager
@@ -78,13 +78,12 @@ class CallContext:
             self.runner.drop_scratch(scratch)
 
     async def run_locked(
-        self, parallel: ParallelClass, invocation_of: Callable[[], Invocation], *, elevated: bool,
-        limit: int | None = None, what: str = "",
+        self, parallel: ParallelClass, invocation_of: Callable[[], Invocation], *, elevated: bool, what: str = "",
     ) -> RunOutcome:
         """Take the lock for `parallel`, build the invocation, and run it (outside the sandbox if elevated)."""
         try:
             async with self.locks.hold(parallel, timeout=self.deadline.remaining()):
-                return await self.run(invocation_of, elevated=elevated, limit=limit, what=what)
+                return await self.run(invocation_of, elevated=elevated, what=what)
         except LockTimeout as exc:
             return RunOutcome(error=str(exc), timed_out=True)
 

@@ -34,8 +34,8 @@ class Rule:
     pattern: re.Pattern[str]
 
 
-def _rule(name: str, pattern: str, flags: int = 0) -> Rule:
-    return Rule(name, re.compile(pattern, flags | re.MULTILINE))
+def _rule(name: str, pattern: str) -> Rule:
+    return Rule(name, re.compile(pattern, re.MULTILINE))
 
 
 # Blanks, not \s: a command after a line break is found at that line's ^ anyway, and \s* there ran over every
@@ -437,10 +437,6 @@ class SessionBlocked(Exception):
     """The session failed validation too often and is blocked for a while (the message says until when)."""
 
 
-def _utc(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
-
-
 class ValidationGate:
     """Counts validation failures; 5 within 60 seconds block the session for 300 seconds."""
 
@@ -458,7 +454,8 @@ class ValidationGate:
         now = self._clock()
         if now < self._blocked_until:
             raise SessionBlocked(
-                f"execution is blocked for this session until {_utc(self._blocked_until)} "
+                f"execution is blocked for this session until "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(self._blocked_until))} "
                 f"after {self._max} rejected programs within {self._window:g} s "
                 f"({self._blocked_until - now:.0f} s left)",
             )
