@@ -28,10 +28,13 @@ class Row:
     target: str = ""
     ok: bool | None = None
     note: str = ""
+    paired: float | None = None  # the median of per-pair ratios, where each sample had its reference beside it
 
     @property
     def ratio(self) -> float | None:
-        """value / reference."""
+        """The paired ratio, else value / reference."""
+        if self.paired is not None:
+            return self.paired
         if self.reference in (None, 0):
             return None
         return self.value / self.reference  # type: ignore[operator]
