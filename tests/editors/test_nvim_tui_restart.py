@@ -206,3 +206,43 @@ def test_a_range_prompt_put_back_after_a_refusal_keeps_its_lines(tmp_path: Path,
     finally:
         story.set()
         tmux.close()
+
+
+def test_a_daemon_killed_while_she_types_says_so_once_and_never_stops_her_at_a_prompt(tmp_path: Path, scripted_llm):
+    # Bug: Neovim's own "Client ollie quit with exit code 0 and signal 9" notice came on top of ollie's: the two
+    # filled the message area (that one alone is wider than a 100-column line), a "Press ENTER" prompt mid-typing
+    # took her next key.
+    _, tmux = answered(tmp_path, scripted_llm, size=(100, 30))
+    try:
+        tmux.keys("Escape", ":wincmd t", "Enter", "G", "o")
+        tmux.keys("typed before", literal=True)
+        tmux.wait(lambda s: "typed before" in s, "her typing")
+        os.kill(daemon_pid(tmp_path), signal.SIGKILL)
+        said = tmux.keep("1-said", tmux.wait(lambda s: "was restarted" in unwrapped(s) or "Press ENTER" in s,
+                                                "the notice"))
+        tmux.keys(" and after", literal=True)
+        typed = tmux.keep("2-typed", tmux.wait(lambda s: "typed before and after" in s, "her typing going on"))
+        assert "signal 9" in said and "Client ollie quit" not in said + typed, said
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_ollie_restart_twice_in_a_row_loads_each_chat_once(tmp_path: Path, scripted_llm):
+    # Bug: the second :OllieRestart, pressed while the first waited for the old daemon to exit, loaded the sessions
+    # again once the fresh daemon started, and put the prompt queued in the old daemon back in the input twice.
+    story = threading.Event()
+    _, tmux = answered(tmp_path, scripted_llm, Reply(text="Once upon a time", hold=story))
+    try:
+        tmux.keys(":Ollie tell me a story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        send_in_chat(tmux, "and then this")
+        tmux.wait(lambda s: "queued: and then this" in s, "the prompt queued behind it")
+        tmux.keys("Escape", ":OllieRestart", "Enter", ":OllieRestart", "Enter")
+        back = back_in_input(tmux, "1-back", "the restart ended the daemon it waited in", "and then this")
+        assert unwrapped(back).count("the restart ended the daemon it waited in") == 1, back
+        assert not any(line.rstrip().endswith("and then this and then this") for line in back.splitlines()), back
+        assert_clean(tmux.screens)
+    finally:
+        story.set()
+        tmux.close()
