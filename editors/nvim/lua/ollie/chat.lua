@@ -458,12 +458,14 @@ end
 -- name` too, which clears the session (the old conversation stayed in sight, as if the model still had it).
 local REDRAWS = { ["/rewind"] = true, ["/clear"] = true }
 
----Whether `line` is a slash command after which the chat shows the conversation anew.
+---Whether `line`, which said `output`, is a slash command after which the chat shows the conversation anew. A switch
+---to an agent the user did not allow cleared nothing: its redraw wiped the "rejected: switch to agent ..." line.
 ---@param line string
+---@param output string
 ---@return boolean
-local function redraws(line)
+local function redraws(line, output)
   local name, arg = line:match("^(/%S+)%s*(.-)%s*$")
-  return REDRAWS[name] or (name == "/agent" and arg ~= "")
+  return REDRAWS[name] or (name == "/agent" and arg ~= "" and output:find("(session cleared;", 1, true) ~= nil)
 end
 
 ---Run a slash command (or `!shell`) at once, also during a turn; its output shows once, in the transcript.
@@ -482,7 +484,7 @@ function Chat:command(line)
         self:sync_queue()
       end
       -- A command that failed (its text came as an `error` event) cut nothing: no redraw, which lost the notes.
-      if not err and not res.error and shown ~= "error" and redraws(line) and not self.running then
+      if not err and not res.error and shown ~= "error" and redraws(line, output) and not self.running then
         -- The conversation was cut or restored: the chat shows it anew, then the command and what it said.
         return self:switch(session, function()
           self.transcript:note("› " .. line, "OllieCommand")
