@@ -196,25 +196,6 @@ function M.get()
   return nil
 end
 
----Keep Neovim's own notice of a daemon's exit ("Client ollie quit with exit code ... Check log for errors: <path>",
----which vim.lsp sends after the client's on_exit) off the screen: the plugin says its own, and the two (or that one
----alone, wider than an 80-column line) stopped the editor at a "Press ENTER" prompt mid-typing. vim.notify is the
----documented way in (`:h vim.notify()`: plugins override it): this filter drops that one message, then goes.
-local function hush_exit_notice()
-  local notify = vim.notify
-  local function filter(msg, ...)
-    if type(msg) ~= "string" or not msg:find("^Client ollie quit with exit code") then
-      return notify(msg, ...)
-    end
-    vim.notify = vim.notify == filter and notify or vim.notify
-  end
-  vim.notify = filter
-  -- None comes (a clean exit): the filter goes once vim.lsp's callbacks, scheduled after this one's, have run.
-  vim.schedule(function()
-    vim.schedule(function() vim.notify = vim.notify == filter and notify or vim.notify end)
-  end)
-end
-
 ---Start the daemon (once) and return the client; it initializes in the background.
 ---@return vim.lsp.Client|nil client, string|nil err
 function M.ensure()
@@ -242,7 +223,7 @@ function M.ensure()
       pcall(vim.cmd.redrawstatus, { bang = true })
     end,
     on_exit = function(code, signal, client_id)
-      hush_exit_notice()
+      require("ollie.requests").hush_exit_notice() -- the plugin says its own
       local done, unanswered, auto = on_exited[client_id], owed[client_id] or {}, auto_started[client_id]
       on_exited[client_id], owed[client_id], auto_started[client_id] = nil, nil, nil
       local again = auto and vim.uv.now() - auto < 60000
