@@ -216,14 +216,7 @@ function Chat:make_transcript()
   input.map(buf, "close", function() self:close() end)
   input.map(buf, "focus_input", function() self:focus_input(true) end)
   input.map(buf, "open_location", function() self:open_location(true) end)
-  -- Every stock key that edits the name under the cursor opens files only: Neovim's own (gF, <C-w>f and kin, a
-  -- visual gf) hand an address the model wrote to netrw, as gf did (chatwin.lua's open_location).
-  for _, key in ipairs({ "gf", "gF", "[f", "]f", "<C-w>f", "<C-w><C-f>", "<C-w>F", "<C-w>gf", "<C-w>gF" }) do
-    vim.keymap.set("n", key, function() self:open_location(false) end, { buffer = buf, desc = "ollie: open location" })
-  end
-  for _, key in ipairs({ "gf", "gF" }) do -- the name where the selection starts
-    vim.keymap.set("x", key, "<Esc>`<" .. key, { buffer = buf, remap = true, desc = "ollie: open location" })
-  end
+  chatwin.guard_file_keys(buf, function() self:open_location(false) end)
   vim.keymap.set({ "n", "x" }, "gx", chatwin.open_address, { buffer = buf, desc = "ollie: open address" })
   watch(self, buf)
 end
