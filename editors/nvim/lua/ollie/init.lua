@@ -376,10 +376,10 @@ end
 ---Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
 ---session again, from the fresh daemon. One asked for while another is under way is that one.
 function M.restart()
+  notify(restarting and "a restart is under way: this one joins it" or "restarting the daemon…")
   if restarting then
     return
   end
-  notify("restarting the daemon…")
   resume()
 end
 
