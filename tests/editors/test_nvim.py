@@ -918,8 +918,9 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     hand them to netrw, which fetched them with wget and scp, as the user, outside the sandbox and its egress proxy (a
     way to send what the model read to any host, or the user's SSH keys to its server); gx hands any scheme (`file:`,
     `ssh:`, a link's hidden target), or a name in the changes list (a page a step wrote), to the system's opener.
-    ollie's keys open files only; gx opens a web address once the user has seen it whole and said yes (headless,
-    `confirm` answers its default: no)."""
+    The same keys in a question's float (its code's address, a file outside the workspace) and the changes list (a
+    step's link to that file) fetched the one and opened the other. ollie's keys open the workspace's files only; gx
+    opens a web address once the user has seen it whole and said yes (headless, `confirm` answers its default: no)."""
     import socket
 
     listener = socket.create_server(("127.0.0.1", 0))
@@ -952,16 +953,22 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
                Reply(text="\n\n".join([
         f"Docs: {web}/leak?notes=original", f"Copy: scp://127.0.0.1:{port}//etc/hostname", f"Split: {web}/split",
         f"Tab: {web}/tab", f"Seen: {web}/seen", f"Guide: [Read the guide](ssh://127.0.0.1:{port}/guide)",
-        "Local: file:///etc/passwd", f"Web: {web}/web"])))
+        "Local: file:///etc/passwd", f"Web: {web}/web"])),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": f"ln -s /etc/hostname host.md # {web}/float",
+                                                             "language": "bash"}]})),
+               Reply.text("linked"))
     try:
         result = run_scenario("web_gf", workspace, srv)
     finally:
         listener.close()
     assert heard == [], heard
     assert not opened.exists(), opened.read_text()
-    assert result["messages"].count("is an address, not a file: not opened") == 5, result["messages"]
+    assert result["messages"].count("is an address, not a file: not opened") == 6, result["messages"]
     assert result["messages"].count("not a web address: not opened") == 3, result["messages"]
+    # The question float's gf on /etc/hostname, the changes list's <C-w>f on the link to it.
+    assert result["messages"].count("is no file of the workspace: not opened") == 2, result["messages"]
     assert not [b for b in result["buffers"] if "://" in b and not b.startswith("ollie://")], result["buffers"]
+    assert not [b for b in result["buffers"] if b.endswith(("/etc/hostname", "host.md"))], result["buffers"]
 
 
 def test_an_error_that_comes_between_an_answers_words_never_splits_the_answer(tmp_path):

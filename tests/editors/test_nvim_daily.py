@@ -245,7 +245,8 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
     """The model asks to run a step outside the sandbox while she types `1` and Enter into calc.py: her keys stay hers
     and the step does not run; the question shows in the float, and its buttons once she leaves insert mode (Bug:
     Neovim's own window/showMessageRequest handler put up its inputlist at once, and the `1<CR>` she was typing
-    answered "Allow once": the step ran outside the sandbox, the question never seen)."""
+    answered "Allow once": the step ran outside the sandbox, the question never seen). Rejected with feedback, the
+    step says "rejected: <her feedback>" as any step does (Bug: its raw result, `[step 1 bash (elevated)] error: ...`)."""
     srv = scripted_llm("openai")
     srv.script(Reply(text="Needs root.", tool_calls=[("execute_code", {"steps": [
         {"code": "echo ran > proof\necho again >> proof", "elevated": True}]})]), Reply.text("Not run, then."))
@@ -267,9 +268,13 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         picker = tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Reject" in s, "the buttons"))
         # The step's question, as under `ask`: Allow once or Reject (with feedback), never "always".
         assert "Allow always" not in picker and "3: Reject with feedback" in picker, picker
-        tmux.keys("2", "Enter")
+        tmux.keys("3", "Enter")
+        tmux.wait(lambda s: "Tell the model why" in s, "the feedback's prompt")
+        tmux.keys("use the venv instead", literal=True)
+        tmux.keys("Enter")
         done = tmux.keep("4-denied", tmux.wait(lambda s: "Not run, then." in s and "(end)" in s, "the turn's end"))
-        assert "rejected: the user did not allow" in chat_of(done) and not (ws / "proof").exists(), done
+        assert "✗ rejected: use the venv instead" in chat_of(done) and not (ws / "proof").exists(), done
+        assert "(elevated)] error" not in done and "the user did not allow" not in done, done
         assert_clean(tmux.screens)
     finally:
         tmux.close()
@@ -297,7 +302,11 @@ def test_a_switch_to_an_unsandboxed_agent_is_the_steps_question_float_and_a_no_k
         assert "switch to agent yolo: it runs WITHOUT a sandbox" in asked and "everything agent yolo runs" in asked, asked
         assert "1: Allow once" in asked and "Allow always" not in asked and "feedback" not in asked, asked
         tmux.keys("2", "Enter")
-        tmux.keep("2-kept", tmux.wait(lambda s: "agent not switched: yolo runs without a sandbox" in s, "the refusal"))
+        kept = tmux.keep("2-kept", tmux.wait(lambda s: "agent not switched: yolo runs without a sandbox" in s,
+                                             "the refusal"))
+        # The chat says it as VS Code's question card does (Bug: a redraw of the conversation, which the refused switch
+        # had not cleared, wiped the line).
+        assert "rejected: switch to agent yolo: it runs WITHOUT a sandbox" in chat_of(kept), kept
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -313,7 +313,8 @@ def test_chat_changes_line_rewind_withdrawn_question_and_named_chats(workspace, 
 
 def test_a_fifo_a_step_left_is_never_opened_from_the_transcript_or_the_changes(workspace, scripted_llm):  # noqa: F811
     """A step replaces the file it wrote by a FIFO and adds a link to it: opening the step's location (<CR> in the
-    transcript) or the link's diff from the changes list read the FIFO, and Neovim waited for its writer for good."""
+    transcript), the link's diff from the changes list or `<C-w>f` on its line there read the FIFO, and Neovim waited
+    for its writer for good."""
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": ["pipe.md", "x\n"]}]})),
                Reply.tool_calls(("execute_code", {"steps": [
@@ -321,7 +322,7 @@ def test_a_fifo_a_step_left_is_never_opened_from_the_transcript_or_the_changes(w
                Reply.text("made a pipe"))
     result = run_scenario("fifo_open", workspace, srv)
     assert result["location_found"] and any("link.md" in line for line in result["list"]), result
-    assert result["refused"] and result["tabs"] == 1, result
+    assert result["refused"] and result["split_refused"] and result["tabs"] == 1, result
 
 
 def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(workspace, scripted_llm):  # noqa: F811

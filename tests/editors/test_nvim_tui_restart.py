@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +41,6 @@ def daemon_pid(tmp_path: Path) -> int:
 def unwrapped(screen: str) -> str:
     """The chat's text, its lines joined (a long note wraps)."""
     return " ".join(chat_text(screen).split())
-
-
-def through_notices(tmux: Tmux, cond: Callable[[str], bool], what: str) -> str:
-    """The screen once `cond(screen)`, Enter pressed at each "Press ENTER" on the way (Neovim's own notice of a
-    daemon's exit, "Client ollie quit ...", is one when it shares the message area with the plugin's)."""
-    for _ in range(5):
-        screen = tmux.wait(lambda s: cond(s) or "Press ENTER" in s, what)
-        if cond(screen):
-            return screen
-        tmux.keys("Enter")
-        # Drawn anew before the next look: one more Enter at the old screen would go to the chat (and send).
-        tmux.wait(lambda s, before=screen: s != before, "the notice gone")
-    return tmux.wait(cond, what)
 
 
 def answered(tmp_path: Path, scripted_llm, *then: Reply, size: tuple[int, int] = (140, 30),
@@ -107,8 +93,8 @@ def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_
         tmux.keys(":OllieChat", "Enter", "Escape", ":OllieRestart", "Enter", "i")
         tmux.keys(typed, literal=True)
         tmux.keys("Escape", "Enter")
-        back = through_notices(tmux, lambda s: "(not sent: it is back in the input)" in unwrapped(s)
-                               and any(line.rstrip().endswith(typed) for line in s.splitlines()), "the prompt back")
+        back = tmux.wait(lambda s: "(not sent: it is back in the input)" in unwrapped(s)
+                         and any(line.rstrip().endswith(typed) for line in s.splitlines()), "the prompt back")
         assert all(words in unwrapped(tmux.keep("1-back", back)) for words in said), back
         if broken != "missing":  # the restart's start and one more (before: one per request the chat made)
             assert (tmp_path / "daemons.log").read_text().count("start") == 2
@@ -130,8 +116,8 @@ def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_tur
         send_in_chat(tmux, "and then this")
         tmux.wait(lambda s: "queued: and then this" in s, "the prompt queued behind it")
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
-        restarted = unwrapped(tmux.keep("1-restarted", through_notices(tmux, lambda s: "queued prompt from" in s,
-                                                                       "the restart said")))
+        restarted = unwrapped(tmux.keep("1-restarted", tmux.wait(lambda s: "queued prompt from" in s,
+                                                                 "the restart said")))
         for said in ("The first answer.", "tell me more", "A partial answer that",
                      "cut short: the daemon stopped (what it had shown of this turn was not saved)",
                      "the ollie daemon stopped (signal 9) and was restarted",
@@ -160,8 +146,7 @@ def test_a_question_of_a_daemon_that_died_is_taken_away_with_it(tmp_path: Path, 
         tmux.keys(":Ollie touch it", "Enter")
         tmux.keep("1-asked", tmux.wait(lambda s: "touch first" in s and "pick 1: Allow once" in s, "the question"))
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
-        screen = tmux.keep("2-restarted", through_notices(tmux, lambda s: "was restarted" in unwrapped(s),
-                                                          "the restart said"))
+        screen = tmux.keep("2-restarted", tmux.wait(lambda s: "was restarted" in unwrapped(s), "the restart said"))
         assert "pick 1: Allow once" not in screen and "waiting for your answer" not in screen, screen
     finally:
         tmux.close()
@@ -175,7 +160,7 @@ def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: P
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
         said = "error: the ollie daemon stopped (exit code 3) again, within a minute of its restart: not restarted; " \
             ":OllieRestart starts it"
-        tmux.keep("1-stopped", through_notices(tmux, lambda s: said in unwrapped(s), "the restart given up"))
+        tmux.keep("1-stopped", tmux.wait(lambda s: said in unwrapped(s), "the restart given up"))
         assert log.read_text().count("start") == 1, log.read_text()  # restarted once
     finally:
         tmux.close()
@@ -203,6 +188,46 @@ def test_a_range_prompt_put_back_after_a_refusal_keeps_its_lines(tmp_path: Path,
         assert "goes with it" not in sent, "the lines go with one prompt only"
         prompt = srv.chat_requests[-1].body["messages"][-1]["content"]
         assert "beta line\ngamma line" in prompt and "what about these lines" in prompt, prompt
+    finally:
+        story.set()
+        tmux.close()
+
+
+def test_a_daemon_killed_while_she_types_says_so_once_and_never_stops_her_at_a_prompt(tmp_path: Path, scripted_llm):
+    # Bug: Neovim's own "Client ollie quit with exit code 0 and signal 9" notice came on top of ollie's: the two
+    # filled the message area (that one alone is wider than a 100-column line), a "Press ENTER" prompt mid-typing
+    # took her next key.
+    _, tmux = answered(tmp_path, scripted_llm, size=(100, 30))
+    try:
+        tmux.keys("Escape", ":wincmd t", "Enter", "G", "o")
+        tmux.keys("typed before", literal=True)
+        tmux.wait(lambda s: "typed before" in s, "her typing")
+        os.kill(daemon_pid(tmp_path), signal.SIGKILL)
+        said = tmux.keep("1-said", tmux.wait(lambda s: "was restarted" in unwrapped(s) or "Press ENTER" in s,
+                                                "the notice"))
+        tmux.keys(" and after", literal=True)
+        typed = tmux.keep("2-typed", tmux.wait(lambda s: "typed before and after" in s, "her typing going on"))
+        assert "signal 9" in said and "Client ollie quit" not in said + typed, said
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_ollie_restart_twice_in_a_row_loads_each_chat_once(tmp_path: Path, scripted_llm):
+    # Bug: the second :OllieRestart, pressed while the first waited for the old daemon to exit, loaded the sessions
+    # again once the fresh daemon started, and put the prompt queued in the old daemon back in the input twice.
+    story = threading.Event()
+    _, tmux = answered(tmp_path, scripted_llm, Reply(text="Once upon a time", hold=story))
+    try:
+        tmux.keys(":Ollie tell me a story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        send_in_chat(tmux, "and then this")
+        tmux.wait(lambda s: "queued: and then this" in s, "the prompt queued behind it")
+        tmux.keys("Escape", ":OllieRestart", "Enter", ":OllieRestart", "Enter")
+        back = back_in_input(tmux, "1-back", "the restart ended the daemon it waited in", "and then this")
+        assert unwrapped(back).count("the restart ended the daemon it waited in") == 1, back
+        assert not any(line.rstrip().endswith("and then this and then this") for line in back.splitlines()), back
+        assert_clean(tmux.screens)
     finally:
         story.set()
         tmux.close()

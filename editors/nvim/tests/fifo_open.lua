@@ -1,5 +1,6 @@
 -- A step makes a FIFO and an added link to it: the changes list shows the link, and opening its diff (or the
--- step's location, from the transcript) must not read the FIFO (Neovim then waited for its writer for good).
+-- step's location, from the transcript, or <C-w>f on its line) must not read the FIFO (Neovim then waited for its
+-- writer for good).
 local U = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "review_util.lua"))
 local H = U.H
 local notified = U.notified
@@ -30,5 +31,9 @@ U.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes li
 H.results.list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 require("ollie.review").open_diff("link.md")
 H.results.refused = notified("link.md is not a regular file: no diff") ~= nil
+-- Neovim's own <C-w>f on the link's line opened it: the FIFO read, the editor held for good.
+vim.fn.search("link.md", "w")
+vim.api.nvim_feedkeys(vim.keycode("<C-w>f"), "mx", false)
+H.results.split_refused = vim.fn.execute("messages"):find("link.md is not a regular file: not opened", 1, true) ~= nil
 H.results.tabs = vim.fn.tabpagenr("$")
 H.finish()

@@ -216,14 +216,7 @@ function Chat:make_transcript()
   input.map(buf, "close", function() self:close() end)
   input.map(buf, "focus_input", function() self:focus_input(true) end)
   input.map(buf, "open_location", function() self:open_location(true) end)
-  -- Every stock key that edits the name under the cursor opens files only: Neovim's own (gF, <C-w>f and kin, a
-  -- visual gf) hand an address the model wrote to netrw, as gf did (chatwin.lua's open_location).
-  for _, key in ipairs({ "gf", "gF", "[f", "]f", "<C-w>f", "<C-w><C-f>", "<C-w>F", "<C-w>gf", "<C-w>gF" }) do
-    vim.keymap.set("n", key, function() self:open_location(false) end, { buffer = buf, desc = "ollie: open location" })
-  end
-  for _, key in ipairs({ "gf", "gF" }) do -- the name where the selection starts
-    vim.keymap.set("x", key, "<Esc>`<" .. key, { buffer = buf, remap = true, desc = "ollie: open location" })
-  end
+  chatwin.guard_file_keys(buf, function() self:open_location(false) end)
   vim.keymap.set({ "n", "x" }, "gx", chatwin.open_address, { buffer = buf, desc = "ollie: open address" })
   watch(self, buf)
 end
@@ -458,12 +451,14 @@ end
 -- name` too, which clears the session (the old conversation stayed in sight, as if the model still had it).
 local REDRAWS = { ["/rewind"] = true, ["/clear"] = true }
 
----Whether `line` is a slash command after which the chat shows the conversation anew.
+---Whether `line`, which said `output`, is a slash command after which the chat shows the conversation anew. A switch
+---to an agent the user did not allow cleared nothing: its redraw wiped the "rejected: switch to agent ..." line.
 ---@param line string
+---@param output string
 ---@return boolean
-local function redraws(line)
+local function redraws(line, output)
   local name, arg = line:match("^(/%S+)%s*(.-)%s*$")
-  return REDRAWS[name] or (name == "/agent" and arg ~= "")
+  return REDRAWS[name] or (name == "/agent" and arg ~= "" and output:find("(session cleared;", 1, true) ~= nil)
 end
 
 ---Run a slash command (or `!shell`) at once, also during a turn; its output shows once, in the transcript.
@@ -482,7 +477,7 @@ function Chat:command(line)
         self:sync_queue()
       end
       -- A command that failed (its text came as an `error` event) cut nothing: no redraw, which lost the notes.
-      if not err and not res.error and shown ~= "error" and redraws(line) and not self.running then
+      if not err and not res.error and shown ~= "error" and redraws(line, output) and not self.running then
         -- The conversation was cut or restored: the chat shows it anew, then the command and what it said.
         return self:switch(session, function()
           self.transcript:note("› " .. line, "OllieCommand")

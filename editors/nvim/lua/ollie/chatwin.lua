@@ -464,6 +464,37 @@ function M.open_address()
   end
 end
 
+---Map every stock key that edits the name under the cursor (gf, gF, <C-w>f and kin) in `buf` to `open`; a visual
+---gf or gF opens the name where the selection starts. Neovim's own hand an address the model wrote to netrw (which
+---fetches it as the user, outside the sandbox and its proxy), and open what a link a step added points at.
+---@param buf integer
+---@param open fun()
+function M.guard_file_keys(buf, open)
+  for _, key in ipairs({ "gf", "gF", "[f", "]f", "<C-w>f", "<C-w><C-f>", "<C-w>F", "<C-w>gf", "<C-w>gF" }) do
+    vim.keymap.set("n", key, open, { buffer = buf, desc = "ollie: open file" })
+  end
+  for _, key in ipairs({ "gf", "gF" }) do
+    vim.keymap.set("x", key, "<Esc>`<" .. key, { buffer = buf, remap = true, desc = "ollie: open file" })
+  end
+end
+
+---Open `name` (default: the name under the cursor) in a split at the top, when it is a regular file of the workspace
+---(the chat's root), links followed: the keys of guard_file_keys in a question's float and the changes list, whose
+---names are the model's (a FIFO would hold the editor for good; a link a step added may point anywhere).
+---@param name string|nil
+function M.open_named(name)
+  name = name or vim.fn.expand("<cfile>")
+  local real = vim.uv.fs_realpath(vim.fn.fnamemodify(name, ":p"))
+  local root = vim.uv.fs_realpath(require("ollie.client").root_dir())
+  local why = name:find("://", 1, true) and "is an address, not a file"
+    or not (real and root and vim.startswith(real, root .. "/")) and "is no file of the workspace"
+    or not require("ollie.requests").readable_file(real) and "is not a regular file"
+  if why then
+    return vim.api.nvim_echo({ { name .. " " .. why .. ": not opened", "ErrorMsg" } }, true, {})
+  end
+  vim.cmd("topleft split " .. vim.fn.fnameescape(real))
+end
+
 ---Open what the transcript line under the cursor points at: a step location's file at its line (in the file
 ---window, a new split if none), or a changes line's list of changed files.
 ---@param fallback_cr boolean when nothing is under the cursor: <CR> does nothing, gf does its usual

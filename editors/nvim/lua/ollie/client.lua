@@ -223,6 +223,7 @@ function M.ensure()
       pcall(vim.cmd.redrawstatus, { bang = true })
     end,
     on_exit = function(code, signal, client_id)
+      require("ollie.requests").hush_exit_notice() -- the plugin says its own
       local done, unanswered, auto = on_exited[client_id], owed[client_id] or {}, auto_started[client_id]
       on_exited[client_id], owed[client_id], auto_started[client_id] = nil, nil, nil
       local again = auto and vim.uv.now() - auto < 60000

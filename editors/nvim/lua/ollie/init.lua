@@ -303,10 +303,20 @@ local function hold()
   return chats
 end
 
+-- The restart under way, from its stop until its chats have their sessions again: a second :OllieRestart joins it.
+-- (Before, a user pressing it twice had every session loaded twice, what the old daemon held back in the input twice.)
+---@type table|nil
+local restarting = nil
+
 ---Start the next daemon (the old one stopped first) and show each chat's session again from it; `crash` (why the
 ---last one died) is said in each chat under its conversation.
 ---@param crash string|nil
 local function resume(crash)
+  local this, loading = {}, 0
+  restarting = this
+  local function settled()
+    restarting = (loading > 0 or restarting ~= this) and restarting or nil
+  end
   -- A fresh daemon starts with no queue: what a Restart's had queued is forgotten, what a dead one's had comes back.
   require("ollie.pending")[crash and "carry" or "forget"]()
   -- A prompt typed before its session is loaded in the fresh daemon and drawn waits (the switch's redraw sends it):
@@ -333,7 +343,10 @@ local function resume(crash)
           c:release(err .. "; once that is fixed, :OllieRestart")
         end
       else
+        loading = loading + 1
         client.request("ollie/session/load", { session = session }, function(load_err, res)
+          loading = loading - 1
+          settled()
           if load_err == client.GONE then
             return -- it died too: on_died restarts it again or lets the chats go
           elseif load_err then
@@ -352,6 +365,7 @@ local function resume(crash)
         end)
       end
     end
+    settled()
     if err then
       return notify(err, vim.log.levels.ERROR)
     end
@@ -360,9 +374,12 @@ local function resume(crash)
 end
 
 ---Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
----session again, from the fresh daemon.
+---session again, from the fresh daemon. One asked for while another is under way is that one.
 function M.restart()
-  notify("restarting the daemon…")
+  notify(restarting and "a restart is under way: this one joins it" or "restarting the daemon…")
+  if restarting then
+    return
+  end
   resume()
 end
 

@@ -133,6 +133,9 @@ local function show_preview(lines, has_diff)
   if has_diff then
     vim.bo[buf].filetype = "diff"
   end
+  -- Its code and diff are the model's: an address in them, or a link a step made, is no file to open (chatwin.lua).
+  local chatwin = require("ollie.chatwin")
+  chatwin.guard_file_keys(buf, function() chatwin.open_named() end)
   local width = 20
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l))

@@ -776,14 +776,17 @@ local function result_text(content)
   return content or "", false
 end
 
--- How the daemon words the result of a step the user rejected (core/ollie/agent/approval.py).
+-- How the daemon words the result of a step the user rejected (core/ollie/agent/approval.py); a step to run outside
+-- the sandbox has it as its section of the call's result (core/ollie/tools/execute/results.py), after its label.
 local REJECTED = "^rejected: the user did not allow .-; it was not run%."
+local ELEVATED = "^%[[^%]\n]- %(elevated%)%] error: "
 local FEEDBACK = "\nThe user's feedback: (.*)$"
 
 ---The line a rejected step shows ("rejected: <the user's feedback>"); nil for any other result.
 ---@param text string a tool result
 ---@return string|nil
 function M.rejection(text)
+  text = text:gsub(ELEVATED, "", 1)
   if not text:find(REJECTED) then
     return nil
   end

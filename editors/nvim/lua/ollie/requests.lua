@@ -174,10 +174,48 @@ function M.session()
   return ollie.status and ollie.status.session or nil
 end
 
+-- While Neovim's notices of daemons' exits are kept off the screen (hush_exit_notice): the vim.notify its filter
+-- stands in for, and a token per exit whose notice may still come.
+---@type {notify: function, filter: function, due: table[]}|nil
+local hushing = nil
+
 ---Whether vim.notify is Neovim's own (which echoes), not a plugin's (nvim-notify, snacks, fidget...).
 local function stock_notify()
-  local info = debug.getinfo(vim.notify, "S")
+  local info = debug.getinfo(hushing and hushing.notify or vim.notify, "S")
   return info ~= nil and info.source:find("vim/_editor.lua", 1, true) ~= nil
+end
+
+---An exit's notice came, or will not (`token` of hush_exit_notice): with none left due, vim.notify is as it was.
+local function hushed(token)
+  local h = hushing
+  if h then
+    h.due = vim.tbl_filter(function(t) return t ~= token end, h.due)
+    if #h.due == 0 then
+      hushing, vim.notify = nil, vim.notify == h.filter and h.notify or vim.notify
+    end
+  end
+end
+
+---Keep Neovim's own notice of a daemon's exit ("Client ollie quit with exit code ... Check log for errors: <path>",
+---which vim.lsp sends after the client's on_exit, whence this is called) off the screen: the plugin says its own,
+---and the two (or that one alone, wider than an 80-column line) stopped the editor at a "Press ENTER" prompt
+---mid-typing. vim.notify is the documented way in (`:h vim.notify()`: plugins override it); the filter takes the
+---exits' notices, in order, and goes once none is due.
+function M.hush_exit_notice()
+  if not hushing then
+    local h = { notify = vim.notify, due = {} }
+    h.filter = function(msg, ...)
+      if hushing == h and type(msg) == "string" and msg:find("^Client ollie quit with exit code") then
+        return hushed(h.due[1])
+      end
+      return h.notify(msg, ...)
+    end
+    hushing, vim.notify = h, h.filter
+  end
+  local token = {}
+  table.insert(hushing.due, token)
+  -- No notice comes (a clean exit): the token goes once vim.lsp's callbacks, scheduled after this one's, have run.
+  vim.schedule(function() vim.schedule(function() hushed(token) end) end)
 end
 
 ---Tell the user something, prefixed "ollie: ". These come when an answer arrives, maybe while the user types:

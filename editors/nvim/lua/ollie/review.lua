@@ -179,8 +179,14 @@ local function list_buffer()
   map(buf, k.refresh, function() M.changes(M.current.turn, M.current.session) end, "ollie: refresh")
   map(buf, k.close, "<cmd>close<cr>", "ollie: close")
   -- The names are the steps': Neovim's gx handed one to the system's opener (xdg-open), as the user.
-  local open_address = require("ollie.chatwin").open_address
-  vim.keymap.set({ "n", "x" }, "gx", open_address, { buffer = buf, desc = "ollie: open address" })
+  local chatwin = require("ollie.chatwin")
+  vim.keymap.set({ "n", "x" }, "gx", chatwin.open_address, { buffer = buf, desc = "ollie: open address" })
+  chatwin.guard_file_keys(buf, function()
+    local f = file_at_cursor()
+    if f then
+      chatwin.open_named(abs(f.path))
+    end
+  end)
   M.current.list_buf = buf
   return buf
 end
