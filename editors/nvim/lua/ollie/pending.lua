@@ -237,7 +237,7 @@ function P:inject(text)
   return true
 end
 
----Injected prompts the turn has taken (into a tool result, or at its end) become lines of the transcript.
+---Injected prompts the turn has taken into a tool result become lines of the transcript.
 function P:injected_taken()
   for _, text in ipairs(self.transcript:settle("injected")) do
     self.transcript:note("↳ injected: " .. text, "OllieInjected")
