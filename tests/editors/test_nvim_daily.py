@@ -15,7 +15,7 @@ import pytest
 
 from ollie.testing import Reply
 
-from .test_nvim_tui import assert_clean, show_code_actions, start_nvim
+from .test_nvim_tui import assert_clean, quit_nvim, show_code_actions, start_nvim
 
 
 def chat_of(screen: str) -> str:
@@ -591,6 +591,48 @@ def test_the_diff_tab_s_two_sides_fold_alike(tmp_path: Path, scripted_llm):
             for before, now in folds:
                 assert before.rstrip("· ") == now.rstrip("· "), diff
             assert folds[0][0].startswith("+ +-- 52 lines: def f1():"), diff
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def agent_picked(tmux) -> str:
+    """The line of the agent `:OllieAgent` lists as current (the picker dismissed)."""
+    tmux.keys(":OllieAgent", "Enter")
+    picker = tmux.wait(lambda s: "Type number" in s and "(current)" in s, "the agent picker")
+    tmux.keys("Enter")  # empty: dismissed
+    return next(line.strip() for line in picker.splitlines() if line.rstrip().endswith("(current)"))
+
+
+def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_path: Path, scripted_llm):
+    """A prompt, `:OllieAgent plan` (read-only), a prompt, `:qa!`; the next Neovim resumes the session from
+    `:OllieSessions`: it runs plan still (Bug: the session list kept the agent the session was made with, and a resume
+    ran that one: the default agent, which edits files and runs programs, in a session she had made read-only)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello."), Reply.text("The plan."))
+    files = {"calc.py": "x = 1\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Hello." in s and "(end)" in s, "the first answer", timeout=60)
+        tmux.keys(":OllieAgent plan", "Enter")
+        tmux.wait(lambda s: "agent: plan (session cleared" in s, "the switch")
+        tmux.keys(":Ollie plan the work", "Enter")
+        tmux.keep("1-planned", tmux.wait(lambda s: "The plan." in s and "(end)" in s, "the plan"))
+        assert agent_picked(tmux).startswith("4: plan")
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "plan the work" in s, "the sessions to pick from")
+        tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "plan the work" in line), "Enter")
+        tmux.keep("2-resumed", tmux.wait(lambda s: "The plan." in s, "the resumed session"))
+        current = agent_picked(tmux)
+        assert current.startswith("4: plan"), current
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -722,6 +722,36 @@ def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Pat
         tmux.close()
 
 
+def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(tmp_path: Path, scripted_llm):
+    """A prompt queued and one injected while the answer streams, <C-c>, then <C-s> on an empty input: each runs as a
+    turn of its own, and the chat said once that the stop held them (Bug: the state asked for as they were sent on
+    came back still held, the daemon not yet past its lock: the note showed a second time, and the last prompt stayed
+    marked held though it ran). The inject no tool result took is held, not shown as read in the stopped turn (Bug:
+    the turn's end wrote "↳ injected" under it, and it ran as a turn of its own after)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 300, delay=0.1, chunk_size=8),
+               Reply.text("The queued one's answer."), Reply.text("The injected one's answer."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 40))
+    try:
+        queue_while_streaming(tmux, "tell me a long story", "Once upon a time", "queued one")
+        tmux.keys("i")
+        tmux.keys("injected one", literal=True)
+        tmux.keys("C-j")
+        tmux.wait(lambda s: "↳ injected: injected one" in s, "the injected prompt")
+        tmux.keys("C-c")
+        held = tmux.keep("1-held", tmux.wait(lambda s: "⏸ held: injected one" in s, "the held prompts"))
+        assert "↳ injected: injected one" not in held, "the chat says the model read it in the stopped turn"
+        tmux.keys("C-s")
+        done = tmux.keep("2-sent-on", tmux.wait(lambda s: "The injected one's answer." in s and s.count("(end)") == 2,
+                                                "both held prompts' answers", timeout=60))
+        chat = " ".join(line.split("│")[-1].strip() for line in done.splitlines())
+        assert chat.count("the stop holds the queued prompts") == 1 and "⏸ held" not in chat, done
+        assert "↳ injected" not in chat and chat.count("## You") == 3, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_and_runs_first(
         tmp_path: Path, scripted_llm):
     # Bug: the daemon Neovim starts ends with it, and its queue with it: a prompt queued as a turn streamed, then

@@ -219,3 +219,20 @@ async def test_every_write_to_a_live_session_another_daemon_archived_is_refused_
     assert notes.read_text() == "two\n"  # neither rewound nor undone
     state = await here.request("ollie/state", {"session": sid})
     assert (state["cwd"], state["approval"], state["archived"]) == (str(here.workspace.resolve()), "auto", True)
+
+
+async def test_a_session_is_resumed_in_the_agent_it_was_switched_to(start_daemon, llm):
+    # Bug: the session list kept the agent a session was made with (its record is made at the first prompt, from what
+    # the session was opened with): `/agent plan` before or after it, and a resume ran the default agent again.
+    llm.script(Reply(text="One."), Reply(text="Two."))
+    daemon = await start_daemon(env=llm.env())
+    switched_first = (await daemon.request("ollie/session/new", {}))["session"]
+    await daemon.request("ollie/command", {"session": switched_first, "line": "/agent plan"})
+    await daemon.request("ollie/submit", {"session": switched_first, "text": "plan it"})
+    prompted_first = (await daemon.request("ollie/session/new", {}))["session"]
+    await daemon.request("ollie/submit", {"session": prompted_first, "text": "hi"})
+    await daemon.request("ollie/command", {"session": prompted_first, "line": "/agent ask"})
+    for sid, agent in ((switched_first, "plan"), (prompted_first, "ask")):
+        await daemon.request("ollie/session/close", {"session": sid})
+        await daemon.request("ollie/session/load", {"session": sid})
+        assert (await daemon.request("ollie/state", {"session": sid}))["agent"] == agent

@@ -214,6 +214,23 @@ class Recorder:
         self.renamed(title)
         self._titled = turns
 
+    def _follow_agent(self) -> None:
+        """Queue: the record names the agent the session was switched to (`/agent`), so that its resume runs that one
+        (before, it ran the one the session was made with: a session made read-only came back editing)."""
+        agent = self._core.agent_name
+        if agent == self._request.agent_id:
+            return
+        self._request.agent_id = agent  # a record put off is made with it
+
+        def switch() -> None:
+            try:
+                self._registry().set_agent(Scope(user_id=self.user), self.session_id, agent)
+            except (SessionError, *unavailable()) as exc:
+                log.warning("the agent switch is not recorded: %s", exc, extra={"session": self.session_id})
+
+        if not self._unrecorded:
+            self._io.submit(switch)
+
     def renamed(self, title: str) -> None:
         """The session was given `title` (written to the record already or queued): front ends are told now."""
         self._titled = self._titled or bool(title)
@@ -223,7 +240,8 @@ class Recorder:
 
     async def _follow(self, sub: Subscription) -> None:
         async for event in sub:
-            if event.role == "rewind":
+            if event.role == "rewind":  # an agent switch clears the session: a rewind of every turn
+                self._follow_agent()
                 self._follow_rewind(event.content != "0")
             elif event.content == "start":
                 self._tell()

@@ -264,6 +264,13 @@ class Registry:
             store.update(conn, session_id, title=title)
         return info.with_changes(title=title)
 
+    def set_agent(self, scope: Scope, session_id: str, agent: str) -> Info:
+        """Set the agent the session runs (`/agent` switched it), the one its resume starts (ArchivedError)."""
+        with self._store.transaction() as conn:
+            info = self._writable(conn, scope, session_id)
+            store.update(conn, session_id, agent_id=agent)
+        return info.with_changes(agent_id=agent)
+
     def touch(
         self,
         session_id: str,

@@ -582,7 +582,8 @@ function Chat:on_event(ev, drawn)
     else
       -- stateChanged says so too; this keeps Enter from queueing behind a turn that has ended.
       self.running, self.state, self.steps_running, self.tail = false, "idle", {}, nil
-      self:injected_taken()
+      -- Injects no tool result took are the daemon's next prompt now (held after a stop): not shown as taken.
+      local untaken = #t:settle("injected")
       -- A question the daemon asked during the turn waits no more: its float and picker go.
       local permission = package.loaded["ollie.permission"]
       for _, title in ipairs(permission and permission.withdraw(self.session) or {}) do
@@ -596,7 +597,7 @@ function Chat:on_event(ev, drawn)
         self.redraw_at_end = false
         self:redraw(nil, content)
       end
-      if #vim.tbl_filter(function(p) return p.kind == "queued" end, t.pending) > 0 then
+      if untaken > 0 or #vim.tbl_filter(function(p) return p.kind == "queued" end, t.pending) > 0 then
         self:sync_queue() -- a stop holds them; else the next one starts now
       end
     end

@@ -131,7 +131,8 @@ function P:back_in_input(text, why)
 end
 
 ---The queued prompts as the daemon has them: a stop holds them (shown as held), `/queued` pops or drops them.
-function P:sync_queue()
+---@param released boolean|nil just sent on (ollie/queue/run): the daemon may answer before it lets them go
+function P:sync_queue(released)
   if not self.session then
     return
   end
@@ -146,7 +147,7 @@ function P:sync_queue()
     end
     local was_held = self.queue_held
     -- Those queued again after a quit wait too (restore_queue), though the daemon does not mark them held.
-    self.queue_held = (res.queueHeld == true or was_held == true) and #texts > 0
+    self.queue_held = not released and (res.queueHeld == true or was_held == true) and #texts > 0
     self.transcript:set_queued(texts, self.queue_held)
     if self.queue_held and not was_held then
       self.transcript:note(string.format("the stop holds the queued prompt%s: %s", #texts == 1 and "" or "s",
@@ -168,7 +169,7 @@ function P:run_queue()
       end
     end)
     -- Shown as queued again until each one's turn starts (its `user` event).
-    self:sync_queue()
+    self:sync_queue(true)
   end)
 end
 
@@ -236,7 +237,7 @@ function P:inject(text)
   return true
 end
 
----Injected prompts the turn has taken (into a tool result, or at its end) become lines of the transcript.
+---Injected prompts the turn has taken into a tool result become lines of the transcript.
 function P:injected_taken()
   for _, text in ipairs(self.transcript:settle("injected")) do
     self.transcript:note("↳ injected: " .. text, "OllieInjected")
