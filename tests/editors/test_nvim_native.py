@@ -16,5 +16,5 @@ def test_plain_neovim_runs_the_fix_and_gets_the_edit(workspace, scripted_llm):  
     assert result["buffer"][1] == "    return a * b"
     # The model was told the other server's diagnostic and shown the line.
     asked = srv.chat_requests[0].body["messages"][-1]["content"]
-    assert "- line 2: mul adds instead of multiplying (reviewer)" in asked and "return a + b" in asked
+    assert '- line 2: "mul adds instead of multiplying" (from "reviewer")' in asked and "return a + b" in asked
     assert "LSP[ollie][Info] ollie: mul multiplies now." in result["messages"]
