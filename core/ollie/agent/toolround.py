@@ -391,6 +391,9 @@ class ToolRound:
 
         post = await self.hook("postTool", {"tool": call.name, "args": args, "tool_call_id": call.id,
                                             "result": result.text, "is_error": is_error})
+        for hooked in (pre, post):  # a hook's output may relay the tool's (a file it lints): marked the same
+            if hooked is not None:
+                hooked.output = own_output(hooked.output)
         notes = [hook_note("preTool", pre)]
         if post is not None and post.blocked:
             text = post.output
