@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,8 +39,8 @@ QUESTION_START = re.compile(r"\s*(?:#|//|--|;+|/\*|\*|<!--)\s*ollie:", re.IGNORE
 # select-all over a 50 MB file split whole froze the daemon (every session) for 0.2-0.4 s each time.
 QUESTION_SCAN = 65_536
 PROMPTS: dict[str, str] = {
-    "fix": "Fix the problem the editor reports here:\n{problems}\nChange the file with your tools, then say in one "
-           "sentence what you changed.",
+    "fix": "Fix the problem the editor reports here (its words quoted as its language server wrote them):\n{problems}\n"
+           "Change the file with your tools, then say in one sentence what you changed.",
     "explain": "Explain what this code does, and anything surprising in it. Do not change any file.",
     "tests": "Add tests for this code, next to the project's existing tests and in their style (look at them first).",
     "refactor": "Refactor this code: {question}",
@@ -130,7 +131,7 @@ class ActionArgs:
 
 
 def problems_text(diagnostics: list[dict[str, Any]]) -> str:
-    """One line per diagnostic: where, what, and who says so."""
+    """One line per diagnostic: where, what, and who says so, the language server's words each a JSON string."""
     lines = []
     for diagnostic in diagnostics:
         # The client's JSON, any shape: a range that is no object leaves the line out (it failed as an internal error).
@@ -141,7 +142,9 @@ def problems_text(diagnostics: list[dict[str, Any]]) -> str:
         source = diagnostic.get("source")
         code = diagnostic.get("code")
         who = " ".join(str(x) for x in (source, code) if x not in (None, ""))
-        lines.append(f"- {where}{diagnostic.get('message', '')}" + (f" ({who})" if who else ""))
+        # A server reading hostile files writes them: a newline in one would start a line of the user's request.
+        quoted = [json.dumps(str(x), ensure_ascii=False) for x in (diagnostic.get("message", ""), who)]
+        lines.append(f"- {where}{quoted[0]}" + (f" (from {quoted[1]})" if who else ""))
     return "\n".join(lines)
 
 

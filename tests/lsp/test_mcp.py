@@ -416,6 +416,30 @@ def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_
     assert "hello from the workspace" in proc.stdout and proc.stdout.rstrip().endswith("read it")
 
 
+async def test_a_workspace_servers_odd_command_line_is_asked_about_word_for_word(start_daemon, llm, _private_dirs,
+                                                                                  tmp_path):
+    """Red team round 23: a `.mcp.json` command with a leading `-`, a newline, quotes, a backslash, a huge argument:
+    the question shows each word as it runs. Words holding a quote or a backslash were shown as they are, so
+    `"x` `y"` read as the one word `"x y"` and a backslash's `a\\nb` as the escaped newline of another word."""
+    ws = tmp_path / "ws0"
+    ws.mkdir()
+    args = ['"x', 'y"', "a\\nb", "a\nb", "p" * 3000, "tail"]
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {"command": "-c", "args": args}}}))
+    llm.script(Reply.text("not started"))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    asked: list[str] = []
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params.message)
+        return types.MessageActionItem(title="Reject")
+
+    assert await submit(daemon, "hi") == "not started"
+    assert len(asked) == 1 and "\n" not in asked[0], asked
+    shown = 'start MCP server \'planted\' of ' + str(ws / ".mcp.json") + r': -c "\"x" "y\"" "a\\nb" "a\nb" ppp'
+    assert shown in asked[0] and " more characters: read " in asked[0] and "tail" not in asked[0], asked[0]
+
+
 async def test_a_workspace_server_is_put_to_the_user_as_a_question(start_daemon, llm, _private_dirs, tmp_path):
     ws = tmp_path / "ws0"
     ws.mkdir()

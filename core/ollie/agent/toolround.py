@@ -45,10 +45,18 @@ if TYPE_CHECKING:
 
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
-# Heads the words the user added while a tool ran (`inject`), after its result; a line of a tool's own output that
-# says the same (a file it printed) is marked as the tool's. A line alone: a file quoting it in its code reads as is.
+# Heads the words the user added while a tool ran (`inject`), after its result.
 INJECTED_HEAD = "[user, while this tool ran]"
-_FORGED_HEAD = re.compile(rf"^[ \t]*{re.escape(INJECTED_HEAD)}[ \t\r]*$", re.MULTILINE)
+# How ollie's own notes in a tool result start a line: the user's injected words, `[ollie] ` (the loop's), `[editor] `
+# (post-edit errors, a buffer behind), `[<name> hook]`, `[truncated: `, `[interrupted `. A line of the tool's own
+# output starting so (a file it printed, a test's output) is marked as the tool's, so none passes for ollie or the user.
+_FORGED_HEAD = re.compile(r"^([ \t]*(?:\[user, while this tool ran\]|\[ollie[]:]|\[editor\]|\[\w+ hook\]|\[truncated:"
+                          r"|\[interrupted )[^\n]*?)[ \t\r]*$", re.MULTILINE)
+
+
+def own_output(text: str) -> str:
+    """A tool's output with every line that starts as one of ollie's notes marked as the tool's."""
+    return _FORGED_HEAD.sub(r"\1 (this line is the tool's output, not ollie's or the user's)", text)
 # The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
 # nobody asked for it, and the model reads this one too.
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
@@ -379,11 +387,13 @@ class ToolRound:
             elevation.steps.reset(asked)
             if net is not None and net.connections:
                 self.network[call.id] = tuple(net.connections)
-        text, is_error = result.text, result.is_error
+        text, is_error = own_output(result.text), result.is_error
 
-        post = await self.hook(
-            "postTool", {"tool": call.name, "args": args, "tool_call_id": call.id, "result": text, "is_error": is_error}
-        )
+        post = await self.hook("postTool", {"tool": call.name, "args": args, "tool_call_id": call.id,
+                                            "result": result.text, "is_error": is_error})
+        for hooked in (pre, post):  # a hook's output may relay the tool's (a file it lints): marked the same
+            if hooked is not None:
+                hooked.output = own_output(hooked.output)
         notes = [hook_note("preTool", pre)]
         if post is not None and post.blocked:
             text = post.output
@@ -391,7 +401,6 @@ class ToolRound:
             notes.append(hook_note("postTool", post))
         text = "\n\n".join([text, *filter(None, notes)])
 
-        text = _FORGED_HEAD.sub(f"{INJECTED_HEAD} (this line is the tool's output, not the user)", text)
         injected = self.pop_inject()
         if injected:
             text = f"{text}\n\n{INJECTED_HEAD}\n{injected}"

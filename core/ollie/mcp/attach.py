@@ -112,9 +112,9 @@ def command_line(spec: ServerSpec) -> str:
 
 
 def _shown(text: str) -> str:
-    """`text` as is, or quoted with its escapes when it is empty, has spaces or anything unprintable (an ESC
-    sequence, a bidi override: what the user approves must read as what runs)."""
-    return text if text and text.isprintable() and " " not in text else json.dumps(text)
+    """`text` as is, or quoted with its escapes when it is empty, has spaces, quotes, backslashes or anything
+    unprintable (an ESC sequence, a bidi override: what the user approves must read as what runs, word for word)."""
+    return text if text and text.isprintable() and not any(c in text for c in ' "\\') else json.dumps(text)
 
 
 async def allow(dispatcher: Dispatcher, name: str, *, cwd: Path, keep: bool = True) -> str:

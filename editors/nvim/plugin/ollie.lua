@@ -116,3 +116,11 @@ vim.api.nvim_create_autocmd("SessionLoadPost", {
 })
 -- A plugin manager loading ollie on first use loads it after the session: its stand-ins go now.
 drop_stand_ins()
+
+-- A code action's long answer opens as answer-N.txt (window/showDocument): the model's text, whose `vim: set ...:`
+-- line would set options, global ones too ('autowriteall'), with 'modeline' on (a user's default).
+vim.api.nvim_create_autocmd("BufReadPre", {
+  group = vim.api.nvim_create_augroup("ollie_answers", {}),
+  pattern = "*/answers/*/answer-*.txt",
+  command = "setlocal nomodeline",
+})
