@@ -256,6 +256,12 @@ class OllieAgent:
         forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)
         core.step_approver = live.approve_step
+
+        async def kill() -> None:  # `/kill`: no longer open here (a later prompt is -32602), closed as its prompt ends
+            self._sessions.pop(live_id, None)
+            live.killed = True
+
+        core.on_kill = kill
         core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
         try:  # a registry's refusal refuses the session, as in every front end (Recorder.open)

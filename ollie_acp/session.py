@@ -83,6 +83,8 @@ class AcpSession:
     # before it, one not begun yet too (its images decoding, or waiting behind the turn before it).
     received: int = 0
     cancelled_upto: int = 0
+    # `/kill` closed the Core (and its event bus): the agent no longer lists the session, its prompt ends the close.
+    killed: bool = False
     # The steps rejected always (by what "Allow always" would cover), for this session only.
     rejected_always: set[str] = field(default_factory=set)
     # Warnings told at the start of the next prompt's reply, each once (an agent config the selector leaves out).
@@ -215,9 +217,13 @@ class AcpSession:
         async with self.turn_lock:
             self.prompt_task = asyncio.ensure_future(self._run(number, text, images))
             try:
-                return await asyncio.shield(self.prompt_task)
+                response = await asyncio.shield(self.prompt_task)
             finally:
                 self.prompt_task = None
+        if self.killed:  # the rest of a session/close; the command's own reply went with the closed bus
+            await self.close()
+            await self._tell(f"session {self.id} killed: session/load opens it again\n\n")
+        return response
 
     async def _run(self, number: int, text: str, images: Sequence[Image]) -> PromptResponse:
         if number <= self.cancelled_upto:  # before it began (the engine had nothing to stop yet)
