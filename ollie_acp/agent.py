@@ -256,6 +256,12 @@ class OllieAgent:
         forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)
         core.step_approver = live.approve_step
+
+        async def kill() -> None:  # `/kill`: no longer open here (a later prompt is -32602), closed as its prompt ends
+            self._sessions.pop(live_id, None)
+            live.killed = True
+
+        core.on_kill = kill
         core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
         try:  # a registry's refusal refuses the session, as in every front end (Recorder.open)
@@ -303,6 +309,7 @@ class OllieAgent:
     async def prompt(self, prompt: list[PromptBlock], session_id: str, **kwargs: Any) -> PromptResponse:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
+        number = live.receive()  # at once: a session/cancel that comes while this is checked cancels it
         # Archived by another client (the daemon, another window) since it was opened here: the archive wins, as at a
         # load, and nothing runs (its turn would go into an archived session). As the daemon checks, through its record.
         if live.recorder is not None and await live.recorder.archived():
@@ -315,10 +322,10 @@ class OllieAgent:
             raise RequestError.invalid_params({"prompt": "the prompt has no text"})
         if pictures and is_command(text):
             raise RequestError.invalid_params({"prompt": "a command or !shell line takes no images"})
-        return await live.run_prompt(text, pictures)
+        return await live.run_prompt(number, text, pictures)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        """session/cancel: the running prompt answers `cancelled`."""
+        """session/cancel: the prompts sent before it, running or not begun yet, answer `cancelled`."""
         live = self._sessions.get(session_id)
         if live is not None:
             await live.cancel()

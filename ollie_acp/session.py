@@ -79,7 +79,12 @@ class AcpSession:
     # client showing the older mode.
     sync_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     prompt_task: asyncio.Task[PromptResponse] | None = None
-    cancelled: bool = False
+    # Prompts received, and how many had been when the last session/cancel came: a cancel ends every prompt sent
+    # before it, one not begun yet too (its images decoding, or waiting behind the turn before it).
+    received: int = 0
+    cancelled_upto: int = 0
+    # `/kill` closed the Core (and its event bus): the agent no longer lists the session, its prompt ends the close.
+    killed: bool = False
     # The steps rejected always (by what "Allow always" would cover), for this session only.
     rejected_always: set[str] = field(default_factory=set)
     # Warnings told at the start of the next prompt's reply, each once (an agent config the selector leaves out).
@@ -201,19 +206,27 @@ class AcpSession:
             except Exception as exc:  # the client went away: nothing to tell
                 logger.info("model list not sent: %s", exc)
 
-    async def run_prompt(self, text: str, images: Sequence[Image] = ()) -> PromptResponse:
-        """Run one prompt (or slash command) to its end; the ACP stop reason and the turn's token usage."""
+    def receive(self) -> int:
+        """Count a prompt in as it comes (before anything is awaited); its number, for `run_prompt`."""
+        self.received += 1
+        return self.received
+
+    async def run_prompt(self, number: int, text: str, images: Sequence[Image] = ()) -> PromptResponse:
+        """Run prompt `number` (or slash command) to its end; the ACP stop reason and the turn's token usage."""
         self.forwarder.start()  # as the opening answer went out; one that failed after the open never started it
         async with self.turn_lock:
-            self.cancelled = False
-            self.prompt_task = asyncio.ensure_future(self._run(text, images))
+            self.prompt_task = asyncio.ensure_future(self._run(number, text, images))
             try:
-                return await asyncio.shield(self.prompt_task)
+                response = await asyncio.shield(self.prompt_task)
             finally:
                 self.prompt_task = None
+        if self.killed:  # the rest of a session/close; the command's own reply went with the closed bus
+            await self.close()
+            await self._tell(f"session {self.id} killed: session/load opens it again\n\n")
+        return response
 
-    async def _run(self, text: str, images: Sequence[Image]) -> PromptResponse:
-        if self.cancelled:  # before it began (the engine had nothing to stop yet)
+    async def _run(self, number: int, text: str, images: Sequence[Image]) -> PromptResponse:
+        if number <= self.cancelled_upto:  # before it began (the engine had nothing to stop yet)
             return PromptResponse(stop_reason="cancelled")
         if self.untold:
             told, self.untold = self.untold, []
@@ -229,7 +242,7 @@ class AcpSession:
             await self.forwarder.fail_open_steps()
         if self.recorder is not None:
             await self.recorder.drained()
-        stop = "cancelled" if self.cancelled else STOP_REASONS.get(result.stop, "end_turn")
+        stop = "cancelled" if number <= self.cancelled_upto else STOP_REASONS.get(result.stop, "end_turn")
         return PromptResponse(stop_reason=stop, usage=usage)  # type: ignore[arg-type]
 
     def _settings(self) -> tuple[str, str, str]:
@@ -237,11 +250,11 @@ class AcpSession:
 
     async def cancel(self) -> None:
         """session/cancel: stop the running turn and any its prompt would start next (their tools' processes
-        killed); return once the prompt has answered."""
+        killed), and the prompts received but not begun; return once the running prompt has answered."""
+        self.cancelled_upto = self.received
         task = self.prompt_task
         if task is None:
             return
-        self.cancelled = True
         await self.core.stop("cancelled by the client")
         await asyncio.wait({task})
 

@@ -218,6 +218,23 @@ async def test_close_ends_the_turn_saves_and_forgets_the_session(start_agent, ll
     assert (await agent.prompt(other, "hello")).stop_reason == "end_turn"
 
 
+async def test_kill_closes_the_session_says_so_and_a_load_opens_it_again(start_agent, llm) -> None:
+    # `/kill` closed the engine but left the session open: its reply was lost and every later prompt ended silently.
+    agent = await start_agent(env=llm.env())
+    llm.script(Reply.text("first answer"))
+    sid = await agent.new()
+    await agent.prompt(sid, "hello")
+    assert (await agent.prompt(sid, "/kill")).stop_reason == "end_turn"
+    assert agent.client.text(sid).endswith(f"session {sid} killed: session/load opens it again\n\n")
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "still there?")
+    assert caught.value.code == -32602 and sid in str(caught.value.data)
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    llm.script(Reply.text("back"))
+    assert (await agent.prompt(sid, "again")).stop_reason == "end_turn"
+    assert agent.client.text(sid).endswith("first answerback")  # the history replayed, then the new turn
+
+
 async def test_stdin_that_is_dev_null_or_a_file_ends_the_agent_promptly(tmp_path, llm) -> None:
     import json
     import subprocess

@@ -131,6 +131,30 @@ async def test_cancel_answers_cancelled_and_kills_the_tool(start_agent, llm, sle
     assert statuses[-1] == "failed"
 
 
+async def test_a_cancel_right_after_its_prompt_cancels_it_and_the_next_prompt_runs(start_agent, llm) -> None:
+    # A cancel that came while the prompt was still checked (before its turn began) was lost: the turn ran in full.
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    # Sent in this order (the SDK writes in order): the prompt, then at once its cancel. The model is never asked.
+    response, _ = await asyncio.gather(agent.conn.prompt(session_id=sid, prompt=[acp.text_block("never mind")]),
+                                       agent.conn.cancel(session_id=sid))
+    assert response.stop_reason == "cancelled"
+    llm.script(Reply.text("next one"))
+    assert (await agent.prompt(sid, "go on")).stop_reason == "end_turn"
+    assert agent.client.text(sid) == "next one"
+
+
+async def test_a_cancel_also_ends_a_prompt_waiting_behind_the_running_turn(start_agent, llm, sleeper) -> None:
+    agent = await start_agent(env=llm.env())
+    sid, first = await sleeper.start(agent, llm, "61.5")
+    # Queued behind the sleeping turn, then cancelled with it: it never runs (the model is not asked again).
+    second, _ = await asyncio.gather(agent.conn.prompt(session_id=sid, prompt=[acp.text_block("queued")]),
+                                     agent.conn.cancel(session_id=sid))
+    assert (await asyncio.wait_for(first, 30)).stop_reason == "cancelled"
+    assert second.stop_reason == "cancelled"
+    assert sleeper.pids("61.5") == []
+
+
 async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_agent, llm) -> None:
     llm.script(Reply.text("still here"))
     agent = await start_agent(env=llm.env())
