@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 
 import pytest
 from lsprotocol import types
@@ -70,7 +71,8 @@ async def test_a_stop_kills_a_running_shell_command(start_daemon, llm, how):
 async def test_the_stop_button_drops_the_submits_waiting_behind_the_turn(start_daemon, llm):
     """A second submit waits behind the running turn: the Stop answers it "interrupted" and it never runs (as the
     engine holds a submit waiting for its turn lock). It ran once the stopped turn ended."""
-    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1))  # ~8 s unless stopped
+    held = threading.Event()  # the answer streams until the Stop, however slow the machine (~8 s of it could end first)
+    llm.script(Reply(text="word " * 80, chunk_size=5, hold=held))
     daemon = await start_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
@@ -78,6 +80,7 @@ async def test_the_stop_button_drops_the_submits_waiting_behind_the_turn(start_d
     await daemon.request("ollie/state", {})  # a round trip: the second submit waits for its turn now
     assert await daemon.request("ollie/interrupt", {}, timeout=PROMPTLY_S) == {"interrupted": True}
     assert [(await r)["stop"] for r in (first, second)] == ["interrupted", "interrupted"]
+    held.set()  # the server's end
     assert len(llm.chat_requests) == 1
 
 

@@ -306,7 +306,8 @@ async def test_a_submit_sent_before_the_stop_is_dropped_while_its_archive_check_
     # read waits on a locked table; on a loaded machine it was a few ms of a sqlite read (seen once in CI).
     url, _ = database
     llm = scripted_llm("openai")
-    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1))  # ~8 s unless stopped
+    held = threading.Event()  # the answer streams until the Stop, however slow the machine (~8 s of it could end first)
+    llm.script(Reply(text="word " * 80, chunk_size=5, hold=held))
     daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
     sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "talk a lot"}))
@@ -320,6 +321,7 @@ async def test_a_submit_sent_before_the_stop_is_dropped_while_its_archive_check_
         await daemon.request("ollie/state", {"session": sid})  # a round trip: the second submit arrived
         assert await daemon.request("ollie/interrupt", {"session": sid}, timeout=20) == {"interrupted": True}
     assert [(await r)["stop"] for r in (first, second)] == ["interrupted", "interrupted"]
+    held.set()  # the server's end
     assert len(llm.chat_requests) == 1
 
 
@@ -330,7 +332,8 @@ async def test_a_prompt_queued_before_the_stop_is_held_though_its_archive_check_
     # while that read was under way was queued after the stop held the queue, so it ran after the next turn.
     url, _ = database
     llm = scripted_llm("openai")
-    llm.script(Reply(text="word " * 80, chunk_size=5, delay=0.1), Reply(text="next answer"))  # ~8 s unless stopped
+    held = threading.Event()  # the answer streams until the Stop, however slow the machine (~8 s of it could end first)
+    llm.script(Reply(text="word " * 80, chunk_size=5, hold=held), Reply(text="next answer"))
     daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
     sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "talk a lot"}))
@@ -347,6 +350,7 @@ async def test_a_prompt_queued_before_the_stop_is_held_though_its_archive_check_
         assert await daemon.request("ollie/interrupt", {"session": sid}, timeout=20) == {"interrupted": True}
     await sent
     assert (await first)["stop"] == "interrupted"
+    held.set()  # the server's end
     state = await daemon.request("ollie/state", {"session": sid})
     assert (state["queuedPrompts"], state["queueHeld"]) == (["then this"], True)
     # Held as the Stop holds what is queued: the next prompt runs alone.

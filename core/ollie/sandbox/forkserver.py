@@ -87,8 +87,9 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
         stage = "stdio"
         for target, fd in enumerate(stdio):
             os.dup2(fd, target)
-        # Python ignores these; an exec'd program must get the defaults back (`yes | head`).
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        # Python ignores these; an exec'd program must get the defaults back (`yes | head`). SIGINT and SIGQUIT too:
+        # a daemon a shell started with `&` ignores them, and a step is a job of its own (`timeout -s INT`).
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT):
             signal.signal(sig, signal.SIG_DFL)
         stage = "chdir"
         os.chdir(request["cwd"])
