@@ -202,11 +202,12 @@ export class ChatModel {
     return [item];
   }
 
-  /** Give every prompt noted `from` the note `to` (a Stop held the queued ones, `/queued clear` dropped them). */
-  renote(from: readonly PromptNote[], to: PromptNote): ChatItem[] {
+  /** Give every prompt noted `from` (and passing `which`, asked oldest first) the note `to` (a Stop held the queued
+   * ones, `/queued clear` or `pop` dropped them). */
+  renote(from: readonly PromptNote[], to: PromptNote, which: (text: string) => boolean = () => true): ChatItem[] {
     const changed: ChatItem[] = [];
     for (const item of this.items) {
-      if (item.kind === "user" && item.note !== undefined && from.includes(item.note)) {
+      if (item.kind === "user" && item.note !== undefined && from.includes(item.note) && which(item.text)) {
         item.note = to;
         changed.push(item);
       }
