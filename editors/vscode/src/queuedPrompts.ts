@@ -169,9 +169,10 @@ export class QueuedPrompts {
       this.held.add(session);
       for (const item of model.renote(["queued"], "held")) this.host.changedIn(session, item);
       this.host.changedIn(session, model.addNotice("info", heldNotice(waiting.length, "Stop held the queue")));
-    } else if (state.running !== true) {
+    } else {
       // What no longer waits (`/queued clear`, `/queued pop`) was dropped: shown so, and not queued again after a
-      // reload (a popped prompt stayed marked held, and came back).
+      // reload (a popped prompt stayed marked held, and came back). One whose turn began meanwhile moves on as its
+      // `user` event comes (chatModel's `promptStarted` takes a dropped prompt too).
       if (waiting.length === 0) this.held.delete(session);
       for (const item of model.renote(["queued", "held"], "dropped", gone(waiting))) this.host.changedIn(session, item);
       const left = gone(waiting);
