@@ -53,8 +53,8 @@ interface QueueState {
 }
 
 function heldNotice(count: number, why: string): string {
-  if (count === 1) return `${why}: 1 queued prompt waits. Enter on an empty prompt sends it; it runs before your next prompt; /queued clear drops it.`;
-  return `${why}: ${count} queued prompts wait. Enter on an empty prompt sends them; they run before your next prompt; /queued clear drops them.`;
+  if (count === 1) return `${why}: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it.`;
+  return `${why}: ${count} queued prompts wait. They run before your next prompt; /queued clear drops them.`;
 }
 
 /** Asked of each prompt shown waiting, oldest first: whether it is not among the daemon's `waiting` ones (each of
@@ -126,16 +126,11 @@ export class QueuedPrompts {
       this.host.changedIn(session, model.addNotice("error", errorText(err)));
       return;
     }
-    this.host.changedIn(session, model.addUser(text, { note: "queued", contextLabels: contexts.map(describeEditorContext) }));
-    this.queued(session, text, contexts);
-    await this.release(session);
-  }
-
-  /** Run the held prompts of `session` now (the user's word), in order. */
-  async release(session: string): Promise<void> {
     this.held.delete(session);
     this.latestAsk.set(session, ++this.asks);
-    for (const item of this.host.modelFor(session).renote(["held"], "queued")) this.host.changedIn(session, item);
+    this.host.changedIn(session, model.addUser(text, { note: "queued", contextLabels: contexts.map(describeEditorContext) }));
+    this.queued(session, text, contexts);
+    for (const item of model.renote(["held"], "queued")) this.host.changedIn(session, item);
     // Resolves once every queued prompt has run; each shows as it starts (its `user` event).
     this.host.daemon.request("ollie/queue/run", { session }).catch((err: unknown) => this.host.log.warn(`ollie/queue/run: ${errorText(err)}`));
   }

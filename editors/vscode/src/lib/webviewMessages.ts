@@ -55,7 +55,6 @@ export type FromWebview =
   | { type: "pickFile" }
   | { type: "addSelection" }
   | { type: "loadEarlier" }
-  | { type: "runHeld" }
   | { type: "openFile"; path: string; line?: number }
   | { type: "openDiff"; item: number; path: string }
   | { type: "openChange"; item: number; path: string }
@@ -95,7 +94,7 @@ export type ToWebview =
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
 /** The most context chips one prompt carries. */
 export const MAX_CHIPS = 20;
-const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier", "runHeld"]);
+const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier"]);
 const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
 // A workspace-relative (or absolute) path as the model writes it; no control characters.
 const PATH = /^[^\0-\x1f]{1,1024}$/;

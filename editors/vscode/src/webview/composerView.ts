@@ -142,11 +142,7 @@ export class Composer {
 
   private send(kind: "submit" | "queue" | "inject"): void {
     const text = this.input.value;
-    if (!text.trim()) {
-      // Enter on an empty prompt sends the prompts a Stop (or a reload) held, if any.
-      if (kind === "submit" && this.chips.length === 0 && this.images.length === 0) this.post({ type: "runHeld" });
-      return;
-    }
+    if (!text.trim()) return;
     if ((this.images.length > 0 || this.chips.some((c) => c.kind === "image")) && kind !== "submit") {
       return this.note("A prompt with images is sent when no turn runs: send it once this one ends (or remove them).");
     }

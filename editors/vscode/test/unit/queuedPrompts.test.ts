@@ -58,7 +58,7 @@ test("after Stop the daemon's queue state marks the queue held", async () => {
   assert.equal(heldNotices(model), 1);
   // One prompt is "it" (it said "They run ... drops them").
   const said = model.items.flatMap((item) => (item.kind === "notice" ? [item.text] : []));
-  assert.deepEqual(said, ["Stop held the queue: 1 queued prompt waits. Enter on an empty prompt sends it; it runs before your next prompt; /queued clear drops it."]);
+  assert.deepEqual(said, ["Stop held the queue: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it."]);
 });
 
 test("a queue state answered after a restart cleared the queue marks nothing held", async () => {
