@@ -12,6 +12,7 @@ import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { EditorContext, parseMcpList } from "./lib/protocol";
 import { Chip, FromWebview, Header, ImageSource, PromptImage, ToWebview, isImageName, parseWebviewMessage } from "./lib/webviewMessages";
 import { errorText } from "./lib/errors";
+import { isSlashCommand } from "./lib/slash";
 import { workspaceNote } from "./workFolder";
 import { unlinked } from "./lib/notice";
 
@@ -127,6 +128,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   }
 
   private async handle(message: FromWebview): Promise<void> {
+    // A command runs at once, a turn running or not, as the daemon runs it: queued, `/queued clear` typed during a
+    // turn ran after the very prompts it was typed to drop.
+    if ((message.type === "queue" || message.type === "inject") && isSlashCommand(message.text)) message = { ...message, type: "submit" };
     switch (message.type) {
       case "ready":
         this.reset();

@@ -57,6 +57,17 @@ function heldNotice(count: number, why: string): string {
   return `${why}: ${count} queued prompts wait. They run before your next prompt; /queued clear drops them.`;
 }
 
+/** Asked of each prompt shown waiting, oldest first: whether it is not among the daemon's `waiting` ones (each of
+ * those, its context blocks before the text, stands for one prompt). */
+function gone(waiting: readonly string[]): (text: string) => boolean {
+  const left = [...waiting];
+  return (text) => {
+    const index = left.findIndex((queued) => queued.includes(text));
+    if (index >= 0) left.splice(index, 1);
+    return index < 0;
+  };
+}
+
 /** What the chat says of the prompts a restarted daemon ended (queued, held or injected), put back in the input. */
 export function unsentNotice(count: number): string {
   if (count === 1) return "The daemon restarted: the prompt waiting in it did not run. It is back in the input: send it again or edit it.";
@@ -158,11 +169,14 @@ export class QueuedPrompts {
       this.held.add(session);
       for (const item of model.renote(["queued"], "held")) this.host.changedIn(session, item);
       this.host.changedIn(session, model.addNotice("info", heldNotice(waiting.length, "Stop held the queue")));
-    } else if (waiting.length === 0 && state.running !== true) {
-      // Nothing waits any more (`/queued clear`, `/queued pop`): what still shows as waiting was dropped.
-      this.held.delete(session);
-      for (const item of model.renote(["queued", "held"], "dropped")) this.host.changedIn(session, item);
-      this.pending.delete(session);
+    } else {
+      // What no longer waits (`/queued clear`, `/queued pop`) was dropped: shown so, and not queued again after a
+      // reload (a popped prompt stayed marked held, and came back). One whose turn began meanwhile moves on as its
+      // `user` event comes (chatModel's `promptStarted` takes a dropped prompt too).
+      if (waiting.length === 0) this.held.delete(session);
+      for (const item of model.renote(["queued", "held"], "dropped", gone(waiting))) this.host.changedIn(session, item);
+      const left = gone(waiting);
+      this.pending.set(session, (this.pending.get(session) ?? []).filter((p) => !left(p.text)));
       this.save(session);
     }
   }

@@ -190,7 +190,9 @@ export class ChatModel {
   // leaves its place among the side notes and becomes the prompt of the running turn, after everything before;
   // a prompt this chat does not show (queued in another window) is added.
   private promptStarted(content: string): ChatItem[] {
-    const index = this.items.findIndex((i) => i.kind === "user" && (i.note === "queued" || i.note === "held") && content.includes(i.text));
+    const waited = (notes: readonly PromptNote[]) => this.items.findIndex((i) => i.kind === "user" && i.note !== undefined && notes.includes(i.note) && content.includes(i.text));
+    // Dropped: the queue was read as its turn began (a command's during the turn before).
+    const index = [waited(["queued", "held"]), waited(["dropped"])].find((i) => i >= 0) ?? -1;
     if (index < 0) {
       // A code action's, or one queued in another window: shown as sent, with a label per context block.
       const { prompt, contextLabels } = splitEditorContext(content);
@@ -202,11 +204,12 @@ export class ChatModel {
     return [item];
   }
 
-  /** Give every prompt noted `from` the note `to` (a Stop held the queued ones, `/queued clear` dropped them). */
-  renote(from: readonly PromptNote[], to: PromptNote): ChatItem[] {
+  /** Give every prompt noted `from` (and passing `which`, asked oldest first) the note `to` (a Stop held the queued
+   * ones, `/queued clear` or `pop` dropped them). */
+  renote(from: readonly PromptNote[], to: PromptNote, which: (text: string) => boolean = () => true): ChatItem[] {
     const changed: ChatItem[] = [];
     for (const item of this.items) {
-      if (item.kind === "user" && item.note !== undefined && from.includes(item.note)) {
+      if (item.kind === "user" && item.note !== undefined && from.includes(item.note) && which(item.text)) {
         item.note = to;
         changed.push(item);
       }

@@ -3,6 +3,8 @@
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
 // goes behind it, so it runs first, then the new one. A prompt queued when the window reloads mid-turn comes back
 // held in the new window, and runs before the next prompt. A held prompt that `/queued clear` drops shows dropped.
+// `/queued pop` typed during a turn runs at once: the prompt it drops shows dropped, and a reload brings back the other
+// alone.
 // A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
 // reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
 // Keys typed for the prompt as the question takes the focus go on into the prompt.
@@ -100,21 +102,40 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-reload-ran");
   log("a prompt queued when the window reloaded came back held and ran before the next prompt");
 
-  // 4. `/queued clear` drops a held prompt: it shows dropped (it stayed marked held, and a reload brought it back
-  // held), and the next prompt runs alone.
+  // 4. `/queued pop` typed while the turn streams runs at once (it was queued behind the prompts it was to pop), and
+  // drops the first of two queued prompts: it shows dropped (it stayed marked queued, and a reload queued it again),
+  // Stop holds the other; a reload brings back that one alone, and `/queued clear` drops it: it shows dropped (it
+  // stayed marked held, and a reload brought it back held), and the next prompt runs alone.
   await send(chat, "A third slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(2).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await send(chat, "Never mind this one.");
   await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await send(chat, "Nor this one.");
+  await meta(chat, "Nor this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await send(chat, "/queued pop");
+  await chat.locator(".item.notice", { hasText: "popped: Never mind this one." }).waitFor({ timeout: waitMs });
+  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
+  if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before /queued pop ran: it ran at once only by chance");
+  await screenshot("queue-popped");
   await chat.locator("#stop").click();
-  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Nor this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  chat = await openChat(page);
+  await meta(chat, "Nor this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
+  const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
+  if (back.join("|") !== "Nor this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
+  log("/queued pop typed during the turn ran at once, its prompt showed dropped, and a reload brought back only the one held");
   await send(chat, "/queued clear");
   await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
-  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Nor this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
   await screenshot("queue-dropped");
   await send(chat, "Just this.");
   await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
+  // The next prompt once the page has the turn's end (before, Enter queues it for a turn to come: it never ran).
+  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
   log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
 
   // 5. A window reload while the agent waits on an approval question.
