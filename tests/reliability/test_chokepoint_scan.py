@@ -32,6 +32,7 @@ MODULES_ALLOWED = {
     "core/ollie/tools/execute/sessiondirs.py": "the session's private dirs (O_NOFOLLOW, lock-checked)",
     "core/ollie/tools/execute/flock.py": "the parallel-step lock file in the session's lock dir",
     "core/ollie/workspace/shadowgit.py": "the shadow repository in ollie's state dir",
+    "core/ollie/workspace/modes.py": "the checkpointed files' modes, beside the shadow repository in ollie's state dir",
     "core/ollie/workspace/gitwatch.py": "/proc of the daemon's own git child (and a stat of the path it is opening)",
     "core/ollie/tools/execute/tool.py": "tool-script dirs (user config, bundled)",
     "core/ollie/tools/execute/parsed.py": "tool-script dirs' stamps",
