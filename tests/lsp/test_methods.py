@@ -197,7 +197,7 @@ async def test_a_code_action_argument_of_any_shape_is_answered(start_daemon, llm
     result = await execute([{"range": "x", "message": "bad range"}, {"range": {"start": True}, "message": "odd"}])
     assert result["stop"] == "end" and result["reply"] == "fixed"
     prompt = [m for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"][-1]["content"]
-    assert "- bad range\n- odd" in prompt, prompt
+    assert '- "bad range"\n- "odd"' in prompt, prompt
     with pytest.raises(JsonRpcException) as caught:
         await execute(["junk"])
     assert caught.value.code == -32602 and "diagnostics[0]" in caught.value.message

@@ -302,7 +302,7 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
       const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: contextToMarkdown(context) });
       await vscode.window.showTextDocument(doc, { preview: true });
     },
-    "ollie.restart": () => parts.daemon.restart(),
+    "ollie.restart": () => parts.conversation.restart(),
     // Called by the chat with a diff to show, and by the review (its CodeLenses and title actions).
     "ollie.openDiff": (raw) => openDiff(parts.diffs, raw),
     "ollie.reviewChanges": () => parts.review.reviewLastTurn(),

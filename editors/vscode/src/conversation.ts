@@ -328,6 +328,13 @@ export class Conversation implements vscode.Disposable {
     return this.approvals.set(mode);
   }
 
+  /** The user's Restart: a fresh chat, the queued prompts back in the input, even while the start after a window
+   * reload (which shows the last chat again, its prompts held) is still under way: that start, cut short, kept it. */
+  async restart(): Promise<void> {
+    this.restore = undefined;
+    await this.daemon.restart();
+  }
+
   /** Ask the daemon again whether the backend can take a turn; when it still cannot (a daemon may cache a failed check), restart it. */
   async checkBackend(): Promise<void> {
     await this.refreshState();
