@@ -28,6 +28,13 @@ def _nvim() -> str:
     return found
 
 
+def lua_result(script: Path, cwd: Path, *, env: dict[str, str] | None = None, timeout: float = 60) -> tuple[dict, str]:
+    """Run a Lua `script` in a bare headless Neovim in `cwd`: the JSON of its last line of output, and its stderr."""
+    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
 def _nvim_version(nvim: str) -> tuple[int, int]:
     first = subprocess.run([nvim, "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
     major, minor = first.split("v", 1)[1].split(".")[:2]
@@ -456,9 +463,7 @@ io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL, t
 vim.cmd("qa!")
 """)
     env = {**os.environ, "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=60)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, _ = lua_result(script, repo, env=env)
     assert result["cmd"] is None and "ollie-lsp not found on PATH" in result["err"], result
     assert any("ollie-lsp not found on PATH" in msg for msg in result["told"]), result  # :Ollie says so
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
@@ -498,9 +503,7 @@ local c = client.get()
 io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, initialized = c ~= nil and c.initialized == true }}))
 vim.cmd("qa!")
 """)
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
-                          env={**os.environ, "PATH": path}, capture_output=True, text=True, timeout=90)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return lua_result(script, repo, env={**os.environ, "PATH": path}, timeout=90)[0]
 
 
 @pytest.mark.parametrize("program", ["by-path", "by-name"])
@@ -549,9 +552,7 @@ end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
 """)
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
-                          capture_output=True, text=True, timeout=60)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, _ = lua_result(script, repo)
     assert result["creds.md"] == "refused: #file:creds.md: a link leading out of " + str(repo), result
     assert result["linked/credentials"].startswith("refused: #file:linked/credentials: a link leading out"), result
     assert result["zero.md"] == "refused: #file:zero.md: not a regular file", result
@@ -588,10 +589,8 @@ out.raced_changed, out.raced_holds = ondisk.changed(buf), ondisk.holds(buf)
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
 """)
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result == {"same_bytes_changed": False, "raced_changed": True, "raced_holds": False}, (result, done.stderr)
+    result, stderr = lua_result(script, tmp_path)
+    assert result == {"same_bytes_changed": False, "raced_changed": True, "raced_holds": False}, (result, stderr)
 
 
 def test_the_saved_queued_prompts_file_a_broken_one_ignored_with_a_notice_and_at_most_8_sessions(tmp_path):
@@ -622,9 +621,7 @@ out.notes = notes
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
 """)
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, stderr = lua_result(script, tmp_path)
     assert result["broken"] == [] and result["again"] == [], result
     assert len(result["notes"]) == 1 and "could not be read, so they are ignored" in result["notes"][0], result
     assert [q["session"] for q in result["kept"]] == [f"s{i}" for i in range(2, 10)], result
@@ -677,9 +674,8 @@ require("ollie.requests").checktime()
 io.stdout:write(vim.json.encode({{ plain = vim.api.nvim_buf_get_lines(plain, 0, -1, false) }}))
 vim.cmd("qa!")
 """)
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=repo,
-                          capture_output=True, text=True, timeout=60)
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"plain": ["new"]}, done.stdout + done.stderr
+    result, stderr = lua_result(script, repo)
+    assert result == {"plain": ["new"]}, (result, stderr)
 
 
 def test_a_root_marker_in_a_dir_others_may_write_never_makes_it_the_project(tmp_path):
@@ -703,9 +699,7 @@ vim.cmd("qa!")
 """)
     roots = []
     for cwd in (shared / "scratch", own / "sub"):
-        done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=cwd,
-                              capture_output=True, text=True, timeout=60)
-        roots.append(json.loads(done.stdout.strip().splitlines()[-1])["root"])
+        roots.append(lua_result(script, cwd)[0]["root"])
     assert roots == [str(shared / "scratch"), str(own)], roots
 
 
@@ -995,11 +989,9 @@ end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
 """)
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, stderr = lua_result(script, tmp_path)
     reply = result["goes_on"][result["goes_on"].index("## ollie"):]
     assert reply[:6] == ["## ollie", "First line.", "", "error: session not saved", "", "re: her third, and more."], \
-        (result, done.stderr)
+        (result, stderr)
     ended = result["ends"][result["ends"].index("## ollie"):]
-    assert ended[:5] == ["## ollie", "First line.", "re:", "", "error: session not saved"], (result, done.stderr)
+    assert ended[:5] == ["## ollie", "First line.", "re:", "", "error: session not saved"], (result, stderr)

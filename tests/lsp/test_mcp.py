@@ -416,15 +416,10 @@ def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_
     assert "hello from the workspace" in proc.stdout and proc.stdout.rstrip().endswith("read it")
 
 
-async def test_a_workspace_servers_odd_command_line_is_asked_about_word_for_word(start_daemon, llm, _private_dirs,
-                                                                                  tmp_path):
-    """Red team round 23: a `.mcp.json` command with a leading `-`, a newline, quotes, a backslash, a huge argument:
-    the question shows each word as it runs. Words holding a quote or a backslash were shown as they are, so
-    `"x` `y"` read as the one word `"x y"` and a backslash's `a\\nb` as the escaped newline of another word."""
-    ws = tmp_path / "ws0"
+async def _rejected_questions(start_daemon, llm, ws: Path, servers: dict) -> list[str]:
+    """The questions a daemon in `ws`, whose `.mcp.json` lists `servers`, asks before a prompt's turn (each rejected)."""
     ws.mkdir()
-    args = ['"x', 'y"', "a\\nb", "a\nb", "p" * 3000, "tail"]
-    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {"command": "-c", "args": args}}}))
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     llm.script(Reply.text("not started"))
     daemon = await start_daemon(env=llm.env(), workspace=ws)
     asked: list[str] = []
@@ -435,6 +430,17 @@ async def test_a_workspace_servers_odd_command_line_is_asked_about_word_for_word
         return types.MessageActionItem(title="Reject")
 
     assert await submit(daemon, "hi") == "not started"
+    return asked
+
+
+async def test_a_workspace_servers_odd_command_line_is_asked_about_word_for_word(start_daemon, llm, _private_dirs,
+                                                                                  tmp_path):
+    """Red team round 23: a `.mcp.json` command with a leading `-`, a newline, quotes, a backslash, a huge argument:
+    the question shows each word as it runs. Words holding a quote or a backslash were shown as they are, so
+    `"x` `y"` read as the one word `"x y"` and a backslash's `a\\nb` as the escaped newline of another word."""
+    ws = tmp_path / "ws0"
+    args = ['"x', 'y"', "a\\nb", "a\nb", "p" * 3000, "tail"]
+    asked = await _rejected_questions(start_daemon, llm, ws, {"planted": {"command": "-c", "args": args}})
     assert len(asked) == 1 and "\n" not in asked[0], asked
     shown = 'start MCP server \'planted\' of ' + str(ws / ".mcp.json") + r': -c "\"x" "y\"" "a\\nb" "a\nb" ppp'
     assert shown in asked[0] and " more characters: read " in asked[0] and "tail" not in asked[0], asked[0]
@@ -597,21 +603,9 @@ async def test_a_servers_fake_or_excess_images_are_left_out_with_why(start_daemo
 async def test_a_workspace_http_server_is_asked_about_with_its_headers(start_daemon, llm, tmp_path):
     """What the daemon sends a workspace's HTTP server is the question's too: its headers (a planted token that logs
     the user into the attacker's account, a `Host` naming another site), not the URL alone."""
-    ws = tmp_path / "ws0"
-    ws.mkdir()
     headers = {"Authorization": "Bearer planted", "Host": "internal.example", "X-\u202eevil": "v"}
-    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": {"url": "http://127.0.0.1:9/mcp", "headers": headers}}}))
-    llm.script(Reply.text("not started"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
-    asked: list[str] = []
-
-    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def on_request(params: types.ShowMessageRequestParams):
-        asked.append(params.message)
-        return types.MessageActionItem(title="Reject")
-
-    assert await submit(daemon, "hi") == "not started"
-    (question,) = asked
+    (question,) = await _rejected_questions(start_daemon, llm, tmp_path / "ws0",
+                                            {"docs": {"url": "http://127.0.0.1:9/mcp", "headers": headers}})
     assert "http://127.0.0.1:9/mcp" in question, question
     for shown in ('Authorization: "Bearer planted"', 'Host: "internal.example"', '"X-\\u202eevil": "v"'):
         assert shown in question, question

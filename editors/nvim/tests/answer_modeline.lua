@@ -1,6 +1,7 @@
 -- Red team round 23: a long answer of a code action opens (window/showDocument) as answer-N.txt, the model's text;
 -- with 'modeline' on (a user's default, root's off), its `vim: set ...:` line set options, global ones too.
 local out = assert(os.getenv("OLLIE_TEST_OUT"))
+local start_client = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "native.lua"))
 local R = {}
 local plugin_dir = vim.fs.dirname(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)))
 vim.opt.rtp:prepend(plugin_dir)
@@ -8,14 +9,8 @@ vim.cmd.runtime("plugin/ollie.lua")
 vim.o.modeline = true
 
 local ok, err = pcall(function()
-  vim.cmd.edit("code.py")
+  start_client()
   local code = vim.api.nvim_get_current_buf()
-  local id = vim.lsp.start({ name = "ollie", cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")),
-                             root_dir = vim.fn.getcwd() })
-  assert(vim.wait(30000, function()
-    local client = vim.lsp.get_client_by_id(id)
-    return client ~= nil and client.initialized
-  end, 20), "the daemon did not initialize")
   vim.lsp.buf.code_action({ range = { start = { 1, 0 }, ["end"] = { 2, 0 } }, apply = true,
                             filter = function(a) return a.title == "Ollie: Explain" end })
   R.opened = vim.wait(60000, function() return vim.api.nvim_get_current_buf() ~= code end, 20)

@@ -2,6 +2,7 @@
 -- reaches the buffer through workspace/applyEdit. The diagnostics are another server's (Neovim sends a server only
 -- its own: the README's mapping passes the line's diagnostics, as here).
 local out = assert(os.getenv("OLLIE_TEST_OUT"))
+local start_client = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "native.lua"))
 local R = {}
 
 local function finish(failure)
@@ -13,14 +14,7 @@ local function finish(failure)
 end
 
 local ok, err = pcall(function()
-  vim.cmd.edit("code.py")
-  local id = vim.lsp.start({ name = "ollie", cmd = vim.json.decode(os.getenv("OLLIE_TEST_SERVER_CMD")),
-                             root_dir = vim.fn.getcwd() })
-  assert(vim.wait(30000, function()
-    local client = vim.lsp.get_client_by_id(id)
-    return client ~= nil and client.initialized
-  end, 20), "the daemon did not initialize")
-  local client = assert(vim.lsp.get_client_by_id(id))
+  local client = start_client()
   R.code_action_provider = client.server_capabilities.codeActionProvider ~= nil
 
   local other = vim.api.nvim_create_namespace("another-server")
