@@ -190,8 +190,7 @@ export async function pickFile(page, chat, name) {
   await chat.locator("#slash li", { hasText: "@file" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").press("Enter");
   await page.locator(".quick-input-widget input").fill(name);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: waitMs });
-  await page.keyboard.press("Enter");
+  await enterOnFocusedRow(page, name);
 }
 
 /** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */
@@ -326,7 +325,13 @@ export async function runCommand(page, title) {
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ timeout: waitMs });
   await input.fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title.replace(/^Ollie: /, "") }).first().waitFor({ timeout: waitMs });
+  await enterOnFocusedRow(page, title.replace(/^Ollie: /, ""));
+}
+
+/** Press Enter once the quick input's focused row is `text`'s: a row of the list from before the filter was typed
+ * (the recently used commands) may match too, and Enter took that one (a Restart that never ran). */
+async function enterOnFocusedRow(page, text) {
+  await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: text }).waitFor({ timeout: waitMs });
   await page.keyboard.press("Enter");
 }
 
@@ -351,8 +356,7 @@ export async function askUntilReply(page, dataDir, prompt, reply) {
 export async function openFile(page, name) {
   await page.keyboard.press("Control+P");
   await page.locator(".quick-input-widget input").fill(name);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor({ timeout: waitMs });
-  await page.keyboard.press("Enter");
+  await enterOnFocusedRow(page, name);
   await page.locator(".tabs-container .tab.active", { hasText: name }).waitFor({ timeout: waitMs });
 }
 
