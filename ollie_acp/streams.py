@@ -1,4 +1,5 @@
-"""The ACP agent's stdin/stdout as asyncio streams, whatever they are: pipes, sockets, files or /dev/null."""
+"""The ACP agent's stdin as an asyncio stream and its stdout's writer, whatever they are: pipes, sockets, files or
+/dev/null; newline-delimited JSON-RPC over them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import stat
 import threading
 from typing import Any, BinaryIO
 
-from ollie.stdio import INVALID_REQUEST, PARSE_ERROR
+from ollie.stdio import INVALID_REQUEST, PARSE_ERROR, BlockingWriter, PipeWriter, open_writer
 
 logger = logging.getLogger("ollie.acp.streams")
 
@@ -36,44 +37,15 @@ def _pump(stream: BinaryIO, loop: asyncio.AbstractEventLoop, reader: asyncio.Str
         loop.call_soon_threadsafe(reader.feed_eof)
 
 
-class _FileTransport(asyncio.WriteTransport):
-    """Writes to a regular file, at once (the loop's pipe transport refuses files; a file never blocks long)."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        super().__init__()
-        self._stream = stream
-        self._closing = False
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Append the data to the file."""
-        if not self._closing:
-            self._stream.write(data)
-            self._stream.flush()
-
-    def is_closing(self) -> bool:
-        """Whether close() was called."""
-        return self._closing
-
-    def close(self) -> None:
-        """Stop writing (the file itself stays open: it is the process's stdout copy)."""
-        self._closing = True
-
-
-async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """asyncio streams over the private copies of stdin/stdout; EOF on stdin, of any kind, ends the reader."""
+async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, PipeWriter | BlockingWriter]:
+    """A stream over the private copy of stdin (EOF of any kind ends it) and the writer of stdout's."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT)
     if _polls(rpc_in):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), rpc_in)
     else:
         threading.Thread(target=_pump, args=(rpc_in, loop, reader), name="ollie-acp-stdin", daemon=True).start()
-    protocol = asyncio.streams.FlowControlMixin()
-    mode = os.fstat(rpc_out.fileno()).st_mode
-    if stat.S_ISREG(mode):
-        transport: asyncio.WriteTransport = _FileTransport(rpc_out)
-    else:
-        transport, _ = await loop.connect_write_pipe(lambda: protocol, rpc_out)
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, await open_writer(rpc_out)
 
 
 class LineTransport:
@@ -82,14 +54,15 @@ class LineTransport:
     The SDK's own transport drops such a line unanswered, and a JSON array or number ends its receive loop.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: PipeWriter | BlockingWriter) -> None:
         self._reader = reader
         self._writer = writer
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Write one message as one line (one write: lines from concurrent senders never interleave)."""
+        """Write one message as one line (one write: lines from concurrent senders never interleave); past the
+        unsent output's high-water mark, wait for the client to read."""
         self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
-        await self._writer.drain()
+        await self._writer.writable()
 
     async def receive(self) -> dict[str, Any] | None:
         """The next JSON-RPC object from the client (None at the end of input); anything else is answered."""
@@ -117,8 +90,7 @@ class LineTransport:
 
     async def close(self) -> None:
         """Let what is written reach the client (the streams themselves are the process's stdio)."""
-        with contextlib.suppress(ConnectionError):
-            await self._writer.drain()
+        await self._writer.writable()
 
     async def _line(self) -> bytes | None:
         """The next line (b"" at the end of input); None for one over READ_LIMIT, which is skipped."""

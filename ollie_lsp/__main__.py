@@ -82,7 +82,8 @@ def coalesce_window() -> float:
 
 async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     """Serve one client on the private stdio copies; close every session when it goes away."""
-    from ollie_lsp.stdio import StdinFrames, open_writer
+    from ollie.stdio import open_writer
+    from ollie_lsp.stdio import StdinFrames
 
     # Never StdoutWriter: a client that stops reading would hold the whole loop in write(2).
     server.protocol.set_writer(await open_writer(rpc_out))  # type: ignore[arg-type]

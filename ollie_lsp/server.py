@@ -452,7 +452,7 @@ class OllieServer(LanguageServer):
         return False
 
     async def output_writable(self) -> None:
-        """Return once the client has taken enough of the daemon's output (see `ollie_lsp.stdio.PipeWriter`)."""
+        """Return once the client has taken enough of the daemon's output (see `ollie.stdio.PipeWriter`)."""
         writer = self.protocol.writer
         writable = getattr(writer, "writable", None)
         if writable is not None:

@@ -8,9 +8,9 @@ import os
 import struct
 import termios
 
-from ollie.stdio import INVALID_REQUEST, PARSE_ERROR
+from ollie.stdio import INVALID_REQUEST, PARSE_ERROR, open_writer
 from ollie_lsp.framing import FrameParser, Item, Problem, decode
-from ollie_lsp.stdio import StdinFrames, open_writer
+from ollie_lsp.stdio import StdinFrames
 from tests.procs import wait_until
 
 
