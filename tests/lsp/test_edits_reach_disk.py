@@ -13,6 +13,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
+from tests.procs import eventually
 
 from .conftest import Daemon
 from .test_documents import Editor, _path, edit, start, submit
@@ -162,7 +163,8 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
     """Red team round 22: the editor saves the model's edit by the file's name, following a link, as `:write` does. A
     step of another session (or one left running) swapped `notes.txt` for a link to a file outside between the
     daemon's check and the save: the model's text went there, outside every sandbox. ACP's `fs/*` waited for no step
-    to be able to write the path (`writers.quiet`); the editor's edits did not."""
+    to be able to write the path (`writers.quiet`); the editor's edits did not. Now the edit waits for the step to end
+    (it gives up waiting for `go` and ends), and only then is it sent and saved: to notes.txt itself."""
     outside = tmp_path / "outside.txt"
     outside.write_text("the user's own file\n")
     # Session B's step: waits for the save (the editor's `go`), then swaps the file for a link out.
@@ -195,5 +197,30 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
     assert await submit(daemon, "edit notes.txt") == "done"
     await swapping
     assert outside.read_text() == "the user's own file\n"
-    told = [r.body["messages"][-1]["content"] for r in llm.chat_requests]
-    assert any("a step that may write this file is running" in t for t in told), told
+    assert (ws / "notes.txt").read_text() == "new\n" and not (ws / "notes.txt").is_symlink()
+
+
+async def test_an_edit_waits_for_another_session_s_step_to_end_and_lands(start_daemon, llm, tmp_path):
+    """The edit of an open document waits for a running step that may write it (another session's, here) to end,
+    then reaches the buffer and the disk (before, it was refused at once and the model retried blindly)."""
+    llm.script(run("touch started; while [ ! -e done ]; do sleep 0.05; done"), edit("notes.txt", "old", "new"),
+               Reply.text("done"), Reply.text("done"))
+    runtime = tmp_path / "run"  # the sessions' tmp dirs, where the edit's copy of the buffer is
+    runtime.mkdir(mode=0o700)
+    daemon = await start(start_daemon, {**llm.env(), "XDG_RUNTIME_DIR": str(runtime)},
+                         init_options={"saveDocuments": True})
+    ws = daemon.workspace
+    (ws / "notes.txt").write_text("old\n")
+    editor = SavingEditor(daemon)
+    editor.open(ws / "notes.txt", "old\n")
+    other = (await daemon.request("ollie/session/new", {}))["session"]
+    stepping = asyncio.ensure_future(daemon.request("ollie/submit", {"session": other, "text": "run"}, timeout=60))
+    await eventually(lambda: (ws / "started").exists(), "the other session's step started")
+    editing = asyncio.ensure_future(submit(daemon, "edit notes.txt"))
+    copies = lambda: [c.read_text() for c in runtime.glob("ollie/*/**/.editor-*-notes.txt")]  # noqa: E731
+    await eventually(lambda: copies() == ["new\n"], "the edit made in the copy and sent to the editor")
+    (ws / "done").touch()  # the step ends
+    assert await editing == "done" and (await stepping)["reply"] == "done"
+    assert editor.texts[(ws / "notes.txt").as_uri()] == "new\n" and (ws / "notes.txt").read_text() == "new\n"
+    told = [r.body["messages"][-1]["content"] for r in llm.chat_requests[2:]]
+    assert not any("still running" in t for t in told), told
