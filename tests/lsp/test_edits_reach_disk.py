@@ -104,6 +104,9 @@ async def test_a_client_that_saves_gets_only_the_edited_document_saved(start_dae
     assert calc.read_text() == "# the user's unsaved note\n" + FIXED and notes.read_text() == "on disk\n"
     assert "calc.py had unsaved changes in the editor: your edit was made on top of them and the file was saved" in edited
     assert "tests passed" in ran
+    told = [e["content"] for e in daemon.events if e["role"] == "info"]
+    assert told == ["calc.py had your unsaved changes in the editor: the agent's edit was made on top of them and the "
+                    "file was saved with them (the editor's undo takes back the agent's edit alone)"], told
 
 
 async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_list(start_daemon, llm):
