@@ -54,7 +54,8 @@ async def test_quiet_waits_for_the_step_to_end_names_it_past_the_bound_and_stops
     """An editor's edit waits for the steps that may write its file (bounded; Stop cancels it), then names one."""
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws = tmp_path / "ws"
-    release = await writers.hold([ws], what="make test")
+    writers.running.set("make test")
+    release = await writers.hold([ws])
     async with writers.quiet(ws / "a.py", wait_s=0.1) as alone:
         assert not alone and writers.holder(ws / "a.py") == "make test" and writers.holder(tmp_path) is None
     stopped = asyncio.ensure_future(quiet(ws / "a.py", 30))

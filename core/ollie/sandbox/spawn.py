@@ -472,7 +472,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     gone = unconfined.starting() if ruleset is None or not ruleset.get("seccomp") else None
     try:
         if policy is not None:  # no editor is handed a path there by name while the step may swap it (writers.py)
-            release = await writers.hold(policy.writable(), what=" ".join(argv)[:200])
+            release = await writers.hold(policy.writable())
         try:
             pid, status = await _server.spawn(request, child_fds, report)
         except _ServerLost as exc:

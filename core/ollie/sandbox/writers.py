@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ollie import paths
@@ -26,7 +27,9 @@ log = get_logger("ollie.sandbox.writers")
 # Steps wait here for a `quiet` holder (one answer of the editor), not in the loop's default executor, which the
 # holder may need meanwhile.
 _waiting = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ollie-writers")
-# The places this process's running steps hold, with what each runs: what an editor's edit left waiting names.
+# What a step started in this context runs, as the user is shown it (its code, a tool call): named to the model when
+# it holds up an editor's edit. The places this process's running steps hold, with that.
+running: ContextVar[str] = ContextVar("ollie_writers_running", default="")
 _holders: dict[str, list[str]] = {}
 
 
@@ -101,16 +104,16 @@ def _held(fds: list[int], places: list[str], what: str) -> Callable[..., None]:
     return release
 
 
-async def hold(writable: Iterable[Path], *, what: str = "a step") -> Callable[..., None]:
-    """Shared locks on the paths a step running `what` may write, once no `quiet` holder is left; the callback
-    (call it once, when every process of the step is gone) releases them."""
+async def hold(writable: Iterable[Path]) -> Callable[..., None]:
+    """Shared locks on the paths a step starting may write, once no `quiet` holder is left; the callback (call it
+    once, when every process of the step is gone) releases them."""
     places = _places(writable)
     # Almost always no editor holds one: taken here, without the thread hop every step would pay.
     fds = _locked(places, fcntl.LOCK_SH | fcntl.LOCK_NB)
     if fds is None:
         loop = asyncio.get_running_loop()
         fds = await _taken(loop.run_in_executor(_waiting, lambda: _locked(places, fcntl.LOCK_SH) or [])) or []
-    return _held(fds, places, what)
+    return _held(fds, places, running.get() or "a step")
 
 
 def holder(path: Path) -> str | None:
