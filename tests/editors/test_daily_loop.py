@@ -112,8 +112,13 @@ def test_vscode_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_sid
 def test_vscode_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_alone(run_e2e):
     """In real VS Code (auto-save off): the user typed into a.py without saving, a step's `sed -i` matched nothing but
     wrote a.py anew (a new mtime, the same bytes), then the agent edited a.py: the edit is saved with the user's text
-    (before: refused as changed on disk). Screenshot: samebytes."""
-    assert "the agent's edit saved with the user's text" in run_e2e("samebytes.mjs")
+    (before: refused as changed on disk); the chat tells the user their unsaved line was saved with it, and Undo in
+    the editor takes back the edit alone. Screenshots: samebytes, samebytes-undone."""
+    output = run_e2e("samebytes.mjs")
+    for said in ("the agent's edit saved with the user's text",
+                 "the chat told the user their unsaved line was saved with the edit",
+                 "undo in the editor took back the agent's edit alone"):
+        assert said in output, output[-3000:]
 
 
 @pytest.mark.slow

@@ -1003,7 +1003,8 @@ def test_the_agent_s_save_never_writes_over_a_change_made_on_disk_outside_its_st
 def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_alone(tmp_path: Path, scripted_llm):
     """The user types in a.py without saving; a step's `sed -i` matches nothing but still writes a.py anew (new inode
     and mtime, same bytes): the agent's edit after it is saved, with the user's note (before: refused as changed on
-    disk since Neovim read it, though nothing on disk would be lost)."""
+    disk since Neovim read it, though nothing on disk would be lost). The chat tells the user their unsaved line was
+    saved with it (before: only the model was told), and `u` in the code takes back the agent's edit alone."""
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/no such text/y/' a.py"}]})]),
                Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
@@ -1014,10 +1015,18 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
         tmux.keys(":Ollie set x to 3", "Enter")
         done = tmux.keep("1-saved", tmux.wait(lambda s: "I set x." in s, "the turn to end", timeout=60))
         assert "changed on disk" not in done, done
+        # The user is told their unsaved line was saved with the edit (under the call, in the chat).
+        chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
+        assert "".join("a.py had your unsaved changes in the editor: the agent's edit was made".split()) in chat, done
+        assert a_py.read_text() == "x = 3\n# my unsaved note\n", "the agent's edit was not saved"
+        # Undo in the code window takes back the agent's edit alone: the user's line stays.
+        tmux.keys("C-w", "h", "u")
+        undone = tmux.keep("2-undone", tmux.wait(lambda s: "x = 1" in [ln.split("│")[0].rstrip() for ln in s.splitlines()],
+                                                 "the undo"))
+        assert "# my unsaved note" in [line.split("│")[0].rstrip() for line in undone.splitlines()], undone
         assert_clean(tmux.screens)
     finally:
         tmux.close()
-    assert a_py.read_text() == "x = 3\n# my unsaved note\n", "the agent's edit was not saved"
 
 def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usable(tmp_path: Path, scripted_llm):
     """notes.txt is open; a step replaces it by a FIFO. Reading a FIFO waits on its writer for good: the reload after

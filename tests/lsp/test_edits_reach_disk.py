@@ -13,6 +13,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
+from tests.procs import eventually
 
 from .conftest import Daemon
 from .test_documents import Editor, _path, edit, start, submit
@@ -103,6 +104,9 @@ async def test_a_client_that_saves_gets_only_the_edited_document_saved(start_dae
     assert calc.read_text() == "# the user's unsaved note\n" + FIXED and notes.read_text() == "on disk\n"
     assert "calc.py had unsaved changes in the editor: your edit was made on top of them and the file was saved" in edited
     assert "tests passed" in ran
+    told = [e["content"] for e in daemon.events if e["role"] == "info"]
+    assert told == ["calc.py had your unsaved changes in the editor: the agent's edit was made on top of them and the "
+                    "file was saved with them (the editor's undo takes back the agent's edit alone)"], told
 
 
 async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_list(start_daemon, llm):
@@ -162,7 +166,8 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
     """Red team round 22: the editor saves the model's edit by the file's name, following a link, as `:write` does. A
     step of another session (or one left running) swapped `notes.txt` for a link to a file outside between the
     daemon's check and the save: the model's text went there, outside every sandbox. ACP's `fs/*` waited for no step
-    to be able to write the path (`writers.quiet`); the editor's edits did not."""
+    to be able to write the path (`writers.quiet`); the editor's edits did not. Now the edit waits for the step to end
+    (it gives up waiting for `go` and ends), and only then is it sent and saved: to notes.txt itself."""
     outside = tmp_path / "outside.txt"
     outside.write_text("the user's own file\n")
     # Session B's step: waits for the save (the editor's `go`), then swaps the file for a link out.
@@ -195,5 +200,50 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
     assert await submit(daemon, "edit notes.txt") == "done"
     await swapping
     assert outside.read_text() == "the user's own file\n"
-    told = [r.body["messages"][-1]["content"] for r in llm.chat_requests]
-    assert any("a step that may write this file is running" in t for t in told), told
+    assert (ws / "notes.txt").read_text() == "new\n" and not (ws / "notes.txt").is_symlink()
+
+
+async def an_edit_held_by_a_step(start_daemon: Any, llm: Any, tmp_path: Path, *replies: Reply) -> Any:
+    """The default session's edit of open notes.txt, under way while another session's step that may write it runs
+    (until `done` exists): (daemon, editor, the step's submit, the edit's submit)."""
+    llm.script(run("touch started; while [ ! -e done ]; do sleep 0.05; done"), edit("notes.txt", "old", "new"), *replies)
+    runtime = tmp_path / "run"  # the sessions' tmp dirs, where the edit's copy of the buffer is
+    runtime.mkdir(mode=0o700)
+    daemon = await start(start_daemon, {**llm.env(), "XDG_RUNTIME_DIR": str(runtime)},
+                         init_options={"saveDocuments": True})
+    ws = daemon.workspace
+    (ws / "notes.txt").write_text("old\n")
+    editor = SavingEditor(daemon)
+    editor.open(ws / "notes.txt", "old\n")
+    other = (await daemon.request("ollie/session/new", {}))["session"]
+    stepping = asyncio.ensure_future(daemon.request("ollie/submit", {"session": other, "text": "run"}, timeout=60))
+    await eventually(lambda: (ws / "started").exists(), "the other session's step started")
+    editing = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "edit notes.txt"}, timeout=60))
+    copies = lambda: [c.read_text() for c in runtime.glob("ollie/*/**/.editor-*-notes.txt")]  # noqa: E731
+    await eventually(lambda: copies() == ["new\n"], "the edit made in the copy and sent to the editor")
+    return daemon, editor, stepping, editing
+
+
+async def test_an_edit_waits_for_another_session_s_step_to_end_and_lands(start_daemon, llm, tmp_path):
+    """The edit of an open document waits for a running step that may write it (another session's, here) to end,
+    then reaches the buffer and the disk (before, it was refused at once and the model retried blindly)."""
+    daemon, editor, stepping, editing = await an_edit_held_by_a_step(start_daemon, llm, tmp_path, Reply.text("done"),
+                                                                     Reply.text("done"))
+    ws = daemon.workspace
+    (ws / "done").touch()  # the step ends
+    assert (await editing)["reply"] == "done" and (await stepping)["reply"] == "done"
+    assert editor.texts[(ws / "notes.txt").as_uri()] == "new\n" and (ws / "notes.txt").read_text() == "new\n"
+    told = [r.body["messages"][-1]["content"] for r in llm.chat_requests[2:]]
+    assert not any("still running" in t for t in told), told
+
+
+async def test_stop_ends_an_edit_s_wait_for_a_step_and_nothing_is_written(start_daemon, llm, tmp_path):
+    """Stop while the edit waits for another session's step: the turn ends at once (the step still running), and
+    neither the buffer nor the file gets the edit."""
+    daemon, editor, stepping, editing = await an_edit_held_by_a_step(start_daemon, llm, tmp_path, Reply.text("done"))
+    ws = daemon.workspace
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    assert (await editing)["stop"] == "interrupted" and not stepping.done()
+    (ws / "done").touch()
+    assert (await stepping)["reply"] == "done"
+    assert editor.texts[(ws / "notes.txt").as_uri()] == "old\n" and (ws / "notes.txt").read_text() == "old\n"

@@ -10,8 +10,8 @@ import pytest
 from ollie.sandbox import writers
 
 
-async def quiet(path: Path) -> bool:
-    async with writers.quiet(path) as alone:
+async def quiet(path: Path, wait_s: float = 0.0) -> bool:
+    async with writers.quiet(path, wait_s=wait_s) as alone:
         return alone
 
 
@@ -47,3 +47,23 @@ async def test_a_step_starting_while_quiet_is_held_waits_and_a_cancelled_one_lea
         await asyncio.sleep(0.01)
     else:
         pytest.fail("the cancelled step's lock was never released")
+
+
+async def test_quiet_waits_for_the_step_to_end_names_it_past_the_bound_and_stops_when_cancelled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor's edit waits for the steps that may write its file (bounded; Stop cancels it), then names one."""
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
+    ws = tmp_path / "ws"
+    writers.running.set("make test")
+    release = await writers.hold([ws])
+    async with writers.quiet(ws / "a.py", wait_s=0.1) as alone:
+        assert not alone and writers.holder(ws / "a.py") == "make test" and writers.holder(tmp_path) is None
+    stopped = asyncio.ensure_future(quiet(ws / "a.py", 30))
+    waiting = asyncio.ensure_future(quiet(ws / "a.py", 30))
+    await asyncio.sleep(0.1)
+    stopped.cancel()  # Stop: the wait ends, holding nothing
+    assert not waiting.done()
+    release()
+    assert await waiting and writers.holder(ws / "a.py") is None
+    (await asyncio.wait_for(writers.hold([ws]), 5))()  # the stopped wait left no lock behind
+

@@ -214,3 +214,24 @@ async def test_build_output_is_told_apart_without_git_as_git_tells_it(tmp_path: 
     cps = Checkpoints(ws)
     assert await ignored(cps.git, ws, paths) == set(by_git) == {
         "a.pyc", "x/__pycache__/m.cpython-311.pyc", "x/__pycache__/notes.txt", "y.pyd/z.txt", "pkg/mod.pyo"}
+
+
+async def test_a_rewind_brings_a_deleted_file_back_with_the_bits_it_had_at_that_checkpoint(project: Path) -> None:
+    """A step made a 0600 secret 0666, a snapshot saw that, then it was deleted: a rewind to the checkpoint before
+    the chmod brings it back 0600 (the bits last seen, 0666, came back: any user could then write it); to the one
+    after, 0664 (a world-writable bit or setuid a step set is never restored)."""
+    secret = project / ".env"
+    secret.write_text("KEY=1\n")
+    secret.chmod(0o600)
+    cps = Checkpoints(project)
+    private = await cps.snapshot()
+    secret.chmod(0o4666)
+    secret.write_text("KEY=2\n")
+    shared = await cps.snapshot()
+    secret.unlink()
+    await cps.snapshot()
+    await cps.restore(private)
+    assert secret.read_text() == "KEY=1\n" and oct(secret.stat().st_mode & 0o7777) == oct(0o600)
+    secret.unlink()
+    await Checkpoints(project).restore(shared)  # a fresh object: the record is on disk
+    assert secret.read_text() == "KEY=2\n" and oct(secret.stat().st_mode & 0o7777) == oct(0o664)

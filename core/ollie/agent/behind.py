@@ -37,6 +37,12 @@ def user_notice(rel: str) -> str:
             f"save (or reload {rel}); until then the agent's edits of it are refused")
 
 
+def saved_notice(rel: str) -> str:
+    """What the user is told when the agent's edit saved `rel`'s buffer with their unsaved changes in it."""
+    return (f"{rel} had your unsaved changes in the editor: the agent's edit was made on top of them and the file was "
+            "saved with them (the editor's undo takes back the agent's edit alone)")
+
+
 def model_note(rels: Sequence[str]) -> str:
     """The note appended to the step's result for the model."""
     names = ", ".join(rels)
@@ -55,6 +61,8 @@ class BehindBuffers:
         self._behind: dict[str, tuple[bool, Version]] = {}
         # Path relative to the CWD -> the text an agent edit put into its buffer, then saved, in the step that runs.
         self._saved: dict[str, str] = {}
+        # The paths whose buffer an agent edit saved with the user's unsaved changes, until the call's end tells them.
+        self._saved_unsaved: list[str] = []
 
     async def text(self, path: Path) -> tuple[str, Version] | None:
         """The editor's text of `path` and its version (see EditorDocuments)."""
@@ -70,7 +78,14 @@ class BehindBuffers:
         result = await self.inner.apply(path, new_text, version)
         if rel is not None and result.status == "applied" and result.saved:
             self._saved[rel] = new_text
+            if result.unsaved:
+                self._saved_unsaved.append(rel)
         return result
+
+    def saved_unsaved(self) -> list[str]:
+        """The paths whose buffer an agent edit saved with the user's unsaved changes since this was last asked."""
+        rels, self._saved_unsaved = self._saved_unsaved, []
+        return rels
 
     async def after_step(self, diffs: Sequence[Diff]) -> list[str]:
         """Note the open buffers whose file a step changed (`diffs`); the paths of those with unsaved edits."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from ollie.agent.behind import BehindBuffers, model_note, user_notice
+from ollie.agent.behind import BehindBuffers, model_note, saved_notice, user_notice
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.events import Bus, Event
 from ollie.agent.hooks import HookCaller, blocked_by, hook_note
@@ -322,6 +322,8 @@ class ToolRound:
         self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error, outcome.images)
         for rel in behind:  # the user reads it under the step, right when it ended
             self.bus.emit("info", user_notice(rel))
+        for rel in self.behind.saved_unsaved() if self.behind is not None else ():
+            self.bus.emit("info", saved_notice(rel))
         return outcome
 
     async def _flush(self, batch: list[tuple[ToolCall, dict[str, Any]]]) -> list[CallOutcome]:

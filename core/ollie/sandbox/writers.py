@@ -2,8 +2,8 @@
 
 A program outside the sandbox that opens a workspace path by name (an ACP client answering `fs/read_text_file` or
 `fs/write_text_file`) follows a link a step swapped in after ollie checked the path. `quiet` tells when no running
-step of any session, in any ollie process of the user, may write that path or a directory above it, and keeps it
-so while held: steps starting meanwhile wait for it.
+step of any session, in any ollie process of the user, may write that path or a directory above it (waiting a while
+for them to end), and keeps it so while held: steps starting meanwhile wait for it.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import asyncio
 import fcntl
 import hashlib
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ollie import paths
@@ -25,6 +27,10 @@ log = get_logger("ollie.sandbox.writers")
 # Steps wait here for a `quiet` holder (one answer of the editor), not in the loop's default executor, which the
 # holder may need meanwhile.
 _waiting = ThreadPoolExecutor(max_workers=64, thread_name_prefix="ollie-writers")
+# What a step started in this context runs, as the user is shown it (its code, a tool call): named to the model when
+# it holds up an editor's edit. The places this process's running steps hold, with that.
+running: ContextVar[str] = ContextVar("ollie_writers_running", default="")
+_holders: dict[str, list[str]] = {}
 
 
 def _lock(folder: str, path: str) -> int:
@@ -76,28 +82,58 @@ def _exclusive(path: Path) -> list[int] | None:
     return _locked([str(p) for p in (real, *real.parents)], fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
+async def _taken(taking: asyncio.Future[list[int] | None]) -> list[int] | None:
+    """The locks a thread is taking; cancelled, they are let go once taken (never left held by no one)."""
+    try:
+        return await asyncio.shield(taking)
+    except asyncio.CancelledError:
+        taking.add_done_callback(lambda done: done.cancelled() or done.exception() or _close(done.result() or []))
+        raise
+
+
+def _held(fds: list[int], places: list[str], what: str) -> Callable[..., None]:
+    for place in places:
+        _holders.setdefault(place, []).append(what)
+
+    def release(*_: object) -> None:
+        _close(fds)
+        for place in places:
+            _holders[place].remove(what)
+            if not _holders[place]:
+                del _holders[place]
+    return release
+
+
 async def hold(writable: Iterable[Path]) -> Callable[..., None]:
-    """Shared locks on the paths a step starting may write (waiting out a `quiet` holder); the callback (call it
+    """Shared locks on the paths a step starting may write, once no `quiet` holder is left; the callback (call it
     once, when every process of the step is gone) releases them."""
     places = _places(writable)
     # Almost always no editor holds one: taken here, without the thread hop every step would pay.
     fds = _locked(places, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    if fds is not None:
-        return lambda *_: _close(fds)
-    taking = asyncio.get_running_loop().run_in_executor(_waiting, lambda: _locked(places, fcntl.LOCK_SH) or [])
-    try:
-        fds = await asyncio.shield(taking)
-    except asyncio.CancelledError:
-        taking.add_done_callback(lambda done: done.exception() or _close(done.result()))
-        raise
-    return lambda *_: _close(fds)
+    if fds is None:
+        loop = asyncio.get_running_loop()
+        fds = await _taken(loop.run_in_executor(_waiting, lambda: _locked(places, fcntl.LOCK_SH) or [])) or []
+    return _held(fds, places, running.get() or "a step")
+
+
+def holder(path: Path) -> str | None:
+    """What a step of this process that may write `path` (or a directory above it) runs; None when none does."""
+    real = Path(os.path.realpath(path))
+    return next((_holders[str(p)][0] for p in (real, *real.parents) if str(p) in _holders), None)
 
 
 @asynccontextmanager
-async def quiet(path: Path) -> AsyncIterator[bool]:
+async def quiet(path: Path, *, wait_s: float = 0.0) -> AsyncIterator[bool]:
     """True inside when no running step may write `path` or a directory above it (their locks held exclusively
-    until the end), False when one may."""
-    fds = await asyncio.to_thread(_exclusive, path)
+    until the end), waiting up to `wait_s` for those running to end; False when one still may."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.02
+    # Polled, not a blocking LOCK_EX in a thread: that one could not be cancelled (Stop).
+    while (fds := await _taken(asyncio.ensure_future(asyncio.to_thread(_exclusive, path)))) is None:
+        if time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(min(pause, deadline - time.monotonic()))
+        pause = min(pause * 2, 0.25)
     try:
         yield fds is not None
     finally:

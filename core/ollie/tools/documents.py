@@ -13,8 +13,15 @@ from ollie import beneath
 Version = int | str
 
 STALE = "the file changed in the editor since you read it; read it again"
-BUSY = ("a step that may write this file is running (in this session or another in this workspace): the editor was "
-        "not asked to write it, as it would follow a link that step could put there; try again once it has ended")
+# How long an edit waits for the steps that may write its file to end (the editor would follow a link one put there).
+EDIT_WAIT_S = 30.0
+
+
+def busy(step: str | None) -> str:
+    """Why an edit was refused after waiting EDIT_WAIT_S for the step (`step` runs it; None: another process's)."""
+    running = f"`{step}`" if step else "a step of another ollie process"
+    return (f"a step that may write this file is still running after {EDIT_WAIT_S:g} s ({running}): the editor was "
+            "not asked to write it, as it would follow a link that step could put there; edit it once that step ends")
 
 
 def disk_text(path: Path) -> str | None:
@@ -79,7 +86,8 @@ class RootedDocuments:
         return None if target is None else await self.inner.text(target)
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
-        """Apply through the editor; refused outside the root, and while a step that may write there runs."""
+        """Apply through the editor once no step that may write there runs (EDIT_WAIT_S at most); refused outside
+        the root."""
         target = await plain_path_beneath(self._root(), path)
         if target is None:
             return ApplyResult("refused", f"{path} is outside the workspace or behind a symlink")
@@ -87,7 +95,9 @@ class RootedDocuments:
         # fs/write_text_file): no step may swap one in until it has (`writers.quiet`), the path checked again inside.
         from ollie.sandbox import writers  # (with the first edit, not the daemon's start)
 
-        async with writers.quiet(target) as quiet:
-            if not quiet or await plain_path_beneath(self._root(), target) != target:
-                return ApplyResult("refused", BUSY)
+        async with writers.quiet(target, wait_s=EDIT_WAIT_S) as quiet:
+            if not quiet:
+                return ApplyResult("refused", busy(writers.holder(target)))
+            if await plain_path_beneath(self._root(), target) != target:
+                return ApplyResult("refused", f"{path} became a symlink or left the workspace")
             return await self.inner.apply(target, new_text, version)

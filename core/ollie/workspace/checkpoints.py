@@ -102,8 +102,8 @@ def _apply(root: Path, changes: list[FileChange], recorded: dict[str, int]) -> N
 
 
 def _mode(root: Path, change: FileChange, recorded: dict[str, int]) -> int:
-    """The mode to write `change`'s file with: the file's own read and write bits where it is there, else those
-    recorded when it was (git keeps none: a 0600 secret was written back 0644), with the checkpoint's executable bit."""
+    """The mode to write `change`'s file with: the file's own read and write bits where it is there, else those it had
+    at the checkpoint (git keeps none: a 0600 secret was written back 0644), with the checkpoint's executable bit."""
     info = beneath.lstat_sync(root, change.path)
     bits = stat.S_IMODE(info.st_mode) & 0o666 if info is not None and stat.S_ISREG(info.st_mode) else recorded.get(change.path)
     return modes.restored(bits, change.new_mode == "100755")
@@ -133,6 +133,7 @@ class Checkpoints:
         self.left_out: list[str] = []
         # The read and write bits of the files this snapshot lstat'ed (`modes` records them).
         self._bits_now: dict[str, int] = {}
+        self._modes = modes.Record(self.git.git_dir)
 
     async def _ensure(self) -> None:
         """Check the CWD is a project (once) and create the shadow repository."""
@@ -162,9 +163,7 @@ class Checkpoints:
             self._cursor = cursor
             return cached[1]
         update, drop = known if known is not None else await self._listed(paths)
-        if self._bits_now:
-            seen, self._bits_now = self._bits_now, {}
-            await asyncio.to_thread(modes.record, self.git.git_dir, seen)
+        seen, self._bits_now = self._bits_now, {}
         now, self._left_now = self._left_now, {}
         self.left_out = [] if cached is None else sorted(rel for rel, key in now.items() if self._left.get(rel) != key)
         # Only what is there now is kept (a step's 50,000 FIFOs a step, each named anew, would pile up here).
@@ -182,9 +181,12 @@ class Checkpoints:
             out = await self.git.run("ls-files", "-z", "-o", "-i", "--directory", "--exclude-standard")
             self._watch.keep_linked({os.fsdecode(p).rstrip("/") for p in out.split(b"\0") if p})
         if not update and not drop and cached is not None and cached[0] == self._index_key():
+            if seen:
+                await asyncio.to_thread(self._modes.note, seen)
             self._cursor = cursor
             return cached[1]
         tree = (await self.git.run("write-tree")).decode().strip()
+        await asyncio.to_thread(self._modes.keep, tree, seen)
         key = self._index_key()  # after write-tree: it may store its cache-tree in the index
         self._tree = (key, tree) if key is not None else None
         self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
@@ -403,7 +405,7 @@ class Checkpoints:
             current = await self._snapshot()
             changed = await self.changes(current, checkpoint)
             try:
-                await asyncio.to_thread(_apply, self.root, changed, modes.recorded(self.git.git_dir))
+                await asyncio.to_thread(_apply, self.root, changed, modes.at(self.git.git_dir, checkpoint))
             except (OSError, WorkspaceError) as exc:
                 raise WorkspaceError(f"cannot rewind {self.root} to {checkpoint[:12]}: {exc}") from exc
             finally:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie import programs
+from ollie.sandbox import writers
 from ollie.sandbox.policy import Policy
 from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute.args import CodeStep, ScriptCall
@@ -96,6 +97,7 @@ class CallContext:
         """
         if elevated and (refusal := await self.elevation.refusal(what)):
             return RunOutcome(error=refusal)
+        named = writers.running.set(" ".join(what.split())[:120])  # an editor's edit it holds up names it
         try:
             try:
                 invocation = invocation_of()
@@ -106,6 +108,7 @@ class CallContext:
                 trusted_path=elevated, env=self.env,
             )
         finally:
+            writers.running.reset(named)
             for made in getattr(invocation_of, "private_dirs", ()):
                 self.runner.drop_scratch(made)
 
