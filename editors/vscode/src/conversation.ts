@@ -259,6 +259,11 @@ export class Conversation implements vscode.Disposable {
     await this.settling;
   }
 
+  /** Run the prompts held in the current session (Enter on an empty prompt); nothing when none is held. */
+  async runHeld(): Promise<void> {
+    if (this.current !== undefined && this.queued.holds(this.current)) await this.queued.release(this.current);
+  }
+
   /** Queue a prompt (with its context items) to run after the current turn; false when the daemon did not take it. */
   queue(text: string, contexts: readonly EditorContext[] = []): Promise<boolean> {
     // `seen`: the last event the chat had, so the daemon knows whether the user saw the turn running or its end.

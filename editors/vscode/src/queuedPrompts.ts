@@ -1,9 +1,10 @@
 // Prompts queued for after the running turn, and text injected into it that it has not taken yet (at the turn's end
 // the daemon queues what is left of it), kept as the daemon keeps them. A Stop holds them in the daemon
-// (`queueHeld`): the chat says so, and the next prompt is sent behind them (they run first, in order) instead of
-// running past them. A window reload (or a crash) ends the daemon and its queue with it: each session's prompts are
-// remembered in the window's state and queued again in the next daemon, held the same way, once that session is
-// shown again (at once, or when switched to later). A Restart starts fresh: they go back in the chat's input, unsent.
+// (`queueHeld`): the chat says so, Enter on an empty prompt sends them on, and the next prompt is sent behind them
+// (they run first, in order) instead of running past them. A window reload (or a crash) ends the daemon and its
+// queue with it: each session's prompts are remembered in the window's state and queued again in the next daemon,
+// held the same way, once that session is shown again (at once, or when switched to later). A Restart starts fresh:
+// they go back in the chat's input, unsent.
 
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
@@ -53,8 +54,8 @@ interface QueueState {
 }
 
 function heldNotice(count: number, why: string): string {
-  if (count === 1) return `${why}: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it.`;
-  return `${why}: ${count} queued prompts wait. They run before your next prompt; /queued clear drops them.`;
+  if (count === 1) return `${why}: 1 queued prompt waits. Enter on an empty prompt sends it; it runs before your next prompt; /queued clear drops it.`;
+  return `${why}: ${count} queued prompts wait. Enter on an empty prompt sends them; they run before your next prompt; /queued clear drops them.`;
 }
 
 /** Asked of each prompt shown waiting, oldest first: whether it is not among the daemon's `waiting` ones (each of
@@ -126,11 +127,16 @@ export class QueuedPrompts {
       this.host.changedIn(session, model.addNotice("error", errorText(err)));
       return;
     }
-    this.held.delete(session);
-    this.latestAsk.set(session, ++this.asks);
     this.host.changedIn(session, model.addUser(text, { note: "queued", contextLabels: contexts.map(describeEditorContext) }));
     this.queued(session, text, contexts);
-    for (const item of model.renote(["held"], "queued")) this.host.changedIn(session, item);
+    await this.release(session);
+  }
+
+  /** Run the held prompts of `session` now (the user's word), in order. */
+  async release(session: string): Promise<void> {
+    this.held.delete(session);
+    this.latestAsk.set(session, ++this.asks);
+    for (const item of this.host.modelFor(session).renote(["held"], "queued")) this.host.changedIn(session, item);
     // Resolves once every queued prompt has run; each shows as it starts (its `user` event).
     this.host.daemon.request("ollie/queue/run", { session }).catch((err: unknown) => this.host.log.warn(`ollie/queue/run: ${errorText(err)}`));
   }
@@ -167,7 +173,9 @@ export class QueuedPrompts {
     // After an interrupted turn the daemon holds what is queued (it may not have marked it yet when asked).
     if ((state.queueHeld === true || stop === "interrupted") && waiting.length > 0 && !this.held.has(session)) {
       this.held.add(session);
-      for (const item of model.renote(["queued"], "held")) this.host.changedIn(session, item);
+      // Held at the turn's end, they are drawn after its "Turn interrupted" (they showed above it, where queued).
+      model.toEnd(model.renote(["queued"], "held"));
+      this.reset(session);
       this.host.changedIn(session, model.addNotice("info", heldNotice(waiting.length, "Stop held the queue")));
     } else {
       // What no longer waits (`/queued clear`, `/queued pop`) was dropped: shown so, and not queued again after a

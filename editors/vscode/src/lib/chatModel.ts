@@ -217,6 +217,12 @@ export class ChatModel {
     return changed;
   }
 
+  /** Move `moved` after every other item, in order (prompts a Stop held go after its "Turn interrupted"). */
+  toEnd(moved: readonly ChatItem[]): void {
+    const rest = this.items.filter((item) => !moved.includes(item));
+    this.items.splice(0, this.items.length, ...rest, ...moved);
+  }
+
   /** Record a prompt the user sent (the daemon does not echo prompts as events). */
   addUser(text: string, options: { note?: PromptNote; contextLabels?: string[]; turn?: number } = {}): ChatItem {
     // One label per context item (`a.py:3-7`); none is no key at all, as a prompt without context.

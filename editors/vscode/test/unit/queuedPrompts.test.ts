@@ -47,18 +47,23 @@ const notes = (model: ChatModel): unknown[] => model.items.flatMap((item) => (it
 const heldNotices = (model: ChatModel): number =>
   model.items.filter((item) => item.kind === "notice" && item.text.startsWith("Stop held the queue")).length;
 
-test("after Stop the daemon's queue state marks the queue held", async () => {
+test("after Stop the daemon's queue state marks the queue held, drawn after the turn's end", async () => {
   const { prompts, answers, model } = queue();
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
   model.addUser("Then summarise it.", { note: "queued" });
+  model.apply({ session: "s", seq: 2, role: "assistant", content: "Once upon" });
+  model.apply({ session: "s", seq: 3, role: "turn", content: "interrupted" });
   const ended = prompts.turnEnded("s", "interrupted");
   answers.answer("ollie/state", HELD);
   await ended;
   assert.ok(prompts.holds("s"));
   assert.deepEqual(notes(model), ["held"]);
+  // It was queued above the reply and its "Turn interrupted": held at the turn's end, it goes after them.
+  assert.deepEqual(model.items.map((item) => item.kind), ["assistant", "turnEnd", "user", "notice"]);
   assert.equal(heldNotices(model), 1);
   // One prompt is "it" (it said "They run ... drops them").
   const said = model.items.flatMap((item) => (item.kind === "notice" ? [item.text] : []));
-  assert.deepEqual(said, ["Stop held the queue: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it."]);
+  assert.deepEqual(said, ["Stop held the queue: 1 queued prompt waits. Enter on an empty prompt sends it; it runs before your next prompt; /queued clear drops it."]);
 });
 
 test("a queue state answered after a restart cleared the queue marks nothing held", async () => {
