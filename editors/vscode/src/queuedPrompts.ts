@@ -157,6 +157,8 @@ export class QueuedPrompts {
 
   /** A turn ended (`stop`): what the daemon holds now is shown as such; after `/queued clear` what it dropped. */
   async turnEnded(session: string, stop: string): Promise<void> {
+    // Not at a command's end: typed while a turn runs, the turn (and its injects) go on.
+    if (stop !== "command") this.untaken(session);
     if (stop !== "interrupted" && stop !== "command" && !this.held.has(session)) return;
     const ask = ++this.asks;
     this.latestAsk.set(session, ask);
@@ -187,6 +189,14 @@ export class QueuedPrompts {
       this.pending.set(session, (this.pending.get(session) ?? []).filter((p) => !left(p.text)));
       this.save(session);
     }
+  }
+
+  // Text injected that no tool result took is a queued prompt of the daemon's now: shown so (held after a Stop, moved
+  // on as it runs), not as injected into a turn that never saw it (its own turn then showed it a second time).
+  private untaken(session: string): void {
+    const left = (this.pending.get(session) ?? []).filter((p) => p.injected).map((p) => p.text);
+    if (left.length === 0) return;
+    for (const item of this.host.modelFor(session).renote(["injected"], "queued", (text) => left.includes(text))) this.host.changedIn(session, item);
   }
 
   /** A daemon that shows the last one's sessions again (a reload, a crash) started: their saved prompts come back

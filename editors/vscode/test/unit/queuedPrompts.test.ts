@@ -66,6 +66,25 @@ test("after Stop the daemon's queue state marks the queue held, drawn after the 
   assert.deepEqual(said, ["Stop held the queue: 1 queued prompt waits. Enter on an empty prompt sends it; it runs before your next prompt; /queued clear drops it."]);
 });
 
+test("text injected that no tool result took shows as the prompt it became, not injected and then sent again", async () => {
+  const { prompts, model } = queue();
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
+  model.addUser("Use spaces.", { note: "injected" });
+  prompts.queued("s", "Use spaces.", [], true);
+  // A command typed meanwhile ends, not the turn: the text still waits for a tool result.
+  void prompts.turnEnded("s", "command");
+  assert.deepEqual(notes(model), ["injected"]);
+  model.apply({ session: "s", seq: 2, role: "assistant", content: "A short story." });
+  model.apply({ session: "s", seq: 3, role: "turn", content: "end" });
+  await prompts.turnEnded("s", "end");
+  assert.deepEqual(notes(model), ["queued"]);
+  // The daemon runs it as a turn of its own: the one prompt moves on, shown as sent.
+  model.apply({ session: "s", seq: 4, role: "user", content: "Use spaces." });
+  prompts.started("s", "Use spaces.");
+  assert.deepEqual(model.items.map((item) => item.kind), ["assistant", "turnEnd", "user"]);
+  assert.deepEqual(notes(model), [undefined]);
+});
+
 test("a queue state answered after a restart cleared the queue marks nothing held", async () => {
   const { prompts, answers, model } = queue();
   model.addUser("Then summarise it.", { note: "queued" });
