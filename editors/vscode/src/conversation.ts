@@ -121,7 +121,10 @@ export class Conversation implements vscode.Disposable {
       for (const listener of this.listeners) listener.earlierLoaded?.(items, earlier);
     }, (items) => this.changesLists.fill(items));
     this.queued = new QueuedPrompts(host, memory?.queue, (session) => {
-      if (session === this.current) for (const listener of this.listeners) listener.reset();
+      if (session !== this.current) return;
+      // The view draws the chat anew: an item changed just before and gone since (injects joined) is not drawn again.
+      this.dirty.clear();
+      for (const listener of this.listeners) listener.reset();
     });
     this.disposables.push(
       daemon.onEvent((event) => this.onEvent(event)),

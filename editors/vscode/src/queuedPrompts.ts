@@ -147,6 +147,8 @@ export class QueuedPrompts {
     const ran = prompts.filter((p) => p.injected && content.includes(p.text));
     const index = prompts.findIndex((p) => !p.injected && content.includes(p.text));
     if (!ran.length && index >= 0) ran.push(prompts[index]);
+    // Injects no tool result took run as one prompt (the daemon joins them): one prompt shows them all.
+    if (ran.length > 1) this.host.modelFor(session).join(ran.map((p) => p.text));
     if (ran.length) {
       this.pending.set(session, prompts.filter((p) => !ran.includes(p)));
       this.save(session);

@@ -85,6 +85,21 @@ test("text injected that no tool result took shows as the prompt it became, not 
   assert.deepEqual(notes(model), [undefined]);
 });
 
+test("several injects no tool result took run as one prompt, shown once with them all", async () => {
+  const { prompts, model } = queue();
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
+  for (const text of ["Use spaces.", "And short lines."]) {
+    model.addUser(text, { note: "injected" });
+    prompts.queued("s", text, [], true);
+  }
+  model.apply({ session: "s", seq: 2, role: "turn", content: "end" });
+  await prompts.turnEnded("s", "end");
+  model.apply({ session: "s", seq: 3, role: "user", content: "Use spaces.\nAnd short lines." });
+  prompts.started("s", "Use spaces.\nAnd short lines.");
+  const users = model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note]] : []));
+  assert.deepEqual(users, [["Use spaces.\nAnd short lines.", undefined]]);
+});
+
 test("a queue state answered after a restart cleared the queue marks nothing held", async () => {
   const { prompts, answers, model } = queue();
   model.addUser("Then summarise it.", { note: "queued" });
