@@ -29,20 +29,22 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     """A prompt the chat's page queues after the turn ended, before the page heard of it, is sent (it waited, queued,
     for a next turn's end). A prompt queued during a slow reply is held by Stop (the chat says so; the input has the
-    focus once the clicked Stop hides) and runs before the next prompt, never left marked queued; one queued when the
-    window reloads mid-turn comes back held and runs before the next one; `/queued pop` typed during a turn runs at
-    once (it was queued behind the prompts it was to pop), the one it drops shows dropped, and a reload brings back the
-    other alone (the popped one stayed marked queued, and came back); one held that `/queued clear` drops shows dropped
-    (it stayed marked held). A reload while an approval question waits: no empty new chat while the session comes
-    back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as the question took the
-    focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts the cursor in the
+    focus once the clicked Stop hides; it is drawn after "Turn interrupted", not above it) and runs before the next
+    prompt, never left marked queued; one queued when the window reloads mid-turn comes back held and Enter on the
+    empty prompt sends it (it did nothing); `/queued pop` typed during a turn runs at once (it was queued behind the
+    prompts it was to pop; the button says Send, not Queue), the one it drops shows dropped, and a reload brings back
+    the other alone (the popped one stayed marked queued, and came back); one held that `/queued clear` drops shows
+    dropped (it stayed marked held). A reload while an approval question waits: no empty new chat while the session
+    comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as the question took
+    the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts the cursor in the
     chat's prompt box."""
     shows(run_e2e("queue.mjs", total_ms=520000),
           "a prompt the page queued after the turn had ended was sent, not left queued",
-          "after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; "
-          "the input had the focus",
-          "a prompt queued when the window reloaded came back held and ran before the next prompt",
-          "/queued pop typed during the turn ran at once, its prompt showed dropped, and a reload brought back only the one held",
+          "after Stop the queued prompt showed held, after the Turn interrupted line, then ran before the next prompt, "
+          "neither left marked queued; the input had the focus",
+          "a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it",
+          "/queued pop typed during the turn ran at once (the button said Send), its prompt showed dropped, and a reload "
+          "brought back only the one held",
           "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",
           "came back without the empty new chat", "and said the turn was interrupted",
           "keys typed for the prompt as a question took the focus went on into the prompt, answering nothing",
@@ -62,12 +64,15 @@ def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
           "after Restart neither session's queued prompt came back, and the next prompt in each ran alone")
 
 
-@pytest.mark.timeout(250)
+@pytest.mark.timeout(290)
 def test_text_injected_into_a_running_turn_is_never_lost_in_real_vscode(run_e2e):
-    """Text injected (Ctrl+Enter) with a file chip that the turn has not taken comes back held after a window reload;
-    after a Restart before the chat view was opened since the window started, it is back in the input with its chip
-    once the view opens, said (it vanished: the put-back went to no view)."""
-    shows(run_e2e("inject.mjs", total_ms=200000),
+    """Text injected twice (Ctrl+Enter) into a reply no tool result interrupts runs as the next prompt, one prompt
+    shown once, as sent (it stayed marked injected, and showed again as its turn's prompt). Text injected with a file
+    chip that the turn has not taken comes back held after a window reload; after a Restart before the chat view was
+    opened since the window started, it is back in the input with its chip once the view opens, said (it vanished:
+    the put-back went to no view)."""
+    shows(run_e2e("inject.mjs", total_ms=240000),
+          "text injected twice that no tool result took ran as the next prompt, shown once, as sent",
           "text injected and not taken when the window reloaded came back held",
           "after Restart with the chat not opened, the injected text was back in the input with its chip once it was, said")
 

@@ -179,6 +179,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         return;
       case "loadEarlier":
         return this.conversation.loadEarlier();
+      case "runHeld":
+        return this.conversation.runHeld();
       case "setApproval":
         return this.conversation.setApproval(message.mode);
       case "permission":

@@ -121,7 +121,10 @@ export class Conversation implements vscode.Disposable {
       for (const listener of this.listeners) listener.earlierLoaded?.(items, earlier);
     }, (items) => this.changesLists.fill(items));
     this.queued = new QueuedPrompts(host, memory?.queue, (session) => {
-      if (session === this.current) for (const listener of this.listeners) listener.reset();
+      if (session !== this.current) return;
+      // The view draws the chat anew: an item changed just before and gone since (injects joined) is not drawn again.
+      this.dirty.clear();
+      for (const listener of this.listeners) listener.reset();
     });
     this.disposables.push(
       daemon.onEvent((event) => this.onEvent(event)),
@@ -257,6 +260,11 @@ export class Conversation implements vscode.Disposable {
       throw err;
     }
     await this.settling;
+  }
+
+  /** Run the prompts held in the current session (Enter on an empty prompt); nothing when none is held. */
+  async runHeld(): Promise<void> {
+    if (this.current !== undefined && this.queued.holds(this.current)) await this.queued.release(this.current);
   }
 
   /** Queue a prompt (with its context items) to run after the current turn; false when the daemon did not take it. */

@@ -1,9 +1,10 @@
 // Prompts queued for after the running turn, and text injected into it that it has not taken yet (at the turn's end
 // the daemon queues what is left of it), kept as the daemon keeps them. A Stop holds them in the daemon
-// (`queueHeld`): the chat says so, and the next prompt is sent behind them (they run first, in order) instead of
-// running past them. A window reload (or a crash) ends the daemon and its queue with it: each session's prompts are
-// remembered in the window's state and queued again in the next daemon, held the same way, once that session is
-// shown again (at once, or when switched to later). A Restart starts fresh: they go back in the chat's input, unsent.
+// (`queueHeld`): the chat says so, Enter on an empty prompt sends them on, and the next prompt is sent behind them
+// (they run first, in order) instead of running past them. A window reload (or a crash) ends the daemon and its
+// queue with it: each session's prompts are remembered in the window's state and queued again in the next daemon,
+// held the same way, once that session is shown again (at once, or when switched to later). A Restart starts fresh:
+// they go back in the chat's input, unsent.
 
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
@@ -53,8 +54,8 @@ interface QueueState {
 }
 
 function heldNotice(count: number, why: string): string {
-  if (count === 1) return `${why}: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it.`;
-  return `${why}: ${count} queued prompts wait. They run before your next prompt; /queued clear drops them.`;
+  if (count === 1) return `${why}: 1 queued prompt waits. Enter on an empty prompt sends it; it runs before your next prompt; /queued clear drops it.`;
+  return `${why}: ${count} queued prompts wait. Enter on an empty prompt sends them; they run before your next prompt; /queued clear drops them.`;
 }
 
 /** Asked of each prompt shown waiting, oldest first: whether it is not among the daemon's `waiting` ones (each of
@@ -126,11 +127,16 @@ export class QueuedPrompts {
       this.host.changedIn(session, model.addNotice("error", errorText(err)));
       return;
     }
-    this.held.delete(session);
-    this.latestAsk.set(session, ++this.asks);
     this.host.changedIn(session, model.addUser(text, { note: "queued", contextLabels: contexts.map(describeEditorContext) }));
     this.queued(session, text, contexts);
-    for (const item of model.renote(["held"], "queued")) this.host.changedIn(session, item);
+    await this.release(session);
+  }
+
+  /** Run the held prompts of `session` now (the user's word), in order. */
+  async release(session: string): Promise<void> {
+    this.held.delete(session);
+    this.latestAsk.set(session, ++this.asks);
+    for (const item of this.host.modelFor(session).renote(["held"], "queued")) this.host.changedIn(session, item);
     // Resolves once every queued prompt has run; each shows as it starts (its `user` event).
     this.host.daemon.request("ollie/queue/run", { session }).catch((err: unknown) => this.host.log.warn(`ollie/queue/run: ${errorText(err)}`));
   }
@@ -141,6 +147,8 @@ export class QueuedPrompts {
     const ran = prompts.filter((p) => p.injected && content.includes(p.text));
     const index = prompts.findIndex((p) => !p.injected && content.includes(p.text));
     if (!ran.length && index >= 0) ran.push(prompts[index]);
+    // Injects no tool result took run as one prompt (the daemon joins them): one prompt shows them all.
+    if (ran.length > 1) this.host.modelFor(session).join(ran.map((p) => p.text));
     if (ran.length) {
       this.pending.set(session, prompts.filter((p) => !ran.includes(p)));
       this.save(session);
@@ -151,6 +159,8 @@ export class QueuedPrompts {
 
   /** A turn ended (`stop`): what the daemon holds now is shown as such; after `/queued clear` what it dropped. */
   async turnEnded(session: string, stop: string): Promise<void> {
+    // Not at a command's end: typed while a turn runs, the turn (and its injects) go on.
+    if (stop !== "command") this.untaken(session);
     if (stop !== "interrupted" && stop !== "command" && !this.held.has(session)) return;
     const ask = ++this.asks;
     this.latestAsk.set(session, ask);
@@ -167,7 +177,9 @@ export class QueuedPrompts {
     // After an interrupted turn the daemon holds what is queued (it may not have marked it yet when asked).
     if ((state.queueHeld === true || stop === "interrupted") && waiting.length > 0 && !this.held.has(session)) {
       this.held.add(session);
-      for (const item of model.renote(["queued"], "held")) this.host.changedIn(session, item);
+      // Held at the turn's end, they are drawn after its "Turn interrupted" (they showed above it, where queued).
+      model.toEnd(model.renote(["queued"], "held"));
+      this.reset(session);
       this.host.changedIn(session, model.addNotice("info", heldNotice(waiting.length, "Stop held the queue")));
     } else {
       // What no longer waits (`/queued clear`, `/queued pop`) was dropped: shown so, and not queued again after a
@@ -179,6 +191,14 @@ export class QueuedPrompts {
       this.pending.set(session, (this.pending.get(session) ?? []).filter((p) => !left(p.text)));
       this.save(session);
     }
+  }
+
+  // Text injected that no tool result took is a queued prompt of the daemon's now: shown so (held after a Stop, moved
+  // on as it runs), not as injected into a turn that never saw it (its own turn then showed it a second time).
+  private untaken(session: string): void {
+    const left = (this.pending.get(session) ?? []).filter((p) => p.injected).map((p) => p.text);
+    if (left.length === 0) return;
+    for (const item of this.host.modelFor(session).renote(["injected"], "queued", (text) => left.includes(text))) this.host.changedIn(session, item);
   }
 
   /** A daemon that shows the last one's sessions again (a reload, a crash) started: their saved prompts come back

@@ -217,6 +217,23 @@ export class ChatModel {
     return changed;
   }
 
+  /** Move `moved` after every other item, in order (prompts a Stop held go after its "Turn interrupted"). */
+  toEnd(moved: readonly ChatItem[]): void {
+    const rest = this.items.filter((item) => !moved.includes(item));
+    this.items.splice(0, this.items.length, ...rest, ...moved);
+  }
+
+  /** The prompt just started (the last item, showing `texts[0]`) ran the others too: it shows them all, they go. */
+  join(texts: readonly string[]): void {
+    const started = this.items[this.items.length - 1];
+    if (started?.kind !== "user" || started.text !== texts[0]) return;
+    const others = this.items.filter((item) => item.kind === "user" && item.note === "queued" && texts.slice(1).includes(item.text));
+    started.text = texts.join("\n");
+    const labels = [started, ...others].flatMap((item) => (item.kind === "user" ? item.contextLabels ?? [] : []));
+    if (labels.length) started.contextLabels = labels;
+    this.items.splice(0, this.items.length, ...this.items.filter((item) => !others.includes(item)));
+  }
+
   /** Record a prompt the user sent (the daemon does not echo prompts as events). */
   addUser(text: string, options: { note?: PromptNote; contextLabels?: string[]; turn?: number } = {}): ChatItem {
     // One label per context item (`a.py:3-7`); none is no key at all, as a prompt without context.

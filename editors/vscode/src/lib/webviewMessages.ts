@@ -55,6 +55,7 @@ export type FromWebview =
   | { type: "pickFile" }
   | { type: "addSelection" }
   | { type: "loadEarlier" }
+  | { type: "runHeld" }
   | { type: "openFile"; path: string; line?: number }
   | { type: "openDiff"; item: number; path: string }
   | { type: "openChange"; item: number; path: string }
@@ -94,7 +95,7 @@ export type ToWebview =
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
 /** The most context chips one prompt carries. */
 export const MAX_CHIPS = 20;
-const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier"]);
+const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier", "runHeld"]);
 const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
 // A workspace-relative (or absolute) path as the model writes it; no control characters.
 const PATH = /^[^\0-\x1f]{1,1024}$/;

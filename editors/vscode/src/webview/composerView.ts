@@ -1,7 +1,7 @@
 // The chat input: sending, slash-command and context-chip completion, and the chips themselves.
 
 import { ContextTrigger, composerAction, contextTrigger } from "../lib/composer";
-import { SlashCommand, applySlashCompletion, slashCompletions, typedWhole } from "../lib/slash";
+import { SlashCommand, applySlashCompletion, isSlashCommand, slashCompletions, typedWhole } from "../lib/slash";
 import { type Chip, type FromWebview, MAX_CHIPS, MAX_IMAGES, type PromptImage } from "../lib/webviewMessages";
 import { el, icon } from "./dom";
 
@@ -67,7 +67,12 @@ export class Composer {
     document.body.classList.toggle("running", value);
     this.stopButton.hidden = !value;
     this.injectButton.hidden = !value;
-    this.sendButton.textContent = value ? "Queue" : "Send";
+    this.label();
+  }
+
+  // A slash command typed while a turn runs is sent at once, not queued: the button says so.
+  private label(): void {
+    this.sendButton.textContent = this.running && !isSlashCommand(this.input.value) ? "Queue" : "Send";
   }
 
   /** Add a chip the extension host made, after those already on the input (the same one twice is kept once). */
@@ -142,7 +147,11 @@ export class Composer {
 
   private send(kind: "submit" | "queue" | "inject"): void {
     const text = this.input.value;
-    if (!text.trim()) return;
+    if (!text.trim()) {
+      // Enter on an empty prompt sends the prompts a Stop (or a reload) held, if any.
+      if (kind === "submit" && this.chips.length === 0 && this.images.length === 0) this.post({ type: "runHeld" });
+      return;
+    }
     if ((this.images.length > 0 || this.chips.some((c) => c.kind === "image")) && kind !== "submit") {
       return this.note("A prompt with images is sent when no turn runs: send it once this one ends (or remove them).");
     }
@@ -208,6 +217,7 @@ export class Composer {
 
   private refresh(): void {
     this.draft.set(this.input.value);
+    this.label();
     const trigger = contextTrigger(this.input.value, this.input.selectionStart ?? this.input.value.length);
     if (trigger) {
       this.completions = [this.trigger(trigger)];

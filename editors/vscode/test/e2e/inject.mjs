@@ -1,5 +1,6 @@
 // E2E in real VS Code (code-server): text injected (Ctrl+Enter) into a running turn that has not taken it yet is never
-// lost. Injected with a file chip into a slow reply (no tool result takes it), it comes back held after a window reload,
+// lost. Injected twice into a reply that ends with no tool result, it runs as the next prompt and shows once, as sent
+// (it stayed marked injected into the turn that never saw it, and showed again as its own turn's prompt). Injected with a file chip into a slow reply (no tool result takes it), it comes back held after a window reload,
 // as a queued prompt does. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
 // text is back in the input with its chip once the chat is opened, said (it vanished: the put-back went to no view).
 //
@@ -7,7 +8,11 @@
 
 import { log, openChat, pickFile, runCommand, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
-const script = [{ text: "A story that streams very slowly so that the user has time to act. ".repeat(10), chunk_size: 2, delay: 0.25 }];
+const script = [
+  { text: "A short story, told slowly.", chunk_size: 1, delay: 0.4 },
+  { text: "Spaces it is." },
+  { text: "A story that streams very slowly so that the user has time to act. ".repeat(10), chunk_size: 2, delay: 0.25 },
+];
 
 const reload = async (page) => {
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
@@ -18,6 +23,25 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   await waitForStatus(page, /Ollie: idle/);
   let chat = await openChat(page);
   const injected = () => chat.locator(".item.user", { hasText: "Use tabs." }).locator(".meta");
+
+  // 0. Injected into a reply that no tool result interrupts: it runs as the next prompt, shown once, as sent.
+  await send(chat, "Tell a short story.");
+  await chat.locator(".item.assistant", { hasText: "A short" }).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  for (const text of ["Use spaces.", "And short lines."]) {
+    await send(chat, text, "Control+Enter");
+    await chat.locator(".item.user", { hasText: text }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
+  }
+  await chat.locator(".item.assistant", { hasText: "Spaces it is." }).waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+  // The daemon ran both as one prompt: one prompt shows them.
+  const shown = await chat.locator(".item.user", { hasText: /Use spaces|And short lines/ }).allTextContents();
+  const marked = await chat.locator(".item.user .meta").count();
+  if (shown.length !== 1 || !shown[0].includes("And short lines.") || marked !== 0) {
+    throw new Error(`the injects no tool result took show as ${JSON.stringify(shown)} (${marked} marked)`);
+  }
+  await screenshot("inject-untaken-ran");
+  log("text injected twice that no tool result took ran as the next prompt, shown once, as sent");
 
   // 1. Injected into a slow reply, with a file chip: no tool result takes it before the window reloads.
   await send(chat, "Tell a slow story.");

@@ -1,17 +1,17 @@
 // E2E in real VS Code (code-server): queued prompts after a Stop and across a window reload. A prompt the chat's page
 // queues as the turn ends, before the page hears of the end, is sent, not left waiting for a next turn. A prompt queued
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
-// goes behind it, so it runs first, then the new one. A prompt queued when the window reloads mid-turn comes back
-// held in the new window, and runs before the next prompt. A held prompt that `/queued clear` drops shows dropped.
-// `/queued pop` typed during a turn runs at once: the prompt it drops shows dropped, and a reload brings back the other
-// alone.
+// goes behind it, so it runs first, then the new one; held, it is drawn after the "Turn interrupted" line. A prompt
+// queued when the window reloads mid-turn comes back held in the new window, and Enter on the empty prompt sends it. A
+// held prompt that `/queued clear` drops shows dropped. `/queued pop` typed during a turn runs at once (the button says
+// Send, not Queue): the prompt it drops shows dropped, and a reload brings back the other alone.
 // A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
 // reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
 // Keys typed for the prompt as the question takes the focus go on into the prompt.
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFocused, chatFrame, log, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, fillInput, log, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const SLOW = "This reply streams very slowly so that the user has time to act. ".repeat(10);
 const script = [
@@ -30,6 +30,12 @@ const script = [
 
 const userTexts = (chat) => chat.locator(".item.user .text").allTextContents();
 const meta = (chat, text) => chat.locator(".item.user", { hasText: text }).locator(".meta");
+// Whether the last "Turn interrupted" line is drawn before the prompt `text` (both in the chat's log).
+const interruptedBefore = (chat, text) => chat.evaluate((text) => {
+  const line = [...document.querySelectorAll('#log .item.turnEnd[data-stop="interrupted"]')].pop();
+  const prompt = [...document.querySelectorAll("#log .item.user")].find((node) => node.textContent.includes(text));
+  return Boolean(line && prompt && line.compareDocumentPosition(prompt) & Node.DOCUMENT_POSITION_FOLLOWING);
+}, text);
 
 // The client's trace of its messages (in the Ollie output) shows what the queued prompt's request carried.
 const settings = { "files.autoSave": "off", "ollie.trace.server": "verbose" };
@@ -67,6 +73,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await chat.waitForFunction(() => document.activeElement?.id === "input", null, { timeout: waitMs });
   await meta(chat, "Then summarise it.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: "Stop held the queue: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
+  // Held after the turn's end, it is drawn after "Turn interrupted" (it stayed above it, where it was queued).
+  if (!(await interruptedBefore(chat, "Then summarise it."))) throw new Error("the held prompt is drawn above the Turn interrupted line");
   await screenshot("queue-held");
   await send(chat, "And list the files.");
   await chat.locator(".item.assistant", { hasText: "Files: none to list." }).waitFor({ timeout: waitMs });
@@ -77,7 +85,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   const answers = await chat.locator(".item.assistant").allTextContents();
   if (answers.indexOf("Summary: a slow story.") > answers.indexOf("Files: none to list.")) throw new Error(`answers out of order: ${JSON.stringify(answers)}`);
   await screenshot("queue-ran-in-order");
-  log("after Stop the queued prompt showed held, then ran before the next prompt, neither left marked queued; the input had the focus");
+  log("after Stop the queued prompt showed held, after the Turn interrupted line, then ran before the next prompt, neither left marked queued; the input had the focus");
 
   // 3. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
   await send(chat, "Another slow story.");
@@ -91,6 +99,11 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await meta(chat, "Queued before the reload.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: "The window reloaded during a turn: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
   await screenshot("queue-after-reload");
+  // Enter on the empty prompt sends it (it did nothing: only a new prompt let it go).
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.assistant", { hasText: "Answered the queued one." }).waitFor({ timeout: waitMs });
+  await until("nothing left marked held", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
+  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
   await send(chat, "Go on after the reload.");
   await waitForSavedPrompt(dataDir, ["Answered after the reload."]);
   await chat.locator(".item.assistant", { hasText: "Answered after the reload." }).waitFor({ timeout: waitMs });
@@ -100,7 +113,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   // The frame may have been replaced by the reload: look it up again for the last screenshot.
   chat = await chatFrame(page);
   await screenshot("queue-reload-ran");
-  log("a prompt queued when the window reloaded came back held and ran before the next prompt");
+  log("a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it");
 
   // 4. `/queued pop` typed while the turn streams runs at once (it was queued behind the prompts it was to pop), and
   // drops the first of two queued prompts: it shows dropped (it stayed marked queued, and a reload queued it again),
@@ -113,7 +126,10 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   await send(chat, "Nor this one.");
   await meta(chat, "Nor this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
-  await send(chat, "/queued pop");
+  // The button says Send for a command typed while the turn runs (it runs at once); it said Queue.
+  await fillInput(chat, "/queued pop");
+  await chat.locator("#send", { hasText: "Send" }).waitFor({ timeout: waitMs });
+  await chat.locator("#input").press("Enter");
   await chat.locator(".item.notice", { hasText: "popped: Never mind this one." }).waitFor({ timeout: waitMs });
   await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
   if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before /queued pop ran: it ran at once only by chance");
@@ -127,7 +143,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
   const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
   if (back.join("|") !== "Nor this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
-  log("/queued pop typed during the turn ran at once, its prompt showed dropped, and a reload brought back only the one held");
+  log("/queued pop typed during the turn ran at once (the button said Send), its prompt showed dropped, and a reload brought back only the one held");
   await send(chat, "/queued clear");
   await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
   await meta(chat, "Nor this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });

@@ -47,18 +47,57 @@ const notes = (model: ChatModel): unknown[] => model.items.flatMap((item) => (it
 const heldNotices = (model: ChatModel): number =>
   model.items.filter((item) => item.kind === "notice" && item.text.startsWith("Stop held the queue")).length;
 
-test("after Stop the daemon's queue state marks the queue held", async () => {
+test("after Stop the daemon's queue state marks the queue held, drawn after the turn's end", async () => {
   const { prompts, answers, model } = queue();
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
   model.addUser("Then summarise it.", { note: "queued" });
+  model.apply({ session: "s", seq: 2, role: "assistant", content: "Once upon" });
+  model.apply({ session: "s", seq: 3, role: "turn", content: "interrupted" });
   const ended = prompts.turnEnded("s", "interrupted");
   answers.answer("ollie/state", HELD);
   await ended;
   assert.ok(prompts.holds("s"));
   assert.deepEqual(notes(model), ["held"]);
+  // It was queued above the reply and its "Turn interrupted": held at the turn's end, it goes after them.
+  assert.deepEqual(model.items.map((item) => item.kind), ["assistant", "turnEnd", "user", "notice"]);
   assert.equal(heldNotices(model), 1);
   // One prompt is "it" (it said "They run ... drops them").
   const said = model.items.flatMap((item) => (item.kind === "notice" ? [item.text] : []));
-  assert.deepEqual(said, ["Stop held the queue: 1 queued prompt waits. It runs before your next prompt; /queued clear drops it."]);
+  assert.deepEqual(said, ["Stop held the queue: 1 queued prompt waits. Enter on an empty prompt sends it; it runs before your next prompt; /queued clear drops it."]);
+});
+
+test("text injected that no tool result took shows as the prompt it became, not injected and then sent again", async () => {
+  const { prompts, model } = queue();
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
+  model.addUser("Use spaces.", { note: "injected" });
+  prompts.queued("s", "Use spaces.", [], true);
+  // A command typed meanwhile ends, not the turn: the text still waits for a tool result.
+  void prompts.turnEnded("s", "command");
+  assert.deepEqual(notes(model), ["injected"]);
+  model.apply({ session: "s", seq: 2, role: "assistant", content: "A short story." });
+  model.apply({ session: "s", seq: 3, role: "turn", content: "end" });
+  await prompts.turnEnded("s", "end");
+  assert.deepEqual(notes(model), ["queued"]);
+  // The daemon runs it as a turn of its own: the one prompt moves on, shown as sent.
+  model.apply({ session: "s", seq: 4, role: "user", content: "Use spaces." });
+  prompts.started("s", "Use spaces.");
+  assert.deepEqual(model.items.map((item) => item.kind), ["assistant", "turnEnd", "user"]);
+  assert.deepEqual(notes(model), [undefined]);
+});
+
+test("several injects no tool result took run as one prompt, shown once with them all", async () => {
+  const { prompts, model } = queue();
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
+  for (const text of ["Use spaces.", "And short lines."]) {
+    model.addUser(text, { note: "injected" });
+    prompts.queued("s", text, [], true);
+  }
+  model.apply({ session: "s", seq: 2, role: "turn", content: "end" });
+  await prompts.turnEnded("s", "end");
+  model.apply({ session: "s", seq: 3, role: "user", content: "Use spaces.\nAnd short lines." });
+  prompts.started("s", "Use spaces.\nAnd short lines.");
+  const users = model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note]] : []));
+  assert.deepEqual(users, [["Use spaces.\nAnd short lines.", undefined]]);
 });
 
 test("a queue state answered after a restart cleared the queue marks nothing held", async () => {
