@@ -409,8 +409,11 @@ class Core(McpMembers):
         self._setup.set_max_steps(steps)
 
     async def switch_backend(self, name: str) -> None:
-        """Use backend `name` from the next request on (a running one finishes on the old); on failure the old stays."""
+        """Use backend `name` from the next request on (a running one finishes on the old; saved with the session); on
+        failure the old stays."""
         old = self._setup.replace_backend(name)
+        self.session.backend, self.session.model = name, ""
+        self._host.save()
         self._host.budget.forget_limit()
         if old is not None:
             if self._host.running:
@@ -420,8 +423,10 @@ class Core(McpMembers):
         self._host.notify()
 
     def switch_model(self, name: str) -> None:
-        """Send later requests to model `name`."""
+        """Send later requests to model `name` (saved with the session)."""
         self._setup.switch_model(name)
+        self.session.model = name
+        self._host.save()
         self._host.budget.forget_limit()
         self._host.notify()
 
