@@ -1,5 +1,5 @@
 """A session resumed in a new Neovim (nvim in tmux, README's `setup({})`, :OllieSessions): it goes on with the model
-picked for it; a long one shows its markdown highlighted from the first screen it draws."""
+picked for it (a fork of it too); a long one shows its markdown highlighted from the first screen it draws."""
 
 from __future__ import annotations
 
@@ -34,6 +34,27 @@ def test_a_model_picked_with_ollie_model_goes_on_in_the_resumed_session(tmp_path
         resume(tmux, "first question", "Answered by the picked one.")
         send_in_chat(tmux, "second question")
         tmux.keep("4-answered", tmux.wait(lambda s: "Still the picked one." in s, "the answer after the resume"))
+        assert [r.body["model"] for r in srv.chat_requests] == ["picked-model"] * 2
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_fork_goes_on_with_the_model_picked_for_its_session(tmp_path: Path, scripted_llm):
+    # Bug: the fork, a copy of the conversation, went on with the default model.
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answered by the picked one."), Reply.text("The fork's answer."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieModel picked-model", "Enter")
+        tmux.wait(lambda s: "model: picked-model" in s, "the switch said")
+        send_in_chat(tmux, "first question")
+        tmux.wait(lambda s: "Answered by the picked one." in s, "the answer")
+        tmux.keys(":OllieFork", "Enter")
+        tmux.keep("1-forked", tmux.wait(lambda s: "(fork)" in s, "the chat on the fork"))
+        send_in_chat(tmux, "in the fork")
+        tmux.keep("2-answered", tmux.wait(lambda s: "The fork's answer." in s, "the fork's answer"))
         assert [r.body["model"] for r in srv.chat_requests] == ["picked-model"] * 2
         assert_clean(tmux.screens)
     finally:
