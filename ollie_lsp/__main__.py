@@ -89,8 +89,16 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
     server.protocol.set_writer(await open_writer(rpc_out))  # type: ignore[arg-type]
     serving = asyncio.ensure_future(server.serve_client(StdinFrames(rpc_in)))
     loop = asyncio.get_running_loop()
+
+    def signalled(signum: int) -> None:
+        # Not asked to stop (no `shutdown`): the status says so, 128 + the signal as a shell's, and the editor restarts
+        # it as after a crash (with status 0 Neovim took it for stopped on purpose, and left the chats without one).
+        if not server.shutdown_asked:
+            server.exit_code = 128 + signum
+        serving.cancel()
+
     for signum in (signal.SIGTERM, signal.SIGHUP):  # as the client leaving: sessions saved, tools ended
-        loop.add_signal_handler(signum, serving.cancel)
+        loop.add_signal_handler(signum, signalled, signum)
     try:
         await serving
     except asyncio.CancelledError:

@@ -74,7 +74,8 @@ def resume(tmux: Tmux, title: str, last: str) -> str:
     tmux.wait(lambda s: "notes" in s, "nvim to start again")
     tmux.keys(":OllieSessions", "Enter")
     picker = tmux.wait(lambda s: "Type number" in s and title in s, "the sessions to pick from")
-    number = next(line.split(".")[0].strip() for line in picker.splitlines() if title in line)
+    # (Neovim's list says `1: title`: the line's first digits, not all before a "." the title may not have.)
+    number = next(re.match(r"\s*(\d+)", line)[1] for line in picker.splitlines() if title in line)
     tmux.keys(number, "Enter")
     return tmux.keep("3-resumed", tmux.wait(lambda s: last in s, "the session"))
 

@@ -298,6 +298,16 @@ def test_session_flag_resumes_a_saved_session(llm, tmp_path):
     assert (info.channel, info.kind, info.last_turn_result) == ("cli", "chat", "end")
 
 
+def test_a_resumed_session_goes_on_with_its_model_unless_the_command_line_names_one(llm, tmp_path):
+    llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    first = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="/model picked-model\nhello\n")
+    session = re.search(r"session (\d+-[0-9a-f]{6})", first.stderr).group(1)
+    for args in ([], ["--model", "flag-model"]):
+        again = run_ollie(["-p", "again", "--session", session, *args, "--cwd", str(tmp_path)], env=llm.env())
+        assert again.returncode == 0, again.stderr
+    assert [r.body["model"] for r in llm.chat_requests] == ["picked-model", "picked-model", "flag-model"]
+
+
 async def test_a_failed_open_closes_the_core_when_the_record_failed_before_it(tmp_path):
     """The record cannot be opened (the registry says the session is another agent's) and then the approval mode
     is refused: the Core is closed all the same (its live lock free, its tool processes ended)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from ollie.agent.steps import script_kinds
 from ollie.agent.stopping import Stopped, Work, stoppable
 from ollie.agent.turnhost import TurnHost, forward
 from ollie.backend.base import Backend
+from ollie.backend.errors import BackendConfigError
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.config import APPROVAL_MODES
 from ollie.mcp.attach import host_of
@@ -388,7 +390,7 @@ class Core(McpMembers):
 
     def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
         """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
-        with `keep_mode=False` (another user's session), the approval mode."""
+        with `keep_mode=False` (another user's session), the approval mode, backend and model."""
         if self.session.messages or self._host.running:
             raise RuntimeError("only a new, idle session can take another's history")
         session = self.session
@@ -396,6 +398,15 @@ class Core(McpMembers):
         session.task_state = source.task_state
         if keep_mode:
             session.approval = source.approval
+            # It goes on with the source's /backend and /model (it went on with the defaults), unless that backend
+            # cannot be built here (its key unset).
+            with contextlib.suppress(BackendConfigError):
+                if source.backend and (old := self._setup.replace_backend(source.backend)) is not None:
+                    self._host.retire(old)  # (closed with the fork's first turn)
+                if source.model and self._setup.backend is not None:
+                    self._setup.switch_model(source.model)
+                session.backend, session.model = source.backend, source.model
+                self._host.budget.forget_limit()
         session.result_tiers, session.step_outcomes = source.result_tiers, source.step_outcomes
         session.step_network, session.step_images = source.step_network, source.step_images
         session.decision_index = list(source.decision_index)
@@ -409,8 +420,11 @@ class Core(McpMembers):
         self._setup.set_max_steps(steps)
 
     async def switch_backend(self, name: str) -> None:
-        """Use backend `name` from the next request on (a running one finishes on the old); on failure the old stays."""
+        """Use backend `name` from the next request on (a running one finishes on the old; saved with the session); on
+        failure the old stays."""
         old = self._setup.replace_backend(name)
+        self.session.backend, self.session.model = name, ""
+        self._host.save()
         self._host.budget.forget_limit()
         if old is not None:
             if self._host.running:
@@ -420,8 +434,10 @@ class Core(McpMembers):
         self._host.notify()
 
     def switch_model(self, name: str) -> None:
-        """Send later requests to model `name`."""
+        """Send later requests to model `name` (saved with the session)."""
         self._setup.switch_model(name)
+        self.session.model = name
+        self._host.save()
         self._host.budget.forget_limit()
         self._host.notify()
 

@@ -59,6 +59,8 @@ async def open_parts(
         session.agent = agent
         # Listed and filtered by (ACP session/list); loads keep working without it.
         saved_cwd, session.cwd = session.cwd, str(work)
+        if session.backend or session.model:  # its own /backend and /model, before the defaults
+            backend, model = session.backend or backend, session.model or None
         setup = await Setup.create(
             cfg, agent=agent, cwd=work, env=extra, session_id=session.id, backend=backend, model=model,
             backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,

@@ -69,6 +69,10 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     )
     recorder: Recorder | None = None
     try:
+        if options.session and options.backend:  # named for this run: before those the resumed session switched to
+            await core.switch_backend(options.backend)
+        if options.session and options.model:
+            core.switch_model(options.model)
         recorder = Recorder(core, channel=Channel.CLI)
         await recorder.open()  # a refusal raises (a resumed one's record says whose it is); a failure is told
         return _with_approval(core, options), recorder

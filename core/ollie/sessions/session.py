@@ -192,6 +192,9 @@ class Session:
     cwd: str = ""
     # The approval mode (see ollie.agent.approval); "" = the agent's default. Persisted with the session.
     approval: str = ""
+    # The backend and model `/backend` and `/model` switched to ("": the defaults'): its resume goes on with them.
+    backend: str = ""
+    model: str = ""
     # What the user allowed always in this session: `kind:edit`, `command:pytest`.
     approval_always: list[str] = field(default_factory=list)
     # Where each turn's messages start (turn n at index n-1; ollie.agent.review); -1 once compaction

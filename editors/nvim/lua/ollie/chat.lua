@@ -37,6 +37,7 @@ local M = {}
 ---@field kept ollie.Context[]|nil the contexts of a prompt put back in the input that its text does not say (a
 ---                                 `:'<,'>Ollie` range): they go with the next prompt sent from it
 ---@field tail ollie.Tail|nil       what the running turn showed since its last step (no daemon saved it yet)
+---@field lost_turn boolean|nil  its daemon died as it ran a turn (said once the next has the session)
 ---@field cut_short ollie.Tail|nil  that of a turn its daemon's death cut short: drawn again under the history
 
 ---@class ollie.Tail
@@ -657,6 +658,7 @@ function M.daemon_died()
     permission.withdraw(true)
   end
   for _, chat in ipairs(every) do
+    chat.lost_turn = chat.running
     if chat.running and chat.tail and #chat.tail.parts > 0 then
       chat.cut_short = chat.tail
     end

@@ -357,8 +357,9 @@ local function resume(crash)
               c:redraw() -- says the error, and lets the held prompts go (to say theirs)
             else
               c:switch(session, crash and function()
-                c.transcript:note(crash .. " and was restarted; a turn it ran was lost: send its prompt again",
-                  "OllieError")
+                -- "A turn was lost" only where one ran: said of an idle chat, it sent the user looking for one.
+                c.transcript:note(crash .. " and was restarted"
+                  .. (c.lost_turn and "; a turn it ran was lost: send its prompt again" or ""), "OllieError")
               end, last_result(res))
             end
           end

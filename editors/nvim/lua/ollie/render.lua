@@ -384,6 +384,12 @@ function T:bulk(fn)
   self:release_parser()
   if highlighted then
     M.highlight(self.buf)
+    -- Parsed now where its windows show it: the highlighter parses a long chat a few milliseconds at a time, between
+    -- redraws, and until it was done the chat showed its markdown raw (`_(end)_`, `**bold**`).
+    local tree = vim.treesitter.highlighter.active[self.buf].tree
+    for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+      tree:parse({ vim.fn.line("w0", win) - 1, vim.fn.line("w$", win) })
+    end
   end
   if not ok then
     error(err, 0)

@@ -1,0 +1,83 @@
+"""A session resumed in a new Neovim (nvim in tmux, README's `setup({})`, :OllieSessions): it goes on with the model
+picked for it (a fork of it too); a long one shows its markdown highlighted from the first screen it draws."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ollie.testing import Reply
+from tests.longsession import saved_session
+
+from .test_nvim_tui import assert_clean, quit_nvim, send_in_chat, start_nvim
+from .test_nvim_tui_images import resume
+
+
+def test_a_model_picked_with_ollie_model_goes_on_in_the_resumed_session(tmp_path: Path, scripted_llm):
+    # Bug: the model was the daemon's alone, never saved with the session: resumed, it was back to the default (in
+    # VS Code too, which switches it by the same `/model`).
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answered by the picked one."), Reply.text("Still the picked one."))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieModel picked-model", "Enter")
+        tmux.keep("1-picked", tmux.wait(lambda s: "model: picked-model" in s, "the switch said"))
+        send_in_chat(tmux, "first question")
+        tmux.wait(lambda s: "Answered by the picked one." in s, "the answer")
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        resume(tmux, "first question", "Answered by the picked one.")
+        send_in_chat(tmux, "second question")
+        tmux.keep("4-answered", tmux.wait(lambda s: "Still the picked one." in s, "the answer after the resume"))
+        assert [r.body["model"] for r in srv.chat_requests] == ["picked-model"] * 2
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_fork_goes_on_with_the_model_picked_for_its_session(tmp_path: Path, scripted_llm):
+    # Bug: the fork, a copy of the conversation, went on with the default model.
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answered by the picked one."), Reply.text("The fork's answer."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieModel picked-model", "Enter")
+        tmux.wait(lambda s: "model: picked-model" in s, "the switch said")
+        send_in_chat(tmux, "first question")
+        tmux.wait(lambda s: "Answered by the picked one." in s, "the answer")
+        tmux.keys(":OllieFork", "Enter")
+        tmux.keep("1-forked", tmux.wait(lambda s: "(fork)" in s, "the chat on the fork"))
+        send_in_chat(tmux, "in the fork")
+        tmux.keep("2-answered", tmux.wait(lambda s: "The fork's answer." in s, "the fork's answer"))
+        assert [r.body["model"] for r in srv.chat_requests] == ["picked-model"] * 2
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_long_session_resumed_never_shows_its_markdown_raw(tmp_path: Path, scripted_llm):
+    # Bug: drawn with the highlighter off, then on again, a long history's markdown showed raw (`_(end)_`) for a moment
+    # each resume: the highlighter parsed it a few milliseconds at a time, between redraws.
+    size = 1200
+    saved_session(size)
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"notes.txt": "notes\n"})
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "long" in s, "the sessions to pick from")
+        number = next(re.match(r"\s*(\d+)", line)[1] for line in picker.splitlines() if "long" in line)
+        tmux.keys(number, "Enter")
+        raw: list[str] = []
+        last = f"answer {size // 4 - 1}"
+        # Every screen until the end shows highlighted (its `_` marks hidden) is looked at: a raw one is kept.
+        tmux.wait(lambda s: (raw.append(s) if "_(end)_" in s else None) or (last in s and "(end)" in s
+                                                                            and "_(end)_" not in s), "the resumed end")
+        assert not raw, f"{len(raw)} screens showed the markdown raw:\n{raw[0]}"
+    finally:
+        tmux.close()
