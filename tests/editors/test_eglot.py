@@ -80,3 +80,17 @@ def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_p
     assert json.loads(result["answer"])["stop"] == "running", result  # answered before the question: eglot asks inside
     assert "Server reports (type=3): ollie: Changed + to *." in result["messages"], result
     assert result["buffer"] == "def mul(a, b):\n    return a * b\n"
+
+
+def test_an_edit_asked_about_in_eglot_shows_its_change_and_offers_only_what_eglot_can_answer(tmp_path, scripted_llm):
+    """eglot's question said `Edit code.py` alone (yes to an unseen change) and offered a feedback it cannot type."""
+    ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Not changed."))
+    env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": "ollie: Not"}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json", typed="Reject\n")
+    [question] = result["questions"]
+    assert "asks to: Edit code.py" in question["prompt"], question
+    assert "-    return a + b\n+    return a * b" in question["prompt"], question
+    assert question["choices"] == ["Allow once", "Allow always", "Reject"], question
+    assert result["buffer"] == "def mul(a, b):\n    return a + b\n"
