@@ -64,7 +64,7 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
     body = question.code or ("\n".join(question.diff.unified(QUESTION_DIFF_LINES)) if question.diff else "")
     shown = (f":\n\n{body}" if body else "") + "".join(f"\n\n{w}" for w in question.outside)
     # A plain client cannot type feedback: no "Reject with feedback" button that would only reject. "Reject" first:
-    # eglot fills in the first button, so a RET typed into the buffer as the question came up took it (so did Sublime).
+    # eglot fills in the first button, so a RET typed into the buffer as the question came up took it.
     buttons = {"Reject": "reject"} | {n: o for n, o in _buttons(question).items() if not o.startswith("reject")}
     title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}{shown}", buttons)
     return Answer(buttons.get(title or "", "reject"))  # type: ignore[arg-type]  # dismissed (null): a no
