@@ -21,6 +21,8 @@ PERMISSION_METHOD = "ollie/permission"
 # The buttons of the plain question, and the answer each one is (in the order of approval.OUTCOMES).
 BUTTONS = {"Allow once": "allow_once", "Allow for this session": "allow_session", "Allow always": "allow_always",
            "Reject": "reject", "Reject with feedback": "reject_with_feedback"}
+# An edit's diff lines in a plain question: a prompt that still fits a minibuffer or a dialog.
+QUESTION_DIFF_LINES = 20
 
 
 def permission_params(session_id: str, question: StepQuestion, msg_id: str) -> dict[str, Any]:
@@ -57,13 +59,15 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
             return Answer("reject")
         return Answer(outcome, feedback if isinstance(feedback, str) else "")  # type: ignore[arg-type]
     covers = f' ("Allow always" covers {question.always_text()})' if "allow_always" in question.outcomes() else ""
-    # A program's code whole (its title shows one line), then exactly what runs outside, as an elevation says.
-    shown = (f":\n\n{question.code}" if question.code else "") + "".join(f"\n\n{w}" for w in question.outside)
-    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}{shown}",
-                          _buttons(question))
-    # Dismissed (null) is a no; a plain client cannot type feedback, so "Reject with feedback" is a plain reject.
-    outcome = BUTTONS.get(title or "", "reject")
-    return Answer("reject" if outcome == "reject_with_feedback" else outcome)  # type: ignore[arg-type]
+    # What the user says yes to: a program's code whole (its title shows one line) or an edit's diff, then exactly
+    # what runs outside, as an elevation says.
+    body = question.code or ("\n".join(question.diff.unified(QUESTION_DIFF_LINES)) if question.diff else "")
+    shown = (f":\n\n{body}" if body else "") + "".join(f"\n\n{w}" for w in question.outside)
+    # A plain client cannot type feedback: no "Reject with feedback" button that would only reject. "Reject" first:
+    # eglot fills in the first button, so a RET typed into the buffer as the question came up took it.
+    buttons = {"Reject": "reject"} | {n: o for n, o in _buttons(question).items() if not o.startswith("reject")}
+    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}{shown}", buttons)
+    return Answer(buttons.get(title or "", "reject"))  # type: ignore[arg-type]  # dismissed (null): a no
 
 
 async def _choice(ls: OllieServer, message: str, buttons: Iterable[str]) -> str | None:

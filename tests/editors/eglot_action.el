@@ -6,6 +6,9 @@
 (load (expand-file-name "eglot_setup.el" (file-name-directory load-file-name)))
 (defvar ollie-test-messages nil "The messages eglot showed, newest first.")
 (advice-add 'eglot--message :before (lambda (format &rest args) (push (apply #'format format args) ollie-test-messages)))
+(defvar ollie-test-questions nil "The questions eglot put in the minibuffer, newest first: prompt and choices.")
+(advice-add 'completing-read :before
+            (lambda (prompt choices &rest _) (push `((prompt . ,prompt) (choices . ,(vconcat choices))) ollie-test-questions)))
 (condition-case err
     (let* ((server (ollie-test-connect))
            (actions (eglot-code-actions (point-min) (point-max) "refactor"))
@@ -24,5 +27,6 @@
       (ollie-test-finish `((answer . ,answer)
                            (waited . ,waited)
                            (messages . ,(vconcat (reverse ollie-test-messages)))
+                           (questions . ,(vconcat (reverse ollie-test-questions)))
                            (buffer . ,(buffer-substring-no-properties (point-min) (point-max))))))
   (error (ollie-test-finish `((failure . ,(format "%S" err))))))

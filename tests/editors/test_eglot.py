@@ -14,6 +14,7 @@ import pytest
 from ollie.testing import Reply
 
 from .test_nvim import file_edit
+from .test_nvim_tui import Tmux
 
 HERE = Path(__file__).resolve().parent
 
@@ -80,3 +81,49 @@ def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_p
     assert json.loads(result["answer"])["stop"] == "running", result  # answered before the question: eglot asks inside
     assert "Server reports (type=3): ollie: Changed + to *." in result["messages"], result
     assert result["buffer"] == "def mul(a, b):\n    return a * b\n"
+
+
+def test_an_edit_asked_about_in_eglot_shows_its_change_and_offers_only_what_eglot_can_answer(tmp_path, scripted_llm):
+    """eglot's question said `Edit code.py` alone (yes to an unseen change) and offered a feedback it cannot type."""
+    ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Not changed."))
+    env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": "ollie: Not"}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json", typed="Reject\n")
+    [question] = result["questions"]
+    assert "asks to: Edit code.py" in question["prompt"], question
+    assert "-    return a + b\n+    return a * b" in question["prompt"], question
+    assert question["choices"] == ["Reject", "Allow once", "Allow always"], question
+    assert result["buffer"] == "def mul(a, b):\n    return a + b\n"
+
+
+
+def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted_llm):
+    """eglot fills its question's first button in: it was "Allow once", and a RET typed in the buffer said yes."""
+    ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Not changed."))
+    init = tmp_path / "init.el"  # README's snippet, eglot started in Python buffers, its edits applied unasked
+    init.write_text(f"""(require 'eglot)
+(with-eval-after-load 'eglot
+  (add-to-list 'eglot-server-programs '((python-mode python-ts-mode) . ("{Path(sys.executable).parent / "ollie-lsp"}"))))
+(setq eglot-confirm-server-initiated-edits nil)
+(add-hook 'python-mode-hook #'eglot-ensure)""")
+    emacs = Tmux(f"ollie-eglot-{os.getpid()}", ws, {**os.environ, **srv.env(approval="ask"), "TERM": "xterm-256color"},
+                 [emacs_with_eglot(), "-nw", "-q", "-l", str(init), "code.py"], size=(120, 30))
+    try:
+        emacs.wait(lambda s: "[eglot:ws]" in s and "Connected" in s, "eglot connected", timeout=60)
+        emacs.keys("C-x", "h", "M-x")
+        emacs.keys("eglot-code-actions", literal=True)
+        emacs.keys("Enter")
+        emacs.wait(lambda s: "Pick an action" in s, "the code actions")
+        emacs.keys("Ollie: Refactor...", literal=True)
+        emacs.keys("Enter")
+        asked = emacs.wait(lambda s: "Choose an option:" in s, "the question")
+        emacs.keys("Enter")  # the user, typing on, pressed RET as the question came up
+        answered = emacs.wait(lambda s: "ollie: Not changed." in s, "the answer")
+    finally:
+        emacs.close()
+    assert asked.rstrip().endswith("Choose an option: Reject"), asked
+    assert "return a + b" in answered and "a * b" not in answered, answered  # the buffer as it was
+    assert "rejected" in srv.chat_requests[-1].body["messages"][-1]["content"]

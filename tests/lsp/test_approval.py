@@ -16,7 +16,7 @@ from tests.lsp.cards import answer_cards
 
 from .conftest import child_env
 
-BUTTONS = ["Allow once", "Allow always", "Reject", "Reject with feedback"]
+BUTTONS = ["Reject", "Allow once", "Allow always"]
 
 
 def edit(path: str, old: str, new: str) -> Reply:

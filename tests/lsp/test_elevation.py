@@ -38,7 +38,7 @@ async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_p
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
     def on_request(params: types.ShowMessageRequestParams):
         asked.append(params.message)
-        assert [a.title for a in params.actions] == ["Allow once", "Reject", "Reject with feedback"]
+        assert [a.title for a in params.actions] == ["Reject", "Allow once"]
         title = next(answers)
         return types.MessageActionItem(title=title) if title else None
 
@@ -118,7 +118,7 @@ async def test_under_ask_an_elevated_step_is_one_question_with_its_code_and_no_a
     first = asked[0]
     assert "outside the sandbox" in first.message and first.message.endswith(f"\n\necho x > {allowed}")
     # Leaving the sandbox is asked each time: no "Allow always" to cover later ones.
-    assert [a.title for a in first.actions] == ["Allow once", "Reject", "Reject with feedback"]
+    assert [a.title for a in first.actions] == ["Reject", "Allow once"]
     assert "rejected: the user did not allow" in llm.chat_requests[-1].body["messages"][-1]["content"]
 
 

@@ -464,7 +464,7 @@ async def test_a_workspace_server_is_put_to_the_user_as_a_question(start_daemon,
     offered: list[list[str]] = []
     assert await submit(daemon, "hi") == "not started"
     # No "Reject with feedback": the answer reaches only the server's start, nothing would carry text to the model.
-    assert offered[0] == ["Allow once", "Allow always", "Reject"]
+    assert offered[0] == ["Reject", "Allow once", "Allow always"]
     # The exact program, its args and env, before anything runs; a "no" leaves it waiting, asked only once.
     assert len(asked) == 1 and f"start MCP server 'planted' of {ws / '.mcp.json'}" in asked[0]
     assert str(SERVER) in asked[0] and 'K="v"' in asked[0], asked[0]

@@ -166,8 +166,10 @@ async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, 
     asked = llm.chat_requests[0].body["messages"][-1]["content"]
     assert 'line 2: "undefined name \'rr\'" (from "pyflakes")' in asked
     assert "File: area.py (plaintext)" in asked and "return 3.14 * r * rr" in asked
-    assert [q.message for q in editor.questions] == [
-        f'ollie (session {result["session"]}) asks to: Edit area.py ("Allow always" covers edit steps in this session)']
+    [question] = [q.message for q in editor.questions]  # with the edit's diff: what the user says yes to
+    assert question.startswith(f'ollie (session {result["session"]}) asks to: Edit area.py ("Allow always" covers '
+                               'edit steps in this session):\n\n--- a/area.py\n+++ b/area.py\n'), question
+    assert "\n-    return 3.14 * r * rr\n+    return 3.14 * r * r" in question, question
     # Its edit came as workspace/applyEdit to the open document, which the editor applied.
     assert len(editor.edits) == 1
     new_text = editor.edits[0].edit.document_changes[0].edits[0].new_text  # type: ignore[index, union-attr]

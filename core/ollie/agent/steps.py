@@ -5,6 +5,7 @@ Pure: built from the call's arguments (and a user script's `ollie:kind`). The ki
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -91,6 +92,12 @@ class Diff:
     def to_wire(self) -> dict[str, str | None]:
         """`{path, oldText, newText}`."""
         return {"path": self.path, "oldText": self.old_text, "newText": self.new_text}
+
+    def unified(self, most: int) -> list[str]:
+        """The change as unified diff lines (2 lines of context), cut after `most` with a line saying how many more."""
+        old, new = (self.old_text or "").splitlines(), (self.new_text or "").splitlines()
+        lines = list(difflib.unified_diff(old, new, f"a/{self.path}", f"b/{self.path}", n=2, lineterm=""))
+        return lines if len(lines) <= most else [*lines[:most], f"… ({len(lines) - most} more diff lines)"]
 
     def first_line(self) -> int:
         """The 1-based line where the new text first differs from the old (1 for a new or removed file)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 import signal
 import sys
 import time
@@ -306,11 +305,7 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
 
 def _diff_text(diff: Diff, *, color: bool) -> str:
     """An edit as a unified diff (escaped: the model wrote it), cut to a screenful, + and - lines coloured."""
-    old, new = (diff.old_text or "").splitlines(), (diff.new_text or "").splitlines()
-    lines = [escaped(line) for line in difflib.unified_diff(old, new, f"a/{diff.path}", f"b/{diff.path}",
-                                                           n=2, lineterm="")]
-    if len(lines) > DIFF_LINES_MAX:
-        lines = [*lines[:DIFF_LINES_MAX], f"… ({len(lines) - DIFF_LINES_MAX} more diff lines)"]
+    lines = [escaped(line) for line in diff.unified(DIFF_LINES_MAX)]
     if color:
         codes = {"+": "32", "-": "31", "@": "36"}
         lines = [f"\x1b[{codes[line[0]]}m{line}\x1b[0m" if line[:1] in codes else line for line in lines]
