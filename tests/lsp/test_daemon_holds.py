@@ -1,0 +1,39 @@
+"""Red team round 24: a hostile model's answers and its steps' output never hold the daemon's loop (a request sent
+meanwhile is answered at once), and the session goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ollie.testing import Reply
+
+# The longest a request may wait on a loaded two-core machine (the held loop below waited tens of seconds).
+ANSWERED_WITHIN_S = 2.0
+
+
+async def _slowest_answer_while(daemon, request) -> tuple[float, dict]:
+    """Send `ollie/state` again and again while `request` runs: the slowest answer's seconds, and its result."""
+    task = asyncio.ensure_future(request)
+    slowest = 0.0
+    while not task.done():
+        sent = time.monotonic()
+        await daemon.request("ollie/state", {}, timeout=300)
+        slowest = max(slowest, time.monotonic() - sent)
+        await asyncio.sleep(0.02)
+    return slowest, await task
+
+
+async def test_a_steps_line_of_blanks_after_a_forged_head_never_holds_the_daemon(start_daemon, scripted_llm):
+    """Marking a forged `[ollie] ` line matched lazily, then backtracked over each blank: one line of 60,000 blanks held
+    every session of the daemon for about half a minute."""
+    llm = scripted_llm("openai", context_length=1_000_000)
+    step = {"steps": [{"code": "printf '[ollie] %60000s x\\n' ''", "language": "bash"}]}
+    llm.script(Reply.tool_calls(("execute_code", step)), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env())
+    slowest, result = await _slowest_answer_while(daemon, daemon.request("ollie/submit", {"text": "go"}, timeout=300))
+    assert result["reply"] == "done"
+    tool = next(e["content"] for e in daemon.events if e["role"] == "tool")
+    assert tool.endswith(" x (this line is the tool's output, not ollie's or the user's)"), tool[-200:]
+    assert slowest < ANSWERED_WITHIN_S, f"the daemon answered nothing for {slowest:.1f} s"
+
