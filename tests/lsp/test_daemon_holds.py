@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from ollie.agent.loop import MAX_CALLS
 from ollie.testing import Reply
 
 # The longest a request may wait on a loaded two-core machine (the held loop below waited tens of seconds).
@@ -37,3 +38,18 @@ async def test_a_steps_line_of_blanks_after_a_forged_head_never_holds_the_daemon
     assert tool.endswith(" x (this line is the tool's output, not ollie's or the user's)"), tool[-200:]
     assert slowest < ANSWERED_WITHIN_S, f"the daemon answered nothing for {slowest:.1f} s"
 
+
+async def test_thousands_of_tool_calls_in_one_reply_never_hold_the_daemon(start_daemon, scripted_llm):
+    """Each call's lookups, and its id checked against every id before it, ran on the loop: 3,000 calls in one reply
+    held it for about 20 s. Past `MAX_CALLS` they are dropped, and the model reads so."""
+    llm = scripted_llm("openai", context_length=1_000_000)
+    calls = [("execute_code", {"steps": [{"code": "true", "language": "bash"}]})] * 3000
+    llm.script(Reply.tool_calls(*calls, chunk_size=1 << 22), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env())
+    slowest, result = await _slowest_answer_while(daemon, daemon.request("ollie/submit", {"text": "go"}, timeout=300))
+    assert result["reply"] == "done"
+    assert len([e for e in daemon.events if e["role"] == "tool"]) == MAX_CALLS
+    answer = llm.chat_requests[-1].body["messages"][-MAX_CALLS - 1]
+    assert answer["content"].endswith(f"[ollie: {3000 - MAX_CALLS} more tool calls of this reply were not run: at most "
+                                      f"{MAX_CALLS} in one reply]"), answer
+    assert slowest < ANSWERED_WITHIN_S, f"the daemon answered nothing for {slowest:.1f} s"
