@@ -80,3 +80,18 @@ def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_p
     assert json.loads(result["answer"])["stop"] == "running", result  # answered before the question: eglot asks inside
     assert "Server reports (type=3): ollie: Changed + to *." in result["messages"], result
     assert result["buffer"] == "def mul(a, b):\n    return a * b\n"
+
+
+def test_a_long_answers_file_local_variables_do_nothing_in_emacs(tmp_path, scripted_llm):
+    """Red team round 24: Emacs applies a `-*- ... -*-` first line and a `Local Variables:` list at a file's end when
+    it opens it, as eglot (1.12 and later) opens a long answer: `mode: server` called `server-mode` unasked, which
+    starts Emacs' server (any `*-mode` function runs so); `eval:` is put to the user as a question."""
+    ws = workspace_with_code(tmp_path, "def add(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    answer = ("It adds. -*- mode: server -*-\nThat is all.\n\n"
+              "Local Variables:\nmode: server\neval: (write-region \"x\" nil \"evaluated\")\nEnd:")
+    srv.script(Reply.text(answer))
+    result = run_emacs("eglot_answer.el", ws, srv.env(), tmp_path / "eglot.json", typed="n\n" * 5)
+    assert (result["mode"], result["server"]) == ("text-mode", False), result
+    assert result["text"] == answer.replace("-*-", "-* -").replace("Variables:", "Variables :") + "\n"
+    assert not (ws / "evaluated").exists()
