@@ -53,3 +53,20 @@ async def test_thousands_of_tool_calls_in_one_reply_never_hold_the_daemon(start_
     assert answer["content"].endswith(f"[ollie: {3000 - MAX_CALLS} more tool calls of this reply were not run: at most "
                                       f"{MAX_CALLS} in one reply]"), answer
     assert slowest < ANSWERED_WITHIN_S, f"the daemon answered nothing for {slowest:.1f} s"
+
+
+async def test_a_calls_arguments_nested_too_deep_or_too_long_are_refused_and_the_turn_goes_on(start_daemon, scripted_llm):
+    """JSON nested 100,000 deep raised RecursionError, which ended the turn in an error without the call's result; a
+    5 MB call was checked (read-only test, dangerous patterns) on the daemon's loop, a 50 MB one for minutes."""
+    llm = scripted_llm("openai", context_length=1_000_000)
+    nested = '{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    long = {"steps": [{"code": "ls #" + "a" * 5_000_000, "language": "bash"}]}
+    llm.script(Reply.tool_calls(("execute_code", nested), ("execute_code", long), chunk_size=1 << 22), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env())
+    result = await daemon.request("ollie/submit", {"text": "go"}, timeout=300)
+    assert (result["stop"], result["reply"]) == ("end", "done"), result
+    assert [e["content"] for e in daemon.events if e["role"] == "tool"] == [
+        "error: the arguments of execute_code are not valid JSON (nested too deeply at column 1); resend the call "
+        "with a JSON object, each key once",
+        "error: the arguments of execute_code are not valid JSON (5,000,045 characters, over the limit of 1,048,576 "
+        "at column 1); resend the call with a JSON object, each key once"]

@@ -23,6 +23,7 @@ from ollie.backend.images import MAX_IMAGES, placeholder
 from ollie.backend.types import Image, Message, ToolCall
 from ollie.loopshare import loop_share
 from ollie.sessions.session import Session, TaskState
+from ollie.tools.execute.args import cut_arguments
 
 if TYPE_CHECKING:  # the tool round loads with a turn's first call (a chat turn makes none)
     from ollie.agent.toolround import CallOutcome, ToolRound
@@ -242,6 +243,8 @@ class AgentLoop:
             # Thousands of calls in one reply held the daemon's loop for tens of seconds (each call's lookups, its id
             # checked against every id before it): those past the cap are dropped, and the model reads so.
             calls, over = _with_ids(calls[:MAX_CALLS], self.session), len(calls) - MAX_CALLS
+            for call in calls:
+                call.arguments = cut_arguments(call.arguments)
             content = truncated(text, dropped_calls=len(completion.tool_calls)) if stop == "max_tokens" else text
             if over > 0:
                 content += f"\n\n[ollie: {over} more tool calls of this reply were not run: at most {MAX_CALLS} in one reply]"
