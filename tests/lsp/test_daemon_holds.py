@@ -70,3 +70,18 @@ async def test_a_calls_arguments_nested_too_deep_or_too_long_are_refused_and_the
         "with a JSON object, each key once",
         "error: the arguments of execute_code are not valid JSON (5,000,045 characters, over the limit of 1,048,576 "
         "at column 1); resend the call with a JSON object, each key once"]
+
+
+async def test_a_workspace_mcp_json_nested_too_deep_is_not_read_and_prompts_still_run(start_daemon, scripted_llm, tmp_path):
+    """A cloned repository's `.mcp.json` of 100,000 nested lists raised RecursionError where it was read: every prompt
+    of every session in that workspace failed with an internal error."""
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("done"))
+    ws = tmp_path / "cloned"
+    ws.mkdir()
+    (ws / ".mcp.json").write_text('{"mcpServers": {"x": {"command": "true", "args": ' + "[" * 100_000 + "]" * 100_000 + "}}}")
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    result = await daemon.request("ollie/submit", {"text": "go"})
+    assert (result["stop"], result["reply"]) == ("end", "done"), result
+    assert any(e["content"].startswith(f"warning: MCP servers of {ws / '.mcp.json'} not read: maximum recursion depth")
+               for e in daemon.events if e["role"] == "info"), daemon.events
