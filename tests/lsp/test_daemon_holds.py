@@ -85,3 +85,14 @@ async def test_a_workspace_mcp_json_nested_too_deep_is_not_read_and_prompts_stil
     assert (result["stop"], result["reply"]) == ("end", "done"), result
     assert any(e["content"].startswith(f"warning: MCP servers of {ws / '.mcp.json'} not read: maximum recursion depth")
                for e in daemon.events if e["role"] == "info"), daemon.events
+
+
+async def test_a_call_nested_too_deep_leaves_an_anthropic_session_able_to_go_on(start_daemon, scripted_llm):
+    """Sending the history back to Anthropic (or Ollama) decodes each call's arguments into an object: the nested call
+    raised `RecursionError` there, so no request of that session could be made again."""
+    llm = scripted_llm("anthropic")
+    nested = '{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    llm.script(Reply.tool_calls(("execute_code", nested), chunk_size=1 << 22), Reply.text("done"), Reply.text("again"))
+    daemon = await start_daemon(env=llm.env())
+    assert (await daemon.request("ollie/submit", {"text": "go"}))["reply"] == "done"
+    assert (await daemon.request("ollie/submit", {"text": "go on"}))["reply"] == "again"
