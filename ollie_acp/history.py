@@ -66,7 +66,7 @@ def _edit_diffs(tool_name: str, arguments: str, count: int) -> list[Diff | None]
     try:
         parsed_args = json.loads(arguments)
         request = parse_request(tool_name, parsed_args) if isinstance(parsed_args, dict) else None
-    except (ArgumentError, ValueError):
+    except (ArgumentError, ValueError, RecursionError):
         return diffs
     if not isinstance(request, CallRequest) or len(request.calls) != count:
         return diffs

@@ -88,7 +88,7 @@ def raw_input(arguments: str) -> object:
     """A call's JSON arguments as ACP's `rawInput` (None when there are none or they are not JSON)."""
     try:
         return json.loads(arguments) if arguments else None
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested too deep: the call's card was never sent)
         return None
 
 

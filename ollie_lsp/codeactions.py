@@ -227,6 +227,12 @@ async def ask_question(ls: OllieServer) -> str:
     return text.strip() if isinstance(text, str) else ""
 
 
+# Emacs applies what a file asks of it when it opens one (eglot 1.12 and later open a long answer so): a
+# `-*- mode: server -*-` line called `server-mode` unasked (any `*-mode` function runs so), and a `Local Variables:`
+# list did too and put its `eval:` to the user. A space in each mark (`-* -`, `Local Variables :`) and Emacs finds none.
+_EMACS_MARKS = re.compile(r"-\*(?=-)|(?i:local variables)(?=:)")
+
+
 def _answer_file(session: str, reply: str) -> Path:
     """Write `reply` as a read-only text file under the state dir (never the workspace)."""
     from ollie.paths import state_dir
@@ -237,7 +243,7 @@ def _answer_file(session: str, reply: str) -> Path:
     # Ctrl+click, with commands allowed (text typed into the user's terminal); in plain text it links only web and files.
     path = folder / f"answer-{next(_answers)}.txt"
     path.unlink(missing_ok=True)
-    path.write_text(reply + "\n", encoding="utf-8")
+    path.write_text(_EMACS_MARKS.sub(lambda m: m[0] + " ", reply) + "\n", encoding="utf-8")
     path.chmod(0o444)
     return path
 

@@ -97,7 +97,6 @@ def test_an_edit_asked_about_in_eglot_shows_its_change_and_offers_only_what_eglo
     assert result["buffer"] == "def mul(a, b):\n    return a + b\n"
 
 
-
 def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted_llm):
     """eglot fills its question's first button in: it was "Allow once", and a RET typed in the buffer said yes."""
     ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
@@ -127,3 +126,18 @@ def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted
     assert asked.rstrip().endswith("Choose an option: Reject"), asked
     assert "return a + b" in answered and "a * b" not in answered, answered  # the buffer as it was
     assert "rejected" in srv.chat_requests[-1].body["messages"][-1]["content"]
+
+
+def test_a_long_answers_file_local_variables_do_nothing_in_emacs(tmp_path, scripted_llm):
+    """Red team round 24: Emacs applies a `-*- ... -*-` first line and a `Local Variables:` list at a file's end when
+    it opens it, as eglot (1.12 and later) opens a long answer: `mode: server` called `server-mode` unasked, which
+    starts Emacs' server (any `*-mode` function runs so); `eval:` is put to the user as a question."""
+    ws = workspace_with_code(tmp_path, "def add(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    answer = ("It adds. -*- mode: server -*-\nThat is all.\n\n"
+              "Local Variables:\nmode: server\neval: (write-region \"x\" nil \"evaluated\")\nEnd:")
+    srv.script(Reply.text(answer))
+    result = run_emacs("eglot_answer.el", ws, srv.env(), tmp_path / "eglot.json", typed="n\n" * 5)
+    assert (result["mode"], result["server"]) == ("text-mode", False), result
+    assert result["text"] == answer.replace("-*-", "-* -").replace("Variables:", "Variables :") + "\n"
+    assert not (ws / "evaluated").exists()

@@ -23,6 +23,7 @@ from ollie.backend.images import MAX_IMAGES, placeholder
 from ollie.backend.types import Image, Message, ToolCall
 from ollie.loopshare import loop_share
 from ollie.sessions.session import Session, TaskState
+from ollie.tools.execute.args import cut_arguments
 
 if TYPE_CHECKING:  # the tool round loads with a turn's first call (a chat turn makes none)
     from ollie.agent.toolround import CallOutcome, ToolRound
@@ -55,6 +56,8 @@ class TurnResult:
 # A call id as vendors write them (`call_…`, `toolu_…`, Mistral's nine letters and digits, Kimi's
 # `functions.bash:0`); never a `/`, which questions' ids hold (`mcp/<name>`, `<call id>/net/<host>`).
 _CALL_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+# The most tool calls of one reply that run (models make a few dozen at most).
+MAX_CALLS = 64
 
 
 def _with_ids(calls: list[ToolCall], session: Session) -> list[ToolCall]:
@@ -237,8 +240,14 @@ class AgentLoop:
             text, calls = completion.text, list(completion.tool_calls) if stop == "end" else []
             if not calls and stop == "end" and tool_names and text:
                 text, calls = extract_text_tool_calls(text, tool_names)
-            calls = _with_ids(calls, self.session)
+            # Thousands of calls in one reply held the daemon's loop for tens of seconds (each call's lookups, its id
+            # checked against every id before it): those past the cap are dropped, and the model reads so.
+            calls, over = _with_ids(calls[:MAX_CALLS], self.session), len(calls) - MAX_CALLS
+            for call in calls:
+                call.arguments = cut_arguments(call.arguments)
             content = truncated(text, dropped_calls=len(completion.tool_calls)) if stop == "max_tokens" else text
+            if over > 0:
+                content += f"\n\n[ollie: {over} more tool calls of this reply were not run: at most {MAX_CALLS} in one reply]"
             self.session.messages.append(Message(
                 "assistant", content, tool_calls=calls, reasoning=completion.reasoning,
                 reasoning_signature=completion.reasoning_signature,

@@ -50,8 +50,10 @@ INJECTED_HEAD = "[user, while this tool ran]"
 # How ollie's own notes in a tool result start a line: the user's injected words, `[ollie] ` (the loop's), `[editor] `
 # (post-edit errors, a buffer behind), `[<name> hook]`, `[truncated: `, `[interrupted `. A line of the tool's own
 # output starting so (a file it printed, a test's output) is marked as the tool's, so none passes for ollie or the user.
-_FORGED_HEAD = re.compile(rf"^([ \t]*(?:{re.escape(INJECTED_HEAD)}|\[ollie[]:]|\[editor\]|\[\w+ hook\]|\[truncated:"
-                          r"|\[interrupted )[^\n]*?)[ \t\r]*$", re.MULTILINE)
+# (Greedy to the line's end, its trailing blanks cut after: a lazy match backtracked over a long run of blanks, and a
+# step's one line of 60,000 held the daemon for half a minute.)
+_FORGED_HEAD = re.compile(rf"^[ \t]*(?:{re.escape(INJECTED_HEAD)}|\[ollie[]:]|\[editor\]|\[\w+ hook\]|\[truncated:"
+                          r"|\[interrupted )[^\n]*", re.MULTILINE)
 # The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
 # nobody asked for it, and the model reads this one too.
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
@@ -59,7 +61,8 @@ CLOSED_RESULT = "[interrupted before this call finished: the session was closed 
 
 def own_output(text: str) -> str:
     """A tool's output with every line that starts as one of ollie's notes marked as the tool's."""
-    return _FORGED_HEAD.sub(r"\1 (this line is the tool's output, not ollie's or the user's)", text)
+    return _FORGED_HEAD.sub(lambda m: m[0].rstrip(" \t\r") + " (this line is the tool's output, not ollie's or the user's)",
+                            text)
 
 
 def interrupted_result(exc: BaseException) -> str:

@@ -23,7 +23,7 @@ class ToolCall:
         """The arguments as the JSON object a vendor wants sent back (Anthropic's `input`, Ollama's `arguments`)."""
         try:
             value = json.loads(self.arguments or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested too deep: it failed every later request of the session)
             return {"_raw_arguments": self.arguments}  # keep malformed arguments rather than drop them
         return value if isinstance(value, dict) else {"_value": value}
 

@@ -37,7 +37,7 @@ def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSp
             data = json.loads(beneath.read_text_sync(cwd, rel, limit=MAX_CONFIG_BYTES))
         except FileNotFoundError:
             continue
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # (JSON nested 100,000 deep failed every prompt)
             warnings.append(f"MCP servers of {source} not read: {exc}")
             continue
         servers = data.get("mcpServers", data.get("servers", {})) if isinstance(data, dict) else None

@@ -195,6 +195,17 @@ class PipeRequest(ExecuteRequest):
         return [s for s in self.stages if isinstance(s, ScriptCall)]
 
 
+# The longest arguments of one call (a model writes a few hundred KB at most in one answer), and what stands for longer
+# ones in the session (a hostile server's 50 MB call was checked on the daemon's loop for minutes, saved, sent back).
+MAX_ARGUMENTS_CHARS = 1 << 20
+_CUT = "[ollie: arguments not kept: "
+
+
+def cut_arguments(text: str) -> str:
+    """`text`, or past the limit a short stand-in that `loads_arguments` refuses, saying how long they were."""
+    return text if len(text) <= MAX_ARGUMENTS_CHARS else f"{_CUT}{len(text):,} characters]"
+
+
 def loads_arguments(text: str) -> Any:
     """A tool call's JSON arguments; a key given twice is an error (two readers could take different ones)."""
 
@@ -206,7 +217,12 @@ def loads_arguments(text: str) -> Any:
             seen[key] = value
         return seen
 
-    return json.loads(text or "{}", object_pairs_hook=unique)
+    if (text := cut_arguments(text)).startswith(_CUT):
+        raise json.JSONDecodeError(f"{text[len(_CUT):-1]}, over the limit of {MAX_ARGUMENTS_CHARS:,}", "", 0)
+    try:
+        return json.loads(text or "{}", object_pairs_hook=unique)
+    except RecursionError:  # JSON nested 100,000 deep: it ended the turn without the call's result
+        raise json.JSONDecodeError("nested too deeply", "", 0) from None
 
 
 REQUESTS: dict[str, type[ExecuteRequest]] = {"execute_code": CodeRequest, "call_tool": CallRequest,

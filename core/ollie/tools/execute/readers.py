@@ -22,6 +22,8 @@ READ_ONLY_SUBCOMMANDS: dict[str, frozenset[str]] = {
 _UNSAFE_OPTIONS = re.compile(r"^(-exec|-execdir|-ok|-okdir|-delete|-fprint\w*|-fls|--pre(=.*)?|-[a-zA-Z]*o.*|--ou\w*(=.*)?|"
                              r"--co(m[\w-]*)?(=.*)?|--hostname-bin(=.*)?|--ext-diff|-i|--in-place|-O.*|"
                              r"--open-files-in-pager(=.*)?)$")
+# The longest shell line that may read as read-only.
+READ_ONLY_CHARS = 4096
 SHELL_SYNTAX = re.compile(r"[<>`$;&(){}\n\\]")
 # An unquoted glob that may expand to a name starting with `-` (the workspace names it: a file `--pre=sh` makes
 # `rg x *` run `sh` on every file): `./*` cannot. Fine for readers that have no option that writes or runs.
@@ -41,7 +43,8 @@ def is_read_only_command(code: str) -> bool:
     """Whether a shell line only reads: allow-listed commands, maybe piped, no redirection (but `2>&1`) or
     substitution."""
     code = without_stderr_joined(code)
-    if not code or SHELL_SYNTAX.search(code):
+    # (Past a line's length it is no command to run unasked, and `shlex` splits a model's 50 MB one for minutes.)
+    if not code or len(code) > READ_ONLY_CHARS or SHELL_SYNTAX.search(code):
         return False
     for segment in code.split("|"):
         try:

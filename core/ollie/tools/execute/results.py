@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ollie.backend.types import Image
@@ -43,6 +44,15 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+# How `render` starts a line of its own: a section's `[step 2 bash] exit 0` (or `call`, `stage`), `[stderr]`,
+# `[warning]`, `[note]`, `[network]`. A line a step prints so would read as another section of the same result.
+_FORGED_HEAD = re.compile(r"^[ \t]*\[(?:(?:step|call|stage) \d[^]\n]*|stderr|warning|note|network)\][^\n]*", re.MULTILINE)
+
+
+def _own(text: str) -> str:
+    return _FORGED_HEAD.sub(lambda m: m[0].rstrip(" \t\r") + " (this line is the step's output)", text)
+
+
 @dataclass(eq=False, repr=False)
 class Section:
     """One labelled run inside a result: its header label and what it did (None when it did not run)."""
@@ -62,7 +72,7 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
     lines = [f"[{section.label}] {status_line(outcome, timeout=timeout)}"]
     # Right under the status: a preview of the result (ACP's, an editor's step line) shows them before the output.
     lines += [f"[network] {network_line(c)}" for c in outcome.network]
-    out, err = decode(outcome.stdout), decode(outcome.stderr)
+    out, err = _own(decode(outcome.stdout)), _own(decode(outcome.stderr))
     if section.show_stdout and out:
         lines.append(out.rstrip("\n"))
     if err:
