@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 
 import acp
@@ -153,6 +155,22 @@ async def test_a_cancel_also_ends_a_prompt_waiting_behind_the_running_turn(start
     assert (await asyncio.wait_for(first, 30)).stop_reason == "cancelled"
     assert second.stop_reason == "cancelled"
     assert sleeper.pids("61.5") == []
+
+
+async def test_inject_commands_sent_while_a_turn_runs_reach_that_turn(start_agent, llm, sleeper) -> None:
+    # They waited behind the turn they were for, then found none running: the text was queued as a prompt.
+    agent = await start_agent(env=llm.env())
+    sid, first = await sleeper.start(agent, llm, "61.75")
+    llm.script(Reply.text("done"))
+    for line in ("/i first thought", "/irw check the tests too"):  # answered while the turn still runs
+        assert (await agent.prompt(sid, line, timeout=30)).stop_reason == "end_turn"
+    assert not first.done()
+    for pid in sleeper.pids("61.75"):
+        os.kill(pid, signal.SIGKILL)
+    assert (await asyncio.wait_for(first, 30)).stop_reason == "end_turn"
+    result = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert result.endswith("[user, while this tool ran]\ncheck the tests too") and "first thought" not in result
+    assert "injected: the model sees it with the next tool result" in agent.client.text(sid)
 
 
 async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_agent, llm) -> None:
