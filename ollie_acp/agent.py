@@ -57,7 +57,7 @@ from ollie.sessions.types import Channel, Info, ListOptions, sort_key
 from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
-from ollie_acp.options import ConfigOption, agents, config_options, mode_state
+from ollie_acp.options import ConfigOption, agents, backend_models, config_options, mode_state
 from ollie_acp.prompt import PromptBlock, image_blocks, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
@@ -349,6 +349,10 @@ class OllieAgent:
             await live.set_mode(value, field_name="value")
             self._after_answer(live.sync_options())  # the legacy mode state follows too
         elif config_id == "model":
+            known = await backend_models(live.core)  # none: the backend lists none now, so any name may serve
+            if known and value not in {*known, live.core.model_name}:  # the option offers these alone
+                raise RequestError.invalid_params(
+                    {"value": f"{live.core.backend_name} has no model {value!r} (the model option lists its models)"})
             live.core.switch_model(value)
         elif config_id == "agent":
             try:

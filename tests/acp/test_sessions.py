@@ -78,6 +78,7 @@ async def test_an_elevated_step_asks_for_permission_each_time(start_agent, llm, 
 
 
 async def test_model_and_agent_are_config_options(start_agent, llm) -> None:
+    llm.models["other-model"] = 8192
     agent = await start_agent(env=llm.env())
     response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
     sid = response.session_id
@@ -93,6 +94,26 @@ async def test_model_and_agent_are_config_options(start_agent, llm) -> None:
     assert {o.id: o.current_value for o in changed.config_options}["agent"] == "coding"
     with pytest.raises(acp.RequestError):
         await agent.conn.set_config_option(config_id="agent", session_id=sid, value="no-such-agent")
+
+
+async def test_the_model_option_takes_a_listed_model_alone_and_a_resume_keeps_it(start_agent, llm) -> None:
+    # Any name was taken (each later request then failed on it), and a resumed session went back to the default.
+    llm.models["other-model"] = 8192
+    first = await start_agent(env=llm.env())
+    sid = await first.new()
+    with pytest.raises(acp.RequestError) as caught:
+        await first.conn.set_config_option(config_id="model", session_id=sid, value="no-such-model")
+    assert caught.value.code == -32602 and "has no model 'no-such-model'" in caught.value.data["value"]
+    await first.conn.set_config_option(config_id="model", session_id=sid, value="other-model")
+    llm.script(Reply.text("hi"), Reply.text("again"))
+    await first.prompt(sid, "hello")
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    resumed = await second.conn.resume_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[])
+    assert {o.id: o.current_value for o in resumed.config_options}["model"] == "other-model"
+    await second.prompt(sid, "hello again")
+    assert [r.body["model"] for r in llm.chat_requests] == ["other-model", "other-model"]
 
 
 async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(start_agent, llm) -> None:

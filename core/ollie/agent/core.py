@@ -420,9 +420,11 @@ class Core(McpMembers):
         self._host.notify()
 
     def switch_model(self, name: str) -> None:
-        """Send later requests to model `name`."""
+        """Send later requests to model `name` (saved with the session)."""
         self._setup.switch_model(name)
+        self.session.model, self.session.model_backend = name, self.backend_name
         self._host.budget.forget_limit()
+        self._host.save()
         self._host.notify()
 
     async def switch_agent(self, name: str) -> list[str]:
@@ -442,6 +444,7 @@ class Core(McpMembers):
             self._attached.wire()
             self._wire_mcp()
             self.session.agent = name
+            self.session.model = self.session.model_backend = ""  # the new agent config's model, as after a resume
             self._host.budget.forget_limit()
             self.session.clear()
             self._host.save()

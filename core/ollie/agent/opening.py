@@ -64,6 +64,8 @@ async def open_parts(
             backend_factory=backend_factory or env_backend_factory(extra), dispatcher_factory=dispatcher_factory,
             agents_dirs=agents_dirs, prompt_now=prompt_now,
         )
+        if session.model and setup.backend is not None and setup.backend.name == session.model_backend:
+            setup.switch_model(session.model)  # the session's own choice, as its approval mode is
     except BaseException:
         if lock is not None:
             lock.release()

@@ -192,6 +192,10 @@ class Session:
     cwd: str = ""
     # The approval mode (see ollie.agent.approval); "" = the agent's default. Persisted with the session.
     approval: str = ""
+    # The model chosen in the session (`/model`, an ACP client's picker) and the backend it was chosen on ("": the agent
+    # config's): a resume on that backend goes on with it.
+    model: str = ""
+    model_backend: str = ""
     # What the user allowed always in this session: `kind:edit`, `command:pytest`.
     approval_always: list[str] = field(default_factory=list)
     # Where each turn's messages start (turn n at index n-1; ollie.agent.review); -1 once compaction
