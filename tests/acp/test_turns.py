@@ -8,7 +8,8 @@ import signal
 import threading
 
 import acp
-from acp.schema import EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
+import pytest
+from acp.schema import AudioContentBlock, EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
 
 from ollie.testing import Reply, Usage
 from tests.procs import eventually
@@ -187,6 +188,11 @@ async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_age
     except acp.RequestError as exc:
         assert "/no/such/dir" in str(exc.data)
     sid = await agent.new()
+    # Audio (not in promptCapabilities) was left out with a note to the model, and the turn ran without it.
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "what did I say?", AudioContentBlock(type="audio", data="AAAA", mime_type="audio/wav"))
+    assert caught.value.code == -32602 and caught.value.data == {
+        "prompt": "prompt[1] is audio: ollie takes text, files and images (promptCapabilities)"}
     assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
     assert agent.client.text(sid) == "still here"
 
