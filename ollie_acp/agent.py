@@ -353,7 +353,10 @@ class OllieAgent:
             if known and value not in {*known, live.core.model_name}:  # the option offers these alone
                 raise RequestError.invalid_params(
                     {"value": f"{live.core.backend_name} has no model {value!r} (the model option lists its models)"})
-            live.core.switch_model(value)
+            try:
+                live.core.switch_model(value)
+            except RuntimeError as exc:  # no backend: why, and what to set
+                raise RequestError.invalid_params({"value": str(exc)}) from None
         elif config_id == "agent":
             try:
                 with store_errors(session_id):

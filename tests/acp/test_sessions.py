@@ -116,6 +116,20 @@ async def test_the_model_option_takes_a_listed_model_alone_and_a_resume_keeps_it
     assert [r.body["model"] for r in llm.chat_requests] == ["other-model", "other-model"]
 
 
+async def test_without_a_backend_key_no_model_is_offered_and_each_try_says_what_to_set(start_agent, llm) -> None:
+    # A model option of one empty name was offered, and picking a model in it answered -32603 "Internal error".
+    agent = await start_agent(env={**llm.env(), "OLLIE_BACKEND": "anthropic", "ANTHROPIC_API_KEY": ""})
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
+    sid = response.session_id
+    assert [o.id for o in response.config_options] == ["mode", "agent"]
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.conn.set_config_option(config_id="model", session_id=sid, value="claude-x")
+    fix = "the anthropic backend needs an API key: set OLLIE_ANTHROPIC_KEY (or ANTHROPIC_API_KEY)"
+    assert caught.value.code == -32602 and caught.value.data == {"value": f"no backend: {fix}"}
+    assert (await agent.prompt(sid, "hello")).stop_reason == "end_turn"
+    assert agent.client.text(sid) == f"⚠ {fix}\n\n"
+
+
 async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(start_agent, llm) -> None:
     """GET /models is off the first prompt's path: the answer offers the current model, an update the list."""
     llm.models["other-model"] = 8192
