@@ -59,6 +59,15 @@ class _FileTransport(asyncio.WriteTransport):
         self._closing = True
 
 
+def _name_fields(message: dict[str, Any]) -> None:
+    """The SDK's -32602 for params that fail its schema as ollie's own: `{field: why}`. Its pydantic errors echoed each
+    bad value whole (a megabyte string sent back) and named the field only as a list, `loc`."""
+    error = message.get("error")
+    data = error.get("data") if isinstance(error, dict) and error.get("code") == -32602 else None
+    if isinstance(data, dict) and isinstance(found := data.get("errors"), list):
+        error["data"] = {".".join(map(str, e.get("loc") or ["params"])): e.get("msg") for e in found}
+
+
 async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """asyncio streams over the private copies of stdin/stdout; EOF on stdin, of any kind, ends the reader."""
     loop = asyncio.get_running_loop()
@@ -88,6 +97,7 @@ class LineTransport:
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as one line (one write: lines from concurrent senders never interleave)."""
+        _name_fields(message)
         self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
         await self._writer.drain()
 
