@@ -160,11 +160,13 @@ class PgRounds:
         return b"".join(bytes(r[2]) for r in rows)
 
     def keep_own_settings(self, session: Session) -> None:
-        """After `read`: the approval mode and "always" answers the reader itself last saved; rows another user
-        wrote into the session (a teammate's, in a shared one) name none of them for the reader."""
+        """After `read`: the approval mode, "always" answers and model the reader itself last saved; rows another
+        user wrote into the session (a teammate's, in a shared one) name none of them for the reader."""
         if self._own_meta is None:
             return
         approval, always = self._own_meta.get("approval"), self._own_meta.get("approval_always")
+        for name in ("model", "model_backend"):
+            setattr(session, name, self._own_meta.get(name) if isinstance(self._own_meta.get(name), str) else "")
         session.approval = approval if isinstance(approval, str) else ""
         session.approval_always = always if isinstance(always, list) and all(isinstance(a, str) for a in always) else []
 
