@@ -352,7 +352,7 @@ class OllieAgent:
             known = await backend_models(live.core)  # none: the backend lists none now, so any name may serve
             if known and value not in {*known, live.core.model_name}:  # the option offers these alone
                 raise RequestError.invalid_params(
-                    {"value": f"{live.core.backend_name} has no model {value!r} (the model option lists its models)"})
+                    {"value": f"the backend has no model {value!r} (the model option lists its models)"})
             try:
                 live.core.switch_model(value)
             except RuntimeError as exc:  # no backend: why, and what to set

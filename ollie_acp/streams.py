@@ -63,8 +63,9 @@ def _name_fields(message: dict[str, Any]) -> None:
     """The SDK's -32602 for params that fail its schema as ollie's own: `{field: why}`. Its pydantic errors echoed each
     bad value whole (a megabyte string sent back) and named the field only as a list, `loc`."""
     error = message.get("error")
-    data = error.get("data") if isinstance(error, dict) and error.get("code") == -32602 else None
-    if isinstance(data, dict) and isinstance(found := data.get("errors"), list):
+    if not isinstance(error, dict) or error.get("code") != -32602:
+        return
+    if isinstance(data := error.get("data"), dict) and isinstance(found := data.get("errors"), list):
         error["data"] = {".".join(map(str, e.get("loc") or ["params"])): e.get("msg") for e in found}
 
 
