@@ -61,9 +61,9 @@ MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow alway
 OUTSIDE_OPTIONS = _options(allow_once="Allow once (outside the sandbox)", reject_once="Reject")
 # A switch to an agent without a sandbox (a question with the id `agent/<name>`): asked each time, no "always".
 UNSANDBOXED_OPTIONS = _options(allow_once="Switch (no sandbox)", reject_once="Keep the current agent")
-# ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 # The commands for the running turn (`/i`, `/irw`): a prompt of one that comes while a turn runs runs at once.
 FOR_THE_TURN = {"i", "irw"}
+# ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
                 "max_steps": "max_turn_requests", "refusal": "refusal", "max_tokens": "max_tokens"}
 
