@@ -41,6 +41,26 @@ async def test_load_replays_the_history_and_list_shows_titles_and_times(start_ag
     assert any("It prints hi." in str(m.get("content")) for m in llm.requests[-1].body["messages"])
 
 
+async def test_a_step_running_when_the_agent_was_killed_is_in_the_history_it_lists_and_loads(start_agent, llm,
+                                                                                              sleeper) -> None:
+    # kill -9 as a step ran lost the reply that called it: the loaded session showed the prompt alone, and the model
+    # was never told that its command (which may have changed files) had run.
+    first = await start_agent(env=llm.env())
+    sid, _ = await sleeper.start(first, llm, "62.75")
+    first.proc.kill()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    assert sid in [s.session_id for s in (await asyncio.wait_for(second.conn.list_sessions(), 30)).sessions]
+    await asyncio.wait_for(second.conn.load_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
+    (step,) = second.client.of(sid, "tool_call")
+    assert (step.title, step.status) == ("Run `exec sleep 62.75`", "failed")
+    llm.script(Reply.text("back"))
+    assert (await second.prompt(sid, "go on")).stop_reason == "end_turn"
+    *_, call, result, prompt = llm.chat_requests[-1].body["messages"]
+    assert "sleep 62.75" in call["tool_calls"][0]["function"]["arguments"] and prompt["content"] == "go on"
+    assert result["content"].startswith("[interrupted before this call finished"), result
+
+
 async def test_loading_an_unknown_session_is_an_error(start_agent, llm) -> None:
     agent = await start_agent(env=llm.env())
     with pytest.raises(acp.RequestError) as caught:
