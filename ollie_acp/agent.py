@@ -57,7 +57,7 @@ from ollie.sessions.types import Channel, Info, ListOptions, sort_key
 from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
-from ollie_acp.options import ConfigOption, agents, config_options, mode_state
+from ollie_acp.options import ConfigOption, agents, backend_models, config_options, mode_state
 from ollie_acp.prompt import PromptBlock, image_blocks, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
@@ -349,7 +349,14 @@ class OllieAgent:
             await live.set_mode(value, field_name="value")
             self._after_answer(live.sync_options())  # the legacy mode state follows too
         elif config_id == "model":
-            live.core.switch_model(value)
+            known = await backend_models(live.core)  # none: the backend lists none now, so any name may serve
+            if known and value not in {*known, live.core.model_name}:  # the option offers these alone
+                raise RequestError.invalid_params(
+                    {"value": f"the backend has no model {value!r} (the model option lists its models)"})
+            try:
+                live.core.switch_model(value)
+            except RuntimeError as exc:  # no backend: why, and what to set
+                raise RequestError.invalid_params({"value": str(exc)}) from None
         elif config_id == "agent":
             try:
                 with store_errors(session_id):

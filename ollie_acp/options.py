@@ -53,10 +53,11 @@ async def config_options(core: AcpCore, *, ask_models: bool = True,
     """The config options: approval mode (category `mode`), model (`model`) and agent (`_ollie_agent`).
 
     Without `ask_models` the model option offers the current model only (the backend is not asked); `agent_list`:
-    the configs `agents` read just before (none: read them now).
+    the configs `agents` read just before (none: read them now). Without a backend (a key not set) there is no model
+    option: a picker of one empty name would offer nothing.
     """
     models = await backend_models(core) if ask_models else []
-    if core.model_name not in models:
+    if core.model_name and core.model_name not in models:
         models = [core.model_name, *models]
     found = [a for a in (await agents(core) if agent_list is None else agent_list) if not a.error]
     if core.agent_name not in {a.name for a in found}:  # the current one is always offered
@@ -68,17 +69,14 @@ async def config_options(core: AcpCore, *, ask_models: bool = True,
                                                                          description=a.description or None)
                                                for a in found])
     agent.category = AGENT_CATEGORY  # type: ignore[assignment]  # see AGENT_CATEGORY
-    return [
-        SessionConfigOptionSelect(type="select", id="mode", name="Approval mode", category="mode",
-                                  description="Which steps ask you first (/approval)",
-                                  current_value=core.approval,
-                                  options=[SessionConfigSelectOption(value=m, name=name, description=description)
-                                           for m, (name, description) in MODES.items()]),
-        SessionConfigOptionSelect(type="select", id="model", name="Model", category="model",
-                                  current_value=core.model_name,
-                                  options=[SessionConfigSelectOption(value=m, name=m) for m in models]),
-        agent,
-    ]
+    mode = SessionConfigOptionSelect(type="select", id="mode", name="Approval mode", category="mode",
+                                     description="Which steps ask you first (/approval)", current_value=core.approval,
+                                     options=[SessionConfigSelectOption(value=m, name=name, description=description)
+                                              for m, (name, description) in MODES.items()])
+    model = [SessionConfigOptionSelect(type="select", id="model", name="Model", category="model",
+                                       current_value=core.model_name,
+                                       options=[SessionConfigSelectOption(value=m, name=m) for m in models])]
+    return [mode, *(model if core.model_name else []), agent]
 
 
 async def options_update(core: AcpCore, agent_list: list[AgentInfo] | None = None) -> ConfigOptionUpdate:

@@ -31,10 +31,11 @@ def _language(uri: str) -> str:
 
 
 def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
-    """The prompt: editor-context blocks for the attached files, then the user's text (a command stays bare)."""
+    """The prompt: editor-context blocks for the attached files, then the user's text (a command stays bare);
+    -32602 naming an audio block (images travel beside the text: `prompt_images`)."""
     texts: list[str] = []
     contexts: list[str] = []
-    for block in blocks:
+    for index, block in enumerate(blocks):
         if isinstance(block, TextContentBlock):
             texts.append(block.text)
         elif isinstance(block, ResourceContentBlock):
@@ -52,8 +53,9 @@ def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
                 contexts.append(context_block(header + " (an image: sent with the prompt)"))
             else:
                 contexts.append(context_block(header + " (binary, not shown)"))
-        elif not isinstance(block, ImageContentBlock):  # images travel beside the text: prompt_images
-            contexts.append(f"[a {block.type} attachment was left out: ollie takes text and images]")
+        elif isinstance(block, AudioContentBlock):  # a turn without what the user said: asked for nothing
+            raise RequestError.invalid_params(
+                {"prompt": f"prompt[{index}] is audio: ollie takes text, files and images (promptCapabilities)"})
     text = "\n".join(texts).strip()
     if not contexts or is_command(text):
         return text

@@ -22,6 +22,7 @@ from acp.schema import (
 )
 
 from ollie.agent.agentswitch import AgentSwitchRefused
+from ollie.agent.editorcontext import SLASH
 from ollie.agent.recorder import close_session
 from ollie_acp.options import backend_models, options_update
 from ollie_acp.updates import UpdateForwarder
@@ -60,6 +61,8 @@ MCP_SERVER_OPTIONS = _options(allow_once="Allow once", allow_always="Allow alway
 OUTSIDE_OPTIONS = _options(allow_once="Allow once (outside the sandbox)", reject_once="Reject")
 # A switch to an agent without a sandbox (a question with the id `agent/<name>`): asked each time, no "always".
 UNSANDBOXED_OPTIONS = _options(allow_once="Switch (no sandbox)", reject_once="Keep the current agent")
+# The commands for the running turn (`/i`, `/irw`): a prompt of one that comes while a turn runs runs at once.
+FOR_THE_TURN = {"i", "irw"}
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
                 "max_steps": "max_turn_requests", "refusal": "refusal", "max_tokens": "max_tokens"}
@@ -214,6 +217,10 @@ class AcpSession:
     async def run_prompt(self, number: int, text: str, images: Sequence[Image] = ()) -> PromptResponse:
         """Run prompt `number` (or slash command) to its end; the ACP stop reason and the turn's token usage."""
         self.forwarder.start()  # as the opening answer went out; one that failed after the open never started it
+        if self.turn_lock.locked() and _for_the_turn(text):  # after the turn it would reach nothing
+            await self.core.submit(text)
+            await self.forwarder.drained()
+            return PromptResponse(stop_reason="end_turn")
         async with self.turn_lock:
             self.prompt_task = asyncio.ensure_future(self._run(number, text, images))
             try:
@@ -270,6 +277,11 @@ class AcpSession:
         if problem := await close_session(self.core, self.recorder):
             await self._tell(f"⚠ {problem}")
         await self.forwarder.stop()
+
+
+def _for_the_turn(text: str) -> bool:
+    match = SLASH.fullmatch(text.strip())
+    return match is not None and match["name"].lower() in FOR_THE_TURN
 
 
 def _totals(core: AcpCore) -> tuple[int, int, int, int]:

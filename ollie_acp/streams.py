@@ -37,6 +37,16 @@ def _pump(stream: BinaryIO, loop: asyncio.AbstractEventLoop, reader: asyncio.Str
         loop.call_soon_threadsafe(reader.feed_eof)
 
 
+def _name_fields(message: dict[str, Any]) -> None:
+    """The SDK's -32602 for params that fail its schema as ollie's own: `{field: why}`. Its pydantic errors echoed each
+    bad value whole (a megabyte string sent back) and named the field only as a list, `loc`."""
+    error = message.get("error")
+    if not isinstance(error, dict) or error.get("code") != -32602:
+        return
+    if isinstance(data := error.get("data"), dict) and isinstance(found := data.get("errors"), list):
+        error["data"] = {".".join(map(str, e.get("loc") or ["params"])): e.get("msg") for e in found}
+
+
 async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, PipeWriter | BlockingWriter]:
     """A stream over the private copy of stdin (EOF of any kind ends it) and the writer of stdout's."""
     loop = asyncio.get_running_loop()
@@ -61,6 +71,7 @@ class LineTransport:
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as one line (one write: lines from concurrent senders never interleave); past the
         unsent output's high-water mark, wait for the client to read."""
+        _name_fields(message)
         self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
         await self._writer.writable()
 

@@ -27,3 +27,18 @@ def test_malformed_lines_get_errors_and_a_request_after_them_is_answered(tmp_pat
     errors = [(a["id"], a["error"]["code"]) for a in answers if "error" in a]
     assert errors == [(None, -32700), (None, -32700), (None, -32700), (None, -32600), (7, -32600)], answers
     assert any(a.get("id") == 9 and "result" in a for a in answers), answers
+
+
+def test_params_that_fail_the_schema_are_answered_naming_each_field_without_echoing_it(tmp_path):
+    # The SDK's answer held pydantic's errors, each bad value whole: a megabyte sent was a megabyte sent back.
+    lines = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s", "prompt": "x" * 1_000_000}},
+        {"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {}},
+    ]
+    out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                         capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
+    errors = {a["id"]: a["error"] for a in map(json.loads, out.stdout.splitlines()) if "error" in a}
+    assert errors == {2: {"code": -32602, "message": "Invalid params", "data": {"prompt": "Input should be a valid list"}},
+                      3: {"code": -32602, "message": "Invalid params",
+                          "data": {"cwd": "Field required", "mcpServers": "Field required"}}}, errors

@@ -41,6 +41,26 @@ async def test_load_replays_the_history_and_list_shows_titles_and_times(start_ag
     assert any("It prints hi." in str(m.get("content")) for m in llm.requests[-1].body["messages"])
 
 
+async def test_a_step_running_when_the_agent_was_killed_is_in_the_history_it_lists_and_loads(start_agent, llm,
+                                                                                              sleeper) -> None:
+    # kill -9 as a step ran lost the reply that called it: the loaded session showed the prompt alone, and the model
+    # was never told that its command (which may have changed files) had run.
+    first = await start_agent(env=llm.env())
+    sid, _ = await sleeper.start(first, llm, "62.75")
+    first.proc.kill()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    assert sid in [s.session_id for s in (await asyncio.wait_for(second.conn.list_sessions(), 30)).sessions]
+    await asyncio.wait_for(second.conn.load_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
+    (step,) = second.client.of(sid, "tool_call")
+    assert (step.title, step.status) == ("Run `exec sleep 62.75`", "failed")
+    llm.script(Reply.text("back"))
+    assert (await second.prompt(sid, "go on")).stop_reason == "end_turn"
+    *_, call, result, prompt = llm.chat_requests[-1].body["messages"]
+    assert "sleep 62.75" in call["tool_calls"][0]["function"]["arguments"] and prompt["content"] == "go on"
+    assert result["content"].startswith("[interrupted before this call finished"), result
+
+
 async def test_loading_an_unknown_session_is_an_error(start_agent, llm) -> None:
     agent = await start_agent(env=llm.env())
     with pytest.raises(acp.RequestError) as caught:
@@ -78,6 +98,7 @@ async def test_an_elevated_step_asks_for_permission_each_time(start_agent, llm, 
 
 
 async def test_model_and_agent_are_config_options(start_agent, llm) -> None:
+    llm.models["other-model"] = 8192
     agent = await start_agent(env=llm.env())
     response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
     sid = response.session_id
@@ -93,6 +114,40 @@ async def test_model_and_agent_are_config_options(start_agent, llm) -> None:
     assert {o.id: o.current_value for o in changed.config_options}["agent"] == "coding"
     with pytest.raises(acp.RequestError):
         await agent.conn.set_config_option(config_id="agent", session_id=sid, value="no-such-agent")
+
+
+async def test_the_model_option_takes_a_listed_model_alone_and_a_resume_keeps_it(start_agent, llm) -> None:
+    # Any name was taken (each later request then failed on it), and a resumed session went back to the default.
+    llm.models["other-model"] = 8192
+    first = await start_agent(env=llm.env())
+    sid = await first.new()
+    with pytest.raises(acp.RequestError) as caught:
+        await first.conn.set_config_option(config_id="model", session_id=sid, value="no-such-model")
+    assert caught.value.code == -32602 and "has no model 'no-such-model'" in caught.value.data["value"]
+    await first.conn.set_config_option(config_id="model", session_id=sid, value="other-model")
+    llm.script(Reply.text("hi"), Reply.text("again"))
+    await first.prompt(sid, "hello")
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    resumed = await second.conn.resume_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[])
+    assert {o.id: o.current_value for o in resumed.config_options}["model"] == "other-model"
+    await second.prompt(sid, "hello again")
+    assert [r.body["model"] for r in llm.chat_requests] == ["other-model", "other-model"]
+
+
+async def test_without_a_backend_key_no_model_is_offered_and_each_try_says_what_to_set(start_agent, llm) -> None:
+    # A model option of one empty name was offered, and picking a model in it answered -32603 "Internal error".
+    agent = await start_agent(env={**llm.env(), "OLLIE_BACKEND": "anthropic", "ANTHROPIC_API_KEY": ""})
+    response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
+    sid = response.session_id
+    assert [o.id for o in response.config_options] == ["mode", "agent"]
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.conn.set_config_option(config_id="model", session_id=sid, value="claude-x")
+    fix = "the anthropic backend needs an API key: set OLLIE_ANTHROPIC_KEY (or ANTHROPIC_API_KEY)"
+    assert caught.value.code == -32602 and caught.value.data == {"value": f"no backend: {fix}"}
+    assert (await agent.prompt(sid, "hello")).stop_reason == "end_turn"
+    assert agent.client.text(sid) == f"⚠ {fix}\n\n"
 
 
 async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(start_agent, llm) -> None:

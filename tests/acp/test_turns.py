@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 
 import acp
-from acp.schema import EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
+import pytest
+from acp.schema import AudioContentBlock, EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
 
 from ollie.testing import Reply, Usage
 from tests.procs import eventually
@@ -155,6 +158,22 @@ async def test_a_cancel_also_ends_a_prompt_waiting_behind_the_running_turn(start
     assert sleeper.pids("61.5") == []
 
 
+async def test_inject_commands_sent_while_a_turn_runs_reach_that_turn(start_agent, llm, sleeper) -> None:
+    # They waited behind the turn they were for, then found none running: the text was queued as a prompt.
+    agent = await start_agent(env=llm.env())
+    sid, first = await sleeper.start(agent, llm, "61.75")
+    llm.script(Reply.text("done"))
+    for line in ("/i first thought", "/irw check the tests too"):  # answered while the turn still runs
+        assert (await agent.prompt(sid, line, timeout=30)).stop_reason == "end_turn"
+    assert not first.done()
+    for pid in sleeper.pids("61.75"):
+        os.kill(pid, signal.SIGKILL)
+    assert (await asyncio.wait_for(first, 30)).stop_reason == "end_turn"
+    result = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert result.endswith("[user, while this tool ran]\ncheck the tests too") and "first thought" not in result
+    assert "injected: the model sees it with the next tool result" in agent.client.text(sid)
+
+
 async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_agent, llm) -> None:
     llm.script(Reply.text("still here"))
     agent = await start_agent(env=llm.env())
@@ -169,6 +188,11 @@ async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_age
     except acp.RequestError as exc:
         assert "/no/such/dir" in str(exc.data)
     sid = await agent.new()
+    # Audio (not in promptCapabilities) was left out with a note to the model, and the turn ran without it.
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "what did I say?", AudioContentBlock(type="audio", data="AAAA", mime_type="audio/wav"))
+    assert caught.value.code == -32602 and caught.value.data == {
+        "prompt": "prompt[1] is audio: ollie takes text, files and images (promptCapabilities)"}
     assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
     assert agent.client.text(sid) == "still here"
 

@@ -180,10 +180,11 @@ async def test_the_session_is_saved_after_every_tool_round(scripted_llm, make_co
     core = await make_core(srv, toy=ToyServer())
     turn = asyncio.create_task(core.submit("work"))
     await wait_state(core, "calling: slow_write")
-    # Mid-turn, the file already holds the finished first round.
+    # Mid-turn, the file already holds the finished first round, and the reply calling the running tool.
     saved = persist.load(core.sessions_dir, core.session_id)
-    assert [m.role for m in saved.messages] == ["user", "assistant", "tool"]
+    assert [m.role for m in saved.messages] == ["user", "assistant", "tool", "assistant"]
     assert saved.messages[2].content == "slow_read first done"
+    assert [c.name for c in saved.messages[3].tool_calls] == ["slow_write"]
     core.interrupt()
     await turn
 

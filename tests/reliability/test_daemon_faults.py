@@ -31,7 +31,7 @@ def last_user_text(request) -> str:
     return [m for m in request.body["messages"] if m["role"] == "user"][-1]["content"]
 
 
-def test_sigkill_mid_turn_then_resume_loses_only_the_last_round(start_daemon, scripted_llm, workdir):
+def test_sigkill_mid_turn_then_resume_keeps_the_running_call_closed(start_daemon, scripted_llm, workdir):
     # The step's `$$` is its PID namespace's, not a host pid: its sleep's argument marks it instead.
     mark = new_mark()
     srv = scripted_llm("openai")
@@ -52,9 +52,11 @@ def test_sigkill_mid_turn_then_resume_loses_only_the_last_round(start_daemon, sc
         loaded = second.request("ollie/session/load", {"session": session}, timeout=60)
         assert loaded["session"] == session
         messages = second.request("ollie/context", {"session": session})["messages"]
-        assert [m["role"] for m in messages] == ["user", "assistant", "tool"], messages
+        # The call that ran as the daemon died is kept, closed (it lost the reply that made it, unsaved till its end).
+        assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool"], messages
         assert messages[0]["content"].endswith("do two rounds")
         assert "first-round-done" in messages[2]["content"]
+        assert messages[4]["content"].startswith("[interrupted before this call finished"), messages[4]
         result = second.request("ollie/submit", {"session": session, "text": "carry on"}, timeout=60)
         assert (result["stop"], result["reply"]) == ("end", "resumed and answered"), result
         sent = srv.chat_requests[-1].body["messages"]

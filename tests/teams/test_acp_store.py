@@ -85,6 +85,25 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode
         assert caught.value.code == -32008 and "only its owner may" in str(caught.value), caught.value
 
 
+async def test_a_model_picked_in_a_teammates_session_is_kept_for_the_picker_alone(start_agent, scripted_llm, store_url):
+    # The model is kept with the session for its resume; each user's own pick, as the approval mode is: Bob's would
+    # have become Alice's on her next resume.
+    llm = scripted_llm("openai")
+    llm.models["bobs-model"] = 8192
+    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"), Reply.text("alice again"))
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+    await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+    await asyncio.wait_for(bob.conn.set_config_option(config_id="model", session_id=sid, value="bobs-model"), 30)
+    await bob.prompt(sid, "bob's question")
+    await asyncio.wait_for(bob.conn.close_session(session_id=sid), 30)
+    resumed = await asyncio.wait_for(alice.conn.resume_session(cwd=str(alice.workspace), session_id=sid,
+                                                               mcp_servers=[]), 30)
+    assert {o.id: o.current_value for o in resumed.config_options}["model"] == "scripted-model"
+    await alice.prompt(sid, "alice's next question")
+    assert [r.body["model"] for r in llm.chat_requests] == ["scripted-model", "bobs-model", "scripted-model"]
+
+
 async def test_a_team_members_resume_leaves_the_sessions_directory_and_title_the_owners(
         start_agent, scripted_llm, store_url):
     # Bob's resume saved his checkout's directory as the session's: Alice's list of her directory's sessions lost it.

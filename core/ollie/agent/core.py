@@ -437,8 +437,8 @@ class Core(McpMembers):
         """Send later requests to model `name` (saved with the session)."""
         self._setup.switch_model(name)
         self.session.model = name
-        self._host.save()
         self._host.budget.forget_limit()
+        self._host.save()
         self._host.notify()
 
     async def switch_agent(self, name: str) -> list[str]:
@@ -458,6 +458,7 @@ class Core(McpMembers):
             self._attached.wire()
             self._wire_mcp()
             self.session.agent = name
+            self.session.backend = self.session.model = ""  # the new agent config's, as after a resume
             self._host.budget.forget_limit()
             self.session.clear()
             self._host.save()

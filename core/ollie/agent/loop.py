@@ -255,7 +255,8 @@ class AgentLoop:
             self._set_reply(text)
             if not calls:
                 return TurnResult(self.reply, stop)
-
+            # Saved before they run: a process killed meanwhile (kill -9) leaves them in the history, closed on resume.
+            host.save()
             outcomes = await self._tool_round(calls)
             verdict = self._after_round(text, outcomes)
             if verdict is not None:

@@ -31,6 +31,17 @@ class Opened:
     saved_cwd: str = ""  # the directory the session was saved with ("": new), before this open moved it here
 
 
+def _close_open_calls(session: Session) -> None:
+    """The calls of the last reply still without a result (their process was killed as they ran) get one that says
+    so: the model is told they may have run, and no request goes out with a call unanswered."""
+    last = session.messages[-1] if session.messages else None
+    if last is not None and last.role == "assistant" and last.tool_calls:
+        from ollie.agent.toolround import CLOSED_RESULT
+        from ollie.backend.types import Message
+
+        session.messages.extend(Message("tool", CLOSED_RESULT, tool_call_id=c.id, name=c.name) for c in last.tool_calls)
+
+
 async def open_parts(
     *, agent: str, cwd: Path | str | None, backend: str | None, model: str | None, session_id: str | None,
     env: Mapping[str, str] | None, sessions_dir: Path | str | None,
@@ -54,6 +65,7 @@ async def open_parts(
     try:
         # Reading and parsing a long history takes a while: off the loop, which other sessions share.
         session_file, session = await asyncio.to_thread(open_session, store, session_id)
+        _close_open_calls(session)
         if not session_id:
             lock = await asyncio.to_thread(hold, lock_dir(store), session.id)
         session.agent = agent
