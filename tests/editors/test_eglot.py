@@ -71,13 +71,18 @@ def test_a_turn_slower_than_eglot_waits_is_answered_in_time_and_its_answer_shows
     assert any("ollie: It adds." in m for m in result["messages"]), result
 
 
-def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_path, scripted_llm):
-    """Emacs' jsonrpc left a question that came right behind the command's answer unread: the turn hung on it."""
+def refactor_asked(tmp_path, scripted_llm, said: str, typed: str) -> dict:
+    """`Ollie: Refactor...` on `mul`, whose model asks to edit `+` to `*` and then says `said`; `typed` answers."""
     ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
-    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Changed + to *."))
-    env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": "ollie: Changed"}
-    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json", typed="Allow once\n")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text(said))
+    env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": f"ollie: {said}"}
+    return run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json", typed=typed)
+
+
+def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_path, scripted_llm):
+    """Emacs' jsonrpc left a question that came right behind the command's answer unread: the turn hung on it."""
+    result = refactor_asked(tmp_path, scripted_llm, "Changed + to *.", typed="Allow once\n")
     assert json.loads(result["answer"])["stop"] == "running", result  # answered before the question: eglot asks inside
     assert "Server reports (type=3): ollie: Changed + to *." in result["messages"], result
     assert result["buffer"] == "def mul(a, b):\n    return a * b\n"
@@ -85,11 +90,7 @@ def test_a_step_asked_about_after_the_command_is_answered_reaches_the_user(tmp_p
 
 def test_an_edit_asked_about_in_eglot_shows_its_change_and_offers_only_what_eglot_can_answer(tmp_path, scripted_llm):
     """eglot's question said `Edit code.py` alone (yes to an unseen change) and offered a feedback it cannot type."""
-    ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
-    srv = scripted_llm("openai")
-    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Not changed."))
-    env = {**srv.env(approval="ask"), "OLLIE_TEST_ACTION": "Ollie: Refactor...", "OLLIE_TEST_UNTIL": "ollie: Not"}
-    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json", typed="Reject\n")
+    result = refactor_asked(tmp_path, scripted_llm, "Not changed.", typed="Reject\n")
     [question] = result["questions"]
     assert "asks to: Edit code.py" in question["prompt"], question
     assert "-    return a + b\n+    return a * b" in question["prompt"], question

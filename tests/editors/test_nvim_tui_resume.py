@@ -13,6 +13,15 @@ from .test_nvim_tui import assert_clean, quit_nvim, send_in_chat, start_nvim
 from .test_nvim_tui_images import resume
 
 
+def pick_model_and_ask(tmux) -> None:
+    """In the Neovim just started: `:OllieModel picked-model`, then the first question, answered."""
+    tmux.wait(lambda s: "notes" in s, "nvim to start")
+    tmux.keys(":OllieModel picked-model", "Enter")
+    tmux.keep("1-picked", tmux.wait(lambda s: "model: picked-model" in s, "the switch said"))
+    send_in_chat(tmux, "first question")
+    tmux.wait(lambda s: "Answered by the picked one." in s, "the answer")
+
+
 def test_a_model_picked_with_ollie_model_goes_on_in_the_resumed_session(tmp_path: Path, scripted_llm):
     # Bug: the model was the daemon's alone, never saved with the session: resumed, it was back to the default (in
     # VS Code too, which switches it by the same `/model`).
@@ -21,11 +30,7 @@ def test_a_model_picked_with_ollie_model_goes_on_in_the_resumed_session(tmp_path
     files = {"notes.txt": "notes\n"}
     tmux = start_nvim(tmp_path, srv.env(), files)
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-        tmux.keys(":OllieModel picked-model", "Enter")
-        tmux.keep("1-picked", tmux.wait(lambda s: "model: picked-model" in s, "the switch said"))
-        send_in_chat(tmux, "first question")
-        tmux.wait(lambda s: "Answered by the picked one." in s, "the answer")
+        pick_model_and_ask(tmux)
         quit_nvim(tmux, tmp_path)
     finally:
         tmux.close()
@@ -46,11 +51,7 @@ def test_a_fork_goes_on_with_the_model_picked_for_its_session(tmp_path: Path, sc
     srv.script(Reply.text("Answered by the picked one."), Reply.text("The fork's answer."))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-        tmux.keys(":OllieModel picked-model", "Enter")
-        tmux.wait(lambda s: "model: picked-model" in s, "the switch said")
-        send_in_chat(tmux, "first question")
-        tmux.wait(lambda s: "Answered by the picked one." in s, "the answer")
+        pick_model_and_ask(tmux)
         tmux.keys(":OllieFork", "Enter")
         tmux.keep("1-forked", tmux.wait(lambda s: "(fork)" in s, "the chat on the fork"))
         send_in_chat(tmux, "in the fork")
