@@ -24,7 +24,11 @@ async function mtime(uri: vscode.Uri): Promise<number | undefined> {
 
 async function note(doc: vscode.TextDocument): Promise<void> {
   if (doc.uri.scheme !== "file" || doc.isDirty) return;
-  const { stamp: time, digest } = await stampedDigest(() => mtime(doc.uri), doc.uri.fsPath);
+  // Noted only while the file holds the text this event tells (else the last note stands): the first keystroke's change
+  // comes before VS Code marks the document dirty, and a busy extension host hears of it (or of a revert, the open)
+  // after a `git checkout` made just then: that checkout must not pass for what the document read.
+  const { stamp: time, digest, otherText } = await stampedDigest(() => mtime(doc.uri), doc.uri.fsPath, doc.getText());
+  if (otherText) return;
   if (time === undefined) agreed.delete(doc.uri.toString());
   else agreed.set(doc.uri.toString(), { time, digest });
 }
