@@ -125,8 +125,9 @@ def test_vscode_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_
 @pytest.mark.timeout(330)
 def test_vscode_the_agent_s_save_never_overwrites_a_change_made_on_disk_outside_its_steps(run_e2e):
     """In real VS Code (auto-save off): the user typed into a.py without saving, then a.py changed on disk outside the
-    agent's steps (a `git checkout` in a terminal), then the agent edited a.py: the edit stays in the buffer, unsaved,
-    the disk keeps the checkout, the chat and a warning say so. Screenshot: savesafe."""
+    agent's steps (a `git checkout` in a terminal) while the extension host was too busy to hear of it in time, then
+    the agent edited a.py: the edit stays in the buffer, unsaved, the disk keeps the checkout, the chat and a warning
+    (in the Notifications center: its toast hides) say so. Screenshot: savesafe."""
     assert "the agent's edit stays in the buffer, unsaved, and both are told" in run_e2e("savesafe.mjs")
 
 

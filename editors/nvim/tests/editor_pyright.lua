@@ -50,7 +50,9 @@ H.results.capped = {
 }
 vim.diagnostic.reset(flood_ns, notes_buf)
 
--- The file changes on disk (a script, a checkout): the answer reloads the buffer and waits for pyright.
+-- The file changes on disk (a script, a checkout): the answer reloads the buffer and waits for pyright, here for as
+-- long as it takes (its moment, 1.5 s, is not enough for pyright on a loaded machine: the answer was empty).
+tools.republish_ms, tools.quiet_ms = 120000, 120000
 local lines = vim.fn.readfile(typed)
 lines[5] = "result: bytes = double(3)"
 vim.fn.writefile(lines, typed)

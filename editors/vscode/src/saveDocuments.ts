@@ -11,8 +11,8 @@ import { fileDigest, stampedDigest } from "./lib/fileDigest";
 import { parseSaveDocumentsParams } from "./lib/protocol";
 
 // Document URI -> its file's mtime and content digest when the document last agreed with the disk (opened, saved,
-// reloaded).
-const agreed = new Map<string, { time: number; digest?: string }>();
+// reloaded); neither when it was never seen to agree: the disk held other text by the time it was looked at.
+const agreed = new Map<string, { time?: number; digest?: string }>();
 
 async function mtime(uri: vscode.Uri): Promise<number | undefined> {
   try {
@@ -24,7 +24,15 @@ async function mtime(uri: vscode.Uri): Promise<number | undefined> {
 
 async function note(doc: vscode.TextDocument): Promise<void> {
   if (doc.uri.scheme !== "file" || doc.isDirty) return;
-  const { stamp: time, digest } = await stampedDigest(() => mtime(doc.uri), doc.uri.fsPath);
+  // Noted only while the file holds the text this event tells (else the last note stands): the first keystroke's change
+  // comes before VS Code marks the document dirty, and a busy extension host hears of it (or of a revert, the open)
+  // after a `git checkout` made just then: that checkout must not pass for what the document read.
+  const { stamp: time, digest, otherText } = await stampedDigest(() => mtime(doc.uri), doc.uri.fsPath, doc.getText());
+  if (otherText) {
+    // Never seen to agree (the open heard of after the checkout): the disk holds what the document did not read.
+    if (!agreed.has(doc.uri.toString())) agreed.set(doc.uri.toString(), {});
+    return;
+  }
   if (time === undefined) agreed.delete(doc.uri.toString());
   else agreed.set(doc.uri.toString(), { time, digest });
 }
@@ -34,7 +42,7 @@ async function note(doc: vscode.TextDocument): Promise<void> {
 async function changedOnDisk(doc: vscode.TextDocument): Promise<boolean> {
   const known = agreed.get(doc.uri.toString());
   const time = await mtime(doc.uri);
-  if (known === undefined || time === known.time) return false;
+  if (known === undefined || (known.time !== undefined && time === known.time)) return false;
   if (known.digest === undefined || (await fileDigest(doc.uri.fsPath)) !== known.digest) return true;
   known.time = time ?? known.time;
   return false;

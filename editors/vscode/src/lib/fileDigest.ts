@@ -9,8 +9,8 @@ import * as fs from "node:fs/promises";
 /** A file past this many bytes is not read: its mtime alone says whether it changed. */
 export const MAX_DIGEST = 2 * 1024 * 1024;
 
-/** The sha256 (hex) of the regular file at `file`, or undefined: not one (a link, a FIFO, gone) or over `max` bytes. */
-export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string | undefined> {
+/** The bytes of the regular file at `file`, or undefined: not one (a link, a FIFO, gone) or over `max` bytes. */
+async function readBounded(file: string, max: number): Promise<Buffer | undefined> {
   let handle: fs.FileHandle;
   try {
     // O_NONBLOCK: a FIFO swapped in opens at once instead of waiting for a writer; O_NOFOLLOW: never a link.
@@ -21,14 +21,14 @@ export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string
   try {
     if (!(await handle.stat()).isFile()) return undefined;
     // Its size is not trusted: read to the end, or past the bound.
-    const hash = createHash("sha256");
-    const chunk = Buffer.alloc(64 * 1024);
+    const chunks: Buffer[] = [];
     for (let length = 0; ; ) {
+      const chunk = Buffer.alloc(64 * 1024);
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, length);
-      if (bytesRead === 0) return hash.digest("hex");
+      if (bytesRead === 0) return Buffer.concat(chunks);
       length += bytesRead;
       if (length > max) return undefined;
-      hash.update(chunk.subarray(0, bytesRead));
+      chunks.push(chunk.subarray(0, bytesRead));
     }
   } catch {
     return undefined;
@@ -37,11 +37,37 @@ export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string
   }
 }
 
+const sha256 = (bytes: Buffer): string => createHash("sha256").update(bytes).digest("hex");
+
+/** The sha256 (hex) of the regular file at `file`, or undefined: not one (a link, a FIFO, gone) or over `max` bytes. */
+export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string | undefined> {
+  const bytes = await readBounded(file, max);
+  return bytes && sha256(bytes);
+}
+
+/** Whether `bytes` are UTF-8 text other than `text` (an editor's text of a file: no BOM, its own line ends). Bytes
+ * that are not UTF-8 (another encoding) cannot be told apart: false. */
+export function holdsOtherText(bytes: Buffer, text: string): boolean {
+  const lines = (s: string): string => s.replace(/\r\n?/g, "\n");
+  try {
+    // The decoder drops a BOM.
+    return lines(new TextDecoder("utf-8", { fatal: true }).decode(bytes)) !== lines(text);
+  } catch {
+    return false;
+  }
+}
+
 /** `file`'s stamp (`stamp()`: its mtime as the caller reads it) with its digest, the digest undefined when the stamp
  * moved while the file was read: a write landing between the two would pair the old stamp with the new content's
- * digest, and that change would later pass as "a rewrite with the same bytes". */
-export async function stampedDigest<T>(stamp: () => Promise<T>, file: string): Promise<{ stamp: T; digest?: string }> {
+ * digest, and that change would later pass as "a rewrite with the same bytes". With `text` (what an editor holds of
+ * the file, clean), `otherText` says the file holds other text already: it changed after the editor read it. */
+export async function stampedDigest<T>(
+  stamp: () => Promise<T>,
+  file: string,
+  text?: string,
+): Promise<{ stamp: T; digest?: string; otherText: boolean }> {
   const before = await stamp();
-  const digest = await fileDigest(file);
-  return { stamp: before, digest: (await stamp()) === before ? digest : undefined };
+  const bytes = await readBounded(file, MAX_DIGEST);
+  const otherText = bytes !== undefined && text !== undefined && holdsOtherText(bytes, text);
+  return { stamp: before, digest: bytes && (await stamp()) === before ? sha256(bytes) : undefined, otherText };
 }

@@ -119,6 +119,7 @@ export function stopAll() {
   for (const child of children) {
     try {
       process.kill(-child.pid, "SIGTERM");
+      process.kill(-child.pid, "SIGCONT"); // one a test stopped (freezeExtensionHost) ends only once continued
     } catch {
       // already gone
     }
@@ -319,6 +320,15 @@ export function daemonPids() {
   return pids;
 }
 
+/** Stop the extension host (the daemon's parent) until the function returned is called: what the workbench does
+ * meanwhile reaches the extensions late and all at once, as on a machine too busy to run them in time. */
+export function freezeExtensionHost() {
+  const stat = fs.readFileSync(`/proc/${daemonPids()[0]}/stat`, "latin1"); // "pid (name) state ppid ..."
+  const host = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  process.kill(host, "SIGSTOP");
+  return () => process.kill(host, "SIGCONT");
+}
+
 /** Run a command from the command palette. */
 export async function runCommand(page, title) {
   await page.keyboard.press("F1");
@@ -333,6 +343,13 @@ export async function runCommand(page, title) {
 async function enterOnFocusedRow(page, text) {
   await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: text }).waitFor({ timeout: waitMs });
   await page.keyboard.press("Enter");
+}
+
+/** Wait for a notification holding `text` where it stays, the Notifications center: a toast without buttons hides
+ * after 15-20 s, which a loaded machine can spend before the test looks. */
+export async function waitForNotification(page, text) {
+  await runCommand(page, "Notifications: Show Notifications");
+  await page.locator(".notifications-center .notification-list-item", { hasText: text }).first().waitFor({ timeout: waitMs });
 }
 
 /** Ask Ollie `prompt` from the command palette (Ollie: Ask), the way a user does. */

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { fileDigest, stampedDigest } from "../../src/lib/fileDigest";
+import { fileDigest, holdsOtherText, stampedDigest } from "../../src/lib/fileDigest";
 
 test("a file rewritten with its own bytes keeps its digest; a changed one, a link, a FIFO and a big one have none alike", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "digest-"));
@@ -45,5 +45,19 @@ test("a write landing between the stamp and the read leaves no digest: the stamp
   }, file);
   assert.equal(raced.stamp, quiet.stamp);
   assert.equal(raced.digest, undefined, "the new content's digest beside the old stamp");
+  fs.rmSync(dir, { recursive: true });
+});
+
+test("a file that holds other text than the editor read from it is told; its line ends, a BOM or another encoding are not", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "digest-"));
+  const file = path.join(dir, "a.py");
+  const mtime = async () => fs.statSync(file).mtimeMs;
+  fs.writeFileSync(file, "x = 5  # checked out\n"); // the user's checkout, landed before the late open event was seen
+  assert.equal((await stampedDigest(mtime, file, "x = 1\n")).otherText, true);
+  assert.equal((await stampedDigest(mtime, file, "x = 5  # checked out\n")).otherText, false);
+  assert.equal((await stampedDigest(mtime, file)).otherText, false, "no text, nothing to compare");
+  assert.equal(holdsOtherText(Buffer.from("\ufeffx = 1\r\ny = 2\n"), "x = 1\ny = 2\n"), false, "a BOM and mixed line ends");
+  assert.equal(holdsOtherText(Buffer.from("x = 'caf\xe9'\n", "latin1"), "x = 'café'\n"), false, "not UTF-8: cannot tell");
+  assert.equal(holdsOtherText(Buffer.from("x = 'café'\n"), "x = 'cafe'\n"), true);
   fs.rmSync(dir, { recursive: true });
 });
