@@ -22,6 +22,14 @@ def pick_model_and_ask(tmux) -> None:
     tmux.wait(lambda s: "Answered by the picked one." in s, "the answer")
 
 
+def ask_on_picked_model(tmux, srv, prompt: str, answer: str) -> None:
+    """Send `prompt`, wait for `answer`: both of the test's requests went to the picked model, the screens clean."""
+    send_in_chat(tmux, prompt)
+    tmux.keep("2-answered", tmux.wait(lambda s: answer in s, "the second answer"))
+    assert [r.body["model"] for r in srv.chat_requests] == ["picked-model"] * 2
+    assert_clean(tmux.screens)
+
+
 def test_a_model_picked_with_ollie_model_goes_on_in_the_resumed_session(tmp_path: Path, scripted_llm):
     # Bug: the model was the daemon's alone, never saved with the session: resumed, it was back to the default (in
     # VS Code too, which switches it by the same `/model`).
@@ -37,10 +45,7 @@ def test_a_model_picked_with_ollie_model_goes_on_in_the_resumed_session(tmp_path
     tmux = start_nvim(tmp_path, srv.env(), files)
     try:
         resume(tmux, "first question", "Answered by the picked one.")
-        send_in_chat(tmux, "second question")
-        tmux.keep("4-answered", tmux.wait(lambda s: "Still the picked one." in s, "the answer after the resume"))
-        assert [r.body["model"] for r in srv.chat_requests] == ["picked-model"] * 2
-        assert_clean(tmux.screens)
+        ask_on_picked_model(tmux, srv, "second question", "Still the picked one.")
     finally:
         tmux.close()
 
@@ -54,10 +59,7 @@ def test_a_fork_goes_on_with_the_model_picked_for_its_session(tmp_path: Path, sc
         pick_model_and_ask(tmux)
         tmux.keys(":OllieFork", "Enter")
         tmux.keep("1-forked", tmux.wait(lambda s: "(fork)" in s, "the chat on the fork"))
-        send_in_chat(tmux, "in the fork")
-        tmux.keep("2-answered", tmux.wait(lambda s: "The fork's answer." in s, "the fork's answer"))
-        assert [r.body["model"] for r in srv.chat_requests] == ["picked-model"] * 2
-        assert_clean(tmux.screens)
+        ask_on_picked_model(tmux, srv, "in the fork", "The fork's answer.")
     finally:
         tmux.close()
 
