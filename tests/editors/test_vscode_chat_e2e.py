@@ -1,5 +1,6 @@
 """The chat in real VS Code (code-server + headless Chromium), against the real daemon and scripted LLM: streaming,
-Stop, the queue across Stop and reloads, and the title. The rest of the extension: test_vscode_e2e.py."""
+Stop, the queue across Stop and reloads, the title, and a prompt a hung extension host never took. The rest of the
+extension: test_vscode_e2e.py."""
 
 from __future__ import annotations
 
@@ -89,3 +90,12 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_in_real_vscode(run_e2
           "the view's New Session and Switch Session buttons started a new chat and resumed the earlier one",
           "Fork from here switched the chat to a fork up to that turn, and the history lists both",
           "Ollie: Fork Chat forked the whole chat")
+
+
+@pytest.mark.timeout(200)
+def test_a_prompt_the_hung_extension_host_never_took_comes_back_in_real_vscode(run_e2e):
+    """A prompt sent while the extension host hangs, which dies before taking it (VS Code starts another), is back in
+    the input of the chat made anew, with a note, and runs when sent again: it was in neither the chat nor the input."""
+    shows(run_e2e("hosthung.mjs", total_ms=150000),
+          "the prompt the hung extension host never took came back in the input, said",
+          "sent again, it ran")

@@ -120,6 +120,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       this.log.warn(`ignored an invalid message from the chat view: ${safeJson(raw)}`);
       return;
     }
+    // Said at once, before any await: a prompt posted to a host that never took it (unresponsive, then restarted)
+    // comes back in the input of the page made anew, not lost with the cleared input.
+    if (message.type === "submit" || message.type === "queue" || message.type === "inject") this.post({ type: "taken" });
     void this.handle(message).catch((err: unknown) => {
       const text = errorText(err);
       this.log.error(`chat view ${message.type}: ${text}`);

@@ -90,6 +90,8 @@ export type ToWebview =
   | { type: "chip"; chip: Chip }
   | { type: "unsent"; text: string; chips: Chip[]; images: PromptImage[] }
   | { type: "focusInput" }
+  // The host has the oldest prompt the page sent and has not heard of since (the page keeps it until then).
+  | { type: "taken" }
   | { type: "paths"; existing: string[]; missing: string[] };
 
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);

@@ -13,6 +13,12 @@ interface Completion {
   accept(): void;
 }
 
+/** What the page keeps across its remaking: the prompt being typed, and the prompts sent the host has not taken yet. */
+export interface SavedInput {
+  draft: string;
+  sent: string[];
+}
+
 /** Wires the input, its buttons and the completion list; `post` sends to the extension host. */
 export class Composer {
   private readonly input = document.getElementById("input") as HTMLTextAreaElement;
@@ -35,9 +41,15 @@ export class Composer {
   constructor(
     private readonly post: (message: FromWebview) => void,
     private readonly onSend: () => void,
-    private readonly draft: { get(): string; set(text: string): void },
+    private readonly saved: { get(): SavedInput; set(patch: Partial<SavedInput>): void },
   ) {
-    this.input.value = draft.get();
+    const { draft, sent } = saved.get();
+    this.input.value = [...sent, draft].filter((text) => text.trim()).join("\n");
+    // Posted to an extension host that never took them (it hung, then restarted): back in the input, said.
+    if (sent.length > 0) {
+      saved.set({ draft: this.input.value, sent: [] });
+      this.note(`Ollie restarted before taking ${sent.length === 1 ? "your prompt" : "your prompts"}: back in the input to send again.`);
+    }
     this.input.addEventListener("keydown", (event) => this.keydown(event));
     this.input.addEventListener("input", () => {
       this.selected = 0;
@@ -73,6 +85,11 @@ export class Composer {
   // A slash command typed while a turn runs is sent at once, not queued: the button says so.
   private label(): void {
     this.sendButton.textContent = this.running && !isSlashCommand(this.input.value) ? "Queue" : "Send";
+  }
+
+  /** The host took the oldest prompt sent: it is no longer kept for a page made anew. */
+  taken(): void {
+    this.saved.set({ sent: this.saved.get().sent.slice(1) });
   }
 
   /** Add a chip the extension host made, after those already on the input (the same one twice is kept once). */
@@ -159,6 +176,7 @@ export class Composer {
     const message: FromWebview = this.chips.length > 0 ? { type: kind, text, chips: this.chips.map((c) => c.id) } : { type: kind, text };
     if (this.images.length > 0 && message.type === "submit") message.images = this.images.map(({ name, data }) => ({ name, data }));
     this.post(message);
+    this.saved.set({ sent: [...this.saved.get().sent, text] });
     this.images = [];
     this.note("");
     this.chips = [];
@@ -216,7 +234,7 @@ export class Composer {
   }
 
   private refresh(): void {
-    this.draft.set(this.input.value);
+    this.saved.set({ draft: this.input.value });
     this.label();
     const trigger = contextTrigger(this.input.value, this.input.selectionStart ?? this.input.value.length);
     if (trigger) {

@@ -4,7 +4,7 @@ import type { Onboarding } from "../lib/backend";
 import type { ChatItem } from "../lib/chatModel";
 import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, needsEarlierToFill, wantsEarlier } from "../lib/scroll";
 import { type FromWebview, type Header, type PermissionOutcome, type ToWebview, modelLabel } from "../lib/webviewMessages";
-import { Composer } from "./composerView";
+import { Composer, type SavedInput } from "./composerView";
 import { button, el, icon } from "./dom";
 import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
 import { linkedFile } from "../lib/links";
@@ -59,14 +59,15 @@ function fillView(): void {
   if (needsEarlierToFill(log, earlier)) loadEarlier();
 }
 
-// The prompt being typed is kept in the view's state, which VS Code keeps when the view is moved or the window
-// reloaded (the page itself is made anew): a half-written prompt is not lost.
-const draftStore = {
-  get: (): string => {
-    const state = vscode.getState() as { draft?: unknown } | undefined;
-    return typeof state?.draft === "string" ? state.draft : "";
+// The prompt being typed, and those sent that the host has not said it took, are kept in the view's state, which VS
+// Code keeps when the view is moved, the window reloaded or its extension host restarted (the page is made anew).
+const savedInput = {
+  get: (): SavedInput => {
+    const state = vscode.getState() as { draft?: unknown; sent?: unknown } | undefined;
+    const sent = Array.isArray(state?.sent) ? state.sent.filter((text): text is string => typeof text === "string") : [];
+    return { draft: typeof state?.draft === "string" ? state.draft : "", sent };
   },
-  set: (draft: string): void => vscode.setState({ draft }),
+  set: (patch: Partial<SavedInput>): void => vscode.setState({ ...savedInput.get(), ...patch }),
 };
 const composer = new Composer(
   post,
@@ -74,7 +75,7 @@ const composer = new Composer(
     userSent = true;
     scrollToBottom();
   },
-  draftStore,
+  savedInput,
 );
 
 function scrollToBottom(): void {
@@ -365,6 +366,9 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       break;
     case "focusInput":
       composer.focus();
+      break;
+    case "taken":
+      composer.taken();
       break;
     case "paths":
       for (const path of message.existing) knownPaths.set(path, true);

@@ -307,12 +307,15 @@ export async function waitForSavedPrompt(dir, needles) {
 }
 
 /** The pids of the ollie-lsp daemons this run's code-server started (found by their private XDG dirs). */
-export function daemonPids() {
+export const daemonPids = () => ownPids("ollie-lsp");
+
+/** The pids of this run's processes (their environment names its private dirs) whose command line has `needle`. */
+export function ownPids(needle) {
   const pids = [];
   for (const pid of fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
     try {
       const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "latin1");
-      if (cmdline.includes("ollie-lsp") && fs.readFileSync(`/proc/${pid}/environ`, "latin1").includes(work)) pids.push(Number(pid));
+      if (cmdline.includes(needle) && fs.readFileSync(`/proc/${pid}/environ`, "latin1").includes(work)) pids.push(Number(pid));
     } catch {
       // gone, or not ours to read
     }
