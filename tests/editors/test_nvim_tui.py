@@ -1340,7 +1340,8 @@ def test_gx_in_the_transcript_opens_a_web_address_once_the_user_says_yes_and_not
         tmux.keys("/http:", "Enter", "gx")
         tmux.keep("2-asked", tmux.wait(lambda s: "Open http://127.0.0.1:9/page in the browser?" in s, "gx to ask"))
         tmux.keys("o")
-        tmux.wait(lambda s: opened.exists(), "the opener to run")
+        # (The file exists from the shell's `>>` on, before printf wrote to it: waited for the whole line.)
+        tmux.wait(lambda s: opened.exists() and opened.read_text().endswith("\n"), "the opener to run")
         assert opened.read_text() == "http://127.0.0.1:9/page\n"
     finally:
         tmux.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ollie.agent.behind import saved_notice
 from ollie.testing import Reply
 
 from .conftest import Daemon
@@ -64,7 +65,8 @@ async def test_a_step_that_rewrites_the_file_with_its_own_bytes_changes_nothing_
     assert await submit(daemon, "tidy, then set x to 3") == "done"
     stepped, edited = tool_results(llm)
     assert "[editor]" not in stepped and "not edited" not in edited, (stepped, edited)
-    assert not [i for i in infos(daemon) if "a.py" in i]
+    # No change on disk told: only that the user's unsaved lines were saved with the edit.
+    assert [i for i in infos(daemon) if "a.py" in i] == [saved_notice("a.py")]
     assert path.stat().st_ino != inode and path.read_text() == "x = 3\n# the user's unsaved note\n"
 
 async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(start_daemon, llm):
