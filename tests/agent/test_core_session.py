@@ -49,6 +49,7 @@ async def test_switching_agent_builds_a_fresh_runtime_and_clears_the_session(scr
     srv.script(Reply.text("as default"), Reply.text("as other"))
     core = await make_core(srv, toy=ToyServer())
     await core.submit("hello")
+    core.switch_model("picked-before")  # dropped by the switch: the new agent's config names its model
     old_runtime = core.runtime
     output = (await core.submit("/agent other")).reply
     assert output.startswith("agent: other (session cleared")
@@ -59,7 +60,8 @@ async def test_switching_agent_builds_a_fresh_runtime_and_clears_the_session(scr
     body = srv.chat_requests[-1].body
     assert body["model"] == "other-model" and body["temperature"] == 0.25
     assert body["messages"] == [{"role": "system", "content": "You are OTHER."}, {"role": "user", "content": "hi"}]
-    assert persist.load(core.sessions_dir, core.session_id).agent == "other"
+    saved = persist.load(core.sessions_dir, core.session_id)
+    assert (saved.agent, saved.backend, saved.model) == ("other", "", "")  # a resume runs other-model, not the pick
     with pytest.raises(ConfigError):
         await core.switch_agent("missing")
     assert core.agent_name == "other" and core.system_prompt() == "You are OTHER."
