@@ -384,6 +384,7 @@ async def test_sessions_lists_saved_newest_first(core):
     # When, what (its title), and the id to resume it with; the current one marked.
     assert lines[1].startswith("* 20") and lines[1].endswith(f"  fix the calculator  {core.session_id}"), lines
     assert lines[2].startswith("  2023-11-") and lines[2].endswith(f"  (untitled)  {older.id}"), lines
+    assert lines[3].endswith("or `ollie --session <id>`"), lines  # how to come back to one
 
 
 async def test_tools_and_sp(core):
@@ -416,6 +417,7 @@ async def test_every_command_is_covered_by_these_tests():
         "backend", "model", "models", "agent", "agents", "maxsteps", "compact", "context", "usage", "cost",
         "history", "sessions", "clear", "kill", "rn", "cwd", "skills", "tools", "sp", "i", "irw", "queued", "help",
         "changes", "rewind",  # through a real Core in tests/agent/test_review.py
+        "resume",  # at a real terminal in tests/lsp/test_cli_pty.py
         "approval",  # through the daemon in tests/lsp/test_approval.py
         "mcp",  # through the daemon in tests/lsp/test_mcp.py
         "network",  # through a real Core and a real step in tests/agent/test_core_network.py

@@ -266,3 +266,29 @@ def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
     fresh.mkdir()
     none = run_ollie(["-c", "-p", "hi", "--cwd", str(fresh)], env=llm.env())
     assert none.returncode == 1 and f"no saved session was started in {fresh}" in none.stderr, none.stderr
+
+
+def test_resume_at_the_prompt_lists_this_directorys_sessions_and_goes_on_with_the_picked_one(llm, tmp_path):
+    # `/resume` answered "unknown command": the way back was a new run with an id copied from an old banner.
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    llm.script(Reply.text("noted 9"), Reply.text("other"), Reply.text("hello"), Reply.text("it was 9"))
+    first = run_ollie(["-p", "remember 9", "--cwd", str(here)], env=llm.env())
+    saved = re.search(r"ollie: session (\S+)", first.stderr)
+    assert first.returncode == 0 and saved, first.stderr
+    assert run_ollie(["-p", "another project", "--cwd", str(elsewhere)], env=llm.env()).returncode == 0
+    with Terminal(["--cwd", str(here)], llm.env(), here) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("hi", r"hello\ndefault> ", after=at)
+        at = term.answer("/help", r"/resume \[n\|id\] .*`ollie --session <id>`", after=at)
+        at = term.answer("/resume 5", r"ollie: /resume: no session 5 in /resume's list \(2 here\)\n", after=at)
+        at = term.answer("/resume", r"resume which\? \(number or id; Enter to stay\): ", after=at)
+        listing = term.text[:at].rsplit("sessions started in", 1)[1]
+        assert "2. " in listing and saved.group(1) in listing.split("2. ")[1], listing  # newest first: ours is 1
+        assert "another project" not in listing and "`ollie --session <id>`" in listing, listing
+        at = term.answer("2", rf"session {saved.group(1)}\. .*\ndefault> remember 9\nnoted 9\n", after=at)
+        term.answer("what was it?", r"it was 9\n", after=at)
+        assert term.close() == 0
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]

@@ -221,6 +221,8 @@ COMMANDS: dict[str, Command] = {
     "cost": Command("/cost", "last turn's and the session's cost", info.cmd_cost),
     "history": Command("/history [n]", "the last n messages (default 40)", info.cmd_history),
     "sessions": Command("/sessions", "list saved sessions", info.cmd_sessions),
+    "resume": Command("/resume [n|id]", "this directory's sessions; resume one (new run: `ollie --session <id>`)",
+                      info.cmd_resume),
     "clear": Command("/clear", "clear the session (history and task state)", cmd_clear, destructive=True),
     "rewind": Command("/rewind [n|undo]", "files and conversation back to before turn n (default: the last)",
                       cmd_rewind, destructive=True),

@@ -24,6 +24,8 @@ from ollie.workspace.errors import WorkspaceError
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
 SESSIONS_SHOWN = 20
+# The editors resume from their session pickers; a terminal by its prompt's /resume or a new run.
+RESUME_HINT = "resume one: /resume <n|id> at the terminal's prompt, or `ollie --session <id>`"
 
 
 class CommandUsageError(ValueError):
@@ -186,18 +188,45 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     if not ids:
         url = location.store_url()
         return f"no saved sessions in {location.redact(url) if url else directory}"
-    shown = ids[:SESSIONS_SHOWN]
-    records = await asyncio.to_thread(_records, shown)
+    more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
+    return (f"sessions ({len(ids)}):\n" + "\n".join(await _session_lines(core, ids[:SESSIONS_SHOWN])) + more
+            + f"\n{RESUME_HINT}")
+
+
+async def cmd_resume(core: CommandTarget, arg: str) -> str:
+    """This directory's recent sessions, numbered, and how to resume one."""
+    ids = await asyncio.to_thread(sessions_in, Path(core.sessions_dir), core.cwd)
+    if not ids:
+        return f"no saved session was started in {core.cwd}"
+    lines = [f"{n:>2}. {line}" for n, line in enumerate(await _session_lines(core, ids), 1)]
+    return f"sessions started in {core.cwd} ({len(ids)}):\n" + "\n".join(lines) + f"\n{RESUME_HINT}"
+
+
+def sessions_in(directory: Path, cwd: Path, limit: int = SESSIONS_SHOWN) -> list[str]:
+    """The ids of the newest saved sessions (at most `limit`) started in `cwd`, newest first."""
+    wanted, found = str(cwd.resolve()), []
+    # Ids sort by creation time; unprompted starts are not saved, so not listed.
+    for session_id in reversed(persist.list_saved(directory)):
+        if persist.read_meta(directory, session_id).get("cwd") == wanted:
+            found.append(session_id)
+            if len(found) == limit:
+                break
+    return found
+
+
+async def _session_lines(core: CommandTarget, ids: list[str]) -> list[str]:
+    """A line per session, the current one marked: when last active, title (a shared one's team), id."""
+    directory = Path(core.sessions_dir)
+    records = await asyncio.to_thread(_records, ids)
     lines = []
-    for sid in shown:
+    for sid in ids:
         info = records.get(sid)
         moment = info and (info.last_active or info.created_at)
         when = moment.astimezone().strftime("%Y-%m-%d %H:%M") if moment else _created(sid)
         title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
         shared = f"  [team {info.team}, {info.user_id}'s]" if info and info.team else ""
         lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {one_line(title or '(untitled)', 50)}{shared}  {sid}")
-    more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
-    return f"sessions ({len(ids)}):\n" + "\n".join(lines) + more
+    return lines
 
 
 def _records(session_ids: list[str]) -> dict[str, Info]:

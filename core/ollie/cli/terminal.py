@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -18,6 +18,7 @@ from ollie.cli.attach import attached_images
 from ollie.cli.lines import InputLines
 from ollie.cli.piped import with_piped
 from ollie.cli.render import Renderer
+from ollie.cli.resume import pick, resume_arg, show_history
 from ollie.cli.sanitize import escaped, has_controls, printable
 
 if TYPE_CHECKING:
@@ -115,28 +116,42 @@ class _Events:
         await self._task
 
 
+@dataclass
+class _Live:
+    """The session open now: its Core, its record, its events being rendered (a /resume replaces all three)."""
+
+    core: TerminalCore
+    recorder: Recorder | None
+    events: _Events
+
+
 @asynccontextmanager
-async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[tuple[TerminalCore, _Events]]:
+async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[_Live]:
     """The Core with its events rendered; on the way out Ctrl-C is the default again and both are closed."""
     core, recorder = await open_core(options)
-    events = _Events(core, renderer)
+    live = _Live(core, recorder, _Events(core, renderer))
     try:
-        yield core, events
+        yield live
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-        from ollie.agent.recorder import close_session
+        await _close(live, renderer)
 
-        problem = await close_session(core, recorder)
-        await events.close()
-        if problem:  # OLLIE_STORE writes in the background: the last rounds it did not take
-            renderer.end_line()
-            print(printable(f"ollie: {problem}"), file=sys.stderr)
+
+async def _close(live: _Live, renderer: Renderer) -> None:
+    from ollie.agent.recorder import close_session
+
+    problem = await close_session(live.core, live.recorder)
+    await live.events.close()
+    if problem:  # OLLIE_STORE writes in the background: the last rounds it did not take
+        renderer.end_line()
+        print(printable(f"ollie: {problem}"), file=sys.stderr)
 
 
 async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
     renderer = Renderer()
-    async with _running(options, renderer) as (core, events):
+    async with _running(options, renderer) as live:
+        core, events = live.core, live.events
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
         again = f"ollie --session {core.session_id} -p"
@@ -172,19 +187,19 @@ def _say_stop(stop: str) -> None:
 async def run_interactive(options: RunOptions) -> int:
     """The interactive prompt: Ctrl-C stops what a line started; twice at the idle prompt (or Ctrl-D) exits."""
     renderer = Renderer()
-    async with _running(options, renderer) as (core, events):
+    async with _running(options, renderer) as live:
         renderer.review_hint = "; /changes to review, /rewind to undo"
         loop = asyncio.get_running_loop()
         lines = InputLines()
         lines.start()
-        core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
+        live.core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
         last_idle_ctrl_c = 0.0
         busy = False  # a line's submit is under way: a turn, a `!cmd`, a command asking the user something
 
         def on_sigint() -> None:
             nonlocal last_idle_ctrl_c
-            if busy or core.is_running:
-                core.stop("Ctrl-C")  # as in run_once
+            if busy or live.core.is_running:
+                live.core.stop("Ctrl-C")  # as in run_once
                 return
             now = time.monotonic()
             if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
@@ -192,13 +207,12 @@ async def run_interactive(options: RunOptions) -> int:
             else:
                 last_idle_ctrl_c = now
                 print("\n(Ctrl-C again to exit)", file=sys.stderr, flush=True)
-                _prompt(core)
+                _prompt(live.core)
 
         loop.add_signal_handler(signal.SIGINT, on_sigint)
-        print(printable(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, "
-                        f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
+        _banner(live.core)
         while True:
-            _prompt(core)
+            _prompt(live.core)
             line = await lines.next()
             if line is None:
                 break
@@ -208,26 +222,52 @@ async def run_interactive(options: RunOptions) -> int:
                 print(printable(f"(not sent: {line.strip()!r} came after its question was withdrawn; type it again "
                                 "to send it to the model)"), file=sys.stderr)
                 continue
+            if (arg := resume_arg(line)) is not None:
+                if (chosen := await pick(live.core, lines, arg, live.events.drained)) is not None:
+                    await _switch(live, replace(options, session=chosen), renderer, lines)
+                continue
             try:
-                pictures = await attached_images(line, core.cwd)
+                pictures = await attached_images(line, live.core.cwd)
             except ImageError as exc:  # said at once; the line is not sent (the user fixes the name)
                 print(printable(f"ollie: {exc}"), file=sys.stderr)
                 continue
             busy = True
             try:
-                result = await core.submit(line, pictures)
+                result = await live.core.submit(line, pictures)
             finally:
                 busy = False
-            await events.drained()
+            await live.events.drained()
             renderer.end_line()
             _say_stop(result.stop)
-        session_id = core.session_id
-        talked = any(message.role == "user" for message in core.session.messages)
+        session_id = live.core.session_id
+        talked = any(message.role == "user" for message in live.core.session.messages)
     print(file=sys.stderr)
     # A session never prompted has nothing to come back to.
     if talked and await asyncio.to_thread(_saved, session_id):
         print(f"ollie: resume this session with `ollie --session {session_id}`", file=sys.stderr)
     return 0
+
+
+def _banner(core: TerminalCore) -> None:
+    print(printable(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, "
+                    f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
+
+
+async def _switch(live: _Live, options: RunOptions, renderer: Renderer, lines: InputLines) -> None:
+    """`/resume`: the session `options` names opened as `--session` opens it, then the one open now closed."""
+    from ollie.errors import OllieError
+
+    try:  # its own backend, model and approval mode, as the editors resume it: not this run's flags
+        core, recorder = await open_core(replace(options, backend=None, model=None, approval=None))
+    except OllieError as exc:  # open in another window, another user's: the session open now stays
+        print(printable(f"ollie: /resume: {exc}"), file=sys.stderr)
+        return
+    await live.events.drained()
+    await _close(live, renderer)
+    live.core, live.recorder, live.events = core, recorder, _Events(core, renderer)
+    core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
+    _banner(core)
+    show_history(core, renderer)
 
 
 def _saved(session_id: str) -> bool:

@@ -1,0 +1,72 @@
+"""The terminal's `/resume`: which saved session of this directory to switch to, and its history shown."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from ollie import paths
+from ollie.cli.sanitize import printable
+
+if TYPE_CHECKING:
+    from ollie.agent.surface import TerminalCore
+    from ollie.cli.lines import InputLines
+    from ollie.cli.render import Renderer
+
+
+def resume_arg(line: str) -> str | None:
+    """What follows `/resume` on the line ("" for none), or None when the line is not /resume."""
+    from ollie.agent.editorcontext import SLASH
+
+    match = SLASH.fullmatch(line.strip())
+    if match is None or match["name"].lower() != "resume":
+        return None
+    return (match["arg"] or "").strip()
+
+
+async def pick(core: TerminalCore, lines: InputLines, arg: str, drained: Callable[[], Awaitable[None]]) -> str | None:
+    """The id of the session to resume: `arg` (a number of the listing or an id) or asked; None (said) for none."""
+    from ollie.agent.commands_info import sessions_in
+    from ollie.sessions import persist
+
+    if core.is_running:  # a postTurn continuation or a command still going: it would be cut off unsaved
+        return _no("a turn is running; /resume once it ended (Ctrl-C stops it)")
+    if not arg:
+        await core.submit("/resume")  # the engine's listing, numbered, rendered as any command's output
+        await drained()
+        since = lines.before_question()
+        print("resume which? (number or id; Enter to stay): ", end="", file=sys.stderr, flush=True)
+        arg = (await lines.answer(since) or "").strip()
+        if not arg:
+            return None
+    if arg.isdigit():
+        ids = await asyncio.to_thread(sessions_in, paths.sessions_dir(), core.cwd)
+        if not 1 <= int(arg) <= len(ids):
+            return _no(f"no session {arg} in /resume's list ({len(ids)} here)")
+        arg = ids[int(arg) - 1]
+    if arg == core.session_id:
+        return _no(f"session {arg} is the one open here")
+    if not await asyncio.to_thread(persist.exists, paths.sessions_dir(), arg):
+        return _no(f"no saved session has the id {arg}; /resume lists this directory's")
+    return arg
+
+
+def _no(why: str) -> None:
+    print(printable(f"ollie: /resume: {why}"), file=sys.stderr)
+
+
+def show_history(core: TerminalCore, renderer: Renderer) -> None:
+    """The resumed conversation as it was shown live: prompts after the prompt sign, answers, steps and results."""
+    for message in core.session.messages:
+        if message.role == "user":
+            renderer.render("turn", "end")  # the answer before it ends (its held markdown shown)
+            print(printable(f"{core.agent_name}> {message.content}"), file=sys.stderr, flush=True)
+        elif message.role == "assistant":
+            renderer.render("assistant", message.content)
+            for call in message.tool_calls:
+                renderer.render("call", call.arguments, call.name)
+        elif message.role == "tool":
+            renderer.render("tool", message.content, message.name)
+    renderer.end_line()
