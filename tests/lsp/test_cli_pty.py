@@ -292,3 +292,23 @@ def test_resume_at_the_prompt_lists_this_directorys_sessions_and_goes_on_with_th
         assert term.close() == 0
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["remember 9", "what was it?"]
+
+
+def test_resume_of_a_session_open_in_another_terminal_is_refused_and_this_one_goes_on(llm, tmp_path):
+    # Two processes on one session would lose one's turns: /resume must not take it, nor drop the one open here.
+    llm.script(Reply.text("noted"), Reply.text("mine"), Reply.text("still mine"))
+    first = run_ollie(["-p", "remember 9", "--cwd", str(tmp_path)], env=llm.env())
+    said = re.fullmatch(r"ollie: session (\S+)\n", first.stderr)
+    assert said, first.stderr
+    session = said.group(1)
+    with Terminal(["--session", session, "--cwd", str(tmp_path)], llm.env(), tmp_path) as holder, \
+            Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        holder.wait_for(r"default> ")
+        at = term.wait_for(r"default> ")
+        at = term.answer("hello", r"mine\n", after=at)
+        at = term.answer(f"/resume {session}", rf"ollie: /resume: session {session} is open in another editor "
+                         rf"window or terminal \(ollie pid {holder.proc.pid}\)", after=at)
+        term.answer("and now?", r"still mine\n", after=at)
+        assert term.close() == 0 and holder.close() == 0
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["hello", "and now?"]
