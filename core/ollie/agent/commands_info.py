@@ -25,7 +25,7 @@ HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
 SESSIONS_SHOWN = 20
 # The editors resume from their session pickers; a terminal by its prompt's /resume or a new run.
-RESUME_HINT = "resume one: /resume <n|id> at the terminal's prompt, or `ollie --session <id>`"
+RESUME_HINT = "resume one: from the editor's session list, `/resume <n|id>` in the terminal, or `ollie --session <id>`"
 
 
 class CommandUsageError(ValueError):
