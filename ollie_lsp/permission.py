@@ -72,13 +72,16 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
     buttons = {"Reject": "reject"} | {n: o for n, o in _buttons(question).items() if not o.startswith("reject")}
     # The model's text with its controls and bidi overrides as escapes: an editor shows them as they are (Emacs
     # reorders what follows a U+202E), so what the user reads would not be what runs.
-    title = await _choice(ls, escaped(f"ollie (session {session_id}) asks to: {question.title}{covers}{shown}"),
-                          buttons)
+    # A path's line breaks (a file the model names `new.py\n\nollie ... asks to: ...`) stay on the title's line.
+    what = question.title.replace("\n", "\\n")
+    title = await _choice(ls, escaped(f"ollie (session {session_id}) asks to: {what}{covers}{shown}"), buttons)
     return Answer(buttons.get(title or "", "reject"))  # type: ignore[arg-type]  # dismissed (null): a no
 
 
 def _cut(line: str) -> str:
-    """A diff line of at most QUESTION_LINE_CHARS characters, saying how many more it had."""
+    """A diff line (its path's line breaks as `\\n`) of at most QUESTION_LINE_CHARS characters, saying how many more
+    it had."""
+    line = line.replace("\n", "\\n")
     more = len(line) - QUESTION_LINE_CHARS
     return line if more <= 0 else f"{line[:QUESTION_LINE_CHARS]}… ({more} more characters)"
 
