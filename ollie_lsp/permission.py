@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from ollie.escapes import escaped
 from ollie_lsp.asking import ask_client, request_id
 
 if TYPE_CHECKING:
@@ -23,6 +24,8 @@ BUTTONS = {"Allow once": "allow_once", "Allow for this session": "allow_session"
            "Reject": "reject", "Reject with feedback": "reject_with_feedback"}
 # An edit's diff lines in a plain question: a prompt that still fits a minibuffer or a dialog.
 QUESTION_DIFF_LINES = 20
+# A diff line's characters shown (a 1 MB line made a prompt no minibuffer or dialog shows whole).
+QUESTION_LINE_CHARS = 200
 
 
 def permission_params(session_id: str, question: StepQuestion, msg_id: str) -> dict[str, Any]:
@@ -61,13 +64,26 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
     covers = f' ("Allow always" covers {question.always_text()})' if "allow_always" in question.outcomes() else ""
     # What the user says yes to: a program's code whole (its title shows one line) or an edit's diff, then exactly
     # what runs outside, as an elevation says.
-    body = question.code or ("\n".join(question.diff.unified(QUESTION_DIFF_LINES)) if question.diff else "")
+    diff = question.diff.unified(QUESTION_DIFF_LINES) if question.diff else []
+    body = question.code or "\n".join(_cut(line) for line in diff)
     shown = (f":\n\n{body}" if body else "") + "".join(f"\n\n{w}" for w in question.outside)
     # A plain client cannot type feedback: no "Reject with feedback" button that would only reject. "Reject" first:
     # eglot fills in the first button, so a RET typed into the buffer as the question came up took it.
     buttons = {"Reject": "reject"} | {n: o for n, o in _buttons(question).items() if not o.startswith("reject")}
-    title = await _choice(ls, f"ollie (session {session_id}) asks to: {question.title}{covers}{shown}", buttons)
+    # The model's text with its controls and bidi overrides as escapes: an editor shows them as they are (Emacs
+    # reorders what follows a U+202E), so what the user reads would not be what runs.
+    # A path's line breaks (a file the model names `new.py\n\nollie ... asks to: ...`) stay on the title's line.
+    what = question.title.replace("\n", "\\n")
+    title = await _choice(ls, escaped(f"ollie (session {session_id}) asks to: {what}{covers}{shown}"), buttons)
     return Answer(buttons.get(title or "", "reject"))  # type: ignore[arg-type]  # dismissed (null): a no
+
+
+def _cut(line: str) -> str:
+    """A diff line (its path's line breaks as `\\n`) of at most QUESTION_LINE_CHARS characters, saying how many more
+    it had."""
+    line = line.replace("\n", "\\n")
+    more = len(line) - QUESTION_LINE_CHARS
+    return line if more <= 0 else f"{line[:QUESTION_LINE_CHARS]}… ({more} more characters)"
 
 
 async def _choice(ls: OllieServer, message: str, buttons: Iterable[str]) -> str | None:

@@ -144,7 +144,8 @@ def test_renderer_is_compact(tmp_path):
 
 
 def test_sanitizing_removes_what_a_terminal_would_obey():
-    from ollie.cli.sanitize import StreamCleaner, escaped, printable
+    from ollie.cli.sanitize import StreamCleaner, printable
+    from ollie.escapes import escaped
 
     assert printable("\x1b[2J\x1b[H All tests passed") == " All tests passed"
     assert printable("a\x1b]52;c;ZXZpbA==\x07b\x1bP1|x\x1b\\c\x9b31md") == "abcd"

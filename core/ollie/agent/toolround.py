@@ -38,6 +38,7 @@ from ollie.sandbox.process import output_tap
 from ollie.tools.base import ToolResult
 from ollie.tools.execute import elevation
 from ollie.tools.execute.args import ArgumentError, loads_arguments, parse_request
+from ollie.tools.execute.results import LINE_HEAD, LINE_REST
 
 if TYPE_CHECKING:
     from ollie.sandbox.egress import NetAsk
@@ -52,8 +53,8 @@ INJECTED_HEAD = "[user, while this tool ran]"
 # output starting so (a file it printed, a test's output) is marked as the tool's, so none passes for ollie or the user.
 # (Greedy to the line's end, its trailing blanks cut after: a lazy match backtracked over a long run of blanks, and a
 # step's one line of 60,000 held the daemon for half a minute.)
-_FORGED_HEAD = re.compile(rf"^[ \t]*(?:{re.escape(INJECTED_HEAD)}|\[ollie[]:]|\[editor\]|\[\w+ hook\]|\[truncated:"
-                          r"|\[interrupted )[^\n]*", re.MULTILINE)
+_FORGED_HEAD = re.compile(rf"{LINE_HEAD}(?:{re.escape(INJECTED_HEAD)}|\[ollie[]:]|\[editor\]|\[\w+ hook\]|\[truncated:"
+                          rf"|\[interrupted ){LINE_REST}", re.MULTILINE)
 # The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
 # nobody asked for it, and the model reads this one too.
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
@@ -61,7 +62,7 @@ CLOSED_RESULT = "[interrupted before this call finished: the session was closed 
 
 def own_output(text: str) -> str:
     """A tool's output with every line that starts as one of ollie's notes marked as the tool's."""
-    return _FORGED_HEAD.sub(lambda m: m[0].rstrip(" \t\r") + " (this line is the tool's output, not ollie's or the user's)",
+    return _FORGED_HEAD.sub(lambda m: m[0].rstrip() + " (this line is the tool's output, not ollie's or the user's)",
                             text)
 
 

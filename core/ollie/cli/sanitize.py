@@ -1,7 +1,7 @@
 """Text from the model or a tool, made safe for a terminal: no escape sequences, no controls, no bidi overrides.
 
 A terminal obeys what it is sent (`ESC]52;...` writes the clipboard, `\\r` overwrites what was shown): model and
-tool text goes through `printable`; what the user approves through `escaped`, so what runs is what is shown.
+tool text goes through `printable`; what the user approves through `ollie.escapes`, so what runs is what is shown.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ _OPEN_AT_END = re.compile(
 )
 # How much of an open sequence is held back waiting for its end; past that it is cleaned and shown.
 HELD_MAX = 4096
-_NAMED = {"\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00"}
 
 
 def printable(text: str) -> str:
@@ -55,22 +54,3 @@ class StreamCleaner:
         """What was held back, cleaned (the stream ended inside a sequence)."""
         held, self._held = self._held, ""
         return printable(held)
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    if char in _NAMED:
-        return _NAMED[char]
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def escaped(text: str) -> str:
-    """`text` with each non-printable character but newline and tab as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
-    return "".join(c if c.isprintable() or c in "\n\t" else _escape(c) for c in text)
-
-
-def has_controls(text: str) -> bool:
-    """Whether `escaped(text)` differs from `text` (the user should be told that escapes are shown)."""
-    return any(not (c.isprintable() or c in "\n\t") for c in text)

@@ -19,7 +19,8 @@ from ollie.cli.lines import InputLines
 from ollie.cli.piped import with_piped
 from ollie.cli.render import Renderer
 from ollie.cli.resume import pick, resume_arg, show_history
-from ollie.cli.sanitize import escaped, has_controls, printable
+from ollie.cli.sanitize import printable
+from ollie.escapes import escaped, has_controls
 
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, Outcome, StepQuestion

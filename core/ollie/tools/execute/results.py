@@ -44,13 +44,19 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+# Where a line starts for a model (and `str.splitlines`): after a `\n`, `\r`, form feed, U+2028..., then any blanks; the
+# blanks are no line break, so each is scanned once (linear, however many breaks or blanks a step prints).
+_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+LINE_HEAD = rf"(?:^|(?<=[{_BREAKS}]))[^\S\n{_BREAKS}]*"
+LINE_REST = rf"[^\n{_BREAKS}]*"
 # How `render` starts a line of its own: a section's `[step 2 bash] exit 0` (or `call`, `stage`), `[stderr]`,
 # `[warning]`, `[note]`, `[network]`. A line a step prints so would read as another section of the same result.
-_FORGED_HEAD = re.compile(r"^[ \t]*\[(?:(?:step|call|stage) \d[^]\n]*|stderr|warning|note|network)\][^\n]*", re.MULTILINE)
+_FORGED_HEAD = re.compile(rf"{LINE_HEAD}\[(?:(?:step|call|stage) \d[^]\n{_BREAKS}]*|stderr|warning|note|network)\]"
+                          rf"{LINE_REST}", re.MULTILINE)
 
 
 def _own(text: str) -> str:
-    return _FORGED_HEAD.sub(lambda m: m[0].rstrip(" \t\r") + " (this line is the step's output)", text)
+    return _FORGED_HEAD.sub(lambda m: m[0].rstrip() + " (this line is the step's output)", text)
 
 
 @dataclass(eq=False, repr=False)

@@ -1,0 +1,25 @@
+"""Text from the model shown to the user as exactly what it is: each control, escape and bidi override as a
+visible escape (`\\x1b`, `\\r`, `\\u202e`), so what is approved is what is shown, in a terminal or an editor."""
+
+from __future__ import annotations
+
+_NAMED = {"\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in _NAMED:
+        return _NAMED[char]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escaped(text: str) -> str:
+    """`text` with each non-printable character but newline and tab as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
+    return "".join(c if c.isprintable() or c in "\n\t" else _escape(c) for c in text)
+
+
+def has_controls(text: str) -> bool:
+    """Whether `escaped(text)` differs from `text` (the user should be told that escapes are shown)."""
+    return any(not (c.isprintable() or c in "\n\t") for c in text)
