@@ -79,6 +79,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   reset(): void {
     this.post({
       type: "reset",
+      session: this.conversation.session ?? "",
       items: this.conversation.model.items.map((item) => ({ ...item })),
       running: this.conversation.status.running,
       header: this.conversation.header,
@@ -115,14 +116,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   }
 
   private receive(raw: unknown): void {
+    // Said at once, before any await: a prompt posted to a host that never took it (unresponsive, then restarted)
+    // comes back in the input of the page made anew, not lost with the cleared input. One refused is taken too: it
+    // came back after a reload, said to be one Ollie never took.
+    const type = (raw as { type?: unknown } | null)?.type;
+    if (type === "submit" || type === "queue" || type === "inject") this.post({ type: "taken" });
     const message = parseWebviewMessage(raw);
     if (!message) {
       this.log.warn(`ignored an invalid message from the chat view: ${safeJson(raw)}`);
       return;
     }
-    // Said at once, before any await: a prompt posted to a host that never took it (unresponsive, then restarted)
-    // comes back in the input of the page made anew, not lost with the cleared input.
-    if (message.type === "submit" || message.type === "queue" || message.type === "inject") this.post({ type: "taken" });
     void this.handle(message).catch((err: unknown) => {
       const text = errorText(err);
       this.log.error(`chat view ${message.type}: ${text}`);

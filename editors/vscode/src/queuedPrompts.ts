@@ -69,6 +69,15 @@ function gone(waiting: readonly string[]): (text: string) => boolean {
   };
 }
 
+/** The prompts to queue again after a reload: the injects no tool result took are one, after the others, as the
+ * daemon queues them at the turn's end (they came back as one held prompt each). */
+export function joinedInjects(prompts: readonly SavedPrompt[]): SavedPrompt[] {
+  const injects = prompts.filter((p) => p.injected);
+  const rest = prompts.filter((p) => !p.injected);
+  if (injects.length === 0) return rest;
+  return [...rest, { text: injects.map((p) => p.text).join("\n"), contexts: injects.flatMap((p) => p.contexts), injected: true }];
+}
+
 /** What the chat says of the prompts a restarted daemon ended (queued, held or injected), put back in the input. */
 export function unsentNotice(count: number): string {
   if (count === 1) return "The daemon restarted: the prompt waiting in it did not run. It is back in the input: send it again or edit it.";
@@ -218,7 +227,7 @@ export class QueuedPrompts {
   }
 
   private async requeue(session: string): Promise<void> {
-    const saved = this.memory?.get()?.find((s) => s.session === session)?.prompts ?? [];
+    const saved = joinedInjects(this.memory?.get()?.find((s) => s.session === session)?.prompts ?? []);
     const model = this.host.modelFor(session);
     const prompts: SavedPrompt[] = [];
     for (const prompt of saved) {

@@ -19,6 +19,12 @@ export function followingAfterScroll(atBottom: boolean): boolean {
   return atBottom;
 }
 
+/** Where a chat drawn anew scrolls to: the reader's place when it is the chat shown and she had left the bottom
+ * (a redraw as a queued prompt starts pulled her down), else undefined: its bottom. */
+export function redrawnScrollTop(box: { scrollTop: number; scrollHeight: number; clientHeight: number }, following: boolean, sameChat: boolean): number | undefined {
+  return sameChat && box.clientHeight > 0 && (!following || !isAtBottom(box)) ? box.scrollTop : undefined;
+}
+
 /** Whether scrolling should load the earlier page of a resumed session: near the top, with messages left to load. */
 export function wantsEarlier(box: { scrollTop: number }, earlier: number, slack = BOTTOM_SLACK): boolean {
   return earlier > 0 && box.scrollTop <= slack;

@@ -81,7 +81,7 @@ export function modelLabel(header: Pick<Header, "agent" | "model">): string {
 }
 
 export type ToWebview =
-  | { type: "reset"; items: ChatItem[]; running: boolean; header: Header; commands: SlashCommand[]; earlier: number; loading: boolean }
+  | { type: "reset"; session: string; items: ChatItem[]; running: boolean; header: Header; commands: SlashCommand[]; earlier: number; loading: boolean }
   | { type: "items"; items: ChatItem[] }
   | { type: "earlier"; items: ChatItem[]; earlier: number }
   | { type: "status"; running: boolean }

@@ -2,7 +2,7 @@
 
 import { ContextTrigger, composerAction, contextTrigger } from "../lib/composer";
 import { SlashCommand, applySlashCompletion, isSlashCommand, slashCompletions, typedWhole } from "../lib/slash";
-import { type Chip, type FromWebview, MAX_CHIPS, MAX_IMAGES, type PromptImage } from "../lib/webviewMessages";
+import { type Chip, type FromWebview, MAX_CHIPS, MAX_IMAGES, MAX_PROMPT_LENGTH, type PromptImage } from "../lib/webviewMessages";
 import { el, icon } from "./dom";
 
 interface Completion {
@@ -171,6 +171,10 @@ export class Composer {
     }
     if ((this.images.length > 0 || this.chips.some((c) => c.kind === "image")) && kind !== "submit") {
       return this.note("A prompt with images is sent when no turn runs: send it once this one ends (or remove them).");
+    }
+    // The host refuses it: said now, the text kept to shorten (it vanished from the input).
+    if (text.length > MAX_PROMPT_LENGTH) {
+      return this.note(`The prompt is ${text.length.toLocaleString("en")} characters; at most ${MAX_PROMPT_LENGTH.toLocaleString("en")} go in one: shorten it, or add a file (@) instead.`);
     }
     // The chips go with the prompt however it is sent: a queued prompt runs with its context too.
     const message: FromWebview = this.chips.length > 0 ? { type: kind, text, chips: this.chips.map((c) => c.id) } : { type: kind, text };

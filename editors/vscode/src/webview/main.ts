@@ -2,7 +2,7 @@
 
 import type { Onboarding } from "../lib/backend";
 import type { ChatItem } from "../lib/chatModel";
-import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, needsEarlierToFill, wantsEarlier } from "../lib/scroll";
+import { afterUpdate, followingAfterScroll, isAtBottom, keptScrollTop, needsEarlierToFill, redrawnScrollTop, wantsEarlier } from "../lib/scroll";
 import { type FromWebview, type Header, type PermissionOutcome, type ToWebview, modelLabel } from "../lib/webviewMessages";
 import { Composer, type SavedInput } from "./composerView";
 import { button, el, icon } from "./dom";
@@ -27,6 +27,8 @@ const rendered = new Map<number, HTMLElement>();
 // Follow the stream while the user is at the bottom; a prompt they just sent always brings them there.
 let following = true;
 let userSent = false;
+// The session the view shows: a reset of it again is a redraw, which keeps the reader's place.
+let shownSession: string | undefined;
 // A resumed session shows its last page; this button (or scrolling to the top) loads the one before.
 const earlierButton = button("Load earlier messages", "loadEarlier", {}, "fold-up", "link-button earlier");
 let earlier = 0;
@@ -327,19 +329,23 @@ function flash(target: HTMLElement, text: string): void {
 window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   const message = event.data;
   switch (message?.type) {
-    case "reset":
+    case "reset": {
+      const kept = redrawnScrollTop(log, following, message.session === shownSession);
+      shownSession = message.session;
       rendered.clear();
       focusedQuestions.clear();
       log.replaceChildren(earlierButton);
       showEarlier(message.earlier);
-      following = true;
+      following = kept === undefined;
       loading = message.loading;
       upsert(message.items);
+      if (kept !== undefined) log.scrollTop = kept;
       composer.setRunning(message.running);
       composer.commands = message.commands;
       showHeader(message.header);
       fillView();
       break;
+    }
     case "items":
       upsert(message.items);
       break;

@@ -1,7 +1,8 @@
 // E2E in real VS Code (code-server): text injected (Ctrl+Enter) into a running turn that has not taken it yet is never
 // lost. Injected twice into a reply that ends with no tool result, it runs as the next prompt and shows once, as sent
 // (it stayed marked injected into the turn that never saw it, and showed again as its own turn's prompt). Injected with a file chip into a slow reply (no tool result takes it), it comes back held after a window reload,
-// as a queued prompt does. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
+// as a queued prompt does, two injects as one prompt (as the daemon runs them). A prompt over the length limit is refused
+// on the page, said, its text kept; a redraw of the chat keeps the place of a user who scrolled up. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
 // text is back in the input with its chip once the chat is opened, said (it vanished: the put-back went to no view).
 //
 // Usage: node test/e2e/inject.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
@@ -9,6 +10,7 @@
 import { log, openChat, pickFile, runCommand, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const script = [
+  { text: Array.from({ length: 80 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n") },
   { text: "A short story, told slowly.", chunk_size: 1, delay: 0.4 },
   { text: "Spaces it is." },
   { text: "A story that streams very slowly so that the user has time to act. ".repeat(10), chunk_size: 2, delay: 0.25 },
@@ -24,6 +26,17 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   let chat = await openChat(page);
   const injected = () => chat.locator(".item.user", { hasText: "Use tabs." }).locator(".meta");
 
+  // A prompt over the limit is refused on the page, said, its text kept (it vanished: the host dropped it unsaid).
+  const long = "x".repeat(1_000_001);
+  await send(chat, long);
+  await chat.locator("#imageNote", { hasText: "at most 1,000,000" }).waitFor({ timeout: waitMs });
+  if ((await chat.locator("#input").inputValue()) !== long) throw new Error("the prompt over the limit left the input");
+  log("a prompt over the limit was refused at once, said, its text kept in the input");
+
+  // A long answer: the chat scrolls.
+  await send(chat, "Answer at length.");
+  await chat.locator(".item.assistant", { hasText: "Line 80 of" }).waitFor({ timeout: waitMs });
+
   // 0. Injected into a reply that no tool result interrupts: it runs as the next prompt, shown once, as sent.
   await send(chat, "Tell a short story.");
   await chat.locator(".item.assistant", { hasText: "A short" }).waitFor({ timeout: waitMs });
@@ -32,8 +45,14 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
     await send(chat, text, "Control+Enter");
     await chat.locator(".item.user", { hasText: text }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
   }
+  // The user scrolls up to read while the turn goes on; the chat drawn anew as the injects start keeps her place.
+  await chat.locator("#log").evaluate((log) => log.scrollTo(0, 0));
+  if ((await chat.locator(".item.user .meta", { hasText: "injected" }).count()) !== 2) throw new Error("the injects ran before the user scrolled up");
   await chat.locator(".item.assistant", { hasText: "Spaces it is." }).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+  const top = await chat.locator("#log").evaluate((log) => log.scrollTop);
+  if (top > 40) throw new Error(`the chat drawn anew scrolled the reader from the top to ${top}`);
+  log("a redraw as the injects started kept the place of the user who had scrolled up");
   // The daemon ran both as one prompt: one prompt shows them.
   const shown = await chat.locator(".item.user", { hasText: /Use spaces|And short lines/ }).allTextContents();
   const marked = await chat.locator(".item.user .meta").count();
@@ -51,12 +70,16 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   await chat.locator("#chips .chip", { hasText: "notes.txt" }).waitFor({ timeout: waitMs });
   await send(chat, "Use tabs.", "Control+Enter");
   await injected().filter({ hasText: "injected" }).waitFor({ timeout: waitMs });
+  await send(chat, "And wide ones.", "Control+Enter");
+  await chat.locator(".item.user", { hasText: "And wide ones." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
   await screenshot("inject-injected");
 
-  // 2. The window reloads mid-turn: the text comes back as a held queued prompt, said (it was gone).
+  // 2. The window reloads mid-turn: the text comes back as a held queued prompt, said (it was gone), both injects
+  // one prompt as the daemon runs them (they came back as two).
   await reload(page);
   chat = await openChat(page);
-  await injected().filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "Use tabs." }).filter({ hasText: "And wide ones." }).locator(".meta", { hasText: "held" }).waitFor({ timeout: waitMs });
+  if ((await chat.locator(".item.user", { hasText: "And wide ones." }).count()) !== 1) throw new Error("the two injects came back as two prompts");
   await chat.locator(".item.notice", { hasText: "The window reloaded during a turn: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
   await screenshot("inject-held-after-reload");
   log("text injected and not taken when the window reloaded came back held");
@@ -83,8 +106,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
     throw new Error("the chat view was resolved before it was opened: the test does not show a put-back to no view");
   }
   chat = await openChat(page);
-  await chat.waitForFunction(() => document.getElementById("input")?.value === "Use tabs.", null, { timeout: waitMs }).catch(async () => {
-    throw new Error(`after Restart the input holds ${JSON.stringify(await chat.locator("#input").inputValue())}, not "Use tabs."`);
+  await chat.waitForFunction(() => document.getElementById("input")?.value === "Use tabs.\nAnd wide ones.", null, { timeout: waitMs }).catch(async () => {
+    throw new Error(`after Restart the input holds ${JSON.stringify(await chat.locator("#input").inputValue())}, not the injected text`);
   });
   await chat.locator("#chips .chip", { hasText: "notes.txt" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: "The daemon restarted: the prompt waiting in it did not run. It is back in the input" }).waitFor({ timeout: waitMs });

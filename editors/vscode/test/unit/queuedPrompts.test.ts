@@ -280,3 +280,20 @@ test("injected text saved across a reload comes back as a held queued prompt, wh
   prompts.taken("s");
   assert.deepEqual(memory.saved?.[0].prompts, [prompt("Use tabs.")]);
 });
+
+test("two injects not taken when the window reloaded come back as one held prompt, after the queued one, as the daemon runs them", async () => {
+  const memory = windowState();
+  const before = queue(memory).prompts;
+  before.queued("s", "Use tabs.", [], true);
+  before.queued("s", "Then summarise it.", []);
+  before.queued("s", "And short lines.", [], true);
+  const { prompts, answers, model } = queue(memory);
+  prompts.clear();
+  prompts.carry();
+  await restored(prompts, answers, "s", 2);
+  assert.deepEqual(model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note]] : [])), [
+    ["Then summarise it.", "held"],
+    ["Use tabs.\nAnd short lines.", "held"],
+  ]);
+  assert.ok(model.items.some((item) => item.kind === "notice" && item.text.includes("2 queued prompts wait")));
+});
