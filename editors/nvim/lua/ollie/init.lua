@@ -324,6 +324,10 @@ local function resume(crash)
   -- The prompts waiting in the old daemon (queued, held, injected and not taken yet) end with it: each goes back in
   -- its chat's input once the chat is drawn again (before, they vanished without a word).
   -- (After a crash they come back held instead: pending.carry.)
+  -- Each chat says so until its session is loaded again (before, the old daemon's "thinking" stayed for seconds).
+  for _, c in ipairs(chat.every()) do
+    c.state = "restarting"
+  end
   local waiting = {}
   for _, list in pairs(hold()) do
     for _, c in ipairs(list) do
@@ -372,6 +376,7 @@ local function resume(crash)
     end
     notify(crash and (crash .. ": restarted it") or "the daemon restarted")
   end)
+  pcall(vim.cmd.redrawstatus, { bang = true })
 end
 
 ---Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
