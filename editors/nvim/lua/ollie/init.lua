@@ -328,6 +328,7 @@ local function resume(crash)
   for _, c in ipairs(chat.every()) do
     c.state = "restarting"
   end
+  pcall(vim.cmd.redrawstatus, { bang = true })
   local waiting = {}
   for _, list in pairs(hold()) do
     for _, c in ipairs(list) do
@@ -376,7 +377,6 @@ local function resume(crash)
     end
     notify(crash and (crash .. ": restarted it") or "the daemon restarted")
   end)
-  pcall(vim.cmd.redrawstatus, { bang = true })
 end
 
 ---Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
