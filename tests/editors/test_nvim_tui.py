@@ -132,6 +132,13 @@ def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
         time.sleep(0.1)
 
 
+def choice(screen: str, name: str) -> str:
+    """The number of the question picker's choice `name` (`3: Deny`)."""
+    found = re.search(rf"(\d+): {re.escape(name)}", screen)
+    assert found, screen
+    return found[1]
+
+
 def assert_clean(screens: dict[str, str]) -> None:
     """No screen shows a hit-enter prompt, an error or a warning."""
     for name, screen in screens.items():
@@ -362,7 +369,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         assert '"Always allow" covers connections there in this and later sessions' in asked, asked
         assert "connect to" not in asked and "network; step" not in asked, asked
         assert "in this and later sessions" in asked and "feedback" not in asked
-        deny = next(line for line in asked.splitlines() if "Deny" in line).strip()[:1]
+        deny = choice(asked, "Deny")
         tmux.keys(deny, "Enter")
         denied = tmux.keep("2-denied", tmux.wait(lambda s: "The host said no." in s, "the turn to end", timeout=30))
         # The step's connection shows under it, its output still folded (`tool.network`, not the result's text).
@@ -390,7 +397,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         tmux.keys(":Ollie fetch it again", "Enter")
         asked = tmux.keep("4-asked-again", tmux.wait(
             lambda s: f"Allow network access to {target}?" in s and "Allow for this session" in s, "the question again"))
-        session = next(line for line in asked.splitlines() if "Allow for this session" in line).strip()[:1]
+        session = choice(asked, "Allow for this session")
         tmux.keys(session, "Enter")
         tmux.keep("5-allowed", tmux.wait(lambda s: "Fetched for the session." in s, "the allowed turn to end"))
         tmux.keys(":Ollie and once more", "Enter")
@@ -428,7 +435,7 @@ def test_a_steps_connections_to_many_hosts_at_once_are_asked_one_by_one_and_stop
         for n in range(3):  # one host asked about at a time, each a new one
             screen = tmux.keep(f"{n + 1}-question", tmux.wait(lambda s: bool(new_question(s)), f"question {n + 1}"))
             asked += new_question(screen)
-            deny = next(line for line in screen.splitlines() if "Deny" in line).strip()[:1]
+            deny = choice(screen, "Deny")
             tmux.keys(deny, "Enter")
         ended = tmux.keep("4-ended", tmux.wait(lambda s: "Every host said no." in s, "the turn to end", timeout=30))
         assert "Allow network access" not in ended, ended
@@ -497,7 +504,7 @@ def test_a_question_given_up_while_its_feedback_is_typed_takes_the_prompt_away(t
         tmux.wait(lambda s: "def double(x):" in s, "nvim to start")
         tmux.keys(":Ollie make double double", "Enter")
         asked = tmux.keep("1-asked", tmux.wait(lambda s: "Reject with feedback" in s, "the question"))
-        feedback = next(line for line in asked.splitlines() if "Reject with feedback" in line).strip()[:1]
+        feedback = choice(asked, "Reject with feedback")
         tmux.keys(feedback, "Enter")
         tmux.keep("2-feedback", tmux.wait(lambda s: "Tell the model why" in s, "the feedback prompt"))
         tmux.keys("because", literal=True)
@@ -1345,3 +1352,24 @@ def test_gx_in_the_transcript_opens_a_web_address_once_the_user_says_yes_and_not
         assert opened.read_text() == "http://127.0.0.1:9/page\n"
     finally:
         tmux.close()
+
+
+def test_a_command_typed_while_the_plain_picker_asks_never_answers_it(tmp_path: Path, scripted_llm):
+    # Bug: Neovim's own vim.ui.select (inputlist) took every key: `:OllieRestart` typed while a question was up ended
+    # it on <CR> with no number, a Reject the user never meant. Only the picker's own keys answer now.
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "touch first"}]})]), Reply(text="Touched."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"util.py": "a\nb\nc\n"}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "util.py" in s, "nvim to start")
+        tmux.keys(":Ollie touch it", "Enter")
+        tmux.keep("1-asked", tmux.wait(lambda s: "touch first" in s and "Allow once" in s, "the question"))
+        tmux.keys(":let g:typed = 'the command ran'", "Enter", ":echo g:typed", "Enter")
+        still = tmux.keep("2-typed", tmux.wait(lambda s: "the command ran" in s, "the command to run"))
+        assert "1: Allow once" in still and "touch first" in still, still  # still asked
+        tmux.keys("1", "Enter")
+        tmux.keep("3-allowed", tmux.wait(lambda s: "Touched." in s, "the turn to end"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert (tmp_path / "ws" / "first").exists()

@@ -238,3 +238,22 @@ def test_ollie_restart_twice_in_a_row_loads_each_chat_once(tmp_path: Path, scrip
     finally:
         story.set()
         tmux.close()
+
+
+def test_ollie_restart_says_restarting_at_once_and_never_the_old_daemons_state(tmp_path: Path, scripted_llm):
+    # Bug: while :OllieRestart waited for the old daemon (busy in a turn) to exit, the statusline kept saying
+    # "thinking", the old daemon's state, for seconds.
+    never = threading.Event()
+    _, tmux = answered(tmp_path, scripted_llm, Reply(text="A partial answer that", hold=never))
+    try:
+        tmux.keys(":Ollie tell me more", "Enter")
+        busy = tmux.keep("1-busy", tmux.wait(lambda s: "A partial answer that" in s, "the answer streaming"))
+        old_state = busy.split("ollie: ")[1].split(" $")[0]
+        tmux.keys(":OllieRestart", "Enter")
+        tmux.keep("2-restarting", tmux.wait(lambda s: "ollie: restarting $" in s, "the restart said"))
+        screens: list[str] = []
+        tmux.keep("3-idle", tmux.wait(lambda s: screens.append(s) or "ollie: idle $" in s, "the fresh daemon's state"))
+        assert not [s for s in screens if f"ollie: {old_state} " in s], old_state
+    finally:
+        never.set()
+        tmux.close()

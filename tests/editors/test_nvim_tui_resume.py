@@ -10,6 +10,7 @@ from ollie.testing import Reply
 from tests.longsession import saved_session
 
 from .test_nvim_tui import assert_clean, quit_nvim, send_in_chat, start_nvim
+from .test_nvim_tui_commands import chat_text
 from .test_nvim_tui_images import resume
 
 
@@ -84,3 +85,30 @@ def test_a_long_session_resumed_never_shows_its_markdown_raw(tmp_path: Path, scr
         assert not raw, f"{len(raw)} screens showed the markdown raw:\n{raw[0]}"
     finally:
         tmux.close()
+
+
+def test_an_allowed_step_reads_the_same_live_and_resumed(tmp_path: Path, scripted_llm):
+    # Bug: the daemon's "allowed: Edit calc.py" line showed live (above `## ollie`, out of place), gone once the
+    # session was resumed: the step's own line says it ran, in both.
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["calc.py", "x = 1", "x = 2"]}]})]), Reply.text("Edited it."))
+    files = {"notes.txt": "notes\n", "calc.py": "x = 1\n"}
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        send_in_chat(tmux, "edit calc")
+        tmux.keep("1-asked", tmux.wait(lambda s: "1: Allow once" in s, "the question"))
+        tmux.keys("1", "Enter")
+        live = tmux.keep("2-live", tmux.wait(lambda s: "Edited it." in s and "(end)" in s, "the answer"))
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), files)
+    try:
+        resumed = resume(tmux, "edit calc", "Edited it.")
+    finally:
+        tmux.close()
+    assert "allowed: " not in live and "→ calc.py:1" in live, live
+    shown = [chat_text(s)[chat_text(s).index("## You"):chat_text(s).index("(end)")] for s in (live, resumed)]
+    assert shown[0] == shown[1], shown

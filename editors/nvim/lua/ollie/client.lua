@@ -196,6 +196,12 @@ function M.get()
   return nil
 end
 
+---Whether a restart waits for the old daemon to exit (none is running meanwhile).
+---@return boolean
+function M.restarting()
+  return waiting ~= nil
+end
+
 ---Start the daemon (once) and return the client; it initializes in the background.
 ---@return vim.lsp.Client|nil client, string|nil err
 function M.ensure()

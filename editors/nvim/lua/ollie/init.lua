@@ -324,6 +324,11 @@ local function resume(crash)
   -- The prompts waiting in the old daemon (queued, held, injected and not taken yet) end with it: each goes back in
   -- its chat's input once the chat is drawn again (before, they vanished without a word).
   -- (After a crash they come back held instead: pending.carry.)
+  -- Each chat says so until its session is loaded again (before, the old daemon's "thinking" stayed for seconds).
+  for _, c in ipairs(chat.every()) do
+    c.state = "restarting"
+  end
+  pcall(vim.cmd.redrawstatus, { bang = true })
   local waiting = {}
   for _, list in pairs(hold()) do
     for _, c in ipairs(list) do

@@ -173,8 +173,8 @@ local function preview_title(waiting)
   end
 end
 
--- When the user last typed a key: a question must not pop up in the middle of their typing, since the stock
--- vim.ui.select takes the keyboard and what they were typing (`:OllieChat`, a prompt) would answer it.
+-- When the user last typed a key: a question must not pop up in the middle of their typing, since its picker
+-- takes the keyboard and what they were typing (`:OllieChat`, a prompt) would answer it.
 local last_key_ms = 0
 local IDLE_MS = 700
 local watching = false
@@ -223,7 +223,8 @@ end
 ---@field wins table<integer, boolean> the windows open before it was asked (the picker's are the new ones)
 ---@field close fun()
 ---@field request string|nil the request's id (`requestId`), which a `$/cancelRequest` names
----@field stock boolean asked with Neovim's own vim.ui.select (inputlist)
+---@field select fun(items: any[], opts: table, on_choice: fun(item: any|nil)) vim.ui.select, or float_select in
+---place of Neovim's own
 ---@field showing boolean|nil its vim.ui.select is on screen (not while it waits for the user to stop typing)
 ---@field typing string|nil the prompt of its feedback input while that is open
 
@@ -258,11 +259,7 @@ local function take_away(q)
   if q.showing or q.typing then
     settled_ms = vim.uv.hrtime() / 1e6 + SETTLE_MS
   end
-  if q.stock and q.showing then
-    -- Neovim's own vim.ui.select waits in inputlist(): <Esc> ends it (taken as nothing, q being done), and <CR>
-    -- the "Press ENTER" prompt its lines leave once it ends.
-    vim.api.nvim_feedkeys(vim.keycode("<Esc><CR>"), "n", false)
-  elseif q.typing and vim.fn.getcmdtype() == "@" and vim.fn.getcmdprompt() == q.typing then
+  if q.typing and vim.fn.getcmdtype() == "@" and vim.fn.getcmdprompt() == q.typing then
     -- Neovim's own vim.ui.input waits in input(), this question's still (not a prompt of the user's since): <C-c>
     -- ends it (taken as nothing), and <CR> the "Press ENTER" prompt the picker's lines above it leave, if any.
     vim.api.nvim_feedkeys(vim.keycode("<C-c>"), "n", false)
@@ -314,6 +311,48 @@ function M.cancelled(params)
   end
 end
 
+---Neovim's own vim.ui.select in its place: inputlist() took every key, so a command typed while it was up (`:Ollie
+---question`, `:OllieRestart`) ended it on a `q` or on <CR> with no number, a rejection never meant. This float
+---answers to its own keys only (a number or the cursor's line, then <CR>; `q`, <Esc> or closing it dismisses); the
+---command line and the other windows stay the user's.
+---@param items any[]
+---@param opts {prompt: string, format_item: fun(item: any): string}
+---@param on_choice fun(item: any|nil)
+local function float_select(items, opts, on_choice)
+  local buf = vim.api.nvim_create_buf(false, true)
+  local lines = {}
+  for i, item in ipairs(items) do
+    lines[i] = ("%d: %s"):format(i, opts.format_item(item))
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable, vim.bo[buf].bufhidden = false, "wipe"
+  local title = " " .. one_line(vim.split(opts.prompt, "\n")[1]) .. " "
+  local width = math.min(math.max(vim.fn.strdisplaywidth(title), unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
+    + 2, vim.o.columns - 4)
+  local win = vim.api.nvim_open_win(buf, true, {
+    relative = "editor", row = math.max(0, vim.o.lines - #lines - 5), col = math.floor((vim.o.columns - width) / 2),
+    width = width, height = #lines, style = "minimal", border = "rounded", title = title, title_pos = "center",
+  })
+  local done = false
+  local function finish(item)
+    if not done then
+      done = true
+      pcall(vim.api.nvim_win_close, win, true)
+      on_choice(item)
+    end
+  end
+  local function map(key, fn) vim.keymap.set("n", key, fn, { buffer = buf, nowait = true }) end
+  map("<CR>", function() finish(items[vim.api.nvim_win_get_cursor(win)[1]]) end)
+  map("q", function() finish(nil) end)
+  map("<Esc>", function() finish(nil) end)
+  for i = 1, math.min(#items, 9) do
+    map(tostring(i), function() vim.api.nvim_win_set_cursor(win, { i, 0 }) end)
+  end
+  -- Closed another way (`:q`, a question taken away): dismissed.
+  vim.api.nvim_create_autocmd("WinClosed", { pattern = tostring(win), once = true,
+    callback = function() vim.schedule(function() finish(nil) end) end })
+end
+
 ---Put a question to the user: `lines` in a float at once, then `pick(q, reply)` (a vim.ui.select) once they stop
 ---typing; `reply(result)` answers the daemon once, and nothing after the question was withdrawn.
 ---@param spec {session: string|nil, title: string, request: any, lines: string[], has_diff: boolean}
@@ -327,7 +366,8 @@ local function pose(spec, answer, pick)
   local close = show_preview(spec.lines, spec.has_diff)
   ---@type ollie.Question
   local q = { session = spec.session, title = spec.title, done = false, wins = wins, close = close,
-    request = spec.request, stock = (debug.getinfo(vim.ui.select, "S").source or ""):find("vim/ui%.lua$") ~= nil }
+    request = spec.request }
+  q.select = (debug.getinfo(vim.ui.select, "S").source or ""):find("vim/ui%.lua$") and float_select or vim.ui.select
   table.insert(M.waiting, q)
   pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
   local function reply(result)
@@ -342,7 +382,7 @@ local function pose(spec, answer, pick)
   preview_title(not idle())
   when_idle(q, function()
     preview_title(false)
-    -- Drawn before asking: the stock vim.ui.select (inputlist) blocks the screen until answered.
+    -- Drawn before asking: the user's vim.ui.select may block the screen until answered.
     vim.cmd("redraw")
     q.showing = true
     pick(q, reply)
@@ -374,7 +414,7 @@ function M.ask(params, answer)
   local spec = { session = params.session, title = title, request = params.requestId, lines = lines,
     has_diff = has_diff }
   pose(spec, answer, function(q, reply)
-    vim.ui.select(options, {
+    q.select(options, {
       prompt = target and ("Allow network access to " .. target .. "?") or ("ollie asks to: " .. title),
       kind = "ollie_permission",
       format_item = function(o)
@@ -417,7 +457,7 @@ function M.ask_message(params, answer)
   local spec = { session = message:match("^ollie %(session ([^)%s]+)%)"), title = title, lines = lines,
     has_diff = false }
   pose(spec, answer, function(q, reply)
-    vim.ui.select(actions, {
+    q.select(actions, {
       prompt = table.concat(lines, "\n"),
       kind = "ollie_permission",
       format_item = function(a) return one_line(a.title) end,
