@@ -192,6 +192,8 @@ export async function pickFile(page, chat, name) {
   await chat.locator("#input").press("Enter");
   await page.locator(".quick-input-widget input").fill(name);
   await enterOnFocusedRow(page, name);
+  // Its chip takes the input's focus when it comes: from a palette opened before that, too (which then closed).
+  await chat.locator("#chips .chip", { hasText: name }).waitFor({ timeout: waitMs });
 }
 
 /** Paste (or drop) a file on the chat input as the browser hands one over: a File in a DataTransfer. */

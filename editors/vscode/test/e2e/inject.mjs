@@ -67,7 +67,6 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   await chat.locator(".item.assistant", { hasText: "A story that streams" }).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await pickFile(page, chat, "notes.txt");
-  await chat.locator("#chips .chip", { hasText: "notes.txt" }).waitFor({ timeout: waitMs });
   await send(chat, "Use tabs.", "Control+Enter");
   await injected().filter({ hasText: "injected" }).waitFor({ timeout: waitMs });
   await send(chat, "And wide ones.", "Control+Enter");

@@ -110,7 +110,6 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   await answer(chat, "Alpha's second story").waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await pickFile(page, chat, "notes.txt");
-  await chat.locator("#chips .chip", { hasText: "notes.txt" }).waitFor({ timeout: waitMs });
   await send(chat, "Alpha queued before Restart.");
   await meta(chat, "Alpha queued before Restart.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   await chat.locator("#stop").click();
