@@ -155,6 +155,22 @@ def _fd(root: Path | str, rel: str, flags: int) -> Iterator[int]:
         os.close(fd)
 
 
+@contextmanager
+def pinned(root: Path | str) -> Iterator[str]:
+    """`root`, a real path, held open for a run of calls here: the root to give them (every one reaches that very
+    directory, whatever is swapped in on its way meanwhile); OutsideRoot when a link on its way leads elsewhere now."""
+    fd = os.open(root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        held = f"/proc/self/fd/{fd}"
+        # Each call opens its root by name, following links: one swapped in between a check of the cwd and the writes
+        # of a rewind sent them where it leads, as the user.
+        if (now := os.readlink(held)) != os.path.abspath(root):
+            raise OutsideRoot(errno.ELOOP, f"{root} now leads to {now} (a directory on its way was swapped for a link)")
+        yield held
+    finally:
+        os.close(fd)
+
+
 def _regular(fd: int, rel: str) -> os.stat_result:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
@@ -371,9 +387,14 @@ def walk_sync(root: Path | str, path: Path | str = ".") -> Iterator[tuple[str, l
         yield from os.fwalk(".", dir_fd=start, follow_symlinks=False)
 
 
-async def read_bytes(root: Path | str, path: Path | str, limit: int | None = None) -> bytes:
-    """`read_bytes_sync` in a thread."""
-    return await asyncio.to_thread(read_bytes_sync, root, path, limit)
+def _read_pinned(root: Path | str, path: Path | str, limit: int | None) -> bytes:
+    with pinned(root) as held:
+        return read_bytes_sync(held, path, limit)
+
+
+async def read_bytes(root: Path | str, path: Path | str, limit: int | None = None, *, real: bool = False) -> bytes:
+    """`read_bytes_sync` in a thread; `real`: `root` is a real path, held open as it is read (`pinned`)."""
+    return await asyncio.to_thread(_read_pinned if real else read_bytes_sync, root, path, limit)
 
 
 async def read_text(root: Path | str, path: Path | str, limit: int | None = None, errors: str = "strict") -> str:

@@ -139,3 +139,31 @@ async def test_a_session_file_with_a_hostile_image_entry_is_refused_as_corrupt(s
         assert file.read_text() != good
         with pytest.raises(persist.SessionFileCorruptError):
             persist.load(tmp_path / "sessions", core.session_id)
+
+
+async def test_file_read_never_shows_an_image_through_a_cwd_swapped_for_a_link_after_its_step(
+        scripted_llm, make_core, tmp_path, monkeypatch):
+    # The daemon read the image the sandboxed file_read found by opening the cwd by name: another session's step
+    # swapping the cwd for a link once file_read's step ended had a private picture outside shown to the model.
+    cwd = tmp_path / "ws" / "sub"
+    cwd.mkdir(parents=True)
+    (cwd / "shot.png").write_bytes(PICTURE)
+    pictures = tmp_path / "Pictures"
+    pictures.mkdir()
+    (pictures / "shot.png").write_bytes(png(4, 4, (255, 0, 0)))
+    read = images.read
+
+    async def swapped_then_read(root, path, **how):  # the other session's step, in the window it raced for
+        cwd.rename(cwd.with_name("sub.real"))
+        cwd.symlink_to(pictures)
+        return await read(root, path, **how)
+
+    monkeypatch.setattr(images, "read", swapped_then_read)
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["shot.png"]}]})),
+               Reply.text("nothing to see"))
+    core = await make_core(srv, cwd=cwd)
+    assert (await core.submit("what is in shot.png?")).stop == "end"
+    assert srv.images(srv.chat_requests[-1]) == []
+    (tool,) = [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "the image is not shown to the model: shot.png is not beneath the workspace" in tool, tool

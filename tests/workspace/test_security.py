@@ -189,3 +189,49 @@ async def test_where_gits_memory_cannot_be_read_the_kernels_wait_still_says_fifo
     os.mkfifo(ws / ".gitignore")
     with pytest.raises(CheckpointUnavailable, match="holds a FIFO where git reads a file: "):
         await asyncio.wait_for(cps.snapshot(), 60)
+
+
+
+async def _swapped_after_its_check(tmp_path: Path) -> tuple[Checkpoints, Path, str, str]:
+    """The checkpoints of the session's cwd `ws/sub`, and `keys`, a dir outside (the user's `~/.ssh`): a step of turn 1
+    wrote `authorized_keys` (the model's key) in the cwd, one of turn 2 deleted it; then, once the daemon checked the
+    cwd (no link on its way), another session's step swaps `sub` for a link to `keys`. (checkpoints, keys, turns 1, 2)."""
+    ws = tmp_path / "ws"
+    sub = ws / "sub"
+    sub.mkdir(parents=True)
+    keys = tmp_path / "home-ssh"
+    keys.mkdir()
+    (keys / "authorized_keys").write_text("ssh-ed25519 AAAA-the-users-own-key\n")
+    cps = Checkpoints(sub)
+    await cps.snapshot()
+    (sub / "authorized_keys").write_text("ssh-ed25519 AAAA-the-models-key\n")
+    turn1 = await cps.snapshot()
+    (sub / "authorized_keys").unlink()
+    turn2 = await cps.snapshot()
+    sub.rename(ws / "sub.real")
+    sub.symlink_to(keys)
+    return cps, keys, turn1, turn2
+
+
+async def test_a_rewind_never_writes_through_a_cwd_swapped_for_a_link_after_it_was_checked(tmp_path: Path) -> None:
+    # Each write of the rewind opened the cwd by name: a link swapped in after the check sent them where it leads.
+    from ollie.workspace.errors import WorkspaceError
+
+    cps, keys, turn1, _ = await _swapped_after_its_check(tmp_path)
+    with pytest.raises(WorkspaceError, match="swapped for a link"):
+        await cps.restore(turn1)
+    assert (keys / "authorized_keys").read_text() == "ssh-ed25519 AAAA-the-users-own-key\n"
+    assert sorted(p.name for p in keys.iterdir()) == ["authorized_keys"]
+
+
+async def test_an_undo_never_writes_through_a_cwd_swapped_for_a_link_after_it_was_checked(tmp_path: Path) -> None:
+    # The undo of turn 2's deletion wrote the model's file where a link swapped in for the cwd led (the user's
+    # `~/.ssh` holding no `authorized_keys` yet: "the file was deleted" held there too).
+    from ollie.workspace.errors import WorkspaceError
+
+    cps, keys, turn1, turn2 = await _swapped_after_its_check(tmp_path)
+    (keys / "authorized_keys").unlink()
+    [deleted] = await cps.changes(turn1, turn2)
+    with pytest.raises(WorkspaceError, match="swapped for a link"):
+        await undo(cps.root, "authorized_keys", None, deleted)
+    assert list(keys.iterdir()) == []

@@ -94,11 +94,12 @@ def checked(images: list[T]) -> list[T]:
     return images
 
 
-async def read(root: Path | str, path: Path | str) -> Image:
-    """The image at `path` beneath `root`, read through the chokepoint (no symlinks, FIFOs or devices; capped)."""
+async def read(root: Path | str, path: Path | str, *, real: bool = False) -> Image:
+    """The image at `path` beneath `root`, read through the chokepoint (no symlinks, FIFOs or devices; capped);
+    `real`: `root` is a real path (a session's cwd), refused when a link on its way leads elsewhere now."""
     name = str(path)
     try:
-        raw = await beneath.read_bytes(root, path, max_image_bytes())
+        raw = await beneath.read_bytes(root, path, max_image_bytes(), real=real)
     except beneath.TooLarge:
         raise ImageError(f"{name} is larger than {max_image_bytes():,} bytes, the limit on images ({CAP_ENV})") from None
     except beneath.OutsideRoot:

@@ -72,8 +72,14 @@ def _apply(root: Path, changes: list[FileChange], recorded: dict[str, int]) -> N
     """Make the work tree hold each change's new side: removals (deepest first, emptied dirs too), then writes.
 
     Refused before anything is touched when a path to be written holds a file the checkpoints do not track
-    (ignored, over the size cap, or a FIFO, socket or device): the rewind would destroy it.
+    (ignored, over the size cap, or a FIFO, socket or device): the rewind would destroy it. Every call goes through
+    `root` held open (`beneath.pinned`): a link swapped in on its way, before or during, sends nothing elsewhere.
     """
+    with beneath.pinned(root) as held:
+        _apply_beneath(held, changes, recorded)
+
+
+def _apply_beneath(root: str, changes: list[FileChange], recorded: dict[str, int]) -> None:
     for change in changes:
         try:
             found = beneath.kind_sync(root, change.path) if change.old_data is None else None
@@ -101,7 +107,7 @@ def _apply(root: Path, changes: list[FileChange], recorded: dict[str, int]) -> N
             beneath.write_bytes_sync(root, change.path, change.new_data, _mode(root, change, recorded))
 
 
-def _mode(root: Path, change: FileChange, recorded: dict[str, int]) -> int:
+def _mode(root: Path | str, change: FileChange, recorded: dict[str, int]) -> int:
     """The mode to write `change`'s file with: the file's own read and write bits where it is there, else those it had
     at the checkpoint (git keeps none: a 0600 secret was written back 0644), with the checkpoint's executable bit."""
     info = beneath.lstat_sync(root, change.path)

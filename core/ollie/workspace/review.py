@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import stat
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.types import FileChange
 
 
-def _read_current(root: Path, rel: str) -> bytes | None:
+def _read_current(root: Path | str, rel: str) -> bytes | None:
     """The file's bytes (None when absent), through the chokepoint: never a symlink, FIFO or device."""
     try:
         return beneath.read_bytes_sync(root, rel)
@@ -26,7 +25,7 @@ def _read_current(root: Path, rel: str) -> bytes | None:
         raise StaleChange(rel, f"cannot read it as a regular file ({exc.strerror})") from exc
 
 
-def _mode(change: FileChange, root: Path) -> int:
+def _mode(change: FileChange, root: Path | str) -> int:
     """The mode to write with: the file's current one, else the one it had before the step (as last checkpointed)."""
     info = beneath.lstat_sync(root, change.path)
     if info is not None:
@@ -34,7 +33,7 @@ def _mode(change: FileChange, root: Path) -> int:
     return modes.restored(modes.recorded_in(root).get(change.path), change.old_mode == "100755")
 
 
-def _undo_sync(root: Path, change: FileChange, hunk_index: int | None) -> bytes | None:
+def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None) -> bytes | None:
     if change.old_mode == "120000" or change.new_mode == "120000":
         raise WorkspaceError(f"{change.path}: a symlink change is undone by a rewind, not here")
     current = _read_current(root, change.path)
@@ -53,6 +52,12 @@ def _undo_sync(root: Path, change: FileChange, hunk_index: int | None) -> bytes 
     return result
 
 
+def _undo_pinned(root: Path | str, change: FileChange, hunk_index: int | None) -> bytes | None:
+    # The cwd, a real path, held open: a link swapped in on its way after the caller checked it sends no write there.
+    with beneath.pinned(root) as held:
+        return _undo_sync(held, change, hunk_index)
+
+
 async def undo(root: Path | str, path: str, hunk_index: int | None, change: FileChange) -> str | None:
     """Revert hunk `hunk_index` (None: the whole file) of `change` on disk; the file's new text (None if gone).
 
@@ -60,9 +65,8 @@ async def undo(root: Path | str, path: str, hunk_index: int | None, change: File
     """
     if path != change.path:
         raise ValueError(f"undo of {path} given the change of {change.path}")
-    real_root = Path(os.path.realpath(root))
     try:
-        data = await asyncio.to_thread(_undo_sync, real_root, change, hunk_index)
+        data = await asyncio.to_thread(_undo_pinned, root, change, hunk_index)
     except beneath.OutsideRoot as exc:
         raise WorkspaceError(f"{change.path}: outside the workspace or through a symlink ({exc.strerror})") from exc
     if data is None or change.binary:
