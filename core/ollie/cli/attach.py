@@ -15,8 +15,9 @@ _MENTION = re.compile(r'(?<!\S)@(?:"([^"]+\.(?:png|jpe?g|gif|webp))"|(\S+?\.(?:p
 
 
 async def attached_images(prompt: str, cwd: Path) -> list[Image]:
-    """The images a prompt names with `@path` (beneath `cwd`, through the chokepoint); ImageError if one is bad."""
+    """The images a prompt names with `@path` (beneath `cwd`, the session's real one, through the chokepoint);
+    ImageError if one is bad."""
     if prompt.startswith(("/", "!")):
         return []  # commands and shell lines take no images
-    found = [await images.read(cwd, quoted or bare) for quoted, bare in _MENTION.findall(prompt)]
+    found = [await images.read(cwd, quoted or bare, real=True) for quoted, bare in _MENTION.findall(prompt)]
     return images.checked(found)
