@@ -13,7 +13,7 @@ from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.types import FileChange
 
 
-def _read_current(root: Path | str, rel: str) -> bytes | None:
+def _read_current(root: str, rel: str) -> bytes | None:
     """The file's bytes (None when absent), through the chokepoint: never a symlink, FIFO or device."""
     try:
         return beneath.read_bytes_sync(root, rel)
@@ -25,19 +25,25 @@ def _read_current(root: Path | str, rel: str) -> bytes | None:
         raise StaleChange(rel, f"cannot read it as a regular file ({exc.strerror})") from exc
 
 
-def _mode(change: FileChange, root: Path | str) -> int:
+def _mode(change: FileChange, held: str, root: Path | str) -> int:
     """The mode to write with: the file's current bits, else those it had before the step (as last checkpointed);
     as a rewind's, never world-writable, setuid, setgid or sticky (a step's `chmod 4777` outlived its undo)."""
-    info = beneath.lstat_sync(root, change.path)
+    info = beneath.lstat_sync(held, change.path)
     if info is not None:
         return modes.restored(stat.S_IMODE(info.st_mode) & 0o666, bool(info.st_mode & stat.S_IXUSR))
-    return modes.restored(modes.recorded_in(root).get(change.path), change.old_mode == "100755")
+    return modes.restored(modes.recorded_in(Path(root)).get(change.path), change.old_mode == "100755")
 
 
 def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None) -> bytes | None:
     if change.old_mode == "120000" or change.new_mode == "120000":
         raise WorkspaceError(f"{change.path}: a symlink change is undone by a rewind, not here")
-    current = _read_current(root, change.path)
+    # The cwd, a real path, held open: a link swapped in on its way after the caller checked it sends no write there.
+    with beneath.pinned(root) as held:
+        return _undo_beneath(held, root, change, hunk_index)
+
+
+def _undo_beneath(held: str, root: Path | str, change: FileChange, hunk_index: int | None) -> bytes | None:
+    current = _read_current(held, change.path)
     if current != change.new_data:
         what = "exists again" if change.new_data is None else ("was deleted" if current is None else "was edited")
         raise StaleChange(change.path, f"the file {what} since this change; undo refused")
@@ -47,16 +53,10 @@ def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None) -> 
         text = text_after_undo(change, hunk_index)  # raises for a binary, added or deleted file
         result = None if text is None else text.encode("utf-8")
     if result is None:
-        beneath.remove_sync(root, change.path)
+        beneath.remove_sync(held, change.path)
     else:
-        beneath.write_bytes_sync(root, change.path, result, _mode(change, root))
+        beneath.write_bytes_sync(held, change.path, result, _mode(change, held, root))
     return result
-
-
-def _undo_pinned(root: Path | str, change: FileChange, hunk_index: int | None) -> bytes | None:
-    # The cwd, a real path, held open: a link swapped in on its way after the caller checked it sends no write there.
-    with beneath.pinned(root) as held:
-        return _undo_sync(held, change, hunk_index)
 
 
 async def undo(root: Path | str, path: str, hunk_index: int | None, change: FileChange) -> str | None:
@@ -67,7 +67,7 @@ async def undo(root: Path | str, path: str, hunk_index: int | None, change: File
     if path != change.path:
         raise ValueError(f"undo of {path} given the change of {change.path}")
     try:
-        data = await asyncio.to_thread(_undo_pinned, root, change, hunk_index)
+        data = await asyncio.to_thread(_undo_sync, root, change, hunk_index)
     except beneath.OutsideRoot as exc:
         raise WorkspaceError(f"{change.path}: outside the workspace or through a symlink ({exc.strerror})") from exc
     if data is None or change.binary:
