@@ -10,7 +10,7 @@ import { chatHtml } from "./lib/chatHtml";
 import { ChatItem } from "./lib/chatModel";
 import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { EditorContext, parseMcpList } from "./lib/protocol";
-import { Chip, FromWebview, Header, ImageSource, PromptImage, ToWebview, isImageName, parseWebviewMessage } from "./lib/webviewMessages";
+import { Chip, FromWebview, Header, ImageSource, PromptImage, ToWebview, Unposted, isImageName, parseWebviewMessage, refusedPrompt } from "./lib/webviewMessages";
 import { errorText } from "./lib/errors";
 import { isSlashCommand } from "./lib/slash";
 import { workspaceNote } from "./workFolder";
@@ -26,7 +26,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   private readonly chips = new Map<string, Held>();
   // Prompts put back before the view's script is up (the chat not opened since the window started, or reloading):
   // posted once it says it is ready (posted before, they went nowhere while the chat said they were in the input).
-  private unposted: ToWebview[] | undefined = [];
+  private readonly unposted = new Unposted<ToWebview>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -45,7 +45,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     view.webview.onDidReceiveMessage((raw) => this.receive(raw));
     view.onDidDispose(() => {
       this.view = undefined;
-      this.unposted = [];
+      this.unposted.disposed();
     });
   }
 
@@ -61,11 +61,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
   }
 
   /** Put a prompt that was not sent back in the chat's input, with the chips and pasted images it was sent with. */
-  putBack(text: string, chips: readonly Held[] = [], images: readonly PromptImage[] = []): void {
+  putBack(text: string, chips: readonly Held[] = [], images: readonly PromptImage[] = [], note?: string): void {
     for (const held of chips) this.chips.set(held.chip.id, held);
-    const message: ToWebview = { type: "unsent", text, chips: chips.map((held) => held.chip), images: [...images] };
-    if (this.unposted) this.unposted.push(message);
-    else this.post(message);
+    const message: ToWebview = { type: "unsent", text, chips: chips.map((held) => held.chip), images: [...images], ...(note ? { note } : {}) };
+    this.unposted.post(message, (m) => this.post(m));
   }
 
   unsent(text: string, contexts: readonly EditorContext[]): void {
@@ -124,6 +123,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     const message = parseWebviewMessage(raw);
     if (!message) {
       this.log.warn(`ignored an invalid message from the chat view: ${safeJson(raw)}`);
+      // A prompt refused goes back in the input, said (taken above, it was gone from the input and from the page's
+      // state), with the chips it was sent with.
+      const refused = refusedPrompt(raw);
+      const ids = (raw as { chips?: unknown }).chips;
+      const chips = Array.isArray(ids) ? this.takeChips(ids.filter((id): id is string => typeof id === "string")) : [];
+      if (refused) this.putBack(refused.text, chips, [], `Ollie did not take the prompt: ${refused.why}. It is back in the input.`);
       return;
     }
     void this.handle(message).catch((err: unknown) => {
@@ -142,8 +147,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         this.reset();
         this.statusChanged(this.conversation.status);
         this.onboardingChanged(this.conversation.onboarding);
-        for (const unsent of this.unposted ?? []) this.post(unsent);
-        this.unposted = undefined;
+        for (const unsent of this.unposted.ready()) this.post(unsent);
         return;
       case "submit": {
         const chips = this.takeChips(message.chips);

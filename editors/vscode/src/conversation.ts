@@ -57,6 +57,8 @@ export interface SessionMemory {
 export class Conversation implements vscode.Disposable {
   private readonly models = new Map<string, ChatModel>();
   private readonly statuses = new Map<string, SessionStatus>();
+  // The sessions whose `turn` start event came, and not its end yet.
+  private readonly turning = new Set<string>();
   private current: string | undefined;
   private readonly dirty = new Map<number, ChatItem>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -188,7 +190,9 @@ export class Conversation implements vscode.Disposable {
   get status(): SessionStatus {
     const session = this.current ?? "";
     const status = this.statuses.get(session) ?? { state: this.daemon.running ? "idle" : "stopped", running: false, cost: undefined };
-    return { ...status, asking: this.questions.asks(session) };
+    // Between a turn's end and the queued prompt's start the daemon is not idle: the status bar does not say so.
+    const next = !status.running && this.queued.runsNext(session);
+    return { ...status, ...(next ? { state: "running the queued prompt" } : {}), asking: this.questions.asks(session) };
   }
 
   /** Subscribe a view; returns its disposable. */
@@ -509,7 +513,15 @@ export class Conversation implements vscode.Disposable {
     if (this.current === undefined) this.adopt(event.session);
     const model = this.modelFor(event.session);
     const changed = model.apply(event);
-    if (event.role === "turn") this.updateStatus(event.session, { running: event.content === "start" });
+    if (event.role === "turn") {
+      const start = event.content === "start";
+      if (start) this.turning.add(event.session);
+      else this.turning.delete(event.session);
+      this.queued.turnEvent(event.session, event.content, () => event.session === this.current && this.emitStatus());
+      // Idle at the end (a state that said so before it was held back, below), not at the next start.
+      const idle = this.statuses.get(event.session)?.state === "idle";
+      this.updateStatus(event.session, start ? { running: true, ...(idle ? { state: "thinking" } : {}) } : { running: false, state: "idle" });
+    }
     if (event.session === this.current) for (const item of changed) this.changed(item);
     if (event.role === "user") this.queued.started(event.session, event.content);
     if (event.role === "tool") this.queued.taken(event.session);
@@ -524,7 +536,10 @@ export class Conversation implements vscode.Disposable {
 
   private onState(state: StateChanged): void {
     if (this.current === undefined) this.adopt(state.session);
-    this.updateStatus(state.session, { state: state.state, running: state.running, cost: state.cost });
+    // The daemon may say idle before the turn's end event comes (it saves, runs hooks): the chat has not drawn that
+    // end yet, nor has a prompt queued behind it started; the end event says idle then.
+    const ending = !state.running && this.turning.has(state.session);
+    this.updateStatus(state.session, ending ? { cost: state.cost } : { state: state.state, running: state.running, cost: state.cost });
     this.titleToldAt.set(state.session, ++this.stateChanges);
     this.setTitle(state.session, state.title);
   }
@@ -551,6 +566,7 @@ export class Conversation implements vscode.Disposable {
       this.questions.cancelAll();
       // Its queues ended with it; what was saved of them comes back once the next daemon is up (or is forgotten).
       this.queued.clear();
+      this.turning.clear();
       if (this.daemon.crashed) {
         // Its turns died with it: no session runs now, and the daemon the client restarts shows this chat again.
         this.restore ??= this.current;
@@ -659,6 +675,11 @@ export class Conversation implements vscode.Disposable {
   }
 
   private emitStatus(): void {
+    // The chat first: the turn's end drawn before the status bar says idle (it said so up to FLUSH_MS before).
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer);
+      this.flush();
+    }
     const status = this.status;
     for (const listener of this.listeners) listener.statusChanged(status);
   }

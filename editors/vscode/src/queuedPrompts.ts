@@ -8,6 +8,7 @@
 
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
+import { typedText } from "./lib/promptContext";
 import { EditorContext } from "./lib/protocol";
 import { SessionHost } from "./sessionHost";
 
@@ -16,6 +17,8 @@ export interface SavedPrompt {
   text: string;
   contexts: EditorContext[];
   injected?: boolean;
+  /** The injects a prompt joins, each with its own context items (after a reload they go as injects again). */
+  parts?: SavedPrompt[];
 }
 
 /** A session's queued prompts as remembered across a reload. */
@@ -63,7 +66,7 @@ function heldNotice(count: number, why: string): string {
 function gone(waiting: readonly string[]): (text: string) => boolean {
   const left = [...waiting];
   return (text) => {
-    const index = left.findIndex((queued) => queued.includes(text));
+    const index = left.findIndex((queued) => typedText(queued).includes(text));
     if (index >= 0) left.splice(index, 1);
     return index < 0;
   };
@@ -75,7 +78,8 @@ export function joinedInjects(prompts: readonly SavedPrompt[]): SavedPrompt[] {
   const injects = prompts.filter((p) => p.injected);
   const rest = prompts.filter((p) => !p.injected);
   if (injects.length === 0) return rest;
-  return [...rest, { text: injects.map((p) => p.text).join("\n"), contexts: injects.flatMap((p) => p.contexts), injected: true }];
+  const parts = injects.map(({ text, contexts }) => ({ text, contexts }));
+  return [...rest, { text: injects.map((p) => p.text).join("\n"), contexts: injects.flatMap((p) => p.contexts), parts }];
 }
 
 /** What the chat says of the prompts a restarted daemon ended (queued, held or injected), put back in the input. */
@@ -99,12 +103,34 @@ export class QueuedPrompts {
   // when the session is shown), and each re-queueing under way (the first show starts it; a later one waits on it).
   private readonly carried = new Set<string>();
   private readonly restoring = new Map<string, Promise<void>>();
+  // The sessions whose turn ended with prompts this window queued behind it: the daemon runs the next at once.
+  private readonly next = new Set<string>();
 
   constructor(
     private readonly host: SessionHost,
     private readonly memory: QueueMemory | undefined,
     private readonly reset: (session: string) => void,
   ) {}
+
+  /** Whether the daemon is about to run a prompt this window queued in `session`: its turn ended, the next to come. */
+  runsNext(session: string): boolean {
+    return this.next.has(session) && !this.held.has(session);
+  }
+
+  /** A `turn` event of `session`: after an end (not a Stop's, nor a command's) the daemon runs what this window queued
+   * behind it at once; `settled` is told when it turns out to run nothing (a turn it refused would wait for ever). */
+  turnEvent(session: string, content: string, settled: () => void): void {
+    if (content === "start" || content === "interrupted" || content === "command" || !this.pending.get(session)?.length) {
+      this.next.delete(session);
+      return;
+    }
+    this.next.add(session);
+    const done = () => this.next.delete(session) && settled();
+    this.host.daemon.request<QueueState>("ollie/state", { session }).then((state) => {
+      const waiting = Array.isArray(state.queuedPrompts) && state.queuedPrompts.length > 0 && state.queueHeld !== true;
+      if (state.running !== true && !waiting) done();
+    }, done);
+  }
 
   /** Whether a prompt sent to `session` now must go behind held queued prompts. */
   holds(session: string): boolean {
@@ -153,8 +179,9 @@ export class QueuedPrompts {
   /** A queued prompt's turn started: it is no longer waiting (nor the injected text the daemon queued as one). */
   started(session: string, content: string): void {
     const prompts = this.pending.get(session) ?? [];
-    const ran = prompts.filter((p) => p.injected && content.includes(p.text));
-    const index = prompts.findIndex((p) => !p.injected && content.includes(p.text));
+    const typed = typedText(content);
+    const ran = prompts.filter((p) => p.injected && typed.includes(p.text));
+    const index = prompts.findIndex((p) => !p.injected && typed.includes(p.text));
     if (!ran.length && index >= 0) ran.push(prompts[index]);
     // Injects no tool result took run as one prompt (the daemon joins them): one prompt shows them all.
     if (ran.length > 1) this.host.modelFor(session).join(ran.map((p) => p.text));
@@ -232,13 +259,17 @@ export class QueuedPrompts {
     const prompts: SavedPrompt[] = [];
     for (const prompt of saved) {
       try {
-        await this.host.daemon.request("ollie/queue", { session, text: prompt.text, context: contextParam(prompt.contexts) });
+        // Injects go as injects (into no turn: the daemon queues them, joined as it joined them before, each one's
+        // context blocks before its text; queued as one prompt, all the blocks came first).
+        for (const part of prompt.parts ?? [prompt]) {
+          await this.host.daemon.request(prompt.parts ? "ollie/inject" : "ollie/queue", { session, text: part.text, context: contextParam(part.contexts) });
+        }
       } catch (err) {
         this.host.log.warn(`re-queueing after a reload: ${errorText(err)}`);
         continue;
       }
       // Queued again it is a queued prompt, whatever it was (no tool result takes it now).
-      prompts.push({ text: prompt.text, contexts: prompt.contexts });
+      prompts.push({ text: prompt.text, contexts: prompt.contexts, ...(prompt.parts ? { parts: prompt.parts } : {}) });
       this.host.changedIn(session, model.addUser(prompt.text, { note: "held", contextLabels: prompt.contexts.map(describeEditorContext) }));
     }
     // Those queued meanwhile (a prompt sent while these were re-queued) go behind them, as in the daemon.
@@ -260,6 +291,7 @@ export class QueuedPrompts {
   /** Forget every session's state (a daemon ended or a fresh one started; `carry` brings back what was saved). */
   clear(): void {
     this.held.clear();
+    this.next.clear();
     this.pending.clear();
     this.latestAsk.clear();
     this.carried.clear();

@@ -1,6 +1,6 @@
 // The conversation as the chat view shows it, built from `ollie/event` notifications.
 
-import { splitEditorContext } from "./promptContext";
+import { splitEditorContext, typedText } from "./promptContext";
 import type { OllieEvent, ToolImage } from "./protocol";
 import type { StepDiff, StepLocation, ToolStep } from "./steps";
 
@@ -190,7 +190,8 @@ export class ChatModel {
   // leaves its place among the side notes and becomes the prompt of the running turn, after everything before;
   // a prompt this chat does not show (queued in another window) is added.
   private promptStarted(content: string): ChatItem[] {
-    const waited = (notes: readonly PromptNote[]) => this.items.findIndex((i) => i.kind === "user" && i.note !== undefined && notes.includes(i.note) && content.includes(i.text));
+    const typed = typedText(content);
+    const waited = (notes: readonly PromptNote[]) => this.items.findIndex((i) => i.kind === "user" && i.note !== undefined && notes.includes(i.note) && typed.includes(i.text));
     // Dropped: the queue was read as its turn began (a command's during the turn before).
     const index = [waited(["queued", "held"]), waited(["dropped"])].find((i) => i >= 0) ?? -1;
     if (index < 0) {

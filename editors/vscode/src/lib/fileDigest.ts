@@ -45,16 +45,21 @@ export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string
   return bytes && sha256(bytes);
 }
 
-/** Whether `bytes` are UTF-8 text other than `text` (an editor's text of a file: no BOM, its own line ends). Bytes
- * that are not UTF-8 (another encoding) cannot be told apart: false. */
+/** Whether `bytes` are text other than `text` (an editor's text of a file: no BOM, its own line ends), read as UTF-8,
+ * or as UTF-16 when they hold a NUL (VS Code reads such a file as UTF-16 even without a BOM; as UTF-8 its NULs made
+ * it other text). Bytes in another encoding cannot be told apart: false. */
 export function holdsOtherText(bytes: Buffer, text: string): boolean {
   const lines = (s: string): string => s.replace(/\r\n?/g, "\n");
-  try {
-    // The decoder drops a BOM.
-    return lines(new TextDecoder("utf-8", { fatal: true }).decode(bytes)) !== lines(text);
-  } catch {
-    return false;
-  }
+  const encodings = bytes.includes(0) ? ["utf-16le", "utf-16be"] : ["utf-8"];
+  const read = encodings.flatMap((encoding) => {
+    try {
+      // The decoder drops a BOM.
+      return [lines(new TextDecoder(encoding, { fatal: true }).decode(bytes))];
+    } catch {
+      return [];
+    }
+  });
+  return read.length > 0 && !read.includes(lines(text));
 }
 
 /** `file`'s stamp (`stamp()`: its mtime as the caller reads it) with its digest, the digest undefined when the stamp

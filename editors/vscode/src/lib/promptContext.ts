@@ -1,8 +1,8 @@
 // A prompt as the daemon saves and announces it: the editor-context blocks before the text the user typed.
 
 // The daemon prefixes a prompt's editor context as `<editor-context>\nFile: a.py (python)\n...</editor-context>`, one
-// block per context item.
-const EDITOR_CONTEXT = /^\s*<editor-context>\n([\s\S]*?)\n<\/editor-context>\n*/;
+// block per context item; injects it joined have each one's blocks before its own line.
+const EDITOR_CONTEXT = /(?<=^|\n)\s*<editor-context>\n([\s\S]*?)\n<\/editor-context>\n*/g;
 
 // The engine tells the model of the user's undos after the next prompt (ollie.agent.review); not the user's words.
 const UNDO_NOTE = /\n\nthe user undid these changes of yours \(turn \d+\): [^\n]*/g;
@@ -19,13 +19,15 @@ function blockLabel(body: string): string {
   return /^Selected text:$/m.test(header) ? `${path} (selection)` : path;
 }
 
-/** A saved user message split into the prompt the user typed and one label per editor-context block before it. */
+/** A saved user message split into the prompt the user typed and one label per editor-context block in it. */
 export function splitEditorContext(saved: string): { prompt: string; contextLabels?: string[] } {
-  let content = saved.replace(UNDO_NOTE, "");
   const contextLabels: string[] = [];
-  for (let match = EDITOR_CONTEXT.exec(content); match; match = EDITOR_CONTEXT.exec(content)) {
-    contextLabels.push(blockLabel(match[1]));
-    content = content.slice(match[0].length);
-  }
-  return contextLabels.length > 0 ? { prompt: content, contextLabels } : { prompt: content };
+  const prompt = saved.replace(UNDO_NOTE, "").replace(EDITOR_CONTEXT, (_block, body: string) => {
+    contextLabels.push(blockLabel(body));
+    return "";
+  });
+  return contextLabels.length > 0 ? { prompt, contextLabels } : { prompt };
 }
+
+/** What the user typed of a prompt the daemon announces or queues: its editor-context blocks left out. */
+export const typedText = (prompt: string): string => splitEditorContext(prompt).prompt;

@@ -88,7 +88,7 @@ export type ToWebview =
   | { type: "header"; header: Header }
   | { type: "onboarding"; onboarding: Onboarding | null }
   | { type: "chip"; chip: Chip }
-  | { type: "unsent"; text: string; chips: Chip[]; images: PromptImage[] }
+  | { type: "unsent"; text: string; chips: Chip[]; images: PromptImage[]; note?: string }
   | { type: "focusInput" }
   // The host has the oldest prompt the page sent and has not heard of since (the page keeps it until then).
   | { type: "taken" }
@@ -171,4 +171,39 @@ export function parseWebviewMessage(raw: unknown): FromWebview | undefined {
   // Images go with a prompt sent now only (the daemon's queue and inject are text).
   const pictures = type === "submit" ? images(message.images) : undefined;
   return pictures ? ({ ...parsed, images: pictures } as FromWebview) : undefined;
+}
+
+/** Why a prompt the page sent is not one `parseWebviewMessage` takes, with its text to put back; undefined for a
+ * message that is no prompt, or one with no text to give back. */
+export function refusedPrompt(raw: unknown): { text: string; why: string } | undefined {
+  const { type, text, images: pictures } = (raw ?? {}) as Record<string, unknown>;
+  if (typeof type !== "string" || !TEXT_TYPES.has(type) || typeof text !== "string" || parseWebviewMessage(raw)) return undefined;
+  if (text.length > MAX_PROMPT_LENGTH) return { text, why: `it is over ${MAX_PROMPT_LENGTH.toLocaleString("en")} characters` };
+  if (pictures !== undefined && type !== "submit") return { text, why: "images go only with a prompt sent when no turn runs" };
+  if (pictures !== undefined) return { text, why: `an image was refused (at most ${MAX_IMAGES} go, each of at most 5 MiB, its name at most 256 characters)` };
+  return { text, why: "it is empty" };
+}
+
+/** Messages for a chat page that is not up yet (the chat not opened since the window started, or its page loading):
+ * held until it says it is ready, and kept for the next page when this one goes before it was. */
+export class Unposted<T> {
+  private held: T[] | undefined = [];
+
+  /** Post `message` with `send` now (the page is up), or hold it. */
+  post(message: T, send: (message: T) => void): void {
+    if (this.held) this.held.push(message);
+    else send(message);
+  }
+
+  /** The page is up: the messages held for it, to post; later ones go at once. */
+  ready(): T[] {
+    const held = this.held ?? [];
+    this.held = undefined;
+    return held;
+  }
+
+  /** The page went: the next one is held for; what this one never took waits for it (it was lost with the page). */
+  disposed(): void {
+    this.held ??= [];
+  }
 }

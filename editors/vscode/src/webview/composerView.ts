@@ -101,12 +101,13 @@ export class Composer {
   }
 
   /** Put a prompt that was not sent back in the input, before what was typed since, with its chips and images. */
-  putBack(text: string, chips: Chip[], images: PromptImage[]): void {
+  putBack(text: string, chips: Chip[], images: PromptImage[], note?: string): void {
     this.input.value = this.input.value.trim() ? `${text}\n${this.input.value}` : text;
     this.chips = [...chips, ...this.chips.filter((c) => !chips.some((back) => back.id === c.id))].slice(0, MAX_CHIPS);
     this.images = [...images.map((image, n) => ({ ...image, id: `image-${Date.now()}-${n}` })), ...this.images].slice(0, MAX_IMAGES);
     this.renderChips();
     this.refresh();
+    if (note) this.note(note);
     this.input.focus();
   }
 

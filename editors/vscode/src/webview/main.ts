@@ -368,7 +368,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       composer.addChip(message.chip);
       break;
     case "unsent":
-      composer.putBack(message.text, message.chips, message.images);
+      composer.putBack(message.text, message.chips, message.images, message.note);
       break;
     case "focusInput":
       composer.focus();

@@ -416,7 +416,7 @@ export async function withUnsavedNote(script, body) {
 
 /** The webview frame that holds the chat (VS Code nests it two iframes deep). */
 export async function chatFrame(page) {
-  return until("the chat webview", async () => {
+  const frame = await until("the chat webview", async () => {
     for (const frame of page.frames()) {
       try {
         if (await frame.$("#input")) return frame;
@@ -426,6 +426,54 @@ export async function chatFrame(page) {
     }
     return null;
   });
+  void traceChat(page, frame).catch(() => undefined); // not awaited: a test looks at the page as early as before
+  return frame;
+}
+
+// What each chat page saw, in order, from the moment a test found it: the keys that send, the input's value after
+// each event, its focus, and every message from the host (a prompt that vanished shows where: cleared on a send the
+// host never took, dropped by a redraw, ...). Kept in memory, written for a failure alone (chat-trace.log).
+const chatTrace = [];
+const tracedPages = new WeakSet();
+
+async function traceChat(page, frame) {
+  if (!tracedPages.has(page)) {
+    tracedPages.add(page);
+    await page.exposeBinding("__ollieTrace", ({ frame: from }, line) => {
+      chatTrace.push(`${new Date().toISOString().slice(11, 23)} [${from.name() || from.url().slice(-24)}] ${line}`);
+      if (chatTrace.length > 5000) chatTrace.shift();
+    });
+  }
+  await frame
+    .evaluate(() => {
+      if (window.__ollieTraced) return;
+      window.__ollieTraced = true;
+      const input = document.getElementById("input");
+      const clip = (text) => JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…(${text.length})` : text);
+      // Listeners added after the page's own: each line says the input as the page left it.
+      const note = (what) => window.__ollieTrace?.(`${what} | input ${clip(input.value)}${document.activeElement === input ? " focused" : ""}`);
+      const users = (items) => (items ?? []).filter((i) => i.kind === "user").map((i) => `${clip(i.text)}${i.note ? ` (${i.note})` : ""}`).join(", ");
+      const told = (m) => {
+        if (m.type === "items" || m.type === "reset") return `${m.type}${m.type === "reset" ? ` ${m.session} running=${m.running}` : ""} ${m.items?.length} items; user: ${users(m.items)}`;
+        if (m.type === "unsent") return `unsent ${clip(m.text)}`;
+        if (m.type === "status") return `status running=${m.running}`;
+        return String(m.type);
+      };
+      note("traced");
+      window.addEventListener("message", (event) => note(`host: ${told(event.data ?? {})}`));
+      window.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" || event.key === "Escape") note(`key ${event.ctrlKey ? "Ctrl+" : ""}${event.shiftKey ? "Shift+" : ""}${event.key}`);
+      });
+      input.addEventListener("input", () => note("typed"));
+      input.addEventListener("focus", () => note("focus"));
+      input.addEventListener("blur", () => note("blur"));
+      window.addEventListener("pagehide", () => note("pagehide"));
+    })
+    .catch(() => undefined); // the frame went away: the next chatFrame traces its new page
+}
+
+function saveChatTrace() {
+  if (chatTrace.length) fs.writeFileSync(path.join(artifacts, "chat-trace.log"), `${chatTrace.join("\n")}\n`);
 }
 
 // The chat's text at a failure, collapsed parts too (a step's output says why it failed; the screenshot does not).
@@ -495,6 +543,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     if (!fs.existsSync(file)) fail(`${what} not found at ${file}: run scripts/setup.d/30-vscode.sh`);
   }
   const watchdog = setTimeout(() => {
+    saveChatTrace();
     copyLogs(path.join(work, "user-data"));
     fail(`the whole test took too long\nartifacts: ${artifacts}`);
   }, Number(process.env.OLLIE_E2E_TOTAL_MS || 240000));
@@ -535,6 +584,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
   } catch (err) {
     if (page) await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
     if (page) await saveChatText(page);
+    saveChatTrace();
     copyLogs(path.join(work, "user-data"));
     await browser?.close().catch(() => undefined);
     fail(`${err instanceof Error ? err.stack : String(err)}\nartifacts: ${artifacts}`);

@@ -1,13 +1,17 @@
 // E2E in real VS Code (code-server): text injected (Ctrl+Enter) into a running turn that has not taken it yet is never
 // lost. Injected twice into a reply that ends with no tool result, it runs as the next prompt and shows once, as sent
 // (it stayed marked injected into the turn that never saw it, and showed again as its own turn's prompt). Injected with a file chip into a slow reply (no tool result takes it), it comes back held after a window reload,
-// as a queued prompt does, two injects as one prompt (as the daemon runs them). A prompt over the length limit is refused
-// on the page, said, its text kept; a redraw of the chat keeps the place of a user who scrolled up. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
+// as a queued prompt does, two injects as one prompt, each one's file before its text (as the daemon joined them). A prompt over the length limit is refused
+// on the page, said, its text kept, and one the host refuses (an image named too long) comes back in the input, said;
+// a redraw of the chat keeps the place of a user who scrolled up. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
 // text is back in the input with its chip once the chat is opened, said (it vanished: the put-back went to no view).
 //
 // Usage: node test/e2e/inject.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, pickFile, runCommand, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { giveImage, log, openChat, pickFile, runCommand, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+// A real 24x16 red PNG.
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
 
 const script = [
   { text: Array.from({ length: 80 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n") },
@@ -21,7 +25,7 @@ const reload = async (page) => {
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
 };
 
-await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, screenshot }) => {
+await withVSCode({ script, files: { "notes.txt": "notes\n", "style.txt": "style\n" } }, async ({ page, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   let chat = await openChat(page);
   const injected = () => chat.locator(".item.user", { hasText: "Use tabs." }).locator(".meta");
@@ -33,11 +37,34 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   if ((await chat.locator("#input").inputValue()) !== long) throw new Error("the prompt over the limit left the input");
   log("a prompt over the limit was refused at once, said, its text kept in the input");
 
+  // A prompt the host refuses (a dropped image named past 256 characters): back in the input, said (the host said
+  // "taken" and dropped it: it was gone from the input and from the page's state).
+  await chat.locator("#input").fill("");
+  await giveImage(chat, "drop", `${"n".repeat(300)}.png`, PNG);
+  await chat.locator("#chips .chip", { hasText: "nnnn" }).waitFor({ timeout: waitMs });
+  await send(chat, "What is in this picture?");
+  await chat.locator("#imageNote", { hasText: "Ollie did not take the prompt: an image was refused" }).waitFor({ timeout: waitMs }).catch(async () => {
+    throw new Error(`the refused prompt was not said; the input holds ${JSON.stringify(await chat.locator("#input").inputValue())}`);
+  });
+  if ((await chat.locator("#input").inputValue()) !== "What is in this picture?") throw new Error("the refused prompt's text did not come back");
+  await screenshot("inject-refused-prompt-back");
+  await chat.locator("#input").fill("");
+  log("a prompt the host refused came back in the input, said why");
+
   // A long answer: the chat scrolls.
   await send(chat, "Answer at length.");
   await chat.locator(".item.assistant", { hasText: "Line 80 of" }).waitFor({ timeout: waitMs });
 
-  // 0. Injected into a reply that no tool result interrupts: it runs as the next prompt, shown once, as sent.
+  // 0. Injected into a reply that no tool result interrupts: it runs as the next prompt, shown once, as sent. The
+  // status bar says idle only once it has run (it said so between the two turns).
+  await page.evaluate(() => {
+    const texts = (window.__ollieStatus = []);
+    const look = () => {
+      const text = [...document.querySelectorAll(".statusbar-item")].map((e) => e.textContent ?? "").find((t) => t.includes("Ollie:"));
+      if (text && text !== texts.at(-1)) texts.push(text);
+    };
+    new MutationObserver(look).observe(document.querySelector(".part.statusbar"), { subtree: true, childList: true, characterData: true });
+  });
   await send(chat, "Tell a short story.");
   await chat.locator(".item.assistant", { hasText: "A short" }).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
@@ -49,6 +76,13 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   await chat.locator("#log").evaluate((log) => log.scrollTo(0, 0));
   if ((await chat.locator(".item.user .meta", { hasText: "injected" }).count()) !== 2) throw new Error("the injects ran before the user scrolled up");
   await chat.locator(".item.assistant", { hasText: "Spaces it is." }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
+  const shownStatus = await page.evaluate(() => window.__ollieStatus);
+  const idle = (text) => text.includes("Ollie: idle");
+  const busy = shownStatus.slice(shownStatus.findIndex((text) => !idle(text)), shownStatus.findLastIndex((text) => !idle(text)) + 1);
+  if (busy.length === 0 || busy.some(idle)) {
+    throw new Error(`the status bar said idle before the injected text ran: ${JSON.stringify(shownStatus)}`);
+  }
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
   const top = await chat.locator("#log").evaluate((log) => log.scrollTop);
   if (top > 40) throw new Error(`the chat drawn anew scrolled the reader from the top to ${top}`);
@@ -61,6 +95,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   }
   await screenshot("inject-untaken-ran");
   log("text injected twice that no tool result took ran as the next prompt, shown once, as sent");
+  log("the status bar said idle only once the injected text had run");
 
   // 1. Injected into a slow reply, with a file chip: no tool result takes it before the window reloads.
   await send(chat, "Tell a slow story.");
@@ -69,6 +104,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   await pickFile(page, chat, "notes.txt");
   await send(chat, "Use tabs.", "Control+Enter");
   await injected().filter({ hasText: "injected" }).waitFor({ timeout: waitMs });
+  await pickFile(page, chat, "style.txt");
   await send(chat, "And wide ones.", "Control+Enter");
   await chat.locator(".item.user", { hasText: "And wide ones." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
   await screenshot("inject-injected");
@@ -82,6 +118,16 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
   await chat.locator(".item.notice", { hasText: "The window reloaded during a turn: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
   await screenshot("inject-held-after-reload");
   log("text injected and not taken when the window reloaded came back held");
+  // Queued again as the daemon had joined them: each file's block before its own text (both came first).
+  await send(chat, "/queued");
+  const listed = chat.locator(".item.notice", { hasText: "queued (1)" });
+  await listed.waitFor({ timeout: waitMs });
+  const queued = (await listed.textContent()) ?? "";
+  const order = ["notes.txt", "Use tabs.", "style.txt", "And wide ones."].map((part) => queued.indexOf(part));
+  if (order.some((at, n) => at < 0 || (n > 0 && at < order[n - 1]))) throw new Error(`the held injects were queued as ${JSON.stringify(queued)}`);
+  await chat.locator(".item.user", { hasText: "And wide ones." }).locator(".meta", { hasText: "held" }).waitFor({ timeout: waitMs });
+  await screenshot("inject-held-queued-listing");
+  log("the held injects were queued again as the daemon had joined them, each file before its text");
 
   // 3. The chat view hidden, the window reloads (the view is not resolved) and Restart comes before it is opened.
   const chatResolved = async () =>

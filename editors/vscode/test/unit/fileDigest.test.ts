@@ -59,5 +59,13 @@ test("a file that holds other text than the editor read from it is told; its lin
   assert.equal(holdsOtherText(Buffer.from("\ufeffx = 1\r\ny = 2\n"), "x = 1\ny = 2\n"), false, "a BOM and mixed line ends");
   assert.equal(holdsOtherText(Buffer.from("x = 'caf\xe9'\n", "latin1"), "x = 'café'\n"), false, "not UTF-8: cannot tell");
   assert.equal(holdsOtherText(Buffer.from("x = 'café'\n"), "x = 'cafe'\n"), true);
+  // UTF-16 with no BOM (VS Code reads it as such): as UTF-8, its NULs made it other text, changed on disk until saved.
+  for (const encoding of ["utf16le", "utf16be"] as const) {
+    const utf16 = (s: string) => (encoding === "utf16le" ? Buffer.from(s, "utf16le") : Buffer.from(s, "utf16le").swap16());
+    assert.equal(holdsOtherText(utf16("x = 1\r\n"), "x = 1\n"), false, `${encoding}, no BOM`);
+    assert.equal(holdsOtherText(utf16("x = 'café'\n"), "x = 'café'\n"), false, `${encoding}, no BOM, not ASCII`);
+    assert.equal(holdsOtherText(utf16("\ufeffx = 1\n"), "x = 1\n"), false, `${encoding}, a BOM`);
+    assert.equal(holdsOtherText(utf16("x = 2\n"), "x = 1\n"), true, `${encoding}, other text`);
+  }
   fs.rmSync(dir, { recursive: true });
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseEvent, parseStateChanged, sessionIdOf } from "../../src/lib/protocol";
-import { MAX_CHIPS, MAX_PROMPT_LENGTH, modelLabel, parseWebviewMessage } from "../../src/lib/webviewMessages";
+import { MAX_CHIPS, MAX_PROMPT_LENGTH, Unposted, modelLabel, parseWebviewMessage, refusedPrompt } from "../../src/lib/webviewMessages";
 
 test("valid webview messages pass, extra fields are dropped", () => {
   assert.deepEqual(parseWebviewMessage({ type: "submit", text: "hi", evil: "<script>" }), { type: "submit", text: "hi" });
@@ -158,4 +158,32 @@ test("the composer names the session's model, and its agent when it is not the d
   assert.equal(modelLabel({ agent: "plan", model: "gpt-4.1" }), "plan · gpt-4.1");
   assert.equal(modelLabel({ agent: "", model: "" }), "");
   assert.deepEqual(parseWebviewMessage({ type: "switchModel", model: "evil" }), { type: "switchModel" });
+});
+
+test("a prompt the host refuses is given back with why: over the limit, a bad image, images with a queued prompt", () => {
+  const long = "x".repeat(MAX_PROMPT_LENGTH + 1);
+  assert.deepEqual(refusedPrompt({ type: "submit", text: long }), { text: long, why: "it is over 1,000,000 characters" });
+  const named = { name: "n".repeat(300), data: "data:image/png;base64,AAAA" };
+  assert.match(refusedPrompt({ type: "submit", text: "look", images: [named] })?.why ?? "", /an image was refused .*256 characters/);
+  assert.equal(refusedPrompt({ type: "queue", text: "later", images: [] })?.text, "later");
+  assert.equal(refusedPrompt({ type: "submit", text: "fine" }), undefined, "taken: nothing to give back");
+  assert.equal(refusedPrompt({ type: "submit", text: 5 }), undefined, "no text to give back");
+  assert.equal(refusedPrompt({ type: "openFile", path: "\0" }), undefined, "no prompt");
+});
+
+test("a put-back for a page never up waits for the next page when that one goes: never lost with it", () => {
+  const posted: string[] = [];
+  const send = (m: string) => posted.push(m);
+  const unposted = new Unposted<string>();
+  unposted.post("before any page", send);
+  unposted.disposed(); // the page went before it said it was ready
+  unposted.post("while none", send);
+  assert.deepEqual(posted, []);
+  assert.deepEqual(unposted.ready(), ["before any page", "while none"], "the next page gets both");
+  unposted.post("page up", send);
+  assert.deepEqual(posted, ["page up"]);
+  unposted.disposed();
+  unposted.post("for the next page", send);
+  assert.deepEqual(posted, ["page up"]);
+  assert.deepEqual(unposted.ready(), ["for the next page"]);
 });

@@ -8,8 +8,11 @@ import type { SessionHost } from "../../src/sessionHost";
 // The daemon's answers come when the test says: each request waits until `answer(method, result)`.
 class Answers {
   private readonly waiting: { method: string; resolve: (result: unknown) => void }[] = [];
+  /** Every request sent, in order, with its params. */
+  readonly sentLog: { method: string; params: unknown }[] = [];
 
-  request(method: string): Promise<unknown> {
+  request(method: string, params?: unknown): Promise<unknown> {
+    this.sentLog.push({ method, params });
     return new Promise((resolve) => this.waiting.push({ method, resolve }));
   }
 
@@ -34,7 +37,7 @@ function queue(memory?: QueueMemory): { prompts: QueuedPrompts; answers: Answers
   const model = new ChatModel();
   const quiet = { info: () => undefined, warn: () => undefined };
   const host = {
-    daemon: { request: (method: string) => answers.request(method) } as unknown as Daemon,
+    daemon: { request: (method: string, params?: unknown) => answers.request(method, params) } as unknown as Daemon,
     log: quiet,
     modelFor: () => model,
     changedIn: () => undefined,
@@ -147,11 +150,15 @@ function windowState(): QueueMemory & { saved: readonly SavedQueue[] | undefined
 const prompt = (text: string) => ({ text, contexts: [] });
 
 // A daemon that showed the last one's sessions again started: re-queueing `session`'s prompts, each accepted.
-async function restored(prompts: QueuedPrompts, answers: Answers, session: string, count: number): Promise<void> {
+async function restored(prompts: QueuedPrompts, answers: Answers, session: string, count: number, injects = 0): Promise<void> {
   const restoring = prompts.restore(session);
   for (let i = 0; i < count; i++) {
     await answers.sent("ollie/queue");
     answers.answer("ollie/queue", { depth: i + 1 });
+  }
+  for (let i = 0; i < injects; i++) {
+    await answers.sent("ollie/inject");
+    answers.answer("ollie/inject", {});
   }
   await restoring;
 }
@@ -274,11 +281,11 @@ test("injected text saved across a reload comes back as a held queued prompt, wh
   const { prompts, answers, model } = queue(memory);
   prompts.clear();
   prompts.carry();
-  await restored(prompts, answers, "s", 1);
+  await restored(prompts, answers, "s", 0, 1);
   assert.ok(prompts.holds("s"));
   assert.deepEqual(notes(model), ["held"]);
   prompts.taken("s");
-  assert.deepEqual(memory.saved?.[0].prompts, [prompt("Use tabs.")]);
+  assert.deepEqual(memory.saved?.[0].prompts, [{ ...prompt("Use tabs."), parts: [prompt("Use tabs.")] }]);
 });
 
 test("two injects not taken when the window reloaded come back as one held prompt, after the queued one, as the daemon runs them", async () => {
@@ -290,10 +297,38 @@ test("two injects not taken when the window reloaded come back as one held promp
   const { prompts, answers, model } = queue(memory);
   prompts.clear();
   prompts.carry();
-  await restored(prompts, answers, "s", 2);
+  await restored(prompts, answers, "s", 1, 2);
   assert.deepEqual(model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note]] : [])), [
     ["Then summarise it.", "held"],
     ["Use tabs.\nAnd short lines.", "held"],
   ]);
   assert.ok(model.items.some((item) => item.kind === "notice" && item.text.includes("2 queued prompts wait")));
+});
+
+test("injects with their own files not taken when the window reloaded go back as injects, each file before its text, as the daemon joined them", async () => {
+  const memory = windowState();
+  const before = queue(memory).prompts;
+  const [a, b] = [{ uri: "file:///w/a.txt" }, { uri: "file:///w/b.txt" }];
+  before.queued("s", "Use tabs.", [a], true);
+  before.queued("s", "And wide ones.", [b], true);
+  const { prompts, answers, model } = queue(memory);
+  prompts.clear();
+  prompts.carry();
+  await restored(prompts, answers, "s", 0, 2);
+  // Queued as one prompt with both files, the daemon put both blocks before both lines.
+  assert.deepEqual(answers.sentLog, [
+    { method: "ollie/inject", params: { session: "s", text: "Use tabs.", context: a } },
+    { method: "ollie/inject", params: { session: "s", text: "And wide ones.", context: b } },
+  ]);
+  assert.deepEqual(model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note, item.contextLabels]] : [])), [
+    ["Use tabs.\nAnd wide ones.", "held", ["a.txt", "b.txt"]],
+  ]);
+  // It runs as the daemon joined it: one prompt, shown once, and no longer waiting.
+  const block = (name: string) => `<editor-context>\nFile: ${name}\n</editor-context>\n\n`;
+  const content = `${block("a.txt")}Use tabs.\n${block("b.txt")}And wide ones.`;
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
+  model.apply({ session: "s", seq: 2, role: "user", content });
+  prompts.started("s", content);
+  assert.deepEqual(model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note]] : [])), [["Use tabs.\nAnd wide ones.", undefined]]);
+  assert.equal(memory.saved, undefined);
 });
