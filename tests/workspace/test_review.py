@@ -125,3 +125,22 @@ async def test_hunk_undo_of_a_binary_or_added_file_is_refused_before_writing(pro
         with pytest.raises(ValueError, match="whole"):
             await undo(project, path, 0, changes[path])
     assert (project / "img.bin").read_bytes() == b"\x00new" and (project / "added.txt").exists()
+
+
+async def test_undo_brings_a_deleted_file_back_with_the_bits_of_its_own_checkpoint(project: Path) -> None:
+    """A step deleted a 0600 secret; a later one made a new `.env` 0666 and deleted it too: undoing the first deletion
+    brings the secret back 0600, as it was at that change's checkpoint (Bug: with the bits last seen, 0664)."""
+    secret = project / ".env"
+    secret.write_text("KEY=1\n")
+    secret.chmod(0o600)
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    secret.unlink()
+    [change] = await cps.changes(before)
+    secret.write_text("KEY=2\n")
+    secret.chmod(0o666)
+    await cps.snapshot()
+    secret.unlink()
+    await cps.snapshot()
+    await undo(project, ".env", None, change, before)
+    assert secret.read_text() == "KEY=1\n" and oct(secret.stat().st_mode & 0o7777) == oct(0o600)

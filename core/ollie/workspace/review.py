@@ -11,6 +11,7 @@ from ollie import beneath
 from ollie.workspace import modes
 from ollie.workspace.diff import text_after_undo
 from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie.workspace.refs import shadow_dir
 from ollie.workspace.types import FileChange
 
 
@@ -26,15 +27,16 @@ def _read_current(root: Path, rel: str) -> bytes | None:
         raise StaleChange(rel, f"cannot read it as a regular file ({exc.strerror})") from exc
 
 
-def _mode(change: FileChange, root: Path) -> int:
-    """The mode to write with: the file's current one, else the one it had before the step (as last checkpointed)."""
+def _mode(change: FileChange, root: Path, before: str | None) -> int:
+    """The mode to write with: the file's current one, else the one it had at checkpoint `before` (None: 0644)."""
     info = beneath.lstat_sync(root, change.path)
     if info is not None:
         return stat.S_IMODE(info.st_mode)
-    return modes.restored(modes.recorded_in(root).get(change.path), change.old_mode == "100755")
+    bits = modes.at(shadow_dir(root), before).get(change.path) if before is not None else None
+    return modes.restored(bits, change.old_mode == "100755")
 
 
-def _undo_sync(root: Path, change: FileChange, hunk_index: int | None) -> bytes | None:
+def _undo_sync(root: Path, change: FileChange, hunk_index: int | None, before: str | None) -> bytes | None:
     if change.old_mode == "120000" or change.new_mode == "120000":
         raise WorkspaceError(f"{change.path}: a symlink change is undone by a rewind, not here")
     current = _read_current(root, change.path)
@@ -49,12 +51,14 @@ def _undo_sync(root: Path, change: FileChange, hunk_index: int | None) -> bytes 
     if result is None:
         beneath.remove_sync(root, change.path)
     else:
-        beneath.write_bytes_sync(root, change.path, result, _mode(change, root))
+        beneath.write_bytes_sync(root, change.path, result, _mode(change, root, before))
     return result
 
 
-async def undo(root: Path | str, path: str, hunk_index: int | None, change: FileChange) -> str | None:
-    """Revert hunk `hunk_index` (None: the whole file) of `change` on disk; the file's new text (None if gone).
+async def undo(root: Path | str, path: str, hunk_index: int | None, change: FileChange,
+               before: str | None = None) -> str | None:
+    """Revert hunk `hunk_index` (None: the whole file) of `change`, from checkpoint `before`, on disk; the file's new
+    text (None if gone).
 
     StaleChange when the disk no longer holds the change's result. A binary file returns None.
     """
@@ -62,7 +66,7 @@ async def undo(root: Path | str, path: str, hunk_index: int | None, change: File
         raise ValueError(f"undo of {path} given the change of {change.path}")
     real_root = Path(os.path.realpath(root))
     try:
-        data = await asyncio.to_thread(_undo_sync, real_root, change, hunk_index)
+        data = await asyncio.to_thread(_undo_sync, real_root, change, hunk_index, before)
     except beneath.OutsideRoot as exc:
         raise WorkspaceError(f"{change.path}: outside the workspace or through a symlink ({exc.strerror})") from exc
     if data is None or change.binary:
