@@ -102,8 +102,9 @@ def _after_session(session_id: str) -> str:
     return f"{session_id}-after"
 
 
-async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, before: str | None) -> str | None:
-    """`ollie.workspace.review.undo`, loaded at the first undo."""
+async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, before: str | None = None) -> str | None:
+    """`ollie.workspace.review.undo` (`before`: the change's checkpoint, for a deleted file's mode), loaded at the
+    first undo."""
     from ollie.workspace.review import undo
 
     return await undo(cwd, path, hunk, change, before)
@@ -357,7 +358,7 @@ class Review:
             if on_disk != change.new_text:
                 raise StaleChange(change.path, "the editor's unsaved change is not in the file (closed without "
                                                "saving, or edited since); undo refused")
-            text = await _undo(self._cwd(), change.path, hunk, change, None)  # the file is there: its own mode
+            text = await _undo(self._cwd(), change.path, hunk, change)
             in_editor = False
         else:
             if editor_text != change.new_text:
