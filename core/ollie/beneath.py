@@ -13,6 +13,7 @@ import asyncio
 import ctypes
 import errno
 import functools
+import glob
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -261,9 +262,14 @@ def _makedirs(root: Path | str, rel: str) -> None:
         os.close(current)
 
 
+def temporary(name: str) -> str:
+    """The glob of the temporary files `write_bytes_sync` writes `name` through (a killed process leaves one)."""
+    return f".ollie-{'[0-9a-f]' * 12}-{glob.escape(name)}"
+
+
 def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> None:
-    """Replace `path` beneath `root` atomically (a symlink there is replaced, not followed); the user's file in a
-    directory they may not write is overwritten in place."""
+    """Replace `path` beneath `root` atomically (a symlink there is replaced, not followed), durably with `sync`; the
+    user's file in a directory they may not write is overwritten in place."""
     rel = relative(root, path)
     with _parent(root, rel, create=True) as (dir_fd, name):
         tmp = f".ollie-{os.urandom(6).hex()}-{name}"[:255]
@@ -287,6 +293,12 @@ def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int 
             with suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
+        if sync:  # the rename too
+            listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+            try:
+                os.fsync(listing)
+            finally:
+                os.close(listing)
 
 
 def _overwrite(dir_fd: int, name: str, data: bytes, mode: int, *, sync: bool) -> bool:

@@ -114,11 +114,9 @@ def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted
     try:
         emacs.wait(lambda s: "[eglot:ws]" in s and "Connected" in s, "eglot connected", timeout=60)
         emacs.keys("C-x", "h", "M-x")
-        emacs.keys("eglot-code-actions", literal=True)
-        emacs.keys("Enter")
+        emacs.type("eglot-code-actions", "Enter")
         emacs.wait(lambda s: "Pick an action" in s, "the code actions")
-        emacs.keys("Ollie: Refactor...", literal=True)
-        emacs.keys("Enter")
+        emacs.type("Ollie: Refactor...", "Enter")
         asked = emacs.wait(lambda s: "Choose an option:" in s, "the question")
         emacs.keys("Enter")  # the user, typing on, pressed RET as the question came up
         answered = emacs.wait(lambda s: "ollie: Not changed." in s, "the answer")

@@ -141,8 +141,7 @@ def test_the_agent_s_edit_landing_while_she_types_in_the_file_is_an_undo_step_of
         tmux.wait(lambda s: "# typed before" in s, "her typing")
         typing.set()
         tmux.keep("1-landed", tmux.wait(lambda s: "return a + b" in s and "-- INSERT --" in s, "the edit mid-typing"))
-        tmux.keys(" and after", literal=True)
-        tmux.keys("Escape")
+        tmux.type(" and after", "Escape")
         tmux.wait(lambda s: "Fixed." in s and "# typed before and after" in s, "the turn's end")
         tmux.keys("u")
         first = tmux.keep("2-undo", tmux.wait(lambda s: "after" not in s, "the first undo"))
@@ -202,8 +201,7 @@ def test_typing_into_the_file_the_agent_s_step_just_edited_is_no_change_behind_t
         tmux.keys(":Ollie fix add", "Enter")
         tmux.wait(lambda s: "return a + b" in s and "calc.py [+]" not in s, "the edit, saved")
         tmux.keys("G", "o")
-        tmux.keys("# typed while the step runs", literal=True)
-        tmux.keys("Escape")
+        tmux.type("# typed while the step runs", "Escape")
         tmux.wait(lambda s: "calc.py [+]" in s, "her unsaved line")
         (ws / ".git" / "go").write_text("")
         done = tmux.keep("1-done", tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn's end"))
@@ -233,8 +231,7 @@ def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_pa
         ending.set()
         typing = tmux.keep("1-typing", tmux.wait(lambda s: "Last words." in s and "(end)" in s, "the turn's end"))
         assert "✓ Run echo listed" in typing and typing.rstrip().endswith(":e cal"), typing
-        tmux.keys("c.py", literal=True)
-        tmux.keys("Enter")
+        tmux.type("c.py", "Enter")
         tmux.wait(lambda s: re.search(r"^calc\.py +1,1 ", s, re.M) is not None, "the command done")
         assert_clean(tmux.screens)
     finally:
@@ -270,8 +267,7 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         assert "Allow always" not in picker and "3: Reject with feedback" in picker, picker
         tmux.keys("3", "Enter")
         tmux.wait(lambda s: "Tell the model why" in s, "the feedback's prompt")
-        tmux.keys("use the venv instead", literal=True)
-        tmux.keys("Enter")
+        tmux.type("use the venv instead", "Enter")
         done = tmux.keep("4-denied", tmux.wait(lambda s: "Not run, then." in s and "(end)" in s, "the turn's end"))
         assert "✗ rejected: use the venv instead" in chat_of(done) and not (ws / "proof").exists(), done
         assert "(elevated)] error" not in done and "the user did not allow" not in done, done

@@ -50,6 +50,11 @@ class Tmux:
         """Send keys (tmux names: Enter, Escape, C-j) or, literal, text as typed."""
         subprocess.run([*self.base, "send-keys", "-t", "t", *(["-l"] if literal else []), *keys], check=True)
 
+    def type(self, text: str, *then: str) -> None:
+        """Type `text` as a user does, then press keys `then` (Enter, C-s: the line sent)."""
+        self.keys(text, literal=True)
+        self.keys(*then)
+
     def screen(self, *, colours: bool = False) -> str:
         """The visible screen as text (with colours: its SGR escape sequences kept)."""
         return subprocess.run([*self.base, "capture-pane", "-p", *(["-e"] if colours else []), "-t", "t"],
@@ -715,8 +720,7 @@ def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Pat
         tmux.wait(lambda s: "The first answer" in s, "the answer to stream")
         tmux.keys(":OllieChat", "Enter")
         tmux.wait(lambda s: "-- INSERT --" in s, "insert mode in the input")
-        tmux.keys("my next question", literal=True)
-        tmux.keys("C-c")
+        tmux.type("my next question", "C-c")
         stopped = tmux.keep("1-stopped", tmux.wait(lambda s: "(interrupted)" in s, "the turn stopped"))
         assert "-- INSERT --" in stopped and "my next question" in stopped, stopped
         tmux.keys(" goes on", literal=True)
@@ -742,8 +746,7 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
     try:
         queue_while_streaming(tmux, "tell me a long story", "Once upon a time", "queued one")
         tmux.keys("i")
-        tmux.keys("injected one", literal=True)
-        tmux.keys("C-j")
+        tmux.type("injected one", "C-j")
         tmux.wait(lambda s: "↳ injected: injected one" in s, "the injected prompt")
         tmux.keys("C-c")
         held = tmux.keep("1-held", tmux.wait(lambda s: "⏸ held: injected one" in s, "the held prompts"))
@@ -839,8 +842,7 @@ def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path
         tmux.keys("1", "Enter")
         asked = keep("3-rename-asks", tmux.wait(lambda s: "Rename “Sea haiku” to:" in s, "the new title's prompt"))
         assert asked.splitlines()[-1].rstrip() == "Rename “Sea haiku” to:", asked
-        tmux.keys("Sea poem", literal=True)
-        tmux.keys("Enter")
+        tmux.type("Sea poem", "Enter")
         keep("4-renamed-again", tmux.wait(lambda s: both(s, "Sea poem"), "the title typed at :OllieRename"))
         tmux.keys(":OllieRename " + "A title far too long for the statusline of either window " * 3, "Enter")
         cut = keep("5-long-title", tmux.wait(lambda s: user_bar(s).rstrip().endswith("…") and bar(s).rstrip().endswith("…"),
@@ -948,8 +950,7 @@ def nvim_with_unsaved_note(tmp_path: Path, srv) -> Tmux:
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys("o")
-        tmux.keys("# my unsaved note", literal=True)
-        tmux.keys("Escape")
+        tmux.type("# my unsaved note", "Escape")
     except BaseException:
         tmux.close()
         raise
@@ -1222,8 +1223,7 @@ def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path,
         assert empty.splitlines()[0].split("│")[-1].strip() == hint, empty  # the chat's first line
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-empty.png", (1200, 450))
-        tmux.keys("hello", literal=True)
-        tmux.keys("C-s")
+        tmux.type("hello", "C-s")
         answered = tmux.keep("2-answered", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
         assert hint not in answered, answered
         assert_clean(tmux.screens)

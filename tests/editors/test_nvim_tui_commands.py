@@ -24,15 +24,13 @@ def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scrip
     tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(140, 40))
 
     def command(line: str, until: str) -> str:
-        tmux.keys(line, literal=True)
-        tmux.keys("C-s")
+        tmux.type(line, "C-s")
         return chat_text(tmux.wait(lambda s: until in chat_text(s), f"the answer to {line}"))
 
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
-        tmux.keys("hello", literal=True)
-        tmux.keys("C-s")
+        tmux.type("hello", "C-s")
         tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
         command("/network", "no network use in this session")
         command("/cwd /nonexistent", "usage: /cwd")
@@ -62,11 +60,9 @@ def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_ap
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
-        tmux.keys("explain", literal=True)
-        tmux.keys("C-s")
+        tmux.type("explain", "C-s")
         tmux.wait(lambda s: "The ans" in s, "the answer streaming")
-        tmux.keys("/clear", literal=True)
-        tmux.keys("C-s")
+        tmux.type("/clear", "C-s")
         refused = tmux.wait(lambda s: "cannot clear while a turn is running" in s, "the refusal")
         assert "to its end." not in refused, "the note came before the answer's end"
         done = tmux.keep("1-done", tmux.wait(lambda s: "to its end." in s and "(end)" in s, "the end"))

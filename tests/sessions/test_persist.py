@@ -154,7 +154,7 @@ def test_history_rewrite_writes_a_fresh_snapshot(tmp_path, rewrite, log_store):
         file.save(session)
     assert _identity(file) != inode, "a rewrite must replace the file, not append to it"
     assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
-    assert not list(tmp_path.glob(".*.tmp"))
+    assert not list(tmp_path.glob(".ollie-*"))
 
 
 def test_a_crash_during_a_snapshot_leaves_the_old_file(tmp_path, monkeypatch):
@@ -164,23 +164,23 @@ def test_a_crash_during_a_snapshot_leaves_the_old_file(tmp_path, monkeypatch):
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("killed before the rename")
 
-    monkeypatch.setattr(persist.os, "replace", killed)
+    monkeypatch.setattr(persist.os, "rename", killed)
     session.replace_messages([Message("user", "compacted")])
     with pytest.raises(KeyboardInterrupt):
         file.save(session)
     monkeypatch.undo()
     assert _dicts(persist.load(tmp_path, session.id)) == saved
-    # The next save succeeds and cleans up the stale temporary file.
+    # The next save succeeds, with no temporary file left.
     file.save(session)
     assert _dicts(persist.load(tmp_path, session.id)) == [{"role": "user", "content": "compacted"}]
-    assert not list(tmp_path.glob(".*.tmp"))
+    assert not list(tmp_path.glob(".ollie-*"))
 
 
 def test_stale_temporary_files_are_looked_for_once_not_at_every_snapshot(tmp_path, monkeypatch):
     # Listing a directory of thousands of sessions was half a snapshot's CPU: a killed process's leftover is looked
     # for at a log's first snapshot of an existing session (a new one has none), and after one of its writes failed.
     session, file = _one_round_saved(tmp_path, SessionFile)
-    leftover = tmp_path / f".{file.path.name}.1.2.tmp"
+    leftover = tmp_path / f".ollie-0123456789ab-{file.path.name}"
     leftover.write_bytes(b"killed")
     listed: list[str] = []
     glob = Path.glob

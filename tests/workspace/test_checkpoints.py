@@ -13,7 +13,7 @@ import pytest
 
 from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.errors import WorkspaceError
-from ollie.workspace.refs import shadow_dir
+from ollie.workspace.refs import shadow_dir, turn_ref
 
 
 async def test_changes_see_every_kind_of_writer(project: Path) -> None:
@@ -235,3 +235,26 @@ async def test_a_rewind_brings_a_deleted_file_back_with_the_bits_it_had_at_that_
     secret.unlink()
     await Checkpoints(project).restore(shared)  # a fresh object: the record is on disk
     assert secret.read_text() == "KEY=2\n" and oct(secret.stat().st_mode & 0o7777) == oct(0o664)
+
+
+async def test_the_modes_of_a_checkpoint_go_with_its_last_ref(project: Path) -> None:
+    """Deleting the refs of a rewound timeline's turns drops the file modes kept for their checkpoints (they piled up
+    in the shadow repository, one file per checkpoint, never removed); a checkpoint another ref names keeps its own,
+    and one taken after gets them again."""
+    secret = project / ".env"
+    secret.write_text("KEY=1\n")
+    secret.chmod(0o600)
+    cps = Checkpoints(project)
+    kept = await cps.snapshot()
+    secret.write_text("KEY=2\n")
+    secret.chmod(0o640)
+    dropped = await cps.snapshot()
+    folder = cps.git.git_dir / "ollie-modes"
+    await cps.record_turns([("s", 1, kept), ("s", 2, dropped), ("t", 1, kept)])
+    await cps.delete_refs([turn_ref("s", 1), turn_ref("s", 2)])
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".json")) == [kept]
+    assert len(list(folder.glob("*.json"))) == 1
+    assert await cps.snapshot() == dropped  # the same work tree: its checkpoint's modes are kept again
+    secret.unlink()
+    await cps.restore(dropped)
+    assert oct(secret.stat().st_mode & 0o777) == oct(0o640)

@@ -141,3 +141,22 @@ async def test_an_undo_never_writes_back_a_world_writable_or_setuid_bit_a_step_s
     await undo(project, "run.sh", None, change)
     assert script.read_text() == "#!/bin/sh\necho hi\n"
     assert oct(script.stat().st_mode & 0o7777) == oct(0o775)  # as a rewind writes it
+
+
+async def test_undo_brings_a_deleted_file_back_with_the_bits_of_its_own_checkpoint(project: Path) -> None:
+    """A step deleted a 0600 secret; a later one made a new `.env` 0666 and deleted it too: undoing the first deletion
+    brings the secret back 0600, as it was at that change's checkpoint (Bug: with the bits last seen, 0664)."""
+    secret = project / ".env"
+    secret.write_text("KEY=1\n")
+    secret.chmod(0o600)
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    secret.unlink()
+    [change] = await cps.changes(before)
+    secret.write_text("KEY=2\n")
+    secret.chmod(0o666)
+    await cps.snapshot()
+    secret.unlink()
+    await cps.snapshot()
+    await undo(project, ".env", None, change, before)
+    assert secret.read_text() == "KEY=1\n" and oct(secret.stat().st_mode & 0o7777) == oct(0o600)

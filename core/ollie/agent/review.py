@@ -102,11 +102,12 @@ def _after_session(session_id: str) -> str:
     return f"{session_id}-after"
 
 
-async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange) -> str | None:
-    """`ollie.workspace.review.undo`, loaded at the first undo."""
+async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, before: str | None = None) -> str | None:
+    """`ollie.workspace.review.undo` (`before`: the change's checkpoint, for a deleted file's mode), loaded at the
+    first undo."""
     from ollie.workspace.review import undo
 
-    return await undo(cwd, path, hunk, change)
+    return await undo(cwd, path, hunk, change, before)
 
 
 def _undone_text(change: FileChange, hunk: int | None) -> str | None:
@@ -317,7 +318,9 @@ class Review:
         if self._current is not None:  # the turn's end state is not recorded yet: nothing to check against
             raise ReviewError("a turn is running: undo when it has ended", "session")
         number = self._turn_number(turn)
-        turn_changes = await self.changes(number, ignored=True, path=path)  # build output is undone too, listed or not
+        bounds = await self._bounds(number)
+        # Build output is undone too, listed or not.
+        turn_changes = await self._changes(number, bounds, ignored=True, path=path)
         change = next(iter(turn_changes.changes), None)
         if change is None:
             raise ReviewError(f"{path}: turn {number} did not change it (or it was undone already)", "path")
@@ -339,7 +342,7 @@ class Review:
         if in_editor and text is not None:
             data: bytes | None = text.encode()
         else:
-            text = await _undo(self._cwd(), path, hunk, change)
+            text = await _undo(self._cwd(), path, hunk, change, bounds[0] if bounds else None)
             data = change.old_data if change.binary else (None if text is None else text.encode())
         await self._record_undo(number, change, data)
         await self._tell_model(number, change, hunk)

@@ -74,10 +74,7 @@ def allowed_keys() -> set[str]:
 
 
 def remember(key: str) -> None:
-    """Remember one approval (written whole, then renamed into place); blocking."""
+    """Remember one approval (the file replaced atomically); blocking."""
     file = approvals_file()
     file.parent.mkdir(parents=True, exist_ok=True)
-    keys = sorted(allowed_keys() | {key})
-    tmp = file.with_name(f".{file.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(keys), encoding="utf-8")
-    os.replace(tmp, file)
+    beneath.write_bytes_sync(file.parent, file.name, json.dumps(sorted(allowed_keys() | {key})).encode(), 0o600)

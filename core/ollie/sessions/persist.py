@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ollie import beneath
 from ollie.backend.types import Message
 from ollie.sessions import syncer
 from ollie.sessions.errors import NotSavedError, SessionError
@@ -45,15 +46,6 @@ if TYPE_CHECKING:  # psycopg loads only with a PostgreSQL store
     from ollie.sessions.pg.log import PgRounds
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make a rename or a file creation in `path` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class SessionFile:
@@ -279,31 +271,16 @@ class SessionFile:
         # thread, as an appended round's does (two fsyncs here were ~20 ms of a first turn on the loop).
         later = self._sync and not self.path.exists()
         swept, self._swept = self._swept, False  # a write cut short here leaves its temporary file: the next sweeps
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            _write_all(fd, payload)
-            if later:
-                syncer.sync_later(os.dup(fd), self._on_sync_failure)
-            elif self._sync:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        inode = os.fstat(fd).st_ino
-        os.close(fd)
-        os.replace(tmp, self.path)
-        if later:
+        beneath.write_bytes_sync(self.sessions_dir, self.path.name, payload, 0o600, sync=self._sync and not later)
+        if later:  # fsync is the inode's: any fd of the file will do
+            syncer.sync_later(os.open(self.path, os.O_RDONLY), self._on_sync_failure)
             syncer.sync_later(os.open(self.sessions_dir, os.O_RDONLY), self._on_sync_failure)
-        elif self._sync:
-            _fsync_dir(self.sessions_dir)
         # A process killed between writing its temporary file and the rename leaves it behind: looked for once
         # (not for a new session): listing a directory of thousands of sessions was half a save's CPU.
-        for stale in () if later or swept else self.sessions_dir.glob(f".{self.path.name}.*.tmp"):
+        for stale in () if later or swept else self.sessions_dir.glob(beneath.temporary(self.path.name)):
             stale.unlink(missing_ok=True)
         self._swept = True
-        self._inode = inode
+        self._inode = os.stat(self.path).st_ino
 
     def _write_snapshot(self, session: Session) -> None:
         payload = b"".join(snapshot_records(session))

@@ -448,7 +448,14 @@ class Checkpoints:
         if not present:
             return
         await self._ensure()
+        listed = await self.git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/ollie")
+        named = dict(line.split(" ", 1) for line in listed.decode().splitlines())
         await self.git.run("update-ref", "--stdin", stdin="".join(f"delete {ref}\n" for ref in present).encode())
+        # The file modes of the checkpoints no ref names now go with them.
+        gone = {named.pop(ref) for ref in present if ref in named} - set(named.values())
+        if self._tree is not None and self._tree[1] in gone:
+            self._tree = None  # its next snapshot keeps its modes again
+        await asyncio.to_thread(modes.prune, self.git.git_dir, gone)
 
     async def list_turns(self, session_id: str) -> list[Turn]:
         """The turns logged for `session_id`, oldest first."""

@@ -3,17 +3,20 @@ those it had at the checkpoint it comes from.
 
 Kept beside the shadow repository (its dir is 0700), as JSON objects of path to bits, for the files not 0644 only
 (most files are): `ollie-modes.json` as the snapshots last saw them (deleted files' too), and `ollie-modes/<tree>` as of
-each checkpoint, a hard link to `ollie-modes/<digest>.json` (a snapshot that changed no file's bits writes no data).
+each checkpoint, a hard link to `ollie-modes/<digest>.json` (checkpoints of one set of bits share one file), removed
+with the checkpoint's last ref.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from ollie.workspace.refs import shadow_dir
+from ollie import beneath
 
 DEFAULT = 0o644
 # Never written back, whoever set them: setuid, setgid and sticky (never recorded) and world-writable (a step's
@@ -23,9 +26,12 @@ _FILE = "ollie-modes.json"
 _DIR = "ollie-modes"
 
 
-def _parsed(raw: bytes) -> dict[str, int]:
+def _read(path: Path) -> dict[str, int] | None:
+    """The record at `path` (a damaged one: empty); None when there is none."""
     try:
-        loaded = json.loads(raw)
+        loaded = json.loads(path.read_bytes())
+    except OSError:
+        return None
     except ValueError:
         return {}
     if not isinstance(loaded, dict):
@@ -33,35 +39,14 @@ def _parsed(raw: bytes) -> dict[str, int]:
     return {rel: bits & 0o666 for rel, bits in loaded.items() if isinstance(rel, str) and isinstance(bits, int)}
 
 
-def _read(path: Path) -> dict[str, int] | None:
-    try:
-        return _parsed(path.read_bytes())
-    except OSError:
-        return None
-
-
-def recorded(git_dir: Path) -> dict[str, int]:
-    """Each file's bits as the checkpoints last saw them, for those not 0644 (a missing or damaged record: none)."""
-    return _read(git_dir / _FILE) or {}
-
-
 def at(git_dir: Path, tree: str) -> dict[str, int]:
-    """The files' bits at checkpoint `tree`, for those not 0644 (one made before they were kept: as last seen)."""
+    """The files' bits at checkpoint `tree`, for those not 0644 (one kept no record of: as last seen). Blocking."""
     found = _read(git_dir / _DIR / tree)
-    return recorded(git_dir) if found is None else found
+    return (_read(git_dir / _FILE) or {}) if found is None else found
 
 
-def recorded_in(root: Path) -> dict[str, int]:
-    """`recorded` of the shadow repository of work tree `root`."""
-    return recorded(shadow_dir(root))
-
-
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.{os.urandom(6).hex()}")  # two sessions of one work tree may write at once
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.replace(tmp, path)
+def _write(folder: Path, name: str, data: bytes) -> None:
+    beneath.write_bytes_sync(folder, name, data, 0o600)  # atomic: two sessions of one work tree may write at once
 
 
 class Record:
@@ -71,7 +56,7 @@ class Record:
         self._git_dir = git_dir
         self._bits: dict[str, int] = {}
         self._key: tuple[int, ...] | None = None  # the file's stat as last read or written here
-        self._digest = ""
+        self._digest = ""  # of the bits as last kept here ("": changed since)
 
     def _stat_key(self) -> tuple[int, ...] | None:
         try:
@@ -84,7 +69,7 @@ class Record:
         """Note the bits of the files a snapshot saw (path: bits); a deleted file's stay, for its rewind. Blocking."""
         key = self._stat_key()
         if key != self._key:  # another session of the work tree wrote it
-            self._bits, self._key, self._digest = recorded(self._git_dir), key, ""
+            self._bits, self._key, self._digest = _read(self._git_dir / _FILE) or {}, key, ""
         changed = {rel: bits for rel, bits in seen.items() if self._bits.get(rel, DEFAULT) != bits}
         if changed:
             for rel, bits in changed.items():
@@ -92,7 +77,7 @@ class Record:
                     del self._bits[rel]
                 else:
                     self._bits[rel] = bits
-            _write(self._git_dir / _FILE, json.dumps(self._bits).encode())
+            _write(self._git_dir, _FILE, json.dumps(self._bits).encode())
             self._key, self._digest = self._stat_key(), ""
 
     def keep(self, tree: str, seen: dict[str, int]) -> None:
@@ -100,18 +85,31 @@ class Record:
         a chmod alone makes no new tree). Blocking."""
         self.note(seen)
         folder = self._git_dir / _DIR
-        if not self._digest:  # the bits changed since the last checkpoint kept here: their own file
-            data = json.dumps(self._bits, sort_keys=True).encode()
-            self._digest = hashlib.sha256(data).hexdigest()
+        if not self._digest:
+            self._digest = hashlib.sha256(json.dumps(self._bits, sort_keys=True).encode()).hexdigest()
             folder.mkdir(mode=0o700, exist_ok=True)
-            if not (folder / f"{self._digest}.json").exists():
-                _write(folder / f"{self._digest}.json", data)
+        shared = folder / f"{self._digest}.json"
+        if not shared.exists():  # new bits, or pruned since
+            _write(folder, shared.name, json.dumps(self._bits, sort_keys=True).encode())
         link = folder / f"{tree}.{os.urandom(6).hex()}"
         try:
-            os.link(folder / f"{self._digest}.json", link)
-        except OSError:  # no hard links here (or too many to one file): a copy
-            _write(link, json.dumps(self._bits).encode())
+            os.link(shared, link)
+        except OSError:  # no hard links here, too many to one file, or pruned just now: a copy
+            _write(folder, link.name, json.dumps(self._bits).encode())
         os.replace(link, folder / tree)
+
+
+def prune(git_dir: Path, trees: Iterable[str]) -> None:
+    """Drop the records of checkpoints `trees` (no ref names them now), and the bits no checkpoint shares. Blocking."""
+    folder = git_dir / _DIR
+    for tree in trees:
+        with contextlib.suppress(OSError):
+            os.unlink(folder / tree)
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            shared = entry.name.endswith(".json") and not entry.name.startswith(".")  # not a write under way
+            if shared and entry.stat(follow_symlinks=False).st_nlink == 1:
+                os.unlink(entry.path)  # a `keep` racing this links it again or writes it anew
 
 
 def restored(bits: int | None, executable: bool) -> int:

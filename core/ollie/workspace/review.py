@@ -10,6 +10,7 @@ from ollie import beneath
 from ollie.workspace import modes
 from ollie.workspace.diff import text_after_undo
 from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie.workspace.refs import shadow_dir
 from ollie.workspace.types import FileChange
 
 
@@ -25,24 +26,26 @@ def _read_current(root: str, rel: str) -> bytes | None:
         raise StaleChange(rel, f"cannot read it as a regular file ({exc.strerror})") from exc
 
 
-def _mode(change: FileChange, held: str, root: Path | str) -> int:
-    """The mode to write with: the file's current bits, else those it had before the step (as last checkpointed);
-    as a rewind's, never world-writable, setuid, setgid or sticky (a step's `chmod 4777` outlived its undo)."""
+def _mode(change: FileChange, held: str, root: Path | str, before: str | None) -> int:
+    """The mode to write with: the file's current bits, else those it had at checkpoint `before` (None: 0644); as a
+    rewind's, never world-writable, setuid, setgid or sticky (a step's `chmod 4777` outlived its undo)."""
     info = beneath.lstat_sync(held, change.path)
     if info is not None:
         return modes.restored(stat.S_IMODE(info.st_mode) & 0o666, bool(info.st_mode & stat.S_IXUSR))
-    return modes.restored(modes.recorded_in(Path(root)).get(change.path), change.old_mode == "100755")
+    bits = modes.at(shadow_dir(Path(root)), before).get(change.path) if before is not None else None
+    return modes.restored(bits, change.old_mode == "100755")
 
 
-def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None) -> bytes | None:
+def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None, before: str | None) -> bytes | None:
     if change.old_mode == "120000" or change.new_mode == "120000":
         raise WorkspaceError(f"{change.path}: a symlink change is undone by a rewind, not here")
     # The cwd, a real path, held open: a link swapped in on its way after the caller checked it sends no write there.
     with beneath.pinned(root) as held:
-        return _undo_beneath(held, root, change, hunk_index)
+        return _undo_beneath(held, root, change, hunk_index, before)
 
 
-def _undo_beneath(held: str, root: Path | str, change: FileChange, hunk_index: int | None) -> bytes | None:
+def _undo_beneath(held: str, root: Path | str, change: FileChange, hunk_index: int | None,
+                  before: str | None) -> bytes | None:
     current = _read_current(held, change.path)
     if current != change.new_data:
         what = "exists again" if change.new_data is None else ("was deleted" if current is None else "was edited")
@@ -55,19 +58,21 @@ def _undo_beneath(held: str, root: Path | str, change: FileChange, hunk_index: i
     if result is None:
         beneath.remove_sync(held, change.path)
     else:
-        beneath.write_bytes_sync(held, change.path, result, _mode(change, held, root))
+        beneath.write_bytes_sync(held, change.path, result, _mode(change, held, root, before))
     return result
 
 
-async def undo(root: Path | str, path: str, hunk_index: int | None, change: FileChange) -> str | None:
-    """Revert hunk `hunk_index` (None: the whole file) of `change` on disk; the file's new text (None if gone).
+async def undo(root: Path | str, path: str, hunk_index: int | None, change: FileChange,
+               before: str | None = None) -> str | None:
+    """Revert hunk `hunk_index` (None: the whole file) of `change`, from checkpoint `before`, on disk; the file's new
+    text (None if gone).
 
     StaleChange when the disk no longer holds the change's result. A binary file returns None.
     """
     if path != change.path:
         raise ValueError(f"undo of {path} given the change of {change.path}")
     try:
-        data = await asyncio.to_thread(_undo_sync, root, change, hunk_index)
+        data = await asyncio.to_thread(_undo_sync, root, change, hunk_index, before)
     except beneath.OutsideRoot as exc:
         raise WorkspaceError(f"{change.path}: outside the workspace or through a symlink ({exc.strerror})") from exc
     if data is None or change.binary:
