@@ -147,11 +147,12 @@ class Checkpoints:
             return
         if not self.root.is_dir():
             raise CheckpointUnavailable(f"{self.root} is not a directory")
+        # Where it is first (/, $HOME: the reason the user needs), then ollie's own state inside it.
+        await check_project(self.root, self.max_files)
         shadow = Path(os.path.realpath(self.git.git_dir))
         if shadow == self.root or self.root in shadow.parents:
             # Tool code may write the workspace: it must not be able to plant config in ollie's own git.
             raise CheckpointUnavailable(f"ollie's state dir {shadow.parent} is inside the workspace {self.root}")
-        await check_project(self.root, self.max_files)
         await self.git.init()
         self._ready = True
 
