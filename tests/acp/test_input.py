@@ -53,6 +53,8 @@ def test_a_malformed_mcp_server_entry_is_invalid_params_naming_it_not_dropped(tm
              {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": servers}},
              {"jsonrpc": "2.0", "id": 3, "method": "session/load",
               "params": {"cwd": str(tmp_path), "sessionId": "s", "mcpServers": [servers[1]]}},
+             # What README says of the method ACP removed: the model is a config option.
+             {"jsonrpc": "2.0", "id": 5, "method": "session/set_model", "params": {"sessionId": "s", "modelId": "m"}},
              {**INITIALIZE, "id": 4}]
     out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
                          capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
@@ -63,4 +65,5 @@ def test_a_malformed_mcp_server_entry_is_invalid_params_naming_it_not_dropped(tm
         "mcpServers[2]": "server 'ws': type 'websocket' is not one of stdio, http, sse, acp "
                          "(command: Field required; args: Field required; env: Field required)"}}, answers
     assert answers[3]["error"]["data"] == {"mcpServers[0]": "server 'docs': url: Field required"}, answers
+    assert answers[5]["error"]["code"] == -32601, answers
     assert "result" in answers[4], answers  # and the agent serves on
