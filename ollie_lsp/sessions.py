@@ -283,11 +283,17 @@ class SessionTable:
     _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
     _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
 
-    def start_default(self, *, resume: str | None = None, cwd: Path | None = None) -> None:
-        """Build the default session in the background (the engine import happens there)."""
-        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.start_cwd()))
+    def start_default(self, *, resume: str | None = None, cwd: Path | None = None, newest: bool = False) -> None:
+        """Build the default session in the background (the engine import happens there); `newest`: without `resume`,
+        go on with the newest session started in `cwd`, if any."""
+        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.start_cwd(), newest))
 
-    async def _build_default(self, resume: str | None, cwd: Path) -> LiveSession:
+    async def _build_default(self, resume: str | None, cwd: Path, newest: bool) -> LiveSession:
+        if not resume and newest:
+            try:
+                resume = await asyncio.to_thread(_latest_session, cwd)
+            except Exception as exc:
+                self.notify_problem(f"ollie: cannot list the saved sessions: {_message(exc)}; starting a new session")
         if resume:
             try:
                 return await self.load(resume)
@@ -511,3 +517,9 @@ def _unmoved(cwd: Path) -> Path | None:
     except OSError:
         return None
 
+
+def _latest_session(cwd: Path) -> str | None:
+    """`ollie.agent.commands_info.latest_session`, imported here in a thread: the engine may still be loading."""
+    from ollie.agent.commands_info import latest_session
+
+    return latest_session(cwd)

@@ -142,3 +142,16 @@ def test_a_long_answers_file_local_variables_do_nothing_in_emacs(tmp_path, scrip
     assert (result["mode"], result["server"]) == ("text-mode", False), result
     assert result["text"] == answer.replace("-*-", "-* -").replace("Variables:", "Variables :") + "\n"
     assert not (ws / "evaluated").exists()
+
+
+def test_a_reconnect_goes_on_with_the_session(tmp_path, scripted_llm):
+    """eglot keeps no session id: after `eglot-reconnect` (a new daemon) its next action ran in a fresh session."""
+    ws = workspace_with_code(tmp_path, "def add(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds."), Reply.text("It still adds."))
+    env = {**srv.env(), "OLLIE_TEST_ACTION": "Ollie: Explain", "OLLIE_TEST_UNTIL": "adds.",
+           "OLLIE_TEST_RECONNECT": "1", "OLLIE_TEST_INIT": json.dumps({"continueSession": True})}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json")
+    assert any("ollie: It still adds." in m for m in result["messages"]), result
+    second = srv.chat_requests[1].body["messages"]
+    assert [m["content"] for m in second if m["role"] == "assistant"] == ["It adds."], second
