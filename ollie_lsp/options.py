@@ -47,6 +47,8 @@ class InitOptions:
     save_documents: bool = False
     prompt_request: bool = False
     permission_request: bool = False
+    # The client shows each question's answer on its step: no `info` line ("allowed: Edit app.py") says it again.
+    shows_answers: bool = False
 
 
 def _without(data: dict[str, object], path: tuple[str | int, ...]) -> dict[str, object]:

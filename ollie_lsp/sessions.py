@@ -231,6 +231,7 @@ class SessionDefaults:
     backend: str | None = None
     model: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    tell_answers: bool = True  # an `info` line for each question's answer (initializationOptions.showsAnswers: none)
 
 
 def _session_store() -> ModuleType:
@@ -332,6 +333,7 @@ class SessionTable:
                 await asyncio.to_thread(_session_store().release, resume_id)
             raise
         core.guard(self.start_cwd())
+        core.tell_answers = self.defaults.tell_answers
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)

@@ -161,6 +161,21 @@ async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(s
     assert "rejected" in told and "use tabs, not spaces" in told
 
 
+@pytest.mark.parametrize("shows_answers", [False, True])
+async def test_a_client_that_shows_answers_on_its_steps_gets_no_answer_lines(start_daemon, llm, shows_answers):
+    """The Neovim plugin hid each "allowed: Edit a.txt" line the daemon sent: its step card says it already."""
+    llm.script(edit("a.txt", "one", "two"), Reply.text("ok"))
+    daemon = await start_daemon(env=llm.env(approval=""),
+                                init_options={"permissionRequest": True, "showsAnswers": shows_answers})
+    (daemon.workspace / "a.txt").write_text("one\n")
+    daemon.client.feature("ollie/permission")(lambda params: {"outcome": "allow_once"})
+    assert await submit(daemon, "edit it") == "ok"
+    await daemon.wait_events(lambda events: any(e["role"] == "turn" and e["content"] == "end" for e in events))
+    told = [e["content"] for e in daemon.events if e["role"] == "info" and e["content"].startswith("allowed: ")]
+    assert told == ([] if shows_answers else ["allowed: Edit a.txt"]), daemon.events
+    assert (daemon.workspace / "a.txt").read_text() == "two\n"
+
+
 async def test_an_answer_the_question_did_not_offer_is_a_rejection(start_daemon, llm):
     # "Allow for this session" is a network question's answer alone; a command's "always" is already for the session.
     llm.script(run("touch made"), Reply.text("ok"))
