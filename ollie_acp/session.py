@@ -243,7 +243,7 @@ class AcpSession:
             await self._tell("".join(f"warning: {w}\n\n" for w in told))
         settings = self._settings()
         before = _totals(self.core)
-        if (injected := _inject_text(text)) is not None and not self.core.is_running:
+        if (injected := _inject_text(text)) is not None:  # under the turn lock: no turn runs
             await self._tell(INJECT_RUNS_NOW)
             result = await self.core.submit(injected, images, as_prompt=True)
         else:
