@@ -133,7 +133,9 @@ async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
     plain = await start_daemon(env=llm.env(approval=""))
     asked = answer_with(plain, ["Reject"])
     assert await submit(plain, "run it") == "2"
-    assert asked[0].message.endswith("in this session):\n\necho one > proof\nrm -rf ~/stuff\n\nprint(2)")
+    # Taller than a minibuffer shows from its end: what it asks is said again there.
+    assert asked[0].message.endswith("in this session):\n\necho one > proof\nrm -rf ~/stuff\n\nprint(2)\n\n"
+                                     "ollie asks to: Run `echo one > proof …` and 1 more step")
     assert not (daemon.workspace / "proof").exists() and not (plain.workspace / "proof").exists()
 
 
