@@ -13,9 +13,11 @@ import threading
 from typing import Any, BinaryIO
 
 from ollie.stdio import INVALID_REQUEST, PARSE_ERROR, BlockingWriter, PipeWriter, open_writer
+from ollie_acp.mcpentries import malformed_entries
 
 logger = logging.getLogger("ollie.acp.streams")
 
+INVALID_PARAMS = -32602
 # The longest line read (embedded files can be big); a longer one is answered -32600 and skipped.
 READ_LIMIT = 50 * 1024 * 1024
 CHUNK = 64 * 1024
@@ -92,6 +94,9 @@ class LineTransport:
                 await self._refuse(None, PARSE_ERROR, f"Parse error: {exc}"[:300])
                 continue
             if isinstance(message, dict):
+                if (bad := malformed_entries(message)) and "id" in message:
+                    await self._refuse(message["id"], INVALID_PARAMS, "Invalid params", bad)
+                    continue
                 return message
             # Not an object: a batch's requests are each answered (ACP has no batches), anything else once.
             requests = message if isinstance(message, list) else []
@@ -121,7 +126,10 @@ class LineTransport:
                     skipped = exc.consumed
         return None
 
-    async def _refuse(self, msg_id: int | str | None, code: int, message: str) -> None:
-        logger.warning("bad message from the client: %s", message)
+    async def _refuse(self, msg_id: Any, code: int, message: str, data: dict[str, str] | None = None) -> None:
+        logger.warning("bad message from the client: %s %s", message, data or "")
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data:
+            error["data"] = data
         with contextlib.suppress(ConnectionError):
-            await self.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
+            await self.send({"jsonrpc": "2.0", "id": msg_id, "error": error})

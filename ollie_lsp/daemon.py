@@ -77,7 +77,7 @@ def build_table(ls: OllieServer) -> SessionTable:
 
     options = ls.init_options
     defaults = SessionDefaults(agent=options.agent or "default", backend=options.backend, model=options.model,
-                               env=dict(options.env))
+                               env=dict(options.env), tell_answers=not options.shows_answers)
     table: SessionTable
     # Whether the turn's reply began: the fork server starts then, not with the turn (it competed with the first
     # token for the CPU), and not at start-up.

@@ -36,6 +36,9 @@ class InitOptions:
     backend: Name | None = None
     model: Name | None = None
     session: Name | None = None
+    # No `session`: go on with the newest session started in the workspace folder (`ollie -c`), for a client that
+    # keeps no id of its own (eglot): its reconnect, a daemon restart, went on in a fresh session.
+    continue_session: bool = False
     env: dict[Annotated[str, Check(pattern=r"[A-Za-z_][A-Za-z0-9_]*")],
               Annotated[str, Check(parse=_env_value)]] = attrs.Factory(dict)
     # The requests to the client it says it answers: ollie/editor/* (the model gets the editor tools),
@@ -44,6 +47,8 @@ class InitOptions:
     save_documents: bool = False
     prompt_request: bool = False
     permission_request: bool = False
+    # The client shows each question's answer on its step: no `info` line ("allowed: Edit app.py") says it again.
+    shows_answers: bool = False
 
 
 def _without(data: dict[str, object], path: tuple[str | int, ...]) -> dict[str, object]:

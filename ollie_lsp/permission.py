@@ -24,6 +24,8 @@ BUTTONS = {"Allow once": "allow_once", "Allow for this session": "allow_session"
            "Reject": "reject", "Reject with feedback": "reject_with_feedback"}
 # An edit's diff lines in a plain question: a prompt that still fits a minibuffer or a dialog.
 QUESTION_DIFF_LINES = 20
+# Past this many lines of code or diff, the question is said again at the prompt's end.
+QUESTION_SAID_AGAIN_AFTER = 4
 # A diff line's characters shown (a 1 MB line made a prompt no minibuffer or dialog shows whole).
 QUESTION_LINE_CHARS = 200
 
@@ -74,7 +76,9 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
     # reorders what follows a U+202E), so what the user reads would not be what runs.
     # A path's line breaks (a file the model names `new.py\n\nollie ... asks to: ...`) stay on the title's line.
     what = question.title.replace("\n", "\\n")
-    title = await _choice(ls, escaped(f"ollie (session {session_id}) asks to: {what}{covers}{shown}"), buttons)
+    # A minibuffer shows a tall prompt's end (eglot's): what is asked scrolled out above the diff; said again there.
+    again = f"\n\nollie asks to: {what}" if shown.count("\n") > QUESTION_SAID_AGAIN_AFTER else ""
+    title = await _choice(ls, escaped(f"ollie (session {session_id}) asks to: {what}{covers}{shown}{again}"), buttons)
     return Answer(buttons.get(title or "", "reject"))  # type: ignore[arg-type]  # dismissed (null): a no
 
 

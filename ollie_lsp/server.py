@@ -329,7 +329,8 @@ class OllieServer(LanguageServer):
             if not self.initialized:
                 raise SessionNotFound("(the server is not initialized)")
             self._table = self._make_table(self)
-            self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd)
+            self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd,
+                                      newest=self.init_options.continue_session)
         return self._table
 
     def live_sessions(self) -> list[LiveSession]:

@@ -231,6 +231,7 @@ class SessionDefaults:
     backend: str | None = None
     model: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    tell_answers: bool = True  # an `info` line for each question's answer (initializationOptions.showsAnswers: none)
 
 
 def _session_store() -> ModuleType:
@@ -283,11 +284,17 @@ class SessionTable:
     _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
     _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
 
-    def start_default(self, *, resume: str | None = None, cwd: Path | None = None) -> None:
-        """Build the default session in the background (the engine import happens there)."""
-        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.start_cwd()))
+    def start_default(self, *, resume: str | None = None, cwd: Path | None = None, newest: bool = False) -> None:
+        """Build the default session in the background (the engine import happens there); `newest`: without `resume`,
+        go on with the newest session started in `cwd`, if any."""
+        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.start_cwd(), newest))
 
-    async def _build_default(self, resume: str | None, cwd: Path) -> LiveSession:
+    async def _build_default(self, resume: str | None, cwd: Path, newest: bool) -> LiveSession:
+        if not resume and newest:
+            try:
+                resume = await asyncio.to_thread(_latest_session, cwd)
+            except Exception as exc:
+                self.notify_problem(f"ollie: cannot list the saved sessions: {_message(exc)}; starting a new session")
         if resume:
             try:
                 return await self.load(resume)
@@ -326,6 +333,7 @@ class SessionTable:
                 await asyncio.to_thread(_session_store().release, resume_id)
             raise
         core.guard(self.start_cwd())
+        core.tell_answers = self.defaults.tell_answers
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)
         live = self._register(core, kind=kind)
@@ -511,3 +519,9 @@ def _unmoved(cwd: Path) -> Path | None:
     except OSError:
         return None
 
+
+def _latest_session(cwd: Path) -> str | None:
+    """`ollie.agent.commands_info.latest_session`, imported here in a thread: the engine may still be loading."""
+    from ollie.agent.commands_info import latest_session
+
+    return latest_session(cwd)

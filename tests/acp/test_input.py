@@ -42,3 +42,28 @@ def test_params_that_fail_the_schema_are_answered_naming_each_field_without_echo
     assert errors == {2: {"code": -32602, "message": "Invalid params", "data": {"prompt": "Input should be a valid list"}},
                       3: {"code": -32602, "message": "Invalid params",
                           "data": {"cwd": "Field required", "mcpServers": "Field required"}}}, errors
+
+
+def test_a_malformed_mcp_server_entry_is_invalid_params_naming_it_not_dropped(tmp_path):
+    # The SDK dropped an entry that failed its schema without a word: the session opened without the user's server.
+    servers = [{"name": "github", "command": "gh-mcp"},  # no args, no env
+               {"type": "http", "name": "docs", "headers": []},  # no url
+               {"type": "websocket", "name": "ws", "url": "ws://127.0.0.1:1"}]
+    lines = [INITIALIZE,
+             {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": servers}},
+             {"jsonrpc": "2.0", "id": 3, "method": "session/load",
+              "params": {"cwd": str(tmp_path), "sessionId": "s", "mcpServers": [servers[1]]}},
+             # What README says of the method ACP removed: the model is a config option.
+             {"jsonrpc": "2.0", "id": 5, "method": "session/set_model", "params": {"sessionId": "s", "modelId": "m"}},
+             {**INITIALIZE, "id": 4}]
+    out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                         capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
+    answers = {a["id"]: a for a in map(json.loads, out.stdout.splitlines()) if "id" in a}
+    assert answers[2]["error"] == {"code": -32602, "message": "Invalid params", "data": {
+        "mcpServers[0]": "server 'github': args: Field required; env: Field required",
+        "mcpServers[1]": "server 'docs': url: Field required",
+        "mcpServers[2]": "server 'ws': type 'websocket' is not one of stdio, http, sse, acp "
+                         "(command: Field required; args: Field required; env: Field required)"}}, answers
+    assert answers[3]["error"]["data"] == {"mcpServers[0]": "server 'docs': url: Field required"}, answers
+    assert answers[5]["error"]["code"] == -32601, answers
+    assert "result" in answers[4], answers  # and the agent serves on

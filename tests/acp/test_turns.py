@@ -174,6 +174,20 @@ async def test_inject_commands_sent_while_a_turn_runs_reach_that_turn(start_agen
     assert "injected: the model sees it with the next tool result" in agent.client.text(sid)
 
 
+async def test_inject_with_no_turn_running_is_a_prompt_of_its_own(start_agent, llm) -> None:
+    # It said "queued as the next prompt", ran nothing, then ran inside the next prompt's reply, after its turn.
+    llm.script(Reply.text("looking"), Reply.text("next done"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "/i look at the tests")).stop_reason == "end_turn"
+    assert len(llm.chat_requests) == 1
+    assert llm.chat_requests[0].body["messages"][-1]["content"].endswith("look at the tests")
+    assert agent.client.text(sid) == "no turn is running, so `/i` runs its text as a prompt now\n\nlooking"
+    assert (await agent.prompt(sid, "and now this")).stop_reason == "end_turn"
+    assert len(llm.chat_requests) == 2  # the second prompt's turn alone
+    assert agent.client.text(sid).endswith("looking" + "next done")
+
+
 async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_agent, llm) -> None:
     llm.script(Reply.text("still here"))
     agent = await start_agent(env=llm.env())

@@ -9,23 +9,30 @@
 (defvar ollie-test-questions nil "The questions eglot put in the minibuffer, newest first: prompt and choices.")
 (advice-add 'completing-read :before
             (lambda (prompt choices &rest _) (push `((prompt . ,prompt) (choices . ,(vconcat choices))) ollie-test-questions)))
+(defun ollie-test-run-action (server times)
+  "Run the action on SERVER; wait until OLLIE_TEST_UNTIL has shown TIMES times in all. Its answer and the wait."
+  (let* ((actions (eglot-code-actions (point-min) (point-max) "refactor"))
+         (action (seq-find (lambda (a) (equal (plist-get a :title) (getenv "OLLIE_TEST_ACTION"))) actions))
+         (command (plist-get action :command))
+         (started (float-time))
+         (answer (condition-case e
+                     (json-encode (eglot-execute-command server (plist-get command :command)
+                                                         (plist-get command :arguments)))
+                   (error (format "%S" e))))
+         (waited (- (float-time) started)))
+    ;; The turn's questions, edits and answer come afterwards: wait for the answer, a minute at most.
+    (while (and (< (seq-count (lambda (m) (string-search (getenv "OLLIE_TEST_UNTIL") m)) ollie-test-messages) times)
+                (< (- (float-time) started) 60))
+      (accept-process-output nil 1))
+    (list answer waited)))
 (condition-case err
     (let* ((server (ollie-test-connect))
-           (actions (eglot-code-actions (point-min) (point-max) "refactor"))
-           (action (seq-find (lambda (a) (equal (plist-get a :title) (getenv "OLLIE_TEST_ACTION"))) actions))
-           (command (plist-get action :command))
-           (started (float-time))
-           (answer (condition-case e
-                       (json-encode (eglot-execute-command server (plist-get command :command)
-                                                           (plist-get command :arguments)))
-                     (error (format "%S" e))))
-           (waited (- (float-time) started)))
-      ;; The turn's questions, edits and answer come afterwards: wait for the answer, a minute at most.
-      (while (and (not (seq-find (lambda (m) (string-search (getenv "OLLIE_TEST_UNTIL") m)) ollie-test-messages))
-                  (< (- (float-time) started) 60))
-        (accept-process-output nil 1))
-      (ollie-test-finish `((answer . ,answer)
-                           (waited . ,waited)
+           (run (ollie-test-run-action server 1)))
+      (when (getenv "OLLIE_TEST_RECONNECT")  ; M-x eglot-reconnect: a new daemon, the action again
+        (eglot-reconnect server)
+        (setq run (ollie-test-run-action (eglot-current-server) 2)))
+      (ollie-test-finish `((answer . ,(nth 0 run))
+                           (waited . ,(nth 1 run))
                            (messages . ,(vconcat (reverse ollie-test-messages)))
                            (questions . ,(vconcat (reverse ollie-test-questions)))
                            (buffer . ,(buffer-substring-no-properties (point-min) (point-max))))))

@@ -8,7 +8,11 @@
       eglot-sync-connect t
       eglot-connect-timeout 120
       eglot-server-programs
-      `((python-mode . ,(append (json-read-from-string (getenv "OLLIE_TEST_SERVER_CMD")) nil))))
+      `((python-mode . ,(append (json-read-from-string (getenv "OLLIE_TEST_SERVER_CMD"))
+                                ;; README's `:initializationOptions', as a plist (OLLIE_TEST_INIT: its JSON).
+                                (when (getenv "OLLIE_TEST_INIT")
+                                  (list :initializationOptions
+                                        (let ((json-object-type 'plist)) (json-read-from-string (getenv "OLLIE_TEST_INIT")))))))))
 
 (defun ollie-test-finish (result)
   "Write RESULT as JSON for the pytest side, then quit."

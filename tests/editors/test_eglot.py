@@ -98,26 +98,37 @@ def test_an_edit_asked_about_in_eglot_shows_its_change_and_offers_only_what_eglo
     assert result["buffer"] == "def mul(a, b):\n    return a + b\n"
 
 
-def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted_llm):
-    """eglot fills its question's first button in: it was "Allow once", and a RET typed in the buffer said yes."""
-    ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
-    srv = scripted_llm("openai")
-    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Not changed."))
-    init = tmp_path / "init.el"  # README's snippet, eglot started in Python buffers, its edits applied unasked
+def eglot_in_tmux(ws: Path, env: dict[str, str]) -> Tmux:
+    """Emacs in a terminal with README's snippet, eglot connected in code.py, its edits applied unasked."""
+    init = ws.parent / "init.el"
     init.write_text(f"""(require 'eglot)
 (with-eval-after-load 'eglot
   (add-to-list 'eglot-server-programs '((python-mode python-ts-mode) . ("{Path(sys.executable).parent / "ollie-lsp"}"))))
 (setq eglot-confirm-server-initiated-edits nil)
 (add-hook 'python-mode-hook #'eglot-ensure)""")
-    emacs = Tmux(f"ollie-eglot-{os.getpid()}", ws, {**os.environ, **srv.env(approval="ask"), "TERM": "xterm-256color"},
+    emacs = Tmux(f"ollie-eglot-{os.getpid()}", ws, {**os.environ, **env, "TERM": "xterm-256color"},
                  [emacs_with_eglot(), "-nw", "-q", "-l", str(init), "code.py"], size=(120, 30))
+    emacs.wait(lambda s: "[eglot:ws]" in s and "Connected" in s, "eglot connected", timeout=60)
+    return emacs
+
+
+def refactor_in_tmux(emacs: Tmux) -> str:
+    """`Ollie: Refactor...` on the whole buffer from eglot's code actions; the screen once its question shows."""
+    emacs.keys("C-x", "h", "M-x")
+    emacs.type("eglot-code-actions", "Enter")
+    emacs.wait(lambda s: "Pick an action" in s, "the code actions")
+    emacs.type("Ollie: Refactor...", "Enter")
+    return emacs.wait(lambda s: "Choose an option:" in s, "the question")
+
+
+def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted_llm):
+    """eglot fills its question's first button in: it was "Allow once", and a RET typed in the buffer said yes."""
+    ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Not changed."))
+    emacs = eglot_in_tmux(ws, srv.env(approval="ask"))
     try:
-        emacs.wait(lambda s: "[eglot:ws]" in s and "Connected" in s, "eglot connected", timeout=60)
-        emacs.keys("C-x", "h", "M-x")
-        emacs.type("eglot-code-actions", "Enter")
-        emacs.wait(lambda s: "Pick an action" in s, "the code actions")
-        emacs.type("Ollie: Refactor...", "Enter")
-        asked = emacs.wait(lambda s: "Choose an option:" in s, "the question")
+        asked = refactor_in_tmux(emacs)
         emacs.keys("Enter")  # the user, typing on, pressed RET as the question came up
         answered = emacs.wait(lambda s: "ollie: Not changed." in s, "the answer")
     finally:
@@ -125,6 +136,22 @@ def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted
     assert asked.rstrip().endswith("Choose an option: Reject"), asked
     assert "return a + b" in answered and "a * b" not in answered, answered  # the buffer as it was
     assert "rejected" in srv.chat_requests[-1].body["messages"][-1]["content"]
+
+
+def test_a_tall_question_still_says_what_it_asks_and_how_much_of_the_diff_is_left_out(tmp_path, scripted_llm):
+    """The minibuffer shows a tall prompt's end: `asks to: Edit code.py` had scrolled out above the diff."""
+    old = "".join(f"x{n} = {n}\n" for n in range(40))
+    ws = workspace_with_code(tmp_path, old)
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("code.py", old, old.replace(" = ", " == "))), Reply.text("Not changed."))
+    emacs = eglot_in_tmux(ws, srv.env(approval="ask"))
+    try:
+        asked = emacs.keep("eglot-tall-question", refactor_in_tmux(emacs))
+        emacs.keys("Enter")
+        emacs.wait(lambda s: "ollie: Not changed." in s, "the answer")
+    finally:
+        emacs.close()
+    assert "asks to: Edit code.py" in asked and "more diff lines" in asked, asked
 
 
 def test_a_long_answers_file_local_variables_do_nothing_in_emacs(tmp_path, scripted_llm):
@@ -140,3 +167,16 @@ def test_a_long_answers_file_local_variables_do_nothing_in_emacs(tmp_path, scrip
     assert (result["mode"], result["server"]) == ("text-mode", False), result
     assert result["text"] == answer.replace("-*-", "-* -").replace("Variables:", "Variables :") + "\n"
     assert not (ws / "evaluated").exists()
+
+
+def test_a_reconnect_goes_on_with_the_session(tmp_path, scripted_llm):
+    """eglot keeps no session id: after `eglot-reconnect` (a new daemon) its next action ran in a fresh session."""
+    ws = workspace_with_code(tmp_path, "def add(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds."), Reply.text("It still adds."))
+    env = {**srv.env(), "OLLIE_TEST_ACTION": "Ollie: Explain", "OLLIE_TEST_UNTIL": "adds.",
+           "OLLIE_TEST_RECONNECT": "1", "OLLIE_TEST_INIT": json.dumps({"continueSession": True})}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json")
+    assert any("ollie: It still adds." in m for m in result["messages"]), result
+    second = srv.chat_requests[1].body["messages"]
+    assert [m["content"] for m in second if m["role"] == "assistant"] == ["It adds."], second

@@ -293,6 +293,8 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         assert "ollie: approve?" in asked and "ollie asks to: Edit util.py" in asked
         assert "at util.py:2 " in asked, "the float names the line the edit changes"
         assert "-    return x" in asked and "Reject with feedback" in asked
+        # The answers' float keeps off the chat's statusline, which says what the session waits for (it hid it).
+        assert any(line.endswith("│ ollie: waiting for your answer $0.0000") for line in asked.splitlines()), asked
         tmux.keys("1", "Enter")
         done = keep("2-changes-line", tmux.wait(lambda s: "(end)" in s, "the turn to end", timeout=30))
         assert "✎ 1 file changed — :OllieChanges" in done

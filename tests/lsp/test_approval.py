@@ -133,7 +133,9 @@ async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
     plain = await start_daemon(env=llm.env(approval=""))
     asked = answer_with(plain, ["Reject"])
     assert await submit(plain, "run it") == "2"
-    assert asked[0].message.endswith("in this session):\n\necho one > proof\nrm -rf ~/stuff\n\nprint(2)")
+    # Taller than a minibuffer shows from its end: what it asks is said again there.
+    assert asked[0].message.endswith("in this session):\n\necho one > proof\nrm -rf ~/stuff\n\nprint(2)\n\n"
+                                     "ollie asks to: Run `echo one > proof …` and 1 more step")
     assert not (daemon.workspace / "proof").exists() and not (plain.workspace / "proof").exists()
 
 
@@ -159,6 +161,21 @@ async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(s
     assert [o["id"] for o in question["options"]] == ["allow_once", "allow_always", "reject", "reject_with_feedback"]
     told = last_tool_result(llm)
     assert "rejected" in told and "use tabs, not spaces" in told
+
+
+@pytest.mark.parametrize("shows_answers", [False, True])
+async def test_a_client_that_shows_answers_on_its_steps_gets_no_answer_lines(start_daemon, llm, shows_answers):
+    """The Neovim plugin hid each "allowed: Edit a.txt" line the daemon sent: its step card says it already."""
+    llm.script(edit("a.txt", "one", "two"), Reply.text("ok"))
+    daemon = await start_daemon(env=llm.env(approval=""),
+                                init_options={"permissionRequest": True, "showsAnswers": shows_answers})
+    (daemon.workspace / "a.txt").write_text("one\n")
+    daemon.client.feature("ollie/permission")(lambda params: {"outcome": "allow_once"})
+    assert await submit(daemon, "edit it") == "ok"
+    await daemon.wait_events(lambda events: any(e["role"] == "turn" and e["content"] == "end" for e in events))
+    told = [e["content"] for e in daemon.events if e["role"] == "info" and e["content"].startswith("allowed: ")]
+    assert told == ([] if shows_answers else ["allowed: Edit a.txt"]), daemon.events
+    assert (daemon.workspace / "a.txt").read_text() == "two\n"
 
 
 async def test_an_answer_the_question_did_not_offer_is_a_rejection(start_daemon, llm):

@@ -312,3 +312,22 @@ def test_resume_of_a_session_open_in_another_terminal_is_refused_and_this_one_go
         assert term.close() == 0 and holder.close() == 0
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["hello", "and now?"]
+
+
+def test_a_resumed_long_session_shows_its_last_turns_and_says_how_much_is_above(llm, tmp_path):
+    # `/resume` printed the whole history (minutes of scrolling), and `ollie --session` none of it.
+    llm.script(*(Reply.text(f"answer {n}") for n in range(12)))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        for n in range(12):
+            at = term.answer(f"question {n}", rf"answer {n}\ndefault> ", after=at)
+        assert term.close() == 0
+        said = re.search(r"ollie: resume this session with `ollie (--session \S+)`\n", term.text[at:])
+        assert said, term.text[at:]
+    with Terminal([*said.group(1).split(), "--cwd", str(tmp_path)], llm.env(), tmp_path) as again:
+        at = again.wait_for(r"default> question 11\nanswer 11\n")
+        shown = again.text[:at].split("Ctrl-D to quit.\n", 1)[1]
+        assert shown.startswith("ollie: 2 earlier turns (4 messages) not shown; the last 10 follow. /history <n> "
+                                "lists the last n messages\ndefault> question 2\nanswer 2\n"), shown
+        assert "question 1\n" not in shown
+        assert again.close() == 0

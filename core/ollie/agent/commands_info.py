@@ -214,6 +214,12 @@ def sessions_in(directory: Path, cwd: Path, limit: int = SESSIONS_SHOWN) -> list
     return found
 
 
+def latest_session(cwd: Path) -> str | None:
+    """The id of the newest saved session started in `cwd` (`ollie -c`, the daemon's `continueSession`), or None."""
+    found = sessions_in(paths.sessions_dir(), cwd, limit=1)
+    return found[0] if found else None
+
+
 async def _session_lines(core: CommandTarget, ids: list[str]) -> list[str]:
     """A line per session, the current one marked: when last active, title (a shared one's team), id."""
     directory = Path(core.sessions_dir)

@@ -170,7 +170,7 @@ def _session_problem(session_id: str) -> str | None:
 
 def _latest_here(cwd: Path) -> str | None:
     """The newest session started in `cwd` for `--continue`; None (said on stderr) when there is none."""
-    from ollie.cli.latest import latest_session
+    from ollie.agent.commands_info import latest_session
     from ollie.cli.sanitize import printable
     from ollie.errors import OllieError
 

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 from ollie import paths
 from ollie.cli.sanitize import printable
 
+# How many of a resumed session's turns are shown again.
+SHOWN_TURNS = 10
+
 if TYPE_CHECKING:
     from ollie.agent.surface import TerminalCore
     from ollie.cli.lines import InputLines
@@ -58,8 +61,16 @@ def _no(why: str) -> None:
 
 
 def show_history(core: TerminalCore, renderer: Renderer) -> None:
-    """The resumed conversation as it was shown live: prompts after the prompt sign, answers, steps and results."""
-    for message in core.session.messages:
+    """The resumed conversation's last SHOWN_TURNS turns as they were shown live (prompts after the prompt sign,
+    answers, steps and results), after a line saying how much is above and how to see it."""
+    messages = core.session.messages
+    starts = [i for i, message in enumerate(messages) if message.role == "user"]
+    if len(starts) > SHOWN_TURNS:  # a long session scrolled for minutes, its last turns far above the prompt
+        first = starts[-SHOWN_TURNS]
+        print(printable(f"ollie: {len(starts) - SHOWN_TURNS} earlier turns ({first} messages) not shown; the last "
+                        f"{SHOWN_TURNS} follow. /history <n> lists the last n messages"), file=sys.stderr)
+        messages = messages[first:]
+    for message in messages:
         if message.role == "user":
             renderer.render("turn", "end")  # the answer before it ends (its held markdown shown)
             print(printable(f"{core.agent_name}> {message.content}"), file=sys.stderr, flush=True)

@@ -212,6 +212,8 @@ async def run_interactive(options: RunOptions) -> int:
 
         loop.add_signal_handler(signal.SIGINT, on_sigint)
         _banner(live.core)
+        if options.session:  # where the conversation was, as /resume shows it
+            show_history(live.core, renderer)
         while True:
             _prompt(live.core)
             line = await lines.next()

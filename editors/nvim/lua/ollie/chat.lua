@@ -567,10 +567,6 @@ function Chat:on_event(ev, drawn)
     end
     if command then
       self.command_info[vim.trim(content)] = true
-    elseif role == "info" and (content:match("^rejected: ") or content:match("^allowed: ")) then
-      -- An approval answer: the step says so itself (rejected, with the feedback: render.lua), live and resumed
-      -- alike; the daemon saves no such line, so a resumed chat had lost it (and live it stood above `## ollie`).
-      return
     end
     say(t, content)
     if role == "info" then

@@ -311,6 +311,51 @@ function M.cancelled(params)
   end
 end
 
+---The screen rows (0-based) that hold a statusline: each window's, the global one's (laststatus=3).
+---@return table<integer, boolean>
+local function statusline_rows()
+  local rows = {}
+  for _, info in ipairs(vim.fn.getwininfo()) do
+    if info.tabnr == vim.fn.tabpagenr() and vim.api.nvim_win_get_config(info.winid).relative == "" then
+      rows[info.winrow - 1 + info.winbar + info.height] = true -- winrow is 1-based and counts the winbar
+    end
+  end
+  rows[vim.o.lines - vim.o.cmdheight - 1] = true
+  return rows
+end
+
+---The row for a float `height` rows tall (borders included): under the question's preview (else near the bottom),
+---moved down, else up, off every statusline (it hid the chat's, which says what the session waits for).
+---@param height integer
+---@return integer
+local function select_row(height)
+  local preview = M.last_preview and M.last_preview.win
+  local wanted = vim.o.lines - height - 3
+  if preview and vim.api.nvim_win_is_valid(preview) then
+    wanted = vim.api.nvim_win_get_position(preview)[1] + vim.api.nvim_win_get_height(preview) + 2
+  end
+  local taken, last = statusline_rows(), vim.o.lines - vim.o.cmdheight - height
+  local function free(row)
+    for r = row, row + height - 1 do
+      if taken[r] then
+        return false
+      end
+    end
+    return true
+  end
+  for row = math.min(wanted, last), last do
+    if free(row) then
+      return row
+    end
+  end
+  for row = math.min(wanted, last) - 1, 0, -1 do
+    if free(row) then
+      return row
+    end
+  end
+  return math.max(0, math.min(wanted, last))
+end
+
 ---Neovim's own vim.ui.select in its place: inputlist() took every key, so a command typed while it was up (`:Ollie
 ---question`, `:OllieRestart`) ended it on a `q` or on <CR> with no number, a rejection never meant. This float
 ---answers to its own keys only (a number or the cursor's line, then <CR>; `q`, <Esc> or closing it dismisses); the
@@ -330,7 +375,7 @@ local function float_select(items, opts, on_choice)
   local width = math.min(math.max(vim.fn.strdisplaywidth(title), unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
     + 2, vim.o.columns - 4)
   local win = vim.api.nvim_open_win(buf, true, {
-    relative = "editor", row = math.max(0, vim.o.lines - #lines - 5), col = math.floor((vim.o.columns - width) / 2),
+    relative = "editor", row = select_row(#lines + 2), col = math.floor((vim.o.columns - width) / 2),
     width = width, height = #lines, style = "minimal", border = "rounded", title = title, title_pos = "center",
   })
   local done = false

@@ -158,7 +158,9 @@ end
 ---@return table
 function M.init_options(opts)
   return vim.tbl_extend("force", opts or {},
-    { permissionRequest = true, promptRequest = true, editorTools = true, saveDocuments = true })
+    -- showsAnswers: each step says how its question was answered (render.lua), so the daemon sends no
+    -- "allowed: ..." line for it.
+    { permissionRequest = true, promptRequest = true, editorTools = true, saveDocuments = true, showsAnswers = true })
 end
 
 ---The session the current tabpage's chat shows (nil: the daemon's default session).

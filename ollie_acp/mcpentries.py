@@ -1,0 +1,56 @@
+"""The `mcpServers` entries of a session request, checked one by one: the SDK drops an entry that fails its schema
+without a word, and the user's server then never appears."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from acp.schema import AcpMcpServer, HttpMcpServer, McpServerStdio, SseMcpServer
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+# The requests whose `mcpServers` the SDK reads with `skip_invalid_items` (acp/_deserialize.py).
+SESSION_OPENS = {"session/new", "session/load", "session/resume", "session/fork"}
+# An entry's schema by its `type`; without one it is a stdio server.
+_BY_TYPE: dict[object, type[BaseModel]] = {"http": HttpMcpServer, "sse": SseMcpServer, "acp": AcpMcpServer}
+
+
+def malformed_entries(message: dict[str, Any]) -> dict[str, str]:
+    """`{"mcpServers[i]": why}` for each entry of a session request that the SDK would drop (empty: none)."""
+    params = message.get("params")
+    if message.get("method") not in SESSION_OPENS or not isinstance(params, dict):
+        return {}
+    entries = params.get("mcpServers")
+    if not isinstance(entries, list):
+        return {}  # the SDK's own -32602 names the field
+    bad = {}
+    for i, entry in enumerate(entries):
+        try:
+            _entry().validate_python(entry)
+        except ValidationError:
+            bad[f"mcpServers[{i}]"] = _why(entry)
+    return bad
+
+
+@cache
+def _entry() -> TypeAdapter[Any]:
+    """The SDK's schema of one entry (built at the first session request, not at start)."""
+    return TypeAdapter(HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio)
+
+
+def _why(entry: object) -> str:
+    """What is wrong with an entry, naming the server and its fields, never echoing a value but its name's start."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    name = entry.get("name")
+    server = f"server {name[:80]!r}: " if isinstance(name, str) else ""
+    kind = entry.get("type", "stdio")
+    model = _BY_TYPE.get(kind, McpServerStdio)
+    try:
+        model.model_validate(entry)
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors()[:5])
+        if kind not in _BY_TYPE and kind != "stdio":
+            return f"{server}type {str(kind)[:40]!r} is not one of stdio, http, sse, acp ({fields})"
+        return server + fields
+    return f"{server}does not fit ACP's schema"
