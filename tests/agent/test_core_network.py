@@ -155,6 +155,11 @@ async def test_allow_always_is_kept_in_the_users_config_for_new_sessions(scripte
     assert not approver.network  # not asked again
     assert "hello status 200" in tool_text(srv, 3)
     assert f"[network] other.test:{listener.port} allowed (always), sent " in tool_text(srv, 3)
+    # The new session's /network says why the host went through unasked, and where to take the answer back
+    # (before, it listed the connection `allowed (always)` and nothing of the answer or its file).
+    listing = (await second.submit("/network")).reply
+    assert (f'allowed in every session, unasked ("Always allow" answers kept in {netsaved.saved_file()}: delete a '
+            f"line to be asked again):\nother.test:{listener.port}") in listing, listing
 
 
 async def test_a_step_making_connections_by_the_thousand_records_a_hundred_and_a_count(scripted_llm, make_core,
