@@ -151,6 +151,31 @@ async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(start_dae
                              timeout=30)
 
 
+async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_with_what_to_write(
+        start_daemon, llm, _private_dirs, tmp_path):
+    """A new user's `pip install notes-mcp` in an activated venv, `"command": "notes-mcp"`: their shell finds it, the
+    server's PATH leaves Python environments out, and `/mcp` said only "[Errno 2] No such file or directory:
+    'notes-mcp'". Now it names where it is and what to write."""
+    import os
+
+    venv = tmp_path / "venvs" / "notes"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.base_prefix) / 'bin'}\n")
+    program = venv / "bin" / "notes-mcp"
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} {SERVER}\n")
+    program.chmod(0o755)
+    configure(_private_dirs, {"notes": {"command": "notes-mcp"}, "typo": {"command": "notes-mpc"}})
+    env = {**llm.env(), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    daemon = await start_daemon(env=env)
+    failed = await wait_state(daemon, "notes", "failed")
+    assert failed["error"] == (f"'notes-mcp' is {program}, in a directory left out of MCP servers' PATH (a project's "
+                               "or Python environment, or one tool code may write): name it by that absolute path as "
+                               'the "command"'), failed
+    typo = await wait_state(daemon, "typo", "failed")
+    assert typo["error"].startswith("'notes-mpc' is not on PATH (") and typo["error"].endswith(
+        "): install it, or name it by its absolute path"), typo
+
+
 async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_daemon, llm, _private_dirs, listener):
     # The server runs in its own network namespace; its connection to a host off the allow-list is asked about
     # during the call that made it, naming the step (Bug: its process was started outside any call, so nobody
