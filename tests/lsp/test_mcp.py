@@ -402,6 +402,28 @@ async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(st
     assert again["state"] == "needs approval"
 
 
+async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it(start_daemon, llm, _private_dirs,
+                                                                                   tmp_path):
+    """VS Code's own `.vscode/mcp.json` as its docs write it, `"args": ["${workspaceFolder}/server.py"]`: allowed, the
+    server was run with the text as written and failed ("can't open file '<ws>/${workspaceFolder}/server.py'")."""
+    ws = tmp_path / "ws0"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / "server.py").write_text(SERVER.read_text())
+    entry = {"type": "stdio", "command": sys.executable, "args": ["${workspaceFolder}/server.py"]}
+    asks = {"command": sys.executable, "args": [str(SERVER)], "env": {"TOKEN": "${input:token}"}}
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"local": entry, "asks": asks}}))
+    llm.script(Reply.tool_calls(("mcp__local__add", {"a": 20, "b": 22})), Reply.text("42."))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    # The question shows the command line that runs, the folder filled in.
+    assert f"({sys.executable} {ws}/server.py)" in await submit(daemon, "/mcp allow local")
+    await wait_state(daemon, "local", "ready")
+    await submit(daemon, "add them")
+    assert tool_results(llm) == ["42"]
+    # VS Code's prompt for a value (`${input:...}`) is none of ollie's: said, not silently sent as text.
+    assert any(e["content"].startswith("warning: MCP server 'asks' of ") and "${...} variable ollie does not fill in"
+               in e["content"] for e in daemon.events if e["role"] == "info"), daemon.events
+
+
 async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _private_dirs):
     configure(_private_dirs, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__grow", {})), Reply.tool_calls(("mcp__t__grown", {})), Reply.text("grew"))
