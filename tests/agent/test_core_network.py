@@ -155,6 +155,11 @@ async def test_allow_always_is_kept_in_the_users_config_for_new_sessions(scripte
     assert not approver.network  # not asked again
     assert "hello status 200" in tool_text(srv, 3)
     assert f"[network] other.test:{listener.port} allowed (always), sent " in tool_text(srv, 3)
+    # The new session's /network says why the host went through unasked, and where to take the answer back
+    # (before, it listed the connection `allowed (always)` and nothing of the answer or its file).
+    listing = (await second.submit("/network")).reply
+    assert (f'allowed in every session, unasked ("Always allow" answers kept in {netsaved.saved_file()}: delete a '
+            f"line to be asked again):\nother.test:{listener.port}") in listing, listing
 
 
 async def test_a_step_making_connections_by_the_thousand_records_a_hundred_and_a_count(scripted_llm, make_core,
@@ -206,3 +211,36 @@ async def test_a_session_log_with_hostile_network_records_resumes_with_its_good_
     resumed = await make_core(srv, session_id=core.session_id)
     assert dict(resumed.session.step_network) == {call_id: [good]}
     assert (await resumed.submit("/network")).reply.startswith("network (1 connection):")
+
+
+async def test_a_local_index_refused_unasked_says_what_to_list_and_where_and_listing_it_works(scripted_llm, make_core,
+                                                                                              listener):
+    """A new user's `pip download --index-url http://127.0.0.1:<port>/simple`: the step was refused with no question
+    and only "non-public address (only network.allow reaches it)", naming neither the file nor what to write there;
+    `localhost` was asked about, and an "allow" still ended in a refusal."""
+    def fetch(host: str) -> Reply:
+        return Reply.tool_calls(("execute_code", {"steps": [
+            {"code": f"curl -s -o - -w ' status %{{http_code}}' http://{host}:{listener.port}/simple/"}]}))
+
+    srv = scripted_llm("openai")
+    srv.script(fetch("127.0.0.1"), Reply(text="done"), fetch("localhost"), Reply(text="done"))
+    core = await make_core(srv)
+    core.step_approver = approver = Approver("allow_once")
+    await core.submit("download it from my index")
+    await core.submit("and by name")
+    assert not approver.network, "a non-public host is never asked about"
+    mine = paths.config_dir() / "sandbox.yaml"
+    for index in (1, 3):
+        told = tool_text(srv, index)
+        assert "status 403" in told and listener.accepted == 0, told
+        assert f'the user can add "127.0.0.1:{listener.port}" to network.allow in {mine} (a copy of ' in told, told
+    assert "the step then names it 127.0.0.1" in tool_text(srv, 3)
+    # The advice followed: the user's copy of the policy listing it lets the next session's step through.
+    bundled = paths.bundled("sandbox.yaml").read_text()
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text(bundled.replace('"codeload.github.com"]', f'"codeload.github.com", "127.0.0.1:{listener.port}"]'))
+    srv.script(fetch("127.0.0.1"), Reply(text="done"))
+    second = await make_core(srv)
+    second.step_approver = Approver("reject")
+    await second.submit("download it from my index")
+    assert "hello status 200" in tool_text(srv, 5) and "network.allow in" not in tool_text(srv, 5)

@@ -1,10 +1,15 @@
-"""Neovim's built-in LSP client with no ollie plugin (`vim.lsp.start{cmd={"ollie-lsp"}}`) runs `Ollie: Fix`."""
+"""Neovim's built-in LSP client with no ollie plugin (`vim.lsp.start{cmd={"ollie-lsp"}}`): `Ollie: Fix`, and README's snippet
+as a user's init.lua."""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 from ollie.testing import Reply
 
-from .test_nvim import file_edit, run_scenario, workspace  # noqa: F401 - the fixture
+from .test_nvim import _nvim, file_edit, run_scenario, workspace  # noqa: F401 - the fixture
 
 
 def test_plain_neovim_runs_the_fix_and_gets_the_edit(workspace, scripted_llm):  # noqa: F811
@@ -29,3 +34,45 @@ def test_a_long_answer_opens_without_its_modelines(workspace, scripted_llm):  # 
     result = run_scenario("answer_modeline", workspace, srv)
     assert result["opened"] and result["name"].endswith(".txt") and result["lines"][-1].startswith("vim: set"), result
     assert not result["autowriteall"] and result["filetype"] != "sh" and result["keymap"] == "", result
+
+
+def readme_snippet() -> str:
+    """README's plain-Neovim snippet, as a user copies it into their init.lua."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Any editor's own LSP client", 1)[1]
+    return section.split("```lua\n", 1)[1].split("```", 1)[0]
+
+
+def test_readmes_snippet_in_init_lua_gives_the_file_opened_ollies_code_actions(tmp_path: Path, scripted_llm):
+    """`nvim code.py` with README's snippet in init.lua, as a new user sets it up: `vim.lsp.start` ran there, before
+    code.py was read, and attached ollie to no buffer: the code action menu had none of ollie's actions."""
+    from .test_nvim_tui import Tmux
+
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds its arguments."))
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "code.py").write_text("def mul(a, b):\n    return a + b\n")
+    init = tmp_path / "init.lua"
+    init.write_text(readme_snippet() + 'vim.api.nvim_create_autocmd("LspAttach", { callback = function(ev)\n'
+                    '  if vim.api.nvim_buf_get_name(ev.buf):match("code%.py$") then print("ollie attached to code.py") end\n'
+                    "end })\n")
+    bin_dir = tmp_path / "bin"  # ollie-lsp on PATH, as pipx puts it
+    bin_dir.mkdir()
+    (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
+    env = {**os.environ, **srv.env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
+    tmux = Tmux(f"ollie-native-{os.getpid()}-{tmp_path.name}", ws, env,
+                [_nvim(), "-u", str(init), "-i", "NONE", "-n", "code.py"], size=(100, 30))
+    try:
+        tmux.wait(lambda s: "return a + b" in s, "nvim to start")
+        # Said by the test's own autocmd once ollie is attached to code.py and initialized (its start takes seconds).
+        tmux.wait(lambda s: "ollie attached to code.py" in s, "ollie on code.py", timeout=120)
+        # The user selects the function and asks for code actions (Neovim 0.11's `gra`).
+        tmux.keys("g", "g", "V", "G", "g", "r", "a")
+        menu = tmux.wait(lambda s: "Ollie: Explain" in s or "No code actions" in s, "the code action menu")
+        assert "Ollie: Explain" in menu, menu
+        number = next(line.split(":")[0].strip() for line in menu.splitlines() if "Ollie: Explain" in line)
+        tmux.keys(number, "Enter")
+        tmux.wait(lambda s: "It adds its arguments." in s, "the answer")
+    finally:
+        tmux.close()

@@ -114,3 +114,32 @@ def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path:
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path, scripted_llm):
+    """A new user's screenshot in ~/Pictures, attached with `:OllieImage <path>` as README says: the chat said
+    "error: Invalid params: images[0].path: ... is not beneath the workspace (or goes through a symlink): not read"
+    and nothing went. The user named it, as a text file named outside is: Neovim reads it and sends its bytes."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("The button is red."))
+    pictures = tmp_path / "Pictures"
+    pictures.mkdir()
+    (pictures / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(f":OllieImage {pictures}/shot.png", "Enter")
+        tmux.wait(lambda s: "-- INSERT --" in s and "#file:" in s, "the image in the input")
+        tmux.keys("why is the button this colour?", literal=True)
+        tmux.keys("Escape", "Enter")
+        done = tmux.keep("1-answered", tmux.wait(lambda s: "The button is red." in s or "(error)" in s, "the answer"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-answered.png", (1000, 560))
+        assert "The button is red." in done and "Pictures/shot.png\n" in "\n".join(chat_lines(done)), done
+        assert "(image)" in done and "error" not in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]

@@ -151,6 +151,31 @@ async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(start_dae
                              timeout=30)
 
 
+async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_with_what_to_write(
+        start_daemon, llm, _private_dirs, tmp_path):
+    """A new user's `pip install notes-mcp` in an activated venv, `"command": "notes-mcp"`: their shell finds it, the
+    server's PATH leaves Python environments out, and `/mcp` said only "[Errno 2] No such file or directory:
+    'notes-mcp'". Now it names where it is and what to write."""
+    import os
+
+    venv = tmp_path / "venvs" / "notes"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {Path(sys.base_prefix) / 'bin'}\n")
+    program = venv / "bin" / "notes-mcp"
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} {SERVER}\n")
+    program.chmod(0o755)
+    configure(_private_dirs, {"notes": {"command": "notes-mcp"}, "typo": {"command": "notes-mpc"}})
+    env = {**llm.env(), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    daemon = await start_daemon(env=env)
+    failed = await wait_state(daemon, "notes", "failed")
+    assert failed["error"] == (f"'notes-mcp' is {program}, in a directory left out of MCP servers' PATH (a project's "
+                               "or Python environment, or one tool code may write): name it by that absolute path as "
+                               'the "command"'), failed
+    typo = await wait_state(daemon, "typo", "failed")
+    assert typo["error"].startswith("'notes-mpc' is not on PATH (") and typo["error"].endswith(
+        "): install it, or name it by its absolute path"), typo
+
+
 async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_daemon, llm, _private_dirs, listener):
     # The server runs in its own network namespace; its connection to a host off the allow-list is asked about
     # during the call that made it, naming the step (Bug: its process was started outside any call, so nobody
@@ -375,6 +400,28 @@ async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(st
     other = await daemon.request("ollie/session/new", {})
     (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
     assert again["state"] == "needs approval"
+
+
+async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it(start_daemon, llm, _private_dirs,
+                                                                                   tmp_path):
+    """VS Code's own `.vscode/mcp.json` as its docs write it, `"args": ["${workspaceFolder}/server.py"]`: allowed, the
+    server was run with the text as written and failed ("can't open file '<ws>/${workspaceFolder}/server.py'")."""
+    ws = tmp_path / "ws0"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / "server.py").write_text(SERVER.read_text())
+    entry = {"type": "stdio", "command": sys.executable, "args": ["${workspaceFolder}/server.py"]}
+    asks = {"command": sys.executable, "args": [str(SERVER)], "env": {"TOKEN": "${input:token}"}}
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"local": entry, "asks": asks}}))
+    llm.script(Reply.tool_calls(("mcp__local__add", {"a": 20, "b": 22})), Reply.text("42."))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    # The question shows the command line that runs, the folder filled in.
+    assert f"({sys.executable} {ws}/server.py)" in await submit(daemon, "/mcp allow local")
+    await wait_state(daemon, "local", "ready")
+    await submit(daemon, "add them")
+    assert tool_results(llm) == ["42"]
+    # VS Code's prompt for a value (`${input:...}`) is none of ollie's: said, not silently sent as text.
+    assert any(e["content"].startswith("warning: MCP server 'asks' of ") and "${...} variable ollie does not fill in"
+               in e["content"] for e in daemon.events if e["role"] == "info"), daemon.events
 
 
 async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _private_dirs):

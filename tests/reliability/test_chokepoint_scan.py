@@ -112,6 +112,8 @@ ALLOWED = {
     ("core/ollie/mcp/workspace.py", "allowed_keys"): "the allowed workspace servers, in ollie's state dir",
     ("core/ollie/mcp/workspace.py", "remember"): "the allowed workspace servers, in ollie's state dir",
     ("core/ollie/mcp/stdio.py", "_installation"): "the server's program on PATH, stat only (it runs sandboxed)",
+    ("core/ollie/mcp/stdio.py", "missing"): "the server's program on its PATH and the user's, stat and access only (named "
+                                            "in its error)",
     ("core/ollie/mcp/stdio.py", "server_policy"): "paths the user's server config names, existence only (granted read)",
     ("core/ollie/mcp/stdio.py", "spawn_server.prepare"): "the server's own dir in ollie's state dir",
     ("core/ollie/tools/execute/runner.py", "Runner.prepare_dirs"): "the memory and plan dirs",

@@ -15,6 +15,7 @@ from ollie.agent.surface import CommandTarget
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
+from ollie.sandbox import netsaved
 from ollie.sessions import location, persist
 from ollie.sessions.types import Info, one_line
 from ollie.tools.execute.results import network_line
@@ -120,6 +121,11 @@ async def cmd_network(core: CommandTarget, arg: str) -> str:
     if allowed:
         text += "\nallowed for the rest of this session, unasked:\n" + "\n".join(
             f"{key} — {one_line(why, 120)}" for key, why in allowed.items())
+    # Earlier sessions' "Always allow" answers hold here too, unasked: where they are kept is the one way to undo one.
+    saved = await netsaved.saved()
+    if saved:
+        text += (f"\nallowed in every session, unasked (\"Always allow\" answers kept in {netsaved.saved_file()}: "
+                 "delete a line to be asked again):\n" + "\n".join(one_line(p, 120) for p in saved))
     return text
 
 

@@ -23,6 +23,20 @@ MAX_CONFIG_BYTES = 256 * 1024
 _KEYS = ("command", "args", "env", "cwd", "url", "headers", "type")
 
 
+def _filled(value: object, cwd: Path) -> object:
+    """`value` with VS Code's `${workspaceFolder}` (and its basename's) filled in, in every string it holds.
+
+    `.vscode/mcp.json` is VS Code's format, where a script beside the config is `${workspaceFolder}/server.py`.
+    Nothing else is: `${env:NAME}` would hand a workspace's server the daemon's variables (its keys)."""
+    if isinstance(value, str):
+        return value.replace("${workspaceFolder}", str(cwd)).replace("${workspaceFolderBasename}", cwd.name)
+    if isinstance(value, list):
+        return [_filled(v, cwd) for v in value]
+    if isinstance(value, dict):
+        return {k: _filled(v, cwd) for k, v in value.items()}
+    return value
+
+
 def approvals_file() -> Path:
     """Where the allowed workspace servers are remembered (ollie's state dir, not the workspace)."""
     return paths.state_dir() / "mcp-allowed.json"
@@ -45,7 +59,10 @@ def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSp
             warnings.append(f"MCP servers of {source} not read: expected \"mcpServers\" (or \"servers\")")
             continue
         for name, entry in servers.items():
-            kept = {k: v for k, v in entry.items() if k in _KEYS} if isinstance(entry, dict) else entry
+            kept = {k: _filled(v, cwd) for k, v in entry.items() if k in _KEYS} if isinstance(entry, dict) else entry
+            if "${" in json.dumps(kept):
+                warnings.append(f"MCP server {name!r} of {source} uses a ${{...}} variable ollie does not fill in "
+                                "(only ${workspaceFolder}): it runs with the text as written")
             try:
                 specs = parse_servers({"mcpServers": {name: kept}}, source)
             except ConfigError as exc:

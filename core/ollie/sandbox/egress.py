@@ -133,7 +133,9 @@ def is_public(host: str) -> bool:
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        return True  # a name: system_resolve keeps only its public addresses
+        # A name: system_resolve keeps only its public addresses. `localhost` is never one (RFC 6761): asking
+        # about it only led to a refusal after the user's "allow".
+        return not (host == "localhost" or host.endswith(".localhost"))
     return is_global_address(address)
 
 

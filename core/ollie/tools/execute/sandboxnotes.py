@@ -89,6 +89,28 @@ def _editable(policy: Policy) -> str:
     return f"{mine} (a copy of {source}, which it then replaces)"
 
 
+def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
+    """A note per host:port a step was refused because it is this machine or its network (a local package index, a
+    dev server): no question is asked about it, so the note says what the user can list, and where."""
+    notes: list[str] = []
+    for c in connections:
+        if c.get("verdict") != "denied" or not str(c.get("how", "")).startswith("non-public address"):
+            continue
+        host, port = str(c.get("host", "")), c.get("port")
+        # A name is never resolved to such an address, however listed: only the literal reaches it.
+        literal = "127.0.0.1" if host == "localhost" or host.endswith(".localhost") else host
+        pattern = f"[{literal}]:{port}" if ":" in literal else f"{literal}:{port}"
+        note = (f"blocked by ollie's sandbox: {host}:{port} is this machine or its network, which a step reaches only "
+                f"when network.allow lists it (it is never asked about); if the step needs it, the user can add "
+                f"\"{pattern}\" to network.allow in {_editable(policy)}"
+                + (f", and the step then names it {literal}" if literal != host else ""))
+        if note not in notes:
+            notes.append(note)
+            if len(notes) == _MOST:
+                break
+    return notes
+
+
 def mentions_denial(stderr: bytes) -> bool:
     """Whether a step's stderr reports EACCES or EROFS at all (the cheap test before `denied_notes`)."""
     return b"Permission denied" in stderr or b"Read-only file system" in stderr

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie.tools.execute.sandboxnotes import denied_notes, disk_notes, limit_notes, mentions_denial, outside_note
+from ollie.tools.execute.sandboxnotes import (
+    denied_notes,
+    disk_notes,
+    limit_notes,
+    mentions_denial,
+    network_notes,
+    outside_note,
+)
 
 if TYPE_CHECKING:  # the sandbox's spawn machinery loads with the first process (a first turn's answer needs none)
     from ollie.sandbox.policy import Policy
@@ -120,6 +127,7 @@ async def run_process(
                                                             cwd)
             outcome.warnings += limit_notes(policy, status=outcome.exit_code, stderr=outcome.stderr,
                                             oom=bool(proc.report.get("oom")))
+            outcome.warnings += network_notes(policy, outcome.network)
         outcome.warnings += disk_notes(dict.fromkeys(map(Path, (cwd, env.get("TMPDIR") or cwd))), outcome.stderr)
     except BaseException:
         proc.kill_group()

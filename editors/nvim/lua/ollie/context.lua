@@ -7,6 +7,7 @@ local M = {}
 ---@class ollie.Context
 ---@field uri string|nil (nil for an image)
 ---@field image string|nil an image file's full path: it goes in `images`, not as a block
+---@field data string|nil the image's bytes, base64, when Neovim read it (one outside the working directory)
 ---@field range {start: {line: integer, character: integer}, ["end"]: {line: integer, character: integer}}|nil
 ---@field languageId string|nil
 ---@field label string the compact line the transcript shows (without the 📎): `path:first-last`, as the saved
@@ -174,17 +175,53 @@ function M.unreadable(path, full)
   return nil
 end
 
+---The bytes of the file at `full` (nil and why when they cannot be read).
+---@param full string
+---@return string|nil data, string|nil err
+local function read_bytes(full)
+  local fd, err = vim.uv.fs_open(full, "r", 0)
+  if not fd then
+    return nil, err
+  end
+  local stat = vim.uv.fs_fstat(fd)
+  local data, rerr = vim.uv.fs_read(fd, stat and stat.size or 0, 0)
+  vim.uv.fs_close(fd)
+  return data, rerr
+end
+
+---An image file's context: beneath the working directory the daemon reads it (through its guarded path); one the
+---user named outside it (a screenshot in ~/Pictures), which the daemon never reads, goes as its bytes.
+---@param path string as the user named it
+---@param full string its absolute path
+---@return ollie.Context|nil ctx, string|nil err
+local function image(path, full)
+  if vim.fn.filereadable(full) ~= 1 then
+    return nil, "#file:" .. path .. ": no such file"
+  end
+  local ctx = { image = full, label = display(full) .. " (image)", mention = display(full) }
+  if vim.startswith(vim.fs.normalize(full), vim.fs.normalize(vim.fn.getcwd()) .. "/") then
+    return ctx
+  end
+  local problem = M.unreadable(path, full)
+  local data, err = nil, problem
+  if not problem then
+    data, err = read_bytes(full)
+  end
+  if not data then
+    return nil, "#file:" .. path .. ": " .. tostring(err)
+  end
+  ctx.data = vim.base64.encode(data)
+  return ctx
+end
+
 ---Context for a file by path: its buffer when loaded (unsaved text), else its text on disk; an image file goes as
----an image (the daemon reads it beneath the workspace).
+---an image.
 ---@param path string
 ---@return ollie.Context|nil ctx, string|nil err
 function M.file(path)
   local full = vim.fn.fnamemodify(path, ":p")
   if M.is_image(full) then
-    if vim.fn.filereadable(full) ~= 1 then
-      return nil, "#file:" .. path .. ": no such file"
-    end
-    return { image = full, label = display(full) .. " (image)", mention = display(full) }
+    return image(path, full)
   end
   local buf = vim.fn.bufnr(full)
   if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
@@ -285,7 +322,8 @@ function M.wire(contexts)
   end, texts)
 end
 
----The daemon's `images` param for contexts: one `{path}` per image, in order (nil for none).
+---The daemon's `images` param for contexts: one `{path}` (or, read here, `{data, name}`) per image, in order (nil
+---for none).
 ---@param contexts ollie.Context[]|nil
 ---@return table[]|nil
 function M.images(contexts)
@@ -293,7 +331,9 @@ function M.images(contexts)
   if #paths == 0 then
     return nil
   end
-  return vim.tbl_map(function(c) return { path = c.image } end, paths)
+  return vim.tbl_map(function(c)
+    return c.data and { data = c.data, name = vim.fn.fnamemodify(c.image, ":t") } or { path = c.image }
+  end, paths)
 end
 
 ---Attach the buffers of contexts to the daemon: it reads their unsaved text for the blocks.
