@@ -1,4 +1,5 @@
-"""The VS Code extension's unit tests (node --test over its pure modules), type-checked by tsc first."""
+"""The VS Code extension's unit tests (node --test over its pure modules), type-checked by tsc first: no window, so not
+on the real VS Code worker (tests/conftest.py goes by the file's name)."""
 
 from __future__ import annotations
 
