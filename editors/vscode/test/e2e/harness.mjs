@@ -239,19 +239,24 @@ export async function installVsix(vsix, dirs, env) {
   await run(codeServer, [...dirs, "--install-extension", vsix], env);
 }
 
-/** Start code-server on `workspace` and open it in headless Chromium; resolves with { browser, page, address }. */
-export async function startVSCode(workspace, dirs, env) {
+/** Start code-server on `workspace` and open it in headless Chromium once `before` (a promise: what the window's daemon
+ * needs up) has resolved; resolves with { browser, page, address }. */
+export async function startVSCode(workspace, dirs, env, before = undefined) {
   // A password, not `--auth none`: its port is on 127.0.0.1, where any user of the machine could open its terminal.
   const password = randomBytes(18).toString("hex");
-  const [, address] = await start(
-    "code-server",
-    codeServer,
-    [...dirs, "--auth", "password", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", workspace],
-    { env: { ...env, PASSWORD: password }, ready: /HTTP server listening on (http:\/\/\S+)/ },
-  );
-  log(`code-server at ${address}`);
   const { chromium } = createRequire(path.join(e2eDir, "cs", "package.json"))("playwright-core");
-  const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS, headless: true });
+  // The three starts side by side (each ~1 s of a window's, one after another before).
+  const [[, address], browser] = await Promise.all([
+    start(
+      "code-server",
+      codeServer,
+      [...dirs, "--auth", "password", "--bind-addr", "127.0.0.1:0", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", workspace],
+      { env: { ...env, PASSWORD: password }, ready: /HTTP server listening on (http:\/\/\S+)/ },
+    ),
+    chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_FLAGS, headless: true }),
+    before,
+  ]);
+  log(`code-server at ${address}`);
   // Uncompressed, as desktop VS Code reads its files: code-server's brotli of the 19 MB workbench.js alone took ~0.8 s
   // of its CPU at each window's load (~0.1 s sent as it is, over loopback).
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { "Accept-Encoding": "identity" } });
@@ -559,13 +564,18 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     }
     fs.mkdirSync(workspace, { recursive: true });
     const isolated = isolatedEnv();
-    const llmUrl = script ? await startScriptedLLM(script, { env: isolated, vision }) : undefined;
+    // The scripted server starts beside code-server and the browser, on a port chosen now for the settings; the
+    // workbench, which starts the daemon, loads once it is up.
+    const llmPort = script ? await freePort() : undefined;
+    const llmUrl = script ? `http://127.0.0.1:${llmPort}/v1` : undefined;
+    const llmStarted = script ? startScriptedLLM(script, { port: llmPort, env: isolated, vision }) : undefined;
+    llmStarted?.catch(() => undefined); // its failure is startVSCode's (not an unhandled rejection while the vsix installs)
     const daemonEnv = serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
     writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
     const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };
     const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions];
     await installVsix(vsix, dirs, env);
-    ({ browser, page } = await startVSCode(workspace, dirs, env));
+    ({ browser, page } = await startVSCode(workspace, dirs, env, llmStarted));
     const ctx = {
       page,
       browser,

@@ -1,4 +1,5 @@
-"""The VS Code extension's unit tests (node --test over its pure modules), type-checked by tsc first."""
+"""The VS Code extension's unit tests (node --test over its pure modules), type-checked by tsc first: no window, so not
+on the real VS Code worker (tests/conftest.py goes by the file's name)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def _npm() -> str:
     return npm
 
 
+@pytest.mark.slow  # tsc's whole compile: tens of seconds, run first so it ends no worker's run late
 def test_extension_unit_tests_pass():
     """tsc compiles the extension cleanly and every node:test unit test passes."""
     done = subprocess.run([_npm(), "test"], cwd=EXTENSION, capture_output=True, text=True, timeout=110)
