@@ -156,3 +156,11 @@ async def test_an_undo_writes_the_held_cwd_never_where_a_swapped_in_link_leads(s
     await undo(cps.root, "authorized_keys", None, deleted)
     assert (swapped.real / "authorized_keys").read_text() == "ssh-ed25519 AAAA-the-models-key\n"
     assert not (swapped.outside / "authorized_keys").exists()
+
+
+def test_a_root_is_held_only_where_it_is_the_real_path_it_was_checked_as(tmp_path: Path) -> None:
+    # A link swapped in between the walk to the real path and the hold: held, it would be the session's root.
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "sub").symlink_to(tmp_path / "outside")
+    with pytest.raises(beneath.OutsideRoot, match="now leads to"):
+        beneath.hold(tmp_path / "sub")

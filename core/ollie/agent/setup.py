@@ -95,6 +95,7 @@ class Setup:
         except BaseException:
             cancel_prompt(runtime)
             await runtime.dispatcher.aclose()
+            release()
             raise
         return setup
 
