@@ -192,13 +192,20 @@ def _open_root(root: Path | str) -> int:
     with _holds_lock:  # a copy of the fd: its release may close the held one meanwhile (a stalled mount: no lock held)
         while (fds := _holds.get(above)) is None and (up := os.path.dirname(above)) != above:
             above = up
-        held = os.dup(fds[-1]) if fds else None
+        held = os.dup(fds[-1]) if fds and not _users_own(above, path) else None
     if held is None:
         return os.open(path, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         return _open_at(held, os.path.relpath(path, above), _O_PATH | os.O_DIRECTORY)
     finally:
         os.close(held)
+
+
+def _users_own(held: str, path: str) -> bool:
+    """Whether `path`, beneath held root `held`, is in the user's home that `held` holds (a session opened at $HOME):
+    ollie's own dirs are there, reached through the user's own links (a dotfiles `~/.config`), by name as before."""
+    home = os.path.expanduser("~")
+    return path != held and os.path.commonpath([held, home]) == held and os.path.commonpath([path, home]) == home
 
 
 @contextmanager

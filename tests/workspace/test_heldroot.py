@@ -164,3 +164,20 @@ def test_a_root_is_held_only_where_it_is_the_real_path_it_was_checked_as(tmp_pat
     (tmp_path / "sub").symlink_to(tmp_path / "outside")
     with pytest.raises(beneath.OutsideRoot, match="now leads to"):
         beneath.hold(tmp_path / "sub")
+
+
+def test_a_session_held_at_home_still_reaches_the_users_own_linked_dirs(tmp_path: Path, monkeypatch) -> None:
+    """A session opened at $HOME holds it; ollie's dirs beneath it, reached through the user's own links (a dotfiles
+    `~/.local`), are still written (a walk from the held fd refused the link: sessions were not saved)."""
+    home = tmp_path / "home"
+    dotfiles = tmp_path / "dotfiles" / "local"
+    (dotfiles / "share").mkdir(parents=True)
+    home.mkdir()
+    (home / ".local").symlink_to(dotfiles)
+    monkeypatch.setenv("HOME", str(home))
+    release = beneath.hold(home)
+    try:
+        beneath.write_bytes_sync(home / ".local" / "share", "s.jsonl", b"{}\n")
+        assert (dotfiles / "share" / "s.jsonl").read_bytes() == b"{}\n"
+    finally:
+        release()
