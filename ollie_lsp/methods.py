@@ -154,7 +154,7 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
             raise InvalidParams(f"{where}: give either path or data")
         try:
             if item.path is not None:
-                pictures.append(await images.read(cwd, item.path, real=True))  # the session's real cwd, held open
+                pictures.append(await images.read(cwd, item.path))  # the session's real cwd, held open
             else:
                 # Decoding megabytes of base64 is not for the event loop.
                 pictures.append(await asyncio.to_thread(images.from_base64, item.data or "", mime=item.mime_type or "",

@@ -4,6 +4,8 @@ The workspace is hostile: anything in it may be a symlink to a secret, a FIFO th
 never ends. Every file access the daemon makes under a root goes through here (test_chokepoint_scan.py keeps it so):
 paths resolve beneath the root with no symlink followed (`openat2`, else an O_NOFOLLOW walk), writes are relative to
 the held parent's fd, fstat admits only files and dirs (opened O_NONBLOCK), reads stop at a cap (OLLIE_MAX_FILE_BYTES).
+A session's cwd is held open from when it was checked (`hold`): a root at or beneath it is reached through that fd,
+never by its name again (a dir on its way swapped for a link meanwhile leads nowhere).
 The async functions run in a thread; the `*_sync` ones are for code already in a worker thread.
 """
 
@@ -16,7 +18,8 @@ import functools
 import glob
 import os
 import stat
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -138,38 +141,79 @@ def _open_at(dir_fd: int, rel: str, flags: int) -> int:
 @contextmanager
 def _fd(root: Path | str, rel: str, flags: int) -> Iterator[int]:
     """An fd of `rel` beneath `root` opened with `flags`; OutsideRoot for a symlink or an escape."""
-    root_fd = os.open(root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        root_fd = _open_root(root)
         try:
             fd = _open_at(root_fd, rel, flags)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.EXDEV):
-                raise OutsideRoot(exc.errno, f"{rel}: a symlink on the way, or outside {root}") from exc
-            if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader, a socket
-                raise NotRegular(exc.errno, f"{rel} is not a regular file") from exc
-            raise
-    finally:
-        os.close(root_fd)
+        finally:
+            os.close(root_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EXDEV):
+            raise OutsideRoot(exc.errno, f"{rel}: a symlink on the way, or outside {root}") from exc
+        if exc.errno == errno.ENXIO:  # a FIFO opened for writing with no reader, a socket
+            raise NotRegular(exc.errno, f"{rel} is not a regular file") from exc
+        raise
     try:
         yield fd
     finally:
         os.close(fd)
 
 
-@contextmanager
-def pinned(root: Path | str) -> Iterator[str]:
-    """`root`, a real path, held open for a run of calls here: the root to give them (every one reaches that very
-    directory, whatever is swapped in on its way meanwhile); OutsideRoot when a link on its way leads elsewhere now."""
-    fd = os.open(root, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        held = f"/proc/self/fd/{fd}"
-        # Each call opens its root by name, following links: one swapped in between a check of the cwd and the writes
-        # of a rewind sent them where it leads, as the user.
-        if (now := os.readlink(held)) != os.path.abspath(root):
-            raise OutsideRoot(errno.ELOOP, f"{root} now leads to {now} (a directory on its way was swapped for a link)")
-        yield held
-    finally:
+# The held roots by the real path each had when held: fds, the latest last (two sessions may hold one path).
+_holds: dict[str, list[int]] = {}
+_holds_lock = threading.Lock()  # calls run in threads: an fd is never looked up while its release closes it
+
+
+def hold(real: Path | str) -> Callable[[], None]:
+    """Hold directory `real` (a real path, just checked) open until the returned release is called: every call here
+    with a root at or beneath it reaches that very directory from then on; OutsideRoot when it leads elsewhere now."""
+    key = os.path.abspath(real)
+    fd = os.open(key, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    if (now := os.readlink(f"/proc/self/fd/{fd}")) != key:
         os.close(fd)
+        raise OutsideRoot(errno.ELOOP, f"{key} now leads to {now} (a directory on its way was swapped for a link)")
+    with _holds_lock:
+        _holds.setdefault(key, []).append(fd)
+
+    def release() -> None:
+        with _holds_lock:
+            if fd in (fds := _holds.get(key, [])):
+                fds.remove(fd)
+                if not fds:
+                    del _holds[key]
+                os.close(fd)
+
+    return release
+
+
+def _open_root(root: Path | str) -> int:
+    """An O_PATH fd of `root`: beneath the nearest held root at or above it (no link followed), else by its name."""
+    path = above = os.path.abspath(root)
+    with _holds_lock:  # a copy of the fd: its release may close the held one meanwhile (a stalled mount: no lock held)
+        while (fds := _holds.get(above)) is None and (up := os.path.dirname(above)) != above:
+            above = up
+        held = os.dup(fds[-1]) if fds and not _users_own(above, path) else None
+    if held is None:
+        return os.open(path, _O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return _open_at(held, os.path.relpath(path, above), _O_PATH | os.O_DIRECTORY)
+    finally:
+        os.close(held)
+
+
+def _users_own(held: str, path: str) -> bool:
+    """Whether `path`, beneath held root `held`, is in the user's home that `held` holds (a session opened at $HOME):
+    ollie's own dirs are there, reached through the user's own links (a dotfiles `~/.config`), by name as before."""
+    home = os.path.expanduser("~")
+    return path != held and os.path.commonpath([held, home]) == held and os.path.commonpath([path, home]) == home
+
+
+@contextmanager
+def held_dir(root: Path | str) -> Iterator[int]:
+    """An O_PATH fd of directory `root`, reached as every call here reaches it (for a child process: its
+    `/proc/self/fd/N`, with `pass_fds`)."""
+    with _fd(root, ".", _O_PATH | os.O_DIRECTORY) as fd:
+        yield fd
 
 
 def _regular(fd: int, rel: str) -> os.stat_result:
@@ -399,14 +443,9 @@ def walk_sync(root: Path | str, path: Path | str = ".") -> Iterator[tuple[str, l
         yield from os.fwalk(".", dir_fd=start, follow_symlinks=False)
 
 
-def _read_pinned(root: Path | str, path: Path | str, limit: int | None) -> bytes:
-    with pinned(root) as held:
-        return read_bytes_sync(held, path, limit)
-
-
-async def read_bytes(root: Path | str, path: Path | str, limit: int | None = None, *, real: bool = False) -> bytes:
-    """`read_bytes_sync` in a thread; `real`: `root` is a real path, held open as it is read (`pinned`)."""
-    return await asyncio.to_thread(_read_pinned if real else read_bytes_sync, root, path, limit)
+async def read_bytes(root: Path | str, path: Path | str, limit: int | None = None) -> bytes:
+    """`read_bytes_sync` in a thread."""
+    return await asyncio.to_thread(read_bytes_sync, root, path, limit)
 
 
 async def read_text(root: Path | str, path: Path | str, limit: int | None = None, errors: str = "strict") -> str:

@@ -144,7 +144,8 @@ async def test_a_session_file_with_a_hostile_image_entry_is_refused_as_corrupt(s
 async def test_file_read_never_shows_an_image_through_a_cwd_swapped_for_a_link_after_its_step(
         scripted_llm, make_core, tmp_path, monkeypatch):
     # The daemon read the image the sandboxed file_read found by opening the cwd by name: another session's step
-    # swapping the cwd for a link once file_read's step ended had a private picture outside shown to the model.
+    # swapping the cwd for a link once file_read's step ended had a private picture outside shown to the model. The
+    # session holds its cwd (beneath.hold): the picture read is the workspace's own, wherever the step moved it.
     cwd = tmp_path / "ws" / "sub"
     cwd.mkdir(parents=True)
     (cwd / "shot.png").write_bytes(PICTURE)
@@ -153,10 +154,10 @@ async def test_file_read_never_shows_an_image_through_a_cwd_swapped_for_a_link_a
     (pictures / "shot.png").write_bytes(png(4, 4, (255, 0, 0)))
     read = images.read
 
-    async def swapped_then_read(root, path, **how):  # the other session's step, in the window it raced for
+    async def swapped_then_read(root, path):  # the other session's step, in the window it raced for
         cwd.rename(cwd.with_name("sub.real"))
         cwd.symlink_to(pictures)
-        return await read(root, path, **how)
+        return await read(root, path)
 
     monkeypatch.setattr(images, "read", swapped_then_read)
     srv = scripted_llm("openai")
@@ -164,6 +165,4 @@ async def test_file_read_never_shows_an_image_through_a_cwd_swapped_for_a_link_a
                Reply.text("nothing to see"))
     core = await make_core(srv, cwd=cwd)
     assert (await core.submit("what is in shot.png?")).stop == "end"
-    assert srv.images(srv.chat_requests[-1]) == []
-    (tool,) = [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"]
-    assert "the image is not shown to the model: shot.png is not beneath the workspace" in tool, tool
+    assert srv.images(srv.chat_requests[-1]) == [("image/png", PICTURE)]

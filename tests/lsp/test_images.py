@@ -217,20 +217,19 @@ async def test_a_resumed_history_draws_a_kept_results_images_and_names_a_collaps
 async def test_a_prompts_image_is_never_read_through_a_cwd_another_step_swapped_for_a_link(
         start_daemon, scripted_llm, tmp_path):
     """The session's cwd `sub`, swapped by another session's step for a link to the user's pictures: the user's
-    `shot.png`, meant beneath the workspace, was read where the link leads and sent to the model."""
+    `shot.png`, meant beneath the workspace, was read where the link leads and sent to the model. Now the session
+    holds its cwd: the workspace's own `shot.png` is read, wherever the step moved it."""
     llm = scripted_llm("openai")
     llm.script(Reply.text("a red rectangle"))
     daemon = await start_daemon(env=llm.env())
     sub = daemon.workspace / "sub"
     sub.mkdir()
+    (sub / "shot.png").write_bytes(PICTURE)
     assert await daemon.request("ollie/setCwd", {"cwd": "sub"}) == {}
     pictures = tmp_path / "Pictures"
     pictures.mkdir()
-    (pictures / "shot.png").write_bytes(PICTURE)
+    (pictures / "shot.png").write_bytes(PICTURE + b"the user's own")
     sub.rename(daemon.workspace / "sub.real")
     sub.symlink_to(pictures)
-    error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [{"path": "shot.png"}]})
-    assert error.code == -32602 and "images[0].path: shot.png is not beneath the workspace" in str(error), str(error)
-    assert llm.chat_requests == []
-    result = await daemon.request("ollie/submit", {"text": "look"})  # the daemon goes on serving
-    assert result["reply"] == "a red rectangle" and llm.images(llm.chat_requests[-1]) == []
+    result = await daemon.request("ollie/submit", {"text": "look", "images": [{"path": "shot.png"}]})
+    assert result["reply"] == "a red rectangle" and llm.images(llm.chat_requests[-1]) == [("image/png", PICTURE)]

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie import beneath
 from ollie.agent.editoredits import EditorEdit
 from ollie.log import get_logger
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
@@ -57,10 +56,7 @@ class ChangeTracker:
 
     @property
     def checkpoints(self) -> Checkpoints | None:
-        """The CWD's checkpoints, made at the first use; None once they turned out to be unavailable, and while the CWD
-        leads elsewhere (another session's step swapped it for a link: a snapshot would read files outside)."""
-        if beneath.moved(self.cwd) is not None:
-            return None
+        """The CWD's checkpoints, made at the first use; None once they turned out to be unavailable."""
         if self._checkpoints is None and self.unavailable is None:
             from ollie.workspace.checkpoints import Checkpoints
 

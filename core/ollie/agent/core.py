@@ -596,5 +596,6 @@ class Core(McpMembers):
         from ollie.tools.execute.sessiondirs import SessionDirs
 
         await asyncio.to_thread(SessionDirs.for_session(self.session_id).remove)
+        self._setup.close()
         self.bus.close()
 

@@ -163,11 +163,6 @@ class Review:
     def checkpoints(self) -> Checkpoints:
         """The session CWD's checkpoints; ReviewError when unavailable."""
         tracker = self._tracker()
-        # Another session's step swapped it (or a dir on its way) for a link: an undo or rewind would write (and
-        # remove) files where it leads, as the daemon.
-        if (now := beneath.moved(tracker.cwd)) is not None:
-            raise ReviewError(f"the working directory {tracker.cwd} is now a symlink to {now}: nothing is undone, "
-                              "rewound or read through it (/cwd to a directory)", "session")
         if tracker.checkpoints is None:
             raise ReviewError(f"no checkpoints for this workspace: {tracker.unavailable or 'unavailable'}")
         return tracker.checkpoints

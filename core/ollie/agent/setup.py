@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ class Setup:
     _health: BackendHealth | None = field(default=None, init=False)  # None: check on the next ask (a switch resets it)
     _health_at: float = field(default=0.0, init=False)
     _max_steps: int | None = field(default=None, init=False)  # the /maxsteps override of the agent config's
+    # The cwd held open from its check to the session's close (`beneath.hold`): every reach of it goes through that fd.
+    _release: Callable[[], None] = field(default=lambda: None, init=False)
 
     @classmethod
     async def create(
@@ -65,12 +68,18 @@ class Setup:
     ) -> Setup:
         """Agent `cfg`'s runtime and backend; a missing key is no error (`backend_error`); `prompt_now` overlaps the
         prompt commands with building the backend."""
-        runtime = await build_agent_runtime(
-            cfg, dispatcher_factory=dispatcher_factory, cwd=cwd, session_id=session_id, env=env
-        )
+        release = await asyncio.to_thread(beneath.hold, cwd)
+        try:
+            runtime = await build_agent_runtime(
+                cfg, dispatcher_factory=dispatcher_factory, cwd=cwd, session_id=session_id, env=env
+            )
+        except BaseException:
+            release()
+            raise
         _bind_session(runtime, cfg, session_id)
         setup = cls(agent=agent, runtime=runtime, cwd=cwd, env=env, backend_factory=backend_factory,
                     dispatcher_factory=dispatcher_factory, agents_dirs_given=agents_dirs)
+        setup._release = release
         if prompt_now and runtime.deferred_prompt is not None:
             runtime.deferred_prompt.start()
         try:
@@ -86,6 +95,7 @@ class Setup:
         except BaseException:
             cancel_prompt(runtime)
             await runtime.dispatcher.aclose()
+            release()
             raise
         return setup
 
@@ -123,14 +133,21 @@ class Setup:
         writable = [cwd, *self.guarded, *(p for s in execute_servers(self.runtime.dispatcher) for p in s.writable()),
                     *programs.step_writable()]
         # `~user` (the user database) and the walk (a name at a time: an NFS or FUSE workspace may stall) in a thread,
-        # not on the loop every session shares. A link swapped in after it is caught at each step (beneath.moved).
-        real = await asyncio.to_thread(_real_dir, cwd, path, writable)
+        # not on the loop every session shares. A link swapped in after it leads nowhere: the daemon holds the dir
+        # (beneath.hold), a step's sandbox refuses it (beneath.moved).
+        real, release = await asyncio.to_thread(_held_dir, cwd, path, writable)
+        self._release()
+        self._release = release
         self.guarded.append(cwd)
         self.cwd = real
         if self.runtime.deferred_prompt is not None:  # prompt commands not run yet run where the session is
             self.runtime.deferred_prompt.cwd = self.cwd
         for server in execute_servers(self.runtime.dispatcher):
             server.set_cwd(self.cwd)
+
+    def close(self) -> None:
+        """Let go of the cwd held open."""
+        self._release()
 
     def set_env(self, key: str, value: str) -> None:
         """Set an extra environment variable for tools, hooks and prompt commands."""
@@ -216,11 +233,13 @@ def sandbox_warnings(runtime: Runtime) -> list[str]:
     return runtime.warnings
 
 
-def _real_dir(cwd: Path, path: Path | str, writable: list[Path]) -> Path:
-    """`path` (from `cwd`, `~` expanded) walked to its real path, through no link inside `writable` (ValueError)."""
+def _held_dir(cwd: Path, path: Path | str, writable: list[Path]) -> tuple[Path, Callable[[], None]]:
+    """`path` (from `cwd`, `~` expanded) walked to its real path, through no link inside `writable`, and held open
+    (`beneath.hold`: its release); ValueError."""
     target = cwd / os.path.expanduser(path)  # never raises on `~nosuchuser`; an absolute one stays itself
     try:
-        return beneath.real_dir(target, writable)
+        real = beneath.real_dir(target, writable)
+        return real, beneath.hold(real)
     except beneath.OutsideRoot as exc:
         raise ValueError(exc.strerror) from None
     except OSError:

@@ -94,12 +94,11 @@ def checked(images: list[T]) -> list[T]:
     return images
 
 
-async def read(root: Path | str, path: Path | str, *, real: bool = False) -> Image:
-    """The image at `path` beneath `root`, read through the chokepoint (no symlinks, FIFOs or devices; capped);
-    `real`: `root` is a real path (a session's cwd), refused when a link on its way leads elsewhere now."""
+async def read(root: Path | str, path: Path | str) -> Image:
+    """The image at `path` beneath `root`, read through the chokepoint (no symlinks, FIFOs or devices; capped)."""
     name = str(path)
     try:
-        raw = await beneath.read_bytes(root, path, max_image_bytes(), real=real)
+        raw = await beneath.read_bytes(root, path, max_image_bytes())
     except beneath.TooLarge:
         raise ImageError(f"{name} is larger than {max_image_bytes():,} bytes, the limit on images ({CAP_ENV})") from None
     except beneath.OutsideRoot:

@@ -19,5 +19,5 @@ async def attached_images(prompt: str, cwd: Path) -> list[Image]:
     ImageError if one is bad."""
     if prompt.startswith(("/", "!")):
         return []  # commands and shell lines take no images
-    found = [await images.read(cwd, quoted or bare, real=True) for quoted, bare in _MENTION.findall(prompt)]
+    found = [await images.read(cwd, quoted or bare) for quoted, bare in _MENTION.findall(prompt)]
     return images.checked(found)

@@ -72,14 +72,9 @@ def _apply(root: Path, changes: list[FileChange], recorded: dict[str, int]) -> N
     """Make the work tree hold each change's new side: removals (deepest first, emptied dirs too), then writes.
 
     Refused before anything is touched when a path to be written holds a file the checkpoints do not track
-    (ignored, over the size cap, or a FIFO, socket or device): the rewind would destroy it. Every call goes through
-    `root` held open (`beneath.pinned`): a link swapped in on its way, before or during, sends nothing elsewhere.
+    (ignored, over the size cap, or a FIFO, socket or device): the rewind would destroy it. `root` is the session's
+    cwd, held open (`beneath.hold`): a link swapped in on its way, before or during, sends nothing elsewhere.
     """
-    with beneath.pinned(root) as held:
-        _apply_beneath(held, changes, recorded)
-
-
-def _apply_beneath(root: str, changes: list[FileChange], recorded: dict[str, int]) -> None:
     for change in changes:
         try:
             found = beneath.kind_sync(root, change.path) if change.old_data is None else None
@@ -120,7 +115,8 @@ class Checkpoints:
 
     def __init__(self, cwd: Path | str, *, max_files: int = DEFAULT_MAX_FILES,
                  max_file_bytes: int = MAX_FILE_BYTES) -> None:
-        self.root = Path(os.path.realpath(cwd))
+        # A real path when set; never resolved again (a link swapped in on its way leads nowhere: beneath.hold).
+        self.root = Path(os.path.abspath(cwd))
         self.max_files = max_files
         self.max_file_bytes = max_file_bytes
         self.git = ShadowGit(shadow_dir(self.root), self.root)

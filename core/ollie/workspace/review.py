@@ -14,7 +14,7 @@ from ollie.workspace.refs import shadow_dir
 from ollie.workspace.types import FileChange
 
 
-def _read_current(root: str, rel: str) -> bytes | None:
+def _read_current(root: Path | str, rel: str) -> bytes | None:
     """The file's bytes (None when absent), through the chokepoint: never a symlink, FIFO or device."""
     try:
         return beneath.read_bytes_sync(root, rel)
@@ -26,10 +26,10 @@ def _read_current(root: str, rel: str) -> bytes | None:
         raise StaleChange(rel, f"cannot read it as a regular file ({exc.strerror})") from exc
 
 
-def _mode(change: FileChange, held: str, root: Path | str, before: str | None) -> int:
+def _mode(change: FileChange, root: Path | str, before: str | None) -> int:
     """The mode to write with: the file's current bits, else those it had at checkpoint `before` (None: 0644); as a
     rewind's, never world-writable, setuid, setgid or sticky (a step's `chmod 4777` outlived its undo)."""
-    info = beneath.lstat_sync(held, change.path)
+    info = beneath.lstat_sync(root, change.path)
     if info is not None:
         return modes.restored(stat.S_IMODE(info.st_mode) & 0o666, bool(info.st_mode & stat.S_IXUSR))
     bits = modes.at(shadow_dir(Path(root)), before).get(change.path) if before is not None else None
@@ -39,14 +39,8 @@ def _mode(change: FileChange, held: str, root: Path | str, before: str | None) -
 def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None, before: str | None) -> bytes | None:
     if change.old_mode == "120000" or change.new_mode == "120000":
         raise WorkspaceError(f"{change.path}: a symlink change is undone by a rewind, not here")
-    # The cwd, a real path, held open: a link swapped in on its way after the caller checked it sends no write there.
-    with beneath.pinned(root) as held:
-        return _undo_beneath(held, root, change, hunk_index, before)
-
-
-def _undo_beneath(held: str, root: Path | str, change: FileChange, hunk_index: int | None,
-                  before: str | None) -> bytes | None:
-    current = _read_current(held, change.path)
+    # `root` is the session's cwd, held open (beneath.hold): a link swapped in on its way sends no write there.
+    current = _read_current(root, change.path)
     if current != change.new_data:
         what = "exists again" if change.new_data is None else ("was deleted" if current is None else "was edited")
         raise StaleChange(change.path, f"the file {what} since this change; undo refused")
@@ -56,9 +50,9 @@ def _undo_beneath(held: str, root: Path | str, change: FileChange, hunk_index: i
         text = text_after_undo(change, hunk_index)  # raises for a binary, added or deleted file
         result = None if text is None else text.encode("utf-8")
     if result is None:
-        beneath.remove_sync(held, change.path)
+        beneath.remove_sync(root, change.path)
     else:
-        beneath.write_bytes_sync(held, change.path, result, _mode(change, held, root, before))
+        beneath.write_bytes_sync(root, change.path, result, _mode(change, root, before))
     return result
 
 

@@ -14,7 +14,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from ollie import programs
+from ollie import beneath, programs
 from ollie.workspace import gitwatch
 from ollie.workspace.errors import CheckpointUnavailable, GitError
 
@@ -91,12 +91,15 @@ class ShadowGit:
         attempt = 0
         while True:
             started = time.time()
-            proc = await asyncio.create_subprocess_exec(
-                git, "--no-pager", *_OPTIONS, *args, cwd=self.work_tree,
-                env=git_env(self.git_dir, self.work_tree, index_file),
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True)  # no controlling terminal: a link to /dev/tty opens nothing
+            # The work tree as the daemon holds it (beneath.hold), by that fd (passed on: in git it is git's own fd N),
+            # never by its name: a dir on its way swapped for a link gets no snapshot from where it leads.
+            with beneath.held_dir(self.work_tree) as fd:
+                tree = Path(f"/proc/self/fd/{fd}")
+                proc = await asyncio.create_subprocess_exec(
+                    git, "--no-pager", *_OPTIONS, *args, cwd=tree, env=git_env(self.git_dir, tree, index_file),
+                    stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, pass_fds=(fd,),
+                    start_new_session=True)  # no controlling terminal: a link to /dev/tty opens nothing
             out, err = await gitwatch.watched(proc, stdin, args[0])
             code = proc.returncode or 0  # set: watched() returns once git exited
             if code in ok_codes:

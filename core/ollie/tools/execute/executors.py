@@ -134,7 +134,7 @@ async def _with_image(ctx: CallContext, section: Section, path: str, step: int) 
         section.note = f"the image is not shown to the model: more than {images.MAX_IMAGES} images in one result"
         return section
     try:
-        section.images.append(dataclasses.replace(await images.read(ctx.runner.cwd, path, real=True), step=step))
+        section.images.append(dataclasses.replace(await images.read(ctx.runner.cwd, path), step=step))
     except images.ImageError as exc:
         section.note = f"the image is not shown to the model: {exc}"
     return section
