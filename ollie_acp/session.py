@@ -63,9 +63,9 @@ OUTSIDE_OPTIONS = _options(allow_once="Allow once (outside the sandbox)", reject
 UNSANDBOXED_OPTIONS = _options(allow_once="Switch (no sandbox)", reject_once="Keep the current agent")
 # The commands for the running turn (`/i`, `/irw`): a prompt of one that comes while a turn runs runs at once.
 FOR_THE_TURN = {"i", "irw"}
-# `/i` with no turn running: the engine would queue its text, and ACP has no turn of its own to run it in, so it ran
-# inside the next prompt's, unasked; its prompt is the turn instead.
-INJECT_RUNS_NOW = "no turn is running, so `/i` runs its text as a prompt now\n\n"
+# `/i` or `/irw` with no turn running: the engine would queue its text, and ACP has no turn of its own to run it in, so
+# it ran inside the next prompt's, unasked; its prompt is the turn instead (`/irw`'s in place of the injects waiting).
+INJECT_RUNS_NOW = "no turn is running, so `/{}` runs its text as a prompt now\n\n"
 # ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
                 "max_steps": "max_turn_requests", "refusal": "refusal", "max_tokens": "max_tokens"}
@@ -243,8 +243,11 @@ class AcpSession:
             await self._tell("".join(f"warning: {w}\n\n" for w in told))
         settings = self._settings()
         before = _totals(self.core)
-        if (injected := _inject_text(text)) is not None:  # under the turn lock: no turn runs
-            await self._tell(INJECT_RUNS_NOW)
+        if (inject := _inject(text)) is not None:  # under the turn lock: no turn runs
+            command, injected = inject
+            if command == "irw":
+                self.core.drop_injects()
+            await self._tell(INJECT_RUNS_NOW.format(command))
             result = await self.core.submit(injected, images, as_prompt=True)
         else:
             result = await self.core.submit(text, images)
@@ -291,10 +294,11 @@ def _for_the_turn(text: str) -> bool:
     return match is not None and match["name"].lower() in FOR_THE_TURN
 
 
-def _inject_text(text: str) -> str | None:
-    """The text of an `/i <text>` line (None for any other)."""
+def _inject(text: str) -> tuple[str, str] | None:
+    """The command and text of an `/i <text>` or `/irw <text>` line (None for any other)."""
     match = SLASH.fullmatch(text.strip())
-    return match["arg"].strip() if match and match["name"].lower() == "i" and match["arg"] else None
+    name = match["name"].lower() if match else ""
+    return (name, match["arg"].strip()) if match and name in FOR_THE_TURN and match["arg"] else None
 
 
 def _totals(core: AcpCore) -> tuple[int, int, int, int]:

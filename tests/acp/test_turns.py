@@ -188,6 +188,28 @@ async def test_inject_with_no_turn_running_is_a_prompt_of_its_own(start_agent, l
     assert agent.client.text(sid).endswith("looking" + "next done")
 
 
+async def test_inject_rewrite_with_no_turn_running_is_a_prompt_in_place_of_the_injects_waiting(
+        start_agent, llm, sleeper) -> None:
+    # As `/i` did: it said "pending injects replaced", ran nothing, then ran inside the next prompt's turn.
+    agent = await start_agent(env=llm.env())
+    sid, first = await sleeper.start(agent, llm, "61.85")
+    assert (await agent.prompt(sid, "/i first thought", timeout=30)).stop_reason == "end_turn"
+    # Cancelled before a tool result took it: the inject waits, held, as a queued prompt.
+    await agent.conn.cancel(session_id=sid)
+    assert (await asyncio.wait_for(first, 30)).stop_reason == "cancelled"
+    assert (await agent.prompt(sid, "/queued")).stop_reason == "end_turn"
+    assert agent.client.text(sid).endswith("queued (1):\n1. first thought\n\n")
+    asked = len(llm.chat_requests)
+    llm.script(Reply.text("checking"))
+    assert (await agent.prompt(sid, "/irw check the tests")).stop_reason == "end_turn"
+    assert len(llm.chat_requests) == asked + 1
+    sent = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert sent.endswith("check the tests") and "first thought" not in sent
+    assert agent.client.text(sid).endswith("no turn is running, so `/irw` runs its text as a prompt now\n\nchecking")
+    assert (await agent.prompt(sid, "/queued")).stop_reason == "end_turn"
+    assert agent.client.text(sid).endswith("queue is empty\n\n")
+
+
 async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_agent, llm) -> None:
     llm.script(Reply.text("still here"))
     agent = await start_agent(env=llm.env())

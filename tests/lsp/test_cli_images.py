@@ -37,7 +37,30 @@ def test_a_bad_picture_is_said_and_nothing_is_sent(llm, tmp_path):
     assert "pipe.png is not a regular file" in proc.stderr and "link.png" in proc.stderr
     assert "gone.png: no such file" in proc.stderr
     assert "plain answer" in proc.stdout and len(llm.chat_requests) == 1
-    # `-p`: exit 1 with the reason, no request.
+    # `-p`: a usage error (exit 2) with the reason, no request.
     proc = run_ollie(["-p", "see @fake.png", "--cwd", str(tmp_path)], env=llm.env())
-    assert proc.returncode == 1 and "fake.png is not a PNG" in proc.stderr
+    assert proc.returncode == 2 and "fake.png is not a PNG" in proc.stderr
+    assert len(llm.chat_requests) == 1
+
+
+def test_a_picture_the_user_names_outside_the_workspace_goes_and_a_bad_one_is_a_usage_error(llm, tmp_path):
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (home / "Pictures").mkdir(parents=True)
+    workspace.mkdir()
+    (home / "Pictures" / "shot.png").write_bytes(PICTURE)
+    os.mkfifo(home / "pipe.png")
+    (home / "link.png").symlink_to(home / "Pictures" / "shot.png")
+    env = {**llm.env(), "HOME": str(home)}
+    # A screenshot named by `~` and by its absolute path, on the user's own command line: read as the user.
+    llm.script(Reply.text("a black bar"))
+    proc = run_ollie(["-p", f"@~/Pictures/shot.png describe it, and @{home}/Pictures/shot.png", "--cwd",
+                      str(workspace)], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert llm.images(llm.chat_requests[0]) == [("image/png", PICTURE)] * 2
+    # The same rules as in the workspace: no FIFO, no symlink; refused as a usage error, saying what to do.
+    for name, why in (("~/pipe.png", "is not a regular file"), ("~/link.png", "is a symlink"),
+                      ("~/gone.png", "no such file")):
+        proc = run_ollie(["-p", f"see @{name}", "--cwd", str(workspace)], env=env)
+        assert proc.returncode == 2 and f"{name}" in proc.stderr and why in proc.stderr, proc.stderr
+        assert "beneath the workspace, or by its absolute or ~ path" in proc.stderr
     assert len(llm.chat_requests) == 1

@@ -97,6 +97,24 @@ async def test_a_queued_prompt_keeps_its_context(start_daemon, llm):
     assert listed[sid]["title"] == "hello"
 
 
+async def test_injects_the_daemon_joined_are_labelled_for_every_file_in_the_history(start_daemon, llm):
+    llm.script(Reply.text("first"), Reply.text("joined one"))
+    daemon = await start_daemon(env=llm.env())
+    calc = open_doc(daemon, "calc.py", "x = 41\ny = 42\n")
+    (daemon.workspace / "notes.txt").write_text("remember the milk\n")
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    # Injected with no turn running: queued as one prompt, each one's block before its own line.
+    await daemon.request("ollie/inject", {"session": sid, "text": "use x", "context": [{"uri": calc, "range": lines(0, 0)}]})
+    await daemon.request("ollie/inject", {"session": sid, "text": "and the note",
+                                          "context": [{"uri": (daemon.workspace / "notes.txt").as_uri()}]})
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "hello"}))["reply"] == "first"
+    assert len(llm.chat_requests) == 2
+    prompt = user_prompt(llm)
+    assert prompt.startswith("<editor-context>\nFile: calc.py") and "use x\n<editor-context>\nFile: notes.txt" in prompt
+    users = [m for m in (await daemon.request("ollie/context", {"session": sid}))["messages"] if m["role"] == "user"]
+    assert users[1]["contextLabels"] == ["calc.py:1", "notes.txt"]
+
+
 async def test_a_context_naming_a_file_no_editor_has_open_is_read_through_the_chokepoint(start_daemon, llm, tmp_path):
     """A context item naming a file that is not open was read with pygls' `Path.read_text`, on the event loop: a
     FIFO there (a step's `mkfifo`) froze the daemon for good, a link (a cloned repository's) was read through to its

@@ -164,7 +164,8 @@ async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_wit
     program = venv / "bin" / "notes-mcp"
     program.write_text(f"#!/bin/sh\nexec {sys.executable} {SERVER}\n")
     program.chmod(0o755)
-    configure(_private_dirs, {"notes": {"command": "notes-mcp"}, "typo": {"command": "notes-mpc"}})
+    config = configure(_private_dirs, {"notes": {"command": "notes-mcp"}, "typo": {"command": "notes-mpc"},
+                                       "gone": {"command": str(tmp_path / "uninstalled" / "notes-mcp")}})
     env = {**llm.env(), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     daemon = await start_daemon(env=env)
     failed = await wait_state(daemon, "notes", "failed")
@@ -174,6 +175,16 @@ async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_wit
     typo = await wait_state(daemon, "typo", "failed")
     assert typo["error"].startswith("'notes-mpc' is not on PATH (") and typo["error"].endswith(
         "): install it, or name it by its absolute path"), typo
+    gone = await wait_state(daemon, "gone", "failed")
+    assert gone["error"] == f"{tmp_path}/uninstalled/notes-mcp does not exist: install it, or fix the \"command\"", gone
+    # A missing program is not there a second later either: said once, not retried (Bug: five restarts, each
+    # saying the same) until the user fixes the config and asks (`/mcp restart`).
+    said = [f"MCP server '{name}' cannot start: " for name in ("notes", "typo", "gone")]
+    await daemon.wait_events(lambda evs: all(any(s in e.get("content", "") for e in evs) for s in said), timeout=30)
+    assert all(s["restarts"] == 0 for s in (await daemon.request("ollie/mcp/list", {}))["servers"])
+    notices = [e["content"] for e in daemon.events if "MCP server 'typo'" in e.get("content", "")]
+    assert notices == [f"MCP server 'typo' cannot start: {typo['error']}. Not retried: fix {config}, "
+                       "then /mcp restart typo"], notices
 
 
 async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_daemon, llm, _private_dirs, listener):

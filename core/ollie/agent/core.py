@@ -212,6 +212,10 @@ class Core(McpMembers):
         """Replace whatever injects are pending with `text`."""
         self._inbox.replace_injects(text, running=self._host.running)
 
+    def drop_injects(self) -> None:
+        """Forget whatever injects are pending (queued as a prompt when idle)."""
+        self._inbox.drop_injects()
+
     def queue(self, text: str, *, saw_end: bool = True, held: bool = False) -> int:
         """Add a prompt to the FIFO; returns its depth. With `saw_end` it waits for a turn to end after now (the
         running one's, or the next), even one whose submit still drains the queue; without it the sender had not seen

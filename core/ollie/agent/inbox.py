@@ -114,6 +114,14 @@ class Inbox:
             self._injects.clear()
             self._queue_inject(text, replace=True)
 
+    def drop_injects(self) -> None:
+        """Forget the pending injects: those for the running turn's next tool result, and the prompt idle ones became."""
+        self._injects.clear()
+        if self._inject_entry in self._prompts:  # by identity: a prompt queued with the same text stays
+            self._prompts.remove(self._inject_entry)
+            self._on_queued()
+        self._inject_entry = None
+
     def _queue_inject(self, text: str, *, replace: bool) -> None:
         entry = self._inject_entry
         if entry is not None and any(p is entry for p in self._prompts):

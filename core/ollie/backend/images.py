@@ -94,22 +94,25 @@ def checked(images: list[T]) -> list[T]:
     return images
 
 
-async def read(root: Path | str, path: Path | str) -> Image:
-    """The image at `path` beneath `root`, read through the chokepoint (no symlinks, FIFOs or devices; capped)."""
-    name = str(path)
+async def read(root: Path | str, path: Path | str, *, name: str = "") -> Image:
+    """The image at `path` beneath `root`, read through the chokepoint (no symlinks, FIFOs or devices; capped); `name`:
+    what the user called it, when `root` is its own directory rather than the workspace."""
+    shown = name or str(path)
     try:
         raw = await beneath.read_bytes(root, path, max_image_bytes())
     except beneath.TooLarge:
-        raise ImageError(f"{name} is larger than {max_image_bytes():,} bytes, the limit on images ({CAP_ENV})") from None
+        raise ImageError(f"{shown} is larger than {max_image_bytes():,} bytes, the limit on images ({CAP_ENV})") from None
     except beneath.OutsideRoot:
-        raise ImageError(f"{name} is not beneath the workspace (or goes through a symlink): not read") from None
+        if name:
+            raise ImageError(f"{shown} is a symlink: not read (name the file it leads to)") from None
+        raise ImageError(f"{shown} is not beneath the workspace (or goes through a symlink): not read") from None
     except beneath.NotRegular:
-        raise ImageError(f"{name} is not a regular file (a FIFO, device or socket): not read") from None
+        raise ImageError(f"{shown} is not a regular file (a FIFO, device or socket): not read") from None
     except FileNotFoundError:
-        raise ImageError(f"{name}: no such file") from None
+        raise ImageError(f"{shown}: no such file") from None
     except OSError as exc:
-        raise ImageError(f"{name}: {exc.strerror or exc}") from None
-    return await asyncio.to_thread(from_bytes, raw, name=name)  # megabytes of base64: not on the event loop
+        raise ImageError(f"{shown}: {exc.strerror or exc}") from None
+    return await asyncio.to_thread(from_bytes, raw, name=shown)  # megabytes of base64: not on the event loop
 
 
 def placeholder(images: Sequence[Image]) -> str:

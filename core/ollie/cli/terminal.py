@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 # Exit codes of `ollie -p` by stop reason.
 EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "max_tokens": 6, "interrupted": 130}
 DOUBLE_CTRL_C_S = 2.0
+IMAGE_HINT = ("@name an image file (PNG, JPEG, GIF or WebP) beneath the workspace, or by its absolute or ~ path, "
+              "or leave the @ out")
 # What a person types at a step's question, in any case: the answer it means.
 STEP_ANSWERS: dict[str, Outcome] = {
     **dict.fromkeys(("y", "yes", "o", "once"), "allow_once"),
@@ -161,9 +163,10 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, lambda: core.stop("Ctrl-C"))
         try:
             pictures = await attached_images(prompt, core.cwd)
-        except ImageError as exc:
+        except ImageError as exc:  # the command line's own fault: a usage error, said with what to do
             print(printable(f"ollie: {exc}"), file=sys.stderr)
-            return 1
+            print(f"ollie: {IMAGE_HINT}", file=sys.stderr)
+            return 2
         # Pictures are the typed prompt's own: an `@x.png` in a piped file or log attaches nothing.
         result = await core.submit(with_piped(prompt, piped), pictures)
         await events.drained()

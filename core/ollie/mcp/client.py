@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie.backend.types import Image
 from ollie.backend.urls import shown_url
 from ollie.mcp.config import ServerSpec
-from ollie.mcp.transport import START_TIMEOUT_S, Inbox, Outbox, http_streams, leaf, why
+from ollie.mcp.transport import START_TIMEOUT_S, CannotStart, Inbox, Outbox, http_streams, leaf, why
 from ollie.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -255,14 +255,15 @@ class McpServer:
     async def _run(self) -> None:
         attempt, told = 0, ""
         while not self._closing:
-            was_ready = False
+            was_ready = lasting = False
             try:
                 await self._connect_and_serve()
                 was_ready = True  # it served, then went away
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - any failure is the server's state, shown to the user (self.error)
+            except Exception as exc:  # noqa: BLE001 - any failure is the server's state, shown to the user (self.error)
                 was_ready = self.state == "ready"
+                lasting = isinstance(leaf(exc), CannotStart)
             finally:
                 why = self.error
                 self._session = self._outbox = None
@@ -274,6 +275,10 @@ class McpServer:
                 attempt = 0
             self.state, self.error = "failed", why
             self._ready.set()
+            if lasting:  # a program that does not exist is not there a second later either: said once
+                self._notify(f"MCP server {self.spec.name!r} cannot start: {why}. Not retried: fix "
+                             f"{self.spec.source or 'its config'}, then /mcp restart {self.spec.name}")
+                return
             if attempt >= len(BACKOFF_S):
                 self._notify(f"MCP server {self.spec.name!r} failed and was given up: {why}")
                 return

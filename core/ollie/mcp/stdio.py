@@ -17,6 +17,7 @@ from typing import Any
 
 from ollie import beneath, paths, programs
 from ollie.mcp.config import MAX_MESSAGE_BYTES, ServerSpec
+from ollie.mcp.transport import CannotStart
 from ollie.sandbox.policy import Policy, load_policy
 from ollie.sandbox.process import SandboxedProcess
 from ollie.sandbox.spawn import spawn_sandboxed
@@ -99,8 +100,11 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
 
 
 def missing(program: str, env: Mapping[str, str], environ: Mapping[str, str]) -> str | None:
-    """Why `program` (a name, not a path) cannot start with the server's `env`, else None."""
-    if "/" in program or shutil.which(program, path=env.get("PATH")):
+    """Why `program` (a name, or an absolute path) cannot start with the server's `env`, else None."""
+    if "/" in program:
+        absent = os.path.isabs(program) and not os.path.exists(program)
+        return f"{program} does not exist: install it, or fix the \"command\"" if absent else None
+    if shutil.which(program, path=env.get("PATH")):
         return None
     # The user's own shell finds it (an activated venv, a project's node_modules/.bin): say why the server does not.
     theirs = shutil.which(program, path=environ.get("PATH") or "")
@@ -119,7 +123,7 @@ async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str
 
     def prepare() -> Policy:  # file reads and mkdirs: off the event loop
         if why := missing(spec.command, env, environ):
-            raise OSError(why)  # not "[Errno 2] No such file or directory" with nothing of where it was looked for
+            raise CannotStart(why)  # not "[Errno 2] No such file or directory" with nothing of where it was looked for
         for sub in (home, home / "tmp", home / "cache"):
             sub.mkdir(parents=True, exist_ok=True, mode=0o700)
         return server_policy(spec, cwd=cwd, env=env, network_from=network_from)

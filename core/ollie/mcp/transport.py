@@ -110,6 +110,10 @@ async def http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
         yield read, write
 
 
+class CannotStart(OSError):
+    """A server that no retry starts (its program does not exist): the user fixes the config, or asks (`/mcp`)."""
+
+
 def leaf(exc: BaseException) -> BaseException:
     """The first exception inside an exception group (anyio's task groups raise them), or `exc`."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:

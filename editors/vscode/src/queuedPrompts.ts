@@ -61,14 +61,17 @@ function heldNotice(count: number, why: string): string {
   return `${why}: ${count} queued prompts wait. Enter on an empty prompt sends them; they run before your next prompt; /queued clear drops them.`;
 }
 
-/** Asked of each prompt shown waiting, oldest first: whether it is not among the daemon's `waiting` ones (each of
- * those, its context blocks before the text, stands for one prompt). */
+/** Asked of each prompt shown waiting, oldest first: whether it is not among the daemon's `waiting` ones. Each of
+ * those (context blocks left out) stands for one prompt, or for several injects the daemon joined: a prompt found
+ * takes its text out of the entry, so the next inject is looked for in what is left of it. */
 function gone(waiting: readonly string[]): (text: string) => boolean {
-  const left = [...waiting];
+  const left = waiting.map(typedText);
   return (text) => {
-    const index = left.findIndex((queued) => typedText(queued).includes(text));
-    if (index >= 0) left.splice(index, 1);
-    return index < 0;
+    const index = left.findIndex((queued) => queued.includes(text));
+    if (index < 0) return true;
+    left[index] = left[index].replace(text, "");
+    if (left[index].trim() === "") left.splice(index, 1);
+    return false;
   };
 }
 

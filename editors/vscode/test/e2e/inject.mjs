@@ -1,6 +1,7 @@
 // E2E in real VS Code (code-server): text injected (Ctrl+Enter) into a running turn that has not taken it yet is never
 // lost. Injected twice into a reply that ends with no tool result, it runs as the next prompt and shows once, as sent
-// (it stayed marked injected into the turn that never saw it, and showed again as its own turn's prompt). Injected with a file chip into a slow reply (no tool result takes it), it comes back held after a window reload,
+// (it stayed marked injected into the turn that never saw it, and showed again as its own turn's prompt). Injected
+// twice into a reply the user stops, both stay held after a command typed meanwhile (the second showed "dropped"). Injected with a file chip into a slow reply (no tool result takes it), it comes back held after a window reload,
 // as a queued prompt does, two injects as one prompt, each one's file before its text (as the daemon joined them). A prompt over the length limit is refused
 // on the page, said, its text kept, and one the host refuses (an image named too long) comes back in the input, said;
 // a redraw of the chat keeps the place of a user who scrolled up. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
@@ -8,7 +9,7 @@
 //
 // Usage: node test/e2e/inject.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { giveImage, log, openChat, pickFile, runCommand, send, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { giveImage, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -17,6 +18,7 @@ const script = [
   { text: Array.from({ length: 80 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n") },
   { text: "A short story, told slowly.", chunk_size: 1, delay: 0.4 },
   { text: "Spaces it is." },
+  { text: "A story to stop. ".repeat(40), chunk_size: 2, delay: 0.25 },
   { text: "A story that streams very slowly so that the user has time to act. ".repeat(10), chunk_size: 2, delay: 0.25 },
 ];
 
@@ -96,6 +98,31 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "style.txt": "style\
   await screenshot("inject-untaken-ran");
   log("text injected twice that no tool result took ran as the next prompt, shown once, as sent");
   log("the status bar said idle only once the injected text had run");
+
+  // 0b. Injected twice into a reply the user stops: the daemon holds both as one prompt. A command typed meanwhile
+  // (`/queued`) leaves both held (the second showed "dropped", and was gone from what a reload brings back).
+  await send(chat, "Tell a story to stop.");
+  await chat.locator(".item.assistant", { hasText: "A story to stop." }).waitFor({ timeout: waitMs });
+  for (const text of ["Keep it brief.", "No dialogue."]) {
+    await send(chat, text, "Control+Enter");
+    await chat.locator(".item.user", { hasText: text }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
+  }
+  await chat.locator("#stop").click();
+  const heldInjects = chat.locator(".item.user", { hasText: /Keep it brief|No dialogue/ }).locator(".meta", { hasText: "held" });
+  await chat.locator(".item.notice", { hasText: "Stop held the queue: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
+  // Twice: the window asks the daemon's queue as the first ends, and has its answer before the second's listing.
+  const listings = chat.locator(".item.notice", { hasText: "queued (1)" });
+  for (let n = 1; n <= 2; n++) {
+    await send(chat, "/queued");
+    await until(`listing ${n} of the queue`, async () => (await listings.count()) === n);
+  }
+  const marks = await chat.locator(".item.user", { hasText: /Keep it brief|No dialogue/ }).locator(".meta").allTextContents();
+  if (marks.length !== 2 || (await heldInjects.count()) !== 2) throw new Error(`after a command the held injects are marked ${JSON.stringify(marks)}`);
+  await screenshot("inject-held-after-command");
+  log("two injects a Stop held as one prompt both stayed held after a command typed meanwhile");
+  // Dropped for the rest of the scenario: both said so, nothing left to come back after the reload below.
+  await send(chat, "/queued clear");
+  await until("both held injects shown dropped", async () => (await chat.locator(".item.user .meta", { hasText: "dropped" }).count()) === 2);
 
   // 1. Injected into a slow reply, with a file chip: no tool result takes it before the window reloads.
   await send(chat, "Tell a slow story.");

@@ -103,6 +103,27 @@ test("several injects no tool result took run as one prompt, shown once with the
   assert.deepEqual(users, [["Use spaces.\nAnd short lines.", undefined]]);
 });
 
+test("two injects a Stop held as one joined prompt both stay held, and remembered, after a command typed meanwhile", async () => {
+  const memory = windowState();
+  const { prompts, answers, model } = queue(memory);
+  model.apply({ session: "s", seq: 1, role: "turn", content: "start" });
+  for (const text of ["Use spaces.", "And short lines."]) {
+    model.addUser(text, { note: "injected" });
+    prompts.queued("s", text, [], true);
+  }
+  model.apply({ session: "s", seq: 2, role: "turn", content: "interrupted" });
+  // The daemon queued what no tool result took as one prompt, and holds it.
+  const joined = { running: false, queuedPrompts: ["Use spaces.\nAnd short lines."], queueHeld: true };
+  const stopped = prompts.turnEnded("s", "interrupted");
+  answers.answer("ollie/state", joined);
+  await stopped;
+  const commanded = prompts.turnEnded("s", "command");
+  answers.answer("ollie/state", joined);
+  await commanded;
+  assert.deepEqual(notes(model), ["held", "held"]);
+  assert.deepEqual(memory.saved?.[0].prompts.map((p) => p.text), ["Use spaces.", "And short lines."]);
+});
+
 test("a queue state answered after a restart cleared the queue marks nothing held", async () => {
   const { prompts, answers, model } = queue();
   model.addUser("Then summarise it.", { note: "queued" });
