@@ -7,12 +7,14 @@ nothing. The daemon itself resolves and opens nothing of the path: the workspace
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from ollie import paths
 from ollie.errors import OllieError
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.childenv import WRITE_CHECK_ENV
+from ollie.tools.execute.sandboxnotes import denied_notes
 from ollie.tools.execute.languages import with_env
 
 if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
@@ -49,5 +51,7 @@ async def write_refusal(ctx: CallContext, calls: list[ScriptCall]) -> str | None
         said = outcome.stderr.decode("utf-8", errors="replace").strip()
         # A refusal is the one `name: why` line a ToolError prints, with exit status 1 (a traceback is no refusal).
         if outcome.error is None and outcome.exit_code == 1 and said.startswith(f"{call.tool}: ") and "\n" not in said:
-            return said
+            # The run's note on a path outside the policy says which file the user would change to allow it.
+            notes = await asyncio.to_thread(denied_notes, ctx.policy, outcome.stderr, 1, ctx.runner.cwd)
+            return "\n".join([said, *(f"[warning] {note}" for note in notes)])
     return None
