@@ -208,3 +208,13 @@ def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path:
         captures_png(tmux, "edit-outside")
     finally:
         tmux.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(330)
+def test_vscode_an_edit_outside_the_workspace_says_how_to_allow_it(run_e2e):
+    """In real VS Code (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
+    and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
+    edit-outside."""
+    output = run_e2e("editoutside.mjs")
+    assert "an edit outside the workspace: refused, the chat says which file and key would allow it" in output, output[-3000:]
