@@ -14,8 +14,8 @@ from ollie import paths
 from ollie.errors import OllieError
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.childenv import WRITE_CHECK_ENV
-from ollie.tools.execute.sandboxnotes import denied_notes
 from ollie.tools.execute.languages import with_env
+from ollie.tools.execute.sandboxnotes import denied_notes
 
 if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
     from ollie.tools.execute.context import CallContext
