@@ -202,6 +202,7 @@ def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path:
         said = f"{outside}isoutsidethewritablepathsofsandboxpolicy'default';ifthestepneedsit,theusercanaddits"
         assert said in chat, done
         assert "directorytofilesystem.rwin" in chat and "sandbox.yaml" in chat, done
+        assert "/dev/zero" not in chat and f"writablepaths({tmp_path.parent}/" in chat, "the paths it lists are directories"
         told = srv.chat_requests[1].body["messages"][-1]["content"]
         assert "filesystem.rw in" in told and outside.read_text() == "one\n", told
         assert_clean(tmux.screens)
