@@ -2,7 +2,8 @@
 
 The bundled file_write and file_edit run as for the write, in the call's sandbox, with OLLIE_WRITE_CHECK set: they
 check the path with the very code the write uses (`writable_path` in tools/_toolkit.py) and stop there, writing
-nothing. The daemon itself resolves and opens nothing of the path: the workspace is hostile.
+nothing. The daemon itself opens nothing of the path (the workspace is hostile) and decides nothing by it: only the
+note on a refusal outside the policy resolves it (as a step's refusal note does, in a thread), to say what would allow it.
 """
 
 from __future__ import annotations
