@@ -67,7 +67,8 @@ def checked_path(raw: str, *, write: bool) -> Path:
     roots = os.environ.get(WRITE_ENV if write else READ_ENV)
     if roots is not None and not _allowed(resolved, roots):
         kind = "writable" if write else "readable"
-        shown = ", ".join(filter(None, roots.split(":")))
+        # The devices a step may write (/dev/null, /dev/tty...) are no place for a file: listing them hid the rest.
+        shown = ", ".join(root for root in roots.split(":") if root and not root.startswith("/dev/"))
         readable = write and _allowed(resolved, os.environ.get(READ_ENV, ""))
         # Readable but not writable: one of the policy's read-only paths (/etc, a workspace at $HOME...).
         raise ToolError(f"{raw}: {'read-only in the sandbox: ' if readable else ''}outside the sandbox's {kind} "

@@ -12,6 +12,7 @@ from ollie.testing import Reply
 
 from . import screens
 from .test_nvim import run_scenario, workspace  # noqa: F401 (the fixture)
+from .test_nvim_daily import chat_of
 from .test_nvim_tui import Tmux, assert_clean, start_nvim
 
 CALC = "def add(a, b):\n    return a - b\n"
@@ -179,3 +180,42 @@ def test_neovim_tui_a_command_changes_a_file_the_user_has_not_saved(tmp_path: Pa
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path: Path, scripted_llm):
+    """Under `ask` (a user's default) the agent edits a file outside the workspace: refused without a question, and
+    the chat says which file and key would allow it, as a step's refusal does (before: only the sandbox's list of
+    writable paths, /dev/zero and ollie's own dirs among them, and nothing on what the user could do). Screenshot:
+    edit-outside.png."""
+    outside = tmp_path / "elsewhere" / "todo.txt"
+    outside.parent.mkdir()
+    outside.write_text("one\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [str(outside), "one", "two"]}]})),
+               Reply.text("It is outside the workspace: not changed."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": CALC})
+    try:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(f":Ollie change one to two in {outside}", "Enter")
+        done = tmux.keep("edit-outside", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
+        chat = "".join(chat_of(done).split())
+        said = f"{outside}isoutsidethewritablepathsofsandboxpolicy'default';ifthestepneedsit,theusercanaddits"
+        assert said in chat, done
+        assert "directorytofilesystem.rwin" in chat and "sandbox.yaml" in chat, done
+        assert "/dev/zero" not in chat and f"writablepaths({tmp_path.parent}/" in chat, "the paths it lists are directories"
+        told = srv.chat_requests[1].body["messages"][-1]["content"]
+        assert "filesystem.rw in" in told and outside.read_text() == "one\n", told
+        assert_clean(tmux.screens)
+        captures_png(tmux, "edit-outside")
+    finally:
+        tmux.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(330)
+def test_vscode_an_edit_outside_the_workspace_says_how_to_allow_it(run_e2e):
+    """In real VS Code (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
+    and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
+    edit-outside."""
+    output = run_e2e("editoutside.mjs")
+    assert "an edit outside the workspace: refused, the chat says which file and key would allow it" in output, output[-3000:]

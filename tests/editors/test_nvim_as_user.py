@@ -71,6 +71,35 @@ def test_the_agent_s_edit_of_an_open_file_she_may_not_write_is_refused_and_said(
     assert "read-only (no write permission), not changed" in model_saw, model_saw
 
 
+def test_her_edit_outside_the_workspace_says_which_file_of_hers_would_allow_it(shared, scripted_llm):  # noqa: F811
+    """Under `ask`, her default, the agent edits a file of hers outside the project (~/notes/todo.txt): refused without
+    a question, and the chat names the key and the sandbox file to add it in, her own (~/.config/ollie/sandbox.yaml),
+    not the installation's (before: only the policy's list of writable paths)."""
+    home = home_of(ALICE, shared)
+    user = os_user(ALICE)
+    todo = home / "notes" / "todo.txt"
+    todo.parent.mkdir()
+    todo.write_text("one\n")
+    for path in (todo.parent, todo):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["~/notes/todo.txt", "one", "two"]}]})),
+               Reply.text("Left as it is."))
+    (home / "work" / "calc.py").write_text("x = 1\n")
+    tmux = start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py")
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie tick off my todo", "Enter")
+        done = tmux.keep("1-outside", tmux.wait(lambda s: "Left as it is." in s and "(end)" in s, "the turn", 60))
+        chat = "".join("".join(line.split("│", 1)[-1] for line in done.splitlines()).split())
+        assert f"{todo}isoutsidethewritablepathsofsandboxpolicy'default'" in chat, done
+        assert f"filesystem.rwin{home}/config/ollie/sandbox.yaml" in chat, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert todo.read_text() == "one\n"
+
+
 def test_a_path_entry_she_may_not_reach_leaves_the_agent_s_edits_undoable(shared, scripted_llm):  # noqa: F811
     """Her PATH names a dir she may not reach (root's, as `su` keeps root's PATH): the agent's edit is checkpointed,
     so the chat counts it and `:OllieChanges` lists it (Bug: looking for git raised EACCES on that entry, so every

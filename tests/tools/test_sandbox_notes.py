@@ -30,3 +30,10 @@ def test_each_way_programs_report_a_refusal_is_read(tmp_path: Path):
     assert denied_notes(policy, b"touch: cannot touch '.git/x': Read-only file system\n", 1, work) == [
         f"blocked by ollie's sandbox: {work}/.git/x is in a .git directory, which steps see read-only"]
     assert denied_notes(policy, b"all fine\n", 0, work) == []
+    # ollie's own tools refuse a path before touching it, in words of their own (tools/_toolkit.py `checked_path`).
+    tools = denied_notes(policy, f"file_read: ../outside/a b.txt: outside the sandbox's readable paths (/etc, {work})\n"
+                                 "file_edit: /etc/hosts: read-only in the sandbox: outside the sandbox's writable paths "
+                                 f"({work})\n".encode(), 1, work)
+    assert [note.split(" is outside the ")[1].split(" paths ")[0] for note in tools] == ["allowed", "writable"], tools
+    assert f"{outside}/a b.txt" in tools[0] and "filesystem.ro in p.yaml" in tools[0], tools
+    assert tools[1].startswith("blocked by ollie's sandbox: /etc/hosts") and "filesystem.rw in p.yaml" in tools[1]

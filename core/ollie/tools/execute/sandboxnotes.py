@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 # denied: '/x'`, `cannot open '/x': Read-only ...`. A relative path is the step's cwd's.
 _DENIED = (rb"""(?:(?:^|: |['"`])(/?[^\s:'"`]+)['"`]?: (Permission denied|Read-only file system)"""
            rb"""|(Permission denied|Read-only file system): ['"]([^'"]+)['"])""")
+# How ollie's own tools (tools/_toolkit.py `checked_path`) refuse a path before touching it: `file_edit: ../x.txt:
+# outside the sandbox's writable paths (...)`, or `read-only in the sandbox: outside ...` for a readable one.
+_TOOL_REFUSED = rb"^[\w.-]+: (.+?): (?:read-only in the sandbox: )?outside the sandbox's (writable|readable) paths \("
 EXEC_DENIED = 126  # a shell's status when it found the program but could not run it
 _MOST = 3  # notes per step: the first paths a failing build names are the ones that matter
 # A disk is "nearly full" below both of these: enough for a build's next steps to fail on it.
@@ -113,7 +116,7 @@ def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
 
 def mentions_denial(stderr: bytes) -> bool:
     """Whether a step's stderr reports EACCES or EROFS at all (the cheap test before `denied_notes`)."""
-    return b"Permission denied" in stderr or b"Read-only file system" in stderr
+    return b"Permission denied" in stderr or b"Read-only file system" in stderr or b"outside the sandbox's" in stderr
 
 
 def denied_notes(policy: Policy, stderr: bytes, status: int | None, cwd: Path) -> list[str]:
@@ -122,9 +125,11 @@ def denied_notes(policy: Policy, stderr: bytes, status: int | None, cwd: Path) -
         return []
     notes: list[str] = []
     # compiled at the first failed step, not at import (~1 ms of every cold start); `re` caches it after
-    for match in re.finditer(_DENIED, stderr, re.MULTILINE):
-        path = os.path.join(cwd, (match.group(1) or match.group(4)).decode("utf-8", "replace"))
-        write = (match.group(2) or match.group(3)) == b"Read-only file system"
+    found = [((m.group(1) or m.group(4)), (m.group(2) or m.group(3)) == b"Read-only file system")
+             for m in re.finditer(_DENIED, stderr, re.MULTILINE)]
+    found += [(m.group(1), m.group(2) == b"writable") for m in re.finditer(_TOOL_REFUSED, stderr, re.MULTILINE)]
+    for raw, write in found:
+        path = os.path.join(cwd, os.path.expanduser(raw.decode("utf-8", "replace")))
         # Only what the step may not even read is the sandbox's for sure: EACCES on a readable file is its mode.
         note = outside_note(policy, path, write=write, runs=status == EXEC_DENIED)
         if note is not None and note not in notes:

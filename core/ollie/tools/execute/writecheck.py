@@ -2,11 +2,13 @@
 
 The bundled file_write and file_edit run as for the write, in the call's sandbox, with OLLIE_WRITE_CHECK set: they
 check the path with the very code the write uses (`writable_path` in tools/_toolkit.py) and stop there, writing
-nothing. The daemon itself resolves and opens nothing of the path: the workspace is hostile.
+nothing. The daemon itself opens nothing of the path (the workspace is hostile) and decides nothing by it: only the
+note on a refusal outside the policy resolves it (as a step's refusal note does, in a thread), to say what would allow it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from ollie import paths
@@ -14,6 +16,7 @@ from ollie.errors import OllieError
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.childenv import WRITE_CHECK_ENV
 from ollie.tools.execute.languages import with_env
+from ollie.tools.execute.sandboxnotes import denied_notes
 
 if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
     from ollie.tools.execute.context import CallContext
@@ -49,5 +52,7 @@ async def write_refusal(ctx: CallContext, calls: list[ScriptCall]) -> str | None
         said = outcome.stderr.decode("utf-8", errors="replace").strip()
         # A refusal is the one `name: why` line a ToolError prints, with exit status 1 (a traceback is no refusal).
         if outcome.error is None and outcome.exit_code == 1 and said.startswith(f"{call.tool}: ") and "\n" not in said:
-            return said
+            # The run's note on a path outside the policy says which file the user would change to allow it.
+            notes = await asyncio.to_thread(denied_notes, ctx.policy, outcome.stderr, 1, ctx.runner.cwd)
+            return "\n".join([said, *(f"[warning] {note}" for note in notes)])
     return None

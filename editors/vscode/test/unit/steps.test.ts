@@ -145,6 +145,11 @@ test("a failed step's line says why it failed: past its exit header and the [std
   assert.equal(failureLine("[step 1 bash] exit 2\nmake: *** No rule to make target\n"), "make: *** No rule to make target");
   assert.equal(failureLine(`[step 1 bash] exit 1\n${"x".repeat(300)}`), `${"x".repeat(197)}…`);
   assert.equal(failureLine("[call 1 file_read] exit 1\n"), "");
+  const outside = `file_edit: /x/todo.txt: outside the sandbox's writable paths (${"/w/p, ".repeat(60)}/tmp)\n` +
+    "[warning] blocked by ollie's sandbox: /x/todo.txt is outside the writable paths of sandbox policy 'default'; " +
+    "if the step needs it, the user can add its directory to filesystem.rw in /h/.config/ollie/sandbox.yaml";
+  assert.equal(failureLine(outside), "blocked by ollie's sandbox: /x/todo.txt is outside the writable paths of sandbox " +
+    "policy 'default'; if the step needs it, the user can add its directory to filesystem.rw in /h/.config/ollie/sandbox.yaml");
 });
 
 test("a command that ran shows the line its output ended with: a test run's summary, not its headers or banner", () => {
