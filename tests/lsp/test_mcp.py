@@ -176,6 +176,28 @@ async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_wit
         "): install it, or name it by its absolute path"), typo
 
 
+async def test_a_server_installed_in_the_workspaces_venv_is_not_to_be_named_by_its_path(
+        start_daemon, llm, _private_dirs, tmp_path):
+    """The usual activated venv is the project's own `.venv`, inside the workspace: the message said to name
+    `<ws>/.venv/bin/notes-mcp` as the command, the very program PATH leaves out because a step may plant one there
+    (it would start as the server, with its env's tokens). It says where tool code may write, and to install it
+    elsewhere."""
+    import os
+
+    ws = tmp_path / "proj"
+    program = ws / ".venv" / "bin" / "notes-mcp"
+    program.parent.mkdir(parents=True)
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} {SERVER}\n")
+    program.chmod(0o755)
+    configure(_private_dirs, {"notes": {"command": "notes-mcp"}})
+    env = {**llm.env(), "PATH": f"{program.parent}{os.pathsep}{os.environ['PATH']}"}
+    daemon = await start_daemon(env=env, workspace=ws)
+    failed = await wait_state(daemon, "notes", "failed")
+    assert failed["error"] == (f"'notes-mcp' is {program}, where tool code may write (a program a step put there "
+                               "would start as this server, with its env): install it elsewhere (pipx, npm -g) and "
+                               'name that path as the "command"'), failed
+
+
 async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_daemon, llm, _private_dirs, listener):
     # The server runs in its own network namespace; its connection to a host off the allow-list is asked about
     # during the call that made it, naming the step (Bug: its process was started outside any call, so nobody

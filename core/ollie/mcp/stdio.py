@@ -98,12 +98,16 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
     return protected
 
 
-def missing(program: str, env: Mapping[str, str], environ: Mapping[str, str]) -> str | None:
+def missing(program: str, env: Mapping[str, str], environ: Mapping[str, str], workspace: Path) -> str | None:
     """Why `program` (a name, not a path) cannot start with the server's `env`, else None."""
     if "/" in program or shutil.which(program, path=env.get("PATH")):
         return None
     # The user's own shell finds it (an activated venv, a project's node_modules/.bin): say why the server does not.
     theirs = shutil.which(program, path=environ.get("PATH") or "")
+    if theirs and programs.step_may_write(theirs, workspace):
+        # Never "name it by that path": a program planted there is what leaving the dir out of PATH guards against.
+        return (f"{program!r} is {theirs}, where tool code may write (a program a step put there would start as "
+                "this server, with its env): install it elsewhere (pipx, npm -g) and name that path as the \"command\"")
     if theirs:
         return (f"{program!r} is {theirs}, in a directory left out of MCP servers' PATH (a project's or Python "
                 f"environment, or one tool code may write): name it by that absolute path as the \"command\"")
@@ -118,7 +122,7 @@ async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str
     workdir = Path(spec.cwd) if spec.cwd else cwd
 
     def prepare() -> Policy:  # file reads and mkdirs: off the event loop
-        if why := missing(spec.command, env, environ):
+        if why := missing(spec.command, env, environ, cwd):
             raise OSError(why)  # not "[Errno 2] No such file or directory" with nothing of where it was looked for
         for sub in (home, home / "tmp", home / "cache"):
             sub.mkdir(parents=True, exist_ok=True, mode=0o700)
