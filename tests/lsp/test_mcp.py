@@ -446,6 +446,21 @@ async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it
                in e["content"] for e in daemon.events if e["role"] == "info"), daemon.events
 
 
+async def test_a_folder_whose_path_holds_a_variables_name_is_filled_in_once(start_daemon, llm, _private_dirs, tmp_path):
+    """A checkout under a directory named `${workspaceFolderBasename}`: the path filled in for `${workspaceFolder}` was
+    filled in again, the server run as `<parent>/ws0/ws0/server.py`, a file outside the workspace (what the question
+    showed, but not what the config says), and the folder's own `${` warned of as a variable not filled in."""
+    ws = tmp_path / "${workspaceFolderBasename}" / "ws0"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / "server.py").write_text(SERVER.read_text())
+    entry = {"type": "stdio", "command": sys.executable, "args": ["${workspaceFolder}/server.py"]}
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"local": entry}}))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    assert f"({sys.executable} {ws}/server.py)" in await submit(daemon, "/mcp allow local")
+    await wait_state(daemon, "local", "ready")
+    assert not [e for e in daemon.events if "variable ollie does not fill in" in e.get("content", "")], daemon.events
+
+
 async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _private_dirs):
     configure(_private_dirs, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__grow", {})), Reply.tool_calls(("mcp__t__grown", {})), Reply.text("grew"))
