@@ -232,10 +232,24 @@ def latest_session(cwd: Path) -> str | None:
     found = _started_in(paths.sessions_dir(), cwd)
     if not location.store_url():
         return next(found, None)  # session files: the user's own
-    from ollie.sessions.types import os_user
+    from ollie.sessions.errors import NotFoundError
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope, os_user
 
     user = os_user()
-    return next((sid for sid in found if (owner := _records([sid]).get(sid)) is None or owner.user_id == user), None)
+    registry = Registry()
+    try:
+        for session_id in found:
+            try:
+                if registry.get(Scope(user_id=user), session_id).user_id == user:
+                    return session_id
+            except NotFoundError:
+                return session_id  # no record: a log the store shows only to its one writer (`pg.log._VISIBLE`)
+            except OllieError:
+                continue  # whose it is cannot be told: not gone on with unasked
+    finally:
+        registry.close()
+    return None
 
 
 async def _session_lines(core: CommandTarget, ids: list[str]) -> list[str]:
