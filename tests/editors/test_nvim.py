@@ -560,6 +560,41 @@ vim.cmd("qa!")
     assert result["plain.md"] == "plain.md:1" and result["sub/inner.md"] == "sub/inner.md:1", result
 
 
+def test_a_file_named_above_neovims_cwd_in_the_project_never_follows_a_link_out(tmp_path):
+    """Neovim started in the project's `src` (its root found by `.git` above): `#file:../docs/notes.md` and
+    `:OllieImage ../docs/shot.png`, links the cloned repository planted to a secret and to a picture of the user's,
+    were read by Neovim itself, the link followed (only names inside the cwd were checked), and went to the model."""
+    from tests.pictures import png
+
+    repo = tmp_path / "repo"
+    for sub in (".git", "src", "docs"):
+        (repo / sub).mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "credentials").write_text("aws_secret_access_key = hunter2\n")
+    (outside / "passport.png").write_bytes(png(2, 2, (0, 0, 255)))
+    (repo / "docs" / "notes.md").symlink_to(outside / "credentials")
+    (repo / "docs" / "shot.png").symlink_to(outside / "passport.png")
+    (repo / "docs" / "plain.md").write_text("plain text\n")
+    names = ["../docs/notes.md", "../docs/shot.png", "../docs/plain.md"]
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+local out = {{}}
+for _, name in ipairs(vim.json.decode({json.dumps(json.dumps(names))})) do
+  local ctx, err = require("ollie.context").file(name)
+  out[name] = ctx and (ctx.data and "read" or ctx.label) or ("refused: " .. err)
+end
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    result, _ = lua_result(script, repo / "src")
+    for name in names[:2]:
+        assert result[name] == f"refused: #file:{name}: a link leading out of {repo}", result
+    assert result["../docs/plain.md"] == f"{repo}/docs/plain.md:1", result
+
+
 def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):
     """ondisk.lua noted a buffer's file as its stamp, then its digest: a step's write landing between the two (a file
     renamed over it) paired the old stamp with the new content's digest, so that change later passed as "a rewrite
