@@ -74,8 +74,9 @@ def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
 
 
 def _unlinked(paths: list[Path]) -> list[Path]:
-    """`paths` less those with a symlink on them (a grant takes effect where the link leads)."""
-    return [p for p in paths if os.path.realpath(p) == os.path.normpath(p)]
+    """`paths` less those with a symlink or a `..` on them (a grant takes effect where they lead: with
+    `${workspaceFolder}` filled in, `<ws>/../..` names the user's home without knowing where it is)."""
+    return [p for p in paths if ".." not in p.parts and os.path.realpath(p) == os.path.normpath(p)]
 
 
 def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], network_from: str) -> Policy:
@@ -91,7 +92,7 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
     if spec.cwd:
         named.append(Path(spec.cwd))
     installed = _installation(spec.command, env)
-    if spec.from_workspace:  # the user approved paths as written, not where a symlink on them leads
+    if spec.from_workspace:  # the user approved paths as written, not where a symlink or `..` on them leads
         named, installed = _unlinked(named), _unlinked(installed)
     policy = replace(base, network=network).extended(ro=named, rox=installed, rwx=[home])
     protected, _ = protect(policy, home=Path.home())
