@@ -45,12 +45,14 @@ def _why(entry: object) -> str:
     name = entry.get("name")
     server = f"server {name[:80]!r}: " if isinstance(name, str) else ""
     kind = entry.get("type", "stdio")
-    model = _BY_TYPE.get(kind, McpServerStdio)
+    # Not `_BY_TYPE.get(kind)`: a `"type": []` raised TypeError (unhashable) out of the reader, and the agent ended.
+    model = _BY_TYPE.get(kind, McpServerStdio) if isinstance(kind, str) else McpServerStdio
     try:
         model.model_validate(entry)
     except ValidationError as exc:
         fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors()[:5])
-        if kind not in _BY_TYPE and kind != "stdio":
-            return f"{server}type {str(kind)[:40]!r} is not one of stdio, http, sse, acp ({fields})"
+        if model is McpServerStdio and kind != "stdio":
+            named = repr(kind[:40]) if isinstance(kind, str) else f"of a {type(kind).__name__}"
+            return f"{server}type {named} is not one of stdio, http, sse, acp ({fields})"
         return server + fields
     return f"{server}does not fit ACP's schema"

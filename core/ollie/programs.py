@@ -84,6 +84,13 @@ def _writable_by_steps(path: str) -> Path | None:
     return next((root for root in _written if path == str(root) or path.startswith(os.path.join(root, ""))), None)
 
 
+def step_may_write(path: str, workspace: Path | str) -> bool:
+    """Whether `path` (once links are followed) is in `workspace` or another area `step_writable` names."""
+    real = os.path.realpath(path)
+    roots = [os.path.realpath(r) for r in (workspace, *step_writable())]
+    return any(real == root or real.startswith(os.path.join(root, "")) for root in roots)
+
+
 def _kept(path: str, writable: list[Path]) -> tuple[str, ...]:
     home = Path(os.path.realpath(os.path.expanduser("~")))
     return tuple(dict.fromkeys(e for e in path.split(os.pathsep) if _refused(e, writable, home) is None))

@@ -67,3 +67,21 @@ def test_a_malformed_mcp_server_entry_is_invalid_params_naming_it_not_dropped(tm
     assert answers[3]["error"]["data"] == {"mcpServers[0]": "server 'docs': url: Field required"}, answers
     assert answers[5]["error"]["code"] == -32601, answers
     assert "result" in answers[4], answers  # and the agent serves on
+
+
+def test_a_server_entry_whose_type_is_not_a_string_is_invalid_params_and_the_agent_serves_on(tmp_path):
+    # `"type": []` raised TypeError (unhashable) in the check of the entries, out of the reader: the agent exited, the
+    # request and every one after it unanswered.
+    servers = [{"type": [], "name": "a", "command": "x"},
+               {"type": {"http": 1}, "name": "b", "url": "http://127.0.0.1:1", "headers": []}]
+    lines = [INITIALIZE,
+             {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": servers}},
+             {**INITIALIZE, "id": 4}]
+    out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                         capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
+    answers = {a["id"]: a for a in map(json.loads, out.stdout.splitlines()) if "id" in a}
+    assert answers[2]["error"]["code"] == -32602, (answers, out.stderr.decode()[-2000:])
+    data = answers[2]["error"]["data"]
+    assert data["mcpServers[0]"].startswith("server 'a': type of a list is not one of stdio, http, sse, acp ("), data
+    assert data["mcpServers[1]"].startswith("server 'b': type of a dict is not one of stdio, http, sse, acp ("), data
+    assert "result" in answers[4], answers  # and the agent serves on

@@ -244,3 +244,25 @@ async def test_a_local_index_refused_unasked_says_what_to_list_and_where_and_lis
     second.step_approver = Approver("reject")
     await second.submit("download it from my index")
     assert "hello status 200" in tool_text(srv, 5) and "network.allow in" not in tool_text(srv, 5)
+
+
+async def test_a_refused_metadata_address_is_never_advised_for_network_allow(scripted_llm, make_core):
+    """A model's step asking for the cloud metadata service (169.254.169.254, or the same in an IPv6 form) got the note
+    for a local package index: "the user can add "169.254.169.254:80" to network.allow", words to quote to the user
+    for the machine's credentials."""
+    def fetch(url: str) -> Reply:
+        return Reply.tool_calls(("execute_code", {"steps": [{"code": f"curl -s -o - -w ' status %{{http_code}}' {url}"}]}))
+
+    srv = scripted_llm("openai")
+    srv.script(fetch("http://169.254.169.254/latest/meta-data/"), Reply(text="done"),
+               fetch("http://[::ffff:169.254.169.254]/latest/meta-data/"), Reply(text="done"))
+    core = await make_core(srv)
+    core.step_approver = Approver("allow_once")
+    await core.submit("what instance is this?")
+    await core.submit("and by IPv6")
+    for index, host in ((1, "169.254.169.254"), (3, "::ffff:a9fe:a9fe")):
+        told = tool_text(srv, index)
+        assert "status 403" in told, told
+        assert f"blocked by ollie's sandbox: {host}:80 is a link-local address, where a cloud machine's metadata " \
+               "service hands out its credentials: not one for network.allow" in told, told
+        assert "network.allow in" not in told and "the user can add" not in told, told

@@ -524,6 +524,24 @@ def test_python_m_ollie_lsp_never_runs_the_repositorys_package(tmp_path, program
     assert result == {"cmd": [str(python), "-P", "-m", "ollie_lsp"], "initialized": True}, result
 
 
+def _file_contexts(tmp_path: Path, names: list[str], cwd: Path) -> dict[str, str]:
+    """`context.file(name)` of each name in a Neovim in `cwd`: its label ("read" for an image Neovim read), or
+    "refused: " and why."""
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+local out = {{}}
+for _, name in ipairs(vim.json.decode({json.dumps(json.dumps(names))})) do
+  local ctx, err = require("ollie.context").file(name)
+  out[name] = ctx and (ctx.data and "read" or ctx.label) or ("refused: " .. err)
+end
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    return lua_result(script, cwd)[0]
+
+
 def test_a_file_context_never_reads_a_fifo_a_device_or_a_link_out_of_the_project(tmp_path):
     """`#file:NAME` of a file not loaded: Neovim read it with readfile, as the user. A FIFO a step made (Neovim waited
     on it for good), a cloned repository's link to /dev/zero (memory) or out of the project (a secret's text went
@@ -540,24 +558,35 @@ def test_a_file_context_never_reads_a_fifo_a_device_or_a_link_out_of_the_project
     (repo / "plain.md").write_text("plain text\n")
     (repo / "sub" / "inner.md").symlink_to(repo / "plain.md")
     names = ["creds.md", "linked/credentials", "zero.md", "pipe.md", "plain.md", "sub/inner.md"]
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
-require("ollie").setup({{}})
-local out = {{}}
-for _, name in ipairs(vim.json.decode({json.dumps(json.dumps(names))})) do
-  local ctx, err = require("ollie.context").file(name)
-  out[name] = ctx and ctx.label or ("refused: " .. err)
-end
-io.stdout:write(vim.json.encode(out))
-vim.cmd("qa!")
-""")
-    result, _ = lua_result(script, repo)
+    result = _file_contexts(tmp_path, names, repo)
     assert result["creds.md"] == "refused: #file:creds.md: a link leading out of " + str(repo), result
     assert result["linked/credentials"].startswith("refused: #file:linked/credentials: a link leading out"), result
     assert result["zero.md"] == "refused: #file:zero.md: not a regular file", result
     assert result["pipe.md"] == "refused: #file:pipe.md: not a regular file", result
     assert result["plain.md"] == "plain.md:1" and result["sub/inner.md"] == "sub/inner.md:1", result
+
+
+def test_a_file_named_above_neovims_cwd_in_the_project_never_follows_a_link_out(tmp_path):
+    """Neovim started in the project's `src` (its root found by `.git` above): `#file:../docs/notes.md` and
+    `:OllieImage ../docs/shot.png`, links the cloned repository planted to a secret and to a picture of the user's,
+    were read by Neovim itself, the link followed (only names inside the cwd were checked), and went to the model."""
+    from tests.pictures import png
+
+    repo = tmp_path / "repo"
+    for sub in (".git", "src", "docs"):
+        (repo / sub).mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "credentials").write_text("aws_secret_access_key = hunter2\n")
+    (outside / "passport.png").write_bytes(png(2, 2, (0, 0, 255)))
+    (repo / "docs" / "notes.md").symlink_to(outside / "credentials")
+    (repo / "docs" / "shot.png").symlink_to(outside / "passport.png")
+    (repo / "docs" / "plain.md").write_text("plain text\n")
+    names = ["../docs/notes.md", "../docs/shot.png", "../docs/plain.md"]
+    result = _file_contexts(tmp_path, names, repo / "src")
+    for name in names[:2]:
+        assert result[name] == f"refused: #file:{name}: a link leading out of {repo}", result
+    assert result["../docs/plain.md"] == f"{repo}/docs/plain.md:1", result
 
 
 def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):

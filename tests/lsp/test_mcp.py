@@ -187,6 +187,28 @@ async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_wit
                        "then /mcp restart typo"], notices
 
 
+async def test_a_server_installed_in_the_workspaces_venv_is_not_to_be_named_by_its_path(
+        start_daemon, llm, _private_dirs, tmp_path):
+    """The usual activated venv is the project's own `.venv`, inside the workspace: the message said to name
+    `<ws>/.venv/bin/notes-mcp` as the command, the very program PATH leaves out because a step may plant one there
+    (it would start as the server, with its env's tokens). It says where tool code may write, and to install it
+    elsewhere."""
+    import os
+
+    ws = tmp_path / "proj"
+    program = ws / ".venv" / "bin" / "notes-mcp"
+    program.parent.mkdir(parents=True)
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} {SERVER}\n")
+    program.chmod(0o755)
+    configure(_private_dirs, {"notes": {"command": "notes-mcp"}})
+    env = {**llm.env(), "PATH": f"{program.parent}{os.pathsep}{os.environ['PATH']}"}
+    daemon = await start_daemon(env=env, workspace=ws)
+    failed = await wait_state(daemon, "notes", "failed")
+    assert failed["error"] == (f"'notes-mcp' is {program}, where tool code may write (a program a step put there "
+                               "would start as this server, with its env): install it elsewhere (pipx, npm -g) and "
+                               'name that path as the "command"'), failed
+
+
 async def test_a_servers_connection_is_put_to_the_user_naming_the_server(start_daemon, llm, _private_dirs, listener):
     # The server runs in its own network namespace; its connection to a host off the allow-list is asked about
     # during the call that made it, naming the step (Bug: its process was started outside any call, so nobody
@@ -433,6 +455,21 @@ async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it
     # VS Code's prompt for a value (`${input:...}`) is none of ollie's: said, not silently sent as text.
     assert any(e["content"].startswith("warning: MCP server 'asks' of ") and "${...} variable ollie does not fill in"
                in e["content"] for e in daemon.events if e["role"] == "info"), daemon.events
+
+
+async def test_a_folder_whose_path_holds_a_variables_name_is_filled_in_once(start_daemon, llm, _private_dirs, tmp_path):
+    """A checkout under a directory named `${workspaceFolderBasename}`: the path filled in for `${workspaceFolder}` was
+    filled in again, the server run as `<parent>/ws0/ws0/server.py`, a file outside the workspace (what the question
+    showed, but not what the config says), and the folder's own `${` warned of as a variable not filled in."""
+    ws = tmp_path / "${workspaceFolderBasename}" / "ws0"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / "server.py").write_text(SERVER.read_text())
+    entry = {"type": "stdio", "command": sys.executable, "args": ["${workspaceFolder}/server.py"]}
+    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"local": entry}}))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    assert f"({sys.executable} {ws}/server.py)" in await submit(daemon, "/mcp allow local")
+    await wait_state(daemon, "local", "ready")
+    assert not [e for e in daemon.events if "variable ollie does not fill in" in e.get("content", "")], daemon.events
 
 
 async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _private_dirs):

@@ -277,6 +277,34 @@ async def test_a_workspace_servers_path_argument_through_a_symlink_widens_no_rea
         await host.aclose()
 
 
+@pytest.mark.parametrize("key", ["args", "cwd"])
+async def test_a_workspace_servers_path_leading_out_by_dot_dot_widens_no_reads(tmp_path: Path, home: Path,
+                                                                            key: str) -> None:
+    # With `${workspaceFolder}` filled in, a cloned repository's config can name what lies around its checkout
+    # (`${workspaceFolder}/../..`: the user's home, their other projects) without knowing where that is: the server
+    # was granted reading it, as a path the user named.
+    from ollie.mcp.workspace import read_workspace_servers
+
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "notes.txt").write_text("PRIVATE")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    entry: dict[str, object] = {"command": sys.executable, "args": [str(SERVER), "hostile"]}
+    if key == "args":
+        entry["args"] = [str(SERVER), "hostile", "${workspaceFolder}/../private"]
+    else:
+        entry["cwd"] = "${workspaceFolder}/.."
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"h": entry}}))
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    try:
+        await host.add(read_workspace_servers(workspace, []), wait=60)
+        assert host.status()[0]["state"] == "ready", host.status()
+        assert (await call(host, "read_file", path=str(private / "notes.txt"))).startswith("denied")
+    finally:
+        await host.aclose()
+
+
 async def test_a_server_silent_at_start_is_shown_failed_with_why(tmp_path: Path, home: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # A server that never answers `initialize` (it waits for a login, a lock): `/mcp` says so, not "TimeoutError".

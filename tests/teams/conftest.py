@@ -125,10 +125,11 @@ class Daemon:
 
 @pytest_asyncio.fixture
 async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await start_daemon("a", env)` starts a daemon with HOME tmp/a; all are shut down after."""
+    """A factory: `await start_daemon("a", env)` starts a daemon with HOME tmp/a (its workspace tmp/a/ws); all are
+    shut down after."""
     started: list[Daemon] = []
 
-    async def start(name: str, env: dict[str, str]) -> Daemon:
+    async def start(name: str, env: dict[str, str], init_options: Any = None) -> Daemon:
         home = tmp_path / name
         workspace = home / "ws"
         workspace.mkdir(parents=True, exist_ok=True)
@@ -150,7 +151,7 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         daemon = Daemon(client, home)
         started.append(daemon)
         await asyncio.wait_for(client.initialize_session(types.InitializeParams(
-            capabilities=types.ClientCapabilities(),
+            capabilities=types.ClientCapabilities(), initialization_options=init_options,
             root_uri=workspace.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")])), 60)  # a hang's bound
         return daemon

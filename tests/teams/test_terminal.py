@@ -109,3 +109,19 @@ def test_a_teammates_session_whose_record_is_malformed_is_not_resumed_as_ones_ow
     refused = ollie("bob", ["-p", "go on", "--session", sid], OLLIE_TEAMS="backend", OLLIE_APPROVAL="ask")
     assert refused.returncode == 2 and "session title is 5000 bytes" in refused.stderr, refused.stderr
     assert not (tmp_path / "work" / "planted").exists()
+
+
+def test_continue_goes_on_with_ones_own_session_not_a_teammates_newer_shared_one(store_url, scripted_llm, tmp_path):
+    # Alice's session, saved as started in the directory Bob works in (a shared checkout path), shared to his team
+    # after his own: `ollie -c` (the daemon's continueSession, the same pick) resumed hers unasked, her history the
+    # context of his next prompt.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("bob's answer"), Reply.text("noted"), Reply.text("his again"))
+    ollie = _terminals(tmp_path, llm, store_url)
+    own = ollie("bob", ["-p", "bob's question"], OLLIE_TEAMS="backend")
+    assert own.returncode == 0, own.stderr
+    _shared_by_alice(ollie, store_url, [])
+    again = ollie("bob", ["-c", "-p", "go on"], OLLIE_TEAMS="backend")
+    assert again.returncode == 0, again.stderr
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["bob's question", "go on"], users

@@ -411,3 +411,25 @@ async def test_a_fork_of_a_teammates_session_is_the_forkers_own_in_his_mode_agen
     assert (state["approval"], state["agent"]) == ("ask", "default"), state
     assert state["cwd"] == str((bob.home / "ws").resolve()), state
     assert "alice's question" in _texts(await bob.request("ollie/context", {"session": forked["session"]}))
+
+
+async def test_continue_session_goes_on_with_ones_own_session_not_a_teammates_newer_shared_one(
+        start_daemon, store_url, scripted_llm):
+    # eglot's `continueSession`: Alice's session, started in Bob's workspace path (a checkout path they share) and
+    # shared to his team after his own there, was the one Bob's reconnect went on with, her history his context.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("bob's answer"), Reply.text("noted"))
+    bob_env = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"}
+    bob = await start_daemon("bob", bob_env)
+    own = (await bob.request("ollie/session/new", {}))["session"]
+    assert (await bob.request("ollie/submit", {"session": own, "text": "bob's question"}))["reply"] == "bob's answer"
+    assert await bob.request("ollie/session/close", {"session": own}) == {}
+    alice = await start_daemon("bob", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})  # his path
+    hers = (await alice.request("ollie/session/new", {}))["session"]
+    assert (await alice.request("ollie/submit", {"session": hers, "text": "remember 9"}))["reply"] == "noted"
+    assert await alice.request("ollie/session/close", {"session": hers}) == {}
+    share_with_backend(store_url, hers)
+
+    again = await start_daemon("bob", bob_env, {"continueSession": True})
+    texts = _texts(await again.request("ollie/context", {}))
+    assert "bob's question" in texts and "remember 9" not in texts, texts

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,20 +212,44 @@ async def cmd_resume(core: CommandTarget, arg: str) -> str:
 
 def sessions_in(directory: Path, cwd: Path, limit: int = SESSIONS_SHOWN) -> list[str]:
     """The ids of the newest saved sessions (at most `limit`) started in `cwd`, newest first."""
-    wanted, found = str(cwd.resolve()), []
+    return list(itertools.islice(_started_in(directory, cwd), limit))
+
+
+def _started_in(directory: Path, cwd: Path) -> Iterator[str]:
+    """The ids of the saved sessions started in `cwd`, newest first (each log's meta read as it comes)."""
+    wanted = str(cwd.resolve())
     # Ids sort by creation time; unprompted starts are not saved, so not listed.
     for session_id in reversed(persist.list_saved(directory)):
         if persist.read_meta(directory, session_id).get("cwd") == wanted:
-            found.append(session_id)
-            if len(found) == limit:
-                break
-    return found
+            yield session_id
 
 
 def latest_session(cwd: Path) -> str | None:
-    """The id of the newest saved session started in `cwd` (`ollie -c`, the daemon's `continueSession`), or None."""
-    found = sessions_in(paths.sessions_dir(), cwd, limit=1)
-    return found[0] if found else None
+    """The id of the newest session this user saved in `cwd` (`ollie -c`, the daemon's `continueSession`), or None.
+
+    Never a teammate's shared session: theirs to list and pick, not to go on with unasked (one saved as started in
+    the user's directory was resumed as theirs, its history the model's context)."""
+    found = _started_in(paths.sessions_dir(), cwd)
+    if not location.store_url():
+        return next(found, None)  # session files: the user's own
+    from ollie.sessions.errors import NotFoundError
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope, os_user
+
+    user = os_user()
+    registry = Registry()
+    try:
+        for session_id in found:
+            try:
+                if registry.get(Scope(user_id=user), session_id).user_id == user:
+                    return session_id
+            except NotFoundError:
+                return session_id  # no record: a log the store shows only to its one writer (`pg.log._VISIBLE`)
+            except OllieError:
+                continue  # whose it is cannot be told: not gone on with unasked
+    finally:
+        registry.close()
+    return None
 
 
 async def _session_lines(core: CommandTarget, ids: list[str]) -> list[str]:

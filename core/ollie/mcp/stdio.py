@@ -75,8 +75,9 @@ def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
 
 
 def _unlinked(paths: list[Path]) -> list[Path]:
-    """`paths` less those with a symlink on them (a grant takes effect where the link leads)."""
-    return [p for p in paths if os.path.realpath(p) == os.path.normpath(p)]
+    """`paths` less those with a symlink or a `..` on them (a grant takes effect where they lead: with
+    `${workspaceFolder}` filled in, `<ws>/../..` names the user's home without knowing where it is)."""
+    return [p for p in paths if ".." not in p.parts and os.path.realpath(p) == os.path.normpath(p)]
 
 
 def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], network_from: str) -> Policy:
@@ -92,14 +93,14 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
     if spec.cwd:
         named.append(Path(spec.cwd))
     installed = _installation(spec.command, env)
-    if spec.from_workspace:  # the user approved paths as written, not where a symlink on them leads
+    if spec.from_workspace:  # the user approved paths as written, not where a symlink or `..` on them leads
         named, installed = _unlinked(named), _unlinked(installed)
     policy = replace(base, network=network).extended(ro=named, rox=installed, rwx=[home])
     protected, _ = protect(policy, home=Path.home())
     return protected
 
 
-def missing(program: str, env: Mapping[str, str], environ: Mapping[str, str]) -> str | None:
+def missing(program: str, env: Mapping[str, str], environ: Mapping[str, str], workspace: Path) -> str | None:
     """Why `program` (a name, or an absolute path) cannot start with the server's `env`, else None."""
     if "/" in program:
         absent = os.path.isabs(program) and not os.path.exists(program)
@@ -108,6 +109,10 @@ def missing(program: str, env: Mapping[str, str], environ: Mapping[str, str]) ->
         return None
     # The user's own shell finds it (an activated venv, a project's node_modules/.bin): say why the server does not.
     theirs = shutil.which(program, path=environ.get("PATH") or "")
+    if theirs and programs.step_may_write(theirs, workspace):
+        # Never "name it by that path": a program planted there is what leaving the dir out of PATH guards against.
+        return (f"{program!r} is {theirs}, where tool code may write (a program a step put there would start as "
+                "this server, with its env): install it elsewhere (pipx, npm -g) and name that path as the \"command\"")
     if theirs:
         return (f"{program!r} is {theirs}, in a directory left out of MCP servers' PATH (a project's or Python "
                 f"environment, or one tool code may write): name it by that absolute path as the \"command\"")
@@ -122,7 +127,7 @@ async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str
     workdir = Path(spec.cwd) if spec.cwd else cwd
 
     def prepare() -> Policy:  # file reads and mkdirs: off the event loop
-        if why := missing(spec.command, env, environ):
+        if why := missing(spec.command, env, environ, cwd):
             raise CannotStart(why)  # not "[Errno 2] No such file or directory" with nothing of where it was looked for
         for sub in (home, home / "tmp", home / "cache"):
             sub.mkdir(parents=True, exist_ok=True, mode=0o700)

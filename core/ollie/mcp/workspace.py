@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import attrs
@@ -23,13 +24,17 @@ MAX_CONFIG_BYTES = 256 * 1024
 _KEYS = ("command", "args", "env", "cwd", "url", "headers", "type")
 
 
+# VS Code's variables ollie fills in; one pass, so a folder path holding such text is never filled in again.
+_FILLED = re.compile(r"\$\{(workspaceFolder|workspaceFolderBasename)\}")
+
+
 def _filled(value: object, cwd: Path) -> object:
     """`value` with VS Code's `${workspaceFolder}` (and its basename's) filled in, in every string it holds.
 
     `.vscode/mcp.json` is VS Code's format, where a script beside the config is `${workspaceFolder}/server.py`.
     Nothing else is: `${env:NAME}` would hand a workspace's server the daemon's variables (its keys)."""
     if isinstance(value, str):
-        return value.replace("${workspaceFolder}", str(cwd)).replace("${workspaceFolderBasename}", cwd.name)
+        return _FILLED.sub(lambda m: str(cwd) if m[1] == "workspaceFolder" else cwd.name, value)
     if isinstance(value, list):
         return [_filled(v, cwd) for v in value]
     if isinstance(value, dict):
@@ -59,8 +64,9 @@ def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSp
             warnings.append(f"MCP servers of {source} not read: expected \"mcpServers\" (or \"servers\")")
             continue
         for name, entry in servers.items():
-            kept = {k: _filled(v, cwd) for k, v in entry.items() if k in _KEYS} if isinstance(entry, dict) else entry
-            if "${" in json.dumps(kept):
+            written = {k: v for k, v in entry.items() if k in _KEYS} if isinstance(entry, dict) else entry
+            kept = _filled(written, cwd)
+            if "${" in _FILLED.sub("", json.dumps(written)):  # (not the folder's own path: it may hold "${")
                 warnings.append(f"MCP server {name!r} of {source} uses a ${{...}} variable ollie does not fill in "
                                 "(only ${workspaceFolder}): it runs with the text as written")
             try:

@@ -103,14 +103,21 @@ _IPV4_IN_LOW_BITS = tuple(ipaddress.IPv6Network(n) for n in ("::/96", "::ffff:0:
 _LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
 
 
+def carried(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The IPv4 address an IPv6 one carries in its last 32 bits (`_IPV4_IN_LOW_BITS`), else `address` itself."""
+    if isinstance(address, ipaddress.IPv6Address) and any(address in network for network in _IPV4_IN_LOW_BITS):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address
+
+
 def is_global_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """Whether `address` is global and not this machine's, an IPv6 one that carries an IPv4 address judged by the
     IPv4 rules."""
     if isinstance(address, ipaddress.IPv6Address):
         if address in _LOCAL_NAT64:
             return False
-        if any(address in network for network in _IPV4_IN_LOW_BITS):
-            return is_global_address(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+        if (inner := carried(address)) is not address:
+            return is_global_address(inner)
         if address.sixtofour is not None:  # 2002::/16: a 6to4 (sit) tunnel, where one is set up, carries it there
             return is_global_address(address.sixtofour)
         # Teredo (2001::/32, needs a client like miredo) lies in 2001::/23, which ipaddress counts as not global.

@@ -3,6 +3,7 @@ the policy (a bare "Permission denied" reads like a bug to fix), a size or memor
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import signal
@@ -100,6 +101,12 @@ def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
         if c.get("verdict") != "denied" or not str(c.get("how", "")).startswith("non-public address"):
             continue
         host, port = str(c.get("host", "")), c.get("port")
+        if _link_local(host):  # never "the user can add" it: what a model would quote to have it allowed
+            note = (f"blocked by ollie's sandbox: {host}:{port} is a link-local address, where a cloud machine's "
+                    "metadata service hands out its credentials: not one for network.allow")
+            if note not in notes:
+                notes.append(note)
+            continue
         # A name is never resolved to such an address, however listed: only the literal reaches it.
         literal = "127.0.0.1" if host == "localhost" or host.endswith(".localhost") else host
         pattern = f"[{literal}]:{port}" if ":" in literal else f"{literal}:{port}"
@@ -112,6 +119,16 @@ def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
             if len(notes) == _MOST:
                 break
     return notes
+
+
+def _link_local(host: str) -> bool:
+    """Whether `host` is a link-local IP literal (169.254.169.254, fe80::1), or an IPv6 one carrying an IPv4 one."""
+    from ollie.sandbox.egress import carried
+
+    try:
+        return carried(ipaddress.ip_address(host)).is_link_local
+    except ValueError:
+        return False
 
 
 def mentions_denial(stderr: bytes) -> bool:

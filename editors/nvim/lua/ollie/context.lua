@@ -163,14 +163,17 @@ function M.unreadable(path, full)
   if stat.size > MAX_FILE_BYTES then
     return "larger than " .. MAX_FILE_BYTES .. " bytes"
   end
-  -- A file named inside the working directory stays there once links are followed (one named outside is the
-  -- user's own choice).
+  -- A file named inside the working directory, or the project root above it (Neovim started in a subdirectory:
+  -- `../docs/notes.md`), stays there once links are followed (one named outside both is the user's own choice).
   local cwd = vim.fs.normalize(vim.fn.getcwd())
   local named = vim.fs.normalize(path)
   named = vim.startswith(named, "/") and named or vim.fs.normalize(cwd .. "/" .. named)
-  local real, real_cwd = vim.uv.fs_realpath(full), vim.uv.fs_realpath(cwd)
-  if vim.startswith(named, cwd .. "/") and not (real and real_cwd and vim.startswith(real, real_cwd .. "/")) then
-    return "a link leading out of " .. cwd
+  local real = vim.uv.fs_realpath(full)
+  for _, dir in ipairs({ cwd, vim.fs.normalize(client.root_dir()) }) do
+    local real_dir = vim.uv.fs_realpath(dir)
+    if vim.startswith(named, dir .. "/") and not (real and real_dir and vim.startswith(real, real_dir .. "/")) then
+      return "a link leading out of " .. dir
+    end
   end
   return nil
 end

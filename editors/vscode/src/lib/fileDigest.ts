@@ -50,7 +50,8 @@ export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string
  * it other text). Bytes in another encoding cannot be told apart: false. */
 export function holdsOtherText(bytes: Buffer, text: string): boolean {
   const lines = (s: string): string => s.replace(/\r\n?/g, "\n");
-  const encodings = bytes.includes(0) ? ["utf-16le", "utf-16be"] : ["utf-8"];
+  // UTF-8 too: text with a NUL and an odd length is no UTF-16, and read as nothing it passed for the editor's text.
+  const encodings = bytes.includes(0) ? ["utf-16le", "utf-16be", "utf-8"] : ["utf-8"];
   const read = encodings.flatMap((encoding) => {
     try {
       // The decoder drops a BOM.

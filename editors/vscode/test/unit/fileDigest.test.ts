@@ -67,5 +67,7 @@ test("a file that holds other text than the editor read from it is told; its lin
     assert.equal(holdsOtherText(utf16("\ufeffx = 1\n"), "x = 1\n"), false, `${encoding}, a BOM`);
     assert.equal(holdsOtherText(utf16("x = 2\n"), "x = 1\n"), true, `${encoding}, other text`);
   }
+  // UTF-8 holding a NUL, an odd number of bytes: no UTF-16 decodes it, and it passed for the editor's text.
+  assert.equal(holdsOtherText(Buffer.from("x = 2\0\n"), "x = 1\n"), true, "UTF-8 with a NUL, odd length");
   fs.rmSync(dir, { recursive: true });
 });
