@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,31 +157,3 @@ def with_context(text: str, contexts: Sequence[EditorContext], *, cwd: Path, loo
     texts = [*resources, *[None] * (len(contexts) - len(resources))]
     blocks = [format_context(c, cwd=cwd, lookup=lookup, resource=r) for c, r in zip(contexts, texts, strict=True)]
     return "\n\n".join([*blocks, text])
-
-
-# One saved block, at a line's start (injects the daemon joined have each one's blocks before its own line):
-# `File: <path> (<language>)`, then what it shows.
-_BLOCK = re.compile(r"^\s*<editor-context>\n?(.*?)</editor-context>", re.DOTALL | re.MULTILINE)
-_FILE = re.compile(r"^File: (.+?)(?: \([^)\n]*\))?$", re.MULTILINE)
-_RESOURCE = re.compile(r"^MCP resource: (\S+) \(server ([^)\n]+)\)$", re.MULTILINE)
-_LINES = re.compile(r"^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$", re.MULTILINE)
-
-
-def context_labels(prompt: str) -> list[str]:
-    """One compact label per editor-context block of a saved prompt: `a.py:3-7`, `a.py:4`, `a.py (selection)`."""
-    labels = []
-    for match in _BLOCK.finditer(prompt):
-        body = match.group(1).split("```", 1)[0]  # the header lines only: the code may say anything
-        file = _FILE.search(body)
-        path = file.group(1) if file else "?"
-        if not file and (resource := _RESOURCE.search(body)):
-            labels.append(f"{resource.group(2)}: {resource.group(1)}")
-            continue
-        if lines := _LINES.search(body):
-            first, last = lines.group(1), lines.group(2) or lines.group(1)
-            labels.append(f"{path}:{first}" if first == last else f"{path}:{first}-{last}")
-        elif "\nSelected text:" in body:
-            labels.append(f"{path} (selection)")
-        else:
-            labels.append(path)
-    return labels

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.exceptions import JsonRpcException
 
+from ollie.agent.editorcontext import context_labels
 from ollie.agent.history import page_records, prompt_turns, turn_marks, wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
@@ -24,7 +25,7 @@ from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace.bounds import LISTED
 from ollie.workspace.errors import StaleChange, WorkspaceError
-from ollie_lsp.editor import context_documents, context_labels, is_command, with_context
+from ollie_lsp.editor import context_documents, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
     ChangesParams,

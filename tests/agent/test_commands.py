@@ -11,6 +11,7 @@ import pytest
 
 from ollie.agent import commands
 from ollie.agent.commands import COMMANDS, is_command, run_command
+from ollie.agent.editorcontext import context_block
 from ollie.agent.events import Bus
 from ollie.backend.types import Message, ToolCall
 from ollie.errors import ConfigError
@@ -329,6 +330,16 @@ async def test_queued_list_pop_clear(core):
     assert await run_command(core, "/queued clear") == "cleared 2 queued prompts"
     assert await run_command(core, "/queued pop") == "queue is empty"
     assert (await run_command(core, "/queued shuffle")).startswith("/queued takes nothing, 'pop' or 'clear'")
+
+
+async def test_queued_prompts_show_their_context_blocks_as_labels_where_they_stand(core):
+    # Bug: `/queued` printed each prompt as the model gets it: `<editor-context>` blocks, file headers and all.
+    notes = context_block("File: notes.txt (plaintext)", body="tabs\n")
+    style = context_block("File: style.txt (plaintext)\nShowing lines 2-3:", body="x\n")
+    core.queue_items = [f"{notes}\n\nUse tabs.\n\n{style}\n\nAnd wide ones.", "plain"]
+    listed = await run_command(core, "/queued")
+    assert listed == "queued (2):\n1. [notes.txt] Use tabs.\n[style.txt:2-3] And wide ones.\n2. plain"
+    assert await run_command(core, "/queued pop") == "popped: [notes.txt] Use tabs.\n[style.txt:2-3] And wide ones."
 
 
 # --- information -------------------------------------------------------------

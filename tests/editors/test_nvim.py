@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from ollie.agent.editorcontext import context_labels
 from ollie.testing import Reply
-from ollie_lsp.editor import context_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "editors" / "nvim" / "tests"

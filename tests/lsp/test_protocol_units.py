@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from ollie.agent.editorcontext import context_labels
 from ollie.agent.events import Bus, Event
 from ollie.paths import session_dir
 from ollie.sessions.types import first_words
-from ollie_lsp.editor import OpenDocument, context_labels, display_path, is_command, with_context
+from ollie_lsp.editor import OpenDocument, display_path, is_command, with_context
 from ollie_lsp.errors import InvalidParams
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.options import parse_init_options

@@ -16,6 +16,7 @@ from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.commands_info import CommandUsageError
 from ollie.agent.editorcontext import SLASH, is_command
+from ollie.agent.editorcontext import summary as prompt_summary
 from ollie.agent.review import Rewound
 from ollie.agent.shell import run_shell
 from ollie.agent.stopping import Stopped, stoppable
@@ -175,7 +176,7 @@ async def cmd_queued(core: CommandTarget, arg: str) -> str:
     """List the queued prompts, pop the next one, or clear them."""
     if arg == "pop":
         text = core.pop_queue()
-        return "queue is empty" if text is None else f"popped: {text}"
+        return "queue is empty" if text is None else f"popped: {prompt_summary(text)}"
     if arg == "clear":
         count = core.clear_queue()
         return f"cleared {count} queued prompt{'s' if count != 1 else ''}"
@@ -184,7 +185,8 @@ async def cmd_queued(core: CommandTarget, arg: str) -> str:
     queued = core.queued()
     if not queued:
         return "queue is empty"
-    return f"queued ({len(queued)}):\n" + "\n".join(f"{i}. {text}" for i, text in enumerate(queued, 1))
+    # Each as the user typed it, with what it is about: not the editor-context blocks the model gets with it.
+    return f"queued ({len(queued)}):\n" + "\n".join(f"{i}. {prompt_summary(text)}" for i, text in enumerate(queued, 1))
 
 
 async def cmd_approval(core: CommandTarget, arg: str) -> str:

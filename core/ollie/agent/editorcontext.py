@@ -48,3 +48,34 @@ def context_block(header: str, *, notes: Sequence[str] = (), caption: str = "", 
     # user's words do, for the model and for every reader that splits a prompt at its first close (the chats).
     inner = "\n".join(lines).replace(CLOSE, "<\\/editor-context>")
     return f"<editor-context>\n{inner}\n{CLOSE}"
+
+
+# One saved block, at a line's start (injects the daemon joined have each one's blocks before its own line):
+# `File: <path> (<language>)`, then what it shows.
+_BLOCK = re.compile(r"^\s*<editor-context>\n?(.*?)</editor-context>", re.DOTALL | re.MULTILINE)
+_FILE = re.compile(r"^File: (.+?)(?: \([^)\n]*\))?$", re.MULTILINE)
+_RESOURCE = re.compile(r"^MCP resource: (\S+) \(server ([^)\n]+)\)$", re.MULTILINE)
+_LINES = re.compile(r"^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$", re.MULTILINE)
+
+
+def _label(block: re.Match[str]) -> str:
+    """A block's compact label: `a.py:3-7`, `a.py:4`, `a.py (selection)`, `server: uri`."""
+    body = block.group(1).split("```", 1)[0]  # the header lines only: the code may say anything
+    file = _FILE.search(body)
+    path = file.group(1) if file else "?"
+    if not file and (resource := _RESOURCE.search(body)):
+        return f"{resource.group(2)}: {resource.group(1)}"
+    if lines := _LINES.search(body):
+        first, last = lines.group(1), lines.group(2) or lines.group(1)
+        return f"{path}:{first}" if first == last else f"{path}:{first}-{last}"
+    return f"{path} (selection)" if "\nSelected text:" in body else path
+
+
+def context_labels(prompt: str) -> list[str]:
+    """One compact label per editor-context block of a saved prompt (`_label`)."""
+    return [_label(match) for match in _BLOCK.finditer(prompt)]
+
+
+def summary(prompt: str) -> str:
+    """A saved or queued prompt as a user reads it: each editor-context block as its `[label]`, where it stands."""
+    return re.sub(r"\]\s*\n\n", "] ", _BLOCK.sub(lambda match: f"[{_label(match)}]", prompt)).strip()
