@@ -75,10 +75,10 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
     # The step as the user saw it, not its process (a scratch `step1.sh` path nobody knows).
     assert "curl -s" in question.title and "step1.sh" not in question.title
     assert "status 403" in tool_text(srv, 1)
-    assert f"[network] other.test:{listener.port} denied (deny), sent 0 B, received 0 B" in tool_text(srv, 1)
+    assert f"[network] other.test:{listener.port} denied (you said no), sent 0 B, received 0 B" in tool_text(srv, 1)
     listing = (await core.submit("/network")).reply
     assert listing.startswith("network (1 connection):")
-    assert f"other.test:{listener.port} denied (deny), sent 0 B, received 0 B — Run `curl -s" in listing
+    assert f"other.test:{listener.port} denied (you said no), sent 0 B, received 0 B — Run `curl -s" in listing
     assert not listener.received
 
 
@@ -92,7 +92,7 @@ async def answered_then_unasked(srv, make_core, port: int, answer: str, *then: R
     await core.submit("fetch it twice")
     assert len(approver.network) == 1  # the second call is not asked again
     assert "hello status 200" in tool_text(srv, 1) and tool_text(srv, 2).count("hello status 200") == 2
-    assert f"[network] other.test:{port} allowed (session), sent " in tool_text(srv, 2)
+    assert f"[network] other.test:{port} allowed for this session, sent " in tool_text(srv, 2)
     return core
 
 
@@ -154,7 +154,7 @@ async def test_allow_always_is_kept_in_the_users_config_for_new_sessions(scripte
     await second.submit("fetch it again")
     assert not approver.network  # not asked again
     assert "hello status 200" in tool_text(srv, 3)
-    assert f"[network] other.test:{listener.port} allowed (always), sent " in tool_text(srv, 3)
+    assert f"[network] other.test:{listener.port} allowed: always (saved), sent " in tool_text(srv, 3)
     # The new session's /network says why the host went through unasked, and where to take the answer back
     # (before, it listed the connection `allowed (always)` and nothing of the answer or its file).
     listing = (await second.submit("/network")).reply
