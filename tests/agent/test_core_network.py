@@ -234,6 +234,9 @@ async def test_a_local_index_refused_unasked_says_what_to_list_and_where_and_lis
         told = tool_text(srv, index)
         assert "status 403" in told and listener.accepted == 0, told
         assert f'the user can add "127.0.0.1:{listener.port}" to network.allow in {mine} (a copy of ' in told, told
+        # The port is the model's: the note says what listing it hands over, and when it is the user's to give.
+        assert "letting every step reach whatever listens on that port: only if it is the package index or server " \
+               "the user started for this" in told, told
     assert "the step then names it 127.0.0.1" in tool_text(srv, 3)
     # The advice followed: the user's copy of the policy listing it lets the next session's step through.
     bundled = paths.bundled("sandbox.yaml").read_text()
@@ -266,3 +269,19 @@ async def test_a_refused_metadata_address_is_never_advised_for_network_allow(scr
         assert f"blocked by ollie's sandbox: {host}:80 is a link-local address, where a cloud machine's metadata " \
                "service hands out its credentials: not one for network.allow" in told, told
         assert "network.allow in" not in told and "the user can add" not in told, told
+
+
+async def test_a_refused_docker_api_port_is_named_and_never_advised_for_network_allow(scripted_llm, make_core):
+    """A model's step trying 127.0.0.1:2375 (Docker's API: root on the machine) got the local index's note: "the user
+    can add "127.0.0.1:2375" to network.allow", words for a model to quote to the user for the machine."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [
+        {"code": "curl -s -o - -w ' status %{http_code}' http://127.0.0.1:2375/containers/json"}]})), Reply(text="done"))
+    core = await make_core(srv)
+    core.step_approver = Approver("allow_once")
+    await core.submit("list the containers")
+    told = tool_text(srv, 1)
+    assert "status 403" in told, told
+    assert "blocked by ollie's sandbox: 127.0.0.1:2375 is this machine or its network, and port 2375 is Docker's API " \
+           "(root on the machine): not one for network.allow" in told, told
+    assert "the user can add" not in told and '"127.0.0.1:2375"' not in told, told
