@@ -113,7 +113,7 @@ def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
             if note not in notes:
                 notes.append(note)
             continue
-        if (service := _LOCAL_SERVICES.get(port)) is not None:  # the port is the model's choice, not the user's
+        if (service := _LOCAL_SERVICES.get(port if isinstance(port, int) else -1)) is not None:  # the model chose it
             note = (f"blocked by ollie's sandbox: {host}:{port} is this machine or its network, and port {port} is "
                     f"{service}: not one for network.allow, which would hand it to every step")
         else:
