@@ -197,7 +197,7 @@ async def test_allow_for_this_session_through_request_permission_lets_the_later_
             == ["completed"]
         await agent.prompt(sid, "again")  # not asked: the session's answer holds
         told = llm.chat_requests[-1].body["messages"][-1]["content"]
-        assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (session)" in told
+        assert "hello status 200" in told and f"[network] other.test:{server.port} allowed for this session" in told
         assert len(agent.client.permission_requests) == 1 and server.received.count(b"GET /x ") == 2
         await agent.prompt(await agent.new(), "fetch")  # another session asks again
         assert len(agent.client.permission_requests) == 2 and server.received.count(b"GET /x ") == 2

@@ -75,10 +75,10 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
     # The step as the user saw it, not its process (a scratch `step1.sh` path nobody knows).
     assert "curl -s" in question.title and "step1.sh" not in question.title
     assert "status 403" in tool_text(srv, 1)
-    assert f"[network] other.test:{listener.port} denied (deny), sent 0 B, received 0 B" in tool_text(srv, 1)
+    assert f"[network] other.test:{listener.port} denied (you said no), sent 0 B, received 0 B" in tool_text(srv, 1)
     listing = (await core.submit("/network")).reply
     assert listing.startswith("network (1 connection):")
-    assert f"other.test:{listener.port} denied (deny), sent 0 B, received 0 B — Run `curl -s" in listing
+    assert f"other.test:{listener.port} denied (you said no), sent 0 B, received 0 B — Run `curl -s" in listing
     assert not listener.received
 
 
@@ -92,7 +92,7 @@ async def answered_then_unasked(srv, make_core, port: int, answer: str, *then: R
     await core.submit("fetch it twice")
     assert len(approver.network) == 1  # the second call is not asked again
     assert "hello status 200" in tool_text(srv, 1) and tool_text(srv, 2).count("hello status 200") == 2
-    assert f"[network] other.test:{port} allowed (session), sent " in tool_text(srv, 2)
+    assert f"[network] other.test:{port} allowed for this session, sent " in tool_text(srv, 2)
     return core
 
 
@@ -154,7 +154,7 @@ async def test_allow_always_is_kept_in_the_users_config_for_new_sessions(scripte
     await second.submit("fetch it again")
     assert not approver.network  # not asked again
     assert "hello status 200" in tool_text(srv, 3)
-    assert f"[network] other.test:{listener.port} allowed (always), sent " in tool_text(srv, 3)
+    assert f"[network] other.test:{listener.port} allowed: always (saved), sent " in tool_text(srv, 3)
     # The new session's /network says why the host went through unasked, and where to take the answer back
     # (before, it listed the connection `allowed (always)` and nothing of the answer or its file).
     listing = (await second.submit("/network")).reply
@@ -234,6 +234,9 @@ async def test_a_local_index_refused_unasked_says_what_to_list_and_where_and_lis
         told = tool_text(srv, index)
         assert "status 403" in told and listener.accepted == 0, told
         assert f'the user can add "127.0.0.1:{listener.port}" to network.allow in {mine} (a copy of ' in told, told
+        # The port is the model's: the note says what listing it hands over, and when it is the user's to give.
+        assert "letting every step reach whatever listens on that port: only if it is the package index or server " \
+               "the user started for this" in told, told
     assert "the step then names it 127.0.0.1" in tool_text(srv, 3)
     # The advice followed: the user's copy of the policy listing it lets the next session's step through.
     bundled = paths.bundled("sandbox.yaml").read_text()
@@ -266,3 +269,19 @@ async def test_a_refused_metadata_address_is_never_advised_for_network_allow(scr
         assert f"blocked by ollie's sandbox: {host}:80 is a link-local address, where a cloud machine's metadata " \
                "service hands out its credentials: not one for network.allow" in told, told
         assert "network.allow in" not in told and "the user can add" not in told, told
+
+
+async def test_a_refused_docker_api_port_is_named_and_never_advised_for_network_allow(scripted_llm, make_core):
+    """A model's step trying 127.0.0.1:2375 (Docker's API: root on the machine) got the local index's note: "the user
+    can add "127.0.0.1:2375" to network.allow", words for a model to quote to the user for the machine."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [
+        {"code": "curl -s -o - -w ' status %{http_code}' http://127.0.0.1:2375/containers/json"}]})), Reply(text="done"))
+    core = await make_core(srv)
+    core.step_approver = Approver("allow_once")
+    await core.submit("list the containers")
+    told = tool_text(srv, 1)
+    assert "status 403" in told, told
+    assert "blocked by ollie's sandbox: 127.0.0.1:2375 is this machine or its network, and port 2375 is Docker's API " \
+           "(root on the machine): not one for network.allow" in told, told
+    assert "the user can add" not in told and '"127.0.0.1:2375"' not in told, told

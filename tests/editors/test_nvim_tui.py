@@ -380,7 +380,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         tmux.keys(deny, "Enter")
         denied = tmux.keep("2-denied", tmux.wait(lambda s: "The host said no." in s, "the turn to end", timeout=30))
         # The step's connection shows under it, its output still folded (`tool.network`, not the result's text).
-        assert f"⇄ {target} denied (deny), sent 0 B," in denied and "received 0 B" in denied, denied  # wrapped
+        assert f"⇄ {target} denied (you said no), sent" in denied and "0 B, received 0 B" in denied, denied  # wrapped
         assert "[network]" not in denied and tmux.captures is not None
         # The fold says how much it holds (before, its first line alone looked like all of the output).
         assert re.search(r"│ .+ … \+\d+ lines?$", denied, re.M), denied
@@ -394,11 +394,11 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         tmux.keys("Escape")
         redrawn = tmux.keep("3-redrawn", tmux.wait(lambda s: "The host said no." in s and "[network]" not in s
                                                    and "INSERT" not in s, "the step's output folded"))
-        assert f"⇄ {target} denied (deny), sent 0 B," in redrawn and "[network]" not in redrawn, redrawn
+        assert f"⇄ {target} denied (you said no), sent" in redrawn and "[network]" not in redrawn, redrawn
         assert "(end)" in redrawn, redrawn  # the turn's end line, as the live turn drew it
         assert not server.received and server.accepted == 0
         told = srv.chat_requests[-1].body["messages"][-1]["content"]
-        assert "status 403" in told and f"[network] {target} denied (deny)" in told
+        assert "status 403" in told and f"[network] {target} denied (you said no)" in told
 
         # "Allow for this session": this step's request goes through, and the session's later steps' unasked.
         tmux.keys(":Ollie fetch it again", "Enter")
@@ -409,7 +409,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         tmux.keep("5-allowed", tmux.wait(lambda s: "Fetched for the session." in s, "the allowed turn to end"))
         tmux.keys(":Ollie and once more", "Enter")
         unasked = tmux.keep("6-unasked", tmux.wait(lambda s: "Fetched unasked." in s, "the unasked turn to end"))
-        assert f"⇄ {target} allowed (session)" in unasked, unasked
+        assert f"⇄ {target} allowed for this session" in unasked, unasked
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -31,7 +31,7 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     # No "Reject with feedback": the answer reaches only the proxy, nothing would carry the text to the model.
     assert [o["id"] for o in question["options"]] == ["allow_once", "allow_session", "allow_always", "reject"]
     told = llm.chat_requests[-1].body["messages"][-1]["content"]
-    assert "status 403" in told and f"[network] other.test:{listener.port} denied (deny)" in told
+    assert "status 403" in told and f"[network] other.test:{listener.port} denied (you said no)" in told
     assert not listener.received
     # The step's `tool` event lists its connections, structured (PROTOCOL.md "Network questions").
     (tool,) = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")]
@@ -46,7 +46,7 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     context = await again.request("ollie/context", {"session": session})
     assert [m["tool"]["network"] for m in context["messages"] if m.get("role") == "tool"] == [[record]]
     listing = (await again.request("ollie/command", {"session": session, "line": "/network"}))["output"]
-    assert listing.startswith("network (1 connection):") and f"other.test:{listener.port} denied (deny)" in listing
+    assert listing.startswith("network (1 connection):") and f"other.test:{listener.port} denied (you said no)" in listing
 
 
 async def test_allow_for_this_session_lets_its_later_steps_through_and_no_other_session(start_daemon, llm, listener):
@@ -70,7 +70,7 @@ async def test_allow_for_this_session_lets_its_later_steps_through_and_no_other_
     assert {"id": "allow_session", "name": "Allow for this session"} in question["options"]
     told = await fetched("two", first)  # a later step of the session: not asked, let through
     assert len(questions) == 1 and "hello status 200" in told
-    assert f"[network] other.test:{listener.port} allowed (session)" in told
+    assert f"[network] other.test:{listener.port} allowed for this session" in told
     listing = (await daemon.request("ollie/command", {"session": first, "line": "/network"}))["output"]
     assert f"other.test:{listener.port} — \"Allow for this session\" (asked by: Run `curl -s" in listing, listing
     # Another session asks again; so does this one, closed and resumed. Nothing was written for later sessions.

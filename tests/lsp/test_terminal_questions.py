@@ -128,7 +128,7 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
         at = term.answer("again", question, after=at)
         at = term.answer("y", r"fetched one", after=at)
         told = last_tool_result(llm)
-        assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (once)" in told
+        assert "hello status 200" in told and f"[network] other.test:{server.port} allowed once" in told
         assert server.received.startswith(b"GET /x HTTP/1.1\r\n")
         at = term.answer("again", question, after=at)
         at = term.answer("s", r"fetched two", after=at)
@@ -140,7 +140,7 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
         term.proc.kill()
         server.sock.close()
     told = last_tool_result(llm)
-    assert "hello status 200" in told and f"[network] other.test:{server.port} allowed (session)" in told
+    assert "hello status 200" in told and f"[network] other.test:{server.port} allowed for this session" in told
     assert server.received.count(b"GET /x ") == 3
 
 

@@ -26,16 +26,28 @@ def status_line(outcome: RunOutcome, *, timeout: float | None = None) -> str:
     return f"exit {code}"
 
 
+# What a verdict's `how` (the wire value, docs/PROTOCOL.md) says to a reader: "denied (deny)" said the same twice.
+_HOW_WORDS = {("allowed", "policy"): "allowed: on the allow list", ("denied", "policy"): "denied: on the deny list",
+              ("allowed", "once"): "allowed once", ("allowed", "session"): "allowed for this session",
+              ("allowed", "always"): "allowed: always (saved)", ("denied", "deny"): "denied (you said no)",
+              ("denied", "timeout"): "denied (no answer in time)"}
+
+
+def verdict_words(verdict: str, how: str) -> str:
+    """A connection's verdict with its `how` as a user reads it: `allowed once`, `denied (you said no)`."""
+    return _HOW_WORDS.get((verdict, how)) or (f"{verdict} ({how})" if how else verdict)
+
+
 def network_line(connection: dict) -> str:
-    """One connection through the egress proxy: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3 MB`; a step's
-    connections past the recorded ones as one: `... 99900 more connections (99900 denied), sent 0 B, received 0 B`."""
+    """One connection through the egress proxy: `pypi.org:443 allowed: on the allow list, sent 1.2 KB, received 3 MB`; a
+    step's connections past the recorded ones as one: `... 99900 more connections (99900 denied), sent 0 B, ...`."""
     def size(n: int) -> str:
         return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
 
-    how = f" ({connection['how']})" if connection.get("how") else ""
-    what = (f"... {connection['more']} more connections" if connection.get("more")
-            else f"{connection['host']}:{connection['port']} {connection['verdict']}")
-    line = f"{what}{how}, sent {size(connection['sent'])}, received {size(connection['received'])}"
+    how = connection.get("how") or ""
+    what = (f"... {connection['more']} more connections" + (f" ({how})" if how else "") if connection.get("more")
+            else f"{connection['host']}:{connection['port']} {verdict_words(connection['verdict'], how)}")
+    line = f"{what}, sent {size(connection['sent'])}, received {size(connection['received'])}"
     return line + (f"; {connection['error']}" if connection.get("error") else "")
 
 

@@ -93,6 +93,12 @@ def _editable(policy: Policy) -> str:
     return f"{mine} (a copy of {source}, which it then replaces)"
 
 
+# Well-known local services that give whoever reaches them the machine (or a cluster): never advised as a port to allow.
+_LOCAL_SERVICES = {2375: "Docker's API (root on the machine)", 2376: "Docker's API over TLS (root on the machine)",
+                   2379: "etcd (a Kubernetes cluster's secrets)", 6443: "a Kubernetes API server",
+                   10250: "a kubelet's API (commands in its containers)", 6000: "an X server (every keystroke)"}
+
+
 def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
     """A note per host:port a step was refused because it is this machine or its network (a local package index, a
     dev server): no question is asked about it, so the note says what the user can list, and where."""
@@ -107,13 +113,18 @@ def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
             if note not in notes:
                 notes.append(note)
             continue
-        # A name is never resolved to such an address, however listed: only the literal reaches it.
-        literal = "127.0.0.1" if host == "localhost" or host.endswith(".localhost") else host
-        pattern = f"[{literal}]:{port}" if ":" in literal else f"{literal}:{port}"
-        note = (f"blocked by ollie's sandbox: {host}:{port} is this machine or its network, which a step reaches only "
-                f"when network.allow lists it (it is never asked about); if the step needs it, the user can add "
-                f"\"{pattern}\" to network.allow in {_editable(policy)}"
-                + (f", and the step then names it {literal}" if literal != host else ""))
+        if (service := _LOCAL_SERVICES.get(port if isinstance(port, int) else -1)) is not None:  # the model chose it
+            note = (f"blocked by ollie's sandbox: {host}:{port} is this machine or its network, and port {port} is "
+                    f"{service}: not one for network.allow, which would hand it to every step")
+        else:
+            # A name is never resolved to such an address, however listed: only the literal reaches it.
+            literal = "127.0.0.1" if host == "localhost" or host.endswith(".localhost") else host
+            pattern = f"[{literal}]:{port}" if ":" in literal else f"{literal}:{port}"
+            note = (f"blocked by ollie's sandbox: {host}:{port} is this machine or its network, which a step reaches "
+                    f"only when network.allow lists it (it is never asked about); the user can add \"{pattern}\" to "
+                    f"network.allow in {_editable(policy)}, letting every step reach whatever listens on that port: "
+                    "only if it is the package index or server the user started for this"
+                    + (f"; the step then names it {literal}" if literal != host else ""))
         if note not in notes:
             notes.append(note)
             if len(notes) == _MOST:

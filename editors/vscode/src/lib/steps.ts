@@ -58,10 +58,16 @@ function size(n: number): string {
   return n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1 << 20)).toFixed(1)} MB`;
 }
 
-/** A connection as the `[network]` lines of a result say it: `pypi.org:443 allowed (policy), sent 1.2 KB, received 3.0 MB`. */
+// A verdict's `how` (the wire value) as the daemon's `[network]` lines say it (core/ollie/tools/execute/results.py).
+const HOW_WORDS: Record<string, string> = { "allowed policy": "allowed: on the allow list", "denied policy": "denied: on the deny list",
+  "allowed once": "allowed once", "allowed session": "allowed for this session", "allowed always": "allowed: always (saved)",
+  "denied deny": "denied (you said no)", "denied timeout": "denied (no answer in time)" };
+
+/** A connection as the `[network]` lines of a result say it: `pypi.org:443 allowed: on the allow list, sent 1.2 KB, ...`. */
 export function connectionLine(c: StepConnection): string {
-  const what = c.more ? `... ${c.more} more connections` : `${c.host}:${c.port} ${c.verdict}`;
-  const line = `${what}${c.how ? ` (${c.how})` : ""}, sent ${size(c.sent)}, received ${size(c.received)}`;
+  const how = c.how ? ` (${c.how})` : "";
+  const what = c.more ? `... ${c.more} more connections${how}` : `${c.host}:${c.port} ${HOW_WORDS[`${c.verdict} ${c.how}`] ?? `${c.verdict}${how}`}`;
+  const line = `${what}, sent ${size(c.sent)}, received ${size(c.received)}`;
   return c.error ? `${line}; ${c.error}` : line;
 }
 

@@ -64,7 +64,7 @@ await withVSCode({ script, settings: { "files.autoSave": "off", "ollie.trace.ser
   if (seen.length) throw new Error(`the denied host received ${JSON.stringify(seen)}`);
   // The step shows its connection under its title (tool.network), not only inside "Input and output".
   await chat.locator(".item.tool").last().locator(".step-network .connection.denied",
-    { hasText: `${target} denied (deny), sent 0 B, received 0 B` }).waitFor({ timeout: waitMs });
+    { hasText: `${target} denied (you said no), sent 0 B, received 0 B` }).waitFor({ timeout: waitMs });
   await screenshot("network-denied");
   log("a network question named the host; Deny sent it nothing");
 
@@ -74,7 +74,7 @@ await withVSCode({ script, settings: { "files.autoSave": "off", "ollie.trace.ser
   await question.locator("button", { hasText: "Allow once" }).click();
   await chat.locator(".item.assistant", { hasText: "Fetched it." }).waitFor({ timeout: waitMs });
   if (JSON.stringify(seen) !== JSON.stringify(["/allowed"])) throw new Error(`the host received ${JSON.stringify(seen)}`);
-  await chat.locator(".item.tool").last().locator(".step-network .connection.allowed", { hasText: `${target} allowed (once)` })
+  await chat.locator(".item.tool").last().locator(".step-network .connection.allowed", { hasText: `${target} allowed once` })
     .waitFor({ timeout: waitMs });
   await screenshot("network-allowed");
   log("Allow once let the request through");
@@ -90,7 +90,7 @@ await withVSCode({ script, settings: { "files.autoSave": "off", "ollie.trace.ser
   const asked = await chat.locator(".item.permission").count();
   if (asked !== 3) throw new Error(`${asked} network questions: the session's answer did not hold`);
   if (JSON.stringify(seen) !== JSON.stringify(["/allowed", "/session", "/unasked"])) throw new Error(`the host received ${JSON.stringify(seen)}`);
-  await chat.locator(".item.tool").last().locator(".step-network .connection.allowed", { hasText: `${target} allowed (session)` })
+  await chat.locator(".item.tool").last().locator(".step-network .connection.allowed", { hasText: `${target} allowed for this session` })
     .waitFor({ timeout: waitMs });
   await screenshot("network-session");
   log("Allow for this session let the session's later requests through unasked");

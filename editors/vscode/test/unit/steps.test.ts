@@ -46,9 +46,9 @@ test("a tool object's connections are parsed (malformed ones dropped) and read a
   ];
   const step = parseToolStep({ ...wire("c1", "completed"), network });
   assert.deepEqual(step?.network?.map(connectionLine), [
-    "pypi.org:443 allowed (policy), sent 1.2 KB, received 3.0 MB",
-    "other.test:8080 denied (deny), sent 0 B, received 0 B",
-    "x.test:443 allowed (once), sent 10 B, received 0 B; cut off",
+    "pypi.org:443 allowed: on the allow list, sent 1.2 KB, received 3.0 MB",
+    "other.test:8080 denied (you said no), sent 0 B, received 0 B",
+    "x.test:443 allowed once, sent 10 B, received 0 B; cut off",
     "... 900 more connections (3 allowed, 897 denied), sent 2.0 KB, received 0 B",
   ]);
   assert.equal(parseToolStep(wire("c2", "completed"))?.network, undefined);
