@@ -55,17 +55,6 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
 
 
 @pytest.mark.timeout(200)
-def test_with_no_file_open_every_ollie_command_is_in_the_palette_in_real_vscode(run_e2e):
-    """With no file open, the palette has every Ollie command not hidden on purpose (the review's Undo All Changes to
-    This File... were hidden outside a review's diff: a user looking for them found nothing); run there, one says to
-    open a review first, and Ollie: Ask asks and is answered."""
-    shows(run_e2e("palette.mjs", total_ms=150000),
-          "with no file open the palette has all",
-          "a review command run with no review open said to open one",
-          "Ollie: Ask with no file open asked and was answered")
-
-
-@pytest.mark.timeout(200)
 def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
     """No ollie-lsp on PATH and no ollie.serverCommand: the chat says how to install it (it was blank), and a prompt
     sent anyway stays in the chat with the answer that the daemon is not running (it was swallowed). And code-server
