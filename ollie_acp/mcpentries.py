@@ -11,12 +11,16 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 # The requests whose `mcpServers` the SDK reads with `skip_invalid_items` (acp/_deserialize.py).
 SESSION_OPENS = {"session/new", "session/load", "session/resume", "session/fork"}
+# At most this many entries are named, each with at most this many of its errors, their locations and messages cut
+# to CUT characters: the answer repeats what the client sent (a field's name, its place) only so far.
+MAX_NAMED, CUT = 5, 80
 # An entry's schema by its `type`; without one it is a stdio server.
 _BY_TYPE: dict[object, type[BaseModel]] = {"http": HttpMcpServer, "sse": SseMcpServer, "acp": AcpMcpServer}
 
 
 def malformed_entries(message: dict[str, Any]) -> dict[str, str]:
-    """`{"mcpServers[i]": why}` for each entry of a session request that the SDK would drop (empty: none)."""
+    """`{"mcpServers[i]": why}` for each entry of a session request that the SDK would drop, the first MAX_NAMED of
+    them (and `"mcpServers"` saying there are more; empty: none)."""
     params = message.get("params")
     if message.get("method") not in SESSION_OPENS or not isinstance(params, dict):
         return {}
@@ -28,6 +32,9 @@ def malformed_entries(message: dict[str, Any]) -> dict[str, str]:
         try:
             _entry().validate_python(entry)
         except ValidationError:
+            if len(bad) == MAX_NAMED:
+                bad["mcpServers"] = f"more entries do not fit ACP's schema (the first {MAX_NAMED} are named)"
+                break
             bad[f"mcpServers[{i}]"] = _why(entry)
     return bad
 
@@ -43,14 +50,15 @@ def _why(entry: object) -> str:
     if not isinstance(entry, dict):
         return "not an object"
     name = entry.get("name")
-    server = f"server {name[:80]!r}: " if isinstance(name, str) else ""
+    server = f"server {name[:CUT]!r}: " if isinstance(name, str) else ""
     kind = entry.get("type", "stdio")
     # Not `_BY_TYPE.get(kind)`: a `"type": []` raised TypeError (unhashable) out of the reader, and the agent ended.
     model = _BY_TYPE.get(kind, McpServerStdio) if isinstance(kind, str) else McpServerStdio
     try:
         model.model_validate(entry)
     except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors()[:5])
+        fields = "; ".join(f"{'.'.join(map(str, e['loc']))[:CUT] or 'entry'}: {e['msg'][:CUT]}"
+                           for e in exc.errors()[:MAX_NAMED])
         if model is McpServerStdio and kind != "stdio":
             named = repr(kind[:40]) if isinstance(kind, str) else f"of a {type(kind).__name__}"
             return f"{server}type {named} is not one of stdio, http, sse, acp ({fields})"

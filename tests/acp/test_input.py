@@ -85,3 +85,24 @@ def test_a_server_entry_whose_type_is_not_a_string_is_invalid_params_and_the_age
     assert data["mcpServers[0]"].startswith("server 'a': type of a list is not one of stdio, http, sse, acp ("), data
     assert data["mcpServers[1]"].startswith("server 'b': type of a dict is not one of stdio, http, sse, acp ("), data
     assert "result" in answers[4], answers  # and the agent serves on
+
+
+def test_the_answer_to_malformed_server_entries_is_bounded_whatever_the_client_sent(tmp_path):
+    # Every malformed entry was named, each with what the client sent in it: thousands of entries (a megabyte's key in
+    # each) were as many lines of answer. At most 5 are named, each cut short, and the answer says there are more.
+    key = "k" * 1_000_000
+    servers = [{"name": key, key: 1, "command": "x", "env": [{key: "v"}]}] + [{"name": "n"}] * 2000
+    lines = [INITIALIZE,
+             {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path), "mcpServers": servers}},
+             {**INITIALIZE, "id": 4}]
+    out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                         capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
+    answers = {a["id"]: (len(line), a) for line in out.stdout.splitlines() if "id" in (a := json.loads(line))}
+    size, answer = answers[2]
+    assert answer["error"]["code"] == -32602 and size < 2000, (size, str(answer)[:2000])
+    data = answer["error"]["data"]
+    assert list(data) == [f"mcpServers[{i}]" for i in range(5)] + ["mcpServers"], data
+    assert data["mcpServers[0]"] == f"server {'k' * 80!r}: args: Field required; env.0.name: Field required; " \
+                                    "env.0.value: Field required", data
+    assert data["mcpServers"] == "more entries do not fit ACP's schema (the first 5 are named)", data
+    assert "result" in answers[4][1], answers[4]  # and the agent serves on

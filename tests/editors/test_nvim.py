@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -587,6 +588,58 @@ def test_a_file_named_above_neovims_cwd_in_the_project_never_follows_a_link_out(
     for name in names[:2]:
         assert result[name] == f"refused: #file:{name}: a link leading out of {repo}", result
     assert result["../docs/plain.md"] == f"{repo}/docs/plain.md:1", result
+
+
+def test_a_named_file_swapped_for_a_fifo_or_a_link_after_its_check_is_never_read(tmp_path):
+    """`#file:` or `:OllieImage` of a file outside the cwd: Neovim checked it by name (a regular file, its size), then
+    opened it by name again, so a step that swapped in a link to a secret or a FIFO in between had the secret read
+    and sent (or Neovim waiting on the FIFO for good). The swap is made as Neovim opens the file, through an
+    override of its open; a plain file (an image, a text) still goes."""
+    from tests.pictures import png
+
+    pics = (tmp_path / "pics").resolve()
+    (pics / "spare").mkdir(parents=True)
+    (pics / "secret.txt").write_text("aws_secret_access_key = hunter2\n")
+    swaps = {}
+    for name in ("link.png", "fifo.png", "link.md", "fifo.md", "plain.png", "plain.md"):
+        (pics / name).write_bytes(png(2, 2, (0, 0, 255)) if name.endswith(".png") else b"one\ntwo\n")
+        if not name.startswith("plain"):
+            spare = pics / "spare" / name
+            spare.symlink_to(pics / "secret.txt") if name.startswith("link") else os.mkfifo(spare)
+            swaps[str(pics / name)] = str(spare)
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+local swaps = vim.json.decode({json.dumps(json.dumps(swaps))})
+-- The step's swap lands right as Neovim opens the file, whichever way it opens it.
+local function swapping(open)
+  return function(path, ...)
+    if swaps[path] then
+      assert(vim.uv.fs_rename(swaps[path], path))
+      swaps[path] = nil
+    end
+    return open(path, ...)
+  end
+end
+vim.uv.fs_open = swapping(vim.uv.fs_open)
+vim.fn.readfile = swapping(vim.fn.readfile)
+local out = {{}}
+for _, name in ipairs({{ "link.png", "fifo.png", "link.md", "fifo.md", "plain.png", "plain.md" }}) do
+  local ctx, err = require("ollie.context").file({json.dumps(str(pics))} .. "/" .. name)
+  out[name] = ctx and (ctx.data or ctx.label) or ("refused: " .. err)
+end
+out.not_swapped = vim.tbl_keys(swaps)
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    (tmp_path / "work").mkdir()
+    result = lua_result(script, tmp_path / "work")[0]
+    assert result.pop("not_swapped") == [], result  # every swap landed
+    for name in ("link.png", "fifo.png", "link.md", "fifo.md"):  # (the secret's bytes, base64, before)
+        assert result[name] == f"refused: #file:{pics}/{name}: not a regular file", result
+    assert base64.b64decode(result["plain.png"]) == png(2, 2, (0, 0, 255)), result
+    assert result["plain.md"] == f"{pics}/plain.md:1-2", result
 
 
 def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from lsprotocol import types
 
 from ollie.testing import Reply, nethosts
+from tests.procs import eventually
 
 from .conftest import Daemon
 from .test_cli import run_ollie
@@ -455,6 +456,27 @@ async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it
     # VS Code's prompt for a value (`${input:...}`) is none of ollie's: said, not silently sent as text.
     assert any(e["content"].startswith("warning: MCP server 'asks' of ") and "${...} variable ollie does not fill in"
                in e["content"] for e in daemon.events if e["role"] == "info"), daemon.events
+
+
+async def test_a_workspace_http_servers_url_and_headers_never_get_the_folders_path(start_daemon, llm, _private_dirs,
+                                                                                    tmp_path, listener):
+    """Red team round 27's note: `${workspaceFolder}` was filled into a workspace HTTP server's `url` (and headers),
+    so the allowed server's host got the checkout's path, the user's name in it. It stays as written there, warned
+    of as for any variable not filled in."""
+    ws = tmp_path / "alice-checkout"
+    ws.mkdir()
+    entry = {"url": f"http://127.0.0.1:{listener.port}/mcp?from=${{workspaceFolder}}",
+             "headers": {"X-Folder": "${workspaceFolderBasename}"}}
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": entry}}))
+    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    assert "allowed MCP server 'docs'" in await submit(daemon, "/mcp allow docs")
+    await eventually(lambda: b"\r\n\r\n" in listener.received, "the server's first request")
+    assert b"alice-checkout" not in listener.received, bytes(listener.received)
+    assert b"X-Folder: ${workspaceFolderBasename}" in listener.received, bytes(listener.received)
+    llm.script(Reply.text("ok"))
+    await submit(daemon, "hi")  # (a turn tells the config's warnings)
+    assert any(e["content"].startswith("warning: MCP server 'docs' of ") and "not in a url or headers" in e["content"]
+               for e in daemon.events if e["role"] == "info"), [e.get("content") for e in daemon.events]
 
 
 async def test_a_folder_whose_path_holds_a_variables_name_is_filled_in_once(start_daemon, llm, _private_dirs, tmp_path):

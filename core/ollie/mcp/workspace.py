@@ -26,6 +26,9 @@ _KEYS = ("command", "args", "env", "cwd", "url", "headers", "type")
 
 # VS Code's variables ollie fills in; one pass, so a folder path holding such text is never filled in again.
 _FILLED = re.compile(r"\$\{(workspaceFolder|workspaceFolderBasename)\}")
+# Where they are filled in: what runs here. Not a `url` or `headers`: the checkout's path (the user's name in it)
+# would go to that host.
+_FILLED_KEYS = ("command", "args", "env", "cwd")
 
 
 def _filled(value: object, cwd: Path) -> object:
@@ -64,13 +67,16 @@ def read_workspace_servers(cwd: Path, warnings: list[str]) -> dict[str, ServerSp
             warnings.append(f"MCP servers of {source} not read: expected \"mcpServers\" (or \"servers\")")
             continue
         for name, entry in servers.items():
-            written = {k: v for k, v in entry.items() if k in _KEYS} if isinstance(entry, dict) else entry
-            kept = _filled(written, cwd)
-            if "${" in _FILLED.sub("", json.dumps(written)):  # (not the folder's own path: it may hold "${")
+            written = {k: v for k, v in entry.items() if k in _KEYS} if isinstance(entry, dict) else {}
+            kept = {k: _filled(v, cwd) if k in _FILLED_KEYS else v for k, v in written.items()}
+            # (Looked for in what was written, not what was filled in: the folder's own path may hold "${".)
+            if any("${" in (_FILLED.sub("", json.dumps(v)) if k in _FILLED_KEYS else json.dumps(v))
+                   for k, v in written.items()):
                 warnings.append(f"MCP server {name!r} of {source} uses a ${{...}} variable ollie does not fill in "
-                                "(only ${workspaceFolder}): it runs with the text as written")
+                                "(only ${workspaceFolder}, and not in a url or headers): it runs with the text as "
+                                "written")
             try:
-                specs = parse_servers({"mcpServers": {name: kept}}, source)
+                specs = parse_servers({"mcpServers": {name: kept if isinstance(entry, dict) else entry}}, source)
             except ConfigError as exc:
                 warnings.append(f"MCP server not read: {exc}")
                 continue

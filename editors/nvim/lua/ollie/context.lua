@@ -1,6 +1,7 @@
 -- Editor context of a prompt: `#buffer`, `#selection`, `#file:path`, `#mcp:server:uri` and ranges, their compact labels
 -- (`📎 calc.py:11-13`), and the `<editor-context>` blocks of saved prompts read back as labels.
 local client = require("ollie.client")
+local ondisk = require("ollie.ondisk")
 
 local M = {}
 
@@ -149,9 +150,29 @@ end
 -- The daemon's own cap on a file it reads (OLLIE_MAX_FILE_BYTES' default).
 local MAX_FILE_BYTES = 16 * 1024 * 1024
 
+---Why Neovim must not read the file the user named `path`, at `real` once links are followed (nil: it may): a
+---file named inside the working directory, or the project root above it (Neovim started in a subdirectory:
+---`../docs/notes.md`), must stay there (`notes.md` -> ~/.aws/credentials, whose text would go to the model); one
+---named outside both is the user's own choice.
+---@param path string
+---@param real string|nil
+---@return string|nil
+local function leads_out(path, real)
+  local cwd = vim.fs.normalize(vim.fn.getcwd())
+  local named = vim.fs.normalize(path)
+  named = vim.startswith(named, "/") and named or vim.fs.normalize(cwd .. "/" .. named)
+  for _, dir in ipairs({ cwd, vim.fs.normalize(client.root_dir()) }) do
+    local real_dir = vim.uv.fs_realpath(dir)
+    if vim.startswith(named, dir .. "/") and not (real and real_dir and vim.startswith(real, real_dir .. "/")) then
+      return "a link leading out of " .. dir
+    end
+  end
+  return nil
+end
+
 ---Why Neovim must not read `full` for a context (nil: it may). The workspace may be a cloned repository, or what
 ---a step made: a FIFO (readfile would wait on it for good), a link to /dev/zero, or a link leading out of the
----working directory (`notes.md` -> ~/.aws/credentials, whose text would go to the model).
+---working directory.
 ---@param path string as the user named it
 ---@param full string its absolute path
 ---@return string|nil
@@ -163,33 +184,27 @@ function M.unreadable(path, full)
   if stat.size > MAX_FILE_BYTES then
     return "larger than " .. MAX_FILE_BYTES .. " bytes"
   end
-  -- A file named inside the working directory, or the project root above it (Neovim started in a subdirectory:
-  -- `../docs/notes.md`), stays there once links are followed (one named outside both is the user's own choice).
-  local cwd = vim.fs.normalize(vim.fn.getcwd())
-  local named = vim.fs.normalize(path)
-  named = vim.startswith(named, "/") and named or vim.fs.normalize(cwd .. "/" .. named)
-  local real = vim.uv.fs_realpath(full)
-  for _, dir in ipairs({ cwd, vim.fs.normalize(client.root_dir()) }) do
-    local real_dir = vim.uv.fs_realpath(dir)
-    if vim.startswith(named, dir .. "/") and not (real and real_dir and vim.startswith(real, real_dir .. "/")) then
-      return "a link leading out of " .. dir
-    end
-  end
-  return nil
+  return leads_out(path, vim.uv.fs_realpath(full))
 end
 
----The bytes of the file at `full` (nil and why when they cannot be read).
----@param full string
+---The bytes of the file the user named (nil and why when Neovim must not read them, as `unreadable` says). Looked
+---at and read in one open of the file the links lead to: a check, then a read by name, read a FIFO (Neovim waited
+---on it for good) or a link to a secret that a step swapped in between.
+---@param path string as the user named it
+---@param full string its absolute path
 ---@return string|nil data, string|nil err
-local function read_bytes(full)
-  local fd, err = vim.uv.fs_open(full, "r", 0)
-  if not fd then
-    return nil, err
+function M.read(path, full)
+  local real = vim.uv.fs_realpath(full)
+  local stat = real and vim.uv.fs_stat(real)
+  local why = (not stat or stat.type ~= "file") and "not a regular file" or leads_out(path, real)
+  local data = not why and ondisk.read_plain(real, MAX_FILE_BYTES)
+  if not data then
+    return nil, why or "not a regular file"
   end
-  local stat = vim.uv.fs_fstat(fd)
-  local data, rerr = vim.uv.fs_read(fd, stat and stat.size or 0, 0)
-  vim.uv.fs_close(fd)
-  return data, rerr
+  if #data > MAX_FILE_BYTES then
+    return nil, "larger than " .. MAX_FILE_BYTES .. " bytes"
+  end
+  return data
 end
 
 ---An image file's context: beneath the working directory the daemon reads it (through its guarded path); one the
@@ -205,13 +220,9 @@ local function image(path, full)
   if vim.startswith(vim.fs.normalize(full), vim.fs.normalize(vim.fn.getcwd()) .. "/") then
     return ctx
   end
-  local problem = M.unreadable(path, full)
-  local data, err = nil, problem
-  if not problem then
-    data, err = read_bytes(full)
-  end
+  local data, err = M.read(path, full)
   if not data then
-    return nil, "#file:" .. path .. ": " .. tostring(err)
+    return nil, "#file:" .. path .. ": " .. err
   end
   ctx.data = vim.base64.encode(data)
   return ctx
@@ -233,11 +244,12 @@ function M.file(path)
   if vim.fn.filereadable(full) ~= 1 then
     return nil, "#file:" .. path .. ": no such file"
   end
-  local problem = M.unreadable(path, full)
-  if problem then
-    return nil, "#file:" .. path .. ": " .. problem
+  local data, err = M.read(path, full)
+  if not data then
+    return nil, "#file:" .. path .. ": " .. err
   end
-  local lines = vim.fn.readfile(full)
+  -- Its lines as readfile makes them (a last line's end adds no line, a CR before it goes).
+  local lines = data == "" and {} or vim.split((data:gsub("\r?\n$", "")), "\r?\n")
   return {
     uri = vim.uri_from_fname(full),
     range = { start = { line = 0, character = 0 }, ["end"] = { line = #lines, character = 0 } },

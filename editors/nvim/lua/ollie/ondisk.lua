@@ -21,15 +21,16 @@ local function stamp(buf)
   return st and table.concat({ st.mtime.sec, st.mtime.nsec, st.size, st.ino }, ":") or "absent"
 end
 
----The first `max` + 1 bytes of the regular file at `path` (nil: not one, or a link). Opened without blocking, so a
----FIFO swapped in never holds the editor; the size it claims is not trusted.
+---The first `max` + 1 bytes of the regular file at `path` (nil: not one, or a link). Opened once, without blocking
+---(and without following a link where libuv names O_NOFOLLOW), so a FIFO swapped in never holds the editor; what is
+---checked is the open file, and the size it claims is not trusted.
 ---@param path string
 ---@param max integer
 ---@return string|nil
-local function read_plain(path, max)
+function M.read_plain(path, max)
   local lst = vim.uv.fs_lstat(path)
   local c = vim.uv.constants
-  local fd = lst and lst.type == "file" and vim.uv.fs_open(path, c.O_RDONLY + c.O_NONBLOCK, 0)
+  local fd = lst and lst.type == "file" and vim.uv.fs_open(path, c.O_RDONLY + c.O_NONBLOCK + (c.O_NOFOLLOW or 0), 0)
   if not fd then
     return nil
   end
@@ -51,7 +52,7 @@ end
 ---@param path string
 ---@return string|nil
 local function digest(path)
-  local data = read_plain(path, MAX_DIGEST)
+  local data = M.read_plain(path, MAX_DIGEST)
   if not data or #data > MAX_DIGEST then
     return nil
   end
@@ -102,7 +103,7 @@ function M.holds(buf)
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local empty = #lines == 1 and lines[1] == ""
   local text = empty and "" or (table.concat(lines, "\n") .. ((bo.eol or bo.fixeol) and "\n" or ""))
-  return read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
+  return M.read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
 end
 
 -- What a path that is not a regular file is, as the user is told it.
