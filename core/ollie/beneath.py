@@ -202,10 +202,10 @@ def _open_root(root: Path | str) -> int:
 
 
 def _users_own(held: str, path: str) -> bool:
-    """Whether `path`, beneath held root `held`, is in the user's home that `held` holds (a session opened at $HOME):
-    ollie's own dirs are there, reached through the user's own links (a dotfiles `~/.config`), by name as before."""
-    home = os.path.expanduser("~")
-    return path != held and os.path.commonpath([held, home]) == held and os.path.commonpath([path, home]) == home
+    """Whether `path`, beneath held root `held`, is reached by name as before: `held` holds the user's home (a session
+    opened at $HOME, or /), where ollie's own dirs are, reached through the user's own links (a dotfiles `~/.config`,
+    a /home that leads to /var/home)."""
+    return path != held and os.path.commonpath([held, os.path.expanduser("~")]) == held
 
 
 @contextmanager

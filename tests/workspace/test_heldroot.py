@@ -175,9 +175,10 @@ def test_a_session_held_at_home_still_reaches_the_users_own_linked_dirs(tmp_path
     home.mkdir()
     (home / ".local").symlink_to(dotfiles)
     monkeypatch.setenv("HOME", str(home))
-    release = beneath.hold(home)
-    try:
-        beneath.write_bytes_sync(home / ".local" / "share", "s.jsonl", b"{}\n")
-        assert (dotfiles / "share" / "s.jsonl").read_bytes() == b"{}\n"
-    finally:
-        release()
+    for held in (home, tmp_path):  # a session at $HOME, and one at a dir holding it (/home, /)
+        release = beneath.hold(held)
+        try:
+            beneath.write_bytes_sync(home / ".local" / "share", "s.jsonl", str(held).encode())
+            assert (dotfiles / "share" / "s.jsonl").read_bytes() == str(held).encode()
+        finally:
+            release()
