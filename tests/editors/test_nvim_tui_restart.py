@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,15 @@ def daemon_pid(tmp_path: Path) -> int:
     [pid] = [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line
              and "/bin/sh" not in line]
     return pid
+
+
+def until(cond: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    """Poll `cond` until it holds; fail saying `what` otherwise."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.1)
 
 
 def unwrapped(screen: str) -> str:
@@ -77,29 +88,76 @@ def test_requests_made_while_ollie_restart_is_under_way_wait_for_the_one_fresh_d
         tmux.close()
 
 
+# A wrapper's first lines: a child it leaves holds the daemon's output open until the test lets it go (let_go), and
+# Neovim tells the plugin of the daemon's exit only once that output closes (as under load, loop turns later).
+HOLD = 'mkfifo "$log.$$"\nread _ < "$log.$$" &\n'
+
+
+def let_go(log: Path, *, but_started: bool = False, done: bool = False) -> bool:
+    """Let the children HOLD left go, each once it waits (but those of `exit 3` daemons; done: any, as Neovim quit);
+    False (for a wait's poll)."""
+    fifos = list(log.parent.glob(log.name + ".*"))
+    kept = started(log) if but_started and log.exists() else []  # (read after: a start is logged before its HOLD)
+    for fifo in fifos:
+        if fifo.suffix[1:] in kept:
+            continue
+        try:  # (no reader yet: ENXIO, tried again at the next poll)
+            os.close(os.open(fifo, (os.O_RDWR if done else os.O_WRONLY) | os.O_NONBLOCK))
+            fifo.unlink()
+        except OSError:
+            pass
+    return False
+
+
+def neovims_daemons(tmux: Tmux) -> list[str]:
+    """The process ids of the daemons the Neovim in `tmux` runs now (its UI's --embed child started them)."""
+    pane = subprocess.run([*tmux.base, "display", "-p", "-t", "t", "#{pane_pid}"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    procs = [(pid, ppid, " ".join(args)) for pid, ppid, *args in (line.split() for line in ps.splitlines())]
+    nvims = {pane} | {pid for pid, ppid, _ in procs if ppid == pane}
+    return [pid for pid, ppid, args in procs if ppid in nvims and "ollie-lsp" in args]
+
+
+def started(log: Path) -> list[str]:
+    """The process ids of the daemons started through the `exit 3` wrapper, in order."""
+    return [line.split()[1] for line in log.read_text().splitlines() if line.startswith("start")]
+
+
 @pytest.mark.parametrize("broken", ["missing", "exits at once"])
 def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_path: Path, scripted_llm, broken: str):
     # Bug: the prompt typed while :OllieRestart ran was held for the fresh daemon's chat; with ollie-lsp gone from PATH
     # (or exiting at once) there was none, and the prompt was neither sent nor put back: the input empty, a bare error.
-    _, tmux = answered(tmp_path, scripted_llm)
-    typed = "the prompt typed meanwhile"
+    # Bug: a chat opened after the daemon's exit, before Neovim had told the plugin of it, started a second daemon: the
+    # exit then restarted that one, and the prompt held for the restart was lost.
+    _, tmux = answered(tmp_path, scripted_llm, wrap=HOLD + 'exec "$real" "$@"')
+    typed, log = "the prompt typed meanwhile", tmp_path / "daemons.log"
     try:
         if broken == "missing":
             tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # ollie-lsp uninstalled meanwhile
             said = ["ollie-lsp not found on PATH", "once that is fixed"]
         else:
-            wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')
+            wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\n' + HOLD + 'exit 3')
             said = ["error: the ollie daemon stopped (exit code 3) again", "not restarted; :OllieRestart starts it"]
         tmux.keys(":OllieChat", "Enter", "Escape", ":OllieRestart", "Enter", "i")
         tmux.keys(typed, literal=True)
+        tmux.wait(lambda s: typed in s, "the prompt typed")
         tmux.keys("Escape", "Enter")
-        back = tmux.wait(lambda s: "(not sent: it is back in the input)" in unwrapped(s)
+        tmux.wait(lambda s: typed not in s, "the prompt held for the fresh daemon")  # (the old one's exit not told)
+        if broken != "missing":
+            # The old daemon's exit told, the restart starts one, which exits at once.
+            until(lambda: let_go(log, but_started=True) or log.exists() and started(log), "the restart's start")
+            until(lambda: not Path("/proc", started(log)[0]).exists(), "its exit")
+            tmux.keys(":OllieChat", "Enter")  # its exit not told yet
+            tmux.wait(lambda s: "-- INSERT --" in s, "the chat's input")
+        back = tmux.wait(lambda s: let_go(log) or "(not sent: it is back in the input)" in unwrapped(s)
                          and any(line.rstrip().endswith(typed) for line in s.splitlines()), "the prompt back")
         assert all(words in unwrapped(tmux.keep("1-back", back)) for words in said), back
-        if broken != "missing":  # the restart's start and one more (before: one per request the chat made)
-            assert (tmp_path / "daemons.log").read_text().count("start") == 2
+        if broken != "missing":  # the restart's start and the one after its exit, restarted once
+            assert len(started(log)) == 2, log.read_text()
     finally:
         tmux.close()
+        let_go(log, done=True)
 
 
 def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_turn_showed(tmp_path: Path,
@@ -257,3 +315,23 @@ def test_ollie_restart_says_restarting_at_once_and_never_the_old_daemons_state(t
     finally:
         never.set()
         tmux.close()
+
+
+def test_ollie_restart_after_the_daemon_died_before_neovim_told_starts_one_daemon(tmp_path: Path, scripted_llm):
+    # Bug: :OllieRestart pressed after the daemon's exit, before Neovim had told the plugin of it, started the next at
+    # once; the exit, told then, was taken for a crash: that fresh daemon was stopped and a third one started.
+    _, tmux = answered(tmp_path, scripted_llm, wrap='echo "start $$" >> "$log"\n' + HOLD + 'exec "$real" "$@"')
+    log = tmp_path / "daemons.log"
+    try:
+        os.kill(int(started(log)[0]), signal.SIGKILL)
+        until(lambda: not Path("/proc", started(log)[0]).exists(), "its exit")
+        tmux.keys(":OllieRestart", "Enter", ":echo 'after the restart'", "Enter")
+        tmux.wait(lambda s: "after the restart" in s, "the restart under way")
+        assert not neovims_daemons(tmux)  # it waits for the old one's exit to be told
+        done = tmux.keep("1-restarted", tmux.wait(lambda s: let_go(log) or "the daemon restarted" in unwrapped(s),
+                                                  "the fresh daemon's chats"))
+        assert "was restarted" not in unwrapped(done), done  # (not taken for a crash)
+        assert len(started(log)) == 2, log.read_text()  # the first and the restart's
+    finally:
+        tmux.close()
+        let_go(log, done=True)

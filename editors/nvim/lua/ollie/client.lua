@@ -41,6 +41,11 @@ M.on_died = nil
 -- why it could not). Before, the first of them started it at once, the old one still there: two daemons.
 ---@type fun(err: string|nil)[]|nil
 local waiting = nil
+-- Requests made after the daemon's process exited and before Neovim said so (on_exit, once its pipes have closed: some
+-- loop turns later, on a loaded machine long enough for a keypress) wait here for what its exit brings. Before, the
+-- first started a daemon at once, and the exit's own restart then a second (two starts of each broken one).
+---@type fun(err: string|nil)[]|nil
+local after_exit = nil
 -- When each daemon the plugin restarted after a crash started (vim.uv.now()): one that dies within a minute is left
 -- stopped, not restarted in a loop.
 ---@type table<integer, integer>
@@ -202,11 +207,12 @@ function M.restarting()
   return waiting ~= nil
 end
 
----Start the daemon (once) and return the client; it initializes in the background.
+---Start the daemon (once) and return the client; it initializes in the background. Nil and no error while the last
+---one's exit is not told yet (requests wait for it: after_exit).
 ---@return vim.lsp.Client|nil client, string|nil err
 function M.ensure()
   local c = M.get()
-  if c or waiting then -- (waiting: the next daemon is on its way)
+  if c or waiting or M.client_id then -- (waiting: the next daemon is on its way; client_id: its exit says what's next)
     return c
   end
   local cmd, err = config.server_cmd()
@@ -230,10 +236,14 @@ function M.ensure()
     end,
     on_exit = function(code, signal, client_id)
       require("ollie.requests").hush_exit_notice() -- the plugin says its own
-      local done, unanswered, auto = on_exited[client_id], owed[client_id] or {}, auto_started[client_id]
-      on_exited[client_id], owed[client_id], auto_started[client_id] = nil, nil, nil
-      local again = auto and vim.uv.now() - auto < 60000
       vim.schedule(function()
+        -- (Read here, not before the schedule: a restart asked for until now waits for this exit too.)
+        local done, unanswered, auto = on_exited[client_id], owed[client_id] or {}, auto_started[client_id]
+        on_exited[client_id], owed[client_id], auto_started[client_id] = nil, nil, nil
+        local again, queued, gave_up = auto and vim.uv.now() - auto < 60000, nil, nil
+        if M.client_id == client_id then
+          M.client_id, queued, after_exit = nil, after_exit, nil
+        end
         -- Not asked to stop (a restart's stop, the editor quitting), it died: one is started in its place (on_died)
         -- before the answers it owed come, so that what they send goes there (the first would start one of its own).
         if not done and vim.v.exiting == vim.NIL and (code ~= 0 or signal ~= 0) then
@@ -242,10 +252,13 @@ function M.ensure()
           if again then
             why = why .. " again, within a minute of its restart: not restarted; :OllieRestart starts it"
           end
-          auto_next = not again
+          auto_next, gave_up = not again, again and why or nil
           if M.on_died then
             M.on_died(why, not again)
           end
+        end
+        for _, fn in ipairs(queued or {}) do
+          fn(gave_up) -- (sent again: to the restart's daemon, or one they start)
         end
         for _, answer in pairs(unanswered) do
           answer(M.GONE, nil) -- (a prompt's answer tells by `seen` whether its turn began)
@@ -285,9 +298,8 @@ function M.restart(done)
   if waiting then
     return table.insert(waiting, done)
   end
-  local old = M.get()
-  M.client_id = nil
-  waiting = {}
+  local id, old = M.client_id, M.get()
+  M.client_id, waiting, after_exit = nil, after_exit or {}, nil
   local started = false
   local function start()
     if started then
@@ -301,10 +313,13 @@ function M.restart(done)
       fn(err)
     end
   end
-  if not old then
+  if not id then
     return start()
   end
-  on_exited[old.id] = start
+  on_exited[id] = start
+  if not old then
+    return -- its process has exited already: the next starts once Neovim says so
+  end
   old:stop()
   -- A daemon that does not exit after `shutdown` is killed; then the next starts anyway.
   vim.defer_fn(function()
@@ -321,8 +336,11 @@ end
 ---@param cb fun(err: table|nil, result: any)
 ---@return integer|nil request_id
 function M.request(method, params, cb)
-  if waiting then
-    table.insert(waiting, function(err)
+  if M.client_id and not waiting and not M.get() then
+    after_exit = after_exit or {}
+  end
+  if waiting or after_exit then
+    table.insert(waiting or after_exit, function(err)
       if err then
         cb({ message = err, unsent = true }, nil)
       else
