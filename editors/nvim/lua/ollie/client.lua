@@ -2,7 +2,8 @@
 -- nothing here waits (no vim.wait); answers come to callbacks on the main loop.
 --
 -- API for the other modules:
---   client.ensure()                     start the daemon once; returns the client or nil, err
+--   client.ensure()                     start the daemon once; returns the client, or nil (and err when it cannot
+--                                       start; no err while a start or an exit is under way)
 --   client.request(method, params, cb)  cb(err, result) on the main loop; returns the request id
 --   client.cancel(request_id)           $/cancelRequest
 --   client.listeners[method] = fn       fn(params) for the notifications ollie/event, ollie/stateChanged
