@@ -248,8 +248,12 @@ function M.file(path)
   if not data then
     return nil, "#file:" .. path .. ": " .. err
   end
-  -- Its lines as readfile makes them (a last line's end adds no line, a CR before it goes).
+  -- Its lines as readfile makes them (a last line's end adds no line, a CR before it goes, a NUL is a NL: a string
+  -- holding a NUL is a Blob to Vim's functions, which refuse it: E976).
   local lines = data == "" and {} or vim.split((data:gsub("\r?\n$", "")), "\r?\n")
+  for i, line in ipairs(lines) do
+    lines[i] = (line:gsub("%z", "\n"))
+  end
   return {
     uri = vim.uri_from_fname(full),
     range = { start = { line = 0, character = 0 }, ["end"] = { line = #lines, character = 0 } },
