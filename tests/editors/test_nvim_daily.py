@@ -252,7 +252,9 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
     try:
         tmux.wait(lambda s: "x = 0" in s, "nvim to start")
         tmux.keys("G", "o", "C-o", ":Ollie run it outside", "Enter")
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "outside the sandbox:" in s, "the question"))
+        # The float, then its hint drawn after it (under load the screen was read between the two).
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "outside the sandbox:" in s and "once you stop typing" in s,
+                                               "the question"))
         assert "once you stop typing: <Esc>" in asked and "-- INSERT --" in asked, asked
         # The ollie/permission float, the program's lines each on its own (a notification ran them together).
         shown = [line.rstrip(" │").rpartition("│")[2] for line in asked.splitlines()]
