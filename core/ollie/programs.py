@@ -13,6 +13,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from ollie import paths
 
@@ -79,16 +80,23 @@ def step_writable() -> list[Path]:
     return [*_written, paths.runtime_tmp_dir(), paths.data_dir(), paths.state_dir(), paths.sessions_dir()]
 
 
+_Root = TypeVar("_Root", Path, str)
+
+
+def _root_holding(path: str, roots: Iterable[_Root]) -> _Root | None:
+    """The one of `roots` that is real path `path` or holds it, if any."""
+    return next((root for root in roots if path == str(root) or path.startswith(os.path.join(root, ""))), None)
+
+
 def _writable_by_steps(path: str) -> Path | None:
     """The noted writable root holding real path `path`, if any."""
-    return next((root for root in _written if path == str(root) or path.startswith(os.path.join(root, ""))), None)
+    return _root_holding(path, _written)
 
 
 def step_may_write(path: str, workspace: Path | str) -> bool:
     """Whether `path` (once links are followed) is in `workspace` or another area `step_writable` names."""
-    real = os.path.realpath(path)
     roots = [os.path.realpath(r) for r in (workspace, *step_writable())]
-    return any(real == root or real.startswith(os.path.join(root, "")) for root in roots)
+    return _root_holding(os.path.realpath(path), roots) is not None
 
 
 def _kept(path: str, writable: list[Path]) -> tuple[str, ...]:
