@@ -220,7 +220,7 @@ class AcpSession:
     async def run_prompt(self, number: int, text: str, images: Sequence[Image] = ()) -> PromptResponse:
         """Run prompt `number` (or slash command) to its end; the ACP stop reason and the turn's token usage."""
         self.forwarder.start()  # as the opening answer went out; one that failed after the open never started it
-        if self.turn_lock.locked() and _for_the_turn(text):  # after the turn it would reach nothing
+        if self.turn_lock.locked() and _turn_command(text) is not None:  # after the turn it would reach nothing
             await self.core.submit(text)
             await self.forwarder.drained()
             return PromptResponse(stop_reason="end_turn")
@@ -243,7 +243,7 @@ class AcpSession:
             await self._tell("".join(f"warning: {w}\n\n" for w in told))
         settings = self._settings()
         before = _totals(self.core)
-        if (inject := _inject(text)) is not None:  # under the turn lock: no turn runs
+        if (inject := _turn_command(text)) and inject[1]:  # under the turn lock: no turn runs
             command, injected = inject
             if command == "irw":
                 self.core.drop_injects()
@@ -289,16 +289,11 @@ class AcpSession:
         await self.forwarder.stop()
 
 
-def _for_the_turn(text: str) -> bool:
-    match = SLASH.fullmatch(text.strip())
-    return match is not None and match["name"].lower() in FOR_THE_TURN
-
-
-def _inject(text: str) -> tuple[str, str] | None:
-    """The command and text of an `/i <text>` or `/irw <text>` line (None for any other)."""
+def _turn_command(text: str) -> tuple[str, str] | None:
+    """The command and text of an `/i` or `/irw` line (its text "" when it has none); None for any other."""
     match = SLASH.fullmatch(text.strip())
     name = match["name"].lower() if match else ""
-    return (name, match["arg"].strip()) if match and name in FOR_THE_TURN and match["arg"] else None
+    return (name, (match["arg"] or "").strip()) if match and name in FOR_THE_TURN else None
 
 
 def _totals(core: AcpCore) -> tuple[int, int, int, int]:
