@@ -69,7 +69,7 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
     # The step's `tool` event carries its connections, structured.
     tools = [e.tool.to_wire() for e in _drain(events) if e.role == "tool" and e.tool is not None]
     assert tools[-1]["network"] == [{"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny",
-                                     "sent": 0, "received": 0}]
+                                     "words": "denied (you said no)", "sent": 0, "received": 0}]
     question = approver.network[0]
     assert question.prefix == f"other.test:{listener.port}" and question.kind == "fetch"
     # The step as the user saw it, not its process (a scratch `step1.sh` path nobody knows).
@@ -178,8 +178,8 @@ async def test_a_step_making_connections_by_the_thousand_records_a_hundred_and_a
     tools = [e.tool.to_wire() for e in _drain(events) if e.role == "tool" and e.tool is not None]
     network = tools[-1]["network"]
     assert [c["host"] for c in network] == ["other.test"] * 3 + [""]
-    assert network[-1] == {"host": "", "port": 0, "verdict": "denied", "how": "9 denied", "sent": 0, "received": 0,
-                           "more": 9}
+    assert network[-1] == {"host": "", "port": 0, "verdict": "denied", "how": "9 denied", "words": "denied (9 denied)",
+                           "sent": 0, "received": 0, "more": 9}
     told = tool_text(srv, 1)
     assert told.count("[network] ") == 4
     assert "[network] ... 9 more connections (9 denied), sent 0 B, received 0 B" in told

@@ -1077,3 +1077,24 @@ vim.cmd("qa!")
         (result, stderr)
     ended = result["ends"][result["ends"].index("## ollie"):]
     assert ended[:5] == ["## ollie", "First line.", "re:", "", "error: session not saved"], (result, stderr)
+
+
+def test_a_steps_connections_show_in_the_daemons_words(tmp_path):
+    """The chat shows a connection's verdict as the daemon words it (`tool.network[].words`), with no table of its
+    own to fall out of step with the daemon's; an old daemon's record (no `words`) shows its raw verdict and how."""
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local t = require("ollie.render").new("chat-net")
+t:output("[step 1 bash] exit 0", false, {{ id = "c1", network = {{
+  {{ host = "a.test", port = 443, verdict = "denied", how = "deny", words = "denied (you said no, twice)", sent = 0,
+    received = 0 }},
+  {{ host = "b.test", port = 80, verdict = "allowed", how = "once", sent = 2048, received = 0 }},
+}} }})
+io.stdout:write(vim.json.encode(vim.api.nvim_buf_get_lines(t.buf, 0, -1, false)))
+vim.cmd("qa!")
+""")
+    lines, stderr = lua_result(script, tmp_path)
+    shown = [line.strip() for line in lines if "⇄" in line]
+    assert shown == ["⇄ a.test:443 denied (you said no, twice), sent 0 B, received 0 B",
+                     "⇄ b.test:80 allowed (once), sent 2.0 KB, received 0 B"], (lines, stderr)

@@ -35,7 +35,9 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     assert not listener.received
     # The step's `tool` event lists its connections, structured (PROTOCOL.md "Network questions").
     (tool,) = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")]
-    record = {"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny", "sent": 0, "received": 0}
+    # `words` as the result's `[network]` line says it: the editors show it (no table of their own).
+    record = {"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny",
+              "words": "denied (you said no)", "sent": 0, "received": 0}
     assert tool["network"] == [record]
 
     # Saved with the session: resumed in a new daemon (an editor's restart), its step and `/network` still show it.

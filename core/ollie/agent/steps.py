@@ -28,6 +28,7 @@ from ollie.tools.execute.args import (
     parse_request,
 )
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
+from ollie.tools.execute.results import verdict_words
 from ollie.tools.execute.tool import KindAnnotation, ToolNameError, find_script
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class Diff:
 
 
 # What a `tool` event says of each connection (`error` only when there was one; `more` on the one record that adds
-# up a step's connections past the first egress.MAX_RECORDED).
+# up a step's connections past the first egress.MAX_RECORDED), and `words`, its verdict as the `[network]` lines say it.
 NETWORK_FIELDS = ("host", "port", "verdict", "how", "sent", "received", "error", "more")
 
 
@@ -141,7 +142,8 @@ class ToolState:
             if self.diffs_more:
                 out["diffsMore"] = self.diffs_more
         if self.network:
-            out["network"] = [{k: c[k] for k in NETWORK_FIELDS if k in c} for c in self.network]
+            out["network"] = [{**{k: c[k] for k in NETWORK_FIELDS if k in c},
+                               "words": verdict_words(c["verdict"], c.get("how") or "")} for c in self.network]
         return out
 
     def with_status(self, status: StepStatus, diffs: tuple[Diff, ...] | None = None) -> ToolState:

@@ -813,23 +813,15 @@ local function size(n)
   return n < 1024 and (n .. " B") or n < 1048576 and ("%.1f KB"):format(n / 1024) or ("%.1f MB"):format(n / 1048576)
 end
 
----A verdict's `how` (the wire value) as the daemon's `[network]` lines say it (core/ollie/tools/execute/results.py).
-local HOW_WORDS = {
-  ["allowed policy"] = "allowed: on the allow list", ["denied policy"] = "denied: on the deny list",
-  ["allowed once"] = "allowed once", ["allowed session"] = "allowed for this session",
-  ["allowed always"] = "allowed: always (saved)", ["denied deny"] = "denied (you said no)",
-  ["denied timeout"] = "denied (no answer in time)",
-}
-
 ---One connection of a step's `tool.network`: `⇄ host:port denied (you said no), sent 0 B, received 0 B`; the record
 ---adding up those past the first hundred: `⇄ ... 900 more connections (900 denied), sent 0 B, received 0 B`.
----@param c table {host, port, verdict, how, sent, received, error?, more?}
+---@param c table {host, port, verdict, how, words, sent, received, error?, more?} (an old daemon's has no `words`)
 ---@return string
 local function network_line(c)
   local how = (c.how or "") ~= "" and (" (" .. tostring(c.how) .. ")") or ""
   local what = type(c.more) == "number" and c.more > 0 and ("... %d more connections%s"):format(c.more, how)
     or ("%s:%s %s"):format(tostring(c.host), tostring(c.port),
-      HOW_WORDS[tostring(c.verdict) .. " " .. tostring(c.how)] or (tostring(c.verdict) .. how))
+      type(c.words) == "string" and c.words or (tostring(c.verdict) .. how))
   local line = ("    ⇄ %s, sent %s, received %s"):format(what, size(c.sent), size(c.received))
   line = c.error and (line .. "; " .. tostring(c.error)) or line
   return (line:gsub("%c", " ")) -- one buffer line whatever the daemon's strings hold

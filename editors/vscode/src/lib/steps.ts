@@ -37,6 +37,8 @@ export interface StepConnection {
   port: number;
   verdict: string;
   how: string;
+  /** The verdict with its `how` as the daemon's `[network]` lines say it (`allowed once`); absent from old daemons. */
+  words?: string;
   sent: number;
   received: number;
   error?: string;
@@ -49,6 +51,7 @@ function parseConnection(raw: unknown): StepConnection | undefined {
   const count = (n: unknown) => (typeof n === "number" && n >= 0 ? n : 0);
   const c: StepConnection = { host: raw.host, port: raw.port, verdict: raw.verdict, how: typeof raw.how === "string" ? raw.how : "",
     sent: count(raw.sent), received: count(raw.received) };
+  if (typeof raw.words === "string" && raw.words) c.words = raw.words;
   if (typeof raw.error === "string" && raw.error) c.error = raw.error;
   if (typeof raw.more === "number" && raw.more > 0) c.more = raw.more;
   return c;
@@ -58,15 +61,10 @@ function size(n: number): string {
   return n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KB` : `${(n / (1 << 20)).toFixed(1)} MB`;
 }
 
-// A verdict's `how` (the wire value) as the daemon's `[network]` lines say it (core/ollie/tools/execute/results.py).
-const HOW_WORDS: Record<string, string> = { "allowed policy": "allowed: on the allow list", "denied policy": "denied: on the deny list",
-  "allowed once": "allowed once", "allowed session": "allowed for this session", "allowed always": "allowed: always (saved)",
-  "denied deny": "denied (you said no)", "denied timeout": "denied (no answer in time)" };
-
 /** A connection as the `[network]` lines of a result say it: `pypi.org:443 allowed: on the allow list, sent 1.2 KB, ...`. */
 export function connectionLine(c: StepConnection): string {
   const how = c.how ? ` (${c.how})` : "";
-  const what = c.more ? `... ${c.more} more connections${how}` : `${c.host}:${c.port} ${HOW_WORDS[`${c.verdict} ${c.how}`] ?? `${c.verdict}${how}`}`;
+  const what = c.more ? `... ${c.more} more connections${how}` : `${c.host}:${c.port} ${c.words ?? `${c.verdict}${how}`}`;
   const line = `${what}, sent ${size(c.sent)}, received ${size(c.received)}`;
   return c.error ? `${line}; ${c.error}` : line;
 }

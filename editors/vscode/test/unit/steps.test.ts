@@ -36,10 +36,13 @@ test("a v2 tool object is parsed; bad parts are dropped, an unknown status reads
   assert.equal(parseEvent({ session: "s", seq: 1, role: "call", content: "{}", tool: { id: 3 } })?.tool, undefined);
 });
 
-test("a tool object's connections are parsed (malformed ones dropped) and read as the result's [network] lines", () => {
+test("a tool object's connections are parsed (malformed ones dropped) and read in the daemon's words", () => {
   const network = [
-    { host: "pypi.org", port: 443, verdict: "allowed", how: "policy", sent: 1234, received: 3 * (1 << 20) },
-    { host: "other.test", port: 8080, verdict: "denied", how: "deny", sent: 0, received: 0 },
+    { host: "pypi.org", port: 443, verdict: "allowed", how: "policy", words: "allowed: on the allow list", sent: 1234,
+      received: 3 * (1 << 20) },
+    // The daemon's words, whatever they are: the client keeps no table of its own.
+    { host: "other.test", port: 8080, verdict: "denied", how: "deny", words: "denied (you said no, twice)", sent: 0, received: 0 },
+    // An old daemon's record has no `words`: the raw verdict and how.
     { host: "x.test", port: 443, verdict: "allowed", how: "once", sent: 10, received: 0, error: "cut off" },
     { host: "", port: 0, verdict: "allowed", how: "3 allowed, 897 denied", sent: 2048, received: 0, more: 900 },
     { host: 5 },
@@ -47,8 +50,8 @@ test("a tool object's connections are parsed (malformed ones dropped) and read a
   const step = parseToolStep({ ...wire("c1", "completed"), network });
   assert.deepEqual(step?.network?.map(connectionLine), [
     "pypi.org:443 allowed: on the allow list, sent 1.2 KB, received 3.0 MB",
-    "other.test:8080 denied (you said no), sent 0 B, received 0 B",
-    "x.test:443 allowed once, sent 10 B, received 0 B; cut off",
+    "other.test:8080 denied (you said no, twice), sent 0 B, received 0 B",
+    "x.test:443 allowed (once), sent 10 B, received 0 B; cut off",
     "... 900 more connections (3 allowed, 897 denied), sent 2.0 KB, received 0 B",
   ]);
   assert.equal(parseToolStep(wire("c2", "completed"))?.network, undefined);
