@@ -311,9 +311,10 @@ def temporary(name: str) -> str:
     return f".ollie-{'[0-9a-f]' * 12}-{glob.escape(name)}"
 
 
-def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> None:
+def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> int:
     """Replace `path` beneath `root` atomically (a symlink there is replaced, not followed), durably with `sync`; the
-    user's file in a directory they may not write is overwritten in place."""
+    user's file in a directory they may not write is overwritten in place. Returns the inode written (a session log
+    knows its file so, with no stat of a path another process may have replaced meanwhile)."""
     rel = relative(root, path)
     with _parent(root, rel, create=True) as (dir_fd, name):
         tmp = f".ollie-{os.urandom(6).hex()}-{name}"[:255]
@@ -322,13 +323,14 @@ def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int 
         except PermissionError:
             # No file can be made beside it to rename over it (a normal user's undo of an edit the tools made in
             # place there failed): written in place, as an editor does.
-            if not _overwrite(dir_fd, name, data, mode, sync=sync):
+            if (inode := _overwrite(dir_fd, name, data, mode, sync=sync)) is None:
                 raise
-            return
+            return inode
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
                 os.fchmod(out.fileno(), mode)
+                inode = os.fstat(out.fileno()).st_ino
                 if sync:
                     out.flush()
                     os.fsync(out.fileno())
@@ -343,20 +345,22 @@ def write_bytes_sync(root: Path | str, path: Path | str, data: bytes, mode: int 
                 os.fsync(listing)
             finally:
                 os.close(listing)
+    return inode
 
 
-def _overwrite(dir_fd: int, name: str, data: bytes, mode: int, *, sync: bool) -> bool:
-    """Write `data` over the regular file `name` in `dir_fd` (never through a symlink); False when none is there."""
+def _overwrite(dir_fd: int, name: str, data: bytes, mode: int, *, sync: bool) -> int | None:
+    """Write `data` over the regular file `name` in `dir_fd` (never through a symlink): its inode; None when none is
+    there."""
     try:
         # O_NONBLOCK: a FIFO there fails at once (ENXIO) instead of waiting for a reader.
         fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except PermissionError:
         raise
     except OSError:  # absent, a symlink (ELOOP), a FIFO (ENXIO)
-        return False
+        return None
     with os.fdopen(fd, "wb") as out:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
+        if not stat.S_ISREG((st := os.fstat(fd)).st_mode):
+            return None
         os.ftruncate(fd, 0)
         out.write(data)
         with suppress(PermissionError):  # another user's file (group-writable) keeps its mode
@@ -364,7 +368,7 @@ def _overwrite(dir_fd: int, name: str, data: bytes, mode: int, *, sync: bool) ->
         if sync:
             out.flush()
             os.fsync(fd)
-    return True
+    return st.st_ino
 
 
 def symlink_sync(root: Path | str, path: Path | str, target: str) -> None:
@@ -458,9 +462,9 @@ async def kind(root: Path | str, path: Path | str) -> str | None:
     return await asyncio.to_thread(kind_sync, root, path)
 
 
-async def write_bytes(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> None:
+async def write_bytes(root: Path | str, path: Path | str, data: bytes, mode: int = 0o644, *, sync: bool = False) -> int:
     """`write_bytes_sync` in a thread."""
-    await asyncio.to_thread(functools.partial(write_bytes_sync, root, path, data, mode, sync=sync))
+    return await asyncio.to_thread(functools.partial(write_bytes_sync, root, path, data, mode, sync=sync))
 
 
 async def remove(root: Path | str, path: Path | str) -> bool:

@@ -71,8 +71,10 @@ def test_the_cap_is_a_clear_result_not_a_read(tree: Path, monkeypatch: pytest.Mo
 
 
 def test_writes_and_removals_never_go_through_a_symlink(tree: Path) -> None:
-    beneath.write_bytes_sync(tree, "new/dir/x", b"x", 0o640)
+    inode = beneath.write_bytes_sync(tree, "new/dir/x", b"x", 0o640)
     assert (tree / "new" / "dir" / "x").read_bytes() == b"x" and (tree / "new" / "dir" / "x").stat().st_mode & 0o777 == 0o640
+    # The inode it wrote, for a session log to know its file by without a stat of the path.
+    assert inode == (tree / "new" / "dir" / "x").stat().st_ino != beneath.write_bytes_sync(tree, "new/dir/x", b"y")
     with pytest.raises(beneath.OutsideRoot):
         beneath.write_bytes_sync(tree, "ln/secret", b"pwned")
     with pytest.raises(beneath.OutsideRoot):

@@ -271,7 +271,8 @@ class SessionFile:
         # thread, as an appended round's does (two fsyncs here were ~20 ms of a first turn on the loop).
         later = self._sync and not self.path.exists()
         swept, self._swept = self._swept, False  # a write cut short here leaves its temporary file: the next sweeps
-        beneath.write_bytes_sync(self.sessions_dir, self.path.name, payload, 0o600, sync=self._sync and not later)
+        inode = beneath.write_bytes_sync(self.sessions_dir, self.path.name, payload, 0o600,
+                                         sync=self._sync and not later)
         if later:  # fsync is the inode's: any fd of the file will do
             syncer.sync_later(os.open(self.path, os.O_RDONLY), self._on_sync_failure)
             syncer.sync_later(os.open(self.sessions_dir, os.O_RDONLY), self._on_sync_failure)
@@ -280,7 +281,7 @@ class SessionFile:
         for stale in () if later or swept else self.sessions_dir.glob(beneath.temporary(self.path.name)):
             stale.unlink(missing_ok=True)
         self._swept = True
-        self._inode = os.stat(self.path).st_ino
+        self._inode = inode
 
     def _write_snapshot(self, session: Session) -> None:
         payload = b"".join(snapshot_records(session))
