@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import pytest_asyncio
 from lsprotocol import types
@@ -165,12 +166,19 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         await daemon.client.stop()
 
 
-def store_at_version(conn: Any, version: int) -> None:
-    """Make the tables of schema `version` (its migrations, as ollie ran them then) on a bare store's connection."""
+def store_at_version(store_url: str, monkeypatch: pytest.MonkeyPatch, version: int, *rows: str) -> None:
+    """Make the tables of schema `version` (its migrations, as ollie ran them then) on a bare store, then `rows` (SQL
+    statements); this process then opens stores as the tables' owner, whoever runs the tests."""
+    from ollie.sessions import types
     from ollie.sessions.schema import MIGRATIONS
 
-    conn.execute("CREATE TABLE ollie_schema (version INTEGER NOT NULL)")
-    conn.execute(f"INSERT INTO ollie_schema VALUES ({int(version)})")
-    for migration in MIGRATIONS[:version]:
-        for statement in migration.statements(postgres=True):
-            conn.execute(statement)  # the schema's own statements
+    monkeypatch.setattr(types, "_role", "")  # restored after: a role's store names this process's user
+    monkeypatch.delenv("OLLIE_USER", raising=False)
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE ollie_schema (version INTEGER NOT NULL)")
+        conn.execute(f"INSERT INTO ollie_schema VALUES ({int(version)})")
+        for migration in MIGRATIONS[:version]:
+            for statement in migration.statements(postgres=True):
+                conn.execute(statement)  # the schema's own statements
+        for row in rows:
+            conn.execute(row)

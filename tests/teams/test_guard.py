@@ -127,17 +127,13 @@ def test_a_teammates_full_context_leaves_the_owners_log_whole_and_his_listing_sh
 
 
 def test_a_store_of_schema_5_with_rows_migrates_to_owner_only_replacement(store_url, monkeypatch):
-    from ollie.sessions import types
     from ollie.sessions.pg.store import PgStore
     from ollie.sessions.schema import SCHEMA_VERSION
 
-    monkeypatch.setattr(types, "_role", "")  # restored after: a role's store names this process's user
-    monkeypatch.delenv("OLLIE_USER", raising=False)
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        store_at_version(conn, 5)
-        conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title, team, last_active) VALUES "
-                     "('1-aaaaaa', 'coding', 'bob', 'chat', 'his', 'backend', 1)")
-        conn.execute("INSERT INTO session_rounds VALUES ('1-aaaaaa', 1, 7, 'his', 'bob'), "
+    store_at_version(store_url, monkeypatch, 5,
+                     "INSERT INTO sessions (id, agent_id, user_id, kind, title, team, last_active) VALUES "
+                     "('1-aaaaaa', 'coding', 'bob', 'chat', 'his', 'backend', 1)",
+                     "INSERT INTO session_rounds VALUES ('1-aaaaaa', 1, 7, 'his', 'bob'), "
                      "('1-aaaaaa', 2, 7, 'hers', 'mallory')")
     grant_team(store_url)
     with psycopg.connect(role_url(store_url, "mallory"), autocommit=True) as conn:

@@ -189,13 +189,10 @@ def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security
     from ollie.sessions.schema import SCHEMA_VERSION, StoreVersionError
     from ollie.sessions.types import Scope
 
-    monkeypatch.setattr(types, "_role", "")  # restored after: a role's store names this process's user
-    monkeypatch.delenv("OLLIE_USER", raising=False)
-    with psycopg.connect(store_url, autocommit=True) as conn:
-        store_at_version(conn, 3)
-        conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title) VALUES "
-                     "('1-aaaaaa', 'coding', 'bob', 'chat', 'his'), ('1-bbbbbb', 'coding', 'mallory', 'chat', 'hers')")
-        conn.execute("INSERT INTO session_rounds VALUES ('1-aaaaaa', 1, 7, 'x', 'bob')")
+    store_at_version(store_url, monkeypatch, 3,
+                     "INSERT INTO sessions (id, agent_id, user_id, kind, title) VALUES "
+                     "('1-aaaaaa', 'coding', 'bob', 'chat', 'his'), ('1-bbbbbb', 'coding', 'mallory', 'chat', 'hers')",
+                     "INSERT INTO session_rounds VALUES ('1-aaaaaa', 1, 7, 'x', 'bob')")
     grant_team(store_url)
     # A role per person may not run DDL: it is told who may migrate the store.
     with pytest.raises(StoreVersionError, match="run `ollie store migrate` as the role that owns the tables"):

@@ -8,12 +8,28 @@ from typing import Any
 
 import pytest
 
+from ollie.workspace.checkpoints import Checkpoints
+
 
 def git(cwd: Path, *args: str) -> str:
     """Run the user's git in `cwd` (the project's own repository, as the user would)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+async def changed_since_snapshot(project: Path, name: str, before: tuple[str, int],
+                                 after: tuple[str, int]) -> tuple[Checkpoints, str]:
+    """`name` written with `before`'s text and mode, snapshotted, then given `after`'s: the checkpoints and that
+    snapshot (a step's change to a file's text and bits, to undo or rewind)."""
+    file = project / name
+    file.write_text(before[0])
+    file.chmod(before[1])
+    cps = Checkpoints(project)
+    taken = await cps.snapshot()
+    file.write_text(after[0])
+    file.chmod(after[1])
+    return cps, taken
 
 
 @pytest.fixture

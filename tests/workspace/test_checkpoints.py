@@ -14,6 +14,7 @@ import pytest
 from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.refs import shadow_dir, turn_ref
+from tests.workspace.conftest import changed_since_snapshot
 
 
 async def test_changes_see_every_kind_of_writer(project: Path) -> None:
@@ -242,12 +243,7 @@ async def test_the_modes_of_a_checkpoint_go_with_its_last_ref(project: Path) -> 
     in the shadow repository, one file per checkpoint, never removed); a checkpoint another ref names keeps its own,
     and one taken after gets them again."""
     secret = project / ".env"
-    secret.write_text("KEY=1\n")
-    secret.chmod(0o600)
-    cps = Checkpoints(project)
-    kept = await cps.snapshot()
-    secret.write_text("KEY=2\n")
-    secret.chmod(0o640)
+    cps, kept = await changed_since_snapshot(project, ".env", ("KEY=1\n", 0o600), ("KEY=2\n", 0o640))
     dropped = await cps.snapshot()
     folder = cps.git.git_dir / "ollie-modes"
     await cps.record_turns([("s", 1, kept), ("s", 2, dropped), ("t", 1, kept)])
