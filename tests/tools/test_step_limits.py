@@ -84,13 +84,13 @@ except MemoryError:
 
 
 async def test_a_file_past_the_size_limit_fails_with_a_clear_note(ws: Workspace):
-    limit(file_size="1M")
+    limit(file_size="1000K")  # said as it was written (it read "1e+03 KiB")
     shell = await code(ws.server(), "head -c 3M /dev/zero > big.bin; echo after")
-    assert "the step wrote a file past its size limit (limits.file_size: 1 MiB" in shell.text, shell.text
-    assert (ws.work / "big.bin").stat().st_size == 1 << 20
+    assert "the step wrote a file past its size limit (limits.file_size: 1000 KiB" in shell.text, shell.text
+    assert (ws.work / "big.bin").stat().st_size == 1000 << 10
     python = await code(ws.server(), "open('py.bin', 'wb').write(bytes(3 << 20))", language="python")
     assert python.is_error and "File too large" in python.text, python.text
-    assert "limits.file_size: 1 MiB" in python.text
+    assert "limits.file_size: 1000 KiB" in python.text
     assert not (await code(ws.server(), "head -c 512K /dev/zero > small.bin")).is_error
 
 

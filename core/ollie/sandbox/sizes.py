@@ -47,10 +47,3 @@ def size_bytes(text: str) -> int:
         raise ValueError(f"not a size: {text!r}")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
-
-def shown(size: int) -> str:
-    """`size` bytes as a person reads it (8 GiB, 512 MiB)."""
-    for unit, name in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if size >= unit:
-            return f"{size / unit:.3g} {name}"
-    return f"{size} bytes"

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie.sandbox.sizes import shown
+from ollie.backend.reply import size_text
 
 if TYPE_CHECKING:
     from ollie.sandbox.policy import Policy
@@ -168,7 +168,7 @@ def denied_notes(policy: Policy, stderr: bytes, status: int | None, cwd: Path) -
 
 
 def _limit(policy: Policy, key: str, size: int) -> str:
-    return f"limits.{key}: {shown(size)} in {policy.source}"
+    return f"limits.{key}: {size_text(size)} in {policy.source}"
 
 
 def limit_notes(policy: Policy, *, status: int | None, stderr: bytes, oom: bool) -> list[str]:
@@ -200,7 +200,7 @@ def disk_notes(paths: Iterable[Path], stderr: bytes) -> list[str]:
             continue
         seen.add(device)
         if free < LOW_DISK_BYTES and free < size * LOW_DISK_SHARE:
-            notes.append(f"the disk holding {path} is nearly full: {shown(free)} free of {shown(size)}")
+            notes.append(f"the disk holding {path} is nearly full: {size_text(free)} free of {size_text(size)}")
     if b"No space left on device" in stderr and not notes:
         notes.append("the step ran out of disk space (No space left on device)")
     return notes
