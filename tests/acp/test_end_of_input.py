@@ -1,0 +1,39 @@
+"""A client that closes `ollie acp`'s stdin right after a request still gets the whole answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import acp
+from acp.connection import StreamDirection, StreamEvent
+
+from .conftest import AGENT_COMMAND, RecordingClient, child_env
+
+# Several times what the pipe holds (64 KiB), less than the writer's high-water mark: the answer's tail is still
+# queued in the agent when its reading ends.
+NAME = "d" * 200 + "/"
+
+
+async def test_stdin_closed_after_a_request_still_gets_its_whole_answer(tmp_path, _private_dirs):
+    # The agent cancelled a request that was not answered yet at the end of its input, and an answer already
+    # written (a 900 KB -32602) was cut at the pipe's 64 KiB: the process exited with the rest unsent.
+    cwd = "/nowhere/" + NAME * 4500
+    sent = asyncio.Event()
+
+    def observe(event: StreamEvent) -> None:
+        if event.direction is StreamDirection.OUTGOING and event.message.get("method") == "session/new":
+            sent.set()
+
+    async with acp.spawn_agent_process(RecordingClient(), *AGENT_COMMAND, env=child_env(), cwd=tmp_path,
+                                       observers=[observe]) as (conn, proc):
+        await asyncio.wait_for(conn.initialize(protocol_version=1), 60)
+        answer = asyncio.ensure_future(conn.new_session(cwd=cwd, mcp_servers=[]))
+        await asyncio.wait_for(sent.wait(), 30)
+        proc.stdin.close()  # the client's last word
+        try:
+            await asyncio.wait_for(answer, 30)
+        except acp.RequestError as exc:
+            error = exc
+        assert error.code == -32602, error
+        assert error.data == {"cwd": f"{cwd} is not an existing absolute directory"}, str(error.data)[:300]
+        assert await asyncio.wait_for(proc.wait(), 30) == 0
