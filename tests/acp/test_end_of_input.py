@@ -7,6 +7,8 @@ import asyncio
 import acp
 from acp.connection import StreamDirection, StreamEvent
 
+from ollie.testing import Reply
+
 from .conftest import AGENT_COMMAND, RecordingClient, child_env
 
 # Several times what the pipe holds (64 KiB), less than the writer's high-water mark: the answer's tail is still
@@ -37,3 +39,15 @@ async def test_stdin_closed_after_a_request_still_gets_its_whole_answer(tmp_path
         assert error.code == -32602, error
         assert error.data == {"cwd": f"{cwd} is not an existing absolute directory"}, str(error.data)[:300]
         assert await asyncio.wait_for(proc.wait(), 30) == 0
+
+
+async def test_stdin_closed_during_a_turn_stops_it_and_the_prompt_answers_cancelled(start_agent, llm):
+    # The SDK cancelled the prompt's handler at the end of the input: the client waiting on it got no answer.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.1))  # ~5 minutes of streaming
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    answer = asyncio.ensure_future(agent.prompt(sid, "talk"))
+    await agent.updates(sid, "agent_message_chunk")
+    agent.proc.stdin.close()
+    assert (await asyncio.wait_for(answer, 30)).stop_reason == "cancelled"
+    assert await asyncio.wait_for(agent.proc.wait(), 30) == 0
