@@ -80,8 +80,8 @@ class LineTransport:
         """Write one message as one line (one write: lines from concurrent senders never interleave); past the
         unsent output's high-water mark, wait for the client to read."""
         _name_fields(message)
-        if "method" not in message:  # an answer (a request of the agent's own has a method)
-            self._unanswered.discard(message.get("id"))
+        if "method" not in message and isinstance(msg_id := message.get("id"), (int, str)):  # an answer
+            self._unanswered.discard(msg_id)
             if not self._unanswered:
                 self._all_answered.set()
         self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
@@ -108,8 +108,8 @@ class LineTransport:
                 if (bad := malformed_entries(message)) and "id" in message:
                     await self._refuse(message["id"], INVALID_PARAMS, "Invalid params", bad)
                     continue
-                if "method" in message and "id" in message:
-                    self._unanswered.add(message["id"])
+                if "method" in message and isinstance(msg_id := message.get("id"), (int, str)):  # a request
+                    self._unanswered.add(msg_id)
                     self._all_answered.clear()
                 return message
             # Not an object: a batch's requests are each answered (ACP has no batches), anything else once.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 
 import acp
 from acp.connection import StreamDirection, StreamEvent
@@ -51,3 +53,13 @@ async def test_stdin_closed_during_a_turn_stops_it_and_the_prompt_answers_cancel
     agent.proc.stdin.close()
     assert (await asyncio.wait_for(answer, 30)).stop_reason == "cancelled"
     assert await asyncio.wait_for(agent.proc.wait(), 30) == 0
+
+
+def test_a_request_whose_id_is_an_object_leaves_the_agent_serving(tmp_path, _private_dirs):
+    # The ids awaiting an answer are kept in a set: an object's id (unhashable) ended the agent's reading.
+    lines = [{"jsonrpc": "2.0", "id": {"x": 1}, "method": "initialize", "params": {"protocolVersion": 1}},
+             {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": 1}}]
+    out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+                         capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    assert any(a.get("id") == 9 and "result" in a for a in map(json.loads, out.stdout.splitlines())), out.stdout
