@@ -48,6 +48,7 @@ async def serve(args: Args, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     from acp.interfaces import Agent
 
     from ollie.startup import resume_gc
+    from ollie.stdio import PipeWriter
     from ollie_acp.agent import OllieAgent
     from ollie_acp.streams import LineTransport, streams
 
@@ -56,9 +57,12 @@ async def serve(args: Args, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     reader, writer = await streams(rpc_in, rpc_out)
     try:
         # The unstable protocol for session/close, /resume and /fork (advertised in initialize).
-        await run_agent(cast(Agent, agent), LineTransport(reader, writer), use_unstable_protocol=True)
+        await run_agent(cast(Agent, agent), LineTransport(reader, writer, on_end=agent.stop_turns),
+                        use_unstable_protocol=True)
     finally:
         await agent.close_all()
+        if isinstance(writer, PipeWriter):  # the process ends next: what the client has not read yet goes out first
+            await writer.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,6 +111,10 @@ class OllieAgent:
         """No authentication: the backend's keys come from the environment."""
         return None
 
+    async def stop_turns(self) -> None:
+        """Stop every running turn, as session/cancel does (the client that could cancel them is gone)."""
+        await asyncio.gather(*(s.cancel() for s in self._sessions.values()), return_exceptions=True)
+
     async def close_all(self) -> None:
         """Close every session: interrupted, saved, tool processes ended."""
         sessions, self._sessions = list(self._sessions.values()), {}

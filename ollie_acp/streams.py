@@ -10,9 +10,10 @@ import logging
 import os
 import stat
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
-from ollie.stdio import INVALID_REQUEST, PARSE_ERROR, BlockingWriter, PipeWriter, open_writer
+from ollie.stdio import FLUSH_ON_CLOSE_S, INVALID_REQUEST, PARSE_ERROR, BlockingWriter, PipeWriter, open_writer
 from ollie_acp.mcpentries import malformed_entries
 
 logger = logging.getLogger("ollie.acp.streams")
@@ -64,16 +65,25 @@ class LineTransport:
     """ACP's newline-delimited JSON-RPC over the streams: a line that is not a JSON-RPC object is answered.
 
     The SDK's own transport drops such a line unanswered, and a JSON array or number ends its receive loop.
+    At the end of the input the requests read are answered before the SDK hears of it: it cancels what still runs.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: PipeWriter | BlockingWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: PipeWriter | BlockingWriter, *,
+                 on_end: Callable[[], Awaitable[None]] | None = None) -> None:
         self._reader = reader
         self._writer = writer
+        self._on_end = on_end  # what ends the work a gone client can no longer stop (its running turns)
+        self._unanswered: set[Any] = set()  # ids of the client's requests read and not answered yet
+        self._all_answered = asyncio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as one line (one write: lines from concurrent senders never interleave); past the
         unsent output's high-water mark, wait for the client to read."""
         _name_fields(message)
+        if "method" not in message and isinstance(msg_id := message.get("id"), (int, str)):  # an answer
+            self._unanswered.discard(msg_id)
+            if not self._unanswered:
+                self._all_answered.set()
         self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
         await self._writer.writable()
 
@@ -85,6 +95,7 @@ class LineTransport:
                 await self._refuse(None, INVALID_REQUEST, f"Invalid Request: a line over {READ_LIMIT >> 20} MiB")
                 continue
             if not line:
+                await self._answer_the_rest()
                 return None
             if not line.strip():
                 continue
@@ -97,6 +108,9 @@ class LineTransport:
                 if (bad := malformed_entries(message)) and "id" in message:
                     await self._refuse(message["id"], INVALID_PARAMS, "Invalid params", bad)
                     continue
+                if "method" in message and isinstance(msg_id := message.get("id"), (int, str)):  # a request
+                    self._unanswered.add(msg_id)
+                    self._all_answered.clear()
                 return message
             # Not an object: a batch's requests are each answered (ACP has no batches), anything else once.
             requests = message if isinstance(message, list) else []
@@ -107,6 +121,16 @@ class LineTransport:
     async def close(self) -> None:
         """Let what is written reach the client (the streams themselves are the process's stdio)."""
         await self._writer.writable()
+
+    async def _answer_the_rest(self) -> None:
+        """The input ended: let the requests read so far be answered (a client may close stdin right after its last
+        one and read on), with the turns stopped, for FLUSH_ON_CLOSE_S at most."""
+        await asyncio.sleep(0)  # the last request's handler starts (the SDK made its task just now)
+        if self._on_end is not None:
+            await self._on_end()
+        if self._unanswered:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._all_answered.wait(), FLUSH_ON_CLOSE_S)
 
     async def _line(self) -> bytes | None:
         """The next line (b"" at the end of input); None for one over READ_LIMIT, which is skipped."""

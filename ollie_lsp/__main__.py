@@ -106,8 +106,7 @@ async def serve_stdio(server: OllieServer, rpc_in: BinaryIO, rpc_out: BinaryIO) 
         if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the serving
             raise
     finally:  # the client is gone (EOF, `exit`): close what runs, and end even if that hangs
-        server.client_gone()
-        await server.close_sessions()
+        await server.finish_with_client()
         # The last answers the client has not read yet go out before the loop ends (bounded).
         closing = server.protocol.writer.close() if server.protocol.writer is not None else None
         if closing is not None:

@@ -57,6 +57,8 @@ PROTOCOL_VERSION = 2
 SWITCH_INTERVAL_S = 0.001
 # How long the daemon may take to end once its client is gone before it exits anyway (never orphaned).
 EXIT_BACKSTOP_S = 5.0
+# How long, of that, the requests read before the client left may take to be answered.
+ANSWER_ON_END_S = 2.0
 
 
 def raw_params_converter() -> Converter:
@@ -428,6 +430,17 @@ class OllieServer(LanguageServer):
     async def _close_table(self) -> None:
         if self._table is not None:
             await self._table.close_all()
+
+    async def finish_with_client(self) -> None:
+        """The client left (EOF, `exit`): every session closed, and the requests read before answered (a client may
+        leave right after its last one and read on) for ANSWER_ON_END_S at most."""
+        self.client_gone()
+        await self.close_sessions()  # a running submit answers "interrupted"
+        # pygls keeps the handlers' tasks here (asyncio futures) beside its own requests' (which no client answers now).
+        running = [f for f in self.protocol._request_futures.values() if isinstance(f, asyncio.Future)]
+        if running:
+            await asyncio.wait(running, timeout=ANSWER_ON_END_S)
+            await self.close_sessions()  # one that a late ollie/session/new opened
 
     def client_gone(self) -> None:
         """The client left (EOF, `exit`): from now on the process ends within EXIT_BACKSTOP_S, whatever hangs."""

@@ -262,8 +262,7 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         await finished.wait()
     finally:
         listener.close()
-        server.client_gone()  # whatever hangs while closing, the process ends (see exit_backstop)
-        await server.close_sessions()
+        await server.finish_with_client()  # whatever hangs while closing, the process ends (see exit_backstop)
         if secret.generated and secret.path is not None:
             secret.path.unlink(missing_ok=True)
 

@@ -220,7 +220,9 @@ def find_agent(name: str, dirs: list[Path] | None = None) -> Path:
         candidate = directory / f"{name}.json"
         if candidate.is_file():
             return candidate
-    raise ConfigError(f"agent {name!r} not found (looked in {', '.join(str(d) for d in dirs or paths.agents_dirs())})")
+    known = ", ".join(list_agents(dirs)) or "none"
+    raise ConfigError(f"agent {name!r} not found (looked in {', '.join(str(d) for d in dirs or paths.agents_dirs())}); "
+                      f"name one of the agents there ({known}), or add {name}.json to one of those directories")
 
 
 def list_agents(dirs: list[Path] | None = None) -> list[str]:

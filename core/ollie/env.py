@@ -16,8 +16,9 @@ def parse_env_file(text: str) -> dict[str, str]:
     return {key: value for _, key, value in _entries(text)}
 
 
-def _entries(text: str) -> Iterator[tuple[int, str, str]]:
-    """(line number, key, value) of each setting, in order (a later one of a key wins)."""
+def _entries(text: str, *, unread: list[int] | None = None) -> Iterator[tuple[int, str, str]]:
+    """(line number, key, value) of each setting, in order (a later one of a key wins); the numbers of the lines that
+    are none (no `=`, not a name before it) go into `unread`."""
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -28,6 +29,19 @@ def _entries(text: str) -> Iterator[tuple[int, str, str]]:
         key = key.strip()
         if sep and key.isidentifier():
             yield number, key, _value(value.strip())
+        elif unread is not None:
+            unread.append(number)
+
+
+def unread_lines_note() -> str:
+    """` (line N of <env file> is not KEY=VALUE: not read)` when the env file has such lines; else ""."""
+    unread: list[int] = []
+    for _ in _entries(_env_text(), unread=unread):
+        pass
+    if not unread:
+        return ""
+    lines = f"line {unread[0]}" if len(unread) == 1 else f"lines {', '.join(map(str, unread[:5]))}"
+    return f" ({lines} of {env_file()} {'is' if len(unread) == 1 else 'are'} not KEY=VALUE: not read)"
 
 
 def where_set(name: str, value: str | None, *, key: Callable[[str], str] = str) -> str:
@@ -35,14 +49,18 @@ def where_set(name: str, value: str | None, *, key: Callable[[str], str] = str) 
     through `key`); "" when it does not, or when the environment sets `name` (the file never overrides it)."""
     if name in os.environ:
         return ""
-    path = env_file()
-    try:
-        lines = {entry: (number, found) for number, entry, found in _entries(path.read_text(encoding="utf-8"))}
-    except (OSError, UnicodeDecodeError):
-        return ""
+    lines = {entry: (number, found) for number, entry, found in _entries(_env_text())}
     number, found = lines.get(name, (0, None))
     same = value is not None and found is not None and key(found) == key(value)
-    return f"{name} is set on line {number} of {path}" if same else ""
+    return f"{name} is set on line {number} of {env_file()}" if same else ""
+
+
+def _env_text() -> str:
+    """The env file's text, for what a message says of it ("" when it cannot be read)."""
+    try:
+        return env_file().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _value(text: str) -> str:

@@ -107,8 +107,11 @@ async def session_dir(path: str, *, absolute: bool = False) -> Path:
 
     candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written (Path.expanduser raises)
     # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
-    real = await asyncio.to_thread(
-        lambda: candidate.resolve() if (candidate.is_absolute() or not absolute) and candidate.is_dir() else None)
+    try:
+        real = await asyncio.to_thread(
+            lambda: candidate.resolve() if (candidate.is_absolute() or not absolute) and candidate.is_dir() else None)
+    except OSError:  # a name too long, a loop of links, a directory it may not see: none is one to start in
+        real = None
     if real is None:
         raise ValueError(f"{path} is not an existing {'absolute ' if absolute else ''}directory")
     return real

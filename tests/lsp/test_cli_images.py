@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ollie.cli.terminal import IMAGE_HINT
 from ollie.testing import Reply
 from tests.pictures import png
 
@@ -28,18 +29,23 @@ def test_a_bad_picture_is_said_and_nothing_is_sent(llm, tmp_path):
     (tmp_path / "fake.png").write_text("not an image\n")
     os.mkfifo(tmp_path / "pipe.png")
     (tmp_path / "link.png").symlink_to("/etc/passwd")
-    # Interactive: each bad line is said and skipped; the session reads on.
+    (tmp_path / "big.png").write_bytes(PICTURE + bytes(200))
+    # Interactive: each bad line is said with what to do, as `-p` says it, and skipped; the session reads on.
     llm.script(Reply.text("plain answer"))
-    proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(),
-                     input="see @fake.png\nsee @pipe.png\nsee @link.png\nsee @gone.png\nhello\n")
+    bad = ("fake.png", "pipe.png", "link.png", "gone.png", "big.png", "../out.png")
+    proc = run_ollie(["--cwd", str(tmp_path)], env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "150"},
+                     input="".join(f"see @{name}\n" for name in bad) + "hello\n")
     assert proc.returncode == 0, proc.stderr
     assert "fake.png is not a PNG, JPEG, GIF or WebP image" in proc.stderr
     assert "pipe.png is not a regular file" in proc.stderr and "link.png" in proc.stderr
     assert "gone.png: no such file" in proc.stderr
+    assert "big.png is larger than 150 bytes" in proc.stderr and "not beneath" in proc.stderr
+    assert proc.stderr.count(f"ollie: {IMAGE_HINT}\n") == len(bad), proc.stderr
     assert "plain answer" in proc.stdout and len(llm.chat_requests) == 1
     # `-p`: a usage error (exit 2) with the reason, no request.
     proc = run_ollie(["-p", "see @fake.png", "--cwd", str(tmp_path)], env=llm.env())
     assert proc.returncode == 2 and "fake.png is not a PNG" in proc.stderr
+    assert proc.stderr.count(f"ollie: {IMAGE_HINT}\n") == 1, proc.stderr
     assert len(llm.chat_requests) == 1
 
 

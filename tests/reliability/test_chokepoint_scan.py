@@ -84,7 +84,8 @@ ALLOWED = {
     ("core/ollie/agent/opening.py", "_work_dir"): "the root itself",
     ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
     ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
-    ("core/ollie/env.py", "where_set"): "the env file in ollie's config dir (which line set a bad value)",
+    ("core/ollie/env.py", "_env_text"): "the env file in ollie's config dir (which line set a bad value, which one "
+                                        "was not read)",
     ("core/ollie/agent/prompt.py", "_config_file"): "the agent config's dir (the workspace goes through beneath)",
     ("core/ollie/agent/prompt.py", "_read_entries"): "an agent's `@` fragment files: absolute, `~` or beside its config",
     ("core/ollie/agent/skills.py", "read_skill"): "the user's and bundled skills",

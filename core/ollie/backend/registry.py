@@ -44,7 +44,7 @@ def environment() -> dict[str, str]:
 def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:
     """The spec of backend `name`, else OLLIE_BACKEND's, else ollama's (BackendConfigError for an unknown one)."""
     try:
-        return spec_for(name or env.get("OLLIE_BACKEND") or "ollama")
+        return spec_for(name or env.get("OLLIE_BACKEND") or "ollama", variable="" if name else "OLLIE_BACKEND")
     except BackendConfigError as exc:
         raise _said_where(exc, "" if name else "OLLIE_BACKEND", env) from None
 
@@ -65,7 +65,10 @@ def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, s
     if spec.key_var:
         keyed["api_key"] = spec.api_key(url, env)
         if not keyed["api_key"]:
-            raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_hint(url, env)}")
+            from ollie.env import unread_lines_note  # the user may have set it there, on a line not read
+
+            raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_hint(url, env)}"
+                                     + unread_lines_note())
     return spec, url, keyed
 
 

@@ -64,11 +64,13 @@ SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (
 )}
 
 
-def spec_for(name: str) -> BackendSpec:
-    """The spec of backend `name`; BackendConfigError listing the valid names when there is none."""
+def spec_for(name: str, *, variable: str = "OLLIE_BACKEND") -> BackendSpec:
+    """The spec of backend `name` (from `variable`; "" when the caller named it); BackendConfigError listing the valid
+    names when there is none."""
     spec = SPECS.get(name.strip().lower())
     if spec is None:
-        raise BackendConfigError(f"unknown backend {name!r}: set OLLIE_BACKEND to one of {', '.join(SPECS)}")
+        raise BackendConfigError(f"unknown backend {name!r}: {f'set {variable} to' if variable else 'name'} one of "
+                                 f"{', '.join(SPECS)}")
     return spec
 
 
@@ -138,5 +140,5 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
 def missing_model_hint(spec: BackendSpec, model: str) -> str:
     """What to do when a backend of `spec` does not have `model`."""
     if spec.wire == "ollama":
-        return f"pull it (`ollama pull {model}`), or set OLLIE_MODEL to a model `ollama list` shows"
-    return "set OLLIE_MODEL (or `/model NAME`) to a model the backend offers (`/model` lists them)"
+        return f"pull it (`ollama pull {model}`), or set OLLIE_MODEL (or --model) to a model `ollama list` shows"
+    return "set OLLIE_MODEL (or --model, or `/model NAME`) to a model the backend offers (`/model` lists them)"

@@ -360,7 +360,7 @@ class HTTPBackend:
                 async for event in events:
                     yield event
         except BackendError as exc:
-            if type(exc) is BackendError and exc.status == 404 and "not found" in str(exc).lower():
+            if type(exc) is BackendError and exc.status == 404 and _names_a_missing_model(str(exc), self.model):
                 # Ollama's "model 'x' not found" (not pulled yet), or a model the API does not have.
                 raise BackendError(f"{exc}: {missing_model_hint(self.spec, self.model)}", status=exc.status,
                                    body=exc.body) from exc
@@ -467,3 +467,10 @@ class HTTPBackend:
             return json.loads(raw)
         except (ValueError, RecursionError) as exc:
             raise BackendError(f"{self.name}: {path} did not return JSON", status=response.status_code) from exc
+
+
+def _names_a_missing_model(message: str, model: str) -> bool:
+    """Whether a 404's message is the vendor's "no such model": Ollama's and OpenRouter's "not found", OpenAI's
+    "The model `x` does not exist", Anthropic's "model: x"."""
+    lower = message.lower()
+    return "not found" in lower or "does not exist" in lower or (bool(model) and f"model: {model}" in message)

@@ -164,8 +164,7 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
         try:
             pictures = await attached_images(prompt, core.cwd)
         except ImageError as exc:  # the command line's own fault: a usage error, said with what to do
-            print(printable(f"ollie: {exc}"), file=sys.stderr)
-            print(f"ollie: {IMAGE_HINT}", file=sys.stderr)
+            _say_image_refused(exc)
             return 2
         # Pictures are the typed prompt's own: an `@x.png` in a piped file or log attaches nothing.
         result = await core.submit(with_piped(prompt, piped), pictures)
@@ -175,6 +174,12 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
         renderer.render("error", result.error)
     _say_stop(result.stop)
     return EXIT_CODES.get(result.stop, 1)
+
+
+def _say_image_refused(exc: ImageError) -> None:
+    """Why an `@image` of a prompt was refused, and what to do (on stderr): the same words for `-p` and the prompt."""
+    print(printable(f"ollie: {exc}"), file=sys.stderr)
+    print(f"ollie: {IMAGE_HINT}", file=sys.stderr)
 
 
 def _say_stop(stop: str) -> None:
@@ -235,7 +240,7 @@ async def run_interactive(options: RunOptions) -> int:
             try:
                 pictures = await attached_images(line, live.core.cwd)
             except ImageError as exc:  # said at once; the line is not sent (the user fixes the name)
-                print(printable(f"ollie: {exc}"), file=sys.stderr)
+                _say_image_refused(exc)
                 continue
             busy = True
             try:

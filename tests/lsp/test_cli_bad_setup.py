@@ -1,0 +1,53 @@
+"""A new user's bad setup at `ollie -p` and the interactive prompt: each is said at once, with what to do."""
+
+from __future__ import annotations
+
+import pytest
+
+from ollie.testing import Reply
+
+from .test_cli import run_ollie
+
+# What each vendor answers (HTTP 404) for a model it does not have.
+NO_SUCH_MODEL = {
+    "openai": {"error": {"message": "The model `nosuch-model` does not exist or you do not have access to it.",
+                         "type": "invalid_request_error", "param": None, "code": "model_not_found"}},
+    "anthropic": {"type": "error", "error": {"type": "not_found_error", "message": "model: nosuch-model"}},
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(NO_SUCH_MODEL))
+def test_a_model_the_backend_lacks_says_how_to_name_another(scripted_llm, tmp_path, fmt):
+    llm = scripted_llm(fmt, check=False)
+    llm.script(Reply.error(404, NO_SUCH_MODEL[fmt]), Reply.error(404, NO_SUCH_MODEL[fmt]))
+    proc = run_ollie(["-p", "hello", "--model", "nosuch-model", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1, proc.stderr
+    assert "nosuch-model" in proc.stderr and "set OLLIE_MODEL (or --model" in proc.stderr, proc.stderr
+    proc = run_ollie(["--model", "nosuch-model", "--cwd", str(tmp_path)], env=llm.env(), input="hello\n")
+    assert "set OLLIE_MODEL (or --model" in proc.stderr, proc.stderr
+    assert len(llm.chat_requests) == 2  # one each: a missing model is not retried
+
+
+def test_a_key_set_on_an_env_file_line_that_is_not_read_is_named(_private_dirs, tmp_path):
+    env_file = _private_dirs / "config" / "ollie" / "env"
+    env_file.parent.mkdir(parents=True)
+    env_file.write_text("OLLIE_BACKEND=anthropic\nOLLIE_ANTHROPIC_KEY sk-ant-123\n")  # no `=`: never read
+    for extra in (["-p", "hello"], []):
+        proc = run_ollie([*extra, "--cwd", str(tmp_path)])
+        assert proc.returncode == 2, proc.stderr
+        assert "set OLLIE_ANTHROPIC_KEY" in proc.stderr, proc.stderr
+        assert f"line 2 of {env_file} is not KEY=VALUE: not read" in proc.stderr, proc.stderr
+
+
+def test_an_unknown_agent_or_backend_names_the_ones_there_are(scripted_llm, tmp_path):
+    llm = scripted_llm("openai")  # reached by the preflight only: nothing is sent
+    for extra in (["-p", "hello"], []):
+        proc = run_ollie([*extra, "--agent", "nosuch", "--cwd", str(tmp_path)], env=llm.env())
+        assert proc.returncode == 2, proc.stderr
+        assert "agent 'nosuch' not found" in proc.stderr and "name one of the agents there (" in proc.stderr
+        assert "default" in proc.stderr.rpartition("agents there")[2], proc.stderr
+        # The flag's own name was wrong: not "set OLLIE_BACKEND" (nothing set it).
+        proc = run_ollie([*extra, "--backend", "nosuch", "--cwd", str(tmp_path)], env=llm.env())
+        assert proc.returncode == 2, proc.stderr
+        assert "unknown backend 'nosuch': name one of ollama, openai" in proc.stderr, proc.stderr
+    assert not llm.chat_requests
