@@ -41,8 +41,8 @@ local owed = {}
 M.GONE = { message = "the ollie daemon stopped: :OllieRestart starts it again with the chats' sessions" }
 ---@type fun(why: string, restart: boolean)|nil
 M.on_died = nil
--- After the plugin gave up restarting a daemon that kept dying, the next start is a restart (:OllieRestart's: each chat's
--- session loaded in the daemon it starts; before, a prompt's start had none, and said "session not found").
+-- After the plugin gave up restarting a daemon that kept dying, the next start is a restart (:OllieRestart's: each
+-- chat's session loaded in the daemon it starts; before, a prompt's start had none, and said "session not found").
 ---@type fun()|nil
 M.on_retry = nil
 -- While a restart waits for the old daemon to exit, requests wait here, each run once the next has started (or told
@@ -258,8 +258,8 @@ function M.ensure(quiet)
     -- `shutdown`, then SIGTERM; without it Neovim leaves it running, orphaned.
     flags = { debounce_text_changes = 0, exit_timeout = 1000 },
     -- The statuslines said "starting" until now (a cold daemon under load takes seconds).
-    on_init = function(c)
-      retried[c.id], gave_up = nil, false
+    on_init = function(up)
+      retried[up.id], gave_up = nil, false
       pcall(vim.cmd.redrawstatus, { bang = true })
     end,
     on_exit = function(code, signal, client_id)
