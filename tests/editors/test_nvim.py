@@ -642,6 +642,92 @@ vim.cmd("qa!")
     assert result["plain.md"] == f"{pics}/plain.md:1-2", result
 
 
+def test_a_file_the_editor_tools_read_swapped_for_a_fifo_or_a_link_after_its_check_is_never_read(tmp_path):
+    """editor_tools.lua checked a file the model named (a definition's file, loaded for its language server) or a
+    server's answer pointed into by name, then had Neovim read it by name: a step's swap in between of a FIFO held
+    Neovim for good, of a link to a secret read it. The swap lands as Neovim opens the file, whichever way; the
+    language server is one in Neovim's own process, answering a definition in each file."""
+    ws = (tmp_path / "ws").resolve()
+    (ws / "spare").mkdir(parents=True)
+    (tmp_path / "secret.txt").write_text("aws_secret_access_key = hunter2\n")
+    (ws / "main.py").write_text("main\n")
+    swaps = {}
+    for name in ("link.py", "fifo.py", "plain.py", "load_link.py", "load_fifo.py", "load_plain.py"):
+        (ws / name).write_text("é é é é é é\n")  # (a column past the first é counts the line's bytes read)
+        if "plain" not in name:
+            spare = ws / "spare" / name
+            spare.symlink_to(tmp_path / "secret.txt") if "link" in name else os.mkfifo(spare)
+            swaps[str(ws / name)] = str(spare)
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+local tools = require("ollie.editor_tools")
+local ws, swaps = {json.dumps(str(ws))}, vim.json.decode({json.dumps(json.dumps(swaps))})
+local function swapping(open)
+  return function(path, ...)
+    if swaps[path] then
+      assert(vim.uv.fs_rename(swaps[path], path))
+      swaps[path] = nil
+    end
+    return open(path, ...)
+  end
+end
+vim.uv.fs_open, vim.fn.readfile, vim.fn.bufload = swapping(vim.uv.fs_open), swapping(vim.fn.readfile), swapping(
+  vim.fn.bufload)
+-- The server: each definition is the 5th character of line 1 of link.py, fifo.py and plain.py.
+local function server()
+  return {{
+    request = function(method, _, callback)
+      local result = method == "initialize" and {{ capabilities = {{ definitionProvider = true }} }} or nil
+      if method == "textDocument/definition" then
+        result = vim.tbl_map(function(name)
+          local at = {{ line = 0, character = 4 }}
+          return {{ uri = vim.uri_from_fname(ws .. "/" .. name), range = {{ start = at, ["end"] = at }} }}
+        end, {{ "link.py", "fifo.py", "plain.py" }})
+      end
+      vim.schedule(function() callback(nil, result) end)
+      return true, 1
+    end,
+    notify = function() return true end,
+    is_closing = function() return false end,
+    terminate = function() end,
+  }}
+end
+vim.api.nvim_create_autocmd("BufReadPost", {{ callback = function(a)
+  vim.lsp.start({{ name = "fake", cmd = server, root_dir = ws }}, {{ bufnr = a.buf }})
+end }})
+vim.cmd.edit(ws .. "/main.py")
+local out = {{}}
+local function ask(name)
+  local got
+  tools.definition({{ path = ws .. "/" .. name, line = 1, column = 1 }}, function(res, err) got = {{ res, err }} end)
+  assert(vim.wait(10000, function() return got ~= nil end))
+  out[name] = got[1] and got[1].locations or got[2].message
+end
+for _, name in ipairs({{ "main.py", "load_link.py", "load_fifo.py", "load_plain.py" }}) do
+  ask(name)
+end
+out.secret_in_a_buffer = false
+for _, b in ipairs(vim.api.nvim_list_bufs()) do
+  out.secret_in_a_buffer = out.secret_in_a_buffer
+    or table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\\n"):find("hunter2") ~= nil
+end
+out.not_swapped = vim.tbl_keys(swaps)
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    result = lua_result(script, ws, timeout=30)[0]
+    assert result.pop("not_swapped") == [], result  # every swap landed
+    assert result.pop("secret_in_a_buffer") is False, result
+    # Not read: no line there, column 1; the plain file's line read: the 5th character is the 5th column.
+    columns = {loc["path"].rsplit("/", 1)[1]: loc["column"] for loc in result.pop("main.py")}
+    assert columns == {"link.py": 1, "fifo.py": 1, "plain.py": 5}, columns
+    for name in ("load_link.py", "load_fifo.py"):
+        assert result[name] == f"{ws}/{name}: not a regular file", result
+    assert len(result["load_plain.py"]) == 3, result  # loaded, with the server attached
+
+
 def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):
     """ondisk.lua noted a buffer's file as its stamp, then its digest: a step's write landing between the two (a file
     renamed over it) paired the old stamp with the new content's digest, so that change later passed as "a rewrite

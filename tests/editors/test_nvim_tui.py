@@ -602,6 +602,9 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
         screens.png(tmux.screen(colours=True), tmux.captures / "mcp-question.png", (1000, 560))
         flat = "".join(line.strip("│ ") for line in asked.splitlines())
         assert "start MCP server 'planted'" in asked and "server.py" in flat, asked
+        # The picker's title, too long for it, says it is cut (Neovim cut it mid-path at the border, silently).
+        [title] = [line for line in asked.splitlines() if "╭ ollie asks to:" in line]
+        assert "… ╮" in title, asked
         tmux.keys("1", "Enter")
         done = tmux.keep("mcp-answer", tmux.wait(lambda s: "It is 42." in s, "the answer", timeout=60))
         assert "planted: add" in done, done

@@ -212,14 +212,39 @@ def test_a_question_of_a_daemon_that_died_is_taken_away_with_it(tmp_path: Path, 
 
 
 def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: Path, scripted_llm):
-    _, tmux = answered(tmp_path, scripted_llm)
+    # Bug: once the plugin had given up, each prompt sent started a daemon, and that one's death was taken for a first
+    # crash and restarted: two starts per prompt (and :OllieRestart's the same), the give-up said again each time.
+    _, tmux = answered(tmp_path, scripted_llm, Reply.text("The answer once fixed."), Reply.text("Still answering."))
     try:
+        real = os.path.realpath(tmp_path / "bin" / "ollie-lsp")
         log = wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')  # a broken install: each start fails
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
         said = "error: the ollie daemon stopped (exit code 3) again, within a minute of its restart: not restarted; " \
             ":OllieRestart starts it"
         tmux.keep("1-stopped", tmux.wait(lambda s: said in unwrapped(s), "the restart given up"))
-        assert log.read_text().count("start") == 1, log.read_text()  # restarted once
+        assert len(started(log)) == 1, log.read_text()  # restarted once
+        retried = "the ollie daemon stopped (exit code 3) again before it came up: not restarted"
+        send_in_chat(tmux, "first try")  # starts one daemon, which dies: not restarted
+        tmux.keep("2-prompt", tmux.wait(lambda s: retried in unwrapped(s) and "(not sent: it is back in the input)"
+                                        in unwrapped(s), "the prompt's daemon given up"))
+        tmux.keys("Escape", ":messages", "Enter")  # it said it started one
+        tmux.keep("2-said", tmux.wait(lambda s: "ollie: restarting the daemon…" in s, "the restart said"))
+        tmux.keys("Enter")
+        tmux.keys(":OllieRestart", "Enter")
+        tmux.wait(lambda s: "restarting the daemon" in s or retried in s.splitlines()[-1], "the restart under way")
+        restarted = tmux.keep("3-restart", tmux.wait(lambda s: len(started(log)) == 3 and retried in s.splitlines()[-1]
+                                                     and not Path("/proc", started(log)[2]).exists(), "its daemon's end"))
+        assert "Press ENTER" not in restarted, restarted
+        assert len(started(log)) == 3, log.read_text()  # the prompt's and the restart's: one each
+        wrap_daemon(tmp_path, f'echo "start $$" >> "$log"\nexec "{real}" "$@"')  # fixed
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # the prompt put back, sent again
+        tmux.keep("4-fixed", tmux.wait(lambda s: "The answer once fixed." in s and "ollie: idle" in s,
+                                       "the fixed daemon's answer"))
+        os.kill(int(started(log)[-1]), signal.SIGKILL)  # it came up: a crash now is restarted again
+        tmux.keep("5-crash", tmux.wait(lambda s: "(signal 9) and was restarted" in unwrapped(s), "the restart"))
+        send_in_chat(tmux, "and now")
+        tmux.keep("6-after", tmux.wait(lambda s: "Still answering." in s, "the restarted daemon's answer"))
+        assert len(started(log)) == 5, log.read_text()
     finally:
         tmux.close()
 

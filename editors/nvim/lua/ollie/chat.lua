@@ -375,6 +375,9 @@ function Chat:submit(text, contexts)
   end
   local given = vim.list_extend({}, contexts) -- put back with the text, which does not say them
   vim.list_extend(contexts, tagged)
+  if client.stopped() then
+    client.ensure() -- the restart it asks for holds this prompt until the chat is drawn from the fresh daemon
+  end
   if self.redrawing then
     -- Sent once the chat is drawn; put back when no daemon came to draw it (a restart that failed).
     table.insert(self.redrawing.then_run, function(failed)

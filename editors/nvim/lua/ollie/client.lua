@@ -4,6 +4,9 @@
 -- API for the other modules:
 --   client.ensure()                     start the daemon once; returns the client, or nil (and err when it cannot
 --                                       start; no err while a start or an exit is under way)
+--   client.stopped()                    the plugin gave up restarting a daemon that kept dying: none runs
+--   client.on_retry = fn                fn(): restart the daemon as :OllieRestart does; a start after the plugin gave
+--                                       up restarting one that kept dying asks for it
 --   client.request(method, params, cb)  cb(err, result) on the main loop; returns the request id
 --   client.cancel(request_id)           $/cancelRequest
 --   client.listeners[method] = fn       fn(params) for the notifications ollie/event, ollie/stateChanged
@@ -38,6 +41,10 @@ local owed = {}
 M.GONE = { message = "the ollie daemon stopped: :OllieRestart starts it again with the chats' sessions" }
 ---@type fun(why: string, restart: boolean)|nil
 M.on_died = nil
+-- After the plugin gave up restarting a daemon that kept dying, the next start is a restart (:OllieRestart's: each
+-- chat's session loaded in the daemon it starts; before, a prompt's start had none, and said "session not found").
+---@type fun()|nil
+M.on_retry = nil
 -- While a restart waits for the old daemon to exit, requests wait here, each run once the next has started (or told
 -- why it could not). Before, the first of them started it at once, the old one still there: two daemons.
 ---@type fun(err: string|nil)[]|nil
@@ -53,6 +60,13 @@ local after_exit = nil
 local auto_started = {}
 -- Whether the next daemon started is such a restart.
 local auto_next = false
+-- Set when the plugin gave up restarting a daemon that kept dying, until a daemon comes up (answers `initialize`):
+-- one started meanwhile (by a prompt, :OllieRestart) that dies is left so, and says why. Before, it was taken for a
+-- first crash and restarted: two starts per prompt the user sent.
+local gave_up = false
+-- The daemons started while `gave_up`, by client id, until they come up.
+---@type table<integer, boolean>
+local retried = {}
 -- The `seq` of the last `ollie/event` per session the user has from the running daemon (a fresh one counts from 1):
 -- received, or told by an `ollie/context` answer drawn.
 ---@type table<string, integer>
@@ -202,6 +216,12 @@ function M.get()
   return nil
 end
 
+---Whether the plugin gave up restarting a daemon that kept dying (none runs until a request, or :OllieRestart, asks).
+---@return boolean
+function M.stopped()
+  return gave_up and not (M.client_id or waiting)
+end
+
 ---Whether a restart waits for the old daemon to exit (none is running meanwhile).
 ---@return boolean
 function M.restarting()
@@ -209,9 +229,11 @@ function M.restarting()
 end
 
 ---Start the daemon (once) and return the client; it initializes in the background. Nil and no error while the last
----one's exit is not told yet (requests wait for it: after_exit).
+---one's exit is not told yet (requests wait for it: after_exit), or while the restart it asks for after a give-up
+---(on_retry) is on its way.
+---@param quiet boolean|nil start it, even after the plugin gave up (a restart's own start)
 ---@return vim.lsp.Client|nil client, string|nil err
-function M.ensure()
+function M.ensure(quiet)
   local c = M.get()
   if c or waiting or M.client_id then -- (waiting: the next daemon is on its way; client_id: its exit says what's next)
     return c
@@ -219,6 +241,10 @@ function M.ensure()
   local cmd, err = config.server_cmd()
   if not cmd then
     return nil, err
+  end
+  if gave_up and not quiet and M.on_retry then
+    M.on_retry() -- (its restart's start comes back here, quiet)
+    return M.get()
   end
   local id = vim.lsp.start({
     name = "ollie",
@@ -232,7 +258,8 @@ function M.ensure()
     -- `shutdown`, then SIGTERM; without it Neovim leaves it running, orphaned.
     flags = { debounce_text_changes = 0, exit_timeout = 1000 },
     -- The statuslines said "starting" until now (a cold daemon under load takes seconds).
-    on_init = function()
+    on_init = function(up)
+      retried[up.id], gave_up = nil, false
       pcall(vim.cmd.redrawstatus, { bang = true })
     end,
     on_exit = function(code, signal, client_id)
@@ -240,8 +267,9 @@ function M.ensure()
       vim.schedule(function()
         -- (Read here, not before the schedule: a restart asked for until now waits for this exit too.)
         local done, unanswered, auto = on_exited[client_id], owed[client_id] or {}, auto_started[client_id]
-        on_exited[client_id], owed[client_id], auto_started[client_id] = nil, nil, nil
-        local again, queued, gave_up = auto and vim.uv.now() - auto < 60000, nil, nil
+        local retry = retried[client_id]
+        on_exited[client_id], owed[client_id], auto_started[client_id], retried[client_id] = nil, nil, nil, nil
+        local again, queued, why_not = auto and vim.uv.now() - auto < 60000, nil, nil
         if M.client_id == client_id then
           M.client_id, queued, after_exit = nil, after_exit, nil
         end
@@ -252,14 +280,17 @@ function M.ensure()
             signal ~= 0 and signal or code)
           if again then
             why = why .. " again, within a minute of its restart: not restarted; :OllieRestart starts it"
+          elseif retry then
+            why = why .. " again before it came up: not restarted; :OllieRestart starts it"
           end
-          auto_next, gave_up = not again, again and why or nil
+          again = again or retry
+          auto_next, gave_up, why_not = not again, gave_up or again, again and why or nil
           if M.on_died then
             M.on_died(why, not again)
           end
         end
         for _, fn in ipairs(queued or {}) do
-          fn(gave_up) -- (sent again: to the restart's daemon, or one they start)
+          fn(why_not) -- (sent again: to the restart's daemon, or one they start)
         end
         for _, answer in pairs(unanswered) do
           answer(M.GONE, nil) -- (a prompt's answer tells by `seen` whether its turn began)
@@ -281,7 +312,7 @@ function M.ensure()
     return nil, "could not start " .. table.concat(cmd, " ")
   end
   M.client_id = id
-  auto_started[id], auto_next = auto_next and vim.uv.now() or nil, false
+  auto_started[id], auto_next, retried[id] = auto_next and vim.uv.now() or nil, false, gave_up or nil
   if config.options.attach_buffers then
     -- The file buffers already open: the model's file tools see (and edit) their unsaved text.
     for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -308,14 +339,15 @@ function M.restart(done)
     end
     local list = waiting or {}
     started, waiting = true, nil
-    local _, err = M.ensure()
+    local _, err = M.ensure(true)
     done(err)
     for _, fn in ipairs(list) do
       fn(err)
     end
   end
   if not id then
-    return start()
+    -- (Scheduled: the restart's "restarting…" and its outcome, said in one go, stopped the editor at "Press ENTER".)
+    return vim.schedule(start)
   end
   on_exited[id] = start
   if not old then
@@ -337,6 +369,9 @@ end
 ---@param cb fun(err: table|nil, result: any)
 ---@return integer|nil request_id
 function M.request(method, params, cb)
+  if M.stopped() then
+    M.ensure() -- a restart (on_retry): this waits for it
+  end
   if M.client_id and not waiting and not M.get() then
     after_exit = after_exit or {}
   end

@@ -170,26 +170,10 @@ local function leads_out(path, real)
   return nil
 end
 
----Why Neovim must not read `full` for a context (nil: it may). The workspace may be a cloned repository, or what
----a step made: a FIFO (readfile would wait on it for good), a link to /dev/zero, or a link leading out of the
----working directory.
----@param path string as the user named it
----@param full string its absolute path
----@return string|nil
-function M.unreadable(path, full)
-  local stat = vim.uv.fs_stat(full)
-  if not stat or stat.type ~= "file" then
-    return "not a regular file"
-  end
-  if stat.size > MAX_FILE_BYTES then
-    return "larger than " .. MAX_FILE_BYTES .. " bytes"
-  end
-  return leads_out(path, vim.uv.fs_realpath(full))
-end
-
----The bytes of the file the user named (nil and why when Neovim must not read them, as `unreadable` says). Looked
----at and read in one open of the file the links lead to: a check, then a read by name, read a FIFO (Neovim waited
----on it for good) or a link to a secret that a step swapped in between.
+---The bytes of the file the user named; nil and why when Neovim must not read them. The workspace may be a cloned
+---repository, or what a step made: a FIFO (a read waits on it for good), a link to /dev/zero, a link leading out of
+---the working directory. Looked at and read in one open of the file the links lead to: a check, then a read by name,
+---read a FIFO or a link to a secret that a step swapped in between.
 ---@param path string as the user named it
 ---@param full string its absolute path
 ---@return string|nil data, string|nil err
@@ -205,6 +189,19 @@ function M.read(path, full)
     return nil, "larger than " .. MAX_FILE_BYTES .. " bytes"
   end
   return data
+end
+
+---The lines of the file the user named as Neovim reads them (a last line's end adds no line, a CR before an end
+---goes), and its bytes; nil and why when Neovim must not read it (`read`: checked and read in one open).
+---@param path string as the user named it
+---@param full string its absolute path
+---@return string[]|nil lines, string|nil data_or_err
+function M.read_lines(path, full)
+  local data, err = M.read(path, full)
+  if not data then
+    return nil, err
+  end
+  return data == "" and {} or vim.split((data:gsub("\r?\n$", "")), "\r?\n"), data
 end
 
 ---An image file's context: beneath the working directory the daemon reads it (through its guarded path); one the
@@ -244,13 +241,11 @@ function M.file(path)
   if vim.fn.filereadable(full) ~= 1 then
     return nil, "#file:" .. path .. ": no such file"
   end
-  local data, err = M.read(path, full)
-  if not data then
+  local lines, err = M.read_lines(path, full)
+  if not lines then
     return nil, "#file:" .. path .. ": " .. err
   end
-  -- Its lines as readfile makes them (a last line's end adds no line, a CR before it goes, a NUL is a NL: a string
-  -- holding a NUL is a Blob to Vim's functions, which refuse it: E976).
-  local lines = data == "" and {} or vim.split((data:gsub("\r?\n$", "")), "\r?\n")
+  -- A NUL as readfile has it, a NL: a string holding a NUL is a Blob to Vim's functions, which refuse it (E976).
   for i, line in ipairs(lines) do
     lines[i] = (line:gsub("%z", "\n"))
   end

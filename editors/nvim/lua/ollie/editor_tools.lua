@@ -88,9 +88,9 @@ local function line_of(path, lnum, cache)
   if b then
     return vim.api.nvim_buf_get_lines(b, lnum, lnum + 1, false)[1] or ""
   end
-  -- A server may point into a FIFO a step made (readfile would wait on it for good) or a link to /dev/zero.
-  cache[path] = cache[path]
-    or (not require("ollie.context").unreadable(path, path) and vim.fn.readfile(path, "", 100000) or {})
+  -- A server may point into a FIFO a step made (a read would wait on it for good) or a link to /dev/zero: checked and
+  -- read in one open (a check, then a read by name, read what a step swapped in between).
+  cache[path] = cache[path] or require("ollie.context").read_lines(path, path) or {}
   return cache[path][lnum + 1] or ""
 end
 
@@ -274,12 +274,19 @@ local function with_buffer(path, method, cb)
       return cb(nil, "no such file")
     end
     -- The model names the file: a FIFO a step made would hold Neovim for good (its open waits on a writer), a
-    -- huge file fill its memory.
-    local why = require("ollie.context").unreadable(path, path)
-    if why then
-      return cb(nil, why)
+    -- huge file fill its memory. Checked and read in one open, then put in the buffer as Neovim would have read it
+    -- (BufReadCmd): a check, then Neovim's read by name, read what a step swapped in between.
+    local lines, data = require("ollie.context").read_lines(path, path)
+    if not lines then
+      return cb(nil, data)
     end
     b = vim.fn.bufadd(path)
+    vim.api.nvim_create_autocmd("BufReadCmd", { buffer = b, once = true, callback = function()
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+      vim.bo[b].fileformat = data:find("\r\n") and "dos" or "unix"
+      vim.bo[b].eol, vim.bo[b].modified = data == "" or data:sub(-1) == "\n", false
+      vim.api.nvim_exec_autocmds("BufReadPost", { buffer = b, modeline = false }) -- (its filetype, ondisk's note)
+    end })
     vim.fn.bufload(b)
     vim.bo[b].buflisted = false
     -- A buffer loaded in the background gets its filetype (and so its language servers) on demand.

@@ -42,6 +42,9 @@ end
 
 ---Start the daemon if it is not running; false (told) when it cannot start.
 local function started()
+  if client.stopped() then
+    return true -- (the first request restarts it: opening the chat started one, and the prompt sent there another)
+  end
   local _, err = client.ensure()
   if err then
     notify(err, vim.log.levels.ERROR)
@@ -352,8 +355,9 @@ local function resume(crash)
         client.request("ollie/session/load", { session = session }, function(load_err, res)
           loading = loading - 1
           settled()
-          if load_err == client.GONE then
-            return -- it died too: on_died restarts it again or lets the chats go
+          if load_err == client.GONE or (load_err and load_err.unsent) then
+            -- It died too: on_died restarts it again or lets the chats go (a redraw here started one more daemon).
+            return
           elseif load_err then
             notify(err_text(load_err), vim.log.levels.WARN)
           end
@@ -388,6 +392,8 @@ function M.restart()
   end
   resume()
 end
+
+client.on_retry = M.restart
 
 ---A daemon died unasked: the chats keep what its running turns showed (cut short), and it is restarted once; one that
 ---dies again at once is left stopped, said in each chat, what was typed meanwhile back in the input.

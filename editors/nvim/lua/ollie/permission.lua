@@ -374,6 +374,10 @@ local function float_select(items, opts, on_choice)
   local title = " " .. one_line(vim.split(opts.prompt, "\n")[1]) .. " "
   local width = math.min(math.max(vim.fn.strdisplaywidth(title), unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
     + 2, vim.o.columns - 4)
+  if vim.fn.strdisplaywidth(title) > width then
+    -- Neovim cut it at the border, mid-path, with nothing to say so (an MCP server's command line).
+    title = vim.fn.strcharpart(title, 0, width - 2) .. "… "
+  end
   local win = vim.api.nvim_open_win(buf, true, {
     relative = "editor", row = select_row(#lines + 2), col = math.floor((vim.o.columns - width) / 2),
     width = width, height = #lines, style = "minimal", border = "rounded", title = title, title_pos = "center",
