@@ -470,6 +470,29 @@ vim.cmd("qa!")
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
 
 
+def test_an_ollie_lsp_installed_off_path_is_named_with_the_fix(tmp_path):
+    # `pipx install` as README says, whose note that ~/.local/bin is not on PATH scrolled by: :Ollie said to install
+    # what was installed. The daemon found there is named, not run.
+    home = tmp_path / "home"
+    bin_dir = home / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    (bin_dir / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
+    (bin_dir / "ollie-lsp").chmod(0o755)
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+local cmd, err = require("ollie.config").server_cmd()
+io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL }}))
+vim.cmd("qa!")
+""")
+    result, _ = lua_result(script, tmp_path, env={**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(home)})
+    assert result["cmd"] is None, result
+    assert result["err"].startswith("ollie-lsp is in ~/.local/bin, which is not on PATH: run `pipx ensurepath`"), result
+    assert not ran.exists()
+
+
 @pytest.mark.parametrize("setup", ["{}", '{ cmd = { "ollie-lsp" } }'], ids=["default", "cmd-by-name"])
 def test_a_relative_path_entry_never_runs_the_repositorys_ollie_lsp(tmp_path, setup):
     """With `node_modules/.bin` (or `bin`, `.`) on PATH, as many set it up, and ollie-lsp installed: `executable()`
