@@ -463,7 +463,7 @@ vim.wait(1000, function() return false end)
 io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL, told = told }}))
 vim.cmd("qa!")
 """)
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no ollie-lsp of the tester's ~/.local/bin
     result, _ = lua_result(script, repo, env=env)
     assert result["cmd"] is None and "ollie-lsp not found on PATH" in result["err"], result
     assert any("ollie-lsp not found on PATH" in msg for msg in result["told"]), result  # :Ollie says so
