@@ -95,6 +95,8 @@ class AcpSession:
     rejected_always: set[str] = field(default_factory=set)
     # Warnings told at the start of the next prompt's reply, each once (an agent config the selector leaves out).
     untold: list[str] = field(default_factory=list)
+    # The client failed a question (it has no session/request_permission, as the SDK's example client): said once.
+    cannot_ask_told: bool = False
 
     @property
     def mode(self) -> str:
@@ -160,6 +162,12 @@ class AcpSession:
             answer = await self.client.request_permission(session_id=self.id, tool_call=tool_call, options=options)
         except RequestError as exc:
             logger.info("permission request failed: %s", exc)
+            if not self.cannot_ask_told:  # else each step just fails, "rejected", with no word of why or what to do
+                self.cannot_ask_told = True
+                await self._tell(f'"{tool_call.title}" was rejected: this client failed ollie\'s question about it '
+                                 f"(session/request_permission: {exc}), as it will every question. To let steps run "
+                                 "unasked, pick the mode `auto-edit` (edits) or `auto` (edits and commands), or send "
+                                 "`/approval auto`.\n\n")
             return None
         outcome = answer.outcome
         if outcome.outcome != "selected" or outcome.option_id not in {o.option_id for o in options}:

@@ -20,12 +20,15 @@ import pytest
 SITE = sysconfig.get_paths()["purelib"]
 PRELUDE = f"import site; site.addsitedir({SITE!r})\n"
 DAEMON = PRELUDE + "import runpy; runpy.run_module('ollie_lsp', run_name='__main__')\n"
+# Isolated, and without the system's site-packages (-S): the packages a Debian python3-* install puts there (pipx's
+# dependencies, as README has it installed, bring an older attrs) would come before this checkout's.
+FLAGS = ("-I", "-S")
 
 
 def _can_run(python: str, user: pwd.struct_passwd) -> bool:
     # It must also be able to start itself again (the fork server is `sys.executable`).
     check = "import ollie, pyseccomp, subprocess, sys; subprocess.run([sys.executable, '-c', ''], check=True)"
-    probe = [*_as(user), python, "-I", "-c", PRELUDE + check]
+    probe = [*_as(user), python, *FLAGS, "-c", PRELUDE + check]
     return subprocess.run(probe, capture_output=True, cwd="/", timeout=60).returncode == 0
 
 
@@ -63,7 +66,7 @@ def python_for(name: str) -> str:
 def run_as(name: str, code: str, *, env: Mapping[str, str], cwd: Path, timeout: float = 120) -> str:
     """Run Python `code` as user `name` with exactly `env` in `cwd`; its stdout (an assertion error names stderr)."""
     user = os_user(name)
-    done = subprocess.run([*_as(user), python_for(name), "-I", "-c", PRELUDE + code], capture_output=True,
+    done = subprocess.run([*_as(user), python_for(name), *FLAGS, "-c", PRELUDE + code], capture_output=True,
                           text=True, env=dict(env), cwd=cwd, timeout=timeout)
     assert done.returncode == 0, f"as {name}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done.stdout
@@ -75,7 +78,7 @@ def ollie_lsp_for(name: str, home: Path) -> Path:
     launcher = home / "bin" / "ollie-lsp"
     if not launcher.exists():
         launcher.parent.mkdir(exist_ok=True)
-        launcher.write_text(f"#!/bin/sh\nexec {python_for(name)} -I -c {shlex.quote(DAEMON)} \"$@\"\n")
+        launcher.write_text(f"#!/bin/sh\nexec {python_for(name)} {' '.join(FLAGS)} -c {shlex.quote(DAEMON)} \"$@\"\n")
         launcher.chmod(0o755)
         for path in (launcher.parent, launcher):
             os.chown(path, user.pw_uid, user.pw_gid)

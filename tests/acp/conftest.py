@@ -40,7 +40,8 @@ class RecordingClient:
 
     def __init__(self) -> None:
         self.updates: list[tuple[str, Any]] = []
-        self.permission_answers: list[str | None] = []  # option ids, None = cancelled, "away" = never answered
+        # option ids, None = cancelled, "away" = never answered, "fail" = the error of a client without the method
+        self.permission_answers: list[str | None] = []
         self.permission_requests: list[Any] = []
         self.files: dict[str, str] = {}
         self.writes: list[tuple[str, str]] = []
@@ -54,6 +55,8 @@ class RecordingClient:
         answer = self.permission_answers.pop(0) if self.permission_answers else None
         if answer == "away":
             await asyncio.Event().wait()
+        if answer == "fail":
+            raise acp.RequestError.method_not_found("session/request_permission")
         if answer is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))

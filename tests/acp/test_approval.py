@@ -71,6 +71,22 @@ async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, ll
     assert (agent.workspace / "a.txt").read_text() == "one\n"
 
 
+async def test_a_client_that_cannot_answer_a_question_is_told_once_what_to_do(start_agent, llm) -> None:
+    # The SDK's example client answers session/request_permission "method not found": under `ask` each step was
+    # rejected with no word of why, the model told the user refused.
+    llm.script(run("touch x"), Reply.text("1"), run("touch y"), Reply.text("2"))
+    agent = await start_agent(env=llm.env(approval=""))
+    sid = await agent.new()
+    agent.client.permission_answers = ["fail", "fail"]
+    await agent.prompt(sid, "touch x")
+    told = agent.client.text(sid)
+    assert '"Run `touch x`" was rejected: this client failed ollie\'s question about it' in told, told
+    assert "pick the mode `auto-edit` (edits) or `auto` (edits and commands), or send `/approval auto`" in told
+    assert not (agent.workspace / "x").exists()
+    await agent.prompt(sid, "touch y")
+    assert len(agent.client.permission_requests) == 2 and agent.client.text(sid).count("was rejected") == 1
+
+
 async def test_an_answer_shows_on_its_card_not_as_the_model_s_text(start_agent, llm) -> None:
     # Zed showed "allowed: Run `touch x`" as agent text, as if the model wrote it, beside the card saying "Allowed".
     llm.script(run("touch x"), edit("a.txt", "one", "two"), Reply.text("done"))

@@ -463,11 +463,34 @@ vim.wait(1000, function() return false end)
 io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL, told = told }}))
 vim.cmd("qa!")
 """)
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no ollie-lsp of the tester's ~/.local/bin
     result, _ = lua_result(script, repo, env=env)
     assert result["cmd"] is None and "ollie-lsp not found on PATH" in result["err"], result
     assert any("ollie-lsp not found on PATH" in msg for msg in result["told"]), result  # :Ollie says so
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
+
+
+def test_an_ollie_lsp_installed_off_path_is_named_with_the_fix(tmp_path):
+    # `pipx install` as README says, whose note that ~/.local/bin is not on PATH scrolled by: :Ollie said to install
+    # what was installed. The daemon found there is named, not run.
+    home = tmp_path / "home"
+    bin_dir = home / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    (bin_dir / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
+    (bin_dir / "ollie-lsp").chmod(0o755)
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+require("ollie").setup({{}})
+local cmd, err = require("ollie.config").server_cmd()
+io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL }}))
+vim.cmd("qa!")
+""")
+    result, _ = lua_result(script, tmp_path, env={**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(home)})
+    assert result["cmd"] is None, result
+    assert result["err"].startswith("ollie-lsp is in ~/.local/bin, which is not on PATH: run `pipx ensurepath`"), result
+    assert not ran.exists()
 
 
 @pytest.mark.parametrize("setup", ["{}", '{ cmd = { "ollie-lsp" } }'], ids=["default", "cmd-by-name"])

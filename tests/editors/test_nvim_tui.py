@@ -293,6 +293,8 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         assert "ollie: approve?" in asked and "ollie asks to: Edit util.py" in asked
         assert "at util.py:2 " in asked, "the float names the line the edit changes"
         assert "-    return x" in asked and "Reject with feedback" in asked
+        # It says how it is answered: a number alone only moves its cursor (a new user typed `1` and waited).
+        assert "number or j/k, then <CR> · q: dismiss" in asked, asked
         # The answers' float keeps off the chat's statusline, which says what the session waits for (it hid it).
         assert any(line.endswith("│ ollie: waiting for your answer $0.0000") for line in asked.splitlines()), asked
         tmux.keys("1", "Enter")

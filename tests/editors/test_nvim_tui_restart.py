@@ -135,7 +135,7 @@ def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_
     try:
         if broken == "missing":
             tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # ollie-lsp uninstalled meanwhile
-            said = ["ollie-lsp not found on PATH", "once that is fixed"]
+            said = ["on PATH", "once that is fixed"]  # "not found on PATH", or "in ~/.local/bin, which is not on PATH"
         else:
             wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\n' + HOLD + 'exit 3')
             said = ["error: the ollie daemon stopped (exit code 3) again", "not restarted; :OllieRestart starts it"]

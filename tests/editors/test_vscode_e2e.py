@@ -56,11 +56,12 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
 
 @pytest.mark.timeout(200)
 def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
-    """No ollie-lsp on PATH and no ollie.serverCommand: the chat says how to install it (it was blank), and a prompt
-    sent anyway stays in the chat with the answer that the daemon is not running (it was swallowed). And code-server
-    asks a password of a request without the test's cookie (`--auth none` served any user of the machine)."""
-    shows(run_e2e("nolsp.mjs", total_ms=150000),
-          "with no ollie-lsp the chat says how to install it", "code-server asks another user for its password")
+    """No ollie-lsp on PATH and no ollie.serverCommand, pipx's in ~/.local/bin: the chat says `pipx ensurepath` (it
+    said to install it, and was blank before that), and a prompt sent anyway stays in the chat with the answer that
+    the daemon is not running (it was swallowed). And code-server asks a password of a request without the test's
+    cookie (`--auth none` served any user of the machine). Screenshot: no-ollie-lsp-start."""
+    shows(run_e2e("nolsp.mjs", total_ms=150000), "with no ollie-lsp on PATH the chat says how to put it there",
+          "code-server asks another user for its password")
 
 
 @pytest.mark.timeout(330)

@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from ollie.cli.doctor import check_lsp_on_path
+
 from .test_cli import run_ollie
 from .test_first_run import closed_url
 
@@ -35,7 +37,9 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "ollie-lsp").write_text("#!/bin/sh\n")
     (tmp_path / "bin" / "ollie-lsp").chmod(0o755)
-    env = {"OLLIE_OLLAMA_URL": closed_url(), "OLLIE_CONFIG_DIR": str(config), "PATH": "bin:/usr/bin:/bin"}
+    # HOME: none of ours in ~/.local/bin, where doctor says it is installed off PATH.
+    env = {"OLLIE_OLLAMA_URL": closed_url(), "OLLIE_CONFIG_DIR": str(config), "PATH": "bin:/usr/bin:/bin",
+           "HOME": str(tmp_path)}
     proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env, cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     failed = lines(proc.stdout, "FAIL")
@@ -47,6 +51,18 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path):
     # Neither editor runs a project's .venv/bin/ollie-lsp (a repository could carry one): doctor must not say so.
     assert "never in a project's .venv/bin" in lsp and "then in the workspace" not in lsp
     assert "3 problems found" in proc.stdout
+
+
+def test_doctor_names_an_ollie_lsp_installed_off_path_with_the_fix(tmp_path, monkeypatch):
+    # `pipx install` put it in ~/.local/bin, its note that this is not on PATH scrolled by: doctor said to install it.
+    installed = tmp_path / ".local" / "bin" / "ollie-lsp"
+    installed.parent.mkdir(parents=True)
+    installed.write_text("#!/bin/sh\n")
+    installed.chmod(0o755)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    check = check_lsp_on_path("/usr/bin:/bin")
+    assert not check.ok and check.detail == f"{installed} is installed but its directory is not on PATH", check
+    assert check.fix.startswith("run `pipx ensurepath`"), check
 
 
 def test_doctor_reports_a_missing_model_and_key(scripted_llm, tmp_path):

@@ -149,6 +149,12 @@ def check_lsp_on_path(path: str | None = None) -> Check:
     found = shutil.which("ollie-lsp", path=os.pathsep.join(d for d in value.split(os.pathsep) if os.path.isabs(d)))
     if found:
         return Check("ollie-lsp", True, found)
+    # Where pipx and `uv tool` put it: installed, as README says, in a directory this shell's PATH lacks.
+    installed = Path.home() / ".local" / "bin" / "ollie-lsp"
+    if os.access(installed, os.X_OK):
+        return Check("ollie-lsp", False, f"{installed} is installed but its directory is not on PATH",
+                     "run `pipx ensurepath` (or add it to PATH in your shell's profile), then start your editor from "
+                     "a new shell")
     return Check("ollie-lsp", False,
                  "not on PATH (the editors look for it there only, never in a project's .venv/bin)",
                  f"install it with {INSTALL}, or set VS Code's `ollie.serverCommand` / Neovim's `cmd`")

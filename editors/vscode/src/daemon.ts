@@ -2,6 +2,7 @@
 
 import * as cp from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as vscode from "vscode";
 import {
   CloseAction, LanguageClient, LanguageClientOptions, MessageType, ServerOptions, ShowMessageNotification, ShowMessageRequest, State,
@@ -196,6 +197,7 @@ export class Daemon implements vscode.Disposable {
       args: settings.serverArgs,
       pathEnv: process.env.PATH ?? "",
       isExecutable,
+      home: os.homedir(),
     });
     if ("error" in resolved) {
       this.startError = resolved.error;

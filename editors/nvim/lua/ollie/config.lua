@@ -247,6 +247,12 @@ function M.server_cmd()
   end
   -- Never a `.venv/bin/ollie-lsp` of the current directory: a repository may carry one, and it would run as the
   -- user, outside any sandbox, on the first :Ollie.
+  -- pipx and `uv tool` install it in ~/.local/bin, which is often not on PATH yet (pipx's warning scrolls by): the
+  -- fix comes first, as the message is cut to the screen's width.
+  if vim.fn.executable(vim.fs.normalize("~/.local/bin/ollie-lsp")) == 1 then
+    return nil, "ollie-lsp is in ~/.local/bin, which is not on PATH: run `pipx ensurepath` and restart Neovim from "
+      .. "a new shell, or set require('ollie').setup({cmd = {...}})"
+  end
   return nil, "ollie-lsp not found on PATH: install it with "
     .. "`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) or `uv tool install ollie-agent`, "
     .. "or set require('ollie').setup({cmd = {...}})"

@@ -372,8 +372,10 @@ local function float_select(items, opts, on_choice)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable, vim.bo[buf].bufhidden = false, "wipe"
   local title = " " .. one_line(vim.split(opts.prompt, "\n")[1]) .. " "
-  local width = math.min(math.max(vim.fn.strdisplaywidth(title), unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
-    + 2, vim.o.columns - 4)
+  -- Said on the float: a number only moves the cursor (Neovim's own picker said "Type number and <Enter>").
+  local footer = " number or j/k, then <CR> · q: dismiss "
+  local width = math.min(math.max(vim.fn.strdisplaywidth(title), vim.fn.strdisplaywidth(footer),
+    unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines))) + 2, vim.o.columns - 4)
   if vim.fn.strdisplaywidth(title) > width then
     -- Neovim cut it at the border, mid-path, with nothing to say so (an MCP server's command line).
     title = vim.fn.strcharpart(title, 0, width - 2) .. "… "
@@ -381,7 +383,9 @@ local function float_select(items, opts, on_choice)
   local win = vim.api.nvim_open_win(buf, true, {
     relative = "editor", row = select_row(#lines + 2), col = math.floor((vim.o.columns - width) / 2),
     width = width, height = #lines, style = "minimal", border = "rounded", title = title, title_pos = "center",
+    footer = footer, footer_pos = "center",
   })
+  vim.wo[win].cursorline = true  -- the answer <CR> picks is seen ("minimal" turns the cursor line off)
   local done = false
   local function finish(item)
     if not done then

@@ -14,6 +14,8 @@ export interface ResolveOptions {
   /** The PATH environment variable. */
   pathEnv: string;
   isExecutable: (file: string) => boolean;
+  /** The user's home directory: where pipx and `uv tool` install, in `.local/bin`. */
+  home?: string;
 }
 
 const DAEMON = "ollie-lsp";
@@ -52,6 +54,16 @@ export function resolveServerCommand(options: ResolveOptions): ServerCommand | {
   }
   const found = onPath(DAEMON, options);
   if (found) return { command: found, args: options.args };
+  // Installed as README says, in a directory the editor's PATH lacks (pipx's warning about it scrolls by): not run
+  // from there unasked, but named, with the fix.
+  const installed = options.home ? path.join(options.home, ".local", "bin", DAEMON) : undefined;
+  if (installed && options.isExecutable(installed)) {
+    return {
+      error:
+        `${DAEMON} is in ${path.dirname(installed)}, which is not on PATH: run "pipx ensurepath" and restart VS Code ` +
+        `from a new shell; or set "ollie.serverCommand" to "${installed}".`,
+    };
+  }
   return {
     error:
       `Cannot find ${DAEMON} on PATH: install it with ` +

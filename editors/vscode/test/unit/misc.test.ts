@@ -40,6 +40,10 @@ test("server command: the setting, then PATH; never a workspace's .venv", () => 
   // A repository's own .venv/bin/ollie-lsp would run as the user, unsandboxed: not found, said plainly.
   const missing = resolveServerCommand({ ...base, configured: "", isExecutable: (f) => f.endsWith("/.venv/bin/ollie-lsp") });
   assert.ok("error" in missing && /not find ollie-lsp on PATH/.test(missing.error) && /ollie\.serverCommand/.test(missing.error));
+  // Installed by pipx in ~/.local/bin, not on the editor's PATH: it said to install what was installed.
+  const offPath = resolveServerCommand({ ...base, configured: "", home: "/home/u", isExecutable: (f) => f === "/home/u/.local/bin/ollie-lsp" });
+  assert.deepEqual(offPath, { error: 'ollie-lsp is in /home/u/.local/bin, which is not on PATH: run "pipx ensurepath" and restart VS Code ' +
+    'from a new shell; or set "ollie.serverCommand" to "/home/u/.local/bin/ollie-lsp".' });
 });
 
 test("server command: a relative PATH entry is never searched, for ollie-lsp or a command named by the setting", () => {
