@@ -88,9 +88,12 @@ local function line_of(path, lnum, cache)
   if b then
     return vim.api.nvim_buf_get_lines(b, lnum, lnum + 1, false)[1] or ""
   end
-  -- A server may point into a FIFO a step made (readfile would wait on it for good) or a link to /dev/zero.
-  cache[path] = cache[path]
-    or (not require("ollie.context").unreadable(path, path) and vim.fn.readfile(path, "", 100000) or {})
+  -- A server may point into a FIFO a step made (readfile would wait on it for good) or a link to /dev/zero: checked
+  -- and read in one open, as a step may swap either in after a check by name.
+  if not cache[path] then
+    local data = require("ollie.context").read(path, path)
+    cache[path] = data and vim.split(data, "\n", { plain = true }) or {}
+  end
   return cache[path][lnum + 1] or ""
 end
 
@@ -274,12 +277,17 @@ local function with_buffer(path, method, cb)
       return cb(nil, "no such file")
     end
     -- The model names the file: a FIFO a step made would hold Neovim for good (its open waits on a writer), a
-    -- huge file fill its memory.
-    local why = require("ollie.context").unreadable(path, path)
-    if why then
+    -- huge file fill its memory, a link to a secret swapped in after a check by name be loaded as the file. So the
+    -- buffer gets the bytes of the one open that checked them, never Neovim's own read by name.
+    local data, why = require("ollie.context").read(path, path)
+    if not data then
       return cb(nil, why)
     end
     b = vim.fn.bufadd(path)
+    vim.api.nvim_create_autocmd("BufReadCmd", { buffer = b, once = true, callback = function()
+      vim.api.nvim_buf_set_lines(b, 0, -1, false, vim.split(data:gsub("\n$", ""), "\n", { plain = true }))
+      vim.bo[b].modified = false
+    end })
     vim.fn.bufload(b)
     vim.bo[b].buflisted = false
     -- A buffer loaded in the background gets its filetype (and so its language servers) on demand.
