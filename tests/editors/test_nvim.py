@@ -718,6 +718,52 @@ vim.cmd("qa!")
                                              "endColumn": 1}]}, result
 
 
+def test_a_buffers_file_swapped_for_a_link_is_not_reloaded_through_it_after_a_tool_round(tmp_path):
+    """After each tool round the plugin reloads the buffers whose files changed (`checktime`): a step's
+    `ln -sf ~/.ssh/id_rsa notes.txt` (a link is any step's to make, wherever it leads) had Neovim, as the user, read the
+    key into the buffer of notes.txt, whose text the daemon then took for the file's. It is held, the user told; a
+    file rewritten in place is still reloaded, and one a step made where none was is no link to tell of."""
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    (tmp_path / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    os.utime(tmp_path / "id_rsa", (1_000_000_000, 1_000_000_000))  # an old key: its mtime is not the buffer's
+    for name in ("notes.txt", "plain.txt"):
+        (ws / name).write_text("hello\n")
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local requests = require("ollie.requests")
+local told = {{}}
+vim.notify = function(msg) table.insert(told, msg) end
+local bufs = {{}}
+for _, name in ipairs({{ "notes.txt", "plain.txt", "new.txt" }}) do
+  vim.cmd.edit(name)
+  bufs[name] = vim.api.nvim_get_current_buf()
+end
+-- The step: a link to the key for notes.txt, a rewrite of plain.txt, a new file where the buffer had none.
+assert(os.remove("notes.txt"))
+assert(vim.uv.fs_symlink({json.dumps(str(tmp_path / "id_rsa"))}, "notes.txt"))
+for _, name in ipairs({{ "plain.txt", "new.txt" }}) do
+  local tmp = assert(io.open(name .. ".tmp", "w"))
+  tmp:write("changed\\n")
+  tmp:close()
+  assert(os.rename(name .. ".tmp", name))
+end
+requests.checktime()
+local out = {{ told = told }}
+for name, b in pairs(bufs) do
+  out[name] = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+end
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    result = lua_result(script, ws)[0]
+    assert result["notes.txt"] == ["hello"], result  # (the key, before)
+    assert result["told"] == [f"ollie: notes.txt is a link to {tmp_path / 'id_rsa'} now: its buffer is not reloaded"], \
+        result
+    assert result["plain.txt"] == ["changed"], result
+
+
 def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):
     """ondisk.lua noted a buffer's file as its stamp, then its digest: a step's write landing between the two (a file
     renamed over it) paired the old stamp with the new content's digest, so that change later passed as "a rewrite
