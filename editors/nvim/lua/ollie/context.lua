@@ -157,7 +157,7 @@ local MAX_FILE_BYTES = 16 * 1024 * 1024
 ---@param path string
 ---@param real string|nil
 ---@return string|nil
-local function leads_out(path, real)
+function M.leads_out(path, real)
   local cwd = vim.fs.normalize(vim.fn.getcwd())
   local named = vim.fs.normalize(path)
   named = vim.startswith(named, "/") and named or vim.fs.normalize(cwd .. "/" .. named)
@@ -184,7 +184,7 @@ function M.unreadable(path, full)
   if stat.size > MAX_FILE_BYTES then
     return "larger than " .. MAX_FILE_BYTES .. " bytes"
   end
-  return leads_out(path, vim.uv.fs_realpath(full))
+  return M.leads_out(path, vim.uv.fs_realpath(full))
 end
 
 ---The bytes of the file the user named (nil and why when Neovim must not read them, as `unreadable` says). Looked
@@ -196,7 +196,7 @@ end
 function M.read(path, full)
   local real = vim.uv.fs_realpath(full)
   local stat = real and vim.uv.fs_stat(real)
-  local why = (not stat or stat.type ~= "file") and "not a regular file" or leads_out(path, real)
+  local why = (not stat or stat.type ~= "file") and "not a regular file" or M.leads_out(path, real)
   local data = not why and ondisk.read_plain(real, MAX_FILE_BYTES)
   if not data then
     return nil, why or "not a regular file"

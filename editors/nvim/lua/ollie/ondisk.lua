@@ -73,16 +73,16 @@ function M.remember(buf)
   end
 end
 
----Where `buf`'s name leads now when a link swapped in since the editor last read or wrote it leads elsewhere (a step's
----`ln -sf ~/.ssh/id_rsa notes.txt`: Neovim's reload would read the key into the buffer, and the daemon take it for
----the file's text), else nil. A file made since (none then) leads to its own name.
+---Where `buf`'s name leads now when it is a link (or a dir on its way is) leading elsewhere than when the editor last
+---read or wrote it (a step's `ln -sf ~/.ssh/id_rsa notes.txt`: Neovim's reload would read the key into the buffer,
+---and the daemon take it for the file's text), else nil. The user's own link, unchanged, is no news.
 ---@param buf integer
 ---@return string|nil
 function M.relinked(buf)
   local known, name = seen[buf], vim.api.nvim_buf_get_name(buf)
   local real = known and vim.uv.fs_realpath(name)
-  local own = known and (known.real or ((vim.uv.fs_realpath(vim.fs.dirname(name)) or "") .. "/" .. vim.fs.basename(name)))
-  return real and real ~= own and real or nil
+  local own = (vim.uv.fs_realpath(vim.fs.dirname(name)) or "") .. "/" .. vim.fs.basename(name)
+  return real and real ~= own and real ~= known.real and real or nil
 end
 
 ---Whether `buf`'s file changed on disk since the editor last read or wrote it (false when it never noted it). A file

@@ -77,6 +77,16 @@ function M.readable_file(path)
   return ondisk.not_regular(path) == nil
 end
 
+---Why Neovim must not open absolute `path` in a buffer (nil: it may): not a regular file (see `readable_file`), or a
+---link in the workspace leading out of it (a step's `ln -s ~/.ssh/id_rsa notes.txt`: the key, in a buffer of the
+---workspace's name, would pass for that file's text, to the user and to the daemon).
+---@param path string
+---@return string|nil
+function M.unopenable(path)
+  local out = M.readable_file(path) and require("ollie.context").leads_out(path, vim.uv.fs_realpath(path))
+  return out == false and "is not a regular file" or out and ("is " .. out) or nil
+end
+
 ---Reload buffer `buf` (nil: every file buffer) where the disk changed under it. A buffer with unsaved changes
 ---stays as it is: `checktime` would stop the whole editor on Vim's W12 question (its Load drops them), and the
 ---user's `:w` still warns that the file changed. One whose file a step replaced by a FIFO or a device is not read
