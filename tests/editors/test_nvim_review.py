@@ -315,8 +315,8 @@ def test_a_fifo_a_step_left_is_never_opened_from_the_transcript_or_the_changes(w
     """A step replaces the file it wrote by a FIFO and adds a link to it: opening the step's location (<CR> in the
     transcript), the link's diff from the changes list or `<C-w>f` on its line there read the FIFO, and Neovim waited
     for its writer for good. `gf` on an added link to the user's key where the answer names it read the key into a
-    buffer of the link's name: shown, and the daemon's text of that file (a step's plain file put back with the key's mtime and mode is
-    no change to Neovim, so the model's file_read of it got the key)."""
+    buffer of the link's name: shown, and the daemon's text of that file (a step's plain file put back with the key's
+    mtime and mode is no change to Neovim, so the model's file_read of it got the key)."""
     key = workspace.parent / "id_rsa"
     key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
     srv = scripted_llm("openai")
