@@ -15,7 +15,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
-from ollie.tools.documents import STALE, ApplyResult, Version, disk_text
+from ollie import beneath
+from ollie.tools.documents import STALE, ApplyResult, Version, disk_text, plain_path_beneath
 from ollie_lsp.asking import ask_client
 from ollie_lsp.lineindex import ChunkedDocument, line_ends
 
@@ -108,9 +109,11 @@ class LspDocuments:
         return bool(workspace and workspace.apply_edit)
 
     async def text(self, path: Path) -> tuple[str, Version] | None:
-        """The open document's text and version; None when `path` is not open."""
+        """The open document's text and version; None when `path` is not open, or its text came through a link."""
         doc = self.find(path)
-        return None if doc is None else (doc.source, doc.version or 0)
+        if doc is None or await read_through_link(doc):
+            return None
+        return doc.source, doc.version or 0
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
         """Replace the document's text through `workspace/applyEdit` and save it (see `apply_edit`); the disk
@@ -168,6 +171,36 @@ def changed_on_disk_notice(name: str) -> str:
             f"in the buffer only). Merge the two and save {name}, or reload it from disk.")
 
 
+def note_source(ls: LanguageServer, doc: TextDocument) -> None:
+    """Look, off the event loop, at what `doc`'s file is as the editor sends its text (didOpen, didChange): a link in
+    the workspace (a step's `ln -s ~/.ssh/id_rsa notes.txt`) means the editor, as the user, read where it leads (its
+    reload), and that text is never the file's again, even once a file is back (the same mtime and mode: no reload
+    undid it) until the document is closed."""
+    before = getattr(doc, "through_link", None)
+    doc.through_link = asyncio.ensure_future(_through_link(ls, doc, before))  # type: ignore[attr-defined]
+
+
+async def read_through_link(doc: TextDocument) -> bool:
+    """Whether the editor's text of `doc` was sent while a link stood at its name (see `note_source`)."""
+    check = getattr(doc, "through_link", None)
+    return check is not None and await check
+
+
+async def _through_link(ls: LanguageServer, doc: TextDocument, before: asyncio.Future[bool] | None) -> bool:
+    if before is not None and await before:
+        return True
+    path = Path(doc.path)
+    for folder in list(ls.workspace.folders.values()):
+        root = to_fs_path(folder.uri)
+        if root and beneath.inside(root, path) and os.path.abspath(root) != str(path):
+            if await plain_path_beneath(Path(root), path) is None:
+                ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=(
+                    f"ollie: {path.name} was read by the editor through a link: the agent reads that file from disk, "
+                    "not from your buffer, until you close it")))
+                return True
+    return False
+
+
 def register_documents(server: LanguageServer) -> None:
     """Declare didOpen/didChange/didClose so `textDocumentSync.openClose` is advertised (pygls' workspace keeps them)."""
 
@@ -175,8 +208,9 @@ def register_documents(server: LanguageServer) -> None:
     def did_open(ls: LanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         """pygls' workspace has stored the document: it keeps it as chunks instead (a keystroke costs its chunk)."""
         item = params.text_document
-        ls.workspace.text_documents[unquote(item.uri)] = ChunkedDocument(
+        doc = ls.workspace.text_documents[unquote(item.uri)] = ChunkedDocument(
             item.uri, item.text, item.version, item.language_id, position_codec=ls.workspace.position_codec)
+        note_source(ls, doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LanguageServer, params: types.DidCloseTextDocumentParams) -> None:

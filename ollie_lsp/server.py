@@ -37,7 +37,7 @@ from ollie.loopshare import PASS_CPU_S  # also what one callback may spend on a 
 from ollie.startup import release_free_memory
 from ollie.stdio import INVALID_REQUEST
 from ollie_lsp.capabilities import fit_capabilities
-from ollie_lsp.documents import LspDocuments
+from ollie_lsp.documents import LspDocuments, note_source
 from ollie_lsp.eager import start_eagerly
 from ollie_lsp.errors import SessionNotFound
 from ollie_lsp.framing import Item, Problem, decode
@@ -133,6 +133,7 @@ class OllieProtocol(LanguageServerProtocol):
             else:
                 doc.apply_change(change)
         doc.version = params.text_document.version
+        note_source(self._server, doc)
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield user_handler, (params,), None
 

@@ -1207,3 +1207,125 @@ vim.cmd("qa!")
     shown = [line.strip() for line in lines if "⇄" in line]
     assert shown == ["⇄ a.test:443 denied (you said no, twice), sent 0 B, received 0 B",
                      "⇄ b.test:80 allowed (once), sent 2.0 KB, received 0 B"], (lines, stderr)
+
+
+def test_editor_tools_never_load_or_read_a_file_swapped_for_a_link_or_a_fifo_after_its_check(tmp_path):
+    """The editor tools (definition, references, symbols) checked a file by name, then had Neovim load it (a buffer
+    for its language servers) or read its lines (a location's columns) by name again: a step that swapped in a link
+    to a secret had the secret loaded as the workspace's file (sent to the language servers, its diagnostics to the
+    model), a FIFO held Neovim for good. The swap is made as Neovim opens the file, through an override of its
+    opens; a language server (in-process here) answers with a location in a file another swap turns into a FIFO."""
+    ws = (tmp_path / "ws").resolve()
+    (ws / "spare").mkdir(parents=True)
+    (tmp_path / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    for name in ("a.py", "b.py", "c.py"):
+        (ws / name).write_text("x = 1\ny = x\n")
+    (ws / "spare" / "b.py").symlink_to(tmp_path / "id_rsa")
+    os.mkfifo(ws / "spare" / "c.py")
+    swaps = {str(ws / name): str(ws / "spare" / name) for name in ("b.py", "c.py")}
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+vim.cmd("filetype on")
+local tools = require("ollie.editor_tools")
+local swaps = vim.json.decode({json.dumps(json.dumps(swaps))})
+local ws = {json.dumps(str(ws))}
+-- The step's swap lands right as Neovim opens the file, whichever way it opens it.
+local function swapping(open)
+  return function(path, ...)
+    local key = type(path) == "number" and vim.api.nvim_buf_get_name(path) or path
+    if swaps[key] then
+      assert(vim.uv.fs_rename(swaps[key], key))
+      swaps[key] = nil
+    end
+    return open(path, ...)
+  end
+end
+vim.uv.fs_open = swapping(vim.uv.fs_open)
+vim.fn.readfile = swapping(vim.fn.readfile)
+vim.fn.bufload = swapping(vim.fn.bufload)
+-- A language server: every definition is in c.py.
+local server = {{ name = "fake", root_dir = ws, cmd = function()
+  return {{
+    request = function(method, _, callback)
+      callback(nil, method == "initialize" and {{ capabilities = {{ definitionProvider = true }} }} or
+        {{ uri = vim.uri_from_fname(ws .. "/c.py"), range = {{ start = {{ line = 1, character = 0 }},
+          ["end"] = {{ line = 1, character = 1 }} }} }})
+      return true, 1
+    end,
+    notify = function() return true end,
+    is_closing = function() return false end,
+    terminate = function() end,
+  }}
+end }}
+vim.api.nvim_create_autocmd("FileType", {{ pattern = "python", callback = function(args)
+  vim.lsp.start(server, {{ bufnr = args.buf }})
+end }})
+local out = {{}}
+for _, name in ipairs({{ "b.py", "a.py" }}) do
+  local done = false
+  tools.definition({{ path = ws .. "/" .. name, line = 1, column = 1 }}, function(result, err)
+    out[name] = result or ("refused: " .. err.message)
+    done = true
+  end)
+  vim.wait(20000, function() return done end)
+end
+local b = tools.buffer_of(ws .. "/b.py")
+out.b_loaded = b and vim.api.nvim_buf_get_lines(b, 0, -1, false) or vim.NIL
+out.not_swapped = vim.tbl_keys(swaps)
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    result = lua_result(script, ws, timeout=40)[0]
+    assert result.pop("not_swapped") == [], result  # every swap landed
+    assert result["b.py"] == f"refused: {ws}/b.py: not a regular file", result
+    assert result["b_loaded"] is None, result  # (the key, before)
+    # The location still goes (its columns counted on no line: the FIFO is not read).
+    assert result["a.py"] == {"locations": [{"path": f"{ws}/c.py", "line": 2, "column": 1, "endLine": 2,
+                                             "endColumn": 1}]}, result
+
+
+def test_a_buffers_file_swapped_for_a_link_is_not_reloaded_through_it_after_a_tool_round(tmp_path):
+    """After each tool round the plugin reloads the buffers whose files changed (`checktime`): a step's
+    `ln -sf ~/.ssh/id_rsa notes.txt` (a link is any step's to make, wherever it leads) had Neovim, as the user, read the
+    key into the buffer of notes.txt, whose text the daemon then took for the file's. It is held, the user told; a
+    file rewritten in place is still reloaded, and one a step made where none was is no link to tell of."""
+    ws = (tmp_path / "ws").resolve()
+    ws.mkdir()
+    (tmp_path / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    os.utime(tmp_path / "id_rsa", (1_000_000_000, 1_000_000_000))  # an old key: its mtime is not the buffer's
+    for name in ("notes.txt", "plain.txt"):
+        (ws / name).write_text("hello\n")
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local requests = require("ollie.requests")
+local told = {{}}
+vim.notify = function(msg) table.insert(told, msg) end
+local bufs = {{}}
+for _, name in ipairs({{ "notes.txt", "plain.txt", "new.txt" }}) do
+  vim.cmd.edit(name)
+  bufs[name] = vim.api.nvim_get_current_buf()
+end
+-- The step: a link to the key for notes.txt, a rewrite of plain.txt, a new file where the buffer had none.
+assert(os.remove("notes.txt"))
+assert(vim.uv.fs_symlink({json.dumps(str(tmp_path / "id_rsa"))}, "notes.txt"))
+for _, name in ipairs({{ "plain.txt", "new.txt" }}) do
+  local tmp = assert(io.open(name .. ".tmp", "w"))
+  tmp:write("changed\\n")
+  tmp:close()
+  assert(os.rename(name .. ".tmp", name))
+end
+requests.checktime()
+local out = {{ told = told }}
+for name, b in pairs(bufs) do
+  out[name] = vim.api.nvim_buf_get_lines(b, 0, -1, false)
+end
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    result = lua_result(script, ws)[0]
+    assert result["notes.txt"] == ["hello"], result  # (the key, before)
+    assert result["told"] == [f"ollie: notes.txt is a link to {tmp_path / 'id_rsa'} now: its buffer is not reloaded"], \
+        result
+    assert result["plain.txt"] == ["changed"], result

@@ -314,15 +314,22 @@ def test_chat_changes_line_rewind_withdrawn_question_and_named_chats(workspace, 
 def test_a_fifo_a_step_left_is_never_opened_from_the_transcript_or_the_changes(workspace, scripted_llm):  # noqa: F811
     """A step replaces the file it wrote by a FIFO and adds a link to it: opening the step's location (<CR> in the
     transcript), the link's diff from the changes list or `<C-w>f` on its line there read the FIFO, and Neovim waited
-    for its writer for good."""
+    for its writer for good. `gf` on an added link to the user's key where the answer names it read the key into a
+    buffer of the link's name: shown, and the daemon's text of that file (a step's plain file put back with the key's
+    mtime and mode is no change to Neovim, so the model's file_read of it got the key)."""
+    key = workspace.parent / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": ["pipe.md", "x\n"]}]})),
                Reply.tool_calls(("execute_code", {"steps": [
-                   {"code": "rm pipe.md && mkfifo pipe.md && ln -s pipe.md link.md", "language": "bash"}]})),
-               Reply.text("made a pipe"))
+                   {"code": f"rm pipe.md && mkfifo pipe.md && ln -s pipe.md link.md && ln -s {key} key.md",
+                    "language": "bash"}]})),
+               Reply.text("made a pipe; the key is in key.md"))
     result = run_scenario("fifo_open", workspace, srv)
     assert result["location_found"] and any("link.md" in line for line in result["list"]), result
     assert result["refused"] and result["split_refused"] and result["tabs"] == 1, result
+    assert result["key_named"] and not result["key_read"], result  # (the key, in key.md's buffer, before)
+    assert result["key_gf_refused"] and result["key_refused"], result
 
 
 def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(workspace, scripted_llm):  # noqa: F811

@@ -1098,6 +1098,38 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
         tmux.close()
 
 
+def test_a_file_a_step_swapped_for_a_link_to_a_key_never_reaches_the_model_through_its_buffer(tmp_path: Path,
+                                                                                               scripted_llm):
+    """notes.txt is open; a step swaps it for a link to the user's key (any step may make a link, wherever it leads).
+    The reload after the tool round read the key into notes.txt's buffer as the user; the next step put a file back
+    with the key's mtime and mode (stat of the link's target: Landlock does not mediate it), so no reload undid that,
+    and the model's file_read of notes.txt, answered from the editor's text, got the key. Now the buffer is not
+    reloaded through the link, the user is told, and it is reloaded once a file is back."""
+    key = tmp_path / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE\n")
+    key.chmod(0o600)
+    os.utime(key, (1_000_000_000, 1_000_000_000))
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f"rm notes.txt && ln -s {key} notes.txt"}]})]),
+               Reply(tool_calls=[("execute_code", {"steps": [{"code": "echo decoy > new && chmod 600 new && "
+                                                               "touch -r notes.txt new && mv new notes.txt"}]})]),
+               Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_read", "args": ["notes.txt"]}]})]),
+               Reply(text="Read it."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "my notes\n"}, size=(160, 40))
+    try:
+        tmux.wait(lambda s: "my notes" in s, "nvim to start")
+        tmux.keys(":Ollie tidy notes.txt", "Enter")
+        tmux.wait(lambda s: "Read it." in s, "the turn's end", timeout=90)
+        read = json.dumps(srv.chat_requests[3].body["messages"][-1])
+        assert "PRIVATE KEY" not in json.dumps([r.body for r in srv.chat_requests]), read
+        assert "decoy" in read, read  # the file put back, reloaded
+        notice = f"ollie: notes.txt is a link to {key} now: its buffer is not reloaded"
+        tmux.keep("1-told", tmux.wait(lambda s: notice in s, "the user told"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_paragraph_taller_than_the_chat_shows_its_end_as_it_streams_and_at_the_end(tmp_path: Path, scripted_llm):
     """One paragraph of thousands of characters, wrapped in a 40-column chat: its last words show as they stream and
     once the turn has ended (before: the cursor at the line's start kept its first words in view, and the turn's end

@@ -346,3 +346,30 @@ def loop_cpu(daemon: Daemon) -> float:
     pid = daemon.client._server.pid  # type: ignore[union-attr]
     fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+async def test_an_editors_text_read_through_a_link_a_step_made_is_never_taken_for_the_files(start_daemon, llm):
+    """A step swaps open notes.txt for a link to the user's key (any step may make a link); the editor, as the user,
+    reloads it through the link (VS Code's watcher, Neovim's autoread when it regains focus) and sends that text; the
+    next step puts a file back with the key's mtime and mode, which no editor takes for a change. The model's
+    file_read of notes.txt, answered from the editor's text, got the key: that text is never the file's now, the user
+    told; the disk is read, sandboxed."""
+    llm.script(read("notes.txt"), Reply.text("read"))
+    daemon = await start(start_daemon, llm.env())
+    key = daemon.workspace.parent / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text("my notes\n")
+    editor = Editor(daemon)
+    editor.open(notes, "my notes\n")
+    await daemon.request("ollie/state", {})  # (the editor had it open before)
+    notes.unlink()
+    notes.symlink_to(key)
+    editor.change(notes, key.read_text())  # the editor's reload through the link
+    told = await asyncio.wait_for(daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 30)
+    assert told.message.startswith("ollie: notes.txt was read by the editor through a link"), told
+    notes.unlink()
+    notes.write_text("decoy\n")
+    assert await submit(daemon, "read it") == "read"
+    seen = tool_result(llm)
+    assert "PRIVATE KEY" not in seen and "     1\tdecoy" in seen, seen

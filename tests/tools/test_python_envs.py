@@ -116,3 +116,41 @@ def test_a_fifo_for_pyvenv_cfg_never_blocks(tmp_path):
     (venv / "bin").mkdir(parents=True)
     os.mkfifo(venv / "pyvenv.cfg")
     assert venv_base(venv / "pyvenv.cfg") is None  # answers at once
+
+
+async def test_a_link_in_pyvenv_cfgs_home_swapped_after_its_check_never_takes_the_grant_along(tmp_path, monkeypatch):
+    """An activated project `.venv` whose pyvenv.cfg names `<ws>/py/bin` as its base, `py` a link to a real install:
+    its base was checked (a Python install) through the link, then granted where the link led when the policy was
+    built; another session's step swapping `py` for a link to a private dir in between had that dir granted to
+    every step. The swap lands right after the check, through an override of it."""
+    from ollie.tools.execute import pythonenvs
+
+    home, work, scratch, private = (tmp_path / d for d in ("home", "work", "scratch", "private"))
+    for directory in (home, work / ".venv" / "bin", scratch, private):
+        directory.mkdir(parents=True)
+    (private / "notes.txt").write_text("hunter2\n")
+    base = Path(sys.base_prefix).resolve()
+    (work / "py").symlink_to(base)
+    (work / ".venv" / "pyvenv.cfg").write_text(f"home = {work / 'py' / 'bin'}\n")
+    checked = pythonenvs._is_install
+    swapped = []
+
+    def check_then_swap(prefix: Path) -> bool:
+        answer = checked(prefix)
+        if not swapped:
+            (work / "py2").symlink_to(private)
+            (work / "py2").replace(work / "py")
+            swapped.append(prefix)
+        return answer
+
+    monkeypatch.setattr(pythonenvs, "_is_install", check_then_swap)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setenv("PATH", f"{work / '.venv' / 'bin'}{os.pathsep}/usr/bin:/bin")
+    server = ExecuteServer(cwd=work, session_id=SESSION, lock_dir=scratch / "locks")
+    read = await server.call("execute_code", {"steps": [{"code": f"cat {private / 'notes.txt'}"}]})
+    assert swapped, "the swap never landed"
+    assert "hunter2" not in read.text and "blocked by ollie's sandbox" in read.text, read.text
+    # The install checked is what is granted: it still runs.
+    ran = await server.call("execute_code", {"steps": [{"code": f"{base / 'bin' / 'python3'} -c 'print(6 * 7)'"}]})
+    assert "42" in ran.text, ran.text

@@ -67,7 +67,6 @@ def _installation(program: str, env: Mapping[str, str]) -> list[Path]:
     base = venv_base(root / "pyvenv.cfg")
     if base is None:
         return [root]
-    base = Path(os.path.realpath(base))
     user_home = Path(os.path.realpath(Path.home()))
     if base == Path(base.anchor) or user_home.is_relative_to(base):
         return [root]

@@ -33,9 +33,10 @@ def venv_base(cfg: Path) -> Path | None:
     for line in lines:
         key, sep, value = line.partition("=")
         if sep and key.strip() == "home" and value.strip():
-            prefix = Path(value.strip()).parent
-            # The file may come from a hostile workspace (an activated .venv of the project):
-            # grant only what is really a Python install, never a dir it merely names.
+            # The file may come from a hostile workspace (an activated .venv of the project): grant only what is
+            # really a Python install, never a dir it merely names. Checked where it leads now, and that path is
+            # what is granted: a link on the way that a step swaps after the check must not take the grant along.
+            prefix = Path(os.path.realpath(Path(value.strip()).parent))
             return prefix if _is_install(prefix) else None
     return None
 

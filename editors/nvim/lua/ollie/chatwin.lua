@@ -489,7 +489,7 @@ function M.open_named(name)
   local root = vim.uv.fs_realpath(require("ollie.client").root_dir())
   local why = name:find("://", 1, true) and "is an address, not a file"
     or not (real and root and vim.startswith(real, root .. "/")) and "is no file of the workspace"
-    or not require("ollie.requests").readable_file(real) and "is not a regular file"
+    or require("ollie.requests").unopenable(real)
   if why then
     return vim.api.nvim_echo({ { name .. " " .. why .. ": not opened", "ErrorMsg" } }, true, {})
   end
@@ -531,9 +531,10 @@ function W:open_location(fallback_cr)
   if not loc then
     return
   end
-  if not require("ollie.requests").readable_file(vim.fn.fnamemodify(loc.path, ":p")) then
-    -- The model names the location: a FIFO there would hold the editor for good.
-    vim.api.nvim_echo({ { loc.path .. " is not a regular file: not opened", "ErrorMsg" } }, true, {})
+  local why = require("ollie.requests").unopenable(vim.fn.fnamemodify(loc.path, ":p"))
+  if why then
+    -- The model names the location: a FIFO there would hold the editor for good, a link leading out read a key.
+    vim.api.nvim_echo({ { loc.path .. " " .. why .. ": not opened", "ErrorMsg" } }, true, {})
     return
   end
   if self:file_win() then

@@ -157,7 +157,7 @@ local MAX_FILE_BYTES = 16 * 1024 * 1024
 ---@param path string
 ---@param real string|nil
 ---@return string|nil
-local function leads_out(path, real)
+function M.leads_out(path, real)
   local cwd = vim.fs.normalize(vim.fn.getcwd())
   local named = vim.fs.normalize(path)
   named = vim.startswith(named, "/") and named or vim.fs.normalize(cwd .. "/" .. named)
@@ -180,7 +180,7 @@ end
 function M.read(path, full)
   local real = vim.uv.fs_realpath(full)
   local stat = real and vim.uv.fs_stat(real)
-  local why = (not stat or stat.type ~= "file") and "not a regular file" or leads_out(path, real)
+  local why = (not stat or stat.type ~= "file") and "not a regular file" or M.leads_out(path, real)
   local data = not why and ondisk.read_plain(real, MAX_FILE_BYTES)
   if not data then
     return nil, why or "not a regular file"

@@ -9,9 +9,9 @@ local M = {}
 -- A file past this many bytes is not read for its digest: its stamp alone says whether it changed.
 local MAX_DIGEST = 2 * 1024 * 1024
 
----Buffer -> its file's stamp when last read or written ("absent": no file then) and its content's digest (nil:
----not a regular file within MAX_DIGEST, or binary).
----@type table<integer, {stamp: string, digest: string|nil}>
+---Buffer -> its file's stamp when last read or written ("absent": no file then), its content's digest (nil:
+---not a regular file within MAX_DIGEST, or binary) and where its name led then (links followed; nil: nowhere).
+---@type table<integer, {stamp: string, digest: string|nil, real: string|nil}>
 local seen = {}
 
 ---@param buf integer
@@ -68,8 +68,21 @@ function M.remember(buf)
     local sum = digest(vim.api.nvim_buf_get_name(buf))
     -- A write landing between the stamp and the read paired this stamp with the new content's digest: that change
     -- then passed as "the same bytes" and the agent's save wrote over it. No digest then: the stamp alone decides.
-    seen[buf] = { stamp = before, digest = stamp(buf) == before and sum or nil }
+    seen[buf] = { stamp = before, digest = stamp(buf) == before and sum or nil,
+      real = vim.uv.fs_realpath(vim.api.nvim_buf_get_name(buf)) }
   end
+end
+
+---Where `buf`'s name leads now when it is a link (or a dir on its way is) leading elsewhere than when the editor last
+---read or wrote it (a step's `ln -sf ~/.ssh/id_rsa notes.txt`: Neovim's reload would read the key into the buffer,
+---and the daemon take it for the file's text), else nil. The user's own link, unchanged, is no news.
+---@param buf integer
+---@return string|nil
+function M.relinked(buf)
+  local known, name = seen[buf], vim.api.nvim_buf_get_name(buf)
+  local real = known and vim.uv.fs_realpath(name)
+  local own = (vim.uv.fs_realpath(vim.fs.dirname(name)) or "") .. "/" .. vim.fs.basename(name)
+  return real and real ~= own and real ~= known.real and real or nil
 end
 
 ---Whether `buf`'s file changed on disk since the editor last read or wrote it (false when it never noted it). A file

@@ -77,20 +77,32 @@ function M.readable_file(path)
   return ondisk.not_regular(path) == nil
 end
 
+---Why Neovim must not open absolute `path` in a buffer (nil: it may): not a regular file (see `readable_file`), or a
+---link in the workspace leading out of it (a step's `ln -s ~/.ssh/id_rsa notes.txt`: the key, in a buffer of the
+---workspace's name, would pass for that file's text, to the user and to the daemon).
+---@param path string
+---@return string|nil
+function M.unopenable(path)
+  local out = M.readable_file(path) and require("ollie.context").leads_out(path, vim.uv.fs_realpath(path))
+  return out == false and "is not a regular file" or out and ("is " .. out) or nil
+end
+
 ---Reload buffer `buf` (nil: every file buffer) where the disk changed under it. A buffer with unsaved changes
 ---stays as it is: `checktime` would stop the whole editor on Vim's W12 question (its Load drops them), and the
 ---user's `:w` still warns that the file changed. One whose file a step replaced by a FIFO or a device is not read
----(Neovim would hang): the user is told once, and Neovim's own reload of it is held off until it is a file again.
+---(Neovim would hang), nor one it replaced by a link leading elsewhere (a key read into the buffer would be the file's
+---text to the daemon): the user is told once, and Neovim's own reload of it is held off until that is undone.
 ---@param buf integer|nil
 function M.checktime(buf)
   for _, b in ipairs(buf and { buf } or vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == "" then
       local name = vim.api.nvim_buf_get_name(b)
-      local kind = ondisk.not_regular(name)
-      if kind and ondisk.hold(b) then
-        M.notify(string.format("%s is %s now, not a file: its buffer is not reloaded", vim.fn.fnamemodify(name, ":~:."),
-          kind), vim.log.levels.WARN)
-      elseif not kind then
+      local kind, elsewhere = ondisk.not_regular(name), ondisk.relinked(b)
+      if (kind or elsewhere) and ondisk.hold(b) then
+        M.notify(kind and string.format("%s is %s now, not a file: its buffer is not reloaded",
+          vim.fn.fnamemodify(name, ":~:."), kind) or string.format("%s is a link to %s now: its buffer is not reloaded",
+          vim.fn.fnamemodify(name, ":~:."), vim.fn.fnamemodify(elsewhere, ":~")), vim.log.levels.WARN)
+      elseif not (kind or elsewhere) then
         ondisk.release(b)
         if not vim.bo[b].modified then
           vim.cmd("silent! checktime " .. b)

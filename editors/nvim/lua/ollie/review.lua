@@ -317,9 +317,11 @@ function M.open_diff(path)
   if not f then
     return
   end
-  if f.status ~= "deleted" and not requests.readable_file(abs(path)) then
-    -- An added link (listed, its target never read) to a FIFO or a device would hold the editor for good.
-    requests.notify(path .. " is not a regular file: no diff", vim.log.levels.WARN)
+  local why = f.status ~= "deleted" and requests.unopenable(abs(path))
+  if why then
+    -- An added link (listed, its target never read) to a FIFO or a device would hold the editor for good, one to a
+    -- key show it and hand it to the daemon as the file's text.
+    requests.notify(path .. " " .. why .. ": no diff", vim.log.levels.WARN)
     return
   end
   if f.binary then
