@@ -193,12 +193,21 @@ async def _through_link(ls: LanguageServer, doc: TextDocument, before: asyncio.F
     for folder in list(ls.workspace.folders.values()):
         root = to_fs_path(folder.uri)
         if root and beneath.inside(root, path) and os.path.abspath(root) != str(path):
-            if await plain_path_beneath(Path(root), path) is None:
+            # A link of the repository's own to another file of it (`CLAUDE.md -> AGENTS.md`) hands the editor
+            # nothing the model may not read: only one leading out of the folder is a reach.
+            if await plain_path_beneath(Path(root), path) is None and not await _leads_within(root, path):
                 ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=(
                     f"ollie: {path.name} was read by the editor through a link: the agent reads that file from disk, "
                     "not from your buffer, until you close it")))
                 return True
     return False
+
+
+async def _leads_within(root: str, path: Path) -> bool:
+    """Whether `path`, links followed, is a file beneath `root` (links followed too)."""
+    real_root, real = await asyncio.gather(asyncio.to_thread(os.path.realpath, root),
+                                           asyncio.to_thread(os.path.realpath, path))
+    return beneath.inside(real_root, real) and real != real_root
 
 
 def register_documents(server: LanguageServer) -> None:

@@ -373,3 +373,26 @@ async def test_an_editors_text_read_through_a_link_a_step_made_is_never_taken_fo
     assert await submit(daemon, "read it") == "read"
     seen = tool_result(llm)
     assert "PRIVATE KEY" not in seen and "     1\tdecoy" in seen, seen
+
+
+async def test_a_repositorys_own_link_to_another_of_its_files_draws_no_warning(start_daemon, llm):
+    """A repository's link to another of its files (`CLAUDE.md -> AGENTS.md`) hands the editor nothing the model may
+    not read: opening it warns of nothing (a warning each time the user opened it was noise), while the same document
+    swapped for a link leading out of the folder is still caught."""
+    llm.script(read("CLAUDE.md"), Reply.text("read"))
+    daemon = await start(start_daemon, llm.env())
+    (daemon.workspace / "AGENTS.md").write_text("use tabs\n")
+    own = daemon.workspace / "CLAUDE.md"
+    own.symlink_to("AGENTS.md")
+    editor = Editor(daemon)
+    editor.open(own, "use tabs\n")
+    assert await submit(daemon, "read it") == "read"  # its file_read waited for the look at what the editor read
+    assert "     1\tuse tabs" in tool_result(llm)
+    assert not [m for m in daemon.client.messages if "through a link" in m.message], daemon.client.messages
+    key = daemon.workspace.parent / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    own.unlink()
+    own.symlink_to(key)
+    editor.change(own, key.read_text())
+    told = await asyncio.wait_for(daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 30)
+    assert told.message.startswith("ollie: CLAUDE.md was read by the editor through a link"), told
