@@ -51,3 +51,13 @@ def test_an_unknown_agent_or_backend_names_the_ones_there_are(scripted_llm, tmp_
         assert proc.returncode == 2, proc.stderr
         assert "unknown backend 'nosuch': name one of ollama, openai" in proc.stderr, proc.stderr
     assert not llm.chat_requests
+
+
+def test_a_404_without_a_body_names_the_server_as_configured_and_says_what_to_check(scripted_llm, tmp_path):
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.error(404, b""))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1, proc.stderr
+    host = llm.url.split("//")[1].split("/")[0]  # 127.0.0.1:PORT, as OLLIE_OPENAI_URL says it (state says "local")
+    assert f"{host}: HTTP 404" in proc.stderr and "local:" not in proc.stderr, proc.stderr
+    assert f"check OLLIE_OPENAI_URL ({llm.url}) and the model ({llm.model})" in proc.stderr, proc.stderr
