@@ -283,6 +283,7 @@ class SessionTable:
     editor: EditorKnowledge | None = None  # the client answers ollie/editor/*: every session gets the editor tools
     _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
     _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
+    _checks: set[asyncio.Task[None]] = field(default_factory=set, init=False)  # sandbox policies read as sessions open
 
     def start_default(self, *, resume: str | None = None, cwd: Path | None = None, newest: bool = False) -> None:
         """Build the default session in the background (the engine import happens there); `newest`: without `resume`,
@@ -344,7 +345,15 @@ class SessionTable:
             raise
         # Listed only now: until its record says whose it is, a teammate's session would run a prompt as the owner's.
         self._live[live.id] = live
+        # A broken sandbox policy is said now, not at the first step; read after, off the loop: no answer waits for it.
+        check = asyncio.ensure_future(self._tell_sandbox(core))
+        self._checks.add(check)
+        check.add_done_callback(self._checks.discard)
         return live
+
+    async def _tell_sandbox(self, core: DaemonCore) -> None:
+        if problem := await asyncio.to_thread(core.sandbox_problem):
+            self.notify_problem(f"ollie: {problem}")
 
     def _register(self, core: DaemonCore, *, kind: str) -> LiveSession:
         """The live session of `core`, wired to the editor (listed by `create` once recorded)."""

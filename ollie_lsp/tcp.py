@@ -17,10 +17,12 @@ import signal
 import stat
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ollie.stdio import FLUSH_ON_CLOSE_S
 from ollie_lsp.framing import FrameParser, Item, stall_seconds
 
 if TYPE_CHECKING:
@@ -263,6 +265,10 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
     finally:
         listener.close()
         await server.finish_with_client()  # whatever hangs while closing, the process ends (see exit_backstop)
+        for writer in owner:  # the last answers the client has not read yet go out before the loop ends (bounded)
+            writer.close()
+            with suppress(OSError, TimeoutError):
+                await asyncio.wait_for(writer.wait_closed(), FLUSH_ON_CLOSE_S)
         if secret.generated and secret.path is not None:
             secret.path.unlink(missing_ok=True)
 

@@ -11,7 +11,7 @@ from ollie.backend.errors import BackendConfigError
 from ollie.backend.ollama import OllamaBackend
 from ollie.backend.openai import OpenAIBackend
 from ollie.backend.registry import SPECS, backend_class, make_backend
-from ollie.backend.settings import provider_name
+from ollie.backend.settings import provider_name, said_name
 
 
 async def test_default_is_ollama_on_localhost():
@@ -155,12 +155,22 @@ async def test_an_openai_compatible_backend_is_named_after_its_provider(url, pro
         await backend.aclose()
 
 
+@pytest.mark.parametrize(("url", "said"), [
+    ("http://user:pw@localhost:8080/v1", "localhost:8080"),  # errors name what the user wrote, never a password
+    ("http://8.8.8.8/v1", "8.8.8.8"),
+    ("https://api.openai.com/v1", "openai"),
+    ("https://api.groq.com/openai/v1", "groq"),
+])
+def test_errors_name_a_server_as_its_url_does_unless_a_provider_is_known(url, said):
+    assert said_name(SPECS["openai"], url, provider_name(SPECS["openai"], url)) == said
+
+
 async def test_a_chosen_backend_keeps_its_name_wherever_it_points():
     env = {"OLLIE_OPENAI_KEY": "k", "OLLIE_OPENAI_URL": "http://127.0.0.1:1/v1", "OLLIE_OLLAMA_URL": "http://10.0.0.2"}
     for name in ("openrouter", "ollama"):
         backend = make_backend(name, environ=env)
         try:
-            assert backend.name == name
+            assert backend.name == backend.said == name
         finally:
             await backend.aclose()
 

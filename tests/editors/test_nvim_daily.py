@@ -635,3 +635,19 @@ def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, scripted_llm):
+    """A misspelt key in sandbox.yaml is said as the daemon starts (here for `:OllieChanges`), file and key named with
+    what to do, as a broken agent config is (it was said only when the first step ran, and refused)."""
+    policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("netwrok:\n  enabled: true\n")
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChanges", "Enter")  # the daemon starts
+        said = tmux.keep("1-said", tmux.wait(lambda s: "netwrok" in s, "the policy's problem"))
+        assert "sandbox.yaml: key 'netwrok': unknown key; fix the file: no step runs until it loads" in said, said
+    finally:
+        tmux.close()

@@ -51,3 +51,28 @@ def test_an_unknown_agent_or_backend_names_the_ones_there_are(scripted_llm, tmp_
         assert proc.returncode == 2, proc.stderr
         assert "unknown backend 'nosuch': name one of ollama, openai" in proc.stderr, proc.stderr
     assert not llm.chat_requests
+
+
+def test_a_404_without_a_body_names_the_server_as_configured_and_says_what_to_check(scripted_llm, tmp_path):
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.error(404, b""))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1, proc.stderr
+    host = llm.url.split("//")[1].split("/")[0]  # 127.0.0.1:PORT, as OLLIE_OPENAI_URL says it (state says "local")
+    assert f"{host}: HTTP 404" in proc.stderr and "local:" not in proc.stderr, proc.stderr
+    assert f"check OLLIE_OPENAI_URL ({llm.url}) and the model ({llm.model})" in proc.stderr, proc.stderr
+
+
+def test_a_broken_sandbox_policy_is_said_before_the_first_prompt_and_the_session_still_answers(
+        _private_dirs, scripted_llm, tmp_path):
+    policy = _private_dirs / "config" / "ollie" / "sandbox.yaml"
+    policy.parent.mkdir(parents=True)
+    policy.write_text("netwrok:\n  enabled: true\n")  # a misspelt key
+    said = f"ollie: {policy}: key 'netwrok': unknown key; fix the file: no step runs until it loads"
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("hello"))
+    proc = run_ollie(["-p", "hi", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0 and proc.stdout.strip() == "hello", proc.stderr
+    assert said in proc.stderr and proc.stderr.index(said) < proc.stderr.index("ollie: session"), proc.stderr
+    proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="")
+    assert said in proc.stderr, proc.stderr

@@ -8,6 +8,7 @@ from typing import Any
 
 from ollie.paths import config_dir
 from ollie.testing import Reply
+from tests.procs import eventually
 
 from .conftest import Daemon
 
@@ -168,3 +169,20 @@ async def test_no_checkpoints_for_a_home_like_cwd_says_why_once(start_daemon, ll
     assert len(warnings) == 1, warnings
     (tool,) = by_role(events, "tool")
     assert "diffs" not in tool["tool"]
+
+
+
+async def test_a_broken_sandbox_policy_is_shown_as_the_daemon_starts_and_steps_refuse_until_it_is_fixed(
+        start_daemon, llm):
+    policy = config_dir() / "sandbox.yaml"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("network:\n  enabled: maybe\n")
+    said = f"ollie: {policy}: key 'network.enabled': expected a boolean, got a string; fix the file: no step runs"
+    daemon = await start_daemon(env=llm.env())
+    # Before any prompt, the way a broken agent config is shown (window/showMessage).
+    await eventually(lambda: any(m.message.startswith(said) for m in daemon.client.messages), "the policy's problem")
+    *_, refused = [e for e in await run_turn(daemon, llm, code("echo r${x}an")) if e["role"] == "tool"]
+    assert "key 'network.enabled'" in refused["content"] and "ran" not in refused["content"], refused
+    policy.unlink()  # the bundled policy again
+    *_, ran = [e for e in await run_turn(daemon, llm, code("echo r${x}an")) if e["role"] == "tool"]
+    assert "ran" in ran["content"], ran

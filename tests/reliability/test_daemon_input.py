@@ -11,6 +11,9 @@ import re
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -132,7 +135,9 @@ def test_input_that_ends_mid_message_is_a_logged_clean_exit(tmp_path, workdir):
     assert "ended in the middle of a message" in log.read_text()
 
 
-def test_tcp_gets_the_same_answers_after_initialize(tmp_path, workdir):
+@contextmanager
+def tcp_daemon(workdir: Path) -> Iterator[tuple[socket.socket, subprocess.Popen]]:
+    """A `--tcp` daemon and a connection to it that has sent the initialize with the token."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -154,13 +159,34 @@ def test_tcp_gets_the_same_answers_after_initialize(tmp_path, workdir):
                 "processId": None, "rootUri": workdir.as_uri(), "capabilities": {},
                 "initializationOptions": {"token": token}}}
             conn.sendall(frame(json.dumps(init).encode()))
-            conn.sendall(b"Content-Length: -1\r\n\r\n" + frame(b'{"x": "\xff"}') + frame(b"[]") + frame(STATE % 2))
-            answers = read_answers(conn, until_id=2)
-        assert [a["error"]["code"] for a in answers if a.get("id") is None] == [-32700, -32700, -32600]
-        assert answers[-1]["result"]["state"] == "idle"
+            yield conn, proc
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_tcp_gets_the_same_answers_after_initialize(workdir):
+    with tcp_daemon(workdir) as (conn, _):
+        conn.sendall(b"Content-Length: -1\r\n\r\n" + frame(b'{"x": "\xff"}') + frame(b"[]") + frame(STATE % 2))
+        answers = read_answers(conn, until_id=2)
+    assert [a["error"]["code"] for a in answers if a.get("id") is None] == [-32700, -32700, -32600]
+    assert answers[-1]["result"]["state"] == "idle"
+
+
+@pytest.mark.parametrize("leave", ["exit", "half-close"])
+def test_a_tcp_client_that_leaves_right_after_a_request_gets_its_whole_answer(workdir, leave):
+    cwd = "/nowhere/" + ("d" * 200 + "/") * 45000  # answered with the path: many times what a socket buffers
+    new = {"jsonrpc": "2.0", "id": 2, "method": "ollie/session/new", "params": {"cwd": cwd}}
+    with tcp_daemon(workdir) as (conn, proc):
+        read_answers(conn, until_id=1)
+        conn.sendall(frame(json.dumps(new).encode()))
+        if leave == "exit":
+            conn.sendall(frame(b'{"jsonrpc": "2.0", "method": "exit"}'))
+        else:
+            conn.shutdown(socket.SHUT_WR)
+        answer = read_answers(conn, until_id=2)[-1]
+        assert proc.wait(30) in (0, 1)
+    assert answer["error"]["code"] == -32602 and f"{cwd} is not an existing directory" in answer["error"]["message"]
 
 
 def read_answers(conn: socket.socket, *, until_id: int) -> list[dict]:

@@ -22,7 +22,7 @@ from ollie.agent.loop import TurnResult
 from ollie.agent.opening import Opened, open_parts, report_save_errors
 from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
-from ollie.agent.setup import sandbox_warnings
+from ollie.agent.setup import sandbox_problem, sandbox_warnings
 from ollie.agent.steps import script_kinds
 from ollie.agent.stopping import Stopped, Work, stoppable
 from ollie.agent.turnhost import TurnHost, forward
@@ -269,6 +269,10 @@ class Core(McpMembers):
     def setup_warnings(self) -> list[str]:
         """What building the agent warned about (sandbox protections, failed prompt commands)."""
         return list(sandbox_warnings(self.runtime))
+
+    def sandbox_problem(self) -> str:
+        """Why the session's sandbox policy does not load (file and key named, what to do), "" when it does."""
+        return sandbox_problem(self.runtime)
 
     @property
     def backend_name(self) -> str:

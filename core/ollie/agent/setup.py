@@ -233,6 +233,11 @@ def sandbox_warnings(runtime: Runtime) -> list[str]:
     return runtime.warnings
 
 
+def sandbox_problem(runtime: Runtime) -> str:
+    """Why the session's sandbox policy does not load, "" when it does: told as the session opens (read in a thread)."""
+    return next((problem for server in execute_servers(runtime.dispatcher) if (problem := server.policy_problem())), "")
+
+
 def _held_dir(cwd: Path, path: Path | str, writable: list[Path]) -> tuple[Path, Callable[[], None]]:
     """`path` (from `cwd`, `~` expanded) walked to its real path, through no link inside `writable`, and held open
     (`beneath.hold`: its release); ValueError."""

@@ -16,6 +16,7 @@ class Backend(Protocol):
     """An LLM provider; `stream` raises the typed errors of `ollie.backend.errors`."""
 
     name: str  # whoever serves it: the spec's name, or for an OpenAI-compatible URL its provider (groq, local...)
+    said: str  # the name its errors give (settings.said_name): a local server's host and port, as in its URL
     spec: BackendSpec  # how it is configured (its variables, its wire format)
     base_url: str  # where its requests go, without a trailing slash
 

@@ -131,7 +131,7 @@ def classify_error(
     backend: str = "backend",
 ) -> BackendError:
     """The typed error for a failed request: status plus the vendor's message decide the class."""
-    message = error_message(body)
+    message = error_message(body) or "(an empty body)"
     raw = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (
         body if isinstance(body, str) else json.dumps(body)
     )

@@ -59,7 +59,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
         health.reachable, health.error, health.hint = False, exc.detail, exc.hint
         return health
     except TimeoutError:
-        health.error = f"{backend.name}: no answer within {timeout:g}s"
+        health.error = f"{backend.said}: no answer within {timeout:g}s"
         health.hint = "the server is slow or unreachable; check its URL and the network"
         return health
     except BackendError as exc:
@@ -74,7 +74,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
     health.reachable = True
     health.model_present = model_listed(backend.model, names) if names else None
     if health.model_present is False:
-        health.error = f"{backend.name} has no model {backend.model!r}"
+        health.error = f"{backend.said} has no model {backend.model!r}"
         health.hint = missing_model_hint(backend.spec, backend.model)
         return health
     health.ok = True

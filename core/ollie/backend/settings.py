@@ -122,6 +122,14 @@ def provider_name(spec: BackendSpec, url: str) -> str:
     return _PROVIDER_ALIASES.get(name, name)
 
 
+def said_name(spec: BackendSpec, url: str, name: str) -> str:
+    """The name errors give: `name`, but a server it calls local (or the vendor's, at an address not the vendor's) by
+    the host and port the user wrote in the URL."""
+    if spec.named_by_host and name in ("local", spec.name) and url.rstrip("/") != spec.default_url.rstrip("/"):
+        return urlsplit(url).netloc.rpartition("@")[2]  # never its user:password part
+    return name
+
+
 def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
     """What to do when a backend of `spec` at `url` cannot be reached (connection refused, unknown host, bad URL);
     it names the env file's line when the URL came from there (the environment sets none)."""

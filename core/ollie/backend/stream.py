@@ -45,8 +45,9 @@ from ollie.backend.reply import (
     read_capped,
     size_text,
 )
-from ollie.backend.settings import BackendSpec, checked_url, missing_model_hint, unreachable_hint
+from ollie.backend.settings import BackendSpec, checked_url, missing_model_hint, said_name, unreachable_hint
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
+from ollie.backend.urls import shown_url
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 from ollie.loopshare import loop_share
 
@@ -310,6 +311,7 @@ class HTTPBackend:
     ) -> None:
         self.spec = spec
         self.name = name or spec.name  # the provider state and usage show (settings.provider_name)
+        self.said = said_name(spec, base_url, self.name)
         self._model = model
         self.base_url = base_url.rstrip("/")
         self.limits = limits or DEFAULT_LIMITS
@@ -360,13 +362,15 @@ class HTTPBackend:
                 async for event in events:
                     yield event
         except BackendError as exc:
-            if type(exc) is BackendError and exc.status == 404 and _names_a_missing_model(str(exc), self.model):
-                # Ollama's "model 'x' not found" (not pulled yet), or a model the API does not have.
-                raise BackendError(f"{exc}: {missing_model_hint(self.spec, self.model)}", status=exc.status,
-                                   body=exc.body) from exc
+            if type(exc) is BackendError and exc.status == 404:
+                # Ollama's "model 'x' not found" (not pulled yet), or a model the API does not have; else (an empty
+                # body, a proxy's page) nothing serves that path there: the URL or the model is wrong.
+                hint = (missing_model_hint(self.spec, self.model) if _names_a_missing_model(str(exc), self.model)
+                        else f"check {self.spec.url_var} ({shown_url(self.base_url)}) and the model ({self.model})")
+                raise BackendError(f"{exc}: {hint}", status=exc.status, body=exc.body) from exc
             raise
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
-            raise TransientError(f"{self.name}: malformed stream event ({type(exc).__name__}: {exc})") from exc
+            raise TransientError(f"{self.said}: malformed stream event ({type(exc).__name__}: {exc})") from exc
 
     async def _body(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The request body; a long history's is built and encoded in a worker thread (ollie.jsonpieces).
@@ -429,7 +433,7 @@ class HTTPBackend:
         skip: Callable[[Any], bool] = _never,
     ) -> AsyncGenerator[Any, None]:
         """`stream_frames` decoded: each frame's JSON object (`skip`ped frames aside); error objects raised typed."""
-        name = self.name
+        name = self.said
         sse = framing == "sse"
 
         def decode(frame: Any) -> Any:
@@ -451,22 +455,22 @@ class HTTPBackend:
         """A plain (non-streaming) JSON request with the same error classification and bounds."""
         request = self._client.build_request(method, path, json=body)
         try:
-            response = await _send(self._client, request, head_s=self.limits.head_s, backend=self.name)
+            response = await _send(self._client, request, head_s=self.limits.head_s, backend=self.said)
             try:
-                if (failure := await failed_status(response, backend=self.name)) is not None:
+                if (failure := await failed_status(response, backend=self.said)) is not None:
                     raise failure
                 raw, cut = await read_capped(response, MAX_JSON_BODY)
             finally:
                 await response.aclose()
         except httpx.RequestError as exc:
-            raise request_failed(exc, backend=self.name, hint=self.unreachable_hint) from exc
+            raise request_failed(exc, backend=self.said, hint=self.unreachable_hint) from exc
         if cut:
-            raise BackendError(f"{self.name}: {path} answered over {size_text(MAX_JSON_BODY)}",
+            raise BackendError(f"{self.said}: {path} answered over {size_text(MAX_JSON_BODY)}",
                                status=response.status_code)
         try:
             return json.loads(raw)
         except (ValueError, RecursionError) as exc:
-            raise BackendError(f"{self.name}: {path} did not return JSON", status=response.status_code) from exc
+            raise BackendError(f"{self.said}: {path} did not return JSON", status=response.status_code) from exc
 
 
 def _names_a_missing_model(message: str, model: str) -> bool:

@@ -72,6 +72,8 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     )
     recorder: Recorder | None = None
     try:
+        if problem := await asyncio.to_thread(core.sandbox_problem):  # said before the first prompt, not at its step
+            print(printable(f"ollie: {problem}"), file=sys.stderr)
         if options.session and options.backend:  # named for this run: before those the resumed session switched to
             await core.switch_backend(options.backend)
         if options.session and options.model:

@@ -265,6 +265,18 @@ class ExecuteServer:
             # A broken policy file is reported by the first call that needs it.
             return []
 
+    def policy_problem(self) -> str:
+        """Why the session's sandbox policy does not load (its file and key named), "" when it does."""
+        if self._sandbox == UNSANDBOXED:
+            return ""
+        from ollie.sandbox.policy import load_policy  # parsed once per text: the first step's load reuses it
+
+        try:
+            load_policy(self._sandbox, cwd=self._cwd, env=self._env)
+        except OllieError as exc:
+            return f"{exc}; fix the file: no step runs until it loads"
+        return ""
+
     def writable(self) -> tuple[Path, ...]:
         """What the session's steps are granted to write (its policy built now if no step built it yet: the dirs it
         grants every step, such as the project's notes, hold what earlier sessions' steps left)."""
