@@ -37,19 +37,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Under `--dist loadfile`: each file on one worker, and every real VS Code test on the same one, one at a time."""
+    """Under `--dist loadfile`: each file on one worker, and the real VS Code tests in two lanes, each on one worker,
+    one window at a time."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class FilesAndOneVSCode(LoadFileScheduling):
-        # A window is ~20 s of CPU: two or three starting at once on a 2-core machine pushed page loads past the
-        # harness's waits, while the daemon tests, mostly waiting on processes, share the other workers. (xdist's
-        # `loadgroup` would do this from marks, but its group names never reach the scheduler under pytest 9.)
-        def _split_scope(self, nodeid: str) -> str:
-            return "real VS Code" if in_real_vscode(nodeid) else super()._split_scope(nodeid)
+    class FilesAndTwoVSCodeLanes(LoadFileScheduling):
+        # A window is ~20 s of CPU but mostly waits on its page, daemon and model: one lane of ~1,000 s of windows was
+        # the suite's critical path. Two lanes run two at once (three at once on a 2-core machine pushed page loads
+        # past the harness's waits); the tests are dealt to them as a snake draft (lanes 0, 1, 1, 0, 0, 1, ...), so
+        # each gets its share of a file's long ones. (xdist's `loadgroup` would do this from marks, but its group
+        # names never reach the scheduler under pytest 9.)
+        def __init__(self, config: pytest.Config, log=None) -> None:
+            super().__init__(config, log)
+            self.lanes: dict[str, int] = {}
 
-    return FilesAndOneVSCode(config, log)
+        def _split_scope(self, nodeid: str) -> str:
+            if not in_real_vscode(nodeid):
+                return super()._split_scope(nodeid)
+            if not self.lanes:
+                windows = [test for test in self.collection or () if in_real_vscode(test)]
+                self.lanes = {test: (0, 1, 1, 0)[n % 4] for n, test in enumerate(windows)}
+            return f"real VS Code {self.lanes[nodeid]}"
+
+    return FilesAndTwoVSCodeLanes(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -27,13 +27,14 @@ def test_files_with_a_slow_test_come_first_then_the_others_by_their_number_of_te
     assert files == ["test_c_slow.py", "test_b_many.py", "test_a_few.py"], done.stdout
 
 
-def test_every_real_vscode_test_runs_first_on_one_worker_and_other_files_each_on_one(tmp_path: Path):
-    """Under `--dist loadfile` (scripts/test): the VS Code windows one at a time on one worker, before the rest."""
+def test_the_real_vscode_tests_run_first_in_two_lanes_and_other_files_each_on_one_worker(tmp_path: Path):
+    """Under `--dist loadfile` (scripts/test): the VS Code windows before the rest, dealt to two workers (lanes 0, 1,
+    1, 0: a lane's windows one at a time), every other file on one worker."""
     (tmp_path / "conftest.py").write_text(
         "from tests.conftest import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: F401\n")
     (tmp_path / "test_a_many.py").write_text("".join(f"def test_{n}(): pass\n\n" for n in range(6)))
     (tmp_path / "test_b_mixed.py").write_text("def test_vscode_window(): pass\n\ndef test_neovim(): pass\n")
-    (tmp_path / "test_vscode_c.py").write_text("def test_one(): pass\n\ndef test_two(): pass\n")
+    (tmp_path / "test_vscode_c.py").write_text("".join(f"def test_{n}(): pass\n\n" for n in range(3)))
     command = [sys.executable, "-m", "pytest", "-v", "-c", os.devnull, "-p", "no:cacheprovider", "-p", "xdist.plugin",
                "-n", "3", "--dist", "loadfile", "--no-loadscope-reorder", "--rootdir", str(tmp_path), str(tmp_path)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
@@ -42,6 +43,8 @@ def test_every_real_vscode_test_runs_first_on_one_worker_and_other_files_each_on
     # "[gw1] [ 10%] PASSED test_b_mixed.py::test_vscode_window"
     ran = [line.split() for line in done.stdout.splitlines() if " PASSED " in line]
     worker = {words[-1]: words[0] for words in ran}
-    vscode = ["test_b_mixed.py::test_vscode_window", "test_vscode_c.py::test_one", "test_vscode_c.py::test_two"]
-    assert len({worker[test] for test in vscode}) == 1, done.stdout
+    windows = ["test_vscode_c.py::test_0", "test_vscode_c.py::test_1", "test_vscode_c.py::test_2",
+               "test_b_mixed.py::test_vscode_window"]
+    lanes = [worker[test] for test in windows]
+    assert lanes[0] == lanes[3] != lanes[1] == lanes[2], done.stdout
     assert len({worker[f"test_a_many.py::test_{n}"] for n in range(6)}) == 1, done.stdout

@@ -341,6 +341,9 @@ export function freezeExtensionHost() {
 
 /** Run a command from the command palette. */
 export async function runCommand(page, title) {
+  // A palette opened before VS Code has registered its extensions (a window's first seconds) lists none of their
+  // commands: the Ollie status item, made when the extension activates, comes once they are registered.
+  if (title.startsWith("Ollie: ")) await page.locator(".statusbar-item", { hasText: "Ollie:" }).first().waitFor({ timeout: waitMs });
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ timeout: waitMs });
