@@ -4,6 +4,7 @@ what its turn had shown kept, and a put-back `:'<,'>Ollie` prompt keeps its line
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -188,6 +189,43 @@ def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_tur
         assert "hello" in told[0] and told[-1] == "and then this", told  # in the session resumed
     finally:
         never.set()
+        tmux.close()
+
+
+def test_an_answer_saved_before_its_daemon_died_shows_once_after_the_restart(tmp_path: Path, scripted_llm):
+    # Bug: the daemon killed after it had saved the answer, before the turn's end (a postTurn hook ran), and the chat
+    # drawn again after the restart showed the answer twice: from the history, then again as a "cut short" copy.
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "default.json").write_text(json.dumps({"prompt": "You are a test agent.", "commandSandbox": "none",
+                                                     "hooks": {"postTurn": f'read line < "{go}"'}}))
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("The answer saved whole."))
+    tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_AGENTS_DIR": str(agents)}, {"notes.txt": "alpha\n"})
+    hook = -1
+    try:
+        tmux.wait(lambda s: "alpha" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "The answer saved whole." in s, "the answer")
+
+        def hook_runs() -> bool:
+            nonlocal hook
+            try:  # a writer opens once the hook reads (ENXIO before): held open, the hook waits on
+                hook = os.open(go, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                return False
+            return True
+        until(hook_runs, "the postTurn hook")
+        os.kill(daemon_pid(tmp_path), signal.SIGKILL)
+        screen = tmux.keep("1-restarted", tmux.wait(lambda s: "was restarted" in unwrapped(s) and "hello" in s
+                                                    and "The answer saved whole." in s, "the chat drawn again"))
+        assert unwrapped(screen).count("The answer saved whole.") == 1, screen
+        assert "cut short" not in screen and "turn it ran was lost" not in unwrapped(screen), screen
+    finally:
+        if hook >= 0:
+            os.close(hook)  # the hook reads its end and exits
         tmux.close()
 
 

@@ -328,7 +328,8 @@ class Review:
         text: str | None = None
         if apply is not None and editor_text is not None and not change.binary:
             if editor_text != change.new_text:
-                raise StaleChange(path, "the editor's text changed since this change; undo refused")
+                raise StaleChange(path, "the editor's text changed since this change (by you, or by a later turn); "
+                                        "undo refused")
             text = _undone_text(change, hunk)
             if text is not None:
                 in_editor = await apply(change, text)
@@ -357,7 +358,8 @@ class Review:
             in_editor = False
         else:
             if editor_text != change.new_text:
-                raise StaleChange(change.path, "the editor's text changed since this change; undo refused")
+                raise StaleChange(change.path, "the editor's text changed since this change (by you, or by a later "
+                                               "turn); undo refused")
             in_editor = await apply(change, text or "")
             if not in_editor:
                 raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")

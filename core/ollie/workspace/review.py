@@ -43,7 +43,8 @@ def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None, bef
     current = _read_current(root, change.path)
     if current != change.new_data:
         what = "exists again" if change.new_data is None else ("was deleted" if current is None else "was edited")
-        raise StaleChange(change.path, f"the file {what} since this change; undo refused")
+        # A later turn's edit of the file is one too: the user reviewing an earlier turn did not make it.
+        raise StaleChange(change.path, f"the file {what} since this change (by you, or by a later turn); undo refused")
     if hunk_index is None:
         result = change.old_data
     else:

@@ -109,6 +109,24 @@ local function draw(t, messages, running, last_result, cut)
   end
 end
 
+---Whether the history's last message is what a turn its daemon's death cut short had shown: the daemon saved the
+---answer, then died before the turn's end (a postTurn hook ran). Drawn again, it showed twice.
+---@param messages table[]
+---@param cut ollie.Tail
+---@return boolean
+local function saved(messages, cut)
+  local last = messages[#messages]
+  if type(last) ~= "table" or last.role ~= "assistant" then
+    return false
+  end
+  local said = { assistant = "", reasoning = "" }
+  for _, part in ipairs(cut.parts) do
+    said[part.role] = said[part.role] .. part.text
+  end
+  return vim.trim(said.assistant) == vim.trim(without_marker(last.content or ""))
+    and vim.trim(said.reasoning) == vim.trim(last.reasoning or "")
+end
+
 ---Render `messages` into a cleared transcript.
 ---@param t ollie.Transcript
 ---@param messages table[]
@@ -215,7 +233,11 @@ function H:redraw(after, ended, last_result)
       -- then queues, and the history is drawn again, whole, when the turn ends. Before, an `ollie/state` asked first
       -- could say idle while the history read next held the prompt of a turn begun between the two: drawn as never
       -- answered, its reply dropped.
-      M.render(self.transcript, res.messages, res.answering == true, last_result, self.cut_short)
+      local cut = self.cut_short
+      if cut and saved(res.messages or {}, cut) then
+        cut, self.lost_turn = nil, false -- its answer is in the history: no turn to send again
+      end
+      M.render(self.transcript, res.messages, res.answering == true, last_result, cut)
       self.cut_short = nil
       if session and type(res.seq) == "number" then
         client.saw(session, res.seq) -- the user sees the history: the events it holds, its turns' ends too

@@ -271,9 +271,12 @@ export class ChatModel {
   }
 
   /** Show again what a crash cut short (`unsavedTail`), marked so, after the history read back; its prompt only
-   * when that is not the history's last. */
+   * when that is not the history's last. Nothing when the history's last reply is it: the daemon saved the answer,
+   * then died before the turn's end (a postTurn hook ran), and it showed twice. */
   addCutShort(tail: readonly ChatItem[]): ChatItem[] {
-    if (tail.length === 0) return [];
+    const text = (items: readonly ChatItem[]) => items.map((item) => (item.kind === "assistant" ? item.text : "")).join("").trim();
+    const reply = [...this.items].reverse().find((item) => item.kind === "assistant" || item.kind === "tool" || (item.kind === "user" && item.note === undefined));
+    if (tail.length === 0 || (reply?.kind === "assistant" && text([reply]) === text(tail))) return [];
     const last = this.items.filter((item): item is UserItem => item.kind === "user" && item.note === undefined).pop();
     const saved = tail[0].kind === "user" && last?.text === tail[0].text;
     return [...(saved ? tail.slice(1) : tail).map((item) => this.push({ ...item, id: 0 })), this.push({ kind: "turnEnd", id: 0, stop: "cut_short" })];

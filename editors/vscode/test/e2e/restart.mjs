@@ -20,8 +20,13 @@ import { daemon, giveImage, log, ollieOutput, openChat, pickFile, runCommand, se
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
-const STARTS = 7;
+const STARTS = 8;
 for (let n = 1; n <= STARTS; n++) execFileSync("mkfifo", [path.join(gate, `verdict-${n}`)]);
+// The default agent with a postTurn hook that waits, while the fifo `hold` is there, for the test to let it go.
+const agents = path.join(gate, "agents");
+fs.mkdirSync(agents);
+fs.writeFileSync(path.join(agents, "default.json"), JSON.stringify({ prompt: "You are a test agent.", commandSandbox: "none",
+  hooks: { postTurn: `[ -p '${gate}/hold' ] && read line < '${gate}/hold'; exit 0` } }));
 const gateScript = path.join(gate, "ollie-lsp-gate");
 fs.writeFileSync(gateScript, `#!/bin/sh
 n=$(($(cat '${gate}/count' 2>/dev/null || echo 0) + 1))
@@ -29,6 +34,7 @@ echo $n > '${gate}/count'
 echo $$ > '${gate}/pid-'$n
 touch '${gate}/started-'$n
 read verdict < '${gate}/verdict-'$n
+export OLLIE_AGENTS_DIR='${agents}'
 [ "$verdict" = go ] && exec '${daemon}' "$@"
 echo "start $n failed: the test said so" >&2
 exit 3
@@ -69,7 +75,8 @@ async function noNotRunning(chat) {
 }
 
 const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
-  { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 }];
+  { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 },
+  { text: "The answer saved before the crash." }];
 
 // Traced: the Ollie output shows when a request has gone to the daemon.
 const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose" };
@@ -190,4 +197,32 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n" } }, async 
   }
   await screenshot("cut-short-after-crash");
   log("the answer shown when the daemon died stayed in the restored chat, marked cut short");
+
+  // 7. The daemon dies after it saved the answer, before the turn's end (its postTurn hook runs): the chat brought back
+  // shows the answer once (it showed it twice: read back, then again marked cut short).
+  await waitForStatus(page, /Ollie: idle/);
+  execFileSync("mkfifo", [path.join(gate, "hold")]);
+  await send(chat, "Answer, then hold.");
+  await chat.locator(".item.assistant", { hasText: "The answer saved before the crash." }).waitFor({ timeout: waitMs });
+  // A writer opens once the hook reads the fifo (ENXIO before); held open, the hook waits on.
+  const hold = await until("the postTurn hook", () => {
+    try {
+      return fs.openSync(path.join(gate, "hold"), fs.constants.O_WRONLY | fs.constants.O_NONBLOCK);
+    } catch {
+      return undefined;
+    }
+  });
+  process.kill(Number(fs.readFileSync(path.join(gate, "pid-7"), "utf8")), "SIGKILL");
+  await release(8, "go");
+  await waitForStatus(page, /Ollie: idle/);
+  await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly" }).last().waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "Answer, then hold." }).waitFor({ timeout: waitMs });
+  fs.closeSync(hold);
+  const shown = await chat.locator(".item").evaluateAll((items) => items.map((i) => `${i.dataset.kind}: ${i.textContent}`));
+  const answers = shown.filter((line) => line.includes("The answer saved before the crash."));
+  if (answers.length !== 1 || shown.some((line) => line.startsWith("turnEnd: Cut short"))) {
+    throw new Error(`the chat brought back is ${JSON.stringify(shown)}`);
+  }
+  await screenshot("saved-answer-after-crash");
+  log("an answer saved before the daemon died showed once in the restored chat");
 });

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { ChatModel, unsavedTail } from "../../src/lib/chatModel";
+import { OllieEvent } from "../../src/lib/protocol";
 import { contextToMarkdown, forkNotice, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
 import { splitEditorContext } from "../../src/lib/promptContext";
 
@@ -273,4 +275,21 @@ test("a fork's notice names the fork, where it was cut, and that the files were 
     "Switch Session. Files were not changed: they stay as they are now, not as they were after turn 2.");
   assert.equal(forkNotice(undefined), "This chat is now a fork, with the whole conversation; the original is in Switch Session. " +
     "Files were not changed: they stay as they are now.");
+});
+
+test("a reply the daemon saved before it died, its turn not ended, shows once in the chat read back", () => {
+  // Bug: killed while a postTurn hook ran, the answer saved, the restored chat showed it twice: read back, then again
+  // as "Cut short".
+  const live = new ChatModel();
+  let seq = 0;
+  for (const [role, content] of [["turn", "start"], ["user", "hello"], ["assistant", "The answer "], ["assistant", "saved whole."]]) {
+    live.apply({ session: "s", seq: ++seq, role, content } as OllieEvent);
+  }
+  const tail = unsavedTail(live);
+  const saved = modelFromHistory([{ role: "user", content: "hello" }, { role: "assistant", content: "The answer saved whole." }]);
+  assert.deepEqual(saved.addCutShort(tail), []);
+  assert.deepEqual(saved.items.map((i) => i.kind), ["user", "assistant"]);
+  // Only the prompt saved (it died mid-reply): what streamed shows, cut short.
+  const unsaved = modelFromHistory([{ role: "user", content: "hello" }]);
+  assert.deepEqual(unsaved.addCutShort(tail).map((i) => i.kind), ["assistant", "turnEnd"]);
 });
