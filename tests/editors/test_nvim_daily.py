@@ -651,3 +651,28 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
         assert "sandbox.yaml: key 'netwrok': unknown key; fix the file: no step runs until it loads" in said, said
     finally:
         tmux.close()
+
+
+def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_seen_and_kept_in_messages(
+        tmp_path: Path, scripted_llm):
+    """The chat opened first (in insert mode) with a misspelt key in sandbox.yaml: the daemon's notice shows once she
+    leaves insert mode, and `:messages` keeps it (Bug: echoed without history while `-- INSERT --` showed, it was
+    gone at once, and nowhere to find)."""
+    policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("netwrok:\n  enabled: true\n")
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keep("1-typing", tmux.wait(lambda s: "-- INSERT --" in s and " ollie: idle" in s, "the chat, idle"))
+        tmux.keys("Escape")
+        tmux.keep("2-said", tmux.wait(lambda s: "key 'netwrok'" in s, "the policy's problem"))
+        tmux.keys(":echo", "Enter")
+        tmux.wait(lambda s: "netwrok" not in s, "the command line cleared")
+        tmux.keys(":messages", "Enter")
+        kept = tmux.keep("3-messages", tmux.wait(lambda s: "sandbox.yaml: key 'netwrok'" in s, "it in :messages"))
+        assert "unknown key" in kept, kept
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
