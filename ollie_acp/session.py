@@ -95,6 +95,8 @@ class AcpSession:
     rejected_always: set[str] = field(default_factory=set)
     # Warnings told at the start of the next prompt's reply, each once (an agent config the selector leaves out).
     untold: list[str] = field(default_factory=list)
+    # Why its sandbox policy does not load ("" when it does), read in a thread as the session opened: told as `untold`.
+    policy: asyncio.Future[str] | None = None
 
     @property
     def mode(self) -> str:
@@ -238,6 +240,9 @@ class AcpSession:
     async def _run(self, number: int, text: str, images: Sequence[Image]) -> PromptResponse:
         if number <= self.cancelled_upto:  # before it began (the engine had nothing to stop yet)
             return PromptResponse(stop_reason="cancelled")
+        if self.policy is not None:
+            problem, self.policy = await self.policy, None
+            self.untold += [problem] if problem else []
         if self.untold:
             told, self.untold = self.untold, []
             await self._tell("".join(f"warning: {w}\n\n" for w in told))
