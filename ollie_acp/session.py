@@ -97,6 +97,8 @@ class AcpSession:
     untold: list[str] = field(default_factory=list)
     # The client failed a question (it has no session/request_permission, as the SDK's example client): said once.
     cannot_ask_told: bool = False
+    # Why its sandbox policy does not load ("" when it does), read in a thread as the session opened: told as `untold`.
+    policy: asyncio.Future[str] | None = None
 
     @property
     def mode(self) -> str:
@@ -246,6 +248,9 @@ class AcpSession:
     async def _run(self, number: int, text: str, images: Sequence[Image]) -> PromptResponse:
         if number <= self.cancelled_upto:  # before it began (the engine had nothing to stop yet)
             return PromptResponse(stop_reason="cancelled")
+        if self.policy is not None:
+            problem, self.policy = await self.policy, None
+            self.untold += [problem] if problem else []
         if self.untold:
             told, self.untold = self.untold, []
             await self._tell("".join(f"warning: {w}\n\n" for w in told))

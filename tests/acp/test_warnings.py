@@ -75,3 +75,17 @@ async def test_an_agent_config_that_cannot_load_is_told_once_not_silently_left_o
                                       "enclosed in double quotes\n\nfirst answer")
     await agent.prompt(sid, "again")
     assert agent.client.text(sid).count("warning:") == 1
+
+
+async def test_a_broken_sandbox_policy_is_told_at_the_start_of_the_first_reply(start_agent, llm) -> None:
+    # The daemon and the terminal say it as a session opens; ACP said it only when a step was refused.
+    policy = config_dir() / "sandbox.yaml"
+    policy.write_text("netwrok:\n  enabled: true\n")
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    await agent.prompt(sid, "hi")
+    assert agent.client.text(sid) == (f"warning: {policy}: key 'netwrok': unknown key; fix the file: no step runs "
+                                      "until it loads\n\nfirst answer")
+    await agent.prompt(sid, "again")
+    assert agent.client.text(sid).count("warning:") == 1

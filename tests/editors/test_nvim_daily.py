@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ollie.testing import Reply
+from tests.procs import wait_until
 
 from .test_nvim_tui import assert_clean, quit_nvim, show_code_actions, start_nvim
 
@@ -649,5 +650,36 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
         tmux.keys(":OllieChanges", "Enter")  # the daemon starts
         said = tmux.keep("1-said", tmux.wait(lambda s: "netwrok" in s, "the policy's problem"))
         assert "sandbox.yaml: key 'netwrok': unknown key; fix the file: no step runs until it loads" in said, said
+    finally:
+        tmux.close()
+
+
+def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_seen_and_kept_in_messages(
+        tmp_path: Path, scripted_llm):
+    """The chat opened first (in insert mode) with a misspelt key in sandbox.yaml: the daemon's notice, come while she
+    types, shows once she leaves insert mode, and `:messages` keeps it (Bug: echoed without history while
+    `-- INSERT --` showed, it was gone at once, and nowhere to find)."""
+    policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("netwrok:\n  enabled: true\n")
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(100, 30))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.wait(lambda s: "-- INSERT --" in s and " ollie: idle" in s, "the chat, idle")
+        # Sent (the daemon logs it first) while she is in insert mode: she types on, then leaves it.
+        log = Path(os.environ["XDG_STATE_HOME"]) / "ollie" / "ollie.log"
+        wait_until(lambda: log.exists() and "key 'netwrok'" in log.read_text(), "the daemon to send it")
+        tmux.keys("fix")
+        typed = tmux.keep("1-typing", tmux.wait(lambda s: "fix" in chat_of(s), "her typing"))
+        assert "netwrok" not in typed and "-- INSERT --" in typed, typed
+        tmux.keys("Escape")
+        tmux.keep("2-said", tmux.wait(lambda s: "key 'netwrok'" in s, "the policy's problem"))
+        tmux.keys(":echo", "Enter")
+        tmux.wait(lambda s: "netwrok" not in s, "the command line cleared")
+        tmux.keys(":messages", "Enter")
+        kept = tmux.keep("3-messages", tmux.wait(lambda s: "sandbox.yaml: key 'netwrok'" in s, "it in :messages"))
+        assert "unknown key" in kept, kept
+        assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -96,8 +96,11 @@ def test_a_step_outside_the_sandbox_is_one_card_in_real_vscode(run_e2e):
 def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
     """/help's table keeps its columns in the chat (screenshot command-columns): it wrapped in a proportional font, each
     description starting somewhere else; a typo's answer is one error line naming the closest command. `/rewind` and
-    `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the model still had them."""
-    shows(run_e2e("commands.mjs", total_ms=150000), "/help kept its columns; a typo's error named the closest command alone",
+    `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the model still had them.
+    A broken sandbox.yaml is a warning notification as the session opens (policy-notification)."""
+    shows(run_e2e("commands.mjs", total_ms=150000),
+          "the broken sandbox.yaml was a notification naming its file and key as the session opened",
+          "/help kept its columns; a typo's error named the closest command alone",
           "/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing")
 
 

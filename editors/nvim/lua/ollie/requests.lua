@@ -234,18 +234,26 @@ end
 
 ---Tell the user something, prefixed "ollie: ". These come when an answer arrives, maybe while the user types:
 ---with the stock vim.notify a message wider than the command line would stop the editor at a "Press ENTER"
----prompt, so it shows on one line cut to fit.
+---prompt, so it shows on one line cut to fit (kept in `:messages`). In insert mode `-- INSERT --` would hide it at
+---once (the chat opens in insert mode as a session opens, and says what is wrong with it): it shows as she leaves.
 ---@param msg string
 ---@param level integer|nil
 function M.notify(msg, level)
   local text = "ollie: " .. msg
   level = level or vim.log.levels.INFO
-  local long = text:find("\n") or vim.fn.strdisplaywidth(text) > vim.v.echospace
-  if not (long and stock_notify() and #vim.api.nvim_list_uis() > 0) then
+  if not stock_notify() or #vim.api.nvim_list_uis() == 0 then
+    return vim.notify(text, level)
+  end
+  if vim.api.nvim_get_mode().mode:find("^[iR]") then
+    vim.api.nvim_create_autocmd("ModeChanged", { pattern = "*:n*", once = true,
+      callback = function() vim.schedule(function() M.notify(msg, level) end) end })
+    return
+  end
+  if not (text:find("\n") or vim.fn.strdisplaywidth(text) > vim.v.echospace) then
     return vim.notify(text, level)
   end
   local hl = level >= vim.log.levels.ERROR and "ErrorMsg" or level >= vim.log.levels.WARN and "WarningMsg" or nil
-  vim.api.nvim_echo({ { M.one_line(text), hl } }, false, {})
+  vim.api.nvim_echo({ { M.one_line(text), hl } }, true, {})
 end
 
 ---`text` on one line that fits the command line (`v:echospace`), cut with "…" when it is longer.

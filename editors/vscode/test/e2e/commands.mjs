@@ -1,11 +1,18 @@
 // E2E in real VS Code (code-server): a command's answer laid out in columns (/help) keeps its columns in the chat, a
 // description that wraps going on under its column (it was wrapped in a proportional font, each description starting
 // somewhere else); a typo's answer is one error line naming the closest command (it was the whole list). `/rewind` and `/agent NAME` typed in the chat take the turns they
-// cut out of it (they stayed in sight, as if the model still had them); a `/rewind` that failed takes nothing.
+// cut out of it (they stayed in sight, as if the model still had them); a `/rewind` that failed takes nothing. A user's
+// sandbox.yaml with a misspelt key is a warning notification as the session opens (no step runs in this scenario).
 //
 // Usage: node test/e2e/commands.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { log, openChat, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { log, openChat, runCommand, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+
+const policy = path.join(work, "xdg", "config", "ollie", "sandbox.yaml"); // the daemon's user config (isolatedEnv)
+fs.mkdirSync(path.dirname(policy), { recursive: true });
+fs.writeFileSync(policy, "netwrok:\n  enabled: true\n");
 
 /** The left edge, in pixels, of `word` in the chat's notice that holds it. */
 async function leftOf(chat, notice, word) {
@@ -22,6 +29,15 @@ async function leftOf(chat, notice, word) {
 await withVSCode({ script: [{ text: "Hello." }, { text: "Again." }], files: { "notes.txt": "notes\n" }, settings: { "files.autoSave": "off" } }, async ({ page, screenshot }) => {
   await waitForStatus(page, /Ollie: idle/);
   const chat = await openChat(page);
+  const said = `ollie: ${policy}: key 'netwrok': unknown key; fix the file: no step runs until it loads`;
+  await waitForNotification(page, said);
+  // Expanded, as a user reads a long one: the whole text in sight.
+  const item = page.locator(".notifications-center .notification-list-item", { hasText: said }).first();
+  await item.locator(".codicon-notifications-expand").click();
+  await until("the notification expanded", async () => (await item.locator(".codicon-notifications-collapse").count()) > 0);
+  await screenshot("policy-notification");
+  await runCommand(page, "Notifications: Clear All Notifications");
+  log("the broken sandbox.yaml was a notification naming its file and key as the session opened");
   await send(chat, "hi");
   await chat.locator(".item.assistant", { hasText: "Hello." }).waitFor({ timeout: waitMs });
   // The turn's end drawn (the page's running state came before it): /help is sent, not queued for a turn's end.
