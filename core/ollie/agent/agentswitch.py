@@ -1,4 +1,5 @@
-"""Asking before a switch to an agent that runs without a sandbox: the one check every front end's switch passes."""
+"""An agent switch's engine side, which every front end's switch goes through: the question before an agent that runs
+without a sandbox, and the conversation before kept as a session of its own."""
 
 from __future__ import annotations
 

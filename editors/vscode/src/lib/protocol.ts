@@ -226,11 +226,11 @@ export function parseModelList(raw: unknown): Choices {
 }
 
 /** The model/agent pick's placeholder; an empty list (the backend is down) must not read as "nothing to pick".
- * `clears`: what a switch loses, said before the user picks (an agent switch clears the session). */
-export function choicePlaceholder(current: string | undefined, count: number, clears?: string): string {
+ * `note`: what a switch does to the chat, said before the user picks (an agent switch starts a new conversation). */
+export function choicePlaceholder(current: string | undefined, count: number, note?: string): string {
   const how = count ? "pick or type a name" : "none listed (is the backend up?): type a name";
   const said = current ? `current: ${current} — ${how}` : how;
-  return clears ? `${said} (switching clears ${clears})` : said;
+  return note ? `${said} (${note})` : said;
 }
 
 /** The agents of an `ollie/listAgents` result, each with its description (or why it cannot load). */

@@ -278,14 +278,14 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await page.locator(".quick-input-list .monaco-list-row", { hasText: "read-only" }).first().waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: "current" }).filter({ hasText: "default" }).waitFor({ timeout: waitMs });
   const warned = await page.locator(".quick-input-widget input").getAttribute("placeholder");
-  if (!warned?.includes("switching clears this chat's conversation")) throw new Error(`the agent pick says ${JSON.stringify(warned)}`);
+  if (!warned?.includes("another starts a new conversation; this one is kept in Switch Session")) throw new Error(`the agent pick says ${JSON.stringify(warned)}`);
   await page.keyboard.press("Enter");
   await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: waitMs });
   await fillInput(chat, "/agent");
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.notice", { hasText: "agent: default" }).waitFor({ timeout: waitMs });
   if ((await chatText(chat)).includes("session cleared")) throw new Error("Enter in the agent pick switched the agent, clearing the chat");
-  log("the agent pick highlights the current agent and says a switch clears the chat; Enter kept both");
+  log("the agent pick highlights the current agent and says a switch keeps the chat's conversation; Enter kept both");
 
   // 8. Ask About Selection sends the file, range and selected text as context.
   await openEditor(page, "marker.py");
