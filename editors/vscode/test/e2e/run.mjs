@@ -271,14 +271,15 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   log(`slash completion: ${names.join(" ")}`);
 
   // 7. Switch Agent offers the daemon's agents (ollie/listAgents) with their descriptions, the current one marked and
-  // highlighted, and says a switch clears the chat: Enter at once keeps the agent and the conversation (it switched to
-  // the first listed, clearing the session).
+  // highlighted, and says a switch starts a new conversation, this one kept: Enter at once keeps the agent and the
+  // conversation (it switched to the first listed, clearing the session).
   await runCommand(page, "Ollie: Switch Agent");
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Agent" }).waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row", { hasText: "read-only" }).first().waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: "current" }).filter({ hasText: "default" }).waitFor({ timeout: waitMs });
   const warned = await page.locator(".quick-input-widget input").getAttribute("placeholder");
   if (!warned?.includes("another starts a new conversation; this one is kept in Switch Session")) throw new Error(`the agent pick says ${JSON.stringify(warned)}`);
+  await screenshot("agent-pick");
   await page.keyboard.press("Enter");
   await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: waitMs });
   await fillInput(chat, "/agent");
