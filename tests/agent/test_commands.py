@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from ollie.agent import commands
-from ollie.agent.agentswitch import Switched
 from ollie.agent.commands import COMMANDS, is_command, run_command
 from ollie.agent.core import TERMINAL_RESUME
 from ollie.agent.editorcontext import context_block
 from ollie.agent.events import Bus
+from ollie.agent.surface import Switched
 from ollie.backend.types import Message, ToolCall
 from ollie.errors import ConfigError
 from ollie.sessions import persist

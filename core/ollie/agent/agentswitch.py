@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from dataclasses import dataclass
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,22 +18,6 @@ if TYPE_CHECKING:  # ACP imports this module at start; the approval module loads
 
 # Each question's own number in its id: a client shows each as a card of its own (ACP: a tool call per id).
 _asked = itertools.count(1)
-
-
-@dataclass(frozen=True)
-class Switched:
-    """What an agent switch did: the build warnings to show, and the session the conversation before it was saved
-    as (its id and title; "" when there was none)."""
-
-    warnings: list[str]
-    kept_id: str = ""
-    kept_title: str = ""
-
-    def lines(self, resume_how: str) -> list[str]:
-        """The lines a front end shows after the switch (`resume_how`: what resumes a saved session there)."""
-        kept = [f"the previous conversation is saved as \"{self.kept_title}\" ({self.kept_id}): "
-                f"resume it with {resume_how}"] if self.kept_id else []
-        return kept + [f"warning: {w}" for w in self.warnings]
 
 
 class AgentSwitchRefused(OllieError):

@@ -38,7 +38,7 @@ from ollie.tools.base import ToolInfo
 from ollie.tools.documents import EditorDocuments
 
 if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
-    from ollie.agent.agentswitch import Switched
+    from ollie.agent.surface import Switched
     from ollie.tools.editor.knowledge import EditorKnowledge
 
 __all__ = ["Core", "TurnResult"]
@@ -468,7 +468,8 @@ class Core(McpMembers):
             self._host.told(warnings)  # the caller shows them (`/agent`, ACP's agent picker)
             self._attached.wire()
             self._wire_mcp()
-            from ollie.agent.agentswitch import Switched, keep
+            from ollie.agent.agentswitch import keep
+            from ollie.agent.surface import Switched
 
             switched = Switched(warnings)
             if self.session.messages:  # kept before it is cleared: the user's conversation is never lost
