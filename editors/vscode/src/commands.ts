@@ -29,10 +29,11 @@ function reportError(err: unknown): void {
 }
 
 /** Ask for a name, offering the daemon's list with the current one highlighted; any typed name is accepted too. */
+/** `note`: what a switch does to the chat, said in the title before the user picks (the placeholder cut it short). */
 async function pickName(title: string, { current, choices }: Choices, note?: string): Promise<string | undefined> {
   const pick = vscode.window.createQuickPick();
-  pick.title = title;
-  pick.placeholder = choicePlaceholder(current, choices.length, note);
+  pick.title = note ? `${title} — ${note}` : title;
+  pick.placeholder = choicePlaceholder(current, choices.length);
   pick.items = choices.map(({ name, description }) => ({
     label: name,
     description: [name === current ? "current" : "", description].filter(Boolean).join(" · ") || undefined,
@@ -62,7 +63,7 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
   const method = what === "model" ? "ollie/listModels" : "ollie/listAgents";
   const listing = await parts.conversation.request<unknown>(method);
   const choices = what === "model" ? parseModelList(listing) : parseAgentList(listing);
-  const note = what === "agent" ? "another starts a new conversation; this one is kept in Switch Session" : undefined;
+  const note = what === "agent" ? "another starts a new chat; this one is kept in Switch Session" : undefined;
   const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices, note);
   // The current one picked again switches nothing (`/agent` to the same agent cleared the session all the same).
   if (name && name !== choices.current) await runSlash(parts, `/${what} ${name}`);

@@ -277,8 +277,8 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Agent" }).waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row", { hasText: "read-only" }).first().waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: "current" }).filter({ hasText: "default" }).waitFor({ timeout: waitMs });
-  const warned = await page.locator(".quick-input-widget input").getAttribute("placeholder");
-  if (!warned?.includes("another starts a new conversation; this one is kept in Switch Session")) throw new Error(`the agent pick says ${JSON.stringify(warned)}`);
+  const warned = await page.locator(".quick-input-widget .quick-input-title").textContent();
+  if (!warned?.includes("another starts a new chat; this one is kept in Switch Session")) throw new Error(`the agent pick says ${JSON.stringify(warned)}`);
   await screenshot("agent-pick");
   await page.keyboard.press("Enter");
   await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: waitMs });
