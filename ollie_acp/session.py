@@ -186,12 +186,14 @@ class AcpSession:
     async def switch_agent(self, name: str) -> bool:
         """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""
         try:
-            warnings = await self.core.switch_agent(name)
+            switched = await self.core.switch_agent(name)
         except AgentSwitchRefused as exc:
             await self._tell(f"{str(exc).capitalize()}.\n\n")
             return False
-        if warnings:  # as `/agent` shows them: from the picker, the user would never hear of them
-            await self._tell("".join(f"warning: {w}\n\n" for w in warnings))
+        # As `/agent` says them: from the picker, the user would never hear of the warnings, nor of where the
+        # conversation before went.
+        if lines := switched.lines(self.core.resume_how):
+            await self._tell("".join(f"{line}\n\n" for line in lines))
         return True
 
     async def sync_options(self) -> None:

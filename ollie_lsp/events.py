@@ -231,7 +231,7 @@ class EventForwarder:
         if event.role == "state":
             self._on_state()
             return
-        if event.role in ("output", "rewind"):  # live step output (its result comes whole), internal: not on the wire
+        if event.role in ("output", "rewind", "kept"):  # live step output (its result comes whole), internal: not on the wire
             return
         self.sent += 1
         self._send(event_params(self.session_id, self.sent, event))

@@ -53,7 +53,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer, collect_and_freeze
-from ollie_lsp.sessions import LiveSession, SubmitHandle
+from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange
@@ -341,10 +341,11 @@ async def mcp_list(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
 @method("ollie/listCommands", NoParams)
 async def list_commands(ls: OllieServer, _: NoParams) -> dict[str, Any]:
     """The slash commands: name, usage, description, and whether they lose what the session holds."""
-    from ollie.agent.commands import COMMANDS  # the commands load with the first command or this list
+    from ollie.agent.commands import COMMANDS, summary_of  # the commands load with the first command or this list
 
     commands = [
-        {"name": f"/{name}", "args": c.usage.partition(" ")[2], "description": c.summary, "destructive": c.destructive}
+        {"name": f"/{name}", "args": c.usage.partition(" ")[2], "description": summary_of(c, EDITOR_RESUME),
+         "destructive": c.destructive}
         for name, c in COMMANDS.items()
     ]
     return {"commands": commands}

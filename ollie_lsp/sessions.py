@@ -33,6 +33,8 @@ logger = logging.getLogger("ollie.lsp.sessions")
 INTERRUPTED = {"reply": "", "stop": "interrupted"}
 # How long a submit's answer waits for the client to acknowledge the turn's progress.
 PROGRESS_SETTLE_S = 2.0
+# What resumes a saved session in an editor (a chat's `/help`, `/resume`, `/agent`): its session list, not a terminal's.
+EDITOR_RESUME = "the editor's session list (VS Code: Ollie: Switch Session; Neovim: :OllieSessions)"
 Q = TypeVar("Q")
 A = TypeVar("A")
 # How long a question to the user waits for the events before it to go out (they wait ~4 ms to be joined).
@@ -369,6 +371,7 @@ class SessionTable:
 
         core.on_rename = rename
         core.on_kill = kill
+        core.resume_how = EDITOR_RESUME
         if self.ask_step is not None:
             core.step_approver = _after_events(forwarder, partial(self.ask_step, session_id))
         core.set_documents(self.documents)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import acp
+
+from ollie.testing import Reply
 
 APPROVAL_MODES = ["ask", "auto-edit", "auto", "read-only"]
 
@@ -102,3 +105,20 @@ async def test_switching_to_an_unsandboxed_agent_asks_and_a_refusal_keeps_the_ag
     ends = {u.tool_call_id: u.status for u in agent.client.of(sid, "tool_call_update")}
     assert [ends.get(tool_call.tool_call_id) for tool_call, _ in agent.client.permission_requests] \
         == ["failed", "failed", "completed"]
+
+
+async def test_the_agent_selector_keeps_the_conversation_as_a_session_to_load(start_agent, llm) -> None:
+    # Bug: picking another agent in the client's selector wiped the conversation, said nothing and kept no copy.
+    agent = await start_agent(env=llm.env())
+    llm.script(Reply.text("the parser is fixed"))
+    sid = await agent.new()
+    await agent.prompt(sid, "Fix the parser")
+    await agent.conn.set_config_option(config_id="agent", session_id=sid, value="coding")
+    said = re.search(r'the previous conversation is saved as "Fix the parser" \((\S+)\): resume it with the '
+                     r"client's session list \(session/load\)", agent.client.text(sid))
+    assert said, agent.client.text(sid)
+    listed = {s.session_id: s for s in (await asyncio.wait_for(agent.conn.list_sessions(), 30)).sessions}
+    assert listed[said[1]].title == "Fix the parser"
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=said[1], mcp_servers=[]), 30)
+    assert agent.client.text(said[1], "user_message_chunk") == "Fix the parser"
+    assert agent.client.text(said[1]) == "the parser is fixed"

@@ -11,8 +11,10 @@ import pytest
 
 from ollie.agent import commands
 from ollie.agent.commands import COMMANDS, is_command, run_command
+from ollie.agent.core import TERMINAL_RESUME
 from ollie.agent.editorcontext import context_block
 from ollie.agent.events import Bus
+from ollie.agent.surface import Switched
 from ollie.backend.types import Message, ToolCall
 from ollie.errors import ConfigError
 from ollie.sessions import persist
@@ -36,6 +38,7 @@ class FakeCore:
         self.agents_dirs = [tmp_path / "agents"]
         self.setup_warnings: list[str] = []
         self.max_steps = 30
+        self.resume_how = TERMINAL_RESUME
         self.is_running = False
         self.injects: list[str] = []
         self.queue_items: list[str] = []
@@ -45,13 +48,13 @@ class FakeCore:
                            ToolInfo("execute", "pipe", "")]
         self.env = {"FROM_CORE": "yes"}
 
-    async def switch_agent(self, name: str) -> list[str]:
+    async def switch_agent(self, name: str) -> Switched:
         if name == "missing":
             raise ConfigError("agent 'missing' not found")
         self.calls.append(("switch_agent", name))
         self.agent_name = name
         self.session.clear()
-        return ["tool server lacks restrictions"]
+        return Switched(["tool server lacks restrictions"], "1700000000000000000-0a0b0c", "say hi")
 
     async def switch_backend(self, name: str) -> None:
         self.calls.append(("switch_backend", name))
@@ -236,6 +239,8 @@ async def test_agent_show_switch_and_failure(core, events):
     out = await run_command(core, "/agent coding")
     assert out.splitlines() == [
         "agent: coding (session cleared; backend openai, model gpt-test)",
+        'the previous conversation is saved as "say hi" (1700000000000000000-0a0b0c): resume it with '
+        "`/resume <n|id>` (or a new run: `ollie --session <id>`)",
         "warning: tool server lacks restrictions",
     ]
     assert core.session.messages == []
@@ -395,7 +400,7 @@ async def test_sessions_lists_saved_newest_first(core):
     # When, what (its title), and the id to resume it with; the current one marked.
     assert lines[1].startswith("* 20") and lines[1].endswith(f"  fix the calculator  {core.session_id}"), lines
     assert lines[2].startswith("  2023-11-") and lines[2].endswith(f"  (untitled)  {older.id}"), lines
-    assert lines[3].endswith("or `ollie --session <id>`"), lines  # how to come back to one
+    assert lines[3] == f"resume one with {TERMINAL_RESUME}", lines  # how to come back to one
 
 
 async def test_tools_and_sp(core):

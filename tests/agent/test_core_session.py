@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from agentkit import ToyServer, drain, roles, sent_messages, write_agent
@@ -51,8 +52,14 @@ async def test_switching_agent_builds_a_fresh_runtime_and_clears_the_session(scr
     await core.submit("hello")
     core.switch_model("picked-before")  # dropped by the switch: the new agent's config names its model
     old_runtime = core.runtime
+    before = list(core.session.messages)
     output = (await core.submit("/agent other")).reply
     assert output.startswith("agent: other (session cleared")
+    # The conversation before is kept as a session of its own, in the agent it ran, to resume (it was lost).
+    kept = re.search(r'^the previous conversation is saved as "hello" \((\S+)\): resume it with `/resume', output, re.M)
+    assert kept, output
+    copy = persist.load(core.sessions_dir, kept[1])
+    assert copy.messages == before and copy.agent == "default" and copy.title == "hello"
     assert core.agent_name == "other" and core.runtime is not old_runtime
     assert core.runtime.dispatcher is not old_runtime.dispatcher
     assert core.session.messages == [] and core.max_steps == 7 and core.model_name == "other-model"

@@ -1070,19 +1070,23 @@ def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_
                                                                                                scripted_llm):
     """A new user switched the agent from :OllieAgent: the daemon cleared the session, but the chat still showed the
     old conversation (the model no longer had it; a resume later showed none). Picking the current agent again cleared
-    it all the same."""
+    it all the same. The conversation before was lost: now it is a saved session, which :OllieSessions resumes."""
     srv = scripted_llm("openai")
     srv.script(Reply(text="It adds."))
     result = run_scenario("agent_switch", workspace, srv)
-    assert "another clears this chat's conversation" in result["prompt"], result["prompt"]
+    assert "another starts a new conversation; this one is kept in :OllieSessions" in result["prompt"], result["prompt"]
     assert "It adds." in result["after_current"] and "/agent" not in result["after_current"], result["after_current"]
     assert "cannot take a turn" not in result["after_current"], "a backend that answers is not a problem"
     after = result["after_other"]
-    assert "It adds." not in after and "what does mul do?" not in after, after
+    assert "It adds." not in after and after.count("what does mul do?") == 1, after  # the saved-as line's alone
     assert after.count("agent: plan (session cleared") == 1, after
     # The statusline (and the tab label) named the cleared conversation by its first prompt.
     assert " · what does mul" in result["statusline_before"], result["statusline_before"]
     assert " · " not in result["statusline_after"], result["statusline_after"]
+    assert 'the previous conversation is saved as "what does mul do?" (' in after, after
+    assert "resume it with the editor's session list (VS Code: Ollie: Switch Session; Neovim: :OllieSessions)" in after
+    assert any(label.startswith("what does mul do?") for label in result["picker"]), result["picker"]
+    assert "what does mul do?" in result["kept_chat"] and "It adds." in result["kept_chat"], result["kept_chat"]
 
 
 def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(workspace, scripted_llm):

@@ -607,7 +607,8 @@ def agent_picked(tmux) -> str:
 def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_path: Path, scripted_llm):
     """A prompt, `:OllieAgent plan` (read-only), a prompt, `:qa!`; the next Neovim resumes the session from
     `:OllieSessions`: it runs plan still (Bug: the session list kept the agent the session was made with, and a resume
-    ran that one: the default agent, which edits files and runs programs, in a session she had made read-only)."""
+    ran that one: the default agent, which edits files and runs programs, in a session she had made read-only). The
+    conversation before the switch is kept as a session of its own, which the picker lists (it was lost)."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello."), Reply.text("The plan."))
     files = {"calc.py": "x = 1\n"}
@@ -617,7 +618,9 @@ def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "Hello." in s and "(end)" in s, "the first answer", timeout=60)
         tmux.keys(":OllieAgent plan", "Enter")
-        tmux.wait(lambda s: "agent: plan (session cleared" in s, "the switch")
+        # The conversation before is kept (it was lost): the chat names it and where to resume it.
+        tmux.keep("0-switched", tmux.wait(lambda s: "agent: plan (session cleared" in s
+                                          and 'conversation is saved as "hello"' in s, "the switch"))
         tmux.keys(":Ollie plan the work", "Enter")
         tmux.keep("1-planned", tmux.wait(lambda s: "The plan." in s and "(end)" in s, "the plan"))
         assert agent_picked(tmux).startswith("4: plan")
@@ -628,7 +631,8 @@ def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start again")
         tmux.keys(":OllieSessions", "Enter")
-        picker = tmux.wait(lambda s: "Type number" in s and "plan the work" in s, "the sessions to pick from")
+        picker = tmux.wait(lambda s: "Type number" in s and "plan the work" in s and "hello" in s,
+                           "the sessions to pick from, the one the switch kept too")
         tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "plan the work" in line), "Enter")
         tmux.keep("2-resumed", tmux.wait(lambda s: "The plan." in s, "the resumed session"))
         current = agent_picked(tmux)

@@ -23,7 +23,7 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
           "an archived session leaves the history, Show archived lists it marked",
           "a long word wraps; a markdown link to a file opens it",
           "a daemon killed mid-turn: the chat said so, came back with the same conversation",
-          "the agent pick highlights the current agent and says a switch clears the chat; Enter kept both")
+          "the agent pick highlights the current agent and says a switch keeps the chat's conversation; Enter kept both")
 
 
 @pytest.mark.timeout(560)

@@ -281,13 +281,29 @@ def test_resume_at_the_prompt_lists_this_directorys_sessions_and_goes_on_with_th
     with Terminal(["--cwd", str(here)], llm.env(), here) as term:
         at = term.wait_for(r"default> ")
         at = term.answer("hi", r"hello\ndefault> ", after=at)
-        at = term.answer("/help", r"/resume \[n\|id\] .*`ollie --session <id>`", after=at)
+        at = term.answer("/help", r"/resume \[n\|id\] .*\n?.*`ollie --session <id>`", after=at)  # (wrapped)
         at = term.answer("/resume 5", r"ollie: /resume: no session 5 in /resume's list \(2 here\)\n", after=at)
         at = term.answer("/resume", r"resume which\? \(number or id; Enter to stay\): ", after=at)
         listing = term.text[:at].rsplit("sessions started in", 1)[1]
         assert "2. " in listing and saved.group(1) in listing.split("2. ")[1], listing  # newest first: ours is 1
         assert "another project" not in listing and "`ollie --session <id>`" in listing, listing
         at = term.answer("2", rf"session {saved.group(1)}\. .*\ndefault> remember 9\nnoted 9\n", after=at)
+        term.answer("what was it?", r"it was 9\n", after=at)
+        assert term.close() == 0
+    users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["remember 9", "what was it?"]
+
+
+def test_an_agent_switch_keeps_the_conversation_and_resume_goes_back_to_it(llm, tmp_path):
+    # `/agent plan` wiped the conversation, unasked and unsaved: there was nothing to /resume.
+    llm.script(Reply.text("noted 9"), Reply.text("it was 9"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("remember 9", r"noted 9\ndefault> ", after=at)
+        at = term.answer("/agent plan", r'the previous conversation is saved as "remember 9" \((\S+)\): resume it '
+                         r"with `/resume <n\|id>` \(or a new run: `ollie --session <id>`\)\n.*plan> ", after=at)
+        kept = re.findall(r'saved as "remember 9" \((\S+)\)', term.text)[-1]
+        at = term.answer(f"/resume {kept}", rf"session {kept}\. .*\ndefault> remember 9\nnoted 9\n", after=at)
         term.answer("what was it?", r"it was 9\n", after=at)
         assert term.close() == 0
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]

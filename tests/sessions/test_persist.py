@@ -71,6 +71,27 @@ def test_round_trip_keeps_messages_totals_and_task_state(tmp_path, log_store):
         "coding", 3, 30, 1.5)
 
 
+def test_an_agent_switch_keeps_the_saved_conversation_as_a_session_of_its_own(tmp_path, log_store):
+    # What `/agent NAME` would have cleared is copied first (agentswitch.keep), in files and in PostgreSQL alike: the
+    # copy is a session of its own, titled, in the agent it ran; the session it came from is left as it was.
+    from ollie.agent.agentswitch import keep
+
+    session = Session(agent="coding", task_state=TaskState(goal="fix"))
+    file = session_log(tmp_path, session.id)
+    for r in range(3):
+        _round(session, r)
+        file.save(session)
+    kept_id = keep(file, "fix the parser")
+    assert kept_id != session.id
+    kept = persist.load(tmp_path, kept_id)
+    assert _dicts(kept) == _dicts(session) and kept.task_state == TaskState(goal="fix")
+    assert (kept.id, kept.title, kept.agent) == (kept_id, "fix the parser", "coding")
+    session.clear()  # the switch goes on: the session it came from is cleared and saved, its copy stays whole
+    file.save(session)
+    assert persist.load(tmp_path, session.id).messages == []
+    assert _dicts(persist.load(tmp_path, kept_id)) == _dicts(kept)
+
+
 def test_a_save_appends_only_the_new_round(tmp_path, log_store):
     session = Session(agent="a")
     file = session_log(tmp_path, session.id)

@@ -1,4 +1,5 @@
-"""Asking before a switch to an agent that runs without a sandbox: the one check every front end's switch passes."""
+"""An agent switch's engine side, which every front end's switch goes through: the question before an agent that runs
+without a sandbox, and the conversation before kept as a session of its own."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ollie.errors import OllieError
 
 if TYPE_CHECKING:  # ACP imports this module at start; the approval module loads with the first question
     from ollie.agent.approval import StepQuestion
+    from ollie.sessions.persist import SessionFile
 
 # Each question's own number in its id: a client shows each as a card of its own (ACP: a tool call per id).
 _asked = itertools.count(1)
@@ -42,3 +44,22 @@ async def check(name: str, dirs: list[Path], confirm: Callable[[StepQuestion], A
     title = f"switch to agent {info.name}: it runs WITHOUT a sandbox"
     if not await confirm(StepQuestion(f"agent/{info.name}/{next(_asked)}", "other", title, outside=(outside,))):
         raise AgentSwitchRefused(f"agent not switched: {name} runs without a sandbox and was not allowed")
+
+
+def keep(log: SessionFile, title: str) -> str:
+    """Save the conversation `log` holds as a session of its own titled `title`, in the agent it ran: what an agent
+    switch would have cleared, kept for the user to resume (never lose the user's work); its new id. Blocks: in a
+    thread."""
+    from ollie.sessions import persist
+    from ollie.sessions.session import new_session_id
+
+    log.flush()  # a database log's rounds are written by its own thread: all of them, before they are read back
+    saved = persist.load(log.sessions_dir, log.session_id)
+    saved.id, saved.title = new_session_id(), title
+    copy = persist.session_log(log.sessions_dir, saved.id)
+    try:
+        copy.save(saved)
+    finally:
+        copy.close()
+    persist.release(saved.id)
+    return saved.id

@@ -71,16 +71,15 @@ async def cmd_model(core: CommandTarget, arg: str) -> str:
 
 
 async def cmd_agent(core: CommandTarget, arg: str) -> str:
-    """Show the agent, or switch to `arg` (fresh runtime, cleared session)."""
+    """Show the agent, or switch to `arg` (fresh runtime, a new conversation: the one before is saved to resume)."""
     if not arg:
         return f"agent: {core.agent_name}"
     try:
-        warnings = await core.switch_agent(arg)
+        switched = await core.switch_agent(arg)
     except AgentSwitchRefused as exc:
         return f"agent: {core.agent_name} ({exc})"
-    lines = [f"agent: {core.agent_name} (session cleared; backend {core.backend_name}, model {core.model_name})"]
-    lines += [f"warning: {w}" for w in warnings]
-    return "\n".join(lines)
+    said = f"agent: {core.agent_name} (session cleared; backend {core.backend_name}, model {core.model_name})"
+    return "\n".join([said, *switched.lines(core.resume_how)])
 
 
 async def cmd_maxsteps(core: CommandTarget, arg: str) -> str:
@@ -204,15 +203,16 @@ async def cmd_help(core: CommandTarget, arg: str) -> str:
     name = arg.lstrip("/").lower()
     if name and name in COMMANDS:
         command = COMMANDS[name]
-        return f"{command.usage}  {command.summary}"
-    return help_text()
+        return f"{command.usage}  {summary_of(command, core.resume_how)}"
+    return help_text(core)
 
 
 COMMANDS: dict[str, Command] = {
     "backend": Command("/backend [name]", "show or switch the LLM backend", cmd_backend),
     "model": Command("/model [name]", "show or switch the model", cmd_model),
     "models": Command("/models", "list the backend's models", info.cmd_models),
-    "agent": Command("/agent [name]", "show or switch the agent config (clears the session)", cmd_agent, destructive=True),
+    "agent": Command("/agent [name]", "show or switch the agent config (a new conversation; this one is saved to resume)",
+                     cmd_agent, destructive=True),
     "agents": Command("/agents", "list the agent configs", info.cmd_agents),
     "approval": Command("/approval [mode]", "show or set which steps ask first: ask, auto-edit, auto, read-only",
                         cmd_approval),
@@ -223,7 +223,7 @@ COMMANDS: dict[str, Command] = {
     "cost": Command("/cost", "last turn's and the session's cost", info.cmd_cost),
     "history": Command("/history [n]", "the last n messages (default 40)", info.cmd_history),
     "sessions": Command("/sessions", "list saved sessions", info.cmd_sessions),
-    "resume": Command("/resume [n|id]", "this directory's sessions; resume one (new run: `ollie --session <id>`)",
+    "resume": Command("/resume [n|id]", "this directory's sessions, and what resumes one here",
                       info.cmd_resume),
     "clear": Command("/clear", "clear the session (history and task state)", cmd_clear, destructive=True),
     "rewind": Command("/rewind [n|undo]", "files and conversation back to before turn n (default: the last)",
@@ -248,10 +248,17 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def help_text() -> str:
+def summary_of(command: Command, resume_how: str) -> str:
+    """`command`'s summary in a front end where `resume_how` resumes a session: /resume's says so (an editor's chat
+    was told of a terminal's `ollie --session`)."""
+    return f"this directory's sessions; resume one with {resume_how}" if command is COMMANDS["resume"] else (
+        command.summary)
+
+
+def help_text(core: CommandTarget) -> str:
     """Every command with its one-line summary."""
     rows = [("!<cmd>", "run a shell command in the session's directory")]
-    rows += [(c.usage, c.summary) for c in COMMANDS.values()]
+    rows += [(c.usage, summary_of(c, core.resume_how)) for c in COMMANDS.values()]
     # The column fits the usual usages: one longer (/mcp's) takes a line of its own rather than pushing every
     # summary past a terminal's width.
     width = max(len(usage) for usage, _ in rows if len(usage) <= HELP_USAGE_COLUMN)

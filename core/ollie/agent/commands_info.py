@@ -27,8 +27,6 @@ from ollie.workspace.errors import WorkspaceError
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
 SESSIONS_SHOWN = 20
-# The editors resume from their session pickers; a terminal by its prompt's /resume or a new run.
-RESUME_HINT = "resume one: from the editor's session list, `/resume <n|id>` in the terminal, or `ollie --session <id>`"
 
 
 class CommandUsageError(ValueError):
@@ -198,7 +196,7 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
         return f"no saved sessions in {location.redact(url) if url else directory}"
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
     return (f"sessions ({len(ids)}):\n" + "\n".join(await _session_lines(core, ids[:SESSIONS_SHOWN])) + more
-            + f"\n{RESUME_HINT}")
+            + f"\nresume one with {core.resume_how}")
 
 
 async def cmd_resume(core: CommandTarget, arg: str) -> str:
@@ -207,7 +205,7 @@ async def cmd_resume(core: CommandTarget, arg: str) -> str:
     if not ids:
         return f"no saved session was started in {core.cwd}"
     lines = [f"{n:>2}. {line}" for n, line in enumerate(await _session_lines(core, ids), 1)]
-    return f"sessions started in {core.cwd} ({len(ids)}):\n" + "\n".join(lines) + f"\n{RESUME_HINT}"
+    return f"sessions started in {core.cwd} ({len(ids)}):\n" + "\n".join(lines) + f"\nresume one with {core.resume_how}"
 
 
 def sessions_in(directory: Path, cwd: Path, limit: int = SESSIONS_SHOWN) -> list[str]:

@@ -38,9 +38,12 @@ from ollie.tools.base import ToolInfo
 from ollie.tools.documents import EditorDocuments
 
 if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
+    from ollie.agent.surface import Switched
     from ollie.tools.editor.knowledge import EditorKnowledge
 
 __all__ = ["Core", "TurnResult"]
+
+TERMINAL_RESUME = "`/resume <n|id>` (or a new run: `ollie --session <id>`)"
 
 
 class Core(McpMembers):
@@ -55,6 +58,9 @@ class Core(McpMembers):
         # Whether each question's answer is told as an `info` line ("allowed: Edit app.py"); a front end whose question
         # card shows it (ACP's permission request) sets False: the line would read as the model's words.
         self.tell_answers = True
+        # What resumes a saved session in this front end, for `/help`, `/resume` and an agent switch to name: the
+        # terminal's by default (the daemon and `ollie acp` set their own).
+        self.resume_how = TERMINAL_RESUME
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
                                      cwd=lambda: self.cwd, approve_elevation=lambda what: self._approval.ask_outside(what))
         self._setup = setup
@@ -449,9 +455,10 @@ class Core(McpMembers):
         self._host.save()
         self._host.notify()
 
-    async def switch_agent(self, name: str) -> list[str]:
-        """Swap in agent `name`'s runtime and clear the session; an unsandboxed agent is asked about first, every time
-        (AgentSwitchRefused when not allowed)."""
+    async def switch_agent(self, name: str) -> Switched:
+        """Swap in agent `name`'s runtime and start a new conversation in the session, the one before saved as a
+        session of its own (`Switched`); an unsandboxed agent is asked about first, every time (AgentSwitchRefused
+        when not allowed)."""
         self.owners_only("change its agent")  # before asking: a team member's switch is refused whatever it is
         if name != self.agent_name:
             try:  # a stop ends the question: it is no turn, and the stop would wait for the user's answer
@@ -465,16 +472,28 @@ class Core(McpMembers):
             self._host.told(warnings)  # the caller shows them (`/agent`, ACP's agent picker)
             self._attached.wire()
             self._wire_mcp()
+            from ollie.agent.agentswitch import keep
+            from ollie.agent.surface import Switched
+
+            switched = Switched(warnings)
+            if self.session.messages:  # kept before it is cleared: the user's conversation is never lost
+                from ollie.agent.recorder import first_prompt_title
+
+                self._host.save()
+                title = self.session.title or first_prompt_title(self.session) or "untitled"
+                switched = Switched(warnings, await asyncio.to_thread(keep, self._host.session_file, title), title)
+                self._host.bus.emit("kept", switched.kept_id, title)  # its record: the recorder's
             self.session.agent = name
             self.session.backend = self.session.model = ""  # the new agent config's, as after a resume
             self._host.budget.forget_limit()
             self.session.clear()
+            self.session.title = ""
             self._host.save()
             await old.dispatcher.aclose()
             if retired is not None:
                 await retired.aclose()
             self._cleared()
-            return warnings
+            return switched
 
 
     def set_documents(self, documents: EditorDocuments | None) -> None:

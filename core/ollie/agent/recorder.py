@@ -112,11 +112,11 @@ class Recorder:
                 self._core.shared_by(info.user_id)
             self._titled = bool(info is not None and info.title)
             if info is not None:
-                self.title = info.title
+                self.title = self._core.session.title = info.title  # the session's: an agent switch keeps it
                 if info.title and info.title == first_prompt_title(self._core.session):
                     self._prompt_title = info.title
             self._stamp()
-        self._sub = self._core.bus.subscribe(roles=frozenset({"turn", "rewind"}))
+        self._sub = self._core.bus.subscribe(roles=frozenset({"turn", "rewind", "kept"}))
         self._task = asyncio.create_task(self._follow(self._sub))
         return info
 
@@ -231,16 +231,36 @@ class Recorder:
         if not self._unrecorded:
             self._io.submit(switch)
 
+    def _follow_kept(self, kept_id: str, title: str) -> None:
+        """Queue: the record of the session an agent switch saved the conversation as (`Core.switch_agent`), in the
+        agent it ran, listed to resume; the title goes with the conversation, and this session starts untitled."""
+        request = Request(id=kept_id, user_id=self.user, agent_id=self._request.agent_id, kind=self._request.kind,
+                          channel=self._channel, title=title)
+
+        def ensure() -> None:
+            try:
+                self._registry().ensure(request)
+            except (SessionError, *unavailable()) as exc:
+                log.warning("the saved conversation is not recorded: %s", exc, extra={"session": kept_id})
+
+        self._io.submit(ensure)
+        if self.title:
+            self._title_untitled("", was=self.title)
+            self.renamed("")
+        self._prompt_title, self._titled = "", False
+
     def renamed(self, title: str) -> None:
         """The session was given `title` (written to the record already or queued): front ends are told now."""
         self._titled = self._titled or bool(title)
         if title != self.title:
-            self.title = title
+            self.title = self._core.session.title = title
             self._core.bus.emit("state")
 
     async def _follow(self, sub: Subscription) -> None:
         async for event in sub:
-            if event.role == "rewind":  # an agent switch clears the session: a rewind of every turn
+            if event.role == "kept":
+                self._follow_kept(event.content, event.name)
+            elif event.role == "rewind":  # an agent switch clears the session: a rewind of every turn
                 self._follow_agent()
                 self._follow_rewind(event.content != "0")
             elif event.content == "start":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,9 +26,27 @@ if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
     from ollie.tools.editor.knowledge import EditorKnowledge
 
 
+@dataclass(frozen=True)
+class Switched:
+    """What an agent switch did: the build warnings to show, and the session the conversation before it was saved
+    as (its id and title; "" when there was none)."""
+
+    warnings: list[str]
+    kept_id: str = ""
+    kept_title: str = ""
+
+    def lines(self, resume_how: str) -> list[str]:
+        """The lines a front end shows after the switch (`resume_how`: what resumes a saved session there)."""
+        kept = [f"the previous conversation is saved as \"{self.kept_title}\" ({self.kept_id}): "
+                f"resume it with {resume_how}"] if self.kept_id else []
+        return kept + [f"warning: {w}" for w in self.warnings]
+
+
 class SessionView(Protocol):
     """What every audience reads of a session: its agent, model, id, place, events, messages and approval mode (and
     whose it is, which its record says: `shared_by`)."""
+
+    resume_how: str  # what resumes a saved session in this front end (`/help`, `/resume`, an agent switch's line)
 
     @property
     def agent_name(self) -> str: ...
@@ -55,7 +74,7 @@ class ModelChoice(SessionView, Protocol):
     def agents_dirs(self) -> list[Path]: ...
     async def list_models(self) -> list[str]: ...
     def switch_model(self, name: str) -> None: ...
-    async def switch_agent(self, name: str) -> list[str]: ...
+    async def switch_agent(self, name: str) -> Switched: ...
     def context_info(self) -> dict[str, int]: ...
     def cost_info(self) -> dict[str, float]: ...
 

@@ -1,5 +1,6 @@
--- :OllieAgent as a user picks in it: the current agent picked again changes nothing; another one clears the session,
--- and the chat then shows the cleared conversation, not the old one the model no longer has.
+-- :OllieAgent as a user picks in it: the current agent picked again changes nothing; another one starts a new
+-- conversation, and the chat then shows it, not the old one the model no longer has; the old one is kept as a saved
+-- session, which :OllieSessions brings back.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 local R = H.results
 
@@ -34,4 +35,21 @@ H.wait(function() return H.current().title == "" end, "the cleared session's tit
 H.settle()
 R.after_other = H.chat.text()
 R.statusline_after = H.ollie.statusline()
+
+-- The conversation before, picked in :OllieSessions by the id the chat gave: the chat shows it again.
+local kept = R.after_other:match('saved as "[^"]*" %((%S+)%)')
+local c = H.current()
+vim.ui.select = function(items, opts, on_choice)
+  R.picker = vim.tbl_map(function(item) return opts.format_item and opts.format_item(item) or tostring(item) end, items)
+  for _, item in ipairs(items) do
+    if type(item) == "table" and item.id == kept then
+      return on_choice(item)
+    end
+  end
+  on_choice(nil)
+end
+vim.cmd("OllieSessions")
+H.wait(function() return kept ~= nil and c.session == kept end, "the chat on the kept conversation")
+H.wait_chat("It adds%.")
+R.kept_chat = H.chat.text()
 H.finish()

@@ -29,15 +29,16 @@ function reportError(err: unknown): void {
 }
 
 /** Ask for a name, offering the daemon's list with the current one highlighted; any typed name is accepted too. */
-async function pickName(title: string, { current, choices }: Choices, clears?: string): Promise<string | undefined> {
+/** `note`: what a switch does to the chat, said in the title before the user picks (the placeholder cut it short). */
+async function pickName(title: string, { current, choices }: Choices, note?: string): Promise<string | undefined> {
   const pick = vscode.window.createQuickPick();
-  pick.title = title;
-  pick.placeholder = choicePlaceholder(current, choices.length, clears);
+  pick.title = note ? `${title} — ${note}` : title;
+  pick.placeholder = choicePlaceholder(current, choices.length);
   pick.items = choices.map(({ name, description }) => ({
     label: name,
     description: [name === current ? "current" : "", description].filter(Boolean).join(" · ") || undefined,
   }));
-  // Enter at once keeps what is (it took the first listed: another agent, which clears the session).
+  // Enter at once keeps what is (it took the first listed: another agent, which starts a new conversation).
   pick.activeItems = pick.items.filter((item) => item.label === current);
   return new Promise((resolve) => {
     pick.onDidAccept(() => {
@@ -62,7 +63,8 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
   const method = what === "model" ? "ollie/listModels" : "ollie/listAgents";
   const listing = await parts.conversation.request<unknown>(method);
   const choices = what === "model" ? parseModelList(listing) : parseAgentList(listing);
-  const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices, what === "agent" ? "this chat's conversation" : undefined);
+  const note = what === "agent" ? "another starts a new chat; this one is kept in Switch Session" : undefined;
+  const name = await pickName(`Ollie: Switch ${what === "model" ? "Model" : "Agent"}`, choices, note);
   // The current one picked again switches nothing (`/agent` to the same agent cleared the session all the same).
   if (name && name !== choices.current) await runSlash(parts, `/${what} ${name}`);
 }

@@ -206,7 +206,7 @@ function M.agents(on_choice)
       table.insert(names, a.name)
     end
     vim.ui.select(names, {
-      prompt = "ollie: agent (another clears this chat's conversation)",
+      prompt = "ollie: agent (another starts a new conversation; this one is kept in :OllieSessions)",
       kind = "ollie_agent",
       format_item = function(name)
         local a = by_name[name]

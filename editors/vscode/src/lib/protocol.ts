@@ -225,12 +225,10 @@ export function parseModelList(raw: unknown): Choices {
   return { current, choices: models.filter((m): m is string => typeof m === "string").map((name) => ({ name, description: "" })) };
 }
 
-/** The model/agent pick's placeholder; an empty list (the backend is down) must not read as "nothing to pick".
- * `clears`: what a switch loses, said before the user picks (an agent switch clears the session). */
-export function choicePlaceholder(current: string | undefined, count: number, clears?: string): string {
+/** The model/agent pick's placeholder; an empty list (the backend is down) must not read as "nothing to pick". */
+export function choicePlaceholder(current: string | undefined, count: number): string {
   const how = count ? "pick or type a name" : "none listed (is the backend up?): type a name";
-  const said = current ? `current: ${current} — ${how}` : how;
-  return clears ? `${said} (switching clears ${clears})` : said;
+  return current ? `current: ${current} — ${how}` : how;
 }
 
 /** The agents of an `ollie/listAgents` result, each with its description (or why it cannot load). */

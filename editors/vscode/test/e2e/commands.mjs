@@ -1,8 +1,10 @@
 // E2E in real VS Code (code-server): a command's answer laid out in columns (/help) keeps its columns in the chat, a
 // description that wraps going on under its column (it was wrapped in a proportional font, each description starting
 // somewhere else); a typo's answer is one error line naming the closest command (it was the whole list). `/rewind` and `/agent NAME` typed in the chat take the turns they
-// cut out of it (they stayed in sight, as if the model still had them); a `/rewind` that failed takes nothing. A user's
-// sandbox.yaml with a misspelt key is a warning notification as the session opens (no step runs in this scenario).
+// cut out of it (they stayed in sight, as if the model still had them); a `/rewind` that failed takes nothing. The
+// conversation `/agent NAME` ends is kept as a saved session (it was lost): the chat says so, Switch Session brings it back;
+// `/help` says what resumes a session here (it advised a terminal's `ollie --session`). A user's sandbox.yaml with a
+// misspelt key is a warning notification as the session opens (no step runs in this scenario).
 //
 // Usage: node test/e2e/commands.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -71,4 +73,20 @@ await withVSCode({ script: [{ text: "Hello." }, { text: "Again." }], files: { "n
   await chat.locator(".item.notice", { hasText: "session cleared" }).waitFor({ timeout: waitMs });
   await screenshot("command-cut");
   log("/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing");
+
+  const kept = chat.locator(".item.notice", { hasText: 'the previous conversation is saved as "again"' });
+  await kept.waitFor({ timeout: waitMs });
+  if (!(await kept.textContent()).includes("resume it with the editor's session list (VS Code: Ollie: Switch Session")) {
+    throw new Error(`the switch said ${JSON.stringify(await kept.textContent())}`);
+  }
+  await send(chat, "/help");
+  const resumeRow = chat.locator(notice).last();
+  await until("/help's /resume row", async () => (await resumeRow.textContent())?.includes("resume one with the editor's session list"));
+  if ((await resumeRow.textContent()).includes("ollie --session")) throw new Error("/help in the chat advised a terminal's ollie --session");
+  await runCommand(page, "Ollie: Switch Session");
+  await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "again" }).first().click();
+  await chat.locator(".item.assistant", { hasText: "Again." }).waitFor({ timeout: waitMs });
+  await screenshot("agent-switch-kept");
+  log("the conversation /agent ended was kept: the chat said so, /help named the session list, Switch Session brought it back");
 });

@@ -271,21 +271,22 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   log(`slash completion: ${names.join(" ")}`);
 
   // 7. Switch Agent offers the daemon's agents (ollie/listAgents) with their descriptions, the current one marked and
-  // highlighted, and says a switch clears the chat: Enter at once keeps the agent and the conversation (it switched to
-  // the first listed, clearing the session).
+  // highlighted, and says a switch starts a new conversation, this one kept: Enter at once keeps the agent and the
+  // conversation (it switched to the first listed, clearing the session).
   await runCommand(page, "Ollie: Switch Agent");
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Agent" }).waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row", { hasText: "read-only" }).first().waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: "current" }).filter({ hasText: "default" }).waitFor({ timeout: waitMs });
-  const warned = await page.locator(".quick-input-widget input").getAttribute("placeholder");
-  if (!warned?.includes("switching clears this chat's conversation")) throw new Error(`the agent pick says ${JSON.stringify(warned)}`);
+  const warned = await page.locator(".quick-input-widget .quick-input-title").textContent();
+  if (!warned?.includes("another starts a new chat; this one is kept in Switch Session")) throw new Error(`the agent pick says ${JSON.stringify(warned)}`);
+  await screenshot("agent-pick");
   await page.keyboard.press("Enter");
   await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: waitMs });
   await fillInput(chat, "/agent");
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.notice", { hasText: "agent: default" }).waitFor({ timeout: waitMs });
   if ((await chatText(chat)).includes("session cleared")) throw new Error("Enter in the agent pick switched the agent, clearing the chat");
-  log("the agent pick highlights the current agent and says a switch clears the chat; Enter kept both");
+  log("the agent pick highlights the current agent and says a switch keeps the chat's conversation; Enter kept both");
 
   // 8. Ask About Selection sends the file, range and selected text as context.
   await openEditor(page, "marker.py");

@@ -156,7 +156,6 @@ test("the model/agent pick says why it is empty instead of showing nothing, and 
   assert.equal(choicePlaceholder("qwen3", 3), "current: qwen3 — pick or type a name");
   assert.equal(choicePlaceholder("qwen3", 0), "current: qwen3 — none listed (is the backend up?): type a name");
   assert.equal(choicePlaceholder(undefined, 2), "pick or type a name");
-  assert.equal(choicePlaceholder("default", 5, "this chat's conversation"), "current: default — pick or type a name (switching clears this chat's conversation)");
 });
 
 test("a request lost with the daemon's connection reads as the daemon gone, not as the client's jargon", () => {

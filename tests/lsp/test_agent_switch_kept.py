@@ -1,0 +1,42 @@
+"""An agent switch starts a new conversation and keeps the one before as a saved session to resume (the daemon)."""
+
+from __future__ import annotations
+
+import re
+
+from ollie.testing import Reply
+from tests.procs import eventually
+
+
+async def test_agent_switch_keeps_the_conversation_as_a_session_to_resume(start_daemon, llm):
+    # Bug: `/agent plan` typed in a chat wiped the conversation, unasked: it was saved nowhere, no list offered it.
+    llm.script(Reply.text("the parser is fixed"), Reply.text("on we go"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "Fix the parser"}))["session"]
+    await daemon.request("ollie/session/rename", {"session": sid, "title": "Parser work"})  # a name goes with it
+    output = (await daemon.request("ollie/command", {"line": "/agent plan"}))["output"]
+    kept = re.search(r'^the previous conversation is saved as "Parser work" \((\S+)\): resume it with the editor\'s '
+                     r"session list \(VS Code: Ollie: Switch Session; Neovim: :OllieSessions\)$", output, re.M)
+    assert kept, output
+    await eventually(lambda: daemon.states and daemon.states[-1]["title"] == "", "the switched session untitled")
+    listed = {s["id"]: s for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
+    assert (listed[kept[1]]["title"], listed[kept[1]]["agent"]) == ("Parser work", "default"), listed
+    assert listed[sid]["title"] == "" and listed[sid]["agent"] == "plan", listed
+    assert (await daemon.request("ollie/context", {"session": sid}))["messages"] == []
+
+    # Resumed from the list: the conversation as it was, in the agent it ran; it goes on from there.
+    loaded = await daemon.request("ollie/session/load", {"session": kept[1]})
+    assert loaded["info"]["agent"] == "default"
+    said = [(m["role"], m["content"]) for m in (await daemon.request("ollie/context", {"session": kept[1]}))["messages"]]
+    assert said[-2:] == [("user", "Fix the parser"), ("assistant", "the parser is fixed")], said
+    await daemon.request("ollie/submit", {"session": kept[1], "text": "and the tests?"})
+    assert [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"] == [
+        "Fix the parser", "and the tests?"]
+
+
+async def test_an_editor_s_help_says_what_resumes_a_session_there(start_daemon, llm):
+    # Bug: a chat's `/help` and `/resume` advised a terminal's new run (`ollie --session <id>`).
+    daemon = await start_daemon(env=llm.env())
+    words = " ".join((await daemon.request("ollie/command", {"line": "/help"}))["output"].split())
+    assert "/resume [n|id] this directory's sessions; resume one with the editor's session list (VS Code: " in words
+    assert "ollie --session" not in words
