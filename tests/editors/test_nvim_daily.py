@@ -658,23 +658,29 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
         tmux.close()
 
 
+@pytest.mark.parametrize("showmode", [True, False], ids=["showmode", "noshowmode"])
 def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_seen_and_kept_in_messages(
-        tmp_path: Path, scripted_llm):
+        tmp_path: Path, scripted_llm, showmode: bool):
     """The chat opened first (in insert mode) with a misspelt key in sandbox.yaml: the daemon's notice, come while she
     types, shows once she leaves insert mode, and `:messages` keeps it (Bug: echoed without history while
-    `-- INSERT --` showed, it was gone at once, and nowhere to find)."""
+    `-- INSERT --` showed, it was gone at once, and nowhere to find). With 'noshowmode' (a statusline plugin's
+    setting) nothing covers it: it shows as it comes, as she types."""
     policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text("netwrok:\n  enabled: true\n")
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(100, 30))
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(100, 30),
+                      init_lua="" if showmode else "vim.o.showmode = false")
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
-        tmux.wait(lambda s: "-- INSERT --" in s and " ollie: idle" in s, "the chat, idle")
+        tmux.wait(lambda s: ("-- INSERT --" in s) == showmode and " ollie: idle" in s, "the chat, idle")
         # Sent (the daemon logs it first) while she is in insert mode: she types on, then leaves it.
         log = Path(os.environ["XDG_STATE_HOME"]) / "ollie" / "ollie.log"
         wait_until(lambda: log.exists() and "key 'netwrok'" in log.read_text(), "the daemon to send it")
         tmux.keys("fix")
+        if not showmode:
+            tmux.keep("1-typing", tmux.wait(lambda s: "fix" in chat_of(s) and "key 'netwrok'" in s, "it as she types"))
+            return
         typed = tmux.keep("1-typing", tmux.wait(lambda s: "fix" in chat_of(s), "her typing"))
         assert "netwrok" not in typed and "-- INSERT --" in typed, typed
         tmux.keys("Escape")

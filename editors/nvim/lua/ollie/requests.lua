@@ -244,7 +244,8 @@ function M.notify(msg, level)
   if not stock_notify() or #vim.api.nvim_list_uis() == 0 then
     return vim.notify(text, level)
   end
-  if vim.api.nvim_get_mode().mode:find("^[iR]") then
+  -- (With 'noshowmode', as a statusline plugin sets, nothing covers it: shown at once.)
+  if vim.o.showmode and vim.api.nvim_get_mode().mode:find("^[iR]") then
     vim.api.nvim_create_autocmd("ModeChanged", { pattern = "*:n*", once = true,
       callback = function() vim.schedule(function() M.notify(msg, level) end) end })
     return
