@@ -110,6 +110,16 @@ async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, befo
     return await undo(cwd, path, hunk, change, before)
 
 
+async def _undone_in(change: FileChange, hunk: int | None, now: str) -> str | None:
+    """The editor's text `now` with the hunk (None: the file's change) undone: edits since it kept, refused when one
+    touched its lines."""
+    if now == change.new_text:
+        return _undone_text(change, hunk)
+    from ollie.workspace.review import undone_onto
+
+    return await asyncio.to_thread(undone_onto, change, hunk, now)  # a diff: off the event loop
+
+
 def _undone_text(change: FileChange, hunk: int | None) -> str | None:
     """The change's text before the turn, or after it less hunk `hunk` (`ollie.workspace.diff`, loaded at the first
     undo)."""
@@ -327,20 +337,17 @@ class Review:
         in_editor = False
         text: str | None = None
         if apply is not None and editor_text is not None and not change.binary:
-            if editor_text != change.new_text:
-                raise StaleChange(path, "the editor's text changed since this change (by you, or by a later turn); "
-                                        "undo refused")
-            text = _undone_text(change, hunk)
+            text = await _undone_in(change, hunk, editor_text)
             if text is not None:
                 in_editor = await apply(change, text)
                 if not in_editor:
                     raise ReviewError(f"{path}: the editor did not apply the undo", "path")
-        if in_editor and text is not None:
-            data: bytes | None = text.encode()
-        else:
+        if not in_editor or text is None:
             text = await _undo(self._cwd(), path, hunk, change, bounds[0] if bounds else None)
-            data = change.old_data if change.binary else (None if text is None else text.encode())
-        await self._record_undo(number, change, data)
+        # The turn's end state less the hunk, not the file now: a later turn's (or the user's) edits since, which the
+        # undo kept, are not this turn's change.
+        undone = change.old_data if change.binary or hunk is None else _undone_text(change, hunk)
+        await self._record_undo(number, change, undone.encode() if isinstance(undone, str) else undone)
         await self._tell_model(number, change, hunk)
         return Undone(path, hunk, text, in_editor)
 
