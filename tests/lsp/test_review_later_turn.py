@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ollie.testing import Reply
 
+from . import test_documents
+from .test_editor_review import ORIGINAL, buffer_text, two_edits
 from .test_review import EDITED_A, ORIGINAL_A, edit_two_files, rpc_error, seeded, start
 
 LATER_A = EDITED_A.replace("line 10\n", "LINE TEN\n")
@@ -48,3 +50,29 @@ async def test_undo_of_an_earlier_turns_hunk_keeps_the_later_turns_edit(start_da
     await daemon.request("ollie/review/undo", {"turn": 1, "path": "a.txt"})
     assert (ws / "a.txt").read_text() == ORIGINAL_A.replace("line 10\n", "LINE TEN\n")
     assert not [f for f in (await daemon.request("ollie/changes", {"turn": 1}))["files"] if f["path"] == "a.txt"]
+
+
+async def test_undo_in_an_open_buffer_of_an_earlier_turns_hunk_keeps_the_later_turns_edit(start_daemon, llm):
+    ten = Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["notes.txt", "line 10\n",
+                                                                                     "LINE TEN\n"]}]}))
+    llm.script(two_edits(), Reply.text("edited"), ten, Reply.text("ten"))
+    daemon = await test_documents.start(start_daemon, llm.env())
+    notes = daemon.workspace / "notes.txt"
+    notes.write_text(ORIGINAL)
+    editor = test_documents.Editor(daemon)
+    editor.open(notes, ORIGINAL)
+    await test_documents.submit(daemon, "edit it")
+    await test_documents.submit(daemon, "and line ten")
+    edited = ORIGINAL.replace("line 2\n", "LINE TWO\n").replace("line 18\n", "LINE EIGHTEEN\n")
+    assert buffer_text(editor) == edited.replace("line 10\n", "LINE TEN\n")
+
+    (first,) = (await daemon.request("ollie/changes", {"turn": 1}))["files"]
+    assert first["inEditor"] and first["newText"] == edited and len(first["hunks"]) == 2
+    undone = await daemon.request("ollie/review/undo", {"turn": 1, "path": "notes.txt", "hunk": 0})
+    assert undone["inEditor"] and undone["text"] == edited.replace("LINE TWO\n", "line 2\n").replace(
+        "line 10\n", "LINE TEN\n")
+    assert buffer_text(editor) == undone["text"]  # one versioned edit, turn 2's line kept
+    (first,) = (await daemon.request("ollie/changes", {"turn": 1}))["files"]
+    assert [h["lines"] for h in first["hunks"]] == [["-line 18\n", "+LINE EIGHTEEN\n"]]
+    (second,) = (await daemon.request("ollie/changes", {"turn": 2}))["files"]
+    assert [h["lines"] for h in second["hunks"]] == [["-line 10\n", "+LINE TEN\n"]]

@@ -353,38 +353,37 @@ class Review:
 
     async def _undo_in_editor(self, turn: int, change: FileChange, hunk: int | None, editor_text: str | None,
                               apply: ApplyEdit | None) -> Undone:
-        """Undo a change the turn made in an open document: through the editor, checked against its text."""
-        text = _undone_text(change, hunk)
+        """Undo a change the turn made in an open document: through the editor, onto its text (edits since kept)."""
+        undone = _undone_text(change, hunk)  # the turn's change less the hunk: what it now lists
         if editor_text is None or apply is None:
-            # Closed since: saved (the disk has the change) or thrown away.
-            on_disk = await _read_text(self._cwd(), change.path)
-            if on_disk != change.new_text:
+            # Closed since: saved (the disk has the change, and maybe edits since) or thrown away.
+            try:
+                text = await _undo(self._cwd(), change.path, hunk, change)
+            except StaleChange:
                 raise StaleChange(change.path, "the editor's unsaved change is not in the file (closed without "
-                                               "saving, or edited since); undo refused")
-            text = await _undo(self._cwd(), change.path, hunk, change)
+                                               "saving, or edited since where it changed); undo refused") from None
             in_editor = False
         else:
-            if editor_text != change.new_text:
-                raise StaleChange(change.path, "the editor's text changed since this change (by you, or by a later "
-                                               "turn); undo refused")
+            text = await _undone_in(change, hunk, editor_text)
             in_editor = await apply(change, text or "")
             if not in_editor:
                 raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
-            await self._undo_on_disk_too(turn, change, hunk, text)
-        self.editor_edits.settle(turn, change.path, text)
+            await self._undo_on_disk_too(turn, change, hunk, (change.new_text, editor_text), text, undone)
+        self.editor_edits.settle(turn, change.path, undone)
         await self._tell_model(turn, change, hunk)
         return Undone(change.path, hunk, text, in_editor)
 
-    async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, text: str | None) -> None:
-        """A buffer edit the editor saved: its undo goes to the disk and the turn's end state (else listed again)."""
-        if text is None:
+    async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, saved: tuple[str | None, ...],
+                                text: str | None, undone: str | None) -> None:
+        """A buffer edit the editor saved (the disk holds one of `saved`): its undo goes to the disk (`text`) and the
+        turn's end state (`undone`; else listed again)."""
+        if text is None or undone is None:
             return
         on_disk = await _read_text(self._cwd(), change.path)
-        if on_disk == change.new_text and on_disk != text:
-            await _undo(self._cwd(), change.path, hunk, change)
-            on_disk = text
-        if on_disk == text:
-            await self._record_undo(turn, change, text.encode())
+        if on_disk in saved and on_disk != text:
+            on_disk = await _undo(self._cwd(), change.path, hunk, change)
+        if on_disk in (text, undone):
+            await self._record_undo(turn, change, undone.encode())
 
     async def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
         session = self._host.session
