@@ -87,10 +87,10 @@ async def test_undo_is_refused_when_the_user_edited_the_file_since(scripted_llm,
     srv.script(*_edit_two_files())
     core = await _auto(make_core, srv)
     await core.submit("edit them")
-    (workdir / "b.txt").write_text("alpha\nBETA\ngamma\nmine\n")
+    (workdir / "b.txt").write_text("alpha\nBETA mine\ngamma\n")  # the line the turn changed
     with pytest.raises(StaleChange, match="b.txt: the file was edited since"):
         await core.review.undo("b.txt", None)
-    assert (workdir / "b.txt").read_text() == "alpha\nBETA\ngamma\nmine\n"  # the user's edit is kept
+    assert (workdir / "b.txt").read_text() == "alpha\nBETA mine\ngamma\n"  # the user's edit is kept
     with pytest.raises(ReviewError, match="no turn 5"):
         await core.review.changes(5)
 

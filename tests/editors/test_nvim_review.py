@@ -87,7 +87,7 @@ def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scr
     assert result["list_after_file_undo"][1:] == ["M  a.txt  (+1 -1, 1 hunk)"]
     # A stale undo is refused plainly, at warning level, and nothing is written.
     assert result["stale"]["level"] == 3 and "stale: a.txt" in result["stale"]["msg"]
-    assert result["disk_after_stale"][4] == "my own edit" and result["disk_after_stale"][1] == "LINE TWO"
+    assert result["disk_after_stale"][1] == "LINE TWO, my own edit" and result["disk_after_stale"][4] == "line 5"
     picked, confirmed = result["rewind_selects"]
     # Each turn with its prompt and when it started, as the sessions picker shows sessions; b.txt's change was undone:
     # the turn has a.txt left.

@@ -66,15 +66,16 @@ async def test_buffer_edits_are_listed_and_undone_through_the_editor(start_daemo
     (left,) = (await daemon.request("ollie/changes", {}))["files"]
     assert [h["lines"] for h in left["hunks"]] == [["-line 18\n", "+LINE EIGHTEEN\n"]] and left["inEditor"]
 
-    # The user types in the buffer: the rest of the change is stale, nothing is sent.
+    # The user types in the buffer, in the line the hunk left changed: its undo is stale, nothing is sent.
     sent = len(editor.edits)
-    editor.change(notes, undone["text"] + "typed by the user\n")
+    typed = undone["text"].replace("LINE EIGHTEEN\n", "LINE EIGHTEEN typed by the user\n")
+    editor.change(notes, typed)
     with pytest.raises(JsonRpcException) as caught:
         await daemon.request("ollie/review/undo", {"path": "notes.txt"})
     assert caught.value.code == -32003 and len(editor.edits) == sent
 
     # The next turn reads and edits the buffer again; its whole-file undo puts back what the turn found.
-    before = undone["text"] + "typed by the user\n"
+    before = typed
     assert await submit(daemon, "again") == "edited again"
     (second,) = (await daemon.request("ollie/changes", {}))["files"]
     assert (second["oldText"], second["newText"]) == (before, before.replace("line 5\n", "LINE FIVE\n"))

@@ -107,10 +107,10 @@ async def test_undo_of_a_file_the_user_edited_since_is_refused_stale(start_daemo
     ws = seeded(tmp_path)
     daemon = await start(start_daemon, llm, workspace=ws)
     await daemon.request("ollie/submit", {"text": "edit them"})
-    (ws / "b.txt").write_text(EDITED_B + "my own line\n")
+    (ws / "b.txt").write_text(EDITED_B.replace("BETA", "my beta"))  # the line the turn changed
     err = await rpc_error(daemon, "ollie/review/undo", {"path": "b.txt"})
     assert err.code == -32003 and err.message.startswith("stale: b.txt: the file was edited since")
-    assert (ws / "b.txt").read_text() == EDITED_B + "my own line\n"
+    assert (ws / "b.txt").read_text() == EDITED_B.replace("BETA", "my beta")
 
 
 async def test_undo_of_an_open_document_goes_through_workspace_apply_edit(start_daemon, llm, tmp_path):

@@ -46,14 +46,35 @@ async def test_stale_undo_is_refused_and_the_user_edit_kept(project: Path) -> No
     (project / "src" / "app.py").write_text(edited())
     (project / "gone.txt").write_text("agent file\n")
     [gone, change] = sorted(await cps.changes(before), key=lambda c: c.path != "gone.txt")
-    (project / "src" / "app.py").write_text(edited() + "user's own line\n")
+    (project / "src" / "app.py").write_text(edited().replace("TWO\n", "TWO, mine\n"))
     with pytest.raises(StaleChange) as info:
         await undo(project, "src/app.py", 0, change)
     assert info.value.path == "src/app.py" and "edited" in info.value.reason
-    assert (project / "src" / "app.py").read_text().endswith("user's own line\n")
+    assert (project / "src" / "app.py").read_text() == edited().replace("TWO\n", "TWO, mine\n")
     (project / "gone.txt").unlink()
     with pytest.raises(StaleChange, match="deleted"):
         await undo(project, "gone.txt", None, gone)
+
+
+async def test_undo_keeps_the_edits_since_that_left_the_hunk_alone(project: Path) -> None:
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "src" / "app.py").write_text(edited())
+    [change] = await cps.changes(before)
+    # Since the change: a line added on top (every hunk moves down), one replaced next to the inserted line.
+    since = "top\n" + edited().replace("line 15\n", "FIFTEEN\n") + "end\n"
+    (project / "src" / "app.py").write_text(since)
+    assert await undo(project, "src/app.py", 2, change) == since.replace("line 27\n", "line 27\nline 28\n")
+    assert await undo(project, "src/app.py", 1, change) == since.replace("inserted\n", "").replace(
+        "line 27\n", "line 27\nline 28\n")
+    # The hunk that only removed a line goes back only where nothing since touched: here, at its place.
+    (project / "src" / "app.py").write_text(since.replace("line 27\n", "line 27 mine\n"))
+    with pytest.raises(StaleChange, match="this change's lines"):
+        await undo(project, "src/app.py", 2, change)
+    # The whole file: every hunk undone, the edits since kept.
+    (project / "src" / "app.py").write_text(since)
+    assert await undo(project, "src/app.py", None, change) == "top\n" + ORIGINAL.replace(
+        "line 15\n", "FIFTEEN\n") + "end\n"
 
 
 async def test_undo_whole_files(project: Path) -> None:

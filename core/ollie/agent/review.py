@@ -110,6 +110,16 @@ async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, befo
     return await undo(cwd, path, hunk, change, before)
 
 
+async def _undone_in(change: FileChange, hunk: int | None, now: str) -> str | None:
+    """The editor's text `now` with the hunk (None: the file's change) undone: edits since it kept, refused when one
+    touched its lines."""
+    if now == change.new_text:
+        return _undone_text(change, hunk)
+    from ollie.workspace.review import undone_onto
+
+    return await asyncio.to_thread(undone_onto, change, hunk, now)  # a diff: off the event loop
+
+
 def _undone_text(change: FileChange, hunk: int | None) -> str | None:
     """The change's text before the turn, or after it less hunk `hunk` (`ollie.workspace.diff`, loaded at the first
     undo)."""
@@ -327,57 +337,53 @@ class Review:
         in_editor = False
         text: str | None = None
         if apply is not None and editor_text is not None and not change.binary:
-            if editor_text != change.new_text:
-                raise StaleChange(path, "the editor's text changed since this change (by you, or by a later turn); "
-                                        "undo refused")
-            text = _undone_text(change, hunk)
+            text = await _undone_in(change, hunk, editor_text)
             if text is not None:
                 in_editor = await apply(change, text)
                 if not in_editor:
                     raise ReviewError(f"{path}: the editor did not apply the undo", "path")
-        if in_editor and text is not None:
-            data: bytes | None = text.encode()
-        else:
+        if not in_editor or text is None:
             text = await _undo(self._cwd(), path, hunk, change, bounds[0] if bounds else None)
-            data = change.old_data if change.binary else (None if text is None else text.encode())
-        await self._record_undo(number, change, data)
+        # The turn's end state less the hunk, not the file now: a later turn's (or the user's) edits since, which the
+        # undo kept, are not this turn's change.
+        undone = change.old_data if change.binary or hunk is None else _undone_text(change, hunk)
+        await self._record_undo(number, change, undone.encode() if isinstance(undone, str) else undone)
         await self._tell_model(number, change, hunk)
         return Undone(path, hunk, text, in_editor)
 
     async def _undo_in_editor(self, turn: int, change: FileChange, hunk: int | None, editor_text: str | None,
                               apply: ApplyEdit | None) -> Undone:
-        """Undo a change the turn made in an open document: through the editor, checked against its text."""
-        text = _undone_text(change, hunk)
+        """Undo a change the turn made in an open document: through the editor, onto its text (edits since kept)."""
+        undone = _undone_text(change, hunk)  # the turn's change less the hunk: what it now lists
         if editor_text is None or apply is None:
-            # Closed since: saved (the disk has the change) or thrown away.
-            on_disk = await _read_text(self._cwd(), change.path)
-            if on_disk != change.new_text:
+            # Closed since: saved (the disk has the change, and maybe edits since) or thrown away.
+            try:
+                text = await _undo(self._cwd(), change.path, hunk, change)
+            except StaleChange:
                 raise StaleChange(change.path, "the editor's unsaved change is not in the file (closed without "
-                                               "saving, or edited since); undo refused")
-            text = await _undo(self._cwd(), change.path, hunk, change)
+                                               "saving, or edited since where it changed); undo refused") from None
             in_editor = False
         else:
-            if editor_text != change.new_text:
-                raise StaleChange(change.path, "the editor's text changed since this change (by you, or by a later "
-                                               "turn); undo refused")
+            text = await _undone_in(change, hunk, editor_text)
             in_editor = await apply(change, text or "")
             if not in_editor:
                 raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
-            await self._undo_on_disk_too(turn, change, hunk, text)
-        self.editor_edits.settle(turn, change.path, text)
+            await self._undo_on_disk_too(turn, change, hunk, (change.new_text, editor_text), text, undone)
+        self.editor_edits.settle(turn, change.path, undone)
         await self._tell_model(turn, change, hunk)
         return Undone(change.path, hunk, text, in_editor)
 
-    async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, text: str | None) -> None:
-        """A buffer edit the editor saved: its undo goes to the disk and the turn's end state (else listed again)."""
-        if text is None:
+    async def _undo_on_disk_too(self, turn: int, change: FileChange, hunk: int | None, saved: tuple[str | None, ...],
+                                text: str | None, undone: str | None) -> None:
+        """A buffer edit the editor saved (the disk holds one of `saved`): its undo goes to the disk (`text`) and the
+        turn's end state (`undone`; else listed again)."""
+        if text is None or undone is None:
             return
         on_disk = await _read_text(self._cwd(), change.path)
-        if on_disk == change.new_text and on_disk != text:
-            await _undo(self._cwd(), change.path, hunk, change)
-            on_disk = text
-        if on_disk == text:
-            await self._record_undo(turn, change, text.encode())
+        if on_disk in saved and on_disk != text:
+            on_disk = await _undo(self._cwd(), change.path, hunk, change)
+        if on_disk in (text, undone):
+            await self._record_undo(turn, change, undone.encode())
 
     async def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
         session = self._host.session

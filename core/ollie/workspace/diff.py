@@ -114,3 +114,28 @@ def text_after_undo(change: FileChange, hunk_index: int | None) -> str | None:
     start = hunk.new_start - 1 if hunk.new_lines else hunk.new_start
     old_lines = [line[1:] for line in hunk.lines if line.startswith("-")]
     return "".join(new[:start] + old_lines + new[start + hunk.new_lines:])
+
+
+def undo_onto(change: FileChange, hunk_index: int | None, current: str) -> str | None:
+    """`current` (the file edited since `change`, by the user or a later turn) with hunk `hunk_index` (None: every
+    hunk) of `change` undone; None when an edit since touched that hunk's lines (its undo would lose or misplace it)."""
+    if change.binary or change.new_text is None or change.old_text is None or not change.hunks:
+        return None
+    if sum(map(current.count, _BREAKS)) > MAX_DIFF_LINES:
+        return None
+    new = change.new_text.splitlines(keepends=True)
+    now = current.splitlines(keepends=True)
+    # What changed since the turn, as places in the turn's text: a hunk none of them reaches moves, unchanged, by the
+    # lines they added and removed before it.
+    since = [(i1, i2, (j2 - j1) - (i2 - i1))
+             for tag, i1, i2, j1, j2 in Bounded(None, new, now, autojunk=False).get_opcodes() if tag != "equal"]
+    picked = change.hunks if hunk_index is None else (change.hunks[hunk_index],)
+    for hunk in reversed(picked):  # from the last: an undone hunk does not move those before it
+        start = hunk.new_start - 1 if hunk.new_lines else hunk.new_start
+        end = start + hunk.new_lines
+        # A hunk that only removed lines is a point: an edit since at or around it leaves no sure place to put them.
+        if any((i1 < end and i2 > start) or (start == end and i1 <= start <= i2) for i1, i2, _ in since):
+            return None
+        at = start + sum(moved for _, i2, moved in since if i2 <= start)
+        now[at:at + hunk.new_lines] = [line[1:] for line in hunk.lines if line.startswith("-")]
+    return "".join(now)

@@ -1,4 +1,4 @@
-"""Undo one hunk (or a whole file) of a step's change on disk, refusing when the file moved on since."""
+"""Undo one hunk (or a whole file) of a step's change on disk, keeping the edits since; refused when they touched it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.workspace import modes
-from ollie.workspace.diff import text_after_undo
+from ollie.workspace.diff import text_after_undo, undo_onto
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie.workspace.refs import shadow_dir
 from ollie.workspace.types import FileChange
@@ -36,6 +36,17 @@ def _mode(change: FileChange, root: Path | str, before: str | None) -> int:
     return modes.restored(bits, change.old_mode == "100755")
 
 
+def undone_onto(change: FileChange, hunk_index: int | None, now: str) -> str:
+    """`now` (the file's text, edited since `change`) with the hunk (None: all of them) undone, the edits since kept;
+    StaleChange when one of those touched its lines."""
+    text = undo_onto(change, hunk_index, now)
+    if text is None:
+        where = "this change's lines" if hunk_index is not None else "lines this change made"
+        raise StaleChange(change.path, f"the file was edited since this change (by you, or by a later turn) in "
+                                       f"{where}; undo refused")
+    return text
+
+
 def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None, before: str | None) -> bytes | None:
     if change.old_mode == "120000" or change.new_mode == "120000":
         raise WorkspaceError(f"{change.path}: a symlink change is undone by a rewind, not here")
@@ -43,9 +54,16 @@ def _undo_sync(root: Path | str, change: FileChange, hunk_index: int | None, bef
     current = _read_current(root, change.path)
     if current != change.new_data:
         what = "exists again" if change.new_data is None else ("was deleted" if current is None else "was edited")
-        # A later turn's edit of the file is one too: the user reviewing an earlier turn did not make it.
-        raise StaleChange(change.path, f"the file {what} since this change (by you, or by a later turn); undo refused")
-    if hunk_index is None:
+        if current is None or change.new_data is None or change.binary:
+            # A later turn's edit of the file is one too: the user reviewing an earlier turn did not make it.
+            raise StaleChange(change.path, f"the file {what} since this change (by you, or by a later turn); undo "
+                                           "refused")
+        try:
+            now = current.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StaleChange(change.path, "the file is no longer UTF-8 text since this change; undo refused") from None
+        result: bytes | None = undone_onto(change, hunk_index, now).encode("utf-8")
+    elif hunk_index is None:
         result = change.old_data
     else:
         text = text_after_undo(change, hunk_index)  # raises for a binary, added or deleted file
@@ -62,7 +80,8 @@ async def undo(root: Path | str, path: str, hunk_index: int | None, change: File
     """Revert hunk `hunk_index` (None: the whole file) of `change`, from checkpoint `before`, on disk; the file's new
     text (None if gone).
 
-    StaleChange when the disk no longer holds the change's result. A binary file returns None.
+    StaleChange when the disk no longer holds the change's result and what changed it since touched the hunk (or
+    the file is binary, gone, or back since). A binary file returns None.
     """
     if path != change.path:
         raise ValueError(f"undo of {path} given the change of {change.path}")

@@ -79,8 +79,8 @@ H.results.list_after_file_undo = vim.api.nvim_buf_get_lines(review.current.list_
 vim.cmd.tabnext()
 vim.cmd.wincmd("l")
 
--- The user edits the file; undoing the remaining hunk now is refused as stale, and nothing is written.
-vim.api.nvim_buf_set_lines(0, 4, 5, false, { "my own edit" })
+-- The user edits the line of the remaining hunk; undoing it now is refused as stale, and nothing is written.
+vim.api.nvim_buf_set_lines(0, 1, 2, false, { "LINE TWO, my own edit" })
 vim.cmd("silent write")
 vim.api.nvim_win_set_cursor(0, { 2, 0 })
 vim.cmd.normal("zu")

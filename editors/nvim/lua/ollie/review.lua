@@ -51,7 +51,7 @@ end
 ---@field list_buf integer|nil
 ---@field session string|nil the session whose turn it is (the diff tab has no chat: undo must not ask its own)
 ---@field more integer how many more files the turn changed than `files` lists (ollie/changes lists its first ones)
-M.current = { turn = nil, cwd = "", files = {}, list_buf = nil, session = nil, more = 0 }
+M.current = { turn = nil, cwd = "", files = {}, list_buf = nil, session = nil, more = 0, after_bufs = {} }
 
 local STATUS = { added = "A", modified = "M", deleted = "D" }
 
@@ -310,7 +310,27 @@ local function same_options(from, to)
   end
 end
 
----Open the diff of one changed file in a new tab: the text before the turn (left) ↔ the file now (right).
+---The key of `path`'s "after turn" side in `M.current.after_bufs`: one per session, turn and file.
+local function after_key(path)
+  return string.format("%s\0%s\0%s", M.current.session, M.current.turn, path)
+end
+
+---Whether `path` is still as the turn left it (`f.newText`): its loaded buffer, unsaved edits too, else the disk.
+---@param path string
+---@param f ollie.ChangedFile
+local function as_left(path, f)
+  local want = split_text(f.newText)
+  local buf = vim.fn.bufnr(abs(path))
+  if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
+    return vim.deep_equal(vim.api.nvim_buf_get_lines(buf, 0, -1, false), want)
+  end
+  local ok, lines = pcall(vim.fn.readfile, abs(path))
+  return ok and vim.deep_equal(lines, want)
+end
+
+---Open the diff of one changed file in a new tab: the text before the turn (left) ↔ the file now (right), or, when
+---the file moved on since (a later turn or the user edited it), the text the turn left: the turn's change alone,
+---its hunks where the list counts them (the file now showed a later turn's edit as this turn's).
 ---@param path string as ollie/changes lists it
 function M.open_diff(path)
   local f = find(path)
@@ -338,11 +358,19 @@ function M.open_diff(path)
     after_buf = scratch("ollie://deleted/" .. path, {}, nil)
     vim.b[after_buf].ollie_label = "ollie: " .. path .. " (deleted)"
     vim.api.nvim_win_set_buf(after_win, after_buf)
-  else
+  elseif as_left(path, f) then
     vim.cmd.edit(vim.fn.fnameescape(abs(path)))
     after_buf = vim.api.nvim_get_current_buf()
+  else
+    after_buf = scratch(string.format("ollie://turn-%d/after/%s", M.current.turn, path), split_text(f.newText), nil)
+    vim.b[after_buf].ollie_label = string.format("ollie: %s after turn %d", path, M.current.turn)
+    vim.api.nvim_win_set_buf(after_win, after_buf)
+    M.current.after_bufs[after_key(path)] = after_buf -- an undo refreshes it (the file's buffer the editor reloads)
   end
   local ft = vim.bo[after_buf].filetype ~= "" and vim.bo[after_buf].filetype or vim.filetype.match({ filename = path })
+  if ft and vim.bo[after_buf].filetype == "" then
+    vim.bo[after_buf].filetype = ft
+  end
   vim.cmd("leftabove vsplit")
   local before_win = vim.api.nvim_get_current_win()
   local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
@@ -355,7 +383,9 @@ function M.open_diff(path)
   chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, path),
     hints = {} })
   -- A narrow window drops key hints (the last first), never the file's name.
-  chatwin.set_bar(after_win, "winbar", { label = "now: " .. path, sep = " · ", paren = true, hints = hint_list({
+  local side = M.current.after_bufs[after_key(path)] == after_buf
+    and string.format("after turn %d: ", M.current.turn) or "now: "
+  chatwin.set_bar(after_win, "winbar", { label = side .. path, sep = " · ", paren = true, hints = hint_list({
     { k.undo_hunk, "undo hunk" }, { k.keep_hunk, "keep" }, { k.undo_file, "undo file" }, { k.close, "close" } }) })
   for _, w in ipairs({ before_win, after_win }) do
     vim.api.nvim_win_call(w, function() vim.cmd("diffthis") end)
@@ -389,6 +419,17 @@ local function sync_buffer(path, in_editor, was_modified)
   end
 end
 
+---The "after turn" side of `path`'s diff, if one shows, now holds what is left of the turn's change (`f.newText`).
+local function refresh_after(path, f)
+  local buf = M.current.after_bufs[after_key(path)]
+  if not (buf and f and vim.api.nvim_buf_is_valid(buf)) then
+    return
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, split_text(f.newText))
+  vim.bo[buf].modifiable = false
+end
+
 ---Undo hunk `hunk` (0-based; nil: the whole file) of the current turn's change to `path`.
 ---@param path string
 ---@param hunk integer|nil
@@ -401,8 +442,10 @@ function M.undo(path, hunk, on_done)
     sync_buffer(path, res.inEditor, was_modified)
     local what = hunk and string.format("hunk %d of %s", hunk + 1, path) or ("all changes to " .. path)
     -- The other hunks are renumbered: fetch the turn's changes again.
+    local was = find(path)
     fetch(M.current.turn, function()
       render_list()
+      refresh_after(path, find(path) or was and { newText = was.oldText })
       pcall(vim.cmd, "diffupdate")
       requests.notify("undone: " .. what)
       if on_done then

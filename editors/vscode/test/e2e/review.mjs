@@ -135,11 +135,12 @@ await withVSCode(
     await screenshot("review-after-undo");
     log("one hunk undone on disk, the other kept, the diff refreshed");
 
-    // 5. The file moves on: the next undo is refused and the message names the file.
-    fs.writeFileSync(app, afterUndo + "user's own line\n");
+    // 5. The user edits the hunk's own line: its undo is refused and the message names the file.
+    const mine = afterUndo.replace("LINE TWELVE\n", "LINE TWELVE, mine\n");
+    fs.writeFileSync(app, mine);
     await clickLens(undoLens.first(), () => notification(page, "cannot undo the change to app.py", 15000));
     await screenshot("review-stale");
-    if (!fs.readFileSync(app, "utf8").endsWith("user's own line\n")) throw new Error("a stale undo wrote the file");
+    if (fs.readFileSync(app, "utf8") !== mine) throw new Error("a stale undo wrote the file");
     fs.writeFileSync(app, afterUndo);
     await clearNotifications(page);
     log("a stale undo is refused plainly");
