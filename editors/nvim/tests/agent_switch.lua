@@ -39,17 +39,11 @@ R.statusline_after = H.ollie.statusline()
 -- The conversation before, picked in :OllieSessions by the id the chat gave: the chat shows it again.
 local kept = R.after_other:match('saved as "[^"]*" %((%S+)%)')
 local c = H.current()
-vim.ui.select = function(items, opts, on_choice)
-  R.picker = vim.tbl_map(function(item) return opts.format_item and opts.format_item(item) or tostring(item) end, items)
-  for _, item in ipairs(items) do
-    if type(item) == "table" and item.id == kept then
-      return on_choice(item)
-    end
-  end
-  on_choice(nil)
-end
+local seen = {}
+H.pick_id(kept, seen)
 vim.cmd("OllieSessions")
 H.wait(function() return kept ~= nil and c.session == kept end, "the chat on the kept conversation")
 H.wait_chat("It adds%.")
 R.kept_chat = H.chat.text()
+R.picker = seen.labels
 H.finish()

@@ -29,19 +29,11 @@ H.wait_notified("no turn 7", "the refusal of turn 7")
 R.after_refusal = c.session
 
 -- The picker lists both; picking the source shows its whole conversation again.
-local shown
-vim.ui.select = function(items, opts, on_choice)
-  shown = vim.tbl_map(function(item) return opts.format_item and opts.format_item(item) or tostring(item) end, items)
-  for _, item in ipairs(items) do
-    if type(item) == "table" and item.id == source then
-      return on_choice(item)
-    end
-  end
-  on_choice(nil)
-end
+local seen = {}
+H.pick_id(source, seen)
 vim.cmd("OllieSessions")
 H.wait(function() return c.session == source end, "the chat back on the source")
 H.wait_chat("answer two")
-R.picker = shown
+R.picker = seen.labels
 R.source_chat = H.chat.text()
 H.finish()
