@@ -142,8 +142,10 @@ class ToolState:
             if self.diffs_more:
                 out["diffsMore"] = self.diffs_more
         if self.network:
+            # (`words` only beside a verdict: a record saved in another shape is passed on as it is.)
             out["network"] = [{**{k: c[k] for k in NETWORK_FIELDS if k in c},
-                               "words": verdict_words(c["verdict"], c.get("how") or "")} for c in self.network]
+                               **({"words": verdict_words(c["verdict"], c.get("how") or "")} if "verdict" in c else {})}
+                              for c in self.network]
         return out
 
     def with_status(self, status: StepStatus, diffs: tuple[Diff, ...] | None = None) -> ToolState:
