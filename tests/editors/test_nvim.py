@@ -127,7 +127,7 @@ def test_chat_streams_steps_queues_injects_and_keeps_input_apart(workspace, scri
     assert "mind the tests in code.py" in injected, "inject reaches the tool result"
     assert "<editor-context>" in injected and "def mul(a, b)" in injected, "with the context of its #file tag"
     assert result["you_headers"] == 2, "one header per prompt: no stray or duplicated ones"
-    assert chat.count("please update notes.txt") == 1
+    assert chat.count("## You\nplease update notes.txt\n") == 1  # (the agent switch names it too: "saved as ...")
     # Reasoning and answer apart; the step from the v2 tool object; folded output and a separator.
     assert result["reasoning_groups"] == ["OllieReasoning"]
     assert "OllieReasoning" not in result["answer_groups"]

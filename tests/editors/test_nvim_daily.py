@@ -648,7 +648,8 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
     policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text("netwrok:\n  enabled: true\n")
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"})
+    # Wide: the notice, one line cut to fit, names the policy's path (a CI run's temporary dirs make it long).
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(230, 40))
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChanges", "Enter")  # the daemon starts
@@ -668,7 +669,7 @@ def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_see
     policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text("netwrok:\n  enabled: true\n")
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(100, 30),
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(230, 30),
                       init_lua="" if showmode else "vim.o.showmode = false")
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")

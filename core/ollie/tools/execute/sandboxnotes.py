@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
 if TYPE_CHECKING:
     from ollie.sandbox.policy import Policy
 

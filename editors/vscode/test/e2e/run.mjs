@@ -240,12 +240,13 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   // A file of the Changed files list opens its review (before ↔ after of the turn).
   await changes.locator('a.file-link[data-path="app.py"]').click();
   await page.locator(".tabs-container .tab.active", { hasText: "app.py (Ollie, turn" }).first().waitFor({ timeout: waitMs });
-  // The user edits the file after the turn: the undo is refused, and the chat says so.
+  // The user edits the turn's own line after it (an edit elsewhere is kept by the undo): the undo is refused, and
+  // the chat says so.
   const edited = fs.readFileSync(path.join(workspace, "app.py"), "utf8");
-  fs.writeFileSync(path.join(workspace, "app.py"), `${edited}# mine\n`);
+  fs.writeFileSync(path.join(workspace, "app.py"), edited.replace("'hello'", "'hello, mine'"));
   await changes.locator('button[data-action="undo"][data-path="app.py"]').click();
   await changes.locator(".changes-message", { hasText: "Undo refused: app.py: the file was edited" }).waitFor({ timeout: waitMs });
-  if (!fs.readFileSync(path.join(workspace, "app.py"), "utf8").endsWith("# mine\n")) throw new Error("a refused undo touched the file");
+  if (!fs.readFileSync(path.join(workspace, "app.py"), "utf8").includes("'hello, mine'")) throw new Error("a refused undo touched the file");
   await screenshot("undo-refused");
   fs.writeFileSync(path.join(workspace, "app.py"), edited);
   await changes.locator('button[data-action="undo"][data-path="app.py"]').click();
