@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 
 from ollie.testing import Reply
@@ -407,3 +408,16 @@ def test_undoing_a_turn_s_only_file_asks_first_and_the_list_says_the_turn_s_chan
     assert len(result["confirmed"]) == 1
     assert result["b_after_undo"] == ["alpha", "beta"]
     assert result["list_after_undo"] == ["ollie: turn 1's changes are all undone   (R refresh · q close)"]
+
+
+def test_a_file_swapped_for_a_fifo_as_its_turn_s_diff_opens_never_holds_neovim(workspace, scripted_llm):  # noqa: F811
+    """Whether a file is still as its turn left it was read by name after the open check: a step's FIFO swapped in
+    between held Neovim for good (readfile waits for a writer). Read in one checked open: the diff shows the text the
+    turn left."""
+    (workspace / "b.txt").write_text("alpha\nbeta\n")
+    (workspace / "spare").mkdir()
+    os.mkfifo(workspace / "spare" / "b.txt")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(file_edit("b.txt", "beta", "BETA")), Reply.text("shouted"))
+    result = run_scenario("review_fifo_swap", workspace, srv)
+    assert result["after_lines"] == ["alpha", "BETA"], result
