@@ -53,7 +53,7 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
           "a prompt whose daemon died before its turn began was back in the input with its chip, and answered once sent again",
           "a prompt queued as the daemon died was back in the input, with its chip",
           "the answer shown when the daemon died stayed in the restored chat, marked cut short",
-          "an answer saved before the daemon died showed once in the restored chat")
+          "an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved")
 
 
 @pytest.mark.timeout(200)

@@ -305,7 +305,8 @@ class StepNet:
         more.update(more=more["more"] + 1, sent=more["sent"] + record["sent"],
                     received=more["received"] + record["received"],
                     verdict="allowed" if "allowed" in verdicts else "denied",
-                    how=", ".join(f"{n} {verdict}" for verdict, n in verdicts.items()))
+                    # In a fixed order: connections end in any order, and the line should not change with it.
+                    how=", ".join(f"{verdicts[verdict]} {verdict}" for verdict in sorted(verdicts)))
         if record.get("error"):
             more["error"] = record["error"]  # the last one's (a send cap's cut-off: one for the whole step)
 

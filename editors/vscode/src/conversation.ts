@@ -8,7 +8,7 @@ import { ChatItem, ChatModel, unsavedTail } from "./lib/chatModel";
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
-import { DAEMON_LOST, DAEMON_RESTARTED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
+import { DAEMON_LOST, DAEMON_RESTARTED, DAEMON_RESTARTED_SAVED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
 import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
 import { cutsConversation, isSlashCommand } from "./lib/slash";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
@@ -612,8 +612,12 @@ export class Conversation implements vscode.Disposable {
         if (continuing && this.current !== undefined) await this.queued.restore(this.current);
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
         if (this.crashNotice) {
-          for (const item of this.model.addCutShort(this.cutShort)) this.changed(item);
-          this.changed(this.model.addNotice("error", DAEMON_RESTARTED));
+          const shown = this.model.addCutShort(this.cutShort);
+          for (const item of shown) this.changed(item);
+          // Nothing shown again of a streamed tail: the history read back holds its answer (told to send it again, a
+          // user would run the turn twice).
+          const saved = this.cutShort.length > 0 && shown.length === 0;
+          this.changed(this.model.addNotice("error", saved ? DAEMON_RESTARTED_SAVED : DAEMON_RESTARTED));
         }
         this.crashNotice = false;
         this.cutShort = [];

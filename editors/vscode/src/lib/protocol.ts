@@ -263,3 +263,7 @@ export const DAEMON_LOST =
 /** What the chat a crashed daemon's restart brought back says. */
 export const DAEMON_RESTARTED =
   "The Ollie daemon stopped unexpectedly and was restarted (the Ollie output says why). A turn that was running was lost: send its prompt again.";
+
+/** What it says when the running turn's answer was saved before the daemon stopped (nothing to send again). */
+export const DAEMON_RESTARTED_SAVED =
+  "The Ollie daemon stopped unexpectedly and was restarted (the Ollie output says why). The running turn's answer was saved: it is above.";

@@ -223,6 +223,9 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n" } }, async 
   if (answers.length !== 1 || shown.some((line) => line.startsWith("turnEnd: Cut short"))) {
     throw new Error(`the chat brought back is ${JSON.stringify(shown)}`);
   }
+  // Not told to send it again (the turn would run twice): its answer was saved.
+  const notice = shown.filter((line) => line.includes("stopped unexpectedly")).pop() ?? "";
+  if (!notice.includes("answer was saved") || notice.includes("send its prompt again")) throw new Error(`the notice said ${notice}`);
   await screenshot("saved-answer-after-crash");
-  log("an answer saved before the daemon died showed once in the restored chat");
+  log("an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved");
 });
