@@ -441,14 +441,19 @@ def test_a_days_habits_in_and_around_the_chat(workspace, scripted_llm):
     assert result["queued_link"] == "DiagnosticHint" and result["queued_user_fg"] == 0x123456
 
 
+def planted_ollie_lsp(bin_dir: Path) -> Path:
+    """An `ollie-lsp` in `bin_dir` that only marks that it ran: the file it touches (beside `bin_dir`'s tree)."""
+    bin_dir.mkdir(parents=True)
+    ran = bin_dir.parent / "ran"
+    (bin_dir / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
+    (bin_dir / "ollie-lsp").chmod(0o755)
+    return ran
+
+
 def test_a_venv_in_the_current_directory_is_never_run(tmp_path):
     # A repository carrying .venv/bin/ollie-lsp: with no ollie-lsp on PATH, :Ollie ran it as the user, unsandboxed.
     repo = tmp_path / "repo"
-    bin_dir = repo / ".venv" / "bin"
-    bin_dir.mkdir(parents=True)
-    ran = tmp_path / "ran"
-    (bin_dir / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
-    (bin_dir / "ollie-lsp").chmod(0o755)
+    ran = planted_ollie_lsp(repo / ".venv" / "bin")
     script = tmp_path / "try.lua"
     script.write_text(f"""
 vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
@@ -474,11 +479,7 @@ def test_an_ollie_lsp_installed_off_path_is_named_with_the_fix(tmp_path):
     # `pipx install` as README says, whose note that ~/.local/bin is not on PATH scrolled by: :Ollie said to install
     # what was installed. The daemon found there is named, not run.
     home = tmp_path / "home"
-    bin_dir = home / ".local" / "bin"
-    bin_dir.mkdir(parents=True)
-    ran = tmp_path / "ran"
-    (bin_dir / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
-    (bin_dir / "ollie-lsp").chmod(0o755)
+    ran = planted_ollie_lsp(home / ".local" / "bin")
     script = tmp_path / "try.lua"
     script.write_text(f"""
 vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
@@ -498,12 +499,8 @@ def test_a_relative_path_entry_never_runs_the_repositorys_ollie_lsp(tmp_path, se
     """With `node_modules/.bin` (or `bin`, `.`) on PATH, as many set it up, and ollie-lsp installed: `executable()`
     said yes and the daemon, started in the project, was looked up there first: the repository's ran as the user."""
     repo = tmp_path / "repo"
-    planted = repo / "node_modules" / ".bin"
-    planted.mkdir(parents=True)
+    ran = planted_ollie_lsp(repo / "node_modules" / ".bin")
     (repo / ".git").mkdir()
-    ran = tmp_path / "ran"
-    (planted / "ollie-lsp").write_text(f"#!/bin/sh\ntouch {ran}\n")
-    (planted / "ollie-lsp").chmod(0o755)
     installed = Path(sys.executable).parent / "ollie-lsp"
     result = _start_daemon_in(repo, setup, ran, path=f"node_modules/.bin:{installed.parent}:/usr/bin:/bin")
     assert not ran.exists(), "the repository's node_modules/.bin/ollie-lsp was run"
