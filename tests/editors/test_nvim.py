@@ -441,6 +441,22 @@ def test_a_days_habits_in_and_around_the_chat(workspace, scripted_llm):
     assert result["queued_link"] == "DiagnosticHint" and result["queued_user_fg"] == 0x123456
 
 
+# A step's swap of a file (the table `swaps`: its path -> the spare put there) landing right as Neovim opens it,
+# whichever way it opens it (by name, or a buffer by number): `swapping(open)` wraps one of Neovim's opens.
+SWAPPING = """-- The step's swap lands right as Neovim opens the file, whichever way it opens it.
+local function swapping(open)
+  return function(path, ...)
+    local key = type(path) == "number" and vim.api.nvim_buf_get_name(path) or path
+    if swaps[key] then
+      assert(vim.uv.fs_rename(swaps[key], key))
+      swaps[key] = nil
+    end
+    return open(path, ...)
+  end
+end
+"""
+
+
 def planted_ollie_lsp(bin_dir: Path) -> Path:
     """An `ollie-lsp` in `bin_dir` that only marks that it ran: the file it touches (beside `bin_dir`'s tree)."""
     bin_dir.mkdir(parents=True)
@@ -632,17 +648,7 @@ def test_a_named_file_swapped_for_a_fifo_or_a_link_after_its_check_is_never_read
 vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
 require("ollie").setup({{}})
 local swaps = vim.json.decode({json.dumps(json.dumps(swaps))})
--- The step's swap lands right as Neovim opens the file, whichever way it opens it.
-local function swapping(open)
-  return function(path, ...)
-    if swaps[path] then
-      assert(vim.uv.fs_rename(swaps[path], path))
-      swaps[path] = nil
-    end
-    return open(path, ...)
-  end
-end
-vim.uv.fs_open = swapping(vim.uv.fs_open)
+{SWAPPING}vim.uv.fs_open = swapping(vim.uv.fs_open)
 vim.fn.readfile = swapping(vim.fn.readfile)
 local out = {{}}
 for _, name in ipairs({{ "link.png", "fifo.png", "link.md", "fifo.md", "plain.png", "plain.md" }}) do
@@ -684,16 +690,7 @@ vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
 require("ollie").setup({{}})
 local tools = require("ollie.editor_tools")
 local ws, swaps = {json.dumps(str(ws))}, vim.json.decode({json.dumps(json.dumps(swaps))})
-local function swapping(open)
-  return function(path, ...)
-    if swaps[path] then
-      assert(vim.uv.fs_rename(swaps[path], path))
-      swaps[path] = nil
-    end
-    return open(path, ...)
-  end
-end
-vim.uv.fs_open, vim.fn.readfile, vim.fn.bufload = swapping(vim.uv.fs_open), swapping(vim.fn.readfile), swapping(
+{SWAPPING}vim.uv.fs_open, vim.fn.readfile, vim.fn.bufload = swapping(vim.uv.fs_open), swapping(vim.fn.readfile), swapping(
   vim.fn.bufload)
 -- The server: each definition is the 5th character of line 1 of link.py, fifo.py and plain.py.
 local function server()
@@ -1231,18 +1228,7 @@ vim.cmd("filetype on")
 local tools = require("ollie.editor_tools")
 local swaps = vim.json.decode({json.dumps(json.dumps(swaps))})
 local ws = {json.dumps(str(ws))}
--- The step's swap lands right as Neovim opens the file, whichever way it opens it.
-local function swapping(open)
-  return function(path, ...)
-    local key = type(path) == "number" and vim.api.nvim_buf_get_name(path) or path
-    if swaps[key] then
-      assert(vim.uv.fs_rename(swaps[key], key))
-      swaps[key] = nil
-    end
-    return open(path, ...)
-  end
-end
-vim.uv.fs_open = swapping(vim.uv.fs_open)
+{SWAPPING}vim.uv.fs_open = swapping(vim.uv.fs_open)
 vim.fn.readfile = swapping(vim.fn.readfile)
 vim.fn.bufload = swapping(vim.fn.bufload)
 -- A language server: every definition is in c.py.
