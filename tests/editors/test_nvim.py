@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -289,6 +290,8 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     # The pickers show what ollie/listModels and ollie/listAgents answer: the current one marked, descriptions.
     assert result["model_items"] == ["scripted-model", "other-model"]
     assert result["model_labels"] == ["scripted-model (current)", "other-model"]
+    # A local server by the host and port of its URL, as its errors name it (it read "model of local").
+    assert result["model_prompt"] == f"ollie: model of {urlsplit(srv.url).netloc}", result["model_prompt"]
     assert "default" in result["agent_items"] and "coding" in result["agent_items"]
     labels = dict(zip(result["agent_items"], result["agent_labels"], strict=True))
     assert labels["ask"].startswith("ask — read-only") and labels["default"].endswith("(current)")

@@ -286,6 +286,11 @@ class Core(McpMembers):
         return self.backend.name if self.backend is not None else "none"
 
     @property
+    def backend_said(self) -> str:
+        """The active backend as its errors name it (`Backend.said`): a local server by its host and port."""
+        return self.backend.said if self.backend is not None else "none"
+
+    @property
     def env(self) -> dict[str, str]:
         """The extra environment for tools, hooks and prompt commands."""
         return dict(self._setup.env)
