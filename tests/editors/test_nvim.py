@@ -494,6 +494,21 @@ vim.cmd("qa!")
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
 
 
+def test_a_notice_says_paths_under_home_from_tilde(tmp_path):
+    # A notice's path under $HOME filled the command line (cut with "…" there): said from `~`, only a whole home path.
+    home = tmp_path / "ann"
+    texts = [f"{home}/.config/ollie/sandbox.yaml: key 'x'", f"in {home}: no", f"{home}a/x", f"/x{home}/y", f"({home}/z)"]
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local requests = require("ollie.requests")
+io.stdout:write(vim.json.encode(vim.tbl_map(requests.home_paths, vim.json.decode({json.dumps(json.dumps(texts))}))))
+vim.cmd("qa!")
+""")
+    result, _ = lua_result(script, tmp_path, env={**os.environ, "HOME": f"{home}/"})
+    assert result == ["~/.config/ollie/sandbox.yaml: key 'x'", "in ~: no", f"{home}a/x", f"/x{home}/y", "(~/z)"]
+
+
 def test_an_ollie_lsp_installed_off_path_is_named_with_the_fix(tmp_path):
     # `pipx install` as README says, whose note that ~/.local/bin is not on PATH scrolled by: :Ollie said to install
     # what was installed. The daemon found there is named, not run.
