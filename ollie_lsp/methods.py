@@ -311,7 +311,8 @@ async def list_models(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
     """The session's backend's models and the one in use."""
     live = await ls.table.get(p.session)
     core = live.core
-    out: dict[str, Any] = {"backend": core.backend_name, "current": core.model_name, "models": [], "error": ""}
+    out: dict[str, Any] = {"backend": core.backend_name, "server": core.backend_said, "current": core.model_name,
+                           "models": [], "error": ""}
     try:
         out["models"] = await core.list_models()
     except OllieError as exc:

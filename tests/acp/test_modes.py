@@ -122,3 +122,20 @@ async def test_the_agent_selector_keeps_the_conversation_as_a_session_to_load(st
     await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=said[1], mcp_servers=[]), 30)
     assert agent.client.text(said[1], "user_message_chunk") == "Fix the parser"
     assert agent.client.text(said[1]) == "the parser is fixed"
+
+
+async def test_clear_keeps_the_conversation_as_a_session_to_load(start_agent, llm) -> None:
+    # Bug: `/clear` dropped the conversation with no copy kept (the agent selector's switch keeps one).
+    agent = await start_agent(env=llm.env())
+    llm.script(Reply.text("the parser is fixed"))
+    sid = await agent.new()
+    await agent.prompt(sid, "Fix the parser")
+    await agent.prompt(sid, "/clear")
+    said = re.search(r'session cleared: history and task state dropped\nthe previous conversation is saved as "Fix the '
+                     r"parser\" \((\S+)\): resume it with the client's session list \(session/load\)",
+                     agent.client.text(sid))
+    assert said, agent.client.text(sid)
+    listed = {s.session_id: s for s in (await asyncio.wait_for(agent.conn.list_sessions(), 30)).sessions}
+    assert listed[said[1]].title == "Fix the parser"
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=said[1], mcp_servers=[]), 30)
+    assert agent.client.text(said[1]) == "the parser is fixed"

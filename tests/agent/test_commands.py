@@ -71,10 +71,11 @@ class FakeCore:
     async def compact(self) -> str:
         return "compacted: 12 messages -> 4"
 
-    def clear(self) -> None:
+    async def clear(self) -> Switched:
         if self.is_running:
             raise RuntimeError("cannot clear while a turn runs")
         self.session.clear()
+        return Switched([])
 
     def tools(self) -> list[ToolInfo]:
         return self.tool_infos

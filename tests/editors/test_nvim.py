@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -289,6 +290,8 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     # The pickers show what ollie/listModels and ollie/listAgents answer: the current one marked, descriptions.
     assert result["model_items"] == ["scripted-model", "other-model"]
     assert result["model_labels"] == ["scripted-model (current)", "other-model"]
+    # A local server by the host and port of its URL, as its errors name it (it read "model of local").
+    assert result["model_prompt"] == f"ollie: model of {urlsplit(srv.url).netloc}", result["model_prompt"]
     assert "default" in result["agent_items"] and "coding" in result["agent_items"]
     labels = dict(zip(result["agent_items"], result["agent_labels"], strict=True))
     assert labels["ask"].startswith("ask — read-only") and labels["default"].endswith("(current)")
@@ -489,6 +492,21 @@ vim.cmd("qa!")
     assert result["cmd"] is None and "ollie-lsp not found on PATH" in result["err"], result
     assert any("ollie-lsp not found on PATH" in msg for msg in result["told"]), result  # :Ollie says so
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
+
+
+def test_a_notice_says_paths_under_home_from_tilde(tmp_path):
+    # A notice's path under $HOME filled the command line (cut with "…" there): said from `~`, only a whole home path.
+    home = tmp_path / "ann"
+    texts = [f"{home}/.config/ollie/sandbox.yaml: key 'x'", f"in {home}: no", f"{home}a/x", f"/x{home}/y", f"({home}/z)"]
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local requests = require("ollie.requests")
+io.stdout:write(vim.json.encode(vim.tbl_map(requests.home_paths, vim.json.decode({json.dumps(json.dumps(texts))}))))
+vim.cmd("qa!")
+""")
+    result, _ = lua_result(script, tmp_path, env={**os.environ, "HOME": f"{home}/"})
+    assert result == ["~/.config/ollie/sandbox.yaml: key 'x'", "in ~: no", f"{home}a/x", f"/x{home}/y", "(~/z)"]
 
 
 def test_an_ollie_lsp_installed_off_path_is_named_with_the_fix(tmp_path):

@@ -644,17 +644,21 @@ def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_
 
 def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, scripted_llm):
     """A misspelt key in sandbox.yaml is said as the daemon starts (here for `:OllieChanges`), file and key named with
-    what to do, as a broken agent config is (it was said only when the first step ran, and refused)."""
+    what to do, as a broken agent config is (it was said only when the first step ran, and refused). Its path under
+    $HOME is said from `~` (a long home dir's path filled the line, and the notice was cut to fit it)."""
     policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text("netwrok:\n  enabled: true\n")
-    # Wide: the notice, one line cut to fit, names the policy's path (a CI run's temporary dirs make it long).
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(230, 40))
+    home = policy.parents[2]  # this test's own (XDG_CONFIG_HOME is its config/)
+    tmux = start_nvim(tmp_path, {**scripted_llm("openai").env(), "HOME": str(home)}, {"calc.py": "x = 1\n"},
+                      size=(230, 40))  # wide: the whole notice, on one line
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChanges", "Enter")  # the daemon starts
         said = tmux.keep("1-said", tmux.wait(lambda s: "netwrok" in s, "the policy's problem"))
-        assert "sandbox.yaml: key 'netwrok': unknown key; fix the file: no step runs until it loads" in said, said
+        assert "~/config/ollie/sandbox.yaml: key 'netwrok': unknown key; fix the file: no step runs until it loads" \
+            in said, said
+        assert str(home) not in said, said
     finally:
         tmux.close()
 

@@ -40,3 +40,27 @@ async def test_an_editor_s_help_says_what_resumes_a_session_there(start_daemon, 
     words = " ".join((await daemon.request("ollie/command", {"line": "/help"}))["output"].split())
     assert "/resume [n|id] this directory's sessions; resume one with the editor's session list (VS Code: " in words
     assert "ollie --session" not in words
+
+
+async def test_clear_keeps_the_conversation_as_an_agent_switch_does(start_daemon, llm):
+    # Bug: `/clear` dropped the conversation with no copy kept (an agent switch saved it as a session to resume).
+    llm.script(Reply.text("the parser is fixed"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "Fix the parser"}))["session"]
+    await daemon.request("ollie/session/rename", {"session": sid, "title": "Parser work"})
+    output = (await daemon.request("ollie/command", {"line": "/clear"}))["output"]
+    kept = re.fullmatch(r'session cleared: history and task state dropped\nthe previous conversation is saved as '
+                        r'"Parser work" \((\S+)\): resume it with the editor\'s session list \(VS Code: Ollie: Switch '
+                        r"Session; Neovim: :OllieSessions\)", output)
+    assert kept, output
+    await eventually(lambda: daemon.states and daemon.states[-1]["title"] == "", "the cleared session untitled")
+    listed = {s["id"]: s["title"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
+    assert (listed[kept[1]], listed[sid]) == ("Parser work", ""), listed
+    await daemon.request("ollie/session/load", {"session": kept[1]})
+    said = [(m["role"], m["content"]) for m in (await daemon.request("ollie/context", {"session": kept[1]}))["messages"]]
+    assert said[-2:] == [("user", "Fix the parser"), ("assistant", "the parser is fixed")], said
+
+    # An empty conversation keeps nothing.
+    again = await daemon.request("ollie/command", {"session": sid, "line": "/clear"})
+    assert again["output"] == "session cleared: history and task state dropped"
+    assert len((await daemon.request("ollie/session/list", {}))["sessions"]) == len(listed)

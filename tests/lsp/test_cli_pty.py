@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from ollie.testing import Reply
 from tests.procs import new_mark, processes_with, wait_until
 
@@ -294,14 +296,15 @@ def test_resume_at_the_prompt_lists_this_directorys_sessions_and_goes_on_with_th
     assert users == ["remember 9", "what was it?"]
 
 
-def test_an_agent_switch_keeps_the_conversation_and_resume_goes_back_to_it(llm, tmp_path):
-    # `/agent plan` wiped the conversation, unasked and unsaved: there was nothing to /resume.
+@pytest.mark.parametrize("command, prompt", [("/agent plan", "plan> "), ("/clear", "default> ")])
+def test_an_agent_switch_or_a_clear_keeps_the_conversation_and_resume_goes_back_to_it(llm, tmp_path, command, prompt):
+    # `/agent plan` and `/clear` wiped the conversation, unsaved: there was nothing to /resume.
     llm.script(Reply.text("noted 9"), Reply.text("it was 9"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
         at = term.wait_for(r"default> ")
         at = term.answer("remember 9", r"noted 9\ndefault> ", after=at)
-        at = term.answer("/agent plan", r'the previous conversation is saved as "remember 9" \((\S+)\): resume it '
-                         r"with `/resume <n\|id>` \(or a new run: `ollie --session <id>`\)\n.*plan> ", after=at)
+        at = term.answer(command, r'the previous conversation is saved as "remember 9" \((\S+)\): resume it '
+                         rf"with `/resume <n\|id>` \(or a new run: `ollie --session <id>`\)\n.*{prompt}", after=at)
         kept = re.findall(r'saved as "remember 9" \((\S+)\)', term.text)[-1]
         at = term.answer(f"/resume {kept}", rf"session {kept}\. .*\ndefault> remember 9\nnoted 9\n", after=at)
         term.answer("what was it?", r"it was 9\n", after=at)

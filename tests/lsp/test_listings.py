@@ -16,8 +16,9 @@ async def test_list_models_gives_the_backends_models_and_the_current_one(start_d
     llm = scripted_llm("openai", models={"scripted-model": 8192, "other-model": 4096})
     daemon = await start_daemon(env={**llm.env(), "OLLIE_MODEL": "other-model"})
     result = await daemon.request("ollie/listModels", {})
-    assert result == {"backend": "local", "current": "other-model", "models": ["scripted-model", "other-model"],
-                      "error": ""}
+    # `server`: the local server by the host and port of its URL, as its errors name it (a picker's title).
+    assert result == {"backend": "local", "server": urlsplit(llm.url).netloc, "current": "other-model",
+                      "models": ["scripted-model", "other-model"], "error": ""}
 
 
 async def test_list_models_of_an_unreachable_backend_names_the_problem(start_daemon, llm):

@@ -99,10 +99,10 @@ async def cmd_compact(core: CommandTarget, arg: str) -> str:
 
 
 async def cmd_clear(core: CommandTarget, arg: str) -> str:
-    """Drop the history and the task state."""
+    """Drop the history and the task state (a new conversation: the one before is saved to resume)."""
     _no_arg("clear", arg)
-    core.clear()
-    return "session cleared: history and task state dropped"
+    cleared = await core.clear()
+    return "\n".join(["session cleared: history and task state dropped", *cleared.lines(core.resume_how)])
 
 
 async def cmd_rewind(core: CommandTarget, arg: str) -> str:
@@ -225,7 +225,7 @@ COMMANDS: dict[str, Command] = {
     "sessions": Command("/sessions", "list saved sessions", info.cmd_sessions),
     "resume": Command("/resume [n|id]", "this directory's sessions, and what resumes one here",
                       info.cmd_resume),
-    "clear": Command("/clear", "clear the session (history and task state)", cmd_clear, destructive=True),
+    "clear": Command("/clear", "start a new conversation (the one before is kept to resume)", cmd_clear, destructive=True),
     "rewind": Command("/rewind [n|undo]", "files and conversation back to before turn n (default: the last)",
                       cmd_rewind, destructive=True),
     "changes": Command("/changes [n]", "the files turn n (default: the last) changed, with their hunks",

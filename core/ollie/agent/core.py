@@ -286,6 +286,11 @@ class Core(McpMembers):
         return self.backend.name if self.backend is not None else "none"
 
     @property
+    def backend_said(self) -> str:
+        """The active backend as its errors name it (`Backend.said`): a local server by its host and port."""
+        return self.backend.said if self.backend is not None else "none"
+
+    @property
     def env(self) -> dict[str, str]:
         """The extra environment for tools, hooks and prompt commands."""
         return dict(self._setup.env)
@@ -387,14 +392,35 @@ class Core(McpMembers):
         if self._owner:
             raise owners_only(self.session_id, self._owner, what)
 
-    def clear(self) -> None:
-        """Drop history and task state; refused while a turn runs."""
+    async def clear(self) -> Switched:
+        """Start a new conversation in the session, the one before saved as a session of its own (`Switched`, with no
+        warnings); refused while a turn runs."""
         self.owners_only("clear its history")
         if self._host.running:
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
+        async with self._turn_lock:
+            switched = await self._start_over([])
+            self._host.save()
+            self._cleared()
+            return switched
+
+    async def _start_over(self, warnings: list[str]) -> Switched:
+        """Keep the conversation as a session of its own, its title with it, then clear it: what `/clear` and an agent
+        switch do alike (the user's conversation is never lost). An empty one keeps nothing, and its name stays."""
+        from ollie.agent.surface import Switched
+
+        switched = Switched(warnings)
+        if self.session.messages:
+            from ollie.agent.agentswitch import keep
+            from ollie.agent.recorder import first_prompt_title
+
+            self._host.save()
+            title = self.session.title or first_prompt_title(self.session) or "untitled"
+            switched = Switched(warnings, await asyncio.to_thread(keep, self._host.session_file, title), title)
+            self._host.bus.emit("kept", switched.kept_id, title)  # its record: the recorder's
+            self.session.title = ""
         self.session.clear()
-        self._host.save()
-        self._cleared()
+        return switched
 
     def _cleared(self) -> None:
         """Publish a cleared history: the state, and no turn left (the recorder's title follows, as for a rewind of
@@ -472,22 +498,10 @@ class Core(McpMembers):
             self._host.told(warnings)  # the caller shows them (`/agent`, ACP's agent picker)
             self._attached.wire()
             self._wire_mcp()
-            from ollie.agent.agentswitch import keep
-            from ollie.agent.surface import Switched
-
-            switched = Switched(warnings)
-            if self.session.messages:  # kept before it is cleared: the user's conversation is never lost
-                from ollie.agent.recorder import first_prompt_title
-
-                self._host.save()
-                title = self.session.title or first_prompt_title(self.session) or "untitled"
-                switched = Switched(warnings, await asyncio.to_thread(keep, self._host.session_file, title), title)
-                self._host.bus.emit("kept", switched.kept_id, title)  # its record: the recorder's
+            switched = await self._start_over(warnings)
             self.session.agent = name
             self.session.backend = self.session.model = ""  # the new agent config's, as after a resume
             self._host.budget.forget_limit()
-            self.session.clear()
-            self.session.title = ""
             self._host.save()
             await old.dispatcher.aclose()
             if retired is not None:

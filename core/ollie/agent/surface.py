@@ -28,15 +28,15 @@ if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
 
 @dataclass(frozen=True)
 class Switched:
-    """What an agent switch did: the build warnings to show, and the session the conversation before it was saved
-    as (its id and title; "" when there was none)."""
+    """What an agent switch or `/clear` did: the build warnings to show, and the session the conversation before it
+    was saved as (its id and title; "" when there was none)."""
 
     warnings: list[str]
     kept_id: str = ""
     kept_title: str = ""
 
     def lines(self, resume_how: str) -> list[str]:
-        """The lines a front end shows after the switch (`resume_how`: what resumes a saved session there)."""
+        """The lines a front end shows after it (`resume_how`: what resumes a saved session there)."""
         kept = [f"the previous conversation is saved as \"{self.kept_title}\" ({self.kept_id}): "
                 f"resume it with {resume_how}"] if self.kept_id else []
         return kept + [f"warning: {w}" for w in self.warnings]
@@ -117,7 +117,7 @@ class CommandTarget(ModelChoice, SessionControls, Protocol):
     def network_allowed(self) -> dict[str, str]: ...
     async def switch_backend(self, name: str) -> None: ...
     async def compact(self) -> str: ...
-    def clear(self) -> None: ...
+    async def clear(self) -> Switched: ...
     async def kill(self) -> None: ...
     async def rename(self, title: str) -> None: ...
     def replace_injects(self, text: str) -> None: ...
@@ -170,6 +170,8 @@ class DaemonCore(AcpCore, TerminalCore, SessionControls, Protocol):
 
     @property
     def state(self) -> str: ...
+    @property
+    def backend_said(self) -> str: ...
     @property
     def step_kinds(self) -> KindLookup: ...
     @property

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from ollie.sizes import size_text
+
 # Only what `_Inflater` undoes is asked for (httpx would also offer br and zstd when their packages are installed).
 ACCEPT_ENCODING = "gzip, deflate"
 MAX_PIECE = 1 << 20  # the most one step of decoding hands on
@@ -113,14 +115,6 @@ async def body_pieces(response: httpx.Response, limit: int | None = None) -> Asy
                 raise ReplyTooLarge(f"over {size_text(limit)} (after decompression)")
             if piece:
                 yield piece
-
-
-def size_text(count: int) -> str:
-    """A byte count as a person reads it (8 GiB, 1.5 MiB, 1000 MiB, 100 bytes): a backend's cap, a step's limit."""
-    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if count >= 1 << shift:
-            return f"{count / (1 << shift):.1f}".removesuffix(".0") + f" {unit}"
-    return f"{count} bytes"
 
 
 async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:

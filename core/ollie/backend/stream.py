@@ -43,13 +43,13 @@ from ollie.backend.reply import (
     ReplyTooLarge,
     body_pieces,
     read_capped,
-    size_text,
 )
 from ollie.backend.settings import BackendSpec, checked_url, missing_model_hint, said_name, unreachable_hint
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 from ollie.backend.urls import shown_url
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 from ollie.loopshare import loop_share
+from ollie.sizes import size_text
 
 Framing = Literal["sse", "ndjson"]
 

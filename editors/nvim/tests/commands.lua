@@ -8,6 +8,7 @@ local function capture(key, pick)
   vim.ui.select = function(items, opts, on_choice)
     R[key .. "_items"] = items
     R[key .. "_labels"] = vim.tbl_map(opts.format_item, items)
+    R[key .. "_prompt"] = opts.prompt
     on_choice(pick)
   end
 end

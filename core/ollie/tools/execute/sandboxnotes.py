@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ollie.sizes import size_text
+
 if TYPE_CHECKING:
     from ollie.sandbox.policy import Policy
 
@@ -166,8 +168,6 @@ def denied_notes(policy: Policy, stderr: bytes, status: int | None, cwd: Path) -
 
 
 def _limit(policy: Policy, key: str, size: int) -> str:
-    from ollie.backend.reply import size_text  # (it loads the HTTP client: not with the tools, at a Core's build)
-
     return f"limits.{key}: {size_text(size)} in {policy.source}"
 
 
@@ -187,8 +187,6 @@ def limit_notes(policy: Policy, *, status: int | None, stderr: bytes, oom: bool)
 
 def disk_notes(paths: Iterable[Path], stderr: bytes) -> list[str]:
     """A note per filesystem under `paths` (the step's cwd and TMPDIR) that is full or nearly so."""
-    from ollie.backend.reply import size_text  # (as in _limit)
-
     notes: list[str] = []
     seen: set[int] = set()
     for path in paths:

@@ -189,7 +189,7 @@ function M.models(on_choice)
       return on_choice(nil)
     end
     vim.ui.select(res.models, {
-      prompt = "ollie: model of " .. tostring(res.backend),
+      prompt = "ollie: model of " .. tostring(res.server or res.backend), -- a local server by its host, not "local"
       kind = "ollie_model",
       format_item = function(name) return name == res.current and (name .. " (current)") or name end,
     }, M.changed(res.current, on_choice))

@@ -239,7 +239,7 @@ end
 ---@param msg string
 ---@param level integer|nil
 function M.notify(msg, level)
-  local text = "ollie: " .. msg
+  local text = "ollie: " .. M.home_paths(msg)
   level = level or vim.log.levels.INFO
   if not stock_notify() or #vim.api.nvim_list_uis() == 0 then
     return vim.notify(text, level)
@@ -255,6 +255,22 @@ function M.notify(msg, level)
   end
   local hl = level >= vim.log.levels.ERROR and "ErrorMsg" or level >= vim.log.levels.WARN and "WarningMsg" or nil
   vim.api.nvim_echo({ { M.one_line(text), hl } }, true, {})
+end
+
+---`text` with each path under $HOME written from `~` (`~/.config/ollie/sandbox.yaml`), as `fnamemodify(p, ":~")`
+---writes one: a notice cut to fit the command line keeps what tells the paths apart. Only a whole path: `/home/ann`
+---is not `/home/anna`'s home, nor `/x/home/ann`.
+---@param text string
+---@return string
+function M.home_paths(text)
+  local home = (vim.uv.os_homedir() or ""):gsub("/+$", "")
+  if home == "" then
+    return text
+  end
+  return (text:gsub("()" .. vim.pesc(home) .. "%f[^%w_.%-]", function(at)
+    local before = text:sub(at - 1, at - 1)
+    return (at == 1 or not before:find("[%w_.%-/~]")) and "~" or nil
+  end))
 end
 
 ---`text` on one line that fits the command line (`v:echospace`), cut with "…" when it is longer.
