@@ -122,6 +122,21 @@ async def test_a_step_runs_in_the_process_its_spare_forked_before_the_request(ws
     assert await proc.wait() == 0
 
 
+async def test_an_idle_prepared_process_leads_its_session_in_an_ipc_namespace_of_its_own_before_its_step(ws, server):
+    """What needs nothing of the step is done while idle, off its path: setsid (which makes a scheduler autogroup)
+    and the step's IPC namespace, one per prepared process; the step runs in that namespace, none but its own."""
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    ahead = {pid: f"ipc:[{os.stat(f'/proc/{pid}/ns/ipc').st_ino}]" for pid in prepared.values()}
+    assert [os.getsid(pid) for pid in ahead] == list(ahead)
+    assert f"ipc:[{os.stat('/proc/self/ns/ipc').st_ino}]" not in ahead.values() and len(set(ahead.values())) == 2
+    proc = await spawn_sandboxed(["bash", "-c", "readlink /proc/self/ns/ipc"], policy=ws.default_policy(),
+                                 cwd=ws.work, env=ws.env)
+    out, err, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert out.decode().strip() == ahead.get(proc.pid), (out, err, ahead)
+    assert await proc.wait() == 0
+
+
 async def test_a_step_goes_to_its_spare_without_the_fork_server_on_its_path(ws, server):
     await ws.bash("true", ws.default_policy())
     prepared = await idle_spares(server)

@@ -26,6 +26,19 @@ async def test_a_step_holding_a_dir_keeps_everything_beneath_it_from_being_quiet
     assert await quiet(ws / "sub" / "a.py")
 
 
+async def test_a_step_takes_no_lock_for_a_device_it_may_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default policy's /dev/null, /dev/tty...: a device swaps no link, so its lock (five calls on each step's
+    path) guarded nothing; the directories beside them keep theirs."""
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
+    ws, linked = tmp_path / "ws", tmp_path / "null"
+    linked.symlink_to("/dev/null")  # followed, as the realpath of a policy's path is
+    release = await writers.hold([Path("/dev/null"), Path("/dev/zero"), linked, ws])
+    assert len(list((tmp_path / "state" / "writers").iterdir())) == 1  # the work tree's
+    assert writers.holder(Path("/dev/null")) is None and not await quiet(ws / "a.py")
+    release()
+    assert await quiet(ws / "a.py")
+
+
 async def test_a_step_starting_while_quiet_is_held_waits_and_a_cancelled_one_leaves_no_lock(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))

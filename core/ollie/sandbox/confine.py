@@ -98,6 +98,7 @@ def _last_cap() -> int:
 
 _LAST_CAP = _last_cap()  # read at load: Landlock hides /proc/sys by the time the capabilities go
 _locked = False  # lock_capabilities ran in this process
+_ipc_ahead = False  # new_ipc_namespace ran in this process
 
 
 def _write(path: str, text: str) -> None:
@@ -125,6 +126,14 @@ def unshare(flags: int, what: str) -> None:
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
+
+
+def new_ipc_namespace() -> None:
+    """Make this process's IPC namespace now (a spare's prepared process, ahead of its step): `private_mounts` then
+    unshares the mount namespace alone. Raises OSError (that call makes both then)."""
+    global _ipc_ahead
+    unshare(CLONE_NEWIPC, "CLONE_NEWIPC")
+    _ipc_ahead = True
 
 
 def _remount_readonly(path: str) -> None:
@@ -198,7 +207,10 @@ def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
     cannot be made only warns, and the rest still comes."""
     # An IPC namespace with it, in the one call: SysV shared memory, message queues and semaphores and POSIX
     # message queues are named by numbers Landlock does not see, and die with the step's last process.
-    unshare(CLONE_NEWNS | CLONE_NEWIPC, "CLONE_NEWNS|CLONE_NEWIPC")
+    if _ipc_ahead:
+        unshare(CLONE_NEWNS, "CLONE_NEWNS")
+    else:
+        unshare(CLONE_NEWNS | CLONE_NEWIPC, "CLONE_NEWNS|CLONE_NEWIPC")
     # Private first: our mounts must not propagate back to the host's mount tree.
     _mount(None, "/", MS_REC | MS_PRIVATE)
     if writable is not None:

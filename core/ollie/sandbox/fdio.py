@@ -18,7 +18,8 @@ def close_fds_except(keep: Sequence[int], low: int = 3) -> None:
     other spawns' pipes or sockets (theirs would never see EOF while this step runs)."""
     for fd in sorted(set(keep)):
         if fd >= low:
-            os.closerange(low, fd)
+            if fd > low:  # adjacent kept fds: nothing between them (closerange would ask the kernel all the same)
+                os.closerange(low, fd)
             low = fd + 1
     os.closerange(low, 1 << 20)
 

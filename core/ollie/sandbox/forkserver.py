@@ -32,7 +32,6 @@ import importlib.util
 import json
 import os
 import selectors
-import signal
 import socket
 import sys
 import time
@@ -83,14 +82,10 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
     """
     stage = "setsid"
     try:
-        os.setsid()
+        stepinit.new_session()  # and the signals an exec'd program gets back (done ahead by a spare's prepared one)
         stage = "stdio"
         for target, fd in enumerate(stdio):
             os.dup2(fd, target)
-        # Python ignores these; an exec'd program must get the defaults back (`yes | head`). SIGINT and SIGQUIT too:
-        # a daemon a shell started with `&` ignores them, and a step is a job of its own (`timeout -s INT`).
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
         stage = "chdir"
         os.chdir(request["cwd"])
         stage = "limits"  # before the confinement: it closes /sys and /proc

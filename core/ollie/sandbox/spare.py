@@ -39,8 +39,9 @@ class Prepared:
     """A spare's tool process, forked ahead as PID 1 of the step's new PID namespace, waiting for its step.
 
     Forked while the spare is idle, it takes the namespace's unshare and the fork
-    off the step's path; it locks its capabilities (confine.lock_capabilities) and,
-    with `net`, makes the step's network namespace (netns.prepare). The spare has
+    off the step's path; it leads its session, makes the step's IPC namespace, locks its
+    capabilities (confine.lock_capabilities) and, with `net`, makes the step's network
+    namespace (netns.prepare). The spare has
     read nothing yet, so its memory holds nothing of any step. It takes the step from
     the daemon itself, on the spare's job socket (the spare's wake-up is off the step's
     path): it hands the spare the daemon's socket (`started`), reads the request, sets
@@ -124,6 +125,12 @@ def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, e
         # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
         stepinit.die_with_supervisor()
         fdio.close_fds_except([channel.fileno(), jobs.fileno(), err_w, status_w, group.oom_events])
+        try:
+            # What needs nothing of the step: its session (setsid makes a scheduler autogroup) and IPC namespace.
+            stepinit.new_session()
+            stepinit.confine.new_ipc_namespace()  # first: where it needs a user namespace, the lock is done in that
+        except OSError:
+            pass  # done for the step (its `child`, confine.apply), which fails with the reason if it fails again
         try:
             stepinit.confine.lock_capabilities()
             if net:

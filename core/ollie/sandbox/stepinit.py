@@ -40,6 +40,26 @@ status_fd = -1
 daemon: tuple[socket.socket, socket.socket, Cgroup] | None = None
 
 
+# Python ignores these; an exec'd program must get the defaults back (`yes | head`). SIGINT and SIGQUIT too: a daemon
+# a shell started with `&` ignores them, and a step is a job of its own (`timeout -s INT`).
+DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT)
+_session = False  # new_session ran in this process
+
+
+def new_session() -> None:
+    """Lead a new session (the group the daemon kills) with DEFAULT_SIGNALS at their defaults; once per process.
+
+    A spare's prepared process does it ahead: setsid makes a scheduler autogroup (tens of µs on a step's path).
+    """
+    global _session
+    if _session:
+        return
+    os.setsid()
+    for sig in DEFAULT_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    _session = True
+
+
 def prctl(option: int, value: int) -> None:
     """prctl(2) with one argument; raises OSError."""
     if _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),

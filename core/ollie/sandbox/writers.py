@@ -12,6 +12,7 @@ import asyncio
 import fcntl
 import hashlib
 import os
+import stat
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -69,9 +70,19 @@ def _locked(places: Iterable[str], how: int) -> list[int] | None:
     return fds
 
 
+def _device(path: Path) -> bool:
+    """Whether `path` (followed) is a character device (one stat, where its realpath and lock took five calls)."""
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def _places(writable: Iterable[Path]) -> list[str]:
     runtime = os.path.realpath(paths.runtime_tmp_dir())
-    places = {os.path.realpath(p) for p in writable}  # the policy's paths are the user's: their links count
+    # The policy's paths are the user's: their links count. No lock for a device (the default policy's /dev/null,
+    # /dev/tty...): `quiet` guards plain files and the directories above them, and writing a device swaps no link.
+    places = {os.path.realpath(p) for p in writable if not _device(p)}
     # The sessions' own temp dirs hold no workspace file: no lock file for each of them. (Strings, not pathlib:
     # this runs on every step's path, and Path's parsing cost more than the locks.)
     return sorted(p for p in places if p != runtime and not p.startswith(runtime.rstrip("/") + "/"))
