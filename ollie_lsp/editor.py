@@ -14,6 +14,7 @@ from pygls.uris import to_fs_path
 from ollie import beneath
 from ollie.agent.editorcontext import MAX_CONTEXT_CHARS, context_block, display_path, is_command
 from ollie.tools.documents import disk_text
+from ollie_lsp.documents import read_through_link
 from ollie_lsp.lineindex import BREAK, Text, line_ends
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ async def context_documents(open_documents: Mapping[str, TextDocument], contexts
         if context.mcp_server is not None or context.uri in found:
             continue
         doc = open_documents.get(context.uri)
-        if doc is not None:
+        if doc is not None and not await read_through_link(doc):  # else the disk: that text was never the file's
             found[context.uri] = OpenDocument(text=doc.source, language_id=doc.language_id)
             continue
         path = to_fs_path(context.uri) if context.uri.startswith("file:") else None
