@@ -109,7 +109,7 @@ async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | Te
             continue
         with invalid_params(f"context[{n}].mcpServer"):
             resources.append(await live.core.mcp_read_resource(context.mcp_server, context.uri))
-    lookup = await context_documents(ls.workspace.text_documents, contexts, live.core.cwd)
+    lookup = await context_documents(ls.workspace.text_documents, contexts, live.core.cwd, read_through_link)
     return with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=lookup, resources=resources)
 
 

@@ -7,8 +7,8 @@ from lsprotocol import types
 from ollie.testing import Reply
 
 from . import test_documents
-from .test_editor_review import ORIGINAL, buffer_text, two_edits
 from .test_context_items import lines
+from .test_editor_review import ORIGINAL, buffer_text, two_edits
 from .test_edits_reach_disk import SavingEditor
 from .test_review import EDITED_A, ORIGINAL_A, edit_two_files, rpc_error, seeded, start
 
