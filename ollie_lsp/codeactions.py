@@ -156,6 +156,7 @@ def action_prompt(args: ActionArgs) -> str:
 
 async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     """Run one action's turn in the workspace's session; its answer is shown, its result (or "running") returned."""
+    from ollie_lsp.documents import read_through_link
     from ollie_lsp.editor import context_documents, with_context
     from ollie_lsp.errors import InvalidParams
     from ollie_lsp.params import EditorContext, parse
@@ -175,7 +176,7 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     live = await ls.table.writable(args.session)
     request = action_prompt(args)
     # The question may be a workspace file's `ollie:` line: a prompt about that code, never a `!cmd` or `/command`.
-    lookup = await context_documents(ls.workspace.text_documents, [context], live.core.cwd)
+    lookup = await context_documents(ls.workspace.text_documents, [context], live.core.cwd, read_through_link)
     prompt = with_context(request, [context], cwd=live.core.cwd, lookup=lookup, commands=False)
     handle = SubmitHandle()
     # The turn runs in the chat's session, whose chat did not send its prompt: shown there as a queued one is.

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -165,8 +166,15 @@ def _uris(answer: object, key: str, asked: list[str]) -> list[str]:
     return [uri for uri in listed if uri in asked] if isinstance(listed, list) else []
 
 
+def shown_name(name: str) -> str:
+    """A file's name as a notice says it: as is, or quoted with escapes when it holds a newline, a control or a bidi
+    override (a step names files: one must not write the rest of the notice, nor reorder it)."""
+    return name if name.isprintable() else json.dumps(name)
+
+
 def changed_on_disk_notice(name: str) -> str:
     """What the user is told when the editor would not save the agent's edit of `name` over a change on disk."""
+    name = shown_name(name)
     return (f"ollie: {name} changed on disk since the editor read it, so the agent's edit of it was not saved (it is "
             f"in the buffer only). Merge the two and save {name}, or reload it from disk.")
 
@@ -197,8 +205,8 @@ async def _through_link(ls: LanguageServer, doc: TextDocument, before: asyncio.F
             # nothing the model may not read: only one leading out of the folder is a reach.
             if await plain_path_beneath(Path(root), path) is None and not await _leads_within(root, path):
                 ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=(
-                    f"ollie: {path.name} was read by the editor through a link: the agent reads that file from disk, "
-                    "not from your buffer, until you close it")))
+                    f"ollie: {shown_name(path.name)} was read by the editor through a link: the agent reads that file "
+                    "from disk, not from your buffer, until you close it")))
                 return True
     return False
 

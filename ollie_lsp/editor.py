@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,18 +34,19 @@ DocumentLookup = Callable[[str], OpenDocument | None]
 
 
 async def context_documents(open_documents: Mapping[str, TextDocument], contexts: Sequence[EditorContext],
-                            root: Path) -> DocumentLookup:
+                            root: Path, through_link: Callable[[TextDocument], Awaitable[bool]]) -> DocumentLookup:
     """The documents `contexts` name: the editor's text when open, else the file on disk, read off the loop through
     the chokepoint (a regular file within the cap; never through a link, nor a FIFO or a device: a step may plant
     them where a context item names a file no editor has open). A file beneath `root`, the session's directory, is
     read with no link anywhere on its way from there (a step made `k8s` a link to `~/.kube`: `k8s/config` read the
-    cluster's credentials into the prompt); one outside it is the user's own pick."""
+    cluster's credentials into the prompt); one outside it is the user's own pick. An open document whose text
+    `through_link` came through a link (see `documents.note_source`) is read from the disk too."""
     found: dict[str, OpenDocument | None] = {}
     for context in contexts:
         if context.mcp_server is not None or context.uri in found:
             continue
         doc = open_documents.get(context.uri)
-        if doc is not None:
+        if doc is not None and not await through_link(doc):  # else the disk: that text was never the file's
             found[context.uri] = OpenDocument(text=doc.source, language_id=doc.language_id)
             continue
         path = to_fs_path(context.uri) if context.uri.startswith("file:") else None

@@ -15,6 +15,7 @@ from pygls.uris import to_fs_path
 
 from ollie.completion import NEIGHBOUR_CHARS, NEIGHBOUR_FILES, PREFIX_CHARS, SUFFIX_CHARS, Completer, Neighbour, windows
 from ollie.errors import OllieError
+from ollie_lsp.documents import read_through_link
 from ollie_lsp.lineindex import offset_at, text_of
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
     """The model's text at the cursor, as one inline completion item (none when it has nothing)."""
     uri = params.text_document.uri
     doc = ls.workspace.text_documents.get(uri)
-    if doc is None:
+    # A buffer the editor read through a link (a step's link to a key: see `note_source`) goes to no model.
+    if doc is None or await read_through_link(doc):
         return types.InlineCompletionList(items=[])
     task = asyncio.current_task()
     previous = _running.get(uri)
@@ -79,7 +81,8 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
         offset = offset_at(doc, params.position.line, params.position.character)
         # Slices of the texts, what `windows` reads of them: a document typed in is never joined whole on the loop.
         documents = [(other_uri, text_of(other).slice(0, NEIGHBOUR_CHARS))
-                     for other_uri, other in ls.workspace.text_documents.items()]
+                     for other_uri, other in list(ls.workspace.text_documents.items())
+                     if not await read_through_link(other)]
         others = await asyncio.to_thread(neighbours, uri, documents, os.fspath(ls.default_cwd))
         start = max(0, offset - PREFIX_CHARS - 1)  # one more: the prefix starts at the first line start past it
         prefix, suffix = windows(text_of(doc).slice(start, offset + SUFFIX_CHARS), offset - start,

@@ -25,6 +25,7 @@ from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace.bounds import LISTED
 from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie_lsp.documents import read_through_link
 from ollie_lsp.editor import context_documents, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
 from ollie_lsp.params import (
@@ -108,7 +109,7 @@ async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | Te
             continue
         with invalid_params(f"context[{n}].mcpServer"):
             resources.append(await live.core.mcp_read_resource(context.mcp_server, context.uri))
-    lookup = await context_documents(ls.workspace.text_documents, contexts, live.core.cwd)
+    lookup = await context_documents(ls.workspace.text_documents, contexts, live.core.cwd, read_through_link)
     return with_context(p.text, p.contexts, cwd=live.core.cwd, lookup=lookup, resources=resources)
 
 
@@ -429,6 +430,8 @@ async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
     # Only a file beneath the session's root, with no symlink on the way, is looked up in the editor.
     target = await plain_path_beneath(core.cwd, p.path) if ls.documents.can_apply() else None
     doc = ls.documents.find(target) if target is not None else None
+    if doc is not None and await read_through_link(doc):
+        doc = None  # its text came through a link (a key a step linked in): undone on disk, never saved from it
 
     async def apply(change: FileChange, text: str) -> bool:
         assert doc is not None

@@ -86,9 +86,9 @@ async def test_the_vendors_own_key_variable_serves_the_vendors_api(name, variabl
 def test_the_vendors_key_never_goes_to_another_url(name, variable, header, sent):
     url_var = SPECS[name].url_var
     with pytest.raises(BackendConfigError) as caught:
-        make_backend(name, environ={variable: "sk-vendor", url_var: "https://llm.example.test/v1"})
+        make_backend(name, environ={variable: "sk-vendor", url_var: "https://bob:s3cret@llm.example.test/v1"})
     message = str(caught.value)
-    assert SPECS[name].key_var in message and "sk-vendor" not in message
+    assert SPECS[name].key_var in message and "sk-vendor" not in message and "s3cret" not in message
     assert f"{variable} is set, but ollie sends it only to {SPECS[name].default_url}" in message
 
 

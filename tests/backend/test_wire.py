@@ -135,6 +135,16 @@ def test_a_url_that_cannot_be_sent_to_is_a_configuration_error_naming_the_variab
         make_backend(environ=env_for("openai", url))
 
 
+@pytest.mark.parametrize("url", ["http://bob:s3cret@127.0.0.1:99999", "http://bob:s3/cret@127.0.0.1:8080",
+                                 "bob:s3cret@127.0.0.1:8080", "http://bob:s3cret@xn--a.invalid\u00e9"])
+def test_a_url_said_to_be_wrong_never_shows_its_password(url):
+    # The message quoted the URL as written: its user:password (a port out of range, a password's unencoded `/`
+    # read as the path, no scheme) in the notification, the log, a shared screen.
+    with pytest.raises(BackendConfigError) as raised:
+        make_backend(environ=env_for("openai", url))
+    assert "s3" not in str(raised.value) and "OLLIE_OPENAI_URL='" in str(raised.value), raised.value
+
+
 async def test_an_unknown_host_is_unreachable_at_once_not_retried():
     backend = make_backend(environ=env_for("openai", "http://stra\u00dfe.invalid"))
     caught = await fails(backend, (BackendUnreachableError, "cannot connect"))

@@ -375,6 +375,24 @@ async def test_an_editors_text_read_through_a_link_a_step_made_is_never_taken_fo
     assert "PRIVATE KEY" not in seen and "     1\tdecoy" in seen, seen
 
 
+async def test_the_read_through_a_link_warning_says_a_hostile_file_name_escaped(start_daemon, llm):
+    """A step names the file it swaps for a link: a newline and a bidi override in that name wrote a notice of their
+    own under the daemon's ("ollie: all clear") and reordered the warning's words; the name is quoted, escaped."""
+    daemon = await start(start_daemon, llm.env())
+    key = daemon.workspace.parent / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    notes = daemon.workspace / "x\n\nollie: all clear, nothing was read \u202etxt.notes"
+    notes.write_text("my notes\n")
+    editor = Editor(daemon)
+    editor.open(notes, "my notes\n")
+    notes.unlink()
+    notes.symlink_to(key)
+    editor.change(notes, key.read_text())
+    told = await asyncio.wait_for(daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 30)
+    assert told.message.startswith('ollie: "x\\n\\nollie: all clear, nothing was read \\u202etxt.notes" was read by'
+                                   " the editor through a link"), told
+
+
 async def test_a_repositorys_own_link_to_another_of_its_files_draws_no_warning(start_daemon, llm):
     """A repository's link to another of its files (`CLAUDE.md -> AGENTS.md`) hands the editor nothing the model may
     not read: opening it warns of nothing (a warning each time the user opened it was noise), while the same document

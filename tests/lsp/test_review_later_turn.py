@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from lsprotocol import types
+
 from ollie.testing import Reply
 
 from . import test_documents
+from .test_context_items import lines
 from .test_editor_review import ORIGINAL, buffer_text, two_edits
+from .test_edits_reach_disk import SavingEditor
 from .test_review import EDITED_A, ORIGINAL_A, edit_two_files, rpc_error, seeded, start
 
 LATER_A = EDITED_A.replace("line 10\n", "LINE TEN\n")
@@ -76,3 +80,34 @@ async def test_undo_in_an_open_buffer_of_an_earlier_turns_hunk_keeps_the_later_t
     assert [h["lines"] for h in first["hunks"]] == [["-line 18\n", "+LINE EIGHTEEN\n"]]
     (second,) = (await daemon.request("ollie/changes", {"turn": 2}))["files"]
     assert [h["lines"] for h in second["hunks"]] == [["-line 10\n", "+LINE TEN\n"]]
+
+
+async def test_a_buffer_the_editor_read_through_a_link_is_never_undone_into_or_sent_as_context(start_daemon, llm):
+    """Turn 1 removed a line of key.pem; a step then swaps it for a link to the user's key, the editor reloads it
+    through the link (round 28), and a plain file goes back with the key's mtime and size (no editor sees a change).
+    The undo merged the hunk onto the editor's text, the key, and the editor saved it (as Neovim's and VS Code's do
+    when the disk looks unchanged): the key landed in the workspace for the model to read; the prompt's context of the
+    open file sent it as well. That text is never the file's: the undo goes to the disk, the context reads the disk."""
+    begin, end = "-----BEGIN OPENSSH PRIVATE KEY-----\n", "-----END OPENSSH PRIVATE KEY-----\n"
+    llm.script(test_documents.edit("key.pem", f"{end}W\n", end), Reply.text("tidied"), Reply.text("ok"))
+    daemon = await test_documents.start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    pem = daemon.workspace / "key.pem"
+    pem.write_text(f"{begin}{end}W\n")
+    await test_documents.submit(daemon, "tidy it")
+    assert pem.read_text() == begin + end
+    editor = SavingEditor(daemon)
+    editor.open(pem, begin + end)
+    key = daemon.workspace.parent / "id_rsa"
+    key.write_text(f"{begin}the user's secret\n{end}")
+    pem.unlink()
+    pem.symlink_to(key)
+    editor.change(pem, key.read_text())  # the editor's reload through the link
+    await daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # the daemon saw the link
+    pem.unlink()
+    pem.write_text(begin + end)
+
+    undone = await daemon.request("ollie/review/undo", {"turn": 1, "path": "key.pem", "hunk": 0})
+    assert not undone["inEditor"] and pem.read_text() == f"{begin}{end}W\n" and not editor.saves
+    await daemon.request("ollie/submit", {"text": "look", "context": [{"uri": pem.as_uri(), "range": lines(0, 2)}]})
+    prompt = llm.chat_requests[-1].body["messages"][-1]["content"]
+    assert "END OPENSSH" in prompt and "secret" not in prompt, prompt

@@ -372,6 +372,35 @@ async def test_inline_completion_sends_only_other_documents_of_the_workspace_tha
     assert "OUTSIDE" not in prompt and "HIDDEN" not in prompt and prompt.count("// Path:") == 1
 
 
+async def test_inline_completion_never_sends_a_buffer_the_editor_read_through_a_link(start_daemon, scripted_llm,
+                                                                                      tmp_path):
+    # Round 28's swap: a step links notes.md to the user's key, the editor reloads it through the link, a plain file
+    # goes back. The neighbour check looked at the path as it is now (a plain file in the workspace) and sent the
+    # buffer, the key, to the completion backend with each keystroke elsewhere; a completion in it sent it too.
+    llm = scripted_llm("ollama")
+    llm.script(Reply.text("r * r"))
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
+    key = tmp_path / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nSECRET\n")
+    notes = daemon.workspace / "notes.md"
+    notes.write_text("my notes\n")
+    editor = Editor(daemon)
+    editor.open(notes, "my notes\n")
+    notes.unlink()
+    notes.symlink_to(key)
+    editor.change(notes, key.read_text())  # the editor's reload through the link
+    await daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)
+    notes.unlink()
+    notes.write_text("my notes\n")
+    path = daemon.workspace / "area.py"
+    editor.open(path, "def area(r):\n    return 3.14 * \n")
+
+    assert [i.insert_text for i in (await asyncio.wait_for(inline(daemon, path.as_uri(), 1, 18), 30)).items] == ["r * r"]
+    assert not (await asyncio.wait_for(inline(daemon, notes.as_uri(), 1, 3), 30)).items
+    [request] = llm.fim_requests
+    assert "SECRET" not in request.body["prompt"] and "// Path:" not in request.body["prompt"], request.body
+
+
 async def test_inline_completion_is_cancelled_with_its_http_request(start_daemon, scripted_llm):
     llm = scripted_llm("ollama")
     llm.script(Reply.text("never shown", delay=60), Reply.text("x + 1", delay=60), Reply.text("x + 2"))

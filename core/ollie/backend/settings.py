@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.urls import shown_url
+from ollie.backend.urls import shown_url, written_url
 
 Wire = Literal["openai", "anthropic", "ollama"]  # the class that speaks each: registry.backend_class
 
@@ -46,7 +46,7 @@ class BackendSpec:
             return f"{self.key_var} (or {self.vendor_key_var})"
         if env.get(self.vendor_key_var):
             return (f"{self.key_var} ({self.vendor_key_var} is set, but ollie sends it only to {self.default_url}, "
-                    f"not to {url})")
+                    f"not to {written_url(url)})")
         return self.key_var
 
     def _vendors_own(self, url: str) -> bool:
@@ -83,11 +83,12 @@ def checked_url(url: str, variable: str) -> str:
         port_ok = False
     if parts.scheme in ("http", "https") and parts.hostname and port_ok:
         return url.strip()
+    said = written_url(url)  # never its password: a message is shown, logged, screen-shared
     if not port_ok:
-        raise BackendConfigError(f"{variable}={url!r} has no valid port: a number from 1 to 65535")
-    example = f"http://{url.strip()}" if url.strip() and "://" not in url else "http://localhost:11434"
+        raise BackendConfigError(f"{variable}={said!r} has no valid port: a number from 1 to 65535")
+    example = f"http://{said}" if said and "://" not in said else "http://localhost:11434"
     raise BackendConfigError(
-        f"{variable}={url!r} is not an http(s) URL: write it with its scheme and host, e.g. {example}"
+        f"{variable}={said!r} is not an http(s) URL: write it with its scheme and host, e.g. {example}"
     )
 
 

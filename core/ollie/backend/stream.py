@@ -46,7 +46,7 @@ from ollie.backend.reply import (
 )
 from ollie.backend.settings import BackendSpec, checked_url, missing_model_hint, said_name, unreachable_hint
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
-from ollie.backend.urls import shown_url
+from ollie.backend.urls import shown_url, written_url
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 from ollie.loopshare import loop_share
 from ollie.sizes import size_text
@@ -320,7 +320,7 @@ class HTTPBackend:
             self._client = http_client(self.base_url, dict(headers or {}),
                                        DEFAULT_TIMEOUT if timeout is None else timeout)
         except httpx.InvalidURL as exc:  # a host IDNA refuses
-            raise BackendConfigError(f"{spec.url_var}={base_url!r} is not a valid URL: {exc}") from None
+            raise BackendConfigError(f"{spec.url_var}={written_url(base_url)!r} is not a valid URL: {exc}") from None
         except UnicodeEncodeError:  # httpx sends header values as ASCII: a pasted curly quote, a stray character
             raise BackendConfigError(f"a request header ({spec.key_var or 'its API key'}) holds a character that is "
                                      "not ASCII: set it again") from None

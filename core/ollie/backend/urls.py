@@ -17,3 +17,14 @@ def shown_url(url: str) -> str:
         port = ""
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     return f"{parts.scheme}://{host}{port}{parts.path}{'?...' if parts.query else ''}"
+
+
+def written_url(url: str) -> str:
+    """`url` as the user wrote it, for a message saying what is wrong with it, but its user:password part (up to the
+    last `@`: a password may hold `/`, `#` or `@` unencoded) left out."""
+    url = url.strip()
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    at = rest.rfind("@")
+    return url if at < 0 else f"{scheme}{sep}…@{rest[at + 1:]}"
