@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,3 +110,12 @@ def listener() -> Iterator[Listener]:
     server.start()
     yield server
     server.sock.close()
+
+
+@pytest.fixture
+def listeners() -> Iterator[tuple[int, int]]:
+    """The ports of two TCP listeners on 127.0.0.1 (a policy's allowed port and another), closed after the test."""
+    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    yield socks[0].getsockname()[1], socks[1].getsockname()[1]
+    for sock in socks:
+        sock.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -176,20 +175,6 @@ async def test_file_tools_refuse_paths_outside(server, layout):
 async def test_writing_inside_still_works(server, layout):
     await run_code(server, "echo fine > inside.txt")
     assert (layout["work"] / "inside.txt").read_text() == "fine\n"
-
-
-@pytest.fixture
-def listeners():
-    """Two TCP listeners on 127.0.0.1: (allowed port, other port)."""
-    socks = []
-    for _ in range(2):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(8)
-        socks.append(sock)
-    yield tuple(s.getsockname()[1] for s in socks)
-    for sock in socks:
-        sock.close()
 
 
 CONNECT = """

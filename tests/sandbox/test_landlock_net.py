@@ -33,20 +33,6 @@ PROBE = textwrap.dedent("""
 """)
 
 
-@pytest.fixture
-def listeners():
-    """Two listening sockets on 127.0.0.1; yields their ports."""
-    socks = []
-    for _ in range(2):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        s.listen(4)
-        socks.append(s)
-    yield [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-
-
 def free_port() -> int:
     """A port nobody listens on right now."""
     with socket.socket() as s:

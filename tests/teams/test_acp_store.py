@@ -56,9 +56,11 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
 
 
 async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default", mode: str = ""):
-    """Alice's agent and her session in `agent` (and `mode`): one turn run, closed, shared to team backend."""
+    """Alice's agent and her session in `agent` (and `mode`): one turn run ("alice's answer"), closed, shared to team
+    backend."""
     from tests.acp.conftest import AGENT_COMMAND
 
+    llm.script(Reply.text("alice's answer"))
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"},
                               command=[*AGENT_COMMAND, "--agent", agent])
     sid = await alice.new()
@@ -73,7 +75,6 @@ async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default
 async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode_or_agent(
         start_agent, scripted_llm, store_url):
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     alice, sid = await _shared_by_alice(start_agent, llm, store_url)
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
     await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
@@ -90,8 +91,8 @@ async def test_a_model_picked_in_a_teammates_session_is_kept_for_the_picker_alon
     # have become Alice's on her next resume.
     llm = scripted_llm("openai")
     llm.models["bobs-model"] = 8192
-    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"), Reply.text("alice again"))
     alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    llm.script(Reply.text("bob's answer"), Reply.text("alice again"))
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
     await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
     await asyncio.wait_for(bob.conn.set_config_option(config_id="model", session_id=sid, value="bobs-model"), 30)
@@ -109,8 +110,8 @@ async def test_a_team_members_resume_leaves_the_sessions_directory_and_title_the
     # Bob's resume saved his checkout's directory as the session's: Alice's list of her directory's sessions lost it.
     # His `/rn` retitled her saved session.
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))
     alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    llm.script(Reply.text("bob's answer"))
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
     assert bob.workspace != alice.workspace
     await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
@@ -193,7 +194,6 @@ async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_
     import psycopg
 
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     alice, sid = await _shared_by_alice(start_agent, llm, store_url, agent="yolo", mode="auto")
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend",
                                  "XDG_DATA_HOME": str(tmp_path / "bob-data")})
@@ -222,7 +222,6 @@ async def test_a_teammates_huge_last_round_is_not_fetched_to_list_sessions(start
     import psycopg
 
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     alice, sid = await _shared_by_alice(start_agent, llm, store_url)
     bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
 
@@ -248,7 +247,6 @@ async def test_a_teammates_session_whose_record_is_malformed_is_not_loaded_as_on
     import psycopg
 
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     alice, sid = await _shared_by_alice(start_agent, llm, store_url, mode="auto")
     with psycopg.connect(store_url) as conn:
         conn.execute("UPDATE sessions SET title = repeat('x', 5000) WHERE id = %s", (sid,))

@@ -167,8 +167,8 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
 async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agent_mode_or_history(
         start_daemon, store_url, scripted_llm):
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm)
+    llm.script(Reply.text("bob's answer"))
     bob = await _bob(start_daemon, store_url, llm)
     await bob.request("ollie/session/load", {"session": sid})
     # Resuming is allowed: bob carries the conversation on.
@@ -192,7 +192,6 @@ async def test_a_team_member_cannot_undo_compact_or_move_a_teammates_session(sta
     # Bob could still change Alice's session: his undo saved a note to her model in her history, /compact rewrote
     # her history, /cwd and ollie/setCwd saved his directory as the session's.
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm)
     bob = await start_daemon("bob", {**llm.env(approval="auto"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
                                      "OLLIE_TEAMS": "backend"})  # his own mode: his step runs unasked
@@ -236,8 +235,9 @@ async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store
 
 
 async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "default", approval: str = "") -> str:
-    """A session of alice's in `agent` (and `approval`), one turn run, closed and shared to team backend."""
-
+    """A session of alice's in `agent` (and `approval`), one turn run ("alice's answer"), closed and shared to team
+    backend."""
+    llm.script(Reply.text("alice's answer"))
     laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = (await laptop.request("ollie/session/new", {"agent": agent, "title": "the migration"}))["session"]
     if approval:
@@ -258,7 +258,6 @@ async def test_a_teammates_session_resumed_runs_in_the_resumers_own_approval_mod
     # Alice may run her session in `auto`; Bob resuming it took her mode: a step ran unasked with Bob's rights (as a
     # fork did, fixed before). Her choice is no licence for his steps.
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm, approval="auto")
     bob = await _bob(start_daemon, store_url, llm)
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo pwned > planted", "language": "bash"}]})),
@@ -273,7 +272,6 @@ async def test_a_teammates_unsandboxed_session_runs_no_turn_for_another_user(sta
     # Alice may run her own session unsandboxed (`yolo`); Bob resuming it got that agent unasked: the model's next step
     # (steered by her history) ran with Bob's full rights. A switch to such an agent is asked; this is refused.
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
     bob = await _bob(start_daemon, store_url, llm)
     await bob.request("ollie/session/load", {"session": sid})
@@ -289,7 +287,6 @@ async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_
     import psycopg
 
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
     bob = await _bob(start_daemon, store_url, llm)
     with psycopg.connect(store_url) as held:  # the record's lock held: Bob's load waits for its record there
@@ -331,7 +328,6 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
     for home in ("laptop", "bob"):
         install_agent(tmp_path / home, "deploy", DEPLOY_AGENT)
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm, agent="deploy")
     assert {p.name for p in (tmp_path / "laptop").glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
     bob = await _bob(start_daemon, store_url, llm)
@@ -349,7 +345,6 @@ async def test_a_teammates_malformed_session_record_leaves_the_others_listed(sta
     import psycopg
 
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm)
     with psycopg.connect(store_url) as conn:
         conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title, team, created_at, last_active) VALUES "
@@ -368,7 +363,6 @@ async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by
     import psycopg
 
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm)
     with psycopg.connect(store_url) as conn:
         conn.execute("UPDATE sessions SET agent_id = repeat('a', 300) WHERE id = %s", (sid,))
@@ -402,7 +396,6 @@ async def test_a_fork_of_a_teammates_session_is_the_forkers_own_in_his_mode_agen
     # As ACP's session/fork: Alice's `auto` and unsandboxed `yolo` are no licence for the steps of Bob's fork, and the
     # directory her log names is not where his fork works (it could name one of his).
     llm = scripted_llm("openai")
-    llm.script(Reply.text("alice's answer"))
     sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
     bob = await _bob(start_daemon, store_url, llm)
     forked = await bob.request("ollie/session/fork", {"session": sid})

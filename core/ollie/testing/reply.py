@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from types import MethodType
 from typing import Any, Generic, TypeVar, overload
 
@@ -62,64 +63,49 @@ def _stream_error(cls: type[Reply], after: int = 2, status: int = 529, **options
     return cls(drop_after=after, abort=False, stream_error=status, **options)
 
 
-class Reply:
+@dataclass(eq=False, repr=False)
+class _Fields:
+    """Reply's fields (a dataclass's init); Reply puts the builders on three of their names."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[Any] = field(default_factory=list)  # each `(name, {args})` or `{"name":, "arguments":}`
+    usage: Usage | None = None
+    cost: float | None = None
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    delay: float = 0.0
+    _: KW_ONLY
+    status: int = 200
+    body: Any = None
+    error_kind: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    drop_after: int | None = None
+    abort: bool = True
+    legacy_function_call: bool = False
+    stop_reason: str = ""
+    stream_error: int | None = None
+    # The vendor's refusal stop: Anthropic `refusal`, OpenAI `content_filter` (Ollama has none).
+    refused: bool = False
+    # Cut at the output token limit: OpenAI and Ollama `length`, Anthropic `max_tokens`.
+    truncated: bool = False
+    # The stream waits before its end until the test sets this: the turn streams exactly as long as it needs.
+    hold: threading.Event | None = None
+    # The ids the model gives its calls, in order (a hostile model's: one repeated, an earlier call's); by default
+    # fresh ones, as vendors send.
+    call_ids: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError("Reply: chunk_size must be at least 1")
+        self.tool_calls = [_as_call(call) for call in self.tool_calls]
+
+
+class Reply(_Fields):
     """What the scripted server answers to one chat request.
 
     `Reply.text(...)`, `Reply.tool_calls(...)`, `Reply.error(...)` and friends
     build one on the class; on an instance the same names are the fields.
     """
-
-    def __init__(
-        self,
-        text: str = "",
-        reasoning: str = "",
-        tool_calls: list[Any] | None = None,
-        usage: Usage | None = None,
-        cost: float | None = None,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        delay: float = 0.0,
-        *,
-        status: int = 200,
-        body: Any = None,
-        error_kind: str = "",
-        headers: dict[str, str] | None = None,
-        drop_after: int | None = None,
-        abort: bool = True,
-        legacy_function_call: bool = False,
-        stop_reason: str = "",
-        stream_error: int | None = None,
-        refused: bool = False,
-        truncated: bool = False,
-        hold: threading.Event | None = None,
-        call_ids: list[str] | None = None,
-    ) -> None:
-        if chunk_size < 1:
-            raise ValueError("Reply: chunk_size must be at least 1")
-        self.text = text
-        self.reasoning = reasoning
-        self.tool_calls = [_as_call(call) for call in tool_calls or []]
-        self.usage = usage
-        self.cost = cost
-        self.chunk_size = chunk_size
-        self.delay = delay
-        self.status = status
-        self.body = body
-        self.error_kind = error_kind
-        self.headers = dict(headers or {})
-        self.drop_after = drop_after
-        self.abort = abort
-        self.legacy_function_call = legacy_function_call
-        self.stop_reason = stop_reason
-        self.stream_error = stream_error
-        # The vendor's refusal stop: Anthropic `refusal`, OpenAI `content_filter` (Ollama has none).
-        self.refused = refused
-        # Cut at the output token limit: OpenAI and Ollama `length`, Anthropic `max_tokens`.
-        self.truncated = truncated
-        # The stream waits before its end until the test sets this: the turn streams exactly as long as it needs.
-        self.hold = hold
-        # The ids the model gives its calls, in order (a hostile model's: one repeated, an earlier call's); by default
-        # fresh ones, as vendors send.
-        self.call_ids = list(call_ids or [])
 
     def __repr__(self) -> str:
         if self.status != 200:
