@@ -101,10 +101,14 @@ def test_vscode_edit_then_test(run_e2e):
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandbox(run_e2e):
-    """In real VS Code (auto-save off), one window, four scenarios (agentedits.mjs), each on its own file:
+    """In real VS Code (auto-save off), one window, five scenarios (agentedits.mjs), each on its own files:
     - editoutside (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
       and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
       edit-outside.
+    - outside (approval `ask`, an elevated step): one card, showing exactly what runs outside the sandbox and no
+      "Allow always"; Allow once runs it (it was two questions: the card, then a notification about the same code).
+      Under `auto` the elevation alone is that card too, the program's lines whole (screenshot outside-auto-question),
+      Reject keeps it in.
     Then under `auto`, the user has typed into the file without saving:
     - samebytes: a step's `sed -i` matched nothing but wrote b.py anew (a new mtime, the same bytes), then the agent
       edited b.py: the edit is saved with the user's text (before: refused as changed on disk); the chat tells the
@@ -119,6 +123,9 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
     output = run_e2e("agentedits.mjs")
     for scenario, said in (
         ("editoutside", "an edit outside the workspace: refused, the chat says which file and key would allow it"),
+        ("outside", "one question showed what runs outside the sandbox, without Allow always, and its answer ran it"),
+        ("outside", "under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept "
+                    "it in"),
         ("samebytes", "the agent's edit saved with the user's text"),
         ("samebytes", "the chat told the user their unsaved line was saved with the edit"),
         ("samebytes", "undo in the editor took back the agent's edit alone"),

@@ -1,12 +1,17 @@
-// E2E in real VS Code (code-server, auto-save off as on the desktop): the agent's edits against what the user has
-// unsaved, what changed on disk, and the sandbox, four scenarios in one window (each was a window of its own: ~45 s,
-// mostly start-up). Each works on its own file and checks only the chat items its prompt added; a failure names the
-// scenario.
+// E2E in real VS Code (code-server, auto-save off as on the desktop): the agent's edits and steps against what the
+// user has unsaved, what changed on disk, and the sandbox, five scenarios in one window (each was a window of its own:
+// ~35-45 s, mostly start-up). Each works on its own files and checks only the chat items its prompt added; a failure
+// names the scenario.
 //
 // - editoutside (approval `ask`, as a user has it): the agent edits a file outside the workspace. The edit is refused
 //   without a question, and the line under the call says which file and key would allow it (filesystem.rw in the
 //   user's sandbox.yaml), as a step's refusal does.
-// Then approval `auto`, picked in the chat, and the user has typed into the scenario's file without saving:
+// - outside: a step the model marks to run outside the sandbox is one card naming exactly what runs outside, with no
+//   "Allow always"; Allow once runs it, and nothing asks again (it was two questions: the step's card, then a
+//   notification asking about the same code). Under `auto` (picked in the chat) the elevation alone is the same card,
+//   its code's lines whole in a <pre> (it was a notification that ran them together on one line), and the chat shows
+//   them once (an info line above the card said them again).
+// Then, under `auto`, the user has typed into the scenario's file without saving:
 // - samebytes (b.py): the agent's step rewrites it with its very bytes (`sed -i` that matches nothing: a new inode and
 //   mtime), then the agent edits it. Nothing on disk would be lost, so the client saves the edit with the user's text
 //   (before, the new mtime alone made it answer changedOnDisk: the edit stayed unsaved and the call failed as "changed
@@ -33,6 +38,8 @@ const outside = path.join(work, "elsewhere", "todo.txt");
 fs.mkdirSync(path.dirname(outside), { recursive: true });
 fs.writeFileSync(outside, "one\n");
 const CHECKED_OUT = "x = 5  # checked out\n";
+const ELEVATED = "echo ran > proof";
+const PROGRAM = "echo one > later\necho two >> later";
 const edit = (file, text) => ({ text, tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, "x = 1", "x = 3"] }] } }] });
 const step = (code, text) => ({ text, tool_calls: [{ name: "execute_code", arguments: { steps: [{ code, language: "bash" }] } }] });
 
@@ -40,6 +47,10 @@ const step = (code, text) => ({ text, tool_calls: [{ name: "execute_code", argum
 const script = [
   { tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [outside, "one", "two"] }] } }] },
   { text: "It is outside the workspace: not changed." },
+  { text: "", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: ELEVATED, elevated: true }] } }] },
+  { text: "Ran it outside." },
+  { text: "", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: PROGRAM, elevated: true }] } }] },
+  { text: "Not run." },
   step("sed -i 's/no such text/y/' b.py", "Tidying."),
   edit("b.py", "Setting x to 3."),
   { text: "I set x in b.py." },
@@ -91,9 +102,41 @@ await withVSCode(
       log("an edit outside the workspace: refused, the chat says which file and key would allow it");
     });
 
-    // Steps run without approval questions from here on (those are tested in run.mjs and review.mjs).
-    await chat.locator("#approval").selectOption("auto");
-    await chat.locator('#approval[data-mode="auto"]').waitFor({ timeout: waitMs });
+    await scenario("outside", async () => {
+      await send(chat, "Run it outside the sandbox");
+      const question = chat.locator(".item.permission").last();
+      await question.locator(".permission-head", { hasText: "outside the sandbox" }).waitFor({ timeout: waitMs });
+      await question.locator("pre.permission-outside", { hasText: ELEVATED }).waitFor({ timeout: waitMs });
+      if (await question.locator("button", { hasText: "Allow always" }).count()) throw new Error("leaving the sandbox offers \"Allow always\"");
+      await screenshot("outside-question");
+      await question.locator("button", { hasText: "Allow once" }).click();
+      await chat.locator(".item.assistant", { hasText: "Ran it outside." }).waitFor({ timeout: waitMs });
+      if (disk("proof") !== "ran\n") throw new Error("the allowed step did not run");
+      const asked = await chat.locator(".item.permission").count();
+      const notes = await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count();
+      if (asked !== 1 || notes) throw new Error(`asked ${asked} card(s) and ${notes} notification(s) for one step`);
+      log("one question showed what runs outside the sandbox, without Allow always, and its answer ran it");
+
+      // Steps run without approval questions from here on (those are tested in run.mjs and review.mjs).
+      await chat.locator("#approval").selectOption("auto");
+      await chat.locator('#approval[data-mode="auto"]').waitFor({ timeout: waitMs });
+      await send(chat, "Run the other one outside");
+      const elevation = chat.locator(".item.permission").nth(1);
+      const shown = elevation.locator("pre.permission-outside");
+      await shown.waitFor({ timeout: waitMs });
+      if ((await shown.innerText()) !== PROGRAM) throw new Error(`the card showed ${JSON.stringify(await shown.innerText())}`);
+      const offered = await elevation.locator(".permission-buttons button").allInnerTexts();
+      if (offered.map((b) => b.trim()).join("|") !== "Allow once|Reject|Reject with feedback…") throw new Error(`the card offered ${offered}`);
+      await screenshot("outside-auto-question");
+      // The card shows the program; the chat said it a second time above, as "asking to run outside the sandbox: ...".
+      const said = (await chat.locator("#log").innerText()).split("echo two >> later").length - 1;
+      if (said !== 1) throw new Error(`the chat shows the program ${said} times`);
+      await elevation.locator('button[data-outcome="reject"]').click();
+      await chat.locator(".item.assistant", { hasText: "Not run." }).waitFor({ timeout: waitMs });
+      if (fs.existsSync(path.join(workspace, "later"))) throw new Error("the rejected program ran");
+      if (await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count()) throw new Error("a notification asked too");
+      log("under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept it in");
+    });
 
     await scenario("samebytes", async () => {
       await typeUnsaved(page, "b.py", "# my unsaved note");
