@@ -30,8 +30,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  askUntilReply, dirtyTabs, freezeExtensionHost, log, openChat, runCommand, send, typeUnsaved, until, waitForNotification,
-  waitForStatus, waitMs, work, withVSCode,
+  askUntilReply, dirtyTabs, freezeExtensionHost, log, openChat, runCommand, scenario, send, typeUnsaved, until,
+  waitForNotification, waitForStatus, waitMs, work, withVSCode,
 } from "./harness.mjs";
 
 const outside = path.join(work, "elsewhere", "todo.txt");
@@ -60,16 +60,6 @@ const script = [
   edit("c.py", "Setting x to 3."),
   { text: "I set x in c.py." },
 ];
-
-/** Run scenario `name`; its failure says which it was. */
-async function scenario(name, body) {
-  log(`scenario ${name}`);
-  try {
-    await body();
-  } catch (err) {
-    throw new Error(`scenario ${name}: ${err instanceof Error ? err.stack : String(err)}`);
-  }
-}
 
 /** The text of the chat's items from the `from`th on (the ones a scenario's prompt added). */
 const chatSince = (chat, from) => chat.locator("#log .item").evaluateAll((items, n) => items.slice(n).map((i) => i.innerText).join("\n"), from);

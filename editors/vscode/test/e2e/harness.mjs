@@ -283,6 +283,16 @@ export async function loadWorkbench(page, url) {
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
 }
 
+/** Run scenario `name` of a window that holds several (one window each was mostly start-up); its failure names it. */
+export async function scenario(name, body) {
+  log(`scenario ${name}`);
+  try {
+    await body();
+  } catch (err) {
+    throw new Error(`scenario ${name}: ${err instanceof Error ? err.stack : String(err)}`);
+  }
+}
+
 /** Poll `check` until it returns something truthy (returned); throws naming `what` after `timeout` ms. */
 export async function until(what, check, timeout = waitMs) {
   const deadline = Date.now() + timeout;
