@@ -43,7 +43,8 @@ const PROGRAM = "echo one > later\necho two >> later";
 const edit = (file, text) => ({ text, tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, "x = 1", "x = 3"] }] } }] });
 const step = (code, text) => ({ text, tool_calls: [{ name: "execute_code", arguments: { steps: [{ code, language: "bash" }] } }] });
 
-// The scripted model's replies, in the order the scenarios ask (each reply's last text is its own).
+// The scripted model's replies, in the order the scenarios ask; each scenario's last is a text no other says (what
+// askUntilReply waits for).
 const script = [
   { tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [outside, "one", "two"] }] } }] },
   { text: "It is outside the workspace: not changed." },
