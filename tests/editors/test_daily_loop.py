@@ -100,36 +100,39 @@ def test_vscode_edit_then_test(run_e2e):
 
 @pytest.mark.slow
 @pytest.mark.timeout(330)
-def test_vscode_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(run_e2e):
-    """In real VS Code (auto-save off): the user typed into a.py without saving, a step rewrote a.py on disk, then the
-    agent edited a.py: the chat says so when the step ends, the edit is refused, the buffer keeps the user's text
-    (unsaved) and the disk the step's change. Screenshot: behind."""
-    assert "the agent's edit refused, the buffer and the disk both kept" in run_e2e("behind.mjs")
-
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(330)
-def test_vscode_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_alone(run_e2e):
-    """In real VS Code (auto-save off): the user typed into a.py without saving, a step's `sed -i` matched nothing but
-    wrote a.py anew (a new mtime, the same bytes), then the agent edited a.py: the edit is saved with the user's text
-    (before: refused as changed on disk); the chat tells the user their unsaved line was saved with it, and Undo in
-    the editor takes back the edit alone. Screenshots: samebytes, samebytes-undone."""
-    output = run_e2e("samebytes.mjs")
-    for said in ("the agent's edit saved with the user's text",
-                 "the chat told the user their unsaved line was saved with the edit",
-                 "undo in the editor took back the agent's edit alone"):
-        assert said in output, output[-3000:]
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(330)
-def test_vscode_the_agent_s_save_never_overwrites_a_change_made_on_disk_outside_its_steps(run_e2e):
-    """In real VS Code (auto-save off): the user typed into a.py without saving, then a.py changed on disk outside the
-    agent's steps (a `git checkout` in a terminal) while the extension host was too busy to hear of it in time, then
-    the agent edited a.py: the edit stays in the buffer, unsaved, the disk keeps the checkout, the chat and a warning
-    (in the Notifications center: its toast hides) say so. Screenshot: savesafe."""
-    assert "the agent's edit stays in the buffer, unsaved, and both are told" in run_e2e("savesafe.mjs")
+def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandbox(run_e2e):
+    """In real VS Code (auto-save off), one window, five scenarios (agentedits.mjs), each on its own files:
+    - editoutside (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
+      and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
+      edit-outside.
+    - outside (approval `ask`, an elevated step): one card, showing exactly what runs outside the sandbox and no
+      "Allow always"; Allow once runs it (it was two questions: the card, then a notification about the same code).
+      Under `auto` the elevation alone is that card too, the program's lines whole (screenshot outside-auto-question),
+      Reject keeps it in.
+    Then under `auto`, the user has typed into the file without saving:
+    - samebytes: a step's `sed -i` matched nothing but wrote b.py anew (a new mtime, the same bytes), then the agent
+      edited b.py: the edit is saved with the user's text (before: refused as changed on disk); the chat tells the
+      user their unsaved line was saved with it, and Undo in the editor takes back the edit alone. Screenshots:
+      samebytes, samebytes-undone.
+    - behind: a step rewrote a.py on disk, then the agent edited a.py: the chat says so when the step ends, the edit is
+      refused, the buffer keeps the user's text (unsaved) and the disk the step's change. Screenshot: behind.
+    - savesafe: c.py changed on disk outside the agent's steps (a `git checkout` in a terminal) while the extension
+      host was too busy to hear of it in time, then the agent edited c.py: the edit stays in the buffer, unsaved, the
+      disk keeps the checkout, the chat and a warning (in the Notifications center: its toast hides) say so.
+      Screenshot: savesafe."""
+    output = run_e2e("agentedits.mjs")
+    for scenario, said in (
+        ("editoutside", "an edit outside the workspace: refused, the chat says which file and key would allow it"),
+        ("outside", "one question showed what runs outside the sandbox, without Allow always, and its answer ran it"),
+        ("outside", "under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept "
+                    "it in"),
+        ("samebytes", "the agent's edit saved with the user's text"),
+        ("samebytes", "the chat told the user their unsaved line was saved with the edit"),
+        ("samebytes", "undo in the editor took back the agent's edit alone"),
+        ("behind", "the agent's edit refused, the buffer and the disk both kept"),
+        ("savesafe", "the agent's edit stays in the buffer, unsaved, and both are told"),
+    ):
+        assert said in output, f"scenario {scenario}: {said!r} not said\n{output[-3000:]}"
 
 
 def test_neovim_restart_picks_up_a_configured_model(workspace: Path, scripted_llm):  # noqa: F811
@@ -209,13 +212,3 @@ def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path:
         captures_png(tmux, "edit-outside")
     finally:
         tmux.close()
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(330)
-def test_vscode_an_edit_outside_the_workspace_says_how_to_allow_it(run_e2e):
-    """In real VS Code (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
-    and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
-    edit-outside."""
-    output = run_e2e("editoutside.mjs")
-    assert "an edit outside the workspace: refused, the chat says which file and key would allow it" in output, output[-3000:]

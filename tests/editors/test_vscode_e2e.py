@@ -83,16 +83,6 @@ def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(200)
-def test_a_step_outside_the_sandbox_is_one_card_in_real_vscode(run_e2e):
-    """Approval `ask`, an elevated step: one card, showing exactly what runs outside the sandbox and no "Allow always";
-    Allow once runs it (it was two questions: the card, then a notification about the same code). Under `auto` the
-    elevation alone is that card too, the program's lines whole (screenshot outside-auto-question), Reject keeps it in."""
-    shows(run_e2e("outside.mjs", total_ms=150000),
-          "one question showed what runs outside the sandbox, without Allow always, and its answer ran it",
-          "under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept it in")
-
-
-@pytest.mark.timeout(200)
 def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
     """/help's table keeps its columns in the chat (screenshot command-columns): it wrapped in a proportional font, each
     description starting somewhere else; a typo's answer is one error line naming the closest command. `/rewind` and

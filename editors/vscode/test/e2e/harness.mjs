@@ -283,6 +283,16 @@ export async function loadWorkbench(page, url) {
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
 }
 
+/** Run scenario `name` of a window that holds several (one window each was mostly start-up); its failure names it. */
+export async function scenario(name, body) {
+  log(`scenario ${name}`);
+  try {
+    await body();
+  } catch (err) {
+    throw new Error(`scenario ${name}: ${err instanceof Error ? err.stack : String(err)}`);
+  }
+}
+
 /** Poll `check` until it returns something truthy (returned); throws naming `what` after `timeout` ms. */
 export async function until(what, check, timeout = waitMs) {
   const deadline = Date.now() + timeout;
@@ -400,26 +410,6 @@ export async function typeUnsaved(page, name, text) {
   await page.keyboard.press("Control+End");
   await page.keyboard.type(text);
   await until(`${name} dirty`, async () => (await dirtyTabs(page, name)) === 1);
-}
-
-/** Real VS Code (auto-save off, as on the desktop; auto approval) with a.py (`x = 1` on disk) open holding a line
- * the user typed and did not save, the scripted LLM saying `script`; then `body(ctx)`. */
-export async function withUnsavedNote(script, body) {
-  const port = await freePort();
-  await withVSCode(
-    {
-      script: null,
-      files: { "a.py": "x = 1\n" },
-      serverEnv: { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_APPROVAL: "auto" },
-      settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
-    },
-    async (ctx) => {
-      await ctx.startLLM(script, { port });
-      await waitForStatus(ctx.page, /Ollie: idle/);
-      await typeUnsaved(ctx.page, "a.py", "# my unsaved note");
-      await body(ctx);
-    },
-  );
 }
 
 /** The webview frame that holds the chat (VS Code nests it two iframes deep). */

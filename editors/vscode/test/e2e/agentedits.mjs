@@ -1,0 +1,211 @@
+// E2E in real VS Code (code-server, auto-save off as on the desktop): the agent's edits and steps against what the
+// user has unsaved, what changed on disk, and the sandbox, five scenarios in one window (each was a window of its own:
+// ~35-45 s, mostly start-up). Each works on its own files and checks only the chat items its prompt added; a failure
+// names the scenario.
+//
+// - editoutside (approval `ask`, as a user has it): the agent edits a file outside the workspace. The edit is refused
+//   without a question, and the line under the call says which file and key would allow it (filesystem.rw in the
+//   user's sandbox.yaml), as a step's refusal does.
+// - outside: a step the model marks to run outside the sandbox is one card naming exactly what runs outside, with no
+//   "Allow always"; Allow once runs it, and nothing asks again (it was two questions: the step's card, then a
+//   notification asking about the same code). Under `auto` (picked in the chat) the elevation alone is the same card,
+//   its code's lines whole in a <pre> (it was a notification that ran them together on one line), and the chat shows
+//   them once (an info line above the card said them again).
+// Then, under `auto`, the user has typed into the scenario's file without saving:
+// - samebytes (b.py): the agent's step rewrites it with its very bytes (`sed -i` that matches nothing: a new inode and
+//   mtime), then the agent edits it. Nothing on disk would be lost, so the client saves the edit with the user's text
+//   (before, the new mtime alone made it answer changedOnDisk: the edit stayed unsaved and the call failed as "changed
+//   on disk"). The chat tells the user their unsaved line was saved with the edit, and Undo in the editor takes back
+//   the edit alone.
+// - behind (a.py): the agent's step rewrites it on disk (sed -i), then the agent edits it. Neither side is lost: the
+//   chat says at once that a.py has unsaved changes and the step changed it on disk, the agent's edit of the buffer is
+//   refused with that reason, the buffer keeps the user's text (still unsaved) and the disk keeps the step's change.
+// - savesafe (c.py): it changes on disk outside the agent's steps (the user's `git checkout` in a terminal) while the
+//   extension host is too busy to hear of it in time. The agent edits it (after the user set its language mode): the
+//   edit goes into the buffer, but the client does not save it over the change on disk (changedOnDisk): the disk keeps
+//   the checkout, the buffer stays unsaved, the chat shows the call failed saying why, and a warning says so.
+//
+// Usage: node test/e2e/agentedits.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import {
+  askUntilReply, dirtyTabs, freezeExtensionHost, log, openChat, runCommand, scenario, send, typeUnsaved, until,
+  waitForNotification, waitForStatus, waitMs, work, withVSCode,
+} from "./harness.mjs";
+
+const outside = path.join(work, "elsewhere", "todo.txt");
+fs.mkdirSync(path.dirname(outside), { recursive: true });
+fs.writeFileSync(outside, "one\n");
+const CHECKED_OUT = "x = 5  # checked out\n";
+const ELEVATED = "echo ran > proof";
+const PROGRAM = "echo one > later\necho two >> later";
+const edit = (file, text) => ({ text, tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, "x = 1", "x = 3"] }] } }] });
+const step = (code, text) => ({ text, tool_calls: [{ name: "execute_code", arguments: { steps: [{ code, language: "bash" }] } }] });
+
+// The scripted model's replies, in the order the scenarios ask; each scenario's last is a text no other says (what
+// askUntilReply waits for).
+const script = [
+  { tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [outside, "one", "two"] }] } }] },
+  { text: "It is outside the workspace: not changed." },
+  { text: "", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: ELEVATED, elevated: true }] } }] },
+  { text: "Ran it outside." },
+  { text: "", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: PROGRAM, elevated: true }] } }] },
+  { text: "Not run." },
+  step("sed -i 's/no such text/y/' b.py", "Tidying."),
+  edit("b.py", "Setting x to 3."),
+  { text: "I set x in b.py." },
+  step("sed -i 's/x = 1/x = 2/' a.py", "Bumping x."),
+  edit("a.py", "Setting it to 3."),
+  { text: "I left a.py to you." },
+  edit("c.py", "Setting x to 3."),
+  { text: "I set x in c.py." },
+];
+
+/** The text of the chat's items from the `from`th on (the ones a scenario's prompt added). */
+const chatSince = (chat, from) => chat.locator("#log .item").evaluateAll((items, n) => items.slice(n).map((i) => i.innerText).join("\n"), from);
+const itemCount = (chat) => chat.locator("#log .item").count();
+// Monaco draws a space as U+00A0.
+const editorText = async (page) => (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+
+await withVSCode(
+  {
+    script,
+    files: { "a.py": "x = 1\n", "b.py": "x = 1\n", "c.py": "x = 1\n" },
+    settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
+  },
+  async ({ page, workspace, dataDir, screenshot }) => {
+    const disk = (name) => fs.readFileSync(path.join(workspace, name), "utf8");
+    await waitForStatus(page, /Ollie: idle/);
+    const chat = await openChat(page);
+
+    await scenario("editoutside", async () => {
+      await send(chat, `change one to two in ${outside}`);
+      await chat.locator(".item.assistant", { hasText: "It is outside the workspace: not changed." }).waitFor({ timeout: waitMs });
+      // Under the call's title, not inside its collapsed "Input and output": the line a user reads.
+      const why = chat.locator(".step-error", { hasText: "is outside the writable paths of sandbox policy 'default'" });
+      await why.waitFor({ timeout: waitMs });
+      const said = await why.innerText();
+      if (!/the user can add its directory to filesystem\.rw in \S+sandbox\.yaml/.test(said)) throw new Error(`the refusal says: ${said}`);
+      await screenshot("edit-outside");
+      log(`chat: ${JSON.stringify(await chat.locator("#log").innerText())}`);
+      if (fs.readFileSync(outside, "utf8") !== "one\n") throw new Error("the file outside the workspace was changed");
+      log("an edit outside the workspace: refused, the chat says which file and key would allow it");
+    });
+
+    await scenario("outside", async () => {
+      await send(chat, "Run it outside the sandbox");
+      const question = chat.locator(".item.permission").last();
+      await question.locator(".permission-head", { hasText: "outside the sandbox" }).waitFor({ timeout: waitMs });
+      await question.locator("pre.permission-outside", { hasText: ELEVATED }).waitFor({ timeout: waitMs });
+      if (await question.locator("button", { hasText: "Allow always" }).count()) throw new Error("leaving the sandbox offers \"Allow always\"");
+      await screenshot("outside-question");
+      await question.locator("button", { hasText: "Allow once" }).click();
+      await chat.locator(".item.assistant", { hasText: "Ran it outside." }).waitFor({ timeout: waitMs });
+      if (disk("proof") !== "ran\n") throw new Error("the allowed step did not run");
+      const asked = await chat.locator(".item.permission").count();
+      const notes = await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count();
+      if (asked !== 1 || notes) throw new Error(`asked ${asked} card(s) and ${notes} notification(s) for one step`);
+      log("one question showed what runs outside the sandbox, without Allow always, and its answer ran it");
+
+      // Steps run without approval questions from here on (those are tested in run.mjs and review.mjs).
+      await chat.locator("#approval").selectOption("auto");
+      await chat.locator('#approval[data-mode="auto"]').waitFor({ timeout: waitMs });
+      await send(chat, "Run the other one outside");
+      const elevation = chat.locator(".item.permission").nth(1);
+      const shown = elevation.locator("pre.permission-outside");
+      await shown.waitFor({ timeout: waitMs });
+      if ((await shown.innerText()) !== PROGRAM) throw new Error(`the card showed ${JSON.stringify(await shown.innerText())}`);
+      const offered = await elevation.locator(".permission-buttons button").allInnerTexts();
+      if (offered.map((b) => b.trim()).join("|") !== "Allow once|Reject|Reject with feedback…") throw new Error(`the card offered ${offered}`);
+      await screenshot("outside-auto-question");
+      // The card shows the program; the chat said it a second time above, as "asking to run outside the sandbox: ...".
+      const said = (await chat.locator("#log").innerText()).split("echo two >> later").length - 1;
+      if (said !== 1) throw new Error(`the chat shows the program ${said} times`);
+      await elevation.locator('button[data-outcome="reject"]').click();
+      await chat.locator(".item.assistant", { hasText: "Not run." }).waitFor({ timeout: waitMs });
+      if (fs.existsSync(path.join(workspace, "later"))) throw new Error("the rejected program ran");
+      if (await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count()) throw new Error("a notification asked too");
+      log("under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept it in");
+    });
+
+    await scenario("samebytes", async () => {
+      await typeUnsaved(page, "b.py", "# my unsaved note");
+      const from = await itemCount(chat);
+      await askUntilReply(page, dataDir, "tidy, then set x to 3", "I set x in b.py.");
+      await screenshot("samebytes");
+      const onDisk = disk("b.py");
+      const text = await chatSince(chat, from);
+      log(`disk: ${JSON.stringify(onDisk)}; dirty: ${await dirtyTabs(page, "b.py")}; chat: ${JSON.stringify(text)}`);
+      if (text.includes("changed on disk")) throw new Error("a rewrite with the same bytes was taken for a change on disk");
+      if (!onDisk.startsWith("x = 3\n# my unsaved note")) throw new Error(`the agent's edit was not saved: ${JSON.stringify(onDisk)}`);
+      log("a step's rewrite with the same bytes: the agent's edit saved with the user's text");
+      if (!text.replace(/\s+/g, " ").includes("b.py had your unsaved changes in the editor: the agent's edit was made on top of them")) {
+        throw new Error("the chat did not tell the user their unsaved line was saved with the edit");
+      }
+      log("the chat told the user their unsaved line was saved with the edit");
+      await page.locator(".monaco-editor .view-lines").first().click();
+      await page.keyboard.press("Control+Z");
+      await until("the editor's undo", async () => (await editorText(page)).includes("x = 1"));
+      await screenshot("samebytes-undone");
+      if (!(await editorText(page)).includes("# my unsaved note")) throw new Error(`the undo took the user's line: ${await editorText(page)}`);
+      log("undo in the editor took back the agent's edit alone");
+    });
+
+    await scenario("behind", async () => {
+      await typeUnsaved(page, "a.py", "# my unsaved note");
+      const from = await itemCount(chat);
+      await askUntilReply(page, dataDir, "bump x, then set it to 3", "I left a.py to you.");
+      await screenshot("behind");
+      const onDisk = disk("a.py");
+      const shown = await editorText(page);
+      const conflict = await page.locator(".notifications-toasts .notification-toast").allInnerTexts();
+      log(`disk: ${JSON.stringify(onDisk)}; buffer: ${JSON.stringify(shown)}; dirty: ${await dirtyTabs(page, "a.py")}; toasts: ${JSON.stringify(conflict)}`);
+      const told = await chat.locator(".item.notice", { hasText: "a.py has unsaved changes in the editor, and this step changed the file on disk" }).count();
+      log(`chat: ${JSON.stringify(await chatSince(chat, from))}`);
+      if (onDisk !== "x = 2\n") throw new Error(`the step's change on disk was overwritten: ${JSON.stringify(onDisk)}`);
+      if ((await dirtyTabs(page, "a.py")) !== 1) throw new Error("a.py's buffer was saved");
+      if (!shown.includes("# my unsaved note") || !shown.includes("x = 1")) throw new Error(`the buffer lost the user's text: ${shown}`);
+      if (told !== 1) throw new Error("the chat did not say a.py changed on disk under the unsaved buffer");
+      await chat.locator(".item", { hasText: "not edited: the buffer of a.py has the user's unsaved changes and a step changed the file on disk" }).first()
+        .waitFor({ timeout: waitMs, state: "attached" });
+      log("a step's change under unsaved edits: said in the chat, the agent's edit refused, the buffer and the disk both kept");
+    });
+
+    await scenario("savesafe", async () => {
+      const dirty = () => dirtyTabs(page, "c.py");
+      await typeUnsaved(page, "c.py", "# my unsaved note");
+      // The extension host is busy (stopped here) while the user reverts c.py, types into it again and checks it out:
+      // it hears of the revert (c.py clean, `x = 1`) only after the checkout, and once took the checkout for what c.py
+      // held.
+      const thaw = freezeExtensionHost();
+      await runCommand(page, "File: Revert File");
+      await until("c.py reverted", async () => (await dirty()) === 0);
+      await typeUnsaved(page, "c.py", "# my unsaved note");
+      // The user sets the buffer's language: extensions see the document closed and opened again, unsaved edits and
+      // all (the client once forgot there what the document last agreed with on disk, and then saved over the checkout).
+      await runCommand(page, "Change Language Mode");
+      await page.locator(".quick-input-widget input").fill("Plain Text");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "Plain Text" }).first().waitFor({ timeout: waitMs });
+      await page.keyboard.press("Enter");
+      await page.locator(".statusbar-item", { hasText: "Plain Text" }).first().waitFor({ timeout: waitMs });
+      fs.writeFileSync(path.join(workspace, "c.py"), CHECKED_OUT);
+      thaw();
+
+      const from = await itemCount(chat);
+      await askUntilReply(page, dataDir, "set x to 3", "I set x in c.py.");
+      await waitForNotification(page, "c.py changed on disk since the editor read it");
+      await screenshot("savesafe");
+      const onDisk = disk("c.py");
+      const shown = await editorText(page);
+      log(`disk: ${JSON.stringify(onDisk)}; buffer: ${JSON.stringify(shown)}; dirty: ${await dirty()}`);
+      log(`chat: ${JSON.stringify(await chatSince(chat, from))}`);
+      if (onDisk !== CHECKED_OUT) throw new Error(`the change made on disk was overwritten: ${JSON.stringify(onDisk)}`);
+      if ((await dirty()) !== 1) throw new Error("c.py's buffer was saved");
+      if (!shown.includes("# my unsaved note") || !shown.includes("x = 3")) throw new Error(`the edit is not in the buffer: ${shown}`);
+      await chat.locator(".item", { hasText: "your edit is in the editor's buffer only, not saved: c.py changed on disk" }).first()
+        .waitFor({ timeout: waitMs, state: "attached" });
+      log("a change made on disk outside the steps: the agent's edit stays in the buffer, unsaved, and both are told");
+    });
+  },
+);
