@@ -64,3 +64,39 @@ async def test_clear_keeps_the_conversation_as_an_agent_switch_does(start_daemon
     again = await daemon.request("ollie/command", {"session": sid, "line": "/clear"})
     assert again["output"] == "session cleared: history and task state dropped"
     assert len((await daemon.request("ollie/session/list", {}))["sessions"]) == len(listed)
+
+
+def edit(old: str, new: str) -> list[Reply]:
+    """One turn: a file_edit of a.txt, `old` to `new`."""
+    return [Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", old, new]}]})),
+            Reply.text("edited")]
+
+
+async def hunks(daemon, session: str, turn: int) -> list[list[str]]:
+    """The lines of each hunk `ollie/changes` lists for turn `turn` of `session`."""
+    files = (await daemon.request("ollie/changes", {"session": session, "turn": turn}))["files"]
+    return [h["lines"] for f in files for h in f["hunks"]]
+
+
+async def test_a_kept_conversation_reviews_its_turns_and_the_new_one_only_its_own(start_daemon, llm, tmp_path):
+    # Bug: the kept copy's history said "1 file changed" but `ollie/changes` found no checkpoint under its new id,
+    # while the session it came from went on reviewing the old turns as its own.
+    llm.script(*edit("line 2\n", "LINE TWO\n"), *edit("line 5\n", "LINE FIVE\n"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 9)))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_APPROVAL": "auto"}, workspace=ws)
+    sid = (await daemon.request("ollie/submit", {"text": "edit it"}))["session"]
+    kept = re.search(r"saved as \"edit it\" \((\S+)\)", (await daemon.request("ollie/command", {"line": "/clear"}))["output"])
+    assert kept, "no copy kept"
+    assert await daemon.request("ollie/changes", {"session": sid}) == {"turn": None, "files": []}
+
+    await daemon.request("ollie/session/load", {"session": kept[1]})
+    marks = [m.get("turnChanges") for m in (await daemon.request("ollie/context", {"session": kept[1]}))["messages"]]
+    assert {"turn": 1, "files": 1} in marks, marks
+    assert await hunks(daemon, kept[1], 1) == [["-line 2\n", "+LINE TWO\n"]]
+
+    # The cleared session's first turn is its own turn 1: its review shows its change only, the copy's stays.
+    await daemon.request("ollie/submit", {"session": sid, "text": "and line five"})
+    assert await hunks(daemon, sid, 1) == [["-line 5\n", "+LINE FIVE\n"]]
+    assert await hunks(daemon, kept[1], 1) == [["-line 2\n", "+LINE TWO\n"]]

@@ -25,7 +25,7 @@ from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
-from ollie.workspace.refs import is_checkpoint, present_refs, turn_ref
+from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, turn_ref
 
 if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first turn that may write, or review request
     from ollie.workspace.checkpoints import Checkpoints
@@ -194,13 +194,33 @@ class Review:
             tracker = self._tracker()
             await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
             # A rewound timeline may have left the refs of a turn of this number (no git call, and no checkpoints
-            # made, when it did not).
-            stale = present_refs(tracker.cwd, [turn_ref(session.id, turn), turn_ref(_after_session(session.id), turn)])
+            # made, when it did not); a new conversation's first turn (/clear, an agent switch) drops all the one
+            # before left under this id, now its copy's: only then, so a crash while it was kept lost none.
+            ids = [session.id, _after_session(session.id)]
+            if turn == 1 and present_refs(tracker.cwd, [session_ref(sid).rstrip("/") for sid in ids]):
+                stale = [turn_ref(t.session_id, t.turn) for sid in ids for t in await self.checkpoints().list_turns(sid)]
+            else:
+                stale = present_refs(tracker.cwd, [turn_ref(sid, turn) for sid in ids])
             if stale:
                 await self.checkpoints().delete_refs(stale)
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
+
+    async def copy_turns(self, source_id: str, last: int, target_id: str | None = None) -> set[int]:
+        """Log turns 1 to `last` of session `source_id` (their checkpoints, the states they left) as this session's
+        (or `target_id`'s), in one write: a kept or forked copy reviews them as its source did. The turns copied."""
+        target = target_id or self._host.session.id
+        try:
+            cp = self.checkpoints()
+            turns = [t for sid in (source_id, _after_session(source_id)) for t in await cp.list_turns(sid)
+                     if t.turn <= last]
+            # The source's `<id>-after` refs go to the target's `<target>-after`.
+            await cp.record_turns([(target + t.session_id[len(source_id):], t.turn, t.checkpoint) for t in turns])
+        except (ReviewError, WorkspaceError) as exc:
+            log.info("no checkpoints copied", extra={"error": str(exc)})
+            return set()
+        return {t.turn for t in turns if t.session_id == source_id}
 
     async def end_turn(self) -> TurnFiles | None:
         """Record the state the turn left (what its changes are measured to, and undo checks against); the files it
