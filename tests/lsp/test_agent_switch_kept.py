@@ -7,6 +7,8 @@ import re
 from ollie.testing import Reply
 from tests.procs import eventually
 
+from .test_methods import rpc_error
+
 
 async def test_agent_switch_keeps_the_conversation_as_a_session_to_resume(start_daemon, llm):
     # Bug: `/agent plan` typed in a chat wiped the conversation, unasked: it was saved nowhere, no list offered it.
@@ -100,3 +102,23 @@ async def test_a_kept_conversation_reviews_its_turns_and_the_new_one_only_its_ow
     await daemon.request("ollie/submit", {"session": sid, "text": "and line five"})
     assert await hunks(daemon, sid, 1) == [["-line 5\n", "+LINE FIVE\n"]]
     assert await hunks(daemon, kept[1], 1) == [["-line 2\n", "+LINE TWO\n"]]
+
+    # Its turn is undone file by file (the other conversation's later edit kept), never rewound: a rewind puts back
+    # the whole workspace, the other conversation's work too.
+    err = await rpc_error(daemon, "ollie/rewind", {"session": kept[1], "turn": 1})
+    assert err.code == -32602 and "turn 1 came with this copy of another conversation" in err.message, err.message
+    await daemon.request("ollie/review/undo", {"session": kept[1], "turn": 1, "path": "a.txt", "hunk": 0})
+    assert (ws / "a.txt").read_text() == "".join(f"line {i}\n" for i in range(1, 9)).replace("line 5", "LINE FIVE")
+
+
+async def test_a_rewind_before_clear_is_not_undone_into_the_new_conversation(start_daemon, llm):
+    # Bug: `/rewind undo` after `/clear` put the kept conversation back into the new one (its copy had it already).
+    llm.script(Reply.text("one"), Reply.text("two"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "first"}))["session"]
+    await daemon.request("ollie/submit", {"session": sid, "text": "second"})
+    await daemon.request("ollie/rewind", {"session": sid, "turn": 2})
+    await daemon.request("ollie/command", {"session": sid, "line": "/clear"})
+    err = await rpc_error(daemon, "ollie/rewind", {"session": sid, "undo": True})
+    assert err.code == -32602 and "no rewind to undo" in err.message, err.message
+    assert (await daemon.request("ollie/context", {"session": sid}))["messages"] == []

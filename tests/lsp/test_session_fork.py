@@ -113,6 +113,7 @@ async def test_a_fork_reviews_the_turns_it_copied_and_its_own_apart(start_daemon
     assert marks == [None, None, None, {"turn": 1, "files": 1}], marks
     assert await hunks(daemon, fid, 1) == [["-line 2\n", "+LINE TWO\n"]]
     assert "no turn 2" in (await rpc_error(daemon, "ollie/changes", {"session": fid, "turn": 2})).message
+    assert "came with this copy" in (await rpc_error(daemon, "ollie/rewind", {"session": fid, "turn": 1})).message
 
     # Its own turn is its turn 2: only its change; the source's turn 2 is still the source's.
     await daemon.request("ollie/submit", {"session": fid, "text": "edit line seven"})

@@ -57,6 +57,7 @@ def keep(log: SessionFile, title: str, kept_id: str, reviewed: set[int]) -> str:
     saved = persist.load(log.sessions_dir, log.session_id)
     saved.id, saved.title = kept_id, title
     saved.turn_changed = [count if turn in reviewed else 0 for turn, count in enumerate(saved.turn_changed, 1)]
+    saved.copied_turns = len(saved.turn_starts)
     copy = persist.session_log(log.sessions_dir, saved.id)
     try:
         copy.save(saved)

@@ -426,7 +426,7 @@ class Core(McpMembers):
             self._host.bus.emit("kept", switched.kept_id, title)  # its record: the recorder's
             self.session.title = ""
         self.session.clear()
-        self.review.editor_edits.forget_from(1)  # its turns count from 1 again
+        await self.review.start_over()
         return switched
 
     def _cleared(self) -> None:
@@ -446,6 +446,7 @@ class Core(McpMembers):
         session.replace_messages(source.messages)
         session.turn_starts = list(source.turn_starts)
         session.turn_changed = [n if turn in reviewed else 0 for turn, n in enumerate(source.turn_changed, 1)]
+        session.copied_turns = len(source.turn_starts)
         session.task_state = source.task_state
         if keep_mode:
             session.approval = source.approval

@@ -207,6 +207,12 @@ class Review:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
 
+    async def start_over(self) -> None:
+        """A new conversation in the session (/clear, an agent switch): its turns count from 1, and no rewind of the
+        one before (its copy's now) can be undone into it."""
+        self.editor_edits.forget_from(1)
+        await asyncio.to_thread(self._drop_rewind)
+
     async def copy_turns(self, source_id: str, last: int, target_id: str | None = None) -> set[int]:
         """Log turns 1 to `last` of session `source_id` (their checkpoints, the states they left) as this session's
         (or `target_id`'s), in one write: a kept or forked copy reviews them as its source did. The turns copied."""
@@ -469,6 +475,10 @@ class Review:
         start = session.turn_starts[number - 1]
         if start < 0 or start > len(session.messages):
             raise ReviewError(f"the conversation of turn {number} was compacted or cleared since: cannot rewind it")
+        if number <= session.copied_turns:
+            raise ReviewError(f"turn {number} came with this copy of another conversation (kept by /clear or an agent "
+                              "switch, or forked), whose files have moved on since: it is reviewed here, not rewound; "
+                              "undo its files one by one, or rewind a later turn")
         before = await self._state_before(number)
         cp = self.checkpoints()
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(),
