@@ -413,7 +413,6 @@ class Core(McpMembers):
         if self.session.messages:
             from ollie.agent.agentswitch import keep
             from ollie.agent.recorder import first_prompt_title
-
             from ollie.sessions.session import new_session_id
 
             self._host.save()
