@@ -102,6 +102,11 @@ def _after_session(session_id: str) -> str:
     return f"{session_id}-after"
 
 
+def _logged(cwd: Path, session_ids: list[str]) -> bool:
+    """Whether the shadow repository of `cwd` may hold refs of any of `session_ids` (their dirs: no git call)."""
+    return bool(present_refs(cwd, [session_ref(sid).rstrip("/") for sid in session_ids]))
+
+
 async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, before: str | None = None) -> str | None:
     """`ollie.workspace.review.undo` (`before`: the change's checkpoint, for a deleted file's mode), loaded at the
     first undo."""
@@ -197,7 +202,7 @@ class Review:
             # made, when it did not); a new conversation's first turn (/clear, an agent switch) drops all the one
             # before left under this id, now its copy's: only then, so a crash while it was kept lost none.
             ids = [session.id, _after_session(session.id)]
-            if turn == 1 and present_refs(tracker.cwd, [session_ref(sid).rstrip("/") for sid in ids]):
+            if turn == 1 and _logged(tracker.cwd, ids):
                 stale = [turn_ref(t.session_id, t.turn) for sid in ids for t in await self.checkpoints().list_turns(sid)]
             else:
                 stale = present_refs(tracker.cwd, [turn_ref(sid, turn) for sid in ids])
@@ -218,6 +223,8 @@ class Review:
         (or `target_id`'s), in one write: a kept or forked copy reviews them as its source did. The turns copied."""
         target = target_id or self._host.session.id
         try:
+            if not _logged(self._cwd(), [source_id]):
+                return set()  # none to copy: no git call (nor a shadow repository made for it)
             cp = self.checkpoints()
             turns = [t for sid in (source_id, _after_session(source_id)) for t in await cp.list_turns(sid)
                      if t.turn <= last]
