@@ -113,7 +113,7 @@ async def test_a_kept_conversation_reviews_its_turns_and_the_new_one_only_its_ow
 
 async def test_a_rewind_before_clear_is_not_undone_into_the_new_conversation(start_daemon, llm):
     # Bug: `/rewind undo` after `/clear` put the kept conversation back into the new one (its copy had it already).
-    llm.script(Reply.text("one"), Reply.text("two"))
+    llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
     daemon = await start_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "first"}))["session"]
     await daemon.request("ollie/submit", {"session": sid, "text": "second"})
@@ -122,3 +122,11 @@ async def test_a_rewind_before_clear_is_not_undone_into_the_new_conversation(sta
     err = await rpc_error(daemon, "ollie/rewind", {"session": sid, "undo": True})
     assert err.code == -32602 and "no rewind to undo" in err.message, err.message
     assert (await daemon.request("ollie/context", {"session": sid}))["messages"] == []
+
+    # A conversation rewound to its start keeps nothing at a `/clear`: its rewind is still undone.
+    await daemon.request("ollie/submit", {"session": sid, "text": "third"})
+    await daemon.request("ollie/rewind", {"session": sid, "turn": 1})
+    await daemon.request("ollie/command", {"session": sid, "line": "/clear"})
+    await daemon.request("ollie/rewind", {"session": sid, "undo": True})
+    said = [m["content"] for m in (await daemon.request("ollie/context", {"session": sid}))["messages"]]
+    assert said == ["third", "three"], said

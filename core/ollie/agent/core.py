@@ -425,7 +425,7 @@ class Core(McpMembers):
             self._host.bus.emit("kept", switched.kept_id, title)  # its record: the recorder's
             self.session.title = ""
         self.session.clear()
-        await self.review.start_over()
+        await self.review.start_over(bool(switched.kept_id))
         return switched
 
     def _cleared(self) -> None:

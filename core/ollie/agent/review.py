@@ -212,11 +212,12 @@ class Review:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
 
-    async def start_over(self) -> None:
-        """A new conversation in the session (/clear, an agent switch): its turns count from 1, and no rewind of the
-        one before (its copy's now) can be undone into it."""
+    async def start_over(self, kept: bool) -> None:
+        """A new conversation in the session (/clear, an agent switch): its turns count from 1, and, once the one
+        before was `kept` as a copy, no rewind of it can be undone into this one."""
         self.editor_edits.forget_from(1)
-        await asyncio.to_thread(self._drop_rewind)
+        if kept:
+            await asyncio.to_thread(self._drop_rewind)
 
     async def copy_turns(self, source_id: str, last: int, target_id: str | None = None) -> set[int]:
         """Log turns 1 to `last` of session `source_id` (their checkpoints, the states they left) as this session's
