@@ -179,7 +179,7 @@ class OllieAgent:
         with store_errors(session_id):
             plan = await fork.plan(known, default_agent=self._agent)
         live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
-        live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
+        await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                        config_options=await self._opening_options(live))
         self._announce_after_answer(live)

@@ -417,7 +417,7 @@ class SessionTable:
         where = source.core.cwd if source else plan.source.cwd
         cwd = await asyncio.to_thread(_unmoved, Path(where)) if where and plan.keep_mode else None
         live = await self.create(agent=plan.agent, title=plan.title, cwd=cwd)
-        live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
+        await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         return live
 
     async def default(self) -> LiveSession:

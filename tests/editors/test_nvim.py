@@ -1065,11 +1065,16 @@ def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripte
 
 def test_ollie_fork_switches_the_chat_to_a_fork_up_to_the_turn_given(workspace, scripted_llm):
     srv = scripted_llm("openai")
-    srv.script(Reply.text("answer one"), Reply.text("answer two"))
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [
+        "notes.txt", "original notes", "ORIGINAL NOTES"]}]})), Reply.text("answer one"), Reply.text("answer two"))
     result = run_scenario("fork", workspace, srv)
     fork = result["fork"]
     assert fork["session"] != fork["source"]
     assert "first prompt" in fork["chat"] and "answer one" in fork["chat"], fork["chat"]
+    # The turn it copied says what it changed, as the source's chat did (it had no line: the fork's history had no
+    # turns), and its line opens that turn's changes in the fork.
+    assert "answer one\n\n✎ 1 file changed — :OllieChanges\n\n_(end)_" in fork["chat"], fork["chat"]
+    assert result["fork_list"][1:] == ["M  notes.txt  (+1 -1, 1 hunk)"], result["fork_list"]
     assert "second prompt" not in fork["chat"] and "answer two" not in fork["chat"], fork["chat"]
     assert fork["bar"].endswith(" · first prompt (fork)"), fork["bar"]
     assert result["after_refusal"] == fork["session"]

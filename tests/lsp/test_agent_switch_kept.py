@@ -7,6 +7,8 @@ import re
 from ollie.testing import Reply
 from tests.procs import eventually
 
+from .test_methods import rpc_error
+
 
 async def test_agent_switch_keeps_the_conversation_as_a_session_to_resume(start_daemon, llm):
     # Bug: `/agent plan` typed in a chat wiped the conversation, unasked: it was saved nowhere, no list offered it.
@@ -64,3 +66,67 @@ async def test_clear_keeps_the_conversation_as_an_agent_switch_does(start_daemon
     again = await daemon.request("ollie/command", {"session": sid, "line": "/clear"})
     assert again["output"] == "session cleared: history and task state dropped"
     assert len((await daemon.request("ollie/session/list", {}))["sessions"]) == len(listed)
+
+
+def edit(old: str, new: str) -> list[Reply]:
+    """One turn: a file_edit of a.txt, `old` to `new`."""
+    return [Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", old, new]}]})),
+            Reply.text("edited")]
+
+
+async def hunks(daemon, session: str, turn: int) -> list[list[str]]:
+    """The lines of each hunk `ollie/changes` lists for turn `turn` of `session`."""
+    files = (await daemon.request("ollie/changes", {"session": session, "turn": turn}))["files"]
+    return [h["lines"] for f in files for h in f["hunks"]]
+
+
+async def test_a_kept_conversation_reviews_its_turns_and_the_new_one_only_its_own(start_daemon, llm, tmp_path):
+    # Bug: the kept copy's history said "1 file changed" but `ollie/changes` found no checkpoint under its new id,
+    # while the session it came from went on reviewing the old turns as its own.
+    llm.script(*edit("line 2\n", "LINE TWO\n"), *edit("line 5\n", "LINE FIVE\n"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 9)))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_APPROVAL": "auto"}, workspace=ws)
+    sid = (await daemon.request("ollie/submit", {"text": "edit it"}))["session"]
+    kept = re.search(r"saved as \"edit it\" \((\S+)\)", (await daemon.request("ollie/command", {"line": "/clear"}))["output"])
+    assert kept, "no copy kept"
+    assert await daemon.request("ollie/changes", {"session": sid}) == {"turn": None, "files": []}
+
+    await daemon.request("ollie/session/load", {"session": kept[1]})
+    marks = [m.get("turnChanges") for m in (await daemon.request("ollie/context", {"session": kept[1]}))["messages"]]
+    assert {"turn": 1, "files": 1} in marks, marks
+    assert await hunks(daemon, kept[1], 1) == [["-line 2\n", "+LINE TWO\n"]]
+
+    # The cleared session's first turn is its own turn 1: its review shows its change only, the copy's stays.
+    await daemon.request("ollie/submit", {"session": sid, "text": "and line five"})
+    assert await hunks(daemon, sid, 1) == [["-line 5\n", "+LINE FIVE\n"]]
+    assert await hunks(daemon, kept[1], 1) == [["-line 2\n", "+LINE TWO\n"]]
+
+    # Its turn is undone file by file (the other conversation's later edit kept), never rewound: a rewind puts back
+    # the whole workspace, the other conversation's work too.
+    err = await rpc_error(daemon, "ollie/rewind", {"session": kept[1], "turn": 1})
+    assert err.code == -32602 and "turn 1 came with this copy of another conversation" in err.message, err.message
+    await daemon.request("ollie/review/undo", {"session": kept[1], "turn": 1, "path": "a.txt", "hunk": 0})
+    assert (ws / "a.txt").read_text() == "".join(f"line {i}\n" for i in range(1, 9)).replace("line 5", "LINE FIVE")
+
+
+async def test_a_rewind_before_clear_is_not_undone_into_the_new_conversation(start_daemon, llm):
+    # Bug: `/rewind undo` after `/clear` put the kept conversation back into the new one (its copy had it already).
+    llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "first"}))["session"]
+    await daemon.request("ollie/submit", {"session": sid, "text": "second"})
+    await daemon.request("ollie/rewind", {"session": sid, "turn": 2})
+    await daemon.request("ollie/command", {"session": sid, "line": "/clear"})
+    err = await rpc_error(daemon, "ollie/rewind", {"session": sid, "undo": True})
+    assert err.code == -32602 and "no rewind to undo" in err.message, err.message
+    assert (await daemon.request("ollie/context", {"session": sid}))["messages"] == []
+
+    # A conversation rewound to its start keeps nothing at a `/clear`: its rewind is still undone.
+    await daemon.request("ollie/submit", {"session": sid, "text": "third"})
+    await daemon.request("ollie/rewind", {"session": sid, "turn": 1})
+    await daemon.request("ollie/command", {"session": sid, "line": "/clear"})
+    await daemon.request("ollie/rewind", {"session": sid, "undo": True})
+    said = [m["content"] for m in (await daemon.request("ollie/context", {"session": sid}))["messages"]]
+    assert said == ["third", "three"], said

@@ -7,6 +7,7 @@ import threading
 
 from ollie.testing import Reply
 
+from .test_agent_switch_kept import edit, hunks
 from .test_methods import rpc_error
 
 
@@ -57,9 +58,9 @@ async def test_a_fork_ends_at_the_turn_asked_leaves_the_source_and_resumes_with_
     again = await start_daemon(env=llm.env(), workspace=workspace)
     await again.request("ollie/session/load", {"session": fid})
     assert await said(again, fid) == [*TWO_TURNS, ("user", "fork prompt"), ("assistant", "the fork's answer")]
-    # The copied history has no turns of the fork's own: its own count from 1.
+    # The copied history keeps its turns: the fork's own count on from them.
     history = (await again.request("ollie/context", {"session": fid}))["messages"]
-    assert [m.get("turn") for m in history] == [None, None, None, None, 1, None]
+    assert [m.get("turn") for m in history] == [1, None, 2, None, 3, None]
 
 
 async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(start_daemon, llm):
@@ -95,3 +96,27 @@ async def test_bad_fork_params_are_named_and_the_daemon_keeps_serving(start_daem
     assert (await daemon.request("ollie/state", {"session": sid}))["title"] == "first prompt"
     listed = [s["id"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]]
     assert listed == [sid]  # a refused fork leaves no session behind
+
+
+async def test_a_fork_reviews_the_turns_it_copied_and_its_own_apart(start_daemon, llm, tmp_path):
+    # Bug: a fork's history had no "files changed" line for the turns it copied, and no review of them.
+    llm.script(*edit("line 2\n", "LINE TWO\n"), *edit("line 5\n", "LINE FIVE\n"), *edit("line 7\n", "LINE SEVEN\n"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 9)))
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_APPROVAL": "auto"}, workspace=ws)
+    sid = (await daemon.request("ollie/submit", {"text": "edit line two"}))["session"]
+    await daemon.request("ollie/submit", {"session": sid, "text": "edit line five"})
+
+    fid = (await daemon.request("ollie/session/fork", {"session": sid, "turn": 1}))["session"]
+    marks = [m.get("turnChanges") for m in (await daemon.request("ollie/context", {"session": fid}))["messages"]]
+    assert marks == [None, None, None, {"turn": 1, "files": 1}], marks
+    assert await hunks(daemon, fid, 1) == [["-line 2\n", "+LINE TWO\n"]]
+    assert "no turn 2" in (await rpc_error(daemon, "ollie/changes", {"session": fid, "turn": 2})).message
+    assert "came with this copy" in (await rpc_error(daemon, "ollie/rewind", {"session": fid, "turn": 1})).message
+
+    # Its own turn is its turn 2: only its change; the source's turn 2 is still the source's.
+    await daemon.request("ollie/submit", {"session": fid, "text": "edit line seven"})
+    assert await hunks(daemon, fid, 2) == [["-line 7\n", "+LINE SEVEN\n"]]
+    assert await hunks(daemon, sid, 2) == [["-line 5\n", "+LINE FIVE\n"]]
+    assert await hunks(daemon, fid, 1) == [["-line 2\n", "+LINE TWO\n"]]

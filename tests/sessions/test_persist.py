@@ -81,8 +81,13 @@ def test_an_agent_switch_keeps_the_saved_conversation_as_a_session_of_its_own(tm
     for r in range(3):
         _round(session, r)
         file.save(session)
-    kept_id = keep(file, "fix the parser")
+    session.turn_starts, session.turn_changed = [0, 2, 4], [2, 1, 3]
+    file.save(session)
+    kept_id = keep(file, "fix the parser", new_session_id(), {1, 3})
     assert kept_id != session.id
+    # Its turns with it, those whose checkpoints were not copied (here turn 2) showing no files changed.
+    assert persist.load(tmp_path, kept_id).turn_changed == [2, 0, 3]
+    session.turn_changed = [2, 0, 3]
     kept = persist.load(tmp_path, kept_id)
     assert _dicts(kept) == _dicts(session) and kept.task_state == TaskState(goal="fix")
     assert (kept.id, kept.title, kept.agent) == (kept_id, "fix the parser", "coding")

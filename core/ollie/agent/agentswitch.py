@@ -46,16 +46,18 @@ async def check(name: str, dirs: list[Path], confirm: Callable[[StepQuestion], A
         raise AgentSwitchRefused(f"agent not switched: {name} runs without a sandbox and was not allowed")
 
 
-def keep(log: SessionFile, title: str) -> str:
-    """Save the conversation `log` holds as a session of its own titled `title`, in the agent it ran: what an agent
-    switch would have cleared, kept for the user to resume (never lose the user's work); its new id. Blocks: in a
-    thread."""
+def keep(log: SessionFile, title: str, kept_id: str, reviewed: set[int]) -> str:
+    """Save the conversation `log` holds as session `kept_id` titled `title`, in the agent it ran: what an agent
+    switch would have cleared, kept for the user to resume (never lose the user's work); `kept_id`. Its turns'
+    checkpoints were copied to it first (`reviewed`: those that have them): a turn with none shows no files changed.
+    Blocks: in a thread."""
     from ollie.sessions import persist
-    from ollie.sessions.session import new_session_id
 
     log.flush()  # a database log's rounds are written by its own thread: all of them, before they are read back
     saved = persist.load(log.sessions_dir, log.session_id)
-    saved.id, saved.title = new_session_id(), title
+    saved.id, saved.title = kept_id, title
+    saved.turn_changed = [count if turn in reviewed else 0 for turn, count in enumerate(saved.turn_changed, 1)]
+    saved.copied_turns = len(saved.turn_starts)
     copy = persist.session_log(log.sessions_dir, saved.id)
     try:
         copy.save(saved)

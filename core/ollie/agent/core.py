@@ -413,13 +413,19 @@ class Core(McpMembers):
         if self.session.messages:
             from ollie.agent.agentswitch import keep
             from ollie.agent.recorder import first_prompt_title
+            from ollie.sessions.session import new_session_id
 
             self._host.save()
             title = self.session.title or first_prompt_title(self.session) or "untitled"
-            switched = Switched(warnings, await asyncio.to_thread(keep, self._host.session_file, title), title)
+            # Its turns' checkpoints are the copy's before its log is: a crash between leaves refs no log names.
+            kept_id = new_session_id()
+            reviewed = await self.review.copy_turns(self.session.id, len(self.session.turn_starts), kept_id)
+            kept = await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed)
+            switched = Switched(warnings, kept, title)
             self._host.bus.emit("kept", switched.kept_id, title)  # its record: the recorder's
             self.session.title = ""
         self.session.clear()
+        await self.review.start_over(bool(switched.kept_id))
         return switched
 
     def _cleared(self) -> None:
@@ -428,13 +434,18 @@ class Core(McpMembers):
         self._host.notify()
         self._host.bus.emit("rewind", "0")
 
-    def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
+    async def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
         """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
         with `keep_mode=False` (another user's session), the approval mode, backend and model."""
         if self.session.messages or self._host.running:
             raise RuntimeError("only a new, idle session can take another's history")
         session = self.session
+        # Its turns (a fork's cut) are reviewed as the source's were: their checkpoints copied before its log has them.
+        reviewed = await self.review.copy_turns(source.id, len(source.turn_starts))
         session.replace_messages(source.messages)
+        session.turn_starts = list(source.turn_starts)
+        session.turn_changed = [n if turn in reviewed else 0 for turn, n in enumerate(source.turn_changed, 1)]
+        session.copied_turns = len(source.turn_starts)
         session.task_state = source.task_state
         if keep_mode:
             session.approval = source.approval

@@ -47,7 +47,8 @@ class Source:
 
 
 def cut_at_turn(saved: Session, turn: int | None) -> None:
-    """Keep `saved`'s messages up to the end of turn `turn` (None: all); ForkTurnError when it has no such turn."""
+    """Keep `saved`'s messages and turns up to the end of turn `turn` (None: all); ForkTurnError when it has no such
+    turn."""
     if turn is None:
         return
     starts = saved.turn_starts
@@ -58,6 +59,7 @@ def cut_at_turn(saved: Session, turn: int | None) -> None:
     if not 0 <= end <= len(saved.messages):
         raise ForkTurnError(f"the conversation after turn {turn} was compacted or cleared since: cannot fork there")
     saved.messages = saved.messages[:end]
+    saved.turn_starts, saved.turn_changed = starts[:turn], saved.turn_changed[:turn]
 
 
 async def plan(source: Source, *, default_agent: str, turn: int | None = None) -> Fork:

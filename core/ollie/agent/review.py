@@ -25,7 +25,7 @@ from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
-from ollie.workspace.refs import is_checkpoint, present_refs, turn_ref
+from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, turn_ref
 
 if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first turn that may write, or review request
     from ollie.workspace.checkpoints import Checkpoints
@@ -100,6 +100,11 @@ class Rewound:
 
 def _after_session(session_id: str) -> str:
     return f"{session_id}-after"
+
+
+def _logged(cwd: Path, session_ids: list[str]) -> bool:
+    """Whether the shadow repository of `cwd` may hold refs of any of `session_ids` (their dirs: no git call)."""
+    return bool(present_refs(cwd, [session_ref(sid).rstrip("/") for sid in session_ids]))
 
 
 async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, before: str | None = None) -> str | None:
@@ -194,13 +199,42 @@ class Review:
             tracker = self._tracker()
             await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
             # A rewound timeline may have left the refs of a turn of this number (no git call, and no checkpoints
-            # made, when it did not).
-            stale = present_refs(tracker.cwd, [turn_ref(session.id, turn), turn_ref(_after_session(session.id), turn)])
+            # made, when it did not); a new conversation's first turn (/clear, an agent switch) drops all the one
+            # before left under this id, now its copy's: only then, so a crash while it was kept lost none.
+            ids = [session.id, _after_session(session.id)]
+            if turn == 1 and _logged(tracker.cwd, ids):
+                stale = [turn_ref(t.session_id, t.turn) for sid in ids for t in await self.checkpoints().list_turns(sid)]
+            else:
+                stale = present_refs(tracker.cwd, [turn_ref(sid, turn) for sid in ids])
             if stale:
                 await self.checkpoints().delete_refs(stale)
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint before the turn", extra={"error": str(exc)})
         return turn
+
+    async def start_over(self, kept: bool) -> None:
+        """A new conversation in the session (/clear, an agent switch): its turns count from 1, and, once the one
+        before was `kept` as a copy, no rewind of it can be undone into this one."""
+        self.editor_edits.forget_from(1)
+        if kept:
+            await asyncio.to_thread(self._drop_rewind)
+
+    async def copy_turns(self, source_id: str, last: int, target_id: str | None = None) -> set[int]:
+        """Log turns 1 to `last` of session `source_id` (their checkpoints, the states they left) as this session's
+        (or `target_id`'s), in one write: a kept or forked copy reviews them as its source did. The turns copied."""
+        target = target_id or self._host.session.id
+        try:
+            if not _logged(self._cwd(), [source_id]):
+                return set()  # none to copy: no git call (nor a shadow repository made for it)
+            cp = self.checkpoints()
+            turns = [t for sid in (source_id, _after_session(source_id)) for t in await cp.list_turns(sid)
+                     if t.turn <= last]
+            # The source's `<id>-after` refs go to the target's `<target>-after`.
+            await cp.record_turns([(target + t.session_id[len(source_id):], t.turn, t.checkpoint) for t in turns])
+        except (ReviewError, WorkspaceError) as exc:
+            log.info("no checkpoints copied", extra={"error": str(exc)})
+            return set()
+        return {t.turn for t in turns if t.session_id == source_id}
 
     async def end_turn(self) -> TurnFiles | None:
         """Record the state the turn left (what its changes are measured to, and undo checks against); the files it
@@ -449,6 +483,10 @@ class Review:
         start = session.turn_starts[number - 1]
         if start < 0 or start > len(session.messages):
             raise ReviewError(f"the conversation of turn {number} was compacted or cleared since: cannot rewind it")
+        if number <= session.copied_turns:
+            raise ReviewError(f"turn {number} came with this copy of another conversation (kept by /clear or an agent "
+                              "switch, or forked), whose files have moved on since: it is reviewed here, not rewound; "
+                              "undo its files one by one, or rewind a later turn")
         before = await self._state_before(number)
         cp = self.checkpoints()
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(),

@@ -198,11 +198,14 @@ class Session:
     # What the user allowed always in this session: `kind:edit`, `command:pytest`.
     approval_always: list[str] = field(default_factory=list)
     # Where each turn's messages start (turn n at index n-1; ollie.agent.review); -1 once compaction
-    # or /clear rewrote the history, so that turn can no longer be cut back to.
+    # rewrote the history, so that turn can no longer be cut back to.
     turn_starts: list[int] = field(default_factory=list)
     # How many files each turn changed (turn n at index n-1), counted as `ollie/changes` lists them when it ended
     # (0: none): the history marks those turns without a diff per turn (ollie.agent.review, ollie.agent.history).
     turn_changed: list[int] = field(default_factory=list)
+    # Turns 1 to this came with the conversation when it was kept or forked from another session: reviewed here, never
+    # rewound (a rewind puts back the whole workspace, and its files have moved on since in the other conversation).
+    copied_turns: int = 0
     # What the user undid of the agent's changes, told to the model with the next prompt (ollie.agent.review).
     review_notes: list[str] = field(default_factory=list)
     # Bumped whenever the history is rewritten rather than appended to (compaction,
@@ -248,7 +251,8 @@ class Session:
         self.last_input_tokens = 0
         self.history_generation += 1
         self.edited_indices.clear()
-        self.turn_starts = [-1] * len(self.turn_starts)
+        # A new conversation: its turns count from 1 (the refs of those before are dropped at its first).
+        self.turn_starts, self.turn_changed, self.copied_turns = [], [], 0
 
     def replace_messages(self, messages: list[Message]) -> None:
         """Rewrite the history (compaction): the next save writes a fresh snapshot."""

@@ -1,5 +1,6 @@
 -- :OllieFork [turn]: the chat switches to a new session going on from a copy of its conversation (up to the end of
--- turn n), titled "<title> (fork)"; the session it came from stays as it was and comes back with :OllieSessions.
+-- turn n), titled "<title> (fork)", each copied turn's "✎ N files changed" line opening its changes; the session it
+-- came from stays as it was and comes back with :OllieSessions.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)), "helpers.lua"))
 local R = H.results
 vim.o.columns = 200 -- the chat takes half: room for the status and a title
@@ -23,6 +24,16 @@ H.wait(function()
   return text:find("answer one", 1, true) ~= nil and text:find("second prompt", 1, true) == nil
 end, "the fork's conversation in the chat")
 R.fork = { session = c.session, source = source, chat = H.chat.text(), bar = bar() }
+-- <CR> on the copied turn's line: its changes, reviewed from the fork.
+vim.o.columns = 80 -- (wider, headless Neovim's grid failed an assertion drawing the list)
+local tw = c:windows()
+vim.api.nvim_set_current_win(tw)
+vim.api.nvim_win_set_cursor(tw, { H.expect(H.row_of("✎ 1 file changed — :OllieChanges"), "the changes line") + 1, 0 })
+vim.cmd.normal(vim.keycode("<CR>"))
+H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the fork's changes list")
+H.wait(function() return #vim.api.nvim_buf_get_lines(0, 0, -1, false) > 1 end, "the fork's changed files")
+R.fork_list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+vim.cmd.close()
 
 vim.cmd("OllieFork 7") -- no such turn: said, and the chat stays on the fork
 H.wait_notified("no turn 7", "the refusal of turn 7")
