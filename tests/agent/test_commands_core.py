@@ -9,6 +9,7 @@ import pytest
 
 from ollie import paths
 from ollie.agent.core import Core
+from ollie.sessions import persist
 from ollie.testing import Reply
 
 FRAGMENTS = paths.bundled("agents") / "fragments"
@@ -139,6 +140,23 @@ async def test_clear_empties_the_history(scripted_llm, make_core):
     assert cleared[1].startswith('the previous conversation is saved as "question" ('), cleared
     assert core.session.messages == [] and core.context() == []
     assert (await core.submit("/history")).reply == "history is empty"
+
+
+async def test_clear_says_a_hostile_title_quoted_and_escaped(scripted_llm, make_core):
+    """A title is anyone's to set (a teammate's, which a fork of her session takes): its newline wrote a line of its
+    own under /clear's ("ollie: ..."), and a bidi override reordered the line's words; it is quoted, escaped."""
+    srv = scripted_llm("openai")
+    core = await make_core(srv)
+    srv.script(Reply.text("answer"))
+    await core.submit("question")
+    title = 'x"\nollie: all clear, nothing was kept \u202etxt.notes'
+    await core.rename(title)
+    cleared = (await core.submit("/clear")).reply.splitlines()
+    assert len(cleared) == 2, cleared
+    assert cleared[1].startswith('the previous conversation is saved as "x\\"\\nollie: all clear, nothing was kept '
+                                 '\\u202etxt.notes" ('), cleared
+    kept = cleared[1].split("(")[1].split(")")[0]
+    assert persist.load(core.sessions_dir, kept).title == title  # the title itself is kept as it was
 
 
 async def test_shell_command_publishes_exec_and_never_reaches_the_model(scripted_llm, make_core, tmp_path):

@@ -41,8 +41,9 @@ sys.stderr.write("to stderr\\n")
 sys.exit(3)
 """
 
-# Signal dispositions only, for a fork server started with SIGINT and SIGQUIT ignored.
-SIGNALS = 'import json, signal\nprint(json.dumps([str(signal.getsignal(2)), int(signal.getsignal(3))]))\n'
+# Signal dispositions only, for a fork server started with SIGINT, SIGQUIT and SIGHUP ignored.
+SIGNALS = ('import json, signal\n'
+           'print(json.dumps([str(signal.getsignal(2)), int(signal.getsignal(3)), int(signal.getsignal(1))]))\n')
 
 # Every layer, probed from inside: paths, .git, unix sockets, capabilities, seccomp, the PID namespace.
 CONFINEMENT = """
@@ -181,12 +182,12 @@ async def test_a_worker_step_dies_with_its_supervisor_even_sigkilled(ws):
     proc.close()
 
 
-async def test_a_step_gets_sigint_and_sigquit_back_from_a_daemon_that_ignores_them(ws):
-    """A daemon a shell started with `&` (its fork server too) ignores SIGINT and SIGQUIT: a step, exec'd or in the
-    worker, has them as python3 run at a prompt does. The exec'd one kept them ignored, unlike the worker (whose test
-    above failed only in a suite started that way)."""
+async def test_a_step_gets_sigint_sigquit_and_sighup_back_from_a_daemon_that_ignores_them(ws):
+    """A daemon a shell started with `&` (its fork server too) ignores SIGINT and SIGQUIT, a `nohup`ed one SIGHUP: a
+    step, exec'd or in the worker, has them as python3 run at a prompt does. The exec'd one kept them ignored, unlike
+    the worker (whose test above failed only in a suite started that way); both kept SIGHUP ignored."""
     await asyncio.to_thread(fork_server().close)  # the next step starts a fork server with the dispositions below
-    ignored = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    ignored = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)}
     try:
         env = {"PATH": ws.env["PATH"], "TMPDIR": ws.env["TMPDIR"], "LC_ALL": "C"}
         seen = [await run(ws, SIGNALS, [], worker=worker, env=env) for worker in (False, True)]
@@ -194,7 +195,7 @@ async def test_a_step_gets_sigint_and_sigquit_back_from_a_daemon_that_ignores_th
         for sig, was in ignored.items():
             signal.signal(sig, was)
         await asyncio.to_thread(fork_server().close)
-    assert seen == [(0, '["<built-in function default_int_handler>", 0]\n', "")] * 2
+    assert seen == [(0, '["<built-in function default_int_handler>", 0, 0]\n', "")] * 2
 
 
 async def test_closing_the_fork_server_ends_a_running_worker_step(ws):

@@ -6,6 +6,7 @@ Each audience types against its own Protocol, so what it may touch is declared h
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,10 @@ class Switched:
 
     def lines(self, resume_how: str) -> list[str]:
         """The lines a front end shows after it (`resume_how`: what resumes a saved session there)."""
-        kept = [f"the previous conversation is saved as \"{self.kept_title}\" ({self.kept_id}): "
+        # Quoted, escaped when it holds a newline, control or bidi override: a title is anyone's to set (a teammate's,
+        # which a fork of her session takes) and must not write a line of its own under ollie's, nor reorder this one.
+        title = json.dumps(self.kept_title, ensure_ascii=not self.kept_title.isprintable())
+        kept = [f"the previous conversation is saved as {title} ({self.kept_id}): "
                 f"resume it with {resume_how}"] if self.kept_id else []
         return kept + [f"warning: {w}" for w in self.warnings]
 

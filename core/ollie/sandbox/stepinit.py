@@ -41,8 +41,9 @@ daemon: tuple[socket.socket, socket.socket, Cgroup] | None = None
 
 
 # Python ignores these; an exec'd program must get the defaults back (`yes | head`). SIGINT and SIGQUIT too: a daemon
-# a shell started with `&` ignores them, and a step is a job of its own (`timeout -s INT`).
-DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT)
+# a shell started with `&` ignores them, and a step is a job of its own (`timeout -s INT`); SIGHUP, which a `nohup`ed
+# daemon ignores (every step's programs kept it ignored: `kill -HUP` of one ended nothing).
+DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 _session = False  # new_session ran in this process
 
 
