@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.netserver import Listener
+
+# pytest keeps each test module's assert-rewritten code in __pycache__ only when bytecode may be written: under
+# PYTHONDONTWRITEBYTECODE=1 (this machine's shells) every xdist worker rewrote and compiled all ~390 modules it collects
+# at every run, ~8 s of CPU each. This process only (the daemons and steps it starts keep the environment's setting).
+sys.dont_write_bytecode = False
 
 # The `scripted_llm` fixture: a real HTTP server speaking the vendors' wire formats.
 pytest_plugins = ["ollie.testing.pytest_plugin"]

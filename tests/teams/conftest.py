@@ -17,8 +17,8 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from ollie_lsp.server import raw_params_converter
 from tests.acp.conftest import start_agent  # noqa: F401  (the fixture: `ollie acp` on a store)
+from tests.lsp.conftest import client_converter
 from tests.teams.pgserver import shared_server
 
 
@@ -136,7 +136,7 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         workspace.mkdir(parents=True, exist_ok=True)
 
         def make_client() -> LanguageClient:
-            client = LanguageClient(converter_factory=raw_params_converter)
+            client = LanguageClient(converter_factory=client_converter)
             register_lsp_features(client)
             client.ollie_events = []  # type: ignore[attr-defined]
 
