@@ -115,7 +115,7 @@ async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | Te
 @method("ollie/submit", SubmitParams)
 async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     """Run a prompt (or a command) to its end."""
-    live = await ls.table.get(p.session)
+    live = await ls.table.get(p.session, prompt=True)
     handle = SubmitHandle()
     # Waiting from its arrival: a Stop (or a cancel) while its checks below await (the archive's store read) drops
     # it as one waiting for its turn; else a submit sent before the Stop ran after it.
