@@ -437,7 +437,8 @@ class SessionTable:
         return live
 
     async def get(self, session_id: str | None, *, prompt: bool = False) -> LiveSession:
-        """A live session by id (None = the default); -32001 when there is none. `prompt`: a prompt asks."""
+        """A live session by id (None = the default); -32001 when there is none. `prompt`: a prompt (not a command)
+        asks."""
         if session_id is None:
             self._prompted |= prompt and self._default is not None and not self._default.done()
             return await self.default()
