@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ollie.lsp.daemon")
 
-# The events that begin a model's reply.
-_REPLY_ROLES = frozenset({"assistant", "reasoning", "call"})
-
 
 def build_server(*, coalesce_s: float = 0.004) -> OllieServer:
     """The daemon, with every feature registered."""
@@ -70,7 +67,7 @@ def _start_fork_server() -> None:
 
 def build_table(ls: OllieServer) -> SessionTable:
     """The session table, wired to this server's notifications."""
-    from ollie_lsp.events import EventForwarder
+    from ollie_lsp.events import REPLY_ROLES, EventForwarder
     from ollie_lsp.progress import TurnProgress
     from ollie_lsp.records import records
     from ollie_lsp.sessions import SessionDefaults, SessionTable
@@ -90,7 +87,7 @@ def build_table(ls: OllieServer) -> SessionTable:
         def send(params: dict[str, Any]) -> None:
             nonlocal replying
             ls.protocol.notify("ollie/event", params)
-            if not replying and params["role"] in _REPLY_ROLES:
+            if not replying and params["role"] in REPLY_ROLES:
                 replying = True
                 # For the reply's tool calls, whose arguments are still streaming.
                 asyncio.get_running_loop().run_in_executor(None, _start_fork_server)

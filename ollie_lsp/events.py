@@ -19,6 +19,7 @@ logger = logging.getLogger("ollie.lsp.events")
 STOP_WAIT_S = 5.0
 # Roles whose consecutive events are text deltas that may be joined into one notification.
 DELTA_ROLES = frozenset({"assistant", "reasoning"})
+REPLY_ROLES = DELTA_ROLES | {"call"}  # what a model's reply streams
 
 
 def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
@@ -117,6 +118,7 @@ class EventForwarder:
         self.turn_open = False
         self.turn_started = 0  # the `seq` of the last `turn` start sent
         self.turn_ended = 0  # the `seq` of the last `turn` end sent (0: none yet)
+        self.replied = asyncio.Event()  # set once a reply's first part or a turn's end was sent, or the session ended
 
     def start(self) -> None:
         """Start the draining task."""
@@ -125,6 +127,7 @@ class EventForwarder:
 
     def _done(self, _task: asyncio.Task[None]) -> None:
         self._sub.finished()  # a killed session's waits end too
+        self.replied.set()
         self._read_settled()
 
     async def stop(self, *, timeout: float = STOP_WAIT_S) -> None:
@@ -235,12 +238,15 @@ class EventForwarder:
             return
         self.sent += 1
         self._send(event_params(self.session_id, self.sent, event))
+        if event.role in REPLY_ROLES:
+            self.replied.set()
         if event.role == "turn":
             self.turn_open = event.content == "start"
             if self.turn_open:
                 self.turn_started = self.sent
             else:
                 self.turn_ended = self.sent
+                self.replied.set()
             self._on_turn(event)
 
     async def _coalesce(self, first: Event, count: int) -> tuple[Event, int]:

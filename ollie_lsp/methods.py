@@ -116,7 +116,8 @@ async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | Te
 @method("ollie/submit", SubmitParams)
 async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     """Run a prompt (or a command) to its end."""
-    live = await ls.table.get(p.session)
+    command = is_command(p.text)
+    live = await ls.table.get(p.session, prompt=not command)
     handle = SubmitHandle()
     # Waiting from its arrival: a Stop (or a cancel) while its checks below await (the archive's store read) drops
     # it as one waiting for its turn; else a submit sent before the Stop ran after it.
@@ -124,7 +125,6 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     try:
         with ls.on_cancel(lambda: live.cancel(handle)):
             await ls.table.writable(p.session)
-            command = is_command(p.text)
             pictures = await _images(p.images or [], cwd=live.core.cwd)
             if command and pictures:
                 raise InvalidParams("images: a command or !shell line takes no images")

@@ -286,6 +286,7 @@ class SessionTable:
     _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
     _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
     _checks: set[asyncio.Task[None]] = field(default_factory=set, init=False)  # sandbox policies read as sessions open
+    _prompted: bool = field(default=False, init=False)  # a prompt came while the default session was being built
 
     def start_default(self, *, resume: str | None = None, cwd: Path | None = None, newest: bool = False) -> None:
         """Build the default session in the background (the engine import happens there); `newest`: without `resume`,
@@ -348,13 +349,19 @@ class SessionTable:
         # Listed only now: until its record says whose it is, a teammate's session would run a prompt as the owner's.
         self._live[live.id] = live
         # A broken sandbox policy is said now, not at the first step; read after, off the loop: no answer waits for it.
-        check = asyncio.ensure_future(self._tell_sandbox(core))
+        check = asyncio.ensure_future(self._tell_sandbox(live, default=asyncio.current_task() is self._default))
         self._checks.add(check)
         check.add_done_callback(self._checks.discard)
         return live
 
-    async def _tell_sandbox(self, core: DaemonCore) -> None:
-        if problem := await asyncio.to_thread(core.sandbox_problem):
+    async def _tell_sandbox(self, live: LiveSession, *, default: bool) -> None:
+        if default and self._prompted:
+            # The prompt's first token first: the read (YAML, ~25 ms of CPU, the GIL held) competed with it, ~5% of a
+            # cold one. Its reply comes before any step of it, which would read the policy itself anyway.
+            await live.forwarder.replied.wait()
+            if live.id not in self._live:
+                return
+        if problem := await asyncio.to_thread(live.core.sandbox_problem):
             self.notify_problem(f"ollie: {problem}")
 
     def _register(self, core: DaemonCore, *, kind: str) -> LiveSession:
@@ -429,9 +436,11 @@ class SessionTable:
             raise SessionNotFound(f"{live.id} (the default session was closed)")
         return live
 
-    async def get(self, session_id: str | None) -> LiveSession:
-        """A live session by id (None = the default); -32001 when there is none."""
+    async def get(self, session_id: str | None, *, prompt: bool = False) -> LiveSession:
+        """A live session by id (None = the default); -32001 when there is none. `prompt`: a prompt (not a command)
+        asks."""
         if session_id is None:
+            self._prompted |= prompt and self._default is not None and not self._default.done()
             return await self.default()
         if self._default is not None and not self._default.done():
             await asyncio.gather(self._default, return_exceptions=True)

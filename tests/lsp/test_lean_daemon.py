@@ -15,7 +15,9 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig
 
+from ollie.paths import config_dir
 from ollie.testing import Reply
+from tests.procs import eventually
 
 from .conftest import capabilities, child_env, make_client
 
@@ -399,3 +401,36 @@ async def test_a_fork_server_that_cannot_start_is_logged_and_the_next_reply_star
         await asyncio.wait_for(client.shutdown_session(), 20)
     finally:
         await client.stop()
+
+
+async def test_a_prompt_sent_as_the_daemon_starts_streams_before_the_sandbox_policy_is_read(start_daemon, llm):
+    # The policy's read (YAML and its checks, ~25 ms of CPU with the GIL held) ran beside a cold first turn and held
+    # its first token back: a prompt that waited for the default session has its reply begin first, and a broken
+    # policy is said right after (before any step: a step's call comes after its reply).
+    policy = config_dir() / "sandbox.yaml"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("netwrok:\n  enabled: true\n")  # a misspelt key
+    llm.script(Reply.text("hello"))
+    daemon = await start_daemon(env=llm.env(), initialize=False)
+    client, root = daemon.client, daemon.workspace.as_uri()
+    wire = client.ollie_wire  # type: ignore[attr-defined]
+
+    class Told(list):  # window/showMessage among the events, in arrival order
+        def append(self, params: Any) -> None:
+            wire.append(("message", params.message))
+            super().append(params)
+
+    client.messages = Told()
+    client.capabilities = capabilities()  # what initialize_session sets, which waits for the answer
+    # As an editor started with a prompt: initialize, initialized and the prompt written at once, so the prompt
+    # waits for the default session (the engine loads after the answer).
+    init = client.protocol.send_request(types.INITIALIZE, types.InitializeParams(
+        capabilities=capabilities(), root_uri=root, workspace_folders=[types.WorkspaceFolder(uri=root, name="ws")]))
+    client.protocol.notify(types.INITIALIZED, types.InitializedParams())
+    result = await asyncio.wait_for(client.protocol.send_request_async("ollie/submit", {"text": "hi"}), 60)
+    await asyncio.wait_for(asyncio.wrap_future(init), 60)
+    assert result["reply"] == "hello"
+    await eventually(lambda: any(kind == "message" and "'netwrok'" in said for kind, said in wire), "the policy told")
+    first = next(n for n, (kind, said) in enumerate(wire) if kind == "event" and said["role"] == "assistant")
+    told = next(n for n, (kind, said) in enumerate(wire) if kind == "message" and "'netwrok'" in said)
+    assert first < told, wire
