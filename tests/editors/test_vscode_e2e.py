@@ -116,15 +116,6 @@ def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e)
 
 
 @pytest.mark.timeout(330)
-def test_ghost_text_from_ollie_in_real_vscode(run_e2e):
-    """With OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost text
-    after the cursor (screenshot ghost-text.png); Tab accepts it into the file."""
-    shows(run_e2e("ghost.mjs"),
-          'ghost text shown: "r * r"',
-          "ollie's ghost text showed after the cursor and Tab accepted it")
-
-
-@pytest.mark.timeout(330)
 def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
     """A workspace's .mcp.json server is asked about in the chat with its command line (screenshot mcp-question),
     allowed always (for this workspace, no feedback offered) its tool runs; `@` lists its resource
@@ -135,13 +126,21 @@ def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(330)
-def test_code_actions_with_the_backend_down_then_up_in_real_vscode(run_e2e):
-    """Explain from the light bulb with nothing listening says what to do in the chat and as a warning
-    (codeaction-backend-down); once the model is up, the action's prompt shows in the chat with the code it is about,
-    its answer comes, and the chat's "cannot be reached" help goes (codeaction-explained)."""
-    shows(run_e2e("codeaction.mjs"),
-          "with the backend down, Explain said what to do in the chat and as a warning",
-          "Explain's prompt showed in the chat with the code it was about")
+def test_code_actions_and_ghost_text_in_real_vscode(run_e2e):
+    """One window, two scenarios (lspfeatures.mjs), each on its own file:
+    - codeaction: Explain from the light bulb with nothing listening says what to do in the chat and as a warning
+      (codeaction-backend-down); once the model is up, the action's prompt shows in the chat with the code it is
+      about, its answer comes, and the chat's "cannot be reached" help goes (codeaction-explained).
+    - ghost: with OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost
+      text after the cursor (ghost-text); Tab accepts it into the file."""
+    output = run_e2e("lspfeatures.mjs")
+    for scenario, said in (
+        ("codeaction", "with the backend down, Explain said what to do in the chat and as a warning"),
+        ("codeaction", "Explain's prompt showed in the chat with the code it was about"),
+        ("ghost", 'ghost text shown: "r * r"'),
+        ("ghost", "ollie's ghost text showed after the cursor and Tab accepted it"),
+    ):
+        assert said in output, f"scenario {scenario}: {said!r} not said\n{output[-3000:]}"
 
 
 @pytest.mark.timeout(200)
