@@ -116,15 +116,6 @@ def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e)
 
 
 @pytest.mark.timeout(330)
-def test_ghost_text_from_ollie_in_real_vscode(run_e2e):
-    """With OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost text
-    after the cursor (screenshot ghost-text.png); Tab accepts it into the file."""
-    shows(run_e2e("ghost.mjs"),
-          'ghost text shown: "r * r"',
-          "ollie's ghost text showed after the cursor and Tab accepted it")
-
-
-@pytest.mark.timeout(330)
 def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
     """A workspace's .mcp.json server is asked about in the chat with its command line (screenshot mcp-question),
     allowed always (for this workspace, no feedback offered) its tool runs; `@` lists its resource
@@ -135,13 +126,28 @@ def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(330)
-def test_code_actions_with_the_backend_down_then_up_in_real_vscode(run_e2e):
-    """Explain from the light bulb with nothing listening says what to do in the chat and as a warning
-    (codeaction-backend-down); once the model is up, the action's prompt shows in the chat with the code it is about,
-    its answer comes, and the chat's "cannot be reached" help goes (codeaction-explained)."""
-    shows(run_e2e("codeaction.mjs"),
-          "with the backend down, Explain said what to do in the chat and as a warning",
-          "Explain's prompt showed in the chat with the code it was about")
+def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
+    """One window, three scenarios (lspfeatures.mjs), each on its own file:
+    - codeaction: Explain from the light bulb with nothing listening says what to do in the chat and as a warning
+      (codeaction-backend-down); once the model is up, the action's prompt shows in the chat with the code it is
+      about, its answer comes, and the chat's "cannot be reached" help goes (codeaction-explained).
+    - modellinks: a code action's answer holding `[label](command:...)` is a notification VS Code would make a link of,
+      run with commands allowed at a click (it was): shown as text. A longer answer, the document VS Code opens, made
+      it a link a Ctrl+click ran while it was markdown (it did): it is plain text. Apply on a block whose fence names
+      a workspace link to `.git/config` is refused (it put the model's config in the editor, a Save from the disk).
+    - ghost: with OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost
+      text after the cursor (ghost-text); Tab accepts it into the file."""
+    output = run_e2e("lspfeatures.mjs")
+    for scenario, said in (
+        ("codeaction", "with the backend down, Explain said what to do in the chat and as a warning"),
+        ("codeaction", "Explain's prompt showed in the chat with the code it was about"),
+        ("modellinks", "a code action's answer with a command link showed as text, with no link to click"),
+        ("modellinks", "a code action's longer answer, a document, made no link of the model's command"),
+        ("modellinks", "Apply of a block naming a link to .git/config was refused, and the file is unchanged"),
+        ("ghost", 'ghost text shown: "r * r"'),
+        ("ghost", "ollie's ghost text showed after the cursor and Tab accepted it"),
+    ):
+        assert said in output, f"scenario {scenario}: {said!r} not said\n{output[-3000:]}"
 
 
 @pytest.mark.timeout(200)
@@ -152,15 +158,3 @@ def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed_in_real_v
     shows(run_e2e("imagesrefused.mjs", total_ms=150000),
           "live, the prompt named its image and the error said the model takes none",
           "resumed, the prompt named the image left out and why")
-
-
-@pytest.mark.timeout(200)
-def test_what_a_models_answer_names_runs_no_command_and_writes_no_hidden_file_in_real_vscode(run_e2e):
-    """A code action's answer holding `[label](command:...)` is a notification VS Code would make a link of, run with
-    commands allowed at a click (it was): shown as text. A longer answer, the document VS Code opens, made it a link a
-    Ctrl+click ran while it was markdown (it did): it is plain text. Apply on a block whose fence names a workspace link
-    to `.git/config` is refused (it put the model's config in the editor, a Save from the disk)."""
-    shows(run_e2e("modellinks.mjs", total_ms=150000),
-          "a code action's answer with a command link showed as text, with no link to click",
-          "a code action's longer answer, a document, made no link of the model's command",
-          "Apply of a block naming a link to .git/config was refused, and the file is unchanged")

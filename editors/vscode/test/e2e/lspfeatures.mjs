@@ -1,0 +1,151 @@
+// E2E in real VS Code (code-server): ollie's editor features, one window, three scenarios, each on its own file.
+// - codeaction: ollie's code actions on a selection, with the backend down and then up. Down: Explain ends at once
+//   with an error that says what to do, in the chat and as a warning. Up: Explain's prompt shows in the chat with the
+//   code it is about (it came with no prompt: its answer under the turn before), the answer comes as a message too, and
+//   the chat's "cannot be reached" help goes once the model has answered.
+// - modellinks: what a hostile model's answer names runs no command and writes no hidden file. A code action's short
+//   answer comes as a notification, and VS Code makes `[label](command:id?args)` in one a link it opens with commands
+//   allowed (any command, with arguments: text typed into a terminal): it is shown as text. Apply on a code block whose
+//   fence names `cfg.ini`, a link the cloned repository carries to `.git/config` (which tool code may not write, and
+//   whose `core.fsmonitor` git runs as the user), is refused: it put the model's config in the editor, one Save away
+//   from the disk. A longer answer, the document the daemon has VS Code open (window/showDocument), made the same link
+//   one a Ctrl+click ran while it was markdown: it is plain text, where only web addresses and files link. Its answers
+//   say "sums" where codeaction's say "adds": each toast is its own scenario's.
+// - ghost: with OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as inline
+//   (grey) text after the cursor; Tab accepts it.
+// codeaction runs first: it needs nothing listening at the backend's URL. Until ghost, calc.py is only selected and
+// nothing is typed in an editor, so no completion is asked before the scripted server has answered the chat (a
+// completion taking a chat reply would fail that scenario's check, not pass it); ghost's answers come last.
+//
+// Usage: node test/e2e/lspfeatures.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { freePort, log, openChat, openFile, scenario, send, serverEnvFor, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+const COMMAND = "command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22touch%20pwned%5Cn%22%7D";
+const CONFIG = "[core]\n\tbare = false\n";
+const AREA = "def area(r):\n    return 3.14 * \n\nprint(area(2))\n";
+const port = await freePort();
+const settings = { "workbench.editor.enablePreview": false, "files.autoSave": "off", "editor.inlineSuggest.enabled": true };
+const serverEnv = { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_COMPLETION_MODEL: "scripted-model" };
+// codeaction's answer, modellinks', then ghost's: each typing pause may ask once, every one gets the same answer.
+const script = [
+  { text: "It adds two numbers." },
+  { text: `It sums two numbers. [Open the fix](${COMMAND})` },
+  { text: `It sums two numbers.\n\nSee [the docs](https://example.com/docs) and [Open the fix](${COMMAND}).\n` },
+  { text: "Use this config:\n\n```ini cfg.ini\n[core]\n\tfsmonitor = touch pwned\n```\n" },
+  ...Array.from({ length: 20 }, () => ({ text: "r * r" })),
+];
+
+/** Select all of calc.py and run ollie's Explain from the light bulb's menu. */
+async function explain(page) {
+  await openFile(page, "calc.py");
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+A");
+  await page.locator(".codicon-light-bulb, .codicon-lightbulb").first().waitFor({ timeout: waitMs });
+  await page.locator(".codicon-light-bulb, .codicon-lightbulb").first().click();
+  const action = page.locator(".action-widget .monaco-list-row", { hasText: "Ollie: Explain" }).first();
+  await action.waitFor({ timeout: waitMs });
+  await action.click();
+}
+
+await withVSCode({ script: null, files: { "calc.py": "def add(a, b):\n    return a + b\n", "area.py": AREA, ".git/config": CONFIG }, serverEnv, settings },
+  async ({ page, workspace, startLLM, screenshot }) => {
+    await scenario("codeaction", async () => {
+      const chat = await openChat(page);
+
+      // 1. Nothing listens at the backend's URL.
+      await explain(page);
+      const down = chat.locator(".item.notice", { hasText: `set OLLIE_OPENAI_URL to the API's URL (now http://127.0.0.1:${port}/v1)` });
+      await down.waitFor({ timeout: waitMs });
+      await chat.locator(".item.user", { hasText: "Explain what this code does" }).waitFor({ timeout: waitMs });
+      await page.locator(".notifications-toasts", { hasText: "cannot connect" }).waitFor({ timeout: waitMs });
+      await screenshot("codeaction-backend-down");
+      log("with the backend down, Explain said what to do in the chat and as a warning");
+
+      // 2. The backend is up: the action's prompt shows in the chat, with the code it is about.
+      await startLLM(script, { port });
+      await waitForStatus(page, /Ollie: idle/);
+      await explain(page);
+      await chat.locator(".item.assistant", { hasText: "It adds two numbers." }).waitFor({ timeout: waitMs });
+      const prompts = chat.locator(".item.user", { hasText: "Explain what this code does" });
+      if ((await prompts.count()) !== 2) throw new Error(`the chat shows ${await prompts.count()} Explain prompts, not 2`);
+      await prompts.last().locator(".meta", { hasText: /calc\.py:1-\d/ }).waitFor({ timeout: waitMs });
+      await page.locator(".notifications-toasts", { hasText: "ollie: It adds two numbers." }).waitFor({ timeout: waitMs });
+      // The model answered: the chat no longer says it cannot be reached (Bug: the banner stayed over the answer).
+      await chat.locator("#onboarding").waitFor({ state: "hidden", timeout: waitMs });
+      await screenshot("codeaction-explained");
+      log("Explain's prompt showed in the chat with the code it was about, its answer in the chat and as a message");
+    });
+
+    await scenario("modellinks", async () => {
+      fs.symlinkSync(".git/config", path.join(workspace, "cfg.ini"));
+      const chat = await openChat(page);
+      // 1. The code action's answer, a notification: the model's link is text, no anchor to click.
+      await explain(page);
+      const toast = page.locator(".notification-toast", { hasText: "ollie: It sums two numbers." });
+      await toast.waitFor({ timeout: waitMs });
+      await screenshot("model-link-notification");
+      const links = toast.locator(".notification-list-item-message a");
+      if (await links.count()) throw new Error(`the model's answer made a link in the notification: ${await links.first().getAttribute("href")}`);
+      if (!((await toast.textContent()) ?? "").includes("[Open the fix]")) throw new Error("the answer's text was not shown as written");
+      log("a code action's answer with a command link showed as text, with no link to click");
+
+      // 2. A longer answer comes as a document, in plain text (as markdown, a Ctrl+click on the command ran it): once
+      // its links are found (the web one), the command is none of them.
+      await explain(page);
+      await page.locator(".tabs-container .tab", { hasText: /answer-\d+\./ }).waitFor({ timeout: waitMs });
+      await page.locator(".statusbar-item", { hasText: /^(Plain Text|Markdown)$/ }).waitFor({ timeout: waitMs });
+      const mode = await page.locator(".statusbar-item", { hasText: /^(Plain Text|Markdown)$/ }).first().textContent();
+      if (mode !== "Plain Text") throw new Error(`the answer document is ${mode}, whose links run commands`);
+      await page.locator(".monaco-editor .detected-link", { hasText: "https://example.com/docs" }).waitFor({ timeout: waitMs });
+      await screenshot("model-link-document");
+      const commandLinks = page.locator(".monaco-editor .detected-link", { hasText: "command:" });
+      if (await commandLinks.count()) throw new Error("the answer document made the model's command a link to Ctrl+click");
+      log("a code action's longer answer, a document, made no link of the model's command");
+
+      // 3. Apply on a block whose fence names a workspace link to .git/config: refused, nothing in the editor.
+      await send(chat, "How do I configure git?");
+      const block = chat.locator(".item.assistant .code-block").last();
+      await block.waitFor({ timeout: waitMs });
+      await block.locator('button[data-action="apply"]').click();
+      await page.locator(".notification-toast", { hasText: "cfg.ini leads to .git/config, a hidden file: not applied" }).waitFor({ timeout: waitMs });
+      await screenshot("apply-through-link-refused");
+      if (await page.locator(".tabs-container .tab", { hasText: "cfg.ini" }).count()) throw new Error("Apply opened the linked .git/config");
+      if (fs.readFileSync(path.join(workspace, ".git", "config"), "utf8") !== CONFIG) throw new Error(".git/config changed");
+      log("Apply of a block naming a link to .git/config was refused, and the file is unchanged");
+    });
+
+    await scenario("ghost", async () => {
+      await waitForStatus(page, /Ollie: idle/);
+      await openFile(page, "area.py");
+      // The cursor at the end of `    return 3.14 * `, as a user typing the expression.
+      await page.locator(".monaco-editor .view-lines").first().click();
+      await page.keyboard.press("Control+Home");
+      await page.keyboard.press("ArrowDown");
+      await page.keyboard.press("End");
+      await page.keyboard.type("(");
+      await page.keyboard.press("Backspace");
+      // Ghost text is drawn in the line, in elements of its own (`ghost-text*` classes), not in the document.
+      const shown = await until("the ghost text", () => page.evaluate(() => {
+        const parts = [...document.querySelectorAll(".monaco-editor .view-lines [class*='ghost-text']")];
+        // Spaces are drawn as nbsp; the parts may come more than once (the answer's first length is what is shown).
+        const text = parts.map((e) => e.textContent ?? "").join("").replace(/\u00a0/g, " ");
+        return text.includes("r * r") ? text : "";
+      })).catch(async (err) => {
+        // What the lines hold, for the failure's artifacts (the screenshot does not tell ghost text from text).
+        const html = await page.evaluate(() => document.querySelector(".monaco-editor .view-lines")?.innerHTML ?? "");
+        fs.writeFileSync(path.join(process.env.OLLIE_E2E_ARTIFACTS ?? ".", "view-lines.html"), html);
+        throw err;
+      });
+      await screenshot("ghost-text");
+      log(`ghost text shown: ${JSON.stringify(shown.slice(0, "r * r".length))}`);
+      await page.keyboard.press("Tab");
+      await page.keyboard.press("Control+S");
+      const file = path.join(workspace, "area.py");
+      await until("the accepted completion saved", async () => fs.readFileSync(file, "utf8").includes("return 3.14 * r * r\n"));
+      log("ollie's ghost text showed after the cursor and Tab accepted it");
+    });
+  },
+);
