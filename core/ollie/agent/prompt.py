@@ -77,8 +77,7 @@ def _read_entries(entries: list[str], base_dir: Path | None, cwd: Path) -> dict[
             read[entry] = environment.facts(cwd)
             continue
         try:
-            read[entry] = (_fragment(entry[1:], base_dir).read_text(encoding="utf-8", errors="replace").rstrip("\n"),
-                           False)
+            read[entry] = (beneath.read_config_sync(_fragment(entry[1:], base_dir), errors="replace").rstrip("\n"), False)
         except OSError as exc:
             read[entry] = exc
     return read
