@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ollie import beneath, paths
+from ollie import paths, regularfile
 
 
 def parse_env_file(text: str) -> dict[str, str]:
@@ -63,7 +63,7 @@ def env_values() -> dict[str, str]:
 def _env_text() -> str:
     """The env file's text, for what a message says of it ("" when it cannot be read)."""
     try:
-        return beneath.read_config_sync(env_file())
+        return regularfile.read_config_sync(env_file())
     except (OSError, UnicodeDecodeError):
         return ""
 

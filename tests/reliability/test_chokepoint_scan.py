@@ -43,6 +43,7 @@ MODULES_ALLOWED = {
     "core/ollie/paths.py": "ollie's own dirs and bundled files, and a session's root itself (session_dir)",
     "core/ollie/log.py": "ollie's log dir",
     "core/ollie/stdio.py": "/dev/null in place of the daemon's stdio",
+    "core/ollie/regularfile.py": "the user's config files by name (a regular file only, O_NONBLOCK, capped)",
     "core/ollie/programs.py": "PATH entries and the helpers found there (stat and realpath; a FIFO is never read)",
     "core/ollie/sessions/livelock.py": "the session's lock file in ollie's data dir",
     "core/ollie/sessions/logindex.py": "session logs in ollie's data dir",

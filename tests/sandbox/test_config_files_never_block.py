@@ -1,6 +1,6 @@
-"""The user's config files are read by name through one checked open (`beneath.read_config_sync`): a FIFO or a link to
-/dev/zero put there is a clear error naming the file (or, for the files that only ever add, nothing read), never a
-daemon that waits for good or reads without end; a link to a regular file is followed (the user's to make)."""
+"""The user's config files are read by name through one checked open (`regularfile.read_config_sync`): a FIFO or a
+link to /dev/zero put there is a clear error naming the file (or, for the files that only ever add, nothing read),
+never a daemon that waits for good or reads without end; a link to a regular file is followed (the user's to make)."""
 
 from __future__ import annotations
 
