@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.helpers import update_available_commands
@@ -57,13 +57,14 @@ from ollie.sessions.types import Channel, Info, ListOptions, sort_key
 from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
-from ollie_acp.options import ConfigOption, agents, backend_models, config_options, mode_state
+from ollie_acp.options import agents, backend_models, config_options, mode_state
 from ollie_acp.prompt import PromptBlock, image_blocks, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
 
 logger = logging.getLogger("ollie.acp.agent")
 LIST_PAGE = 50
+_Answer = TypeVar("_Answer", LoadSessionResponse, ResumeSessionResponse, ForkSessionResponse)
 
 
 class OllieAgent:
@@ -147,17 +148,13 @@ class OllieAgent:
                                           outcomes=dict(session.step_outcomes))
         for update in updates:
             await self.client.session_update(session_id=live.id, update=update)
-        response = LoadSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))
-        self._announce_after_answer(live)
-        return response
+        return await self._opened(live, LoadSessionResponse)
 
     async def resume_session(self, session_id: str, cwd: str, mcp_servers: Any = None,
                              **kwargs: Any) -> ResumeSessionResponse:
         """session/resume (unstable): reopen a saved session as session/load does, without replaying its history."""
         live = await self._reopen(cwd, session_id, mcp_servers)
-        response = ResumeSessionResponse(modes=mode_state(live.core), config_options=await self._opening_options(live))
-        self._announce_after_answer(live)
-        return response
+        return await self._opened(live, ResumeSessionResponse)
 
     async def fork_session(self, session_id: str, cwd: str, mcp_servers: Any = None,
                            **kwargs: Any) -> ForkSessionResponse:
@@ -180,10 +177,7 @@ class OllieAgent:
             plan = await fork.plan(known, default_agent=self._agent)
         live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
         await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
-        response = ForkSessionResponse(session_id=live.id, modes=mode_state(live.core),
-                                       config_options=await self._opening_options(live))
-        self._announce_after_answer(live)
-        return response
+        return await self._opened(live, ForkSessionResponse, session_id=live.id)
 
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         directory = await _directory(cwd)
@@ -284,9 +278,14 @@ class OllieAgent:
             await core.add_mcp_servers(mcp)
         return live
 
-    async def _opening_options(self, live: AcpSession) -> list[ConfigOption]:
-        """The config options a session opens with (an agent config that cannot load is told at its first reply)."""
-        return await config_options(live.core, agent_list=live.offered(await agents(live.core)))
+    async def _opened(self, live: AcpSession, response: Callable[..., _Answer], **fields: Any) -> _Answer:
+        """The answer to session/load, /resume or /fork: `response` with `fields`, the mode and the config options the
+        session opens with (an agent config that cannot load is told at its first reply); the session announced after
+        it."""
+        options = await config_options(live.core, agent_list=live.offered(await agents(live.core)))
+        answer = response(**fields, modes=mode_state(live.core), config_options=options)
+        self._announce_after_answer(live)
+        return answer
 
     def _announce_after_answer(self, live: AcpSession) -> None:
         """Once the client has the session's id: its updates (those held since it opened first: an MCP server that

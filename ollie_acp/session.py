@@ -21,7 +21,7 @@ from acp.schema import (
     Usage,
 )
 
-from ollie.agent.agentswitch import AgentSwitchRefused
+from ollie.agent.agentswitch import AgentSwitchRefused, NotKept
 from ollie.agent.editorcontext import SLASH
 from ollie.agent.recorder import close_session
 from ollie_acp.options import backend_models, options_update
@@ -187,7 +187,7 @@ class AcpSession:
         """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""
         try:
             switched = await self.core.switch_agent(name)
-        except AgentSwitchRefused as exc:
+        except (AgentSwitchRefused, NotKept) as exc:  # NotKept: the disk full, nothing changed
             await self._tell(f"{str(exc).capitalize()}.\n\n")
             return False
         # As `/agent` says them: from the picker, the user would never hear of the warnings, nor of where the

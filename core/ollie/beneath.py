@@ -23,6 +23,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from ollie.regularfile import NotRegular, read_regular
+from ollie.regularfile import TooLarge as TooLarge  # beneath.TooLarge, as its readers know it
+
 CAP_ENV = "OLLIE_MAX_FILE_BYTES"
 DEFAULT_CAP = 16 * 1024 * 1024
 _SYS_OPENAT2 = 437  # x86-64 and arm64 alike
@@ -30,26 +33,14 @@ _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 _O_PATH = getattr(os, "O_PATH", 0o10000000)
-_CHUNK = 1 << 16
 
 
 class BeneathError(OSError):
-    """A path the daemon refuses to touch (outside the root, through a symlink, not a file, too large)."""
+    """A path the daemon refuses to touch: outside the root or through a symlink (not a file, too large: `ollie.regularfile`)."""
 
 
 class OutsideRoot(BeneathError):
     """The path leaves the root (`..`, absolute elsewhere) or goes through a symlink."""
-
-
-class NotRegular(BeneathError):
-    """A FIFO, device, socket or symlink where a regular file (or directory) was expected."""
-
-
-class TooLarge(BeneathError):
-    """The file is larger than the cap: it was not read."""
-
-    def __init__(self, path: str, size: int, cap: int) -> None:
-        super().__init__(errno.EFBIG, f"{path} is larger than {cap:,} bytes ({size:,}); not read")
 
 
 def cap() -> int:
@@ -216,29 +207,12 @@ def held_dir(root: Path | str) -> Iterator[int]:
         yield fd
 
 
-def _regular(fd: int, rel: str) -> os.stat_result:
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise NotRegular(errno.EINVAL, f"{rel} is not a regular file")
-    return info
-
-
 def read_bytes_sync(root: Path | str, path: Path | str, limit: int | None = None) -> bytes:
     """The bytes of regular file `path` beneath `root`; FileNotFoundError, OutsideRoot, NotRegular or TooLarge."""
     rel = relative(root, path)
     most = cap() if limit is None else limit
     with _fd(root, rel, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY) as fd:
-        info = _regular(fd, rel)
-        if info.st_size > most:
-            raise TooLarge(rel, info.st_size, most)
-        chunks: list[bytes] = []
-        got = 0
-        while chunk := os.read(fd, min(_CHUNK, most + 1 - got)):
-            chunks.append(chunk)
-            got += len(chunk)
-            if got > most:  # it grew while read
-                raise TooLarge(rel, got, most)
-        return b"".join(chunks)
+        return read_regular(fd, rel, most)
 
 
 def read_text_sync(root: Path | str, path: Path | str, limit: int | None = None, errors: str = "strict") -> str:

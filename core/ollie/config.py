@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 
 import attrs
 
-from ollie import paths
+from ollie import paths, regularfile
 from ollie.errors import ConfigError
 from ollie.shapes import Check, FieldPath, Invalid, expected, parse, parse_config
 
@@ -203,7 +203,7 @@ def parse_agent_config(text: str, source: str) -> AgentConfig:
 def load_agent_config(path: Path) -> AgentConfig:
     """Load one agent config file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = regularfile.read_config_sync(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     config = parse_agent_config(text, str(path))

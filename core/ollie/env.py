@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ollie import paths
+from ollie import paths, regularfile
 
 
 def parse_env_file(text: str) -> dict[str, str]:
@@ -55,10 +55,15 @@ def where_set(name: str, value: str | None, *, key: Callable[[str], str] = str) 
     return f"{name} is set on line {number} of {env_file()}" if same else ""
 
 
+def env_values() -> dict[str, str]:
+    """The env file's settings ({} when it is missing or cannot be read: not a regular file, not UTF-8)."""
+    return parse_env_file(_env_text())
+
+
 def _env_text() -> str:
     """The env file's text, for what a message says of it ("" when it cannot be read)."""
     try:
-        return env_file().read_text(encoding="utf-8")
+        return regularfile.read_config_sync(env_file())
     except (OSError, UnicodeDecodeError):
         return ""
 

@@ -89,3 +89,23 @@ async def test_a_broken_sandbox_policy_is_told_at_the_start_of_the_first_reply(s
                                       "until it loads\n\nfirst answer")
     await agent.prompt(sid, "again")
     assert agent.client.text(sid).count("warning:") == 1
+
+
+async def test_a_sandbox_policy_made_a_fifo_is_told_and_a_linked_one_is_read(start_agent, llm) -> None:
+    # Bug (red team 29): a sandbox.yaml the user made a FIFO was read by name: the first prompt waited for good.
+    policy = config_dir() / "sandbox.yaml"
+    os.mkfifo(policy)  # nobody ever writes to it
+    llm.script(Reply.text("first answer"), Reply.text("second answer"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    await agent.prompt(sid, "hi")
+    said = agent.client.text(sid)
+    assert said.startswith(f"warning: {policy}: cannot read the sandbox policy: {policy} is not a regular file"), said
+    assert said.endswith("\n\nfirst answer"), said
+    # A link the user made to their own file is theirs to make: followed (the file it names is what is read).
+    policy.unlink()
+    (config_dir() / "mine.yaml").write_text("netwrok:\n  enabled: true\n")
+    policy.symlink_to("mine.yaml")
+    other = await agent.new()
+    await agent.prompt(other, "hi")
+    assert agent.client.text(other).startswith(f"warning: {policy}: key 'netwrok': unknown key"), agent.client.text(other)

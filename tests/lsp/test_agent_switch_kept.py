@@ -6,6 +6,8 @@ import re
 
 from ollie.testing import Reply
 from tests.procs import eventually
+from tests.reliability.test_attacks_as_user import daemon_as_alice
+from tests.tools.test_os_users import ALICE, home_of, shared  # noqa: F401  (fixtures)
 
 from .test_methods import rpc_error
 
@@ -130,3 +132,28 @@ async def test_a_rewind_before_clear_is_not_undone_into_the_new_conversation(sta
     await daemon.request("ollie/rewind", {"session": sid, "undo": True})
     said = [m["content"] for m in (await daemon.request("ollie/context", {"session": sid}))["messages"]]
     assert said == ["third", "three"], said
+
+
+async def test_a_switch_or_clear_whose_copy_cannot_be_written_changes_nothing(llm, shared):  # noqa: F811
+    # Bug: a switch whose copy failed (the disk full, the sessions dir unwritable) had already swapped in the new
+    # agent (the old one's tool servers left open): the conversation stayed, under the new agent's name.
+    llm.script(Reply.text("the parser is fixed"), Reply.text("on we go"))
+    home = home_of(ALICE, shared)
+    async with daemon_as_alice(home, llm.env()) as daemon:
+        sid = (await daemon.request("ollie/submit", {"text": "Fix the parser"}))["session"]
+        sessions = home / "data" / "ollie" / "sessions"
+        assert (sessions / f"{sid}.jsonl").is_file()
+        sessions.chmod(0o500)  # its own log still takes rounds; no new file (a copy) can be made there
+        try:
+            for line, refused in (("/agent plan", "agent not switched"), ("/clear", "session not cleared")):
+                output = (await daemon.request("ollie/command", {"line": line}))["output"]
+                assert (await daemon.request("ollie/command", {"line": "/agent"}))["output"] == "agent: default"
+                assert re.fullmatch(rf"{line.split()[0]} failed: {refused}: the conversation could not be kept as a "
+                                    r"session of its own \(.*Permission denied.*\); nothing changed", output), output
+            listed = (await daemon.request("ollie/session/list", {}))["sessions"]
+            assert [(s["id"], s["agent"]) for s in listed] == [(sid, "default")], listed
+            await daemon.request("ollie/submit", {"session": sid, "text": "and the tests?"})  # it goes on as it was
+            assert [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"] == [
+                "Fix the parser", "and the tests?"]
+        finally:
+            sessions.chmod(0o700)

@@ -43,9 +43,9 @@ MODULES_ALLOWED = {
     "core/ollie/paths.py": "ollie's own dirs and bundled files, and a session's root itself (session_dir)",
     "core/ollie/log.py": "ollie's log dir",
     "core/ollie/stdio.py": "/dev/null in place of the daemon's stdio",
+    "core/ollie/regularfile.py": "the user's config files by name (a regular file only, O_NONBLOCK, capped)",
     "core/ollie/programs.py": "PATH entries and the helpers found there (stat and realpath; a FIFO is never read)",
     "core/ollie/sessions/livelock.py": "the session's lock file in ollie's data dir",
-    "core/ollie/sessions/location.py": "the env file in ollie's config dir",
     "core/ollie/sessions/logindex.py": "session logs in ollie's data dir",
     "core/ollie/sessions/persist.py": "session logs in ollie's data dir",
     "core/ollie/sessions/store.py": "the session store in ollie's data dir",
@@ -84,11 +84,7 @@ ALLOWED = {
     ("core/ollie/agent/opening.py", "_work_dir"): "the root itself",
     ("core/ollie/agent/recorder.py", "Recorder._stamp.touch"): "ollie's data dir",
     ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
-    ("core/ollie/env.py", "_env_text"): "the env file in ollie's config dir (which line set a bad value, which one "
-                                        "was not read)",
     ("core/ollie/agent/prompt.py", "_config_file"): "the agent config's dir (the workspace goes through beneath)",
-    ("core/ollie/agent/prompt.py", "_read_entries"): "an agent's `@` fragment files: absolute, `~` or beside its config",
-    ("core/ollie/agent/skills.py", "read_skill"): "the user's and bundled skills",
     ("core/ollie/agent/skills.py", "find_skills"): "the user's and bundled skills",
     ("core/ollie/agent/review.py", "Review._tree_with"): "a temp index in the shadow repository",
     ("core/ollie/agent/review.py", "Review._write_rewind"): "the sessions dir, in ollie's data dir (or the store's)",
@@ -108,9 +104,7 @@ ALLOWED = {
     ("core/ollie/tools/execute/sandboxnotes.py", "disk_notes"): "free space of the step's cwd and TMPDIR (stat only)",
     ("core/ollie/tools/execute/childenv.py", "memory_dir"): "the root itself, stat only (the notes dir's cache key)",
     ("core/ollie/tools/execute/runner.py", "Runner._with_session_dirs"): "the session's own dirs",
-    ("core/ollie/mcp/config.py", "load_user_servers"): "the user's mcp.json in ollie's config dir",
     ("core/ollie/mcp/attach.py", "attach_configured"): "the user's mcp.json in ollie's config dir",
-    ("core/ollie/mcp/workspace.py", "allowed_keys"): "the allowed workspace servers, in ollie's state dir",
     ("core/ollie/mcp/workspace.py", "remember"): "the allowed workspace servers, in ollie's state dir",
     ("core/ollie/mcp/stdio.py", "_installation"): "the server's program on PATH, stat only (it runs sandboxed)",
     ("core/ollie/mcp/stdio.py", "missing"): "the server's program on its PATH and the user's, stat and access only (named "
@@ -119,7 +113,6 @@ ALLOWED = {
     ("core/ollie/mcp/stdio.py", "spawn_server.prepare"): "the server's own dir in ollie's state dir",
     ("core/ollie/tools/execute/runner.py", "Runner.prepare_dirs"): "the memory and plan dirs",
     ("core/ollie/tools/execute/runner.py", "make_notes_dir"): "this project's notes dir, in ollie's data dir",
-    ("core/ollie/backend/registry.py", "environment"): "the env file in ollie's config dir",
 }
 
 

@@ -8,7 +8,7 @@ from ollie.errors import ConfigError
 from ollie.sandbox.policy import load_policy
 from ollie.sandbox.rules import landlock_abi
 
-from .test_landlock_net import FS, listeners, probe  # noqa: F401  (the fixture)
+from .test_landlock_net import FS, probe
 
 
 def test_ports_written_as_strings_are_ports(ws):
@@ -22,7 +22,7 @@ def test_ports_written_as_strings_are_ports(ws):
 
 
 @pytest.mark.skipif(landlock_abi() < 4, reason="needs Landlock ABI >= 4 (TCP rules)")
-async def test_a_quoted_port_is_enforced_like_a_number(ws, listeners):  # noqa: F811
+async def test_a_quoted_port_is_enforced_like_a_number(ws, listeners):
     allowed, denied = listeners
     policy = ws.policy(FS + f'network: {{mode: open, unrestricted: false, connect_tcp: ["{allowed}"]}}\n')
     lines = await probe(ws, policy, f"connect:{allowed}", f"connect:{denied}")

@@ -24,6 +24,10 @@ class AgentSwitchRefused(OllieError):
     """The user did not allow a switch to an unsandboxed agent (or nobody could be asked): the agent stays."""
 
 
+class NotKept(OllieError):
+    """The conversation could not be kept as a session of its own (the disk full...): nothing was switched or cleared."""
+
+
 def unsandboxed(name: str, dirs: list[Path]) -> AgentInfo | None:
     """Agent `name` of `dirs` when it runs without a sandbox (`sandbox`/`commandSandbox` none, or `elevation: allow`:
     see AgentInfo), else None; reads the configs: in a thread."""

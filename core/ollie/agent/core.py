@@ -30,6 +30,7 @@ from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.config import APPROVAL_MODES
+from ollie.errors import OllieError
 from ollie.mcp.attach import host_of
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import owners_only
@@ -399,34 +400,42 @@ class Core(McpMembers):
         if self._host.running:
             raise RuntimeError("cannot clear while a turn is running; interrupt it first")
         async with self._turn_lock:
-            switched = await self._start_over([])
+            switched = await self._start_over(await self._keep("session not cleared"), [])
             self._host.save()
             self._cleared()
             return switched
 
-    async def _start_over(self, warnings: list[str]) -> Switched:
-        """Keep the conversation as a session of its own, its title with it, then clear it: what `/clear` and an agent
-        switch do alike (the user's conversation is never lost). An empty one keeps nothing, and its name stays."""
-        from ollie.agent.surface import Switched
+    async def _keep(self, refused: str) -> tuple[str, str] | None:
+        """Keep the conversation as a session of its own, its title with it: (its id, its title), None when empty (the
+        first half of `/clear` and an agent switch: the user's conversation is never lost). NotKept, starting with
+        `refused`, when it cannot be written: before anything else changed."""
+        if not self.session.messages:
+            return None
+        from ollie.agent.agentswitch import NotKept, keep
+        from ollie.agent.recorder import first_prompt_title
+        from ollie.sessions.session import new_session_id
 
-        switched = Switched(warnings)
-        if self.session.messages:
-            from ollie.agent.agentswitch import keep
-            from ollie.agent.recorder import first_prompt_title
-            from ollie.sessions.session import new_session_id
-
-            self._host.save()
-            title = self.session.title or first_prompt_title(self.session) or "untitled"
+        self._host.save()
+        title = self.session.title or first_prompt_title(self.session) or "untitled"
+        try:
             # Its turns' checkpoints are the copy's before its log is: a crash between leaves refs no log names.
             kept_id = new_session_id()
             reviewed = await self.review.copy_turns(self.session.id, len(self.session.turn_starts), kept_id)
-            kept = await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed)
-            switched = Switched(warnings, kept, title)
-            self._host.bus.emit("kept", switched.kept_id, title)  # its record: the recorder's
+            return await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed), title
+        except (OSError, OllieError) as exc:
+            raise NotKept(f"{refused}: the conversation could not be kept as a session of its own ({exc}); "
+                          "nothing changed") from exc
+
+    async def _start_over(self, kept: tuple[str, str] | None, warnings: list[str]) -> Switched:
+        """Clear the conversation `_keep` kept (an empty one keeps nothing, and its name stays)."""
+        from ollie.agent.surface import Switched
+
+        if kept is not None:
+            self._host.bus.emit("kept", *kept)  # its record: the recorder's
             self.session.title = ""
         self.session.clear()
-        await self.review.start_over(bool(switched.kept_id))
-        return switched
+        await self.review.start_over(kept is not None)
+        return Switched(warnings, *(kept or ()))
 
     def _cleared(self) -> None:
         """Publish a cleared history: the state, and no turn left (the recorder's title follows, as for a rewind of
@@ -505,11 +514,13 @@ class Core(McpMembers):
             except Stopped:
                 raise Stopped(f"agent not switched: stopped while asking about {name}") from None
         async with self._turn_lock:
-            old, retired, warnings = await self._setup.load_agent(name, session_id=self.session.id)
+            # Kept once the new runtime is built, before it is swapped in: a copy that fails leaves the old agent whole
+            old, retired, warnings, kept = await self._setup.load_agent(
+                name, session_id=self.session.id, first=lambda: self._keep("agent not switched"))
             self._host.told(warnings)  # the caller shows them (`/agent`, ACP's agent picker)
             self._attached.wire()
             self._wire_mcp()
-            switched = await self._start_over(warnings)
+            switched = await self._start_over(kept, warnings)
             self.session.agent = name
             self.session.backend = self.session.model = ""  # the new agent config's, as after a resume
             self._host.budget.forget_limit()

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ollie import beneath
+from ollie import beneath, regularfile
 from ollie.agent import environment
 from ollie.agent.commandbox import CommandBox
 from ollie.config import Prompt
@@ -77,8 +77,7 @@ def _read_entries(entries: list[str], base_dir: Path | None, cwd: Path) -> dict[
             read[entry] = environment.facts(cwd)
             continue
         try:
-            read[entry] = (_fragment(entry[1:], base_dir).read_text(encoding="utf-8", errors="replace").rstrip("\n"),
-                           False)
+            read[entry] = (regularfile.read_config_sync(_fragment(entry[1:], base_dir), errors="replace").rstrip("\n"), False)
         except OSError as exc:
             read[entry] = exc
     return read

@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ from ollie.config import AgentConfig, find_agent, load_agent_config
 
 # Clients poll ollie/state: a backend that is down is not checked more often than this.
 FAILED_HEALTH_REUSE_S = 2.0
+
+Kept = tuple[str, str] | None  # an agent switch's conversation before, kept as a session: (id, title)
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -199,20 +201,26 @@ class Setup:
         self.runtime.warnings.append(f"agent {self.agent!r} runs its prompt commands and hooks without a sandbox: in "
                                      f"{owner}'s session they run sandboxed ({DEFAULT_COMMAND_SANDBOX}) for you")
 
-    async def load_agent(self, name: str, *, session_id: str) -> tuple[Runtime, Backend | None, list[str]]:
-        """Swap in agent `name`'s runtime: (the old runtime, the retired backend or None, warnings); ConfigError changes
-        nothing."""
+    async def load_agent(self, name: str, *, session_id: str, first: Callable[[], Awaitable[Kept]]
+                         ) -> tuple[Runtime, Backend | None, list[str], Kept]:
+        """Swap in agent `name`'s runtime, `first` awaited once it is built: (the old runtime, the retired backend or
+        None, warnings, what `first` gave); ConfigError, or `first`'s error, changes nothing."""
         cfg = await asyncio.to_thread(load_agent_config, find_agent(name, self.agents_dirs_given))  # off the loop
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=self.dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
         )
         _bind_session(runtime, cfg, session_id)
+        try:
+            kept = await first()
+        except BaseException:
+            await runtime.dispatcher.aclose()
+            raise
         runtime.backend, retired, problem = backend_for_agent(cfg, self.runtime.backend, self.backend_factory)
         old, self.runtime, self.agent = self.runtime, runtime, name
         self._health = None
         if retired is not None:
             self.backend_error = ""
-        return old, retired, [*runtime.warnings, *([problem] if problem else [])]
+        return old, retired, [*runtime.warnings, *([problem] if problem else [])], kept
 
 
 def _bind_session(runtime: Runtime, cfg: AgentConfig, session_id: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ollie import paths
+from ollie import paths, regularfile
 
 SKILL_FILE = "SKILL.md"
 
@@ -42,7 +42,7 @@ def _front_matter(text: str) -> tuple[dict, str]:
 
 def read_skill(directory: Path) -> Skill:
     """Describe the skill in `directory` from its SKILL.md: front matter, else the first lines."""
-    text = (directory / SKILL_FILE).read_text(encoding="utf-8", errors="replace")
+    text = regularfile.read_config_sync(directory / SKILL_FILE, errors="replace")
     meta, body = _front_matter(text)
     name = str(meta.get("name") or directory.name)
     description = str(meta.get("description") or "").strip()

@@ -32,13 +32,9 @@ def backend_class(spec: BackendSpec) -> Callable[..., Backend]:
 
 def environment() -> dict[str, str]:
     """os.environ over the env file (which never overrides a variable already set)."""
-    from ollie.env import env_file, parse_env_file
+    from ollie.env import env_values
 
-    try:
-        file_values = parse_env_file(env_file().read_text(encoding="utf-8"))
-    except OSError:
-        file_values = {}
-    return {**file_values, **os.environ}
+    return {**env_values(), **os.environ}
 
 
 def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from ollie import paths
+from ollie import paths, regularfile
 from ollie.config import MCP_TIMEOUT_MS, McpHttp, McpStdio, parse_mcp_servers
 from ollie.errors import ConfigError
 from ollie.shapes import Invalid, dotted
@@ -102,7 +102,7 @@ def load_user_servers() -> dict[str, ServerSpec]:
     """The servers of the user's mcp.json ({} when there is none); ConfigError naming file and key."""
     file = config_file()
     try:
-        text = file.read_text(encoding="utf-8")
+        text = regularfile.read_config_sync(file)
     except FileNotFoundError:
         return {}
     except OSError as exc:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from ollie import beneath, paths
+from ollie import beneath, paths, regularfile
 from ollie.errors import ConfigError
 from ollie.mcp.config import ServerSpec, parse_servers
 
@@ -96,7 +96,7 @@ def approval_key(cwd: Path, spec: ServerSpec) -> str:
 def allowed_keys() -> set[str]:
     """The approvals remembered so far; blocking."""
     try:
-        data = json.loads(approvals_file().read_text(encoding="utf-8"))
+        data = json.loads(regularfile.read_config_sync(approvals_file()))
     except (OSError, ValueError):
         return set()
     return {k for k in data if isinstance(k, str)} if isinstance(data, list) else set()

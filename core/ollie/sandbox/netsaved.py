@@ -11,7 +11,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from ollie import paths
+from ollie import paths, regularfile
 from ollie.log import get_logger
 
 log = get_logger("ollie.sandbox.netsaved")
@@ -29,7 +29,7 @@ def saved_file() -> Path:
 def read_saved() -> tuple[str, ...]:
     """The saved patterns (none when the file is missing or unreadable: it only ever allows more)."""
     try:
-        text = saved_file().read_text(encoding="utf-8")
+        text = regularfile.read_config_sync(saved_file())
     except FileNotFoundError:
         return ()
     except (OSError, UnicodeDecodeError) as exc:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ollie import paths
+from ollie import paths, regularfile
 from ollie.errors import ConfigError
 from ollie.sandbox.sizes import size_bytes
 
@@ -219,7 +219,7 @@ def load_policy(name: str = "default", *, cwd: Path, env: Mapping[str, str] | No
     """Load named policy `name`, expanded for a session in `cwd` (`env` overlays os.environ for templates)."""
     file = policy_file(name)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = regularfile.read_config_sync(file)
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the sandbox policy: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:

@@ -21,12 +21,9 @@ def setting(name: str) -> str:
     """A setting from the environment, else from the env file (which never overrides the environment)."""
     if name in os.environ:
         return os.environ[name].strip()
-    from ollie.env import env_file, parse_env_file
+    from ollie.env import env_values
 
-    try:
-        return parse_env_file(env_file().read_text(encoding="utf-8")).get(name, "").strip()
-    except OSError:
-        return ""
+    return env_values().get(name, "").strip()
 
 
 def store_url() -> str:
