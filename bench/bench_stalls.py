@@ -115,6 +115,8 @@ def run() -> tuple[list[Row], list[str]]:
                 "ollie/session/load", {"session": big}, timeout=120))
             context, context_s, context_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
                 "ollie/context", {"session": big, "offset": BIG - 500, "limit": 500}, timeout=120))
+            fork, fork_s, fork_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
+                "ollie/session/fork", {"session": big}, timeout=120))  # a rewritten history: a fresh snapshot
             srv.script(task_state, chunk_size=4096)
             compact, compact_s, compact_probes = _worst_during(daemon, probe_session, lambda: daemon.request(
                 "ollie/command", {"session": big, "line": "/compact"}, timeout=120))
@@ -131,6 +133,7 @@ def run() -> tuple[list[Row], list[str]]:
     for label, worst, took, probes in (
             (f"session/load of {BIG:,} messages", load, load_s, load_probes),
             (f"ollie/context (its last 500) of {BIG:,} messages", context, context_s, context_probes),
+            (f"a fork of {BIG:,} messages", fork, fork_s, fork_probes),
             (f"/compact of {BIG:,} messages", compact, compact_s, compact_probes),
             (f"a {FLOOD:,}-delta reply in another session", flood, flood_s, flood_probes),
             (f"{ASKS} code actions over a select-all of a {HUGE_LINES:,}-line document", actions, actions_s,

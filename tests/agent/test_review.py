@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from agentkit import sent_messages
 
+from ollie.agent import review
 from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
+from ollie.backend.types import Message
+from ollie.sessions import persist
 from ollie.testing import Reply
 from ollie.workspace.errors import StaleChange
 
@@ -130,6 +134,36 @@ async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(s
     # And rewind to before turn 1 across the restart, by number.
     await again.rewind(1)
     assert again.session.messages == [] and (workdir / "a.txt").read_text() == ORIGINAL_A
+
+
+async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scripted_llm, make_core, workdir,
+                                                                             monkeypatch):
+    # A rewind encoded the whole history twice on the loop every session shares (its backup, the log's snapshot),
+    # its undo read it back there: seconds frozen for a 100,000-message session.
+    core, _ = await _two_turns(scripted_llm, make_core, workdir)
+    loop_thread = threading.current_thread()
+    on_loop: list[str] = []
+    to_dict, checked = Message.to_dict, review.checked_messages
+
+    def encoded(message: Message) -> dict:
+        if threading.current_thread() is loop_thread:
+            on_loop.append(f"encoded {message.content!r}")
+        return to_dict(message)
+
+    def read(data: object) -> list[Message]:
+        if threading.current_thread() is loop_thread:
+            on_loop.append("read the backup's messages")
+        return checked(data)
+
+    monkeypatch.setattr(Message, "to_dict", encoded)
+    monkeypatch.setattr(review, "checked_messages", read)
+    await core.rewind()
+    back = await core.rewind_undo()
+    assert back.turn == 2 and len(core.session.messages) == 6
+    assert on_loop == []
+    monkeypatch.undo()
+    assert [m.to_dict() for m in persist.load(core.sessions_dir, core.session_id).messages] == \
+        [m.to_dict() for m in core.session.messages]
 
 
 @pytest.mark.parametrize("damage", [

@@ -183,6 +183,38 @@ def test_history_rewrite_writes_a_fresh_snapshot(tmp_path, rewrite, log_store):
     assert not list(tmp_path.glob(".ollie-*"))
 
 
+def test_a_snapshot_written_later_keeps_what_changed_meanwhile_for_the_next_save(tmp_path, log_store):
+    # The daemon writes a rewritten history's snapshot in a thread while its loop goes on changing the session.
+    session, file = _one_round_saved(tmp_path, session_log)
+    _round(session, 1)
+    session.replace_messages(session.messages[3:])
+    write = file.save_later(session)
+    assert write is not None
+    rewritten = len(session.messages)
+    session.messages[0].content = "edited meanwhile"
+    session.mark_edited(0)
+    _round(session, 2)  # a message, a tier, the totals: all after the snapshot was taken
+    write()
+    assert len(persist.load(tmp_path, session.id).messages) == rewritten  # (an edit in place may be in it already)
+    assert file.save_later(session) is None, "the round after the snapshot is appended, not a second snapshot"
+    loaded = persist.load(tmp_path, session.id)
+    assert _dicts(loaded) == _dicts(session) and loaded.meta() == session.meta()
+
+
+def test_a_save_before_a_snapshots_write_makes_that_write_stand_down(tmp_path, log_store):
+    session, file = _one_round_saved(tmp_path, session_log)
+    session.replace_messages([Message("user", "task state")])
+    older = file.save_later(session)
+    _round(session, 1)
+    file.save(session)  # the whole session as it is now: the older snapshot must not replace it
+    assert older is not None
+    older()
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
+    _round(session, 2)
+    file.save(session)
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
+
+
 def test_a_crash_during_a_snapshot_leaves_the_old_file(tmp_path, monkeypatch):
     session, file = _one_round_saved(tmp_path, SessionFile)
     saved = _dicts(session)

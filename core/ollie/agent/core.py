@@ -470,7 +470,7 @@ class Core(McpMembers):
         session.result_tiers, session.step_outcomes = source.result_tiers, source.step_outcomes
         session.step_network, session.step_images = source.step_network, source.step_images
         session.decision_index = list(source.decision_index)
-        self._host.save()
+        await self._host.save_rewritten()
         self._host.notify()
 
     # --- configuration (see Setup) ---------------------------------------

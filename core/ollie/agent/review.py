@@ -19,6 +19,7 @@ from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
+from ollie.backend.types import Message
 from ollie.log import get_logger
 from ollie.sessions.logparse import checked_messages
 from ollie.sessions.session import Session
@@ -63,6 +64,8 @@ class ReviewHost(Protocol):
     sessions_dir: Path
 
     def save(self) -> None: ...
+
+    async def save_rewritten(self) -> None: ...
 
 
 @dataclass(eq=False, repr=False)
@@ -156,6 +159,21 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
     hunk = change.hunks[index]
     return f"{change.path} lines {hunk.new_start}-{hunk.new_start + max(hunk.new_lines - 1, 0)} " \
            f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
+
+
+def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message]]:
+    """A rewind's backup, checked: its turn, undo checkpoint, turn starts and messages (ReviewError: damaged)."""
+    try:
+        backup = json.loads(data)
+        turn, checkpoint = backup["turn"], backup["undo_checkpoint"]
+        messages = checked_messages(backup["messages"])
+        starts = backup["turn_starts"]
+        if not (type(turn) is int and type(checkpoint) is str and is_checkpoint(checkpoint) and type(starts) is list
+                and all(type(s) is int for s in starts)):
+            raise ValueError("a turn, checkpoint or turn start of the wrong type")
+    except (KeyError, TypeError, ValueError) as exc:  # not JSON, not UTF-8, a field missing or of the wrong type
+        raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
+    return turn, checkpoint, starts, messages
 
 
 class Review:
@@ -473,8 +491,9 @@ class Review:
         """The rewind's way back, synced to disk before anything changes."""
         # Beside the session logs, which a session in a store (OLLIE_STORE) never made: its rewind failed (ENOENT).
         await asyncio.to_thread(lambda: self._host.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True))
-        await beneath.write_bytes(self._host.sessions_dir, self._rewind_path().name, json.dumps(backup).encode(),
-                                  0o600, sync=True)
+        # The history's messages are encoded in a thread: O(history), the daemon's other sessions go on meanwhile.
+        data = await asyncio.to_thread(lambda: json.dumps(backup, default=Message.to_dict).encode())
+        await beneath.write_bytes(self._host.sessions_dir, self._rewind_path().name, data, 0o600, sync=True)
 
     async def rewind(self, turn: int | None = None, *, documents: EditorDocuments | None = None) -> Rewound:
         """Files back to before `turn` (default: the last), conversation cut there; open buffers through `documents`."""
@@ -490,7 +509,7 @@ class Review:
         before = await self._state_before(number)
         cp = self.checkpoints()
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(),
-                  "turn_starts": list(session.turn_starts), "messages": [m.to_dict() for m in session.messages]}
+                  "turn_starts": list(session.turn_starts), "messages": list(session.messages)}
         # The way back is on disk before anything changes: a crash at any point after leaves it undoable.
         await self._write_rewind(backup)
         restored = await cp.restore(before)
@@ -504,32 +523,22 @@ class Review:
         self.editor_edits.forget_from(number)
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
-        self._host.save()
+        await self._host.save_rewritten()
         return await self._rewound(number, restored.changes, len(session.messages), tuple(buffers))
 
     async def rewind_undo(self) -> Rewound:
         """Put the files and the conversation back as they were before the last rewind."""
         try:
-            backup = json.loads(await beneath.read_bytes(self._host.sessions_dir, self._rewind_path().name))
+            data = await beneath.read_bytes(self._host.sessions_dir, self._rewind_path().name)
         except FileNotFoundError:
             raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
-        except ValueError as exc:  # not JSON, not UTF-8
-            raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
         # All of it checked before the files go back: a backup that fails after the restore leaves them half done.
-        try:
-            turn, checkpoint = backup["turn"], backup["undo_checkpoint"]
-            messages = checked_messages(backup["messages"])
-            starts = backup["turn_starts"]
-            if not (type(turn) is int and type(checkpoint) is str and is_checkpoint(checkpoint) and type(starts) is list
-                    and all(type(s) is int for s in starts)):
-                raise ValueError("a turn, checkpoint or turn start of the wrong type")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
+        turn, checkpoint, starts, messages = await asyncio.to_thread(_read_backup, data)  # O(history): in a thread
         restored = await self.checkpoints().restore(checkpoint)
         session = self._host.session
         session.replace_messages(messages)
         session.turn_starts = starts
-        self._host.save()
+        await self._host.save_rewritten()
         await asyncio.to_thread(self._drop_rewind)
         return await self._rewound(turn, restored.changes, len(session.messages))
 

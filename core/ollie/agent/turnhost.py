@@ -249,8 +249,20 @@ class TurnHost:
         try:
             self.session_file.save(self.session)
         except (OSError, ValueError, OllieError) as exc:
-            log.error("session save failed", extra={"error": str(exc)})
-            self.bus.emit("error", f"could not save the session: {exc}")
+            self._not_saved(exc)
+
+    async def save_rewritten(self) -> None:
+        """`save` after a history rewrite (rewind, fork): the snapshot, O(history), is encoded and written in a
+        thread, so the daemon's other sessions are served meanwhile."""
+        try:
+            if (write := self.session_file.save_later(self.session)) is not None:
+                await asyncio.to_thread(write)
+        except (OSError, ValueError, OllieError) as exc:
+            self._not_saved(exc)
+
+    def _not_saved(self, exc: BaseException) -> None:
+        log.error("session save failed", extra={"error": str(exc)})
+        self.bus.emit("error", f"could not save the session: {exc}")
 
     def retire(self, backend: Backend) -> None:
         """Close `backend` when the running turn ends (its request streams from it)."""

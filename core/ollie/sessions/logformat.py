@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ollie.backend.types import Message
 from ollie.errors import OllieError
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, validate_session_id
 
@@ -52,12 +53,12 @@ def forget_changes(session: Session) -> None:
             current.changed_keys.clear()
 
 
-def snapshot_records(session: Session) -> Iterator[bytes]:
+def snapshot_records(session_id: str, messages: list[Message], meta: dict[str, Any]) -> Iterator[bytes]:
     """The records of a whole session: header, every message, the closing meta."""
-    yield dumps({"t": "head", "v": FORMAT_VERSION, "id": session.id})
-    for message in session.messages:
+    yield dumps({"t": "head", "v": FORMAT_VERSION, "id": session_id})
+    for message in messages:
         yield dumps({"t": "m", "m": message.to_dict()})
-    yield dumps({"t": "meta", "n": len(session.messages), "meta": session.meta()})
+    yield dumps({"t": "meta", "n": len(messages), "meta": meta})
 
 
 def last_commit(tail: bytes) -> dict[str, Any]:

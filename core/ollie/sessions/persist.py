@@ -16,10 +16,11 @@ log much larger than it, gets a fresh snapshot written to a temporary file and r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,7 @@ class SessionFile:
         self._inode = -1  # the file the offsets refer to
         self._swept = False  # stale temporary files of this session were looked for (once: see `_write_whole`)
         self._tracked_refs: dict[str, object] = {}
+        self._taken = 0  # snapshots taken by `save_later`: only the last one's write is kept
         # The records go to `storage` instead of the file when given (OLLIE_STORE: PostgreSQL rows).
         self.storage = storage
         self._write_failed = False  # set from the storage's writer thread: no lock, a flag
@@ -112,7 +114,7 @@ class SessionFile:
             session = _session(meta, messages, self.path)
             if self.storage is not None:
                 self.storage.keep_own_settings(session)
-            self._bind(session, written=len(messages), offset=offset, overhead=overhead)
+            self._bind(session, offset=offset, overhead=overhead)
             return session
 
     def flush(self) -> None:
@@ -131,17 +133,41 @@ class SessionFile:
 
     def save(self, session: Session) -> None:
         """Persist what is new since the last save (a snapshot when the history was rewritten)."""
+        if (write := self.save_later(session)) is not None:
+            write()
+
+    def save_later(self, session: Session) -> Callable[[], None] | None:
+        """`save` in two parts for the event loop: a round is appended now (None returned); a snapshot's session
+        is taken now (a copy of the list) and the function returned encodes and writes it (O(history): run it in
+        a thread, before the next save; a save before it makes it stand down). Changes made meanwhile are the
+        next save's."""
         with self._lock:
             self._check_id(session)
-            try:
-                if self._needs_snapshot(session):
-                    self._write_snapshot(session)
-                else:
+            if not self._needs_snapshot(session):
+                with self._unsaved_on_error():
                     self._append(session)
-            except OSError as exc:  # the disk full, the directory gone: `release` tells whoever closes it
-                _unsaved[self.session_id] = exc
-                raise
-            _unsaved.pop(self.session_id, None)
+                return None
+            messages = session.messages
+            taken = list(messages)
+            meta = {k: list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
+                    for k, v in session.meta().items()}  # the loop may change the maps while the thread encodes
+            refs: dict[str, object] = {name: getattr(session, name, None) for name in TRACKED_FIELDS}
+            generation = session.history_generation
+            forget_changes(session)  # what changes from now on is the next save's
+            self._bound = False  # a save before the write writes the whole session itself
+            self._taken += 1
+            ticket = self._taken
+
+        def write() -> None:
+            payload = b"".join(snapshot_records(self.session_id, taken, meta))
+            with self._lock:
+                if self._taken != ticket:  # a later save took the session whole: its write is the one to keep
+                    return
+                with self._unsaved_on_error():
+                    self._write_whole(payload)
+                self._bind_refs(messages, taken, generation, refs, offset=len(payload), overhead=0)
+
+        return write
 
     def rewrite(self, session: Session) -> None:
         """Write a fresh snapshot of the whole session atomically, replacing the log."""
@@ -170,6 +196,16 @@ class SessionFile:
             return self.compaction_path
 
     # --- internals --------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _unsaved_on_error(self) -> Iterator[None]:
+        """A write that fails (the disk full, the directory gone) is noted for `release` to tell whoever closes it."""
+        try:
+            yield
+        except OSError as exc:
+            _unsaved[self.session_id] = exc
+            raise
+        _unsaved.pop(self.session_id, None)
 
     def _check_id(self, session: Session) -> None:
         if session.id != self.session_id:
@@ -206,7 +242,7 @@ class SessionFile:
         self._offset += len(payload)
         self._overhead += len(edited) + 1
         forget_changes(session)
-        self._bind(session, written=len(msgs), offset=self._offset, overhead=self._overhead)
+        self._bind(session, offset=self._offset, overhead=self._overhead)
 
     # --- storage: the file, or `storage` (a database's rows, ollie.sessions.pg.log) ---------------------
 
@@ -284,22 +320,29 @@ class SessionFile:
         self._inode = inode
 
     def _write_snapshot(self, session: Session) -> None:
-        payload = b"".join(snapshot_records(session))
+        payload = b"".join(snapshot_records(session.id, session.messages, session.meta()))
         self._write_whole(payload)
         forget_changes(session)
-        self._bind(session, written=len(session.messages), offset=len(payload), overhead=0)
+        self._bind(session, offset=len(payload), overhead=0)
 
-    def _bind(self, session: Session, *, written: int, offset: int, overhead: int) -> None:
+    def _bind(self, session: Session, *, offset: int, overhead: int) -> None:
         msgs = session.messages
+        self._bind_refs(msgs, msgs, session.history_generation,
+                        {name: getattr(session, name, None) for name in TRACKED_FIELDS}, offset=offset,
+                        overhead=overhead)
+
+    def _bind_refs(self, msgs: list[Message], written: list[Message], generation: int, tracked: dict[str, object],
+                   *, offset: int, overhead: int) -> None:
+        """The file now holds `written` (the first messages of the list `msgs`) and the tracked maps `tracked`."""
         self._bound = True
-        self._written = written
+        self._written = len(written)
         self._offset = offset
         self._overhead = overhead
-        self._generation = session.history_generation
+        self._generation = generation
         self._list_ref = msgs
-        self._first_ref = msgs[0] if written else None
-        self._last_ref = msgs[written - 1] if written else None
-        self._tracked_refs = {name: getattr(session, name, None) for name in TRACKED_FIELDS}
+        self._first_ref = written[0] if written else None
+        self._last_ref = written[-1] if written else None
+        self._tracked_refs = tracked
 
     def _commit_record(self, session: Session) -> dict[str, Any]:
         """The closing record of a round: meta without the tracked maps, plus their changes."""
