@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from ollie.sandbox import writers
+from ollie.sandbox.errors import SandboxError
+from tests.sandbox.conftest import Workspace
 
 
 async def quiet(path: Path, wait_s: float = 0.0) -> bool:
@@ -19,7 +21,7 @@ async def test_a_step_holding_a_dir_keeps_everything_beneath_it_from_being_quiet
                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws, other = tmp_path / "ws", tmp_path / "other"
-    release = await writers.hold([ws])
+    release = await writers.hold(writers.places([ws]))
     assert not await quiet(ws / "sub" / "a.py") and not await quiet(ws)
     assert await quiet(other / "a.py") and await quiet(tmp_path)  # beside it, or above it: a step there cannot swap it
     release()
@@ -32,7 +34,7 @@ async def test_a_step_takes_no_lock_for_a_device_it_may_write(tmp_path: Path, mo
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws, linked = tmp_path / "ws", tmp_path / "null"
     linked.symlink_to("/dev/null")  # followed, as the realpath of a policy's path is
-    release = await writers.hold([Path("/dev/null"), Path("/dev/zero"), linked, ws])
+    release = await writers.hold(writers.places([Path("/dev/null"), Path("/dev/zero"), linked, ws]))
     assert len(list((tmp_path / "state" / "writers").iterdir())) == 1  # the work tree's
     assert writers.holder(Path("/dev/null")) is None and not await quiet(ws / "a.py")
     release()
@@ -45,8 +47,8 @@ async def test_a_step_starting_while_quiet_is_held_waits_and_a_cancelled_one_lea
     ws = tmp_path / "ws"
     async with writers.quiet(ws / "a.py") as alone:
         assert alone
-        waiting = asyncio.ensure_future(writers.hold([ws]))
-        cancelled = asyncio.ensure_future(writers.hold([ws]))
+        waiting = asyncio.ensure_future(writers.hold(writers.places([ws])))
+        cancelled = asyncio.ensure_future(writers.hold(writers.places([ws])))
         await asyncio.sleep(0)
         cancelled.cancel()
         assert not waiting.done()
@@ -68,7 +70,7 @@ async def test_quiet_waits_for_the_step_to_end_names_it_past_the_bound_and_stops
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws = tmp_path / "ws"
     writers.running.set("make test")
-    release = await writers.hold([ws])
+    release = await writers.hold(writers.places([ws]))
     async with writers.quiet(ws / "a.py", wait_s=0.1) as alone:
         assert not alone and writers.holder(ws / "a.py") == "make test" and writers.holder(tmp_path) is None
     stopped = asyncio.ensure_future(quiet(ws / "a.py", 30))
@@ -78,5 +80,36 @@ async def test_quiet_waits_for_the_step_to_end_names_it_past_the_bound_and_stops
     assert not waiting.done()
     release()
     assert await waiting and writers.holder(ws / "a.py") is None
-    (await asyncio.wait_for(writers.hold([ws]), 5))()  # the stopped wait left no lock behind
+    (await asyncio.wait_for(writers.hold(writers.places([ws])), 5))()  # the stopped wait left no lock behind
 
+
+
+async def test_a_step_never_gets_a_writable_path_swapped_for_a_link_after_its_lock(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's policy lists `shared`, inside the work tree another step may write: that step swaps `shared` for a
+    link to a tree outside once the lock is taken, before the step opens its Landlock rules. The rule must not
+    follow the link (the lock guards `shared`, not where it leads now: an editor would save there meanwhile)."""
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(ws.root / "state"))
+    (ws.work / "shared").mkdir()
+    listing = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}/shared"]}\n')
+    write = f"echo step > {ws.work}/shared/note"
+    assert (await ws.bash(write, listing))[0] == 0 and (ws.work / "shared" / "note").exists()
+    taken = writers.hold
+    swapped: list[str] = []
+
+    async def hold_then_swap(places: dict[str, str]):  # the lock is held; the step's process is not started yet
+        release = await taken(places)
+        if not swapped:
+            swapped.append("once")  # the swapping step's own spawn takes its lock unhooked
+            status, _, err = await ws.bash(f"mv shared shared.was && ln -s {ws.outside} shared", ws.default_policy())
+            assert status == 0 and (ws.work / "shared").is_symlink(), err
+        return release
+
+    monkeypatch.setattr(writers, "hold", hold_then_swap)
+    refused = ""
+    try:
+        await ws.bash(write, listing)
+    except SandboxError as exc:
+        refused = str(exc)
+    assert swapped and not (ws.outside / "note").exists()  # written through the link, where no lock was held
+    assert f"{ws.work}/shared leads to {ws.outside}" in refused

@@ -7,6 +7,7 @@ interpreter started with `-I -S`, where the `ollie` package is not importable.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import stat
 
@@ -142,6 +143,7 @@ def open_rules(spec: dict, proc: bool | None = None) -> list[tuple[int, int, str
     the rules under /proc (True) or only the others (False); None: all.
     """
     opened = []
+    pinned = spec.get("pinned") or {}
     for path, access in spec["fs"]:
         if proc is not None and _in_proc(path) != proc:
             continue
@@ -149,6 +151,13 @@ def open_rules(spec: dict, proc: bool | None = None) -> list[tuple[int, int, str
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue
+        # A writable path leads where it did when the daemon locked it (writers.places), or the step is refused: a
+        # step that may write its parent could have swapped a link in since, and the lock would guard another path.
+        if path in pinned and (now := os.readlink(f"/proc/self/fd/{fd}")) != pinned[path]:
+            os.close(fd)
+            for other, _, _ in opened:
+                os.close(other)
+            raise OSError(errno.ELOOP, f"{path} leads to {now}, not to {pinned[path]} as when its lock was taken")
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             access &= FS_FILE_RIGHTS
         opened.append((fd, access, path))

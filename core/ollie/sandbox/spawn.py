@@ -440,10 +440,15 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     ruleset = None
     child_env = dict(env)
     release = None
+    places: dict[str, str] = {}
     if policy is not None:
         programs.note_writable(policy.writable())  # the daemon's own helpers are never run from there
         extra = await library_rules(argv[0], env) if policy.ldd else []
         ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
+        # Resolved once: the writer lock guards these paths, and the step's rules must still open them (landlock.py).
+        places = writers.places(policy.writable())
+        if ruleset is not None:
+            ruleset["pinned"] = places
         child_env = policy.child_env(env)
         tmp = child_env.get("TMPDIR")
         wants_tmp = tmp_at_tmp and tmp and Path(tmp) in policy.writable() and Path(tmp) != Path("/tmp")
@@ -472,7 +477,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     gone = unconfined.starting() if ruleset is None or not ruleset.get("seccomp") else None
     try:
         if policy is not None:  # no editor is handed a path there by name while the step may swap it (writers.py)
-            release = await writers.hold(policy.writable())
+            release = await writers.hold(places)
         try:
             pid, status = await _server.spawn(request, child_fds, report)
         except _ServerLost as exc:

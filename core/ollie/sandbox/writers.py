@@ -14,7 +14,7 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -71,21 +71,29 @@ def _locked(places: Iterable[str], how: int) -> list[int] | None:
 
 
 def _device(path: Path) -> bool:
-    """Whether `path` (followed) is a character device (one stat, where its realpath and lock took five calls)."""
+    """Whether `path` (followed) is there and neither a directory nor a regular file: a device, or a pipe (the
+    magic link /dev/stdout leads to) whose realpath no step's process could open again (one stat, where its
+    realpath and lock took five calls)."""
     try:
-        return stat.S_ISCHR(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return False
+    return not (stat.S_ISDIR(mode) or stat.S_ISREG(mode))
 
 
-def _places(writable: Iterable[Path]) -> list[str]:
+def places(writable: Iterable[Path]) -> dict[str, str]:
+    """Each path a step may write (as its policy names it) that gets a lock, with the path it leads to now.
+
+    Resolved once per step: the lock guards that path, and the step's Landlock rule is granted only if its path
+    still leads there when the step opens it (landlock.open_rules), so a link swapped in between is never both."""
     runtime = os.path.realpath(paths.runtime_tmp_dir())
     # The policy's paths are the user's: their links count. No lock for a device (the default policy's /dev/null,
     # /dev/tty...): `quiet` guards plain files and the directories above them, and writing a device swaps no link.
-    places = {os.path.realpath(p) for p in writable if not _device(p)}
+    resolved = {str(p): os.path.realpath(p) for p in writable if not _device(p)}
     # The sessions' own temp dirs hold no workspace file: no lock file for each of them. (Strings, not pathlib:
     # this runs on every step's path, and Path's parsing cost more than the locks.)
-    return sorted(p for p in places if p != runtime and not p.startswith(runtime.rstrip("/") + "/"))
+    inside = runtime.rstrip("/") + "/"
+    return {p: real for p, real in resolved.items() if real != runtime and not real.startswith(inside)}
 
 
 def _exclusive(path: Path) -> list[int] | None:
@@ -115,10 +123,10 @@ def _held(fds: list[int], places: list[str], what: str) -> Callable[..., None]:
     return release
 
 
-async def hold(writable: Iterable[Path]) -> Callable[..., None]:
-    """Shared locks on the paths a step starting may write, once no `quiet` holder is left; the callback (call it
-    once, when every process of the step is gone) releases them."""
-    places = _places(writable)
+async def hold(resolved: Mapping[str, str]) -> Callable[..., None]:
+    """Shared locks on the paths a step starting may write (`places`), once no `quiet` holder is left; the callback
+    (call it once, when every process of the step is gone) releases them."""
+    places = sorted(set(resolved.values()))
     # Almost always no editor holds one: taken here, without the thread hop every step would pay.
     fds = _locked(places, fcntl.LOCK_SH | fcntl.LOCK_NB)
     if fds is None:
