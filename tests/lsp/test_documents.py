@@ -348,6 +348,15 @@ def loop_cpu(daemon: Daemon) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+async def read_through_a_link(daemon: Daemon, editor: Editor, path: Path, target: Path) -> types.ShowMessageParams:
+    """Round 28's swap: a step makes open `path` a link to `target` and the editor, as the user, reloads it through
+    the link (VS Code's watcher, Neovim's autoread) and sends that text; the daemon's warning about it."""
+    path.unlink()
+    path.symlink_to(target)
+    editor.change(path, target.read_text())
+    return await asyncio.wait_for(daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 30)
+
+
 async def test_an_editors_text_read_through_a_link_a_step_made_is_never_taken_for_the_files(start_daemon, llm):
     """A step swaps open notes.txt for a link to the user's key (any step may make a link); the editor, as the user,
     reloads it through the link (VS Code's watcher, Neovim's autoread when it regains focus) and sends that text; the
@@ -363,10 +372,7 @@ async def test_an_editors_text_read_through_a_link_a_step_made_is_never_taken_fo
     editor = Editor(daemon)
     editor.open(notes, "my notes\n")
     await daemon.request("ollie/state", {})  # (the editor had it open before)
-    notes.unlink()
-    notes.symlink_to(key)
-    editor.change(notes, key.read_text())  # the editor's reload through the link
-    told = await asyncio.wait_for(daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 30)
+    told = await read_through_a_link(daemon, editor, notes, key)
     assert told.message.startswith("ollie: notes.txt was read by the editor through a link"), told
     notes.unlink()
     notes.write_text("decoy\n")
@@ -385,10 +391,7 @@ async def test_the_read_through_a_link_warning_says_a_hostile_file_name_escaped(
     notes.write_text("my notes\n")
     editor = Editor(daemon)
     editor.open(notes, "my notes\n")
-    notes.unlink()
-    notes.symlink_to(key)
-    editor.change(notes, key.read_text())
-    told = await asyncio.wait_for(daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 30)
+    told = await read_through_a_link(daemon, editor, notes, key)
     assert told.message.startswith('ollie: "x\\n\\nollie: all clear, nothing was read \\u202etxt.notes" was read by'
                                    " the editor through a link"), told
 
@@ -409,8 +412,5 @@ async def test_a_repositorys_own_link_to_another_of_its_files_draws_no_warning(s
     assert not [m for m in daemon.client.messages if "through a link" in m.message], daemon.client.messages
     key = daemon.workspace.parent / "id_rsa"
     key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
-    own.unlink()
-    own.symlink_to(key)
-    editor.change(own, key.read_text())
-    told = await asyncio.wait_for(daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE), 30)
+    told = await read_through_a_link(daemon, editor, own, key)
     assert told.message.startswith("ollie: CLAUDE.md was read by the editor through a link"), told

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from lsprotocol import types
-
 from ollie.testing import Reply
 
 from . import test_documents
@@ -99,10 +97,7 @@ async def test_a_buffer_the_editor_read_through_a_link_is_never_undone_into_or_s
     editor.open(pem, begin + end)
     key = daemon.workspace.parent / "id_rsa"
     key.write_text(f"{begin}the user's secret\n{end}")
-    pem.unlink()
-    pem.symlink_to(key)
-    editor.change(pem, key.read_text())  # the editor's reload through the link
-    await daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)  # the daemon saw the link
+    await test_documents.read_through_a_link(daemon, editor, pem, key)  # the daemon saw the link
     pem.unlink()
     pem.write_text(begin + end)
 

@@ -16,7 +16,7 @@ from pygls.uris import to_fs_path
 from ollie.testing import Reply
 
 from .conftest import Daemon
-from .test_documents import Editor, edit, loop_cpu, type_at
+from .test_documents import Editor, edit, loop_cpu, read_through_a_link, type_at
 
 SOURCE = "def area(r):\n    return 3.14 * r * rr\n\nprint(area(2))\n"
 INLINE = types.InlineCompletionClientCapabilities()
@@ -386,10 +386,7 @@ async def test_inline_completion_never_sends_a_buffer_the_editor_read_through_a_
     notes.write_text("my notes\n")
     editor = Editor(daemon)
     editor.open(notes, "my notes\n")
-    notes.unlink()
-    notes.symlink_to(key)
-    editor.change(notes, key.read_text())  # the editor's reload through the link
-    await daemon.client.wait_for_notification(types.WINDOW_SHOW_MESSAGE)
+    await read_through_a_link(daemon, editor, notes, key)
     notes.unlink()
     notes.write_text("my notes\n")
     path = daemon.workspace / "area.py"
