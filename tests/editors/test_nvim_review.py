@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from urllib.parse import urlsplit
 
 from ollie.testing import Reply
 
@@ -155,7 +156,8 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     assert rename["prompt"].startswith("Rename “explain the mul function") and "default" not in rename, rename
     assert "Mul review · just now" in result["labels_after_rename"]
     assert result["model_select"]["labels"] == ["scripted-model (current)", "other-model"]
-    assert result["model_select"]["prompt"] == "ollie: model of local"  # an OpenAI-compatible server on 127.0.0.1
+    # An OpenAI-compatible server on 127.0.0.1, named by its host and port as its errors name it.
+    assert result["model_select"]["prompt"] == f"ollie: model of {urlsplit(srv.url).netloc}", result["model_select"]
     assert result["model"] == "other-model"
     agent_labels = result["agent_select"]["labels"]
     assert any(label.startswith("ask — read-only") for label in agent_labels)
