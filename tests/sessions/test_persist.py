@@ -215,6 +215,19 @@ def test_a_save_before_a_snapshots_write_makes_that_write_stand_down(tmp_path, l
     assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
 
 
+def test_a_rewrite_before_a_snapshots_write_makes_that_write_stand_down(tmp_path, log_store):
+    # Bug: only `save` retired a snapshot taken earlier; `rewrite` (a session moved between stores) wrote the whole
+    # session, then the older snapshot's write put the history as it was at its take over it.
+    session, file = _one_round_saved(tmp_path, session_log)
+    session.replace_messages([Message("user", "task state")])
+    older = file.save_later(session)
+    _round(session, 1)
+    file.rewrite(session)
+    assert older is not None
+    older()
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(session)
+
+
 def test_a_crash_during_a_snapshot_leaves_the_old_file(tmp_path, monkeypatch):
     session, file = _one_round_saved(tmp_path, SessionFile)
     saved = _dicts(session)

@@ -82,7 +82,7 @@ class SessionFile:
         self._inode = -1  # the file the offsets refer to
         self._swept = False  # stale temporary files of this session were looked for (once: see `_write_whole`)
         self._tracked_refs: dict[str, object] = {}
-        self._taken = 0  # snapshots taken by `save_later`: only the last one's write is kept
+        self._taken = 0  # whole writes begun (`save_later`'s takes, `_write_snapshot`): only the last one's stands
         # The records go to `storage` instead of the file when given (OLLIE_STORE: PostgreSQL rows).
         self.storage = storage
         self._write_failed = False  # set from the storage's writer thread: no lock, a flag
@@ -151,7 +151,7 @@ class SessionFile:
             taken = list(messages)
             meta = {k: list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
                     for k, v in session.meta().items()}  # the loop may change the maps while the thread encodes
-            refs: dict[str, object] = {name: getattr(session, name, None) for name in TRACKED_FIELDS}
+            refs = _tracked(session)
             generation = session.history_generation
             forget_changes(session)  # what changes from now on is the next save's
             self._bound = False  # a save before the write writes the whole session itself
@@ -322,14 +322,13 @@ class SessionFile:
     def _write_snapshot(self, session: Session) -> None:
         payload = b"".join(snapshot_records(session.id, session.messages, session.meta()))
         self._write_whole(payload)
+        self._taken += 1  # the session whole, as it is now: a snapshot `save_later` took before stands down
         forget_changes(session)
         self._bind(session, offset=len(payload), overhead=0)
 
     def _bind(self, session: Session, *, offset: int, overhead: int) -> None:
         msgs = session.messages
-        self._bind_refs(msgs, msgs, session.history_generation,
-                        {name: getattr(session, name, None) for name in TRACKED_FIELDS}, offset=offset,
-                        overhead=overhead)
+        self._bind_refs(msgs, msgs, session.history_generation, _tracked(session), offset=offset, overhead=overhead)
 
     def _bind_refs(self, msgs: list[Message], written: list[Message], generation: int, tracked: dict[str, object],
                    *, offset: int, overhead: int) -> None:
@@ -358,6 +357,11 @@ class SessionFile:
             elif current.changed_keys:
                 record.setdefault("tracked", {})[name] = current.changes()
         return record
+
+
+def _tracked(session: Session) -> dict[str, object]:
+    """The session's tracked maps as objects: what a later save checks it still holds, to append their changes."""
+    return {name: getattr(session, name, None) for name in TRACKED_FIELDS}
 
 
 def _write_all(fd: int, payload: bytes) -> None:
