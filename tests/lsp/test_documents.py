@@ -348,6 +348,17 @@ def loop_cpu(daemon: Daemon) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def notes_and_a_key(daemon: Daemon, name: str) -> tuple[Editor, Path, Path]:
+    """An editor with workspace file `name` ("my notes") open, and the user's key beside the workspace."""
+    key = daemon.workspace.parent / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    notes = daemon.workspace / name
+    notes.write_text("my notes\n")
+    editor = Editor(daemon)
+    editor.open(notes, "my notes\n")
+    return editor, notes, key
+
+
 async def read_through_a_link(daemon: Daemon, editor: Editor, path: Path, target: Path) -> types.ShowMessageParams:
     """Round 28's swap: a step makes open `path` a link to `target` and the editor, as the user, reloads it through
     the link (VS Code's watcher, Neovim's autoread) and sends that text; the daemon's warning about it."""
@@ -365,12 +376,7 @@ async def test_an_editors_text_read_through_a_link_a_step_made_is_never_taken_fo
     told; the disk is read, sandboxed."""
     llm.script(read("notes.txt"), Reply.text("read"))
     daemon = await start(start_daemon, llm.env())
-    key = daemon.workspace.parent / "id_rsa"
-    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
-    notes = daemon.workspace / "notes.txt"
-    notes.write_text("my notes\n")
-    editor = Editor(daemon)
-    editor.open(notes, "my notes\n")
+    editor, notes, key = notes_and_a_key(daemon, "notes.txt")
     await daemon.request("ollie/state", {})  # (the editor had it open before)
     told = await read_through_a_link(daemon, editor, notes, key)
     assert told.message.startswith("ollie: notes.txt was read by the editor through a link"), told
@@ -385,12 +391,7 @@ async def test_the_read_through_a_link_warning_says_a_hostile_file_name_escaped(
     """A step names the file it swaps for a link: a newline and a bidi override in that name wrote a notice of their
     own under the daemon's ("ollie: all clear") and reordered the warning's words; the name is quoted, escaped."""
     daemon = await start(start_daemon, llm.env())
-    key = daemon.workspace.parent / "id_rsa"
-    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
-    notes = daemon.workspace / "x\n\nollie: all clear, nothing was read \u202etxt.notes"
-    notes.write_text("my notes\n")
-    editor = Editor(daemon)
-    editor.open(notes, "my notes\n")
+    editor, notes, key = notes_and_a_key(daemon, "x\n\nollie: all clear, nothing was read \u202etxt.notes")
     told = await read_through_a_link(daemon, editor, notes, key)
     assert told.message.startswith('ollie: "x\\n\\nollie: all clear, nothing was read \\u202etxt.notes" was read by'
                                    " the editor through a link"), told
