@@ -97,6 +97,22 @@ def test_an_agent_switch_keeps_the_saved_conversation_as_a_session_of_its_own(tm
     assert _dicts(persist.load(tmp_path, kept_id)) == _dicts(kept)
 
 
+def test_a_copy_that_could_not_be_written_leaves_no_failed_save_behind(tmp_path):
+    # Bug: a keep whose write failed (the sessions dir unwritable) left the copy's failed save noted under its id for
+    # a close that never comes: never told, never dropped. The failure is the caller's error (NotKept), and only that.
+    from ollie.agent.agentswitch import keep
+
+    session = Session(agent="coding")
+    file = session_log(tmp_path, session.id)
+    _round(session, 0)
+    file.save(session)
+    kept_id = new_session_id()
+    (tmp_path / f"{kept_id}.jsonl").mkdir()  # its file cannot be written (as root too)
+    with pytest.raises(OSError):
+        keep(file, "fix the parser", kept_id, set())
+    persist.release(kept_id)  # raised NotSavedError for a session that never existed
+
+
 def test_a_save_appends_only_the_new_round(tmp_path, log_store):
     session = Session(agent="a")
     file = session_log(tmp_path, session.id)

@@ -4,6 +4,7 @@ without a sandbox, and the conversation before kept as a session of its own."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -65,7 +66,12 @@ def keep(log: SessionFile, title: str, kept_id: str, reviewed: set[int]) -> str:
     copy = persist.session_log(log.sessions_dir, saved.id)
     try:
         copy.save(saved)
-    finally:
+    except BaseException:
         copy.close()
+        # The failure is the caller's to say (NotKept): no note of it is left for a close of a copy that never was.
+        with contextlib.suppress(persist.NotSavedError):
+            persist.release(saved.id)
+        raise
+    copy.close()
     persist.release(saved.id)
     return saved.id
