@@ -152,13 +152,17 @@ def open_rules(spec: dict, proc: bool | None = None) -> list[tuple[int, int, str
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue
-        # A writable path leads where it did when the daemon locked it (writers.places), or the step is refused: a
-        # step that may write its parent could have swapped a link in since, and the lock would guard another path.
-        if path in pinned and (now := os.readlink(f"/proc/self/fd/{fd}")) != pinned[path]:
+        st = os.fstat(fd)
+        # A writable path leads to the directory or file the daemon locked (writers.places), or the step is refused:
+        # a step that may write its parent could have swapped a link in since, and the lock would guard another one.
+        if path in pinned and pinned[path].lstrip("~") != f"{st.st_dev}:{st.st_ino}":
+            now = os.readlink(f"/proc/self/fd/{fd}")
             os.close(fd)
+            if not pinned[path]:
+                continue  # none was there, so no lock: what appeared since is covered by a parent's rule, or not at all
             close_rules(opened)
-            raise OSError(errno.ELOOP, f"{path} leads to {now}, not to {pinned[path]} as when its lock was taken")
-        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.ELOOP, f"{path} leads to {now}, not to what it led to when its lock was taken")
+        if not stat.S_ISDIR(st.st_mode):
             access &= FS_FILE_RIGHTS
         opened.append((fd, access, path))
     return opened
