@@ -132,7 +132,13 @@ async def test_a_directory_another_step_renames_away_stays_locked_while_a_step_m
     listing = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}/shared"]}\n')
     writers.running.set("the waiting step")
     running = asyncio.ensure_future(ws.bash("cat shared/go", listing))
-    go = await asyncio.to_thread(open, ws.work / "shared" / "go", "w")  # opened once the step reads it: it runs
+    opening = asyncio.ensure_future(asyncio.to_thread(open, ws.work / "shared" / "go", "w"))  # once the step reads it
+    await asyncio.wait([running, opening], return_when=asyncio.FIRST_COMPLETED)
+    if not opening.done():  # the step ended without reading: the thread's open is let go, and the test fails
+        os.close(os.open(ws.work / "shared" / "go", os.O_RDONLY | os.O_NONBLOCK))
+        (await opening).close()
+        pytest.fail(f"the step never read its FIFO: {await running}")
+    go = await opening
     writers.running.set("")
     try:
         status, _, err = await ws.bash("mv shared moved", ws.default_policy())
