@@ -287,3 +287,23 @@ async def test_a_failed_checkpoint_is_said_to_the_user(scripted_llm, make_core, 
         said.append(events.get_nowait())
     warnings = [e.content for e in said if e.role == "info" and "checkpoint of" in e.content]
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: a checkpoint of {workdir} failed"), warnings
+
+
+async def test_the_rewind_of_a_history_larger_than_the_workspace_read_cap_is_undone(scripted_llm, make_core, workdir,
+                                                                                   monkeypatch):
+    """Round 31: the rewind's backup (ollie's own file, the whole history) was read back under the cap of the model's
+    workspace reads (16 MiB, or the user's OLLIE_MAX_FILE_BYTES): a long session's rewind (round 30's 100,000 messages
+    were 24 MB) could not be undone, the files of its turns out of the user's reach."""
+    monkeypatch.setenv("OLLIE_MAX_FILE_BYTES", str(8 * 1024))
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("long " * 2_000), *_edit_two_files())
+    core = await _auto(make_core, srv)
+    await core.submit("say it at length")
+    await core.submit("edit them")
+    edited, messages = (workdir / "a.txt").read_text(), len(core.session.messages)
+    await core.rewind()
+    assert (workdir / "a.txt").read_text() == ORIGINAL_A
+    back = await core.rewind_undo()
+    assert back.turn == 2 and len(core.session.messages) == messages
+    assert (workdir / "a.txt").read_text() == edited

@@ -61,8 +61,9 @@ MODULES_ALLOWED = {
     "core/ollie/sandbox/egress.py": "the proxy's socket dir in ollie's runtime dir",
     "core/ollie/sandbox/runtimedir.py": "ollie's per-user runtime root (lstat-checked: ours, a directory, 0700)",
     "core/ollie/sandbox/netsaved.py": "the user's always-allowed hosts, in ollie's config dir",
-    "core/ollie/sandbox/writers.py": ("lock files in ollie's state dir (O_NOFOLLOW); realpath of a policy's paths and "
-                                      "of a path already checked beneath its root"),
+    "core/ollie/sandbox/writers.py": ("lock files in ollie's state dir (O_NOFOLLOW); realpath and stat (the lock's "
+                                      "device and inode) of a policy's paths and of a path already checked beneath "
+                                      "its root"),
     "core/ollie/sandbox/ldd.py": "ldd, on the trusted PATH",
     "core/ollie/sandbox/policy.py": "policy files (user config, bundled); whether the paths a policy grants exist",
     "core/ollie/sandbox/landlock.py": "the paths a policy grants, opened O_PATH only (Landlock's rules are on inodes)",

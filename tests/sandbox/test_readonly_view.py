@@ -80,7 +80,7 @@ spec = importlib.util.spec_from_file_location("siblings", {str(Path(confine.__fi
 siblings = importlib.util.module_from_spec(spec); sys.modules["_ollie_siblings"] = siblings
 spec.loader.exec_module(siblings)
 confine = siblings.load("confine")
-confine._set_readonly = lambda path, readonly: False  # as ENOSYS answers there
+confine._set_readonly = lambda *args: False  # as ENOSYS answers there
 os.chdir({str(ws.work)!r})
 confine.private_mounts([], writable=[{str(ws.work)!r}])
 sys.argv[1:] = [{str(ws.outside / "secret")!r}, {str(inside)!r}]
@@ -92,3 +92,80 @@ exec(compile({PROBE!r}, "probe", "exec"))
     if "setxattr inside ok" not in lines:
         lines = {line for line in lines if not line.startswith("setxattr")}
     assert lines <= EXPECTED and {"chmod outside 30", "chmod inside ok", "utime outside 30"} <= lines, done.stdout
+
+
+# A step's process confined as the fork server confines it, which says when its first mount comes ("swap": its
+# rules' paths checked by then) and when its mounts are made ("back"), and waits there while the test (another
+# process, in another mount namespace) swaps the path; then it probes both trees.
+SWAPPED_CONFINE = """
+import importlib.util, json, os, sys
+spec = importlib.util.spec_from_file_location("siblings", sys.argv[1])
+siblings = importlib.util.module_from_spec(spec); sys.modules["_ollie_siblings"] = siblings
+spec.loader.exec_module(siblings)
+confine = siblings.load("confine")
+ruleset, outside, inside = json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+
+def ask(word):
+    print(word, flush=True)
+    assert sys.stdin.readline() == "done\\n"
+
+mounted_by, applied_by = confine._mount, confine.landlock.apply_ruleset
+def swap_then_mount(*args):
+    if confine._mount is swap_then_mount:
+        ask("swap")
+        confine._mount = mounted_by
+    mounted_by(*args)
+def back_then_apply(spec, opened=None):
+    ask("back")
+    return applied_by(spec, opened)
+confine._mount, confine.landlock.apply_ruleset = swap_then_mount, back_then_apply
+confine.apply(ruleset)
+for name, op in (("chmod outside", lambda: os.chmod(outside, 0o640)),
+                 ("write inside", lambda: open(inside, "w").write("step"))):
+    try:
+        op()
+        print(name, "ok", flush=True)
+    except OSError as exc:
+        print(name, exc.errno, flush=True)
+"""
+
+
+def test_a_writable_path_swapped_for_a_link_after_its_rules_opened_never_makes_the_link_target_writable(ws):
+    """Round 31: a user's policy lists `shared`, inside a tree another step may write. That step swaps it for a link
+    to a tree outside once the step's rules are checked (its path still led where its lock was taken) and back before
+    Landlock comes: the read-only view's writable bind of `shared` must be the directory the rule was opened on, never
+    the link's target (whose modes, times and xattrs Landlock does not guard)."""
+    import json
+    import subprocess
+    import sys
+
+    from ollie.sandbox import confine, writers
+    from ollie.sandbox.rules import ruleset_for
+
+    (ws.work / "shared").mkdir()
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}/shared"]}\n')
+    ruleset, _ = ruleset_for(policy, landlock_abi())
+    assert ruleset is not None and ruleset["writable"] is not None
+    ruleset.update(pinned=writers.places(policy.writable()), seccomp=None,
+                   pid_namespace=False, netns=None)
+    secret = ws.outside / "secret"
+    os.chmod(secret, 0o600)
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", SWAPPED_CONFINE, str(Path(confine.__file__).with_name("siblings.py")),
+         json.dumps(ruleset), str(secret), str(ws.work / "shared" / "note")],
+        cwd=ws.work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    moves = {"swap": [("shared", "shared.was"), ("shared.link", "shared")],
+             "back": [("shared", "shared.link"), ("shared.was", "shared")]}
+    os.symlink(ws.outside, ws.work / "shared.link")
+    said = []
+    for line in child.stdout:
+        said.append(line.strip())
+        for old, new in moves.get(said[-1], []):
+            os.rename(ws.work / old, ws.work / new)
+        if said[-1] in moves:
+            child.stdin.write("done\n")
+            child.stdin.flush()
+    assert child.wait(timeout=60) == 0, child.stderr.read()
+    assert said == ["swap", "back", "chmod outside 30", "write inside ok"]
+    assert os.stat(secret).st_mode & 0o777 == 0o600

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ async def test_a_step_holding_a_dir_keeps_everything_beneath_it_from_being_quiet
                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws, other = tmp_path / "ws", tmp_path / "other"
+    ws.mkdir()
     release = await writers.hold(writers.places([ws]))
     assert not await quiet(ws / "sub" / "a.py") and not await quiet(ws)
     assert await quiet(other / "a.py") and await quiet(tmp_path)  # beside it, or above it: a step there cannot swap it
@@ -33,6 +35,7 @@ async def test_a_step_takes_no_lock_for_a_device_it_may_write(tmp_path: Path, mo
     path) guarded nothing; the directories beside them keep theirs."""
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws, linked = tmp_path / "ws", tmp_path / "null"
+    ws.mkdir()
     linked.symlink_to("/dev/null")  # followed, as the realpath of a policy's path is
     release = await writers.hold(writers.places([Path("/dev/null"), Path("/dev/zero"), linked, ws]))
     assert len(list((tmp_path / "state" / "writers").iterdir())) == 1  # the work tree's
@@ -45,6 +48,7 @@ async def test_a_step_starting_while_quiet_is_held_waits_and_a_cancelled_one_lea
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws = tmp_path / "ws"
+    ws.mkdir()
     async with writers.quiet(ws / "a.py") as alone:
         assert alone
         waiting = asyncio.ensure_future(writers.hold(writers.places([ws])))
@@ -69,6 +73,7 @@ async def test_quiet_waits_for_the_step_to_end_names_it_past_the_bound_and_stops
     """An editor's edit waits for the steps that may write its file (bounded; Stop cancels it), then names one."""
     monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
     ws = tmp_path / "ws"
+    ws.mkdir()
     writers.running.set("make test")
     release = await writers.hold(writers.places([ws]))
     async with writers.quiet(ws / "a.py", wait_s=0.1) as alone:
@@ -113,3 +118,34 @@ async def test_a_step_never_gets_a_writable_path_swapped_for_a_link_after_its_lo
         refused = str(exc)
     assert swapped and not (ws.outside / "note").exists()  # written through the link, where no lock was held
     assert f"{ws.work}/shared leads to {ws.outside}" in refused
+
+
+async def test_a_directory_another_step_renames_away_stays_locked_while_a_step_may_write_it(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 31: a user's policy lists `shared`, inside the work tree another step may write. While a step that may
+    write `shared` runs, that other step renames it to `moved`: the running step's rule follows the directory (Landlock's
+    are on inodes), so an editor's save of `moved/note` must wait for it as for `shared/note` (it could swap a link in
+    there), and not only until the renaming step ends."""
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(ws.root / "state"))
+    (ws.work / "shared").mkdir()
+    os.mkfifo(ws.work / "shared" / "go")
+    listing = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}/shared"]}\n')
+    writers.running.set("the waiting step")
+    running = asyncio.ensure_future(ws.bash("cat shared/go", listing))
+    opening = asyncio.ensure_future(asyncio.to_thread(open, ws.work / "shared" / "go", "w"))  # once the step reads it
+    await asyncio.wait([running, opening], return_when=asyncio.FIRST_COMPLETED)
+    if not opening.done():  # the step ended without reading: the thread's open is let go, and the test fails
+        os.close(os.open(ws.work / "shared" / "go", os.O_RDONLY | os.O_NONBLOCK))
+        (await opening).close()
+        pytest.fail(f"the step never read its FIFO: {await running}")
+    go = await opening
+    writers.running.set("")
+    try:
+        status, _, err = await ws.bash("mv shared moved", ws.default_policy())
+        assert status == 0 and (ws.work / "moved" / "go").exists(), err
+        assert not await quiet(ws.work / "moved" / "note")
+        assert writers.holder(ws.work / "moved" / "note") == "the waiting step"
+    finally:
+        go.close()
+    assert (await running)[0] == 0
+    assert await quiet(ws.work / "moved" / "note")

@@ -45,6 +45,9 @@ END_LISTED_FILES = 100
 SUMMARY_LINES_MAX = 120
 SUMMARY_LINE_CHARS = 200  # a minified file's one line would fill the screen
 END_LISTED_CHARS = 16 * 1024
+# A rewind's backup is ollie's own file holding the whole history, as large as the session's log (read whole too): not
+# capped as the model's workspace reads are (16 MiB, OLLIE_MAX_FILE_BYTES), which left a long session's rewind undone.
+BACKUP_CAP = 1 << 32
 # A bound that reads no file: the count alone.
 COUNTED = Bound(files=0, text_bytes=0)
 
@@ -529,7 +532,7 @@ class Review:
     async def rewind_undo(self) -> Rewound:
         """Put the files and the conversation back as they were before the last rewind."""
         try:
-            data = await beneath.read_bytes(self._host.sessions_dir, self._rewind_path().name)
+            data = await beneath.read_bytes(self._host.sessions_dir, self._rewind_path().name, BACKUP_CAP)
         except FileNotFoundError:
             raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
         # All of it checked before the files go back: a backup that fails after the restore leaves them half done.

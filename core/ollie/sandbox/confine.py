@@ -40,8 +40,12 @@ KEPT_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME
 
 # mount_setattr(2) (Linux 5.12; the same number on every architecture): one call makes a whole tree read-only.
 SYS_MOUNT_SETATTR = 442
-AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+AT_FDCWD, AT_EMPTY_PATH, AT_RECURSIVE = -100, 0x1000, 0x8000
 MOUNT_ATTR_RDONLY = 1
+# open_tree(2) and move_mount(2) (Linux 5.2, the same numbers everywhere): a bind made from and onto descriptors.
+SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429
+OPEN_TREE_CLONE = 1
+MOVE_MOUNT_F_EMPTY_PATH, MOVE_MOUNT_T_EMPTY_PATH = 0x4, 0x40
 
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
@@ -141,16 +145,32 @@ def _remount_readonly(path: str) -> None:
     _mount(None, path, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
 
 
-def _set_readonly(path: str, readonly: bool) -> bool:
-    """mount_setattr `path`'s mount and every mount below it read-only (or back); False where the kernel lacks it."""
+def _set_readonly(path: str, readonly: bool, fd: int = AT_FDCWD) -> bool:
+    """mount_setattr `path`'s mount (or `fd`'s, path "") and every mount below it read-only (or back); False where the
+    kernel lacks it."""
     attr = _MountAttr(MOUNT_ATTR_RDONLY if readonly else 0, 0 if readonly else MOUNT_ATTR_RDONLY, 0, 0)
-    if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr),
-                     ctypes.sizeof(attr)) == 0:
+    flags = AT_RECURSIVE | (0 if path else AT_EMPTY_PATH)
+    if _libc.syscall(SYS_MOUNT_SETATTR, fd, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0:
         return True
     if ctypes.get_errno() == 38:  # ENOSYS: before Linux 5.12
         return False
-    landlock.check(-1, f"mount_setattr({path})")
+    landlock.check(-1, f"mount_setattr({path or os.readlink(f'/proc/self/fd/{fd}')})")
     return True
+
+
+def _bind_onto(fd: int) -> int:
+    """A writable bind of what `fd` (O_PATH) leads to, with the mounts below it, made onto that same place; its
+    mount's descriptor. No name is looked up again: a link swapped in meanwhile is never followed."""
+    where = os.readlink(f"/proc/self/fd/{fd}")
+    tree = landlock.check(_libc.syscall(SYS_OPEN_TREE, fd, b"", OPEN_TREE_CLONE | os.O_CLOEXEC | AT_EMPTY_PATH
+                                        | AT_RECURSIVE), f"open_tree({where})")
+    try:
+        landlock.check(_libc.syscall(SYS_MOVE_MOUNT, tree, b"", fd, b"",
+                                     MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH), f"move_mount({where})")
+    except OSError:
+        os.close(tree)
+        raise
+    return tree
 
 
 def _mount_points() -> list[str]:
@@ -169,53 +189,80 @@ def _dir_or_file(path: str) -> bool:
     return stat.S_ISDIR(mode) or stat.S_ISREG(mode)
 
 
-def readonly_view(writable: list[str]) -> None:
-    """Every mount read-only but the `writable` dirs and files (each becomes a mount of its own, writable).
+def readonly_view(writable: list[str], opened: list[tuple[int, int, str]]) -> None:
+    """Every mount read-only but the `writable` dirs and files (each becomes a mount of its own, writable), each bound
+    where its descriptor in `opened` (landlock.open_rules', its path checked there) leads.
 
-    Devices and sockets are left out: writing one needs no writable mount.
+    A path is never looked up by name again: a step that may write its parent could swap it for a link and back meanwhile
+    (the link's target would get the writable mount). Devices and sockets are left out: writing one needs no writable
+    mount. A path with no descriptor (none there when the rules were opened) is left read-only, but one under /proc
+    (the rules there are opened later, on the step's procfs), where no step makes a link.
     """
-    binds = [path for path in writable if _dir_or_file(path)]
-    for path in binds:
-        _mount(path, path, MS_BIND | MS_REC)
-    # The cwd (set before) is still on the mount below its new bind: enter it again, or the step's relative
-    # writes would meet the read-only mount underneath.
-    cwd = os.getcwd()
-    os.chdir(cwd)
-    if _set_readonly("/", True):
-        for path in binds:
-            try:
-                _set_readonly(path, False)
-            except PermissionError:
-                pass  # a mount that was read-only before (locked so in a user namespace): it stays so
-        return
-    # An older kernel: one remount per mount point outside the binds (a few dozen, ~10 µs each).
-    real = [os.path.realpath(path) for path in binds]
-    for point in _mount_points():
-        if not any(point == path or point.startswith(path.rstrip("/") + "/") for path in real):
-            try:
-                _remount_readonly(point)
-            except OSError:
-                if os.path.exists(point):
-                    raise  # a mount hidden under another one (its path leads elsewhere) is out of reach anyway
+    fds = {path: fd for fd, _, path in opened}
+    in_proc = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path in writable
+               if path not in fds and landlock.in_proc(path) and _dir_or_file(path)]
+    places = [fd for fd in [*(fds[path] for path in writable if path in fds), *in_proc]
+              if _dir_or_file(f"/proc/self/fd/{fd}")]
+    trees: list[int] = []
+    try:
+        trees.extend(_bind_onto(fd) for fd in places)
+        # The cwd (set before) is still on the mount below its new bind: enter it again, or the step's relative
+        # writes would meet the read-only mount underneath.
+        cwd = os.getcwd()
+        os.chdir(cwd)
+        if _set_readonly("/", True):
+            for tree in trees:
+                try:
+                    _set_readonly("", False, tree)
+                except PermissionError:
+                    pass  # a mount that was read-only before (locked so in a user namespace): it stays so
+            return
+        # An older kernel: one remount per mount point outside the binds (a few dozen, ~10 µs each).
+        real = [os.readlink(f"/proc/self/fd/{fd}") for fd in places]
+        for point in _mount_points():
+            if not any(point == path or point.startswith(path.rstrip("/") + "/") for path in real):
+                try:
+                    _remount_readonly(point)
+                except OSError:
+                    if os.path.exists(point):
+                        raise  # a mount hidden under another one (its path leads elsewhere) is out of reach anyway
+    finally:
+        for fd in trees + in_proc:
+            os.close(fd)
 
 
 def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
-                   writable: list[str] | None = None, best_effort: bool = False) -> None:
+                   writable: list[str] | None = None, best_effort: bool = False,
+                   rules: dict | None = None) -> list[tuple[int, int, str]]:
     """In a private mount namespace: with `writable`, everything else read-only (`readonly_view`); each of
     `paths` (directory or file) read-only; `tmp`, if given, seen at /tmp; `proc`: a fresh procfs on /proc
     (this process's PID namespace, so only the step's processes). `best_effort`: a read-only view that
-    cannot be made only warns, and the rest still comes."""
+    cannot be made only warns, and the rest still comes. Returns `rules`' filesystem rules but /proc's
+    (landlock.open_rules; None: the writable paths), opened in the new namespace before any mount: the writable
+    binds are made on those descriptors, and a private /tmp would hide whatever they grant under the real one."""
     # An IPC namespace with it, in the one call: SysV shared memory, message queues and semaphores and POSIX
     # message queues are named by numbers Landlock does not see, and die with the step's last process.
     if _ipc_ahead:
         unshare(CLONE_NEWNS, "CLONE_NEWNS")
     else:
         unshare(CLONE_NEWNS | CLONE_NEWIPC, "CLONE_NEWNS|CLONE_NEWIPC")
+    opened = landlock.open_rules({"fs": [[path, 0] for path in writable or []]} if rules is None else rules,
+                                 proc=False)
+    try:
+        _confined_mounts(opened, paths, tmp, proc, writable, best_effort)
+    except BaseException:
+        landlock.close_rules(opened)
+        raise
+    return opened
+
+
+def _confined_mounts(opened: list[tuple[int, int, str]], paths: list[str], tmp: str | None, proc: bool,
+                     writable: list[str] | None, best_effort: bool) -> None:
     # Private first: our mounts must not propagate back to the host's mount tree.
     _mount(None, "/", MS_REC | MS_PRIVATE)
     if writable is not None:
         try:
-            readonly_view(writable)
+            readonly_view(writable, opened)
         except OSError as exc:
             if not best_effort:
                 raise
@@ -314,14 +361,12 @@ def apply(ruleset: dict) -> None:
     if proc and not own_pid_namespace():
         _without_pid_namespace(ruleset, "the supervisor could not make one")
         proc = False
-    # Opened before the mounts: a private /tmp hides whatever the rules grant under the real one.
-    # Not /proc's: they must be opened on the fresh procfs, after its mount.
-    opened = landlock.open_rules(ruleset, proc=False) if tmp else None
+    opened = None  # the rules but /proc's (opened on the fresh procfs, after its mount): before the mounts
     if ruleset.get("netns"):
         netns.enter(ruleset["netns"], unshare)  # needs CAP_SYS_ADMIN (in its user namespace): before caps go
     if binds or tmp or proc or writable is not None:
         try:
-            private_mounts(binds, tmp, proc, writable, bool(ruleset.get("best_effort")))
+            opened = private_mounts(binds, tmp, proc, writable, bool(ruleset.get("best_effort")), ruleset)
         except OSError as exc:
             if not ruleset.get("best_effort"):
                 raise
@@ -330,8 +375,9 @@ def apply(ruleset: dict) -> None:
             _warn(f"{'; '.join(left) or 'no private /proc'}: {exc}")
             if proc:  # the procfs mount comes last: it was not made
                 _without_pid_namespace(ruleset, str(exc))
-    if opened is not None:
-        opened += landlock.open_rules(ruleset, proc=True)
+    if opened is None:
+        opened = landlock.open_rules(ruleset, proc=False)
+    opened += landlock.open_rules(ruleset, proc=True)
     landlock.apply_ruleset(ruleset, opened)
     drop_capabilities()
     if ruleset.get("seccomp"):

@@ -120,7 +120,8 @@ PROC = "/proc"
 PER_PROCESS_PROC = ("/proc/self", "/proc/thread-self")
 
 
-def _in_proc(path: str) -> bool:
+def in_proc(path: str) -> bool:
+    """Whether `path` is /proc or beneath it."""
     return path == PROC or path.startswith(PROC + "/")
 
 
@@ -145,23 +146,32 @@ def open_rules(spec: dict, proc: bool | None = None) -> list[tuple[int, int, str
     opened = []
     pinned = spec.get("pinned") or {}
     for path, access in spec["fs"]:
-        if proc is not None and _in_proc(path) != proc:
+        if proc is not None and in_proc(path) != proc:
             continue
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue
-        # A writable path leads where it did when the daemon locked it (writers.places), or the step is refused: a
-        # step that may write its parent could have swapped a link in since, and the lock would guard another path.
-        if path in pinned and (now := os.readlink(f"/proc/self/fd/{fd}")) != pinned[path]:
+        st = os.fstat(fd)
+        # A writable path leads to the directory or file the daemon locked (writers.places), or the step is refused:
+        # a step that may write its parent could have swapped a link in since, and the lock would guard another one.
+        if path in pinned and pinned[path].lstrip("~") != f"{st.st_dev}:{st.st_ino}":
+            now = os.readlink(f"/proc/self/fd/{fd}")
             os.close(fd)
-            for other, _, _ in opened:
-                os.close(other)
-            raise OSError(errno.ELOOP, f"{path} leads to {now}, not to {pinned[path]} as when its lock was taken")
-        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            if not pinned[path]:
+                continue  # none was there, so no lock: what appeared since is covered by a parent's rule, or not at all
+            close_rules(opened)
+            raise OSError(errno.ELOOP, f"{path} leads to {now}, not to what it led to when its lock was taken")
+        if not stat.S_ISDIR(st.st_mode):
             access &= FS_FILE_RIGHTS
         opened.append((fd, access, path))
     return opened
+
+
+def close_rules(opened: list[tuple[int, int, str]]) -> None:
+    """Close the descriptors `open_rules` opened."""
+    for fd, _, _ in opened:
+        os.close(fd)
 
 
 def apply_ruleset(spec: dict, opened: list[tuple[int, int, str]] | None = None) -> None:
@@ -186,5 +196,4 @@ def apply_ruleset(spec: dict, opened: list[tuple[int, int, str]] | None = None) 
               "landlock_restrict_self")
     finally:
         os.close(ruleset)
-        for fd, _, _ in opened:
-            os.close(fd)
+        close_rules(opened)

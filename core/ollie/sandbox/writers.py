@@ -1,4 +1,5 @@
-"""Where running steps may write, as shared flocks in ollie's state dir (one lock file per path, named by its hash).
+"""Where running steps may write, as shared flocks in ollie's state dir (one lock file per directory or file, named by
+the hash of its device and inode).
 
 A program outside the sandbox that opens a workspace path by name (an ACP client answering `fs/read_text_file` or
 `fs/write_text_file`) follows a link a step swapped in after ollie checked the path. `quiet` tells when no running
@@ -70,35 +71,52 @@ def _locked(places: Iterable[str], how: int) -> list[int] | None:
     return fds
 
 
-def _device(path: Path) -> bool:
-    """Whether `path` (followed) is there and neither a directory nor a regular file: a device, or a pipe (the
-    magic link /dev/stdout leads to) whose realpath no step's process could open again (one stat, where its
-    realpath and lock took five calls)."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not (stat.S_ISDIR(mode) or stat.S_ISREG(mode))
+def _key(st: os.stat_result) -> str:
+    """The lock's name for a file or directory: its device and inode, which a rename or a second name keeps."""
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 def places(writable: Iterable[Path]) -> dict[str, str]:
-    """Each path a step may write (as its policy names it) that gets a lock, with the path it leads to now.
+    """Each path a step may write (as its policy names it), with the directory or file it leads to now (`_key`; ""
+    when there is none: the step then gets no rule for it, a parent's covers what appears there).
 
-    Resolved once per step: the lock guards that path, and the step's Landlock rule is granted only if its path
-    still leads there when the step opens it (landlock.open_rules), so a link swapped in between is never both."""
+    Resolved once per step: the lock is taken on that directory, and the step's Landlock rule is granted only if its
+    path still leads there when the step opens it (landlock.open_rules), so a link swapped in between is never both.
+    Keyed by inode, not name: a directory another step renames away keeps its rule (Landlock's are on inodes), and so
+    its lock. A key starting with `~` (a session's own temp dir, which holds no workspace file) is pinned, not locked:
+    no lock file for each of them."""
     runtime = os.path.realpath(paths.runtime_tmp_dir())
-    # The policy's paths are the user's: their links count. No lock for a device (the default policy's /dev/null,
-    # /dev/tty...): `quiet` guards plain files and the directories above them, and writing a device swaps no link.
-    resolved = {str(p): os.path.realpath(p) for p in writable if not _device(p)}
-    # The sessions' own temp dirs hold no workspace file: no lock file for each of them. (Strings, not pathlib:
-    # this runs on every step's path, and Path's parsing cost more than the locks.)
     inside = runtime.rstrip("/") + "/"
-    return {p: real for p, real in resolved.items() if real != runtime and not real.startswith(inside)}
+    found: dict[str, str] = {}
+    for path in map(str, writable):
+        # The policy's paths are the user's: their links count. No lock for a device (the default policy's
+        # /dev/null, /dev/tty...): `quiet` guards plain files and the directories above them, and writing a device
+        # swaps no link. (Strings, not pathlib: this runs on every step's path.)
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            found[path] = ""
+            continue
+        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+            real = os.path.realpath(path)
+            found[path] = ("~" if real == runtime or real.startswith(inside) else "") + _key(st)
+    return found
+
+
+def _keys(path: Path) -> list[str]:
+    """The keys of `path` (followed) and of each directory above it that is there."""
+    real = os.path.realpath(path)
+    keys = []
+    for place in (real, *map(str, Path(real).parents)):
+        try:
+            keys.append(_key(os.stat(place)))
+        except (OSError, ValueError):
+            continue
+    return keys
 
 
 def _exclusive(path: Path) -> list[int] | None:
-    real = Path(os.path.realpath(path))
-    return _locked([str(p) for p in (real, *real.parents)], fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return _locked(_keys(path), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 async def _taken(taking: asyncio.Future[list[int] | None]) -> list[int] | None:
@@ -126,7 +144,7 @@ def _held(fds: list[int], places: list[str], what: str) -> Callable[..., None]:
 async def hold(resolved: Mapping[str, str]) -> Callable[..., None]:
     """Shared locks on the paths a step starting may write (`places`), once no `quiet` holder is left; the callback
     (call it once, when every process of the step is gone) releases them."""
-    places = sorted(set(resolved.values()))
+    places = sorted({key for key in resolved.values() if key and not key.startswith("~")})
     # Almost always no editor holds one: taken here, without the thread hop every step would pay.
     fds = _locked(places, fcntl.LOCK_SH | fcntl.LOCK_NB)
     if fds is None:
@@ -137,8 +155,7 @@ async def hold(resolved: Mapping[str, str]) -> Callable[..., None]:
 
 def holder(path: Path) -> str | None:
     """What a step of this process that may write `path` (or a directory above it) runs; None when none does."""
-    real = Path(os.path.realpath(path))
-    return next((_holders[str(p)][0] for p in (real, *real.parents) if str(p) in _holders), None)
+    return next((_holders[key][0] for key in _keys(path) if key in _holders), None)
 
 
 @asynccontextmanager
