@@ -417,7 +417,9 @@ export async function chatFrame(page) {
   const frame = await until("the chat webview", async () => {
     for (const frame of page.frames()) {
       try {
-        if (await frame.$("#input")) return frame;
+        // Its script, at the end of the page, has run (its listeners are there): VS Code shows and focuses a frame
+        // 200 ms after its HTML was written, loaded or not, and an image pasted before was lost (CI, loaded).
+        if ((await frame.$("#input")) && (await frame.evaluate(() => document.readyState !== "loading"))) return frame;
       } catch {
         // frame went away while looking
       }
@@ -438,9 +440,11 @@ async function traceChat(page, frame) {
   if (!tracedPages.has(page)) {
     tracedPages.add(page);
     await page.exposeBinding("__ollieTrace", ({ frame: from }, line) => {
-      chatTrace.push(`${new Date().toISOString().slice(11, 23)} [${from.name() || from.url().slice(-24)}] ${line}`);
-      if (chatTrace.length > 5000) chatTrace.shift();
+      traceLine(`[${from.name() || from.url().slice(-24)}] ${line}`);
     });
+    // A frame made anew (the view moved, the window reloaded, VS Code's content replaced): the test's frame is gone.
+    page.on("frameattached", (made) => traceLine(`frame attached under [${made.parentFrame()?.name() ?? ""}]`));
+    page.on("framedetached", (gone) => traceLine(`frame detached [${gone.name()}]`));
   }
   await frame
     .evaluate(() => {
@@ -466,8 +470,22 @@ async function traceChat(page, frame) {
       input.addEventListener("focus", () => note("focus"));
       input.addEventListener("blur", () => note("blur"));
       window.addEventListener("pagehide", () => note("pagehide"));
+      // A paste or a drop, and whether the page took it (its images become chips once read).
+      for (const kind of ["paste", "drop"]) {
+        window.addEventListener(kind, (event) => {
+          const files = [...((kind === "paste" ? event.clipboardData : event.dataTransfer)?.files ?? [])].map((f) => `${f.name} ${f.type} ${f.size}`);
+          note(`${kind} [${files.join(", ")}]${event.defaultPrevented ? " taken" : " not taken"}`);
+        });
+      }
+      const chips = document.getElementById("chips");
+      new MutationObserver(() => note(`chips: ${[...chips.children].map((c) => c.textContent).join(", ")}`)).observe(chips, { childList: true });
     })
     .catch(() => undefined); // the frame went away: the next chatFrame traces its new page
+}
+
+function traceLine(line) {
+  chatTrace.push(`${new Date().toISOString().slice(11, 23)} ${line}`);
+  if (chatTrace.length > 5000) chatTrace.shift();
 }
 
 function saveChatTrace() {
