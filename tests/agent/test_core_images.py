@@ -63,6 +63,19 @@ async def test_a_vendors_refusal_of_images_is_clear_and_the_session_goes_on(scri
     assert result.reply == "fine without" and srv.images(srv.chat_requests[-1]) == []
 
 
+async def test_a_text_model_listed_beside_one_with_vision_is_refused_by_the_vendor(scripted_llm, make_core):
+    srv = scripted_llm("openai", text_models=["text-model"])  # the listing says "image" of its model, nothing of this
+    srv.script(Reply.text("a blue square"))
+    core = await make_core(srv)
+    core.switch_model("text-model")
+    result = await core.submit("what is this?", images=[images.from_bytes(PICTURE)])
+    assert result.stop == "error" and "does not take images" in (result.error or "")
+    assert len(srv.chat_requests) == 1 and "left out" in core.session.messages[0].content
+    core.switch_model(srv.model)
+    result = await core.submit("and this?", images=[images.from_bytes(PICTURE)])
+    assert result.reply == "a blue square" and srv.images(srv.chat_requests[-1]) == [("image/png", PICTURE)]
+
+
 def test_image_bytes_are_checked_by_content_and_size(monkeypatch):
     with pytest.raises(images.ImageError, match="not a PNG, JPEG, GIF or WebP"):
         images.from_bytes(b"#!/bin/sh\necho not a picture\n", name="evil.png")

@@ -90,16 +90,19 @@ def test_text_injected_into_a_running_turn_is_never_lost_in_real_vscode(run_e2e)
           "after Restart with the chat not opened, the injected text was back in the input with its chip once it was, said")
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(330)
 def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_prompt_comes_back_in_real_vscode(run_e2e):
-    """title.mjs, one window, two scenarios. title: the first prompt titles the chat's header while its turn still
+    """title.mjs, one window, three scenarios. title: the first prompt titles the chat's header while its turn still
     streams (it said "New chat" until the turn ended); `/rn` renames it at once; a new session (the view's + button)
     says "New chat", the renamed one (picked from the view's history button) its name when shown again; a prompt's
     "Fork from here" and "Ollie: Fork Chat" switch the chat to a fork titled "<title> (fork)", the history listing both.
     hosthung: a prompt sent while the extension host hangs, which dies before taking it (VS Code starts another), is
     back in the input of the chat made anew, with a note, and runs when sent again: it was in neither the chat nor the
-    input."""
-    shows(run_e2e("title.mjs", total_ms=240000),
+    input. settingsscope: a cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon
+    command: the chat's model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped
+    settings). The repository changing them restarts no daemon (it did, and the chat emptied: a command's answer lost);
+    the user's own change of ollie.model does."""
+    shows(run_e2e("title.mjs", total_ms=270000),
           "the header showed the first prompt's title while its turn streamed",
           "/rn renamed the header at once",
           "the view's New Session and Switch Session buttons started a new chat and resumed the earlier one",
@@ -107,4 +110,7 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "Ollie: Fork Chat forked the whole chat",
           "the composer names the model, opens Switch Model, and shows the agent once switched, by the pick or by /agent",
           "the prompt the hung extension host never took came back in the input, said",
-          "sent again, it ran")
+          "sent again, it ran",
+          "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
+          "the repository's changed settings restarted nothing: the chat kept its answers",
+          "the user's own change of ollie.model restarted the daemon with it")

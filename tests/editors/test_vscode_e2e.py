@@ -17,6 +17,12 @@ def shows(output: str, *steps: str) -> None:
         assert step in output, f"{step!r} not seen; the script printed:\n{output[-4000:]}"
 
 
+def scenarios_said(output: str, *said: tuple[str, str]) -> None:
+    """Each (scenario, step) of a window that holds several is in `output`; a miss names its scenario."""
+    for scenario, step in said:
+        assert step in output, f"scenario {scenario}: {step!r} not said\n{output[-3000:]}"
+
+
 def test_vsix_holds_the_manifest_and_the_bundles(vsix):
     """The package has what VS Code installs from: the manifest, package.json and both bundles, no source maps."""
     names = set(zipfile.ZipFile(vsix).namelist())
@@ -24,18 +30,6 @@ def test_vsix_holds_the_manifest_and_the_bundles(vsix):
                  "extension/dist/extension.js", "extension/dist/webview.js", "extension/media/chat.css"):
         assert name in names
     assert not [n for n in names if n.endswith(".map")]
-
-
-@pytest.mark.timeout(200)
-def test_a_repositorys_workspace_settings_choose_no_model_agent_or_command_in_real_vscode(run_e2e):
-    """A cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon command: the chat's
-    model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped settings). The
-    repository changing them restarts no daemon (it did, and the chat emptied: a command's answer lost); the user's
-    own change of ollie.model does."""
-    shows(run_e2e("settingsscope.mjs", total_ms=150000),
-          "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
-          "the repository's changed settings restarted nothing: the chat kept its answers",
-          "the user's own change of ollie.model restarted the daemon with it")
 
 
 @pytest.mark.timeout(200)
@@ -67,19 +61,27 @@ def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
 
 
 @pytest.mark.timeout(330)
-def test_a_network_question_names_the_host_in_real_vscode(run_e2e):
-    """A step's connection to a host outside the allow-list is a card asking "Allow network access to host:port?";
-    Deny sends the host nothing, Allow once lets the request through, Allow for this session the session's later ones;
-    a question whose step ended first says it is no longer asked, mid-turn."""
+def test_mcp_and_network_questions_in_real_vscode(run_e2e):
+    """One window, two scenarios (mcpnetwork.mjs):
+    - mcp: a workspace's .mcp.json server is asked about in the chat with its command line (screenshot mcp-question),
+      allowed always (for this workspace, no feedback offered) its tool runs; `@` lists its resource
+      (mcp-resource-pick), whose text the daemon puts in the prompt.
+    - network: a step's connection to a host outside the allow-list is a card asking "Allow network access to
+      host:port?"; Deny sends the host nothing, Allow once lets the request through, Allow for this session the
+      session's later ones; a question whose step ended first says it is no longer asked, mid-turn."""
     from ollie.sandbox.rules import landlock_abi
 
     if landlock_abi() < 1:
         pytest.skip("needs Landlock")
-    shows(run_e2e("network.mjs"),
-          "a network question named the host; Deny sent it nothing",
-          "Allow once let the request through",
-          "Allow for this session let the session's later requests through unasked",
-          "a question whose step ended first said it was no longer asked")
+    scenarios_said(
+        run_e2e("mcpnetwork.mjs"),
+        ("mcp", "a workspace's MCP server was asked about in the chat with its command line"),
+        ("mcp", "@ offered the MCP server's resource"),
+        ("network", "a network question named the host; Deny sent it nothing"),
+        ("network", "Allow once let the request through"),
+        ("network", "Allow for this session let the session's later requests through unasked"),
+        ("network", "a question whose step ended first said it was no longer asked"),
+    )
 
 
 @pytest.mark.timeout(200)
@@ -98,31 +100,30 @@ def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
           "brought it back")
 
 
-@pytest.mark.timeout(200)
-def test_an_image_pasted_or_dropped_goes_with_the_prompt_in_real_vscode(run_e2e):
-    """An image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a dropped
-    one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the chat says why.
-    A batch's two file_reads of images: each under the step that read it (screenshot image-tool-result; both were under
-    the call), one over 1 MiB named; after a window reload each step names its own (image-tool-result-resumed): the
-    session keeps no data once read. A session saved before images named their step has them under the call."""
-    shows(run_e2e("images.mjs", total_ms=150000),
-          "a pasted image showed as a chip, went with the prompt and was saved with it",
-          "a dropped image went with the prompt",
-          "an image file picked with @ went with the prompt as an image",
-          "an image the model read showed under its step, one over 1 MiB named with its size under its own",
-          "a file that is not an image was refused by the daemon and the chat said why",
-          "resumed, each step named the image it read",
-          "a session saved before steps were kept showed its images under the call")
-
-
 @pytest.mark.timeout(330)
-def test_mcp_question_and_resource_picker_in_real_vscode(run_e2e):
-    """A workspace's .mcp.json server is asked about in the chat with its command line (screenshot mcp-question),
-    allowed always (for this workspace, no feedback offered) its tool runs; `@` lists its resource
-    (mcp-resource-pick), whose text the daemon puts in the prompt."""
-    shows(run_e2e("mcp.mjs"),
-          "a workspace's MCP server was asked about in the chat with its command line",
-          "@ offered the MCP server's resource")
+def test_an_image_pasted_or_dropped_goes_with_the_prompt_and_one_refused_is_named_in_real_vscode(run_e2e):
+    """One window, two scenarios (images.mjs):
+    - images: an image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a
+      dropped one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the
+      chat says why. A batch's two file_reads of images: each under the step that read it (screenshot
+      image-tool-result; both were under the call), one over 1 MiB named; after a window reload each step names its own
+      (image-tool-result-resumed): the session keeps no data once read. A session saved before images named their step
+      has them under the call.
+    - refused: a model whose vendor refuses images (/model to the scripted server's text-only one): live the prompt
+      names its image and the error says so (image-refused-live); after a window reload the prompt names the image
+      left out and why, labelled as a kept image is (image-refused-resumed)."""
+    scenarios_said(
+        run_e2e("images.mjs"),
+        ("images", "a pasted image showed as a chip, went with the prompt and was saved with it"),
+        ("images", "a dropped image went with the prompt"),
+        ("images", "an image file picked with @ went with the prompt as an image"),
+        ("images", "an image the model read showed under its step, one over 1 MiB named with its size under its own"),
+        ("images", "a file that is not an image was refused by the daemon and the chat said why"),
+        ("images", "resumed, each step named the image it read"),
+        ("images", "a session saved before steps were kept showed its images under the call"),
+        ("refused", "live, the prompt named its image and the error said the model takes none"),
+        ("refused", "resumed, the prompt named the image left out and why"),
+    )
 
 
 @pytest.mark.timeout(330)
@@ -137,8 +138,8 @@ def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
       a workspace link to `.git/config` is refused (it put the model's config in the editor, a Save from the disk).
     - ghost: with OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost
       text after the cursor (ghost-text); Tab accepts it into the file."""
-    output = run_e2e("lspfeatures.mjs")
-    for scenario, said in (
+    scenarios_said(
+        run_e2e("lspfeatures.mjs"),
         ("codeaction", "with the backend down, Explain said what to do in the chat and as a warning"),
         ("codeaction", "Explain's prompt showed in the chat with the code it was about"),
         ("modellinks", "a code action's answer with a command link showed as text, with no link to click"),
@@ -146,15 +147,4 @@ def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
         ("modellinks", "Apply of a block naming a link to .git/config was refused, and the file is unchanged"),
         ("ghost", 'ghost text shown: "r * r"'),
         ("ghost", "ollie's ghost text showed after the cursor and Tab accepted it"),
-    ):
-        assert said in output, f"scenario {scenario}: {said!r} not said\n{output[-3000:]}"
-
-
-@pytest.mark.timeout(200)
-def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed_in_real_vscode(run_e2e):
-    """A model whose vendor refuses images: live the prompt names its image and the error says so (screenshot
-    image-refused-live); after a window reload the prompt names the image left out and why, labelled as a kept image
-    is (image-refused-resumed)."""
-    shows(run_e2e("imagesrefused.mjs", total_ms=150000),
-          "live, the prompt named its image and the error said the model takes none",
-          "resumed, the prompt named the image left out and why")
+    )

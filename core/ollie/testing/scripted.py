@@ -7,7 +7,7 @@ import collections
 import http
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,7 @@ class ScriptedLLMServer:
         port: int = 0,
         vision: bool = True,
         says_vision: bool = True,
+        text_models: Iterable[str] = (),
     ) -> None:
         if fmt not in FORMATS:
             raise ValueError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
@@ -73,6 +74,11 @@ class ScriptedLLMServer:
         # says so (OpenRouter's `architecture.input_modalities`, Ollama's `capabilities`).
         self.vision = vision
         self.says_vision = says_vision
+        # Models listed beside `model` that take no images, the listing saying nothing of it: the vendor's refusal
+        # decides (a test switches to one with /model).
+        self.text_models = frozenset(text_models)
+        for name in self.text_models:
+            self.models.setdefault(name, context_length)
         self.host = host
         self._port = port
         self._replies: collections.deque[Reply] = collections.deque()
@@ -273,7 +279,7 @@ class ScriptedLLMServer:
         except ValueError as exc:
             self.failures.append(f"chat request #{len(self.chat_requests)}: malformed image: {exc}")
             return await _send_json(writer, 400, unexpected_body(self.fmt))
-        if carried and not self.vision:  # the reply stays scripted for the next request
+        if carried and not self._sees(model):  # the reply stays scripted for the next request
             with self._lock:
                 self._replies.appendleft(reply)
             status, body = images_refused_body(self.fmt, model)
@@ -343,7 +349,7 @@ class ScriptedLLMServer:
         if self.fmt == "openai":
             return {"object": "list", "data": [
                 {"id": name, "object": "model", "created": 1_700_000_000, "owned_by": "scripted",
-                 "context_length": ctx, **self._modalities()} for name, ctx in self.models.items()]}
+                 "context_length": ctx, **self._modalities(name)} for name, ctx in self.models.items()]}
         if self.fmt == "anthropic":
             names = list(self.models)
             return {"data": [{"type": "model", "id": n, "display_name": n, "created_at": "2025-01-01T00:00:00Z"}
@@ -362,15 +368,21 @@ class ScriptedLLMServer:
             "details": {"format": "gguf", "family": "llama"},
             "model_info": {"general.architecture": "llama", "general.parameter_count": 1_000_000_000,
                            "llama.context_length": self.models[name], "llama.embedding_length": 2048},
-            "capabilities": ["completion", "tools", *(["vision"] if self.vision else [])] if self.says_vision
+            "capabilities": ["completion", "tools", *(["vision"] if self._sees(name) else [])] if self._says(name)
             else None,
         })
 
-    def _modalities(self) -> dict[str, Any]:
+    def _sees(self, model: str) -> bool:
+        return self.vision and model not in self.text_models
+
+    def _says(self, model: str) -> bool:
+        return self.says_vision and model not in self.text_models
+
+    def _modalities(self, model: str) -> dict[str, Any]:
         """OpenRouter's word on what a model reads."""
-        if not self.says_vision:
+        if not self._says(model):
             return {}
-        return {"architecture": {"input_modalities": ["text", "image"] if self.vision else ["text"]}}
+        return {"architecture": {"input_modalities": ["text", "image"] if self._sees(model) else ["text"]}}
 
 
 async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:

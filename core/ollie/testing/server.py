@@ -53,10 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", type=Path, help="JSON list of replies, e.g. [{\"text\": \"hi\"}]")
     parser.add_argument("--model", default="scripted-model")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--no-vision", action="store_true", help="the model refuses images, as a vendor does")
+    parser.add_argument("--text-model", action="append", default=[],
+                        help="a model listed too that refuses images, as a vendor does (repeatable)")
     args = parser.parse_args(argv)
-    vision = not args.no_vision
-    server = ScriptedLLMServer(args.fmt, model=args.model, port=args.port, vision=vision, says_vision=vision)
+    server = ScriptedLLMServer(args.fmt, model=args.model, port=args.port, text_models=args.text_model)
     if args.script:
         server.script(*load_script(args.script))
     server.on_request = lambda request: print(f"REQUEST {describe(request)}", flush=True)

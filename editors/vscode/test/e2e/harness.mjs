@@ -160,13 +160,13 @@ function isolatedEnv() {
 }
 
 let llmCount = 0;
-/** Start the scripted LLM server (openai format) with `script`; `port` 0 picks a free one; `vision` false: its model
- * refuses images, as a vendor does. Resolves with its URL. */
-export async function startScriptedLLM(script, { port = 0, env = isolatedEnv(), vision = true } = {}) {
+/** Start the scripted LLM server (openai format) with `script`; `port` 0 picks a free one; `textModel`: a second model
+ * it lists, which refuses images as a vendor does. Resolves with its URL. */
+export async function startScriptedLLM(script, { port = 0, env = isolatedEnv(), textModel } = {}) {
   llmCount += 1;
   const file = path.join(work, `script-${llmCount}.json`);
   fs.writeFileSync(file, JSON.stringify(script));
-  const argv = ["-m", "ollie.testing.server", "--fmt", "openai", "--script", file, "--port", String(port), ...(vision ? [] : ["--no-vision"])];
+  const argv = ["-m", "ollie.testing.server", "--fmt", "openai", "--script", file, "--port", String(port), ...(textModel ? ["--text-model", textModel] : [])];
   const [, url] = await start(llmCount === 1 ? "scripted-llm" : `scripted-llm-${llmCount}`, python, argv, { env, ready: /^URL (\S+)/m });
   log(`scripted LLM server at ${url}`);
   return url;
@@ -417,7 +417,9 @@ export async function chatFrame(page) {
   const frame = await until("the chat webview", async () => {
     for (const frame of page.frames()) {
       try {
-        if (await frame.$("#input")) return frame;
+        // Its script, at the end of the page, has run (its listeners are there): VS Code shows and focuses a frame
+        // 200 ms after its HTML was written, loaded or not, and an image pasted before was lost (CI, loaded).
+        if ((await frame.$("#input")) && (await frame.evaluate(() => document.readyState !== "loading"))) return frame;
       } catch {
         // frame went away while looking
       }
@@ -438,9 +440,11 @@ async function traceChat(page, frame) {
   if (!tracedPages.has(page)) {
     tracedPages.add(page);
     await page.exposeBinding("__ollieTrace", ({ frame: from }, line) => {
-      chatTrace.push(`${new Date().toISOString().slice(11, 23)} [${from.name() || from.url().slice(-24)}] ${line}`);
-      if (chatTrace.length > 5000) chatTrace.shift();
+      traceLine(`[${from.name() || from.url().slice(-24)}] ${line}`);
     });
+    // A frame made anew (the view moved, the window reloaded, VS Code's content replaced): the test's frame is gone.
+    page.on("frameattached", (made) => traceLine(`frame attached under [${made.parentFrame()?.name() ?? ""}]`));
+    page.on("framedetached", (gone) => traceLine(`frame detached [${gone.name()}]`));
   }
   await frame
     .evaluate(() => {
@@ -466,8 +470,22 @@ async function traceChat(page, frame) {
       input.addEventListener("focus", () => note("focus"));
       input.addEventListener("blur", () => note("blur"));
       window.addEventListener("pagehide", () => note("pagehide"));
+      // A paste or a drop, and whether the page took it (its images become chips once read).
+      for (const kind of ["paste", "drop"]) {
+        window.addEventListener(kind, (event) => {
+          const files = [...((kind === "paste" ? event.clipboardData : event.dataTransfer)?.files ?? [])].map((f) => `${f.name} ${f.type} ${f.size}`);
+          note(`${kind} [${files.join(", ")}]${event.defaultPrevented ? " taken" : " not taken"}`);
+        });
+      }
+      const chips = document.getElementById("chips");
+      new MutationObserver(() => note(`chips: ${[...chips.children].map((c) => c.textContent).join(", ")}`)).observe(chips, { childList: true });
     })
     .catch(() => undefined); // the frame went away: the next chatFrame traces its new page
+}
+
+function traceLine(line) {
+  chatTrace.push(`${new Date().toISOString().slice(11, 23)} ${line}`);
+  if (chatTrace.length > 5000) chatTrace.shift();
 }
 
 function saveChatTrace() {
@@ -530,11 +548,11 @@ export async function waitForStatus(page, pattern) {
 
 /**
  * Run `scenario(ctx)` in a fresh code-server with the vsix (`--vsix FILE`) installed: `script` starts a
- * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing; `vision` false: one refusing images), `files` seeds the workspace
+ * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing; `textModel`: a second model it lists, refusing images), `files` seeds the workspace
  * ({relative path: text}), `settings` adds user settings. ctx: { page, browser, workspace, work, userData,
  * dataDir (the daemon's XDG data), llmUrl, env, startLLM(script, {port}), screenshot(name) }.
  */
-export async function withVSCode({ script = [], files = {}, settings = {}, serverEnv, vision = true } = {}, scenario) {
+export async function withVSCode({ script = [], files = {}, settings = {}, serverEnv, textModel } = {}, scenario) {
   const vsix = path.resolve(args[args.indexOf("--vsix") + 1] ?? "");
   if (!args.includes("--vsix") || !fs.existsSync(vsix)) fail(`--vsix FILE is required (got ${vsix})`);
   for (const [what, file] of [["code-server", codeServer], ["node 24", path.join(nodeBin, "node")], ["chromium", chromiumPath], ["python", python], ["ollie-lsp", daemon]]) {
@@ -561,7 +579,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     // workbench, which starts the daemon, loads once it is up.
     const llmPort = script ? await freePort() : undefined;
     const llmUrl = script ? `http://127.0.0.1:${llmPort}/v1` : undefined;
-    const llmStarted = script ? startScriptedLLM(script, { port: llmPort, env: isolated, vision }) : undefined;
+    const llmStarted = script ? startScriptedLLM(script, { port: llmPort, env: isolated, textModel }) : undefined;
     llmStarted?.catch(() => undefined); // its failure is startVSCode's (not an unhandled rejection while the vsix installs)
     const daemonEnv = serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
     writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
