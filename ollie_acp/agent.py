@@ -273,7 +273,6 @@ class OllieAgent:
             raise
         # Listed only now: until its record says whose it is, a teammate's session would run a prompt as the owner's.
         self._sessions[live_id] = live
-        live.policy = asyncio.ensure_future(asyncio.to_thread(core.sandbox_problem))  # no answer waits for it
         if mcp:
             await core.add_mcp_servers(mcp)
         return live

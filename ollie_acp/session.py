@@ -22,7 +22,7 @@ from acp.schema import (
 )
 
 from ollie.agent.agentswitch import AgentSwitchRefused, NotKept
-from ollie.agent.editorcontext import SLASH
+from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.recorder import close_session
 from ollie_acp.options import backend_models, options_update
 from ollie_acp.updates import UpdateForwarder
@@ -97,8 +97,9 @@ class AcpSession:
     untold: list[str] = field(default_factory=list)
     # The client failed a question (it has no session/request_permission, as the SDK's example client): said once.
     cannot_ask_told: bool = False
-    # Why its sandbox policy does not load ("" when it does), read in a thread as the session opened: told as `untold`.
+    # Why its sandbox policy does not load ("" when it does), read in a thread once (`read_policy`), told once.
     policy: asyncio.Future[str] | None = None
+    policy_told: bool = False
 
     @property
     def mode(self) -> str:
@@ -250,12 +251,16 @@ class AcpSession:
     async def _run(self, number: int, text: str, images: Sequence[Image]) -> PromptResponse:
         if number <= self.cancelled_upto:  # before it began (the engine had nothing to stop yet)
             return PromptResponse(stop_reason="cancelled")
-        if self.policy is not None:
-            problem, self.policy = await self.policy, None
-            self.untold += [problem] if problem else []
         if self.untold:
             told, self.untold = self.untold, []
             await self._tell("".join(f"warning: {w}\n\n" for w in told))
+        if is_command(text):  # it streams no reply, and a !step would meet a broken policy first
+            await self.tell_policy()
+        elif not self.policy_told:
+            # The reply's first text first: the read (YAML and its checks, ~25 ms of CPU, the GIL held) held back a
+            # cold first chunk. It starts as the reply does; a broken one is told before the reply's first tool call
+            # (whose steps read the policy themselves, and are refused), or after its text.
+            self.forwarder.on_reply, self.forwarder.before_call = self.read_policy, self.tell_policy
         settings = self._settings()
         before = _totals(self.core)
         if (inject := _turn_command(text)) and inject[1]:  # under the turn lock: no turn runs
@@ -268,6 +273,7 @@ class AcpSession:
             result = await self.core.submit(text, images)
         usage = _turn_usage(before, _totals(self.core))
         await self.forwarder.drained()
+        await self.tell_policy()
         if self._settings() != settings:  # `/approval`, `/agent` or `/model` changed one: the client shows it
             await self.sync_options()
         if result.stop == "interrupted":
@@ -289,6 +295,20 @@ class AcpSession:
             return
         await self.core.stop("cancelled by the client")
         await asyncio.wait({task})
+
+    def read_policy(self) -> asyncio.Future[str]:
+        """The read of the session's sandbox policy (in a thread: YAML and its checks), started at the first call."""
+        if self.policy is None:
+            self.policy = asyncio.ensure_future(asyncio.to_thread(self.core.sandbox_problem))
+        return self.policy
+
+    async def tell_policy(self) -> None:
+        """Tell why the session's sandbox policy does not load, once (as agent text, after what the turn said)."""
+        if self.policy_told:
+            return
+        self.policy_told = True
+        if problem := await self.read_policy():
+            await self._tell(("\n\n" if self.forwarder.replied else "") + f"warning: {problem}\n\n")
 
     async def _tell(self, text: str) -> None:
         """Show the user a line of agent text in this session (nothing when the client is gone)."""

@@ -155,6 +155,11 @@ class UpdateForwarder:
         self._live: dict[str, str] = {}
         self._unsent: set[str] = set()
         self._live_sent_at = 0.0
+        self.replied = False  # a reply's text or tool call was sent
+        # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
+        # session does as its reply begins, and tells before its first step.
+        self.on_reply: Callable[[], object] | None = None
+        self.before_call: Callable[[], Awaitable[None]] | None = None
 
     def start(self) -> None:
         """Start draining (once: a second call does nothing)."""
@@ -208,8 +213,10 @@ class UpdateForwarder:
         role = event.role
         if role == "assistant" and event.content:
             await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(event.content)))
+            self._replying()
         elif role == "reasoning" and event.content:
             await self._send(AgentThoughtChunk(session_update="agent_thought_chunk", content=text_block(event.content)))
+            self._replying()
         elif role == "user" and event.content:
             await self._send(UserMessageChunk(session_update="user_message_chunk", content=text_block(event.content)))
         elif role == "output":
@@ -224,9 +231,19 @@ class UpdateForwarder:
             text = f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n"
             await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
 
+    def _replying(self) -> None:
+        self.replied = True
+        if self.on_reply is not None:
+            self.on_reply, begin = None, self.on_reply
+            begin()
+
     async def _open_call(self, event: Event) -> None:
         if event.tool is None:
             return
+        self._replying()
+        if self.before_call is not None:
+            self.before_call, tell = None, self.before_call
+            await tell()
         steps = _steps_of(event.tool, event.steps)
         self._open[event.tool.id] = [s.id for s in steps]
         for step in steps:

@@ -77,18 +77,41 @@ async def test_an_agent_config_that_cannot_load_is_told_once_not_silently_left_o
     assert agent.client.text(sid).count("warning:") == 1
 
 
-async def test_a_broken_sandbox_policy_is_told_at_the_start_of_the_first_reply(start_agent, llm) -> None:
-    # The daemon and the terminal say it as a session opens; ACP said it only when a step was refused.
+async def test_a_broken_sandbox_policy_is_told_after_the_first_replys_text(start_agent, llm) -> None:
+    # The daemon and the terminal say it as a session opens; ACP said it only when a step was refused. Its read (YAML
+    # and its checks, ~25 ms of CPU) held the first chunk back when it was told first: the reply's text comes first.
     policy = config_dir() / "sandbox.yaml"
     policy.write_text("netwrok:\n  enabled: true\n")
     llm.script(Reply.text("first answer"), Reply.text("second answer"))
     agent = await start_agent(env=llm.env())
     sid = await agent.new()
     await agent.prompt(sid, "hi")
-    assert agent.client.text(sid) == (f"warning: {policy}: key 'netwrok': unknown key; fix the file: no step runs "
-                                      "until it loads\n\nfirst answer")
+    assert agent.client.text(sid) == (f"first answer\n\nwarning: {policy}: key 'netwrok': unknown key; fix the file: "
+                                      "no step runs until it loads\n\n")
     await agent.prompt(sid, "again")
     assert agent.client.text(sid).count("warning:") == 1
+
+
+async def test_a_broken_sandbox_policy_is_told_before_the_first_tool_call_and_a_command_hears_it_first(
+        start_agent, llm) -> None:
+    # Told before the reply's first step, not after the turn: the step itself is refused (no step runs until it loads).
+    policy = config_dir() / "sandbox.yaml"
+    policy.write_text("netwrok:\n  enabled: true\n")
+    llm.script(Reply(text="let me look", tool_calls=[("execute_code", {"steps": [{"code": "true"}]})]),
+               Reply.text("done"))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    await agent.prompt(sid, "hi")
+    kinds = [(u.session_update, getattr(getattr(u, "content", None), "text", "")) for u in agent.client.of(sid)]
+    told = next(n for n, (kind, text) in enumerate(kinds) if "'netwrok'" in text)
+    first_call = next(n for n, (kind, _) in enumerate(kinds) if kind == "tool_call")
+    assert "".join(text for kind, text in kinds[:told] if kind == "agent_message_chunk") == "let me look", kinds
+    assert told < first_call, kinds
+    assert agent.client.text(sid).count("warning:") == 1
+    # A command (no reply streams first) hears it before it runs.
+    other = await agent.new()
+    await agent.prompt(other, "/help")
+    assert agent.client.text(other).startswith(f"warning: {policy}: key 'netwrok'"), agent.client.text(other)
 
 
 async def test_a_sandbox_policy_made_a_fifo_is_told_and_a_linked_one_is_read(start_agent, llm) -> None:
@@ -100,12 +123,13 @@ async def test_a_sandbox_policy_made_a_fifo_is_told_and_a_linked_one_is_read(sta
     sid = await agent.new()
     await agent.prompt(sid, "hi")
     said = agent.client.text(sid)
-    assert said.startswith(f"warning: {policy}: cannot read the sandbox policy: {policy} is not a regular file"), said
-    assert said.endswith("\n\nfirst answer"), said
+    assert said.startswith(f"first answer\n\nwarning: {policy}: cannot read the sandbox policy: {policy} is not a "
+                           "regular file"), said
     # A link the user made to their own file is theirs to make: followed (the file it names is what is read).
     policy.unlink()
     (config_dir() / "mine.yaml").write_text("netwrok:\n  enabled: true\n")
     policy.symlink_to("mine.yaml")
     other = await agent.new()
     await agent.prompt(other, "hi")
-    assert agent.client.text(other).startswith(f"warning: {policy}: key 'netwrok': unknown key"), agent.client.text(other)
+    assert agent.client.text(other).startswith(f"second answer\n\nwarning: {policy}: key 'netwrok': unknown key"), \
+        agent.client.text(other)

@@ -45,11 +45,11 @@ sys.meta_path.insert(0, Watch())
 runpy.run_module("ollie_lsp", run_name="__main__", alter_sys=True)
 """
 # What only a step that may write (the checkpoints, their git and the tree's inotify watch, the changes' types and
-# diff) or a spawn (the runner, Landlock's rules, the fork server's client, its processes) needs: a session is built
-# and answers without them.
+# diff, difflib) or a spawn (the runner, Landlock's rules, the fork server's client, its processes) needs: a session
+# is built and answers without them.
 _DEFERRED = ("ollie.workspace.checkpoints", "ollie.workspace.treewatch", "ollie.workspace.types",
-             "ollie.workspace.diff", "ollie.tools.execute.runner", "ollie.sandbox.spawn", "ollie.sandbox.rules",
-             "ollie.sandbox.process")
+             "ollie.workspace.diff", "difflib", "ollie.tools.execute.runner", "ollie.sandbox.spawn",
+             "ollie.sandbox.rules", "ollie.sandbox.process")
 # What only a slash command, an agent switch (or the agents' list) or a compaction needs: loaded by the first one.
 _FEATURES = ("ollie.agent.commands", "ollie.agent.commands_info", "ollie.agent.agentswitch", "ollie.agent.compaction")
 for _name, _modules in (("*DEFERRED", _DEFERRED), ("*FEATURES", _FEATURES)):

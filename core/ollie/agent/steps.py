@@ -5,7 +5,6 @@ Pure: built from the call's arguments (and a user script's `ollie:kind`). The ki
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -96,6 +95,8 @@ class Diff:
 
     def unified(self, most: int) -> list[str]:
         """The change as unified diff lines (2 lines of context), cut after `most` with a line saying how many more."""
+        import difflib  # at the first diff shown, not in the start-up path
+
         old, new = (self.old_text or "").splitlines(), (self.new_text or "").splitlines()
         lines = list(difflib.unified_diff(old, new, f"a/{self.path}", f"b/{self.path}", n=2, lineterm=""))
         return lines if len(lines) <= most else [*lines[:most], f"… ({len(lines) - most} more diff lines)"]
