@@ -1,6 +1,8 @@
-"""A reply's call ids against the session's: each checked by a lookup, however long the history."""
+"""What a long history costs the loop: a reply's call ids each checked by a lookup, /context counted in a thread."""
 
 from __future__ import annotations
+
+import threading
 
 from agentkit import ToyServer, sent_messages
 
@@ -39,3 +41,27 @@ async def test_a_replys_ids_are_checked_without_walking_the_sessions_ids(scripte
     assert [sent[1], sent[5]] == ["fresh", "y.2"], sent
     assert sent[6] != "y" and len(set(sent) | {"old", "x.3", "c5"}) == len(ids) + 3, sent
     assert not {sent[0], sent[2], sent[3], sent[4]} & {"old", "fresh", "c5.1", "x"}, sent
+
+
+class _NotOnTheLoop(list):
+    """A history that must not be walked on the event loop's thread once `armed`."""
+
+    armed = False
+
+    def __iter__(self):
+        assert not self.armed or threading.current_thread() is not threading.main_thread(), "walked on the loop"
+        return super().__iter__()
+
+
+async def test_context_counts_the_history_off_the_loop(scripted_llm, make_core):
+    # /context counted every message's role and calls on the loop every session shares (~17 ms at 100k messages).
+    core = await make_core(scripted_llm("openai"), toy=ToyServer())
+    core.session.messages = _NotOnTheLoop([Message("user", "hi"), Message("assistant", "", tool_calls=[
+        ToolCall("a", "slow_read", "{}"), ToolCall("b", "slow_read", "{}")]),
+        Message("tool", "ok", tool_call_id="a", name="slow_read"), Message("tool", "ok", tool_call_id="b",
+                                                                           name="slow_read")])
+    core.context_info()  # the size of a history that is new to the session is counted once (then kept up to date)
+    core.session.messages.armed = True
+    lines = (await core.submit("/context")).reply.splitlines()
+    core.session.messages.armed = False  # (the save at close writes it on the loop: a 4-message round)
+    assert lines[1:3] == ["messages: 4 (assistant 1, tool 2, user 1)", "tool calls this session: 2"], lines
