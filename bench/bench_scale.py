@@ -8,6 +8,7 @@ The scripted LLM server runs in its own process.
 
 - session length (1k/10k/100k messages): a tiny turn on a resumed session of
   that length, and an unpaged `ollie/context` of it (its first page: at most 1,000);
+  a reply of 64 tool calls on it (its model's window one it fits: no compaction);
 - live sessions (1/10/20/50): that many first turns at once, then that many
   sessions streaming a reply at once (target at 20, issue 29's row, and 50);
 - repository size (1k/10k/100k files): a one-file write turn through the
@@ -41,6 +42,7 @@ from bench.common import PYTHON, Row, child_env, interleaved, median, private_ho
 from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
 from ollie import paths
+from ollie.agent.loop import MAX_CALLS
 from ollie.workspace.guard import DEFAULT_MAX_FILES
 
 SMALL = os.environ.get("OLLIE_BENCH_SMALL") == "1"
@@ -118,6 +120,33 @@ def session_rows() -> list[Row]:
                 rows.append(_freeze_row(f"an unpaged ollie/context of {size:,} messages", context, idle, target=last))
         finally:
             daemon.shutdown()
+    return rows
+
+
+def calls_rows() -> list[Row]:
+    """A reply of MAX_CALLS tool calls (of no tool: nothing spawned) on a resumed session of each length, its model's
+    context window one the history fits (no compaction)."""
+    ids = {size: write_saved_sessions(1, size)[0] for size in SESSION_SIZES}
+    agent = paths.config_dir() / "agents" / "default.json"
+    agent.parent.mkdir(parents=True, exist_ok=True)
+    agent.write_text(json.dumps({"prompt": "You are a terse benchmark agent.", "context_length": 100_000_000}))
+    rows = []
+    try:
+        with LLMProcess("openai") as srv, tempfile.TemporaryDirectory() as tmp:
+            daemon, probe, idle = _started(srv, Path(tmp))
+            try:
+                for size, sid in ids.items():
+                    daemon.request("ollie/session/load", {"session": sid}, timeout=300)
+                    srv.script_call("no_such_tool", {}, calls=MAX_CALLS)
+                    srv.script("done")
+                    calls = _worst_during(daemon, probe, lambda sid=sid: daemon.request(
+                        "ollie/submit", {"session": sid, "text": "go"}, timeout=600))
+                    rows.append(_freeze_row(f"a reply of {MAX_CALLS} tool calls on a {size:,}-message session", calls,
+                                            idle, target=size == SESSION_SIZES[-1]))
+            finally:
+                daemon.shutdown()
+    finally:
+        agent.unlink()
     return rows
 
 
@@ -221,7 +250,7 @@ def resume_rows(rounds: int) -> list[Row]:
 def run(rounds: int = 5) -> tuple[list[Row], list[str]]:
     """Every scale row."""
     # The resume rows are fresh processes of under a second: three times the rounds, for a steadier median.
-    steps: list[Callable[[], list[Row]]] = [session_rows, live_rows, lambda: resume_rows(3 * rounds)]
+    steps: list[Callable[[], list[Row]]] = [session_rows, calls_rows, live_rows, lambda: resume_rows(3 * rounds)]
     rows: list[Row] = []
     for step in steps:
         rows += step()

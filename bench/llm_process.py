@@ -4,7 +4,7 @@ Run by `LLMProcess` (below) as `python -m bench.llm_process FMT`; it prints its
 env as one JSON line, then takes one JSON command a line on stdin and answers
 each with one JSON line: `script` (replies: text, chunk_size, delay), `sent`
 (delta index -> when its frame was written, perf_counter: CLOCK_MONOTONIC,
-the same clock in every process), `call` (a reply calling one tool) and `chat_requests`.
+the same clock in every process), `call` (a reply calling tools) and `chat_requests`.
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ class LLMProcess:
         """Queue one text reply streamed in `chunk_size` pieces, `delay` s apart; forget earlier stamps."""
         self._ask(op="script", text=text, chunk_size=chunk_size, delay=delay)
 
-    def script_call(self, tool: str, args: dict[str, Any]) -> None:
-        """Queue one reply that calls `tool` with `args`."""
-        self._ask(op="call", tool=tool, args=args)
+    def script_call(self, tool: str, args: dict[str, Any], *, calls: int = 1) -> None:
+        """Queue one reply that calls `tool` with `args` (`calls` times)."""
+        self._ask(op="call", tool=tool, args=args, calls=calls)
 
     def send_times(self) -> dict[int, float]:
         """Delta index -> when its frame was written."""
@@ -124,7 +124,7 @@ def serve(fmt: str) -> None:
                 srv.script(Reply(text=command["text"], chunk_size=command["chunk_size"], delay=command["delay"]))
                 answer = True
             elif op == "call":
-                srv.script(Reply.tool_calls((command["tool"], command["args"])))
+                srv.script(Reply.tool_calls(*[(command["tool"], command["args"])] * command.get("calls", 1)))
                 answer = True
             elif op == "sent":
                 answer = {str(k): v for k, v in srv.send_times().items()}

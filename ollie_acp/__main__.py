@@ -53,8 +53,9 @@ async def serve(args: Args, rpc_in: BinaryIO, rpc_out: BinaryIO) -> None:
     from ollie_acp.streams import LineTransport, streams
 
     resume_gc()  # paused by main() while the SDK's schema and the engine loaded
-    agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model)
     reader, writer = await streams(rpc_in, rpc_out)
+    agent = OllieAgent(agent=args.agent, backend=args.backend, model=args.model,
+                       read_by_client=writer.read_by_client)
     try:
         # The unstable protocol for session/close, /resume and /fork (advertised in initialize).
         await run_agent(cast(Agent, agent), LineTransport(reader, writer, on_end=agent.stop_turns),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -64,14 +64,19 @@ from ollie_acp.updates import Update, UpdateForwarder
 
 logger = logging.getLogger("ollie.acp.agent")
 LIST_PAGE = 50
+# A replay's updates sent before the client must have read them (~25 ms of the loop): the agent's other sessions
+# are served between pages, and their answers wait behind one page in the pipe, not the whole history.
+REPLAY_PAGE = 500
 _Answer = TypeVar("_Answer", LoadSessionResponse, ResumeSessionResponse, ForkSessionResponse)
 
 
 class OllieAgent:
     """One client's ACP agent: every session it opened, each its own Core."""
 
-    def __init__(self, *, agent: str = "default", backend: str | None = None, model: str | None = None) -> None:
+    def __init__(self, *, agent: str = "default", backend: str | None = None, model: str | None = None,
+                 read_by_client: Callable[[], Awaitable[None]] | None = None) -> None:
         self._agent = agent
+        self._read_by_client = read_by_client or (lambda: asyncio.sleep(0))
         self._backend = backend
         self._model = model
         self._client: Client | None = None
@@ -146,8 +151,10 @@ class OllieAgent:
         updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd,
                                           kind_of=script_kinds(tools_path()), collapsed=dict(session.step_images),
                                           outcomes=dict(session.step_outcomes))
-        for update in updates:
-            await self.client.session_update(session_id=live.id, update=update)
+        for start in range(0, len(updates), REPLAY_PAGE):
+            for update in updates[start:start + REPLAY_PAGE]:
+                await self.client.session_update(session_id=live.id, update=update)
+            await self._read_by_client()
         return await self._opened(live, LoadSessionResponse)
 
     async def resume_session(self, session_id: str, cwd: str, mcp_servers: Any = None,
