@@ -227,7 +227,7 @@ def shared_agent(_shared_agents: SharedAgents, _private_dirs: Path, llm: Scripte
     """A factory: `await shared_agent()` gives the module's running agent (approval `auto` unless `approval=` says,
     the client's fs methods when `fs=True`) as this test's: a workspace of its own, a fresh client record. Its
     private dirs are the agent's, so what the test reads of them (saved sessions, config) is what the agent wrote."""
-    for var, sub in XDG_DIRS.items():
+    for var, sub in XDG_DIRS.items():  # over _private_dirs' own (hence asked for: it comes first)
         monkeypatch.setenv(var, str(_shared_agents.home / sub))
     workspace = tmp_path / "ws"
     workspace.mkdir()
