@@ -21,7 +21,7 @@ def call(name: str, *args: str) -> Reply:
     return Reply.tool_calls(("call_tool", {"calls": [{"tool": name, "args": list(args)}]}))
 
 
-async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(shared_agent, llm, tmp_path: Path) -> None:
+async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(start_agent, llm, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret").write_text(f"{SECRET}\n")
@@ -31,7 +31,7 @@ async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(share
         replies += [call("file_read", name), Reply.text(f"r{n}")]
     replies += [call("file_write", "link/new", "pwned"), Reply.text("w"), call("file_read", "ok.txt"), Reply.text("ok")]
     llm.script(*replies)
-    agent = await shared_agent(fs=True)
+    agent = await start_agent(env=llm.env(), fs=True)
     ws = agent.workspace
     (ws / "sub").mkdir()
     (ws / "link").symlink_to(outside)
