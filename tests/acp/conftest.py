@@ -6,7 +6,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from acp.schema import (
 )
 
 from ollie.testing import Reply
+from ollie.testing.scripted import ScriptedLLMServer
 
 AGENT_COMMAND = [sys.executable, "-m", "ollie_acp"]
 
@@ -39,6 +40,10 @@ class RecordingClient:
     """An ACP client that records every update and answers permission questions from a script."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget what was recorded and scripted (a shared agent's next test starts clean)."""
         self.updates: list[tuple[str, Any]] = []
         # option ids, None = cancelled, "away" = never answered, "fail" = the error of a client without the method
         self.permission_answers: list[str | None] = []
@@ -88,6 +93,7 @@ class Agent:
         self.workspace = workspace
         # Every message from the agent, in the order it arrived (the SDK connection's observer).
         self.wire: list[dict[str, Any]] = []
+        self.init: Any = None
 
     async def new(self, cwd: Path | None = None) -> str:
         """A new session in the workspace; its id."""
@@ -118,9 +124,30 @@ class Agent:
         return pages
 
 
+async def _spawn(stack: AsyncExitStack, *, env: dict[str, str], workspace: Path, fs: bool = False,
+                 initialize: bool = True, command: list[str] | None = None) -> Agent:
+    """An `ollie acp` started in `workspace` with exactly `env`, its client connected (initialized when asked)."""
+    client = RecordingClient()
+    agent: Agent | None = None
+
+    def observe(event: StreamEvent) -> None:
+        if event.direction is StreamDirection.INCOMING and agent is not None:
+            agent.wire.append(event.message)
+
+    conn, proc = await stack.enter_async_context(
+        acp.spawn_agent_process(client, *(command or AGENT_COMMAND), env=env, cwd=workspace, observers=[observe]))
+    agent = Agent(conn, proc, client, workspace)
+    if initialize:
+        caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
+        # A bound on a hang: a loaded machine took over 30 s to start the agent (7 tests of a file at once).
+        agent.init = await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=caps), 60)
+    return agent
+
+
 @pytest_asyncio.fixture
 async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await start_agent(env=llm.env())` gives an initialized Agent; all are stopped at teardown."""
+    """A factory: `await start_agent(env=llm.env())` gives an initialized Agent of its own; all are stopped at
+    teardown. For a test of the process itself (its start, env, end of input, a crash, a config read at start)."""
     async with AsyncExitStack() as stack:
         count = 0
 
@@ -130,27 +157,90 @@ async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Call
             count += 1
             ws = workspace or tmp_path / f"ws{count}"
             ws.mkdir(parents=True, exist_ok=True)
-            client = RecordingClient()
-            wire: list[dict[str, Any]] = []
-
-            def observe(event: StreamEvent) -> None:
-                if event.direction is StreamDirection.INCOMING:
-                    wire.append(event.message)
-
-            conn, proc = await stack.enter_async_context(
-                acp.spawn_agent_process(client, *(command or AGENT_COMMAND), env=child_env(env), cwd=ws,
-                                        observers=[observe])
-            )
-            agent = Agent(conn, proc, client, ws)
-            agent.wire = wire
-            if initialize:
-                caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs))
-                # A bound on a hang: a loaded machine took over 30 s to start the agent (7 tests of a file at once).
-                agent.init = await asyncio.wait_for(  # type: ignore[attr-defined]
-                    conn.initialize(protocol_version=1, client_capabilities=caps), 60)
-            return agent
+            return await _spawn(stack, env=child_env(env), workspace=ws, fs=fs, initialize=initialize,
+                                command=command)
 
         yield start
+
+
+XDG_DIRS = {"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_STATE_HOME": "state", "XDG_CACHE_HOME": "cache"}
+
+
+@pytest.fixture(scope="module")
+def _module_llm() -> Iterator[ScriptedLLMServer]:
+    """The module's scripted OpenAI-format server: the `llm` of each of its tests, and its shared agents' model."""
+    server = ScriptedLLMServer("openai").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def llm(_module_llm: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
+    """The module's server as this test's own: nothing left of the tests before; checked for leftover replies and
+    unexpected requests at teardown."""
+    _module_llm.reset()
+    yield _module_llm
+    _module_llm.assert_done()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on a shared agent runs in its module's event loop, the one the agent's connection lives in."""
+    for item in items:
+        if "shared_agent" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.asyncio(loop_scope="module"), append=False)  # before auto mode's own
+
+
+class SharedAgents:
+    """A module's `ollie acp` processes, one per environment, each started at its first test and kept to the
+    module's end: a test opens its own sessions on one, as Zed opens each thread on one agent."""
+
+    def __init__(self, stack: AsyncExitStack, home: Path, llm: ScriptedLLMServer) -> None:
+        self.stack = stack
+        self.home = home
+        self.llm = llm
+        self.agents: dict[tuple[str, bool], Agent] = {}
+
+    async def get(self, approval: str, fs: bool) -> Agent:
+        """The shared agent of this approval setting and fs capability, started the first time it is asked for."""
+        if (approval, fs) not in self.agents:
+            env = {k: v for k, v in child_env(self.llm.env(approval=approval)).items() if k != "XDG_RUNTIME_DIR"}
+            env.update({var: str(self.home / sub) for var, sub in XDG_DIRS.items()})
+            workspace = self.home / f"cwd-{len(self.agents)}"
+            workspace.mkdir()
+            self.agents[approval, fs] = await _spawn(self.stack, env=env, workspace=workspace, fs=fs)
+        return self.agents[approval, fs]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def _shared_agents(tmp_path_factory: pytest.TempPathFactory,
+                         _module_llm: ScriptedLLMServer) -> AsyncIterator[SharedAgents]:
+    home = tmp_path_factory.mktemp("shared-home")
+    for sub in XDG_DIRS.values():
+        (home / sub).mkdir()
+    async with AsyncExitStack() as stack:
+        yield SharedAgents(stack, home, _module_llm)
+
+
+@pytest.fixture
+def shared_agent(_shared_agents: SharedAgents, _private_dirs: Path, llm: ScriptedLLMServer, tmp_path: Path,
+                 monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """A factory: `await shared_agent()` gives the module's running agent (approval `auto` unless `approval=` says,
+    the client's fs methods when `fs=True`) as this test's: a workspace of its own, a fresh client record. Its
+    private dirs are the agent's, so what the test reads of them (saved sessions, config) is what the agent wrote."""
+    for var, sub in XDG_DIRS.items():  # over _private_dirs' own (hence asked for: it comes first)
+        monkeypatch.setenv(var, str(_shared_agents.home / sub))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    async def get(*, approval: str = "auto", fs: bool = False) -> Agent:
+        shared = await _shared_agents.get(approval, fs)
+        shared.client.reset()
+        view = Agent(shared.conn, shared.proc, shared.client, workspace)
+        view.init = shared.init
+        shared.wire = view.wire  # what comes from now on
+        return view
+
+    return get
 
 
 HAND_COLUMNS = "(id, agent_id, user_id, kind, title, created_at, last_active)"
@@ -226,7 +316,3 @@ def sleeper() -> Sleeper:
     return Sleeper()
 
 
-@pytest.fixture
-def llm(scripted_llm: Callable[..., Any]) -> Any:
-    """A started scripted OpenAI-format server (checked for leftovers at teardown)."""
-    return scripted_llm("openai")

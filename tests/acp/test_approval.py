@@ -16,11 +16,11 @@ def run(code: str) -> Reply:
     return Reply.tool_calls(("execute_code", {"steps": [{"code": code}]}))
 
 
-async def asked_edit(start_agent, llm, text: str, answer: str, *script: Reply):
+async def asked_edit(shared_agent, llm, text: str, answer: str, *script: Reply):
     """An agent (approval: ask) whose workspace has a.txt holding `text`, the model saying `script`, after one
     prompt "edit" whose question was answered `answer`: (agent, session id)."""
     llm.script(*script)
-    agent = await start_agent(env=llm.env(approval=""))
+    agent = await shared_agent(approval="")
     (agent.workspace / "a.txt").write_text(text)
     sid = await agent.new()
     agent.client.permission_answers = [answer]
@@ -28,10 +28,10 @@ async def asked_edit(start_agent, llm, text: str, answer: str, *script: Reply):
     return agent, sid
 
 
-async def test_session_modes_are_the_approval_modes(start_agent, llm) -> None:
+async def test_session_modes_are_the_approval_modes(shared_agent, llm) -> None:
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x1"), Reply.text("2"),
                run("touch x2"), Reply.text("3"))
-    agent = await start_agent(env=llm.env(approval=""))
+    agent = await shared_agent(approval="")
     (agent.workspace / "a.txt").write_text("one\n")
     response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
     sid = response.session_id
@@ -53,8 +53,8 @@ async def test_session_modes_are_the_approval_modes(start_agent, llm) -> None:
         await agent.conn.set_session_mode(session_id=sid, mode_id="allow")
 
 
-async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, llm) -> None:
-    agent, sid = await asked_edit(start_agent, llm, "one\n", "reject_always",
+async def test_a_rejected_edit_is_not_made_and_the_model_is_told(shared_agent, llm) -> None:
+    agent, sid = await asked_edit(shared_agent, llm, "one\n", "reject_always",
                                   edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"),
                                   Reply.text("2"))
     (tool_call, _), = agent.client.permission_requests
@@ -71,11 +71,11 @@ async def test_a_rejected_edit_is_not_made_and_the_model_is_told(start_agent, ll
     assert (agent.workspace / "a.txt").read_text() == "one\n"
 
 
-async def test_a_client_that_cannot_answer_a_question_is_told_once_what_to_do(start_agent, llm) -> None:
+async def test_a_client_that_cannot_answer_a_question_is_told_once_what_to_do(shared_agent, llm) -> None:
     # The SDK's example client answers session/request_permission "method not found": under `ask` each step was
     # rejected with no word of why, the model told the user refused.
     llm.script(run("touch x"), Reply.text("1"), run("touch y"), Reply.text("2"))
-    agent = await start_agent(env=llm.env(approval=""))
+    agent = await shared_agent(approval="")
     sid = await agent.new()
     agent.client.permission_answers = ["fail", "fail"]
     await agent.prompt(sid, "touch x")
@@ -87,10 +87,10 @@ async def test_a_client_that_cannot_answer_a_question_is_told_once_what_to_do(st
     assert len(agent.client.permission_requests) == 2 and agent.client.text(sid).count("was rejected") == 1
 
 
-async def test_an_answer_shows_on_its_card_not_as_the_model_s_text(start_agent, llm) -> None:
+async def test_an_answer_shows_on_its_card_not_as_the_model_s_text(shared_agent, llm) -> None:
     # Zed showed "allowed: Run `touch x`" as agent text, as if the model wrote it, beside the card saying "Allowed".
     llm.script(run("touch x"), edit("a.txt", "one", "two"), Reply.text("done"))
-    agent = await start_agent(env=llm.env(approval=""))
+    agent = await shared_agent(approval="")
     (agent.workspace / "a.txt").write_text("one\n")
     sid = await agent.new()
     agent.client.permission_answers = ["allow_once", "reject_once"]
@@ -100,10 +100,10 @@ async def test_an_answer_shows_on_its_card_not_as_the_model_s_text(start_agent, 
     assert agent.client.text(sid) == "done"
 
 
-async def test_an_edit_s_question_and_its_end_name_the_line_it_changes(start_agent, llm) -> None:
+async def test_an_edit_s_question_and_its_end_name_the_line_it_changes(shared_agent, llm) -> None:
     """A client following the agent (Zed) opens the file where the edit is: the question's location and the
     finished step's carry the line (they named the file alone)."""
-    agent, sid = await asked_edit(start_agent, llm, "one\ntwo\nthree\nfour\n", "allow_once",
+    agent, sid = await asked_edit(shared_agent, llm, "one\ntwo\nthree\nfour\n", "allow_once",
                                   edit("a.txt", "three", "THREE"), Reply.text("done"))
     (tool_call, _), = agent.client.permission_requests
     path = str(agent.workspace.resolve() / "a.txt")
@@ -122,12 +122,12 @@ def test_where_a_diff_first_changes() -> None:
     assert Diff("a", "", "").first_line() == 1
 
 
-async def test_each_question_of_a_batch_names_the_tool_call_of_its_step(start_agent, llm) -> None:
+async def test_each_question_of_a_batch_names_the_tool_call_of_its_step(shared_agent, llm) -> None:
     # A client shows a question as the tool call it names (Zed upserts it): another id is a second card that
     # nothing ever ends, beside the step's own.
     calls = [{"tool": "file_edit", "args": [name, "one", "two"]} for name in ("a.txt", "b.txt")]
     llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
-    agent = await start_agent(env=llm.env(approval=""))
+    agent = await shared_agent(approval="")
     for name in ("a.txt", "b.txt"):
         (agent.workspace / name).write_text("one\n")
     sid = await agent.new()
@@ -141,9 +141,9 @@ async def test_each_question_of_a_batch_names_the_tool_call_of_its_step(start_ag
     assert (agent.workspace / "b.txt").read_text() == "two\n"
 
 
-async def test_read_only_mode_refuses_writes_without_asking(start_agent, llm) -> None:
+async def test_read_only_mode_refuses_writes_without_asking(shared_agent, llm) -> None:
     llm.script(run("touch x"), Reply.text("planned"))
-    agent = await start_agent(env=llm.env(approval=""))
+    agent = await shared_agent(approval="")
     sid = await agent.new()
     await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
     await agent.prompt(sid, "make x")
@@ -163,14 +163,14 @@ async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_
     assert "nobody answered whether 'Edit a.txt'" in llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
-async def test_a_network_question_goes_to_request_permission(start_agent, llm) -> None:
+async def test_a_network_question_goes_to_request_permission(shared_agent, llm) -> None:
     from tests.netserver import Listener
 
     server = Listener()
     server.start()
     try:
         llm.script(run(f"curl -s http://other.test:{server.port}/x"), Reply.text("1"))
-        agent = await start_agent(env=llm.env(approval="auto"))
+        agent = await shared_agent(approval="auto")
         sid = await agent.new()
         agent.client.permission_answers = ["reject_once"]
         await agent.prompt(sid, "fetch")
@@ -222,11 +222,11 @@ async def test_allow_for_this_session_through_request_permission_lets_the_later_
         server.sock.close()
 
 
-async def test_a_steps_question_shows_its_program_whole(start_agent, llm) -> None:
+async def test_a_steps_question_shows_its_program_whole(shared_agent, llm) -> None:
     """The question's card held the step's title, `Run `cat a.txt …``, and what "always" covers: a client showing no
     raw input had the user allow a program whose next line, `touch made.txt`, they never saw."""
     llm.script(run("cat a.txt\ntouch made.txt"), Reply.text("ok"))
-    agent = await start_agent(env=llm.env(approval="ask"))
+    agent = await shared_agent(approval="ask")
     sid = await agent.new()
     agent.client.permission_answers = ["reject_once"]
     await agent.prompt(sid, "look")
@@ -236,11 +236,11 @@ async def test_a_steps_question_shows_its_program_whole(start_agent, llm) -> Non
 
 
 @pytest.mark.parametrize(("answer", "runs"), [("allow_once", True), ("reject_once", False)])
-async def test_under_ask_an_elevated_step_is_one_question(start_agent, llm, answer, runs) -> None:
+async def test_under_ask_an_elevated_step_is_one_question(shared_agent, llm, answer, runs) -> None:
     # It was two: the step's approval, then "Run outside the sandbox" for the same code.
     code = "echo out > elevated.txt"
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": True}]})), Reply.text("ok"))
-    agent = await start_agent(env=llm.env(approval="ask"))
+    agent = await shared_agent(approval="ask")
     sid = await agent.new()
     agent.client.permission_answers = [answer, "allow_once"]
     await agent.prompt(sid, "write it outside the sandbox")
@@ -251,11 +251,11 @@ async def test_under_ask_an_elevated_step_is_one_question(start_agent, llm, answ
     assert (agent.workspace / "elevated.txt").exists() is runs
 
 
-async def test_an_elevation_alone_is_asked_as_the_question_that_covers_one_under_ask(start_agent, llm) -> None:
+async def test_an_elevation_alone_is_asked_as_the_question_that_covers_one_under_ask(shared_agent, llm) -> None:
     # Under `auto` the elevation was asked its own way (the bare code, no title); now as the step question is.
     code = "echo out > elevated.txt"
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": True}]})), Reply.text("ok"))
-    agent = await start_agent(env=llm.env(approval="auto"))
+    agent = await shared_agent(approval="auto")
     sid = await agent.new()
     agent.client.permission_answers = ["allow_once"]
     await agent.prompt(sid, "write it outside the sandbox")
@@ -267,12 +267,12 @@ async def test_an_elevation_alone_is_asked_as_the_question_that_covers_one_under
 
 
 @pytest.mark.parametrize("approval", ["auto", "ask"])
-async def test_each_elevated_call_of_a_batch_is_asked_on_its_own_tool_call(start_agent, llm, approval) -> None:
+async def test_each_elevated_call_of_a_batch_is_asked_on_its_own_tool_call(shared_agent, llm, approval) -> None:
     # Under `auto` each elevation question went to the batch's last tool call: the second step showed the first's code.
     llm.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_write", "args": [name, "hello"], "elevated": True} for name in ("a.txt", "b.txt")]})),
         Reply.text("ok"))
-    agent = await start_agent(env=llm.env(approval=approval))
+    agent = await shared_agent(approval=approval)
     sid = await agent.new()
     agent.client.permission_answers = ["allow_once", "reject_once"]
     await agent.prompt(sid, "write both outside the sandbox")
@@ -288,13 +288,13 @@ async def test_each_elevated_call_of_a_batch_is_asked_on_its_own_tool_call(start
     assert [(agent.workspace / n).exists() for n in ("a.txt", "b.txt")] == [approval == "auto", False]
 
 
-async def test_reject_always_never_answers_a_later_elevation(start_agent, llm) -> None:
+async def test_reject_always_never_answers_a_later_elevation(shared_agent, llm) -> None:
     # "Reject always" of `touch` (a step in the sandbox) was remembered by its label, so a later `touch` that runs
     # outside the sandbox was rejected unasked and the user never heard of it; an elevation is asked every time.
     llm.script(run("touch inside.txt"), Reply.text("1"), run("touch again.txt"), Reply.text("2"),
                Reply.tool_calls(("execute_code", {"steps": [{"code": "touch outside.txt", "elevated": True}]})),
                Reply.text("3"))
-    agent = await start_agent(env=llm.env(approval="ask"))
+    agent = await shared_agent(approval="ask")
     sid = await agent.new()
     agent.client.permission_answers = ["reject_always", "allow_once"]
     await agent.prompt(sid, "touch")
@@ -310,7 +310,7 @@ async def test_reject_always_never_answers_a_later_elevation(start_agent, llm) -
     assert (agent.workspace / "outside.txt").exists()
 
 
-async def test_deny_for_this_session_through_request_permission_denies_the_later_steps_unasked(start_agent, llm) -> None:
+async def test_deny_for_this_session_through_request_permission_denies_the_later_steps_unasked(shared_agent, llm) -> None:
     """The network question's `reject_always` says what it does (it said "Deny always", yet no other session ever
     heard of it): the session's later steps are denied that host unasked; another session asks again; nothing saved."""
     from ollie.sandbox import netsaved
@@ -321,7 +321,7 @@ async def test_deny_for_this_session_through_request_permission_denies_the_later
     try:
         fetch = run(f"curl -s http://other.test:{server.port}/x")
         llm.script(fetch, Reply.text("1"), fetch, Reply.text("2"), fetch, Reply.text("3"))
-        agent = await start_agent(env=llm.env(approval="auto"))
+        agent = await shared_agent(approval="auto")
         sid = await agent.new()
         agent.client.permission_answers = ["reject_always", "reject_once"]
         await agent.prompt(sid, "fetch")

@@ -20,9 +20,9 @@ def tool_result(llm) -> str:
     return llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
-async def open_notes(start_agent, llm, disk: str, client_text: str, *, fs: bool = True):
+async def open_notes(shared_agent, llm, disk: str, client_text: str, *, fs: bool = True):
     """An agent whose workspace has notes.txt (`disk`) and whose client holds `client_text` for it; (agent, sid, key)."""
-    agent = await start_agent(env=llm.env(), fs=fs)
+    agent = await shared_agent(fs=fs)
     notes = agent.workspace / "notes.txt"
     notes.write_text(disk)
     key = os.path.realpath(notes)
@@ -31,9 +31,9 @@ async def open_notes(start_agent, llm, disk: str, client_text: str, *, fs: bool 
     return agent, await agent.new(), key
 
 
-async def test_the_model_reads_the_clients_text_and_edits_through_it(start_agent, llm) -> None:
+async def test_the_model_reads_the_clients_text_and_edits_through_it(shared_agent, llm) -> None:
     llm.script(read("notes.txt"), Reply.text("read"), edit("notes.txt", "client text", "changed"), Reply.text("edited"))
-    agent, sid, key = await open_notes(start_agent, llm, "disk text\n", "client text\nmore\n")
+    agent, sid, key = await open_notes(shared_agent, llm, "disk text\n", "client text\nmore\n")
     await agent.prompt(sid, "read notes.txt")
     assert "     1\tclient text" in tool_result(llm) and "disk text" not in tool_result(llm)
     await agent.prompt(sid, "edit it")
@@ -42,9 +42,9 @@ async def test_the_model_reads_the_clients_text_and_edits_through_it(start_agent
     assert (agent.workspace / "notes.txt").read_text() == "disk text\n"
 
 
-async def test_an_edit_after_the_client_text_changed_is_refused(start_agent, llm) -> None:
+async def test_an_edit_after_the_client_text_changed_is_refused(shared_agent, llm) -> None:
     llm.script(read("notes.txt"), Reply.text("read"), edit("notes.txt", "client", "mine"), Reply.text("refused"))
-    agent, sid, key = await open_notes(start_agent, llm, "disk\n", "client\n")
+    agent, sid, key = await open_notes(shared_agent, llm, "disk\n", "client\n")
     await agent.prompt(sid, "read it")
     agent.client.files[key] = "client\nthe user typed\n"
     await agent.prompt(sid, "edit it")
@@ -52,9 +52,9 @@ async def test_an_edit_after_the_client_text_changed_is_refused(start_agent, llm
     assert agent.client.writes == [] and (agent.workspace / "notes.txt").read_text() == "disk\n"
 
 
-async def test_without_fs_the_tools_use_the_disk(start_agent, llm) -> None:
+async def test_without_fs_the_tools_use_the_disk(shared_agent, llm) -> None:
     llm.script(read("notes.txt"), Reply.text("read"))
-    agent, sid, _ = await open_notes(start_agent, llm, "disk text\n", "client text\n", fs=False)
+    agent, sid, _ = await open_notes(shared_agent, llm, "disk text\n", "client text\n", fs=False)
     await agent.prompt(sid, "read it")
     assert "     1\tdisk text" in tool_result(llm)
 
@@ -63,12 +63,12 @@ def run(code: str) -> Reply:
     return Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
 
 
-async def test_an_edit_the_client_kept_in_its_buffer_reaches_the_disk_before_the_next_command(start_agent, llm) -> None:
+async def test_an_edit_the_client_kept_in_its_buffer_reaches_the_disk_before_the_next_command(shared_agent, llm) -> None:
     """A client whose fs/write_text_file changes its buffer only (this one): its text was the disk's, so ollie writes
     the edit to disk too, and the next command runs the edited code. (Zed saves what it writes: then nothing more.)"""
     llm.script(edit("calc.py", "a - b", "a + b"), run("python3 -c 'import calc; print(calc.add(2, 3))'"),
                Reply.text("done"))
-    agent = await start_agent(env=llm.env(), fs=True)
+    agent = await shared_agent(fs=True)
     calc = agent.workspace / "calc.py"
     calc.write_text("def add(a, b):\n    return a - b\n")
     key = os.path.realpath(calc)
@@ -81,9 +81,9 @@ async def test_an_edit_the_client_kept_in_its_buffer_reaches_the_disk_before_the
     assert "5" in tool_result(llm).split("\n")
 
 
-async def test_unsaved_client_text_is_not_written_and_the_model_is_told(start_agent, llm) -> None:
+async def test_unsaved_client_text_is_not_written_and_the_model_is_told(shared_agent, llm) -> None:
     llm.script(edit("notes.txt", "client text", "changed"), Reply.text("edited"))
-    agent, sid, key = await open_notes(start_agent, llm, "disk text\n", "client text\nmore\n")
+    agent, sid, key = await open_notes(shared_agent, llm, "disk text\n", "client text\nmore\n")
     await agent.prompt(sid, "edit it")
     assert "notes.txt has unsaved changes in the editor: your edit is in its buffer only" in tool_result(llm)
     assert (agent.workspace / "notes.txt").read_text() == "disk text\n"

@@ -57,12 +57,11 @@ async def test_a_prompts_images_replay_on_load_capped_as_a_steps_are(start_agent
         "these", DATA, big, f"[image: image/png, {kb} KB, not sent]"]
 
 
-async def test_an_embedded_image_file_goes_as_an_image(start_agent, scripted_llm) -> None:
+async def test_an_embedded_image_file_goes_as_an_image(shared_agent, llm) -> None:
     from acp.schema import BlobResourceContents, EmbeddedResourceContentBlock
 
-    llm = scripted_llm("openai")
     llm.script(Reply.text("seen"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     embedded = EmbeddedResourceContentBlock(type="resource", resource=BlobResourceContents(
         uri=(agent.workspace / "shot.png").as_uri(), blob=DATA, mime_type="image/png"))
@@ -72,9 +71,9 @@ async def test_an_embedded_image_file_goes_as_an_image(start_agent, scripted_llm
     assert "File: shot.png (an image: sent with the prompt)" in sent and "binary" not in sent
 
 
-async def test_a_bad_image_block_is_invalid_params_naming_it(start_agent, llm) -> None:
+async def test_a_bad_image_block_is_invalid_params_naming_it(shared_agent, llm) -> None:
     llm.script(Reply.text("still here"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     for data, mime, why in [
         (base64.b64encode(b"#!/bin/sh\nrm -rf ~\n").decode(), "image/png", "not a PNG, JPEG, GIF or WebP"),
@@ -106,17 +105,17 @@ async def test_a_model_without_vision_says_so(start_agent, scripted_llm) -> None
     assert llm.chat_requests == []
 
 
-async def test_too_many_images_are_refused_before_any_is_decoded(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_too_many_images_are_refused_before_any_is_decoded(shared_agent, llm) -> None:
+    agent = await shared_agent()
     sid = await agent.new()
     with pytest.raises(acp.RequestError) as caught:
         await agent.prompt(sid, "look", *[acp.image_block("not base64 at all!", "image/png")] * 9)
     assert caught.value.code == -32602 and "9 images in one prompt" in str(caught.value.data), caught.value.data
 
 
-async def test_an_image_with_a_command_is_refused_not_dropped(start_agent, llm) -> None:
+async def test_an_image_with_a_command_is_refused_not_dropped(shared_agent, llm) -> None:
     # As the daemon's ollie/submit: a command or !shell line takes no images; the picture was silently lost.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     with pytest.raises(acp.RequestError) as caught:
         await agent.prompt(sid, "/usage", acp.image_block(DATA, "image/png"))

@@ -16,8 +16,8 @@ SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
 pytestmark = pytest.mark.timeout(180)
 
 
-async def test_session_new_servers_are_tool_calls_with_kinds_titles_and_permission(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env(approval="ask"))
+async def test_session_new_servers_are_tool_calls_with_kinds_titles_and_permission(shared_agent, llm) -> None:
+    agent = await shared_agent(approval="ask")
     assert agent.init.agent_capabilities.mcp_capabilities.http is True
     llm.script(Reply.tool_calls(("mcp__zed__add", {"a": 40, "b": 2})),
                Reply.tool_calls(("mcp__zed__create_issue", {"title": "from zed"})), Reply.text("done"))
@@ -36,18 +36,18 @@ async def test_session_new_servers_are_tool_calls_with_kinds_titles_and_permissi
     assert told[0] == "42" and "created issue 'from zed'" in told[1]
 
 
-async def test_a_malformed_server_is_invalid_params_naming_it(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_a_malformed_server_is_invalid_params_naming_it(shared_agent, llm) -> None:
+    agent = await shared_agent()
     bad = McpServerStdio(name="bad__name", command="x", args=[], env=[])
     with pytest.raises(RequestError) as raised:
         await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[bad])
     assert raised.value.code == -32602 and "mcpServers.bad__name" in str(raised.value.data)
 
 
-async def test_a_server_that_fails_at_once_is_told_at_once_naming_it_and_why(start_agent, llm) -> None:
+async def test_a_server_that_fails_at_once_is_told_at_once_naming_it_and_why(shared_agent, llm) -> None:
     # The first failure went unsaid (the session listened only once its servers had started): the user learnt of it
     # at the retry, or not at all when the server came up then.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     dead = McpServerStdio(name="github", command=sys.executable,
                           args=["-c", "import sys; sys.exit('error: GITHUB_TOKEN is not set')"], env=[])
     response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[dead])
@@ -78,11 +78,11 @@ async def test_an_agent_picked_whose_server_fails_at_once_tells_it_at_once(start
                             "set); restarting in 1s"), first
 
 
-async def test_the_npm_filesystem_server_from_session_new(start_agent, llm) -> None:
+async def test_the_npm_filesystem_server_from_session_new(shared_agent, llm) -> None:
     fs_bin = Path(__file__).parents[1] / "mcp" / "npm" / "node_modules" / ".bin" / "mcp-server-filesystem"
     if not fs_bin.exists():
         pytest.fail("the filesystem server is missing: run scripts/setup.d/45-mcp.sh (scripts/test does)")
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     (agent.workspace / "hello.txt").write_text("hello from the workspace\n")
     llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(agent.workspace / "hello.txt")})),
                Reply.text("read it"))
@@ -95,9 +95,9 @@ async def test_the_npm_filesystem_server_from_session_new(start_agent, llm) -> N
     assert told == ["hello from the workspace\n"]
 
 
-async def test_a_workspace_server_is_asked_about_through_request_permission(start_agent, llm) -> None:
+async def test_a_workspace_server_is_asked_about_through_request_permission(shared_agent, llm) -> None:
 
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     (agent.workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {
         "command": sys.executable, "args": [str(SERVER)]}}}))
     llm.script(Reply.tool_calls(("mcp__planted__add", {"a": 1, "b": 2})), Reply.text("3"))

@@ -30,8 +30,8 @@ def mode_option_is(value: str):
     return lambda update: by_id(update.config_options)["mode"].current_value == value
 
 
-async def test_the_mode_option_is_the_approval_mode_and_the_agent_is_not_a_mode(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env(approval="ask"))
+async def test_the_mode_option_is_the_approval_mode_and_the_agent_is_not_a_mode(shared_agent, llm) -> None:
+    agent = await shared_agent(approval="ask")
     response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
     options = by_id(response.config_options)
     mode = options["mode"]
@@ -50,8 +50,8 @@ async def test_the_mode_option_is_the_approval_mode_and_the_agent_is_not_a_mode(
     assert [m.id for m in response.modes.available_modes] == APPROVAL_MODES
 
 
-async def test_mode_option_legacy_mode_and_slash_approval_stay_in_sync(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env(approval="ask"))
+async def test_mode_option_legacy_mode_and_slash_approval_stay_in_sync(shared_agent, llm) -> None:
+    agent = await shared_agent(approval="ask")
     sid = await agent.new()
     changed = await agent.conn.set_config_option(config_id="mode", session_id=sid, value="auto-edit")
     assert by_id(changed.config_options)["mode"].current_value == "auto-edit"
@@ -72,8 +72,8 @@ async def test_mode_option_legacy_mode_and_slash_approval_stay_in_sync(start_age
         raise AssertionError("an unknown approval mode is refused")
 
 
-async def test_switching_to_an_unsandboxed_agent_asks_and_a_refusal_keeps_the_agent(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_switching_to_an_unsandboxed_agent_asks_and_a_refusal_keeps_the_agent(shared_agent, llm) -> None:
+    agent = await shared_agent()
     sid = await agent.new()
     agent.client.permission_answers = ["reject_once"]
     changed = await agent.conn.set_config_option(config_id="agent", session_id=sid, value="yolo")
@@ -107,9 +107,9 @@ async def test_switching_to_an_unsandboxed_agent_asks_and_a_refusal_keeps_the_ag
         == ["failed", "failed", "completed"]
 
 
-async def test_the_agent_selector_keeps_the_conversation_as_a_session_to_load(start_agent, llm) -> None:
+async def test_the_agent_selector_keeps_the_conversation_as_a_session_to_load(shared_agent, llm) -> None:
     # Bug: picking another agent in the client's selector wiped the conversation, said nothing and kept no copy.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     llm.script(Reply.text("the parser is fixed"))
     sid = await agent.new()
     await agent.prompt(sid, "Fix the parser")
@@ -124,9 +124,9 @@ async def test_the_agent_selector_keeps_the_conversation_as_a_session_to_load(st
     assert agent.client.text(said[1]) == "the parser is fixed"
 
 
-async def test_clear_keeps_the_conversation_as_a_session_to_load(start_agent, llm) -> None:
+async def test_clear_keeps_the_conversation_as_a_session_to_load(shared_agent, llm) -> None:
     # Bug: `/clear` dropped the conversation with no copy kept (the agent selector's switch keeps one).
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     llm.script(Reply.text("the parser is fixed"))
     sid = await agent.new()
     await agent.prompt(sid, "Fix the parser")

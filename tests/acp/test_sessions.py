@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 
@@ -61,8 +62,8 @@ async def test_a_step_running_when_the_agent_was_killed_is_in_the_history_it_lis
     assert result["content"].startswith("[interrupted before this call finished"), result
 
 
-async def test_loading_an_unknown_session_is_an_error(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_loading_an_unknown_session_is_an_error(shared_agent, llm) -> None:
+    agent = await shared_agent()
     with pytest.raises(acp.RequestError) as caught:
         await agent.conn.load_session(cwd=str(agent.workspace), session_id="nosuchsession", mcp_servers=[])
     assert caught.value.code == -32002  # resource not found
@@ -75,8 +76,8 @@ ELEVATED = {"steps": [{"code": "echo out > elevated.txt", "elevated": True}]}
     ("allow_once", True), ("reject_once", False), (None, False),
     ("allow_always", False),  # not offered: a no (it was, and it let every later elevated step out unasked)
 ])
-async def test_an_elevated_step_asks_for_permission_each_time(start_agent, llm, answer, runs) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_an_elevated_step_asks_for_permission_each_time(shared_agent, llm, answer, runs) -> None:
+    agent = await shared_agent()
     llm.script(Reply.tool_calls(("execute_code", ELEVATED)), Reply.text("ok"))
     sid = await agent.new()
     agent.client.permission_answers = [answer, "reject_once"]
@@ -97,9 +98,9 @@ async def test_an_elevated_step_asks_for_permission_each_time(start_agent, llm, 
     assert len(agent.client.permission_requests) == 2 and not (agent.workspace / "elevated.txt").exists()
 
 
-async def test_model_and_agent_are_config_options(start_agent, llm) -> None:
+async def test_model_and_agent_are_config_options(shared_agent, llm) -> None:
     llm.models["other-model"] = 8192
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     response = await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])
     sid = response.session_id
     options = {o.id: o for o in response.config_options}
@@ -150,10 +151,10 @@ async def test_without_a_backend_key_no_model_is_offered_and_each_try_says_what_
     assert agent.client.text(sid) == f"⚠ {fix}\n\n"
 
 
-async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(start_agent, llm) -> None:
+async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(shared_agent, llm) -> None:
     """GET /models is off the first prompt's path: the answer offers the current model, an update the list."""
     llm.models["other-model"] = 8192
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     llm.models_gate.clear()  # the backend lists its models only once released
     try:
         response = await asyncio.wait_for(
@@ -205,8 +206,8 @@ async def test_stdin_closing_ends_tools_and_saves_through_the_ollie_command(star
     assert saved, "the session was not saved"
 
 
-async def test_list_reports_each_sessions_cwd_and_filters_by_it(start_agent, llm, tmp_path) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_list_reports_each_sessions_cwd_and_filters_by_it(shared_agent, llm, tmp_path) -> None:
+    agent = await shared_agent()
     other = tmp_path / "other project"
     other.mkdir()
     llm.script(Reply.text("one"), Reply.text("two"))
@@ -246,24 +247,25 @@ async def test_list_pages_past_session_records_no_ollie_wrote(start_agent, llm) 
         assert caught.value.code == -32602 and "not a cursor of ollie's session list" in data and len(data) < 300, data
 
 
-async def test_the_slash_commands_follow_the_session_new_answer(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_the_slash_commands_follow_the_session_new_answer(shared_agent, llm) -> None:
+    agent = await shared_agent()
     sid = await agent.new()
     await agent.updates(sid, "available_commands_update")
     answer = next(i for i, m in enumerate(agent.wire) if (m.get("result") or {}).get("sessionId") == sid)
-    update = next(i for i, m in enumerate(agent.wire)
-                  if (m.get("params") or {}).get("update", {}).get("sessionUpdate") == "available_commands_update")
+    update = next(i for i, m in enumerate(agent.wire) if (m.get("params") or {}).get("sessionId") == sid
+                  and m["params"].get("update", {}).get("sessionUpdate") == "available_commands_update")
     assert answer < update, "the client learns the session id before its first update"
 
 
-async def test_close_ends_the_turn_saves_and_forgets_the_session(start_agent, llm, sleeper, _private_dirs) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_close_ends_the_turn_saves_and_forgets_the_session(shared_agent, llm, sleeper) -> None:
+    agent = await shared_agent()
     assert agent.init.agent_capabilities.session_capabilities.close is not None
     sid, prompt = await sleeper.start(agent, llm, "63.5")
     await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
     assert (await asyncio.wait_for(prompt, 30)).stop_reason == "cancelled"
     assert sleeper.pids("63.5") == []
-    assert list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{sid}*")), "the session was not saved"
+    saved = Path(os.environ["XDG_DATA_HOME"]) / "ollie" / "sessions"  # the agent's (shared_agent)
+    assert list(saved.glob(f"{sid}*")), "the session was not saved"
     with pytest.raises(acp.RequestError) as caught:
         await agent.prompt(sid, "still there?")
     assert caught.value.code == -32602
@@ -273,9 +275,9 @@ async def test_close_ends_the_turn_saves_and_forgets_the_session(start_agent, ll
     assert (await agent.prompt(other, "hello")).stop_reason == "end_turn"
 
 
-async def test_kill_closes_the_session_says_so_and_a_load_opens_it_again(start_agent, llm) -> None:
+async def test_kill_closes_the_session_says_so_and_a_load_opens_it_again(shared_agent, llm) -> None:
     # `/kill` closed the engine but left the session open: its reply was lost and every later prompt ended silently.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     llm.script(Reply.text("first answer"))
     sid = await agent.new()
     await agent.prompt(sid, "hello")
@@ -398,8 +400,8 @@ async def test_resume_reopens_a_saved_session_without_replaying_it(start_agent, 
     assert caught.value.code == -32002
 
 
-async def test_fork_goes_on_from_a_copy_and_leaves_the_source_as_it_was(start_agent, llm, tmp_path) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_fork_goes_on_from_a_copy_and_leaves_the_source_as_it_was(shared_agent, llm, tmp_path) -> None:
+    agent = await shared_agent()
     assert agent.init.agent_capabilities.session_capabilities.fork is not None
     llm.script(Reply.text("It prints hi."))
     sid = await agent.new()
@@ -432,21 +434,21 @@ def test_a_replayed_prompt_is_the_user_s_text_without_ollie_s_notes(tmp_path) ->
     assert chunk.model_dump()["content"]["text"] == "fix it"
 
 
-async def test_a_cwd_that_is_no_existing_absolute_directory_is_invalid_params_naming_it(start_agent, llm) -> None:
+async def test_a_cwd_that_is_no_existing_absolute_directory_is_invalid_params_naming_it(shared_agent, llm) -> None:
     # `~nosuchuser/...` has no home to expand to: pathlib raised, and the client got an internal error.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     for cwd in ("~nosuchuser-ollie/work", "relative/dir", str(agent.workspace / "absent")):
         with pytest.raises(acp.RequestError) as caught:
             await asyncio.wait_for(agent.conn.new_session(cwd=cwd, mcp_servers=[]), 30)
         assert caught.value.code == -32602 and "cwd" in str(caught.value.data), (cwd, caught.value.data)
 
 
-async def test_an_archived_session_is_refused_as_archived_on_load_and_resume(start_agent, llm) -> None:
+async def test_an_archived_session_is_refused_as_archived_on_load_and_resume(shared_agent, llm) -> None:
     # ArchivedError had no case among the store errors: the session opened all the same, its turns unrecorded.
     from ollie.sessions.records import UserRecords
 
     llm.script(Reply.text("first answer"))
-    first = await start_agent(env=llm.env())
+    first = await shared_agent()
     sid = await first.new()
     assert (await first.prompt(sid, "first question")).stop_reason == "end_turn"
     await asyncio.wait_for(first.conn.close_session(session_id=sid), 30)
@@ -459,13 +461,13 @@ async def test_an_archived_session_is_refused_as_archived_on_load_and_resume(sta
         assert caught.value.data == {"sessionId": sid}
 
 
-async def test_a_prompt_to_a_session_another_client_archived_is_refused_as_archived(start_agent, llm) -> None:
+async def test_a_prompt_to_a_session_another_client_archived_is_refused_as_archived(shared_agent, llm) -> None:
     # Archived elsewhere (the daemon, another window) while open here: the prompt ran and its turn went into the
     # archived session. The archive wins, as at a load: refused, nothing sent to the model, the session left as it was.
     from ollie.sessions.records import UserRecords
 
     llm.script(Reply.text("first answer"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     assert (await agent.prompt(sid, "first question")).stop_reason == "end_turn"
     asked = len(llm.requests)

@@ -9,8 +9,8 @@ from acp.schema import FileEditToolCallContent
 from ollie.testing import Reply
 
 
-async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_paths(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_paths(shared_agent, llm) -> None:
+    agent = await shared_agent()
     ws = agent.workspace
     (ws / "app.py").write_text("x = 1\n")
     (ws / "notes.txt").write_text("alpha\nbeta\n")
@@ -41,11 +41,11 @@ async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_path
     assert (sed.path, sed.old_text, sed.new_text) == (str(ws / "notes.txt"), "alpha\nbeta\n", "alpha\ngamma\n")
 
 
-async def test_a_running_command_streams_its_output_into_its_tool_call(start_agent, llm) -> None:
+async def test_a_running_command_streams_its_output_into_its_tool_call(shared_agent, llm) -> None:
     # The step prints, then waits for the test: its first line can only be seen while it runs.
     code = "echo first-line; while [ ! -e go ]; do sleep 0.05; done; echo second-line"
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code}]})), Reply.text("done"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     prompt = asyncio.ensure_future(agent.prompt(sid, "run it", timeout=60))
 
@@ -66,11 +66,11 @@ async def test_a_running_command_streams_its_output_into_its_tool_call(start_age
     assert final[-1].tool_call_id == start.tool_call_id and "second-line" in final[-1].content[0].content.text
 
 
-async def test_a_failed_step_of_a_batch_shows_why_live_and_on_load(start_agent, llm) -> None:
+async def test_a_failed_step_of_a_batch_shows_why_live_and_on_load(shared_agent, llm) -> None:
     # A batch has one result for all its steps: a failed step's card showed nothing, not why it failed.
     calls = [{"tool": "file_read", "args": ["app.py"]}, {"tool": "file_edit", "args": ["app.py", "nowhere", "x"]}]
     llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     (agent.workspace / "app.py").write_text("x = 1\n")
     sid = await agent.new()
     assert (await agent.prompt(sid, "edit")).stop_reason == "end_turn"
@@ -90,11 +90,11 @@ async def test_a_failed_step_of_a_batch_shows_why_live_and_on_load(start_agent, 
     assert shown(before) == live  # the replay shows what the live turn did
 
 
-async def test_a_call_id_the_model_repeats_or_spells_oddly_is_a_new_card(start_agent, llm) -> None:
+async def test_a_call_id_the_model_repeats_or_spells_oddly_is_a_new_card(shared_agent, llm) -> None:
     # A hostile model gives a write the id of an earlier read (or of one of its own batch's steps, or a question's
     # "mcp/<name>"): ACP's tool_call_id is the card a client updates in place (Zed's upsert), so the write's card took
     # the place of the old one, far up the thread, and nothing new showed where the user looks.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     (agent.workspace / "a.txt").write_text("a\n")
     def tool(name: str, *args: str) -> tuple[str, dict]:
         return "call_tool", {"calls": [{"tool": name, "args": list(args)}]}
@@ -123,12 +123,12 @@ async def test_a_call_id_the_model_repeats_or_spells_oddly_is_a_new_card(start_a
     assert all((agent.workspace / f"{n}.txt").read_text() == f"{n}\n" for n in "bcd")
 
 
-async def test_a_replayed_edit_points_at_the_line_it_changed_as_live(start_agent, llm) -> None:
+async def test_a_replayed_edit_points_at_the_line_it_changed_as_live(shared_agent, llm) -> None:
     # The replay read each step's status from the result's text again, not what the session kept of how it ended (the
     # daemon's history does): an edit's card lost the line the live one was given.
     edit = {"tool": "file_edit", "args": ["app.py", "c = 3", "c = 4"]}
     llm.script(Reply.tool_calls(("call_tool", {"calls": [edit]})), Reply.text("done"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     (agent.workspace / "app.py").write_text("a = 1\nb = 2\nc = 3\n")
     sid = await agent.new()
     await agent.conn.set_session_mode(mode_id="auto", session_id=sid)

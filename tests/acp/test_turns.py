@@ -15,8 +15,8 @@ from ollie.testing import Reply, Usage
 from tests.procs import eventually
 
 
-async def test_initialize_announces_load_list_and_embedded_context(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_initialize_announces_load_list_and_embedded_context(shared_agent, llm) -> None:
+    agent = await shared_agent()
     init = agent.init
     assert init.protocol_version == 1
     caps = init.agent_capabilities
@@ -26,13 +26,13 @@ async def test_initialize_announces_load_list_and_embedded_context(start_agent, 
     assert init.agent_info.name == "ollie"
 
 
-async def test_a_prompt_streams_text_thoughts_and_usage_then_ends_the_turn(start_agent, llm) -> None:
+async def test_a_prompt_streams_text_thoughts_and_usage_then_ends_the_turn(shared_agent, llm) -> None:
     # The reply ends once the test has seen its text: streamed, not one blob at the turn's end (how its deltas were
     # joined on the way is the machine's speed: a burst the network buffered comes joined, ollie.backend.readahead).
     held = threading.Event()
     llm.script(Reply(text="Hello from ollie", reasoning="thinking it over", chunk_size=4, delay=0.01,
                      usage=Usage(input_tokens=120, output_tokens=7), hold=held))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     # The slash commands are advertised as the session opens.
     commands = await agent.updates(sid, "available_commands_update")
@@ -51,8 +51,8 @@ async def test_a_prompt_streams_text_thoughts_and_usage_then_ends_the_turn(start
     assert usage and usage[-1].used > 0
 
 
-async def test_tool_steps_have_kinds_titles_locations_and_statuses(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_tool_steps_have_kinds_titles_locations_and_statuses(shared_agent, llm) -> None:
+    agent = await shared_agent()
     (agent.workspace / "hello.py").write_text("print('hi')\n")
     llm.script(
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["hello.py"]},
@@ -81,13 +81,13 @@ async def test_tool_steps_have_kinds_titles_locations_and_statuses(start_agent, 
     assert "hi" in run_done[-1].content[0].content.text
 
 
-async def test_task_tools_become_a_plan(start_agent, llm) -> None:
+async def test_task_tools_become_a_plan(shared_agent, llm) -> None:
     llm.script(
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_add", "args": ["write the test", "run it"]}]})),
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_check", "args": ["1"]}]})),
         Reply.text("planned"),
     )
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     await agent.prompt(sid, "plan it")
     plans = agent.client.of(sid, "plan")
@@ -95,9 +95,9 @@ async def test_task_tools_become_a_plan(start_agent, llm) -> None:
     assert [(e.content, e.status) for e in plans[-1].entries] == [("write the test", "completed"), ("run it", "in_progress")]
 
 
-async def test_resource_links_and_embedded_files_are_marked_editor_context(start_agent, llm) -> None:
+async def test_resource_links_and_embedded_files_are_marked_editor_context(shared_agent, llm) -> None:
     llm.script(Reply.text("seen"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     link = ResourceContentBlock(type="resource_link", name="app.py", uri=(agent.workspace / "src/app.py").as_uri())
     embedded = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
@@ -109,8 +109,8 @@ async def test_resource_links_and_embedded_files_are_marked_editor_context(start
     assert sent.rstrip().endswith("explain these")
 
 
-async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(start_agent, llm) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(shared_agent, llm) -> None:
+    agent = await shared_agent()
     sid = await agent.new()
     response = await agent.prompt(sid, "/maxsteps 1")
     assert response.stop_reason == "end_turn"
@@ -121,8 +121,8 @@ async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(sta
     assert response.stop_reason == "max_turn_requests"
 
 
-async def test_cancel_answers_cancelled_and_kills_the_tool(start_agent, llm, sleeper) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_cancel_answers_cancelled_and_kills_the_tool(shared_agent, llm, sleeper) -> None:
+    agent = await shared_agent()
     sid, prompt = await sleeper.start(agent, llm, "61.25")
     await agent.conn.cancel(session_id=sid)
     response = await asyncio.wait_for(prompt, 30)  # long before the tool's 61 s
@@ -134,9 +134,9 @@ async def test_cancel_answers_cancelled_and_kills_the_tool(start_agent, llm, sle
     assert statuses[-1] == "failed"
 
 
-async def test_a_cancel_right_after_its_prompt_cancels_it_and_the_next_prompt_runs(start_agent, llm) -> None:
+async def test_a_cancel_right_after_its_prompt_cancels_it_and_the_next_prompt_runs(shared_agent, llm) -> None:
     # A cancel that came while the prompt was still checked (before its turn began) was lost: the turn ran in full.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     # Sent in this order (the SDK writes in order): the prompt, then at once its cancel. The model is never asked.
     response, _ = await asyncio.gather(agent.conn.prompt(session_id=sid, prompt=[acp.text_block("never mind")]),
@@ -147,8 +147,8 @@ async def test_a_cancel_right_after_its_prompt_cancels_it_and_the_next_prompt_ru
     assert agent.client.text(sid) == "next one"
 
 
-async def test_a_cancel_also_ends_a_prompt_waiting_behind_the_running_turn(start_agent, llm, sleeper) -> None:
-    agent = await start_agent(env=llm.env())
+async def test_a_cancel_also_ends_a_prompt_waiting_behind_the_running_turn(shared_agent, llm, sleeper) -> None:
+    agent = await shared_agent()
     sid, first = await sleeper.start(agent, llm, "61.5")
     # Queued behind the sleeping turn, then cancelled with it: it never runs (the model is not asked again).
     second, _ = await asyncio.gather(agent.conn.prompt(session_id=sid, prompt=[acp.text_block("queued")]),
@@ -158,9 +158,9 @@ async def test_a_cancel_also_ends_a_prompt_waiting_behind_the_running_turn(start
     assert sleeper.pids("61.5") == []
 
 
-async def test_inject_commands_sent_while_a_turn_runs_reach_that_turn(start_agent, llm, sleeper) -> None:
+async def test_inject_commands_sent_while_a_turn_runs_reach_that_turn(shared_agent, llm, sleeper) -> None:
     # They waited behind the turn they were for, then found none running: the text was queued as a prompt.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid, first = await sleeper.start(agent, llm, "61.75")
     llm.script(Reply.text("done"))
     for line in ("/i first thought", "/irw check the tests too"):  # answered while the turn still runs
@@ -174,10 +174,10 @@ async def test_inject_commands_sent_while_a_turn_runs_reach_that_turn(start_agen
     assert "injected: the model sees it with the next tool result" in agent.client.text(sid)
 
 
-async def test_inject_with_no_turn_running_is_a_prompt_of_its_own(start_agent, llm) -> None:
+async def test_inject_with_no_turn_running_is_a_prompt_of_its_own(shared_agent, llm) -> None:
     # It said "queued as the next prompt", ran nothing, then ran inside the next prompt's reply, after its turn.
     llm.script(Reply.text("looking"), Reply.text("next done"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     assert (await agent.prompt(sid, "/i look at the tests")).stop_reason == "end_turn"
     assert len(llm.chat_requests) == 1
@@ -189,9 +189,9 @@ async def test_inject_with_no_turn_running_is_a_prompt_of_its_own(start_agent, l
 
 
 async def test_inject_rewrite_with_no_turn_running_is_a_prompt_in_place_of_the_injects_waiting(
-        start_agent, llm, sleeper) -> None:
+        shared_agent, llm, sleeper) -> None:
     # As `/i` did: it said "pending injects replaced", ran nothing, then ran inside the next prompt's turn.
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid, first = await sleeper.start(agent, llm, "61.85")
     assert (await agent.prompt(sid, "/i first thought", timeout=30)).stop_reason == "end_turn"
     # Cancelled before a tool result took it: the inject waits, held, as a queued prompt.
@@ -210,9 +210,9 @@ async def test_inject_rewrite_with_no_turn_running_is_a_prompt_in_place_of_the_i
     assert agent.client.text(sid).endswith("queue is empty\n\n")
 
 
-async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(start_agent, llm) -> None:
+async def test_a_bad_request_gets_an_error_and_the_agent_keeps_serving(shared_agent, llm) -> None:
     llm.script(Reply.text("still here"))
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     try:
         await agent.prompt("no-such-session", "hi")
         raise AssertionError("expected an error")
@@ -245,22 +245,22 @@ async def test_a_refused_reply_answers_refusal(start_agent, scripted_llm) -> Non
         assert agent.client.text(sid) == "I can't help with that."
 
 
-async def test_a_reply_cut_at_the_token_limit_answers_max_tokens(start_agent, llm) -> None:
+async def test_a_reply_cut_at_the_token_limit_answers_max_tokens(shared_agent, llm) -> None:
     llm.script(Reply.cut("The first half of a long"))  # finish_reason "length"
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     response = await agent.prompt(sid, "write a long answer")
     assert response.stop_reason == "max_tokens"
     assert agent.client.text(sid) == "The first half of a long"
 
 
-async def test_the_prompt_answer_carries_the_turns_usage(start_agent, llm) -> None:
+async def test_the_prompt_answer_carries_the_turns_usage(shared_agent, llm) -> None:
     llm.script(
         Reply.tool_calls(("execute_code", {"steps": [{"code": "true"}]}),
                          usage=Usage(input_tokens=100, output_tokens=10, cached_input_tokens=50)),
         Reply.text("done", usage=Usage(input_tokens=30, output_tokens=5)),
     )
-    agent = await start_agent(env=llm.env())
+    agent = await shared_agent()
     sid = await agent.new()
     usage = (await agent.prompt(sid, "run it")).usage
     # Both requests of the turn, summed; cache reads apart from fresh input.

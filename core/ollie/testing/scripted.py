@@ -69,6 +69,7 @@ class ScriptedLLMServer:
         self.fmt = fmt
         self.model = model
         self.models = dict(models) if models else {model: context_length}
+        self._models_at_start = dict(self.models)
         self.reasoning_field = reasoning_field
         # Whether the model takes images (without: the vendor's real refusal), and whether the model listing
         # says so (OpenRouter's `architecture.input_modalities`, Ollama's `capabilities`).
@@ -157,6 +158,17 @@ class ScriptedLLMServer:
                 problems.append(f"{len(self._replies)} scripted repl(ies) never requested: {list(self._replies)}")
         if problems:
             raise AssertionError(f"ScriptedLLMServer({self.fmt}): " + "; ".join(problems))
+
+    def reset(self) -> None:
+        """Forget the script, the requests and any change to the model list (one server serving test after test)."""
+        with self._lock:
+            self._replies.clear()
+        self.requests.clear()
+        self.failures.clear()
+        self.aborted.clear()
+        self.finished_replies = 0
+        self.models = dict(self._models_at_start)
+        self.models_gate.set()
 
     def start(self) -> ScriptedLLMServer:
         """Listen on 127.0.0.1 (ephemeral port) in a background thread."""
