@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import os
@@ -36,6 +37,9 @@ def make_client() -> LanguageClient:
     client.ollie_states = []  # type: ignore[attr-defined]
     # Both, and each answer, in arrival order: ("event" | "state", params) or ("answer", result or error).
     client.ollie_wire = []  # type: ignore[attr-defined]
+    # Each session's events and states (a shared daemon's test reads, and clears, its own).
+    client.ollie_session_events = collections.defaultdict(list)  # type: ignore[attr-defined]
+    client.ollie_session_states = collections.defaultdict(list)  # type: ignore[attr-defined]
     handle_response = client.protocol._handle_response
 
     def on_response(msg_id: Any, result: Any = None, error: Any = None) -> None:
@@ -48,11 +52,13 @@ def make_client() -> LanguageClient:
     @client.feature("ollie/event")
     def on_event(params: Any) -> None:
         client.ollie_events.append(params)  # type: ignore[attr-defined]
+        client.ollie_session_events[params.get("session")].append(params)  # type: ignore[attr-defined]
         client.ollie_wire.append(("event", params))  # type: ignore[attr-defined]
 
     @client.feature("ollie/stateChanged")
     def on_state(params: Any) -> None:
         client.ollie_states.append(params)  # type: ignore[attr-defined]
+        client.ollie_session_states[params.get("session")].append(params)  # type: ignore[attr-defined]
         client.ollie_wire.append(("state", params))  # type: ignore[attr-defined]
 
     return client
@@ -220,12 +226,12 @@ class Session(Daemon):
     @property
     def events(self) -> list[dict[str, Any]]:
         """This session's ollie/event notifications so far."""
-        return [e for e in super().events if e.get("session") == self.session]
+        return self.client.ollie_session_events[self.session]
 
     @property
     def states(self) -> list[dict[str, Any]]:
         """This session's ollie/stateChanged notifications so far."""
-        return [s for s in super().states if s.get("session") == self.session]
+        return self.client.ollie_session_states[self.session]
 
     async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
         """As Daemon.request; an `ollie/*` method that takes a `session` is sent this one unless it names one."""
@@ -257,10 +263,11 @@ async def _shared_daemons(tmp_path_factory: pytest.TempPathFactory) -> AsyncIter
 @pytest.fixture
 def shared_llm(_module_llm: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
     """The module's scripted server, with this test's requests alone; its script must be used up by the test's end."""
-    _module_llm.requests.clear()
-    _module_llm.aborted.clear()
     yield _module_llm
-    _module_llm.assert_done()
+    try:
+        _module_llm.assert_done()
+    finally:
+        _module_llm.reset()
 
 
 @pytest_asyncio.fixture(loop_scope="module")

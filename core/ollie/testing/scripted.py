@@ -152,6 +152,13 @@ class ScriptedLLMServer:
         if problems:
             raise AssertionError(f"ScriptedLLMServer({self.fmt}): " + "; ".join(problems))
 
+    def reset(self) -> None:
+        """Forget the script, the requests and the failures: the server starts over for its next user (a test)."""
+        with self._lock:
+            self._replies.clear()
+        for kept in (self.requests, self.failures, self.aborted):
+            kept.clear()
+
     def start(self) -> ScriptedLLMServer:
         """Listen on 127.0.0.1 (ephemeral port) in a background thread."""
         if self._thread is not None:
