@@ -43,7 +43,7 @@ def never_asked(daemon: Daemon) -> list[Any]:
     return asked
 
 
-async def test_every_editor_tool_answers_in_one_parallel_batch_with_workspace_paths_only(shared_daemon, llm, tmp_path):
+async def test_every_editor_tool_answers_in_one_parallel_batch_with_workspace_paths_only(start_daemon, llm, tmp_path):
     ws = tmp_path / "ws"
     (ws / "src").mkdir(parents=True)
     app, util = ws / "src" / "app.ts", ws / "src" / "util.ts"
@@ -71,7 +71,7 @@ async def test_every_editor_tool_answers_in_one_parallel_batch_with_workspace_pa
               ("file_read", ["src/app.ts"])),
         Reply.text("done"),
     )
-    daemon = await shared_daemon(env=llm.env(approval="ask"), init_options={"editorTools": True}, workspace=ws)
+    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"editorTools": True}, workspace=ws)
     asked = never_asked(daemon)
     client = daemon.client
 
@@ -153,10 +153,10 @@ async def test_every_editor_tool_answers_in_one_parallel_batch_with_workspace_pa
     assert {s["status"] for s in done["steps"]} == {"completed"}
 
 
-async def test_without_editor_tools_nothing_is_offered_and_an_empty_list_of_options_is_no_options(shared_daemon, llm):
+async def test_without_editor_tools_nothing_is_offered_and_an_empty_list_of_options_is_no_options(start_daemon, llm):
     llm.script(batch(("editor_diagnostics", [])), Reply.text("ok"))
     # Neovim sends an empty Lua table as `[]`.
-    daemon = await shared_daemon(env=llm.env(), init_options=[])
+    daemon = await start_daemon(env=llm.env(), init_options=[])
     asked: list[Any] = []
 
     @daemon.client.feature("ollie/editor/diagnostics")
@@ -187,8 +187,8 @@ async def _editing_daemon(start_daemon: Any, llm: Any, new: str, *, settle_ms: i
     return daemon, target
 
 
-async def test_post_edit_diagnostics_show_the_model_only_the_errors_its_edit_made(shared_daemon, llm):
-    daemon, target = await _editing_daemon(shared_daemon, llm, "= 'one'", settle_ms=50, wait_ms=3000)
+async def test_post_edit_diagnostics_show_the_model_only_the_errors_its_edit_made(start_daemon, llm):
+    daemon, target = await _editing_daemon(start_daemon, llm, "= 'one'", settle_ms=50, wait_ms=3000)
     asked: list[Any] = []
 
     @daemon.client.feature("ollie/editor/diagnostics")
@@ -216,9 +216,9 @@ async def test_post_edit_diagnostics_show_the_model_only_the_errors_its_edit_mad
 
 
 async def test_an_edit_that_changes_no_diagnostic_ends_the_wait_once_the_editor_says_they_are_current(
-        shared_daemon, llm):
+        start_daemon, llm):
     # A long wait: without the editor's word the check would ask on for the whole minute (the answer never changes).
-    daemon, target = await _editing_daemon(shared_daemon, llm, "= 2", settle_ms=100, wait_ms=60_000)
+    daemon, target = await _editing_daemon(start_daemon, llm, "= 2", settle_ms=100, wait_ms=60_000)
     asked: list[Any] = []
 
     @daemon.client.feature("ollie/editor/diagnostics")
@@ -234,7 +234,7 @@ async def test_an_edit_that_changes_no_diagnostic_ends_the_wait_once_the_editor_
     assert len(asked) == 2, asked
 
 
-async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_and_the_turn_goes_on(shared_daemon, llm):
+async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_and_the_turn_goes_on(start_daemon, llm):
     llm.script(
         batch(("editor_diagnostics", ["a.ts"])),
         batch(("editor_definition", ["a.ts", "1", "1"]), ("editor_symbols", ["x"])),
@@ -243,7 +243,7 @@ async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_an
     )
     # Time enough for the answers that come (a loaded machine is slow to give them), not for the one that never does.
     env = {**llm.env(), "OLLIE_EDITOR_TIMEOUT_MS": "2000", "OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS": "50"}
-    daemon = await shared_daemon(env=env, init_options={"editorTools": True})
+    daemon = await start_daemon(env=env, init_options={"editorTools": True})
     (daemon.workspace / "a.ts").write_text("one\n")
 
     release = asyncio.Event()

@@ -12,11 +12,11 @@ def _titles(wire: list[tuple[str, object]]) -> list[str]:
     return [params["title"] for kind, params in wire if kind == "state" and isinstance(params, dict)]
 
 
-async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_at_once(shared_daemon, llm):
+async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_at_once(start_daemon, llm):
     # Bug: the title was only in `session/list`, which a client asked when a turn ended: VS Code's header said "New
     # chat" all through the session's first turn.
     llm.script(Reply(text="ab", chunk_size=1, delay=30))  # the reply's first word comes after 30 s: interrupted
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     state = await daemon.request("ollie/state", {})
     sid = state["session"]
     assert state["title"] == ""
@@ -40,11 +40,11 @@ async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_
     assert (await daemon.request("ollie/state", {"session": sid}))["title"] == "Waves"
 
 
-async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_its_undo_gives_it_back(shared_daemon, llm):
+async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_its_undo_gives_it_back(start_daemon, llm):
     # Bug: the session kept the words of a prompt no longer in it (Neovim's statusline showed them over an empty
     # chat), and its next first prompt gave it no title.
     llm.script(Reply.text("waves"), Reply.text("more waves"), Reply.text("sky"), Reply.text("named"))
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "Write a haiku about the sea"}))["session"]
     await daemon.request("ollie/submit", {"text": "and another"})
 
@@ -68,7 +68,7 @@ async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_it
 
     # Resumed by another daemon: its saved title is still known for the first prompt's words.
     await daemon.client.shutdown_session()
-    daemon = await shared_daemon(env=llm.env(), init_options={"session": sid}, workspace=daemon.workspace)
+    daemon = await start_daemon(env=llm.env(), init_options={"session": sid}, workspace=daemon.workspace)
     assert (await daemon.request("ollie/state", {}))["title"] == "Describe the sky"
     await daemon.request("ollie/rewind", {"turn": 1})
     await title_is("")
@@ -81,12 +81,12 @@ async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_it
     assert not [e for e in daemon.events if e["role"] == "rewind"], "the engine's rewind event is not on the wire"
 
 
-async def test_a_clear_or_an_agent_switch_takes_back_the_first_prompt_s_title(shared_daemon, llm):
+async def test_a_clear_or_an_agent_switch_takes_back_the_first_prompt_s_title(start_daemon, llm):
     # Bug: after `/clear` or `/agent plan` (which clears) the emptied session kept its first prompt's words as its
     # title (Neovim's statusline and tab label showed "· hi there" over an empty chat), and its next first prompt
     # gave it none.
     llm.script(Reply.text("hello"), Reply.text("sky"))
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "hi there"}))["session"]
 
     async def title_is(title: str) -> None:

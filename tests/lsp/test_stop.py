@@ -19,7 +19,7 @@ from tests.procs import new_mark, wait_for_processes, wait_no_processes
 PROMPTLY_S = 10.0
 
 
-async def test_the_stop_button_during_a_post_turn_hook_holds_the_queue_and_the_continuation(shared_daemon, llm,
+async def test_the_stop_button_during_a_post_turn_hook_holds_the_queue_and_the_continuation(start_daemon, llm,
                                                                                           tmp_path):
     """The Stop comes while the postTurn hook runs (the turn can no longer be interrupted): neither the
     continuation the hook asks for nor the queued prompt runs, and the answer, true, waits for the hook. It
@@ -32,7 +32,7 @@ async def test_the_stop_button_during_a_post_turn_hook_holds_the_queue_and_the_c
     (agents / "cont.json").write_text(json.dumps({"prompt": "You are a test agent.", "hooks": {"postTurn": hook},
                                                   "commandSandbox": "none"}))
     llm.script(Reply.text("first answer"), Reply.text("answered next"))
-    daemon = await shared_daemon(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}, init_options={"agent": "cont"})
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}, init_options={"agent": "cont"})
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "hi"}))
     writer = await asyncio.to_thread(os.open, go, os.O_WRONLY)  # returns once the hook opened it
     assert await daemon.request("ollie/queue", {"text": "queued"}) == {"depth": 1}
@@ -50,11 +50,11 @@ async def test_the_stop_button_during_a_post_turn_hook_holds_the_queue_and_the_c
 
 
 @pytest.mark.parametrize("how", ["ollie/interrupt", "$/cancelRequest"])
-async def test_a_stop_kills_a_running_shell_command(shared_daemon, llm, how):
+async def test_a_stop_kills_a_running_shell_command(start_daemon, llm, how):
     """A `!command` submit is stopped now, by the Stop button or its own cancel, its process group killed; its
     answer is stop "interrupted". The interrupt answered false, the cancel did nothing, and the command ran on."""
     mark = new_mark()
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     future = daemon.client.protocol.send_request("ollie/submit", {"text": f"!sleep 60.{mark}; echo never"})
     await wait_for_processes(mark)
     if how == "ollie/interrupt":
@@ -68,12 +68,12 @@ async def test_a_stop_kills_a_running_shell_command(shared_daemon, llm, how):
     assert await daemon.request("ollie/interrupt", {}) == {"interrupted": False}  # nothing runs now
 
 
-async def test_the_stop_button_drops_the_submits_waiting_behind_the_turn(shared_daemon, llm):
+async def test_the_stop_button_drops_the_submits_waiting_behind_the_turn(start_daemon, llm):
     """A second submit waits behind the running turn: the Stop answers it "interrupted" and it never runs (as the
     engine holds a submit waiting for its turn lock). It ran once the stopped turn ended."""
     held = threading.Event()  # the answer streams until the Stop, however slow the machine (~8 s of it could end first)
     llm.script(Reply(text="word " * 80, chunk_size=5, hold=held))
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
     second = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "then this"}))
@@ -84,12 +84,12 @@ async def test_the_stop_button_drops_the_submits_waiting_behind_the_turn(shared_
     assert len(llm.chat_requests) == 1
 
 
-async def test_a_cancelled_submit_command_answers_interrupted_and_runs_no_turn(shared_daemon, llm):
+async def test_a_cancelled_submit_command_answers_interrupted_and_runs_no_turn(start_daemon, llm):
     """workspace/executeCommand `ollie.submit`, cancelled while the daemon still builds the session it waits for:
     as a cancelled ollie/submit, it answers stop "interrupted" and no turn runs. It was pygls' -32800, and the
     turn ran unanswered."""
     llm.script(Reply.text("answered"))
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     params = types.ExecuteCommandParams(command="ollie.submit", arguments=[{"text": "hello"}])
     result = await daemon.cancelled_at_once("workspace/executeCommand", params)
     assert result["stop"] == "interrupted"
