@@ -219,19 +219,20 @@ class Session(Daemon):
     requests name it, and `events` and `states` are its alone."""
 
     def __init__(self, daemon: Daemon, session: str, cwd: Path) -> None:
-        super().__init__(SharedClient(daemon.client), cwd)  # type: ignore[arg-type]
+        self.shared = SharedClient(daemon.client)
+        super().__init__(self.shared, cwd)  # type: ignore[arg-type]
         self.session = session
         self.init_result = daemon.init_result
 
     @property
     def events(self) -> list[dict[str, Any]]:
         """This session's ollie/event notifications so far."""
-        return self.client.ollie_session_events[self.session]
+        return self.client.ollie_session_events[self.session]  # type: ignore[attr-defined]
 
     @property
     def states(self) -> list[dict[str, Any]]:
         """This session's ollie/stateChanged notifications so far."""
-        return self.client.ollie_session_states[self.session]
+        return self.client.ollie_session_states[self.session]  # type: ignore[attr-defined]
 
     async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
         """As Daemon.request; an `ollie/*` method that takes a `session` is sent this one unless it names one."""
@@ -296,7 +297,7 @@ async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callab
 
     yield start
     for session in sessions:
-        session.client.restore()
+        session.shared.restore()
         await session.request("ollie/session/close", {"session": session.session})
 
 
