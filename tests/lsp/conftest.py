@@ -221,7 +221,7 @@ class Session(Daemon):
     def __init__(self, daemon: Daemon, session: str, cwd: Path) -> None:
         self.shared = SharedClient(daemon.client)
         super().__init__(self.shared, cwd)  # type: ignore[arg-type]
-        self.session = session
+        self.daemon, self.session = daemon, session
         self.init_result = daemon.init_result
 
     @property
@@ -287,6 +287,8 @@ async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callab
         if key not in shared:
             shared[key] = await _shared_daemons["start"](env=env, init_options=init_options)
         daemon = shared[key]
+        # Two sessions of one daemon are no two daemons: a test of another daemon's doing takes start_daemon.
+        assert all(s.daemon is not daemon for s in sessions), "one shared daemon per env and options in a test"
         _shared_daemons["sessions"] += 1
         cwd = daemon.workspace / f"s{_shared_daemons['sessions']}"
         cwd.mkdir()
