@@ -22,11 +22,11 @@ THREE_TURNS = [*TWO_TURNS, ("user", "third prompt"), ("assistant", "three")]
 
 
 async def test_a_fork_ends_at_the_turn_asked_leaves_the_source_and_resumes_with_only_its_history(
-        shared_daemon, llm, tmp_path):
+        start_daemon, llm, tmp_path):
     llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"), Reply.text("the fork's answer"),
                Reply.text("the source's answer"))
     workspace = tmp_path / "ws"
-    daemon = await shared_daemon(env=llm.env(), workspace=workspace)
+    daemon = await start_daemon(env=llm.env(), workspace=workspace)
     sid = (await daemon.request("ollie/submit", {"text": "first prompt"}))["session"]
     for text in ("second prompt", "third prompt"):
         await daemon.request("ollie/submit", {"session": sid, "text": text})
@@ -55,7 +55,7 @@ async def test_a_fork_ends_at_the_turn_asked_leaves_the_source_and_resumes_with_
     assert listed[sid] == "first prompt" and listed[fid] == "first prompt (fork)"
     await daemon.client.shutdown_session()
 
-    again = await shared_daemon(env=llm.env(), workspace=workspace)
+    again = await start_daemon(env=llm.env(), workspace=workspace)
     await again.request("ollie/session/load", {"session": fid})
     assert await said(again, fid) == [*TWO_TURNS, ("user", "fork prompt"), ("assistant", "the fork's answer")]
     # The copied history keeps its turns: the fork's own count on from them.
@@ -63,10 +63,10 @@ async def test_a_fork_ends_at_the_turn_asked_leaves_the_source_and_resumes_with_
     assert [m.get("turn") for m in history] == [1, None, 2, None, 3, None]
 
 
-async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(shared_daemon, llm):
+async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(start_daemon, llm):
     hold = threading.Event()
     llm.script(Reply.text("one"), Reply(text="slow two", chunk_size=2, hold=hold))
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "first prompt"}))["session"]
     before = len(daemon.events)
     running = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "second prompt"}))
@@ -83,9 +83,9 @@ async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(shared_dae
     assert await said(daemon, fid) == TWO_TURNS[:2]
 
 
-async def test_bad_fork_params_are_named_and_the_daemon_keeps_serving(shared_daemon, llm):
+async def test_bad_fork_params_are_named_and_the_daemon_keeps_serving(start_daemon, llm):
     llm.script(Reply.text("one"))
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "first prompt"}))["session"]
     for params, field in (({}, "session"), ({"session": ""}, "session"), ({"session": sid, "turn": 0}, "turn"),
                           ({"session": sid, "turn": "2"}, "turn"), ({"session": sid, "turn": 2}, "turn")):
@@ -98,13 +98,13 @@ async def test_bad_fork_params_are_named_and_the_daemon_keeps_serving(shared_dae
     assert listed == [sid]  # a refused fork leaves no session behind
 
 
-async def test_a_fork_reviews_the_turns_it_copied_and_its_own_apart(shared_daemon, llm, tmp_path):
+async def test_a_fork_reviews_the_turns_it_copied_and_its_own_apart(start_daemon, llm, tmp_path):
     # Bug: a fork's history had no "files changed" line for the turns it copied, and no review of them.
     llm.script(*edit("line 2\n", "LINE TWO\n"), *edit("line 5\n", "LINE FIVE\n"), *edit("line 7\n", "LINE SEVEN\n"))
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 9)))
-    daemon = await shared_daemon(env={**llm.env(), "OLLIE_APPROVAL": "auto"}, workspace=ws)
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_APPROVAL": "auto"}, workspace=ws)
     sid = (await daemon.request("ollie/submit", {"text": "edit line two"}))["session"]
     await daemon.request("ollie/submit", {"session": sid, "text": "edit line five"})
 
