@@ -68,11 +68,11 @@ async def test_cancel_request_interrupts_the_turn_and_still_answers(start_daemon
     assert (await daemon.request("ollie/state", {}))["running"] is False
 
 
-async def test_a_submit_cancelled_while_its_session_is_built_answers_interrupted(shared_daemon, llm):
+async def test_a_submit_cancelled_while_its_session_is_built_answers_interrupted(start_daemon, llm):
     """The cancel comes while the daemon still builds the default session the submit waits for: the answer is
     stop "interrupted", as for any cancelled submit (PROTOCOL.md), not pygls' -32800, and no turn runs."""
     llm.script(Reply.text("never asked for"))
-    daemon = await shared_daemon(env=llm.env())
+    daemon = await start_daemon(env=llm.env())
     result = await daemon.cancelled_at_once("ollie/submit", {"text": "hello"})
     assert result["stop"] == "interrupted"
     assert llm.chat_requests == []
