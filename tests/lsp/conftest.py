@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
+from ollie.testing.scripted import ScriptedLLMServer
 from ollie_lsp.server import raw_params_converter
 
 SERVER_COMMAND = [sys.executable, "-m", "ollie_lsp"]
@@ -34,6 +37,9 @@ def make_client() -> LanguageClient:
     client.ollie_states = []  # type: ignore[attr-defined]
     # Both, and each answer, in arrival order: ("event" | "state", params) or ("answer", result or error).
     client.ollie_wire = []  # type: ignore[attr-defined]
+    # Each session's events and states (a shared daemon's test reads, and clears, its own).
+    client.ollie_session_events = collections.defaultdict(list)  # type: ignore[attr-defined]
+    client.ollie_session_states = collections.defaultdict(list)  # type: ignore[attr-defined]
     handle_response = client.protocol._handle_response
 
     def on_response(msg_id: Any, result: Any = None, error: Any = None) -> None:
@@ -46,11 +52,13 @@ def make_client() -> LanguageClient:
     @client.feature("ollie/event")
     def on_event(params: Any) -> None:
         client.ollie_events.append(params)  # type: ignore[attr-defined]
+        client.ollie_session_events[params.get("session")].append(params)  # type: ignore[attr-defined]
         client.ollie_wire.append(("event", params))  # type: ignore[attr-defined]
 
     @client.feature("ollie/stateChanged")
     def on_state(params: Any) -> None:
         client.ollie_states.append(params)  # type: ignore[attr-defined]
+        client.ollie_session_states[params.get("session")].append(params)  # type: ignore[attr-defined]
         client.ollie_wire.append(("state", params))  # type: ignore[attr-defined]
 
     return client
@@ -118,22 +126,21 @@ class Daemon:
         return [e for e in self.events if e["session"] == session]
 
 
-@pytest_asyncio.fixture
-async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await start_daemon(env=srv.env(), init_options={...})` gives a ready Daemon.
-
-    Every daemon started is shut down (shutdown + exit) at teardown.
-    """
+@contextlib.asynccontextmanager
+async def daemons(base: Path, extra_env: dict[str, str] | None = None) -> AsyncIterator[Callable[..., Any]]:
+    """A factory of ready daemons, each on a workspace under `base` (its env `extra_env` + the one it is given), every
+    one shut down (shutdown + exit) when the block ends."""
     started: list[Daemon] = []
 
     async def start(
         *, env: dict[str, str] | None = None, init_options: Any = None, workspace: Path | None = None,
         progress: bool = True, initialize: bool = True,
     ) -> Daemon:
-        ws = workspace or (tmp_path / f"ws{len(started)}")
+        ws = workspace or (base / f"ws{len(started)}")
         ws.mkdir(parents=True, exist_ok=True)
         config = ClientServerConfig(
-            server_command=SERVER_COMMAND, client_factory=make_client, server_env=child_env(env)
+            server_command=SERVER_COMMAND, client_factory=make_client, server_env=child_env({**(extra_env or {}),
+                                                                                              **(env or {})})
         )
         client = await config.start()
         daemon = Daemon(client, ws)
@@ -168,7 +175,145 @@ async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Cal
     assert not lingered, f"daemons {lingered} had not exited 60 s after shutdown and exit (killed)"
 
 
+@pytest_asyncio.fixture
+async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start_daemon(env=srv.env(), init_options={...})` gives a ready Daemon.
+
+    Every daemon started is shut down (shutdown + exit) at teardown.
+    """
+    async with daemons(tmp_path) as start:
+        yield start
+
+
+class SharedClient:
+    """A shared daemon's client as one test sees it: a handler the test registers stands in for the one before (the
+    client's own, or an earlier test's) until the test ends."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self._client = client
+        self._replaced: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def feature(self, name: str, options: Any = None) -> Callable[[Any], Any]:
+        """`client.feature(name)(handler)`, over a handler already there."""
+        features = self._client.protocol.fm._features  # pygls refuses a second handler for a method
+
+        def register(handler: Any) -> Any:
+            self._replaced.setdefault(name, features.pop(name, None))
+            return self._client.feature(name, options)(handler)
+        return register
+
+    def restore(self) -> None:
+        """Put back the handlers this test replaced."""
+        features = self._client.protocol.fm._features
+        for name, handler in self._replaced.items():
+            features.pop(name, None)
+            if handler is not None:
+                features[name] = handler
+
+
+class Session(Daemon):
+    """A session of its own on a daemon that a module's tests share, working in a directory of its own: its `ollie/*`
+    requests name it, and `events` and `states` are its alone."""
+
+    def __init__(self, daemon: Daemon, session: str, cwd: Path) -> None:
+        self.shared = SharedClient(daemon.client)
+        super().__init__(self.shared, cwd)  # type: ignore[arg-type]
+        self.daemon, self.session = daemon, session
+        self.init_result = daemon.init_result
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """This session's ollie/event notifications so far."""
+        return self.client.ollie_session_events[self.session]  # type: ignore[attr-defined]
+
+    @property
+    def states(self) -> list[dict[str, Any]]:
+        """This session's ollie/stateChanged notifications so far."""
+        return self.client.ollie_session_states[self.session]  # type: ignore[attr-defined]
+
+    async def request(self, method: str, params: Any = None, *, timeout: float = 30) -> Any:
+        """As Daemon.request; an `ollie/*` method that takes a `session` is sent this one unless it names one."""
+        if method.startswith("ollie/") and not method.startswith(("ollie/session/", "ollie/listCommands")):
+            params = {"session": self.session, **(params or {})}
+        return await super().request(method, params, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def _module_llm() -> Iterator[ScriptedLLMServer]:
+    """The scripted server of a module's shared daemons."""
+    with ScriptedLLMServer("openai") as llm:
+        yield llm
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def _shared_daemons(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Any]]:
+    """A module's shared daemons, one for each env and set of initialization options asked for, with private XDG dirs
+    of their own (a test's `_private_dirs` are not theirs)."""
+    base = tmp_path_factory.mktemp("shared")
+    dirs = {var: str(base / "home" / var.lower()) for var in
+            ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}
+    for path in dirs.values():
+        Path(path).mkdir(parents=True)
+    async with daemons(base, dirs) as start:
+        yield {"start": start, "daemons": {}, "sessions": 0}
+
+
 @pytest.fixture
-def llm(scripted_llm: Callable[..., Any]) -> Any:
-    """A started scripted OpenAI-format server (checked for leftovers at teardown)."""
-    return scripted_llm("openai")
+def shared_llm(_module_llm: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
+    """The module's scripted server, with this test's requests alone; its script must be used up by the test's end."""
+    yield _module_llm
+    try:
+        _module_llm.assert_done()
+    finally:
+        _module_llm.reset()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await shared_daemon(env=..., init_options=...)` gives a new Session on the module's daemon started
+    with that env and those options (the first to ask starts it); each session is closed when the test ends.
+
+    For tests whose daemon state does not matter to each other; a test that changes the daemon (its config read at
+    start, its process, its session table as a whole) takes `start_daemon`. Its test runs in the module's event
+    loop, where the daemons' clients live (pytest_collection_modifyitems), and gets their scripted server as `llm`."""
+    sessions: list[Session] = []
+
+    async def start(*, env: dict[str, str] | None = None, init_options: Any = None) -> Session:
+        key = repr((sorted((env or {}).items()), init_options))
+        shared = _shared_daemons["daemons"]
+        if key not in shared:
+            shared[key] = await _shared_daemons["start"](env=env, init_options=init_options)
+        daemon = shared[key]
+        # Two sessions of one daemon are no two daemons: a test of another daemon's doing takes start_daemon.
+        assert all(s.daemon is not daemon for s in sessions), "one shared daemon per env and options in a test"
+        _shared_daemons["sessions"] += 1
+        cwd = daemon.workspace / f"s{_shared_daemons['sessions']}"
+        cwd.mkdir()
+        new = await daemon.request("ollie/session/new", {"cwd": str(cwd)})
+        session = Session(daemon, new["session"], cwd)
+        sessions.append(session)
+        return session
+
+    yield start
+    for session in sessions:
+        session.shared.restore()
+        await session.request("ollie/session/close", {"session": session.session})
+
+
+@pytest.fixture
+def llm(request: pytest.FixtureRequest) -> Any:
+    """A started scripted OpenAI-format server (checked for leftovers at teardown); a test of `shared_daemon`s gets
+    theirs."""
+    if "shared_daemon" in request.fixturenames:
+        return request.getfixturevalue("shared_llm")
+    return request.getfixturevalue("scripted_llm")("openai")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test of `shared_daemon`s runs in its module's event loop, where their client lives."""
+    for item in items:
+        if "shared_daemon" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.asyncio(loop_scope="module"), append=False)

@@ -12,10 +12,10 @@ from tests.tools.test_os_users import ALICE, home_of, shared  # noqa: F401  (fix
 from .test_methods import rpc_error
 
 
-async def test_agent_switch_keeps_the_conversation_as_a_session_to_resume(start_daemon, llm):
+async def test_agent_switch_keeps_the_conversation_as_a_session_to_resume(shared_daemon, llm):
     # Bug: `/agent plan` typed in a chat wiped the conversation, unasked: it was saved nowhere, no list offered it.
     llm.script(Reply.text("the parser is fixed"), Reply.text("on we go"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "Fix the parser"}))["session"]
     await daemon.request("ollie/session/rename", {"session": sid, "title": "Parser work"})  # a name goes with it
     output = (await daemon.request("ollie/command", {"line": "/agent plan"}))["output"]
@@ -38,18 +38,18 @@ async def test_agent_switch_keeps_the_conversation_as_a_session_to_resume(start_
         "Fix the parser", "and the tests?"]
 
 
-async def test_an_editor_s_help_says_what_resumes_a_session_there(start_daemon, llm):
+async def test_an_editor_s_help_says_what_resumes_a_session_there(shared_daemon, llm):
     # Bug: a chat's `/help` and `/resume` advised a terminal's new run (`ollie --session <id>`).
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     words = " ".join((await daemon.request("ollie/command", {"line": "/help"}))["output"].split())
     assert "/resume [n|id] this directory's sessions; resume one with the editor's session list (VS Code: " in words
     assert "ollie --session" not in words
 
 
-async def test_clear_keeps_the_conversation_as_an_agent_switch_does(start_daemon, llm):
+async def test_clear_keeps_the_conversation_as_an_agent_switch_does(shared_daemon, llm):
     # Bug: `/clear` dropped the conversation with no copy kept (an agent switch saved it as a session to resume).
     llm.script(Reply.text("the parser is fixed"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "Fix the parser"}))["session"]
     await daemon.request("ollie/session/rename", {"session": sid, "title": "Parser work"})
     output = (await daemon.request("ollie/command", {"line": "/clear"}))["output"]
@@ -113,10 +113,10 @@ async def test_a_kept_conversation_reviews_its_turns_and_the_new_one_only_its_ow
     assert (ws / "a.txt").read_text() == "".join(f"line {i}\n" for i in range(1, 9)).replace("line 5", "LINE FIVE")
 
 
-async def test_a_rewind_before_clear_is_not_undone_into_the_new_conversation(start_daemon, llm):
+async def test_a_rewind_before_clear_is_not_undone_into_the_new_conversation(shared_daemon, llm):
     # Bug: `/rewind undo` after `/clear` put the kept conversation back into the new one (its copy had it already).
     llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "first"}))["session"]
     await daemon.request("ollie/submit", {"session": sid, "text": "second"})
     await daemon.request("ollie/rewind", {"session": sid, "turn": 2})

@@ -50,9 +50,9 @@ async def submit(daemon: Any, text: str) -> str:
     return (await daemon.request("ollie/submit", {"text": text}))["reply"]
 
 
-async def test_ask_puts_an_edit_to_the_user_each_time_and_reject_leaves_the_file(start_daemon, llm):
+async def test_ask_puts_an_edit_to_the_user_each_time_and_reject_leaves_the_file(shared_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("edited"), edit("a.txt", "two", "three"), Reply.text("no"))
-    daemon = await start_daemon(env=llm.env(approval=""))
+    daemon = await shared_daemon(env=llm.env(approval=""))
     (daemon.workspace / "a.txt").write_text("one\n")
     asked = answer_with(daemon, ["Allow once", "Reject"])
     assert (await daemon.request("ollie/state", {}))["approval"] == "ask"
@@ -69,11 +69,11 @@ async def test_ask_puts_an_edit_to_the_user_each_time_and_reject_leaves_the_file
     assert told.startswith("rejected: the user did not allow 'Edit a.txt'")
 
 
-async def test_allow_always_covers_the_kind_and_the_command_prefix(start_daemon, llm):
+async def test_allow_always_covers_the_kind_and_the_command_prefix(shared_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), edit("b.txt", "one", "two"), Reply.text("2"),
                run("touch x1"), Reply.text("3"), run("touch x2"), Reply.text("4"), run("mkdir d"), Reply.text("5"),
                run("touch x3 && touch gone"), Reply.text("6"), run("touch x4 2>&1 | head -1"), Reply.text("7"))
-    daemon = await start_daemon(env=llm.env(approval=""))
+    daemon = await shared_daemon(env=llm.env(approval=""))
     for name in ("a.txt", "b.txt"):
         (daemon.workspace / name).write_text("one\n")
     asked = answer_with(daemon, ["Allow always", "Allow always", "Reject", "Reject"])
@@ -89,13 +89,13 @@ async def test_allow_always_covers_the_kind_and_the_command_prefix(start_daemon,
     assert not (ws / "gone").exists() and (ws / "x4").exists()
 
 
-async def test_allow_always_allows_only_the_prefix_it_names(start_daemon, llm):
+async def test_allow_always_allows_only_the_prefix_it_names(shared_daemon, llm):
     """A step of two programs, `touch made.txt` then `rm -f keep.txt`, offered "Allow always" for `touch` commands;
     the answer also allowed `rm` for the session: the next `rm -f keep.txt` ran unasked."""
     steps = [{"code": "touch made.txt"}, {"code": "rm -f nothing.txt"}]
     llm.script(Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("1"), run("rm -f keep.txt"),
                Reply.text("2"))
-    daemon = await start_daemon(env=llm.env(approval="ask"))
+    daemon = await shared_daemon(env=llm.env(approval="ask"))
     (daemon.workspace / "keep.txt").write_text("kept\n")
     asked = answer_with(daemon, ["Allow always", "Reject"])
     assert [await submit(daemon, n) for n in "12"] == ["1", "2"]
@@ -103,11 +103,11 @@ async def test_allow_always_allows_only_the_prefix_it_names(start_daemon, llm):
     assert len(asked) == 2 and (daemon.workspace / "keep.txt").exists()
 
 
-async def test_an_allowed_prefix_covers_no_line_that_sets_variables_first(start_daemon, llm):
+async def test_an_allowed_prefix_covers_no_line_that_sets_variables_first(shared_daemon, llm):
     """"Allow always" for `mkdir` commands; then `PATH=. mkdir d2`, whose prefix is `mkdir` too, ran unasked: the clone's
     own `./mkdir` (any program: `LD_PRELOAD=./x.so mkdir` alike)."""
     llm.script(run("mkdir d1"), Reply.text("1"), run("PATH=. mkdir d2"), Reply.text("2"))
-    daemon = await start_daemon(env=llm.env(approval="ask"))
+    daemon = await shared_daemon(env=llm.env(approval="ask"))
     planted = daemon.workspace / "mkdir"
     planted.write_text("#!/bin/sh\necho pwned > pwned.txt\n")
     planted.chmod(0o755)
@@ -117,20 +117,20 @@ async def test_an_allowed_prefix_covers_no_line_that_sets_variables_first(start_
     assert not (daemon.workspace / "pwned.txt").exists()
 
 
-async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
+async def test_a_programs_question_holds_its_code_whole(shared_daemon, llm):
     """An execute_code step's question holds every line of its programs (`step.code`, and a plain client's message):
     its title shows the first line alone, so the user was asked to approve code they could not read."""
     steps = [{"code": "echo one > proof\nrm -rf ~/stuff"}, {"code": "print(2)", "language": "python"}]
     llm.script(Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("1"),
                Reply.tool_calls(("execute_code", {"steps": steps})), Reply.text("2"))
-    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
     questions = answer_cards(daemon, "reject")
 
     assert await submit(daemon, "run it") == "1"
     (question,) = questions
     assert question["step"]["title"] == "Run `echo one > proof …` and 1 more step"
     assert question["step"]["code"] == "echo one > proof\nrm -rf ~/stuff\n\nprint(2)"
-    plain = await start_daemon(env=llm.env(approval=""))
+    plain = await shared_daemon(env=llm.env(approval=""))
     asked = answer_with(plain, ["Reject"])
     assert await submit(plain, "run it") == "2"
     # Taller than a minibuffer shows from its end: what it asks is said again there.
@@ -139,9 +139,9 @@ async def test_a_programs_question_holds_its_code_whole(start_daemon, llm):
     assert not (daemon.workspace / "proof").exists() and not (plain.workspace / "proof").exists()
 
 
-async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(start_daemon, llm):
+async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(shared_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("ok"))
-    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
     (daemon.workspace / "a.txt").write_text("one\n")
     questions: list[dict[str, Any]] = []
 
@@ -164,10 +164,10 @@ async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(s
 
 
 @pytest.mark.parametrize("shows_answers", [False, True])
-async def test_a_client_that_shows_answers_on_its_steps_gets_no_answer_lines(start_daemon, llm, shows_answers):
+async def test_a_client_that_shows_answers_on_its_steps_gets_no_answer_lines(shared_daemon, llm, shows_answers):
     """The Neovim plugin hid each "allowed: Edit a.txt" line the daemon sent: its step card says it already."""
     llm.script(edit("a.txt", "one", "two"), Reply.text("ok"))
-    daemon = await start_daemon(env=llm.env(approval=""),
+    daemon = await shared_daemon(env=llm.env(approval=""),
                                 init_options={"permissionRequest": True, "showsAnswers": shows_answers})
     (daemon.workspace / "a.txt").write_text("one\n")
     daemon.client.feature("ollie/permission")(lambda params: {"outcome": "allow_once"})
@@ -178,10 +178,10 @@ async def test_a_client_that_shows_answers_on_its_steps_gets_no_answer_lines(sta
     assert (daemon.workspace / "a.txt").read_text() == "two\n"
 
 
-async def test_an_answer_the_question_did_not_offer_is_a_rejection(start_daemon, llm):
+async def test_an_answer_the_question_did_not_offer_is_a_rejection(shared_daemon, llm):
     # "Allow for this session" is a network question's answer alone; a command's "always" is already for the session.
     llm.script(run("touch made"), Reply.text("ok"))
-    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
 
     @daemon.client.feature("ollie/permission")
     def on_permission(params: Any):
@@ -193,19 +193,19 @@ async def test_an_answer_the_question_did_not_offer_is_a_rejection(start_daemon,
     assert last_tool_result(llm) == "rejected: the user did not allow 'Run `touch made`'; it was not run."
 
 
-async def test_a_plain_client_cannot_give_feedback_so_it_is_a_plain_reject(start_daemon, llm):
+async def test_a_plain_client_cannot_give_feedback_so_it_is_a_plain_reject(shared_daemon, llm):
     llm.script(run("touch made"), Reply.text("ok"))
-    daemon = await start_daemon(env=llm.env(approval=""))
+    daemon = await shared_daemon(env=llm.env(approval=""))
     answer_with(daemon, ["Reject with feedback"])
     assert await submit(daemon, "go") == "ok"
     assert not (daemon.workspace / "made").exists()
     assert last_tool_result(llm) == "rejected: the user did not allow 'Run `touch made`'; it was not run."
 
 
-async def test_auto_edit_applies_edits_and_asks_for_commands_that_write(start_daemon, llm):
+async def test_auto_edit_applies_edits_and_asks_for_commands_that_write(shared_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("ls -la | grep a"), Reply.text("2"),
                run("touch x"), Reply.text("3"))
-    daemon = await start_daemon(env=llm.env(approval=""))
+    daemon = await shared_daemon(env=llm.env(approval=""))
     (daemon.workspace / "a.txt").write_text("one\n")
     asked = answer_with(daemon, ["Allow once"])
     await daemon.request("ollie/setApproval", {"approval": "auto-edit"})
@@ -218,9 +218,9 @@ async def test_auto_edit_applies_edits_and_asks_for_commands_that_write(start_da
     assert len(asked) == 1 and "Run `touch x`" in asked[0].message
 
 
-async def test_auto_asks_nothing(start_daemon, llm):
+async def test_auto_asks_nothing(shared_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x"), Reply.text("2"))
-    daemon = await start_daemon(env=llm.env(approval=""))
+    daemon = await shared_daemon(env=llm.env(approval=""))
     (daemon.workspace / "a.txt").write_text("one\n")
     asked = answer_with(daemon, [])
     await daemon.request("ollie/command", {"line": "/approval auto"})
@@ -229,10 +229,10 @@ async def test_auto_asks_nothing(start_daemon, llm):
     assert asked == []
 
 
-async def test_read_only_refuses_writes_and_tells_the_model_to_plan_but_reads_run(start_daemon, llm):
+async def test_read_only_refuses_writes_and_tells_the_model_to_plan_but_reads_run(shared_daemon, llm):
     read = Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["a.txt"]}]}))
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x"), Reply.text("2"), read, Reply.text("3"))
-    daemon = await start_daemon(env=llm.env(approval=""))
+    daemon = await shared_daemon(env=llm.env(approval=""))
     (daemon.workspace / "a.txt").write_text("one\n")
     asked = answer_with(daemon, [])
     await daemon.request("ollie/setApproval", {"approval": "read-only"})
@@ -258,9 +258,9 @@ WRITERS = ("env rm a.txt", "git grep -Orm -e one", "sort -oout.txt a.txt", "sort
            "tree -ao out.txt .")
 
 
-async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daemon, llm):
+async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(shared_daemon, llm):
     llm.script(*(r for code in WRITERS for r in (run(code), Reply.text(code))))
-    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    daemon = await shared_daemon(env=llm.env(approval="read-only"))
     subprocess.run(["git", "init", "-q"], cwd=daemon.workspace, check=True)
     (daemon.workspace / "a.txt").write_text("one\n")
     subprocess.run(["git", "add", "a.txt"], cwd=daemon.workspace, check=True)
@@ -270,12 +270,12 @@ async def test_read_only_runs_no_reader_that_writes_or_runs_a_command(start_daem
     assert sorted(p.name for p in daemon.workspace.iterdir()) == [".git", "a.txt"]  # nothing written or removed
 
 
-async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_daemon, llm):
+async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(shared_daemon, llm):
     """A hostile clone's file named `--pre=sh`: `rg RAN *` expanded to `rg RAN --pre=sh a.sh`, which ran `sh` on every
     file, unasked even in read-only mode. A glob that may expand to an option now makes the line no reader (but for
     the readers that have no option which writes or runs)."""
     llm.script(run("rg RAN *"), Reply.text("1"), run("rg RAN ./*"), Reply.text("2"), run("wc -l *.sh"), Reply.text("3"))
-    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    daemon = await shared_daemon(env=llm.env(approval="read-only"))
     (daemon.workspace / "--pre=sh").write_text("")
     (daemon.workspace / "a.sh").write_text("echo RAN-$((6 * 7))\n")
     assert await submit(daemon, "1") == "1"
@@ -286,12 +286,12 @@ async def test_a_glob_the_workspace_expands_into_an_option_is_no_reader(start_da
     assert "1 a.sh" in last_tool_result(llm), last_tool_result(llm)
 
 
-async def test_a_search_for_a_path_the_workspace_names_as_an_option_runs_nothing(start_daemon, llm):
+async def test_a_search_for_a_path_the_workspace_names_as_an_option_runs_nothing(shared_daemon, llm):
     """`file_grep` searches unasked in every mode; its path went to ripgrep after the pattern with no `--`, so a clone's
     file named `--pre=sh`, searched as `--path=--pre=sh`, made ripgrep run `sh` on every file, and wrote."""
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_grep", "args": ["RAN", "--path=--pre=sh"]}]})),
                Reply.text("searched"))
-    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    daemon = await shared_daemon(env=llm.env(approval="read-only"))
     (daemon.workspace / "--pre=sh").write_text("RAN here\n")
     (daemon.workspace / "a.sh").write_text("touch pwned.txt\n")
     assert await submit(daemon, "search") == "searched"
@@ -299,11 +299,11 @@ async def test_a_search_for_a_path_the_workspace_names_as_an_option_runs_nothing
     assert "RAN here" in last_tool_result(llm), last_tool_result(llm)  # the file named so is searched, as a file
 
 
-async def test_less_with_the_workspaces_key_file_is_no_reader(start_daemon, llm):
+async def test_less_with_the_workspaces_key_file_is_no_reader(shared_daemon, llm):
     """`less --lesskey-src=keys a.txt` passed as a reader, and a key file's `#env` section sets LESSOPEN: the clone's
     shell line ran, unasked in read-only mode (in the reading sandbox), and its output stood for the file's."""
     llm.script(run("less --lesskey-src=keys a.txt"), Reply.text("1"), run("less -Nk keys a.txt"), Reply.text("2"))
-    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    daemon = await shared_daemon(env=llm.env(approval="read-only"))
     (daemon.workspace / "keys").write_text("#env\nLESSOPEN=|echo RAN-$((6 * 7)) %s\n")
     (daemon.workspace / "a.txt").write_text("one\n")
     for n in "12":
@@ -324,11 +324,11 @@ def plant_fsmonitor_clone(work: Path) -> Path:
 
 
 @pytest.mark.parametrize("approval", ["read-only", "ask", "auto"])
-async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_daemon, llm, approval):
+async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(shared_daemon, llm, approval):
     """`git status` only reads, so it runs unasked; a clone's `.git/config` naming a core.fsmonitor program ran that
     program in the session's sandbox, which wrote the workspace. A line that is no reader still writes."""
     llm.script(run("git status --short"), Reply.text("looked"))
-    daemon = await start_daemon(env=llm.env(approval=approval))
+    daemon = await shared_daemon(env=llm.env(approval=approval))
     work = plant_fsmonitor_clone(daemon.workspace)
     assert await submit(daemon, "look") == "looked"
     assert "a.txt" in last_tool_result(llm), last_tool_result(llm)  # the reader ran, and read
@@ -344,12 +344,12 @@ async def test_a_reader_runs_in_a_sandbox_that_writes_nothing_but_its_tmp(start_
         assert (work / "made.txt").exists()
 
 
-async def test_stderr_joined_to_stdout_makes_no_reader_write(start_daemon, llm):
+async def test_stderr_joined_to_stdout_makes_no_reader_write(shared_daemon, llm):
     """The approval read a line with its `2>&1` cut out, the server the line itself: `printf 'x'2>&1y` (bash's
     `printf x2 >&1y`, which writes the file `1y`) passed as `printf 'x'y` and ran unasked, in read-only mode too, under
     the writable policy; and `git status 2>&1`, a reader to the approval, ran there too (the clone's fsmonitor wrote)."""
     llm.script(run("printf 'planted'2>&1x"), Reply.text("1"), run("git status --short 2>&1"), Reply.text("2"))
-    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    daemon = await shared_daemon(env=llm.env(approval="read-only"))
     work = plant_fsmonitor_clone(daemon.workspace)
     assert await submit(daemon, "1") == "1"
     assert "read-only" in last_tool_result(llm) and not (work / "1x").exists(), last_tool_result(llm)
@@ -358,12 +358,12 @@ async def test_stderr_joined_to_stdout_makes_no_reader_write(start_daemon, llm):
     assert not (work / "pwned.txt").exists()
 
 
-async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(start_daemon, llm):
+async def test_a_pipe_of_a_bundled_reader_and_a_reader_writes_nothing_either(shared_daemon, llm):
     """A `pipe` whose stages are `file_read` and `git status` runs unasked, like the readers it is made of; it ran under
     the session's writable policy (a script stage made it no call of readers), so the clone's fsmonitor wrote."""
     stages = [{"tool": "file_read", "args": ["a.txt"]}, {"code": "git status --short"}]
     llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
-    daemon = await start_daemon(env=llm.env(approval="read-only"))
+    daemon = await shared_daemon(env=llm.env(approval="read-only"))
     work = plant_fsmonitor_clone(daemon.workspace)
     assert await submit(daemon, "pipe") == "piped"
     assert "?? a.txt" in last_tool_result(llm), last_tool_result(llm)  # it ran, unasked, and read
@@ -389,25 +389,25 @@ async def test_a_reading_less_runs_no_preprocessor_the_env_names(start_daemon, l
 
 
 @pytest.mark.parametrize("approval", ["read-only", "ask"])
-async def test_a_pipe_stage_in_another_language_is_no_reader_whatever_its_text(start_daemon, llm, approval):
+async def test_a_pipe_stage_in_another_language_is_no_reader_whatever_its_text(shared_daemon, llm, approval):
     """A `pipe` stage's text was judged as a shell line whatever its language: a perl stage that reads as a `printf`
     line ran unasked (in read-only mode too), under the writable policy (only bash stages read in the reading
     sandbox), and wrote the workspace."""
     stages = [{"code": 'printf "%s", system "touch made.txt"', "language": "perl"}]
     llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
-    daemon = await start_daemon(env=llm.env(approval=approval))
+    daemon = await shared_daemon(env=llm.env(approval=approval))
     asked = answer_with(daemon, ["Reject"])
     assert await submit(daemon, "pipe") == "piped"
     assert not (daemon.workspace / "made.txt").exists(), last_tool_result(llm)
     assert len(asked) == (approval == "ask"), last_tool_result(llm)
 
 
-async def test_read_only_refuses_what_an_always_answer_allowed_before(start_daemon, llm):
+async def test_read_only_refuses_what_an_always_answer_allowed_before(shared_daemon, llm):
     """"Allow always" for edits and for `touch` in `ask`; then the user switches to read-only to plan: the model's edit
     and `touch` ran unasked all the same (an "always" answer outranked the mode) and changed the workspace."""
     llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch made.txt"), Reply.text("2"),
                edit("a.txt", "two", "three"), Reply.text("3"), run("touch again.txt"), Reply.text("4"))
-    daemon = await start_daemon(env=llm.env(approval="ask"))
+    daemon = await shared_daemon(env=llm.env(approval="ask"))
     (daemon.workspace / "a.txt").write_text("one\n")
     asked = answer_with(daemon, ["Allow always", "Allow always"])
     assert [await submit(daemon, n) for n in "12"] == ["1", "2"] and len(asked) == 2
@@ -420,12 +420,12 @@ async def test_read_only_refuses_what_an_always_answer_allowed_before(start_daem
     assert len(asked) == 2
 
 
-async def test_a_pipes_question_shows_the_whole_of_what_runs(start_daemon, llm):
+async def test_a_pipes_question_shows_the_whole_of_what_runs(shared_daemon, llm):
     """An `execute_code` question carries its programs whole; a `pipe`'s carried only its title, each stage's first
     line cut at 60 characters: `cat README.md …` was all the user saw of a stage that went on to `touch made.txt`."""
     stages = [{"code": "cat a.txt\ntouch made.txt"}, {"code": "tail -n 1"}]
     llm.script(Reply.tool_calls(("pipe", {"stages": stages})), Reply.text("piped"))
-    daemon = await start_daemon(env=llm.env(approval="ask"))
+    daemon = await shared_daemon(env=llm.env(approval="ask"))
     (daemon.workspace / "a.txt").write_text("one\n")
     asked = answer_with(daemon, ["Reject"])
     assert await submit(daemon, "pipe") == "piped"
@@ -516,13 +516,13 @@ async def test_a_question_withdrawn_by_an_interrupt_ignores_the_late_answer(star
     assert (await daemon.request("ollie/state", {}))["running"] is False
 
 
-async def test_the_text_that_leads_to_a_question_reaches_the_client_before_it(start_daemon, llm):
+async def test_the_text_that_leads_to_a_question_reaches_the_client_before_it(shared_daemon, llm):
     """Bug: deltas wait a moment to be joined while a request goes out at once, so VS Code drew the question in the
     middle of the reply ("I wi" / question / "ll edit.")."""
     said = "I will edit a.txt now, replacing one with two, then tell you. " * 3
     llm.script(Reply(text=said, chunk_size=3, tool_calls=[("call_tool", {"calls": [
         {"tool": "file_edit", "args": ["a.txt", "one", "two"]}]})]), Reply.text("ok"))
-    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
     (daemon.workspace / "a.txt").write_text("one\n")
     seen_at_question: list[str] = []
 
@@ -556,11 +556,11 @@ async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_
     assert "nobody answered whether 'Edit a.txt' may run within 1 s" in last_tool_result(llm)
 
 
-async def test_an_edit_the_sandbox_would_refuse_is_refused_without_a_question(start_daemon, llm):
+async def test_an_edit_the_sandbox_would_refuse_is_refused_without_a_question(shared_daemon, llm):
     # It was put to the user, and refused only after "Allow": a question for nothing, that read as if it happened.
     llm.script(edit("locked.py", "x = 1", "x = 2"), Reply.text("1"), edit(".git/config", "[core]", "[hooks]"),
                Reply.text("2"))
-    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True})
+    daemon = await shared_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True})
     locked, config = daemon.workspace / "locked.py", daemon.workspace / ".git" / "config"
     locked.write_text("x = 1\n")
     locked.chmod(0o444)

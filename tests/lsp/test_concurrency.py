@@ -30,9 +30,9 @@ async def wait_running(daemon, session: str | None = None, *, timeout: float = 3
     )
 
 
-async def test_interrupt_ends_a_streaming_turn(start_daemon, llm):
+async def test_interrupt_ends_a_streaming_turn(shared_daemon, llm):
     llm.script(slow_reply())
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
     await wait_running(daemon)
     assert await daemon.request("ollie/interrupt", {"reason": "enough"}) == {"interrupted": True}
@@ -43,11 +43,11 @@ async def test_interrupt_ends_a_streaming_turn(start_daemon, llm):
     assert state["running"] is False and state["state"] == "idle"
 
 
-async def test_interrupt_kills_a_running_tool(start_daemon, llm):
+async def test_interrupt_kills_a_running_tool(shared_daemon, llm):
     mark = new_mark()
     llm.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f"sleep 600.{mark}", "language": "bash"}],
                                                     "timeout": 600})]))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "sleep"}))
     await wait_for_processes(mark)  # the tool runs
     assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True

@@ -29,9 +29,9 @@ def lines(first: int, last: int) -> dict:
     return {"start": {"line": first, "character": 0}, "end": {"line": last + 1, "character": 0}}
 
 
-async def test_a_prompt_carries_every_context_item_and_the_history_labels_each(start_daemon, llm):
+async def test_a_prompt_carries_every_context_item_and_the_history_labels_each(shared_daemon, llm):
     llm.script(Reply.text("seen both"), Reply.text("seen the old way"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     calc = open_doc(daemon, "calc.py", "a = 1\nb = 2  # unsaved\nc = 3\nd = 4\n")
     (daemon.workspace / "notes.txt").write_text("remember the milk\n")
     notes = (daemon.workspace / "notes.txt").as_uri()
@@ -59,8 +59,8 @@ async def test_a_prompt_carries_every_context_item_and_the_history_labels_each(s
     assert users[0]["content"].endswith("compare them")  # old clients still read the blocks in the content
 
 
-async def test_bad_context_items_are_named_and_nothing_runs(start_daemon, llm):
-    daemon = await start_daemon(env=llm.env())
+async def test_bad_context_items_are_named_and_nothing_runs(shared_daemon, llm):
+    daemon = await shared_daemon(env=llm.env())
     good = (daemon.workspace / "a.py").as_uri()
     for context, field in (
         ([{"uri": good}, {"uri": 3}], "context[1].uri"),
@@ -115,12 +115,12 @@ async def test_injects_the_daemon_joined_are_labelled_for_every_file_in_the_hist
     assert users[1]["contextLabels"] == ["calc.py:1", "notes.txt"]
 
 
-async def test_a_context_naming_a_file_no_editor_has_open_is_read_through_the_chokepoint(start_daemon, llm, tmp_path):
+async def test_a_context_naming_a_file_no_editor_has_open_is_read_through_the_chokepoint(shared_daemon, llm, tmp_path):
     """A context item naming a file that is not open was read with pygls' `Path.read_text`, on the event loop: a
     FIFO there (a step's `mkfifo`) froze the daemon for good, a link (a cloned repository's) was read through to its
     target, `/dev/zero` until memory ran out. Now: the lines of a regular file only, off the loop, as any read."""
     llm.script(Reply.text("answered"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     ws = daemon.workspace
     os.mkfifo(ws / "pipe.py")
     secret = tmp_path / "secret.txt"
@@ -136,12 +136,12 @@ async def test_a_context_naming_a_file_no_editor_has_open_is_read_through_the_ch
 
 
 async def test_a_context_file_under_a_linked_directory_of_the_workspace_is_not_read_through_it(
-        start_daemon, llm, tmp_path):
+        shared_daemon, llm, tmp_path):
     """The chokepoint guarded the file's own name only: a step that made `k8s` a link to `~/.kube` had the daemon read
     `k8s/config`, the cluster's credentials, into the prompt. Beneath the session's directory no link is followed; a
     file outside it, named by the user's editor, is still read."""
     llm.script(Reply.text("answered"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     ws = daemon.workspace
     kube = tmp_path / "kube"
     kube.mkdir()
@@ -160,11 +160,11 @@ async def test_a_context_file_under_a_linked_directory_of_the_workspace_is_not_r
     assert "replicas: 2" in prompt and "my own notes" in prompt, prompt
 
 
-async def test_a_buffer_cut_to_fit_is_labelled_with_the_lines_the_model_got(start_daemon, llm):
+async def test_a_buffer_cut_to_fit_is_labelled_with_the_lines_the_model_got(shared_daemon, llm):
     # Neovim's `#buffer` of a 200,000-line file: its text was cut to 20,000 characters, yet labelled `Showing lines
     # 1-200000`, as though the model had seen it all.
     llm.script(Reply.text("seen the start"), Reply.text("seen the scratch"), Reply.text("seen an old Mac's"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     count = 200_000
     text = "".join(f"row {n:06d} of the big table\n" for n in range(1, count + 1))  # 28 characters a line, 29 with "\r\n"
     big = open_doc(daemon, "big.txt", text.replace("\n", "\r\n"))
@@ -194,10 +194,10 @@ async def test_a_buffer_cut_to_fit_is_labelled_with_the_lines_the_model_got(star
                                                                              [f"untitled:7:5-{last}"], ["mac.txt:2"]]
 
 
-async def test_a_prompt_that_starts_with_a_path_is_a_prompt_with_its_context(start_daemon, llm):
+async def test_a_prompt_that_starts_with_a_path_is_a_prompt_with_its_context(shared_daemon, llm):
     # `/usr/bin/env ...` is no slash command (the engine runs it as a turn): it keeps its editor context.
     llm.script(Reply.text("seen it"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     calc = open_doc(daemon, "calc.py", "a = 1\n")
     text = "/usr/bin/env python3 calc.py prints nothing: why?"
     result = await daemon.request("ollie/submit", {"text": text, "context": {"uri": calc, "range": lines(0, 0)}})

@@ -17,9 +17,9 @@ async def rpc_error(daemon, method: str, params: dict) -> JsonRpcException:
     return caught.value
 
 
-async def test_state_context_and_configuration_methods(start_daemon, llm, tmp_path):
+async def test_state_context_and_configuration_methods(shared_daemon, llm, tmp_path):
     llm.script(Reply.text("first answer"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     state = await daemon.request("ollie/state", {})
     assert state["state"] == "idle" and state["running"] is False
     assert state["agent"] == "default" and state["backend"] == "local" and state["model"] == llm.model
@@ -62,8 +62,8 @@ async def test_state_context_and_configuration_methods(start_daemon, llm, tmp_pa
     assert context["messages"][-1]["content"] == "first answer"
 
 
-async def test_command_method_and_slash_commands(start_daemon, llm):
-    daemon = await start_daemon(env=llm.env())
+async def test_command_method_and_slash_commands(shared_daemon, llm):
+    daemon = await shared_daemon(env=llm.env())
     out = await daemon.request("ollie/command", {"line": "/help"})
     assert "/model" in out["output"]
     err = await rpc_error(daemon, "ollie/command", {"line": "not a command"})
@@ -73,9 +73,9 @@ async def test_command_method_and_slash_commands(start_daemon, llm):
     assert any(e["role"] == "exec" and "via-submit" in e["content"] for e in daemon.events)
 
 
-async def test_inject_queue_and_pop_queue(start_daemon, llm):
+async def test_inject_queue_and_pop_queue(shared_daemon, llm):
     llm.script(Reply.text("queued turn answer"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     assert await daemon.request("ollie/queue", {"text": "one"}) == {"depth": 1}
     assert await daemon.request("ollie/queue", {"text": "two"}) == {"depth": 2}
     assert (await daemon.request("ollie/state", {}))["queued"] == 2
@@ -143,8 +143,8 @@ async def test_sessions_new_list_rename_archive_close(start_daemon, llm, tmp_pat
     assert err.code == -32602 and "agent" in err.message
 
 
-async def test_unknown_session_is_32001_for_every_session_method(start_daemon, llm):
-    daemon = await start_daemon(env=llm.env())
+async def test_unknown_session_is_32001_for_every_session_method(shared_daemon, llm):
+    daemon = await shared_daemon(env=llm.env())
     ghost = "1700000000000000000-abcdef"
     for method, params in (
         ("ollie/submit", {"text": "x"}), ("ollie/interrupt", {}), ("ollie/inject", {"text": "x"}),

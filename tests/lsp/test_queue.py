@@ -15,11 +15,11 @@ def turn_log(events: list[dict], session: str) -> list[tuple[str, str]]:
     return [(e["role"], e["content"]) for e in events if e["session"] == session and e["role"] in ("turn", "user")]
 
 
-async def test_after_an_interrupt_queued_prompts_wait_for_the_users_word(start_daemon, llm):
+async def test_after_an_interrupt_queued_prompts_wait_for_the_users_word(shared_daemon, llm):
     hold = threading.Event()  # the first answer streams until the interrupt (set after it, for the server's end)
     llm.script(Reply.text("a slow answer", hold=hold), Reply.text("fresh answer"),
                Reply.text("second answer"), Reply.text("third answer"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
     assert await daemon.request("ollie/queue", {"text": "second"}) == {"depth": 1}
@@ -46,10 +46,10 @@ async def test_after_an_interrupt_queued_prompts_wait_for_the_users_word(start_d
     assert (state["queuedPrompts"], state["queueHeld"]) == ([], False)
 
 
-async def test_queue_clear_drops_held_prompts(start_daemon, llm):
+async def test_queue_clear_drops_held_prompts(shared_daemon, llm):
     hold = threading.Event()
     llm.script(Reply.text("slow", hold=hold))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
     await daemon.request("ollie/queue", {"text": "later"})
@@ -66,11 +66,11 @@ def last_end(events: list[dict], session: str) -> int:
     return [e["seq"] for e in events if e["session"] == session and e["role"] == "turn" and e["content"] != "start"][-1]
 
 
-async def test_a_prompt_queued_before_the_client_saw_the_turns_end_runs_however_late_it_comes(start_daemon, llm):
+async def test_a_prompt_queued_before_the_client_saw_the_turns_end_runs_however_late_it_comes(shared_daemon, llm):
     """Its `seen` is before the `turn` end: the client queued it for the turn it saw running. It reaches the daemon
     after the client has the end and the session is idle (as late as a loaded machine makes it), and runs at once."""
     llm.script(Reply.text("done"), Reply.text("late answer"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     session = (await daemon.request("ollie/submit", {"text": "quick"}))["session"]
     state = await daemon.request("ollie/state", {})
     assert (state["running"], state["queuedPrompts"]) == (False, [])
@@ -82,12 +82,12 @@ async def test_a_prompt_queued_before_the_client_saw_the_turns_end_runs_however_
     assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
 
 
-async def test_a_prompt_queued_before_the_client_saw_a_stop_end_the_turn_waits_for_the_next_turn(start_daemon, llm):
+async def test_a_prompt_queued_before_the_client_saw_a_stop_end_the_turn_waits_for_the_next_turn(shared_daemon, llm):
     """Its `seen` is before the `turn` end, but a Stop ended that turn: it does not run on its own (a Stop starts
     nothing after it), and runs after the next prompt's turn."""
     hold = threading.Event()  # the first answer streams until the interrupt (set after it, for the server's end)
     llm.script(Reply.text("a slow answer", hold=hold), Reply.text("next answer"), Reply.text("queued answer"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
     assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
@@ -105,11 +105,11 @@ async def test_a_prompt_queued_before_the_client_saw_a_stop_end_the_turn_waits_f
 
 
 @pytest.mark.parametrize("saw", ["the end", "nothing said"])
-async def test_a_prompt_queued_once_the_client_saw_the_turns_end_waits_for_the_next_turn(start_daemon, llm, saw):
+async def test_a_prompt_queued_once_the_client_saw_the_turns_end_waits_for_the_next_turn(shared_daemon, llm, saw):
     """Its `seen` is the `turn` end (or, from a client that does not send `seen`, taken as such): queued while idle,
     it waits for the next turn's end, however soon after the end it comes."""
     llm.script(Reply.text("done"), Reply.text("next answer"), Reply.text("queued answer"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     session = (await daemon.request("ollie/submit", {"text": "quick"}))["session"]
     seen = {"seen": last_end(daemon.events, session)} if saw == "the end" else {}
     assert await daemon.request("ollie/queue", {"text": "for later", **seen}) == {"depth": 1}
@@ -124,8 +124,8 @@ async def test_a_prompt_queued_once_the_client_saw_the_turns_end_waits_for_the_n
     assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
 
 
-async def test_a_bad_seen_is_refused_naming_it(start_daemon):
-    daemon = await start_daemon()
+async def test_a_bad_seen_is_refused_naming_it(shared_daemon):
+    daemon = await shared_daemon()
     for seen in (-1, 1.5, "3", True):
         with pytest.raises(JsonRpcException) as caught:
             await daemon.request("ollie/queue", {"text": "x", "seen": seen})

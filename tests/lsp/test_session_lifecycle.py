@@ -18,9 +18,9 @@ async def listed_ids(daemon, **params) -> list[str]:
     return [s["id"] for s in (await daemon.request("ollie/session/list", params))["sessions"]]
 
 
-async def test_an_archived_session_comes_back_listed_and_writable(start_daemon, llm):
+async def test_an_archived_session_comes_back_listed_and_writable(shared_daemon, llm):
     llm.script(Reply.text("before"), Reply.text("after"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "keep this one"}))["session"]
     assert await daemon.request("ollie/session/archive", {"session": sid}) == {}
     assert sid not in await listed_ids(daemon)
@@ -169,10 +169,10 @@ async def test_session_list_pages_by_cursor_past_hand_written_records_and_new_se
     assert bad.code == -32602 and "cursor: not a cursor of ollie's session list: '50'" in bad.message, bad.message
 
 
-async def test_a_forged_cursor_is_invalid_params_naming_it_never_an_internal_error(start_daemon, llm):
+async def test_a_forged_cursor_is_invalid_params_naming_it_never_an_internal_error(shared_daemon, llm):
     """A cursor id with a lone surrogate failed the listing as an internal error (-32603: no UTF-8 for the store),
     one with a NUL in PostgreSQL the same; a megabyte of junk was echoed whole in the error."""
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     for cursor in ("1:\ud800", ":a\x00b", "x" * 1_000_000):
         bad = await rpc_error(daemon, "ollie/session/list", {"cursor": cursor})
         assert bad.code == -32602 and "cursor: not a cursor of ollie's session list" in bad.message, bad.message
@@ -221,11 +221,11 @@ async def test_every_write_to_a_live_session_another_daemon_archived_is_refused_
     assert (state["cwd"], state["approval"], state["archived"]) == (str(here.workspace.resolve()), "auto", True)
 
 
-async def test_a_session_is_resumed_in_the_agent_it_was_switched_to(start_daemon, llm):
+async def test_a_session_is_resumed_in_the_agent_it_was_switched_to(shared_daemon, llm):
     # Bug: the session list kept the agent a session was made with (its record is made at the first prompt, from what
     # the session was opened with): `/agent plan` before or after it, and a resume ran the default agent again.
     llm.script(Reply(text="One."), Reply(text="Two."))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     switched_first = (await daemon.request("ollie/session/new", {}))["session"]
     await daemon.request("ollie/command", {"session": switched_first, "line": "/agent plan"})
     await daemon.request("ollie/submit", {"session": switched_first, "text": "plan it"})
