@@ -529,7 +529,7 @@ def in_daemon_thread(fn: Callable[[], None]) -> asyncio.Future[None]:
     return done
 
 
-def exit_backstop(grace_s: float, backlog: Callable[[], int]) -> None:
+def exit_backstop(grace_s: float, backlog: Callable[[], int] = lambda: 0) -> None:
     """After `grace_s` in which the client took none of the `backlog`, end the process even if something hangs: the
     fork server's steps swept, then exit(1)."""
     left = sys.maxsize  # the answers may be written after the client left: a backlog then is progress
