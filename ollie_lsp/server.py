@@ -55,7 +55,8 @@ logger = logging.getLogger("ollie.lsp.server")
 
 PROTOCOL_VERSION = 2
 SWITCH_INTERVAL_S = 0.001
-# How long the daemon may take to end once its client is gone before it exits anyway (never orphaned).
+# How long the daemon may take to end once its client is gone before it exits anyway (never orphaned): counted
+# afresh while the client still takes the last answers (a slow reader, a loaded machine).
 EXIT_BACKSTOP_S = 5.0
 # How long, of that, the requests read before the client left may take to be answered.
 ANSWER_ON_END_S = 2.0
@@ -444,9 +445,10 @@ class OllieServer(LanguageServer):
             await self.close_sessions()  # one that a late ollie/session/new opened
 
     def client_gone(self) -> None:
-        """The client left (EOF, `exit`): from now on the process ends within EXIT_BACKSTOP_S, whatever hangs."""
+        """The client left (EOF, `exit`): from now on the process ends within EXIT_BACKSTOP_S of the client's last
+        read, whatever hangs."""
         if self._backstop is None:
-            self._backstop = threading.Thread(target=exit_backstop, args=(EXIT_BACKSTOP_S,),
+            self._backstop = threading.Thread(target=exit_backstop, args=(EXIT_BACKSTOP_S, self.output_backlog),
                                               name="ollie-lsp-exit-backstop", daemon=True)
             self._backstop.start()
 
@@ -465,6 +467,14 @@ class OllieServer(LanguageServer):
             transport = writer.transport
             return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
         return False
+
+    def output_backlog(self) -> int:
+        """Bytes of the daemon's output the client has not taken yet."""
+        writer = self.protocol.writer
+        if isinstance(writer, asyncio.StreamWriter):
+            return writer.transport.get_write_buffer_size()
+        backlog = getattr(writer, "backlog", None)
+        return int(backlog()) if backlog is not None else 0
 
     async def output_writable(self) -> None:
         """Return once the client has taken enough of the daemon's output (see `ollie.stdio.PipeWriter`)."""
@@ -519,9 +529,14 @@ def in_daemon_thread(fn: Callable[[], None]) -> asyncio.Future[None]:
     return done
 
 
-def exit_backstop(grace_s: float) -> None:
-    """After `grace_s`, end the process even if something hangs: the fork server's steps swept, then exit(1)."""
+def exit_backstop(grace_s: float, backlog: Callable[[], int] = lambda: 0) -> None:
+    """After `grace_s` in which the client took none of the `backlog`, end the process even if something hangs: the
+    fork server's steps swept, then exit(1)."""
+    left = sys.maxsize  # the answers may be written after the client left: a backlog then is progress
     time.sleep(grace_s)
+    while 0 < (now := backlog()) < left:  # still reading its last answers: not gone yet
+        left = now
+        time.sleep(grace_s)
     logger.error("the daemon did not end %.0f s after its client went: exiting now", grace_s)
     if "ollie.sandbox.spawn" in sys.modules:  # a fork server can only run once a step was spawned
         from ollie.sandbox.spawn import fork_server

@@ -16,7 +16,7 @@ import secrets
 import signal
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,10 +267,28 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         await server.finish_with_client()  # whatever hangs while closing, the process ends (see exit_backstop)
         for writer in owner:  # the last answers the client has not read yet go out before the loop ends (bounded)
             writer.close()
-            with suppress(OSError, TimeoutError):
-                await asyncio.wait_for(writer.wait_closed(), FLUSH_ON_CLOSE_S)
+            with suppress(OSError):
+                await while_read(writer.wait_closed(), writer.transport.get_write_buffer_size)
         if secret.generated and secret.path is not None:
             secret.path.unlink(missing_ok=True)
+
+
+async def while_read(done: Awaitable[object], backlog: Callable[[], int]) -> None:
+    """Wait for `done` while the client keeps taking the `backlog`: give up after FLUSH_ON_CLOSE_S in which it took
+    nothing (a slow reader on a loaded machine still gets its whole answer; one that stopped reading does not hold
+    the daemon)."""
+    waiting = asyncio.ensure_future(done)
+    left = backlog()
+    try:
+        while True:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(waiting), FLUSH_ON_CLOSE_S)
+                return
+            if (now := backlog()) >= left:
+                return
+            left = now
+    finally:
+        waiting.cancel()
 
 
 def announce(host: str, port: int, token: Token) -> None:

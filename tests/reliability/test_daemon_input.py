@@ -189,22 +189,40 @@ def test_a_tcp_client_that_leaves_right_after_a_request_gets_its_whole_answer(wo
     assert answer["error"]["code"] == -32602 and f"{cwd} is not an existing directory" in answer["error"]["message"]
 
 
-def read_answers(conn: socket.socket, *, until_id: int) -> list[dict]:
-    """The messages read off `conn` until the answer with `until_id` (requests to the client skipped)."""
+def test_a_tcp_client_that_reads_its_last_answer_slowly_gets_all_of_it(workdir):
+    """The daemon's flush on close waits on a client that keeps reading, however slowly (a loaded machine): it gave
+    up FLUSH_ON_CLOSE_S after the client left, with the answer cut off (Bug: failed on CI's loaded cores)."""
+    cwd = "/nowhere/" + ("d" * 200 + "/") * 90000  # 18 MB: more than the kernel's socket buffers take
+    new = {"jsonrpc": "2.0", "id": 2, "method": "ollie/session/new", "params": {"cwd": cwd}}
+    with tcp_daemon(workdir) as (conn, proc):
+        read_answers(conn, until_id=1)
+        conn.sendall(frame(json.dumps(new).encode()))
+        conn.sendall(frame(b'{"jsonrpc": "2.0", "method": "exit"}'))
+        # The reader's pace is what is tested: ~8 s for the answer, longer than FLUSH_ON_CLOSE_S, never a pause of it.
+        answer = read_answers(conn, until_id=2, pause=0.03)[-1]
+        assert proc.wait(30) in (0, 1)
+    assert f"{cwd} is not an existing directory" in answer["error"]["message"]
+
+
+def read_answers(conn: socket.socket, *, until_id: int, pause: float = 0) -> list[dict]:
+    """The messages read off `conn` until the answer with `until_id` (requests to the client skipped); `pause`: a
+    slow reader's pause after each chunk."""
     conn.settimeout(60)
-    data, answers = b"", []
+    data, answers = bytearray(), []
     while not answers or answers[-1].get("id") != until_id:
-        head, sep, rest = data.partition(b"\r\n\r\n")
-        length = int(re.search(rb"Content-Length: (\d+)", head).group(1)) if sep else -1  # type: ignore[union-attr]
-        if sep and len(rest) >= length:
-            message = json.loads(rest[:length])
-            data = rest[length:]
-            if "method" not in message:
-                answers.append(message)
-            continue
+        end = data.find(b"\r\n\r\n")  # a buffer taken from in place: a long answer is read in linear time
+        if end >= 0:
+            length = int(re.search(rb"Content-Length: (\d+)", data[:end]).group(1))  # type: ignore[union-attr]
+            if len(data) >= end + 4 + length:
+                message = json.loads(data[end + 4:end + 4 + length])
+                del data[:end + 4 + length]
+                if "method" not in message:
+                    answers.append(message)
+                continue
         chunk = conn.recv(65536)
         assert chunk, "the daemon closed the connection"
         data += chunk
+        time.sleep(pause)
     return answers
 
 
