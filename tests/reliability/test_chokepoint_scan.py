@@ -56,7 +56,6 @@ MODULES_ALLOWED = {
     "core/ollie/sandbox/prefault.py": "the spare's own /proc/self/maps and /proc/self/pagemap",
     "core/ollie/sandbox/supervise.py": "/proc",
     "core/ollie/sandbox/forkserver.py": "/dev/null",
-    "core/ollie/sandbox/launcher.py": "/dev/null",
     "core/ollie/sandbox/spawn.py": "/dev/null for a step's stdin",
     "core/ollie/sandbox/egress.py": "the proxy's socket dir in ollie's runtime dir",
     "core/ollie/sandbox/runtimedir.py": "ollie's per-user runtime root (lstat-checked: ours, a directory, 0700)",

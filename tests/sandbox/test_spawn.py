@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -179,6 +181,20 @@ async def test_launcher_fallback_still_enforces_the_policy(ws, monkeypatch, tmp_
         assert (await ws.bash("exit 4", None))[0] == 4
     finally:
         server.close()
+
+
+def test_the_launcher_answers_a_bad_request():
+    """The per-spawn launcher refuses a request that is no JSON as a supervisor does, with an answer (it named a
+    function the fork server lacks, and died without one)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with mine:
+        with theirs:
+            launcher = subprocess.Popen([sys.executable, "-I", "-S", str(spawn_module.FORK_SERVER), "--launch",
+                                         str(theirs.fileno()), str(os.getpid())], pass_fds=[theirs.fileno()])
+        mine.sendall(b"not json\n")
+        answer = mine.makefile("rb").readline()
+        assert launcher.wait(30) == 0
+    assert json.loads(answer)["error"]["stage"] == "request", answer
 
 
 async def test_no_landlock_best_effort_runs_unsandboxed_with_a_warning(ws, monkeypatch):

@@ -47,7 +47,7 @@ async def test_proc_lists_only_the_steps_processes_and_pid_1_is_its_init(ws: Wor
     assert listed["2"] == "bash" and listed["3"] == "sleep" and listed["1"].startswith("python"), result.text
     assert "me 2 parent 1" in result.text, result.text
     init = await code(ws.server(), "tr '\\0' ' ' < /proc/1/cmdline")
-    assert "forkserver.py" in init.text or "launcher.py" in init.text, init.text
+    assert "forkserver.py" in init.text, init.text
 
 
 async def test_the_daemon_and_the_init_stay_out_of_reach(ws: Workspace) -> None:

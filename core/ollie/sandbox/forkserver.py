@@ -1,7 +1,8 @@
 """The fork server: a single-threaded process that forks one supervisor per tool command.
 
 Started once per daemon as `python -I -S forkserver.py CONTROL_FD [TOOLS_DIR]`, because
-forking a threaded daemon and running Python before exec is unsafe. Protocol:
+forking a threaded daemon and running Python before exec is unsafe (`--launch`: one spawn's
+supervisor, when the server is unavailable). Protocol:
 the daemon sends b"spawn" (b"spawn ns": the step asks for its own PID namespace, so a
 spare that forked its tool process ahead may take it; b"spawn ns net": and for the egress
 proxy's network namespace, which such a process makes ahead too), then a line with the
@@ -307,5 +308,22 @@ def main() -> None:
     serve(socket.socket(fileno=fd))
 
 
+def launch() -> None:
+    """`forkserver.py --launch SOCKET_FD DAEMON_PID`: the per-spawn fallback when the fork server is unavailable.
+
+    It speaks the server's per-spawn protocol on SOCKET_FD and is itself the step's supervisor, with `_child` doing
+    the pre-exec work. It costs ~25 ms more per spawn, and its PDEATHSIG fires when the daemon thread that started it
+    exits. It exits when the step is over.
+    """
+    conn = socket.socket(fileno=int(sys.argv[2]))
+    request = supervise.request_or_exit(conn, MAX_REQUEST_BYTES)
+    stdio = [os.dup(fd) for fd in (0, 1, 2)]  # close-on-exec copies: the tool dup2s them back onto 0-2
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # the supervisor must not keep the step's pipes open
+    os.close(null)
+    supervise.run(request, conn, stdio, _child, int(sys.argv[3]))
+
+
 if __name__ == "__main__":
-    main()
+    launch() if sys.argv[1] == "--launch" else main()

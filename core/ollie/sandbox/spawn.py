@@ -4,7 +4,7 @@ The daemon is threaded (pygls), so it never forks to run Python before exec.
 A single-threaded fork server (forkserver.py, started lazily once per process)
 forks a supervisor per spawn (supervise.py) that forks, restricts and execs the
 tool and, when it exits, kills everything it left behind; when the server cannot
-run, a per-spawn launcher (launcher.py) is that supervisor, at a higher cost.
+run, a per-spawn launcher (`forkserver.py --launch`) is that supervisor, at a higher cost.
 Both answer the same per-spawn protocol, read here by `_converse`.
 """
 
@@ -38,7 +38,6 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first step whose policy
 
 HERE = Path(__file__).resolve().parent
 FORK_SERVER = HERE / "forkserver.py"
-LAUNCHER = HERE / "launcher.py"
 
 log = get_logger("ollie.sandbox")
 # A step's oom_score_adj (limits.py): the most the kernel allows, so a step always goes before the daemon.
@@ -371,7 +370,7 @@ async def _spawn_fallback(request: dict, stdio: Sequence[int], report: dict) -> 
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-S", str(LAUNCHER), str(theirs.fileno()), str(os.getpid()),
+            sys.executable, "-I", "-S", str(FORK_SERVER), "--launch", str(theirs.fileno()), str(os.getpid()),
             stdin=stdio[0], stdout=stdio[1], stderr=stdio[2], pass_fds=[theirs.fileno()], cwd=request["cwd"],
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, start_new_session=True)
     except BaseException:

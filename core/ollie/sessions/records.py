@@ -77,12 +77,8 @@ class UserRecords:
             leased = self.registry.live_elsewhere(session_ids)
         return {**held_elsewhere(lock_dir(sessions_dir()), session_ids), **leased}
 
-    def list(self, options: ListOptions) -> list[Info]:
-        """The user's sessions of every agent matching `options`, most recently active first."""
-        with self._errors("", ""):
-            return self.registry.list(self.scope, options)
-
     def page(self, options: ListOptions) -> tuple[list[Info], SortKey | None]:
-        """list(), and the key its next page starts after (None: no more); see Registry.page."""
+        """The user's sessions of every agent matching `options`, most recently active first, and the key their next
+        page starts after (None: no more); see Registry.page."""
         with self._errors("", ""):
             return self.registry.page(self.scope, options)

@@ -165,8 +165,8 @@ class Registry:
     # --- listings ---------------------------------------------------------
 
     def _filters(self, opts: ListOptions) -> tuple[list[str], list[object]]:
-        if opts.limit < 0 or opts.offset < 0:
-            raise InvalidSessionError("limit and offset must be >= 0")
+        if opts.limit < 0:
+            raise InvalidSessionError("limit must be >= 0")
         where: list[str] = []
         params: list[object] = []
         if opts.kinds:
@@ -185,7 +185,7 @@ class Registry:
 
     def _select(self, where: list[str], params: list[object], opts: ListOptions) -> tuple[list[Info], SortKey | None]:
         with self._store.reading() as conn:
-            rows = store.select(conn, where, params, limit=opts.limit, offset=opts.offset)
+            rows = store.select(conn, where, params, limit=opts.limit)
         # The last row read, listed or left out: where the next page starts while a full page came back.
         last = sort_key(rows[-1]) if rows and len(rows) == opts.limit else None
         infos = []

@@ -40,8 +40,6 @@ class Cursor(Protocol):
 class Conn(Protocol):
     """A store connection inside a transaction or a read: `?` placeholders, duplicates as DuplicateError."""
 
-    no_limit: str
-
     def execute(self, sql: str, params: Sequence[object] = ()) -> Cursor: ...
 
 
@@ -79,8 +77,6 @@ def _duplicate(message: str) -> str:
 
 class _SqliteConn:
     """sqlite3 with the store's common face (duplicates as DuplicateError)."""
-
-    no_limit = "-1"
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -220,15 +216,14 @@ def after(key: SortKey) -> tuple[str, list[object]]:
     return "(last_active < ? OR last_active IS NULL OR (last_active = ? AND id < ?))", [active, active, session_id]
 
 
-def select(conn: Conn, where: Sequence[str], params: Sequence[object], *, limit: int = 0, offset: int = 0
-           ) -> list[Info]:
+def select(conn: Conn, where: Sequence[str], params: Sequence[object], *, limit: int = 0) -> list[Info]:
     """Rows matching all `where` clauses, most recently active first."""
     # NULLS LAST: PostgreSQL sorts NULL first in DESC, SQLite last; `after` needs one order in both.
     sql = f"{SELECT} WHERE {' AND '.join(where) or 'TRUE'} ORDER BY last_active DESC NULLS LAST, id DESC"
     args = list(params)
-    if limit or offset:
-        sql += f" LIMIT {'?' if limit > 0 else conn.no_limit} OFFSET ?"
-        args += [limit, offset] if limit > 0 else [offset]
+    if limit:
+        sql += " LIMIT ?"
+        args.append(limit)
     return [row_info(row) for row in conn.execute(sql, args)]
 
 

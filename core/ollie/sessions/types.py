@@ -264,6 +264,5 @@ class ListOptions:
     # Leave out sessions never prompted and never named (a front end's start makes one each time).
     exclude_unused: bool = False
     limit: int = 0
-    offset: int = 0
     # Only the sessions listed after this sort key (store.sort_key): the next page of a listing.
     after: SortKey | None = None

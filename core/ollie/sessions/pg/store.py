@@ -63,8 +63,6 @@ def _pg_sql(sql: str) -> str:
 class PgConn:
     """A pooled psycopg connection with the store's common face."""
 
-    no_limit = "ALL"
-
     def __init__(self, conn: psycopg.Connection[Any], where: str) -> None:
         self.raw = conn
         self._where = where
