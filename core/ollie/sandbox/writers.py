@@ -92,14 +92,23 @@ def places(writable: Iterable[Path]) -> dict[str, str]:
         # The policy's paths are the user's: their links count. No lock for a device (the default policy's
         # /dev/null, /dev/tty...): `quiet` guards plain files and the directories above them, and writing a device
         # swaps no link. (Strings, not pathlib: this runs on every step's path.)
+        # One lookup: the key and where it lies are of one inode (between two, a step could swap a link in and have
+        # a workspace dir taken for a temp dir).
         try:
-            st = os.stat(path)
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except (OSError, ValueError):
             found[path] = ""
             continue
-        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
-            real = os.path.realpath(path)
-            found[path] = ("~" if real == runtime or real.startswith(inside) else "") + _key(st)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                try:
+                    real = os.readlink(f"/proc/self/fd/{fd}")
+                except OSError:  # no /proc to say where it lies: locked
+                    real = ""
+                found[path] = ("~" if real == runtime or real.startswith(inside) else "") + _key(st)
+        finally:
+            os.close(fd)
     return found
 
 
