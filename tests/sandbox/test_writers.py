@@ -208,3 +208,34 @@ async def test_a_writable_path_swapped_for_a_link_into_the_runtime_dir_while_res
         go.close()
     assert (await running)[0] == 0
     assert await quiet(shared / "note")
+
+
+async def test_a_writable_path_that_was_no_directory_when_locked_is_never_a_link_to_one_when_opened(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 32: a user's policy lists `shared`, inside the work tree another step may write. That step makes `shared`
+    a FIFO before the policy is read (no directory or file: no lock, and it was not pinned either) and, once the daemon
+    has resolved it, a link to a tree outside: the step's rule followed it there, and the step read and wrote outside
+    every path its policy grants."""
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(ws.root / "state"))
+    status, _, err = await ws.bash("mkfifo shared", ws.default_policy())
+    assert status == 0, err
+    listing = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}/shared"]}\n')
+    taken = writers.hold
+    swapped: list[str] = []
+
+    async def hold_then_swap(places: dict[str, str]):  # resolved; the step's process is not started yet
+        release = await taken(places)
+        if not swapped:
+            swapped.append("once")  # the swapping step's own spawn takes its lock unhooked
+            status, _, err = await ws.bash(f"ln -sfn {ws.outside} shared", ws.default_policy())
+            assert status == 0 and os.readlink(ws.work / "shared") == str(ws.outside), err
+        return release
+
+    monkeypatch.setattr(writers, "hold", hold_then_swap)
+    refused = ""
+    try:
+        await ws.bash(f"echo step > {ws.work}/shared/note", listing)
+    except SandboxError as exc:
+        refused = str(exc)
+    assert swapped and not (ws.outside / "note").exists()  # written through the link, outside the policy
+    assert f"{ws.work}/shared leads to {ws.outside}" in refused

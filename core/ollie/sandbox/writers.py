@@ -83,8 +83,8 @@ def places(writable: Iterable[Path]) -> dict[str, str]:
     Resolved once per step: the lock is taken on that directory, and the step's Landlock rule is granted only if its
     path still leads there when the step opens it (landlock.open_rules), so a link swapped in between is never both.
     Keyed by inode, not name: a directory another step renames away keeps its rule (Landlock's are on inodes), and so
-    its lock. A key starting with `~` (a session's own temp dir, which holds no workspace file) is pinned, not locked:
-    no lock file for each of them."""
+    its lock. A key starting with `~` (a session's own temp dir, which holds no workspace file; a device, FIFO or
+    socket) is pinned, not locked: no lock file for each of them."""
     runtime = os.path.realpath(paths.runtime_tmp_dir())
     inside = runtime.rstrip("/") + "/"
     found: dict[str, str] = {}
@@ -101,12 +101,14 @@ def places(writable: Iterable[Path]) -> dict[str, str]:
             continue
         try:
             st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
-                try:
-                    real = os.readlink(f"/proc/self/fd/{fd}")
-                except OSError:  # no /proc to say where it lies: locked
-                    real = ""
-                found[path] = ("~" if real == runtime or real.startswith(inside) else "") + _key(st)
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                found[path] = "~" + _key(st)  # pinned all the same: a FIFO swapped for a link to a tree gets no rule
+                continue
+            try:
+                real = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:  # no /proc to say where it lies: locked
+                real = ""
+            found[path] = ("~" if real == runtime or real.startswith(inside) else "") + _key(st)
         finally:
             os.close(fd)
     return found
