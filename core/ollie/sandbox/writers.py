@@ -17,7 +17,7 @@ import stat
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -111,6 +111,17 @@ def places(writable: Iterable[Path]) -> dict[str, str]:
             found[path] = ("~" if real == runtime or real.startswith(inside) else "") + _key(st)
         finally:
             os.close(fd)
+    return found
+
+
+def pinned(readable: Iterable[Path | str]) -> dict[str, str]:
+    """Each of the paths a step may only read with what it leads to now (`~` and its key: pinned, not locked), but those
+    not there and those under /proc (whose rules are opened on the step's own procfs)."""
+    found: dict[str, str] = {}
+    for path in map(str, readable):
+        if path != "/proc" and not path.startswith("/proc/"):
+            with suppress(OSError, ValueError):
+                found[path] = "~" + _key(os.stat(path))
     return found
 
 
