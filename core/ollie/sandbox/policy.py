@@ -183,7 +183,7 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
     return Policy(
         name=name,
         source=Path(source),
-        **{k: tuple(v) for k, v in kinds.items()},
+        ro=tuple(kinds["ro"]), rox=tuple(kinds["rox"]), rw=tuple(kinds["rw"]), rwx=tuple(kinds["rwx"]),
         network=NetworkPolicy(net.enabled and net.mode != "nonet", net.unrestricted, net.bind_tcp, net.connect_tcp,
                               unix=net.unix, mode=net.mode, allow=net.allow, deny=net.deny,
                               max_sent=size_bytes(net.max_sent)),
