@@ -40,7 +40,7 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
                 updates.append(AgentMessageChunk(session_update="agent_message_chunk",
                                                  content=text_block(message.content)))
             for call in message.tool_calls or []:
-                answer = results.get(call.id)
+                answer = results.pop(call.id, None)  # each result once: a log may give many calls one id
                 result = answer.content if answer is not None else None
                 steps = call_steps(call, result, cwd, kind_of, (outcomes or {}).get(call.id))
                 if result is None:  # cut off before its result: no step of it is still running

@@ -37,6 +37,9 @@ MIN_TOKEN_CHARS = 16
 AUTH_TIMEOUT_S = 10.0
 # The first message is an initialize: VS Code's is ~20 KB. More is not a client we want to wait for.
 MAX_FIRST_BYTES = 1 << 20
+# Connections given their AUTH_TIMEOUT_S to prove the token at once: each holds a descriptor and up to MAX_FIRST_BYTES,
+# so another local process's flood ran the daemon out of both. The editor's one connection proves it at once.
+MAX_UNPROVEN = 16
 
 
 class TcpSetupError(Exception):
@@ -221,15 +224,23 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
     """Listen on `host:port`; serve the first client that proves the token; return when it has gone."""
     finished = asyncio.Event()
     owner: list[asyncio.StreamWriter] = []
+    unproven: list[asyncio.StreamWriter] = []
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(unproven) >= MAX_UNPROVEN:
+            await refuse(writer, None, UNAUTHORIZED,
+                         f"unauthorized: {MAX_UNPROVEN} connections are proving their token already")
+            return
         parser = FrameParser()
+        unproven.append(writer)
         try:
             first, *rest = await asyncio.wait_for(first_frames(reader, parser), AUTH_TIMEOUT_S)
         except (TimeoutError, FramingError, OSError) as exc:
             logger.warning("tcp: connection dropped before initialize", extra={"why": str(exc) or type(exc).__name__})
             await refuse(writer, None, UNAUTHORIZED, "unauthorized: send initialize with initializationOptions.token")
             return
+        finally:
+            unproven.remove(writer)
         problem, msg_id, cleaned = (check_first(first, token) if isinstance(first, bytes)
                                     else ("the first message is not LSP-framed", None, None))
         if problem is not None or cleaned is None:

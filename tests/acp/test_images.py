@@ -158,3 +158,30 @@ async def test_a_steps_images_reach_the_client_live_and_on_load(start_agent, scr
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     named = [[("text", f"[image: image/png, {size} KB, not sent]", "")] for size in (1, kb, kb)]
     assert images(second.client) == [[shot], [], *named]
+
+
+async def test_a_saved_result_many_calls_claim_replays_its_images_once(start_agent, llm) -> None:
+    """Round 32: a session log not of this ollie's making (a teammate's row in a shared store, a copied file) gives
+    one call id to 60 calls and one result with an image: session/load replayed that result, its image and its text,
+    under every call (the replay as large as the calls times the result, whatever the log's size)."""
+    from ollie import paths
+    from ollie.backend.types import Image, Message, ToolCall
+    from ollie.sessions.persist import SessionFile
+    from ollie.sessions.session import Session
+
+    big = base64.b64encode(PICTURE + b"\0" * 60_000).decode()
+    session = Session(agent="default")
+    session.messages.append(Message("user", "look"))
+    for n in range(60):  # each call answered; the last answer is the one every call finds under its id
+        session.messages += [Message("assistant", "", tool_calls=[ToolCall("c1", "execute_code", '{"steps": []}')]),
+                             Message("tool", "shown " * 600 if n == 59 else "x", tool_call_id="c1", name="execute_code",
+                                     images=[Image("image/png", big)] if n == 59 else [])]
+    session.messages.append(Message("assistant", "done"))
+    SessionFile(paths.sessions_dir(), session.id).save(session)
+    agent = await start_agent(env=llm.env())
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=session.id, mcp_servers=[]), 60)
+    shown = [c.content for u in agent.client.of(session.id, "tool_call_update") for c in u.content or []
+             if c.type == "content"]
+    assert len(agent.client.of(session.id, "tool_call")) == 60
+    assert [b.data for b in shown if b.type == "image"] == [big]
+    assert sum(b.text.count("shown") for b in shown if b.type == "text") <= 600

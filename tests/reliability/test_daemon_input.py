@@ -204,6 +204,29 @@ def test_a_tcp_client_that_reads_its_last_answer_slowly_gets_all_of_it(workdir):
     assert f"{cwd} is not an existing directory" in answer["error"]["message"]
 
 
+def test_a_flood_of_connections_that_prove_nothing_is_turned_away_at_once(workdir):
+    """Round 32: another local process opens connection after connection to a `--tcp` daemon and sends nothing (or
+    most of a megabyte): each held a descriptor (and up to 1 MiB) for the 10 s it had to prove the token, so a flood
+    ran the daemon out of descriptors or memory while its client worked. Past a few at once, each is answered at once."""
+    from ollie_lsp.tcp import MAX_UNPROVEN
+
+    with tcp_daemon(workdir) as (conn, proc):
+        read_answers(conn, until_id=1)
+        port = conn.getpeername()[1]
+        flood = [socket.create_connection(("127.0.0.1", port)) for _ in range(MAX_UNPROVEN + 40)]
+        try:
+            refused = []
+            for sock in flood[MAX_UNPROVEN:]:  # those past the first few, answered before their 10 s are up
+                sock.settimeout(60)
+                refused.append(sock.recv(65536))
+            assert all(b"connections are proving their token already" in answer for answer in refused), refused[0]
+            conn.sendall(frame(STATE % 2))
+            assert read_answers(conn, until_id=2)[-1]["result"]["state"] == "idle"
+        finally:
+            for sock in flood:
+                sock.close()
+
+
 def read_answers(conn: socket.socket, *, until_id: int, pause: float = 0) -> list[dict]:
     """The messages read off `conn` until the answer with `until_id` (requests to the client skipped); `pause`: a
     slow reader's pause after each chunk."""

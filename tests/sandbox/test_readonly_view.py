@@ -169,3 +169,44 @@ def test_a_writable_path_swapped_for_a_link_after_its_rules_opened_never_makes_t
     assert child.wait(timeout=60) == 0, child.stderr.read()
     assert said == ["swap", "back", "chmod outside 30", "write inside ok"]
     assert os.stat(secret).st_mode & 0o777 == 0o600
+
+
+# A real step, as the daemon spawns one, run in `work` under a policy that may write it; prints its status and stderr.
+STEP_IN_WORK = """
+import asyncio, sys
+from pathlib import Path
+from ollie.sandbox.policy import parse_policy
+from ollie.sandbox.spawn import spawn_sandboxed
+
+async def main(work, tmp):
+    policy = parse_policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}"]}', source="p.yaml",
+                          name="p", cwd=Path(work), env={"TMPDIR": tmp})
+    proc = await spawn_sandboxed(["bash", "-c", sys.argv[3]], policy=policy, cwd=Path(work),
+                                 env={"PATH": "/usr/bin:/bin", "TMPDIR": tmp})
+    _, err, _ = await proc.communicate(limit_bytes=1 << 20)
+    print(await proc.wait(), err.decode())
+
+asyncio.run(main(*sys.argv[1:3]))
+"""
+
+
+def test_a_read_only_mount_inside_a_writable_path_stays_read_only_for_the_step(ws):
+    """Round 32: a mount the user cannot write (a container's `:ro` volume inside the project, a read-only bind the user
+    made) lies beneath a path the step may write. The read-only view made each writable path's mounts writable, those
+    below it too: the step wrote where its user could not."""
+    import subprocess
+    import sys
+
+    kept = ws.work / "kept"
+    kept.mkdir()
+    (kept / "file").write_text("kept\n")
+    # A mount namespace of the test's own (a user namespace too: as any user), where `kept` is read-only.
+    mount_ro = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && ! touch "$0/try" 2>/dev/null && exec "$@"'
+    script = "echo step > kept/file; touch kept/new; echo ok > mine"
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private", "sh", "-c",
+                           mount_ro, str(kept), sys.executable, "-c", STEP_IN_WORK, str(ws.work), str(ws.scratch),
+                           script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (ws.work / "mine").read_text() == "ok\n", done.stdout  # the writable path stays writable
+    assert (kept / "file").read_text() == "kept\n" and not (kept / "new").exists(), done.stdout
+    assert "Read-only file system" in done.stdout, done.stdout

@@ -149,3 +149,93 @@ async def test_a_directory_another_step_renames_away_stays_locked_while_a_step_m
         go.close()
     assert (await running)[0] == 0
     assert await quiet(ws.work / "moved" / "note")
+
+
+async def test_a_writable_path_swapped_for_a_link_into_the_runtime_dir_while_resolved_is_still_locked(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 32: a user's policy lists `shared`, inside the work tree another step may write. That step swaps `shared`
+    for a link into ollie's runtime dir (its own TMPDIR is there) just after the daemon looked `shared` up, and back
+    before the step opens its rules: the path must not be taken for a session's temp dir (pinned, not locked) while
+    its rule still leads to `shared` (an editor's save there would be handed a link the step swaps in)."""
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(ws.root / "state"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(ws.root / "run"))
+    parked = ws.root / "run" / "ollie" / "parked"  # where the swapping step's TMPDIR would be
+    parked.mkdir(parents=True)
+    shared = ws.work / "shared"
+    shared.mkdir()
+    os.mkfifo(shared / "go")
+    listing = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}/shared"]}\n')
+    armed: list[str] = []
+
+    def swap_after(real):  # the other step's rename, at the instant after the daemon's first look at `shared`
+        def look(path, *args, **kwargs):
+            found = real(path, *args, **kwargs)
+            if armed and os.fspath(path) == str(shared):
+                armed.clear()
+                os.rename(shared, ws.work / "shared.was")
+                os.symlink(parked, shared)
+            return found
+        return look
+
+    def places_armed(writable, resolve=writers.places):
+        armed.append("once")
+        try:
+            return resolve(writable)
+        finally:
+            armed.clear()
+
+    async def swap_back_then_hold(places, hold=writers.hold):  # before the step's process opens its rules
+        if shared.is_symlink():
+            shared.unlink()
+            os.rename(ws.work / "shared.was", shared)
+        return await hold(places)
+
+    monkeypatch.setattr(os, "stat", swap_after(os.stat))
+    monkeypatch.setattr(os, "open", swap_after(os.open))
+    monkeypatch.setattr(writers, "places", places_armed)
+    monkeypatch.setattr(writers, "hold", swap_back_then_hold)
+    running = asyncio.ensure_future(ws.bash("cat shared/go", listing))
+    opening = asyncio.ensure_future(asyncio.to_thread(open, shared / "go", "w"))  # once the step reads it
+    await asyncio.wait([running, opening], return_when=asyncio.FIRST_COMPLETED)
+    if not opening.done():
+        os.close(os.open(shared / "go", os.O_RDONLY | os.O_NONBLOCK))
+        (await opening).close()
+        pytest.fail(f"the step never read its FIFO: {await running}")
+    go = await opening
+    try:
+        assert not shared.is_symlink() and not await quiet(shared / "note")
+    finally:
+        go.close()
+    assert (await running)[0] == 0
+    assert await quiet(shared / "note")
+
+
+async def test_a_writable_path_that_was_no_directory_when_locked_is_never_a_link_to_one_when_opened(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 32: a user's policy lists `shared`, inside the work tree another step may write. That step makes `shared`
+    a FIFO before the policy is read (no directory or file: no lock, and it was not pinned either) and, once the daemon
+    has resolved it, a link to a tree outside: the step's rule followed it there, and the step read and wrote outside
+    every path its policy grants."""
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(ws.root / "state"))
+    status, _, err = await ws.bash("mkfifo shared", ws.default_policy())
+    assert status == 0, err
+    listing = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}/shared"]}\n')
+    taken = writers.hold
+    swapped: list[str] = []
+
+    async def hold_then_swap(places: dict[str, str]):  # resolved; the step's process is not started yet
+        release = await taken(places)
+        if not swapped:
+            swapped.append("once")  # the swapping step's own spawn takes its lock unhooked
+            status, _, err = await ws.bash(f"ln -sfn {ws.outside} shared", ws.default_policy())
+            assert status == 0 and os.readlink(ws.work / "shared") == str(ws.outside), err
+        return release
+
+    monkeypatch.setattr(writers, "hold", hold_then_swap)
+    refused = ""
+    try:
+        await ws.bash(f"echo step > {ws.work}/shared/note", listing)
+    except SandboxError as exc:
+        refused = str(exc)
+    assert swapped and not (ws.outside / "note").exists()  # written through the link, outside the policy
+    assert f"{ws.work}/shared leads to {ws.outside}" in refused

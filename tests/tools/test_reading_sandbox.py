@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from ollie import paths
+from ollie.sandbox import writers
+from ollie.tools.execute.server import ExecuteServer
 
 from .conftest import Workspace, code, tool
 
@@ -90,3 +92,41 @@ async def test_a_reader_has_no_network(ws: Workspace, monkeypatch) -> None:
         # A line that is no reader keeps the network (this one is asked first, under approval).
         assert "SENT" in (await code(ws.server(session_id="s2"), "git status --short && true")).text
         assert await asyncio.wait_for(got.get(), 30) == b"secret\n"
+
+
+async def test_a_read_path_another_session_swaps_for_a_link_to_a_secret_is_never_followed(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 32: the user's policy lets steps read `shared`, which lies in session A's work tree. Session B's policy is
+    built (its secrets carved out as it is) and kept; then A's step swaps `shared` for a link to `~/.ssh`: B's next
+    step's read rule followed it, and read the key."""
+    home = ws.root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    monkeypatch.setenv("HOME", str(home))
+    shared = ws.work / "shared"
+    shared.mkdir()
+    (shared / "data.txt").write_text("shared data\n")
+    _user_default_policy(ws, monkeypatch, ('ro: ["/etc", ', f'ro: ["{shared}", "/etc", '))
+    (other := ws.root / "other").mkdir()
+    reader = ExecuteServer(cwd=other, session_id="s2")
+    assert "shared data" in (await code(reader, f"cat {shared}/data.txt")).text
+    swapped = await code(ws.server(), f"rm -r shared && ln -s {home}/.ssh shared && readlink shared")
+    assert f"{home}/.ssh" in swapped.text, swapped.text
+    result = await code(reader, f"cat {shared}/id_ed25519")
+    assert "PRIVATE KEY" not in result.text, result.text
+    # And swapped in between the policy's check and the step's rules (the other step's rename, at that instant).
+    shared.unlink()
+    shared.mkdir()
+    (shared / "data.txt").write_text("shared data\n")
+    hold = writers.hold
+
+    async def swap_then_hold(places):
+        if shared.is_dir() and not shared.is_symlink():
+            shared.rename(ws.work / "shared.was")
+            shared.symlink_to(home / ".ssh")
+        return await hold(places)
+
+    monkeypatch.setattr(writers, "hold", swap_then_hold)
+    result = await code(reader, f"cat {shared}/id_ed25519")
+    assert shared.is_symlink() and "PRIVATE KEY" not in result.text, result.text
+    assert f"{shared} leads to {home}/.ssh" in result.text, result.text

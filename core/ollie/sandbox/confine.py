@@ -145,32 +145,29 @@ def _remount_readonly(path: str) -> None:
     _mount(None, path, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
 
 
-def _set_readonly(path: str, readonly: bool, fd: int = AT_FDCWD) -> bool:
-    """mount_setattr `path`'s mount (or `fd`'s, path "") and every mount below it read-only (or back); False where the
-    kernel lacks it."""
-    attr = _MountAttr(MOUNT_ATTR_RDONLY if readonly else 0, 0 if readonly else MOUNT_ATTR_RDONLY, 0, 0)
-    flags = AT_RECURSIVE | (0 if path else AT_EMPTY_PATH)
-    if _libc.syscall(SYS_MOUNT_SETATTR, fd, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0:
+def _set_readonly(path: str) -> bool:
+    """mount_setattr `path`'s mount and every mount below it read-only; False where the kernel lacks it."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr),
+                     ctypes.sizeof(attr)) == 0:
         return True
     if ctypes.get_errno() == 38:  # ENOSYS: before Linux 5.12
         return False
-    landlock.check(-1, f"mount_setattr({path or os.readlink(f'/proc/self/fd/{fd}')})")
+    landlock.check(-1, f"mount_setattr({path})")
     return True
 
 
-def _bind_onto(fd: int) -> int:
-    """A writable bind of what `fd` (O_PATH) leads to, with the mounts below it, made onto that same place; its
-    mount's descriptor. No name is looked up again: a link swapped in meanwhile is never followed."""
-    where = os.readlink(f"/proc/self/fd/{fd}")
-    tree = landlock.check(_libc.syscall(SYS_OPEN_TREE, fd, b"", OPEN_TREE_CLONE | os.O_CLOEXEC | AT_EMPTY_PATH
-                                        | AT_RECURSIVE), f"open_tree({where})")
-    try:
-        landlock.check(_libc.syscall(SYS_MOVE_MOUNT, tree, b"", fd, b"",
-                                     MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH), f"move_mount({where})")
-    except OSError:
-        os.close(tree)
-        raise
-    return tree
+def _clone(fd: int) -> int:
+    """A detached copy of the mount of what `fd` (O_PATH) leads to, with the mounts below it, each keeping its flags;
+    its descriptor. No name is looked up again: a link swapped in meanwhile is never followed."""
+    return landlock.check(_libc.syscall(SYS_OPEN_TREE, fd, b"", OPEN_TREE_CLONE | os.O_CLOEXEC | AT_EMPTY_PATH
+                                        | AT_RECURSIVE), f"open_tree({os.readlink(f'/proc/self/fd/{fd}')})")
+
+
+def _attach(tree: int, fd: int) -> None:
+    """Mount the detached `tree` onto what `fd` (O_PATH) leads to."""
+    landlock.check(_libc.syscall(SYS_MOVE_MOUNT, tree, b"", fd, b"", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH),
+                   f"move_mount({os.readlink(f'/proc/self/fd/{fd}')})")
 
 
 def _mount_points() -> list[str]:
@@ -205,17 +202,17 @@ def readonly_view(writable: list[str], opened: list[tuple[int, int, str]]) -> No
               if _dir_or_file(f"/proc/self/fd/{fd}")]
     trees: list[int] = []
     try:
-        trees.extend(_bind_onto(fd) for fd in places)
+        # Copied before the rest is made read-only, put back after: each mount there keeps its own flags (one that
+        # is read-only for the user, a container's `:ro` volume inside the project, stays so for the step).
+        trees.extend(_clone(fd) for fd in places)
+        readonly = _set_readonly("/")
+        for tree, fd in zip(trees, places, strict=True):
+            _attach(tree, fd)
         # The cwd (set before) is still on the mount below its new bind: enter it again, or the step's relative
         # writes would meet the read-only mount underneath.
         cwd = os.getcwd()
         os.chdir(cwd)
-        if _set_readonly("/", True):
-            for tree in trees:
-                try:
-                    _set_readonly("", False, tree)
-                except PermissionError:
-                    pass  # a mount that was read-only before (locked so in a user namespace): it stays so
+        if readonly:
             return
         # An older kernel: one remount per mount point outside the binds (a few dozen, ~10 µs each).
         real = [os.readlink(f"/proc/self/fd/{fd}") for fd in places]

@@ -68,6 +68,9 @@ class Policy:
     max_processes: int = 512
     max_memory: int = 0  # bytes for the whole step (0: none); see `limits` in sandbox.yaml
     max_file_size: int = 0  # bytes per file written (0: none)
+    # Read paths by what they led to when the policy was checked (writers.pinned): a step is refused where one leads
+    # elsewhere (a link another step swapped in since).
+    pinned: Mapping[str, str] = field(default_factory=dict)
 
     def readable(self) -> tuple[Path, ...]:
         """Every path the sandboxed code may read."""
@@ -180,7 +183,7 @@ def parse_policy(text: str, *, source: str, name: str, cwd: Path,
     return Policy(
         name=name,
         source=Path(source),
-        **{k: tuple(v) for k, v in kinds.items()},
+        ro=tuple(kinds["ro"]), rox=tuple(kinds["rox"]), rw=tuple(kinds["rw"]), rwx=tuple(kinds["rwx"]),
         network=NetworkPolicy(net.enabled and net.mode != "nonet", net.unrestricted, net.bind_tcp, net.connect_tcp,
                               unix=net.unix, mode=net.mode, allow=net.allow, deny=net.deny,
                               max_sent=size_bytes(net.max_sent)),

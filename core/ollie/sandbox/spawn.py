@@ -447,7 +447,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
         # Resolved once: the writer lock guards these paths, and the step's rules must still open them (landlock.py).
         places = writers.places(policy.writable())
         if ruleset is not None:
-            ruleset["pinned"] = places
+            ruleset["pinned"] = {**policy.pinned, **places}
         child_env = policy.child_env(env)
         tmp = child_env.get("TMPDIR")
         wants_tmp = tmp_at_tmp and tmp and Path(tmp) in policy.writable() and Path(tmp) != Path("/tmp")

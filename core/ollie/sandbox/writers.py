@@ -17,7 +17,7 @@ import stat
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -83,8 +83,8 @@ def places(writable: Iterable[Path]) -> dict[str, str]:
     Resolved once per step: the lock is taken on that directory, and the step's Landlock rule is granted only if its
     path still leads there when the step opens it (landlock.open_rules), so a link swapped in between is never both.
     Keyed by inode, not name: a directory another step renames away keeps its rule (Landlock's are on inodes), and so
-    its lock. A key starting with `~` (a session's own temp dir, which holds no workspace file) is pinned, not locked:
-    no lock file for each of them."""
+    its lock. A key starting with `~` (a session's own temp dir, which holds no workspace file; a device, FIFO or
+    socket) is pinned, not locked: no lock file for each of them."""
     runtime = os.path.realpath(paths.runtime_tmp_dir())
     inside = runtime.rstrip("/") + "/"
     found: dict[str, str] = {}
@@ -92,14 +92,36 @@ def places(writable: Iterable[Path]) -> dict[str, str]:
         # The policy's paths are the user's: their links count. No lock for a device (the default policy's
         # /dev/null, /dev/tty...): `quiet` guards plain files and the directories above them, and writing a device
         # swaps no link. (Strings, not pathlib: this runs on every step's path.)
+        # One lookup: the key and where it lies are of one inode (between two, a step could swap a link in and have
+        # a workspace dir taken for a temp dir).
         try:
-            st = os.stat(path)
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except (OSError, ValueError):
             found[path] = ""
             continue
-        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
-            real = os.path.realpath(path)
+        try:
+            st = os.fstat(fd)
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                found[path] = "~" + _key(st)  # pinned all the same: a FIFO swapped for a link to a tree gets no rule
+                continue
+            try:
+                real = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:  # no /proc to say where it lies: locked
+                real = ""
             found[path] = ("~" if real == runtime or real.startswith(inside) else "") + _key(st)
+        finally:
+            os.close(fd)
+    return found
+
+
+def pinned(readable: Iterable[Path | str]) -> dict[str, str]:
+    """Each of the paths a step may only read with what it leads to now (`~` and its key: pinned, not locked), but those
+    not there and those under /proc (whose rules are opened on the step's own procfs)."""
+    found: dict[str, str] = {}
+    for path in map(str, readable):
+        if path != "/proc" and not path.startswith("/proc/"):
+            with suppress(OSError, ValueError):
+                found[path] = "~" + _key(os.stat(path))
     return found
 
 

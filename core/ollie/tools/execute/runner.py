@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ollie import programs
+from ollie.sandbox import writers
 from ollie.sandbox.policy import Policy, load_policy, policy_file
 from ollie.tools.execute.childenv import DEFAULT_PATH, child_env, memory_dir, memory_root, plan_file
 from ollie.tools.execute.languages import Invocation
@@ -116,10 +117,14 @@ class Runner:
         key = (name, str(source), mtime_ns(source), str(self.cwd), mtime_ns(self.cwd), str(self.lock_dir),
                tuple(sorted(env.items())), tuple(self.tools_dirs))
         cached = self._policy_cache.get(name)
-        if cached is not None and cached[0] == key:
+        # Kept while its read paths lead where they did when `protect` looked (another step may swap one for a link).
+        if cached is not None and cached[0] == key and writers.pinned(cached[1].pinned) == cached[1].pinned:
             return cached[1]
         self.dirs.create()
-        protected, warnings = protect(load_policy(name, cwd=self.cwd, env=env), home=Path(env["HOME"]))
+        loaded = load_policy(name, cwd=self.cwd, env=env)
+        # Pinned before `protect` looks: one swapped after is refused in the step (landlock.open_rules).
+        loaded = replace(loaded, pinned=writers.pinned([*loaded.ro, *loaded.rox]))
+        protected, warnings = protect(loaded, home=Path(env["HOME"]))
         envs = python_envs(env.get("PATH", ""), Path(env["HOME"]), protected.writable())
         policy = self._with_session_dirs(protected, envs)
         self._policy_cache[name] = (key, policy, warnings)
