@@ -88,20 +88,8 @@ def captures_png(tmux: Tmux, name: str) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.timeout(330)
-def test_vscode_edit_then_test(run_e2e):
-    """In real VS Code (code-server, auto-save off): the turn edits calc.py in its buffer, the daemon has it saved,
-    the tests run the fix and pass; notes.txt, with the user's unsaved line, stays unsaved. A program's approval
-    question shows its code whole (it showed the first line). Screenshots: daily-loop, program-question."""
-    output = run_e2e("dailyloop.mjs")
-    assert "edit then test: calc.py was edited in its buffer and saved" in output
-    assert "each allowed edit's diff is shown once" in output
-    assert "a program's question showed its code whole" in output
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(330)
 def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandbox(run_e2e):
-    """In real VS Code (auto-save off), one window, five scenarios (agentedits.mjs), each on its own files:
+    """In real VS Code (auto-save off), one window, six scenarios (agentedits.mjs), each on its own files:
     - editoutside (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
       and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
       edit-outside.
@@ -119,7 +107,11 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
     - savesafe: c.py changed on disk outside the agent's steps (a `git checkout` in a terminal) while the extension
       host was too busy to hear of it in time, then the agent edited c.py: the edit stays in the buffer, unsaved, the
       disk keeps the checkout, the chat and a warning (in the Notifications center: its toast hides) say so.
-      Screenshot: savesafe."""
+      Screenshot: savesafe.
+    - dailyloop: the turn edits calc.py in its buffer, the daemon has it saved, the tests run the fix and pass;
+      notes.txt, with the user's unsaved line, stays unsaved. Under `ask` each allowed edit's diff shows once, and a
+      program's approval question shows its code whole (it showed the first line). Screenshots: daily-loop,
+      allowed-diff-once, program-question."""
     output = run_e2e("agentedits.mjs")
     for scenario, said in (
         ("editoutside", "an edit outside the workspace: refused, the chat says which file and key would allow it"),
@@ -131,6 +123,9 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
         ("samebytes", "undo in the editor took back the agent's edit alone"),
         ("behind", "the agent's edit refused, the buffer and the disk both kept"),
         ("savesafe", "the agent's edit stays in the buffer, unsaved, and both are told"),
+        ("dailyloop", "edit then test: calc.py was edited in its buffer and saved"),
+        ("dailyloop", "each allowed edit's diff is shown once"),
+        ("dailyloop", "a program's question showed its code whole"),
     ):
         assert said in output, f"scenario {scenario}: {said!r} not said\n{output[-3000:]}"
 

@@ -1,5 +1,5 @@
-"""The VS Code extension's unit tests (node --test over its pure modules), type-checked by tsc first: no window, so not
-on the real VS Code worker (tests/conftest.py goes by the file's name)."""
+"""The VS Code extension's unit tests (node --test over its pure modules, transpiled by esbuild: lint's tsc type-checks
+them): no window, so not on the real VS Code worker (tests/conftest.py goes by the file's name)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ def _npm() -> str:
     npm = shutil.which("npm")
     if not npm:
         pytest.fail("npm not found: the VS Code extension needs node >= 20 and npm")
-    if not (EXTENSION / "node_modules" / ".bin" / "tsc").exists():
+    if not (EXTENSION / "node_modules" / ".bin" / "esbuild").exists():
         pytest.fail("editors/vscode/node_modules is missing: run scripts/setup.d/30-vscode.sh")
     return npm
 
 
-@pytest.mark.slow  # tsc's whole compile: tens of seconds, run first so it ends no worker's run late
+@pytest.mark.slow  # node starts a process per test file: seconds
 def test_extension_unit_tests_pass():
-    """tsc compiles the extension cleanly and every node:test unit test passes."""
+    """The unit tests build, and every node:test unit test passes."""
     done = subprocess.run([_npm(), "test"], cwd=EXTENSION, capture_output=True, text=True, timeout=110)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_vscode_e2e import shows
+from .test_vscode_e2e import scenarios_said, shows
 
 pytestmark = pytest.mark.slow
 
@@ -52,23 +52,11 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "Ctrl+Alt+O from the editor put the cursor in the chat's prompt box")
 
 
-@pytest.mark.timeout(330)
-def test_two_sessions_queued_prompts_across_a_reload_in_real_vscode(run_e2e):
-    """Prompts queued in two sessions (each mid-turn) when the window reloads come back held, with the notice, each
-    when its session is shown; neither runs on its own, each runs before the next prompt sent in its session. A
-    queued and a held prompt (with a file chip) when Restart comes are back in the input, before the text being typed,
-    said (they vanished without a word); neither is queued in the fresh daemon."""
-    shows(run_e2e("queuesessions.mjs"),
-          "after the reload each session's queued prompt came back held, with the notice, when that session was shown",
-          "neither held prompt ran on its own; each ran before the next prompt sent in its session",
-          "after Restart the queued and the held prompt were back in the input, before the text being typed, with the chip, said",
-          "after Restart neither session's queued prompt came back, and the next prompt in each ran alone")
-
-
-@pytest.mark.timeout(340)
-def test_text_injected_into_a_running_turn_is_never_lost_in_real_vscode(run_e2e):
-    """A prompt over the length limit is refused at once, said, its text kept (it vanished); one the host refuses (an
-    image named past 256 characters) is back in the input, said why (it vanished). The status bar says idle only once
+@pytest.mark.timeout(470)
+def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued_prompts_in_real_vscode(run_e2e):
+    """inject.mjs, one window, two scenarios. inject: a prompt over the length limit is refused at once, said, its
+    text kept (it vanished); one the host refuses (an image named past 256 characters) is back in the input, said
+    why (it vanished). The status bar says idle only once
     the injected text ran (it said idle between the turns). Text injected twice
     (Ctrl+Enter) into a reply no tool result interrupts runs as the next prompt, one prompt shown once, as sent (it
     stayed marked injected, and showed again as its turn's prompt); the chat drawn anew as it starts keeps the place
@@ -77,17 +65,32 @@ def test_text_injected_into_a_running_turn_is_never_lost_in_real_vscode(run_e2e)
     has not taken comes back held after a window reload, one prompt (it came back as two), each file before its text
     as the daemon joined them (both files came first); after a Restart before the
     chat view was opened since the window started, it is back in the input with its chip once the view opens, said
-    (it vanished: the put-back went to no view)."""
-    shows(run_e2e("inject.mjs", total_ms=290000),
-          "a prompt over the limit was refused at once, said, its text kept in the input",
-          "a prompt the host refused came back in the input, said why",
-          "text injected twice that no tool result took ran as the next prompt, shown once, as sent",
-          "the status bar said idle only once the injected text had run",
-          "a redraw as the injects started kept the place of the user who had scrolled up",
-          "two injects a Stop held as one prompt both stayed held after a command typed meanwhile",
-          "text injected and not taken when the window reloaded came back held",
-          "the held injects were queued again as the daemon had joined them, each file before its text",
-          "after Restart with the chat not opened, the injected text was back in the input with its chip once it was, said")
+    (it vanished: the put-back went to no view).
+    queuesessions (queuesessions.mjs, once a window of its own), in new sessions: prompts queued in two sessions (each
+    mid-turn) when the window reloads come back held, with the notice, each when its session is shown; neither runs on
+    its own, each runs before the next prompt sent in its session. A queued and a held prompt (with a file chip) when
+    Restart comes are back in the input, before the text being typed, said (they vanished without a word); neither is
+    queued in the fresh daemon."""
+    scenarios_said(
+        run_e2e("inject.mjs", total_ms=420000),
+        ("inject", "a prompt over the limit was refused at once, said, its text kept in the input"),
+        ("inject", "a prompt the host refused came back in the input, said why"),
+        ("inject", "text injected twice that no tool result took ran as the next prompt, shown once, as sent"),
+        ("inject", "the status bar said idle only once the injected text had run"),
+        ("inject", "a redraw as the injects started kept the place of the user who had scrolled up"),
+        ("inject", "two injects a Stop held as one prompt both stayed held after a command typed meanwhile"),
+        ("inject", "text injected and not taken when the window reloaded came back held"),
+        ("inject", "the held injects were queued again as the daemon had joined them, each file before its text"),
+        ("inject", "after Restart with the chat not opened, the injected text was back in the input with its chip once "
+                   "it was, said"),
+        ("queuesessions", "after the reload each session's queued prompt came back held, with the notice, when that "
+                          "session was shown"),
+        ("queuesessions", "neither held prompt ran on its own; each ran before the next prompt sent in its session"),
+        ("queuesessions", "after Restart the queued and the held prompt were back in the input, before the text being "
+                          "typed, with the chip, said"),
+        ("queuesessions", "after Restart neither session's queued prompt came back, and the next prompt in each ran "
+                          "alone"),
+    )
 
 
 @pytest.mark.timeout(330)

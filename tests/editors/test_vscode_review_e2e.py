@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from .test_vscode_e2e import scenarios_said
+
 pytestmark = pytest.mark.slow
 
 
@@ -13,9 +15,14 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     the model receives VS Code's TypeScript diagnostic (and open files, a definition, symbols); an open document's
     edit goes to its buffer and is saved (auto-save off), listed and undone in its buffer; history renames and
     resumes; rewind restores the file and cuts the chat, Undo Rewind brings both back; a batch step links each file
-    location once. Then more windows: a second one on the folder runs its own session (not the first's, still live),
-    a multi-root workspace's session works in the folder of the file asked about, a window with no folder works in
-    home and asks about an untitled buffer."""
+    location once. Then, in a new session (scenario turnchanges, once a window of its own): two turns change files,
+    each one's Changed files come from its end event, the daemon diffing the turn once (before: again for the list's
+    `ollie/changes`); after Developer: Reload Window the chat, read from the history, lists both turns' Changed files,
+    each under its turn (before, only the last turn's came back). A hostile turn of 152 files, two named with terminal
+    escapes and a newline, lists its first 100 as text and counts the rest; its step shows its first 100 diffs and
+    says how many more files it changed (before: nothing said there were more). Then more windows: a second one on the
+    folder runs its own session (not the first's, still live), a multi-root workspace's session works in the folder of
+    the file asked about, a window with no folder works in home and asks about an untitled buffer."""
     output = run_e2e("review.mjs")
     for step in ("daemon restarted with it", "the batch step links each location once", "one hunk undone on disk",
                  "a stale undo is refused plainly", "received VS Code's TypeScript diagnostic",
@@ -28,17 +35,10 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
                  "a second window on the folder runs its own daemon and session, and works on once the first closed",
                  "multi-root: the session works in the folder of the file asked about, its links open there",
                  "with no folder open the chat says it works in home, runs there, and asks about an untitled selection"):
-        assert step in output
-
-
-@pytest.mark.timeout(200)
-def test_every_turn_s_changed_files_come_back_after_a_window_reload_in_real_vscode(run_e2e):
-    """Two turns change files: each one's Changed files come from its end event, the daemon diffing the turn once
-    (before: again for the list's `ollie/changes`); after Developer: Reload Window the chat, read from the history,
-    lists both turns' Changed files, each under its turn (before, only the last turn's came back). A hostile turn of
-    152 files, two named with terminal escapes and a newline, lists its first 100 as text and counts the rest; its
-    step shows its first 100 diffs and says how many more files it changed (before: nothing said there were more)."""
-    output = run_e2e("turnchanges.mjs", total_ms=150000)
-    assert "after a window reload each turn's Changed files are listed under it, the earlier turn's too" in output
-    assert "a turn of 152 files lists its first 100 as text, and says how many more" in output
-    assert "the step of 152 files shows its first 100 diffs and says 52 more files changed" in output
+        assert step in output, f"{step!r} not said\n{output[-3000:]}"
+    scenarios_said(
+        output,
+        ("turnchanges", "after a window reload each turn's Changed files are listed under it, the earlier turn's too"),
+        ("turnchanges", "a turn of 152 files lists its first 100 as text, and says how many more"),
+        ("turnchanges", "the step of 152 files shows its first 100 diffs and says 52 more files changed"),
+    )

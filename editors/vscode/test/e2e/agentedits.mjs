@@ -1,6 +1,6 @@
 // E2E in real VS Code (code-server, auto-save off as on the desktop): the agent's edits and steps against what the
-// user has unsaved, what changed on disk, and the sandbox, five scenarios in one window (each was a window of its own:
-// ~35-45 s, mostly start-up). Each works on its own files and checks only the chat items its prompt added; a failure
+// user has unsaved, what changed on disk, and the sandbox, and the daily loop: six scenarios in one window (each was a
+// window of its own: ~35-75 s, mostly start-up). Each works on its own files and checks only the chat items its prompt added; a failure
 // names the scenario.
 //
 // - editoutside (approval `ask`, as a user has it): the agent edits a file outside the workspace. The edit is refused
@@ -24,14 +24,18 @@
 //   extension host is too busy to hear of it in time. The agent edits it (after the user set its language mode): the
 //   edit goes into the buffer, but the client does not save it over the change on disk (changedOnDisk): the disk keeps
 //   the checkout, the buffer stays unsaved, the chat shows the call failed saying why, and a warning says so.
+// - dailyloop (was dailyloop.mjs): calc.py is open, notes.txt open with the user's unsaved line; a turn edits calc.py
+//   (through its buffer) and runs `python3 test_calc.py`, which must pass: the buffer was saved (ollie/saveDocuments)
+//   before the command ran. notes.txt stays unsaved. The run's step shows the line its output ended with under its
+//   title. Then under `ask`: each allowed edit's diff shows once; a program's approval question shows its code whole.
 //
 // Usage: node test/e2e/agentedits.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  askUntilReply, dirtyTabs, freezeExtensionHost, log, openChat, runCommand, scenario, send, typeUnsaved, until,
-  waitForNotification, waitForStatus, waitMs, work, withVSCode,
+  askUntilReply, dirtyTabs, freezeExtensionHost, log, openChat, openFile, runCommand, scenario, send, typeUnsaved, until,
+  waitForNotification, waitForSavedPrompt, waitForStatus, waitMs, work, withVSCode,
 } from "./harness.mjs";
 
 const outside = path.join(work, "elsewhere", "todo.txt");
@@ -42,6 +46,10 @@ const ELEVATED = "echo ran > proof";
 const PROGRAM = "echo one > later\necho two >> later";
 const edit = (file, text) => ({ text, tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, "x = 1", "x = 3"] }] } }] });
 const step = (code, text) => ({ text, tool_calls: [{ name: "execute_code", arguments: { steps: [{ code, language: "bash" }] } }] });
+const CALC = "def add(a, b):\n    return a - b\n";
+const FIXED = "def add(a, b):\n    return a + b\n";
+const TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n";
+const NOTES = "my notes\n";
 
 // The scripted model's replies, in the order the scenarios ask; each scenario's last is a text no other says (what
 // askUntilReply waits for).
@@ -60,6 +68,19 @@ const script = [
   { text: "I left a.py to you." },
   edit("c.py", "Setting x to 3."),
   { text: "I set x in c.py." },
+  { text: "Fixing add.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "a - b", "a + b"] }] } }] },
+  step("python3 test_calc.py", "Running the tests."),
+  { text: "Fixed add; the tests pass." },
+  {
+    text: "Documenting it.",
+    tool_calls: [{ name: "call_tool", arguments: { calls: [
+      { tool: "file_edit", args: ["calc.py", "def add(a, b):\n", "def add(a, b):\n    \"\"\"The sum.\"\"\"\n"] },
+      { tool: "file_edit", args: ["test_calc.py", "print('tests passed')", "print('all tests passed')"] },
+    ] } }],
+  },
+  { text: "Documented." },
+  { text: "Cleaning up.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "rm -f build.log\nrm -rf ~/.cache/thing" }] } }] },
+  { text: "Left it as it was." },
 ];
 
 /** The text of the chat's items from the `from`th on (the ones a scenario's prompt added). */
@@ -71,7 +92,7 @@ const editorText = async (page) => (await page.locator(".monaco-editor .view-lin
 await withVSCode(
   {
     script,
-    files: { "a.py": "x = 1\n", "b.py": "x = 1\n", "c.py": "x = 1\n" },
+    files: { "a.py": "x = 1\n", "b.py": "x = 1\n", "c.py": "x = 1\n", "calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES },
     settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
   },
   async ({ page, workspace, dataDir, screenshot }) => {
@@ -206,6 +227,59 @@ await withVSCode(
       await chat.locator(".item", { hasText: "your edit is in the editor's buffer only, not saved: c.py changed on disk" }).first()
         .waitFor({ timeout: waitMs, state: "attached" });
       log("a change made on disk outside the steps: the agent's edit stays in the buffer, unsaved, and both are told");
+    });
+
+    await scenario("dailyloop", async () => {
+      // The user has typed a line into notes.txt and not saved it.
+      await typeUnsaved(page, "notes.txt", "the user's unsaved line");
+      await openFile(page, "calc.py");
+      await askUntilReply(page, dataDir, "fix add and run the tests", "Fixed add; the tests pass.");
+      // The run's result, as the model was told it: the edited code ran.
+      await waitForSavedPrompt(dataDir, ["tests passed"]);
+      if (disk("calc.py") !== FIXED) throw new Error("calc.py on disk is not the edit");
+      await page.locator(".monaco-editor .view-line", { hasText: "return a + b" }).first().waitFor({ timeout: waitMs });
+      if (await dirtyTabs(page, "calc.py")) throw new Error("calc.py's buffer was left unsaved");
+      if ((await dirtyTabs(page, "notes.txt")) !== 1) throw new Error("notes.txt (the user's unsaved line) was saved");
+      if (disk("notes.txt") !== NOTES) throw new Error("notes.txt was written");
+      // The run's step says how the tests ended under its title, its output closed (it showed only a check mark).
+      const ran = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "python3 test_calc.py" }) });
+      const outcome = await ran.locator(".step-outcome").textContent({ timeout: waitMs });
+      if (outcome !== "tests passed" || !(await ran.locator(".step-outcome").isVisible())) throw new Error(`the run's step says ${JSON.stringify(outcome)}`);
+      await screenshot("daily-loop");
+      log("edit then test: calc.py was edited in its buffer and saved, the tests ran the fix and passed; notes.txt stayed unsaved");
+
+      // Asked first (approval `ask`): each step's question shows its diff; once allowed, the diff shows once, in the
+      // step's result (before: in each question and again in the result).
+      await chat.locator("#approval").selectOption("ask");
+      // The daemon took it: the header it sends back shows the mode.
+      await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
+      const before = await chat.locator(".item.permission").count(); // the earlier scenarios' questions
+      await runCommand(page, "Ollie: Ask");
+      await page.locator(".quick-input-widget input").fill("document add");
+      await page.keyboard.press("Enter");
+      for (let n = 0; n < 2; n++) {
+        const question = chat.locator(".item.permission").nth(before + n);
+        await question.locator(".diff").waitFor({ timeout: waitMs });
+        await question.locator("button", { hasText: "Allow once" }).click();
+      }
+      await chat.locator(".item.assistant", { hasText: "Documented." }).waitFor({ timeout: waitMs });
+      for (const added of ["The sum.", "all tests passed"]) {
+        const shown = await chat.locator(".diff tr.added", { hasText: added }).count();
+        if (shown !== 1) throw new Error(`the diff adding ${JSON.stringify(added)} is shown ${shown} times`);
+      }
+      await screenshot("allowed-diff-once");
+      log("each allowed edit's diff is shown once");
+
+      // A program's question shows its code whole: its title holds the first line alone (the rest could not be read).
+      await runCommand(page, "Ollie: Ask");
+      await page.locator(".quick-input-widget input").fill("clean up");
+      await page.keyboard.press("Enter");
+      const program = chat.locator(".item.permission").nth(before + 2);
+      await program.locator(".permission-code", { hasText: "rm -rf ~/.cache/thing" }).waitFor({ timeout: waitMs });
+      await screenshot("program-question");
+      await program.locator('button[data-outcome="reject"]').click();
+      await chat.locator(".item.assistant", { hasText: "Left it as it was." }).waitFor({ timeout: waitMs });
+      log("a program's question showed its code whole");
     });
   },
 );

@@ -6,10 +6,12 @@
 // on the page, said, its text kept, and one the host refuses (an image named too long) comes back in the input, said;
 // a redraw of the chat keeps the place of a user who scrolled up. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
 // text is back in the input with its chip once the chat is opened, said (it vanished: the put-back went to no view).
+// Then, in the same window, the queuesessions scenario (queuesessions.mjs, once a window of its own).
 //
 // Usage: node test/e2e/inject.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { giveImage, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { giveImage, log, openChat, pickFile, runCommand, scenario, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { SESSIONS_REPLIES, queueSessions } from "./queuesessions.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -20,6 +22,7 @@ const script = [
   { text: "Spaces it is." },
   { text: "A story to stop. ".repeat(40), chunk_size: 2, delay: 0.25 },
   { text: "A story that streams very slowly so that the user has time to act. ".repeat(10), chunk_size: 2, delay: 0.25 },
+  ...SESSIONS_REPLIES,
 ];
 
 const reload = async (page) => {
@@ -27,7 +30,8 @@ const reload = async (page) => {
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
 };
 
-await withVSCode({ script, files: { "notes.txt": "notes\n", "style.txt": "style\n" } }, async ({ page, screenshot }) => {
+/** The inject scenario: what the file's header says, before the queuesessions one. */
+async function inject({ page, screenshot }) {
   await waitForStatus(page, /Ollie: idle/);
   let chat = await openChat(page);
   const injected = () => chat.locator(".item.user", { hasText: "Use tabs." }).locator(".meta");
@@ -185,4 +189,9 @@ await withVSCode({ script, files: { "notes.txt": "notes\n", "style.txt": "style\
   await chat.locator(".item.notice", { hasText: "The daemon restarted: the prompt waiting in it did not run. It is back in the input" }).waitFor({ timeout: waitMs });
   await screenshot("inject-back-in-input-after-restart");
   log("after Restart with the chat not opened, the injected text was back in the input with its chip once it was, said");
+}
+
+await withVSCode({ script, files: { "notes.txt": "notes\n", "style.txt": "style\n" } }, async (ctx) => {
+  await scenario("inject", () => inject(ctx));
+  await scenario("queuesessions", () => queueSessions(ctx));
 });

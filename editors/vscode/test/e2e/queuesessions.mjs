@@ -1,17 +1,16 @@
-// E2E in real VS Code (code-server): two sessions' queued prompts across a window reload, as a user meets them.
-// Session Alpha streams slowly and a prompt is queued in it; New Session starts Beta, which streams too, and a prompt
+// E2E steps in a window of inject.mjs's (once a window of its own), in new sessions: two sessions' queued prompts
+// across a window reload, as a user meets them. Session Alpha streams slowly and a prompt is queued in it; New Session starts Beta, which streams too, and a prompt
 // is queued there; the window reloads mid-turn. Beta (shown before the reload) comes back with its prompt held and
 // the notice, Alpha's when Alpha is switched to; neither runs on its own, each runs when the user sends the next
 // prompt in its session. Then both queue again (one held by Stop) and Restart puts them back in the input, said: neither
 // is queued in the fresh daemon.
-//
-// Usage: node test/e2e/queuesessions.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFocused, fillInput, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, fillInput, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs } from "./harness.mjs";
 
 const slow = (name) => ({ text: `${name} streams very slowly so that the user has time to act. `.repeat(10), chunk_size: 2, delay: 0.25 });
-// The scripted model answers in the order it is asked: a prompt that ran out of turn takes another's answer.
-const script = [
+// The scripted model answers in the order it is asked: a prompt that ran out of turn takes another's answer. These
+// steps' replies, in order, after the window's earlier ones.
+export const SESSIONS_REPLIES = [
   slow("Alpha's story"),
   slow("Beta's story"),
   { text: "Answered Beta's queued prompt." },
@@ -64,9 +63,15 @@ async function sendBehindHeld(chat, held, next, heldAnswer, nextAnswer) {
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
 }
 
-await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, screenshot }) => {
+/** Run the steps in `page`'s window (its workspace holds notes.txt), from a new session, its input emptied. */
+export async function queueSessions({ page, screenshot }) {
   await waitForStatus(page, /Ollie: idle/);
   let chat = await openChat(page);
+  await runCommand(page, "Ollie: New Session");
+  await until("the new session's empty chat", async () => (await chat.locator("#log .item.user").count()) === 0);
+  await chatFocused(page, chat);
+  while (await chat.locator("#chips .chip-remove").count()) await chat.locator("#chips .chip-remove").first().click();
+  await fillInput(chat, "");
 
   // 1. Alpha streams and a prompt is queued in it; New Session starts Beta, which streams too, with its own queued.
   await streamAndQueue(chat, "Alpha: tell a slow story.", "Alpha's story", "Alpha queued.");
@@ -141,4 +146,4 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" } }, async ({ page, s
     await screenshot(`sessions-${name.toLowerCase()}-after-restart`);
   }
   log("after Restart neither session's queued prompt came back, and the next prompt in each ran alone");
-});
+}

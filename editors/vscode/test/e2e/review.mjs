@@ -2,14 +2,16 @@
 // edit (two hunks) reviewed in the diff editor, one hunk undone, a stale undo refused; the model gets a
 // real TypeScript diagnostic from VS Code (editor tools); an edit of an open document (auto-save off) made in its
 // buffer and saved, listed and undone in its buffer; session history (rename, resume); rewind (the chat drops the turns, Undo Rewind brings them back);
-// a window reload shows the same session again; then a second window on the folder, a multi-root workspace and a
-// window with no folder open (windows.mjs).
+// a window reload shows the same session again; then, in a new session, every turn's changed files live and after
+// another reload (turnchanges.mjs); then a second window on the folder, a multi-root workspace and a window with no
+// folder open (windows.mjs).
 //
 // Usage: node test/e2e/review.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { ask, chatFocused, chatFrame, fillInput, freePort, log, openChat, runCommand, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { ask, chatFocused, chatFrame, fillInput, freePort, log, openChat, runCommand, scenario, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { LAST_REPLY, TURN_FILES, TURN_REPLIES, turnChanges } from "./turnchanges.mjs";
 import { WINDOW_REPLIES, otherWindows } from "./windows.mjs";
 
 const ORIGINAL = Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join("");
@@ -41,6 +43,7 @@ const script = [
     tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["open.py", "value = 1\n", "value = 2\n"] }] } }],
   },
   { text: "open.py now says 2." },
+  ...TURN_REPLIES,
   ...WINDOW_REPLIES,
 ];
 
@@ -77,12 +80,13 @@ const { OLLIE_OPENAI_KEY: _unused, ...withoutKey } = serverEnvFor(url);
 await withVSCode(
   {
     script: null,
-    files: { "app.py": ORIGINAL, "bad.ts": 'export const count: number = "three";\n', "open.py": "value = 1\n" },
-    serverEnv: { ...withoutKey, OLLIE_MODEL: "scripted-model", OLLIE_APPROVAL: "auto" },
+    files: { "app.py": ORIGINAL, "bad.ts": 'export const count: number = "three";\n', "open.py": "value = 1\n", ...TURN_FILES },
+    // Debug: turnchanges counts the daemon's diffs in its log.
+    serverEnv: { ...withoutKey, OLLIE_MODEL: "scripted-model", OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug" },
     // code-server (a web editor) saves after a delay by default; desktop VS Code does not: keep buffers unsaved.
     settings: { "ollie.backend": "openai", "workbench.editor.enablePreview": false, "files.autoSave": "off" },
   },
-  async ({ page, browser, workspace, userData, dataDir, startLLM, screenshot }) => {
+  async ({ page, browser, workspace, work, userData, dataDir, startLLM, screenshot }) => {
     await startLLM(script, { port });
     const app = path.join(workspace, "app.py");
     // The palette lists the extension's commands once it is loaded: its status item says so.
@@ -264,7 +268,10 @@ await withVSCode(
     await screenshot("reloaded");
     log("a window reload shows the session it showed before, and the prompt being typed");
 
-    // 12. More windows: a second one on this folder, a multi-root workspace, one with no folder (windows.mjs).
-    await otherWindows({ browser, first: page, workspace, dataDir, firstSays: "bad.ts has a type error." });
+    // 12. A new session's turns each list their changed files, live and after another reload (turnchanges.mjs).
+    await scenario("turnchanges", () => turnChanges({ page, work, screenshot }));
+
+    // 13. More windows: a second one on this folder, a multi-root workspace, one with no folder (windows.mjs).
+    await otherWindows({ browser, first: page, workspace, dataDir, firstSays: LAST_REPLY });
   },
 );

@@ -1,15 +1,18 @@
-// E2E in real VS Code (code-server): two turns change files, each gets its "Changed files" list, drawn from the turn's
-// end event (the daemon diffed each turn once, as it ended: no `ollie/changes` asked at the end); after a window
-// reload (a new extension host, the chat read from the session's history) both lists are back, each under its own
-// turn, not only the last one's. A step of 152 files shows its first 100 diffs and how many more it changed.
-//
-// Usage: node test/e2e/turnchanges.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+// E2E steps in a new session of a window (review.mjs's, once a window of its own): two turns change files, each gets its
+// "Changed files" list, drawn from the turn's end event (the daemon diffed each turn once, as it ended: no
+// `ollie/changes` asked at the end); after a window reload (a new extension host, the chat read from the session's
+// history) both lists are back, each under its own turn, not only the last one's. A step of 152 files shows its first
+// 100 diffs and how many more it changed. The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
 import fs from "node:fs";
 import path from "node:path";
-import { freePort, log, openChat, runCommand, send, serverEnvFor, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, log, openChat, runCommand, send, until, waitMs } from "./harness.mjs";
 
-const script = [
+/** The workspace files these steps change. */
+export const TURN_FILES = { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" };
+
+/** The scripted model's replies to these steps, in order; the last one says LAST_REPLY. */
+export const TURN_REPLIES = [
   { text: "Shouting a and b.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/alpha/ALPHA/ a.txt; sed -i s/beta/BETA/ b.txt", language: "bash" }] } }] },
   { text: "Both shouted." },
   { text: "Shouting c.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/gamma/GAMMA/ c.txt", language: "bash" }] } }] },
@@ -18,6 +21,7 @@ const script = [
   { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
   { text: "Many written." },
 ];
+export const LAST_REPLY = "Many written.";
 
 /** The files each "Changed files" list of the chat names, in the chat's order. */
 async function lists(chat) {
@@ -26,83 +30,80 @@ async function lists(chat) {
   return out;
 }
 
-/** The turns the daemon diffed, once per diff, in order (its debug log's "turn changes diffed" lines). */
-function diffedTurns(work) {
+/** The daemons' debug log entries (one JSON line each). */
+function daemonLog(work) {
   const file = path.join(work, "xdg", "state", "ollie", "ollie.log");
-  const lines = fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
-  return lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === "turn changes diffed").map((entry) => entry.turn);
+  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 }
 
-const port = await freePort();
-await withVSCode(
-  {
-    script: null,
-    files: { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" },
-    serverEnv: { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug" },
-  },
-  async ({ page, work, startLLM, screenshot }) => {
-    await startLLM(script, { port });
-    await waitForStatus(page, /Ollie: idle/);
-    const chat = await openChat(page);
-    await send(chat, "shout a and b");
-    await until("the first turn's changed files", async () => (await lists(chat)).length === 1);
-    await send(chat, "now c");
-    await until("the second turn's changed files", async () => (await lists(chat)).length === 2);
-    const live = await lists(chat);
-    if (live.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`the live chat lists ${JSON.stringify(live)}`);
-    const stats = await chat.locator(".item.changes .stat").allTextContents();
-    if (stats.join(" ") !== "+1−1 +1−1 +1−1") throw new Error(`the live lists' line counts: ${JSON.stringify(stats)}`);
-    // Each turn diffed once, as it ended (before: once more for the list, which asked `ollie/changes`).
-    const diffed = diffedTurns(work);
-    if (diffed.join(" ") !== "1 2") throw new Error(`the daemon diffed turns ${JSON.stringify(diffed)} (each once expected)`);
-    await chat.locator(".item.changes").last().scrollIntoViewIfNeeded();
-    await screenshot("turnchanges-live");
+/** Run the steps in `page`'s window, in a new session; `work` the run's scratch dir. */
+export async function turnChanges({ page, work, screenshot }) {
+  // The turns the daemon diffed from here on, once per diff, in order (its debug log's "turn changes diffed" lines).
+  const mark = daemonLog(work).length;
+  const diffedTurns = () => daemonLog(work).slice(mark).map((line) => JSON.parse(line)).filter((entry) => entry.msg === "turn changes diffed").map((entry) => entry.turn);
+  await runCommand(page, "Ollie: New Session");
+  const chat = await chatFrame(page);
+  await until("the new session's empty chat", async () => (await chat.locator("#log .item.user").count()) === 0);
+  // New Session focuses the chat when done: typed before, the prompt went nowhere.
+  await chatFocused(page, chat);
+  await send(chat, "shout a and b");
+  await until("the first turn's changed files", async () => (await lists(chat)).length === 1);
+  await send(chat, "now c");
+  await until("the second turn's changed files", async () => (await lists(chat)).length === 2);
+  const live = await lists(chat);
+  if (live.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`the live chat lists ${JSON.stringify(live)}`);
+  const stats = await chat.locator(".item.changes .stat").allTextContents();
+  if (stats.join(" ") !== "+1−1 +1−1 +1−1") throw new Error(`the live lists' line counts: ${JSON.stringify(stats)}`);
+  // Each turn diffed once, as it ended (before: once more for the list, which asked `ollie/changes`).
+  const diffed = diffedTurns();
+  if (diffed.join(" ") !== "1 2") throw new Error(`the daemon diffed turns ${JSON.stringify(diffed)} (each once expected)`);
+  await chat.locator(".item.changes").last().scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-live");
 
-    await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
-    await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
-    const reloaded = await openChat(page);
-    await reloaded.locator(".item.assistant", { hasText: "c shouted too." }).waitFor({ timeout: waitMs });
-    // Drawn at once from the history's marks, each list's files read apart: waited for until both are filled in.
-    await until("both turns' changed files after the reload", async () => {
-      const shown = await lists(reloaded);
-      return shown.length === 2 && shown.every((files) => files !== "");
-    });
-    const after = await lists(reloaded);
-    if (after.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`after the reload the chat lists ${JSON.stringify(after)}`);
-    // Each list under its own turn: the first one before the second prompt.
-    const order = await reloaded.locator(".item.changes, .item.user").evaluateAll((nodes) => nodes.map((n) => n.classList.contains("user") ? "prompt" : "changes"));
-    if (order.join(" ") !== "prompt changes prompt changes") throw new Error(`the chat's order after the reload: ${order.join(" ")}`);
-    await reloaded.locator(".item.changes").first().scrollIntoViewIfNeeded();
-    await screenshot("turnchanges-reloaded");
-    log("after a window reload each turn's Changed files are listed under it, the earlier turn's too");
+  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
+  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
+  const reloaded = await openChat(page);
+  await reloaded.locator(".item.assistant", { hasText: "c shouted too." }).waitFor({ timeout: waitMs });
+  // Drawn at once from the history's marks, each list's files read apart: waited for until both are filled in.
+  await until("both turns' changed files after the reload", async () => {
+    const shown = await lists(reloaded);
+    return shown.length === 2 && shown.every((files) => files !== "");
+  });
+  const after = await lists(reloaded);
+  if (after.join(" | ") !== "a.txt b.txt | c.txt") throw new Error(`after the reload the chat lists ${JSON.stringify(after)}`);
+  // Each list under its own turn: the first one before the second prompt.
+  const order = await reloaded.locator(".item.changes, .item.user").evaluateAll((nodes) => nodes.map((n) => n.classList.contains("user") ? "prompt" : "changes"));
+  if (order.join(" ") !== "prompt changes prompt changes") throw new Error(`the chat's order after the reload: ${order.join(" ")}`);
+  await reloaded.locator(".item.changes").first().scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-reloaded");
+  log("after a window reload each turn's Changed files are listed under it, the earlier turn's too");
 
-    // A turn of 152 files, two with names made to hurt: its list counts them all, shows its first 100 as text and
-    // says how many more, with no Undo all (it would undo only those shown).
-    await send(reloaded, "write many");
-    await until("the hostile turn's changed files", async () => (await lists(reloaded)).length === 3);
-    const hostile = reloaded.locator(".item.changes").last();
-    const title = await hostile.locator(".changes-title").textContent();
-    const rows = await hostile.locator(".file-link").allTextContents();
-    const more = await hostile.locator("li.more").textContent();
-    if (title !== "Changed files (152)" || rows.length !== 100 || !/^… and 52 more files, not listed here/.test(more ?? "")) {
-      throw new Error(`the hostile turn's list: ${JSON.stringify({ title, rows: rows.length, more })}`);
-    }
-    if (rows[0] !== "a\x1b[2J\x1b]0;pwned\x07" || rows[1] !== "a new\nline") throw new Error(`its first names: ${JSON.stringify(rows.slice(0, 2))}`);
-    if (await hostile.locator("button", { hasText: "Undo all" }).count()) throw new Error("a bounded list offers Undo all");
-    await hostile.locator("li.more").scrollIntoViewIfNeeded();
-    await screenshot("turnchanges-bounded");
-    await hostile.locator(".changes-head").scrollIntoViewIfNeeded();
-    await screenshot("turnchanges-bounded-head");
-    log("a turn of 152 files lists its first 100 as text, and says how many more");
-    // The step that wrote them: its first 100 diffs, then a line for the 52 the daemon counted and did not send.
-    const step = reloaded.locator(".item.tool").last();
-    const stepMore = await step.locator(".step-diffs-more").textContent();
-    const stepDiffs = await step.locator(".diffs .diff").count();
-    if (stepDiffs !== 100 || stepMore !== "… and 52 more files changed (see the turn's Changed files)") {
-      throw new Error(`the step of 152 files: ${JSON.stringify({ stepDiffs, stepMore })}`);
-    }
-    await step.locator(".step-diffs-more").scrollIntoViewIfNeeded();
-    await screenshot("turnchanges-step-more");
-    log("the step of 152 files shows its first 100 diffs and says 52 more files changed");
-  },
-);
+  // A turn of 152 files, two with names made to hurt: its list counts them all, shows its first 100 as text and
+  // says how many more, with no Undo all (it would undo only those shown).
+  await send(reloaded, "write many");
+  await until("the hostile turn's changed files", async () => (await lists(reloaded)).length === 3);
+  const hostile = reloaded.locator(".item.changes").last();
+  const title = await hostile.locator(".changes-title").textContent();
+  const rows = await hostile.locator(".file-link").allTextContents();
+  const more = await hostile.locator("li.more").textContent();
+  if (title !== "Changed files (152)" || rows.length !== 100 || !/^… and 52 more files, not listed here/.test(more ?? "")) {
+    throw new Error(`the hostile turn's list: ${JSON.stringify({ title, rows: rows.length, more })}`);
+  }
+  if (rows[0] !== "a\x1b[2J\x1b]0;pwned\x07" || rows[1] !== "a new\nline") throw new Error(`its first names: ${JSON.stringify(rows.slice(0, 2))}`);
+  if (await hostile.locator("button", { hasText: "Undo all" }).count()) throw new Error("a bounded list offers Undo all");
+  await hostile.locator("li.more").scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-bounded");
+  await hostile.locator(".changes-head").scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-bounded-head");
+  log("a turn of 152 files lists its first 100 as text, and says how many more");
+  // The step that wrote them: its first 100 diffs, then a line for the 52 the daemon counted and did not send.
+  const step = reloaded.locator(".item.tool").last();
+  const stepMore = await step.locator(".step-diffs-more").textContent();
+  const stepDiffs = await step.locator(".diffs .diff").count();
+  if (stepDiffs !== 100 || stepMore !== "… and 52 more files changed (see the turn's Changed files)") {
+    throw new Error(`the step of 152 files: ${JSON.stringify({ stepDiffs, stepMore })}`);
+  }
+  await step.locator(".step-diffs-more").scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-step-more");
+  log("the step of 152 files shows its first 100 diffs and says 52 more files changed");
+}
