@@ -177,7 +177,8 @@ async def refuse(writer: asyncio.StreamWriter, msg_id: int | str | None, code: i
     """Answer with a JSON-RPC error and close the connection."""
     try:
         writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}))
-        await asyncio.wait_for(writer.drain(), 5)
+        async with asyncio.timeout(5):
+            await writer.drain()
     except (OSError, TimeoutError):
         pass
     finally:
@@ -202,7 +203,8 @@ class StreamFrames:
                 await asyncio.sleep(0)
             try:
                 # A frame begun waits at most `stall` for its next byte (a too-long Content-Length is answered).
-                data = await asyncio.wait_for(self._stream.read(1 << 16), stall if parser.pending() else None)
+                async with asyncio.timeout(stall if parser.pending() else None):
+                    data = await self._stream.read(1 << 16)
             except TimeoutError:
                 problem = parser.stalled()
                 items = [problem] if problem is not None else []
@@ -225,7 +227,8 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         parser = FrameParser()
         try:
-            first, *rest = await asyncio.wait_for(first_frames(reader, parser), AUTH_TIMEOUT_S)
+            async with asyncio.timeout(AUTH_TIMEOUT_S):
+                first, *rest = await first_frames(reader, parser)
         except (TimeoutError, FramingError, OSError) as exc:
             logger.warning("tcp: connection dropped before initialize", extra={"why": str(exc) or type(exc).__name__})
             await refuse(writer, None, UNAUTHORIZED, "unauthorized: send initialize with initializationOptions.token")
@@ -282,7 +285,8 @@ async def while_read(done: Awaitable[object], backlog: Callable[[], int]) -> Non
     try:
         while True:
             with suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(waiting), FLUSH_ON_CLOSE_S)
+                async with asyncio.timeout(FLUSH_ON_CLOSE_S):
+                    await asyncio.shield(waiting)
                 return
             if (now := backlog()) >= left:
                 return

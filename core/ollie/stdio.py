@@ -140,7 +140,8 @@ class PipeWriter:
             # left).
             self._transport.set_write_buffer_limits(high=0, low=0)
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._flow.ready.wait(), FLUSH_ON_CLOSE_S)
+                async with asyncio.timeout(FLUSH_ON_CLOSE_S):
+                    await self._flow.ready.wait()
         self._transport.close()
 
 
