@@ -16,13 +16,13 @@ import secrets
 import signal
 import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ollie.stdio import FLUSH_ON_CLOSE_S
+from ollie.stdio import while_read
 from ollie_lsp.framing import FrameParser, Item, stall_seconds
 
 if TYPE_CHECKING:
@@ -274,25 +274,6 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
                 await while_read(writer.wait_closed(), writer.transport.get_write_buffer_size)
         if secret.generated and secret.path is not None:
             secret.path.unlink(missing_ok=True)
-
-
-async def while_read(done: Awaitable[object], backlog: Callable[[], int]) -> None:
-    """Wait for `done` while the client keeps taking the `backlog`: give up after FLUSH_ON_CLOSE_S in which it took
-    nothing (a slow reader on a loaded machine still gets its whole answer; one that stopped reading does not hold
-    the daemon)."""
-    waiting = asyncio.ensure_future(done)
-    left = backlog()
-    try:
-        while True:
-            with suppress(TimeoutError):
-                async with asyncio.timeout(FLUSH_ON_CLOSE_S):
-                    await asyncio.shield(waiting)
-                return
-            if (now := backlog()) >= left:
-                return
-            left = now
-    finally:
-        waiting.cancel()
 
 
 def announce(host: str, port: int, token: Token) -> None:

@@ -7,6 +7,7 @@ still be answered. Errors whose id cannot be read come back with id null (JSON-R
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -201,6 +202,45 @@ def test_a_tcp_client_that_reads_its_last_answer_slowly_gets_all_of_it(workdir):
         # The reader's pace is what is tested: ~8 s for the answer, longer than FLUSH_ON_CLOSE_S, never a pause of it.
         answer = read_answers(conn, until_id=2, pause=0.03)[-1]
         assert proc.wait(30) in (0, 1)
+    assert f"{cwd} is not an existing directory" in answer["error"]["message"]
+
+
+class _StdoutPipe:
+    """A stdio daemon's stdout as `read_answers` reads a connection (a pipe, as an editor's is)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        self._fd = proc.stdout.fileno()
+
+    def settimeout(self, _: float) -> None:
+        """A pipe read has none: pytest's own timeout ends a daemon that never answers."""
+
+    def recv(self, size: int) -> bytes:
+        return os.read(self._fd, size)
+
+
+def test_a_stdio_client_that_reads_its_last_answer_slowly_gets_all_of_it(workdir):
+    """As over TCP: the flush on close waits on a client that keeps reading its stdout pipe, however slowly; it gave
+    up FLUSH_ON_CLOSE_S after the client left, and the process's end cut the answer off."""
+    cwd = "/nowhere/" + ("d" * 200 + "/") * 90000  # 18 MB: ~290 reads of a 64 KiB pipe
+    proc = subprocess.Popen(DAEMON, env=daemon_env(NO_BACKEND), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": workdir.as_uri(), "capabilities": {}}}
+        proc.stdin.write(frame(json.dumps(init).encode()))
+        proc.stdin.flush()
+        read_answers(_StdoutPipe(proc), until_id=1)  # type: ignore[arg-type]  # reads as a socket does
+        new = {"jsonrpc": "2.0", "id": 2, "method": "ollie/session/new", "params": {"cwd": cwd}}
+        proc.stdin.write(frame(json.dumps(new).encode()) + frame(b'{"jsonrpc": "2.0", "method": "exit"}'))
+        proc.stdin.close()
+        # The reader's pace is what is tested: ~9 s for the answer, longer than FLUSH_ON_CLOSE_S, never a pause of it.
+        answer = read_answers(_StdoutPipe(proc), until_id=2, pause=0.03)[-1]  # type: ignore[arg-type]
+        assert proc.wait(30) in (0, 1)
+    finally:
+        proc.kill()
+        proc.wait()
     assert f"{cwd} is not an existing directory" in answer["error"]["message"]
 
 
