@@ -163,7 +163,6 @@ async def while_read(done: Awaitable[object], backlog: Callable[[], int]) -> Non
         waiting.cancel()
 
 
-
 class BlockingWriter:
     """The plain writer for output that is not a pipe (a regular file never waits for a reader)."""
 
