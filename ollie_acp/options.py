@@ -88,7 +88,8 @@ async def options_update(core: AcpCore, agent_list: list[AgentInfo] | None = Non
 async def backend_models(core: AcpCore) -> list[str]:
     """The backend's models (it keeps the list once asked); none if it does not answer within 5 s."""
     try:
-        return await asyncio.wait_for(core.list_models(), 5)
+        async with asyncio.timeout(5):
+            return await core.list_models()
     except (TimeoutError, OllieError, OSError):
         return []
 

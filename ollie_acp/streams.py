@@ -130,7 +130,8 @@ class LineTransport:
             await self._on_end()
         if self._unanswered:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._all_answered.wait(), FLUSH_ON_CLOSE_S)
+                async with asyncio.timeout(FLUSH_ON_CLOSE_S):
+                    await self._all_answered.wait()
 
     async def _line(self) -> bytes | None:
         """The next line (b"" at the end of input); None for one over READ_LIMIT, which is skipped."""

@@ -190,8 +190,8 @@ class UpdateForwarder:
             while True:
                 try:
                     # Output held back by the throttle goes out once no event has come for a while.
-                    event = (await asyncio.wait_for(self._sub.get(), LIVE_OUTPUT_S) if self._unsent
-                             else await self._sub.get())
+                    async with asyncio.timeout(LIVE_OUTPUT_S if self._unsent else None):
+                        event = await self._sub.get()
                 except TimeoutError:
                     try:
                         await self._send_live()

@@ -79,7 +79,8 @@ async def ask_client(protocol: LanguageServerProtocol, method: str, params: Any,
         await answer_held(protocol)
     msg_id = msg_id or request_id()
     try:
-        raw = await asyncio.wait_for(protocol.send_request_async(method, params, msg_id=msg_id), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            raw = await protocol.send_request_async(method, params, msg_id=msg_id)
     except (TimeoutError, asyncio.CancelledError):
         forget_request(protocol, method, msg_id)
         raise

@@ -262,7 +262,8 @@ def _after_events(forwarder: EventForwarder, ask: Callable[[Q], Awaitable[A]]) -
 
     async def asked(question: Q) -> A:
         try:
-            await asyncio.wait_for(forwarder.drained(), QUESTION_DRAIN_S)
+            async with asyncio.timeout(QUESTION_DRAIN_S):
+                await forwarder.drained()
         except TimeoutError:
             pass  # a client that reads nothing gets the question queued behind them
         return await ask(question)

@@ -16,13 +16,13 @@ import secrets
 import signal
 import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ollie.stdio import FLUSH_ON_CLOSE_S
+from ollie.stdio import while_read
 from ollie_lsp.framing import FrameParser, Item, stall_seconds
 
 if TYPE_CHECKING:
@@ -180,7 +180,8 @@ async def refuse(writer: asyncio.StreamWriter, msg_id: int | str | None, code: i
     """Answer with a JSON-RPC error and close the connection."""
     try:
         writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}))
-        await asyncio.wait_for(writer.drain(), 5)
+        async with asyncio.timeout(5):
+            await writer.drain()
     except (OSError, TimeoutError):
         pass
     finally:
@@ -205,7 +206,8 @@ class StreamFrames:
                 await asyncio.sleep(0)
             try:
                 # A frame begun waits at most `stall` for its next byte (a too-long Content-Length is answered).
-                data = await asyncio.wait_for(self._stream.read(1 << 16), stall if parser.pending() else None)
+                async with asyncio.timeout(stall if parser.pending() else None):
+                    data = await self._stream.read(1 << 16)
             except TimeoutError:
                 problem = parser.stalled()
                 items = [problem] if problem is not None else []
@@ -234,7 +236,8 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         parser = FrameParser()
         unproven.append(writer)
         try:
-            first, *rest = await asyncio.wait_for(first_frames(reader, parser), AUTH_TIMEOUT_S)
+            async with asyncio.timeout(AUTH_TIMEOUT_S):
+                first, *rest = await first_frames(reader, parser)
         except (TimeoutError, FramingError, OSError) as exc:
             logger.warning("tcp: connection dropped before initialize", extra={"why": str(exc) or type(exc).__name__})
             await refuse(writer, None, UNAUTHORIZED, "unauthorized: send initialize with initializationOptions.token")
@@ -282,24 +285,6 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
                 await while_read(writer.wait_closed(), writer.transport.get_write_buffer_size)
         if secret.generated and secret.path is not None:
             secret.path.unlink(missing_ok=True)
-
-
-async def while_read(done: Awaitable[object], backlog: Callable[[], int]) -> None:
-    """Wait for `done` while the client keeps taking the `backlog`: give up after FLUSH_ON_CLOSE_S in which it took
-    nothing (a slow reader on a loaded machine still gets its whole answer; one that stopped reading does not hold
-    the daemon)."""
-    waiting = asyncio.ensure_future(done)
-    left = backlog()
-    try:
-        while True:
-            with suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(waiting), FLUSH_ON_CLOSE_S)
-                return
-            if (now := backlog()) >= left:
-                return
-            left = now
-    finally:
-        waiting.cancel()
 
 
 def announce(host: str, port: int, token: Token) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -89,18 +88,37 @@ def process_gone(pid: int, within: float = 15.0) -> bool:
     return False
 
 
+def _status(pid: int | str, field: str) -> list[str]:
+    """A field of /proc/`pid`/status, split."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    return text.split(f"\n{field}:", 1)[1].splitlines()[0].split()
+
+
 def host_pid(step: int, pid: int) -> int:
-    """The host pid of `pid` as seen in the PID namespace of host process `step` (any process of the step)."""
-    ns = os.readlink(f"/proc/{step}/ns/pid")
-    if ns == os.readlink("/proc/self/ns/pid"):
-        return pid
+    """The host pid of `pid` as seen in the PID namespace of host process `step` (any process of the step).
+
+    From /proc/*/status alone: a step's processes are not dumpable, so a user who is not root may not read their
+    /proc/*/ns links (root may: where the suite ran before)."""
+    levels = len(_status(step, "NSpid"))
+    if levels == len(_status("self", "NSpid")):
+        return pid  # the step has no PID namespace of its own
+    init = step
+    while int(_status(init, "NSpid")[-1]) != 1:  # its namespace's init: every process of it descends from that one
+        init = int(_status(init, "PPid")[0])
     for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            if entry.name.isdigit() and os.readlink(entry / "ns" / "pid") == ns:
-                status = (entry / "status").read_text()
-                if int(status.split("NSpid:", 1)[1].splitlines()[0].split()[-1]) == pid:
-                    return int(entry.name)
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            nspid = _status(entry.name, "NSpid") if entry.name.isdigit() else []
+            if len(nspid) == levels and int(nspid[-1]) == pid and _descends(int(entry.name), init):
+                return int(entry.name)
     raise AssertionError(f"no process {pid} in {step}'s PID namespace")
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        pid = int(_status(pid, "PPid")[0])
+    return False
 
 
 def wait_until(predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:

@@ -12,6 +12,7 @@ import stat
 import struct
 import sys
 import termios
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import BinaryIO, NoReturn
 
@@ -24,7 +25,7 @@ INVALID_REQUEST = -32600
 # and below which they resume.
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
-# How long closing waits for the client to take what is still unsent.
+# How long closing waits, at most, for the client to take some of what is still unsent (else it stopped reading).
 FLUSH_ON_CLOSE_S = 5.0
 # How often `read_by_client` looks into the pipe (nothing tells when the client reads), and how long at most it
 # waits for a client that stopped reading.
@@ -134,14 +135,32 @@ class PipeWriter:
         await self._flow.ready.wait()
 
     async def close(self) -> None:
-        """Give the client what is still unsent (at most FLUSH_ON_CLOSE_S), then close the pipe."""
+        """Give the client what is still unsent while it reads on (see `while_read`), then close the pipe."""
         if self.backlog() and not self._flow.lost:
             # Writing pauses until nothing is left unsent (low water 0): `ready` is set again then (or the client
             # left).
             self._transport.set_write_buffer_limits(high=0, low=0)
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self._flow.ready.wait(), FLUSH_ON_CLOSE_S)
+            await while_read(self._flow.ready.wait(), self.backlog)
         self._transport.close()
+
+
+async def while_read(done: Awaitable[object], backlog: Callable[[], int]) -> None:
+    """Wait for `done` while the client keeps taking the `backlog`: give up after FLUSH_ON_CLOSE_S in which it took
+    nothing (a slow reader on a loaded machine still gets its whole answer; one that stopped reading does not hold
+    the daemon)."""
+    waiting = asyncio.ensure_future(done)
+    left = backlog()
+    try:
+        while True:
+            with suppress(TimeoutError):
+                async with asyncio.timeout(FLUSH_ON_CLOSE_S):
+                    await asyncio.shield(waiting)
+                return
+            if (now := backlog()) >= left:
+                return
+            left = now
+    finally:
+        waiting.cancel()
 
 
 class BlockingWriter:

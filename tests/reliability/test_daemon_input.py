@@ -7,11 +7,12 @@ still be answered. Errors whose id cannot be read come back with id null (JSON-R
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from tests.procs import wait_until
 from .conftest import DAEMON, daemon_env
 
 STATE = b'{"jsonrpc": "2.0", "id": %d, "method": "ollie/state", "params": {}}'
+EXIT = frame(b'{"jsonrpc": "2.0", "method": "exit"}')
 NO_BACKEND = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": "http://127.0.0.1:9/v1", "OLLIE_OPENAI_KEY": "sk-unused",
               "OLLIE_LSP_STALL_S": "1"}
 
@@ -197,9 +199,10 @@ def test_a_tcp_client_that_reads_its_last_answer_slowly_gets_all_of_it(workdir):
     with tcp_daemon(workdir) as (conn, proc):
         read_answers(conn, until_id=1)
         conn.sendall(frame(json.dumps(new).encode()))
-        conn.sendall(frame(b'{"jsonrpc": "2.0", "method": "exit"}'))
         # The reader's pace is what is tested: ~8 s for the answer, longer than FLUSH_ON_CLOSE_S, never a pause of it.
-        answer = read_answers(conn, until_id=2, pause=0.03)[-1]
+        # It leaves once the answer is coming (made: a loaded machine takes seconds to make 18 MB of it, which the
+        # closing's own bound, not the flush, covers).
+        answer = read_answers(conn, until_id=2, pause=0.03, leave=lambda: conn.sendall(EXIT))[-1]
         assert proc.wait(30) in (0, 1)
     assert f"{cwd} is not an existing directory" in answer["error"]["message"]
 
@@ -227,11 +230,57 @@ def test_a_flood_of_connections_that_prove_nothing_is_turned_away_at_once(workdi
                 sock.close()
 
 
-def read_answers(conn: socket.socket, *, until_id: int, pause: float = 0) -> list[dict]:
+class _StdoutPipe:
+    """A stdio daemon's stdout as `read_answers` reads a connection (a pipe, as an editor's is)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        self._fd = proc.stdout.fileno()
+
+    def settimeout(self, _: float) -> None:
+        """A pipe read has none: pytest's own timeout ends a daemon that never answers."""
+
+    def recv(self, size: int) -> bytes:
+        return os.read(self._fd, size)
+
+
+def test_a_stdio_client_that_reads_its_last_answer_slowly_gets_all_of_it(workdir):
+    """As over TCP: the flush on close waits on a client that keeps reading its stdout pipe, however slowly; it gave
+    up FLUSH_ON_CLOSE_S after the client left, and the process's end cut the answer off."""
+    cwd = "/nowhere/" + ("d" * 200 + "/") * 90000  # 18 MB: ~290 reads of a 64 KiB pipe
+    proc = subprocess.Popen(DAEMON, env=daemon_env(NO_BACKEND), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": workdir.as_uri(), "capabilities": {}}}
+        proc.stdin.write(frame(json.dumps(init).encode()))
+        proc.stdin.flush()
+        read_answers(_StdoutPipe(proc), until_id=1)  # type: ignore[arg-type]  # reads as a socket does
+        new = {"jsonrpc": "2.0", "id": 2, "method": "ollie/session/new", "params": {"cwd": cwd}}
+        proc.stdin.write(frame(json.dumps(new).encode()))
+        proc.stdin.flush()
+
+        def leave() -> None:
+            assert proc.stdin is not None
+            proc.stdin.write(EXIT)
+            proc.stdin.close()
+
+        # As over TCP: ~9 s of reading, the client gone once the answer is coming.
+        answer = read_answers(_StdoutPipe(proc), until_id=2, pause=0.03, leave=leave)[-1]  # type: ignore[arg-type]
+        assert proc.wait(30) in (0, 1)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert f"{cwd} is not an existing directory" in answer["error"]["message"]
+
+
+def read_answers(conn: socket.socket, *, until_id: int, pause: float = 0,
+                 leave: Callable[[], None] | None = None) -> list[dict]:
     """The messages read off `conn` until the answer with `until_id` (requests to the client skipped); `pause`: a
-    slow reader's pause after each chunk."""
+    slow reader's pause after each chunk; `leave`: called once a megabyte came (an answer that large is coming)."""
     conn.settimeout(60)
-    data, answers = bytearray(), []
+    data, answers, received = bytearray(), [], 0
     while not answers or answers[-1].get("id") != until_id:
         end = data.find(b"\r\n\r\n")  # a buffer taken from in place: a long answer is read in linear time
         if end >= 0:
@@ -245,6 +294,10 @@ def read_answers(conn: socket.socket, *, until_id: int, pause: float = 0) -> lis
         chunk = conn.recv(65536)
         assert chunk, "the daemon closed the connection"
         data += chunk
+        received += len(chunk)
+        if leave is not None and received > 1 << 20:
+            leave()
+            leave = None
         time.sleep(pause)
     return answers
 

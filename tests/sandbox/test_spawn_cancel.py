@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import select
 import signal
 import time
 from pathlib import Path
@@ -16,7 +17,8 @@ from ollie.sandbox import spawn as spawn_module
 from ollie.sandbox.errors import HelperDiedError
 from ollie.sandbox.rules import landlock_abi
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
-from tests.procs import new_mark, processes_with
+from ollie.tools.execute.spawn import run_process
+from tests.procs import eventually, new_mark, processes_with
 
 
 @pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
@@ -161,3 +163,51 @@ async def test_a_step_whose_supervisor_died_unheard_is_never_run_again(monkeypat
         assert ran.read_text() == "once\n"
     finally:
         server.close()
+
+
+def _parent(pid: int) -> int:
+    return int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                    if line.startswith("PPid:")))
+
+
+def _watched(pid: int) -> bool:
+    """Whether this process holds a pidfd of `pid` (run_process watches its step's exit with one)."""
+    for fdinfo in Path("/proc/self/fdinfo").iterdir():
+        try:
+            if f"\nPid:\t{pid}\n" in fdinfo.read_text():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
+async def test_a_stop_that_lands_as_the_step_ends_still_stops_the_call(ws):
+    """Bug (CI, loaded): a Stop that came in the loop pass where the step's end was seen was lost (3.11's
+    asyncio.wait_for returns the result then): the call went on, and the edit after it waited 30 s for a step."""
+    marker = f"ollie-stop-at-exit-{new_mark()}"
+    go = ws.work / "go"
+    run = asyncio.ensure_future(run_process(
+        ["bash", "-c", "while [ ! -e go ]; do sleep 0.01; done", marker], policy=ws.default_policy(), cwd=ws.work,
+        env=ws.env, stdin=None, timeout=60, limit_bytes=1 << 16))
+    await eventually(lambda: processes_with(marker), "the step runs")
+    tool = processes_with(marker)[0]
+    init = _parent(tool)  # the step's init (or supervisor): the pid run_process waits on
+    await eventually(lambda: _watched(init) or run.done(), "run_process waits for the step's end")
+    ends = [os.pidfd_open(pid) for pid in (tool, init)]
+    try:
+        go.touch()
+        # The loop is held (on purpose, on events) until the step is over: its next pass sees the end...
+        while ends:
+            ready, _, _ = select.select(ends, [], [], 30)
+            assert ready, "the step did not end"
+            for fd in ready:
+                ends.remove(fd)
+                os.close(fd)
+    finally:
+        for fd in ends:
+            os.close(fd)
+    loop = asyncio.get_running_loop()
+    loop.call_soon(loop.call_soon, run.cancel)  # ...and the Stop comes in the pass after
+    with pytest.raises(asyncio.CancelledError):
+        await run

@@ -462,6 +462,7 @@ async def within_question_timeout(asking: Awaitable[T] | T, denied: T) -> tuple[
     The question itself is cancelled then: the daemon withdraws it from the editor, the terminal stops waiting.
     """
     try:
-        return await asyncio.wait_for(maybe_await(asking), question_timeout_s()), True
+        async with asyncio.timeout(question_timeout_s()):
+            return await maybe_await(asking), True
     except TimeoutError:
         return denied, False

@@ -171,7 +171,8 @@ class Recorder:
         if self._unrecorded:
             return False
         try:
-            return await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(self._io, read), ARCHIVED_READ_S)
+            async with asyncio.timeout(ARCHIVED_READ_S):
+                return await asyncio.get_running_loop().run_in_executor(self._io, read)
         except TimeoutError:
             log.warning("archive check skipped: the store did not answer", extra={"session": self.session_id})
             return False

@@ -54,7 +54,8 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
     health = BackendHealth(ok=False, backend=backend.name, model=backend.model, url=shown_url(backend.base_url),
                            key_set=key_set)
     try:
-        names = await asyncio.wait_for(backend.list_models(), timeout)
+        async with asyncio.timeout(timeout):
+            names = await backend.list_models()
     except BackendUnreachableError as exc:
         health.reachable, health.error, health.hint = False, exc.detail, exc.hint
         return health

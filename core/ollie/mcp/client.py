@@ -219,16 +219,19 @@ class McpServer:
             return
         gone = self._gone
         try:
-            await asyncio.wait_for(session.send_ping(), timeout)
+            async with asyncio.timeout(timeout):
+                await session.send_ping()
         except Exception:  # noqa: BLE001 - the transport ends with the reason; wait for it to be the state
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(gone.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await gone.wait()
 
     async def _restart_if_deaf(self, session: Any) -> None:
         """After a call got no answer: a server that answers no ping either is restarted (each later call would
         wait its whole timeout); one that answers is only slow at that tool and is kept."""
         try:
-            await asyncio.wait_for(session.send_ping(), PING_TIMEOUT_S)
+            async with asyncio.timeout(PING_TIMEOUT_S):
+                await session.send_ping()
         except Exception:  # noqa: BLE001 - no answer (or the connection went): it is stuck
             if self._session is session and not self._closing:
                 self._notify(f"MCP server {self.spec.name!r} answered neither a call nor a ping within "
@@ -240,7 +243,8 @@ class McpServer:
     async def wait_ready(self, timeout: float) -> None:
         """Return once the first start succeeded or failed, or after `timeout` (it keeps starting)."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
 
     def status(self) -> dict[str, Any]:
         """The `ollie/mcp/list` entry of this server."""
@@ -321,7 +325,8 @@ class McpServer:
                 # No timeout of the SDK's: each request has its own (a call's ends with a cancel to the server).
                 async with ClientSession(read, outbox, message_handler=self._on_message) as session:
                     try:
-                        await asyncio.wait_for(session.initialize(), START_TIMEOUT_S)
+                        async with asyncio.timeout(START_TIMEOUT_S):
+                            await session.initialize()
                         self._session = session
                         await self._list(session)
                     except TimeoutError:
@@ -336,7 +341,8 @@ class McpServer:
                 # A server that failed at start said why on stderr: that, not the SDK's "Connection closed".
                 if not isinstance(leaf(exc), _Silent):  # one that is silent still runs: no exit to wait for
                     with contextlib.suppress(TimeoutError):
-                        status = await asyncio.wait_for(done(), STDERR_WAIT_S)
+                        async with asyncio.timeout(STDERR_WAIT_S):
+                            status = await done()
                 if tail():
                     head = _ended(status) or why(exc)
                     raise RuntimeError(f"{head}: {tail()}") from exc
@@ -368,7 +374,8 @@ class McpServer:
             async def exited() -> int | str:
                 status = await proc.wait()
                 with contextlib.suppress(TimeoutError):  # its last words; a child of its may hold stderr open
-                    await asyncio.wait_for(tail.ended.wait(), STDERR_WAIT_S)
+                    async with asyncio.timeout(STDERR_WAIT_S):
+                        await tail.ended.wait()
                 # Not "status -9", as if the server crashed or someone killed it: ollie's own helper was what died.
                 return SANDBOX_STOPPED if proc.report.get("orphaned") else status
 
@@ -377,13 +384,15 @@ class McpServer:
         finally:
             proc.kill_group()  # its whole process group: nothing it started outlives it
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 5)
+                async with asyncio.timeout(5):
+                    await proc.wait()
 
     async def _list(self, session: Any) -> None:
         caps = session.get_server_capabilities()
         tools: list[McpTool] = []
         if caps is None or caps.tools is not None:
-            listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                listed = await session.list_tools()
             tools, left_out = _tools(self.spec.name, listed.tools)
             if left_out and left_out != self._left_out:  # once, not at each listing of the same tools
                 self._notify(f"MCP server {self.spec.name!r}: {left_out} of its {len(listed.tools)} tools left out "
@@ -392,12 +401,14 @@ class McpServer:
             self._left_out = left_out
         prompts: list[McpPrompt] = []
         if caps is not None and caps.prompts is not None:
-            listed_prompts = await asyncio.wait_for(session.list_prompts(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                listed_prompts = await session.list_prompts()
             prompts = [McpPrompt(p.name, (p.description or "")[:MAX_DESCRIPTION],
                                  [a.name for a in p.arguments or []]) for p in listed_prompts.prompts]
         resources: list[McpResource] = []
         if caps is not None and caps.resources is not None:
-            listed_resources = await asyncio.wait_for(session.list_resources(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                listed_resources = await session.list_resources()
             resources = [McpResource(str(r.uri), r.name, (r.description or "")[:MAX_DESCRIPTION])
                          for r in listed_resources.resources[:MAX_LISTED]]
         self.tools, self.prompts, self.resources = tools, prompts[:MAX_LISTED], resources
@@ -508,7 +519,8 @@ class McpServer:
     async def _answer(self, request: Coroutine[Any, Any, T], what: str) -> T:
         """`request`'s answer; TimeoutError naming the server, `what` and its `timeout` when none came in time."""
         try:
-            return await asyncio.wait_for(request, self.spec.timeout)
+            async with asyncio.timeout(self.spec.timeout):
+                return await request
         except TimeoutError:
             raise TimeoutError(f"MCP server {self.spec.name!r} did not answer {what} within {self.spec.timeout:g} s "
                                f"(its `timeout`)") from None

@@ -344,7 +344,8 @@ class StepNet:
 
     async def _answer(self, ask: Question, timeout: float, host: str, port: int, scheme: str) -> str:
         try:
-            answer = await asyncio.wait_for(ask(host, port, self.label, scheme), timeout)
+            async with asyncio.timeout(timeout):
+                answer = await ask(host, port, self.label, scheme)
         except TimeoutError:
             return "timeout"
         except Exception as exc:  # noqa: BLE001 - a failed question denies
@@ -443,7 +444,8 @@ class EgressProxy:
             readable = loop.create_future()
             loop.add_reader(conn.fileno(), lambda: readable.done() or readable.set_result(None))
             try:
-                await asyncio.wait_for(readable, 10)
+                async with asyncio.timeout(10):
+                    await readable
             except TimeoutError:
                 return
             finally:
@@ -493,7 +495,8 @@ class EgressProxy:
         record: dict = {}
         try:
             try:
-                method, host, port, head, early, body = await asyncio.wait_for(read_request(client), HEAD_TIMEOUT_S)
+                async with asyncio.timeout(HEAD_TIMEOUT_S):
+                    method, host, port, head, early, body = await read_request(client)
             except TimeoutError:
                 await _reply(client, 408, f"ollie egress proxy: no whole request head within {HEAD_TIMEOUT_S:g} s")
                 return
@@ -515,7 +518,8 @@ class EgressProxy:
             if method == b"CONNECT":
                 await loop.sock_sendall(client, b"HTTP/1.1 200 Connection established\r\n\r\n")
                 try:
-                    first = await asyncio.wait_for(tunnel_opening(client, host, early), HEAD_TIMEOUT_S)
+                    async with asyncio.timeout(HEAD_TIMEOUT_S):
+                        first = await tunnel_opening(client, host, early)
                 except TimeoutError:
                     record.update(verdict="denied", how=f"no TLS or SSH opening within {HEAD_TIMEOUT_S:g} s")
                     return  # nothing was sent upstream

@@ -222,7 +222,8 @@ class ForkServer:
         exited = loop.create_future()
         loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
         try:
-            await asyncio.wait_for(exited, wait)
+            async with asyncio.timeout(wait):
+                await exited
         except TimeoutError:
             return True
         finally:

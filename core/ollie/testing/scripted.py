@@ -345,7 +345,8 @@ class ScriptedLLMServer:
         if reply.delay:
             try:
                 # A client that gives up closes the connection: the read ends (EOF) before the delay.
-                await asyncio.wait_for(reader.read(1), reply.delay)
+                async with asyncio.timeout(reply.delay):
+                    await reader.read(1)
             except TimeoutError:
                 pass
             else:

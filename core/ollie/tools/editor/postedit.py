@@ -111,7 +111,8 @@ class PostEditDiagnostics:
 
     async def _ask(self, files: list[Path], timeout: float) -> list[Diagnostic] | None:
         try:
-            return await asyncio.wait_for(self._editor.diagnostics(files), max(timeout, 0.01))
+            async with asyncio.timeout(max(timeout, 0.01)):
+                return await self._editor.diagnostics(files)
         except (EditorUnavailable, TimeoutError) as exc:
             logger.info("editor diagnostics unavailable: %s", exc or "timed out")
             return None

@@ -59,7 +59,8 @@ async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript
     try:
         query = parse_query(script.name, call.args)
 
-        text = await asyncio.wait_for(answer(editor, query, ctx.runner.cwd), max(ctx.deadline.remaining(), 0.01))
+        async with asyncio.timeout(max(ctx.deadline.remaining(), 0.01)):
+            text = await answer(editor, query, ctx.runner.cwd)
     except (EditorArgumentError, EditorUnavailable) as exc:
         return Section(label, RunOutcome(error=str(exc)))
     except TimeoutError:

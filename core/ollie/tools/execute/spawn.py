@@ -100,14 +100,15 @@ async def run_process(
     outcome = RunOutcome(warnings=list(proc.warnings))
     try:
         try:
-            await asyncio.wait_for(_exited(proc), timeout)
+            async with asyncio.timeout(timeout):
+                await _exited(proc)
         except TimeoutError:
             outcome.timed_out = True
         # Background children still holding the pipes must not outlive the call.
         proc.kill_group()
         try:
-            outcome.stdout, outcome.stderr, outcome.truncated = await asyncio.wait_for(
-                asyncio.shield(reader), PIPE_GRACE_S)
+            async with asyncio.timeout(PIPE_GRACE_S):
+                outcome.stdout, outcome.stderr, outcome.truncated = await asyncio.shield(reader)
         except TimeoutError:
             # Something still holds the output open (the sweep normally closes it first): end it too.
             proc.kill_pipe_holders()
@@ -134,6 +135,7 @@ async def run_process(
         proc.kill_pipe_holders()
         reader.cancel()
         with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.shield(proc.wait()), 2.0)
+            async with asyncio.timeout(2.0):
+                await asyncio.shield(proc.wait())
         raise
     return outcome
