@@ -106,7 +106,8 @@ class _Chromium:
         to_chromium, self._send = os.pipe()
         self._answers, from_chromium = os.pipe()
         self._proc = subprocess.Popen(
-            ["/bin/sh", "-c", f'exec "$0" "$@" 3<&{to_chromium} 4>&{from_chromium}', chromium, "--headless",
+            # (bash: dash takes no fd above 9, and a test run has more open)
+            ["/bin/bash", "-c", f'exec "$0" "$@" 3<&{to_chromium} 4>&{from_chromium}', chromium, "--headless",
              "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--remote-debugging-pipe",
              f"--user-data-dir={self._profile.name}", "about:blank"],
             pass_fds=(to_chromium, from_chromium), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
