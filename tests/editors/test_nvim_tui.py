@@ -172,6 +172,16 @@ def daemons_of(tmp_path: Path) -> list[str]:
     return [line.strip() for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
 
 
+def daemon_pid(tmp_path: Path) -> int:
+    """The running ollie-lsp's process id (the one started from the test's bin folder): not a wrapper script, nor a
+    child it started that has not run its program yet (its command line is still the daemon's)."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    procs = {int(pid): int(ppid) for pid, ppid, args in (line.split(None, 2) for line in ps.splitlines())
+             if str(tmp_path / "bin" / "ollie-lsp") in args and "/bin/sh" not in args}
+    [pid] = [pid for pid, ppid in procs.items() if ppid not in procs]
+    return pid
+
+
 def daemons_gone(tmp_path: Path, timeout: float = 30) -> list[str]:
     """Wait for the daemons running now (daemons_of) to exit, each told by its pidfd; those left after `timeout`."""
     deadline = time.monotonic() + timeout
@@ -724,8 +734,7 @@ def test_a_prompt_whose_daemon_dies_before_its_turn_goes_back_in_the_input_and_t
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "The first answer." in s and "(end)" in s, "the first answer")
-        ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-        [pid] = [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
+        pid = daemon_pid(tmp_path)
         os.kill(pid, signal.SIGSTOP)  # it reads the prompt only once it runs again: never
         send_in_chat(tmux, typed)
         tmux.wait(lambda s: "sending" in s, "the prompt on its way")

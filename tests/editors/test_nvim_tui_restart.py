@@ -18,7 +18,16 @@ import pytest
 
 from ollie.testing import Reply
 
-from .test_nvim_tui import FLOAT_PICKER, Tmux, assert_clean, back_in_input, daemons_gone, send_in_chat, start_nvim
+from .test_nvim_tui import (
+    FLOAT_PICKER,
+    Tmux,
+    assert_clean,
+    back_in_input,
+    daemon_pid,
+    daemons_gone,
+    send_in_chat,
+    start_nvim,
+)
 from .test_nvim_tui_commands import chat_text
 
 
@@ -31,14 +40,6 @@ def wrap_daemon(tmp_path: Path, body: str) -> Path:
     link.write_text(f'#!/bin/sh\nreal="{real}"\nlog="{log}"\n{body}\n')
     link.chmod(0o755)
     return log
-
-
-def daemon_pid(tmp_path: Path) -> int:
-    """The running ollie-lsp's process id (the one started from the test's bin folder)."""
-    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
-    [pid] = [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line
-             and "/bin/sh" not in line]
-    return pid
 
 
 def until(cond: Callable[[], bool], what: str, timeout: float = 30) -> None:
