@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from .test_nvim_tui import Tmux
 HERE = Path(__file__).resolve().parent
 
 
+@functools.cache  # (an Emacs start of 0.2 CPU-s: once per run)
 def emacs_with_eglot() -> str:
     """The path of Emacs, failing the test when Emacs or its eglot is missing."""
     emacs = shutil.which("emacs")

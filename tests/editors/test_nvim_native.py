@@ -46,7 +46,7 @@ def readme_snippet() -> str:
 def test_readmes_snippet_in_init_lua_gives_the_file_opened_ollies_code_actions(tmp_path: Path, scripted_llm):
     """`nvim code.py` with README's snippet in init.lua, as a new user sets it up: `vim.lsp.start` ran there, before
     code.py was read, and attached ollie to no buffer: the code action menu had none of ollie's actions."""
-    from .test_nvim_tui import Tmux
+    from .test_nvim_tui import NO_PYTHON_PROVIDER, Tmux
 
     srv = scripted_llm("openai")
     srv.script(Reply.text("It adds its arguments."))
@@ -62,7 +62,7 @@ def test_readmes_snippet_in_init_lua_gives_the_file_opened_ollies_code_actions(t
     (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
     env = {**os.environ, **srv.env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
     tmux = Tmux(f"ollie-native-{os.getpid()}-{tmp_path.name}", ws, env,
-                [_nvim(), "-u", str(init), "-i", "NONE", "-n", "code.py"], size=(100, 30))
+                [_nvim(), *NO_PYTHON_PROVIDER, "-u", str(init), "-i", "NONE", "-n", "code.py"], size=(100, 30))
     try:
         tmux.wait(lambda s: "return a + b" in s, "nvim to start")
         # Said by the test's own autocmd once ollie is attached to code.py and initialized (its start takes seconds).

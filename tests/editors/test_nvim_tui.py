@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -27,10 +29,16 @@ if TYPE_CHECKING:
     from tests.netserver import Listener
 
 PLUGIN = Path(__file__).resolve().parents[2] / "editors" / "nvim"
+# Neovim's python3 provider check (asked by its ftplugin of the first Python file opened) runs python3, python3.13,
+# python3.12, ... each through pyenv's shims where they are on PATH: ~1 s of CPU and 5 s of each start, for nothing
+# ollie uses.
+NO_PYTHON_PROVIDER = ["--cmd", "let g:loaded_python3_provider = 0"]
 
 
 class Tmux:
-    """One tmux server of its own (its own socket), one window running a command."""
+    """One tmux server of its own (its own socket), one window running a command, and a control-mode client of it
+    (`tmux -C`) that asks for the screen without a tmux process per look (0.1 s apart: looks at each draw caught
+    Neovim's screens half drawn) and tells when the command quit."""
 
     def __init__(self, socket: str, cwd: Path, env: dict[str, str], command: list[str],
                  size: tuple[int, int] = (160, 40)) -> None:
@@ -45,6 +53,41 @@ class Tmux:
         subprocess.run([*self.base, "start-server", ";", "set-option", "-g", "default-terminal", "tmux-256color", ";",
                         "new-session", "-d", "-s", "t", "-x", str(size[0]), "-y", str(size[1]),
                         "-e", "COLORTERM=truecolor", *command], cwd=cwd, env=env, check=True)
+        # (A control client takes no part in the window's size.)
+        self._control = subprocess.Popen([*self.base, "-C", "attach", "-t", "t"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, encoding="utf-8",
+                                         errors="replace")
+        self._answers: queue.Queue[tuple[bool, str]] = queue.Queue()
+        self._ended = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        """Take the control client's lines: our commands' answers (a block flagged 1), until the session ends."""
+        assert self._control.stdout
+        block: list[str] | None = None
+        for line in self._control.stdout:
+            if block is not None and line.startswith(("%end ", "%error ")):
+                self._answers.put((line.startswith("%end "), "".join(block)))
+                block = None
+            elif block is not None:
+                block.append(line)
+            elif line.startswith("%begin ") and line.split()[3] == "1":
+                block = []
+        self._ended.set()  # the command quit (its session with it), or the server was killed
+        self._answers.put((False, "the tmux session ended"))
+
+    def _command(self, command: str) -> str:
+        """A tmux command's output, through the control client."""
+        assert self._control.stdin
+        if not self._ended.is_set():
+            with contextlib.suppress(OSError):
+                self._control.stdin.write(command + "\n")
+                self._control.stdin.flush()
+        ok, out = self._answers.get(timeout=30)
+        if not ok:
+            self._answers.put((ok, out))  # (an ended session answers every later command so)
+            raise RuntimeError(f"tmux {command}: {out}")
+        return out
 
     def keys(self, *keys: str, literal: bool = False) -> None:
         """Send keys (tmux names: Enter, Escape, C-j) or, literal, text as typed."""
@@ -57,8 +100,7 @@ class Tmux:
 
     def screen(self, *, colours: bool = False) -> str:
         """The visible screen as text (with colours: its SGR escape sequences kept)."""
-        return subprocess.run([*self.base, "capture-pane", "-p", *(["-e"] if colours else []), "-t", "t"],
-                              capture_output=True, text=True, check=True).stdout
+        return self._command(f"capture-pane -p{' -e' if colours else ''} -t t")
 
     def wait(self, cond: Callable[[str], bool], what: str, timeout: float = 30) -> str:
         """Poll the screen until `cond(screen)`; fail with the screen otherwise."""
@@ -69,7 +111,7 @@ class Tmux:
                 return screen
             if time.monotonic() > deadline:
                 pytest.fail(f"timed out waiting for {what}; screen:\n{screen}")
-            time.sleep(0.1)
+            self._ended.wait(0.1)
 
     def keep(self, name: str, screen: str) -> str:
         """Keep a screen (text and colours) under the captures folder, and for the checks at the end."""
@@ -81,17 +123,19 @@ class Tmux:
 
     def alive(self) -> bool:
         """Whether the command still runs (its tmux session ends with it)."""
-        return subprocess.run([*self.base, "has-session", "-t", "t"], capture_output=True).returncode == 0
+        return not self._ended.is_set()
 
     def wait_exit(self, command: str, timeout: float = 30) -> None:
         """Wait until the command (Neovim) has quit; fail with the screen otherwise."""
-        deadline = time.monotonic() + timeout
-        while self.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not self.alive(), f"nvim did not quit on {command}:\n{self.screen()}"
+        assert self._ended.wait(timeout), f"nvim did not quit on {command}:\n{self.screen()}"
 
     def close(self) -> None:
         subprocess.run([*self.base, "kill-server"], capture_output=True)
+        self._control.wait(timeout=30)
+        self._ended.wait(timeout=30)  # (its reader has read to the end)
+        assert self._control.stdin and self._control.stdout
+        self._control.stdin.close()
+        self._control.stdout.close()
 
 
 def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size: tuple[int, int] = (160, 40), *,
@@ -115,16 +159,40 @@ def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size:
     env = {**os.environ, **env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
     # A socket per test: one test's server ending must not race the next one's start on the same socket.
     tmux = Tmux(f"ollie-tui-{os.getpid()}-{tmp_path.name}{window}", ws, env,
-                [_nvim(), "-u", str(init), "-i", "NONE", "-n", next(iter(files))], size=size)
+                [_nvim(), *NO_PYTHON_PROVIDER, "-u", str(init), "-i", "NONE", "-n", next(iter(files))], size=size)
     tmux.captures = tmp_path / f"captures{window}"
     tmux.captures.mkdir(exist_ok=True)
     return tmux
 
 
 def daemons_of(tmp_path: Path) -> list[str]:
-    """The command lines of the ollie-lsp processes started from the test's bin folder (start_nvim's link)."""
-    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
+    """The process ids and command lines of the ollie-lsp processes started from the test's bin folder (start_nvim's
+    link)."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    return [line.strip() for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
+
+
+def daemon_pid(tmp_path: Path) -> int:
+    """The running ollie-lsp's process id (the one started from the test's bin folder): not a wrapper script, nor a
+    child it started that has not run its program yet (its command line is still the daemon's)."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    procs = {int(pid): int(ppid) for pid, ppid, args in (line.split(None, 2) for line in ps.splitlines())
+             if str(tmp_path / "bin" / "ollie-lsp") in args and "/bin/sh" not in args}
+    [pid] = [pid for pid, ppid in procs.items() if ppid not in procs]
+    return pid
+
+
+def daemons_gone(tmp_path: Path, timeout: float = 30) -> list[str]:
+    """Wait for the daemons running now (daemons_of) to exit, each told by its pidfd; those left after `timeout`."""
+    deadline = time.monotonic() + timeout
+    for line in daemons_of(tmp_path):
+        with contextlib.suppress(ProcessLookupError):  # (gone already)
+            pidfd = os.pidfd_open(int(line.split()[0]))
+            try:
+                select.select([pidfd], [], [], max(0, deadline - time.monotonic()))
+            finally:
+                os.close(pidfd)
+    return daemons_of(tmp_path)
 
 
 def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
@@ -132,9 +200,7 @@ def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
     tmux.keys(":qa!", "Enter")
     tmux.wait_exit(":qa!")
     tmux.close()
-    deadline = time.monotonic() + 30
-    while daemons_of(tmp_path) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    daemons_gone(tmp_path)
 
 
 def choice(screen: str, name: str) -> str:
@@ -246,10 +312,7 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         # `:q!` quits the editor at once: no second `:q` for the chat left alone on the screen.
         tmux.keys(":q!", "Enter")
         tmux.wait_exit(":q!")
-        deadline = time.monotonic() + 30
-        while (daemons := daemons_of(tmp_path)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not daemons, daemons
+        assert not (daemons := daemons_gone(tmp_path)), daemons
         assert_clean(tmux.screens)
     finally:
         story.set()
@@ -671,8 +734,7 @@ def test_a_prompt_whose_daemon_dies_before_its_turn_goes_back_in_the_input_and_t
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "The first answer." in s and "(end)" in s, "the first answer")
-        ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-        [pid] = [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line]
+        pid = daemon_pid(tmp_path)
         os.kill(pid, signal.SIGSTOP)  # it reads the prompt only once it runs again: never
         send_in_chat(tmux, typed)
         tmux.wait(lambda s: "sending" in s, "the prompt on its way")

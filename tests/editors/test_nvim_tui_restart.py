@@ -18,7 +18,16 @@ import pytest
 
 from ollie.testing import Reply
 
-from .test_nvim_tui import FLOAT_PICKER, Tmux, assert_clean, back_in_input, send_in_chat, start_nvim
+from .test_nvim_tui import (
+    FLOAT_PICKER,
+    Tmux,
+    assert_clean,
+    back_in_input,
+    daemon_pid,
+    daemons_gone,
+    send_in_chat,
+    start_nvim,
+)
 from .test_nvim_tui_commands import chat_text
 
 
@@ -31,14 +40,6 @@ def wrap_daemon(tmp_path: Path, body: str) -> Path:
     link.write_text(f'#!/bin/sh\nreal="{real}"\nlog="{log}"\n{body}\n')
     link.chmod(0o755)
     return log
-
-
-def daemon_pid(tmp_path: Path) -> int:
-    """The running ollie-lsp's process id (the one started from the test's bin folder)."""
-    ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
-    [pid] = [int(line.split()[0]) for line in ps.splitlines() if str(tmp_path / "bin" / "ollie-lsp") in line
-             and "/bin/sh" not in line]
-    return pid
 
 
 def until(cond: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -90,13 +91,17 @@ def test_requests_made_while_ollie_restart_is_under_way_wait_for_the_one_fresh_d
 
 
 # A wrapper's first lines: a child it leaves holds the daemon's output open until the test lets it go (let_go), and
-# Neovim tells the plugin of the daemon's exit only once that output closes (as under load, loop turns later).
-HOLD = 'mkfifo "$log.$$"\nread _ < "$log.$$" &\n'
+# Neovim tells the plugin of the daemon's exit only once that output closes (as under load, loop turns later). Once
+# the test is done (`$log-done`), a child holds nothing: one of a wrapper that made its fifo after let_go's last look
+# waited for good, an orphan (":OllieRestart" says so as it starts the fresh daemon, before its wrapper ran).
+HOLD = 'mkfifo "$log.$$"\n[ -e "$log-done" ] || read _ < "$log.$$" &\n'
 
 
 def let_go(log: Path, *, but_started: bool = False, done: bool = False) -> bool:
     """Let the children HOLD left go, each once it waits (but those of `exit 3` daemons; done: any, as Neovim quit);
     False (for a wait's poll)."""
+    if done:
+        Path(f"{log}-done").touch()  # (before the look: a fifo made after it is never waited on)
     fifos = list(log.parent.glob(log.name + ".*"))
     kept = started(log) if but_started and log.exists() else []  # (read after: a start is logged before its HOLD)
     for fifo in fifos:
@@ -108,6 +113,14 @@ def let_go(log: Path, *, but_started: bool = False, done: bool = False) -> bool:
         except OSError:
             pass
     return False
+
+
+def quit_and_let_go(tmux: Tmux, log: Path, tmp_path: Path) -> None:
+    """Neovim gone (its tmux server killed) and every child HOLD left let go; no process of the test's `ollie-lsp` (a
+    daemon, a wrapper's child) is left behind."""
+    tmux.close()
+    let_go(log, done=True)
+    assert not (left := daemons_gone(tmp_path)), left
 
 
 def neovims_daemons(tmux: Tmux) -> list[str]:
@@ -157,8 +170,7 @@ def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_
         if broken != "missing":  # the restart's start and the one after its exit, restarted once
             assert len(started(log)) == 2, log.read_text()
     finally:
-        tmux.close()
-        let_go(log, done=True)
+        quit_and_let_go(tmux, log, tmp_path)
 
 
 def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_turn_showed(tmp_path: Path,
@@ -396,5 +408,4 @@ def test_ollie_restart_after_the_daemon_died_before_neovim_told_starts_one_daemo
         assert "was restarted" not in unwrapped(done), done  # (not taken for a crash)
         assert len(started(log)) == 2, log.read_text()  # the first and the restart's
     finally:
-        tmux.close()
-        let_go(log, done=True)
+        quit_and_let_go(tmux, log, tmp_path)
