@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ollie.sandbox.policy import parse_policy
-from ollie.tools.execute.sandboxnotes import denied_notes
+from ollie.tools.execute.sandboxnotes import denied_notes, network_notes
 
 
 def test_each_way_programs_report_a_refusal_is_read(tmp_path: Path):
@@ -37,3 +37,14 @@ def test_each_way_programs_report_a_refusal_is_read(tmp_path: Path):
     assert [note.split(" is outside the ")[1].split(" paths ")[0] for note in tools] == ["allowed", "writable"], tools
     assert f"{outside}/a b.txt" in tools[0] and "filesystem.ro in p.yaml" in tools[0], tools
     assert tools[1].startswith("blocked by ollie's sandbox: /etc/hosts") and "filesystem.rw in p.yaml" in tools[1]
+
+
+def test_a_step_gets_at_most_three_network_notes_link_local_ones_counted(tmp_path: Path):
+    """Link-local refusals were noted apart from the count: three of them let every later refused address add its
+    note (a step trying a whole subnet got a note per host)."""
+    policy = parse_policy("filesystem: {rw: ['{CWD}']}\n", source="p.yaml", name="p", cwd=tmp_path)
+    refused = [{"host": host, "port": 80, "verdict": "denied", "how": "non-public address"}
+               for host in ("169.254.169.254", "169.254.0.1", "fe80::1", "10.0.0.1", "10.0.0.2", "10.0.0.3")]
+    notes = network_notes(policy, refused)
+    assert len(notes) == 3, notes
+    assert all("is a link-local address" in note for note in notes), notes

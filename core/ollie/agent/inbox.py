@@ -4,23 +4,22 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 # A postTurn hook that keeps exiting 2 would loop forever: after this many continuations in a row, stop.
 MAX_CONTINUATIONS = 10
 
 
+@dataclass(eq=False, repr=False, slots=True)
 class _Prompt:
     """One queued prompt; an object, so the one holding idle injects is found by identity, not by text."""
 
-    __slots__ = ("after", "held", "text")
-
-    def __init__(self, text: str, *, after: int = -1) -> None:
-        self.text = text
-        # Queued before an interrupt: it waits for the user's word (`release`), never runs on its own.
-        self.held = False
-        # It runs once more than this many turns have ended: one its sender queued after seeing the last turn end
-        # waits for the next turn's end, even when a loop still draining the queue for that ended turn comes to it.
-        self.after = after
+    text: str
+    # It runs once more than this many turns have ended: one its sender queued after seeing the last turn end
+    # waits for the next turn's end, even when a loop still draining the queue for that ended turn comes to it.
+    after: int = -1
+    # Queued before an interrupt: it waits for the user's word (`release`), never runs on its own.
+    held: bool = False
 
 
 class Inbox:
@@ -146,8 +145,7 @@ class Inbox:
     def queue(self, text: str, *, for_next_end: bool = False, held: bool = False) -> int:
         """Add a prompt to the FIFO; returns its depth. With `for_next_end` it waits for a turn to end after now;
         `held`, for the user's word (`release`)."""
-        self._prompts.append(prompt := _Prompt(text, after=self._ends if for_next_end else -1))
-        prompt.held = held
+        self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held))
         self._on_queued()
         return len(self._prompts)
 

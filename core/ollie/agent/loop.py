@@ -140,7 +140,9 @@ class AgentLoop:
         """Run the turn for `prompt` (and its `images`) to its end."""
         host = self.host
         await loop_share().wait_turn()  # a turn's start and first save: one session's step in a pass, not 50
-        if images and (refused := await self._refuse_images()):
+        if images and await self._sees_images() is False:  # (None: the server does not say, so they go)
+            refused = (f"{self.host.require_backend().model} does not take images: pick a model that does (/model) "
+                       "or send the prompt without them")
             self.bus.emit("error", refused)
             return TurnResult("", "error", refused)
         pre = await host.run_hook("preTurn", {"prompt": prompt})
@@ -185,13 +187,6 @@ class AgentLoop:
         except TurnFailed:
             return None  # the turn itself ends with why there is no backend
         return await backend.takes_images()
-
-    async def _refuse_images(self) -> str:
-        """Why a prompt's images cannot go to the model ('' when they can, or the server does not say)."""
-        if await self._sees_images() is False:
-            return (f"{self.host.require_backend().model} does not take images: pick a model that does (/model) or "
-                    "send the prompt without them")
-        return ""
 
     def _drop_images(self) -> bool:
         """The vendor refused images: every one leaves the history, a note in its place (or every later request

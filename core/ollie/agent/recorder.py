@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -177,31 +178,35 @@ class Recorder:
             log.warning("archive check skipped: the store did not answer", extra={"session": self.session_id})
             return False
 
-    def _stamp(self, *, turn_started: bool = False, turn_completed: bool = False, result: str | None = None) -> None:
-        """Queue an activity stamp (in order, not waited for); it never fails the session."""
+    def _write(self, write: Callable[[Registry], object], skipped: str, *, level: int = logging.INFO,
+               session: str = "") -> None:
+        """Queue a registry write (in order on `io`, not waited for); a failure is logged as `skipped`, never raised:
+        it never fails the session."""
 
-        def touch() -> None:
+        def run() -> None:
             try:
-                self._registry().touch(self.session_id, turn_started=turn_started, turn_completed=turn_completed,
-                                       result=result)
+                write(self._registry())
             except (SessionError, *unavailable()) as exc:
-                log.info("registry touch skipped: %s", exc, extra={"session": self.session_id})
+                log.log(level, "%s: %s", skipped, exc, extra={"session": session or self.session_id})
 
-        self._io.submit(touch)
+        self._io.submit(run)
+
+    def _stamp(self, *, turn_started: bool = False, turn_completed: bool = False, result: str | None = None) -> None:
+        """Queue an activity stamp."""
+        self._write(lambda registry: registry.touch(self.session_id, turn_started=turn_started,
+                                                    turn_completed=turn_completed, result=result),
+                    "registry touch skipped")
 
     def _title_untitled(self, title: str, *, was: str = "") -> None:
         """Queue: an untitled session (titled `was`) is listed by `title`, its first prompt's words (unless someone
         named it meanwhile)."""
 
-        def retitle() -> None:
+        def retitle(registry: Registry) -> None:
             scope = Scope(user_id=self.user)
-            try:
-                if self._registry().get(scope, self.session_id).title == was:
-                    self._registry().rename(scope, self.session_id, title)
-            except (SessionError, *unavailable()) as exc:
-                log.info("automatic title skipped: %s", exc, extra={"session": self.session_id})
+            if registry.get(scope, self.session_id).title == was:
+                registry.rename(scope, self.session_id, title)
 
-        self._io.submit(retitle)
+        self._write(retitle, "automatic title skipped")
 
     def _follow_rewind(self, turns: bool) -> None:
         """A rewind of every turn (`turns`: some are left) takes back the title the first prompt gave (a fresh
@@ -222,29 +227,17 @@ class Recorder:
         if agent == self._request.agent_id:
             return
         self._request.agent_id = agent  # a record put off is made with it
-
-        def switch() -> None:
-            try:
-                self._registry().set_agent(Scope(user_id=self.user), self.session_id, agent)
-            except (SessionError, *unavailable()) as exc:
-                log.warning("the agent switch is not recorded: %s", exc, extra={"session": self.session_id})
-
         if not self._unrecorded:
-            self._io.submit(switch)
+            self._write(lambda registry: registry.set_agent(Scope(user_id=self.user), self.session_id, agent),
+                        "the agent switch is not recorded", level=logging.WARNING)
 
     def _follow_kept(self, kept_id: str, title: str) -> None:
         """Queue: the record of the session an agent switch saved the conversation as (`Core.switch_agent`), in the
         agent it ran, listed to resume; the title goes with the conversation, and this session starts untitled."""
         request = Request(id=kept_id, user_id=self.user, agent_id=self._request.agent_id, kind=self._request.kind,
                           channel=self._channel, title=title)
-
-        def ensure() -> None:
-            try:
-                self._registry().ensure(request)
-            except (SessionError, *unavailable()) as exc:
-                log.warning("the saved conversation is not recorded: %s", exc, extra={"session": kept_id})
-
-        self._io.submit(ensure)
+        self._write(lambda registry: registry.ensure(request), "the saved conversation is not recorded",
+                    level=logging.WARNING, session=kept_id)
         if self.title:
             self._title_untitled("", was=self.title)
             self.renamed("")

@@ -176,7 +176,7 @@ async def build_runtime(
     return Runtime(
         backend=None,  # built by the caller (AgentSetup) from the config and the user's choice
         dispatcher=dispatcher,
-        hooks=Hooks(cfg.hooks),
+        hooks=Hooks(cfg.hooks, box=box),  # in the session's command sandbox, as its prompt commands
         preamble=preamble,
         tools=[_as_backend_tool(i) for i in infos],
         tool_infos=infos,

@@ -17,8 +17,6 @@ import attrs
 from ollie import beneath, paths, programs
 from ollie.agent.commandbox import DEFAULT_COMMAND_SANDBOX, UNSANDBOXED
 from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for_agent, build_agent_runtime
-from ollie.agent.hooks import Hooks
-from ollie.agent.prompt import box_for
 from ollie.agent.runtime import Runtime, cancel_prompt, execute_servers
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
@@ -78,7 +76,6 @@ class Setup:
         except BaseException:
             release()
             raise
-        _bind_session(runtime, cfg, session_id)
         setup = cls(agent=agent, runtime=runtime, cwd=cwd, env=env, backend_factory=backend_factory,
                     dispatcher_factory=dispatcher_factory, agents_dirs_given=agents_dirs)
         setup._release = release
@@ -209,7 +206,6 @@ class Setup:
         runtime = await build_agent_runtime(
             cfg, dispatcher_factory=self.dispatcher_factory, cwd=self.cwd, session_id=session_id, env=self.env
         )
-        _bind_session(runtime, cfg, session_id)
         try:
             kept = await first()
         except BaseException:
@@ -221,11 +217,6 @@ class Setup:
         if retired is not None:
             self.backend_error = ""
         return old, retired, [*runtime.warnings, *([problem] if problem else [])], kept
-
-
-def _bind_session(runtime: Runtime, cfg: AgentConfig, session_id: str) -> None:
-    """Run the agent's hooks in the session's command sandbox."""
-    runtime.hooks = Hooks(cfg.hooks, box=box_for(cfg.prompt, session_id))
 
 
 def sandbox_warnings(runtime: Runtime) -> list[str]:

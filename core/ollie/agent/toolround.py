@@ -269,25 +269,17 @@ class ToolRound:
         batch: list[tuple[ToolCall, dict[str, Any]]] = []
         for call in calls:
             args, problem = parse_arguments(call)
-            if args is None:
-                outcomes.extend(await self._flush(batch))
-                batch = []
-                self._announce(call, None)
-                outcomes.append(self._finish(CallOutcome(call, problem, True)))
-                continue
-            refusal = await self.approve(call.id, call.name, args) if self.approve is not None else None
-            if refusal is not None:  # rejected or refused: the model gets why, nothing runs
-                outcomes.extend(await self._flush(batch))
-                batch = []
-                self._announce(call, args)
-                outcomes.append(self._finish(CallOutcome(call, refusal, True)))
-                continue
-            if self.runtime.classify_parallel(call.name, args) == "read":
+            if args is not None and self.approve is not None:
+                problem = await self.approve(call.id, call.name, args) or ""
+            if args is not None and not problem and self.runtime.classify_parallel(call.name, args) == "read":
                 batch.append((call, args))
                 continue
             outcomes.extend(await self._flush(batch))
             batch = []
             self._announce(call, args)
+            if args is None or problem:  # bad arguments, rejected or refused: the model gets why, nothing runs
+                outcomes.append(self._finish(CallOutcome(call, problem, True)))
+                continue
             self._started(call)
             await self._diagnose_before(call)
             outcome = await self._tracked([call], partial(self._lifecycle, call, args, read_safe=False))

@@ -6,12 +6,12 @@ import asyncio
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ollie.backend.images import ImageError
 from ollie.cli.attach import attached_images
@@ -45,7 +45,6 @@ STEP_ANSWERS: dict[str, Outcome] = {
 # A line that only answers a question: the first one after a question was withdrawn is not sent as a prompt.
 LATE_ANSWERS = frozenset(STEP_ANSWERS)
 DIFF_LINES_MAX = 60
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -295,16 +294,6 @@ def _saved(session_id: str) -> bool:
         return False
 
 
-async def _withdrawable(lines: InputLines, question: Awaitable[T]) -> T:
-    """`question`'s answer; one withdrawn unanswered (its step ended, the turn stopped) ends its line saying so."""
-    try:
-        return await question
-    except asyncio.CancelledError:
-        print("\n(withdrawn: nothing waits for this answer any more)", file=sys.stderr, flush=True)
-        lines.withdrawn()
-        raise
-
-
 def _code_lines(what: str) -> str:
     """`what` indented and escaped (a `\\r` could hide what runs), each line ended, a note if it had controls."""
     # split("\n"), not splitlines(): that would also break at \r, \x0b, \x1c-\x1e and hide them.
@@ -315,8 +304,13 @@ def _code_lines(what: str) -> str:
 
 async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
     """Put a step to the user (its title escaped): once, for this session (a connection), always, reject, or reject
-    with feedback."""
-    return await _withdrawable(lines, _step_answer(renderer, lines, question))
+    with feedback; one withdrawn unanswered (its step ended, the turn stopped) ends its line saying so."""
+    try:
+        return await _step_answer(renderer, lines, question)
+    except asyncio.CancelledError:
+        print("\n(withdrawn: nothing waits for this answer any more)", file=sys.stderr, flush=True)
+        lines.withdrawn()
+        raise
 
 
 async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:

@@ -55,19 +55,12 @@ async def execute_code(ctx: CallContext, request: CodeRequest) -> ToolResult:
             if failed:
                 sections.append(Section(f"step {n}", None, "skipped: an earlier step failed"))
                 continue
-            if isinstance(step, ParallelGroup):
-                group = await asyncio.gather(
-                    *(_run_step(ctx, s, scratch, f"{n}.{i}") for i, s in enumerate(step.steps, 1))
-                )
-                sections.extend(group)
-                failed = any(not s.outcome.ok for s in group if s.outcome is not None)
-            else:
-                section = await _run_step(ctx, step, scratch, str(n))
-                sections.append(section)
-                failed = section.outcome is not None and not section.outcome.ok
+            parallel = isinstance(step, ParallelGroup)
+            group = await asyncio.gather(*(_run_step(ctx, s, scratch, f"{n}.{i}" if parallel else str(n))
+                                           for i, s in enumerate(step.steps if parallel else (step,), 1)))
+            sections.extend(group)
+            failed = any(s.outcome is not None and not s.outcome.ok for s in group)
     return ctx.result(sections, failed=failed)
-
-
 
 
 def shares_lock(item: Resolved) -> bool:
@@ -93,6 +86,7 @@ def batches(calls: list[Resolved]) -> list[list[Resolved]]:
 
 # What tools/file_read prints, alone, for an image (its IMAGE_MARK): never a numbered line of a text file.
 IMAGE_MARK = b"[image:"
+
 
 async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge | None,
                     editor: EditorKnowledge | None = None) -> Section:

@@ -110,10 +110,7 @@ def network_notes(policy: Policy, connections: Iterable[dict]) -> list[str]:
         if _link_local(host):  # never "the user can add" it: what a model would quote to have it allowed
             note = (f"blocked by ollie's sandbox: {host}:{port} is a link-local address, where a cloud machine's "
                     "metadata service hands out its credentials: not one for network.allow")
-            if note not in notes:
-                notes.append(note)
-            continue
-        if (service := _LOCAL_SERVICES.get(port if isinstance(port, int) else -1)) is not None:  # the model chose it
+        elif (service := _LOCAL_SERVICES.get(port if isinstance(port, int) else -1)) is not None:  # the model chose it
             note = (f"blocked by ollie's sandbox: {host}:{port} is this machine or its network, and port {port} is "
                     f"{service}: not one for network.allow, which would hand it to every step")
         else:
