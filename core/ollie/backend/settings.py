@@ -143,7 +143,9 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
                 f"or set {spec.url_var} to where Ollama runs{f' ({where})' if where else ''}; or use a hosted API: "
                 "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
     now = f"now {shown_url(url)}{f'; {where}' if where else ''}"
-    return f"check the network, or set {spec.url_var} to the API's URL ({now})"
+    # A server on this machine or its network that does not answer is most often one not started yet.
+    first = "start the server there" if provider_name(spec, url) == "local" else "check the network"
+    return f"{first}, or set {spec.url_var} to the API's URL ({now})"
 
 
 def missing_model_hint(spec: BackendSpec, model: str) -> str:
