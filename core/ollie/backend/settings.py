@@ -47,6 +47,8 @@ class BackendSpec:
         if env.get(self.vendor_key_var):
             return (f"{self.key_var} ({self.vendor_key_var} is set, but ollie sends it only to {self.default_url}, "
                     f"not to {written_url(url)})")
+        if provider_name(self, url) == "local":  # llama.cpp, LM Studio, vLLM: most check no key, the user has none
+            return f"{self.key_var} (a server on this machine or network that checks none takes any: {self.key_var}=none)"
         return self.key_var
 
     def _vendors_own(self, url: str) -> bool:
