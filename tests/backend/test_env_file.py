@@ -80,7 +80,9 @@ async def test_an_unreachable_url_from_the_file_names_its_line(tmp_path, monkeyp
             await first_event(backend)
         health = await check_backend(backend)
     where = f"OLLIE_OPENAI_URL is set on line 3 of {env_file}"
-    assert caught.value.hint == f"check the network, or set OLLIE_OPENAI_URL to the API's URL (now {url[:-1]}; {where})"
+    # A server on this machine is to be started: "check the network" sent the user looking elsewhere.
+    assert caught.value.hint == (f"start the server there, or set OLLIE_OPENAI_URL to the API's URL (now {url[:-1]}; "
+                                 f"{where})")
     assert health.hint == caught.value.hint
 
     env_file.write_text(f"# local\nOLLIE_OLLAMA_URL={closed_url()}\n")
@@ -92,3 +94,6 @@ async def test_an_unreachable_url_from_the_file_names_its_line(tmp_path, monkeyp
     async with aclosing(make_backend()) as backend:
         health = await check_backend(backend)
     assert "OLLIE_OLLAMA_URL to where Ollama runs;" in health.hint and str(env_file) not in health.hint
+    # A hosted API's address that does not answer is the network's (or the URL's) problem, not a server to start.
+    from ollie.backend.settings import SPECS, unreachable_hint
+    assert unreachable_hint(SPECS["openai"], "https://api.example.com/v1", "m").startswith("check the network, or")

@@ -232,7 +232,7 @@ def test_help_fits_a_terminal(llm, tmp_path):
         at = term.wait_for(r"default> ")
         end = term.answer("/help", r"/help \[command\] +this list\n", after=at)
         shown = term.text[at:end].split("commands:\n", 1)[1].splitlines()
-        assert max(len(line) for line in shown) <= 100, "\n".join(shown)
+        assert max(len(line) for line in shown) <= 80, "\n".join(shown)  # 100 wrapped in an 80-column terminal
         assert "  /model [name]        show or switch the model" in shown, "\n".join(shown)
         assert term.close() == 0
 
@@ -350,3 +350,21 @@ def test_a_resumed_long_session_shows_its_last_turns_and_says_how_much_is_above(
                                 "lists the last n messages\ndefault> question 2\nanswer 2\n"), shown
         assert "question 1\n" not in shown
         assert again.close() == 0
+
+
+def test_a_resumed_session_shows_its_steps_as_they_were_shown_live(llm, tmp_path):
+    # Resumed, a step showed as its call's JSON (`▸ call_tool {"calls": [...]}`), and a result the model had seen
+    # as its stand-in (`[cold result of call_tool collapsed: 3 lines, 60 bytes; began: ...]`).
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    read = ("call_tool", {"calls": [{"tool": "file_read", "args": ["calc.py"]}]})
+    llm.script(Reply(text="Reading.", tool_calls=[read]), Reply.text("add subtracts"))
+    first = run_ollie(["-p", "why does add fail?", "--cwd", str(tmp_path)], env=llm.env())
+    saved = re.search(r"ollie: session (\S+)", first.stderr)
+    assert first.returncode == 0 and saved, first.stderr
+    assert "▸ Read calc.py\n" in first.stdout + first.stderr, first
+    with Terminal(["--session", saved[1], "--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"add subtracts\n")
+        shown = term.text[:at].split("Ctrl-D to quit.\n", 1)[1]
+        assert re.search(r"Reading\.\n▸ Read calc\.py\n  \(output seen by the model, then collapsed: \d+ lines\)\n",
+                         shown), shown
+        assert term.close() == 0

@@ -27,7 +27,7 @@ from ollie.workspace.errors import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
 HELP_USAGE_COLUMN = 24  # /help's usage column; a longer usage goes on a line of its own
-HELP_WIDTH = 100  # /help's lines, summaries wrapped to it
+HELP_WIDTH = 80  # /help's lines, summaries wrapped to it: a terminal's usual width
 
 _log = get_logger(__name__)
 

@@ -47,6 +47,8 @@ class BackendSpec:
         if env.get(self.vendor_key_var):
             return (f"{self.key_var} ({self.vendor_key_var} is set, but ollie sends it only to {self.default_url}, "
                     f"not to {written_url(url)})")
+        if provider_name(self, url) == "local":  # llama.cpp, LM Studio, vLLM: most check no key, the user has none
+            return f"{self.key_var} (a server on this machine or network that checks none takes any: {self.key_var}=none)"
         return self.key_var
 
     def _vendors_own(self, url: str) -> bool:
@@ -143,7 +145,9 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
                 f"or set {spec.url_var} to where Ollama runs{f' ({where})' if where else ''}; or use a hosted API: "
                 "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
     now = f"now {shown_url(url)}{f'; {where}' if where else ''}"
-    return f"check the network, or set {spec.url_var} to the API's URL ({now})"
+    # A server on this machine or its network that does not answer is most often one not started yet.
+    first = "start the server there" if provider_name(spec, url) == "local" else "check the network"
+    return f"{first}, or set {spec.url_var} to the API's URL ({now})"
 
 
 def missing_model_hint(spec: BackendSpec, model: str) -> str:

@@ -47,6 +47,8 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
             fix = f"set {spec.key_hint(url, env)} (in the environment or {paths.config_dir() / 'env'})"
             checks.append(Check("key", have, f"{named} is {'set' if have else 'not set'} (for {url})",
                                 "" if have else fix))
+            if not have:  # no backend is built without it: a second line would say the same problem again
+                return checks
         else:
             checks.append(Check("key", True, f"the {spec.name} backend needs none"))
         built = make_backend(backend, model, environ=env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -12,9 +13,12 @@ from ollie.cli.sanitize import printable
 
 # How many of a resumed session's turns are shown again.
 SHOWN_TURNS = 10
+# tiers.summarize_result's stand-in for a result collapsed: the line count it keeps.
+_COLLAPSED = re.compile(r"\[\w+ result of [^\]]*? collapsed: (\d+ lines)")
 
 if TYPE_CHECKING:
     from ollie.agent.surface import TerminalCore
+    from ollie.backend.types import Message
     from ollie.cli.lines import InputLines
     from ollie.cli.render import Renderer
 
@@ -63,6 +67,8 @@ def _no(why: str) -> None:
 def show_history(core: TerminalCore, renderer: Renderer) -> None:
     """The resumed conversation's last SHOWN_TURNS turns as they were shown live (prompts after the prompt sign,
     answers, steps and results), after a line saying how much is above and how to see it."""
+    from ollie.agent.steps import describe
+
     messages = core.session.messages
     starts = [i for i, message in enumerate(messages) if message.role == "user"]
     if len(starts) > SHOWN_TURNS:  # a long session scrolled for minutes, its last turns far above the prompt
@@ -76,8 +82,20 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
             print(printable(f"{core.agent_name}> {message.content}"), file=sys.stderr, flush=True)
         elif message.role == "assistant":
             renderer.render("assistant", message.content)
-            for call in message.tool_calls:
-                renderer.render("call", call.arguments, call.name)
+            for call in message.tool_calls:  # titled as live (`▸ Read calc.py`), not as the call's JSON
+                steps = describe(call.name, call.arguments, core.cwd, kind_of=core.step_kinds)
+                renderer.render("call", call.arguments, call.name, titles=[s.title for s in steps])
         elif message.role == "tool":
-            renderer.render("tool", message.content, message.name)
+            renderer.render("tool", _result_shown(core, message), message.name)
     renderer.end_line()
+
+
+def _result_shown(core: TerminalCore, message: Message) -> str:
+    """A tool result as the history shows it: one collapsed since (its stand-in kept for the model) said as Neovim
+    says it, not as the model's `[cold result of call_tool collapsed: …]`."""
+    from ollie.agent.tiers import COLLAPSED
+
+    collapsed = _COLLAPSED.match(message.content)
+    if collapsed and core.session.result_tiers.get(message.tool_call_id) == COLLAPSED:
+        return f"(output seen by the model, then collapsed: {collapsed[1]})"
+    return message.content

@@ -325,13 +325,15 @@ local function statusline_rows()
 end
 
 ---The row for a float `height` rows tall (borders included): under the question's preview (else near the bottom),
----moved down, else up, off every statusline (it hid the chat's, which says what the session waits for).
+---moved down, else up, off every statusline (it hid the chat's, which says what the session waits for); with no
+---such row under the preview, there still, never over the diff asked about.
 ---@param height integer
 ---@return integer
 local function select_row(height)
   local preview = M.last_preview and M.last_preview.win
   local wanted = vim.o.lines - height - 3
-  if preview and vim.api.nvim_win_is_valid(preview) then
+  local under = preview and vim.api.nvim_win_is_valid(preview)
+  if under then
     wanted = vim.api.nvim_win_get_position(preview)[1] + vim.api.nvim_win_get_height(preview) + 2
   end
   local taken, last = statusline_rows(), vim.o.lines - vim.o.cmdheight - height
@@ -347,6 +349,11 @@ local function select_row(height)
     if free(row) then
       return row
     end
+  end
+  if under and wanted <= last then
+    -- No room under the preview off a statusline (80x24): cover the chat's, whose "waiting for your answer" the
+    -- question says itself, not the diff being asked about (moved up, it hid the changed lines).
+    return wanted
   end
   for row = math.min(wanted, last) - 1, 0, -1 do
     if free(row) then

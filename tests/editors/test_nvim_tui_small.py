@@ -1,0 +1,36 @@
+"""The plugin in the smallest usual terminal (nvim in tmux at 80x24, README's `setup({})`): what a question asks
+about stays in view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from . import screens
+from .test_nvim_tui import assert_clean, start_nvim
+
+
+def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Path, scripted_llm):
+    # Bug: with no row free of a statusline under the preview, the answers' float moved up over it and hid the
+    # changed lines: the user was asked to allow an edit they could not see.
+    srv = scripted_llm("openai")
+    edit = ("call_tool", {"calls": [{"tool": "file_edit", "args": ["ops.py", "return a - b", "return a + b"]}]})
+    srv.script(Reply(text="Fixing add.", tool_calls=[edit]), Reply.text("Fixed."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {
+        "ops.py": '"""Tiny calculator."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n'},
+        size=(80, 24))
+    keep = tmux.keep
+    try:
+        tmux.wait(lambda s: "def mul" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        asked = keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "Reject with feedback" in s, "the answers"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (760, 440))
+        assert "-    return a - b" in asked and "+    return a + b" in asked, asked
+        tmux.keys("1", "Enter")
+        tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn to end")
+        assert "return a + b" in (tmp_path / "ws" / "ops.py").read_text()
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
