@@ -253,12 +253,21 @@ async def _shared_daemons(tmp_path_factory: pytest.TempPathFactory) -> AsyncIter
     """A module's shared daemons, one for each env and set of initialization options asked for, with private XDG dirs
     of their own (a test's `_private_dirs` are not theirs)."""
     base = tmp_path_factory.mktemp("shared")
-    dirs = {var: str(base / "home" / var.lower()) for var in
-            ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}
+    home = base / "home"  # laid out as a test's `_private_dirs`
+    dirs = {var: str(home / sub) for var, sub in
+            (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state"),
+             ("XDG_CACHE_HOME", "cache"))}
     for path in dirs.values():
         Path(path).mkdir(parents=True)
     async with daemons(base, dirs) as start:
-        yield {"start": start, "daemons": {}, "sessions": 0}
+        yield {"start": start, "daemons": {}, "sessions": 0, "home": home}
+
+
+@pytest.fixture
+def shared_home(_shared_daemons: dict[str, Any]) -> Path:
+    """The shared daemons' home, laid out as `_private_dirs` (config/, data/, state/, cache/): what a test writes in
+    its config/ollie is what a session it opens on them next reads."""
+    return _shared_daemons["home"]
 
 
 @pytest.fixture
