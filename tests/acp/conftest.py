@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -144,10 +144,9 @@ async def _spawn(stack: AsyncExitStack, *, env: dict[str, str], workspace: Path,
     return agent
 
 
-@pytest_asyncio.fixture
-async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await start_agent(env=llm.env())` gives an initialized Agent of its own; all are stopped at
-    teardown. For a test of the process itself (its start, env, end of input, a crash, a config read at start)."""
+@asynccontextmanager
+async def _agents(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """start_agent's factory, its agents stopped when the block ends."""
     async with AsyncExitStack() as stack:
         count = 0
 
@@ -160,6 +159,22 @@ async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Call
             return await _spawn(stack, env=child_env(env), workspace=ws, fs=fs, initialize=initialize,
                                 command=command)
 
+        yield start
+
+
+@pytest_asyncio.fixture
+async def start_agent(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start_agent(env=llm.env())` gives an initialized Agent of its own; all are stopped at
+    teardown. For a test of the process itself (its start, env, end of input, a crash, a config read at start)."""
+    async with _agents(tmp_path) as start:
+        yield start
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def start_agent_beside(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Callable[..., Any]]:
+    """start_agent for a test that takes `shared_agent` too: its agents live in the module's loop, where that test
+    runs, with the shared agent's private dirs (the test's environment then), so one loads what the other saved."""
+    async with _agents(tmp_path) as start:
         yield start
 
 

@@ -21,7 +21,7 @@ def call(name: str, *args: str) -> Reply:
     return Reply.tool_calls(("call_tool", {"calls": [{"tool": name, "args": list(args)}]}))
 
 
-async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(start_agent, llm, tmp_path: Path) -> None:
+async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(shared_agent, llm, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret").write_text(f"{SECRET}\n")
@@ -31,7 +31,7 @@ async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(start
         replies += [call("file_read", name), Reply.text(f"r{n}")]
     replies += [call("file_write", "link/new", "pwned"), Reply.text("w"), call("file_read", "ok.txt"), Reply.text("ok")]
     llm.script(*replies)
-    agent = await start_agent(env=llm.env(), fs=True)
+    agent = await shared_agent(fs=True)
     ws = agent.workspace
     (ws / "sub").mkdir()
     (ws / "link").symlink_to(outside)
@@ -60,7 +60,7 @@ async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(start
     assert not (outside / "new").exists() or (outside / "new").read_text() != "pwned"
 
 
-async def test_the_client_is_never_asked_about_a_path_while_a_step_may_swap_it(start_agent, llm, tmp_path: Path,
+async def test_the_client_is_never_asked_about_a_path_while_a_step_may_swap_it(shared_agent, llm, tmp_path: Path,
                                                                               monkeypatch) -> None:
     """The path was checked (beneath the root, no link), then the client opened it by name, following links: a step of
     another session in the workspace swapping it for a link in between had the client read a secret to the model, or
@@ -97,7 +97,7 @@ async def test_the_client_is_never_asked_about_a_path_while_a_step_may_swap_it(s
     llm.script(blocker, call("file_read", "notes.py"), Reply.text("read while it ran"),
                call("file_write", "w.py", "pwned = 1"), Reply.text("wrote while it ran"),
                Reply.text("step done"), call("file_read", "notes.py"), Reply.text("read after"))
-    agent = await start_agent(env=llm.env(), fs=True)
+    agent = await shared_agent(fs=True)
     ws = agent.workspace
     os.mkfifo(ws / "go.fifo")
     (ws / "notes.py").write_text("notes = 1\n")

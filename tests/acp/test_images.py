@@ -17,10 +17,11 @@ PICTURE = png(4, 4, (10, 200, 30))
 DATA = base64.b64encode(PICTURE).decode()
 
 
-async def test_an_image_block_reaches_the_model_and_comes_back_on_load(start_agent, scripted_llm) -> None:
+async def test_an_image_block_reaches_the_model_and_comes_back_on_load(shared_agent, start_agent_beside,
+                                                                       scripted_llm) -> None:
     llm = scripted_llm("anthropic")
     llm.script(Reply.text("a green square"))
-    agent = await start_agent(env=llm.env())
+    agent = await start_agent_beside(env=llm.env())
     assert agent.init.agent_capabilities.prompt_capabilities.image is True
     sid = await agent.new()
     response = await agent.prompt(sid, "what is this?", acp.image_block(DATA, "image/png"))
@@ -29,18 +30,19 @@ async def test_an_image_block_reaches_the_model_and_comes_back_on_load(start_age
     agent.proc.stdin.close()
     await asyncio.wait_for(agent.proc.wait(), 30)  # stdin closed: the agent saves and exits
 
-    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    second = await shared_agent()  # an agent running on (on another model): the load replays, asks none
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     replayed = [u.content for u in second.client.of(sid, "user_message_chunk")]
     assert [(c.type, getattr(c, "data", None)) for c in replayed] == [("text", None), ("image", DATA)]
 
 
-async def test_a_prompts_images_replay_on_load_capped_as_a_steps_are(start_agent, scripted_llm) -> None:
+async def test_a_prompts_images_replay_on_load_capped_as_a_steps_are(shared_agent, start_agent_beside,
+                                                                     scripted_llm) -> None:
     # session/load sent a prompt's images whole, up to 8 x 5 MiB of base64 in one replay: past about 1 MiB each is
     # named with its size, as a step's images are.
     llm = scripted_llm("anthropic")
     llm.script(Reply.text("three"))
-    agent = await start_agent(env=llm.env())
+    agent = await start_agent_beside(env=llm.env())
     sid = await agent.new()
     big = base64.b64encode(PICTURE + b"\0" * 800_000).decode()
     blocks = [acp.image_block(data, "image/png") for data in (DATA, big, big)]
@@ -49,7 +51,7 @@ async def test_a_prompts_images_replay_on_load_capped_as_a_steps_are(start_agent
     agent.proc.stdin.close()
     await asyncio.wait_for(agent.proc.wait(), 30)
 
-    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    second = await shared_agent()  # an agent running on (on another model): the load replays, asks none
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     replayed = [u.content for u in second.client.of(sid, "user_message_chunk")]
     kb = round((len(PICTURE) + 800_000) / 1024)
@@ -123,7 +125,8 @@ async def test_an_image_with_a_command_is_refused_not_dropped(shared_agent, llm)
     assert (await agent.prompt(sid, "/usage")).stop_reason == "end_turn"
 
 
-async def test_a_steps_images_reach_the_client_live_and_on_load(start_agent, scripted_llm) -> None:
+async def test_a_steps_images_reach_the_client_live_and_on_load(shared_agent, start_agent_beside,
+                                                                scripted_llm) -> None:
     """A file_read of images: its step's update carries each as ACP image content while they come to about 1 MiB, one
     past it named with its size, not sent (the client saw no picture); on session/load a result the session keeps (a
     warm batch) replays its image, one that collapsed once the model read it names each (it replayed nothing)."""
@@ -132,7 +135,7 @@ async def test_a_steps_images_reach_the_client_live_and_on_load(start_agent, scr
     llm.script(Reply.tool_calls(("call_tool", {"calls": [reads[0], {"tool": "file_glob", "args": ["*.png"]}]})),
                Reply.tool_calls(("call_tool", {"calls": reads})),  # last: the megabytes read cause no compaction
                Reply.text("red rectangles"))
-    agent = await start_agent(env=llm.env())
+    agent = await start_agent_beside(env=llm.env())
     big = PICTURE + b"\0" * 800_000
     for name, data in (("shot.png", PICTURE), ("big.png", big), ("more.png", big)):
         (agent.workspace / name).write_bytes(data)
@@ -154,7 +157,7 @@ async def test_a_steps_images_reach_the_client_live_and_on_load(start_agent, scr
     agent.proc.stdin.close()
     await asyncio.wait_for(agent.proc.wait(), 30)  # stdin closed: the agent saves and exits
 
-    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    second = await shared_agent()  # an agent running on (on another model): the load replays, asks none
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     named = [[("text", f"[image: image/png, {size} KB, not sent]", "")] for size in (1, kb, kb)]
     assert images(second.client) == [[shot], [], *named]

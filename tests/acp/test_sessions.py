@@ -15,8 +15,9 @@ from ollie.testing import Reply
 from ollie_acp.history import replay
 
 
-async def test_load_replays_the_history_and_list_shows_titles_and_times(start_agent, llm) -> None:
-    first = await start_agent(env=llm.env())
+async def test_load_replays_the_history_and_list_shows_titles_and_times(shared_agent, start_agent_beside,
+                                                                        llm) -> None:
+    first = await start_agent_beside(env=llm.env())
     (first.workspace / "hello.py").write_text("print('hi')\n")
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["hello.py"]}]})),
                Reply.text("It prints hi."))
@@ -25,7 +26,7 @@ async def test_load_replays_the_history_and_list_shows_titles_and_times(start_ag
     first.proc.stdin.close()
     await asyncio.wait_for(first.proc.wait(), 30)  # stdin closed: the agent saves and exits
 
-    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    second = await shared_agent()  # an agent running on: the saved session is loaded as any other
     listed = await asyncio.wait_for(second.conn.list_sessions(cwd=str(first.workspace)), 30)
     (info,) = [s for s in listed.sessions if s.session_id == sid]
     assert info.title == "what does hello.py print"
@@ -42,15 +43,15 @@ async def test_load_replays_the_history_and_list_shows_titles_and_times(start_ag
     assert any("It prints hi." in str(m.get("content")) for m in llm.requests[-1].body["messages"])
 
 
-async def test_a_step_running_when_the_agent_was_killed_is_in_the_history_it_lists_and_loads(start_agent, llm,
-                                                                                              sleeper) -> None:
+async def test_a_step_running_when_the_agent_was_killed_is_in_the_history_it_lists_and_loads(
+        shared_agent, start_agent_beside, llm, sleeper) -> None:
     # kill -9 as a step ran lost the reply that called it: the loaded session showed the prompt alone, and the model
     # was never told that its command (which may have changed files) had run.
-    first = await start_agent(env=llm.env())
+    first = await start_agent_beside(env=llm.env())
     sid, _ = await sleeper.start(first, llm, "62.75")
     first.proc.kill()
     await asyncio.wait_for(first.proc.wait(), 30)
-    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    second = await shared_agent()  # an agent running on: the saved session is loaded as any other
     assert sid in [s.session_id for s in (await asyncio.wait_for(second.conn.list_sessions(), 30)).sessions]
     await asyncio.wait_for(second.conn.load_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
     (step,) = second.client.of(sid, "tool_call")
@@ -117,10 +118,11 @@ async def test_model_and_agent_are_config_options(shared_agent, llm) -> None:
         await agent.conn.set_config_option(config_id="agent", session_id=sid, value="no-such-agent")
 
 
-async def test_the_model_option_takes_a_listed_model_alone_and_a_resume_keeps_it(start_agent, llm) -> None:
+async def test_the_model_option_takes_a_listed_model_alone_and_a_resume_keeps_it(shared_agent, start_agent_beside,
+                                                                                 llm) -> None:
     # Any name was taken (each later request then failed on it), and a resumed session went back to the default.
     llm.models["other-model"] = 8192
-    first = await start_agent(env=llm.env())
+    first = await start_agent_beside(env=llm.env())
     sid = await first.new()
     with pytest.raises(acp.RequestError) as caught:
         await first.conn.set_config_option(config_id="model", session_id=sid, value="no-such-model")
@@ -130,7 +132,7 @@ async def test_the_model_option_takes_a_listed_model_alone_and_a_resume_keeps_it
     await first.prompt(sid, "hello")
     first.proc.stdin.close()
     await asyncio.wait_for(first.proc.wait(), 30)
-    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    second = await shared_agent()  # an agent running on: the saved session is loaded as any other
     resumed = await second.conn.resume_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[])
     assert {o.id: o.current_value for o in resumed.config_options}["model"] == "other-model"
     await second.prompt(sid, "hello again")
@@ -317,12 +319,12 @@ async def test_stdin_that_is_dev_null_or_a_file_ends_the_agent_promptly(tmp_path
     assert answer["id"] == 1 and answer["result"]["agentInfo"]["name"] == "ollie", answer
 
 
-async def test_a_session_runs_in_one_acp_agent_at_a_time(start_agent, llm) -> None:
+async def test_a_session_runs_in_one_acp_agent_at_a_time(shared_agent, start_agent_beside, llm) -> None:
     """Two Zed windows: the second `ollie acp` cannot load the session the first runs (-32007 naming it), so no
     writer's turn is lost; once the first closed it, the second loads it whole and goes on."""
     llm.script(Reply.text("first answer"), Reply.text("second answer"))
-    first = await start_agent(env=llm.env())
-    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    first = await shared_agent()
+    second = await start_agent_beside(env=llm.env(), workspace=first.workspace)
     sid = await first.new()
     assert (await first.prompt(sid, "first question")).stop_reason == "end_turn"
     with pytest.raises(acp.RequestError) as caught:
@@ -351,8 +353,9 @@ def test_ollie_acp_hands_its_options_to_ollie_acp() -> None:
     assert bad.returncode == 2 and "ollie acp" in bad.stderr
 
 
-async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_moved_cwd(start_agent, llm) -> None:
-    first = await start_agent(env=llm.env())
+async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_moved_cwd(shared_agent, start_agent_beside,
+                                                                                       llm) -> None:
+    first = await start_agent_beside(env=llm.env())
     ws = first.workspace.resolve()
     (ws / "sub").mkdir()
     (ws / "sub" / "a.txt").write_text("one\n")
@@ -366,7 +369,7 @@ async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_mov
     first.proc.stdin.close()
     await asyncio.wait_for(first.proc.wait(), 30)
 
-    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    second = await shared_agent()  # an agent running on: the saved session is loaded as any other
     listed = await asyncio.wait_for(second.conn.list_sessions(), 30)
     assert [s.cwd for s in listed.sessions if s.session_id == sid] == [str(ws / "sub")]
     await asyncio.wait_for(second.conn.load_session(cwd=str(ws / "sub"), session_id=sid, mcp_servers=[]), 30)
@@ -378,15 +381,16 @@ async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_mov
     assert [loc.path for s in starts for loc in s.locations] == [str(ws / "sub" / "a.txt"), str(ws / "sub" / "b.txt")]
 
 
-async def test_resume_reopens_a_saved_session_without_replaying_it(start_agent, llm) -> None:
-    first = await start_agent(env=llm.env())
+async def test_resume_reopens_a_saved_session_without_replaying_it(shared_agent, start_agent_beside,
+                                                                   llm) -> None:
+    first = await start_agent_beside(env=llm.env())
     llm.script(Reply.text("It prints hi."))
     sid = await first.new()
     await first.prompt(sid, "what does hello.py print")
     first.proc.stdin.close()
     await asyncio.wait_for(first.proc.wait(), 30)
 
-    second = await start_agent(env=llm.env(), workspace=first.workspace)
+    second = await shared_agent()  # an agent running on: the saved session is loaded as any other
     assert second.init.agent_capabilities.session_capabilities.resume is not None
     response = await asyncio.wait_for(
         second.conn.resume_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)

@@ -149,18 +149,18 @@ async def test_a_replayed_edit_points_at_the_line_it_changed_as_live(shared_agen
     assert pointed(before) == live
 
 
-async def test_a_call_nested_too_deep_is_shown_and_its_session_loads(start_agent, llm) -> None:
+async def test_a_call_nested_too_deep_is_shown_and_its_session_loads(shared_agent, start_agent_beside, llm) -> None:
     """Red team round 24: a call's arguments nested 5,000 deep raised `RecursionError` where ACP decodes them for
     `rawInput` and for a loaded session's diffs."""
     nested = '{"steps": ' + "[" * 5_000 + "]" * 5_000 + "}"
     llm.script(Reply.tool_calls(("execute_code", nested), chunk_size=1 << 22), Reply.text("done"))
-    agent = await start_agent(env=llm.env())
+    agent = await start_agent_beside(env=llm.env())
     sid = await agent.new()
     assert (await agent.prompt(sid, "go")).stop_reason == "end_turn"
     (start,) = agent.client.of(sid, "tool_call")
     assert start.raw_input is None
     agent.proc.stdin.close()
     await asyncio.wait_for(agent.proc.wait(), 30)  # stdin closed: the agent saves and exits
-    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    second = await shared_agent()  # an agent running on loads it
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     assert [s.tool_call_id for s in second.client.of(sid, "tool_call")] == [start.tool_call_id]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
@@ -241,6 +242,12 @@ class Session(Daemon):
         return await super().request(method, params, timeout=timeout)
 
 
+def xdg_env(home: Path) -> dict[str, str]:
+    """The XDG dirs of a home laid out as `_private_dirs` (config/, data/, state/, cache/)."""
+    return {var: str(home / sub) for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
+                                                 ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache"))}
+
+
 @pytest.fixture(scope="module")
 def _module_llm() -> Iterator[ScriptedLLMServer]:
     """The scripted server of a module's shared daemons."""
@@ -253,12 +260,26 @@ async def _shared_daemons(tmp_path_factory: pytest.TempPathFactory) -> AsyncIter
     """A module's shared daemons, one for each env and set of initialization options asked for, with private XDG dirs
     of their own (a test's `_private_dirs` are not theirs)."""
     base = tmp_path_factory.mktemp("shared")
-    dirs = {var: str(base / "home" / var.lower()) for var in
-            ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}
-    for path in dirs.values():
+    home = base / "home"  # laid out as a test's `_private_dirs`
+    for path in xdg_env(home).values():
         Path(path).mkdir(parents=True)
-    async with daemons(base, dirs) as start:
-        yield {"start": start, "daemons": {}, "sessions": 0}
+    async with daemons(base, xdg_env(home)) as start:
+        yield {"start": start, "daemons": {}, "sessions": 0, "home": home}
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def start_daemon_beside(tmp_path: Path, _shared_daemons: dict[str, Any]) -> AsyncIterator[Callable[..., Any]]:
+    """start_daemon for a test that takes `shared_daemon` too (another editor window's daemon): its daemons live in
+    the module's loop, where that test runs, on the shared daemons' dirs, so one sees the sessions the other saved."""
+    async with daemons(tmp_path, xdg_env(_shared_daemons["home"])) as start:
+        yield start
+
+
+@pytest.fixture
+def shared_home(_shared_daemons: dict[str, Any]) -> Path:
+    """The shared daemons' home, laid out as `_private_dirs` (config/, data/, state/, cache/): what a test writes in
+    its config/ollie is what a session it opens on them next reads."""
+    return _shared_daemons["home"]
 
 
 @pytest.fixture
@@ -300,7 +321,11 @@ async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callab
     yield start
     for session in sessions:
         session.shared.restore()
-        await session.request("ollie/session/close", {"session": session.session})
+        try:
+            await session.request("ollie/session/close", {"session": session.session})
+        except JsonRpcException as e:  # -32001: the test closed it itself (another daemon may have loaded it)
+            if e.code != -32001:
+                raise
 
 
 @pytest.fixture

@@ -56,10 +56,10 @@ async def test_interrupt_kills_a_running_tool(shared_daemon, llm):
     assert await wait_no_processes(mark) == []
 
 
-async def test_cancel_request_interrupts_the_turn_and_still_answers(start_daemon, llm):
+async def test_cancel_request_interrupts_the_turn_and_still_answers(shared_daemon, llm):
     llm.script(slow_reply())
-    daemon = await start_daemon(env=llm.env())
-    future = daemon.client.protocol.send_request("ollie/submit", {"text": "talk a lot"})
+    daemon = await shared_daemon(env=llm.env())
+    future = daemon.client.protocol.send_request("ollie/submit", {"session": daemon.session, "text": "talk a lot"})
     (msg_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is future]
     await wait_running(daemon)
     daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
@@ -79,21 +79,20 @@ async def test_a_submit_cancelled_while_its_session_is_built_answers_interrupted
     assert (await daemon.request("ollie/submit", {"text": "again"}))["reply"] == "never asked for"
 
 
-async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while_waiting(start_daemon, llm, tmp_path):
+async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while_waiting(shared_daemon, llm):
     # The first turn's step reads a pipe the test writes only once the third's cancel was answered: that answer
     # comes while the first turn runs, however loaded the machine.
-    mark, ws = new_mark(), tmp_path / "ws"
-    ws.mkdir()
-    go = ws / f"go.{mark}"
-    os.mkfifo(go)
-    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"cat {go.name}"}], "timeout": 600})),
+    mark = new_mark()
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"cat go.{mark}"}], "timeout": 600})),
                Reply.text("first answer"), Reply.text("second answer"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env())
+    go = daemon.workspace / f"go.{mark}"
+    os.mkfifo(go)
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
     await wait_for_processes(mark)
     second = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "second"}))
     # A third one, cancelled while it waits: it never runs and answers "interrupted".
-    third = daemon.client.protocol.send_request("ollie/submit", {"text": "third"})
+    third = daemon.client.protocol.send_request("ollie/submit", {"session": daemon.session, "text": "third"})
     (third_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is third]
     # No wait: a cancel read before the submit's hook is in place is kept for it (ollie_lsp.server).
     daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=third_id))

@@ -14,10 +14,9 @@ from .test_methods import rpc_error
 PICTURE = png(5, 3, (200, 10, 10))
 
 
-async def test_a_file_and_pasted_bytes_reach_the_model_and_the_history_says_what_they_are(start_daemon, scripted_llm):
-    llm = scripted_llm("openai")
+async def test_a_file_and_pasted_bytes_reach_the_model_and_the_history_says_what_they_are(shared_daemon, llm):
     llm.script(Reply.text("two red rectangles"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     (daemon.workspace / "shot.png").write_bytes(PICTURE)
     pasted = "data:image/png;base64," + base64.b64encode(PICTURE).decode()
     result = await daemon.request("ollie/submit", {"text": "compare", "images": [
@@ -39,8 +38,8 @@ HOSTILE = [  # (what the workspace holds, the item, what the error says)
 ]
 
 
-async def test_a_hostile_image_item_is_invalid_params_and_nothing_runs(start_daemon, llm):
-    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
+async def test_a_hostile_image_item_is_invalid_params_and_nothing_runs(shared_daemon, llm):
+    daemon = await shared_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
     for make, item, why in HOSTILE:  # one daemon for all: each refusal leaves it serving the next
         make(daemon.workspace)
         error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [item]})
@@ -89,8 +88,8 @@ async def test_images_a_vendor_refused_are_named_on_resume_as_live(start_daemon,
     assert tool["images"] == [{"mime": "image/png", "bytes": len(PICTURE), "step": 1}] and named in tool["content"]
 
 
-async def test_queue_and_inject_refuse_images_rather_than_drop_them_and_an_empty_submit_is_refused(start_daemon, llm):
-    daemon = await start_daemon(env=llm.env())
+async def test_queue_and_inject_refuse_images_rather_than_drop_them_and_an_empty_submit_is_refused(shared_daemon, llm):
+    daemon = await shared_daemon(env=llm.env())
     # A submit of nothing (no text, images or context) is refused too: it sent the model an empty message.
     for text in ("", " \n"):
         error = await rpc_error(daemon, "ollie/submit", {"text": text, "images": []})
@@ -101,14 +100,13 @@ async def test_queue_and_inject_refuse_images_rather_than_drop_them_and_an_empty
         assert error.code == -32602 and "only ollie/submit takes images" in str(error)
 
 
-async def test_file_read_of_an_image_shows_it_to_the_model(start_daemon, scripted_llm):
+async def test_file_read_of_an_image_shows_it_to_the_model(shared_daemon, llm):
     """The sandboxed tool finds an image by its bytes; the daemon reads it through the chokepoint (capped, no
     symlink) and the model sees it after the result (OpenAI's tool messages take text only)."""
-    llm = scripted_llm("openai")
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["shot.png"]},
                                                          {"tool": "file_read", "args": ["big.png"]}]})),
                Reply.text("a red rectangle"))
-    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
+    daemon = await shared_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
     (daemon.workspace / "shot.png").write_bytes(PICTURE)
     (daemon.workspace / "big.png").write_bytes(PICTURE + b"\0" * 2000)
     result = await daemon.request("ollie/submit", {"text": "what is in shot.png?"})
@@ -119,14 +117,13 @@ async def test_file_read_of_an_image_shows_it_to_the_model(start_daemon, scripte
     assert "[note] the image is not shown to the model: big.png is larger than 1,000 bytes" in tool, tool
 
 
-async def test_a_tool_event_carries_the_images_the_model_was_shown(start_daemon, scripted_llm):
+async def test_a_tool_event_carries_the_images_the_model_was_shown(shared_daemon, llm):
     """The `tool` event of a file_read that found images carries them for the client to draw: base64 when at most
     about 1 MiB in all, past that what each is and its size."""
-    llm = scripted_llm("openai")
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": [name]}
                                                          for name in ("shot.png", "big.png", "more.png")]})),
                Reply.text("three red rectangles"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     big = PICTURE + b"\0" * 800_000
     for name, data in (("shot.png", PICTURE), ("big.png", big), ("more.png", big)):
         (daemon.workspace / name).write_bytes(data)
@@ -140,16 +137,15 @@ async def test_a_tool_event_carries_the_images_the_model_was_shown(start_daemon,
         {"mime": "image/png", "bytes": len(big), "step": 2}]  # past the 1 MiB: named only
 
 
-async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(start_daemon, scripted_llm, tmp_path):
+async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(shared_daemon, llm, tmp_path):
     """A step planted a link to an image outside the workspace and a FIFO named .png: nothing is read through the
     link, nothing hangs, and the model sees no image."""
     outside = tmp_path / "outside.png"
     outside.write_bytes(PICTURE)
-    llm = scripted_llm("openai")
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["link.png"]},
                                                          {"tool": "file_read", "args": ["pipe.png"]}]})),
                Reply.text("nothing to see"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     (daemon.workspace / "link.png").symlink_to(outside)
     os.mkfifo(daemon.workspace / "pipe.png")
     result = await daemon.request("ollie/submit", {"text": "look"}, timeout=60)
@@ -160,14 +156,13 @@ async def test_file_read_never_shows_an_image_through_a_link_or_a_fifo(start_dae
     assert "symlink" in tool or "not beneath" in tool or "outside" in tool, tool
 
 
-async def test_file_read_shows_the_model_at_most_eight_images_a_call_and_the_one_it_read(start_daemon, scripted_llm):
+async def test_file_read_shows_the_model_at_most_eight_images_a_call_and_the_one_it_read(shared_daemon, llm):
     """A hostile model asking for one image twenty times in one call (each up to 5 MiB: a gigabyte of base64 in the
     daemon, the session file and every request) gets the first eight, the rest left out unread with a note; an
     image read with options (`--limit 5 shot.png`) is the one the tool read, not a file named `--limit`."""
-    llm = scripted_llm("openai")
     calls = [{"tool": "file_read", "args": ["--limit", "5", "shot.png"]}] * 20
     llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("red"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     (daemon.workspace / "shot.png").write_bytes(PICTURE)
     result = await daemon.request("ollie/submit", {"text": "look"})
     assert (result["stop"], result["reply"]) == ("end", "red")
@@ -176,13 +171,12 @@ async def test_file_read_shows_the_model_at_most_eight_images_a_call_and_the_one
     assert tool.count("the image is not shown to the model: more than 8 images in one result") == 12, tool
 
 
-async def test_a_round_of_calls_shows_the_model_at_most_eight_images(start_daemon, scripted_llm):
+async def test_a_round_of_calls_shows_the_model_at_most_eight_images(shared_daemon, llm):
     """Three calls in one reply, four images each: eight reach the model, the other four are a note in the result
     (each call alone keeps under the cap; a reply of many such calls must not add up to hundreds)."""
-    llm = scripted_llm("openai")
     llm.script(Reply.tool_calls(*[("call_tool", {"calls": [{"tool": "file_read", "args": [path]}] * 4})
                                   for path in ("shot.png", "./shot.png", "sub/../shot.png")]), Reply.text("red"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     (daemon.workspace / "shot.png").write_bytes(PICTURE)
     result = await daemon.request("ollie/submit", {"text": "look"})
     assert (result["stop"], result["reply"]) == ("end", "red")
@@ -215,13 +209,12 @@ async def test_a_resumed_history_draws_a_kept_results_images_and_names_a_collaps
 
 
 async def test_a_prompts_image_is_never_read_through_a_cwd_another_step_swapped_for_a_link(
-        start_daemon, scripted_llm, tmp_path):
+        shared_daemon, llm, tmp_path):
     """The session's cwd `sub`, swapped by another session's step for a link to the user's pictures: the user's
     `shot.png`, meant beneath the workspace, was read where the link leads and sent to the model. Now the session
     holds its cwd: the workspace's own `shot.png` is read, wherever the step moved it."""
-    llm = scripted_llm("openai")
     llm.script(Reply.text("a red rectangle"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sub = daemon.workspace / "sub"
     sub.mkdir()
     (sub / "shot.png").write_bytes(PICTURE)

@@ -12,11 +12,11 @@ def _titles(wire: list[tuple[str, object]]) -> list[str]:
     return [params["title"] for kind, params in wire if kind == "state" and isinstance(params, dict)]
 
 
-async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_at_once(start_daemon, llm):
+async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_at_once(shared_daemon, llm):
     # Bug: the title was only in `session/list`, which a client asked when a turn ended: VS Code's header said "New
     # chat" all through the session's first turn.
     llm.script(Reply(text="ab", chunk_size=1, delay=30))  # the reply's first word comes after 30 s: interrupted
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     state = await daemon.request("ollie/state", {})
     sid = state["session"]
     assert state["title"] == ""
@@ -81,12 +81,12 @@ async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_it
     assert not [e for e in daemon.events if e["role"] == "rewind"], "the engine's rewind event is not on the wire"
 
 
-async def test_a_clear_or_an_agent_switch_takes_back_the_first_prompt_s_title(start_daemon, llm):
+async def test_a_clear_or_an_agent_switch_takes_back_the_first_prompt_s_title(shared_daemon, llm):
     # Bug: after `/clear` or `/agent plan` (which clears) the emptied session kept its first prompt's words as its
     # title (Neovim's statusline and tab label showed "· hi there" over an empty chat), and its next first prompt
     # gave it none.
     llm.script(Reply.text("hello"), Reply.text("sky"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "hi there"}))["session"]
 
     async def title_is(title: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -61,6 +62,14 @@ def state_dir(home: Path, name: str) -> Path:
     return home / "state" / "ollie" / "mcp" / name
 
 
+@pytest.fixture
+def mcp_home(shared_home: Path) -> Path:
+    """The shared daemons' home (their mcp.json: configure it before the test's session opens), with no MCP server's
+    own dir left of an earlier test's: a server notes its starts, calls and cancels there."""
+    shutil.rmtree(shared_home / "state" / "ollie" / "mcp", ignore_errors=True)
+    return shared_home
+
+
 async def submit(daemon: Daemon, text: str) -> str:
     return (await daemon.request("ollie/submit", {"text": text}, timeout=90))["reply"]
 
@@ -83,12 +92,12 @@ async def wait_state(daemon: Daemon, name: str, state: str, timeout: float = 60)
         await asyncio.sleep(0.1)
 
 
-async def test_tools_are_steps_with_kinds_titles_and_approval(start_daemon, llm, _private_dirs):
-    configure(_private_dirs, {"t": test_server()})
+async def test_tools_are_steps_with_kinds_titles_and_approval(shared_daemon, llm, mcp_home):
+    configure(mcp_home, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__add", {"a": 2, "b": 3})), Reply.text("added"),
                Reply.tool_calls(("mcp__t__create_issue", {"title": "the bug"})), Reply.text("filed"),
                Reply.tool_calls(("mcp__t__fails", {})), Reply.text("saw it fail"))
-    daemon = await start_daemon(env=llm.env(approval="ask"))
+    daemon = await shared_daemon(env=llm.env(approval="ask"))
     asked: list[str] = []
 
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
@@ -113,7 +122,7 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(start_daemon, llm,
     assert '("Allow always" covers `t: create_issue` calls in this session)' in asked[0], asked[0]
     assert "created issue 'the bug'" in tool_results(llm)[-1]
     # The server wrote into its own dir, the only one it may write.
-    assert (state_dir(_private_dirs, "t") / "issues.txt").read_text() == "the bug\n"
+    assert (state_dir(mcp_home, "t") / "issues.txt").read_text() == "the bug\n"
 
     assert await submit(daemon, "fail") == "saw it fail"
     assert "this tool always fails" in tool_results(llm)[-1]
@@ -124,11 +133,11 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(start_daemon, llm,
     assert titles["t: fails"]["status"] == "failed"
 
 
-async def test_a_crashing_server_restarts_and_the_user_is_told(start_daemon, llm, _private_dirs):
-    configure(_private_dirs, {"t": test_server()})
+async def test_a_crashing_server_restarts_and_the_user_is_told(shared_daemon, llm, mcp_home):
+    configure(mcp_home, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__crash", {})), Reply.text("it crashed"),
                Reply.tool_calls(("mcp__t__add", {"a": 1, "b": 1})), Reply.text("back"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     assert await submit(daemon, "crash it") == "it crashed"
     assert "MCP server 't'" in tool_results(llm)[-1]
@@ -140,12 +149,12 @@ async def test_a_crashing_server_restarts_and_the_user_is_told(start_daemon, llm
     assert tool_results(llm)[-1] == "2"
 
 
-async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(start_daemon, llm, _private_dirs):
+async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(shared_daemon, llm, mcp_home):
     # A user's server exits at start saying why on stderr (a missing token): `/mcp` shows that, and its status
     # (Bug: only the SDK's "Connection closed", the server's own words lost).
-    configure(_private_dirs, {"t": {"command": sys.executable,
+    configure(mcp_home, {"t": {"command": sys.executable,
                                     "args": ["-c", "import sys; sys.exit('error: GITHUB_TOKEN is not set')"]}})
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     failed = await wait_state(daemon, "t", "failed")
     assert failed["error"] == "the server exited (status 1): error: GITHUB_TOKEN is not set", failed
     await daemon.wait_events(lambda evs: any("GITHUB_TOKEN is not set" in e.get("content", "") for e in evs),
@@ -256,11 +265,11 @@ async def cancels(home: Path, name: str) -> list[str]:
     return [json.loads(line)["params"]["reason"] for line in file.read_text().splitlines()]
 
 
-async def test_a_call_to_a_hung_server_ends_at_its_timeout_and_the_turn_goes_on(start_daemon, llm, _private_dirs):
+async def test_a_call_to_a_hung_server_ends_at_its_timeout_and_the_turn_goes_on(shared_daemon, llm, mcp_home):
     # Bug: a call to a server that never answers held the turn for 600 s, whatever the user had configured.
-    file = configure(_private_dirs, {"h": hung_server(timeout=1500)})
+    file = configure(mcp_home, {"h": hung_server(timeout=1500)})
     llm.script(Reply.tool_calls(("mcp__h__wait", {})), Reply.text("moved on"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "h", "ready")
     loop = asyncio.get_running_loop()
     began = loop.time()
@@ -271,21 +280,21 @@ async def test_a_call_to_a_hung_server_ends_at_its_timeout_and_the_turn_goes_on(
     assert tool_results(llm)[-1] == (
         "MCP server 'h' did not answer the call of wait within 1.5 s, so it was cancelled; the server may be stuck. "
         f"Its `timeout` (in milliseconds) in {file} sets how long a call may take")
-    assert await cancels(_private_dirs, "h") == ["no answer within 1.5 s"]
+    assert await cancels(mcp_home, "h") == ["no answer within 1.5 s"]
     step = [e["tool"] for e in daemon.events if e.get("role") == "tool" and e.get("tool")][-1]
     assert step["status"] == "failed", step
 
 
-async def test_a_server_that_answers_no_ping_after_a_timed_out_call_is_restarted(start_daemon, llm, _private_dirs):
+async def test_a_server_that_answers_no_ping_after_a_timed_out_call_is_restarted(shared_daemon, llm, mcp_home):
     # Kept as it was, a stuck server made every later call wait its whole timeout again.
-    configure(_private_dirs, {"h": hung_server("deaf", timeout=1000)})
+    configure(mcp_home, {"h": hung_server("deaf", timeout=1000)})
     llm.script(Reply.tool_calls(("mcp__h__wait", {})), Reply.text("moved on"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "h", "ready")
     assert await submit(daemon, "wait for it") == "moved on"
     told = "MCP server 'h' answered neither a call nor a ping within 5 s: restarting it"
     await daemon.wait_events(lambda events: any(told in str(e.get("content")) for e in events), timeout=60)
-    starts = state_dir(_private_dirs, "h") / "starts"
+    starts = state_dir(mcp_home, "h") / "starts"
     for _ in range(600):  # a second process starts (each start notes a line)
         if len(starts.read_text().split()) == 2:
             break
@@ -295,37 +304,37 @@ async def test_a_server_that_answers_no_ping_after_a_timed_out_call_is_restarted
 
 
 @pytest.mark.parametrize("hung", [False, True], ids=["answering", "hung"])
-async def test_interrupt_ends_the_call_at_once_and_the_server_is_told(start_daemon, llm, _private_dirs, hung):
+async def test_interrupt_ends_the_call_at_once_and_the_server_is_told(shared_daemon, llm, mcp_home, hung):
     # `slow` notes a cancel in its dir as `cancelled`; the hung server never answers (not even the cancel) and
     # notes each cancel in `cancels`. The default timeout (120 s) is far off.
     server, call, started, told = ((hung_server(), ("mcp__t__wait", {}), "calls", "cancels") if hung else
                                    (test_server(), ("mcp__t__slow", {"seconds": 120}), "slow-started", "cancelled"))
-    configure(_private_dirs, {"t": server})
+    configure(mcp_home, {"t": server})
     llm.script(Reply.tool_calls(call))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     turn = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "wait"}, timeout=90))
-    while not (state_dir(_private_dirs, "t") / started).exists():
+    while not (state_dir(mcp_home, "t") / started).exists():
         await asyncio.sleep(0.05)
 
     await daemon.request("ollie/interrupt", {})
     await asyncio.wait_for(turn, 10)
 
-    marker = state_dir(_private_dirs, "t") / told
+    marker = state_dir(mcp_home, "t") / told
     for _ in range(600):
         if marker.exists():
             break
         await asyncio.sleep(0.05)
     assert marker.exists(), "the server was not told (notifications/cancelled)"
     if hung:
-        assert await cancels(_private_dirs, "t") == ["interrupted by the user"]
+        assert await cancels(mcp_home, "t") == ["interrupted by the user"]
     assert (await daemon.request("ollie/state", {}))["running"] is False
 
 
-async def test_mcp_command_and_prompts_as_slash_commands(start_daemon, llm, _private_dirs):
-    configure(_private_dirs, {"t": test_server()})
+async def test_mcp_command_and_prompts_as_slash_commands(shared_daemon, llm, mcp_home):
+    configure(mcp_home, {"t": test_server()})
     llm.script(Reply.text("reviewed"), Reply.text("read it"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     shown = await submit(daemon, "/mcp")
     assert "t (stdio): ready" in shown and "mcp__t__add [read]" in shown and "/mcp:t:review path=..." in shown
@@ -344,19 +353,19 @@ async def test_mcp_command_and_prompts_as_slash_commands(start_daemon, llm, _pri
     assert (await wait_state(daemon, "t", "ready"))["restarts"] == 0
 
 
-async def test_a_bad_config_names_the_file_and_key(start_daemon, llm, _private_dirs):
-    file = configure(_private_dirs, {"t": {"command": "x", "args": "not-a-list"}})
-    daemon = await start_daemon(env=llm.env())
+async def test_a_bad_config_names_the_file_and_key(shared_daemon, llm, mcp_home):
+    file = configure(mcp_home, {"t": {"command": "x", "args": "not-a-list"}})
+    daemon = await shared_daemon(env=llm.env())
     shown = await submit(daemon, "/mcp")
     assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
 
 
-async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(start_daemon, llm, _private_dirs):
+async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(shared_daemon, llm, mcp_home):
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    file = configure(_private_dirs, {"web": {"url": f"http://127.0.0.1:{port}/mcp?key=s3cret"}})
-    daemon = await start_daemon(env=llm.env())
+    file = configure(mcp_home, {"web": {"url": f"http://127.0.0.1:{port}/mcp?key=s3cret"}})
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "web", "failed")
 
     shown = await submit(daemon, "/mcp")
@@ -366,13 +375,13 @@ async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(start_da
     assert "s3cret" not in shown
 
 
-async def test_mcp_restart_follows_the_edited_config(start_daemon, llm, _private_dirs):
+async def test_mcp_restart_follows_the_edited_config(shared_daemon, llm, mcp_home):
     # The user removes a server from mcp.json, and adds another: `/mcp restart` stops the one and starts the other
     # (Bug: it restarted the removed server, and only a new session left it out).
-    configure(_private_dirs, {"t": test_server()})
-    daemon = await start_daemon(env=llm.env())
+    configure(mcp_home, {"t": test_server()})
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
-    configure(_private_dirs, {"u": test_server()})
+    configure(mcp_home, {"u": test_server()})
 
     shown = await submit(daemon, "/mcp restart")
 
@@ -380,7 +389,7 @@ async def test_mcp_restart_follows_the_edited_config(start_daemon, llm, _private
     servers = (await daemon.request("ollie/mcp/list", {}))["servers"]
     assert [(s["name"], s["state"]) for s in servers] == [("u", "ready")]
     # A server named alone is restarted as mcp.json says it now; one it no longer lists is stopped.
-    configure(_private_dirs, {})
+    configure(mcp_home, {})
     assert await submit(daemon, "/mcp restart u") == "stopped u: mcp.json no longer lists it"
     assert (await daemon.request("ollie/mcp/list", {}))["servers"] == []
 
@@ -494,10 +503,10 @@ async def test_a_folder_whose_path_holds_a_variables_name_is_filled_in_once(star
     assert not [e for e in daemon.events if "variable ollie does not fill in" in e.get("content", "")], daemon.events
 
 
-async def test_a_changed_tool_list_is_offered_at_once(start_daemon, llm, _private_dirs):
-    configure(_private_dirs, {"t": test_server()})
+async def test_a_changed_tool_list_is_offered_at_once(shared_daemon, llm, mcp_home):
+    configure(mcp_home, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__grow", {})), Reply.tool_calls(("mcp__t__grown", {})), Reply.text("grew"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     assert await submit(daemon, "grow") == "grew"
     offered = [[t["function"]["name"] for t in r.body["tools"]] for r in llm.chat_requests]
@@ -612,12 +621,12 @@ def test_the_terminal_asks_about_a_workspace_server(llm, _private_dirs, tmp_path
     assert tool_results(llm) == ["42"]
 
 
-async def test_a_resource_picked_as_context_is_read_through_the_daemon(start_daemon, llm, _private_dirs):
+async def test_a_resource_picked_as_context_is_read_through_the_daemon(shared_daemon, llm, mcp_home):
     from pygls.exceptions import JsonRpcException
 
-    configure(_private_dirs, {"t": test_server()})
+    configure(mcp_home, {"t": test_server()})
     llm.script(Reply.text("read"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     picked = {"uri": "note://readme", "mcpServer": "t"}
     reply = await daemon.request("ollie/submit", {"text": "what does it say?", "context": [picked]}, timeout=90)
@@ -651,12 +660,12 @@ async def test_an_interrupt_withdraws_the_workspace_server_question(start_daemon
     assert entry["state"] == "needs approval"
 
 
-async def test_a_servers_prompt_is_a_turn_never_a_command(start_daemon, llm, _private_dirs):
+async def test_a_servers_prompt_is_a_turn_never_a_command(shared_daemon, llm, mcp_home):
     # A (hostile) server's prompt text `!touch ...`: /mcp:h:setup ran it as the user's `!cmd`, unsandboxed, with the
     # daemon's environment (its API keys), where the server itself is confined.
-    configure(_private_dirs, {"h": test_server("hostile")})
+    configure(mcp_home, {"h": test_server("hostile")})
     llm.script(Reply.text("not running that"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "h", "ready")
     assert await submit(daemon, "/mcp:h:setup") == "not running that"
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == '!touch "$OLLIE_CWD/../escaped-by-prompt"'
@@ -705,10 +714,10 @@ async def test_a_model_that_reads_no_images_gets_a_note_instead(start_daemon, sc
         assert len(llm.chat_requests) == (2 if says else 3)  # refused once, then sent again without it
 
 
-async def test_a_servers_fake_or_excess_images_are_left_out_with_why(start_daemon, llm, _private_dirs):
-    configure(_private_dirs, {"t": test_server("hostile")})
+async def test_a_servers_fake_or_excess_images_are_left_out_with_why(shared_daemon, llm, mcp_home):
+    configure(mcp_home, {"t": test_server("hostile")})
     llm.script(Reply.tool_calls(("mcp__t__fake_image", {})), Reply.text("seen"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     assert await submit(daemon, "look") == "seen"
     result = tool_results(llm)[-1]

@@ -91,12 +91,12 @@ def test_the_terminals_session_listing_leaves_out_runs_nobody_typed_in(llm, tmp_
     assert listed.startswith("sessions (1):"), listed
 
 
-async def test_a_session_runs_in_one_daemon_at_a_time(start_daemon, llm, tmp_path):
+async def test_a_session_runs_in_one_daemon_at_a_time(shared_daemon, start_daemon_beside, llm):
     """Two editor windows on one folder: the second daemon cannot resume the session the first runs (-32007 naming
     the other window), keeps its own, and resumes it once the first closed it."""
     llm.script(Reply.text("hi"))
-    first = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
-    second = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
+    first = await shared_daemon(env=llm.env())
+    second = await start_daemon_beside(env=llm.env(), workspace=first.workspace)
     sid = (await first.request("ollie/submit", {"text": "in the first window"}))["session"]
     err = await rpc_error(second, "ollie/session/load", {"session": sid})
     assert err.code == -32007 and "open in another editor window" in err.message
@@ -180,13 +180,14 @@ async def test_a_forged_cursor_is_invalid_params_naming_it_never_an_internal_err
     assert (await daemon.request("ollie/session/list", {"cursor": "1:" + "z" * 100_000}))["sessions"] == []
 
 
-async def test_a_prompt_to_a_live_session_another_daemon_archived_is_refused_as_archived(start_daemon, llm):
+async def test_a_prompt_to_a_live_session_another_daemon_archived_is_refused_as_archived(shared_daemon,
+                                                                                          start_daemon_beside, llm):
     # Archived by another client (a second editor window's daemon) while it runs here: the prompt ran and its turn
     # went into the archived session. The archive wins, as at a load: refused, nothing sent to the model.
     llm.script(Reply.text("first answer"))
-    here = await start_daemon(env=llm.env())
+    here = await shared_daemon(env=llm.env())
     sid = (await here.request("ollie/submit", {"text": "keep this one"}))["session"]
-    there = await start_daemon(env=llm.env())
+    there = await start_daemon_beside(env=llm.env())
     assert await there.request("ollie/session/archive", {"session": sid}) == {}
     asked = len(llm.requests)
     err = await rpc_error(here, "ollie/submit", {"session": sid, "text": "more"})
@@ -195,18 +196,19 @@ async def test_a_prompt_to_a_live_session_another_daemon_archived_is_refused_as_
     assert (await here.request("ollie/state", {"session": sid}))["archived"] is True
 
 
-async def test_every_write_to_a_live_session_another_daemon_archived_is_refused_as_archived(start_daemon, llm):
+async def test_every_write_to_a_live_session_another_daemon_archived_is_refused_as_archived(shared_daemon,
+                                                                                            start_daemon_beside, llm):
     # Only submit read the record: a rewind, an undo, a cwd move... trusted this daemon's own flag and changed the
     # session another client had archived.
     from .test_steps import code, run_turn, started
 
-    here = await started(start_daemon, llm)
+    here = await started(shared_daemon, llm)
     notes = here.workspace / "notes.txt"
     notes.write_text("one\n")
     await run_turn(here, llm, code("printf 'two\\n' > notes.txt"))
     sid = (await here.request("ollie/state", {}))["session"]
     (elsewhere := here.workspace / "elsewhere").mkdir()
-    there = await start_daemon(env=llm.env())
+    there = await start_daemon_beside(env=llm.env())
     assert await there.request("ollie/session/archive", {"session": sid}) == {}
     for method, params in (("ollie/rewind", {}), ("ollie/review/undo", {"path": "notes.txt"}),
                            ("ollie/setCwd", {"cwd": str(elsewhere)}), ("ollie/setEnv", {"key": "A", "value": "b"}),

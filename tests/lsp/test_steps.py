@@ -41,7 +41,8 @@ async def run_turn(daemon: Daemon, llm: Any, *calls: tuple[str, dict[str, Any]])
 
 
 async def started(start_daemon: Any, llm: Any) -> Daemon:
-    """A daemon whose session runs every step without asking (approval is another test's subject)."""
+    """A daemon (`start_daemon`'s, or a session of `shared_daemon`'s) whose session runs every step without asking
+    (approval is another test's subject)."""
     daemon = await start_daemon(env=llm.env())
     await daemon.request("ollie/setApproval", {"approval": "auto"})
     return daemon
@@ -90,8 +91,8 @@ async def test_every_kind_gets_a_readable_title_and_the_same_id_from_pending_to_
     assert "howdy" in tools[3]["content"]
 
 
-async def test_diffs_come_with_every_writer_whatever_made_the_change(start_daemon, llm):
-    daemon = await started(start_daemon, llm)
+async def test_diffs_come_with_every_writer_whatever_made_the_change(shared_daemon, llm):
+    daemon = await started(shared_daemon, llm)
     ws = daemon.workspace
     (ws / "app.py").write_text("x = 1\ny = 2\n")
     (ws / "notes.txt").write_text("alpha\nbeta\n")
@@ -114,8 +115,8 @@ async def test_diffs_come_with_every_writer_whatever_made_the_change(start_daemo
     assert all("diffs" not in e["tool"] for e in by_role(events, "call"))
 
 
-async def test_a_call_tool_batch_is_several_steps_with_their_own_ids_and_statuses(start_daemon, llm):
-    daemon = await started(start_daemon, llm)
+async def test_a_call_tool_batch_is_several_steps_with_their_own_ids_and_statuses(shared_daemon, llm):
+    daemon = await started(shared_daemon, llm)
     (daemon.workspace / "a.txt").write_text("a\n")
     batch = ("call_tool", {"calls": [{"tool": "file_read", "args": ["a.txt"]},
                                      {"tool": "file_write", "args": ["b.txt", "bee\n"]},
@@ -157,8 +158,8 @@ async def test_an_interrupted_parallel_batch_ends_every_step_failed(start_daemon
     assert (await daemon.request("ollie/submit", {"text": "go on"}))["stop"] == "end"
 
 
-async def test_no_checkpoints_for_a_home_like_cwd_says_why_once(start_daemon, llm):
-    daemon = await started(start_daemon, llm)
+async def test_no_checkpoints_for_a_home_like_cwd_says_why_once(shared_daemon, llm):
+    daemon = await started(shared_daemon, llm)
     # The daemon's $HOME (this process's): a CWD that is not a project is never scanned.
     await daemon.request("ollie/setCwd", {"cwd": os.environ.get("HOME", "/")})
     llm.script(Reply(tool_calls=[code("true")]), Reply.text("one"), Reply.text("two"))

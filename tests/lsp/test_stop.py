@@ -50,12 +50,13 @@ async def test_the_stop_button_during_a_post_turn_hook_holds_the_queue_and_the_c
 
 
 @pytest.mark.parametrize("how", ["ollie/interrupt", "$/cancelRequest"])
-async def test_a_stop_kills_a_running_shell_command(start_daemon, llm, how):
+async def test_a_stop_kills_a_running_shell_command(shared_daemon, llm, how):
     """A `!command` submit is stopped now, by the Stop button or its own cancel, its process group killed; its
     answer is stop "interrupted". The interrupt answered false, the cancel did nothing, and the command ran on."""
     mark = new_mark()
-    daemon = await start_daemon(env=llm.env())
-    future = daemon.client.protocol.send_request("ollie/submit", {"text": f"!sleep 60.{mark}; echo never"})
+    daemon = await shared_daemon(env=llm.env())
+    future = daemon.client.protocol.send_request("ollie/submit", {"session": daemon.session,
+                                                                  "text": f"!sleep 60.{mark}; echo never"})
     await wait_for_processes(mark)
     if how == "ollie/interrupt":
         assert await daemon.request("ollie/interrupt", {}, timeout=PROMPTLY_S) == {"interrupted": True}
@@ -68,12 +69,12 @@ async def test_a_stop_kills_a_running_shell_command(start_daemon, llm, how):
     assert await daemon.request("ollie/interrupt", {}) == {"interrupted": False}  # nothing runs now
 
 
-async def test_the_stop_button_drops_the_submits_waiting_behind_the_turn(start_daemon, llm):
+async def test_the_stop_button_drops_the_submits_waiting_behind_the_turn(shared_daemon, llm):
     """A second submit waits behind the running turn: the Stop answers it "interrupted" and it never runs (as the
     engine holds a submit waiting for its turn lock). It ran once the stopped turn ended."""
     held = threading.Event()  # the answer streams until the Stop, however slow the machine (~8 s of it could end first)
     llm.script(Reply(text="word " * 80, chunk_size=5, hold=held))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
     await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
     second = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "then this"}))
