@@ -171,6 +171,45 @@ def test_a_writable_path_swapped_for_a_link_after_its_rules_opened_never_makes_t
     assert os.stat(secret).st_mode & 0o777 == 0o600
 
 
+def test_a_git_dir_swapped_for_a_link_after_it_was_found_is_never_left_writable(ws):
+    """Round 33: the step's `.git` is bound read-only (so no hook or config it plants runs as the user); a step that
+    may write the work tree swaps `.git` for a link to a decoy repository once the step's rules are checked and back
+    before Landlock comes. The bind was made by name: the decoy was made read-only, the real `.git` left writable."""
+    import json
+    import subprocess
+    import sys
+
+    from ollie.sandbox import confine, writers
+    from ollie.sandbox.rules import ruleset_for
+
+    (ws.work / ".git" / "hooks").mkdir(parents=True)
+    (decoy := ws.outside / "decoy" / ".git").mkdir(parents=True)
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}"]}\n')
+    ruleset, _ = ruleset_for(policy, landlock_abi())
+    assert ruleset is not None and ruleset["readonly_binds"] == [str(ws.work / ".git")]
+    ruleset.update(pinned=writers.places(policy.writable()), seccomp=None, pid_namespace=False, netns=None)
+    hook = ws.work / ".git" / "hooks" / "pre-commit"
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", SWAPPED_CONFINE, str(Path(confine.__file__).with_name("siblings.py")),
+         json.dumps(ruleset), str(decoy), str(hook)],
+        cwd=ws.work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    moves = {"swap": [(".git", ".git.was"), (".git.link", ".git")], "back": [(".git", ".git.link"), (".git.was", ".git")]}
+    os.symlink(decoy, ws.work / ".git.link")
+    said = []
+    for line in child.stdout:
+        said.append(line.strip())
+        for old, new in moves.get(said[-1], []):
+            os.rename(ws.work / old, ws.work / new)
+        if said[-1] in moves:
+            child.stdin.write("done\n")
+            child.stdin.flush()
+    refused = child.wait(timeout=60) != 0
+    assert not hook.exists(), said
+    # Refused at the bind (never a warning and a writable `.git`, though the policy is best effort).
+    assert refused and said == ["swap"] and ".git is now a link" in child.stderr.read(), said
+
+
 # A real step, as the daemon spawns one, run in `work` under a policy that may write it; prints its status and stderr.
 STEP_IN_WORK = """
 import asyncio, sys
