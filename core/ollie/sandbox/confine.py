@@ -164,10 +164,11 @@ def _clone(fd: int, recursive: int = AT_RECURSIVE) -> int:
                                         | recursive), f"open_tree({os.readlink(f'/proc/self/fd/{fd}')})")
 
 
-def _open_unlinked(path: str) -> int | None:
-    """An O_PATH descriptor of the absolute, resolved `path`, its parts looked up one by one and none followed (None:
-    not there). A link on the way raises ELOOP: a step that may write a directory there swapped it in since."""
-    fd = os.open("/", os.O_PATH | os.O_CLOEXEC)
+def _open_unlinked(path: str, at: int | None = None) -> int | None:
+    """An O_PATH descriptor of the resolved `path` (beneath the directory `at`, else absolute), its parts looked up one
+    by one and none followed (None: not there). A link on the way raises ELOOP: a step that may write a directory
+    there swapped it in since."""
+    fd = os.open("/", os.O_PATH | os.O_CLOEXEC) if at is None else os.dup(at)
     try:
         for part in filter(None, path.split("/")):
             fd, parent = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd), fd
@@ -246,14 +247,11 @@ def readonly_view(writable: list[str], opened: list[tuple[int, int, str]]) -> No
         readonly = _set_readonly("/")
         for tree, fd in zip(trees, places, strict=True):
             _attach(tree, fd)
-        # The cwd (set before) is still on the mount below its new bind: enter it again, or the step's relative
-        # writes would meet the read-only mount underneath.
-        cwd = os.getcwd()
-        os.chdir(cwd)
+        real = [os.readlink(f"/proc/self/fd/{fd}") for fd in places]
+        _reenter(os.getcwd(), list(zip(real, trees, strict=True)))
         if readonly:
             return
         # An older kernel: one remount per mount point outside the binds (a few dozen, ~10 µs each).
-        real = [os.readlink(f"/proc/self/fd/{fd}") for fd in places]
         for point in _mount_points():
             if not any(point == path or point.startswith(path.rstrip("/") + "/") for path in real):
                 try:
@@ -264,6 +262,23 @@ def readonly_view(writable: list[str], opened: list[tuple[int, int, str]]) -> No
     finally:
         for fd in trees + in_proc:
             os.close(fd)
+
+
+def _reenter(cwd: str, binds: list[tuple[str, int]]) -> None:
+    """Enter `cwd` again through the deepest new bind (path, its mount's descriptor) holding it: the cwd (set before) is
+    still on the mount below, where the step's relative writes would meet a read-only mount. Part by part from the
+    bind, no link followed: a step that may write there could have swapped one in by now."""
+    holding = [(path, tree) for path, tree in binds if cwd == path or cwd.startswith(path.rstrip("/") + "/")]
+    if not holding:
+        return  # on no bind: it is on the mount it was, made read-only with the rest
+    path, tree = max(holding, key=lambda bind: len(bind[0]))
+    fd = _open_unlinked(cwd[len(path):], at=tree)
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, f"the working directory {cwd} is gone")
+    try:
+        os.fchdir(fd)
+    finally:
+        os.close(fd)
 
 
 def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
