@@ -147,7 +147,8 @@ def _remount_readonly(path: str) -> None:
 
 
 def _set_readonly(path: str, fd: int = AT_FDCWD, flags: int = AT_RECURSIVE, attrs: int = MOUNT_ATTR_RDONLY) -> bool:
-    """mount_setattr `path`'s mount (beneath `fd`) and every mount below it read-only; False where the kernel lacks it."""
+    """mount_setattr `path`'s mount (beneath `fd`; with AT_RECURSIVE every mount below it too) read-only (`attrs`);
+    False where the kernel lacks it."""
     attr = _MountAttr(attrs, 0, 0, 0)
     if _libc.syscall(SYS_MOUNT_SETATTR, fd, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0:
         return True
@@ -314,7 +315,7 @@ def _confined_mounts(opened: list[tuple[int, int, str]], paths: list[str], tmp: 
         try:
             readonly_view(writable, opened)
         except OSError as exc:
-            if not best_effort:
+            if not best_effort or exc.errno == errno.ELOOP:  # a link swapped in is no missing feature
                 raise
             _warn(f"no read-only view (modes, owners, times and xattrs outside the writable paths changeable): {exc}")
     for path in paths:
