@@ -171,6 +171,103 @@ def test_a_writable_path_swapped_for_a_link_after_its_rules_opened_never_makes_t
     assert os.stat(secret).st_mode & 0o777 == 0o600
 
 
+def test_a_git_dir_swapped_for_a_link_after_it_was_found_is_never_left_writable(ws):
+    """Round 33: the step's `.git` is bound read-only (so no hook or config it plants runs as the user); a step that
+    may write the work tree swaps `.git` for a link to a decoy repository once the step's rules are checked and back
+    before Landlock comes. The bind was made by name: the decoy was made read-only, the real `.git` left writable."""
+    import json
+    import subprocess
+    import sys
+
+    from ollie.sandbox import confine, writers
+    from ollie.sandbox.rules import ruleset_for
+
+    (ws.work / ".git" / "hooks").mkdir(parents=True)
+    (decoy := ws.outside / "decoy" / ".git").mkdir(parents=True)
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}"]}\n')
+    ruleset, _ = ruleset_for(policy, landlock_abi())
+    assert ruleset is not None and ruleset["readonly_binds"] == [str(ws.work / ".git")]
+    ruleset.update(pinned=writers.places(policy.writable()), seccomp=None, pid_namespace=False, netns=None)
+    hook = ws.work / ".git" / "hooks" / "pre-commit"
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", SWAPPED_CONFINE, str(Path(confine.__file__).with_name("siblings.py")),
+         json.dumps(ruleset), str(decoy), str(hook)],
+        cwd=ws.work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    moves = {"swap": [(".git", ".git.was"), (".git.link", ".git")], "back": [(".git", ".git.link"), (".git.was", ".git")]}
+    os.symlink(decoy, ws.work / ".git.link")
+    said = []
+    for line in child.stdout:
+        said.append(line.strip())
+        for old, new in moves.get(said[-1], []):
+            os.rename(ws.work / old, ws.work / new)
+        if said[-1] in moves:
+            child.stdin.write("done\n")
+            child.stdin.flush()
+    refused = child.wait(timeout=60) != 0
+    assert not hook.exists(), said
+    # Refused at the bind (never a warning and a writable `.git`, though the policy is best effort).
+    err = child.stderr.read()
+    assert refused and said == ["swap"] and ".git is now a link" in err and "(best_effort)" not in err, (said, err)
+
+
+# As SWAPPED_CONFINE, but it says "swap" once its working directory was read, before it is entered again through the
+# new binds; then the step writes `note` there, by its relative name.
+SWAPPED_CWD = """
+import importlib.util, json, os, sys
+spec = importlib.util.spec_from_file_location("siblings", sys.argv[1])
+siblings = importlib.util.module_from_spec(spec); sys.modules["_ollie_siblings"] = siblings
+spec.loader.exec_module(siblings)
+confine = siblings.load("confine")
+read = os.getcwd
+def read_then_swap():
+    cwd = read()
+    print("swap", flush=True)
+    assert sys.stdin.readline() == "done\\n"
+    return cwd
+os.getcwd = read_then_swap
+confine.apply(json.loads(sys.argv[2]))
+os.getcwd = read
+open("note", "w").write("step")
+print("wrote in", os.getcwd(), flush=True)
+"""
+
+
+def test_a_dir_on_the_way_to_the_cwd_swapped_for_a_link_as_it_is_entered_again_is_never_followed(ws):
+    """Round 33: the step's cwd is entered again after the read-only view's binds, by its name: a step that may write
+    the work tree swaps a directory on the way for a link to another at that instant, and the step's relative writes
+    land there."""
+    import json
+    import subprocess
+    import sys
+
+    from ollie.sandbox import confine, writers
+    from ollie.sandbox.rules import ruleset_for
+
+    (sub := ws.work / "sub").mkdir()
+    (elsewhere := ws.work / "elsewhere").mkdir()
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rw: ["{CWD}"]}\n')
+    ruleset, _ = ruleset_for(policy, landlock_abi())
+    assert ruleset is not None and ruleset["writable"] is not None
+    ruleset.update(pinned=writers.places(policy.writable()), seccomp=None, pid_namespace=False, netns=None)
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", SWAPPED_CWD, str(Path(confine.__file__).with_name("siblings.py")),
+         json.dumps(ruleset)], cwd=sub, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    said = []
+    for line in child.stdout:
+        said.append(line.strip())
+        if said[-1] == "swap":
+            sub.rename(ws.work / "sub.was")
+            sub.symlink_to(elsewhere)
+            child.stdin.write("done\n")
+            child.stdin.flush()
+    refused = child.wait(timeout=60) != 0
+    assert said == ["swap"] and not (elsewhere / "note").exists(), said
+    err = child.stderr.read()
+    assert refused and "sub is now a link" in err and "(best_effort)" not in err, err  # refused, not warned
+
+
 # A real step, as the daemon spawns one, run in `work` under a policy that may write it; prints its status and stderr.
 STEP_IN_WORK = """
 import asyncio, sys

@@ -5,26 +5,32 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ollie import paths
+from ollie.agent.commandbox import CommandBox
+from ollie.mcp import client
+from ollie.mcp.config import ServerSpec
+from ollie.mcp.host import McpHost
 from ollie.sandbox import writers
 from ollie.tools.execute.server import ExecuteServer
 
 from .conftest import Workspace, code, tool
 
 
-def _user_default_policy(ws: Workspace, monkeypatch: pytest.MonkeyPatch, *edits: tuple[str, str]) -> None:
+def _user_default_policy(root: Path, monkeypatch: pytest.MonkeyPatch, *edits: tuple[str, str]) -> None:
     """The user's own sandbox.yaml (which replaces the bundled one): the bundled text with `edits` made."""
-    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(ws.root / "config"))
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(root / "config"))
     text = paths.bundled("sandbox.yaml").read_text()
     for old, new in edits:
         assert old in text
         text = text.replace(old, new)
-    (ws.root / "config").mkdir()
-    (ws.root / "config" / "sandbox.yaml").write_text(text)
+    (root / "config").mkdir()
+    (root / "config" / "sandbox.yaml").write_text(text)
 
 
 def _fsmonitor_clone(work: Path, hook: str) -> None:
@@ -60,7 +66,7 @@ async def test_a_reader_writes_no_directory_under_dev_the_policy_grants(ws: Work
     fsmonitor program, run by an unasked `git status`, wrote shared memory other programs of the user read."""
     if not Path("/dev/shm").is_dir():
         pytest.skip("no /dev/shm here")
-    _user_default_policy(ws, monkeypatch, ('"/dev/tty"]', '"/dev/tty", "/dev/shm"]'))
+    _user_default_policy(ws.root, monkeypatch, ('"/dev/tty"]', '"/dev/tty", "/dev/shm"]'))
     planted = Path("/dev/shm") / f"ollie-reader-{ws.root.name}"
     _fsmonitor_clone(ws.work, f"echo planted > {planted} && echo WROTE >&2; echo quiet > /dev/null && echo NULL >&2")
     try:
@@ -75,7 +81,7 @@ async def test_a_reader_writes_no_directory_under_dev_the_policy_grants(ws: Work
 async def test_a_reader_has_no_network(ws: Workspace, monkeypatch) -> None:
     """The reading sandbox kept the session's network: a clone's fsmonitor program, run by an unasked `git status`,
     could send what it reads to any host the policy lets through (here the host's network, a local listener)."""
-    _user_default_policy(ws, monkeypatch, ("mode: proxy", "mode: open"))
+    _user_default_policy(ws.root, monkeypatch, ("mode: proxy", "mode: open"))
     got: asyncio.Queue[bytes] = asyncio.Queue()
 
     async def take(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -106,7 +112,7 @@ async def test_a_read_path_another_session_swaps_for_a_link_to_a_secret_is_never
     shared = ws.work / "shared"
     shared.mkdir()
     (shared / "data.txt").write_text("shared data\n")
-    _user_default_policy(ws, monkeypatch, ('ro: ["/etc", ', f'ro: ["{shared}", "/etc", '))
+    _user_default_policy(ws.root, monkeypatch, ('ro: ["/etc", ', f'ro: ["{shared}", "/etc", '))
     (other := ws.root / "other").mkdir()
     reader = ExecuteServer(cwd=other, session_id="s2")
     assert "shared data" in (await code(reader, f"cat {shared}/data.txt")).text
@@ -118,15 +124,72 @@ async def test_a_read_path_another_session_swaps_for_a_link_to_a_secret_is_never
     shared.unlink()
     shared.mkdir()
     (shared / "data.txt").write_text("shared data\n")
+    swapped = _swap_when_held(monkeypatch, shared, home / ".ssh")
+    result = await code(reader, f"cat {shared}/id_ed25519")
+    assert swapped() and "PRIVATE KEY" not in result.text, result.text
+    assert f"{shared} leads to {home}/.ssh" in result.text, result.text
+
+
+def _swap_when_held(monkeypatch: pytest.MonkeyPatch, shared: Path, to: Path) -> Callable[[], bool]:
+    """Another session's step swaps the dir `shared` for a link to `to` once the next step's policy is checked and
+    protected, before its rules are opened (at `writers.hold`); whether it did."""
     hold = writers.hold
+    swapped: list[Path] = []
 
     async def swap_then_hold(places):
-        if shared.is_dir() and not shared.is_symlink():
-            shared.rename(ws.work / "shared.was")
-            shared.symlink_to(home / ".ssh")
+        if not swapped and shared.is_dir() and not shared.is_symlink():
+            shared.rename(shared.with_name("shared.was"))
+            shared.symlink_to(to)
+            swapped.append(shared)
         return await hold(places)
 
     monkeypatch.setattr(writers, "hold", swap_then_hold)
-    result = await code(reader, f"cat {shared}/id_ed25519")
-    assert shared.is_symlink() and "PRIVATE KEY" not in result.text, result.text
-    assert f"{shared} leads to {home}/.ssh" in result.text, result.text
+    return lambda: bool(swapped)
+
+
+@pytest.fixture
+def secret_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's home with an ssh key, and `shared` (a dir beside it another session's steps may write)."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "shared").mkdir()
+    return home
+
+
+async def test_an_mcp_servers_read_path_swapped_for_a_link_to_a_secret_as_it_starts_is_never_followed(
+        tmp_path: Path, secret_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 33: a server the user configured to serve `shared` (a path it may read); another session's step swaps
+    `shared` for a link to `~/.ssh` between the server's policy check and its rules: the server read the key."""
+    monkeypatch.setattr(client, "BACKOFF_S", ())
+    shared = tmp_path / "shared"
+    (workspace := tmp_path / "ws").mkdir()
+    swapped = _swap_when_held(monkeypatch, shared, secret_home / ".ssh")
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    # A hostile server: it tells what it read on its stderr and exits (the status shows its last words).
+    tell = "import sys; sys.exit(open(sys.argv[1] + '/id_ed25519').read())"
+    try:
+        await host.add({"h": ServerSpec("h", command=sys.executable, args=("-c", tell, str(shared)))}, wait=60)
+        (status,) = host.status()
+        assert swapped() and "PRIVATE KEY" not in str(status["error"]), status
+        assert f"{shared} leads to {secret_home}/.ssh" in str(status["error"]), status
+    finally:
+        await host.aclose()
+
+
+async def test_a_prompt_commands_read_path_swapped_for_a_link_to_a_secret_as_it_starts_is_never_followed(
+        tmp_path: Path, secret_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 33: the user's policy for an agent's prompt commands lets them read `shared`; another session's step
+    swaps it for a link to `~/.ssh` between the command's policy check and its rules: the command printed the key."""
+    shared = tmp_path / "shared"
+    _user_default_policy(tmp_path, monkeypatch, ('ro: ["/etc", ', f'ro: ["{shared}", "/etc", '))
+    (cwd := tmp_path / "ws").mkdir()
+    swapped = _swap_when_held(monkeypatch, shared, secret_home / ".ssh")
+    try:
+        result = await CommandBox(policy="default").run(f"cat {shared}/id_ed25519", cwd=cwd, timeout=60)
+        said = result.stdout + result.stderr
+    except OSError as exc:
+        said = str(exc)
+    assert swapped() and "PRIVATE KEY" not in said, said
+    assert f"{shared} leads to {secret_home}/.ssh" in said, said

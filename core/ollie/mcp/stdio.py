@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import shutil
 from collections import deque
@@ -96,6 +97,10 @@ def server_policy(spec: ServerSpec, *, cwd: Path, env: Mapping[str, str], networ
         named, installed = _unlinked(named), _unlinked(installed)
     policy = replace(base, network=network).extended(ro=named, rox=installed, rwx=[home])
     protected, _ = protect(policy, home=Path.home())
+    # Looked at again once `protect` pinned them: a link another step swapped in before the pin shows now, one after
+    # is refused at the server's start (landlock.open_rules).
+    if spec.from_workspace and (moved := set(named + installed) - set(_unlinked(named + installed))):
+        raise OSError(errno.ELOOP, f"{', '.join(map(str, sorted(moved)))}: now a symlink, swapped in since approved")
     return protected
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import ctypes
+import errno
 import os
 import stat
 import sys
@@ -41,7 +42,7 @@ KEPT_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME
 # mount_setattr(2) (Linux 5.12; the same number on every architecture): one call makes a whole tree read-only.
 SYS_MOUNT_SETATTR = 442
 AT_FDCWD, AT_EMPTY_PATH, AT_RECURSIVE = -100, 0x1000, 0x8000
-MOUNT_ATTR_RDONLY = 1
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 1, 2, 4
 # open_tree(2) and move_mount(2) (Linux 5.2, the same numbers everywhere): a bind made from and onto descriptors.
 SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429
 OPEN_TREE_CLONE = 1
@@ -145,11 +146,11 @@ def _remount_readonly(path: str) -> None:
     _mount(None, path, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | kept)
 
 
-def _set_readonly(path: str) -> bool:
-    """mount_setattr `path`'s mount and every mount below it read-only; False where the kernel lacks it."""
-    attr = _MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
-    if _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE, ctypes.byref(attr),
-                     ctypes.sizeof(attr)) == 0:
+def _set_readonly(path: str, fd: int = AT_FDCWD, flags: int = AT_RECURSIVE, attrs: int = MOUNT_ATTR_RDONLY) -> bool:
+    """mount_setattr `path`'s mount (beneath `fd`; with AT_RECURSIVE every mount below it too) read-only (`attrs`);
+    False where the kernel lacks it."""
+    attr = _MountAttr(attrs, 0, 0, 0)
+    if _libc.syscall(SYS_MOUNT_SETATTR, fd, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)) == 0:
         return True
     if ctypes.get_errno() == 38:  # ENOSYS: before Linux 5.12
         return False
@@ -157,11 +158,50 @@ def _set_readonly(path: str) -> bool:
     return True
 
 
-def _clone(fd: int) -> int:
+def _clone(fd: int, recursive: int = AT_RECURSIVE) -> int:
     """A detached copy of the mount of what `fd` (O_PATH) leads to, with the mounts below it, each keeping its flags;
     its descriptor. No name is looked up again: a link swapped in meanwhile is never followed."""
     return landlock.check(_libc.syscall(SYS_OPEN_TREE, fd, b"", OPEN_TREE_CLONE | os.O_CLOEXEC | AT_EMPTY_PATH
-                                        | AT_RECURSIVE), f"open_tree({os.readlink(f'/proc/self/fd/{fd}')})")
+                                        | recursive), f"open_tree({os.readlink(f'/proc/self/fd/{fd}')})")
+
+
+def _open_unlinked(path: str, at: int | None = None) -> int | None:
+    """An O_PATH descriptor of the resolved `path` (beneath the directory `at`, else absolute), its parts looked up one
+    by one and none followed (None: not there). A link on the way raises ELOOP: a step that may write a directory
+    there swapped it in since."""
+    fd = os.open("/", os.O_PATH | os.O_CLOEXEC) if at is None else os.dup(at)
+    try:
+        for part in filter(None, path.split("/")):
+            fd, parent = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd), fd
+            os.close(parent)
+            if stat.S_ISLNK(os.fstat(fd).st_mode):
+                raise OSError(errno.ELOOP, f"{path}: {part} is now a link, swapped in since it was checked")
+    except FileNotFoundError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _bind_readonly(path: str) -> None:
+    """`path` (a `.git`) bound read-only onto itself, from and onto one descriptor (`_open_unlinked`): a link swapped
+    in on the way between the daemon's check and the bind gets no bind, and the real `.git` is never left writable."""
+    fd = _open_unlinked(path)
+    if fd is None:
+        return
+    tree = -1
+    try:
+        tree = _clone(fd, recursive=0)
+        readonly = _set_readonly("", tree, AT_EMPTY_PATH, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+        _attach(tree, fd)
+        if not readonly:  # before Linux 5.12: the new mount, through its own descriptor
+            _remount_readonly(f"/proc/self/fd/{tree}")
+    finally:
+        for opened in (fd, tree):
+            if opened >= 0:
+                os.close(opened)
 
 
 def _attach(tree: int, fd: int) -> None:
@@ -208,14 +248,11 @@ def readonly_view(writable: list[str], opened: list[tuple[int, int, str]]) -> No
         readonly = _set_readonly("/")
         for tree, fd in zip(trees, places, strict=True):
             _attach(tree, fd)
-        # The cwd (set before) is still on the mount below its new bind: enter it again, or the step's relative
-        # writes would meet the read-only mount underneath.
-        cwd = os.getcwd()
-        os.chdir(cwd)
+        real = [os.readlink(f"/proc/self/fd/{fd}") for fd in places]
+        _reenter(os.getcwd(), list(zip(real, trees, strict=True)))
         if readonly:
             return
         # An older kernel: one remount per mount point outside the binds (a few dozen, ~10 µs each).
-        real = [os.readlink(f"/proc/self/fd/{fd}") for fd in places]
         for point in _mount_points():
             if not any(point == path or point.startswith(path.rstrip("/") + "/") for path in real):
                 try:
@@ -226,6 +263,23 @@ def readonly_view(writable: list[str], opened: list[tuple[int, int, str]]) -> No
     finally:
         for fd in trees + in_proc:
             os.close(fd)
+
+
+def _reenter(cwd: str, binds: list[tuple[str, int]]) -> None:
+    """Enter `cwd` again through the deepest new bind (path, its mount's descriptor) holding it: the cwd (set before) is
+    still on the mount below, where the step's relative writes would meet a read-only mount. Part by part from the
+    bind, no link followed: a step that may write there could have swapped one in by now."""
+    holding = [(path, tree) for path, tree in binds if cwd == path or cwd.startswith(path.rstrip("/") + "/")]
+    if not holding:
+        return  # on no bind: it is on the mount it was, made read-only with the rest
+    path, tree = max(holding, key=lambda bind: len(bind[0]))
+    fd = _open_unlinked(cwd[len(path):], at=tree)
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, f"the working directory {cwd} is gone")
+    try:
+        os.fchdir(fd)
+    finally:
+        os.close(fd)
 
 
 def private_mounts(paths: list[str], tmp: str | None = None, proc: bool = False,
@@ -261,14 +315,11 @@ def _confined_mounts(opened: list[tuple[int, int, str]], paths: list[str], tmp: 
         try:
             readonly_view(writable, opened)
         except OSError as exc:
-            if not best_effort:
+            if not best_effort or exc.errno == errno.ELOOP:  # a link swapped in is no missing feature
                 raise
             _warn(f"no read-only view (modes, owners, times and xattrs outside the writable paths changeable): {exc}")
     for path in paths:
-        if not os.path.lexists(path):
-            continue
-        _mount(path, path, MS_BIND)
-        _remount_readonly(path)
+        _bind_readonly(path)
     if tmp:
         # For programs that ignore TMPDIR (ed's tmpfile()): the session's own temp dir stands in for /tmp.
         # Last, so the read-only binds above (a .git under /tmp) still cover what the cwd reaches.
@@ -365,7 +416,7 @@ def apply(ruleset: dict) -> None:
         try:
             opened = private_mounts(binds, tmp, proc, writable, bool(ruleset.get("best_effort")), ruleset)
         except OSError as exc:
-            if not ruleset.get("best_effort"):
+            if not ruleset.get("best_effort") or exc.errno == errno.ELOOP:  # a link swapped in is no missing feature
                 raise
             left = [", ".join(binds) + " left writable"] if binds else []
             left += [f"{tmp} not at /tmp"] if tmp else []

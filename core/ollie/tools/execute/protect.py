@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ollie import paths
+from ollie.sandbox import writers
 from ollie.sandbox.policy import Policy
 
 # Shell start-up files (relative to $HOME): code written there runs as the user, unsandboxed, at the next login.
@@ -157,7 +158,9 @@ def _split_all(roots: Iterable[Path], secrets: list[Path], homes: list[Path]) ->
 
 
 def protect(policy: Policy, *, home: Path | str | None = None) -> tuple[Policy, list[str]]:
-    """`policy` with no protected path writable and no secret readable, and a warning per downgraded root."""
+    """`policy` with no protected path writable and no secret readable, and a warning per downgraded root; its read
+    paths pinned (`Policy.pinned`) before it looks, so a step is refused where another's swapped link leads elsewhere."""
+    policy = replace(policy, pinned=writers.pinned([*policy.ro, *policy.rox]))
     token = _resolved.set({})  # the file system as it is now: nothing is kept past this call
     try:
         return _protect(policy, home)

@@ -122,8 +122,6 @@ class Runner:
             return cached[1]
         self.dirs.create()
         loaded = load_policy(name, cwd=self.cwd, env=env)
-        # Pinned before `protect` looks: one swapped after is refused in the step (landlock.open_rules).
-        loaded = replace(loaded, pinned=writers.pinned([*loaded.ro, *loaded.rox]))
         protected, warnings = protect(loaded, home=Path(env["HOME"]))
         envs = python_envs(env.get("PATH", ""), Path(env["HOME"]), protected.writable())
         policy = self._with_session_dirs(protected, envs)
