@@ -88,22 +88,6 @@ def test_mcp_and_network_questions_in_real_vscode(run_e2e):
     )
 
 
-@pytest.mark.timeout(200)
-def test_commands_typed_in_the_chat_show_as_they_are_in_real_vscode(run_e2e):
-    """/help's table keeps its columns in the chat (screenshot command-columns): it wrapped in a proportional font, each
-    description starting somewhere else; a typo's answer is one error line naming the closest command. `/rewind` and
-    `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the model still had them.
-    The conversation `/agent NAME` ended is kept, said in the chat, and Switch Session brings it back (agent-switch-kept):
-    it was lost; `/help` names the editor's session list (it advised a terminal's `ollie --session`). A broken
-    sandbox.yaml is a warning notification as the session opens (policy-notification)."""
-    shows(run_e2e("commands.mjs", total_ms=150000),
-          "the broken sandbox.yaml was a notification naming its file and key as the session opened",
-          "/help kept its columns; a typo's error named the closest command alone",
-          "/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing",
-          "the conversation /agent ended was kept: the chat said so, /help named the session list, Switch Session "
-          "brought it back")
-
-
 @pytest.mark.timeout(330)
 def test_an_image_pasted_or_dropped_goes_with_the_prompt_and_one_refused_is_named_in_real_vscode(run_e2e):
     """One window, two scenarios (images.mjs):
