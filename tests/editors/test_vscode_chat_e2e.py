@@ -95,13 +95,19 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
 
 @pytest.mark.timeout(330)
 def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_prompt_comes_back_in_real_vscode(run_e2e):
-    """title.mjs, one window, three scenarios. title: the first prompt titles the chat's header while its turn still
+    """title.mjs, one window, four scenarios. title: the first prompt titles the chat's header while its turn still
     streams (it said "New chat" until the turn ended); `/rn` renames it at once; a new session (the view's + button)
     says "New chat", the renamed one (picked from the view's history button) its name when shown again; a prompt's
     "Fork from here" and "Ollie: Fork Chat" switch the chat to a fork titled "<title> (fork)", the history listing both.
     hosthung: a prompt sent while the extension host hangs, which dies before taking it (VS Code starts another), is
     back in the input of the chat made anew, with a note, and runs when sent again: it was in neither the chat nor the
-    input. settingsscope: a cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon
+    input. commands: /help's table keeps its columns in the chat (screenshot command-columns): it wrapped in a
+    proportional font, each description starting somewhere else; a typo's answer is one error line naming the closest
+    command. `/rewind` and `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the
+    model still had them. The conversation `/agent NAME` ended is kept, said in the chat, and Switch Session brings it
+    back (agent-switch-kept): it was lost; `/help` names the editor's session list (it advised a terminal's
+    `ollie --session`). A broken sandbox.yaml is a warning notification as the session opens (policy-notification).
+    settingsscope: a cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon
     command: the chat's model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped
     settings). The repository changing them restarts no daemon (it did, and the chat emptied: a command's answer lost);
     the user's own change of ollie.model does."""
@@ -114,6 +120,11 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the composer names the model, opens Switch Model, and shows the agent once switched, by the pick or by /agent",
           "the prompt the hung extension host never took came back in the input, said",
           "sent again, it ran",
+          "the broken sandbox.yaml was a notification naming its file and key as the session opened",
+          "/help kept its columns; a typo's error named the closest command alone",
+          "/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing",
+          "the conversation /agent ended was kept: the chat said so, /help named the session list, Switch Session "
+          "brought it back",
           "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")

@@ -220,6 +220,9 @@ export function writeUserSettings(userData, settings) {
     "extensions.autoCheckUpdates": false,
     "extensions.autoUpdate": false,
     "chat.disableAIFeatures": true,
+    // No look-ups in the extension gallery (open-vsx.org, out of reach here) for recommendations or experiments.
+    "workbench.enableExperiments": false,
+    "extensions.ignoreRecommendations": true,
     "ollie.serverCommand": daemon,
     ...(process.env.OLLIE_E2E_TRACE ? { "ollie.trace.server": "verbose" } : {}),
   };
@@ -237,6 +240,29 @@ export async function installVsix(vsix, dirs, env) {
   }
   log(`installing ${path.basename(vsix)}`);
   await run(codeServer, [...dirs, "--install-extension", vsix], env);
+}
+
+// Built-in extensions most tests do not use, which each window started anyway: Git and GitHub (eagerly, before
+// Ollie), the JSON and TypeScript language servers, the JS debugger's helpers, emmet, npm, merge conflicts, port
+// forwarding. Left out of the window's built-ins (code-server refuses --disable-extension) unless it asks for them
+// (withVSCode's `builtins`); the workbench's web copies of some then fail to load (a 404 each in browser-console.log),
+// which is all they do.
+export const UNUSED_BUILTINS = new Set([
+  "configuration-editing", "copilot", "debug-auto-launch", "debug-server-ready", "emmet", "extension-editing", "git",
+  "git-base", "github", "github-authentication", "json-language-features", "merge-conflict", "microsoft-authentication",
+  "ms-vscode.js-debug", "ms-vscode.js-debug-companion", "ms-vscode.vscode-js-profile-table", "npm", "terminal-suggest",
+  "tunnel-forwarding", "typescript-language-features",
+]);
+
+/** A built-in extensions dir for code-server under `dir`: links to its own built-ins, less the UNUSED_BUILTINS but
+ * `wanted`. */
+function builtinExtensions(dir, wanted) {
+  const from = path.join(e2eDir, "cs", "node_modules", "code-server", "lib", "vscode", "extensions");
+  const to = path.join(dir, "builtin-extensions");
+  if (fs.existsSync(to)) return to; // a scratch dir used again (OLLIE_E2E_WORK)
+  fs.mkdirSync(to);
+  for (const name of fs.readdirSync(from).filter((n) => wanted.includes(n) || !UNUSED_BUILTINS.has(n))) fs.symlinkSync(path.join(from, name), path.join(to, name));
+  return to;
 }
 
 /** Start code-server on `workspace` and open it in headless Chromium once `before` (a promise: what the window's daemon
@@ -263,7 +289,8 @@ export async function startVSCode(workspace, dirs, env, before = undefined) {
   log(`code-server at ${address}`);
   // Uncompressed, as desktop VS Code reads its files: code-server's brotli of the 19 MB workbench.js alone took ~0.8 s
   // of its CPU at each window's load (~0.1 s sent as it is, over loopback).
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { "Accept-Encoding": "identity" } });
+  // 1100x720, not 1400x900: fewer pixels for Chromium to paint, ~1 CPU-s less of a short window's ~15.
+  const context = await browser.newContext({ viewport: { width: 1100, height: 720 }, extraHTTPHeaders: { "Accept-Encoding": "identity" } });
   // Copy buttons write to the clipboard; grant it so navigator.clipboard works in the webview.
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: address.replace(/\/$/, "") }).catch(() => undefined);
   // A page the workbench opens by itself (a popup: a link VS Code took from a webview) is a stray browser tab to the user.
@@ -553,10 +580,11 @@ export async function waitForStatus(page, pattern) {
 /**
  * Run `scenario(ctx)` in a fresh code-server with the vsix (`--vsix FILE`) installed: `script` starts a
  * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing; `textModel`: a second model it lists, refusing images), `files` seeds the workspace
- * ({relative path: text}), `settings` adds user settings. ctx: { page, browser, workspace, work, userData,
+ * ({relative path: text}), `settings` adds user settings, `builtins` names those of UNUSED_BUILTINS the window has
+ * all the same. ctx: { page, browser, workspace, work, userData,
  * dataDir (the daemon's XDG data), llmUrl, env, startLLM(script, {port}), screenshot(name) }.
  */
-export async function withVSCode({ script = [], files = {}, settings = {}, serverEnv, textModel } = {}, scenario) {
+export async function withVSCode({ script = [], files = {}, settings = {}, serverEnv, textModel, builtins = [] } = {}, scenario) {
   const vsix = path.resolve(args[args.indexOf("--vsix") + 1] ?? "");
   if (!args.includes("--vsix") || !fs.existsSync(vsix)) fail(`--vsix FILE is required (got ${vsix})`);
   for (const [what, file] of [["code-server", codeServer], ["node 24", path.join(nodeBin, "node")], ["chromium", chromiumPath], ["python", python], ["ollie-lsp", daemon]]) {
@@ -588,7 +616,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     const daemonEnv = serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
     writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
     const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };
-    const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions];
+    const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions, "--builtin-extensions-dir", builtinExtensions(work, builtins)];
     await installVsix(vsix, dirs, env);
     ({ browser, page } = await startVSCode(workspace, dirs, env, llmStarted));
     const ctx = {

@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { log, openChat, runCommand, waitMs, withVSCode } from "./harness.mjs";
+import { log, openChat, runCommand, UNUSED_BUILTINS, until, waitMs, withVSCode } from "./harness.mjs";
 
 // No ollie-lsp on the PATH code-server (and so the extension) gets.
 process.env.PATH = (process.env.PATH ?? "").split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, "ollie-lsp"))).join(path.delimiter);
@@ -18,7 +18,14 @@ fs.mkdirSync(path.join(home, ".local", "bin"), { recursive: true });
 fs.writeFileSync(path.join(home, ".local", "bin", "ollie-lsp"), `#!/bin/sh\ntouch '${ran}'\n`, { mode: 0o755 });
 process.env.HOME = home;
 
-await withVSCode({ script: null, serverEnv: {}, settings: { "ollie.serverCommand": "" } }, async ({ page, screenshot }) => {
+/** The extensions the window's extension host activated, from its log. */
+function activated(userData) {
+  const logs = fs.readdirSync(path.join(userData, "logs"), { recursive: true }).filter((f) => f.endsWith("remoteexthost.log"));
+  const lines = logs.flatMap((f) => fs.readFileSync(path.join(userData, "logs", f), "utf8").split("\n"));
+  return lines.map((line) => /_doActivateExtension (\S+),/.exec(line)?.[1]).filter(Boolean);
+}
+
+await withVSCode({ script: null, serverEnv: {}, settings: { "ollie.serverCommand": "" } }, async ({ page, userData, screenshot }) => {
   const chat = await openChat(page);
   const missing = chat.locator(".item.notice", { hasText: `ollie-lsp is in ${home}/.local/bin, which is not on PATH` });
   await missing.waitFor({ timeout: waitMs });
@@ -46,5 +53,13 @@ await withVSCode({ script: null, serverEnv: {}, settings: { "ollie.serverCommand
   const value = decodeURIComponent(cookie?.value ?? "");
   if (!value || value.startsWith("$argon2")) throw new Error(`code-server checks an argon2 hash at every request: ${value.slice(0, 12)}`);
   log("code-server checks the session cookie without argon2");
+  // The window starts no built-in that no test uses (Git and GitHub started before Ollie, at each window's CPU).
+  const started = await until("Ollie's activation in the extension host's log", () => {
+    const ids = activated(userData);
+    return ids.includes("ollie.ollie") && ids;
+  });
+  const unused = started.filter((id) => UNUSED_BUILTINS.has(id.replace(/^vscode\./, "")));
+  if (unused.length) throw new Error(`the window started built-ins no test uses: ${unused}`);
+  log(`the window activated no built-in that no test uses (it activated ${started.join(", ")})`);
 });
 fs.rmSync(home, { recursive: true, force: true });

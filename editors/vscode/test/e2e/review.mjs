@@ -81,6 +81,8 @@ await withVSCode(
   {
     script: null,
     files: { "app.py": ORIGINAL, "bad.ts": 'export const count: number = "three";\n', "open.py": "value = 1\n", ...TURN_FILES },
+    // Step 6's editor tools are answered by VS Code's TypeScript features.
+    builtins: ["typescript-language-features"],
     // Debug: turnchanges counts the daemon's diffs in its log.
     serverEnv: { ...withoutKey, OLLIE_MODEL: "scripted-model", OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug" },
     // code-server (a web editor) saves after a delay by default; desktop VS Code does not: keep buffers unsaved.
