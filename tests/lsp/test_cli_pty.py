@@ -204,6 +204,17 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
     assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n", undo
 
 
+def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
+    # One line of ~110 columns: at 80, " /help for commands, Ctrl-D to quit." wrapped onto a line of its own.
+    with Terminal(["--cwd", str(tmp_path), "--model", "qwen2.5-coder:14b-instruct"], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        opening = term.text[:at].splitlines()[:-1]
+        assert opening[0] == "ollie — agent default, local/qwen2.5-coder:14b-instruct", opening
+        assert re.fullmatch(r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", opening[1]), opening
+        assert max(map(len, opening)) <= 80, opening
+        assert term.close() == 0
+
+
 def test_leaving_the_prompt_says_how_to_resume_and_that_command_resumes(llm, tmp_path):
     # Ctrl-D left without a word on how to come back: the id was only in the banner, scrolled away.
     llm.script(Reply.text("noted 9"), Reply.text("it was 9"))
