@@ -39,7 +39,7 @@ local M = {}
 ---@field tail ollie.Tail|nil       what the running turn showed since its last step (no daemon saved it yet)
 ---@field lost_turn boolean|nil  its daemon died as it ran a turn (said once the next has the session)
 ---@field cut_short ollie.Tail|nil  that of a turn its daemon's death cut short: drawn again under the history
----@field backend_said string|nil the backend's error its note said as it opened (backend.lua: a turn's is not said again)
+---@field backend_said string|nil the backend error its opening note said (backend.lua: a turn's is not said again)
 
 ---@class ollie.Tail
 ---@field prompt string|nil   the turn's prompt, when no step came after it
