@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -398,10 +399,11 @@ async def test_sessions_lists_saved_newest_first(core):
     persist.SessionFile(core.sessions_dir, core.session_id).save(core.session)
     lines = (await run_command(core, "/sessions")).splitlines()
     assert lines[0] == "sessions (2):"
-    # When, what (its title), and the id to resume it with; the current one marked.
-    assert lines[1].startswith("* 20") and lines[1].endswith(f"  fix the calculator  {core.session_id}"), lines
-    assert lines[2].startswith("  2023-11-") and lines[2].endswith(f"  (untitled)  {older.id}"), lines
-    assert lines[3] == f"resume one with {TERMINAL_RESUME}", lines  # how to come back to one
+    # What (its title), the current one marked; when, how many turns, and the id to resume it with.
+    assert lines[1] == "* fix the calculator", lines
+    assert re.fullmatch(rf"    (just now|\d+ min ago) · 0 turns · {core.session_id}", lines[2]), lines
+    assert lines[3] == "  (untitled)" and re.fullmatch(rf"    2023-11-\d\d · 0 turns · {older.id}", lines[4]), lines
+    assert lines[5] == f"resume one with {TERMINAL_RESUME}", lines  # how to come back to one
 
 
 async def test_tools_and_sp(core):

@@ -134,7 +134,7 @@ async def test_clear_empties_the_history(scripted_llm, make_core):
     await core.submit("question")
     assert len(core.session.messages) == 2
     sessions = (await core.submit("/sessions")).reply.splitlines()
-    assert sessions[0] == "sessions (1):" and sessions[1].startswith("* ") and sessions[1].endswith(core.session_id)
+    assert sessions[0:2] == ["sessions (1):", "* (untitled)"] and sessions[2].endswith(f"1 turn · {core.session_id}")
     cleared = (await core.submit("/clear")).reply.splitlines()
     assert cleared[0] == "session cleared: history and task state dropped"
     assert cleared[1].startswith('the previous conversation is saved as "question" ('), cleared

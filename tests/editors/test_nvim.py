@@ -1108,9 +1108,9 @@ def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_
     assert "what does mul do?" in result["kept_chat"] and "It adds." in result["kept_chat"], result["kept_chat"]
 
 
-def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(workspace, scripted_llm):
+def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url_and_only_once(workspace, scripted_llm):
     """A new user opened the chat with the model server down: it said nothing until a prompt failed (VS Code's chat
-    names the URL at once, from `backendStatus`)."""
+    names the URL at once, from `backendStatus`). A prompt then said the note's problem again, as its error."""
     srv = scripted_llm("openai")
     env, url = srv.env(), srv.url
     srv.stop()  # nothing listens on its port now
@@ -1119,6 +1119,11 @@ def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url(work
     assert opened.startswith("ollie cannot take a turn yet: "), opened
     assert url in opened, opened
     assert opened.endswith(":checkhealth ollie checks it again; :OllieRestart once it is fixed"), opened
+    # `:Ollie hello` then: its error said the same again under the prompt; now it points to the note.
+    after = result["after_prompt"]
+    assert after.count("cannot connect") == 1, after
+    assert after.count(":OllieRestart once it is fixed") == 1, after
+    assert after.endswith("## You\nhello\n\nerror: ollie cannot take a turn yet (see above: what to do)"), after
 
 
 def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scripted_llm, tmp_path, monkeypatch):

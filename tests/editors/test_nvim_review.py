@@ -145,6 +145,12 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     srv.script(Reply.text("It adds."))
     result = run_scenario("pickers_sessions", workspace, srv)
     assert result["ago"] == ["just now", "10 min ago", "2 h ago", "yesterday", "5 days ago", "2026-09-01", ""]
+    # Three sessions called "fix the failing test" showed only the time to tell them apart.
+    assert result["same_title"] == [
+        "fix the failing test · 5 min ago",
+        "fix the failing test · 6 min ago · started 3 days ago · last turn failed",
+        "fix the failing test in… · 2 h ago · started 3 days ago · stopped (current)"]  # the title cut to fit
+    assert max(len(label) for label in result["same_title"]) <= 76  # with vim.ui.select's "NN: " before it
     labels = result["session_labels"]
     assert result["session_prompt"] == "ollie: sessions"
     assert any(label.startswith("explain the mul function") and label.endswith(" · just now") for label in labels), labels

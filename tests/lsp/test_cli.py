@@ -188,6 +188,8 @@ def test_demo_exits_zero_and_prints_the_labelled_transcript():
     assert "def greet" in out  # the tool's result: the sample file, read in the sandbox
     assert "hello.py defines `greet(name)`" in out
     assert "demo: OK" in out
+    # The session went with the demo's scratch dirs: named, it sent the user to resume one that was gone.
+    assert "session" not in proc.stderr, proc.stderr
 
 
 def test_the_demo_in_a_repository_carrying_an_ollie_package_runs_ollies_own(tmp_path):
@@ -226,7 +228,7 @@ def test_double_ctrl_c_at_the_idle_prompt_exits(llm, tmp_path):
     proc = subprocess.Popen([*OLLIE, "--cwd", str(tmp_path)], env=child_env(llm.env()), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
     try:
-        banner = proc.stderr.readline()
+        banner = proc.stderr.readline() + proc.stderr.readline()  # agent and model, then the session
         assert "ollie" in banner and "session" in banner
         proc.send_signal(signal.SIGINT)
         # One Ctrl-C at the idle prompt only warns; the second is sent once the first was taken (two signals

@@ -121,9 +121,10 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
         assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
         # /sessions: titles and times, not bare ids.
         at = term.wait_for(r"default> ", after=at)
-        at = term.answer("/sessions", r"sessions \(1\):\n(.*)\n", after=at)
-        line = term.text.split("sessions (1):\n", 1)[1].splitlines()[0]
-        assert re.fullmatch(r"\* \d{4}-\d\d-\d\d \d\d:\d\d  fix the add function  \d+-[0-9a-f]{6}", line), line
+        at = term.answer("/sessions", r"sessions \(1\):\n(.*)\n(.*)\n", after=at)
+        lines = term.text.split("sessions (1):\n", 1)[1].splitlines()[:2]
+        assert lines[0] == "* fix the add function", lines
+        assert re.fullmatch(r" {4}(just now|\d+ min ago) · 2 turns · \d+-[0-9a-f]{6}", lines[1]), lines
         assert term.close() == 0
 
 
@@ -202,6 +203,39 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
         once.stderr
     undo = run_ollie(["--session", session, "-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
     assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n", undo
+
+
+def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
+    # One line of ~110 columns: at 80, " /help for commands, Ctrl-D to quit." wrapped onto a line of its own.
+    with Terminal(["--cwd", str(tmp_path), "--model", "qwen2.5-coder:14b-instruct"], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        opening = term.text[:at].splitlines()[:-1]
+        assert opening[0] == "ollie — agent default, local/qwen2.5-coder:14b-instruct", opening
+        assert re.fullmatch(r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", opening[1]), opening
+        assert max(map(len, opening)) <= 80, opening
+        assert term.close() == 0
+
+
+def test_resume_tells_sessions_of_one_title_apart_within_80_columns(llm, tmp_path):
+    # Three sessions all called "fix the failing test": /resume showed the title and a time to the minute for each,
+    # on lines of ~100 columns, and nothing else to tell them apart.
+    llm.script(Reply.text("looking"), Reply.text("fixed it"), Reply.text("looking"), Reply.text("looking"))
+    first = run_ollie(["-p", "fix the failing test", "--cwd", str(tmp_path)], env=llm.env())
+    longer = re.search(r"ollie: session (\S+)", first.stderr)
+    assert longer, first.stderr
+    assert run_ollie(["--session", longer[1], "-p", "go on", "--cwd", str(tmp_path)], env=llm.env()).returncode == 0
+    for _ in range(2):
+        assert run_ollie(["-p", "fix the failing test", "--cwd", str(tmp_path)], env=llm.env()).returncode == 0
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("/resume", r"resume which\? \(number or id; Enter to stay\): ", after=at)
+        listing = term.text[:at].rsplit("sessions started in", 1)[1].splitlines()
+        assert max(map(len, listing[1:])) <= 80, listing
+        assert listing[1::2][:3] == [f" {n}.   fix the failing test" for n in (1, 2, 3)], listing
+        ago = r" {6}(just now|\d+ min ago)"  # (a loaded machine takes its time)
+        assert re.fullmatch(ago + r" · 1 turn · \d+-[0-9a-f]{6}", listing[2]), listing
+        assert re.fullmatch(ago + rf" · 2 turns · {longer[1]}", listing[6]), listing  # newest first
+        assert term.close() == 0
 
 
 def test_leaving_the_prompt_says_how_to_resume_and_that_command_resumes(llm, tmp_path):

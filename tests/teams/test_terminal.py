@@ -53,8 +53,10 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     share_with_backend(store_url, sid.group(1))  # what `ollie store share` does
     listed = ollie("desk", "bob", ["-p", "/sessions"], OLLIE_TEAMS="backend")
     assert listed.returncode == 0, listed.stderr
-    line = next(line for line in listed.stdout.splitlines() if line.endswith(sid.group(1)))
-    assert "  migrate the schema  [team backend, alice's]  " in line, listed.stdout
+    lines = listed.stdout.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.endswith(sid.group(1)))
+    assert lines[at - 1] == "  migrate the schema", listed.stdout
+    assert lines[at].endswith(f" · 1 turn · team backend, alice's · {sid.group(1)}"), listed.stdout
 
 
 def _terminals(tmp_path, llm, store_url):

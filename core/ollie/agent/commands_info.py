@@ -183,17 +183,28 @@ async def cmd_history(core: CommandTarget, arg: str) -> str:
     return header + "\n" + "\n".join(lines)
 
 
-def _created(session_id: str) -> str:
-    """The creation time a session id encodes (its nanosecond prefix)."""
+def _created(session_id: str) -> float | None:
+    """The creation time (seconds since the epoch) a session id encodes (its nanosecond prefix)."""
     try:
-        seconds = int(session_id.split("-", 1)[0]) / 1e9
+        return int(session_id.split("-", 1)[0]) / 1e9
     except ValueError:
+        return None
+
+
+def _ago(seconds: float | None) -> str:
+    """How long ago: `just now`, `5 min ago`, `2 h ago`, `yesterday`, `3 days ago`, else the date (as in Neovim)."""
+    if seconds is None:
         return "?"
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(seconds))
+    age = max(0.0, time.time() - seconds)
+    for limit, say in ((60, "just now"), (3600, f"{age // 60:.0f} min ago"), (86400, f"{age // 3600:.0f} h ago"),
+                       (2 * 86400, "yesterday"), (30 * 86400, f"{age // 86400:.0f} days ago")):
+        if age < limit:
+            return say
+    return time.strftime("%Y-%m-%d", time.localtime(seconds))
 
 
 async def cmd_sessions(core: CommandTarget, arg: str) -> str:
-    """The saved sessions, newest first, the current one marked: when last active, title, id (to resume)."""
+    """The saved sessions, newest first, the current one marked: title; when last active, turns, id (to resume)."""
     directory = Path(core.sessions_dir)
     # A directory listing, or a query of OLLIE_STORE's database: off the loop, which other sessions share.
     ids = list(reversed(await asyncio.to_thread(persist.list_saved, directory)))
@@ -201,7 +212,8 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
         url = location.store_url()
         return f"no saved sessions in {location.redact(url) if url else directory}"
     more = f"\n  … and {len(ids) - SESSIONS_SHOWN} older" if len(ids) > SESSIONS_SHOWN else ""
-    return (f"sessions ({len(ids)}):\n" + "\n".join(await _session_lines(core, ids[:SESSIONS_SHOWN])) + more
+    listed = "\n".join(f"{head}\n    {detail}" for head, detail in await _session_lines(core, ids[:SESSIONS_SHOWN]))
+    return (f"sessions ({len(ids)}):\n" + listed + more
             + f"\nresume one with {core.resume_how}")
 
 
@@ -210,7 +222,7 @@ async def cmd_resume(core: CommandTarget, arg: str) -> str:
     ids = await asyncio.to_thread(sessions_in, Path(core.sessions_dir), core.cwd)
     if not ids:
         return f"no saved session was started in {core.cwd}"
-    lines = [f"{n:>2}. {line}" for n, line in enumerate(await _session_lines(core, ids), 1)]
+    lines = [f"{n:>2}. {head}\n      {detail}" for n, (head, detail) in enumerate(await _session_lines(core, ids), 1)]
     return f"sessions started in {core.cwd} ({len(ids)}):\n" + "\n".join(lines) + f"\nresume one with {core.resume_how}"
 
 
@@ -256,18 +268,25 @@ def latest_session(cwd: Path) -> str | None:
     return None
 
 
-async def _session_lines(core: CommandTarget, ids: list[str]) -> list[str]:
-    """A line per session, the current one marked: when last active, title (a shared one's team), id."""
+async def _session_lines(core: CommandTarget, ids: list[str]) -> list[tuple[str, str]]:
+    """Two lines per session, each within 80 columns: its title, the current one marked; then what tells sessions of
+    one title apart (when last active, how many turns; a shared one's team) and its id."""
     directory = Path(core.sessions_dir)
     records = await asyncio.to_thread(_records, ids)
+    # Each log's last meta (its turns; the title of one titled without a registry): the end of the file, read.
+    metas = await asyncio.to_thread(lambda: {sid: persist.read_meta(directory, sid) for sid in ids})
     lines = []
     for sid in ids:
-        info = records.get(sid)
+        info, meta = records.get(sid), metas[sid]
         moment = info and (info.last_active or info.created_at)
-        when = moment.astimezone().strftime("%Y-%m-%d %H:%M") if moment else _created(sid)
-        title = (info.title if info else "") or await asyncio.to_thread(_saved_title, directory, sid)
-        shared = f"  [team {info.team}, {info.user_id}'s]" if info and info.team else ""
-        lines.append(f"{'*' if sid == core.session_id else ' '} {when}  {one_line(title or '(untitled)', 50)}{shared}  {sid}")
+        saved = meta.get("title")
+        title = (info.title if info else "") or (saved if isinstance(saved, str) else "")
+        turns = len(meta.get("turn_starts") or ())
+        detail = [_ago(moment.timestamp() if moment else _created(sid)), f"{turns} turn{'s' * (turns != 1)}"]
+        if info and info.team:
+            detail.append(f"team {info.team}, {info.user_id}'s")
+        lines.append((f"{'*' if sid == core.session_id else ' '} {one_line(title or '(untitled)', 70)}",
+                      " · ".join([*detail, sid])))
     return lines
 
 
@@ -288,12 +307,6 @@ def _records(session_ids: list[str]) -> dict[str, Info]:
     finally:
         registry.close()
     return found
-
-
-def _saved_title(directory: Path, session_id: str) -> str:
-    """The title a session's log keeps (a Core titled without a registry)."""
-    title = persist.read_meta(directory, session_id).get("title")
-    return title if isinstance(title, str) else ""
 
 
 async def cmd_skills(core: CommandTarget, arg: str) -> str:

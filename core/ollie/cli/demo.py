@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -50,8 +52,11 @@ def run_demo() -> int:
                 env[var] = str(root / var.lower())
             env.update(srv.env())
             print(f"== ollie demo: {LABEL} ==\nworkspace {workspace}\n\nyou> {PROMPT}\n", flush=True)
-            code = subprocess.call([*PYTHON_M, "ollie.cli", "-p", PROMPT, "--cwd", str(workspace)],
-                                   env=env, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+            ran = subprocess.run([*PYTHON_M, "ollie.cli", "-p", PROMPT, "--cwd", str(workspace)], env=env,
+                                 timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            code = ran.returncode
+            # Not `ollie: session <id>`: that session goes with the scratch dirs, nothing to resume.
+            sys.stderr.write(re.sub(r"^ollie: session \S+\n", "", ran.stderr, flags=re.M))
         srv.assert_done()
     except (subprocess.TimeoutExpired, AssertionError) as exc:
         print(f"demo: FAILED — {exc}")

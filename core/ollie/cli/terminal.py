@@ -261,7 +261,8 @@ async def run_interactive(options: RunOptions) -> int:
 
 
 def _banner(core: TerminalCore) -> None:
-    print(printable(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}, "
+    # Two lines, each under 80 columns with a local model's name: one line wrapped its last words alone.
+    print(printable(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}\n"
                     f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
 
 

@@ -12,6 +12,17 @@ H.results.ago = {
   pickers.ago("2026-11-25T22:05:00+01:00", now), pickers.ago("2026-09-01T00:00:00Z", now), pickers.ago(vim.NIL, now),
 }
 
+-- Sessions of one title (a new user's "fix the failing test", thrice): what else tells them apart, within 80 columns.
+local function iso(ago) return os.date("!%Y-%m-%dT%H:%M:%SZ", os.time() - ago) end
+local fix = "fix the failing test"
+H.results.same_title = {
+  pickers.session_label({ id = "a", title = fix, createdAt = iso(300), lastActive = iso(300), lastTurnResult = "end" }),
+  pickers.session_label({ id = "b", title = fix, createdAt = iso(3 * 86400), lastActive = iso(400),
+    lastTurnResult = "error" }),
+  pickers.session_label({ id = "c", title = fix .. " in tests/test_parser.py and then the ones in tests/test_lexer.py",
+    createdAt = iso(3 * 86400), lastActive = iso(7200), lastTurnResult = "interrupted" }, "c"),
+}
+
 U.call("ollie/submit", { text = "explain the mul function please" })
 -- A session nobody prompted (each daemon start makes one): the daemon leaves it out of its list.
 local untouched = U.call("ollie/session/new", {}).session

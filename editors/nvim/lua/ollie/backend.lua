@@ -5,6 +5,8 @@ local client = require("ollie.client")
 
 local M = {}
 
+local WHAT_TO_DO = ":checkhealth ollie checks it again; :OllieRestart once it is fixed"
+
 local function str(value)
   return type(value) == "string" and value or ""
 end
@@ -25,8 +27,22 @@ function M.problem(status)
   if hint ~= "" and not line:find(hint, 1, true) then
     table.insert(lines, hint)
   end
-  table.insert(lines, ":checkhealth ollie checks it again; :OllieRestart once it is fixed")
+  table.insert(lines, WHAT_TO_DO)
   return table.concat(lines, "\n")
+end
+
+---A turn's error line when it is the problem the chat's note said already, with what to do (its text again, under
+---the note, was all the user saw); nil for any other error. Once: a later failure says all of it again.
+---@param chat ollie.Chat
+---@param err string the turn's error
+---@return string|nil
+function M.turn_error(chat, err)
+  local said = chat.backend_said
+  if not said or not err:find(said, 1, true) then
+    return nil
+  end
+  chat.backend_said = nil
+  return "error: ollie cannot take a turn yet (see above: what to do)"
 end
 
 ---Say in `chat` when its session's backend cannot take a turn; `state` is an `ollie/state` answer already had.
@@ -34,9 +50,11 @@ end
 ---@param state table|nil
 function M.check(chat, state)
   local function tell(res)
-    local text = M.problem(type(res) == "table" and res.backendStatus or nil)
+    local status = type(res) == "table" and res.backendStatus or nil
+    local text = M.problem(status)
     if text then
       chat.transcript:note(text, "OllieError")
+      chat.backend_said = str(status.error) ~= "" and status.error or nil
     end
   end
   if state then

@@ -39,6 +39,7 @@ local M = {}
 ---@field tail ollie.Tail|nil       what the running turn showed since its last step (no daemon saved it yet)
 ---@field lost_turn boolean|nil  its daemon died as it ran a turn (said once the next has the session)
 ---@field cut_short ollie.Tail|nil  that of a turn its daemon's death cut short: drawn again under the history
+---@field backend_said string|nil the backend error its opening note said (backend.lua: a turn's is not said again)
 
 ---@class ollie.Tail
 ---@field prompt string|nil   the turn's prompt, when no step came after it
@@ -566,7 +567,7 @@ function Chat:on_event(ev, drawn)
       if command then
         self.command_info[vim.trim(content)] = "error" -- a command's error is also its answer: shown once, here
       end
-      return say(t, "error: " .. content, "OllieError")
+      return say(t, require("ollie.backend").turn_error(self, content) or ("error: " .. content), "OllieError")
     end
     if command then
       self.command_info[vim.trim(content)] = true

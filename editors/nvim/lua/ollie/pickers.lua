@@ -56,13 +56,20 @@ function M.since(t, now)
   return os.date("!%Y-%m-%d", t) --[[@as string]]
 end
 
----The label of a session: its title (or what it is), agent, when it was last active.
+-- How a last turn that did not end well ended (`lastTurnResult`): one more thing that tells sessions apart.
+local ENDED = { error = "last turn failed", interrupted = "stopped", max_steps = "at the step limit",
+  refusal = "refused", max_tokens = "cut short" }
+-- The picker's width: a label wider wrapped (vim.ui.select's list at 80 columns, its "NN: " before it).
+local LABEL_WIDTH = 74
+
+---The label of a session, within 80 columns: its title (or what it is), agent, when it was last active, and what tells
+---sessions of one title apart (when it started, how its last turn ended).
 ---@param s table a session info (ollie/session/list)
 ---@param current string|nil the session the chat shows
 ---@return string
 function M.session_label(s, current)
   local title = (type(s.title) == "string" and s.title ~= "") and s.title or "(no prompt yet)"
-  local parts = { title }
+  local parts = {}
   if s.agent and s.agent ~= "default" then
     table.insert(parts, s.agent)
   end
@@ -70,21 +77,27 @@ function M.session_label(s, current)
   if type(s.team) == "string" and s.team ~= "" then
     table.insert(parts, "team " .. s.team .. " · " .. (type(s.owner) == "string" and s.owner or "?"))
   end
-  local when = M.ago(s.lastActive ~= vim.NIL and s.lastActive or s.createdAt)
+  local when, started = M.ago(s.lastActive ~= vim.NIL and s.lastActive or s.createdAt), M.ago(s.createdAt)
   if when ~= "" then
     table.insert(parts, when)
+  end
+  if started ~= "" and started ~= when then
+    table.insert(parts, "started " .. started)
+  end
+  if ENDED[s.lastTurnResult] then
+    table.insert(parts, ENDED[s.lastTurnResult])
   end
   -- Another daemon sharing the store runs it (docs/TEAM.md): loading it would be refused (-32007).
   if type(s.liveOn) == "string" and s.liveOn ~= "" then
     table.insert(parts, "live on " .. s.liveOn)
   end
-  local label = table.concat(parts, " · ")
-  if s.id == current then
-    label = label .. " (current)"
-  elseif s.archived then
-    label = label .. " (archived)"
+  local mark = s.id == current and " (current)" or s.archived and " (archived)" or ""
+  local rest = table.concat(vim.list_extend({ "" }, parts), " · ") .. mark
+  local room = math.max(24, LABEL_WIDTH - vim.fn.strdisplaywidth(rest)) -- a title cut shorter says nothing
+  if vim.fn.strdisplaywidth(title) > room then
+    title = vim.fn.strcharpart(title, 0, room - 1) .. "…"
   end
-  return label
+  return title .. rest
 end
 
 ---The saved sessions' infos, page after page by the daemon's `nextCursor` until none follows or 1,000 are listed
