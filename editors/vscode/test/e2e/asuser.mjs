@@ -5,6 +5,8 @@
 // test command runs the fix; the agent's edit of lib.py, which she may not write, is refused unasked; a prompt queued
 // while a turn streams runs after it (editing lib/util.py); the window reloads, the chat shows its session with that
 // turn's changed files, one is undone, and the chat goes on in the session. A screenshot at each stage (user-*.png).
+// The one window with every built-in extension a user has (Git, GitHub, the JSON and TypeScript language features,
+// ...): the others leave out those no test uses (harness.mjs UNUSED_BUILTINS).
 //
 // Usage: node test/e2e/asuser.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs; OLLIE_E2E_SERVER_ENV:
 // the daemon's environment as JSON, for the test's scripted server, which holds the reply of stage 4 until this
@@ -12,7 +14,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { dirtyTabs, log, ollieOutput, openChat, openFile, runCommand, send, typeUnsaved, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { dirtyTabs, log, ollieOutput, openChat, openFile, runCommand, send, typeUnsaved, UNUSED_BUILTINS, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const CALC = "def add(a, b):\n    return a - b\n";
 const FIXED = "def add(a, b):\n    return a + b\n";
@@ -38,6 +40,7 @@ await withVSCode(
     files: { "calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES },
     serverEnv: JSON.parse(process.env.OLLIE_E2E_SERVER_ENV ?? "{}"),
     settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
+    builtins: [...UNUSED_BUILTINS],
   },
   async ({ page, workspace, userData, screenshot }) => {
     await waitForStatus(page, /Ollie: idle/);
@@ -59,6 +62,16 @@ await withVSCode(
     if (await dirtyTabs(page, "calc.py")) throw new Error("calc.py's buffer was left unsaved");
     if ((await dirtyTabs(page, "notes.txt")) !== 1) throw new Error("notes.txt (the user's unsaved line) was saved");
     if (fs.readFileSync(path.join(workspace, "notes.txt"), "utf8") !== NOTES) throw new Error("notes.txt was written");
+    // In the sidebar's default width the changed file's name is whole on its line ("calc.p" and "y" on two, to keep
+    // its Undo beside it).
+    const name = chat.locator(".item.changes a.file-link", { hasText: "calc.py" }).last();
+    await name.waitFor({ timeout: waitMs });
+    const lines = await name.evaluate((link) => {
+      const text = document.createRange();
+      text.selectNodeContents(link);
+      return new Set(Array.from(text.getClientRects(), (rect) => Math.round(rect.top))).size; // a rect per line
+    });
+    if (lines !== 1) throw new Error(`the changed file's name is broken over ${lines} lines`);
     await screenshot("user-edited-and-tested");
     log("the approved edit showed in calc.py's buffer, saved, and the approved tests ran it; notes.txt stayed unsaved");
 
