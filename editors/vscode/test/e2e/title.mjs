@@ -219,7 +219,8 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     }
     await send(chat, "/help");
     const resumeRow = chat.locator(notice).last();
-    await until("/help's /resume row", async () => (await resumeRow.textContent())?.includes("resume one with the editor's session list"));
+    // Its summary wrapped to the column (80 wide, as in a terminal), a line an element: read without the breaks.
+    await until("/help's /resume row", async () => (await resumeRow.textContent())?.replace(/\s+/g, "").includes("resumeonewiththeeditor'ssessionlist"));
     if ((await resumeRow.textContent()).includes("ollie --session")) throw new Error("/help in the chat advised a terminal's ollie --session");
     await runCommand(page, "Ollie: Switch Session");
     await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
