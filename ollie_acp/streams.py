@@ -13,7 +13,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
-from ollie.stdio import FLUSH_ON_CLOSE_S, INVALID_REQUEST, PARSE_ERROR, BlockingWriter, PipeWriter, open_writer
+from ollie.stdio import INVALID_REQUEST, PARSE_ERROR, BlockingWriter, PipeWriter, open_writer, while_read
 from ollie_acp.mcpentries import malformed_entries
 
 logger = logging.getLogger("ollie.acp.streams")
@@ -124,14 +124,13 @@ class LineTransport:
 
     async def _answer_the_rest(self) -> None:
         """The input ended: let the requests read so far be answered (a client may close stdin right after its last
-        one and read on), with the turns stopped, for FLUSH_ON_CLOSE_S at most."""
+        one and read on), with the turns stopped, while the client keeps reading (see `while_read`): a long session's
+        load waits on the client reading its replay, and the SDK would cancel it, its answer never sent."""
         await asyncio.sleep(0)  # the last request's handler starts (the SDK made its task just now)
         if self._on_end is not None:
             await self._on_end()
         if self._unanswered:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(FLUSH_ON_CLOSE_S):
-                    await self._all_answered.wait()
+            await while_read(self._all_answered.wait(), self._writer.taken)
 
     async def _line(self) -> bytes | None:
         """The next line (b"" at the end of input); None for one over READ_LIMIT, which is skipped."""

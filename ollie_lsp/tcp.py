@@ -282,7 +282,8 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         for writer in owner:  # the last answers the client has not read yet go out before the loop ends (bounded)
             writer.close()
             with suppress(OSError):
-                await while_read(writer.wait_closed(), writer.transport.get_write_buffer_size)
+                # What the client took shows as the buffer shrinking.
+                await while_read(writer.wait_closed(), lambda w=writer: -w.transport.get_write_buffer_size())
         if secret.generated and secret.path is not None:
             secret.path.unlink(missing_ok=True)
 

@@ -25,12 +25,10 @@ INVALID_REQUEST = -32600
 # and below which they resume.
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
-# How long closing waits, at most, for the client to take some of what is still unsent (else it stopped reading).
+# How long a wait on the client's reading (closing, `read_by_client`) lasts in which it takes nothing: it stopped.
 FLUSH_ON_CLOSE_S = 5.0
-# How often `read_by_client` looks into the pipe (nothing tells when the client reads), and how long at most it
-# waits for a client that stopped reading.
+# How often `read_by_client` looks into the pipe (nothing tells when the client reads).
 READ_POLL_S = 0.005
-READ_WAIT_S = 5.0
 
 
 def protect_stdio() -> tuple[BinaryIO, BinaryIO]:
@@ -100,12 +98,18 @@ class PipeWriter:
             self._written += len(data)
 
     async def read_by_client(self) -> None:
-        """Return once the client has read all that was written so far (at most READ_WAIT_S: it stopped reading)."""
+        """Return once the client has read all that was written so far, or stopped reading (see `while_read`)."""
         mark = self._written
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + READ_WAIT_S
-        while self._written - self.backlog() - self._unread() < mark and not self._flow.lost and loop.time() < deadline:
-            await asyncio.sleep(READ_POLL_S)
+
+        async def read() -> None:
+            while self.taken() < mark and not self._flow.lost:
+                await asyncio.sleep(READ_POLL_S)
+
+        await while_read(read(), self.taken)
+
+    def taken(self) -> int:
+        """Bytes the client has read in all."""
+        return self._written - self.backlog() - self._unread()
 
     def _unread(self) -> int:
         """Bytes in the pipe (or Unix socket) that the client has not read yet: 0 where that cannot be seen."""
@@ -140,25 +144,25 @@ class PipeWriter:
             # Writing pauses until nothing is left unsent (low water 0): `ready` is set again then (or the client
             # left).
             self._transport.set_write_buffer_limits(high=0, low=0)
-            await while_read(self._flow.ready.wait(), self.backlog)
+            await while_read(self._flow.ready.wait(), self.taken)
         self._transport.close()
 
 
-async def while_read(done: Awaitable[object], backlog: Callable[[], int]) -> None:
-    """Wait for `done` while the client keeps taking the `backlog`: give up after FLUSH_ON_CLOSE_S in which it took
-    nothing (a slow reader on a loaded machine still gets its whole answer; one that stopped reading does not hold
-    the daemon)."""
+async def while_read(done: Awaitable[object], taken: Callable[[], int]) -> None:
+    """Wait for `done` while the client keeps taking output (`taken` grows): give up after FLUSH_ON_CLOSE_S in which
+    it took nothing (a slow reader on a loaded machine still gets its whole answer; one that stopped reading does not
+    hold the daemon)."""
     waiting = asyncio.ensure_future(done)
-    left = backlog()
+    before = taken()
     try:
         while True:
             with suppress(TimeoutError):
                 async with asyncio.timeout(FLUSH_ON_CLOSE_S):
                     await asyncio.shield(waiting)
                 return
-            if (now := backlog()) >= left:
+            if (now := taken()) <= before:
                 return
-            left = now
+            before = now
     finally:
         waiting.cancel()
 
@@ -168,11 +172,17 @@ class BlockingWriter:
 
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
+        self._written = 0
 
     def write(self, data: bytes) -> None:
         """Write and flush `data`."""
         self._stream.write(data)
         self._stream.flush()
+        self._written += len(data)
+
+    def taken(self) -> int:
+        """All that was written: a file holds it at once."""
+        return self._written
 
     def backlog(self) -> int:
         """Nothing is ever held back."""

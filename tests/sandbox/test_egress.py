@@ -653,8 +653,9 @@ async def test_a_name_or_literal_naming_this_machines_own_public_address_is_refu
     hosts.write_text("9.9.9.9 own.test\n2620:fe::9 own6.test\n")
     script = tmp_path / "own.py"
     script.write_text(OWN_ADDRESS)
-    run = await asyncio.create_subprocess_exec("unshare", "--net", "--mount", sys.executable, str(script), str(hosts),
-                                               stdout=asyncio.subprocess.PIPE)
+    # A user namespace of its own too: a normal user may make the others only in one (root needs none).
+    run = await asyncio.create_subprocess_exec("unshare", "--user", "--map-root-user", "--net", "--mount",
+                                               sys.executable, str(script), str(hosts), stdout=asyncio.subprocess.PIPE)
     out = json.loads((await run.communicate())[0])
     assert out["own.test"] == "own.test resolves only to non-public addresses (9.9.9.9)", out
     assert out["own6.test"] == "own6.test resolves only to non-public addresses (2620:fe::9)", out

@@ -276,11 +276,15 @@ def test_the_fork_server_runs_only_ollies_own_python_tools_in_the_worker(tmp_pat
     bundled = paths.bundled("tools") / "file_read"
     copy = tmp_path / "file_read"
     copy.write_bytes(bundled.read_bytes())
-    own = script_invocation(python3, ("-I",), bundled, ["x"], search_path=None, piped_input=None)
+    # The python3 found on PATH is ollie's own through a link (a venv's, Debian's python3 -> python3.11): it was
+    # taken for another Python, and the tools were exec'd (a pyenv shim hid that where root ran the suite).
+    (path := tmp_path / "bin").mkdir()
+    (path / "python3").symlink_to(sys.executable)
+    own = script_invocation(python3, ("-I",), bundled, ["x"], search_path=str(path), piped_input=None)
     assert own.python == (str(bundled), ("x",)) and own.argv[-2:] == [str(bundled), "x"]
     # A user's script may need site-packages or flags: it is exec'd, never run by the fork server's interpreter.
-    assert script_invocation(python3, ("-I",), copy, ["x"], search_path=None, piped_input=None).python is None
-    assert script_invocation(python3, ("-I", "-u"), bundled, [], search_path=None, piped_input=None).python is None
+    assert script_invocation(python3, ("-I",), copy, ["x"], search_path=str(path), piped_input=None).python is None
+    assert script_invocation(python3, ("-I", "-u"), bundled, [], search_path=str(path), piped_input=None).python is None
 
 
 @pytest.mark.parametrize("name", ["file_read", "file_glob"])

@@ -196,7 +196,8 @@ def _preimported(lang: Language, flags: tuple[str, ...], interpreter: str, scrip
     Those are stdlib-only and ship with ollie, so the fork server's `-I -S` interpreter
     (ollie's own Python, with their imports done) runs them as the real one would.
     """
-    if lang.name != "python3" or flags != ("-I",) or interpreter != _own_python():
+    # Through links: a venv's python3, or Debian's python3 -> python3.11, is the same program.
+    if lang.name != "python3" or flags != ("-I",) or os.path.realpath(interpreter) != _own_python():
         return False
     return os.path.dirname(os.path.realpath(script)) == _bundled_tools()
 
