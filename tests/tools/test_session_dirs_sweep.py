@@ -129,6 +129,33 @@ def test_a_session_resumed_while_a_sweep_removes_its_stale_dirs_gets_whole_dirs(
         sweeper.join()
 
 
+def test_a_root_a_sweep_removes_as_it_is_made_is_made_again(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep removes a resumed session's stale root just after `mkdir` found it there and before pathlib saw it was
+    a directory (CI: FileExistsError from the resume): it is made again. Something that is no directory there is
+    said, never looped on."""
+    dirs = SessionDirs.for_session("resumed")
+    (dirs.root / "tmp").mkdir(parents=True)
+    real_is_dir = Path.is_dir
+
+    def swept_meanwhile(path: Path) -> bool:
+        if path == dirs.root and (path / "tmp").exists():
+            (path / "tmp").rmdir()
+            path.rmdir()  # what another daemon's sweep does between the two looks
+        return real_is_dir(path)
+
+    monkeypatch.setattr(Path, "is_dir", swept_meanwhile)
+    dirs.create()
+    assert (dirs.root / OWNER_LOCK).exists() and dirs.tmp.is_dir()
+    dirs.remove()
+    monkeypatch.undo()
+
+    blocked = SessionDirs.for_session("blocked")
+    blocked.root.parent.mkdir(parents=True, exist_ok=True)
+    blocked.root.write_text("not a directory")
+    with pytest.raises(FileExistsError):
+        blocked.create()
+
+
 DEEP = "import os\nfor _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')\n"
 
 

@@ -115,6 +115,11 @@ class SessionDirs:
                     fd = os.open(self.root / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
                 except FileNotFoundError:  # a sweep moved the (stale) root away meanwhile: make it again
                     continue
+                except FileExistsError:  # there as mkdir looked, gone as pathlib saw whether it is a directory: again
+                    with contextlib.suppress(FileNotFoundError):
+                        if not stat.S_ISDIR(os.lstat(self.root).st_mode):
+                            raise  # no directory there to make again: say so, never loop
+                    continue
                 # Blocks only while another process's sweep holds it exclusively for a moment.
                 fcntl.flock(fd, fcntl.LOCK_SH)
                 try:
