@@ -1123,7 +1123,7 @@ def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url_and_
     after = result["after_prompt"]
     assert after.count("cannot connect") == 1, after
     assert after.count(":OllieRestart once it is fixed") == 1, after
-    assert after.endswith("## You\nhello\n\nerror: ollie cannot take a turn yet (see above: what to do)"), after
+    assert after.endswith("## You\nhello\n\nerror: ollie cannot take a turn yet (see above: what to do)\n\n_(error)_"), after
 
 
 def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scripted_llm, tmp_path, monkeypatch):

@@ -294,7 +294,10 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         tmux.keys(":OllieChat", "Enter", "Escape", "C-w", "h", "o")
         tmux.keys("x = 1", literal=True)
         tmux.keys("Escape", ":q", "Enter")
-        refused = keep("9-quit-refused", tmux.wait(lambda s: "E37: No write since last change" in s, "the refusal"))
+        # The whole screen waited for, not its first sign: a look can catch Neovim's redraw half done (CI).
+        refused = keep("9-quit-refused", tmux.wait(
+            lambda s: "E37: No write since last change" in s and "half typed" in s and "one last story" in s,
+            "the refusal, the code and the chat (its prompt and transcript) still there"))
         assert "│" in refused and "x = 1" in refused, "the code and the chat stay"
         assert "half typed" in refused and "one last story" in refused, "the chat kept its prompt and transcript"
         assert "E162" not in refused, "ollie's buffers are not unsaved files"
