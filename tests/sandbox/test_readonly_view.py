@@ -130,6 +130,20 @@ for name, op in (("chmod outside", lambda: os.chmod(outside, 0o640)),
 """
 
 
+def _swapped_as_told(child, work: Path, moves: dict[str, list[tuple[str, str]]]) -> list[str]:
+    """What the confined child said, line by line; at each line naming a move, those renames in `work` (another
+    step's), then "done" to the child. Returns once it closed its output."""
+    said = []
+    for line in child.stdout:
+        said.append(line.strip())
+        for old, new in moves.get(said[-1], []):
+            os.rename(work / old, work / new)
+        if said[-1] in moves:
+            child.stdin.write("done\n")
+            child.stdin.flush()
+    return said
+
+
 def test_a_writable_path_swapped_for_a_link_after_its_rules_opened_never_makes_the_link_target_writable(ws):
     """Round 31: a user's policy lists `shared`, inside a tree another step may write. That step swaps it for a link
     to a tree outside once the step's rules are checked (its path still led where its lock was taken) and back before
@@ -158,14 +172,7 @@ def test_a_writable_path_swapped_for_a_link_after_its_rules_opened_never_makes_t
     moves = {"swap": [("shared", "shared.was"), ("shared.link", "shared")],
              "back": [("shared", "shared.link"), ("shared.was", "shared")]}
     os.symlink(ws.outside, ws.work / "shared.link")
-    said = []
-    for line in child.stdout:
-        said.append(line.strip())
-        for old, new in moves.get(said[-1], []):
-            os.rename(ws.work / old, ws.work / new)
-        if said[-1] in moves:
-            child.stdin.write("done\n")
-            child.stdin.flush()
+    said = _swapped_as_told(child, ws.work, moves)
     assert child.wait(timeout=60) == 0, child.stderr.read()
     assert said == ["swap", "back", "chmod outside 30", "write inside ok"]
     assert os.stat(secret).st_mode & 0o777 == 0o600
@@ -196,14 +203,7 @@ def test_a_git_dir_swapped_for_a_link_after_it_was_found_is_never_left_writable(
     assert child.stdin is not None and child.stdout is not None
     moves = {"swap": [(".git", ".git.was"), (".git.link", ".git")], "back": [(".git", ".git.link"), (".git.was", ".git")]}
     os.symlink(decoy, ws.work / ".git.link")
-    said = []
-    for line in child.stdout:
-        said.append(line.strip())
-        for old, new in moves.get(said[-1], []):
-            os.rename(ws.work / old, ws.work / new)
-        if said[-1] in moves:
-            child.stdin.write("done\n")
-            child.stdin.flush()
+    said = _swapped_as_told(child, ws.work, moves)
     refused = child.wait(timeout=60) != 0
     assert not hook.exists(), said
     # Refused at the bind (never a warning and a writable `.git`, though the policy is best effort).
