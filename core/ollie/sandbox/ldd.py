@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 
 from ollie import programs
 from ollie.sandbox import landlock
@@ -34,10 +36,15 @@ async def _ldd(program: str) -> list[str]:
     return _cache[program]
 
 
-async def library_rules(command: str, env: Mapping[str, str]) -> list[tuple[str, int]]:
-    """Rules for `command` (looked up on env's PATH) and its libraries; empty when it is not found."""
-    program = shutil.which(command, path=env.get("PATH"))
-    if program is None:
+async def library_rules(command: str, env: Mapping[str, str], workspace: Path) -> list[tuple[str, int]]:
+    """Rules for `command` (looked up on env's PATH) and its libraries, by real path; empty when it is not found or
+    lies where a step (or the workspace) may have put it: ldd has ld.so load the program's own DT_AUDIT library."""
+    found = shutil.which(command, path=env.get("PATH"))
+    program = os.path.realpath(found) if found else None
+    if program is None or programs.step_may_write(program, workspace):
         return []
     access = landlock.READ | landlock.FS_EXECUTE
-    return [(path, access) for path in [program, *await _ldd(program)]]
+    # A library where a step may write is no grant: a rule opened by name there would follow a link swapped in.
+    libraries = [real for real in map(os.path.realpath, await _ldd(program))
+                 if not programs.step_may_write(real, workspace)]
+    return [(path, access) for path in [program, *libraries]]

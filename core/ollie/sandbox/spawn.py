@@ -443,7 +443,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     places: dict[str, str] = {}
     if policy is not None:
         programs.note_writable(policy.writable())  # the daemon's own helpers are never run from there
-        extra = await library_rules(argv[0], env) if policy.ldd else []
+        extra = await library_rules(argv[0], env, cwd) if policy.ldd else []
         ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
         # Resolved once: the writer lock guards these paths, and the step's rules must still open them (landlock.py).
         places = writers.places(policy.writable())
