@@ -422,6 +422,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
                           stdin_pipe: bool = False) -> SandboxedProcess:
     """Start `argv` in `cwd` with exactly `env`, in a new session, under `policy` (None: unsandboxed).
 
+    `cwd` is a real path: a process that would start anywhere else (a dir on its way swapped for a link) is refused.
+
     `tmp_at_tmp`: the child sees its TMPDIR (when the policy lets it write there) mounted
     at /tmp, for programs that ignore TMPDIR; absolute paths under the real /tmp are then hidden.
     `stdin_pipe`: the child's stdin stays an open pipe, its write end the process's `stdin_fd`
@@ -465,7 +467,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     limits: dict[str, int] = {"oom_score_adj": STEP_OOM_SCORE_ADJ}
     if policy is not None:
         limits.update(processes=policy.max_processes, memory=policy.max_memory, file_size=policy.max_file_size)
-    request = {"argv": argv, "cwd": str(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
+    request = {"argv": argv, "cwd": os.path.abspath(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
     if python is not None:
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     report: dict = {}
