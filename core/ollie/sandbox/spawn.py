@@ -340,6 +340,8 @@ def _reply(line: bytes, key: str) -> dict:
 def _spawn_error(error: dict, program: str) -> Exception:
     if error["stage"] in ("exec", "chdir") and error.get("errno"):
         return OSError(error["errno"], os.strerror(error["errno"]), program)
+    if error["stage"] == "chdir":  # a cwd that leads elsewhere (forkserver._child), sandboxed or not
+        return OSError(error["message"])
     return SandboxError(f"cannot start {program} in the sandbox ({error['stage']}): {error['message']}")
 
 
