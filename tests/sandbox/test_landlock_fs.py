@@ -263,7 +263,7 @@ AUDITOR = textwrap.dedent("""
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-async def test_ldd_never_runs_a_program_a_step_could_write(ws):
+async def test_ldd_never_runs_a_program_a_step_could_write_nor_follows_its_link(ws):
     # Round 34: a step writes `.venv/bin/tool` (on the session's PATH) as a program whose DT_AUDIT names a library of
     # its own: the daemon's ldd (unsandboxed) had ld.so load that library, whose constructor ran with the user's rights.
     mark = ws.outside / "ran"
@@ -275,7 +275,6 @@ async def test_ldd_never_runs_a_program_a_step_could_write(ws):
                     str(ws.root / "audit.c")], check=True)
     subprocess.run(["gcc", "-o", str(bin_dir / "tool"), str(ws.root / "main.c"),
                     f"-Wl,--audit={ws.work / 'audit.so'}"], check=True)
-    os.symlink("/usr/bin/true", bin_dir / "true")  # a venv's link to a program no step can write
     env = {**ws.env, "PATH": f"{bin_dir}:{ws.env['PATH']}"}
     policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rwx: ["{CWD}"]}\n'
                        "advanced: {ldd: true}\n")
@@ -283,10 +282,19 @@ async def test_ldd_never_runs_a_program_a_step_could_write(ws):
     err = (await asyncio.wait_for(proc.communicate(limit_bytes=1 << 16), 20))[1]
     assert await proc.wait() == 0, err  # it ran, sandboxed: its auditor could not write outside
     assert not mark.exists()
-    proc = await spawn_sandboxed(["true"], policy=ws.policy("filesystem: {rw: ['{CWD}']}\nadvanced: {ldd: true}\n"),
-                                 cwd=ws.work, env=env)
-    err = (await asyncio.wait_for(proc.communicate(limit_bytes=1 << 16), 20))[1]
-    assert await proc.wait() == 0, err  # what the link leads to, and its libraries, are still granted
+    # Or it links `.venv/bin/helper` to a program of the user's no policy grants (a script holding a token), whose
+    # `#!/usr/bin/env reader` then finds the step's own `reader` on PATH: ldd's grant was read+execute on the script.
+    (ws.outside / "deploy").write_text("#!/usr/bin/env reader\n# token: secret\n")
+    (bin_dir / "reader").write_text('#!/bin/sh\ncat "$1"\n')
+    for script in (ws.outside / "deploy", bin_dir / "reader"):
+        script.chmod(0o755)
+    (bin_dir / "helper").symlink_to(ws.outside / "deploy")
+    try:
+        proc = await spawn_sandboxed(["helper"], policy=policy, cwd=ws.work, env=env)
+        out = (await asyncio.wait_for(proc.communicate(limit_bytes=1 << 16), 20))[0]
+    except PermissionError:  # the link leads where the policy grants nothing
+        out = b""
+    assert b"secret" not in out
 
 
 async def test_common_shell_idioms_work_under_the_default_policy(ws):
