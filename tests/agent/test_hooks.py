@@ -194,3 +194,12 @@ async def test_a_hook_never_runs_in_a_cwd_swapped_for_a_symlink_after_its_check(
     result = await Hooks({"postTurn": ["touch planted"]}, box=box).run("postTurn", {}, cwd=real, env={})
     assert list(outside.iterdir()) == []
     assert result.exit_codes == [] and f"the working directory {real} leads to {outside} now" in result.warnings[0]
+
+
+async def test_an_unsandboxed_command_of_a_daemon_started_in_the_root_dir_finds_its_programs(tmp_path, monkeypatch):
+    # A daemon a launcher started in `/` (a desktop entry, a service) took `/` for the project it started in: every
+    # PATH entry lay under it, so `"commandSandbox": "none"` commands got PATH=/dev/null and found no program.
+    monkeypatch.chdir("/")
+    result = await CommandBox(policy="none").run("git --version", cwd=tmp_path, timeout=30,
+                                                 session_env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    assert result.code == 0 and result.stdout.startswith("git version"), result
