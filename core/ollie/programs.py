@@ -28,8 +28,9 @@ class ProgramNotFound(OSError):
 
 def _writable_roots() -> list[Path]:
     """Dirs tool code (or anyone) may write: temp dirs, ollie's own state, the directory the daemon started in."""
+    start = os.getcwd()  # unless a launcher's `/` (a desktop entry, a service): no project, and it holds every entry
     roots = [tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm", os.environ.get("TMPDIR") or "/tmp",
-             paths.data_dir(), paths.state_dir(), paths.sessions_dir(), os.getcwd()]
+             paths.data_dir(), paths.state_dir(), paths.sessions_dir(), *([start] if start != "/" else [])]
     return [Path(os.path.realpath(r)) for r in roots]
 
 

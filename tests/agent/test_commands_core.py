@@ -104,6 +104,21 @@ async def test_tools_and_sp_show_the_runtime(scripted_llm, make_core):
     assert _fragment("identity.md") in prompt and f"- Working directory: {core.cwd}" in prompt
 
 
+async def test_a_shell_line_never_runs_in_a_cwd_another_step_swapped_for_a_symlink(scripted_llm, make_core, tmp_path):
+    # Round 34: `!cmd` entered the session's cwd by name, unchecked: another session's step (its cwd the folder above)
+    # swapping it for a link ran the user's command where the link led.
+    core = await make_core(scripted_llm("openai"))
+    work, outside = core.cwd, tmp_path / "outside"
+    sub = work / "sub"
+    sub.mkdir()
+    outside.mkdir()
+    assert (await core.submit("/cwd sub")).reply == f"cwd: {sub}"
+    sub.rename(work / "old")
+    sub.symlink_to(outside)
+    bang = await core.submit("!touch planted")
+    assert list(outside.iterdir()) == [] and f"the working directory {sub} leads to {outside} now" in bang.reply
+
+
 async def test_cwd_moves_shell_commands_and_tools(scripted_llm, make_core):
     srv = scripted_llm("openai")
     core = await make_core(srv)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ollie import beneath
 from ollie.agent.commandbox import CommandBox
 from ollie.agent.hooks import HookResult, Hooks, payload_env
 from tests.procs import new_mark, run_watching, timed_out_once_begun, wait_for_processes, wait_no_processes
@@ -172,3 +173,33 @@ async def test_a_hook_never_runs_in_a_cwd_another_step_swapped_for_a_symlink(tmp
     result = await Hooks({"postTurn": ["touch planted"]}, box=box).run("postTurn", {}, cwd=real, env={})
     assert list(outside.iterdir()) == []
     assert result.exit_codes == [] and f"the working directory {real} is now a symlink to {outside}" in result.warnings[0]
+
+
+@pytest.mark.parametrize("box", [WRITABLE, CommandBox(policy="none")], ids=["sandboxed", "unsandboxed"])
+async def test_a_hook_never_runs_in_a_cwd_swapped_for_a_symlink_after_its_check(tmp_path, box, monkeypatch):
+    # Round 34: the cwd was checked (beneath.moved), then entered by name by the fork server's child: another session's
+    # step swapping it for a link in between sent an unsandboxed hook's commands outside (a sandboxed one's too).
+    outside, real = tmp_path / "outside", tmp_path / "ws" / "real"
+    outside.mkdir()
+    real.mkdir(parents=True)
+    checked = beneath.moved
+
+    def checked_then_swapped(cwd):
+        found = checked(cwd)
+        real.rename(real.parent / "old")
+        real.symlink_to(outside)
+        return found
+
+    monkeypatch.setattr(beneath, "moved", checked_then_swapped)
+    result = await Hooks({"postTurn": ["touch planted"]}, box=box).run("postTurn", {}, cwd=real, env={})
+    assert list(outside.iterdir()) == []
+    assert result.exit_codes == [] and f"the working directory {real} leads to {outside} now" in result.warnings[0]
+
+
+async def test_an_unsandboxed_command_of_a_daemon_started_in_the_root_dir_finds_its_programs(tmp_path, monkeypatch):
+    # A daemon a launcher started in `/` (a desktop entry, a service) took `/` for the project it started in: every
+    # PATH entry lay under it, so `"commandSandbox": "none"` commands got PATH=/dev/null and found no program.
+    monkeypatch.chdir("/")
+    result = await CommandBox(policy="none").run("git --version", cwd=tmp_path, timeout=30,
+                                                 session_env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
+    assert result.code == 0 and result.stdout.startswith("git version"), result

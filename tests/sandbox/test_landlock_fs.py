@@ -3,6 +3,7 @@ writable paths meets the step's read-only view first: EROFS), escapes fail."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import textwrap
 import pytest
 
 from ollie.sandbox.rules import landlock_abi
+from ollie.sandbox.spawn import spawn_sandboxed
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs a kernel with Landlock")
 
@@ -240,12 +242,59 @@ async def test_ldd_output_forged_by_a_library_name_grants_nothing_more(ws):
     library = ws.work / forged  # where the program's loader finds it, from the step's cwd
     library.parent.mkdir(parents=True)
     shutil.copy(build / placeholder, library)
-    policy = ws.policy("filesystem: {rw: ['{CWD}']}\nadvanced: {ldd: true}\n")
+    # Since round 34 ldd never runs on a program a step could write (the next test): it runs where the policy lets it.
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rwx: ["{CWD}"]}\n'
+                       "advanced: {ldd: true}\n")
     (ws.work / "hello").write_text("hello")
     status, out, err = await ws.run([str(program), "hello"], policy)
-    assert (status, out) == (0, "hello\n"), err  # the program and its libraries are granted: it runs
+    assert (status, out) == (0, "hello\n"), err
     status, out, err = await ws.run([str(program), str(ws.outside / "secret")], policy)
     assert "secret" not in out and denied(err), (status, out, err)
+
+
+AUDITOR = textwrap.dedent("""
+    #include <stdio.h>
+    __attribute__((constructor)) static void ran(void) {
+        FILE *f = fopen(MARK, "w");
+        if (f) fclose(f);
+    }
+    unsigned int la_version(unsigned int version) { return version; }
+""")
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+async def test_ldd_never_runs_a_program_a_step_could_write_nor_follows_its_link(ws):
+    # Round 34: a step writes `.venv/bin/tool` (on the session's PATH) as a program whose DT_AUDIT names a library of
+    # its own: the daemon's ldd (unsandboxed) had ld.so load that library, whose constructor ran with the user's rights.
+    mark = ws.outside / "ran"
+    bin_dir = ws.work / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (ws.root / "audit.c").write_text(AUDITOR)
+    (ws.root / "main.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-DMARK=\"{mark}\"", "-o", str(ws.work / "audit.so"),
+                    str(ws.root / "audit.c")], check=True)
+    subprocess.run(["gcc", "-o", str(bin_dir / "tool"), str(ws.root / "main.c"),
+                    f"-Wl,--audit={ws.work / 'audit.so'}"], check=True)
+    env = {**ws.env, "PATH": f"{bin_dir}:{ws.env['PATH']}"}
+    policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"], rwx: ["{CWD}"]}\n'
+                       "advanced: {ldd: true}\n")
+    proc = await spawn_sandboxed(["tool"], policy=policy, cwd=ws.work, env=env)
+    err = (await asyncio.wait_for(proc.communicate(limit_bytes=1 << 16), 20))[1]
+    assert await proc.wait() == 0, err  # it ran, sandboxed: its auditor could not write outside
+    assert not mark.exists()
+    # Or it links `.venv/bin/helper` to a program of the user's no policy grants (a script holding a token), whose
+    # `#!/usr/bin/env reader` then finds the step's own `reader` on PATH: ldd's grant was read+execute on the script.
+    (ws.outside / "deploy").write_text("#!/usr/bin/env reader\n# token: secret\n")
+    (bin_dir / "reader").write_text('#!/bin/sh\ncat "$1"\n')
+    for script in (ws.outside / "deploy", bin_dir / "reader"):
+        script.chmod(0o755)
+    (bin_dir / "helper").symlink_to(ws.outside / "deploy")
+    try:
+        proc = await spawn_sandboxed(["helper"], policy=policy, cwd=ws.work, env=env)
+        out = (await asyncio.wait_for(proc.communicate(limit_bytes=1 << 16), 20))[0]
+    except PermissionError:  # the link leads where the policy grants nothing
+        out = b""
+    assert b"secret" not in out
 
 
 async def test_common_shell_idioms_work_under_the_default_policy(ws):

@@ -130,15 +130,18 @@ async def spawn_server(spec: ServerSpec, *, cwd: Path, environ: Mapping[str, str
     env = server_env(spec, home, environ, cwd)
     workdir = Path(spec.cwd) if spec.cwd else cwd
 
-    def prepare() -> Policy:  # file reads and mkdirs: off the event loop
+    def prepare() -> tuple[Policy, Path]:  # file reads and mkdirs: off the event loop
         if why := missing(spec.command, env, environ, cwd):
             raise CannotStart(why)  # not "[Errno 2] No such file or directory" with nothing of where it was looked for
         for sub in (home, home / "tmp", home / "cache"):
             sub.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return server_policy(spec, cwd=cwd, env=env, network_from=network_from)
+        # A process starts only in its cwd's real path (forkserver): a user's may name a link of hers; a workspace
+        # server's was checked to hold none.
+        real = workdir if spec.from_workspace else Path(os.path.realpath(workdir))
+        return server_policy(spec, cwd=cwd, env=env, network_from=network_from), real
 
-    policy = await asyncio.to_thread(prepare)
-    return await spawn_sandboxed([spec.command, *spec.args], policy=policy, cwd=workdir, env=env, stdin_pipe=True)
+    policy, real = await asyncio.to_thread(prepare)
+    return await spawn_sandboxed([spec.command, *spec.args], policy=policy, cwd=real, env=env, stdin_pipe=True)
 
 
 class _StderrTail(asyncio.Protocol):

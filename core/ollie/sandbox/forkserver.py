@@ -89,6 +89,10 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
             os.dup2(fd, target)
         stage = "chdir"
         os.chdir(request["cwd"])
+        # By name: a dir on its way another session's step swapped for a link since the daemon checked it (the cwd is
+        # the real path it was given) would run an unsandboxed hook elsewhere, a step outside its policy.
+        if (now := os.getcwd()) != request["cwd"]:
+            raise OSError(f"the working directory {request['cwd']} leads to {now} now: not run there")
         stage = "limits"  # before the confinement: it closes /sys and /proc
         limits.apply(request.get("limits") or {}, group)
         if request.get("ruleset"):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 
 from ollie import programs
 from ollie.sandbox import landlock
@@ -34,10 +36,19 @@ async def _ldd(program: str) -> list[str]:
     return _cache[program]
 
 
-async def library_rules(command: str, env: Mapping[str, str]) -> list[tuple[str, int]]:
-    """Rules for `command` (looked up on env's PATH) and its libraries; empty when it is not found."""
-    program = shutil.which(command, path=env.get("PATH"))
-    if program is None:
+def _planted(path: str, workspace: Path) -> bool:
+    """Whether absolute path `path`, or the link it may be, lies where a step (or the workspace) may have put it."""
+    return any(programs.step_may_write(p, workspace) for p in (os.path.dirname(path), path))
+
+
+async def library_rules(command: str, env: Mapping[str, str], workspace: Path) -> list[tuple[str, int]]:
+    """Rules for `command` (looked up on env's PATH) and its libraries, by real path; empty when it is not found, or is
+    found where a step (or the workspace) may have put it or a link to it: ldd has ld.so load the program's own
+    DT_AUDIT library, and a planted link would have any program of the user's granted (a script with a token)."""
+    found = shutil.which(command, path=env.get("PATH")) or ""  # relative: from the step's cwd, a step's to write
+    if not os.path.isabs(found) or _planted(found, workspace):
         return []
     access = landlock.READ | landlock.FS_EXECUTE
-    return [(path, access) for path in [program, *await _ldd(program)]]
+    # Granted by real path, none a step may swap a link into: a rule is opened by name.
+    libraries = [os.path.realpath(lib) for lib in await _ldd(os.path.realpath(found)) if not _planted(lib, workspace)]
+    return [(path, access) for path in [os.path.realpath(found), *libraries]]

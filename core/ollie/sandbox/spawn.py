@@ -340,6 +340,8 @@ def _reply(line: bytes, key: str) -> dict:
 def _spawn_error(error: dict, program: str) -> Exception:
     if error["stage"] in ("exec", "chdir") and error.get("errno"):
         return OSError(error["errno"], os.strerror(error["errno"]), program)
+    if error["stage"] == "chdir":  # a cwd that leads elsewhere (forkserver._child), sandboxed or not
+        return OSError(error["message"])
     return SandboxError(f"cannot start {program} in the sandbox ({error['stage']}): {error['message']}")
 
 
@@ -422,6 +424,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
                           stdin_pipe: bool = False) -> SandboxedProcess:
     """Start `argv` in `cwd` with exactly `env`, in a new session, under `policy` (None: unsandboxed).
 
+    `cwd` is a real path: a process that would start anywhere else (a dir on its way swapped for a link) is refused.
+
     `tmp_at_tmp`: the child sees its TMPDIR (when the policy lets it write there) mounted
     at /tmp, for programs that ignore TMPDIR; absolute paths under the real /tmp are then hidden.
     `stdin_pipe`: the child's stdin stays an open pipe, its write end the process's `stdin_fd`
@@ -443,7 +447,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     places: dict[str, str] = {}
     if policy is not None:
         programs.note_writable(policy.writable())  # the daemon's own helpers are never run from there
-        extra = await library_rules(argv[0], env) if policy.ldd else []
+        extra = await library_rules(argv[0], env, cwd) if policy.ldd else []
         ruleset, warnings = ruleset_for(policy, landlock_abi(), extra_fs=extra)
         # Resolved once: the writer lock guards these paths, and the step's rules must still open them (landlock.py).
         places = writers.places(policy.writable())
@@ -465,7 +469,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     limits: dict[str, int] = {"oom_score_adj": STEP_OOM_SCORE_ADJ}
     if policy is not None:
         limits.update(processes=policy.max_processes, memory=policy.max_memory, file_size=policy.max_file_size)
-    request = {"argv": argv, "cwd": str(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
+    request = {"argv": argv, "cwd": os.path.abspath(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
     if python is not None:
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     report: dict = {}
