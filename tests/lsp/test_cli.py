@@ -383,9 +383,11 @@ def test_one_shot_runs_no_elevated_step_without_someone_to_ask(llm, tmp_path):
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]})),
                Reply.text("could not"))
     proc = run_ollie(["--cwd", str(scratch), "-p", "go"], env={**llm.env(), "TMPDIR": str(scratch)})
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 7, proc.stderr  # a step was not run: no script takes the turn for done
     assert not target.exists()
     assert "nobody can give it" in json.dumps(llm.chat_requests[-1].body["messages"])
+    assert proc.stderr.rstrip().endswith("it runs outside the sandbox: only the interactive `ollie` can allow it"), \
+        proc.stderr
 
 
 def test_text_piped_into_p_goes_with_the_prompt(llm, tmp_path):

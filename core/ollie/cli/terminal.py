@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 # Exit codes of `ollie -p` by stop reason.
 EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "max_tokens": 6, "interrupted": 130}
+# `ollie -p` whose turn ended, but without a step it could not ask about: a script must not take it for done.
+EXIT_UNAPPROVED = 7
 DOUBLE_CTRL_C_S = 2.0
 IMAGE_HINT = ("@name an image file (PNG, JPEG, GIF or WebP) beneath the workspace, or by its absolute or ~ path, "
               "or leave the @ out")
@@ -174,7 +176,18 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     if result.stop == "error" and result.error and result.error not in renderer.errors:
         renderer.render("error", result.error)
     _say_stop(result.stop)
-    return EXIT_CODES.get(result.stop, 1)
+    _say_unapproved(core.unapproved)
+    code = EXIT_CODES.get(result.stop, 1)
+    return EXIT_UNAPPROVED if code == 0 and core.unapproved else code
+
+
+def _say_unapproved(refused: list[tuple[StepQuestion, str]]) -> None:
+    """Each step `-p` refused for want of someone to approve it, and the flag that would run it (on stderr)."""
+    for question, mode in refused:
+        allow = (f"`--approval {mode}` runs it unasked" if mode else
+                 "it runs outside the sandbox: only the interactive `ollie` can allow it")
+        print(f"ollie: not run, nobody could approve it (-p cannot ask): {escaped(question.title)}; {allow}",
+              file=sys.stderr)
 
 
 def _say_image_refused(exc: ImageError) -> None:
