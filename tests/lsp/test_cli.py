@@ -143,6 +143,15 @@ def test_renderer_is_compact(tmp_path):
     assert compact_result("a\nb") == "a\nb"
 
 
+def test_word_wrap_counts_cells_not_styles_and_lets_a_word_longer_than_a_line_through():
+    from ollie.cli.wrap import WordWrap
+
+    wrap = WordWrap(lambda: 10)
+    # Fed in pieces that cut words: styles take no cells, a wide character two.
+    shown = "".join(wrap.feed(piece) for piece in ("ab \x1b[1mcd\x1b[0m e", "f 漢字漢 ", "x" * 14, " end")) + wrap.flush()
+    assert shown == "ab \x1b[1mcd\x1b[0m ef \n漢字漢 \n" + "x" * 10 + "\nxxxx end"
+
+
 def test_sanitizing_removes_what_a_terminal_would_obey():
     from ollie.cli.sanitize import StreamCleaner, printable
     from ollie.escapes import escaped

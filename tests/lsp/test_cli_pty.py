@@ -295,6 +295,25 @@ def test_an_edits_question_and_its_diffs_header_fit_an_80x24_terminal(llm, tmp_p
         assert term.close() == 0
 
 
+def test_a_long_answer_breaks_between_words_at_the_terminals_width(llm, tmp_path):
+    # A paragraph is one line: the terminal broke it wherever a row was full, mid-word ("ipsu" / "m dolor").
+    words = [f"word{n}" + "x" * (n % 7) for n in range(120)]
+    paragraph = " ".join(words[:60]) + " **bold words** and `some code` " + " ".join(words[60:])
+    llm.script(Reply.text(f"{paragraph}\n\n{paragraph}"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        term.resize(24, 80)
+        at = term.wait_for(r"default> ")
+        term.type("tell me at length")
+        end = term.wait_for(rf"{words[-1]}\n\nword0 [\s\S]*{words[-1]}\n", after=at)
+        shown = term.text[at:end].split("\n", 1)[1].rstrip("\n").split("\n\n")
+        for lines in (part.split("\n") for part in shown):
+            assert max(len(line) for line in lines) <= 80, "\n".join(lines)
+            assert " ".join(line.strip() for line in lines).split() == paragraph.replace("**", "").replace(
+                "`", "").split(), "\n".join(lines)  # every word whole, in order
+            assert len(lines) > 10
+        assert term.close() == 0
+
+
 def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp_path):
     # The answer stopped mid-word and the prompt came back with no word on why.
     llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
