@@ -305,7 +305,9 @@ async def drop_when_stalled(writer: asyncio.StreamWriter, stall_s: float) -> Non
     transport = writer.transport
     waiting, since = 0, time.monotonic()
     while not transport.is_closing():
-        await asyncio.sleep(stall_s / 10)  # what is unsent can only be sampled: the transport tells no one it shrank
+        # What is unsent can only be sampled (the transport tells no one it shrank); often, so that a client taking
+        # some while more is written is seen doing so.
+        await asyncio.sleep(min(1.0, stall_s / 10))
         backlog = transport.get_write_buffer_size()
         if backlog == 0 or backlog < waiting:  # nothing waits, or the client took some
             since = time.monotonic()
