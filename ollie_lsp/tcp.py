@@ -16,12 +16,14 @@ import secrets
 import signal
 import stat
 import sys
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ollie.env import env_seconds
 from ollie.stdio import while_read
 from ollie_lsp.framing import FrameParser, Item, stall_seconds
 
@@ -40,6 +42,10 @@ MAX_FIRST_BYTES = 1 << 20
 # Connections given their AUTH_TIMEOUT_S to prove the token at once: each holds a descriptor and up to MAX_FIRST_BYTES,
 # so another local process's flood ran the daemon out of both. The editor's one connection proves it at once.
 MAX_UNPROVEN = 16
+# A client that leaves the daemon's output waiting this long without taking any of it has stopped reading: its
+# connection is dropped and the daemon ends as when it leaves (one client per daemon: nothing else could use it).
+READER_STALL_ENV = "OLLIE_LSP_READER_STALL_S"
+DEFAULT_READER_STALL_S = 300.0
 
 
 class TcpSetupError(Exception):
@@ -257,9 +263,12 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         owner.append(writer)
         logger.info("tcp: client authenticated")
         server.protocol.set_writer(writer)
+        watchdog = asyncio.ensure_future(drop_when_stalled(writer, env_seconds(READER_STALL_ENV,
+                                                                               DEFAULT_READER_STALL_S)))
         try:
             await server.serve_client(StreamFrames([json.dumps(cleaned).encode(), *rest], parser, reader))
         finally:
+            watchdog.cancel()
             finished.set()
 
     listener = await asyncio.start_server(on_connect, host, port)
@@ -272,8 +281,10 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
         raise
     token = secret.value
     announce(host, bound, secret)
-    # SIGTERM ends the daemon as the client leaving does: sessions saved, a new token's file removed.
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, finished.set)
+    # SIGTERM, and SIGHUP (the terminal it runs in closed), end the daemon as the client leaving does: sessions saved,
+    # a new token's file removed (SIGHUP's default killed it there and then, the file left behind).
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        asyncio.get_running_loop().add_signal_handler(signum, finished.set)
     try:
         await finished.wait()
     finally:
@@ -286,6 +297,26 @@ async def serve_tcp(server: OllieServer, host: str, port: int, token_for: Callab
                 await while_read(writer.wait_closed(), lambda w=writer: -w.transport.get_write_buffer_size())
         if secret.generated and secret.path is not None:
             secret.path.unlink(missing_ok=True)
+
+
+async def drop_when_stalled(writer: asyncio.StreamWriter, stall_s: float) -> None:
+    """Abort the connection once output has waited `stall_s` (beyond what the kernel buffers) with none of it taken:
+    a client that stopped reading but keeps its socket open would hold the daemon, its sessions and steps, for ever."""
+    transport = writer.transport
+    waiting, since = 0, time.monotonic()
+    while not transport.is_closing():
+        # What is unsent can only be sampled (the transport tells no one it shrank); often, so that a client taking
+        # some while more is written is seen doing so.
+        await asyncio.sleep(min(1.0, stall_s / 10))
+        backlog = transport.get_write_buffer_size()
+        if backlog == 0 or backlog < waiting:  # nothing waits, or the client took some
+            since = time.monotonic()
+        waiting = backlog
+        if time.monotonic() - since >= stall_s:
+            logger.warning("tcp: the client took none of the daemon's output for %.0f s: dropping it", stall_s,
+                           extra={"unsent": backlog})
+            transport.abort()
+            return
 
 
 def announce(host: str, port: int, token: Token) -> None:

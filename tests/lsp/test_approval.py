@@ -475,17 +475,32 @@ def run_ollie(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Com
 
 
 def test_ollie_p_cannot_ask_so_it_says_how_and_approval_auto_runs_it(llm, tmp_path):
+    # A script running `ollie -p` got exit 0 for a turn whose edit was refused: "done" on an unchanged tree.
     (tmp_path / "a.txt").write_text("one\n")
     llm.script(edit("a.txt", "one", "two"), Reply.text("could not"), edit("a.txt", "one", "two"), Reply.text("done"))
     proc = run_ollie(["-p", "edit it"], llm.env(approval=""), tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 7, (proc.returncode, proc.stderr)
     assert (tmp_path / "a.txt").read_text() == "one\n"
     assert "ollie -p --approval auto" in proc.stdout
     assert "--approval auto" in last_tool_result(llm)
+    # What was not run and how to allow it, on stderr after the answer: one line per refused step.
+    assert proc.stderr.splitlines()[-1] == ("ollie: not run, nobody could approve it (-p cannot ask): Edit a.txt; "
+                                            "`--approval auto-edit` runs it unasked"), proc.stderr
 
-    proc = run_ollie(["-p", "edit it", "--approval", "auto"], llm.env(approval=""), tmp_path)
+    proc = run_ollie(["-p", "edit it", "--approval", "auto-edit"], llm.env(approval=""), tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert "not run" not in proc.stderr, proc.stderr
     assert (tmp_path / "a.txt").read_text() == "two\n"
+
+
+def test_ollie_p_names_the_mode_a_refused_command_needs(llm, tmp_path):
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "touch made.txt"}]})), Reply.text("could not"))
+    proc = run_ollie(["-p", "make it", "--approval", "auto-edit"], llm.env(approval=""), tmp_path)
+    assert proc.returncode == 7, (proc.returncode, proc.stderr)
+    assert not (tmp_path / "made.txt").exists()
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith("ollie: not run, nobody could approve it (-p cannot ask): "), proc.stderr
+    assert "touch made.txt" in last and last.endswith("; `--approval auto` runs it unasked"), last
 
 
 async def test_a_question_withdrawn_by_an_interrupt_ignores_the_late_answer(start_daemon, llm):

@@ -143,6 +143,15 @@ def test_renderer_is_compact(tmp_path):
     assert compact_result("a\nb") == "a\nb"
 
 
+def test_word_wrap_counts_cells_not_styles_and_lets_a_word_longer_than_a_line_through():
+    from ollie.cli.wrap import WordWrap
+
+    wrap = WordWrap(lambda: 10)
+    # Fed in pieces that cut words: styles take no cells, a wide character two.
+    shown = "".join(wrap.feed(piece) for piece in ("ab \x1b[1mcd\x1b[0m e", "f 漢字漢 ", "x" * 14, " end")) + wrap.flush()
+    assert shown == "ab \x1b[1mcd\x1b[0m ef \n漢字漢 \n" + "x" * 10 + "\nxxxx end"
+
+
 def test_sanitizing_removes_what_a_terminal_would_obey():
     from ollie.cli.sanitize import StreamCleaner, printable
     from ollie.escapes import escaped
@@ -383,9 +392,11 @@ def test_one_shot_runs_no_elevated_step_without_someone_to_ask(llm, tmp_path):
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]})),
                Reply.text("could not"))
     proc = run_ollie(["--cwd", str(scratch), "-p", "go"], env={**llm.env(), "TMPDIR": str(scratch)})
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 7, proc.stderr  # a step was not run: no script takes the turn for done
     assert not target.exists()
     assert "nobody can give it" in json.dumps(llm.chat_requests[-1].body["messages"])
+    assert proc.stderr.rstrip().endswith("it runs outside the sandbox: only the interactive `ollie` can allow it"), \
+        proc.stderr
 
 
 def test_text_piped_into_p_goes_with_the_prompt(llm, tmp_path):

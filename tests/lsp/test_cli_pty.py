@@ -3,13 +3,16 @@ and two terminals on one session."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
 import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -51,6 +54,10 @@ class Terminal:
                 except OSError:  # the process ended and the pty closed
                     raise AssertionError(f"{pattern!r} never showed before the end:\n{self.text[after:]}") from None
         return after + found.end()
+
+    def resize(self, rows: int, columns: int) -> None:
+        """The terminal's size as the program reads it (TIOCGWINSZ)."""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
 
     def type(self, line: str) -> None:
         os.write(self.master, line.encode() + b"\n")
@@ -268,6 +275,42 @@ def test_help_fits_a_terminal(llm, tmp_path):
         shown = term.text[at:end].split("commands:\n", 1)[1].splitlines()
         assert max(len(line) for line in shown) <= 80, "\n".join(shown)  # 100 wrapped in an 80-column terminal
         assert "  /model [name]        show or switch the model" in shown, "\n".join(shown)
+        assert term.close() == 0
+
+
+def test_an_edits_question_and_its_diffs_header_fit_an_80x24_terminal(llm, tmp_path):
+    # The diff was cut at 60 lines whatever the height: on 24 rows which file it changes scrolled out of sight.
+    (tmp_path / "big.txt").write_text("".join(f"line {n}\n" for n in range(100)))
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": [
+        "big.txt", "".join(f"new line {n}\n" for n in range(100))]}]})), Reply.text("left as it was"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
+        term.resize(24, 80)
+        at = term.wait_for(r"default> ")
+        term.type("rewrite big.txt")
+        asked = term.wait_for(r"Allow\? [^\n]*: ", after=at)
+        screen = term.text[:asked].split("\n")[-24:]  # what the 24 rows show, the question on the last
+        assert screen[0] == "--- a/big.txt", "\n".join(screen)
+        assert "ollie asks to: Write big.txt" in screen and re.fullmatch(r"… \(\d+ more diff lines\)", screen[-3])
+        term.answer("n", r"left as it was", after=asked)
+        assert term.close() == 0
+
+
+def test_a_long_answer_breaks_between_words_at_the_terminals_width(llm, tmp_path):
+    # A paragraph is one line: the terminal broke it wherever a row was full, mid-word ("ipsu" / "m dolor").
+    words = [f"word{n}" + "x" * (n % 7) for n in range(120)]
+    paragraph = " ".join(words[:60]) + " **bold words** and `some code` " + " ".join(words[60:])
+    llm.script(Reply.text(f"{paragraph}\n\n{paragraph}"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        term.resize(24, 80)
+        at = term.wait_for(r"default> ")
+        term.type("tell me at length")
+        end = term.wait_for(rf"{words[-1]}\n\nword0 [\s\S]*{words[-1]}\n", after=at)
+        shown = term.text[at:end].split("\n", 1)[1].rstrip("\n").split("\n\n")
+        for lines in (part.split("\n") for part in shown):
+            assert max(len(line) for line in lines) <= 80, "\n".join(lines)
+            assert " ".join(line.strip() for line in lines).split() == paragraph.replace("**", "").replace(
+                "`", "").split(), "\n".join(lines)  # every word whole, in order
+            assert len(lines) > 10
         assert term.close() == 0
 
 

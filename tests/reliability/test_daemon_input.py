@@ -6,9 +6,11 @@ still be answered. Errors whose id cannot be read come back with id null (JSON-R
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -138,14 +140,16 @@ def test_input_that_ends_mid_message_is_a_logged_clean_exit(tmp_path, workdir):
 
 
 @contextmanager
-def tcp_daemon(workdir: Path) -> Iterator[tuple[socket.socket, subprocess.Popen]]:
-    """A `--tcp` daemon and a connection to it that has sent the initialize with the token."""
+def tcp_daemon(workdir: Path, *, env: dict[str, str] | None = None,
+               args: tuple[str, ...] = ()) -> Iterator[tuple[socket.socket, subprocess.Popen]]:
+    """A `--tcp` daemon (`env` added, `args` after --tcp) and a connection to it that has sent the initialize with
+    the token."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     token = "a-token-of-the-tests-own-choosing"
-    proc = subprocess.Popen([*DAEMON, "--tcp", f"127.0.0.1:{port}"],
-                            env=daemon_env({**NO_BACKEND, "OLLIE_LSP_TOKEN": token}),
+    proc = subprocess.Popen([*DAEMON, "--tcp", f"127.0.0.1:{port}", *args],
+                            env=daemon_env({**NO_BACKEND, "OLLIE_LSP_TOKEN": token, **(env or {})}),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -205,6 +209,39 @@ def test_a_tcp_client_that_reads_its_last_answer_slowly_gets_all_of_it(workdir):
         answer = read_answers(conn, until_id=2, pause=0.03, leave=lambda: conn.sendall(EXIT))[-1]
         assert proc.wait(30) in (0, 1)
     assert f"{cwd} is not an existing directory" in answer["error"]["message"]
+
+
+def test_a_tcp_client_that_stops_reading_but_keeps_its_socket_open_does_not_hold_the_daemon(workdir, tmp_path):
+    """A client holding the token asks for a large answer and never reads it, its socket left open: the daemon lived
+    on for ever (one client per daemon: no editor could use it again). Once none of its waiting output was taken
+    for OLLIE_LSP_READER_STALL_S, the connection is dropped and the daemon ends as when a client leaves."""
+    log = tmp_path / "daemon.log"
+    cwd = "/nowhere/" + ("d" * 200 + "/") * 45000  # 9 MB: many times what the kernel's socket buffers take
+    new = {"jsonrpc": "2.0", "id": 2, "method": "ollie/session/new", "params": {"cwd": cwd}}
+    with tcp_daemon(workdir, env={"OLLIE_LSP_READER_STALL_S": "1"}, args=("--log-file", str(log))) as (conn, proc):
+        read_answers(conn, until_id=1)
+        conn.sendall(frame(json.dumps(new).encode()))
+        assert proc.wait(60) in (0, 1), log.read_text()[-2000:]
+        # Its side is closed: what the kernel had taken is still there to read, then the end.
+        conn.settimeout(60)
+        with contextlib.suppress(ConnectionResetError):
+            while conn.recv(1 << 20):
+                pass
+    assert "took none of the daemon's output for 1 s: dropping it" in log.read_text()
+
+
+def test_a_tcp_daemon_whose_terminal_closes_ends_as_when_its_client_leaves(workdir, tmp_path):
+    """SIGHUP (the terminal `ollie-lsp --tcp` ran in closed) killed it at once, the token file it wrote left behind
+    and its sessions unsaved; it now ends as on SIGTERM."""
+    token_file = tmp_path / "lsp.token"  # absent: the daemon writes a new token there, and removes it at its end
+    with tcp_daemon(workdir, args=("--token-file", str(token_file))) as (conn, proc):
+        # Its token is not the test's: the refusal comes once the daemon serves (its signal handlers set).
+        conn.settimeout(60)
+        assert b"unauthorized: wrong token" in conn.recv(65536)
+        assert token_file.exists()
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(60) >= 0
+    assert not token_file.exists()
 
 
 def test_a_flood_of_connections_that_prove_nothing_is_turned_away_at_once(workdir):

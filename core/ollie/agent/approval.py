@@ -204,6 +204,9 @@ class ApprovalGate:
         # gate, after a daemon restart too) asks again, as a user who allowed it "for this session" expects.
         self.net_session: dict[str, str] = {}
         self.on_ask: Callable[[StepQuestion, Answer], None] | None = None
+        # The steps refused because nobody could approve them (no approver), each with the mode that would run it
+        # unasked ("" when none would: it leaves the sandbox): `ollie -p` says them and exits non-zero.
+        self.unapproved: list[tuple[StepQuestion, str]] = []
 
     async def check(self, call_id: str, tool: str, args: dict[str, Any]) -> str | None:
         """None when the call may run, else the text the model gets as its result (rejected or refused)."""
@@ -240,6 +243,7 @@ class ApprovalGate:
         if plan.outside and self._elevation() == "deny":  # refused whatever the answer: nobody is asked
             return ELEVATION_DENIED
         if self.approver is None:
+            self.unapproved.append((q, "auto-edit" if q.kind in EDIT_KINDS else "auto"))
             return (f"refused: {q.title!r} needs the user's approval (approval mode {mode!r}) and nobody can give "
                     "it here; run with an approval mode that allows it, e.g. `ollie -p --approval auto`.")
         if q.kind in EDIT_KINDS or plan.script is not None:
@@ -270,6 +274,7 @@ class ApprovalGate:
         """The user's answer to `q` (one it did not offer is a no) and None when it allows the step, else the text
         the model gets; each answer told to `on_ask`."""
         if self.approver is None:
+            self.unapproved.append((q, ""))
             return Answer("reject"), NOBODY
         answer, answered = await within_question_timeout(self.approver(q), Answer("reject"))
         if answer.outcome not in q.outcomes():  # one it did not offer (a plain client's button title): a no, said so

@@ -564,6 +564,9 @@ class Core(McpMembers):
     # Who answers approval questions, an elevated step's and an agent switch's included (the daemon asks the editor);
     # None: steps that would ask are refused.
     step_approver: StepApprover | None = forward("_approval.approver", settable=True)
+    # The steps refused so far because nobody could approve them, each with the `--approval` mode that runs it unasked
+    # ("" for none: it leaves the sandbox).
+    unapproved: list[tuple[StepQuestion, str]] = forward("_approval.unapproved")
 
     @property
     def network_log(self) -> list[dict]:

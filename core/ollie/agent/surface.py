@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ollie.agent.approval import StepApprover
+from ollie.agent.approval import StepApprover, StepQuestion
 from ollie.agent.events import Bus
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
@@ -155,6 +155,8 @@ class TerminalCore(FrontEndCore, Protocol):
     def is_running(self) -> bool: ...
     @property
     def step_kinds(self) -> KindLookup: ...
+    @property
+    def unapproved(self) -> list[tuple[StepQuestion, str]]: ...
 
 
 class AcpCore(FrontEndCore, ModelChoice, Protocol):

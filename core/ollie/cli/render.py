@@ -8,11 +8,13 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from functools import partial
 from textwrap import indent
 from typing import TYPE_CHECKING, TextIO
 
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
+from ollie.cli.wrap import WordWrap
 
 if TYPE_CHECKING:
     from ollie.agent.events import TurnFiles
@@ -46,6 +48,14 @@ def compact_result(content: str) -> str:
     return text
 
 
+def _columns(out: TextIO) -> int:
+    """The width of the terminal `out` writes to (80 when it cannot say)."""
+    try:
+        return os.get_terminal_size(out.fileno()).columns or 80
+    except (OSError, ValueError):
+        return 80
+
+
 def changes_line(changes: TurnFiles) -> str:
     """A turn's changed files in one line: how many, the first few with their lines added and removed."""
     named = [f"{printable(f.path)} ({f.status})" if f.status != "modified" else
@@ -72,6 +82,8 @@ class Renderer:
         self._cleaners = {"assistant": StreamCleaner(), "reasoning": StreamCleaner()}
         # On a terminal the answer's markdown is shown, not its markers; piped (`ollie -p > file`) it stays as written.
         self._markdown = MarkdownStream(styled=self.color) if self.out.isatty() else None
+        # On a terminal streamed text breaks between words, not where the line is full.
+        self._wrap = WordWrap(partial(_columns, self.out)) if self.out.isatty() else None
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -84,6 +96,9 @@ class Renderer:
         target.flush()
 
     def _stream(self, shown: str) -> None:
+        self._write(self._wrap.feed(shown) if self._wrap is not None else shown)
+
+    def _write(self, shown: str) -> None:
         # A delta may stop mid-line; an empty one (or one all held back) says nothing about where the cursor is.
         if visible := _TRAILING_STYLE.sub("", shown):
             self._mid_line = not visible.endswith("\n")
@@ -136,9 +151,14 @@ class Renderer:
                 self._stream(self._shown(role, held))
         if self._markdown is not None:
             self._stream(self._markdown.flush())
+        if self._wrap is not None:
+            self._write(self._wrap.flush())
 
     def end_line(self) -> None:
         """Finish a half-written line."""
+        if self._wrap is not None:
+            self._write(self._wrap.flush())
+            self._wrap.column = 0  # whatever comes next starts a line
         if self._mid_line:
             self.out.write("\n")
             self.out.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 
 # Exit codes of `ollie -p` by stop reason.
 EXIT_CODES = {"end": 0, "command": 0, "error": 1, "max_steps": 3, "refusal": 4, "max_tokens": 6, "interrupted": 130}
+# `ollie -p` whose turn ended, but without a step it could not ask about: a script must not take it for done.
+EXIT_UNAPPROVED = 7
 DOUBLE_CTRL_C_S = 2.0
 IMAGE_HINT = ("@name an image file (PNG, JPEG, GIF or WebP) beneath the workspace, or by its absolute or ~ path, "
               "or leave the @ out")
@@ -45,6 +48,7 @@ STEP_ANSWERS: dict[str, Outcome] = {
 # A line that only answers a question: the first one after a question was withdrawn is not sent as a prompt.
 LATE_ANSWERS = frozenset(STEP_ANSWERS)
 DIFF_LINES_MAX = 60
+DIFF_LINES_MIN = 8  # on a terminal too low for the question and its diff: some of the diff, the header at least
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,18 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     if result.stop == "error" and result.error and result.error not in renderer.errors:
         renderer.render("error", result.error)
     _say_stop(result.stop)
-    return EXIT_CODES.get(result.stop, 1)
+    _say_unapproved(core.unapproved)
+    code = EXIT_CODES.get(result.stop, 1)
+    return EXIT_UNAPPROVED if code == 0 and core.unapproved else code
+
+
+def _say_unapproved(refused: list[tuple[StepQuestion, str]]) -> None:
+    """Each step `-p` refused for want of someone to approve it, and the flag that would run it (on stderr)."""
+    for question, mode in refused:
+        allow = (f"`--approval {mode}` runs it unasked" if mode else
+                 "it runs outside the sandbox: only the interactive `ollie` can allow it")
+        print(f"ollie: not run, nobody could approve it (-p cannot ask): {escaped(question.title)}; {allow}",
+              file=sys.stderr)
 
 
 def _say_image_refused(exc: ImageError) -> None:
@@ -319,13 +334,16 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
 
     renderer.end_line()
     since = lines.before_question()
-    if question.diff is not None:  # an edit: what it changes, before the user says yes to it
-        print(_diff_text(question.diff, color=renderer.color), file=sys.stderr)
-    print(f"ollie asks to: {escaped(question.title)}", file=sys.stderr)
+    asked = f"ollie asks to: {escaped(question.title)}\n"
     if question.code:  # the program whole, escaped: its title shows a first line, cut
-        print(_code_lines(question.code), end="", file=sys.stderr)
+        asked += _code_lines(question.code)
     for what in question.outside:  # one question covers leaving the sandbox: exactly what runs there
-        print(f"  it runs this outside the sandbox:\n{_code_lines(what)}", end="", file=sys.stderr)
+        asked += f"  it runs this outside the sandbox:\n{_code_lines(what)}"
+    if question.diff is not None:  # an edit: what it changes, before the user says yes to it
+        # Its header (which file) and the question on one screen: a 24-line terminal scrolled both out of sight.
+        room = _rows_free(asked.count("\n") + 1)  # the `Allow?` line too
+        print(_diff_text(question.diff, color=renderer.color, most=room), file=sys.stderr)
+    print(asked, end="", file=sys.stderr)
     offered = question.outcomes()
     feedback, session, always = ("reject_with_feedback" in offered, "allow_session" in offered,
                                  "allow_always" in offered)
@@ -351,9 +369,19 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
     return Answer("reject_with_feedback", feedback)
 
 
-def _diff_text(diff: Diff, *, color: bool) -> str:
-    """An edit as a unified diff (escaped: the model wrote it), cut to a screenful, + and - lines coloured."""
-    lines = [escaped(line) for line in diff.unified(DIFF_LINES_MAX)]
+def _rows_free(used: int) -> int:
+    """How many lines of a diff fit on the terminal's screen above `used` lines (DIFF_LINES_MAX at most, and where its
+    height is unknown), the line saying how many more were cut included."""
+    try:
+        rows = os.get_terminal_size(sys.stderr.fileno()).lines
+    except OSError:  # not a terminal
+        return DIFF_LINES_MAX
+    return max(DIFF_LINES_MIN, min(DIFF_LINES_MAX, rows - used - 1))
+
+
+def _diff_text(diff: Diff, *, color: bool, most: int = DIFF_LINES_MAX) -> str:
+    """An edit as a unified diff (escaped: the model wrote it), cut after `most` lines, + and - lines coloured."""
+    lines = [escaped(line) for line in diff.unified(most)]
     if color:
         codes = {"+": "32", "-": "31", "@": "36"}
         lines = [f"\x1b[{codes[line[0]]}m{line}\x1b[0m" if line[:1] in codes else line for line in lines]
