@@ -152,6 +152,20 @@ def test_word_wrap_counts_cells_not_styles_and_lets_a_word_longer_than_a_line_th
     assert shown == "ab \x1b[1mcd\x1b[0m ef \n漢字漢 \n" + "x" * 10 + "\nxxxx end"
 
 
+def test_word_wrap_never_breaks_a_line_of_fenced_code():
+    from ollie.cli.markdown import MarkdownStream
+    from ollie.cli.wrap import WordWrap
+
+    markdown, wrap = MarkdownStream(styled=True), WordWrap(lambda: 20)
+    reply = "Run this to see it fail:\n```python\nassert compute(1, 2) == expected_total\n```\nthen fix it please.\n"
+    shown = "".join(wrap.feed(markdown.feed(reply[i:i + 7])) for i in range(0, len(reply), 7))
+    shown += wrap.feed(markdown.flush()) + wrap.flush()
+    lines = [line.rstrip() for line in re.sub(r"\x1b\[[0-9;]*m", "", shown).splitlines()]
+    # The code as written, on one line (a break in it would be copied with it); the prose around it wrapped.
+    assert "    assert compute(1, 2) == expected_total" in lines
+    assert lines[:2] == ["Run this to see it", "fail:"] and "then fix it please." in lines
+
+
 def test_sanitizing_removes_what_a_terminal_would_obey():
     from ollie.cli.sanitize import StreamCleaner, printable
     from ollie.escapes import escaped

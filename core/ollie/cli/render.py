@@ -158,7 +158,7 @@ class Renderer:
         """Finish a half-written line."""
         if self._wrap is not None:
             self._write(self._wrap.flush())
-            self._wrap.column = 0  # whatever comes next starts a line
+            self._wrap.start_line()
         if self._mid_line:
             self.out.write("\n")
             self.out.flush()

@@ -9,6 +9,9 @@ from collections.abc import Callable
 
 # An escape sequence (ollie's own styles: the text was made printable before) whole, or one character.
 _PIECES = re.compile(r"\x1b\[[0-9;]*m|.|\n", re.S)
+# A line indented this much is code (the markdown stream shows fenced code so): it is never broken, as a break in it
+# would be copied with the code.
+CODE_INDENT = 4
 
 
 def _columns(char: str) -> int:
@@ -27,9 +30,15 @@ class WordWrap:
 
     def __init__(self, width: Callable[[], int]) -> None:
         self._width = width
-        self.column = 0  # where the cursor is on its line, as far as this text goes
         self._word: list[str] = []
         self._word_cells = 0
+        self.start_line()
+
+    def start_line(self) -> None:
+        """What comes next starts a line (something else ended the one this text was on)."""
+        self.column = 0  # where the cursor is on its line, as far as this text goes
+        self._indent = 0  # the spaces the line starts with, so far
+        self._verbatim = False  # a code line: shown as it is
 
     def feed(self, text: str) -> str:
         """`text` as far as it can be shown now, with the breaks it needs."""
@@ -39,8 +48,13 @@ class WordWrap:
             if piece == "\n":
                 out.append(self._placed(width))
                 out.append("\n")
-                self.column = 0
+                self.start_line()
+            elif self._verbatim or (piece[0] == "\x1b" and not self._word):  # a style between words: no cells
+                out.append(piece)
             elif piece == " ":
+                if self.column == self._indent and not self._word:  # still the line's indentation
+                    self._indent += 1
+                    self._verbatim = self._indent >= CODE_INDENT
                 out.append(self._placed(width))
                 if self.column < width:  # at the edge the next word starts the next line anyway
                     out.append(" ")
