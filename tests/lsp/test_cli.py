@@ -248,7 +248,7 @@ def test_daemon_version_and_tcp_mode(tmp_path):
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
-    from ollie_lsp.server import raw_params_converter
+    from ollie_lsp.protocol import raw_params_converter
 
     out = subprocess.run([sys.executable, "-m", "ollie_lsp", "--version"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and out.stdout.startswith("ollie-lsp ")
