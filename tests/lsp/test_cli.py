@@ -345,7 +345,7 @@ def test_session_flag_with_an_unknown_id_fails_fast_and_creates_nothing(scripted
     assert not sessions.exists() or not any(sessions.iterdir()), list(sessions.iterdir())
     registry = Registry()
     try:
-        assert registry.list(Scope(user_id=os_user())) == []
+        assert registry.page(Scope(user_id=os_user()))[0] == []
     finally:
         registry.close()
     # A malformed id is no saved session either (not a traceback).
