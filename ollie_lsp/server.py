@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import sys
@@ -256,28 +257,16 @@ def in_daemon_thread(fn: Callable[[], None]) -> asyncio.Future[None]:
 
     Not the loop's default executor: the loop's end joins its threads, so an `exit` waited for the engine's import.
     """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-
-    def settle(error: Exception | None) -> None:
-        if done.done():
-            return
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(None)
+    outcome: concurrent.futures.Future[None] = concurrent.futures.Future()
 
     def run() -> None:
-        error: Exception | None = None
         try:
-            fn()
+            outcome.set_result(fn())
         except Exception as exc:  # handed to the awaiting side, which reports it
-            error = exc
-        with suppress(RuntimeError):  # the loop ended meanwhile: nobody waits any more
-            loop.call_soon_threadsafe(settle, error)
+            outcome.set_exception(exc)
 
     threading.Thread(target=run, name="ollie-lsp-load-engine", daemon=True).start()
-    return done
+    return asyncio.wrap_future(outcome)  # (a loop that ended meanwhile is told nothing: nobody waits any more)
 
 
 def exit_backstop(grace_s: float, backlog: Callable[[], int] = lambda: 0) -> None:

@@ -413,7 +413,7 @@ class Core(HistoryMembers, McpMembers):
             await old.dispatcher.aclose()
             if retired is not None:
                 await retired.aclose()
-            self._cleared()
+            self._rewound()
             return switched
 
 

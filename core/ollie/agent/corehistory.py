@@ -57,7 +57,8 @@ class HistoryMembers:
         return rewound
 
     def _rewound(self) -> None:
-        """Publish what a rewind (or its undo) left: the state, and the turns left (the recorder's title follows)."""
+        """Publish what a rewind, its undo or a clear left: the state, and the turns left (the recorder's title
+        follows; a cleared session kept its first prompt's words as its title before)."""
         self._host.notify()
         self._host.bus.emit("rewind", str(len(self._host.session.turn_starts)))
 
@@ -70,7 +71,7 @@ class HistoryMembers:
         async with self._turn_lock:
             switched = await self._start_over(await self._keep("session not cleared"), [])
             self._host.save()
-            self._cleared()
+            self._rewound()
             return switched
 
     async def _keep(self, refused: str) -> tuple[str, str] | None:
@@ -104,12 +105,6 @@ class HistoryMembers:
         self.session.clear()
         await self.review.start_over(kept is not None)
         return Switched(warnings, *(kept or ()))
-
-    def _cleared(self) -> None:
-        """Publish a cleared history: the state, and no turn left (the recorder's title follows, as for a rewind of
-        every turn). Before, the cleared session kept its first prompt's words as its title."""
-        self._host.notify()
-        self._host.bus.emit("rewind", "0")
 
     async def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
         """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
