@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from ollie.agent.attachments import Attachments
@@ -38,23 +38,24 @@ class HistoryMembers:
 
     async def rewind(self, turn: int | None = None) -> Rewound:
         """Files back to before turn `turn` (default: the last), conversation cut there; refused while a turn runs."""
-        self.owners_only("rewind it")  # the cut history is the owner's too
-        if self._host.running:
-            raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
-        async with self._turn_lock:
-            rewound = await self._host.review.rewind(turn, documents=self._attached.documents)
-        self._rewound()
-        return rewound
+        async with self._rewriting("rewind it", "rewind"):  # the cut history is the owner's too
+            return await self._host.review.rewind(turn, documents=self._attached.documents)
 
     async def rewind_undo(self) -> Rewound:
         """Undo the last rewind (files and conversation as before it); refused while a turn runs."""
-        self.owners_only("rewind it")
+        async with self._rewriting("rewind it", "undo a rewind"):
+            return await self._host.review.rewind_undo()
+
+    @contextlib.asynccontextmanager
+    async def _rewriting(self, owners: str, what: str) -> AsyncIterator[None]:
+        """Under the turn lock, `what` rewrites the history (refused while a turn runs; the owner's alone: `owners`),
+        then what it left is published."""
+        self.owners_only(owners)
         if self._host.running:
-            raise RuntimeError("cannot undo a rewind while a turn is running; interrupt it first")
+            raise RuntimeError(f"cannot {what} while a turn is running; interrupt it first")
         async with self._turn_lock:
-            rewound = await self._host.review.rewind_undo()
-        self._rewound()
-        return rewound
+            yield
+            self._rewound()
 
     def _rewound(self) -> None:
         """Publish what a rewind, its undo or a clear left: the state, and the turns left (the recorder's title
@@ -65,13 +66,9 @@ class HistoryMembers:
     async def clear(self) -> Switched:
         """Start a new conversation in the session, the one before saved as a session of its own (`Switched`, with no
         warnings); refused while a turn runs."""
-        self.owners_only("clear its history")
-        if self._host.running:
-            raise RuntimeError("cannot clear while a turn is running; interrupt it first")
-        async with self._turn_lock:
+        async with self._rewriting("clear its history", "clear"):
             switched = await self._start_over(await self._keep("session not cleared"), [])
             self._host.save()
-            self._rewound()
             return switched
 
     async def _keep(self, refused: str) -> tuple[str, str] | None:
