@@ -31,11 +31,11 @@ def malformed_entries(message: dict[str, Any]) -> dict[str, str]:
     for i, entry in enumerate(entries):
         try:
             _entry().validate_python(entry)
-        except ValidationError:
+        except ValidationError as exc:
             if len(bad) == MAX_NAMED:
                 bad["mcpServers"] = f"more entries do not fit ACP's schema (the first {MAX_NAMED} are named)"
                 break
-            bad[f"mcpServers[{i}]"] = _why(entry)
+            bad[f"mcpServers[{i}]"] = _why(entry, exc)
     return bad
 
 
@@ -45,8 +45,9 @@ def _entry() -> TypeAdapter[Any]:
     return TypeAdapter(HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio)
 
 
-def _why(entry: object) -> str:
-    """What is wrong with an entry, naming the server and its fields, never echoing a value but its name's start."""
+def _why(entry: object, exc: ValidationError) -> str:
+    """What is wrong with an entry, naming the server and its fields, never echoing a value but its name's start:
+    the errors of the schema its `type` names (the union's error lists every schema's, each under its name)."""
     if not isinstance(entry, dict):
         return "not an object"
     name = entry.get("name")
@@ -54,13 +55,9 @@ def _why(entry: object) -> str:
     kind = entry.get("type", "stdio")
     # Not `_BY_TYPE.get(kind)`: a `"type": []` raised TypeError (unhashable) out of the reader, and the agent ended.
     model = _BY_TYPE.get(kind, McpServerStdio) if isinstance(kind, str) else McpServerStdio
-    try:
-        model.model_validate(entry)
-    except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc']))[:CUT] or 'entry'}: {e['msg'][:CUT]}"
-                           for e in exc.errors()[:MAX_NAMED])
-        if model is McpServerStdio and kind != "stdio":
-            named = repr(kind[:40]) if isinstance(kind, str) else f"of a {type(kind).__name__}"
-            return f"{server}type {named} is not one of stdio, http, sse, acp ({fields})"
-        return server + fields
-    return f"{server}does not fit ACP's schema"
+    errors = [e for e in exc.errors() if e["loc"][:1] == (model.__name__,)][:MAX_NAMED]
+    fields = "; ".join(f"{'.'.join(map(str, e['loc'][1:]))[:CUT] or 'entry'}: {e['msg'][:CUT]}" for e in errors)
+    if model is McpServerStdio and kind != "stdio":
+        named = repr(kind[:40]) if isinstance(kind, str) else f"of a {type(kind).__name__}"
+        return f"{server}type {named} is not one of stdio, http, sse, acp ({fields})"
+    return server + fields

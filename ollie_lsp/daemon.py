@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from ollie_lsp.documents import register_documents
 from ollie_lsp.errors import InvalidParams
+from ollie_lsp.idlecollect import collect_when_idle
 from ollie_lsp.lifecycle import register_lifecycle
 from ollie_lsp.names import METHOD_NAMES, command_name
 from ollie_lsp.permission import ask_step
-from ollie_lsp.server import OllieServer, collect_when_idle
+from ollie_lsp.server import OllieServer
 from ollie_lsp.standard import register_standard
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie_lsp.documents import read_through_link
 from ollie_lsp.editor import context_documents, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
+from ollie_lsp.idlecollect import collect_and_freeze
 from ollie_lsp.params import (
     ChangesParams,
     CommandParams,
@@ -53,7 +54,7 @@ from ollie_lsp.params import (
     parse,
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
-from ollie_lsp.server import OllieServer, collect_and_freeze
+from ollie_lsp.server import OllieServer
 from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle
 
 if TYPE_CHECKING:

@@ -101,6 +101,16 @@ def workdir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def ssh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's home (`tmp_path/home`, HOME) with an ssh key in it: the secret a hostile step or server reaches for."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
 def agents_dir(tmp_path: Path) -> Path:
     """A dir with a `default` agent whose prompt is literal text (the bundled agents' prompts run commands)."""
     path = tmp_path / "agents"

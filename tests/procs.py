@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
+import select
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -49,9 +51,53 @@ async def wait_for_processes(marker: str, count: int = 1, *, timeout: float = 30
 async def wait_no_processes(marker: str, *, timeout: float = 15.0) -> list[int]:
     """The processes marked `marker` still running after `timeout` ([] as soon as none is)."""
     deadline = time.monotonic() + timeout
-    while (found := processes_with(marker)) and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
+    while (found := processes_with(marker)) and (left := deadline - time.monotonic()) > 0:
+        await outliving(found, left)  # then a new look: one may have started another before it exited
     return found
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd of `pid`, readable once it has exited (a zombie awaiting its reaper has); None when it is gone."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+
+
+def exited(pids: Iterable[int], within: float) -> list[int]:
+    """Those of `pids` that have exited, once one has or `within` seconds have passed (their pidfds say)."""
+    fds = {pid: _pidfd(pid) for pid in pids}
+    try:
+        if all(fds.values()):
+            ready = set(select.select([*fds.values()], [], [], within)[0])
+            return [pid for pid, fd in fds.items() if fd in ready]
+        return [pid for pid, fd in fds.items() if fd is None]
+    finally:
+        for fd in filter(None, fds.values()):
+            os.close(fd)
+
+
+async def outliving(pids: Iterable[int], timeout: float) -> list[int]:
+    """Those of `pids` still running after `timeout` ([] as soon as every one has exited: their pidfds say)."""
+    loop = asyncio.get_running_loop()
+    waits: dict[int, tuple[int, asyncio.Future[None]]] = {}
+
+    def ready(fd: int, done: asyncio.Future[None]) -> None:
+        loop.remove_reader(fd)
+        done.set_result(None)
+
+    try:
+        for pid in pids:
+            if (fd := _pidfd(pid)) is not None:
+                waits[pid] = (fd, done := loop.create_future())
+                loop.add_reader(fd, ready, fd, done)
+        if waits:
+            await asyncio.wait([done for _, done in waits.values()], timeout=timeout)
+        return [pid for pid, (_, done) in waits.items() if not done.done()]
+    finally:
+        for fd, _ in waits.values():
+            loop.remove_reader(fd)
+            os.close(fd)
 
 
 def children_of(pid: int) -> list[int]:
@@ -65,27 +111,9 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
-def alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie, or a process reaped meanwhile, counts as gone: it runs nothing)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def process_gone(pid: int, within: float = 15.0) -> bool:
-    """True once `pid` no longer exists (or is only a zombie awaiting its reaper)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):  # the latter: reaped between open and read
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    return False
+    """True once `pid` no longer exists (or is only a zombie awaiting its reaper), within `within` seconds."""
+    return bool(exited([pid], within))
 
 
 def _status(pid: int | str, field: str) -> list[str]:

@@ -17,7 +17,7 @@ import weakref
 from collections import deque
 
 # The loop thread's CPU that sessions' steps may spend in one pass before the others wait for a later one (the
-# daemon's batch of client messages per callback has the same budget: ollie_lsp/server.py).
+# daemon's batch of client messages per callback has the same budget: ollie_lsp/protocol.py).
 PASS_CPU_S = 0.002
 # How many waiting steps each pass lets go on (a reply's slice is ~0.5 ms under a flood).
 RELEASED_PER_PASS = 4

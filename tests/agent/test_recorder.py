@@ -108,4 +108,4 @@ async def test_a_record_the_registry_refuses_is_an_error(scripted_llm, make_core
     with pytest.raises(TitleTooLongError):
         await recorder.open(title="x" * 1001)
     await recorder.close()
-    assert registry.list(Scope(user_id=USER)) == []
+    assert registry.page(Scope(user_id=USER))[0] == []

@@ -64,33 +64,15 @@ def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
           "the window activated no built-in that no test uses")
 
 
-@pytest.mark.timeout(330)
-def test_mcp_and_network_questions_in_real_vscode(run_e2e):
-    """One window, two scenarios (mcpnetwork.mjs):
+@pytest.mark.timeout(480)
+def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
+    """One window, four scenarios (mcpnetwork.mjs):
     - mcp: a workspace's .mcp.json server is asked about in the chat with its command line (screenshot mcp-question),
       allowed always (for this workspace, no feedback offered) its tool runs; `@` lists its resource
       (mcp-resource-pick), whose text the daemon puts in the prompt.
     - network: a step's connection to a host outside the allow-list is a card asking "Allow network access to
       host:port?"; Deny sends the host nothing, Allow once lets the request through, Allow for this session the
-      session's later ones; a question whose step ended first says it is no longer asked, mid-turn."""
-    from ollie.sandbox.rules import landlock_abi
-
-    if landlock_abi() < 1:
-        pytest.skip("needs Landlock")
-    scenarios_said(
-        run_e2e("mcpnetwork.mjs"),
-        ("mcp", "a workspace's MCP server was asked about in the chat with its command line"),
-        ("mcp", "@ offered the MCP server's resource"),
-        ("network", "a network question named the host; Deny sent it nothing"),
-        ("network", "Allow once let the request through"),
-        ("network", "Allow for this session let the session's later requests through unasked"),
-        ("network", "a question whose step ended first said it was no longer asked"),
-    )
-
-
-@pytest.mark.timeout(330)
-def test_an_image_pasted_or_dropped_goes_with_the_prompt_and_one_refused_is_named_in_real_vscode(run_e2e):
-    """One window, two scenarios (images.mjs):
+      session's later ones; a question whose step ended first says it is no longer asked, mid-turn.
     - images: an image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a
       dropped one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the
       chat says why. A batch's two file_reads of images: each under the step that read it (screenshot
@@ -100,8 +82,18 @@ def test_an_image_pasted_or_dropped_goes_with_the_prompt_and_one_refused_is_name
     - refused: a model whose vendor refuses images (/model to the scripted server's text-only one): live the prompt
       names its image and the error says so (image-refused-live); after a window reload the prompt names the image
       left out and why, labelled as a kept image is (image-refused-resumed)."""
+    from ollie.sandbox.rules import landlock_abi
+
+    if landlock_abi() < 1:
+        pytest.skip("needs Landlock")
     scenarios_said(
-        run_e2e("images.mjs"),
+        run_e2e("mcpnetwork.mjs", total_ms=420000),
+        ("mcp", "a workspace's MCP server was asked about in the chat with its command line"),
+        ("mcp", "@ offered the MCP server's resource"),
+        ("network", "a network question named the host; Deny sent it nothing"),
+        ("network", "Allow once let the request through"),
+        ("network", "Allow for this session let the session's later requests through unasked"),
+        ("network", "a question whose step ended first said it was no longer asked"),
         ("images", "a pasted image showed as a chip, went with the prompt and was saved with it"),
         ("images", "a dropped image went with the prompt"),
         ("images", "an image file picked with @ went with the prompt as an image"),

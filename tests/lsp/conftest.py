@@ -20,7 +20,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
 from ollie.testing.scripted import ScriptedLLMServer
-from ollie_lsp.server import raw_params_converter
+from ollie_lsp.protocol import raw_params_converter
 
 SERVER_COMMAND = [sys.executable, "-m", "ollie_lsp"]
 

@@ -271,7 +271,7 @@ def test_daemon_version_and_tcp_mode(tmp_path):
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
-    from ollie_lsp.server import raw_params_converter
+    from ollie_lsp.protocol import raw_params_converter
 
     out = subprocess.run([sys.executable, "-m", "ollie_lsp", "--version"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and out.stdout.startswith("ollie-lsp ")
@@ -368,7 +368,7 @@ def test_session_flag_with_an_unknown_id_fails_fast_and_creates_nothing(scripted
     assert not sessions.exists() or not any(sessions.iterdir()), list(sessions.iterdir())
     registry = Registry()
     try:
-        assert registry.list(Scope(user_id=os_user())) == []
+        assert registry.page(Scope(user_id=os_user()))[0] == []
     finally:
         registry.close()
     # A malformed id is no saved session either (not a traceback).

@@ -94,7 +94,7 @@ async def test_a_submit_waits_behind_the_running_turn_and_can_be_cancelled_while
     # A third one, cancelled while it waits: it never runs and answers "interrupted".
     third = daemon.client.protocol.send_request("ollie/submit", {"session": daemon.session, "text": "third"})
     (third_id,) = [k for k, f in daemon.client.protocol._request_futures.items() if f is third]
-    # No wait: a cancel read before the submit's hook is in place is kept for it (ollie_lsp.server).
+    # No wait: a cancel read before the submit's hook is in place is kept for it (ollie_lsp.protocol, ollie_lsp.server).
     daemon.client.protocol.notify("$/cancelRequest", types.CancelParams(id=third_id))
     third_result = await asyncio.wait_for(asyncio.wrap_future(third), 30)
     assert third_result["stop"] == "interrupted" and not first.done()

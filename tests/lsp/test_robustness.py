@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
-from tests.procs import alive, new_mark, wait_for_processes
+from tests.procs import new_mark, outliving, wait_for_processes
 
 
 async def test_tool_and_process_floods_do_not_corrupt_the_stream(start_daemon, scripted_llm, tmp_path):
@@ -107,10 +106,7 @@ async def test_shutdown_ends_tool_processes_and_saves_the_session(start_daemon, 
     session = (await daemon.request("ollie/state", {}))["session"]
     await asyncio.wait_for(daemon.client.shutdown_session(), 30)
     submit.cancel()
-    deadline = time.monotonic() + 15  # a bound: it returns once the process is gone
-    while alive(pid):
-        assert time.monotonic() < deadline, "the tool process outlived the daemon"
-        await asyncio.sleep(0.05)
+    assert await outliving([pid], 15) == [], "the tool process outlived the daemon"  # returns once it is gone
     saved = list((_private_dirs / "data" / "ollie" / "sessions").glob(f"{session}*"))
     assert saved, "the session was not saved"
 
@@ -120,10 +116,7 @@ async def test_a_vanished_client_still_gets_every_tool_process_ended(start_daemo
     server = daemon.client._server
     server.stdin.close()  # the editor went away without shutdown/exit
     await asyncio.wait_for(server.wait(), 30)
-    deadline = time.monotonic() + 30  # a bound: it returns once the process is gone (it sleeps for minutes)
-    while alive(pid):
-        assert time.monotonic() < deadline, "the tool process outlived the daemon"
-        await asyncio.sleep(0.05)
+    assert await outliving([pid], 30) == [], "the tool process outlived the daemon"  # it would sleep for minutes
 
 
 async def test_a_session_the_disk_cannot_take_when_it_closes_is_said_and_what_was_saved_stays(

@@ -23,16 +23,6 @@ SERVER = Path(__file__).with_name("server.py")
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user home with an ssh key in it (the daemon's HOME for this test)."""
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY")
-    monkeypatch.setenv("HOME", str(home))
-    return home
-
-
 async def start(tmp_path: Path, *, network_from: str = "default") -> tuple[McpHost, list[str]]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
@@ -53,10 +43,10 @@ async def call(host: McpHost, tool: str, **args: object) -> str:
     return result.text
 
 
-async def test_secrets_and_the_workspace_are_out_of_reach(tmp_path: Path, home: Path) -> None:
+async def test_secrets_and_the_workspace_are_out_of_reach(tmp_path: Path, ssh_home: Path) -> None:
     host, _ = await start(tmp_path)
     try:
-        assert (await call(host, "read_file", path=str(home / ".ssh" / "id_ed25519"))).startswith("denied")
+        assert (await call(host, "read_file", path=str(ssh_home / ".ssh" / "id_ed25519"))).startswith("denied")
         # The workspace is readable, never writable, though the tool claims to only read.
         assert await call(host, "read_file", path=str(tmp_path / "ws" / "main.py")) == "print('hi')\n"
         assert (await call(host, "write_file", path=str(tmp_path / "ws" / "main.py"))).startswith("denied")
@@ -69,7 +59,7 @@ async def test_secrets_and_the_workspace_are_out_of_reach(tmp_path: Path, home: 
         await host.aclose()
 
 
-async def test_a_workspace_servers_env_naming_home_or_tmpdir_grants_it_nothing(tmp_path: Path, home: Path) -> None:
+async def test_a_workspace_servers_env_naming_home_or_tmpdir_grants_it_nothing(tmp_path: Path, ssh_home: Path) -> None:
     """A workspace's `.mcp.json` entry whose `env` says `HOME` (or `TMPDIR`) is a dir outside, `/etc` say: the
     question shows the variable, not that the server's policy took it as its own dir and made it writable."""
     ws, homes, tmps = tmp_path / "ws", tmp_path / "homes", tmp_path / "tmps"
@@ -100,14 +90,14 @@ def _servers_running(tmp_path: Path) -> list[int]:
     return found
 
 
-async def test_the_servers_processes_die_with_the_session(tmp_path: Path, home: Path) -> None:
+async def test_the_servers_processes_die_with_the_session(tmp_path: Path, ssh_home: Path) -> None:
     host, _ = await start(tmp_path)
     assert _servers_running(tmp_path)
     await host.aclose()
     assert _servers_running(tmp_path) == []
 
 
-async def test_no_network_under_a_policy_without_it(tmp_path: Path, home: Path) -> None:
+async def test_no_network_under_a_policy_without_it(tmp_path: Path, ssh_home: Path) -> None:
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     try:
@@ -120,7 +110,7 @@ async def test_no_network_under_a_policy_without_it(tmp_path: Path, home: Path) 
         listener.close()
 
 
-async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, home: Path) -> None:
+async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, ssh_home: Path) -> None:
     host, told = await start(tmp_path)
     try:
         huge = await call(host, "huge")
@@ -147,7 +137,7 @@ async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, home: P
         await host.aclose()
 
 
-async def test_a_flood_of_list_changed_notifications_is_one_listing_or_two(tmp_path: Path, home: Path) -> None:
+async def test_a_flood_of_list_changed_notifications_is_one_listing_or_two(tmp_path: Path, ssh_home: Path) -> None:
     """A server telling its tools changed 5,000 times in a row: the daemon listed them 5,000 times over (20,000: 12 s
     of its loop, 42 s for the call), each rebuilding the session's tools; now once more after the one in flight."""
     host, _ = await start(tmp_path)
@@ -166,7 +156,7 @@ async def test_a_flood_of_list_changed_notifications_is_one_listing_or_two(tmp_p
 
 
 async def test_tools_whose_schemas_would_bloat_every_request_are_left_out_and_said_once(tmp_path: Path,
-                                                                                        home: Path) -> None:
+                                                                                        ssh_home: Path) -> None:
     # Twelve tools of 60 KiB schemas: 720 KiB with every request to the model (500 of them were 8 MB). The first
     # ones within MAX_TOOLS_BYTES stay, the rest are left out, and the user is told once, not at each listing.
     host, told = await start(tmp_path)
@@ -185,7 +175,7 @@ async def test_tools_whose_schemas_would_bloat_every_request_are_left_out_and_sa
         await host.aclose()
 
 
-async def test_a_program_planted_on_a_project_path_entry_never_starts_as_a_server(tmp_path: Path, home: Path) -> None:
+async def test_a_program_planted_on_a_project_path_entry_never_starts_as_a_server(tmp_path: Path, ssh_home: Path) -> None:
     # The user's servers are `python3` and `npx` with a token in their env; their PATH has the project's `.venv/bin`
     # (an activated venv) and `./node_modules/.bin`, where tool code may write: the planted program started as the
     # server, with the token and the server's grants. Servers get the trusted PATH (programs.py).
@@ -205,7 +195,7 @@ async def test_a_program_planted_on_a_project_path_entry_never_starts_as_a_serve
     assert not (state_dir("python3") / "leak").exists() and not (state_dir("npx") / "leak").exists()
 
 
-async def test_a_later_servers_tool_never_takes_the_name_of_an_earlier_ones(tmp_path: Path, home: Path) -> None:
+async def test_a_later_servers_tool_never_takes_the_name_of_an_earlier_ones(tmp_path: Path, ssh_home: Path) -> None:
     # `a.b` and `a_b` both make `mcp__a_b__<tool>`: the later server (a workspace's, allowed after the user's)
     # answered the model's calls meant for the first, and could claim them read-only so they were never asked.
     from ollie.mcp.stdio import state_dir
@@ -235,7 +225,7 @@ async def test_a_later_servers_tool_never_takes_the_name_of_an_earlier_ones(tmp_
         await host.aclose()
 
 
-async def test_a_restarted_server_keeps_the_names_it_had(tmp_path: Path, home: Path) -> None:
+async def test_a_restarted_server_keeps_the_names_it_had(tmp_path: Path, ssh_home: Path) -> None:
     # Adding a running server again (its config changed) moved it last, so a later server's clashing names won.
     from ollie.mcp.stdio import state_dir
 
@@ -254,7 +244,7 @@ async def test_a_restarted_server_keeps_the_names_it_had(tmp_path: Path, home: P
         await host.aclose()
 
 
-async def test_a_workspace_servers_path_argument_through_a_symlink_widens_no_reads(tmp_path: Path, home: Path) -> None:
+async def test_a_workspace_servers_path_argument_through_a_symlink_widens_no_reads(tmp_path: Path, ssh_home: Path) -> None:
     # A workspace's .mcp.json names a path in the workspace (what the user approves reads as such) that is a
     # symlink to a private dir: the server was granted the link's target.
     from ollie.mcp.workspace import read_workspace_servers
@@ -278,7 +268,7 @@ async def test_a_workspace_servers_path_argument_through_a_symlink_widens_no_rea
 
 
 async def test_a_workspace_servers_path_swapped_for_a_link_after_its_check_widens_no_reads(
-        tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, ssh_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Round 33: as above, but `data` is a directory when the server's paths are checked, and another session's step
     swaps it for the link before `protect` pins the policy's read paths: the pin took the link's target as granted."""
     from ollie.mcp.workspace import read_workspace_servers
@@ -311,7 +301,7 @@ async def test_a_workspace_servers_path_swapped_for_a_link_after_its_check_widen
 
 
 @pytest.mark.parametrize("key", ["args", "cwd"])
-async def test_a_workspace_servers_path_leading_out_by_dot_dot_widens_no_reads(tmp_path: Path, home: Path,
+async def test_a_workspace_servers_path_leading_out_by_dot_dot_widens_no_reads(tmp_path: Path, ssh_home: Path,
                                                                             key: str) -> None:
     # With `${workspaceFolder}` filled in, a cloned repository's config can name what lies around its checkout
     # (`${workspaceFolder}/../..`: the user's home, their other projects) without knowing where that is: the server
@@ -338,7 +328,7 @@ async def test_a_workspace_servers_path_leading_out_by_dot_dot_widens_no_reads(t
         await host.aclose()
 
 
-async def test_a_server_silent_at_start_is_shown_failed_with_why(tmp_path: Path, home: Path,
+async def test_a_server_silent_at_start_is_shown_failed_with_why(tmp_path: Path, ssh_home: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # A server that never answers `initialize` (it waits for a login, a lock): `/mcp` says so, not "TimeoutError".
     monkeypatch.setattr(client, "START_TIMEOUT_S", 1.0)
@@ -352,7 +342,7 @@ async def test_a_server_silent_at_start_is_shown_failed_with_why(tmp_path: Path,
         await host.aclose()
 
 
-async def test_a_server_stopped_because_the_sandboxs_fork_server_died_is_told_so(tmp_path: Path, home: Path,
+async def test_a_server_stopped_because_the_sandboxs_fork_server_died_is_told_so(tmp_path: Path, ssh_home: Path,
                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # It read "the server exited (status -9)": as if the server crashed, or something killed it.
     monkeypatch.setattr(client, "BACKOFF_S", ())
@@ -372,7 +362,7 @@ async def test_a_server_stopped_because_the_sandboxs_fork_server_died_is_told_so
         await host.aclose()
 
 
-async def test_a_server_failing_the_same_way_again_is_told_once_then_given_up(tmp_path: Path, home: Path,
+async def test_a_server_failing_the_same_way_again_is_told_once_then_given_up(tmp_path: Path, ssh_home: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # Each retry said it again: five lines of the same failure in the chat while the user did something else.
     monkeypatch.setattr(client, "BACKOFF_S", (0.05, 0.05, 0.05))

@@ -151,7 +151,7 @@ def test_tcp_with_the_token_serves_an_editor_and_refuses_a_second_client(scripte
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
-    from ollie_lsp.server import raw_params_converter
+    from ollie_lsp.protocol import raw_params_converter
 
     llm = scripted_llm("openai")
     llm.script(Reply.text("hello from the model"))

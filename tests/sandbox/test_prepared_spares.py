@@ -24,7 +24,7 @@ from ollie.sandbox.errors import HelperDiedError, SandboxError
 from ollie.sandbox.process import SandboxedProcess
 from ollie.sandbox.rules import landlock_abi, ruleset_for
 from ollie.sandbox.spawn import ForkServer, spawn_sandboxed
-from tests.procs import children_of, process_gone
+from tests.procs import children_of, exited, process_gone
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 RECVMSG = {"x86_64": "47", "aarch64": "212"}[os.uname().machine]  # its syscall number
@@ -280,9 +280,7 @@ async def test_a_step_allowed_little_memory_never_goes_to_a_spare_that_copied_it
 def _ended(pids: Iterable[int]) -> list[int]:
     """Those of `pids` that have ended, looked at once one has (within 30 s) and for a second more."""
     pids = list(pids)
-    deadline = time.monotonic() + 30
-    while not any(process_gone(pid, within=0.02) for pid in pids):
-        assert time.monotonic() < deadline, f"none of {pids} ended"
+    assert exited(pids, 30), f"none of {pids} ended"
     return [pid for pid in pids if process_gone(pid, within=1)]
 
 

@@ -43,7 +43,7 @@ def test_two_processes_creating_at_once_lose_no_writes(db_path, tmp_path):
     assert len(created) == len(set(created)) == 3 * per_process
     registry = Registry(db_path)
     try:
-        listed = registry.list(ALICE)
+        listed = registry.page(ALICE)[0]
         assert {i.id for i in listed} == set(created)
         # Every follow-up write of each process landed too.
         assert all(i.title.startswith("renamed ") and i.last_turn_started_at is not None for i in listed)

@@ -71,7 +71,7 @@ def test_ensure_rejects_bad_requests(registry):
         registry.ensure(Request(user_id="alice", agent_id="coding", channel="fax"))
     with pytest.raises(TitleTooLongError):
         registry.ensure(Request(user_id="alice", agent_id="coding", title="t" * 1001))
-    assert registry.list(ALICE) == [], "a rejected request must not leave a row"
+    assert registry.page(ALICE)[0] == [], "a rejected request must not leave a row"
 
 
 def test_only_one_active_main_per_user(registry):
@@ -131,18 +131,18 @@ def _ids(infos):
 
 def test_list_is_the_scopes_active_sessions_newest_first(registry, populated):
     p = populated
-    assert _ids(registry.list(ALICE)) == [p["sched"].id, p["delegate"].id, p["task"].id, p["chat"].id]
+    assert _ids(registry.page(ALICE)[0]) == [p["sched"].id, p["delegate"].id, p["task"].id, p["chat"].id]
 
 
 def test_list_filters(registry, populated):
     p = populated
-    assert _ids(registry.list(ALICE, ListOptions(include_archived=True)))[0] == p["old"].id
-    assert _ids(registry.list(ALICE, ListOptions(kinds=[Kind.TASK, Kind.DELEGATE]))) == [p["delegate"].id, p["task"].id]
-    assert _ids(registry.list(ALICE, ListOptions(limit=2))) == [p["sched"].id, p["delegate"].id]
+    assert _ids(registry.page(ALICE, ListOptions(include_archived=True))[0])[0] == p["old"].id
+    assert _ids(registry.page(ALICE, ListOptions(kinds=[Kind.TASK, Kind.DELEGATE]))[0]) == [p["delegate"].id, p["task"].id]
+    assert _ids(registry.page(ALICE, ListOptions(limit=2))[0]) == [p["sched"].id, p["delegate"].id]
     with pytest.raises(InvalidSessionError):
-        registry.list(ALICE, ListOptions(limit=-1))
+        registry.page(ALICE, ListOptions(limit=-1))[0]
     with pytest.raises(InvalidSessionError):
-        registry.list(ALICE, ListOptions(kinds=["boss"]))
+        registry.page(ALICE, ListOptions(kinds=["boss"]))[0]
 
 
 # --- writes -------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_archive_is_scoped_and_idempotent(registry):
     registry.archive(ALICE, made.id)
     registry.archive(ALICE, made.id)
     assert registry.get(ALICE, made.id).archived
-    assert registry.list(ALICE) == []
+    assert registry.page(ALICE)[0] == []
 
 
 def test_unarchive_brings_a_session_back_scoped_and_idempotent(registry):
@@ -172,7 +172,7 @@ def test_unarchive_brings_a_session_back_scoped_and_idempotent(registry):
     back = registry.unarchive(ALICE, made.id)
     assert not back.archived and back.id == made.id
     assert registry.unarchive(ALICE, made.id) == registry.get(ALICE, made.id)  # twice: still one active session
-    assert [i.id for i in registry.list(ALICE)] == [made.id]
+    assert [i.id for i in registry.page(ALICE)[0]] == [made.id]
     assert registry.rename(ALICE, made.id, "writable again").title == "writable again"
     registry.touch(made.id, turn_started=True)
 
@@ -196,10 +196,10 @@ def test_listings_can_leave_out_sessions_never_used(registry):
     named = _new(registry, title="Named by hand")
     registry.touch(prompted.id, turn_started=True)
     unused = ListOptions(exclude_unused=True)
-    assert {i.id for i in registry.list(ALICE, unused)} == {prompted.id, named.id}
-    assert {i.id for i in registry.list(ALICE)} == {idle.id, prompted.id, named.id}  # the default lists every one
+    assert {i.id for i in registry.page(ALICE, unused)[0]} == {prompted.id, named.id}
+    assert {i.id for i in registry.page(ALICE)[0]} == {idle.id, prompted.id, named.id}  # the default lists every one
     registry.rename(ALICE, idle.id, "now named")
-    assert idle.id in {i.id for i in registry.list(ALICE, unused)}
+    assert idle.id in {i.id for i in registry.page(ALICE, unused)[0]}
 
 
 def test_rename(registry):
@@ -231,7 +231,7 @@ def test_touch_records_turns(registry, clock):
     done = registry.touch(made.id, turn_completed=True, result=TurnResult.INTERRUPTED)
     assert done.last_turn_completed_at > started.last_turn_started_at
     assert registry.get(ALICE, made.id).last_turn_result == "interrupted"
-    assert registry.list(ALICE)[0].id == made.id
+    assert registry.page(ALICE)[0][0].id == made.id
     with pytest.raises(InvalidSessionError):
         registry.touch(made.id, result="exploded")
     with pytest.raises(NotFoundError):
@@ -241,9 +241,9 @@ def test_touch_records_turns(registry, clock):
 def test_touch_moves_a_session_to_the_top(registry):
     first = _new(registry)
     second = _new(registry)
-    assert _ids(registry.list(ALICE)) == [second.id, first.id]
+    assert _ids(registry.page(ALICE)[0]) == [second.id, first.id]
     registry.touch(first.id)
-    assert _ids(registry.list(ALICE)) == [first.id, second.id]
+    assert _ids(registry.page(ALICE)[0]) == [first.id, second.id]
 
 
 # --- store --------------------------------------------------------------
@@ -300,12 +300,12 @@ def test_a_user_scope_without_agent_spans_the_users_agents(registry):
     _new(registry, user="bob")
     anyone = Scope(user_id="alice")
     assert registry.get(anyone, writing.id) == writing
-    assert _ids(registry.list(anyone)) == [writing.id, coding.id]
+    assert _ids(registry.page(anyone)[0]) == [writing.id, coding.id]
     registry.rename(anyone, coding.id, "renamed")
     with pytest.raises(ForbiddenError):
         registry.get(Scope(user_id="bob"), coding.id)
     with pytest.raises(InvalidSessionError):
-        registry.list(Scope())
+        registry.page(Scope())[0]
 
 
 @SQLITE_ONLY

@@ -28,7 +28,7 @@ def test_another_users_session_is_not_listed_and_forbidden(location):
     try:
         mine = _new(registry, "alice", "alice's")
         _new(registry, "bob", "bob's")
-        assert [i.title for i in registry.list(ALICE)] == ["alice's"]
+        assert [i.title for i in registry.page(ALICE)[0]] == ["alice's"]
         with pytest.raises(ForbiddenError):
             registry.get(BOB, mine.id)
         with pytest.raises(ForbiddenError):
@@ -49,13 +49,13 @@ def test_a_session_shared_to_a_team_channel_is_its_members_to_read_not_to_change
         assert not isinstance(caught.value, ReadOnlyError)  # bob is not in a team it is shared to: not his to see
         owner.share(ALICE, shared.id, "backend")
         # A member lists and loads it (the daemon's resume is an ensure of the id); a non-member does not.
-        assert [i.id for i in member.list(BOB)] == [shared.id]
+        assert [i.id for i in member.page(BOB)[0]] == [shared.id]
         assert member.get(BOB, shared.id).title == "the migration"
         assert member.ensure(Request(id=shared.id, user_id="bob", agent_id="coding")).id == shared.id
         with pytest.raises(ForbiddenError):
             member.get(BOB, private.id)
-        assert owner.list(Scope(user_id="carol")) == []
-        assert [i.id for i in member.list(Scope(user_id="carol"))] == [shared.id]
+        assert owner.page(Scope(user_id="carol"))[0] == []
+        assert [i.id for i in member.page(Scope(user_id="carol"))[0]] == [shared.id]
         # Reading is not owning: a member cannot rename, archive or re-share it, and is told why.
         for change in (lambda: member.rename(BOB, shared.id, "mine now"), lambda: member.archive(BOB, shared.id),
                        lambda: member.share(BOB, shared.id, "")):

@@ -204,7 +204,7 @@ def test_a_store_of_the_previous_schema_with_rows_migrates_to_row_level_security
     bob = Registry(role_url(store_url, "bob"))
     try:
         assert types.os_user() == "bob"
-        assert [i.title for i in bob.list(Scope(user_id="bob"))] == ["his"]
+        assert [i.title for i in bob.page(Scope(user_id="bob"))[0]] == ["his"]
         bob.rename(Scope(user_id="bob"), "1-aaaaaa", "still his")
     finally:
         bob.close()

@@ -67,7 +67,7 @@ def test_a_sqlite_store_of_version_1_is_migrated_on_open_keeping_its_rows(tmp_pa
     conn.close()
     registry = Registry(path)
     try:
-        assert [i.id for i in registry.list(Scope(user_id="alice"))] == ["1700000000000000000-abcdef"]
+        assert [i.id for i in registry.page(Scope(user_id="alice"))[0]] == ["1700000000000000000-abcdef"]
         registry.share(Scope(user_id="alice"), "1700000000000000000-abcdef", "backend")  # the v2 column is there
     finally:
         registry.close()
@@ -107,8 +107,8 @@ def test_import_copies_a_users_local_sessions_once_and_share_opens_one_to_a_team
 
     registry = Registry(store_url)
     try:
-        assert sorted(i.title for i in registry.list(Scope(user_id="alice"))) == ["first", "second"]
-        assert registry.list(Scope(user_id="bob")) == []  # only alice's were imported
+        assert sorted(i.title for i in registry.page(Scope(user_id="alice"))[0]) == ["first", "second"]
+        assert registry.page(Scope(user_id="bob"))[0] == []  # only alice's were imported
     finally:
         registry.close()
     monkeypatch.setenv("OLLIE_STORE", store_url)
@@ -121,7 +121,7 @@ def test_import_copies_a_users_local_sessions_once_and_share_opens_one_to_a_team
     monkeypatch.setenv("OLLIE_TEAMS", "backend")  # bob's: read as his registry opens
     member = Registry(store_url)
     try:
-        assert [i.title for i in member.list(Scope(user_id="bob"))] == ["second"]
+        assert [i.title for i in member.page(Scope(user_id="bob"))[0]] == ["second"]
     finally:
         member.close()
 
@@ -174,7 +174,7 @@ def test_import_never_copies_another_users_session_and_gives_record_less_files_a
     for user in ("alice", "bob"):
         member = Registry(store_url)
         try:
-            listed = [i.id for i in member.list(Scope(user_id=user))]
+            listed = [i.id for i in member.page(Scope(user_id=user))[0]]
         finally:
             member.close()
         assert listed == ([old.id] if user == "alice" else []), (user, listed)  # the old file is alice's now

@@ -101,14 +101,10 @@ async def test_a_reader_has_no_network(ws: Workspace, monkeypatch) -> None:
 
 
 async def test_a_read_path_another_session_swaps_for_a_link_to_a_secret_is_never_followed(
-        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+        ws: Workspace, ssh_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Round 32: the user's policy lets steps read `shared`, which lies in session A's work tree. Session B's policy is
     built (its secrets carved out as it is) and kept; then A's step swaps `shared` for a link to `~/.ssh`: B's next
     step's read rule followed it, and read the key."""
-    home = ws.root / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
-    monkeypatch.setenv("HOME", str(home))
     shared = ws.work / "shared"
     shared.mkdir()
     (shared / "data.txt").write_text("shared data\n")
@@ -116,18 +112,18 @@ async def test_a_read_path_another_session_swaps_for_a_link_to_a_secret_is_never
     (other := ws.root / "other").mkdir()
     reader = ExecuteServer(cwd=other, session_id="s2")
     assert "shared data" in (await code(reader, f"cat {shared}/data.txt")).text
-    swapped = await code(ws.server(), f"rm -r shared && ln -s {home}/.ssh shared && readlink shared")
-    assert f"{home}/.ssh" in swapped.text, swapped.text
+    swapped = await code(ws.server(), f"rm -r shared && ln -s {ssh_home}/.ssh shared && readlink shared")
+    assert f"{ssh_home}/.ssh" in swapped.text, swapped.text
     result = await code(reader, f"cat {shared}/id_ed25519")
     assert "PRIVATE KEY" not in result.text, result.text
     # And swapped in between the policy's check and the step's rules (the other step's rename, at that instant).
     shared.unlink()
     shared.mkdir()
     (shared / "data.txt").write_text("shared data\n")
-    swapped = _swap_when_held(monkeypatch, shared, home / ".ssh")
+    swapped = _swap_when_held(monkeypatch, shared, ssh_home / ".ssh")
     result = await code(reader, f"cat {shared}/id_ed25519")
     assert swapped() and "PRIVATE KEY" not in result.text, result.text
-    assert f"{shared} leads to {home}/.ssh" in result.text, result.text
+    assert f"{shared} leads to {ssh_home}/.ssh" in result.text, result.text
 
 
 def _swap_when_held(monkeypatch: pytest.MonkeyPatch, shared: Path, to: Path) -> Callable[[], bool]:
@@ -147,25 +143,14 @@ def _swap_when_held(monkeypatch: pytest.MonkeyPatch, shared: Path, to: Path) -> 
     return lambda: bool(swapped)
 
 
-@pytest.fixture
-def secret_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The user's home with an ssh key, and `shared` (a dir beside it another session's steps may write)."""
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
-    monkeypatch.setenv("HOME", str(home))
-    (tmp_path / "shared").mkdir()
-    return home
-
-
 async def test_an_mcp_servers_read_path_swapped_for_a_link_to_a_secret_as_it_starts_is_never_followed(
-        tmp_path: Path, secret_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, ssh_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Round 33: a server the user configured to serve `shared` (a path it may read); another session's step swaps
     `shared` for a link to `~/.ssh` between the server's policy check and its rules: the server read the key."""
     monkeypatch.setattr(client, "BACKOFF_S", ())
-    shared = tmp_path / "shared"
+    (shared := tmp_path / "shared").mkdir()  # beside the home: another session's steps may write it
     (workspace := tmp_path / "ws").mkdir()
-    swapped = _swap_when_held(monkeypatch, shared, secret_home / ".ssh")
+    swapped = _swap_when_held(monkeypatch, shared, ssh_home / ".ssh")
     host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
     # A hostile server: it tells what it read on its stderr and exits (the status shows its last words).
     tell = "import sys; sys.exit(open(sys.argv[1] + '/id_ed25519').read())"
@@ -173,23 +158,23 @@ async def test_an_mcp_servers_read_path_swapped_for_a_link_to_a_secret_as_it_sta
         await host.add({"h": ServerSpec("h", command=sys.executable, args=("-c", tell, str(shared)))}, wait=60)
         (status,) = host.status()
         assert swapped() and "PRIVATE KEY" not in str(status["error"]), status
-        assert f"{shared} leads to {secret_home}/.ssh" in str(status["error"]), status
+        assert f"{shared} leads to {ssh_home}/.ssh" in str(status["error"]), status
     finally:
         await host.aclose()
 
 
 async def test_a_prompt_commands_read_path_swapped_for_a_link_to_a_secret_as_it_starts_is_never_followed(
-        tmp_path: Path, secret_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, ssh_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Round 33: the user's policy for an agent's prompt commands lets them read `shared`; another session's step
     swaps it for a link to `~/.ssh` between the command's policy check and its rules: the command printed the key."""
-    shared = tmp_path / "shared"
+    (shared := tmp_path / "shared").mkdir()  # beside the home: another session's steps may write it
     _user_default_policy(tmp_path, monkeypatch, ('ro: ["/etc", ', f'ro: ["{shared}", "/etc", '))
     (cwd := tmp_path / "ws").mkdir()
-    swapped = _swap_when_held(monkeypatch, shared, secret_home / ".ssh")
+    swapped = _swap_when_held(monkeypatch, shared, ssh_home / ".ssh")
     try:
         result = await CommandBox(policy="default").run(f"cat {shared}/id_ed25519", cwd=cwd, timeout=60)
         said = result.stdout + result.stderr
     except OSError as exc:
         said = str(exc)
     assert swapped() and "PRIVATE KEY" not in said, said
-    assert f"{shared} leads to {secret_home}/.ssh" in said, said
+    assert f"{shared} leads to {ssh_home}/.ssh" in said, said

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ollie import paths
 from ollie.agent.approval import Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
 from ollie.agent.attachments import Attachments
+from ollie.agent.corehistory import HistoryMembers
 from ollie.agent.coremcp import McpMembers
 from ollie.agent.editorcontext import is_command
 from ollie.agent.events import Bus
@@ -20,17 +20,15 @@ from ollie.agent.hooks import hook_note
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.opening import Opened, open_parts, report_save_errors
-from ollie.agent.review import Review, Rewound
+from ollie.agent.review import Review
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.setup import sandbox_problem, sandbox_warnings
 from ollie.agent.steps import script_kinds
 from ollie.agent.stopping import Stopped, Work, stoppable
 from ollie.agent.turnhost import TurnHost, forward
 from ollie.backend.base import Backend
-from ollie.backend.errors import BackendConfigError
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.config import APPROVAL_MODES
-from ollie.errors import OllieError
 from ollie.mcp.attach import host_of
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import owners_only
@@ -47,7 +45,7 @@ __all__ = ["Core", "TurnResult"]
 TERMINAL_RESUME = "`/resume <n|id>` (or a new run: `ollie --session <id>`)"
 
 
-class Core(McpMembers):
+class Core(HistoryMembers, McpMembers):
     """One agent session. Build it with `await Core.create(...)`; see docs/ENGINE-API.md."""
 
     def __init__(self, opened: Opened, *, limits: LoopLimits) -> None:
@@ -339,39 +337,6 @@ class Core(McpMembers):
         """Last turn's and the session's cost in USD."""
         return {"lastTurn": self.session.last_turn_cost_usd, "session": self.session.session_cost_usd}
 
-    # --- commands' members -------------------------------------------------
-
-    async def compact(self) -> str:
-        """Compact now (after a running turn); what happened, as a line."""
-        self.owners_only("compact its history")  # the rewritten history is the owner's too
-        async with self._turn_lock:
-            return (await self._host.budget.compact(announce=False)).message
-
-    async def rewind(self, turn: int | None = None) -> Rewound:
-        """Files back to before turn `turn` (default: the last), conversation cut there; refused while a turn runs."""
-        self.owners_only("rewind it")  # the cut history is the owner's too
-        if self._host.running:
-            raise RuntimeError("cannot rewind while a turn is running; interrupt it first")
-        async with self._turn_lock:
-            rewound = await self._host.review.rewind(turn, documents=self._attached.documents)
-        self._rewound()
-        return rewound
-
-    async def rewind_undo(self) -> Rewound:
-        """Undo the last rewind (files and conversation as before it); refused while a turn runs."""
-        self.owners_only("rewind it")
-        if self._host.running:
-            raise RuntimeError("cannot undo a rewind while a turn is running; interrupt it first")
-        async with self._turn_lock:
-            rewound = await self._host.review.rewind_undo()
-        self._rewound()
-        return rewound
-
-    def _rewound(self) -> None:
-        """Publish what a rewind (or its undo) left: the state, and the turns left (the recorder's title follows)."""
-        self._host.notify()
-        self._host.bus.emit("rewind", str(len(self._host.session.turn_starts)))
-
     def shared_by(self, owner: str) -> None:
         """The session is `owner`'s, shared to this user's team: read and resume only (see `owners_only`), in this
         user's own approval mode and "always" answers, its agent's prompt commands and hooks sandboxed."""
@@ -392,86 +357,6 @@ class Core(McpMembers):
         """ReadOnlyError unless this user owns the session (a team member may read and resume it, not `what`)."""
         if self._owner:
             raise owners_only(self.session_id, self._owner, what)
-
-    async def clear(self) -> Switched:
-        """Start a new conversation in the session, the one before saved as a session of its own (`Switched`, with no
-        warnings); refused while a turn runs."""
-        self.owners_only("clear its history")
-        if self._host.running:
-            raise RuntimeError("cannot clear while a turn is running; interrupt it first")
-        async with self._turn_lock:
-            switched = await self._start_over(await self._keep("session not cleared"), [])
-            self._host.save()
-            self._cleared()
-            return switched
-
-    async def _keep(self, refused: str) -> tuple[str, str] | None:
-        """Keep the conversation as a session of its own, its title with it: (its id, its title), None when empty (the
-        first half of `/clear` and an agent switch: the user's conversation is never lost). NotKept, starting with
-        `refused`, when it cannot be written: before anything else changed."""
-        if not self.session.messages:
-            return None
-        from ollie.agent.agentswitch import NotKept, keep
-        from ollie.agent.recorder import first_prompt_title
-        from ollie.sessions.session import new_session_id
-
-        self._host.save()
-        title = self.session.title or first_prompt_title(self.session) or "untitled"
-        try:
-            # Its turns' checkpoints are the copy's before its log is: a crash between leaves refs no log names.
-            kept_id = new_session_id()
-            reviewed = await self.review.copy_turns(self.session.id, len(self.session.turn_starts), kept_id)
-            return await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed), title
-        except (OSError, OllieError) as exc:
-            raise NotKept(f"{refused}: the conversation could not be kept as a session of its own ({exc}); "
-                          "nothing changed") from exc
-
-    async def _start_over(self, kept: tuple[str, str] | None, warnings: list[str]) -> Switched:
-        """Clear the conversation `_keep` kept (an empty one keeps nothing, and its name stays)."""
-        from ollie.agent.surface import Switched
-
-        if kept is not None:
-            self._host.bus.emit("kept", *kept)  # its record: the recorder's
-            self.session.title = ""
-        self.session.clear()
-        await self.review.start_over(kept is not None)
-        return Switched(warnings, *(kept or ()))
-
-    def _cleared(self) -> None:
-        """Publish a cleared history: the state, and no turn left (the recorder's title follows, as for a rewind of
-        every turn). Before, the cleared session kept its first prompt's words as its title."""
-        self._host.notify()
-        self._host.bus.emit("rewind", "0")
-
-    async def fork_from(self, source: Session, *, keep_mode: bool = True) -> None:
-        """Start this new, idle session as a copy of `source`'s conversation; "always" answers are not copied, nor,
-        with `keep_mode=False` (another user's session), the approval mode, backend and model."""
-        if self.session.messages or self._host.running:
-            raise RuntimeError("only a new, idle session can take another's history")
-        session = self.session
-        # Its turns (a fork's cut) are reviewed as the source's were: their checkpoints copied before its log has them.
-        reviewed = await self.review.copy_turns(source.id, len(source.turn_starts))
-        session.replace_messages(source.messages)
-        session.turn_starts = list(source.turn_starts)
-        session.turn_changed = [n if turn in reviewed else 0 for turn, n in enumerate(source.turn_changed, 1)]
-        session.copied_turns = len(source.turn_starts)
-        session.task_state = source.task_state
-        if keep_mode:
-            session.approval = source.approval
-            # It goes on with the source's /backend and /model (it went on with the defaults), unless that backend
-            # cannot be built here (its key unset).
-            with contextlib.suppress(BackendConfigError):
-                if source.backend and (old := self._setup.replace_backend(source.backend)) is not None:
-                    self._host.retire(old)  # (closed with the fork's first turn)
-                if source.model and self._setup.backend is not None:
-                    self._setup.switch_model(source.model)
-                session.backend, session.model = source.backend, source.model
-                self._host.budget.forget_limit()
-        session.result_tiers, session.step_outcomes = source.result_tiers, source.step_outcomes
-        session.step_network, session.step_images = source.step_network, source.step_images
-        session.decision_index = list(source.decision_index)
-        await self._host.save_rewritten()
-        self._host.notify()
 
     # --- configuration (see Setup) ---------------------------------------
 
@@ -528,7 +413,7 @@ class Core(McpMembers):
             await old.dispatcher.aclose()
             if retired is not None:
                 await retired.aclose()
-            self._cleared()
+            self._rewound()
             return switched
 
 

@@ -196,12 +196,9 @@ class Registry:
                 log.warning("session %s left out of the listing: %s", row.id, exc)
         return infos, last
 
-    def list(self, scope: Scope, opts: ListOptions | None = None) -> list[Info]:
-        """The scope's sessions matching `opts`, most recently active first."""
-        return self.page(scope, opts)[0]
-
     def page(self, scope: Scope, opts: ListOptions | None = None) -> tuple[list[Info], SortKey | None]:
-        """list(), and the key the next page starts after (ListOptions.after); None when no more rows follow."""
+        """The scope's sessions matching `opts`, most recently active first, and the key the next page starts after
+        (ListOptions.after); None when no more rows follow."""
         opts = opts or ListOptions()
         _require_user(scope.user_id)
         teams = sorted(self.teams)
