@@ -127,6 +127,7 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
     locations: [],
   };
   node.dataset.toolName = item.name;
+  node.hidden = item.rejectedInCard === true;
   node.dataset.state = item.result === undefined ? "running" : item.isError ? "error" : "done";
   node.dataset.status = step.status;
   node.dataset.kind = step.kind;
