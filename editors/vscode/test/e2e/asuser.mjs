@@ -2,11 +2,11 @@
 // test_vscode_as_user.py starts it as one, with a scripted LLM of its own and a workspace holding root's vendor/lib.py
 // and root's lib/ dir with her lib/util.py in it): the daily loop. The user has an unsaved line in notes.txt and one in
 // calc.py; a prompt's edit of calc.py is approved and shows in its buffer, saved with her line (the chat says so), and
-// the approved test command runs the fix; an edit of the test she rejects is not made (its card says so, the step not
-// again in red); Stop ends a turn while its reply streams; the agent's edit of lib.py, which she may not write, is
-// refused unasked; a prompt queued while a turn streams runs after it (editing lib/util.py); the window reloads, the
-// chat shows its session with that turn's changed files, one is undone, and the chat goes on in the session. A
-// screenshot at each stage (user-*.png).
+// the approved test command runs the fix, and Undo takes back the edit alone; an edit of the test she rejects is not
+// made (its card says so, the step not again in red); Stop ends a turn while its reply streams; the agent's edit of
+// lib.py, which she may not write, is refused unasked; a prompt queued while a turn streams runs after it (editing
+// lib/util.py); the window reloads, the chat shows its session with that turn's changed files, one is undone, and the
+// chat goes on in the session. A screenshot at each stage (user-*.png).
 // The one window with every built-in extension a user has (Git, GitHub, the JSON and TypeScript language features,
 // ...): the others leave out those no test uses (harness.mjs UNUSED_BUILTINS).
 //
@@ -79,6 +79,15 @@ await withVSCode(
     if (lines !== 1) throw new Error(`the changed file's name is broken over ${lines} lines`);
     await screenshot("user-edited-and-tested");
     log("the approved edit showed in calc.py's buffer, saved, and the approved tests ran it; notes.txt stayed unsaved");
+    // Undo from the changes list takes back the agent's edit alone: her line stays, saved as she had it then.
+    const calcChanges = chat.locator(".item.changes", { has: chat.locator('a.file-link[data-path="calc.py"]') }).last();
+    await calcChanges.locator('button[data-action="undo"][data-path="calc.py"]').click();
+    await calcChanges.locator("li.undone", { hasText: "calc.py" }).waitFor({ timeout: waitMs });
+    await until("calc.py undone on disk, her line kept", () => fs.readFileSync(path.join(workspace, "calc.py"), "utf8") === CALC + MINE);
+    await page.locator(".monaco-editor .view-line", { hasText: "return a - b" }).first().waitFor({ timeout: waitMs });
+    if (await dirtyTabs(page, "calc.py")) throw new Error("the undone calc.py's buffer was left unsaved");
+    await screenshot("user-undone-in-buffer");
+    log("Undo took back the agent's edit of calc.py alone, her line kept");
 
     // 3. An edit of the test she rejects is not made, and the model hears it was rejected.
     await send(chat, "make the test stricter");
