@@ -57,12 +57,12 @@ def run_e2e_as(name: str, scenario: str, vsix: Path, home: Path, server_env: dic
 @pytest.mark.timeout(400)
 def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_llm, tmp_path):  # noqa: F811
     """As a normal user, auto-save off: an approved edit shows in the open buffer and is saved with her unsaved line
-    there (the chat says so), the approved test command runs it, Undo takes back the edit alone, an unsaved buffer
-    the agent did not touch stays unsaved; an edit she rejects is not made, its card alone saying so (the step said
-    it again, in red); Stop ends a turn while it streams; the edit of an open file only root may write is refused,
-    saying why; a prompt queued while a turn streams runs after it, editing her file in root's directory; after a
-    window reload the chat shows that turn's changed files (one undone from there) and goes on in its session.
-    Screenshots: user-*.png."""
+    there (its question says so before she answers), the approved test command runs it, Undo takes back the edit
+    alone, an unsaved buffer the agent did not touch stays unsaved; an edit she rejects is not made, its card alone
+    saying so (the step said it again, in red); Stop ends a turn while it streams; the edit of an open file only root
+    may write is refused, saying why; a prompt queued while a turn streams runs after it, editing her file in root's
+    directory; after a window reload the chat shows that turn's changed files (one undone from there) and goes on in
+    its session. Screenshots: user-*.png."""
     srv = scripted_llm("openai")
     queued, stopped = threading.Event(), threading.Event()
     srv.script(

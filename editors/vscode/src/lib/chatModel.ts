@@ -71,6 +71,8 @@ export type ChatItem =
       offered?: string[];
       /** Set once answered (or `cancelled` when the daemon withdrew the question). */
       outcome?: string;
+      /** The file the step edits, open in the editor with the user's unsaved changes as it was asked. */
+      unsaved?: string;
       feedback?: string;
     }
   | {

@@ -241,6 +241,9 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     node.append(answer);
     return;
   }
+  if (item.unsaved) {
+    node.append(el("div", "permission-note unsaved", `${item.unsaved} has your unsaved changes: allowing saves them with the edit.`));
+  }
   if (item.always) node.append(elWithCode("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
     : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));
   const offered = (outcome: string): boolean => !item.offered || item.offered.includes(outcome);

@@ -1,9 +1,9 @@
 // E2E in real VS Code (code-server, auto-save off as on the desktop) run by a normal user (tests/editors/
 // test_vscode_as_user.py starts it as one, with a scripted LLM of its own and a workspace holding root's vendor/lib.py
 // and root's lib/ dir with her lib/util.py in it): the daily loop. The user has an unsaved line in notes.txt and one in
-// calc.py; a prompt's edit of calc.py is approved and shows in its buffer, saved with her line (the chat says so), and
-// the approved test command runs the fix, and Undo takes back the edit alone; an edit of the test she rejects is not
-// made (its card says so, the step not again in red); Stop ends a turn while its reply streams; the agent's edit of
+// calc.py; a prompt's edit of calc.py is approved and shows in its buffer, saved with her line (the question says so),
+// and the approved test command runs the fix, and Undo takes back the edit alone; an edit of the test she rejects is
+// not made (its card says so, the step not again in red); Stop ends a turn while its reply streams; the agent's edit of
 // lib.py, which she may not write, is refused unasked; a prompt queued while a turn streams runs after it (editing
 // lib/util.py); the window reloads, the chat shows its session with that turn's changed files, one is undone, and the
 // chat goes on in the session. A screenshot at each stage (user-*.png).
@@ -55,6 +55,9 @@ await withVSCode(
 
     // 2. The edit and the test command, each approved; the command sees the edit.
     await send(chat, "fix add and run the tests");
+    // The question says her unsaved line goes to the disk with the edit, before she answers (it was said after).
+    await chat.locator(".item.permission .permission-note.unsaved", { hasText: "calc.py has your unsaved changes: allowing saves them with the edit." })
+      .waitFor({ timeout: waitMs });
     await allow(page, chat, "Edit calc.py", screenshot, "user-asked-edit");
     await allow(page, chat, "python3 test_calc.py", screenshot, "user-asked-run");
     // The title quotes the command as code (it showed the backticks).
