@@ -107,7 +107,8 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
                  "Undo took back the agent's edit of calc.py alone, her line kept", "Stop ended the streaming turn",
                  "the agent's edit of a file she may not write was refused",
                  "the queued prompt ran after the turn",
-                 "after a window reload the chat showed its session, the last turn's change undone from it"):
+                 "after a window reload the chat showed its session, the stopped turn too, the last turn's change "
+                 "undone from it"):
         assert said in output, output[-4000:]
     ran = srv.chat_requests[2].body["messages"][-1]["content"]
     assert "tests passed" in ran and "AssertionError" not in ran, ran

@@ -155,6 +155,9 @@ await withVSCode(
     await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
     chat = await openChat(page);
     await chat.locator(".item.assistant", { hasText: "Raised the limit." }).waitFor({ timeout: waitMs });
+    // The turn she stopped is back with the reply it had streamed, marked interrupted.
+    await chat.locator(".item.assistant", { hasText: "Everything starts" }).waitFor({ timeout: waitMs });
+    await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ timeout: waitMs });
     const changes = chat.locator(".item.changes", { has: chat.locator('a.file-link[data-path="lib/util.py"]') });
     await changes.waitFor({ timeout: waitMs });
     await screenshot("user-reloaded");
@@ -167,7 +170,7 @@ await withVSCode(
     if ((await dirtyTabs(page, "notes.txt")) !== 1) throw new Error("the reload lost the user's unsaved line in notes.txt");
     await waitForStatus(page, /Ollie: idle/);
     await screenshot("user-resumed");
-    log("after a window reload the chat showed its session, the last turn's change undone from it, and went on in it");
+    log("after a window reload the chat showed its session, the stopped turn too, the last turn's change undone from it, and went on in it");
 
     // Nothing on the way said a permission failed (in the chat, a notification or the Ollie output).
     const said = [
