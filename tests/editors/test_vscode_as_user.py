@@ -56,17 +56,23 @@ def run_e2e_as(name: str, scenario: str, vsix: Path, home: Path, server_env: dic
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_llm, tmp_path):  # noqa: F811
-    """As a normal user, auto-save off: an approved edit shows in the open buffer and is saved, the approved test
-    command runs it, an unsaved buffer the agent did not touch stays unsaved; the edit of an open file only root may
-    write is refused, saying why; a prompt queued while a turn streams runs after it, editing her file in root's
+    """As a normal user, auto-save off: an approved edit shows in the open buffer and is saved with her unsaved line
+    there (its question says so before she answers), the approved test command runs it, Undo takes back the edit
+    alone, an unsaved buffer the agent did not touch stays unsaved; an edit she rejects is not made, its card alone
+    saying so (the step said it again, in red); Stop ends a turn while it streams; the edit of an open file only root
+    may write is refused, saying why; a prompt queued while a turn streams runs after it, editing her file in root's
     directory; after a window reload the chat shows that turn's changed files (one undone from there) and goes on in
     its session. Screenshots: user-*.png."""
     srv = scripted_llm("openai")
-    queued = threading.Event()
+    queued, stopped = threading.Event(), threading.Event()
     srv.script(
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
         Reply.tool_calls(("execute_code", {"steps": [{"code": "python3 test_calc.py", "language": "bash"}]})),
         Reply.text("Fixed add; the tests pass."),
+        Reply.tool_calls(("call_tool", {"calls": [
+            {"tool": "file_edit", "args": ["test_calc.py", "== 5,", "== 5 and add(0, 0) == 0,"]}]})),
+        Reply.text("Left the test as it is."),
+        Reply.text("Everything starts with add. " * 20, hold=stopped),  # held before its end: stopped mid-stream
         Reply.tool_calls(("call_tool", {"calls": [
             {"tool": "file_edit", "args": ["vendor/lib.py", "VERSION = 1", "VERSION = 2"]}]})),
         Reply.text("It is read-only: left as it is."),
@@ -95,14 +101,20 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
         output = run_e2e_as(ALICE, "asuser.mjs", vsix, home, server_env, release=("waits queued", queued))
     finally:
         queued.set()
+        stopped.set()
         shutil.copytree(home / "e2e" / "artifacts", tmp_path / "artifacts", dirs_exist_ok=True)
-    for said in ("the approved edit showed in calc.py's buffer", "the agent's edit of a file she may not write was refused",
+    for said in ("the approved edit showed in calc.py's buffer", "the edit she rejected was not made, its card alone saying so",
+                 "Undo took back the agent's edit of calc.py alone, her line kept", "Stop ended the streaming turn",
+                 "the agent's edit of a file she may not write was refused",
                  "the queued prompt ran after the turn",
-                 "after a window reload the chat showed its session, the last turn's change undone from it"):
+                 "after a window reload the chat showed its session, the stopped turn too, the last turn's change "
+                 "undone from it"):
         assert said in output, output[-4000:]
     ran = srv.chat_requests[2].body["messages"][-1]["content"]
     assert "tests passed" in ran and "AssertionError" not in ran, ran
-    refused = srv.chat_requests[4].body["messages"][-1]["content"]
+    rejected = srv.chat_requests[4].body["messages"][-1]["content"]
+    assert "rejected" in rejected, rejected
+    refused = srv.chat_requests[7].body["messages"][-1]["content"]
     assert "read-only (no write permission), not changed" in refused, refused
     # Resumed, not a new session: the last prompt went with the whole conversation before it.
     last = [m.get("content") for m in srv.chat_requests[-1].body["messages"]]

@@ -109,9 +109,10 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
 @pytest.mark.timeout(330)
 def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
     """One window, three scenarios (lspfeatures.mjs), each on its own file:
-    - codeaction: Explain from the light bulb with nothing listening says what to do in the chat and as a warning
-      (codeaction-backend-down); once the model is up, the action's prompt shows in the chat with the code it is
-      about, its answer comes, and the chat's "cannot be reached" help goes (codeaction-explained).
+    - codeaction: Explain from the light bulb with nothing listening fails pointing to the chat's onboarding, which
+      says what to do (the error said it all again), and as a warning (codeaction-backend-down); once the model is
+      up, the action's prompt shows in the chat with the code it is about, its answer comes, and the chat's "cannot
+      be reached" help goes (codeaction-explained).
     - modellinks: a code action's answer holding `[label](command:...)` is a notification VS Code would make a link of,
       run with commands allowed at a click (it was): shown as text. A longer answer, the document VS Code opens, made
       it a link a Ctrl+click ran while it was markdown (it did): it is plain text. Apply on a block whose fence names

@@ -3,7 +3,7 @@
 import * as vscode from "vscode";
 import { ApprovalModes } from "./approvalModes";
 import { Daemon, DaemonNotStarted } from "./daemon";
-import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus } from "./lib/backend";
+import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus, turnError } from "./lib/backend";
 import { ChatItem, ChatModel, unsavedTail } from "./lib/chatModel";
 import { contextParam, describeEditorContext } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
@@ -227,7 +227,7 @@ export class Conversation implements vscode.Disposable {
       const pictures = images.length > 0 ? { images: images.map((i) => ("path" in i ? { path: i.path } : { data: i.data, name: i.name })) } : {};
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts), ...pictures }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
-      if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", result.error));
+      if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", turnError(this.backend, result.error)));
       // A command ends with no `turn` event: the queue it may have emptied (`/queued clear`, `pop`) is asked here.
       // And the model or agent it may have switched (`/model NAME` typed here), which the composer names.
       if (result.stop === "command") {
@@ -512,7 +512,7 @@ export class Conversation implements vscode.Disposable {
   private onEvent(event: OllieEvent): void {
     if (this.current === undefined) this.adopt(event.session);
     const model = this.modelFor(event.session);
-    const changed = model.apply(event);
+    const changed = model.apply(event.role === "error" ? { ...event, content: turnError(this.backend, event.content) } : event);
     if (event.role === "turn") {
       const start = event.content === "start";
       if (start) this.turning.add(event.session);

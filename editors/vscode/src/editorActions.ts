@@ -15,6 +15,12 @@ export function workspaceUri(file: string, base?: string): vscode.Uri | undefine
   return folder ? vscode.Uri.joinPath(folder.uri, file) : undefined;
 }
 
+/** Whether `file` (as `workspaceUri` takes it) is open in the editor with unsaved changes. */
+export function unsavedInEditor(file: string, base?: string): boolean {
+  const uri = workspaceUri(file, base)?.toString();
+  return vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === uri && doc.isDirty);
+}
+
 function targetEditor(): vscode.TextEditor | undefined {
   // The chat has the focus when its button is pressed: the last active text editor is the target.
   return vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors[0];

@@ -1,6 +1,7 @@
 // `ollie/permission` questions: asked in the session's chat, answered there, withdrawn when the turn or daemon ends.
 
 import * as vscode from "vscode";
+import { unsavedInEditor } from "./editorActions";
 import { ChatItem } from "./lib/chatModel";
 import { PermissionRequest } from "./lib/permission";
 import { PermissionOutcome } from "./lib/webviewMessages";
@@ -43,6 +44,10 @@ export class PermissionQuestions {
   ask(request: PermissionRequest, token: vscode.CancellationToken): Promise<PermissionAnswer> {
     const model = this.host.modelFor(request.session);
     const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always, offered: request.offered });
+    // An edit of a buffer holding the user's unsaved text is saved with that text (for the steps after it to see):
+    // said before she answers (only after, it was too late to finish or undo her lines first).
+    const edited = request.step.diff?.path;
+    if (edited && unsavedInEditor(edited, this.host.cwdOf(request.session))) item.unsaved = edited;
     this.host.changedIn(request.session, item);
     if (request.session === this.host.current()) this.askedInView();
     else void vscode.window.showInformationMessage(unlinked(`Ollie: a session in the background asks to ${request.step.title}.`));

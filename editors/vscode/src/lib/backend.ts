@@ -112,3 +112,10 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
   return { title, error: status.error, steps, offerKey: unbuilt || keyProblem || ollamaDown || (keyed && !unreachable),
     offerSettings: unreachable };
 }
+
+/** A failed turn's error as the chat shows it: the problem the onboarding shows, with what to do, is pointed to, not
+ * said again under it (the same words, and its daemon's hint in environment variables). */
+export function turnError(status: BackendStatus | undefined, error: string): string {
+  if (!status || !onboardingFor(status) || !status.error || !error.includes(status.error)) return error;
+  return "Ollie cannot take a turn yet (see above: what to do)";
+}

@@ -57,7 +57,9 @@ export type ChatItem =
   | { kind: "user"; id: number; text: string; note?: PromptNote; contextLabels?: string[]; turn?: number }
   | { kind: "assistant"; id: number; text: string }
   | { kind: "reasoning"; id: number; text: string }
-  | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[]; images?: ToolImage[] }
+  | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[]; images?: ToolImage[];
+      /** Not drawn: the user rejected it in its question's card, which says so with the step's diff. */
+      rejectedInCard?: boolean }
   | { kind: "notice"; id: number; level: NoticeLevel; text: string }
   | { kind: "turnEnd"; id: number; stop: string }
   | {
@@ -69,6 +71,8 @@ export type ChatItem =
       offered?: string[];
       /** Set once answered (or `cancelled` when the daemon withdrew the question). */
       outcome?: string;
+      /** The file the step edits, open in the editor with the user's unsaved changes as it was asked. */
+      unsaved?: string;
       feedback?: string;
     }
   | {
@@ -178,10 +182,14 @@ export class ChatModel {
   // question's card already says so ("Allowed once"), the line would say it twice.
   private answeredInChat(text: string): boolean {
     const verdict = /^(allowed|rejected): (.+)$/.exec(text);
-    if (!verdict) return false;
+    return verdict !== null && this.answeredHere(verdict[1] === "allowed" ? "allow" : "reject", verdict[2]);
+  }
+
+  // Whether a recent question's card about the step titled `title` was answered here with an `answer` (allow, reject).
+  private answeredHere(answer: "allow" | "reject", title: string): boolean {
     for (let i = this.items.length - 1; i >= Math.max(0, this.items.length - 20); i--) {
       const item = this.items[i];
-      if (item.kind === "permission" && item.step.title === verdict[2] && item.outcome?.startsWith(verdict[1] === "allowed" ? "allow" : "reject")) return true;
+      if (item.kind === "permission" && item.step.title === title && item.outcome?.startsWith(answer)) return true;
     }
     return false;
   }
@@ -330,6 +338,11 @@ export class ChatModel {
     if (item) {
       item.result = event.content;
       item.isError = failed;
+      // The step the user rejected in its card: its failure, in red under the card's "Rejected", said it twice.
+      const title = event.tool?.title ?? item.step?.title;
+      if (failed && title && event.content.startsWith("rejected: the user did not allow ") && this.answeredHere("reject", title)) {
+        item.rejectedInCard = true;
+      }
       Object.assign(item, withSteps({ ...item }, event));
       return item;
     }

@@ -1,8 +1,7 @@
 // The chat's "Changed files" list of a turn: added when the turn ends, its files undone from it.
 
-import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
-import { workspaceUri } from "../editorActions";
+import { unsavedInEditor } from "../editorActions";
 import { ChangedFile, ChatItem } from "../lib/chatModel";
 import { errorText } from "../lib/errors";
 import { changedFilesOf, mergeChanges } from "../lib/permission";
@@ -105,8 +104,7 @@ export class ChangesLists {
 function markUnsaved(files: ChangedFile[], cwd: string | undefined): ChangedFile[] {
   for (const file of files) {
     if (!file.inEditor) continue;
-    const uri = workspaceUri(file.path, cwd)?.toString();
-    file.unsaved = vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === uri && doc.isDirty);
+    file.unsaved = unsavedInEditor(file.path, cwd);
   }
   return files;
 }

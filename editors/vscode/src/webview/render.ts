@@ -127,6 +127,7 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
     locations: [],
   };
   node.dataset.toolName = item.name;
+  node.hidden = item.rejectedInCard === true;
   node.dataset.state = item.result === undefined ? "running" : item.isError ? "error" : "done";
   node.dataset.status = step.status;
   node.dataset.kind = step.kind;
@@ -239,6 +240,9 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     if (item.feedback) answer.append(el("q", "feedback", item.feedback));
     node.append(answer);
     return;
+  }
+  if (item.unsaved) {
+    node.append(el("div", "permission-note unsaved", `${item.unsaved} has your unsaved changes: allowing saves them with the edit.`));
   }
   if (item.always) node.append(elWithCode("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
     : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));

@@ -1,6 +1,6 @@
 // E2E in real VS Code (code-server): ollie's editor features, one window, three scenarios, each on its own file.
 // - codeaction: ollie's code actions on a selection, with the backend down and then up. Down: Explain ends at once
-//   with an error that says what to do, in the chat and as a warning. Up: Explain's prompt shows in the chat with the
+//   with an error that points to the chat's onboarding, which says what to do (it said it again), and as a warning. Up: Explain's prompt shows in the chat with the
 //   code it is about (it came with no prompt: its answer under the turn before), the answer comes as a message too, and
 //   the chat's "cannot be reached" help goes once the model has answered.
 // - modellinks: what a hostile model's answer names runs no command and writes no hidden file. A code action's short
@@ -55,10 +55,10 @@ await withVSCode({ script: null, files: { "calc.py": "def add(a, b):\n    return
     await scenario("codeaction", async () => {
       const chat = await openChat(page);
 
-      // 1. Nothing listens at the backend's URL.
+      // 1. Nothing listens at the backend's URL: the onboarding says so and what to do, the failed turn points to it.
+      await chat.locator("#onboarding", { hasText: `http://127.0.0.1:${port}/v1 cannot be reached` }).waitFor({ timeout: waitMs });
       await explain(page);
-      const down = chat.locator(".item.notice", { hasText: `set OLLIE_OPENAI_URL to the API's URL (now http://127.0.0.1:${port}/v1)` });
-      await down.waitFor({ timeout: waitMs });
+      await chat.locator(".item.notice.error", { hasText: "Ollie cannot take a turn yet (see above: what to do)" }).waitFor({ timeout: waitMs });
       await chat.locator(".item.user", { hasText: "Explain what this code does" }).waitFor({ timeout: waitMs });
       await page.locator(".notifications-toasts", { hasText: "cannot connect" }).waitFor({ timeout: waitMs });
       await screenshot("codeaction-backend-down");

@@ -100,6 +100,11 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await failure.waitFor({ timeout: 30000 });
   const failedAfter = Date.now() - started;
   if (failedAfter > 20000) throw new Error(`the first turn took ${failedAfter} ms to fail`);
+  // The onboarding above says what failed and what to do: the error points to it (it said it all again, with the
+  // daemon's hint in environment variables).
+  await failure.filter({ hasText: "Ollie cannot take a turn yet (see above: what to do)" }).waitFor({ timeout: waitMs });
+  if (/cannot connect|OLLIE_/.test(await chatText(chat))) throw new Error(`the chat says the onboarding's problem again: ${await chatText(chat)}`);
+  log("the first turn's error pointed to the onboarding, not said it again");
   log(`onboarding shown; the first turn failed after ${failedAfter} ms: ${(await failure.textContent())?.slice(0, 160)}`);
   await screenshot("first-turn-error");
   // Check again with the backend still down restarts the daemon; the chat keeps its session (the prompt stays).

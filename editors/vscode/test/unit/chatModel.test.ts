@@ -143,6 +143,22 @@ test("the daemon's allowed/rejected line after a question answered in the chat i
   assert.deepEqual(model.items.filter((i) => i.kind === "notice").map((i) => (i as { text: string }).text), ["allowed: Edit other.py", "rejected: Edit app.py", "model switched"]);
 });
 
+test("a step rejected in its question's card is not drawn again as a failure; one rejected elsewhere is", () => {
+  const model = new ChatModel();
+  let seq = 0;
+  const step = { id: "c1", kind: "edit", title: "Edit test.py", locations: [], status: "pending" };
+  const event = (role: string, content: string, status: string, title = step.title) =>
+    model.apply({ session: "s", seq: ++seq, role, name: "call_tool", content, tool: { ...step, title, status } } as OllieEvent);
+  event("call", "{}", "pending");
+  model.add({ kind: "permission", id: 0, step, always: "", outcome: "reject" });
+  const [rejected] = event("tool", "rejected: the user did not allow 'Edit test.py'; it was not run.", "failed");
+  assert.equal(rejected.kind === "tool" && rejected.rejectedInCard, true);
+  // Rejected in another window (no card here): the step says so.
+  event("call", "{}", "pending", "Edit other.py");
+  const [other] = event("tool", "rejected: the user did not allow 'Edit other.py'; it was not run.", "failed", "Edit other.py");
+  assert.equal(other.kind === "tool" && other.rejectedInCard, undefined);
+});
+
 test("a queued prompt's turn starts (its `user` event): it is no longer queued, and comes after the turn before", () => {
   const model = new ChatModel();
   const feed = feeder(model);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BackendStatus, onboardingFor, parseBackendStatus } from "../../src/lib/backend";
+import { BackendStatus, onboardingFor, parseBackendStatus, turnError } from "../../src/lib/backend";
 
 const status = (patch: Partial<BackendStatus>): BackendStatus => ({
   ok: false,
@@ -86,4 +86,13 @@ test("a missing model, a backend that could not be built, a refused key", () => 
   const groq = onboardingFor(status({ backend: "groq", reachable: true, keySet: true, error: "401" }));
   assert.equal(groq?.title, "groq needs an API key");
   assert.equal(groq?.offerKey, true);
+});
+
+test("a turn failing on the problem the onboarding shows points to it; any other error is said whole", () => {
+  const down = status({ backend: "openai", url: "http://127.0.0.1:9/v1", reachable: false, keySet: true, error: "127.0.0.1:9: cannot connect" });
+  const said = "127.0.0.1:9: cannot connect: start the server there, or set OLLIE_OPENAI_URL to the API's URL";
+  assert.equal(turnError(down, said), "Ollie cannot take a turn yet (see above: what to do)");
+  assert.equal(turnError(down, "the model refused"), "the model refused");
+  assert.equal(turnError({ ...down, ok: true }, said), said, "no onboarding shown: said whole");
+  assert.equal(turnError(undefined, said), said);
 });
