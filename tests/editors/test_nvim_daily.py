@@ -169,9 +169,10 @@ def test_the_sessions_picker_says_which_session_another_neovim_on_the_project_ru
         second = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, window="-second")
         second.wait(lambda s: "x = 1" in s, "the second nvim to start")
         second.keys(":OllieSessions", "Enter")
-        listed = second.keep("1-sessions", second.wait(lambda s: "Show archived" in s, "the sessions picker"))
+        listed = second.keep("1-sessions", second.wait(lambda s: "Type number" in s and "from the first window" in s,
+                                                       "the sessions picker"))
         label = next(line for line in listed.splitlines() if "from the first window" in line)
-        assert re.search(r"just now · live on \S+ \(pid \d+\)$", label.rstrip()), label
+        assert re.search(r"just now · 1 turn · live on \S+ \(pid \d+\)$", label.rstrip()), label
         second.keys("Escape")
         assert_clean(second.screens)
     finally:

@@ -115,3 +115,34 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_two_sessions_of_one_title_made_in_one_minute_are_told_apart_in_ollie_sessions(tmp_path: Path,
+                                                                                      scripted_llm):
+    # Bug: the picker showed "hello · just now" twice, one line as the other: which was which, none could tell.
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."), Reply.text("Rain falls."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
+
+    def labels(screen: str) -> list[str]:
+        return [line.strip() for line in screen.splitlines() if ": hello ·" in line]
+
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Waves roll in." in s and "(end)" in s, "the first session's answer")
+        tmux.keys(":OllieNew", "Enter")
+        tmux.wait(lambda s: "Type a prompt" in s and "Waves roll in." not in s, "the new session's empty chat")
+        tmux.keys("Escape", ":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Clouds drift by." in s and "(end)" in s, "the second session's first answer")
+        tmux.keys(":Ollie and again", "Enter")
+        tmux.wait(lambda s: "Rain falls." in s and s.count("(end)") == 2, "its second answer")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.keep("1-picker", tmux.wait(lambda s: "Type number" in s and len(labels(s)) == 2,
+                                                 "both sessions listed"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-picker.png", (1000, 800))
+        assert labels(picker) == ["1: hello · just now · 2 turns (current)", "2: hello · just now · 1 turn"], picker
+        tmux.keys("Escape")
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
