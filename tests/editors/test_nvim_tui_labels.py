@@ -40,14 +40,16 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
     keep = tmux.keep
     try:
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
-        titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s),
+        titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s)
+                                            and "ollie: idle $" in chat_bar(s),
                                             "the turn's end, its prompt titling the session"))
         assert chat_bar(titled).strip().startswith("ollie: idle $"), chat_bar(titled)
         tmux.keys(":OllieRewind 1", "Enter")
         tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
         tmux.keys("1", "Enter")
         # Bug: the statusline kept "· Write a haiku about the sea" over the empty chat.
-        fresh = keep("2-rewound", tmux.wait(lambda s: "Waves roll in." not in s and "·" not in chat_bar(s),
+        fresh = keep("2-rewound", tmux.wait(lambda s: "Waves roll in." not in s and "·" not in chat_bar(s)
+                                            and "ollie: idle $" in chat_bar(s),
                                             "the chat emptied and its statusline untitled"))
         assert chat_bar(fresh).strip().startswith("ollie: idle $"), chat_bar(fresh)
         photo(tmux, "2-rewound")
@@ -69,7 +71,8 @@ def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: 
         tmux.keys(":Ollie Describe the sky", "Enter")
         keep("1-two-turns", tmux.wait(lambda s: "Clouds drift by." in s and s.count("(end)") == 2, "the second turn"))
         tmux.keys(":OllieFork 1", "Enter")
-        forked = keep("2-forked", tmux.wait(lambda s: "(fork)" in chat_bar(s) and "Clouds drift by." not in s,
+        forked = keep("2-forked", tmux.wait(lambda s: chat_bar(s).rstrip().endswith("· Write a haiku about the sea (fork)")
+                                            and "Clouds drift by." not in s and "Waves roll in." in s,
                                             "the chat on the fork of turn 1"))
         assert "Waves roll in." in forked and "Describe the sky" not in forked, forked
         assert chat_bar(forked).rstrip().endswith("· Write a haiku about the sea (fork)"), chat_bar(forked)
@@ -99,7 +102,9 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         tmux.wait(lambda s: "M  util.py" in s, "the changes list")
         tmux.keys("Enter")
         # Two tabs: the chat's (the changes list in use), the diff's (the file in use). Bug: "4 o//changes".
-        listed = keep("1-changes-in-use", tmux.wait(lambda s: "before turn 1: util.py" in s, "the diff tab"))
+        listed = keep("1-changes-in-use", tmux.wait(lambda s: "before turn 1: util.py" in s
+                                                    and tabline(s).startswith(" 4 ollie: changes  2 util.py "),
+                                                    "the diff tab and the tab labels"))
         assert tabline(listed).startswith(" 4 ollie: changes  2 util.py "), tabline(listed)
         assert "o//" not in tabline(listed)
         # The chat's input in use: its session's title ("4 o//i/1" before).

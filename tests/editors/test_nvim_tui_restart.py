@@ -188,12 +188,14 @@ def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_tur
         send_in_chat(tmux, "and then this")
         tmux.wait(lambda s: "queued: and then this" in s, "the prompt queued behind it")
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
-        restarted = unwrapped(tmux.keep("1-restarted", tmux.wait(lambda s: "queued prompt from" in s,
-                                                                 "the restart said")))
-        for said in ("The first answer.", "tell me more", "A partial answer that",
-                     "cut short: the daemon stopped (what it had shown of this turn was not saved)",
-                     "the ollie daemon stopped (signal 9) and was restarted; a turn it ran was lost",
-                     "1 queued prompt from before the daemon stopped waits", "held: and then this"):
+        shown = ("The first answer.", "tell me more", "A partial answer that",
+                 "cut short: the daemon stopped (what it had shown of this turn was not saved)",
+                 "the ollie daemon stopped (signal 9) and was restarted; a turn it ran was lost",
+                 "1 queued prompt from before the daemon stopped waits", "held: and then this")
+        # The whole chat drawn again waited for, not its first sign (a look can catch a redraw half done).
+        restarted = unwrapped(tmux.keep("1-restarted", tmux.wait(lambda s: all(x in unwrapped(s) for x in shown),
+                                                                 "the restart said, the chat drawn again")))
+        for said in shown:
             assert said in restarted, (said, restarted)
         never.set()
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # send on the empty prompt: the held one goes
