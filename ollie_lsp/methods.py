@@ -53,7 +53,7 @@ from ollie_lsp.params import (
     TextParams,
     parse,
 )
-from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
+from ollie_lsp.records import check_kind, info_to_wire, rpc_errors, saved_turns
 from ollie_lsp.server import OllieServer
 from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle
 
@@ -479,25 +479,29 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
                           exclude_unused=True, limit=p.limit or 0, after=after)
     infos, last = await records.run(records.page, options)
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
-    return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id))
-                         for i in infos],
+    # What tells two sessions of one title apart, as the terminal's /sessions: each log's end read, off the loop.
+    turns = await asyncio.to_thread(saved_turns, [i.id for i in infos])
+    return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id),
+                                      turns=turns[i.id]) for i in infos],
             "nextCursor": to_cursor(last) if last is not None else None}
+
+
+async def _opened(ls: OllieServer, live: LiveSession) -> dict[str, Any]:
+    """A load's or fork's answer: the session live here and its info."""
+    info = await ls.table.records.run(ls.table.records.get, live.id)
+    return {"session": live.id, "info": info_to_wire(info, live=True, turns=len(live.core.session.turn_starts))}
 
 
 @method("ollie/session/load", SessionIdParams)
 async def session_load(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
     """Resume a saved session in this daemon."""
-    live = await ls.table.load(p.session)
-    info = await ls.table.records.run(ls.table.records.get, live.id)
-    return {"session": live.id, "info": info_to_wire(info, live=True)}
+    return await _opened(ls, await ls.table.load(p.session))
 
 
 @method("ollie/session/fork", SessionForkParams)
 async def session_fork(ls: OllieServer, p: SessionForkParams) -> dict[str, Any]:
     """A new session going on from a copy of another's conversation up to turn `turn` (default: all of it)."""
-    live = await ls.table.fork(p.session, turn=p.turn)
-    info = await ls.table.records.run(ls.table.records.get, live.id)
-    return {"session": live.id, "info": info_to_wire(info, live=True)}
+    return await _opened(ls, await ls.table.fork(p.session, turn=p.turn))
 
 
 @method("ollie/session/rename", SessionRenameParams)

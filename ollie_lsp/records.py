@@ -39,7 +39,8 @@ def rpc_errors(session_id: str, field: str = "") -> Iterator[None]:
         raise JsonRpcException(code=code, message=message, data={"session": session_id}) from None
 
 
-def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None) -> dict[str, Any]:
+def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None,
+                 turns: int | None = None) -> dict[str, Any]:
     """A session's Info as PROTOCOL.md's `info` object (`live_on`: where another daemon runs it, a shared store)."""
     return {
         "id": info.id,
@@ -55,7 +56,21 @@ def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None) 
         "team": info.team or None,
         "live": live,
         "liveOn": live_on,
+        "turns": turns,
     }
+
+
+def saved_turns(session_ids: list[str]) -> dict[str, int]:
+    """How many turns each saved session has had, from its log's last meta (blocking: run off the loop)."""
+    from ollie.paths import sessions_dir
+    from ollie.sessions import persist
+
+    directory = sessions_dir()
+    counts = {}
+    for session_id in session_ids:
+        starts = persist.read_meta(directory, session_id).get("turn_starts")
+        counts[session_id] = len(starts) if isinstance(starts, list) else 0  # (a log no ollie wrote: none)
+    return counts
 
 
 def records() -> UserRecords:

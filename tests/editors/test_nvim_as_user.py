@@ -113,7 +113,8 @@ def test_a_path_entry_she_may_not_reach_leaves_the_agent_s_edits_undoable(shared
     try:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys(":Ollie fix add", "Enter")
-        done = tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "(end)" in s, "the turn", 60))
+        done = tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "(end)" in s and "1 file changed" in s,
+                                                       "the turn, its changes line too", 60))
         assert "1 file changed" in done and "checkpoint" not in done, done
         tmux.keys(":OllieChanges", "Enter")
         listed = tmux.keep("2-changes", tmux.wait(lambda s: "M  calc.py" in s, "the turn's changes"))

@@ -79,7 +79,7 @@ def test_the_chat_shows_its_end_after_the_terminal_narrows(tmp_path: Path, scrip
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie tell me about the code", "Enter")
-        wide = tmux.keep("1-wide", tmux.wait(lambda s: "(end)" in s, "the answer"))
+        wide = tmux.keep("1-wide", tmux.wait(lambda s: "(end)" in s and "THE LAST LINE." in s, "the answer"))
         assert "THE LAST LINE." in wide, wide
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
         narrow = tmux.keep("2-narrow", tmux.wait(
@@ -110,7 +110,8 @@ def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, s
         # The undo's whole frame: its message came with the window's new lines while the status line still showed
         # 450 in one capture of a loaded machine (tmux between two writes of one redraw); `[+]` is its status line's.
         undone = tmux.keep("2-undone", tmux.wait(
-            lambda s: "before #1" in s and re.search(r"^long\.py \[\+\] ", s, re.M) is not None, "the undo"))
+            lambda s: "before #1" in s and re.search(r"^long\.py \[\+\] +11,1 ", s, re.M) is not None
+            and "    return x + 3 " in s, "the undo"))
         assert re.search(r"^[12] changes?; before #1", undone, re.M), undone
         assert re.search(r"^long\.py \[\+\] +11,1 ", undone, re.M), "the cursor is on the undone line"
         assert "    return x + 3 " in undone and "+ 3 + 0" not in undone, "the undone line shows"
@@ -169,9 +170,10 @@ def test_the_sessions_picker_says_which_session_another_neovim_on_the_project_ru
         second = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, window="-second")
         second.wait(lambda s: "x = 1" in s, "the second nvim to start")
         second.keys(":OllieSessions", "Enter")
-        listed = second.keep("1-sessions", second.wait(lambda s: "Show archived" in s, "the sessions picker"))
+        listed = second.keep("1-sessions", second.wait(lambda s: "Type number" in s and "from the first window" in s,
+                                                       "the sessions picker"))
         label = next(line for line in listed.splitlines() if "from the first window" in line)
-        assert re.search(r"just now · live on \S+ \(pid \d+\)$", label.rstrip()), label
+        assert re.search(r"just now · 1 turn · live on \S+ \(pid \d+\)$", label.rstrip()), label
         second.keys("Escape")
         assert_clean(second.screens)
     finally:
@@ -230,7 +232,9 @@ def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_pa
         tmux.keys(":e cal", literal=True)
         tmux.wait(lambda s: s.rstrip().endswith(":e cal"), "the command line")
         ending.set()
-        typing = tmux.keep("1-typing", tmux.wait(lambda s: "Last words." in s and "(end)" in s, "the turn's end"))
+        typing = tmux.keep("1-typing", tmux.wait(lambda s: "Last words." in s and "(end)" in s
+                                                 and "✓ Run echo listed" in s and s.rstrip().endswith(":e cal"),
+                                                 "the turn's end, its step and her command line"))
         assert "✓ Run echo listed" in typing and typing.rstrip().endswith(":e cal"), typing
         tmux.type("c.py", "Enter")
         tmux.wait(lambda s: re.search(r"^calc\.py +1,1 ", s, re.M) is not None, "the command done")
@@ -254,8 +258,9 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         tmux.wait(lambda s: "x = 0" in s, "nvim to start")
         tmux.keys("G", "o", "C-o", ":Ollie run it outside", "Enter")
         # The float, then its hint drawn after it (under load the screen was read between the two).
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "outside the sandbox:" in s and "once you stop typing" in s,
-                                               "the question"))
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "outside the sandbox:" in s and "once you stop typing" in s
+                                               and "-- INSERT --" in s and "    echo again >> proof" in s,
+                                               "the question, its float whole"))
         assert "once you stop typing: <Esc>" in asked and "-- INSERT --" in asked, asked
         # The ollie/permission float, the program's lines each on its own (a notification ran them together).
         shown = [line.rstrip(" │").rpartition("│")[2] for line in asked.splitlines()]
@@ -265,7 +270,8 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
                                                    "her typing"))
         assert not (ws / "proof").exists() and "Allow once" not in typed, typed
         tmux.keys("Escape")
-        picker = tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "2: Reject" in s, "the buttons"))
+        picker = tmux.keep("3-picker", tmux.wait(lambda s: "1: Allow once" in s and "3: Reject with feedback" in s,
+                                                 "the buttons"))
         # The step's question, as under `ask`: Allow once or Reject (with feedback), never "always".
         assert "Allow always" not in picker and "3: Reject with feedback" in picker, picker
         tmux.keys("3", "Enter")
@@ -502,7 +508,8 @@ def test_the_question_about_an_edit_of_unsaved_text_shows_its_diff(tmp_path: Pat
         tmux.keys("G", "o", "def square(x):", "Enter", "return x * x", "Escape")
         tmux.wait(lambda s: "calc.py [+]" in s, "the unsaved function")
         tmux.keys(":Ollie use ** in square", "Enter")
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s, "the question", timeout=60))
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "ollie asks to: Edit calc.py" in s
+                                               and "+    return x ** 2" in s, "the question and its diff", timeout=60))
         assert "ollie asks to: Edit calc.py" in asked, asked
         assert "-    return x * x" in asked and "+    return x ** 2" in asked, asked
         tmux.keys("1", "Enter")
@@ -527,7 +534,8 @@ def test_the_statusline_names_the_step_that_runs(tmp_path: Path, scripted_llm):
         running = tmux.keep("1-running", tmux.wait(lambda s: "◐ Run sh wait.sh" in s, "the running step", timeout=60))
         tmux.keep("2-status", tmux.wait(lambda s: " ollie: Run sh wait.sh $" in s, f"the statusline:\n{running}"))
         (tmp_path / "ws" / "go").write_text("")
-        done = tmux.keep("3-done", tmux.wait(lambda s: "Waited." in s and "(end)" in s, "the turn's end"))
+        done = tmux.keep("3-done", tmux.wait(lambda s: "Waited." in s and "(end)" in s and " ollie: idle $" in s,
+                                             "the turn's end, its statusline too"))
         assert " ollie: idle $" in done, done
         assert_clean(tmux.screens)
     finally:
@@ -660,7 +668,7 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
         tmux.wait(lambda s: "netwrok" in s or "no turn yet" in s, "the daemon's first words")
         if "netwrok" not in tmux.screen():
             tmux.keys(":messages", "Enter")
-        said = tmux.keep("1-said", tmux.wait(lambda s: "netwrok" in s, "the policy's problem"))
+        said = tmux.keep("1-said", tmux.wait(lambda s: "no step runs until it loads" in s, "the policy's problem"))
         assert "~/config/ollie/sandbox.yaml: key 'netwrok': unknown key; fix the file: no step runs until it loads" \
             in said, said
         assert str(home) not in said, said
@@ -698,7 +706,8 @@ def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_see
         tmux.keys(":echo", "Enter")
         tmux.wait(lambda s: "netwrok" not in s, "the command line cleared")
         tmux.keys(":messages", "Enter")
-        kept = tmux.keep("3-messages", tmux.wait(lambda s: "sandbox.yaml: key 'netwrok'" in s, "it in :messages"))
+        kept = tmux.keep("3-messages", tmux.wait(lambda s: "sandbox.yaml: key 'netwrok': unknown key" in s,
+                                                 "it in :messages"))
         assert "unknown key" in kept, kept
         assert_clean(tmux.screens)
     finally:

@@ -153,14 +153,15 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     assert max(len(label) for label in result["same_title"]) <= 76  # with vim.ui.select's "NN: " before it
     labels = result["session_labels"]
     assert result["session_prompt"] == "ollie: sessions"
-    assert any(label.startswith("explain the mul function") and label.endswith(" · just now") for label in labels), labels
+    assert any(label.startswith("explain the mul function") and label.endswith(" · just now · 1 turn")
+               for label in labels), labels
     for label in labels:
         assert not any(ch.isdigit() for ch in label.split(" · ")[0][:19]), f"a raw id or timestamp: {label}"
     assert not result["untouched_listed"] and not any("(no prompt yet)" in label for label in labels), labels
     # The old title is named in the prompt, not put in the input (what the user typed was added to it).
     rename = result["rename_input"]
     assert rename["prompt"].startswith("Rename “explain the mul function") and "default" not in rename, rename
-    assert "Mul review · just now" in result["labels_after_rename"]
+    assert "Mul review · just now · 1 turn" in result["labels_after_rename"]
     assert result["model_select"]["labels"] == ["scripted-model (current)", "other-model"]
     # An OpenAI-compatible server on 127.0.0.1, named by its host and port as its errors name it.
     assert result["model_select"]["prompt"] == f"ollie: model of {urlsplit(srv.url).netloc}", result["model_select"]
@@ -173,7 +174,7 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     # Archived sessions are one entry away: "Show archived…" lists them, "Unarchive and resume" brings one back.
     unarchive = result["unarchive_selects"]
     assert result["archived_before"] is True
-    archived = "Mul review · just now (archived)"
+    archived = "Mul review · just now · 1 turn (archived)"
     assert [s["prompt"] for s in unarchive] == ["ollie: sessions", "ollie: archived sessions", f"“{archived}”"]
     assert unarchive[0]["labels"][-1] == "Show archived…" and archived in unarchive[1]["labels"]
     assert unarchive[2]["labels"] == ["Unarchive and resume", "Cancel"]

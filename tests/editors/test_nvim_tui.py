@@ -355,7 +355,10 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         # Once the user stops (normal mode, a moment without keys), the four answers come up.
         tmux.keys("Escape")
         # The question: a float with the step and its diff, the four answers under it (stock vim.ui.select).
-        asked = keep("1-permission", tmux.wait(lambda s: "Allow once" in s and "return x * 2" in s, "the question"))
+        asked = keep("1-permission", tmux.wait(
+            lambda s: "Allow once" in s and "return x * 2" in s and "ollie asks to: Edit util.py" in s
+            and "then <CR> · q: dismiss" in s and "│ ollie: waiting for your answer $" in s,
+            "the question, its float and the chat's statusline"))
         assert "ollie: approve?" in asked and "ollie asks to: Edit util.py" in asked
         assert "at util.py:2 " in asked, "the float names the line the edit changes"
         assert "-    return x" in asked and "Reject with feedback" in asked
@@ -364,7 +367,8 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         # The answers' float keeps off the chat's statusline, which says what the session waits for (it hid it).
         assert any(line.endswith("│ ollie: waiting for your answer $0.0000") for line in asked.splitlines()), asked
         tmux.keys("1", "Enter")
-        done = keep("2-changes-line", tmux.wait(lambda s: "(end)" in s, "the turn to end", timeout=30))
+        done = keep("2-changes-line", tmux.wait(lambda s: "(end)" in s and "✎ 1 file changed — :OllieChanges" in s,
+                                                "the turn to end, its changes line too", timeout=30))
         assert "✎ 1 file changed — :OllieChanges" in done
         assert "→ util.py:2" in done and "✓ Read calc.py" in done
         # The code keeps half of the 80 columns (its first line unwrapped); the input keeps its label.
@@ -380,7 +384,8 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         tmux.keys("Enter")
         keep("3-changes-list", tmux.wait(lambda s: "M  util.py  (+1 -1, 1 hunk)" in s, "the changes list"))
         tmux.keys("Enter")
-        diff = keep("4-diff", tmux.wait(lambda s: "before turn 1: util.py" in s, "the diff tab"))
+        diff = keep("4-diff", tmux.wait(lambda s: "before turn 1: util.py" in s and "now: util.py" in s,
+                                        "the diff tab, both its winbars"))
         assert "now: util.py" in diff, "a narrow winbar cuts the key hints, not the file's name"
         # The user changes the line, then asks to undo the hunk: refused, said on one line. Bug: the daemon's
         # message, wider than 80 columns, stopped the editor at a "Press ENTER" prompt.
@@ -436,7 +441,8 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
         tmux.keys(":Ollie fetch it", "Enter")
         asked = tmux.keep("1-network-question", tmux.wait(
-            lambda s: f"Allow network access to {target}?" in s and "Always allow" in s, "the network question"))
+            lambda s: f"Allow network access to {target}?" in s and "Always allow" in s and "Deny" in s
+            and "in this and later sessions" in s and "step: Run" in s, "the network question, its float whole"))
         assert "Deny" in asked and "Allow once" in asked
         # The float names the host once, then the step that asked, its lines all shown (the third was cut off below a
         # wrapped second line, which repeated the host: "asked by: connect to <host> (network; step: ...)").
@@ -446,7 +452,9 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         assert "in this and later sessions" in asked and "feedback" not in asked
         deny = choice(asked, "Deny")
         tmux.keys(deny, "Enter")
-        denied = tmux.keep("2-denied", tmux.wait(lambda s: "The host said no." in s, "the turn to end", timeout=30))
+        denied = tmux.keep("2-denied", tmux.wait(
+            lambda s: "The host said no." in s and f"⇄ {target} denied" in s and re.search(r"│ .+ … \+\d+ lines?$", s, re.M),
+            "the turn to end, its step's connection and fold", timeout=30))
         # The step's connection shows under it, its output still folded (`tool.network`, not the result's text).
         assert f"⇄ {target} denied (you said no), sent" in denied and "0 B, received 0 B" in denied, denied  # wrapped
         assert "[network]" not in denied and tmux.captures is not None
@@ -461,7 +469,8 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         # Bug: it stayed open.
         tmux.keys("Escape")
         redrawn = tmux.keep("3-redrawn", tmux.wait(lambda s: "The host said no." in s and "[network]" not in s
-                                                   and "INSERT" not in s, "the step's output folded"))
+                                                   and "INSERT" not in s and "(end)" in s and "⇄" in s,
+                                                   "the step's output folded"))
         assert f"⇄ {target} denied (you said no), sent" in redrawn and "[network]" not in redrawn, redrawn
         assert "(end)" in redrawn, redrawn  # the turn's end line, as the live turn drew it
         assert not server.received and server.accepted == 0
@@ -665,7 +674,8 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
         tmux.wait(lambda s: "print(20 + 22)" in s, "nvim to start")
         tmux.keys(":Ollie add them", "Enter")
         # Under `auto` too: the workspace's server is the user's question, with the program it would run, whole.
-        asked = tmux.keep("mcp-question", tmux.wait(lambda s: "Allow once" in s, "the question", timeout=60))
+        asked = tmux.keep("mcp-question", tmux.wait(lambda s: "Allow once" in s and "start MCP server 'planted'" in s
+                                                    and "… ╮" in s, "the question, its float whole", timeout=60))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "mcp-question.png", (1000, 560))
         flat = "".join(line.strip("│ ") for line in asked.splitlines())
@@ -793,7 +803,8 @@ def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Pat
         tmux.keys(":OllieChat", "Enter")
         tmux.wait(lambda s: "-- INSERT --" in s, "insert mode in the input")
         tmux.type("my next question", "C-c")
-        stopped = tmux.keep("1-stopped", tmux.wait(lambda s: "(interrupted)" in s, "the turn stopped"))
+        stopped = tmux.keep("1-stopped", tmux.wait(lambda s: "(interrupted)" in s and "-- INSERT --" in s
+                                                   and "my next question" in s, "the turn stopped, the input kept"))
         assert "-- INSERT --" in stopped and "my next question" in stopped, stopped
         tmux.keys(" goes on", literal=True)
         tmux.wait(lambda s: "my next question goes on" in s, "the typing to go on")
@@ -824,8 +835,8 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
         held = tmux.keep("1-held", tmux.wait(lambda s: "⏸ held: injected one" in s, "the held prompts"))
         assert "↳ injected: injected one" not in held, "the chat says the model read it in the stopped turn"
         tmux.keys("C-s")
-        done = tmux.keep("2-sent-on", tmux.wait(lambda s: "The injected one's answer." in s and s.count("(end)") == 2,
-                                                "both held prompts' answers", timeout=60))
+        done = tmux.keep("2-sent-on", tmux.wait(lambda s: "The injected one's answer." in s and s.count("(end)") == 2
+                                                and s.count("## You") == 3, "both held prompts' answers", timeout=60))
         chat = " ".join(line.split("│")[-1].strip() for line in done.splitlines())
         assert chat.count("the stop holds the queued prompts") == 1 and "⏸ held" not in chat, done
         assert "↳ injected" not in chat and chat.count("## You") == 3, done
@@ -1471,7 +1482,8 @@ def test_a_command_typed_while_the_plain_picker_asks_never_answers_it(tmp_path: 
         tmux.keys(":Ollie touch it", "Enter")
         tmux.keep("1-asked", tmux.wait(lambda s: "touch first" in s and "Allow once" in s, "the question"))
         tmux.keys(":let g:typed = 'the command ran'", "Enter", ":echo g:typed", "Enter")
-        still = tmux.keep("2-typed", tmux.wait(lambda s: "the command ran" in s, "the command to run"))
+        still = tmux.keep("2-typed", tmux.wait(lambda s: "the command ran" in s and "1: Allow once" in s
+                                               and "touch first" in s, "the command to run, the question still asked"))
         assert "1: Allow once" in still and "touch first" in still, still  # still asked
         tmux.keys("1", "Enter")
         tmux.keep("3-allowed", tmux.wait(lambda s: "Touched." in s, "the turn to end"))

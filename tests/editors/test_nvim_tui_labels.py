@@ -40,14 +40,16 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
     keep = tmux.keep
     try:
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
-        titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s),
+        titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s)
+                                            and "ollie: idle $" in chat_bar(s),
                                             "the turn's end, its prompt titling the session"))
         assert chat_bar(titled).strip().startswith("ollie: idle $"), chat_bar(titled)
         tmux.keys(":OllieRewind 1", "Enter")
         tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
         tmux.keys("1", "Enter")
         # Bug: the statusline kept "· Write a haiku about the sea" over the empty chat.
-        fresh = keep("2-rewound", tmux.wait(lambda s: "Waves roll in." not in s and "·" not in chat_bar(s),
+        fresh = keep("2-rewound", tmux.wait(lambda s: "Waves roll in." not in s and "·" not in chat_bar(s)
+                                            and "ollie: idle $" in chat_bar(s),
                                             "the chat emptied and its statusline untitled"))
         assert chat_bar(fresh).strip().startswith("ollie: idle $"), chat_bar(fresh)
         photo(tmux, "2-rewound")
@@ -69,7 +71,8 @@ def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: 
         tmux.keys(":Ollie Describe the sky", "Enter")
         keep("1-two-turns", tmux.wait(lambda s: "Clouds drift by." in s and s.count("(end)") == 2, "the second turn"))
         tmux.keys(":OllieFork 1", "Enter")
-        forked = keep("2-forked", tmux.wait(lambda s: "(fork)" in chat_bar(s) and "Clouds drift by." not in s,
+        forked = keep("2-forked", tmux.wait(lambda s: chat_bar(s).rstrip().endswith("· Write a haiku about the sea (fork)")
+                                            and "Clouds drift by." not in s and "Waves roll in." in s,
                                             "the chat on the fork of turn 1"))
         assert "Waves roll in." in forked and "Describe the sky" not in forked, forked
         assert chat_bar(forked).rstrip().endswith("· Write a haiku about the sea (fork)"), chat_bar(forked)
@@ -99,7 +102,9 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         tmux.wait(lambda s: "M  util.py" in s, "the changes list")
         tmux.keys("Enter")
         # Two tabs: the chat's (the changes list in use), the diff's (the file in use). Bug: "4 o//changes".
-        listed = keep("1-changes-in-use", tmux.wait(lambda s: "before turn 1: util.py" in s, "the diff tab"))
+        listed = keep("1-changes-in-use", tmux.wait(lambda s: "before turn 1: util.py" in s
+                                                    and tabline(s).startswith(" 4 ollie: changes  2 util.py "),
+                                                    "the diff tab and the tab labels"))
         assert tabline(listed).startswith(" 4 ollie: changes  2 util.py "), tabline(listed)
         assert "o//" not in tabline(listed)
         # The chat's input in use: its session's title ("4 o//i/1" before).
@@ -112,6 +117,37 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         tmux.keys("Escape", ":wincmd t", "Enter")
         coding = keep("3-code-in-use", tmux.wait(lambda s: tabline(s).startswith(" 4 util.py "), "the file's label"))
         assert tabline(coding).rstrip().endswith("X"), "the close button, as Neovim's own tabline has"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_two_sessions_of_one_title_made_in_one_minute_are_told_apart_in_ollie_sessions(tmp_path: Path,
+                                                                                      scripted_llm):
+    # Bug: the picker showed "hello · just now" twice, one line as the other: which was which, none could tell.
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."), Reply.text("Rain falls."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
+
+    def labels(screen: str) -> list[str]:
+        return [line.strip() for line in screen.splitlines() if ": hello ·" in line]
+
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Waves roll in." in s and "(end)" in s, "the first session's answer")
+        tmux.keys(":OllieNew", "Enter")
+        tmux.wait(lambda s: "Type a prompt" in s and "Waves roll in." not in s, "the new session's empty chat")
+        tmux.keys("Escape", ":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Clouds drift by." in s and "(end)" in s, "the second session's first answer")
+        tmux.keys(":Ollie and again", "Enter")
+        tmux.wait(lambda s: "Rain falls." in s and s.count("(end)") == 2, "its second answer")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.keep("1-picker", tmux.wait(lambda s: "Type number" in s and len(labels(s)) == 2,
+                                                 "both sessions listed"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-picker.png", (1000, 800))
+        assert labels(picker) == ["1: hello · just now · 2 turns (current)", "2: hello · just now · 1 turn"], picker
+        tmux.keys("Escape")
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -4,6 +4,7 @@ what its turn had shown kept, and a put-back `:'<,'>Ollie` prompt keeps its line
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -93,7 +94,7 @@ def test_requests_made_while_ollie_restart_is_under_way_wait_for_the_one_fresh_d
 # A wrapper's first lines: a child it leaves holds the daemon's output open until the test lets it go (let_go), and
 # Neovim tells the plugin of the daemon's exit only once that output closes (as under load, loop turns later). Once
 # the test is done (`$log-done`), a child holds nothing: one of a wrapper that made its fifo after let_go's last look
-# waited for good, an orphan (":OllieRestart" says so as it starts the fresh daemon, before its wrapper ran).
+# waited for good, an orphan (the test ended as a fresh daemon's wrapper was starting).
 HOLD = 'mkfifo "$log.$$"\n[ -e "$log-done" ] || read _ < "$log.$$" &\n'
 
 
@@ -187,12 +188,14 @@ def test_a_daemon_killed_mid_turn_is_restarted_with_the_session_and_what_the_tur
         send_in_chat(tmux, "and then this")
         tmux.wait(lambda s: "queued: and then this" in s, "the prompt queued behind it")
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
-        restarted = unwrapped(tmux.keep("1-restarted", tmux.wait(lambda s: "queued prompt from" in s,
-                                                                 "the restart said")))
-        for said in ("The first answer.", "tell me more", "A partial answer that",
-                     "cut short: the daemon stopped (what it had shown of this turn was not saved)",
-                     "the ollie daemon stopped (signal 9) and was restarted; a turn it ran was lost",
-                     "1 queued prompt from before the daemon stopped waits", "held: and then this"):
+        shown = ("The first answer.", "tell me more", "A partial answer that",
+                 "cut short: the daemon stopped (what it had shown of this turn was not saved)",
+                 "the ollie daemon stopped (signal 9) and was restarted; a turn it ran was lost",
+                 "1 queued prompt from before the daemon stopped waits", "held: and then this")
+        # The whole chat drawn again waited for, not its first sign (a look can catch a redraw half done).
+        restarted = unwrapped(tmux.keep("1-restarted", tmux.wait(lambda s: all(x in unwrapped(s) for x in shown),
+                                                                 "the restart said, the chat drawn again")))
+        for said in shown:
             assert said in restarted, (said, restarted)
         never.set()
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # send on the empty prompt: the held one goes
@@ -296,6 +299,33 @@ def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: P
         tmux.keep("6-after", tmux.wait(lambda s: "Still answering." in s, "the restarted daemon's answer"))
         assert len(started(log)) == 5, log.read_text()
     finally:
+        tmux.close()
+
+
+def test_a_daemon_that_died_is_said_restarted_once_the_fresh_one_has_come_up(tmp_path: Path, scripted_llm):
+    # Bug: "restarted it" was said as the fresh daemon's process started: of one still starting (a cold one under load
+    # takes seconds), or about to die again.
+    gate = tmp_path / "daemons.log.go"
+    os.mkfifo(gate)
+    hold = '[ "$(grep -c start "$log")" -lt 2 ] || read _ < "$log.go"'  # the second start: the restart's
+    _, tmux = answered(tmp_path, scripted_llm, wrap=f'echo "start $$" >> "$log"\n{hold}\nexec "$real" "$@"')
+    log = tmp_path / "daemons.log"
+    said = "ollie: the ollie daemon stopped (signal 9): restarted it"
+    try:
+        tmux.keys("Escape")
+        os.kill(int(started(log)[0]), signal.SIGKILL)  # (the wrapper's process: it ran the daemon in its place)
+        until(lambda: len(started(log)) == 2, "the fresh daemon's start")  # held before it runs
+        # Everything said until now: the restart's notice, had it been said as the process started, is among it.
+        tmux.keys(":echomsg 'all said' | messages", "Enter")
+        held = tmux.keep("1-held", tmux.wait(lambda s: "Press ENTER" in s and "all said" in s, "the messages"))
+        assert said not in held, held
+        tmux.keys("Enter")
+        os.close(os.open(gate, os.O_WRONLY))  # the fresh daemon runs, and comes up
+        tmux.keep("2-up", tmux.wait(lambda s: said in s and "was restarted" in unwrapped(s), "the restart said"))
+        assert_clean({k: v for k, v in tmux.screens.items() if k != "1-held"})  # (its hit-enter prompt was asked for)
+    finally:
+        with contextlib.suppress(OSError):  # a wrapper still held: let go (it waits for a writer)
+            os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
         tmux.close()
 
 

@@ -38,7 +38,8 @@ def test_an_earlier_turns_diff_is_its_own_change_and_its_hunk_undone_keeps_the_l
     # two differences drawn), and `du` there was always refused ("the editor's text changed since this change").
     tmux = two_turns(tmp_path, scripted_llm, edit("line 9\n", "line nine\n"))
     try:
-        diff = tmux.keep("1-diff", tmux.wait(lambda s: "after turn 1: notes.txt" in s, "turn 1's diff"))
+        diff = tmux.keep("1-diff", tmux.wait(lambda s: "after turn 1: notes.txt" in s and "line three" in s,
+                                             "turn 1's diff"))
         assert "line three" in diff and "line nine" not in diff, diff  # turn 2's line is not turn 1's change
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-diff.png", (1000, 560))
@@ -56,7 +57,8 @@ def test_an_undo_of_a_hunk_a_later_turn_edited_again_says_so(tmp_path, scripted_
     try:
         tmux.wait(lambda s: "after turn 1: notes.txt" in s, "turn 1's diff")
         tmux.keys("d", "u")
-        said = tmux.keep("1-refused", tmux.wait(lambda s: "undo refused" in s, "the refusal"))
+        said = tmux.keep("1-refused", tmux.wait(lambda s: "by you, or by a later turn" in " ".join(s.split()),
+                                                "the refusal"))
         assert "by you, or by a later turn" in " ".join(said.split()), said
         assert "line THREE" in (tmp_path / "ws" / "notes.txt").read_text()
     finally:

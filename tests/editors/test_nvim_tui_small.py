@@ -24,7 +24,8 @@ def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Pat
     try:
         tmux.wait(lambda s: "def mul" in s, "nvim to start")
         tmux.keys(":Ollie fix add", "Enter")
-        asked = keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "Reject with feedback" in s, "the answers"))
+        asked = keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "Reject with feedback" in s
+                                          and "+    return a + b" in s, "the answers and the diff"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (760, 440))
         assert "-    return a - b" in asked and "+    return a + b" in asked, asked

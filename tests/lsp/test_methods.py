@@ -115,7 +115,7 @@ async def test_sessions_new_list_rename_archive_close(start_daemon, llm, tmp_pat
     assert by_id[sid]["live"] is True and by_id[sid]["agent"] == "default"
     assert listed[0]["id"] == sid  # most recently active first
     # The engine's recorder stamped the turn before the submit was answered.
-    assert by_id[sid]["lastTurnResult"] == "end"
+    assert by_id[sid]["lastTurnResult"] == "end" and by_id[sid]["turns"] == 1  # as its log saved it
 
     assert await daemon.request("ollie/session/rename", {"session": sid, "title": "Renamed"}) == {}
     listed = (await daemon.request("ollie/session/list", {"limit": 1}))["sessions"]

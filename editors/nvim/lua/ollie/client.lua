@@ -14,6 +14,7 @@
 --   client.saw(session, seq)            an ollie/context answer drew the session's events up to `seq`
 --   client.attach(bufnr)                let the daemon see a buffer's unsaved text
 --   client.restart(done)                stop the daemon, start a fresh one once the old one exited; done(err)
+--   client.when_up(fn)                  fn() once the daemon started has answered `initialize` (never if it dies first)
 --   client.on_died = fn                 fn(why, restart): a daemon stopped unasked; restart: the plugin restarts it
 --                                       (false: it died again within a minute of such a restart, and is left so)
 --   client.with_action_session = fn     fn(run): run(session) in the session a picked code action runs in (nil: the
@@ -64,6 +65,10 @@ local auto_next = false
 -- one started meanwhile (by a prompt, :OllieRestart) that dies is left so, and says why. Before, it was taken for a
 -- first crash and restarted: two starts per prompt the user sent.
 local gave_up = false
+-- What waits for each daemon to come up (answer `initialize`), by client id: a restart says "restarted" then, not as
+-- its process starts (a cold one under load takes seconds; one that dies first never came up).
+---@type table<integer, fun()[]>
+local on_up = {}
 -- The daemons started while `gave_up`, by client id, until they come up.
 ---@type table<integer, boolean>
 local retried = {}
@@ -261,6 +266,10 @@ function M.ensure(quiet)
     on_init = function(up)
       retried[up.id], gave_up = nil, false
       pcall(vim.cmd.redrawstatus, { bang = true })
+      for _, fn in ipairs(on_up[up.id] or {}) do
+        fn()
+      end
+      on_up[up.id] = nil
     end,
     on_exit = function(code, signal, client_id)
       require("ollie.requests").hush_exit_notice() -- the plugin says its own
@@ -269,6 +278,7 @@ function M.ensure(quiet)
         local done, unanswered, auto = on_exited[client_id], owed[client_id] or {}, auto_started[client_id]
         local retry = retried[client_id]
         on_exited[client_id], owed[client_id], auto_started[client_id], retried[client_id] = nil, nil, nil, nil
+        on_up[client_id] = nil
         local again, queued, why_not = auto and vim.uv.now() - auto < 60000, nil, nil
         if M.client_id == client_id then
           M.client_id, queued, after_exit = nil, after_exit, nil
@@ -361,6 +371,18 @@ function M.restart(done)
       vim.defer_fn(start, 1000)
     end
   end, 5000)
+end
+
+---`fn()` once the daemon started has answered `initialize`: at once if it has; never if none runs or it exits first.
+---@param fn fun()
+function M.when_up(fn)
+  local c = M.get()
+  if c and c.initialized then
+    return fn()
+  elseif M.client_id then
+    on_up[M.client_id] = on_up[M.client_id] or {}
+    table.insert(on_up[M.client_id], fn)
+  end
 end
 
 ---Send a request; `cb(err, result)` runs on the main loop (err: M.GONE when its daemon died first).

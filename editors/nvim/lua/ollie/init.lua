@@ -379,7 +379,9 @@ local function resume(crash)
     if err then
       return notify(err, vim.log.levels.ERROR)
     end
-    notify(crash and (crash .. ": restarted it") or "the daemon restarted")
+    -- Said once the fresh daemon has come up: said as its process started, it was said of one still starting (or about
+    -- to die again).
+    client.when_up(function() notify(crash and (crash .. ": restarted it") or "the daemon restarted") end)
   end)
 end
 

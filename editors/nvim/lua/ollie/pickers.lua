@@ -63,7 +63,7 @@ local ENDED = { error = "last turn failed", interrupted = "stopped", max_steps =
 local LABEL_WIDTH = 74
 
 ---The label of a session, within 80 columns: its title (or what it is), agent, when it was last active, and what tells
----sessions of one title apart (when it started, how its last turn ended).
+---sessions of one title apart (when it started, its turns, how its last turn ended).
 ---@param s table a session info (ollie/session/list)
 ---@param current string|nil the session the chat shows
 ---@return string
@@ -83,6 +83,10 @@ function M.session_label(s, current)
   end
   if started ~= "" and started ~= when then
     table.insert(parts, "started " .. started)
+  end
+  -- As the terminal's /sessions: two of one title made in one minute differ by it.
+  if type(s.turns) == "number" then
+    table.insert(parts, s.turns .. (s.turns == 1 and " turn" or " turns"))
   end
   if ENDED[s.lastTurnResult] then
     table.insert(parts, ENDED[s.lastTurnResult])
