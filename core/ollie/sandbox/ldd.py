@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from ollie.sandbox import landlock
 # program's (a step may have built it): one holding "\n\tz => /home/u/.ssh (0x1)" prints a line of that form.
 _LIBRARY = re.compile(r"\t(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)")
 _cache: dict[str, list[str]] = {}
+LIMIT_S = 10.0  # ld.so lists a program's libraries in milliseconds; a FIFO swapped in would hold it for ever
 
 
 async def _ldd(program: str) -> list[str]:
@@ -28,7 +31,14 @@ async def _ldd(program: str) -> list[str]:
         if ldd:
             proc = await asyncio.create_subprocess_exec(ldd, program, stdout=asyncio.subprocess.PIPE,
                                                         stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
-            out, _ = await proc.communicate()
+            try:
+                out, _ = await asyncio.wait_for(proc.communicate(), LIMIT_S)
+            except TimeoutError:
+                return []  # nothing granted, nothing kept: the next step asks again
+            finally:
+                if proc.returncode is None:  # a timeout or the step's cancel: ldd (a script) and the ld.so it ran
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
             found = (_LIBRARY.fullmatch(line) for line in out.decode(errors="replace").splitlines())
             # So only a shared object counts, never a directory or any other file a forged line names.
             libraries = [m[1] for m in found if m and programs.starts_with(m[1], b"\x7fELF")]
