@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 import attrs
 
+from ollie import regularfile
 from ollie.errors import OllieError
 from ollie.tools.base import Tier
 from ollie.tools.execute.languages import Language, LanguageError, script_language
@@ -104,9 +105,9 @@ def parse_header(text: str) -> dict[str, str]:
 
 
 def load_script(name: str, path: Path) -> ToolScript:
-    """Read `path`'s header into a ToolScript; LanguageError when its language is unknown."""
-    with path.open("rb") as handle:
-        head = handle.read(_HEADER_BYTES).decode("utf-8", errors="replace")
+    """Read `path`'s header into a ToolScript; LanguageError when its language is unknown, OSError when it is no
+    regular file (a FIFO swapped in after the listing: its open never waits)."""
+    head = regularfile.read_file_sync(path, _HEADER_BYTES, head=True).decode("utf-8", errors="replace")
     lang, flags = script_language(path, head.split("\n", 1)[0])
     fields = parse_header(head)
     return ToolScript(
@@ -161,6 +162,6 @@ def find_script(name: str, dirs: list[Path]) -> ToolScript:
         if path is not None:
             try:
                 return load_script(name, path)
-            except LanguageError as exc:
+            except (LanguageError, OSError) as exc:
                 raise ToolNameError(f"tool {name!r} ({path}): {exc}") from exc
     raise ToolNameError(f"no tool script named {name!r}; see call_tool's list of tools")
