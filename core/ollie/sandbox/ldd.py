@@ -21,6 +21,25 @@ _cache: dict[str, list[str]] = {}
 LIMIT_S = 10.0  # ld.so lists a program's libraries in milliseconds; a FIFO swapped in would hold it for ever
 
 
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Kill ldd (a script) and the ld.so it ran, when it is still running (a timeout, the step's cancel)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def _started(ldd: str, program: str) -> asyncio.subprocess.Process:
+    """`ldd program` started in a session of its own; a cancel while it starts still kills its whole group (asyncio
+    would kill the script alone, leaving the ld.so it may have started)."""
+    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        ldd, program, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, start_new_session=True))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        starting.add_done_callback(lambda done: done.cancelled() or done.exception() or _kill(done.result()))
+        raise
+
+
 async def _ldd(program: str) -> list[str]:
     if program not in _cache:
         try:
@@ -29,16 +48,14 @@ async def _ldd(program: str) -> list[str]:
             ldd = None
         libraries: list[str] = []
         if ldd:
-            proc = await asyncio.create_subprocess_exec(ldd, program, stdout=asyncio.subprocess.PIPE,
-                                                        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+            proc = await _started(ldd, program)
             try:
-                out, _ = await asyncio.wait_for(proc.communicate(), LIMIT_S)
+                async with asyncio.timeout(LIMIT_S):
+                    out, _ = await proc.communicate()
             except TimeoutError:
                 return []  # nothing granted, nothing kept: the next step asks again
             finally:
-                if proc.returncode is None:  # a timeout or the step's cancel: ldd (a script) and the ld.so it ran
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
+                _kill(proc)
             found = (_LIBRARY.fullmatch(line) for line in out.decode(errors="replace").splitlines())
             # So only a shared object counts, never a directory or any other file a forged line names.
             libraries = [m[1] for m in found if m and programs.starts_with(m[1], b"\x7fELF")]
