@@ -14,7 +14,7 @@ from ollie.regularfile import NotRegular
 from ollie.tools.execute.childenv import plan_file
 from ollie.tools.execute.runner import memory_dir
 from ollie.tools.execute.server import ExecuteServer
-from ollie.tools.execute.tool import discover, load_script
+from ollie.tools.execute.tool import MAX_ENTRIES, discover, load_script
 
 from .conftest import Workspace, code, stdout_of, tool
 
@@ -408,3 +408,21 @@ def test_a_tool_script_swapped_for_a_fifo_after_the_listing_is_refused_at_once(w
             pass
         reader.join()
     assert not waited and isinstance(outcome[0], NotRegular), outcome
+
+
+async def test_a_tools_dir_a_step_floods_with_scripts_names_at_most_max_entries_of_them(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Round 35: OLLIE_TOOLS_PATH names a dir inside the project before the user's own. Another session's step writes
+    # 3,000 scripts there: each was stat'ed and its header read on the daemon's loop at every listing, and each named
+    # to the model in call_tool's list (a million: seconds of a held loop, and a list no model's context holds).
+    planted = ws.work / "tools"
+    monkeypatch.setenv("OLLIE_TOOLS_PATH", f"{planted}:{ws.tools}")
+    ws.script("mine", "#!/bin/sh\n# description: the user's own\necho mine\n")
+    other = ws.server(session_id="s2")
+    flood = 'mkdir tools && cd tools && for i in $(seq 3000); do printf "#!/bin/sh\\n# description: x\\n" > t$i; done'
+    done = await code(other, flood + " && echo planted")
+    assert stdout_of(done).strip() == "planted", done.text
+    names = [script.name for script in ws.server().scripts()]
+    planted_names = [name for name in names if name.startswith("t") and name[1:].isdigit()]
+    assert 0 < len(planted_names) <= MAX_ENTRIES and "mine" in names, len(names)
