@@ -64,8 +64,10 @@ async def _ldd(program: str) -> list[str]:
 
 
 def _planted(path: str, workspace: Path) -> bool:
-    """Whether absolute path `path`, or the link it may be, lies where a step (or the workspace) may have put it."""
-    return any(programs.step_may_write(p, workspace) for p in (os.path.dirname(path), path))
+    """Whether absolute path `path`, or the link it may be, lies where a step (or the workspace, or a project's
+    environment: a `.venv/bin` above the session's cwd that another session or daemon writes) may have put it."""
+    return any(programs.step_may_write(p, workspace) or programs.in_project_env(os.path.realpath(p))
+               for p in (os.path.dirname(path), path))
 
 
 async def library_rules(command: str, env: Mapping[str, str], workspace: Path) -> list[tuple[str, int]]:
