@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ollie import beneath
 from ollie.sandbox import writers
 from ollie.tools.documents import STALE, ApplyResult, Version, disk_text, plain_path_beneath
 
@@ -47,7 +48,16 @@ class ClientFiles:
     async def _alone(self, path: Path) -> AsyncIterator[bool]:
         """True inside while nothing but the user's own programs can swap `path` for a link, and it is none now."""
         async with writers.quiet(path) as quiet:
-            yield quiet and await plain_path_beneath(self._root(), path) == path
+            yield quiet and await plain_path_beneath(self._root(), path) == path and await self._small(path)
+
+    async def _small(self, path: Path) -> bool:
+        """Whether `path` on disk is within the workspace read cap: the client reads it whole to answer (a sparse
+        20 GB file a step made would fill its memory, then the daemon's); a larger one is read by the tool, sandboxed."""
+        try:
+            info = await asyncio.to_thread(beneath.lstat_sync, self._root(), path)
+        except OSError:
+            return False
+        return info is None or info.st_size <= beneath.cap()
 
     async def _read(self, path: Path) -> str | None:
         """The client's text; None when it cannot read it; TimeoutError past READ_ANSWER_S."""
@@ -73,6 +83,8 @@ class ClientFiles:
         while no step may write there: `RootedDocuments.apply` holds `writers.quiet`)."""
         if not self._write:
             return ApplyResult("disk")
+        if not await self._small(path):  # grown since it was read: the client is not asked to read it whole
+            return ApplyResult("refused", f"{path.name} is now larger than {beneath.cap():,} bytes; read it again")
         try:
             current = await self._read(path)
         except TimeoutError:  # its buffer may differ from what the model read: not overwritten unseen

@@ -34,12 +34,18 @@ def _writable_roots() -> list[Path]:
     return [Path(os.path.realpath(r)) for r in roots]
 
 
+def in_project_env(path: Path | str) -> bool:
+    """Whether `path` lies in what a project installs (`.venv`, `node_modules`...): its steps, or another daemon's in
+    that project, may write there."""
+    return any(part in _PROJECT_BINS for part in Path(path).parts)
+
+
 def _refused(entry: str, writable: list[Path], home: Path) -> str | None:
     """Why PATH entry `entry` may hold a planted program, else None."""
     if not entry or not os.path.isabs(entry):
         return "relative"
     real = Path(os.path.realpath(entry))
-    if any(part in _PROJECT_BINS for part in real.parts):
+    if in_project_env(real):
         return "a project's environment"
     try:
         # First: a dir the user may not reach (root's, kept in PATH by `su`) made the checks below raise EACCES.

@@ -23,13 +23,13 @@ class TooLarge(OSError):
         super().__init__(errno.EFBIG, f"{path} is larger than {cap:,} bytes ({size:,}); not read")
 
 
-def read_regular(fd: int, name: str, most: int) -> bytes:
-    """The bytes of open file `fd` (`name` in errors) when it is a regular file of at most `most` bytes; NotRegular
-    or TooLarge otherwise (opened O_NONBLOCK: a FIFO's open never waits)."""
+def read_regular(fd: int, name: str, most: int, *, head: bool = False) -> bytes:
+    """The bytes of open file `fd` (`name` in errors) when it is a regular file of at most `most` bytes (with `head`,
+    its first `most` bytes); NotRegular or TooLarge otherwise (opened O_NONBLOCK: a FIFO's open never waits)."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise NotRegular(errno.EINVAL, f"{name} is not a regular file")
-    if info.st_size > most:
+    if info.st_size > most and not head:
         raise TooLarge(name, info.st_size, most)
     chunks: list[bytes] = []
     got = 0
@@ -37,8 +37,21 @@ def read_regular(fd: int, name: str, most: int) -> bytes:
         chunks.append(chunk)
         got += len(chunk)
         if got > most:  # it grew while read
+            if head:
+                return b"".join(chunks)[:most]
             raise TooLarge(name, got, most)
     return b"".join(chunks)
+
+
+def read_file_sync(path: Path | str, limit: int = CONFIG_CAP, *, head: bool = False) -> bytes:
+    """The bytes of the user's file `path` (a link followed), only when it is a regular file of at most `limit` bytes
+    (with `head`, its first `limit` bytes): a FIFO or a link to /dev/zero there would hang the daemon or fill its
+    memory. FileNotFoundError, NotRegular or TooLarge (naming `path`)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        return read_regular(fd, str(path), limit, head=head)
+    finally:
+        os.close(fd)
 
 
 def read_config_sync(path: Path | str, limit: int = CONFIG_CAP, errors: str = "strict") -> str:
@@ -46,8 +59,4 @@ def read_config_sync(path: Path | str, limit: int = CONFIG_CAP, errors: str = "s
     only when it is a regular file of at most `limit` bytes: a FIFO or a link to /dev/zero there would hang the
     daemon or fill its memory. FileNotFoundError, NotRegular or TooLarge (naming `path`), UnicodeDecodeError (with
     errors='strict')."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        return read_regular(fd, str(path), limit).decode("utf-8", errors=errors)
-    finally:
-        os.close(fd)
+    return read_file_sync(path, limit).decode("utf-8", errors=errors)

@@ -160,3 +160,27 @@ async def test_a_client_that_never_answers_a_read_holds_up_no_step(start_agent, 
     tools = "\n".join(m["content"] for r in llm.chat_requests for m in r.body["messages"] if m["role"] == "tool")
     assert "1\tnotes = 1" in tools and "the editor did not answer a read within" in tools, tools
     assert agent.client.writes == [] and (ws / "notes.py").read_text() == "notes = 1\n"
+
+
+async def test_the_client_is_never_asked_to_read_a_file_larger_than_the_read_cap(shared_agent, llm) -> None:
+    # Round 35: the client (an editor, outside any sandbox) reads what it is asked about whole. A step makes a 20 GB
+    # sparse file (or a log grows past the cap) and the model reads it: the client was asked, and filled its memory
+    # (an answer under 50 MiB came back whole into the daemon's). The tool reads the disk itself, sandboxed.
+    llm.script(call("file_read", "huge.log"), Reply.text("read"), call("file_read", "ok.txt"), Reply.text("ok"))
+    agent = await shared_agent(fs=True)
+    ws = agent.workspace
+    with open(ws / "huge.log", "wb") as huge:
+        huge.truncate(20 << 30)
+    (ws / "ok.txt").write_text("disk\n")
+    asked: list[str] = []
+
+    class Recording(dict):  # type: ignore[type-arg]
+        def __getitem__(self, path: str) -> str:
+            asked.append(path)
+            return "what the editor holds\n"  # never read from the disk here: the old code asked for 20 GB
+
+    agent.client.files = Recording()
+    sid = await agent.new()
+    await agent.prompt(sid, "read it")
+    await agent.prompt(sid, "ok")
+    assert asked == [os.path.join(os.path.realpath(ws), "ok.txt")], asked

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import Iterator
@@ -68,3 +69,50 @@ def test_when_steps_may_write_every_path_entry_no_helper_and_no_path_is_left(tmp
     assert programs.trusted_path() == os.devnull
     with pytest.raises(programs.ProgramNotFound):
         programs.program("git")
+
+
+async def _pid_in(path: Path) -> int:
+    """The pid the slow ldd wrote to `path`, once it has."""
+    while not (text := path.read_text() if path.exists() else "").endswith("\n"):
+        await asyncio.sleep(0.01)
+    return int(text)
+
+
+async def _gone(pid: int) -> None:
+    """Return once process `pid` is gone (or a zombie, its kill done)."""
+    while True:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        except FileNotFoundError:
+            return
+        await asyncio.sleep(0.01)
+
+
+async def test_a_slow_ldd_is_bounded_and_killed_with_what_it_started_on_a_cancel(tmp_path: Path, fresh, monkeypatch):
+    # Round 35: the daemon's wait for ldd had no limit and its process outlived a cancelled step: a FIFO swapped in
+    # for the program once ldd had checked it holds ld.so's open for ever. A slow ldd of the user's own (a trusted
+    # dir, not the workspace) stands in, its ld.so a `sleep` it starts.
+    from ollie.sandbox import ldd
+
+    pids = tmp_path / "pids"
+    stand_in = helper(tmp_path / "trusted", "ldd")
+    stand_in.write_text(f"#!/bin/sh\nsleep 1000 &\necho $! > {pids}\nwait\n")
+    monkeypatch.setenv("PATH", f"{stand_in.parent}:/usr/bin:/bin")
+    monkeypatch.setattr(ldd, "_cache", {})
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {"PATH": "/usr/bin:/bin"}
+    task = asyncio.create_task(ldd.library_rules("true", env, workspace))
+    loader = await asyncio.wait_for(_pid_in(pids), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(_gone(loader), 30)
+    # Unanswered in time: the program alone is granted (it fails to load), nothing is kept, the loader is killed.
+    pids.unlink()
+    monkeypatch.setattr(ldd, "LIMIT_S", 0.2)
+    true = os.path.realpath(shutil.which("true", path=env["PATH"]) or "")
+    rules = await asyncio.wait_for(ldd.library_rules("true", env, workspace), 30)
+    assert [path for path, _ in rules] == [true] and not ldd._cache
+    await asyncio.wait_for(_gone(await _pid_in(pids)), 30)

@@ -297,6 +297,36 @@ async def test_ldd_never_runs_a_program_a_step_could_write_nor_follows_its_link(
     assert b"secret" not in out
 
 
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+async def test_ldd_never_runs_a_program_in_a_project_environment_above_the_cwd(ws, monkeypatch):
+    # Round 35 (round 34's left): the session works in `sub` of a project whose own `.venv/bin` is on its PATH (an
+    # activated venv). This session's steps may write only `sub`, but another session's (or another daemon's), in
+    # the project itself, writes `.venv/bin/tool` with a DT_AUDIT library: ldd, run unsandboxed, had its constructor
+    # run with the user's rights. That other writer is the test itself, here.
+    from ollie import programs
+
+    monkeypatch.setattr(programs, "_written", set())
+    monkeypatch.setattr(programs, "_noted", set())
+    mark = ws.outside / "ran"
+    bin_dir = ws.work / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    sub = ws.work / "sub"
+    sub.mkdir()
+    (ws.root / "audit.c").write_text(AUDITOR)
+    (ws.root / "main.c").write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-DMARK=\"{mark}\"", "-o", str(bin_dir / "audit.so"),
+                    str(ws.root / "audit.c")], check=True)
+    subprocess.run(["gcc", "-o", str(bin_dir / "tool"), str(ws.root / "main.c"),
+                    f"-Wl,--audit={bin_dir / 'audit.so'}"], check=True)
+    env = {**ws.env, "PATH": f"{bin_dir}:{ws.env['PATH']}"}
+    policy = ws.policy(f'filesystem: {{rox: ["/usr", "/bin", "/lib", "/lib64", "{bin_dir}"], rwx: ["{sub}"]}}\n'
+                       "advanced: {ldd: true}\n")
+    proc = await spawn_sandboxed(["tool"], policy=policy, cwd=sub, env=env)
+    err = (await asyncio.wait_for(proc.communicate(limit_bytes=1 << 16), 20))[1]
+    assert await proc.wait() == 0, err  # it ran, sandboxed: its auditor could not write outside
+    assert not mark.exists()
+
+
 async def test_common_shell_idioms_work_under_the_default_policy(ws):
     script = textwrap.dedent("""
         set -e

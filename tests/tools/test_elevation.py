@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,39 @@ def test_each_question_takes_the_step_that_runs_its_code_the_same_code_each_in_t
         assert [elevation.step_of(w) for w in ("echo x", "echo y", "echo x", "echo x")] == [first, second, third, None]
     finally:
         elevation.steps.reset(token)
+
+
+@pytest.mark.parametrize("swap", ["mkfifo tools/deploy", "truncate -s 64M tools/deploy"])
+async def test_a_tool_script_another_sessions_step_swaps_for_a_fifo_or_a_huge_file_is_read_capped_never_waited_on(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, swap: str,
+):
+    # Round 35: the tools dir lies in the project (OLLIE_TOOLS_PATH inside it, Known limits). While the user decides
+    # on an elevated call, another session's step swaps the script: a FIFO's open by name held the whole daemon's loop
+    # (no other session, no editor request served), a huge file was read whole into the daemon's memory.
+    tools = ws.work / "tools"
+    tools.mkdir()
+    monkeypatch.setenv("OLLIE_TOOLS_PATH", str(tools))
+    (tools / "deploy").write_text(f"#!/bin/sh\necho deployed > {ws.outside}/deployed.txt\n")
+    (tools / "deploy").chmod(0o755)
+    other = ws.server(session_id="s2")
+    released, held = threading.Event(), threading.Event()
+
+    def unblock() -> None:
+        # Only the old code's open of the FIFO waits for a writer: give it one, so the test fails rather than hangs.
+        if not released.wait(30):
+            held.set()
+            with contextlib.suppress(OSError), open(tools / "deploy", "wb"):
+                pass
+
+    async def approver(what: str) -> None:
+        swapped = await code(other, f"rm tools/deploy && {swap} && echo swapped")
+        assert stdout_of(swapped).strip() == "swapped", swapped.text
+        threading.Thread(target=unblock, daemon=True).start()
+        return None
+
+    server = gated(ws, "ask", approver)
+    result = await server.call("call_tool", {"calls": [{"tool": "deploy", "args": [], "elevated": True}]})
+    released.set()
+    assert not held.is_set(), "the daemon's loop waited on the FIFO"
+    assert result.is_error and ("not a regular file" in result.text or "larger than" in result.text), result.text
+    assert not (ws.outside / "deployed.txt").exists()

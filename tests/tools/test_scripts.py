@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
 
 from ollie import paths
+from ollie.regularfile import NotRegular
 from ollie.tools.execute.childenv import plan_file
 from ollie.tools.execute.runner import memory_dir
 from ollie.tools.execute.server import ExecuteServer
-from ollie.tools.execute.tool import discover
+from ollie.tools.execute.tool import MAX_ENTRIES, discover, load_script
 
 from .conftest import Workspace, code, stdout_of, tool
 
@@ -382,3 +384,45 @@ async def test_file_edit_keeps_the_bytes_of_a_file_that_is_not_utf8(ws: Workspac
     assert not result.is_error, result.text
     assert (ws.work / "latin.py").read_bytes() == b'title = "caf\xe9"\nvalue = 2\n'
     assert '     1\ttitle = "caf\ufffd"' in result.text
+
+
+def test_a_tool_script_swapped_for_a_fifo_after_the_listing_is_refused_at_once(ws: Workspace) -> None:
+    # Round 35: the header was read by name on the daemon's loop once the listing (which skips a FIFO) had found a
+    # file: a FIFO a step swapped in between held that open, and the daemon, until something wrote to it.
+    fifo = ws.tools / "probe"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | object] = []
+
+    def load() -> None:
+        try:
+            outcome.append(load_script("probe", fifo))
+        except OSError as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=load)
+    reader.start()
+    reader.join(30)
+    waited = reader.is_alive()
+    if waited:  # the old code: give its open a writer, so the test fails rather than hangs
+        with open(fifo, "wb"):
+            pass
+        reader.join()
+    assert not waited and isinstance(outcome[0], NotRegular), outcome
+
+
+async def test_a_tools_dir_a_step_floods_with_scripts_names_at_most_max_entries_of_them(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Round 35: OLLIE_TOOLS_PATH names a dir inside the project before the user's own. Another session's step writes
+    # 3,000 scripts there: each was stat'ed and its header read on the daemon's loop at every listing, and each named
+    # to the model in call_tool's list (a million: seconds of a held loop, and a list no model's context holds).
+    planted = ws.work / "tools"
+    monkeypatch.setenv("OLLIE_TOOLS_PATH", f"{planted}:{ws.tools}")
+    ws.script("mine", "#!/bin/sh\n# description: the user's own\necho mine\n")
+    other = ws.server(session_id="s2")
+    flood = 'mkdir tools && cd tools && for i in $(seq 3000); do printf "#!/bin/sh\\n# description: x\\n" > t$i; done'
+    done = await code(other, flood + " && echo planted")
+    assert stdout_of(done).strip() == "planted", done.text
+    names = [script.name for script in ws.server().scripts()]
+    planted_names = [name for name in names if name.startswith("t") and name[1:].isdigit()]
+    assert 0 < len(planted_names) <= MAX_ENTRIES and "mine" in names, len(names)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import shutil
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,6 +18,26 @@ from ollie.sandbox import landlock
 # program's (a step may have built it): one holding "\n\tz => /home/u/.ssh (0x1)" prints a line of that form.
 _LIBRARY = re.compile(r"\t(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)")
 _cache: dict[str, list[str]] = {}
+LIMIT_S = 10.0  # ld.so lists a program's libraries in milliseconds; a FIFO swapped in would hold it for ever
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Kill ldd (a script) and the ld.so it ran, when it is still running (a timeout, the step's cancel)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def _started(ldd: str, program: str) -> asyncio.subprocess.Process:
+    """`ldd program` started in a session of its own; a cancel while it starts still kills its whole group (asyncio
+    would kill the script alone, leaving the ld.so it may have started)."""
+    starting = asyncio.ensure_future(asyncio.create_subprocess_exec(
+        ldd, program, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, start_new_session=True))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        starting.add_done_callback(lambda done: done.cancelled() or done.exception() or _kill(done.result()))
+        raise
 
 
 async def _ldd(program: str) -> list[str]:
@@ -26,9 +48,14 @@ async def _ldd(program: str) -> list[str]:
             ldd = None
         libraries: list[str] = []
         if ldd:
-            proc = await asyncio.create_subprocess_exec(ldd, program, stdout=asyncio.subprocess.PIPE,
-                                                        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
-            out, _ = await proc.communicate()
+            proc = await _started(ldd, program)
+            try:
+                async with asyncio.timeout(LIMIT_S):
+                    out, _ = await proc.communicate()
+            except TimeoutError:
+                return []  # nothing granted, nothing kept: the next step asks again
+            finally:
+                _kill(proc)
             found = (_LIBRARY.fullmatch(line) for line in out.decode(errors="replace").splitlines())
             # So only a shared object counts, never a directory or any other file a forged line names.
             libraries = [m[1] for m in found if m and programs.starts_with(m[1], b"\x7fELF")]
@@ -37,8 +64,10 @@ async def _ldd(program: str) -> list[str]:
 
 
 def _planted(path: str, workspace: Path) -> bool:
-    """Whether absolute path `path`, or the link it may be, lies where a step (or the workspace) may have put it."""
-    return any(programs.step_may_write(p, workspace) for p in (os.path.dirname(path), path))
+    """Whether absolute path `path`, or the link it may be, lies where a step (or the workspace, or a project's
+    environment: a `.venv/bin` above the session's cwd that another session or daemon writes) may have put it."""
+    return any(programs.step_may_write(p, workspace) or programs.in_project_env(os.path.realpath(p))
+               for p in (os.path.dirname(path), path))
 
 
 async def library_rules(command: str, env: Mapping[str, str], workspace: Path) -> list[tuple[str, int]]:

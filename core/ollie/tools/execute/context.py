@@ -16,7 +16,13 @@ from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute.args import CodeStep, ScriptCall
 from ollie.tools.execute.elevation import ElevationGate
 from ollie.tools.execute.flock import LockManager, LockTimeout
-from ollie.tools.execute.languages import Invocation, LanguageError, code_invocation, script_invocation
+from ollie.tools.execute.languages import (
+    Invocation,
+    LanguageError,
+    code_invocation,
+    script_bytes,
+    script_invocation,
+)
 from ollie.tools.execute.results import Section, render_all
 from ollie.tools.execute.runner import Deadline, Runner
 from ollie.tools.execute.spawn import RunOutcome
@@ -151,7 +157,7 @@ class CallContext:
         """
 
         def build() -> Invocation:
-            if approved is not None and digest(script.path.read_bytes()) != digest(approved):
+            if approved is not None and digest(script_bytes(script.path)) != digest(approved):
                 raise ChangedSinceApproval(
                     f"elevation refused: the tool script {script.path} changed after it was approved; not run")
             return script_invocation(

@@ -13,6 +13,7 @@ from ollie.tools.execute.args import CallRequest, CodeRequest, CodeStep, Paralle
 from ollie.tools.execute.context import CallContext
 from ollie.tools.execute.editorcalls import is_editor_script, run_editor_call
 from ollie.tools.execute.editordocs import DocumentBridge
+from ollie.tools.execute.languages import script_bytes
 from ollie.tools.execute.results import Section
 from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolScript
@@ -101,7 +102,7 @@ async def _run_call(ctx: CallContext, item: Resolved, documents: DocumentBridge 
     if call.elevated:
         # The bytes the user approves are the bytes that run (a private copy, checked against the script).
         try:
-            approved = script.path.read_bytes()
+            approved = await asyncio.to_thread(script_bytes, script.path)
         except OSError as exc:
             return Section(f"call {n} {script.name} (elevated)", RunOutcome(error=f"cannot read {script.path}: {exc}"))
     outcome = await ctx.run_locked(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from ollie import paths, programs
+from ollie import paths, programs, regularfile
 from ollie.errors import OllieError
 
 
@@ -166,6 +166,16 @@ def script_language(path: Path, first_line: str) -> tuple[Language, tuple[str, .
     raise LanguageError(f"cannot tell the language of {path.name}: no #! line and no known extension")
 
 
+# A tool script is read whole only to pin an elevated one's bytes (and ed's, fed on stdin); ollie's own are 10 KB.
+SCRIPT_CAP = regularfile.CONFIG_CAP
+
+
+def script_bytes(path: Path) -> bytes:
+    """The whole of tool script `path`, a regular file of at most SCRIPT_CAP bytes (OSError otherwise): a tools dir a
+    step may write (`OLLIE_TOOLS_PATH` inside the project) may hold a FIFO or a huge file by the time it is read."""
+    return regularfile.read_file_sync(path, SCRIPT_CAP)
+
+
 def script_invocation(
     lang: Language,
     flags: tuple[str, ...],
@@ -181,7 +191,7 @@ def script_invocation(
         if piped_input:
             raise LanguageError(f"{script.name}: ed reads its commands on stdin and cannot take piped input; "
                                 "use sed or awk")
-        return Invocation([interpreter, *lang.file_flags, *flags, *args], script.read_bytes(), tmp_at_tmp=True)
+        return Invocation([interpreter, *lang.file_flags, *flags, *args], script_bytes(script), tmp_at_tmp=True)
     extra: list[str] = []
     if lang.null_input_flag and piped_input is None and not args:
         extra.append(lang.null_input_flag)

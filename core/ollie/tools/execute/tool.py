@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 from pathlib import Path
 from typing import Literal, get_args
 
 import attrs
 
+from ollie import regularfile
 from ollie.errors import OllieError
 from ollie.tools.base import Tier
 from ollie.tools.execute.languages import Language, LanguageError, script_language
@@ -23,6 +26,9 @@ _ANNOTATION = re.compile(r"^ollie:(parallel|tier|kind)\s+(\w+)\b", re.IGNORECASE
 _ANNOTATIONS = {"parallel": get_args(ParallelAnnotation), "tier": get_args(Tier),
                 "kind": get_args(KindAnnotation)}
 _HEADER_BYTES = 8192
+# Entries looked at per tools dir: one a step may write (OLLIE_TOOLS_PATH inside the project) could hold a million,
+# each stat'ed and read on the daemon's loop, and each named to the model in call_tool's list.
+MAX_ENTRIES = 1024
 
 
 def mtime_ns(path: Path) -> int:
@@ -104,9 +110,9 @@ def parse_header(text: str) -> dict[str, str]:
 
 
 def load_script(name: str, path: Path) -> ToolScript:
-    """Read `path`'s header into a ToolScript; LanguageError when its language is unknown."""
-    with path.open("rb") as handle:
-        head = handle.read(_HEADER_BYTES).decode("utf-8", errors="replace")
+    """Read `path`'s header into a ToolScript; LanguageError when its language is unknown, OSError when it is no
+    regular file (a FIFO swapped in after the listing: its open never waits)."""
+    head = regularfile.read_file_sync(path, _HEADER_BYTES, head=True).decode("utf-8", errors="replace")
     lang, flags = script_language(path, head.split("\n", 1)[0])
     fields = parse_header(head)
     return ToolScript(
@@ -123,19 +129,22 @@ def load_script(name: str, path: Path) -> ToolScript:
 
 
 def candidates(directory: Path) -> dict[str, Path]:
-    """Tool name → file for one dir: `name` or `name.ext`; `_x`, `.x` and README files are not tools."""
+    """Tool name → file for one dir (its first MAX_ENTRIES entries): `name` or `name.ext`; `_x`, `.x` and README
+    files are not tools."""
     found: dict[str, Path] = {}
     try:
-        entries = sorted(directory.iterdir())
+        with os.scandir(directory) as scan:
+            entries = sorted(itertools.islice(scan, MAX_ENTRIES), key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return found
     for entry in entries:
-        if entry.name.startswith(("_", ".")) or entry.stem.upper() == "README" or not entry.is_file():
+        path = Path(entry.path)
+        if entry.name.startswith(("_", ".")) or path.stem.upper() == "README" or not entry.is_file():
             continue
         # An extension-less file wins over `name.ext` in the same dir.
-        name = entry.stem if entry.suffix else entry.name
-        if name not in found or not entry.suffix:
-            found[name] = entry
+        name = path.stem if path.suffix else entry.name
+        if name not in found or not path.suffix:
+            found[name] = path
     return found
 
 
@@ -161,6 +170,6 @@ def find_script(name: str, dirs: list[Path]) -> ToolScript:
         if path is not None:
             try:
                 return load_script(name, path)
-            except LanguageError as exc:
+            except (LanguageError, OSError) as exc:
                 raise ToolNameError(f"tool {name!r} ({path}): {exc}") from exc
     raise ToolNameError(f"no tool script named {name!r}; see call_tool's list of tools")
