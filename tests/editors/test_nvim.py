@@ -379,6 +379,12 @@ def test_no_vim_wait_in_the_plugin():
         assert "vim.wait(" not in code, f"{path.name} blocks the editor with vim.wait"
 
 
+def test_the_scenarios_wait_for_events_never_for_time():
+    """A scenario that sleeps (`vim.wait(300)`) and then reads reads a state a loaded machine has not reached yet."""
+    for path in SCENARIOS.glob("*.lua"):
+        assert not re.search(r"vim\.wait\(\s*[\d_]+\s*\)", path.read_text()), f"{path.name} sleeps: wait for an event"
+
+
 def test_wiped_or_deleted_chat_buffers_come_back_with_the_conversation(workspace, scripted_llm):
     """Bug: after `:bw` of the transcript, `:Ollie` failed with "Invalid buffer id" and events were lost."""
     srv = scripted_llm("openai")
