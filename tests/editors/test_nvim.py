@@ -216,6 +216,7 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     assert "second tab answer" in result["second_tab_chat"] and "first answer" not in result["second_tab_chat"]
     assert "second tab answer" not in result["first_tab_chat"]
     assert result["second"] and result["second"] != result["first"]
+    assert result["new_chat"] == "", result["new_chat"]  # nothing of the session left, its events held meanwhile too
     # The picker: a title, readable labels (title, agent, relative time), never raw ids.
     assert result["picker_prompt"] == "ollie: sessions"
     assert any(label.startswith("explain this") for label in result["picker_labels"]), result["picker_labels"]
