@@ -216,6 +216,7 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     assert "second tab answer" in result["second_tab_chat"] and "first answer" not in result["second_tab_chat"]
     assert "second tab answer" not in result["first_tab_chat"]
     assert result["second"] and result["second"] != result["first"]
+    assert result["new_chat"] == "", result["new_chat"]  # nothing of the session left, its events held meanwhile too
     # The picker: a title, readable labels (title, agent, relative time), never raw ids.
     assert result["picker_prompt"] == "ollie: sessions"
     assert any(label.startswith("explain this") for label in result["picker_labels"]), result["picker_labels"]
@@ -377,6 +378,12 @@ def test_no_vim_wait_in_the_plugin():
     for path in (p for p in (SCENARIOS.parent / "lua").rglob("*.lua") if p.name != "health.lua"):
         code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("--"))
         assert "vim.wait(" not in code, f"{path.name} blocks the editor with vim.wait"
+
+
+def test_the_scenarios_wait_for_events_never_for_time():
+    """A scenario that sleeps (`vim.wait(300)`) and then reads reads a state a loaded machine has not reached yet."""
+    for path in SCENARIOS.glob("*.lua"):
+        assert not re.search(r"vim\.wait\(\s*[\d_]+\s*\)", path.read_text()), f"{path.name} sleeps: wait for an event"
 
 
 def test_wiped_or_deleted_chat_buffers_come_back_with_the_conversation(workspace, scripted_llm):

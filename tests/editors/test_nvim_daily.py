@@ -68,6 +68,37 @@ def test_a_code_action_after_ollie_new_shows_in_the_chat(tmp_path: Path, scripte
         tmux.close()
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["after-its-end", "while-it-streams"])
+def test_a_prompt_typed_right_after_ollie_new_runs_and_shows_in_the_new_session(tmp_path: Path, scripted_llm,
+                                                                                streaming: bool):
+    """`:OllieNew` and, before the new chat has drawn, `:Ollie hello` (typed at once), after the first turn's end or
+    while it streams: the prompt runs in the new session and its chat shows it and its answer, and none of the first
+    turn's words (Bug: it ran in the session the chat left, and the chat then showed the new session empty)."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    first = Reply(text="First answer. " + "It goes on. " * 150, delay=0.05, chunk_size=6) if streaming else \
+        Reply.text("First answer.")
+    srv.script(first, Reply.text("Hello back."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie first question", "Enter")
+        tmux.wait(lambda s: "It goes on." in s if streaming else "First answer." in s and "(end)" in s,
+                  "the first answer")
+        tmux.keys(":OllieNew", "Enter", ":Ollie hello", "Enter")
+        done = tmux.keep("1-hello", tmux.wait(lambda s: "Hello back.\n\n(end)" in chat_of(s), "the answer"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-hello.png", (1000, 800))
+        chat = chat_of(done)
+        assert "## You\nhello" in chat and "first question" not in chat and "First answer." not in chat, done
+        assert "It goes on." not in chat, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    asked = [r.body["messages"] for r in srv.chat_requests]
+    assert len(asked) == 2 and "first question" not in json.dumps(asked[1]), asked
+
+
 def test_the_chat_shows_its_end_after_the_terminal_narrows(tmp_path: Path, scripted_llm):
     """A long answer, its end on screen in a 160-column terminal; the terminal narrows to 80×24 while the user is in
     the code: the chat, narrower, wraps it onto more rows and still shows its end (Bug: it kept its top line, and the

@@ -16,6 +16,8 @@ end
 vim.cmd("Ollie what does mul do?")
 H.wait_chat("It adds%.")
 H.wait_chat("_%(end%)_")
+-- The title comes with the session's state, apart from the turn's events: the statusline is read once it has it.
+H.wait(function() return H.ollie.statusline():find(" · what does mul", 1, true) ~= nil end, "the session's title")
 pick("default") -- the current one
 vim.cmd("OllieAgent")
 H.wait(function() return R.items ~= nil end, "the agent picker")

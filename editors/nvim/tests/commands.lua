@@ -29,7 +29,7 @@ H.release("slow")
 H.wait_chat("queued answer", 30000)
 H.wait_chat("_%(end%)_.*queued answer.*_%(end%)_", 30000)
 vim.cmd("OllieCompact")
-H.wait_chat("compact", 15000)
+H.wait_chat("compacted: %d+ messages", 15000) -- its answer (the command's own line says "/compact" at once)
 R.input_after = vim.api.nvim_buf_get_lines(H.current().input_buf, 0, -1, false)
 
 -- The daemon got a JSON object as initializationOptions (an empty Lua table would be `[]`).

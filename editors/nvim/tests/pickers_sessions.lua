@@ -102,8 +102,13 @@ H.results.titles_after_unarchive = vim.tbl_map(function(s) return s.title end, l
 -- protocol's error table words them. A session live elsewhere is labelled; loading it is refused (-32007),
 -- said on one line, and the chat stays where it was; a rename/archive refused (-32008) is said the same way.
 local requests = require("ollie.requests")
+local unarchived = ollie.current_session()
 ollie.new_session()
-U.wait(function() return ollie.current_session() end, "the chat's session")
+-- The chat on its new session and drawn (the unarchived one it showed was its session until then).
+U.wait(function()
+  local c = ollie.current()
+  return c ~= nil and c.session ~= unarchived and c.redrawing == nil
+end, "the chat on its new session")
 local here = ollie.current_session()
 local LIVE = "session is live elsewhere: session s-team1 is live on buildbox (pid 4242, user ana) since "
   .. "2026-11-30T22:00:00+00:00: it can be loaded once that daemon closes it, or its lease lapses"

@@ -84,7 +84,8 @@ R.gf_text = { file = vim.fn.expand("%:t"), transcript_kept = vim.api.nvim_win_ge
 -- A slash command typed in the input area: its output shows once.
 H.type_and_press("/usage")
 H.wait_chat("requests")
-vim.wait(500) -- a second copy would come right after the first
+-- Counted once the command's answer is handled too: the output comes as an event and as that answer.
+H.wait(function() return chat.commands_running == 0 end, "the /usage answer")
 R.usage_count = select(2, H.chat.text():gsub("requests", ""))
 R.input_after_command = vim.api.nvim_buf_get_lines(chat.input_buf, 0, -1, false)
 

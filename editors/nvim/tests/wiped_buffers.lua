@@ -21,12 +21,18 @@ H.wait_chat("third answer.*_%(end%)_")
 -- :bw of the transcript while a reply streams: the rest streams into the new one; at the end the whole turn shows.
 vim.cmd("Ollie fourth question")
 H.wait_chat("Streaming")
-vim.cmd("bwipeout! " .. H.current().transcript.buf)
-vim.wait(50)
+local wiped = H.current().transcript.buf
+vim.cmd("bwipeout! " .. wiped)
+H.wait(function() return H.current().transcript.buf ~= wiped end, "the transcript made anew")
+H.settle() -- what the plugin schedules after that (a window it would open) has run
 R.windows_mid_turn = #vim.fn.win_findbuf(H.current().transcript.buf)
-H.wait(function() return not H.current().running end, "the fourth turn's end", 20000)
+-- Its end, and the whole turn drawn again from the history (the new transcript showed it from `…` on).
+H.wait(function()
+  local c = H.current()
+  return not c.running and c.redrawing == nil and not c.redraw_at_end
+end, "the fourth turn's end drawn", 20000)
 H.wait_chat("fourth answer ends here")
-vim.wait(300)
+H.settle() -- an error of a callback the turn's end scheduled is in errmsg by then
 R.errmsg = vim.v.errmsg
 vim.cmd("OllieChat")
 H.finish()

@@ -143,6 +143,11 @@ end
 ---@param last_result string|nil how its last turn ended (ollie/session/load's `info.lastTurnResult`)
 function H:switch(session, after, last_result)
   local left = self.session
+  if self.redrawing and session ~= left then
+    -- What was held (a prompt typed right after :OllieNew waits for the new session) is the session left's: its
+    -- events are not drawn in this one.
+    self.redrawing.events, self.redrawing.ended = {}, nil
+  end
   self:set_session(session)
   self.running = false
   self:redraw(function()

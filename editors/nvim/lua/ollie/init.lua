@@ -174,27 +174,41 @@ function M.queue(text)
   end
 end
 
----Start a new session in this tab's chat.
-function M.new_session()
-  local c = ensure()
-  if not c then
-    return
-  end
-  client.request("ollie/session/new", vim.empty_dict(), function(err, res)
-    if err then
-      notify(err_text(err), vim.log.levels.WARN)
-      return
-    end
-    c:switch(res.session)
-  end)
-end
-
 ---How a loaded session's last turn ended (ollie/session/load's `info.lastTurnResult`), for its redraw.
 ---@param res table|nil
 ---@return string|nil
 local function last_result(res)
   local info = type(res) == "table" and res.info or nil
   return type(info) == "table" and type(info.lastTurnResult) == "string" and info.lastTurnResult or nil
+end
+
+---Switch chat `c` to the session `method` answers with (its `session`, else `id`). What is typed meanwhile waits
+---until that session is drawn, and goes there: a prompt typed right after :OllieNew ran in the session left, out of
+---sight, and the chat then showed the new one empty. Refused, the chat is drawn again and the prompts go on in it.
+---@param c ollie.Chat
+---@param method string
+---@param params table
+---@param id string|nil
+local function switch_by(c, method, params, id)
+  c:hold()
+  client.request(method, params, function(err, res)
+    if err == client.GONE or (err and err.unsent) then
+      return -- its daemon died: the restart draws the chat again (or lets what waits go back in the input)
+    elseif err then
+      notify(err_text(err), vim.log.levels.WARN)
+      return c:redraw()
+    end
+    c:switch(id or res.session, nil, last_result(res))
+  end)
+end
+
+---Start a new session in this tab's chat.
+function M.new_session()
+  local c = ensure()
+  if not c then
+    return
+  end
+  switch_by(c, "ollie/session/new", vim.empty_dict())
 end
 
 ---Switch this tab's chat to a saved session (resumed in the daemon first).
@@ -204,13 +218,7 @@ function M.load_session(id)
   if not c then
     return
   end
-  client.request("ollie/session/load", { session = id }, function(err, res)
-    if err then
-      notify(err_text(err), vim.log.levels.WARN)
-      return
-    end
-    c:switch(id, nil, last_result(res))
-  end)
+  switch_by(c, "ollie/session/load", { session = id }, id)
 end
 
 ---:OllieFork [turn]: a new session that goes on from a copy of this chat's conversation, up to the end of turn
@@ -227,13 +235,7 @@ function M.fork(arg)
     turn = tonumber(arg) or arg -- not a number: the daemon says what is wrong with it (-32602 naming `turn`)
   end
   c:with_session(function(session)
-    client.request("ollie/session/fork", { session = session, turn = turn }, function(err, res)
-      if err then
-        notify(err_text(err), vim.log.levels.WARN)
-        return
-      end
-      c:switch(res.session, nil, last_result(res))
-    end)
+    switch_by(c, "ollie/session/fork", { session = session, turn = turn })
   end)
 end
 
