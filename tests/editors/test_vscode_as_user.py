@@ -61,8 +61,8 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
     alone, an unsaved buffer the agent did not touch stays unsaved; an edit she rejects is not made, its card alone
     saying so (the step said it again, in red); Stop ends a turn while it streams; the edit of an open file only root
     may write is refused, saying why; a prompt queued while a turn streams runs after it, editing her file in root's
-    directory; after a window reload the chat shows that turn's changed files (one undone from there) and goes on in
-    its session. Screenshots: user-*.png."""
+    directory; after a window reload the chat shows that turn's changed files (one undone from there), the step she
+    rejected as rejected by her (it was a red failure, its card gone), and goes on in its session. Screenshots: user-*.png."""
     srv = scripted_llm("openai")
     queued, stopped = threading.Event(), threading.Event()
     srv.script(
@@ -107,6 +107,7 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
                  "Undo took back the agent's edit of calc.py alone, her line kept", "Stop ended the streaming turn",
                  "the agent's edit of a file she may not write was refused",
                  "the queued prompt ran after the turn",
+                 "after the reload the step she rejected reads as rejected by her, not as a failure",
                  "after a window reload the chat showed its session, the stopped turn too, the last turn's change "
                  "undone from it"):
         assert said in output, output[-4000:]

@@ -45,7 +45,7 @@ ${options.iconsUri ? `<link rel="stylesheet" href="${attr(options.iconsUri)}">\n
 <label class="approval" title="Approval mode: when Ollie asks before a step runs">
 <span class="codicon codicon-shield" aria-hidden="true"></span>
 <select id="approval" aria-label="Approval mode">
-<option value="ask" title="Ask before edits and commands">Ask before edits</option>
+<option value="ask" title="Ask before edits and commands">Ask first</option>
 <option value="auto-edit" title="Edit files without asking; ask before commands">Auto-edit</option>
 <option value="auto" title="Run everything without asking (the sandbox still applies)">Auto</option>
 <option value="read-only" title="Read and plan only: no edits, no commands that write">Read-only</option>

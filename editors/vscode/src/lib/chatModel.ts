@@ -2,7 +2,7 @@
 
 import { splitEditorContext, typedText } from "./promptContext";
 import type { OllieEvent, ToolImage } from "./protocol";
-import type { StepDiff, StepLocation, ToolStep } from "./steps";
+import { type StepDiff, type StepLocation, type ToolStep, isUserRejection } from "./steps";
 
 export type NoticeLevel = "info" | "error" | "exec" | "retry";
 
@@ -58,6 +58,8 @@ export type ChatItem =
   | { kind: "assistant"; id: number; text: string }
   | { kind: "reasoning"; id: number; text: string }
   | { kind: "tool"; id: number; name: string; args: string; result?: string; isError: boolean; step?: ToolStep; steps?: ToolStep[]; images?: ToolImage[];
+      /** The user did not allow it (its result says so): drawn as rejected, not as a failure. */
+      rejected?: boolean;
       /** Not drawn: the user rejected it in its question's card, which says so with the step's diff. */
       rejectedInCard?: boolean }
   | { kind: "notice"; id: number; level: NoticeLevel; text: string }
@@ -338,10 +340,12 @@ export class ChatModel {
     if (item) {
       item.result = event.content;
       item.isError = failed;
-      // The step the user rejected in its card: its failure, in red under the card's "Rejected", said it twice.
-      const title = event.tool?.title ?? item.step?.title;
-      if (failed && title && event.content.startsWith("rejected: the user did not allow ") && this.answeredHere("reject", title)) {
-        item.rejectedInCard = true;
+      // A step the user rejected is no failure: a resumed chat, whose cards are gone, says it was her No. One rejected
+      // in its card here is not drawn at all: its failure, in red under the card's "Rejected", said it twice.
+      if (failed && isUserRejection(event.content)) {
+        item.rejected = true;
+        const title = event.tool?.title ?? item.step?.title;
+        if (title && this.answeredHere("reject", title)) item.rejectedInCard = true;
       }
       Object.assign(item, withSteps({ ...item }, event));
       return item;

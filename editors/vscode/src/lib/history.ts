@@ -303,6 +303,8 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
     if (!title && !info.lastTurnResult && id !== current) continue;
     const when = relativeTime(info.lastActive ?? info.createdAt, now);
     const agent = typeof info.agent === "string" ? info.agent : "";
+    // As Neovim's picker and the terminal's /sessions: two sessions of one title made in one minute differ by it.
+    const turns = typeof info.turns === "number" && Number.isInteger(info.turns) && info.turns >= 0 ? `${info.turns} turn${info.turns === 1 ? "" : "s"}` : "";
     // Another daemon sharing the store runs it now (`liveOn`): loading it here is refused until that one lets go.
     const liveOn = typeof info.liveOn === "string" && info.liveOn ? info.liveOn : undefined;
     // Shared to a team channel (docs/TEAM.md): whose it is and which team.
@@ -311,7 +313,7 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
       id,
       title,
       label: title || "Untitled session",
-      description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", shared, when, agent, info.archived === true ? "archived" : ""]
+      description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", shared, when, turns, agent, info.archived === true ? "archived" : ""]
         .filter(Boolean)
         .join(" · "),
       current: id === current,

@@ -107,15 +107,33 @@ export function parseToolSteps(raw: unknown): ToolStep[] | undefined {
   return raw.map(parseToolStep).filter((s): s is ToolStep => s !== undefined);
 }
 
-const STATUS_ICONS: Record<StepStatus, { icon: string; label: string }> = {
+/** A step's status as the chat draws it: the daemon's, or `rejected` for one the user did not allow (not a failure). */
+export type ShownStatus = StepStatus | "rejected";
+
+const STATUS_ICONS: Record<ShownStatus, { icon: string; label: string }> = {
   pending: { icon: "circle-large-outline", label: "pending" },
   in_progress: { icon: "loading", label: "in progress" },
   completed: { icon: "pass", label: "completed" },
   failed: { icon: "error", label: "failed" },
+  rejected: { icon: "circle-slash", label: "rejected by you" },
 };
 
+// The start of the result the engine gives a step the user answered No (ollie.agent.approval; PROTOCOL.md).
+const USER_REJECTED = "rejected: the user did not allow ";
+
+/** Whether a failed step's result says the user rejected it (it did not run: no error). */
+export function isUserRejection(result: string): boolean {
+  return result.startsWith(USER_REJECTED);
+}
+
+/** The line under a rejected step's title: what it was, and the feedback given with the No. */
+export function rejectedLine(result: string): string {
+  const feedback = /\nThe user's feedback: ([^]*)$/.exec(result)?.[1].trim();
+  return feedback ? `Rejected by you, not run. Your feedback: ${feedback}` : "Rejected by you, not run";
+}
+
 /** The codicon (without `codicon-`) and the spoken label for a step status. */
-export function statusIcon(status: StepStatus): { icon: string; label: string } {
+export function statusIcon(status: ShownStatus): { icon: string; label: string } {
   return STATUS_ICONS[status] ?? STATUS_ICONS.pending;
 }
 

@@ -4,7 +4,7 @@ import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS, imageLabels } from "../lib/history";
 import { askingStep, questionA11y } from "../lib/question";
-import { StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
+import { type ShownStatus, StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, rejectedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { type ToolImage } from "../lib/protocol";
 import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
@@ -105,14 +105,14 @@ function locationLinks(locations: readonly StepLocation[]): HTMLElement {
   return box;
 }
 
-function stepRow(step: ToolStep, className: string, locations = step.locations): HTMLElement {
+function stepRow(step: ToolStep, className: string, locations = step.locations, shown: ShownStatus = step.status): HTMLElement {
   const row = el("div", className);
-  row.dataset.status = step.status;
+  row.dataset.status = shown;
   row.dataset.stepId = step.id;
-  const status = statusIcon(step.status);
+  const status = statusIcon(shown);
   const statusNode = icon(status.icon, status.label);
   statusNode.classList.add("status-icon");
-  if (step.status === "in_progress") statusNode.classList.add("codicon-modifier-spin");
+  if (shown === "in_progress") statusNode.classList.add("codicon-modifier-spin");
   row.append(statusNode, icon(kindIcon(step.kind)), elWithCode("span", "step-title", step.title));
   if (locations.length) row.append(locationLinks(locations));
   return row;
@@ -126,13 +126,15 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
     status: legacyStatus(item.result, item.isError),
     locations: [],
   };
+  // One the user rejected reads as her No, not as a failure (red, in the words the model gets).
+  const shown: ShownStatus = item.rejected ? "rejected" : step.status;
   node.dataset.toolName = item.name;
   node.hidden = item.rejectedInCard === true;
-  node.dataset.state = item.result === undefined ? "running" : item.isError ? "error" : "done";
-  node.dataset.status = step.status;
+  node.dataset.state = item.result === undefined ? "running" : item.rejected ? "rejected" : item.isError ? "error" : "done";
+  node.dataset.status = shown;
   node.dataset.kind = step.kind;
-  node.setAttribute("aria-label", `${step.title}: ${statusIcon(step.status).label}`);
-  (node.querySelector(".step-head") as HTMLElement).replaceChildren(stepRow(step, "step-row", headLocations(step, item.steps)));
+  node.setAttribute("aria-label", `${step.title}: ${statusIcon(shown).label}`);
+  (node.querySelector(".step-head") as HTMLElement).replaceChildren(stepRow(step, "step-row", headLocations(step, item.steps), shown));
   // Which hosts the step reached (or was denied), under its title: not only inside "Input and output".
   (node.querySelector(".step-network") as HTMLElement).replaceChildren(...(step.network ?? []).map((c) => {
     const row = el("div", `connection ${c.verdict === "allowed" ? "allowed" : "denied"}`);
@@ -166,10 +168,11 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
   // A failure says why in one line under the title, a command that ran what it ended with (the tests' summary: it
   // showed only a check mark, the output a click away); the whole output stays one click away.
-  const why = item.isError ? failureLine(item.result ?? "") : "";
+  const why = item.isError && !item.rejected ? failureLine(item.result ?? "") : "";
   const ended = !item.isError && step.kind === "execute" && step.status === "completed" ? outcomeLine(item.result ?? "") : "";
   headLine(node, "step-error", why);
   headLine(node, "step-outcome", ended);
+  headLine(node, "step-rejected", item.rejected ? rejectedLine(item.result ?? "") : "");
 }
 
 /** The images a step's tool returned (what the model was shown), drawn once; one the daemon sent without its data

@@ -3,7 +3,8 @@
 // and root's lib/ dir with her lib/util.py in it): the daily loop. The user has an unsaved line in notes.txt and one in
 // calc.py; a prompt's edit of calc.py is approved and shows in its buffer, saved with her line (the question says so),
 // and the approved test command runs the fix, and Undo takes back the edit alone; an edit of the test she rejects is
-// not made (its card says so, the step not again in red); Stop ends a turn while its reply streams; the agent's edit of
+// not made (its card says so, the step not again in red; after the reload, its card gone, the step says she rejected
+// it: it was a red failure); Stop ends a turn while its reply streams; the agent's edit of
 // lib.py, which she may not write, is refused unasked; a prompt queued while a turn streams runs after it (editing
 // lib/util.py); the window reloads, the chat shows its session with that turn's changed files, one is undone, and the
 // chat goes on in the session. A screenshot at each stage (user-*.png).
@@ -160,6 +161,15 @@ await withVSCode(
     await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ timeout: waitMs });
     const changes = chat.locator(".item.changes", { has: chat.locator('a.file-link[data-path="lib/util.py"]') });
     await changes.waitFor({ timeout: waitMs });
+    // The step she rejected (its card is gone) reads as her No, not as a failure in red in the model's words.
+    const rejected = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit test_calc.py" }) });
+    await rejected.locator('.step-row[data-status="rejected"]').waitFor({ timeout: waitMs });
+    const says = await rejected.locator(".step-rejected").textContent();
+    if (says !== "Rejected by you, not run" || (await rejected.locator(".step-error").count())) throw new Error(`the rejected step reads ${JSON.stringify(says)}`);
+    await rejected.scrollIntoViewIfNeeded();
+    await screenshot("user-rejected-after-reload");
+    log("after the reload the step she rejected reads as rejected by her, not as a failure");
+    await changes.scrollIntoViewIfNeeded();
     await screenshot("user-reloaded");
     await changes.locator('button[data-action="undo"][data-path="lib/util.py"]').click();
     await changes.locator("li.undone", { hasText: "lib/util.py" }).waitFor({ timeout: waitMs });

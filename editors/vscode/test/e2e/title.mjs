@@ -3,8 +3,10 @@
 // `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name: both from the
 // buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none). A prompt's
 // "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)", and the chat says so and that
-// the files stay as they are; the history lists both, and
-// "Ollie: Fork Chat" forks the whole chat. The composer names the model and a non-default agent; a click switches.
+// the files stay as they are; the history lists both, each row with its turns (it said none: two sessions of one title
+// were not told apart), and "Ollie: Fork Chat" forks the whole chat. The header shows the whole title (two lines) at
+// the default width, and in a side bar dragged narrow, the approval picker under it ("Ask before edits" beside it cut
+// it to ten letters or so). The composer names the model and a non-default agent; a click switches.
 // Then, in the same window (scenario hosthung): a prompt sent while the extension host hangs, and which it never takes
 // (it is killed, and VS Code starts another), comes back in the input of the chat made anew, said, and goes when sent
 // again. (The page cleared its input as it posted: the prompt was in neither the chat nor the input.)
@@ -49,6 +51,51 @@ async function leftOf(chat, notice, word) {
 }
 
 const header = (chat, text) => chat.locator("#title", { hasText: text });
+
+// Whether the header's title shows whole (not cut by the approval picker beside it), and where the picker is.
+const titleLayout = (chat) => chat.locator("#title").evaluate((title) => {
+  const picker = document.querySelector(".approval").getBoundingClientRect();
+  const whole = title.clientWidth > 0 && title.scrollWidth <= title.clientWidth && title.scrollHeight <= title.clientHeight;
+  return { whole, below: picker.top >= title.getBoundingClientRect().bottom - 1 };
+});
+
+/** Drag the secondary side bar's edge by `dx` pixels, as a user does; resolves once its width changed so. */
+async function dragSideBar(page, dx) {
+  const bar = page.locator(".part.auxiliarybar");
+  const before = await bar.boundingBox();
+  const sashes = await page.locator(".monaco-sash.vertical").all();
+  let edge;
+  for (const sash of sashes) {
+    const box = await sash.boundingBox();
+    if (box && Math.abs(box.x + box.width / 2 - before.x) < 6) edge = box;
+  }
+  if (!edge) throw new Error("no sash on the side bar's edge");
+  const y = edge.y + edge.height / 2;
+  await page.mouse.move(edge.x + edge.width / 2, y);
+  await page.mouse.down();
+  await page.mouse.move(edge.x + edge.width / 2 + dx, y, { steps: 8 });
+  await page.mouse.up();
+  await until("the side bar resized", async () => Math.abs((await bar.boundingBox()).width - (before.width - dx)) < 3);
+  return before.width - dx;
+}
+
+/** The chat's title, "Sea haiku (fork)", shows whole at the default width (the picker beside it) and in a side bar
+ * dragged narrow (the picker under it): it was cut to ten letters or so by "Ask before edits". */
+async function headerFits(page, chat, screenshot) {
+  let layout = await titleLayout(chat);
+  if (!layout.whole || layout.below) throw new Error(`at the default width the header cuts the title or wraps: ${JSON.stringify(layout)}`);
+  await screenshot("header-default-width");
+  const width = await dragSideBar(page, 90);
+  await until("the narrow header's title shown whole, the picker under it", async () => {
+    layout = await titleLayout(chat);
+    return layout.whole && layout.below;
+  }).catch(() => {
+    throw new Error(`in a side bar ${width}px wide the header shows ${JSON.stringify(layout)}`);
+  });
+  await screenshot("header-narrow");
+  await dragSideBar(page, -90);
+}
+
 const repoSettings = (model, agent, title) => JSON.stringify({ "ollie.model": model, "ollie.agent": agent, "ollie.serverCommand": "/bin/false", "window.title": title });
 const files = { ".vscode/settings.json": repoSettings("repo-dear-model", "yolo", "repo-before") };
 
@@ -62,6 +109,10 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await send(chat, PROMPT);
     await chat.locator(".item.assistant", { hasText: "The sea rolls in" }).waitFor({ timeout: waitMs });
     await header(chat, PROMPT).waitFor({ timeout: waitMs });
+    // Whole, on two lines beside the approval picker at the default width (it was cut to "Write a h...").
+    await until("the whole title in the header", async () => (await titleLayout(chat)).whole).catch(async () => {
+      throw new Error(`the header cuts the title: ${JSON.stringify(await titleLayout(chat))}`);
+    });
     if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before the title was checked");
     await screenshot("title-during-first-turn");
     log("the header showed the first prompt's title while its turn streamed");
@@ -108,8 +159,15 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await row("Sea haiku (fork)").first().waitFor({ timeout: waitMs });
     await screenshot("fork-in-history");
     if (!(await row("Sea haiku").count() >= 2)) throw new Error("the history does not list the source beside its fork");
+    // Each row says its turns, as Neovim's picker and the terminal's /sessions do: the source ran two.
+    const rows = await row("Sea haiku").allTextContents();
+    const source = rows.find((r) => !r.includes("(fork)")) ?? "";
+    if (!/· 2 turns\b/.test(source) || !rows.every((r) => /· \d+ turns?\b/.test(r))) throw new Error(`the history rows do not say their turns: ${JSON.stringify(rows)}`);
     await page.keyboard.press("Escape");
-    log("Fork from here switched the chat to a fork up to that turn, and the history lists both");
+    await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: waitMs });
+    log("Fork from here switched the chat to a fork up to that turn, and the history lists both, each with its turns");
+    await headerFits(page, chat, screenshot);
+    log("the header shows the whole title at the default width and in a narrow side bar, the approval picker compact");
 
     // 5. "Ollie: Fork Chat": the whole chat, forked again.
     await runCommand(page, "Ollie: Fork Chat");

@@ -157,6 +157,7 @@ test("a step rejected in its question's card is not drawn again as a failure; on
   event("call", "{}", "pending", "Edit other.py");
   const [other] = event("tool", "rejected: the user did not allow 'Edit other.py'; it was not run.", "failed", "Edit other.py");
   assert.equal(other.kind === "tool" && other.rejectedInCard, undefined);
+  assert.equal(other.kind === "tool" && other.rejected, true, "drawn as rejected, not as a failure");
 });
 
 test("a queued prompt's turn starts (its `user` event): it is no longer queued, and comes after the turn before", () => {

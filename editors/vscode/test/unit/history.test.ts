@@ -4,6 +4,7 @@ import { ChatModel, unsavedTail } from "../../src/lib/chatModel";
 import { OllieEvent } from "../../src/lib/protocol";
 import { contextToMarkdown, forkNotice, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
 import { splitEditorContext } from "../../src/lib/promptContext";
+import { rejectedLine } from "../../src/lib/steps";
 
 const messages = [
   { role: "system", content: "sys" },
@@ -102,6 +103,23 @@ test("resumed steps are the live chat's: title, status (failed too), locations w
   assert.equal(second.step?.status, "failed");
   assert.equal(second.isError, true);
   assert.deepEqual(second.steps?.map((s) => [s.title, s.status]), [["Read calc.py", "completed"], ["Read missing.py", "failed"]]);
+});
+
+test("a resumed step the user rejected reads as her No (its card is gone), not as a failure; one that failed still fails", () => {
+  const step = (title: string) => ({ id: title, kind: "edit", title, locations: [], status: "failed" });
+  const items = historyItems([
+    { role: "user", content: "make the test stricter" },
+    { role: "assistant", content: "", tool_calls: [{ id: "1", name: "file_edit", arguments: "{}", tool: step("Edit test.py") }, { id: "2", name: "file_edit", arguments: "{}", tool: step("Edit b.py") }] },
+    { role: "tool", content: "rejected: the user did not allow 'Edit test.py'; it was not run.\nThe user's feedback: keep it loose", name: "file_edit", tool_call_id: "1", tool: step("Edit test.py") },
+    { role: "tool", content: "error: b.py: no such file", name: "file_edit", tool_call_id: "2", tool: step("Edit b.py") },
+  ]);
+  const [rejected, failed] = items.filter((i) => i.kind === "tool");
+  assert.ok(rejected.kind === "tool" && failed.kind === "tool");
+  assert.equal(rejected.rejected, true);
+  assert.equal(rejected.rejectedInCard, undefined, "no card here says it: the step does");
+  assert.equal(rejectedLine(rejected.result ?? ""), "Rejected by you, not run. Your feedback: keep it loose");
+  assert.equal(failed.rejected, undefined);
+  assert.equal(failed.isError, true);
 });
 
 test("a resumed step keeps its connections (tool.network, saved with the session)", () => {

@@ -93,7 +93,7 @@ test("the chat page is accessible: a log for the transcript, labelled controls, 
   assert.match(html, /<select id="approval" aria-label="Approval mode">/);
   // The mode a user reads never looks like an agent's name (the agent picker lists `ask`, as `/agent ask` takes it).
   const labels = [...html.matchAll(/<option value="[^"]+"[^>]*>([^<]+)</g)].map((m) => m[1]);
-  assert.deepEqual(labels, ["Ask before edits", "Auto-edit", "Auto", "Read-only"]);
+  assert.deepEqual(labels, ["Ask first", "Auto-edit", "Auto", "Read-only"], "short: the header gives the title the room");
   const agents = fs.readdirSync(path.join(root, "..", "..", "agents")).filter((f) => f.endsWith(".json")).map((f) => f.slice(0, -5));
   assert.ok(agents.includes("ask"), `agents: ${agents}`);
   for (const label of labels) assert.ok(!agents.includes(label.toLowerCase()), `the approval mode "${label}" reads like the agent "${label.toLowerCase()}"`);

@@ -17,13 +17,14 @@ test("relative times read like a person would say them", () => {
   assert.equal(relativeTime("not a date", NOW), "");
 });
 
-test("history entries: title (or Untitled), current, when, agent, archived; empty unnamed sessions left out", () => {
+test("history entries: title (or Untitled), current, when, turns, agent, archived; empty unnamed sessions left out", () => {
   const entries = historyEntries(
     [
-      { id: "1-a", title: "Fix the parser", agent: "default", lastActive: "2026-11-30T10:00:00Z" },
-      { id: "2-b", title: "  ", agent: "default", createdAt: "2026-11-30T11:59:00Z", archived: true },
+      { id: "1-a", title: "Fix the parser", agent: "default", lastActive: "2026-11-30T10:00:00Z", turns: 2 },
+      { id: "2-b", title: "  ", agent: "default", createdAt: "2026-11-30T11:59:00Z", archived: true, turns: 1 },
       { id: "3-c", title: "", createdAt: "2026-11-30T11:00:00Z", lastTurnResult: null },
-      { id: "4-d", title: "The migration", agent: "default", lastActive: "2026-11-30T10:00:00Z", owner: "alice", team: "backend" },
+      { id: "4-d", title: "The migration", agent: "default", lastActive: "2026-11-30T10:00:00Z", owner: "alice", team: "backend", turns: "x" },
+      { id: "5-e", title: "Fix the parser", lastActive: "2026-11-30T10:00:00Z", turns: 0 },
       { title: "no id" },
       "junk",
     ],
@@ -31,9 +32,10 @@ test("history entries: title (or Untitled), current, when, agent, archived; empt
     NOW,
   );
   assert.deepEqual(entries, [
-    { id: "1-a", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · default", current: false, archived: false },
-    { id: "2-b", title: "", label: "Untitled session", description: "current · 1 min ago · default · archived", current: true, archived: true },
+    { id: "1-a", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · 2 turns · default", current: false, archived: false },
+    { id: "2-b", title: "", label: "Untitled session", description: "current · 1 min ago · 1 turn · default · archived", current: true, archived: true },
     { id: "4-d", title: "The migration", label: "The migration", description: "team backend · alice · 2 h ago · default", current: false, archived: false },
+    { id: "5-e", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · 0 turns", current: false, archived: false },
   ]);
   assert.deepEqual(historyEntries(undefined, undefined, NOW), []);
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
+import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, rejectedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -161,4 +161,11 @@ test("a command that ran shows the line its output ended with: a test run's summ
   assert.equal(outcomeLine("tests passed\n[stderr]\n"), "tests passed");
   assert.equal(outcomeLine("[step 1 bash] exit 0\n"), "");
   assert.equal(outcomeLine("y".repeat(300)), `${"y".repeat(197)}…`);
+});
+
+test("a step the user rejected says so under its title, with her feedback, and has its own (not red) icon", () => {
+  assert.equal(rejectedLine("rejected: the user did not allow 'Edit a.py'; it was not run."), "Rejected by you, not run");
+  assert.equal(rejectedLine("rejected: the user did not allow 'Edit a.py'; it was not run.\nThe user's feedback: use b.py\nand c.py"),
+    "Rejected by you, not run. Your feedback: use b.py\nand c.py");
+  assert.deepEqual(statusIcon("rejected"), { icon: "circle-slash", label: "rejected by you" });
 });
