@@ -53,10 +53,12 @@ _DEFERRED = ("ollie.workspace.checkpoints", "ollie.workspace.treewatch", "ollie.
              "ollie.sandbox.rules", "ollie.sandbox.process")
 # What only a slash command, an agent switch (or the agents' list) or a compaction needs: loaded by the first one.
 _FEATURES = ("ollie.agent.commands", "ollie.agent.commands_info", "ollie.agent.agentswitch", "ollie.agent.compaction")
-# What a first turn loads only after its first token (its reply's end: the history's marks, calls written as text),
-# or another request (a history page, the sessions' list, the backend's health) loads.
+# What a first turn loads only after its first token (its reply's end: the history's marks, calls written as text;
+# the runner's spawn as it ends), or a later request (a history page, the sessions' list, the backend's health) or a
+# first tool call (its results, the readers' list, the locks) loads.
 _AFTER_TOKEN = ("ollie.agent.history", "ollie.agent.textcalls", "ollie.sessions.cursor", "ollie.backend.health",
-                "ollie.sessions.logparse")
+                "ollie.sessions.logparse", "ollie.tools.execute.results", "ollie.tools.execute.spawn",
+                "ollie.tools.execute.readers", "ollie.tools.execute.flock")
 for _name, _modules in (("*DEFERRED", _DEFERRED), ("*FEATURES", _FEATURES), ("*AFTER_TOKEN", _AFTER_TOKEN)):
     _WATCHED = _WATCHED.replace(_name, ", ".join(map(repr, _modules)))
 

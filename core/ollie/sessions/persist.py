@@ -451,9 +451,8 @@ def load(sessions_dir: Path | str, session_id: str) -> Session:
     url = store_url()
     if not url:
         return SessionFile(sessions_dir, session_id).load()
-    from ollie.sessions.pg import log as pg_log
-
     from ollie.sessions.logparse import parse
+    from ollie.sessions.pg import log as pg_log
     data = pg_log.read_rounds(url, validate_session_id(session_id))
     if data is None:
         raise SessionFileNotFoundError(f"session {session_id} is not saved in the store")
