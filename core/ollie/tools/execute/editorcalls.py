@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # the call machinery, its results and the editor's knowledge 
     from ollie.tools.editor.knowledge import EditorKnowledge
     from ollie.tools.execute.context import CallContext
     from ollie.tools.execute.results import Section
-    from ollie.tools.execute.spawn import RunOutcome
 
 # No script lives here: the path only marks a script as answered by the editor.
 EDITOR_ROOT = Path("/nonexistent/ollie-editor-tools")
@@ -36,14 +35,6 @@ EDITOR_SCRIPTS: dict[str, ToolScript] = {
 def is_editor_script(script: ToolScript) -> bool:
     """Whether `script` is one of the editor tools (answered in-process, never run)."""
     return script.path.parent == EDITOR_ROOT
-
-
-def _outcome(text: str, limit: int) -> RunOutcome:
-    from ollie.tools.execute.spawn import RunOutcome
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return RunOutcome(stdout=data, exit_code=0)
-    return RunOutcome(stdout=data[:limit].decode("utf-8", errors="ignore").encode("utf-8"), exit_code=0, truncated=True)
 
 
 async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript, label: str,
@@ -68,4 +59,6 @@ async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript
         return Section(label, RunOutcome(error=str(exc)))
     except TimeoutError:
         return Section(label, RunOutcome(error=f"{script.name}: the editor did not answer within {ctx.timeout:g} s"))
-    return Section(label, _outcome(text, ctx.runner.output_limit))
+    data, limit = text.encode("utf-8"), ctx.runner.output_limit
+    cut = data[:limit].decode("utf-8", errors="ignore").encode("utf-8") if len(data) > limit else data
+    return Section(label, RunOutcome(stdout=cut, exit_code=0, truncated=len(data) > limit))
