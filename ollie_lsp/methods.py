@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pygls.exceptions import JsonRpcException
 
 from ollie.agent.editorcontext import context_labels
-from ollie.agent.history import page_records, prompt_turns, turn_marks, wire_messages
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
 from ollie.backend import images
@@ -20,7 +19,6 @@ from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.paths import session_dir
-from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace.bounds import LISTED
@@ -238,6 +236,7 @@ async def state(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
 @method("ollie/context", ContextParams)
 async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     """The system prompt and a page of the messages the next request would send, with their total."""
+    from ollie.agent.history import page_records, prompt_turns, turn_marks, wire_messages  # not a first token's
     live = await ls.table.get(p.session)
     core = live.core
     # The prompt commands wait for the first need (session/new does not run them): this is one.
@@ -472,6 +471,7 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 @method("ollie/session/list", SessionListParams)
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
+    from ollie.sessions.cursor import from_cursor, to_cursor  # not a first token's
     records = ls.table.records
     with invalid_params("cursor"):
         after = from_cursor(p.cursor)

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from agentkit import sent_messages
 
-from ollie.agent import review
 from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
 from ollie.backend.types import Message
-from ollie.sessions import persist
+from ollie.sessions import logparse, persist
 from ollie.testing import Reply
 from ollie.workspace.errors import StaleChange
 
@@ -143,7 +142,7 @@ async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scri
     core, _ = await _two_turns(scripted_llm, make_core, workdir)
     loop_thread = threading.current_thread()
     on_loop: list[str] = []
-    to_dict, checked = Message.to_dict, review.checked_messages
+    to_dict, checked = Message.to_dict, logparse.checked_messages
 
     def encoded(message: Message) -> dict:
         if threading.current_thread() is loop_thread:
@@ -156,7 +155,7 @@ async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scri
         return checked(data)
 
     monkeypatch.setattr(Message, "to_dict", encoded)
-    monkeypatch.setattr(review, "checked_messages", read)
+    monkeypatch.setattr(logparse, "checked_messages", read)  # the backup's reader
     await core.rewind()
     back = await core.rewind_undo()
     assert back.turn == 2 and len(core.session.messages) == 6

@@ -8,6 +8,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ class Watch:  # a finder, not an audit hook: importlib.import_module (a lazy exp
                 "pydantic", "httpx", "click", "sqlite3", "secrets") or name in (
                 "ollie.agent.core", "ollie.agent.toolround", "ollie.sandbox.egress", "ollie.tools.execute.executors",
                 "ollie.tools.execute.context", "ollie.tools.editor.answers", "ollie.tools.editor.queries",
-                "ollie.tools.editor.knowledge", *DEFERRED, *FEATURES)):
+                "ollie.tools.editor.knowledge", *DEFERRED, *FEATURES, *AFTER_TOKEN)):
             with open(log, "a") as f:
                 f.write(name + "\\n")
 sys.meta_path.insert(0, Watch())
@@ -52,14 +53,22 @@ _DEFERRED = ("ollie.workspace.checkpoints", "ollie.workspace.treewatch", "ollie.
              "ollie.sandbox.rules", "ollie.sandbox.process")
 # What only a slash command, an agent switch (or the agents' list) or a compaction needs: loaded by the first one.
 _FEATURES = ("ollie.agent.commands", "ollie.agent.commands_info", "ollie.agent.agentswitch", "ollie.agent.compaction")
-for _name, _modules in (("*DEFERRED", _DEFERRED), ("*FEATURES", _FEATURES)):
+# What a first turn loads only after its first token (its reply's end: the history's marks, calls written as text;
+# the runner's spawn as it ends), or a later request (a history page, the sessions' list, the backend's health) or a
+# first tool call (its results, the readers' list, the locks) loads.
+_AFTER_TOKEN = ("ollie.agent.history", "ollie.agent.textcalls", "ollie.sessions.cursor", "ollie.backend.health",
+                "ollie.sessions.logparse", "ollie.tools.execute.results", "ollie.tools.execute.spawn",
+                "ollie.tools.execute.readers", "ollie.tools.execute.flock")
+for _name, _modules in (("*DEFERRED", _DEFERRED), ("*FEATURES", _FEATURES), ("*AFTER_TOKEN", _AFTER_TOKEN)):
     _WATCHED = _WATCHED.replace(_name, ", ".join(map(repr, _modules)))
 
 
-async def _first_turn(log: Path, env: dict[str, str], workspace: Path, *, turn: bool = True) -> list[str]:
+async def _first_turn(log: Path, env: dict[str, str], workspace: Path, *, turn: bool = True,
+                      hold: threading.Event | None = None) -> list[str]:
     """Start the watched daemon, answer a first turn (unless not `turn`), read the state; the modules it logged.
 
-    Without a turn, those it logged by the state's answer (its shutdown records the session).
+    Without a turn, those it logged by the state's answer (its shutdown records the session). With `hold` (the
+    scripted reply's), "(first-token)" is logged as its first token arrives, and the reply is let end after.
     """
     # No proxy from this machine's environment unless `env` sets one.
     server_env = {k: v for k, v in child_env(env).items() if not k.lower().endswith("_proxy") or k in env}
@@ -71,7 +80,14 @@ async def _first_turn(log: Path, env: dict[str, str], workspace: Path, *, turn: 
             capabilities=capabilities(), root_uri=workspace.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")])), 30)
         if turn:
-            result = await asyncio.wait_for(client.protocol.send_request_async("ollie/submit", {"text": "hi"}), 30)
+            submit = asyncio.ensure_future(client.protocol.send_request_async("ollie/submit", {"text": "hi"}))
+            if hold is not None:  # the reply is held before its end: what its end loads is not loaded yet
+                wire = client.ollie_wire  # type: ignore[attr-defined]
+                await eventually(lambda: any(k == "event" and e["role"] == "assistant" for k, e in wire), "a token")
+                with log.open("a") as f:
+                    f.write("(first-token)\n")
+                hold.set()
+            result = await asyncio.wait_for(submit, 30)
             assert result["reply"] == "hello"
         await asyncio.wait_for(client.protocol.send_request_async("ollie/state", {}), 30)
         answered = log.read_text().split() if log.exists() else []
@@ -82,13 +98,17 @@ async def _first_turn(log: Path, env: dict[str, str], workspace: Path, *, turn: 
 
 
 async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, tmp_path):
-    llm.script(Reply.text("hello"), Reply.text("hello"))
+    holds = threading.Event(), threading.Event()
+    llm.script(Reply.text("hello", hold=holds[0]), Reply.text("hello", hold=holds[1]))
     workspace = tmp_path / "ws"
     workspace.mkdir()
     # Params, the agent config and the sandbox policies are checked by ollie.shapes (attrs and cattrs, which
     # pygls loads anyway): pydantic never loads, on a first start or a later one.
-    first = await _first_turn(tmp_path / "first.log", llm.env(), workspace)
-    later = await _first_turn(tmp_path / "later.log", llm.env(), workspace)
+    first = await _first_turn(tmp_path / "first.log", llm.env(), workspace, hold=holds[0])
+    later = await _first_turn(tmp_path / "later.log", llm.env(), workspace, hold=holds[1])
+    # Nothing of _AFTER_TOKEN by the first token, on either start.
+    by_token = first[:first.index("(first-token)")] + later[:later.index("(first-token)")]
+    assert [m for m in by_token if m in _AFTER_TOKEN] == []
     assert "ollie.agent.core" in first and "ollie.agent.core" in later
     # No full pass of the collector over pygls' and lsprotocol's objects while the daemon's own modules load.
     assert "(full-collection)" not in first[:first.index("ollie.agent.core")] + later[:later.index("ollie.agent.core")]
@@ -102,7 +122,7 @@ async def test_a_first_turn_imports_no_pydantic_and_httpx_without_its_cli(llm, t
     # nothing; nor the slash commands, agent switching or compaction (_FEATURES). (The fork server starts as the
     # reply begins, and the policy's setup warnings are read as the turn ends: the runner and the sandbox's spawn
     # load then.)
-    loaded = [m for m in first + later if m.startswith("ollie.") and m != "ollie.agent.core"]
+    loaded = [m for m in first + later if m.startswith("ollie.") and m not in ("ollie.agent.core", *_AFTER_TOKEN)]
     assert [m for m in loaded if m not in _DEFERRED or m.startswith("ollie.workspace.")] == []
 
 

@@ -146,3 +146,17 @@ async def test_the_symbol_form_asks_at_the_name_of_each_match_and_takes_a_contai
     assert both.text.endswith("m.py:2:9: def add(self, a, b):\nm.py:5:5: def add(a, b):")
     missing = await tool(server, "editor_references", "--symbol=subtract")
     assert not missing.is_error and "no symbol named `subtract` in the workspace" in missing.text
+
+
+async def test_an_answer_past_the_output_limit_is_cut_on_a_character_and_said_so(ws: Workspace) -> None:
+    class Many(Editor):
+        async def symbols(self, query: str) -> list[Symbol]:
+            return [Symbol("é" * 1001, "function", self.work / "m.py", n, 1) for n in range(1, 50)]
+
+    server = ws.server()
+    server.set_editor(Many(ws.work))
+    result = await server.call("call_tool", {"calls": [{"tool": "editor_symbols", "args": ["é"]}]})
+    assert not result.is_error, result.text
+    body, _, note = result.text.partition("\n[note] ")
+    assert note.startswith("stdout truncated: only the first 64 KB") and "\ufffd" not in body
+    assert 60_000 < len(body.encode()) <= 64 * 1024 + 100  # the call's header line too

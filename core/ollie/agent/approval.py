@@ -26,7 +26,6 @@ from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, Pi
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import NOBODY, outside_parts, step_of
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie.tools.execute.readers import READER_SCRIPTS, SHELL_SYNTAX, is_read_only_command, without_stderr_joined
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
@@ -145,6 +144,7 @@ def _covered(code: str, always: set[str]) -> bool:
     """Whether "Allow always" rules cover `code`: each of its piped parts only reads or starts with an allowed
     prefix, and it has no other shell syntax (`pytest && rm -rf src`, or a second line, is no `pytest` command) nor
     variables set before it (`PATH=. mkdir` runs the workspace's `./mkdir`)."""
+    from ollie.tools.execute.readers import SHELL_SYNTAX, is_read_only_command, without_stderr_joined
     line = without_stderr_joined(code)  # `pytest 2>&1 | tail` is still pytest's
     if not line or SHELL_SYNTAX.search(line):
         return False
@@ -335,6 +335,7 @@ class ApprovalGate:
         return why
 
     def _needs_asking(self, mode: str, plan: _Plan) -> bool:
+        from ollie.tools.execute.readers import is_read_only_command  # loaded by a first call, not with the engine
         kind = plan.question.kind
         if kind in NEVER_ASK:
             return False
@@ -354,6 +355,7 @@ class ApprovalGate:
         return [f"command:{plan.question.prefix}"] if plan.question.prefix else []
 
     def _plans(self, call_id: str, tool: str, args: dict[str, Any]) -> list[_Plan]:
+        from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
         cwd = self._cwd()
         steps = describe(tool, args, cwd, kind_of=self._kind_of)
         ids = step_ids(call_id, len(steps))  # a question names the step the events show

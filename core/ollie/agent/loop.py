@@ -11,14 +11,12 @@ from typing import TYPE_CHECKING, Protocol
 from ollie import paths
 from ollie.agent import tiers
 from ollie.agent.context import ContextBudget, SessionHost
-from ollie.agent.history import cut_off, outcome_marks, truncated
 from ollie.agent.hooks import blocked_by, hook_note
 from ollie.agent.runtime import server_kinds
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
 from ollie.agent.taskstate import describe_action, infer_update, render_task_state
-from ollie.agent.textcalls import extract_text_tool_calls, new_call_id
 from ollie.backend.base import Backend
 from ollie.backend.images import MAX_IMAGES, placeholder
 from ollie.backend.types import Image, Message, ToolCall
@@ -67,6 +65,7 @@ def _with_ids(calls: list[ToolCall], used: set[str]) -> list[ToolCall]:
     step is named (`<id>.2`) or a question. Results pair with calls by id, the session keeps each call's step outcomes
     and network records by it, and front ends update a step's card by it (ACP's tool_call_id: Zed changed the earlier
     card in place, far up the thread)."""
+    from ollie.agent.textcalls import new_call_id  # loaded as a reply ends (as below), not with the engine
     for call in calls:
         if not _CALL_ID.fullmatch(call.id) or _clashes(call.id, used):
             call.id = new_call_id()
@@ -233,6 +232,7 @@ class AgentLoop:
         text, reasoning = "".join(streamed.text), "".join(streamed.reasoning)
         if not text.strip() and not reasoning.strip():
             return
+        from ollie.agent.history import cut_off
         # No reasoning signature: Anthropic gets no unsigned thinking block back (the text is kept).
         self.session.messages.append(Message("assistant", cut_off(text), reasoning=reasoning))
         self._set_reply(text)
@@ -248,6 +248,8 @@ class AgentLoop:
             await self.budget.gate()
             completion = await self._request(with_tools=bool(tool_names))
             await loop_share().wait_turn()  # what a reply leaves to do (its save, its calls, the turn's end)
+            from ollie.agent.history import truncated  # these load as a reply ends: a first token needs neither
+            from ollie.agent.textcalls import extract_text_tool_calls
             # Backends report a declined reply as stop_reason "refusal" (OpenAI's content_filter too), one cut at
             # the output token limit as "max_tokens"; the calls of either, if any, may be cut off and are not run.
             stop = completion.stop_reason if completion.stop_reason in ("refusal", "max_tokens") else "end"
@@ -311,6 +313,7 @@ class AgentLoop:
     def _keep_outcomes(self, round_: ToolRound) -> None:
         """How the round's steps ended, and their connections, kept with the session: its history shows them after
         results collapse, and after a resume."""
+        from ollie.agent.history import outcome_marks
         for call_id, inner in round_.ended.items():
             self.session.step_outcomes[call_id] = outcome_marks(inner)
         for call_id, connections in round_.network.items():

@@ -21,7 +21,6 @@ from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, rever
 from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.backend.types import Message
 from ollie.log import get_logger
-from ollie.sessions.logparse import checked_messages
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
@@ -166,6 +165,7 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
 
 def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message]]:
     """A rewind's backup, checked: its turn, undo checkpoint, turn starts and messages (ReviewError: damaged)."""
+    from ollie.sessions.logparse import checked_messages  # with a rewind's backup, not with the engine
     try:
         backup = json.loads(data)
         turn, checkpoint = backup["turn"], backup["undo_checkpoint"]

@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -20,9 +20,11 @@ from ollie.agent.factories import BackendFactory, DispatcherFactory, backend_for
 from ollie.agent.runtime import Runtime, cancel_prompt, execute_servers
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.health import BackendHealth, check_backend, unbuilt
 from ollie.backend.types import GenerationParams
 from ollie.config import AgentConfig, find_agent, load_agent_config
+
+if TYPE_CHECKING:  # the health check loads at the first ask
+    from ollie.backend.health import BackendHealth
 
 # Clients poll ollie/state: a backend that is down is not checked more often than this.
 FAILED_HEALTH_REUSE_S = 2.0
@@ -174,6 +176,7 @@ class Setup:
         a failed one for FAILED_HEALTH_REUSE_S (the user is fixing it: "Check again" must see the fix)."""
         if self._health is not None and (self._health.ok or time.monotonic() - self._health_at < FAILED_HEALTH_REUSE_S):
             return self._health.to_wire()
+        from ollie.backend.health import check_backend, unbuilt  # at the first ask, not before a first token
         backend = self.backend
         name = backend.name if backend is not None else "none"
         health = unbuilt(name, self.backend_error) if backend is None else await check_backend(backend)

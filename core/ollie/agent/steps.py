@@ -27,7 +27,6 @@ from ollie.tools.execute.args import (
     parse_request,
 )
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
-from ollie.tools.execute.results import verdict_words
 from ollie.tools.execute.tool import KindAnnotation, ToolNameError, find_script
 
 if TYPE_CHECKING:
@@ -143,6 +142,7 @@ class ToolState:
             if self.diffs_more:
                 out["diffsMore"] = self.diffs_more
         if self.network:
+            from ollie.tools.execute.results import verdict_words  # with a step's first connection
             # (`words` only beside a verdict: a record saved in another shape is passed on as it is.)
             out["network"] = [{**{k: c[k] for k in NETWORK_FIELDS if k in c},
                                **({"words": verdict_words(c["verdict"], c.get("how") or "")} if "verdict" in c else {})}

@@ -40,7 +40,6 @@ from ollie.sessions.logindex import is_unused as is_unused
 from ollie.sessions.logindex import list_saved as list_saved
 from ollie.sessions.logindex import list_saved_files as list_saved_files
 from ollie.sessions.logindex import read_meta as read_meta
-from ollie.sessions.logparse import parse
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 
 if TYPE_CHECKING:  # psycopg loads only with a PostgreSQL store
@@ -105,6 +104,7 @@ class SessionFile:
 
     def load(self) -> Session:
         """Read the saved session; a torn or unfinished last round is dropped."""
+        from ollie.sessions.logparse import parse  # with a saved session's load, not a new one's start
         with self._lock:
             data = self._read_log()
             messages, meta, offset, overhead = parse(data, self.path)
@@ -451,8 +451,8 @@ def load(sessions_dir: Path | str, session_id: str) -> Session:
     url = store_url()
     if not url:
         return SessionFile(sessions_dir, session_id).load()
+    from ollie.sessions.logparse import parse
     from ollie.sessions.pg import log as pg_log
-
     data = pg_log.read_rounds(url, validate_session_id(session_id))
     if data is None:
         raise SessionFileNotFoundError(f"session {session_id} is not saved in the store")

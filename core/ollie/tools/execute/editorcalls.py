@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 from ollie.tools.editor.specs import TOOLS, EditorArgumentError
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.languages import language
-from ollie.tools.execute.results import Section
-from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolScript
 
-if TYPE_CHECKING:  # the call machinery and the editor's knowledge load with the first call (server.py)
+if TYPE_CHECKING:  # the call machinery, its results and the editor's knowledge load with the first call (server.py)
     from ollie.tools.editor.knowledge import EditorKnowledge
     from ollie.tools.execute.context import CallContext
+    from ollie.tools.execute.results import Section
 
 # No script lives here: the path only marks a script as answered by the editor.
 EDITOR_ROOT = Path("/nonexistent/ollie-editor-tools")
@@ -38,16 +37,11 @@ def is_editor_script(script: ToolScript) -> bool:
     return script.path.parent == EDITOR_ROOT
 
 
-def _outcome(text: str, limit: int) -> RunOutcome:
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return RunOutcome(stdout=data, exit_code=0)
-    return RunOutcome(stdout=data[:limit].decode("utf-8", errors="ignore").encode("utf-8"), exit_code=0, truncated=True)
-
-
 async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript, label: str,
                           editor: EditorKnowledge | None) -> Section:
     """Answer one editor-tool call from the editor, within the call's time; failures are error sections."""
+    from ollie.tools.execute.results import Section
+    from ollie.tools.execute.spawn import RunOutcome
     if editor is None:
         return Section(label, RunOutcome(error=f"{script.name}: no editor is connected to this session"))
     if call.elevated:
@@ -65,4 +59,6 @@ async def run_editor_call(ctx: CallContext, call: ScriptCall, script: ToolScript
         return Section(label, RunOutcome(error=str(exc)))
     except TimeoutError:
         return Section(label, RunOutcome(error=f"{script.name}: the editor did not answer within {ctx.timeout:g} s"))
-    return Section(label, _outcome(text, ctx.runner.output_limit))
+    data, limit = text.encode("utf-8"), ctx.runner.output_limit
+    cut = data[:limit].decode("utf-8", errors="ignore").encode("utf-8") if len(data) > limit else data
+    return Section(label, RunOutcome(stdout=cut, exit_code=0, truncated=len(data) > limit))

@@ -21,12 +21,11 @@ from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.childenv import EDITOR_COPY_ENV
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.languages import with_env
-from ollie.tools.execute.results import Section
-from ollie.tools.execute.spawn import RunOutcome
 from ollie.tools.execute.tool import ToolNameError, ToolScript, find_script
 
 if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
     from ollie.tools.execute.context import CallContext
+    from ollie.tools.execute.results import Section
 
 
 def _write_copy(directory: Path, name: str, text: str) -> Path:
@@ -70,6 +69,8 @@ class DocumentBridge:
 
     async def run(self, ctx: CallContext, call: ScriptCall, script: ToolScript, label: str) -> Section | None:
         """Run a file-tool call against the editor's document; None when `path` is not an open document."""
+        from ollie.tools.execute.results import Section
+        from ollie.tools.execute.spawn import RunOutcome
         path = self.target(call, script, ctx.runner.cwd)
         if path is None or self.documents is None:
             return None

@@ -19,9 +19,7 @@ from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_
 from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS
 from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
-from ollie.tools.execute.flock import LockManager, LockTimeout, combine_classes
 from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
-from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
     EXECUTE_CODE_SCHEMA,
@@ -182,6 +180,7 @@ class ExecuteServer:
         if not isinstance(args, dict):
             return ToolResult(f"{tool} takes a JSON object of arguments", is_error=True)
         from ollie.tools.execute.executors import call_tool, execute_code, pipe, refuse_dangerous
+        from ollie.tools.execute.flock import LockTimeout
         from ollie.tools.execute.validation import SessionBlocked
 
         try:
@@ -229,6 +228,7 @@ class ExecuteServer:
 
     def _context(self, request: ExecuteRequest, parsed: ParsedCall) -> CallContext:
         from ollie.tools.execute.context import CallContext
+        from ollie.tools.execute.flock import LockManager
         from ollie.tools.execute.runner import Deadline
 
         timeout = request.timeout
@@ -331,6 +331,7 @@ class ExecuteServer:
         # An elevated call runs outside the sandbox: its script's "read" promise binds nothing there.
         if not called or any(call.elevated for call, _ in called):
             return "global"
+        from ollie.tools.execute.flock import combine_classes  # the locks' module loads with a first call
         return combine_classes(script.parallel for _, script in called)
 
     def classify_tier(self, tool: str, args: dict[str, Any]) -> Tier:
@@ -343,6 +344,7 @@ class ExecuteServer:
 def _reads_only(request: ExecuteRequest) -> bool:
     """Whether the call is shell lines that only read (`readers`) and bundled readers (`file_read`...), which every
     approval mode runs unasked."""
+    from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command  # with a first call
     steps, calls = request.code_steps(), request.script_calls()
     return bool(steps or calls) and all(c.tool in READER_SCRIPTS for c in calls) and all(
         s.language.name == "bash" and not s.elevated and is_read_only_command(s.code) for s in steps)
