@@ -12,7 +12,7 @@ from agentkit import ToyServer, drain, roles, sent_messages, tool_messages, wait
 
 from ollie.agent.toolround import CLOSED_RESULT
 from ollie.testing import Reply
-from tests.procs import alive, eventually, new_mark, wait_for_processes, wait_no_processes
+from tests.procs import eventually, new_mark, outliving, wait_for_processes, wait_no_processes
 
 # What a test interrupts runs for 10 minutes (or until a gate it never opens): ending within this ceiling, the turn
 # was interrupted; the ceiling bounds a hang, not the machine's speed.
@@ -88,7 +88,7 @@ async def test_cancelling_submit_interrupts_the_turn(scripted_llm, make_core):
     assert (await asyncio.wait_for(turn, HANG_S)).stop == "interrupted"
     assert core.state == "idle"
     assert not core.is_running
-    await eventually(lambda: not alive(toy.pids[0]), "the tool's process gone")
+    assert not await outliving([toy.pids[0]], 15), "the tool's process gone"
 
 
 async def test_close_interrupts_and_saves(scripted_llm, make_core, tmp_path):

@@ -9,15 +9,11 @@ from pathlib import Path
 import pytest
 
 from ollie.agent.shell import run_shell
-from tests.procs import alive, eventually, timed_out_once_begun
+from tests.procs import eventually, outliving, timed_out_once_begun
 
 
 async def _gone(pid: int, within: float = 15.0) -> bool:
-    for _ in range(int(within / 0.05)):
-        if not alive(pid):
-            return True
-        await asyncio.sleep(0.05)
-    return False
+    return not await outliving([pid], within)
 
 
 async def _pid_in(path: Path) -> int:

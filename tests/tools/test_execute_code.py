@@ -15,10 +15,10 @@ from ollie.tools.execute import spawn as execute_spawn
 from ollie.tools.execute.runner import Runner
 from ollie.tools.execute.server import INLINE_CHECK_CHARS, ExecuteServer
 from tests.procs import (
-    alive,
-    eventually,
+    exited,
     host_pid,
     new_mark,
+    outliving,
     processes_with,
     run_watching,
     timed_out_once_begun,
@@ -133,11 +133,11 @@ async def test_cancellation_kills_the_process_group(ws: Workspace) -> None:
     # The pids the step wrote are its namespace's: translated through the marked sleep, which shares it.
     [anchor] = await wait_for_processes(mark)
     pids = [host_pid(anchor, int((ws.work / name).read_text())) for name in ("child", "grandchild")]
-    assert anchor in pids and all(alive(p) for p in pids)
+    assert anchor in pids and not exited(pids, 0)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await eventually(lambda: not any(alive(p) for p in pids), "the step's processes to end", timeout=15)
+    assert not await outliving(pids, 15), "the step's processes to end"
 
 
 async def test_the_sandbox_note_never_advises_granting_a_secret(ws: Workspace, tmp_path, monkeypatch) -> None:
