@@ -42,6 +42,11 @@ def tool_text(srv, index: int) -> str:
     return "\n".join(m["content"] for m in srv.chat_requests[index].body["messages"] if m["role"] == "tool")
 
 
+def seen(srv) -> str:
+    """What the model got back, last request's results (a question never asked: why the step went without)."""
+    return tool_text(srv, len(srv.chat_requests) - 1) if srv.chat_requests else "(no request)"
+
+
 class Approver:
     """Allows the step itself; answers network questions with `net`."""
 
@@ -65,7 +70,7 @@ async def test_a_denied_host_gets_nothing_and_the_question_names_host_port_and_s
     core.step_approver = approver
     events = core.bus.subscribe()
     await core.submit("fetch it")
-    assert len(approver.network) == 1
+    assert len(approver.network) == 1, seen(srv)
     # The step's `tool` event carries its connections, structured.
     tools = [e.tool.to_wire() for e in _drain(events) if e.role == "tool" and e.tool is not None]
     assert tools[-1]["network"] == [{"host": "other.test", "port": listener.port, "verdict": "denied", "how": "deny",
@@ -90,7 +95,7 @@ async def answered_then_unasked(srv, make_core, port: int, answer: str, *then: R
     approver = Approver(answer)
     core.step_approver = approver
     await core.submit("fetch it twice")
-    assert len(approver.network) == 1  # the second call is not asked again
+    assert len(approver.network) == 1, seen(srv)  # the second call is not asked again
     assert "hello status 200" in tool_text(srv, 1) and tool_text(srv, 2).count("hello status 200") == 2
     assert f"[network] other.test:{port} allowed for this session, sent " in tool_text(srv, 2)
     return core
