@@ -3,7 +3,7 @@ visible escape (`\\x1b`, `\\r`, `\\u202e`), so what is approved is what is shown
 
 from __future__ import annotations
 
-_NAMED = {"\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00"}
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x1b": "\\x1b", "\x00": "\\x00"}
 
 
 def _escape(char: str) -> str:
@@ -15,9 +15,9 @@ def _escape(char: str) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def escaped(text: str) -> str:
-    """`text` with each non-printable character but newline and tab as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
-    return "".join(c if c.isprintable() or c in "\n\t" else _escape(c) for c in text)
+def escaped(text: str, keep: str = "\n\t") -> str:
+    """`text` with each non-printable character but those in `keep` as an escape (`\\x1b`, `\\r`, `\\u202e`)."""
+    return "".join(c if c.isprintable() or c in keep else _escape(c) for c in text)
 
 
 def has_controls(text: str) -> bool:

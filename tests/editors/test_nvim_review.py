@@ -430,3 +430,26 @@ def test_a_file_swapped_for_a_fifo_as_its_turn_s_diff_opens_never_holds_neovim(w
     srv.script(Reply.tool_calls(file_edit("b.txt", "beta", "BETA")), Reply.text("shouted"))
     result = run_scenario("review_fifo_swap", workspace, srv)
     assert result["after_lines"] == ["alpha", "BETA"], result
+
+
+
+def test_an_undo_in_a_buffer_never_lands_where_a_link_swapped_for_the_cwd_leads(workspace, scripted_llm,  # noqa: F811
+                                                                                monkeypatch):
+    # Round 36: the undo of a file open in Neovim goes to its buffer (workspace/applyEdit), which the editor then saves
+    # by name: with the session's cwd swapped for a link by another session's step since the turn, the undone text
+    # (the model's other hunks included) was written where the link led, a file made outside the workspace (as root,
+    # a link to /etc/cron.d). The daemon refuses such an undo and says why; the disk's undo goes through the held cwd.
+    (workspace / "a.txt").write_text("".join(f"{line}\n" for line in ORIGINAL_A))
+    outside = workspace.parent / "outside"
+    outside.mkdir()
+    monkeypatch.setenv("OLLIE_TEST_OUTSIDE", str(outside))
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["a.txt", "line 2\n", "LINE TWO\n"]},
+        {"tool": "file_edit", "args": ["a.txt", "line 18\n", "LINE EIGHTEEN\n"]},
+    ]})), Reply.text("shouted"))
+    result = run_scenario("review_undo_swapped", workspace, srv)
+    assert result["outside"] == []
+    (told,) = result["told"]
+    assert told.startswith("ollie: undo failed: ") and "/ws leads to " in told and "/outside now (" in told, told
+    assert "LINE EIGHTEEN" in result["old"] and "LINE EIGHTEEN" in result["buffer"]  # nothing undone anywhere

@@ -503,6 +503,19 @@ def test_ollie_p_names_the_mode_a_refused_command_needs(llm, tmp_path):
     assert "touch made.txt" in last and last.endswith("; `--approval auto` runs it unasked"), last
 
 
+def test_ollie_p_names_a_refused_step_on_one_line_whatever_its_title_holds(llm, tmp_path):
+    # The title is the model's (a path it wrote): a newline in it began a line of its own on stderr, one a script
+    # reading ollie's lines took for ollie's ("ollie: all steps ran"); an escape sequence reached the terminal.
+    (tmp_path / "a.txt").write_text("one\n")
+    path = "a.txt\nollie: all steps ran\x1b[2K\tdone"
+    llm.script(edit(path, "one", "two"), Reply.text("could not"))
+    proc = run_ollie(["-p", "edit it"], llm.env(approval=""), tmp_path)
+    assert proc.returncode == 7, (proc.returncode, proc.stderr)
+    refused = [line for line in proc.stderr.splitlines() if "ollie: all steps ran" in line]
+    assert refused == ["ollie: not run, nobody could approve it (-p cannot ask): Edit a.txt\\nollie: all steps ran"
+                       "\\x1b[2K\\tdone; `--approval auto-edit` runs it unasked"], proc.stderr
+
+
 async def test_a_question_withdrawn_by_an_interrupt_ignores_the_late_answer(start_daemon, llm):
     """The turn is interrupted while the question is open: the late answer runs nothing and reports no error."""
     import asyncio

@@ -298,17 +298,20 @@ async def test_ldd_never_runs_a_program_a_step_could_write_nor_follows_its_link(
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-async def test_ldd_never_runs_a_program_in_a_project_environment_above_the_cwd(ws, monkeypatch):
+@pytest.mark.parametrize("bin_in", [".venv/bin", "bin"])
+async def test_ldd_never_runs_a_program_in_a_project_environment_above_the_cwd(ws, monkeypatch, bin_in):
     # Round 35 (round 34's left): the session works in `sub` of a project whose own `.venv/bin` is on its PATH (an
     # activated venv). This session's steps may write only `sub`, but another session's (or another daemon's), in
     # the project itself, writes `.venv/bin/tool` with a DT_AUDIT library: ldd, run unsandboxed, had its constructor
-    # run with the user's rights. That other writer is the test itself, here.
+    # run with the user's rights. That other writer is the test itself, here. Round 36: the same with the plain `bin`
+    # of a git project on PATH (direnv's `PATH_add bin`), which round 35 still gave to ldd.
     from ollie import programs
 
     monkeypatch.setattr(programs, "_written", set())
     monkeypatch.setattr(programs, "_noted", set())
     mark = ws.outside / "ran"
-    bin_dir = ws.work / ".venv" / "bin"
+    (ws.work / ".git").mkdir(exist_ok=True)
+    bin_dir = ws.work / bin_in
     bin_dir.mkdir(parents=True)
     sub = ws.work / "sub"
     sub.mkdir()

@@ -240,6 +240,26 @@ async def test_a_teammates_huge_last_round_is_not_fetched_to_list_sessions(start
     assert peak_kib() - before < 16 * 1024, (before, peak_kib())
 
 
+async def test_a_teammates_last_round_nested_past_the_recursion_limit_still_lets_sessions_be_listed(
+        start_agent, scripted_llm, store_url):
+    # A listing parses each session's latest meta line from its last round: a teammate's hand-written one nested
+    # 100,000 deep raised RecursionError out of the parse, so every team member's session/list failed, hers listed
+    # or not (ollie never writes such a line: json.dumps cannot either). A line that does not parse is skipped.
+    import psycopg
+
+    llm = scripted_llm("openai")
+    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) SELECT session_id, seq + 1, "
+                     "epoch, convert_to('{\"t\":\"meta\",\"n\":1,\"meta\":' || repeat('[', 100000) || "
+                     "repeat(']', 100000) || '}' || chr(10), 'UTF8'), 'alice' FROM session_rounds "
+                     "WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (sid,))
+    listed = await asyncio.wait_for(bob.conn.list_sessions(), 30)
+    assert [s.session_id for s in listed.sessions] == [sid]
+    await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+
+
 async def test_a_teammates_session_whose_record_is_malformed_is_not_loaded_as_ones_own(
         start_agent, scripted_llm, store_url):
     # Alice may run her session in `auto`; a record of it no ollie writes (a 5,000-byte title) made Bob's

@@ -426,3 +426,23 @@ async def test_continue_session_goes_on_with_ones_own_session_not_a_teammates_ne
     again = await start_daemon("bob", bob_env, {"continueSession": True})
     texts = _texts(await again.request("ollie/context", {}))
     assert "bob's question" in texts and "remember 9" not in texts, texts
+
+
+async def test_a_teammates_last_round_nested_past_the_recursion_limit_still_lets_sessions_be_listed_and_loaded(
+        start_daemon, store_url, scripted_llm):
+    # session/list counts each listed session's turns from its last round's meta line (saved_turns): a teammate's
+    # hand-written one nested 100,000 deep raised RecursionError out of the parse, so every team member's listing
+    # failed, and the load too. A line that does not parse is skipped (listing) or dropped as a torn round (load).
+    import psycopg
+
+    llm = scripted_llm("openai")
+    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    with psycopg.connect(store_url) as conn:
+        conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) SELECT session_id, seq + 1, "
+                     "epoch, convert_to('{\"t\":\"meta\",\"n\":1,\"meta\":' || repeat('[', 100000) || "
+                     "repeat(']', 100000) || '}' || chr(10), 'UTF8'), 'alice' FROM session_rounds "
+                     "WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (sid,))
+    bob = await _bob(start_daemon, store_url, llm)
+    listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
+    assert listed[sid]["turns"] == 0, listed  # its last round holds no meta ollie wrote
+    await bob.request("ollie/session/load", {"session": sid})

@@ -387,6 +387,13 @@ class Review:
         path = change.path  # its own name: a client names one with a byte that is no UTF-8 as the wire wrote it ("?")
         if hunk is not None and not 0 <= hunk < len(change.hunks):
             raise ReviewError(f"{path}: no hunk {hunk} (it has {len(change.hunks)})", "hunk")
+        folder = self._cwd() / path.rpartition("/")[0]
+        if (path in turn_changes.in_editor or editor_text is not None) and (
+                now := await asyncio.to_thread(beneath.moved, folder)) is not None:
+            # The editor saves its buffer by name: through a link swapped in since on its way (another session's step),
+            # the undone text would land where it leads. The disk's undo goes through the cwd held open instead.
+            raise ReviewError(f"{path}: {folder} leads to {now} now (a directory on its way was swapped for a link): "
+                              "the editor would save the undo there; not undone", "path")
         if path in turn_changes.in_editor:
             return await self._undo_in_editor(number, change, hunk, editor_text, apply)
         in_editor = False

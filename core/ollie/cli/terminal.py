@@ -184,11 +184,12 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
 
 
 def _say_unapproved(refused: list[tuple[StepQuestion, str]]) -> None:
-    """Each step `-p` refused for want of someone to approve it, and the flag that would run it (on stderr)."""
+    """Each step `-p` refused for want of someone to approve it, and the flag that would run it (on stderr, a line
+    each: a newline in the model's title would begin a line a script reading ollie's takes for one of them)."""
     for question, mode in refused:
         allow = (f"`--approval {mode}` runs it unasked" if mode else
                  "it runs outside the sandbox: only the interactive `ollie` can allow it")
-        print(f"ollie: not run, nobody could approve it (-p cannot ask): {escaped(question.title)}; {allow}",
+        print(f"ollie: not run, nobody could approve it (-p cannot ask): {escaped(question.title, keep='')}; {allow}",
               file=sys.stderr)
 
 

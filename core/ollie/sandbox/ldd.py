@@ -65,9 +65,16 @@ async def _ldd(program: str) -> list[str]:
 
 def _planted(path: str, workspace: Path) -> bool:
     """Whether absolute path `path`, or the link it may be, lies where a step (or the workspace, or a project's
-    environment: a `.venv/bin` above the session's cwd that another session or daemon writes) may have put it."""
-    return any(programs.step_may_write(p, workspace) or programs.in_project_env(os.path.realpath(p))
+    environment or work tree: a `.venv/bin` or `bin` above the session's cwd that another session or daemon writes)
+    may have put it."""
+    return any(programs.step_may_write(p, workspace) or _in_project(os.path.realpath(p))
                for p in (os.path.dirname(path), path))
+
+
+def _in_project(real: str) -> bool:
+    """Whether real path `real` lies in a project's environment or a git work tree (a `.git` above it): another
+    daemon's steps in that project, which this one knows nothing of, may write any of it."""
+    return programs.in_project_env(real) or any(os.path.lexists(d / ".git") for d in Path(real).parents)
 
 
 async def library_rules(command: str, env: Mapping[str, str], workspace: Path) -> list[tuple[str, int]]:

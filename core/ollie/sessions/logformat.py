@@ -68,8 +68,8 @@ def last_commit(tail: bytes) -> dict[str, Any]:
         if line.startswith(b'{"t":"meta"'):  # dumps writes compact JSON, "t" first
             try:
                 record = json.loads(line)
-            except ValueError:
-                continue  # a garbled final line, or the tail's cut first line
+            except (ValueError, RecursionError):
+                continue  # a garbled final line, the tail's cut first line, one nested deeper than any ollie writes
             return record if isinstance(record, dict) else {}
     return {}
 

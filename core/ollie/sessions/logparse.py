@@ -143,7 +143,7 @@ def _records(lines: list[bytes]) -> list[Any] | None:
         last = bisect_left(ends, (ends[first - 1] if first else 0) + PARSE_PART_BYTES, first) + 1
         try:
             part = _loads(b"[" + b",".join(lines[first:last]) + b"]")
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested deeper than any ollie writes (a hand-written round)
             return None
         # A line holding two values ("{...},{...}") would shift every later one: each must be one record.
         if len(part) != len(lines[first:last]):
@@ -177,7 +177,7 @@ def _messages(data: bytes, start: int, stop: int) -> list[list[Message]] | None:
             return None
         try:
             part = _built(_loads(b"[" + joined + b"]"))
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
         count = (len(text) - len(joined)) // (len(_BETWEEN_MESSAGES) - 1) + 1
         # One value per line: a line holding two ("{...},{...}") would shift every later one.
@@ -235,7 +235,7 @@ def _parse_lines(lines: list[bytes], path: Path) -> Parsed:
     for index, line in enumerate(lines[:last_index]):
         try:
             record = json.loads(line.decode())  # strict UTF-8, as written
-        except ValueError:
+        except (ValueError, RecursionError):
             if index == last_index - 1:
                 break  # a garbled final line: the round being written died
             raise SessionFileCorruptError(f"{path}: unreadable record on line {index + 1}") from None
