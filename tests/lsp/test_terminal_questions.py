@@ -126,6 +126,9 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
                 "and later sessions), [n]o: ") in term.text
         at = term.answer("n", r"refused one", after=at)
         assert "status 403" in last_tool_result(llm) and not server.received
+        # What the step read says why in words, not the wire's "(deny)", and no network.allow for her "no".
+        refused = f"ollie: the network connection to other.test:{server.port} was denied: the user said no\n"
+        assert refused in last_tool_result(llm) and "network.allow" not in last_tool_result(llm), last_tool_result(llm)
         at = term.answer("again", question, after=at)
         at = term.answer("y", r"fetched one", after=at)
         told = last_tool_result(llm)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from ollie.sandbox.networds import verdict_words
 from ollie.tools.editor.specs import EDITOR_KINDS
 from ollie.tools.execute.args import (
     EXECUTORS,
@@ -27,7 +28,6 @@ from ollie.tools.execute.args import (
     parse_request,
 )
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
-from ollie.tools.execute.results import verdict_words
 from ollie.tools.execute.tool import KindAnnotation, ToolNameError, find_script
 
 if TYPE_CHECKING:
