@@ -70,6 +70,9 @@ class StepQuestion:
     outside: tuple[str, ...] = ()
     # An execute_code step's programs, whole: its title shows the first line of the first.
     code: str = ""
+    # Whether "Allow always" would let this very step go unasked next time: not a command with shell syntax no rule
+    # covers (`curl -w '%{http_code}'`, `cd a && make`), which it would ask about again at once.
+    lasting: bool = True
 
     def to_wire(self) -> dict[str, Any]:
         """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
@@ -112,9 +115,9 @@ class StepQuestion:
 
     def outcomes(self) -> tuple[str, ...]:
         """The answers this question offers, in order: "allow for this session" a network question's alone, "always"
-        none that leaves the sandbox."""
+        none that leaves the sandbox or that it would not cover."""
         return tuple(o for o in OUTCOMES if (o != "allow_session" or self.network is not None)
-                     and (o != "allow_always" or not self.outside)
+                     and (o != "allow_always" or (not self.outside and self.lasting))
                      and (o != "reject_with_feedback" or self.takes_feedback()))
 
     def always_text(self) -> str:
@@ -389,7 +392,9 @@ class ApprovalGate:
                 plan.commands = [shlex.join([script.tool, *script.args])]
             if plan.commands and plan.question.kind not in EDIT_KINDS | NEVER_ASK:
                 pending = [c for c in plan.commands if not is_read_only_command(c)]
-                plan.question = attrs.evolve(plan.question, prefix=command_prefix(pending[0]) if pending else "")
+                prefix = command_prefix(pending[0]) if pending else ""
+                lasting = not prefix or _covered(pending[0], {f"command:{prefix}"})
+                plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
         return plans
 
