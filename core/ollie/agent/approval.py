@@ -178,6 +178,8 @@ class _Plan:
     commands: list[str] = field(default_factory=list)
     script: ScriptCall | None = None
     outside: list[str] = field(default_factory=list)  # its elevated parts, as the execute server names each
+    # A tool's call (an MCP server's, a user's script): its arguments reach no shell, so "always" covers the tool.
+    argv: bool = False
 
 
 class ApprovalGate:
@@ -347,7 +349,8 @@ class ApprovalGate:
         if plan.script is not None and plan.script.tool in STATE_TOOLS:
             return False
         # A command (or a tool script that runs something): read-only ones and allowed prefixes go.
-        pending = [c for c in plan.commands if not is_read_only_command(c) and not _covered(c, always)]
+        pending = [c for c in plan.commands if not is_read_only_command(c)
+                   and not (f"command:{plan.question.prefix}" in always if plan.argv else _covered(c, always))]
         return bool(pending) and mode in ("ask", "auto-edit", "read-only")
 
     def _rules(self, plan: _Plan) -> list[str]:
@@ -389,11 +392,11 @@ class ApprovalGate:
             script = plan.script
             if (script is not None and plan.question.kind not in EDIT_KINDS | NEVER_ASK
                     and script.tool not in BUILTIN_KINDS):
-                plan.commands = [shlex.join([script.tool, *script.args])]
+                plan.commands, plan.argv = [shlex.join([script.tool, *script.args])], True
             if plan.commands and plan.question.kind not in EDIT_KINDS | NEVER_ASK:
                 pending = [c for c in plan.commands if not is_read_only_command(c)]
                 prefix = command_prefix(pending[0]) if pending else ""
-                lasting = not prefix or _covered(pending[0], {f"command:{prefix}"})
+                lasting = not prefix or plan.argv or _covered(pending[0], {f"command:{prefix}"})
                 plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
         return plans
