@@ -114,6 +114,7 @@ class AcpSession:
         options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS
                    if question.id.startswith("mcp/") else UNSANDBOXED_OPTIONS if question.id.startswith("agent/")
                    else OUTSIDE_OPTIONS if question.outside else PERMISSION_OPTIONS)
+        options = [o for o in options if o.option_id != "allow_always" or "allow_always" in question.outcomes()]
         covers = question.always_label()
         # Only a question that offers "Reject always" is answered by it: one leaving the sandbox is asked every time,
         # though its label (`touch` commands) was another step's. The step's result says why, to user and model (a
@@ -122,7 +123,7 @@ class AcpSession:
             return Answer("reject_with_feedback", f'"Reject always" ({covers}, this session)')
         await self.forwarder.drained()
         note = ("runs outside the sandbox:\n" + "\n\n".join(question.outside) if question.outside
-                else f"(\"always\" covers {question.always_text()})")
+                else f"(\"always\" covers {question.always_text()})" if "allow_always" in question.outcomes() else "")
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
             tool_content(text_block(f"{question.title}\n" + (f"{question.code}\n" if question.code else "") + note))]
         if question.diff is not None:

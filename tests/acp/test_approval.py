@@ -230,9 +230,12 @@ async def test_a_steps_question_shows_its_program_whole(shared_agent, llm) -> No
     sid = await agent.new()
     agent.client.permission_answers = ["reject_once"]
     await agent.prompt(sid, "look")
-    (tool_call, _), = agent.client.permission_requests
+    (tool_call, options), = agent.client.permission_requests
     assert "cat a.txt\ntouch made.txt" in tool_call.content[0].content.text, tool_call.content
     assert not (agent.workspace / "made.txt").exists()
+    # No "Allow always" (`cat` commands) for two lines that no rule covers: it would ask again at once.
+    assert [o.kind for o in options] == ["allow_once", "reject_once", "reject_always"], options
+    assert "always" not in tool_call.content[0].content.text, tool_call.content
 
 
 @pytest.mark.parametrize(("answer", "runs"), [("allow_once", True), ("reject_once", False)])

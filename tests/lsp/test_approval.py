@@ -80,9 +80,11 @@ async def test_allow_always_covers_the_kind_and_the_command_prefix(shared_daemon
     for n in range(1, 8):
         assert await submit(daemon, f"step {n}") == str(n)
     # `touch` commands are allowed, not a line that only starts with one (it ran `touch gone` unasked).
-    assert [a.message.split("asks to: ")[1].split(" (")[0] for a in asked] == [
+    assert [a.message.split("asks to: ")[1].split(" (")[0].split(":\n")[0] for a in asked] == [
         "Edit a.txt", "Run `touch x1`", "Run `mkdir d`", "Run `touch x3 && touch gone`"]
     assert "`touch` commands" in asked[1].message
+    # No "Allow always" for a line no `touch` rule covers: it would be asked about again at once.
+    assert [a.actions[-1].title for a in asked] == ["Allow always"] * 3 + ["Allow once"], asked
     ws = daemon.workspace
     assert (ws / "a.txt").read_text() == (ws / "b.txt").read_text() == "two\n"
     assert (ws / "x1").exists() and (ws / "x2").exists() and not (ws / "d").exists()
@@ -134,7 +136,8 @@ async def test_a_programs_question_holds_its_code_whole(shared_daemon, llm):
     asked = answer_with(plain, ["Reject"])
     assert await submit(plain, "run it") == "2"
     # Taller than a minibuffer shows from its end: what it asks is said again there.
-    assert asked[0].message.endswith("in this session):\n\necho one > proof\nrm -rf ~/stuff\n\nprint(2)\n\n"
+    # (No "Allow always": no `echo` rule covers `echo one > proof`, a redirection.)
+    assert asked[0].message.endswith("1 more step:\n\necho one > proof\nrm -rf ~/stuff\n\nprint(2)\n\n"
                                      "ollie asks to: Run `echo one > proof …` and 1 more step")
     assert not (daemon.workspace / "proof").exists() and not (plain.workspace / "proof").exists()
 

@@ -140,7 +140,9 @@ async def test_a_crashing_server_restarts_and_the_user_is_told(shared_daemon, ll
     daemon = await shared_daemon(env=llm.env())
     await wait_state(daemon, "t", "ready")
     assert await submit(daemon, "crash it") == "it crashed"
-    assert "MCP server 't'" in tool_results(llm)[-1]
+    # The model reads why, as /mcp says it, not the SDK's bare "Connection closed".
+    told = tool_results(llm)[-1]
+    assert told.startswith("MCP server 't' went away during the call (the server exited (status 3)"), told
     await daemon.wait_events(lambda evs: any("MCP server 't' failed" in e.get("content", "") for e in evs),
                              timeout=30)
     again = await wait_state(daemon, "t", "ready")

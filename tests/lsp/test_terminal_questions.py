@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 
 import pytest
@@ -125,6 +126,9 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
                 "and later sessions), [n]o: ") in term.text
         at = term.answer("n", r"refused one", after=at)
         assert "status 403" in last_tool_result(llm) and not server.received
+        # What the step read says why in words, not the wire's "(deny)", and no network.allow for her "no".
+        refused = f"ollie: the network connection to other.test:{server.port} was denied: the user said no\n"
+        assert refused in last_tool_result(llm) and "network.allow" not in last_tool_result(llm), last_tool_result(llm)
         at = term.answer("again", question, after=at)
         at = term.answer("y", r"fetched one", after=at)
         told = last_tool_result(llm)
@@ -188,3 +192,30 @@ def test_the_terminal_shows_a_steps_whole_program_when_it_asks(llm, tmp_path):
         term.answer("n", r"left alone", after=at)
         assert term.close() == 0
     assert not (tmp_path / "made.txt").exists()
+
+
+def test_a_workspace_servers_question_shows_under_what_came_before_it(llm, tmp_path):
+    """The terminal prints what the session said before a question (the warnings that the workspace's MCP servers wait
+    for approval, the answer to the question before) above it, never after its `Allow?` (they landed there, where the
+    user types her answer)."""
+    import json
+
+    from .test_mcp import test_server
+
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": test_server(), "other": test_server()}}))
+    llm.script(Reply.tool_calls(("mcp__planted__create_issue", {"title": "hi"})), Reply.text("filed it"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
+        at = asked(term, "file an issue", r"ollie asks to: start MCP server 'planted' of [^\n]*\nAllow\? [^\n]*\[n\]o: ")
+        assert term.text.count("warning: MCP server 'planted'") == 1, term.text
+        assert term.text.index("warning: MCP server 'other'") < term.text.index("ollie asks to: start"), term.text
+        at = term.answer("y", r"ollie asks to: start MCP server 'other' [^\n]*\nAllow\? [^\n]*\[n\]o: ", after=at)
+        # The answer's line came before the next question, not after that question's prompt.
+        assert re.search(r"\nallowed MCP server 'planted' [^\n]* for this session\nollie asks to: start MCP server 'other'",
+                         term.text), term.text
+        at = term.answer("n", r"ollie asks to: planted: create_issue", after=at)
+        at = term.answer("y", r"filed it", after=at)
+        # Allowed, it waits no more: /mcp lists it ready without its warning (the one refused keeps its own).
+        term.answer("/mcp", r"other \(stdio\): needs approval", after=at)
+        assert "warning: MCP server 'planted'" not in term.text[at:], term.text[at:]
+        assert "warning: MCP server 'other'" in term.text[at:], term.text[at:]
+        assert term.close() == 0

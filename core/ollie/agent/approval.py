@@ -69,6 +69,9 @@ class StepQuestion:
     outside: tuple[str, ...] = ()
     # An execute_code step's programs, whole: its title shows the first line of the first.
     code: str = ""
+    # Whether "Allow always" would let this very step go unasked next time: not a command with shell syntax no rule
+    # covers (`curl -w '%{http_code}'`, `cd a && make`), which it would ask about again at once.
+    lasting: bool = True
 
     def to_wire(self) -> dict[str, Any]:
         """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
@@ -111,9 +114,9 @@ class StepQuestion:
 
     def outcomes(self) -> tuple[str, ...]:
         """The answers this question offers, in order: "allow for this session" a network question's alone, "always"
-        none that leaves the sandbox."""
+        none that leaves the sandbox or that it would not cover."""
         return tuple(o for o in OUTCOMES if (o != "allow_session" or self.network is not None)
-                     and (o != "allow_always" or not self.outside)
+                     and (o != "allow_always" or (not self.outside and self.lasting))
                      and (o != "reject_with_feedback" or self.takes_feedback()))
 
     def always_text(self) -> str:
@@ -175,6 +178,8 @@ class _Plan:
     commands: list[str] = field(default_factory=list)
     script: ScriptCall | None = None
     outside: list[str] = field(default_factory=list)  # its elevated parts, as the execute server names each
+    # A tool's call (an MCP server's, a user's script): its arguments reach no shell, so "always" covers the tool.
+    argv: bool = False
 
 
 class ApprovalGate:
@@ -345,7 +350,8 @@ class ApprovalGate:
         if plan.script is not None and plan.script.tool in STATE_TOOLS:
             return False
         # A command (or a tool script that runs something): read-only ones and allowed prefixes go.
-        pending = [c for c in plan.commands if not is_read_only_command(c) and not _covered(c, always)]
+        pending = [c for c in plan.commands if not is_read_only_command(c)
+                   and not (f"command:{plan.question.prefix}" in always if plan.argv else _covered(c, always))]
         return bool(pending) and mode in ("ask", "auto-edit", "read-only")
 
     def _rules(self, plan: _Plan) -> list[str]:
@@ -388,10 +394,12 @@ class ApprovalGate:
             script = plan.script
             if (script is not None and plan.question.kind not in EDIT_KINDS | NEVER_ASK
                     and script.tool not in BUILTIN_KINDS):
-                plan.commands = [shlex.join([script.tool, *script.args])]
+                plan.commands, plan.argv = [shlex.join([script.tool, *script.args])], True
             if plan.commands and plan.question.kind not in EDIT_KINDS | NEVER_ASK:
                 pending = [c for c in plan.commands if not is_read_only_command(c)]
-                plan.question = attrs.evolve(plan.question, prefix=command_prefix(pending[0]) if pending else "")
+                prefix = command_prefix(pending[0]) if pending else ""
+                lasting = not prefix or plan.argv or _covered(pending[0], {f"command:{prefix}"})
+                plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
         return plans
 

@@ -4,15 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ollie.agent.approval import Answer, ApprovalGate, StepQuestion, within_question_timeout
 from ollie.agent.events import Bus
 from ollie.agent.inbox import Inbox
 from ollie.agent.runtime import Runtime, refresh_tools
 from ollie.errors import ConfigError
-from ollie.mcp.attach import allow, attach, command_line, follow_config, host_of, read_resource, resource_note
+from ollie.mcp.attach import (
+    allow,
+    attach,
+    awaiting_note,
+    command_line,
+    follow_config,
+    host_of,
+    read_resource,
+    resource_note,
+)
 from ollie.mcp.config import ServerSpec
+
+if TYPE_CHECKING:
+    from ollie.agent.turnhost import TurnHost
 
 
 class McpMembers:
@@ -20,6 +32,7 @@ class McpMembers:
 
     _inbox: Inbox
     _approval: ApprovalGate
+    _host: TurnHost
     runtime: Runtime
     bus: Bus
     tell_answers: bool
@@ -56,7 +69,7 @@ class McpMembers:
                                     f"start MCP server {name!r} of {spec.source}: {command_line(spec)}")
             answer, _ = await within_question_timeout(approver(question), Answer("reject"))
             if answer.outcome in ("allow_once", "allow_always") and name in host.pending:
-                said = await allow(self.runtime.dispatcher, name, cwd=self.cwd, keep=answer.outcome == "allow_always")
+                said = await self._allow(name, keep=answer.outcome == "allow_always")
                 if self.tell_answers:  # else the question's card says it
                     self.bus.emit("info", said)
                 started = True
@@ -92,9 +105,17 @@ class McpMembers:
 
     async def mcp_allow(self, name: str) -> str:
         """Start the workspace's MCP server `name` (the user allows it; remembered for this workspace)."""
-        text = await allow(self.runtime.dispatcher, name, cwd=self.cwd)
+        text = await self._allow(name)
         refresh_tools(self.runtime)
         return text
+
+    async def _allow(self, name: str, *, keep: bool = True) -> str:
+        host = host_of(self.runtime.dispatcher)
+        spec = host.pending.get(name) if host is not None else None
+        said = await allow(self.runtime.dispatcher, name, cwd=self.cwd, keep=keep)
+        if spec is not None:  # its "waits for your approval" is no longer true
+            self._host.withdraw_warning(awaiting_note(name, spec))
+        return said
 
     async def mcp_add_resource(self, server: str, uri: str) -> str:
         """Add MCP resource `uri` of `server` as context for the next prompt; what was added."""

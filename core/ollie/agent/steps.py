@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from ollie.sandbox.networds import verdict_words
 from ollie.tools.editor.specs import EDITOR_KINDS
 from ollie.tools.execute.args import (
     EXECUTORS,

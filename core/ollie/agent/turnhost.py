@@ -142,6 +142,12 @@ class TurnHost:
         """`warnings` were shown to the user (an agent switch's, by its caller): no turn's end shows them again."""
         self._shown.update(warnings)
 
+    def withdraw_warning(self, warning: str) -> None:
+        """A build warning no longer true (a workspace's MCP server since allowed): neither a turn nor /mcp says it."""
+        for kept in (self._pending_warnings, self.setup.runtime.warnings):
+            if warning in kept:
+                kept.remove(warning)
+
     def take_prompt_warnings(self) -> list[str]:
         """What the prompt commands warned about and no turn has shown yet, handed over once."""
         warnings, self._prompt_warnings = self._prompt_warnings, []

@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import partial
@@ -218,7 +218,7 @@ async def run_interactive(options: RunOptions) -> int:
         loop = asyncio.get_running_loop()
         lines = InputLines()
         lines.start()
-        live.core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
+        live.core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines, live.events.drained)
         last_idle_ctrl_c = 0.0
         busy = False  # a line's submit is under way: a turn, a `!cmd`, a command asking the user something
 
@@ -294,7 +294,7 @@ async def _switch(live: _Live, options: RunOptions, renderer: Renderer, lines: I
     await live.events.drained()
     await _close(live, renderer)
     live.core, live.recorder, live.events = core, recorder, _Events(core, renderer)
-    core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines)
+    core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines, live.events.drained)
     _banner(core)
     show_history(core, renderer)
 
@@ -319,10 +319,13 @@ def _code_lines(what: str) -> str:
     return f"{shown}\n{note}"
 
 
-async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
+async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, drained: Callable[[], Awaitable[None]],
+                                  question: StepQuestion) -> Answer:
     """Put a step to the user (its title escaped): once, for this session (a connection), always, reject, or reject
     with feedback; one withdrawn unanswered (its step ended, the turn stopped) ends its line saying so."""
     try:
+        # What came before the question (a warning, the answer to the last one) shows above it, not after its prompt.
+        await drained()
         return await _step_answer(renderer, lines, question)
     except asyncio.CancelledError:
         print("\n(withdrawn: nothing waits for this answer any more)", file=sys.stderr, flush=True)

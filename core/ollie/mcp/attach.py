@@ -60,9 +60,13 @@ async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Pa
     for name, spec in theirs.items():
         if name not in start:
             host.pending[name] = spec
-            warnings.append(f"MCP server {name!r} of {spec.source} ({command_line(spec)}) is the workspace's: it "
-                            f"starts only once you allow it, when asked or by `/mcp allow {name}` (remembered for "
-                            "this workspace)")
+            warnings.append(awaiting_note(name, spec))
+
+
+def awaiting_note(name: str, spec: ServerSpec) -> str:
+    """The build warning that workspace server `name` waits for the user's approval (withdrawn once allowed)."""
+    return (f"MCP server {name!r} of {spec.source} ({command_line(spec)}) is the workspace's: it starts only once you "
+            f"allow it, when asked or by `/mcp allow {name}` (remembered for this workspace)")
 
 
 async def follow_config(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Path,

@@ -435,6 +435,10 @@ class McpServer:
                 log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
             self._changed()
 
+    def _went_away(self, error: str) -> ToolResult:
+        return ToolResult(f"MCP server {self.spec.name!r} went away during the call ({error or 'it exited'})",
+                          is_error=True)
+
     async def call(self, tool: McpTool, args: dict[str, Any]) -> ToolResult:
         """Call `tool`; a failure is an error result the model reads. On cancel the server is told
         (`notifications/cancelled`)."""
@@ -452,7 +456,8 @@ class McpServer:
         meta = {"progressToken": token}
         # The call ends with the connection: a server that exits is not always seen by the SDK's pending request.
         task = asyncio.ensure_future(session.call_tool(tool.remote, args, meta=meta))
-        gone = asyncio.ensure_future(self._gone.wait())
+        ended = self._gone  # this connection's (a restart makes another)
+        gone = asyncio.ensure_future(ended.wait())
         from ollie.sandbox import egress
 
         self._net.calls.append(asker := egress.asking.get())
@@ -484,12 +489,18 @@ class McpServer:
             outbox.ids.pop(token, None)
         if not task.done():
             task.cancel()
-            return ToolResult(f"MCP server {self.spec.name!r} went away during the call ({self.error or 'it exited'})",
-                              is_error=True)
+            return self._went_away(self.error)
         try:
             result = task.result()
         except Exception as exc:  # noqa: BLE001 - the server's error is the model's tool error
-            return ToolResult(f"MCP server {self.spec.name!r}: {why(exc)}", is_error=True)
+            if getattr(getattr(exc, "error", None), "code", None) != types.CONNECTION_CLOSED:
+                return ToolResult(f"MCP server {self.spec.name!r}: {why(exc)}", is_error=True)
+            # The SDK's "Connection closed" came first: the model reads why the server went (its exit status and
+            # stderr, as /mcp says it), once the connection's end has it.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STDERR_WAIT_S):
+                    await ended.wait()
+            return self._went_away(self.error if ended.is_set() else "")
         if self._refreshing is not None and not self._refreshing.done():
             await asyncio.wait({self._refreshing}, timeout=START_TIMEOUT_S)
         return await result_of(result)

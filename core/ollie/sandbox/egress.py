@@ -34,6 +34,7 @@ from typing import Protocol
 from ollie.log import get_logger
 from ollie.sandbox import runtimedir
 from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
+from ollie.sandbox.networds import refusal
 from ollie.sandbox.proxyrequest import RequestError, is_ip, normal_host, read_request, tunnel_opening
 from ollie.sandbox.relay import Count, connect, relay
 
@@ -505,8 +506,7 @@ class EgressProxy:
                 return
             record = await step.decide(host, port, "connect" if method == b"CONNECT" else "http")
             if record["verdict"] != "allowed":
-                await _reply(client, 403, f"ollie: the network connection to {host}:{port} was denied "
-                                          f"({record['how']}); the sandbox policy's network.allow lists what may go out")
+                await _reply(client, 403, refusal(host, port, record["how"]))
                 return
             try:
                 addresses = await system_resolve(host, port)

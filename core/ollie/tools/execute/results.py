@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from ollie.backend.types import Image
+from ollie.sandbox.networds import verdict_words
 from ollie.tools.execute.spawn import RunOutcome
 
 
@@ -24,18 +25,6 @@ def status_line(outcome: RunOutcome, *, timeout: float | None = None) -> str:
     if code is not None and code < 0:
         return f"killed by signal {-code}"
     return f"exit {code}"
-
-
-# What a verdict's `how` (the wire value, docs/PROTOCOL.md) says to a reader: "denied (deny)" said the same twice.
-_HOW_WORDS = {("allowed", "policy"): "allowed: on the allow list", ("denied", "policy"): "denied: on the deny list",
-              ("allowed", "once"): "allowed once", ("allowed", "session"): "allowed for this session",
-              ("allowed", "always"): "allowed: always (saved)", ("denied", "deny"): "denied (you said no)",
-              ("denied", "timeout"): "denied (no answer in time)"}
-
-
-def verdict_words(verdict: str, how: str) -> str:
-    """A connection's verdict with its `how` as a user reads it: `allowed once`, `denied (you said no)`."""
-    return _HOW_WORDS.get((verdict, how)) or (f"{verdict} ({how})" if how else verdict)
 
 
 def network_line(connection: dict) -> str:
