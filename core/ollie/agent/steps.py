@@ -143,7 +143,6 @@ class ToolState:
             if self.diffs_more:
                 out["diffsMore"] = self.diffs_more
         if self.network:
-            from ollie.tools.execute.results import verdict_words  # with a step's first connection
             # (`words` only beside a verdict: a record saved in another shape is passed on as it is.)
             out["network"] = [{**{k: c[k] for k in NETWORK_FIELDS if k in c},
                                **({"words": verdict_words(c["verdict"], c.get("how") or "")} if "verdict" in c else {})}
