@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -205,6 +206,27 @@ def test_a_kill_mid_turn_leaves_its_completed_rounds_reviewable_undoable_and_rew
     rewound = run.request("ollie/rewind", {"turn": 1})
     assert (rewound["files"], rewound["messages"]) == (["a.txt"], 0), rewound
     assert (run.file("a.txt"), run.file("b.txt")) == ("alpha\n", "beta\n")
+
+
+def test_a_kill_mid_write_leaves_no_half_written_file_beside_the_one_edited(start_daemon, scripted_llm, workdir):
+    """Bug: file_edit killed with its daemon mid-write left its temporary file (`.big.txt.XXXXXXXX.tmp`) in the
+    workspace for good; the session's next open removes it (the edited file is whole: the old text or the new)."""
+    old = "first\n" + ("y" * 99 + "\n") * 500_000  # 50 MB: its write lasts long enough to be caught at it
+    (workdir / "big.txt").write_text(old)
+    mine = ".big.txt.keepmine.tmp"  # named as a temporary file is, but there before the turn: the user's
+    (workdir / mine).write_text("not a temporary file of ollie's\n")
+    srv = scripted_llm("openai")
+    run = Campaign(start_daemon, srv, workdir)
+    srv.script(Reply.tool_calls(edit("big.txt", "first", "FIRST")))
+    pending = run.daemon.request_async("ollie/submit", {"session": run.session, "text": "edit big"})
+    temporary = re.compile(r"\.big\.txt\.[a-z0-9_]{8}\.tmp")
+    deadline = time.monotonic() + 60
+    while not any(temporary.fullmatch(n) and n != mine for n in os.listdir(workdir)):  # no pause: its write is brief
+        assert time.monotonic() < deadline and not pending.done.is_set(), "the edit was never caught writing"
+    messages = run.kill_and_resume("mid-write")
+    assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
+    assert sorted(os.listdir(workdir)) == [mine, "big.txt"]
+    assert run.file("big.txt") in (old, "FIRST" + old[5:])
 
 
 def random_kill(run: Campaign, rng: random.Random, kill: int, rounds: int = 4) -> None:
