@@ -1,9 +1,11 @@
-"""kill -9 of the daemon after each kind of session operation, and at seeded random moments of a turn.
+"""kill -9 of the daemon after each kind of session operation, mid-turn, mid-write, at seeded random moments; and of
+the editor.
 
 test_chaos_kills kills mid-step and mid-stream; this places the kill after what else a user does to a session (a
-turn of edits, parallel calls, a rename, a rewind and its undo, a review undo, a fork, a compaction, /clear) and
-while a compaction streams. After each kill: no process of the dead daemon is left, a new daemon resumes the
-session, its history holds every completed operation and the files are as it left them. The random placements
+turn of edits, parallel calls, a rename, a rewind and its undo, a review undo, a fork, a compaction, /clear), while
+a compaction streams, after a turn's first rounds edited, while a file tool writes. After each kill: no process of
+the dead daemon is left (its fork server, steps, MCP server), a new daemon resumes the session, its history holds
+every completed operation, the files are as it left them, and review and rewind still work. The random placements
 take their seed from OLLIE_KILL_SEED and their count from OLLIE_KILL_COUNT (a wider run: set both).
 """
 
@@ -95,14 +97,20 @@ class Campaign:
         return (self.workdir / name).read_text()
 
 
+def _cmdline(pid: int) -> bytes:
+    """The command line of `pid` (empty once it is gone)."""
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    return b""
+
+
 def roles(messages: list[dict[str, Any]]) -> list[str]:
     """The role of each message."""
     return [m["role"] for m in messages]
 
 
 @pytest.mark.timeout(300)
-def test_a_kill_after_each_kind_of_operation_loses_nothing_it_completed(start_daemon, scripted_llm, workdir,
-                                                                        tmp_path):
+def test_a_kill_after_each_kind_of_operation_loses_nothing_it_completed(start_daemon, scripted_llm, workdir):
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie"  # an MCP server under the daemon: it dies with it
     config.mkdir(parents=True, exist_ok=True)
     (config / "mcp.json").write_text(json.dumps(
@@ -111,6 +119,7 @@ def test_a_kill_after_each_kind_of_operation_loses_nothing_it_completed(start_da
     (workdir / "b.txt").write_text("beta\n")
     srv = scripted_llm("openai")
     run = Campaign(start_daemon, srv, workdir)
+    assert any(str(MCP_SERVER).encode() in _cmdline(pid) for pid in descendants(run.daemon.pid)), "no MCP server runs"
 
     # A turn of one edit, completed: killed right after its answer.
     srv.script(Reply.tool_calls(edit("a.txt", "alpha", "ALPHA")), Reply.text("edited a"))
