@@ -17,6 +17,7 @@ import os
 import random
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -236,6 +237,31 @@ def test_a_kill_mid_write_leaves_no_half_written_file_beside_the_one_edited(star
     assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
     assert sorted(os.listdir(workdir)) == [mine, "big.txt"]
     assert run.file("big.txt") in (old, "FIRST" + old[5:])
+
+
+def test_a_fork_killed_as_it_is_made_is_listed_only_with_its_copy(start_daemon, scripted_llm, workdir):
+    """Bug: a fork was recorded (listed, titled) before its copy of the conversation was saved, so a kill between left
+    an empty `<title> (fork)` in the session list."""
+    srv = scripted_llm("openai")
+    run = Campaign(start_daemon, srv, workdir)
+    srv.script(Reply(text="answered " * 1_000_000, chunk_size=1 << 16))  # 9 MB: the copy takes a while to save
+    run.request("ollie/submit", {"text": "first question"})
+    registry = Path(os.environ["XDG_DATA_HOME"]) / "ollie" / "sessions.db"
+    run.daemon.request_async("ollie/session/fork", {"session": run.session})
+
+    def forked() -> list[str]:
+        """The forks the session list has, read from its database as the daemon writes it."""
+        with contextlib.closing(sqlite3.connect(f"file:{registry}?mode=ro", uri=True)) as db:
+            return [row[0] for row in db.execute("SELECT id FROM sessions WHERE title LIKE '%(fork)'")]
+
+    deadline = time.monotonic() + 60
+    while not forked():  # no pause: killed the moment the list has it
+        assert time.monotonic() < deadline, "the fork was never listed"
+    run.kill_and_resume("as a fork is made")
+    for fork in forked():
+        run.daemon.request("ollie/session/load", {"session": fork}, timeout=60)
+        copy = run.daemon.request("ollie/context", {"session": fork})["messages"]
+        assert roles(copy) == ["user", "assistant"], f"the listed fork {fork} holds {copy}"
 
 
 def random_kill(run: Campaign, rng: random.Random, kill: int, rounds: int = 4) -> None:
