@@ -424,8 +424,11 @@ class SessionTable:
         # saved directory: her log says it, and the fork's steps would write there with this user's rights.
         where = source.core.cwd if source else plan.source.cwd
         cwd = await asyncio.to_thread(_unmoved, Path(where)) if where and plan.keep_mode else None
-        live = await self.create(agent=plan.agent, title=plan.title, cwd=cwd)
+        # Made untitled (recorded at its first turn or naming) and named once its copy is saved: recorded first, a
+        # daemon killed before the copy was saved left an empty `<title> (fork)` in the session list.
+        live = await self.create(agent=plan.agent, cwd=cwd)
         await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
+        await self.rename(live.id, plan.title)
         return live
 
     async def default(self) -> LiveSession:

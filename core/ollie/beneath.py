@@ -414,6 +414,12 @@ def dir_sync(root: Path | str, path: Path | str) -> Iterator[int]:
         yield fd
 
 
+def listdir_sync(root: Path | str, path: Path | str) -> list[str]:
+    """The names in the directory `path` beneath `root`, never reached through a symlink."""
+    with _fd(root, relative(root, path), os.O_RDONLY | os.O_DIRECTORY) as fd:
+        return os.listdir(fd)
+
+
 def walk_sync(root: Path | str, path: Path | str = ".") -> Iterator[tuple[str, list[str], list[str], int]]:
     """os.fwalk beneath `root`, never into a symlinked directory: (dir, dirs, files, dir_fd), dir relative."""
     rel = relative(root, path)

@@ -83,6 +83,7 @@ ALLOWED = {
     ("ollie_lsp/lifecycle.py", "register_lifecycle.folders_changed"): "the root itself",
     ("core/ollie/agent/opening.py", "_work_dir"): "the root itself",
     ("core/ollie/agent/recorder.py", "Recorder._stamp"): "ollie's data dir",
+    ("core/ollie/agent/leftovers.py", "sweep_write_temporaries"): "the session log's mtime, in the sessions dir",
     ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
     ("core/ollie/agent/prompt.py", "_config_file"): "the agent config's dir (the workspace goes through beneath)",
     ("core/ollie/agent/skills.py", "find_skills"): "the user's and bundled skills",

@@ -117,10 +117,17 @@ class ChangeTracker:
         self._fresh = None  # between turns the user owns the workspace: the turn's checkpoint is a new snapshot
 
     async def _ensure_begin(self) -> None:
-        """Take the running turn's checkpoint now, unless it was taken (or tried) already."""
+        """Take the running turn's checkpoint now, unless it was taken (or tried) already, and log it."""
         if self._turn is not None and not self._begun:
             self._begun = True
             self._begin = await self._snapshot(edge=True)
+            if self._begin is not None and self._checkpoints is not None:
+                # Logged now, not only as the turn ends: a daemon killed in the turn leaves the rounds it completed
+                # listed, undoable and rewindable after the restart (the turn's end logs it again, maybe amended).
+                try:
+                    await self._checkpoints.record_turns([(self.session_id, self._turn, self._begin)])
+                except (WorkspaceError, OSError) as exc:
+                    log.warning("logging a turn's checkpoint failed", extra={"cwd": str(self.cwd), "error": str(exc)})
 
     @property
     def turn_begin(self) -> str | None:

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ollie import paths
 from ollie.agent.events import Bus
@@ -16,6 +17,9 @@ from ollie.config import find_agent, load_agent_config
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
 from ollie.sessions.persist import SessionFile, open_session
 from ollie.sessions.session import Session
+
+if TYPE_CHECKING:
+    from ollie.backend.types import ToolCall
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -31,15 +35,17 @@ class Opened:
     saved_cwd: str = ""  # the directory the session was saved with ("": new), before this open moved it here
 
 
-def _close_open_calls(session: Session) -> None:
+def _close_open_calls(session: Session) -> list[ToolCall]:
     """The calls of the last reply still without a result (their process was killed as they ran) get one that says
-    so: the model is told they may have run, and no request goes out with a call unanswered."""
+    so: the model is told they may have run, and no request goes out with a call unanswered. The calls closed."""
     last = session.messages[-1] if session.messages else None
     if last is not None and last.role == "assistant" and last.tool_calls:
         from ollie.agent.toolround import CLOSED_RESULT
         from ollie.backend.types import Message
 
         session.messages.extend(Message("tool", CLOSED_RESULT, tool_call_id=c.id, name=c.name) for c in last.tool_calls)
+        return list(last.tool_calls)
+    return []
 
 
 async def open_parts(
@@ -65,7 +71,11 @@ async def open_parts(
     try:
         # Reading and parsing a long history takes a while: off the loop, which other sessions share.
         session_file, session = await asyncio.to_thread(open_session, store, session_id)
-        _close_open_calls(session)
+        if (closed := _close_open_calls(session)) and session.cwd and session_file.storage is None:
+            # A file write killed with them left its temporary file beside the file: not the user's to clean up.
+            from ollie.agent.leftovers import sweep_write_temporaries
+
+            await asyncio.to_thread(sweep_write_temporaries, session.cwd, closed, session_file.path)
         if not session_id:
             lock = await asyncio.to_thread(hold, lock_dir(store), session.id)
         session.agent = agent

@@ -1,0 +1,50 @@
+"""What a file tool killed mid-write (its daemon SIGKILLed) leaves in the workspace: its temporary file."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from ollie import beneath
+from ollie.backend.types import ToolCall
+from ollie.log import get_logger
+
+log = get_logger("ollie.agent.leftovers")
+
+
+def _temporary(name: str) -> re.Pattern[str]:
+    """tools/_toolkit.write_atomic's temporary file for `name`: mkstemp's `.NAME.` + 8 random characters + `.tmp`."""
+    return re.compile(re.escape(f".{name}.") + r"[a-z0-9_]{8}\.tmp")
+
+
+def sweep_write_temporaries(cwd: Path | str, calls: Iterable[ToolCall], saved: Path) -> list[str]:
+    """Remove the temporary files that the file writes of `calls`, cut short, left beside the files they wrote (only
+    beneath `cwd`, through the guarded path, and only those made since the session log `saved` last changed: the
+    calls were saved then, before they ran, so an older file of that name is the user's); the paths removed."""
+    from ollie.agent.steps import describe  # only after a kill: a session opens without it otherwise
+
+    try:
+        since = saved.stat().st_mtime
+    except OSError:
+        return []  # not saved: no call of it ran
+    removed: list[str] = []
+    targets = {loc.path for call in calls for step in describe(call.name, call.arguments, cwd)
+               if step.kind == "edit" for loc in step.locations if not os.path.isabs(loc.path)}
+    for target in sorted(targets):
+        parent, name = os.path.split(target)
+        pattern = _temporary(name)
+        try:
+            for entry in beneath.listdir_sync(cwd, parent or "."):
+                rel = os.path.join(parent, entry)
+                info = beneath.lstat_sync(cwd, rel) if pattern.fullmatch(entry) else None
+                if (info is not None and stat.S_ISREG(info.st_mode) and info.st_mtime >= since
+                        and beneath.remove_sync(cwd, rel)):
+                    removed.append(rel)
+        except OSError as exc:  # gone since, a symlink on the way, no permission: nothing of ours to sweep there
+            log.info("no write leftovers swept", extra={"path": target, "error": str(exc)})
+    if removed:
+        log.info("write leftovers swept", extra={"paths": removed})
+    return removed
