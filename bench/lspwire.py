@@ -127,10 +127,11 @@ class LSPProcess:
         """Send a notification."""
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def initialize(self, root: Path, *, options: Any = None, timeout: float = 60.0) -> Any:
-        """`initialize` then `initialized`; returns the initialize result."""
+    def initialize(self, root: Path, *, options: Any = None, timeout: float = 60.0,
+                   process_id: int | None = None) -> Any:
+        """`initialize` (its `processId` this process unless given) then `initialized`; returns the initialize result."""
         result = self.request("initialize", {
-            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+            "processId": os.getpid() if process_id is None else process_id, "rootUri": root.as_uri(), "capabilities": {},
             "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
             "initializationOptions": options,
         }, timeout=timeout)

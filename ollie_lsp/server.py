@@ -55,7 +55,7 @@ class OllieServer(LanguageServer):
         self.coalesce_s = coalesce_s
         protocol = self.protocol
         assert isinstance(protocol, OllieProtocol)
-        protocol.on_exit = lambda: self.end_serving(0 if self.shutdown_asked else 1)
+        protocol.on_exit = self.exit_asked
         protocol.on_shutdown = self._shutdown_asked
         protocol.serving = self.serving
         protocol.on_error = lambda exc: self.report_server_error(exc, JsonRpcException)
@@ -162,6 +162,10 @@ class OllieServer(LanguageServer):
     def serving(self) -> bool:
         """Whether the client's messages are still being handled (not once `exit` came: `client_gone` was called)."""
         return self._serving is not None and not self._serving.done() and self._backstop is None
+
+    def exit_asked(self) -> None:
+        """`exit` (or the client's process gone): end serving, status 0 after `shutdown`, else 1 (as LSP says)."""
+        self.end_serving(0 if self.shutdown_asked else 1)
 
     def end_serving(self, code: int) -> None:
         """`exit`: stop reading the client at once (it may keep its pipe open); the process ends with `code`."""

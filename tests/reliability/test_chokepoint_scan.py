@@ -28,6 +28,7 @@ _MODULES = {"shutil", "tempfile", "io"}
 # Whole modules whose file access is all to ollie's own private files (0700 dirs no policy grants).
 MODULES_ALLOWED = {
     "ollie_lsp/tcp.py": "the --tcp token file (0600, O_NOFOLLOW)",
+    "ollie_lsp/editorwatch.py": "/proc: the client's process, the daemon's parents and its --tcp connection's socket",
     "core/ollie/cli/demo.py": "the demo's own temp workspace",
     "core/ollie/tools/execute/sessiondirs.py": "the session's private dirs (O_NOFOLLOW, lock-checked)",
     "core/ollie/tools/execute/flock.py": "the parallel-step lock file in the session's lock dir",

@@ -18,10 +18,16 @@ from ollie.log import default_log_file
 from ollie.testing import Reply
 from tests.procs import children_of, new_mark, process_gone, processes_with, wait_until
 
+from .conftest import DAEMON, daemon_env
+
 # A ceiling on a hang only: how fast the daemon closed itself is its backstop's business, checked by its log line.
 GONE_WITHIN_S = 30.0
 # What exit_backstop logs before it ends a daemon that did not close by itself (`ollie_lsp.server.exit_backstop`).
 BACKSTOP_LINE = "did not end"
+# An editor stand-in that starts the daemon through a shell that waits for it (a wrapper script, `nix develop`): its
+# pipes, this test's, stay open when it is killed.
+EDITOR = [sys.executable, "-c", "import subprocess, sys; "
+          "sys.exit(subprocess.call(['sh', '-c', '\"$@\"; exit $?', 'sh', *sys.argv[1:]]))", *DAEMON]
 
 
 class SilentClient(LSPProcess):
@@ -36,27 +42,34 @@ class SilentClient(LSPProcess):
         super()._dispatch(message, stamp)
 
 
-def fork_server_of(daemon: LSPProcess) -> int:
-    """The host pid of the daemon's fork server (running once a step was spawned)."""
-    for pid in children_of(daemon.pid):
+def server_pid(client: LSPProcess) -> int:
+    """The daemon's pid: the client's child, or the end of the chain of processes the client started it through."""
+    pid = client.pid
+    while Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] != [b"-m", b"ollie_lsp"]:
+        (pid,) = children_of(pid)
+    return pid
+
+
+def fork_server_of(daemon: int) -> int:
+    """The host pid of the fork server of the daemon `daemon` (running once a step was spawned)."""
+    for pid in children_of(daemon):
         with contextlib.suppress(OSError):
             if b"forkserver.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return pid
-    raise AssertionError(f"the daemon {daemon.pid} has no fork server")
+    raise AssertionError(f"the daemon {daemon} has no fork server")
 
 
 @pytest.fixture
 def start(workdir: Path, tmp_path: Path):
-    """`start(srv, client_cls=..., options=..., approval=...)`: an initialized daemon; killed at teardown if alive."""
-    from tests.reliability.conftest import DAEMON, daemon_env  # the suite's own daemon command and env
-
+    """`start(srv, client_cls=..., options=..., approval=..., editor=..., process_id=...)`: an initialized daemon
+    (`editor`: started through EDITOR, whose pid is the processId); killed at teardown if alive."""
     started: list[LSPProcess] = []
 
     def make(srv: Any, *, client_cls: type[LSPProcess] = LSPProcess, options: Any = None,
-             approval: str = "auto") -> LSPProcess:
-        daemon = client_cls(DAEMON, env=daemon_env(srv.env(approval=approval)))
+             approval: str = "auto", editor: bool = False, process_id: int | None = None) -> LSPProcess:
+        daemon = client_cls(EDITOR if editor else DAEMON, env=daemon_env(srv.env(approval=approval)))
         started.append(daemon)
-        daemon.initialize(workdir, options=options)
+        daemon.initialize(workdir, options=options, process_id=daemon.pid if editor else process_id)
         return daemon
 
     yield make
@@ -66,10 +79,14 @@ def start(workdir: Path, tmp_path: Path):
             daemon.proc.wait(10)
 
 
-def assert_all_gone(daemon: LSPProcess, fork_server: int | None, mark: str | None) -> None:
-    """The daemon ended by closing itself, before its backstop, its fork server and the step's processes with it."""
+def assert_all_gone(daemon: LSPProcess, fork_server: int | None, mark: str | None, pid: int | None = None) -> None:
+    """The daemon (`pid`, when it is not the client's child) ended by closing itself, before its backstop, its fork
+    server and the step's processes with it."""
     try:
-        daemon.proc.wait(GONE_WITHIN_S)
+        if pid is None:
+            daemon.proc.wait(GONE_WITHIN_S)
+        else:
+            assert process_gone(pid, GONE_WITHIN_S)
     except Exception:
         raise AssertionError(f"the daemon still runs {GONE_WITHIN_S} s after its client went:\n"
                              + daemon.stderr_text()[-3000:]) from None
@@ -95,16 +112,16 @@ def close_stdin(daemon: LSPProcess) -> None:
     daemon.proc.stdin.close()
 
 
-def start_tool_turn(start: Any, scripted_llm: Any, workdir: Path) -> tuple[LSPProcess, int, str]:
-    """A daemon whose turn runs a long step; its fork server's pid and the step's marker."""
+def start_tool_turn(start: Any, scripted_llm: Any, workdir: Path, **how: Any) -> tuple[LSPProcess, int, str]:
+    """A daemon (`how`: start's options) whose turn runs a long step; its fork server's pid and the step's marker."""
     mark = new_mark()
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("execute_code", {
         "steps": [{"code": f"echo started > started.txt; exec sleep 60.{mark}"}], "timeout": 120})))
-    daemon = start(srv)
+    daemon = start(srv, **how)
     daemon.request_async("ollie/submit", {"text": "run the long step"})
     wait_until(lambda: processes_with(mark), "the step never started")
-    return daemon, fork_server_of(daemon), mark
+    return daemon, fork_server_of(server_pid(daemon)), mark
 
 
 @pytest.mark.parametrize("ending", ["shutdown-exit-eof", "shutdown-eof", "exit-eof", "eof", "sigterm", "sighup"])
@@ -156,7 +173,7 @@ def test_the_daemon_ends_when_the_client_goes_while_a_permission_question_waits(
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "touch asked.txt"}]})))
     daemon = start(srv, client_cls=SilentClient, options={"permissionRequest": True}, approval="")
     # The fork server, when one was started already (a pre-warmed one), must go with the daemon.
-    fork_server = fork_server_of(daemon) if _has_fork_server(daemon) else None
+    fork_server = fork_server_of(daemon.pid) if _has_fork_server(daemon) else None
     daemon.request_async("ollie/submit", {"text": "touch it"})
     wait_until(lambda: any(r["method"] == "ollie/permission" for r in daemon.server_requests),
                "the permission question never came")
@@ -170,7 +187,7 @@ def test_the_daemon_ends_when_the_client_goes_while_a_permission_question_waits(
 
 def _has_fork_server(daemon: LSPProcess) -> bool:
     try:
-        fork_server_of(daemon)
+        fork_server_of(daemon.pid)
     except AssertionError:
         return False
     return True
@@ -228,3 +245,43 @@ def test_the_daemon_ends_when_the_client_goes_while_compacting(start, scripted_l
     daemon.notify("exit", None)
     close_stdin(daemon)
     assert_all_gone(daemon, None, None)
+
+
+
+def test_the_daemon_ends_with_its_steps_when_its_editor_is_killed_while_its_pipes_stay_open(start, scripted_llm,
+                                                                                              workdir):
+    """LSP's processId: an editor SIGKILLed while another process (here this test, as a wrapper can) keeps the
+    daemon's pipes open left it running for ever, its step with it. Its exit is seen: the daemon ends as on `exit`."""
+    client, fork_server, mark = start_tool_turn(start, scripted_llm, workdir, editor=True)
+    daemon = server_pid(client)
+    try:
+        log = default_log_file()
+        wait_until(lambda: f"watching processId {client.pid}:" in log.read_text(), "the watch never began")
+        client.proc.kill()  # the editor stand-in, the daemon's grandparent and the processId it was given
+        assert_all_gone(client, fork_server, mark, daemon)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)
+    assert f"the client's process {client.pid} has exited" in log.read_text()
+
+
+@pytest.mark.parametrize("given", ["no such process", "not the client"])
+def test_a_process_id_that_is_not_the_clients_is_logged_and_never_ends_the_daemon(start, scripted_llm, given):
+    """Over ssh, or from a container, the editor's pid names another machine's process, or none: watching whatever
+    had that pid here would end the daemon with an unrelated process (or at once). It is logged and ignored."""
+    other = subprocess.Popen(["sleep", "600"])  # no ancestor of the daemon: its sibling
+    if given == "no such process":
+        other.kill()
+        other.wait()
+    daemon = start(scripted_llm("openai"), process_id=other.pid)
+    try:
+        log = default_log_file()
+        wait_until(lambda: f"processId {other.pid} " in log.read_text() and "not watched" in log.read_text(),
+                   "the daemon never said it does not watch the processId")
+    finally:
+        other.kill()
+        other.wait()
+    assert daemon.request("ollie/state", {}, timeout=30)["state"] == "idle"
+    # Had it been watched, its exit (before the requests were sent) would have been seen, and said, before these end.
+    assert daemon.shutdown() == 0, daemon.stderr_text()[-2000:]
+    assert "has exited" not in log.read_text()
