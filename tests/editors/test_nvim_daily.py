@@ -376,10 +376,12 @@ def test_a_programs_question_shows_every_line_of_its_code_in_the_float(tmp_path:
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo one > proof\nrm -rf ~/stuff"}]})),
                Reply.text("Left it."))
     ws = tmp_path / "ws"
-    tmux, asked = asked_about(tmp_path, srv, "tidy up", "4: Reject with feedback")
+    tmux, asked = asked_about(tmp_path, srv, "tidy up", "3: Reject with feedback")
     try:
         assert "code:" in asked and "echo one > proof" in asked and "rm -rf ~/stuff" in asked, asked
-        tmux.keys("3", "Enter")  # Reject
+        # No "Allow always": no rule would cover a program of two lines (it would be asked about again at once).
+        assert "Allow always" not in asked, asked
+        tmux.keys("2", "Enter")  # Reject
         tmux.keep("2-rejected", tmux.wait(lambda s: "Left it." in s and "(end)" in s, "the turn's end"))
         assert not (ws / "proof").exists()
         assert_clean(tmux.screens)
