@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from pygls.exceptions import JsonRpcException
 
 from ollie.sessions.pg import log as pg_log
 from ollie.testing import Reply
@@ -139,3 +140,50 @@ async def test_a_day_of_blips_a_restart_and_a_frozen_daemon_loses_and_repeats_no
     await alice.request("ollie/session/unarchive", {"session": sid})
     await alice.request("ollie/session/load", {"session": sid})
     assert await _texts(alice, sid) == ["q1", "a1", "q2", "a2", "q3", "a3", "q4", "a4"]
+
+
+async def test_a_fork_of_a_session_answering_on_a_teammates_daemon_leaves_the_running_turn_out(
+        start_daemon, start_agent, store_url, scripted_llm):
+    # The fork copied the prompt of alice's turn still answering on her daemon (saved as it came) and counted it a turn:
+    # bob's conversation went on from a question with no answer, his next prompt right after hers.
+    llm = scripted_llm("openai")
+    holds = [threading.Event(), threading.Event()]
+    llm.script(Reply.text("a1", hold=holds[0]), Reply.text("a2", hold=holds[1]), Reply.text("b1"), Reply.text("b2"))
+    alice, bob = await _team(start_daemon, store_url, llm)
+    sid = (await alice.request("ollie/session/new", {"title": "the migration"}))["session"]
+    share_with_backend(store_url, sid)
+
+    async def answering(text: str, requests: int) -> asyncio.Future:
+        turn = asyncio.ensure_future(alice.request("ollie/submit", {"session": sid, "text": text}, timeout=60))
+        while len(llm.chat_requests) < requests:
+            await asyncio.sleep(0.01)  # the model has the request: the turn answers
+        while _listed(await bob.request("ollie/session/list", {})).get(sid, {}).get("turns") != requests:
+            await asyncio.sleep(0.05)  # its prompt is stored
+        return turn
+
+    first = await answering("q1", 1)
+    with pytest.raises(JsonRpcException) as caught:
+        await bob.request("ollie/session/fork", {"session": sid})
+    assert caught.value.code == -32602 and "params: session: session " in caught.value.message and \
+        "runs its first turn" in caught.value.message, caught.value.message
+    holds[0].set()
+    await first
+    second = await answering("q2", 2)
+    fork = await bob.request("ollie/session/fork", {"session": sid})
+    assert fork["info"]["turns"] == 1 and await _texts(bob, fork["session"]) == ["q1", "a1"]
+    with pytest.raises(JsonRpcException) as caught:
+        await bob.request("ollie/session/fork", {"session": sid, "turn": 2})
+    assert caught.value.code == -32602 and "turn 2 has not ended" in caught.value.message, caught.value.message
+    # His ACP agent forks it the same way.
+    agent = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+    forked = await asyncio.wait_for(agent.conn.fork_session(session_id=sid, cwd=str(agent.workspace), mcp_servers=[]),
+                                    30)
+    holds[1].set()
+    await second
+    asked = []
+    assert (await bob.request("ollie/submit", {"session": fork["session"], "text": "bq1"}))["reply"] == "b1"
+    asked.append(llm.chat_requests[-1])
+    assert (await agent.prompt(forked.session_id, "bq2")).stop_reason == "end_turn"
+    asked.append(llm.chat_requests[-1])
+    for request, prompt in zip(asked, ("bq1", "bq2"), strict=True):
+        assert [m["content"] for m in request.body["messages"] if m["role"] != "system"] == ["q1", "a1", prompt]
