@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -187,3 +188,43 @@ async def test_a_fork_of_a_session_answering_on_a_teammates_daemon_leaves_the_ru
     asked.append(llm.chat_requests[-1])
     for request, prompt in zip(asked, ("bq1", "bq2"), strict=True):
         assert [m["content"] for m in request.body["messages"] if m["role"] != "system"] == ["q1", "a1", prompt]
+
+
+async def test_a_daemon_frozen_mid_commit_holds_no_teammate_up_past_its_lease(start_daemon, store_url, scripted_llm,
+                                                                              monkeypatch):
+    # Stopped inside a transaction (a laptop suspended mid-commit), a daemon kept its lease row locked for as long as
+    # it stayed stopped: the other machine's load, once the lease lapsed, waited on it, and with it every request of
+    # that daemon's registry thread. The server now ends such a connection once it idles past a lease.
+    from ollie.sessions.pg.store import PgStore, StoreUnavailableError
+
+    monkeypatch.setenv("OLLIE_LEASE_TTL", "3")
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("a1"), Reply.text("a2"))
+    team = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice", "OLLIE_LEASE_TTL": "3"}
+    laptop = await start_daemon("laptop", team)
+    desk = await start_daemon("desk", team)
+    sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
+    await laptop.request("ollie/submit", {"session": sid, "text": "q1"})
+    frozen = PgStore(store_url, migrate=False)  # the laptop's connection, as ollie opens it, stopped mid-commit
+    commit = frozen.transaction()
+    conn = commit.__enter__()
+    pid = laptop.client._server.pid
+    try:
+        assert conn.execute("SELECT 1 FROM session_leases WHERE session_id = ? FOR UPDATE", (sid,)).fetchone()
+        os.kill(pid, signal.SIGSTOP)  # and its heartbeat with it: the lease lapses
+        while True:
+            try:
+                loaded = await desk.request("ollie/session/load", {"session": sid}, timeout=30)
+                break
+            except JsonRpcException as exc:
+                assert exc.code == -32007, exc  # live on the laptop until its lease lapses
+                await asyncio.sleep(0.2)
+        assert loaded["info"]["turns"] == 1
+        assert (await desk.request("ollie/submit", {"session": sid, "text": "q2"}))["reply"] == "a2"
+        with pytest.raises(StoreUnavailableError, match="idle-in-transaction"):
+            commit.__exit__(None, None, None)  # woken, its transaction is gone: nothing it held is written
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        with contextlib.suppress(Exception):  # a failed test's transaction, still open: the pool waits for it
+            commit.__exit__(None, None, None)
+        frozen.close()
