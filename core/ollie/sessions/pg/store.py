@@ -20,7 +20,6 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ollie.sessions.errors import SessionError
 from ollie.sessions.location import STORE_VAR, USER_VAR, redact, setting
-from ollie.sessions.pg.lease import ttl_s
 from ollie.sessions.schema import SCHEMA_VERSION, StoreVersionError, pending
 from ollie.sessions.store import Conn, Cursor, DuplicateError, StoreBusyError
 from ollie.sessions.types import act_as
@@ -78,6 +77,19 @@ class PgConn:
             raise StoreRefusedError(f"{self._where}: the server refused it: {exc.diag.message_primary}") from None
         except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as exc:  # (see _bounded)
             raise StoreUnavailableError(f"{self._where}: {exc}") from exc
+
+
+TTL_VAR = "OLLIE_LEASE_TTL"
+DEFAULT_TTL_S = 30.0
+
+
+def ttl_s() -> float:
+    """The lease TTL in seconds (OLLIE_LEASE_TTL, default 30): see ollie.sessions.pg.lease, and `_bounded`."""
+    try:
+        value = float(setting(TTL_VAR) or DEFAULT_TTL_S)
+    except ValueError:
+        return DEFAULT_TTL_S
+    return value if value > 0 else DEFAULT_TTL_S
 
 
 def _bounded(conn: psycopg.Connection[Any]) -> None:
