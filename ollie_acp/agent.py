@@ -177,11 +177,15 @@ class OllieAgent:
             info = await self._records.run(self._record, session_id)
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
-        known = fork.Source(session_id, info, self._records.user,
-                            live_title=source.recorder.title if source and source.recorder else None,
-                            live_agent=source.core.agent_name if source else None)
         with store_errors(session_id):
-            plan = await fork.plan(known, default_agent=self._agent)
+            elsewhere = source is None and bool(await self._records.run(self._records.live_elsewhere, [session_id]))
+            known = fork.Source(session_id, info, self._records.user,
+                                live_title=source.recorder.title if source and source.recorder else None,
+                                live_agent=source.core.agent_name if source else None, elsewhere=elsewhere)
+            try:
+                plan = await fork.plan(known, default_agent=self._agent)
+            except fork.ForkTurnError as exc:  # its first turn still answering in another process: nothing yet
+                raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
         await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         return await self._opened(live, ForkSessionResponse, session_id=live.id)

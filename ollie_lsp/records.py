@@ -66,11 +66,7 @@ def saved_turns(session_ids: list[str]) -> dict[str, int]:
     from ollie.sessions import persist
 
     directory = sessions_dir()
-    counts = {}
-    for session_id in session_ids:
-        starts = persist.read_meta(directory, session_id).get("turn_starts")
-        counts[session_id] = len(starts) if isinstance(starts, list) else 0  # (a log no ollie wrote: none)
-    return counts
+    return {session_id: persist.saved_turns(directory, session_id) for session_id in session_ids}
 
 
 def records() -> UserRecords:

@@ -57,6 +57,14 @@ def test_sessions_in_the_terminal_names_a_teammates_shared_session_and_its_team(
     at = next(n for n, line in enumerate(lines) if line.endswith(sid.group(1)))
     assert lines[at - 1] == "  migrate the schema", listed.stdout
     assert lines[at].endswith(f" · 1 turn · team backend, alice's · {sid.group(1)}"), listed.stdout
+    # Bob carries it on: both count his turn (the title and directory stay hers; it was her last round's count).
+    llm.script(Reply.text("done"))
+    assert ollie("desk", "bob", ["-p", "and the data", "--session", sid.group(1)], OLLIE_TEAMS="backend").returncode == 0
+    for machine, user in (("desk", "bob"), ("laptop", "alice")):
+        listed = ollie(machine, user, ["-p", "/sessions"], OLLIE_TEAMS="backend")
+        lines = listed.stdout.splitlines()
+        at = next(n for n, line in enumerate(lines) if line.endswith(sid.group(1)))
+        assert lines[at - 1] == "  migrate the schema" and " · 2 turns · team backend" in lines[at], listed.stdout
 
 
 def _terminals(tmp_path, llm, store_url):

@@ -44,6 +44,7 @@ class Source:
     live_title: str | None = None
     live_agent: str | None = None
     running: int = 0  # the turn whose prompt it saved and whose reply it has not (0: none)
+    elsewhere: bool = False  # another process runs it (a teammate's daemon, another window): its log tells `running`
 
 
 def cut_at_turn(saved: Session, turn: int | None) -> None:
@@ -62,6 +63,14 @@ def cut_at_turn(saved: Session, turn: int | None) -> None:
     saved.turn_starts, saved.turn_changed = starts[:turn], saved.turn_changed[:turn]
 
 
+def _answered(saved: Session) -> bool:
+    """Whether the log's last turn ended with the model's reply (none yet: true)."""
+    if not saved.turn_starts:
+        return True
+    last = saved.messages[-1] if len(saved.messages) > saved.turn_starts[-1] else None
+    return last is not None and last.role == "assistant" and not last.tool_calls
+
+
 async def plan(source: Source, *, default_agent: str, turn: int | None = None) -> Fork:
     """The fork of `source`: what it saved up to turn `turn` (None: all, or, while a turn runs, those that ended),
     titled "<title> (fork)".
@@ -70,19 +79,22 @@ async def plan(source: Source, *, default_agent: str, turn: int | None = None) -
     licence for this user's steps): then `default_agent`. NotFoundError when it saved no log, InvalidSessionError
     when its log cannot be read.
     """
-    if source.running:  # the turns that ended: the running one's prompt and steps are a turn with no reply
-        ended = source.running - 1
-        if turn is None and not ended:
-            raise ForkTurnError(f"session {source.session_id} runs its first turn: nothing to fork yet", "session")
-        if turn is not None and turn > ended:
-            raise ForkTurnError(f"turn {turn} has not ended: session {source.session_id} runs turn {source.running}")
-        turn = turn or ended
     try:
         saved = await asyncio.to_thread(persist.load, sessions_dir(), source.session_id)
     except persist.SessionFileNotFoundError:
         raise NotFoundError(source.session_id) from None
     except (ValueError, persist.SessionFileError) as exc:  # a malformed id, a log this ollie cannot read
         raise InvalidSessionError(str(exc)) from None
+    # Run in another process, its log tells: a last turn with no final reply is still answering there (its prompt
+    # and steps are saved as they come), or it failed without one; either way nothing to go on from.
+    running = source.running or (len(saved.turn_starts) if source.elsewhere and not _answered(saved) else 0)
+    if running:  # the turns that ended: the running one's prompt and steps are a turn with no reply
+        ended = running - 1
+        if turn is None and not ended:
+            raise ForkTurnError(f"session {source.session_id} runs its first turn: nothing to fork yet", "session")
+        if turn is not None and turn > ended:
+            raise ForkTurnError(f"turn {turn} has not ended: session {source.session_id} runs turn {running}")
+        turn = turn or ended
     cut_at_turn(saved, turn)
     info = source.info
     # The record has the title the first prompt gave (the engine's recorder); a live one's own when unrecorded.

@@ -14,15 +14,16 @@ from ollie.sessions.logformat import COMPACTION_SUFFIX, META_TAIL_BYTES, SUFFIX,
 from ollie.sessions.session import is_valid_session_id
 
 
-def _tail(sessions_dir: Path | str, session_id: str) -> bytes:
-    """The end of a saved log, where its latest `meta` record is (b"" when the session is not saved)."""
+def _tail(sessions_dir: Path | str, session_id: str, *, anyone: bool = False) -> bytes:
+    """The end of a saved log, where its latest `meta` record is (b"" when the session is not saved); in a store, the
+    owner's last round unless `anyone` (see `pg_log.last_round`)."""
     if not is_valid_session_id(session_id):
         return b""
     url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
 
-        return pg_log.last_round(url, session_id)
+        return pg_log.last_round(url, session_id, anyone=anyone)
     try:
         with open(session_path(Path(sessions_dir), session_id), "rb") as fh:
             size = fh.seek(0, os.SEEK_END)
@@ -39,6 +40,13 @@ def read_meta(sessions_dir: Path | str, session_id: str) -> dict[str, Any]:
     database: the last round), not the history. {} when the session is not saved.
     """
     return last_meta(_tail(sessions_dir, session_id))
+
+
+def saved_turns(sessions_dir: Path | str, session_id: str) -> int:
+    """How many turns the saved session has had: its last meta's, whoever wrote it (a teammate's turns in a shared
+    session count, where its title and directory stay the owner's); 0 for a log no ollie wrote."""
+    starts = last_meta(_tail(sessions_dir, session_id, anyone=True)).get("turn_starts")
+    return len(starts) if isinstance(starts, list) else 0
 
 
 def is_unused(sessions_dir: Path | str, session_id: str) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ollie.log import get_logger
 from ollie.sessions.errors import LiveElsewhereError, SessionError
-from ollie.sessions.location import setting
+from ollie.sessions.pg.store import ttl_s
 
 if TYPE_CHECKING:
     from ollie.sessions.pg.store import PgConn, PgStore
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 
 log = get_logger("ollie.sessions.lease")
 
-TTL_VAR = "OLLIE_LEASE_TTL"
-DEFAULT_TTL_S = 30.0
 
 # A lease is taken over once its heartbeat (the store's now() when written) is a TTL old, or more than a TTL ahead:
 # no process wrote that (a statement begun after this one may be a little ahead), and it would never lapse.
@@ -51,15 +49,6 @@ class LeaseLostError(LiveElsewhereError):
     """This process's lease on a session lapsed and another took the session over: its rounds are refused."""
 
     final = True  # no later save retries: the log writes nothing until the session is opened again
-
-
-def ttl_s() -> float:
-    """The lease TTL in seconds (OLLIE_LEASE_TTL, default 30)."""
-    try:
-        value = float(setting(TTL_VAR) or DEFAULT_TTL_S)
-    except ValueError:
-        return DEFAULT_TTL_S
-    return value if value > 0 else DEFAULT_TTL_S
 
 
 def live_elsewhere(conn: Conn, session_ids: Sequence[str]) -> dict[str, str]:

@@ -384,19 +384,19 @@ def read_rounds(url: str, session_id: str) -> bytes | None:
     return b"".join(bytes(r[0]) for r in rows) if rows else None
 
 
-def last_round(url: str, session_id: str) -> bytes:
+def last_round(url: str, session_id: str, *, anyone: bool = False) -> bytes:
     """The end of the last round the session's owner wrote (b"" when it is not saved), where its latest meta is: at
     most what read_meta reads of a file (a round may be any size: another process wrote it, and every listing reads
     it). A teammate's later rounds are left out: the directory and title listings show are the owner's, not theirs
     (the last round of all only when the owner wrote none: a log an older `ollie store import` copied names
-    its importer)."""
+    its importer). `anyone`: the last round of all, whoever wrote it (how many turns the session has had)."""
     drain(url, session_id)
     store, _ = shared(url)
     tail = "SELECT substring(data FROM greatest(octet_length(data) - ? + 1, 1)) FROM session_rounds r WHERE session_id = ?"
     with store.reading() as conn:
-        row = conn.execute(f"{tail} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id "
-                           "AND s.user_id <> r.user_id) ORDER BY seq DESC LIMIT 1",
-                           (META_TAIL_BYTES, session_id)).fetchone()
+        row = None if anyone else conn.execute(
+            f"{tail} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND s.user_id <> r.user_id) "
+            "ORDER BY seq DESC LIMIT 1", (META_TAIL_BYTES, session_id)).fetchone()
         if row is None:
             row = conn.execute(f"{tail} ORDER BY seq DESC LIMIT 1", (META_TAIL_BYTES, session_id)).fetchone()
     return bytes(row[0]) if row else b""

@@ -75,8 +75,29 @@ class PgConn:
             raise DuplicateError(_DUPLICATES.get(constraint, constraint), str(exc)) from None
         except pg_errors.InsufficientPrivilege as exc:
             raise StoreRefusedError(f"{self._where}: the server refused it: {exc.diag.message_primary}") from None
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as exc:  # (see _bounded)
             raise StoreUnavailableError(f"{self._where}: {exc}") from exc
+
+
+TTL_VAR = "OLLIE_LEASE_TTL"
+DEFAULT_TTL_S = 30.0
+
+
+def ttl_s() -> float:
+    """The lease TTL in seconds (OLLIE_LEASE_TTL, default 30): see ollie.sessions.pg.lease, and `_bounded`."""
+    try:
+        value = float(setting(TTL_VAR) or DEFAULT_TTL_S)
+    except ValueError:
+        return DEFAULT_TTL_S
+    return value if value > 0 else DEFAULT_TTL_S
+
+
+def _bounded(conn: psycopg.Connection[Any]) -> None:
+    """Have the server end this connection when it idles in a transaction longer than a lease lasts: a process
+    stopped mid-commit (a laptop suspended, a SIGSTOP) kept its row locks for as long as it stayed stopped, and every
+    other process taking its lapsed lease over waited on them, its whole registry thread with it."""
+    conn.execute("SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %s, false)",
+                 (f"{int(ttl_s() * 1000)}ms",))
 
 
 def _connect(url: str, where: str, timeout_s: float) -> psycopg.Connection[Any]:
@@ -84,7 +105,13 @@ def _connect(url: str, where: str, timeout_s: float) -> psycopg.Connection[Any]:
     password, an unknown host, a server that is down): the pool would retry until its timeout and then say only
     that it timed out."""
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+        try:
+            _bounded(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         password = _password(url)
@@ -114,7 +141,7 @@ class PgStore:
         # connection the pool hands out a fresh connection instead of one dead one per pooled slot.
         self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=busy_timeout_s, num_workers=1,
                                     kwargs={"autocommit": True, "connect_timeout": max(1, int(busy_timeout_s))},
-                                    check=ConnectionPool.check_connection, name="ollie-store")
+                                    check=ConnectionPool.check_connection, configure=_bounded, name="ollie-store")
         try:
             self._pool.open(wait=True, timeout=busy_timeout_s)
         except PoolTimeout as exc:
