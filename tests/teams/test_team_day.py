@@ -206,6 +206,16 @@ async def test_a_daemon_frozen_mid_commit_holds_no_teammate_up_past_its_lease(st
     sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
     await laptop.request("ollie/submit", {"session": sid, "text": "q1"})
     frozen = PgStore(store_url, migrate=False)  # the laptop's connection, as ollie opens it, stopped mid-commit
+
+    def leased() -> bool:
+        with frozen.reading() as seen:
+            return seen.execute("SELECT 1 FROM session_leases WHERE session_id = ?", (sid,)).fetchone() is not None
+
+    # The laptop's store writes its lease in a thread of its own, after the turn's answer (CI read it too soon once).
+    deadline = asyncio.get_running_loop().time() + 30
+    while not leased():
+        assert asyncio.get_running_loop().time() < deadline, "the laptop never took the session's lease"
+        await asyncio.sleep(0.05)
     commit = frozen.transaction()
     conn = commit.__enter__()
     pid = laptop.client._server.pid
