@@ -186,8 +186,16 @@ class OllieAgent:
                 plan = await fork.plan(known, default_agent=self._agent)
             except fork.ForkTurnError as exc:  # its first turn still answering in another process: nothing yet
                 raise RequestError.invalid_params({"sessionId": str(exc)}) from None
-        live = await self._open(directory, session_id=None, agent=plan.agent, title=plan.title, mcp=specs)
+        # Made untitled (an unused session is not listed) and named once its copy is saved: named first, an agent
+        # killed before the copy was saved left an empty `<title> (fork)` in the session list.
+        live = await self._open(directory, session_id=None, agent=plan.agent, mcp=specs)
         await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
+        if live.recorder is not None:
+            await live.recorder.recorded()
+        with store_errors(live.id):
+            await self._records.run(self._records.rename, live.id, plan.title)
+        if live.recorder is not None:
+            live.recorder.renamed(plan.title)
         return await self._opened(live, ForkSessionResponse, session_id=live.id)
 
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:

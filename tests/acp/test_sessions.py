@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import sqlite3
+import time
 from pathlib import Path
 
 import acp
@@ -430,6 +433,37 @@ async def test_fork_goes_on_from_a_copy_and_leaves_the_source_as_it_was(shared_a
     with pytest.raises(acp.RequestError) as caught:
         await agent.conn.fork_session(session_id="nosuchsession", cwd=str(elsewhere), mcp_servers=[])
     assert caught.value.code == -32002
+
+
+async def test_a_fork_killed_as_it_is_made_is_listed_only_with_its_copy(start_agent, llm) -> None:
+    """Bug: `ollie acp` titled a fork (listed it) before its copy of the conversation was saved, so an agent killed
+    between left an empty `<title> (fork)` in the session list."""
+    agent = await start_agent(env=llm.env())
+    llm.script(Reply(text="answered " * 1_000_000, chunk_size=1 << 16))  # 9 MB: the copy takes a while to save
+    sid = await agent.new()
+    await agent.prompt(sid, "first question", timeout=120)
+    registry = Path(os.environ["XDG_DATA_HOME"]) / "ollie" / "sessions.db"
+
+    def forked() -> list[str]:
+        """The forks the session list has, read from its database as the agent writes it."""
+        with contextlib.closing(sqlite3.connect(f"file:{registry}?mode=ro", uri=True)) as db:
+            return [row[0] for row in db.execute("SELECT id FROM sessions WHERE title LIKE '%(fork)'")]
+
+    fork = asyncio.ensure_future(agent.conn.fork_session(session_id=sid, cwd=str(agent.workspace), mcp_servers=[]))
+    deadline = time.monotonic() + 60
+    while not forked() and not fork.done():  # no pause but the loop's: killed the moment the list has it
+        assert time.monotonic() < deadline, "the fork was never listed"
+        await asyncio.sleep(0)
+    agent.proc.kill()
+    await agent.proc.wait()
+    fork.cancel()
+    await asyncio.gather(fork, return_exceptions=True)
+    second = await start_agent(env=llm.env(), workspace=agent.workspace)
+    for listed in forked():
+        await asyncio.wait_for(second.conn.load_session(session_id=listed, cwd=str(agent.workspace),
+                                                        mcp_servers=[]), 60)
+        prompts = second.client.text(listed, "user_message_chunk")
+        assert "first question" in prompts, f"the listed fork {listed} holds no copy: {prompts!r}"
 
 
 def test_a_replayed_prompt_is_the_user_s_text_without_ollie_s_notes(tmp_path) -> None:
