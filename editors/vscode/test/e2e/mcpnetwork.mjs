@@ -192,6 +192,9 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     if (await question.locator("button", { hasText: "Allow once" }).count()) throw new Error("a withdrawn question still has its buttons");
     await screenshot("network-withdrawn");
     await chat.locator(".item.assistant", { hasText: "Done." }).waitFor({ timeout: waitMs });
+    // The reply's last words show before its turn has ended: the next scenario's prompt waits for the turn's end (sent
+    // as it ended, the prompt stayed in the input unsent: CI once).
+    await waitForStatus(page, /Ollie: idle/);
     if (seen.includes("/late")) throw new Error("the withdrawn question's request reached the host");
     log("a question whose step ended first said it was no longer asked");
   });
