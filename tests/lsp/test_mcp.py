@@ -147,7 +147,12 @@ async def test_a_crashing_server_restarts_and_the_user_is_told(shared_daemon, ll
                              timeout=30)
     again = await wait_state(daemon, "t", "ready")
     assert again["restarts"] == 1
+    assert "t (stdio, restarted 1x): ready" in await submit(daemon, "/mcp")
     assert await submit(daemon, "add") == "back"
+    # Restarted by hand, it starts anew: its automatic restarts before are no longer counted.
+    assert await submit(daemon, "/mcp restart t") == "restarted t: ready"
+    assert (await wait_state(daemon, "t", "ready"))["restarts"] == 0
+    assert "t (stdio): ready" in await submit(daemon, "/mcp")
     assert tool_results(llm)[-1] == "2"
 
 

@@ -200,6 +200,8 @@ class McpServer:
             with contextlib.suppress(BaseException):
                 await self._task
         self._session = None
+        # Started anew: `/mcp` said "restarted 5x" of a server the user had just restarted by hand, and ready.
+        self.restarts = 0
         self.state, self.error, self._ready = "starting", "", asyncio.Event()
         self.tools, self.prompts, self.resources = [], [], []
         self._changed()
