@@ -197,7 +197,8 @@ def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa
         tmux.keys(":OllieRewind 1", "Enter")
         tmux.keep("1-asked", tmux.wait(lambda s: "Type number" in s, "the rewind's question"))
         tmux.keys("1", "Enter")
-        tmux.keep("2-rewound", tmux.wait(lambda s: "Rotated the key." not in s, "the rewind"))
+        tmux.keep("2-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "Rotated the key." not in s,
+                                         "the rewind"))
     finally:
         tmux.close()
     assert secret.read_text() == "API_KEY=old\n"
