@@ -68,7 +68,7 @@ def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):
         done = tmux.keep("edit-then-test", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
         assert captures_png(tmux, "edit-then-test").stat().st_size > 0
         assert "tests passed" in srv.chat_requests[2].body["messages"][-1]["content"]
-        assert "✓ Run python3 test_calc.py" in done and "[step 1 bash] exit 0" in done, done
+        assert "✓ Run python3 test_calc.py" in done and "[step 1 bash] exit 0 · tests passed" in done, done
         assert "return a + b" in done and "calc.py [+]" not in done, done
         # The run wrote __pycache__/calc.*.pyc: build output, not a change of the turn.
         assert "✎ 1 file changed" in done, done
