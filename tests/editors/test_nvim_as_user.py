@@ -12,13 +12,14 @@ from tests.asuser import _as, ollie_lsp_for, os_user
 from tests.tools.test_os_users import ALICE, BOB, home_of, shared  # noqa: F401  (the fixture)
 
 from .test_nvim import _nvim
-from .test_nvim_tui import NO_PYTHON_PROVIDER, PLUGIN, Tmux, assert_clean
+from .test_nvim_tui import NO_PYTHON_PROVIDER, PLUGIN, Tmux, assert_clean, choice
 
 
 def start_nvim_as_alice(home: Path, env: dict[str, str], edit: str) -> Tmux:
     """Neovim in tmux as ALICE, README's `setup({})`, in her `work` dir editing `edit`; ollie-lsp on her PATH."""
     user = os_user(ALICE)
-    (home / "work" / ".git").mkdir()
+    again = (home / "work" / ".git").exists()  # (Neovim started again, after a quit)
+    (home / "work" / ".git").mkdir(exist_ok=True)
     bin_dir = ollie_lsp_for(ALICE, home).parent
     init = home / "init.lua"
     init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n')
@@ -30,9 +31,10 @@ def start_nvim_as_alice(home: Path, env: dict[str, str], edit: str) -> Tmux:
             **{f"XDG_{d.upper()}_HOME": str(home / d) for d in ("config", "data", "state")}, **env}
     command = [*_as(user), "env", "-i", *(f"{k}={v}" for k, v in mine.items()),
                _nvim(), *NO_PYTHON_PROVIDER, "-u", str(init), "-i", "NONE", "-n", edit]
-    tmux = Tmux(f"ollie-user-{os.getpid()}-{home.parent.name}", home / "work", dict(os.environ), command)
+    tmux = Tmux(f"ollie-user-{os.getpid()}-{home.parent.name}{'-again' if again else ''}", home / "work",
+                dict(os.environ), command)
     tmux.captures = home.parent / "captures"
-    tmux.captures.mkdir()
+    tmux.captures.mkdir(exist_ok=True)
     return tmux
 
 
@@ -140,6 +142,60 @@ for top, _, names in os.walk(sys.argv[1]):
 """
 
 
+def test_her_daily_loop_edit_of_her_unsaved_buffer_tests_resume_and_undo(shared, scripted_llm):  # noqa: F811
+    """As her: a prompt queued while an answer streams; the edit of calc.py, which holds her unsaved line, asked about
+    (it says that line is saved with it) and allowed; the tests the agent runs see both; Neovim quit and started
+    again, `:OllieSessions` resumes the session, and `:OllieChanges` undoes the edit in her file, her line kept."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="calc.py adds. " * 40, delay=0.05, chunk_size=14),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": "python3 test_calc.py", "language": "bash"}]})),
+               Reply.text("Fixed add; the tests pass."))
+    home, user = home_of(ALICE, shared), os_user(ALICE)
+    calc = home / "work" / "calc.py"
+    for path, text in ((calc, "def add(a, b):\n    return a - b\n"),
+                       (home / "work" / "test_calc.py", "from calc import add, SUB\n\nassert add(2, 3) == 5 - SUB\n"
+                                                        "print('tests passed')\n")):
+        path.write_text(text)
+        os.chown(path, user.pw_uid, user.pw_gid)
+    tmux = start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py")
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys("G", "o", "SUB = 0", "Escape")
+        tmux.keys(":Ollie explain calc.py", "Enter")
+        tmux.wait(lambda s: "calc.py adds." in s, "the answer to stream", 60)
+        tmux.keys(":OllieChat", "Enter", "fix add and run the tests", "Escape", "Enter")
+        tmux.wait(lambda s: "⏳ queued: fix add and run the tests" in s, "the prompt queued")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "ollie asks to: Edit calc.py" in s and "Allow once" in s,
+                                               "the edit's question", 60))
+        assert "calc.py has your unsaved changes: allowing saves them with the edit" in asked, asked
+        tmux.keys(choice(asked, "Allow once"), "Enter")
+        ran = tmux.wait(lambda s: "Allow once" in s and "python3 test_calc.py" in s, "the run's question", 60)
+        tmux.keys(choice(ran, "Allow once"), "Enter")
+        tmux.keep("2-done", tmux.wait(lambda s: "Fixed add; the tests pass." in s and "(end)" in s, "the turn", 60))
+        assert "tests passed" in srv.chat_requests[-1].body["messages"][-1]["content"]
+        assert calc.read_text() == "def add(a, b):\n    return a + b\nSUB = 0\n" and calc.stat().st_uid == user.pw_uid
+        tmux.keys(":qa", "Enter")
+        tmux.wait_exit(":qa")
+        tmux.close()
+        tmux = start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py")
+        tmux.wait(lambda s: "return a + b" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "explain calc.py" in s, "her sessions")
+        tmux.keys(next(line.split(":")[0] for line in picker.splitlines() if "explain calc.py" in line), "Enter")
+        tmux.keep("3-resumed", tmux.wait(lambda s: "Fixed add; the tests pass." in s and "⏳" not in s, "the resume"))
+        tmux.keys("Escape", ":OllieChanges", "Enter")
+        tmux.wait(lambda s: "M  calc.py" in s, "the turn's changes")
+        tmux.keys(":call search('calc.py')", "Enter", "Enter")
+        tmux.wait(lambda s: "before turn 2: calc.py" in s, "the diff")
+        tmux.keys("d", "u")
+        tmux.keep("4-undone", tmux.wait(lambda s: "undone: hunk 1 of calc.py" in s, "the undo"))
+        assert calc.read_text() == "def add(a, b):\n    return a - b\nSUB = 0\n"
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def one_turn_as_alice(home, srv, file: str, prompt: str, done) -> None:
     """Alice opens `file` in Neovim, sends `prompt` and waits until the screen shows `done` (its capture kept)."""
     tmux = start_nvim_as_alice(home, srv.env(approval="auto"), file)
@@ -197,7 +253,8 @@ def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa
         tmux.keys(":OllieRewind 1", "Enter")
         tmux.keep("1-asked", tmux.wait(lambda s: "Type number" in s, "the rewind's question"))
         tmux.keys("1", "Enter")
-        tmux.keep("2-rewound", tmux.wait(lambda s: "Rotated the key." not in s, "the rewind"))
+        tmux.keep("2-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "Rotated the key." not in s,
+                                         "the rewind"))
     finally:
         tmux.close()
     assert secret.read_text() == "API_KEY=old\n"

@@ -287,7 +287,11 @@ def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm
         tmux.keys(":OllieChat", "Enter")
         tmux.keys("half typed", literal=True)
         tmux.keys("Escape", "C-w", "k", ":q!", "Enter")
-        closed = keep("8-chat-closed", tmux.wait(lambda s: "│" not in s, "both chat windows to close"))
+        # (The code's statusline drawn across the screen: the chat's windows closed, not a screen not drawn yet.)
+        closed = keep("8-chat-closed", tmux.wait(
+            lambda s: "│" not in s and any(line.startswith("calc.py") and line.rstrip().endswith("All")
+                                           and len(line.rstrip()) > 60 for line in s.splitlines()),
+            "both chat windows to close"))
         assert "def add(a, b):" in closed and "A last story" not in closed
         # The code has unsaved changes: `:q` in its window (the chat open, a turn streaming) is refused as stock
         # Neovim refuses it, naming the code; the chat's own buffers (the input holds text) never block.
@@ -809,7 +813,9 @@ def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Pat
         tmux.keys(" goes on", literal=True)
         tmux.wait(lambda s: "my next question goes on" in s, "the typing to go on")
         tmux.keys("C-c")
-        left = tmux.keep("2-normal", tmux.wait(lambda s: "-- INSERT --" not in s, "insert mode left"))
+        # (In insert mode still, the command would be typed into the input: "mode n" shows only in normal mode.)
+        tmux.keys(":echo 'mode' mode()", "Enter")
+        left = tmux.keep("2-normal", tmux.wait(lambda s: "mode n" in s and "-- INSERT --" not in s, "insert mode left"))
         assert "my next question goes on" in left and left.count("(interrupted)") == 1, left
         assert_clean(tmux.screens)
     finally:
@@ -832,7 +838,9 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
         tmux.type("injected one", "C-j")
         tmux.wait(lambda s: "↳ injected: injected one" in s, "the injected prompt")
         tmux.keys("C-c")
-        held = tmux.keep("1-held", tmux.wait(lambda s: "⏸ held: injected one" in s, "the held prompts"))
+        # (The stopped turn's end drawn first: it is what wrote "↳ injected" under it.)
+        held = tmux.keep("1-held", tmux.wait(lambda s: "⏸ held: injected one" in s and "(interrupted)" in s,
+                                             "the held prompts"))
         assert "↳ injected: injected one" not in held, "the chat says the model read it in the stopped turn"
         tmux.keys("C-s")
         done = tmux.keep("2-sent-on", tmux.wait(lambda s: "The injected one's answer." in s and s.count("(end)") == 2
@@ -1230,8 +1238,8 @@ def test_a_paragraph_taller_than_the_chat_shows_its_end_as_it_streams_and_at_the
         ended = chat(tmux.keep("2-ended", tmux.wait(lambda s: "(end)" in s, "the turn's end")))
         assert "w698 w699" in ended and "LASTWORD." in ended, ended
         # The chat closed and opened again shows the same end.
-        tmux.keys(":lua require('ollie').current():close()", "Enter")
-        tmux.wait(lambda s: "(end)" not in s, "the chat to close")
+        tmux.keys(":lua require('ollie').current():close()", "Enter", ":echo 'layout' winlayout()[0]", "Enter")
+        tmux.wait(lambda s: "layout leaf" in s and "(end)" not in s, "the chat to close")
         tmux.keys(":OllieChat", "Enter")
         again = chat(tmux.keep("3-reopened", tmux.wait(lambda s: "(end)" in s, "the chat again")))
         assert "w698 w699" in again and "LASTWORD." in again, again
@@ -1253,8 +1261,8 @@ def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed
         tmux.keys(":Ollie hi", "Enter")
         tmux.wait(lambda s: "Hello." in s, "the first turn to end", timeout=60)
         tmux.keys("Escape")  # out of the chat's input
-        tmux.keys(":lua require('ollie').current():close()", "Enter")
-        tmux.wait(lambda s: "Hello." not in s, "the chat to close")
+        tmux.keys(":lua require('ollie').current():close()", "Enter", ":echo 'layout' winlayout()[0]", "Enter")
+        tmux.wait(lambda s: "layout leaf" in s and "Hello." not in s, "the chat to close")
         tmux.keys(":lua require('ollie').current():submit('bump x', {})", "Enter")
         told = tmux.keep("1-notified", tmux.wait(lambda s: "ollie: a.py has unsaved changes in the editor" in s,
                                                 "the notice in the command line", timeout=60))

@@ -48,7 +48,8 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
         tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
         tmux.keys("1", "Enter")
         # Bug: the statusline kept "· Write a haiku about the sea" over the empty chat.
-        fresh = keep("2-rewound", tmux.wait(lambda s: "Waves roll in." not in s and "·" not in chat_bar(s)
+        fresh = keep("2-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "Waves roll in." not in s
+                                            and "·" not in chat_bar(s)
                                             and "ollie: idle $" in chat_bar(s),
                                             "the chat emptied and its statusline untitled"))
         assert chat_bar(fresh).strip().startswith("ollie: idle $"), chat_bar(fresh)

@@ -157,8 +157,9 @@ def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_
         tmux.keys(":OllieChat", "Enter", "Escape", ":OllieRestart", "Enter", "i")
         tmux.keys(typed, literal=True)
         tmux.wait(lambda s: typed in s, "the prompt typed")
-        tmux.keys("Escape", "Enter")
-        tmux.wait(lambda s: typed not in s, "the prompt held for the fresh daemon")  # (the old one's exit not told)
+        tmux.keys("Escape", "Enter", ":echo 'input' .. strlen(join(getline(1, '$')))", "Enter")
+        tmux.wait(lambda s: "input0" in s and typed not in s,  # (the old one's exit not told)
+                  "the prompt held for the fresh daemon")
         if broken != "missing":
             # The old daemon's exit told, the restart starts one, which exits at once.
             until(lambda: let_go(log, but_started=True) or log.exists() and started(log), "the restart's start")

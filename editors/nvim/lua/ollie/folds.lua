@@ -29,6 +29,23 @@ function M.close_pending()
   end
 end
 
+---What a command's folded output ended with, shown after its exit header as a terminal's last line shows it (VS
+---Code's step outcome): its last line that says something, past exit headers, `[stderr]` and a banner's `=` (a test
+---run's "1 passed in 0.02s"; curl's error body on a 403 it exited 0 on). Nil for a fold that is not a command's.
+---@param lines string[] the fold's lines, as the transcript shows them (`    │ ` before each)
+---@return string|nil
+function M.outcome(lines)
+  if not (lines[1] or ""):match("^%s*│ %[step %d+ [^%]]*%] exit %d+$") then
+    return nil
+  end
+  for i = #lines, 2, -1 do
+    local l = vim.trim((lines[i]:gsub("^%s*│", ""))):gsub("^=+%s*", ""):gsub("%s*=+$", "")
+    if l ~= "" and l ~= "[stderr]" and not l:match("^%[[^%]]*%]%s*exit %d+$") then
+      return l
+    end
+  end
+end
+
 local watching = false
 
 ---Close the fold that starts at `line` of transcript `buf`, now or once the user leaves insert mode.

@@ -84,6 +84,13 @@ function M.preview_lines(params)
   if diff and not placed then
     table.insert(lines, "  at " .. M.diff_place(diff))
   end
+  -- Her unsaved lines there go to disk with the edit (the steps after it see them): said before she answers, as
+  -- VS Code says it (only the chat's note after the call said so: too late to finish or undo them first).
+  local buf = diff and type(diff.path) == "string"
+    and require("ollie.editor_tools").buffer_of(vim.fn.fnamemodify(diff.path, ":p"))
+  if buf and vim.bo[buf].modified then
+    table.insert(lines, "  " .. one_line(diff.path) .. " has your unsaved changes: allowing saves them with the edit")
+  end
   local outside = type(step.outside) == "table" and step.outside or {}
   -- A program's code, whole (its title shows the first line alone).
   if type(step.code) == "string" and step.code ~= "" then

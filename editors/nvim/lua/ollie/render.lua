@@ -199,6 +199,10 @@ function M.foldtext()
     group = m[4].hl_group or group
   end
   local more = vim.v.foldend - start
+  -- A command that ended well says what it ended with (it exited 0: its ✓ says no more than that).
+  local ended = group ~= "OllieToolFailed"
+    and require("ollie.folds").outcome(vim.api.nvim_buf_get_lines(buf, start - 1, vim.v.foldend, false))
+  line = ended and (line .. " · " .. ended) or line
   -- A fold draws one screen line, never wrapped: where the line and the hint do not fit, the hint drops "lines",
   -- then the line is cut (the hint's "…" says that more follows).
   local info = vim.fn.getwininfo(vim.api.nvim_get_current_win())[1]

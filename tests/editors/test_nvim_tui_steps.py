@@ -1,0 +1,61 @@
+"""How a step's end shows in the chat (nvim in tmux, README's `setup({})`): its exit status is its mark, and a
+command's folded output says what it ended with, as VS Code's step outcome does."""
+
+from __future__ import annotations
+
+import http.server
+import re
+import threading
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from . import screens
+from .test_nvim_tui import assert_clean, auto_env_reaching_other_test, choice, start_nvim
+
+
+class Forbidden(http.server.BaseHTTPRequestHandler):
+    """Answers every GET 403, with an error body."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        body = b'{"message": "Forbidden"}\n'
+        self.send_response(403)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_curl_on_a_403_exits_0_and_its_folded_output_shows_the_error_body(tmp_path: Path, scripted_llm):
+    # Bug: the step showed "✓ Run curl ..." over "[step 1 bash] exit 0 … +2 lines": the 403 was a fold away, where VS
+    # Code shows the output's last line under the step. The ✓ stays (curl exited 0: the exit status is the truth).
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forbidden)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    srv = scripted_llm("openai")
+    url = f"http://other.test:{server.server_address[1]}/x"
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f"curl -s {url}"}]})]),
+               Reply(tool_calls=[("execute_code", {"steps": [{"code": "echo 'no token' >&2; exit 22"}]})]),
+               Reply.text("Fetched it."))
+    tmux = start_nvim(tmp_path, auto_env_reaching_other_test(srv), {"app.py": "print('hi')\n"}, size=(160, 30))
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie fetch it", "Enter")
+        asked = tmux.wait(lambda s: "Allow network access to other.test" in s and "Allow once" in s, "the question")
+        tmux.keys(choice(asked, "Allow once"), "Enter")
+        tmux.keys("Escape")  # (normal mode: Neovim makes no fold in insert mode)
+        done = tmux.keep("1-ended", tmux.wait(lambda s: "Fetched it." in s and "(end)" in s and "… +" in s,
+                                              "the turn's end, its output folded", timeout=60))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-ended.png", (1300, 560))
+        assert "✓ Run curl -s" in done, done
+        assert re.search(r'│ \[step 1 bash\] exit 0 · {"message": "Forbidden"} … \+\d+ lines$', done, re.M), done
+        # A failed one's short output stays open, unchanged: its ✗ and its error.
+        assert "✗ Run echo 'no token' >&2; exit 22" in done, done
+        assert re.search(r"│ \[step 1 bash\] exit 22\n.*│ \[stderr\]\n.*│ no token$", done, re.M), done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+        server.shutdown()
+        server.server_close()
