@@ -200,8 +200,10 @@ function M.foldtext()
   end
   local more = vim.v.foldend - start
   -- A command that ended well says what it ended with (it exited 0: its ✓ says no more than that).
-  local ended = group ~= "OllieToolFailed"
-    and require("ollie.folds").outcome(vim.api.nvim_buf_get_lines(buf, start - 1, vim.v.foldend, false))
+  -- Its header and last lines only: foldtext runs at every redraw, and an output may hold thousands of lines.
+  local tail = vim.api.nvim_buf_get_lines(buf, math.max(start, vim.v.foldend - 40), vim.v.foldend, false)
+  table.insert(tail, 1, line)
+  local ended = group ~= "OllieToolFailed" and require("ollie.folds").outcome(tail)
   line = ended and (line .. " · " .. ended) or line
   -- A fold draws one screen line, never wrapped: where the line and the hint do not fit, the hint drops "lines",
   -- then the line is cut (the hint's "…" says that more follows).
