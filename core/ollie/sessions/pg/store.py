@@ -75,8 +75,11 @@ class PgConn:
             raise DuplicateError(_DUPLICATES.get(constraint, constraint), str(exc)) from None
         except pg_errors.InsufficientPrivilege as exc:
             raise StoreRefusedError(f"{self._where}: the server refused it: {exc.diag.message_primary}") from None
-        except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as exc:  # (see _bounded)
-            raise StoreUnavailableError(f"{self._where}: {exc}") from exc
+        except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout,  # (see _bounded)
+                pg_errors.UndefinedTable) as exc:  # the store's tables dropped under it: gone, as a server down
+            # The server's reason, not its echo of the statement (a line of SQL and a caret under it).
+            reason = exc.diag.message_primary or " ".join(str(exc).split())
+            raise StoreUnavailableError(f"session store {STORE_VAR}={self._where}: {reason}") from exc
 
 
 TTL_VAR = "OLLIE_LEASE_TTL"
