@@ -118,6 +118,11 @@ class SessionFile:
             self._bind(session, offset=offset, overhead=overhead)
             return session
 
+    def cut_off(self) -> SessionError | None:
+        """Why nothing more of the session is saved from here (a database log another process took over), None while
+        its saves go on (waits for the queued writes: run it off the loop)."""
+        return self.storage.cut_off() if self.storage is not None else None
+
     def flush(self) -> None:
         """Wait until every save so far is stored (a file's rounds are synced in the background too)."""
         if self.storage is not None:

@@ -220,6 +220,14 @@ class PgRounds:
 
     # --- the writer thread --------------------------------------------------
 
+    def cut_off(self) -> SessionError | None:
+        """Why nothing more is saved from this log (another process took its lease over, a teammate's rounds were cut
+        off), once its queued writes are done; None while its saves go on (blocking: run it off the loop)."""
+        self._wait()
+        if self._lost is None and self._holding and not self.leases.holds(self.session_id):
+            return LeaseLostError(self._lapsed(""))  # the heartbeat found it taken over: the next write would
+        return self._lost
+
     def _raise_failure(self) -> None:
         """Raise a failed write's error once (no snapshot has rewritten the log since)."""
         failure, self._failure = self._failure, None
@@ -326,13 +334,15 @@ class PgRounds:
 
     def _lose(self) -> LeaseLostError:
         """The lease is gone: from now on this log writes nothing (the session is another process's)."""
-        unsaved = f" (your {describe_rounds(self._unsaved)} could not be saved)" if self._unsaved else ""
-        self._lost = LeaseLostError(
-            f"session {self.session_id}: this process's lease lapsed (it was stopped or cut off for longer than "
-            f"{self.leases.ttl:.0f} s) and another process took the session over{unsaved}; nothing more is saved "
-            "from here: open the session again to continue from what is stored")
+        self._lost = LeaseLostError(self._lapsed(
+            f" (your {describe_rounds(self._unsaved)} could not be saved)" if self._unsaved else ""))
         self._unsaved = []
         return self._lost
+
+    def _lapsed(self, unsaved: str) -> str:
+        return (f"session {self.session_id}: this process's lease lapsed (it was stopped or cut off for longer than "
+                f"{self.leases.ttl:.0f} s) and another process took the session over{unsaved}; nothing more is saved "
+                "from here: open the session again to continue from what is stored")
 
     def _keep_lease(self, conn: PgConn) -> None:
         """Renew the lease this log holds (locking its row until the commit), or LeaseLostError when it is gone."""
