@@ -408,3 +408,27 @@ async def test_a_store_that_drops_while_a_listing_counts_turns_answers_store_una
     with pytest.raises(JsonRpcException) if drop is _drop_tables else contextlib.nullcontext():
         listed = (await daemon.request("ollie/session/list", {}, timeout=60))["sessions"]
         assert [(s["id"], s["turns"]) for s in listed] == [(sid, 1)], listed
+
+
+async def test_a_lock_held_outside_ollie_bounds_the_wait_and_names_its_holder(database, start_daemon, scripted_llm):
+    # An admin's psql transaction holding a session's row (or a stuck migration) made the daemon wait for it without
+    # bound: a rename never answered. The wait now ends after two leases (lock_timeout), saying who held the lock,
+    # and the daemon serves on meanwhile and after.
+    url, _ = database
+    llm = scripted_llm("openai", check=False)
+    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice",
+                                           "OLLIE_LEASE_TTL": "2"})
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    with psycopg.connect(url, application_name="admin's psql") as holder:
+        assert holder.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (sid,)).fetchone()
+        pid = holder.info.backend_pid
+        with pytest.raises(JsonRpcException) as caught:
+            await daemon.request("ollie/session/rename", {"session": sid, "title": "renamed"}, timeout=30)
+        assert caught.value.code == -32009, (caught.value.code, caught.value.message)
+        message = caught.value.message
+        assert message.startswith("store unavailable: session store OLLIE_STORE=") and "gave up after 4 s" in message, \
+            message
+        assert f"held by postgres (admin's psql, pid {pid})" in message, message
+        assert [s["title"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]] == ["kept"]
+    assert await daemon.request("ollie/session/rename", {"session": sid, "title": "renamed"}) == {}
+    assert [s["title"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]] == ["renamed"]
