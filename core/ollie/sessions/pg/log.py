@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 
 from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
@@ -218,15 +219,17 @@ class PgRounds:
             except SessionError as exc:
                 log.warning("could not release the lease of %s: %s", self.session_id, exc)
 
-    # --- the writer thread --------------------------------------------------
-
     def cut_off(self) -> SessionError | None:
         """Why nothing more is saved from this log (another process took its lease over, a teammate's rounds were cut
-        off), once its queued writes are done; None while its saves go on (blocking: run it off the loop)."""
-        self._wait()
+        off), once its queued writes are done (or a few seconds, a store that slow lets the turn go on); None while its
+        saves go on (blocking: run it off the loop)."""
+        with suppress(TimeoutError):
+            self._wait(timeout=5.0)
         if self._lost is None and self._holding and not self.leases.holds(self.session_id):
             return LeaseLostError(self._lapsed(""))  # the heartbeat found it taken over: the next write would
         return self._lost
+
+    # --- the writer thread --------------------------------------------------
 
     def _raise_failure(self) -> None:
         """Raise a failed write's error once (no snapshot has rewritten the log since)."""
@@ -234,9 +237,9 @@ class PgRounds:
         if failure is not None:
             raise failure
 
-    def _wait(self) -> None:
+    def _wait(self, timeout: float | None = None) -> None:
         if self._writer is not None:
-            self._writer.submit(lambda: None).result()
+            self._writer.submit(lambda: None).result(timeout)
 
     def _submit(self, fn: Callable[..., None], *args: object) -> None:
         if self._writer is None:
