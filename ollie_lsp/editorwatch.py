@@ -14,6 +14,8 @@ import socket
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ollie.sandbox.fdio import parent_pid
+
 if TYPE_CHECKING:
     from asyncio.trsock import TransportSocket
 
@@ -51,14 +53,10 @@ def watch_client(pid: int | None, conn: TransportSocket | None, on_gone: Callabl
 
 def ancestors() -> Iterator[int]:
     """This process's parent, its parent, ... up to (not including) pid 1, or where /proc stops telling."""
-    pid = os.getppid()
-    while pid > 1:
+    pid: int | None = os.getppid()
+    while pid is not None and pid > 1:
         yield pid
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                pid = int(stat.read().rsplit(b")", 1)[1].split()[1])  # the name before it may hold anything
-        except (OSError, IndexError, ValueError):
-            return
+        pid = parent_pid(pid)
 
 
 def holds_peer(pid: int, conn: TransportSocket) -> bool:

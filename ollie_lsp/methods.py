@@ -18,7 +18,7 @@ from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
-from ollie.paths import session_dir
+from ollie.paths import session_dir, sessions_dir
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace.bounds import LISTED
@@ -51,7 +51,7 @@ from ollie_lsp.params import (
     TextParams,
     parse,
 )
-from ollie_lsp.records import check_kind, info_to_wire, rpc_errors, saved_turns
+from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
 from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle
 
@@ -472,6 +472,7 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
     from ollie.sessions.cursor import from_cursor, to_cursor  # not a first token's
+    from ollie.sessions.persist import saved_turns
     records = ls.table.records
     with invalid_params("cursor"):
         after = from_cursor(p.cursor)
@@ -480,7 +481,7 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     infos, last = await records.run(records.page, options)
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     # What tells two sessions of one title apart, as the terminal's /sessions: each log's end read, off the loop.
-    turns = await asyncio.to_thread(saved_turns, [i.id for i in infos])
+    turns = await asyncio.to_thread(lambda: {i.id: saved_turns(sessions_dir(), i.id) for i in infos})
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id),
                                       turns=turns[i.id]) for i in infos],
             "nextCursor": to_cursor(last) if last is not None else None}

@@ -60,15 +60,6 @@ def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None,
     }
 
 
-def saved_turns(session_ids: list[str]) -> dict[str, int]:
-    """How many turns each saved session has had, from its log's last meta (blocking: run off the loop)."""
-    from ollie.paths import sessions_dir
-    from ollie.sessions import persist
-
-    directory = sessions_dir()
-    return {session_id: persist.saved_turns(directory, session_id) for session_id in session_ids}
-
-
 def records() -> UserRecords:
     """The daemon's view of the user's records: registry errors as its JSON-RPC errors."""
     return UserRecords(errors=rpc_errors)

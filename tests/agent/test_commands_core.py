@@ -4,12 +4,15 @@ the real execute server and the shipped agent configs."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
 from ollie import paths
 from ollie.agent.core import Core
 from ollie.sessions import persist
+from ollie.sessions.logformat import session_path
 from ollie.testing import Reply
 
 FRAGMENTS = paths.bundled("agents") / "fragments"
@@ -155,6 +158,34 @@ async def test_clear_empties_the_history(scripted_llm, make_core):
     assert cleared[1].startswith('the previous conversation is saved as "question" ('), cleared
     assert core.session.messages == [] and core.context() == []
     assert (await core.submit("/history")).reply == "history is empty"
+
+
+_OPENED: list[str] | None = None  # while a test watches: every file this process opens
+
+
+def _note_open(event: str, args: tuple) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], (str, os.PathLike)):
+        _OPENED.append(os.fspath(args[0]))
+
+
+async def test_sessions_reads_each_saved_log_for_its_lines_once(scripted_llm, make_core):
+    # /sessions read each log's end twice for its two lines, in two thread hops: its title (the meta) and its turns.
+    global _OPENED
+    srv = scripted_llm("openai")
+    core = await make_core(srv)
+    srv.script(Reply.text("answer"))
+    await core.submit("question")
+    log = os.fspath(session_path(core.sessions_dir, core.session_id))
+    sys.addaudithook(_note_open)  # (for good: it notes nothing unless a test watches)
+    _OPENED = []
+    try:
+        sessions = (await core.submit("/sessions")).reply.splitlines()
+        opened = _OPENED
+    finally:
+        _OPENED = None
+    assert sessions[2].endswith(f"1 turn · {core.session_id}"), sessions
+    # Once to leave it out if nobody typed in it (listing every saved id), once for its title and turns.
+    assert opened.count(log) == 2, opened
 
 
 async def test_clear_says_a_hostile_title_quoted_and_escaped(scripted_llm, make_core):

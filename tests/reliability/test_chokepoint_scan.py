@@ -94,6 +94,7 @@ ALLOWED = {
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._ensure"): "the root itself",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._index_key"): "the shadow repository's index",
     ("core/ollie/workspace/treewatch.py", "_max_dirs"): "the kernel's inotify watch limit in /proc/sys",
+    ("core/ollie/sandbox/fdio.py", "parent_pid"): "/proc: a process's parent (the supervisor's, the daemon's)",
     ("core/ollie/tools/execute/context.py", "write_pinned"): "an approved program in a 0700 dir no policy grants",
     ("core/ollie/tools/execute/context.py", "CallContext.code_invocation.build"): "the scratch dir (read-only to tools)",
     ("core/ollie/tools/execute/languages.py", "resolve_interpreter"): "a sandboxed step's interpreter (it runs sandboxed)",

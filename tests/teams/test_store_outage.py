@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import threading
@@ -362,3 +363,72 @@ async def test_a_prompt_queued_before_the_stop_is_held_though_its_archive_check_
     # Held as the Stop holds what is queued: the next prompt runs alone.
     assert (await daemon.request("ollie/submit", {"session": sid, "text": "next"}, timeout=20))["reply"] == "next answer"
     assert len(llm.chat_requests) == 2
+
+
+
+def _drop_tables(admin: psycopg.Connection, url: str, holder: psycopg.Connection) -> None:
+    """The store gone under its daemons (its tables dropped, as a teardown of a team's schema would)."""
+    holder.execute("DROP TABLE session_rounds, sessions CASCADE")
+    holder.commit()
+
+
+@pytest.mark.parametrize("drop", [lambda admin, url, _: _allow(admin, url, False), _drop_tables],
+                         ids=["server-drops-connections", "tables-dropped"])
+async def test_a_store_that_drops_while_a_listing_counts_turns_answers_store_unavailable(database, start_daemon,
+                                                                                          scripted_llm, drop):
+    # session/list reads the page, then each listed session's turn count from its last round: a store gone between
+    # the two (here while the count's read waits on a lock another connection holds) answered -32603 with psycopg's
+    # text where its tables were dropped; every read of the listing answers -32009 naming the store.
+    url, admin = database
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.text("first answer"))
+    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "q1"}))["reply"] == "first answer"
+    await _saved_with(url, sid, b"first answer")
+    holder = psycopg.connect(url)  # a transaction of its own, left open until the store is gone
+    holder.execute("LOCK TABLE session_rounds IN ACCESS EXCLUSIVE MODE")
+    listing = asyncio.ensure_future(daemon.request("ollie/session/list", {}, timeout=60))
+    waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    deadline = time.monotonic() + 30
+    while holder.execute(waiting).fetchone() != (1,):  # the page is read; the count's read waits on the lock
+        assert time.monotonic() < deadline and not listing.done()
+        await asyncio.sleep(0.01)
+    try:
+        drop(admin, url, holder)
+        with pytest.raises(JsonRpcException) as caught:
+            await listing
+    finally:
+        holder.close()
+        _allow(admin, url, True)
+    assert caught.value.code == -32009, (caught.value.code, caught.value.message)
+    assert caught.value.message.startswith("store unavailable: ") and "OLLIE_STORE=" in caught.value.message, \
+        caught.value.message
+    # The daemon keeps serving: the same request answered again (by the same code, where the tables are gone).
+    with pytest.raises(JsonRpcException) if drop is _drop_tables else contextlib.nullcontext():
+        listed = (await daemon.request("ollie/session/list", {}, timeout=60))["sessions"]
+        assert [(s["id"], s["turns"]) for s in listed] == [(sid, 1)], listed
+
+
+async def test_a_lock_held_outside_ollie_bounds_the_wait_and_names_its_holder(database, start_daemon, scripted_llm):
+    # An admin's psql transaction holding a session's row (or a stuck migration) made the daemon wait for it without
+    # bound: a rename never answered. The wait now ends after two leases (lock_timeout), saying who held the lock,
+    # and the daemon serves on meanwhile and after.
+    url, _ = database
+    llm = scripted_llm("openai", check=False)
+    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice",
+                                           "OLLIE_LEASE_TTL": "2"})
+    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    with psycopg.connect(url, application_name="admin's psql") as holder:
+        assert holder.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (sid,)).fetchone()
+        pid = holder.info.backend_pid
+        with pytest.raises(JsonRpcException) as caught:
+            await daemon.request("ollie/session/rename", {"session": sid, "title": "renamed"}, timeout=30)
+        assert caught.value.code == -32009, (caught.value.code, caught.value.message)
+        message = caught.value.message
+        assert message.startswith("store unavailable: session store OLLIE_STORE=") and "gave up after 4 s" in message, \
+            message
+        assert f"held by postgres (admin's psql, pid {pid})" in message, message
+        assert [s["title"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]] == ["kept"]
+    assert await daemon.request("ollie/session/rename", {"session": sid, "title": "renamed"}) == {}
+    assert [s["title"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]] == ["renamed"]

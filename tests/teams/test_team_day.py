@@ -238,3 +238,51 @@ async def test_a_daemon_frozen_mid_commit_holds_no_teammate_up_past_its_lease(st
         with contextlib.suppress(Exception):  # a failed test's transaction, still open: the pool waits for it
             commit.__exit__(None, None, None)
         frozen.close()
+
+
+async def test_a_daemon_whose_session_was_taken_over_runs_no_turn_it_cannot_save(start_daemon, store_url, scripted_llm,
+                                                                                  monkeypatch):
+    # Woken after its lease lapsed and the desk took the session over, the laptop answered every later turn and saved
+    # none: the user was told of the first only. A turn it knows it cannot save is refused before it runs (the first,
+    # when the laptop cannot know yet, is answered and told as its save is refused), and the desk's turn stays.
+    monkeypatch.setenv("OLLIE_USER", "alice")  # this process reads alice's rounds below
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.text("a1"), Reply.text("desk answer"), Reply.text("late answer"), Reply.text("later answer"))
+    team = {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice", "OLLIE_LEASE_TTL": "3"}
+    laptop = await start_daemon("laptop", team)
+    desk = await start_daemon("desk", team)
+    sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
+    assert (await laptop.request("ollie/submit", {"session": sid, "text": "q1"}))["reply"] == "a1"
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while b"a1" not in (pg_log.read_rounds(store_url, sid) or b""):  # written on the log's thread, after the answer
+        assert loop.time() < deadline
+        await asyncio.sleep(0.05)
+    pid = laptop.client._server.pid
+    os.kill(pid, signal.SIGSTOP)  # a suspended laptop: its heartbeat stops, the lease lapses
+    try:
+        while True:
+            try:
+                await desk.request("ollie/session/load", {"session": sid}, timeout=30)
+                break
+            except JsonRpcException as exc:
+                assert exc.code == -32007 and loop.time() < deadline + 30, exc  # live on the laptop until it lapses
+                await asyncio.sleep(0.2)
+        assert (await desk.request("ollie/submit", {"session": sid, "text": "desk question"}))["reply"] == "desk answer"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    for text in ("late question", "later question"):
+        told = len(laptop.errors(sid))
+        answer = await laptop.request("ollie/submit", {"session": sid, "text": text}, timeout=60)
+        deadline = loop.time() + 30
+        while len(laptop.errors(sid)) == told:  # refused: said with the answer; answered: said once its save failed
+            assert loop.time() < deadline, (text, answer, laptop.errors(sid))
+            await asyncio.sleep(0.05)
+        said = laptop.errors(sid)[-1]
+        assert "lease lapsed" in said and "open the session again" in said, said
+        if answer["stop"] == "error":
+            assert answer["reply"] == "" and answer["error"] == said, answer
+        else:
+            assert text == "late question", answer  # only the first can be answered: the laptop knows by then
+    saved = pg_log.read_rounds(store_url, sid) or b""
+    assert b"desk answer" in saved and b"late question" not in saved and b"later question" not in saved, saved

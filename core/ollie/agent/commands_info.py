@@ -274,15 +274,13 @@ async def _session_lines(core: CommandTarget, ids: list[str]) -> list[tuple[str,
     directory = Path(core.sessions_dir)
     records = await asyncio.to_thread(_records, ids)
     # Each log's last meta (the title of one titled without a registry) and turns (a teammate's too): its end, read.
-    metas = await asyncio.to_thread(lambda: {sid: persist.read_meta(directory, sid) for sid in ids})
-    turn_counts = await asyncio.to_thread(lambda: {sid: persist.saved_turns(directory, sid) for sid in ids})
+    ends = await asyncio.to_thread(lambda: {sid: persist.meta_and_turns(directory, sid) for sid in ids})
     lines = []
     for sid in ids:
-        info, meta = records.get(sid), metas[sid]
+        info, (meta, turns) = records.get(sid), ends[sid]
         moment = info and (info.last_active or info.created_at)
         saved = meta.get("title")
         title = (info.title if info else "") or (saved if isinstance(saved, str) else "")
-        turns = turn_counts[sid]
         detail = [_ago(moment.timestamp() if moment else _created(sid)), f"{turns} turn{'s' * (turns != 1)}"]
         if info and info.team:
             detail.append(f"team {info.team}, {info.user_id}'s")

@@ -158,7 +158,7 @@ class Core(HistoryMembers, McpMembers):
         async with self._turn_lock:
             if self._closed:
                 return TurnResult("", "error", "this session is closed")
-            if refused := self._teammates_unsandboxed():
+            if refused := self._teammates_unsandboxed() or await self._not_saved():
                 self.bus.emit("error", refused)
                 return TurnResult("", "error", refused)
             self._inbox.user_prompt()
@@ -352,6 +352,13 @@ class Core(HistoryMembers, McpMembers):
             return None
         return (f"session {self.session_id} is {self._owner}'s and runs agent {self.agent_name!r} without a sandbox: "
                 "its steps would run with your full rights, so only its owner may run its turns")
+
+    async def _not_saved(self) -> str | None:
+        """Why no turn runs here (None: they may): its store would save none of it, another process having taken the
+        session over (an answer that is then lost, the user told once, was how it went)."""
+        log = self._host.session_file
+        lost = None if log.storage is None else await asyncio.to_thread(log.cut_off)
+        return f"this turn was not run: {lost}" if lost else None
 
     def owners_only(self, what: str) -> None:
         """ReadOnlyError unless this user owns the session (a team member may read and resume it, not `what`)."""

@@ -1,7 +1,8 @@
 """Passing fds and reading request lines between the fork server's processes (supervise.py, forkserver.py).
 
 Stdlib only: the fork server and the launcher load this file by path in an
-interpreter started with `-I -S`.
+interpreter started with `-I -S`. Also a process's parent, from /proc (the
+supervisor's sweep, the daemon's client watch).
 """
 
 from __future__ import annotations
@@ -53,3 +54,12 @@ def read_request(conn: socket.socket, max_bytes: int) -> dict | None:
     """The spawn's JSON request line, read blocking; None when the daemon closed first. ValueError if bad."""
     line = read_line(conn, max_bytes)
     return None if line is None else json.loads(line)
+
+
+def parent_pid(pid: int) -> int | None:
+    """Process `pid`'s parent, as /proc tells it (None: the process is gone, or /proc does not say)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[1])  # the name before it may hold anything
+    except (OSError, IndexError, ValueError):
+        return None

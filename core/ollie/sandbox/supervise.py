@@ -78,16 +78,7 @@ def _children() -> set[int]:
             return {int(pid) for pid in children.read().split()}
     except FileNotFoundError:
         pass  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as stat:
-                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == me:
-                        found.add(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
+    return {int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and fdio.parent_pid(int(e.name)) == me}
 
 
 def _reap_all() -> tuple[int, bool]:

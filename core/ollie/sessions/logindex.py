@@ -49,6 +49,14 @@ def saved_turns(sessions_dir: Path | str, session_id: str) -> int:
     return len(starts) if isinstance(starts, list) else 0
 
 
+def meta_and_turns(sessions_dir: Path | str, session_id: str) -> tuple[dict[str, Any], int]:
+    """`read_meta` and `saved_turns` together, a file's end read once (a store's two rounds: the owner's last, then
+    the last of all)."""
+    meta = read_meta(sessions_dir, session_id)
+    starts = (last_meta(_tail(sessions_dir, session_id, anyone=True)) if store_url() else meta).get("turn_starts")
+    return meta, len(starts) if isinstance(starts, list) else 0
+
+
 def is_unused(sessions_dir: Path | str, session_id: str) -> bool:
     """Whether a saved session has no message and no title: a start nobody typed in (listings leave it out)."""
     commit = last_commit(_tail(sessions_dir, session_id))

@@ -39,6 +39,7 @@ from ollie.sessions.logformat import dumps, forget_changes, session_path, snapsh
 from ollie.sessions.logindex import is_unused as is_unused
 from ollie.sessions.logindex import list_saved as list_saved
 from ollie.sessions.logindex import list_saved_files as list_saved_files
+from ollie.sessions.logindex import meta_and_turns as meta_and_turns
 from ollie.sessions.logindex import read_meta as read_meta
 from ollie.sessions.logindex import saved_turns as saved_turns
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
@@ -117,6 +118,11 @@ class SessionFile:
                 self.storage.keep_own_settings(session)
             self._bind(session, offset=offset, overhead=overhead)
             return session
+
+    def cut_off(self) -> SessionError | None:
+        """Why nothing more of the session is saved from here (a database log another process took over), None while
+        its saves go on (waits for the queued writes: run it off the loop)."""
+        return self.storage.cut_off() if self.storage is not None else None
 
     def flush(self) -> None:
         """Wait until every save so far is stored (a file's rounds are synced in the background too)."""

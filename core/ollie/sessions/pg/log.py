@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 
 from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
@@ -218,6 +219,16 @@ class PgRounds:
             except SessionError as exc:
                 log.warning("could not release the lease of %s: %s", self.session_id, exc)
 
+    def cut_off(self) -> SessionError | None:
+        """Why nothing more is saved from this log (another process took its lease over, a teammate's rounds were cut
+        off), once its queued writes are done (or a few seconds, a store that slow lets the turn go on); None while its
+        saves go on (blocking: run it off the loop)."""
+        with suppress(TimeoutError):
+            self._wait(timeout=5.0)
+        if self._lost is None and self._holding and not self.leases.holds(self.session_id):
+            return LeaseLostError(self._lapsed(""))  # the heartbeat found it taken over: the next write would
+        return self._lost
+
     # --- the writer thread --------------------------------------------------
 
     def _raise_failure(self) -> None:
@@ -226,9 +237,9 @@ class PgRounds:
         if failure is not None:
             raise failure
 
-    def _wait(self) -> None:
+    def _wait(self, timeout: float | None = None) -> None:
         if self._writer is not None:
-            self._writer.submit(lambda: None).result()
+            self._writer.submit(lambda: None).result(timeout)
 
     def _submit(self, fn: Callable[..., None], *args: object) -> None:
         if self._writer is None:
@@ -326,13 +337,15 @@ class PgRounds:
 
     def _lose(self) -> LeaseLostError:
         """The lease is gone: from now on this log writes nothing (the session is another process's)."""
-        unsaved = f" (your {describe_rounds(self._unsaved)} could not be saved)" if self._unsaved else ""
-        self._lost = LeaseLostError(
-            f"session {self.session_id}: this process's lease lapsed (it was stopped or cut off for longer than "
-            f"{self.leases.ttl:.0f} s) and another process took the session over{unsaved}; nothing more is saved "
-            "from here: open the session again to continue from what is stored")
+        self._lost = LeaseLostError(self._lapsed(
+            f" (your {describe_rounds(self._unsaved)} could not be saved)" if self._unsaved else ""))
         self._unsaved = []
         return self._lost
+
+    def _lapsed(self, unsaved: str) -> str:
+        return (f"session {self.session_id}: this process's lease lapsed (it was stopped or cut off for longer than "
+                f"{self.leases.ttl:.0f} s) and another process took the session over{unsaved}; nothing more is saved "
+                "from here: open the session again to continue from what is stored")
 
     def _keep_lease(self, conn: PgConn) -> None:
         """Renew the lease this log holds (locking its row until the commit), or LeaseLostError when it is gone."""

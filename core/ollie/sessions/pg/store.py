@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ollie.sessions.errors import SessionError
@@ -75,9 +76,38 @@ class PgConn:
             raise DuplicateError(_DUPLICATES.get(constraint, constraint), str(exc)) from None
         except pg_errors.InsufficientPrivilege as exc:
             raise StoreRefusedError(f"{self._where}: the server refused it: {exc.diag.message_primary}") from None
-        except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout) as exc:  # (see _bounded)
-            raise StoreUnavailableError(f"{self._where}: {exc}") from exc
+        except pg_errors.LockNotAvailable:  # held past `lock_timeout` (see _bounded)
+            raise StoreUnavailableError(f"session store {STORE_VAR}={self._where}: gave up after {2 * ttl_s():.0f} s "
+                                        f"waiting for a lock {self._holders()} (end that transaction)") from None
+        except (psycopg.OperationalError, pg_errors.IdleInTransactionSessionTimeout,  # (see _bounded)
+                pg_errors.UndefinedTable) as exc:  # the store's tables dropped under it: gone, as a server down
+            # The server's reason, not its echo of the statement (a line of SQL and a caret under it).
+            reason = exc.diag.message_primary or " ".join(str(exc).split())
+            raise StoreUnavailableError(f"session store {STORE_VAR}={self._where}: {reason}") from exc
 
+    def _holders(self) -> str:
+        """Who holds the locks a statement waited on too long, as far as the server shows: the other connections to
+        the database that hold locks and wait on none, the oldest transaction first (names escaped of line breaks)."""
+        try:
+            if self.raw.info.transaction_status == TransactionStatus.INERROR:
+                self.raw.execute("ROLLBACK")  # the transaction is lost anyway; its caller's rollback finds none
+            rows = self.raw.execute(_HOLDERS).fetchall()
+        except psycopg.Error:
+            rows = []
+        named = [f"{' '.join(str(user).split())} ({' '.join(str(app).split())[:40] or 'no application name'}, "
+                 f"pid {pid})" for user, app, pid in rows]
+        return f"held by {', '.join(named)}" if named else "another connection holds"
+
+
+# The connections holding a lock in this database, waiting on none, oldest transaction first (its start is shown only
+# to the same role or a privileged one: others come after, by pid).
+_HOLDERS = """
+SELECT a.usename, a.application_name, a.pid FROM pg_catalog.pg_stat_activity a
+WHERE a.datname = pg_catalog.current_database() AND a.pid <> pg_catalog.pg_backend_pid()
+  AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.pid = a.pid AND l.granted AND l.locktype <> 'virtualxid')
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks l WHERE l.pid = a.pid AND NOT l.granted)
+ORDER BY a.xact_start NULLS LAST, a.pid LIMIT 3
+"""
 
 TTL_VAR = "OLLIE_LEASE_TTL"
 DEFAULT_TTL_S = 30.0
@@ -95,9 +125,12 @@ def ttl_s() -> float:
 def _bounded(conn: psycopg.Connection[Any]) -> None:
     """Have the server end this connection when it idles in a transaction longer than a lease lasts: a process
     stopped mid-commit (a laptop suspended, a SIGSTOP) kept its row locks for as long as it stayed stopped, and every
-    other process taking its lapsed lease over waited on them, its whole registry thread with it."""
-    conn.execute("SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %s, false)",
-                 (f"{int(ttl_s() * 1000)}ms",))
+    other process taking its lapsed lease over waited on them, its whole registry thread with it. And have a
+    statement give up waiting for a lock after two leases: one held by something else (an admin's psql
+    transaction, a stuck migration) held ollie without bound; an ollie frozen mid-commit is ended after one."""
+    ttl_ms = int(ttl_s() * 1000)
+    conn.execute("SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %s, false), "
+                 "pg_catalog.set_config('lock_timeout', %s, false)", (f"{ttl_ms}ms", f"{2 * ttl_ms}ms"))
 
 
 def _connect(url: str, where: str, timeout_s: float) -> psycopg.Connection[Any]:
