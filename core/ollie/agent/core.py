@@ -163,9 +163,6 @@ class Core(HistoryMembers, McpMembers):
                 return TurnResult("", "error", refused)
             self._inbox.user_prompt()
             result = await self._host.run_turn(text, images=images, announce=announce)
-            if result.error is None and result.stop not in ("error", "interrupted"):
-                # The editor asks the health again at the turn's end: a failure checked just before it came up is old.
-                self._setup.backend_answered()
             await self._run_follow_ups(result)
         return result
 

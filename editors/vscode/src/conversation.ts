@@ -529,8 +529,9 @@ export class Conversation implements vscode.Disposable {
       void this.queued.turnEnded(event.session, event.content);
       this.questions.turnEnded(event.session);
       this.changesLists.showEnded(event);
-      // The model answered: the onboarding's "cannot be reached" (from a check before it came up) is asked again.
-      if (event.content === "end" && this.backend && !this.backend.ok) void this.refreshState();
+      // The turn may have reached the model (a Stop after its first words too, a token limit): the onboarding's
+      // "cannot be reached" (from a check before it came up) is asked again (it stayed, pointing at the setting).
+      if (this.backend && !this.backend.ok) void this.refreshState();
     }
   }
 
