@@ -137,9 +137,9 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
 
 
 def _text_only(p: TextParams) -> TextParams:
-    """Queued and injected prompts are text: images given with one are refused, not dropped."""
+    """Injected text is text: images given with it are refused, not dropped."""
     if p.images:
-        raise InvalidParams("images: only ollie/submit takes images (a queued or injected prompt is text)")
+        raise InvalidParams("images: ollie/inject takes no images (injected text joins a tool result; queue the prompt)")
     return p
 
 
@@ -173,13 +173,21 @@ async def interrupt(ls: OllieServer, p: InterruptParams) -> dict[str, Any]:
     return {"interrupted": await live.stop(p.reason)}
 
 
-async def _arrived(ls: OllieServer, p: TextParams) -> tuple[LiveSession, str, bool]:
+async def _arrived(ls: OllieServer, p: TextParams, pictures: list[Image] | None = None) -> tuple[LiveSession, str, bool]:
     """A queued or injected prompt's session and text once its checks pass, and whether a Stop came while they awaited
-    (the archive's store read): it was sent for the turns that Stop ended, so it is held as what they queued is."""
-    _text_only(p)
+    (the archive's store read): it was sent for the turns that Stop ended, so it is held as what they queued is.
+    `pictures`, when given, gets the queued prompt's images (checked and read as a submit's)."""
+    if pictures is None:
+        _text_only(p)
     live = await ls.table.get(p.session)
     stops = live.stops
     await ls.table.writable(p.session)
+    if pictures is not None:
+        pictures += await _images(p.images or [], cwd=live.core.cwd)
+        if pictures and is_command(p.text):
+            raise InvalidParams("images: a command or !shell line takes no images")
+        if not p.text.strip() and not pictures and not p.contexts:
+            raise InvalidParams("text: empty: give a prompt, images or context")
     return live, await _with_context(ls, live, p), live.stops != stops
 
 
@@ -197,8 +205,9 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
 @method("ollie/queue", QueueParams)
 async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends (PROTOCOL.md: one queued for turns that ended meanwhile runs)."""
-    live, text, stopped = await _arrived(ls, p)
-    return {"depth": await live.queue(text, seen=p.seen, held=stopped)}
+    pictures: list[Image] = []
+    live, text, stopped = await _arrived(ls, p, pictures)
+    return {"depth": await live.queue(text, pictures, seen=p.seen, held=stopped)}
 
 
 @method("ollie/popQueue", SessionParams)

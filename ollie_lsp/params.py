@@ -148,8 +148,10 @@ class TextParams(_WithContext):
 
 @shape
 class QueueParams(TextParams):
-    """ollie/queue (`seen`: the `seq` of the last `ollie/event` of the session the client had received)."""
+    """ollie/queue (`seen`: the `seq` of the last `ollie/event` of the session the client had received; `images` as
+    submit's, and then `text` may be blank, as there)."""
 
+    text: str
     seen: Natural | None = None
 
 

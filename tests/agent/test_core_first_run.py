@@ -82,6 +82,38 @@ async def test_a_turn_the_model_answered_drops_the_failure_its_health_check_had_
     assert (await core.backend_health())["ok"] is True
 
 
+async def test_a_turn_stopped_after_the_model_answered_drops_the_cached_failure_before_its_end_is_said(
+        scripted_llm, make_core, monkeypatch):
+    # A turn the user stopped once the answer streamed (or one a queued prompt ran) left the failure cached: the
+    # editor asked again at its end and kept pointing at the setting, the server up. Dropped before the end is
+    # published: the editor's ask at the end sees the server up.
+    monkeypatch.setattr(setup, "FAILED_HEALTH_REUSE_S", 600.0)
+    url = closed_url()
+    core = await make_core(scripted_llm("openai"), toy=ToyServer(), env={"OLLIE_OPENAI_URL": f"{url}/v1"})
+    assert (await core.backend_health())["ok"] is False
+    srv = scripted_llm("openai", port=int(url.rsplit(":", 1)[1]))
+    held = threading.Event()  # the answer streams until the test has stopped it
+    srv.script(Reply.text("up now, and going on", chunk_size=4, hold=held))
+    sub = core.bus.subscribe()
+    turn = asyncio.create_task(core.submit("hello"))
+    while (await sub.get()).role != "assistant":
+        pass
+    health_at_end = asyncio.get_running_loop().create_future()
+
+    async def ask_at_end() -> None:
+        while (event := await sub.get()).role != "turn":
+            pass
+        health_at_end.set_result((event.content, await core.backend_health()))
+
+    asker = asyncio.create_task(ask_at_end())
+    assert core.interrupt("the user pressed Stop") is True
+    held.set()
+    assert (await turn).stop == "interrupted"
+    await asker
+    stop, health = health_at_end.result()
+    assert stop == "interrupted" and health["ok"] is True, health
+
+
 async def test_a_config_context_length_is_the_limit(scripted_llm, make_core, agents_dir):
     srv = scripted_llm("openai")
     write_agent(agents_dir, "small", contextLength=5000)

@@ -17,10 +17,12 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     session loads its earlier pages on scroll (each step once), a restored failed prompt says it failed, an
     archived session is listed on request, and a daemon killed mid-turn is restarted with the chat back. The onboarding
     of a server that is down offers Check again and opens `ollie.serverEnv`, no API key; the first prompt's error
-    points to it (it said the same again under it)."""
+    points to it (it said the same again under it). Once the server is up, a turn that reaches the model (cut at its
+    token limit) hides the onboarding (it stayed, pointing at the setting: only a turn ending "end" asked again)."""
     shows(run_e2e("run.mjs"),
           "the onboarding of a server that is down offers Check again and ollie.serverEnv, not an API key",
           "the first turn's error pointed to the onboarding, not said it again",
+          "a turn that reached the model, cut at its token limit: the onboarding is gone",
           "Escape interrupted the turn", "scrolling up loaded the earlier pages",
           "an archived session leaves the history, Show archived lists it marked",
           "a long word wraps; a markdown link to a file opens it",
@@ -30,22 +32,25 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
 
 @pytest.mark.timeout(560)
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
-    """A prompt the chat's page queues after the turn ended, before the page heard of it, is sent (it waited, queued,
-    for a next turn's end). A prompt queued during a slow reply is held by Stop (the chat says so; the input has the
-    focus once the clicked Stop hides; it is drawn after "Turn interrupted", not above it) and runs before the next
-    prompt, never left marked queued; one queued when the window reloads mid-turn comes back held and Enter on the
-    empty prompt sends it (it did nothing); `/queued pop` typed during a turn runs at once (it was queued behind the
-    prompts it was to pop; the button says Send, not Queue), the one it drops shows dropped, and a reload brings back
-    the other alone (the popped one stayed marked queued, and came back); one held that `/queued clear` drops shows
-    dropped (it stayed marked held). A reload while an approval question waits: no empty new chat while the session
-    comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as the question took
-    the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts the cursor in the
-    chat's prompt box."""
+    """A prompt the chat's page queues after the turn ended, before the page heard of it, is sent (it waited, queued, for a
+    next turn's end). A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus
+    once the clicked Stop hides; it is drawn after "Turn interrupted", not above it) and runs before the next prompt,
+    never left marked queued; one queued when the window reloads mid-turn comes back held and Enter on the empty prompt
+    sends it (it did nothing), and so does one with a pasted image queued behind it, with its image, in order (it stayed
+    in the input: images went only with a prompt sent when idle); `/queued pop` typed during a turn runs at once (it was
+    queued behind the prompts it was to pop; the button says Send, not Queue), the one it drops shows dropped, and a
+    reload brings back the other alone (the popped one stayed marked queued, and came back); one held that `/queued
+    clear` drops shows dropped (it stayed marked held). A reload while an approval question waits: no empty new chat
+    while the session comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as
+    the question took the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts
+    the cursor in the chat's prompt box."""
     shows(run_e2e("queue.mjs", total_ms=520000),
           "a prompt the page queued after the turn had ended was sent, not left queued",
           "after Stop the queued prompt showed held, after the Turn interrupted line, then ran before the next prompt, "
           "neither left marked queued; the input had the focus",
           "a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it",
+          "a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, "
+          "and ran after the one before it with its image",
           "/queued pop typed during the turn ran at once (the button said Send), its prompt showed dropped, and a reload "
           "brought back only the one held",
           "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",

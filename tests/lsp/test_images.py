@@ -3,8 +3,10 @@ hostile items (not an image, too large, a symlink, a FIFO, outside the workspace
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
+import threading
 
 from ollie.testing import Reply
 from tests.pictures import png
@@ -88,16 +90,45 @@ async def test_images_a_vendor_refused_are_named_on_resume_as_live(start_daemon,
     assert tool["images"] == [{"mime": "image/png", "bytes": len(PICTURE), "step": 1}] and named in tool["content"]
 
 
-async def test_queue_and_inject_refuse_images_rather_than_drop_them_and_an_empty_submit_is_refused(shared_daemon, llm):
+async def test_inject_refuses_images_rather_than_drop_them_and_an_empty_submit_or_queue_is_refused(shared_daemon, llm):
     daemon = await shared_daemon(env=llm.env())
-    # A submit of nothing (no text, images or context) is refused too: it sent the model an empty message.
-    for text in ("", " \n"):
-        error = await rpc_error(daemon, "ollie/submit", {"text": text, "images": []})
+    # A submit (or a queued prompt) of nothing (no text, images or context) is refused: it sent the model an empty
+    # message.
+    for method, text in (("ollie/submit", ""), ("ollie/submit", " \n"), ("ollie/queue", " ")):
+        error = await rpc_error(daemon, method, {"text": text, "images": []})
         assert error.code == -32602 and "text: empty" in str(error), str(error)
+    error = await rpc_error(daemon, "ollie/inject", {"text": "later", "images": [{"path": "a.png"}]})
+    assert error.code == -32602 and "ollie/inject takes no images" in str(error)
+    # A queued prompt's images are checked as it is queued, as a submit's are.
+    error = await rpc_error(daemon, "ollie/queue", {"text": "later", "images": [{"path": "/etc/passwd"}]})
+    assert error.code == -32602 and "images[0].path" in str(error), str(error)
     assert llm.chat_requests == []
-    for method in ("ollie/queue", "ollie/inject"):
-        error = await rpc_error(daemon, method, {"text": "later", "images": [{"path": "a.png"}]})
-        assert error.code == -32602 and "only ollie/submit takes images" in str(error)
+    assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
+
+
+async def test_a_prompt_queued_with_images_during_a_turn_runs_after_it_with_them(shared_daemon, llm):
+    """Queued while a turn runs (as Claude Code and Cursor queue one), a prompt with images waits its turn in order,
+    and its images reach the model with it; a Stop holds it, as any queued prompt, and `queue/run` sends it so."""
+    hold = threading.Event()
+    llm.script(Reply.text("slow", hold=hold), Reply.text("first queued"), Reply.text("saw it"), Reply.text("last"))
+    daemon = await shared_daemon(env=llm.env())
+    (daemon.workspace / "shot.png").write_bytes(PICTURE)
+    pasted = "data:image/png;base64," + base64.b64encode(PICTURE).decode()
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
+    await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
+    await daemon.request("ollie/queue", {"text": "text only"})
+    await daemon.request("ollie/queue", {"text": "", "images": [{"path": "shot.png"}, {"data": pasted}]})
+    await daemon.request("ollie/queue", {"text": "after the picture"})
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
+    await first
+    assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == ["text only", "", "after the picture"]
+    await daemon.request("ollie/queue/run", {})
+    # Each request's images (the history's): none before the queued picture's turn, both from it on.
+    assert [llm.images(r) for r in llm.chat_requests[1:]] == [[], [("image/png", PICTURE)] * 2, [("image/png", PICTURE)] * 2]
+    messages = (await daemon.request("ollie/context", {}))["messages"]
+    users = [m for m in messages if m["role"] == "user"]
+    assert [u.get("images") for u in users] == [None, None, [{"mime": "image/png", "bytes": len(PICTURE)}] * 2, None]
 
 
 async def test_file_read_of_an_image_shows_it_to_the_model(shared_daemon, llm):

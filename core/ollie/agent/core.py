@@ -163,9 +163,6 @@ class Core(HistoryMembers, McpMembers):
                 return TurnResult("", "error", refused)
             self._inbox.user_prompt()
             result = await self._host.run_turn(text, images=images, announce=announce)
-            if result.error is None and result.stop not in ("error", "interrupted"):
-                # The editor asks the health again at the turn's end: a failure checked just before it came up is old.
-                self._setup.backend_answered()
             await self._run_follow_ups(result)
         return result
 
@@ -190,7 +187,7 @@ class Core(HistoryMembers, McpMembers):
             if text is None:
                 break
             begun = self._host.turns_begun
-            result = await self._host.run_turn(text, announce=True)
+            result = await self._host.run_turn(text, images=self._inbox.taken_images, announce=True)
             if self._host.turns_begun == begun:  # a stop came as it was handed over: it waits, held, not dropped
                 self._inbox.put_back()
         self._inbox.turns_ended(interrupted=result.stop == "interrupted" or stopping.asked)
@@ -221,12 +218,12 @@ class Core(HistoryMembers, McpMembers):
         """Forget whatever injects are pending (queued as a prompt when idle)."""
         self._inbox.drop_injects()
 
-    def queue(self, text: str, *, saw_end: bool = True, held: bool = False) -> int:
-        """Add a prompt to the FIFO; returns its depth. With `saw_end` it waits for a turn to end after now (the
+    def queue(self, text: str, images: Sequence[Image] = (), *, saw_end: bool = True, held: bool = False) -> int:
+        """Add a prompt (with its images) to the FIFO; returns its depth. With `saw_end` it waits for a turn to end after now (the
         running one's, or the next), even one whose submit still drains the queue; without it the sender had not seen
         the last turns end: it queued the prompt for them, and once they have ended it runs now, not after the next.
         `held`: it waits for the user's word, as those queued before an interrupt do."""
-        depth = self._inbox.queue(text, for_next_end=saw_end, held=held)
+        depth = self._inbox.queue(text, tuple(images), for_next_end=saw_end, held=held)
         if not saw_end and not self._turn_lock.locked() and self._inbox.follows_on() and not self._closed:
             # Under way from now, not from the task's first pass: a stop in between holds the prompt.
             self._host.detach(self._run_queue(self._host.stopping.enlist()))

@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ollie.backend.types import Image
 
 # A postTurn hook that keeps exiting 2 would loop forever: after this many continuations in a row, stop.
 MAX_CONTINUATIONS = 10
@@ -20,6 +24,7 @@ class _Prompt:
     after: int = -1
     # Queued before an interrupt: it waits for the user's word (`release`), never runs on its own.
     held: bool = False
+    images: tuple[Image, ...] = ()  # the prompt's pictures, sent with its text as a submit's are
 
 
 class Inbox:
@@ -82,6 +87,11 @@ class Inbox:
         self._taken = waiting
         return waiting.text
 
+    @property
+    def taken_images(self) -> tuple[Image, ...]:
+        """The images of the queued prompt `next_prompt` last gave (none for a continuation)."""
+        return self._taken.images if self._taken is not None else ()
+
     def put_back(self) -> None:
         """The queued prompt `next_prompt` last gave is first in the queue again: its turn never began."""
         if self._taken is not None:
@@ -142,10 +152,10 @@ class Inbox:
         if self._injects:
             self._queue_inject(self.pop_inject(), replace=False)
 
-    def queue(self, text: str, *, for_next_end: bool = False, held: bool = False) -> int:
-        """Add a prompt to the FIFO; returns its depth. With `for_next_end` it waits for a turn to end after now;
-        `held`, for the user's word (`release`)."""
-        self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held))
+    def queue(self, text: str, images: tuple[Image, ...] = (), *, for_next_end: bool = False, held: bool = False) -> int:
+        """Add a prompt (with its images) to the FIFO; returns its depth. With `for_next_end` it waits for a turn to
+        end after now; `held`, for the user's word (`release`)."""
+        self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held, images))
         self._on_queued()
         return len(self._prompts)
 

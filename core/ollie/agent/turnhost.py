@@ -352,6 +352,10 @@ class TurnHost:
             if warning not in self._shown:
                 self._shown.add(warning)
                 bus.emit("info", f"warning: {warning}")
+        if result.reply or (result.error is None and result.stop not in ("error", "interrupted")):
+            # The model answered (a Stop after its words too): a failed health check cached before is stale, and the
+            # editors ask the health again at the end published next.
+            self.setup.backend_answered()
         bus.publish(Event("turn", content=result.stop, changes=changed, turn=number))
         self.inbox.turn_over()
         self.running = False

@@ -67,8 +67,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     this.unposted.post(message, (m) => this.post(m));
   }
 
-  unsent(text: string, contexts: readonly EditorContext[]): void {
-    this.putBack(text, contexts.map((context) => held(context.mcpServer ? "resource" : context.range ? "selection" : "file", context, describeEditorContext(context))));
+  unsent(text: string, contexts: readonly EditorContext[], images: readonly ImageSource[] = []): void {
+    const chips = contexts.map((context) => held(context.mcpServer ? "resource" : context.range ? "selection" : "file", context, describeEditorContext(context)));
+    // An image file goes back as its chip, pasted bytes as a pasted image.
+    for (const image of images) if ("path" in image) chips.push(held("image", { imagePath: image.path, name: image.name }, image.name));
+    this.putBack(text, chips, images.filter((image): image is PromptImage => "data" in image));
   }
 
   itemsChanged(items: ChatItem[]): void {
@@ -164,9 +167,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       case "inject": {
         // The page may not know yet that the turn ended: queued now, the prompt would wait for the next turn's end.
         if (message.type === "queue" && !this.conversation.status.running) return this.handle({ ...message, type: "submit" });
-        // Not taken (its daemon died, a context item could not be read): it goes back to be sent again.
+        // Not taken (its daemon died, a context item or an image could not be read): it goes back to be sent again.
         const chips = this.takeChips(message.chips);
-        if (!(await this.conversation[message.type](message.text, contextsOf(chips)))) this.putBack(message.text, chips);
+        const pasted = message.type === "queue" ? message.images ?? [] : [];
+        const taken = message.type === "queue"
+          ? await this.conversation.queue(message.text, contextsOf(chips), [...imagesOf(chips), ...pasted])
+          : await this.conversation.inject(message.text, contextsOf(chips));
+        if (!taken) this.putBack(message.text, chips, pasted);
         return;
       }
       case "interrupt":

@@ -5,7 +5,7 @@ import { ApprovalModes } from "./approvalModes";
 import { Daemon, DaemonNotStarted } from "./daemon";
 import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus, turnError } from "./lib/backend";
 import { ChatItem, ChatModel, unsavedTail } from "./lib/chatModel";
-import { contextParam, describeEditorContext } from "./lib/editorContext";
+import { contextParam, describeEditorContext, imagesParam, promptLabels } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
 import { DAEMON_LOST, DAEMON_RESTARTED, DAEMON_RESTARTED_SAVED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
@@ -40,7 +40,7 @@ export interface ConversationListener {
   /** Older items of the current session go before the others; `earlier` messages are still not loaded. */
   earlierLoaded?(items: ChatItem[], earlier: number): void;
   /** A prompt that will not run (its daemon ended) goes back in the input, with its context. */
-  unsent?(text: string, contexts: readonly EditorContext[]): void;
+  unsent?(text: string, contexts: readonly EditorContext[], images: readonly ImageSource[]): void;
 }
 
 // Streaming deltas are coalesced for this long before the view is updated.
@@ -206,12 +206,11 @@ export class Conversation implements vscode.Disposable {
    * `DaemonNotStarted` when it waited for a start that failed, or its daemon died before its turn began: it did not run.
    */
   async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly ImageSource[] = []): Promise<SubmitResult | undefined> {
-    const contextLabels = [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)];
+    const contextLabels = promptLabels(contexts, images);
     if (this.daemon.startUnderWay) await this.afterStart(text, contextLabels);
-    // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them (a prompt with
-    // images goes now: the queue is text only).
-    if (this.current !== undefined && this.queued.holds(this.current) && !isSlashCommand(text) && images.length === 0) {
-      await this.queued.sendBehind(this.current, text, contexts);
+    // After a Stop (or a reload) queued prompts wait: this one goes behind them, not past them (its images too).
+    if (this.current !== undefined && this.queued.holds(this.current) && !isSlashCommand(text)) {
+      await this.queued.sendBehind(this.current, text, contexts, images);
       return undefined;
     }
     const model = this.model;
@@ -224,8 +223,7 @@ export class Conversation implements vscode.Disposable {
       if (this.approvals.waiting) await this.settling;
       await this.approvals.applyPending();
       await this.place(model, contexts, fresh);
-      const pictures = images.length > 0 ? { images: images.map((i) => ("path" in i ? { path: i.path } : { data: i.data, name: i.name })) } : {};
-      const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts), ...pictures }));
+      const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts), ...imagesParam(images) }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", turnError(this.backend, result.error)));
       // A command ends with no `turn` event: the queue it may have emptied (`/queued clear`, `pop`) is asked here.
@@ -271,26 +269,28 @@ export class Conversation implements vscode.Disposable {
     if (this.current !== undefined && this.queued.holds(this.current)) await this.queued.release(this.current);
   }
 
-  /** Queue a prompt (with its context items) to run after the current turn; false when the daemon did not take it. */
-  queue(text: string, contexts: readonly EditorContext[] = []): Promise<boolean> {
+  /** Queue a prompt (with its context items and images) to run after the current turn; false when the daemon did not
+   * take it. */
+  queue(text: string, contexts: readonly EditorContext[] = [], images: readonly ImageSource[] = []): Promise<boolean> {
     // `seen`: the last event the chat had, so the daemon knows whether the user saw the turn running or its end.
-    return this.sendAside("ollie/queue", text, "queued", contexts, { seen: this.model.seen });
+    return this.sendAside("ollie/queue", text, "queued", contexts, images);
   }
 
   /** Inject text (with its context items) into the running turn (the model sees it at its next step); false when the
    * daemon did not take it. */
   inject(text: string, contexts: readonly EditorContext[] = []): Promise<boolean> {
-    return this.sendAside("ollie/inject", text, "injected", contexts);
+    return this.sendAside("ollie/inject", text, "injected", contexts, []);
   }
 
   // Queued and injected text is shown once the daemon has accepted it (refused, it is nowhere in the chat).
-  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[], extra = {}): Promise<boolean> {
+  private async sendAside(method: string, text: string, note: "queued" | "injected", contexts: readonly EditorContext[], images: readonly ImageSource[]): Promise<boolean> {
     const session = this.current ?? "";
     const model = this.model;
+    const extra = note === "queued" ? { seen: model.seen, ...imagesParam(images) } : {};
     try {
       await this.daemon.request(method, this.withSession({ text, context: contextParam(contexts), ...extra }));
-      this.changedIn(session, model.addUser(text, { note, contextLabels: contexts.map(describeEditorContext) }));
-      this.queued.queued(session, text, contexts, note === "injected");
+      this.changedIn(session, model.addUser(text, { note, contextLabels: promptLabels(contexts, images) }));
+      this.queued.queued(session, text, contexts, note === "injected", images);
       return true;
     } catch (err) {
       const why = isDaemonGone(err) ? "The Ollie daemon stopped." : errorText(err);
@@ -529,8 +529,9 @@ export class Conversation implements vscode.Disposable {
       void this.queued.turnEnded(event.session, event.content);
       this.questions.turnEnded(event.session);
       this.changesLists.showEnded(event);
-      // The model answered: the onboarding's "cannot be reached" (from a check before it came up) is asked again.
-      if (event.content === "end" && this.backend && !this.backend.ok) void this.refreshState();
+      // The turn may have reached the model (a Stop after its first words too, a token limit): the onboarding's
+      // "cannot be reached" (from a check before it came up) is asked again (it stayed, pointing at the setting).
+      if (this.backend && !this.backend.ok) void this.refreshState();
     }
   }
 
@@ -597,7 +598,7 @@ export class Conversation implements vscode.Disposable {
     for (const listener of this.listeners) listener.reset();
     // At once (the input is the webview's own: no reset clears it), one prompt per line, before what is typed there.
     const text = unsent.map((prompt) => prompt.text).join("\n");
-    if (unsent.length) for (const listener of this.listeners) listener.unsent?.(text, unsent.flatMap((prompt) => prompt.contexts));
+    if (unsent.length) for (const listener of this.listeners) listener.unsent?.(text, unsent.flatMap((prompt) => prompt.contexts), unsent.flatMap((prompt) => prompt.images ?? []));
     let settled = (): void => undefined;
     this.settling = new Promise<void>((resolve) => (settled = resolve));
     try {

@@ -6,16 +6,19 @@
 // held the same way, once that session is shown again (at once, or when switched to later). A Restart starts fresh:
 // they go back in the chat's input, unsent.
 
-import { contextParam, describeEditorContext } from "./lib/editorContext";
+import { contextParam, imagesParam, promptLabels } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { typedText } from "./lib/promptContext";
 import { EditorContext } from "./lib/protocol";
+import { ImageSource } from "./lib/webviewMessages";
 import { SessionHost } from "./sessionHost";
 
 /** A queued prompt (or injected text not taken yet) as remembered across a reload. */
 export interface SavedPrompt {
   text: string;
   contexts: EditorContext[];
+  /** A queued prompt's images: a workspace file's path, or the pasted bytes (kept whole: the prompt runs with them). */
+  images?: ImageSource[];
   injected?: boolean;
   /** The injects a prompt joins, each with its own context items (after a reload they go as injects again). */
   parts?: SavedPrompt[];
@@ -140,9 +143,10 @@ export class QueuedPrompts {
     return this.held.has(session);
   }
 
-  /** A prompt was queued, or text injected into the running turn (the daemon accepted it). */
-  queued(session: string, text: string, contexts: readonly EditorContext[], injected = false): void {
-    const prompt = injected ? { text, contexts: [...contexts], injected } : { text, contexts: [...contexts] };
+  /** A prompt was queued (with its images), or text injected into the running turn (the daemon accepted it). */
+  queued(session: string, text: string, contexts: readonly EditorContext[], injected = false, images: readonly ImageSource[] = []): void {
+    const prompt: SavedPrompt = injected ? { text, contexts: [...contexts], injected } : { text, contexts: [...contexts] };
+    if (images.length > 0) prompt.images = [...images];
     this.pending.set(session, [...(this.pending.get(session) ?? []), prompt]);
     this.save(session);
   }
@@ -156,17 +160,17 @@ export class QueuedPrompts {
   }
 
   /** Send `text` behind the held prompts: queued, then the queue runs (the held ones first). */
-  async sendBehind(session: string, text: string, contexts: readonly EditorContext[]): Promise<void> {
+  async sendBehind(session: string, text: string, contexts: readonly EditorContext[], images: readonly ImageSource[] = []): Promise<void> {
     const model = this.host.modelFor(session);
-    const params = { session, text, context: contextParam(contexts) };
+    const params = { session, text, context: contextParam(contexts), ...imagesParam(images) };
     try {
       await this.host.daemon.request("ollie/queue", params);
     } catch (err) {
       this.host.changedIn(session, model.addNotice("error", errorText(err)));
       return;
     }
-    this.host.changedIn(session, model.addUser(text, { note: "queued", contextLabels: contexts.map(describeEditorContext) }));
-    this.queued(session, text, contexts);
+    this.host.changedIn(session, model.addUser(text, { note: "queued", contextLabels: promptLabels(contexts, images) }));
+    this.queued(session, text, contexts, false, images);
     await this.release(session);
   }
 
@@ -265,15 +269,16 @@ export class QueuedPrompts {
         // Injects go as injects (into no turn: the daemon queues them, joined as it joined them before, each one's
         // context blocks before its text; queued as one prompt, all the blocks came first).
         for (const part of prompt.parts ?? [prompt]) {
-          await this.host.daemon.request(prompt.parts ? "ollie/inject" : "ollie/queue", { session, text: part.text, context: contextParam(part.contexts) });
+          const pictures = prompt.parts ? {} : imagesParam(prompt.images ?? []);
+          await this.host.daemon.request(prompt.parts ? "ollie/inject" : "ollie/queue", { session, text: part.text, context: contextParam(part.contexts), ...pictures });
         }
       } catch (err) {
         this.host.log.warn(`re-queueing after a reload: ${errorText(err)}`);
         continue;
       }
       // Queued again it is a queued prompt, whatever it was (no tool result takes it now).
-      prompts.push({ text: prompt.text, contexts: prompt.contexts, ...(prompt.parts ? { parts: prompt.parts } : {}) });
-      this.host.changedIn(session, model.addUser(prompt.text, { note: "held", contextLabels: prompt.contexts.map(describeEditorContext) }));
+      prompts.push({ text: prompt.text, contexts: prompt.contexts, ...(prompt.parts ? { parts: prompt.parts } : {}), ...(prompt.images ? { images: prompt.images } : {}) });
+      this.host.changedIn(session, model.addUser(prompt.text, { note: "held", contextLabels: promptLabels(prompt.contexts, prompt.images) }));
     }
     // Those queued meanwhile (a prompt sent while these were re-queued) go behind them, as in the daemon.
     this.pending.set(session, [...prompts, ...(this.pending.get(session) ?? [])]);

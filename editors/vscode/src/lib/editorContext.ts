@@ -1,6 +1,7 @@
 // The `context` object sent with a prompt about what the user is looking at.
 
 import type { EditorContext } from "./protocol";
+import type { ImageSource } from "./webviewMessages";
 
 export interface Position {
   line: number;
@@ -66,4 +67,14 @@ function keptLineEnds(text: string): number {
     if (ch === "\n") ends += 1;
   }
   return text.endsWith("\n") ? ends - 1 : ends;
+}
+
+/** The `images` of an `ollie/submit` or `ollie/queue` (none: no field). */
+export function imagesParam(images: readonly ImageSource[]): { images?: object[] } {
+  return images.length > 0 ? { images: images.map((i) => ("path" in i ? { path: i.path } : { data: i.data, name: i.name })) } : {};
+}
+
+/** A prompt's chat labels: its context items', then its images'. */
+export function promptLabels(contexts: readonly EditorContext[], images: readonly ImageSource[] = []): string[] {
+  return [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)];
 }

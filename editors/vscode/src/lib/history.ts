@@ -1,10 +1,10 @@
 // Turning a saved conversation (`ollie/context` messages) into chat items and a readable document.
 
-import { ChatItem, ChatModel } from "./chatModel";
+import { ChatItem, ChatModel, ToolItem } from "./chatModel";
 import { isObject } from "./json";
 import { type OllieEvent, parseToolImages, turnNumber } from "./protocol";
 import { splitEditorContext } from "./promptContext";
-import { parseToolStep, parseToolSteps } from "./steps";
+import { StepDiff, ToolStep, parseToolStep, parseToolSteps } from "./steps";
 
 interface ToolCallLike {
   id?: string;
@@ -158,6 +158,35 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
     if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files });
   });
   return model.items;
+}
+
+/** The diffs a resumed turn's edit steps showed live, which the history does not keep (PROTOCOL.md "History"): each
+ * file the turn changed (`files`, as `ollie/changes` lists them, with their texts) under the turn's last completed
+ * edit step that names it (a file two steps edited shows its change over the turn once). `changes` is the turn's
+ * "Changed files" item among `items`, after its steps; returns the tool items given diffs. */
+export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, files: readonly StepDiff[], cwd = ""): ToolItem[] {
+  const byPath = new Map(files.map((f) => [f.path, f]));
+  const under = cwd.endsWith("/") ? cwd : `${cwd}/`;
+  const relative = (path: string) => (cwd && path.startsWith(under) ? path.slice(under.length) : path);
+  const given: ToolItem[] = [];
+  for (let index = items.indexOf(changes) - 1; index >= 0 && items[index].kind !== "user"; index--) {
+    const item = items[index];
+    if (item.kind !== "tool" || item.rejected) continue;
+    // A batch's diffs go on its inner steps (the chat draws theirs), a single call's on its step.
+    const steps: ToolStep[] = item.steps?.length ? [...item.steps].reverse() : item.step ? [item.step] : [];
+    for (const step of steps) {
+      if (step.kind !== "edit" || step.status !== "completed" || step.diffs?.length) continue;
+      const diffs = step.locations.flatMap(({ path }) => {
+        const file = byPath.get(relative(path));
+        byPath.delete(relative(path));
+        return file ? [{ path: file.path, oldText: file.oldText, newText: file.newText }] : [];
+      });
+      if (diffs.length === 0) continue;
+      step.diffs = diffs;
+      if (!given.includes(item)) given.push(item);
+    }
+  }
+  return given;
 }
 
 /** What the chat says once a fork opens: its title is cut off in a narrow header (only "(fork)" told it apart), and

@@ -45,7 +45,8 @@ export const MAX_IMAGE_DATA = Math.ceil((5 * 1024 * 1024) / 3) * 4 + 64;
 export type FromWebview =
   | { type: "ready" }
   | { type: "submit"; text: string; chips?: string[]; images?: PromptImage[] }
-  | { type: "queue" | "inject"; text: string; chips?: string[] }
+  | { type: "queue"; text: string; chips?: string[]; images?: PromptImage[] }
+  | { type: "inject"; text: string; chips?: string[] }
   | { type: "interrupt" }
   | { type: "newSession" }
   | { type: "switchModel" }
@@ -168,8 +169,8 @@ export function parseWebviewMessage(raw: unknown): FromWebview | undefined {
   const ids = Array.isArray(chips) && chips.length > 0 && chips.length <= MAX_CHIPS && chips.every((c) => typeof c === "string" && c.length <= 64);
   const parsed = (ids ? { type, text, chips: [...(chips as string[])] } : { type, text }) as FromWebview;
   if (message.images === undefined) return parsed;
-  // Images go with a prompt sent now only (the daemon's queue and inject are text).
-  const pictures = type === "submit" ? images(message.images) : undefined;
+  // Images go with a prompt sent now or queued (injected text joins a tool result: no pictures there).
+  const pictures = type !== "inject" ? images(message.images) : undefined;
   return pictures ? ({ ...parsed, images: pictures } as FromWebview) : undefined;
 }
 
@@ -179,7 +180,7 @@ export function refusedPrompt(raw: unknown): { text: string; why: string } | und
   const { type, text, images: pictures } = (raw ?? {}) as Record<string, unknown>;
   if (typeof type !== "string" || !TEXT_TYPES.has(type) || typeof text !== "string" || parseWebviewMessage(raw)) return undefined;
   if (text.length > MAX_PROMPT_LENGTH) return { text, why: `it is over ${MAX_PROMPT_LENGTH.toLocaleString("en")} characters` };
-  if (pictures !== undefined && type !== "submit") return { text, why: "images go only with a prompt sent when no turn runs" };
+  if (pictures !== undefined && type === "inject") return { text, why: "images do not go into a running turn (queue the prompt)" };
   if (pictures !== undefined) return { text, why: `an image was refused (at most ${MAX_IMAGES} go, each of at most 5 MiB, its name at most 256 characters)` };
   return { text, why: "it is empty" };
 }

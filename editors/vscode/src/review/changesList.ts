@@ -4,10 +4,11 @@ import { ResponseError } from "vscode-languageclient/node";
 import { unsavedInEditor } from "../editorActions";
 import { ChangedFile, ChatItem } from "../lib/chatModel";
 import { errorText } from "../lib/errors";
+import { giveTurnDiffs } from "../lib/history";
 import { changedFilesOf, mergeChanges } from "../lib/permission";
 import type { OllieEvent } from "../lib/protocol";
 import { SessionHost } from "../sessionHost";
-import { staleReason } from "./hunks";
+import { FileChange, parseChanges, staleReason } from "./hunks";
 
 export type ChangesItem = Extract<ChatItem, { kind: "changes" }>;
 
@@ -48,10 +49,14 @@ export class ChangesLists {
   }
 
   /** Read the files of the lists a history page drew from its turns' marks (`pending`), each on its own: the page is
-   * shown meanwhile. */
+   * shown meanwhile. Their texts give the turn's edit steps back their diffs (the history keeps none). */
   fill(items: readonly ChatItem[]): void {
     for (const item of items) {
-      if (item.kind === "changes" && item.pending !== undefined) void this.refresh(item).then(() => this.host.changedIn(item.session, item));
+      if (item.kind !== "changes" || item.pending === undefined) continue;
+      void this.refresh(item).then((files) => {
+        for (const tool of giveTurnDiffs(items, item, files, this.host.cwdOf(item.session))) this.host.changedIn(item.session, tool);
+        this.host.changedIn(item.session, item);
+      });
     }
   }
 
@@ -78,9 +83,14 @@ export class ChangesLists {
 
   // The list read again: the turn's first files (`ollie/changes` lists as many as its bound), or after an undo the
   // `undone` files alone, each asked by path (those past the bound are not in a listing: not undone for that).
-  private async refresh(item: ChangesItem, undone?: string[]): Promise<void> {
+  // Returns the files listed, with their texts (none after an undo).
+  private async refresh(item: ChangesItem, undone?: string[]): Promise<FileChange[]> {
+    let listed: FileChange[] = [];
     const ask = (path?: string) =>
-      this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn, ...(path === undefined ? {} : { path }) }).then(changedFilesOf);
+      this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn, ...(path === undefined ? {} : { path }) }).then((raw) => {
+        if (path === undefined) listed = parseChanges(raw).files;
+        return changedFilesOf(raw);
+      });
     try {
       if (undone) {
         const now = (await Promise.all(undone.map((path) => ask(path)))).flatMap((r) => r.files);
@@ -97,6 +107,7 @@ export class ChangesLists {
       if (item.pending !== undefined) item.message = `This turn's files could not be read: ${errorText(err)}`;
     }
     item.pending = undefined;
+    return listed;
   }
 }
 

@@ -31,7 +31,7 @@ export class Composer {
   private selected = 0;
   // The prompt's context chips, in the order added; each is removable, all go with the next prompt sent.
   private chips: Chip[] = [];
-  // Images pasted or dropped on the input: they go with the next prompt sent now (not queued or injected).
+  // Images pasted or dropped on the input: they go with the next prompt sent or queued (not injected).
   private images: (PromptImage & { id: string })[] = [];
   private readonly imageNote = document.getElementById("imageNote") as HTMLElement;
   /** The daemon's slash commands, sent with every reset. */
@@ -170,8 +170,9 @@ export class Composer {
       if (kind === "submit" && this.chips.length === 0 && this.images.length === 0) this.post({ type: "runHeld" });
       return;
     }
-    if ((this.images.length > 0 || this.chips.some((c) => c.kind === "image")) && kind !== "submit") {
-      return this.note("A prompt with images is sent when no turn runs: send it once this one ends (or remove them).");
+    // Injected text joins a tool result: no picture goes there. Queued, a prompt keeps its images until it runs.
+    if ((this.images.length > 0 || this.chips.some((c) => c.kind === "image")) && kind === "inject") {
+      return this.note("Images do not go into a running turn: queue the prompt (Enter) to send them once it ends.");
     }
     // The host refuses it: said now, the text kept to shorten (it vanished from the input).
     if (text.length > MAX_PROMPT_LENGTH) {
@@ -179,7 +180,7 @@ export class Composer {
     }
     // The chips go with the prompt however it is sent: a queued prompt runs with its context too.
     const message: FromWebview = this.chips.length > 0 ? { type: kind, text, chips: this.chips.map((c) => c.id) } : { type: kind, text };
-    if (this.images.length > 0 && message.type === "submit") message.images = this.images.map(({ name, data }) => ({ name, data }));
+    if (this.images.length > 0 && (message.type === "submit" || message.type === "queue")) message.images = this.images.map(({ name, data }) => ({ name, data }));
     this.post(message);
     this.saved.set({ sent: [...this.saved.get().sent, text] });
     this.images = [];

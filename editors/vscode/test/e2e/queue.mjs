@@ -11,7 +11,11 @@
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { chatFocused, chatFrame, fillInput, log, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, fillInput, giveImage, log, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+// A real 24x16 red PNG, pasted into a prompt queued during a turn.
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
+const PICTURED = "What is in this queued picture?";
 
 const SLOW = "This reply streams very slowly so that the user has time to act. ".repeat(10);
 const script = [
@@ -22,6 +26,7 @@ const script = [
   { text: "Files: none to list." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
   { text: "Answered the queued one." },
+  { text: "The queued picture is red." },
   { text: "Answered after the reload." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
   { text: "Answered alone." },
@@ -87,33 +92,47 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-ran-in-order");
   log("after Stop the queued prompt showed held, after the Turn interrupted line, then ran before the next prompt, neither left marked queued; the input had the focus");
 
-  // 3. A window reload mid-turn: the queued prompt comes back (held) and runs before the next prompt.
+  // 3. A window reload mid-turn: the queued prompts come back (held) and run before the next prompt, in order; one
+  // with a pasted image is queued with it (it stayed in the input, "sent when no turn runs"), and keeps it.
   await send(chat, "Another slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(1).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await send(chat, "Queued before the reload.");
   await meta(chat, "Queued before the reload.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await giveImage(chat, "paste", "image.png", PNG);
+  await chat.locator(".chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
+  await send(chat, PICTURED);
+  await meta(chat, PICTURED).filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: PICTURED }).filter({ hasText: "image: pasted image 1" }).waitFor({ timeout: waitMs });
+  if ((await chat.locator("#input").inputValue()) !== "" || await chat.locator(".chip.image").count()) throw new Error("the prompt with an image stayed in the input");
+  await screenshot("queue-image-queued");
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   chat = await openChat(page);
   await meta(chat, "Queued before the reload.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
-  await chat.locator(".item.notice", { hasText: "The window reloaded during a turn: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
+  await meta(chat, PICTURED).filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: PICTURED }).filter({ hasText: "image: pasted image 1" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "The window reloaded during a turn: 2 queued prompts wait" }).waitFor({ timeout: waitMs });
   await screenshot("queue-after-reload");
-  // Enter on the empty prompt sends it (it did nothing: only a new prompt let it go).
+  // Enter on the empty prompt sends them (it did nothing: only a new prompt let them go), the picture with its prompt.
   await chat.locator("#input").press("Enter");
   await chat.locator(".item.assistant", { hasText: "Answered the queued one." }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.assistant", { hasText: "The queued picture is red." }).waitFor({ timeout: waitMs });
+  await waitForSavedPrompt(dataDir, [PICTURED, `"images"`, PNG]);
   await until("nothing left marked held", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
   await send(chat, "Go on after the reload.");
   await waitForSavedPrompt(dataDir, ["Answered after the reload."]);
   await chat.locator(".item.assistant", { hasText: "Answered after the reload." }).waitFor({ timeout: waitMs });
   const after = await userTexts(chat);
-  if (after.indexOf("Queued before the reload.") > after.indexOf("Go on after the reload.")) throw new Error(`after the reload: ${JSON.stringify(after)}`);
+  const ran = ["Queued before the reload.", PICTURED, "Go on after the reload."].map((text) => after.indexOf(text));
+  if (ran.some((n, i) => n < 0 || (i > 0 && n < ran[i - 1]))) throw new Error(`after the reload: ${JSON.stringify(after)}`);
   await until("nothing left marked queued", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
   // The frame may have been replaced by the reload: look it up again for the last screenshot.
   chat = await chatFrame(page);
   await screenshot("queue-reload-ran");
   log("a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it");
+  log("a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, and ran after the one before it with its image");
 
   // 4. `/queued pop` typed while the turn streams runs at once (it was queued behind the prompts it was to pop), and
   // drops the first of two queued prompts: it shows dropped (it stayed marked queued, and a reload queued it again),

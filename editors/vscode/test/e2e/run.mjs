@@ -19,6 +19,8 @@ const SLOW = "This reply streams very slowly so that the user has time to press 
 const DOOMED = "This reply is cut short: the daemon is killed while it streams. ".repeat(8);
 const FEEDBACK = "Use a GREETING constant instead";
 const script = [
+  // The first answer once the server is up: cut at the output token limit (a turn that reached the model, not "end").
+  { text: "Up now, but this answer is cut at the token limit.", truncated: true },
   { text: "Let me read the file.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_read", args: ["hello.txt"] }] } }] },
   // ~6 s of stream: a loaded machine's slow page reads still see it part-way at least three times.
   { text: ANSWER, chunk_size: 3, delay: 0.15 },
@@ -117,11 +119,16 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await onboarding.waitFor({ state: "visible", timeout: waitMs });
   await screenshot("restored-failed-prompt");
   await startLLM(script, { port });
-  await onboarding.locator("button", { hasText: "Check again" }).click();
+  // The server came up and the user, not pressing Check again, asks: the turn reaches the model, which is cut at its
+  // token limit. The onboarding goes (it stayed over the answer, pointing at ollie.serverEnv: only a turn that ended
+  // "end" asked again).
+  await send(chat, "Are you up?");
+  await chat.locator(".item.assistant", { hasText: "Up now" }).waitFor({ timeout: waitMs });
+  await chat.locator('.item.turnEnd[data-stop="max_tokens"]').waitFor({ timeout: waitMs });
   await onboarding.waitFor({ state: "hidden", timeout: waitMs });
   await waitForStatus(page, /Ollie: idle/);
   await screenshot("onboarding-gone");
-  log("Check again with the model up: the onboarding is gone");
+  log("a turn that reached the model, cut at its token limit: the onboarding is gone");
 
   // 2. A step: its title, status and file link (which opens the file); the answer streams as markdown.
   await send(chat, "What does hello.txt say?");

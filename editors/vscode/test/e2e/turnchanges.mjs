@@ -1,7 +1,8 @@
 // E2E steps in a new session of a window (review.mjs's, once a window of its own): two turns change files, each gets its
 // "Changed files" list, drawn from the turn's end event (the daemon diffed each turn once, as it ended: no
 // `ollie/changes` asked at the end); after a window reload (a new extension host, the chat read from the session's
-// history) both lists are back, each under its own turn, not only the last one's. A step of 152 files shows its first
+// history) both lists are back, each under its own turn, not only the last one's, and the second turn's edit step shows
+// its diff again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
 // 100 diffs and how many more it changed. The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
 import fs from "node:fs";
@@ -15,7 +16,7 @@ export const TURN_FILES = { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gam
 export const TURN_REPLIES = [
   { text: "Shouting a and b.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/alpha/ALPHA/ a.txt; sed -i s/beta/BETA/ b.txt", language: "bash" }] } }] },
   { text: "Both shouted." },
-  { text: "Shouting c.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/gamma/GAMMA/ c.txt", language: "bash" }] } }] },
+  { text: "Shouting c.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["c.txt", "gamma", "GAMMA"] }] } }] },
   { text: "c shouted too." },
   // A hostile step: names with terminal escapes and a newline, then 150 files; the end event lists the first 100.
   { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
@@ -77,6 +78,13 @@ export async function turnChanges({ page, work, screenshot }) {
   await reloaded.locator(".item.changes").first().scrollIntoViewIfNeeded();
   await screenshot("turnchanges-reloaded");
   log("after a window reload each turn's Changed files are listed under it, the earlier turn's too");
+  // The edit step the user allowed shows its diff as it did live (it showed none: the history keeps no diffs).
+  const edited = reloaded.locator(".item.tool", { has: reloaded.locator(".step-title", { hasText: "Edit c.txt" }) });
+  await edited.locator(".diff tr.added", { hasText: "GAMMA" }).waitFor({ timeout: waitMs });
+  await edited.locator(".diff tr.removed", { hasText: "gamma" }).waitFor({ timeout: waitMs });
+  await edited.scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-edit-diff-reloaded");
+  log("after a window reload the allowed edit step shows its diff again");
 
   // A turn of 152 files, two with names made to hurt: its list counts them all, shows its first 100 as text and
   // says how many more, with no Undo all (it would undo only those shown).

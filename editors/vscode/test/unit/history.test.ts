@@ -311,3 +311,32 @@ test("a reply the daemon saved before it died, its turn not ended, shows once in
   const unsaved = modelFromHistory([{ role: "user", content: "hello" }]);
   assert.deepEqual(unsaved.addCutShort(tail).map((i) => i.kind), ["assistant", "turnEnd"]);
 });
+
+test("resumed, a turn's allowed edit steps get back their diffs from the turn's changes; a rejected one none", async () => {
+  const { giveTurnDiffs } = await import("../../src/lib/history");
+  const edit = (id: string, path: string, status: string) => ({ id, kind: "edit", title: `Edit ${path}`, status, locations: [{ path }] });
+  const call = (id: string, tool: object, steps?: object[]) => ({ id, name: "call_tool", arguments: "{}", tool, ...(steps ? { steps } : {}) });
+  const batch = edit("b", "a.py", "completed");
+  const inner = [edit("b1", "/w/a.py", "completed"), edit("b2", "a.py", "completed")];
+  const history = [
+    { role: "user", content: "edit them", turn: 1 },
+    { role: "assistant", content: "", tool_calls: [call("1", edit("1", "app.py", "completed"))] },
+    { role: "tool", content: "replaced 1 occurrence in app.py at line 2:", name: "call_tool", tool_call_id: "1", tool: edit("1", "app.py", "completed") },
+    { role: "assistant", content: "", tool_calls: [call("2", edit("2", "b.py", "failed"))] },
+    { role: "tool", content: "Rejected by the user", name: "call_tool", tool_call_id: "2", tool: edit("2", "b.py", "failed") },
+    { role: "assistant", content: "", tool_calls: [call("3", batch, inner)] },
+    { role: "tool", content: "done", name: "call_tool", tool_call_id: "3", tool: batch, steps: inner },
+    { role: "assistant", content: "Edited.", turnChanges: { turn: 1, files: 2 } },
+  ];
+  const items = historyItems(history, "s");
+  const changes = items.find((i) => i.kind === "changes");
+  assert.ok(changes);
+  const files = [{ path: "app.py", oldText: "x = 1\ny = 'hi'\n", newText: "x = 1\ny = 'hello'\n" }, { path: "a.py", oldText: null, newText: "a\n" }];
+  const given = giveTurnDiffs(items, changes, files, "/w");
+  const tools = items.filter((i) => i.kind === "tool");
+  assert.deepEqual(given, [tools[2], tools[0]]);
+  assert.deepEqual(tools[0].kind === "tool" && tools[0].step?.diffs, [files[0]]);
+  assert.equal(tools[1].kind === "tool" && tools[1].step?.diffs, undefined, "the rejected step shows no diff");
+  // A file two steps of a batch edited: its change over the turn once, under the last of them.
+  assert.deepEqual(tools[2].kind === "tool" && tools[2].steps?.map((s) => s.diffs), [undefined, [files[1]]]);
+});

@@ -128,7 +128,7 @@ test("a session entry's id is `session` or `id`", () => {
   assert.equal(sessionIdOf({ title: "x" }), undefined);
 });
 
-test("a submit's pasted images are checked; queue and inject take none", async () => {
+test("a submit's or a queued prompt's pasted images are checked; inject takes none", async () => {
   const { MAX_IMAGES, MAX_IMAGE_DATA } = await import("../../src/lib/webviewMessages");
   const png = { name: "shot.png", data: "data:image/png;base64,iVBORw0KGgo=" };
   assert.deepEqual(parseWebviewMessage({ type: "submit", text: "see", images: [png] }), { type: "submit", text: "see", images: [png] });
@@ -141,8 +141,10 @@ test("a submit's pasted images are checked; queue and inject take none", async (
     "not a list",
   ]) {
     assert.equal(parseWebviewMessage({ type: "submit", text: "see", images }), undefined, "refused whole, not sent without");
+    assert.equal(parseWebviewMessage({ type: "queue", text: "later", images }), undefined, "refused whole, not queued without");
   }
-  assert.equal(parseWebviewMessage({ type: "queue", text: "later", images: [png] }), undefined);
+  // Queued during a turn, a prompt keeps its images (it was refused: they went only with a prompt sent when idle).
+  assert.deepEqual(parseWebviewMessage({ type: "queue", text: "later", images: [png] }), { type: "queue", text: "later", images: [png] });
   assert.equal(parseWebviewMessage({ type: "inject", text: "also", images: [png] }), undefined);
 });
 
@@ -160,12 +162,13 @@ test("the composer names the session's model, and its agent when it is not the d
   assert.deepEqual(parseWebviewMessage({ type: "switchModel", model: "evil" }), { type: "switchModel" });
 });
 
-test("a prompt the host refuses is given back with why: over the limit, a bad image, images with a queued prompt", () => {
+test("a prompt the host refuses is given back with why: over the limit, a bad image, images with injected text", () => {
   const long = "x".repeat(MAX_PROMPT_LENGTH + 1);
   assert.deepEqual(refusedPrompt({ type: "submit", text: long }), { text: long, why: "it is over 1,000,000 characters" });
   const named = { name: "n".repeat(300), data: "data:image/png;base64,AAAA" };
   assert.match(refusedPrompt({ type: "submit", text: "look", images: [named] })?.why ?? "", /an image was refused .*256 characters/);
-  assert.equal(refusedPrompt({ type: "queue", text: "later", images: [] })?.text, "later");
+  assert.match(refusedPrompt({ type: "inject", text: "also", images: [] })?.why ?? "", /images do not go into a running turn/);
+  assert.equal(refusedPrompt({ type: "queue", text: "later", images: [] }), undefined, "queued with its images");
   assert.equal(refusedPrompt({ type: "submit", text: "fine" }), undefined, "taken: nothing to give back");
   assert.equal(refusedPrompt({ type: "submit", text: 5 }), undefined, "no text to give back");
   assert.equal(refusedPrompt({ type: "openFile", path: "\0" }), undefined, "no prompt");
