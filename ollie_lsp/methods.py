@@ -124,11 +124,7 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     try:
         with ls.on_cancel(lambda: live.cancel(handle)):
             await ls.table.writable(p.session)
-            pictures = await _images(p.images or [], cwd=live.core.cwd)
-            if command and pictures:
-                raise InvalidParams("images: a command or !shell line takes no images")
-            if not p.text.strip() and not pictures and not p.contexts:  # as ACP: no empty message to the model
-                raise InvalidParams("text: empty: give a prompt, images or context")
+            pictures = await _prompt_images(p, cwd=live.core.cwd)
             text = await _with_context(ls, live, p)
             live.waiting.discard(handle)  # `submit` holds it from here (a turn's waits there again)
             return await live.submit(text, pictures, handle=handle, is_command=command)
@@ -136,11 +132,14 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
         live.waiting.discard(handle)
 
 
-def _text_only(p: TextParams) -> TextParams:
-    """Injected text is text: images given with it are refused, not dropped."""
-    if p.images:
-        raise InvalidParams("images: ollie/inject takes no images (injected text joins a tool result; queue the prompt)")
-    return p
+async def _prompt_images(p: TextParams, *, cwd: Path) -> list[Image]:
+    """A submitted or queued prompt's images (`_images`); -32602 for images with a command, or a prompt of nothing."""
+    pictures = await _images(p.images or [], cwd=cwd)
+    if pictures and is_command(p.text):
+        raise InvalidParams("images: a command or !shell line takes no images")
+    if not p.text.strip() and not pictures and not p.contexts:  # as ACP: no empty message to the model
+        raise InvalidParams("text: empty: give a prompt, images or context")
+    return pictures
 
 
 async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
@@ -173,27 +172,20 @@ async def interrupt(ls: OllieServer, p: InterruptParams) -> dict[str, Any]:
     return {"interrupted": await live.stop(p.reason)}
 
 
-async def _arrived(ls: OllieServer, p: TextParams, pictures: list[Image] | None = None) -> tuple[LiveSession, str, bool]:
+async def _arrived(ls: OllieServer, p: TextParams) -> tuple[LiveSession, str, bool]:
     """A queued or injected prompt's session and text once its checks pass, and whether a Stop came while they awaited
-    (the archive's store read): it was sent for the turns that Stop ended, so it is held as what they queued is.
-    `pictures`, when given, gets the queued prompt's images (checked and read as a submit's)."""
-    if pictures is None:
-        _text_only(p)
+    (the archive's store read): it was sent for the turns that Stop ended, so it is held as what they queued is."""
     live = await ls.table.get(p.session)
     stops = live.stops
     await ls.table.writable(p.session)
-    if pictures is not None:
-        pictures += await _images(p.images or [], cwd=live.core.cwd)
-        if pictures and is_command(p.text):
-            raise InvalidParams("images: a command or !shell line takes no images")
-        if not p.text.strip() and not pictures and not p.contexts:
-            raise InvalidParams("text: empty: give a prompt, images or context")
     return live, await _with_context(ls, live, p), live.stops != stops
 
 
 @method("ollie/inject", TextParams)
 async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
+    if p.images:  # refused, not dropped
+        raise InvalidParams("images: ollie/inject takes no images (injected text joins a tool result; queue the prompt)")
     live, text, stopped = await _arrived(ls, p)
     if stopped:
         live.core.queue(text, held=True)
@@ -205,8 +197,8 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
 @method("ollie/queue", QueueParams)
 async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends (PROTOCOL.md: one queued for turns that ended meanwhile runs)."""
-    pictures: list[Image] = []
-    live, text, stopped = await _arrived(ls, p, pictures)
+    live, text, stopped = await _arrived(ls, p)
+    pictures = await _prompt_images(p, cwd=live.core.cwd)
     return {"depth": await live.queue(text, pictures, seen=p.seen, held=stopped)}
 
 
