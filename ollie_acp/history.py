@@ -9,8 +9,8 @@ from pathlib import Path
 from acp import text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
-from ollie.agent.history import call_steps, named_images, typed_text
 from ollie.agent.editorcontext import summary
+from ollie.agent.history import call_steps, named_images, typed_text
 from ollie.agent.steps import Diff, KindLookup
 from ollie.backend.images import shown
 from ollie.backend.types import Message
