@@ -73,9 +73,6 @@ def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
         elif isinstance(block, AudioContentBlock):  # a turn without what the user said: asked for nothing
             raise RequestError.invalid_params(
                 {"prompt": f"prompt[{index}] is audio: ollie takes text, files and images (promptCapabilities)"})
-    typed = "\n".join(text for mention, text in words if not mention).strip()
-    if not contexts or is_command(typed):
-        return typed
     # Zed sends "explain ", the file, " and fix it": joined with newlines and without the file, the sentence lost
     # what it named. Text blocks side by side are lines, as before.
     text = ""
@@ -85,7 +82,9 @@ def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
         elif text and not text[-1].isspace() and not piece[:1].isspace():
             text += " "
         text += piece
-    return "\n\n".join([*contexts, text.strip()])
+    text = text.strip()
+    # A command line (`/i look at @app.py too`) takes no blocks: its mentions stay as typed.
+    return text if not contexts or is_command(text) else "\n\n".join([*contexts, text])
 
 
 def _is_image(resource: object) -> bool:

@@ -212,6 +212,16 @@ async def test_inject_with_no_turn_running_is_a_prompt_of_its_own(shared_agent, 
     assert agent.client.text(sid).endswith("looking" + "next done")
 
 
+async def test_a_command_line_keeps_its_mention_as_typed(shared_agent, llm) -> None:
+    # Zed's "/i look at ", the file, " too" ran as "look at \n too": the file it named was dropped.
+    llm.script(Reply.text("looking"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    link = ResourceContentBlock(type="resource_link", name="app.py", uri=(agent.workspace / "app.py").as_uri())
+    assert (await agent.prompt(sid, "/i look at ", link, " too")).stop_reason == "end_turn"
+    assert llm.chat_requests[0].body["messages"][-1]["content"].endswith("look at @app.py too")
+
+
 async def test_inject_rewrite_with_no_turn_running_is_a_prompt_in_place_of_the_injects_waiting(
         shared_agent, llm, sleeper) -> None:
     # As `/i` did: it said "pending injects replaced", ran nothing, then ran inside the next prompt's turn.
