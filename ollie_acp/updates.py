@@ -157,7 +157,7 @@ class UpdateForwarder:
         self._unsent: set[str] = set()
         self._live_sent_at = 0.0
         self.replied = False  # a reply's text or tool call was sent
-        self._title = core.session.title  # the title the client was last told (or listed)
+        self._title = ""  # the session's title the client was last told
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
         self.on_reply: Callable[[], object] | None = None
