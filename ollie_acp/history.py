@@ -9,6 +9,7 @@ from pathlib import Path
 from acp import text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
 
+from ollie.agent.editorcontext import summary
 from ollie.agent.history import call_steps, named_images, typed_text
 from ollie.agent.steps import Diff, KindLookup
 from ollie.backend.images import shown
@@ -28,7 +29,8 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
     updates: list[Update] = []
     for message in messages:
         if message.role == "user" and (typed := typed_text(message)):
-            updates.append(UserMessageChunk(session_update="user_message_chunk", content=text_block(typed)))
+            # As typed, each attached file its label: not the files' whole text the model was given.
+            updates.append(UserMessageChunk(session_update="user_message_chunk", content=text_block(summary(typed))))
         if message.role == "user":  # the prompt's pictures come back as they were sent, capped as a step's are
             updates.extend(UserMessageChunk(session_update="user_message_chunk", content=picture_block(p))
                            for p in shown(message.images)[0])

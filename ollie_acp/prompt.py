@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -30,36 +31,60 @@ def _language(uri: str) -> str:
     return suffix if suffix.isidentifier() else ""
 
 
+# A line range in a file URI's fragment, 1-based and inclusive: Zed's selection and symbol mentions (`#L10:20`),
+# GitHub's form (`#L10-L20`), one line (`#L10`).
+_LINES = re.compile(r"L(\d+)(?:[:-]L?(\d+))?")
+
+
+def _mention(uri: str, cwd: Path) -> tuple[str, list[str]]:
+    """A mention's path as the prompt names it (`app.py:10-20` with a range: the label chat lists show) and the
+    notes of its block (the range's `Location:`, as the daemon writes a selection's)."""
+    path = display_path(uri, cwd)
+    if not (lines := _LINES.fullmatch(urlparse(uri).fragment)):
+        return path, []
+    first, last = int(lines[1]), int(lines[2] or lines[1])
+    span = f"{first}" if last <= first else f"{first}-{last}"
+    return f"{path}:{span}", [f"Location: {'line' if last <= first else 'lines'} {span}"]
+
+
 def prompt_text(blocks: list[PromptBlock], *, cwd: Path) -> str:
-    """The prompt: editor-context blocks for the attached files, then the user's text (a command stays bare);
-    -32602 naming an audio block (images travel beside the text: `prompt_images`)."""
-    texts: list[str] = []
+    """The prompt: editor-context blocks for the attached files, then the user's text with each mention as
+    `@path` where it was typed (a command stays bare); -32602 naming an audio block (images travel beside the text:
+    `prompt_images`)."""
+    words: list[tuple[bool, str]] = []  # (a mention?, text), in the order sent
     contexts: list[str] = []
     for index, block in enumerate(blocks):
         if isinstance(block, TextContentBlock):
-            texts.append(block.text)
-        elif isinstance(block, ResourceContentBlock):
-            header = f"File: {display_path(block.uri, cwd)}"
-            if block.description:
-                header += f" ({block.description})"
-            contexts.append(context_block(header + " (linked: read it if you need it)"))
-        elif isinstance(block, EmbeddedResourceContentBlock):
-            resource = block.resource
-            header = f"File: {display_path(resource.uri, cwd)}"
-            if isinstance(resource, TextResourceContents):
-                contexts.append(context_block(header, caption="Attached text:", body=resource.text,
-                                              fence=_language(resource.uri)))
-            elif _is_image(resource):
-                contexts.append(context_block(header + " (an image: sent with the prompt)"))
+            words.append((False, block.text))
+        elif isinstance(block, ResourceContentBlock | EmbeddedResourceContentBlock):
+            uri = block.uri if isinstance(block, ResourceContentBlock) else block.resource.uri
+            name, notes = _mention(uri, cwd)
+            words.append((True, f"@{name}"))
+            header = f"File: {display_path(uri, cwd)}"
+            if isinstance(block, ResourceContentBlock):
+                header += f" ({block.description})" if block.description else ""
+                contexts.append(context_block(header + " (linked: read it if you need it)", notes=notes))
+            elif isinstance(resource := block.resource, TextResourceContents):
+                contexts.append(context_block(header, notes=notes, caption="Selected text:" if notes else
+                                              "Attached text:", body=resource.text, fence=_language(uri)))
             else:
-                contexts.append(context_block(header + " (binary, not shown)"))
+                contexts.append(context_block(header + (" (an image: sent with the prompt)" if _is_image(resource)
+                                                        else " (binary, not shown)"), notes=notes))
         elif isinstance(block, AudioContentBlock):  # a turn without what the user said: asked for nothing
             raise RequestError.invalid_params(
                 {"prompt": f"prompt[{index}] is audio: ollie takes text, files and images (promptCapabilities)"})
-    text = "\n".join(texts).strip()
-    if not contexts or is_command(text):
-        return text
-    return "\n\n".join([*contexts, text]) if text else "\n\n".join(contexts)
+    # Zed sends "explain ", the file, " and fix it": joined with newlines and without the file, the sentence lost
+    # what it named. Text blocks side by side are lines, as before.
+    text = ""
+    for (mention, piece), before in zip(words, [None, *words], strict=False):
+        if text and before is not None and not mention and not before[0]:
+            text += "\n"
+        elif text and not text[-1].isspace() and not piece[:1].isspace():
+            text += " "
+        text += piece
+    text = text.strip()
+    # A command line (`/i look at @app.py too`) takes no blocks: its mentions stay as typed.
+    return text if not contexts or is_command(text) else "\n\n".join([*contexts, text])
 
 
 def _is_image(resource: object) -> bool:

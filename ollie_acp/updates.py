@@ -28,6 +28,7 @@ from acp.schema import (
     Cost,
     FileEditToolCallContent,
     ImageContentBlock,
+    SessionInfoUpdate,
     TextContentBlock,
     ToolCallLocation,
     ToolCallProgress,
@@ -45,7 +46,7 @@ from ollie.backend import images
 logger = logging.getLogger("ollie.acp.updates")
 
 Update = (AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate | UsageUpdate
-          | UserMessageChunk)
+          | UserMessageChunk | SessionInfoUpdate)
 Send = Callable[[Update], Awaitable[None]]
 
 _PLAN_LINE = re.compile(r"^\s*- \[( |x|X)\] (.+)$")
@@ -156,6 +157,7 @@ class UpdateForwarder:
         self._unsent: set[str] = set()
         self._live_sent_at = 0.0
         self.replied = False  # a reply's text or tool call was sent
+        self._title = ""  # the session's title the client was last told
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
         self.on_reply: Callable[[], object] | None = None
@@ -227,6 +229,10 @@ class UpdateForwarder:
             await self._close_call(event)
         elif role == "usage":
             await self._send(self.usage_update())
+        elif role == "state" and (title := self._core.session.title) and title != self._title:
+            # The first prompt's words, `/rn`: Zed names the thread by it (else by the words it sent, never by a rename).
+            self._title = title
+            await self._send(SessionInfoUpdate(session_update="session_info_update", title=title))
         elif role in NOTE_ROLES and event.content:
             text = f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n"
             await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))

@@ -2,6 +2,7 @@
 
 Each is set up as README.md says; the scenario opens its mode picker, records what it offers and picks
 Read-only. The `mode` slot must hold ollie's approval modes, and no agent (the unsandboxed `yolo` among them).
+codecompanion's then sends a prompt: its chat takes the title ollie gives the session.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ollie.testing import Reply
 
 CLIENTS = Path(__file__).parent / "clients"
 VENDOR = CLIENTS / "vendor"
@@ -53,8 +56,11 @@ def assert_mode_slot(result: dict[str, Any], picker: list[str]) -> None:
     assert result["mode_after_pick"] == "read-only"  # ollie's answer to the pick: its approval mode changed
 
 
-def test_codecompanion_mode_picker_offers_the_approval_modes_and_no_agent(llm, tmp_path, _private_dirs) -> None:
+def test_codecompanion_mode_picker_offers_the_approval_modes_and_its_chat_takes_the_title(llm, tmp_path, _private_dirs) -> None:
+    llm.script(Reply.text("It prints hi."))
     result = run_client("codecompanion", ["plenary.nvim", "codecompanion.nvim"], llm, tmp_path)
+    # Its chat is named by the session's title, as ollie tells it (it waited in vain for one before).
+    assert result["title"] == "what does hello.py print"
     # Its picker is /acp_session_options: first the option, then its values.
     first, second = result["picks"]
     assert first["prompt"] == "Select Configuration Option" and second["prompt"] == "Approval mode"

@@ -322,6 +322,22 @@ async def test_stdin_that_is_dev_null_or_a_file_ends_the_agent_promptly(tmp_path
     assert answer["id"] == 1 and answer["result"]["agentInfo"]["name"] == "ollie", answer
 
 
+async def test_the_title_reaches_the_client_and_rn_renames_the_listed_session(shared_agent, llm) -> None:
+    # `/rn` said "session renamed" but only the session's file had the name: session/list (Zed's history, every
+    # other front end) kept the first prompt's words. And Zed names a thread by the agent's `session_info_update`,
+    # which never came: neither title reached the open thread.
+    llm.script(Reply.text("seen"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    await agent.prompt(sid, "what does hello.py print")
+    assert [u.title for u in await agent.updates(sid, "session_info_update")] == ["what does hello.py print"]
+    await agent.prompt(sid, "/rn hello printer")
+    assert "session renamed to 'hello printer'" in agent.client.text(sid)
+    assert [u.title for u in agent.client.of(sid, "session_info_update")][-1] == "hello printer"
+    (listed,) = [s for s in (await agent.conn.list_sessions()).sessions if s.session_id == sid]
+    assert listed.title == "hello printer"
+
+
 async def test_a_session_runs_in_one_acp_agent_at_a_time(shared_agent, start_agent_beside, llm) -> None:
     """Two Zed windows: the second `ollie acp` cannot load the session the first runs (-32007 naming it), so no
     writer's turn is lost; once the first closed it, the second loads it whole and goes on."""

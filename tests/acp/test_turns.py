@@ -106,7 +106,31 @@ async def test_resource_links_and_embedded_files_are_marked_editor_context(share
     sent = llm.requests[-1].body["messages"][-1]["content"]
     assert "<editor-context>\nFile: src/app.py" in sent
     assert "File: notes.md" in sent and "unsaved buffer text" in sent
-    assert sent.rstrip().endswith("explain these")
+    assert sent.rstrip().endswith("explain these @src/app.py @notes.md")
+
+
+async def test_a_zed_prompt_keeps_its_mentions_where_typed_a_selections_lines_and_replays_as_typed(
+        shared_agent, llm) -> None:
+    # Zed sends "explain ", a selection (its lines in the URI's fragment), " and compare with ", a file link, " please":
+    # the model got "explain \n and compare with \n please" and the selection's text with no word of where it is
+    # from; a load replayed the whole blocks, the files' text, as what the user typed.
+    llm.script(Reply.text("seen"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    app = (agent.workspace / "app.py").as_uri()
+    selection = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
+        uri=f"{app}#L2:3", text="b = 2\nc = 3\n"))
+    link = ResourceContentBlock(type="resource_link", name="app.py", uri=app)
+    await agent.prompt(sid, "explain ", selection, " and compare with ", link, " please")
+    sent = llm.requests[-1].body["messages"][-1]["content"]
+    assert "File: app.py\nLocation: lines 2-3\nSelected text:\n```py\nb = 2\n" in sent
+    assert sent.endswith("</editor-context>\n\nexplain @app.py:2-3 and compare with @app.py please")
+    (listed,) = [s for s in (await agent.conn.list_sessions()).sessions if s.session_id == sid]
+    assert listed.title == "explain @app.py:2-3 and compare with @app.py please"
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
+    agent.client.reset()
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert agent.client.text(sid, "user_message_chunk") == "explain @app.py:2-3 and compare with @app.py please"
 
 
 async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(shared_agent, llm) -> None:
@@ -186,6 +210,16 @@ async def test_inject_with_no_turn_running_is_a_prompt_of_its_own(shared_agent, 
     assert (await agent.prompt(sid, "and now this")).stop_reason == "end_turn"
     assert len(llm.chat_requests) == 2  # the second prompt's turn alone
     assert agent.client.text(sid).endswith("looking" + "next done")
+
+
+async def test_a_command_line_keeps_its_mention_as_typed(shared_agent, llm) -> None:
+    # Zed's "/i look at ", the file, " too" ran as "look at \n too": the file it named was dropped.
+    llm.script(Reply.text("looking"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    link = ResourceContentBlock(type="resource_link", name="app.py", uri=(agent.workspace / "app.py").as_uri())
+    assert (await agent.prompt(sid, "/i look at ", link, " too")).stop_reason == "end_turn"
+    assert llm.chat_requests[0].body["messages"][-1]["content"].endswith("look at @app.py too")
 
 
 async def test_inject_rewrite_with_no_turn_running_is_a_prompt_in_place_of_the_injects_waiting(

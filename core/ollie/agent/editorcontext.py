@@ -77,5 +77,11 @@ def context_labels(prompt: str) -> list[str]:
 
 
 def summary(prompt: str) -> str:
-    """A saved or queued prompt as a user reads it: each editor-context block as its `[label]`, where it stands."""
-    return re.sub(r"\]\s*\n\n", "] ", _BLOCK.sub(lambda match: f"[{_label(match)}]", prompt)).strip()
+    """A saved or queued prompt as a user reads it: each editor-context block as its `[label]`, where it stands (none
+    where the user's words name it `@label`, as an ACP prompt's mentions do)."""
+    words = _BLOCK.sub("", prompt)
+
+    def label(match: re.Match[str]) -> str:
+        return "" if f"@{(name := _label(match))}" in words else f"[{name}]"
+
+    return re.sub(r"\]\s*\n\n", "] ", _BLOCK.sub(label, prompt)).strip()

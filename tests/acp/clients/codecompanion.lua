@@ -41,4 +41,14 @@ H.run(function()
   SlashCommand.new({ Chat = chat, config = {}, context = {} }):execute()
   result.picks = picks
   H.wait_mode_change(function() return chat.acp_connection:get_config_options() end)
+
+  -- A prompt sent as the chat's submit sends it (its buffer's parse needs a markdown parser this Neovim lacks): the
+  -- chat takes the title ollie gives the session (`session_info_update`).
+  local answered = false
+  chat.acp_connection:session_prompt({ { role = "user", content = "what does hello.py print", _meta = {} } })
+    :on_message_chunk(function() end):on_complete(function() answered = true end)
+    :on_error(function(e) error("the prompt failed: " .. tostring(e)) end):send()
+  wait("the answer", function() return answered end)
+  wait("the chat's title", function() return chat.title ~= nil end)
+  result.title = chat.title
 end)
