@@ -225,9 +225,11 @@ def test_a_kill_mid_turn_leaves_its_completed_rounds_reviewable_undoable_and_rew
 BIG = "first\n" + ("y" * 99 + "\n") * 500_000  # 50 MB: its write lasts long enough to be caught at it
 
 
-def write_caught(run: Campaign, where: Path, mine: str) -> None:
-    """Submit a file_edit of `where/big.txt`; return once its temporary file (not `mine`) is seen, mid-write."""
-    run.srv.script(Reply.tool_calls(edit("big.txt", "first", "FIRST")))
+def write_caught(run: Campaign, where: Path, mine: str, then: tuple[str, ...] = ()) -> None:
+    """Submit a file_edit of `where/big.txt` (and after it, in the same call, one of each of `then`); return once its
+    temporary file (not `mine`) is seen, mid-write."""
+    edits = [{"tool": "file_edit", "args": [path, "first", "FIRST"]} for path in ("big.txt", *then)]
+    run.srv.script(Reply.tool_calls(("call_tool", {"calls": edits})))
     pending = run.daemon.request_async("ollie/submit", {"session": run.session, "text": "edit big"})
     temporary = re.compile(r"\.big\.txt\.[a-z0-9_]{8}\.tmp")
     deadline = time.monotonic() + 60
@@ -299,6 +301,21 @@ def test_a_fork_killed_as_it_is_made_is_listed_only_with_its_copy(start_daemon, 
         run.daemon.request("ollie/session/load", {"session": fork}, timeout=60)
         copy = run.daemon.request("ollie/context", {"session": fork})["messages"]
         assert roles(copy) == ["user", "assistant"], f"the listed fork {fork} holds {copy}"
+
+
+def test_the_sweep_after_a_kill_lists_a_huge_dir_once_however_many_writes_named_it(start_daemon, scripted_llm, workdir):
+    """Round 37: the killed call was one batch of 500 file writes into `d`, a dir a step filled with 120,000 files:
+    the sweep listed `d` once per write (3 minutes), the session's open waiting on it."""
+    (workdir / "big.txt").write_text(BIG)
+    crowded = workdir / "d"
+    crowded.mkdir()
+    for i in range(120_000):
+        os.close(os.open(crowded / f"f{i}", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC))
+    run = Campaign(start_daemon, scripted_llm("openai"), workdir)
+    write_caught(run, workdir, "", tuple(f"d/t{i}.txt" for i in range(500)))
+    messages = run.kill_and_resume("mid-write")  # the open is answered in time (60 s)
+    assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
+    assert sorted(os.listdir(workdir)) == ["big.txt", "d"] and len(os.listdir(crowded)) == 120_000
 
 
 def random_kill(run: Campaign, rng: random.Random, kill: int, rounds: int = 4) -> None:

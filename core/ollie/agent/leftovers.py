@@ -16,9 +16,8 @@ from ollie.log import get_logger
 log = get_logger("ollie.agent.leftovers")
 
 
-def _temporaries(names: Iterable[str]) -> re.Pattern[str]:
-    """tools/_toolkit.write_atomic's temporary files for `names`: mkstemp's `.NAME.` + 8 random characters + `.tmp`."""
-    return re.compile(r"\.(?:" + "|".join(map(re.escape, names)) + r")\.[a-z0-9_]{8}\.tmp")
+# tools/_toolkit.write_atomic's temporary file for a file NAME: mkstemp's `.NAME.` + 8 random characters + `.tmp`.
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp", re.S)
 
 
 def sweep_write_temporaries(cwd: Path | str, calls: Iterable[ToolCall], saved: Path) -> list[str]:
@@ -43,11 +42,11 @@ def sweep_write_temporaries(cwd: Path | str, calls: Iterable[ToolCall], saved: P
     # Walked from `/` with no link followed: the saved cwd is a real path, and one swapped for a link since (another
     # session's step) leads where no session worked (nothing holds it yet: a session opened from another folder).
     for parent, written in sorted(names.items()):
-        pattern = _temporaries(sorted(written))
         try:
             for entry in beneath.listdir_sync("/", os.path.join(cwd, parent)):
                 rel = os.path.join(parent, entry)
-                info = beneath.lstat_sync("/", os.path.join(cwd, rel)) if pattern.fullmatch(entry) else None
+                match = _TEMPORARY.fullmatch(entry)  # a set's lookup: one call may name 10,000 files of one dir
+                info = beneath.lstat_sync("/", os.path.join(cwd, rel)) if match and match[1] in written else None
                 if (info is not None and stat.S_ISREG(info.st_mode) and info.st_mtime >= since
                         and beneath.remove_sync("/", os.path.join(cwd, rel))):
                     removed.append(rel)
