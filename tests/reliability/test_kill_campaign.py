@@ -12,6 +12,7 @@ take their seed from OLLIE_KILL_SEED and their count from OLLIE_KILL_COUNT (a wi
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +76,15 @@ class Campaign:
         """The session's conversation as the daemon holds it."""
         return self.request("ollie/context", {})["messages"]
 
-    def kill_and_resume(self, what: str) -> list[dict[str, Any]]:
-        """SIGKILL the daemon; check that nothing of it is left; a new daemon loads the session: its messages."""
+    def kill_and_resume(self, what: str, meanwhile: Callable[[], object] = lambda: None) -> list[dict[str, Any]]:
+        """SIGKILL the daemon; check that nothing of it is left; `meanwhile`; a new daemon loads the session: its
+        messages."""
         left = descendants(self.daemon.pid)
         os.kill(self.daemon.pid, signal.SIGKILL)
         self.daemon.proc.wait(10)
         alive = [pid for pid in left if not process_gone(pid)]
         assert not alive, f"after a kill {what}: {alive} outlived the daemon"
+        meanwhile()
         self.daemon = self.start()
         loaded = self.request("ollie/session/load", {})
         assert loaded["session"] == self.session, f"after a kill {what}: {loaded}"
@@ -218,25 +222,60 @@ def test_a_kill_mid_turn_leaves_its_completed_rounds_reviewable_undoable_and_rew
     assert (run.file("a.txt"), run.file("b.txt")) == ("alpha\n", "beta\n")
 
 
-def test_a_kill_mid_write_leaves_no_half_written_file_beside_the_one_edited(start_daemon, scripted_llm, workdir):
-    """Bug: file_edit killed with its daemon mid-write left its temporary file (`.big.txt.XXXXXXXX.tmp`) in the
-    workspace for good; the session's next open removes it (the edited file is whole: the old text or the new)."""
-    old = "first\n" + ("y" * 99 + "\n") * 500_000  # 50 MB: its write lasts long enough to be caught at it
-    (workdir / "big.txt").write_text(old)
-    mine = ".big.txt.keepmine.tmp"  # named as a temporary file is, but there before the turn: the user's
-    (workdir / mine).write_text("not a temporary file of ollie's\n")
-    srv = scripted_llm("openai")
-    run = Campaign(start_daemon, srv, workdir)
-    srv.script(Reply.tool_calls(edit("big.txt", "first", "FIRST")))
+BIG = "first\n" + ("y" * 99 + "\n") * 500_000  # 50 MB: its write lasts long enough to be caught at it
+
+
+def write_caught(run: Campaign, where: Path, mine: str, then: tuple[str, ...] = ()) -> None:
+    """Submit a file_edit of `where/big.txt` (and after it, in the same call, one of each of `then`); return once its
+    temporary file (not `mine`) is seen, mid-write."""
+    edits = [{"tool": "file_edit", "args": [path, "first", "FIRST"]} for path in ("big.txt", *then)]
+    run.srv.script(Reply.tool_calls(("call_tool", {"calls": edits})))
     pending = run.daemon.request_async("ollie/submit", {"session": run.session, "text": "edit big"})
     temporary = re.compile(r"\.big\.txt\.[a-z0-9_]{8}\.tmp")
     deadline = time.monotonic() + 60
-    while not any(temporary.fullmatch(n) and n != mine for n in os.listdir(workdir)):  # no pause: its write is brief
+    while not any(temporary.fullmatch(n) and n != mine for n in os.listdir(where)):  # no pause: its write is brief
         assert time.monotonic() < deadline and not pending.done.is_set(), "the edit was never caught writing"
+
+
+def test_a_kill_mid_write_leaves_no_half_written_file_beside_the_one_edited(start_daemon, scripted_llm, workdir):
+    """Bug: file_edit killed with its daemon mid-write left its temporary file (`.big.txt.XXXXXXXX.tmp`) in the
+    workspace for good; the session's next open removes it (the edited file is whole: the old text or the new)."""
+    (workdir / "big.txt").write_text(BIG)
+    mine = ".big.txt.keepmine.tmp"  # named as a temporary file is, but there before the turn: the user's
+    (workdir / mine).write_text("not a temporary file of ollie's\n")
+    run = Campaign(start_daemon, scripted_llm("openai"), workdir)
+    write_caught(run, workdir, mine)
     messages = run.kill_and_resume("mid-write")
     assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
     assert sorted(os.listdir(workdir)) == [mine, "big.txt"]
-    assert run.file("big.txt") in (old, "FIRST" + old[5:])
+    assert run.file("big.txt") in (old := BIG, "FIRST" + old[5:])
+
+
+def test_the_sweep_after_a_kill_never_removes_a_file_where_a_link_swapped_for_the_cwd_leads(
+        start_daemon, scripted_llm, workdir, tmp_path):
+    """Round 37: a session works in `real`; its daemon is killed mid-write; before it is opened again another
+    session's step swaps `real` for a link out of the workspace, and the user opens the session from another folder
+    (nothing holds `real`): the sweep walked the saved cwd by name and removed the file there named as a temporary
+    file is and newer than the session's log (another program's write in progress there)."""
+    real, outside, elsewhere = workdir / "real", tmp_path / "outside", tmp_path / "elsewhere"
+    for directory in (real, outside, elsewhere):
+        directory.mkdir()
+    (real / "big.txt").write_text(BIG)
+    theirs = outside / ".big.txt.theirs00.tmp"
+    run = Campaign(start_daemon, scripted_llm("openai"), workdir)
+    run.session = run.daemon.request("ollie/session/new", {"cwd": str(real)})["session"]
+    run.request("ollie/setApproval", {"approval": "auto"})
+    write_caught(run, real, "")
+
+    def swapped() -> None:
+        run.start_daemon = functools.partial(run.start_daemon, root=elsewhere)
+        real.rename(workdir / "aside")
+        real.symlink_to(outside)
+        theirs.write_text("another program's file, written since the session was saved\n")
+
+    messages = run.kill_and_resume("mid-write", swapped)
+    assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
+    assert theirs.exists()
 
 
 def test_a_fork_killed_as_it_is_made_is_listed_only_with_its_copy(start_daemon, scripted_llm, workdir):
@@ -262,6 +301,21 @@ def test_a_fork_killed_as_it_is_made_is_listed_only_with_its_copy(start_daemon, 
         run.daemon.request("ollie/session/load", {"session": fork}, timeout=60)
         copy = run.daemon.request("ollie/context", {"session": fork})["messages"]
         assert roles(copy) == ["user", "assistant"], f"the listed fork {fork} holds {copy}"
+
+
+def test_the_sweep_after_a_kill_lists_a_huge_dir_once_however_many_writes_named_it(start_daemon, scripted_llm, workdir):
+    """Round 37: the killed call was one batch of 500 file writes into `d`, a dir a step filled with 120,000 files:
+    the sweep listed `d` once per write (3 minutes), the session's open waiting on it."""
+    (workdir / "big.txt").write_text(BIG)
+    crowded = workdir / "d"
+    crowded.mkdir()
+    for i in range(120_000):
+        os.close(os.open(crowded / f"f{i}", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC))
+    run = Campaign(start_daemon, scripted_llm("openai"), workdir)
+    write_caught(run, workdir, "", tuple(f"d/t{i}.txt" for i in range(500)))
+    messages = run.kill_and_resume("mid-write")  # the open is answered in time (60 s)
+    assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
+    assert sorted(os.listdir(workdir)) == ["big.txt", "d"] and len(os.listdir(crowded)) == 120_000
 
 
 def random_kill(run: Campaign, rng: random.Random, kill: int, rounds: int = 4) -> None:

@@ -298,19 +298,20 @@ async def test_ldd_never_runs_a_program_a_step_could_write_nor_follows_its_link(
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-@pytest.mark.parametrize("bin_in", [".venv/bin", "bin"])
-async def test_ldd_never_runs_a_program_in_a_project_environment_above_the_cwd(ws, monkeypatch, bin_in):
+@pytest.mark.parametrize(("bin_in", "mark"), [(".venv/bin", ".git"), ("bin", ".git"), ("bin", ".hg"), ("bin", ".jj")])
+async def test_ldd_never_runs_a_program_in_a_project_environment_above_the_cwd(ws, monkeypatch, bin_in, mark):
     # Round 35 (round 34's left): the session works in `sub` of a project whose own `.venv/bin` is on its PATH (an
     # activated venv). This session's steps may write only `sub`, but another session's (or another daemon's), in
     # the project itself, writes `.venv/bin/tool` with a DT_AUDIT library: ldd, run unsandboxed, had its constructor
     # run with the user's rights. That other writer is the test itself, here. Round 36: the same with the plain `bin`
-    # of a git project on PATH (direnv's `PATH_add bin`), which round 35 still gave to ldd.
+    # of a git project on PATH (direnv's `PATH_add bin`), which round 35 still gave to ldd. Round 37: the same in a
+    # Mercurial or Jujutsu project, with no `.git` (round 36 trusted it).
     from ollie import programs
 
     monkeypatch.setattr(programs, "_written", set())
     monkeypatch.setattr(programs, "_noted", set())
+    (ws.work / mark).mkdir(exist_ok=True)
     mark = ws.outside / "ran"
-    (ws.work / ".git").mkdir(exist_ok=True)
     bin_dir = ws.work / bin_in
     bin_dir.mkdir(parents=True)
     sub = ws.work / "sub"
@@ -328,6 +329,44 @@ async def test_ldd_never_runs_a_program_in_a_project_environment_above_the_cwd(w
     err = (await asyncio.wait_for(proc.communicate(limit_bytes=1 << 16), 20))[1]
     assert await proc.wait() == 0, err  # it ran, sandboxed: its auditor could not write outside
     assert not mark.exists()
+
+
+async def test_ldd_grants_a_program_in_the_users_own_local_bin_when_home_is_a_dotfiles_work_tree(ws, monkeypatch):
+    # Round 37: round 36 counted every `.git` above a program as a project another daemon may write, so with $HOME a
+    # git work tree (a dotfiles repo) no program of `~/.local/bin` was granted any more: a legit setup broken. No step
+    # is ever granted a root holding $HOME, and no project lives in its hidden entries: they are granted again; a
+    # project kept in $HOME (`~/proj/bin`) is still one.
+    from ollie import programs
+
+    monkeypatch.setattr(programs, "_written", set())
+    monkeypatch.setattr(programs, "_noted", set())
+    home = ws.root / "home"
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".git").mkdir(parents=True)
+    bins = [home / ".local" / "bin", home / "proj" / "bin"]
+    for bin_dir in bins:
+        bin_dir.mkdir(parents=True)
+        shutil.copy("/usr/bin/true", bin_dir / "tool")
+    policy = ws.policy("filesystem: {rw: ['{CWD}']}\nadvanced: {ldd: true}\n")
+    env = {**ws.env, "PATH": f"{bins[0]}:{ws.env['PATH']}"}
+    proc = await spawn_sandboxed(["tool"], policy=policy, cwd=ws.work, env=env)
+    assert await asyncio.wait_for(proc.wait(), 20) == 0
+    with pytest.raises(PermissionError):  # the policy grants nothing of it: only ldd could have
+        await spawn_sandboxed(["tool"], policy=policy, cwd=ws.work, env={**env, "PATH": f"{bins[1]}:{ws.env['PATH']}"})
+
+
+async def test_ldds_walk_of_the_program_found_never_holds_the_loop(ws, monkeypatch):
+    # Round 37: `library_rules` walked the program's path (realpath, a lexists per level up the tree) on the loop: a
+    # hung mount, or 2,000 levels a step made, held every session and editor request meanwhile.
+    from ollie.sandbox.ldd import library_rules
+    from tests.stalls import StalledWalk
+
+    bin_dir = ws.outside / "bin"
+    bin_dir.mkdir()
+    shutil.copy("/usr/bin/true", bin_dir / "tool")
+    stall = StalledWalk(monkeypatch, bin_dir / "tool")
+    rules = await stall.walked_off_the_loop(library_rules("tool", {"PATH": str(bin_dir)}, ws.work))
+    assert rules and rules[0][0] == str(bin_dir / "tool")
 
 
 async def test_common_shell_idioms_work_under_the_default_policy(ws):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -15,9 +16,8 @@ from ollie.log import get_logger
 log = get_logger("ollie.agent.leftovers")
 
 
-def _temporary(name: str) -> re.Pattern[str]:
-    """tools/_toolkit.write_atomic's temporary file for `name`: mkstemp's `.NAME.` + 8 random characters + `.tmp`."""
-    return re.compile(re.escape(f".{name}.") + r"[a-z0-9_]{8}\.tmp")
+# tools/_toolkit.write_atomic's temporary file for a file NAME: mkstemp's `.NAME.` + 8 random characters + `.tmp`.
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp", re.S)
 
 
 def sweep_write_temporaries(cwd: Path | str, calls: Iterable[ToolCall], saved: Path) -> list[str]:
@@ -30,21 +30,28 @@ def sweep_write_temporaries(cwd: Path | str, calls: Iterable[ToolCall], saved: P
         since = saved.stat().st_mtime
     except OSError:
         return []  # not saved: no call of it ran
+    cwd = os.path.abspath(cwd)
+    names: dict[str, set[str]] = {}  # by their dir: each dir listed once, however many writes there (or entries)
+    for call in calls:
+        for step in describe(call.name, call.arguments, cwd):
+            for loc in step.locations if step.kind == "edit" else ():
+                with contextlib.suppress(OSError):  # OutsideRoot: absolute, or `..` out of the cwd
+                    parent, name = os.path.split(beneath.relative(cwd, loc.path))
+                    names.setdefault(parent, set()).add(name)
     removed: list[str] = []
-    targets = {loc.path for call in calls for step in describe(call.name, call.arguments, cwd)
-               if step.kind == "edit" for loc in step.locations if not os.path.isabs(loc.path)}
-    for target in sorted(targets):
-        parent, name = os.path.split(target)
-        pattern = _temporary(name)
+    # Walked from `/` with no link followed: the saved cwd is a real path, and one swapped for a link since (another
+    # session's step) leads where no session worked (nothing holds it yet: a session opened from another folder).
+    for parent, written in sorted(names.items()):
         try:
-            for entry in beneath.listdir_sync(cwd, parent or "."):
+            for entry in beneath.listdir_sync("/", os.path.join(cwd, parent)):
                 rel = os.path.join(parent, entry)
-                info = beneath.lstat_sync(cwd, rel) if pattern.fullmatch(entry) else None
+                match = _TEMPORARY.fullmatch(entry)  # a set's lookup: one call may name 10,000 files of one dir
+                info = beneath.lstat_sync("/", os.path.join(cwd, rel)) if match and match[1] in written else None
                 if (info is not None and stat.S_ISREG(info.st_mode) and info.st_mtime >= since
-                        and beneath.remove_sync(cwd, rel)):
+                        and beneath.remove_sync("/", os.path.join(cwd, rel))):
                     removed.append(rel)
         except OSError as exc:  # gone since, a symlink on the way, no permission: nothing of ours to sweep there
-            log.info("no write leftovers swept", extra={"path": target, "error": str(exc)})
+            log.info("no write leftovers swept", extra={"path": parent or ".", "error": str(exc)})
     if removed:
         log.info("write leftovers swept", extra={"paths": removed})
     return removed

@@ -18,6 +18,8 @@ from ollie.sandbox import landlock
 # program's (a step may have built it): one holding "\n\tz => /home/u/.ssh (0x1)" prints a line of that form.
 _LIBRARY = re.compile(r"\t(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)")
 _cache: dict[str, list[str]] = {}
+# What marks a work tree: git's, and the other VCSs' (a project another daemon may be working in).
+_WORK_TREE = (".git", ".hg", ".jj", ".svn", ".bzr", "_darcs", ".pijul", ".fslckout", "_FOSSIL_")
 LIMIT_S = 10.0  # ld.so lists a program's libraries in milliseconds; a FIFO swapped in would hold it for ever
 
 
@@ -72,19 +74,32 @@ def _planted(path: str, workspace: Path) -> bool:
 
 
 def _in_project(real: str) -> bool:
-    """Whether real path `real` lies in a project's environment or a git work tree (a `.git` above it): another
-    daemon's steps in that project, which this one knows nothing of, may write any of it."""
-    return programs.in_project_env(real) or any(os.path.lexists(d / ".git") for d in Path(real).parents)
+    """Whether real path `real` lies in a project's environment or a work tree (a `.git`, or another VCS's mark,
+    above it): another daemon's steps in that project, which this one knows nothing of, may write any of it. A home
+    that is a work tree (a dotfiles repo) marks none of its hidden entries (`~/.local/bin`, `~/.cargo/bin`): no
+    step is ever granted a root holding $HOME (`protect`), and no project lives there."""
+    home, path = Path(os.path.realpath(os.path.expanduser("~"))), Path(real)
+    hidden = path.is_relative_to(home) and path != home and path.relative_to(home).parts[0].startswith(".")
+    marked = (d for d in path.parents if not (hidden and home.is_relative_to(d)))
+    return programs.in_project_env(real) or any(os.path.lexists(d / mark) for d in marked for mark in _WORK_TREE)
+
+
+def _program(command: str, path: str | None, workspace: Path) -> str | None:
+    """The real path of `command` on `path`, unless it is not found or is found where a step may have put it."""
+    found = shutil.which(command, path=path) or ""  # relative: from the step's cwd, a step's to write
+    return os.path.realpath(found) if os.path.isabs(found) and not _planted(found, workspace) else None
 
 
 async def library_rules(command: str, env: Mapping[str, str], workspace: Path) -> list[tuple[str, int]]:
     """Rules for `command` (looked up on env's PATH) and its libraries, by real path; empty when it is not found, or is
     found where a step (or the workspace) may have put it or a link to it: ldd has ld.so load the program's own
     DT_AUDIT library, and a planted link would have any program of the user's granted (a script with a token)."""
-    found = shutil.which(command, path=env.get("PATH")) or ""  # relative: from the step's cwd, a step's to write
-    if not os.path.isabs(found) or _planted(found, workspace):
+    # In a thread, as every walk of a path a step may have made: a hung mount, or 2,000 levels, would hold the loop.
+    found = await asyncio.to_thread(_program, command, env.get("PATH"), workspace)
+    if found is None:
         return []
     access = landlock.READ | landlock.FS_EXECUTE
+    listed = await _ldd(found)
     # Granted by real path, none a step may swap a link into: a rule is opened by name.
-    libraries = [os.path.realpath(lib) for lib in await _ldd(os.path.realpath(found)) if not _planted(lib, workspace)]
-    return [(path, access) for path in [os.path.realpath(found), *libraries]]
+    libraries = await asyncio.to_thread(lambda: [os.path.realpath(lib) for lib in listed if not _planted(lib, workspace)])
+    return [(path, access) for path in [found, *libraries]]
