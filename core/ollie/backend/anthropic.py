@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-from ollie.backend.framing import SSEEvent
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Image, Message, StreamEvent, Tool, ToolCall, Usage
@@ -71,7 +70,8 @@ class AnthropicBackend(HTTPBackend):
         stop_reason = ""
         signature = ""
         async with aclosing(self._stream_json(
-            "/v1/messages", body, framing="sse", is_terminator=_is_message_stop,
+            "/v1/messages", body, framing="sse",
+            is_terminator=lambda frame: frame.event == "message_stop" or '"type":"message_stop"' in frame.data.replace(" ", ""),
             skip=lambda frame: not frame.data or frame.event == "ping",
         )) as events:
             async for data in events:
@@ -110,10 +110,6 @@ class AnthropicBackend(HTTPBackend):
         """Model ids from `/v1/models`."""
         data = await self._request_json("GET", "/v1/models?limit=1000")
         return [str(m.get("id")) for m in data.get("data") or [] if isinstance(m, dict)]
-
-
-def _is_message_stop(frame: SSEEvent) -> bool:
-    return frame.event == "message_stop" or '"type":"message_stop"' in frame.data.replace(" ", "")
 
 
 def _arguments(block: dict[str, Any]) -> str:

@@ -49,7 +49,7 @@ class OpenAIBackend(HTTPBackend):
         if tools:
             body["tools"] = function_tools(tools)
         body.update(self._wire_params(params))
-        if self.openrouter and _is_claude(self.model):
+        if self.openrouter and (self.model.startswith("anthropic/") or "claude" in self.model.lower()):
             _mark_cache_points(body)
         return body
 
@@ -86,8 +86,8 @@ class OpenAIBackend(HTTPBackend):
                         yield StreamEvent(content=content, reasoning=reasoning)
                     for part in delta.get("tool_calls") or []:
                         calls.add(part)
-                    if delta.get("function_call"):
-                        calls.add_legacy(delta["function_call"])
+                    if delta.get("function_call"):  # the deprecated single call: one at index 0
+                        calls.add({"index": 0, "function": delta["function_call"]})
                     if choice.get("finish_reason"):
                         # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
                         # "max_tokens" (length: cut at the output token limit).
@@ -139,16 +139,23 @@ class OpenAIBackend(HTTPBackend):
         """Model ids from `/models`."""
         return [str(m.get("id")) for m in await self._model_list()]
 
+    async def _entry(self) -> dict[str, Any]:
+        """The current model's entry in `/models` ({} when it has none)."""
+        return next((e for e in await self._model_list() if e.get("id") == self.model), {})
+
     async def _lookup_vision(self) -> bool | None:
         """OpenRouter's `/models` lists each model's input modalities; plain OpenAI and local servers do not say."""
-        entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
-        modalities = ((entry or {}).get("architecture") or {}).get("input_modalities")
+        modalities = ((await self._entry()).get("architecture") or {}).get("input_modalities")
         return "image" in modalities if isinstance(modalities, list) else None
 
     async def _lookup_context_length(self) -> int | None:
-        """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`)."""
-        entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
-        return _context_of(entry) if entry is not None else None
+        """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`, llama.cpp `n_ctx_train`)."""
+        entry = await self._entry()
+        for value in (entry.get("context_length"), entry.get("max_model_len"),
+                      (entry.get("top_provider") or {}).get("context_length"), (entry.get("meta") or {}).get("n_ctx_train")):
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
 
 
 # The GET /models of each endpoint (loop, URL, headers) in flight now: see OpenAIBackend._model_list.
@@ -161,10 +168,6 @@ def function_tools(tools: list[Tool]) -> list[dict[str, Any]]:
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in tools
     ]
-
-
-def _is_claude(model: str) -> bool:
-    return model.startswith("anthropic/") or "claude" in model.lower()
 
 
 def _mark_cache_points(body: dict[str, Any]) -> None:
@@ -180,18 +183,6 @@ def _mark_cache_points(body: dict[str, Any]) -> None:
 def _is_done(frame: SSEEvent) -> bool:
     data = frame.data
     return data[:1] != "{" and data.strip() == "[DONE]"  # called twice per frame: a JSON object is out at once
-
-
-def _context_of(entry: dict[str, Any]) -> int | None:
-    for value in (
-        entry.get("context_length"),
-        entry.get("max_model_len"),
-        (entry.get("top_provider") or {}).get("context_length"),
-        (entry.get("meta") or {}).get("n_ctx_train"),
-    ):
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
 
 
 def _usage(raw: dict[str, Any]) -> Usage:
@@ -264,10 +255,6 @@ class _ToolCallAssembler:
             args = function["arguments"]
             # An object (some servers'): unescaped, a lone surrogate in it stays one that ollie.backend.surrogates sees.
             call["arguments"] += args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-
-    def add_legacy(self, function_call: dict[str, Any]) -> None:
-        """The deprecated single `function_call` delta is one call at index 0."""
-        self.add({"index": 0, "function": function_call})
 
     def calls(self) -> list[ToolCall]:
         """The assembled calls in index order (a missing id gets a positional one)."""
