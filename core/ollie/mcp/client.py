@@ -393,8 +393,7 @@ class McpServer:
         caps = session.get_server_capabilities()
         tools: list[McpTool] = []
         if caps is None or caps.tools is not None:
-            async with asyncio.timeout(START_TIMEOUT_S):
-                listed = await session.list_tools()
+            listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
             tools, left_out = _tools(self.spec.name, listed.tools)
             if left_out and left_out != self._left_out:  # once, not at each listing of the same tools
                 self._notify(f"MCP server {self.spec.name!r}: {left_out} of its {len(listed.tools)} tools left out "
@@ -403,14 +402,12 @@ class McpServer:
             self._left_out = left_out
         prompts: list[McpPrompt] = []
         if caps is not None and caps.prompts is not None:
-            async with asyncio.timeout(START_TIMEOUT_S):
-                listed_prompts = await session.list_prompts()
+            listed_prompts = await asyncio.wait_for(session.list_prompts(), START_TIMEOUT_S)
             prompts = [McpPrompt(p.name, (p.description or "")[:MAX_DESCRIPTION],
                                  [a.name for a in p.arguments or []]) for p in listed_prompts.prompts]
         resources: list[McpResource] = []
         if caps is not None and caps.resources is not None:
-            async with asyncio.timeout(START_TIMEOUT_S):
-                listed_resources = await session.list_resources()
+            listed_resources = await asyncio.wait_for(session.list_resources(), START_TIMEOUT_S)
             resources = [McpResource(str(r.uri), r.name, (r.description or "")[:MAX_DESCRIPTION])
                          for r in listed_resources.resources[:MAX_LISTED]]
         self.tools, self.prompts, self.resources = tools, prompts[:MAX_LISTED], resources
@@ -509,10 +506,7 @@ class McpServer:
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
         """The text of prompt `name` with `arguments` (its messages' text, in order)."""
-        session = self._session
-        if session is None:
-            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await self._answer(session.get_prompt(name, arguments), f"prompts/get {name}")
+        result = await self._answer(lambda session: session.get_prompt(name, arguments), f"prompts/get {name}")
         texts = [getattr(m.content, "text", "") or getattr(getattr(m.content, "resource", None), "text", "")
                  for m in result.messages]
         return "\n\n".join(t for t in texts if t)
@@ -521,19 +515,19 @@ class McpServer:
         """The text of resource `uri` (a binary one named, not included), cut like a tool's result."""
         from pydantic import AnyUrl
 
-        session = self._session
-        if session is None:
-            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await self._answer(session.read_resource(AnyUrl(uri)), f"resources/read {uri}")
+        result = await self._answer(lambda session: session.read_resource(AnyUrl(uri)), f"resources/read {uri}")
         parts = [getattr(c, "text", None) or f"[{c.mimeType or 'binary'} content of {c.uri}]" for c in result.contents]
         text = "\n".join(parts)
         return text[:MAX_RESULT_BYTES]
 
-    async def _answer(self, request: Coroutine[Any, Any, T], what: str) -> T:
-        """`request`'s answer; TimeoutError naming the server, `what` and its `timeout` when none came in time."""
+    async def _answer(self, request: Callable[[Any], Coroutine[Any, Any, T]], what: str) -> T:
+        """`request`'s answer from the session; RuntimeError when there is none, TimeoutError naming the server, `what`
+        and its `timeout` when none came in time."""
+        if (session := self._session) is None:
+            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
         try:
             async with asyncio.timeout(self.spec.timeout):
-                return await request
+                return await request(session)
         except TimeoutError:
             raise TimeoutError(f"MCP server {self.spec.name!r} did not answer {what} within {self.spec.timeout:g} s "
                                f"(its `timeout`)") from None
