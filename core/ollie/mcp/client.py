@@ -393,7 +393,8 @@ class McpServer:
         caps = session.get_server_capabilities()
         tools: list[McpTool] = []
         if caps is None or caps.tools is not None:
-            listed = await asyncio.wait_for(session.list_tools(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                listed = await session.list_tools()
             tools, left_out = _tools(self.spec.name, listed.tools)
             if left_out and left_out != self._left_out:  # once, not at each listing of the same tools
                 self._notify(f"MCP server {self.spec.name!r}: {left_out} of its {len(listed.tools)} tools left out "
@@ -402,12 +403,14 @@ class McpServer:
             self._left_out = left_out
         prompts: list[McpPrompt] = []
         if caps is not None and caps.prompts is not None:
-            listed_prompts = await asyncio.wait_for(session.list_prompts(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                listed_prompts = await session.list_prompts()
             prompts = [McpPrompt(p.name, (p.description or "")[:MAX_DESCRIPTION],
                                  [a.name for a in p.arguments or []]) for p in listed_prompts.prompts]
         resources: list[McpResource] = []
         if caps is not None and caps.resources is not None:
-            listed_resources = await asyncio.wait_for(session.list_resources(), START_TIMEOUT_S)
+            async with asyncio.timeout(START_TIMEOUT_S):
+                listed_resources = await session.list_resources()
             resources = [McpResource(str(r.uri), r.name, (r.description or "")[:MAX_DESCRIPTION])
                          for r in listed_resources.resources[:MAX_LISTED]]
         self.tools, self.prompts, self.resources = tools, prompts[:MAX_LISTED], resources
