@@ -68,7 +68,7 @@ class OpenAIBackend(HTTPBackend):
 
     async def _events(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """Stream one completion: content/reasoning deltas, then a done event with calls and usage."""
-        calls = _ToolCallAssembler()
+        calls: dict[int, dict[str, str]] = {}  # the streamed tool calls by their `index`
         usage: Usage | None = None
         stop_reason = ""
         # `[DONE]` is no JSON: skipped (it is the last frame anyway).
@@ -85,15 +85,17 @@ class OpenAIBackend(HTTPBackend):
                     if reasoning or content:
                         yield StreamEvent(content=content, reasoning=reasoning)
                     for part in delta.get("tool_calls") or []:
-                        calls.add(part)
+                        _add_call(calls, part)
                     if delta.get("function_call"):  # the deprecated single call: one at index 0
-                        calls.add({"index": 0, "function": delta["function_call"]})
+                        _add_call(calls, {"index": 0, "function": delta["function_call"]})
                     if choice.get("finish_reason"):
                         # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
                         # "max_tokens" (length: cut at the output token limit).
                         finish = choice["finish_reason"]
                         stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
-        yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
+        tool_calls = [ToolCall(id=c["id"] or f"call_{index}", name=c["name"], arguments=c["arguments"] or "{}")
+                      for index, c in sorted(calls.items())]  # a missing id gets a positional one
+        yield StreamEvent(done=True, tool_calls=tool_calls, usage=usage, stop_reason=stop_reason)
 
     async def _model_list(self) -> list[dict[str, Any]]:
         if self._models is not None:
@@ -236,29 +238,12 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return out
 
 
-class _ToolCallAssembler:
-    """Joins streamed tool-call fragments by their `index`."""
-
-    def __init__(self) -> None:
-        self._calls: dict[int, dict[str, str]] = {}
-
-    def add(self, part: dict[str, Any]) -> None:
-        """Fold one streamed `tool_calls` fragment into the call at its index."""
-        index = part.get("index", len(self._calls))
-        call = self._calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-        if part.get("id"):
-            call["id"] = part["id"]
-        function = part.get("function") or {}
-        if function.get("name"):
-            call["name"] += function["name"]
-        if function.get("arguments"):
-            args = function["arguments"]
-            # An object (some servers'): unescaped, a lone surrogate in it stays one that ollie.backend.surrogates sees.
-            call["arguments"] += args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-
-    def calls(self) -> list[ToolCall]:
-        """The assembled calls in index order (a missing id gets a positional one)."""
-        return [
-            ToolCall(id=c["id"] or f"call_{index}", name=c["name"], arguments=c["arguments"] or "{}")
-            for index, c in sorted(self._calls.items())
-        ]
+def _add_call(calls: dict[int, dict[str, str]], part: dict[str, Any]) -> None:
+    """Fold one streamed `tool_calls` fragment into the call at its `index`."""
+    call = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": ""})
+    call["id"] = part.get("id") or call["id"]
+    function = part.get("function") or {}
+    call["name"] += function.get("name") or ""
+    args = function.get("arguments") or ""
+    # An object (some servers'): unescaped, a lone surrogate in it stays one that ollie.backend.surrogates sees.
+    call["arguments"] += args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
