@@ -194,16 +194,15 @@ def _say_image_refused(exc: ImageError) -> None:
     print(f"ollie: {IMAGE_HINT}", file=sys.stderr)
 
 
-# Why a turn ended short of an answer ("interrupted": the ^C the terminal echoed is all there was).
-STOP_NOTES = {"interrupted": "interrupted", "max_steps": "stopped at the step limit (maxSteps)",
-              "max_tokens": "the reply was cut off: it reached the model's output token limit (max_tokens); ask it to "
-                            "go on, or raise the limit"}
-
-
 def _say_stop(stop: str) -> None:
     """Tell the user why a turn ended short of an answer (on stderr)."""
-    if stop in STOP_NOTES:
-        print(f"ollie: {STOP_NOTES[stop]}", file=sys.stderr)
+    if stop == "interrupted":  # the ^C the terminal echoed is all there was: say the turn ended there
+        print("ollie: interrupted", file=sys.stderr)
+    elif stop == "max_steps":
+        print("ollie: stopped at the step limit (maxSteps)", file=sys.stderr)
+    elif stop == "max_tokens":
+        print("ollie: the reply was cut off: it reached the model's output token limit (max_tokens); "
+              "ask it to go on, or raise the limit", file=sys.stderr)
 
 
 async def run_interactive(options: RunOptions) -> int:
