@@ -26,10 +26,9 @@ class AnthropicBackend(HTTPBackend):
     def __init__(self, *, model: str, api_key: str, base_url: str = "https://api.anthropic.com",
                  spec: BackendSpec = SPECS["anthropic"], **options: Any) -> None:
         """`options`: HTTPBackend's (name, timeout, limits)."""
-        base = base_url.rstrip("/")
-        base = base[: -len("/v1")] if base.endswith("/v1") else base
         headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
-        super().__init__(spec=spec, model=model, base_url=base, headers=headers, **options)
+        super().__init__(spec=spec, model=model, base_url=base_url.rstrip("/").removesuffix("/v1"), headers=headers,
+                         **options)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed message."""
