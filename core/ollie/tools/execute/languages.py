@@ -128,10 +128,7 @@ class Shebang:
 
 def parse_shebang(first_line: str) -> Shebang | None:
     """Parse `#!/usr/bin/env -S python3 -I` and the like; None when there is no `#!`."""
-    if not first_line.startswith("#!"):
-        return None
-    words = shlex.split(first_line[2:].strip()) if first_line[2:].strip() else []
-    if not words:
+    if not first_line.startswith("#!") or not (words := shlex.split(first_line[2:])):
         return None
     program, rest = os.path.basename(words[0]), words[1:]
     if program == "env":
