@@ -75,7 +75,7 @@ MODULES_ALLOWED = {
 }
 # Single functions, each for a path that is not the workspace's content.
 ALLOWED = {
-    ("core/ollie/workspace/ignored.py", "_user_text"): "the user's global git excludes (not the workspace)",
+    ("core/ollie/workspace/ignored.py", "_global_excludes"): "the user's global git excludes (not the workspace)",
     ("core/ollie/workspace/objects.py", "read"): "the shadow repository's loose objects, in ollie's state dir",
     ("core/ollie/workspace/refs.py", "write"): "the shadow repository's turn refs, in ollie's state dir",
     ("core/ollie/workspace/refs.py", "_clear_stale"): "a turn ref's stale lock, in ollie's state dir",

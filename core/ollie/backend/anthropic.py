@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
-from ollie.backend.framing import SSEEvent
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Image, Message, StreamEvent, Tool, ToolCall, Usage
@@ -27,10 +26,9 @@ class AnthropicBackend(HTTPBackend):
     def __init__(self, *, model: str, api_key: str, base_url: str = "https://api.anthropic.com",
                  spec: BackendSpec = SPECS["anthropic"], **options: Any) -> None:
         """`options`: HTTPBackend's (name, timeout, limits)."""
-        base = base_url.rstrip("/")
-        base = base[: -len("/v1")] if base.endswith("/v1") else base
         headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
-        super().__init__(spec=spec, model=model, base_url=base, headers=headers, **options)
+        super().__init__(spec=spec, model=model, base_url=base_url.rstrip("/").removesuffix("/v1"), headers=headers,
+                         **options)
 
     def build_request(self, messages: list[Message], tools: list[Tool], params: GenerationParams) -> dict[str, Any]:
         """The JSON body for one streamed message."""
@@ -71,7 +69,8 @@ class AnthropicBackend(HTTPBackend):
         stop_reason = ""
         signature = ""
         async with aclosing(self._stream_json(
-            "/v1/messages", body, framing="sse", is_terminator=_is_message_stop,
+            "/v1/messages", body, framing="sse",
+            is_terminator=lambda frame: frame.event == "message_stop" or '"type":"message_stop"' in frame.data.replace(" ", ""),
             skip=lambda frame: not frame.data or frame.event == "ping",
         )) as events:
             async for data in events:
@@ -110,10 +109,6 @@ class AnthropicBackend(HTTPBackend):
         """Model ids from `/v1/models`."""
         data = await self._request_json("GET", "/v1/models?limit=1000")
         return [str(m.get("id")) for m in data.get("data") or [] if isinstance(m, dict)]
-
-
-def _is_message_stop(frame: SSEEvent) -> bool:
-    return frame.event == "message_stop" or '"type":"message_stop"' in frame.data.replace(" ", "")
 
 
 def _arguments(block: dict[str, Any]) -> str:

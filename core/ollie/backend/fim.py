@@ -19,12 +19,6 @@ _SYSTEM = ("You complete code in an editor. The user's file follows, with " + CU
 _FENCED = re.compile(r"\A\s*```[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 
 
-def unfenced(text: str) -> str:
-    """A chat model's answer without the code fence it may put around it anyway."""
-    match = _FENCED.match(text)
-    return match.group(1) if match else text
-
-
 async def chat_fill(stream: Stream, prefix: str, suffix: str, *, max_tokens: int) -> str:
     """The text at the cursor between `prefix` and `suffix`, asked through a backend's chat `stream`."""
     messages = [Message("system", _SYSTEM), Message("user", f"{prefix}{CURSOR}{suffix}")]
@@ -33,4 +27,5 @@ async def chat_fill(stream: Stream, prefix: str, suffix: str, *, max_tokens: int
     async with aclosing(stream(messages, [], params)) as events:
         async for event in events:
             parts.append(event.content)
-    return unfenced("".join(parts))
+    text = "".join(parts)
+    return match.group(1) if (match := _FENCED.match(text)) else text  # without the fence a chat model may add anyway

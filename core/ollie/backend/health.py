@@ -77,6 +77,5 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
     if health.model_present is False:
         health.error = f"{backend.said} has no model {backend.model!r}"
         health.hint = missing_model_hint(backend.spec, backend.model)
-        return health
-    health.ok = True
+    health.ok = health.model_present is not False
     return health

@@ -84,7 +84,10 @@ class OllamaBackend(HTTPBackend):
                         input_tokens=int(obj.get("prompt_eval_count") or 0),
                         output_tokens=int(obj.get("eval_count") or 0),
                     )
-                    yield StreamEvent(done=True, tool_calls=calls, usage=usage, stop_reason=_stop(obj.get("done_reason")))
+                    # Ollama's "length" (cut at num_predict) is the engine's "max_tokens".
+                    reason = str(obj.get("done_reason") or "")
+                    yield StreamEvent(done=True, tool_calls=calls, usage=usage,
+                                      stop_reason="max_tokens" if reason == "length" else reason)
 
     async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:
         """Ollama's own fill-in-the-middle: `/api/generate` with `suffix` (the model's template places it)."""
@@ -138,9 +141,3 @@ def _wire_message(message: Message) -> dict[str, Any]:
             {"function": {"name": c.name, "arguments": c.arguments_object()}} for c in message.tool_calls
         ]
     return out
-
-
-def _stop(done_reason: object) -> str:
-    """Ollama's done_reason in the engine's words: "length" (cut at num_predict) is "max_tokens"."""
-    reason = str(done_reason or "")
-    return "max_tokens" if reason == "length" else reason

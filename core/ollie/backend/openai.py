@@ -49,7 +49,7 @@ class OpenAIBackend(HTTPBackend):
         if tools:
             body["tools"] = function_tools(tools)
         body.update(self._wire_params(params))
-        if self.openrouter and _is_claude(self.model):
+        if self.openrouter and (self.model.startswith("anthropic/") or "claude" in self.model.lower()):
             _mark_cache_points(body)
         return body
 
@@ -68,7 +68,7 @@ class OpenAIBackend(HTTPBackend):
 
     async def _events(self, body: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """Stream one completion: content/reasoning deltas, then a done event with calls and usage."""
-        calls = _ToolCallAssembler()
+        calls: dict[int, dict[str, str]] = {}  # the streamed tool calls by their `index`
         usage: Usage | None = None
         stop_reason = ""
         # `[DONE]` is no JSON: skipped (it is the last frame anyway).
@@ -85,15 +85,17 @@ class OpenAIBackend(HTTPBackend):
                     if reasoning or content:
                         yield StreamEvent(content=content, reasoning=reasoning)
                     for part in delta.get("tool_calls") or []:
-                        calls.add(part)
-                    if delta.get("function_call"):
-                        calls.add_legacy(delta["function_call"])
+                        _add_call(calls, part)
+                    if delta.get("function_call"):  # the deprecated single call: one at index 0
+                        _add_call(calls, {"index": 0, "function": delta["function_call"]})
                     if choice.get("finish_reason"):
                         # The engine's names: "refusal" (content_filter: the vendor withheld the reply) and
                         # "max_tokens" (length: cut at the output token limit).
                         finish = choice["finish_reason"]
                         stop_reason = {"content_filter": "refusal", "length": "max_tokens"}.get(finish) or finish
-        yield StreamEvent(done=True, tool_calls=calls.calls(), usage=usage, stop_reason=stop_reason)
+        tool_calls = [ToolCall(id=c["id"] or f"call_{index}", name=c["name"], arguments=c["arguments"] or "{}")
+                      for index, c in sorted(calls.items())]  # a missing id gets a positional one
+        yield StreamEvent(done=True, tool_calls=tool_calls, usage=usage, stop_reason=stop_reason)
 
     async def _model_list(self) -> list[dict[str, Any]]:
         if self._models is not None:
@@ -139,16 +141,23 @@ class OpenAIBackend(HTTPBackend):
         """Model ids from `/models`."""
         return [str(m.get("id")) for m in await self._model_list()]
 
+    async def _entry(self) -> dict[str, Any]:
+        """The current model's entry in `/models` ({} when it has none)."""
+        return next((e for e in await self._model_list() if e.get("id") == self.model), {})
+
     async def _lookup_vision(self) -> bool | None:
         """OpenRouter's `/models` lists each model's input modalities; plain OpenAI and local servers do not say."""
-        entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
-        modalities = ((entry or {}).get("architecture") or {}).get("input_modalities")
+        modalities = ((await self._entry()).get("architecture") or {}).get("input_modalities")
         return "image" in modalities if isinstance(modalities, list) else None
 
     async def _lookup_context_length(self) -> int | None:
-        """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`)."""
-        entry = next((e for e in await self._model_list() if e.get("id") == self.model), None)
-        return _context_of(entry) if entry is not None else None
+        """The model's window from `/models` (OpenRouter `context_length`, vLLM `max_model_len`, llama.cpp `n_ctx_train`)."""
+        entry = await self._entry()
+        for value in (entry.get("context_length"), entry.get("max_model_len"),
+                      (entry.get("top_provider") or {}).get("context_length"), (entry.get("meta") or {}).get("n_ctx_train")):
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
 
 
 # The GET /models of each endpoint (loop, URL, headers) in flight now: see OpenAIBackend._model_list.
@@ -161,10 +170,6 @@ def function_tools(tools: list[Tool]) -> list[dict[str, Any]]:
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in tools
     ]
-
-
-def _is_claude(model: str) -> bool:
-    return model.startswith("anthropic/") or "claude" in model.lower()
 
 
 def _mark_cache_points(body: dict[str, Any]) -> None:
@@ -180,18 +185,6 @@ def _mark_cache_points(body: dict[str, Any]) -> None:
 def _is_done(frame: SSEEvent) -> bool:
     data = frame.data
     return data[:1] != "{" and data.strip() == "[DONE]"  # called twice per frame: a JSON object is out at once
-
-
-def _context_of(entry: dict[str, Any]) -> int | None:
-    for value in (
-        entry.get("context_length"),
-        entry.get("max_model_len"),
-        (entry.get("top_provider") or {}).get("context_length"),
-        (entry.get("meta") or {}).get("n_ctx_train"),
-    ):
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
 
 
 def _usage(raw: dict[str, Any]) -> Usage:
@@ -245,33 +238,12 @@ def _wire_message(message: Message) -> dict[str, Any]:
     return out
 
 
-class _ToolCallAssembler:
-    """Joins streamed tool-call fragments by their `index`."""
-
-    def __init__(self) -> None:
-        self._calls: dict[int, dict[str, str]] = {}
-
-    def add(self, part: dict[str, Any]) -> None:
-        """Fold one streamed `tool_calls` fragment into the call at its index."""
-        index = part.get("index", len(self._calls))
-        call = self._calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-        if part.get("id"):
-            call["id"] = part["id"]
-        function = part.get("function") or {}
-        if function.get("name"):
-            call["name"] += function["name"]
-        if function.get("arguments"):
-            args = function["arguments"]
-            # An object (some servers'): unescaped, a lone surrogate in it stays one that ollie.backend.surrogates sees.
-            call["arguments"] += args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-
-    def add_legacy(self, function_call: dict[str, Any]) -> None:
-        """The deprecated single `function_call` delta is one call at index 0."""
-        self.add({"index": 0, "function": function_call})
-
-    def calls(self) -> list[ToolCall]:
-        """The assembled calls in index order (a missing id gets a positional one)."""
-        return [
-            ToolCall(id=c["id"] or f"call_{index}", name=c["name"], arguments=c["arguments"] or "{}")
-            for index, c in sorted(self._calls.items())
-        ]
+def _add_call(calls: dict[int, dict[str, str]], part: dict[str, Any]) -> None:
+    """Fold one streamed `tool_calls` fragment into the call at its `index`."""
+    call = calls.setdefault(part.get("index", len(calls)), {"id": "", "name": "", "arguments": ""})
+    call["id"] = part.get("id") or call["id"]
+    function = part.get("function") or {}
+    call["name"] += function.get("name") or ""
+    args = function.get("arguments") or ""
+    # An object (some servers'): unescaped, a lone surrogate in it stays one that ollie.backend.surrogates sees.
+    call["arguments"] += args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)

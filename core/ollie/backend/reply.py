@@ -51,15 +51,14 @@ class _Inflater:
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         try:
-            if self._first:
-                self._first = False
-                try:
-                    out = self._zlib.decompress(data, MAX_PIECE)
-                except zlib.error:
-                    self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                    out = self._zlib.decompress(data, MAX_PIECE)
-            else:
+            try:
                 out = self._zlib.decompress(data, MAX_PIECE)
+            except zlib.error:
+                if not self._first:
+                    raise
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                out = self._zlib.decompress(data, MAX_PIECE)
+            self._first = False
             while True:
                 if out:
                     yield out

@@ -118,10 +118,6 @@ async def failed_status(response: httpx.Response, *, backend: str) -> BackendErr
     return None
 
 
-def _never(frame: object) -> bool:
-    return False
-
-
 # A long history's body is written this much at a time. Whole, the socket took what it could and the transport
 # copied the rest (tens of MB at 100k messages) into its buffer in one loop callback: ~10 ms of the event loop.
 BODY_SLICE = 256 * 1024
@@ -273,20 +269,6 @@ async def stream_frames(
         await response.aclose()
 
 
-def parse_json_data(data: str, *, backend: str) -> Any:
-    """Decode one SSE `data:` payload; garbage is a transient error, not a crash."""
-    try:
-        return loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise TransientError(f"{backend}: malformed stream event: {data[:200]!r}") from exc
-
-
-def raise_for_error_object(obj: object, *, backend: str) -> None:
-    """Raise the typed error when a stream frame is a vendor error object instead of data."""
-    if isinstance(obj, dict) and obj.get("error") and (obj.get("type") in (None, "error")):
-        raise classify_error(status_of_error_object(obj), obj, backend=backend)
-
-
 class HTTPBackend:
     """What the three backends share: the HTTP client, the model, the stream, the cached context length.
 
@@ -312,7 +294,7 @@ class HTTPBackend:
         self.spec = spec
         self.name = name or spec.name  # the provider state and usage show (settings.provider_name)
         self.said = said_name(spec, base_url, self.name)
-        self._model = model
+        self.model = model  # the model requests go to
         self.base_url = base_url.rstrip("/")
         self.limits = limits or DEFAULT_LIMITS
         checked_url(self.base_url, spec.url_var)  # the scheme, a host, a port httpx could not refuse before connecting
@@ -326,14 +308,9 @@ class HTTPBackend:
                                      "not ASCII: set it again") from None
         self._context_lengths: dict[str, int] = {}
 
-    @property
-    def model(self) -> str:
-        """The model requests go to."""
-        return self._model
-
     def set_model(self, model: str) -> None:
         """Switch the model for later requests."""
-        self._model = model
+        self.model = model
 
     async def aclose(self) -> None:
         """Release the HTTP client and its connections."""
@@ -430,7 +407,7 @@ class HTTPBackend:
         *,
         framing: Framing,
         is_terminator: Callable[[Any], bool],
-        skip: Callable[[Any], bool] = _never,
+        skip: Callable[[Any], bool] = lambda _: False,
     ) -> AsyncGenerator[Any, None]:
         """`stream_frames` decoded: each frame's JSON object (`skip`ped frames aside); error objects raised typed."""
         name = self.said
@@ -439,12 +416,17 @@ class HTTPBackend:
         def decode(frame: Any) -> Any:
             if skip(frame):
                 return _SKIP
-            obj = parse_json_data(frame.data, backend=name) if sse else frame
-            if sse and frame.event and isinstance(obj, dict) and "type" not in obj:
-                # Some proxies name the event only in its `event:` line (the SSE spec's way).
-                obj = {**obj, "type": frame.event}
-            if obj.__class__ is not dict or "error" in obj:  # the usual frame skips the call
-                raise_for_error_object(obj, backend=name)
+            obj = frame
+            if sse:
+                try:  # garbage is a transient error, not a crash
+                    obj = loads(frame.data)
+                except (ValueError, RecursionError) as exc:
+                    raise TransientError(f"{name}: malformed stream event: {frame.data[:200]!r}") from exc
+                if frame.event and isinstance(obj, dict) and "type" not in obj:
+                    # Some proxies name the event only in its `event:` line (the SSE spec's way).
+                    obj = {**obj, "type": frame.event}
+            if isinstance(obj, dict) and obj.get("error") and obj.get("type") in (None, "error"):  # a vendor's error
+                raise classify_error(status_of_error_object(obj), obj, backend=name)
             return obj
 
         return stream_frames(self._client, path, body=body, framing=framing, is_terminator=is_terminator,

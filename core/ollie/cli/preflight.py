@@ -33,6 +33,5 @@ def backend_problem(backend: str | None = None, *, model: str | None = None, tim
     if reachable(url, timeout=timeout):
         return None
     hint = unreachable_hint(spec, url, model or env.get("OLLIE_MODEL") or spec.default_model)
-    if spec.wire == "ollama":
-        return f"cannot reach Ollama at {shown_url(url)}: {hint}"
-    return f"cannot reach the {spec.name} API at {shown_url(url)}: {hint}"
+    what = "Ollama" if spec.wire == "ollama" else f"the {spec.name} API"
+    return f"cannot reach {what} at {shown_url(url)}: {hint}"

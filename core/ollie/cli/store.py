@@ -108,13 +108,9 @@ def main(argv: list[str]) -> int:
 
     try:
         url = args.url or store_url()
-        if args.action == "status":
-            return _status(url)
-        if args.action == "migrate":
-            return _migrate(url)
-        if args.action == "share":
-            return _share(url, args.session, args.team)
-        return _import(url, args)
+        if args.action in ("status", "migrate"):
+            return (_status if args.action == "status" else _migrate)(url)
+        return _share(url, args.session, args.team) if args.action == "share" else _import(url, args)
     except (OllieError, OSError) as exc:
         print(f"ollie store {args.action}: {exc}", file=sys.stderr)
         return 2

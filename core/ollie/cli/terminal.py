@@ -83,19 +83,14 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
             core.switch_model(options.model)
         recorder = Recorder(core, channel=Channel.CLI)
         await recorder.open()  # a refusal raises (a resumed one's record says whose it is); a failure is told
-        return _with_approval(core, options), recorder
+        if options.approval:  # after the record is opened: whether the session is another user's (whose mode stays theirs)
+            core.set_approval(options.approval)
+        return core, recorder
     except BaseException:  # a team member's --approval on the owner's session, a bad mode: nothing left open
         await core.close()
         if recorder is not None:
             await recorder.close()
         raise
-
-
-def _with_approval(core: TerminalCore, options: RunOptions) -> TerminalCore:
-    # After the record is opened: it says whether the session is another user's (whose mode stays theirs).
-    if options.approval:
-        core.set_approval(options.approval)
-    return core
 
 
 async def _render_events(renderer: Renderer, sub: Subscription) -> None:

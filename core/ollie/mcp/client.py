@@ -509,10 +509,7 @@ class McpServer:
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
         """The text of prompt `name` with `arguments` (its messages' text, in order)."""
-        session = self._session
-        if session is None:
-            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await self._answer(session.get_prompt(name, arguments), f"prompts/get {name}")
+        result = await self._answer(lambda session: session.get_prompt(name, arguments), f"prompts/get {name}")
         texts = [getattr(m.content, "text", "") or getattr(getattr(m.content, "resource", None), "text", "")
                  for m in result.messages]
         return "\n\n".join(t for t in texts if t)
@@ -521,19 +518,19 @@ class McpServer:
         """The text of resource `uri` (a binary one named, not included), cut like a tool's result."""
         from pydantic import AnyUrl
 
-        session = self._session
-        if session is None:
-            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
-        result = await self._answer(session.read_resource(AnyUrl(uri)), f"resources/read {uri}")
+        result = await self._answer(lambda session: session.read_resource(AnyUrl(uri)), f"resources/read {uri}")
         parts = [getattr(c, "text", None) or f"[{c.mimeType or 'binary'} content of {c.uri}]" for c in result.contents]
         text = "\n".join(parts)
         return text[:MAX_RESULT_BYTES]
 
-    async def _answer(self, request: Coroutine[Any, Any, T], what: str) -> T:
-        """`request`'s answer; TimeoutError naming the server, `what` and its `timeout` when none came in time."""
+    async def _answer(self, request: Callable[[Any], Coroutine[Any, Any, T]], what: str) -> T:
+        """`request`'s answer from the session; RuntimeError when there is none, TimeoutError naming the server, `what`
+        and its `timeout` when none came in time."""
+        if (session := self._session) is None:
+            raise RuntimeError(f"MCP server {self.spec.name!r} is not ready ({self.state})")
         try:
             async with asyncio.timeout(self.spec.timeout):
-                return await request
+                return await request(session)
         except TimeoutError:
             raise TimeoutError(f"MCP server {self.spec.name!r} did not answer {what} within {self.spec.timeout:g} s "
                                f"(its `timeout`)") from None

@@ -70,21 +70,17 @@ def spec_of(name: str, entry: McpStdio | McpHttp, source: str) -> ServerSpec:
                       source=source, timeout=timeout)
 
 
-def checked(value: object, source: str) -> dict[str, McpStdio | McpHttp | None]:
-    """An `mcpServers` object checked (`ollie.config.mcp_servers`); ConfigError naming `source` and each bad key."""
+def parse_servers(data: object, source: str) -> dict[str, ServerSpec]:
+    """The servers of a parsed `{"mcpServers": {...}}` document (disabled ones left out); ConfigError naming `source`
+    and each bad key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object with \"mcpServers\"")
     try:
-        return parse_mcp_servers(value)
+        servers = parse_mcp_servers(data.get("mcpServers", {}))
     except Invalid as exc:
         raise ConfigError(f"{source}: " + "; ".join(
             "mcpServers" + (f".{dotted(path)}" if path else "") + f": {reason}" for path, reason in exc.problems)) from None
-
-
-def parse_servers(data: object, source: str) -> dict[str, ServerSpec]:
-    """The servers of a parsed `{"mcpServers": {...}}` document (disabled ones left out)."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a JSON object with \"mcpServers\"")
-    return {name: spec_of(name, entry, source) for name, entry in checked(data.get("mcpServers", {}), source).items()
-            if entry is not None and not entry.disabled}
+    return {name: spec_of(name, entry, source) for name, entry in servers.items() if entry is not None and not entry.disabled}
 
 
 def for_agent(user: Mapping[str, ServerSpec], agent: Mapping[str, McpStdio | McpHttp | None] | None,

@@ -57,12 +57,6 @@ def _request_id(request: httpx.Request) -> Any:
     return message.get("id") if isinstance(message, dict) and "method" in message else None
 
 
-def _after_last_event(data: bytes) -> int:
-    """How many bytes of `data` follow its last blank line; -1 when it has none."""
-    ends = [i + len(end) for end in _EVENT_ENDS if (i := data.rfind(end)) >= 0]
-    return len(data) - max(ends) if ends else -1
-
-
 class _Bounded(httpx.AsyncByteStream):
     """A response body that fails once one message (the whole body, or an event) passes MAX_MESSAGE_BYTES: a request's
     answer is then that error, at once (the SDK dropped an event stream's failure: the request waited out its
@@ -75,7 +69,9 @@ class _Bounded(httpx.AsyncByteStream):
         run, tail, held = 0, b"", bytearray()
         async for chunk in self._stream:
             seen = tail + chunk  # with the last bytes before it: a blank line may straddle two chunks
-            left = _after_last_event(seen) if self._events else -1
+            # How many bytes follow the last blank line (-1: none).
+            ends = [i + len(end) for end in _EVENT_ENDS if (i := seen.rfind(end)) >= 0] if self._events else []
+            left = len(seen) - max(ends) if ends else -1
             run = left if left >= 0 else run + len(chunk)
             if run > MAX_MESSAGE_BYTES:
                 why = f"the server sent a message over {MAX_MESSAGE_BYTES} bytes"

@@ -28,12 +28,8 @@ async def expand(host: Any, text: str) -> str:
         words = shlex.split(match["args"] or "")
     except ValueError as exc:
         raise ValueError(f"/mcp:{server}:{prompt}: {exc}") from None
-    arguments: dict[str, str] = {}
+    arguments = {key: value for key, eq, value in (w.partition("=") for w in words) if eq}
     positional = [w for w in words if "=" not in w]
-    for word in words:
-        if "=" in word:
-            key, _, value = word.partition("=")
-            arguments[key] = value
     free = [a for a in declared if a not in arguments]
     if len(positional) > len(free):
         raise ValueError(f"/mcp:{server}:{prompt} takes {', '.join(declared) or 'no arguments'}")

@@ -170,10 +170,7 @@ class Checkpoints:
         now, self._left_now = self._left_now, {}
         self.left_out = [] if cached is None else sorted(rel for rel, key in now.items() if self._left.get(rel) != key)
         # Only what is there now is kept (a step's 50,000 FIFOs a step, each named anew, would pile up here).
-        if paths is None:
-            self._left = now
-        else:
-            self._left = {**{rel: key for rel, key in self._left.items() if rel not in paths}, **now}
+        self._left = now if paths is None else {**{rel: k for rel, k in self._left.items() if rel not in paths}, **now}
         if drop:
             await self.git.run("update-index", "--force-remove", "-z", "--stdin",
                                stdin=b"".join(os.fsencode(p) + b"\0" for p in sorted(drop)))

@@ -89,14 +89,9 @@ def _common(a: str, b: str, way: int) -> int:
     return n
 
 
-def _breaks(text: str) -> int:
-    """Line breaks in `text` as str.splitlines counts them (a CRLF once)."""
-    return sum(map(text.count, _BREAKS)) - text.count("\r\n")
-
-
 def _lines(text: str) -> int:
-    """The lines of `text` (str.splitlines's count), counted without splitting it."""
-    return _breaks(text) + (bool(text) and text[-1] not in _BREAKS)
+    """The lines of `text` (str.splitlines's count: a CRLF one break), counted without splitting it."""
+    return sum(map(text.count, _BREAKS)) - text.count("\r\n") + (bool(text) and text[-1] not in _BREAKS)
 
 
 def text_after_undo(change: FileChange, hunk_index: int | None) -> str | None:

@@ -41,19 +41,15 @@ def _project_text(root: Path, rel: str) -> str:
         return ""
 
 
-def _user_text(path: Path) -> str:
-    """The user's own file (a dotfiles link is fine there); empty when absent."""
+def _global_excludes() -> str:
+    """The user's global git excludes file at its default place (core.excludesFile unset: a dotfiles link is fine
+    there); empty when absent."""
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     try:
-        with open(path, "rb") as source:
+        with open(Path(config) / "git" / "ignore", "rb") as source:
             return source.read(_MAX_EXCLUDES).decode("utf-8", errors="replace")
     except OSError:
         return ""
-
-
-def _global_excludes() -> Path:
-    """The user's global git excludes file at its default place (core.excludesFile unset)."""
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config) / "git" / "ignore"
 
 
 def _build_output(path: str) -> bool:
@@ -66,8 +62,7 @@ async def ignored(git: ShadowGit, root: Path, paths: Sequence[str]) -> set[str]:
     """Those of `paths` (relative to `root`) that are build output or that the project's git ignores."""
     if not paths:
         return set()
-    extra = await asyncio.to_thread(lambda: _project_text(root, ".git/info/exclude") + "\n" +
-                                    _user_text(_global_excludes()))
+    extra = await asyncio.to_thread(lambda: _project_text(root, ".git/info/exclude") + "\n" + _global_excludes())
     if not any(line.strip() and not line.startswith("#") for line in extra.splitlines()):
         # BUILD_OUTPUT alone (the usual case): no git process. Off the loop: a turn may change 50,000 files (~0.1 s).
         return await asyncio.to_thread(lambda: {p for p in paths if _build_output(p)})

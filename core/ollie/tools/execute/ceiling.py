@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ollie.errors import OllieError
@@ -19,15 +17,6 @@ class SandboxCeilingError(OllieError):
     """A tool call asked for a sandbox policy wider than its session's."""
 
 
-def _covered(path: Path, roots: Iterable[Path]) -> bool:
-    return any(path == root or root in path.parents for root in roots)
-
-
-def _wider_paths(narrow: Iterable[Path], wide: Iterable[Path]) -> list[Path]:
-    wide = tuple(wide)
-    return [p for p in narrow if not _covered(p, wide)]
-
-
 def widening(narrow: Policy, wide: Policy) -> str | None:
     """Why `narrow` grants more than `wide`, or None when it stays within it."""
     for kind, mine, theirs in (
@@ -35,8 +24,7 @@ def widening(narrow: Policy, wide: Policy) -> str | None:
         ("read", narrow.readable(), wide.readable()),
         ("execute", narrow.rox + narrow.rwx, wide.rox + wide.rwx),
     ):
-        extra = _wider_paths(mine, theirs)
-        if extra:
+        if extra := [p for p in mine if not any(p == root or root in p.parents for root in theirs)]:
             return f"it may {kind} {extra[0]}"
     mine, theirs = narrow.network, wide.network
     if not theirs.enabled and mine.enabled:

@@ -77,7 +77,7 @@ class CallContext:
     @contextlib.asynccontextmanager
     async def exclusive_scratch(self) -> AsyncIterator[Path]:
         """Hold the session's global lock, with a scratch dir for the call's programs (removed afterwards)."""
-        scratch = self.runner.scratch_dir()
+        scratch = self.runner.dirs.fresh(self.runner.dirs.scratch)  # readable, never writable, by tool code
         try:
             async with self.locks.hold("global", timeout=self.deadline.remaining()):
                 yield scratch
@@ -138,7 +138,7 @@ class CallContext:
         made: list[Path] = []
 
         def build() -> Invocation:
-            made.append(self.runner.private_dir())
+            made.append(self.runner.dirs.fresh(self.runner.dirs.private))  # a 0700 dir no policy grants
             program = write_pinned(made[-1] / f"{label}{step.language.extensions[0]}", approved)
             # bash itself from a trusted PATH entry: never one the workspace or tool code can plant.
             return code_invocation(step.language, program, search_path=programs.trusted_path(), piped_input=None)

@@ -144,6 +144,5 @@ async def _write_disk(ctx: CallContext, path: Path, new_text: str, script: ToolS
         ctx.script_invocation(ScriptCall("file_write", (str(path), "-")), writer, new_text.encode("utf-8")),
         elevated=False, what=f"file_write {path} -",
     )
-    if outcome.ok:
-        return None
-    return outcome.error or outcome.stderr.decode("utf-8", errors="replace").strip() or "writing the file failed"
+    return None if outcome.ok else (
+        outcome.error or outcome.stderr.decode("utf-8", errors="replace").strip() or "writing the file failed")

@@ -26,16 +26,11 @@ PIPE_LIMIT = 16 * 1024 * 1024
 
 def refuse_dangerous(gate: ValidationGate, steps: list[CodeStep]) -> ToolResult | None:
     """A refusal naming every dangerous pattern in `steps` (counted by the gate), or None when all pass."""
-    problems = []
-    for n, step in enumerate(steps, 1):
-        for finding in gate.check(step.code, step.language.name):
-            problems.append(f"program {n} ({step.language.name}) {finding.describe()}")
+    problems = [f"program {n} ({step.language.name}) {finding.describe()}"
+                for n, step in enumerate(steps, 1) for finding in gate.check(step.code, step.language.name)]
     if not problems:
         return None
-    return ToolResult(
-        "refused: the code matches dangerous patterns and was not run:\n" + "\n".join(problems),
-        is_error=True,
-    )
+    return ToolResult("refused: the code matches dangerous patterns and was not run:\n" + "\n".join(problems), is_error=True)
 
 
 async def _run_step(ctx: CallContext, step: CodeStep, scratch: Path, number: str) -> Section:

@@ -51,15 +51,6 @@ def _grammar(tool: str) -> Any:
     return p
 
 
-def normal_path(raw: str) -> str:
-    """`raw` with `~` expanded and `.`/`..`/`//` folded lexically (the one spelling every reader gets)."""
-    if not raw or "\0" in raw:
-        raise FileArgsError(f"{raw!r}: not a path")
-    expanded = os.path.expanduser(raw)
-    folded = os.path.normpath(expanded)
-    return "/" + folded.lstrip("/") if folded.startswith("//") else folded
-
-
 @dataclass(eq=False, repr=False)
 class FileCall:
     """A file tool's call as the daemon understood it."""
@@ -95,7 +86,11 @@ def parse_file_call(tool: str, args: tuple[str, ...]) -> FileCall:
     if tool not in FILE_TOOLS:
         raise FileArgsError(f"{tool} is not a file tool")
     ns = _grammar(tool).parse_args(list(args))
-    path = normal_path(ns.path)
+    if not ns.path or "\0" in ns.path:
+        raise FileArgsError(f"{ns.path!r}: not a path")
+    # `~` expanded and `.`/`..`/`//` folded lexically: the one spelling every reader gets.
+    path = os.path.normpath(os.path.expanduser(ns.path))
+    path = "/" + path.lstrip("/") if path.startswith("//") else path
     if tool == "file_read":
         return FileCall(tool, path, offset=ns.offset, limit=ns.limit)
     if tool == "file_write":

@@ -72,17 +72,12 @@ def language(name: str) -> Language:
     raise LanguageError(f"unknown language {name!r}; supported: {known}")
 
 
-def _is_wrapper_script(path: str) -> bool:
-    """True when `path` is a `#!` script (a version-manager shim), not a real binary (a FIFO is never read)."""
-    return programs.starts_with(path, b"#!")
-
-
 def resolve_interpreter(lang: Language, search_path: str | None) -> str:
     """Absolute path of `lang`'s program on `search_path`; LanguageError naming it when absent."""
     found = next(filter(None, (shutil.which(p, path=search_path) for p in (lang.program, *lang.fallbacks))), None)
-    if lang.name == "python3" and (found is None or _is_wrapper_script(found)):
-        # A pyenv shim costs ~190 ms per start and needs its own env; the Python
-        # running ollie is a real python3 and always present.
+    if lang.name == "python3" and (found is None or programs.starts_with(found, b"#!")):
+        # A `#!` script is a version-manager shim (a FIFO is never read): pyenv's costs ~190 ms per start and needs its
+        # own env; the Python running ollie is a real python3 and always present.
         return _own_python()
     if found is None:
         raise LanguageError(
@@ -133,10 +128,7 @@ class Shebang:
 
 def parse_shebang(first_line: str) -> Shebang | None:
     """Parse `#!/usr/bin/env -S python3 -I` and the like; None when there is no `#!`."""
-    if not first_line.startswith("#!"):
-        return None
-    words = shlex.split(first_line[2:].strip()) if first_line[2:].strip() else []
-    if not words:
+    if not first_line.startswith("#!") or not (words := shlex.split(first_line[2:])):
         return None
     program, rest = os.path.basename(words[0]), words[1:]
     if program == "env":

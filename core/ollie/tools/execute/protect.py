@@ -87,11 +87,6 @@ def hidden_home_entries(home: Path) -> set[Path]:
     return hidden
 
 
-def guarded_paths(home: Path) -> list[Path]:
-    """What tool code may never write through a broader grant: the secrets, $HOME itself and shell start-up files."""
-    return [_real(home), *secret_paths(home), *(_real(home / name) for name in STARTUP_FILES)]
-
-
 def _holds(root: Path, path: Path) -> bool:
     """Whether `path` is `root` or below it; both real paths (absolute, normalised): a string prefix says it
     exactly, where pathlib's is_relative_to cost most of a session's start."""
@@ -175,8 +170,10 @@ def _protect(policy: Policy, home: Path | str | None) -> tuple[Policy, list[str]
     rw: list[Path] = []
     rwx: list[Path] = []
     ro, rox = list(policy.ro), list(policy.rox)
-    # Resolved once per call, not once per root: every sandboxed command protects its policy.
-    guards = [(guarded_paths(home), secret_paths(home)) for home in homes]
+    # Resolved once per call, not once per root: every sandboxed command protects its policy. What tool code may never
+    # write through a broader grant: $HOME itself, the secrets and shell start-up files.
+    guards = [([_real(home), *secret_paths(home), *(_real(home / name) for name in STARTUP_FILES)], secret_paths(home))
+              for home in homes]
     for kind, keep, demote in (("rw", rw, ro), ("rwx", rwx, rox)):
         for root in getattr(policy, kind):
             problem = _write_problem(root, guards)

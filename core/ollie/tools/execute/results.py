@@ -40,11 +40,6 @@ def network_line(connection: dict) -> str:
     return line + (f"; {connection['error']}" if connection.get("error") else "")
 
 
-def decode(data: bytes) -> str:
-    """Process output as text (invalid UTF-8 replaced, never an exception)."""
-    return data.decode("utf-8", errors="replace")
-
-
 # Where a line starts for a model (and `str.splitlines`): after a `\n`, `\r`, form feed, U+2028..., then any blanks; the
 # blanks are no line break, so each is scanned once (linear, however many breaks or blanks a step prints).
 _BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -79,7 +74,7 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
     lines = [f"[{section.label}] {status_line(outcome, timeout=timeout)}"]
     # Right under the status: a preview of the result (ACP's, an editor's step line) shows them before the output.
     lines += [f"[network] {network_line(c)}" for c in outcome.network]
-    out, err = _own(decode(outcome.stdout)), _own(decode(outcome.stderr))
+    out, err = (_own(data.decode("utf-8", errors="replace")) for data in (outcome.stdout, outcome.stderr))
     if section.show_stdout and out:
         lines.append(out.rstrip("\n"))
     if err:

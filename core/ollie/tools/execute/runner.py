@@ -154,14 +154,6 @@ class Runner:
         make_notes_dir(own)  # a grant must name a path that exists
         return tuple(dict.fromkeys(own if path == everyone else path for path in grants))
 
-    def scratch_dir(self) -> Path:
-        """A fresh dir for one call's program files, readable (never writable) by the session's tool code."""
-        return self.dirs.fresh(self.dirs.scratch)
-
-    def private_dir(self) -> Path:
-        """A fresh 0700 dir no policy grants, for the program of an approved elevated step."""
-        return self.dirs.fresh(self.dirs.private)
-
     @staticmethod
     def drop_scratch(path: Path) -> None:
         """Remove a call's scratch dir in a worker thread: an rmdir can take milliseconds (a filesystem mounted

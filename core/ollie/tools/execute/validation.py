@@ -399,17 +399,13 @@ def _one_liners(code: str, breaks: list[int]) -> list[Finding]:
     return found
 
 
-def _search_spans(code: str) -> list[tuple[int, int]]:
-    """(start, end) of the arguments of search commands (grep, rg, ...) in shell code: data, not commands."""
-    return [(m.end(0) - len(m.group(0).lstrip()), m.end(0)) for m in _SEARCH.finditer(code)]
-
-
 def find_dangerous(code: str, language: str) -> list[Finding]:
     """Every dangerous pattern in `code` for `language` (universal, language rules, shell strings)."""
     findings: list[Finding] = []
     breaks = _line_breaks(code)
-    rules = UNIVERSAL + _BY_LANGUAGE.get(language, ARGV if language != "bash" else ())
-    searched = _search_spans(code) if language == "bash" else []
+    rules = UNIVERSAL + _BY_LANGUAGE.get(language, ARGV)
+    # (start, end) of the arguments of search commands (grep, rg, ...) in shell code: data, not commands.
+    searched = [(m.end() - len(m[0].lstrip()), m.end()) for m in _SEARCH.finditer(code)] if language == "bash" else []
     searched_starts = [start for start, _ in searched]
     for rule in rules:
         for match in rule.pattern.finditer(code):
