@@ -300,12 +300,12 @@ class Core(HistoryMembers, McpMembers):
 
     def system_prompt(self) -> str:
         """The rendered system prompt ("" while its commands wait for the first turn: see `ready_prompt`)."""
-        return self._host.system_prompt()
+        return self.runtime.preamble
 
     async def ready_prompt(self) -> str:
         """Run the agent's prompt commands now if they have not run yet; the system prompt."""
         await self._host.ready_prompt()
-        return self._host.system_prompt()
+        return self.runtime.preamble
 
     def context(self) -> list[Message]:
         """The messages the next request would send, without the system prompt."""

@@ -428,8 +428,6 @@ class ToolRound:
     async def _execute(self, tool: str, args: dict[str, Any]) -> ToolResult:
         try:
             result = await self.runtime.execute(tool, args)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # a failing tool is a result the model can act on, not a crash
             result = ToolResult(f"error: {tool} failed: {exc}", True)
         self.count_call()

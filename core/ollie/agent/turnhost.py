@@ -22,7 +22,6 @@ from ollie.agent.setup import Setup, sandbox_warnings
 from ollie.agent.steps import KindLookup
 from ollie.agent.stopping import Stopping
 from ollie.agent.streaming import Completion, TurnFailed
-from ollie.agent.taskstate import plan_path, read_plan_step
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
@@ -128,10 +127,6 @@ class TurnHost:
         """The model requests go to."""
         return self.backend.model if self.backend is not None else ""
 
-    def system_prompt(self) -> str:
-        """The rendered system prompt."""
-        return self.runtime.preamble
-
     async def ready_prompt(self) -> None:
         """Run the agent's prompt commands if they have not run yet (they wait for the first turn or command)."""
         self._prompt_warnings += await ready_prompt(self.runtime)
@@ -147,11 +142,6 @@ class TurnHost:
         for kept in (self._pending_warnings, self.setup.runtime.warnings):
             if warning in kept:
                 kept.remove(warning)
-
-    def take_prompt_warnings(self) -> list[str]:
-        """What the prompt commands warned about and no turn has shown yet, handed over once."""
-        warnings, self._prompt_warnings = self._prompt_warnings, []
-        return warnings
 
     def generation_params(self) -> GenerationParams:
         """The sampling parameters of the next request."""
@@ -180,19 +170,11 @@ class TurnHost:
         """Hook output waiting to be added to the next prompt."""
         return self.inbox.take_notes()
 
-    def pop_inject(self) -> str:
-        """Take every pending inject, joined (empty when none)."""
-        return self.inbox.pop_inject()
-
-    def plan_step(self) -> str:
-        """The next unchecked step of the session's plan file."""
-        return read_plan_step(plan_path(self.session.id))
-
     def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound:
         """A round of tool calls wired to this session: its tools, hooks, injects, approval, changes and editor."""
         from ollie.agent.toolround import ToolRound  # loaded by a turn's first call: a chat-only turn makes none
         return ToolRound(
-            runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.pop_inject,
+            runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.inbox.pop_inject,
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
             max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
             changes=self.changes, approve=self.approve_step, post_edit=self.post_edit, net_ask=self.net_ask,
@@ -320,7 +302,8 @@ class TurnHost:
             await loop_share().wait_turn()  # 50 turns started by one batch of submits go on over loop passes
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
             await self.ready_prompt()  # the prompt commands run for the first turn, not at session/new
-            for warning in self.take_prompt_warnings():
+            warnings, self._prompt_warnings = self._prompt_warnings, []  # each shown once
+            for warning in warnings:
                 bus.emit("info", f"warning: {warning}")
             if self.before_turn is not None:  # inside the turn: an interrupt withdraws what it asks
                 await self.before_turn()
