@@ -156,7 +156,7 @@ class ContextBudget:
         if budget <= 0 or tokens <= budget:
             return  # the usual case, decided without a look at the history
         # Over budget: the strip walks (and re-measures) the whole history: in a thread, not on the shared loop.
-        stripped = await asyncio.to_thread(context_gate, host.session, tokens=tokens, budget=budget)
+        stripped = await asyncio.to_thread(context_gate, host.session, budget=budget)
         if stripped:
             host.bus.emit("info", f"context gate: collapsed {' and '.join(stripped)} tool results to stay under budget")
             host.notify()

@@ -148,10 +148,7 @@ class Subscription:
         self._waits.append((self._received, done))  # in order: `_received` only grows
         await done
 
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Event]:
+    async def __aiter__(self) -> AsyncIterator[Event]:
         try:
             while (event := await self.get()) is not None:
                 yield event

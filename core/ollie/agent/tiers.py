@@ -99,10 +99,8 @@ def collapse_consumed(session: Session) -> int:
     return changed
 
 
-def context_gate(session: Session, *, tokens: int, budget: int) -> list[str]:
-    """When over budget, strip cold material first, then warm; returns the tiers stripped."""
-    if budget <= 0 or tokens <= budget:
-        return []
+def context_gate(session: Session, *, budget: int) -> list[str]:
+    """Over budget (the caller's check): strip cold material first, then warm; returns the tiers stripped."""
     stripped = []
     for tier in ("cold", "warm"):
         if collapse(session, (tier,)):
