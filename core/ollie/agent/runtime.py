@@ -59,10 +59,7 @@ class Runtime:
     async def write_refusal(self, tool: str, args: dict[str, Any]) -> str | None:
         """Why the call's file writes would be refused whatever the user answers (the execute server's writers
         say); None when they would not, or the tool is another server's."""
-        try:
-            server = self.dispatcher.server_for(tool)[1]
-        except UnknownToolError:
-            return None
+        server = self._server(tool)
         return await server.write_refusal(tool, args) if isinstance(server, ExecuteServer) else None
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
@@ -73,11 +70,14 @@ class Runtime:
         """The result's retention tier, as the server offering the tool says; unknown: hot (kept verbatim)."""
         return self._ask(TierClassifier, "classify_tier", tool, args, "hot")
 
-    def _ask(self, capability: type, method: str, tool: str, args: dict[str, Any], fallback: T) -> T:
+    def _server(self, tool: str) -> object | None:
         try:
-            server = self.dispatcher.server_for(tool)[1]
+            return self.dispatcher.server_for(tool)[1]
         except UnknownToolError:
-            return fallback
+            return None
+
+    def _ask(self, capability: type, method: str, tool: str, args: dict[str, Any], fallback: T) -> T:
+        server = self._server(tool)
         if not isinstance(server, capability):
             return fallback
         try:
