@@ -102,19 +102,17 @@ def cancel_prompt(runtime: Runtime) -> None:
         task.cancel()
 
 
-async def ready_prompt(runtime: Runtime) -> list[str]:
-    """Run the runtime's deferred prompt commands (once) into its preamble; the warnings they added."""
+async def ready_prompt(runtime: Runtime) -> None:
+    """Run the runtime's deferred prompt commands (once) into its preamble, what they warned about into its warnings."""
     deferred = runtime.deferred_prompt
     if deferred is None:
-        return []
+        return
     text, warnings = await deferred.result()
     if runtime.deferred_prompt is not deferred:  # another caller finished first
-        return []
+        return
     runtime.late_notes.extend(deferred.late)
     runtime.preamble, runtime.deferred_prompt = text, None
-    added = [w for w in warnings if w not in runtime.warnings]
-    runtime.warnings.extend(added)
-    return added
+    runtime.warnings.extend([w for w in warnings if w not in runtime.warnings])
 
 
 def execute_servers(dispatcher: Dispatcher) -> list[ExecuteServer]:

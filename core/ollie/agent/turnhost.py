@@ -79,8 +79,6 @@ class TurnHost:
         self.post_edit: PostEditDiagnostics | None = None  # None: no editor provides diagnostics
         self.behind: BehindBuffers | None = None  # the editor's documents (None: the file tools see the disk only)
         self._detached: set[asyncio.Future[Any]] = set()
-        # What the deferred prompt commands warned about, until a turn shows it.
-        self._prompt_warnings: list[str] = []
         self._changes: ChangeTracker | None = None
         self.review = Review(self, tracker=lambda: self.changes, add_note=self.inbox.add_note)
         self.budget = ContextBudget(self)
@@ -92,10 +90,9 @@ class TurnHost:
         self._loop: AgentLoop | None = None  # the running turn's, until its reply is whole in the history
         # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
         self._retired: list[Backend] = []
-        # Build warnings (an MCP server that did not start...): shown when the first turn starts; the sandbox's
-        # (a workspace at $HOME granted read-only...) as a turn ends, each once.
-        self._pending_warnings = list(setup.runtime.warnings)
-        self._shown = set(setup.runtime.warnings)
+        # The warnings shown so far: each once. The runtime's (an MCP server that did not start, a failed prompt
+        # command...) as a turn starts; the sandbox's (a workspace at $HOME granted read-only...) as it ends.
+        self._shown: set[str] = set()
 
     @property
     def answering(self) -> bool:
@@ -129,19 +126,24 @@ class TurnHost:
 
     async def ready_prompt(self) -> None:
         """Run the agent's prompt commands if they have not run yet (they wait for the first turn or command)."""
-        self._prompt_warnings += await ready_prompt(self.runtime)
+        await ready_prompt(self.runtime)
         for note in take_late_notes(self.runtime):  # `@environment`'s git status, once it is known
             self.inbox.add_note(note)
 
     def told(self, warnings: list[str]) -> None:
-        """`warnings` were shown to the user (an agent switch's, by its caller): no turn's end shows them again."""
+        """`warnings` were shown to the user (an agent switch's, by its caller): no turn shows them again."""
         self._shown.update(warnings)
+
+    def _tell_new(self, warnings: list[str]) -> None:
+        for warning in warnings:
+            if warning not in self._shown:
+                self._shown.add(warning)
+                self.bus.emit("info", f"warning: {warning}")
 
     def withdraw_warning(self, warning: str) -> None:
         """A build warning no longer true (a workspace's MCP server since allowed): neither a turn nor /mcp says it."""
-        for kept in (self._pending_warnings, self.setup.runtime.warnings):
-            if warning in kept:
-                kept.remove(warning)
+        if warning in self.runtime.warnings:
+            self.runtime.warnings.remove(warning)
 
     def generation_params(self) -> GenerationParams:
         """The sampling parameters of the next request."""
@@ -289,9 +291,7 @@ class TurnHost:
         bus.publish(Event("turn", content="start", prompt=text))
         if announce:  # a prompt the client did not send just now: tell it what runs
             bus.emit("user", text)
-        pending, self._pending_warnings = self._pending_warnings, []
-        for warning in pending:
-            bus.emit("info", f"warning: {warning}")
+        self._tell_new(self.runtime.warnings)
         self.set_state("thinking")
         loop = self._loop = AgentLoop(self, self.budget)
         # The model's context length (a `/models` request the first time) is asked meanwhile: it touches neither
@@ -302,9 +302,7 @@ class TurnHost:
             await loop_share().wait_turn()  # 50 turns started by one batch of submits go on over loop passes
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
             await self.ready_prompt()  # the prompt commands run for the first turn, not at session/new
-            warnings, self._prompt_warnings = self._prompt_warnings, []  # each shown once
-            for warning in warnings:
-                bus.emit("info", f"warning: {warning}")
+            self._tell_new(self.runtime.warnings)
             if self.before_turn is not None:  # inside the turn: an interrupt withdraws what it asks
                 await self.before_turn()
             number = await self.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
@@ -331,10 +329,7 @@ class TurnHost:
         self.save()
         if result.stop != "interrupted":
             await self._post_turn(result)
-        for warning in await asyncio.to_thread(sandbox_warnings, self.runtime):  # read off the loop (the policy's file)
-            if warning not in self._shown:
-                self._shown.add(warning)
-                bus.emit("info", f"warning: {warning}")
+        self._tell_new(await asyncio.to_thread(sandbox_warnings, self.runtime))  # off the loop: the policy's file
         bus.publish(Event("turn", content=result.stop, changes=changed, turn=number))
         self.inbox.turn_over()
         self.running = False
