@@ -31,9 +31,9 @@ from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
 if TYPE_CHECKING:
+    from ollie.agent.approval import ApprovalGate
     from ollie.agent.behind import BehindBuffers
     from ollie.agent.toolround import CallOutcome, ToolRound
-    from ollie.sandbox.egress import NetAsk
     from ollie.tools.editor.postedit import PostEditDiagnostics
 
 log = get_logger("ollie.agent.core")
@@ -58,7 +58,8 @@ class TurnHost:
     max_steps: int = forward("setup.max_steps")  # tool rounds per turn (0 = unlimited)
 
     def __init__(
-        self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits
+        self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits,
+        approval: ApprovalGate, before_turn: Callable[[], Awaitable[None]],
     ) -> None:
         self.bus = Bus()
         self.limits = limits
@@ -70,12 +71,9 @@ class TurnHost:
         self.state = "idle"
         self.tool_calls = 0
         self.inbox = Inbox(on_queued=self.notify)
-        # The Core's ApprovalGate: None = the call may run, else its result text.
-        self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
-        self.net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None
-        self.allowed_outside: Callable[[str], list[str]] | None = None  # the Core's ApprovalGate's
+        self.approval = approval  # the Core's: whether each call may run, the hosts it may reach, what runs outside
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
-        self.before_turn: Callable[[], Awaitable[None]] | None = None
+        self.before_turn = before_turn
         self.post_edit: PostEditDiagnostics | None = None  # None: no editor provides diagnostics
         self.behind: BehindBuffers | None = None  # the editor's documents (None: the file tools see the disk only)
         self._detached: set[asyncio.Future[Any]] = set()
@@ -179,8 +177,8 @@ class TurnHost:
             runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.inbox.pop_inject,
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
             max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
-            changes=self.changes, approve=self.approve_step, post_edit=self.post_edit, net_ask=self.net_ask,
-            allowed_outside=self.allowed_outside, behind=self.behind,
+            changes=self.changes, approve=self.approval.check, post_edit=self.post_edit,
+            net_ask=self.approval.net_ask, allowed_outside=self.approval.allowed_outside, behind=self.behind,
         )
 
     def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
@@ -303,8 +301,7 @@ class TurnHost:
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
             await self.ready_prompt()  # the prompt commands run for the first turn, not at session/new
             self._tell_new(self.runtime.warnings)
-            if self.before_turn is not None:  # inside the turn: an interrupt withdraws what it asks
-                await self.before_turn()
+            await self.before_turn()  # inside the turn: an interrupt withdraws what it asks
             number = await self.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
             if self.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
                 await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
