@@ -195,7 +195,8 @@ class TurnHost:
             return
         cost = compute_cost(self.model_name, usage)
         self.session.add_usage(usage, cost)
-        self.bus.publish(Event("usage", usage=UsageReport.of(usage, cost)))
+        self.bus.publish(Event("usage", usage=UsageReport(usage.input_tokens, usage.output_tokens,
+                                                          usage.cached_input_tokens, usage.cache_creation_tokens, cost)))
         self.notify()
 
     async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None:
