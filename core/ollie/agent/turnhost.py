@@ -175,8 +175,7 @@ class TurnHost:
         from ollie.agent.toolround import ToolRound  # loaded by a turn's first call: a chat-only turn makes none
         return ToolRound(
             runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.inbox.pop_inject,
-            set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
-            max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
+            set_state=self.set_state, count_call=self.count_tool_call, cache=cache, cwd=self.setup.cwd, kind_of=kind_of,
             changes=self.changes, approve=self.approval.check, post_edit=self.post_edit,
             net_ask=self.approval.net_ask, allowed_outside=self.approval.allowed_outside, behind=self.behind,
         )
