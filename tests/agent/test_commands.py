@@ -423,12 +423,15 @@ async def test_skills_lists_skill_directories(core, tmp_path, monkeypatch):
     (skills / "pdf" / "SKILL.md").write_text("---\nname: pdf-tools\ndescription: Read and fill PDF forms.\n---\n# PDF\n")
     (skills / "review").mkdir()
     (skills / "review" / "SKILL.md").write_text("# Code review\n\nReview a diff for bugs\nand style.\n")
+    (skills / "lint").mkdir()
+    (skills / "lint" / "SKILL.md").write_text("#\n# Lint the tree\n")  # no text: its first heading says it
     (skills / "empty-dir").mkdir()
     out = (await run_command(core, "/skills")).splitlines()
     assert out[0] == "skills:"
-    assert out[1] == f"  pdf-tools — Read and fill PDF forms.  ({skills / 'pdf'})"
-    assert out[2] == f"  review — Review a diff for bugs  ({skills / 'review'})"
-    assert len(out) == 3
+    assert out[1] == f"  lint — Lint the tree  ({skills / 'lint'})"
+    assert out[2] == f"  pdf-tools — Read and fill PDF forms.  ({skills / 'pdf'})"
+    assert out[3] == f"  review — Review a diff for bugs  ({skills / 'review'})"
+    assert len(out) == 4
 
 
 async def test_every_command_is_covered_by_these_tests():

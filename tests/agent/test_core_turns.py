@@ -98,7 +98,7 @@ async def test_bad_json_arguments_give_an_error_result_not_a_crash():
         return None
 
     round_ = ToolRound(runtime=runtime, bus=bus, hook=no_hook, pop_inject=lambda: "", set_state=lambda s: None,
-                       count_call=lambda: None, cache={}, max_bytes=1000)
+                       count_call=lambda: None, cache={})
     outcomes = await round_.run([ToolCall("c1", "slow_read", '{"delay": '), ToolCall("c2", "slow_read", "[1]"),
                                  ToolCall("c3", "slow_read", '{"tag": "ok"}'), ToolCall("c4", "nope", "{}")])
     assert [o.is_error for o in outcomes] == [True, True, False, True]

@@ -272,9 +272,9 @@ async def _session_lines(core: CommandTarget, ids: list[str]) -> list[tuple[str,
     """Two lines per session, each within 80 columns: its title, the current one marked; then what tells sessions of
     one title apart (when last active, how many turns; a shared one's team) and its id."""
     directory = Path(core.sessions_dir)
-    records = await asyncio.to_thread(_records, ids)
     # Each log's last meta (the title of one titled without a registry) and turns (a teammate's too): its end, read.
-    ends = await asyncio.to_thread(lambda: {sid: persist.meta_and_turns(directory, sid) for sid in ids})
+    records, ends = await asyncio.to_thread(lambda: (
+        _records(ids), {sid: persist.meta_and_turns(directory, sid) for sid in ids}))
     lines = []
     for sid in ids:
         info, (meta, turns) = records.get(sid), ends[sid]

@@ -91,7 +91,6 @@ class BudgetHost(SessionHost, Protocol):
     def backend(self) -> Backend | None: ...
     @property
     def backend_error(self) -> str: ...
-    def system_prompt(self) -> str: ...
     def notify(self) -> None: ...
 
 
@@ -106,7 +105,7 @@ class ContextBudget:
     def request_messages(self) -> list[Message]:
         """What the next request sends: system prompt, task state + decision index, history."""
         host = self._host
-        system = host.system_prompt()
+        system = host.runtime.preamble
         out = [Message("system", system)] if system else []
         memory = render_memory(host.session)
         if memory:
@@ -118,7 +117,7 @@ class ContextBudget:
         """Tokens the next request would carry: the last measured input, or characters / 4 if larger."""
         host = self._host
         session = host.session
-        chars = len(host.system_prompt()) + len(render_memory(session)) + self._history.chars(session)
+        chars = len(host.runtime.preamble) + len(render_memory(session)) + self._history.chars(session)
         return max(session.last_input_tokens, chars // 4)
 
     def info(self) -> dict[str, int]:
@@ -157,7 +156,7 @@ class ContextBudget:
         if budget <= 0 or tokens <= budget:
             return  # the usual case, decided without a look at the history
         # Over budget: the strip walks (and re-measures) the whole history: in a thread, not on the shared loop.
-        stripped = await asyncio.to_thread(context_gate, host.session, tokens=tokens, budget=budget)
+        stripped = await asyncio.to_thread(context_gate, host.session, budget=budget)
         if stripped:
             host.bus.emit("info", f"context gate: collapsed {' and '.join(stripped)} tool results to stay under budget")
             host.notify()
@@ -176,7 +175,7 @@ class ContextBudget:
 
     async def compact(self, *, announce: bool) -> CompactionResult:
         """Compact the session now; `announce` publishes the outcome as an info/error event."""
-        from ollie.agent.compaction import CompactionResult  # the first compaction loads it
+        from ollie.agent.compaction import CompactionResult, compact_session  # the first compaction loads it
 
         host = self._host
         if host.backend is None:
@@ -185,25 +184,13 @@ class ContextBudget:
             refusal = owners_only(host.session.id, owner, "compact its history")
             result = CompactionResult(False, f"cannot compact: {refusal}: ask them to /compact it")
         else:
-            result = await self._compact_session(host.backend)
+            result = await compact_session(
+                session=host.session, backend=host.backend, params=host.generation_params(), limits=host.limits,
+                hook=host.run_hook, snapshot=host.session_file.write_compaction_snapshot,
+                rewrite=host.session_file.rewrite, on_usage=host.record_usage,
+                max_chars=int(self.known_limit * 3 * 0.75),  # about 3 characters a token, leaving room for the answer
+            )
         if announce:
             host.bus.emit("info" if result.ok else "error", result.message)
         host.notify()
         return result
-
-    async def _compact_session(self, backend: Backend) -> CompactionResult:
-        from ollie.agent.compaction import compact_session
-
-        host = self._host
-        return await compact_session(
-            session=host.session,
-            backend=backend,
-            params=host.generation_params(),
-            limits=host.limits,
-            hook=host.run_hook,
-            snapshot=host.session_file.write_compaction_snapshot,
-            rewrite=host.session_file.rewrite,
-            on_usage=host.record_usage,
-            # About 3 characters a token, leaving room for the answer.
-            max_chars=int(self.known_limit * 3 * 0.75),
-        )

@@ -50,8 +50,20 @@ class Core(HistoryMembers, McpMembers):
 
     def __init__(self, opened: Opened, *, limits: LoopLimits) -> None:
         setup, session_file = opened.setup, opened.session_file
+        self._setup = setup
+        # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
+        self.step_kinds = server_kinds(lambda: self.runtime.dispatcher, script_kinds(paths.tools_path()))
+        self._approval = ApprovalGate(mode=lambda: self.approval, always=self._always,
+                                      remember=self._allow_always, cwd=lambda: self.cwd,
+                                      kind_of=self.step_kinds, documents=lambda: self._attached.documents,
+                                      # "ask" with nobody to ask: the step's question alone, the gate refuses.
+                                      elevation=lambda: self.runtime.config.elevation
+                                      if self.step_approver is not None or self.runtime.config.elevation != "ask" else "")
+        self._approval.on_ask = self._asked
+        self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host = TurnHost(setup=setup, sessions_dir=opened.sessions_dir, session=opened.session,
-                              session_file=session_file, limits=limits)
+                              session_file=session_file, limits=limits, approval=self._approval,
+                              before_turn=self._ask_workspace_servers)
         self.on_rename: Callable[[str], Awaitable[None]] | None = None
         self.on_kill: Callable[[], Awaitable[None]] | None = None
         # Whether each question's answer is told as an `info` line ("allowed: Edit app.py"); a front end whose question
@@ -61,8 +73,7 @@ class Core(HistoryMembers, McpMembers):
         # terminal's by default (the daemon and `ollie acp` set their own).
         self.resume_how = TERMINAL_RESUME
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
-                                     cwd=lambda: self.cwd, approve_elevation=lambda what: self._approval.ask_outside(what))
-        self._setup = setup
+                                     cwd=lambda: self.cwd, approve_elevation=self._approval.ask_outside)
         self._owner = ""
         self._saved_cwd = opened.saved_cwd
         # A teammate's session: this user's "always" answers, kept apart from (and never saved over) the owner's.
@@ -71,22 +82,8 @@ class Core(HistoryMembers, McpMembers):
         self._inbox = self._host.inbox
         self._closed = False
         self._live_lock = opened.lock
-        # The `ollie:kind` of user tool scripts (cached per name): approval and the history's steps.
-        self.step_kinds = server_kinds(lambda: self.runtime.dispatcher, script_kinds(paths.tools_path()))
         self._attached.wire()
         self._wire_mcp()
-        self._approval = ApprovalGate(mode=lambda: self.approval, always=self._always,
-                                      remember=self._allow_always, cwd=lambda: self.cwd,
-                                      kind_of=self.step_kinds, documents=lambda: self._attached.documents,
-                                      # "ask" with nobody to ask: the step's question alone, the gate refuses.
-                                      elevation=lambda: self.runtime.config.elevation
-                                      if self.step_approver is not None or self.runtime.config.elevation != "ask" else "")
-        self._approval.on_ask = self._asked
-        self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
-        self._host.approve_step = self._approval.check
-        self._host.before_turn = self._ask_workspace_servers
-        self._host.net_ask = self._approval.net_ask
-        self._host.allowed_outside = self._approval.allowed_outside
         report_save_errors(session_file, self._host.bus)
 
     @classmethod
@@ -297,12 +294,12 @@ class Core(HistoryMembers, McpMembers):
 
     def system_prompt(self) -> str:
         """The rendered system prompt ("" while its commands wait for the first turn: see `ready_prompt`)."""
-        return self._host.system_prompt()
+        return self.runtime.preamble
 
     async def ready_prompt(self) -> str:
         """Run the agent's prompt commands now if they have not run yet; the system prompt."""
         await self._host.ready_prompt()
-        return self._host.system_prompt()
+        return self.runtime.preamble
 
     def context(self) -> list[Message]:
         """The messages the next request would send, without the system prompt."""

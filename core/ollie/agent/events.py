@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import attrs
 
 from ollie.agent.steps import ToolState
-from ollie.backend.types import Image, Usage
+from ollie.backend.types import Image
 
 # Roles the engine publishes: assistant, tool, call, step, info, exec, error, usage, reasoning, limitretry, turn,
 # state, output, rewind. `turn` marks a turn's edges (content "start" or the stop reason); `state` (internal, empty
@@ -30,12 +30,6 @@ class UsageReport:
     cached_input_tokens: int
     cache_creation_tokens: int
     cost_usd: float
-
-    @classmethod
-    def of(cls, usage: Usage, cost_usd: float) -> UsageReport:
-        """The report of a backend's `Usage` and its computed cost."""
-        return cls(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens,
-                   usage.cache_creation_tokens, cost_usd)
 
     def wire_text(self) -> str:
         """The space-separated form the `ollie/event` wire carries (docs/PROTOCOL.md)."""
@@ -148,10 +142,7 @@ class Subscription:
         self._waits.append((self._received, done))  # in order: `_received` only grows
         await done
 
-    def __aiter__(self) -> AsyncIterator[Event]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Event]:
+    async def __aiter__(self) -> AsyncIterator[Event]:
         try:
             while (event := await self.get()) is not None:
                 yield event

@@ -16,22 +16,17 @@ BackendFactory = Callable[[str | None, str | None], Backend]
 DispatcherFactory = Callable[[Path, str, dict[str, str]], Dispatcher]
 
 
-def new_dispatcher_for(
-    factory: DispatcherFactory | None, cfg: AgentConfig, cwd: Path, session_id: str, env: dict[str, str]
-) -> Dispatcher:
-    """A fresh dispatcher: the caller's factory, else the execute server under the agent's sandbox."""
-    if factory is not None:
-        return factory(cwd, session_id, env)
-    from ollie.tools.execute.server import new_dispatcher
-
-    return new_dispatcher(cwd=cwd, session_id=session_id, env=env, sandbox=cfg.sandbox)
-
-
 async def build_agent_runtime(
     cfg: AgentConfig, *, dispatcher_factory: DispatcherFactory | None, cwd: Path, session_id: str, env: dict[str, str]
 ) -> Runtime:
-    """The runtime of `cfg` over a fresh dispatcher (no backend; prompt commands wait for the first turn)."""
-    dispatcher = new_dispatcher_for(dispatcher_factory, cfg, cwd, session_id, env)
+    """The runtime of `cfg` over a fresh dispatcher, the caller's or the execute server under the agent's sandbox (no
+    backend; prompt commands wait for the first turn)."""
+    if dispatcher_factory is not None:
+        dispatcher = dispatcher_factory(cwd, session_id, env)
+    else:
+        from ollie.tools.execute.server import new_dispatcher
+
+        dispatcher = new_dispatcher(cwd=cwd, session_id=session_id, env=env, sandbox=cfg.sandbox)
     try:
         warnings: list[str] = []
         await attach_configured(dispatcher, cfg, cwd=cwd, warnings=warnings)

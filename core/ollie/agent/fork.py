@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ollie.agent import agentswitch
+from ollie.agent.review import ReviewError
 from ollie.paths import agents_dirs, sessions_dir
 from ollie.sessions import persist
 from ollie.sessions.errors import InvalidSessionError, NotFoundError
@@ -16,12 +17,8 @@ if TYPE_CHECKING:
     from ollie.sessions.types import Info
 
 
-class ForkTurnError(ValueError):
+class ForkTurnError(ReviewError):
     """The fork cannot end where asked; `field` names the request field at fault (`turn`, or `session`)."""
-
-    def __init__(self, message: str, field: str = "turn") -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)

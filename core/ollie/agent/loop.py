@@ -16,7 +16,7 @@ from ollie.agent.runtime import server_kinds
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
-from ollie.agent.taskstate import describe_action, infer_update, render_task_state
+from ollie.agent.taskstate import describe_action, infer_update, plan_path, read_plan_step, render_task_state
 from ollie.backend.base import Backend
 from ollie.backend.images import MAX_IMAGES, placeholder
 from ollie.backend.types import Image, Message, ToolCall
@@ -37,7 +37,6 @@ class LoopHost(SessionHost, Protocol):
     async def turn_error(self, exc: BaseException, error_type: str) -> bool: ...
     def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound: ...
     def take_notes(self) -> list[str]: ...
-    def plan_step(self) -> str: ...
     def set_state(self, state: str) -> None: ...
     def set_reply(self, text: str) -> None: ...
     def save(self) -> None: ...
@@ -324,7 +323,7 @@ class AgentLoop:
         host = self.host
         last = outcomes[-1]
         action = describe_action(last.call.name, last.call.arguments, last.text)
-        step = host.plan_step()
+        step = read_plan_step(plan_path(self.session.id))
         infer_update(self.tracked, last_action=action, plan_step=step, assistant_text=text)
         if self.session.task_state is not None:
             infer_update(self.session.task_state, last_action=action, plan_step=step, assistant_text=text)

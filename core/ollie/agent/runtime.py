@@ -59,10 +59,7 @@ class Runtime:
     async def write_refusal(self, tool: str, args: dict[str, Any]) -> str | None:
         """Why the call's file writes would be refused whatever the user answers (the execute server's writers
         say); None when they would not, or the tool is another server's."""
-        try:
-            server = self.dispatcher.server_for(tool)[1]
-        except UnknownToolError:
-            return None
+        server = self._server(tool)
         return await server.write_refusal(tool, args) if isinstance(server, ExecuteServer) else None
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
@@ -73,11 +70,14 @@ class Runtime:
         """The result's retention tier, as the server offering the tool says; unknown: hot (kept verbatim)."""
         return self._ask(TierClassifier, "classify_tier", tool, args, "hot")
 
-    def _ask(self, capability: type, method: str, tool: str, args: dict[str, Any], fallback: T) -> T:
+    def _server(self, tool: str) -> object | None:
         try:
-            server = self.dispatcher.server_for(tool)[1]
+            return self.dispatcher.server_for(tool)[1]
         except UnknownToolError:
-            return fallback
+            return None
+
+    def _ask(self, capability: type, method: str, tool: str, args: dict[str, Any], fallback: T) -> T:
+        server = self._server(tool)
         if not isinstance(server, capability):
             return fallback
         try:
@@ -102,19 +102,17 @@ def cancel_prompt(runtime: Runtime) -> None:
         task.cancel()
 
 
-async def ready_prompt(runtime: Runtime) -> list[str]:
-    """Run the runtime's deferred prompt commands (once) into its preamble; the warnings they added."""
+async def ready_prompt(runtime: Runtime) -> None:
+    """Run the runtime's deferred prompt commands (once) into its preamble, what they warned about into its warnings."""
     deferred = runtime.deferred_prompt
     if deferred is None:
-        return []
+        return
     text, warnings = await deferred.result()
     if runtime.deferred_prompt is not deferred:  # another caller finished first
-        return []
+        return
     runtime.late_notes.extend(deferred.late)
     runtime.preamble, runtime.deferred_prompt = text, None
-    added = [w for w in warnings if w not in runtime.warnings]
-    runtime.warnings.extend(added)
-    return added
+    runtime.warnings.extend([w for w in warnings if w not in runtime.warnings])
 
 
 def execute_servers(dispatcher: Dispatcher) -> list[ExecuteServer]:

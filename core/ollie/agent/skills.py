@@ -46,16 +46,10 @@ def read_skill(directory: Path) -> Skill:
     meta, body = _front_matter(text)
     name = str(meta.get("name") or directory.name)
     description = str(meta.get("description") or "").strip()
-    if not description:
-        heading = ""
-        for line in body.splitlines():
-            line = line.strip()
-            if line.startswith("#"):
-                heading = heading or line.lstrip("#").strip()
-            elif line:
-                description = line
-                break
-        description = description or heading
+    if not description:  # the first line of text, else the first heading
+        lines = [line.strip() for line in body.splitlines() if line.strip()]
+        description = next((line for line in lines if not line.startswith("#")), "") or next(
+            (heading for line in lines if (heading := line.lstrip("#").strip())), "")
     return Skill(name=name, description=" ".join(description.split()), path=directory)
 
 

@@ -252,7 +252,8 @@ def describe(tool_name: str, args: dict[str, Any] | str, cwd: Path | str, *,
             raise ArgumentError("arguments are not a JSON object")
         request = parse_request(tool_name, parsed)
     except ArgumentError:
-        return [ToolStep("execute" if tool_name != "call_tool" else "other", _fallback_title(tool_name))]
+        title = {"execute_code": "Run code", "pipe": "Run a pipeline", "call_tool": "Call a tool"}[tool_name]
+        return [ToolStep("execute" if tool_name != "call_tool" else "other", title)]
     if isinstance(request, CallRequest):
         return [_script_step(call, cwd, kind_of) for call in request.calls]
     if isinstance(request, PipeRequest):
@@ -314,7 +315,7 @@ def _mcp_step(tool_name: str, args: dict[str, Any], kind_of: KindLookup | None) 
 def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> ToolStep:
     kind: StepKind = BUILTIN_KINDS.get(call.tool) or (kind_of(call.tool) if kind_of else None) or "other"
     positional = [a for a in call.args if not a.startswith("-")]
-    options = dict(_option(a) for a in call.args if a.startswith("--") and "=" in a)
+    options = {k: v for k, _, v in (a[2:].partition("=") for a in call.args if a.startswith("--") and "=" in a)}
     first = positional[0] if positional else ""
     suffix = " outside the sandbox" if call.elevated else ""
     if call.tool in FILE_TOOLS:
@@ -364,11 +365,6 @@ def _shell_word(arg: str) -> str:
     return json.dumps(_first_line(arg))
 
 
-def _option(arg: str) -> tuple[str, str]:
-    key, _, value = arg[2:].partition("=")
-    return key, value
-
-
 def _relative(path: str, cwd: Path) -> str:
     """`path` relative to `cwd` when it lies inside it, else as given (absolute stays absolute)."""
     if not os.path.isabs(path):
@@ -398,6 +394,3 @@ def _quote(text: str) -> str:
         text = text[: TITLE_COMMAND_CHARS - 1] + "…"
     return "`" + text.replace("`", "'") + "`"
 
-
-def _fallback_title(tool_name: str) -> str:
-    return {"execute_code": "Run code", "pipe": "Run a pipeline", "call_tool": "Call a tool"}.get(tool_name, tool_name)

@@ -130,9 +130,7 @@ async def stream_with_retry(
     while True:
         try:
             return await stream_once(backend, build_messages(), tools, params, bus, streamed)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # (an interrupt's CancelledError is no Exception: it passes)
             kind = error_type(exc)
             if first:
                 first = False

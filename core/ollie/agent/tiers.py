@@ -27,11 +27,6 @@ def message_chars(message: Message) -> int:
     return chars + IMAGE_CHARS * len(message.images)
 
 
-def estimate_tokens(messages: Iterable[Message]) -> int:
-    """A rough token count (characters / 4) of messages' text."""
-    return sum(message_chars(m) for m in messages) // 4
-
-
 def summarize_result(tier: str, message: Message) -> str:
     """The one-line stand-in for a tool result that has been consumed."""
     text = message.content
@@ -99,15 +94,13 @@ def collapse_consumed(session: Session) -> int:
     return changed
 
 
-def context_gate(session: Session, *, tokens: int, budget: int) -> list[str]:
-    """When over budget, strip cold material first, then warm; returns the tiers stripped."""
-    if budget <= 0 or tokens <= budget:
-        return []
+def context_gate(session: Session, *, budget: int) -> list[str]:
+    """Over budget (the caller's check): strip cold material first, then warm; returns the tiers stripped."""
     stripped = []
     for tier in ("cold", "warm"):
         if collapse(session, (tier,)):
             stripped.append(tier)
-        if estimate_tokens(session.messages) <= budget:
+        if sum(message_chars(m) for m in session.messages) // 4 <= budget:  # characters / 4, as the budget's estimate
             break
     if stripped:
         # The measured size of the last request no longer describes the history.

@@ -153,7 +153,6 @@ class ToolRound:
     set_state: Callable[[str], None]
     count_call: Callable[[], None]
     cache: dict[tuple[str, str], CallOutcome]
-    max_bytes: int
     cwd: Path = field(default_factory=Path.cwd)
     kind_of: KindLookup | None = None
     changes: ChangeTracker | None = None
@@ -403,7 +402,7 @@ class ToolRound:
         if injected:
             text = f"{text}\n\n{INJECTED_HEAD}\n{injected}"
 
-        text = truncate_utf8(text, self.max_bytes)
+        text = truncate_utf8(text, self.runtime.tool_result_max_bytes)
         outcome = CallOutcome(call, text, is_error, self.runtime.classify_tier(call.name, args),
                               [] if post is not None and post.blocked else result.images)
         if read_safe and not is_error and not injected:
@@ -428,8 +427,6 @@ class ToolRound:
     async def _execute(self, tool: str, args: dict[str, Any]) -> ToolResult:
         try:
             result = await self.runtime.execute(tool, args)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # a failing tool is a result the model can act on, not a crash
             result = ToolResult(f"error: {tool} failed: {exc}", True)
         self.count_call()

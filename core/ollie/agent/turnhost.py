@@ -22,7 +22,6 @@ from ollie.agent.setup import Setup, sandbox_warnings
 from ollie.agent.steps import KindLookup
 from ollie.agent.stopping import Stopping
 from ollie.agent.streaming import Completion, TurnFailed
-from ollie.agent.taskstate import plan_path, read_plan_step
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
@@ -32,9 +31,9 @@ from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
 
 if TYPE_CHECKING:
+    from ollie.agent.approval import ApprovalGate
     from ollie.agent.behind import BehindBuffers
     from ollie.agent.toolround import CallOutcome, ToolRound
-    from ollie.sandbox.egress import NetAsk
     from ollie.tools.editor.postedit import PostEditDiagnostics
 
 log = get_logger("ollie.agent.core")
@@ -59,7 +58,8 @@ class TurnHost:
     max_steps: int = forward("setup.max_steps")  # tool rounds per turn (0 = unlimited)
 
     def __init__(
-        self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits
+        self, *, setup: Setup, sessions_dir: Path, session: Session, session_file: SessionFile, limits: LoopLimits,
+        approval: ApprovalGate, before_turn: Callable[[], Awaitable[None]],
     ) -> None:
         self.bus = Bus()
         self.limits = limits
@@ -71,17 +71,12 @@ class TurnHost:
         self.state = "idle"
         self.tool_calls = 0
         self.inbox = Inbox(on_queued=self.notify)
-        # The Core's ApprovalGate: None = the call may run, else its result text.
-        self.approve_step: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None
-        self.net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None
-        self.allowed_outside: Callable[[str], list[str]] | None = None  # the Core's ApprovalGate's
+        self.approval = approval  # the Core's: whether each call may run, the hosts it may reach, what runs outside
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
-        self.before_turn: Callable[[], Awaitable[None]] | None = None
+        self.before_turn = before_turn
         self.post_edit: PostEditDiagnostics | None = None  # None: no editor provides diagnostics
         self.behind: BehindBuffers | None = None  # the editor's documents (None: the file tools see the disk only)
         self._detached: set[asyncio.Future[Any]] = set()
-        # What the deferred prompt commands warned about, until a turn shows it.
-        self._prompt_warnings: list[str] = []
         self._changes: ChangeTracker | None = None
         self.review = Review(self, tracker=lambda: self.changes, add_note=self.inbox.add_note)
         self.budget = ContextBudget(self)
@@ -93,10 +88,9 @@ class TurnHost:
         self._loop: AgentLoop | None = None  # the running turn's, until its reply is whole in the history
         # Backends a switch replaced while a turn streamed from them: closed when the turn ends.
         self._retired: list[Backend] = []
-        # Build warnings (an MCP server that did not start...): shown when the first turn starts; the sandbox's
-        # (a workspace at $HOME granted read-only...) as a turn ends, each once.
-        self._pending_warnings = list(setup.runtime.warnings)
-        self._shown = set(setup.runtime.warnings)
+        # The warnings shown so far: each once. The runtime's (an MCP server that did not start, a failed prompt
+        # command...) as a turn starts; the sandbox's (a workspace at $HOME granted read-only...) as it ends.
+        self._shown: set[str] = set()
 
     @property
     def answering(self) -> bool:
@@ -128,30 +122,26 @@ class TurnHost:
         """The model requests go to."""
         return self.backend.model if self.backend is not None else ""
 
-    def system_prompt(self) -> str:
-        """The rendered system prompt."""
-        return self.runtime.preamble
-
     async def ready_prompt(self) -> None:
         """Run the agent's prompt commands if they have not run yet (they wait for the first turn or command)."""
-        self._prompt_warnings += await ready_prompt(self.runtime)
+        await ready_prompt(self.runtime)
         for note in take_late_notes(self.runtime):  # `@environment`'s git status, once it is known
             self.inbox.add_note(note)
 
     def told(self, warnings: list[str]) -> None:
-        """`warnings` were shown to the user (an agent switch's, by its caller): no turn's end shows them again."""
+        """`warnings` were shown to the user (an agent switch's, by its caller): no turn shows them again."""
         self._shown.update(warnings)
+
+    def _tell_new(self, warnings: list[str]) -> None:
+        for warning in warnings:
+            if warning not in self._shown:
+                self._shown.add(warning)
+                self.bus.emit("info", f"warning: {warning}")
 
     def withdraw_warning(self, warning: str) -> None:
         """A build warning no longer true (a workspace's MCP server since allowed): neither a turn nor /mcp says it."""
-        for kept in (self._pending_warnings, self.setup.runtime.warnings):
-            if warning in kept:
-                kept.remove(warning)
-
-    def take_prompt_warnings(self) -> list[str]:
-        """What the prompt commands warned about and no turn has shown yet, handed over once."""
-        warnings, self._prompt_warnings = self._prompt_warnings, []
-        return warnings
+        if warning in self.runtime.warnings:
+            self.runtime.warnings.remove(warning)
 
     def generation_params(self) -> GenerationParams:
         """The sampling parameters of the next request."""
@@ -180,23 +170,14 @@ class TurnHost:
         """Hook output waiting to be added to the next prompt."""
         return self.inbox.take_notes()
 
-    def pop_inject(self) -> str:
-        """Take every pending inject, joined (empty when none)."""
-        return self.inbox.pop_inject()
-
-    def plan_step(self) -> str:
-        """The next unchecked step of the session's plan file."""
-        return read_plan_step(plan_path(self.session.id))
-
     def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound:
         """A round of tool calls wired to this session: its tools, hooks, injects, approval, changes and editor."""
         from ollie.agent.toolround import ToolRound  # loaded by a turn's first call: a chat-only turn makes none
         return ToolRound(
-            runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.pop_inject,
-            set_state=self.set_state, count_call=self.count_tool_call, cache=cache,
-            max_bytes=self.runtime.tool_result_max_bytes, cwd=self.setup.cwd, kind_of=kind_of,
-            changes=self.changes, approve=self.approve_step, post_edit=self.post_edit, net_ask=self.net_ask,
-            allowed_outside=self.allowed_outside, behind=self.behind,
+            runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.inbox.pop_inject,
+            set_state=self.set_state, count_call=self.count_tool_call, cache=cache, cwd=self.setup.cwd, kind_of=kind_of,
+            changes=self.changes, approve=self.approval.check, post_edit=self.post_edit,
+            net_ask=self.approval.net_ask, allowed_outside=self.approval.allowed_outside, behind=self.behind,
         )
 
     def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
@@ -213,7 +194,8 @@ class TurnHost:
             return
         cost = compute_cost(self.model_name, usage)
         self.session.add_usage(usage, cost)
-        self.bus.publish(Event("usage", usage=UsageReport.of(usage, cost)))
+        self.bus.publish(Event("usage", usage=UsageReport(usage.input_tokens, usage.output_tokens,
+                                                          usage.cached_input_tokens, usage.cache_creation_tokens, cost)))
         self.notify()
 
     async def run_hook(self, name: str, payload: dict[str, Any]) -> HookResult | None:
@@ -307,9 +289,7 @@ class TurnHost:
         bus.publish(Event("turn", content="start", prompt=text))
         if announce:  # a prompt the client did not send just now: tell it what runs
             bus.emit("user", text)
-        pending, self._pending_warnings = self._pending_warnings, []
-        for warning in pending:
-            bus.emit("info", f"warning: {warning}")
+        self._tell_new(self.runtime.warnings)
         self.set_state("thinking")
         loop = self._loop = AgentLoop(self, self.budget)
         # The model's context length (a `/models` request the first time) is asked meanwhile: it touches neither
@@ -320,10 +300,8 @@ class TurnHost:
             await loop_share().wait_turn()  # 50 turns started by one batch of submits go on over loop passes
             # The workspace as it was before the turn: what rewind restores and ollie/changes diffs against.
             await self.ready_prompt()  # the prompt commands run for the first turn, not at session/new
-            for warning in self.take_prompt_warnings():
-                bus.emit("info", f"warning: {warning}")
-            if self.before_turn is not None:  # inside the turn: an interrupt withdraws what it asks
-                await self.before_turn()
+            self._tell_new(self.runtime.warnings)
+            await self.before_turn()  # inside the turn: an interrupt withdraws what it asks
             number = await self.review.begin_turn()  # numbers the turn, notes where its messages start (ollie.agent.review)
             if self.session.messages:  # the gate may strip earlier tool output to fit: it needs the answer
                 await limit  # (a fresh session's first request has nothing to strip and does not wait for it)
@@ -348,10 +326,7 @@ class TurnHost:
         self.save()
         if result.stop != "interrupted":
             await self._post_turn(result)
-        for warning in await asyncio.to_thread(sandbox_warnings, self.runtime):  # read off the loop (the policy's file)
-            if warning not in self._shown:
-                self._shown.add(warning)
-                bus.emit("info", f"warning: {warning}")
+        self._tell_new(await asyncio.to_thread(sandbox_warnings, self.runtime))  # off the loop: the policy's file
         if result.reply or (result.error is None and result.stop not in ("error", "interrupted")):
             # The model answered (a Stop after its words too): a failed health check cached before is stale, and the
             # editors ask the health again at the end published next.
