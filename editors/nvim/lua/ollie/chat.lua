@@ -391,11 +391,6 @@ function Chat:submit(text, contexts)
     return true
   end
   if self.running or self.queue_held then
-    if context.images(contexts) then -- a queued prompt is text only (ollie/queue)
-      self.transcript:aside("error: a prompt with images is sent when no turn runs: send it after this one",
-        "OllieError")
-      return false
-    end
     local typed = { text = text, given = given }
     if self.running then
       self:queue(clean, contexts, nil, typed)

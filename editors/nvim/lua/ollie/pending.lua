@@ -55,6 +55,7 @@ function P:pend(kind, text, contexts, done, typed)
     local params = { session = session, text = text, context = context.wire(contexts) }
     if kind == "queued" then
       params.seen = client.seen(session) -- what the user saw: a turn still running, or its end too
+      params.images = context.images(contexts) -- read as it is queued (as ollie/submit's), sent with its turn
     end
     client.request(method, params, function(err)
       if err then
