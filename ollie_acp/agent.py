@@ -191,7 +191,8 @@ class OllieAgent:
         live = await self._open(directory, session_id=None, agent=plan.agent, mcp=specs)
         await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         with store_errors(live.id):
-            await live.core.rename(plan.title)
+            if live.recorder is not None:  # (it is: `_open` records every session)
+                await live.recorder.rename(plan.title)
         return await self._opened(live, ForkSessionResponse, session_id=live.id)
 
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
