@@ -551,7 +551,8 @@ function Chat:on_event(ev, drawn)
   elseif role == "user" then
     local labels, text = context.split_prompt(content)
     turns.note(self.session, text)
-    t:settle("queued", text)
+    local queued = t:settle("queued", text)[1] -- shown with its images' labels, which `content` does not carry
+    labels = queued and queued.labels or labels
     t:prompt(text, labels)
     self.tail = { prompt = text, labels = labels, parts = {} }
   elseif role == "error" or role == "info" or role == "exec" then

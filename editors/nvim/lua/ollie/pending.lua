@@ -240,8 +240,8 @@ end
 
 ---Injected prompts the turn has taken into a tool result become lines of the transcript.
 function P:injected_taken()
-  for _, text in ipairs(self.transcript:settle("injected")) do
-    self.transcript:note("↳ injected: " .. text, "OllieInjected")
+  for _, p in ipairs(self.transcript:settle("injected")) do
+    self.transcript:note("↳ injected: " .. p.prompt, "OllieInjected")
   end
 end
 
