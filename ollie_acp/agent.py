@@ -6,7 +6,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -192,7 +191,8 @@ class OllieAgent:
         live = await self._open(directory, session_id=None, agent=plan.agent, mcp=specs)
         await live.core.fork_from(plan.source, keep_mode=plan.keep_mode)
         with store_errors(live.id):
-            await self._rename(live, plan.title)
+            if live.recorder is not None:  # (it is: `_open` records every session)
+                await live.recorder.rename(plan.title)
         return await self._opened(live, ForkSessionResponse, session_id=live.id)
 
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
@@ -212,14 +212,6 @@ class OllieAgent:
         owner = info.user_id if info is not None and info.user_id != self._records.user else ""  # see Core.shared_by
         return await self._open(directory, session_id=session_id, agent=info.agent_id if info else self._agent,
                                 title=info.title if info else "", mcp=specs, owner=owner)
-
-    async def _rename(self, live: AcpSession, title: str) -> None:
-        """Title the session in its record (once it is written), then in the session, the client told."""
-        if live.recorder is not None:
-            await live.recorder.recorded()
-        await self._records.run(self._records.rename, live.id, title)
-        if live.recorder is not None:
-            live.recorder.renamed(title)
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
@@ -284,7 +276,6 @@ class OllieAgent:
             live.killed = True
 
         core.on_kill = kill
-        core.on_rename = partial(self._rename, live)  # `/rn`: in the record the session list reads, as the daemon's
         core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
         core.resume_how = "the client's session list (session/load)"
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))

@@ -41,13 +41,17 @@ def _pump(stream: BinaryIO, loop: asyncio.AbstractEventLoop, reader: asyncio.Str
 
 
 def _name_fields(message: dict[str, Any]) -> None:
-    """The SDK's -32602 for params that fail its schema as ollie's own: `{field: why}`. Its pydantic errors echoed each
-    bad value whole (a megabyte string sent back) and named the field only as a list, `loc`."""
+    """Every -32602 as `Invalid params: <field>: <why>; ...` (the daemon's words, the TS SDK's `invalidParams` with a
+    message), `data` its `{field: why}`: a client that shows only the message (codecompanion.nvim) said "Invalid
+    params" alone. The SDK's own for params that fail its schema named the field only as a list, `loc`, and echoed
+    each bad value whole (a megabyte string sent back)."""
     error = message.get("error")
     if not isinstance(error, dict) or error.get("code") != -32602:
         return
     if isinstance(data := error.get("data"), dict) and isinstance(found := data.get("errors"), list):
         error["data"] = {".".join(map(str, e.get("loc") or ["params"])): e.get("msg") for e in found}
+    if isinstance(data := error.get("data"), dict) and data and error.get("message") == "Invalid params":
+        error["message"] = "Invalid params: " + "; ".join(f"{field}: {why}" for field, why in error["data"].items())
 
 
 async def streams(rpc_in: BinaryIO, rpc_out: BinaryIO) -> tuple[asyncio.StreamReader, PipeWriter | BlockingWriter]:

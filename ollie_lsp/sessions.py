@@ -371,13 +371,9 @@ class SessionTable:
         forwarder = self.make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self.make_progress(session_id), kind=kind)
 
-        async def rename(title: str) -> None:
-            await self.rename(session_id, title)
-
         async def kill() -> None:
             await self.close(session_id)
 
-        core.on_rename = rename
         core.on_kill = kill
         core.resume_how = EDITOR_RESUME
         if self.ask_step is not None:

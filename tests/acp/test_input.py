@@ -39,8 +39,9 @@ def test_params_that_fail_the_schema_are_answered_naming_each_field_without_echo
     out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
                          capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
     errors = {a["id"]: a["error"] for a in map(json.loads, out.stdout.splitlines()) if "error" in a}
-    assert errors == {2: {"code": -32602, "message": "Invalid params", "data": {"prompt": "Input should be a valid list"}},
-                      3: {"code": -32602, "message": "Invalid params",
+    assert errors == {2: {"code": -32602, "message": "Invalid params: prompt: Input should be a valid list",
+                          "data": {"prompt": "Input should be a valid list"}},
+                      3: {"code": -32602, "message": "Invalid params: cwd: Field required; mcpServers: Field required",
                           "data": {"cwd": "Field required", "mcpServers": "Field required"}}}, errors
 
 
@@ -59,7 +60,8 @@ def test_a_malformed_mcp_server_entry_is_invalid_params_naming_it_not_dropped(tm
     out = subprocess.run(AGENT_COMMAND, input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
                          capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
     answers = {a["id"]: a for a in map(json.loads, out.stdout.splitlines()) if "id" in a}
-    assert answers[2]["error"] == {"code": -32602, "message": "Invalid params", "data": {
+    assert answers[2]["error"]["message"].startswith("Invalid params: mcpServers[0]: server 'github': "), answers
+    assert answers[2]["error"] | {"message": ""} == {"code": -32602, "message": "", "data": {
         "mcpServers[0]": "server 'github': args: Field required; env: Field required",
         "mcpServers[1]": "server 'docs': url: Field required",
         "mcpServers[2]": "server 'ws': type 'websocket' is not one of stdio, http, sse, acp "

@@ -61,6 +61,8 @@ def test_codecompanion_mode_picker_offers_the_approval_modes_and_its_chat_takes_
     result = run_client("codecompanion", ["plenary.nvim", "codecompanion.nvim"], llm, tmp_path)
     # Its chat is named by the session's title, as ollie tells it (it waited in vain for one before).
     assert result["title"] == "what does hello.py print"
+    # A refused prompt's reason, the field named (it said "Invalid params" to every -32602).
+    assert result["refusal"] == "Invalid params: prompt: the prompt has no text", result["refusal"]
     # Its picker is /acp_session_options: first the option, then its values.
     first, second = result["picks"]
     assert first["prompt"] == "Select Configuration Option" and second["prompt"] == "Approval mode"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 
 from ollie.testing import Reply
 from tests.pictures import png
 
-from .test_nvim_tui import Tmux, assert_clean, quit_nvim, start_nvim
+from .test_nvim_tui import Tmux, assert_clean, quit_nvim, send_in_chat, start_nvim
 
 
 def chat_lines(screen: str) -> list[str]:
@@ -139,6 +140,37 @@ def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path,
         screens.png(tmux.screen(colours=True), tmux.captures / "1-answered.png", (1000, 560))
         assert "The button is red." in done and "Pictures/shot.png\n" in "\n".join(chat_lines(done)), done
         assert "(image)" in done and "error" not in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
+
+
+def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: Path, scripted_llm):
+    """Bug: refused ("a prompt with images is sent when no turn runs: send it after this one"), though `ollie/queue`
+    takes images as `ollie/submit` does: queued with its image, shown so, and its turn sends the image."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    story = threading.Event()  # the story ends once the prompt is queued behind it, however slow the machine
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
+               Reply.text("It is blue."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        send_in_chat(tmux, "what is it #file:shot.png")
+        queued = tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 shot.png (image)" in s
+                                                 or "error" in s, "the queued prompt"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-queued.png", (1200, 560))
+        assert "error" not in queued, queued
+        story.set()
+        done = tmux.keep("2-answered", tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer"))
+        lines = chat_lines(done)  # its prompt as a sent one's, its image named (the `user` event names none)
+        assert lines[lines.index("what is it shot.png") + 1] == "📎 shot.png (image)", lines
         assert_clean(tmux.screens)
     finally:
         tmux.close()

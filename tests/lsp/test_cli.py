@@ -70,6 +70,10 @@ def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_so(llm,
     said = f"session {sid[1]} is not recorded in the session list (the registry cannot be written: "
     assert (proc.stdout + proc.stderr).count(said) == 1 and str(blocker) in proc.stdout + proc.stderr, proc
     assert list((tmp_path / "sessions").glob(f"{sid[1]}*")), "the session was not saved"
+    # `/rn` titles it all the same (in its file: `ollie store import` lists it so), and says why not in the list.
+    named = run_ollie(["-p", "/rn kept name", "--session", sid[1], "--cwd", str(work)], env=env)
+    assert "session renamed to 'kept name'" in named.stdout and said in named.stdout + named.stderr, named
+    assert '"title":"kept name"' in next((tmp_path / "sessions").glob(f"{sid[1]}*.jsonl")).read_text()
 
 
 def test_a_reply_cut_at_the_token_limit_is_said_and_exits_6(llm, tmp_path):

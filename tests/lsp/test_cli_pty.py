@@ -132,6 +132,10 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
         lines = term.text.split("sessions (1):\n", 1)[1].splitlines()[:2]
         assert lines[0] == "* fix the add function", lines
         assert re.fullmatch(r" {4}(just now|\d+ min ago) · 2 turns · \d+-[0-9a-f]{6}", lines[1]), lines
+        # /rn names it where /sessions reads (before, in its file alone: the list kept the first prompt's words).
+        at = term.answer("/rn calc sign fix", r"session renamed to 'calc sign fix'", after=at)
+        at = term.answer("/sessions", r"sessions \(1\):\n(.*)\n", after=at)
+        assert term.text.rsplit("sessions (1):\n", 1)[1].splitlines()[0] == "* calc sign fix", term.text
         assert term.close() == 0
 
 

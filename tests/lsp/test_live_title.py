@@ -33,6 +33,8 @@ async def test_the_first_prompt_titles_the_session_during_its_turn_and_a_rename_
     assert _titles(wire)[-1:] == ["Sea haiku"], wire
     _, wire = await daemon.request_in_order("ollie/command", {"session": sid, "line": "/rn Waves"})
     assert _titles(wire)[-1:] == ["Waves"], wire
+    listed = (await daemon.request("ollie/session/list", {}))["sessions"]
+    assert [s["title"] for s in listed if s["id"] == sid] == ["Waves"], listed
 
     # A resumed session has its saved title.
     await daemon.request("ollie/session/close", {"session": sid})

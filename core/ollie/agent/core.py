@@ -511,7 +511,7 @@ class Core(HistoryMembers, McpMembers):
         return await self.backend.list_models() if self.backend is not None else []
 
     async def rename(self, title: str) -> None:
-        """Title the session: the daemon's `on_rename` when set, else stored in the session."""
+        """Title the session: its Recorder's `on_rename` (in the record the session lists read), else in the session."""
         self.owners_only("rename it")  # `ollie acp` keeps it in the owner's saved session (the registry refuses too)
         if self.on_rename is not None:
             await self.on_rename(title)

@@ -117,6 +117,7 @@ class Recorder:
                 if info.title and info.title == first_prompt_title(self._core.session):
                     self._prompt_title = info.title
             self._stamp()
+        self._core.on_rename = self.rename  # `/rn` in every front end: the title the session lists show
         self._sub = self._core.bus.subscribe(roles=frozenset({"turn", "rewind", "kept"}))
         self._task = asyncio.create_task(self._follow(self._sub))
         return info
@@ -242,6 +243,16 @@ class Recorder:
             self._title_untitled("", was=self.title)
             self.renamed("")
         self._prompt_title, self._titled = "", False
+
+    async def rename(self, title: str) -> None:
+        """Title the session in its record (a refusal raised: archived, too long), then in the session, front ends
+        told; a registry that cannot be written titles the session alone and is told (`_unusable`)."""
+        self._record_put_off()
+        try:
+            await self._run(lambda: self._registry().rename(Scope(user_id=self.user), self.session_id, title))
+        except unavailable() as exc:
+            self._unusable(exc)
+        self.renamed(title)
 
     def renamed(self, title: str) -> None:
         """The session was given `title` (written to the record already or queued): front ends are told now."""

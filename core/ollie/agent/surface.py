@@ -51,6 +51,7 @@ class SessionView(Protocol):
     whose it is, which its record says: `shared_by`)."""
 
     resume_how: str  # what resumes a saved session in this front end (`/help`, `/resume`, an agent switch's line)
+    on_rename: Callable[[str], Awaitable[None]] | None  # `/rn`: set by the session's Recorder
 
     @property
     def agent_name(self) -> str: ...
@@ -173,7 +174,6 @@ class AcpCore(FrontEndCore, ModelChoice, Protocol):
 class DaemonCore(AcpCore, TerminalCore, SessionControls, Protocol):
     """What the daemon (`ollie-lsp`) uses of a session: the ACP agent's and the terminal's part, and more."""
 
-    on_rename: Callable[[str], Awaitable[None]] | None
     on_kill: Callable[[], Awaitable[None]] | None
 
     @property

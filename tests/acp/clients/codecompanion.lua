@@ -51,4 +51,10 @@ H.run(function()
   wait("the answer", function() return answered end)
   wait("the chat's title", function() return chat.title ~= nil end)
   result.title = chat.title
+
+  -- A prompt ollie refuses (-32602): codecompanion shows `error.data.error`, else the message.
+  chat.acp_connection:session_prompt({ { role = "user", content = " ", _meta = {} } })
+    :on_message_chunk(function() end):on_complete(function() end)
+    :on_error(function(e) result.refusal = tostring(e) end):send()
+  wait("the refusal", function() return result.refusal ~= nil end)
 end)

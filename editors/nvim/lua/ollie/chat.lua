@@ -391,11 +391,6 @@ function Chat:submit(text, contexts)
     return true
   end
   if self.running or self.queue_held then
-    if context.images(contexts) then -- a queued prompt is text only (ollie/queue)
-      self.transcript:aside("error: a prompt with images is sent when no turn runs: send it after this one",
-        "OllieError")
-      return false
-    end
     local typed = { text = text, given = given }
     if self.running then
       self:queue(clean, contexts, nil, typed)
@@ -556,7 +551,8 @@ function Chat:on_event(ev, drawn)
   elseif role == "user" then
     local labels, text = context.split_prompt(content)
     turns.note(self.session, text)
-    t:settle("queued", text)
+    local queued = t:settle("queued", text)[1] -- shown with its images' labels, which `content` does not carry
+    labels = queued and queued.labels or labels
     t:prompt(text, labels)
     self.tail = { prompt = text, labels = labels, parts = {} }
   elseif role == "error" or role == "info" or role == "exec" then

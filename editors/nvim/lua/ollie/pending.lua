@@ -55,6 +55,7 @@ function P:pend(kind, text, contexts, done, typed)
     local params = { session = session, text = text, context = context.wire(contexts) }
     if kind == "queued" then
       params.seen = client.seen(session) -- what the user saw: a turn still running, or its end too
+      params.images = context.images(contexts) -- read as it is queued (as ollie/submit's), sent with its turn
     end
     client.request(method, params, function(err)
       if err then
@@ -239,8 +240,8 @@ end
 
 ---Injected prompts the turn has taken into a tool result become lines of the transcript.
 function P:injected_taken()
-  for _, text in ipairs(self.transcript:settle("injected")) do
-    self.transcript:note("↳ injected: " .. text, "OllieInjected")
+  for _, p in ipairs(self.transcript:settle("injected")) do
+    self.transcript:note("↳ injected: " .. p.prompt, "OllieInjected")
   end
 end
 

@@ -473,7 +473,7 @@ end
 function T:pend(kind, text, labels)
   local queued = kind == "queued"
   table.insert(self.pending, {
-    kind = kind, prompt = text, hl = queued and "OllieQueued" or "OllieInjected",
+    kind = kind, prompt = text, labels = labels, hl = queued and "OllieQueued" or "OllieInjected",
     text = pending_line(queued and "⏳ queued: " or "↳ injected: ", text, labels),
   })
   self:show_pending()
@@ -483,10 +483,18 @@ end
 ---@param prompts {text: string, labels: string[]}[]
 ---@param held boolean
 function T:set_queued(prompts, held)
-  local kept = vim.tbl_filter(function(p) return p.kind ~= "queued" end, self.pending)
+  local kept, shown = {}, {}
+  for _, p in ipairs(self.pending) do
+    if p.kind ~= "queued" then
+      table.insert(kept, p)
+    else -- the labels shown for a prompt queued here: its images' too, which the daemon's text does not carry
+      shown[p.prompt] = p.labels
+    end
+  end
   for _, p in ipairs(prompts) do
-    table.insert(kept, { kind = "queued", prompt = p.text, hl = "OllieQueued",
-      text = pending_line(held and "⏸ held: " or "⏳ queued: ", p.text, p.labels) })
+    local labels = shown[p.text] or p.labels
+    table.insert(kept, { kind = "queued", prompt = p.text, labels = labels, hl = "OllieQueued",
+      text = pending_line(held and "⏸ held: " or "⏳ queued: ", p.text, labels) })
   end
   self.pending = kept
   self:show_pending()
@@ -495,12 +503,12 @@ end
 ---Take the waiting prompts of a kind (only the one with `prompt` as its text when given); returns them.
 ---@param kind string
 ---@param prompt string|nil
----@return string[] prompts
+---@return {prompt: string, labels: string[]|nil}[] taken
 function T:settle(kind, prompt)
   local kept, taken = {}, {}
   for _, p in ipairs(self.pending) do
     if p.kind == kind and (prompt == nil or (#taken == 0 and p.prompt == prompt)) then
-      table.insert(taken, p.prompt)
+      table.insert(taken, p)
     else
       table.insert(kept, p)
     end
