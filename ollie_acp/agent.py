@@ -324,10 +324,7 @@ class OllieAgent:
 
     async def _announce(self, live: AcpSession) -> None:
         live.forwarder.start()  # an update of a session the client has not been told of yet is one it cannot place
-        try:
-            await self.client.session_update(session_id=live.id, update=update_available_commands(_commands()))
-        except Exception as exc:  # the client went away: nothing to tell
-            logger.info("slash commands not announced: %s", exc)
+        await live.send(update_available_commands(_commands()), what="slash commands")
 
     def _get(self, session_id: str) -> AcpSession:
         live = self._sessions.get(session_id)
