@@ -218,10 +218,8 @@ class LiveSession:
 
 
 def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"session": session_id, "reply": result.reply, "stop": result.stop}
-    if result.error:
-        out["error"] = result.error
-    return out
+    error = {"error": result.error} if result.error else {}
+    return {"session": session_id, "reply": result.reply, "stop": result.stop, **error}
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -370,15 +368,8 @@ class SessionTable:
         session_id = core.session_id
         forwarder = self.make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self.make_progress(session_id), kind=kind)
-
-        async def rename(title: str) -> None:
-            await self.rename(session_id, title)
-
-        async def kill() -> None:
-            await self.close(session_id)
-
-        core.on_rename = rename
-        core.on_kill = kill
+        core.on_rename = partial(self.rename, session_id)
+        core.on_kill = partial(self.close, session_id)
         core.resume_how = EDITOR_RESUME
         if self.ask_step is not None:
             core.step_approver = _after_events(forwarder, partial(self.ask_step, session_id))
