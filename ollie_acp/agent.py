@@ -223,9 +223,8 @@ class OllieAgent:
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
-        live = self._sessions.pop(session_id, None)
-        if live is None:
-            raise RequestError.invalid_params({"sessionId": f"no open session {session_id!r}"})
+        live = self._get(session_id)
+        del self._sessions[session_id]
         await live.cancel()
         await live.close()
         return CloseSessionResponse()
