@@ -137,7 +137,7 @@ class OllieAgent:
         response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                       config_options=await config_options(live.core, ask_models=False,
                                                                           agent_list=agent_list))
-        self._announce_after_answer(live)
+        self._after_answer(self._announce(live))
         self._after_answer(live.send_models(agent_list))
         return response
 
@@ -307,13 +307,8 @@ class OllieAgent:
         it."""
         options = await config_options(live.core, agent_list=live.offered(await agents(live.core)))
         answer = response(**fields, modes=mode_state(live.core), config_options=options)
-        self._announce_after_answer(live)
-        return answer
-
-    def _announce_after_answer(self, live: AcpSession) -> None:
-        """Once the client has the session's id: its updates (those held since it opened first: an MCP server that
-        failed at once) and the slash commands."""
         self._after_answer(self._announce(live))
+        return answer
 
     def _after_answer(self, send: Coroutine[Any, Any, None]) -> None:
         """Send updates right after the handler's answer (called last: the SDK's FIFO queue has the answer first)."""
@@ -322,6 +317,8 @@ class OllieAgent:
         task.add_done_callback(self._after.discard)
 
     async def _announce(self, live: AcpSession) -> None:
+        """Once the client has the session's id (`_after_answer`): its updates (those held since it opened first: an
+        MCP server that failed at once) and the slash commands."""
         live.forwarder.start()  # an update of a session the client has not been told of yet is one it cannot place
         await live.send(update_available_commands(_commands()), what="slash commands")
 
