@@ -179,10 +179,8 @@ class OllieAgent:
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
         with store_errors(session_id):
-            elsewhere = source is None and bool(await self._records.run(self._records.live_elsewhere, [session_id]))
-            known = fork.Source(session_id, info, self._records.user,
-                                live_title=source.recorder.title if source and source.recorder else None,
-                                live_agent=source.core.agent_name if source else None, elsewhere=elsewhere)
+            known = await fork.source_of(session_id, info, self._records, source.core if source else None,
+                                         source.recorder.title if source and source.recorder else None)
             try:
                 plan = await fork.plan(known, default_agent=self._agent)
             except fork.ForkTurnError as exc:  # its first turn still answering in another process: nothing yet

@@ -402,12 +402,8 @@ class SessionTable:
         source = self._live.get(session_id)
         await self._recorded(session_id)  # a live one never prompted has its record written, to be read here
         info = await self.records.run(self.records.get, session_id)
-        elsewhere = source is None and bool(await self.records.run(self.records.live_elsewhere, [session_id]))
-        known = fork.Source(session_id, info, self.records.user,
-                            live_title=source.recorder.title if source and source.recorder else None,
-                            live_agent=source.core.agent_name if source else None,
-                            running=len(source.core.session.turn_starts) if source and source.core.is_answering else 0,
-                            elsewhere=elsewhere)
+        known = await fork.source_of(session_id, info, self.records, source.core if source else None,
+                                     source.recorder.title if source and source.recorder else None)
         try:
             with rpc_errors(session_id, "session"):
                 plan = await fork.plan(known, default_agent=self.defaults.agent, turn=turn)
