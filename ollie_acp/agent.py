@@ -136,7 +136,7 @@ class OllieAgent:
         response = NewSessionResponse(session_id=live.id, modes=mode_state(live.core),
                                       config_options=await config_options(live.core, ask_models=False,
                                                                           agent_list=agent_list))
-        self._announce_after_answer(live)
+        self._after_answer(self._announce(live))
         self._after_answer(live.send_models(agent_list))
         return response
 
@@ -178,10 +178,8 @@ class OllieAgent:
         if source is None and info is None:  # only the user's own sessions, or those shared with their team
             raise RequestError.resource_not_found(session_id)
         with store_errors(session_id):
-            elsewhere = source is None and bool(await self._records.run(self._records.live_elsewhere, [session_id]))
-            known = fork.Source(session_id, info, self._records.user,
-                                live_title=source.recorder.title if source and source.recorder else None,
-                                live_agent=source.core.agent_name if source else None, elsewhere=elsewhere)
+            known = await fork.source_of(session_id, info, self._records, source.core if source else None,
+                                         source.recorder.title if source and source.recorder else None)
             try:
                 plan = await fork.plan(known, default_agent=self._agent)
             except fork.ForkTurnError as exc:  # its first turn still answering in another process: nothing yet
@@ -215,9 +213,8 @@ class OllieAgent:
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         """session/close: interrupt its turn, save it, end its tool processes; its id is no longer open."""
-        live = self._sessions.pop(session_id, None)
-        if live is None:
-            raise RequestError.invalid_params({"sessionId": f"no open session {session_id!r}"})
+        live = self._get(session_id)
+        del self._sessions[session_id]
         await live.cancel()
         await live.close()
         return CloseSessionResponse()
@@ -299,13 +296,8 @@ class OllieAgent:
         it."""
         options = await config_options(live.core, agent_list=live.offered(await agents(live.core)))
         answer = response(**fields, modes=mode_state(live.core), config_options=options)
-        self._announce_after_answer(live)
-        return answer
-
-    def _announce_after_answer(self, live: AcpSession) -> None:
-        """Once the client has the session's id: its updates (those held since it opened first: an MCP server that
-        failed at once) and the slash commands."""
         self._after_answer(self._announce(live))
+        return answer
 
     def _after_answer(self, send: Coroutine[Any, Any, None]) -> None:
         """Send updates right after the handler's answer (called last: the SDK's FIFO queue has the answer first)."""
@@ -314,11 +306,10 @@ class OllieAgent:
         task.add_done_callback(self._after.discard)
 
     async def _announce(self, live: AcpSession) -> None:
+        """Once the client has the session's id (`_after_answer`): its updates (those held since it opened first: an
+        MCP server that failed at once) and the slash commands."""
         live.forwarder.start()  # an update of a session the client has not been told of yet is one it cannot place
-        try:
-            await self.client.session_update(session_id=live.id, update=update_available_commands(_commands()))
-        except Exception as exc:  # the client went away: nothing to tell
-            logger.info("slash commands not announced: %s", exc)
+        await live.send(update_available_commands(_commands()), what="slash commands")
 
     def _get(self, session_id: str) -> AcpSession:
         live = self._sessions.get(session_id)

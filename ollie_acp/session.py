@@ -25,7 +25,7 @@ from ollie.agent.agentswitch import AgentSwitchRefused, NotKept
 from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.recorder import close_session
 from ollie_acp.options import backend_models, options_update
-from ollie_acp.updates import UpdateForwarder
+from ollie_acp.updates import Update, UpdateForwarder
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -155,11 +155,15 @@ class AcpSession:
                 await self._end(tool_call.tool_call_id, choice is not None and choice.startswith("allow"))
 
     async def _end(self, tool_call_id: str, allowed: bool) -> None:
+        await self.send(update_tool_call(tool_call_id, status="completed" if allowed else "failed"), what="question end")
+
+    async def send(self, *updates: Update, what: str) -> None:
+        """Send `updates` in order; a client gone (stdin closed) is only logged, as `what` not sent."""
         try:
-            await self.client.session_update(session_id=self.id, update=update_tool_call(
-                tool_call_id, status="completed" if allowed else "failed"))
+            for update in updates:
+                await self.client.session_update(session_id=self.id, update=update)
         except Exception as exc:  # the client went away: nothing to tell
-            logger.info("question not ended: %s", exc)
+            logger.info("%s not sent: %s", what, exc)
 
     async def _choice(self, tool_call: ToolCallUpdate, options: list[PermissionOption]) -> str | None:
         try:
@@ -201,12 +205,8 @@ class AcpSession:
     async def sync_options(self) -> None:
         """Tell the client the current mode and config options (after a change it did not make through them)."""
         async with self.sync_lock:
-            try:
-                options = await options_update(self.core)  # read now: what the client last hears is the latest
-                await self.client.session_update(session_id=self.id, update=update_current_mode(self.mode))
-                await self.client.session_update(session_id=self.id, update=options)
-            except Exception as exc:  # the client went away: nothing to tell
-                logger.info("options not sent: %s", exc)
+            options = await options_update(self.core)  # read now: what the client last hears is the latest
+            await self.send(update_current_mode(self.mode), options, what="options")
 
     def offered(self, agent_list: list[AgentInfo]) -> list[AgentInfo]:
         """`agent_list` for the agent selector; one that cannot load is left out of it, and told of (`untold`)."""
@@ -220,11 +220,7 @@ class AcpSession:
         if not set(await backend_models(self.core)) - {self.core.model_name}:
             return  # no other model: the answer's option is already complete
         async with self.sync_lock:
-            try:
-                await self.client.session_update(session_id=self.id,
-                                                 update=await options_update(self.core, agent_list))
-            except Exception as exc:  # the client went away: nothing to tell
-                logger.info("model list not sent: %s", exc)
+            await self.send(await options_update(self.core, agent_list), what="model list")
 
     def receive(self) -> int:
         """Count a prompt in as it comes (before anything is awaited); its number, for `run_prompt`."""
@@ -313,10 +309,7 @@ class AcpSession:
 
     async def _tell(self, text: str) -> None:
         """Show the user a line of agent text in this session (nothing when the client is gone)."""
-        try:
-            await self.client.session_update(session_id=self.id, update=update_agent_message(text_block(text)))
-        except Exception as exc:  # the client went away (stdin closed): the log has it
-            logger.info("could not tell the client: %s", exc)
+        await self.send(update_agent_message(text_block(text)), what="agent text")
 
     async def close(self) -> None:
         """Interrupt, save, end the tools, the record; then the last updates."""

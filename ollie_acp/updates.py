@@ -24,8 +24,11 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
     ContentToolCallContent,
     Cost,
+    CurrentModeUpdate,
     FileEditToolCallContent,
     ImageContentBlock,
     SessionInfoUpdate,
@@ -46,7 +49,7 @@ from ollie.backend import images
 logger = logging.getLogger("ollie.acp.updates")
 
 Update = (AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate | UsageUpdate
-          | UserMessageChunk | SessionInfoUpdate)
+          | UserMessageChunk | SessionInfoUpdate | AvailableCommandsUpdate | CurrentModeUpdate | ConfigOptionUpdate)
 Send = Callable[[Update], Awaitable[None]]
 
 _PLAN_LINE = re.compile(r"^\s*- \[( |x|X)\] (.+)$")

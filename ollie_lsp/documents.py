@@ -87,12 +87,8 @@ class LspDocuments:
 
     def open_documents(self) -> dict[Path, TextDocument]:
         """Every open `file:` document by its real path (what other daemon code reverts or inspects)."""
-        found: dict[Path, TextDocument] = {}
-        for uri, doc in list(self._server.workspace.text_documents.items()):
-            fs_path = to_fs_path(uri) if uri.startswith("file:") else None
-            if fs_path:
-                found[_real(fs_path)] = doc
-        return found
+        docs = list(self._server.workspace.text_documents.items())
+        return {_real(path): doc for uri, doc in docs if uri.startswith("file:") and (path := to_fs_path(uri))}
 
     def find(self, path: Path) -> TextDocument | None:
         """The open document of `path` (symlinks resolved), or None."""

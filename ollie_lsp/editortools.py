@@ -65,31 +65,31 @@ def _text(item: Mapping[str, Any], key: str) -> str:
     return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
 
 
-def parse_diagnostic(item: Mapping[str, Any]) -> Diagnostic | None:
-    """One `{path, line, column, severity, message, ...}`; None when a required field is missing or wrong."""
+def _place(item: Mapping[str, Any]) -> tuple[Path, int, int] | None:
     path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
-    severity, message = item.get("severity"), item.get("message")
-    if path is None or line is None or column is None or not isinstance(message, str):
-        return None
-    known: Severity = severity if severity in SEVERITIES else "information"  # type: ignore[assignment]
-    return Diagnostic(path, line, column, known, message, _text(item, "source"), _text(item, "code"))
+    return None if path is None or line is None or column is None else (path, line, column)
 
 
 def parse_span(item: Mapping[str, Any]) -> Span | None:
     """One `{path, line, column}` (an end, when given, is not used)."""
-    path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
-    if path is None or line is None or column is None:
+    return None if (place := _place(item)) is None else Span(*place)
+
+
+def parse_diagnostic(item: Mapping[str, Any]) -> Diagnostic | None:
+    """One `{path, line, column, severity, message, ...}`; None when a required field is missing or wrong."""
+    place, severity, message = _place(item), item.get("severity"), item.get("message")
+    if place is None or not isinstance(message, str):
         return None
-    return Span(path, line, column)
+    known: Severity = severity if severity in SEVERITIES else "information"  # type: ignore[assignment]
+    return Diagnostic(*place, known, message, _text(item, "source"), _text(item, "code"))
 
 
 def parse_symbol(item: Mapping[str, Any]) -> Symbol | None:
     """One `{name, kind, path, line, column, container?}`."""
-    path, line, column = wire_path(item.get("path")), _position(item, "line"), _position(item, "column")
-    name = item.get("name")
-    if path is None or line is None or column is None or not isinstance(name, str) or not name:
+    place, name = _place(item), item.get("name")
+    if place is None or not isinstance(name, str) or not name:
         return None
-    return Symbol(name, _text(item, "kind").lower() or "symbol", path, line, column, _text(item, "container"))
+    return Symbol(name, _text(item, "kind").lower() or "symbol", *place, _text(item, "container"))
 
 
 def parse_open_file(item: Mapping[str, Any]) -> OpenFile | None:

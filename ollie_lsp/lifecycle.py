@@ -16,17 +16,12 @@ from ollie_lsp.server import OllieServer, start_dir
 
 def workspace_cwd(params: types.InitializeParams) -> Path | None:
     """The CWD the client gives: workspaceFolders[0], else rootUri, else rootPath."""
-    candidates = []
-    if params.workspace_folders:
-        candidates.append(to_fs_path(params.workspace_folders[0].uri))
-    if params.root_uri:
-        candidates.append(to_fs_path(params.root_uri))
-    if params.root_path:
-        candidates.append(params.root_path)
-    for candidate in candidates:
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return None
+    folders = [to_fs_path(params.workspace_folders[0].uri)] if params.workspace_folders else []
+    return _first_dir([*folders, params.root_uri and to_fs_path(params.root_uri), params.root_path])
+
+
+def _first_dir(paths: list[str | None]) -> Path | None:
+    return next((Path(p) for p in paths if p and Path(p).is_dir()), None)
 
 
 def register_lifecycle(server: OllieServer) -> None:
@@ -60,11 +55,7 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def folders_changed(ls: OllieServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-        added = [to_fs_path(f.uri) for f in params.event.added or []]
-        for path in added:
-            if path and Path(path).is_dir():
-                ls.default_cwd = Path(path)
-                break
+        ls.default_cwd = _first_dir([to_fs_path(f.uri) for f in params.event.added or []]) or ls.default_cwd
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     async def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:

@@ -302,10 +302,7 @@ async def command(ls: OllieServer, p: CommandParams) -> dict[str, Any]:
         raise InvalidParams("line: a command is /name ... (slash command) or !... (shell); /usr/bin/x ... is a prompt")
     live = await ls.table.writable(p.session)
     result = await live.core.submit(p.line.strip())
-    out: dict[str, Any] = {"output": result.reply}
-    if result.error:
-        out["error"] = result.error
-    return out
+    return {"output": result.reply, **({"error": result.error} if result.error else {})}
 
 
 @method("ollie/listModels", SessionParams)

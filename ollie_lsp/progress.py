@@ -24,14 +24,9 @@ class TurnProgress:
         self._progress = progress
         self._session_id = session_id
         self._enabled = enabled
-        self._token: str | None = None
+        self.token: str | None = None  # the running turn's progress (None between turns)
         self._last_message = ""
         self._chain: asyncio.Future[None] | None = None
-
-    @property
-    def token(self) -> str | None:
-        """The token of the running turn's progress (None between turns)."""
-        return self._token
 
     def _then(self, step: Callable[[], Awaitable[None]]) -> None:
         previous = self._chain
@@ -52,7 +47,7 @@ class TurnProgress:
         if not self._enabled:
             return
         token = f"ollie-{self._session_id}-{next(_tokens)}"
-        self._token = token
+        self.token = token
         self._last_message = ""
 
         async def step() -> None:
@@ -65,7 +60,7 @@ class TurnProgress:
 
     def report(self, state: str) -> None:
         """Report a state change (`thinking`, `calling: file_read`) of the running turn."""
-        token = self._token
+        token = self.token
         if not self._enabled or token is None or state == self._last_message:
             return
         self._last_message = state
@@ -78,7 +73,7 @@ class TurnProgress:
 
     def end(self, stop: str) -> None:
         """End the turn's progress with its stop reason."""
-        token, self._token = self._token, None
+        token, self.token = self.token, None
         if not self._enabled or token is None:
             return
 

@@ -218,10 +218,8 @@ class LiveSession:
 
 
 def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"session": session_id, "reply": result.reply, "stop": result.stop}
-    if result.error:
-        out["error"] = result.error
-    return out
+    error = {"error": result.error} if result.error else {}
+    return {"session": session_id, "reply": result.reply, "stop": result.stop, **error}
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -370,11 +368,7 @@ class SessionTable:
         session_id = core.session_id
         forwarder = self.make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self.make_progress(session_id), kind=kind)
-
-        async def kill() -> None:
-            await self.close(session_id)
-
-        core.on_kill = kill
+        core.on_kill = partial(self.close, session_id)
         core.resume_how = EDITOR_RESUME
         if self.ask_step is not None:
             core.step_approver = _after_events(forwarder, partial(self.ask_step, session_id))
@@ -407,12 +401,8 @@ class SessionTable:
         source = self._live.get(session_id)
         await self._recorded(session_id)  # a live one never prompted has its record written, to be read here
         info = await self.records.run(self.records.get, session_id)
-        elsewhere = source is None and bool(await self.records.run(self.records.live_elsewhere, [session_id]))
-        known = fork.Source(session_id, info, self.records.user,
-                            live_title=source.recorder.title if source and source.recorder else None,
-                            live_agent=source.core.agent_name if source else None,
-                            running=len(source.core.session.turn_starts) if source and source.core.is_answering else 0,
-                            elsewhere=elsewhere)
+        known = await fork.source_of(session_id, info, self.records, source.core if source else None,
+                                     source.recorder.title if source and source.recorder else None)
         try:
             with rpc_errors(session_id, "session"):
                 plan = await fork.plan(known, default_agent=self.defaults.agent, turn=turn)

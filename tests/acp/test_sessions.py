@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -561,3 +562,29 @@ async def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_s
     assert told.count(f"⚠ session {sid} is not recorded in the session list") == 1, told
     assert str(blocker) in told and "answered anyway" in told and "and again" in told, told
     assert list((tmp_path / "sessions").glob(f"{sid}*")), "the session was not saved"
+
+
+async def test_a_fork_of_a_session_mid_turn_takes_the_turns_that_ended(start_agent, llm) -> None:
+    """Bug: `ollie acp` forked an open session whose turn was running with that turn's prompt and no reply (the
+    daemon took only the turns that ended: each front end filled in the fork's source, and they drifted)."""
+    hold = threading.Event()
+    llm.script(Reply.text("one"), Reply(text="slow two", chunk_size=2, hold=hold))
+    agent = await start_agent(env=llm.env())
+    sid = await agent.new()
+    await agent.prompt(sid, "first prompt")
+    running = asyncio.ensure_future(agent.prompt(sid, "second prompt"))
+    try:
+        deadline = time.monotonic() + 30
+        while agent.client.text(sid) == "one":  # its reply began (held before its end): the prompt is saved
+            assert time.monotonic() < deadline, "the second turn's reply never began"
+            await asyncio.sleep(0.01)
+        forked = await asyncio.wait_for(agent.conn.fork_session(session_id=sid, cwd=str(agent.workspace),
+                                                                mcp_servers=[]), 30)
+    finally:
+        hold.set()
+    await running
+    llm.script(Reply.text("in the fork"))
+    await agent.prompt(forked.session_id, "fork question")
+    told = [(m["role"], str(m.get("content"))) for m in llm.requests[-1].body["messages"] if m["role"] != "system"]
+    assert told[:2] == [("user", "first prompt"), ("assistant", "one")]
+    assert not any("second prompt" in text for _, text in told), told

@@ -13,6 +13,8 @@ from ollie.sessions import persist
 from ollie.sessions.errors import InvalidSessionError, NotFoundError
 
 if TYPE_CHECKING:
+    from ollie.agent.surface import AcpCore
+    from ollie.sessions.records import UserRecords
     from ollie.sessions.session import Session
     from ollie.sessions.types import Info
 
@@ -42,6 +44,15 @@ class Source:
     live_agent: str | None = None
     running: int = 0  # the turn whose prompt it saved and whose reply it has not (0: none)
     elsewhere: bool = False  # another process runs it (a teammate's daemon, another window): its log tells `running`
+
+
+async def source_of(session_id: str, info: Info | None, records: UserRecords, live: AcpCore | None = None,
+                    live_title: str | None = None) -> Source:
+    """What a front end knows of the session to fork: its record, and `live`, its Core when it runs there (with its
+    recorder's `live_title`), or else whether another process runs it; a turn it runs is left out of the copy."""
+    elsewhere = live is None and bool(await records.run(records.live_elsewhere, [session_id]))
+    return Source(session_id, info, records.user, live_title=live_title, live_agent=live.agent_name if live else None,
+                  running=len(live.session.turn_starts) if live and live.is_answering else 0, elsewhere=elsewhere)
 
 
 def cut_at_turn(saved: Session, turn: int | None) -> None:
