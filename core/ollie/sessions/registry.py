@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -152,10 +153,10 @@ class Registry:
             found = store.fetch(conn, req.id) if req.id else None
             if found is not None:
                 return self._authorize(Scope(user_id=req.user_id), found, agent=agent)
-            info = Info.new(req.id or new_session_id(), agent, req.user_id, _channel(req.channel), kind,
-                            now=self._clock())
-            info.title = req.title
-            return self._create(conn, info)
+            now = self._clock()
+            return self._create(conn, Info(id=req.id or new_session_id(), agent_id=agent, user_id=req.user_id,
+                                           channel=_channel(req.channel), kind=kind, title=req.title, created_at=now,
+                                           last_active=now))
 
     def get(self, scope: Scope, session_id: str) -> Info:
         """The session's Info; it must belong to the scope (NotFoundError, ForbiddenError)."""
@@ -243,7 +244,7 @@ class Registry:
                 except DuplicateError:
                     raise InvalidSessionError(f"session {session_id} cannot be unarchived: its user already has "
                                               "an active main session; archive that one first") from None
-        return info.with_changes(archived=False)
+        return replace(info, archived=False)
 
     def share(self, scope: Scope, session_id: str, team: str) -> Info:
         """Share the session to a team channel ('' stops sharing): its members may then list and resume it."""
@@ -259,14 +260,14 @@ class Registry:
         with self._store.transaction() as conn:
             info = self._writable(conn, scope, session_id)
             store.update(conn, session_id, title=title)
-        return info.with_changes(title=title)
+        return replace(info, title=title)
 
     def set_agent(self, scope: Scope, session_id: str, agent: str) -> Info:
         """Set the agent the session runs (`/agent` switched it), the one its resume starts (ArchivedError)."""
         with self._store.transaction() as conn:
             info = self._writable(conn, scope, session_id)
             store.update(conn, session_id, agent_id=agent)
-        return info.with_changes(agent_id=agent)
+        return replace(info, agent_id=agent)
 
     def touch(
         self,

@@ -52,16 +52,10 @@ class TaskState:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskState:
         """Build from a dict, ignoring unknown keys and coercing list fields."""
-        known = {f.name: f for f in fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in known:
-                continue
-            if isinstance(getattr(cls(), key), list):
-                kwargs[key] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-            else:
-                kwargs[key] = value if isinstance(value, str) else str(value)
-        return cls(**kwargs)
+        lists = {f.name for f in fields(cls) if f.default_factory is list}
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: ([str(v) for v in value] if isinstance(value, list) else [str(value)]) if key in lists
+                      else str(value) for key, value in data.items() if key in known})
 
 
 class TrackedDict(dict[str, Any]):
@@ -243,10 +237,8 @@ class Session:
         """Drop the history and the task state (the totals stay)."""
         self.messages.clear()
         self.task_state = None
-        self.result_tiers.clear()
-        self.step_outcomes.clear()
-        self.step_network.clear()
-        self.step_images.clear()
+        for name in TRACKED_FIELDS:
+            getattr(self, name).clear()
         self.decision_index.clear()
         self.last_input_tokens = 0
         self.history_generation += 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -153,15 +153,6 @@ class Info:
     # The team channel the session is shared to ('' = none: Registry.share); a column beside the record.
     team: str = ""
 
-    @classmethod
-    def new(
-        cls, id: str, agent_id: str, user_id: str, channel: str, kind: Kind | str, *, now: datetime | None = None,
-    ) -> Info:
-        """A fresh Info with the required fields set and created_at = last_active = now."""
-        moment = now or utcnow()
-        return cls(id=id, agent_id=agent_id, user_id=user_id, channel=channel, kind=kind, created_at=moment,
-                   last_active=moment)
-
     def validate(self) -> Info:
         """This Info, once it holds the session invariant; InvalidSessionError (fail closed) when it does not."""
         for name in ("id", "agent_id", "user_id"):
@@ -199,10 +190,6 @@ class Info:
             values[name] = _enum_or_raw(enum, values[name])
         values["archived"] = bool(values["archived"])
         return cls(**values, team=team)
-
-    def with_changes(self, **changes: object) -> Info:
-        """A copy with some fields replaced."""
-        return replace(self, **changes)
 
 
 # The store's columns of an Info (the team is a column beside them: Registry.share); these differ in type there (unix
