@@ -7,6 +7,7 @@ their registry worker thread, never on the event loop.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -50,15 +51,12 @@ class StoreIdentityError(SessionError):
 
 
 _DUPLICATES = {"sessions_pkey": "id", "sessions_one_main": "main"}
-_placeholders: dict[str, str] = {}
 
 
+@functools.cache  # the registry has a few dozen statements
 def _pg_sql(sql: str) -> str:
-    """The registry's `?` placeholders as psycopg's `%s` (cached: the registry has a few dozen statements)."""
-    converted = _placeholders.get(sql)
-    if converted is None:
-        converted = _placeholders[sql] = sql.replace("%", "%%").replace("?", "%s")
-    return converted
+    """The registry's `?` placeholders as psycopg's `%s`."""
+    return sql.replace("%", "%%").replace("?", "%s")
 
 
 class PgConn:
