@@ -220,20 +220,17 @@ class SessionFile:
 
     def _needs_snapshot(self, session: Session) -> bool:
         """Whether appending would misrepresent the history (or the log is due for folding)."""
-        msgs = session.messages
         if self._write_failed:
             self._write_failed = False
             return not self.owner  # a teammate's next round carries the unsaved ones (PgRounds): the log is the owner's
         if self.owner:
             return False  # a teammate's rounds are appended, never folded (the log is its owner's to rewrite)
-        if not self._bound or session.history_generation != self._generation or msgs is not self._list_ref:
-            return True
-        if len(msgs) < self._written:
-            return True
+        msgs, written = session.messages, self._written
         # O(1) identity checks: a rewrite in place replaces the objects at the edges.
-        if self._written and (msgs[0] is not self._first_ref or msgs[self._written - 1] is not self._last_ref):
-            return True
-        return self._overhead >= max(self._compact_min_records, 2 * len(msgs))
+        return (not self._bound or session.history_generation != self._generation or msgs is not self._list_ref
+                or len(msgs) < written or (written > 0 and (msgs[0] is not self._first_ref
+                                                           or msgs[written - 1] is not self._last_ref))
+                or self._overhead >= max(self._compact_min_records, 2 * len(msgs)))
 
     def _append(self, session: Session) -> None:
         msgs = session.messages

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -113,21 +113,24 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def to_micros(moment: datetime | None) -> int | None:
     """A datetime as integer unix microseconds (the store's time format); None stays None."""
     if moment is None:
         return None
     if moment.tzinfo is None:
         raise InvalidSessionError(f"naive datetime {moment!r}: session times must be timezone-aware")
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 def from_micros(micros: int | None) -> datetime | None:
     """Inverse of to_micros."""
     if micros is None:
         return None
-    return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
+    return _EPOCH + micros * _MICROSECOND
 
 
 # Where a row sorts in a listing: its last_active as stored (unix micros) and its id.
