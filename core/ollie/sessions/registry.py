@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 from ollie.log import get_logger
@@ -44,20 +45,12 @@ def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10
     return store.Store(location, busy_timeout_s=busy_timeout_s)
 
 
-def _kind(value: Kind | str) -> Kind:
+def _kind(value: Kind | str, enum: type[StrEnum] = Kind) -> str:
+    """The kind (or, with `enum`, the channel) `value` names; InvalidSessionError naming it when none."""
     try:
-        return Kind(value)
+        return enum(value)
     except ValueError:
-        raise InvalidSessionError(f"unknown session kind {value!r}") from None
-
-
-def _channel(value: Channel | str) -> str:
-    if not value:
-        return ""
-    try:
-        return Channel(value)
-    except ValueError:
-        raise InvalidSessionError(f"unknown session channel {value!r}") from None
+        raise InvalidSessionError(f"unknown session {'kind' if enum is Kind else 'channel'} {value!r}") from None
 
 
 def _existing(conn: Conn, session_id: str) -> Info:
@@ -145,6 +138,7 @@ class Registry:
         if not agent:
             raise InvalidSessionError("agent_id is required")
         kind = _kind(req.kind or Kind.CHAT)
+        channel = _kind(req.channel, Channel) if req.channel else ""
         validate_title(req.title)
         with self._store.transaction() as conn:
             if req.id:
@@ -155,8 +149,7 @@ class Registry:
                 return self._authorize(Scope(user_id=req.user_id), found, agent=agent)
             now = self._clock()
             return self._create(conn, Info(id=req.id or new_session_id(), agent_id=agent, user_id=req.user_id,
-                                           channel=_channel(req.channel), kind=kind, title=req.title, created_at=now,
-                                           last_active=now))
+                                           channel=channel, kind=kind, title=req.title, created_at=now, last_active=now))
 
     def get(self, scope: Scope, session_id: str) -> Info:
         """The session's Info; it must belong to the scope (NotFoundError, ForbiddenError)."""
