@@ -159,13 +159,8 @@ class Store:
             self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
             try:
                 yield _SqliteConn(conn)
-            except BaseException:
-                with suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-            try:
                 self._retry(lambda: conn.execute("COMMIT"))
-            except (sqlite3.Error, StoreBusyError):
+            except BaseException:  # the caller's failure, or the commit's
                 with suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 raise

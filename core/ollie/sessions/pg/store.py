@@ -290,22 +290,13 @@ class PgStore:
             conn.execute("BEGIN")
             try:
                 yield conn
-            except BaseException:
-                with suppress(psycopg.Error):
-                    conn.raw.execute("ROLLBACK")
-                raise
-            try:
                 conn.execute("COMMIT")
-            except Exception:
+            except BaseException:  # the caller's failure, or the commit's
                 with suppress(psycopg.Error):
                     conn.raw.execute("ROLLBACK")
                 raise
 
-    @contextmanager
-    def reading(self) -> Iterator[PgConn]:
-        """A connection for reads (each statement sees the database as committed when it starts)."""
-        with self.connection() as conn:
-            yield conn
+    reading = connection  # for reads: each statement sees the database as committed when it starts
 
     def touch_shared(self, conn: Conn, session_id: str) -> None:
         """Bump the last activity of a teammate's shared session (its record is its owner's to write: the server's
