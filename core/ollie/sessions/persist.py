@@ -193,13 +193,11 @@ class SessionFile:
                 self.storage.add_compaction(payload)
                 return self.compaction_path
             self.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.compaction_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                _write_all(fd, payload)
+            with open(os.open(self.compaction_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as out:
+                out.write(payload)
+                out.flush()
                 if self._sync:
-                    _fdatasync(fd)
-            finally:
-                os.close(fd)
+                    _fdatasync(out.fileno())
             return self.compaction_path
 
     # --- internals --------------------------------------------------------
