@@ -257,17 +257,16 @@ class SessionFile:
 
     def _read_log(self) -> bytes:
         """The whole log (SessionFileNotFoundError when there is none)."""
+        data = None
         if self.storage is not None:
             data = self.storage.read()
-            if data is None:
-                raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}")
-            return data
-        try:
-            with open(self.path, "rb") as f:
+        else:
+            with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
                 self._inode = os.fstat(f.fileno()).st_ino
-                return f.read()
-        except FileNotFoundError:
-            raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}") from None
+                data = f.read()
+        if data is None:
+            raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}")
+        return data
 
     def _write_round(self, payload: bytes) -> bool:
         """Append one round after the last commit; False when the log is no longer the one we wrote."""
