@@ -286,7 +286,9 @@ class SessionFile:
             if stat.st_size > self._offset:
                 os.ftruncate(fd, self._offset)
             os.lseek(fd, self._offset, os.SEEK_SET)
-            _write_all(fd, payload)
+            view = memoryview(payload)
+            while view:  # a write may take part of it (ENOSPC after some bytes): the rest, or the error
+                view = view[os.write(fd, view):]
             if self._sync:  # on the sync thread: a save runs on the event loop, the disk's wait must not
                 syncer.sync_later(os.dup(fd), self._on_sync_failure)
         finally:
@@ -350,9 +352,7 @@ class SessionFile:
         record: dict[str, Any] = {"t": "meta", "n": len(session.messages), "meta": meta}
         for name in TRACKED_FIELDS:
             meta.pop(name, None)
-            current = getattr(session, name, None)
-            if not isinstance(current, TrackedDict):
-                continue
+            current: TrackedDict = getattr(session, name)  # one always: Session.__setattr__ keeps it so
             if current is not self._tracked_refs.get(name):
                 record.setdefault("tracked_full", {})[name] = dict(current)
             elif current.changed_keys:
@@ -363,12 +363,6 @@ class SessionFile:
 def _tracked(session: Session) -> dict[str, object]:
     """The session's tracked maps as objects: what a later save checks it still holds, to append their changes."""
     return {name: getattr(session, name, None) for name in TRACKED_FIELDS}
-
-
-def _write_all(fd: int, payload: bytes) -> None:
-    view = memoryview(payload)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 # Sessions whose last save to a file failed (id -> why): `release` reports them when they close.
