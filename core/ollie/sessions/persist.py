@@ -106,14 +106,8 @@ class SessionFile:
 
     def load(self) -> Session:
         """Read the saved session; a torn or unfinished last round is dropped."""
-        from ollie.sessions.logparse import parse  # with a saved session's load, not a new one's start
         with self._lock:
-            data = self._read_log()
-            messages, meta, offset, overhead = parse(data, self.path)
-            if meta.get("id") not in (None, self.session_id):
-                raise SessionFileCorruptError(f"{self.path}: holds session {meta.get('id')!r}")
-            meta["id"] = self.session_id
-            session = _session(meta, messages, self.path)
+            session, offset, overhead = _parsed(self._read_log(), self.session_id, self.path)
             if self.storage is not None:
                 self.storage.keep_own_settings(session)
             self._bind(session, offset=offset, overhead=overhead)
@@ -446,20 +440,23 @@ def load(sessions_dir: Path | str, session_id: str) -> Session:
     url = store_url()
     if not url:
         return SessionFile(sessions_dir, session_id).load()
-    from ollie.sessions.logparse import parse
     from ollie.sessions.pg import log as pg_log
     data = pg_log.read_rounds(url, validate_session_id(session_id))
     if data is None:
         raise SessionFileNotFoundError(f"session {session_id} is not saved in the store")
-    messages, meta, _, _ = parse(data, Path(session_id))
+    return _parsed(data, session_id, Path(session_id))[0]
+
+
+def _parsed(data: bytes, session_id: str, path: Path) -> tuple[Session, int, int]:
+    """The session a log holds, and its last commit's offset and overhead; a log of another session, or a field of the
+    wrong type, is a corrupt file (named) as the parse's other faults are."""
+    from ollie.sessions.logparse import parse  # with a saved session's load, not a new one's start
+    messages, meta, offset, overhead = parse(data, path)
+    if meta.get("id") not in (None, session_id):
+        raise SessionFileCorruptError(f"{path}: holds session {meta['id']!r}")
     meta["id"] = session_id
-    return _session(meta, messages, Path(session_id))
-
-
-def _session(meta: dict[str, Any], messages: list[Message], path: Path) -> Session:
-    """`Session.from_meta`, a field of the wrong type a corrupt file (named) as the parse's other faults are."""
     try:
-        return Session.from_meta(meta, messages)
+        return Session.from_meta(meta, messages), offset, overhead
     except ValueError as exc:
         raise SessionFileCorruptError(f"{path}: {exc}") from None
 
