@@ -199,14 +199,6 @@ def _users_own(held: str, path: str) -> bool:
     return path != held and os.path.commonpath([held, os.path.expanduser("~")]) == held
 
 
-@contextmanager
-def held_dir(root: Path | str) -> Iterator[int]:
-    """An O_PATH fd of directory `root`, reached as every call here reaches it (for a child process: its
-    `/proc/self/fd/N`, with `pass_fds`)."""
-    with _fd(root, ".", _O_PATH | os.O_DIRECTORY) as fd:
-        yield fd
-
-
 def read_bytes_sync(root: Path | str, path: Path | str, limit: int | None = None) -> bytes:
     """The bytes of regular file `path` beneath `root`; FileNotFoundError, OutsideRoot, NotRegular or TooLarge."""
     rel = relative(root, path)
@@ -409,7 +401,8 @@ def moved(cwd: Path | str) -> str | None:
 
 @contextmanager
 def dir_sync(root: Path | str, path: Path | str) -> Iterator[int]:
-    """An O_PATH fd of the directory `path` beneath `root` (closed after), never reached through a symlink."""
+    """An O_PATH fd of the directory `path` beneath `root` (closed after), never reached through a symlink (`"."`:
+    `root` itself, reached as every call here reaches it; for a child process, its `/proc/self/fd/N`)."""
     with _fd(root, relative(root, path), _O_PATH | os.O_DIRECTORY) as fd:
         yield fd
 

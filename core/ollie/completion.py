@@ -31,12 +31,6 @@ class Neighbour:
     text: str
 
 
-def comment_marker(language_id: str | None) -> str:
-    """The line comment of `language_id` (`//` when unknown)."""
-    language = (language_id or "").lower()
-    return "#" if language in _HASH else "--" if language in _DASHES else "//"
-
-
 def windows(text: str, offset: int, *, language_id: str | None = None,
             neighbours: Sequence[Neighbour] = ()) -> tuple[str, str]:
     """(prefix, suffix) for the cursor at `offset` of `text`: a window each side, other files first."""
@@ -44,7 +38,8 @@ def windows(text: str, offset: int, *, language_id: str | None = None,
     if start:
         start = text.find("\n", start, offset) + 1 or start
     prefix, suffix = text[start:offset], text[offset:offset + SUFFIX_CHARS]
-    mark = comment_marker(language_id)
+    language = (language_id or "").lower()
+    mark = "#" if language in _HASH else "--" if language in _DASHES else "//"  # `//` when unknown
     blocks = []
     for other in list(neighbours)[:NEIGHBOUR_FILES]:
         snippet = "\n".join(f"{mark} {line}" for line in other.text[:NEIGHBOUR_CHARS].splitlines())

@@ -86,14 +86,10 @@ class GenerationParams:
     stop: list[str] | None = None
     verbosity: str | None = None
 
-    def set_values(self) -> dict[str, Any]:
-        """Only the fields that are set."""
-        return {a.name: getattr(self, a.name) for a in attrs.fields(GenerationParams)
-                if getattr(self, a.name) is not None}
-
     def merged(self, override: GenerationParams) -> GenerationParams:
         """A copy with every field that `override` sets taking precedence."""
-        return GenerationParams(**{**self.set_values(), **override.set_values()})
+        return GenerationParams(**{a.name: value for params in (self, override) for a in attrs.fields(GenerationParams)
+                                   if (value := getattr(params, a.name)) is not None})
 
 
 # An MCP server's name becomes part of tool names (`mcp__<server>__<tool>`) and a directory name.

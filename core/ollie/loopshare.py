@@ -85,7 +85,4 @@ _shares: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopShare] = weakr
 def loop_share() -> LoopShare:
     """The running loop's share."""
     loop = asyncio.get_running_loop()
-    share = _shares.get(loop)
-    if share is None:
-        share = _shares[loop] = LoopShare(loop)
-    return share
+    return _shares.get(loop) or _shares.setdefault(loop, LoopShare(loop))

@@ -76,18 +76,14 @@ def bundled(name: str) -> Path:
 
 def agents_dirs() -> list[Path]:
     """Agent config dirs in lookup order: `$OLLIE_AGENTS_DIR`, user, bundled."""
-    dirs = [d for d in (_env_dir("OLLIE_AGENTS_DIR"), config_dir() / "agents") if d]
-    dirs.append(bundled("agents"))
-    return dirs
+    return [d for d in (_env_dir("OLLIE_AGENTS_DIR"), config_dir() / "agents", bundled("agents")) if d]
 
 
 def tools_path() -> list[Path]:
     """Tool script dirs in lookup order: `$OLLIE_TOOLS_PATH` (colon list), user, bundled."""
     # os.path.expanduser leaves `~nosuchuser` alone where Path.expanduser raises.
-    dirs = [Path(os.path.expanduser(p)) for p in os.environ.get("OLLIE_TOOLS_PATH", "").split(":") if p]
-    dirs.append(config_dir() / "tools")
-    dirs.append(bundled("tools"))
-    return dirs
+    given = [Path(os.path.expanduser(p)) for p in os.environ.get("OLLIE_TOOLS_PATH", "").split(":") if p]
+    return [*given, config_dir() / "tools", bundled("tools")]
 
 
 def sandbox_file() -> Path:

@@ -95,11 +95,6 @@ def _root_holding(path: str, roots: Iterable[_Root]) -> _Root | None:
     return next((root for root in roots if path == str(root) or path.startswith(os.path.join(root, ""))), None)
 
 
-def _writable_by_steps(path: str) -> Path | None:
-    """The noted writable root holding real path `path`, if any."""
-    return _root_holding(path, _written)
-
-
 def step_may_write(path: str, workspace: Path | str) -> bool:
     """Whether `path` (once links are followed) is in `workspace` or another area `step_writable` names."""
     roots = [os.path.realpath(r) for r in (workspace, *step_writable())]
@@ -120,7 +115,7 @@ def _trusted_entries() -> tuple[tuple[str, str], ...]:
 
 
 def _unwritten(entries: Iterable[tuple[str, str]]) -> str:
-    kept = [e for e, real in entries if _writable_by_steps(real) is None]
+    kept = [e for e, real in entries if _root_holding(real, _written) is None]
     # Never empty: an empty PATH (or entry) means the current directory to shells and execvp.
     return os.pathsep.join(kept) or os.devnull
 
@@ -145,7 +140,7 @@ def _usable(path: str, workspace: str | None) -> bool:
         info = os.stat(path)
     except OSError:
         return False
-    return stat.S_ISREG(info.st_mode) and os.access(path, os.X_OK) and _writable_by_steps(path) is None
+    return stat.S_ISREG(info.st_mode) and os.access(path, os.X_OK) and _root_holding(path, _written) is None
 
 
 def program(name: str, workspace: Path | str | None = None) -> str:

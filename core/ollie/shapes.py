@@ -48,10 +48,6 @@ class Invalid(Exception):
         """`path: reason` for each problem (`top` names the value itself)."""
         return [f"{dotted(path) or top}: {reason}" for path, reason in self.problems]
 
-    def by_key(self) -> str:
-        """The problems as a config file's error names them: `key 'a.b': reason; ...`."""
-        return "; ".join(f"key '{dotted(path) or '(top level)'}': {reason}" for path, reason in self.problems)
-
     def __str__(self) -> str:
         return "; ".join(self.messages())
 
@@ -74,14 +70,10 @@ def expected(what: str, value: object) -> Invalid:
     return Invalid([((), f"expected {what}, got {got}")])
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.title() for word in rest)
-
-
 def json_key(cls: type, name: str) -> str:
     """The JSON key of attribute `name` of shape `cls`."""
-    return name if getattr(cls, "json_keys", "camel") == "snake" else _camel(name)
+    head, *rest = name.split("_")
+    return name if getattr(cls, "json_keys", "camel") == "snake" else head + "".join(word.title() for word in rest)
 
 
 def _strict(kind: type, what: str) -> Callable[[object, Any], Any]:
@@ -243,7 +235,8 @@ def parse_config(shape: type[T], data: object, source: str) -> T:
     try:
         return parse(shape, data)
     except Invalid as exc:
-        raise ConfigError(f"{source}: {exc.by_key()}") from None
+        keys = "; ".join(f"key '{dotted(path) or '(top level)'}': {reason}" for path, reason in exc.problems)
+        raise ConfigError(f"{source}: {keys}") from None
 
 
 def _check_schema(check: Check, schema: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -28,7 +29,7 @@ def test_validate_requires_id_agent_and_user(field):
 def test_validate_rejects_unknown_kind_channel_and_result():
     for changes in ({"kind": "boss"}, {"channel": "fax"}, {"last_turn_result": "maybe"}):
         with pytest.raises(InvalidSessionError):
-            Info(id="s", agent_id="a", user_id="u").with_changes(**changes).validate()
+            replace(Info(id="s", agent_id="a", user_id="u"), **changes).validate()
 
 
 def test_record_round_trip_keeps_every_field():
@@ -55,12 +56,6 @@ def test_boundaries_fail_closed():
         Info(id="s", agent_id="", user_id="u").validate()
     with pytest.raises(InvalidSessionError, match="timezone"):
         Info(id="s", agent_id="a", user_id="u", created_at=datetime(2026, 1, 1)).row()
-
-
-def test_new_info_sets_the_required_fields():
-    moment = datetime(2026, 1, 1, tzinfo=UTC)
-    info = Info.new("s", "a", "u", Channel.LSP, Kind.MAIN, now=moment)
-    assert (info.kind, info.channel, info.created_at, info.last_active) == ("main", "lsp", moment, moment)
 
 
 def test_title_limit_is_1000_utf8_bytes():

@@ -12,7 +12,7 @@ from typing import Any
 
 from ollie.backend.types import Message
 from ollie.errors import OllieError
-from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, validate_session_id
+from ollie.sessions.session import TRACKED_FIELDS, Session, validate_session_id
 
 FORMAT_VERSION = 1
 SUFFIX = ".jsonl"
@@ -48,9 +48,7 @@ def forget_changes(session: Session) -> None:
     """After a successful write: nothing of the session is pending any more."""
     session.edited_indices.clear()
     for name in TRACKED_FIELDS:
-        current = getattr(session, name, None)
-        if isinstance(current, TrackedDict):
-            current.changed_keys.clear()
+        getattr(session, name).changed_keys.clear()  # a TrackedDict always: Session.__setattr__ keeps it so
 
 
 def snapshot_records(session_id: str, messages: list[Message], meta: dict[str, Any]) -> Iterator[bytes]:

@@ -189,11 +189,6 @@ def _messages(data: bytes, start: int, stop: int) -> list[list[Message]] | None:
         start = cut + 1
 
 
-def _other_lines(data: bytes, body: int) -> list[int]:
-    """Where each header, edit and commit line starts, in order (a JSON string holds no raw newline)."""
-    return [0, *(match.start() + 1 for match in _OTHER_LINE.finditer(data, 0, body))]
-
-
 def _parse_all(data: bytes, path: Path) -> Parsed | None:
     """`_parse_lines` when every line reads: message lines parsed a run at a time, the others apart; else None."""
     body = data.rfind(b"\n") + 1  # what follows the last newline is a torn write (or nothing at all)
@@ -201,7 +196,8 @@ def _parse_all(data: bytes, path: Path) -> Parsed | None:
         return None
     # The lines other than messages (the header, each round's edits and commit) are few: one at a time. Looking
     # at every line in Python (its offset, its kind) was ~8% of a resume's instructions at 10k messages.
-    starts = _other_lines(data, body)
+    # Where each header, edit and commit line starts, in order (a JSON string holds no raw newline).
+    starts = [0, *(match.start() + 1 for match in _OTHER_LINE.finditer(data, 0, body))]
     ends = [data.find(b"\n", start) for start in starts]
     others = _records([data[start:end] for start, end in zip(starts, ends, strict=True)])
     if others is None:

@@ -106,14 +106,8 @@ class SessionFile:
 
     def load(self) -> Session:
         """Read the saved session; a torn or unfinished last round is dropped."""
-        from ollie.sessions.logparse import parse  # with a saved session's load, not a new one's start
         with self._lock:
-            data = self._read_log()
-            messages, meta, offset, overhead = parse(data, self.path)
-            if meta.get("id") not in (None, self.session_id):
-                raise SessionFileCorruptError(f"{self.path}: holds session {meta.get('id')!r}")
-            meta["id"] = self.session_id
-            session = _session(meta, messages, self.path)
+            session, offset, overhead = _parsed(self._read_log(), self.session_id, self.path)
             if self.storage is not None:
                 self.storage.keep_own_settings(session)
             self._bind(session, offset=offset, overhead=overhead)
@@ -193,13 +187,11 @@ class SessionFile:
                 self.storage.add_compaction(payload)
                 return self.compaction_path
             self.sessions_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.compaction_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                _write_all(fd, payload)
+            with open(os.open(self.compaction_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as out:
+                out.write(payload)
+                out.flush()
                 if self._sync:
-                    _fdatasync(fd)
-            finally:
-                os.close(fd)
+                    _fdatasync(out.fileno())
             return self.compaction_path
 
     # --- internals --------------------------------------------------------
@@ -220,20 +212,17 @@ class SessionFile:
 
     def _needs_snapshot(self, session: Session) -> bool:
         """Whether appending would misrepresent the history (or the log is due for folding)."""
-        msgs = session.messages
         if self._write_failed:
             self._write_failed = False
             return not self.owner  # a teammate's next round carries the unsaved ones (PgRounds): the log is the owner's
         if self.owner:
             return False  # a teammate's rounds are appended, never folded (the log is its owner's to rewrite)
-        if not self._bound or session.history_generation != self._generation or msgs is not self._list_ref:
-            return True
-        if len(msgs) < self._written:
-            return True
+        msgs, written = session.messages, self._written
         # O(1) identity checks: a rewrite in place replaces the objects at the edges.
-        if self._written and (msgs[0] is not self._first_ref or msgs[self._written - 1] is not self._last_ref):
-            return True
-        return self._overhead >= max(self._compact_min_records, 2 * len(msgs))
+        return (not self._bound or session.history_generation != self._generation or msgs is not self._list_ref
+                or len(msgs) < written or (written > 0 and (msgs[0] is not self._first_ref
+                                                           or msgs[written - 1] is not self._last_ref))
+                or self._overhead >= max(self._compact_min_records, 2 * len(msgs)))
 
     def _append(self, session: Session) -> None:
         msgs = session.messages
@@ -262,17 +251,16 @@ class SessionFile:
 
     def _read_log(self) -> bytes:
         """The whole log (SessionFileNotFoundError when there is none)."""
+        data = None
         if self.storage is not None:
             data = self.storage.read()
-            if data is None:
-                raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}")
-            return data
-        try:
-            with open(self.path, "rb") as f:
+        else:
+            with contextlib.suppress(FileNotFoundError), open(self.path, "rb") as f:
                 self._inode = os.fstat(f.fileno()).st_ino
-                return f.read()
-        except FileNotFoundError:
-            raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}") from None
+                data = f.read()
+        if data is None:
+            raise SessionFileNotFoundError(f"session {self.session_id} is not saved in {self.sessions_dir}")
+        return data
 
     def _write_round(self, payload: bytes) -> bool:
         """Append one round after the last commit; False when the log is no longer the one we wrote."""
@@ -292,7 +280,9 @@ class SessionFile:
             if stat.st_size > self._offset:
                 os.ftruncate(fd, self._offset)
             os.lseek(fd, self._offset, os.SEEK_SET)
-            _write_all(fd, payload)
+            view = memoryview(payload)
+            while view:  # a write may take part of it (ENOSPC after some bytes): the rest, or the error
+                view = view[os.write(fd, view):]
             if self._sync:  # on the sync thread: a save runs on the event loop, the disk's wait must not
                 syncer.sync_later(os.dup(fd), self._on_sync_failure)
         finally:
@@ -356,9 +346,7 @@ class SessionFile:
         record: dict[str, Any] = {"t": "meta", "n": len(session.messages), "meta": meta}
         for name in TRACKED_FIELDS:
             meta.pop(name, None)
-            current = getattr(session, name, None)
-            if not isinstance(current, TrackedDict):
-                continue
+            current: TrackedDict = getattr(session, name)  # one always: Session.__setattr__ keeps it so
             if current is not self._tracked_refs.get(name):
                 record.setdefault("tracked_full", {})[name] = dict(current)
             elif current.changed_keys:
@@ -369,12 +357,6 @@ class SessionFile:
 def _tracked(session: Session) -> dict[str, object]:
     """The session's tracked maps as objects: what a later save checks it still holds, to append their changes."""
     return {name: getattr(session, name, None) for name in TRACKED_FIELDS}
-
-
-def _write_all(fd: int, payload: bytes) -> None:
-    view = memoryview(payload)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 # Sessions whose last save to a file failed (id -> why): `release` reports them when they close.
@@ -458,20 +440,23 @@ def load(sessions_dir: Path | str, session_id: str) -> Session:
     url = store_url()
     if not url:
         return SessionFile(sessions_dir, session_id).load()
-    from ollie.sessions.logparse import parse
     from ollie.sessions.pg import log as pg_log
     data = pg_log.read_rounds(url, validate_session_id(session_id))
     if data is None:
         raise SessionFileNotFoundError(f"session {session_id} is not saved in the store")
-    messages, meta, _, _ = parse(data, Path(session_id))
+    return _parsed(data, session_id, Path(session_id))[0]
+
+
+def _parsed(data: bytes, session_id: str, path: Path) -> tuple[Session, int, int]:
+    """The session a log holds, and its last commit's offset and overhead; a log of another session, or a field of the
+    wrong type, is a corrupt file (named) as the parse's other faults are."""
+    from ollie.sessions.logparse import parse  # with a saved session's load, not a new one's start
+    messages, meta, offset, overhead = parse(data, path)
+    if meta.get("id") not in (None, session_id):
+        raise SessionFileCorruptError(f"{path}: holds session {meta['id']!r}")
     meta["id"] = session_id
-    return _session(meta, messages, Path(session_id))
-
-
-def _session(meta: dict[str, Any], messages: list[Message], path: Path) -> Session:
-    """`Session.from_meta`, a field of the wrong type a corrupt file (named) as the parse's other faults are."""
     try:
-        return Session.from_meta(meta, messages)
+        return Session.from_meta(meta, messages), offset, overhead
     except ValueError as exc:
         raise SessionFileCorruptError(f"{path}: {exc}") from None
 

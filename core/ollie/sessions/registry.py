@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 from ollie.log import get_logger
@@ -43,20 +45,12 @@ def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10
     return store.Store(location, busy_timeout_s=busy_timeout_s)
 
 
-def _kind(value: Kind | str) -> Kind:
+def _kind(value: Kind | str, enum: type[StrEnum] = Kind) -> str:
+    """The kind (or, with `enum`, the channel) `value` names; InvalidSessionError naming it when none."""
     try:
-        return Kind(value)
+        return enum(value)
     except ValueError:
-        raise InvalidSessionError(f"unknown session kind {value!r}") from None
-
-
-def _channel(value: Channel | str) -> str:
-    if not value:
-        return ""
-    try:
-        return Channel(value)
-    except ValueError:
-        raise InvalidSessionError(f"unknown session channel {value!r}") from None
+        raise InvalidSessionError(f"unknown session {'kind' if enum is Kind else 'channel'} {value!r}") from None
 
 
 def _existing(conn: Conn, session_id: str) -> Info:
@@ -144,6 +138,7 @@ class Registry:
         if not agent:
             raise InvalidSessionError("agent_id is required")
         kind = _kind(req.kind or Kind.CHAT)
+        channel = _kind(req.channel, Channel) if req.channel else ""
         validate_title(req.title)
         with self._store.transaction() as conn:
             if req.id:
@@ -152,10 +147,9 @@ class Registry:
             found = store.fetch(conn, req.id) if req.id else None
             if found is not None:
                 return self._authorize(Scope(user_id=req.user_id), found, agent=agent)
-            info = Info.new(req.id or new_session_id(), agent, req.user_id, _channel(req.channel), kind,
-                            now=self._clock())
-            info.title = req.title
-            return self._create(conn, info)
+            now = self._clock()
+            return self._create(conn, Info(id=req.id or new_session_id(), agent_id=agent, user_id=req.user_id,
+                                           channel=channel, kind=kind, title=req.title, created_at=now, last_active=now))
 
     def get(self, scope: Scope, session_id: str) -> Info:
         """The session's Info; it must belong to the scope (NotFoundError, ForbiddenError)."""
@@ -243,7 +237,7 @@ class Registry:
                 except DuplicateError:
                     raise InvalidSessionError(f"session {session_id} cannot be unarchived: its user already has "
                                               "an active main session; archive that one first") from None
-        return info.with_changes(archived=False)
+        return replace(info, archived=False)
 
     def share(self, scope: Scope, session_id: str, team: str) -> Info:
         """Share the session to a team channel ('' stops sharing): its members may then list and resume it."""
@@ -259,14 +253,14 @@ class Registry:
         with self._store.transaction() as conn:
             info = self._writable(conn, scope, session_id)
             store.update(conn, session_id, title=title)
-        return info.with_changes(title=title)
+        return replace(info, title=title)
 
     def set_agent(self, scope: Scope, session_id: str, agent: str) -> Info:
         """Set the agent the session runs (`/agent` switched it), the one its resume starts (ArchivedError)."""
         with self._store.transaction() as conn:
             info = self._writable(conn, scope, session_id)
             store.update(conn, session_id, agent_id=agent)
-        return info.with_changes(agent_id=agent)
+        return replace(info, agent_id=agent)
 
     def touch(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import MutableMapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
@@ -52,15 +53,10 @@ class TaskState:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskState:
         """Build from a dict, ignoring unknown keys and coercing list fields."""
-        known = {f.name: f for f in fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in known:
-                continue
-            if isinstance(getattr(cls(), key), list):
-                kwargs[key] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-            else:
-                kwargs[key] = value if isinstance(value, str) else str(value)
+        lists = {f.name for f in fields(cls) if f.default_factory is list}
+        known = {f.name for f in fields(cls)}
+        kwargs: dict[str, Any] = {key: ([str(v) for v in value] if isinstance(value, list) else [str(value)])
+                                  if key in lists else str(value) for key, value in data.items() if key in known}
         return cls(**kwargs)
 
 
@@ -91,16 +87,10 @@ class TrackedDict(dict[str, Any]):
         self.update(other)
         return self
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        """Set several keys (each recorded as changed)."""
-        for key, value in dict(*args, **kwargs).items():
-            self[key] = value
-
-    def setdefault(self, key: str, default: Any = None) -> Any:
-        """dict.setdefault, recording a new key as changed."""
-        if key not in self:
-            self[key] = default
-        return self[key]
+    # dict's own (in C) would go around __setitem__ and __delitem__: MutableMapping's are written with them.
+    update = MutableMapping.update  # type: ignore[assignment]
+    setdefault = MutableMapping.setdefault  # type: ignore[assignment]
+    popitem = MutableMapping.popitem  # type: ignore[assignment]
 
     def pop(self, key: str, *default: Any) -> Any:
         """dict.pop, recording the removal."""
@@ -110,14 +100,8 @@ class TrackedDict(dict[str, Any]):
         self._changed(key)
         return value
 
-    def popitem(self) -> tuple[str, Any]:
-        """dict.popitem, recording the removal."""
-        key, value = super().popitem()
-        self._changed(key)
-        return key, value
-
     def clear(self) -> None:
-        """dict.clear, recording every removal."""
+        """dict.clear, recording every removal (not MutableMapping's: a popitem each, quadratic on a dict)."""
         keys = list(self)
         super().clear()
         for key in keys:
@@ -243,10 +227,8 @@ class Session:
         """Drop the history and the task state (the totals stay)."""
         self.messages.clear()
         self.task_state = None
-        self.result_tiers.clear()
-        self.step_outcomes.clear()
-        self.step_network.clear()
-        self.step_images.clear()
+        for name in TRACKED_FIELDS:
+            getattr(self, name).clear()
         self.decision_index.clear()
         self.last_input_tokens = 0
         self.history_generation += 1

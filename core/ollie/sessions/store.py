@@ -24,17 +24,8 @@ DB_NAME = "sessions.db"
 SELECT = f"SELECT {', '.join(COLUMNS)}, team FROM sessions"
 
 
-class Cursor(Protocol):
-    """What a statement returns, in both stores."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def __iter__(self) -> Iterator[Any]: ...
+# What a statement returns: sqlite3's cursor or psycopg's (rowcount, fetchone, fetchall, iteration alike).
+Cursor = Any
 
 
 class Conn(Protocol):
@@ -68,13 +59,6 @@ class StoreLike(Protocol):
     def touch_shared(self, conn: Conn, session_id: str) -> None: ...
 
 
-def _duplicate(message: str) -> str:
-    """Which uniqueness rule a SQLite IntegrityError message names."""
-    if "sessions.user_id" in message:
-        return "main"
-    return "id"
-
-
 class _SqliteConn:
     """sqlite3 with the store's common face (duplicates as DuplicateError)."""
 
@@ -87,7 +71,8 @@ class _SqliteConn:
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" not in str(exc):
                 raise
-            raise DuplicateError(_duplicate(str(exc)), str(exc)) from None
+            # Which uniqueness rule it broke: the one active main session of a user (its index names user_id), or the id.
+            raise DuplicateError("main" if "sessions.user_id" in str(exc) else "id", str(exc)) from None
 
 
 class StoreBusyError(SessionError):
@@ -97,11 +82,6 @@ class StoreBusyError(SessionError):
 def default_path() -> Path:
     """The registry database: `<data dir>/sessions.db`."""
     return paths.data_dir() / DB_NAME
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
 
 
 class Store:
@@ -137,7 +117,7 @@ class Store:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
+                if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
                     raise
                 if time.monotonic() >= deadline:
                     raise StoreBusyError(f"{self.path}: still locked after {self._busy_timeout_s} s") from exc
@@ -179,13 +159,8 @@ class Store:
             self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
             try:
                 yield _SqliteConn(conn)
-            except BaseException:
-                with suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-            try:
                 self._retry(lambda: conn.execute("COMMIT"))
-            except (sqlite3.Error, StoreBusyError):
+            except BaseException:  # the caller's failure, or the commit's
                 with suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 raise

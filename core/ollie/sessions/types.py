@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -113,21 +113,24 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def to_micros(moment: datetime | None) -> int | None:
     """A datetime as integer unix microseconds (the store's time format); None stays None."""
     if moment is None:
         return None
     if moment.tzinfo is None:
         raise InvalidSessionError(f"naive datetime {moment!r}: session times must be timezone-aware")
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 def from_micros(micros: int | None) -> datetime | None:
     """Inverse of to_micros."""
     if micros is None:
         return None
-    return datetime.fromtimestamp(micros // 1_000_000, UTC).replace(microsecond=micros % 1_000_000)
+    return _EPOCH + micros * _MICROSECOND
 
 
 # Where a row sorts in a listing: its last_active as stored (unix micros) and its id.
@@ -152,15 +155,6 @@ class Info:
     archived: bool = False
     # The team channel the session is shared to ('' = none: Registry.share); a column beside the record.
     team: str = ""
-
-    @classmethod
-    def new(
-        cls, id: str, agent_id: str, user_id: str, channel: str, kind: Kind | str, *, now: datetime | None = None,
-    ) -> Info:
-        """A fresh Info with the required fields set and created_at = last_active = now."""
-        moment = now or utcnow()
-        return cls(id=id, agent_id=agent_id, user_id=user_id, channel=channel, kind=kind, created_at=moment,
-                   last_active=moment)
 
     def validate(self) -> Info:
         """This Info, once it holds the session invariant; InvalidSessionError (fail closed) when it does not."""
@@ -199,10 +193,6 @@ class Info:
             values[name] = _enum_or_raw(enum, values[name])
         values["archived"] = bool(values["archived"])
         return cls(**values, team=team)
-
-    def with_changes(self, **changes: object) -> Info:
-        """A copy with some fields replaced."""
-        return replace(self, **changes)
 
 
 # The store's columns of an Info (the team is a column beside them: Registry.share); these differ in type there (unix

@@ -93,7 +93,7 @@ class ShadowGit:
             started = time.time()
             # The work tree as the daemon holds it (beneath.hold), by that fd (passed on: in git it is git's own fd N),
             # never by its name: a dir on its way swapped for a link gets no snapshot from where it leads.
-            with beneath.held_dir(self.work_tree) as fd:
+            with beneath.dir_sync(self.work_tree, ".") as fd:
                 tree = Path(f"/proc/self/fd/{fd}")
                 proc = await asyncio.create_subprocess_exec(
                     git, "--no-pager", *_OPTIONS, *args, cwd=tree, env=git_env(self.git_dir, tree, index_file),

@@ -199,7 +199,9 @@ class PgRounds:
     def flush(self) -> None:
         """Wait until every write so far is done; raise the first failure not yet raised."""
         self._wait()
-        self._raise_failure()
+        failure, self._failure = self._failure, None  # raised once (no snapshot has rewritten the log since)
+        if failure is not None:
+            raise failure
 
     def close(self) -> None:
         """Flush, stop the writer, give up the lease."""
@@ -230,12 +232,6 @@ class PgRounds:
         return self._lost
 
     # --- the writer thread --------------------------------------------------
-
-    def _raise_failure(self) -> None:
-        """Raise a failed write's error once (no snapshot has rewritten the log since)."""
-        failure, self._failure = self._failure, None
-        if failure is not None:
-            raise failure
 
     def _wait(self, timeout: float | None = None) -> None:
         if self._writer is not None:

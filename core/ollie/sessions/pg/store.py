@@ -7,6 +7,7 @@ their registry worker thread, never on the event loop.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -50,15 +51,12 @@ class StoreIdentityError(SessionError):
 
 
 _DUPLICATES = {"sessions_pkey": "id", "sessions_one_main": "main"}
-_placeholders: dict[str, str] = {}
 
 
+@functools.cache  # the registry has a few dozen statements
 def _pg_sql(sql: str) -> str:
-    """The registry's `?` placeholders as psycopg's `%s` (cached: the registry has a few dozen statements)."""
-    converted = _placeholders.get(sql)
-    if converted is None:
-        converted = _placeholders[sql] = sql.replace("%", "%%").replace("?", "%s")
-    return converted
+    """The registry's `?` placeholders as psycopg's `%s`."""
+    return sql.replace("%", "%%").replace("?", "%s")
 
 
 class PgConn:
@@ -292,22 +290,13 @@ class PgStore:
             conn.execute("BEGIN")
             try:
                 yield conn
-            except BaseException:
-                with suppress(psycopg.Error):
-                    conn.raw.execute("ROLLBACK")
-                raise
-            try:
                 conn.execute("COMMIT")
-            except Exception:
+            except BaseException:  # the caller's failure, or the commit's
                 with suppress(psycopg.Error):
                     conn.raw.execute("ROLLBACK")
                 raise
 
-    @contextmanager
-    def reading(self) -> Iterator[PgConn]:
-        """A connection for reads (each statement sees the database as committed when it starts)."""
-        with self.connection() as conn:
-            yield conn
+    reading = connection  # for reads: each statement sees the database as committed when it starts
 
     def touch_shared(self, conn: Conn, session_id: str) -> None:
         """Bump the last activity of a teammate's shared session (its record is its owner's to write: the server's
