@@ -24,8 +24,17 @@ DB_NAME = "sessions.db"
 SELECT = f"SELECT {', '.join(COLUMNS)}, team FROM sessions"
 
 
-# What a statement returns: sqlite3's cursor or psycopg's (rowcount, fetchone, fetchall, iteration alike).
-Cursor = Any
+class Cursor(Protocol):
+    """What a statement returns, in both stores (sqlite3's cursor, psycopg's)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
 
 
 class Conn(Protocol):
