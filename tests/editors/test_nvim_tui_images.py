@@ -169,7 +169,7 @@ def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: 
         assert "error" not in queued, queued
         story.set()
         done = tmux.keep("2-answered", tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer"))
-        lines = chat_lines(done)  # its prompt as a sent one's, its image named (the `user` event names none)
+        lines = chat_lines(done)  # its prompt as a sent one's, its image named (as this chat queued it)
         assert lines[lines.index("what is it shot.png") + 1] == "📎 shot.png (image)", lines
         assert_clean(tmux.screens)
     finally:
