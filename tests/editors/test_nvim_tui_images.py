@@ -192,8 +192,8 @@ def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(t
         tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
         # Queued by another client: the chat did not send it, nor shows it queued.
         tmux.keys(":lua require('ollie.client').request('ollie/queue', {session = require('ollie.chat').get().session,"
-                  " text = 'what is this', images = {{path = 'shot.png'}}}, function(e) print(e and 'refused' or 'queued it') end)",
-                  "Enter")
+                  " text = 'what is this', images = {{path = 'shot.png'}}},"
+                  " function(e) print(e and 'refused' or 'queued it') end)", "Enter")
         tmux.wait(lambda s: "queued it" in s or "refused" in s, "the daemon to take the prompt")
         story.set()
         done = tmux.keep("1-ran", tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer"))
