@@ -34,7 +34,9 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
         params["tool"] = event.tool.to_wire()
     if event.steps:
         params["steps"] = [step.to_wire() for step in event.steps]
-    if event.images:  # a `tool` result's images, as the model was shown them
+    if event.role == "user" and event.images:  # a queued prompt's: what each is, as its history message names them
+        params["images"] = [{"mime": i.mime, "bytes": i.size} for i in event.images]
+    elif event.images:  # a `tool` result's images, as the model was shown them
         params["images"] = images.shown(event.images)[0]
     if event.turn:  # a `turn` end: the number of the turn that ended (a client's "fork from here" names it)
         params["turn"] = event.turn

@@ -169,9 +169,74 @@ def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: 
         assert "error" not in queued, queued
         story.set()
         done = tmux.keep("2-answered", tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer"))
-        lines = chat_lines(done)  # its prompt as a sent one's, its image named (the `user` event names none)
+        lines = chat_lines(done)  # its prompt as a sent one's, its image named (as this chat queued it)
         assert lines[lines.index("what is it shot.png") + 1] == "📎 shot.png (image)", lines
         assert_clean(tmux.screens)
     finally:
         tmux.close()
     assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
+
+
+def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(tmp_path: Path, scripted_llm):
+    """Bug: a prompt queued with an image by another client of the session (a second window) showed, once its turn
+    ran, as text alone: the daemon's `user` event named no images. It names them now, and so does the chat."""
+    srv = scripted_llm("openai")
+    story = threading.Event()  # the story ends once the prompt is queued behind it, however slow the machine
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
+               Reply.text("It is blue."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        # Queued by another client: the chat did not send it, nor shows it queued.
+        tmux.keys(":lua require('ollie.client').request('ollie/queue', {session = require('ollie.chat').get().session,"
+                  " text = 'what is this', images = {{path = 'shot.png'}}},"
+                  " function(e) print(e and 'refused' or 'queued it') end)", "Enter")
+        tmux.wait(lambda s: "queued it" in s or "refused" in s, "the daemon to take the prompt")
+        story.set()
+        done = tmux.keep("1-ran", tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer"))
+        lines = chat_lines(done)
+        assert lines[lines.index("what is this") + 1] == "📎 image (png, 1 KB)", lines
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
+
+
+def test_a_prompt_with_an_image_queued_when_nvim_quit_comes_back_with_it(tmp_path: Path, scripted_llm):
+    """Bug: a queued prompt Neovim saved when it quit mid-turn was queued again, after the restart, as text alone:
+    its image was lost. It keeps it (shown, and sent with its turn), as VS Code keeps its queued images."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
+               Reply.text("It is blue."), Reply.text("Next done."))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files, size=(120, 30))
+    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a long story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        send_in_chat(tmux, "what is it #file:shot.png")
+        tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 shot.png (image)" in s,
+                                        "the queued prompt"))
+        quit_nvim(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files, size=(120, 30))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "tell me a long story" in s, "the sessions to pick from")
+        number = next(line.split(".")[0].strip() for line in picker.splitlines() if "tell me a long story" in line)
+        tmux.keys(number, "Enter")
+        tmux.keep("2-held", tmux.wait(lambda s: "⏸ held: what is it shot.png  📎 shot.png (image)" in s,
+                                      "the prompt waiting with its image"))
+        send_in_chat(tmux, "next")
+        tmux.keep("3-ran", tmux.wait(lambda s: "Next done." in s, "the next prompt's answer"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    # The held prompt's turn sent the image (its request and the next, whose history holds it).
+    assert srv.images(srv.chat_requests[1]) == [("image/png", picture)], srv.chat_requests[1].body

@@ -129,6 +129,11 @@ async def test_a_prompt_queued_with_images_during_a_turn_runs_after_it_with_them
     messages = (await daemon.request("ollie/context", {}))["messages"]
     users = [m for m in messages if m["role"] == "user"]
     assert [u.get("images") for u in users] == [None, None, [{"mime": "image/png", "bytes": len(PICTURE)}] * 2, None]
+    # Each queued prompt's `user` event says what runs, its images too (named, no data): a second window on the
+    # session shows them live as the history does after a reload.
+    announced = [e for e in daemon.events if e["role"] == "user"]
+    assert [(e["content"], e.get("images")) for e in announced] == [
+        ("text only", None), ("", [{"mime": "image/png", "bytes": len(PICTURE)}] * 2), ("after the picture", None)]
 
 
 async def test_file_read_of_an_image_shows_it_to_the_model(shared_daemon, llm):

@@ -62,7 +62,7 @@ class TurnFiles:
 class Event:
     """One engine event: `role` says what it is (above), `name` the tool, `tool`/`steps` its readable steps,
     `changes` (on a `turn` end) the files the turn changed, `turn` (on a `turn` end) its number (0: not numbered),
-    `images` (on a `tool` result) the images the tool returned."""
+    `images` (on a `tool` result) the images the tool returned, (on a `user` event) the prompt's."""
 
     role: str
     name: str = ""

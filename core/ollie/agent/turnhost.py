@@ -287,8 +287,8 @@ class TurnHost:
         self.running, self._finishing = True, False
         self.session.begin_turn()
         bus.publish(Event("turn", content="start", prompt=text))
-        if announce:  # a prompt the client did not send just now: tell it what runs
-            bus.emit("user", text)
+        if announce:  # a prompt the client did not send just now: tell it what runs (and with which images)
+            bus.publish(Event("user", content=text, images=tuple(images or ())))
         self._tell_new(self.runtime.warnings)
         self.set_state("thinking")
         loop = self._loop = AgentLoop(self, self.budget)

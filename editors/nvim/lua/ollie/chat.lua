@@ -551,8 +551,9 @@ function Chat:on_event(ev, drawn)
   elseif role == "user" then
     local labels, text = context.split_prompt(content)
     turns.note(self.session, text)
-    local queued = t:settle("queued", text)[1] -- shown with its images' labels, which `content` does not carry
-    labels = queued and queued.labels or labels
+    -- Shown with its images' labels: those this chat queued it with, else (another window's) what the event names.
+    local queued = t:settle("queued", text)[1]
+    labels = queued and queued.labels or vim.list_extend(labels, render.image_labels(ev.images))
     t:prompt(text, labels)
     self.tail = { prompt = text, labels = labels, parts = {} }
   elseif role == "error" or role == "info" or role == "exec" then

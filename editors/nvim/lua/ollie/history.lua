@@ -4,7 +4,7 @@
 local client = require("ollie.client")
 local context = require("ollie.context")
 local err_text = require("ollie.requests").err_text
-local image_size = require("ollie.render").image_size
+local image_labels = require("ollie.render").image_labels
 
 local M = {}
 
@@ -63,11 +63,7 @@ local function draw(t, messages, running, last_result, cut)
       if type(m.contextLabels) == "table" then
         labels = vim.list_extend({}, m.contextLabels)
       end
-      -- A prompt's images: what each was (the daemon sends no data).
-      for _, image in ipairs(type(m.images) == "table" and m.images or {}) do
-        local kind = tostring(image.mime or "image"):gsub("^image/", "")
-        table.insert(labels, ("image (%s, %s)"):format(kind, image_size(image.bytes)))
-      end
+      vim.list_extend(labels, image_labels(m.images)) -- a prompt's images: what each was (the daemon sends no data)
       t:prompt(text, labels)
       unanswered, last_prompt = true, text
     elseif m.role == "assistant" then

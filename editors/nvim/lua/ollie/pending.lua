@@ -65,7 +65,8 @@ function P:pend(kind, text, contexts, done, typed)
       else
         self.transcript:pend(kind, text, context.labels(contexts))
         if kind == "queued" then -- kept until its turn starts: the daemon's queue ends with the editor
-          savedqueue.add(session, { text = text, context = params.context, labels = context.labels(contexts) })
+          savedqueue.add(session, { text = text, context = params.context, labels = context.labels(contexts),
+            images = params.images })
         end
         if done then
           done()
@@ -192,7 +193,8 @@ function P:restore_queue()
   local function requeue(i)
     local p = saved[i]
     if p then
-      client.request("ollie/queue", { session = session, text = p.text, context = p.context }, function(err)
+      local params = { session = session, text = p.text, context = p.context, images = p.images } -- its images too
+      client.request("ollie/queue", params, function(err)
         if err then
           savedqueue.take(session, p.text)
           self.transcript:note("error: a prompt queued before the editor quit could not be queued again: "

@@ -821,6 +821,18 @@ function M.image_size(bytes)
   return ("%d KB"):format(math.max(1, math.floor((tonumber(bytes) or 0) / 1024 + 0.5)))
 end
 
+---A prompt's images as its labels name them, `image (png, 1 KB)` (the daemon's `{mime, bytes}`: no data).
+---@param images any the `images` of a history `user` message or a `user` event
+---@return string[]
+function M.image_labels(images)
+  local labels = {}
+  for _, image in ipairs(type(images) == "table" and images or {}) do
+    local kind = tostring(type(image) == "table" and image.mime or "image"):gsub("^image/", ""):gsub("%c", " ")
+    table.insert(labels, ("image (%s, %s)"):format(kind, M.image_size(type(image) == "table" and image.bytes)))
+  end
+  return labels
+end
+
 ---A byte count as the `[network]` lines of a result say it (core/ollie/tools/execute/results.py).
 local function size(n)
   n = tonumber(n) or 0

@@ -15,6 +15,7 @@ local SAVED_SESSIONS = 8
 ---@field text string
 ---@field context table[]|nil the prompt's contexts as `ollie/queue` takes them
 ---@field labels string[]
+---@field images table[]|nil its images as `ollie/queue` takes them: `{path}`, or the bytes read here `{data, name}`
 
 ---@class ollie.SavedQueue
 ---@field session string
@@ -28,6 +29,20 @@ end
 
 local told_broken = false
 
+---The saved images of the shape written (`{path}` or `{data, name?}`, strings), nil for none: the daemon checks
+---each again as it is queued.
+---@param images any
+---@return table[]|nil
+local function valid_images(images)
+  local valid = {}
+  for _, i in ipairs(type(images) == "table" and images or {}) do
+    if type(i) == "table" and (type(i.path) == "string") ~= (type(i.data) == "string") then
+      table.insert(valid, { path = i.path, data = i.data, name = type(i.name) == "string" and i.name or nil })
+    end
+  end
+  return #valid > 0 and valid or nil
+end
+
 ---The prompts in a saved entry that have the shape written (a hand-edited or older file may hold anything).
 ---@param prompts any
 ---@return ollie.SavedPrompt[]
@@ -37,7 +52,8 @@ local function valid_prompts(prompts)
     if type(p) == "table" and type(p.text) == "string" then
       local labels = vim.tbl_filter(function(l) return type(l) == "string" end,
         type(p.labels) == "table" and p.labels or {})
-      table.insert(valid, { text = p.text, context = type(p.context) == "table" and p.context or nil, labels = labels })
+      table.insert(valid, { text = p.text, context = type(p.context) == "table" and p.context or nil, labels = labels,
+        images = valid_images(p.images) })
     end
   end
   return valid

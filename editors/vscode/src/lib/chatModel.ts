@@ -1,6 +1,6 @@
 // The conversation as the chat view shows it, built from `ollie/event` notifications.
 
-import { splitEditorContext, typedText } from "./promptContext";
+import { imageLabels, splitEditorContext, typedText } from "./promptContext";
 import type { OllieEvent, ToolImage } from "./protocol";
 import { type StepDiff, type StepLocation, type ToolStep, isUserRejection } from "./steps";
 
@@ -171,7 +171,7 @@ export class ChatModel {
       case "turn":
         return this.turnEdge(event.content, event.turn);
       case "user":
-        return this.promptStarted(event.content);
+        return this.promptStarted(event.content, event.images);
       default: {
         const level = NOTICE_ROLES[event.role];
         if (!level || event.content === "" || (level === "info" && this.answeredInChat(event.content))) return [];
@@ -199,15 +199,15 @@ export class ChatModel {
   // A turn the client did not start just now began (the daemon's `user` event): a queued (or held) prompt's. It
   // leaves its place among the side notes and becomes the prompt of the running turn, after everything before;
   // a prompt this chat does not show (queued in another window) is added.
-  private promptStarted(content: string): ChatItem[] {
+  private promptStarted(content: string, images?: readonly ToolImage[]): ChatItem[] {
     const typed = typedText(content);
     const waited = (notes: readonly PromptNote[]) => this.items.findIndex((i) => i.kind === "user" && i.note !== undefined && notes.includes(i.note) && typed.includes(i.text));
     // Dropped: the queue was read as its turn began (a command's during the turn before).
     const index = [waited(["queued", "held"]), waited(["dropped"])].find((i) => i >= 0) ?? -1;
     if (index < 0) {
-      // A code action's, or one queued in another window: shown as sent, with a label per context block.
+      // A code action's, or one queued in another window: shown as sent, with a label per context block and image.
       const { prompt, contextLabels } = splitEditorContext(content);
-      return [this.addUser(prompt, { contextLabels })];
+      return [this.addUser(prompt, { contextLabels: [...(contextLabels ?? []), ...imageLabels(images)] })];
     }
     const [item] = this.items.splice(index, 1);
     if (item.kind === "user") delete item.note;

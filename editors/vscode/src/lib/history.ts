@@ -3,7 +3,7 @@
 import { ChatItem, ChatModel, ToolItem } from "./chatModel";
 import { isObject } from "./json";
 import { type OllieEvent, parseToolImages, turnNumber } from "./protocol";
-import { splitEditorContext } from "./promptContext";
+import { imageLabels, splitEditorContext } from "./promptContext";
 import { StepDiff, ToolStep, parseToolStep, parseToolSteps } from "./steps";
 
 interface ToolCallLike {
@@ -60,16 +60,6 @@ function changedTurn(message: MessageLike): { turn: number; files: number } | un
   const marked = message.turnChanges;
   if (!isObject(marked) || !Number.isInteger(marked.turn) || !Number.isInteger(marked.files)) return undefined;
   return (marked.files as number) > 0 ? { turn: marked.turn as number, files: marked.files as number } : undefined;
-}
-
-/** `image: png, 12 KB` for each image the daemon lists on a saved prompt. */
-export function imageLabels(value: unknown): string[] {
-  if (!Array.isArray(value)) return [];
-  return value.map((image: { mime?: unknown; bytes?: unknown }) => {
-    const kind = typeof image?.mime === "string" ? image.mime.replace(/^image\//, "") : "image";
-    const size = typeof image?.bytes === "number" ? `, ${Math.max(1, Math.round(image.bytes / 1024))} KB` : "";
-    return `image: ${kind}${size}`;
-  });
 }
 
 function stringList(value: unknown): string[] | undefined {

@@ -31,3 +31,13 @@ export function splitEditorContext(saved: string): { prompt: string; contextLabe
 
 /** What the user typed of a prompt the daemon announces or queues: its editor-context blocks left out. */
 export const typedText = (prompt: string): string => splitEditorContext(prompt).prompt;
+
+/** `image: png, 12 KB` for each image the daemon lists on a saved prompt (or a queued one's `user` event). */
+export function imageLabels(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return value.map((image: { mime?: unknown; bytes?: unknown }) => {
+    const kind = typeof image?.mime === "string" ? image.mime.replace(/^image\//, "") : "image";
+    const size = typeof image?.bytes === "number" ? `, ${Math.max(1, Math.round(image.bytes / 1024))} KB` : "";
+    return `image: ${kind}${size}`;
+  });
+}

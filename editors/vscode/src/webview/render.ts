@@ -2,7 +2,8 @@
 
 import { type ChatItem, type ToolItem, networkTarget } from "../lib/chatModel";
 import { looksLikePath, splitPathLine } from "../lib/links";
-import { STOP_LABELS, imageLabels } from "../lib/history";
+import { STOP_LABELS } from "../lib/history";
+import { imageLabels } from "../lib/promptContext";
 import { askingStep, questionA11y } from "../lib/question";
 import { type ShownStatus, StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, rejectedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { type ToolImage } from "../lib/protocol";

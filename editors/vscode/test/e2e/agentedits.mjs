@@ -34,7 +34,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  askUntilReply, dirtyTabs, freezeExtensionHost, log, openChat, openFile, runCommand, scenario, send, typeUnsaved, until,
+  artifacts, askUntilReply, dirtyTabs, dragSideBar, freezeExtensionHost, log, openChat, openFile, runCommand, scenario, send, typeUnsaved, until,
   waitForNotification, waitForSavedPrompt, waitForStatus, waitMs, work, withVSCode,
 } from "./harness.mjs";
 
@@ -268,6 +268,36 @@ await withVSCode(
         if (shown !== 1) throw new Error(`the diff adding ${JSON.stringify(added)} is shown ${shown} times`);
       }
       await screenshot("allowed-diff-once");
+      // A step's headers wrap at their parts, in the narrow side bar (~300 px) and one dragged wide: each file's link
+      // at the right, beside its step's title when both fit; "Open diff" whole on one line, inside the step (before:
+      // the link alone at the left of a line under a short title, "Open" and "diff" on two lines, or cut off).
+      const step = chat.locator(".item.tool", { has: chat.locator(".diff tr.added", { hasText: "The sum." }) }).last();
+      for (const [name, dx] of [["narrow", 0], ["wide", -300]]) {
+        if (dx) await dragSideBar(page, dx);
+        const layout = await step.evaluate((item) => {
+          const box = (e) => e.getBoundingClientRect();
+          const row = (e) => Math.round(box(e).top + box(e).height / 2);
+          const right = box(item).right + 1;
+          const substeps = [...item.querySelectorAll(".substep")].map((sub) => {
+            const link = sub.querySelector(".file-link");
+            // Beside its title, or (when both do not fit) on the next line at the right, as beside it: never alone at
+            // the left under the icons.
+            const atRight = Math.abs(box(link).right - box(sub).right) < 2;
+            return { beside: row(link) === row(sub.querySelector(".step-title")), atRight, inside: box(link).right <= right };
+          });
+          const heads = [...item.querySelectorAll(".diff-head")].map((head) => {
+            const open = head.querySelector("button.link-button");
+            const line = parseFloat(getComputedStyle(open).lineHeight) || 20;
+            return { whole: box(open).height < 1.6 * line, inside: box(open).right <= right,
+              oneRow: row(open) === row(head.querySelector(".file-link")) };
+          });
+          return { substeps, heads };
+        });
+        await step.screenshot({ path: path.join(artifacts, `step-header-${name}.png`) });
+        const bad = layout.substeps.some((s) => !s.atRight || !s.inside || (name === "wide" && !s.beside)) || layout.heads.some((h) => !h.whole || !h.inside || (name === "wide" && !h.oneRow));
+        if (layout.heads.length !== 2 || bad) throw new Error(`a step's header wraps badly in the ${name} side bar: ${JSON.stringify(layout)}`);
+        if (dx) await dragSideBar(page, -dx);
+      }
       log("each allowed edit's diff is shown once");
 
       // A program's question shows its code whole: its title holds the first line alone (the rest could not be read).

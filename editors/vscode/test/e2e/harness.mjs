@@ -652,3 +652,23 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
+
+/** Drag the secondary side bar's edge by `dx` pixels, as a user does; resolves once its width changed so. */
+export async function dragSideBar(page, dx) {
+  const bar = page.locator(".part.auxiliarybar");
+  const before = await bar.boundingBox();
+  const sashes = await page.locator(".monaco-sash.vertical").all();
+  let edge;
+  for (const sash of sashes) {
+    const box = await sash.boundingBox();
+    if (box && Math.abs(box.x + box.width / 2 - before.x) < 6) edge = box;
+  }
+  if (!edge) throw new Error("no sash on the side bar's edge");
+  const y = edge.y + edge.height / 2;
+  await page.mouse.move(edge.x + edge.width / 2, y);
+  await page.mouse.down();
+  await page.mouse.move(edge.x + edge.width / 2 + dx, y, { steps: 8 });
+  await page.mouse.up();
+  await until("the side bar resized", async () => Math.abs((await bar.boundingBox()).width - (before.width - dx)) < 3);
+  return before.width - dx;
+}

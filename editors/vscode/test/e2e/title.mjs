@@ -28,7 +28,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFocused, chatFrame, fillInput, log, ollieOutput, openChat, ownPids, runCommand, scenario, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { chatFocused, chatFrame, dragSideBar, fillInput, log, ollieOutput, openChat, ownPids, runCommand, scenario, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
@@ -58,26 +58,6 @@ const titleLayout = (chat) => chat.locator("#title").evaluate((title) => {
   const whole = title.clientWidth > 0 && title.scrollWidth <= title.clientWidth && title.scrollHeight <= title.clientHeight;
   return { whole, below: picker.top >= title.getBoundingClientRect().bottom - 1 };
 });
-
-/** Drag the secondary side bar's edge by `dx` pixels, as a user does; resolves once its width changed so. */
-async function dragSideBar(page, dx) {
-  const bar = page.locator(".part.auxiliarybar");
-  const before = await bar.boundingBox();
-  const sashes = await page.locator(".monaco-sash.vertical").all();
-  let edge;
-  for (const sash of sashes) {
-    const box = await sash.boundingBox();
-    if (box && Math.abs(box.x + box.width / 2 - before.x) < 6) edge = box;
-  }
-  if (!edge) throw new Error("no sash on the side bar's edge");
-  const y = edge.y + edge.height / 2;
-  await page.mouse.move(edge.x + edge.width / 2, y);
-  await page.mouse.down();
-  await page.mouse.move(edge.x + edge.width / 2 + dx, y, { steps: 8 });
-  await page.mouse.up();
-  await until("the side bar resized", async () => Math.abs((await bar.boundingBox()).width - (before.width - dx)) < 3);
-  return before.width - dx;
-}
 
 /** The chat's title, "Sea haiku (fork)", shows whole at the default width (the picker beside it) and in a side bar
  * dragged narrow (the picker under it): it was cut to ten letters or so by "Ask before edits". */

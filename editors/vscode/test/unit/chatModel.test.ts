@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, isToolError } from "../../src/lib/chatModel";
-import { OllieEvent } from "../../src/lib/protocol";
+import { OllieEvent, parseEvent } from "../../src/lib/protocol";
 
 function feeder(model: ChatModel) {
   let seq = 0;
@@ -180,6 +180,13 @@ test("a queued prompt's turn starts (its `user` event): it is no longer queued, 
   feed("turn", "start");
   const added = feed("user", "<editor-context>\nFile: b.py (python)\nShowing lines 1-2:\n```\nx\n```\n</editor-context>\n\nfrom elsewhere");
   assert.deepEqual(added, [{ kind: "user", id: added[0].id, text: "from elsewhere", contextLabels: ["b.py:1-2"] }]);
+  // One queued in another window with images: the event names them (no data), and so does the chat (Bug: the event
+  // carried none, the prompt showed without them).
+  feed("turn", "end");
+  feed("turn", "start");
+  const event = parseEvent({ session: "s", seq: 99, role: "user", content: "and these", images: [{ mime: "image/png", bytes: 2048 }] });
+  const pictured = model.apply(event as OllieEvent);
+  assert.deepEqual(pictured, [{ kind: "user", id: pictured[0].id, text: "and these", contextLabels: ["image: png, 2 KB"] }]);
 });
 
 test("a Stop holds the queued prompts and /queued clear drops them: their notes say so", () => {

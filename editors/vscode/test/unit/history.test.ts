@@ -246,7 +246,8 @@ test("a page that starts with a tool result is one whose call is on the page bef
 });
 
 test("a saved prompt's images show as labels (type and size, the daemon sends no data)", async () => {
-  const { modelFromHistory, imageLabels } = await import("../../src/lib/history");
+  const { modelFromHistory } = await import("../../src/lib/history");
+  const { imageLabels } = await import("../../src/lib/promptContext");
   assert.deepEqual(imageLabels([{ mime: "image/png", bytes: 12_345 }, { mime: "image/jpeg", bytes: 10 }]), ["image: png, 12 KB", "image: jpeg, 1 KB"]);
   const model = modelFromHistory([{ role: "user", content: "what is this", images: [{ mime: "image/png", bytes: 2048 }] }]);
   const user = model.items.find((i) => i.kind === "user");
