@@ -22,7 +22,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ollie.lsp.editorwatch")
 
 
-def watch_client(pid: int | None, conn: TransportSocket | None, on_gone: Callable[[], object]) -> bool:
+_watching: set[asyncio.Task[bool]] = set()  # held so a check in progress is not collected
+
+
+def start_watching(pid: int | None, conn: TransportSocket | None, on_gone: Callable[[], object]) -> None:
+    """`watch_client` as a task of this loop."""
+    task = asyncio.ensure_future(watch_client(pid, conn, on_gone))
+    _watching.add(task)
+    task.add_done_callback(_watching.discard)
+
+
+async def watch_client(pid: int | None, conn: TransportSocket | None, on_gone: Callable[[], object]) -> bool:
     """Call `on_gone` on this loop once process `pid` has exited, when it is this daemon's client: an ancestor of it
     (stdio), or over TCP (`conn`) one holding the connection's other end. Any other is logged and not watched: over
     ssh or from a container the editor's pid names another process here, or none."""
@@ -33,7 +43,8 @@ def watch_client(pid: int | None, conn: TransportSocket | None, on_gone: Callabl
     except (OSError, OverflowError) as exc:
         logger.info("initialize: processId %d is no process here (%s): not watched", pid, exc)
         return False
-    if not (holds_peer(pid, conn) if conn is not None else pid in ancestors()):
+    # In a thread: /proc/net/tcp has a row for every socket on the machine, the client's fd table one per open file.
+    if not await asyncio.to_thread(lambda: holds_peer(pid, conn) if conn is not None else pid in ancestors()):
         os.close(pidfd)
         how = "holds no end of this connection" if conn is not None else "is no process this daemon was started by"
         logger.info("initialize: processId %d %s: not watched", pid, how)

@@ -9,7 +9,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from ollie_lsp.editorwatch import watch_client
+from ollie_lsp.editorwatch import start_watching
 from ollie_lsp.options import parse_init_options
 from ollie_lsp.server import OllieServer, start_dir
 
@@ -42,7 +42,7 @@ def register_lifecycle(server: OllieServer) -> None:
         # LSP: the server exits once the client's process has, even if a wrapper keeps its pipe or socket open.
         writer = ls.protocol.writer
         conn = writer.get_extra_info("socket") if isinstance(writer, asyncio.StreamWriter) else None
-        loop.call_soon(watch_client, params.process_id, conn, lambda: ls.serving() and ls.exit_asked())
+        loop.call_soon(start_watching, params.process_id, conn, lambda: ls.serving() and ls.exit_asked())
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OllieServer, params: types.InitializedParams) -> None:

@@ -174,3 +174,23 @@ async def test_no_checkpoints_for_the_root_says_why_once_and_tracks_nothing() ->
     assert (await tracker.after_step(await tracker.before_step())).changes == []
     assert await tracker.end_turn() == (None, None)
     assert tracker.checkpoints is None and tracker.unavailable and len(told) == 1
+
+
+def test_a_batch_of_file_edits_builds_each_file_tools_grammar_once(monkeypatch, tmp_path):
+    """A 2,000-write `call_tool` was parsed on the loop (its preview, its approval, its run) building an argparse
+    grammar per call, gettext look-ups and all: 1 ms each, seconds before its first write, every session frozen."""
+    import argparse
+
+    built = []
+    init = argparse.ArgumentParser.__init__
+
+    def counted(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        built.append(kwargs.get("prog"))
+        init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(argparse.ArgumentParser, "__init__", counted)
+    calls = [{"tool": tool, "args": [f"f{i}.txt", "old", "new"]} for i in range(2_000)
+             for tool in ("file_edit", "file_write")]
+    steps = describe("call_tool", {"calls": calls}, tmp_path)
+    assert "f0.txt" in steps[0].title and "f1999.txt" in steps[-1].title, (steps[0], steps[-1])
+    assert len(steps) == 4_000 and len(built) <= 2, f"{len(built)} grammars built for {len(steps)} calls"

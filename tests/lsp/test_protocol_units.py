@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import sys
+import threading
+from asyncio.trsock import TransportSocket
 from pathlib import Path
 
 import pytest
@@ -12,6 +17,7 @@ from ollie.agent.events import Bus, Event
 from ollie.paths import session_dir
 from ollie.sessions.types import first_words
 from ollie_lsp.editor import OpenDocument, display_path, is_command, with_context
+from ollie_lsp.editorwatch import watch_client
 from ollie_lsp.errors import InvalidParams
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.options import parse_init_options
@@ -304,3 +310,35 @@ async def test_session_new_walks_its_cwd_off_the_loop(tmp_path, monkeypatch):
     assert await stall.walked_off_the_loop(session_dir(str(work))) == work
     with pytest.raises(ValueError, match=".* is not an existing directory"):
         await session_dir(str(tmp_path / "gone"))
+
+
+async def test_the_tcp_clients_socket_is_looked_up_off_the_loop(monkeypatch):
+    """initialize over --tcp read /proc/net/tcp (a row per socket on the machine: 0.5 s with 20,000 connections) and
+    the client's fd table on the loop every session shares; a stalled read of them now holds only the check."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    client = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import socket, sys; s = socket.create_connection(('127.0.0.1', int(sys.argv[1])));"
+        "print(flush=True); sys.stdin.read()", str(listening.getsockname()[1]),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    assert client.stdout is not None and client.stdin is not None
+    await client.stdout.readline()  # connected
+    ours, _ = listening.accept()
+    listing, release, held = threading.Event(), threading.Event(), []
+    listdir = os.listdir
+
+    def stalled(path: str) -> list[str]:
+        if path == f"/proc/{client.pid}/fd":
+            listing.set()
+            held.append(release.wait(5))
+        return listdir(path)
+
+    monkeypatch.setattr(os, "listdir", stalled)
+    gone = asyncio.Event()
+    with listening, ours:
+        watching = asyncio.ensure_future(watch_client(client.pid, TransportSocket(ours), gone.set))
+        await asyncio.to_thread(listing.wait, 30)
+        release.set()
+        assert await watching and held == [True], "the loop served nothing while the client's fds were listed"
+        client.stdin.close()  # the client ends: the daemon is told
+        await asyncio.wait_for(gone.wait(), 30)
+        await client.wait()
