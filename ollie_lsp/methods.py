@@ -132,7 +132,7 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
         live.waiting.discard(handle)
 
 
-async def _prompt_images(p: TextParams, *, cwd: Path) -> list[Image]:
+async def _prompt_images(p: SubmitParams | TextParams, *, cwd: Path) -> list[Image]:
     """A submitted or queued prompt's images (`_images`); -32602 for images with a command, or a prompt of nothing."""
     pictures = await _images(p.images or [], cwd=cwd)
     if pictures and is_command(p.text):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ollie.backend.types import Message, ToolCall, Usage
 from ollie.agent.commands_info import sessions_in
+from ollie.backend.types import Message, ToolCall, Usage
 from ollie.sessions import logindex, persist
 from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError, session_log
 from ollie.sessions.session import Session, TaskState, new_session_id
@@ -404,7 +404,7 @@ def test_listing_leaves_out_sessions_nobody_typed_in(tmp_path, log_store):
 def test_the_sessions_of_a_directory_are_found_reading_each_logs_end_once(tmp_path, log_store, monkeypatch):
     here, there = tmp_path / "here", tmp_path / "there"
     ids = [_made_at(n) for n in (1_000, 2_000, 3_000, 4_000)]
-    for session_id, cwd in zip(ids, (here, there, here, here)):
+    for session_id, cwd in zip(ids, (here, there, here, here), strict=True):
         typed = [Message("user", "hi")] if session_id != ids[3] else []  # the last one nobody typed in
         session_log(tmp_path, session_id).save(Session(id=session_id, cwd=str(cwd), messages=typed))
     reads: list[str] = []
