@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ollie.agent.commands_info import sessions_in
 from ollie.backend.types import Message, ToolCall, Usage
-from ollie.sessions import persist
+from ollie.sessions import logindex, persist
 from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileNotFoundError, session_log
 from ollie.sessions.session import Session, TaskState, new_session_id
 from tests.compactions import read_compaction_snapshots
@@ -398,6 +399,24 @@ def test_listing_leaves_out_sessions_nobody_typed_in(tmp_path, log_store):
     assert persist.list_saved(tmp_path) == [prompted, named]
     assert persist.exists(tmp_path, unused) and persist.is_unused(tmp_path, unused)
     assert not persist.is_unused(tmp_path, named) and not persist.is_unused(tmp_path, "missing")
+
+
+def test_the_sessions_of_a_directory_are_found_reading_each_logs_end_once(tmp_path, log_store, monkeypatch):
+    here, there = tmp_path / "here", tmp_path / "there"
+    ids = [_made_at(n) for n in (1_000, 2_000, 3_000, 4_000)]
+    for session_id, cwd in zip(ids, (here, there, here, here), strict=True):
+        typed = [Message("user", "hi")] if session_id != ids[3] else []  # the last one nobody typed in
+        session_log(tmp_path, session_id).save(Session(id=session_id, cwd=str(cwd), messages=typed))
+    reads: list[str] = []
+    tail = logindex._tail
+
+    def counted(sessions_dir: Path | str, session_id: str, **kwargs: bool) -> bytes:
+        reads.append(session_id)
+        return tail(sessions_dir, session_id, **kwargs)
+
+    monkeypatch.setattr(logindex, "_tail", counted)
+    assert sessions_in(tmp_path, here) == [ids[2], ids[0]]
+    assert sorted(reads) == ids  # once each: the check for sessions nobody typed in read the meta too
 
 
 def test_list_and_exists(tmp_path, log_store):

@@ -158,6 +158,12 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
         assert err.message == (f"forbidden: session {sid} is shared with team 'backend' to read and resume: "
                                "only its owner (alice) may rename, archive or share it"), err.message
     assert (await laptop.request("ollie/session/list", {}))["sessions"][0]["title"] == "the migration"
+    # Bob cannot close it on alice's laptop, as the owner's own message says: he is told what he can do, and can.
+    err = await _error(bob, "ollie/session/load", {"session": sid})
+    assert err.code == -32007 and "close it there first" not in err.message, err.message
+    assert ": ask alice to close it there, or fork it to go on in a session of your own; " in err.message, err.message
+    forked = await bob.request("ollie/session/fork", {"session": sid})
+    assert forked["session"] != sid and forked["info"]["title"] == "the migration (fork)"
 
     assert await laptop.request("ollie/session/close", {"session": sid}) == {}  # the lease goes with it
     listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}

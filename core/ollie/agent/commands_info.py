@@ -232,11 +232,11 @@ def sessions_in(directory: Path, cwd: Path, limit: int = SESSIONS_SHOWN) -> list
 
 
 def _started_in(directory: Path, cwd: Path) -> Iterator[str]:
-    """The ids of the saved sessions started in `cwd`, newest first (each log's meta read as it comes)."""
+    """The ids of the saved sessions started in `cwd`, newest first."""
     wanted = str(cwd.resolve())
     # Ids sort by creation time; unprompted starts are not saved, so not listed.
-    for session_id in reversed(persist.list_saved(directory)):
-        if persist.read_meta(directory, session_id).get("cwd") == wanted:
+    for session_id, meta in reversed(persist.saved_metas(directory)):
+        if meta.get("cwd") == wanted:
             yield session_id
 
 

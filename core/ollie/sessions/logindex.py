@@ -59,13 +59,17 @@ def meta_and_turns(sessions_dir: Path | str, session_id: str) -> tuple[dict[str,
 
 def is_unused(sessions_dir: Path | str, session_id: str) -> bool:
     """Whether a saved session has no message and no title: a start nobody typed in (listings leave it out)."""
-    commit = last_commit(_tail(sessions_dir, session_id))
+    return _unused(last_commit(_tail(sessions_dir, session_id)))
+
+
+def _unused(commit: dict[str, Any]) -> bool:
     meta = commit.get("meta")
     return commit.get("n") == 0 and not (isinstance(meta, dict) and meta.get("title"))
 
 
-def list_saved(sessions_dir: Path | str) -> list[str]:
-    """Ids of the saved sessions worth listing, oldest first (ids sort by creation time).
+def saved_metas(sessions_dir: Path | str) -> list[tuple[str, dict[str, Any]]]:
+    """The saved sessions worth listing, oldest first (ids sort by creation time), each with its latest meta
+    (`read_meta`): each log's end read once, for the check and the meta.
 
     A session with no message and no title is left out (`is_unused`): each start of a front end
     saves one, and one nobody typed in is nothing to resume. `persist.exists` still finds it.
@@ -77,7 +81,14 @@ def list_saved(sessions_dir: Path | str) -> list[str]:
         ids = sorted((i for i in pg_log.saved_ids(url) if is_valid_session_id(i)), key=lambda s: (len(s), s))
     else:
         ids = list_saved_files(sessions_dir)
-    return [i for i in ids if not is_unused(sessions_dir, i)]
+    commits = ((i, last_commit(_tail(sessions_dir, i))) for i in ids)
+    return [(i, dict(meta) if isinstance(meta := commit.get("meta"), dict) else {})
+            for i, commit in commits if not _unused(commit)]
+
+
+def list_saved(sessions_dir: Path | str) -> list[str]:
+    """Ids of the saved sessions worth listing, oldest first (`saved_metas`)."""
+    return [session_id for session_id, _ in saved_metas(sessions_dir)]
 
 
 def list_saved_files(sessions_dir: Path | str) -> list[str]:

@@ -41,6 +41,7 @@ from ollie.sessions.logindex import list_saved as list_saved
 from ollie.sessions.logindex import list_saved_files as list_saved_files
 from ollie.sessions.logindex import meta_and_turns as meta_and_turns
 from ollie.sessions.logindex import read_meta as read_meta
+from ollie.sessions.logindex import saved_metas as saved_metas
 from ollie.sessions.logindex import saved_turns as saved_turns
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 

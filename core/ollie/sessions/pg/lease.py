@@ -87,10 +87,13 @@ class Leases:
             if other is not None:
                 host, pid, user, since, beat, now = other
                 left = max(0.0, self.ttl - (now - beat).total_seconds())
+                # A teammate cannot close it on another's machine: what they can do is ask, or fork it.
+                ask = "close it there first" if user == self.user else \
+                    f"ask {user} to close it there, or fork it to go on in a session of your own"
                 raise SessionLeasedError(
                     f"session {session_id} is live on {host} (pid {pid}, user {user}) since "
                     f"{since.astimezone().isoformat(timespec='seconds')}: "
-                    f"close it there first; if that process died, its lease lapses {left:.0f} s from now "
+                    f"{ask}; if that process died, its lease lapses {left:.0f} s from now "
                     f"({self.ttl:.0f} s after its last heartbeat) and the session can then be resumed here")
             return self.acquire(conn, session_id)  # released between the two statements: try again
         with self._lock:

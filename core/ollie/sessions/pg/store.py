@@ -81,7 +81,7 @@ class PgConn:
                 pg_errors.UndefinedTable) as exc:  # the store's tables dropped under it: gone, as a server down
             # The server's reason, not its echo of the statement (a line of SQL and a caret under it).
             reason = exc.diag.message_primary or " ".join(str(exc).split())
-            raise StoreUnavailableError(f"session store {STORE_VAR}={self._where}: {reason}") from exc
+            raise StoreUnavailableError(f"session store {STORE_VAR}={self._where}: {_what_to_do(reason)}") from exc
 
     def _holders(self) -> str:
         """Who holds the locks a statement waited on too long, as far as the server shows: the other connections to
@@ -131,12 +131,24 @@ def _bounded(conn: psycopg.Connection[Any]) -> None:
                  "pg_catalog.set_config('lock_timeout', %s, false)", (f"{ttl_ms}ms", f"{2 * ttl_ms}ms"))
 
 
+def _options(url: str, timeout_s: float) -> dict[str, Any]:
+    """How to connect: autocommit, and a server that stops answering noticed within about a lease (`tcp_user_timeout`,
+    keepalives: probed after a third of one). A host frozen or cut off the network acknowledges nothing, and a
+    statement sent to it waited for TCP's retransmissions, a quarter of an hour, its thread (the registry's) stuck.
+    A live server's long statement acknowledges each packet, so none of it is cut short. What the URL sets stands."""
+    probe = max(1, int(ttl_s() / 3))
+    given = conninfo_to_dict(url)
+    bounds = {"keepalives": 1, "keepalives_idle": probe, "keepalives_interval": probe, "keepalives_count": 3,
+              "tcp_user_timeout": int(ttl_s() * 1000), "connect_timeout": max(1, int(timeout_s))}
+    return {"autocommit": True, **{key: value for key, value in bounds.items() if key not in given}}
+
+
 def _connect(url: str, where: str, timeout_s: float) -> psycopg.Connection[Any]:
     """One connection outside the pool, or StoreUnavailableError at once with libpq's reason (a refused
     password, an unknown host, a server that is down): the pool would retry until its timeout and then say only
     that it timed out."""
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+        conn = psycopg.connect(url, **_options(url, timeout_s))
         try:
             _bounded(conn)
         except BaseException:
@@ -148,7 +160,15 @@ def _connect(url: str, where: str, timeout_s: float) -> psycopg.Connection[Any]:
         password = _password(url)
         if password:
             reason = reason.replace(password, "***")  # libpq quotes a malformed URL back whole
-        raise StoreUnavailableError(f"session store {STORE_VAR}={where}: cannot connect: {reason}") from None
+        raise StoreUnavailableError(f"session store {STORE_VAR}={where}: cannot connect: {_what_to_do(reason)}") from None
+
+
+def _what_to_do(reason: str) -> str:
+    """libpq's reason, and what to do when it is silence (the server's host frozen, or the network to it cut)."""
+    if "timeout expired" in reason or "timed out" in reason:
+        return (f"{reason}: the server stopped answering: check that its host is up and that this machine reaches it "
+                "(ollie tries again at the next request)")
+    return reason
 
 
 def _password(url: str) -> str:
@@ -171,7 +191,7 @@ class PgStore:
         # `check` on each checkout (an empty query, one round trip): after a server restart or a dropped
         # connection the pool hands out a fresh connection instead of one dead one per pooled slot.
         self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=busy_timeout_s, num_workers=1,
-                                    kwargs={"autocommit": True, "connect_timeout": max(1, int(busy_timeout_s))},
+                                    kwargs=_options(url, busy_timeout_s),
                                     check=ConnectionPool.check_connection, configure=_bounded, name="ollie-store")
         try:
             self._pool.open(wait=True, timeout=busy_timeout_s)
