@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from ollie.escapes import escaped
+
 CLOSE = "</editor-context>"
 # The longest text copied into a prompt; beyond it the text is cut and marked.
 MAX_CONTEXT_CHARS = 20_000
@@ -27,13 +29,15 @@ def is_command(line: str) -> bool:
 
 
 def display_path(uri: str, cwd: Path) -> str:
-    """A file URI as a path relative to `cwd` when inside it, else absolute; other URIs unchanged."""
+    """A file URI as a path relative to `cwd` when inside it, else absolute; other URIs unchanged. Escaped: a file's
+    name (the workspace's) with a line break would add lines of its own to the header, or to the user's words
+    where a mention stands."""
     parsed = urlparse(uri)
     if parsed.scheme != "file":
-        return uri
+        return escaped(uri, keep="")
     path = unquote(parsed.path)
     rel = os.path.relpath(path, cwd)
-    return path if rel.startswith("..") else rel
+    return escaped(path if rel.startswith("..") else rel, keep="")
 
 
 def context_block(header: str, *, notes: Sequence[str] = (), caption: str = "", body: str | None = None,
