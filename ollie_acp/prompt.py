@@ -32,8 +32,8 @@ def _language(uri: str) -> str:
 
 
 # A line range in a file URI's fragment, 1-based and inclusive: Zed's selection and symbol mentions (`#L10:20`),
-# GitHub's form (`#L10-L20`), one line (`#L10`).
-_LINES = re.compile(r"L(\d+)(?:[:-]L?(\d+))?")
+# GitHub's form (`#L10-L20`), one line (`#L10`). A line number is 9 digits at most (more: no range, not a failed prompt).
+_LINES = re.compile(r"L(\d{1,9})(?:[:-]L?(\d{1,9}))?")
 
 
 def _mention(uri: str, cwd: Path) -> tuple[str, list[str]]:

@@ -51,3 +51,27 @@ async def test_loading_a_40k_message_session_answers_other_sessions_behind_a_pag
         elif "id" in message and "method" not in message:
             most, between = max(most, between), 0
     assert answers > 5 and most <= 4 * REPLAY_PAGE, (answers, most)
+
+
+async def test_a_saved_prompt_of_unclosed_context_opens_and_blank_lines_replays_at_once(start_agent, llm) -> None:
+    """Round 38: a session log not of this ollie's making (a teammate's row in a shared store, a copied file), or a
+    prompt the user pasted a hostile file into: 20,000 lines of `<editor-context>` never closed, 40,000 blank lines,
+    a `File:` header of 50,000 ` (`s. The replay's labels of the prompt's blocks tried each open to the prompt's
+    end and each blank line's run again (the regex holds the GIL, in its thread or not): minutes, every session of
+    the agent held. Now linear: the load answers at once and replays the words as they were."""
+    from ollie import paths
+    from ollie.backend.types import Message
+    from ollie.sessions.persist import SessionFile
+    from ollie.sessions.session import Session
+
+    opens = "<editor-context>\n" * 20_000
+    header = "<editor-context>\nFile: a" + " (" * 50_000 + "\n</editor-context>"
+    session = Session(agent="default")
+    session.messages += [Message("user", f"{header}\n\nlook{chr(10) * 40_000}at {opens}this"),
+                         Message("assistant", "seen")]
+    SessionFile(paths.sessions_dir(), session.id).save(session)
+    agent = await start_agent(env=llm.env())
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=session.id, mcp_servers=[]),
+                           60)
+    [replayed] = agent.client.of(session.id, "user_message_chunk")
+    assert replayed.content.text == f"[a{' (' * 50_000}] look{chr(10) * 40_000}at {opens}this"

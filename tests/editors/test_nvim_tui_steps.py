@@ -59,3 +59,28 @@ def test_curl_on_a_403_exits_0_and_its_folded_output_shows_the_error_body(tmp_pa
         tmux.close()
         server.shutdown()
         server.server_close()
+
+
+def test_a_commands_last_line_of_60000_spaces_folds_without_holding_neovim(tmp_path: Path, scripted_llm):
+    # Round 38: the fold line's outcome stripped a banner's trailing `=`s with `%s*=+$`, which Lua tried from each
+    # character: a step's (a hostile test's) last line `a`, 60,000 spaces, `b` held Neovim minutes at every redraw of
+    # the fold (foldtext), every key waiting.
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "printf 'a%60000sb\\n' ''"}]})]),
+               Reply.text("Printed it."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, 30))
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie print it", "Enter")
+        tmux.keys("Escape")  # (normal mode: Neovim makes no fold in insert mode)
+        done = tmux.keep("1-ended", tmux.wait(lambda s: "Printed it." in s and "(end)" in s and "… +" in s,
+                                              "the turn's end, its output folded", timeout=60))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-ended.png", (1300, 560))
+        assert re.search(r"│ \[step 1 bash\] exit 0 · a +… \+\d+", done, re.M), done
+        # Neovim answers a key at once (each redraw draws the fold line again).
+        tmux.keys(":echo 'still here'", "Enter")
+        tmux.wait(lambda s: "still here" in s, "Neovim to answer a key", timeout=20)
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

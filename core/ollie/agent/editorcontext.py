@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from ollie.escapes import escaped
+
 CLOSE = "</editor-context>"
 # The longest text copied into a prompt; beyond it the text is cut and marked.
 MAX_CONTEXT_CHARS = 20_000
@@ -27,13 +29,15 @@ def is_command(line: str) -> bool:
 
 
 def display_path(uri: str, cwd: Path) -> str:
-    """A file URI as a path relative to `cwd` when inside it, else absolute; other URIs unchanged."""
+    """A file URI as a path relative to `cwd` when inside it, else absolute; other URIs unchanged. Escaped: a file's
+    name (the workspace's) with a line break would add lines of its own to the header, or to the user's words
+    where a mention stands."""
     parsed = urlparse(uri)
     if parsed.scheme != "file":
-        return uri
+        return escaped(uri, keep="")
     path = unquote(parsed.path)
     rel = os.path.relpath(path, cwd)
-    return path if rel.startswith("..") else rel
+    return escaped(path if rel.startswith("..") else rel, keep="")
 
 
 def context_block(header: str, *, notes: Sequence[str] = (), caption: str = "", body: str | None = None,
@@ -51,9 +55,10 @@ def context_block(header: str, *, notes: Sequence[str] = (), caption: str = "", 
 
 
 # One saved block, at a line's start (injects the daemon joined have each one's blocks before its own line):
-# `File: <path> (<language>)`, then what it shows.
-_BLOCK = re.compile(r"^\s*<editor-context>\n?(.*?)</editor-context>", re.DOTALL | re.MULTILINE)
-_FILE = re.compile(r"^File: (.+?)(?: \([^)\n]*\))?$", re.MULTILINE)
+# `File: <path> (<language>)`, then what it shows. Linear in a hostile prompt (a teammate's, a pasted file's): a
+# whitespace run before it is looked at from each of its lines (so, a few characters), no parens in the language.
+_BLOCK = re.compile(r"^\s{0,16}<editor-context>\n?(.*?)</editor-context>", re.DOTALL | re.MULTILINE)
+_FILE = re.compile(r"^File: (.+?)(?: \([^()\n]*\))?$", re.MULTILINE)
 _RESOURCE = re.compile(r"^MCP resource: (\S+) \(server ([^)\n]+)\)$", re.MULTILINE)
 _LINES = re.compile(r"^(?:Showing|Location:) lines? (\d+)(?:-(\d+))?:?$", re.MULTILINE)
 
@@ -71,17 +76,23 @@ def _label(block: re.Match[str]) -> str:
     return f"{path} (selection)" if "\nSelected text:" in body else path
 
 
+def _closed(prompt: str) -> int:
+    """Where the prompt's last block ends: no open after it is closed, and each would be scanned to the end."""
+    return end + len(CLOSE) if (end := prompt.rfind(CLOSE)) >= 0 else 0
+
+
 def context_labels(prompt: str) -> list[str]:
     """One compact label per editor-context block of a saved prompt (`_label`)."""
-    return [_label(match) for match in _BLOCK.finditer(prompt)]
+    return [_label(match) for match in _BLOCK.finditer(prompt, 0, _closed(prompt))]
 
 
 def summary(prompt: str) -> str:
     """A saved or queued prompt as a user reads it: each editor-context block as its `[label]`, where it stands (none
     where the user's words name it `@label`, as an ACP prompt's mentions do)."""
-    words = _BLOCK.sub("", prompt)
+    blocks, rest = prompt[:(cut := _closed(prompt))], prompt[cut:]
+    words = _BLOCK.sub("", blocks) + rest
 
     def label(match: re.Match[str]) -> str:
         return "" if f"@{(name := _label(match))}" in words else f"[{name}]"
 
-    return re.sub(r"\]\s*\n\n", "] ", _BLOCK.sub(label, prompt)).strip()
+    return re.sub(r"\]\s*\n\n", "] ", _BLOCK.sub(label, blocks) + rest).strip()

@@ -39,7 +39,10 @@ function M.outcome(lines)
     return nil
   end
   for i = #lines, 2, -1 do
-    local l = vim.trim((lines[i]:gsub("^%s*│", ""))):gsub("^=+%s*", ""):gsub("%s*=+$", "")
+    -- A banner's `=`s taken off each end as runs, trimmed again: `%s*=+$` was tried from each character, so a
+    -- line of 20,000 spaces held Neovim 10 s at every redraw.
+    local l = vim.trim((lines[i]:gsub("^%s*│", ""))):gsub("^=+", "")
+    l = vim.trim(l:sub(1, #l - #l:reverse():match("^=*")))
     if l ~= "" and l ~= "[stderr]" and not l:match("^%[[^%]]*%]%s*exit %d+$") then
       return l
     end
