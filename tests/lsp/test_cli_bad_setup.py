@@ -6,7 +6,7 @@ import pytest
 
 from ollie.testing import Reply
 
-from .test_cli import run_ollie
+from .test_cli import free_port, run_ollie
 
 # What each vendor answers (HTTP 404) for a model it does not have.
 NO_SUCH_MODEL = {
@@ -28,15 +28,34 @@ def test_a_model_the_backend_lacks_says_how_to_name_another(scripted_llm, tmp_pa
     assert len(llm.chat_requests) == 2  # one each: a missing model is not retried
 
 
-def test_a_key_set_on_an_env_file_line_that_is_not_read_is_named(_private_dirs, tmp_path):
+@pytest.mark.parametrize(("line", "said"), [
+    ("OLLIE_ANTHROPIC_KEY sk-ant-123", "line 2 of {file} is not KEY=VALUE: not read"),  # no `=`: never read
+    ("OLLIE_ANTROPIC_KEY=sk-ant-123",  # a misspelt name, which nothing reads
+     "line 2 of {file}: OLLIE_ANTROPIC_KEY is not a setting, did you mean OLLIE_ANTHROPIC_KEY?"),
+])
+def test_a_key_set_on_an_env_file_line_that_is_not_read_is_named(_private_dirs, tmp_path, line, said):
     env_file = _private_dirs / "config" / "ollie" / "env"
     env_file.parent.mkdir(parents=True)
-    env_file.write_text("OLLIE_BACKEND=anthropic\nOLLIE_ANTHROPIC_KEY sk-ant-123\n")  # no `=`: never read
+    env_file.write_text(f"OLLIE_BACKEND=anthropic\n{line}\nOLLIE_USER=me\n")  # a setting not the backend's: fine
+    said = said.format(file=env_file)
     for extra in (["-p", "hello"], []):
         proc = run_ollie([*extra, "--cwd", str(tmp_path)])
         assert proc.returncode == 2, proc.stderr
         assert "set OLLIE_ANTHROPIC_KEY" in proc.stderr, proc.stderr
-        assert f"line 2 of {env_file} is not KEY=VALUE: not read" in proc.stderr, proc.stderr
+        assert f"{said})" in proc.stderr and "OLLIE_USER" not in proc.stderr, proc.stderr
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)])
+    assert proc.returncode == 1 and f"FAIL env file: {said} -> fix those lines" in proc.stdout, proc.stdout
+
+
+def test_a_misspelt_backend_name_in_the_env_file_is_named_when_the_default_backend_is_not_there(
+        _private_dirs, tmp_path):
+    env_file = _private_dirs / "config" / "ollie" / "env"
+    env_file.parent.mkdir(parents=True)
+    env_file.write_text("OLLIE_BAKEND=openai\n")  # so the default, Ollama, is tried: nothing listens there
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)],
+                     env={"OLLIE_OLLAMA_URL": f"http://127.0.0.1:{free_port()}"})
+    assert proc.returncode == 2 and "cannot reach Ollama" in proc.stderr, proc.stderr
+    assert f"(line 1 of {env_file}: OLLIE_BAKEND is not a setting, did you mean OLLIE_BACKEND?)" in proc.stderr
 
 
 def test_an_unknown_agent_or_backend_names_the_ones_there_are(scripted_llm, tmp_path):
