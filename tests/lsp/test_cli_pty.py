@@ -331,6 +331,22 @@ def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp
         assert term.close() == 0
 
 
+def test_a_pasted_multi_line_prompt_is_one_prompt(llm, tmp_path):
+    # Each pasted line went as a prompt of its own: the model saw "why does this fail:" without its traceback, and
+    # two more turns followed.
+    pasted = "why does this fail:\nTraceback (most recent call last):\n  File \"app.py\", line 1\n"
+    llm.script(Reply.text("read it"), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        os.write(term.master, pasted.encode())  # as a terminal sends a paste: all of it at once
+        at = term.wait_for(r"read it\ndefault> ", after=at)
+        # A line typed after the turn is a prompt of its own.
+        term.answer("and now?", r"back\n", after=at)
+        assert term.close() == 0
+    prompts = [request.body["messages"][-1]["content"] for request in llm.chat_requests]
+    assert prompts == [pasted.rstrip("\n"), "and now?"], prompts
+
+
 def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
     # Claude Code's `claude -c`: ollie had no way back but the id, copied from an old banner.
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
