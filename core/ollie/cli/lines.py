@@ -79,10 +79,11 @@ class InputLines:
         pasted = sys.stdin.isatty()  # a pipe's lines are its prompts, one each
         while True:
             line = _readline()
+            read_at = time.monotonic()  # not after the wait below: a line typed before a question never answers it
             # The lines a paste brought along are read with its first: a multi-line prompt goes as one.
             while pasted and line.endswith("\n") and _more_within(PASTE_GAP_S) and (more := _readline()):
                 line += more
-            item = (time.monotonic(), line.rstrip("\n") if line else None)
+            item = (read_at, line.rstrip("\n") if line else None)
             try:
                 loop.call_soon_threadsafe(self._queue.put_nowait, item)
             except RuntimeError:  # the loop closed: nobody reads any more
