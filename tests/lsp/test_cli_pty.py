@@ -347,6 +347,18 @@ def test_a_pasted_multi_line_prompt_is_one_prompt(llm, tmp_path):
     assert prompts == [pasted.rstrip("\n"), "and now?"], prompts
 
 
+@pytest.mark.parametrize("leave", ["/exit", "/quit"])
+def test_what_other_tools_call_a_command_points_at_ours_and_exit_leaves(llm, tmp_path, leave):
+    # "/undo" said only "unknown command", "/rename" offered /resume, and "/exit" or "/quit" did not leave.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("/undo", r"unknown command /undo: did you mean /rewind\?[^\n]*\ndefault> ", after=at)
+        term.answer("/rename x", r"unknown command /rename: did you mean /rn\?[^\n]*\ndefault> ", after=at)
+        term.type(leave)
+        assert term.proc.wait(timeout=30) == 0
+        os.close(term.master)
+
+
 def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
     # Claude Code's `claude -c`: ollie had no way back but the id, copied from an old banner.
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"

@@ -241,6 +241,8 @@ async def run_interactive(options: RunOptions) -> int:
                 break
             if not line.strip():
                 continue
+            if line.strip() in ("/exit", "/quit"):  # how other terminal agents are left: as Ctrl-D
+                break
             if lines.late_answer(line, LATE_ANSWERS):  # "n" for a question gone a moment ago is no prompt
                 print(printable(f"(not sent: {line.strip()!r} came after its question was withdrawn; type it again "
                                 "to send it to the model)"), file=sys.stderr)
