@@ -28,6 +28,29 @@ def test_a_model_the_backend_lacks_says_how_to_name_another(scripted_llm, tmp_pa
     assert len(llm.chat_requests) == 2  # one each: a missing model is not retried
 
 
+# What each vendor answers (HTTP 401) for a key it does not take.
+WRONG_KEY = {
+    "openai": ({"error": {"message": "Incorrect API key provided: sk-bad.", "type": "invalid_request_error",
+                          "param": None, "code": "invalid_api_key"}}, "OLLIE_OPENAI_KEY"),
+    "anthropic": ({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
+                  "OLLIE_ANTHROPIC_KEY"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(WRONG_KEY))
+def test_a_wrong_key_names_the_variable_to_check(scripted_llm, tmp_path, fmt):
+    # The vendor's words alone ("invalid x-api-key") left the user to guess which of their keys was sent.
+    body, variable = WRONG_KEY[fmt]
+    llm = scripted_llm(fmt, check=False)
+    llm.script(Reply.error(401, body), Reply.error(401, body))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1 and f"HTTP 401: {body['error']['message']}" in proc.stderr, proc.stderr
+    assert f"the API key was refused: check {variable}\n" in proc.stderr, proc.stderr
+    proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="hello\n")
+    assert f"the API key was refused: check {variable}\n" in proc.stderr, proc.stderr
+    assert len(llm.chat_requests) == 2  # one each: a refused key is not retried
+
+
 @pytest.mark.parametrize(("line", "said"), [
     ("OLLIE_ANTHROPIC_KEY sk-ant-123", "line 2 of {file} is not KEY=VALUE: not read"),  # no `=`: never read
     ("OLLIE_ANTROPIC_KEY=sk-ant-123",  # a misspelt name, which nothing reads
