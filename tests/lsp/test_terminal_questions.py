@@ -10,7 +10,6 @@ import threading
 import pytest
 
 from ollie.testing import Reply
-
 from tests.procs import wait_until
 
 from .test_approval import edit, last_tool_result, run

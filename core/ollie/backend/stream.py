@@ -44,8 +44,14 @@ from ollie.backend.reply import (
     body_pieces,
     read_capped,
 )
-from ollie.backend.settings import (BackendSpec, checked_url, missing_model_hint, refused_key_hint, said_name,
-                                    unreachable_hint)
+from ollie.backend.settings import (
+    BackendSpec,
+    checked_url,
+    missing_model_hint,
+    refused_key_hint,
+    said_name,
+    unreachable_hint,
+)
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 from ollie.backend.urls import shown_url, written_url
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
