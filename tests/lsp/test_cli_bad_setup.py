@@ -81,6 +81,17 @@ def test_a_misspelt_backend_name_in_the_env_file_is_named_when_the_default_backe
     assert f"(line 1 of {env_file}: OLLIE_BAKEND is not a setting, did you mean OLLIE_BACKEND?)" in proc.stderr
 
 
+def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
+    # A HOME that is not there (a service account's, a container's) ended in a traceback from the log's set-up.
+    (tmp_path / "home").write_text("a file, not a directory\n")
+    state = tmp_path / "home" / ".local" / "state" / "ollie"
+    for extra in (["-p", "hello"], []):
+        proc = run_ollie([*extra, "--cwd", str(tmp_path)], env={"OLLIE_STATE_DIR": str(state)})
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith(f"ollie: cannot write its log under {state}: "), proc.stderr
+        assert proc.stderr.endswith("set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories you can write\n")
+
+
 def test_an_unknown_agent_or_backend_names_the_ones_there_are(scripted_llm, tmp_path):
     llm = scripted_llm("openai")  # reached by the preflight only: nothing is sent
     for extra in (["-p", "hello"], []):
