@@ -92,6 +92,14 @@ def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
         assert proc.stderr.endswith("set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories you can write\n")
 
 
+def test_a_prompt_given_without_p_says_where_a_prompt_goes(tmp_path):
+    # `ollie "explain this repo"`, as other agents take it, was only "invalid choice" among the subcommands.
+    proc = run_ollie(["explain this repo", "--cwd", str(tmp_path)])
+    assert proc.returncode == 2, proc.stderr
+    assert "explain this repo" in proc.stderr and proc.stderr.endswith(
+        "; a prompt goes after -p (`ollie -p 'fix the tests'`), or at `ollie`'s own prompt\n"), proc.stderr
+
+
 def test_an_unknown_agent_or_backend_names_the_ones_there_are(scripted_llm, tmp_path):
     llm = scripted_llm("openai")  # reached by the preflight only: nothing is sent
     for extra in (["-p", "hello"], []):

@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
+    from typing import NoReturn
 
 # `-m` alone puts the working directory first on the import path: `ollie demo` starts in the user's project, whose
 # `ollie/` (or `yaml/`...) would run as the user, with the API keys. `-P` leaves it off.
@@ -25,7 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            if message.startswith("argument command: invalid choice"):  # `ollie "fix the tests"`: a prompt
+                message += "; a prompt goes after -p (`ollie -p 'fix the tests'`), or at `ollie`'s own prompt"
+            super().error(message)
+
+    parser = Parser(
         prog="ollie",
         description="An LLM coding agent. `ollie` starts an interactive prompt; `ollie -p TEXT` runs one turn; "
         "`ollie demo` runs one turn against a scripted model; "
