@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from ollie import paths, regularfile
@@ -33,15 +33,22 @@ def _entries(text: str, *, unread: list[int] | None = None) -> Iterator[tuple[in
             unread.append(number)
 
 
-def unread_lines_note() -> str:
-    """` (line N of <env file> is not KEY=VALUE: not read)` when the env file has such lines; else ""."""
+def unread_lines_note(known: Collection[str] = ()) -> str:
+    """` (line N of <env file> is not KEY=VALUE: not read)` when the env file has such lines, naming too a key that is
+    a misspelling of one of the `known` names (which ollie would never read); else ""."""
+    import difflib  # only when a message is being written
+
     unread: list[int] = []
-    for _ in _entries(_env_text(), unread=unread):
-        pass
-    if not unread:
-        return ""
-    lines = f"line {unread[0]}" if len(unread) == 1 else f"lines {', '.join(map(str, unread[:5]))}"
-    return f" ({lines} of {env_file()} {'is' if len(unread) == 1 else 'are'} not KEY=VALUE: not read)"
+    notes = []  # (lines, what is wrong with them)
+    for number, key, _ in _entries(_env_text(), unread=unread):
+        close = [] if key in known else difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        if close:
+            notes.append((f"line {number}", f": {key} is not a setting, did you mean {close[0]}?"))
+    if unread:
+        lines = f"line {unread[0]}" if len(unread) == 1 else f"lines {', '.join(map(str, unread[:5]))}"
+        notes.insert(0, (lines, f" {'is' if len(unread) == 1 else 'are'} not KEY=VALUE: not read"))
+    said = [f"{lines}{f' of {env_file()}' if not n else ''}{what}" for n, (lines, what) in enumerate(notes)]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def where_set(name: str, value: str | None, *, key: Callable[[str], str] = str) -> str:

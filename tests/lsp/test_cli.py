@@ -93,6 +93,10 @@ def test_agent_model_and_slash_commands_flags(llm, tmp_path):
     typo = run_ollie(["-p", "/modle", "--cwd", str(tmp_path)], env=llm.env())
     assert "unknown command /modle: did you mean /model? (/help lists the commands)" in typo.stdout + typo.stderr
     assert "commands:" not in typo.stdout + typo.stderr, (typo.stdout, typo.stderr)
+    # A script or CI job sees it: the typo (and a command that failed) ended 0, as if it had run.
+    assert typo.returncode == 1, typo.stderr
+    failed = run_ollie(["-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
+    assert failed.returncode == 1 and "/rewind failed: this session has no turns yet" in failed.stderr, failed.stderr
 
 
 def test_a_failed_turn_exits_non_zero_with_the_error(scripted_llm, tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from ollie.testing import Reply
 
-from .test_cli import run_ollie
+from .test_cli import free_port, run_ollie
 
 # What each vendor answers (HTTP 404) for a model it does not have.
 NO_SUCH_MODEL = {
@@ -28,15 +28,76 @@ def test_a_model_the_backend_lacks_says_how_to_name_another(scripted_llm, tmp_pa
     assert len(llm.chat_requests) == 2  # one each: a missing model is not retried
 
 
-def test_a_key_set_on_an_env_file_line_that_is_not_read_is_named(_private_dirs, tmp_path):
+# What each vendor answers (HTTP 401) for a key it does not take.
+WRONG_KEY = {
+    "openai": ({"error": {"message": "Incorrect API key provided: sk-bad.", "type": "invalid_request_error",
+                          "param": None, "code": "invalid_api_key"}}, "OLLIE_OPENAI_KEY"),
+    "anthropic": ({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
+                  "OLLIE_ANTHROPIC_KEY"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(WRONG_KEY))
+def test_a_wrong_key_names_the_variable_to_check(scripted_llm, tmp_path, fmt):
+    # The vendor's words alone ("invalid x-api-key") left the user to guess which of their keys was sent.
+    body, variable = WRONG_KEY[fmt]
+    llm = scripted_llm(fmt, check=False)
+    llm.script(Reply.error(401, body), Reply.error(401, body))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1 and f"HTTP 401: {body['error']['message']}" in proc.stderr, proc.stderr
+    assert f"the API key was refused: check {variable}\n" in proc.stderr, proc.stderr
+    proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="hello\n")
+    assert f"the API key was refused: check {variable}\n" in proc.stderr, proc.stderr
+    assert len(llm.chat_requests) == 2  # one each: a refused key is not retried
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("OLLIE_ANTHROPIC_KEY sk-ant-123", "line 2 of {file} is not KEY=VALUE: not read"),  # no `=`: never read
+    ("OLLIE_ANTROPIC_KEY=sk-ant-123",  # a misspelt name, which nothing reads
+     "line 2 of {file}: OLLIE_ANTROPIC_KEY is not a setting, did you mean OLLIE_ANTHROPIC_KEY?"),
+])
+def test_a_key_set_on_an_env_file_line_that_is_not_read_is_named(_private_dirs, tmp_path, line, said):
     env_file = _private_dirs / "config" / "ollie" / "env"
     env_file.parent.mkdir(parents=True)
-    env_file.write_text("OLLIE_BACKEND=anthropic\nOLLIE_ANTHROPIC_KEY sk-ant-123\n")  # no `=`: never read
+    env_file.write_text(f"OLLIE_BACKEND=anthropic\n{line}\nOLLIE_USER=me\n")  # a setting not the backend's: fine
+    said = said.format(file=env_file)
     for extra in (["-p", "hello"], []):
         proc = run_ollie([*extra, "--cwd", str(tmp_path)])
         assert proc.returncode == 2, proc.stderr
         assert "set OLLIE_ANTHROPIC_KEY" in proc.stderr, proc.stderr
-        assert f"line 2 of {env_file} is not KEY=VALUE: not read" in proc.stderr, proc.stderr
+        assert f"{said})" in proc.stderr and "OLLIE_USER" not in proc.stderr, proc.stderr
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)])
+    assert proc.returncode == 1 and f"FAIL env file: {said} -> fix those lines" in proc.stdout, proc.stdout
+
+
+def test_a_misspelt_backend_name_in_the_env_file_is_named_when_the_default_backend_is_not_there(
+        _private_dirs, tmp_path):
+    env_file = _private_dirs / "config" / "ollie" / "env"
+    env_file.parent.mkdir(parents=True)
+    env_file.write_text("OLLIE_BAKEND=openai\n")  # so the default, Ollama, is tried: nothing listens there
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)],
+                     env={"OLLIE_OLLAMA_URL": f"http://127.0.0.1:{free_port()}"})
+    assert proc.returncode == 2 and "cannot reach Ollama" in proc.stderr, proc.stderr
+    assert f"(line 1 of {env_file}: OLLIE_BAKEND is not a setting, did you mean OLLIE_BACKEND?)" in proc.stderr
+
+
+def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
+    # A HOME that is not there (a service account's, a container's) ended in a traceback from the log's set-up.
+    (tmp_path / "home").write_text("a file, not a directory\n")
+    state = tmp_path / "home" / ".local" / "state" / "ollie"
+    for extra in (["-p", "hello"], []):
+        proc = run_ollie([*extra, "--cwd", str(tmp_path)], env={"OLLIE_STATE_DIR": str(state)})
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stderr.startswith(f"ollie: cannot write its log under {state}: "), proc.stderr
+        assert proc.stderr.endswith("set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories you can write\n")
+
+
+def test_a_prompt_given_without_p_says_where_a_prompt_goes(tmp_path):
+    # `ollie "explain this repo"`, as other agents take it, was only "invalid choice" among the subcommands.
+    proc = run_ollie(["explain this repo", "--cwd", str(tmp_path)])
+    assert proc.returncode == 2, proc.stderr
+    assert "explain this repo" in proc.stderr and proc.stderr.endswith(
+        "; a prompt goes after -p (`ollie -p 'fix the tests'`), or at `ollie`'s own prompt\n"), proc.stderr
 
 
 def test_an_unknown_agent_or_backend_names_the_ones_there_are(scripted_llm, tmp_path):

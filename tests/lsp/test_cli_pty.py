@@ -331,6 +331,34 @@ def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp
         assert term.close() == 0
 
 
+def test_a_pasted_multi_line_prompt_is_one_prompt(llm, tmp_path):
+    # Each pasted line went as a prompt of its own: the model saw "why does this fail:" without its traceback, and
+    # two more turns followed.
+    pasted = "why does this fail:\nTraceback (most recent call last):\n  File \"app.py\", line 1\n"
+    llm.script(Reply.text("read it"), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        os.write(term.master, pasted.encode())  # as a terminal sends a paste: all of it at once
+        at = term.wait_for(r"read it\ndefault> ", after=at)
+        # A line typed after the turn is a prompt of its own.
+        term.answer("and now?", r"back\n", after=at)
+        assert term.close() == 0
+    prompts = [request.body["messages"][-1]["content"] for request in llm.chat_requests]
+    assert prompts == [pasted.rstrip("\n"), "and now?"], prompts
+
+
+@pytest.mark.parametrize("leave", ["/exit", "/quit"])
+def test_what_other_tools_call_a_command_points_at_ours_and_exit_leaves(llm, tmp_path, leave):
+    # "/undo" said only "unknown command", "/rename" offered /resume, and "/exit" or "/quit" did not leave.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("/undo", r"unknown command /undo: did you mean /rewind\?[^\n]*\ndefault> ", after=at)
+        term.answer("/rename x", r"unknown command /rename: did you mean /rn\?[^\n]*\ndefault> ", after=at)
+        term.type(leave)
+        assert term.proc.wait(timeout=30) == 0
+        os.close(term.master)
+
+
 def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
     # Claude Code's `claude -c`: ollie had no way back but the id, copied from an old banner.
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 
 import pytest
 
 from ollie.testing import Reply
+from tests.procs import wait_until
 
 from .test_approval import edit, last_tool_result, run
 from .test_cli_pty import Terminal
@@ -43,10 +45,17 @@ def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
 
 
 def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
-    with editing(llm, tmp_path, Reply.text("left alone")) as term:
+    (tmp_path / "a.txt").write_text("one\n")
+    asking = edit("a.txt", "one", "two")
+    asking.hold = typed = threading.Event()  # the model answers once "y" was typed
+    llm.script(asking, Reply.text("left alone"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
         at = term.wait_for(r"default> ")
-        # "y" (allow once) is typed with the prompt, long before the question exists; then half a line, "y" again.
-        os.write(term.master, b"edit it\ny\ny")
+        # "y" (allow once) is typed after the prompt, before the question exists; then half a line, "y" again.
+        term.type("edit it")
+        wait_until(lambda: llm.chat_requests, "the prompt never reached the model")
+        os.write(term.master, b"y\ny")
+        typed.set()
         at = term.wait_for(QUESTION, after=at)
         at = term.wait_for(r"does not answer it", after=at)  # said once the terminal's unread input was flushed
         assert (tmp_path / "a.txt").read_text() == "one\n"

@@ -286,11 +286,15 @@ async def run_shell_line(core: CommandTarget, command: str) -> str:
     return output.lstrip("\n")
 
 
+# What other tools call a command of ours (a spelling would point /rename at /resume).
+MEANT = {"undo": "rewind", "rename": "rn", "new": "clear", "reset": "clear"}
+
+
 def unknown(name: str) -> str:
     """The answer to `/name`, no command: the closest command's name (a typo's), and where the list is."""
     import difflib  # at the first unknown command, not in the start-up path
 
-    close = difflib.get_close_matches(name, COMMANDS, n=1)
+    close = [MEANT[name]] if name in MEANT else difflib.get_close_matches(name, COMMANDS, n=1)
     return f"unknown command /{name}{f': did you mean /{close[0]}?' if close else ''} (/help lists the commands)"
 
 

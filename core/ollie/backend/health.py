@@ -8,7 +8,7 @@ from typing import Any
 
 from ollie.backend.base import Backend
 from ollie.backend.errors import BackendError, BackendUnreachableError
-from ollie.backend.settings import missing_model_hint
+from ollie.backend.settings import missing_model_hint, refused_key_hint
 from ollie.backend.urls import shown_url
 
 # A health check must answer fast: it runs when a client opens its chat.
@@ -67,7 +67,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
         health.reachable = True
         health.error = str(exc)
         if exc.status in (401, 403):
-            health.hint = f"the API key was refused: check {backend.spec.key_hint(backend.base_url, {}) or 'the key'}"
+            health.hint = refused_key_hint(backend.spec, backend.base_url)
         elif exc.status == 404:
             # An endpoint without a model list (many OpenAI-compatible servers): usable, just not listable.
             health.ok, health.error = True, ""

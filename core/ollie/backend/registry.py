@@ -13,8 +13,8 @@ from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, provid
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
 
-__all__ = ["SPECS", "BackendSpec", "backend_class", "chosen_spec", "configured", "configured_url", "environment",
-           "make_backend"]
+__all__ = ["SPECS", "BackendSpec", "backend_class", "chosen_spec", "configured", "configured_url", "env_file_note",
+           "environment", "make_backend"]
 
 # The class that speaks each wire format, imported only when a backend of that format is built.
 _CLASSES: dict[Wire, tuple[str, str]] = {
@@ -61,11 +61,20 @@ def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, s
     if spec.key_var:
         keyed["api_key"] = spec.api_key(url, env)
         if not keyed["api_key"]:
-            from ollie.env import unread_lines_note  # the user may have set it there, on a line not read
-
+            # The user may have set it in the env file, on a line not read or under a misspelt name.
             raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_hint(url, env)}"
-                                     + unread_lines_note())
+                                     + env_file_note())
     return spec, url, keyed
+
+
+def env_file_note() -> str:
+    """What the env file has that ollie does not read (a line not KEY=VALUE, a misspelt backend setting), for a
+    message about the backend's setup; "" when nothing."""
+    from ollie.env import unread_lines_note
+
+    names = {"OLLIE_BACKEND", "OLLIE_MODEL", "OLLIE_COMPLETION_MODEL"}
+    return unread_lines_note(names | {name for spec in SPECS.values()
+                                      for name in (spec.url_var, spec.key_var, spec.vendor_key_var) if name})
 
 
 def _said_where(exc: BackendConfigError, variable: str, env: Mapping[str, str]) -> BackendConfigError:

@@ -150,6 +150,13 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
     return f"{first}, or set {spec.url_var} to the API's URL ({now})"
 
 
+def refused_key_hint(spec: BackendSpec, url: str) -> str:
+    """What to do when `url` refused the key (HTTP 401 or 403) that `spec`'s backend sent."""
+    # Not key_hint's word for a local server (that it takes any key): this one checks them.
+    named = spec.key_hint(url, {}) if spec._vendors_own(url) else spec.key_var
+    return f"the API key was refused: check {named or 'the key'}"
+
+
 def missing_model_hint(spec: BackendSpec, model: str) -> str:
     """What to do when a backend of `spec` does not have `model`."""
     if spec.wire == "ollama":

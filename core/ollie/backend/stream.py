@@ -44,7 +44,14 @@ from ollie.backend.reply import (
     body_pieces,
     read_capped,
 )
-from ollie.backend.settings import BackendSpec, checked_url, missing_model_hint, said_name, unreachable_hint
+from ollie.backend.settings import (
+    BackendSpec,
+    checked_url,
+    missing_model_hint,
+    refused_key_hint,
+    said_name,
+    unreachable_hint,
+)
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 from ollie.backend.urls import shown_url, written_url
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
@@ -344,6 +351,9 @@ class HTTPBackend:
                 # body, a proxy's page) nothing serves that path there: the URL or the model is wrong.
                 hint = (missing_model_hint(self.spec, self.model) if _names_a_missing_model(str(exc), self.model)
                         else f"check {self.spec.url_var} ({shown_url(self.base_url)}) and the model ({self.model})")
+                raise BackendError(f"{exc}: {hint}", status=exc.status, body=exc.body) from exc
+            if type(exc) is BackendError and exc.status in (401, 403) and self.spec.key_var:  # which key to fix
+                hint = refused_key_hint(self.spec, self.base_url)
                 raise BackendError(f"{exc}: {hint}", status=exc.status, body=exc.body) from exc
             raise
         except (AttributeError, TypeError, KeyError, IndexError) as exc:

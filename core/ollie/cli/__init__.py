@@ -12,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
+    from typing import NoReturn
 
 # `-m` alone puts the working directory first on the import path: `ollie demo` starts in the user's project, whose
 # `ollie/` (or `yaml/`...) would run as the user, with the API keys. `-P` leaves it off.
@@ -25,7 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            if message.startswith("argument command: invalid choice"):  # `ollie "fix the tests"`: a prompt
+                message += "; a prompt goes after -p (`ollie -p 'fix the tests'`), or at `ollie`'s own prompt"
+            super().error(message)
+
+    parser = Parser(
         prog="ollie",
         description="An LLM coding agent. `ollie` starts an interactive prompt; `ollie -p TEXT` runs one turn; "
         "`ollie demo` runs one turn against a scripted model; "
@@ -99,10 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     if not args.cwd.is_dir():
         print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
         return 2
+    from ollie import paths
     from ollie.log import setup_logging
     from ollie.startup import raise_fd_limit
 
-    setup_logging()
+    try:
+        setup_logging()
+    except OSError as exc:  # a HOME that is not there or not this user's (a service account, a container)
+        from ollie.cli.sanitize import printable
+
+        print(printable(f"ollie: cannot write its log under {paths.state_dir()}: {exc}; set HOME, or OLLIE_STATE_DIR "
+                        "and OLLIE_DATA_DIR, to directories you can write"), file=sys.stderr)
+        return 2
     raise_fd_limit()  # its steps' proxied connections are this process's descriptors
     if args.continue_latest:
         if args.session:

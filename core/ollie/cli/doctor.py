@@ -13,7 +13,7 @@ from pathlib import Path
 from ollie import paths
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import check_backend
-from ollie.backend.registry import chosen_spec, configured_url, environment, make_backend
+from ollie.backend.registry import chosen_spec, configured_url, env_file_note, environment, make_backend
 from ollie.errors import OllieError
 
 INSTALL = ("`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) "
@@ -166,6 +166,8 @@ async def run_checks(*, backend: str | None = None, model: str | None = None, cw
     """Every check, in the order a first run needs them."""
     env = environment()
     checks = await check_backend_setup(env, backend, model)
+    if note := env_file_note():  # a line not read, a misspelt name: what the other checks found may come from it
+        checks.insert(0, Check("env file", False, note.strip(" ()"), "fix those lines"))
     checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()), check_sessions_dir(),
                await asyncio.to_thread(check_store, env), check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]
     return checks

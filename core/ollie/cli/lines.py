@@ -11,6 +11,9 @@ from collections.abc import Collection
 
 # Each line with the time it was read; None at the end of input.
 Line = tuple[float, str | None]
+# A paste reaches the terminal at once: lines following one within this are the same prompt's (no one types Enter
+# twice this fast; a paste over a slow link may come in pieces this far apart).
+PASTE_GAP_S = 0.05
 
 
 class InputLines:
@@ -73,15 +76,36 @@ class InputLines:
         return None
 
     def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+        pasted = sys.stdin.isatty()  # a pipe's lines are its prompts, one each
         while True:
-            try:
-                line = sys.stdin.readline()
-            except (OSError, ValueError):
-                line = ""
-            item = (time.monotonic(), line.rstrip("\n") if line else None)
+            line = _readline()
+            read_at = time.monotonic()  # not after the wait below: a line typed before a question never answers it
+            # The lines a paste brought along are read with its first: a multi-line prompt goes as one.
+            while pasted and line.endswith("\n") and _more_within(PASTE_GAP_S) and (more := _readline()):
+                line += more
+            item = (read_at, line.rstrip("\n") if line else None)
             try:
                 loop.call_soon_threadsafe(self._queue.put_nowait, item)
             except RuntimeError:  # the loop closed: nobody reads any more
                 return
             if not line:
                 return
+
+
+def _readline() -> str:
+    """The next line of stdin with its newline ("" at its end, or when it cannot be read)."""
+    try:
+        return sys.stdin.readline()
+    except (OSError, ValueError):
+        return ""
+
+
+def _more_within(seconds: float) -> bool:
+    """Whether a whole line (or the end) is waiting on the terminal within `seconds` (a terminal's canonical mode
+    makes its input readable only at a line's end)."""
+    import select
+
+    try:
+        return bool(select.select([sys.stdin], [], [], seconds)[0])
+    except (OSError, ValueError):
+        return False

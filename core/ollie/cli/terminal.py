@@ -175,6 +175,8 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     _say_stop(result.stop)
     _say_unapproved(core.unapproved)
     code = EXIT_CODES.get(result.stop, 1)
+    if result.stop == "command" and renderer.errors:  # `/nosuch`, a command's bad argument or failure
+        code = EXIT_CODES["error"]
     return EXIT_UNAPPROVED if code == 0 and core.unapproved else code
 
 
@@ -241,6 +243,8 @@ async def run_interactive(options: RunOptions) -> int:
                 break
             if not line.strip():
                 continue
+            if line.strip() in ("/exit", "/quit"):  # how other terminal agents are left: as Ctrl-D
+                break
             if lines.late_answer(line, LATE_ANSWERS):  # "n" for a question gone a moment ago is no prompt
                 print(printable(f"(not sent: {line.strip()!r} came after its question was withdrawn; type it again "
                                 "to send it to the model)"), file=sys.stderr)
