@@ -263,3 +263,7 @@ async def test_a_resumed_history_names_the_files_each_step_changed(start_daemon,
     assert call["tool"]["files"] == ["b.txt"]
     # A batch's file goes to the step that names it, as its live diffs did.
     assert batch["tool"]["files"] == ["a.txt"] and [s.get("files") for s in batch["steps"]] == [["a.txt"], None]
+    # A fork's copy names them too.
+    fork = (await second.request("ollie/session/fork", {"session": session}))["session"]
+    copied = (await second.request("ollie/context", {"session": fork}))["messages"]
+    assert [m["tool"].get("files") for m in copied if m["role"] == "tool"] == [["a.txt"], ["b.txt"]]
