@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
-from ollie.agent.steps import (Diff, KindLookup, Location, StepStatus, ToolState, attribute, describe, finished,
-                               step_states, whole_state)
+from ollie.agent import steps
+from ollie.agent.steps import KindLookup, Location, StepStatus, ToolState, describe, finished, step_states, whole_state
 from ollie.backend.images import SHOWN_IMAGE_CHARS, left_out, shown
 from ollie.backend.types import IMAGE_TYPES, Message, ToolCall
 
@@ -76,13 +76,14 @@ def call_steps(call: ToolCall, result: str | None, cwd: Path, kind_of: KindLooku
 def _step_fields(inner: list[ToolState], call_id: str, network: Sequence[dict],
                  files: Sequence[str]) -> dict[str, object]:
     tool = attrs.evolve(whole_state(call_id, inner), network=tuple(network)).to_wire()
-    steps = [s.to_wire() for s in inner]
+    wired = [s.to_wire() for s in inner]
     if files:  # a batch's steps each name theirs as its live diffs were split: by path, the rest its last writer's
         tool["files"] = list(files)
-        for step, share in zip(steps, attribute([Diff(p, None, None) for p in files], inner), strict=True):
+        shares = steps.attribute([steps.Diff(p, None, None) for p in files], inner)
+        for step, share in zip(wired, shares, strict=True):
             if share:
                 step["files"] = [d.path for d in share]
-    return {"tool": tool, **({"steps": steps} if len(inner) > 1 else {})}
+    return {"tool": tool, **({"steps": wired} if len(inner) > 1 else {})}
 
 
 def page_records(page: Sequence[Message], *records: Mapping[str, Sequence[Any]]) -> tuple[dict[str, tuple[Any, ...]], ...]:
