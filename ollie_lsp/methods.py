@@ -266,15 +266,16 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
     # The page's step records too, here: a running turn adds to the session's maps (and a /clear empties them)
     # while the thread reads. O(page), not O(history).
-    outcomes, network, pictures = page_records(messages[p.offset:end], core.session.step_outcomes,
-                                               core.session.step_network, core.session.step_images)
+    outcomes, network, pictures, files = page_records(messages[p.offset:end], core.session.step_outcomes,
+                                                      core.session.step_network, core.session.step_images,
+                                                      core.session.step_files)
     cwd = core.cwd
 
     def answer() -> dict[str, Any]:
         # A page's pairing of calls with results across the whole history is O(history): in a thread (it only
         # reads), not on the shared loop.
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
-                             network=network, images=pictures)
+                             network=network, images=pictures, files=files)
         for index, message in enumerate(page, p.offset):
             if message.get("role") == "user" and isinstance(content := message.get("content"), str):
                 if labels := context_labels(content):

@@ -19,7 +19,8 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     each one's Changed files come from its end event, the daemon diffing the turn once (before: again for the list's
     `ollie/changes`); after Developer: Reload Window the chat, read from the history, lists both turns' Changed files,
     each under its turn (before, only the last turn's came back), and the allowed edit step shows its diff again (it
-    showed none: the history keeps no diffs; read from the turn's changes). A hostile turn of 152 files, two named with terminal
+    showed none: the history keeps no diffs; read from the turn's changes), and so does the `sed -i` step (it showed
+    none: the history named no files of a shell step). A hostile turn of 152 files, two named with terminal
     escapes and a newline, lists its first 100 as text and counts the rest; its step shows its first 100 diffs and
     says how many more files it changed (before: nothing said there were more). Then more windows: a second one on the
     folder runs its own session (not the first's, still live), a multi-root workspace's session works in the folder of
@@ -41,6 +42,7 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
         output,
         ("turnchanges", "after a window reload each turn's Changed files are listed under it, the earlier turn's too"),
         ("turnchanges", "after a window reload the allowed edit step shows its diff again"),
+        ("turnchanges", "after a window reload the sed -i step shows its diffs again"),
         ("turnchanges", "a turn of 152 files lists its first 100 as text, and says how many more"),
         ("turnchanges", "the step of 152 files shows its first 100 diffs and says 52 more files changed"),
     )

@@ -70,8 +70,14 @@ async def test_an_interrupted_reply_is_kept_marked_and_resumed(start_daemon, llm
 
 
 def step_of(event: dict[str, Any]) -> dict[str, Any]:
-    """A live `tool` event's step as the history has it: without the diffs (they are not saved)."""
-    return {k: v for k, v in event["tool"].items() if k != "diffs"}
+    """A live `tool` event's step as the history has it (see `saved`)."""
+    return saved(event["tool"])
+
+
+def saved(step: dict[str, Any]) -> dict[str, Any]:
+    """A live step as the history has it: the files its diffs named (when any) instead of the diffs."""
+    files = {"files": [d["path"] for d in step["diffs"]]} if step.get("diffs") else {}
+    return {**{k: v for k, v in step.items() if k != "diffs"}, **files}
 
 
 async def test_resumed_steps_carry_the_tool_objects_of_the_live_events(start_daemon, llm):
@@ -104,13 +110,13 @@ async def test_resumed_steps_carry_the_tool_objects_of_the_live_events(start_dae
 
 
 async def check_history(client: Daemon, session: str, live: list[dict[str, Any]]) -> None:
-    """The history's steps are the live `tool` events' (without diffs), on the calls and on their results."""
+    """The history's steps are the live `tool` events' (their diffs' files, not diffs), on the calls and results."""
     messages = (await client.request("ollie/context", {"session": session}))["messages"]
     results = [m for m in messages if m["role"] == "tool"]
     calls = [c for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
     assert [r["tool"] for r in results] == [step_of(e) for e in live]
     assert [c["tool"] for c in calls] == [r["tool"] for r in results], "a call and its result: one step"
-    assert results[1]["steps"] == [{k: v for k, v in s.items() if k != "diffs"} for s in live[1]["steps"]]
+    assert results[1]["steps"] == [saved(s) for s in live[1]["steps"]]
     assert "steps" not in results[0] and "steps" not in calls[0]
     assert [c["id"] for c in calls] == [r["tool_call_id"] for r in results]
     # A page holding only the last result still knows its call (paging pairs across the whole history).

@@ -245,3 +245,25 @@ async def test_a_deleted_private_file_comes_back_with_its_own_mode(start_daemon,
     await daemon.request("ollie/rewind", {"turn": 1})
     assert (ws / "deploy.sh").read_text() == "#!/bin/sh\necho deployed\n"
     assert oct((ws / "deploy.sh").stat().st_mode & 0o777) == oct(0o700)
+
+
+async def test_a_resumed_history_names_the_files_each_step_changed(start_daemon, llm, tmp_path):
+    llm.script(*edit_two_files())
+    ws = seeded(tmp_path)
+    first = await start(start_daemon, llm, workspace=ws)
+    session = (await first.request("ollie/submit", {"text": "edit them"}))["session"]
+    await first.client.shutdown_session()
+
+    # A new daemon resumes it: the `sed -i` step names b.txt (no diff texts: a client asks `ollie/changes`).
+    second = await start(start_daemon, llm, workspace=ws, init_options={"session": session})
+    messages = (await second.request("ollie/context", {}))["messages"]
+    batch, shell = (m for m in messages if m["role"] == "tool")
+    assert shell["tool"]["files"] == ["b.txt"] and "diffs" not in shell["tool"]
+    (call,) = next(m for m in messages if m.get("tool_calls") and "sed" in m["tool_calls"][0]["arguments"])["tool_calls"]
+    assert call["tool"]["files"] == ["b.txt"]
+    # A batch's file goes to the step that names it, as its live diffs did.
+    assert batch["tool"]["files"] == ["a.txt"] and [s.get("files") for s in batch["steps"]] == [["a.txt"], None]
+    # A fork's copy names them too.
+    fork = (await second.request("ollie/session/fork", {"session": session}))["session"]
+    copied = (await second.request("ollie/context", {"session": fork}))["messages"]
+    assert [m["tool"].get("files") for m in copied if m["role"] == "tool"] == [["a.txt"], ["b.txt"]]

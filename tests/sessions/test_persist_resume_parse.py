@@ -363,6 +363,28 @@ def test_a_hostile_turn_changed_resumes_with_no_mark_for_its_bad_counts(tmp_path
     assert marks == ({0: {"turn": 1, "files": 2}, 9: {"turn": 9, "files": 1}} if loaded else {})
 
 
+@pytest.mark.parametrize("saved, loaded", [
+    ({"c1": ["a.py", 5, None, ["b"], "../x"], "c2": "a.py", "c3": None, "c4": [f"f{n}" for n in range(500)]},
+     {"c1": ["a.py", "../x"], "c4": [f"f{n}" for n in range(100)]}),
+    ({"c1": {"a.py": 1}, "c2": [7]}, {"c2": []}),
+], ids=["mixed", "no paths"])
+def test_a_hostile_step_files_resumes_with_its_paths_as_text(tmp_path, saved, loaded):
+    """A teammate's log names each step's changed files: what is not a list of paths is left out, at most 100 a step
+    (as its diffs carried), and the session resumes; /clear drops them with the history."""
+    session = Session(agent="t")
+    session.messages.append(Message("user", "hi"))
+    file = SessionFile(tmp_path, session.id, sync=False)
+    file.save(session)
+    data = file.path.read_bytes()
+    commit = json.loads(data.split(b"\n")[2])
+    commit["meta"]["step_files"] = saved
+    file.path.write_bytes(_with_line(data, 2, commit))
+    resumed = SessionFile(tmp_path, session.id, sync=False).load()
+    assert dict(resumed.step_files) == loaded
+    resumed.clear()
+    assert not resumed.step_files
+
+
 _VALUES = [5, -1, True, None, "x", "", [], {}, 1.5, [1], {"a": 1}, "user", "tool"]
 
 

@@ -1,7 +1,7 @@
 """The session history as a client draws it: tool calls and results as readable steps, cut-off replies marked.
 
 Built from the saved messages alone with the live events' step code, so a resumed session shows its steps as they
-were shown, with the connections they made (without diffs, which are not saved).
+were shown, with the connections they made and the files they changed (without diffs, which are not saved).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from ollie.agent import steps
 from ollie.agent.steps import KindLookup, Location, StepStatus, ToolState, describe, finished, step_states, whole_state
 from ollie.backend.images import SHOWN_IMAGE_CHARS, left_out, shown
 from ollie.backend.types import IMAGE_TYPES, Message, ToolCall
@@ -72,15 +73,22 @@ def call_steps(call: ToolCall, result: str | None, cwd: Path, kind_of: KindLooku
     return inner if result is None else finished(inner, result)
 
 
-def _step_fields(inner: list[ToolState], call_id: str, network: Sequence[dict]) -> dict[str, object]:
-    out: dict[str, object] = {"tool": attrs.evolve(whole_state(call_id, inner), network=tuple(network)).to_wire()}
-    if len(inner) > 1:
-        out["steps"] = [s.to_wire() for s in inner]
-    return out
+def _step_fields(inner: list[ToolState], call_id: str, network: Sequence[dict],
+                 files: Sequence[str]) -> dict[str, object]:
+    tool = attrs.evolve(whole_state(call_id, inner), network=tuple(network)).to_wire()
+    wired = [s.to_wire() for s in inner]
+    if files:  # a batch's steps each name theirs as its live diffs were split: by path, the rest its last writer's
+        tool["files"] = list(files)
+        shares = steps.attribute([steps.Diff(p, None, None) for p in files], inner)
+        for step, share in zip(wired, shares, strict=True):
+            if share:
+                step["files"] = [d.path for d in share]
+    return {"tool": tool, **({"steps": wired} if len(inner) > 1 else {})}
 
 
 def page_records(page: Sequence[Message], *records: Mapping[str, Sequence[Any]]) -> tuple[dict[str, tuple[Any, ...]], ...]:
-    """What `wire_messages` reads of the session's maps by call id (`step_outcomes`, `step_network`, `step_images`)
+    """What `wire_messages` reads of the session's maps by call id (`step_outcomes`, `step_network`, `step_images`,
+    `step_files`)
     for `page`'s calls, copied where the session changes (the loop) so that a thread may read them as a turn goes on."""
     ids = {c.id for m in page for c in m.tool_calls}
     ids.update(m.tool_call_id for m in page if m.tool_call_id)
@@ -101,10 +109,11 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
                   kind_of: KindLookup | None = None,
                   outcomes: Mapping[str, Sequence[str]] | None = None,
                   network: Mapping[str, Sequence[dict]] | None = None,
-                  images: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, object]]:
+                  images: Mapping[str, Sequence[str]] | None = None,
+                  files: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, object]]:
     """`messages[start:end]` as `ollie/context` sends them: each call and result with its `tool` (and `steps`), a
-    result's images with their data while the page's come to SHOWN_IMAGE_CHARS; `outcomes`, `network` and `images`
-    are the session's `step_outcomes`, `step_network` and `step_images`."""
+    result's images with their data while the page's come to SHOWN_IMAGE_CHARS; `outcomes`, `network`, `images` and
+    `files` are the session's `step_outcomes`, `step_network`, `step_images` and `step_files`."""
     page = messages[start:end]
     room = SHOWN_IMAGE_CHARS
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
@@ -116,7 +125,7 @@ def wire_messages(messages: Sequence[Message], start: int, end: int, *, cwd: Pat
         if call.id not in built:
             marks = (outcomes or {}).get(call.id)
             built[call.id] = _step_fields(call_steps(call, results.get(call.id), cwd, kind_of, marks), call.id,
-                                          (network or {}).get(call.id, ()))
+                                          (network or {}).get(call.id, ()), (files or {}).get(call.id, ()))
         return built[call.id]
 
     out: list[dict[str, object]] = []

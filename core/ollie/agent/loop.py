@@ -310,11 +310,13 @@ class AgentLoop:
         return outcomes
 
     def _keep_outcomes(self, round_: ToolRound) -> None:
-        """How the round's steps ended, and their connections, kept with the session: its history shows them after
-        results collapse, and after a resume."""
+        """How the round's steps ended, their connections and the files they changed, kept with the session: its
+        history shows them after results collapse, and after a resume."""
         from ollie.agent.history import outcome_marks
         for call_id, inner in round_.ended.items():
             self.session.step_outcomes[call_id] = outcome_marks(inner)
+            if files := [d.path for s in inner for d in s.diffs or ()]:  # a resumed step names them (no texts kept)
+                self.session.step_files[call_id] = files
         for call_id, connections in round_.network.items():
             self.session.step_network[call_id] = list(connections)  # the proxy's own records: see Core.network_log
 

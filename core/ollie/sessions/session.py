@@ -135,7 +135,7 @@ class TierMap(TrackedDict):
 
 
 # Session fields kept as TrackedDict: persistence saves only their changes.
-TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images")
+TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files")
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -169,6 +169,10 @@ class Session:
     # What the images of each collapsed tool result were (`image/png 12345`: type and bytes), by tool_call_id: the
     # history names them under their steps once the result has dropped them (ollie.agent.tiers, ollie.agent.history).
     step_images: dict[str, list[str]] = field(default_factory=dict)
+    # The files each tool call's steps changed (their diffs' paths, as `ollie/changes` names them), by tool_call_id:
+    # a resumed history names them under the step, whatever changed them (a `sed -i`), for a client to place the
+    # turn's diffs there. Text only: never opened.
+    step_files: dict[str, list[str]] = field(default_factory=dict)
     # The one-line decision index compaction keeps for what it dropped.
     decision_index: list[str] = field(default_factory=list)
     title: str = ""
@@ -277,6 +281,8 @@ class Session:
         ts = meta.get("task_state")
         if "step_network" in meta:
             meta = {**meta, "step_network": _connections(meta["step_network"])}
+        if "step_files" in meta:
+            meta = {**meta, "step_files": _paths(meta["step_files"])}
         if "turn_changed" in meta:
             meta = {**meta, "turn_changed": _counts(meta["turn_changed"])}
         return cls(
@@ -286,11 +292,14 @@ class Session:
         )
 
 
+_SIFTED = ("step_network", "step_files", "turn_changed")  # what a log may get wrong without failing the resume
+
+
 def _check_meta(meta: dict[str, Any]) -> None:
     """Each field a log gives of the type `Session` holds: a crafted `"total_input_tokens": "x"` resumed, then
     failed every turn (its usage is added to it), and a `task_state` that is no map raised an AttributeError."""
     for f in fields(Session):
-        if f.name not in meta or f.name in _NOT_META or f.name in ("step_network", "turn_changed"):  # sifted apart
+        if f.name not in meta or f.name in _NOT_META or f.name in _SIFTED:  # sifted apart
             continue
         value = meta[f.name]
         default = f.default if f.default_factory is MISSING else f.default_factory()
@@ -336,6 +345,19 @@ def _connections(saved: Any) -> dict[str, list[dict[str, Any]]]:
     return {call: [c for c in records if isinstance(c, dict) and all(isinstance(c.get(k), t) for k, t in
                                                                         _CONNECTION.items())]
             for call, records in saved.items() if isinstance(records, list)}
+
+
+# A step's files as its diffs carry them at most (ollie.workspace.bounds.LISTED: the rest are counted, never named).
+_MAX_FILES = 100
+
+
+def _paths(saved: Any) -> dict[str, list[str]]:
+    """A log's `step_files` without what is not a list of paths (a teammate's log may be hostile): strings only, at
+    most _MAX_FILES a call; a call whose list is none is left out and the session resumes (they only place diffs)."""
+    if not isinstance(saved, dict):
+        return {}
+    return {call: [p for p in paths if type(p) is str][:_MAX_FILES] for call, paths in saved.items()
+            if type(call) is str and type(paths) is list}
 
 
 # Fields that meta() leaves out: the history itself and in-memory bookkeeping.

@@ -150,10 +150,10 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
   return model.items;
 }
 
-/** The diffs a resumed turn's edit steps showed live, which the history does not keep (PROTOCOL.md "History"): each
- * file the turn changed (`files`, as `ollie/changes` lists them, with their texts) under the turn's last completed
- * edit step that names it (a file two steps edited shows its change over the turn once). `changes` is the turn's
- * "Changed files" item among `items`, after its steps; returns the tool items given diffs. */
+/** The diffs a resumed turn's steps showed live, which the history does not keep (PROTOCOL.md "History"): each file
+ * the turn changed (`files`, as `ollie/changes` lists them, with their texts) under the turn's last step that changed
+ * it (its `files`; without them, a completed edit step that names it), a file two steps changed once, over the turn.
+ * `changes` is the turn's "Changed files" item among `items`, after its steps; returns the tool items given diffs. */
 export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, files: readonly StepDiff[], cwd = ""): ToolItem[] {
   const byPath = new Map(files.map((f) => [f.path, f]));
   const under = cwd.endsWith("/") ? cwd : `${cwd}/`;
@@ -165,8 +165,9 @@ export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, fil
     // A batch's diffs go on its inner steps (the chat draws theirs), a single call's on its step.
     const steps: ToolStep[] = item.steps?.length ? [...item.steps].reverse() : item.step ? [item.step] : [];
     for (const step of steps) {
-      if (step.kind !== "edit" || step.status !== "completed" || step.diffs?.length) continue;
-      const diffs = step.locations.flatMap(({ path }) => {
+      if (step.diffs?.length) continue;
+      const edited = step.kind === "edit" && step.status === "completed" ? step.locations.map((l) => l.path) : [];
+      const diffs = (step.files ?? edited).flatMap((path) => {
         const file = byPath.get(relative(path));
         byPath.delete(relative(path));
         return file ? [{ path: file.path, oldText: file.oldText, newText: file.newText }] : [];

@@ -29,6 +29,8 @@ export interface ToolStep {
   diffsMore?: number;
   /** The connections the call made through the egress proxy (on its `tool` event and in the history). */
   network?: StepConnection[];
+  /** In a resumed history: the files it changed (PROTOCOL.md "History"), whose diffs the history does not keep. */
+  files?: string[];
 }
 
 /** One connection of a step through the egress proxy (PROTOCOL.md `tool.network`). */
@@ -97,6 +99,7 @@ export function parseToolStep(raw: unknown): ToolStep | undefined {
   };
   if (Array.isArray(raw.diffs)) step.diffs = raw.diffs.map(parseDiff).filter((d): d is StepDiff => d !== undefined);
   if (typeof raw.diffsMore === "number" && Number.isSafeInteger(raw.diffsMore) && raw.diffsMore > 0) step.diffsMore = raw.diffsMore;
+  if (Array.isArray(raw.files)) step.files = raw.files.filter((f): f is string => typeof f === "string");
   if (Array.isArray(raw.network)) step.network = raw.network.map(parseConnection).filter((c): c is StepConnection => c !== undefined);
   return step;
 }

@@ -1,8 +1,8 @@
 // E2E steps in a new session of a window (review.mjs's, once a window of its own): two turns change files, each gets its
 // "Changed files" list, drawn from the turn's end event (the daemon diffed each turn once, as it ended: no
 // `ollie/changes` asked at the end); after a window reload (a new extension host, the chat read from the session's
-// history) both lists are back, each under its own turn, not only the last one's, and the second turn's edit step shows
-// its diff again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
+// history) both lists are back, each under its own turn, not only the last one's, and the second turn's edit step and
+// the first turn's `sed -i` step show their diffs again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
 // 100 diffs and how many more it changed. The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
 import fs from "node:fs";
@@ -85,6 +85,13 @@ export async function turnChanges({ page, work, screenshot }) {
   await edited.scrollIntoViewIfNeeded();
   await screenshot("turnchanges-edit-diff-reloaded");
   log("after a window reload the allowed edit step shows its diff again");
+  // So does the shell step (`sed -i`): the history names the files each step changed.
+  const shell = reloaded.locator(".item.tool", { has: reloaded.locator(".step-title", { hasText: "sed -i s/alpha/ALPHA/" }) });
+  await shell.locator(".diff tr.added", { hasText: "ALPHA" }).waitFor({ timeout: waitMs });
+  await shell.locator(".diff tr.added", { hasText: "BETA" }).waitFor({ timeout: waitMs });
+  await shell.scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-shell-diff-reloaded");
+  log("after a window reload the sed -i step shows its diffs again");
 
   // A turn of 152 files, two with names made to hurt: its list counts them all, shows its first 100 as text and
   // says how many more, with no Undo all (it would undo only those shown).

@@ -313,6 +313,27 @@ test("a reply the daemon saved before it died, its turn not ended, shows once in
   assert.deepEqual(unsaved.addCutShort(tail).map((i) => i.kind), ["assistant", "turnEnd"]);
 });
 
+test("resumed, a shell step that changed files gets back their diffs under it (the files it names)", async () => {
+  const { giveTurnDiffs } = await import("../../src/lib/history");
+  const run = { id: "1", kind: "execute", title: "Run `sed -i s/a/b/ b.txt`", status: "completed", locations: [], files: ["b.txt"] };
+  const fix = { id: "2", kind: "edit", title: "Edit c.py", status: "completed", locations: [{ path: "c.py" }], files: ["c.py", "d.py"] };
+  const history = [
+    { role: "user", content: "fix them", turn: 1 },
+    { role: "assistant", content: "", tool_calls: [{ id: "1", name: "execute_code", arguments: "{}", tool: run }] },
+    { role: "tool", content: "ok", name: "execute_code", tool_call_id: "1", tool: run },
+    { role: "assistant", content: "", tool_calls: [{ id: "2", name: "file_edit", arguments: "{}", tool: fix }] },
+    { role: "tool", content: "ok", name: "file_edit", tool_call_id: "2", tool: fix },
+    { role: "assistant", content: "Fixed.", turnChanges: { turn: 1, files: 3 } },
+  ];
+  const items = historyItems(history, "s");
+  const changes = items.find((i) => i.kind === "changes");
+  assert.ok(changes);
+  const files = ["b.txt", "c.py", "d.py"].map((path) => ({ path, oldText: "a\n", newText: "b\n" }));
+  const tools = items.filter((i) => i.kind === "tool");
+  assert.deepEqual(giveTurnDiffs(items, changes, files), [tools[1], tools[0]]);
+  assert.deepEqual(tools.map((t) => t.kind === "tool" && t.step?.diffs), [[files[0]], [files[1], files[2]]]);
+});
+
 test("resumed, a turn's allowed edit steps get back their diffs from the turn's changes; a rejected one none", async () => {
   const { giveTurnDiffs } = await import("../../src/lib/history");
   const edit = (id: string, path: string, status: string) => ({ id, kind: "edit", title: `Edit ${path}`, status, locations: [{ path }] });
