@@ -106,18 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.cwd.is_dir():
         print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
         return 2
-    from ollie import paths
-    from ollie.log import setup_logging
+    from ollie.log import start_logging
     from ollie.startup import raise_fd_limit
 
-    try:
-        setup_logging()
-    except OSError as exc:  # a HOME that is not there or not this user's (a service account, a container)
-        from ollie.cli.sanitize import printable
-
-        print(printable(f"ollie: cannot write its log under {paths.state_dir()}: {exc}; set HOME, or OLLIE_STATE_DIR "
-                        "and OLLIE_DATA_DIR, to directories you can write"), file=sys.stderr)
-        return 2
+    start_logging(None, "ollie")
     raise_fd_limit()  # its steps' proxied connections are this process's descriptors
     if args.continue_latest:
         if args.session:
