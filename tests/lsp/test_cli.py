@@ -445,6 +445,13 @@ def test_help_names_every_command_and_store_after_options_says_how(tmp_path):
     assert proc.returncode == 0 and "{demo,doctor,acp,store}" in said and "store: the session store" in said, said
     proc = run_ollie(["--cwd", str(tmp_path), "store"])
     assert proc.returncode == 2 and "`ollie store --help`" in proc.stderr, proc.stderr
+    # A subcommand's own help, with what it takes (it was the top-level help).
+    for command, takes in (("demo", "usage: ollie demo [-h]\n"),
+                           ("doctor", "usage: ollie doctor [-h] [--backend BACKEND] [--model MODEL] [--cwd CWD]\n")):
+        proc = run_ollie([command, "--help"])
+        assert proc.returncode == 0 and proc.stdout.startswith(takes), proc.stdout
+        said = " ".join(proc.stdout.split())  # as wrapped to the terminal's width
+        assert ("scripted model" if command == "demo" else "the session store and the editors' ollie-lsp") in said
 
 
 
