@@ -97,6 +97,11 @@ def test_agent_model_and_slash_commands_flags(llm, tmp_path):
     assert typo.returncode == 1, typo.stderr
     failed = run_ollie(["-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
     assert failed.returncode == 1 and "/rewind failed: this session has no turns yet" in failed.stderr, failed.stderr
+    # So does a `!cmd` that exits non-zero (`ollie -p '!make test'` in CI): its output is shown, and the status says.
+    for line, code in (("!echo out; exit 3", 1), ("!echo out", 0)):
+        shell = run_ollie(["-p", line, "--cwd", str(tmp_path)], env=llm.env())
+        assert shell.returncode == code and shell.stdout.startswith("out\n"), (shell.stdout, shell.stderr)
+        assert ("[exit 3]" in shell.stdout) == bool(code), shell.stdout
 
 
 def test_a_failed_turn_exits_non_zero_with_the_error(scripted_llm, tmp_path):
