@@ -131,7 +131,8 @@ class Core(HistoryMembers, McpMembers):
 
     async def _command(self, text: str) -> TurnResult:
         """A slash command or `!cmd`, run at once."""
-        from ollie.agent.commands import ShellFailed, run_command  # the commands (and all they show) load with the first one
+        # The commands (and all they show) load with the first one.
+        from ollie.agent.commands import ShellFailed, run_command
 
         await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
         try:

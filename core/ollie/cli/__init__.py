@@ -172,8 +172,8 @@ def _subcommand_help(command: str) -> int:
         return 0
     parser = argparse.ArgumentParser(prog="ollie doctor", description="Check the setup: the backend answers, the model "
                                      "is there, the keys, the env file, Landlock, the sandbox policy, the sessions dir, "
-                                     "the session store and the editors' ollie-lsp on PATH; one line per check, with the fix of each "
-                                     "that fails. Exit status 0 when all pass, 1 when something needs fixing.")
+                                     "the session store and the editors' ollie-lsp on PATH; one line per check, with the "
+                                     "fix of each that fails. Exit status 0 when all pass, 1 when something needs fixing.")
     parser.add_argument("--backend", help="the backend to check (default: $OLLIE_BACKEND)")
     parser.add_argument("--model", help="the model to check (default: $OLLIE_MODEL or the backend's default)")
     parser.add_argument("--cwd", type=Path, help="the project whose sandbox policy is checked (default: here)")
