@@ -73,12 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     pause_gc()  # until serve() has loaded the SDK and the engine
     raise_fd_limit()
     args = parse_args(argv)
-    from ollie.log import setup_logging
+    from ollie.log import start_logging
     from ollie.stdio import end_process, protect_stdio
 
     # Nothing but ACP on stdout: fd 1 becomes stderr for everything else (tools, hooks, stray prints).
     rpc_in, rpc_out = protect_stdio()
-    setup_logging(args.log_file)
+    start_logging(args.log_file, "ollie acp")
     with suppress(KeyboardInterrupt, BrokenPipeError):
         asyncio.run(serve(args, rpc_in, rpc_out))
     end_process(0)

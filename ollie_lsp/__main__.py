@@ -65,9 +65,9 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 def setup_logs(log_file: str | None) -> None:
     """Log to a file; pygls' per-message logging is kept to warnings (it would log every delta)."""
-    from ollie.log import setup_logging
+    from ollie.log import start_logging
 
-    setup_logging(log_file)
+    start_logging(log_file, "ollie-lsp")
     for name in ("pygls", "pygls.protocol", "pygls.server", "pygls.feature_manager"):
         logging.getLogger(name).setLevel(logging.WARNING)
 

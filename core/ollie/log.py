@@ -57,6 +57,18 @@ def setup_logging(file: Path | str | None = None) -> Path:
     return path
 
 
+def start_logging(file: Path | str | None, prog: str) -> Path:
+    """`setup_logging`, or exit 2 saying what to set where the log cannot be written (a HOME not there)."""
+    try:
+        return setup_logging(file)
+    except OSError as exc:  # a service account's or a container's HOME: a traceback would say nothing to do
+        where, fix = ((f"to {file}", "give --log-file a path you can write") if file else
+                      (f"under {paths.state_dir()}", "set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories "
+                       "you can write"))
+        print(f"{prog}: cannot write its log {where}: {exc}; {fix}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def get_logger(name: str) -> logging.Logger:
     """A logger under the `ollie` namespace."""
     return logging.getLogger(name if name.startswith("ollie") else f"ollie.{name}")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ollie.agent import commands
-from ollie.agent.commands import COMMANDS, is_command, run_command
+from ollie.agent.commands import COMMANDS, ShellFailed, is_command, run_command
 from ollie.agent.core import TERMINAL_RESUME
 from ollie.agent.editorcontext import context_block
 from ollie.agent.events import Bus
@@ -192,15 +192,23 @@ async def test_shell_runs_in_cwd_publishes_exec_and_returns_output(core, events,
     assert (event.role, event.name, event.content) == ("exec", "ls; echo err >&2; echo $FROM_CORE $OLLIE_SESSION_ID", out)
 
 
-async def test_shell_nonzero_exit_is_reported(core):
-    assert await run_command(core, "!echo partial; exit 3") == "partial\n[exit 3]"
+async def test_shell_nonzero_exit_is_reported(core, events):
+    with pytest.raises(ShellFailed) as failed:  # what `ollie -p` exits 1 on
+        await run_command(core, "!echo partial; exit 3")
+    assert str(failed.value) == "partial\n[exit 3]" == _drain(events)[0].content
 
 
 async def test_shell_timeout_kills_the_command(core, monkeypatch: pytest.MonkeyPatch):
     def run(timeout: float) -> Awaitable[str | None]:
         monkeypatch.setattr(commands, "SHELL_TIMEOUT_S", timeout)  # 120 s: a test would wait that long
         # The sleep's 10 minutes: a command not killed at its timeout runs past the ceiling.
-        return asyncio.wait_for(run_command(core, "!echo begun; sleep 600"), 60)
+        return asyncio.wait_for(shell_output("!echo begun; sleep 600"), 60)
+
+    async def shell_output(line: str) -> str | None:
+        try:
+            return await run_command(core, line)
+        except ShellFailed as exc:  # as a command that timed out ends
+            return str(exc)
 
     out = await timed_out_once_begun(run, lambda out: out is not None and out.startswith("begun"), first_s=0.5)
     assert out is not None and out.startswith("begun") and "[timed out after " in out

@@ -97,6 +97,11 @@ def test_agent_model_and_slash_commands_flags(llm, tmp_path):
     assert typo.returncode == 1, typo.stderr
     failed = run_ollie(["-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
     assert failed.returncode == 1 and "/rewind failed: this session has no turns yet" in failed.stderr, failed.stderr
+    # So does a `!cmd` that exits non-zero (`ollie -p '!make test'` in CI): its output is shown, and the status says.
+    for line, code in (("!echo out; exit 3", 1), ("!echo out", 0)):
+        shell = run_ollie(["-p", line, "--cwd", str(tmp_path)], env=llm.env())
+        assert shell.returncode == code and shell.stdout.startswith("out\n"), (shell.stdout, shell.stderr)
+        assert ("[exit 3]" in shell.stdout) == bool(code), shell.stdout
 
 
 def test_a_failed_turn_exits_non_zero_with_the_error(scripted_llm, tmp_path):
@@ -445,6 +450,13 @@ def test_help_names_every_command_and_store_after_options_says_how(tmp_path):
     assert proc.returncode == 0 and "{demo,doctor,acp,store}" in said and "store: the session store" in said, said
     proc = run_ollie(["--cwd", str(tmp_path), "store"])
     assert proc.returncode == 2 and "`ollie store --help`" in proc.stderr, proc.stderr
+    # A subcommand's own help, with what it takes (it was the top-level help).
+    for command, takes in (("demo", "usage: ollie demo [-h]\n"),
+                           ("doctor", "usage: ollie doctor [-h] [--backend BACKEND] [--model MODEL] [--cwd CWD]\n")):
+        proc = run_ollie([command, "--help"])
+        assert proc.returncode == 0 and proc.stdout.startswith(takes), proc.stdout
+        said = " ".join(proc.stdout.split())  # as wrapped to the terminal's width
+        assert ("scripted model" if command == "demo" else "the session store and the editors' ollie-lsp") in said
 
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from ollie.testing import Reply
 
-from .test_cli import free_port, run_ollie
+from .conftest import child_env
+from .test_cli import OLLIE, free_port, run_ollie
 
 # What each vendor answers (HTTP 404) for a model it does not have.
 NO_SUCH_MODEL = {
@@ -82,14 +86,23 @@ def test_a_misspelt_backend_name_in_the_env_file_is_named_when_the_default_backe
 
 
 def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
-    # A HOME that is not there (a service account's, a container's) ended in a traceback from the log's set-up.
+    # A HOME that is not there (a service account's, a container's) ended in a traceback from the log's set-up: in
+    # the terminal, and in the daemon and the ACP agent, whose stderr is all an editor shows of them.
     (tmp_path / "home").write_text("a file, not a directory\n")
     state = tmp_path / "home" / ".local" / "state" / "ollie"
-    for extra in (["-p", "hello"], []):
-        proc = run_ollie([*extra, "--cwd", str(tmp_path)], env={"OLLIE_STATE_DIR": str(state)})
+    daemon = [sys.executable, "-m", "ollie_lsp", "--stdio"]
+    for prog, command in [("ollie", [*OLLIE, "-p", "hello"]), ("ollie", OLLIE), ("ollie-lsp", daemon),
+                          ("ollie acp", [*OLLIE, "acp"])]:
+        proc = subprocess.run([*command, "--cwd", str(tmp_path)] if prog == "ollie" else command, input="",
+                              env=child_env({"OLLIE_STATE_DIR": str(state)}), capture_output=True, text=True,
+                              timeout=60)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-        assert proc.stderr.startswith(f"ollie: cannot write its log under {state}: "), proc.stderr
+        assert proc.stderr.startswith(f"{prog}: cannot write its log under {state}: "), proc.stderr
         assert proc.stderr.endswith("set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories you can write\n")
+    proc = subprocess.run([*daemon, "--log-file", str(state / "x.log")], input="", env=child_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"ollie-lsp: cannot write its log to {state}/x.log: ")
+    assert proc.stderr.endswith("; give --log-file a path you can write\n"), proc.stderr
 
 
 def test_a_prompt_given_without_p_says_where_a_prompt_goes(tmp_path):

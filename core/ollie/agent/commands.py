@@ -272,8 +272,13 @@ def help_text(core: CommandTarget) -> str:
     return "\n".join(lines)
 
 
-async def run_shell_line(core: CommandTarget, command: str) -> str:
-    """Run `!cmd` in the session's directory (own process group, killed on timeout); output and exit status."""
+class ShellFailed(Exception):  # noqa: N818 - an outcome, not an error: its output was published as any `!cmd`'s
+    """A `!cmd` that exited non-zero or timed out; its text is the output published."""
+
+
+async def run_shell_line(core: CommandTarget, command: str) -> tuple[str, bool]:
+    """Run `!cmd` in the session's directory (own process group, killed on timeout): output and exit status, and
+    whether it exited 0."""
     if not command:
         raise CommandUsageError("! needs a shell command: !<cmd>")
     env = {**os.environ, **core.env, "OLLIE_SESSION_ID": core.session_id, "OLLIE_CWD": str(core.cwd)}
@@ -283,7 +288,7 @@ async def run_shell_line(core: CommandTarget, command: str) -> str:
         output += f"\n[timed out after {SHELL_TIMEOUT_S:g}s; killed]"
     elif run.code != 0:
         output += f"\n[exit {run.code}]"
-    return output.lstrip("\n")
+    return output.lstrip("\n"), run.code == 0 and not run.timed_out
 
 
 # What other tools call a command of ours (a spelling would point /rename at /resume).
@@ -305,12 +310,15 @@ async def run_command(core: CommandTarget, line: str) -> str | None:
     text = line.strip()
     if text.startswith("!"):
         try:
-            output = await stoppable(run_shell_line(core, text[1:].strip()))
+            output, ok = await stoppable(run_shell_line(core, text[1:].strip()))
         except (CommandUsageError, OSError) as exc:
             return _publish(core, "error", str(exc))
         except Stopped:  # its process group is dead
             raise Stopped(_publish(core, "exec", "[stopped; killed]", name=text[1:].strip())) from None
-        return _publish(core, "exec", output, name=text[1:].strip())
+        _publish(core, "exec", output, name=text[1:].strip())
+        if not ok:  # `ollie -p '!false'`: a script must not take it for success
+            raise ShellFailed(output)
+        return output
     match = SLASH.fullmatch(text)
     assert match is not None  # is_command said so
     name, arg = match["name"].lower(), (match["arg"] or "").strip()

@@ -131,13 +131,16 @@ class Core(HistoryMembers, McpMembers):
 
     async def _command(self, text: str) -> TurnResult:
         """A slash command or `!cmd`, run at once."""
-        from ollie.agent.commands import run_command  # the commands (and all they show) load with the first one
+        # The commands (and all they show) load with the first one.
+        from ollie.agent.commands import ShellFailed, run_command
 
         await self._host.ready_prompt()  # /context, /sp and the like show the prompt the model will see
         try:
             output = await run_command(self, text)
         except Stopped as exc:  # a stop cut a `!cmd` or `/compact` short
             return TurnResult(str(exc), "interrupted")
+        except ShellFailed as exc:
+            return TurnResult(str(exc), "command", failed=True)
         return TurnResult(output or "", "command")
 
     async def _submit(self, text: str, images: Sequence[Image], as_prompt: bool, announce: bool) -> TurnResult:

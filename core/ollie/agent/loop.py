@@ -44,11 +44,13 @@ class LoopHost(SessionHost, Protocol):
 
 @dataclass(eq=False, repr=False)
 class TurnResult:
-    """How a submit ended: the reply text, the stop reason, and an error message when it failed."""
+    """How a submit ended: the reply text, the stop reason, an error message when it failed, and whether a `!cmd`
+    exited non-zero."""
 
     reply: str
     stop: str
     error: str | None = None
+    failed: bool = False
 
 
 # A call id as vendors write them (`call_…`, `toolu_…`, Mistral's nine letters and digits, Kimi's

@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         from ollie.cli.store import main as store_main
 
         return store_main(rest[1:])
+    if rest[:1] in (["demo"], ["doctor"]) and {"-h", "--help"} & set(rest[1:]):
+        return _subcommand_help(rest[0])
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         from ollie.cli.demo import run_demo
@@ -106,18 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.cwd.is_dir():
         print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
         return 2
-    from ollie import paths
-    from ollie.log import setup_logging
+    from ollie.log import start_logging
     from ollie.startup import raise_fd_limit
 
-    try:
-        setup_logging()
-    except OSError as exc:  # a HOME that is not there or not this user's (a service account, a container)
-        from ollie.cli.sanitize import printable
-
-        print(printable(f"ollie: cannot write its log under {paths.state_dir()}: {exc}; set HOME, or OLLIE_STATE_DIR "
-                        "and OLLIE_DATA_DIR, to directories you can write"), file=sys.stderr)
-        return 2
+    start_logging(None, "ollie")
     raise_fd_limit()  # its steps' proxied connections are this process's descriptors
     if args.continue_latest:
         if args.session:
@@ -164,6 +158,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _subcommand_help(command: str) -> int:
+    """`ollie demo --help`, `ollie doctor --help`: the subcommand's own help (the options it takes), not ollie's."""
+    import argparse
+    from pathlib import Path
+
+    if command == "demo":
+        argparse.ArgumentParser(prog="ollie demo", description="Run one turn end to end against a scripted model "
+                                "(no backend, no key), in a scratch workspace: the model reads a sample file through a "
+                                "sandboxed tool and answers. Exit status 0 when the whole round trip worked.").print_help()
+        return 0
+    parser = argparse.ArgumentParser(prog="ollie doctor", description="Check the setup: the backend answers, the model "
+                                     "is there, the keys, the env file, Landlock, the sandbox policy, the sessions dir, "
+                                     "the session store and the editors' ollie-lsp on PATH; one line per check, with the "
+                                     "fix of each that fails. Exit status 0 when all pass, 1 when something needs fixing.")
+    parser.add_argument("--backend", help="the backend to check (default: $OLLIE_BACKEND)")
+    parser.add_argument("--model", help="the model to check (default: $OLLIE_MODEL or the backend's default)")
+    parser.add_argument("--cwd", type=Path, help="the project whose sandbox policy is checked (default: here)")
+    parser.print_help()
+    return 0
 
 
 def _session_problem(session_id: str) -> str | None:

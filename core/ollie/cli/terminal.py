@@ -175,7 +175,7 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     _say_stop(result.stop)
     _say_unapproved(core.unapproved)
     code = EXIT_CODES.get(result.stop, 1)
-    if result.stop == "command" and renderer.errors:  # `/nosuch`, a command's bad argument or failure
+    if result.stop == "command" and (renderer.errors or result.failed):  # `/nosuch`, a failed command or `!cmd`
         code = EXIT_CODES["error"]
     return EXIT_UNAPPROVED if code == 0 and core.unapproved else code
 
