@@ -503,6 +503,55 @@ vim.cmd("qa!")
     assert not ran.exists(), "the repository's .venv/bin/ollie-lsp was run"
 
 
+ORDINARY_BLOCKS = [
+    "<editor-context>\nFile: a.py (python)\nShowing lines 3-5:\n```python\nx\n```\n</editor-context>",
+    "<editor-context>\nFile: src/my (odd) file.py (python)\nLocation: lines 7-7\nSelected text:\n```python\nx\n```\n"
+    "</editor-context>",
+    "<editor-context>\nMCP resource: note://readme (server t)\n```\nFile: no.py\n```\n</editor-context>",
+    "<editor-context>\nFile: notes (v2).txt\n</editor-context>",
+]
+
+
+def test_saved_prompts_are_labelled_as_the_engine_does_in_linear_time_whatever_their_blocks(tmp_path):
+    # A hostile prompt (a teammate's session, a pasted file) made these quadratic: a `File:` line full of ` (` read
+    # from each to its end, each of many blocks copying the rest of the prompt, each unclosed open in an injected
+    # tool result scanned to the end. At these sizes that took minutes: the timeout fails it, with room to spare.
+    ordinary = "\n\n".join([*ORDINARY_BLOCKS, "why?"])
+    name = "a" + " (" * 200_000 + ")x"
+    hostile = {
+        "parens": f"<editor-context>\nFile: {name}\n</editor-context>\n\nwhy?",
+        "blocks": "<editor-context>\nFile: a\n</editor-context>" * 100_000 + "why?",
+        "injected": f"out\n[user, while this tool ran]\n{ORDINARY_BLOCKS[0]}\n" + "<editor-context>\n" * 100_000,
+    }
+    script = tmp_path / "split.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local context = require("ollie.context")
+local prompts = vim.json.decode(io.open({json.dumps(str(tmp_path / "prompts.json"))}):read("*a"))
+local function split(text)
+  local labels, rest = context.split_prompt(text)
+  return {{ labels = labels, rest = rest }}
+end
+local parens, blocks = split(prompts.parens), split(prompts.blocks)
+io.stdout:write(vim.json.encode({{
+  ordinary = split(prompts.ordinary),
+  parens = parens.labels[1] == prompts.name and parens.rest,
+  blocks = {{ #blocks.labels, blocks.labels[100000], blocks.rest }},
+  injected = context.compact_blocks(prompts.injected) == prompts.compacted,
+}}))
+vim.cmd("qa!")
+""")
+    (tmp_path / "prompts.json").write_text(json.dumps({
+        **hostile, "ordinary": ordinary, "name": name,
+        "compacted": "out\n[user, while this tool ran]\n📎 a.py:3-5\n" + "<editor-context>\n" * 100_000}))
+    result, _ = lua_result(script, tmp_path, timeout=60)
+    assert result["ordinary"] == {"labels": context_labels(ordinary), "rest": "why?"}
+    assert result["ordinary"]["labels"] == ["a.py:3-5", "src/my (odd) file.py:7", "t: note://readme", "notes (v2).txt"]
+    assert result["parens"] == "why?" and context_labels(hostile["parens"]) == [name]
+    assert result["blocks"] == [100_000, "a", "why?"]
+    assert result["injected"] is True
+
+
 def test_a_notice_says_paths_under_home_from_tilde(tmp_path):
     # A notice's path under $HOME filled the command line (cut with "…" there): said from `~`, only a whole home path.
     home = tmp_path / "ann"

@@ -380,7 +380,10 @@ local function block_label(body)
   if uri then
     return server .. ": " .. uri
   end
-  local path = head:match("\nFile: ([^\n]-) %([^\n)]*%)\n") or head:match("\nFile: ([^\n]+)") or "?"
+  -- The engine's `File: <path> (<language>)` (core/ollie/agent/editorcontext.py `_FILE`): no parens in the language,
+  -- so a line full of ` (` is read once, not from each one to its end.
+  local file = head:match("\nFile: ([^\n]+)")
+  local path = file and (file:match("^(.+) %([^()]*%)$") or file) or "?"
   local a, b = head:match("\n[%a:]+ lines (%d+)%-(%d+)")
   local one = head:match("\n[%a:]+ line (%d+)")
   if a then
@@ -396,6 +399,16 @@ end
 -- How the daemon adds injected text to a tool result (core/ollie/agent/toolround.py).
 local INJECTED = "\n[user, while this tool ran]\n"
 
+local CLOSE = "</editor-context>"
+
+---Where the last `</editor-context>` of text ends (0 for none).
+---@param text string
+---@return integer
+local function last_close(text)
+  local at = text:reverse():find(CLOSE:reverse(), 1, true)
+  return at and #text - at + 1 or 0
+end
+
 ---A tool result with the `<editor-context>` blocks of the text injected into it as their `📎` lines (what the
 ---tool itself printed is left as it is: a file may well contain such a block).
 ---@param text string
@@ -405,9 +418,15 @@ function M.compact_blocks(text)
   if not at then
     return text
   end
-  return text:sub(1, at - 1) .. text:sub(at):gsub("<editor%-context>\n?(.-)</editor%-context>", function(body)
+  -- Blocks only before the last close: an open after it is closed by none, and each would be scanned to the end.
+  local cut = last_close(text)
+  if cut < at then
+    return text
+  end
+  local blocks = text:sub(at, cut):gsub("<editor%-context>\n?(.-)</editor%-context>", function(body)
     return M.ICON .. " " .. block_label(body)
   end)
+  return text:sub(1, at - 1) .. blocks .. text:sub(cut + 1)
 end
 
 ---A saved prompt split into the compact labels of its `<editor-context>` blocks and the user's text.
@@ -415,15 +434,16 @@ end
 ---@return string[] labels, string text
 function M.split_prompt(content)
   local labels = {}
-  local rest = content
+  local at = 1 -- (a position, not the rest's copy after each block: that was quadratic in the blocks' number)
   while true do
-    local body, after = rest:match("^%s*<editor%-context>\n?(.-)</editor%-context>(.*)$")
+    local _, stop, body = content:find("^%s*<editor%-context>\n?(.-)</editor%-context>", at)
     if not body then
       break
     end
     table.insert(labels, block_label(body))
-    rest = after
+    at = stop + 1
   end
+  local rest = content:sub(at)
   -- The daemon tells the model with the next prompt what the user undid of its changes (core/ollie/agent/review.py):
   -- not what the user typed, which the live chat showed alone.
   local note = rest:find(UNDO_NOTE, 1, true)
