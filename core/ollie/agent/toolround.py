@@ -9,6 +9,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -141,6 +142,12 @@ def _leaving(tool: str, args: dict[str, Any], inner: list[ToolState]) -> list[tu
             for step, parts in zip(inner, elevation.outside_parts(request), strict=False) for what in parts]
 
 
+def _title(inner: Sequence[ToolState], tool: str) -> str:
+    """The call's step titles joined, cut at 200 characters (a network question names its step so): 200 steps at most
+    are read, however big the batch."""
+    return " and ".join(step.title for step in islice(inner, 200))[:200] or tool
+
+
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(kw_only=True, eq=False, repr=False)
 class ToolRound:
@@ -158,7 +165,7 @@ class ToolRound:
     changes: ChangeTracker | None = None
     approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None  # asked in call order
     post_edit: PostEditDiagnostics | None = None
-    net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None  # None: a host the policy omits is denied
+    net_ask: Callable[[str, str], NetAsk] | None = None  # None: a host the policy omits is denied
     # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
     allowed_outside: Callable[[str], list[str]] | None = None
     behind: BehindBuffers | None = None  # None: no editor buffers to keep apart from the disk
@@ -367,10 +374,12 @@ class ToolRound:
 
         from ollie.sandbox import egress  # loaded with the first tool call: no first token needs the proxy
 
-        net = self.net_ask(call.id, call.name, args) if self.net_ask is not None else None
+        inner = self._open.get(call.id, [])
+        # The steps `_announce` described (a preTool hook cannot change the arguments): a batch is not described
+        # again for a title of 200 characters.
+        net = self.net_ask(call.id, _title(inner, call.name)) if self.net_ask is not None else None
         asking = egress.asking.set(net)
         outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
-        inner = self._open.get(call.id, [])
         asked = elevation.steps.set(cache(partial(_leaving, call.name, args, inner)))
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
