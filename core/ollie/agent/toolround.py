@@ -27,6 +27,7 @@ from ollie.agent.steps import (
     KindLookup,
     StepKind,
     ToolState,
+    ToolStep,
     attribute,
     describe,
     finished,
@@ -36,7 +37,7 @@ from ollie.agent.steps import (
 )
 from ollie.backend.types import Image, ToolCall
 from ollie.sandbox.process import output_tap
-from ollie.tools.base import ToolResult
+from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute import elevation
 from ollie.tools.execute.args import ArgumentError, loads_arguments, parse_request
 from ollie.tools.execute.results import LINE_HEAD, LINE_REST
@@ -58,6 +59,9 @@ _FORGED_HEAD = re.compile(rf"{LINE_HEAD}(?:{re.escape(INJECTED_HEAD)}|\[ollie[]:
                           rf"|\[interrupted ){LINE_REST}", re.MULTILINE)
 # The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
 # nobody asked for it, and the model reads this one too.
+# A call whose arguments are longer is classified and described in a thread: a `call_tool` batch of 2,000 file edits
+# (about 100 KB) parses for a second on a loaded machine, which would hold every session's loop meanwhile.
+OFF_LOOP_BYTES = 16 * 1024
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
 
 
@@ -169,6 +173,8 @@ class ToolRound:
     # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
     allowed_outside: Callable[[str], list[str]] | None = None
     behind: BehindBuffers | None = None  # None: no editor buffers to keep apart from the disk
+    # Each call's steps as `_prepared` described them, until `_announce` takes them, by call id.
+    _described: dict[str, list[ToolStep]] = field(default_factory=dict, init=False)
     # The steps of every call announced and not finished yet, by call id.
     _open: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
     _names: dict[str, str] = field(default_factory=dict, init=False)
@@ -194,10 +200,19 @@ class ToolRound:
 
     # --- steps ---------------------------------------------------------------
 
-    def _announce(self, call: ToolCall, args: dict[str, Any] | None) -> None:
-        """The `call` event: the call's steps, pending."""
-        steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of)
-        self._open[call.id] = step_states(call.id, steps)
+    async def _prepared(self, call: ToolCall, args: dict[str, Any] | None) -> ParallelClass:
+        """The call's parallel class, its steps described for `_announce`; a huge call's work done in a thread."""
+
+        def prepare() -> ParallelClass:
+            self._described[call.id] = describe(call.name, args if args is not None else call.arguments, self.cwd,
+                                                kind_of=self.kind_of)
+            return self.runtime.classify_parallel(call.name, args) if args is not None else "global"
+
+        return prepare() if len(call.arguments) <= OFF_LOOP_BYTES else await asyncio.to_thread(prepare)
+
+    def _announce(self, call: ToolCall) -> None:
+        """The `call` event: the call's steps (as `_prepared` described them), pending."""
+        self._open[call.id] = step_states(call.id, self._described.pop(call.id))
         self._names[call.id] = call.name
         self._publish("call", call.id, call.name, call.arguments)
 
@@ -275,14 +290,15 @@ class ToolRound:
         batch: list[tuple[ToolCall, dict[str, Any]]] = []
         for call in calls:
             args, problem = parse_arguments(call)
+            parallel = await self._prepared(call, args)
             if args is not None and self.approve is not None:
                 problem = await self.approve(call.id, call.name, args) or ""
-            if args is not None and not problem and self.runtime.classify_parallel(call.name, args) == "read":
+            if args is not None and not problem and parallel == "read":
                 batch.append((call, args))
                 continue
             outcomes.extend(await self._flush(batch))
             batch = []
-            self._announce(call, args)
+            self._announce(call)
             if args is None or problem:  # bad arguments, rejected or refused: the model gets why, nothing runs
                 outcomes.append(self._finish(CallOutcome(call, problem, True)))
                 continue
@@ -334,7 +350,7 @@ class ToolRound:
             return []
         groups: dict[tuple[str, str], list[tuple[ToolCall, dict[str, Any]]]] = {}
         for call, args in batch:
-            self._announce(call, args)
+            self._announce(call)
             groups.setdefault((call.name, canonical_args(call.arguments)), []).append((call, args))
         shared: dict[tuple[str, str], CallOutcome] = {}
 
