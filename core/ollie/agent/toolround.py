@@ -57,11 +57,11 @@ INJECTED_HEAD = "[user, while this tool ran]"
 # step's one line of 60,000 held the daemon for half a minute.)
 _FORGED_HEAD = re.compile(rf"{LINE_HEAD}(?:{re.escape(INJECTED_HEAD)}|\[ollie[]:]|\[editor\]|\[\w+ hook\]|\[truncated:"
                           rf"|\[interrupted ){LINE_REST}", re.MULTILINE)
-# The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
-# nobody asked for it, and the model reads this one too.
 # A call whose arguments are longer is classified and described in a thread: a `call_tool` batch of 2,000 file edits
 # (about 100 KB) parses for a second on a loaded machine, which would hold every session's loop meanwhile.
 OFF_LOOP_BYTES = 16 * 1024
+# The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
+# nobody asked for it, and the model reads this one too.
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
 
 
@@ -173,8 +173,6 @@ class ToolRound:
     # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
     allowed_outside: Callable[[str], list[str]] | None = None
     behind: BehindBuffers | None = None  # None: no editor buffers to keep apart from the disk
-    # Each call's steps as `_prepared` described them, until `_announce` takes them, by call id.
-    _described: dict[str, list[ToolStep]] = field(default_factory=dict, init=False)
     # The steps of every call announced and not finished yet, by call id.
     _open: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
     _names: dict[str, str] = field(default_factory=dict, init=False)
@@ -200,19 +198,18 @@ class ToolRound:
 
     # --- steps ---------------------------------------------------------------
 
-    async def _prepared(self, call: ToolCall, args: dict[str, Any] | None) -> ParallelClass:
-        """The call's parallel class, its steps described for `_announce`; a huge call's work done in a thread."""
+    async def _prepared(self, call: ToolCall, args: dict[str, Any] | None) -> tuple[ParallelClass, list[ToolStep]]:
+        """The call's parallel class and its steps (for `_announce`); a huge call's worked out in a thread."""
 
-        def prepare() -> ParallelClass:
-            self._described[call.id] = describe(call.name, args if args is not None else call.arguments, self.cwd,
-                                                kind_of=self.kind_of)
-            return self.runtime.classify_parallel(call.name, args) if args is not None else "global"
+        def prepare() -> tuple[ParallelClass, list[ToolStep]]:
+            steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of)
+            return self.runtime.classify_parallel(call.name, args) if args is not None else "global", steps
 
         return prepare() if len(call.arguments) <= OFF_LOOP_BYTES else await asyncio.to_thread(prepare)
 
-    def _announce(self, call: ToolCall) -> None:
-        """The `call` event: the call's steps (as `_prepared` described them), pending."""
-        self._open[call.id] = step_states(call.id, self._described.pop(call.id))
+    def _announce(self, call: ToolCall, steps: list[ToolStep]) -> None:
+        """The `call` event: the call's steps, pending."""
+        self._open[call.id] = step_states(call.id, steps)
         self._names[call.id] = call.name
         self._publish("call", call.id, call.name, call.arguments)
 
@@ -287,18 +284,18 @@ class ToolRound:
     async def _run(self, calls: list[ToolCall]) -> list[CallOutcome]:
         """Run `calls`: consecutive read-safe calls concurrently, the rest one at a time, in order."""
         outcomes: list[CallOutcome] = []
-        batch: list[tuple[ToolCall, dict[str, Any]]] = []
+        batch: list[tuple[ToolCall, dict[str, Any], list[ToolStep]]] = []
         for call in calls:
             args, problem = parse_arguments(call)
-            parallel = await self._prepared(call, args)
+            parallel, steps = await self._prepared(call, args)
             if args is not None and self.approve is not None:
                 problem = await self.approve(call.id, call.name, args) or ""
             if args is not None and not problem and parallel == "read":
-                batch.append((call, args))
+                batch.append((call, args, steps))
                 continue
             outcomes.extend(await self._flush(batch))
             batch = []
-            self._announce(call)
+            self._announce(call, steps)
             if args is None or problem:  # bad arguments, rejected or refused: the model gets why, nothing runs
                 outcomes.append(self._finish(CallOutcome(call, problem, True)))
                 continue
@@ -344,13 +341,13 @@ class ToolRound:
             self.bus.emit("info", saved_notice(rel))
         return outcome
 
-    async def _flush(self, batch: list[tuple[ToolCall, dict[str, Any]]]) -> list[CallOutcome]:
+    async def _flush(self, batch: list[tuple[ToolCall, dict[str, Any], list[ToolStep]]]) -> list[CallOutcome]:
         """Fan a batch of read-safe calls out; identical calls share one execution."""
         if not batch:
             return []
         groups: dict[tuple[str, str], list[tuple[ToolCall, dict[str, Any]]]] = {}
-        for call, args in batch:
-            self._announce(call)
+        for call, args, steps in batch:
+            self._announce(call, steps)
             groups.setdefault((call.name, canonical_args(call.arguments)), []).append((call, args))
         shared: dict[tuple[str, str], CallOutcome] = {}
 
@@ -372,10 +369,10 @@ class ToolRound:
                 for key in groups:
                     group.create_task(lead(key))
 
-        tracked = self._writes([call for call, _ in batch])
-        await self._tracked([call for call, _ in batch], fan_out)
+        tracked = self._writes([call for call, *_ in batch])
+        await self._tracked([call for call, *_ in batch], fan_out)
         out = []
-        for call, _ in batch:
+        for call, *_ in batch:
             done = shared[(call.name, canonical_args(call.arguments))]
             outcome = CallOutcome(call, done.text, done.is_error, done.tier, done.images)
             out.append(self._finish(outcome) if tracked else outcome)
