@@ -296,17 +296,15 @@ class ApprovalGate:
             text += f"\nThe user's feedback: {answer.feedback.strip()}"
         return answer, text
 
-    def net_ask(self, call_id: str, tool: str, args: dict[str, Any]) -> NetAsk:
+    def net_ask(self, call_id: str, title: str) -> NetAsk:
         """How a running call's steps ask about a host outside the network allow-list (sandbox/egress.py).
 
         Every mode asks (the policy, not the mode, says which hosts go unasked) but `read-only`, which denies, as
         does a session nobody can ask. "Allow for this session" holds for the session's later steps (`net_session`),
-        "allow always" is saved for later sessions too (netsaved.py).
+        "allow always" is saved for later sessions too (netsaved.py). `title`: the running step's, as announced.
         """
         from ollie.sandbox.egress import NetAsk  # the proxy's module loads with the first tool call, not at start
 
-        steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
-        title = " and ".join(step.title for step in steps)[:200] or tool
         allowed = set(self.net_allowed())
         if self._mode() == "read-only" or self.approver is None:
             return NetAsk(ask=None, session_allowed=allowed, saved=netsaved.saved, step=title, log=self.net_log)

@@ -233,10 +233,13 @@ def attribute(diffs: Sequence[Diff], inner: Sequence[ToolState]) -> list[tuple[D
     """Split one call's diffs over its inner steps: to the step naming the path, else to its last writer."""
     out: list[list[Diff]] = [[] for _ in inner]
     writer = last_writer(inner)
+    named: dict[str, int] = {}  # path -> the first writing step naming it: one pass, not one per diff
+    for i, s in enumerate(inner):
+        if s.kind in WRITE_KINDS:
+            for loc in s.locations:
+                named.setdefault(loc.path, i)
     for diff in diffs:
-        owner = next((i for i, s in enumerate(inner) if any(loc.path == diff.path for loc in s.locations)
-                      and s.kind in WRITE_KINDS), writer)
-        out[owner].append(diff)
+        out[named.get(diff.path, writer)].append(diff)
     return [tuple(d) for d in out]
 
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,6 +27,7 @@ from ollie.agent.steps import (
     KindLookup,
     StepKind,
     ToolState,
+    ToolStep,
     attribute,
     describe,
     finished,
@@ -35,7 +37,7 @@ from ollie.agent.steps import (
 )
 from ollie.backend.types import Image, ToolCall
 from ollie.sandbox.process import output_tap
-from ollie.tools.base import ToolResult
+from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute import elevation
 from ollie.tools.execute.args import ArgumentError, loads_arguments, parse_request
 from ollie.tools.execute.results import LINE_HEAD, LINE_REST
@@ -55,6 +57,9 @@ INJECTED_HEAD = "[user, while this tool ran]"
 # step's one line of 60,000 held the daemon for half a minute.)
 _FORGED_HEAD = re.compile(rf"{LINE_HEAD}(?:{re.escape(INJECTED_HEAD)}|\[ollie[]:]|\[editor\]|\[\w+ hook\]|\[truncated:"
                           rf"|\[interrupted ){LINE_REST}", re.MULTILINE)
+# A call whose arguments are longer is classified and described in a thread: a `call_tool` batch of 2,000 file edits
+# (about 100 KB) parses for a second on a loaded machine, which would hold every session's loop meanwhile.
+OFF_LOOP_BYTES = 16 * 1024
 # The result when the session was closed under the call (`Core.close`: its editor closed or reloaded, ollie stopped):
 # nobody asked for it, and the model reads this one too.
 CLOSED_RESULT = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]"
@@ -141,6 +146,12 @@ def _leaving(tool: str, args: dict[str, Any], inner: list[ToolState]) -> list[tu
             for step, parts in zip(inner, elevation.outside_parts(request), strict=False) for what in parts]
 
 
+def _title(inner: Sequence[ToolState], tool: str) -> str:
+    """The call's step titles joined, cut at 200 characters (a network question names its step so): 200 steps at most
+    are read, however big the batch."""
+    return " and ".join(step.title for step in islice(inner, 200))[:200] or tool
+
+
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(kw_only=True, eq=False, repr=False)
 class ToolRound:
@@ -158,7 +169,7 @@ class ToolRound:
     changes: ChangeTracker | None = None
     approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None  # asked in call order
     post_edit: PostEditDiagnostics | None = None
-    net_ask: Callable[[str, str, dict[str, Any]], NetAsk] | None = None  # None: a host the policy omits is denied
+    net_ask: Callable[[str, str], NetAsk] | None = None  # None: a host the policy omits is denied
     # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
     allowed_outside: Callable[[str], list[str]] | None = None
     behind: BehindBuffers | None = None  # None: no editor buffers to keep apart from the disk
@@ -187,9 +198,17 @@ class ToolRound:
 
     # --- steps ---------------------------------------------------------------
 
-    def _announce(self, call: ToolCall, args: dict[str, Any] | None) -> None:
+    async def _prepared(self, call: ToolCall, args: dict[str, Any] | None) -> tuple[ParallelClass, list[ToolStep]]:
+        """The call's parallel class and its steps (for `_announce`); a huge call's worked out in a thread."""
+
+        def prepare() -> tuple[ParallelClass, list[ToolStep]]:
+            steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of)
+            return self.runtime.classify_parallel(call.name, args) if args is not None else "global", steps
+
+        return prepare() if len(call.arguments) <= OFF_LOOP_BYTES else await asyncio.to_thread(prepare)
+
+    def _announce(self, call: ToolCall, steps: list[ToolStep]) -> None:
         """The `call` event: the call's steps, pending."""
-        steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of)
         self._open[call.id] = step_states(call.id, steps)
         self._names[call.id] = call.name
         self._publish("call", call.id, call.name, call.arguments)
@@ -265,17 +284,18 @@ class ToolRound:
     async def _run(self, calls: list[ToolCall]) -> list[CallOutcome]:
         """Run `calls`: consecutive read-safe calls concurrently, the rest one at a time, in order."""
         outcomes: list[CallOutcome] = []
-        batch: list[tuple[ToolCall, dict[str, Any]]] = []
+        batch: list[tuple[ToolCall, dict[str, Any], list[ToolStep]]] = []
         for call in calls:
             args, problem = parse_arguments(call)
+            parallel, steps = await self._prepared(call, args)
             if args is not None and self.approve is not None:
                 problem = await self.approve(call.id, call.name, args) or ""
-            if args is not None and not problem and self.runtime.classify_parallel(call.name, args) == "read":
-                batch.append((call, args))
+            if args is not None and not problem and parallel == "read":
+                batch.append((call, args, steps))
                 continue
             outcomes.extend(await self._flush(batch))
             batch = []
-            self._announce(call, args)
+            self._announce(call, steps)
             if args is None or problem:  # bad arguments, rejected or refused: the model gets why, nothing runs
                 outcomes.append(self._finish(CallOutcome(call, problem, True)))
                 continue
@@ -321,13 +341,13 @@ class ToolRound:
             self.bus.emit("info", saved_notice(rel))
         return outcome
 
-    async def _flush(self, batch: list[tuple[ToolCall, dict[str, Any]]]) -> list[CallOutcome]:
+    async def _flush(self, batch: list[tuple[ToolCall, dict[str, Any], list[ToolStep]]]) -> list[CallOutcome]:
         """Fan a batch of read-safe calls out; identical calls share one execution."""
         if not batch:
             return []
         groups: dict[tuple[str, str], list[tuple[ToolCall, dict[str, Any]]]] = {}
-        for call, args in batch:
-            self._announce(call, args)
+        for call, args, steps in batch:
+            self._announce(call, steps)
             groups.setdefault((call.name, canonical_args(call.arguments)), []).append((call, args))
         shared: dict[tuple[str, str], CallOutcome] = {}
 
@@ -349,10 +369,10 @@ class ToolRound:
                 for key in groups:
                     group.create_task(lead(key))
 
-        tracked = self._writes([call for call, _ in batch])
-        await self._tracked([call for call, _ in batch], fan_out)
+        tracked = self._writes([call for call, *_ in batch])
+        await self._tracked([call for call, *_ in batch], fan_out)
         out = []
-        for call, _ in batch:
+        for call, *_ in batch:
             done = shared[(call.name, canonical_args(call.arguments))]
             outcome = CallOutcome(call, done.text, done.is_error, done.tier, done.images)
             out.append(self._finish(outcome) if tracked else outcome)
@@ -367,10 +387,12 @@ class ToolRound:
 
         from ollie.sandbox import egress  # loaded with the first tool call: no first token needs the proxy
 
-        net = self.net_ask(call.id, call.name, args) if self.net_ask is not None else None
+        inner = self._open.get(call.id, [])
+        # The steps `_announce` described (a preTool hook cannot change the arguments): a batch is not described
+        # again for a title of 200 characters.
+        net = self.net_ask(call.id, _title(inner, call.name)) if self.net_ask is not None else None
         asking = egress.asking.set(net)
         outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
-        inner = self._open.get(call.id, [])
         asked = elevation.steps.set(cache(partial(_leaving, call.name, args, inner)))
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
