@@ -29,6 +29,7 @@ from ollie.testing import Reply
 from tests.reliability.conftest import DAEMON, daemon_env
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
+PROMPT = r"default> "  # the terminal's prompt: the agent's name
 UNAUTHORIZED, BUSY = -32003, -32004
 # ollie's own styling (render.py): reset, dim, red, yellow, cyan. Every other ESC came from the model or a tool.
 OWN_SGR = re.compile(rb"\x1b\[(?:0|2|31|33|36)m")
@@ -210,31 +211,47 @@ def test_tcp_refuses_a_non_loopback_address_and_a_token_file_others_can_read(tmp
     assert "Traceback" not in out.stderr and not list(tmp_path.glob("~*"))
 
 
-def run_on_a_pty(args: list[str], env: dict[str, str], cwd: Path, lines: list[str], *,
+def run_on_a_pty(args: list[str], env: dict[str, str], cwd: Path, lines: list[tuple[str, str]], *,
                  timeout: float = 90) -> bytes:
-    """Run `ollie ARGS` with a pty as its terminal, type `lines` then Ctrl-D; the raw bytes it printed."""
+    """Run `ollie ARGS` with a pty as its terminal; type each `(pattern, line)`'s line once what it printed since the
+    last line shows the pattern (a regex, styles aside), as a person answers what they see, then Ctrl-D at the next
+    prompt; the raw bytes it printed. (Lines typed all at once would read as one pasted prompt.)"""
     master, slave = pty.openpty()
     proc = subprocess.Popen([*OLLIE, *args], env={**daemon_env(env), "TERM": "xterm-256color"}, cwd=cwd,
                             stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
     os.close(slave)
     output = bytearray()
+    grew = threading.Condition()
 
     def drain() -> None:
         while True:
             try:
                 chunk = os.read(master, 65536)
             except OSError:  # EIO: the last holder of the slave side is gone
-                return
+                chunk = b""
+            with grew:
+                output.extend(chunk)
+                grew.notify_all()
             if not chunk:
                 return
-            output.extend(chunk)
+
+    def shown(pattern: str, after: int) -> int:
+        """Where `pattern` ends in the output's text past `after`, once it shows."""
+        def found() -> re.Match[str] | None:
+            return re.compile(pattern).search(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output.decode(errors="replace")), after)
+        with grew:
+            assert grew.wait_for(found, timeout=timeout), f"{pattern!r} never showed:\n{output.decode(errors='replace')}"
+            match = found()
+            assert match is not None
+            return match.end()
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        for line in lines:
-            os.write(master, line.encode() + b"\n")
-        os.write(master, b"\x04")  # Ctrl-D on an empty line: end of input
+        at = 0
+        for pattern, line in [*lines, (PROMPT, "\x04")]:
+            at = shown(pattern, at)
+            os.write(master, line.encode() + (b"" if line == "\x04" else b"\n"))  # Ctrl-D on an empty line: the end
         assert proc.wait(timeout=timeout) == 0, bytes(output).decode(errors="replace")
         reader.join(timeout=10)
     finally:
@@ -265,7 +282,7 @@ def test_terminal_prints_no_escape_from_a_tool_or_the_model(scripted_llm, tmp_pa
         Reply.text("Done\x1b]0;title\x07 reading.\rOverwritten? \x9b31mno\x1b[0m"),
     )
     raw = run_on_a_pty(["--cwd", str(work)], llm.env(), work,
-                       ["read the readme", "!printf 'sh\\033[2J\\033]0;pwn\\007ell-out\\r\\n'"])
+                       [(PROMPT, "read the readme"), (PROMPT, "!printf 'sh\\033[2J\\033]0;pwn\\007ell-out\\r\\n'")])
     assert b"\x1b" in raw  # colour was on: the check below is about foreign sequences, not all of them
     assert foreign_controls(raw) == b"", raw
     text = raw.decode("utf-8", errors="replace")
@@ -282,7 +299,8 @@ def test_elevation_prompt_shows_control_characters_escaped(scripted_llm, tmp_pat
     llm = scripted_llm("openai")
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": True}]})),
                Reply.text("not run"))
-    raw = run_on_a_pty(["--cwd", str(work)], {**llm.env(), "TMPDIR": str(scratch)}, work, ["go", "n"])
+    raw = run_on_a_pty(["--cwd", str(work)], {**llm.env(), "TMPDIR": str(scratch)}, work,
+                       [(PROMPT, "go"), (r"Allow\? \[y\]es once", "n")])
     text = raw.decode("utf-8", errors="replace")
     assert "Allow? [y]es once, [n]o, [f]eedback: " in text
     assert "echo hi\\r\\x1b[2Kecho harmless" in text, text  # exactly what would run, escapes visible
