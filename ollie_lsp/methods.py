@@ -172,13 +172,14 @@ async def interrupt(ls: OllieServer, p: InterruptParams) -> dict[str, Any]:
     return {"interrupted": await live.stop(p.reason)}
 
 
-async def _arrived(ls: OllieServer, p: TextParams) -> tuple[LiveSession, str, bool]:
-    """A queued or injected prompt's session and text once its checks pass, and whether a Stop came while they awaited
-    (the archive's store read): it was sent for the turns that Stop ended, so it is held as what they queued is."""
+async def _arrived(ls: OllieServer, p: TextParams) -> tuple[LiveSession, str, int]:
+    """A queued or injected prompt's session and text once its checks pass, and the session's Stops when it arrived:
+    one that came while its checks awaited (the archive's store read, a queued prompt's images) ended the turns it was
+    sent for, so it is held as what they queued is."""
     live = await ls.table.get(p.session)
     stops = live.stops
     await ls.table.writable(p.session)
-    return live, await _with_context(ls, live, p), live.stops != stops
+    return live, await _with_context(ls, live, p), stops
 
 
 @method("ollie/inject", TextParams)
@@ -186,8 +187,8 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     """Add text to the next tool result of the running turn."""
     if p.images:  # refused, not dropped
         raise InvalidParams("images: ollie/inject takes no images (injected text joins a tool result; queue the prompt)")
-    live, text, stopped = await _arrived(ls, p)
-    if stopped:
+    live, text, stops = await _arrived(ls, p)
+    if live.stops != stops:
         live.core.queue(text, held=True)
     else:
         live.core.inject(text)
@@ -197,9 +198,9 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
 @method("ollie/queue", QueueParams)
 async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends (PROTOCOL.md: one queued for turns that ended meanwhile runs)."""
-    live, text, stopped = await _arrived(ls, p)
+    live, text, stops = await _arrived(ls, p)
     pictures = await _prompt_images(p, cwd=live.core.cwd)
-    return {"depth": await live.queue(text, pictures, seen=p.seen, held=stopped)}
+    return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
 
 
 @method("ollie/popQueue", SessionParams)
