@@ -138,7 +138,8 @@ def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path,
         done = tmux.keep("1-answered", tmux.wait(lambda s: "The button is red." in s or "(error)" in s, "the answer"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-answered.png", (1000, 560))
-        assert "The button is red." in done and "Pictures/shot.png\n" in "\n".join(chat_lines(done)), done
+        # The path in the prompt and in its 📎 line, however the chat's width breaks it (the temporary dir's length).
+        assert "The button is red." in done and "".join(chat_lines(done)).count(f"{pictures}/shot.png") == 2, done
         assert "(image)" in done and "error" not in done, done
         assert_clean(tmux.screens)
     finally:
