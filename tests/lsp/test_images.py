@@ -44,12 +44,14 @@ async def test_a_hostile_image_item_is_invalid_params_and_nothing_runs(shared_da
     daemon = await shared_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})
     for make, item, why in HOSTILE:  # one daemon for all: each refusal leaves it serving the next
         make(daemon.workspace)
-        error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [item]})
-        assert error.code == -32602 and why in str(error), str(error)
+        for method in ("ollie/submit", "ollie/queue"):  # a queued prompt's images are read as a submit's are
+            error = await rpc_error(daemon, method, {"text": "look", "images": [item]})
+            assert error.code == -32602 and why in str(error), (method, str(error))
     # Too many: refused before one is read or decoded (the count is checked first, not after megabytes each).
     error = await rpc_error(daemon, "ollie/submit", {"text": "look", "images": [{"data": "not base64!"}] * 9})
     assert error.code == -32602 and "9 images in one prompt" in str(error), str(error)
     assert llm.chat_requests == []
+    assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
 
 
 async def test_a_model_without_vision_is_a_clear_error(start_daemon, scripted_llm):
