@@ -219,11 +219,14 @@ class SessionFile:
         if self.owner:
             return False  # a teammate's rounds are appended, never folded (the log is its owner's to rewrite)
         msgs, written = session.messages, self._written
+        if not self._bound or session.history_generation != self._generation or msgs is not self._list_ref:
+            return True
+        if len(msgs) < written:
+            return True
         # O(1) identity checks: a rewrite in place replaces the objects at the edges.
-        return (not self._bound or session.history_generation != self._generation or msgs is not self._list_ref
-                or len(msgs) < written or (written > 0 and (msgs[0] is not self._first_ref
-                                                           or msgs[written - 1] is not self._last_ref))
-                or self._overhead >= max(self._compact_min_records, 2 * len(msgs)))
+        if written and (msgs[0] is not self._first_ref or msgs[written - 1] is not self._last_ref):
+            return True
+        return self._overhead >= max(self._compact_min_records, 2 * len(msgs))
 
     def _append(self, session: Session) -> None:
         msgs = session.messages
