@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from ollie.testing import Reply
+from ollie.testing import Reply, ScriptedLLMServer
 from tests.pictures import png
 
 from .test_nvim_tui import Tmux, assert_clean, quit_nvim, send_in_chat, start_nvim
@@ -79,6 +80,26 @@ def resume(tmux: Tmux, title: str, last: str) -> str:
     number = next(re.match(r"\s*(\d+)", line)[1] for line in picker.splitlines() if title in line)
     tmux.keys(number, "Enter")
     return tmux.keep("3-resumed", tmux.wait(lambda s: last in s, "the session"))
+
+
+def story_streaming(tmp_path: Path, scripted_llm: Callable[..., ScriptedLLMServer]
+                    ) -> tuple[ScriptedLLMServer, threading.Event, Tmux, bytes]:
+    """Neovim on a workspace holding shot.png, a story streaming in its chat until `story` is set (then the next
+    prompt is answered "It is blue."): the server, that event, the editor, the picture's bytes."""
+    srv = scripted_llm("openai")
+    story = threading.Event()  # the story ends once a prompt is queued behind it, however slow the machine
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
+               Reply.text("It is blue."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+    except BaseException:
+        tmux.close()
+        raise
+    return srv, story, tmux, picture
 
 
 def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path: Path, scripted_llm):
@@ -152,16 +173,8 @@ def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: 
     takes images as `ollie/submit` does: queued with its image, shown so, and its turn sends the image."""
     from . import screens
 
-    srv = scripted_llm("openai")
-    story = threading.Event()  # the story ends once the prompt is queued behind it, however slow the machine
-    srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
-               Reply.text("It is blue."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-        tmux.keys(":Ollie tell me a story", "Enter")
-        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
         send_in_chat(tmux, "what is it #file:shot.png")
         queued = tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 shot.png (image)" in s
                                                  or "error" in s, "the queued prompt"))
@@ -181,16 +194,8 @@ def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: 
 def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(tmp_path: Path, scripted_llm):
     """Bug: a prompt queued with an image by another client of the session (a second window) showed, once its turn
     ran, as text alone: the daemon's `user` event named no images. It names them now, and so does the chat."""
-    srv = scripted_llm("openai")
-    story = threading.Event()  # the story ends once the prompt is queued behind it, however slow the machine
-    srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
-               Reply.text("It is blue."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-        tmux.keys(":Ollie tell me a story", "Enter")
-        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
         # Queued by another client: the chat did not send it, nor shows it queued.
         tmux.keys(":lua require('ollie.client').request('ollie/queue', {session = require('ollie.chat').get().session,"
                   " text = 'what is this', images = {{path = 'shot.png'}}},"
@@ -227,13 +232,7 @@ def test_a_prompt_with_an_image_queued_when_nvim_quit_comes_back_with_it(tmp_pat
         tmux.close()
     tmux = start_nvim(tmp_path, srv.env(), files, size=(120, 30))
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start again")
-        tmux.keys(":OllieSessions", "Enter")
-        picker = tmux.wait(lambda s: "Type number" in s and "tell me a long story" in s, "the sessions to pick from")
-        number = next(line.split(".")[0].strip() for line in picker.splitlines() if "tell me a long story" in line)
-        tmux.keys(number, "Enter")
-        tmux.keep("2-held", tmux.wait(lambda s: "⏸ held: what is it shot.png  📎 shot.png (image)" in s,
-                                      "the prompt waiting with its image"))
+        resume(tmux, "tell me a long story", "⏸ held: what is it shot.png  📎 shot.png (image)")  # with its image
         send_in_chat(tmux, "next")
         tmux.keep("3-ran", tmux.wait(lambda s: "Next done." in s, "the next prompt's answer"))
         assert_clean(tmux.screens)
