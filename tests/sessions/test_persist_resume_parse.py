@@ -262,6 +262,18 @@ def _with_line(data: bytes, at: int, record: dict[str, Any]) -> bytes:
     return b"\n".join(lines)
 
 
+def _resumed_with_meta(tmp_path, session: Session, key: str, value: object) -> Session:
+    """`session` saved, its commit's meta given `value` for `key` (as a hostile log's), and loaded back."""
+    file = SessionFile(tmp_path, session.id, sync=False)
+    file.save(session)
+    data = file.path.read_bytes()
+    at = len(session.messages) + 1  # the messages' lines, after the header, then the commit
+    commit = json.loads(data.split(b"\n")[at])
+    commit["meta"][key] = value
+    file.path.write_bytes(_with_line(data, at, commit))
+    return SessionFile(tmp_path, session.id, sync=False).load()
+
+
 def _refused_alike(data: bytes, path, match: str) -> None:
     """Both walks (and a resume) call the file corrupt, with the same words: its path and the line."""
     lines_walked = _outcome(logparse._parse_lines, data.split(b"\n"), path)
@@ -351,13 +363,7 @@ def test_a_hostile_turn_changed_resumes_with_no_mark_for_its_bad_counts(tmp_path
     one of the wrong type refused the session, or marked its history with a lie. Now the others mark their turns."""
     session = Session(agent="t", turn_starts=list(range(9)))
     session.messages.extend(Message("user", str(n)) for n in range(10))
-    file = SessionFile(tmp_path, session.id, sync=False)
-    file.save(session)
-    data = file.path.read_bytes()
-    commit = json.loads(data.split(b"\n")[11])
-    commit["meta"]["turn_changed"] = saved
-    file.path.write_bytes(_with_line(data, 11, commit))
-    resumed = SessionFile(tmp_path, session.id, sync=False).load()
+    resumed = _resumed_with_meta(tmp_path, session, "turn_changed", saved)
     assert resumed.turn_changed == loaded
     marks = turn_marks(resumed.turn_starts, resumed.turn_changed, len(resumed.messages))
     assert marks == ({0: {"turn": 1, "files": 2}, 9: {"turn": 9, "files": 1}} if loaded else {})
@@ -373,13 +379,7 @@ def test_a_hostile_step_files_resumes_with_its_paths_as_text(tmp_path, saved, lo
     (as its diffs carried), and the session resumes; /clear drops them with the history."""
     session = Session(agent="t")
     session.messages.append(Message("user", "hi"))
-    file = SessionFile(tmp_path, session.id, sync=False)
-    file.save(session)
-    data = file.path.read_bytes()
-    commit = json.loads(data.split(b"\n")[2])
-    commit["meta"]["step_files"] = saved
-    file.path.write_bytes(_with_line(data, 2, commit))
-    resumed = SessionFile(tmp_path, session.id, sync=False).load()
+    resumed = _resumed_with_meta(tmp_path, session, "step_files", saved)
     assert dict(resumed.step_files) == loaded
     resumed.clear()
     assert not resumed.step_files
