@@ -9,8 +9,8 @@ import os
 import stat
 import sys
 import time
+from io import TextIOWrapper
 from pathlib import Path
-from typing import TextIO
 
 from ollie import paths
 
@@ -59,7 +59,7 @@ def setup_logging(file: Path | str | None = None) -> Path:
     return path
 
 
-def _opened(path: Path) -> TextIO:
+def _opened(path: Path) -> TextIOWrapper:
     """The log file open to append, its own user's only (it names her files and says what failed); OSError for a FIFO
     or a socket, whose open (or first write) would hold the start for ever."""
     try:
