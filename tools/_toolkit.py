@@ -191,7 +191,8 @@ def write_atomic(path: Path, text: str, shown: object = None, errors: str = "str
     import tempfile  # here, not at the top: only the writers need it, and its imports cost ~5 ms a start
 
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # Named as ollie's (`.ollie-`): the sweep after a kill (ollie.agent.leftovers) takes no other program's.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.ollie-", suffix=".tmp")
     except PermissionError:
         if mode is None or not path.is_file():
             raise

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 import sys
 import time
+from io import TextIOWrapper
 from pathlib import Path
 
 from ollie import paths
@@ -48,13 +51,27 @@ def setup_logging(file: Path | str | None = None) -> Path:
     for handler in list(root.handlers):
         if getattr(handler, "stream", None) is sys.stdout:
             root.removeHandler(handler)
-    # Its own user's only (it names her files and says what failed): made so before the handler appends to it.
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.stream = _opened(path)  # this open, not one by name later: a FIFO swapped in would hold every log line
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(level if level in logging.getLevelNamesMapping() else "INFO")
     return path
+
+
+def _opened(path: Path) -> TextIOWrapper:
+    """The log file open to append, its own user's only (it names her files and says what failed); OSError for a FIFO
+    or a socket, whose open (or first write) would hold the start for ever."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+        if stat.S_ISREG(mode := os.fstat(fd).st_mode) or stat.S_ISCHR(mode):  # `--log-file /dev/null` too
+            os.set_blocking(fd, True)  # a terminal's writes wait rather than fail
+            return os.fdopen(fd, "a", encoding="utf-8")
+        os.close(fd)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # a FIFO nobody reads, a socket
+            raise
+    raise OSError(f"{path} is a FIFO or a socket, not a file")
 
 
 def start_logging(file: Path | str | None, prog: str) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -103,6 +104,19 @@ def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.startswith(f"ollie-lsp: cannot write its log to {state}/x.log: ")
     assert proc.stderr.endswith("; give --log-file a path you can write\n"), proc.stderr
+
+
+def test_a_log_file_that_is_a_fifo_is_said_and_never_waited_on(tmp_path):
+    # Red team round 39: a FIFO where the log goes (the state dir's `ollie.log`, or `--log-file`) held the daemon's
+    # start for ever in the log's open, saying nothing.
+    state = tmp_path / "state"
+    state.mkdir()
+    os.mkfifo(state / "ollie.log")
+    daemon = [sys.executable, "-m", "ollie_lsp", "--stdio"]
+    for command in ([*daemon], [*daemon, "--log-file", str(state / "ollie.log")]):
+        proc = subprocess.run(command, input="", env=child_env({"OLLIE_STATE_DIR": str(state)}),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and f"{state}/ollie.log is a FIFO or a socket" in proc.stderr, proc.stderr
 
 
 def test_a_prompt_given_without_p_says_where_a_prompt_goes(tmp_path):

@@ -359,6 +359,22 @@ def test_what_other_tools_call_a_command_points_at_ours_and_exit_leaves(llm, tmp
         os.close(term.master)
 
 
+def test_a_pasted_text_starting_with_a_bang_runs_none_of_its_lines(llm, tmp_path):
+    # Red team round 39: a paste is one prompt since this session, so a text copied from a hostile README whose
+    # first line starts with `!` went whole to `!cmd`: every line of it ran as a shell script, outside the sandbox,
+    # where before its first line alone did (the rest went to the model).
+    pasted = "!Important: read the setup notes first\ntouch pwned\n"
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        os.write(term.master, pasted.encode())  # as a terminal sends a paste: all of it at once
+        at = term.wait_for(r"default> ", after=at)
+        # A command typed as one line still runs.
+        term.answer("!echo typed-$((6 * 7))", r"typed-42[\s\S]*default> ", after=at)
+        assert term.close() == 0
+    assert not (tmp_path / "pwned").exists(), term.text
+    assert "not run" in term.text and not llm.chat_requests
+
+
 def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
     # Claude Code's `claude -c`: ollie had no way back but the id, copied from an old banner.
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"

@@ -21,6 +21,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -231,23 +232,32 @@ def write_caught(run: Campaign, where: Path, mine: str, then: tuple[str, ...] = 
     edits = [{"tool": "file_edit", "args": [path, "first", "FIRST"]} for path in ("big.txt", *then)]
     run.srv.script(Reply.tool_calls(("call_tool", {"calls": edits})))
     pending = run.daemon.request_async("ollie/submit", {"session": run.session, "text": "edit big"})
-    temporary = re.compile(r"\.big\.txt\.[a-z0-9_]{8}\.tmp")
+    temporary = re.compile(r"\.big\.txt\.ollie-[a-z0-9_]{8}\.tmp")
     deadline = time.monotonic() + 60
     while not any(temporary.fullmatch(n) and n != mine for n in os.listdir(where)):  # no pause: its write is brief
         assert time.monotonic() < deadline and not pending.done.is_set(), "the edit was never caught writing"
 
 
 def test_a_kill_mid_write_leaves_no_half_written_file_beside_the_one_edited(start_daemon, scripted_llm, workdir):
-    """Bug: file_edit killed with its daemon mid-write left its temporary file (`.big.txt.XXXXXXXX.tmp`) in the
+    """Bug: file_edit killed with its daemon mid-write left its temporary file (`.big.txt.ollie-XXXXXXXX.tmp`) in the
     workspace for good; the session's next open removes it (the edited file is whole: the old text or the new)."""
     (workdir / "big.txt").write_text(BIG)
-    mine = ".big.txt.keepmine.tmp"  # named as a temporary file is, but there before the turn: the user's
+    mine = ".big.txt.ollie-keepmine.tmp"  # named as a temporary file is, but there before the turn: the user's
     (workdir / mine).write_text("not a temporary file of ollie's\n")
     run = Campaign(start_daemon, scripted_llm("openai"), workdir)
     write_caught(run, workdir, mine)
-    messages = run.kill_and_resume("mid-write")
+    theirs: list[str] = []
+
+    def another_write() -> None:
+        # Round 39 (round 37's left): another program's atomic write of big.txt in progress as the session opens,
+        # its temporary file made as Python's mkstemp makes them: the sweep took it for the killed call's.
+        fd, name = tempfile.mkstemp(dir=workdir, prefix=".big.txt.", suffix=".tmp")
+        os.close(fd)
+        theirs.append(os.path.basename(name))
+
+    messages = run.kill_and_resume("mid-write", another_write)
     assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
-    assert sorted(os.listdir(workdir)) == [mine, "big.txt"]
+    assert sorted(os.listdir(workdir)) == sorted([mine, *theirs, "big.txt"])
     assert run.file("big.txt") in (old := BIG, "FIRST" + old[5:])
 
 
@@ -261,7 +271,7 @@ def test_the_sweep_after_a_kill_never_removes_a_file_where_a_link_swapped_for_th
     for directory in (real, outside, elsewhere):
         directory.mkdir()
     (real / "big.txt").write_text(BIG)
-    theirs = outside / ".big.txt.theirs00.tmp"
+    theirs = outside / ".big.txt.ollie-theirs00.tmp"
     run = Campaign(start_daemon, scripted_llm("openai"), workdir)
     run.session = run.daemon.request("ollie/session/new", {"cwd": str(real)})["session"]
     run.request("ollie/setApproval", {"approval": "auto"})

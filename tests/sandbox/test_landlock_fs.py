@@ -298,19 +298,21 @@ async def test_ldd_never_runs_a_program_a_step_could_write_nor_follows_its_link(
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-@pytest.mark.parametrize(("bin_in", "mark"), [(".venv/bin", ".git"), ("bin", ".git"), ("bin", ".hg"), ("bin", ".jj")])
+@pytest.mark.parametrize(("bin_in", "mark"), [(".venv/bin", ".git"), ("bin", ".git"), ("bin", ".hg"), ("bin", ".jj"),
+                                               ("bin", None)])
 async def test_ldd_never_runs_a_program_in_a_project_environment_above_the_cwd(ws, monkeypatch, bin_in, mark):
     # Round 35 (round 34's left): the session works in `sub` of a project whose own `.venv/bin` is on its PATH (an
     # activated venv). This session's steps may write only `sub`, but another session's (or another daemon's), in
     # the project itself, writes `.venv/bin/tool` with a DT_AUDIT library: ldd, run unsandboxed, had its constructor
     # run with the user's rights. That other writer is the test itself, here. Round 36: the same with the plain `bin`
     # of a git project on PATH (direnv's `PATH_add bin`), which round 35 still gave to ldd. Round 37: the same in a
-    # Mercurial or Jujutsu project, with no `.git` (round 36 trusted it).
+    # Mercurial or Jujutsu project, with no `.git` (round 36 trusted it). Round 39: the same in a project no VCS marks.
     from ollie import programs
 
     monkeypatch.setattr(programs, "_written", set())
     monkeypatch.setattr(programs, "_noted", set())
-    (ws.work / mark).mkdir(exist_ok=True)
+    if mark:
+        (ws.work / mark).mkdir(exist_ok=True)
     mark = ws.outside / "ran"
     bin_dir = ws.work / bin_in
     bin_dir.mkdir(parents=True)
@@ -361,6 +363,7 @@ async def test_ldds_walk_of_the_program_found_never_holds_the_loop(ws, monkeypat
     from ollie.sandbox.ldd import library_rules
     from tests.stalls import StalledWalk
 
+    monkeypatch.setenv("HOME", str(ws.root))  # the user's own `~/outside/bin`: no project's above the cwd (round 39)
     bin_dir = ws.outside / "bin"
     bin_dir.mkdir()
     shutil.copy("/usr/bin/true", bin_dir / "tool")

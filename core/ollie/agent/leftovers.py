@@ -16,8 +16,9 @@ from ollie.log import get_logger
 log = get_logger("ollie.agent.leftovers")
 
 
-# tools/_toolkit.write_atomic's temporary file for a file NAME: mkstemp's `.NAME.` + 8 random characters + `.tmp`.
-_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp", re.S)
+# tools/_toolkit.write_atomic's temporary file for a file NAME: mkstemp's `.NAME.ollie-` + 8 random characters +
+# `.tmp` (without `ollie-`, another program's atomic write in progress, made by mkstemp so, was taken for ours).
+_TEMPORARY = re.compile(r"\.(.+)\.ollie-[a-z0-9_]{8}\.tmp", re.S)
 
 
 def sweep_write_temporaries(cwd: Path | str, calls: Iterable[ToolCall], saved: Path) -> list[str]:

@@ -249,6 +249,11 @@ async def run_interactive(options: RunOptions) -> int:
                 print(printable(f"(not sent: {line.strip()!r} came after its question was withdrawn; type it again "
                                 "to send it to the model)"), file=sys.stderr)
                 continue
+            if line.strip().startswith("!") and "\n" in line.strip():  # a paste: never a script run outside the box
+                print("(not run: these pasted lines start with ! and would all run as one shell script, outside the "
+                      "sandbox; type a command on one line, or put words before the ! to send the text to the model)",
+                      file=sys.stderr)
+                continue
             if (arg := resume_arg(line)) is not None:
                 if (chosen := await pick(live.core, lines, arg, live.events.drained)) is not None:
                     await _switch(live, replace(options, session=chosen), renderer, lines)

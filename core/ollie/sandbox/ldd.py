@@ -20,6 +20,8 @@ _LIBRARY = re.compile(r"\t(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)")
 _cache: dict[str, list[str]] = {}
 # What marks a work tree: git's, and the other VCSs' (a project another daemon may be working in).
 _WORK_TREE = (".git", ".hg", ".jj", ".svn", ".bzr", "_darcs", ".pijul", ".fslckout", "_FOSSIL_")
+# Dirs above a cwd that are no project: where PATH's system programs live, and what holds the users' homes.
+_NO_PROJECT = frozenset({"/", "/usr", "/usr/local", "/opt", "/srv", "/var", "/home", "/mnt", "/media", "/nix", "/snap"})
 LIMIT_S = 10.0  # ld.so lists a program's libraries in milliseconds; a FIFO swapped in would hold it for ever
 
 
@@ -67,10 +69,23 @@ async def _ldd(program: str) -> list[str]:
 
 def _planted(path: str, workspace: Path) -> bool:
     """Whether absolute path `path`, or the link it may be, lies where a step (or the workspace, or a project's
-    environment or work tree: a `.venv/bin` or `bin` above the session's cwd that another session or daemon writes)
-    may have put it."""
-    return any(programs.step_may_write(p, workspace) or _in_project(os.path.realpath(p))
-               for p in (os.path.dirname(path), path))
+    environment or work tree, or a dir above the session's cwd, marked or not: a `.venv/bin` or `bin` there that
+    another session or daemon writes) may have put it."""
+    top = _project_top(Path(os.path.realpath(workspace)))
+    return any(programs.step_may_write(p, workspace) or _in_project(real := os.path.realpath(p))
+               or (top is not None and Path(real).is_relative_to(top)) for p in (os.path.dirname(path), path))
+
+
+def _project_top(cwd: Path) -> Path | None:
+    """The highest dir above real path `cwd` that may be a project's with no VCS mark (a `bin` of it on PATH, as
+    direnv's `PATH_add bin` puts it, is another daemon's to write when that one works higher up): none that holds
+    $HOME or is the system's (`_NO_PROJECT`)."""
+    home, top = Path(os.path.realpath(os.path.expanduser("~"))), None
+    for above in cwd.parents:
+        if str(above) in _NO_PROJECT or home.is_relative_to(above):
+            break
+        top = above
+    return top
 
 
 def _in_project(real: str) -> bool:
