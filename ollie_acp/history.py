@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,10 +20,13 @@ from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 from ollie.workspace.bounds import LISTED
+from ollie.workspace.errors import WorkspaceError
 from ollie_acp.updates import Update, shown_results, step_pictures, tool_result, tool_start, user_chunks
 
 if TYPE_CHECKING:
     from ollie.agent.surface import AcpCore
+
+logger = logging.getLogger("ollie.acp.history")
 
 
 async def turn_diffs(core: AcpCore) -> dict[str, list[Diff]]:
@@ -41,7 +45,8 @@ async def turn_diffs(core: AcpCore) -> dict[str, list[Diff]]:
     for number in sorted({t for t, _ in owner}):
         try:
             listed = await core.review.changes(number, bound=LISTED)
-        except ReviewError:  # a turn the session no longer has
+        except (ReviewError, WorkspaceError) as exc:  # no checkpoints here (another directory), a turn gone: no diffs
+            logger.info("turn %d's diffs not replayed: %s", number, exc)
             continue
         for change in listed.changes:
             if (call_id := owner.get((number, change.path))) is not None:

@@ -9,8 +9,8 @@ from acp.schema import FileEditToolCallContent
 from ollie.testing import Reply
 
 
-async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_paths(shared_agent, llm) -> None:
-    agent = await shared_agent()
+async def _read_edit_and_sed(agent, llm) -> str:  # type: ignore[no-untyped-def]
+    """A new session's turn (auto mode) that reads app.py, edits it and runs `sed -i` on notes.txt; its id."""
     ws = agent.workspace
     (ws / "app.py").write_text("x = 1\n")
     (ws / "notes.txt").write_text("alpha\nbeta\n")
@@ -23,6 +23,13 @@ async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_path
     sid = await agent.new()
     await agent.conn.set_session_mode(mode_id="auto", session_id=sid)
     assert (await agent.prompt(sid, "edit")).stop_reason == "end_turn"
+    return sid
+
+
+async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_paths(shared_agent, llm) -> None:
+    agent = await shared_agent()
+    ws = agent.workspace
+    sid = await _read_edit_and_sed(agent, llm)
     starts = agent.client.of(sid, "tool_call")
     # The id the model gave the batch, as the next request answers it.
     batch_id = next(m["tool_call_id"] for r in llm.requests for m in (r.body or {}).get("messages", []) if m["role"] == "tool")
@@ -172,16 +179,8 @@ async def test_a_loaded_session_replays_each_steps_diffs_and_locations_as_live(s
     # session keeps the files each step changed: they are the turn's changes, from its checkpoints, as live.
     first = await start_agent_beside(env=llm.env())
     ws = first.workspace
-    (ws / "app.py").write_text("x = 1\n")
-    (ws / "notes.txt").write_text("alpha\nbeta\n")
-    llm.script(
-        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["app.py"]},
-                                                  {"tool": "file_edit", "args": ["app.py", "x = 1", "x = 2"]}]})),
-        Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i 's/beta/gamma/' notes.txt"}]})),
-        Reply.text("done"), Reply.text("nothing to do"))
-    sid = await first.new()
-    await first.conn.set_session_mode(mode_id="auto", session_id=sid)
-    assert (await first.prompt(sid, "edit")).stop_reason == "end_turn"
+    sid = await _read_edit_and_sed(first, llm)
+    llm.script(Reply.text("nothing to do"))
     assert (await first.prompt(sid, "and now?")).stop_reason == "end_turn"  # a later turn changes nothing
 
     def ends(client) -> list[tuple[str, list, list]]:  # type: ignore[no-untyped-def]
