@@ -372,6 +372,7 @@ async def test_a_second_load_of_an_open_session_replays_it_and_the_one_session_g
     agent.client.reset()
     await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     assert (agent.client.text(sid, "user_message_chunk"), agent.client.text(sid)) == ("first question", "first answer")
+    await asyncio.wait_for(agent.conn.resume_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     llm.script(Reply.text("second answer"))
     assert (await agent.prompt(sid, "second question")).stop_reason == "end_turn"
     users = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "user"]
