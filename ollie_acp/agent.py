@@ -142,19 +142,23 @@ class OllieAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None,
                            **kwargs: Any) -> LoadSessionResponse:
-        """Reopen a saved session in the `cwd` given now (ACP requires one) and replay its history as updates."""
+        """Reopen a saved session in the `cwd` given now (ACP requires one) and replay its history as updates; one
+        open here already (a client reopening its thread) replays to the client and goes on as it was."""
         live = await self._reopen(cwd, session_id, mcp_servers)
-        from ollie_acp.history import replay  # only a resume replays: not in a first prompt's path
+        from ollie_acp.history import replay, turn_diffs  # only a resume replays: not in a first prompt's path
 
-        # O(history): built in a thread, so the agent's other sessions do not wait for a long one's replay.
-        session = live.core.session
-        updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd,
-                                          kind_of=script_kinds(tools_path()), collapsed=dict(session.step_images),
-                                          outcomes=dict(session.step_outcomes))
-        for start in range(0, len(updates), REPLAY_PAGE):
-            for update in updates[start:start + REPLAY_PAGE]:
-                await self.client.session_update(session_id=live.id, update=update)
-            await self._read_by_client()
+        async with live.replaying:  # a running turn's updates wait: the history first, then what it does next
+            changed = await turn_diffs(live.core)
+            # O(history): built in a thread, so the agent's other sessions do not wait for a long one's replay.
+            session = live.core.session
+            updates = await asyncio.to_thread(replay, list(session.messages), cwd=live.core.cwd,
+                                              kind_of=script_kinds(tools_path()), collapsed=dict(session.step_images),
+                                              outcomes=dict(session.step_outcomes), changed=changed,
+                                              running=live.core.is_running)
+            for start in range(0, len(updates), REPLAY_PAGE):
+                for update in updates[start:start + REPLAY_PAGE]:
+                    await self.client.session_update(session_id=live.id, update=update)
+                await self._read_by_client()
         return await self._opened(live, LoadSessionResponse)
 
     async def resume_session(self, session_id: str, cwd: str, mcp_servers: Any = None,
@@ -196,8 +200,8 @@ class OllieAgent:
     async def _reopen(self, cwd: str, session_id: str, mcp_servers: Any) -> AcpSession:
         directory = await _directory(cwd)
         specs = _mcp_specs(mcp_servers)
-        if session_id in self._sessions:
-            raise RequestError.invalid_params({"sessionId": f"session {session_id} is already open"})
+        if (live := self._sessions.get(session_id)) is not None:  # Zed loads a thread again as its panel reopens:
+            return live  # the one writer goes on, in its directory, with its MCP servers (no second Core on its log)
         try:
             with store_errors(session_id):
                 known = await asyncio.to_thread(persist.exists, sessions_dir(), session_id)
@@ -262,7 +266,8 @@ class OllieAgent:
         client = self.client
 
         async def send(update: Update) -> None:
-            await client.session_update(session_id=live_id, update=update)
+            async with live.replaying:
+                await client.session_update(session_id=live_id, update=update)
 
         forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)

@@ -3,37 +3,70 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acp import text_block
-from acp.schema import AgentMessageChunk, AgentThoughtChunk, UserMessageChunk
+from acp.schema import AgentMessageChunk, AgentThoughtChunk
 
 from ollie.agent.editorcontext import summary
 from ollie.agent.history import call_steps, named_images, typed_text
-from ollie.agent.steps import Diff, KindLookup
+from ollie.agent.review import ReviewError
+from ollie.agent.steps import Diff, KindLookup, attribute
 from ollie.backend.images import shown
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie_acp.updates import Update, picture_block, shown_results, step_pictures, tool_result, tool_start
+from ollie.workspace.bounds import LISTED
+from ollie.workspace.errors import WorkspaceError
+from ollie_acp.updates import Update, shown_results, step_pictures, tool_result, tool_start, user_chunks
+
+if TYPE_CHECKING:
+    from ollie.agent.surface import AcpCore
+
+logger = logging.getLogger("ollie.acp.history")
+
+
+async def turn_diffs(core: AcpCore) -> dict[str, list[Diff]]:
+    """The diffs of the files each call changed (the session's `step_files`), by call id, as its turn's review lists
+    them (from the turn's checkpoints, not the workspace now): each file under the last call of its turn that changed
+    it, as the daemon's clients place them. The log's paths are only matched against the review's, never opened."""
+    session = core.session
+    files, starts = dict(session.step_files), {s: t for t, s in enumerate(session.turn_starts, 1) if s >= 0}
+    owner: dict[tuple[int, str], str] = {}
+    turn = 0  # 0: before the first turn still numbered (compaction or /clear rewrote its start)
+    for index, message in enumerate(list(session.messages) if files else ()):
+        turn = starts.get(index, turn)
+        for call in message.tool_calls if turn else ():
+            owner.update(((turn, path), call.id) for path in files.get(call.id, ()))
+    out: dict[str, list[Diff]] = {}
+    for number in sorted({t for t, _ in owner}):
+        try:
+            listed = await core.review.changes(number, bound=LISTED)
+        except (ReviewError, WorkspaceError) as exc:  # no checkpoints here (another directory), a turn gone: no diffs
+            logger.info("turn %d's diffs not replayed: %s", number, exc)
+            continue
+        for change in listed.changes:
+            if (call_id := owner.get((number, change.path))) is not None:
+                out.setdefault(call_id, []).append(Diff.of(change))
+    return out
 
 
 def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
            collapsed: Mapping[str, Sequence[str]] | None = None,
-           outcomes: Mapping[str, Sequence[str]] | None = None) -> list[Update]:
+           outcomes: Mapping[str, Sequence[str]] | None = None,
+           changed: Mapping[str, Sequence[Diff]] | None = None, running: bool = False) -> list[Update]:
     """User and agent message chunks, thoughts, and every tool step with its final status (as the session's
-    `step_outcomes` keep it, as the daemon's history shows it) and its result's images (as live; those of a result
-    that `collapsed`, the session's `step_images`, named), in order."""
+    `step_outcomes` keep it, as the daemon's history shows it), its diffs (those `turn_diffs` found, else what an
+    edit's arguments say) and its result's images (as live; those of a result that `collapsed`, the session's
+    `step_images`, named), in order; a call with no result is `in_progress` while the turn is `running`, else failed."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     updates: list[Update] = []
     for message in messages:
-        if message.role == "user" and (typed := typed_text(message)):
-            # As typed, each attached file its label: not the files' whole text the model was given.
-            updates.append(UserMessageChunk(session_update="user_message_chunk", content=text_block(summary(typed))))
-        if message.role == "user":  # the prompt's pictures come back as they were sent, capped as a step's are
-            updates.extend(UserMessageChunk(session_update="user_message_chunk", content=picture_block(p))
-                           for p in shown(message.images)[0])
+        if message.role == "user":  # as typed, each attached file its label (not the text the model was given)
+            updates.extend(user_chunks(summary(typed_text(message)), message.images))
         elif message.role == "assistant":
             if message.reasoning:
                 updates.append(AgentThoughtChunk(session_update="agent_thought_chunk",
@@ -45,16 +78,18 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
                 answer = results.pop(call.id, None)  # each result once: a log may give many calls one id
                 result = answer.content if answer is not None else None
                 steps = call_steps(call, result, cwd, kind_of, (outcomes or {}).get(call.id))
-                if result is None:  # cut off before its result: no step of it is still running
-                    steps = [s.with_status("failed") for s in steps]
+                if result is None:  # cut off before its result, or (`running`) its turn goes on
+                    steps = [s.with_status("in_progress" if running else "failed") for s in steps]
                 pictures = step_pictures(shown(answer.images)[0] if answer is not None and answer.images
                                          else named_images((collapsed or {}).get(call.id, ())), len(steps))
                 diffs = _edit_diffs(call.name, call.arguments, len(steps))
+                shares = attribute((changed or {}).get(call.id, ()), steps)
                 texts = shown_results(result or "", [s.status for s in steps])
-                for step, diff, text, own in zip(steps, diffs, texts, pictures, strict=True):
+                for step, diff, share, text, own in zip(steps, diffs, shares, texts, pictures, strict=True):
                     updates.append(tool_start(step, cwd=cwd, status=step.status, arguments=call.arguments))
-                    made = (diff,) if diff is not None and step.status == "completed" else ()
-                    updates.append(tool_result(step.id, step.status, text, made, cwd=cwd, pictures=own))
+                    made = share or ((diff,) if diff is not None and step.status == "completed" else ())
+                    updates.append(tool_result(step.id, step.status, text, made, cwd=cwd, locations=step.locations,
+                                               pictures=own))
     return updates
 
 

@@ -85,6 +85,8 @@ class AcpSession:
     # client showing the older mode.
     sync_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     prompt_task: asyncio.Task[PromptResponse] | None = None
+    # Held while session/load replays the history: the forwarder's live updates wait behind it, not amid it.
+    replaying: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Prompts received, and how many had been when the last session/cancel came: a cancel ends every prompt sent
     # before it, one not begun yet too (its images decoding, or waiting behind the turn before it).
     received: int = 0

@@ -45,6 +45,7 @@ from ollie.agent.events import Event
 from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
 from ollie.backend import images
+from ollie.backend.types import Image
 
 logger = logging.getLogger("ollie.acp.updates")
 
@@ -120,6 +121,12 @@ def picture_block(picture: Mapping[str, Any]) -> ImageContentBlock | TextContent
     if "data" in picture:
         return image_block(picture["data"], picture["mime"])
     return text_block(f"[image: {picture['mime']}, {max(1, round(picture['bytes'] / 1024))} KB, not sent]")
+
+
+def user_chunks(text: str, pictures: Sequence[Image]) -> list[UserMessageChunk]:
+    """A prompt as `user_message_chunk`s: its text, then its images as they were sent (capped as a step's are)."""
+    blocks = ([text_block(text)] if text else []) + [picture_block(p) for p in images.shown(pictures)[0]]
+    return [UserMessageChunk(session_update="user_message_chunk", content=block) for block in blocks]
 
 
 def step_pictures(pictures: Sequence[Mapping[str, Any]], count: int) -> list[list[Mapping[str, Any]]]:
@@ -222,8 +229,9 @@ class UpdateForwarder:
         elif role == "reasoning" and event.content:
             await self._send(AgentThoughtChunk(session_update="agent_thought_chunk", content=text_block(event.content)))
             self._replying()
-        elif role == "user" and event.content:
-            await self._send(UserMessageChunk(session_update="user_message_chunk", content=text_block(event.content)))
+        elif role == "user":  # a prompt the client did not send (a queued one, a postTurn hook's), with its images
+            for chunk in user_chunks(event.content, event.images):
+                await self._send(chunk)
         elif role == "output":
             await self._output(event)
         elif role == "call":

@@ -188,3 +188,30 @@ async def test_a_saved_result_many_calls_claim_replays_its_images_once(start_age
     assert len(agent.client.of(session.id, "tool_call")) == 60
     assert [b.data for b in shown if b.type == "image"] == [big]
     assert sum(b.text.count("shown") for b in shown if b.type == "text") <= 600
+
+
+async def test_a_prompt_the_client_did_not_send_comes_with_its_images() -> None:
+    # A queued prompt's `user` event (a postTurn hook's, another window's) carries its images: ACP sent its text alone.
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ollie.agent.events import Bus, Event
+    from ollie.backend.types import Image
+    from ollie_acp.updates import Update, UpdateForwarder
+
+    bus, sent = Bus(), []
+
+    async def send(update: Update) -> None:
+        sent.append(update)
+
+    big = base64.b64encode(PICTURE + b"\0" * 1_200_000).decode()  # past what one update sends: named, not sent
+    forwarder = UpdateForwarder(SimpleNamespace(bus=bus, cwd=Path("/")), send,  # type: ignore[arg-type]
+                                plan_file=lambda: Path("/nonexistent"))
+    forwarder.start()
+    bus.publish(Event("user", content="and these?", images=(Image("image/png", DATA), Image("image/png", big))))
+    await asyncio.wait_for(forwarder.drained(), 5)
+    await forwarder.stop()
+    kb = round((len(PICTURE) + 1_200_000) / 1024)
+    assert [(u.session_update, getattr(u.content, "data", None) or u.content.text) for u in sent] == [
+        ("user_message_chunk", "and these?"), ("user_message_chunk", DATA),
+        ("user_message_chunk", f"[image: image/png, {kb} KB, not sent]")]

@@ -360,6 +360,38 @@ async def test_a_session_runs_in_one_acp_agent_at_a_time(shared_agent, start_age
     assert users == ["first question", "second question"], users
 
 
+async def test_a_second_load_of_an_open_session_replays_it_and_the_one_session_goes_on(shared_agent, llm,
+                                                                                        sleeper) -> None:
+    """Zed loads a thread again as its panel reopens: a session open in this agent was refused (-32602 `already
+    open`), the thread left empty. The load replays it and the same session goes on (no second writer on its log);
+    a step still running replays as running, and ends live."""
+    agent = await shared_agent()
+    llm.script(Reply.text("first answer"))
+    sid = await agent.new()
+    await agent.prompt(sid, "first question")
+    agent.client.reset()
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert (agent.client.text(sid, "user_message_chunk"), agent.client.text(sid)) == ("first question", "first answer")
+    await asyncio.wait_for(agent.conn.resume_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    llm.script(Reply.text("second answer"))
+    assert (await agent.prompt(sid, "second question")).stop_reason == "end_turn"
+    users = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "user"]
+    assert users == ["first question", "second question"], users
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
+    agent.client.reset()
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert agent.client.text(sid, "user_message_chunk") == "first questionsecond question"  # each turn saved once
+
+    running, prompt = await sleeper.start(agent, llm, "64.25")
+    agent.client.reset()
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=running, mcp_servers=[]), 30)
+    (step,) = agent.client.of(running, "tool_call")
+    assert step.status == "in_progress"  # replayed as it is, not as a step cut off
+    await agent.conn.cancel(session_id=running)
+    assert (await asyncio.wait_for(prompt, 30)).stop_reason == "cancelled"
+    assert agent.client.of(running, "tool_call_update")[-1].status == "failed"
+
+
 def test_ollie_acp_hands_its_options_to_ollie_acp() -> None:
     """`ollie acp ...` runs `ollie_acp ...` before the terminal's imports (an editor waits on it)."""
     import subprocess
@@ -394,8 +426,8 @@ async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_mov
     assert [s.cwd for s in listed.sessions if s.session_id == sid] == [str(ws / "sub")]
     await asyncio.wait_for(second.conn.load_session(cwd=str(ws / "sub"), session_id=sid, mcp_servers=[]), 30)
     diffs = [c for u in second.client.of(sid, "tool_call_update") for c in (u.content or []) if c.type == "diff"]
-    assert [(d.path, d.old_text, d.new_text) for d in diffs] == [
-        (str(ws / "sub" / "a.txt"), "one", "two"), (str(ws / "sub" / "b.txt"), None, "new\n")]
+    assert [(d.path, d.old_text, d.new_text) for d in diffs] == [  # the files' texts, as live (tests/acp/test_steps.py)
+        (str(ws / "sub" / "a.txt"), "one\n", "two\n"), (str(ws / "sub" / "b.txt"), None, "new\n")]
     starts = second.client.of(sid, "tool_call")
     assert starts[0].raw_input["calls"][0]["tool"] == "file_edit"
     assert [loc.path for s in starts for loc in s.locations] == [str(ws / "sub" / "a.txt"), str(ws / "sub" / "b.txt")]

@@ -9,8 +9,8 @@ from acp.schema import FileEditToolCallContent
 from ollie.testing import Reply
 
 
-async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_paths(shared_agent, llm) -> None:
-    agent = await shared_agent()
+async def _read_edit_and_sed(agent, llm) -> str:  # type: ignore[no-untyped-def]
+    """A new session's turn (auto mode) that reads app.py, edits it and runs `sed -i` on notes.txt; its id."""
     ws = agent.workspace
     (ws / "app.py").write_text("x = 1\n")
     (ws / "notes.txt").write_text("alpha\nbeta\n")
@@ -23,6 +23,13 @@ async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_path
     sid = await agent.new()
     await agent.conn.set_session_mode(mode_id="auto", session_id=sid)
     assert (await agent.prompt(sid, "edit")).stop_reason == "end_turn"
+    return sid
+
+
+async def test_steps_use_the_engine_ids_and_carry_their_diffs_with_absolute_paths(shared_agent, llm) -> None:
+    agent = await shared_agent()
+    ws = agent.workspace
+    sid = await _read_edit_and_sed(agent, llm)
     starts = agent.client.of(sid, "tool_call")
     # The id the model gave the batch, as the next request answers it.
     batch_id = next(m["tool_call_id"] for r in llm.requests for m in (r.body or {}).get("messages", []) if m["role"] == "tool")
@@ -164,3 +171,31 @@ async def test_a_call_nested_too_deep_is_shown_and_its_session_loads(shared_agen
     second = await shared_agent()  # an agent running on loads it
     await asyncio.wait_for(second.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
     assert [s.tool_call_id for s in second.client.of(sid, "tool_call")] == [start.tool_call_id]
+
+
+async def test_a_loaded_session_replays_each_steps_diffs_and_locations_as_live(shared_agent, start_agent_beside,
+                                                                               llm) -> None:
+    # session/load replayed an edit's diff from its arguments alone and a command's (`sed -i`) not at all, though the
+    # session keeps the files each step changed: they are the turn's changes, from its checkpoints, as live.
+    first = await start_agent_beside(env=llm.env())
+    ws = first.workspace
+    sid = await _read_edit_and_sed(first, llm)
+    llm.script(Reply.text("nothing to do"))
+    assert (await first.prompt(sid, "and now?")).stop_reason == "end_turn"  # a later turn changes nothing
+
+    def ends(client) -> list[tuple[str, list, list]]:  # type: ignore[no-untyped-def]
+        """Each step's end as the client got it: its status, diffs and located lines."""
+        return [(u.status, [(c.path, c.old_text, c.new_text) for c in u.content or [] if c.type == "diff"],
+                 [(loc.path, loc.line) for loc in u.locations or []])
+                for u in client.of(sid, "tool_call_update") if u.status in ("completed", "failed")]
+
+    live = ends(first.client)
+    assert [diffs for _, diffs, _ in live] == [[], [(str(ws / "app.py"), "x = 1\n", "x = 2\n")],
+                                               [(str(ws / "notes.txt"), "alpha\nbeta\n", "alpha\ngamma\n")]], live
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    (ws / "notes.txt").write_text("changed since\n")  # the replay shows what the turn did, not the file now
+
+    second = await shared_agent()
+    await asyncio.wait_for(second.conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[]), 30)
+    assert ends(second.client) == live

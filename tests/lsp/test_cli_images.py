@@ -70,3 +70,30 @@ def test_a_picture_the_user_names_outside_the_workspace_goes_and_a_bad_one_is_a_
         assert proc.returncode == 2 and f"{name}" in proc.stderr and why in proc.stderr, proc.stderr
         assert "beneath the workspace, or by its absolute or ~ path" in proc.stderr
     assert len(llm.chat_requests) == 1
+
+
+def test_a_resumed_prompt_names_its_pictures_and_a_prompt_the_terminal_did_not_send_is_shown(llm, tmp_path):
+    # A prompt's pictures were not said when its session was resumed (a prompt from an editor names none in its text),
+    # and a queued prompt's turn (`/i` when idle, a postTurn hook's) ran with no word of the prompt at all.
+    (tmp_path / "shot.png").write_bytes(PICTURE)
+    llm.script(Reply.text("two black bars"), Reply.text("noted"), Reply.text("also noted"))
+    once = run_ollie(["-p", "what is @shot.png", "--cwd", str(tmp_path)], env=llm.env())
+    assert once.returncode == 0, once.stderr
+    session = once.stderr.split()[2]
+    proc = run_ollie(["--session", session, "--cwd", str(tmp_path)], env=llm.env(),
+                     input="/i and the tests too\nfix the parser\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "default> what is @shot.png\n[image: image/png, 1 KB]\n" in proc.stderr, proc.stderr
+    assert "> and the tests too\n" in proc.stderr, proc.stderr  # (piped: the prompt signs stand on one line)
+    assert [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"][-2:] == [
+        "fix the parser", "and the tests too"]
+
+
+def test_a_prompts_pictures_are_named_under_it(tmp_path):
+    from ollie.backend.types import Image
+    from ollie.cli.render import Renderer
+
+    with (tmp_path / "out.txt").open("w+") as out:
+        Renderer(out, out, color=False).render("user", "and these?", images=[Image("image/png", "A" * 4000)] * 2)
+        out.seek(0)
+        assert out.read() == "> and these?\n[image: image/png, 3 KB]\n[image: image/png, 3 KB]\n"

@@ -56,6 +56,11 @@ def _columns(out: TextIO) -> int:
         return 80
 
 
+def image_lines(images: Sequence[Image]) -> list[str]:
+    """A line per image (a prompt's, a tool result's), named as Neovim's chat names it: type and size."""
+    return [f"[image: {i.mime}, {max(1, int(i.size / 1024 + 0.5))} KB]" for i in images]
+
+
 def changes_line(changes: TurnFiles) -> str:
     """A turn's changed files in one line: how many, the first few with their lines added and removed."""
     named = [f"{printable(f.path)} ({f.status})" if f.status != "modified" else
@@ -125,10 +130,11 @@ class Renderer:
         if role == "call":
             lines = [f"▸ {printable(title)}" for title in titles] or [f"▸ {name} {compact_args(content)}"]
             self._block(self._style("\n".join(lines), "36"))
+        elif role == "user":  # a prompt this terminal did not send (a queued one, a postTurn hook's): on stderr as typed
+            self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
-            # A line per image the tool returned (the model was shown it), named as Neovim's chat names it.
-            shown = [f"[image: {i.mime}, {max(1, int(i.size / 1024 + 0.5))} KB]" for i in images]
-            body = "\n".join([("✗ " if failed else "") + compact_result(content), *shown])
+            # A line per image the tool returned (the model was shown it).
+            body = "\n".join([("✗ " if failed else "") + compact_result(content), *image_lines(images)])
             body = indent(body, "  ", lambda line: True)
             self._block(self._style(body, "31" if failed else "2"))
         elif role == "exec":

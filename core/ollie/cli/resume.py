@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ollie import paths
+from ollie.cli.render import Renderer, image_lines
 from ollie.cli.sanitize import printable
 
 # How many of a resumed session's turns are shown again.
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from ollie.agent.surface import TerminalCore
     from ollie.backend.types import Message
     from ollie.cli.lines import InputLines
-    from ollie.cli.render import Renderer
 
 
 def resume_arg(line: str) -> str | None:
@@ -79,7 +79,8 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
     for message in messages:
         if message.role == "user":
             renderer.render("turn", "end")  # the answer before it ends (its held markdown shown)
-            print(printable(f"{core.agent_name}> {message.content}"), file=sys.stderr, flush=True)
+            print(printable("\n".join([f"{core.agent_name}> {message.content}", *image_lines(message.images)])),
+                  file=sys.stderr, flush=True)
         elif message.role == "assistant":
             renderer.render("assistant", message.content)
             for call in message.tool_calls:  # titled as live (`▸ Read calc.py`), not as the call's JSON
