@@ -329,6 +329,9 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     labels = ["a.py:10-12", "b.py (selection)", "c d.py:4", "empty.txt", "big.txt:1-689"]
     assert result["split_blocks"] == [labels, "why these?"]
     assert context_labels(result["blocks_prompt"]) == labels
+    # Bug: only a prompt's leading blocks were labelled; a later inject's stayed in the text, raw.
+    assert result["split_joined"] == [["calc.py:1", "notes.txt"], "use x\nand the note"], result["split_joined"]
+    assert context_labels(result["joined_prompt"]) == ["calc.py:1", "notes.txt"]
     # #buffer of a 200,000-line file names the lines the daemon's cut keeps (20,000 characters, whole lines), as
     # tests/lsp/test_context_items.py reads them from its block: 28 characters a line ("\r\n" counts as "\n").
     assert (result["big_label"], result["big_dos_label"]) == ("big.txt:1-714", "big.txt:1-714")
