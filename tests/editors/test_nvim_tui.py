@@ -1142,7 +1142,8 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
     # Bug: resumed, the chat no longer said so (the live note is an `info` event, which no history keeps).
     tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 3\n# my unsaved note\n"}, size=(120, 40))
     try:
-        chat = "".join("".join(line.split("│")[-1].split()) for line in resume(tmux, "set x to 3", "I set x.", "x = 3").splitlines())
+        resumed = resume(tmux, "set x to 3", "I set x.", "x = 3")
+        chat = "".join("".join(line.split("│")[-1].split()) for line in resumed.splitlines())
         assert "".join("a.py had your unsaved changes in the editor: the agent's edit was made".split()) in chat, chat
     finally:
         tmux.close()

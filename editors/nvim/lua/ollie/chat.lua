@@ -24,7 +24,8 @@ local M = {}
 ---@field title string                 its session's title as the daemon says it ("" while it has none)
 ---@field origin_win integer|nil      the last file window of the tab (for #buffer, #selection, locations)
 ---@field commands_running integer|nil slash commands sent and not answered yet
----@field command_info table<string, true|"error"|"exec"> `info` (or `error`, `exec`: not drawn yet) texts seen while a command ran
+---@field command_info table<string, true|"error"|"exec"> `info` (`error`; `exec`, not drawn yet) texts seen while a
+---  command ran
 ---@field behind_told table<string, boolean> the files whose step-changed-under-unsaved-buffer notice vim.notify told
 ---@field steps_running {id: string, title: string}[] the steps of the turn that run, in the order they began
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced

@@ -34,7 +34,8 @@ end
 
 -- The line the file tools tell the model an edit saved the user's unsaved changes with (execute/editordocs.py); a
 -- step's output printing it is marked "(this line is the step's output)" (execute/results.py), so never matches.
-local SAVED = "^%[warning%] (.-) had unsaved changes in the editor: your edit was made on top of them and the file was saved with them$"
+local SAVED = "^%[warning%] (.-) had unsaved changes in the editor: your edit was made on top of them and the file was "
+  .. "saved with them$"
 
 ---The note the live chat showed under an edit that saved the user's unsaved changes with it (the daemon's `info`,
 ---which no history keeps), from the line the model was told it with.
