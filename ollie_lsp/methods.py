@@ -53,7 +53,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
-from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle
+from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle, failed_field
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange
@@ -304,7 +304,7 @@ async def command(ls: OllieServer, p: CommandParams) -> dict[str, Any]:
         raise InvalidParams("line: a command is /name ... (slash command) or !... (shell); /usr/bin/x ... is a prompt")
     live = await ls.table.writable(p.session)
     result = await live.core.submit(p.line.strip())
-    return {"output": result.reply, **({"error": result.error} if result.error else {})}
+    return {"output": result.reply, **({"error": result.error} if result.error else {}), **failed_field(result)}
 
 
 @method("ollie/listModels", SessionParams)

@@ -219,7 +219,12 @@ class LiveSession:
 
 def _turn_result(session_id: str, result: TurnResult) -> dict[str, Any]:
     error = {"error": result.error} if result.error else {}
-    return {"session": session_id, "reply": result.reply, "stop": result.stop, **error}
+    return {"session": session_id, "reply": result.reply, "stop": result.stop, **error, **failed_field(result)}
+
+
+def failed_field(result: TurnResult) -> dict[str, bool]:
+    """`failed: true` for a `!cmd` that exited non-zero (or timed out): an editor shows it failed, as a failed step."""
+    return {"failed": True} if result.failed else {}
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).

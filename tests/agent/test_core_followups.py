@@ -97,3 +97,21 @@ async def test_a_prompt_queued_once_its_sender_saw_the_turn_end_waits_for_the_ne
     assert events == [("turn", "start"), ("turn", "end"), ("turn", "start"), ("user", "for later"),
                       ("turn", "end")]
     assert core.queued() == [] and core.reply == "queued answer"
+
+
+async def test_a_queued_prompt_is_listed_queued_until_its_turn_announces_it(scripted_llm, make_core):
+    # Bug (the Neovim chat's flaky queued-image test): for the loop pass between the queue handing the prompt over and
+    # its turn's task publishing the `user` event, `queued()` (ollie/state's `queuedPrompts`) listed it nowhere: a
+    # chat that read the state then dropped its queued line, and the images it had named with it.
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("one"), Reply.text("two"))
+    core = await make_core(srv, toy=ToyServer())
+    announced = core.bus.subscribe(frozenset({"user"}))
+    core.queue("second prompt")  # idle: it runs after the next turn's end
+    turn = asyncio.create_task(core.submit("first"))
+    nowhere = 0
+    while not turn.done():  # looked at every loop pass
+        nowhere += announced.pending() == 0 and "second prompt" not in core.queued()
+        await asyncio.sleep(0)
+    assert core.reply == "two" and announced.pending() == 1
+    assert nowhere == 0

@@ -15,6 +15,7 @@ import select
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 _SGR = re.compile(r"\x1b\[([0-9;:]*)m")
@@ -47,26 +48,13 @@ def _colour(codes: list[int], i: int) -> tuple[str | None, int]:
     return None, i + 1
 
 
-def to_html(ansi: str) -> str:
-    """The screen as a page of spans in a monospace font."""
+def spans(ansi: str) -> Iterator[tuple[str, dict[str, object]]]:
+    """The screen's text in runs, each with the SGR state it shows in (`fg`, `bg`, `bold`, ...)."""
     state: dict[str, object] = {}
-    out: list[str] = []
     pos = 0
-
-    def text(chunk: str) -> None:
-        if not chunk:
-            return
-        fg, bg = state.get("fg") or FG, state.get("bg") or BG
-        if state.get("reverse"):
-            fg, bg = bg, fg
-        style = f"color:{fg};background:{bg}"
-        style += ";font-weight:bold" if state.get("bold") else ""
-        style += ";font-style:italic" if state.get("italic") else ""
-        style += ";text-decoration:underline" if state.get("underline") else ""
-        out.append(f'<span style="{style}">{html.escape(chunk)}</span>')
-
     for match in _SGR.finditer(ansi):
-        text(ansi[pos:match.start()])
+        if match.start() > pos:
+            yield ansi[pos:match.start()], dict(state)
         pos = match.end()
         codes = [int(c) if c else 0 for c in re.split("[;:]", match.group(1))] or [0]
         i = 0
@@ -91,7 +79,33 @@ def to_html(ansi: str) -> str:
             elif code == 49:
                 state.pop("bg", None)
             i += 1
-    text(ansi[pos:])
+    if ansi[pos:]:
+        yield ansi[pos:], dict(state)
+
+
+def fg_at(ansi: str, text: str, skip: int = 0) -> str:
+    """The text colour of the screen's first `text`, `skip` characters into it (FG: the terminal's own)."""
+    runs = list(spans(ansi))
+    at = "".join(chunk for chunk, _ in runs).index(text) + skip
+    for chunk, state in runs:
+        if at < len(chunk):
+            return str(state.get("fg") or FG)
+        at -= len(chunk)
+    raise AssertionError(f"{text!r} is past the screen's end")
+
+
+def to_html(ansi: str) -> str:
+    """The screen as a page of spans in a monospace font."""
+    out: list[str] = []
+    for chunk, state in spans(ansi):
+        fg, bg = state.get("fg") or FG, state.get("bg") or BG
+        if state.get("reverse"):
+            fg, bg = bg, fg
+        style = f"color:{fg};background:{bg}"
+        style += ";font-weight:bold" if state.get("bold") else ""
+        style += ";font-style:italic" if state.get("italic") else ""
+        style += ";text-decoration:underline" if state.get("underline") else ""
+        out.append(f'<span style="{style}">{html.escape(chunk)}</span>')
     return (f'<html><body style="margin:0;background:{BG}"><pre style="margin:4px;font:14px/1.25 '
             f'\'DejaVu Sans Mono\',monospace;color:{FG}">{"".join(out)}</pre></body></html>')
 

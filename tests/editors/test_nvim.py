@@ -137,7 +137,8 @@ def test_chat_streams_steps_queues_injects_and_keeps_input_apart(workspace, scri
     # A batch: its title and status, then each step with its own status and locations.
     assert ("  ✗ Edit notes.txt and 1 more\n    ✓ Edit notes.txt\n      → notes.txt:1\n"
             "    ✗ Read missing.txt\n      → missing.txt\n") in chat
-    assert result["step_groups"] == ["OllieTool"]
+    # Its ✓ green apart (OllieToolDone, linked to DiagnosticOk), as VS Code's: the title's Function was cyan.
+    assert result["step_groups"] == ["OllieTool", "OllieToolDone"], result["step_groups"]
     assert result["batch_groups"] == ["OllieToolFailed"] and result["failed_groups"] == ["OllieToolFailed"]
     assert result["folded_lines"] > 0, "the step output should be folded"
     # The inject's context shows in the step's output as its 📎 line, as a prompt's does (not the raw block).
@@ -328,6 +329,9 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     labels = ["a.py:10-12", "b.py (selection)", "c d.py:4", "empty.txt", "big.txt:1-689"]
     assert result["split_blocks"] == [labels, "why these?"]
     assert context_labels(result["blocks_prompt"]) == labels
+    # Bug: only a prompt's leading blocks were labelled; a later inject's stayed in the text, raw.
+    assert result["split_joined"] == [["calc.py:1", "notes.txt"], "use x\nand the note"], result["split_joined"]
+    assert context_labels(result["joined_prompt"]) == ["calc.py:1", "notes.txt"]
     # #buffer of a 200,000-line file names the lines the daemon's cut keeps (20,000 characters, whole lines), as
     # tests/lsp/test_context_items.py reads them from its block: 28 characters a line ("\r\n" counts as "\n").
     assert (result["big_label"], result["big_dos_label"]) == ("big.txt:1-714", "big.txt:1-714")
@@ -1120,6 +1124,9 @@ def test_a_step_s_output_folds_also_after_the_user_opened_one(workspace, scripte
     long = result["long"]
     assert long["text"].startswith("    │ long long") and long["text"].endswith("long … +1"), long
     assert long["width"] == long["room"], long
+    # Bug: a failed step's output of more than 8 lines stayed folded behind its exit line: why it failed was hidden.
+    assert result["failed"] == {"fold": "    │ [step 1 bash] exit 1 … +5 lines",
+                                "shown": [f"    │ line {i}" for i in range(6, 12)] + ["  ───"]}, result["failed"]
 
 def test_ollie_fork_switches_the_chat_to_a_fork_up_to_the_turn_given(workspace, scripted_llm):
     srv = scripted_llm("openai")

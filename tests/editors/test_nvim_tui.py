@@ -203,6 +203,18 @@ def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
     daemons_gone(tmp_path)
 
 
+def resume(tmux: Tmux, title: str, last: str, started: str = "notes") -> str:
+    """Once Neovim shows `started`, pick the session titled `title` in :OllieSessions; the screen once it shows its
+    `last` line."""
+    tmux.wait(lambda s: started in s, "nvim to start again")
+    tmux.keys(":OllieSessions", "Enter")
+    picker = tmux.wait(lambda s: "Type number" in s and title in s, "the sessions to pick from")
+    # (Neovim's list says `1: title`: the line's first digits, not all before a "." the title may not have.)
+    number = next(re.match(r"\s*(\d+)", line)[1] for line in picker.splitlines() if title in line)
+    tmux.keys(number, "Enter")
+    return tmux.keep("3-resumed", tmux.wait(lambda s: last in s, "the session"))
+
+
 def choice(screen: str, name: str) -> str:
     """The number of the question picker's choice `name` (`3: Deny`)."""
     found = re.search(rf"(\d+): {re.escape(name)}", screen)
@@ -1124,6 +1136,15 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
                                                  "the undo"))
         assert "# my unsaved note" in [line.split("│")[0].rstrip() for line in undone.splitlines()], undone
         assert_clean(tmux.screens)
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    # Bug: resumed, the chat no longer said so (the live note is an `info` event, which no history keeps).
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 3\n# my unsaved note\n"}, size=(120, 40))
+    try:
+        resumed = resume(tmux, "set x to 3", "I set x.", "x = 3")
+        chat = "".join("".join(line.split("│")[-1].split()) for line in resumed.splitlines())
+        assert "".join("a.py had your unsaved changes in the editor: the agent's edit was made".split()) in chat, chat
     finally:
         tmux.close()
 

@@ -74,3 +74,31 @@ def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_ap
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_failed_shell_line_shows_failed_and_a_done_step_s_mark_green(tmp_path: Path, scripted_llm):
+    """Bugs: a `!cmd` that exited non-zero showed as one that worked (the daemon's answer did not say it failed: now
+    its output is red, as a failed step's); a completed step's ✓ was cyan (the title's Function), VS Code's green."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "echo ran"}]})]), Reply.text("It ran."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"}, size=(140, 30))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.type("run it", "C-s")
+        tmux.wait(lambda s: "It ran." in s and "(end)" in s, "the answer")
+        tmux.type("!echo fine", "C-s")
+        tmux.wait(lambda s: "\nfine" in chat_text(s), "the first line's output")
+        tmux.type("!echo broke; exit 3", "C-s")
+        tmux.keep("1-failed", tmux.wait(lambda s: "[exit 3]" in s, "the failed line's output"))
+        ansi = tmux.screen(colours=True)
+        assert tmux.captures is not None
+        screens.png(ansi, tmux.captures / "1-failed.png", (1100, 480))
+        # The failed line's output in the error colour (a failed step's, OllieToolFailed); the one that worked not.
+        assert screens.fg_at(ansi, "│broke", 1) not in (screens.fg_at(ansi, "│fine", 1), screens.FG), ansi
+        assert screens.fg_at(ansi, "✓") != screens.fg_at(ansi, "Run echo ran"), ansi
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 from ollie.testing import Reply, ScriptedLLMServer
 from tests.pictures import png
 
-from .test_nvim_tui import Tmux, assert_clean, quit_nvim, send_in_chat, start_nvim
+from .test_nvim_tui import Tmux, assert_clean, quit_nvim, resume, send_in_chat, start_nvim
 
 
 def chat_lines(screen: str) -> list[str]:
@@ -69,17 +69,6 @@ def test_each_image_a_batch_read_shows_under_its_step_live_and_resumed(tmp_path:
         assert lines[b + 1:b + 5] == ["      → pics/b.png", "", f"    {small}", f"    {big}"], lines
     finally:
         tmux.close()
-
-
-def resume(tmux: Tmux, title: str, last: str) -> str:
-    """Pick the session titled `title` in :OllieSessions; the screen once it shows its `last` line."""
-    tmux.wait(lambda s: "notes" in s, "nvim to start again")
-    tmux.keys(":OllieSessions", "Enter")
-    picker = tmux.wait(lambda s: "Type number" in s and title in s, "the sessions to pick from")
-    # (Neovim's list says `1: title`: the line's first digits, not all before a "." the title may not have.)
-    number = next(re.match(r"\s*(\d+)", line)[1] for line in picker.splitlines() if title in line)
-    tmux.keys(number, "Enter")
-    return tmux.keep("3-resumed", tmux.wait(lambda s: last in s, "the session"))
 
 
 def story_streaming(tmp_path: Path, scripted_llm: Callable[..., ScriptedLLMServer]

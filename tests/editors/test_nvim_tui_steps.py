@@ -84,3 +84,23 @@ def test_a_commands_last_line_of_60000_spaces_folds_without_holding_neovim(tmp_p
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_failed_step_s_long_output_shows_its_last_lines_unfolded(tmp_path: Path, scripted_llm):
+    # Bug: a failed step's output of more than 8 lines stayed folded behind its exit line: why it failed a fold away.
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "seq 1 12; echo 'AssertionError: 2 != 3'; exit 1"}]})]),
+               Reply.text("It failed."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, 40))
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie run the tests", "Enter")
+        tmux.keys("Escape")  # (normal mode: Neovim makes no fold in insert mode)
+        done = tmux.keep("1-failed", tmux.wait(lambda s: "It failed." in s and "(end)" in s and "… +" in s,
+                                               "the turn's end, its output folded", timeout=60))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-failed.png", (1300, 560))
+        assert re.search(r"│ \[step 1 bash\] exit 1 … \+7 lines\n.*│ 8\n.*│ 9\n.*│ 10\n.*│ 11\n.*│ 12\n"
+                         r".*│ AssertionError: 2 != 3\n", done), done
+    finally:
+        tmux.close()

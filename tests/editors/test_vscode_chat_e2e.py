@@ -113,7 +113,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     back in the input of the chat made anew, with a note, and runs when sent again: it was in neither the chat nor the
     input. commands: /help's table keeps its columns in the chat (screenshot command-columns): it wrapped in a
     proportional font, each description starting somewhere else; a typo's answer is one error line naming the closest
-    command. `/rewind` and `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the
+    command; a `!cmd` that exits non-zero shows failed, as a failed step (command-shell-failed: the daemon's answer did
+    not say it failed). `/rewind` and `/agent NAME` take the turns they cut out of the chat (command-cut): they stayed, as if the
     model still had them. The conversation `/agent NAME` ended is kept, said in the chat, and Switch Session brings it
     back (agent-switch-kept): it was lost; `/help` names the editor's session list (it advised a terminal's
     `ollie --session`). A broken sandbox.yaml is a warning notification as the session opens (policy-notification).
@@ -133,6 +134,7 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "sent again, it ran",
           "the broken sandbox.yaml was a notification naming its file and key as the session opened",
           "/help kept its columns; a typo's error named the closest command alone",
+          "a !cmd that exited non-zero showed failed, one that worked did not",
           "/rewind and /agent took the turns they cut out of the chat; a failed /rewind took nothing",
           "the conversation /agent ended was kept: the chat said so, /help named the session list, Switch Session "
           "brought it back",

@@ -71,6 +71,13 @@ async def test_command_method_and_slash_commands(shared_daemon, llm):
     result = await daemon.request("ollie/submit", {"text": "!echo via-submit"})
     assert result["stop"] == "command" and "via-submit" in result["reply"]
     assert any(e["role"] == "exec" and "via-submit" in e["content"] for e in daemon.events)
+    assert "failed" not in result and "failed" not in out
+    # Bug: a `!cmd` that failed answered as one that worked (only its output's `[exit 3]` said so): editors could not
+    # show it failed, as a failed step.
+    failed = await daemon.request("ollie/command", {"line": "!echo out; exit 3"})
+    assert failed == {"output": "out\n[exit 3]", "failed": True}
+    result = await daemon.request("ollie/submit", {"text": "!exit 4"})
+    assert result["stop"] == "command" and result["failed"] is True
 
 
 async def test_inject_queue_and_pop_queue(shared_daemon, llm):

@@ -81,6 +81,10 @@ class Core(HistoryMembers, McpMembers):
         self._turn_lock = asyncio.Lock()
         self._inbox = self._host.inbox
         self._closed = False
+        # The queued prompt handed to a turn whose task has not begun yet (it starts at the next loop pass), and
+        # `turns_begun` then: still listed as queued, else a reader in between found it nowhere, its `user` event
+        # not published (a chat dropped its queued line, the images it named with it).
+        self._handing: tuple[str, int] | None = None
         self._live_lock = opened.lock
         self._attached.wire()
         self._wire_mcp()
@@ -187,7 +191,11 @@ class Core(HistoryMembers, McpMembers):
             if text is None:
                 break
             begun = self._host.turns_begun
-            result = await self._host.run_turn(text, images=self._inbox.taken_images, announce=True)
+            self._handing = (text, begun)
+            try:
+                result = await self._host.run_turn(text, images=self._inbox.taken_images, announce=True)
+            finally:
+                self._handing = None
             if self._host.turns_begun == begun:  # a stop came as it was handed over: it waits, held, not dropped
                 self._inbox.put_back()
         self._inbox.turns_ended(interrupted=result.stop == "interrupted" or stopping.asked)
@@ -238,8 +246,10 @@ class Core(HistoryMembers, McpMembers):
         return self._inbox.pop_queue()
 
     def queued(self) -> list[str]:
-        """The queued prompts, oldest first."""
-        return self._inbox.queued()
+        """The queued prompts, oldest first (one handed to a turn that has not begun yet first)."""
+        handing = self._handing
+        waiting = self._inbox.queued()
+        return [handing[0], *waiting] if handing is not None and handing[1] == self._host.turns_begun else waiting
 
     def clear_queue(self) -> int:
         """Drop every queued prompt; returns how many."""

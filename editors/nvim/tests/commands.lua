@@ -72,6 +72,10 @@ R.blocks_prompt = table.concat({
   "why these?",
 }, "\n\n")
 R.split_blocks = { context.split_prompt(R.blocks_prompt) }
+-- Injects the daemon joined: each one's block before its own line, past the first line too.
+R.joined_prompt = "<editor-context>\nFile: calc.py (python)\nShowing line 1:\n```python\nx = 41\n```\n</editor-context>"
+  .. "\n\nuse x\n<editor-context>\nFile: notes.txt\n```\nmilk\n```\n</editor-context>\n\nand the note"
+R.split_joined = { context.split_prompt(R.joined_prompt) }
 -- #buffer of a file too big to send whole: its label names the lines the daemon's cut keeps.
 local rows = {}
 for n = 1, 200000 do

@@ -39,4 +39,18 @@ H.results.long = vim.api.nvim_win_call(win, function()
   local text = vim.fn.foldtextresult(vim.fn.line("$") - 2)
   return { text = text, width = vim.fn.strdisplaywidth(text), room = vim.fn.getwininfo(win)[1].width }
 end)
+-- A failed step's long output: its last lines stay open (why it failed), the header and the lines above them folded.
+t:output("[step 1 bash] exit 1\n" .. table.concat(vim.tbl_map(function(i) return "line " .. i end, vim.fn.range(1, 11)),
+  "\n"), true)
+H.results.failed = vim.api.nvim_win_call(win, function()
+  local lines = vim.api.nvim_buf_get_lines(t.buf, 0, -1, false)
+  local header = vim.fn.index(lines, "    │ [step 1 bash] exit 1") + 1
+  local shown = {}
+  for l = header, #lines do
+    if vim.fn.foldclosed(l) == -1 then
+      table.insert(shown, lines[l])
+    end
+  end
+  return { fold = vim.fn.foldtextresult(header), shown = shown }
+end)
 H.finish()

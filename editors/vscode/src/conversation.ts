@@ -226,6 +226,7 @@ export class Conversation implements vscode.Disposable {
       const result = await this.daemon.request<SubmitResult>("ollie/submit", this.withSession({ text, context: contextParam(contexts), ...imagesParam(images) }));
       // A command's output arrives as an `info` event; only a failure the events did not show is added.
       if (result.stop === "error" && result.error && !this.sawError(model, mark)) this.changedIn(this.sessionOf(model), model.addNotice("error", turnError(this.backend, result.error)));
+      if (result.failed) this.shellFailed(model, mark);
       // A command ends with no `turn` event: the queue it may have emptied (`/queued clear`, `pop`) is asked here.
       // And the model or agent it may have switched (`/model NAME` typed here), which the composer names.
       if (result.stop === "command") {
@@ -314,7 +315,8 @@ export class Conversation implements vscode.Disposable {
   async command(line: string): Promise<string> {
     const model = this.model;
     const mark = model.items.length;
-    const result = await this.daemon.request<{ output?: string }>("ollie/command", this.withSession({ line }));
+    const result = await this.daemon.request<{ output?: string; failed?: boolean }>("ollie/command", this.withSession({ line }));
+    if (result?.failed) this.shellFailed(model, mark);
     void this.refreshHeader();  // `/model`, `/agent`: the composer names them
     if (cutsConversation(line)) await this.redrawAfter(model, mark, undefined, result?.output ?? "");
     return result?.output ?? "";
@@ -490,6 +492,14 @@ export class Conversation implements vscode.Disposable {
   }
 
   // The daemon usually reports a failed turn with an `error` event too: show it once.
+  /** The `!cmd` whose output came as an `exec` event since item `since` failed: shown so, as a failed step. */
+  private shellFailed(model: ChatModel, since: number): void {
+    const output = model.items.slice(since).reverse().find((item) => item.kind === "notice" && item.level === "exec");
+    if (output?.kind !== "notice") return;
+    output.failed = true;
+    this.changedIn(this.sessionOf(model), output);
+  }
+
   private sawError(model: ChatModel, since: number): boolean {
     return model.items.slice(since).some((item) => item.kind === "notice" && item.level === "error");
   }

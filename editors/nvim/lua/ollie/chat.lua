@@ -24,7 +24,8 @@ local M = {}
 ---@field title string                 its session's title as the daemon says it ("" while it has none)
 ---@field origin_win integer|nil      the last file window of the tab (for #buffer, #selection, locations)
 ---@field commands_running integer|nil slash commands sent and not answered yet
----@field command_info table<string, true|"error"> `info` (or `error`) texts seen while a command ran
+---@field command_info table<string, true|"error"|"exec"> `info` (`error`; `exec`, not drawn yet) texts seen while a
+---  command ran
 ---@field behind_told table<string, boolean> the files whose step-changed-under-unsaved-buffer notice vim.notify told
 ---@field steps_running {id: string, title: string}[] the steps of the turn that run, in the order they began
 ---@field name string|nil         a named chat's name (`:OllieChat name`); a tab's own chat gets one when replaced
@@ -488,8 +489,8 @@ function Chat:command(line)
       end
       if err then
         self.transcript:aside("error: " .. err_text(err), "OllieError")
-      elseif not shown and output ~= "" then
-        self.transcript:aside(output)
+      elseif (not shown or shown == "exec") and output ~= "" then
+        self.transcript:aside(output, res.failed and "OllieToolFailed" or nil) -- a `!cmd` that failed as a failed step
         if res.error then
           self.transcript:aside("error: " .. res.error, "OllieError")
         end
@@ -567,7 +568,10 @@ function Chat:on_event(ev, drawn)
       return say(t, require("ollie.backend").turn_error(self, content) or ("error: " .. content), "OllieError")
     end
     if command then
-      self.command_info[vim.trim(content)] = true
+      self.command_info[vim.trim(content)] = role == "exec" and "exec" or true
+      if role == "exec" then
+        return -- drawn with the command's answer, which says whether it failed
+      end
     end
     say(t, content)
     if role == "info" then

@@ -429,21 +429,37 @@ function M.compact_blocks(text)
   return text:sub(1, at - 1) .. blocks .. text:sub(cut + 1)
 end
 
----A saved prompt split into the compact labels of its `<editor-context>` blocks and the user's text.
+---A saved prompt split into the compact labels of its `<editor-context>` blocks and the user's text. A block is one
+---at the start (after other blocks) or at a line's start, a few spaces in: injects the daemon joined have each one's
+---blocks before its own line (as the engine reads them, core/ollie/agent/editorcontext.py `_BLOCK`).
 ---@param content string
 ---@return string[] labels, string text
 function M.split_prompt(content)
-  local labels = {}
-  local at = 1 -- (a position, not the rest's copy after each block: that was quadratic in the blocks' number)
+  local labels, kept = {}, {}
+  -- Blocks only before the last close: an open after it is closed by none, and each would be scanned to the end.
+  local cut = last_close(content)
+  -- Positions, never the rest's copy after each block (quadratic in the blocks' number): `at` where the text not yet
+  -- kept starts, `from` where the text after the last block looked at starts.
+  local at, from = 1, 1
   while true do
-    local _, stop, body = content:find("^%s*<editor%-context>\n?(.-)</editor%-context>", at)
-    if not body then
+    local open, body = content:find("<editor%-context>\n?", from)
+    local stop, close = content:find(CLOSE, open or #content + 1, true)
+    if not (open and close and close <= cut) then
       break
     end
-    table.insert(labels, block_label(body))
-    at = stop + 1
+    local gap = content:sub(from, open - 1)
+    local indent = gap:match("\n([ \t]*)$")
+    if (at == from and gap:match("^%s*$")) or (indent and #indent <= 16) then
+      table.insert(labels, block_label(content:sub(body + 1, stop - 1)))
+      local words = content:sub(at, open - 1):match("^(.*%S)")
+      table.insert(kept, words and (words .. "\n") or "")
+      at = close + 1 + #content:match("^\n*", close + 1)
+      from = at
+    else
+      from = close + 1
+    end
   end
-  local rest = content:sub(at)
+  local rest = table.concat(kept) .. content:sub(at)
   -- The daemon tells the model with the next prompt what the user undid of its changes (core/ollie/agent/review.py):
   -- not what the user typed, which the live chat showed alone.
   local note = rest:find(UNDO_NOTE, 1, true)

@@ -32,6 +32,25 @@ local function without_marker(content)
   return at and (content:sub(1, at - 1):gsub("%s+$", "")) or content
 end
 
+-- The line the file tools tell the model an edit saved the user's unsaved changes with (execute/editordocs.py); a
+-- step's output printing it is marked "(this line is the step's output)" (execute/results.py), so never matches.
+local SAVED = "^%[warning%] (.-) had unsaved changes in the editor: your edit was made on top of them and the file was "
+  .. "saved with them$"
+
+---The note the live chat showed under an edit that saved the user's unsaved changes with it (the daemon's `info`,
+---which no history keeps), from the line the model was told it with.
+---@param t ollie.Transcript
+---@param content string|nil a tool result
+local function saved_notes(t, content)
+  for line in vim.gsplit(content or "", "\n", { plain = true }) do
+    local name = line:match(SAVED)
+    if name then
+      t:note(name .. " had your unsaved changes in the editor: the agent's edit was made on top of them and the file "
+        .. "was saved with them")
+    end
+  end
+end
+
 ---A step of a call: its `tool` object, or (a daemon before v2 history) one titled by the tool's name.
 ---@param call table a `tool_calls` entry
 ---@return table
@@ -83,6 +102,7 @@ local function draw(t, messages, running, last_result, cut)
       local tool = type(m.tool) == "table" and m.tool or {}
       -- As the live step drew it (the history has no diffs; a collapsed result's images are named all the same).
       t:output(m.content or "", tool.status == "failed", tool, m.images)
+      saved_notes(t, m.content)
       t:turn_changes(m.turnChanges)
     end
   end

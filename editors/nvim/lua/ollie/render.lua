@@ -18,6 +18,7 @@ M.HIGHLIGHTS = {
   OllieAssistant = "Title",
   OllieReasoning = "Comment",
   OllieTool = "Function",
+  OllieToolDone = "DiagnosticOk", -- a completed step's ✓: green, as VS Code's (Function is cyan in many schemes)
   OllieToolRunning = "DiagnosticWarn",
   OllieToolFailed = "DiagnosticError",
   OllieToolOutput = "Comment",
@@ -46,6 +47,7 @@ M.REPLY_HEADER = "## ollie"
 
 ---@class ollie.Step
 ---@field mark integer extmark of the title line
+---@field done_mark integer|nil extmark of a completed step's ✓
 ---@field title string
 ---@field status string
 ---@field depth integer
@@ -694,10 +696,8 @@ end
 function T:add_step(tool, depth)
   local step = { title = tool.title or "tool", status = tool.status or "pending" }
   local row = self:add({ title_line(step, depth) })
-  step.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {
-    end_row = row, end_col = #title_line(step, depth), hl_group = status_hl(step.status), priority = 200,
-  })
   step.depth = depth
+  self:mark_step(step, row)
   if tool.id then
     self.steps[tool.id] = step
   end
@@ -774,13 +774,26 @@ function T:set_status(id, status)
     return
   end
   step.status = status
-  local text = title_line(step, step.depth)
   self:edit(function()
-    vim.api.nvim_buf_set_lines(self.buf, pos[1], pos[1] + 1, false, { text })
+    vim.api.nvim_buf_set_lines(self.buf, pos[1], pos[1] + 1, false, { title_line(step, step.depth) })
   end)
-  vim.api.nvim_buf_set_extmark(self.buf, ns, pos[1], 0, {
-    id = step.mark, end_row = pos[1], end_col = #text, hl_group = status_hl(status), priority = 200,
+  self:mark_step(step, pos[1])
+end
+
+---Colour a step's title line (0-based `row`) by its status; a completed one's ✓ apart, in OllieToolDone.
+---@param step ollie.Step
+---@param row integer
+function T:mark_step(step, row)
+  step.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {
+    id = step.mark, end_row = row, end_col = #title_line(step, step.depth), hl_group = status_hl(step.status),
+    priority = 200,
   })
+  if step.status == "completed" then
+    local at = #string.rep("  ", step.depth)
+    step.done_mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, at, {
+      id = step.done_mark, end_row = row, end_col = at + #M.ICONS.completed, hl_group = "OllieToolDone", priority = 201,
+    })
+  end
 end
 
 ---The text of a tool result (MCP-style JSON content, or plain text) and whether it is an error.
@@ -866,8 +879,9 @@ function M.more_files_line(tool)
   return ("    ✎ %d files changed by this step — :OllieChanges"):format(#tool.diffs + more)
 end
 
--- A failed step's output of at most this many lines is not folded: the error shows without opening it.
-local FAILED_OPEN_LINES = 8
+-- A failed step's output of at most this many lines is not folded: the error shows without opening it. A longer
+-- one keeps its last lines open (where a traceback or a test run says why), the lines above them folded.
+local FAILED_OPEN_LINES, FAILED_TAIL_LINES = 8, 6
 
 ---A step's connections (its `tool.network`), the images its tool returned (one line each: the model was shown them,
 ---the chat draws none) and the files it changed past those its event lists, then its output, folded (a failed step's
@@ -923,10 +937,13 @@ function T:output(content, failed, tool, images)
   -- The fold is known before the lines land, so the windows fold them as they appear.
   local first = self:count() + 1
   -- A failed step's short output stays open: its first line is only "[call 1 file_edit] exit 1", the why below it.
-  local open = (failed or is_error) and #lines <= FAILED_OPEN_LINES
-  if #lines > 1 and not open then
+  local folded = #lines
+  if failed or is_error then
+    folded = #lines <= FAILED_OPEN_LINES and 0 or #lines - FAILED_TAIL_LINES
+  end
+  if folded > 1 then
     self.folds[first] = ">1"
-    for l = first + 1, first + #lines - 1 do
+    for l = first + 1, first + folded - 1 do
       self.folds[l] = "1"
     end
   end

@@ -62,7 +62,8 @@ export type ChatItem =
       rejected?: boolean;
       /** Not drawn: the user rejected it in its question's card, which says so with the step's diff. */
       rejectedInCard?: boolean }
-  | { kind: "notice"; id: number; level: NoticeLevel; text: string }
+  /** `failed`: a `!cmd`'s output (`exec`) that exited non-zero, drawn as a failed step. */
+  | { kind: "notice"; id: number; level: NoticeLevel; text: string; failed?: boolean }
   | { kind: "turnEnd"; id: number; stop: string }
   | {
       kind: "permission";

@@ -83,6 +83,8 @@ export interface SubmitResult {
   reply: string;
   stop: StopReason;
   error?: string;
+  /** A `!cmd` that exited non-zero (or timed out). */
+  failed?: boolean;
 }
 
 /** One entry of `ollie/session/list`; only `session`/`id` is relied on. */

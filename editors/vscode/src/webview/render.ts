@@ -372,12 +372,13 @@ export function update(node: HTMLElement, item: ChatItem): void {
       break;
     case "notice":
       node.dataset.level = item.level;
-      node.className = `item notice ${item.level}`;
+      node.className = `item notice ${item.level}${item.failed ? " failed" : ""}`;
       node.replaceChildren();
       if (item.level === "error") {
         node.setAttribute("role", "alert");
         node.append(icon("error"));
       }
+      if (item.failed) node.append(icon("error", "failed"));  // a `!cmd` that exited non-zero: as a failed step
       // A table the daemon lines up with spaces (/help's commands, an unknown command's list) keeps its columns (a
       // `!cmd`'s output is shown as it came).
       if (item.level !== "exec" && isColumns(item.text)) node.append(columnRows(item.text));

@@ -234,6 +234,15 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     if ((await typo.textContent()).includes("rename the session")) throw new Error("a typo's answer listed every command");
     await screenshot("command-columns");
     log("/help kept its columns; a typo's error named the closest command alone");
+    // A `!cmd` that exits non-zero shows failed, as a failed step (its ✗, a red border); one that worked does not.
+    await send(chat, "!echo fine");
+    await chat.locator(".item.notice.exec", { hasText: "fine" }).waitFor({ timeout: waitMs });
+    await send(chat, "!echo broke; exit 3");
+    await chat.locator(".item.notice.exec.failed", { hasText: "[exit 3]" }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.notice.exec.failed .codicon-error").waitFor({ timeout: waitMs });
+    if ((await chat.locator(".item.notice.exec.failed", { hasText: "fine" }).count()) > 0) throw new Error("the !cmd that worked shows failed");
+    await screenshot("command-shell-failed");
+    log("a !cmd that exited non-zero showed failed, one that worked did not");
 
     const gone = (text) => until(`"${text}" gone from the chat`, async () => (await chat.locator(".item", { hasText: text }).count()) === 0);
     await send(chat, "/rewind");
