@@ -8,12 +8,16 @@ import { queueMemory, StateStore } from "../../src/queueMemory";
 // The window's workspaceState as VS Code keeps it: each value as JSON, rewritten whole at each update.
 class State implements StateStore {
   readonly written: string[] = [];
+  private readonly values = new Map<string, string>();
   get(key: string): unknown {
-    const last = this.written.findLast((w) => w.startsWith(`${key}=`));
-    return last === undefined || last === `${key}=` ? undefined : JSON.parse(last.slice(key.length + 1));
+    const value = this.values.get(key);
+    return value === undefined ? undefined : JSON.parse(value);
   }
   update(key: string, value: unknown): void {
-    this.written.push(`${key}=${value === undefined ? "" : JSON.stringify(value)}`);
+    const json = JSON.stringify(value);
+    this.written.push(json ?? "");
+    if (json === undefined) this.values.delete(key);
+    else this.values.set(key, json);
   }
 }
 
