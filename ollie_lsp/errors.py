@@ -11,6 +11,7 @@ from pygls.exceptions import JsonRpcException
 from ollie.sessions import errors as store
 
 STALE = -32003
+QUEUE_FULL = -32010
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
@@ -68,6 +69,21 @@ class Stale(RpcError):
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}", {"path": path})
+
+
+class QueueFull(RpcError):
+    """-32010: a queued or injected prompt the session has no room for (what waits is kept)."""
+
+    CODE, MESSAGE = QUEUE_FULL, "queue full"
+
+
+@contextmanager
+def refused(rpc: type[RpcError], error: type[Exception], data: dict[str, str] | None = None) -> Iterator[None]:
+    """An `error` raised inside (the engine refusing) as the `rpc` error, its text the why."""
+    try:
+        yield
+    except error as exc:
+        raise rpc(str(exc), data) from None
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.exceptions import JsonRpcException
 
+from ollie.agent import inbox
 from ollie.agent.editorcontext import context_labels
 from ollie.agent.review import ReviewError
 from ollie.agent.steps import Diff
@@ -25,7 +26,7 @@ from ollie.workspace.bounds import LISTED
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie_lsp.documents import read_through_link
 from ollie_lsp.editor import context_documents, is_command, with_context
-from ollie_lsp.errors import InternalError, InvalidParams, Stale, invalid_params
+from ollie_lsp.errors import InternalError, InvalidParams, QueueFull, Stale, invalid_params, refused
 from ollie_lsp.idlecollect import collect_and_freeze
 from ollie_lsp.params import (
     ChangesParams,
@@ -188,10 +189,11 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
     if p.images:  # refused, not dropped
         raise InvalidParams("images: ollie/inject takes no images (injected text joins a tool result; queue the prompt)")
     live, text, stops = await _arrived(ls, p)
-    if live.stops != stops:
-        live.core.queue(text, held=True)
-    else:
-        live.core.inject(text)
+    with refused(QueueFull, inbox.QueueFull, {"session": live.id}):
+        if live.stops != stops:
+            live.core.queue(text, held=True)
+        else:
+            live.core.inject(text)
     return {}
 
 
@@ -200,7 +202,8 @@ async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends (PROTOCOL.md: one queued for turns that ended meanwhile runs)."""
     live, text, stops = await _arrived(ls, p)
     pictures = await _prompt_images(p, cwd=live.core.cwd)
-    return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
+    with refused(QueueFull, inbox.QueueFull, {"session": live.id}):
+        return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
 
 
 @method("ollie/popQueue", SessionParams)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
+from ollie.agent.inbox import QueueFull
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -196,7 +197,10 @@ class LiveSession:
             if not depth.done():  # else this request was cancelled meanwhile: nothing is queued
                 # Every event published so far was sent, the turns' `turn` end among them if they have ended: a client
                 # that had not seen it queued the prompt for those turns.
-                depth.set_result(self.core.queue(text, images, saw_end=seen >= self.forwarder.turn_ended))
+                try:
+                    depth.set_result(self.core.queue(text, images, saw_end=seen >= self.forwarder.turn_ended))
+                except QueueFull as exc:  # the request's answer, not the forwarder's
+                    depth.set_exception(exc)
 
         self.forwarder.after_sent(read)
         return await depth

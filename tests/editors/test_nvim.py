@@ -895,6 +895,35 @@ vim.cmd("qa!")
     assert [p.name for p in saved.parent.iterdir()] == ["queued.json"]
 
 
+def test_a_saved_queued_prompts_image_bytes_are_a_file_of_their_own_not_in_the_queues_file(tmp_path):
+    """Bug: the bytes of an image read here (one outside the working directory) were kept inside queued.json, which
+    every change rewrites whole (and reads back): each pasted screenshot made each save megabytes. They are a file of
+    their own, named in the queue, read back when it is queued again, and gone once no saved prompt names it."""
+    saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
+    data = "iVBORw0KGgo" * 100_000
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local saved = require("ollie.savedqueue")
+local picture = {{ data = {json.dumps(data)}, name = "shot.png" }}
+saved.add("s1", {{ text = "what is it", labels = {{}}, images = {{ picture, {{ path = "a.png" }} }} }})
+saved.add("s1", {{ text = "and this", labels = {{}}, images = {{ picture }} }})
+local out = {{ file = io.open(vim.fn.stdpath("state") .. "/ollie/queued.json"):read("a") }}
+out.images = saved.images(saved.read()[1].prompts[1].images)
+saved.take("s1", "what is it")
+out.kept_for_the_other = #vim.fn.readdir(vim.fn.stdpath("state") .. "/ollie/queued-images")
+saved.take("s1", "and this")
+out.left = vim.fn.readdir(vim.fn.stdpath("state") .. "/ollie/queued-images")
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    result, stderr = lua_result(script, tmp_path)
+    assert len(result["file"]) < 1000 and data not in result["file"], result["file"][:2000]
+    assert result["images"] == [{"data": data, "name": "shot.png"}, {"path": "a.png"}], (str(result)[:500], stderr)
+    assert (result["kept_for_the_other"], result["left"]) == (1, []), result
+    assert json.loads(saved.read_text()) == []
+
+
 def test_a_prompt_queued_when_nvim_quit_comes_back_in_the_default_session_resumed_at_start(workspace, scripted_llm):
     """A prompt queued as a turn streamed, then a quit: the next Neovim's daemon resumes that session as its default
     one, and a fresh chat there queues the prompt again, held, saying so of one prompt as "it". Before, only a

@@ -3,6 +3,7 @@ steps read under its own step; a prompt's the vendor refused named."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import threading
@@ -202,30 +203,77 @@ def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(t
 
 def test_a_prompt_with_an_image_queued_when_nvim_quit_comes_back_with_it(tmp_path: Path, scripted_llm):
     """Bug: a queued prompt Neovim saved when it quit mid-turn was queued again, after the restart, as text alone:
-    its image was lost. It keeps it (shown, and sent with its turn), as VS Code keeps its queued images."""
+    its image was lost. It keeps it (shown, and sent with its turn), as VS Code keeps its queued images. The bytes of
+    one named outside the working directory (read here) wait in a file of their own, not in queued.json (rewritten
+    whole at each change), and that file goes once the prompt ran."""
     srv = scripted_llm("openai")
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
                Reply.text("It is blue."), Reply.text("Next done."))
     files = {"notes.txt": "notes\n"}
     tmux = start_nvim(tmp_path, srv.env(), files, size=(120, 30))
     (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    (tmp_path / "red.png").write_bytes(outside := png(3, 3, (255, 0, 0)))
+    saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie"
     try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie tell me a long story", "Enter")
         tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
-        send_in_chat(tmux, "what is it #file:shot.png")
-        tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 shot.png (image)" in s,
+        tmux.keys(f":OllieImage {tmp_path}/red.png", "Enter")  # as README says, a screenshot outside the project
+        tmux.wait(lambda s: "-- INSERT --" in s and "#file:" in s, "the image in the input")
+        tmux.keys(" what is it #file:shot.png", literal=True)
+        tmux.keys("Escape", "Enter")
+        tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued:" in s,
                                         "the queued prompt"))
         quit_nvim(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
     finally:
         tmux.close()
+    red = base64.b64encode(outside).decode()
+    assert red not in (saved / "queued.json").read_text()
+    assert [p.read_text() for p in (saved / "queued-images").iterdir()] == [red]
     tmux = start_nvim(tmp_path, srv.env(), files, size=(120, 30))
     try:
-        resume(tmux, "tell me a long story", "⏸ held: what is it shot.png  📎 shot.png (image)")  # with its image
+        resume(tmux, "tell me a long story", "⏸ held:")  # with its images
         send_in_chat(tmux, "next")
         tmux.keep("3-ran", tmux.wait(lambda s: "Next done." in s, "the next prompt's answer"))
         assert_clean(tmux.screens)
     finally:
         tmux.close()
-    # The held prompt's turn sent the image (its request and the next, whose history holds it).
-    assert srv.images(srv.chat_requests[1]) == [("image/png", picture)], srv.chat_requests[1].body
+    # The held prompt's turn sent the images (its request and the next, whose history holds them).
+    assert srv.images(srv.chat_requests[1]) == [("image/png", outside), ("image/png", picture)]
+    assert list((saved / "queued-images").iterdir()) == []
+
+
+def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_path: Path, scripted_llm):
+    """Bug: the queue had no bound (each prompt up to 40 MiB of images, all held by the daemon). Past 32 prompts the
+    daemon refuses the next: the chat says why and what to do, the prompt is back in the input, what waits stays;
+    once the user dropped that, Enter sends it with its image."""
+    from . import screens
+    from .test_nvim_tui import back_in_input
+
+    srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
+    try:
+        # 32 queued by another client of the session (typed here one by one they only take longer).
+        tmux.keys(":lua for n = 1, 32 do require('ollie.client').request('ollie/queue', {session ="
+                  " require('ollie.chat').get().session, text = 'waiting ' .. n}, function(e) if n == 32 then"
+                  " print(e and 'refused' or 'queued them') end end) end", "Enter")
+        tmux.wait(lambda s: "queued them" in s or "refused" in s, "the daemon to take the prompts")
+        send_in_chat(tmux, "one too many #file:shot.png")
+        back = back_in_input(tmux, "1-refused", "(not queued: it is back in the input", "one too many #file:shot.png")
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-refused.png", (1200, 560))
+        said = " ".join(line.strip() for line in chat_lines(back))
+        assert "error: queue full: 32 prompts wait in this session, the most it queues: let them run first, or drop" \
+               " them (/queued clear)" in said, back
+        assert "⏳ queued: one too many" not in back, back
+        tmux.keys("Escape", ":OllieStop", "Enter")
+        story.set()
+        tmux.wait(lambda s: "(interrupted)" in s, "the Stop")
+        tmux.keys(":lua require('ollie.client').request('ollie/queue/clear', {session ="
+                  " require('ollie.chat').get().session}, function(e, r) print(e and 'failed' or ('dropped ' .."
+                  " r.cleared)) end)", "Enter")
+        tmux.wait(lambda s: "dropped 32" in s or "failed" in s, "the queue dropped")
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")
+        tmux.keep("2-sent", tmux.wait(lambda s: "It is blue." in s, "the prompt's answer"))
+    finally:
+        tmux.close()
+    assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]

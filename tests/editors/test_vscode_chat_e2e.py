@@ -30,7 +30,7 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
           "the agent pick highlights the current agent and says a switch keeps the chat's conversation; Enter kept both")
 
 
-@pytest.mark.timeout(560)
+@pytest.mark.timeout(620)
 def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     """A prompt the chat's page queues after the turn ended, before the page heard of it, is sent (it waited, queued, for a
     next turn's end). A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus
@@ -43,8 +43,10 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     clear` drops shows dropped (it stayed marked held). A reload while an approval question waits: no empty new chat
     while the session comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as
     the question took the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts
-    the cursor in the chat's prompt box."""
-    shows(run_e2e("queue.mjs", total_ms=520000),
+    the cursor in the chat's prompt box. The pasted image waits in a file of the extension's storage, not in the window's
+    state (rewritten whole at each save), and the file goes once its prompt ran. A prompt past the queue's bound (32)
+    is refused: the chat says why and what to do, and it is back in the input."""
+    shows(run_e2e("queue.mjs", total_ms=580000),
           "a prompt the page queued after the turn had ended was sent, not left queued",
           "after Stop the queued prompt showed held, after the Turn interrupted line, then ran before the next prompt, "
           "neither left marked queued; the input had the focus",
@@ -56,7 +58,8 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",
           "came back without the empty new chat", "and said the turn was interrupted",
           "keys typed for the prompt as a question took the focus went on into the prompt, answering nothing",
-          "Ctrl+Alt+O from the editor put the cursor in the chat's prompt box")
+          "Ctrl+Alt+O from the editor put the cursor in the chat's prompt box",
+          "a prompt past the queue's bound was refused: the chat said why and what to do, and it was back in the input")
 
 
 @pytest.mark.timeout(470)

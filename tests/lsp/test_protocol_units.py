@@ -361,7 +361,7 @@ async def test_a_stop_while_a_queued_prompts_images_are_read_holds_it(tmp_path, 
         queued.append((text, len(pictures), held))
         return len(queued)
 
-    live = SimpleNamespace(stops=0, core=SimpleNamespace(cwd=tmp_path), queue=queue)
+    live = SimpleNamespace(id="s", stops=0, core=SimpleNamespace(cwd=tmp_path), queue=queue)
 
     async def get(_session: str | None) -> SimpleNamespace:
         return live

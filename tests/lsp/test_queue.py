@@ -8,7 +8,9 @@ import threading
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from ollie.agent.inbox import MAX_QUEUED
 from ollie.testing import Reply
+from tests.pictures import png
 
 
 def turn_log(events: list[dict], session: str) -> list[tuple[str, str]]:
@@ -131,3 +133,54 @@ async def test_a_bad_seen_is_refused_naming_it(shared_daemon):
             await daemon.request("ollie/queue", {"text": "x", "seen": seen})
         assert caught.value.code == -32602 and "seen" in caught.value.message, (seen, caught.value)
     assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == []
+
+
+async def test_a_full_queue_refuses_the_next_prompt_and_keeps_what_waits(shared_daemon, llm):
+    """Bug: the queue had no bound: each prompt up to 40 MiB of images, any number of them, all in the daemon's memory.
+    Past MAX_QUEUED prompts, or two prompts of images at the cap, one more is -32010 saying what to do, and what
+    waits stays queued."""
+    hold = threading.Event()
+    llm.script(Reply.text("slow", hold=hold))
+    daemon = await shared_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})  # the queue holds 16,000 bytes
+    picture = png(5, 3) + b"\0" * 800
+    (daemon.workspace / "shot.png").write_bytes(picture)
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
+    await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
+    eight = [{"path": "shot.png"}] * 8
+    for text in ("one", "two"):
+        await daemon.request("ollie/queue", {"text": text, "images": eight})
+    for method, params in (("ollie/queue", {"text": "three", "images": eight}), ("ollie/inject", {"text": "x" * 4000})):
+        with pytest.raises(JsonRpcException) as caught:
+            await daemon.request(method, params)
+        assert caught.value.code == -32010 and caught.value.message.startswith("queue full: this prompt's "), caught.value
+        assert "MiB it queues: let them run first" in caught.value.message, caught.value
+    for n in range(2, MAX_QUEUED):
+        await daemon.request("ollie/queue", {"text": f"p{n}"})
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/queue", {"text": "one too many"})
+    assert caught.value.code == -32010 and caught.value.message == (
+        f"queue full: {MAX_QUEUED} prompts wait in this session, the most it queues: let them run first, or drop"
+        " them (/queued clear)")
+    state = await daemon.request("ollie/state", {})
+    assert state["queuedPrompts"] == ["one", "two", *(f"p{n}" for n in range(2, MAX_QUEUED))]
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
+    await first
+    assert await daemon.request("ollie/queue/clear", {}) == {"cleared": MAX_QUEUED}
+
+
+async def test_a_stop_while_a_queued_prompts_images_are_read_holds_it(shared_daemon, llm):
+    """The Stop comes while the daemon reads the queued prompt's 40 MiB of images (sent at once after the queue, as a
+    user stops right after queueing): the prompt is held as one queued before the Stop, not run after the next prompt.
+    Bug: whether a Stop came was taken before the images were read. A fresh session (its record put off) has no store
+    read before them: the reading is the queue's first wait, where the Stop lands."""
+    daemon = await shared_daemon(env=llm.env())
+    session = {"session": (await daemon.request("ollie/session/new", {"cwd": str(daemon.workspace)}))["session"]}
+    picture = png(5, 3)
+    (daemon.workspace / "big.png").write_bytes(picture + b"\0" * (5 * 2**20 - len(picture)))
+    images = [{"path": "big.png"}] * 8
+    queued = asyncio.ensure_future(daemon.request("ollie/queue", {**session, "text": "look", "images": images}))
+    stopped = asyncio.ensure_future(daemon.request("ollie/interrupt", session))
+    assert await queued == {"depth": 1} and (await stopped)["interrupted"] is False
+    state = await daemon.request("ollie/state", session)
+    assert (state["queuedPrompts"], state["queueHeld"]) == (["look"], True)

@@ -7,11 +7,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ollie.backend.images import MAX_IMAGES, max_image_bytes
+from ollie.errors import OllieError
+
 if TYPE_CHECKING:
     from ollie.backend.types import Image
 
 # A postTurn hook that keeps exiting 2 would loop forever: after this many continuations in a row, stop.
 MAX_CONTINUATIONS = 10
+# What waits is held in memory (and the editors save it): a client queueing without end made the daemon hold gigabytes.
+# Past these a prompt is refused; the bytes bound (text and images) holds two prompts of images at the cap (80 MiB).
+MAX_QUEUED = 32
+QUEUED_PROMPTS_OF_IMAGES = 2
+
+
+class QueueFull(OllieError):
+    """No room in the queue for a prompt (MAX_QUEUED, or its bytes): it is refused, what waits is kept."""
 
 
 @dataclass(eq=False, repr=False, slots=True)
@@ -109,7 +120,8 @@ class Inbox:
         return any(p.held for p in self._prompts)
 
     def inject(self, text: str, *, running: bool) -> None:
-        """Hold `text` for the running turn's next tool result; with no turn running, queue it."""
+        """Hold `text` for the running turn's next tool result; with no turn running, queue it (QueueFull: no room)."""
+        self._room(text, (), prompts=0)
         if running:
             self._injects.append(text)
         else:
@@ -154,10 +166,22 @@ class Inbox:
 
     def queue(self, text: str, images: tuple[Image, ...] = (), *, for_next_end: bool = False, held: bool = False) -> int:
         """Add a prompt (with its images) to the FIFO; returns its depth. With `for_next_end` it waits for a turn to
-        end after now; `held`, for the user's word (`release`)."""
+        end after now; `held`, for the user's word (`release`). QueueFull when there is no room for it."""
+        self._room(text, images, prompts=1)
         self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held, images))
         self._on_queued()
         return len(self._prompts)
+
+    def _room(self, text: str, images: tuple[Image, ...], *, prompts: int) -> None:
+        if len(self._prompts) + prompts > MAX_QUEUED:
+            raise QueueFull(f"{len(self._prompts)} prompts wait in this session, the most it queues: let them run"
+                            " first, or drop them (/queued clear)")
+        cap = QUEUED_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
+        waiting = sum(len(p.text) + sum(i.size for i in p.images) for p in self._prompts) + sum(map(len, self._injects))
+        size = len(text) + sum(i.size for i in images)
+        if waiting + size > cap:
+            raise QueueFull(f"this prompt's {_mib(size)} and the {_mib(waiting)} waiting in this session are over the"
+                            f" {_mib(cap)} it queues: let them run first, or send fewer or smaller images")
 
     def pop_queue(self) -> str | None:
         """Take the oldest queued prompt."""
@@ -183,3 +207,7 @@ class Inbox:
         notes, self._notes = self._notes, []
         return notes
 
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"

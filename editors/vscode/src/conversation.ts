@@ -294,7 +294,7 @@ export class Conversation implements vscode.Disposable {
       this.queued.queued(session, text, contexts, note === "injected", images);
       return true;
     } catch (err) {
-      const why = isDaemonGone(err) ? "The Ollie daemon stopped." : errorText(err);
+      const why = isDaemonGone(err) ? "The Ollie daemon stopped." : errorText(err).replace(/[^.!?]$/, "$&.");
       this.changedIn(session, model.addNotice("error", `${why} The prompt was not ${note}: it is back in the input.`));
       return false;
     }

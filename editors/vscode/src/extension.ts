@@ -7,7 +7,7 @@ import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { serveEditorTools } from "./editorToolsServe";
 import { DiffDocuments, registerDiffDocuments } from "./review/diffDocs";
-import { savedQueues } from "./queuedPrompts";
+import { queueMemory } from "./queueMemory";
 import { ReviewController, registerReviewLenses } from "./review/review";
 import { serveSaveDocuments } from "./saveDocuments";
 import { storedKeyEnvironment } from "./secrets";
@@ -24,10 +24,7 @@ export function activate(context: vscode.ExtensionContext): void {
     get: () => context.workspaceState.get<string>("ollie.session"),
     set: (session) => void context.workspaceState.update("ollie.session", session),
     // A reload ends the daemon with its queue: the prompts queued in this window come back in the next one.
-    queue: {
-      get: () => savedQueues(context.workspaceState.get<unknown>("ollie.queued")),
-      set: (saved) => void context.workspaceState.update("ollie.queued", saved),
-    },
+    queue: queueMemory(context.workspaceState, context.storageUri && vscode.Uri.joinPath(context.storageUri, "queued-images").fsPath),
   });
   const chat = new ChatViewProvider(context.extensionUri, conversation, log);
   // Before the daemon starts: its environment and initializationOptions come from these.

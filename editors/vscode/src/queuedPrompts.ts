@@ -17,7 +17,7 @@ import { SessionHost } from "./sessionHost";
 export interface SavedPrompt {
   text: string;
   contexts: EditorContext[];
-  /** A queued prompt's images: a workspace file's path, or the pasted bytes (kept whole: the prompt runs with them). */
+  /** A queued prompt's images: a workspace file's path, or the pasted bytes (the window's state keeps those in files: queueMemory). */
   images?: ImageSource[];
   injected?: boolean;
   /** The injects a prompt joins, each with its own context items (after a reload they go as injects again). */

@@ -193,7 +193,8 @@ function P:restore_queue()
   local function requeue(i)
     local p = saved[i]
     if p then
-      local params = { session = session, text = p.text, context = p.context, images = p.images } -- its images too
+      local params = { session = session, text = p.text, context = p.context,
+        images = savedqueue.images(p.images) } -- its images too
       client.request("ollie/queue", params, function(err)
         if err then
           savedqueue.take(session, p.text)

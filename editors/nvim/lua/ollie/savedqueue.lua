@@ -15,7 +15,8 @@ local SAVED_SESSIONS = 8
 ---@field text string
 ---@field context table[]|nil the prompt's contexts as `ollie/queue` takes them
 ---@field labels string[]
----@field images table[]|nil its images as `ollie/queue` takes them: `{path}`, or the bytes read here `{data, name}`
+---@field images table[]|nil its images: `{path}` as `ollie/queue` takes them, or the bytes read here kept in a file
+---of their own `{file, name}` (`M.images` reads them back)
 
 ---@class ollie.SavedQueue
 ---@field session string
@@ -27,17 +28,59 @@ function M.path()
   return vim.fn.stdpath("state") .. "/ollie/queued.json"
 end
 
+---Where the bytes of saved images are kept, a file each (named by their hash): the queue's file, rewritten whole at
+---each change, names them only (it held each screenshot's base64 whole).
+---@return string
+local function images_dir()
+  return vim.fs.dirname(M.path()) .. "/queued-images"
+end
+
+---An image as saved: bytes read here go to a file of their own (none written: kept inline, as before).
+---@param i table
+---@return table
+local function stored(i)
+  if not i.data then
+    return i
+  end
+  local file = vim.fn.sha256(i.data)
+  local path = images_dir() .. "/" .. file
+  if not vim.uv.fs_stat(path) then
+    vim.fn.mkdir(images_dir(), "p")
+    if not pcall(vim.fn.writefile, { i.data }, path, "b") then
+      return i
+    end
+  end
+  return { file = file, name = i.name }
+end
+
+---A saved prompt's images as `ollie/queue` takes them: a stored one's bytes read back (a file gone is sent empty:
+---the daemon refuses the prompt, and the chat says so).
+---@param images table[]|nil
+---@return table[]|nil
+function M.images(images)
+  return images and vim.tbl_map(function(i)
+    if not i.file then
+      return i
+    end
+    local ok, lines = pcall(vim.fn.readfile, images_dir() .. "/" .. i.file, "b")
+    return { data = ok and lines[1] or "", name = i.name }
+  end, images)
+end
+
 local told_broken = false
 
----The saved images of the shape written (`{path}` or `{data, name?}`, strings), nil for none: the daemon checks
----each again as it is queued.
+---The saved images of the shape written (`{path}`, `{file, name?}` or an earlier build's `{data, name?}`), nil for
+---none: the daemon checks each again as it is queued. A `file` is a name `stored` gave, never a path.
 ---@param images any
 ---@return table[]|nil
 local function valid_images(images)
   local valid = {}
   for _, i in ipairs(type(images) == "table" and images or {}) do
-    if type(i) == "table" and (type(i.path) == "string") ~= (type(i.data) == "string") then
-      table.insert(valid, { path = i.path, data = i.data, name = type(i.name) == "string" and i.name or nil })
+    i = type(i) == "table" and i or {}
+    local file = type(i.file) == "string" and i.file:match("^%x+$") and i.file or nil
+    if #vim.tbl_filter(function(v) return type(v) == "string" end, { i.path, i.data, file }) == 1 then
+      table.insert(valid, { path = i.path, data = i.data, file = file,
+        name = type(i.name) == "string" and i.name or nil })
     end
   end
   return #valid > 0 and valid or nil
@@ -101,6 +144,21 @@ local function write(queues)
   if not ok or not vim.uv.fs_rename(tmp, path) then
     pcall(vim.uv.fs_unlink, tmp)
     vim.notify("ollie: could not save the queued prompts to " .. path, vim.log.levels.WARN)
+    return
+  end
+  -- The images no saved prompt names go (another Neovim's are in the file too).
+  local kept = {}
+  for _, q in ipairs(queues) do
+    for _, p in ipairs(q.prompts) do
+      for _, i in ipairs(p.images or {}) do
+        kept[i.file or ""] = true
+      end
+    end
+  end
+  for name in vim.fs.dir(images_dir()) do
+    if not kept[name] then
+      vim.uv.fs_unlink(images_dir() .. "/" .. name)
+    end
   end
 end
 
@@ -138,6 +196,7 @@ end
 ---@param prompt ollie.SavedPrompt
 function M.add(session, prompt)
   mine[session] = true
+  prompt.images = prompt.images and vim.tbl_map(stored, prompt.images)
   update(session, function(prompts)
     table.insert(prompts, prompt)
     return prompts

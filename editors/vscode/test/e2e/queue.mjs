@@ -7,10 +7,13 @@
 // Send, not Queue): the prompt it drops shows dropped, and a reload brings back the other alone.
 // A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
 // reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
-// Keys typed for the prompt as the question takes the focus go on into the prompt.
+// Keys typed for the prompt as the question takes the focus go on into the prompt. A full queue (32 prompts) refuses the
+// next: the chat says why and what to do, and the prompt is back in the input.
 //
 // Usage: node test/e2e/queue.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { chatFocused, chatFrame, fillInput, giveImage, log, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG, pasted into a prompt queued during a turn.
@@ -31,8 +34,14 @@ const script = [
   { text: SLOW, chunk_size: 2, delay: 0.25 },
   { text: "Answered alone." },
   { text: "Editing the notes.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["notes.txt", "notes", "edited notes"] }] } }] },
+  { text: SLOW, chunk_size: 2, delay: 0.25 },
 ];
 
+// What the window keeps of queued pasted images: files of the extension's storage (the state names them).
+const storedImages = (userData) => {
+  const storage = path.join(userData, "User", "workspaceStorage");
+  return fs.readdirSync(storage, { recursive: true }).filter((f) => path.basename(path.dirname(f)) === "queued-images").map((f) => fs.readFileSync(path.join(storage, f), "utf8"));
+};
 const userTexts = (chat) => chat.locator(".item.user .text").allTextContents();
 const meta = (chat, text) => chat.locator(".item.user", { hasText: text }).locator(".meta");
 // Whether the last "Turn interrupted" line is drawn before the prompt `text` (both in the chat's log).
@@ -106,6 +115,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await chat.locator(".item.user", { hasText: PICTURED }).filter({ hasText: "image: pasted image 1" }).waitFor({ timeout: waitMs });
   if ((await chat.locator("#input").inputValue()) !== "" || await chat.locator(".chip.image").count()) throw new Error("the prompt with an image stayed in the input");
   await screenshot("queue-image-queued");
+  // Kept for a reload in a file, not in the window's state (rewritten whole at each save).
+  await until("the pasted image kept in a file of the extension's storage", () => storedImages(userData).some((data) => data.includes(PNG)));
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   chat = await openChat(page);
@@ -121,6 +132,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await waitForSavedPrompt(dataDir, [PICTURED, `"images"`, PNG]);
   await until("nothing left marked held", async () => (await chat.locator(".item.user .meta", { hasText: /queued|held/ }).count()) === 0);
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+  await until("the ran prompt's image file removed", () => storedImages(userData).length === 0);
   await send(chat, "Go on after the reload.");
   await waitForSavedPrompt(dataDir, ["Answered after the reload."]);
   await chat.locator(".item.assistant", { hasText: "Answered after the reload." }).waitFor({ timeout: waitMs });
@@ -245,4 +257,21 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await chat.waitForFunction(() => document.activeElement?.id === "input", null, { timeout: waitMs });
   await screenshot("queue-focus-chat-key");
   log("Ctrl+Alt+O from the editor put the cursor in the chat's prompt box");
+
+  // 7. A full queue refuses the next prompt: the chat says why and what to do, the prompt is back in the input, and
+  // what waits stays queued.
+  await send(chat, "A last slow story.");
+  await chat.locator(".item.assistant", { hasText: "This reply" }).last().waitFor({ timeout: waitMs });
+  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  for (let n = 1; n <= 32; n++) await send(chat, `Queued number ${n}.`);
+  await meta(chat, "Queued number 32.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await send(chat, "One too many.");
+  await chat.locator(".item.notice", { hasText: "queue full: 32 prompts wait in this session, the most it queues: let them run first, or drop them (/queued clear). The prompt was not queued: it is back in the input." }).waitFor({ timeout: waitMs });
+  if ((await chat.locator("#input").inputValue()) !== "One too many.") throw new Error("the refused prompt is not back in the input");
+  await screenshot("queue-full");
+  await chat.locator("#stop").click();
+  await fillInput(chat, "/queued clear");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.notice", { hasText: "cleared 32 queued prompts" }).waitFor({ timeout: waitMs });
+  log("a prompt past the queue's bound was refused: the chat said why and what to do, and it was back in the input");
 });
