@@ -208,6 +208,5 @@ class Inbox:
         return notes
 
 
-
 def _mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
