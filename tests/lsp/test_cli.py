@@ -457,6 +457,10 @@ def test_help_names_every_command_and_store_after_options_says_how(tmp_path):
         assert proc.returncode == 0 and proc.stdout.startswith(takes), proc.stdout
         said = " ".join(proc.stdout.split())  # as wrapped to the terminal's width
         assert ("scripted model" if command == "demo" else "the session store and the editors' ollie-lsp") in said
+        # An option it does not take is its own parser's error, with its own usage (it was the top-level one's).
+        proc = run_ollie([command, "--bogus"])
+        assert proc.returncode == 2 and proc.stderr.startswith(takes), proc.stderr
+        assert proc.stderr.endswith(f"ollie {command}: error: unrecognized arguments: --bogus\n"), proc.stderr
 
 
 
