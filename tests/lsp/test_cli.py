@@ -154,6 +154,7 @@ def test_renderer_is_compact(tmp_path):
     assert text.startswith("Hello\n▸ file_read {\"path\": \"a.txt\"}\n  line 0\n  line 1")
     assert "(44 more lines)" in text and "line 49" not in text
     assert compact_result("a\nb") == "a\nb"
+    assert compact_result("\n".join("abcdefg")).endswith("\nf\n… (1 more line)")  # not "(1 more lines)"
 
 
 def test_word_wrap_counts_cells_not_styles_and_lets_a_word_longer_than_a_line_through():
