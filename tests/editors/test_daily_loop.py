@@ -146,8 +146,8 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
       Screenshot: savesafe.
     - dailyloop: the turn edits calc.py in its buffer, the daemon has it saved, the tests run the fix and pass;
       notes.txt, with the user's unsaved line, stays unsaved. Under `ask` each allowed edit's diff shows once, and a
-      program's approval question shows its code whole (it showed the first line). Screenshots: daily-loop,
-      allowed-diff-once, program-question."""
+      program's approval question shows its code whole (it showed the first line), a long line wrapped in the card
+      (its end was cut at the card's edge). Screenshots: daily-loop, allowed-diff-once, program-question."""
     output = run_e2e("agentedits.mjs")
     for scenario, said in (
         ("editoutside", "an edit outside the workspace: refused, the chat says which file and key would allow it"),

@@ -1379,10 +1379,12 @@ def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path,
 
 def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scripted_llm):
     """The user's prompt is plain text, live and drawn again from the history (Bug: read as markdown, `__init__.py`
-    showed as a bold "init.py" and `a*b*c` as "abc"); the model's answer stays markdown."""
+    showed as a bold "init.py" and `a*b*c` as "abc"), and so are a step's title and location (the same bug: "✓ Read
+    init.py", "→ init.py", after an answer's line or not); the model's answer stays markdown."""
     srv = scripted_llm("openai")
-    srv.script(Reply.text("Use **bold** and `__init__.py` here."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
+    read = ("call_tool", {"calls": [{"tool": "file_read", "args": ["__init__.py"]}]})
+    srv.script(Reply(text="Reading it.", tool_calls=[read]), Reply.text("Use **bold** and `__init__.py` here."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n", "__init__.py": "y = 2\n"})
     typed = "rename __init__.py and compute a*b*c with [x]"
 
     def chat(screen: str) -> list[str]:
@@ -1394,12 +1396,14 @@ def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scri
         live = tmux.keep("1-typed", tmux.wait(lambda s: "(end)" in s, "the answer"))
         assert chat(live)[chat(live).index("## You") + 1] == typed, live
         assert "Use bold and __init__.py here." in chat(live), live
+        assert "  ✓ Read __init__.py" in chat(live) and "    → __init__.py" in chat(live), live
         # Drawn again from the session's history (`ollie/context`, as a resume draws it).
         tmux.keys(':lua vim.cmd("bwipeout! " .. require("ollie").current().transcript.buf)', "Enter")
         tmux.keys(":OllieChat", "Enter")
         redrawn = tmux.keep("2-redrawn", tmux.wait(lambda s: "(end)" in s and "## You" in s, "the redraw"))
         assert chat(redrawn)[chat(redrawn).index("## You") + 1] == typed, redrawn
         assert "Use bold and __init__.py here." in chat(redrawn), redrawn
+        assert "  ✓ Read __init__.py" in chat(redrawn) and "    → __init__.py" in chat(redrawn), redrawn
         assert_clean(tmux.screens)
     finally:
         tmux.close()

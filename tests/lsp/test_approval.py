@@ -484,8 +484,9 @@ def test_ollie_p_cannot_ask_so_it_says_how_and_approval_auto_runs_it(llm, tmp_pa
     proc = run_ollie(["-p", "edit it"], llm.env(approval=""), tmp_path)
     assert proc.returncode == 7, (proc.returncode, proc.stderr)
     assert (tmp_path / "a.txt").read_text() == "one\n"
-    assert "ollie -p --approval auto" in proc.stdout
-    assert "--approval auto" in last_tool_result(llm)
+    # The step's result names the mode stderr names (it said `--approval auto`, which runs commands unasked too).
+    assert "`ollie -p --approval auto-edit`" in proc.stdout
+    assert "`ollie -p --approval auto-edit`" in last_tool_result(llm)
     # What was not run and how to allow it, on stderr after the answer: one line per refused step.
     assert proc.stderr.splitlines()[-1] == ("ollie: not run, nobody could approve it (-p cannot ask): Edit a.txt; "
                                             "`--approval auto-edit` runs it unasked"), proc.stderr
@@ -504,6 +505,7 @@ def test_ollie_p_names_the_mode_a_refused_command_needs(llm, tmp_path):
     last = proc.stderr.splitlines()[-1]
     assert last.startswith("ollie: not run, nobody could approve it (-p cannot ask): "), proc.stderr
     assert "touch made.txt" in last and last.endswith("; `--approval auto` runs it unasked"), last
+    assert "`ollie -p --approval auto`" in last_tool_result(llm)
 
 
 def test_ollie_p_names_a_refused_step_on_one_line_whatever_its_title_holds(llm, tmp_path):

@@ -154,6 +154,7 @@ def test_renderer_is_compact(tmp_path):
     assert text.startswith("Hello\n▸ file_read {\"path\": \"a.txt\"}\n  line 0\n  line 1")
     assert "(44 more lines)" in text and "line 49" not in text
     assert compact_result("a\nb") == "a\nb"
+    assert compact_result("\n".join("abcdefg")).endswith("\nf\n… (1 more line)")  # not "(1 more lines)"
 
 
 def test_word_wrap_counts_cells_not_styles_and_lets_a_word_longer_than_a_line_through():
@@ -457,6 +458,10 @@ def test_help_names_every_command_and_store_after_options_says_how(tmp_path):
         assert proc.returncode == 0 and proc.stdout.startswith(takes), proc.stdout
         said = " ".join(proc.stdout.split())  # as wrapped to the terminal's width
         assert ("scripted model" if command == "demo" else "the session store and the editors' ollie-lsp") in said
+        # An option it does not take is its own parser's error, with its own usage (it was the top-level one's).
+        proc = run_ollie([command, "--bogus"])
+        assert proc.returncode == 2 and proc.stderr.startswith(takes), proc.stderr
+        assert proc.stderr.endswith(f"ollie {command}: error: unrecognized arguments: --bogus\n"), proc.stderr
 
 
 

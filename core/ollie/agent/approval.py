@@ -248,9 +248,10 @@ class ApprovalGate:
         if plan.outside and self._elevation() == "deny":  # refused whatever the answer: nobody is asked
             return ELEVATION_DENIED
         if self.approver is None:
-            self.unapproved.append((q, "auto-edit" if q.kind in EDIT_KINDS else "auto"))
+            runs = "auto-edit" if q.kind in EDIT_KINDS else "auto"  # the least that runs it (as -p's stderr says)
+            self.unapproved.append((q, runs))
             return (f"refused: {q.title!r} needs the user's approval (approval mode {mode!r}) and nobody can give "
-                    "it here; run with an approval mode that allows it, e.g. `ollie -p --approval auto`.")
+                    f"it here; run with an approval mode that allows it: `ollie -p --approval {runs}`.")
         if q.kind in EDIT_KINDS or plan.script is not None:
             q = await _with_diff(q, plan.script, self._cwd(), self._documents())
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside

@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         from ollie.cli.store import main as store_main
 
         return store_main(rest[1:])
-    if rest[:1] in (["demo"], ["doctor"]) and {"-h", "--help"} & set(rest[1:]):
-        return _subcommand_help(rest[0])
+    if rest[:1] in (["demo"], ["doctor"]):  # its own options, help and errors (`ollie doctor --bogus`)
+        return _run_subcommand(rest[0], rest[1:])
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         from ollie.cli.demo import run_demo
@@ -160,25 +160,32 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _subcommand_help(command: str) -> int:
-    """`ollie demo --help`, `ollie doctor --help`: the subcommand's own help (the options it takes), not ollie's."""
+def _run_subcommand(command: str, argv: list[str]) -> int:
+    """`ollie demo ...`, `ollie doctor ...`: parsed by the subcommand's own parser (its options, help and errors)."""
     import argparse
     from pathlib import Path
 
     if command == "demo":
-        argparse.ArgumentParser(prog="ollie demo", description="Run one turn end to end against a scripted model "
-                                "(no backend, no key), in a scratch workspace: the model reads a sample file through a "
-                                "sandboxed tool and answers. Exit status 0 when the whole round trip worked.").print_help()
-        return 0
+        demo = argparse.ArgumentParser(prog="ollie demo", description="Run one turn end to end against a scripted "
+                                       "model (no backend, no key), in a scratch workspace: the model reads a sample file "
+                                       "through a sandboxed tool and answers. Exit status 0 when the whole round trip "
+                                       "worked.")
+        demo.parse_args(argv)
+        from ollie.cli.demo import run_demo
+
+        return run_demo()
     parser = argparse.ArgumentParser(prog="ollie doctor", description="Check the setup: the backend answers, the model "
                                      "is there, the keys, the env file, Landlock, the sandbox policy, the sessions dir, "
                                      "the session store and the editors' ollie-lsp on PATH; one line per check, with the "
                                      "fix of each that fails. Exit status 0 when all pass, 1 when something needs fixing.")
     parser.add_argument("--backend", help="the backend to check (default: $OLLIE_BACKEND)")
     parser.add_argument("--model", help="the model to check (default: $OLLIE_MODEL or the backend's default)")
-    parser.add_argument("--cwd", type=Path, help="the project whose sandbox policy is checked (default: here)")
-    parser.print_help()
-    return 0
+    parser.add_argument("--cwd", type=Path, default=Path("."),
+                        help="the project whose sandbox policy is checked (default: here)")
+    args = parser.parse_args(argv)
+    from ollie.cli.doctor import doctor
+
+    return doctor(backend=args.backend, model=args.model, cwd=args.cwd)
 
 
 def _session_problem(session_id: str) -> str | None:

@@ -44,7 +44,8 @@ def compact_result(content: str) -> str:
     if len(text) > RESULT_CHARS_MAX:
         text = text[: RESULT_CHARS_MAX - 1] + "…"
     if len(lines) > len(shown):
-        text += f"\n… ({len(lines) - len(shown)} more lines)"
+        more = len(lines) - len(shown)
+        text += f"\n… ({more} more line{'s' if more > 1 else ''})"
     return text
 
 

@@ -66,6 +66,7 @@ M.REPLY_HEADER = "## ollie"
 ---@field pending_mark integer|nil
 ---@field changes table<integer, {turn: integer, mark: integer}> "✎ N files changed" lines by mark
 ---@field typed table<integer, true> the 0-based rows of the user's prompts: plain text, not markdown
+---@field plain table<integer, true> the 0-based rows of steps' titles and locations: their `_` and `*` are not markdown
 ---@field held {tree: vim.treesitter.LanguageTree, row: integer, col: integer, byte: integer}|nil where the text
 ---  the markdown parser has not been told of yet starts (T:hold_parser)
 ---@field streaming boolean|nil T:stream is writing
@@ -96,7 +97,7 @@ function M.new(name)
   local buf = M.scratch(name, "ollie")
   vim.bo[buf].modifiable = false
   local self = setmetatable({ buf = buf, steps = {}, locations = {}, folds = {}, replied = false, pending = {},
-    changes = {}, typed = {} }, T)
+    changes = {}, typed = {}, plain = {} }, T)
   by_buf[buf] = self
   vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function() by_buf[buf] = nil end })
   self:show_hint()
@@ -117,17 +118,29 @@ local function inline_query()
   end
   local brackets = '%(shortcut_link%s*%[%s*"%["%s*"%]"%s*%]%s*@[%w%.]+%s*%(#set! conceal ""%)%)'
   local query = table.concat(texts, "\n"):gsub(brackets, "")
+  -- A step's title or location is no markdown's emphasis: `Read calc/__init__.py` showed as "Read calc/init.py",
+  -- `init` bold. (Its title's code spans still hide their backticks.)
+  query = query:gsub("%(emphasis%) @markup%.italic", "((emphasis) @markup.italic (#not-ollie-plain? @markup.italic))")
+  query = query:gsub("%(strong_emphasis%) @markup%.strong",
+    "((strong_emphasis) @markup.strong (#not-ollie-plain? @markup.strong))")
+  local found
+  query, found = query:gsub("%(emphasis_delimiter%)(%s*%]%s*@conceal)", "%1")
+  if found > 0 then
+    query = query .. '\n((emphasis_delimiter) @conceal (#not-ollie-plain? @conceal) (#set! conceal ""))\n'
+  end
   return query
 end
 
--- Whether a node starts on a row of a user's prompt (`#ollie-typed? @capture`). Neovim 0.10 hands the predicate a
--- node per capture, 0.11 a list of them.
-vim.treesitter.query.add_predicate("ollie-typed?", function(match, _, source, predicate)
-  local node = match[predicate[2]]
-  node = type(node) == "table" and node[#node] or node
-  local t = type(source) == "number" and by_buf[source] or nil -- (a string: the held text, parsed apart)
-  return node ~= nil and t ~= nil and t.typed[(node:start())] == true
-end, { force = true })
+-- Predicates on whether a node starts on a row of a user's prompt (`#ollie-typed? @capture`), or of a step's title or
+-- location (`#ollie-plain? @capture`). Neovim 0.10 hands a predicate a node per capture, 0.11 a list of them.
+for _, field in ipairs({ "typed", "plain" }) do
+  vim.treesitter.query.add_predicate("ollie-" .. field .. "?", function(match, _, source, predicate)
+    local node = match[predicate[2]]
+    node = type(node) == "table" and node[#node] or node
+    local t = type(source) == "number" and by_buf[source] or nil -- (a string: the held text, parsed apart)
+    return node ~= nil and t ~= nil and t[field][(node:start())] == true
+  end, { force = true })
+end
 
 -- Markdown's injections, its inline markdown left out of the user's prompts: what the user typed shows as typed
 -- (`__init__.py` showed as a bold "init.py", `a*b*c` as "abc").
@@ -696,6 +709,7 @@ end
 function T:add_step(tool, depth)
   local step = { title = tool.title or "tool", status = tool.status or "pending" }
   local row = self:add({ title_line(step, depth) })
+  self.plain[row] = true
   step.depth = depth
   self:mark_step(step, row)
   if tool.id then
@@ -705,6 +719,7 @@ function T:add_step(tool, depth)
   for _, loc in ipairs(tool.locations or {}) do
     local text = location_line(loc, depth)
     local lrow = self:add({ text })
+    self.plain[lrow] = true
     -- One mark per location line: its colour, and the key `<CR>`/`gf` look it up by.
     local id = vim.api.nvim_buf_set_extmark(self.buf, ns, lrow, 0, {
       end_row = lrow, end_col = #text, hl_group = "OllieLocation", priority = 200,
@@ -757,7 +772,8 @@ end
 ---@param hl string|nil
 ---@param at integer
 function T:insert(lines, hl, at)
-  self.folds, self.typed = shifted(self.folds, at + 1, #lines), shifted(self.typed, at, #lines)
+  self.folds, self.typed, self.plain = shifted(self.folds, at + 1, #lines), shifted(self.typed, at, #lines),
+    shifted(self.plain, at, #lines)
   self:add(lines, hl, at)
 end
 
@@ -1065,7 +1081,7 @@ end
 function T:clear()
   self:edit(function() vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, {}) end)
   vim.api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
-  self.steps, self.locations, self.folds, self.changes, self.typed = {}, {}, {}, {}, {}
+  self.steps, self.locations, self.folds, self.changes, self.typed, self.plain = {}, {}, {}, {}, {}, {}
   self.stream_role, self.reasoning, self.replied, self.last_end = nil, nil, false, nil
   self.pending = {}
   self:show_pending()

@@ -79,7 +79,7 @@ const script = [
     ] } }],
   },
   { text: "Documented." },
-  { text: "Cleaning up.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "rm -f build.log\nrm -rf ~/.cache/thing" }] } }] },
+  { text: "Cleaning up.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "rm -f build.log\nfind . -name '*.pyc' -not -path './.git/*' -delete && rm -rf ~/.cache/thing" }] } }] },
   { text: "Left it as it was." },
 ];
 
@@ -305,8 +305,12 @@ await withVSCode(
       await page.locator(".quick-input-widget input").fill("clean up");
       await page.keyboard.press("Enter");
       const program = chat.locator(".item.permission").nth(before + 2);
-      await program.locator(".permission-code", { hasText: "rm -rf ~/.cache/thing" }).waitFor({ timeout: waitMs });
+      const code = program.locator(".permission-code", { hasText: "rm -rf ~/.cache/thing" });
+      await code.waitFor({ timeout: waitMs });
       await screenshot("program-question");
+      // A line longer than the card wraps in it: its end (`&& rm -rf ...`) was cut at the card's edge, out of sight.
+      const overflow = await code.evaluate((pre) => pre.scrollWidth - pre.clientWidth);
+      if (overflow > 1) throw new Error(`the program's code is cut at the card's edge (${overflow}px hidden)`);
       await program.locator('button[data-outcome="reject"]').click();
       await chat.locator(".item.assistant", { hasText: "Left it as it was." }).waitFor({ timeout: waitMs });
       log("a program's question showed its code whole");
