@@ -88,8 +88,8 @@ class Watchdog:
             self._probe()
         except ConnectionTimeout:
             return True
-        except psycopg.Error:
-            pass  # it answered, if only to refuse
+        except Exception:  # noqa: BLE001 - it answered, if only to refuse (and the watchdog lives on)
+            pass
         return False
 
 
