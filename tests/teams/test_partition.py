@@ -121,7 +121,7 @@ async def test_a_frozen_server_on_a_host_that_is_up_is_given_up_on_and_the_sessi
             # connect timeout (2 s) for each (the record's archive check, the last turn's save, its own: 8 s a turn).
             began = time.monotonic()
             assert (await daemon.request("ollie/submit", {"session": sid, "text": "q2b"}))["reply"] == "and again"
-            assert time.monotonic() - began < 4
+            assert time.monotonic() - began < 6  # 8 s at least when each call waited its timeout
         finally:
             server.freeze(False)
         assert sid in await _listed_once_back(daemon)
