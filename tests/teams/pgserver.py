@@ -10,6 +10,7 @@ import pwd
 import secrets
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -96,10 +97,26 @@ class PgServer:
         """Stop the server (dropping every connection, as a crash or a failover does) and start it again."""
         self._run(pg_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-m", "fast", "-w", "restart")
 
+    def freeze(self, frozen: bool) -> None:
+        """SIGSTOP every process of the server (SIGCONT when not `frozen`): its host up, its kernel acknowledging every
+        packet, nothing read."""
+        main = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and _parent(pid) == main]
+        for pid in (main, *children):
+            os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+
     def stop(self) -> None:
         """Stop the server and remove its files (its watchdog does, now)."""
         os.close(self._alive)
         self._watchdog.wait(60)
+
+
+def _parent(pid: str) -> int:
+    """The parent of process `pid` (0 when it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 _server: PgServer | None = None

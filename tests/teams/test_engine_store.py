@@ -6,6 +6,7 @@ import asyncio
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +196,53 @@ async def test_sessions_with_none_saved_names_the_store_not_a_directory(make_cor
     reply = (await core.submit("/sessions")).reply
     assert reply.startswith("no saved sessions in postgres"), reply
     assert str(tmp_path) not in reply
+
+
+async def test_a_turn_begins_without_a_worker_thread_to_check_its_saves(make_core, scripted_llm, store_url):
+    # Before each turn, whether the store still takes the session's saves (not once another process took it over) was
+    # asked in a thread of the loop's pool, waiting there up to 5 s for the last turn's writes: a turn began only once a
+    # thread was free, though nothing was pending, and one whose last saves were pending held a thread meanwhile.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("first"), Reply.text("second"), Reply.text("third"))
+    core = await make_core(llm, store_url)
+    assert (await core.submit("q1")).reply == "first"
+    await asyncio.to_thread(core._host.session_file.flush)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(1, thread_name_prefix="test-pool"))
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_table() -> None:
+        with psycopg.connect(store_url) as conn:
+            conn.execute("LOCK TABLE session_rounds IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            release.wait(60)
+
+    async def begins_while_the_pool_is_busy(text: str, *, then: Callable[[], None] = lambda: None) -> Any:
+        busy = threading.Event()
+        taken = loop.run_in_executor(None, busy.wait, 60)  # the pool's one thread, busy with other work
+        turns = core.bus.subscribe(frozenset({"turn"}))
+        submitted = asyncio.ensure_future(core.submit(text))
+        try:
+            then()
+            async with asyncio.timeout(30):
+                while (await turns.get()).content != "start":
+                    pass
+        finally:
+            turns.close()
+            busy.set()
+            await taken
+        return await submitted
+
+    holder = threading.Thread(target=hold_the_table)
+    holder.start()
+    try:
+        assert await asyncio.to_thread(locked.wait, 10)
+        assert (await begins_while_the_pool_is_busy("q2")).reply == "second"  # nothing pending: it begins at once
+        # Its saves wait for the table: the next turn waits for them, on the loop, and begins once they are done.
+        await eventually(lambda: _lock_waiters(store_url, "session_rounds"), "the last turn's save waiting")
+        assert (await begins_while_the_pool_is_busy("q3", then=release.set)).reply == "third"
+    finally:
+        release.set()
+        await asyncio.to_thread(holder.join)
+    await asyncio.to_thread(core._host.session_file.flush)
+    assert _user_texts(store_url, core.session_id) == ["q1", "first", "q2", "second", "q3", "third"]

@@ -3,16 +3,22 @@ up on within about a lease, and the daemon serves on."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from ollie.sessions.pg import log as pg_log
+from ollie.testing import Reply
 from tests.teams.pgserver import PgServer
+from tests.teams.test_engine_store import _user_texts
+from tests.teams.test_store_outage import _saved_with
 
 CLONE_NEWNET = 0x40000000
 
@@ -43,6 +49,17 @@ def _cut_off(cut: bool) -> None:
     subprocess.run(["ip", "link", "set", "lo", "down" if cut else "up"], check=True, timeout=30)
 
 
+async def _listed_once_back(daemon) -> list[str]:
+    """The daemon's listing once the store answers again (it is asked every ninth of a lease; fails after 60 s)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return [s["id"] for s in (await daemon.request("ollie/session/list", {}, timeout=60))["sessions"]]
+        except JsonRpcException as exc:
+            assert exc.code == -32009 and time.monotonic() < deadline, exc
+            await asyncio.sleep(0.05)
+
+
 async def test_a_store_that_stops_answering_is_given_up_on_and_the_daemon_serves_on(start_daemon, scripted_llm):
     llm = scripted_llm("openai", check=False)
     with network_of_its_own():
@@ -67,8 +84,55 @@ async def test_a_store_that_stops_answering_is_given_up_on_and_the_daemon_serves
             finally:
                 _cut_off(False)
             # The network back: the same daemon serves the store again.
-            listed = (await daemon.request("ollie/session/list", {}, timeout=60))["sessions"]
-            assert sid in [s["id"] for s in listed]
+            assert sid in await _listed_once_back(daemon)
             await daemon.client.shutdown_session()
         finally:
             server.stop()
+
+
+async def test_a_frozen_server_on_a_host_that_is_up_is_given_up_on_and_the_session_saved_once_it_is_back(
+        start_daemon, scripted_llm, monkeypatch):
+    # A SIGSTOPped postgres: its kernel acknowledges every packet, so neither keepalives nor tcp_user_timeout fire, and
+    # the turn's save and the registry thread waited on it for as long as it stayed stopped.
+    llm = scripted_llm("openai")
+    llm.script(*(Reply.text(t) for t in ("first answer", "answer while frozen", "and again", "answer once back")))
+    server = PgServer()
+    try:
+        team = {**llm.env(), "OLLIE_STORE": server.url, "OLLIE_USER": "alice", "OLLIE_LEASE_TTL": "3"}
+        daemon = await start_daemon("laptop", team)
+        sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+        assert (await daemon.request("ollie/submit", {"session": sid, "text": "q1"}))["reply"] == "first answer"
+        await _saved_with(server.url, sid, b"first answer")
+        server.freeze(True)
+        try:
+            assert (await daemon.request("ollie/submit", {"session": sid, "text": "q2"}, timeout=60))["reply"] == \
+                "answer while frozen"
+            deadline = time.monotonic() + 60  # a bound: the user is told within about a lease (3 s)
+            while not daemon.errors(sid):  # the turn's save, given up on: the user is told why and what to do
+                assert time.monotonic() < deadline, "never told"
+                await asyncio.sleep(0.05)
+            told = daemon.errors(sid)[0]
+            assert told.startswith("session not saved: ") and told.endswith("retrying at the next save"), told
+            assert "the server stopped answering: check that its host is up" in told, told
+            with pytest.raises(JsonRpcException) as caught:  # the registry's thread is not held either
+                await daemon.request("ollie/session/list", {}, timeout=60)
+            assert caught.value.code == -32009 and "the server stopped answering" in caught.value.message
+            # Found silent, the store fails each call at once until it answers again: a turn no longer waits a
+            # connect timeout (2 s) for each (the record's archive check, the last turn's save, its own: 8 s a turn).
+            began = time.monotonic()
+            assert (await daemon.request("ollie/submit", {"session": sid, "text": "q2b"}))["reply"] == "and again"
+            assert time.monotonic() - began < 6  # 8 s at least when each call waited its timeout
+        finally:
+            server.freeze(False)
+        assert sid in await _listed_once_back(daemon)
+        assert (await daemon.request("ollie/submit", {"session": sid, "text": "q3"}))["reply"] == "answer once back"
+        # Nothing saved before was lost, and the turn the store missed is saved with the next one.
+        await _saved_with(server.url, sid, b"answer once back")
+        monkeypatch.setenv("OLLIE_STORE", server.url)
+        monkeypatch.setenv("OLLIE_USER", "alice")
+        assert _user_texts(server.url, sid) == ["q1", "first answer", "q2", "answer while frozen", "q2b", "and again",
+                                                "q3", "answer once back"]
+        await daemon.client.shutdown_session()
+    finally:
+        pg_log.close_all()  # this process's pool (its reads above)
+        server.stop()

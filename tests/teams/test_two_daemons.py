@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -452,3 +454,46 @@ async def test_a_teammates_last_round_nested_past_the_recursion_limit_still_lets
     listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
     assert listed[sid]["turns"] == 0, listed  # its last round holds no meta ollie wrote
     await bob.request("ollie/session/load", {"session": sid})
+
+
+async def test_a_teammate_goes_on_in_a_session_whose_owners_daemon_froze_and_the_woken_owner_deletes_no_turn(
+        start_daemon, store_url, scripted_llm):
+    # A member's daemon frozen (a suspended laptop) while it holds a shared session's lease: once the lease lapses a
+    # teammate resumes it and carries it on; the owner's daemon, woken, saves nothing over his turn.
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.text("alice's answer"), Reply.text("bob's answer"), Reply.text("alice's late answer"))
+    ttl = {"OLLIE_STORE": store_url, "OLLIE_LEASE_TTL": "3"}
+    laptop = await start_daemon("laptop", {**llm.env(), **ttl, "OLLIE_USER": "alice"})
+    sid = (await laptop.request("ollie/session/new", {"title": "the migration"}))["session"]
+    await laptop.request("ollie/submit", {"session": sid, "text": "alice's question"})
+    share_with_backend(store_url, sid)
+    while b"alice's answer" not in (read_rounds(store_url, sid) or b""):
+        await asyncio.sleep(0.01)
+    bob = await start_daemon("bob", {**llm.env(), **ttl, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+    frozen = laptop.client._server.pid
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        deadline = asyncio.get_running_loop().time() + 60  # a bound: it loads once the 3 s lease has lapsed
+        while True:
+            try:
+                await bob.request("ollie/session/load", {"session": sid})
+                break
+            except JsonRpcException as exc:
+                assert exc.code == -32007 and asyncio.get_running_loop().time() < deadline, exc
+                await asyncio.sleep(0.1)
+        assert (await bob.request("ollie/submit", {"session": sid, "text": "bob's question"}))["reply"] == \
+            "bob's answer"
+        while b"bob's answer" not in (read_rounds(store_url, sid) or b""):
+            await asyncio.sleep(0.01)
+    finally:
+        os.kill(frozen, signal.SIGCONT)
+    # Woken, the owner's daemon runs no turn there (or, begun before its heartbeat knew, saves none), and says why.
+    said = await laptop.request("ollie/submit", {"session": sid, "text": "alice again"}, timeout=60)
+    deadline = asyncio.get_running_loop().time() + 60
+    while not any("lease lapsed" in e for e in laptop.errors(sid)):
+        assert said["stop"] in ("end", "error") and asyncio.get_running_loop().time() < deadline, said
+        await asyncio.sleep(0.05)
+    await laptop.request("ollie/session/close", {"session": sid}, timeout=60)
+    saved = read_rounds(store_url, sid) or b""
+    assert b"alice's answer" in saved and b"bob's answer" in saved and b"alice again" not in saved, saved
+    assert saved.index(b"alice's answer") < saved.index(b"bob's answer")

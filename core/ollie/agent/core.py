@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -362,9 +363,15 @@ class Core(HistoryMembers, McpMembers):
 
     async def _not_saved(self) -> str | None:
         """Why no turn runs here (None: they may): its store would save none of it, another process having taken the
-        session over (an answer that is then lost, the user told once, was how it went)."""
+        session over (an answer that is then lost, the user told once, was how it went). The last turn's saves, when
+        some are still under way, may be what finds that: they are waited for, a few seconds at most (a store that slow
+        lets the turn go on)."""
         log = self._host.session_file
-        lost = None if log.storage is None else await asyncio.to_thread(log.cut_off)
+        if (pending := log.pending()) is not None:
+            with suppress(TimeoutError):
+                async with asyncio.timeout(5.0):
+                    await asyncio.wrap_future(pending)
+        lost = log.cut_off()
         return f"this turn was not run: {lost}" if lost else None
 
     def owners_only(self, what: str) -> None:

@@ -46,6 +46,8 @@ from ollie.sessions.logindex import saved_turns as saved_turns
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 
 if TYPE_CHECKING:  # psycopg loads only with a PostgreSQL store
+    from concurrent.futures import Future
+
     from ollie.sessions.pg.log import PgRounds
 
 _fdatasync = getattr(os, "fdatasync", os.fsync)
@@ -114,9 +116,13 @@ class SessionFile:
             self._bind(session, offset=offset, overhead=overhead)
             return session
 
+    def pending(self) -> Future[None] | None:
+        """A future done once a database log's queued writes are (None: none are pending, or a file's)."""
+        return self.storage.pending() if self.storage is not None else None
+
     def cut_off(self) -> SessionError | None:
-        """Why nothing more of the session is saved from here (a database log another process took over), None while
-        its saves go on (waits for the queued writes: run it off the loop)."""
+        """Why nothing more of the session is saved from here (a database log another process took over, as far as
+        its finished writes know: see `pending`), None while its saves go on."""
         return self.storage.cut_off() if self.storage is not None else None
 
     def flush(self) -> None:

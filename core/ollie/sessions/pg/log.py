@@ -14,8 +14,7 @@ import secrets
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
@@ -128,6 +127,7 @@ class PgRounds:
         # theirs to replace, this process only appends to it (the server refuses the rest from schema 6).
         self.owner = ""
         self._writer: ThreadPoolExecutor | None = None
+        self._last: Future[None] | None = None  # the last write queued
         self._failure: BaseException | None = None
         # The last meta the reader wrote itself (`read`), when others wrote rows too: see keep_own_settings.
         self._own_meta: dict[str, object] | None = None
@@ -221,26 +221,29 @@ class PgRounds:
             except SessionError as exc:
                 log.warning("could not release the lease of %s: %s", self.session_id, exc)
 
+    def pending(self) -> Future[None] | None:
+        """A future done once the writes queued so far are; None when they are done already (nothing to wait for)."""
+        if self._writer is None or self._last is None or self._last.done():
+            return None
+        return self._writer.submit(lambda: None)  # not the write's own future: a waiter may cancel this one
+
     def cut_off(self) -> SessionError | None:
         """Why nothing more is saved from this log (another process took its lease over, a teammate's rounds were cut
-        off), once its queued writes are done (or a few seconds, a store that slow lets the turn go on); None while its
-        saves go on (blocking: run it off the loop)."""
-        with suppress(TimeoutError):
-            self._wait(timeout=5.0)
+        off), as far as its finished writes and the heartbeat know; None while its saves go on (never blocks)."""
         if self._lost is None and self._holding and not self.leases.holds(self.session_id):
             return LeaseLostError(self._lapsed(""))  # the heartbeat found it taken over: the next write would
         return self._lost
 
     # --- the writer thread --------------------------------------------------
 
-    def _wait(self, timeout: float | None = None) -> None:
+    def _wait(self) -> None:
         if self._writer is not None:
-            self._writer.submit(lambda: None).result(timeout)
+            self._writer.submit(lambda: None).result()
 
     def _submit(self, fn: Callable[..., None], *args: object) -> None:
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"ollie-log-{self.session_id}")
-        self._writer.submit(fn, *args)
+        self._last = self._writer.submit(fn, *args)
 
     def _guarded(self, epoch: int | None, fn: Callable[..., None], *args: object) -> None:
         """Run one write of `epoch` (None: one no later write depends on, or a teammate's round, which keeps what

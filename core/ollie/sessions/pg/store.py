@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ollie.sessions.errors import SessionError
 from ollie.sessions.location import STORE_VAR, USER_VAR, redact, setting
+from ollie.sessions.pg.watchdog import Call, Watchdog
 from ollie.sessions.schema import SCHEMA_VERSION, StoreVersionError, pending
 from ollie.sessions.store import Conn, Cursor, DuplicateError, StoreBusyError
 from ollie.sessions.types import act_as
@@ -50,6 +51,9 @@ class StoreIdentityError(SessionError):
     """OLLIE_USER names another user than the role the store authenticates this process as."""
 
 
+# Why a call failed that the watchdog gave up on (see ollie.sessions.pg.watchdog).
+SILENT = "no answer, nor to a new connection: timed out"
+
 _DUPLICATES = {"sessions_pkey": "id", "sessions_one_main": "main"}
 
 
@@ -62,9 +66,10 @@ def _pg_sql(sql: str) -> str:
 class PgConn:
     """A pooled psycopg connection with the store's common face."""
 
-    def __init__(self, conn: psycopg.Connection[Any], where: str) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], where: str, call: Call | None = None) -> None:
         self.raw = conn
         self._where = where
+        self._call = call
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> Cursor:
         try:
@@ -81,6 +86,8 @@ class PgConn:
                 pg_errors.UndefinedTable) as exc:  # the store's tables dropped under it: gone, as a server down
             # The server's reason, not its echo of the statement (a line of SQL and a caret under it).
             reason = exc.diag.message_primary or " ".join(str(exc).split())
+            if self._call is not None and self._call.dropped:
+                reason = SILENT
             raise StoreUnavailableError(f"session store {STORE_VAR}={self._where}: {_what_to_do(reason)}") from exc
 
     def _holders(self) -> str:
@@ -187,12 +194,14 @@ class PgStore:
         self._busy_timeout_s = busy_timeout_s
         self._down = threading.Event()  # the server was found down: connect directly until the pool is back
         self._probe_timeout_s = min(2.0, busy_timeout_s)
+        after = ttl_s() / 3
+        self._watchdog = Watchdog(lambda: psycopg.connect(url, **_options(url, after)).close(), after, self._down.set)
         _connect(url, self.location, busy_timeout_s).close()
         # `check` on each checkout (an empty query, one round trip): after a server restart or a dropped
         # connection the pool hands out a fresh connection instead of one dead one per pooled slot.
         self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=busy_timeout_s, num_workers=1,
                                     kwargs=_options(url, busy_timeout_s),
-                                    check=ConnectionPool.check_connection, configure=_bounded, name="ollie-store")
+                                    check=self._check, configure=_bounded, name="ollie-store")
         try:
             self._pool.open(wait=True, timeout=busy_timeout_s)
         except PoolTimeout as exc:
@@ -203,7 +212,7 @@ class PgStore:
                 self.migrate()
             self.role = self._authenticated_role()
         except BaseException:
-            self._pool.close()
+            self.close()
             raise
 
     def _authenticated_role(self) -> str:
@@ -229,7 +238,13 @@ class PgStore:
 
     def close(self) -> None:
         """Close every connection of the pool."""
+        self._watchdog.close()
         self._pool.close()
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's check of a connection it hands out, watched as a call is."""
+        with self._watchdog.watching(conn):
+            ConnectionPool.check_connection(conn)
 
     @contextmanager
     def connection(self) -> Iterator[PgConn]:
@@ -238,20 +253,24 @@ class PgStore:
         After a wait that found the server down, each call connects on its own until the pool has a connection
         again: refused at once while it is down, served at once when back (the pool alone would wait each time).
         """
+        if self._watchdog.silent:  # until the watchdog's probe is answered again
+            raise StoreUnavailableError(f"session store {STORE_VAR}={self.location}: {_what_to_do(SILENT)}")
         if self._down.is_set():
             with _connect(self.url, self.location, self._probe_timeout_s) as direct:
                 if self._pool.get_stats().get("pool_available", 0):
                     self._down.clear()  # the pool has reconnected: back to it from the next call
                 else:
                     self._pool.check()  # the server is back: have the pool connect now, not after its back-off
-                yield PgConn(direct, self.location)
+                with self._watchdog.watching(direct) as call:
+                    yield PgConn(direct, self.location, call)
             return
         entered = False
         try:
             # A short wait: past it, a connection of its own tells at once whether the server is down.
             with self._pool.connection(timeout=self._probe_timeout_s) as conn:
                 entered = True
-                yield PgConn(conn, self.location)
+                with self._watchdog.watching(conn) as call:
+                    yield PgConn(conn, self.location, call)
         except PoolTimeout as exc:
             if entered:
                 raise StoreBusyError(f"{self.location}: no connection free after {self._probe_timeout_s} s") from exc
@@ -260,8 +279,8 @@ class PgStore:
             except StoreUnavailableError:
                 self._down.set()
                 raise
-            with direct:  # the server answers: the pool is busy, or still reconnecting
-                yield PgConn(direct, self.location)
+            with direct, self._watchdog.watching(direct) as call:  # the server answers: the pool is busy, or reconnecting
+                yield PgConn(direct, self.location, call)
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(f"{self.location}: {exc}") from exc
 
