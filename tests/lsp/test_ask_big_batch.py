@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ollie.agent.approval import TOGETHER_PAST
 from ollie.testing import Reply
 from ollie.tools.execute.args import MAX_CALLS
 from tests.lsp.cards import answer_cards
@@ -37,6 +38,11 @@ args.parse_request = parsed.parse_request = counted("parse", args.parse_request)
 
 def edits(count: int, new: str) -> dict[str, list[dict[str, object]]]:
     return {"calls": [{"tool": "file_edit", "args": [f"f{i}.txt", "old", new]} for i in range(count)]}
+
+
+async def submit(daemon: Any, text: str) -> str:
+    """The turn's reply: 200 sandboxed edits take a while on a loaded machine."""
+    return (await daemon.request("ollie/submit", {"text": text}, timeout=300))["reply"]
 
 
 async def test_a_big_batch_is_one_question_judged_off_the_loop_and_always_keeps_its_meaning(start_daemon, llm,
@@ -77,15 +83,16 @@ async def test_a_big_batch_is_one_question_judged_off_the_loop_and_always_keeps_
 
 
 async def test_a_rejected_batch_runs_none_of_its_steps(shared_daemon, llm):
-    llm.script(Reply.tool_calls(("call_tool", edits(2, "new"))), Reply.text("stopped"))
+    steps = TOGETHER_PAST + 1  # (fewer are asked one by one, each with its diff)
+    llm.script(Reply.tool_calls(("call_tool", edits(steps, "new"))), Reply.text("stopped"))
     daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
-    for i in range(2):
+    for i in range(steps):
         (daemon.workspace / f"f{i}.txt").write_text("old\n")
     questions = answer_cards(daemon, "reject")
     assert await submit(daemon, "edit") == "stopped"
     assert len(questions) == 1
-    assert [(daemon.workspace / f"f{i}.txt").read_text() for i in range(2)] == ["old\n", "old\n"]
-    assert last_tool_result(llm) == "rejected: the user did not allow 'Edit f0.txt and 1 more step'; it was not run."
+    assert all((daemon.workspace / f"f{i}.txt").read_text() == "old\n" for i in range(steps))
+    assert last_tool_result(llm) == f"rejected: the user did not allow 'Edit f0.txt and {steps - 1} more steps'; it was not run."
 
 
 async def test_a_batch_too_big_to_run_in_time_is_refused_unasked(shared_daemon, llm):
@@ -100,6 +107,3 @@ async def test_a_batch_too_big_to_run_in_time_is_refused_unasked(shared_daemon, 
     assert last_tool_result(llm) == (f"call_tool: calls: must have a length of at most {MAX_CALLS}, "
                                       f"got {MAX_CALLS + 1}")
 
-
-async def submit(daemon: Any, text: str) -> str:
-    return (await daemon.request("ollie/submit", {"text": text}, timeout=300))["reply"]

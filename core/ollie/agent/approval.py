@@ -59,6 +59,8 @@ DIFF_PREVIEW_MAX_BYTES = 512 * 1024
 # A call of more steps is judged in a thread (toolround.OFF_LOOP_BYTES is its arguments' size past which it is described
 # there; 64 edits come to about that).
 OFF_LOOP_STEPS = 64
+# A call with more steps to ask about is asked once (`_together`); up to this many, each with its own diff preview.
+TOGETHER_PAST = 5
 # A question nobody answers (the user away, an editor that never shows it) ends as a refusal after this long.
 QUESTION_TIMEOUT_ENV = "OLLIE_QUESTION_TIMEOUT_S"
 DEFAULT_QUESTION_TIMEOUT_S = 600.0
@@ -243,7 +245,7 @@ class ApprovalGate:
         if asks and self.write_refusal is not None and (why := await self.write_refusal(tool, args)) is not None:
             # No answer could let it write: the user is not bothered, nor led to think it happened.
             return f"refused, without asking the user (no answer could allow it); nothing was written: {why}"
-        if asks and len(plans) > 1 and not any(p.outside for p in plans):  # (an elevation is asked on its own)
+        if asks and len(plans) > TOGETHER_PAST and not any(p.outside for p in plans):  # (an elevation: on its own)
             plans = [self._together(plans)]
         outside: list[str] = []
         for plan in plans:
@@ -389,13 +391,13 @@ class ApprovalGate:
         not each of its 2,000 edits): each step's command line in `code`, exactly what runs; "always" when one rule
         covers them all."""
         first = plans[0].question
-        kinds, prefixes = {p.question.kind for p in plans}, {p.question.prefix for p in plans}
+        kinds: set[StepKind] = {p.question.kind for p in plans}
+        prefixes = {p.question.prefix for p in plans}
         rules = {rule for p in plans for rule in self._rules(p)}
         lines = [p.question.code or (shlex.join([p.script.tool, *p.script.args]) if p.script else p.question.title)
                  for p in plans]
-        more = len(plans) - 1
         question = StepQuestion(
-            first.id, kinds.pop() if len(kinds) == 1 else "other", f"{first.title} and {more:,} more step{'s' * (more > 1)}",
+            first.id, kinds.pop() if len(kinds) == 1 else "other", f"{first.title} and {len(plans) - 1:,} more steps",
             tuple(loc for p in plans for loc in p.question.locations), prefix=prefixes.pop() if len(prefixes) == 1 else "",
             code="\n".join(lines), lasting=len(rules) <= 1 and all(p.question.lasting for p in plans))
         return _Plan(question, rules=sorted(rules))
