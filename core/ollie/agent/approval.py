@@ -23,15 +23,7 @@ from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKin
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
-from ollie.tools.execute.args import (
-    ArgumentError,
-    CallRequest,
-    CodeRequest,
-    ExecuteRequest,
-    PipeRequest,
-    ScriptCall,
-    parse_request,
-)
+from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import NOBODY, outside_parts, step_of
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
@@ -39,7 +31,7 @@ from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.documents import EditorDocuments
-    from ollie.tools.execute.args import CodeStep
+    from ollie.tools.execute.args import CodeStep, ExecuteRequest
 
 T = TypeVar("T")
 # "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
@@ -194,7 +186,6 @@ class _Plan:
     outside: list[str] = field(default_factory=list)  # its elevated parts, as the execute server names each
     # A tool's call (an MCP server's, a user's script): its arguments reach no shell, so "always" covers the tool.
     argv: bool = False
-    rules: list[str] = field(default_factory=list)  # what "always" allows, when not the step's own (`_rules`)
 
 
 class ApprovalGate:
@@ -279,7 +270,7 @@ class ApprovalGate:
             q = attrs.evolve(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
         answer, refusal = await self._asked(q)
         if answer.outcome == "allow_always":
-            for rule in plan.rules or self._rules(plan):
+            for rule in self._rules(plan):
                 self._remember(rule)
         if refusal is None:
             outside.extend(q.outside)
@@ -388,19 +379,19 @@ class ApprovalGate:
 
     def _together(self, plans: list[_Plan]) -> _Plan:
         """One question for a batch's steps that ask, answered for all of them (a person approves the model's call,
-        not each of its 2,000 edits): each step's command line in `code`, exactly what runs; "always" when one rule
-        covers them all."""
+        not each of its 2,000 edits): each step's command line in `code`, exactly what runs; "always" when each step's
+        is the same rule (then the question's kind or prefix names it)."""
         first = plans[0].question
         kinds: set[StepKind] = {p.question.kind for p in plans}
         prefixes = {p.question.prefix for p in plans}
-        rules = {rule for p in plans for rule in self._rules(p)}
+        rules = {tuple(self._rules(p)) for p in plans}
         lines = [p.question.code or (shlex.join([p.script.tool, *p.script.args]) if p.script else p.question.title)
                  for p in plans]
         question = StepQuestion(
             first.id, kinds.pop() if len(kinds) == 1 else "other", f"{first.title} and {len(plans) - 1:,} more steps",
             tuple(loc for p in plans for loc in p.question.locations), prefix=prefixes.pop() if len(prefixes) == 1 else "",
-            code="\n".join(lines), lasting=len(rules) <= 1 and all(p.question.lasting for p in plans))
-        return _Plan(question, rules=sorted(rules))
+            code="\n".join(lines), lasting=len(rules) == 1 and all(p.question.lasting for p in plans))
+        return _Plan(question)
 
     def _plans(self, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep]) -> list[_Plan]:
         from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
