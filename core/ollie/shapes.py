@@ -31,6 +31,7 @@ class Check:
     le: float | None = None
     gt: float | None = None
     min_length: int = 0
+    max_length: int | None = None  # checked before the items are read: a hostile list is refused at its length
     pattern: str | None = None
     doc: str = ""
     parse: Callable[[Any], Any] | None = None
@@ -129,6 +130,8 @@ def _annotated(kind: Any) -> Callable[[object, Any], Any]:
     pattern = re.compile(check.pattern) if check.pattern else None
 
     def structure(raw: object, _: Any) -> Any:
+        if check.max_length is not None and isinstance(raw, (str, list, tuple)) and len(raw) > check.max_length:
+            raise Invalid([((), f"must have a length of at most {check.max_length}, got {len(raw):,}")])
         value = check.parse(raw) if check.parse else converter.structure(raw, base)
         if isinstance(value, (str, list, tuple)) and len(value) < check.min_length:
             raise Invalid([((), "must not be empty" if check.min_length == 1
@@ -240,8 +243,9 @@ def parse_config(shape: type[T], data: object, source: str) -> T:
 
 
 def _check_schema(check: Check, schema: dict[str, Any]) -> dict[str, Any]:
-    size = "minItems" if schema.get("type") == "array" else "minLength"
-    for key, value in (("description", check.doc or None), (size, check.min_length or None),
+    size = "Items" if schema.get("type") == "array" else "Length"
+    for key, value in (("description", check.doc or None), (f"min{size}", check.min_length or None),
+                       (f"max{size}", check.max_length),
                        ("pattern", check.pattern), ("minimum", check.ge), ("exclusiveMinimum", check.gt),
                        ("maximum", check.le)):
         if value is not None:

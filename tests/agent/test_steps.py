@@ -20,6 +20,7 @@ from ollie.agent.steps import (
     section_texts,
     step_states,
 )
+from ollie.tools.execute.args import MAX_CALLS
 from ollie.workspace.types import FileChange
 
 CWD = Path("/work/project")
@@ -208,8 +209,9 @@ def test_a_batch_of_file_edits_builds_each_file_tools_grammar_once(monkeypatch, 
         init(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(argparse.ArgumentParser, "__init__", counted)
-    calls = [{"tool": tool, "args": [f"f{i}.txt", "old", "new"]} for i in range(2_000)
+    half = MAX_CALLS // 2  # (a batch holds that many at most now)
+    calls = [{"tool": tool, "args": [f"f{i}.txt", "old", "new"]} for i in range(half)
              for tool in ("file_edit", "file_write")]
     steps = describe("call_tool", {"calls": calls}, tmp_path)
-    assert "f0.txt" in steps[0].title and "f1999.txt" in steps[-1].title, (steps[0], steps[-1])
-    assert len(steps) == 4_000 and len(built) <= 2, f"{len(built)} grammars built for {len(steps)} calls"
+    assert "f0.txt" in steps[0].title and f"f{half - 1}.txt" in steps[-1].title, (steps[0], steps[-1])
+    assert len(steps) == MAX_CALLS and len(built) <= 2, f"{len(built)} grammars built for {len(steps)} calls"

@@ -23,6 +23,7 @@ import pytest
 
 from ollie.testing import Reply
 
+from . import screens
 from .test_nvim import _nvim
 
 if TYPE_CHECKING:
@@ -1524,3 +1525,25 @@ def test_a_command_typed_while_the_plain_picker_asks_never_answers_it(tmp_path: 
     finally:
         tmux.close()
     assert (tmp_path / "ws" / "first").exists()
+
+
+def test_a_batch_of_edits_is_one_question_that_shows_each_call(tmp_path: Path, scripted_llm):
+    # A model's batch of edits asked one question each: the user answered as many questions as the batch had files.
+    srv = scripted_llm("openai")
+    names = [f"m{i}.py" for i in range(6)]  # more than TOGETHER_PAST: asked together
+    batch = ("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]})
+    srv.script(Reply(text="Fixing them all.", tool_calls=[batch]), Reply.text("Fixed all."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names})
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix them", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "file_edit m5.py" in s, "the question"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (1000, 560))
+        assert "ollie asks to: Edit m0.py and 5 more steps" in asked, asked
+        tmux.keys("1", "Enter")  # Allow once: for the whole batch, asked once
+        tmux.wait(lambda s: "Fixed all." in s and "(end)" in s, "the turn to end")
+        assert all((tmp_path / "ws" / name).read_text().endswith("a + b\n") for name in names)
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

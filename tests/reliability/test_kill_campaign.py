@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from ollie.testing import Reply
+from ollie.tools.execute.args import MAX_CALLS
 from tests.procs import children_of, new_mark, process_gone, processes_with, wait_until
 from tests.reliability.conftest import REPO, daemon_env
 
@@ -322,7 +323,8 @@ def test_the_sweep_after_a_kill_lists_a_huge_dir_once_however_many_writes_named_
     for i in range(120_000):
         os.close(os.open(crowded / f"f{i}", os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC))
     run = Campaign(start_daemon, scripted_llm("openai"), workdir)
-    write_caught(run, workdir, "", tuple(f"d/t{i}.txt" for i in range(500)))
+    # As many as a batch may hold (500 then; the listings of 255 take over a minute too).
+    write_caught(run, workdir, "", tuple(f"d/t{i}.txt" for i in range(MAX_CALLS - 1)))
     messages = run.kill_and_resume("mid-write")  # the open is answered in time (60 s)
     assert messages[-1]["content"].startswith("[interrupted before this call finished"), messages[-1]
     assert sorted(os.listdir(workdir)) == ["big.txt", "d"] and len(os.listdir(crowded)) == 120_000

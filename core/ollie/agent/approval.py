@@ -10,15 +10,16 @@ import asyncio
 import inspect
 import re
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import attrs
 
 from ollie import beneath
-from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe, step_ids
+from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, ToolStep, describe, step_ids
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
 from ollie.sandbox import netsaved
@@ -30,7 +31,7 @@ from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.documents import EditorDocuments
-    from ollie.tools.execute.args import CodeStep
+    from ollie.tools.execute.args import CodeStep, ExecuteRequest
 
 T = TypeVar("T")
 # "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
@@ -47,6 +48,11 @@ SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "bun", "deno", "dotnet", "mvn", "gradle",
 })
 DIFF_PREVIEW_MAX_BYTES = 512 * 1024
+# A call of more steps is judged in a thread (toolround.OFF_LOOP_BYTES is its arguments' size past which it is described
+# there; 64 edits come to about that).
+OFF_LOOP_STEPS = 64
+# A call with more steps to ask about is asked once (`_together`); up to this many, each with its own diff preview.
+TOGETHER_PAST = 5
 # A question nobody answers (the user away, an editor that never shows it) ends as a refusal after this long.
 QUESTION_TIMEOUT_ENV = "OLLIE_QUESTION_TIMEOUT_S"
 DEFAULT_QUESTION_TIMEOUT_S = 600.0
@@ -188,13 +194,15 @@ class ApprovalGate:
     def __init__(self, *, mode: Callable[[], str], always: Callable[[], list[str]], remember: Callable[[str], None],
                  cwd: Callable[[], Path], kind_of: KindLookup | None = None,
                  documents: Callable[[], EditorDocuments | None] = lambda: None,
-                 elevation: Callable[[], str] = lambda: "allow") -> None:
+                 elevation: Callable[[], str] = lambda: "allow",
+                 parse: Callable[[str, dict[str, Any]], ExecuteRequest] = parse_request) -> None:
         self._mode = mode
         self._always = always
         self._remember = remember
         self._cwd = cwd
         self._documents = documents  # the editor's open documents: an edit's preview is of the text it edits
         self._kind_of = kind_of
+        self._parse = parse  # the executor's one parse of a call, shared with its classifiers and its run
         self._elevation = elevation  # the agent's `elevation`: whether an elevated step is put to the user, or refused
         # The elevated parts a call's question allowed, by call id, until the call runs (`allowed_outside`).
         self._outside: dict[str, list[str]] = {}
@@ -213,17 +221,23 @@ class ApprovalGate:
         # unasked ("" when none would: it leaves the sandbox): `ollie -p` says them and exits non-zero.
         self.unapproved: list[tuple[StepQuestion, str]] = []
 
-    async def check(self, call_id: str, tool: str, args: dict[str, Any]) -> str | None:
-        """None when the call may run, else the text the model gets as its result (rejected or refused)."""
+    async def check(self, call_id: str, tool: str, args: dict[str, Any],
+                    steps: Sequence[ToolStep] | None = None) -> str | None:
+        """None when the call may run, else the text the model gets as its result (rejected or refused). `steps`: the
+        call's, as its `call` event describes them (else described here)."""
         self._outside.pop(call_id, None)  # a model's call id may come again: no earlier answer carries over
         mode = self._mode()
         if mode == "auto":
             return None
-        plans = self._plans(call_id, tool, args)
-        asks = mode != "read-only" and self.approver is not None and any(self._needs_asking(mode, p) for p in plans)
+        judge = partial(self._asked_plans, mode, call_id, tool, args, steps)
+        # A batch of 2,000 edits is judged in a thread: on the loop it held every session's for a second.
+        plans = judge() if steps is not None and len(steps) <= OFF_LOOP_STEPS else await asyncio.to_thread(judge)
+        asks = mode != "read-only" and self.approver is not None and bool(plans)
         if asks and self.write_refusal is not None and (why := await self.write_refusal(tool, args)) is not None:
             # No answer could let it write: the user is not bothered, nor led to think it happened.
             return f"refused, without asking the user (no answer could allow it); nothing was written: {why}"
+        if asks and len(plans) > TOGETHER_PAST and not any(p.outside for p in plans):  # (an elevation: on its own)
+            plans = [self._together(plans)]
         outside: list[str] = []
         for plan in plans:
             refusal = await self._decide(mode, plan, outside)
@@ -239,8 +253,6 @@ class ApprovalGate:
 
     async def _decide(self, mode: str, plan: _Plan, outside: list[str]) -> str | None:
         q = plan.question
-        if not self._needs_asking(mode, plan):
-            return None
         if mode == "read-only":
             return (f"refused: this session is in read-only mode, so {q.title!r} was not run. Do not change "
                     "anything: plan instead (say what you would change and why); the user can switch modes "
@@ -359,13 +371,34 @@ class ApprovalGate:
         # The one prefix the question named ("Allow always (`touch` commands)"), not every program's in the step.
         return [f"command:{plan.question.prefix}"] if plan.question.prefix else []
 
-    def _plans(self, call_id: str, tool: str, args: dict[str, Any]) -> list[_Plan]:
+    def _asked_plans(self, mode: str, call_id: str, tool: str, args: dict[str, Any],
+                     steps: Sequence[ToolStep] | None) -> list[_Plan]:
+        """The call's steps that `mode` puts to the user (or refuses), each with its question."""
+        if steps is None:
+            steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
+        return [plan for plan in self._plans(call_id, tool, args, steps) if self._needs_asking(mode, plan)]
+
+    def _together(self, plans: list[_Plan]) -> _Plan:
+        """One question for a batch's steps that ask, answered for all of them (a person approves the model's call,
+        not each of its 2,000 edits): each step's command line in `code`, exactly what runs; "always" when each step's
+        is the same rule (then the question's kind or prefix names it)."""
+        first = plans[0].question
+        kinds: set[StepKind] = {p.question.kind for p in plans}
+        prefixes = {p.question.prefix for p in plans}
+        rules = {tuple(self._rules(p)) for p in plans}
+        lines = [p.question.code or (shlex.join([p.script.tool, *p.script.args]) if p.script else p.question.title)
+                 for p in plans]
+        question = StepQuestion(
+            first.id, kinds.pop() if len(kinds) == 1 else "other", f"{first.title} and {len(plans) - 1:,} more steps",
+            tuple(loc for p in plans for loc in p.question.locations), prefix=prefixes.pop() if len(prefixes) == 1 else "",
+            code="\n".join(lines), lasting=len(rules) == 1 and all(p.question.lasting for p in plans))
+        return _Plan(question)
+
+    def _plans(self, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep]) -> list[_Plan]:
         from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
-        cwd = self._cwd()
-        steps = describe(tool, args, cwd, kind_of=self._kind_of)
         ids = step_ids(call_id, len(steps))  # a question names the step the events show
         try:
-            request = parse_request(tool, args) if tool in ("execute_code", "pipe", "call_tool") else None
+            request = self._parse(tool, args) if tool in ("execute_code", "pipe", "call_tool") else None
         except ArgumentError:
             return []  # the executor refuses it with the reason; asking about it helps nobody
         plans: list[_Plan] = []

@@ -23,6 +23,7 @@ from ollie.tools.base import (
     ToolResult,
 )
 from ollie.tools.dispatcher import Dispatcher, UnknownToolError
+from ollie.tools.execute.args import ExecuteRequest, parse_request
 from ollie.tools.execute.server import ExecuteServer
 
 DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
@@ -61,6 +62,11 @@ class Runtime:
         say); None when they would not, or the tool is another server's."""
         server = self._server(tool)
         return await server.write_refusal(tool, args) if isinstance(server, ExecuteServer) else None
+
+    def request(self, tool: str, args: dict[str, Any]) -> ExecuteRequest:
+        """An executor call's arguments as its server parsed them (once a call); ArgumentError when they are wrong."""
+        server = self._server(tool)
+        return server.request(tool, args) if isinstance(server, ExecuteServer) else parse_request(tool, args)
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
         """Whether a call is read-safe, as the server offering the tool says; unknown: global (run it alone)."""

@@ -167,7 +167,8 @@ class ToolRound:
     cwd: Path = field(default_factory=Path.cwd)
     kind_of: KindLookup | None = None
     changes: ChangeTracker | None = None
-    approve: Callable[[str, str, dict[str, Any]], Awaitable[str | None]] | None = None  # asked in call order
+    # Asked in call order, with the call's steps as `_prepared` described them.
+    approve: Callable[[str, str, dict[str, Any], list[ToolStep]], Awaitable[str | None]] | None = None
     post_edit: PostEditDiagnostics | None = None
     net_ask: Callable[[str, str], NetAsk] | None = None  # None: a host the policy omits is denied
     # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
@@ -289,7 +290,7 @@ class ToolRound:
             args, problem = parse_arguments(call)
             parallel, steps = await self._prepared(call, args)
             if args is not None and self.approve is not None:
-                problem = await self.approve(call.id, call.name, args) or ""
+                problem = await self.approve(call.id, call.name, args, steps) or ""
             if args is not None and not problem and parallel == "read":
                 batch.append((call, args, steps))
                 continue

@@ -22,6 +22,9 @@ from ollie.tools.execute.languages import LANGUAGES, Language, language
 EXECUTORS = ("execute_code", "call_tool", "pipe")  # the tools whose arguments these are
 DEFAULT_TIMEOUT = 30.0
 MAX_TIMEOUT = 600.0
+# The most calls of one call_tool batch: a sandboxed process each, which this many finish well within the default
+# timeout on a loaded machine (2,000 edits ran out of it after 600 to 1,000, and their result was too big to keep).
+MAX_CALLS = 256
 
 
 class ArgumentError(OllieError):
@@ -172,7 +175,8 @@ class CallRequest(ExecuteRequest):
     """call_tool: tool-script calls, in order."""
 
     calls: Annotated[tuple[Annotated[ScriptCall, Check(parse=_script_call)], ...], Check(
-        min_length=1, doc='Example: [{"tool": "file_read", "args": ["src/main.py"]}]')]
+        min_length=1, max_length=MAX_CALLS, doc='Example: [{"tool": "file_read", "args": ["src/main.py"]}]. '
+        f'At most {MAX_CALLS}: a change to more files is one execute_code step (sed -i, a script), or several batches')]
 
     def script_calls(self) -> list[ScriptCall]:
         """The calls."""

@@ -210,6 +210,10 @@ class ExecuteServer:
         except OllieError as exc:
             return ToolResult(f"{tool}: {exc}", is_error=True)
 
+    def request(self, tool: str, args: dict[str, Any]) -> ExecuteRequest:
+        """The call's arguments as parsed once for the classifiers, the approval and the run; ArgumentError if wrong."""
+        return self._parsed.parse(tool, args).get()
+
     async def write_refusal(self, tool: str, args: dict[str, Any]) -> str | None:
         """Why the call's file writes would be refused whatever the user answers (see writecheck); None: not so."""
         if tool not in EXECUTORS or not self._executor_allowed(tool) or not isinstance(args, dict):

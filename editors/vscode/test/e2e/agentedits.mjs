@@ -44,6 +44,8 @@ fs.writeFileSync(outside, "one\n");
 const CHECKED_OUT = "x = 5  # checked out\n";
 const ELEVATED = "echo ran > proof";
 const PROGRAM = "echo one > later\necho two >> later";
+// More than 5 edits in one batch: asked as one question.
+const BATCH = ["n0.py", "n1.py", "n2.py", "n3.py", "n4.py", "n5.py"];
 const edit = (file, text) => ({ text, tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, "x = 1", "x = 3"] }] } }] });
 const step = (code, text) => ({ text, tool_calls: [{ name: "execute_code", arguments: { steps: [{ code, language: "bash" }] } }] });
 const CALC = "def add(a, b):\n    return a - b\n";
@@ -81,6 +83,8 @@ const script = [
   { text: "Documented." },
   { text: "Cleaning up.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "rm -f build.log\nfind . -name '*.pyc' -not -path './.git/*' -delete && rm -rf ~/.cache/thing" }] } }] },
   { text: "Left it as it was." },
+  { text: "Setting them all.", tool_calls: [{ name: "call_tool", arguments: { calls: BATCH.map((f) => ({ tool: "file_edit", args: [f, "x = 1", "x = 3"] })) } }] },
+  { text: "Set x in all six." },
 ];
 
 /** The text of the chat's items from the `from`th on (the ones a scenario's prompt added). */
@@ -92,7 +96,7 @@ const editorText = async (page) => (await page.locator(".monaco-editor .view-lin
 await withVSCode(
   {
     script,
-    files: { "a.py": "x = 1\n", "b.py": "x = 1\n", "c.py": "x = 1\n", "calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES },
+    files: { "a.py": "x = 1\n", "b.py": "x = 1\n", "c.py": "x = 1\n", "calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES, ...Object.fromEntries(BATCH.map((f) => [f, "x = 1\n"])) },
     settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
   },
   async ({ page, workspace, dataDir, screenshot }) => {
@@ -314,6 +318,21 @@ await withVSCode(
       await program.locator('button[data-outcome="reject"]').click();
       await chat.locator(".item.assistant", { hasText: "Left it as it was." }).waitFor({ timeout: waitMs });
       log("a program's question showed its code whole");
+
+      // A batch of 6 edits is one question: every file, each call's command line; Allow once runs them all.
+      await runCommand(page, "Ollie: Ask");
+      await page.locator(".quick-input-widget input").fill("set x in all six");
+      await page.keyboard.press("Enter");
+      const batch = chat.locator(".item.permission").nth(before + 3);
+      await batch.locator(".permission-code", { hasText: "file_edit n5.py 'x = 1' 'x = 3'" }).waitFor({ timeout: waitMs });
+      await batch.locator(".step-title", { hasText: "Edit n0.py and 5 more steps" }).waitFor({ timeout: waitMs });
+      await screenshot("batch-question");
+      await batch.locator("button", { hasText: "Allow once" }).click();
+      await chat.locator(".item.assistant", { hasText: "Set x in all six." }).waitFor({ timeout: waitMs });
+      if (BATCH.some((f) => disk(f) !== "x = 3\n")) throw new Error("the batch's edits did not all run");
+      const asked = await chat.locator(".item.permission").count();
+      if (asked !== before + 4) throw new Error(`the batch was asked ${asked - before - 3} times`);
+      log("a batch of 6 edits was one question listing each call; Allow once ran them all");
     });
   },
 );

@@ -1,0 +1,109 @@
+"""A big `call_tool` batch under `ask` (the default), through the daemon: one question for the batch, judged from the
+steps its `call` event describes, off the loop; a batch too big to run in time refused before anything is asked."""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ollie.agent.approval import TOGETHER_PAST
+from ollie.testing import Reply
+from ollie.tools.execute.args import MAX_CALLS
+from tests.lsp.cards import answer_cards
+from tests.lsp.test_approval import last_tool_result
+
+CALLS = 200
+# On the daemon's PYTHONPATH: each step described and each call parsed is logged with the thread that did it (the
+# daemon's loop runs on its main thread). Each step of 2,000 was described twice, once on the loop, the batch parsed
+# twice, once on the loop, where every session waited for it.
+COUNTING = """
+import os, threading
+from ollie.agent import steps
+from ollie.tools.execute import args, parsed
+
+log = open(os.environ["ASKBATCH_LOG"], "a", buffering=1)
+
+def counted(name, real):
+    def wrapper(*a):
+        log.write(f"{name} {'loop' if threading.current_thread() is threading.main_thread() else 'thread'}\\n")
+        return real(*a)
+    return wrapper
+
+steps._script_step = counted("describe", steps._script_step)
+args.parse_request = parsed.parse_request = counted("parse", args.parse_request)
+"""
+
+
+def edits(count: int, new: str) -> dict[str, list[dict[str, object]]]:
+    return {"calls": [{"tool": "file_edit", "args": [f"f{i}.txt", "old", new]} for i in range(count)]}
+
+
+async def submit(daemon: Any, text: str) -> str:
+    """The turn's reply: 200 sandboxed edits take a while on a loaded machine."""
+    return (await daemon.request("ollie/submit", {"text": text}, timeout=300))["reply"]
+
+
+async def test_a_big_batch_is_one_question_judged_off_the_loop_and_always_keeps_its_meaning(start_daemon, llm,
+                                                                                            tmp_path: Path):
+    site, log = tmp_path / "site", tmp_path / "counts"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(COUNTING)
+    new = "new " * 10  # the batch's arguments are past toolround.OFF_LOOP_BYTES
+    llm.script(Reply.tool_calls(("call_tool", edits(CALLS, new))), Reply.text("edited"),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["f0.txt", new, "again"]}]})),
+               Reply.text("unasked"))
+    daemon = await start_daemon(env={**llm.env(approval=""), "PYTHONPATH": str(site), "ASKBATCH_LOG": str(log)},
+                                init_options={"permissionRequest": True})
+    for i in range(CALLS):
+        (daemon.workspace / f"f{i}.txt").write_text("old\n")
+    questions = answer_cards(daemon, "allow_always")
+
+    assert await submit(daemon, "edit them") == "edited"
+    (question,) = questions  # not one for each of its 200 steps
+    step = question["step"]
+    call = next(e for e in daemon.events if e["role"] == "call")
+    assert step["id"] == f"{call['tool']['id']}.1"  # its first step's: a client shows it on that step's card
+    assert step["kind"] == "edit" and step["title"] == f"Edit f0.txt and {CALLS - 1} more steps"
+    assert step["locations"] == [{"path": f"f{i}.txt"} for i in range(CALLS)]
+    # What the user approves is exactly what runs: each call as its command line.
+    assert step["code"].split("\n") == [shlex.join(["file_edit", f"f{i}.txt", "old", new]) for i in range(CALLS)]
+    assert [o["id"] for o in question["options"]] == ["allow_once", "allow_always", "reject", "reject_with_feedback"]
+    assert question["always"] == "edit steps"
+    assert all((daemon.workspace / f"f{i}.txt").read_text() == f"{new}\n" for i in range(CALLS))
+    counts = Counter(log.read_text().split("\n")[:-1])
+    # Described once for its `call` event and its question, parsed once for the classifiers, the question and the
+    # run: all of it in a thread.
+    assert counts == {"describe thread": CALLS, "parse thread": 1}, counts
+
+    # "Allow always" for the batch allowed edit steps, as for one edit: the next edit is not asked.
+    assert await submit(daemon, "once more") == "unasked"
+    assert len(questions) == 1 and (daemon.workspace / "f0.txt").read_text() == "again\n"
+
+
+async def test_a_rejected_batch_runs_none_of_its_steps(shared_daemon, llm):
+    steps = TOGETHER_PAST + 1  # (fewer are asked one by one, each with its diff)
+    llm.script(Reply.tool_calls(("call_tool", edits(steps, "new"))), Reply.text("stopped"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    for i in range(steps):
+        (daemon.workspace / f"f{i}.txt").write_text("old\n")
+    questions = answer_cards(daemon, "reject")
+    assert await submit(daemon, "edit") == "stopped"
+    assert len(questions) == 1
+    assert all((daemon.workspace / f"f{i}.txt").read_text() == "old\n" for i in range(steps))
+    assert last_tool_result(llm) == f"rejected: the user did not allow 'Edit f0.txt and {steps - 1} more steps'; it was not run."
+
+
+async def test_a_batch_too_big_to_run_in_time_is_refused_unasked(shared_daemon, llm):
+    # 2,000 edits (asked 2,000 times first): one sandboxed process each ran out of the call's 30 s after 600 to 1,000
+    # on a loaded machine, and the model got a result too big to keep. Any number past the limit is refused so.
+    llm.script(Reply.tool_calls(("call_tool", edits(MAX_CALLS + 1, "new"))), Reply.text("split it"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "f0.txt").write_text("old\n")
+    questions = answer_cards(daemon, "allow_once")
+    assert await submit(daemon, "edit") == "split it"
+    assert questions == [] and (daemon.workspace / "f0.txt").read_text() == "old\n"
+    assert last_tool_result(llm) == (f"call_tool: calls: must have a length of at most {MAX_CALLS}, "
+                                      f"got {MAX_CALLS + 1}")
+
