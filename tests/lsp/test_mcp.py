@@ -133,6 +133,27 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(shared_daemon, llm
     assert titles["t: fails"]["status"] == "failed"
 
 
+async def test_the_question_shows_every_argument_of_the_call(shared_daemon, llm, mcp_home):
+    """The title names the first text argument alone: a model putting a decoy first (`note`, which the server ignores)
+    had the user allow `t: create_issue "harmless"` while the issue filed was the other argument's, and a number
+    (`slow`'s seconds) was never shown."""
+    configure(mcp_home, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__create_issue", {"note": "harmless", "title": "rm -rf the repo"})),
+               Reply.text("filed"))
+    daemon = await shared_daemon(env=llm.env(approval="ask"))
+    asked: list[str] = []
+
+    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_request(params: types.ShowMessageRequestParams):
+        asked.append(params.message)
+        return types.MessageActionItem(title="Reject")
+
+    await wait_state(daemon, "t", "ready")
+    await submit(daemon, "file it")
+    assert len(asked) == 1 and 't: create_issue "harmless"' in asked[0]
+    assert '"title": "rm -rf the repo"' in asked[0], asked[0]
+
+
 async def test_a_crashing_server_restarts_and_the_user_is_told(shared_daemon, llm, mcp_home):
     configure(mcp_home, {"t": test_server()})
     llm.script(Reply.tool_calls(("mcp__t__crash", {})), Reply.text("it crashed"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import re
 import shlex
 from collections.abc import Awaitable, Callable
@@ -374,6 +375,8 @@ class ApprovalGate:
                          outside=outside[n] if n < len(outside) else [])
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
+                if tool.startswith("mcp__") and args:  # its title shows one text argument: the call's are all shown
+                    plan.question = attrs.evolve(plan.question, code=json.dumps(args, ensure_ascii=False, indent=2))
             elif isinstance(request, CallRequest):
                 plan.script = call = request.calls[n]
                 if call.tool not in BUILTIN_KINDS:  # a user's script: its title cuts the command line at 60 characters
