@@ -382,10 +382,12 @@ async def test_mcp_command_and_prompts_as_slash_commands(shared_daemon, llm, mcp
 
 
 async def test_a_bad_config_names_the_file_and_key(shared_daemon, llm, mcp_home):
-    file = configure(mcp_home, {"t": {"command": "x", "args": "not-a-list"}})
+    # One bad entry is left out, named; the others start (Bug: a typo in one left every server of mcp.json off).
+    file = configure(mcp_home, {"bad": {"command": "x", "args": "not-a-list"}, "t": test_server()})
     daemon = await shared_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
     shown = await submit(daemon, "/mcp")
-    assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
+    assert f"{file}: mcpServers.bad.args: expected an array, got a string" in shown, shown
 
 
 async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(shared_daemon, llm, mcp_home):
