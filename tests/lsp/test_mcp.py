@@ -16,6 +16,7 @@ from lsprotocol import types
 from ollie.testing import Reply, nethosts
 from tests.procs import eventually
 
+from .cards import answer_cards
 from .conftest import Daemon
 from .test_cli import run_ollie
 
@@ -135,23 +136,18 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(shared_daemon, llm
 
 async def test_the_question_shows_every_argument_of_the_call(shared_daemon, llm, mcp_home):
     """The title names the first text argument alone: a model putting a decoy first (`note`, which the server ignores)
-    had the user allow `t: create_issue "harmless"` while the issue filed was the other argument's, and a number
-    (`slow`'s seconds) was never shown."""
+    had the user allow `t: create_issue "..."` while the issue filed was the other argument's, and a number (`slow`'s
+    seconds) was never shown. A bidi override (which reorders what an editor shows after it) is shown as an escape."""
     configure(mcp_home, {"t": test_server()})
-    llm.script(Reply.tool_calls(("mcp__t__create_issue", {"note": "harmless", "title": "rm -rf the repo"})),
+    llm.script(Reply.tool_calls(("mcp__t__create_issue", {"note": "\u202eylno sdaer", "title": "rm -rf the repo"})),
                Reply.text("filed"))
-    daemon = await shared_daemon(env=llm.env(approval="ask"))
-    asked: list[str] = []
-
-    @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def on_request(params: types.ShowMessageRequestParams):
-        asked.append(params.message)
-        return types.MessageActionItem(title="Reject")
-
+    daemon = await shared_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True})
+    questions = answer_cards(daemon, "reject")
     await wait_state(daemon, "t", "ready")
     await submit(daemon, "file it")
-    assert len(asked) == 1 and 't: create_issue "harmless"' in asked[0]
-    assert '"title": "rm -rf the repo"' in asked[0], asked[0]
+    (question,) = questions
+    assert question["step"]["title"] == 't: create_issue "\\u202eylno sdaer"', question
+    assert question["step"]["code"] == '{\n  "note": "\\u202eylno sdaer",\n  "title": "rm -rf the repo"\n}', question
 
 
 async def test_a_crashing_server_restarts_and_the_user_is_told(shared_daemon, llm, mcp_home):

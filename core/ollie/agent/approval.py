@@ -22,6 +22,7 @@ from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, describe, step_ids
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
+from ollie.escapes import escaped
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
@@ -376,7 +377,8 @@ class ApprovalGate:
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
                 if tool.startswith("mcp__") and args:  # its title shows one text argument: the call's are all shown
-                    plan.question = attrs.evolve(plan.question, code=json.dumps(args, ensure_ascii=False, indent=2))
+                    code = escaped(json.dumps(args, ensure_ascii=False, indent=2))  # (a bidi override as `\u202e`)
+                    plan.question = attrs.evolve(plan.question, code=code)
             elif isinstance(request, CallRequest):
                 plan.script = call = request.calls[n]
                 if call.tool not in BUILTIN_KINDS:  # a user's script: its title cuts the command line at 60 characters
