@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie.backend.types import Image
 from ollie.backend.urls import shown_url
 from ollie.mcp.config import ServerSpec
-from ollie.mcp.transport import START_TIMEOUT_S, CannotStart, Inbox, Outbox, http_streams, leaf, why
+from ollie.mcp.transport import START_TIMEOUT_S, CannotStart, Inbox, Known, Outbox, http_streams, leaf, why
 from ollie.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -325,7 +325,7 @@ class McpServer:
             self._outbox = outbox = Outbox(write)
             try:
                 # No timeout of the SDK's: each request has its own (a call's ends with a cancel to the server).
-                async with ClientSession(read, outbox, message_handler=self._on_message) as session:
+                async with ClientSession(Known(read), outbox, message_handler=self._on_message) as session:
                     try:
                         async with asyncio.timeout(START_TIMEOUT_S):
                             await session.initialize()
