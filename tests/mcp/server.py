@@ -202,6 +202,20 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
         return "sent"
 
     @app.tool()
+    async def unlisted(times: int, ctx: Context) -> str:
+        """From now on answer tools/list with a 1 MiB error; tell the client `times` times that the tools changed."""
+        from mcp.shared.exceptions import McpError
+        from mcp.types import ErrorData, ListToolsRequest
+
+        async def refuse(_: Any) -> Any:
+            raise McpError(ErrorData(code=-32000, message="n" * 1024 * 1024))
+
+        app._mcp_server.request_handlers[ListToolsRequest] = refuse  # FastMCP has no public way to break it
+        for _ in range(times):
+            await ctx.session.send_tool_list_changed()
+        return "unlisted"
+
+    @app.tool()
     def flood() -> str:
         """Write an endless line to stdout, without a newline."""
         while True:

@@ -434,7 +434,8 @@ class McpServer:
             try:
                 await self._list(session)
             except Exception as exc:  # noqa: BLE001 - the old list stays
-                log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
+                # (Its first line, cut: a server failing each listing with a megabyte filled the log.)
+                log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": why(exc)})
             self._changed()
 
     def _went_away(self, error: str) -> ToolResult:
