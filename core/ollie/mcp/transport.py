@@ -106,10 +106,9 @@ def _logged(item: Any) -> bool:
     root = getattr(getattr(item, "message", None), "root", None)
     if isinstance(root, types.JSONRPCResponse | types.JSONRPCError):
         return isinstance(root.id, str) and not (root.id.isascii() and root.id.isdigit())
-    kind = (types.ServerRequest if isinstance(root, types.JSONRPCRequest)
-            else types.ServerNotification if isinstance(root, types.JSONRPCNotification) else None)
-    if kind is None:
+    if not isinstance(root, types.JSONRPCRequest | types.JSONRPCNotification):
         return False
+    kind = types.ServerRequest if isinstance(root, types.JSONRPCRequest) else types.ServerNotification
     try:  # as the SDK checks it
         kind.model_validate(root.model_dump(by_alias=True, mode="json", exclude_none=True))
     except ValueError:
