@@ -683,10 +683,13 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
     from . import screens
 
     srv = scripted_llm("openai")
-    srv.script(Reply(tool_calls=[("mcp__planted__add", {"a": 20, "b": 22})]), Reply(text="It is 42."))
+    srv.script(Reply(tool_calls=[("mcp__planted__add", {"a": 20, "b": 22})]),
+               Reply(tool_calls=[("mcp__planted__create_issue", {"note": "harmless", "title": "rm -rf the repo"})]),
+               Reply(text="It is 42."))
     server = Path(__file__).parents[1] / "mcp" / "server.py"
     planted = json.dumps({"mcpServers": {"planted": {"command": sys.executable, "args": [str(server)]}}})
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "print(20 + 22)\n", ".mcp.json": planted}, size=(100, 30))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "print(20 + 22)\n", ".mcp.json": planted},
+                      size=(100, 30))
     try:
         tmux.wait(lambda s: "print(20 + 22)" in s, "nvim to start")
         tmux.keys(":Ollie add them", "Enter")
@@ -701,12 +704,19 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
         [title] = [line for line in asked.splitlines() if "╭ ollie asks to:" in line]
         assert "… ╮" in title, asked
         tmux.keys("1", "Enter")
+        # A call's question shows every argument, not only the first text one (a decoy, which the server ignores).
+        call = tmux.keep("mcp-call", tmux.wait(lambda s: "Allow once" in s and '"title": "rm -rf the repo"' in s,
+                                               "the call's question, its arguments whole", timeout=60))
+        screens.png(tmux.screen(colours=True), tmux.captures / "mcp-call.png", (1000, 560))
+        assert 'planted: create_issue "harmless"' in call, call
+        tmux.keys(choice(call, "Reject"), "Enter")
         done = tmux.keep("mcp-answer", tmux.wait(lambda s: "It is 42." in s, "the answer", timeout=60))
         assert "planted: add" in done, done
         assert_clean(tmux.screens)
     finally:
         tmux.close()
-    assert [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"] == ["42"]
+    told = [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"]
+    assert told[0] == "42" and "rejected" in told[1], told
 
 
 def queue_while_streaming(tmux: Tmux, prompt: str, answer: str, queued: str) -> str:

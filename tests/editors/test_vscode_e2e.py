@@ -33,6 +33,13 @@ def test_vsix_holds_the_manifest_and_the_bundles(vsix):
 
 
 @pytest.mark.timeout(200)
+def test_an_mcp_calls_question_shows_all_its_arguments_in_real_vscode(run_e2e):
+    """The card asking about an MCP tool's call shows every argument (its title names the first text one alone: a
+    decoy put first hid the one the server used)."""
+    shows(run_e2e("mcpcall.mjs", total_ms=150000), "the MCP call's question showed all its arguments")
+
+
+@pytest.mark.timeout(200)
 def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run_e2e):
     """A prompt sent while Restart's new daemon starts shows as waiting and goes once it is up, to the chat's session
     resumed there (it was answered "the ollie daemon is not running", and lost); one sent during a start that fails

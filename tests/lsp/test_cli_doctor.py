@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -112,3 +113,22 @@ def test_doctor_checks_the_server_the_url_variable_names_as_a_turn_does(scripted
     assert lines(proc.stdout, "FAIL backend") == [], proc.stdout
     # A server on this machine most often checks no key, and its user has none to set: any value does, said so.
     assert "takes any: OLLIE_OPENAI_KEY=none)" in key, key
+
+
+def test_doctor_names_each_broken_mcp_server_and_the_good_ones_pass(scripted_llm, tmp_path):
+    """A bad entry (by file and key) and a program the server would not find are each named; the good one passes."""
+    srv = scripted_llm("ollama", model="qwen3:latest")
+    config = tmp_path / "config"
+    config.mkdir()
+    server = Path(__file__).parents[1] / "mcp" / "server.py"
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "good": {"command": sys.executable, "args": [str(server)]}, "typo": {"command": "x", "args": "oops"},
+        "gone": {"command": "no-such-mcp-server"}}}))
+    env = {**srv.env(), "OLLIE_MODEL": "qwen3", "OLLIE_CONFIG_DIR": str(config)}
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    [mcp] = lines(proc.stdout, "FAIL MCP servers:")
+    assert f"{config / 'mcp.json'}: mcpServers.typo.args: expected an array, got a string" in mcp, mcp
+    assert "server 'gone': 'no-such-mcp-server' is not on PATH" in mcp and "'good'" not in mcp, mcp
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": {"good": {"command": sys.executable}}}))
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert f"ok   MCP servers: good in {config / 'mcp.json'}" in proc.stdout, proc.stdout

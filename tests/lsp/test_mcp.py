@@ -16,6 +16,7 @@ from lsprotocol import types
 from ollie.testing import Reply, nethosts
 from tests.procs import eventually
 
+from .cards import answer_cards
 from .conftest import Daemon
 from .test_cli import run_ollie
 
@@ -131,6 +132,22 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(shared_daemon, llm
     assert titles['t: create_issue "the bug"']["status"] == "completed"
     assert titles["t: add"]["kind"] == "read"
     assert titles["t: fails"]["status"] == "failed"
+
+
+async def test_the_question_shows_every_argument_of_the_call(shared_daemon, llm, mcp_home):
+    """The title names the first text argument alone: a model putting a decoy first (`note`, which the server ignores)
+    had the user allow `t: create_issue "..."` while the issue filed was the other argument's, and a number (`slow`'s
+    seconds) was never shown. A bidi override (which reorders what an editor shows after it) is shown as an escape."""
+    configure(mcp_home, {"t": test_server()})
+    llm.script(Reply.tool_calls(("mcp__t__create_issue", {"note": "\u202eylno sdaer", "title": "rm -rf the repo"})),
+               Reply.text("filed"))
+    daemon = await shared_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True})
+    questions = answer_cards(daemon, "reject")
+    await wait_state(daemon, "t", "ready")
+    await submit(daemon, "file it")
+    (question,) = questions
+    assert question["step"]["title"] == 't: create_issue "\\u202eylno sdaer"', question
+    assert question["step"]["code"] == '{\n  "note": "\\u202eylno sdaer",\n  "title": "rm -rf the repo"\n}', question
 
 
 async def test_a_crashing_server_restarts_and_the_user_is_told(shared_daemon, llm, mcp_home):
@@ -361,10 +378,12 @@ async def test_mcp_command_and_prompts_as_slash_commands(shared_daemon, llm, mcp
 
 
 async def test_a_bad_config_names_the_file_and_key(shared_daemon, llm, mcp_home):
-    file = configure(mcp_home, {"t": {"command": "x", "args": "not-a-list"}})
+    # One bad entry is left out, named; the others start (Bug: a typo in one left every server of mcp.json off).
+    file = configure(mcp_home, {"bad": {"command": "x", "args": "not-a-list"}, "t": test_server()})
     daemon = await shared_daemon(env=llm.env())
+    await wait_state(daemon, "t", "ready")
     shown = await submit(daemon, "/mcp")
-    assert f"{file}: mcpServers.t.args: expected an array, got a string" in shown
+    assert f"{file}: mcpServers.bad.args: expected an array, got a string" in shown, shown
 
 
 async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(shared_daemon, llm, mcp_home):

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -186,6 +187,33 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
             app._tool_manager._tools[f"bloat_{n}"].parameters = big  # FastMCP has no public way to set one
         await ctx.session.send_tool_list_changed()
         return "bloated"
+
+    @app.tool()
+    def unknown(times: int) -> str:
+        """Send `times` each of a notification and a request of methods nobody has and an answer to an id never asked,
+        64 KiB each, then answer."""
+        pad = "z" * 65536
+        lines = [{"jsonrpc": "2.0", "method": "bogus", "params": {"pad": pad}},
+                 {"jsonrpc": "2.0", "id": "r", "method": "bogus", "params": {"pad": pad}},
+                 {"jsonrpc": "2.0", "id": pad, "result": {}}]
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        for _ in range(times):
+            os.write(1, data)
+        return "sent"
+
+    @app.tool()
+    async def unlisted(times: int, ctx: Context) -> str:
+        """From now on answer tools/list with a 1 MiB error; tell the client `times` times that the tools changed."""
+        from mcp.shared.exceptions import McpError
+        from mcp.types import ErrorData, ListToolsRequest
+
+        async def refuse(_: Any) -> Any:
+            raise McpError(ErrorData(code=-32000, message="n" * 1024 * 1024))
+
+        app._mcp_server.request_handlers[ListToolsRequest] = refuse  # FastMCP has no public way to break it
+        for _ in range(times):
+            await ctx.session.send_tool_list_changed()
+        return "unlisted"
 
     @app.tool()
     def flood() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
@@ -133,6 +134,22 @@ async def test_floods_are_cut_and_the_loop_keeps_running(tmp_path: Path, ssh_hom
             await asyncio.sleep(0.05)
         spewed = await host.call("mcp__h__garbage", {"lines": 100000})
         assert spewed.is_error
+    finally:
+        await host.aclose()
+
+
+async def test_messages_nobody_asked_for_never_reach_the_log(tmp_path: Path, ssh_home: Path,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK logged each notification or request of an unknown method (the notification whole) and each answer to
+    an id that is no number: 200 of 1 MiB wrote 200 MB into ollie.log in 16 s, for as long as the server sent them."""
+    host, _ = await start(tmp_path)
+    try:
+        caplog.set_level(logging.DEBUG)
+        assert await call(host, "unknown", times=50) == "sent"
+        assert await call(host, "unlisted", times=20) == "unlisted"  # each listing after it fails: said, not whole
+        assert await call(host, "add", a=1, b=2) == "3"
+        logged = sum(len(r.getMessage()) + len(str(r.__dict__.get("error", ""))) for r in caplog.records)
+        assert logged < 50_000, f"{logged} characters logged: {caplog.records[0].getMessage()[:300]}"
     finally:
         await host.aclose()
 

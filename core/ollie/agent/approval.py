@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import re
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +23,7 @@ from ollie import beneath
 from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, ToolStep, describe, step_ids
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
+from ollie.escapes import escaped
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
@@ -408,6 +410,9 @@ class ApprovalGate:
                          outside=outside[n] if n < len(outside) else [])
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
+                if tool.startswith("mcp__") and args:  # its title shows one text argument: the call's are all shown
+                    code = escaped(json.dumps(args, ensure_ascii=False, indent=2))  # (a bidi override as `\u202e`)
+                    plan.question = attrs.evolve(plan.question, code=code)
             elif isinstance(request, CallRequest):
                 plan.script = call = request.calls[n]
                 if call.tool not in BUILTIN_KINDS:  # a user's script: its title cuts the command line at 60 characters

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from ollie.escapes import escaped
 from ollie.sandbox.networds import verdict_words
 from ollie.tools.editor.specs import EDITOR_KINDS
 from ollie.tools.execute.args import (
@@ -311,7 +312,8 @@ def _mcp_step(tool_name: str, args: dict[str, Any], kind_of: KindLookup | None) 
     """An MCP server's tool: `github: create_issue "title"` (its first text argument), kind from its hints."""
     _, server, tool = tool_name.split("__", 2)
     first = next((v for v in args.values() if isinstance(v, str) and v.strip()), "")
-    title = f"{server}: {tool}" + (f" {json.dumps(_first_line(first), ensure_ascii=False)}" if first else "")
+    # A bidi override an editor would obey (reordering what the user reads) as an escape, as JSON writes a control.
+    title = f"{server}: {tool}" + (f" {escaped(json.dumps(_first_line(first), ensure_ascii=False))}" if first else "")
     return ToolStep((kind_of(tool_name) if kind_of else None) or "other", title)
 
 

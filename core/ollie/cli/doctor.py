@@ -95,6 +95,26 @@ def check_sandbox_policy(cwd: Path) -> Check:
     return Check("sandbox policy", True, str(policy_file("default")))
 
 
+def check_mcp_servers(cwd: Path) -> Check:
+    """mcp.json's servers: every entry well formed, every stdio server's program found as the server would find it."""
+    from ollie.errors import ConfigError
+    from ollie.mcp.config import config_file, load_user_servers
+    from ollie.mcp.stdio import missing, server_env, state_dir
+
+    problems: list[str] = []
+    try:
+        servers = load_user_servers(problems) if config_file().is_file() else {}
+    except ConfigError as exc:
+        return Check("MCP servers", False, str(exc), "fix the file at the key it names")
+    for spec in servers.values():
+        if spec.command and (why := missing(spec.command, server_env(spec, state_dir(spec.name), os.environ, cwd),
+                                            os.environ, cwd)):
+            problems.append(f"server {spec.name!r}: {why}")
+    if problems:
+        return Check("MCP servers", False, "; ".join(problems), f"fix {config_file()} as said")
+    return Check("MCP servers", True, f"{', '.join(servers) or 'none'} in {config_file()}")
+
+
 def check_sessions_dir() -> Check:
     """The sessions dir exists (or can be made) and takes files."""
     directory = paths.sessions_dir()
@@ -168,7 +188,8 @@ async def run_checks(*, backend: str | None = None, model: str | None = None, cw
     checks = await check_backend_setup(env, backend, model)
     if note := env_file_note():  # a line not read, a misspelt name: what the other checks found may come from it
         checks.insert(0, Check("env file", False, note.strip(" ()"), "fix those lines"))
-    checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()), check_sessions_dir(),
+    checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()),
+               check_mcp_servers((cwd or Path.cwd()).resolve()), check_sessions_dir(),
                await asyncio.to_thread(check_store, env), check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]
     return checks
 

@@ -46,10 +46,12 @@ async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Pa
     """Start the servers of mcp.json and the agent's `mcpServers`; the workspace's own only where the user allowed."""
     user: dict[str, ServerSpec] = {}
     if config_file().is_file():
+        bad: list[str] = []
         try:
-            user = load_user_servers()
+            user = load_user_servers(bad)
         except ConfigError as exc:
             warnings.append(f"MCP servers of mcp.json not started: {exc}")
+        warnings.extend(f"MCP server of mcp.json not started: {why}" for why in bad)
     specs = for_agent(user, cfg.mcp_servers, "agent config")
     found, allowed = await asyncio.to_thread(_workspace, cwd, warnings)
     theirs = {name: spec for name, spec in found.items() if name not in specs}

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie.backend.types import Image
 from ollie.backend.urls import shown_url
 from ollie.mcp.config import ServerSpec
-from ollie.mcp.transport import START_TIMEOUT_S, CannotStart, Inbox, Outbox, http_streams, leaf, why
+from ollie.mcp.transport import START_TIMEOUT_S, CannotStart, Inbox, Known, Outbox, http_streams, leaf, why
 from ollie.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -325,7 +325,7 @@ class McpServer:
             self._outbox = outbox = Outbox(write)
             try:
                 # No timeout of the SDK's: each request has its own (a call's ends with a cancel to the server).
-                async with ClientSession(read, outbox, message_handler=self._on_message) as session:
+                async with ClientSession(Known(read), outbox, message_handler=self._on_message) as session:
                     try:
                         async with asyncio.timeout(START_TIMEOUT_S):
                             await session.initialize()
@@ -434,7 +434,8 @@ class McpServer:
             try:
                 await self._list(session)
             except Exception as exc:  # noqa: BLE001 - the old list stays
-                log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": str(exc)})
+                # (Its first line, cut: a server failing each listing with a megabyte filled the log.)
+                log.warning("MCP list refresh failed", extra={"server": self.spec.name, "error": why(exc)})
             self._changed()
 
     def _went_away(self, error: str) -> ToolResult:

@@ -83,6 +83,20 @@ def parse_servers(data: object, source: str) -> dict[str, ServerSpec]:
     return {name: spec_of(name, entry, source) for name, entry in servers.items() if entry is not None and not entry.disabled}
 
 
+def parse_each(data: object, source: str, problems: list[str]) -> dict[str, ServerSpec]:
+    """`parse_servers`, but a bad entry is left out and said in `problems` (file and key): the others still start."""
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        return parse_servers(data, source)  # no entries to tell apart: the document's own ConfigError
+    found: dict[str, ServerSpec] = {}
+    for name, entry in servers.items():
+        try:
+            found.update(parse_servers({"mcpServers": {name: entry}}, source))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return found
+
+
 def for_agent(user: Mapping[str, ServerSpec], agent: Mapping[str, McpStdio | McpHttp | None] | None,
               source: str) -> dict[str, ServerSpec]:
     """The user's servers with an agent's `mcpServers` on top: its own added, `{"disabled": true}` ones removed."""
@@ -94,8 +108,9 @@ def for_agent(user: Mapping[str, ServerSpec], agent: Mapping[str, McpStdio | Mcp
     return merged
 
 
-def load_user_servers() -> dict[str, ServerSpec]:
-    """The servers of the user's mcp.json ({} when there is none); ConfigError naming file and key."""
+def load_user_servers(problems: list[str] | None = None) -> dict[str, ServerSpec]:
+    """The servers of the user's mcp.json ({} when there is none); ConfigError naming file and key (with `problems`,
+    only for the whole file: a bad entry is said there and left out)."""
     file = config_file()
     try:
         text = regularfile.read_config_sync(file)
@@ -107,7 +122,7 @@ def load_user_servers() -> dict[str, ServerSpec]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{file}: line {exc.lineno}: {exc.msg}") from exc
-    return parse_servers(data, str(file))
+    return parse_servers(data, str(file)) if problems is None else parse_each(data, str(file), problems)
 
 
 def from_acp(servers: list[Any]) -> dict[str, ServerSpec]:
