@@ -42,9 +42,14 @@ async def turn_diffs(core: AcpCore) -> dict[str, list[Diff]]:
         for call in message.tool_calls if turn else ():
             owner.update(((turn, path), call.id) for path in files.get(call.id, ()))
     out: dict[str, list[Diff]] = {}
+    try:  # the turns' checkpoints read once, not again for each turn (a log may name a file in each of thousands)
+        logged = await core.review.logged() if owner else ({}, {})
+    except (ReviewError, WorkspaceError) as exc:
+        logger.info("no turn's diffs replayed: %s", exc)
+        return out
     for number in sorted({t for t, _ in owner}):
         try:
-            listed = await core.review.changes(number, bound=LISTED)
+            listed = await core.review.changes(number, bound=LISTED, logged=logged)
         except (ReviewError, WorkspaceError) as exc:  # no checkpoints here (another directory), a turn gone: no diffs
             logger.info("turn %d's diffs not replayed: %s", number, exc)
             continue

@@ -200,10 +200,17 @@ async def inject(ls: OllieServer, p: TextParams) -> dict[str, Any]:
 @method("ollie/queue", QueueParams)
 async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
     """Defer a prompt until the running turn ends (PROTOCOL.md: one queued for turns that ended meanwhile runs)."""
-    live, text, stops = await _arrived(ls, p)
-    pictures = await _prompt_images(p, cwd=live.core.cwd)
-    with refused(QueueFull, inbox.QueueFull, {"session": live.id}):
-        return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
+    arrived = await ls.table.get(p.session)
+    stops = arrived.stops  # a Stop while it waits for the queueing lock holds it too
+    async with arrived.queueing:  # one at a time (see LiveSession.queueing)
+        live, text, _ = await _arrived(ls, p)
+        with refused(QueueFull, inbox.QueueFull, {"session": live.id}):
+            live.core.queue_room(text)  # a full queue refuses before the images are read
+            pictures = await _prompt_images(p, cwd=live.core.cwd)
+            try:
+                return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
+            finally:
+                del pictures  # a refusal's traceback holds this frame: its images go now, not at a collection
 
 
 @method("ollie/popQueue", SessionParams)

@@ -70,6 +70,9 @@ class LiveSession:
     # The submits waiting for their turn (behind another, or for the session's record): a stop drops them.
     waiting: set[SubmitHandle] = field(default_factory=set)
     stops: int = 0  # Stops so far (ollie/interrupt): one that overtook a queue or inject holds it
+    # Taken by each ollie/queue from its checks to its queueing: requests sent at once each read their images (up to
+    # 40 MiB) before the queue's bound refused them, all at once; one at a time, the bound refuses before the read.
+    queueing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def state_snapshot(self) -> dict[str, Any]:
         """The `ollie/stateChanged` params of this session now."""

@@ -4,7 +4,12 @@ each answer behind at most a page of the replay."""
 from __future__ import annotations
 
 import asyncio
+import json
 
+from ollie import paths
+from ollie.backend.types import Message, ToolCall
+from ollie.sessions.persist import SessionFile
+from ollie.sessions.session import Session
 from ollie_acp.agent import REPLAY_PAGE
 from tests.longsession import saved_session
 
@@ -75,3 +80,25 @@ async def test_a_saved_prompt_of_unclosed_context_opens_and_blank_lines_replays_
                            60)
     [replayed] = agent.client.of(session.id, "user_message_chunk")
     assert replayed.content.text == f"[a{' (' * 50_000}] look{chr(10) * 40_000}at {opens}this"
+
+
+async def test_a_load_diffs_no_turn_that_logged_no_checkpoint_here_whatever_its_step_files(start_agent, llm) -> None:
+    """Round 40: a session log of 1,000 turns whose `step_files` name a changed file for a call of each (a copied or
+    crafted log; a long session loaded in another directory). The load looked up each turn's checkpoints in git
+    again (a git run or two a turn: seconds of them for one load), the session's live updates held meanwhile;
+    the turns' checkpoints are listed once, and a turn that logged none here is not diffed."""
+    session = Session(agent="default")
+    for n in range(1000):
+        session.turn_starts.append(len(session.messages))
+        session.messages += [Message("user", f"prompt {n}"),
+                             Message("assistant", "", tool_calls=[ToolCall(f"c{n}", "execute_code", '{"steps": []}')]),
+                             Message("tool", f"result {n}", tool_call_id=f"c{n}", name="execute_code"),
+                             Message("assistant", f"answer {n}")]
+        session.step_files[f"c{n}"] = ["app.py"]
+    SessionFile(paths.sessions_dir(), session.id).save(session)
+    agent = await start_agent(env={**llm.env(), "OLLIE_LOG_LEVEL": "debug"})
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=session.id, mcp_servers=[]),
+                           300)
+    assert len(agent.client.of(session.id, "user_message_chunk")) == 1000
+    logged = [json.loads(line) for line in (paths.state_dir() / "ollie.log").read_text().splitlines()]
+    assert [e for e in logged if e["msg"] == "turn changes diffed"] == []

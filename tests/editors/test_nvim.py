@@ -924,6 +924,52 @@ vim.cmd("qa!")
     assert json.loads(saved.read_text()) == []
 
 
+def test_saved_queued_images_planted_as_a_fifo_a_huge_file_or_a_linked_folder_are_never_read_nor_swept(tmp_path):
+    """The state dir is another program's to write too. Bugs: a FIFO named by queued.json as an image's file (or as
+    queued.json itself) was read, and Neovim waited on its writer for good; a huge one was read whole; a sweep of a
+    `queued-images` that is a link removed every file where it points; a link at the name of queued.json's temp file
+    was written through. None is read, no link written through, the link's files stay."""
+    state = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie"
+    images, elsewhere = state / "queued-images", tmp_path / "elsewhere"
+    images.mkdir(parents=True)
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("the user's")
+    (tmp_path / "victim.txt").write_text("the user's")
+    os.mkfifo(images / ("a" * 64))
+    (images / ("b" * 64)).write_bytes(b"A" * (32 << 20))
+    (state / "queued.json").write_text(json.dumps([{"session": "s1", "prompts": [
+        {"text": "t", "labels": [], "images": [{"file": "a" * 64, "name": "x.png"}, {"file": "b" * 64}]}]}]))
+    script = tmp_path / "try.lua"
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+local saved = require("ollie.savedqueue")
+local out = {{ images = saved.images(saved.read()[1].prompts[1].images) }}
+local dir = vim.fn.stdpath("state") .. "/ollie/queued-images"
+vim.fn.delete(dir, "rf")
+vim.uv.fs_symlink({json.dumps(str(elsewhere))}, dir)
+local tmp = ("%s/ollie/queued.json.%d.tmp"):format(vim.fn.stdpath("state"), vim.uv.os_getpid())
+vim.uv.fs_symlink({json.dumps(str(tmp_path / "victim.txt"))}, tmp)
+saved.add("s2", {{ text = "u", labels = {{}}, images = {{ {{ data = "iVBORw0KGgo", name = "p.png" }} }} }})
+saved.forget("s2")
+io.stdout:write(vim.json.encode(out))
+vim.cmd("qa!")
+""")
+    result, stderr = lua_result(script, tmp_path, timeout=30)
+    assert result["images"] == [{"data": "", "name": "x.png"}, {"data": ""}], (str(result)[:500], stderr)
+    assert [p.name for p in elsewhere.iterdir()] == ["notes.txt"]
+    assert (tmp_path / "victim.txt").read_text() == "the user's"  # the temp file's name is no link to write through
+    (state / "queued.json").unlink()
+    os.mkfifo(state / "queued.json")
+    script.write_text(f"""
+vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+io.stdout:write(vim.json.encode({{ read = require("ollie.savedqueue").read() }}))
+vim.cmd("qa!")
+""")
+    result, stderr = lua_result(script, tmp_path, timeout=30)
+    assert result["read"] == [] and "could not be read" in stderr, (result, stderr)
+    assert [p.name for p in elsewhere.iterdir()] == ["notes.txt"]
+
+
 def test_a_prompt_queued_when_nvim_quit_comes_back_in_the_default_session_resumed_at_start(workspace, scripted_llm):
     """A prompt queued as a turn streamed, then a quit: the next Neovim's daemon resumes that session as its default
     one, and a fresh chat there queues the prompt again, held, saying so of one prompt as "it". Before, only a

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -184,3 +185,30 @@ async def test_a_stop_while_a_queued_prompts_images_are_read_holds_it(shared_dae
     assert await queued == {"depth": 1} and (await stopped)["interrupted"] is False
     state = await daemon.request("ollie/state", session)
     assert (state["queuedPrompts"], state["queueHeld"]) == (["look"], True)
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident memory so far, in bytes (VmHWM)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
+
+
+async def test_queued_prompts_sent_at_once_read_no_images_past_the_queues_room(start_daemon, llm):
+    """Round 40: a client sends 24 `ollie/queue` requests at once, each naming a 1 MiB image 8 times (a few hundred
+    bytes each). Bug: each request read its 8 MiB (and its base64) before the queue's bound refused it, all at once:
+    ~24 times a prompt's images held by the daemon (the bound held only what stayed queued). A session's queued
+    prompts are taken one at a time, and one the queue has no room for is refused before its images are read."""
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": str(1 << 20)})  # the queue holds 16 MiB
+    session = {"session": (await daemon.request("ollie/session/new", {"cwd": str(daemon.workspace)}))["session"]}
+    picture = png(5, 3)
+    (daemon.workspace / "big.png").write_bytes(picture + b"\0" * ((1 << 20) - 4096))  # two prompts of them fit
+    pid = daemon.client._server.pid  # type: ignore[union-attr]
+    before = _peak_rss(pid)
+    sent = [daemon.request("ollie/queue", {**session, "text": f"look {n}", "images": [{"path": "big.png"}] * 8})
+            for n in range(24)]
+    answers = await asyncio.gather(*sent, return_exceptions=True)
+    refused = [a for a in answers if isinstance(a, JsonRpcException)]
+    assert len(refused) == 22 and all(a.code == -32010 for a in refused), answers
+    grown = _peak_rss(pid) - before
+    assert grown < 80 << 20, f"the daemon's peak memory grew by {grown >> 20} MiB"
+    assert len((await daemon.request("ollie/state", session))["queuedPrompts"]) == 2

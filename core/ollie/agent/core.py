@@ -239,6 +239,10 @@ class Core(HistoryMembers, McpMembers):
             self._host.detach(self._run_queue(self._host.stopping.enlist()))
         return depth
 
+    def queue_room(self, text: str) -> None:
+        """QueueFull when the queue has no room for a prompt of `text` (checked before its images are read)."""
+        self._inbox.room(text)
+
     def queue_held(self) -> bool:
         """Whether queued prompts wait for `run_queue` (an interrupt stopped the turn before them)."""
         return self._inbox.held

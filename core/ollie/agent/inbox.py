@@ -121,7 +121,7 @@ class Inbox:
 
     def inject(self, text: str, *, running: bool) -> None:
         """Hold `text` for the running turn's next tool result; with no turn running, queue it (QueueFull: no room)."""
-        self._room(text, (), prompts=0)
+        self.room(text, (), prompts=0)
         if running:
             self._injects.append(text)
         else:
@@ -167,12 +167,13 @@ class Inbox:
     def queue(self, text: str, images: tuple[Image, ...] = (), *, for_next_end: bool = False, held: bool = False) -> int:
         """Add a prompt (with its images) to the FIFO; returns its depth. With `for_next_end` it waits for a turn to
         end after now; `held`, for the user's word (`release`). QueueFull when there is no room for it."""
-        self._room(text, images, prompts=1)
+        self.room(text, images, prompts=1)
         self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held, images))
         self._on_queued()
         return len(self._prompts)
 
-    def _room(self, text: str, images: tuple[Image, ...], *, prompts: int) -> None:
+    def room(self, text: str, images: tuple[Image, ...] = (), *, prompts: int = 1) -> None:
+        """QueueFull when `prompts` more (or an inject) of `text` and `images` would pass the queue's bounds."""
         if len(self._prompts) + prompts > MAX_QUEUED:
             raise QueueFull(f"{len(self._prompts)} prompts wait in this session, the most it queues: let them run"
                             " first, or drop them (/queued clear)")

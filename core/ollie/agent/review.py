@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first 
 
 log = get_logger(__name__)
 
+# The checkpoints logged for a session's turns: before each turn, and each turn's end (see Review.logged).
+Logged = tuple[dict[int, str], dict[int, str]]
+
 # The most files a turn's end event lists, and the most characters of their paths together: a step may write 50,000
 # files under 4 KiB paths, which listed whole made one notification of up to 200 MB (built on the event loop, and more
 # than an editor draws). Its count stays exact; `ollie/changes` lists them all.
@@ -321,17 +324,21 @@ class Review:
             raise ReviewError(f"no turn {turn}: this session has turns 1 to {count}")
         return turn
 
-    async def _bounds(self, turn: int) -> tuple[str, str | None] | None:
+    async def logged(self) -> Logged:
+        """The checkpoints this session's turns logged, read once for many `changes` (a load's of every turn: a git run or
+        two a turn made a 1,000-turn session's load take seconds, its live updates held)."""
+        cp, sid = self.checkpoints(), self._host.session.id
+        before = {t.turn: t.checkpoint for t in await cp.list_turns(sid)}
+        return before, {t.turn: t.checkpoint for t in await cp.list_turns(_after_session(sid))}
+
+    async def _bounds(self, turn: int, logged: Logged | None = None) -> tuple[str, str | None] | None:
         """(checkpoint before `turn`, the state it left or None = now); None when it logged no checkpoint."""
         tracker = self._tracker()
         if turn == self._current:  # running: logged when it ends
             return (tracker.turn_begin, None) if tracker.turn_begin is not None else None
-        cp = self.checkpoints()
-        sid = self._host.session.id
-        before = {t.turn: t.checkpoint for t in await cp.list_turns(sid)}
+        before, ends = logged or await self.logged()
         if turn not in before:
             return None
-        ends = {t.turn: t.checkpoint for t in await cp.list_turns(_after_session(sid))}
         after = ends.get(turn) or (self._logged_after(before, turn) if turn < len(self._host.session.turn_starts)
                                    else None)
         return before[turn], after
@@ -351,19 +358,21 @@ class Review:
         return self._logged_after(before, turn) or await self.checkpoints().snapshot()
 
     async def changes(self, turn: int | None = None, *, ignored: bool = False, bound: Bound | None = None,
-                      path: str | None = None) -> TurnChanges:
+                      path: str | None = None, logged: Logged | None = None) -> TurnChanges:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
         (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`; read up to
-        `bound` (the rest counted in `more`), or only `path`."""
+        `bound` (the rest counted in `more`), or only `path`; `logged`: the turns' checkpoints, read before."""
         number = self._turn_number(turn)
-        return await self._changes(number, await self._bounds(number), ignored=ignored, bound=bound, path=path)
+        return await self._changes(number, await self._bounds(number, logged), ignored=ignored, bound=bound,
+                                   path=path)
 
     async def _changes(self, number: int, bounds: tuple[str, str | None] | None, *, ignored: bool = False,
                        bound: Bound | None = None, path: str | None = None) -> TurnChanges:
         """The changes of turn `number` between `bounds` (see `_bounds`), its buffer edits too."""
         from ollie.workspace.ignored import list_changes
 
-        log.debug("turn changes diffed", extra={"turn": number})  # tests count the diffs of a turn by this line
+        if bounds is not None:  # tests count the diffs of a turn by this line (none without a checkpoint)
+            log.debug("turn changes diffed", extra={"turn": number})
         in_editor = await asyncio.to_thread(self.editor_edits.changes, number)  # diffs: off the event loop
         listing = await list_changes(self.checkpoints(), bounds, in_editor, build_output=ignored, bound=bound,
                                      path=path)

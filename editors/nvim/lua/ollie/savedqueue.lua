@@ -3,6 +3,8 @@
 -- the next editor's daemon when that session is shown (pending.lua's restore_queue), held until the next prompt.
 -- A Restart forgets those its daemon held (init.lua puts them back in the input); the file is every Neovim's of the
 -- user, so another one's stay.
+local ondisk = require("ollie.ondisk")
+
 local M = {}
 
 -- The sessions whose prompts this editor's daemon was given (since its last Restart).
@@ -10,6 +12,11 @@ local mine = {}
 
 -- The sessions whose prompts are kept: the oldest go first (as VS Code's SAVED_SESSIONS).
 local SAVED_SESSIONS = 8
+-- The state dir is another program's to write too: what is read back there is a regular file (never a FIFO, on
+-- which a read waits for good, nor a link) to a bound: an image's, the base64 of the biggest file a context reads
+-- (context.lua's MAX_FILE_BYTES); the queues' file, 8 sessions of prompts (their images are files of their own).
+local MAX_IMAGE_DATA = math.ceil(16 * 1024 * 1024 / 3) * 4
+local MAX_QUEUES = 64 * 1024 * 1024
 
 ---@class ollie.SavedPrompt
 ---@field text string
@@ -35,6 +42,13 @@ local function images_dir()
   return vim.fs.dirname(M.path()) .. "/queued-images"
 end
 
+---Whether the images' dir is one (not a link: what is written or swept there would be where it points).
+---@return boolean
+local function images_dir_ours()
+  local st = vim.uv.fs_lstat(images_dir())
+  return st ~= nil and st.type == "directory"
+end
+
 ---An image as saved: bytes read here go to a file of their own (none written: kept inline, as before).
 ---@param i table
 ---@return table
@@ -44,9 +58,9 @@ local function stored(i)
   end
   local file = vim.fn.sha256(i.data)
   local path = images_dir() .. "/" .. file
-  if not vim.uv.fs_stat(path) then
+  if not vim.uv.fs_lstat(path) then
     vim.fn.mkdir(images_dir(), "p")
-    if not pcall(vim.fn.writefile, { i.data }, path, "b") then
+    if not images_dir_ours() or not pcall(vim.fn.writefile, { i.data }, path, "b") then
       return i
     end
   end
@@ -62,8 +76,8 @@ function M.images(images)
     if not i.file then
       return i
     end
-    local ok, lines = pcall(vim.fn.readfile, images_dir() .. "/" .. i.file, "b")
-    return { data = ok and lines[1] or "", name = i.name }
+    local data = ondisk.read_plain(images_dir() .. "/" .. i.file, MAX_IMAGE_DATA)
+    return { data = data and #data <= MAX_IMAGE_DATA and data or "", name = i.name }
   end, images)
 end
 
@@ -106,10 +120,11 @@ end
 ---@return ollie.SavedQueue[]
 function M.read()
   local path = M.path()
-  if not vim.uv.fs_stat(path) then
+  if not vim.uv.fs_lstat(path) then
     return {}
   end
-  local ok, decoded = pcall(function() return vim.json.decode(table.concat(vim.fn.readfile(path), "\n")) end)
+  local data = ondisk.read_plain(path, MAX_QUEUES)
+  local ok, decoded = pcall(vim.json.decode, data and #data <= MAX_QUEUES and data or "")
   if not ok or type(decoded) ~= "table" then
     if not told_broken then
       told_broken = true
@@ -140,6 +155,7 @@ local function write(queues)
   end
   vim.fn.mkdir(vim.fs.dirname(path), "p")
   local tmp = ("%s.%d.tmp"):format(path, vim.uv.os_getpid())
+  vim.uv.fs_unlink(tmp) -- a name known ahead: a link planted there is no file to write through
   local ok = pcall(vim.fn.writefile, { vim.json.encode(queues) }, tmp)
   if not ok or not vim.uv.fs_rename(tmp, path) then
     pcall(vim.uv.fs_unlink, tmp)
@@ -155,8 +171,8 @@ local function write(queues)
       end
     end
   end
-  for name in vim.fs.dir(images_dir()) do
-    if not kept[name] then
+  for name, kind in images_dir_ours() and vim.fs.dir(images_dir()) or function() end do
+    if not kept[name] and kind ~= "directory" then
       vim.uv.fs_unlink(images_dir() .. "/" .. name)
     end
   end
