@@ -492,8 +492,9 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     # What tells two sessions of one title apart, as the terminal's /sessions: each log's end read, off the loop.
     turns = await asyncio.to_thread(lambda: {i.id: saved_turns(sessions_dir(), i.id) for i in infos})
+    # One rule with the terminal's /sessions: untitled with no turn (a rewind of every turn) is nothing to resume.
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id),
-                                      turns=turns[i.id]) for i in infos],
+                                      turns=turns[i.id]) for i in infos if i.title or turns[i.id]],
             "nextCursor": to_cursor(last) if last is not None else None}
 
 

@@ -8,6 +8,8 @@ import contextlib
 import sqlite3
 import time
 
+from ollie import paths
+from ollie.sessions.persist import list_saved_files
 from ollie.testing import Reply
 from tests.procs import eventually
 
@@ -70,6 +72,15 @@ async def test_sessions_never_prompted_are_not_listed_across_restarts(start_daem
     assert (await second.request("ollie/session/load", {"session": idle_default}))["session"] == idle_default
 
 
+def _records() -> list[str]:
+    """The ids of the registry's session records (none before its database is made)."""
+    db = paths.data_dir() / "sessions.db"
+    if not db.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return [row[0] for row in conn.execute("SELECT id FROM sessions")]
+
+
 def test_the_terminals_session_listing_leaves_out_runs_nobody_typed_in(llm, tmp_path):
     from .test_cli import run_ollie
 
@@ -83,6 +94,8 @@ def test_the_terminals_session_listing_leaves_out_runs_nobody_typed_in(llm, tmp_
         return done.stdout
 
     assert sessions().startswith("no saved sessions")
+    # `-p /sessions` needs no turn: it leaves no session behind (each run saved an empty one, and its record).
+    assert not list_saved_files(paths.sessions_dir()) and not _records(), "a session left behind"
     assert run_ollie(["--cwd", str(work)], env=llm.env(), input="").returncode == 0  # opened, left at once
     assert sessions().startswith("no saved sessions")  # nor the listings' own runs
     prompted = run_ollie(["-p", "hello", "--cwd", str(work)], env=llm.env())

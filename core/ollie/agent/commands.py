@@ -110,22 +110,21 @@ async def cmd_rewind(core: CommandTarget, arg: str) -> str:
     try:
         if arg == "undo":
             done = await core.rewind_undo()
-            return (f"rewind undone: turn {done.turn} back, {len(done.files)} file(s) restored{_build_output(done)}, "
-                    f"{done.messages} messages")
+            return f"rewind undone: turn {done.turn} back: {_restored(done)}; {done.messages} messages"
         if arg and not re.fullmatch(r"\d+", arg):
             raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
         done = await core.rewind(int(arg) if arg else None)
     except WorkspaceError as exc:
         raise CommandUsageError(f"/rewind: {exc}") from None
-    files = ", ".join(done.files) or "none"
-    return (f"rewound to before turn {done.turn}: files restored ({files}){_build_output(done)}; {done.messages} "
-            "messages kept. /rewind undo to undo")
+    return f"rewound to before turn {done.turn}: {_restored(done)}; {done.messages} messages kept. /rewind undo to undo"
 
 
-def _build_output(done: Rewound) -> str:
-    """The build output a rewind put back too, said apart from the files (the change list leaves it out)."""
-    count = len(done.build_output)
-    return f" and {count} build output file(s)" if count else ""
+def _restored(done: Rewound, shown: int = 3) -> str:
+    """The files a rewind put back, named, and the build output it put back too, said apart (the change list leaves
+    it out): its first few named, then how many more (a test run's bytecode can be many files)."""
+    built = ", ".join(done.build_output[:shown]) + (f" and {len(done.build_output) - shown} more"
+                                                   if len(done.build_output) > shown else "")
+    return f"files restored ({', '.join(done.files) or 'none'})" + (f" and build output ({built})" if built else "")
 
 
 async def cmd_kill(core: CommandTarget, arg: str) -> str:

@@ -550,8 +550,8 @@ class Core(HistoryMembers, McpMembers):
         if self.on_kill is not None:
             await self.on_kill()
 
-    async def close(self) -> None:
-        """Interrupt a running turn, save the session, close backend and tool servers."""
+    async def close(self, *, save: bool = True) -> None:
+        """Interrupt a running turn, save the session (unless not `save`), close backend and tool servers."""
         if self._closed:
             return
         self._closed = True
@@ -559,7 +559,8 @@ class Core(HistoryMembers, McpMembers):
         if task is not None:
             self.interrupt("close")
             await asyncio.wait({task}, timeout=self._host.limits.close_wait_s)
-        self._host.save()
+        if save:
+            self._host.save()
         if self._host.session_file.storage is None:  # a file's rounds are synced in the background: wait for them
             await asyncio.to_thread(self._host.session_file.flush)
         if self._live_lock is not None:  # saved: another process may resume it now

@@ -286,9 +286,11 @@ class Recorder:
             await self._sub.caught_up()
         await self._run(lambda: None)
 
-    async def close(self) -> None:
-        """Stop following (after the Core closed its bus, nothing is lost) and write what is queued."""
-        self._record_put_off()  # saved, so `session/load` by its id works later
+    async def close(self, *, record: bool = True) -> None:
+        """Stop following (after the Core closed its bus, nothing is lost) and write what is queued (`record`: False
+        leaves a put-off record unwritten, for a session not saved)."""
+        if record:
+            self._record_put_off()  # saved, so `session/load` by its id works later
         if self._sub is not None and self._task is not None and not self._task.done():
             await self.drained()
             self._sub.close()
@@ -317,13 +319,15 @@ async def record(
     return recorder
 
 
-async def close_session(core: FrontEndCore, recorder: Recorder | None) -> str | None:
+async def close_session(core: FrontEndCore, recorder: Recorder | None, *, keep_unused: bool = True) -> str | None:
     """Close a front end's session: interrupt, save, end its tools, store what is queued and give up its lease, then
-    its record; what to tell the user when the store did not take its last rounds (else None)."""
+    its record; what to tell the user when the store did not take its last rounds (else None). `keep_unused`: False
+    neither saves nor records a new session nobody typed in nor named (a record put off: `Recorder.open`'s `fresh`)."""
     from ollie.sessions import persist
 
+    keep = keep_unused or bool(core.session.messages or core.session.title) or not (recorder and recorder.put_off)
     try:
-        await core.close()  # its last save: a failure is an `error` event, still forwarded
+        await core.close(save=keep)  # its last save: a failure is an `error` event, still forwarded
     except Exception:
         log.exception("closing a session failed", extra={"session": core.session_id})
     problem = None
@@ -333,5 +337,5 @@ async def close_session(core: FrontEndCore, recorder: Recorder | None) -> str | 
         log.exception("releasing a session failed", extra={"session": core.session_id})
         problem = str(exc) or type(exc).__name__
     if recorder is not None:
-        await recorder.close()
+        await recorder.close(record=keep)
     return problem

@@ -82,7 +82,8 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
         if options.session and options.model:
             core.switch_model(options.model)
         recorder = Recorder(core, channel=Channel.CLI)
-        await recorder.open()  # a refusal raises (a resumed one's record says whose it is); a failure is told
+        # A refusal raises (a resumed one's record says whose it is); a failure is told. A new one's is put off.
+        await recorder.open(fresh=not options.session)
         if options.approval:  # after the record is opened: whether the session is another user's (whose mode stays theirs)
             core.set_approval(options.approval)
         return core, recorder
@@ -129,21 +130,22 @@ class _Live:
 
 
 @asynccontextmanager
-async def _running(options: RunOptions, renderer: Renderer) -> AsyncIterator[_Live]:
-    """The Core with its events rendered; on the way out Ctrl-C is the default again and both are closed."""
+async def _running(options: RunOptions, renderer: Renderer, *, keep_unused: bool = True) -> AsyncIterator[_Live]:
+    """The Core with its events rendered; on the way out Ctrl-C is the default again and both are closed
+    (`keep_unused`: see `close_session`)."""
     core, recorder = await open_core(options)
     live = _Live(core, recorder, _Events(core, renderer))
     try:
         yield live
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-        await _close(live, renderer)
+        await _close(live, renderer, keep_unused=keep_unused and not options.session)
 
 
-async def _close(live: _Live, renderer: Renderer) -> None:
+async def _close(live: _Live, renderer: Renderer, *, keep_unused: bool = True) -> None:
     from ollie.agent.recorder import close_session
 
-    problem = await close_session(live.core, live.recorder)
+    problem = await close_session(live.core, live.recorder, keep_unused=keep_unused)
     await live.events.close()
     if problem:  # OLLIE_STORE writes in the background: the last rounds it did not take
         renderer.end_line()
@@ -153,7 +155,8 @@ async def _close(live: _Live, renderer: Renderer) -> None:
 async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
     renderer = Renderer()
-    async with _running(options, renderer) as live:
+    # A new session left unused (`ollie -p /sessions`: a command that needs none) is not kept: one a run.
+    async with _running(options, renderer, keep_unused=False) as live:
         core, events = live.core, live.events
         # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
         print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)

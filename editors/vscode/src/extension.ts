@@ -6,6 +6,7 @@ import { registerCommands } from "./commands";
 import { Conversation } from "./conversation";
 import { Daemon } from "./daemon";
 import { serveEditorTools } from "./editorToolsServe";
+import { labelPathsBy } from "./lib/editorContext";
 import { DiffDocuments, registerDiffDocuments } from "./review/diffDocs";
 import { queueMemory } from "./queueMemory";
 import { ReviewController, registerReviewLenses } from "./review/review";
@@ -18,6 +19,8 @@ let daemon: Daemon | undefined;
 /** Called by VS Code once at start-up (onStartupFinished). */
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel("Ollie", { log: true });
+  // `about calc/__init__.py:9-11` live as after a reload (the daemon's label); outside every folder, the whole path.
+  labelPathsBy((uri) => vscode.workspace.asRelativePath(vscode.Uri.parse(uri), false));
   daemon = new Daemon(log);
   // The shown session survives a window reload: the chat comes back instead of an empty view.
   const conversation = new Conversation(daemon, log, {

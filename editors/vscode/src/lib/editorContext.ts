@@ -42,7 +42,7 @@ export function contextParam(contexts: readonly EditorContext[]): EditorContext 
 /** A short human label for a context, e.g. `main.py:3-7` (1-based lines). */
 export function describeEditorContext(context: EditorContext): string {
   if (context.mcpServer) return `${context.mcpServer}: ${context.uri}`;
-  const file = decodeURIComponent(context.uri.replace(/^.*\//, ""));
+  const file = labelPath(context.uri);
   if (!context.range) return file;
   const first = context.range.start.line + 1;
   // A selection that ends at column 0 does not include that last line.
@@ -51,6 +51,15 @@ export function describeEditorContext(context: EditorContext): string {
     : context.range.end.line + 1;
   const last = context.selection === undefined ? endLine : Math.min(endLine, first + keptLineEnds(context.selection));
   return first === last ? `${file}:${first}` : `${file}:${first}-${last}`;
+}
+
+// How a label names a file: its workspace-relative path once the extension says how (`labelPathsBy`), as the daemon's
+// saved prompts and Neovim name it (the name alone is ambiguous: every Python package has an `__init__.py`).
+let labelPath = (uri: string): string => decodeURIComponent(uri.replace(/^.*\//, ""));
+
+/** Name the files of context labels by `path` (the extension's activation: the workspace-relative path). */
+export function labelPathsBy(path: (uri: string) => string): void {
+  labelPath = path;
 }
 
 /** The daemon sends at most this many characters (code points) of a selection, cut at a line's end. */

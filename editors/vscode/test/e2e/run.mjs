@@ -36,7 +36,7 @@ const script = [
   { text: "Back after the crash." },
 ];
 const APP = "def greet():\n    return 'hi'\n";
-const files = { "hello.txt": "hello\n", "marker.py": "SELECTION_MARKER = 42\n", "app.py": APP, "scratch.py": "" };
+const files = { "hello.txt": "hello\n", "pkg/marker.py": "SELECTION_MARKER = 42\n", "app.py": APP, "scratch.py": "" };
 
 // The daemon starts pointed at a port nothing listens on: onboarding first, then the model comes up there.
 const port = await freePort();
@@ -301,17 +301,18 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if ((await chatText(chat)).includes("session cleared")) throw new Error("Enter in the agent pick switched the agent, clearing the chat");
   log("the agent pick highlights the current agent and says a switch keeps the chat's conversation; Enter kept both");
 
-  // 8. Ask About Selection sends the file, range and selected text as context.
+  // 8. Ask About Selection sends the file, range and selected text as context; labelled by its workspace-relative
+  // path, as after a reload (the name alone: every Python package has an `__init__.py`).
   await openEditor(page, "marker.py");
   await page.locator(".monaco-editor .view-line", { hasText: "SELECTION_MARKER" }).click();
   await page.keyboard.press("Control+A");
   await runCommand(page, "Ollie: Ask About Selection");
   await page.waitForFunction(() => /Ask About Selection/.test(document.querySelector(".quick-input-widget .quick-input-title")?.textContent ?? ""), null, { timeout: waitMs });
   // The box says what the question is about, not just "Prompt".
-  await page.locator(".quick-input-widget", { hasText: "Ask about marker.py:1" }).waitFor({ timeout: waitMs });
+  await page.locator(".quick-input-widget", { hasText: "Ask about pkg/marker.py:1" }).waitFor({ timeout: waitMs });
   await page.locator(".quick-input-widget input").fill("What does this line do?");
   await page.keyboard.press("Enter");
-  await chat.locator(".item.user", { hasText: "about marker.py:1" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "about pkg/marker.py:1" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.assistant", { hasText: "sets SELECTION_MARKER to 42" }).waitFor({ timeout: waitMs });
   await waitForSavedPrompt(dataDir, ["SELECTION_MARKER = 42", "What does this line do?"]);
   // @ offers a workspace file as the prompt's context: a chip, removable.
@@ -332,14 +333,14 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator("#input").pressSequentially("#sel");
   await chat.locator("#slash li", { hasText: "#selection" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").press("Tab");
-  await chat.locator("#chips .chip", { hasText: "marker.py:1" }).waitFor({ timeout: waitMs });
+  await chat.locator("#chips .chip", { hasText: "pkg/marker.py:1" }).waitFor({ timeout: waitMs });
   // A second chip joins the first: the selection and a file, both sent with the prompt.
   await pickFile(page, chat, "hello.txt");
   const chipLabels = await chat.locator("#chips .chip-label").allTextContents();
-  if (chipLabels.join("|") !== "marker.py:1|hello.txt") throw new Error(`the input holds the chips ${JSON.stringify(chipLabels)}`);
+  if (chipLabels.join("|") !== "pkg/marker.py:1|hello.txt") throw new Error(`the input holds the chips ${JSON.stringify(chipLabels)}`);
   await screenshot("selection-and-file-chips");
   await send(chat, "Explain the chip");
-  await chat.locator(".item.user", { hasText: "Explain the chip" }).locator(".meta", { hasText: "about marker.py:1, hello.txt" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "Explain the chip" }).locator(".meta", { hasText: "about pkg/marker.py:1, hello.txt" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.assistant", { hasText: "The chip holds the same line." }).waitFor({ timeout: waitMs });
   await waitForSavedPrompt(dataDir, ["SELECTION_MARKER = 42", "File: hello.txt", "Explain the chip"]);
   if (await chat.locator("#chips .chip").count()) throw new Error("the chips stayed after the prompt was sent");
@@ -374,9 +375,9 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator("#input").pressSequentially("#sel");
   await chat.locator("#slash li", { hasText: "#selection" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").press("Tab");
-  await chat.locator("#chips .chip", { hasText: "marker.py:1" }).waitFor({ timeout: waitMs });
+  await chat.locator("#chips .chip", { hasText: "pkg/marker.py:1" }).waitFor({ timeout: waitMs });
   await send(chat, "Then summarise it.");
-  await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "queued · about marker.py:1" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "Then summarise it." }).locator(".meta", { hasText: "queued · about pkg/marker.py:1" }).waitFor({ timeout: waitMs });
   if (await chat.locator("#chips .chip").count()) throw new Error("the chip stayed after the prompt was queued");
   await send(chat, "Keep it short.", "Control+Enter");
   await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
@@ -439,7 +440,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').last().waitFor({ state: "visible", timeout: waitMs });
   if ((await chatText(chat)).includes("[interrupted by the user")) throw new Error("the engine's interrupt marker shows in the resumed chat");
   await chat.locator(".item.assistant", { hasText: "and that is all it says." }).waitFor({ timeout: waitMs });
-  await chat.locator(".item.user", { hasText: "about marker.py" }).first().waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "about pkg/marker.py" }).first().waitFor({ timeout: waitMs });
   const header = (await chat.locator("#title").textContent()) ?? "";
   if (header.trim() !== shownTitle) throw new Error(`the view header shows ${JSON.stringify(header)}, not the session's title ${JSON.stringify(shownTitle)}`);
 
