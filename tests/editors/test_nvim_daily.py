@@ -745,3 +745,27 @@ def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_see
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(tmp_path: Path, scripted_llm):
+    """The story streams in session A; `:OllieNew`, a question answered in B, then `:OllieSessions` back to A while
+    its answer still streams: the chat shows the story so far, and once, when the turn ends (Bug: it showed `## ollie`
+    and "…" alone, the streamed words gone from sight until the turn's end)."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    with a_story_streaming(tmp_path, srv, "Hello back from B.") as (story, tmux):
+        tmux.keys(":OllieNew", "Enter")
+        tmux.wait(lambda s: "Type a prompt" in s and "A long story." not in s, "the new session's empty chat")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Hello back from B.\n\n(end)" in chat_of(s), "the answer in B")
+        tmux.keys(":OllieSessions", "Enter")
+        listed = tmux.wait(lambda s: "Type number" in s and "tell a story" in s, "the sessions picker")
+        tmux.keys(next(line for line in listed.splitlines() if "tell a story" in line).split(":")[0].strip(), "Enter")
+        back = tmux.keep("1-back", tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-back.png", (1000, 800))
+        assert "## ollie\nA long story." in chat_of(back) and "(end)" not in chat_of(back), back
+        story.set()
+        done = tmux.keep("2-end", tmux.wait(lambda s: "(end)" in chat_of(s), "the story's end"))
+        assert chat_of(done).count("A long story.") == 1 and "Hello back" not in done, done
+        assert_clean(tmux.screens)
