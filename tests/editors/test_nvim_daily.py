@@ -769,3 +769,45 @@ def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(
         done = tmux.keep("2-end", tmux.wait(lambda s: "(end)" in chat_of(s), "the story's end"))
         assert chat_of(done).count("A long story.") == 1 and "Hello back" not in done, done
         assert_clean(tmux.screens)
+
+
+def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_unanswered_prompt(
+        tmp_path: Path, scripted_llm):
+    """A step's long output compacts the history mid-turn (a model of 1,000 tokens); Neovim quit, the session resumed
+    from `:OllieSessions`: the chat says the conversation was compacted, and shows her turns (Bug: the agent's notes,
+    which the history starts with from then on, showed as her prompt, `## You [ollie: the agent's own notes ...`, with
+    "(no answer saved: the turn failed or was interrupted)" under it)."""
+    from . import screens
+
+    state = {"goal": "print a lot", "plan": ["print"], "plan_step": "print", "decisions": [], "files": []}
+    srv = scripted_llm("openai", context_length=1000)
+    srv.script(Reply.text("Earlier answer."),
+               Reply(text="Let me print a lot.", tool_calls=[("execute_code", {"steps": [
+                   {"code": "python3 -c \"print('x' * 3000)\"", "language": "bash"}]})]),
+               Reply.text(json.dumps(state)), Reply.text("Done after compaction."))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie first question", "Enter")
+        tmux.wait(lambda s: "Earlier answer.\n\n(end)" in chat_of(s), "the first answer")
+        tmux.keys(":Ollie print a lot", "Enter")
+        tmux.keep("1-compacted", tmux.wait(lambda s: "compacted:" in s and "Done after compaction.\n\n(end)" in chat_of(s),
+                                           "the compacted turn's end", timeout=60))
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "first question" in s, "the sessions picker")
+        tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "first question" in line), "Enter")
+        resumed = chat_of(tmux.keep("2-resumed", tmux.wait(lambda s: "Done after compaction." in s, "the session")))
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-resumed.png", (1000, 800))
+        assert resumed.lstrip().startswith("(earlier conversation compacted: the agent goes on from its notes of it)\n\n"
+                                           "## You\nfirst question"), resumed
+        assert "own notes" not in resumed and "no answer saved" not in resumed and "goal" not in resumed, resumed
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

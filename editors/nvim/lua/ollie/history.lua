@@ -56,7 +56,10 @@ local function draw(t, messages, running, last_result, cut, reply)
     end
   end
   for _, m in ipairs(messages or {}) do
-    if m.role == "user" then
+    if m.memory == true then
+      -- The agent's notes of the history compaction replaced: never the user's prompt, nor one left unanswered.
+      t:note("(earlier conversation compacted: the agent goes on from its notes of it)", "OllieTurnEnd")
+    elseif m.role == "user" then
       no_answer()
       local labels, text = context.split_prompt(m.content or "")
       -- The daemon's labels when it sends them (the same code labels its blocks); else the plugin's own parse.
