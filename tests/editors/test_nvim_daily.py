@@ -16,7 +16,7 @@ import pytest
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from .test_nvim_tui import assert_clean, quit_nvim, show_code_actions, start_nvim
+from .test_nvim_tui import assert_clean, daemons_gone, quit_nvim, show_code_actions, start_nvim
 
 
 def chat_of(screen: str) -> str:
@@ -808,6 +808,39 @@ def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_u
         assert resumed.lstrip().startswith("(earlier conversation compacted: the agent goes on from its notes of it)\n\n"
                                            "## You\nfirst question"), resumed
         assert "own notes" not in resumed and "no answer saved" not in resumed and "goal" not in resumed, resumed
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_session_whose_neovim_was_killed_mid_step_resumes_with_that_step_and_its_turn_shown_cut_short(
+        tmp_path: Path, scripted_llm):
+    """Neovim killed (its tmux server) while the agent's step runs; the session resumed in the next Neovim: the step is
+    shown failed, saying the session closed before it finished, and the turn as ended with no answer (Bug: the chat
+    ended at the step, as if the turn still ran; idle, nothing said it was over)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Running the slow tests.", tool_calls=[("execute_code", {"steps": [
+        {"code": "echo started; sleep 60", "language": "bash"}]})]))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_APPROVAL": "auto"}, files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie run the slow tests", "Enter")
+        tmux.keep("1-running", tmux.wait(lambda s: "sleep 60" in s, "the step to run"))
+    finally:
+        tmux.close()  # killed, mid-step
+    daemons_gone(tmp_path)
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "slow tests" in s, "the sessions picker")
+        tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "slow tests" in line), "Enter")
+        resumed = " ".join(chat_of(tmux.keep("2-resumed", tmux.wait(lambda s: "Running the slow tests." in s,
+                                                                   "the session"))).split())
+        assert "✗ Run echo started; sleep 60" in resumed and "the session was closed" in resumed, resumed
+        assert "closed (its editor closed, or ollie stopped)] ─── (no answer after these steps: the turn failed or " \
+               "stopped) ~" in resumed, resumed
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -111,6 +111,11 @@ local function draw(t, messages, running, last_result, cut, reply)
     t:turn_end("error", "cut short: the daemon stopped (what it had shown of this turn was not saved)")
   else
     no_answer(unanswered and last_result == "error")
+    local last = messages and messages[#messages]
+    if type(last) == "table" and last.role == "tool" then
+      -- No reply after its steps: the turn failed, or stopped (the session closed: its editor, or ollie) as they ran.
+      t:turn_end(last_result == "error" and "error" or "interrupted", "no answer after these steps: the turn failed or stopped")
+    end
   end
 end
 
