@@ -114,7 +114,8 @@ local function draw(t, messages, running, last_result, cut, reply)
     local last = messages and messages[#messages]
     if type(last) == "table" and last.role == "tool" then
       -- No reply after its steps: the turn failed, or stopped (the session closed: its editor, or ollie) as they ran.
-      t:turn_end(last_result == "error" and "error" or "interrupted", "no answer after these steps: the turn failed or stopped")
+      local says = "no answer after these steps: the turn failed or stopped"
+      t:turn_end(last_result == "error" and "error" or "interrupted", says)
     end
   end
 end
