@@ -256,7 +256,8 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     # The history, the turn's state and the `seq` of the last event sent, read together on the loop once every
     # event published has been sent: a turn may begin or end at any await, and a client draws from them as one
     # (the events after `seq` are what the history does not hold yet). The copy is of references.
-    read: asyncio.Future[tuple[list[Any], bool, bool, int, dict[int, dict[str, int]], dict[int, int]]] = \
+    read: asyncio.Future[tuple[list[Any], bool, bool, int, dict[int, dict[str, int]], dict[int, int],
+                               tuple[str, str], int]] = \
         asyncio.get_running_loop().create_future()
 
     def read_history(seq: int) -> None:
@@ -267,12 +268,13 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
             # The running turn's files are counted as it ends, but shown from its `turn` end event on (after `seq`).
             ended = len(session.turn_starts) - (core.is_running and not core.is_prompting)
             saved = len(session.messages)  # the session's own, last: a memory message may come first
-            marks = turn_marks(session.turn_starts, session.turn_changed[:ended], saved, first=len(history) - saved)
-            turns = prompt_turns(session.turn_starts, saved, first=len(history) - saved)
-            read.set_result((history, core.is_running, core.is_answering, held, marks, turns))
+            first = len(history) - saved
+            marks = turn_marks(session.turn_starts, session.turn_changed[:ended], saved, first=first)
+            turns = prompt_turns(session.turn_starts, saved, first=first)
+            read.set_result((history, core.is_running, core.is_answering, held, marks, turns, core.streaming, first))
 
     live.forwarder.after_sent(read_history)
-    messages, running, answering, seq, marks, turns = await read
+    messages, running, answering, seq, marks, turns, (so_far, reasoning), memory = await read
     # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
     end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
     # The page's step records too, here: a running turn adds to the session's maps (and a /clear empties them)
@@ -295,10 +297,14 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
                 message["turnChanges"] = marks[index]
             if index in turns:
                 message["turn"] = turns[index]
+            if index < memory:  # the agent's notes of what compaction replaced: no prompt of the user's
+                message["memory"] = True
         result: dict[str, Any] = {"systemPrompt": system_prompt, "messages": page, "total": len(messages),
                                   "running": running, "answering": answering, "seq": seq}
         if end < len(messages):
             result["next"] = end
+        if answering and (so_far or reasoning):
+            result["reply"] = {"content": so_far, "reasoning": reasoning}
         # A page of many (long) messages, or a step's images (up to ~1 MiB of base64), can be MBs of JSON: encoded
         # here, in pieces, not by one dumps on the loop.
         inline = len(page) <= INLINE_MESSAGES and not any(m["role"] == "tool" and "images" in m for m in page)

@@ -16,7 +16,7 @@ import pytest
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from .test_nvim_tui import assert_clean, quit_nvim, show_code_actions, start_nvim
+from .test_nvim_tui import assert_clean, daemons_gone, quit_nvim, show_code_actions, start_nvim
 
 
 def chat_of(screen: str) -> str:
@@ -742,6 +742,105 @@ def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_see
         kept = tmux.keep("3-messages", tmux.wait(lambda s: "sandbox.yaml: key 'netwrok': unknown key" in s,
                                                  "it in :messages"))
         assert "unknown key" in kept, kept
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(tmp_path: Path, scripted_llm):
+    """The story streams in session A; `:OllieNew`, a question answered in B, then `:OllieSessions` back to A while
+    its answer still streams: the chat shows the story so far, and once, when the turn ends (Bug: it showed `## ollie`
+    and "…" alone, the streamed words gone from sight until the turn's end)."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    with a_story_streaming(tmp_path, srv, "Hello back from B.") as (story, tmux):
+        tmux.keys(":OllieNew", "Enter")
+        tmux.wait(lambda s: "Type a prompt" in s and "A long story." not in s, "the new session's empty chat")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Hello back from B.\n\n(end)" in chat_of(s), "the answer in B")
+        tmux.keys(":OllieSessions", "Enter")
+        listed = tmux.wait(lambda s: "Type number" in s and "tell a story" in s, "the sessions picker")
+        tmux.keys(next(line for line in listed.splitlines() if "tell a story" in line).split(":")[0].strip(), "Enter")
+        back = tmux.keep("1-back", tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-back.png", (1000, 800))
+        assert "## ollie\nA long story." in chat_of(back) and "(end)" not in chat_of(back), back
+        story.set()
+        done = tmux.keep("2-end", tmux.wait(lambda s: "(end)" in chat_of(s), "the story's end"))
+        assert chat_of(done).count("A long story.") == 1 and "Hello back" not in done, done
+        assert_clean(tmux.screens)
+
+
+def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_unanswered_prompt(
+        tmp_path: Path, scripted_llm):
+    """A step's long output compacts the history mid-turn (a model of 1,000 tokens); Neovim quit, the session resumed
+    from `:OllieSessions`: the chat says the conversation was compacted, and shows her turns (Bug: the agent's notes,
+    which the history starts with from then on, showed as her prompt, `## You [ollie: the agent's own notes ...`, with
+    "(no answer saved: the turn failed or was interrupted)" under it)."""
+    from . import screens
+
+    state = {"goal": "print a lot", "plan": ["print"], "plan_step": "print", "decisions": [], "files": []}
+    srv = scripted_llm("openai", context_length=1000)
+    srv.script(Reply.text("Earlier answer."),
+               Reply(text="Let me print a lot.", tool_calls=[("execute_code", {"steps": [
+                   {"code": "python3 -c \"print('x' * 3000)\"", "language": "bash"}]})]),
+               Reply.text(json.dumps(state)), Reply.text("Done after compaction."))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie first question", "Enter")
+        tmux.wait(lambda s: "Earlier answer.\n\n(end)" in chat_of(s), "the first answer")
+        tmux.keys(":Ollie print a lot", "Enter")
+        tmux.keep("1-compacted", tmux.wait(lambda s: "compacted:" in s and "Done after compaction.\n\n(end)" in chat_of(s),
+                                           "the compacted turn's end", timeout=60))
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "first question" in s, "the sessions picker")
+        tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "first question" in line), "Enter")
+        resumed = chat_of(tmux.keep("2-resumed", tmux.wait(lambda s: "Done after compaction." in s, "the session")))
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-resumed.png", (1000, 800))
+        assert resumed.lstrip().startswith("(earlier conversation compacted: the agent goes on from its notes of it)\n\n"
+                                           "## You\nfirst question"), resumed
+        assert "own notes" not in resumed and "no answer saved" not in resumed and "goal" not in resumed, resumed
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_session_whose_neovim_was_killed_mid_step_resumes_with_that_step_and_its_turn_shown_cut_short(
+        tmp_path: Path, scripted_llm):
+    """Neovim killed (its tmux server) while the agent's step runs; the session resumed in the next Neovim: the step is
+    shown failed, saying the session closed before it finished, and the turn as ended with no answer (Bug: the chat
+    ended at the step, as if the turn still ran; idle, nothing said it was over)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Running the slow tests.", tool_calls=[("execute_code", {"steps": [
+        {"code": "echo started; sleep 60", "language": "bash"}]})]))
+    files = {"notes.txt": "notes\n"}
+    tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_APPROVAL": "auto"}, files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie run the slow tests", "Enter")
+        tmux.keep("1-running", tmux.wait(lambda s: "sleep 60" in s, "the step to run"))
+    finally:
+        tmux.close()  # killed, mid-step
+    daemons_gone(tmp_path)
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "slow tests" in s, "the sessions picker")
+        tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "slow tests" in line), "Enter")
+        resumed = " ".join(chat_of(tmux.keep("2-resumed", tmux.wait(lambda s: "Running the slow tests." in s,
+                                                                   "the session"))).split())
+        assert "✗ Run echo started; sleep 60" in resumed and "the session was closed" in resumed, resumed
+        assert "closed (its editor closed, or ollie stopped)] ─── (no answer after these steps: the turn failed or " \
+               "stopped) ~" in resumed, resumed
         assert_clean(tmux.screens)
     finally:
         tmux.close()

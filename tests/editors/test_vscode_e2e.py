@@ -136,3 +136,11 @@ def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
         ("ghost", 'ghost text shown: "r * r"'),
         ("ghost", "ollie's ghost text showed after the cursor and Tab accepted it"),
     )
+
+
+@pytest.mark.timeout(200)
+def test_a_compacted_session_resumed_shows_no_prompt_of_the_agent_s_notes_in_real_vscode(run_e2e):
+    """A session compacted with /compact, then the window reloaded: the chat says the conversation was compacted and
+    shows her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt)."""
+    shows(run_e2e("compacted.mjs", total_ms=150000),
+          "a compacted session resumed says it was compacted, the agent's notes no prompt of hers")

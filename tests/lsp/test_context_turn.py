@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from ollie.testing import Reply
 from tests.longsession import saved_session
@@ -66,3 +67,24 @@ async def test_context_seq_parts_the_events_the_history_holds_from_those_it_does
         assert sum(m["role"] == "user" for m in answer["messages"]) == starts, (answer, events)
     assert answers[-1]["seq"] == events[-1]["seq"] and not answers[-1]["running"]
     assert any(a["running"] for a in answers), "no history was read during the turns"
+
+
+async def test_context_gives_the_reply_so_far_of_the_answering_turn(start_daemon, llm):
+    # A chat switched back to a session mid-answer (its events went by while it showed another) drew "…" alone: the
+    # history holds no reply until the turn's end. `reply` is what the events up to `seq` streamed of it.
+    story = threading.Event()
+    llm.script(Reply(text="A long story, told slowly.", reasoning="Which story?", chunk_size=4, hold=story))
+    daemon = await start_daemon(env=llm.env())
+    submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "tell a story"}, timeout=60))
+    try:
+        said = lambda role, seq: "".join(e["content"] for e in daemon.events if e["role"] == role and e["seq"] <= seq)  # noqa: E731
+        await daemon.wait_events(lambda _: said("assistant", 10**9) == "A long story, told slowly.")
+        answering = await daemon.request("ollie/context", {})
+        assert answering["answering"] is True and answering["messages"][-1]["content"] == "tell a story"
+        assert answering["reply"] == {"content": "A long story, told slowly.", "reasoning": "Which story?"}
+        assert said("assistant", answering["seq"]) == answering["reply"]["content"]
+    finally:
+        story.set()
+    await submit
+    ended = await daemon.request("ollie/context", {})
+    assert "reply" not in ended and ended["messages"][-1]["content"] == "A long story, told slowly."

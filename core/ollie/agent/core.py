@@ -265,6 +265,7 @@ class Core(HistoryMembers, McpMembers):
 
     is_running: bool = forward("_host.running")  # True while a turn runs
     is_answering: bool = forward("_host.answering")  # True while a running turn's prompt is saved, its reply not yet
+    streaming: tuple[str, str] = forward("_host.streaming")  # the answering reply's text and reasoning so far
     is_prompting: bool = forward("_host.prompting")  # True while a running turn's prompt is not saved yet
     state: str = forward("_host.state")  # `idle`, `thinking` or `calling: <tool>`
     reply: str = forward("_host.reply")  # the last assistant text

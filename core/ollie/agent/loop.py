@@ -130,8 +130,10 @@ class AgentLoop:
         self.reply = ""
         # Whether the turn's prompt is in the history (read with it: ollie/context says the reply is on its way).
         self.asked = False
+        self.streamed: Streamed | None = None  # the request in progress: what a client opening the turn now misses
 
     def _set_reply(self, text: str) -> None:
+        self.streamed = None  # the reply is in the history now (or a cut-off part of it)
         if text:
             self.reply = text
             self.host.set_reply(text)
@@ -207,7 +209,7 @@ class AgentLoop:
     async def _request(self, *, with_tools: bool) -> Completion:
         host = self.host
         host.set_state("thinking")
-        streamed = Streamed()
+        self.streamed = streamed = Streamed()
         try:
             completion = await stream_with_retry(
                 backend=host.require_backend(),

@@ -98,6 +98,12 @@ class TurnHost:
         return self._loop is not None and self._loop.asked
 
     @property
+    def streaming(self) -> tuple[str, str]:
+        """The text and reasoning the running turn's request in progress has streamed so far (not saved yet)."""
+        streamed = self._loop.streamed if self._loop else None
+        return ("".join(streamed.text), "".join(streamed.reasoning)) if streamed else ("", "")
+
+    @property
     def prompting(self) -> bool:
         """Whether a running turn's prompt is not in the history yet (its prompt commands or hooks run)."""
         return self._loop is not None and not self._loop.asked

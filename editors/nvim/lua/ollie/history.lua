@@ -61,7 +61,7 @@ local function step_of(call)
   return { id = call.id, title = call.name or "tool", status = "completed", locations = {} }
 end
 
-local function draw(t, messages, running, last_result, cut)
+local function draw(t, messages, running, last_result, cut, reply)
   t:clear()
   local unanswered, last_prompt = false, nil
   -- A prompt with nothing after it: its turn failed (the error is not saved), or a daemon before cut-off answers
@@ -75,7 +75,10 @@ local function draw(t, messages, running, last_result, cut)
     end
   end
   for _, m in ipairs(messages or {}) do
-    if m.role == "user" then
+    if m.memory == true then
+      -- The agent's notes of the history compaction replaced: never the user's prompt, nor one left unanswered.
+      t:note("(earlier conversation compacted: the agent goes on from its notes of it)", "OllieTurnEnd")
+    elseif m.role == "user" then
       no_answer()
       local labels, text = context.split_prompt(m.content or "")
       -- The daemon's labels when it sends them (the same code labels its blocks); else the plugin's own parse.
@@ -107,9 +110,15 @@ local function draw(t, messages, running, last_result, cut)
     end
   end
   if running then
-    -- What it said so far is not saved yet: the rest streams on under this, the whole shows when the turn ends.
+    -- What it said so far is not saved yet: the daemon sends it apart (`reply`), the rest streams on under it, the
+    -- whole shows when the turn ends. Before, a chat switched back to a session mid-answer showed "…" alone.
     t:reply_header()
-    t:add({ "…" }, "OllieTurnEnd")
+    if type(reply) == "table" then
+      t:stream("reasoning", type(reply.reasoning) == "string" and reply.reasoning or "")
+      t:stream("assistant", type(reply.content) == "string" and reply.content or "")
+    else
+      t:add({ "…" }, "OllieTurnEnd")
+    end
   elseif cut then
     -- What a turn its daemon's death cut short had shown, which no daemon saved; its prompt when the history lacks it.
     if cut.prompt and not (unanswered and last_prompt == cut.prompt) then
@@ -122,6 +131,12 @@ local function draw(t, messages, running, last_result, cut)
     t:turn_end("error", "cut short: the daemon stopped (what it had shown of this turn was not saved)")
   else
     no_answer(unanswered and last_result == "error")
+    local last = messages and messages[#messages]
+    if type(last) == "table" and last.role == "tool" then
+      -- No reply after its steps: the turn failed, or stopped (the session closed: its editor, or ollie) as they ran.
+      local says = "no answer after these steps: the turn failed or stopped"
+      t:turn_end(last_result == "error" and "error" or "interrupted", says)
+    end
   end
 end
 
@@ -149,8 +164,9 @@ end
 ---@param running boolean|nil the session runs a turn now: its last prompt is being answered
 ---@param last_result string|nil how the session's last turn ended (`info.lastTurnResult` of ollie/session/load)
 ---@param cut ollie.Tail|nil what a turn its daemon's death cut short had shown (drawn last, marked so)
-function M.render(t, messages, running, last_result, cut)
-  t:bulk(function() draw(t, messages, running, last_result, cut) end)
+---@param reply table|nil the running turn's reply so far (`ollie/context`'s `reply`)
+function M.render(t, messages, running, last_result, cut, reply)
+  t:bulk(function() draw(t, messages, running, last_result, cut, reply) end)
 end
 
 ---Show another session in this chat (its saved conversation).
@@ -258,7 +274,7 @@ function H:redraw(after, ended, last_result)
       if cut and saved(res.messages or {}, cut) then
         cut, self.lost_turn = nil, false -- its answer is in the history: no turn to send again
       end
-      M.render(self.transcript, res.messages, res.answering == true, last_result, cut)
+      M.render(self.transcript, res.messages, res.answering == true, last_result, cut, res.reply)
       self.cut_short = nil
       if session and type(res.seq) == "number" then
         client.saw(session, res.seq) -- the user sees the history: the events it holds, its turns' ends too

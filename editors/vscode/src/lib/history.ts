@@ -34,6 +34,8 @@ interface MessageLike {
   turnChanges?: unknown;
   /** On a prompt: the number of the turn it starts (PROTOCOL.md "History"). */
   turn?: unknown;
+  /** The agent's notes of the history a compaction replaced, first in it (PROTOCOL.md "History"). */
+  memory?: unknown;
 }
 
 // The engine's note at the end of a cut-off reply (ollie.agent.history.INTERRUPTED_REPLY); the chat says it its own way.
@@ -74,6 +76,8 @@ export function modelFromHistory(messages: unknown, lastTurnResult?: unknown, se
   for (const item of lastTurnEnding(lastTurnResult)) model.add(item);
   return model;
 }
+
+const COMPACTED = "Earlier conversation compacted: the agent goes on from its notes of it.";
 
 // The history keeps no error text (the live chat's `error` event is not saved): what is known is that it failed.
 const FAILED_TURN = "This prompt failed before the model answered it in full (the error was not saved). Send it again to retry.";
@@ -118,6 +122,11 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
   all.forEach((message, index) => {
     switch (message.role) {
       case "user": {
+        // The agent's notes of the history compaction replaced (PROTOCOL.md "History"): never the user's prompt.
+        if (message.memory === true) {
+          model.addNotice("info", COMPACTED);
+          break;
+        }
         const { prompt, contextLabels } = splitEditorContext(text(message.content));
         // The daemon's labels when it sends them (PROTOCOL.md "History"), else those read from the blocks.
         const labels = [...(stringList(message.contextLabels) ?? contextLabels ?? []), ...imageLabels(message.images)];

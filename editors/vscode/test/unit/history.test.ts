@@ -22,6 +22,13 @@ test("a saved conversation becomes chat items", () => {
   assert.equal(model.lastSeq, 0, "live events of the session must not be dropped as repeats");
 });
 
+test("the agent's notes a compaction left first are a notice, not the user's prompt", () => {
+  const model = modelFromHistory([{ role: "user", content: "[ollie: the agent's own notes ...]", memory: true }, ...messages]);
+  assert.deepEqual(model.items.map((i) => i.kind), ["notice", "user", "reasoning", "tool", "assistant"]);
+  const notice = model.items[0];
+  assert.equal(notice.kind === "notice" && notice.text, "Earlier conversation compacted: the agent goes on from its notes of it.");
+});
+
 test("each turn that changed files gets its Changed files under its last message at once, its files read later", () => {
   const turns = [
     { role: "user", content: "edit a" },
