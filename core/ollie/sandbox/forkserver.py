@@ -36,6 +36,7 @@ import selectors
 import socket
 import sys
 import time
+from contextlib import suppress
 
 MAX_REQUEST_BYTES = 64 << 20
 
@@ -196,19 +197,15 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector, control: socket.
     kind = message[len(b"ready "):]
     if message in (b"ready", b"ready ns", b"ready ns net") and not (kind and kind != _wanted):
         least = spare.COPY_MIN_MEMORY if pid in _copied else 0
-        try:
+        with suppress(OSError):  # the daemon has gone: the control socket's EOF ends everything
             socket.send_fds(control, [b"%d %d %s" % (pid, least, kind)], [jobs.fileno()])
             _lent[pid] = kind
-        except OSError:
-            pass  # the daemon has gone: the control socket's EOF ends everything
     elif message == b"no cgroup":
         _spares_work = False  # none is writable: spares would gain nothing
     jobs.close()  # the daemon's alone now; else EOF where it waits for a step: it ends its prepared process, exits
     if pid not in _lent:
-        try:
+        with suppress(OSError):  # not reaped yet (its pidfd is watched), so this cannot be another process
             os.kill(pid, supervise.STOP_SIGNAL)  # and now where it still copies its pages (spare.py)
-        except OSError:
-            pass  # not reaped yet (its pidfd is watched), so this cannot be another process
 
 
 def _prepare_for(kind: bytes, limits: bytes) -> None:
@@ -237,10 +234,8 @@ def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -
 def _stop_all(selector: selectors.BaseSelector) -> None:
     """The daemon has gone: every step must end now; wait (bounded) until the supervisors have swept."""
     for pid in _supervisors:
-        try:
+        with suppress(OSError):
             os.kill(pid, supervise.STOP_SIGNAL)
-        except OSError:
-            pass
     deadline = time.monotonic() + SHUTDOWN_WAIT_S
     while _supervisors and time.monotonic() < deadline:
         for key, _ in selector.select(max(deadline - time.monotonic(), 0)):

@@ -18,6 +18,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
@@ -93,10 +94,8 @@ class Prepared:
     def told(self) -> None:
         """Say the daemon has the step's pid: the status may follow it there, from the step's init."""
         assert self._channel is not None  # told once
-        try:
+        with suppress(OSError):  # it is gone: its exit status (killed) becomes the step's
             self._channel.sendall(b"+")
-        except OSError:
-            pass  # it is gone: its exit status (killed) becomes the step's
         self._channel.close()
 
     def discard(self) -> None:
@@ -106,10 +105,8 @@ class Prepared:
         stepinit.kill_tool(self.pid)  # first: it must not take the channel's EOF for anything
         self._channel.close()
         self._channel = None
-        try:
+        with suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
 
 
 def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, err_w: int, status_w: int,
@@ -125,18 +122,16 @@ def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, e
         # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
         stepinit.die_with_supervisor()
         fdio.close_fds_except([channel.fileno(), jobs.fileno(), err_w, status_w, group.oom_events])
-        try:
+        # Done for the step (its `child`, confine.apply), which fails with the reason if it fails again
+        with suppress(OSError):
             # What needs nothing of the step: its session (setsid makes a scheduler autogroup) and IPC namespace.
             stepinit.new_session()
             stepinit.confine.new_ipc_namespace()  # first: where it needs a user namespace, the lock is done in that
-        except OSError:
-            pass  # done for the step (its `child`, confine.apply), which fails with the reason if it fails again
-        try:
+        # Tried again for the step (confine.apply), which fails with the reason if it fails again
+        with suppress(OSError):
             stepinit.confine.lock_capabilities()
             if net:
                 netns.prepare(stepinit.confine.unshare)
-        except OSError:
-            pass  # tried again for the step (confine.apply), which fails with the reason if it fails again
         if copy:
             prefault.prefault()  # the step's copy-on-write faults, taken while idle
         message, fds = fdio.recv_fds(jobs, 4)
@@ -182,10 +177,8 @@ def _set_limits(group: cgroup.Cgroup, request: dict) -> None:
     """Set the step's limits on the spare's cgroup (no write when they are those set ahead)."""
     processes, memory = supervise.spare_limits(request)
     group.set_limit(processes)
-    try:
+    with suppress(OSError):  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
         group.set_memory(memory)
-    except OSError:
-        pass  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
 
 
 def _exit_now(signum: int, frame: object) -> NoReturn:

@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
@@ -72,10 +73,8 @@ def prctl(option: int, value: int) -> None:
 def kill_tool(pid: int) -> None:
     """SIGKILL the tool process's group, and the pid itself in case it has not led one yet."""
     for kill in (os.killpg, os.kill):
-        try:
+        with suppress(OSError):
             kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def wait_for(pid: int) -> int:

@@ -27,6 +27,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
@@ -73,11 +74,9 @@ def on_stop(signum: int, frame: object) -> None:
 def _children() -> set[int]:
     """Our direct children (orphans reparented to us included)."""
     me = os.getpid()
-    try:
+    with suppress(FileNotFoundError):  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
         with open(f"/proc/{me}/task/{me}/children", encoding="ascii") as children:
             return {int(pid) for pid in children.read().split()}
-    except FileNotFoundError:
-        pass  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
     return {int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and fdio.parent_pid(int(e.name)) == me}
 
 
@@ -112,10 +111,8 @@ def sweep(group: cgroup.Cgroup | None) -> None:
         # The cgroup lists the whole tree at once; the children catch what is outside it.
         members = group.procs() - {me} if group is not None else set()
         for pid in _children() | members:
-            try:
+            with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         if not reaped:
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
@@ -298,10 +295,8 @@ def request_or_exit(conn: socket.socket, max_request: int) -> dict:
 
 def report_crash(exc: BaseException) -> None:
     """Say why the supervisor failed, and leave nothing of its step running."""
-    try:
+    with suppress(Exception):
         sys.stderr.write(f"ollie supervisor: {exc!r}\n")
-    except Exception:  # noqa: BLE001
-        pass
     if _tool:
         stepinit.kill_tool(_tool)
         sweep(None)
