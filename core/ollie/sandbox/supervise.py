@@ -80,19 +80,6 @@ def _children() -> set[int]:
     return {int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and fdio.parent_pid(int(e.name)) == me}
 
 
-def _reap_all() -> tuple[int, bool]:
-    """Reap every dead child without blocking: (how many, whether any child is left)."""
-    reaped = 0
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return reaped, False
-        if pid == 0:
-            return reaped, True
-        reaped += 1
-
-
 def sweep(group: cgroup.Cgroup | None) -> None:
     """SIGKILL and reap every remaining descendant and cgroup member; return once none is left.
 
@@ -103,7 +90,7 @@ def sweep(group: cgroup.Cgroup | None) -> None:
     delay = 0.0002
     me = os.getpid()  # a spare supervisor is a member of its own cgroup
     while True:
-        reaped, left = _reap_all()
+        reaped, left = stepinit.reap_all()
         if not left:
             # No child, so no descendant. Members of the cgroup that are not descendants could
             # only have been moved in from outside the sandbox: not looked for (~0.1 ms a step).
