@@ -171,7 +171,6 @@ def _exec_report(err_r: int, conn: socket.socket, pid: int) -> bytes:
 def _fork_tool(request: dict, stdio: Sequence[int], child: ToolChild,
                group: cgroup.Cgroup | None) -> tuple[int, int, int]:
     """Fork the tool process (PID 1 of a new PID namespace when the step asks for one); (pid, err_r, status_r)."""
-    global _tool
     err_r, err_w = os.pipe()
     # Unshared right before the fork: the namespace is for this child (we are single-threaded, fork nothing else).
     status_r = -1
@@ -183,9 +182,6 @@ def _fork_tool(request: dict, stdio: Sequence[int], child: ToolChild,
         if status_r >= 0:
             os.close(status_r)
         child(request, stdio, err_w, group)
-    _tool = pid
-    if _stopping:
-        stepinit.kill_tool(pid)
     os.close(err_w)
     if status_r >= 0:
         os.close(stepinit.status_fd)
@@ -209,11 +205,11 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         group = cgroup.Cgroup.create(str(os.getpid()), limit, memory) if limit > 0 or memory > 0 else None
     if prepared is not None:
         pid, err_r, status_r = prepared.pid, prepared.err_r, prepared.status_r
-        _tool = pid
-        if _stopping:
-            stepinit.kill_tool(pid)
     else:
         pid, err_r, status_r = _fork_tool(request, stdio, child, group)
+    _tool = pid
+    if _stopping:  # told to stop before the handler knew the pid
+        stepinit.kill_tool(pid)
     for fd in stdio:
         os.close(fd)  # the step's pipes must close once its processes are gone
     failure = _exec_report(err_r, conn, pid)
