@@ -134,12 +134,9 @@ def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, e
                 netns.prepare(stepinit.confine.unshare)
         if copy:
             prefault.prefault()  # the step's copy-on-write faults, taken while idle
-        message, fds = fdio.recv_fds(jobs, 4)
+        conn, stdio = _go(jobs)  # EOF: the daemon let the spare go, or stopped
         jobs.close()
-        if message != b"go" or len(fds) != 4:
-            os._exit(0)  # EOF: the daemon let the spare go, or stopped
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])  # named: no syscall asked
-        socket.send_fds(channel, [b"step"], [fds[0]])  # the spare answers the daemon: the pid, an error, the sweep
+        socket.send_fds(channel, [b"step"], [conn.fileno()])  # the spare answers the daemon: pid, error, the sweep
     except BaseException:  # noqa: BLE001 - never return into the spare's code
         os._exit(1)
     try:
@@ -153,7 +150,7 @@ def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, e
         channel.close()
     else:
         stepinit.daemon = (conn, channel, group)
-    child(request, fds[1:], err_w, group)
+    child(request, stdio, err_w, group)
 
 
 def _take(conn: socket.socket, max_request: int, net: bool, copy: bool, group: cgroup.Cgroup) -> dict:
@@ -219,9 +216,14 @@ def _step(jobs: socket.socket, prepared: Prepared | None) -> tuple[socket.socket
         if conn is None:
             _exit_now(0, None)
         return conn, []
+    return _go(jobs)  # EOF: the fork server has gone
+
+
+def _go(jobs: socket.socket) -> tuple[socket.socket, list[int]]:
+    """The daemon's b"go" on `jobs`: its socket for the step and the step's stdio; exits (`_exit_now`) on EOF."""
     message, fds = fdio.recv_fds(jobs, 4)
     if message != b"go" or len(fds) != 4:
-        _exit_now(0, None)  # EOF: the fork server has gone
+        _exit_now(0, None)
     # The daemon's socketpair end, named rather than asked of the kernel (two syscalls on the step's path).
     return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0]), fds[1:]
 
