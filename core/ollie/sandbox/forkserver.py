@@ -208,14 +208,6 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector, control: socket.
             os.kill(pid, supervise.STOP_SIGNAL)  # and now where it still copies its pages (spare.py)
 
 
-def _prepare_for(kind: bytes, limits: bytes) -> None:
-    """Make the next spares for steps of `kind` (b"ns" or b"ns net") and `limits` (the daemon lets lent spares
-    made for the other kind, or too big for such steps' memory limit, go)."""
-    global _wanted, _limits
-    if kind in (b"ns", b"ns net"):
-        _wanted, _limits = kind, limits
-
-
 def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
     selector.unregister(pidfd)
     os.close(pidfd)
@@ -246,6 +238,7 @@ def _stop_all(selector: selectors.BaseSelector) -> None:
 
 def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
     """Take one spawn message off the control socket; False when the daemon has gone."""
+    global _wanted, _limits
     try:
         message, fds = fdio.recv_fds(control, 4)
     except OSError:
@@ -259,9 +252,12 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         return True
     head, _, limits = message.partition(b"\n")
     kind = head[len(b"spawn "):]
-    # First: _fork tops the spares up, for this step's kind and limits (where the spares the daemon let go for
-    # this step were reaped first, in the same round, ones made for the last step's would be let go too).
-    _prepare_for(kind, limits)
+    # The next spares are made for such steps (the daemon lets lent spares made for the other kind, or too big for
+    # such steps' memory limit, go). First: _fork tops the spares up, for this step's kind and limits (where the
+    # spares the daemon let go for this step were reaped first, in the same round, ones made for the last step's
+    # would be let go too).
+    if kind in (b"ns", b"ns net"):
+        _wanted, _limits = kind, limits
     if took:  # a step of the daemon's runs in that spare now: refilled once this server is idle
         _lent.pop(int(took[len(b"took "):]) if took[len(b"took "):].isdigit() else 0, None)
     else:

@@ -191,7 +191,7 @@ class ForkServer:
             self._spares.append(_Spare(int(pid), int(least), made,
                                        socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, jobs[0])))
         step = kind.partition(b"\n")[0][len(b"spawn "):]
-        # The next spares are made for such steps (forkserver._prepare_for): one made for the other kind, or that
+        # The next spares are made for such steps (forkserver._accept): one made for the other kind, or that
         # copied its pages, goes.
         unfit = [spare for spare in self._spares if step in (b"ns", b"ns net") and not spare.fits(step, memory)]
         self._spares = [spare for spare in self._spares if spare not in unfit]
