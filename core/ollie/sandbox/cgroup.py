@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+from contextlib import suppress
 
 PARENT = "ollie"
 CONTROLLERS = ("pids", "memory")
@@ -22,28 +23,24 @@ _bases: dict[str, str] | None = None  # controller -> the writable parent of per
 def _mounts() -> list[tuple[str, str, list[str]]]:
     """(mount point, fs type, options) of every cgroup mount."""
     found = []
-    try:
+    with suppress(OSError):
         with open("/proc/self/mounts", encoding="utf-8") as mounts:
             for line in mounts:
                 fields = line.split()
                 if len(fields) >= 4 and fields[2] in ("cgroup", "cgroup2"):
                     found.append((fields[1], fields[2], fields[3].split(",")))
-    except OSError:
-        pass
     return found
 
 
 def _own_paths() -> dict[str, str]:
     """This process's cgroup path per v1 controller ("pids", "memory") and for v2 (key "")."""
     paths: dict[str, str] = {}
-    try:
+    with suppress(OSError, ValueError):
         with open("/proc/self/cgroup", encoding="utf-8") as cgroups:
             for line in cgroups:
                 _, controllers, path = line.rstrip("\n").split(":", 2)
                 for controller in controllers.split(","):
                     paths[controller] = path
-    except (OSError, ValueError):
-        pass
     return paths
 
 
@@ -104,16 +101,12 @@ def _leave_half(base: str) -> None:
         directory = os.path.dirname(directory)
     allowed = []
     for path in limits:
-        try:
+        with suppress(OSError, ValueError):  # "max": no limit there
             with open(path, encoding="ascii") as limit:
                 allowed.append(int(limit.read()))
-        except (OSError, ValueError):
-            pass  # "max": no limit there
-    try:
+    with suppress(OSError):
         if allowed:
             _write(os.path.join(base, "pids.max"), str(max(min(allowed) // 2, 1)))
-    except OSError:
-        pass
 
 
 @functools.cache  # asked of the bases in the fork server: every supervisor inherits the answers
@@ -144,10 +137,8 @@ def remove_stale() -> None:
             continue
         for name in names:
             if name.isdigit() and not os.path.exists(f"/proc/{name}"):
-                try:
+                with suppress(OSError):
                     os.rmdir(os.path.join(parent, name))  # fails on a cgroup still in use: left alone
-                except OSError:
-                    pass
 
 
 def _write(path: str, text: str) -> None:
@@ -202,15 +193,11 @@ class Cgroup:
         swap, swap_value = ("memory.swap.max", "0" if max_bytes > 0 else "max") if v2 else (
             "memory.memsw.limit_in_bytes", value)
         if not v2 and "memory" in self._set:  # v1 refuses a memory limit above the memory+swap one: lift that
-            try:
+            with suppress(OSError):
                 _write(os.path.join(path, swap), "-1")
-            except OSError:
-                pass
         _write(os.path.join(path, _MEMORY_LIMIT[v2]), value)
-        try:
+        with suppress(OSError):
             _write(os.path.join(path, swap), swap_value)
-        except OSError:
-            pass
         self._set["memory"] = max_bytes
 
     @classmethod
@@ -239,10 +226,8 @@ class Cgroup:
             return None
         if "memory" in made:
             events = os.path.join(made["memory"], _MEMORY_EVENTS[_is_v2(os.path.dirname(made["memory"]))])
-            try:
+            with suppress(OSError):  # then no step of it is said to have met its memory limit
                 group.oom_events = os.open(events, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                pass  # then no step of it is said to have met its memory limit
         return group
 
     def join(self) -> None:
@@ -288,7 +273,5 @@ class Cgroup:
     def remove(self) -> None:
         """Delete it (after the sweep, when it is empty); a failure leaves an empty dir behind, nothing more."""
         for path in self.paths:
-            try:
+            with suppress(OSError):
                 os.rmdir(path)
-            except OSError:
-                pass

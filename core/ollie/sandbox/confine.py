@@ -82,15 +82,9 @@ class _SockFprog(ctypes.Structure):
 
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
-    from ollie.sandbox import landlock
+    from ollie.sandbox import landlock, netns
 else:  # loaded by path (siblings.py)
-    landlock = sys.modules["_ollie_siblings"].load("landlock")
-
-
-if TYPE_CHECKING or __package__:  # a type checker reads the package import
-    from ollie.sandbox import netns
-else:  # loaded by path (siblings.py)
-    netns = sys.modules["_ollie_siblings"].load("netns")
+    landlock, netns = map(sys.modules["_ollie_siblings"].load, ("landlock", "netns"))
 
 
 def _last_cap() -> int:

@@ -36,6 +36,7 @@ import selectors
 import socket
 import sys
 import time
+from contextlib import suppress
 
 MAX_REQUEST_BYTES = 64 << 20
 
@@ -196,27 +197,15 @@ def _on_spare_ready(pid: int, selector: selectors.BaseSelector, control: socket.
     kind = message[len(b"ready "):]
     if message in (b"ready", b"ready ns", b"ready ns net") and not (kind and kind != _wanted):
         least = spare.COPY_MIN_MEMORY if pid in _copied else 0
-        try:
+        with suppress(OSError):  # the daemon has gone: the control socket's EOF ends everything
             socket.send_fds(control, [b"%d %d %s" % (pid, least, kind)], [jobs.fileno()])
             _lent[pid] = kind
-        except OSError:
-            pass  # the daemon has gone: the control socket's EOF ends everything
     elif message == b"no cgroup":
         _spares_work = False  # none is writable: spares would gain nothing
     jobs.close()  # the daemon's alone now; else EOF where it waits for a step: it ends its prepared process, exits
     if pid not in _lent:
-        try:
+        with suppress(OSError):  # not reaped yet (its pidfd is watched), so this cannot be another process
             os.kill(pid, supervise.STOP_SIGNAL)  # and now where it still copies its pages (spare.py)
-        except OSError:
-            pass  # not reaped yet (its pidfd is watched), so this cannot be another process
-
-
-def _prepare_for(kind: bytes, limits: bytes) -> None:
-    """Make the next spares for steps of `kind` (b"ns" or b"ns net") and `limits` (the daemon lets lent spares
-    made for the other kind, or too big for such steps' memory limit, go)."""
-    global _wanted, _limits
-    if kind in (b"ns", b"ns net"):
-        _wanted, _limits = kind, limits
 
 
 def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -> None:
@@ -237,10 +226,8 @@ def _reap(pidfd: int, pid: int, selector: selectors.BaseSelector, spare: bool) -
 def _stop_all(selector: selectors.BaseSelector) -> None:
     """The daemon has gone: every step must end now; wait (bounded) until the supervisors have swept."""
     for pid in _supervisors:
-        try:
+        with suppress(OSError):
             os.kill(pid, supervise.STOP_SIGNAL)
-        except OSError:
-            pass
     deadline = time.monotonic() + SHUTDOWN_WAIT_S
     while _supervisors and time.monotonic() < deadline:
         for key, _ in selector.select(max(deadline - time.monotonic(), 0)):
@@ -251,6 +238,7 @@ def _stop_all(selector: selectors.BaseSelector) -> None:
 
 def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
     """Take one spawn message off the control socket; False when the daemon has gone."""
+    global _wanted, _limits
     try:
         message, fds = fdio.recv_fds(control, 4)
     except OSError:
@@ -264,9 +252,12 @@ def _accept(control: socket.socket, selector: selectors.BaseSelector) -> bool:
         return True
     head, _, limits = message.partition(b"\n")
     kind = head[len(b"spawn "):]
-    # First: _fork tops the spares up, for this step's kind and limits (where the spares the daemon let go for
-    # this step were reaped first, in the same round, ones made for the last step's would be let go too).
-    _prepare_for(kind, limits)
+    # The next spares are made for such steps (the daemon lets lent spares made for the other kind, or too big for
+    # such steps' memory limit, go). First: _fork tops the spares up, for this step's kind and limits (where the
+    # spares the daemon let go for this step were reaped first, in the same round, ones made for the last step's
+    # would be let go too).
+    if kind in (b"ns", b"ns net"):
+        _wanted, _limits = kind, limits
     if took:  # a step of the daemon's runs in that spare now: refilled once this server is idle
         _lent.pop(int(took[len(b"took "):]) if took[len(b"took "):].isdigit() else 0, None)
     else:

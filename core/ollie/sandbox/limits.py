@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import resource
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,14 +30,12 @@ def apply(limits: dict, group: Cgroup | None) -> None:
     if file_size > 0:
         _cap(resource.RLIMIT_FSIZE, file_size)
     if limits.get("oom_score_adj") is not None:
-        try:
+        with suppress(OSError):  # a /proc that refuses it (some containers): the step still runs, its limits still hold
             fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)  # not open(): 4 syscalls less
             try:
                 os.write(fd, str(int(limits["oom_score_adj"])).encode())
             finally:
                 os.close(fd)
-        except OSError:
-            pass  # a /proc that refuses it (some containers): the step still runs, its limits still hold
 
 
 def _cap(kind: int, value: int) -> None:

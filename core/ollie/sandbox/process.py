@@ -136,7 +136,7 @@ class SandboxedProcess:
 
         Cancelling it (a timeout, an interrupt) kills the whole process group first.
         """
-        stdout_fd, stderr_fd = self._take_fds()
+        stdout_fd, stderr_fd = self.take_output_fds()
         try:
             (out, out_cut), (err, err_cut) = await asyncio.gather(_collect(stdout_fd, limit_bytes, self._readers),
                                                                   _collect(stderr_fd, limit_bytes, self._readers))
@@ -150,9 +150,6 @@ class SandboxedProcess:
 
     def take_output_fds(self) -> tuple[int, int]:
         """Stdout's and stderr's read ends, for a caller that reads them itself (instead of `communicate`)."""
-        return self._take_fds()
-
-    def _take_fds(self) -> tuple[int, int]:
         if self._stdout_fd is None or self._stderr_fd is None:
             raise RuntimeError("communicate() was already called")
         fds = self._stdout_fd, self._stderr_fd

@@ -17,6 +17,7 @@ import locale
 import os
 import sys
 import types
+from contextlib import suppress
 from importlib.machinery import ModuleSpec
 from typing import NoReturn
 
@@ -36,12 +37,11 @@ def _key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def _compile_file(path: str) -> None:
-    try:
+    # Compiled again in the tool process, which reports the error as the interpreter would
+    with suppress(OSError, SyntaxError, ValueError):
         with open(path, "rb") as handle:
             key, source = _key(os.fstat(handle.fileno())), handle.read()
         _compiled[path] = (key, compile(source, path, "exec", dont_inherit=True))
-    except (OSError, SyntaxError, ValueError):
-        pass  # compiled again in the tool process, which reports the error as the interpreter would
 
 
 def preload(tools_dir: str = "") -> None:

@@ -18,6 +18,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
@@ -93,10 +94,8 @@ class Prepared:
     def told(self) -> None:
         """Say the daemon has the step's pid: the status may follow it there, from the step's init."""
         assert self._channel is not None  # told once
-        try:
+        with suppress(OSError):  # it is gone: its exit status (killed) becomes the step's
             self._channel.sendall(b"+")
-        except OSError:
-            pass  # it is gone: its exit status (killed) becomes the step's
         self._channel.close()
 
     def discard(self) -> None:
@@ -106,10 +105,8 @@ class Prepared:
         stepinit.kill_tool(self.pid)  # first: it must not take the channel's EOF for anything
         self._channel.close()
         self._channel = None
-        try:
+        with suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
 
 
 def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, err_w: int, status_w: int,
@@ -125,26 +122,21 @@ def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, e
         # A spare that dies before this (getppid() says 0 here, PID 1 of its namespace) closes the channel: EOF.
         stepinit.die_with_supervisor()
         fdio.close_fds_except([channel.fileno(), jobs.fileno(), err_w, status_w, group.oom_events])
-        try:
+        # Done for the step (its `child`, confine.apply), which fails with the reason if it fails again
+        with suppress(OSError):
             # What needs nothing of the step: its session (setsid makes a scheduler autogroup) and IPC namespace.
             stepinit.new_session()
             stepinit.confine.new_ipc_namespace()  # first: where it needs a user namespace, the lock is done in that
-        except OSError:
-            pass  # done for the step (its `child`, confine.apply), which fails with the reason if it fails again
-        try:
+        # Tried again for the step (confine.apply), which fails with the reason if it fails again
+        with suppress(OSError):
             stepinit.confine.lock_capabilities()
             if net:
                 netns.prepare(stepinit.confine.unshare)
-        except OSError:
-            pass  # tried again for the step (confine.apply), which fails with the reason if it fails again
         if copy:
             prefault.prefault()  # the step's copy-on-write faults, taken while idle
-        message, fds = fdio.recv_fds(jobs, 4)
+        conn, stdio = _go(jobs)  # EOF: the daemon let the spare go, or stopped
         jobs.close()
-        if message != b"go" or len(fds) != 4:
-            os._exit(0)  # EOF: the daemon let the spare go, or stopped
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])  # named: no syscall asked
-        socket.send_fds(channel, [b"step"], [fds[0]])  # the spare answers the daemon: the pid, an error, the sweep
+        socket.send_fds(channel, [b"step"], [conn.fileno()])  # the spare answers the daemon: pid, error, the sweep
     except BaseException:  # noqa: BLE001 - never return into the spare's code
         os._exit(1)
     try:
@@ -158,7 +150,7 @@ def _await_step(channel: socket.socket, jobs: socket.socket, max_request: int, e
         channel.close()
     else:
         stepinit.daemon = (conn, channel, group)
-    child(request, fds[1:], err_w, group)
+    child(request, stdio, err_w, group)
 
 
 def _take(conn: socket.socket, max_request: int, net: bool, copy: bool, group: cgroup.Cgroup) -> dict:
@@ -182,10 +174,8 @@ def _set_limits(group: cgroup.Cgroup, request: dict) -> None:
     """Set the step's limits on the spare's cgroup (no write when they are those set ahead)."""
     processes, memory = supervise.spare_limits(request)
     group.set_limit(processes)
-    try:
+    with suppress(OSError):  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
         group.set_memory(memory)
-    except OSError:
-        pass  # the kernel refused it (a v1 cgroup already past it): the step runs, its other limits hold
 
 
 def _exit_now(signum: int, frame: object) -> NoReturn:
@@ -226,9 +216,14 @@ def _step(jobs: socket.socket, prepared: Prepared | None) -> tuple[socket.socket
         if conn is None:
             _exit_now(0, None)
         return conn, []
+    return _go(jobs)  # EOF: the fork server has gone
+
+
+def _go(jobs: socket.socket) -> tuple[socket.socket, list[int]]:
+    """The daemon's b"go" on `jobs`: its socket for the step and the step's stdio; exits (`_exit_now`) on EOF."""
     message, fds = fdio.recv_fds(jobs, 4)
     if message != b"go" or len(fds) != 4:
-        _exit_now(0, None)  # EOF: the fork server has gone
+        _exit_now(0, None)
     # The daemon's socketpair end, named rather than asked of the kernel (two syscalls on the step's path).
     return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0]), fds[1:]
 

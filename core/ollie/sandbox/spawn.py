@@ -191,7 +191,7 @@ class ForkServer:
             self._spares.append(_Spare(int(pid), int(least), made,
                                        socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, jobs[0])))
         step = kind.partition(b"\n")[0][len(b"spawn "):]
-        # The next spares are made for such steps (forkserver._prepare_for): one made for the other kind, or that
+        # The next spares are made for such steps (forkserver._accept): one made for the other kind, or that
         # copied its pages, goes.
         unfit = [spare for spare in self._spares if step in (b"ns", b"ns net") and not spare.fits(step, memory)]
         self._spares = [spare for spare in self._spares if spare not in unfit]
@@ -443,7 +443,6 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     warnings: list[str] = []
     ruleset = None
     child_env = dict(env)
-    release = None
     places: dict[str, str] = {}
     if policy is not None:
         programs.note_writable(policy.writable())  # the daemon's own helpers are never run from there
@@ -473,42 +472,38 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     if python is not None:
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     report: dict = {}
-    release_net = None
+    # What ends with the step (each called with its status future), or with a spawn that fails.
+    ends: list[Callable[..., None]] = []
     if ruleset is not None and policy is not None and ruleset.get("proxy"):
         step_net, release_net = _open_step_net(policy, argv, ruleset, child_env)
         report["network"] = step_net.connections
-    # It can make hard links: the checkpoints trust no inotify events while it may run (treewatch).
-    gone = unconfined.starting() if ruleset is None or not ruleset.get("seccomp") else None
+        ends.append(release_net)
+    if ruleset is None or not ruleset.get("seccomp"):
+        # It can make hard links: the checkpoints trust no inotify events while it may run (treewatch).
+        ends.append(unconfined.starting())
     try:
         if policy is not None:  # no editor is handed a path there by name while the step may swap it (writers.py)
-            release = await writers.hold(places)
+            ends.append(await writers.hold(places))
         try:
             pid, status = await _server.spawn(request, child_fds, report)
         except _ServerLost as exc:
             log.warning("fork server unavailable, using the launcher", extra={"reason": str(exc)})
             pid, status = await _spawn_fallback(request, child_fds, report)
     except BaseException:
-        if gone is not None:
-            gone()
-        if release is not None:
-            release()
+        for end in ends:
+            end()
         for fd in (out_r, err_r, stdin_w):
             if fd is not None:
                 os.close(fd)
-        if release_net is not None:
-            release_net()
         raise
     finally:
         for fd in child_fds:
             os.close(fd)
-    if release_net is not None:
-        # A callback, run before the status's waiters resume (added first), not a task awaiting the status: that
-        # took one more turn of the loop between the step's end and its status.
-        status.add_done_callback(release_net)
-    if gone is not None:
-        status.add_done_callback(gone)  # once every process of it is dead
-    if release is not None:
-        status.add_done_callback(release)
+    for end in ends:
+        # Callbacks, run once every process of the step is dead and before the status's waiters resume (added
+        # first), not a task awaiting the status: that took one more turn of the loop between the step's end and
+        # its status (the egress proxy's release).
+        status.add_done_callback(end)
     if stdin_pipe:
         return SandboxedProcess(pid=pid, stdout_fd=out_r, stderr_fd=err_r, status=status, warnings=warnings,
                                 stdin_fd=stdin_w, report=report)

@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
@@ -72,10 +73,8 @@ def prctl(option: int, value: int) -> None:
 def kill_tool(pid: int) -> None:
     """SIGKILL the tool process's group, and the pid itself in case it has not led one yet."""
     for kill in (os.killpg, os.kill):
-        try:
+        with suppress(OSError):
             kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def wait_for(pid: int) -> int:
@@ -152,7 +151,8 @@ def become_init(argv: Sequence[str], env: dict[str, str]) -> NoReturn:
         if _reader_gone(status_fd):  # the supervisor died before the signal was armed: nobody would end this step
             raise ChildProcessError("the supervisor is gone")
         status = wait_for(tool)
-        clean = _none_left()
+        # Every process of the namespace descends from the init: no child left means none left.
+        clean = not reap_all()[1]
         told = clean and _tell_daemon(status)
         os.write(status_fd, f"{status}{' clean' if clean else ''}{' told' if told else ''}".encode())
     except BaseException:  # noqa: BLE001 - init must always exit here
@@ -176,16 +176,17 @@ def _tell_daemon(status: int) -> bool:
         return False
 
 
-def _none_left() -> bool:
-    """In the init, once the tool exited: reap the dead; whether no process but the init is left in the namespace
-    (every one descends from the init, so "no child" means none)."""
+def reap_all() -> tuple[int, bool]:
+    """Reap every dead child without blocking: (how many, whether any child is left)."""
+    reaped = 0
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return True
+            return reaped, False
         if pid == 0:
-            return False
+            return reaped, True
+        reaped += 1
 
 
 def init_report(status_r: int) -> tuple[int | None, bool, bool]:

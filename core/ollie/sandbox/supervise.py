@@ -27,6 +27,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 if TYPE_CHECKING or __package__:  # a type checker reads the package import
@@ -73,25 +74,10 @@ def on_stop(signum: int, frame: object) -> None:
 def _children() -> set[int]:
     """Our direct children (orphans reparented to us included)."""
     me = os.getpid()
-    try:
+    with suppress(FileNotFoundError):  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
         with open(f"/proc/{me}/task/{me}/children", encoding="ascii") as children:
             return {int(pid) for pid in children.read().split()}
-    except FileNotFoundError:
-        pass  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
     return {int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and fdio.parent_pid(int(e.name)) == me}
-
-
-def _reap_all() -> tuple[int, bool]:
-    """Reap every dead child without blocking: (how many, whether any child is left)."""
-    reaped = 0
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return reaped, False
-        if pid == 0:
-            return reaped, True
-        reaped += 1
 
 
 def sweep(group: cgroup.Cgroup | None) -> None:
@@ -104,7 +90,7 @@ def sweep(group: cgroup.Cgroup | None) -> None:
     delay = 0.0002
     me = os.getpid()  # a spare supervisor is a member of its own cgroup
     while True:
-        reaped, left = _reap_all()
+        reaped, left = stepinit.reap_all()
         if not left:
             # No child, so no descendant. Members of the cgroup that are not descendants could
             # only have been moved in from outside the sandbox: not looked for (~0.1 ms a step).
@@ -112,10 +98,8 @@ def sweep(group: cgroup.Cgroup | None) -> None:
         # The cgroup lists the whole tree at once; the children catch what is outside it.
         members = group.procs() - {me} if group is not None else set()
         for pid in _children() | members:
-            try:
+            with suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         if not reaped:
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
@@ -187,7 +171,6 @@ def _exec_report(err_r: int, conn: socket.socket, pid: int) -> bytes:
 def _fork_tool(request: dict, stdio: Sequence[int], child: ToolChild,
                group: cgroup.Cgroup | None) -> tuple[int, int, int]:
     """Fork the tool process (PID 1 of a new PID namespace when the step asks for one); (pid, err_r, status_r)."""
-    global _tool
     err_r, err_w = os.pipe()
     # Unshared right before the fork: the namespace is for this child (we are single-threaded, fork nothing else).
     status_r = -1
@@ -199,9 +182,6 @@ def _fork_tool(request: dict, stdio: Sequence[int], child: ToolChild,
         if status_r >= 0:
             os.close(status_r)
         child(request, stdio, err_w, group)
-    _tool = pid
-    if _stopping:
-        stepinit.kill_tool(pid)
     os.close(err_w)
     if status_r >= 0:
         os.close(stepinit.status_fd)
@@ -225,11 +205,11 @@ def supervise(request: dict, conn: socket.socket, stdio: Sequence[int], child: T
         group = cgroup.Cgroup.create(str(os.getpid()), limit, memory) if limit > 0 or memory > 0 else None
     if prepared is not None:
         pid, err_r, status_r = prepared.pid, prepared.err_r, prepared.status_r
-        _tool = pid
-        if _stopping:
-            stepinit.kill_tool(pid)
     else:
         pid, err_r, status_r = _fork_tool(request, stdio, child, group)
+    _tool = pid
+    if _stopping:  # told to stop before the handler knew the pid
+        stepinit.kill_tool(pid)
     for fd in stdio:
         os.close(fd)  # the step's pipes must close once its processes are gone
     failure = _exec_report(err_r, conn, pid)
@@ -298,10 +278,8 @@ def request_or_exit(conn: socket.socket, max_request: int) -> dict:
 
 def report_crash(exc: BaseException) -> None:
     """Say why the supervisor failed, and leave nothing of its step running."""
-    try:
+    with suppress(Exception):
         sys.stderr.write(f"ollie supervisor: {exc!r}\n")
-    except Exception:  # noqa: BLE001
-        pass
     if _tool:
         stepinit.kill_tool(_tool)
         sweep(None)
