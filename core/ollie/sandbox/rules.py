@@ -23,6 +23,7 @@ NETWORK_ABI = 4
 CAP_SYS_ADMIN = 21
 
 
+# The kernel's answer, asked once (a syscall); `landlock_abi` itself is not cached: $OLLIE_LANDLOCK_ABI may change.
 @functools.cache
 def _kernel_abi() -> int:
     return landlock.kernel_abi()
