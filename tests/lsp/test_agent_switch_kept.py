@@ -25,7 +25,9 @@ async def test_agent_switch_keeps_the_conversation_as_a_session_to_resume(shared
     await eventually(lambda: daemon.states and daemon.states[-1]["title"] == "", "the switched session untitled")
     listed = {s["id"]: s for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
     assert (listed[kept[1]]["title"], listed[kept[1]]["agent"]) == ("Parser work", "default"), listed
-    assert listed[sid]["title"] == "" and listed[sid]["agent"] == "plan", listed
+    assert sid not in listed, listed  # untitled with no turn: nothing to resume, as in the terminal's /sessions
+    state = await daemon.request("ollie/state", {"session": sid})
+    assert (state["title"], state["agent"]) == ("", "plan"), state
     assert (await daemon.request("ollie/context", {"session": sid}))["messages"] == []
 
     # Resumed from the list: the conversation as it was, in the agent it ran; it goes on from there.
@@ -59,7 +61,7 @@ async def test_clear_keeps_the_conversation_as_an_agent_switch_does(shared_daemo
     assert kept, output
     await eventually(lambda: daemon.states and daemon.states[-1]["title"] == "", "the cleared session untitled")
     listed = {s["id"]: s["title"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
-    assert (listed[kept[1]], listed[sid]) == ("Parser work", ""), listed
+    assert listed[kept[1]] == "Parser work" and sid not in listed, listed  # (untitled with no turn: not listed)
     await daemon.request("ollie/session/load", {"session": kept[1]})
     said = [(m["role"], m["content"]) for m in (await daemon.request("ollie/context", {"session": kept[1]}))["messages"]]
     assert said[-2:] == [("user", "Fix the parser"), ("assistant", "the parser is fixed")], said

@@ -18,7 +18,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from ollie.testing import Reply, nethosts
-from tests.asuser import PRELUDE, _as, os_user, python_for
+from tests.asuser import FLAGS, PRELUDE, _as, os_user, python_for
 from tests.lsp.conftest import Daemon, capabilities, llm, make_client  # noqa: F401  (fixtures)
 from tests.netserver import Listener
 from tests.reliability.test_chokepoint_attacks import run
@@ -36,7 +36,7 @@ async def daemon_as_alice(home: Path, env: Mapping[str, str]) -> AsyncIterator[D
     base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home.parent), "LANG": "C.UTF-8",
             "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
             "XDG_STATE_HOME": str(home / "state")}
-    config = ClientServerConfig(server_command=[*_as(os_user(ALICE)), python_for(ALICE), "-I", "-c", DAEMON],
+    config = ClientServerConfig(server_command=[*_as(os_user(ALICE)), python_for(ALICE), *FLAGS, "-c", DAEMON],
                                 client_factory=make_client, server_env={**base, **env})
     client = cast(LanguageClient, await config.start())  # make_client's kind
     try:
