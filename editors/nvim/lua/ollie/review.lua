@@ -498,7 +498,8 @@ local function do_rewind(params)
     -- Named as the engine's /rewind names it: the first 3, then how many more. Last: a notice wider than the
     -- command line is cut at its end (requests.notify), never at the counts.
     local built = res.buildOutput or {}
-    local named = table.concat(vim.list_slice(built, 1, 3), ", ") .. (#built > 3 and (" and " .. (#built - 3) .. " more") or "")
+    local named = table.concat(vim.list_slice(built, 1, 3), ", ")
+      .. (#built > 3 and (" and " .. (#built - 3) .. " more") or "")
     local kept = kept_buffers(res.buffers)
     requests.notify(string.format("%s (%d file%s restored, %d messages left%s)",
       params.undo and "rewind undone" or ("rewound to before turn " .. tostring(res.turn)), n, n == 1 and "" or "s",
