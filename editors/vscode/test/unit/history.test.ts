@@ -334,6 +334,10 @@ test("a reply the daemon saved before it died, its turn not ended, shows once in
   // Only the prompt saved (it died mid-reply): what streamed shows, cut short.
   const unsaved = modelFromHistory([{ role: "user", content: "hello" }]);
   assert.deepEqual(unsaved.addCutShort(tail).map((i) => i.kind), ["assistant", "turnEnd"]);
+  // Its steps saved, the reply after them not: what streamed shows under them, cut short, not "no answer" too.
+  const steps = modelFromHistory([...messages.slice(1, 4)], "end");
+  assert.deepEqual(steps.addCutShort(tail).map((i) => i.kind), ["user", "assistant", "turnEnd"]);
+  assert.deepEqual(steps.items.filter((i) => i.kind === "turnEnd").map((i) => i.kind === "turnEnd" && i.stop), ["cut_short"]);
 });
 
 test("resumed, a shell step that changed files gets back their diffs under it (the files it names)", async () => {
