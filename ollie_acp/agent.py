@@ -241,10 +241,12 @@ class OllieAgent:
                 # Sessions nobody typed in (one per start) are not worth listing, as in the daemon's session list.
                 options = ListOptions(limit=LIST_PAGE, after=after, exclude_unused=True)
                 page, after = await self._records.run(self._records.page, options)
-                cwds = await asyncio.to_thread(_saved_cwds, [i.id for i in page])
+                saved = await asyncio.to_thread(_cwds_and_turns, [i.id for i in page])
             for index, info in enumerate(page):
-                where = cwds.get(info.id, "")
-                if want is None or where == want:
+                where, turns = saved.get(info.id, ("", 0))
+                # One rule with the daemon's list and the terminal's /sessions: untitled with no turn (a rewind of
+                # every turn) is nothing to resume.
+                if (want is None or where == want) and (info.title or turns):
                     sessions.append(SessionInfo(session_id=info.id, cwd=where or str(Path.cwd()),
                                                 title=_listed_title(info, self._records.user),
                                                 updated_at=_iso(info.last_active or info.created_at)))
@@ -415,10 +417,11 @@ async def _directory(cwd: str) -> Path:
         raise RequestError.invalid_params({"cwd": str(exc)}) from None
 
 
-def _saved_cwds(session_ids: list[str]) -> dict[str, str]:
-    """The directory each saved session keeps in its meta ("" when it has none)."""
+def _cwds_and_turns(session_ids: list[str]) -> dict[str, tuple[str, int]]:
+    """The directory each saved session keeps in its meta ("" when it has none), and how many turns it has had."""
     store = sessions_dir()
-    return {sid: str(persist.read_meta(store, sid).get("cwd") or "") for sid in session_ids}
+    return {sid: (str(meta.get("cwd") or ""), turns)
+            for sid, (meta, turns) in ((sid, persist.meta_and_turns(store, sid)) for sid in session_ids)}
 
 
 def _commands() -> list[AvailableCommand]:

@@ -233,6 +233,19 @@ async def test_list_reports_each_sessions_cwd_and_filters_by_it(shared_agent, ll
     assert caught.value.code == -32602
 
 
+async def test_list_leaves_out_a_session_a_rewind_of_every_turn_emptied(shared_agent, llm) -> None:
+    # Bug: listed untitled with no turn, where the daemon's ollie/session/list and the terminal's /sessions leave it out.
+    agent = await shared_agent()
+    llm.script(Reply.text("one"), Reply.text("two"))
+    emptied, kept = await agent.new(), await agent.new()
+    await agent.prompt(emptied, "write a haiku")
+    await agent.prompt(kept, "write a limerick")
+    await agent.prompt(emptied, "/rewind")
+    assert "rewound to before turn 1" in agent.client.text(emptied), agent.client.text(emptied)
+    listed = {s.session_id for s in (await asyncio.wait_for(agent.conn.list_sessions(), 30)).sessions}
+    assert kept in listed and emptied not in listed, listed
+
+
 async def test_list_pages_past_session_records_no_ollie_wrote(start_agent, llm) -> None:
     # Pages went by row count: a row the registry leaves out (written by hand) ended the listing after the first
     # page, or shifted the next page's start by one, and a session was never listed.

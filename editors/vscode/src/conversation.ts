@@ -623,8 +623,11 @@ export class Conversation implements vscode.Disposable {
         if (continuing && this.current !== undefined) await this.queued.restore(this.current);
         // The restored chat is read from disk, where the lost turn's prompt may be missing: it says what happened.
         if (this.crashNotice) {
+          const drawn = this.model.items.length;
           const shown = this.model.addCutShort(this.cutShort);
-          for (const item of shown) this.changed(item);
+          // One line it drew went (a "no answer" under steps the streamed reply followed): drawn again whole.
+          if (this.model.items.length < drawn + shown.length) for (const listener of this.listeners) listener.reset();
+          else for (const item of shown) this.changed(item);
           // Nothing shown again of a streamed tail: the history read back holds its answer (told to send it again, a
           // user would run the turn twice).
           const saved = this.cutShort.length > 0 && shown.length === 0;

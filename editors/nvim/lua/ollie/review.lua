@@ -494,13 +494,16 @@ local function do_rewind(params)
     requests.checktime()
     close_list()
     local n = #(res.files or {})
-    -- Build output (a test run's __pycache__) is put back too, but counted apart: the change list never showed it.
-    local built = #(res.buildOutput or {})
+    -- Build output (a test run's __pycache__) is put back too, but said apart: the change list never showed it.
+    -- Named as the engine's /rewind names it: the first 3, then how many more. Last: a notice wider than the
+    -- command line is cut at its end (requests.notify), never at the counts.
+    local built = res.buildOutput or {}
+    local named = table.concat(vim.list_slice(built, 1, 3), ", ")
+      .. (#built > 3 and (" and " .. (#built - 3) .. " more") or "")
     local kept = kept_buffers(res.buffers)
-    -- Short: a message wider than an 80-column screen stops the editor at a "Press ENTER" prompt.
-    requests.notify(string.format("%s (%d file%s restored%s, %d messages left)",
+    requests.notify(string.format("%s (%d file%s restored, %d messages left%s)",
       params.undo and "rewind undone" or ("rewound to before turn " .. tostring(res.turn)), n, n == 1 and "" or "s",
-      built > 0 and string.format(", +%d build output", built) or "", res.messages or 0))
+      res.messages or 0, #built > 0 and (", and build output (" .. named .. ")") or ""))
     -- The chat says what the rewind left as it was (its autocmd below shows `note` under the conversation).
     res.note = #kept > 0 and ("the rewind left these buffers as they are (edited since): "
       .. table.concat(kept, ", ")) or nil

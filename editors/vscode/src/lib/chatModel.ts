@@ -290,6 +290,9 @@ export class ChatModel {
     if (tail.length === 0 || (reply?.kind === "assistant" && text([reply]) === text(tail))) return [];
     const last = this.items.filter((item): item is UserItem => item.kind === "user" && item.note === undefined).pop();
     const saved = tail[0].kind === "user" && last?.text === tail[0].text;
+    // Steps the history ends at said no answer came after them (modelFromHistory): one did, cut short.
+    const end = this.items.at(-1);
+    if (end?.kind === "turnEnd" && end.stop === "no_answer") this.items.pop();
     return [...(saved ? tail.slice(1) : tail).map((item) => this.push({ ...item, id: 0 })), this.push({ kind: "turnEnd", id: 0, stop: "cut_short" })];
   }
 

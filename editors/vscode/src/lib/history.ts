@@ -74,6 +74,10 @@ export function modelFromHistory(messages: unknown, lastTurnResult?: unknown, se
   model.historySeq = seq;
   for (const item of historyItems(messages, session)) model.add(item);
   for (const item of lastTurnEnding(lastTurnResult)) model.add(item);
+  // Steps and no reply after them, the turn over (its result known): it failed, or stopped as they ran (the session
+  // closed), with nothing said under them; the chat ended at the steps as if they still ran. As Neovim says it.
+  const last = model.items.filter((item) => item.kind !== "changes").at(-1);
+  if (lastTurnResult !== undefined && last?.kind === "tool") model.add({ kind: "turnEnd", id: 0, stop: "no_answer" });
   return model;
 }
 
@@ -89,6 +93,7 @@ export const STOP_LABELS: Record<string, string> = {
   max_tokens: "Cut off: the reply reached the model's output token limit",
   error: "Turn ended with an error",
   cut_short: "Cut short: the daemon stopped (what it had shown of this turn was not saved)",
+  no_answer: "No answer after these steps: the turn failed or stopped",
 };
 
 /** What the live chat showed at the end of a turn that failed, hit the step limit or was cut off, from the session's `lastTurnResult`. */

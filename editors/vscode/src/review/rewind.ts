@@ -5,7 +5,7 @@ import * as vscode from "vscode";
 import { ReviewHost } from "./review";
 import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
-import { turnItems, userPrompts } from "./turns";
+import { namedBuildOutput, turnItems, userPrompts } from "./turns";
 
 // Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
 const MAX_TURNS = 30;
@@ -55,8 +55,8 @@ export async function rewind(
   await reload(session);
   const restored = done.files?.length ?? 0;
   // Build output (a test run's __pycache__) is put back too, but counted apart: the change list never showed it.
-  const built = done.buildOutput?.length ?? 0;
-  const alsoBuilt = built ? `, and ${built} build output file${built === 1 ? "" : "s"}` : "";
+  const built = namedBuildOutput(done.buildOutput ?? []);
+  const alsoBuilt = built ? `, and build output (${built})` : "";
   const choice = await vscode.window.showInformationMessage(
     `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored${alsoBuilt}).`,
     "Undo Rewind",

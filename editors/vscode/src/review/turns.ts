@@ -44,3 +44,10 @@ export function turnItems(count: number, prompts: readonly string[], filesChange
   }
   return items;
 }
+
+/** The build output a rewind put back, as the engine's `/rewind` names it: its first `shown` paths, then how many
+ * more (a test run's bytecode can be many files); "" for none. */
+export function namedBuildOutput(paths: readonly string[], shown = 3): string {
+  const more = paths.length > shown ? ` and ${paths.length - shown} more` : "";
+  return paths.slice(0, shown).join(", ") + more;
+}

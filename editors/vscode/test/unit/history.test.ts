@@ -243,6 +243,22 @@ test("a resumed session whose last turn failed shows the failure after it, as th
   assert.equal(modelFromHistory([{ role: "user", content: "hi" }], "end").items.length, 1);
 });
 
+test("a resumed turn that ended at its steps, with no reply after them, says so under them, as Neovim does", () => {
+  // It showed the steps and nothing under them, as if they still ran.
+  const steps = messages.slice(0, 4);
+  const ends = (result: unknown, history = steps) => modelFromHistory(history, result, 0, "s").items.filter((i) => i.kind === "turnEnd").map((i) => i.kind === "turnEnd" && i.stop);
+  for (const over of ["end", "interrupted", ""]) assert.deepEqual(ends(over), ["no_answer"], over);
+  assert.equal(STOP_LABELS.no_answer, "No answer after these steps: the turn failed or stopped");
+  // Under the turn's "Changed files", where Neovim draws it too.
+  const changed = [...steps.slice(0, 3), { ...steps[3], turnChanges: { turn: 1, files: 1 } }];
+  assert.deepEqual(modelFromHistory(changed, "end", 0, "s").items.slice(-2).map((i) => i.kind), ["changes", "turnEnd"]);
+  // A failure or step limit says its own line; a running turn (no result) and a turn answered say none.
+  assert.deepEqual(ends("error"), ["error"]);
+  assert.deepEqual(ends("max_steps"), ["max_steps"]);
+  assert.deepEqual(ends(undefined), []);
+  assert.deepEqual(ends("end", messages), []);
+});
+
 test("a page that starts with a tool result is one whose call is on the page before (it is fetched with it)", () => {
   assert.ok(startsWithResult(saved.slice(2)));
   assert.ok(!startsWithResult(saved.slice(1)));
@@ -318,6 +334,10 @@ test("a reply the daemon saved before it died, its turn not ended, shows once in
   // Only the prompt saved (it died mid-reply): what streamed shows, cut short.
   const unsaved = modelFromHistory([{ role: "user", content: "hello" }]);
   assert.deepEqual(unsaved.addCutShort(tail).map((i) => i.kind), ["assistant", "turnEnd"]);
+  // Its steps saved, the reply after them not: what streamed shows under them, cut short, not "no answer" too.
+  const steps = modelFromHistory([...messages.slice(1, 4)], "end");
+  assert.deepEqual(steps.addCutShort(tail).map((i) => i.kind), ["user", "assistant", "turnEnd"]);
+  assert.deepEqual(steps.items.filter((i) => i.kind === "turnEnd").map((i) => i.kind === "turnEnd" && i.stop), ["cut_short"]);
 });
 
 test("resumed, a shell step that changed files gets back their diffs under it (the files it names)", async () => {

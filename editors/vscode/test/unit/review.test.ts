@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, staleReason, undoFailureMessage, undoParams } from "../../src/review/hunks";
-import { turnItems, userPrompts } from "../../src/review/turns";
+import { namedBuildOutput, turnItems, userPrompts } from "../../src/review/turns";
 
 // Two hunks of one file, as `ollie/changes` lists them: line 2 replaced, and a line added after line 9.
 const changes = {
@@ -88,4 +88,11 @@ test("rewind offers turns newest first, labelled by their prompts when there is 
   const unlabelled = turnItems(3, ["only one"], new Map([[3, 1]]));
   assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3", "Turn 2", "Turn 1"]);
   assert.equal(unlabelled[0].description, "changed 1 file");
+});
+
+test("a rewind's notice names the build output it put back as the engine's /rewind does: 3, then how many more", () => {
+  // It said "and 1 build output file", naming none.
+  assert.equal(namedBuildOutput([]), "");
+  assert.equal(namedBuildOutput(["__pycache__/a.pyc"]), "__pycache__/a.pyc");
+  assert.equal(namedBuildOutput(["a.pyc", "b.pyc", "c.pyc", "d.pyc", "e.pyc"]), "a.pyc, b.pyc, c.pyc and 2 more");
 });
