@@ -3,15 +3,17 @@ command's folded output says what it ended with, as VS Code's step outcome does.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from ollie.testing import Reply
 
 from . import screens
-from .test_nvim_tui import assert_clean, auto_env_reaching_other_test, choice, start_nvim
+from .test_nvim_tui import Tmux, assert_clean, auto_env_reaching_other_test, choice, start_nvim
 
 
 class Forbidden(http.server.BaseHTTPRequestHandler):
@@ -61,46 +63,42 @@ def test_curl_on_a_403_exits_0_and_its_folded_output_shows_the_error_body(tmp_pa
         server.server_close()
 
 
+@contextlib.contextmanager
+def after_one_step(tmp_path: Path, scripted_llm, code: str, answer: str, shot: str,  # type: ignore[no-untyped-def]
+                   rows: int) -> Iterator[tuple[Tmux, str]]:
+    """Neovim (160 columns) once a turn of one auto-approved `code` step and `answer` ended, in normal mode (Neovim
+    makes no fold in insert mode) with the step's output folded: the screen then, kept and drawn as `shot`.png."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code}]})]), Reply.text(answer))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, rows))
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie run it", "Enter")
+        tmux.keys("Escape")
+        done = tmux.keep(shot, tmux.wait(lambda s: answer in s and "(end)" in s and "… +" in s,
+                                         "the turn's end, its output folded", timeout=60))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / f"{shot}.png", (1300, 560))
+        yield tmux, done
+    finally:
+        tmux.close()
+
+
 def test_a_commands_last_line_of_60000_spaces_folds_without_holding_neovim(tmp_path: Path, scripted_llm):
     # Round 38: the fold line's outcome stripped a banner's trailing `=`s with `%s*=+$`, which Lua tried from each
     # character: a step's (a hostile test's) last line `a`, 60,000 spaces, `b` held Neovim minutes at every redraw of
     # the fold (foldtext), every key waiting.
-    srv = scripted_llm("openai")
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "printf 'a%60000sb\\n' ''"}]})]),
-               Reply.text("Printed it."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, 30))
-    try:
-        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
-        tmux.keys(":Ollie print it", "Enter")
-        tmux.keys("Escape")  # (normal mode: Neovim makes no fold in insert mode)
-        done = tmux.keep("1-ended", tmux.wait(lambda s: "Printed it." in s and "(end)" in s and "… +" in s,
-                                              "the turn's end, its output folded", timeout=60))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-ended.png", (1300, 560))
+    with after_one_step(tmp_path, scripted_llm, "printf 'a%60000sb\\n' ''", "Printed it.", "1-ended", 30) as (tmux, done):
         assert re.search(r"│ \[step 1 bash\] exit 0 · a +… \+\d+", done, re.M), done
         # Neovim answers a key at once (each redraw draws the fold line again).
         tmux.keys(":echo 'still here'", "Enter")
         tmux.wait(lambda s: "still here" in s, "Neovim to answer a key", timeout=20)
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_failed_step_s_long_output_shows_its_last_lines_unfolded(tmp_path: Path, scripted_llm):
     # Bug: a failed step's output of more than 8 lines stayed folded behind its exit line: why it failed a fold away.
-    srv = scripted_llm("openai")
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "seq 1 12; echo 'AssertionError: 2 != 3'; exit 1"}]})]),
-               Reply.text("It failed."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, 40))
-    try:
-        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
-        tmux.keys(":Ollie run the tests", "Enter")
-        tmux.keys("Escape")  # (normal mode: Neovim makes no fold in insert mode)
-        done = tmux.keep("1-failed", tmux.wait(lambda s: "It failed." in s and "(end)" in s and "… +" in s,
-                                               "the turn's end, its output folded", timeout=60))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-failed.png", (1300, 560))
+    code = "seq 1 12; echo 'AssertionError: 2 != 3'; exit 1"
+    with after_one_step(tmp_path, scripted_llm, code, "It failed.", "1-failed", 40) as (_, done):
         assert re.search(r"│ \[step 1 bash\] exit 1 … \+7 lines\n.*│ 8\n.*│ 9\n.*│ 10\n.*│ 11\n.*│ 12\n"
                          r".*│ AssertionError: 2 != 3\n", done), done
-    finally:
-        tmux.close()

@@ -331,18 +331,25 @@ def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp
         assert term.close() == 0
 
 
+def paste_then_type(llm, tmp_path, pasted: str, shown: str, typed: str, answered: str) -> str:  # type: ignore[no-untyped-def]
+    """The terminal's text once `pasted` came all at once, as a terminal sends a paste (`shown` after it), then `typed`
+    as a line of its own (`answered` after it), and the terminal left."""
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        os.write(term.master, pasted.encode())
+        at = term.wait_for(shown, after=at)
+        term.answer(typed, answered, after=at)
+        assert term.close() == 0
+    return term.text
+
+
 def test_a_pasted_multi_line_prompt_is_one_prompt(llm, tmp_path):
     # Each pasted line went as a prompt of its own: the model saw "why does this fail:" without its traceback, and
     # two more turns followed.
     pasted = "why does this fail:\nTraceback (most recent call last):\n  File \"app.py\", line 1\n"
     llm.script(Reply.text("read it"), Reply.text("back"))
-    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.wait_for(r"default> ")
-        os.write(term.master, pasted.encode())  # as a terminal sends a paste: all of it at once
-        at = term.wait_for(r"read it\ndefault> ", after=at)
-        # A line typed after the turn is a prompt of its own.
-        term.answer("and now?", r"back\n", after=at)
-        assert term.close() == 0
+    # A line typed after the turn is a prompt of its own.
+    paste_then_type(llm, tmp_path, pasted, r"read it\ndefault> ", "and now?", r"back\n")
     prompts = [request.body["messages"][-1]["content"] for request in llm.chat_requests]
     assert prompts == [pasted.rstrip("\n"), "and now?"], prompts
 
@@ -364,15 +371,10 @@ def test_a_pasted_text_starting_with_a_bang_runs_none_of_its_lines(llm, tmp_path
     # first line starts with `!` went whole to `!cmd`: every line of it ran as a shell script, outside the sandbox,
     # where before its first line alone did (the rest went to the model).
     pasted = "!Important: read the setup notes first\ntouch pwned\n"
-    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.wait_for(r"default> ")
-        os.write(term.master, pasted.encode())  # as a terminal sends a paste: all of it at once
-        at = term.wait_for(r"default> ", after=at)
-        # A command typed as one line still runs.
-        term.answer("!echo typed-$((6 * 7))", r"typed-42[\s\S]*default> ", after=at)
-        assert term.close() == 0
-    assert not (tmp_path / "pwned").exists(), term.text
-    assert "not run" in term.text and not llm.chat_requests
+    # A command typed as one line still runs.
+    text = paste_then_type(llm, tmp_path, pasted, r"default> ", "!echo typed-$((6 * 7))", r"typed-42[\s\S]*default> ")
+    assert not (tmp_path / "pwned").exists(), text
+    assert "not run" in text and not llm.chat_requests
 
 
 def test_continue_resumes_the_newest_session_of_this_directory(llm, tmp_path):
