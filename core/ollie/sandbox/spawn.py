@@ -476,7 +476,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     release_net = None
     if ruleset is not None and policy is not None and ruleset.get("proxy"):
         step_net, release_net = _open_step_net(policy, argv, ruleset, child_env)
-        report["network"] = step_net.connections
+        report["network"], report["asks"] = step_net.connections, step_net
     # It can make hard links: the checkpoints trust no inotify events while it may run (treewatch).
     gone = unconfined.starting() if ruleset is None or not ruleset.get("seccomp") else None
     try:

@@ -214,6 +214,7 @@ class Runner:
             timeout=remaining,
             limit_bytes=limit_bytes or self.output_limit,
         )
+        deadline.seconds += outcome.asked_s  # the call's later steps keep the time its questions took
         if policy is not None:
             outcome.warnings[:0] = self.policy_warnings(policy)
         return outcome
