@@ -99,10 +99,10 @@ def raw_input(arguments: str) -> object:
 
 def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] = (), *,
                 cwd: Path | None = None, locations: tuple[Location, ...] = (),
-                pictures: Sequence[Mapping[str, Any]] = ()) -> ToolCallProgress:
+                pictures: Sequence[Mapping[str, Any]] = (), step: ToolState | None = None) -> ToolCallProgress:
     """The `tool_call_update` closing one step, with the start of its result, its images (`images.shown`'s: one
     without data named with its size), its diffs (paths absolute), and its locations once one has a line (an edit's,
-    known from its result)."""
+    known from its result); `step`'s own title and kind again (a batch's one question renamed its first step's card)."""
     preview = result if len(result) <= RESULT_PREVIEW_CHARS else result[:RESULT_PREVIEW_CHARS] + "\n[…]"
     content: list[ContentToolCallContent | FileEditToolCallContent] = [tool_content(text_block(preview))] if preview else []
     content.extend(tool_content(picture_block(p)) for p in pictures)
@@ -113,7 +113,8 @@ def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] 
     where = [ToolCallLocation(path=str((cwd / loc.path) if cwd is not None else Path(loc.path)), line=loc.line)
              for loc in locations] if any(loc.line for loc in locations) else None
     return update_tool_call(step_id, status=status,  # type: ignore[arg-type]
-                            content=content or None, locations=where)
+                            content=content or None, locations=where, title=step.title if step else None,
+                            kind=step.kind if step else None)  # type: ignore[arg-type]
 
 
 def picture_block(picture: Mapping[str, Any]) -> ImageContentBlock | TextContentBlock:
@@ -240,13 +241,20 @@ class UpdateForwarder:
             await self._close_call(event)
         elif role == "usage":
             await self._send(self.usage_update())
-        elif role == "state" and (title := self._core.session.title) and title != self._title:
-            # The first prompt's words, `/rn`: Zed names the thread by it (else by the words it sent, never by a rename).
-            self._title = title
-            await self._send(SessionInfoUpdate(session_update="session_info_update", title=title))
+        elif role == "state" and (update := self.title_update()):
+            await self._send(update)
         elif role in NOTE_ROLES and event.content:
             text = f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n"
             await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
+
+    def title_update(self, *, again: bool = False) -> SessionInfoUpdate | None:
+        """The session's title when the client was not told it (`again`: a thread it reopens, told or not)."""
+        # The first prompt's words, `/rn`: Zed names the thread by it (else by the words it sent, never by a rename).
+        title = self._core.session.title
+        if not title or (title == self._title and not again):
+            return None
+        self._title = title
+        return SessionInfoUpdate(session_update="session_info_update", title=title)
 
     def _replying(self) -> None:
         self.replied = True
@@ -297,7 +305,7 @@ class UpdateForwarder:
         texts = shown_results(event.content, [s.status for s in steps])
         for step, shown, own in zip(steps, texts, pictures, strict=True):
             await self._send(tool_result(step.id, step.status, shown, step.diffs or (), cwd=self._core.cwd,
-                                         locations=step.locations, pictures=own))
+                                         locations=step.locations, pictures=own, step=step))
         if "task_" in event.content:
             await self.send_plan()
 

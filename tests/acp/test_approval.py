@@ -141,6 +141,24 @@ async def test_each_question_of_a_batch_names_the_tool_call_of_its_step(shared_a
     assert (agent.workspace / "b.txt").read_text() == "two\n"
 
 
+async def test_a_big_batch_s_one_question_leaves_its_first_step_s_card_with_its_own_title(shared_agent, llm) -> None:
+    # More than 5 asked steps are one question, on the first step's card: it kept "Edit f0.txt and 5 more steps"
+    # after the step ended, a second name for one edit.
+    calls = [{"tool": "file_edit", "args": [f"f{n}.txt", "one", "two"]} for n in range(6)]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    agent = await shared_agent(approval="")
+    for n in range(6):
+        (agent.workspace / f"f{n}.txt").write_text("one\n")
+    sid = await agent.new()
+    agent.client.permission_answers = ["allow_once"]
+    assert (await agent.prompt(sid, "edit them")).stop_reason == "end_turn"
+    ((asked, _),) = agent.client.permission_requests
+    assert asked.title == "Edit f0.txt and 5 more steps"
+    first = agent.client.of(sid, "tool_call")[0]
+    titles = [u.title for u in agent.client.of(sid, "tool_call_update") if u.tool_call_id == first.tool_call_id and u.title]
+    assert titles[-1] == first.title != asked.title, titles
+
+
 async def test_read_only_mode_refuses_writes_without_asking(shared_agent, llm) -> None:
     llm.script(run("touch x"), Reply.text("planned"))
     agent = await shared_agent(approval="")

@@ -350,6 +350,10 @@ async def test_the_title_reaches_the_client_and_rn_renames_the_listed_session(sh
     assert [u.title for u in agent.client.of(sid, "session_info_update")][-1] == "hello printer"
     (listed,) = [s for s in (await agent.conn.list_sessions()).sessions if s.session_id == sid]
     assert listed.title == "hello printer"
+    # Zed loads an open thread again as its panel reopens: it was not told the title again, the thread unnamed.
+    agent.client.reset()
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert [u.title for u in await agent.updates(sid, "session_info_update")] == ["hello printer"]
 
 
 async def test_a_session_runs_in_one_acp_agent_at_a_time(shared_agent, start_agent_beside, llm) -> None:

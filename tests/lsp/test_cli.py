@@ -477,5 +477,6 @@ def test_an_image_a_tool_returns_is_named_under_its_step(scripted_llm, tmp_path)
     proc = run_ollie(["-p", "what is on the screen?", "--cwd", str(tmp_path)], env=srv.env())
     assert proc.returncode == 0, proc.stderr
     [(mime, shot)] = srv.images(srv.chat_requests[1])  # the model was shown it
-    assert proc.stdout.startswith("▸ t: screenshot\n  the screen, 3x2\n"), proc.stdout
+    shown = proc.stdout.split("`/mcp` shows its state)\n", 1)[-1]  # after the note that it waited for `t`, if it did
+    assert shown.startswith("▸ t: screenshot\n  the screen, 3x2\n"), proc.stdout
     assert f"\n  [image: {mime}, {max(1, round(len(shot) / 1024))} KB]\nIt is red." in proc.stdout, proc.stdout

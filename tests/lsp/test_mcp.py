@@ -75,6 +75,11 @@ async def submit(daemon: Daemon, text: str) -> str:
     return (await daemon.request("ollie/submit", {"text": text}, timeout=90))["reply"]
 
 
+def after_waiting(shown: str) -> str:
+    """The terminal's output after the note that the prompt waits for a server still starting, if it had to."""
+    return shown.split("`/mcp` shows its state)\n", 1)[-1]
+
+
 def tool_results(llm: Any) -> list[str]:
     """What the model was told of its calls, in order."""
     return [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "tool"]
@@ -132,6 +137,23 @@ async def test_tools_are_steps_with_kinds_titles_and_approval(shared_daemon, llm
     assert titles['t: create_issue "the bug"']["status"] == "completed"
     assert titles["t: add"]["kind"] == "read"
     assert titles["t: fails"]["status"] == "failed"
+
+
+async def test_a_prompt_waiting_for_a_slow_server_says_so_and_goes_with_its_tools(shared_daemon, llm, mcp_home):
+    # A server still starting held the session's first prompt 15 s with no word of why, at the session's start.
+    configure(mcp_home, {"g": test_server("gated")})
+    llm.script(Reply.tool_calls(("mcp__g__add", {"a": 2, "b": 3})), Reply.text("added"))
+    daemon = await shared_daemon(env=llm.env())
+    added = asyncio.ensure_future(submit(daemon, "add"))
+    await eventually(lambda: any("waiting for MCP server 'g' to start" in (e.get("content") or "") for e in daemon.events)
+                     or added.done(), "the prompt told what it waits for")
+    home = state_dir(mcp_home, "g")
+    await eventually((home / "gated").exists, "the server waiting")
+    assert not added.done()
+    (home / "open").touch()  # it starts now: the prompt goes on, with its tools
+    assert await added == "added"
+    assert "mcp__g__add" in [t["function"]["name"] for t in llm.chat_requests[-2].body["tools"]]
+    assert tool_results(llm) == ["5"]
 
 
 async def test_the_question_shows_every_argument_of_the_call(shared_daemon, llm, mcp_home):
@@ -425,7 +447,7 @@ def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):
     llm.script(Reply.tool_calls(("mcp__t__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
     proc = run_ollie(["-p", "add them", "--cwd", str(tmp_path)], env=llm.env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("▸ t: add\n  42\n"), proc.stdout
+    assert after_waiting(proc.stdout).startswith("▸ t: add\n  42\n"), proc.stdout
     assert proc.stdout.rstrip().endswith("it is 42")
 
 
@@ -458,8 +480,10 @@ async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(st
     workspace_homes = state_dir(_private_dirs, "workspace")
     assert not workspace_homes.exists() and not state_dir(_private_dirs, "planted").exists()  # never spawned
     assert "allowed MCP server 'planted'" in await submit(daemon, "/mcp allow planted")
-    await wait_state(daemon, "planted", "ready")
+    listed = await wait_state(daemon, "planted", "ready")
     assert [p.name for p in workspace_homes.glob("*/*")] == ["planted"] and not state_dir(_private_dirs, "planted").exists()
+    # Its tools' `readOnlyHint` is the repo's word: `add` is asked about as any call (the user's own server's is not).
+    assert {t["name"]: t["kind"] for t in listed["tools"]}["mcp__planted__add"] == "other"
     # Remembered for this workspace: a new session starts it without asking.
     new = await daemon.request("ollie/session/new", {})
     listed = (await daemon.request("ollie/mcp/list", {"session": new["session"]}))["servers"]
@@ -564,7 +588,7 @@ def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_
     llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(ws / "hello.txt")})), Reply.text("read it"))
     proc = run_ollie(["-p", "read hello", "--cwd", str(ws)], env=llm.env(), timeout=150)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("▸ fs: read_text_file"), proc.stdout
+    assert after_waiting(proc.stdout).startswith("▸ fs: read_text_file"), proc.stdout
     assert "hello from the workspace" in proc.stdout and proc.stdout.rstrip().endswith("read it")
 
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -220,6 +221,11 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
         """Write an endless line to stdout, without a newline."""
         while True:
             os.write(1, b"y" * 65536)
+
+if sys.argv[1:] == ["gated"]:  # a slow start: it says it waits (`gated` in its HOME), then waits for `open` there
+    (HOME / "gated").touch()
+    while not (HOME / "open").exists():
+        time.sleep(0.01)
 
 if len(sys.argv) > 2 and sys.argv[1] in ("http", "sse"):  # streamable HTTP on 127.0.0.1:PORT/mcp, or SSE on /sse
     app.settings.port = int(sys.argv[2])

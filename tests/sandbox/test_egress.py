@@ -1052,3 +1052,30 @@ async def test_a_steps_connections_at_once_to_many_hosts_ask_one_at_a_time_and_s
     hows = sorted(c["how"] for c in proc.report["network"])
     assert hows == ["deny"] * 3 + [f"no more questions: {egress.MAX_REFUSED} refused in this step"] * 5
     assert sum(bool(c.get("asked")) for c in proc.report["network"]) == 3
+
+
+async def test_the_time_a_network_question_is_on_screen_is_not_taken_from_the_call_s_timeout(ws, counting) -> None:
+    # The step's timeout ran on while the user read its question: answered after it, the step was killed unfinished,
+    # and the call's next step had no time left.
+    from ollie.tools.execute.languages import Invocation
+    from ollie.tools.execute.runner import Deadline, Runner
+
+    loop = asyncio.get_running_loop()
+    deadline = Deadline(3)
+    past_timeout = loop.create_future()
+
+    async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        loop.call_at(deadline.started + 4, past_timeout.set_result, None)  # answered past the call's 3 s
+        await past_timeout
+        return "once"
+
+    runner = Runner(session_id="s", cwd=ws.work, lock_dir=ws.root / "locks")
+    token = egress.asking.set(egress.NetAsk(ask=ask))
+    try:
+        fetched, after = [await runner.run(Invocation(["python3", "-I", "-S", "-c", *program], None), env=ws.env,
+                                           policy=proxy_policy(ws, []), deadline=deadline)
+                          for program in ((PROBE, "urllib", f"http://other.test:{counting.port}/x"), ("print(1)",))]
+    finally:
+        egress.asking.reset(token)
+    assert not fetched.timed_out and fetched.stdout.decode().strip() == "hello", fetched.stderr
+    assert not after.timed_out and after.stdout == b"1\n", after.stderr

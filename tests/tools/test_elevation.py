@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from pathlib import Path
@@ -158,3 +159,18 @@ async def test_a_tool_script_another_sessions_step_swaps_for_a_fifo_or_a_huge_fi
     assert not held.is_set(), "the daemon's loop waited on the FIFO"
     assert result.is_error and ("not a regular file" in result.text or "larger than" in result.text), result.text
     assert not (ws.outside / "deployed.txt").exists()
+
+
+async def test_the_time_an_elevation_question_waits_is_not_taken_from_the_call_s_timeout(ws: Workspace):
+    # Asked during the call (unlike a step's approval, before it), the wait counted against its timeout: a person who
+    # answered after it had passed got "timed out" for a step that never ran.
+    loop = asyncio.get_running_loop()
+    past_timeout = loop.create_future()
+
+    async def approver(what: str) -> str | None:
+        loop.call_later(1.5, past_timeout.set_result, None)  # the answer comes after the call's 1 s
+        await past_timeout
+        return None
+
+    result = await code(gated(ws, "ask", approver), "echo ran", elevated=True, timeout=1)
+    assert not result.is_error and stdout_of(result).strip() == "ran", result.text

@@ -65,7 +65,7 @@ class Core(HistoryMembers, McpMembers):
         self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host = TurnHost(setup=setup, sessions_dir=opened.sessions_dir, session=opened.session,
                               session_file=session_file, limits=limits, approval=self._approval,
-                              before_turn=self._ask_workspace_servers)
+                              before_turn=self._mcp_before_turn)
         self.on_rename: Callable[[str], Awaitable[None]] | None = None
         self.on_kill: Callable[[], Awaitable[None]] | None = None
         # Whether each question's answer is told as an `info` line ("allowed: Edit app.py"); a front end whose question

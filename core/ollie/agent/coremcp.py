@@ -46,12 +46,19 @@ class McpMembers:
             unsaid, host.unsaid = host.unsaid, []
             for text in unsaid:  # news from before (at a session's start the bus keeps it for its first listener)
                 host.notify(text)
+            refresh_tools(self.runtime)  # those that listed their tools since the runtime was built (not waited for)
 
     async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
         """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
         await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
-        self._wire_mcp()  # one that failed at once is news now, not at its first retry
-        refresh_tools(self.runtime)
+        self._wire_mcp()  # one that failed at once is news now, not at its first retry; its tools join
+
+    async def _mcp_before_turn(self) -> None:
+        """Before a turn: its servers still starting waited for, the user told which (their tools go with the turn);
+        then the workspace's servers not asked about yet put to the user."""
+        if (host := host_of(self.runtime.dispatcher)) is not None:
+            await host.wait_starting(lambda text: self.bus.emit("info", text))
+        await self._ask_workspace_servers()
 
     async def _ask_workspace_servers(self) -> None:
         """Put the workspace's MCP servers not asked about yet to the user (each once a session); start those allowed."""

@@ -29,8 +29,10 @@ def host_of(dispatcher: Dispatcher) -> McpHost | None:
     return host if isinstance(host, McpHost) else None
 
 
-async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str) -> McpHost:
-    """Start `specs` in the dispatcher's MCP host (made on first use); the host."""
+async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str,
+                 wait: float | None = None) -> McpHost:
+    """Start `specs` in the dispatcher's MCP host (made on first use), waiting `wait` for their tool lists (None:
+    FIRST_LIST_WAIT_S); the host."""
     from ollie.mcp.host import McpHost
 
     host = dispatcher.get_server(SERVER_NAME)
@@ -38,7 +40,7 @@ async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd
         network_from = sandbox if sandbox and sandbox != "none" else "default"
         host = McpHost(cwd=cwd, environ=dict(os.environ), network_from=network_from)
         dispatcher.add_server(SERVER_NAME, host)
-    await host.add(specs)
+    await host.add(specs, **({} if wait is None else {"wait": wait}))
     return host
 
 
@@ -58,7 +60,8 @@ async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Pa
     if not specs and not theirs:
         return
     start = {**specs, **{n: s for n, s in theirs.items() if approval_key(cwd, s) in allowed}}
-    host = await attach(dispatcher, start, cwd=cwd, sandbox=cfg.sandbox)
+    # Not waited for here: a slow one held the session's start 15 s, unsaid (a turn waits for it, saying so).
+    host = await attach(dispatcher, start, cwd=cwd, sandbox=cfg.sandbox, wait=0)
     for name, spec in theirs.items():
         if name not in start:
             host.pending[name] = spec

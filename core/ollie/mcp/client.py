@@ -90,14 +90,14 @@ def tool_name(server: str, tool: str) -> str:
     return _UNSAFE.sub("_", f"mcp__{server}__{tool}")[:MAX_TOOL_NAME]
 
 
-def _tools(server: str, listed: list[Any]) -> tuple[list[McpTool], int]:
+def _tools(server: str, listed: list[Any], *, hinted: bool = True) -> tuple[list[McpTool], int]:
     """The tools of a server's listing the model gets (in order, within MAX_LISTED and MAX_TOOLS_BYTES), and how
-    many are left out (those too, and any whose schema alone is past MAX_SCHEMA_BYTES)."""
+    many are left out (those too, and any whose schema alone is past MAX_SCHEMA_BYTES); `hinted`: its hints count."""
     tools, size = [], 0
     for raw in listed:
         if len(tools) == MAX_LISTED:
             break
-        if (tool := _tool(server, raw)) is None:
+        if (tool := _tool(server, raw, hinted)) is None:
             continue
         size += len(json.dumps(tool.schema)) + len(tool.description)
         if size > MAX_TOOLS_BYTES:
@@ -106,7 +106,7 @@ def _tools(server: str, listed: list[Any]) -> tuple[list[McpTool], int]:
     return tools, len(listed) - len(tools)
 
 
-def _tool(server: str, raw: Any) -> McpTool | None:
+def _tool(server: str, raw: Any, hinted: bool) -> McpTool | None:
     schema = raw.inputSchema if isinstance(raw.inputSchema, dict) else {}
     if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
         return None
@@ -115,7 +115,7 @@ def _tool(server: str, raw: Any) -> McpTool | None:
     return McpTool(
         name=tool_name(server, raw.name), remote=raw.name,
         description=(raw.description or raw.title or raw.name)[:MAX_DESCRIPTION], schema=schema,
-        read_only=bool(hints and hints.readOnlyHint))
+        read_only=hinted and bool(hints and hints.readOnlyHint))
 
 
 async def result_of(result: Any) -> ToolResult:
@@ -241,6 +241,11 @@ class McpServer:
                 await self.restart()
         finally:
             self._checking = None
+
+    @property
+    def first_start(self) -> bool:
+        """Whether its first start (since it was made or restarted) has not succeeded or failed yet."""
+        return not self._ready.is_set()
 
     async def wait_ready(self, timeout: float) -> None:
         """Return once the first start succeeded or failed, or after `timeout` (it keeps starting)."""
@@ -395,7 +400,8 @@ class McpServer:
         if caps is None or caps.tools is not None:
             async with asyncio.timeout(START_TIMEOUT_S):
                 listed = await session.list_tools()
-            tools, left_out = _tools(self.spec.name, listed.tools)
+            # A workspace's server is the repo's code: its word that a tool only reads asks nobody (approval) less.
+            tools, left_out = _tools(self.spec.name, listed.tools, hinted=not self.spec.from_workspace)
             if left_out and left_out != self._left_out:  # once, not at each listing of the same tools
                 self._notify(f"MCP server {self.spec.name!r}: {left_out} of its {len(listed.tools)} tools left out "
                              f"(past {MAX_LISTED} tools, a schema past {MAX_SCHEMA_BYTES // 1024} KiB, or all of "

@@ -46,6 +46,13 @@ class McpHost:
         for server in started:
             await server.wait_ready(wait)
 
+    async def wait_starting(self, tell: Callable[[str], None]) -> None:
+        """Wait up to FIRST_LIST_WAIT_S for the servers whose first start has not ended, `tell`ing which first."""
+        if starting := [s for s in self.servers.values() if s.first_start]:
+            tell(f"waiting for MCP server {', '.join(repr(s.spec.name) for s in starting)} to start (up to "
+                 f"{FIRST_LIST_WAIT_S:g} s: its tools go with this prompt; `/mcp` shows its state)")
+            await asyncio.gather(*(s.wait_ready(FIRST_LIST_WAIT_S) for s in starting))
+
     def _tools(self) -> dict[str, tuple[McpServer, McpTool]]:
         found: dict[str, tuple[McpServer, McpTool]] = {}
         taken: list[str] = []

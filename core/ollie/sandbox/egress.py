@@ -209,6 +209,11 @@ class StepNet:
     _sending: threading.Lock = field(default_factory=threading.Lock)  # held while a chunk is counted against the cap
     _tasks: set[asyncio.Task] = field(default_factory=set)
     _closed: bool = False
+    held_s: float = 0.0  # how long its questions were on screen: its timeout waits as long (tools/execute/spawn.py)
+
+    def questions(self) -> list[asyncio.Future[str]]:
+        """The questions its connections wait on now."""
+        return list(self._asking.values())
 
     def env(self) -> dict[str, str]:
         """The proxy variables a step sees (upper and lower case: tools read one or the other)."""
@@ -338,7 +343,11 @@ class StepNet:
             if len(self._refused) >= MAX_REFUSED:
                 return _NO_MORE
             record["asked"] = True
-            answer = await self._answer(ask.ask, ask.timeout, host, port, scheme)
+            begun = asyncio.get_running_loop().time()
+            try:
+                answer = await self._answer(ask.ask, ask.timeout, host, port, scheme)
+            finally:
+                self.held_s += asyncio.get_running_loop().time() - begun
             # Counted before the next question may start (the lock's next holder checks the count).
             (self._allowed if answer in ("once", "session", "always") else self._refused).add(f"{host}:{port}")
             return answer

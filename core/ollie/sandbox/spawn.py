@@ -476,7 +476,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     ends: list[Callable[..., None]] = []
     if ruleset is not None and policy is not None and ruleset.get("proxy"):
         step_net, release_net = _open_step_net(policy, argv, ruleset, child_env)
-        report["network"] = step_net.connections
+        report["network"], report["asks"] = step_net.connections, step_net
         ends.append(release_net)
     if ruleset is None or not ruleset.get("seccomp"):
         # It can make hard links: the checkpoints trust no inotify events while it may run (treewatch).

@@ -4,7 +4,11 @@ local H = dofile(vim.fs.joinpath(vim.fs.dirname(debug.getinfo(1, "S").source:sub
 local R = H.results
 
 vim.ui.select = function(items, opts, on_choice)
-  R.mcp_labels = vim.tbl_map(opts.format_item, items)
+  local labels = vim.tbl_map(opts.format_item, items)
+  if labels[1]:find(" starting") then -- a session's start no longer waits for it: listed again until it is ready
+    return vim.defer_fn(function() vim.cmd("OllieMcp") end, 50)
+  end
+  R.mcp_labels = labels
   on_choice(items[1])
 end
 vim.cmd("OllieMcp")

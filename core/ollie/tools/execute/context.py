@@ -101,7 +101,8 @@ class CallContext:
 
         An elevated one first passes the agent's elevation gate; `what` is what the user is shown.
         """
-        if elevated and (refusal := await self.elevation.refusal(what)):
+        # The question's wait is not the call's: a person who took a minute to answer did not time the step out.
+        if elevated and (refusal := await self.deadline.paused(self.elevation.refusal(what))):
             return RunOutcome(error=refusal)
         named = writers.running.set(" ".join(what.split())[:120])  # an editor's edit it holds up names it
         try:

@@ -6,7 +6,7 @@ import asyncio
 import functools
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,6 +52,14 @@ class Deadline:
     def remaining(self) -> float:
         """Seconds left (0 when spent)."""
         return max(0.0, self.started + self.seconds - asyncio.get_running_loop().time())
+
+    async def paused(self, wait: Awaitable[str | None]) -> str | None:
+        """`wait`'s result, the time it took (a person answering a question) added to the budget."""
+        begun = asyncio.get_running_loop().time()
+        try:
+            return await wait
+        finally:
+            self.seconds += asyncio.get_running_loop().time() - begun
 
 
 def python_home() -> Path:
@@ -206,6 +214,7 @@ class Runner:
             timeout=remaining,
             limit_bytes=limit_bytes or self.output_limit,
         )
+        deadline.seconds += outcome.asked_s  # the call's later steps keep the time its questions took
         if policy is not None:
             outcome.warnings[:0] = self.policy_warnings(policy)
         return outcome

@@ -19,6 +19,7 @@ from ollie.tools.execute.sandboxnotes import (
 )
 
 if TYPE_CHECKING:  # the sandbox's spawn machinery loads with the first process (a first turn's answer needs none)
+    from ollie.sandbox.egress import StepNet
     from ollie.sandbox.policy import Policy
     from ollie.sandbox.process import SandboxedProcess
 
@@ -46,6 +47,25 @@ async def _exited(proc: SandboxedProcess) -> None:
         os.close(fd)
 
 
+async def _exited_in_time(proc: SandboxedProcess, timeout: float) -> bool:
+    """Whether `proc` exited within `timeout` and the time its network questions were on screen (a person's, not
+    the step's: while one is, its time stands still)."""
+    net: StepNet | None = proc.report.get("asks")
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    exited = asyncio.ensure_future(_exited(proc))
+    try:
+        while not exited.done():
+            asked = net.questions() if net is not None else []
+            left = end + (net.held_s if net is not None else 0.0) - loop.time()
+            if left <= 0 and not asked:
+                return False
+            await asyncio.wait({exited, *asked}, timeout=None if asked else left, return_when=asyncio.FIRST_COMPLETED)
+        return True
+    finally:
+        exited.cancel()
+
+
 @dataclass(eq=False, repr=False)
 class RunOutcome:
     """What one process did: its output, exit status, and why it stopped if not by itself."""
@@ -59,6 +79,7 @@ class RunOutcome:
     warnings: list[str] = field(default_factory=list)
     # Each connection through the egress proxy (`network: proxy`): host, port, verdict, how, sent, received.
     network: list[dict] = field(default_factory=list)
+    asked_s: float = 0.0  # how long its network questions were on screen (the call's deadline waits as long)
 
     @property
     def ok(self) -> bool:
@@ -99,11 +120,7 @@ async def run_process(
     reader = asyncio.ensure_future(proc.communicate(limit_bytes=limit_bytes))
     outcome = RunOutcome(warnings=list(proc.warnings))
     try:
-        try:
-            async with asyncio.timeout(timeout):
-                await _exited(proc)
-        except TimeoutError:
-            outcome.timed_out = True
+        outcome.timed_out = not await _exited_in_time(proc, timeout)
         # Background children still holding the pipes must not outlive the call.
         proc.kill_group()
         try:
@@ -121,6 +138,7 @@ async def run_process(
         if proc.report.get("orphaned"):
             outcome.error = FORK_SERVER_DIED
         outcome.network = list(proc.report.get("network") or ())
+        outcome.asked_s = proc.report["asks"].held_s if "asks" in proc.report else 0.0
         if policy is not None:
             if mentions_denial(outcome.stderr):
                 # Resolving paths the step named (symlinks it planted, an automount) must not hold the event loop.
