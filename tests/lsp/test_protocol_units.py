@@ -22,7 +22,6 @@ from ollie_lsp.errors import InvalidParams
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.options import parse_init_options
 from ollie_lsp.params import EditorContext, SessionListParams, SubmitParams, parse
-from tests.pictures import png
 from tests.stalls import StalledWalk
 
 
@@ -343,40 +342,3 @@ async def test_the_tcp_clients_socket_is_looked_up_off_the_loop(monkeypatch):
         client.stdin.close()  # the client ends: the daemon is told
         await asyncio.wait_for(gone.wait(), 30)
         await client.wait()
-
-
-async def test_a_stop_while_a_queued_prompts_images_are_read_holds_it(tmp_path, monkeypatch):
-    """Bug: whether a Stop came while a queued prompt's checks awaited was taken before its images were read: one that
-    came during that read queued it to run on its own, though it was sent for the turns the Stop ended."""
-    from types import SimpleNamespace
-
-    from ollie.backend import images
-    from ollie.backend.types import Image
-    from ollie_lsp import methods
-
-    (tmp_path / "shot.png").write_bytes(png(5, 3, (200, 10, 10)))
-    queued: list[tuple[str, int, bool]] = []
-
-    async def queue(text: str, pictures: list, *, seen: int | None, held: bool) -> int:
-        queued.append((text, len(pictures), held))
-        return len(queued)
-
-    live = SimpleNamespace(id="s", stops=0, core=SimpleNamespace(cwd=tmp_path), queue=queue)
-
-    async def get(_session: str | None) -> SimpleNamespace:
-        return live
-
-    async def writable(_session: str | None) -> None:
-        return None
-
-    ls = SimpleNamespace(initialized=False, table=SimpleNamespace(get=get, writable=writable),
-                         workspace=SimpleNamespace(text_documents={}))
-    read = images.read
-
-    async def read_meanwhile_stopped(cwd: Path, path: str) -> Image:
-        live.stops += 1  # the user's Stop, while the image is read
-        return await read(cwd, path)
-
-    monkeypatch.setattr(images, "read", read_meanwhile_stopped)
-    await methods.METHODS["ollie/queue"](ls, {"session": "s", "text": "what is it", "images": [{"path": "shot.png"}]})
-    assert queued == [("what is it", 1, True)]
