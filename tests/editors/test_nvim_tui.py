@@ -704,6 +704,10 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
         [title] = [line for line in asked.splitlines() if "╭ ollie asks to:" in line]
         assert "… ╮" in title, asked
         tmux.keys("1", "Enter")
+        # Its `add` says it only reads (readOnlyHint): the repo's word, so it is asked about as any call.
+        add = tmux.wait(lambda s: "Allow once" in s and "planted: add" in s and '"b": 22' in s,
+                        "the read-only-hinted call's question", timeout=60)
+        tmux.keys(choice(add, "Allow once"), "Enter")
         # A call's question shows every argument, not only the first text one (a decoy, which the server ignores).
         call = tmux.keep("mcp-call", tmux.wait(lambda s: "Allow once" in s and '"title": "rm -rf the repo"' in s,
                                                "the call's question, its arguments whole", timeout=60))
