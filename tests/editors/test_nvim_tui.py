@@ -1541,6 +1541,33 @@ def test_a_command_typed_while_the_plain_picker_asks_never_answers_it(tmp_path: 
     assert (tmp_path / "ws" / "first").exists()
 
 
+def test_a_question_taller_than_half_the_screen_says_so_and_scrolls_from_the_picker(tmp_path: Path, scripted_llm):
+    # Bug: in an 80x24 terminal a batch of 12 edits' question was cut at half the screen, silently: its last file and
+    # every call's command line were never seen, and "Allow once" ran them all.
+    srv = scripted_llm("openai")
+    names = [f"m{i}.py" for i in range(12)]
+    batch = ("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]})
+    srv.script(Reply(tool_calls=[batch]), Reply.text("Left them."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names},
+                      size=(80, 24))
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix them", "Enter")
+        asked = tmux.wait(lambda s: "Allow once" in s and "lines do not fit: <C-d>/<C-u> scroll" in s, "the cut question")
+        assert "file_edit m11.py" not in asked, asked
+        tmux.keys("C-d", "C-d", "C-d")  # from the picker, which keeps the focus
+        scrolled = tmux.keep("1-scrolled", tmux.wait(lambda s: "file_edit m11.py 'a - b' 'a + b'" in s,
+                                                     "the question's last call, scrolled to"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-scrolled.png", (800, 480))
+        tmux.keys(choice(scrolled, "Reject"), "Enter")
+        tmux.wait(lambda s: "Left them." in s, "the turn to end")
+        assert all((tmp_path / "ws" / name).read_text().endswith("a - b\n") for name in names)
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
 def test_a_batch_of_edits_is_one_question_that_shows_each_call(tmp_path: Path, scripted_llm):
     # A model's batch of edits asked one question each: the user answered as many questions as the batch had files.
     srv = scripted_llm("openai")

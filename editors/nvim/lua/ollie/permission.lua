@@ -157,7 +157,12 @@ local function show_preview(lines, has_diff)
   -- A long line (a step's command) wraps at a word, indented: the float as tall as the wrapped text, so the lines
   -- after it still show.
   vim.wo[win].linebreak, vim.wo[win].breakindent = true, true
-  vim.api.nvim_win_set_height(win, math.min(vim.api.nvim_win_text_height(win, {}).all, most))
+  local total = vim.api.nvim_win_text_height(win, {}).all
+  vim.api.nvim_win_set_height(win, math.min(total, most))
+  if total > most then -- cut at half the screen: said, with how to see the rest (a batch's last calls were unseen)
+    vim.api.nvim_win_set_config(win, { footer = (" %d lines do not fit: <C-d>/<C-u> scroll "):format(total - most),
+      footer_pos = "center" })
+  end
   M.last_preview = { buf = buf, lines = lines, win = win }
   return function()
     if vim.api.nvim_win_is_valid(win) then
@@ -414,6 +419,15 @@ local function float_select(items, opts, on_choice)
   map("<Esc>", function() finish(nil) end)
   for i = 1, math.min(#items, 9) do
     map(tostring(i), function() vim.api.nvim_win_set_cursor(win, { i, 0 }) end)
+  end
+  -- The question's preview scrolls from here (the picker keeps the focus): what did not fit is read before answering.
+  for key, code in pairs({ ["<C-d>"] = "\4", ["<C-u>"] = "\21" }) do
+    map(key, function()
+      local preview = M.last_preview and M.last_preview.win
+      if preview and vim.api.nvim_win_is_valid(preview) then
+        vim.api.nvim_win_call(preview, function() vim.cmd("normal! " .. code) end)
+      end
+    end)
   end
   -- Closed another way (`:q`, a question taken away): dismissed.
   vim.api.nvim_create_autocmd("WinClosed", { pattern = tostring(win), once = true,
