@@ -16,7 +16,7 @@ import pytest
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from .test_nvim_tui import assert_clean, daemons_gone, quit_nvim, show_code_actions, start_nvim
+from .test_nvim_tui import assert_clean, daemons_gone, quit_nvim, resume, show_code_actions, start_nvim
 
 
 def chat_of(screen: str) -> str:
@@ -799,12 +799,8 @@ def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_u
         tmux.close()
     tmux = start_nvim(tmp_path, srv.env(), files)
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start again")
-        tmux.keys(":OllieSessions", "Enter")
-        picker = tmux.wait(lambda s: "Type number" in s and "first question" in s, "the sessions picker")
-        tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "first question" in line), "Enter")
-        resumed = chat_of(tmux.keep("2-resumed", tmux.wait(lambda s: "Done after compaction." in s, "the session")))
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-resumed.png", (1000, 800))
+        resumed = chat_of(resume(tmux, "first question", "Done after compaction."))
+        screens.png(tmux.screen(colours=True), tmux.captures / "3-resumed.png", (1000, 800))
         assert resumed.lstrip().startswith("(earlier conversation compacted: the agent goes on from its notes of it)\n\n"
                                            "## You\nfirst question"), resumed
         assert "own notes" not in resumed and "no answer saved" not in resumed and "goal" not in resumed, resumed
@@ -832,12 +828,7 @@ def test_a_session_whose_neovim_was_killed_mid_step_resumes_with_that_step_and_i
     daemons_gone(tmp_path)
     tmux = start_nvim(tmp_path, srv.env(), files)
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start again")
-        tmux.keys(":OllieSessions", "Enter")
-        picker = tmux.wait(lambda s: "Type number" in s and "slow tests" in s, "the sessions picker")
-        tmux.keys(next(line.split(":")[0].strip() for line in picker.splitlines() if "slow tests" in line), "Enter")
-        resumed = " ".join(chat_of(tmux.keep("2-resumed", tmux.wait(lambda s: "Running the slow tests." in s,
-                                                                   "the session"))).split())
+        resumed = " ".join(chat_of(resume(tmux, "slow tests", "Running the slow tests.")).split())
         assert "✗ Run echo started; sleep 60" in resumed and "the session was closed" in resumed, resumed
         assert "closed (its editor closed, or ollie stopped)] ─── (no answer after these steps: the turn failed or " \
                "stopped) ~" in resumed, resumed
