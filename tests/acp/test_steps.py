@@ -199,3 +199,35 @@ async def test_a_loaded_session_replays_each_steps_diffs_and_locations_as_live(s
     second = await shared_agent()
     await asyncio.wait_for(second.conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[]), 30)
     assert ends(second.client) == live
+
+
+async def test_a_load_replays_its_diffs_past_a_planted_git_a_fifo_and_a_link(start_agent_beside, llm,
+                                                                            tmp_path) -> None:
+    # The load's diffs (the turns' checkpoints) are the daemon's own reads: a `git` a step planted in the workspace's
+    # `.venv/bin` (on the agent's PATH, an activated venv) never runs, and the edited files swapped since for a FIFO
+    # and a link to a secret are never read (the replay waited on the FIFO, or showed the secret, if they were).
+    import os
+
+    first = await start_agent_beside(env=llm.env())
+    ws = first.workspace
+    sid = await _read_edit_and_sed(first, llm)
+    live = [(c.path, c.old_text, c.new_text) for u in first.client.of(sid, "tool_call_update")
+            for c in u.content or [] if c.type == "diff"]
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    ran = tmp_path / "planted-git-ran"
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    (ws / ".venv" / "bin" / "git").write_text(f"#!/bin/sh\ntouch {ran}\nexec /usr/bin/git \"$@\"\n")
+    (ws / ".venv" / "bin" / "git").chmod(0o755)
+    (ws / "app.py").unlink()
+    os.mkfifo(ws / "app.py")
+    (ws / "notes.txt").unlink()
+    (ws / "notes.txt").symlink_to("/etc/passwd")
+
+    path = f"{ws / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    second = await start_agent_beside(env={**llm.env(), "PATH": path}, workspace=ws)
+    await asyncio.wait_for(second.conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[]), 30)
+    replayed = [(c.path, c.old_text, c.new_text) for u in second.client.of(sid, "tool_call_update")
+                for c in u.content or [] if c.type == "diff"]
+    assert replayed == live and len(live) == 2, replayed
+    assert not ran.exists()
