@@ -113,8 +113,8 @@ class Renderer:
         else:
             self._stream(self._shown(role, text))
 
-    def _write(self, shown: str, target: TextIO | None = None) -> None:
-        target = target or self.out
+    def _write(self, shown: str, to: TextIO | None = None) -> None:
+        target = to or self.out
         # A delta may stop mid-line; an empty one (or one all held back) says nothing about where the cursor is.
         if visible := _TRAILING_STYLE.sub("", shown):
             if self._mid_line not in (None, target):  # thinking on stderr, then the answer: both may be one terminal
