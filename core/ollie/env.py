@@ -41,7 +41,8 @@ def unread_lines_note(known: Collection[str] = ()) -> str:
     unread: list[int] = []
     notes = []  # (lines, what is wrong with them)
     for number, key, _ in _entries(_env_text(), unread=unread):
-        close = [] if key in known else difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        close = [] if key in known else [name for name in difflib.get_close_matches(key, known, n=3, cutoff=0.8)
+                                          if _kin(key, name)]
         if close:
             notes.append((f"line {number}", f": {key} is not a setting, did you mean {close[0]}?"))
     if unread:
@@ -49,6 +50,15 @@ def unread_lines_note(known: Collection[str] = ()) -> str:
         notes.insert(0, (lines, f" {'is' if len(unread) == 1 else 'are'} not KEY=VALUE: not read"))
     said = [f"{lines}{f' of {env_file()}' if not n else ''}{what}" for n, (lines, what) in enumerate(notes)]
     return f" ({'; '.join(said)})" if said else ""
+
+
+def _kin(key: str, name: str) -> bool:
+    """Whether `key` may be `name` misspelt: its first word (the provider, OLLIE) and last (KEY, URL) are `name`'s or
+    near them. XAI_API_KEY is another provider's key and OPENAI_API_BASE another setting, not OPENAI_API_KEY's typos."""
+    from difflib import SequenceMatcher  # (imported by the one caller already)
+
+    ends = [(n.split("_")[0], n.split("_")[-1]) for n in (key, name)]
+    return all(SequenceMatcher(None, a, b).ratio() >= 0.6 for a, b in zip(*ends, strict=True))
 
 
 def where_set(name: str, value: str | None, *, key: Callable[[str], str] = str) -> str:

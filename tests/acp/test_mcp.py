@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,7 +12,10 @@ import pytest
 from acp.exceptions import RequestError
 from acp.schema import EnvVariable, McpServerStdio
 
+from ollie.mcp.host import FIRST_LIST_WAIT_S
+from ollie.mcp.stdio import state_dir
 from ollie.testing import Reply
+from tests.procs import eventually
 
 SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
 pytestmark = pytest.mark.timeout(180)
@@ -34,6 +39,32 @@ async def test_session_new_servers_are_tool_calls_with_kinds_titles_and_permissi
     assert asked[0].title == 'zed: create_issue "from zed"'
     told = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
     assert told[0] == "42" and "created issue 'from zed'" in told[1]
+
+
+async def test_session_new_answers_at_once_and_its_first_prompt_waits_once_naming_the_servers(shared_agent, llm) -> None:
+    # session/new waited up to 15 s for the client's servers: Zed spun all that time. A hanging server then held each
+    # prompt 15 s more, and said so each time.
+    agent = await shared_agent()
+    shutil.rmtree(home := state_dir("slow"), ignore_errors=True)
+    llm.script(Reply.tool_calls(("mcp__slow__add", {"a": 2, "b": 3})), Reply.text("added"), Reply.text("again"))
+    slow = McpServerStdio(name="slow", command=sys.executable, args=[str(SERVER), "gated"], env=[])
+    hung = McpServerStdio(name="hung", command=sys.executable, args=["-c", "import time; time.sleep(600)"], env=[])
+    # Within the wait it did: `slow` cannot finish starting before the prompt below opens its gate.
+    new = agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[slow, hung])
+    sid = (await asyncio.wait_for(new, FIRST_LIST_WAIT_S)).session_id
+    first = asyncio.ensure_future(agent.prompt(sid, "add", timeout=90))
+    said = "waiting for MCP server 'slow', 'hung' to start"
+    await eventually(lambda: said in agent.client.text(sid) or first.done(), "the prompt saying what it waits for")
+    await eventually((home / "gated").exists, "the server waiting at its gate")
+    (home / "open").touch()  # it starts now; `hung` never does: the prompt goes on without it after the wait
+    assert (await first).stop_reason == "end_turn"
+    assert [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"] == ["5"]
+    offered = [t["function"]["name"] for t in llm.requests[-2].body["tools"]]
+    assert "mcp__slow__add" in offered and not any(name.startswith("mcp__hung__") for name in offered)
+    # The next prompt waits for nobody again (`hung` still starting), nor says so.
+    assert (await agent.prompt(sid, "more")).stop_reason == "end_turn"
+    assert agent.client.text(sid).count("waiting for MCP server") == 1, agent.client.text(sid)
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
 
 
 async def test_a_malformed_server_is_invalid_params_naming_it(shared_agent, llm) -> None:

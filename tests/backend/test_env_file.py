@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.registry import make_backend
+from ollie.backend.registry import env_file_note, make_backend
 from ollie.env import parse_env_file
 
 TEXT = """
@@ -27,6 +27,15 @@ def test_a_comment_after_a_value_is_not_part_of_it():
     assert values["OLLIE_OPENAI_URL"] == "http://127.0.0.1:9/v1#frag"  # no space before '#': a value
     assert values["EMPTY"] == ""
     assert values["TABBED"] == "x"
+
+
+def test_a_misspelt_name_is_named_but_another_providers_key_or_setting_is_not(tmp_path, monkeypatch):
+    # XAI_API_KEY, right for the other tools that read it, was called a typo of OPENAI_API_KEY.
+    others = ["XAI_API_KEY=xai-1", "AZURE_OPENAI_API_KEY=az-2", "OPENAI_API_BASE=https://example.org/v1"]
+    (tmp_path / "env").write_text("\n".join([*others, "OPENIA_API_KEY=sk-3", "OLLIE_BAKEND=openai"]) + "\n")
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path))
+    assert env_file_note() == (f" (line 4 of {tmp_path / 'env'}: OPENIA_API_KEY is not a setting, did you mean "
+                               "OPENAI_API_KEY?; line 5: OLLIE_BAKEND is not a setting, did you mean OLLIE_BACKEND?)")
 
 
 def test_the_backend_built_from_the_file_gets_clean_values(tmp_path, monkeypatch):

@@ -54,6 +54,14 @@ def test_one_turn_with_p_streams_the_tool_call_and_answer(llm, tmp_path):
     assert llm.chat_requests[0].body["messages"][-1]["content"] == "what is the secret?"
 
 
+def test_p_writes_the_answer_alone_on_stdout_the_models_thinking_on_stderr(llm, tmp_path):
+    # A script reading `ollie -p`'s stdout got the thinking glued before the answer ("6 times 7, soIt is 42.").
+    llm.script(Reply(reasoning="6 times 7, so", text="It is 42."))
+    proc = run_ollie(["-p", "what is 6x7?", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0 and proc.stdout == "It is 42.\n", (proc.stdout, proc.stderr)
+    assert "6 times 7, so\n" in proc.stderr, proc.stderr
+
+
 def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_so(llm, tmp_path):
     # The engine's one rule for every front end (Recorder.open): the turn runs and is told, once; what it saved is kept.
     # The terminal said nothing (a new session ran unlisted; only a resumed one failed).
@@ -477,6 +485,5 @@ def test_an_image_a_tool_returns_is_named_under_its_step(scripted_llm, tmp_path)
     proc = run_ollie(["-p", "what is on the screen?", "--cwd", str(tmp_path)], env=srv.env())
     assert proc.returncode == 0, proc.stderr
     [(mime, shot)] = srv.images(srv.chat_requests[1])  # the model was shown it
-    shown = proc.stdout.split("`/mcp` shows its state)\n", 1)[-1]  # after the note that it waited for `t`, if it did
-    assert shown.startswith("▸ t: screenshot\n  the screen, 3x2\n"), proc.stdout
+    assert proc.stdout.startswith("▸ t: screenshot\n  the screen, 3x2\n"), proc.stdout
     assert f"\n  [image: {mime}, {max(1, round(len(shot) / 1024))} KB]\nIt is red." in proc.stdout, proc.stdout

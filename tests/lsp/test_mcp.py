@@ -6,6 +6,7 @@ import asyncio
 import json
 import shutil
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,8 @@ from ollie.testing import Reply, nethosts
 from tests.procs import eventually
 
 from .cards import answer_cards
-from .conftest import Daemon
-from .test_cli import run_ollie
+from .conftest import Daemon, child_env
+from .test_cli import OLLIE, run_ollie
 
 SERVER = Path(__file__).parents[1] / "mcp" / "server.py"
 # What the test server's `screenshot` returns: a 3x2 grey PNG (tests/mcp/server.py's png(3, 2)).
@@ -73,11 +74,6 @@ def mcp_home(shared_home: Path) -> Path:
 
 async def submit(daemon: Daemon, text: str) -> str:
     return (await daemon.request("ollie/submit", {"text": text}, timeout=90))["reply"]
-
-
-def after_waiting(shown: str) -> str:
-    """The terminal's output after the note that the prompt waits for a server still starting, if it had to."""
-    return shown.split("`/mcp` shows its state)\n", 1)[-1]
 
 
 def tool_results(llm: Any) -> list[str]:
@@ -442,13 +438,18 @@ async def test_mcp_restart_follows_the_edited_config(shared_daemon, llm, mcp_hom
     assert (await daemon.request("ollie/mcp/list", {}))["servers"] == []
 
 
-def test_the_terminal_runs_mcp_tools_as_steps(llm, _private_dirs, tmp_path):
-    configure(_private_dirs, {"t": test_server()})
+def test_the_terminal_runs_mcp_tools_as_steps_and_says_what_it_waits_for_on_stderr(llm, _private_dirs, tmp_path):
+    # `ollie -p`'s note that it waited for a server starting went to stdout, into the answer a script reads.
+    configure(_private_dirs, {"t": test_server("gated")})
     llm.script(Reply.tool_calls(("mcp__t__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
-    proc = run_ollie(["-p", "add them", "--cwd", str(tmp_path)], env=llm.env(), timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert after_waiting(proc.stdout).startswith("▸ t: add\n  42\n"), proc.stdout
-    assert proc.stdout.rstrip().endswith("it is 42")
+    with subprocess.Popen([*OLLIE, "-p", "add them", "--cwd", str(tmp_path)], env=child_env(llm.env()), text=True,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stderr is not None
+        said = next((line for line in proc.stderr if "waiting for MCP server 't' to start" in line), "")
+        (state_dir(_private_dirs, "t") / "open").touch()  # its start goes on: the prompt with it
+        out, err = proc.communicate(timeout=120)
+    assert said and proc.returncode == 0, err
+    assert out == "▸ t: add\n  42\nit is 42\n", out
 
 
 async def test_an_agent_config_adds_and_narrows_servers(start_daemon, llm, _private_dirs):
@@ -588,7 +589,7 @@ def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_
     llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(ws / "hello.txt")})), Reply.text("read it"))
     proc = run_ollie(["-p", "read hello", "--cwd", str(ws)], env=llm.env(), timeout=150)
     assert proc.returncode == 0, proc.stderr
-    assert after_waiting(proc.stdout).startswith("▸ fs: read_text_file"), proc.stdout
+    assert proc.stdout.startswith("▸ fs: read_text_file"), proc.stdout
     assert "hello from the workspace" in proc.stdout and proc.stdout.rstrip().endswith("read it")
 
 

@@ -49,7 +49,8 @@ class McpMembers:
             refresh_tools(self.runtime)  # those that listed their tools since the runtime was built (not waited for)
 
     async def add_mcp_servers(self, specs: Mapping[str, ServerSpec]) -> None:
-        """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it."""
+        """Start these MCP servers in the session (a front end's, e.g. ACP session/new's); their tools join it as they
+        list them (not waited for: Zed's new thread spun 15 s for a slow one; the first turn waits, saying which)."""
         await attach(self.runtime.dispatcher, specs, cwd=self.cwd, sandbox=self.runtime.config.sandbox)
         self._wire_mcp()  # one that failed at once is news now, not at its first retry; its tools join
 

@@ -75,15 +75,18 @@ class Renderer:
     """Writes events to a terminal; remembers whether it is mid-line so blocks start on their own line."""
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None, *, color: bool | None = None,
-                 review_hint: str = "") -> None:
+                 review_hint: str = "", notes: TextIO | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        # Where ollie's notes (a warning, a server it waits for) and the model's thinking go: `ollie -p` gives stderr,
+        # its stdout being the answer a script reads.
+        self.notes = notes or self.out
         # NO_COLOR (no-color.org): any non-empty value turns ollie's own styling off.
         self.color = (self.out.isatty() and not os.environ.get("NO_COLOR")) if color is None else color
         self.errors: list[str] = []
         # Said after a turn's changed files: how this front end reviews and undoes them.
         self.review_hint = review_hint
-        self._mid_line = False
+        self._mid_line: TextIO | None = None  # the stream whose last line is unfinished
         # Streamed text is cleaned as it comes, with a sequence cut between two deltas held until it is whole.
         self._cleaners = {"assistant": StreamCleaner(), "reasoning": StreamCleaner()}
         # On a terminal the answer's markdown is shown, not its markers; piped (`ollie -p > file`) it stays as written.
@@ -104,13 +107,22 @@ class Renderer:
     def _stream(self, shown: str) -> None:
         self._write(self._wrap.feed(shown) if self._wrap is not None else shown)
 
-    def _write(self, shown: str) -> None:
+    def _streamed(self, role: str, text: str) -> None:
+        if role == "reasoning" and self.notes is not self.out:
+            self._write(self._shown(role, text), self.notes)
+        else:
+            self._stream(self._shown(role, text))
+
+    def _write(self, shown: str, to: TextIO | None = None) -> None:
+        target = to or self.out
         # A delta may stop mid-line; an empty one (or one all held back) says nothing about where the cursor is.
         if visible := _TRAILING_STYLE.sub("", shown):
-            self._mid_line = not visible.endswith("\n")
+            if self._mid_line not in (None, target):  # thinking on stderr, then the answer: both may be one terminal
+                self._finish_line()
+            self._mid_line = None if visible.endswith("\n") else target
         if shown:
-            self.out.write(shown)
-            self.out.flush()
+            target.write(shown)
+            target.flush()
 
     def _shown(self, role: str, text: str) -> str:
         if role == "reasoning":
@@ -125,7 +137,7 @@ class Renderer:
         if role in self._cleaners:
             if role == "reasoning" and self._markdown is not None:
                 self._stream(self._markdown.flush())  # thinking after some answer: the answer's styles end first
-            self._stream(self._shown(role, self._cleaners[role].feed(content)))
+            self._streamed(role, self._cleaners[role].feed(content))
             return
         content, name = printable(content), printable(name)
         if role == "call":
@@ -141,7 +153,7 @@ class Renderer:
         elif role == "exec":
             self._block(content.rstrip("\n"))
         elif role == "info":
-            self._block(self._style(content.rstrip("\n"), "33"))
+            self._block(self._style(content.rstrip("\n"), "33"), stream=self.notes)
         elif role == "error":
             self._block(self._style(f"error: {content}", "31"), stream=self.err)
         elif role == "limitretry":
@@ -155,7 +167,7 @@ class Renderer:
     def _flush_streams(self) -> None:
         for role, cleaner in self._cleaners.items():
             if held := cleaner.flush():
-                self._stream(self._shown(role, held))
+                self._streamed(role, held)
         if self._markdown is not None:
             self._stream(self._markdown.flush())
         if self._wrap is not None:
@@ -166,7 +178,10 @@ class Renderer:
         if self._wrap is not None:
             self._write(self._wrap.flush())
             self._wrap.start_line()
-        if self._mid_line:
-            self.out.write("\n")
-            self.out.flush()
-            self._mid_line = False
+        self._finish_line()
+
+    def _finish_line(self) -> None:
+        if self._mid_line is not None:
+            self._mid_line.write("\n")
+            self._mid_line.flush()
+            self._mid_line = None

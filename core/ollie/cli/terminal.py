@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ollie.agent.editorcontext import is_command
 from ollie.backend.images import ImageError
 from ollie.cli.attach import attached_images
 from ollie.cli.lines import InputLines
@@ -22,6 +23,7 @@ from ollie.cli.render import Renderer
 from ollie.cli.resume import pick, resume_arg, show_history
 from ollie.cli.sanitize import printable
 from ollie.escapes import escaped, has_controls
+from ollie.mcp.prompts import is_prompt_line
 
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, Outcome, StepQuestion
@@ -154,7 +156,8 @@ async def _close(live: _Live, renderer: Renderer, *, keep_unused: bool = True) -
 
 async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
-    renderer = Renderer()
+    # stdout is the answer a script reads: a command's output, or the turn's steps and reply with notes on stderr.
+    renderer = Renderer(notes=None if is_command(prompt) and not is_prompt_line(prompt) else sys.stderr)
     # A new session left unused (`ollie -p /sessions`: a command that needs none) is not kept: one a run.
     async with _running(options, renderer, keep_unused=False) as live:
         core, events = live.core, live.events

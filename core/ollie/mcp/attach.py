@@ -30,9 +30,9 @@ def host_of(dispatcher: Dispatcher) -> McpHost | None:
 
 
 async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd: Path, sandbox: str,
-                 wait: float | None = None) -> McpHost:
-    """Start `specs` in the dispatcher's MCP host (made on first use), waiting `wait` for their tool lists (None:
-    FIRST_LIST_WAIT_S); the host."""
+                 wait: float = 0) -> McpHost:
+    """Start `specs` in the dispatcher's MCP host (made on first use), waiting `wait` for their tool lists; the host.
+    A session's start does not wait (a slow server held it 15 s, unsaid): its first turn waits, saying which."""
     from ollie.mcp.host import McpHost
 
     host = dispatcher.get_server(SERVER_NAME)
@@ -40,7 +40,7 @@ async def attach(dispatcher: Dispatcher, specs: Mapping[str, ServerSpec], *, cwd
         network_from = sandbox if sandbox and sandbox != "none" else "default"
         host = McpHost(cwd=cwd, environ=dict(os.environ), network_from=network_from)
         dispatcher.add_server(SERVER_NAME, host)
-    await host.add(specs, **({} if wait is None else {"wait": wait}))
+    await host.add(specs, wait=wait)
     return host
 
 
@@ -60,8 +60,7 @@ async def attach_configured(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Pa
     if not specs and not theirs:
         return
     start = {**specs, **{n: s for n, s in theirs.items() if approval_key(cwd, s) in allowed}}
-    # Not waited for here: a slow one held the session's start 15 s, unsaid (a turn waits for it, saying so).
-    host = await attach(dispatcher, start, cwd=cwd, sandbox=cfg.sandbox, wait=0)
+    host = await attach(dispatcher, start, cwd=cwd, sandbox=cfg.sandbox)
     for name, spec in theirs.items():
         if name not in start:
             host.pending[name] = spec
@@ -92,7 +91,9 @@ async def follow_config(dispatcher: Dispatcher, cfg: AgentConfig, *, cwd: Path,
     new = {n: spec for n, spec in wanted.items() if name in ("", n)
            and (n not in running or approval_key(cwd, spec) != approval_key(cwd, running[n]))}
     if new:
-        host = await attach(dispatcher, new, cwd=cwd, sandbox=cfg.sandbox)
+        from ollie.mcp.host import FIRST_LIST_WAIT_S
+
+        host = await attach(dispatcher, new, cwd=cwd, sandbox=cfg.sandbox, wait=FIRST_LIST_WAIT_S)
         lines.extend(f"started {n}: {host.servers[n].state}" + (f" ({host.servers[n].error})" if host.servers[n].error
                                                                  else "") for n in new)
     return {*gone, *new}, lines

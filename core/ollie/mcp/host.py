@@ -23,6 +23,7 @@ class McpHost:
         self.servers: dict[str, McpServer] = {}
         self.pending: dict[str, ServerSpec] = {}  # the workspace's servers not allowed yet: listed, never started
         self.asked: set[str] = set()  # the pending ones already put to the user this session
+        self.waited: set[str] = set()  # those a turn waited for: once a session (a hanging one held each turn 15 s)
         # Set by the session: told of a server that failed or restarted; called when the tool list changed. Until it
         # is, the news is kept in `unsaid` (a server that failed at once, as the session was built).
         self.unsaid: list[str] = []
@@ -47,8 +48,10 @@ class McpHost:
             await server.wait_ready(wait)
 
     async def wait_starting(self, tell: Callable[[str], None]) -> None:
-        """Wait up to FIRST_LIST_WAIT_S for the servers whose first start has not ended, `tell`ing which first."""
-        if starting := [s for s in self.servers.values() if s.first_start]:
+        """Wait up to FIRST_LIST_WAIT_S for the servers whose first start has not ended, `tell`ing which first; each
+        once a session (the turn goes on without one still starting, and so do later turns)."""
+        if starting := [s for n, s in self.servers.items() if s.first_start and n not in self.waited]:
+            self.waited.update(s.spec.name for s in starting)
             tell(f"waiting for MCP server {', '.join(repr(s.spec.name) for s in starting)} to start (up to "
                  f"{FIRST_LIST_WAIT_S:g} s: its tools go with this prompt; `/mcp` shows its state)")
             await asyncio.gather(*(s.wait_ready(FIRST_LIST_WAIT_S) for s in starting))
