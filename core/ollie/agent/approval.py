@@ -498,25 +498,21 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
 
 
 async def _with_diffs(q: StepQuestion, parts: list[_Plan], cwd: Path, documents: EditorDocuments | None) -> StepQuestion:
-    """A batch's question with its file edits' and writes' previews, as one's (`_with_diff`), up to BATCH_DIFFS and
-    BATCH_DIFF_BYTES of their texts together, and none past the first that does not fit (else a 256-edit batch of big
-    files would read 128 MB for one question); `diffs_more` counts the edits left without one."""
+    """A batch's question with previews of its first BATCH_DIFFS file edits and writes, as one's (`_with_diff`), up to
+    the first whose texts pass what is left of BATCH_DIFF_BYTES (a 256-edit batch of big files is read no further);
+    `diffs_more` counts its edits left without one."""
+    edits = [p for p in parts if p.script is not None and p.script.tool in ("file_write", "file_edit")]
     diffs: list[Diff] = []
-    room, more = BATCH_DIFF_BYTES, 0
-    for part in parts:
-        if part.script is None or part.script.tool not in ("file_write", "file_edit"):
-            continue
-        diff = None
-        if room > 0 and len(diffs) < BATCH_DIFFS:
-            diff = (await _with_diff(part.question, part.script, cwd, documents)).diff
+    room = BATCH_DIFF_BYTES
+    for part in edits[:BATCH_DIFFS]:
+        diff = (await _with_diff(part.question, part.script, cwd, documents)).diff
         size = 0 if diff is None else len(diff.old_text or "") + len(diff.new_text or "")
-        if diff is None or size > room:
-            room = 0 if diff is not None else room
-            more += 1
-            continue
-        diffs.append(diff)
-        room -= size
-    return attrs.evolve(q, diffs=tuple(diffs), diffs_more=more)
+        if size > room:
+            break
+        if diff is not None:
+            diffs.append(diff)
+            room -= size
+    return attrs.evolve(q, diffs=tuple(diffs), diffs_more=len(edits) - len(diffs))
 
 
 async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | None:
