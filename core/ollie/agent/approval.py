@@ -55,7 +55,7 @@ DIFF_PREVIEW_MAX_BYTES = 512 * 1024
 OFF_LOOP_STEPS = 64
 # A call with more steps to ask about is asked once (`_together`); up to this many, each with its own diff preview.
 TOGETHER_PAST = 5
-# A batch question's diff previews (`diffs`): its first edits' while their texts together fit, no more than this many.
+# A batch question's diff previews (`diffs`): of its first this many edits, up to the first past the bytes left.
 BATCH_DIFFS = 32
 BATCH_DIFF_BYTES = 2 * DIFF_PREVIEW_MAX_BYTES
 # A question nobody answers (the user away, an editor that never shows it) ends as a refusal after this long.

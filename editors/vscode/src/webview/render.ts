@@ -225,7 +225,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
   // (twice, three times for a batch asked step by step).
   if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
-  // A batch's edits, each a row to open (twelve diffs open at once were a wall to scroll past to the buttons).
+  // A batch's edits, each a row to open: twelve diffs drawn open would push its buttons far down the chat.
   if (item.step.diffs && !item.outcome?.startsWith("allow")) {
     node.append(...item.step.diffs.map((diff) => {
       const row = el("details", "permission-diff");
