@@ -128,9 +128,11 @@ class AcpSession:
                 else f"(\"always\" covers {question.always_text()})" if "allow_always" in question.outcomes() else "")
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
             tool_content(text_block(f"{question.title}\n" + (f"{question.code}\n" if question.code else "") + note))]
-        if question.diff is not None:
-            content.insert(0, tool_diff_content(str(self.core.cwd / question.diff.path), question.diff.new_text or "",
-                                                question.diff.old_text))
+        if question.diffs_more:  # a batch's edits past its previews: the user knows what they were not shown
+            content.append(tool_content(text_block(question.diffs_more_text())))
+        # The edit's diff, or each of a batch's, before the text: what the user says yes to.
+        content[:0] = [tool_diff_content(str(self.core.cwd / diff.path), diff.new_text or "", diff.old_text)
+                       for diff in ((question.diff,) if question.diff is not None else question.diffs)]
         tool_call = ToolCallUpdate(tool_call_id=question.id, title=question.title, kind=question.kind,
                                    status="pending", content=content,
                                    locations=[ToolCallLocation(path=str(self.core.cwd / loc.path),

@@ -142,9 +142,9 @@ async def test_each_question_of_a_batch_names_the_tool_call_of_its_step(shared_a
 
 
 async def test_a_big_batch_s_one_question_leaves_its_first_step_s_card_with_its_own_title(shared_agent, llm) -> None:
-    # More than 5 asked steps are one question, on the first step's card: it kept "Edit f0.txt and 5 more steps"
+    # More than 5 asked steps are one question, on the first step's card: it kept "Edit f0.txt and 6 more steps"
     # after the step ended, a second name for one edit.
-    calls = [{"tool": "file_edit", "args": [f"f{n}.txt", "one", "two"]} for n in range(6)]
+    calls = [{"tool": "file_edit", "args": [f"f{n}.txt", "one", "two"]} for n in range(7)]  # (f6.txt: none)
     llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
     agent = await shared_agent(approval="")
     for n in range(6):
@@ -153,7 +153,11 @@ async def test_a_big_batch_s_one_question_leaves_its_first_step_s_card_with_its_
     agent.client.permission_answers = ["allow_once"]
     assert (await agent.prompt(sid, "edit them")).stop_reason == "end_turn"
     ((asked, _),) = agent.client.permission_requests
-    assert asked.title == "Edit f0.txt and 5 more steps"
+    assert asked.title == "Edit f0.txt and 6 more steps"
+    # Each edit's diff, as a single edit's question carries its own (it carried none: the calls' lines alone).
+    diffs = [(c.path, c.old_text, c.new_text) for c in asked.content if c.type == "diff"]
+    assert diffs == [(str(agent.workspace / f"f{n}.txt"), "one\n", "two\n") for n in range(6)]
+    assert asked.content[-1].content.text == "(1 more edit not previewed)"
     first = agent.client.of(sid, "tool_call")[0]
     titles = [u.title for u in agent.client.of(sid, "tool_call_update") if u.tool_call_id == first.tool_call_id and u.title]
     assert titles[-1] == first.title != asked.title, titles

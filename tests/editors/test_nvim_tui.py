@@ -1556,10 +1556,16 @@ def test_a_question_taller_than_half_the_screen_says_so_and_scrolls_from_the_pic
         asked = tmux.wait(lambda s: "Allow once" in s and "lines do not fit: <C-d>/<C-u> scroll" in s, "the cut question")
         assert "file_edit m11.py" not in asked, asked
         tmux.keys("C-d", "C-d", "C-d")  # from the picker, which keeps the focus
-        scrolled = tmux.keep("1-scrolled", tmux.wait(lambda s: "file_edit m11.py 'a - b' 'a + b'" in s,
-                                                     "the question's last call, scrolled to"))
+        tmux.keep("1-scrolled", tmux.wait(lambda s: "file_edit m11.py 'a - b' 'a + b'" in s,
+                                          "the question's last call, scrolled to"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-scrolled.png", (800, 480))
+        # Each edit's diff follows (the batch was asked with its command lines alone), the 12th's last.
+        tmux.keys(*["C-d"] * 20)
+        scrolled = tmux.keep("2-last-diff", tmux.wait(
+            lambda s: re.search(r"\+\+\+ b/m11\.py.*\n.*@@ -1,2 \+1,2 @@.*\n.* def f\(a, b\):.*\n.*-    return a - b.*\n"
+                                r".*\+    return a \+ b", s) is not None, "the 12th file's diff, scrolled to"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-last-diff.png", (800, 480))
         tmux.keys(choice(scrolled, "Reject"), "Enter")
         tmux.wait(lambda s: "Left them." in s, "the turn to end")
         assert all((tmp_path / "ws" / name).read_text().endswith("a - b\n") for name in names)

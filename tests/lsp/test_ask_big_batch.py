@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ollie.agent.approval import TOGETHER_PAST
+from ollie.agent.approval import BATCH_DIFF_BYTES, BATCH_DIFFS, TOGETHER_PAST
 from ollie.testing import Reply
 from ollie.tools.execute.args import MAX_CALLS
 from tests.lsp.cards import answer_cards
@@ -71,6 +71,9 @@ async def test_a_big_batch_is_one_question_judged_off_the_loop_and_always_keeps_
     assert step["code"].split("\n") == [shlex.join(["file_edit", f"f{i}.txt", "old", new]) for i in range(CALLS)]
     assert [o["id"] for o in question["options"]] == ["allow_once", "allow_always", "reject", "reject_with_feedback"]
     assert question["always"] == "edit steps"
+    # Its first edits' previews, as many as a question shows; the rest counted.
+    assert step["diffs"] == [{"path": f"f{i}.txt", "oldText": "old\n", "newText": f"{new}\n"} for i in range(BATCH_DIFFS)]
+    assert step["diffsMore"] == CALLS - BATCH_DIFFS
     assert all((daemon.workspace / f"f{i}.txt").read_text() == f"{new}\n" for i in range(CALLS))
     counts = Counter(log.read_text().split("\n")[:-1])
     # Described once for its `call` event and its question, parsed once for the classifiers, the question and the
@@ -80,6 +83,30 @@ async def test_a_big_batch_is_one_question_judged_off_the_loop_and_always_keeps_
     # "Allow always" for the batch allowed edit steps, as for one edit: the next edit is not asked.
     assert await submit(daemon, "once more") == "unasked"
     assert len(questions) == 1 and (daemon.workspace / "f0.txt").read_text() == "again\n"
+
+
+async def test_a_batch_question_previews_each_edit_it_can_and_counts_the_rest(shared_daemon, llm):
+    # A batch of 12 edits asked the user with their command lines alone: a single edit's question shows its diff.
+    huge = "old\n" + "x" * (10 << 20)  # a 10 MB file: past a preview, as for a single edit
+    big = "old\n" + "y" * (BATCH_DIFF_BYTES // 3)  # old and new text: two thirds of the batch's room
+    texts = {i: "old\n" for i in range(12)} | {3: huge, 8: big, 9: big, 10: big}
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": [f"f{i}.txt", "old", "new"]} for i in range(12)] + [
+        {"tool": "file_write", "args": ["added.txt", "fresh"]}]})),
+        Reply.text("asked"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    for i, text in texts.items():
+        (daemon.workspace / f"f{i}.txt").write_text(text)
+    questions = answer_cards(daemon, "reject")
+    assert await submit(daemon, "edit them") == "asked"
+    (question,) = questions
+    diffs = question["step"]["diffs"]
+    # Each in the batch's order: the 10 MB file's left out, as the files after the first that passed the room.
+    assert [d["path"] for d in diffs] == [f"f{i}.txt" for i in (0, 1, 2, 4, 5, 6, 7, 8)]
+    assert diffs[0] == {"path": "f0.txt", "oldText": "old\n", "newText": "new\n"}
+    assert diffs[-1] == {"path": "f8.txt", "oldText": big, "newText": big.replace("old", "new", 1)}
+    assert question["step"]["diffsMore"] == 5  # f3, f9, f10, f11, added.txt
+    assert (daemon.workspace / "f0.txt").read_text() == "old\n"
 
 
 async def test_a_rejected_batch_runs_none_of_its_steps(shared_daemon, llm):

@@ -203,6 +203,23 @@ def test_the_terminal_shows_a_steps_whole_program_when_it_asks(llm, tmp_path):
     assert not (tmp_path / "made.txt").exists()
 
 
+def test_the_terminal_shows_each_diff_of_a_batch_it_asks_about_at_once(llm, tmp_path):
+    """A batch of 6 edits was asked with their command lines alone: a single edit's question shows its diff."""
+    names = [f"f{i}.txt" for i in range(6)]
+    for name in names:
+        (tmp_path / name).write_text(f"{name} one\n")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [n, "one", "two"]}
+                                                         for n in names]})), Reply.text("left alone"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
+        at = asked(term, "go", r"Allow\? \[y\]es once")
+        for name in names:
+            assert f"+++ b/{name}\n@@ -1 +1 @@\n-{name} one\n+{name} two\n" in term.text, term.text
+        assert "ollie asks to: Edit f0.txt and 5 more steps\n    file_edit f0.txt one two\n" in term.text, term.text
+        term.answer("n", r"left alone", after=at)
+        assert term.close() == 0
+    assert (tmp_path / "f5.txt").read_text() == "f5.txt one\n"
+
+
 def test_a_workspace_servers_question_shows_under_what_came_before_it(llm, tmp_path):
     """The terminal prints what the session said before a question (the warnings that the workspace's MCP servers wait
     for approval, the answer to the question before) above it, never after its `Allow?` (they landed there, where the

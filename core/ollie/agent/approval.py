@@ -55,6 +55,9 @@ DIFF_PREVIEW_MAX_BYTES = 512 * 1024
 OFF_LOOP_STEPS = 64
 # A call with more steps to ask about is asked once (`_together`); up to this many, each with its own diff preview.
 TOGETHER_PAST = 5
+# A batch question's diff previews (`diffs`): of its first this many edits, up to the first past the bytes left.
+BATCH_DIFFS = 32
+BATCH_DIFF_BYTES = 2 * DIFF_PREVIEW_MAX_BYTES
 # A question nobody answers (the user away, an editor that never shows it) ends as a refusal after this long.
 QUESTION_TIMEOUT_ENV = "OLLIE_QUESTION_TIMEOUT_S"
 DEFAULT_QUESTION_TIMEOUT_S = 600.0
@@ -69,6 +72,9 @@ class StepQuestion:
     title: str
     locations: tuple[Location, ...] = ()
     diff: Diff | None = None
+    # A batch question's previews of its file edits and writes, in order; `diffs_more` counts its edits left without one.
+    diffs: tuple[Diff, ...] = ()
+    diffs_more: int = 0
     prefix: str = ""
     # A network question's connection: {"host", "port", "scheme": "http" (a plain HTTP request) | "connect" (a tunnel)}.
     network: dict[str, Any] | None = None
@@ -89,6 +95,10 @@ class StepQuestion:
         }
         if self.diff is not None:
             out["diff"] = self.diff.to_wire()
+        if self.diffs or self.diffs_more:
+            out["diffs"] = [d.to_wire() for d in self.diffs]
+        if self.diffs_more:
+            out["diffsMore"] = self.diffs_more
         if self.prefix:
             out["prefix"] = self.prefix
         if self.network is not None:
@@ -98,6 +108,11 @@ class StepQuestion:
         if self.code:
             out["code"] = self.code
         return out
+
+    def diffs_more_text(self) -> str:
+        """What a batch question says of its edits left without a preview ("" when none)."""
+        n = self.diffs_more
+        return f"({n} more edit{'s' if n != 1 else ''} not previewed)" if n else ""
 
     def always_label(self) -> str:
         """What "Allow always" covers: a command's prefix, a host:port, an MCP entry, else the step kind."""
@@ -188,6 +203,7 @@ class _Plan:
     outside: list[str] = field(default_factory=list)  # its elevated parts, as the execute server names each
     # A tool's call (an MCP server's, a user's script): its arguments reach no shell, so "always" covers the tool.
     argv: bool = False
+    parts: list[_Plan] = field(default_factory=list)  # a batch's steps asked together (`_together`)
 
 
 class ApprovalGate:
@@ -266,7 +282,9 @@ class ApprovalGate:
             self.unapproved.append((q, runs))
             return (f"refused: {q.title!r} needs the user's approval (approval mode {mode!r}) and nobody can give "
                     f"it here; run with an approval mode that allows it: `ollie -p --approval {runs}`.")
-        if q.kind in EDIT_KINDS or plan.script is not None:
+        if plan.parts:
+            q = await _with_diffs(q, plan.parts, self._cwd(), self._documents())
+        elif q.kind in EDIT_KINDS or plan.script is not None:
             q = await _with_diff(q, plan.script, self._cwd(), self._documents())
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             # The code is shown once: as what runs outside, when that is all of it.
@@ -394,7 +412,7 @@ class ApprovalGate:
             first.id, kinds.pop() if len(kinds) == 1 else "other", f"{first.title} and {len(plans) - 1:,} more steps",
             tuple(loc for p in plans for loc in p.question.locations), prefix=prefixes.pop() if len(prefixes) == 1 else "",
             code="\n".join(lines), lasting=len(rules) == 1 and all(p.question.lasting for p in plans))
-        return _Plan(question)
+        return _Plan(question, parts=plans)
 
     def _plans(self, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep]) -> list[_Plan]:
         from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
@@ -477,6 +495,24 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
             return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
     return attrs.evolve(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
+
+
+async def _with_diffs(q: StepQuestion, parts: list[_Plan], cwd: Path, documents: EditorDocuments | None) -> StepQuestion:
+    """A batch's question with previews of its first BATCH_DIFFS file edits and writes, as one's (`_with_diff`), up to
+    the first whose texts pass what is left of BATCH_DIFF_BYTES (a 256-edit batch of big files is read no further);
+    `diffs_more` counts its edits left without one."""
+    edits = [p for p in parts if p.script is not None and p.script.tool in ("file_write", "file_edit")]
+    diffs: list[Diff] = []
+    room = BATCH_DIFF_BYTES
+    for part in edits[:BATCH_DIFFS]:
+        diff = (await _with_diff(part.question, part.script, cwd, documents)).diff
+        size = 0 if diff is None else len(diff.old_text or "") + len(diff.new_text or "")
+        if size > room:
+            break
+        if diff is not None:
+            diffs.append(diff)
+            room -= size
+    return attrs.evolve(q, diffs=tuple(diffs), diffs_more=len(edits) - len(diffs))
 
 
 async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | None:

@@ -357,6 +357,10 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
         # Its header (which file) and the question on one screen: a 24-line terminal scrolled both out of sight.
         room = _rows_free(asked.count("\n") + 1)  # the `Allow?` line too
         print(_diff_text(question.diff, color=renderer.color, most=room), file=sys.stderr)
+    for diff in question.diffs:  # a batch's edits, each cut as one's would be on a terminal of unknown height
+        print(_diff_text(diff, color=renderer.color), file=sys.stderr)
+    if question.diffs_more:
+        print(question.diffs_more_text(), file=sys.stderr)
     print(asked, end="", file=sys.stderr)
     offered = question.outcomes()
     feedback, session, always = ("reject_with_feedback" in offered, "allow_session" in offered,

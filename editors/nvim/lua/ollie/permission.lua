@@ -112,20 +112,21 @@ function M.preview_lines(params)
     local span = lasting and "" or " in this session"
     table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. span)
   end
-  if not diff then
-    return lines, false
+  -- A batch's edits, each with its diff (it was asked with their command lines alone); <C-d> from the picker reaches
+  -- the last.
+  local diffs = diff and { diff } or vim.tbl_filter(function(d) return type(d) == "table" end,
+    type(step.diffs) == "table" and step.diffs or {})
+  for _, d in ipairs(diffs) do
+    local body = vim.diff(type(d.oldText) == "string" and d.oldText or "", type(d.newText) == "string" and d.newText
+      or "", { result_type = "unified", ctxlen = 3 }) --[[@as string]]
+    vim.list_extend(lines, { "", "--- a/" .. one_line(d.path), "+++ b/" .. one_line(d.path) })
+    vim.list_extend(lines, vim.split(body, "\n", { trimempty = true }))
   end
-  local old, new = diff.oldText, diff.newText
-  old = type(old) == "string" and old or ""
-  new = type(new) == "string" and new or ""
-  local body = vim.diff(old, new, { result_type = "unified", ctxlen = 3 }) --[[@as string]]
-  table.insert(lines, "")
-  table.insert(lines, "--- a/" .. one_line(diff.path))
-  table.insert(lines, "+++ b/" .. one_line(diff.path))
-  for _, l in ipairs(vim.split(body, "\n", { trimempty = true })) do
-    table.insert(lines, l)
+  if type(step.diffsMore) == "number" and step.diffsMore > 0 then
+    vim.list_extend(lines, { "", ("(%d more edit%s not previewed)"):format(step.diffsMore,
+      step.diffsMore == 1 and "" or "s") })
   end
-  return lines, true
+  return lines, #diffs > 0
 end
 
 ---Show the preview in a float that does not take the focus; returns a function that closes it.

@@ -13,6 +13,9 @@ export interface PermissionStep {
   title: string;
   locations: StepLocation[];
   diff?: StepDiff;
+  /** A batch question's previews of its edits, and how many of its edits have none (PROTOCOL.md "Approval"). */
+  diffs?: StepDiff[];
+  diffsMore?: number;
   prefix?: string;
   /** A network question's connection (PROTOCOL.md "Network questions"). */
   network?: NetworkAsk;

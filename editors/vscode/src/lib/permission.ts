@@ -2,7 +2,7 @@
 
 import { FileChange, parseChanges } from "../review/hunks";
 import type { ChangedFile, PermissionStep } from "./chatModel";
-import { parseDiff, parseLocations } from "./steps";
+import { type StepDiff, parseDiff, parseLocations } from "./steps";
 import { isObject } from "./json";
 
 /** The params of an `ollie/permission` request. */
@@ -16,11 +16,13 @@ export interface PermissionRequest {
 /** The request's params, or undefined when they lack a session or a step with an id and title. */
 export function parsePermissionRequest(raw: unknown): PermissionRequest | undefined {
   if (!isObject(raw) || typeof raw.session !== "string" || !isObject(raw.step)) return undefined;
-  const { id, kind, title, locations, diff, prefix, network, outside, code } = raw.step;
+  const { id, kind, title, locations, diff, diffs, diffsMore, prefix, network, outside, code } = raw.step;
   if (typeof id !== "string" || typeof title !== "string") return undefined;
   const step: PermissionStep = { id, kind: typeof kind === "string" ? kind : "other", title, locations: parseLocations(locations) };
   const parsedDiff = parseDiff(diff);
   if (parsedDiff) step.diff = parsedDiff;
+  if (Array.isArray(diffs)) step.diffs = diffs.map(parseDiff).filter((d): d is StepDiff => d !== undefined);
+  if (typeof diffsMore === "number" && Number.isSafeInteger(diffsMore) && diffsMore > 0) step.diffsMore = diffsMore;
   if (typeof prefix === "string" && prefix) step.prefix = prefix;
   if (typeof code === "string" && code) step.code = code;
   if (isObject(network) && typeof network.host === "string" && Number.isInteger(network.port)) {

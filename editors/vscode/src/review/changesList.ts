@@ -21,7 +21,10 @@ export function changesItem(items: readonly ChatItem[], itemId: number): Changes
 export function stepDiff(items: readonly ChatItem[], itemId: number, path: string): { oldText: string | null; newText: string | null; title: string } | undefined {
   const item = items.find((i) => i.id === itemId);
   if (!item) return undefined;
-  if (item.kind === "permission") return item.step.diff?.path === path ? { ...item.step.diff, title: item.step.title } : undefined;
+  if (item.kind === "permission") {
+    const diff = [...(item.step.diff ? [item.step.diff] : []), ...(item.step.diffs ?? [])].find((d) => d.path === path);
+    return diff ? { ...diff, title: item.step.title } : undefined;
+  }
   if (item.kind !== "tool") return undefined;
   for (const step of [...(item.steps ?? []), ...(item.step ? [item.step] : [])]) {
     const diff = step.diffs?.find((d) => d.path === path);

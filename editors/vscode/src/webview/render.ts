@@ -225,6 +225,16 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   // Once allowed, the step below shows the change as made: the question's copy would show the same diff again
   // (twice, three times for a batch asked step by step).
   if (item.step.diff && !item.outcome?.startsWith("allow")) node.append(renderDiff(item.step.diff, item.id));
+  // A batch's edits, each a row to open: twelve diffs drawn open would push its buttons far down the chat.
+  if (item.step.diffs && !item.outcome?.startsWith("allow")) {
+    node.append(...item.step.diffs.map((diff) => {
+      const row = el("details", "permission-diff");
+      row.append(el("summary", undefined, diff.path), renderDiff(diff, item.id));
+      return row;
+    }));
+    const more = item.step.diffsMore;
+    if (more) node.append(el("div", "permission-note", `… and ${more} more edit${more === 1 ? "" : "s"} not previewed (their calls are listed below)`));
+  }
   // Exactly what runs outside the sandbox: this one question covers leaving it.
   for (const what of item.step.outside ?? []) {
     const code = el("pre", "permission-outside");

@@ -45,7 +45,7 @@ const CHECKED_OUT = "x = 5  # checked out\n";
 const ELEVATED = "echo ran > proof";
 const PROGRAM = "echo one > later\necho two >> later";
 // More than 5 edits in one batch: asked as one question.
-const BATCH = ["n0.py", "n1.py", "n2.py", "n3.py", "n4.py", "n5.py"];
+const BATCH = Array.from({ length: 12 }, (_, i) => `n${i}.py`);
 const edit = (file, text) => ({ text, tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: [file, "x = 1", "x = 3"] }] } }] });
 const step = (code, text) => ({ text, tool_calls: [{ name: "execute_code", arguments: { steps: [{ code, language: "bash" }] } }] });
 const CALC = "def add(a, b):\n    return a - b\n";
@@ -84,7 +84,7 @@ const script = [
   { text: "Cleaning up.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "rm -f build.log\nfind . -name '*.pyc' -not -path './.git/*' -delete && rm -rf ~/.cache/thing" }] } }] },
   { text: "Left it as it was." },
   { text: "Setting them all.", tool_calls: [{ name: "call_tool", arguments: { calls: BATCH.map((f) => ({ tool: "file_edit", args: [f, "x = 1", "x = 3"] })) } }] },
-  { text: "Set x in all six." },
+  { text: "Set x in all twelve." },
 ];
 
 /** The text of the chat's items from the `from`th on (the ones a scenario's prompt added). */
@@ -319,20 +319,28 @@ await withVSCode(
       await chat.locator(".item.assistant", { hasText: "Left it as it was." }).waitFor({ timeout: waitMs });
       log("a program's question showed its code whole");
 
-      // A batch of 6 edits is one question: every file, each call's command line; Allow once runs them all.
+      // A batch of 12 edits is one question: every file, each call's command line and each edit's diff (it showed
+      // none: twelve edits allowed from their command lines alone); Allow once runs them all.
       await runCommand(page, "Ollie: Ask");
-      await page.locator(".quick-input-widget input").fill("set x in all six");
+      await page.locator(".quick-input-widget input").fill("set x in all twelve");
       await page.keyboard.press("Enter");
       const batch = chat.locator(".item.permission").nth(before + 3);
-      await batch.locator(".permission-code", { hasText: "file_edit n5.py 'x = 1' 'x = 3'" }).waitFor({ timeout: waitMs });
-      await batch.locator(".step-title", { hasText: "Edit n0.py and 5 more steps" }).waitFor({ timeout: waitMs });
+      await batch.locator(".permission-code", { hasText: "file_edit n11.py 'x = 1' 'x = 3'" }).waitFor({ timeout: waitMs });
+      await batch.locator(".step-title", { hasText: "Edit n0.py and 11 more steps" }).waitFor({ timeout: waitMs });
+      const rows = batch.locator("details.permission-diff > summary");
+      if (await rows.count() !== 12) throw new Error(`the batch's question has ${await rows.count()} diffs, not 12`);
+      await rows.nth(11).click();
+      const last = batch.locator('.diff[data-path="n11.py"]');
+      await last.locator("tr.removed", { hasText: "x = 1" }).waitFor({ timeout: waitMs });
+      await last.locator("tr.added", { hasText: "x = 3" }).waitFor({ timeout: waitMs });
+      await last.scrollIntoViewIfNeeded();
       await screenshot("batch-question");
       await batch.locator("button", { hasText: "Allow once" }).click();
-      await chat.locator(".item.assistant", { hasText: "Set x in all six." }).waitFor({ timeout: waitMs });
+      await chat.locator(".item.assistant", { hasText: "Set x in all twelve." }).waitFor({ timeout: waitMs });
       if (BATCH.some((f) => disk(f) !== "x = 3\n")) throw new Error("the batch's edits did not all run");
       const asked = await chat.locator(".item.permission").count();
       if (asked !== before + 4) throw new Error(`the batch was asked ${asked - before - 3} times`);
-      log("a batch of 6 edits was one question listing each call; Allow once ran them all");
+      log("a batch of 12 edits was one question listing each call and diff; Allow once ran them all");
     });
   },
 );

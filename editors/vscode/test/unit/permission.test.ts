@@ -26,6 +26,16 @@ test("an ollie/permission request: the session, the step with its diff preview, 
   assert.equal(parsePermissionRequest({ step: { id: "c", title: "t" } }), undefined, "and a session");
 });
 
+test("a batch question's previews: each well-formed diff kept in order, the count of edits left without one", () => {
+  const diffs = [{ path: "a.py", oldText: "a\n", newText: "b\n" }, { oldText: "no path" }, { path: "new.py", oldText: null, newText: "n\n" }];
+  const batch = parsePermissionRequest({ session: "s", step: { id: "c.1", title: "Edit a.py and 7 more steps", diffs, diffsMore: 5 } });
+  assert.deepEqual(batch?.step.diffs, [diffs[0], diffs[2]]);
+  assert.equal(batch?.step.diffsMore, 5);
+  const odd = parsePermissionRequest({ session: "s", step: { id: "c.1", title: "t", diffs: "a.py", diffsMore: "5" } });
+  assert.equal(odd?.step.diffs, undefined);
+  assert.equal(odd?.step.diffsMore, undefined);
+});
+
 test("ollie/changes files get the daemon's +/- counts (a text too long to diff has them without hunks), unsaved editor edits marked; an undo marks what left the list", () => {
   const raw = {
     turn: 2,
