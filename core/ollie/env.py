@@ -55,6 +55,8 @@ def unread_lines_note(known: Collection[str] = ()) -> str:
 def _kin(key: str, name: str) -> bool:
     """Whether `key` may be `name` misspelt: its first word (the provider, OLLIE) and last (KEY, URL) are `name`'s or
     near them. XAI_API_KEY is another provider's key and OPENAI_API_BASE another setting, not OPENAI_API_KEY's typos."""
+    import difflib  # as the caller: only when a message is being written
+
     ends = [(n.split("_")[0], n.split("_")[-1]) for n in (key, name)]
     return all(difflib.SequenceMatcher(None, a, b).ratio() >= 0.6 for a, b in zip(*ends, strict=True))
 
