@@ -24,6 +24,7 @@ from acp.schema import (
 from ollie.agent.agentswitch import AgentSwitchRefused, NotKept
 from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.recorder import close_session
+from ollie.escapes import escaped
 from ollie_acp.options import backend_models, options_update
 from ollie_acp.updates import Update, UpdateForwarder
 
@@ -124,10 +125,11 @@ class AcpSession:
         if covers in self.rejected_always and any(o.option_id == "reject_always" for o in options):
             return Answer("reject_with_feedback", f'"Reject always" ({covers}, this session)')
         await self.forwarder.drained()
-        note = ("runs outside the sandbox:\n" + "\n\n".join(question.outside) if question.outside
+        # The model's controls and bidi overrides as escapes (a client obeys a U+202E: what is read would not run).
+        note = ("runs outside the sandbox:\n" + escaped("\n\n".join(question.outside)) if question.outside
                 else f"(\"always\" covers {question.always_text()})" if "allow_always" in question.outcomes() else "")
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
-            tool_content(text_block(f"{question.title}\n" + (f"{question.code}\n" if question.code else "") + note))]
+            tool_content(text_block(f"{question.title}\n" + (f"{escaped(question.code)}\n" if question.code else "") + note))]
         if question.diffs_more:  # a batch's edits past its previews: the user knows what they were not shown
             content.append(tool_content(text_block(question.diffs_more_text())))
         # The edit's diff, or each of a batch's, before the text: what the user says yes to.

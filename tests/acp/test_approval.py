@@ -276,6 +276,21 @@ async def test_under_ask_an_elevated_step_is_one_question(shared_agent, llm, ans
     assert (agent.workspace / "elevated.txt").exists() is runs
 
 
+async def test_a_question_shows_a_bidi_override_in_its_code_as_an_escape(shared_agent, llm) -> None:
+    """A U+202E in a program (one to run outside the sandbox too) went into the card's text as it was: a client
+    drawing it reordered the rest of the line (Trojan Source), so what the user read was not what runs."""
+    code = "cat notes # \u202e; rm -rf ~"
+    llm.script(run(code), Reply.text("1"),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": True}]})), Reply.text("2"))
+    agent = await shared_agent(approval="ask")
+    sid = await agent.new()
+    agent.client.permission_answers = ["reject_once", "reject_once"]
+    await agent.prompt(sid, "lint")
+    await agent.prompt(sid, "lint outside")
+    texts = [tool_call.content[0].content.text for tool_call, _ in agent.client.permission_requests]
+    assert len(texts) == 2 and all("\u202e" not in text and "# \\u202e; rm" in text for text in texts), texts
+
+
 async def test_an_elevation_alone_is_asked_as_the_question_that_covers_one_under_ask(shared_agent, llm) -> None:
     # Under `auto` the elevation was asked its own way (the bare code, no title); now as the step question is.
     code = "echo out > elevated.txt"

@@ -1594,3 +1594,28 @@ def test_a_batch_of_edits_is_one_question_that_shows_each_call(tmp_path: Path, s
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_batch_question_draws_each_call_on_its_own_line_and_a_bidi_override_as_an_escape(tmp_path: Path,
+                                                                                             scripted_llm):
+    # The last call's new text drew a line of its own that read as a call the batch does not make (`file_edit
+    # m9.py ...`), and its U+202E went to the float as it was (a terminal that does bidi reorders the line).
+    srv = scripted_llm("openai")
+    names = [f"m{i}.py" for i in range(6)]
+    calls = [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]
+    calls[-1]["args"][2] = "a + b \u202e# fine\nfile_edit m9.py 'a - b' 'a + b'"
+    srv.script(Reply(tool_calls=[("call_tool", {"calls": calls})]), Reply.text("Left them."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names})
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix them", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "file_edit m5.py" in s, "the question"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (1500, 560))
+        assert "\\u202e# fine\\nfile_edit m9.py" in "".join(line.strip() for line in asked.splitlines()), asked
+        assert not any(line.strip().startswith("file_edit m9.py") for line in asked.splitlines()), asked
+        tmux.keys(choice(asked, "Reject"), "Enter")
+        tmux.wait(lambda s: "Left them." in s and "(end)" in s, "the turn to end")
+        assert all((tmp_path / "ws" / name).read_text().endswith("a - b\n") for name in names)
+    finally:
+        tmux.close()

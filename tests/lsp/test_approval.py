@@ -142,6 +142,21 @@ async def test_a_programs_question_holds_its_code_whole(shared_daemon, llm):
     assert not (daemon.workspace / "proof").exists() and not (plain.workspace / "proof").exists()
 
 
+async def test_a_programs_question_shows_a_bidi_override_as_an_escape(shared_daemon, llm):
+    """A U+202E in a program reordered the rest of its line as VS Code's card and Neovim's float drew it (Trojan Source:
+    what the user read was not what runs); the terminal and a plain client showed it escaped, the cards now too."""
+    code = "cat notes # \u202e; rm -rf ~"
+    llm.script(run(code), Reply.text("1"),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": code, "elevated": True}]})), Reply.text("2"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    questions = answer_cards(daemon, "reject")
+    assert await submit(daemon, "lint") == "1"
+    assert await submit(daemon, "lint outside") == "2"
+    shown = "cat notes # \\u202e; rm -rf ~"
+    assert questions[0]["step"]["code"] == shown and questions[1]["step"]["outside"] == [shown], questions
+    assert questions[0]["step"]["title"] == f"Run `{shown}`"  # (its title too, and every card's of the step)
+
+
 async def test_reject_with_feedback_reaches_the_model_through_ollie_permission(shared_daemon, llm):
     llm.script(edit("a.txt", "one", "two"), Reply.text("ok"))
     daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})

@@ -134,3 +134,18 @@ async def test_a_batch_too_big_to_run_in_time_is_refused_unasked(shared_daemon, 
     assert last_tool_result(llm) == (f"call_tool: calls: must have a length of at most {MAX_CALLS}, "
                                       f"got {MAX_CALLS + 1}")
 
+
+
+async def test_a_batch_question_shows_each_call_on_one_line_and_a_bidi_override_escaped(shared_daemon, llm):
+    """A new text's line break drew a line of its own in the batch's card, reading as a call the batch does not make,
+    and a U+202E reordered the rest of its call's line for the editor that drew it: what the user read was not what
+    runs. Each call is one line now, its controls as escapes."""
+    calls = edits(TOGETHER_PAST + 1, "new")["calls"]
+    calls[-1]["args"] = ["f5.txt", "old", "new\u202e txt.enif\nfile_edit f9.txt old fine"]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("stopped"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    questions = answer_cards(daemon, "reject")
+    assert await submit(daemon, "edit") == "stopped"
+    lines = questions[0]["step"]["code"].split("\n")
+    assert [line.split()[:2] for line in lines] == [["file_edit", f"f{i}.txt"] for i in range(len(calls))], lines
+    assert lines[-1] == "file_edit f5.txt old 'new\\u202e txt.enif\\nfile_edit f9.txt old fine'"

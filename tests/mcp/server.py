@@ -191,12 +191,14 @@ if len(sys.argv) > 1 and sys.argv[1] == "hostile":
 
     @app.tool()
     def unknown(times: int) -> str:
-        """Send `times` each of a notification and a request of methods nobody has and an answer to an id never asked,
-        64 KiB each, then answer."""
+        """Send `times` each of a notification and a request of methods nobody has and answers to ids never asked (no
+        number, a number, digits), 64 KiB each, then answer."""
         pad = "z" * 65536
         lines = [{"jsonrpc": "2.0", "method": "bogus", "params": {"pad": pad}},
                  {"jsonrpc": "2.0", "id": "r", "method": "bogus", "params": {"pad": pad}},
-                 {"jsonrpc": "2.0", "id": pad, "result": {}}]
+                 {"jsonrpc": "2.0", "id": pad, "result": {}},
+                 {"jsonrpc": "2.0", "id": 99999, "result": {"pad": pad}},
+                 {"jsonrpc": "2.0", "id": "88888", "error": {"code": 1, "message": pad}}]
         data = "".join(json.dumps(line) + "\n" for line in lines).encode()
         for _ in range(times):
             os.write(1, data)

@@ -103,10 +103,12 @@ class StepQuestion:
             out["prefix"] = self.prefix
         if self.network is not None:
             out["network"] = dict(self.network)
+        # The model's text with its controls and bidi overrides as escapes: an editor obeys a U+202E, so what the
+        # user read would not be what runs.
         if self.outside:
-            out["outside"] = list(self.outside)
+            out["outside"] = [escaped(what) for what in self.outside]
         if self.code:
-            out["code"] = self.code
+            out["code"] = escaped(self.code)
         return out
 
     def diffs_more_text(self) -> str:
@@ -406,8 +408,9 @@ class ApprovalGate:
         kinds: set[StepKind] = {p.question.kind for p in plans}
         prefixes = {p.question.prefix for p in plans}
         rules = {tuple(self._rules(p)) for p in plans}
-        lines = [p.question.code or (shlex.join([p.script.tool, *p.script.args]) if p.script else p.question.title)
-                 for p in plans]
+        # One line each (an argument's line break as `\n`): a text's own lines drew calls the batch does not make.
+        lines = [escaped(p.question.code or (shlex.join([p.script.tool, *p.script.args]) if p.script else p.question.title),
+                         keep="\t") for p in plans]
         question = StepQuestion(
             first.id, kinds.pop() if len(kinds) == 1 else "other", f"{first.title} and {len(plans) - 1:,} more steps",
             tuple(loc for p in plans for loc in p.question.locations), prefix=prefixes.pop() if len(prefixes) == 1 else "",
@@ -429,8 +432,7 @@ class ApprovalGate:
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
                 if tool.startswith("mcp__") and args:  # its title shows one text argument: the call's are all shown
-                    code = escaped(json.dumps(args, ensure_ascii=False, indent=2))  # (a bidi override as `\u202e`)
-                    plan.question = attrs.evolve(plan.question, code=code)
+                    plan.question = attrs.evolve(plan.question, code=json.dumps(args, ensure_ascii=False, indent=2))
             elif isinstance(request, CallRequest):
                 plan.script = call = request.calls[n]
                 if call.tool not in BUILTIN_KINDS:  # a user's script: its title cuts the command line at 60 characters

@@ -76,6 +76,11 @@ class ToolStep:
     title: str
     locations: tuple[Location, ...] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        # One line, the model's controls and bidi overrides as escapes (`\u202e`): every card and chat drew a title
+        # as it was, and a U+202E in a command or a path reordered what the user read.
+        object.__setattr__(self, "title", escaped(self.title, keep=""))
+
 
 @attrs.frozen(eq=False, repr=False, slots=False)
 class Diff:
