@@ -246,7 +246,7 @@ async def test_queue_and_inject_commands_on_an_idle_core(scripted_llm, make_core
     assert (await core.submit("/queued")).reply == "queued (1):\n1. later one"
     assert (await core.submit("/i also this")).reply == "injected: no turn is running, so it was queued as the next prompt"
     assert core.queued() == ["later one", "also this"]
-    assert (await core.submit("/queued pop")).reply == "popped: later one"
+    assert (await core.submit("/queued pop")).reply == "popped: also this"  # the latest: the one just sent
     assert (await core.submit("/queued clear")).reply == "cleared 1 queued prompt"
     assert (await core.submit("/maxsteps 7")).reply == "max steps: 7"
     assert core.max_steps == 7

@@ -171,10 +171,10 @@ async def cmd_inject_rewrite(core: CommandTarget, arg: str) -> str:
 
 
 async def cmd_queued(core: CommandTarget, arg: str) -> str:
-    """List the queued prompts, pop the next one, or clear them."""
+    """List the queued prompts, take back the latest one, or clear them."""
     if arg == "pop":
-        text = core.pop_queue()
-        return "queue is empty" if text is None else f"popped: {prompt_summary(text)}"
+        popped = core.pop_queue()
+        return "queue is empty" if popped is None else f"popped: {prompt_summary(popped[0])}"
     if arg == "clear":
         count = core.clear_queue()
         return f"cleared {count} queued prompt{'s' if count != 1 else ''}"
