@@ -239,6 +239,15 @@ function Chat:make_input()
       end
     end,
     close = function() self:close() end,
+    -- As in Claude Code: on an empty input it takes back the latest queued prompt; else the key does what it does.
+    take_back = function()
+      local queued = vim.tbl_filter(function(p) return p.kind == "queued" end, self.transcript.pending)
+      if input.text(self.input_buf) == "" and #queued > 0 then
+        return self:pop_queued()
+      end
+      local key = config.options.keymaps.take_back[vim.api.nvim_get_mode().mode:sub(1, 1)] or "<Up>"
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), "n", false)
+    end,
   })
   watch(self, self.input_buf)
 end
@@ -320,6 +329,8 @@ function Chat:send_input(how)
     if self:inject(text) then
       input.clear(self.input_buf)
     end
+  elseif text:match("^/queued%s+pop%s*$") then
+    self:pop_queued() -- back in the input, not only said
   elseif text:match("^[/!]") then
     self:command(text)
     input.clear(self.input_buf)
