@@ -12,7 +12,7 @@ import { DAEMON_LOST, DAEMON_RESTARTED, DAEMON_RESTARTED_SAVED, EditorContext, O
 import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
 import { cutsConversation, isSlashCommand } from "./lib/slash";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
-import { QueueMemory, QueuedPrompts, unsentNotice } from "./queuedPrompts";
+import { QueueMemory, QueuedPrompts, SavedPrompt, unsentNotice } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
 import { SessionHistory } from "./sessionHistory";
 import { SessionHost } from "./sessionHost";
@@ -268,6 +268,11 @@ export class Conversation implements vscode.Disposable {
   /** Run the prompts held in the current session (Enter on an empty prompt); nothing when none is held. */
   async runHeld(): Promise<void> {
     if (this.current !== undefined && this.queued.holds(this.current)) await this.queued.release(this.current);
+  }
+
+  /** Take back the chat's latest queued prompt (undefined: none), out of the queue, to put in the input. */
+  takeBack(): Promise<SavedPrompt | undefined> {
+    return this.current === undefined ? Promise.resolve(undefined) : this.queued.takeBack(this.current);
   }
 
   /** Queue a prompt (with its context items and images) to run after the current turn; false when the daemon did not
