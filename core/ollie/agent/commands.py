@@ -173,8 +173,11 @@ async def cmd_inject_rewrite(core: CommandTarget, arg: str) -> str:
 async def cmd_queued(core: CommandTarget, arg: str) -> str:
     """List the queued prompts, take back the latest one, or clear them."""
     if arg == "pop":
-        popped = core.pop_queue()
-        return "queue is empty" if popped is None else f"popped: {prompt_summary(popped[0])}"
+        if (popped := core.pop_queue()) is None:
+            return "queue is empty"
+        text, pictures = popped  # its images named: they went with it
+        return f"popped: {prompt_summary(text)}" + (f"\n(and its {len(pictures)} image{'s' if len(pictures) != 1 else ''})"
+                                                    if pictures else "")
     if arg == "clear":
         count = core.clear_queue()
         return f"cleared {count} queued prompt{'s' if count != 1 else ''}"
