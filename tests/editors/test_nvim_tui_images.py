@@ -322,3 +322,33 @@ def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image
     finally:
         tmux.close()
     assert [srv.images(r) for r in srv.chat_requests] == [[], [], [("image/png", picture)]]
+
+
+def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_the_input(tmp_path: Path, scripted_llm):
+    """Two other sessions of the daemon queued four prompts of images at the cap (another client): the daemon holds no
+    more of prompts not run yet. Sent now, a prompt with an image is refused before its image is read (-32010); it
+    was gone from the input, only the error said: it is back there, its `#file:` tag with it."""
+    from . import screens
+    from .test_nvim_tui import back_in_input
+
+    srv = scripted_llm("openai")
+    tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"}, {"notes.txt": "notes\n"}, size=(120, 30))
+    (tmp_path / "ws" / "shot.png").write_bytes(png(3, 3, (0, 0, 255)))
+    (tmp_path / "ws" / "big.png").write_bytes(png(5, 3) + b"\0" * 900)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":lua local c, n = require('ollie.client'), 0; for _ = 1, 2 do c.request('ollie/session/new',"
+                  " {cwd = vim.fn.getcwd()}, function(_, r) for _ = 1, 2 do c.request('ollie/queue', {session ="
+                  " r.session, text = 'waiting', images = vim.tbl_map(function() return {path = 'big.png'} end,"
+                  " {1, 2, 3, 4, 5, 6, 7, 8})}, function(e) n = n + 1; if n == 4 then print(e and 'refused' or"
+                  " 'queued them') end end) end end) end", "Enter")
+        tmux.wait(lambda s: "queued them" in s or "refused" in s, "the other sessions' queued prompts")
+        send_in_chat(tmux, "what is it #file:shot.png")
+        back = back_in_input(tmux, "1-refused", "(not sent: it is back in the input", "what is it #file:shot.png")
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-refused.png", (1200, 560))
+        said = " ".join(line.strip() for line in chat_lines(back))
+        assert "of prompts waiting in this daemon's sessions are over the 0.0 MiB it holds" in said, back
+    finally:
+        tmux.close()
+    assert srv.chat_requests == []

@@ -245,7 +245,7 @@ COMMANDS: dict[str, Command] = {
     "sp": Command("/sp", "show the rendered system prompt", info.cmd_sp),
     "i": Command("/i <prompt>", "inject text into the running turn", cmd_inject),
     "irw": Command("/irw <prompt>", "replace pending injects with this text", cmd_inject_rewrite),
-    "queued": Command("/queued [pop|clear]", "list, pop or clear queued prompts", cmd_queued),
+    "queued": Command("/queued [pop|clear]", "list queued prompts, take back the latest, or clear them", cmd_queued),
     "help": Command("/help [command]", "this list", cmd_help),
 }
 

@@ -434,9 +434,10 @@ function Chat:submit(text, contexts)
       if not rerr then
         return
       end
-      -- No daemon had it, or its daemon died before the turn began (no event of it came): nothing of it ran or was
-      -- saved. What was typed goes back in the input, `#` tags and all, with the contexts it came with.
-      local unsent = rerr.unsent or (rerr == client.GONE and client.seen(session) == seen)
+      -- No daemon had it, its daemon died before the turn began (no event of it came), or it refused it for the images
+      -- its sessions hold (-32010): nothing of it ran or was saved. What was typed goes back in the input, `#` tags and
+      -- all, with the contexts it came with.
+      local unsent = rerr.unsent or rerr.code == -32010 or (rerr == client.GONE and client.seen(session) == seen)
       self.running, self.state = false, "idle"
       if self.redrawing then
         -- Its daemon died and is restarted: the chat drawn anew says so, then (before, its drawing wiped it) that the
