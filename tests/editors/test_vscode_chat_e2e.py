@@ -65,6 +65,16 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "a prompt past the queue's bound was refused: the chat said why and what to do, and it was back in the input")
 
 
+@pytest.mark.timeout(330)
+def test_a_prompt_past_what_the_daemon_holds_is_back_in_the_input_with_its_image_in_real_vscode(run_e2e):
+    """imagebound.mjs: three sessions stream with a long prompt queued behind each (what the daemon holds of prompts
+    not run yet, at a cap of 1,000 bytes an image); a prompt with a pasted image sent in a fourth is refused (-32010):
+    the chat says why, and it is back in the input with its image (it was gone, only the error said it)."""
+    shows(run_e2e("imagebound.mjs", total_ms=270000),
+          "a prompt past what the daemon holds was refused: the chat said why, and it was back in the input with its "
+          "image")
+
+
 @pytest.mark.timeout(470)
 def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued_prompts_in_real_vscode(run_e2e):
     """inject.mjs, one window, two scenarios. inject: a prompt over the length limit is refused at once, said, its
