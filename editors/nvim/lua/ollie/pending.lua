@@ -123,6 +123,9 @@ end
 ---kept with it, to edit and send again; the others stay queued.
 function P:pop_queued()
   local session = self.session
+  if not session then -- no session yet: nothing of this chat is queued
+    return self.transcript:aside("nothing is queued")
+  end
   client.request("ollie/popQueue", { session = session }, function(err, res)
     local popped = not err and type(res) == "table" and res.text or nil
     if type(popped) ~= "string" then
