@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,9 +25,11 @@ from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
 from ollie.workspace.bounds import LISTED
 from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie_lsp import heldimages
 from ollie_lsp.documents import read_through_link
 from ollie_lsp.editor import context_documents, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, QueueFull, Stale, invalid_params, refused
+from ollie_lsp.heldimages import Held
 from ollie_lsp.idlecollect import collect_and_freeze
 from ollie_lsp.params import (
     ChangesParams,
@@ -125,7 +128,7 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
     try:
         with ls.on_cancel(lambda: live.cancel(handle)):
             await ls.table.writable(p.session)
-            pictures = await _prompt_images(p, cwd=live.core.cwd)
+            pictures = await _prompt_images(ls, live, p, handle)
             text = await _with_context(ls, live, p)
             live.waiting.discard(handle)  # `submit` holds it from here (a turn's waits there again)
             return await live.submit(text, pictures, handle=handle, is_command=command)
@@ -133,9 +136,10 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
         live.waiting.discard(handle)
 
 
-async def _prompt_images(p: SubmitParams | QueueParams, *, cwd: Path) -> list[Image]:
-    """A submitted or queued prompt's images (`_images`); -32602 for images with a command, or a prompt of nothing."""
-    pictures = await _images(p.images or [], cwd=cwd)
+async def _prompt_images(ls: OllieServer, live: LiveSession, p: SubmitParams | QueueParams, holder: Held) -> list[Image]:
+    """A submitted or queued prompt's images (`_images`, counted to `holder`: -32010 past what the daemon holds);
+    -32602 for images with a command, or a prompt of nothing."""
+    pictures = await _images(p.images or [], cwd=live.core.cwd, take=partial(heldimages.take, ls.table, holder, live.id))
     if pictures and is_command(p.text):
         raise InvalidParams("images: a command or !shell line takes no images")
     if not p.text.strip() and not pictures and not p.contexts:  # as ACP: no empty message to the model
@@ -143,9 +147,10 @@ async def _prompt_images(p: SubmitParams | QueueParams, *, cwd: Path) -> list[Im
     return pictures
 
 
-async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
+async def _images(items: list[ImageItem], *, cwd: Path, take: Callable[[int], None]) -> list[Image]:
     """The submit's images: files read beneath the session's directory through the chokepoint (no symlinks,
-    FIFOs or devices; capped), pasted bytes checked alike; -32602 naming the item that is not an image."""
+    FIFOs or devices; capped), pasted bytes checked alike; -32602 naming the item that is not an image. `take`
+    counts their bytes as held before any is read (a refusal raises), then what each came to."""
     pictures: list[Image] = []
     with invalid_params("images", images.ImageError):
         images.checked(items)  # before reading or decoding any
@@ -153,6 +158,11 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
         where = f"images[{index}]"
         if (item.path is None) == (item.data is None):
             raise InvalidParams(f"{where}: give either path or data")
+    # All taken before any is read (one prompt's in part starved another's: both were refused), a file's at the cap.
+    guesses = [images.max_image_bytes() if item.data is None else len(item.data) * 3 // 4 for item in items]
+    take(sum(guesses))
+    for index, (item, guess) in enumerate(zip(items, guesses, strict=True)):
+        where = f"images[{index}]"
         try:
             if item.path is not None:
                 pictures.append(await images.read(cwd, item.path))  # the session's real cwd, held open
@@ -162,6 +172,7 @@ async def _images(items: list[ImageItem], *, cwd: Path) -> list[Image]:
                                                         name=item.name or "the image"))
         except images.ImageError as exc:
             raise InvalidParams(f"{where}.{'path' if item.path is not None else 'data'}: {exc}") from None
+        take(pictures[-1].size - guess)
     with invalid_params("images", images.ImageError):
         return images.checked(pictures)
 
@@ -206,18 +217,24 @@ async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
         live, text, _ = await _arrived(ls, p)
         with refused(QueueFull, inbox.QueueFull, {"session": live.id}):
             live.core.queue_room(text)  # a full queue refuses before the images are read
-            pictures = await _prompt_images(p, cwd=live.core.cwd)
+            holder = Held()  # counted until queued (then its session's queue counts them)
+            ls.table.reading.add(holder)
             try:
-                return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
+                pictures = await _prompt_images(ls, live, p, holder)
+                try:
+                    return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
+                finally:
+                    del pictures  # a refusal's traceback holds this frame: its images go now, not at a collection
             finally:
-                del pictures  # a refusal's traceback holds this frame: its images go now, not at a collection
+                ls.table.reading.discard(holder)
 
 
 @method("ollie/popQueue", SessionParams)
 async def pop_queue(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
-    """Take back the oldest queued prompt."""
+    """Take back the latest queued prompt, with its images, for the client's input."""
     live = await ls.table.writable(p.session)
-    return {"text": live.core.pop_queue()}
+    text, pictures = live.core.pop_queue() or (None, ())
+    return {"text": text, "images": [{"data": i.data, "mimeType": i.mime} for i in pictures]}
 
 
 @method("ollie/queue/run", SessionParams)

@@ -14,6 +14,7 @@ from ollie import beneath
 from ollie.agent.inbox import QueueFull
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
+from ollie_lsp.heldimages import Held
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import record, rpc_errors
 
@@ -44,8 +45,8 @@ QUESTION_DRAIN_S = 2.0
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
-class SubmitHandle:
-    """One pending ollie/submit: cancel() interrupts it, whether it waits or runs."""
+class SubmitHandle(Held):
+    """One pending ollie/submit: cancel() interrupts it, whether it waits or runs; its images count while it waits."""
 
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     started: bool = False
@@ -295,6 +296,7 @@ class SessionTable:
     documents: EditorDocuments | None = None
     editor: EditorKnowledge | None = None  # the client answers ollie/editor/*: every session gets the editor tools
     _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
+    reading: set[Held] = field(default_factory=set, init=False)  # the images of ollie/queue requests not queued yet
     _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
     _checks: set[asyncio.Task[None]] = field(default_factory=set, init=False)  # sandbox policies read as sessions open
     _prompted: bool = field(default=False, init=False)  # a prompt came while the default session was being built

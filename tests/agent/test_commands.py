@@ -16,7 +16,7 @@ from ollie.agent.core import TERMINAL_RESUME
 from ollie.agent.editorcontext import context_block
 from ollie.agent.events import Bus
 from ollie.agent.surface import Switched
-from ollie.backend.types import Message, ToolCall
+from ollie.backend.types import Image, Message, ToolCall
 from ollie.errors import ConfigError
 from ollie.sessions import persist
 from ollie.sessions.session import Session, TaskState
@@ -96,8 +96,8 @@ class FakeCore:
     def queued(self) -> list[str]:
         return list(self.queue_items)
 
-    def pop_queue(self) -> str | None:
-        return self.queue_items.pop(0) if self.queue_items else None
+    def pop_queue(self) -> tuple[str, tuple[Image, ...]] | None:
+        return (self.queue_items.pop(), ()) if self.queue_items else None
 
     def clear_queue(self) -> int:
         count = len(self.queue_items)
@@ -341,7 +341,7 @@ async def test_queued_list_pop_clear(core):
     assert await run_command(core, "/queued") == "queue is empty"
     core.queue_items = ["first", "second", "third"]
     assert await run_command(core, "/queued") == "queued (3):\n1. first\n2. second\n3. third"
-    assert await run_command(core, "/queued pop") == "popped: first"
+    assert await run_command(core, "/queued pop") == "popped: third"
     assert await run_command(core, "/queued clear") == "cleared 2 queued prompts"
     assert await run_command(core, "/queued pop") == "queue is empty"
     assert (await run_command(core, "/queued shuffle")).startswith("/queued takes nothing, 'pop' or 'clear'")
@@ -351,9 +351,9 @@ async def test_queued_prompts_show_their_context_blocks_as_labels_where_they_sta
     # Bug: `/queued` printed each prompt as the model gets it: `<editor-context>` blocks, file headers and all.
     notes = context_block("File: notes.txt (plaintext)", body="tabs\n")
     style = context_block("File: style.txt (plaintext)\nShowing lines 2-3:", body="x\n")
-    core.queue_items = [f"{notes}\n\nUse tabs.\n\n{style}\n\nAnd wide ones.", "plain"]
+    core.queue_items = ["plain", f"{notes}\n\nUse tabs.\n\n{style}\n\nAnd wide ones."]
     listed = await run_command(core, "/queued")
-    assert listed == "queued (2):\n1. [notes.txt] Use tabs.\n[style.txt:2-3] And wide ones.\n2. plain"
+    assert listed == "queued (2):\n1. plain\n2. [notes.txt] Use tabs.\n[style.txt:2-3] And wide ones."
     assert await run_command(core, "/queued pop") == "popped: [notes.txt] Use tabs.\n[style.txt:2-3] And wide ones."
 
 

@@ -3,6 +3,7 @@ the real execute server and the shipped agent configs."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
@@ -11,9 +12,11 @@ import pytest
 
 from ollie import paths
 from ollie.agent.core import Core
+from ollie.backend.types import Image
 from ollie.sessions import persist
 from ollie.sessions.logformat import session_path
 from ollie.testing import Reply
+from tests.pictures import png
 
 FRAGMENTS = paths.bundled("agents") / "fragments"
 
@@ -246,7 +249,9 @@ async def test_queue_and_inject_commands_on_an_idle_core(scripted_llm, make_core
     assert (await core.submit("/queued")).reply == "queued (1):\n1. later one"
     assert (await core.submit("/i also this")).reply == "injected: no turn is running, so it was queued as the next prompt"
     assert core.queued() == ["later one", "also this"]
-    assert (await core.submit("/queued pop")).reply == "popped: later one"
+    assert (await core.submit("/queued pop")).reply == "popped: also this"  # the latest: the one just sent
+    core.queue("look", [Image("image/png", base64.b64encode(png()).decode())] * 2)
+    assert (await core.submit("/queued pop")).reply == "popped: look\n(and its 2 images)"
     assert (await core.submit("/queued clear")).reply == "cleared 1 queued prompt"
     assert (await core.submit("/maxsteps 7")).reply == "max steps: 7"
     assert core.max_steps == 7

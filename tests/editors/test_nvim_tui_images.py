@@ -277,3 +277,78 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
     finally:
         tmux.close()
     assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
+
+
+def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image(tmp_path: Path, scripted_llm):
+    """Bug: `/queued pop` took the oldest queued prompt and said its text only: gone from the queue and from the
+    input, its image with it. As in Claude Code, <Up> on an empty input (and `/queued pop`) takes back the latest one
+    into the input, its image kept with it; the other still waits and runs, and the one taken back is sent again."""
+    from . import screens
+
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
+               Reply.text("Tabs, then."), Reply.text("It is blue."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
+    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        send_in_chat(tmux, "tabs or spaces?")
+        tmux.wait(lambda s: "⏳ queued: tabs or spaces?" in s, "the first queued prompt")
+        send_in_chat(tmux, "what is it #file:shot.png")
+        tmux.wait(lambda s: "⏳ queued: what is it shot.png" in s, "the second queued prompt")
+        tmux.keys("Up")
+        taken = tmux.keep("1-taken-back", tmux.wait(
+            lambda s: "📎 image 1 (png) goes with it" in s and "queued: what is it" not in s, "the prompt taken back"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-taken-back.png", (1200, 560))
+        lines = chat_lines(taken)
+        # In the input, its image going with it; the other still queued.
+        assert any(line.startswith("what is it shot.png") and line.endswith("📎 image 1 (png) goes with it")
+                   for line in lines), taken
+        assert "⏳ queued: tabs or spaces?" in taken, taken
+        tmux.keys("Enter")  # queued again, its image with it; then `/queued pop` takes it back as <Up> did
+        tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 image 1 (png)" in s, "the prompt queued again")
+        send_in_chat(tmux, "/queued pop")
+        tmux.wait(lambda s: "📎 image 1 (png) goes with it" in s and "queued: what is it" not in s, "it taken back again")
+        story.set()
+        tmux.wait(lambda s: "Tabs, then." in s, "the other queued prompt's answer")
+        tmux.keys("Escape", "Enter")  # the prompt taken back, sent again
+        done = tmux.keep("2-sent-again", tmux.wait(lambda s: "It is blue." in s, "its answer"))
+        assert "error" not in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    assert [srv.images(r) for r in srv.chat_requests] == [[], [], [("image/png", picture)]]
+
+
+def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_the_input(tmp_path: Path, scripted_llm):
+    """Two other sessions of the daemon queued four prompts of images at the cap (another client): the daemon holds no
+    more of prompts not run yet. Sent now, a prompt with an image is refused before its image is read (-32010); it
+    was gone from the input, only the error said: it is back there, its `#file:` tag with it."""
+    from . import screens
+    from .test_nvim_tui import back_in_input
+
+    srv = scripted_llm("openai")
+    tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"}, {"notes.txt": "notes\n"}, size=(120, 30))
+    (tmp_path / "ws" / "shot.png").write_bytes(png(3, 3, (0, 0, 255)))
+    (tmp_path / "ws" / "big.png").write_bytes(png(5, 3) + b"\0" * 900)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":lua local c, n = require('ollie.client'), 0; for _ = 1, 2 do c.request('ollie/session/new',"
+                  " {cwd = vim.fn.getcwd()}, function(_, r) for _ = 1, 2 do c.request('ollie/queue', {session ="
+                  " r.session, text = 'waiting', images = vim.tbl_map(function() return {path = 'big.png'} end,"
+                  " {1, 2, 3, 4, 5, 6, 7, 8})}, function(e) n = n + 1; if n == 4 then print(e and 'refused' or"
+                  " 'queued them') end end) end end) end", "Enter")
+        tmux.wait(lambda s: "queued them" in s or "refused" in s, "the other sessions' queued prompts")
+        send_in_chat(tmux, "what is it #file:shot.png")
+        back = back_in_input(tmux, "1-refused", "(not sent: it is back in the input", "what is it #file:shot.png")
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-refused.png", (1200, 560))
+        said = " ".join(line.strip() for line in chat_lines(back))
+        assert "of prompts waiting in this daemon's sessions are over the 0.0 MiB it holds" in said, back
+    finally:
+        tmux.close()
+    assert srv.chat_requests == []

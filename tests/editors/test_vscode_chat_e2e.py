@@ -37,9 +37,11 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     once the clicked Stop hides; it is drawn after "Turn interrupted", not above it) and runs before the next prompt,
     never left marked queued; one queued when the window reloads mid-turn comes back held and Enter on the empty prompt
     sends it (it did nothing), and so does one with a pasted image queued behind it, with its image, in order (it stayed
-    in the input: images went only with a prompt sent when idle); `/queued pop` typed during a turn runs at once (it was
-    queued behind the prompts it was to pop; the button says Send, not Queue), the one it drops shows dropped, and a
-    reload brings back the other alone (the popped one stayed marked queued, and came back); one held that `/queued
+    in the input: images went only with a prompt sent when idle); ArrowUp on the empty input takes the latest queued
+    prompt back into the input with its pasted image, the other still queued (`/queued pop` took the oldest and only
+    said so: gone from the queue and the input); `/queued pop` typed during a turn runs at once (it was queued behind
+    the prompts it was to pop; the button says Send, not Queue) and takes it back too, and a reload brings back the
+    other alone (the popped one stayed marked queued, and came back); one held that `/queued
     clear` drops shows dropped (it stayed marked held). A reload while an approval question waits: no empty new chat
     while the session comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as
     the question took the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts
@@ -53,13 +55,24 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it",
           "a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, "
           "and ran after the one before it with its image",
-          "/queued pop typed during the turn ran at once (the button said Send), its prompt showed dropped, and a reload "
-          "brought back only the one held",
+          "ArrowUp on the empty input took back the latest queued prompt with its image, the other still queued",
+          "/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, "
+          "and a reload brought back only the one held",
           "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",
           "came back without the empty new chat", "and said the turn was interrupted",
           "keys typed for the prompt as a question took the focus went on into the prompt, answering nothing",
           "Ctrl+Alt+O from the editor put the cursor in the chat's prompt box",
           "a prompt past the queue's bound was refused: the chat said why and what to do, and it was back in the input")
+
+
+@pytest.mark.timeout(330)
+def test_a_prompt_past_what_the_daemon_holds_is_back_in_the_input_with_its_image_in_real_vscode(run_e2e):
+    """imagebound.mjs: three sessions stream with a long prompt queued behind each (what the daemon holds of prompts
+    not run yet, at a cap of 1,000 bytes an image); a prompt with a pasted image sent in a fourth is refused (-32010):
+    the chat says why, and it is back in the input with its image (it was gone, only the error said it)."""
+    shows(run_e2e("imagebound.mjs", total_ms=270000),
+          "a prompt past what the daemon holds was refused: the chat said why, and it was back in the input with its "
+          "image")
 
 
 @pytest.mark.timeout(470)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
+from tests.pictures import png
 
 
 async def rpc_error(daemon, method: str, params: dict) -> JsonRpcException:
@@ -86,14 +88,19 @@ async def test_inject_queue_and_pop_queue(shared_daemon, llm):
     assert await daemon.request("ollie/queue", {"text": "one"}) == {"depth": 1}
     assert await daemon.request("ollie/queue", {"text": "two"}) == {"depth": 2}
     assert (await daemon.request("ollie/state", {}))["queued"] == 2
-    assert await daemon.request("ollie/popQueue", {}) == {"text": "one"}
-    assert await daemon.request("ollie/popQueue", {}) == {"text": "two"}
-    assert await daemon.request("ollie/popQueue", {}) == {"text": None}
+    # Taken back newest first (the one the user just sent), its images with it: into the input, to send again.
+    picture = base64.b64encode(png()).decode()
+    assert await daemon.request("ollie/queue", {"text": "three", "images": [{"data": picture}]}) == {"depth": 3}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": "three", "images": [{"data": picture, "mimeType": "image/png"}]}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": "two", "images": []}
+    assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == ["one"]
+    assert await daemon.request("ollie/popQueue", {}) == {"text": "one", "images": []}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": None, "images": []}
     # Injecting while idle defers the text to the queue (the engine's rule).
     assert await daemon.request("ollie/inject", {"text": "later"}) == {}
     assert (await daemon.request("ollie/state", {}))["queued"] == 1
     assert await daemon.request("ollie/interrupt", {"reason": "nothing runs"}) == {"interrupted": False}
-    assert await daemon.request("ollie/popQueue", {}) == {"text": "later"}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": "later", "images": []}
     llm.script()  # the scripted reply is used by the next test step
     result = await daemon.request("ollie/submit", {"text": "go"})
     assert result["reply"] == "queued turn answer"

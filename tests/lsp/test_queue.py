@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from pathlib import Path
 
@@ -212,3 +213,43 @@ async def test_queued_prompts_sent_at_once_read_no_images_past_the_queues_room(s
     grown = _peak_rss(pid) - before
     assert grown < 80 << 20, f"the daemon's peak memory grew by {grown >> 20} MiB"
     assert len((await daemon.request("ollie/state", session))["queuedPrompts"]) == 2
+
+
+async def test_prompts_with_images_waiting_in_many_sessions_stay_under_the_daemons_bound(start_daemon, llm):
+    """A client sends, to each of six sessions whose turns run, two submits and two queued prompts of 8 MiB of images
+    each, all at once. Bug: the bound was per session's queue: each submit waiting for its turn held its images, and
+    each session queued 16 MiB, so the daemon held 192 MiB (256 of base64), as much again for each session more. What
+    all sessions wait with is held to four prompts of images at the cap: past that -32010, and nothing is lost (each
+    one taken runs with its images)."""
+    hold = threading.Event()
+    llm.script(*[Reply.text("slow", hold=hold)] * 6, *[Reply.text("saw it")] * 4)
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": str(1 << 20)})  # four prompts: 32 MiB
+    picture = png(5, 3)
+    (daemon.workspace / "big.png").write_bytes(picture + b"\0" * ((1 << 20) - 4096))
+    sessions = [(await daemon.request("ollie/session/new", {"cwd": str(daemon.workspace)}))["session"] for _ in range(6)]
+    running = [asyncio.ensure_future(daemon.request("ollie/submit", {"session": s, "text": "first"})) for s in sessions]
+    await daemon.wait_events(lambda evs: len({e["session"] for e in evs if e["role"] == "assistant"}) == 6)
+    pid = daemon.client._server.pid  # type: ignore[union-attr]
+    before = _peak_rss(pid)
+    eight = [{"path": "big.png"}] * 8
+    sent = [asyncio.ensure_future(daemon.request(method, {"session": s, "text": f"look {n}", "images": eight}))
+            for s in sessions for n, method in enumerate(("ollie/submit", "ollie/queue") * 2)]
+    # Four are taken (their images read): the submits among them wait for their turns, every other one answers now.
+    with contextlib.suppress(TimeoutError):  # a bound for the bug only: too few refused, the rest never answer
+        async with asyncio.timeout(30):
+            while sum(1 for t in sent if t.done() and t.exception()) < 20:
+                await asyncio.wait([t for t in sent if not t.done()], return_when=asyncio.FIRST_COMPLETED)
+    grown = _peak_rss(pid) - before
+    assert grown < 80 << 20, f"the daemon's peak memory grew by {grown >> 20} MiB"
+    refused = [t.exception() for t in sent if t.done() and t.exception()]
+    assert len(refused) == 20 and all(isinstance(e, JsonRpcException) and e.code == -32010 for e in refused), refused
+    assert "of prompts waiting in this daemon's sessions are over the 32.0 MiB it holds" in str(refused[0]), refused[0]
+    hold.set()
+    assert all(r["reply"] == "slow" for r in await asyncio.gather(*running))
+    taken = await asyncio.gather(*[t for t in sent if not t.done() or not t.exception()])
+    assert len(taken) == 4 and all(t.get("reply", "saw it") == "saw it" for t in taken), taken
+    # The queued ones run too (after their session's turn, once the submit waiting there has run): each its images.
+    await daemon.wait_events(lambda evs: sum(1 for e in evs if e["role"] == "turn" and e["content"] == "end") == 10)
+    users = [m for s in sessions for m in (await daemon.request("ollie/context", {"session": s}))["messages"]
+             if m["role"] == "user"]
+    assert sorted(len(m.get("images", [])) for m in users) == [0] * 6 + [8] * 4

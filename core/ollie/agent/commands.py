@@ -171,10 +171,13 @@ async def cmd_inject_rewrite(core: CommandTarget, arg: str) -> str:
 
 
 async def cmd_queued(core: CommandTarget, arg: str) -> str:
-    """List the queued prompts, pop the next one, or clear them."""
+    """List the queued prompts, take back the latest one, or clear them."""
     if arg == "pop":
-        text = core.pop_queue()
-        return "queue is empty" if text is None else f"popped: {prompt_summary(text)}"
+        if (popped := core.pop_queue()) is None:
+            return "queue is empty"
+        text, pictures = popped  # its images named: they went with it
+        return f"popped: {prompt_summary(text)}" + (f"\n(and its {len(pictures)} image{'s' if len(pictures) != 1 else ''})"
+                                                    if pictures else "")
     if arg == "clear":
         count = core.clear_queue()
         return f"cleared {count} queued prompt{'s' if count != 1 else ''}"
@@ -242,7 +245,7 @@ COMMANDS: dict[str, Command] = {
     "sp": Command("/sp", "show the rendered system prompt", info.cmd_sp),
     "i": Command("/i <prompt>", "inject text into the running turn", cmd_inject),
     "irw": Command("/irw <prompt>", "replace pending injects with this text", cmd_inject_rewrite),
-    "queued": Command("/queued [pop|clear]", "list, pop or clear queued prompts", cmd_queued),
+    "queued": Command("/queued [pop|clear]", "list queued prompts, take back the latest, or clear them", cmd_queued),
     "help": Command("/help [command]", "this list", cmd_help),
 }
 

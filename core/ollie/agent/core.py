@@ -243,12 +243,16 @@ class Core(HistoryMembers, McpMembers):
         """QueueFull when the queue has no room for a prompt of `text` (checked before its images are read)."""
         self._inbox.room(text)
 
+    def queued_bytes(self) -> int:
+        """The bytes (text and images) of what waits in the queue."""
+        return self._inbox.waiting_bytes()
+
     def queue_held(self) -> bool:
         """Whether queued prompts wait for `run_queue` (an interrupt stopped the turn before them)."""
         return self._inbox.held
 
-    def pop_queue(self) -> str | None:
-        """Take the oldest queued prompt."""
+    def pop_queue(self) -> tuple[str, tuple[Image, ...]] | None:
+        """Take back the latest queued prompt with its images."""
         return self._inbox.pop_queue()
 
     def queued(self) -> list[str]:

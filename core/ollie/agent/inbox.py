@@ -178,15 +178,23 @@ class Inbox:
             raise QueueFull(f"{len(self._prompts)} prompts wait in this session, the most it queues: let them run"
                             " first, or drop them (/queued clear)")
         cap = QUEUED_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
-        waiting = sum(len(p.text) + sum(i.size for i in p.images) for p in self._prompts) + sum(map(len, self._injects))
+        waiting = self.waiting_bytes()
         size = len(text) + sum(i.size for i in images)
         if waiting + size > cap:
-            raise QueueFull(f"this prompt's {_mib(size)} and the {_mib(waiting)} waiting in this session are over the"
-                            f" {_mib(cap)} it queues: let them run first, or send fewer or smaller images")
+            raise QueueFull(f"this prompt's {mib(size)} and the {mib(waiting)} waiting in this session are over the"
+                            f" {mib(cap)} it queues: let them run first, or send fewer or smaller images")
 
-    def pop_queue(self) -> str | None:
-        """Take the oldest queued prompt."""
-        return self._prompts.popleft().text if self._prompts else None
+    def waiting_bytes(self) -> int:
+        """The bytes (text and images) of the queued prompts and injects."""
+        return sum(len(p.text) + sum(i.size for i in p.images) for p in self._prompts) + sum(map(len, self._injects))
+
+    def pop_queue(self) -> tuple[str, tuple[Image, ...]] | None:
+        """Take back the latest queued prompt (the one the user just sent), with its images, to edit and send again."""
+        if not self._prompts:
+            return None
+        prompt = self._prompts.pop()
+        self._on_queued()
+        return prompt.text, prompt.images
 
     def queued(self) -> list[str]:
         """The queued prompts, oldest first."""
@@ -209,5 +217,6 @@ class Inbox:
         return notes
 
 
-def _mib(size: int) -> str:
+def mib(size: int) -> str:
+    """`size` bytes in MiB, for messages."""
     return f"{size / 2**20:.1f} MiB"

@@ -67,6 +67,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     this.unposted.post(message, (m) => this.post(m));
   }
 
+  /** The latest queued prompt, taken back into the input with its chips and images (nothing queued: the input stays). */
+  private async takeBack(): Promise<void> {
+    const back = await this.conversation.takeBack();
+    if (back) this.unsent(back.text, back.contexts, back.images);
+  }
+
   unsent(text: string, contexts: readonly EditorContext[], images: readonly ImageSource[] = []): void {
     const chips = contexts.map((context) => held(context.mcpServer ? "resource" : context.range ? "selection" : "file", context, describeEditorContext(context)));
     // An image file goes back as its chip, pasted bytes as a pasted image.
@@ -145,6 +151,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     // A command runs at once, a turn running or not, as the daemon runs it: queued, `/queued clear` typed during a
     // turn ran after the very prompts it was typed to drop.
     if ((message.type === "queue" || message.type === "inject") && isSlashCommand(message.text)) message = { ...message, type: "submit" };
+    // Back in the input to edit, as ArrowUp on an empty input takes it, not only said.
+    if (message.type === "submit" && /^\/queued\s+pop\s*$/.test(message.text.trim())) return this.takeBack();
     switch (message.type) {
       case "ready":
         this.reset();
@@ -198,6 +206,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
         return this.conversation.loadEarlier();
       case "runHeld":
         return this.conversation.runHeld();
+      case "takeBack":
+        return this.takeBack();
       case "setApproval":
         return this.conversation.setApproval(message.mode);
       case "permission":

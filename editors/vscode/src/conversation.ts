@@ -12,7 +12,7 @@ import { DAEMON_LOST, DAEMON_RESTARTED, DAEMON_RESTARTED_SAVED, EditorContext, O
 import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
 import { cutsConversation, isSlashCommand } from "./lib/slash";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
-import { QueueMemory, QueuedPrompts, unsentNotice } from "./queuedPrompts";
+import { QueueMemory, QueuedPrompts, SavedPrompt, unsentNotice } from "./queuedPrompts";
 import { ChangesLists, changesItem, stepDiff } from "./review/changesList";
 import { SessionHistory } from "./sessionHistory";
 import { SessionHost } from "./sessionHost";
@@ -45,6 +45,8 @@ export interface ConversationListener {
 
 // Streaming deltas are coalesced for this long before the view is updated.
 const FLUSH_MS = 30;
+// PROTOCOL.md "Errors": the daemon holds no more of prompts not run yet (a submit's images refused before any is read).
+const QUEUE_FULL = -32010;
 
 /** Where a window keeps the id of the session it shows, and its queued prompts, across reloads (workspaceState). */
 export interface SessionMemory {
@@ -203,7 +205,8 @@ export class Conversation implements vscode.Disposable {
 
   /**
    * Send a prompt (or slash command) to the current session and show it; resolves when the turn ends. Rejects with
-   * `DaemonNotStarted` when it waited for a start that failed, or its daemon died before its turn began: it did not run.
+   * `DaemonNotStarted` when it waited for a start that failed, its daemon died before its turn began, or the daemon
+   * refused it (-32010): it did not run.
    */
   async submit(text: string, contexts: readonly EditorContext[] = [], images: readonly ImageSource[] = []): Promise<SubmitResult | undefined> {
     const contextLabels = promptLabels(contexts, images);
@@ -215,7 +218,8 @@ export class Conversation implements vscode.Disposable {
     }
     const model = this.model;
     const fresh = model.items.length === 0;
-    this.changed(model.addUser(text, { contextLabels }));
+    const sent = model.addUser(text, { contextLabels });
+    this.changed(sent);
     const mark = model.items.length;
     const seq = model.lastSeq;
     try {
@@ -236,6 +240,13 @@ export class Conversation implements vscode.Disposable {
       }
       return result;
     } catch (err) {
+      // Refused before it ran (-32010: the images the daemon's sessions hold): shown unsent, it goes back in the input.
+      if ((err as { code?: unknown } | null)?.code === QUEUE_FULL && sent.kind === "user") {
+        sent.note = "unsent";
+        this.changedIn(this.sessionOf(model), sent);
+        this.changedIn(this.sessionOf(model), model.addNotice("error", `${errorText(err).replace(/[^.!?]$/, "$&.")} The prompt was not sent: it is back in the input.`));
+        throw new DaemonNotStarted("refused by the daemon", true);
+      }
       // The view may show another session by now: the notice goes to the prompt's own.
       this.changedIn(this.sessionOf(model), model.addNotice("error", isDaemonGone(err) ? DAEMON_LOST : errorText(err)));
       // The daemon died before the turn began (no event of its session came): nothing of it ran or was saved, and the
@@ -268,6 +279,11 @@ export class Conversation implements vscode.Disposable {
   /** Run the prompts held in the current session (Enter on an empty prompt); nothing when none is held. */
   async runHeld(): Promise<void> {
     if (this.current !== undefined && this.queued.holds(this.current)) await this.queued.release(this.current);
+  }
+
+  /** Take back the chat's latest queued prompt (undefined: none), out of the queue, to put in the input. */
+  takeBack(): Promise<SavedPrompt | undefined> {
+    return this.current === undefined ? Promise.resolve(undefined) : this.queued.takeBack(this.current);
   }
 
   /** Queue a prompt (with its context items and images) to run after the current turn; false when the daemon did not

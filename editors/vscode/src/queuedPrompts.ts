@@ -174,6 +174,22 @@ export class QueuedPrompts {
     await this.release(session);
   }
 
+  /** Take the latest queued prompt of `session` back out of the daemon's queue and the chat, to edit and send again:
+   * with the context items and images this window queued it with, else (another window's) the images the daemon
+   * gives back. Undefined when nothing was queued. */
+  async takeBack(session: string): Promise<SavedPrompt | undefined> {
+    const popped = await this.host.daemon.request<{ text: string | null; images?: { data: string; mimeType: string }[] }>("ollie/popQueue", { session });
+    if (typeof popped.text !== "string") return undefined;
+    const text = typedText(popped.text);
+    const prompts = this.pending.get(session) ?? [];
+    const index = prompts.map((p) => !p.injected && p.text === text).lastIndexOf(true);
+    const [mine] = index >= 0 ? prompts.splice(index, 1) : [];
+    this.save(session);
+    if (this.host.modelFor(session).takeBack(text)) this.reset(session);
+    const images = (popped.images ?? []).map((image, n) => ({ name: `image ${n + 1}`, data: `data:${image.mimeType};base64,${image.data}` }));
+    return mine ?? { text, contexts: [], images };
+  }
+
   /** Run the held prompts of `session` now (the user's word), in order. */
   async release(session: string): Promise<void> {
     this.held.delete(session);

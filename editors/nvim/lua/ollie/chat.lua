@@ -239,6 +239,15 @@ function Chat:make_input()
       end
     end,
     close = function() self:close() end,
+    -- As in Claude Code: on an empty input it takes back the latest queued prompt; else the key does what it does.
+    take_back = function()
+      local queued = vim.tbl_filter(function(p) return p.kind == "queued" end, self.transcript.pending)
+      if input.text(self.input_buf) == "" and #queued > 0 then
+        return self:pop_queued()
+      end
+      local key = config.options.keymaps.take_back[vim.api.nvim_get_mode().mode:sub(1, 1)] or "<Up>"
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), "n", false)
+    end,
   })
   watch(self, self.input_buf)
 end
@@ -320,6 +329,8 @@ function Chat:send_input(how)
     if self:inject(text) then
       input.clear(self.input_buf)
     end
+  elseif text:match("^/queued%s+pop%s*$") then
+    self:pop_queued() -- back in the input, not only said
   elseif text:match("^[/!]") then
     self:command(text)
     input.clear(self.input_buf)
@@ -423,9 +434,10 @@ function Chat:submit(text, contexts)
       if not rerr then
         return
       end
-      -- No daemon had it, or its daemon died before the turn began (no event of it came): nothing of it ran or was
-      -- saved. What was typed goes back in the input, `#` tags and all, with the contexts it came with.
-      local unsent = rerr.unsent or (rerr == client.GONE and client.seen(session) == seen)
+      -- No daemon had it, its daemon died before the turn began (no event of it came), or it refused it for the images
+      -- its sessions hold (-32010): nothing of it ran or was saved. What was typed goes back in the input, `#` tags and
+      -- all, with the contexts it came with.
+      local unsent = rerr.unsent or rerr.code == -32010 or (rerr == client.GONE and client.seen(session) == seen)
       self.running, self.state = false, "idle"
       if self.redrawing then
         -- Its daemon died and is restarted: the chat drawn anew says so, then (before, its drawing wiped it) that the

@@ -6,6 +6,7 @@
 ---@field send ollie.Keys          input: send the prompt (queued while a turn runs)
 ---@field inject ollie.Keys        input: inject the prompt into the running turn's next tool result
 ---@field stop ollie.Keys          input and transcript: interrupt the running turn
+---@field take_back ollie.Keys     input, when empty: take back the latest queued prompt to edit it
 ---@field close ollie.Keys         input and transcript: close the chat windows (the session goes on)
 ---@field focus_input ollie.Keys   transcript: go to the input area (in insert mode)
 ---@field open_location ollie.Keys transcript: open the file of the step location (or the changes) under the cursor
@@ -52,6 +53,7 @@ M.defaults = {
     send = { n = "<CR>", i = "<C-s>" },
     inject = { n = "<C-j>", i = "<C-j>" },
     stop = { n = "<C-c>", i = "<C-c>" },
+    take_back = { n = "<Up>", i = "<Up>" },
     close = { n = "q" },
     focus_input = { n = "i" },
     open_location = { n = "<CR>" },

@@ -101,19 +101,49 @@ function P:take_back(session)
   if not session or session == self.session or #require("ollie.chat").all_by_session(session) > 0 then
     return
   end
+  local taken = {}
   local function next_one()
     client.request("ollie/popQueue", { session = session }, function(err, res)
       local popped = not err and type(res) == "table" and res.text or nil
-      if type(popped) ~= "string" then
-        return
+      if type(popped) == "string" then
+        local _, text = context.split_prompt(popped)
+        savedqueue.take(session, text)
+        table.insert(taken, 1, text) -- the latest comes first: back in the input in the order they were queued
+        return next_one()
       end
-      local _, text = context.split_prompt(popped)
-      savedqueue.take(session, text)
-      self:back_in_input(text, "you queued this in the session you left, where nobody would see it run")
-      next_one()
+      for _, text in ipairs(taken) do
+        self:back_in_input(text, "you queued this in the session you left, where nobody would see it run")
+      end
     end)
   end
   next_one()
+end
+
+---Take back the latest queued prompt (<Up> on an empty input, `/queued pop`): it is in the input again, its images
+---kept with it, to edit and send again; the others stay queued.
+function P:pop_queued()
+  local session = self.session
+  if not session then -- no session yet: nothing of this chat is queued
+    return self.transcript:aside("nothing is queued")
+  end
+  client.request("ollie/popQueue", { session = session }, function(err, res)
+    local popped = not err and type(res) == "table" and res.text or nil
+    if type(popped) ~= "string" then
+      return self.transcript:aside(err and ("error: " .. err_text(err)) or "nothing is queued", err and "OllieError")
+    end
+    local _, text = context.split_prompt(popped)
+    savedqueue.take(session, text)
+    local images = {}
+    for i, image in ipairs(type(res.images) == "table" and res.images or {}) do
+      local mime = tostring(image.mimeType or "image"):gsub("^image/", "")
+      table.insert(images, { image = "queued-" .. i, data = image.data, label = ("image %d (%s)"):format(i, mime) })
+    end
+    input.clear(self.input_buf)
+    input.append(self.input_buf, text)
+    self.kept = vim.list_extend(self.kept or {}, images)
+    input.render_kept(self.input_buf, self.kept)
+    self:sync_queue()
+  end)
 end
 
 ---Put a prompt that was not sent back in the input, saying `why`; once the chat is drawn again, when it is being

@@ -232,6 +232,13 @@ export class ChatModel {
     return changed;
   }
 
+  /** Take the latest prompt shown waiting (queued or held) whose text is `text` out of the chat: taken back to edit. */
+  takeBack(text: string): boolean {
+    const index = this.items.map((i) => i.kind === "user" && (i.note === "queued" || i.note === "held") && i.text === text).lastIndexOf(true);
+    if (index >= 0) this.items.splice(index, 1);
+    return index >= 0;
+  }
+
   /** Move `moved` after every other item, in order (prompts a Stop held go after its "Turn interrupted"). */
   toEnd(moved: readonly ChatItem[]): void {
     const rest = this.items.filter((item) => !moved.includes(item));

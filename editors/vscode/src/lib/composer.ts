@@ -8,14 +8,15 @@ export interface KeyPress {
   altKey: boolean;
 }
 
-export type ComposerAction = "submit" | "queue" | "inject" | "newline" | "complete" | "nextCompletion" | "previousCompletion" | "closeCompletion" | "stop" | "none";
+export type ComposerAction = "submit" | "queue" | "inject" | "newline" | "complete" | "nextCompletion" | "previousCompletion" | "closeCompletion" | "stop" | "takeBack" | "none";
 
 /**
  * Enter sends (a new turn when idle, queued when a turn runs), Ctrl/Cmd+Enter injects into the
  * running turn, Shift+Enter is a new line; while completions show, arrows move, Tab/Enter accept, but Enter sends a
- * command `typedWhole` (its completion changed nothing: the command took a second Enter).
+ * command `typedWhole` (its completion changed nothing: the command took a second Enter); ArrowUp in an `empty` input
+ * takes back the latest queued prompt to edit (as in Claude Code).
  */
-export function composerAction(key: KeyPress, state: { running: boolean; completing: boolean; typedWhole?: boolean }): ComposerAction {
+export function composerAction(key: KeyPress, state: { running: boolean; completing: boolean; typedWhole?: boolean; empty?: boolean }): ComposerAction {
   if (state.completing && !(key.key === "Enter" && state.typedWhole)) {
     if (key.key === "ArrowDown") return "nextCompletion";
     if (key.key === "ArrowUp") return "previousCompletion";
@@ -24,6 +25,7 @@ export function composerAction(key: KeyPress, state: { running: boolean; complet
   }
   // As in Claude Code: Escape in the prompt box stops the running turn (a completion list open takes it first).
   if (key.key === "Escape") return state.running ? "stop" : "none";
+  if (key.key === "ArrowUp" && state.empty && !key.shiftKey) return "takeBack";
   if (key.key !== "Enter") return "none";
   if (key.shiftKey) return "newline";
   if (key.ctrlKey || key.metaKey || key.altKey) return state.running ? "inject" : "submit";

@@ -57,6 +57,7 @@ export type FromWebview =
   | { type: "addSelection" }
   | { type: "loadEarlier" }
   | { type: "runHeld" }
+  | { type: "takeBack" }
   | { type: "openFile"; path: string; line?: number }
   | { type: "openDiff"; item: number; path: string }
   | { type: "openChange"; item: number; path: string }
@@ -98,7 +99,7 @@ export type ToWebview =
 const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
 /** The most context chips one prompt carries. */
 export const MAX_CHIPS = 20;
-const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier", "runHeld"]);
+const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier", "runHeld", "takeBack"]);
 const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
 // A workspace-relative (or absolute) path as the model writes it; no control characters.
 const PATH = /^[^\0-\x1f]{1,1024}$/;

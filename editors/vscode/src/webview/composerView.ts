@@ -198,6 +198,7 @@ export class Composer {
       running: this.running,
       completing: this.completions.length > 0 && !this.list.hidden,
       typedWhole: chosen !== undefined && typedWhole(this.input.value, { name: chosen.label, args: chosen.args }),
+      empty: this.input.value === "" && this.chips.length === 0 && this.images.length === 0,
     });
     if (action === "none" || action === "newline") return;
     event.preventDefault();
@@ -218,6 +219,9 @@ export class Composer {
         break;
       case "stop":
         this.post({ type: "interrupt" });
+        break;
+      case "takeBack":
+        this.post({ type: "takeBack" });
         break;
       default:
         this.send(action);

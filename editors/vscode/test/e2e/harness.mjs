@@ -579,7 +579,7 @@ export async function waitForStatus(page, pattern) {
 
 /**
  * Run `scenario(ctx)` in a fresh code-server with the vsix (`--vsix FILE`) installed: `script` starts a
- * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing; `textModel`: a second model it lists, refusing images), `files` seeds the workspace
+ * scripted LLM (null: none; the daemon then gets `serverEnv` or nothing, or what `serverEnv(llmUrl)` gives; `textModel`: a second model it lists, refusing images), `files` seeds the workspace
  * ({relative path: text}), `settings` adds user settings, `builtins` names those of UNUSED_BUILTINS the window has
  * all the same. ctx: { page, browser, workspace, work, userData,
  * dataDir (the daemon's XDG data), llmUrl, env, startLLM(script, {port}), screenshot(name) }.
@@ -613,7 +613,7 @@ export async function withVSCode({ script = [], files = {}, settings = {}, serve
     const llmUrl = script ? `http://127.0.0.1:${llmPort}/v1` : undefined;
     const llmStarted = script ? startScriptedLLM(script, { port: llmPort, env: isolated, textModel }) : undefined;
     llmStarted?.catch(() => undefined); // its failure is startVSCode's (not an unhandled rejection while the vsix installs)
-    const daemonEnv = serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
+    const daemonEnv = typeof serverEnv === "function" ? serverEnv(llmUrl) : serverEnv ?? (llmUrl ? serverEnvFor(llmUrl) : {});
     writeUserSettings(userData, { "ollie.serverEnv": daemonEnv, ...settings });
     const env = { ...isolated, PATH: `${nodeBin}${path.delimiter}${process.env.PATH}` };
     const dirs = ["--user-data-dir", userData, "--extensions-dir", extensions, "--builtin-extensions-dir", builtinExtensions(work, builtins)];

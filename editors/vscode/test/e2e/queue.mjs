@@ -3,8 +3,9 @@
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
 // goes behind it, so it runs first, then the new one; held, it is drawn after the "Turn interrupted" line. A prompt
 // queued when the window reloads mid-turn comes back held in the new window, and Enter on the empty prompt sends it. A
-// held prompt that `/queued clear` drops shows dropped. `/queued pop` typed during a turn runs at once (the button says
-// Send, not Queue): the prompt it drops shows dropped, and a reload brings back the other alone.
+// held prompt that `/queued clear` drops shows dropped. ArrowUp on the empty input, and `/queued pop` typed during a
+// turn (it runs at once: the button says Send, not Queue), take the latest queued prompt back into the input with its
+// image; the other stays queued, and a reload brings it back alone.
 // A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
 // reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
 // Keys typed for the prompt as the question takes the focus go on into the prompt. A full queue (32 prompts) refuses the
@@ -146,38 +147,53 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   log("a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it");
   log("a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, and ran after the one before it with its image");
 
-  // 4. `/queued pop` typed while the turn streams runs at once (it was queued behind the prompts it was to pop), and
-  // drops the first of two queued prompts: it shows dropped (it stayed marked queued, and a reload queued it again),
-  // Stop holds the other; a reload brings back that one alone, and `/queued clear` drops it: it shows dropped (it
-  // stayed marked held, and a reload brought it back held), and the next prompt runs alone.
+  // 4. A queued prompt taken back (as in Claude Code): ArrowUp on the empty input takes the latest one back into the
+  // input, its pasted image with it, the other still queued (`/queued pop` took the oldest, and only said it: gone
+  // from the queue and the input). Queued again, `/queued pop` typed while the turn streams runs at once (the button
+  // says Send, not Queue: it was queued behind the prompts it was to pop) and takes it back too. Stop holds the other;
+  // a reload brings back that one alone, and `/queued clear` drops it: it shows dropped (it stayed marked held, and a
+  // reload brought it back held), and the next prompt runs alone.
   await send(chat, "A third slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(2).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
   await send(chat, "Never mind this one.");
   await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  await giveImage(chat, "paste", "image.png", PNG);
+  await chat.locator(".chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
   await send(chat, "Nor this one.");
   await meta(chat, "Nor this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
+  const takenBack = async (how) => {
+    await until(`the latest queued prompt back in the input (${how})`, async () => (await chat.locator("#input").inputValue()) === "Nor this one.");
+    await chat.locator(".chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
+    await until(`the prompt taken back no longer shown queued (${how})`, async () => (await chat.locator(".item.user", { hasText: "Nor this one." }).count()) === 0);
+    if (!(await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).count())) throw new Error(`the other queued prompt is not queued after ${how}`);
+  };
+  await chat.locator("#input").press("ArrowUp");
+  await takenBack("ArrowUp");
+  await screenshot("queue-taken-back");
+  await chat.locator("#input").press("Enter"); // queued again, its image with it
+  await chat.locator(".item.user", { hasText: "Nor this one." }).filter({ hasText: "image: pasted image 1" }).waitFor({ timeout: waitMs });
   // The button says Send for a command typed while the turn runs (it runs at once); it said Queue.
   await fillInput(chat, "/queued pop");
   await chat.locator("#send", { hasText: "Send" }).waitFor({ timeout: waitMs });
   await chat.locator("#input").press("Enter");
-  await chat.locator(".item.notice", { hasText: "popped: Never mind this one." }).waitFor({ timeout: waitMs });
-  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
+  await takenBack("/queued pop");
   if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before /queued pop ran: it ran at once only by chance");
   await screenshot("queue-popped");
+  log("ArrowUp on the empty input took back the latest queued prompt with its image, the other still queued");
   await chat.locator("#stop").click();
-  await meta(chat, "Nor this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   chat = await openChat(page);
-  await meta(chat, "Nor this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
   const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
-  if (back.join("|") !== "Nor this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
-  log("/queued pop typed during the turn ran at once (the button said Send), its prompt showed dropped, and a reload brought back only the one held");
+  if (back.join("|") !== "Never mind this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
+  log("/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, and a reload brought back only the one held");
   await send(chat, "/queued clear");
   await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
-  await meta(chat, "Nor this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
   await screenshot("queue-dropped");
   await send(chat, "Just this.");
   await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });

@@ -47,6 +47,13 @@ test("Escape stops a running turn; idle, or with a completion list open, it does
   assert.equal(composerAction(key("Escape"), { running: true, completing: true }), "closeCompletion");
 });
 
+test("ArrowUp in an empty input takes back the latest queued prompt; in typed text it moves the caret", () => {
+  assert.equal(composerAction(key("ArrowUp"), { ...busy, empty: true }), "takeBack");
+  assert.equal(composerAction(key("ArrowUp"), { ...idle, empty: true }), "takeBack");
+  assert.equal(composerAction(key("ArrowUp"), { ...busy, empty: false }), "none");
+  assert.equal(composerAction(key("ArrowUp"), { running: true, completing: true, empty: true }), "previousCompletion");
+});
+
 test("Shift+Enter is a new line; other keys do nothing special", () => {
   assert.equal(composerAction(key("Enter", { shiftKey: true }), busy), "newline");
   assert.equal(composerAction(key("a"), idle), "none");
