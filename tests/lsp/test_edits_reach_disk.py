@@ -262,19 +262,25 @@ async def test_stop_ends_an_edit_s_wait_for_a_step_and_nothing_is_written(start_
 
 async def test_what_a_format_on_save_changed_is_the_agent_s_edit_not_a_change_under_its_buffer(start_daemon, llm):
     """ollie's save ran the user's formatter: the step took the formatted file for another's change on disk under a
-    buffer with her unsaved text (told so, the agent's next edits of it refused), and the edit's hunk was not undone."""
-    llm.script(edit("calc.py", "a - b", "a + b  "), run("python3 test_calc.py"), Reply.text("done"))
-    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
-    calc = workspace(daemon)
-    editor = SavingEditor(daemon, lambda text: "\n".join(line.rstrip(" ") for line in text.split("\n")))
-    editor.open(calc, CALC)
-    assert await submit(daemon, "fix add and run the tests") == "done"
-    edited, ran = results(llm)
-    assert calc.read_text() == FIXED and "tests passed" in ran
-    assert "unsaved" not in edited + ran, edited + ran
-    assert not [e for e in daemon.events if "unsaved" in str(e.get("content"))]
-    editor.told()
-    [listed] = (await daemon.request("ollie/changes", {}))["files"]
-    assert listed["newText"] == FIXED and listed["inEditor"], listed
-    undone = await daemon.request("ollie/review/undo", {"path": "calc.py", "hunk": 0})
-    assert undone["inEditor"] and editor.texts[calc.as_uri()] == CALC and calc.read_text() == CALC
+    buffer with her unsaved text (told so, the agent's next edits of it refused), the edit's hunk was not undone
+    (edited since) and a rewind left the buffer (changed since the agent's edit)."""
+    for review in ("ollie/review/undo", "ollie/rewind"):
+        llm.script(edit("calc.py", "a - b", "a + b  "), run("python3 test_calc.py"), Reply.text("done"))
+        daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+        calc = workspace(daemon)
+        editor = SavingEditor(daemon, lambda text: "\n".join(line.rstrip(" ") for line in text.split("\n")))
+        editor.open(calc, CALC)
+        assert await submit(daemon, "fix add and run the tests") == "done"
+        edited, ran = results(llm)
+        assert calc.read_text() == FIXED and "tests passed" in ran
+        assert "unsaved" not in edited + ran, edited + ran
+        assert not [e for e in daemon.events if "unsaved" in str(e.get("content"))]
+        editor.told()
+        [listed] = (await daemon.request("ollie/changes", {}))["files"]
+        assert listed["newText"] == FIXED and listed["inEditor"], listed
+        if review == "ollie/rewind":
+            rewound = await daemon.request(review, {})
+            assert rewound["buffers"] == [{"path": "calc.py", "status": "reverted"}], rewound
+        else:
+            assert (await daemon.request(review, {"path": "calc.py", "hunk": 0}))["inEditor"]
+        assert editor.texts[calc.as_uri()] == CALC and calc.read_text() == CALC, review
