@@ -78,17 +78,21 @@ def formatted_turn(tmp_path: Path, scripted_llm, typed: str = "") -> Tmux:
     srv = scripted_llm("openai")
     srv.script(edit("line 3\n", "line three  \n"), Reply.text("Edited three."))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": UNFORMATTED}, init_lua=FORMAT_ON_SAVE)
-    tmux.wait(lambda s: "line 1" in s, "nvim to start")
-    if typed:
-        tmux.keys("11G", "A")
-        tmux.keys(typed, literal=True)
-        tmux.keys("Escape")
-        tmux.wait(lambda s: f"line 11{typed.rstrip()}" in s, "the typing")
-    tmux.keys(":Ollie edit line 3", "Enter")
-    tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "the turn")
-    tmux.keys("Escape", ":OllieChanges 1", "Enter")
-    tmux.wait(lambda s: "turn 1 changed 1 file" in s, "turn 1's changes")
-    tmux.keys("Enter")
+    try:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start")
+        if typed:
+            tmux.keys("11G", "A")
+            tmux.keys(typed, literal=True)
+            tmux.keys("Escape")
+            tmux.wait(lambda s: f"line 11{typed.rstrip()}" in s, "the typing")
+        tmux.keys(":Ollie edit line 3", "Enter")
+        tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "the turn")
+        tmux.keys("Escape", ":OllieChanges 1", "Enter")
+        tmux.wait(lambda s: "turn 1 changed 1 file" in s, "turn 1's changes")
+        tmux.keys("Enter")
+    except BaseException:
+        tmux.close()  # (the test's own `finally` is not reached)
+        raise
     return tmux
 
 
