@@ -139,7 +139,13 @@ class LspDocuments:
         if changed:
             self._server.window_show_message(types.ShowMessageParams(
                 type=types.MessageType.Warning, message=changed_on_disk_notice(Path(doc.path).name)))
-        return ApplyResult("applied", saved=bool(saved), unsaved=disk != before, changed_on_disk=bool(changed))
+        # Read from the disk: the editor's didChange of what its format on save did may come after its answer. Not
+        # UTF-8 (a latin-1 buffer's file) or a BOM the document's text leaves out: the editor's encoding, not its edit.
+        written = await asyncio.to_thread(disk_text, Path(doc.path), "strict") if saved else None
+        if written is not None and not new_text.startswith("\ufeff"):
+            written = written.removeprefix("\ufeff")
+        return ApplyResult("applied", saved=bool(saved), unsaved=disk != before, changed_on_disk=bool(changed),
+                           formatted=None if written == new_text else written)
 
     async def save(self, uris: list[str]) -> tuple[list[str], list[str]]:
         """Ask the client to save these documents (`ollie/saveDocuments`): the URIs it saved ([]: it cannot), and

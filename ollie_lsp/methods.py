@@ -466,10 +466,10 @@ async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
     if doc is not None and await read_through_link(doc):
         doc = None  # its text came through a link (a key a step linked in): undone on disk, never saved from it
 
-    async def apply(change: FileChange, text: str) -> bool:
+    async def apply(change: FileChange, text: str) -> str | None:
         assert doc is not None
         result = await ls.documents.apply_edit(doc, text, doc.version or 0, label="ollie: undo")
-        return result.status == "applied"
+        return (result.formatted or text) if result.status == "applied" else None
 
     with _review_errors():
         undone = await core.review.undo(p.path, p.hunk, turn=p.turn, editor_text=doc.source if doc else None,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ollie.testing import Reply
 
 from . import screens
-from .test_nvim_tui import send_in_chat, start_nvim
+from .test_nvim_tui import Tmux, send_in_chat, start_nvim
 
 NOTES = "".join(f"line {i}\n" for i in range(1, 13))
 
@@ -61,5 +63,107 @@ def test_an_undo_of_a_hunk_a_later_turn_edited_again_says_so(tmp_path, scripted_
                                                 "the refusal"))
         assert "by you, or by a later turn" in " ".join(said.split()), said
         assert "line THREE" in (tmp_path / "ws" / "notes.txt").read_text()
+    finally:
+        tmux.close()
+
+
+# The user's format on save (conform.nvim, `vim.lsp.buf.format` in a BufWritePre): here, trailing spaces stripped.
+FORMAT_ON_SAVE = 'vim.api.nvim_create_autocmd("BufWritePre", { command = [[keeppatterns %s/\\s\\+$//e]] })\n'
+UNFORMATTED = NOTES.replace("line 7\n", "line 7   \n")
+
+
+def formatted_turn(tmp_path: Path, scripted_llm, typed: str = "") -> Tmux:
+    """Neovim formatting on save, on notes.txt (`typed` typed in its buffer, unsaved) after a turn that wrote line 3
+    with trailing spaces, which ollie's save stripped (and line 7's), on the turn's diff."""
+    srv = scripted_llm("openai")
+    srv.script(edit("line 3\n", "line three  \n"), Reply.text("Edited three."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": UNFORMATTED}, init_lua=FORMAT_ON_SAVE)
+    try:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start")
+        if typed:
+            tmux.keys("11G", "A")
+            tmux.keys(typed, literal=True)
+            tmux.keys("Escape")
+            tmux.wait(lambda s: f"line 11{typed.rstrip()}" in s, "the typing")
+        tmux.keys(":Ollie edit line 3", "Enter")
+        tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "the turn")
+        tmux.keys("Escape", ":OllieChanges 1", "Enter")
+        tmux.wait(lambda s: "turn 1 changed 1 file" in s, "turn 1's changes")
+        tmux.keys("Enter")
+    except BaseException:
+        tmux.close()  # (the test's own `finally` is not reached)
+        raise
+    return tmux
+
+
+def test_the_hunk_of_an_edit_a_format_on_save_changed_is_undone_keeping_the_formatting(tmp_path, scripted_llm):
+    # Bug: ollie's save ran the user's formatter, which changed the agent's lines: the hunk's undo was refused as
+    # "the file was edited since this change (by you, ...)": she had typed nothing.
+    tmux = formatted_turn(tmp_path, scripted_llm)
+    try:
+        tmux.keep("1-diff", tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff"))
+        tmux.keys("d", "u")
+        tmux.keep("2-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-undone.png", (1400, 740))
+        # The agent's line is back; the formatting of line 7 stays (it is on disk, and no edit of hers is lost).
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES
+    finally:
+        tmux.close()
+
+
+def test_an_unsaved_buffer_saved_formatted_with_the_agent_s_edit_keeps_her_typing_through_the_undo(tmp_path,
+                                                                                                     scripted_llm):
+    tmux = formatted_turn(tmp_path, scripted_llm, typed=" mine  ")
+    try:
+        tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff")
+        tmux.keys("d", "u")
+        tmux.keep("1-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 11\n", "line 11 mine\n")
+    finally:
+        tmux.close()
+
+
+def test_a_file_undone_whole_after_a_format_on_save_is_no_longer_listed_though_the_undo_s_save_formatted_it(
+        tmp_path, scripted_llm):
+    # The undo's own save ran the formatter too: the disk held neither the undo's text nor the turn's, so the undo
+    # was not recorded and the list showed the file changed by turn 1 again.
+    tmux = formatted_turn(tmp_path, scripted_llm)
+    try:
+        tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff")
+        tmux.keys("d", "U")
+        tmux.wait(lambda s: "the only file it changed" in s, "the question")
+        tmux.keys("1", "Enter")
+        tmux.keep("1-undone", tmux.wait(lambda s: "undone: all changes to notes.txt" in s, "the undo"))
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES  # before the turn, as her formatter saves it
+        tmux.keys(":tabfirst", "Enter", ":OllieChanges 1", "Enter")
+        tmux.keep("2-list", tmux.wait(lambda s: "turn 1's changes are all undone" in s, "the list"))
+    finally:
+        tmux.close()
+
+
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf" + NOTES.encode(), NOTES.replace("line 9", "caf\xe9 9").encode("latin-1")],
+                         ids=["utf-8 with a BOM", "latin-1"])
+def test_a_file_neovim_saves_in_its_own_encoding_is_no_format_on_save(tmp_path, scripted_llm, data):
+    # What ollie's save wrote is read back from the disk as the edit's result: a BOM or latin-1 there is the buffer's
+    # encoding, not a formatter's change (taken as one, the hunk's undo put U+FFFD or a second BOM in the buffer).
+    srv = scripted_llm("openai")
+    srv.script(edit("line 3\n", "line three\n"), Reply.text("Edited three."))
+    # Written by the user's init, before Neovim reads it: start_nvim writes its files as UTF-8.
+    written = "".join(f"\\{byte}" for byte in data)  # as a Lua string's escapes
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES},
+                      init_lua=f'local f = io.open("notes.txt", "wb") f:write("{written}") f:close()\n')
+    try:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start")
+        tmux.keys(":Ollie edit line 3", "Enter")
+        tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "the turn")
+        assert (tmp_path / "ws" / "notes.txt").read_bytes() == data.replace(b"line 3", b"line three")
+        tmux.keys("Escape", ":OllieChanges 1", "Enter")
+        tmux.wait(lambda s: "turn 1 changed 1 file" in s and "(+1 -1, 1 hunk)" in s, "turn 1's changes: line 3 alone")
+        tmux.keys("Enter")
+        tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff")
+        tmux.keys("d", "u")
+        tmux.keep("1-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
+        assert (tmp_path / "ws" / "notes.txt").read_bytes() == data
     finally:
         tmux.close()

@@ -6,6 +6,7 @@ back, and the model is told about it."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +45,29 @@ def results(llm: Any) -> tuple[str, str]:
 
 
 class SavingEditor(Editor):
-    """An editor that serves ollie/saveDocuments: it writes the named buffers to disk, as `:write` does."""
+    """An editor that serves ollie/saveDocuments: it writes the named buffers to disk, as `:write` does; `formats`:
+    its format on save, whose change of the buffer is told by `told()` (Neovim's didChange waits out a debounce: late,
+    at worst after the step that edited ended)."""
 
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: Daemon, formats: Callable[[str], str] = str) -> None:
         super().__init__(daemon)
         self.saves: list[list[str]] = []
+        self.untold: list[tuple[Path, str]] = []
 
         @daemon.client.feature("ollie/saveDocuments")
         def on_save(params: Any) -> dict[str, list[str]]:
             uris = list(params["uris"])
             self.saves.append(uris)
             for uri in uris:
-                _path(uri).write_text(self.texts[uri])
+                _path(uri).write_text(text := formats(self.texts[uri]))
+                if text != self.texts[uri]:
+                    self.untold.append((_path(uri), text))
             return {"saved": uris}
+
+    def told(self) -> None:
+        """The format on save's changes of the buffers, told now."""
+        while self.untold:
+            self.change(*self.untold.pop(0))
 
 
 async def test_a_plain_client_s_edit_is_written_to_disk_before_the_next_command(start_daemon, llm):
@@ -247,3 +258,29 @@ async def test_stop_ends_an_edit_s_wait_for_a_step_and_nothing_is_written(start_
     (ws / "done").touch()
     assert (await stepping)["reply"] == "done"
     assert editor.texts[(ws / "notes.txt").as_uri()] == "old\n" and (ws / "notes.txt").read_text() == "old\n"
+
+
+async def test_what_a_format_on_save_changed_is_the_agent_s_edit_not_a_change_under_its_buffer(start_daemon, llm):
+    """ollie's save ran the user's formatter: the step took the formatted file for another's change on disk under a
+    buffer with her unsaved text (told so, the agent's next edits of it refused), the edit's hunk was not undone
+    (edited since) and a rewind left the buffer (changed since the agent's edit)."""
+    for review in ("ollie/review/undo", "ollie/rewind"):
+        llm.script(edit("calc.py", "a - b", "a + b  "), run("python3 test_calc.py"), Reply.text("done"))
+        daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+        calc = workspace(daemon)
+        editor = SavingEditor(daemon, lambda text: "\n".join(line.rstrip(" ") for line in text.split("\n")))
+        editor.open(calc, CALC)
+        assert await submit(daemon, "fix add and run the tests") == "done"
+        edited, ran = results(llm)
+        assert calc.read_text() == FIXED and "tests passed" in ran
+        assert "unsaved" not in edited + ran, edited + ran
+        assert not [e for e in daemon.events if "unsaved" in str(e.get("content"))]
+        editor.told()
+        [listed] = (await daemon.request("ollie/changes", {}))["files"]
+        assert listed["newText"] == FIXED and listed["inEditor"], listed
+        if review == "ollie/rewind":
+            rewound = await daemon.request(review, {})
+            assert rewound["buffers"] == [{"path": "calc.py", "status": "reverted"}], rewound
+        else:
+            assert (await daemon.request(review, {"path": "calc.py", "hunk": 0}))["inEditor"]
+        assert editor.texts[calc.as_uri()] == CALC and calc.read_text() == CALC, review

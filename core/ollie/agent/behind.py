@@ -77,7 +77,7 @@ class BehindBuffers:
             del self._behind[rel]
         result = await self.inner.apply(path, new_text, version)
         if rel is not None and result.status == "applied" and result.saved:
-            self._saved[rel] = new_text
+            self._saved[rel] = result.formatted or new_text
             if result.unsaved:
                 self._saved_unsaved.append(rel)
         return result

@@ -128,5 +128,6 @@ class RecordingDocuments:
         before = await self.inner.text(path)
         result = await self.inner.apply(path, new_text, version)
         if result.status == "applied" and before is not None:
-            self._record(path, before[0], new_text)
+            # A format on save ran on the agent's save: what it wrote is the edit's result, as a rewind counts it.
+            self._record(path, before[0], result.formatted or new_text)
         return result

@@ -31,8 +31,9 @@ if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first 
     from ollie.workspace.checkpoints import Checkpoints
     from ollie.workspace.types import FileChange
 
-    # What a front end calls to put an undo's result into an open editor buffer: True when applied.
-    ApplyEdit = Callable[[FileChange, str], Awaitable[bool]]
+    # What a front end calls to put an undo's result into an open editor buffer: the text it holds then (as its
+    # format on save wrote it), None when not applied.
+    ApplyEdit = Callable[[FileChange, str], Awaitable[str | None]]
 
 log = get_logger(__name__)
 
@@ -410,7 +411,8 @@ class Review:
         if apply is not None and editor_text is not None and not change.binary:
             text = await _undone_in(change, hunk, editor_text)
             if text is not None:
-                in_editor = await apply(change, text)
+                text = await apply(change, text)
+                in_editor = text is not None
                 if not in_editor:
                     raise ReviewError(f"{path}: the editor did not apply the undo", "path")
         if not in_editor or text is None:
@@ -435,8 +437,8 @@ class Review:
                                                "saving, or edited since where it changed); undo refused") from None
             in_editor = False
         else:
-            text = await _undone_in(change, hunk, editor_text)
-            in_editor = await apply(change, text or "")
+            text = await apply(change, await _undone_in(change, hunk, editor_text) or "")
+            in_editor = text is not None
             if not in_editor:
                 raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
             await self._undo_on_disk_too(turn, change, hunk, (change.new_text, editor_text), text, undone)

@@ -24,12 +24,12 @@ def busy(step: str | None) -> str:
             "not asked to write it, as it would follow a link that step could put there; edit it once that step ends")
 
 
-def disk_text(path: Path) -> str | None:
+def disk_text(path: Path, errors: str = "replace") -> str | None:
     """`path`'s text on disk through the chokepoint (a FIFO, device, link or giant file is no text); None when
-    absent or unreadable. Blocking."""
+    absent, unreadable or (`errors` "strict") not UTF-8. Blocking."""
     try:
-        return beneath.read_text_sync(path.parent, path.name, errors="replace")
-    except OSError:
+        return beneath.read_text_sync(path.parent, path.name, errors=errors)
+    except (OSError, UnicodeDecodeError):
         return None
 
 
@@ -45,6 +45,8 @@ class ApplyResult:
     unsaved: bool = False
     # Applied but not saved: the file changed on disk since the editor last read or wrote it (not overwritten).
     changed_on_disk: bool = False
+    # Saved: the text the save wrote when not the edit's (the user's format on save changed it), else None.
+    formatted: str | None = None
 
 
 class EditorDocuments(Protocol):
