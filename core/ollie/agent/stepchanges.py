@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ollie.log import get_logger
@@ -42,5 +43,10 @@ async def step_changes(session: Session, checkpoints: Checkpoints, turn: int, *,
             continue
         out[call_id] = read
         files -= len(read)
-        room -= sum(len(c.old_text or "") + len(c.new_text or "") for c in read)
+        room -= text_bytes(read)
     return out
+
+
+def text_bytes(changes: Iterable[FileChange]) -> int:
+    """How much of a bound's `text_bytes` `changes` take: both sides' texts."""
+    return sum(len(c.old_text or "") + len(c.new_text or "") for c in changes)
