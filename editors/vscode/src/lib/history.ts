@@ -168,8 +168,8 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
  * own (`own`, by its id: those `ollie/changes` read from the checkpoints around it) on its steps, each the files it
  * names; a call without them gets each file the turn changed (`files`, as `ollie/changes` lists them, with their texts)
  * under the turn's last step that changed it (its `files`; without them, a completed edit step that names it), a file
- * two steps changed once, over the turn (and so does a call's edit of an open document, which no checkpoint saw). `changes` is the turn's "Changed files" item among `items`, after its steps;
- * returns the tool items given diffs. */
+ * two steps changed once, over the turn (and so does a call's edit of an open document, which no checkpoint saw).
+ * `changes` is the turn's "Changed files" item among `items`, after its steps; returns the tool items given diffs. */
 export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, files: readonly (StepDiff & { inEditor?: boolean })[], cwd = "",
   own: Readonly<Record<string, readonly StepDiff[]>> = {}): ToolItem[] {
   const byPath = new Map(files.map((f) => [f.path, f]));
