@@ -12,6 +12,7 @@ from ollie.workspace.errors import WorkspaceError
 if TYPE_CHECKING:
     from ollie.sessions.session import Session
     from ollie.workspace.checkpoints import Checkpoints
+    from ollie.workspace.objects import Entry
     from ollie.workspace.types import FileChange
 
 log = get_logger("ollie.agent.stepchanges")
@@ -29,14 +30,17 @@ async def step_changes(session: Session, checkpoints: Checkpoints, turn: int, *,
     messages = session.messages[start:later[0] if later else len(session.messages)] if start >= 0 else []
     calls = [c.id for m in messages for c in m.tool_calls if c.id in session.step_trees][:bound.files]
     out: dict[str, list[FileChange]] = {}
+    diffed: dict[tuple[str, ...], list[Entry]] = {}  # each pair once: a log may give one to every call
     files, room = bound.files, bound.text_bytes
     for call_id in calls:
         if files <= 0 or room <= 0:
             break
-        before, after = session.step_trees[call_id]
+        pair = tuple(session.step_trees[call_id])
         named = set(session.step_files.get(call_id, ()))  # what it showed live, build output left out
         try:
-            entries = [e for e in await checkpoints.diff_entries(before, after) if e[0] in named]
+            if pair not in diffed:
+                diffed[pair] = await checkpoints.diff_entries(*pair)
+            entries = [e for e in diffed[pair] if e[0] in named]
             read = await checkpoints.read_changes(entries, Bound(files, room))
         except (WorkspaceError, OSError) as exc:
             log.info("a step's diffs not read", extra={"call": call_id, "error": str(exc)})
