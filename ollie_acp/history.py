@@ -14,12 +14,13 @@ from acp.schema import AgentMessageChunk, AgentThoughtChunk
 from ollie.agent.editorcontext import summary
 from ollie.agent.history import call_steps, named_images, typed_text
 from ollie.agent.review import ReviewError
+from ollie.agent.stepchanges import step_changes, text_bytes
 from ollie.agent.steps import Diff, KindLookup, attribute
 from ollie.backend.images import shown
 from ollie.backend.types import Message
 from ollie.tools.execute.args import ArgumentError, CallRequest, parse_request
 from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
-from ollie.workspace.bounds import LISTED
+from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import WorkspaceError
 from ollie_acp.updates import Update, shown_results, step_pictures, tool_result, tool_start, user_chunks
 
@@ -30,9 +31,10 @@ logger = logging.getLogger("ollie.acp.history")
 
 
 async def turn_diffs(core: AcpCore) -> dict[str, list[Diff]]:
-    """The diffs of the files each call changed (the session's `step_files`), by call id, as its turn's review lists
-    them (from the turn's checkpoints, not the workspace now): each file under the last call of its turn that changed
-    it, as the daemon's clients place them. The log's paths are only matched against the review's, never opened."""
+    """The diffs of the files each call changed (the session's `step_files`), by call id: its own, from the checkpoints
+    logged around it (`step_changes`), else as its turn's review lists them (from the turn's checkpoints, not the
+    workspace now), each file under the last call of its turn that changed it. The log's paths are only matched
+    against the checkpoints' diffs, never opened."""
     session = core.session
     files, starts = dict(session.step_files), {s: t for t, s in enumerate(session.turn_starts, 1) if s >= 0}
     owner: dict[tuple[int, str], str] = {}
@@ -47,14 +49,20 @@ async def turn_diffs(core: AcpCore) -> dict[str, list[Diff]]:
     except (ReviewError, WorkspaceError) as exc:
         logger.info("no turn's diffs replayed: %s", exc)
         return out
-    for number in sorted({t for t, _ in owner}):
+    left = LISTED  # the steps' own diffs of the whole load, the latest turns first: a log may give thousands
+    for number in sorted({t for t, _ in owner}, reverse=True):
         try:
             listed = await core.review.changes(number, bound=LISTED, logged=logged)
+            own = await step_changes(session, core.review.checkpoints(), number, bound=left) if left.files > 0 else {}
         except (ReviewError, WorkspaceError) as exc:  # no checkpoints here (another directory), a turn gone: no diffs
             logger.info("turn %d's diffs not replayed: %s", number, exc)
             continue
+        # Each call that logged its checkpoints: what it did (two steps of one file each theirs); the rest: the turn's.
+        out.update((call_id, [Diff.of(c) for c in changes]) for call_id, changes in own.items())
+        spent = [c for changes in own.values() for c in changes]
+        left = Bound(left.files - len(spent), left.text_bytes - text_bytes(spent))
         for change in listed.changes:
-            if (call_id := owner.get((number, change.path))) is not None:
+            if (call_id := owner.get((number, change.path))) is not None and call_id not in own:
                 out.setdefault(call_id, []).append(Diff.of(change))
     return out
 

@@ -15,6 +15,7 @@ from pygls.exceptions import JsonRpcException
 from ollie.agent import inbox
 from ollie.agent.editorcontext import context_labels
 from ollie.agent.review import ReviewError
+from ollie.agent.stepchanges import step_changes, text_bytes
 from ollie.agent.steps import Diff
 from ollie.backend import images
 from ollie.backend.types import Image
@@ -23,7 +24,7 @@ from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.paths import session_dir, sessions_dir
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath
-from ollie.workspace.bounds import LISTED
+from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie_lsp import heldimages
 from ollie_lsp.documents import read_through_link
@@ -450,8 +451,12 @@ async def changes(ls: OllieServer, p: ChangesParams) -> dict[str, Any]:
     with _review_errors():
         turn = await live.core.review.changes(p.turn, ignored=p.ignored, path=p.path,
                                               bound=LISTED if p.path is None else None)
+        # The steps' own diffs share the answer's bound with the listing: one message of a few MiB, not twice that.
+        steps = await step_changes(live.core.session, live.core.review.checkpoints(), turn.turn, bound=Bound(
+            LISTED.files, LISTED.text_bytes - text_bytes(turn.changes))) if p.path is None else {}
     files = [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]
-    return {"turn": turn.turn, "files": files, **({"more": turn.more} if turn.more else {})}
+    return {"turn": turn.turn, "files": files, **({"more": turn.more} if turn.more else {}),
+            **({"steps": {i: [Diff.of(c).to_wire() for c in s] for i, s in steps.items()}} if steps else {})}
 
 
 @method("ollie/review/undo", ReviewUndoParams)

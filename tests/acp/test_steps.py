@@ -231,3 +231,29 @@ async def test_a_load_replays_its_diffs_past_a_planted_git_a_fifo_and_a_link(sta
                 for c in u.content or [] if c.type == "diff"]
     assert replayed == live and len(live) == 2, replayed
     assert not ran.exists()
+
+
+async def test_a_load_replays_two_steps_of_one_file_each_with_its_own_diff(start_agent_beside, llm) -> None:
+    # The load gave the turn's change of a file to the last step that changed it, and none to the one before: each
+    # step's own now, from the checkpoints logged around it, as live.
+    first = await start_agent_beside(env=llm.env())
+    ws = first.workspace
+    (ws / "app.py").write_text("x = 1\n")
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["app.py", "x = 1", "x = 2"]}]}),
+                                ("call_tool", {"calls": [{"tool": "file_edit", "args": ["app.py", "x = 2", "x = 3"]}]})),
+               Reply.text("done"))
+    sid = await first.new()
+    await first.conn.set_session_mode(mode_id="auto", session_id=sid)
+    assert (await first.prompt(sid, "edit")).stop_reason == "end_turn"
+
+    def diffs(client) -> list[list[tuple[str, str | None, str]]]:  # type: ignore[no-untyped-def]
+        return [[(c.path, c.old_text, c.new_text) for c in u.content or [] if c.type == "diff"]
+                for u in client.of(sid, "tool_call_update") if u.status == "completed"]
+
+    live = diffs(first.client)
+    assert live == [[(str(ws / "app.py"), "x = 1\n", "x = 2\n")], [(str(ws / "app.py"), "x = 2\n", "x = 3\n")]]
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    second = await start_agent_beside(env=llm.env(), workspace=ws)
+    await asyncio.wait_for(second.conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[]), 30)
+    assert diffs(second.client) == live

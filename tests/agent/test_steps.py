@@ -182,16 +182,16 @@ async def test_the_change_tracker_checkpoints_turns_and_finds_what_a_step_change
     # Any writer counts: here a real subprocess, as `sed -i` in execute_code would be.
     proc = await asyncio.create_subprocess_exec("sed", "-i", "s/alpha/beta/", "notes.txt", cwd=project)
     await proc.wait()
-    (change,) = (await tracker.after_step(token)).changes
+    (change,) = (await tracker.after_step(token))[1].changes
     assert Diff.of(change).to_wire() == {"path": "notes.txt", "oldText": "alpha\n", "newText": "beta\n"}
-    assert (await tracker.after_step(await tracker.before_step())).changes == []
+    assert (await tracker.after_step(await tracker.before_step()))[1].changes == []
 
 
 async def test_no_checkpoints_for_the_root_says_why_once_and_tracks_nothing() -> None:
     told: list[str] = []
     tracker = ChangeTracker(Path("/"), "1700000000000000000-abcdef", on_unavailable=told.append)
     await tracker.begin_turn(1)
-    assert (await tracker.after_step(await tracker.before_step())).changes == []
+    assert (await tracker.after_step(await tracker.before_step()))[1].changes == []
     assert await tracker.end_turn() == (None, None)
     assert tracker.checkpoints is None and tracker.unavailable and len(told) == 1
 

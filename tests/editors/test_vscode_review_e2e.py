@@ -18,8 +18,9 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     location once. Then, in a new session (scenario turnchanges, once a window of its own): two turns change files,
     each one's Changed files come from its end event, the daemon diffing the turn once (before: again for the list's
     `ollie/changes`); after Developer: Reload Window the chat, read from the history, lists both turns' Changed files,
-    each under its turn (before, only the last turn's came back), and the allowed edit step shows its diff again (it
-    showed none: the history keeps no diffs; read from the turn's changes), and so does the `sed -i` step (it showed
+    each under its turn (before, only the last turn's came back), and the two allowed edit steps of one file each show
+    their own diff again, inline and in Open diff (before: none under the first, the turn's change under the second;
+    read from the checkpoints logged around each step), and so does the `sed -i` step (it showed
     none: the history named no files of a shell step). A hostile turn of 152 files, two named with terminal
     escapes and a newline, lists its first 100 as text and counts the rest; its step shows its first 100 diffs and
     says how many more files it changed (before: nothing said there were more). Then more windows: a second one on the
@@ -41,7 +42,7 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     scenarios_said(
         output,
         ("turnchanges", "after a window reload each turn's Changed files are listed under it, the earlier turn's too"),
-        ("turnchanges", "after a window reload the allowed edit step shows its diff again"),
+        ("turnchanges", "after a window reload the allowed edit steps each show their own diff again"),
         ("turnchanges", "after a window reload the sed -i step shows its diffs again"),
         ("turnchanges", "a turn of 152 files lists its first 100 as text, and says how many more"),
         ("turnchanges", "the step of 152 files shows its first 100 diffs and says 52 more files changed"),

@@ -385,6 +385,18 @@ def test_a_hostile_step_files_resumes_with_its_paths_as_text(tmp_path, saved, lo
     assert not resumed.step_files
 
 
+def test_a_hostile_step_trees_resumes_with_checkpoint_ids_alone(tmp_path):
+    """A log's checkpoints around each step go to git: only a pair of object ids is kept (`--output=/x` is an option
+    git would take), the rest left out and the session resumes (its steps show the turn's diffs, as before)."""
+    session = Session(agent="t")
+    session.messages.append(Message("user", "hi"))
+    tree = "0123456789abcdef0123456789abcdef01234567"
+    saved = {"c1": [tree, tree], "c2": ["--output=/tmp/x", tree], "c3": [tree], "c4": [tree, 7], "c5": "x", "c6": None,
+             "c7": [tree.upper(), tree]}
+    resumed = _resumed_with_meta(tmp_path, session, "step_trees", saved)
+    assert dict(resumed.step_trees) == {"c1": [tree, tree]}
+
+
 _VALUES = [5, -1, True, None, "x", "", [], {}, 1.5, [1], {"a": 1}, "user", "tool"]
 
 

@@ -26,7 +26,7 @@ async def test_the_turn_begin_snapshot_is_the_first_steps_before_unless_somethin
     (project / "README.md").write_text("# user\n")
     token = await tracker.before_step()
     (project / "src" / "app.py").write_text("step\n")
-    assert _paths((await tracker.after_step(token)).changes) == ["README.md", "src/app.py"]
+    assert _paths((await tracker.after_step(token))[1].changes) == ["README.md", "src/app.py"]
 
     await tracker.end_turn()
     await tracker.begin_turn(2)
@@ -34,7 +34,7 @@ async def test_the_turn_begin_snapshot_is_the_first_steps_before_unless_somethin
     tracker.touched()  # a hook ran (TurnHost.run_hook says so): its write is not the step's
     token = await tracker.before_step()
     (project / "src" / "app.py").write_text("step 2\n")
-    assert _paths((await tracker.after_step(token)).changes) == ["src/app.py"]
+    assert _paths((await tracker.after_step(token))[1].changes) == ["src/app.py"]
 
 
 async def test_a_steps_after_is_the_next_steps_before_and_a_change_between_stays_out(project: Path) -> None:
@@ -42,17 +42,17 @@ async def test_a_steps_after_is_the_next_steps_before_and_a_change_between_stays
     await tracker.begin_turn(1)
     first = await tracker.before_step()
     (project / "a.txt").write_text("one\n")
-    assert _paths((await tracker.after_step(first)).changes) == ["a.txt"]
+    assert _paths((await tracker.after_step(first))[1].changes) == ["a.txt"]
     (project / "hooked.txt").write_text("by a postTool hook\n")
     tracker.touched()
     second = await tracker.before_step()
     assert second != first  # a new snapshot: it already holds hooked.txt
     (project / "b.txt").write_text("two\n")
-    assert _paths((await tracker.after_step(second)).changes) == ["b.txt"]
+    assert _paths((await tracker.after_step(second))[1].changes) == ["b.txt"]
     # With nothing in between, the second step's after is the third step's before.
     third = await tracker.before_step()
     (project / "c.txt").write_text("three\n")
-    assert _paths((await tracker.after_step(third)).changes) == ["c.txt"]
+    assert _paths((await tracker.after_step(third))[1].changes) == ["c.txt"]
 
 
 async def test_the_turn_end_is_the_last_steps_after_unless_something_ran(project: Path) -> None:
@@ -90,7 +90,7 @@ async def test_the_next_turn_always_scans_so_edits_between_turns_are_nobodys(pro
     await tracker.begin_turn(2)
     token = await tracker.before_step()
     (project / "b.txt").write_text("two\n")
-    assert _paths((await tracker.after_step(token)).changes) == ["b.txt"]
+    assert _paths((await tracker.after_step(token))[1].changes) == ["b.txt"]
 
 
 async def test_the_tree_cache_follows_an_index_another_process_rewrote(project: Path) -> None:

@@ -24,7 +24,7 @@ async def _turn(tracker: ChangeTracker, number: int, step: Callable[[], object])
     await tracker.begin_turn(number)
     token = await tracker.before_step()
     step()
-    changed = sorted(c.path for c in (await tracker.after_step(token)).changes)
+    changed = sorted(c.path for c in (await tracker.after_step(token))[1].changes)
     await tracker.end_turn()
     return changed
 

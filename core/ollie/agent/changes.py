@@ -153,21 +153,19 @@ class ChangeTracker:
         self._in_editor.clear()
         return self._fresh or await self._snapshot()
 
-    async def after_step(self, token: str | None) -> Listing:
-        """The files changed since `before_step` gave `token` (none when untracked), its editor-buffer edits too, read
-        up to LISTED (the rest counted)."""
+    async def after_step(self, token: str | None) -> tuple[tuple[str, str] | None, Listing]:
+        """(the step's checkpoints before and after, None when untracked; the files changed since `before_step` gave
+        `token`, its editor-buffer edits too, read up to LISTED, the rest counted)."""
         from ollie.workspace import ignored
         from ollie.workspace.bounds import LISTED
 
         in_editor, self._in_editor = self._in_editor, {}
         checkpoints = self.checkpoints
-        if token is None or checkpoints is None:
-            return ignored.Listing([])
-        after = await self._snapshot()
-        if after is None:
-            return ignored.Listing([])
+        after = await self._snapshot() if token is not None and checkpoints is not None else None
+        if token is None or checkpoints is None or after is None:
+            return None, ignored.Listing([])
         try:
-            return await ignored.list_changes(checkpoints, (token, after), in_editor, bound=LISTED)
+            return (token, after), await ignored.list_changes(checkpoints, (token, after), in_editor, bound=LISTED)
         except (WorkspaceError, OSError) as exc:
             log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})
-            return ignored.Listing([])
+            return None, ignored.Listing([])

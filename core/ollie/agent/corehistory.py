@@ -129,7 +129,7 @@ class HistoryMembers:
                 self._host.budget.forget_limit()
         session.result_tiers, session.step_outcomes = source.result_tiers, source.step_outcomes
         session.step_network, session.step_images = source.step_network, source.step_images
-        session.step_files = source.step_files
+        session.step_files, session.step_trees = source.step_files, source.step_trees
         session.decision_index = list(source.decision_index)
         await self._host.save_rewritten()
         self._host.notify()

@@ -321,6 +321,8 @@ class AgentLoop:
             self.session.step_outcomes[call_id] = outcome_marks(inner)
             if files := [d.path for s in inner for d in s.diffs or ()]:  # a resumed step names them (no texts kept)
                 self.session.step_files[call_id] = files
+                if trees := round_.trees.get(call_id):  # and shows its own diffs (ollie.agent.stepchanges)
+                    self.session.step_trees[call_id] = list(trees)
         for call_id, connections in round_.network.items():
             self.session.step_network[call_id] = list(connections)  # the proxy's own records: see Core.network_log
 

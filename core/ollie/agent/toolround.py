@@ -185,6 +185,8 @@ class ToolRound:
     _behind: dict[str, list[str]] = field(default_factory=dict, init=False)
     # The connections each finished call made through the egress proxy, for its `tool` event and the history.
     network: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict, init=False)
+    # The checkpoints before and after each tracked write, by call id (the history diffs each step's own by them).
+    trees: dict[str, tuple[str, str]] = field(default_factory=dict, init=False)
     # Each finished call's steps as its `tool` event carried them, by call id (the history keeps them).
     ended: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
 
@@ -260,7 +262,7 @@ class ToolRound:
             return await work()
         token = await tracker.before_step()
         result = await work()
-        changed = await tracker.after_step(token)
+        between, changed = await tracker.after_step(token)
         if token is None:
             return result
         writers = [c for c in calls if any(s.kind in WRITE_KINDS for s in self._open.get(c.id, []))]
@@ -268,6 +270,8 @@ class ToolRound:
         diffs = [Diff.of(c) for c in changed.changes]
         shares = attribute(diffs, [whole_state(c.id, self._open[c.id]) for c in writers])
         self._diffs.update((call.id, share) for call, share in zip(writers, shares, strict=True))
+        if between is not None:
+            self.trees.update((call.id, between) for call in writers)
         if changed.more and writers:
             self._diffs_more[writers[-1].id] = changed.more
         await self._behind_buffers(diffs, dict(zip((c.id for c in writers), shares, strict=True)))

@@ -135,7 +135,7 @@ class TierMap(TrackedDict):
 
 
 # Session fields kept as TrackedDict: persistence saves only their changes.
-TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files")
+TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files", "step_trees")
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
@@ -173,6 +173,9 @@ class Session:
     # a resumed history names them under the step, whatever changed them (a `sed -i`), for a client to place the
     # turn's diffs there. Text only: never opened.
     step_files: dict[str, list[str]] = field(default_factory=dict)
+    # The checkpoints before and after each tool call that changed files, by tool_call_id: a resumed step shows its
+    # own diffs (ollie.agent.stepchanges), not its turn's, when two steps changed one file.
+    step_trees: dict[str, list[str]] = field(default_factory=dict)
     # The one-line decision index compaction keeps for what it dropped.
     decision_index: list[str] = field(default_factory=list)
     title: str = ""
@@ -283,6 +286,8 @@ class Session:
             meta = {**meta, "step_network": _connections(meta["step_network"])}
         if "step_files" in meta:
             meta = {**meta, "step_files": _paths(meta["step_files"])}
+        if "step_trees" in meta:
+            meta = {**meta, "step_trees": _trees(meta["step_trees"])}
         if "turn_changed" in meta:
             meta = {**meta, "turn_changed": _counts(meta["turn_changed"])}
         return cls(
@@ -292,7 +297,7 @@ class Session:
         )
 
 
-_SIFTED = ("step_network", "step_files", "turn_changed")  # what a log may get wrong without failing the resume
+_SIFTED = ("step_network", "step_files", "step_trees", "turn_changed")  # what a log may get wrong without failing the resume
 
 
 def _check_meta(meta: dict[str, Any]) -> None:
@@ -358,6 +363,17 @@ def _paths(saved: Any) -> dict[str, list[str]]:
         return {}
     return {call: [p for p in paths if type(p) is str][:_MAX_FILES] for call, paths in saved.items()
             if type(call) is str and type(paths) is list}
+
+
+def _trees(saved: Any) -> dict[str, list[str]]:
+    """A log's `step_trees` with only pairs of checkpoint ids (git would take any other text as an option): a call
+    whose pair is not one is left out, and its step shows its turn's diffs as before."""
+    from ollie.workspace.refs import is_checkpoint
+
+    if not isinstance(saved, dict):
+        return {}
+    return {call: pair for call, pair in saved.items() if type(call) is str and type(pair) is list and len(pair) == 2
+            and all(type(t) is str and is_checkpoint(t) for t in pair)}
 
 
 # Fields that meta() leaves out: the history itself and in-memory bookkeeping.

@@ -4,7 +4,7 @@ import { ChatItem, ChatModel, ToolItem } from "./chatModel";
 import { isObject } from "./json";
 import { type OllieEvent, parseToolImages, turnNumber } from "./protocol";
 import { imageLabels, splitEditorContext } from "./promptContext";
-import { StepDiff, ToolStep, parseToolStep, parseToolSteps } from "./steps";
+import { StepDiff, ToolStep, parseDiff, parseToolStep, parseToolSteps } from "./steps";
 
 interface ToolCallLike {
   id?: string;
@@ -164,11 +164,14 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
   return model.items;
 }
 
-/** The diffs a resumed turn's steps showed live, which the history does not keep (PROTOCOL.md "History"): each file
- * the turn changed (`files`, as `ollie/changes` lists them, with their texts) under the turn's last step that changed
- * it (its `files`; without them, a completed edit step that names it), a file two steps changed once, over the turn.
+/** The diffs a resumed turn's steps showed live, which the history does not keep (PROTOCOL.md "History"): a call's
+ * own (`own`, by its id: those `ollie/changes` read from the checkpoints around it) on its steps, each the files it
+ * names; a call without them gets each file the turn changed (`files`, as `ollie/changes` lists them, with their texts)
+ * under the turn's last step that changed it (its `files`; without them, a completed edit step that names it), a file
+ * two steps changed once, over the turn (and so does a call's edit of an open document, which no checkpoint saw).
  * `changes` is the turn's "Changed files" item among `items`, after its steps; returns the tool items given diffs. */
-export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, files: readonly StepDiff[], cwd = ""): ToolItem[] {
+export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, files: readonly (StepDiff & { inEditor?: boolean })[], cwd = "",
+  own: Readonly<Record<string, readonly StepDiff[]>> = {}): ToolItem[] {
   const byPath = new Map(files.map((f) => [f.path, f]));
   const under = cwd.endsWith("/") ? cwd : `${cwd}/`;
   const relative = (path: string) => (cwd && path.startsWith(under) ? path.slice(under.length) : path);
@@ -176,13 +179,16 @@ export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, fil
   for (let index = items.indexOf(changes) - 1; index >= 0 && items[index].kind !== "user"; index--) {
     const item = items[index];
     if (item.kind !== "tool" || item.rejected) continue;
+    // Its own diffs, else the turn's: a step that names a file another step changed too shows only what it did.
+    const mine = item.step && Object.hasOwn(own, item.step.id) ? new Map(own[item.step.id].map((f) => [f.path, f])) : undefined;
     // A batch's diffs go on its inner steps (the chat draws theirs), a single call's on its step.
     const steps: ToolStep[] = item.steps?.length ? [...item.steps].reverse() : item.step ? [item.step] : [];
     for (const step of steps) {
       if (step.diffs?.length) continue;
       const edited = step.kind === "edit" && step.status === "completed" ? step.locations.map((l) => l.path) : [];
-      const diffs = (step.files ?? edited).flatMap((path) => {
-        const file = byPath.get(relative(path));
+      const diffs = (step.files ?? (mine && steps.length === 1 ? [...mine.keys()] : edited)).flatMap((path) => {
+        // An open document's edits: no checkpoint saw them, so only the turn's listing has them.
+        const file = mine?.get(relative(path)) ?? (!mine || byPath.get(relative(path))?.inEditor ? byPath.get(relative(path)) : undefined);
         byPath.delete(relative(path));
         return file ? [{ path: file.path, oldText: file.oldText, newText: file.newText }] : [];
       });
@@ -192,6 +198,13 @@ export function giveTurnDiffs(items: readonly ChatItem[], changes: ChatItem, fil
     }
   }
   return given;
+}
+
+/** The `steps` of an `ollie/changes` result: each call's own diffs by its id (absent from an older daemon). */
+export function parseOwnDiffs(raw: unknown): Record<string, StepDiff[]> {
+  const steps = isObject(raw) && isObject(raw.steps) ? raw.steps : {};
+  return Object.fromEntries(Object.entries(steps).filter((e): e is [string, unknown[]] => Array.isArray(e[1]))
+    .map(([id, diffs]) => [id, diffs.map(parseDiff).filter((d): d is StepDiff => d !== undefined)]));
 }
 
 /** What the chat says once a fork opens: its title is cut off in a narrow header (only "(fork)" told it apart), and

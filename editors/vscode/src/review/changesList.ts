@@ -4,7 +4,8 @@ import { ResponseError } from "vscode-languageclient/node";
 import { unsavedInEditor } from "../editorActions";
 import { ChangedFile, ChatItem } from "../lib/chatModel";
 import { errorText } from "../lib/errors";
-import { giveTurnDiffs } from "../lib/history";
+import { giveTurnDiffs, parseOwnDiffs } from "../lib/history";
+import type { StepDiff } from "../lib/steps";
 import { changedFilesOf, mergeChanges } from "../lib/permission";
 import type { OllieEvent } from "../lib/protocol";
 import { SessionHost } from "../sessionHost";
@@ -56,8 +57,8 @@ export class ChangesLists {
   fill(items: readonly ChatItem[]): void {
     for (const item of items) {
       if (item.kind !== "changes" || item.pending === undefined) continue;
-      void this.refresh(item).then((files) => {
-        for (const tool of giveTurnDiffs(items, item, files, this.host.cwdOf(item.session))) this.host.changedIn(item.session, tool);
+      void this.refresh(item).then(({ files, own }) => {
+        for (const tool of giveTurnDiffs(items, item, files, this.host.cwdOf(item.session), own)) this.host.changedIn(item.session, tool);
         this.host.changedIn(item.session, item);
       });
     }
@@ -86,12 +87,12 @@ export class ChangesLists {
 
   // The list read again: the turn's first files (`ollie/changes` lists as many as its bound), or after an undo the
   // `undone` files alone, each asked by path (those past the bound are not in a listing: not undone for that).
-  // Returns the files listed, with their texts (none after an undo).
-  private async refresh(item: ChangesItem, undone?: string[]): Promise<FileChange[]> {
-    let listed: FileChange[] = [];
+  // Returns the files listed, with their texts, and each step's own diffs (none after an undo).
+  private async refresh(item: ChangesItem, undone?: string[]): Promise<{ files: FileChange[]; own: Record<string, StepDiff[]> }> {
+    const listed: { files: FileChange[]; own: Record<string, StepDiff[]> } = { files: [], own: {} };
     const ask = (path?: string) =>
       this.host.daemon.request<unknown>("ollie/changes", { session: item.session, turn: item.turn, ...(path === undefined ? {} : { path }) }).then((raw) => {
-        if (path === undefined) listed = parseChanges(raw).files;
+        if (path === undefined) Object.assign(listed, { files: parseChanges(raw).files, own: parseOwnDiffs(raw) });
         return changedFilesOf(raw);
       });
     try {

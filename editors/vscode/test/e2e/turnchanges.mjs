@@ -1,7 +1,8 @@
 // E2E steps in a new session of a window (review.mjs's, once a window of its own): two turns change files, each gets its
 // "Changed files" list, drawn from the turn's end event (the daemon diffed each turn once, as it ended: no
 // `ollie/changes` asked at the end); after a window reload (a new extension host, the chat read from the session's
-// history) both lists are back, each under its own turn, not only the last one's, and the second turn's edit step and
+// history) both lists are back, each under its own turn, not only the last one's, and the second turn's two edit steps of
+// one file (each its own change, as live) and
 // the first turn's `sed -i` step show their diffs again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
 // 100 diffs and how many more it changed. The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
@@ -16,7 +17,9 @@ export const TURN_FILES = { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gam
 export const TURN_REPLIES = [
   { text: "Shouting a and b.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/alpha/ALPHA/ a.txt; sed -i s/beta/BETA/ b.txt", language: "bash" }] } }] },
   { text: "Both shouted." },
-  { text: "Shouting c.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["c.txt", "gamma", "GAMMA"] }] } }] },
+  // Two steps edit c.txt: each shows its own change, live and after a reload (not the turn's under the last).
+  { text: "Shouting c.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["c.txt", "gamma", "GAMMA"] }] } },
+    { name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["c.txt", "GAMMA", "GAMMA!"] }] } }] },
   { text: "c shouted too." },
   // A hostile step: names with terminal escapes and a newline, then 150 files; the end event lists the first 100.
   { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
@@ -28,6 +31,16 @@ export const LAST_REPLY = "Many written.";
 async function lists(chat) {
   const out = [];
   for (const item of await chat.locator(".item.changes").all()) out.push((await item.locator(".file-link").allTextContents()).join(" "));
+  return out;
+}
+
+/** Each "Edit c.txt" step's diff rows, in the chat's order: its removed lines, then `→`, then its added ones. */
+async function editRows(chat) {
+  const out = [];
+  for (const step of await chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit c.txt" }) }).all()) {
+    const removed = await step.locator(".diff tr.removed td.code").allTextContents();
+    out.push([...removed, "→", ...(await step.locator(".diff tr.added td.code").allTextContents())].join(" "));
+  }
   return out;
 }
 
@@ -56,6 +69,8 @@ export async function turnChanges({ page, work, screenshot }) {
   const stats = await chat.locator(".item.changes .stat").allTextContents();
   if (stats.join(" ") !== "+1−1 +1−1 +1−1") throw new Error(`the live lists' line counts: ${JSON.stringify(stats)}`);
   // Each turn diffed once, as it ended (before: once more for the list, which asked `ollie/changes`).
+  const edits = "gamma → GAMMA | GAMMA → GAMMA!";
+  if ((await editRows(chat)).join(" | ") !== edits) throw new Error(`the live edit steps' diffs: ${JSON.stringify(await editRows(chat))}`);
   const diffed = diffedTurns();
   if (diffed.join(" ") !== "1 2") throw new Error(`the daemon diffed turns ${JSON.stringify(diffed)} (each once expected)`);
   await chat.locator(".item.changes").last().scrollIntoViewIfNeeded();
@@ -78,13 +93,20 @@ export async function turnChanges({ page, work, screenshot }) {
   await reloaded.locator(".item.changes").first().scrollIntoViewIfNeeded();
   await screenshot("turnchanges-reloaded");
   log("after a window reload each turn's Changed files are listed under it, the earlier turn's too");
-  // The edit step the user allowed shows its diff as it did live (it showed none: the history keeps no diffs).
+  // The edit steps the user allowed show their diffs as they did live (they showed none: the history keeps no diffs),
+  // each its own, read from the checkpoints around it (before: the turn's change under the second, none under the first).
+  await until("both edit steps' diffs after the reload", async () => (await editRows(reloaded)).join(" | ") === edits);
   const edited = reloaded.locator(".item.tool", { has: reloaded.locator(".step-title", { hasText: "Edit c.txt" }) });
-  await edited.locator(".diff tr.added", { hasText: "GAMMA" }).waitFor({ timeout: waitMs });
-  await edited.locator(".diff tr.removed", { hasText: "gamma" }).waitFor({ timeout: waitMs });
-  await edited.scrollIntoViewIfNeeded();
+  await edited.first().scrollIntoViewIfNeeded();
   await screenshot("turnchanges-edit-diff-reloaded");
-  log("after a window reload the allowed edit step shows its diff again");
+  // Open diff of each opens that step's change, not the turn's (gamma → GAMMA!): the diff editor shown holds its lines.
+  const shownDiff = () => page.locator(".monaco-diff-editor").evaluateAll((nodes) => nodes.filter((n) => n.offsetParent).map((n) => n.innerText).join("\n"));
+  for (const [index, [holds, lacks]] of [[/gamma[^]*GAMMA/, /GAMMA!/], [/GAMMA[^]*GAMMA!/, /gamma/]].entries()) {
+    await edited.nth(index).locator('button[data-action="openDiff"]').click();
+    await until(`step ${index + 1}'s Open diff`, async () => { const text = await shownDiff(); return holds.test(text) && !lacks.test(text); });
+    await screenshot(`turnchanges-edit-open-diff-${index + 1}-reloaded`);
+  }
+  log("after a window reload the allowed edit steps each show their own diff again");
   // So does the shell step (`sed -i`): the history names the files each step changed.
   const shell = reloaded.locator(".item.tool", { has: reloaded.locator(".step-title", { hasText: "sed -i s/alpha/ALPHA/" }) });
   await shell.locator(".diff tr.added", { hasText: "ALPHA" }).waitFor({ timeout: waitMs });

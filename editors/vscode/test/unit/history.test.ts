@@ -389,3 +389,29 @@ test("resumed, a turn's allowed edit steps get back their diffs from the turn's 
   // A file two steps of a batch edited: its change over the turn once, under the last of them.
   assert.deepEqual(tools[2].kind === "tool" && tools[2].steps?.map((s) => s.diffs), [undefined, [files[1]]]);
 });
+
+test("resumed, two steps of one file each get their own diffs back, not the turn's; a call without them the turn's", async () => {
+  const { giveTurnDiffs, parseOwnDiffs } = await import("../../src/lib/history");
+  const edit = (id: string, files: string[]) => ({ id, kind: "edit", title: `Edit ${files[0]}`, status: "completed", locations: [{ path: files[0] }], files });
+  // The second also edited an open document (d.py), which no checkpoint saw: the turn's change of it goes there.
+  const steps = [edit("1", ["a.py", "b.py"]), edit("2", ["a.py", "d.py"]), edit("3", ["c.py"])];
+  const history = [
+    { role: "user", content: "edit them", turn: 1 },
+    ...steps.flatMap((tool) => [
+      { role: "assistant", content: "", tool_calls: [{ id: tool.id, name: "call_tool", arguments: "{}", tool }] },
+      { role: "tool", content: "ok", name: "call_tool", tool_call_id: tool.id, tool },
+    ]),
+    { role: "assistant", content: "Edited.", turnChanges: { turn: 1, files: 3 } },
+  ];
+  const items = historyItems(history, "s");
+  const changes = items.find((i) => i.kind === "changes");
+  assert.ok(changes);
+  const diff = (path: string, oldText: string, newText: string) => ({ path, oldText, newText });
+  const files = [diff("a.py", "a\n", "A!\n"), diff("b.py", "b\n", "B\n"), diff("c.py", "c\n", "C\n"), { ...diff("d.py", "d\n", "D\n"), inEditor: true }];
+  // The first names b.py too (a crafted log): its own diffs have none, so it shows none (before: the turn's b.py).
+  const own = parseOwnDiffs({ steps: { 1: [diff("a.py", "a\n", "A\n")], 2: [diff("a.py", "A\n", "A!\n"), { path: 7 }], 3: "x" } });
+  assert.deepEqual(own, { 1: [diff("a.py", "a\n", "A\n")], 2: [diff("a.py", "A\n", "A!\n")] });
+  giveTurnDiffs(items, changes, files, "", own);
+  const tools = items.filter((i) => i.kind === "tool");
+  assert.deepEqual(tools.map((t) => t.kind === "tool" && t.step?.diffs), [[own[1][0]], [own[2][0], diff("d.py", "d\n", "D\n")], [files[2]]]);
+});
