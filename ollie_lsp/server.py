@@ -154,7 +154,7 @@ class OllieServer(LanguageServer):
             task = asyncio.current_task()
             if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the reading
                 raise
-            # `exit` ended the reading (end_serving): the caller closes the sessions.
+            # `exit` ended the reading (exit_asked): the caller closes the sessions.
 
     def _shutdown_asked(self) -> None:
         self.shutdown_asked = True
@@ -164,12 +164,9 @@ class OllieServer(LanguageServer):
         return self._serving is not None and not self._serving.done() and self._backstop is None
 
     def exit_asked(self) -> None:
-        """`exit` (or the client's process gone): end serving, status 0 after `shutdown`, else 1 (as LSP says)."""
-        self.end_serving(0 if self.shutdown_asked else 1)
-
-    def end_serving(self, code: int) -> None:
-        """`exit`: stop reading the client at once (it may keep its pipe open); the process ends with `code`."""
-        self.exit_code = code
+        """`exit` (or the client's process gone): stop reading the client at once (it may keep its pipe open); the
+        process ends with status 0 after `shutdown`, else 1 (as LSP says)."""
+        self.exit_code = 0 if self.shutdown_asked else 1
         self.client_gone()
         if self._serving is not None:
             self._serving.cancel()
@@ -180,14 +177,12 @@ class OllieServer(LanguageServer):
         Every caller waits for the same close, shielded: a second one (exit, then EOF) must not cancel it half-way.
         """
         self.closing = True
+        if self._table is None:
+            return
         # A session started after the last close (shutdown, then a late session/new) is closed too.
-        if self._closed is None or (self._closed.done() and self._table is not None and self._table.live()):
-            self._closed = asyncio.ensure_future(self._close_table())
+        if self._closed is None or (self._closed.done() and self._table.live()):
+            self._closed = asyncio.ensure_future(self._table.close_all())
         await asyncio.shield(self._closed)
-
-    async def _close_table(self) -> None:
-        if self._table is not None:
-            await self._table.close_all()
 
     async def finish_with_client(self) -> None:
         """The client left (EOF, `exit`): every session closed, and the requests read before answered (a client may
