@@ -22,7 +22,6 @@ from ollie.testing import Reply
 from tests.procs import new_mark, processes_with, wait_until
 
 from .conftest import child_env
-from .test_approval import edit
 from .test_cli import run_ollie
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
@@ -102,9 +101,9 @@ BROKEN_ADD = "def add(a, b):\n    return a - b\n"
 def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
     (tmp_path / "calc.py").write_text(BROKEN_ADD)
     llm.script(
-        edit("calc.py", "return a - b", "return a + b"),
+        Reply.file_edit("calc.py", "return a - b", "return a + b"),
         Reply.text("# Fixed\n\nThe **bug** was in `add`:\n\n```python\nreturn a + b\n```\n- it adds now\n"),
-        edit("calc.py", "return a + b", "return b + a"),
+        Reply.file_edit("calc.py", "return a + b", "return b + a"),
         Reply.text("Left it as it was."),
     )
     with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
@@ -185,7 +184,7 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
     # The turn ended on the answer alone: nothing said a file had changed, nor that /changes and /rewind exist.
     (tmp_path / "calc.py").write_text(BROKEN_ADD)
     llm.script(
-        edit("calc.py", "return a - b", "return a + b"),
+        Reply.file_edit("calc.py", "return a - b", "return a + b"),
         Reply.text("Fixed."),
         Reply.text("Nothing to change."),
     )
@@ -205,7 +204,7 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
         at = term.answer("and now?", r"Nothing to change\.\ndefault> ", after=at)
         assert term.close() == 0
     once = run_ollie(["-p", "fix add", "--cwd", str(tmp_path)],
-                     env={**llm.script(edit("calc.py", "return a - b", "return a + b"), Reply.text("Fixed.")).env()})
+                     env={**llm.script(Reply.file_edit("calc.py", "return a - b", "return a + b"), Reply.text("Fixed.")).env()})
     assert once.returncode == 0 and once.stdout.endswith("Fixed.\n"), (once.stdout, once.stderr)
     session = once.stderr.split()[2]
     again = f"ollie --session {session} -p"
