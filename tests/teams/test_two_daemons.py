@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from typing import LiteralString
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -256,7 +257,7 @@ async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "defaul
     return sid
 
 
-def _store_write(store_url: str, statement: str, params: tuple = ()) -> None:
+def _store_write(store_url: str, statement: LiteralString, params: tuple = ()) -> None:
     """Write to the team store as a member who can write it, past ollie (rows no ollie writes)."""
     import psycopg
 
