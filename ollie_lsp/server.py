@@ -42,6 +42,8 @@ ANSWER_ON_END_S = 2.0
 class OllieServer(LanguageServer):
     """The ollie daemon: one pygls server; the session table holds the engines."""
 
+    protocol: OllieProtocol  # (its protocol_cls)
+
     def __init__(self, *, make_table: Callable[[OllieServer], SessionTable], load_engine: Callable[[], None],
                  coalesce_s: float = 0.004) -> None:
         self.converter = raw_params_converter()  # the one pygls uses, kept: it has no public name there
@@ -54,15 +56,12 @@ class OllieServer(LanguageServer):
         )
         self.coalesce_s = coalesce_s
         protocol = self.protocol
-        assert isinstance(protocol, OllieProtocol)
         protocol.on_exit = self.exit_asked
         protocol.on_shutdown = self._shutdown_asked
         protocol.serving = self.serving
         protocol.on_error = lambda exc: self.report_server_error(exc, JsonRpcException)
         self._make_table = make_table
         self._load_engine = load_engine
-        self.cancel_hooks = protocol.cancel_hooks
-        self.unhooked_submits = protocol.unhooked_submits
         self.init_options = InitOptions()
         self._table: SessionTable | None = None
         self.documents = LspDocuments(self, can_save=lambda: self.init_options.save_documents)
@@ -130,23 +129,23 @@ class OllieServer(LanguageServer):
     @contextmanager
     def on_cancel(self, hook: Callable[[], None]) -> Iterator[None]:
         """While inside, a `$/cancelRequest` for the request being handled calls `hook` instead of cancelling it."""
-        msg_id = self.protocol.msg_id
+        protocol = self.protocol
+        msg_id = protocol.msg_id
         if msg_id is not None:
-            self.cancel_hooks[msg_id] = hook
-            if self.unhooked_submits.pop(msg_id, False):  # cancelled before it got here
-                self.cancel_hooks.pop(msg_id)
+            protocol.cancel_hooks[msg_id] = hook
+            if protocol.unhooked_submits.pop(msg_id, False):  # cancelled before it got here
+                protocol.cancel_hooks.pop(msg_id)
                 hook()
         try:
             yield
         finally:
             if msg_id is not None:
-                self.cancel_hooks.pop(msg_id, None)
+                protocol.cancel_hooks.pop(msg_id, None)
 
     async def serve_client(self, frames: FrameSource) -> None:
         """Handle one client's messages from `frames` until it goes away or `exit` ends the loop."""
         # Heavy work runs in threads; the loop waits up to the switch interval for the GIL after each syscall.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        assert isinstance(self.protocol, OllieProtocol)
         self._serving = asyncio.ensure_future(frames.run(self.protocol.receive))
         try:
             await self._serving
