@@ -42,7 +42,7 @@ ANSWER_ON_END_S = 2.0
 class OllieServer(LanguageServer):
     """The ollie daemon: one pygls server; the session table holds the engines."""
 
-    protocol: OllieProtocol  # (its protocol_cls)
+    protocol: OllieProtocol  # what pygls builds of `protocol_cls` below
 
     def __init__(self, *, make_table: Callable[[OllieServer], SessionTable], load_engine: Callable[[], None],
                  coalesce_s: float = 0.004) -> None:
