@@ -80,11 +80,10 @@ async def ask_client(protocol: LanguageServerProtocol, method: str, params: Any,
     msg_id = msg_id or request_id()
     try:
         async with asyncio.timeout(timeout_s):
-            raw = await protocol.send_request_async(method, params, msg_id=msg_id)
+            return await protocol.send_request_async(method, params, msg_id=msg_id)
     except (TimeoutError, asyncio.CancelledError):
         forget_request(protocol, method, msg_id)
         raise
-    return plain(raw)
 
 
 def forget_request(protocol: LanguageServerProtocol, method: str, msg_id: str) -> None:
@@ -96,12 +95,3 @@ def forget_request(protocol: LanguageServerProtocol, method: str, msg_id: str) -
         protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
     except Exception as exc:  # the client is gone: the caller's error says enough
         logger.info("could not cancel %s: %s", method, exc)
-
-
-def plain(value: Any) -> Any:
-    """A response as plain JSON (pygls may hand back namedtuples)."""
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value

@@ -50,7 +50,6 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: OllieServer, *args: Any) -> None:
-        ls.shutdown_asked = True  # an `exit` sent before this answer still ends with status 0
         await ls.close_sessions()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

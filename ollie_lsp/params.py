@@ -9,7 +9,6 @@ import attrs
 from ollie.config import GenerationParams
 from ollie.shapes import Check, Invalid
 from ollie.shapes import parse as check
-from ollie_lsp.asking import plain
 from ollie_lsp.errors import InvalidParams
 
 S = TypeVar("S")
@@ -37,7 +36,7 @@ def parse(model: type[S], raw: object) -> S:
     if raw is None:
         raw = {}
     try:
-        return check(model, plain(raw))  # pygls' default converter turns dict params into namedtuples
+        return check(model, raw)
     except Invalid as bad:
         raise InvalidParams("; ".join(bad.messages(top="params"))) from None
 

@@ -42,6 +42,8 @@ ANSWER_ON_END_S = 2.0
 class OllieServer(LanguageServer):
     """The ollie daemon: one pygls server; the session table holds the engines."""
 
+    protocol: OllieProtocol  # what pygls builds of `protocol_cls` below
+
     def __init__(self, *, make_table: Callable[[OllieServer], SessionTable], load_engine: Callable[[], None],
                  coalesce_s: float = 0.004) -> None:
         self.converter = raw_params_converter()  # the one pygls uses, kept: it has no public name there
@@ -54,15 +56,12 @@ class OllieServer(LanguageServer):
         )
         self.coalesce_s = coalesce_s
         protocol = self.protocol
-        assert isinstance(protocol, OllieProtocol)
         protocol.on_exit = self.exit_asked
         protocol.on_shutdown = self._shutdown_asked
         protocol.serving = self.serving
         protocol.on_error = lambda exc: self.report_server_error(exc, JsonRpcException)
         self._make_table = make_table
         self._load_engine = load_engine
-        self.cancel_hooks = protocol.cancel_hooks
-        self.unhooked_submits = protocol.unhooked_submits
         self.init_options = InitOptions()
         self._table: SessionTable | None = None
         self.documents = LspDocuments(self, can_save=lambda: self.init_options.save_documents)
@@ -130,23 +129,23 @@ class OllieServer(LanguageServer):
     @contextmanager
     def on_cancel(self, hook: Callable[[], None]) -> Iterator[None]:
         """While inside, a `$/cancelRequest` for the request being handled calls `hook` instead of cancelling it."""
-        msg_id = self.protocol.msg_id
+        protocol = self.protocol
+        msg_id = protocol.msg_id
         if msg_id is not None:
-            self.cancel_hooks[msg_id] = hook
-            if self.unhooked_submits.pop(msg_id, False):  # cancelled before it got here
-                self.cancel_hooks.pop(msg_id)
+            protocol.cancel_hooks[msg_id] = hook
+            if protocol.unhooked_submits.pop(msg_id, False):  # cancelled before it got here
+                protocol.cancel_hooks.pop(msg_id)
                 hook()
         try:
             yield
         finally:
             if msg_id is not None:
-                self.cancel_hooks.pop(msg_id, None)
+                protocol.cancel_hooks.pop(msg_id, None)
 
     async def serve_client(self, frames: FrameSource) -> None:
         """Handle one client's messages from `frames` until it goes away or `exit` ends the loop."""
         # Heavy work runs in threads; the loop waits up to the switch interval for the GIL after each syscall.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-        assert isinstance(self.protocol, OllieProtocol)
         self._serving = asyncio.ensure_future(frames.run(self.protocol.receive))
         try:
             await self._serving
@@ -154,7 +153,7 @@ class OllieServer(LanguageServer):
             task = asyncio.current_task()
             if task is not None and task.cancelling():  # this coroutine itself is cancelled, not just the reading
                 raise
-            # `exit` ended the reading (end_serving): the caller closes the sessions.
+            # `exit` ended the reading (exit_asked): the caller closes the sessions.
 
     def _shutdown_asked(self) -> None:
         self.shutdown_asked = True
@@ -164,12 +163,9 @@ class OllieServer(LanguageServer):
         return self._serving is not None and not self._serving.done() and self._backstop is None
 
     def exit_asked(self) -> None:
-        """`exit` (or the client's process gone): end serving, status 0 after `shutdown`, else 1 (as LSP says)."""
-        self.end_serving(0 if self.shutdown_asked else 1)
-
-    def end_serving(self, code: int) -> None:
-        """`exit`: stop reading the client at once (it may keep its pipe open); the process ends with `code`."""
-        self.exit_code = code
+        """`exit` (or the client's process gone): stop reading the client at once (it may keep its pipe open); the
+        process ends with status 0 after `shutdown`, else 1 (as LSP says)."""
+        self.exit_code = 0 if self.shutdown_asked else 1
         self.client_gone()
         if self._serving is not None:
             self._serving.cancel()
@@ -180,14 +176,12 @@ class OllieServer(LanguageServer):
         Every caller waits for the same close, shielded: a second one (exit, then EOF) must not cancel it half-way.
         """
         self.closing = True
+        if self._table is None:
+            return
         # A session started after the last close (shutdown, then a late session/new) is closed too.
-        if self._closed is None or (self._closed.done() and self._table is not None and self._table.live()):
-            self._closed = asyncio.ensure_future(self._close_table())
+        if self._closed is None or (self._closed.done() and self._table.live()):
+            self._closed = asyncio.ensure_future(self._table.close_all())
         await asyncio.shield(self._closed)
-
-    async def _close_table(self) -> None:
-        if self._table is not None:
-            await self._table.close_all()
 
     async def finish_with_client(self) -> None:
         """The client left (EOF, `exit`): every session closed, and the requests read before answered (a client may

@@ -112,16 +112,14 @@ def resolve_token(token_file: str | None, port: int, environ: dict[str, str] | N
             value = path.read_text(encoding="utf-8").strip()
             _check_strength(value, f"--token-file {path}")
             return Token(value, path, generated=False)
-        value = secrets.token_urlsafe(32)
-        write_token_file(path, value)
-        return Token(value, path, generated=True)
-    if given is not None:
+    elif given is not None:
         value = given.strip()
         _check_strength(value, TOKEN_ENV)
         return Token(value, None, generated=False)
-    from ollie.paths import state_dir
+    else:
+        from ollie.paths import state_dir
 
-    path = state_dir() / f"lsp-{port}.token"
+        path = state_dir() / f"lsp-{port}.token"
     value = secrets.token_urlsafe(32)
     write_token_file(path, value)
     return Token(value, path, generated=True)

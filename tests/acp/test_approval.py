@@ -8,10 +8,6 @@ import pytest
 from ollie.testing import Reply
 
 
-def edit(path: str, old: str, new: str) -> Reply:
-    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
-
-
 def run(code: str) -> Reply:
     return Reply.tool_calls(("execute_code", {"steps": [{"code": code}]}))
 
@@ -29,7 +25,7 @@ async def asked_edit(shared_agent, llm, text: str, answer: str, *script: Reply):
 
 
 async def test_session_modes_are_the_approval_modes(shared_agent, llm) -> None:
-    llm.script(edit("a.txt", "one", "two"), Reply.text("1"), run("touch x1"), Reply.text("2"),
+    llm.script(Reply.file_edit("a.txt", "one", "two"), Reply.text("1"), run("touch x1"), Reply.text("2"),
                run("touch x2"), Reply.text("3"))
     agent = await shared_agent(approval="")
     (agent.workspace / "a.txt").write_text("one\n")
@@ -55,7 +51,7 @@ async def test_session_modes_are_the_approval_modes(shared_agent, llm) -> None:
 
 async def test_a_rejected_edit_is_not_made_and_the_model_is_told(shared_agent, llm) -> None:
     agent, sid = await asked_edit(shared_agent, llm, "one\n", "reject_always",
-                                  edit("a.txt", "one", "two"), Reply.text("1"), edit("a.txt", "one", "two"),
+                                  Reply.file_edit("a.txt", "one", "two"), Reply.text("1"), Reply.file_edit("a.txt", "one", "two"),
                                   Reply.text("2"))
     (tool_call, _), = agent.client.permission_requests
     assert tool_call.kind == "edit" and tool_call.title == "Edit a.txt"
@@ -89,7 +85,7 @@ async def test_a_client_that_cannot_answer_a_question_is_told_once_what_to_do(sh
 
 async def test_an_answer_shows_on_its_card_not_as_the_model_s_text(shared_agent, llm) -> None:
     # Zed showed "allowed: Run `touch x`" as agent text, as if the model wrote it, beside the card saying "Allowed".
-    llm.script(run("touch x"), edit("a.txt", "one", "two"), Reply.text("done"))
+    llm.script(run("touch x"), Reply.file_edit("a.txt", "one", "two"), Reply.text("done"))
     agent = await shared_agent(approval="")
     (agent.workspace / "a.txt").write_text("one\n")
     sid = await agent.new()
@@ -104,7 +100,7 @@ async def test_an_edit_s_question_and_its_end_name_the_line_it_changes(shared_ag
     """A client following the agent (Zed) opens the file where the edit is: the question's location and the
     finished step's carry the line (they named the file alone)."""
     agent, sid = await asked_edit(shared_agent, llm, "one\ntwo\nthree\nfour\n", "allow_once",
-                                  edit("a.txt", "three", "THREE"), Reply.text("done"))
+                                  Reply.file_edit("a.txt", "three", "THREE"), Reply.text("done"))
     (tool_call, _), = agent.client.permission_requests
     path = str(agent.workspace.resolve() / "a.txt")
     assert [(loc.path, loc.line) for loc in tool_call.locations] == [(path, 3)]
@@ -174,7 +170,7 @@ async def test_read_only_mode_refuses_writes_without_asking(shared_agent, llm) -
 
 
 async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_agent, llm) -> None:
-    llm.script(edit("a.txt", "one", "two"), Reply.text("gave up"))
+    llm.script(Reply.file_edit("a.txt", "one", "two"), Reply.text("gave up"))
     agent = await start_agent(env={**llm.env(approval=""), "OLLIE_QUESTION_TIMEOUT_S": "1"})
     (agent.workspace / "a.txt").write_text("one\n")
     sid = await agent.new()

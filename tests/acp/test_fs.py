@@ -11,10 +11,6 @@ def read(path: str) -> Reply:
     return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": [path]}]}))
 
 
-def edit(path: str, old: str, new: str) -> Reply:
-    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
-
-
 def tool_result(llm) -> str:
     """What the model was told by its last tool call."""
     return llm.chat_requests[-1].body["messages"][-1]["content"]
@@ -32,7 +28,8 @@ async def open_notes(shared_agent, llm, disk: str, client_text: str, *, fs: bool
 
 
 async def test_the_model_reads_the_clients_text_and_edits_through_it(shared_agent, llm) -> None:
-    llm.script(read("notes.txt"), Reply.text("read"), edit("notes.txt", "client text", "changed"), Reply.text("edited"))
+    llm.script(read("notes.txt"), Reply.text("read"), Reply.file_edit("notes.txt", "client text", "changed"),
+               Reply.text("edited"))
     agent, sid, key = await open_notes(shared_agent, llm, "disk text\n", "client text\nmore\n")
     await agent.prompt(sid, "read notes.txt")
     assert "     1\tclient text" in tool_result(llm) and "disk text" not in tool_result(llm)
@@ -43,7 +40,7 @@ async def test_the_model_reads_the_clients_text_and_edits_through_it(shared_agen
 
 
 async def test_an_edit_after_the_client_text_changed_is_refused(shared_agent, llm) -> None:
-    llm.script(read("notes.txt"), Reply.text("read"), edit("notes.txt", "client", "mine"), Reply.text("refused"))
+    llm.script(read("notes.txt"), Reply.text("read"), Reply.file_edit("notes.txt", "client", "mine"), Reply.text("refused"))
     agent, sid, key = await open_notes(shared_agent, llm, "disk\n", "client\n")
     await agent.prompt(sid, "read it")
     agent.client.files[key] = "client\nthe user typed\n"
@@ -66,7 +63,7 @@ def run(code: str) -> Reply:
 async def test_an_edit_the_client_kept_in_its_buffer_reaches_the_disk_before_the_next_command(shared_agent, llm) -> None:
     """A client whose fs/write_text_file changes its buffer only (this one): its text was the disk's, so ollie writes
     the edit to disk too, and the next command runs the edited code. (Zed saves what it writes: then nothing more.)"""
-    llm.script(edit("calc.py", "a - b", "a + b"), run("python3 -c 'import calc; print(calc.add(2, 3))'"),
+    llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), run("python3 -c 'import calc; print(calc.add(2, 3))'"),
                Reply.text("done"))
     agent = await shared_agent(fs=True)
     calc = agent.workspace / "calc.py"
@@ -82,7 +79,7 @@ async def test_an_edit_the_client_kept_in_its_buffer_reaches_the_disk_before_the
 
 
 async def test_unsaved_client_text_is_not_written_and_the_model_is_told(shared_agent, llm) -> None:
-    llm.script(edit("notes.txt", "client text", "changed"), Reply.text("edited"))
+    llm.script(Reply.file_edit("notes.txt", "client text", "changed"), Reply.text("edited"))
     agent, sid, key = await open_notes(shared_agent, llm, "disk text\n", "client text\nmore\n")
     await agent.prompt(sid, "edit it")
     assert "notes.txt has unsaved changes in the editor: your edit is in its buffer only" in tool_result(llm)

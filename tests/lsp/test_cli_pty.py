@@ -95,14 +95,15 @@ class Terminal:
             self.raw += chunk.decode("utf-8", "replace")
 
 
+BROKEN_ADD = "def add(a, b):\n    return a - b\n"
+
+
 def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
-    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (tmp_path / "calc.py").write_text(BROKEN_ADD)
     llm.script(
-        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit",
-                                                   "args": ["calc.py", "return a - b", "return a + b"]}]})),
+        Reply.file_edit("calc.py", "return a - b", "return a + b"),
         Reply.text("# Fixed\n\nThe **bug** was in `add`:\n\n```python\nreturn a + b\n```\n- it adds now\n"),
-        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit",
-                                                   "args": ["calc.py", "return a + b", "return b + a"]}]})),
+        Reply.file_edit("calc.py", "return a + b", "return b + a"),
         Reply.text("Left it as it was."),
     )
     with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
@@ -181,10 +182,9 @@ def test_ctrl_c_ends_a_running_shell_command_and_the_prompt_comes_back(llm, tmp_
 
 def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_path):
     # The turn ended on the answer alone: nothing said a file had changed, nor that /changes and /rewind exist.
-    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (tmp_path / "calc.py").write_text(BROKEN_ADD)
     llm.script(
-        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit",
-                                                   "args": ["calc.py", "return a - b", "return a + b"]}]})),
+        Reply.file_edit("calc.py", "return a - b", "return a + b"),
         Reply.text("Fixed."),
         Reply.text("Nothing to change."),
     )
@@ -199,13 +199,12 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
         assert term.text[at:end].endswith("turn 1: 1 file(s) changed\nmodified calc.py (+1 -1)\n  [0] @@ -2,1 +2,1 @@\n"
                                           "      -    return a - b\n      +    return a + b\n"), term.text[at:end]
         at = term.answer("/rewind", r"rewound to before turn 1[^\n]*\n", after=end)
-        assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+        assert (tmp_path / "calc.py").read_text() == BROKEN_ADD
         # A turn that changed nothing says nothing of it.
         at = term.answer("and now?", r"Nothing to change\.\ndefault> ", after=at)
         assert term.close() == 0
     once = run_ollie(["-p", "fix add", "--cwd", str(tmp_path)],
-                     env={**llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [
-                         "calc.py", "return a - b", "return a + b"]}]})), Reply.text("Fixed.")).env()})
+                     env={**llm.script(Reply.file_edit("calc.py", "return a - b", "return a + b"), Reply.text("Fixed.")).env()})
     assert once.returncode == 0 and once.stdout.endswith("Fixed.\n"), (once.stdout, once.stderr)
     session = once.stderr.split()[2]
     again = f"ollie --session {session} -p"
@@ -213,7 +212,7 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
     assert once.stderr.endswith(f"1 file changed: calc.py (+1 -1); review: {again} /changes, undo: {again} /rewind\n"), \
         once.stderr
     undo = run_ollie(["--session", session, "-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
-    assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a - b\n", undo
+    assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == BROKEN_ADD, undo
 
 
 def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
@@ -482,7 +481,7 @@ def test_a_resumed_long_session_shows_its_last_turns_and_says_how_much_is_above(
 def test_a_resumed_session_shows_its_steps_as_they_were_shown_live(llm, tmp_path):
     # Resumed, a step showed as its call's JSON (`▸ call_tool {"calls": [...]}`), and a result the model had seen
     # as its stand-in (`[cold result of call_tool collapsed: 3 lines, 60 bytes; began: ...]`).
-    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (tmp_path / "calc.py").write_text(BROKEN_ADD)
     read = ("call_tool", {"calls": [{"tool": "file_read", "args": ["calc.py"]}]})
     llm.script(Reply(text="Reading.", tool_calls=[read]), Reply.text("add subtracts"))
     first = run_ollie(["-p", "why does add fail?", "--cwd", str(tmp_path)], env=llm.env())

@@ -39,10 +39,6 @@ def read(path: str) -> Reply:
     return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": [path]}]}))
 
 
-def edit(path: str, old: str, new: str) -> Reply:
-    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
-
-
 def tool_result(llm: Any) -> str:
     """What the model was told by its last tool call (the last message of the latest chat request)."""
     return llm.chat_requests[-1].body["messages"][-1]["content"]
@@ -128,9 +124,9 @@ async def submit(daemon: Daemon, text: str) -> str:
 async def test_open_documents_are_advertised_and_read_edited_and_released(start_daemon, llm):
     llm.script(
         read("notes.txt"), Reply.text("read"),
-        edit("notes.txt", "editor line", "edited line"), Reply.text("edited"),
+        Reply.file_edit("notes.txt", "editor line", "edited line"), Reply.text("edited"),
         read("notes.txt"), Reply.text("read again"),
-        edit("notes.txt", "edited line", "mine"), Reply.text("refused"),
+        Reply.file_edit("notes.txt", "edited line", "mine"), Reply.text("refused"),
         read("notes.txt"), Reply.text("closed"),
     )
     daemon = await start(start_daemon, llm.env())
@@ -179,7 +175,7 @@ async def test_out_of_policy_documents_stay_refused(start_daemon, llm, tmp_path)
     outside.mkdir()
     secret = outside / "secret.txt"
     secret.write_text("on disk\n")
-    llm.script(read(str(secret)), Reply.text("no read"), edit(str(secret), "unsaved", "x"), Reply.text("no edit"))
+    llm.script(read(str(secret)), Reply.text("no read"), Reply.file_edit(str(secret), "unsaved", "x"), Reply.text("no edit"))
     # TMPDIR away from the pytest tmp root, so `outside` is outside every sandbox grant.
     daemon = await start(start_daemon, {**llm.env(), "TMPDIR": str(scratch)})
     editor = Editor(daemon)
@@ -192,7 +188,7 @@ async def test_out_of_policy_documents_stay_refused(start_daemon, llm, tmp_path)
 
 
 async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):
-    llm.script(edit("notes.txt", "unsaved", "saved"), Reply.text("edited"))
+    llm.script(Reply.file_edit("notes.txt", "unsaved", "saved"), Reply.text("edited"))
     daemon = await start(start_daemon, llm.env(), apply_edit=False)
     notes = daemon.workspace / "notes.txt"
     notes.write_text("old\n")
@@ -325,7 +321,7 @@ async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_doc
 async def test_the_models_edit_of_a_huge_document_costs_its_lines_not_the_document(start_daemon, llm):
     # The edit sent to the editor was found by splitting both texts into lines on the event loop (0.7 s for 15 MB):
     # a model editing a huge open file held every session's requests for a second an edit.
-    llm.script(*[edit("huge.py", f"value_{n} ", f"VALUE_{n} ") for n in range(3)], Reply.text("edited"))
+    llm.script(*[Reply.file_edit("huge.py", f"value_{n} ", f"VALUE_{n} ") for n in range(3)], Reply.text("edited"))
     daemon = await start(start_daemon, llm.env())
     path = daemon.workspace / "huge.py"
     editor = Editor(daemon, applies=False)  # the editor refuses at once: its own split of 20 MB is not timed here

@@ -17,7 +17,7 @@ from ollie.testing import Reply
 from tests.procs import eventually
 
 from .conftest import Daemon
-from .test_documents import Editor, _path, edit, start, submit
+from .test_documents import Editor, _path, start, submit
 
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
@@ -29,7 +29,7 @@ def run(code: str) -> Reply:
 
 
 def edit_then_test(llm: Any) -> None:
-    llm.script(edit("calc.py", "a - b", "a + b"), run("python3 test_calc.py"), Reply.text("done"))
+    llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), run("python3 test_calc.py"), Reply.text("done"))
 
 
 def workspace(daemon: Daemon) -> Path:
@@ -124,7 +124,7 @@ async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_li
     """The edit was saved, so its undo (in the buffer, through applyEdit) is saved too: the file is back on disk and
     the turn lists no change (before, the disk's change came back in the list after the buffer's was undone)."""
     for saving in (True, False):
-        llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+        llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), Reply.text("done"))
         daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": saving})
         calc = workspace(daemon)
         editor = SavingEditor(daemon) if saving else Editor(daemon)
@@ -140,7 +140,7 @@ async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_li
 async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of_the_turn(start_daemon, llm):
     """The user's unsaved line was saved with the agent's edit; once the edit is undone the turn lists no change
     (before, the user's own line showed as the turn's change, and undoing that deleted it from the file)."""
-    llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+    llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), Reply.text("done"))
     daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
     calc = workspace(daemon)
     mine = "# the user's unsaved note\n" + CALC
@@ -159,7 +159,7 @@ async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of
 async def test_after_a_daemon_restart_the_user_s_saved_text_is_still_not_the_turn_s(start_daemon, llm):
     """The buffer edits are forgotten with the daemon, and the disk's change is then listed: it is the agent's edit
     alone (before, it held the user's line, saved with the edit, and undoing it deleted that line)."""
-    llm.script(edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+    llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), Reply.text("done"))
     first = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
     calc = workspace(first)
     mine = "# the user's unsaved note\n" + CALC
@@ -184,7 +184,7 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
     # Session B's step: waits for the save (the editor's `go`), then swaps the file for a link out.
     swap = (f"touch started; for i in $(seq 100); do [ -e go ] && break; sleep 0.05; done; "
             f"[ -e go ] && ln -s {outside} link.tmp && mv -T link.tmp notes.txt; sleep 1")
-    llm.script(run(swap), edit("notes.txt", "old", "new"), Reply.text("done"), Reply.text("done"))
+    llm.script(run(swap), Reply.file_edit("notes.txt", "old", "new"), Reply.text("done"), Reply.text("done"))
     daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
     ws = daemon.workspace
     (ws / "notes.txt").write_text("old\n")
@@ -217,7 +217,8 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
 async def an_edit_held_by_a_step(start_daemon: Any, llm: Any, tmp_path: Path, *replies: Reply) -> Any:
     """The default session's edit of open notes.txt, under way while another session's step that may write it runs
     (until `done` exists): (daemon, editor, the step's submit, the edit's submit)."""
-    llm.script(run("touch started; while [ ! -e done ]; do sleep 0.05; done"), edit("notes.txt", "old", "new"), *replies)
+    llm.script(run("touch started; while [ ! -e done ]; do sleep 0.05; done"), Reply.file_edit("notes.txt", "old", "new"),
+               *replies)
     runtime = tmp_path / "run"  # the sessions' tmp dirs, where the edit's copy of the buffer is
     runtime.mkdir(mode=0o700)
     daemon = await start(start_daemon, {**llm.env(), "XDG_RUNTIME_DIR": str(runtime)},

@@ -42,11 +42,18 @@ def test_parse_is_strict_and_tolerates_unknown_keys():
     assert listing.include_archived is True and listing.kinds == ["chat"]
 
 
-def test_parse_accepts_namedtuple_params():
-    from collections import namedtuple
+def test_params_arguments_and_answers_reach_the_daemon_as_plain_json():
+    """What `params.parse` and `ask_client` take as it comes (pygls' default converter made namedtuples of it)."""
+    from ollie_lsp.daemon import build_server
 
-    Obj = namedtuple("Obj", ["text", "session"])
-    assert parse(SubmitParams, Obj("hi", "s1")).session == "s1"
+    structure = build_server().protocol.structure_message
+    nested = {"text": "hi", "context": {"uri": "file:///a", "selection": "x = 1"}}
+    assert structure({"jsonrpc": "2.0", "id": 1, "method": "ollie/submit", "params": nested}).params == nested
+    command = {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+               "params": {"command": "ollie.submit", "arguments": [nested]}}
+    assert structure(command).params.arguments == (nested,)
+    assert structure({"jsonrpc": "2.0", "id": "a", "result": nested}).result == nested
+    assert parse(SubmitParams, nested).text == "hi"
 
 
 def test_init_options_bad_values_fall_back_and_unknown_keys_are_ignored():

@@ -8,14 +8,11 @@ from .test_documents import Editor, start, submit, tool_result
 from .test_editor_review import ORIGINAL, buffer_text
 
 
-def edit(path: str, old: str, new: str) -> Reply:
-    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
-
-
 async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(start_daemon, llm):
-    llm.script(edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"),
-               edit("a.txt", "line 3\n", "A THREE\n"), edit("b.txt", "line 4\n", "B FOUR\n"), Reply.text("two"),
-               edit("a.txt", "line 5\n", "A FIVE\n"), Reply.text("three"))
+    llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"),
+               Reply.file_edit("a.txt", "line 3\n", "A THREE\n"), Reply.file_edit("b.txt", "line 4\n", "B FOUR\n"),
+               Reply.text("two"),
+               Reply.file_edit("a.txt", "line 5\n", "A FIVE\n"), Reply.text("three"))
     daemon = await start(start_daemon, llm.env())
     a, b = daemon.workspace / "a.txt", daemon.workspace / "b.txt"
     a.write_text("a on disk\n")
@@ -53,7 +50,7 @@ async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(
 
 
 async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon, llm):
-    llm.script(edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"))
+    llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"))
     daemon = await start(start_daemon, llm.env())
     a = daemon.workspace / "a.txt"
     a.write_text("a on disk\n")

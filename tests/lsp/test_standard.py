@@ -16,7 +16,7 @@ from pygls.uris import to_fs_path
 from ollie.testing import Reply
 
 from .conftest import Daemon
-from .test_documents import Editor, edit, loop_cpu, read_through_a_link, type_at
+from .test_documents import Editor, loop_cpu, read_through_a_link, type_at
 
 SOURCE = "def area(r):\n    return 3.14 * r * rr\n\nprint(area(2))\n"
 INLINE = types.InlineCompletionClientCapabilities()
@@ -155,7 +155,7 @@ async def fix_offered(start_daemon: Any, llm: Any) -> tuple[Daemon, Editor, type
 
 
 async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, llm):
-    llm.script(edit("area.py", "r * rr", "r * r"), Reply.text("Replaced rr with r."))
+    llm.script(Reply.file_edit("area.py", "r * rr", "r * r"), Reply.text("Replaced rr with r."))
     # Edits ask first: a client without ollie's UI gets the question as window/showMessageRequest.
     daemon, editor, fix = await fix_offered(start_daemon, llm)
     assert fix.kind == "quickfix" and fix.command is not None
@@ -200,7 +200,7 @@ async def test_a_plain_questions_diff_shows_controls_as_escapes_and_cuts_a_huge_
     # Red team 25: the model's new text, shown in eglot's question, held a bidi override (Emacs reorders what
     # follows), an escape, and one 10,000-character line (up to 1 MB: the question as long).
     new = "    return 3.14 * r * r  # \u202eevil\x1b[2J\n" + "x" * 10_000
-    llm.script(edit("area.py", "    return 3.14 * r * rr", new), Reply.text("Done."))
+    llm.script(Reply.file_edit("area.py", "    return 3.14 * r * rr", new), Reply.text("Done."))
     question = await plain_question_of_fix(start_daemon, llm)
     assert "# \\u202eevil\\x1b[2J" in question, question[:2000]
     assert all(c.isprintable() or c == "\n" for c in question)

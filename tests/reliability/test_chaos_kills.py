@@ -23,11 +23,6 @@ from tests.reliability.conftest import daemon_env
 KILLS = 20
 
 
-def edit(path: str, old: str, new: str) -> Reply:
-    """A file_edit call replacing `old` by `new` in `path`."""
-    return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}))
-
-
 def entries(root: Path) -> set[str]:
     """Every path under `root`, relative to it."""
     return {str(p.relative_to(root)) for p in root.rglob("*")} if root.exists() else set()
@@ -60,7 +55,7 @@ def test_twenty_kills_mid_step_or_mid_stream_lose_no_round_leave_no_process_and_
     try:
         first = start_daemon(env=env)
         session = first.request("ollie/state", {}, timeout=60)["session"]
-        srv.script(edit("calc.py", "a - b", "a + b"), Reply.text("fixed"))
+        srv.script(Reply.file_edit("calc.py", "a - b", "a + b"), Reply.text("fixed"))
         assert first.request("ollie/submit", {"text": "fix add"}, timeout=60)["reply"] == "fixed"
         baseline_rounds = len(first.request("ollie/context", {"session": session})["messages"])
         daemon = first

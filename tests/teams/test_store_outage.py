@@ -291,14 +291,19 @@ def test_a_teammates_round_the_store_was_down_for_is_saved_by_her_next_save_and_
     assert len(reported) == 1, reported
 
 
+async def _alices_session(start_daemon, url: str, llm) -> tuple[Any, str]:
+    """Alice's daemon on the store at `url`, and a new session of hers ("kept")."""
+    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
+    return daemon, (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+
+
 async def test_a_store_that_hangs_holds_no_change_of_approval(database, start_daemon, scripted_llm):
     # Every write method reads the session's record first (is it archived?): a store that does not answer (here
     # another connection holds the sessions table) held `ollie/setApproval` with it, with no bound.
     url, _ = database
     llm = scripted_llm("openai", check=False)
     llm.script(Reply.text("first answer"))
-    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
-    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    daemon, sid = await _alices_session(start_daemon, url, llm)
     assert (await daemon.request("ollie/submit", {"session": sid, "text": "q1"}))["reply"] == "first answer"
     with psycopg.connect(url) as holder:
         holder.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
@@ -315,8 +320,7 @@ async def test_a_submit_sent_before_the_stop_is_dropped_while_its_archive_check_
     llm = scripted_llm("openai")
     held = threading.Event()  # the answer streams until the Stop, however slow the machine (~8 s of it could end first)
     llm.script(Reply(text="word " * 80, chunk_size=5, hold=held))
-    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
-    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    daemon, sid = await _alices_session(start_daemon, url, llm)
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "talk a lot"}))
     deadline = time.monotonic() + 20
     while not any(e["role"] == "assistant" for e in daemon.client.ollie_events):  # type: ignore[attr-defined]
@@ -341,8 +345,7 @@ async def test_a_prompt_queued_before_the_stop_is_held_though_its_archive_check_
     llm = scripted_llm("openai")
     held = threading.Event()  # the answer streams until the Stop, however slow the machine (~8 s of it could end first)
     llm.script(Reply(text="word " * 80, chunk_size=5, hold=held), Reply(text="next answer"))
-    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
-    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    daemon, sid = await _alices_session(start_daemon, url, llm)
     first = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "talk a lot"}))
     events = daemon.client.ollie_events  # type: ignore[attr-defined]
     deadline = time.monotonic() + 20
@@ -382,8 +385,7 @@ async def test_a_store_that_drops_while_a_listing_counts_turns_answers_store_una
     url, admin = database
     llm = scripted_llm("openai", check=False)
     llm.script(Reply.text("first answer"))
-    daemon = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": url, "OLLIE_USER": "alice"})
-    sid = (await daemon.request("ollie/session/new", {"title": "kept"}))["session"]
+    daemon, sid = await _alices_session(start_daemon, url, llm)
     assert (await daemon.request("ollie/submit", {"session": sid, "text": "q1"}))["reply"] == "first answer"
     await _saved_with(url, sid, b"first answer")
     holder = psycopg.connect(url)  # a transaction of its own, left open until the store is gone

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from typing import LiteralString
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -256,6 +257,14 @@ async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "defaul
     return sid
 
 
+def _store_write(store_url: str, statement: LiteralString, params: tuple = ()) -> None:
+    """Write to the team store as a member who can write it, past ollie (rows no ollie writes)."""
+    import psycopg
+
+    with psycopg.connect(store_url) as conn:
+        conn.execute(statement, params)
+
+
 async def _bob(start_daemon, store_url, llm):
     return await start_daemon("bob", {**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
                                       "OLLIE_TEAMS": "backend"})
@@ -350,15 +359,13 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
 async def test_a_teammates_malformed_session_record_leaves_the_others_listed(start_daemon, store_url, scripted_llm):
     # A team member who can write the store shared rows no ollie writes (a 5000-byte title, a time past year 9999,
     # an unknown kind): every listing that met one failed whole, so nobody on the team could list (or pick) any.
-    import psycopg
-
     llm = scripted_llm("openai")
     sid = await _shared_by_alice(start_daemon, store_url, llm)
-    with psycopg.connect(store_url) as conn:
-        conn.execute("INSERT INTO sessions (id, agent_id, user_id, kind, title, team, created_at, last_active) VALUES "
-                     "('1-long', 'default', 'alice', 'chat', repeat('x', 5000), 'backend', 1, 1), "
-                     "('1-late', 'default', 'alice', 'chat', 'late', 'backend', 9e18, 9e18), "
-                     "('1-boss', 'default', 'alice', 'boss', 'bossy', 'backend', 1, 1)")
+    _store_write(store_url,
+                 "INSERT INTO sessions (id, agent_id, user_id, kind, title, team, created_at, last_active) VALUES "
+                 "('1-long', 'default', 'alice', 'chat', repeat('x', 5000), 'backend', 1, 1), "
+                 "('1-late', 'default', 'alice', 'chat', 'late', 'backend', 9e18, 9e18), "
+                 "('1-boss', 'default', 'alice', 'boss', 'bossy', 'backend', 1, 1)")
     bob = await _bob(start_daemon, store_url, llm)
     listed = [s["id"] for s in (await bob.request("ollie/session/list", {}))["sessions"]]
     assert listed == [sid], listed
@@ -368,12 +375,9 @@ async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by
                                                                                       scripted_llm):
     # A record's agent name is looked up as `<name>.json`: one longer than a file name can be failed the load with
     # the system's "[Errno 36] File name too long", an internal error, not what was wrong.
-    import psycopg
-
     llm = scripted_llm("openai")
     sid = await _shared_by_alice(start_daemon, store_url, llm)
-    with psycopg.connect(store_url) as conn:
-        conn.execute("UPDATE sessions SET agent_id = repeat('a', 300) WHERE id = %s", (sid,))
+    _store_write(store_url, "UPDATE sessions SET agent_id = repeat('a', 300) WHERE id = %s", (sid,))
     bob = await _bob(start_daemon, store_url, llm)
     err = await _error(bob, "ollie/session/load", {"session": sid})
     assert "invalid agent name" in err.message and "Errno" not in err.message, (err.code, err.message)
@@ -382,17 +386,15 @@ async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by
 async def test_a_lease_stamped_ahead_of_the_stores_clock_holds_no_session(start_daemon, store_url, scripted_llm):
     # A team member who can write the store stamped a lease on Bob's own session with a heartbeat a century ahead:
     # only the store's clock stamps heartbeats, yet it never lapsed, so no machine could resume the session again.
-    import psycopg
-
     llm = scripted_llm("openai")
     llm.script(Reply.text("bob's answer"))
     bob = await _bob(start_daemon, store_url, llm)
     sid = (await bob.request("ollie/session/new", {"title": "mine"}))["session"]
     await bob.request("ollie/submit", {"session": sid, "text": "bob's question"})
     assert await bob.request("ollie/session/close", {"session": sid}) == {}
-    with psycopg.connect(store_url) as conn:
-        conn.execute("INSERT INTO session_leases (session_id, holder, host, pid, user_id, acquired_at, heartbeat_at) "
-                     "VALUES (%s, 'forged', 'nowhere', 1, 'alice', now(), now() + interval '100 years')", (sid,))
+    _store_write(store_url,
+                 "INSERT INTO session_leases (session_id, holder, host, pid, user_id, acquired_at, heartbeat_at) "
+                 "VALUES (%s, 'forged', 'nowhere', 1, 'alice', now(), now() + interval '100 years')", (sid,))
     listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
     assert listed[sid]["liveOn"] is None, listed[sid]
     await bob.request("ollie/session/load", {"session": sid})
@@ -441,15 +443,13 @@ async def test_a_teammates_last_round_nested_past_the_recursion_limit_still_lets
     # session/list counts each listed session's turns from its last round's meta line (saved_turns): a teammate's
     # hand-written one nested 100,000 deep raised RecursionError out of the parse, so every team member's listing
     # failed, and the load too. A line that does not parse is skipped (listing) or dropped as a torn round (load).
-    import psycopg
-
     llm = scripted_llm("openai")
     sid = await _shared_by_alice(start_daemon, store_url, llm)
-    with psycopg.connect(store_url) as conn:
-        conn.execute("INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) SELECT session_id, seq + 1, "
-                     "epoch, convert_to('{\"t\":\"meta\",\"n\":1,\"meta\":' || repeat('[', 100000) || "
-                     "repeat(']', 100000) || '}' || chr(10), 'UTF8'), 'alice' FROM session_rounds "
-                     "WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (sid,))
+    _store_write(store_url,
+                 "INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) SELECT session_id, seq + 1, "
+                 "epoch, convert_to('{\"t\":\"meta\",\"n\":1,\"meta\":' || repeat('[', 100000) || "
+                 "repeat(']', 100000) || '}' || chr(10), 'UTF8'), 'alice' FROM session_rounds "
+                 "WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (sid,))
     bob = await _bob(start_daemon, store_url, llm)
     listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
     assert listed[sid]["turns"] == 0, listed  # its last round holds no meta ollie wrote

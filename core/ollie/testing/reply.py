@@ -136,6 +136,11 @@ class Reply(_Fields):
         return cls(status=status, body=body, headers=extra)
 
     @classmethod
+    def file_edit(cls, path: str, old: str, new: str, **options: Any) -> Reply:
+        """A reply whose one call edits `path`, `old` replaced by `new` (call_tool's file_edit)."""
+        return cls.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [path, old, new]}]}), **options)
+
+    @classmethod
     def refusal(cls, text: str = "", **options: Any) -> Reply:
         """A reply the model (or the vendor's content filter) declined: each format's own refusal stop."""
         return cls(text=text, refused=True, **options)

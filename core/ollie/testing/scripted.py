@@ -279,11 +279,16 @@ class ScriptedLLMServer:
         self.failures.append(f"{UNEXPECTED}: {request.method} {request.path} is not a {self.fmt} endpoint")
         return await _send_json(writer, 404, unexpected_body(self.fmt))
 
-    async def _chat(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+    def _next_reply(self, request: str) -> Reply | None:
+        """The script's next reply; None, a failure noted, once it ran out."""
         with self._lock:
             reply = self._replies.popleft() if self._replies else None
         if reply is None:
-            self.failures.append(f"{UNEXPECTED}: chat request #{len(self.chat_requests)} after the script ran out")
+            self.failures.append(f"{UNEXPECTED}: {request} after the script ran out")
+        return reply
+
+    async def _chat(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+        if (reply := self._next_reply(f"chat request #{len(self.chat_requests)}")) is None:
             return await _send_json(writer, 500, unexpected_body(self.fmt))
         model = (request.body or {}).get("model") or self.model
         try:
@@ -336,10 +341,7 @@ class ScriptedLLMServer:
     async def _fim(self, request: RecordedRequest, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> bool:
         """Answer a fill-in-the-middle request with the next reply's text, after its `delay` unless the client
         leaves first (then recorded in `aborted`)."""
-        with self._lock:
-            reply = self._replies.popleft() if self._replies else None
-        if reply is None:
-            self.failures.append(f"{UNEXPECTED}: completion request after the script ran out")
+        if (reply := self._next_reply("completion request")) is None:
             return await _send_json(writer, 500, unexpected_body(self.fmt))
         model = (request.body or {}).get("model") or self.model
         if reply.delay:

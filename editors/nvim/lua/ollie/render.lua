@@ -104,20 +104,26 @@ function M.new(name)
   return self
 end
 
+-- The text of every runtime query file for `lang`'s `name` (its own and each plugin's), as treesitter joins them.
+---@return string
+local function query_text(lang, name)
+  local texts = {}
+  for _, file in ipairs(vim.treesitter.query.get_files(lang, name)) do
+    table.insert(texts, table.concat(vim.fn.readfile(file), "\n"))
+  end
+  return table.concat(texts, "\n")
+end
+
 -- The transcript's inline markdown without the conceal of `[x]` as a shortcut link (a chat has none): the answer's
 -- `items[0]` showed as `items0`, `list[str]` as `liststr`, "[Errno 111]" as "Errno 111". True links (`[text](url)`)
 -- still show their text alone.
 ---@return string|nil
 local function inline_query()
-  local texts = {}
-  for _, file in ipairs(vim.treesitter.query.get_files("markdown_inline", "highlights")) do
-    table.insert(texts, table.concat(vim.fn.readfile(file), "\n"))
-  end
-  if #texts == 0 then
+  local query = query_text("markdown_inline", "highlights")
+  if query == "" then
     return nil
   end
-  local brackets = '%(shortcut_link%s*%[%s*"%["%s*"%]"%s*%]%s*@[%w%.]+%s*%(#set! conceal ""%)%)'
-  local query = table.concat(texts, "\n"):gsub(brackets, "")
+  query = query:gsub('%(shortcut_link%s*%[%s*"%["%s*"%]"%s*%]%s*@[%w%.]+%s*%(#set! conceal ""%)%)', "")
   -- A step's title or location is no markdown's emphasis: `Read calc/__init__.py` showed as "Read calc/init.py",
   -- `init` bold. (Its title's code spans still hide their backticks.)
   query = query:gsub("%(emphasis%) @markup%.italic", "((emphasis) @markup.italic (#not-ollie-plain? @markup.italic))")
@@ -146,11 +152,7 @@ end
 -- (`__init__.py` showed as a bold "init.py", `a*b*c` as "abc").
 ---@return table<string, string>|nil
 local function injections()
-  local texts = {}
-  for _, file in ipairs(vim.treesitter.query.get_files("markdown", "injections")) do
-    table.insert(texts, table.concat(vim.fn.readfile(file), "\n"))
-  end
-  local query, found = table.concat(texts, "\n"):gsub('%(#set! injection%.language "markdown_inline"%)',
+  local query, found = query_text("markdown", "injections"):gsub('%(#set! injection%.language "markdown_inline"%)',
     '(#not-ollie-typed? @injection.content) %0')
   return found > 0 and { markdown = query } or nil
 end
