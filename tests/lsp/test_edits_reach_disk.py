@@ -266,7 +266,7 @@ async def test_what_a_format_on_save_changed_is_the_agent_s_edit_not_a_change_un
     buffer with her unsaved text (told so, the agent's next edits of it refused), the edit's hunk was not undone
     (edited since) and a rewind left the buffer (changed since the agent's edit)."""
     for review in ("ollie/review/undo", "ollie/rewind"):
-        llm.script(edit("calc.py", "a - b", "a + b  "), run("python3 test_calc.py"), Reply.text("done"))
+        llm.script(Reply.file_edit("calc.py", "a - b", "a + b  "), run("python3 test_calc.py"), Reply.text("done"))
         daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
         calc = workspace(daemon)
         editor = SavingEditor(daemon, lambda text: "\n".join(line.rstrip(" ") for line in text.split("\n")))
