@@ -186,8 +186,11 @@ async def run_checks(*, backend: str | None = None, model: str | None = None, cw
     """Every check, in the order a first run needs them."""
     env = environment()
     checks = await check_backend_setup(env, backend, model)
-    if note := env_file_note():  # a line not read, a misspelt name: what the other checks found may come from it
-        checks.insert(0, Check("env file", False, note.strip(" ()"), "fix those lines"))
+    # A line not read, a misspelt name, one the environment overrides: what the other checks found may come from it
+    # (said once: an unreachable backend's fix says it too).
+    if (note := env_file_note()) and not any(note in check.fix for check in checks):
+        checks.insert(0, Check("env file", False, note.strip(" ()"), "fix those lines, or unset the variables the "
+                                                                     "environment sets over them"))
     checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()),
                check_mcp_servers((cwd or Path.cwd()).resolve()), check_sessions_dir(),
                await asyncio.to_thread(check_store, env), check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]
