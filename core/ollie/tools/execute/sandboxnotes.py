@@ -96,7 +96,7 @@ def _editable(policy: Policy) -> str:
     if source.is_relative_to(paths.config_dir()) or not source.is_relative_to(paths.bundled("sandbox.yaml").parent):
         return str(source)
     mine = paths.config_dir() / ("sandbox.yaml" if policy.name == "default" else f"sandbox/{policy.name}.yaml")
-    return f"{mine} (a copy of {source}, which it then replaces)"
+    return f"{mine} (copy {source} there first: it replaces that file whole)"
 
 
 # Well-known local services that give whoever reaches them the machine (or a cluster): never advised as a port to allow.
