@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import stat
 import threading
 from collections.abc import Awaitable, Callable
@@ -34,7 +35,14 @@ def _polls(stream: BinaryIO) -> bool:
 def _pump(stream: BinaryIO, loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
     """Feed `reader` from a blocking stream until its end (in a daemon thread: it never holds up the exit)."""
     with contextlib.suppress(OSError):  # a read error ends the input like EOF does
-        while chunk := os.read(stream.fileno(), CHUNK):
+        while True:
+            try:
+                chunk = os.read(stream.fileno(), CHUNK)
+            except BlockingIOError:  # a terminal is one open file: stdout's writer made stdin non-blocking too
+                select.select([stream], [], [])
+                continue
+            if not chunk:
+                break
             loop.call_soon_threadsafe(reader.feed_data, chunk)
     with contextlib.suppress(RuntimeError):  # the loop already closed: nobody waits for the end
         loop.call_soon_threadsafe(reader.feed_eof)

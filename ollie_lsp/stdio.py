@@ -76,6 +76,9 @@ class StdinFrames:
                 continue
             try:
                 data = os.read(fd, READ_CHUNK)
+            except BlockingIOError:  # a terminal is one open file: stdout's writer made stdin non-blocking too
+                poller.poll()
+                continue
             except OSError as exc:
                 logger.warning("reading the client's input failed: %s", exc)
                 data = b""

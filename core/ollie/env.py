@@ -35,16 +35,19 @@ def _entries(text: str, *, unread: list[int] | None = None) -> Iterator[tuple[in
 
 def unread_lines_note(known: Collection[str] = ()) -> str:
     """` (line N of <env file> is not KEY=VALUE: not read)` when the env file has such lines, naming too a key that is
-    a misspelling of one of the `known` names (which ollie would never read); else ""."""
+    a misspelling of one of the `known` names (which ollie would never read), or one of them that the environment
+    sets to another value (an editor's or ACP client's `env`, an export: it comes first); else ""."""
     import difflib  # only when a message is being written
 
     unread: list[int] = []
     notes = []  # (lines, what is wrong with them)
-    for number, key, _ in _entries(_env_text(), unread=unread):
+    for number, key, value in _entries(_env_text(), unread=unread):
         close = [] if key in known else [name for name in difflib.get_close_matches(key, known, n=3, cutoff=0.8)
                                           if _kin(key, name)]
         if close:
             notes.append((f"line {number}", f": {key} is not a setting, did you mean {close[0]}?"))
+        elif key in known and os.environ.get(key, value) != value:  # values unsaid: a key's is a secret
+            notes.append((f"line {number}", f": {key} there is not used, the environment sets it and comes first"))
     if unread:
         lines = f"line {unread[0]}" if len(unread) == 1 else f"lines {', '.join(map(str, unread[:5]))}"
         notes.insert(0, (lines, f" {'is' if len(unread) == 1 else 'are'} not KEY=VALUE: not read"))

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import select
 import subprocess
+import time
 
 import acp
 from acp.connection import StreamDirection, StreamEvent
@@ -63,3 +67,27 @@ def test_a_request_whose_id_is_an_object_leaves_the_agent_serving(tmp_path, _pri
                          capture_output=True, timeout=120, env=child_env(), cwd=tmp_path)
     assert out.returncode == 0, out.stderr.decode()[-2000:]
     assert any(a.get("id") == 9 and "result" in a for a in map(json.loads, out.stdout.splitlines())), out.stdout
+
+
+def test_run_in_a_terminal_it_answers_the_lines_typed_until_ctrl_d(tmp_path, _private_dirs):
+    # A new user typed `ollie acp` in a shell to try it: it exited at once, status 0, silent. A terminal is one open
+    # file behind stdin and stdout: the writer made stdout non-blocking, so stdin's read found nothing typed yet
+    # (EAGAIN), taken for the end of the input.
+    master, terminal = pty.openpty()
+    with subprocess.Popen(AGENT_COMMAND, stdin=terminal, stdout=terminal, stderr=subprocess.DEVNULL, env=child_env(),
+                          cwd=tmp_path) as proc:
+        os.close(terminal)
+        shown = b""
+        deadline = time.monotonic() + 60
+        # Each typed once the one before is answered: the agent waits on the keyboard (a read begun before the writer
+        # was made, the first's, or the second's when the first came early, still blocked).
+        for request in (7, 8, 9):
+            typed = {"jsonrpc": "2.0", "id": request, "method": "initialize", "params": {"protocolVersion": 1}}
+            os.write(master, json.dumps(typed).encode() + b"\n")
+            while f'"id":{request},"result"'.encode() not in shown.replace(b" ", b""):  # after the terminal's echo
+                assert time.monotonic() < deadline and proc.poll() is None, (proc.poll(), shown)
+                if select.select([master], [], [], 1)[0]:
+                    shown += os.read(master, 65536)
+        os.write(master, b"\x04")  # Ctrl-D: the end of the input
+        assert proc.wait(timeout=60) == 0
+    os.close(master)

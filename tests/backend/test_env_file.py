@@ -98,11 +98,13 @@ async def test_an_unreachable_url_from_the_file_names_its_line(tmp_path, monkeyp
     async with aclosing(make_backend()) as backend:
         health = await check_backend(backend)
     assert f"or set OLLIE_OLLAMA_URL to where Ollama runs (OLLIE_OLLAMA_URL is set on line 2 of {env_file});" in health.hint
-    # The environment's own URL is the environment's: the file is not named.
+    # The environment's own URL is the environment's: the file's line is named as not used, not as where it is set.
     monkeypatch.setenv("OLLIE_OLLAMA_URL", closed_url())
     async with aclosing(make_backend()) as backend:
         health = await check_backend(backend)
-    assert "OLLIE_OLLAMA_URL to where Ollama runs;" in health.hint and str(env_file) not in health.hint
+    assert "OLLIE_OLLAMA_URL to where Ollama runs;" in health.hint and "is set on line" not in health.hint
+    assert health.hint.endswith(f"(line 2 of {env_file}: OLLIE_OLLAMA_URL there is not used, the environment sets it "
+                                "and comes first)")
     # A hosted API's address that does not answer is the network's (or the URL's) problem, not a server to start.
     from ollie.backend.settings import SPECS, unreachable_hint
     assert unreachable_hint(SPECS["openai"], "https://api.example.com/v1", "m").startswith("check the network, or")

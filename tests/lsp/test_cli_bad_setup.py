@@ -80,10 +80,13 @@ def test_a_misspelt_backend_name_in_the_env_file_is_named_when_the_default_backe
     env_file = _private_dirs / "config" / "ollie" / "env"
     env_file.parent.mkdir(parents=True)
     env_file.write_text("OLLIE_BAKEND=openai\n")  # so the default, Ollama, is tried: nothing listens there
-    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)],
-                     env={"OLLIE_OLLAMA_URL": f"http://127.0.0.1:{free_port()}"})
+    env = {"OLLIE_OLLAMA_URL": f"http://127.0.0.1:{free_port()}"}
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=env)
     assert proc.returncode == 2 and "cannot reach Ollama" in proc.stderr, proc.stderr
     assert f"(line 1 of {env_file}: OLLIE_BAKEND is not a setting, did you mean OLLIE_BACKEND?)" in proc.stderr
+    # doctor says it once: in the unreachable backend's fix, not again on a line of its own.
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert proc.stdout.count("OLLIE_BAKEND is not a setting") == 1 and "FAIL env file" not in proc.stdout, proc.stdout
 
 
 def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):

@@ -54,6 +54,24 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path):
     assert "3 problems found" in proc.stdout
 
 
+def test_doctor_fails_a_sandbox_policy_of_the_users_that_leaves_out_the_project(tmp_path):
+    # A new user put the one grant a sandbox note advised in a sandbox.yaml of her own, which replaces the shipped one
+    # whole: no step could list the project, and doctor said "ok".
+    from ollie import paths
+
+    config, work = tmp_path / "config", tmp_path / "work"
+    config.mkdir()
+    work.mkdir()
+    (config / "sandbox.yaml").write_text("filesystem:\n  rw: [~/notes]\n")
+    proc = run_ollie(["doctor", "--cwd", str(work)], env={"OLLIE_CONFIG_DIR": str(config)})
+    assert lines(proc.stdout, "FAIL sandbox policy") == [
+        f"FAIL sandbox policy: {config / 'sandbox.yaml'} grants nothing of {work}: steps can neither read nor change "
+        f'it -> add "{{CWD}}" to its filesystem.rwx, as the shipped {paths.bundled("sandbox.yaml")} does'], proc.stdout
+    (config / "sandbox.yaml").write_text("filesystem:\n  rw: [~/notes]\n  rwx: ['{CWD}']\n")
+    proc = run_ollie(["doctor", "--cwd", str(work)], env={"OLLIE_CONFIG_DIR": str(config)})
+    assert f"ok   sandbox policy: {config / 'sandbox.yaml'}" in proc.stdout, proc.stdout
+
+
 def test_doctor_names_an_ollie_lsp_installed_off_path_with_the_fix(tmp_path, monkeypatch):
     # `pipx install` put it in ~/.local/bin, its note that this is not on PATH scrolled by: doctor said to install it.
     installed = tmp_path / ".local" / "bin" / "ollie-lsp"

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import pty
 import struct
 import termios
+import tty
 
-from ollie.stdio import INVALID_REQUEST, PARSE_ERROR, open_writer
+from ollie.stdio import INVALID_REQUEST, PARSE_ERROR, PipeWriter, open_writer
 from ollie_lsp.framing import FrameParser, Item, Problem, decode
 from ollie_lsp.stdio import StdinFrames
 from tests.procs import wait_until
@@ -145,3 +147,24 @@ def _read_to_end(fd: int) -> bytes:
         chunks.append(chunk)
     os.close(fd)
     return b"".join(chunks)
+
+
+async def test_frames_typed_in_a_terminal_are_read_whatever_its_writer_made_of_it():
+    # `ollie-lsp` run in a shell exited at once, status 0: a terminal is one open file behind stdin and stdout, the
+    # writer made stdout non-blocking, and stdin's read of nothing typed yet (EAGAIN) was taken for the end of input.
+    master, terminal = pty.openpty()
+    tty.setraw(terminal)  # the bytes as sent: no line editing
+    batches: list[list[Item]] = []
+    serving = asyncio.ensure_future(StdinFrames(os.fdopen(os.dup(terminal), "rb")).run(
+        lambda batch: batches.append(batch) or []))
+    writer = await open_writer(os.fdopen(os.dup(terminal), "wb"))
+    assert isinstance(writer, PipeWriter)  # a terminal's writer is non-blocking
+    for n in range(3):  # each typed once the one before was read: the reader waits on the keyboard
+        os.write(master, frame(b'{"id": %d}' % n))
+        while sum(map(len, batches)) <= n:
+            assert not serving.done(), "the reading ended"
+            await asyncio.sleep(0.01)
+    os.close(master)  # the terminal closed: the end of the input
+    await asyncio.wait_for(serving, 10)
+    await writer.close()
+    os.close(terminal)

@@ -163,6 +163,15 @@ async def test_the_sandbox_note_never_advises_granting_a_secret(ws: Workspace, t
             "live: only if the step needs it and you know what it holds, the user can add") in result.text, result.text
     result = await code(server, f"cat {home / 'notes.txt'}")
     assert "; if the step needs it, the user can add its directory to filesystem.ro" in result.text, result.text
+    # A file in $HOME itself, $HOME's listing: "the user can add its directory to filesystem.rw" (".ro") named a grant
+    # `protect` narrows (read-only; the entries, not the listing), which would not have let the step.
+    for step, said in ((f"echo more >> {home / 'notes.txt'}", f"{home / 'notes.txt'} is in your home directory, which "
+                        "tool code never writes"), (f"ls {home}", f"{home} is your home directory, which tool code "
+                                                    "never lists")):
+        result = await code(server, step)
+        assert f"blocked by ollie's sandbox: {said} whatever the policy says: work in a project folder instead" in \
+            result.text, result.text
+        assert "the user can add" not in result.text and (home / "notes.txt").read_text() == "n"
 
 
 async def test_large_output_is_capped_with_a_note(ws: Workspace) -> None:

@@ -17,7 +17,8 @@ async def test_call_may_narrow_the_session_policy(ws: Workspace):
     from ollie import paths
 
     mine, bundled = paths.config_dir() / "sandbox" / "readonly.yaml", paths.bundled("sandboxes") / "readonly.yaml"
-    assert f"filesystem.rw in {mine} (a copy of {bundled}, which it then replaces)" in result.text, result.text
+    # Copied first: a file holding just the grant would lose the rest of the policy, the project too.
+    assert f"filesystem.rw in {mine} (copy {bundled} there first: it replaces that file whole)" in result.text
     assert not (ws.work / "made.txt").exists()
     assert not (await code(server, "echo hi > made.txt")).is_error
     assert (ws.work / "made.txt").read_text() == "hi\n"

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, provider_name, spec_for
+from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, env_file_note, provider_name, spec_for
 
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
@@ -65,16 +65,6 @@ def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, s
             raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_hint(url, env)}"
                                      + env_file_note())
     return spec, url, keyed
-
-
-def env_file_note() -> str:
-    """What the env file has that ollie does not read (a line not KEY=VALUE, a misspelt backend setting), for a
-    message about the backend's setup; "" when nothing."""
-    from ollie.env import unread_lines_note
-
-    names = {"OLLIE_BACKEND", "OLLIE_MODEL", "OLLIE_COMPLETION_MODEL"}
-    return unread_lines_note(names | {name for spec in SPECS.values()
-                                      for name in (spec.url_var, spec.key_var, spec.vendor_key_var) if name})
 
 
 def _said_where(exc: BackendConfigError, variable: str, env: Mapping[str, str]) -> BackendConfigError:

@@ -133,9 +133,20 @@ def said_name(spec: BackendSpec, url: str, name: str) -> str:
     return name
 
 
+def env_file_note() -> str:
+    """What the env file has that ollie does not use (a line not KEY=VALUE, a misspelt backend setting, one the
+    environment overrides), for a message about the backend's setup; "" when nothing."""
+    from ollie.env import unread_lines_note
+
+    names = {"OLLIE_BACKEND", "OLLIE_MODEL", "OLLIE_COMPLETION_MODEL"}
+    return unread_lines_note(names | {name for spec in SPECS.values()
+                                      for name in (spec.url_var, spec.key_var, spec.vendor_key_var) if name})
+
+
 def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
     """What to do when a backend of `spec` at `url` cannot be reached (connection refused, unknown host, bad URL);
-    it names the env file's line when the URL came from there (the environment sets none)."""
+    it names the env file's line when the URL came from there (the environment sets none), and what the env file has
+    that is not used (`env_file_note`: an editor's `env` setting OLLIE_BACKEND=ollama over the file's anthropic)."""
     from ollie.env import where_set
 
     # The URL as checked_url and the backend keep it: stripped, without its trailing slash.
@@ -143,11 +154,12 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
     if spec.wire == "ollama":
         return (f"start Ollama (`ollama serve`) and pull the model (`ollama pull {model}`); "
                 f"or set {spec.url_var} to where Ollama runs{f' ({where})' if where else ''}; or use a hosted API: "
-                "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)")
+                "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)"
+                + env_file_note())
     now = f"now {shown_url(url)}{f'; {where}' if where else ''}"
     # A server on this machine or its network that does not answer is most often one not started yet.
     first = "start the server there" if provider_name(spec, url) == "local" else "check the network"
-    return f"{first}, or set {spec.url_var} to the API's URL ({now})"
+    return f"{first}, or set {spec.url_var} to the API's URL ({now}){env_file_note()}"
 
 
 def refused_key_hint(spec: BackendSpec, url: str) -> str:

@@ -85,14 +85,19 @@ def check_landlock() -> Check:
 
 
 def check_sandbox_policy(cwd: Path) -> Check:
-    """The default sandbox policy parses."""
+    """The default sandbox policy parses, and lets steps read the project."""
     from ollie.sandbox.policy import load_policy, policy_file
 
     try:
-        load_policy("default", cwd=cwd)
+        policy = load_policy("default", cwd=cwd)
     except (OllieError, OSError, ValueError) as exc:
         return Check("sandbox policy", False, str(exc), "fix the file it names (or remove it to use the default)")
-    return Check("sandbox policy", True, str(policy_file("default")))
+    source = policy_file("default")
+    # A file of the user's replaces the shipped one whole: one holding just the grant a note advised loses the project.
+    if not any(cwd.is_relative_to(root) for root in policy.readable()):
+        return Check("sandbox policy", False, f"{source} grants nothing of {cwd}: steps can neither read nor change it",
+                     f'add "{{CWD}}" to its filesystem.rwx, as the shipped {paths.bundled("sandbox.yaml")} does')
+    return Check("sandbox policy", True, str(source))
 
 
 def check_mcp_servers(cwd: Path) -> Check:
@@ -186,8 +191,11 @@ async def run_checks(*, backend: str | None = None, model: str | None = None, cw
     """Every check, in the order a first run needs them."""
     env = environment()
     checks = await check_backend_setup(env, backend, model)
-    if note := env_file_note():  # a line not read, a misspelt name: what the other checks found may come from it
-        checks.insert(0, Check("env file", False, note.strip(" ()"), "fix those lines"))
+    # A line not read, a misspelt name, one the environment overrides: what the other checks found may come from it
+    # (said once: an unreachable backend's fix says it too).
+    if (note := env_file_note()) and not any(note in check.fix for check in checks):
+        checks.insert(0, Check("env file", False, note.strip(" ()"), "fix those lines, or unset the variables the "
+                                                                     "environment sets over them"))
     checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()),
                check_mcp_servers((cwd or Path.cwd()).resolve()), check_sessions_dir(),
                await asyncio.to_thread(check_store, env), check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]

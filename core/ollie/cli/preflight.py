@@ -6,7 +6,7 @@ import socket
 from urllib.parse import urlsplit
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.registry import configured, env_file_note, environment
+from ollie.backend.registry import configured, environment
 from ollie.backend.settings import unreachable_hint
 from ollie.backend.urls import shown_url
 
@@ -34,4 +34,4 @@ def backend_problem(backend: str | None = None, *, model: str | None = None, tim
         return None
     hint = unreachable_hint(spec, url, model or env.get("OLLIE_MODEL") or spec.default_model)
     what = "Ollama" if spec.wire == "ollama" else f"the {spec.name} API"
-    return f"cannot reach {what} at {shown_url(url)}: {hint}{env_file_note()}"
+    return f"cannot reach {what} at {shown_url(url)}: {hint}"

@@ -52,6 +52,12 @@ def outside_note(policy: Policy, path: str, *, execute: bool = False, write: boo
     if _kept(real):
         return (f"blocked by ollie's sandbox: {shown} is kept from tool code whatever the policy says (keys, "
                 "credentials, ollie's own config and sessions)")
+    # `protect` narrows a grant of $HOME or above (read-only; its entries, not its listing): no advice to add one.
+    home, place = Path(os.path.realpath(Path.home())), real.parent if write else real
+    if home.is_relative_to(place):
+        what = "your home directory" if place == home else f"{place}, which holds your home directory"
+        return (f"blocked by ollie's sandbox: {shown} is {'in ' if write else ''}{what}, which tool code never "
+                f"{'writes' if write else 'lists'} whatever the policy says: work in a project folder instead")
     kind = "filesystem.rw" if write else "filesystem.rox" if execute or runs else "filesystem.ro"
     allowed = "writable" if write else "allowed"
     hidden = _hidden_in_home(real)
@@ -90,7 +96,7 @@ def _editable(policy: Policy) -> str:
     if source.is_relative_to(paths.config_dir()) or not source.is_relative_to(paths.bundled("sandbox.yaml").parent):
         return str(source)
     mine = paths.config_dir() / ("sandbox.yaml" if policy.name == "default" else f"sandbox/{policy.name}.yaml")
-    return f"{mine} (a copy of {source}, which it then replaces)"
+    return f"{mine} (copy {source} there first: it replaces that file whole)"
 
 
 # Well-known local services that give whoever reaches them the machine (or a cluster): never advised as a port to allow.
