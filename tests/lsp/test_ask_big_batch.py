@@ -149,3 +149,23 @@ async def test_a_batch_question_shows_each_call_on_one_line_and_a_bidi_override_
     lines = questions[0]["step"]["code"].split("\n")
     assert [line.split()[:2] for line in lines] == [["file_edit", f"f{i}.txt"] for i in range(len(calls))], lines
     assert lines[-1] == "file_edit f5.txt old 'new\\u202e txt.enif\\nfile_edit f9.txt old fine'"
+
+
+async def test_a_batch_previews_a_files_second_edit_on_what_its_first_leaves(shared_daemon, llm):
+    """Each edit of a batch was previewed on the file as it was before the batch: the second of two edits of one file
+    showed the change it would make there (`log = 'off'`), not the one it makes once the first has run
+    (`auth = 'off'`), and an edit whose text is found twice was shown done (it fails: the batch stops there)."""
+    calls = edits(TOGETHER_PAST + 1, "new")["calls"]
+    calls[:3] = [{"tool": "file_write", "args": ["app.py", "log = 'verbose'\nauth = 'on'\n"]},
+                 {"tool": "file_edit", "args": ["./app.py", "'on'", "'off'"]},
+                 {"tool": "file_edit", "args": ["app.py", "'", '"']}]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "app.py").write_text("log = 'on'\n")
+    questions = answer_cards(daemon, "allow_once")
+    assert await submit(daemon, "edit") == "done"
+    # One diff of the file: what the batch does to it (two of one path: VS Code's "Open diff" opened the first's).
+    (diff,) = questions[0]["step"]["diffs"]
+    assert diff == {"path": "app.py", "oldText": "log = 'on'\n", "newText": "log = 'verbose'\nauth = 'off'\n"}
+    assert (daemon.workspace / "app.py").read_text() == diff["newText"]
+    assert questions[0]["step"]["diffsMore"] == 4  # the edit found twice; f3, f4 and f5 (no such files)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import re
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
@@ -467,9 +468,10 @@ def _judged(step: CodeStep) -> str:
     return step.code if step.language.name == "bash" else step.language.name
 
 
-async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
-                     documents: EditorDocuments | None) -> StepQuestion:
-    """The question with a diff preview when the new text can be known before running (file_write, file_edit)."""
+async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path, documents: EditorDocuments | None,
+                     batch: dict[str, Diff | None] | None = None) -> StepQuestion:
+    """The question with a diff preview when the new text can be known before running (file_write, file_edit);
+    `batch`: the last preview of each file its batch's earlier edits changed (None: not known), which this one edits."""
     if script is None or script.tool not in ("file_write", "file_edit"):
         return q
     try:
@@ -478,8 +480,14 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
         return q
     if not beneath.inside(cwd, call.path):
         return q  # the daemon reads nothing outside the workspace, not even for a preview
-    old = await _editor_text(documents, cwd / call.path)
-    if old is None:
+    # A batch's second edit of a file edits what its first left, not the disk's text (which showed another change).
+    key, batch = os.path.normpath(cwd / call.path), {} if batch is None else batch
+    seen, earlier = key in batch, batch.get(key)
+    batch[key] = None  # until this preview is made
+    if seen and earlier is None:
+        return q  # an earlier edit of it has no preview: what this one edits is not known
+    old = earlier.new_text if earlier is not None else await _editor_text(documents, cwd / call.path)
+    if old is None and earlier is None:
         try:
             old = await _read_small(cwd, call.path)
         except (OSError, UnicodeDecodeError):
@@ -489,32 +497,34 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
             return q  # the text comes on stdin: not known here
         new = call.content or ""
     else:
-        if old is None or not call.old or call.old not in old:
-            return q
+        if old is None or not call.old or old.count(call.old) != 1 and not (call.all and call.old in old):
+            return q  # it fails: not found, or found twice without `--all`
         # The result's size before it is made (here, unsandboxed, on the loop): `--all` of one character made 5 GB.
         grows = (old.count(call.old) if call.all else 1) * (len(call.new or "") - len(call.old))
         if len(old) + grows > DIFF_PREVIEW_MAX_BYTES:
             return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
-    return attrs.evolve(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
+    batch[key] = Diff(q.locations[0].path if q.locations else call.path, old, new)
+    return attrs.evolve(q, diff=batch[key])
 
 
 async def _with_diffs(q: StepQuestion, parts: list[_Plan], cwd: Path, documents: EditorDocuments | None) -> StepQuestion:
     """A batch's question with previews of its first BATCH_DIFFS file edits and writes, as one's (`_with_diff`), up to
-    the first whose texts pass what is left of BATCH_DIFF_BYTES (a 256-edit batch of big files is read no further);
-    `diffs_more` counts its edits left without one."""
+    the first whose texts pass what is left of BATCH_DIFF_BYTES (a 256-edit batch of big files is read no further), one
+    a file (what its edits of it do, each on what the one before left); `diffs_more` counts its edits left without one."""
     edits = [p for p in parts if p.script is not None and p.script.tool in ("file_write", "file_edit")]
-    diffs: list[Diff] = []
-    room = BATCH_DIFF_BYTES
+    shown: dict[str, Diff] = {}
+    previewed, batch = 0, dict[str, Diff | None]()
     for part in edits[:BATCH_DIFFS]:
-        diff = (await _with_diff(part.question, part.script, cwd, documents)).diff
-        size = 0 if diff is None else len(diff.old_text or "") + len(diff.new_text or "")
-        if size > room:
+        diff = (await _with_diff(part.question, part.script, cwd, documents, batch)).diff
+        if diff is None:
+            continue
+        if (first := shown.get(diff.path)) is not None:  # one diff a file: what the batch's edits of it do together
+            diff = Diff(diff.path, first.old_text, diff.new_text)
+        if sum(len(d.old_text or "") + len(d.new_text or "") for d in {**shown, diff.path: diff}.values()) > BATCH_DIFF_BYTES:
             break
-        if diff is not None:
-            diffs.append(diff)
-            room -= size
-    return attrs.evolve(q, diffs=tuple(diffs), diffs_more=len(edits) - len(diffs))
+        shown[diff.path], previewed = diff, previewed + 1
+    return attrs.evolve(q, diffs=tuple(shown.values()), diffs_more=len(edits) - previewed)
 
 
 async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | None:
