@@ -23,7 +23,7 @@ from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
 from ollie.paths import session_dir, sessions_dir
 from ollie.sessions.types import ListOptions
-from ollie.tools.documents import plain_path_beneath
+from ollie.tools.documents import plain_path_beneath, while_no_step_writes
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
 from ollie_lsp import heldimages
@@ -472,8 +472,11 @@ async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
         doc = None  # its text came through a link (a key a step linked in): undone on disk, never saved from it
 
     async def apply(change: FileChange, text: str) -> str | None:
-        assert doc is not None
-        result = await ls.documents.apply_edit(doc, text, doc.version or 0, label="ollie: undo")
+        open_doc = doc
+        assert open_doc is not None and target is not None
+        # As an agent's edit: the editor's save follows a link, so no step may put one there until it has saved.
+        result = await while_no_step_writes(core.cwd, target, lambda _: ls.documents.apply_edit(
+            open_doc, text, open_doc.version or 0, label="ollie: undo"))
         return (result.formatted or text) if result.status == "applied" else None
 
     with _review_errors():

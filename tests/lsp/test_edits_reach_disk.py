@@ -285,3 +285,25 @@ async def test_what_a_format_on_save_changed_is_the_agent_s_edit_not_a_change_un
         else:
             assert (await daemon.request(review, {"path": "calc.py", "hunk": 0}))["inEditor"]
         assert editor.texts[calc.as_uri()] == CALC and calc.read_text() == CALC, review
+
+
+async def test_an_undo_in_an_open_buffer_waits_for_another_session_s_step_that_may_write_it(start_daemon, llm, tmp_path):
+    """The undo's save, as an agent edit's, follows a link the editor finds at the name: no step that may write the
+    file runs until it has saved (it was sent at once, while another session's step could swap a link in)."""
+    llm.script(Reply.file_edit("notes.txt", "old", "new"), Reply.text("edited"),
+               run("touch started; while [ ! -e done ]; do sleep 0.05; done"), Reply.text("done"))
+    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    ws = daemon.workspace
+    (ws / "notes.txt").write_text("old\n")
+    editor = SavingEditor(daemon)
+    editor.open(ws / "notes.txt", "old\n")
+    assert await submit(daemon, "edit notes.txt") == "edited" and (ws / "notes.txt").read_text() == "new\n"
+    other = (await daemon.request("ollie/session/new", {}))["session"]
+    stepping = asyncio.ensure_future(daemon.request("ollie/submit", {"session": other, "text": "run"}, timeout=60))
+    await eventually(lambda: (ws / "started").exists(), "the other session's step started")
+    undoing = asyncio.ensure_future(daemon.request("ollie/review/undo", {"path": "notes.txt", "hunk": 0}, timeout=60))
+    await asyncio.wait([undoing], timeout=1.0)  # long enough for an undo that does not wait to be done
+    assert not undoing.done() and editor.texts[(ws / "notes.txt").as_uri()] == "new\n" and not editor.saves[1:]
+    (ws / "done").touch()  # the step ends
+    assert (await undoing)["inEditor"] and (await stepping)["reply"] == "done"
+    assert editor.texts[(ws / "notes.txt").as_uri()] == "old\n" and (ws / "notes.txt").read_text() == "old\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -90,16 +90,22 @@ class RootedDocuments:
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
         """Apply through the editor once no step that may write there runs (EDIT_WAIT_S at most); refused outside
         the root."""
-        target = await plain_path_beneath(self._root(), path)
-        if target is None:
-            return ApplyResult("refused", f"{path} is outside the workspace or behind a symlink")
-        # The editor writes the file by its name and follows a link (Neovim's `:write`, VS Code's save, an ACP client's
-        # fs/write_text_file): no step may swap one in until it has (`writers.quiet`), the path checked again inside.
-        from ollie.sandbox import writers  # (with the first edit, not the daemon's start)
+        return await while_no_step_writes(self._root(), path, lambda target: self.inner.apply(target, new_text, version))
 
-        async with writers.quiet(target, wait_s=EDIT_WAIT_S) as quiet:
-            if not quiet:
-                return ApplyResult("refused", busy(writers.holder(target)))
-            if await plain_path_beneath(self._root(), target) != target:
-                return ApplyResult("refused", f"{path} became a symlink or left the workspace")
-            return await self.inner.apply(target, new_text, version)
+
+async def while_no_step_writes(root: Path, path: Path, write: Callable[[Path], Awaitable[ApplyResult]]) -> ApplyResult:
+    """`write(target)` (an editor's write of `path` beneath `root`) once no step that may write it runs (EDIT_WAIT_S at
+    most) and it is still beneath `root` with no symlink; refused otherwise."""
+    target = await plain_path_beneath(root, path)
+    if target is None:
+        return ApplyResult("refused", f"{path} is outside the workspace or behind a symlink")
+    # The editor writes the file by its name and follows a link (Neovim's `:write`, VS Code's save, an ACP client's
+    # fs/write_text_file): no step may swap one in until it has (`writers.quiet`), the path checked again inside.
+    from ollie.sandbox import writers  # (with the first edit, not the daemon's start)
+
+    async with writers.quiet(target, wait_s=EDIT_WAIT_S) as quiet:
+        if not quiet:
+            return ApplyResult("refused", busy(writers.holder(target)))
+        if await plain_path_beneath(root, target) != target:
+            return ApplyResult("refused", f"{path} became a symlink or left the workspace")
+        return await write(target)
