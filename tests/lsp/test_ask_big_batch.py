@@ -149,3 +149,26 @@ async def test_a_batch_question_shows_each_call_on_one_line_and_a_bidi_override_
     lines = questions[0]["step"]["code"].split("\n")
     assert [line.split()[:2] for line in lines] == [["file_edit", f"f{i}.txt"] for i in range(len(calls))], lines
     assert lines[-1] == "file_edit f5.txt old 'new\\u202e txt.enif\\nfile_edit f9.txt old fine'"
+
+
+async def test_a_batch_previews_a_second_edit_of_a_file_against_what_the_first_leaves(shared_daemon, llm):
+    # Its second edit's old text is the first's new one: previewed against the disk, it had no preview.
+    calls = [{"tool": "file_edit", "args": ["a.txt", "one", "two"]},
+             {"tool": "file_edit", "args": ["a.txt", "two", "three"]},
+             {"tool": "file_write", "args": ["new.txt", "x\n"]}, {"tool": "file_edit", "args": ["new.txt", "x", "y"]},
+             *({"tool": "file_edit", "args": [f"f{i}.txt", "old", "new"]} for i in range(TOGETHER_PAST - 3))]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("asked"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    for i in range(TOGETHER_PAST - 3):
+        (daemon.workspace / f"f{i}.txt").write_text("old\n")
+    (daemon.workspace / "a.txt").write_text("one\n")
+    questions = answer_cards(daemon, "allow_once")
+    assert await submit(daemon, "edit") == "asked"
+    (question,) = questions
+    assert question["step"]["diffs"][:4] == [
+        {"path": "a.txt", "oldText": "one\n", "newText": "two\n"},
+        {"path": "a.txt", "oldText": "two\n", "newText": "three\n"},
+        {"path": "new.txt", "oldText": None, "newText": "x\n"}, {"path": "new.txt", "oldText": "x\n", "newText": "y\n"}]
+    assert "diffsMore" not in question["step"]
+    # As the executor ran them, in order.
+    assert (daemon.workspace / "a.txt").read_text() == "three\n" and (daemon.workspace / "new.txt").read_text() == "y\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import re
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
@@ -467,9 +468,11 @@ def _judged(step: CodeStep) -> str:
     return step.code if step.language.name == "bash" else step.language.name
 
 
-async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
-                     documents: EditorDocuments | None) -> StepQuestion:
-    """The question with a diff preview when the new text can be known before running (file_write, file_edit)."""
+async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path, documents: EditorDocuments | None,
+                     left: dict[Path, str | None] | None = None) -> StepQuestion:
+    """The question with a diff preview when the new text can be known before running (file_write, file_edit); `left`:
+    the texts a batch's earlier edits leave, by file (None: not known), which this edit's preview starts from and
+    updates (its second edit of a file previewed against the disk showed the wrong diff, or none)."""
     if script is None or script.tool not in ("file_write", "file_edit"):
         return q
     try:
@@ -478,12 +481,18 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
         return q
     if not beneath.inside(cwd, call.path):
         return q  # the daemon reads nothing outside the workspace, not even for a preview
-    old = await _editor_text(documents, cwd / call.path)
-    if old is None:
+    key = Path(os.path.normpath(cwd / call.path))
+    if left is not None and key in left:
+        old = left[key]
+        if old is None:
+            return q  # an earlier edit of it left a text not known here
+    elif (old := await _editor_text(documents, cwd / call.path)) is None:
         try:
             old = await _read_small(cwd, call.path)
         except (OSError, UnicodeDecodeError):
             return q  # there, but too big, binary or no regular file: no preview, never one of a new file
+    if left is not None:  # the executor runs them in order: the next edit of the file edits what this one leaves
+        left[key] = None  # (not known unless previewed)
     if call.tool == "file_write":
         if call.content == "-":
             return q  # the text comes on stdin: not known here
@@ -496,6 +505,8 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path,
         if len(old) + grows > DIFF_PREVIEW_MAX_BYTES:
             return q
         new = old.replace(call.old, call.new or "", -1 if call.all else 1)
+    if left is not None:
+        left[key] = new
     return attrs.evolve(q, diff=Diff(q.locations[0].path if q.locations else call.path, old, new))
 
 
@@ -506,8 +517,9 @@ async def _with_diffs(q: StepQuestion, parts: list[_Plan], cwd: Path, documents:
     edits = [p for p in parts if p.script is not None and p.script.tool in ("file_write", "file_edit")]
     diffs: list[Diff] = []
     room = BATCH_DIFF_BYTES
+    left: dict[Path, str | None] = {}
     for part in edits[:BATCH_DIFFS]:
-        diff = (await _with_diff(part.question, part.script, cwd, documents)).diff
+        diff = (await _with_diff(part.question, part.script, cwd, documents, left)).diff
         size = 0 if diff is None else len(diff.old_text or "") + len(diff.new_text or "")
         if size > room:
             break
