@@ -107,7 +107,8 @@ function M.preview_lines(params)
       and require("ollie.editor_tools").buffer_of(vim.fn.fnamemodify(d.path, ":p"))
     if buf and vim.bo[buf].modified then
       noted[d.path] = true
-      table.insert(lines, ("  %s has your unsaved changes: allowing saves them with the edit"):format(M.shown_path(d.path)))
+      local note = "  %s has your unsaved changes: allowing saves them with the edit"
+      table.insert(lines, note:format(M.shown_path(d.path)))
     end
   end
   local outside = type(step.outside) == "table" and step.outside or {}
