@@ -78,8 +78,8 @@ export type ChatItem =
       /** Set once answered (or `cancelled` when the daemon withdrew the question). */
       outcome?: string;
       /** The files the step edits (a batch's, each it previews), open in the editor with the user's unsaved changes as
-       * it was asked (a string: one, shown by an earlier version). */
-      unsaved?: string[] | string;
+       * it was asked. */
+      unsaved?: string[];
       feedback?: string;
     }
   | {

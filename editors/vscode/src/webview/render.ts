@@ -256,7 +256,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     return;
   }
   if (item.unsaved?.length) {
-    node.append(el("div", "permission-note unsaved", unsavedLine(([] as string[]).concat(item.unsaved))));
+    node.append(el("div", "permission-note unsaved", unsavedLine(item.unsaved)));
   }
   if (item.always) node.append(elWithCode("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
     : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));
