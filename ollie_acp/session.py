@@ -128,6 +128,11 @@ class AcpSession:
         # The model's controls and bidi overrides as escapes (a client obeys a U+202E: what is read would not run).
         note = ("runs outside the sandbox:\n" + escaped("\n\n".join(question.outside)) if question.outside
                 else f"(\"always\" covers {question.always_text()})" if "allow_always" in question.outcomes() else "")
+        # A file named with a control or bidi override: a client draws its location (which opens it) as it is, so the
+        # card's text names it with escapes (unless its title does: a batch's names its first step's file alone).
+        if odd := [shown for loc in question.locations
+                   if (shown := escaped(loc.path, keep="")) != loc.path and shown not in question.title]:
+            note += f"\n(files named with controls or bidi overrides, shown escaped: {', '.join(odd)})"
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
             tool_content(text_block(f"{question.title}\n" + (f"{escaped(question.code)}\n" if question.code else "") + note))]
         if question.diffs_more:  # a batch's edits past its previews: the user knows what they were not shown

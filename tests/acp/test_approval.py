@@ -287,6 +287,25 @@ async def test_a_question_shows_a_bidi_override_in_its_code_as_an_escape(shared_
     assert len(texts) == 2 and all("\u202e" not in text and "# \\u202e; rm" in text for text in texts), texts
 
 
+async def test_a_question_names_a_file_with_a_bidi_override_escaped_its_location_the_real_path(shared_agent, llm) -> None:
+    # A batch's card names its first file; its files are its locations, which a client draws as they are:
+    # `x\u202eyp.txt` read as `xtxt.py`.
+    names = [f"f{n}.txt" for n in range(5)] + ["x\u202eyp.txt"]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [n, "one", "two"]}
+                                                         for n in names]})), Reply.text("left"))
+    agent = await shared_agent(approval="ask")
+    for n in names:
+        (agent.workspace / n).write_text("one\n")
+    sid = await agent.new()
+    agent.client.permission_answers = ["reject_once"]
+    await agent.prompt(sid, "edit")
+    ((asked, _),) = agent.client.permission_requests
+    [text] = [c.content.text for c in asked.content if c.type == "content" and "bidi" in c.content.text]
+    assert text.endswith("\n(files named with controls or bidi overrides, shown escaped: x\\u202eyp.txt)"), text
+    assert "\u202e" not in text, text
+    assert [loc.path for loc in asked.locations] == [str(agent.workspace / n) for n in names]  # what each opens
+
+
 async def test_an_elevation_alone_is_asked_as_the_question_that_covers_one_under_ask(shared_agent, llm) -> None:
     # Under `auto` the elevation was asked its own way (the bare code, no title); now as the step question is.
     code = "echo out > elevated.txt"

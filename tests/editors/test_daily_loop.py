@@ -150,7 +150,8 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
       notes.txt, with the user's unsaved line, stays unsaved. Under `ask` each allowed edit's diff shows once, and a
       program's approval question shows its code whole (it showed the first line), a long line wrapped in the card
       (its end was cut at the card's edge); a batch of 12 edits is one question showing each call (it was twelve)
-      and each edit's diff, the 12th's opened from its row (it showed no diff).
+      and each edit's diff, the 12th's opened from its row (it showed no diff), and says n0.py holds the user's unsaved
+      line (it said nothing of it; one edit's question does).
       Screenshots: daily-loop, allowed-diff-once, program-question, batch-question."""
     output = run_e2e("agentedits.mjs")
     for scenario, said in (
@@ -166,7 +167,8 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
         ("dailyloop", "edit then test: calc.py was edited in its buffer and saved"),
         ("dailyloop", "each allowed edit's diff is shown once"),
         ("dailyloop", "a program's question showed its code whole"),
-        ("dailyloop", "a batch of 12 edits was one question listing each call and diff; Allow once ran them all"),
+        ("dailyloop", "a batch of 12 edits was one question listing each call and diff and the unsaved file; Allow once "
+                      "ran them all"),
     ):
         assert said in output, f"scenario {scenario}: {said!r} not said\n{output[-3000:]}"
 

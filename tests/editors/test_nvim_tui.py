@@ -1619,3 +1619,28 @@ def test_a_batch_question_draws_each_call_on_its_own_line_and_a_bidi_override_as
         assert all((tmp_path / "ws" / name).read_text().endswith("a - b\n") for name in names)
     finally:
         tmux.close()
+
+
+def test_a_batch_question_says_a_file_has_unsaved_changes_and_draws_a_bidi_override_in_a_path_as_an_escape(
+        tmp_path: Path, scripted_llm):
+    # A batch's edit of her open m0.py, which held her unsaved line, said nothing of it (one edit's question does), and
+    # a file named with a U+202E was drawn as it is in the question's file list (the terminal reorders the line).
+    srv = scripted_llm("openai")
+    names = [f"m{i}.py" for i in range(5)] + ["x\u202eyp.py"]
+    calls = [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]
+    srv.script(Reply(tool_calls=[("call_tool", {"calls": calls})]), Reply.text("Left them."))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names})
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys("G", "o", "# mine", "Escape")
+        tmux.keys(":Ollie fix them", "Enter")
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "m4.py" in s, "the question"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (1200, 560))
+        assert "m0.py has your unsaved changes: allowing saves them with the edit" in asked, asked
+        assert "at x\\u202eyp.py" in asked and "\u202e" not in asked, asked
+        tmux.keys(choice(asked, "Reject"), "Enter")
+        tmux.wait(lambda s: "Left them." in s and "(end)" in s, "the turn to end")
+        assert all((tmp_path / "ws" / name).read_text() == "def f(a, b):\n    return a - b\n" for name in names)
+    finally:
+        tmux.close()

@@ -500,7 +500,7 @@ def test_ollie_p_cannot_ask_so_it_says_how_and_approval_auto_runs_it(llm, tmp_pa
     assert proc.returncode == 7, (proc.returncode, proc.stderr)
     assert (tmp_path / "a.txt").read_text() == "one\n"
     # The step's result names the mode stderr names (it said `--approval auto`, which runs commands unasked too).
-    assert "`ollie -p --approval auto-edit`" in proc.stdout
+    assert "`ollie -p --approval auto-edit`" in proc.stderr and proc.stdout == "could not\n"
     assert "`ollie -p --approval auto-edit`" in last_tool_result(llm)
     # What was not run and how to allow it, on stderr after the answer: one line per refused step.
     assert proc.stderr.splitlines()[-1] == ("ollie: not run, nobody could approve it (-p cannot ask): Edit a.txt; "

@@ -169,3 +169,24 @@ async def test_a_batch_previews_a_files_second_edit_on_what_its_first_leaves(sha
     assert diff == {"path": "app.py", "oldText": "log = 'on'\n", "newText": "log = 'verbose'\nauth = 'off'\n"}
     assert (daemon.workspace / "app.py").read_text() == diff["newText"]
     assert questions[0]["step"]["diffsMore"] == 4  # the edit found twice; f3, f4 and f5 (no such files)
+
+
+async def test_a_batch_previews_a_second_edit_of_a_file_against_what_the_first_leaves(shared_daemon, llm):
+    # Its second edit's old text is the first's new one: previewed against the disk, it had no preview.
+    calls = [{"tool": "file_edit", "args": ["a.txt", "one", "two"]},
+             {"tool": "file_edit", "args": ["a.txt", "two", "three"]},
+             {"tool": "file_write", "args": ["new.txt", "x\n"]}, {"tool": "file_edit", "args": ["new.txt", "x", "y"]},
+             *({"tool": "file_edit", "args": [f"f{i}.txt", "old", "new"]} for i in range(TOGETHER_PAST - 3))]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("asked"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    for i in range(TOGETHER_PAST - 3):
+        (daemon.workspace / f"f{i}.txt").write_text("old\n")
+    (daemon.workspace / "a.txt").write_text("one\n")
+    questions = answer_cards(daemon, "allow_once")
+    assert await submit(daemon, "edit") == "asked"
+    (question,) = questions
+    assert question["step"]["diffs"][:2] == [  # one a file: what its edits do together
+        {"path": "a.txt", "oldText": "one\n", "newText": "three\n"}, {"path": "new.txt", "oldText": None, "newText": "y\n"}]
+    assert "diffsMore" not in question["step"]
+    # As the executor ran them, in order.
+    assert (daemon.workspace / "a.txt").read_text() == "three\n" and (daemon.workspace / "new.txt").read_text() == "y\n"

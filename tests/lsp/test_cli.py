@@ -39,7 +39,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_one_turn_with_p_streams_the_tool_call_and_answer(llm, tmp_path):
+def test_one_turn_with_p_writes_the_answer_alone_on_stdout_its_steps_on_stderr(llm, tmp_path):
+    # `git diff | ollie -p "review" > review.md`: each step line and its result went to stdout, into the file.
     (tmp_path / "notes.txt").write_text("the secret is 7\n")
     llm.script(
         Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_read", "args": ["notes.txt"]}]})]),
@@ -47,10 +48,10 @@ def test_one_turn_with_p_streams_the_tool_call_and_answer(llm, tmp_path):
     )
     proc = run_ollie(["-p", "what is the secret?", "--cwd", str(tmp_path)], env=llm.env())
     assert proc.returncode == 0, proc.stderr
-    # A step as a line a person reads, its result's first lines under it; the session id on stderr only.
-    assert proc.stdout.startswith("▸ Read notes.txt\n  [call 1 file_read] exit 0\n       1\tthe secret is 7\n")
-    assert proc.stdout.rstrip().endswith("The secret is 7.")
-    assert re.fullmatch(r"ollie: session \d+-[0-9a-f]{6}\n", proc.stderr), proc.stderr
+    assert proc.stdout == "The secret is 7.\n", proc.stdout
+    # A step as a line a person reads, its result's first lines under it, after the session id.
+    assert re.fullmatch(r"ollie: session \d+-[0-9a-f]{6}\n▸ Read notes.txt\n  \[call 1 file_read\] exit 0\n       1\t"
+                        r"the secret is 7\n", proc.stderr), proc.stderr
     assert llm.chat_requests[0].body["messages"][-1]["content"] == "what is the secret?"
 
 
@@ -485,5 +486,6 @@ def test_an_image_a_tool_returns_is_named_under_its_step(scripted_llm, tmp_path)
     proc = run_ollie(["-p", "what is on the screen?", "--cwd", str(tmp_path)], env=srv.env())
     assert proc.returncode == 0, proc.stderr
     [(mime, shot)] = srv.images(srv.chat_requests[1])  # the model was shown it
-    assert proc.stdout.startswith("▸ t: screenshot\n  the screen, 3x2\n"), proc.stdout
-    assert f"\n  [image: {mime}, {max(1, round(len(shot) / 1024))} KB]\nIt is red." in proc.stdout, proc.stdout
+    assert proc.stdout == "It is red.\n", proc.stdout  # its steps on stderr
+    assert "\n▸ t: screenshot\n  the screen, 3x2\n" in proc.stderr, proc.stderr
+    assert proc.stderr.endswith(f"\n  [image: {mime}, {max(1, round(len(shot) / 1024))} KB]\n"), proc.stderr

@@ -449,7 +449,7 @@ def test_the_terminal_runs_mcp_tools_as_steps_and_says_what_it_waits_for_on_stde
         (state_dir(_private_dirs, "t") / "open").touch()  # its start goes on: the prompt with it
         out, err = proc.communicate(timeout=120)
     assert said and proc.returncode == 0, err
-    assert out == "▸ t: add\n  42\nit is 42\n", out
+    assert out == "it is 42\n" and "▸ t: add\n  42\n" in err, (out, err)
 
 
 async def test_an_agent_config_adds_and_narrows_servers(start_daemon, llm, _private_dirs):
@@ -589,8 +589,8 @@ def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_
     llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(ws / "hello.txt")})), Reply.text("read it"))
     proc = run_ollie(["-p", "read hello", "--cwd", str(ws)], env=llm.env(), timeout=150)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("▸ fs: read_text_file"), proc.stdout
-    assert "hello from the workspace" in proc.stdout and proc.stdout.rstrip().endswith("read it")
+    assert proc.stdout == "read it\n" and "▸ fs: read_text_file" in proc.stderr, (proc.stdout, proc.stderr)
+    assert "hello from the workspace" in proc.stderr
 
 
 async def _rejected_questions(start_daemon, llm, ws: Path, servers: dict) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -52,11 +51,13 @@ def run_demo() -> int:
                 env[var] = str(root / var.lower())
             env.update(srv.env())
             print(f"== ollie demo: {LABEL} ==\nworkspace {workspace}\n\nyou> {PROMPT}\n", flush=True)
+            # Its steps (on stderr) and answer (on stdout) as one transcript, in the order they came.
             ran = subprocess.run([*PYTHON_M, "ollie.cli", "-p", PROMPT, "--cwd", str(workspace)], env=env,
-                                 timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 timeout=TIMEOUT_S, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
             code = ran.returncode
             # Not `ollie: session <id>`: that session goes with the scratch dirs, nothing to resume.
-            sys.stderr.write(re.sub(r"^ollie: session \S+\n", "", ran.stderr, flags=re.M))
+            print(re.sub(r"^ollie: session \S+\n", "", ran.stdout, flags=re.M), end="", flush=True)
         srv.assert_done()
     except (subprocess.TimeoutExpired, AssertionError) as exc:
         print(f"demo: FAILED — {exc}")

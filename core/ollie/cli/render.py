@@ -78,8 +78,8 @@ class Renderer:
                  review_hint: str = "", notes: TextIO | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        # Where ollie's notes (a warning, a server it waits for) and the model's thinking go: `ollie -p` gives stderr,
-        # its stdout being the answer a script reads.
+        # Where ollie's notes (a warning, a server it waits for), the model's thinking and its steps with their results
+        # go: `ollie -p` gives stderr, its stdout being the answer a script reads (`ollie -p "review" > review.md`).
         self.notes = notes or self.out
         # NO_COLOR (no-color.org): any non-empty value turns ollie's own styling off.
         self.color = (self.out.isatty() and not os.environ.get("NO_COLOR")) if color is None else color
@@ -142,14 +142,14 @@ class Renderer:
         content, name = printable(content), printable(name)
         if role == "call":
             lines = [f"▸ {printable(title)}" for title in titles] or [f"▸ {name} {compact_args(content)}"]
-            self._block(self._style("\n".join(lines), "36"))
+            self._block(self._style("\n".join(lines), "36"), stream=self.notes)
         elif role == "user":  # a prompt this terminal did not send (a queued one, a postTurn hook's): on stderr as typed
             self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
             # A line per image the tool returned (the model was shown it).
             body = "\n".join([("✗ " if failed else "") + compact_result(content), *image_lines(images)])
             body = indent(body, "  ", lambda line: True)
-            self._block(self._style(body, "31" if failed else "2"))
+            self._block(self._style(body, "31" if failed else "2"), stream=self.notes)
         elif role == "exec":
             self._block(content.rstrip("\n"))
         elif role == "info":

@@ -156,7 +156,7 @@ async def _close(live: _Live, renderer: Renderer, *, keep_unused: bool = True) -
 
 async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
-    # stdout is the answer a script reads: a command's output, or the turn's steps and reply with notes on stderr.
+    # stdout is the answer a script reads: a command's output, or the turn's reply with its steps and notes on stderr.
     renderer = Renderer(notes=None if is_command(prompt) and not is_prompt_line(prompt) else sys.stderr)
     # A new session left unused (`ollie -p /sessions`: a command that needs none) is not kept: one a run.
     async with _running(options, renderer, keep_unused=False) as live:

@@ -45,9 +45,10 @@ export class PermissionQuestions {
     const model = this.host.modelFor(request.session);
     const item = model.add<PermissionItem>({ kind: "permission", id: 0, step: request.step, always: request.always, offered: request.offered });
     // An edit of a buffer holding the user's unsaved text is saved with that text (for the steps after it to see):
-    // said before she answers (only after, it was too late to finish or undo her lines first).
-    const edited = request.step.diff?.path;
-    if (edited && unsavedInEditor(edited, this.host.cwdOf(request.session))) item.unsaved = edited;
+    // said before she answers (only after, it was too late to finish or undo her lines first); a batch's edits too.
+    const edited = new Set([request.step.diff, ...(request.step.diffs ?? [])].flatMap((d) => (d ? [d.path] : [])));
+    const unsaved = [...edited].filter((path) => unsavedInEditor(path, this.host.cwdOf(request.session)));
+    if (unsaved.length) item.unsaved = unsaved;
     this.host.changedIn(request.session, item);
     if (request.session === this.host.current()) this.askedInView();
     else void vscode.window.showInformationMessage(unlinked(`Ollie: a session in the background asks to ${request.step.title}.`));

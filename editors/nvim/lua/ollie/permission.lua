@@ -18,6 +18,17 @@ local function one_line(s)
   return (tostring(s or ""):gsub("[%c]+", " "))
 end
 
+---A path as drawn: each control and bidi override as an escape (`\u202e`), as the daemon shows the model's code: the
+---terminal obeys a U+202E, so the name read would not be the file's (the path itself still opens it).
+---@param path string
+---@return string
+function M.shown_path(path)
+  local function code(c) return ("\\u%04x"):format(vim.fn.char2nr(c)) end
+  -- U+061C, U+200B-U+200F, U+2028-U+202E, U+2060-U+2069 (as UTF-8 bytes: Neovim's Lua has no utf8 library).
+  return (tostring(path or ""):gsub("[%z\1-\31\127]", function(c) return ("\\x%02x"):format(c:byte()) end)
+    :gsub("\216\156", code):gsub("\226\128[\139-\143\168-\174]", code):gsub("\226\129[\160-\169]", code))
+end
+
 ---A network question's `host:port` (an IPv6 literal in brackets), or nil for any other step.
 ---@param step table the ollie/permission step
 ---@return string|nil
@@ -35,7 +46,7 @@ end
 ---@param diff table the step's `{path, oldText, newText}`
 ---@return string
 function M.diff_place(diff)
-  local path = one_line(diff.path)
+  local path = M.shown_path(diff.path)
   if type(diff.oldText) ~= "string" then
     return path .. " (new file)"
   end
@@ -79,17 +90,26 @@ function M.preview_lines(params)
     local here = diff and not placed and loc.path == diff.path
     placed = placed or here
     table.insert(lines, "  at " .. (here and M.diff_place(diff)
-      or (one_line(loc.path) .. (loc.line and (":" .. loc.line) or ""))))
+      or (M.shown_path(loc.path) .. (loc.line and (":" .. loc.line) or ""))))
   end
   if diff and not placed then
     table.insert(lines, "  at " .. M.diff_place(diff))
   end
-  -- Her unsaved lines there go to disk with the edit (the steps after it see them): said before she answers, as
-  -- VS Code says it (only the chat's note after the call said so: too late to finish or undo them first).
-  local buf = diff and type(diff.path) == "string"
-    and require("ollie.editor_tools").buffer_of(vim.fn.fnamemodify(diff.path, ":p"))
-  if buf and vim.bo[buf].modified then
-    table.insert(lines, "  " .. one_line(diff.path) .. " has your unsaved changes: allowing saves them with the edit")
+  -- A batch's edits, each with its diff (it was asked with their command lines alone); <C-d> from the picker reaches
+  -- the last.
+  local diffs = diff and { diff } or vim.tbl_filter(function(d) return type(d) == "table" end,
+    type(step.diffs) == "table" and step.diffs or {})
+  -- Her unsaved lines in a file it edits go to disk with the edit (the steps after it see them): said before she
+  -- answers, as VS Code says it (only the chat's note after the call said so: too late to finish or undo them first).
+  local noted = {}
+  for _, d in ipairs(diffs) do
+    local buf = type(d.path) == "string" and not noted[d.path]
+      and require("ollie.editor_tools").buffer_of(vim.fn.fnamemodify(d.path, ":p"))
+    if buf and vim.bo[buf].modified then
+      noted[d.path] = true
+      local note = "  %s has your unsaved changes: allowing saves them with the edit"
+      table.insert(lines, note:format(M.shown_path(d.path)))
+    end
   end
   local outside = type(step.outside) == "table" and step.outside or {}
   -- A program's code, whole (its title shows the first line alone).
@@ -112,14 +132,10 @@ function M.preview_lines(params)
     local span = lasting and "" or " in this session"
     table.insert(lines, "  \"Allow always\" covers " .. one_line(params.always) .. span)
   end
-  -- A batch's edits, each with its diff (it was asked with their command lines alone); <C-d> from the picker reaches
-  -- the last.
-  local diffs = diff and { diff } or vim.tbl_filter(function(d) return type(d) == "table" end,
-    type(step.diffs) == "table" and step.diffs or {})
   for _, d in ipairs(diffs) do
     local body = vim.diff(type(d.oldText) == "string" and d.oldText or "", type(d.newText) == "string" and d.newText
       or "", { result_type = "unified", ctxlen = 3 }) --[[@as string]]
-    vim.list_extend(lines, { "", "--- a/" .. one_line(d.path), "+++ b/" .. one_line(d.path) })
+    vim.list_extend(lines, { "", "--- a/" .. M.shown_path(d.path), "+++ b/" .. M.shown_path(d.path) })
     vim.list_extend(lines, vim.split(body, "\n", { trimempty = true }))
   end
   if type(step.diffsMore) == "number" and step.diffsMore > 0 then

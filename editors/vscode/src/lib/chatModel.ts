@@ -77,8 +77,9 @@ export type ChatItem =
       offered?: string[];
       /** Set once answered (or `cancelled` when the daemon withdrew the question). */
       outcome?: string;
-      /** The file the step edits, open in the editor with the user's unsaved changes as it was asked. */
-      unsaved?: string;
+      /** The files the step edits (a batch's, each it previews), open in the editor with the user's unsaved changes as
+       * it was asked. */
+      unsaved?: string[];
       feedback?: string;
     }
   | {

@@ -158,7 +158,22 @@ export function kindIcon(kind: string): string {
 
 /** `path` or `path:line`, as a location link shows it. */
 export function locationLabel(location: StepLocation): string {
-  return location.line ? `${location.path}:${location.line}` : location.path;
+  return shownPath(location.path) + (location.line ? `:${location.line}` : "");
+}
+
+/** A path as drawn: each control and bidi override as an escape (`\u202e`), as the daemon shows the model's code: the
+ * editor obeys a U+202E, so the name read would not be the file's (its link still opens the real path). */
+export function shownPath(path: string): string {
+  return path.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069]/g,
+    (c) => `\\${c < "\u0100" ? "x" : "u"}${c.charCodeAt(0).toString(16).padStart(c < "\u0100" ? 2 : 4, "0")}`);
+}
+
+/** What a question says of the files it edits that hold the user's unsaved changes ("" for none). */
+export function unsavedLine(files: readonly string[]): string {
+  if (!files.length) return "";
+  const names = files.map(shownPath);
+  const named = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+  return `${named} ${files.length === 1 ? "has" : "have"} your unsaved changes: allowing saves them with the edit${files.length === 1 ? "" : "s"}.`;
 }
 
 /** The locations a step's own row shows: a batch's inner steps show theirs, so only the ones none of them names. */

@@ -1,7 +1,7 @@
 // A step's edit as an inline diff: a header (file, +/- counts, "Open diff") and the changed lines with context.
 
 import { lineDiff } from "../lib/lineDiff";
-import type { StepDiff } from "../lib/steps";
+import { type StepDiff, shownPath } from "../lib/steps";
 import { button, el, fileLink, icon } from "./dom";
 
 // Longer diffs are cut here; "Open diff" shows the whole file.
@@ -14,7 +14,7 @@ export function renderDiff(diff: StepDiff, item: number): HTMLElement {
   const { hunks, added, removed } = lineDiff(diff.oldText, diff.newText);
   const head = el("div", "diff-head");
   const what = diff.oldText === null && diff.newText === null ? "binary" : diff.oldText === null ? "added" : diff.newText === null ? "deleted" : "";
-  head.append(icon("diff"), fileLink(diff.path, diff.path));
+  head.append(icon("diff"), fileLink(shownPath(diff.path), diff.path));
   if (what) head.append(el("span", "badge", what));
   const stat = el("span", "stat");
   stat.append(el("span", "added", `+${added}`), el("span", "removed", `−${removed}`));

@@ -49,6 +49,6 @@ export function fileLink(label: string, path: string, line?: number): HTMLAnchor
   link.dataset.action = "openFile";
   link.dataset.path = path;
   if (line) link.dataset.line = String(line);
-  link.title = `Open ${line ? `${path} at line ${line}` : path}`;
+  link.title = `Open ${line ? `${label} at line ${line}` : label}`;
   return link;
 }

@@ -5,7 +5,7 @@ import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
 import { imageLabels } from "../lib/promptContext";
 import { askingStep, questionA11y } from "../lib/question";
-import { type ShownStatus, StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, rejectedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
+import { type ShownStatus, StepLocation, ToolStep, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, rejectedLine, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { type ToolImage } from "../lib/protocol";
 import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
@@ -229,7 +229,7 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
   if (item.step.diffs && !item.outcome?.startsWith("allow")) {
     node.append(...item.step.diffs.map((diff) => {
       const row = el("details", "permission-diff");
-      row.append(el("summary", undefined, diff.path), renderDiff(diff, item.id));
+      row.append(el("summary", undefined, shownPath(diff.path)), renderDiff(diff, item.id));
       return row;
     }));
     const more = item.step.diffsMore;
@@ -255,8 +255,8 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     node.append(answer);
     return;
   }
-  if (item.unsaved) {
-    node.append(el("div", "permission-note unsaved", `${item.unsaved} has your unsaved changes: allowing saves them with the edit.`));
+  if (item.unsaved?.length) {
+    node.append(el("div", "permission-note unsaved", unsavedLine(item.unsaved)));
   }
   if (item.always) node.append(elWithCode("div", "permission-note", net ? `"Always allow" covers ${item.always}.`
     : `"Allow always" covers ${item.always}${lasting ? "" : " in this session"}.`));

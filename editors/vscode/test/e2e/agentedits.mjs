@@ -320,13 +320,16 @@ await withVSCode(
       log("a program's question showed its code whole");
 
       // A batch of 12 edits is one question: every file, each call's command line and each edit's diff (it showed
-      // none: twelve edits allowed from their command lines alone); Allow once runs them all.
+      // none: twelve edits allowed from their command lines alone); Allow once runs them all. The user's unsaved
+      // line in n0.py goes to disk with its edit: said before she answers, as for one edit (a batch said nothing).
+      await typeUnsaved(page, "n0.py", "# mine");
       await runCommand(page, "Ollie: Ask");
       await page.locator(".quick-input-widget input").fill("set x in all twelve");
       await page.keyboard.press("Enter");
       const batch = chat.locator(".item.permission").nth(before + 3);
       await batch.locator(".permission-code", { hasText: "file_edit n11.py 'x = 1' 'x = 3'" }).waitFor({ timeout: waitMs });
       await batch.locator(".step-title", { hasText: "Edit n0.py and 11 more steps" }).waitFor({ timeout: waitMs });
+      await batch.locator(".permission-note.unsaved", { hasText: "n0.py has your unsaved changes: allowing saves them with the edit." }).waitFor({ timeout: waitMs });
       const rows = batch.locator("details.permission-diff > summary");
       if (await rows.count() !== 12) throw new Error(`the batch's question has ${await rows.count()} diffs, not 12`);
       await rows.nth(11).click();
@@ -337,10 +340,10 @@ await withVSCode(
       await screenshot("batch-question");
       await batch.locator("button", { hasText: "Allow once" }).click();
       await chat.locator(".item.assistant", { hasText: "Set x in all twelve." }).waitFor({ timeout: waitMs });
-      if (BATCH.some((f) => disk(f) !== "x = 3\n")) throw new Error("the batch's edits did not all run");
+      if (BATCH.some((f) => disk(f) !== (f === "n0.py" ? "x = 3\n# mine" : "x = 3\n"))) throw new Error(`the batch's edits did not all run (n0.py: ${JSON.stringify(disk("n0.py"))})`);
       const asked = await chat.locator(".item.permission").count();
       if (asked !== before + 4) throw new Error(`the batch was asked ${asked - before - 3} times`);
-      log("a batch of 12 edits was one question listing each call and diff; Allow once ran them all");
+      log("a batch of 12 edits was one question listing each call and diff and the unsaved file; Allow once ran them all");
     });
   },
 );

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, rejectedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
+import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, rejectedLine, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -119,6 +119,16 @@ test("status and kind icons, with a label for screen readers", () => {
   assert.equal(kindIcon("made-up"), "tools");
   assert.equal(locationLabel({ path: "src/a.py", line: 12 }), "src/a.py:12");
   assert.equal(locationLabel({ path: "src/a.py" }), "src/a.py");
+});
+
+test("a path's controls and bidi overrides are drawn as escapes; its link keeps the real path", () => {
+  // A question's file `x\u202eyp.py` was drawn as it is: the editor reordered it to read `xpy.py`.
+  assert.equal(locationLabel({ path: "x\u202eyp.py", line: 3 }), "x\\u202eyp.py:3");
+  assert.equal(shownPath("a\tb\u2066c\u200bd\u061ce é—中.py"), "a\\x09b\\u2066c\\u200bd\\u061ce é—中.py");
+  assert.equal(unsavedLine(["a.py"]), "a.py has your unsaved changes: allowing saves them with the edit.");
+  assert.equal(unsavedLine(["a.py", "b\u202e.py", "c.py"]),
+    "a.py, b\\u202e.py and c.py have your unsaved changes: allowing saves them with the edits.");
+  assert.equal(unsavedLine([]), "");
 });
 
 test("a step without a tool object (v1, or a resumed session) gets a readable headline, never raw JSON", () => {
