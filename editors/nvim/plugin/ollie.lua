@@ -43,11 +43,13 @@ local commands = {
   },
   OllieModel = {
     fn = function(a) require("ollie").model(a.args) end,
-    opts = { nargs = "?", desc = "Show or switch the model" },
+    opts = { nargs = "?", complete = function(lead) return require("ollie.pickers").complete("model", lead) end,
+             desc = "Show or switch the model" },
   },
   OllieAgent = {
     fn = function(a) require("ollie").agent(a.args) end,
-    opts = { nargs = "?", desc = "Show or switch the agent" },
+    opts = { nargs = "?", complete = function(lead) return require("ollie.pickers").complete("agent", lead) end,
+             desc = "Show or switch the agent" },
   },
   OllieCompact = { fn = function() require("ollie").compact() end, opts = { desc = "Compact the session's context" } },
   OllieRestart = {
