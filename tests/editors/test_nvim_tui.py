@@ -869,6 +869,9 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
         held = tmux.keep("1-held", tmux.wait(lambda s: "⏸ held: injected one" in s and "(interrupted)" in s,
                                              "the held prompts"))
         assert "↳ injected: injected one" not in held, "the chat says the model read it in the stopped turn"
+        # Still typing (<C-c> in insert mode), so the note names insert mode's send key (Bug: only <CR>, a line break).
+        said = " ".join(" ".join(line.split("│")[-1].split()) for line in held.splitlines())
+        assert "holds the queued prompts: <C-s> or <CR> on an empty prompt sends them" in said, held
         tmux.keys("C-s")
         done = tmux.keep("2-sent-on", tmux.wait(lambda s: "The injected one's answer." in s and s.count("(end)") == 2
                                                 and s.count("## You") == 3, "both held prompts' answers", timeout=60))
