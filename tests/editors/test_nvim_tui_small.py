@@ -62,3 +62,22 @@ def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: 
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_chat_with_no_daemon_to_start_says_where_the_whole_fix_is(tmp_path: Path, scripted_llm):
+    """Bug: before installing ollie-lsp, :OllieChat's notice was cut to the 80 columns mid-command ("install it with
+    `pipx install …"), in :messages too: the fix was nowhere to read. Now the cut notice ends by pointing to
+    :checkhealth ollie, which says it whole."""
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # (not installed yet)
+        tmux.keys(":OllieChat", "Enter")
+        told = tmux.keep("1-told", tmux.wait(lambda s: "on PATH" in s.splitlines()[-1], "the notice"))
+        assert told.splitlines()[-1].rstrip().endswith("… (:checkhealth ollie)"), told
+        tmux.keys(":checkhealth ollie", "Enter")
+        health = tmux.keep("2-health", tmux.wait(lambda s: "ollie: daemon" in s and "pipx" in s, "the whole fix"))
+        assert health.count("pipx install ollie-") == 1, "the fix is said once (it was, then again as ADVICE)"
+        assert_clean({k: v for k, v in tmux.screens.items() if k != "2-health"})  # (its ERROR is the point)
+    finally:
+        tmux.close()
