@@ -125,3 +125,24 @@ def test_model_and_agent_names_complete_on_the_command_line(tmp_path: Path, scri
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_path: Path, scripted_llm):
+    """`:Ollie explain #sel<Tab>` typed a literal ^I (the command had no completion); now its `#` tags complete as
+    in the chat's input (`#file:` with the workspace's files), and the prompt runs with them."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds one."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie explain #sel", "Tab")
+        tmux.keep("1-tag", tmux.wait(lambda s: ":Ollie explain #selection" in s, "the tag completed"))
+        tmux.keys("C-u", "Escape")
+        tmux.keys(":Ollie explain #file:ca", "Tab")
+        tmux.keep("2-file", tmux.wait(lambda s: ":Ollie explain #file:calc.py" in s, "the file completed"))
+        tmux.keys("Enter")
+        done = tmux.keep("3-answer", tmux.wait(lambda s: "It adds one." in s and "(end)" in s, "the answer"))
+        assert "📎 calc.py" in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
