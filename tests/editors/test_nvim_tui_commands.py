@@ -128,13 +128,16 @@ def test_model_and_agent_names_complete_on_the_command_line(tmp_path: Path, scri
 
 
 def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_path: Path, scripted_llm):
-    """`:Ollie explain #sel<Tab>` typed a literal ^I (the command had no completion); now its `#` tags complete as
-    in the chat's input (`#file:` with the workspace's files), and the prompt runs with them."""
+    """`:Ollie explain #sel<Tab>` typed a literal ^I (the command had no completion); now its `#` tags and `/` commands
+    complete as in the chat's input (`#file:` with the workspace's files), and the prompt runs with them."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("It adds one."))
     tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie /usa", "Tab")  # (the daemon's commands: the first <Tab> is before it listed them)
+        tmux.keep("0-command", tmux.wait(lambda s: ":Ollie /usage" in s, "the command completed"))
+        tmux.keys("C-u", "Escape")
         tmux.keys(":Ollie explain #sel", "Tab")
         tmux.keep("1-tag", tmux.wait(lambda s: ":Ollie explain #selection" in s, "the tag completed"))
         tmux.keys("C-u", "Escape")

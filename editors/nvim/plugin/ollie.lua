@@ -17,9 +17,7 @@ local commands = {
       require("ollie").ask(a.args, a.range > 0 and { line1 = a.line1, line2 = a.line2 } or nil)
     end,
     opts = { nargs = "*", range = true, desc = "Ask ollie (with a range: about the selected lines)",
-             complete = function(lead) -- (the input's: `#` tags, `/` commands)
-               return vim.tbl_map(function(i) return i.word end, require("ollie.input").items(lead))
-             end },
+             complete = function(lead) return require("ollie.input").complete_cmdline(lead) end },
   },
   OllieChat = {
     fn = function(a) require("ollie").open_chat(a.args) end,
