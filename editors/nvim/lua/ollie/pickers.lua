@@ -252,7 +252,7 @@ function M.complete(kind, lead)
       M.tab_again(line)
     end
   end, function() end)
-  return vim.tbl_filter(function(name) return vim.startswith(name, lead) end, M.listed[kind])
+  return vim.tbl_filter(function(name) return type(name) == "string" and vim.startswith(name, lead) end, M.listed[kind])
 end
 
 ---Press <Tab> (the 'wildchar') again for the user, whose first one came before the names it completes, if the
