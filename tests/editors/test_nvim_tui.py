@@ -374,13 +374,14 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         # The question: a float with the step and its diff, the four answers under it (stock vim.ui.select).
         asked = keep("1-permission", tmux.wait(
             lambda s: "Allow once" in s and "return x * 2" in s and "ollie asks to: Edit util.py" in s
-            and "then <CR> · q: dismiss" in s and "│ ollie: waiting for your answer $" in s,
+            and "then <CR> · q: reject" in s and "│ ollie: waiting for your answer $" in s,
             "the question, its float and the chat's statusline"))
         assert "ollie: approve?" in asked and "ollie asks to: Edit util.py" in asked
         assert "at util.py:2 " in asked, "the float names the line the edit changes"
         assert "-    return x" in asked and "Reject with feedback" in asked
-        # It says how it is answered: a number alone only moves its cursor (a new user typed `1` and waited).
-        assert "number or j/k, then <CR> · q: dismiss" in asked, asked
+        # It says how it is answered: a number alone only moves its cursor (a new user typed `1` and waited); `q`
+        # rejects (it said "dismiss", read as "ask me later").
+        assert "number or j/k, then <CR> · q: reject" in asked, asked
         # The answers' float keeps off the chat's statusline, which says what the session waits for (it hid it).
         assert any(line.endswith("│ ollie: waiting for your answer $0.0000") for line in asked.splitlines()), asked
         tmux.keys("1", "Enter")
@@ -460,7 +461,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         asked = tmux.keep("1-network-question", tmux.wait(
             lambda s: f"Allow network access to {target}?" in s and "Always allow" in s and "Deny" in s
             and "in this and later sessions" in s and "step: Run" in s, "the network question, its float whole"))
-        assert "Deny" in asked and "Allow once" in asked
+        assert "Deny" in asked and "Allow once" in asked and "q: deny" in asked, asked
         # The float names the host once, then the step that asked, its lines all shown (the third was cut off below a
         # wrapped second line, which repeated the host: "asked by: connect to <host> (network; step: ...)").
         assert f"step: Run `curl -s -w ' status %{{http_code}}' http://{target}/x`" in asked, asked
@@ -869,6 +870,9 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
         held = tmux.keep("1-held", tmux.wait(lambda s: "⏸ held: injected one" in s and "(interrupted)" in s,
                                              "the held prompts"))
         assert "↳ injected: injected one" not in held, "the chat says the model read it in the stopped turn"
+        # Still typing (<C-c> in insert mode), so the note names insert mode's send key (Bug: only <CR>, a line break).
+        said = " ".join(" ".join(line.split("│")[-1].split()) for line in held.splitlines())
+        assert "holds the queued prompts: <C-s> or <CR> on an empty prompt sends them" in said, held
         tmux.keys("C-s")
         done = tmux.keep("2-sent-on", tmux.wait(lambda s: "The injected one's answer." in s and s.count("(end)") == 2
                                                 and s.count("## You") == 3, "both held prompts' answers", timeout=60))

@@ -102,3 +102,50 @@ def test_a_failed_shell_line_shows_failed_and_a_done_step_s_mark_green(tmp_path:
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_model_and_agent_names_complete_on_the_command_line(tmp_path: Path, scripted_llm):
+    """A newcomer types `:OllieModel <Tab>` as any command's argument: it inserted a literal ^I (the commands had no
+    completion); now the backend's models and the agent configs complete, and the completed command switches."""
+    srv = scripted_llm("openai", models={"scripted-model": 32_768, "qwen-coder": 32_768})
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieModel ", "Tab")
+        menu = tmux.keep("1-models", tmux.wait(lambda s: "qwen-coder" in s, "the models to complete"))
+        assert "scripted-model" in menu and "^I" not in menu, menu
+        tmux.keys("C-u", "Escape")
+        tmux.keys(":OllieAgent pl", "Tab")
+        tmux.keep("2-agent", tmux.wait(lambda s: ":OllieAgent plan" in s, "the agent's name completed"))
+        tmux.keys("C-u", "Escape")
+        tmux.keys(":OllieModel qw", "Tab")
+        tmux.wait(lambda s: ":OllieModel qwen-coder" in s, "the model's name completed")
+        tmux.keys("Enter")
+        tmux.keep("3-switched", tmux.wait(lambda s: "model: qwen-coder" in s, "the switch said"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_path: Path, scripted_llm):
+    """`:Ollie explain #sel<Tab>` typed a literal ^I (the command had no completion); now its `#` tags and `/` commands
+    complete as in the chat's input (`#file:` with the workspace's files), and the prompt runs with them."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds one."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie /usa", "Tab")  # (the daemon's commands: the first <Tab> is before it listed them)
+        tmux.keep("0-command", tmux.wait(lambda s: ":Ollie /usage" in s, "the command completed"))
+        tmux.keys("C-u", "Escape")
+        tmux.keys(":Ollie explain #sel", "Tab")
+        tmux.keep("1-tag", tmux.wait(lambda s: ":Ollie explain #selection" in s, "the tag completed"))
+        tmux.keys("C-u", "Escape")
+        tmux.keys(":Ollie explain #file:ca", "Tab")
+        tmux.keep("2-file", tmux.wait(lambda s: ":Ollie explain #file:calc.py" in s, "the file completed"))
+        tmux.keys("Enter")
+        done = tmux.keep("3-answer", tmux.wait(lambda s: "It adds one." in s and "(end)" in s, "the answer"))
+        assert "📎 calc.py" in done, done
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

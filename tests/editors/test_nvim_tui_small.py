@@ -35,3 +35,49 @@ def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Pat
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: Path, scripted_llm):
+    """Bug: the chat opens in insert mode and its statusline said `<CR> send/queue`: a newcomer's <CR> typed a line
+    break (insert mode sends with <C-s>, as the chat's empty line said). Now each mode's own keys."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+
+    def hints(screen: str) -> list[str]:
+        return screen.splitlines()[-2].split("prompt", 1)[-1].split()
+
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        typing = tmux.keep("1-insert", tmux.wait(lambda s: "-- INSERT --" in s and " prompt " in s, "the chat"))
+        assert hints(typing) == ["<C-s>", "send/queue,", "<C-j>", "inject"], typing
+        tmux.type("hello", "C-s")
+        tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
+        tmux.keys("Escape")
+        tmux.keep("2-normal", tmux.wait(lambda s: "-- INSERT --" not in s
+                                        and hints(s) == ["<CR>", "send/queue,", "<C-j>", "inject"], "normal mode's keys"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-normal.png", (760, 440))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_chat_with_no_daemon_to_start_says_where_the_whole_fix_is(tmp_path: Path, scripted_llm):
+    """Bug: before installing ollie-lsp, :OllieChat's notice was cut to the 80 columns mid-command ("install it with
+    `pipx install …"), in :messages too: the fix was nowhere to read. Now the cut notice ends by pointing to
+    :checkhealth ollie, which says it whole."""
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # (not installed yet)
+        tmux.keys(":OllieChat", "Enter")
+        told = tmux.keep("1-told", tmux.wait(lambda s: "on PATH" in s.splitlines()[-1], "the notice"))
+        assert told.splitlines()[-1].rstrip().endswith("… (:checkhealth ollie)"), told
+        tmux.keys(":checkhealth ollie", "Enter")
+        health = tmux.keep("2-health", tmux.wait(lambda s: "ollie: daemon" in s and "pipx" in s, "the whole fix"))
+        assert health.count("pipx install ollie-") == 1, "the fix is said once (it was, then again as ADVICE)"
+        assert_clean({k: v for k, v in tmux.screens.items() if k != "2-health"})  # (its ERROR is the point)
+    finally:
+        tmux.close()

@@ -16,7 +16,8 @@ local commands = {
     fn = function(a)
       require("ollie").ask(a.args, a.range > 0 and { line1 = a.line1, line2 = a.line2 } or nil)
     end,
-    opts = { nargs = "*", range = true, desc = "Ask ollie (with a range: about the selected lines)" },
+    opts = { nargs = "*", range = true, desc = "Ask ollie (with a range: about the selected lines)",
+             complete = function(lead) return require("ollie.input").complete_cmdline(lead) end },
   },
   OllieChat = {
     fn = function(a) require("ollie").open_chat(a.args) end,
@@ -43,11 +44,13 @@ local commands = {
   },
   OllieModel = {
     fn = function(a) require("ollie").model(a.args) end,
-    opts = { nargs = "?", desc = "Show or switch the model" },
+    opts = { nargs = "?", complete = function(lead) return require("ollie.pickers").complete("model", lead) end,
+             desc = "Show or switch the model" },
   },
   OllieAgent = {
     fn = function(a) require("ollie").agent(a.args) end,
-    opts = { nargs = "?", desc = "Show or switch the agent" },
+    opts = { nargs = "?", complete = function(lead) return require("ollie.pickers").complete("agent", lead) end,
+             desc = "Show or switch the agent" },
   },
   OllieCompact = { fn = function() require("ollie").compact() end, opts = { desc = "Compact the session's context" } },
   OllieRestart = {

@@ -52,13 +52,14 @@ function W:windows()
   return tw, iw
 end
 
----The hints of the input keys, from the config.
+---The hints of the input keys in `mode` ("n" or "i"), from the config (a key unset in it: the other mode's).
+---@param mode "n"|"i"
 ---@return string[]
-local function key_hints()
+local function key_hints(mode)
   local k = config.options.keymaps
   local parts = {}
   for _, item in ipairs({ { "send", "send/queue" }, { "inject", "inject" }, { "stop", "stop" } }) do
-    local lhs = k[item[1]] and (k[item[1]].n or k[item[1]].i)
+    local lhs = k[item[1]] and (k[item[1]][mode] or k[item[1]][mode == "n" and "i" or "n"])
     if lhs then
       table.insert(parts, lhs .. " " .. item[2])
     end
@@ -78,6 +79,7 @@ end
 ---@field label_hl string|nil
 ---@field hint_hl string|nil the hints' group (default Comment)
 ---@field hints string[] key hints, the most useful first
+---@field hints_i string[]|nil those of insert mode, where they differ
 ---@field sep string|nil between hints (default ", ")
 ---@field paren boolean|nil the hints in parentheses
 
@@ -91,7 +93,9 @@ function M.bar()
     return ""
   end
   local sep = bar.sep or ", "
-  local hints = vim.deepcopy(bar.hints or {})
+  -- In insert mode (where the chat opens) its own keys: `<CR> send` there typed a line break.
+  local insert = win == vim.api.nvim_get_current_win() and vim.api.nvim_get_mode().mode:sub(1, 1) == "i"
+  local hints = vim.deepcopy(insert and bar.hints_i or bar.hints or {})
   local room = vim.api.nvim_win_get_width(win) - vim.fn.strdisplaywidth(bar.label) - (bar.paren and 6 or 4)
   while #hints > 0 and vim.fn.strdisplaywidth(table.concat(hints, sep)) > room do
     table.remove(hints)
@@ -196,7 +200,7 @@ local function setup_win(win, role)
     wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
     wo.wrap, wo.linebreak, wo.breakindent = true, true, true -- a long prompt wraps at words
     M.set_bar(win, "statusline", { label = "prompt", label_hl = "OllieInputLabel", hint_hl = "OllieInputHint",
-      hints = key_hints() })
+      hints = key_hints("n"), hints_i = key_hints("i") })
   end
 end
 

@@ -175,7 +175,7 @@ function M.check()
   h.start("ollie: daemon")
   local cmd, err = require("ollie.config").server_cmd()
   if not cmd then
-    h.error(err or "ollie-lsp not found", { INSTALL })
+    h.error(err or "ollie-lsp not found", not err and { INSTALL } or nil) -- (err says its fix: not twice)
     return
   end
   if vim.fn.executable(cmd[1]) ~= 1 then

@@ -12,6 +12,8 @@ local M = {}
 -- Through requests.notify: a long daemon error (-32007 "session is live elsewhere: ...") shows on one line,
 -- cut to fit, rather than stopping the editor at a "Press ENTER" prompt.
 local notify = requests.notify
+-- Where a daemon that cannot start is told whole (its notice is cut to the command line's width).
+local HEALTH = ":checkhealth ollie"
 local err_text = requests.err_text
 
 client.listeners["ollie/event"] = chat.on_event
@@ -47,7 +49,7 @@ local function started()
   end
   local _, err = client.ensure()
   if err then
-    notify(err, vim.log.levels.ERROR)
+    notify(err, vim.log.levels.ERROR, HEALTH)
   end
   return not err
 end
@@ -136,7 +138,7 @@ function M.open_chat(name)
   if name and name ~= "" then
     local _, err = client.ensure()
     if err then
-      notify(err, vim.log.levels.ERROR)
+      notify(err, vim.log.levels.ERROR, HEALTH)
       return
     end
     chat.show_named(name)
@@ -379,7 +381,7 @@ local function resume(crash)
     end
     settled()
     if err then
-      return notify(err, vim.log.levels.ERROR)
+      return notify(err, vim.log.levels.ERROR, HEALTH)
     end
     -- Said once the fresh daemon has come up: said as its process started, it was said of one still starting (or about
     -- to die again).

@@ -10,8 +10,9 @@ local M = {}
 M.commands = nil
 local fetching = false
 
----Ask the daemon for its slash commands (once; async).
-function M.load_commands()
+---Ask the daemon for its slash commands (once; async); `on_loaded()` when this call fetched them.
+---@param on_loaded fun()|nil
+function M.load_commands(on_loaded)
   if M.commands or fetching then
     return
   end
@@ -20,6 +21,9 @@ function M.load_commands()
     fetching = false
     if not err and res then
       M.commands = res.commands or {}
+      if on_loaded then
+        on_loaded()
+      end
     end
   end)
 end
@@ -84,6 +88,18 @@ function M.items(base)
     end
   end
   return items
+end
+
+---Completion of :Ollie's prompt: the input's (`#` tags, `/` commands; a first <Tab> before the daemon listed its
+---commands is pressed again once it has).
+---@param lead string
+---@return string[]
+function M.complete_cmdline(lead)
+  if vim.startswith(lead, "/") then
+    local line = vim.fn.getcmdline()
+    M.load_commands(function() require("ollie.pickers").tab_again(line) end)
+  end
+  return vim.tbl_map(function(i) return i.word end, M.items(lead))
 end
 
 ---`completefunc` of the input area (`<C-x><C-u>`; it also pops up by itself on `/` and `#`).

@@ -17,9 +17,12 @@ for _, q in ipairs(savedqueue.read()) do
   carried[q.session] = "the editor quit"
 end
 
----The send key's name, for the notes that say what it does.
+---The send keys' names, for the notes that say what they do: insert mode's first (the input's own mode; a stop with
+---<C-c> leaves one typing, where the normal-mode <CR> the note named typed a line break).
 local function send_key()
-  return (config.options.keymaps.send or {}).n or "send"
+  local send = config.options.keymaps.send or {}
+  local keys = vim.tbl_filter(function(k) return type(k) == "string" end, { send.i, send.n })
+  return #keys > 0 and table.concat(keys, " or ") or "send"
 end
 
 ---What the user may do with `n` held prompts (one is "it", not "them"): send them on, or drop them.

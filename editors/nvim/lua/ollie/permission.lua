@@ -397,7 +397,7 @@ end
 ---answers to its own keys only (a number or the cursor's line, then <CR>; `q`, <Esc> or closing it dismisses); the
 ---command line and the other windows stay the user's.
 ---@param items any[]
----@param opts {prompt: string, format_item: fun(item: any): string}
+---@param opts {prompt: string, format_item: fun(item: any): string, dismiss: string|nil} (dismiss: what `q` does)
 ---@param on_choice fun(item: any|nil)
 local function float_select(items, opts, on_choice)
   local buf = vim.api.nvim_create_buf(false, true)
@@ -409,7 +409,7 @@ local function float_select(items, opts, on_choice)
   vim.bo[buf].modifiable, vim.bo[buf].bufhidden = false, "wipe"
   local title = " " .. one_line(vim.split(opts.prompt, "\n")[1]) .. " "
   -- Said on the float: a number only moves the cursor (Neovim's own picker said "Type number and <Enter>").
-  local footer = " number or j/k, then <CR> · q: dismiss "
+  local footer = " number or j/k, then <CR> · q: " .. (opts.dismiss or "dismiss") .. " "
   local width = math.min(math.max(vim.fn.strdisplaywidth(title), vim.fn.strdisplaywidth(footer),
     unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines))) + 2, vim.o.columns - 4)
   if vim.fn.strdisplaywidth(title) > width then
@@ -515,6 +515,7 @@ function M.ask(params, answer)
     q.select(options, {
       prompt = target and ("Allow network access to " .. target .. "?") or ("ollie asks to: " .. title),
       kind = "ollie_permission",
+      dismiss = target and "deny" or "reject", -- (a step's question dismissed is rejected: "dismiss" read as "later")
       format_item = function(o)
         if o.id == "allow_always" and params.always then
           return o.name .. " (" .. one_line(params.always) .. ")"

@@ -235,6 +235,35 @@ function M.agents(on_choice)
   end)
 end
 
+-- The names :OllieModel and :OllieAgent complete: the daemon's last list, asked again at each <Tab> (a command line's
+-- completion cannot wait for an answer). Before the first answer, the <Tab> is pressed again once it comes.
+M.listed = { model = {}, agent = {} }
+
+---Completion of :OllieModel and :OllieAgent (`kind`): the names starting with `lead`.
+---@param kind "model"|"agent"
+---@param lead string
+---@return string[]
+function M.complete(kind, lead)
+  local line, first = vim.fn.getcmdline(), #M.listed[kind] == 0
+  requests.call(kind == "model" and "ollie/listModels" or "ollie/listAgents", {}, function(res)
+    local agents = vim.tbl_map(function(a) return a.name end, res.agents or {})
+    M.listed[kind] = kind == "model" and (res.models or {}) or agents
+    if first and #M.listed[kind] > 0 then
+      M.tab_again(line)
+    end
+  end, function() end)
+  return vim.tbl_filter(function(name) return type(name) == "string" and vim.startswith(name, lead) end, M.listed[kind])
+end
+
+---Press <Tab> (the 'wildchar') again for the user, whose first one came before the names it completes, if the
+---command line is still `line`.
+---@param line string
+function M.tab_again(line)
+  if vim.fn.getcmdtype() == ":" and vim.fn.getcmdline() == line then
+    vim.api.nvim_input(vim.fn.nr2char(vim.o.wildchar))
+  end
+end
+
 ---The session's MCP servers (`ollie/mcp/list`): each with its state (why it failed); picking one lists its tools.
 function M.mcp()
   requests.call("ollie/mcp/list", {}, function(res)

@@ -238,7 +238,8 @@ end
 ---once (the chat opens in insert mode as a session opens, and says what is wrong with it): it shows as she leaves.
 ---@param msg string
 ---@param level integer|nil
-function M.notify(msg, level)
+---@param tail string|nil shown even when the text is cut: where to read it whole
+function M.notify(msg, level, tail)
   local text = "ollie: " .. M.home_paths(msg)
   level = level or vim.log.levels.INFO
   if not stock_notify() or #vim.api.nvim_list_uis() == 0 then
@@ -247,14 +248,14 @@ function M.notify(msg, level)
   -- (With 'noshowmode', as a statusline plugin sets, nothing covers it: shown at once.)
   if vim.o.showmode and vim.api.nvim_get_mode().mode:find("^[iR]") then
     vim.api.nvim_create_autocmd("ModeChanged", { pattern = "*:n*", once = true,
-      callback = function() vim.schedule(function() M.notify(msg, level) end) end })
+      callback = function() vim.schedule(function() M.notify(msg, level, tail) end) end })
     return
   end
   if not (text:find("\n") or vim.fn.strdisplaywidth(text) > vim.v.echospace) then
     return vim.notify(text, level)
   end
   local hl = level >= vim.log.levels.ERROR and "ErrorMsg" or level >= vim.log.levels.WARN and "WarningMsg" or nil
-  vim.api.nvim_echo({ { M.one_line(text), hl } }, true, {})
+  vim.api.nvim_echo({ { M.one_line(text, tail), hl } }, true, {})
 end
 
 ---`text` with each path under $HOME written from `~` (`~/.config/ollie/sandbox.yaml`), as `fnamemodify(p, ":~")`
@@ -273,15 +274,17 @@ function M.home_paths(text)
   end))
 end
 
----`text` on one line that fits the command line (`v:echospace`), cut with "…" when it is longer.
+---`text` on one line that fits the command line (`v:echospace`), cut with "…" (then ` (tail)`) when it is longer.
 ---@param text string
+---@param tail string|nil
 ---@return string
-function M.one_line(text)
+function M.one_line(text, tail)
   text = text:gsub("%s*\n%s*", " ")
   if vim.fn.strdisplaywidth(text) <= vim.v.echospace then
     return text
   end
-  return vim.fn.strcharpart(text, 0, math.max(10, vim.v.echospace - 2)) .. "…"
+  tail = tail and (" (" .. tail .. ")") or ""
+  return vim.fn.strcharpart(text, 0, math.max(10, vim.v.echospace - 2 - vim.fn.strdisplaywidth(tail))) .. "…" .. tail
 end
 
 ---The text of an error answer.
