@@ -186,7 +186,7 @@ def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
                       if "│" in row and "after Edit notes.txt" in screen])
         # Back in the chat, the message gone (the next step's is waited for).
         tmux.keys(*(["q"] if "after Edit notes.txt" in screen else [":echo", "Enter"]))
-        tmux.wait(lambda s: "Edited twice." in s and "no change" not in s, "the chat again")
+        tmux.wait(lambda s: "## ollie" in s and "no change" not in s, "the chat again")
     return shown
 
 
@@ -196,11 +196,18 @@ def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, l
     # title did nothing. Two steps of one file show each its own change (ollie/changes' `steps`), not the turn's; a
     # log saved before steps' checkpoints were kept has the turn's change under the last step of the file.
     srv = scripted_llm("openai")
-    srv.script(edit("line 3\n", "line three\n"), edit("line three\n", "line THREE\n"), Reply.text("Edited twice."))
+    # A third step waits for the test: while it runs, the turn's changes are not counted yet.
+    wait = Reply.tool_calls(("execute_code", {"steps": [{"code": "until [ -e go ]; do sleep 0.1; done",
+                                                         "language": "bash"}]}))
+    srv.script(edit("line 3\n", "line three\n"), edit("line three\n", "line THREE\n"), wait,
+               Reply.text("Edited twice."))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES})
     try:
         tmux.wait(lambda s: "line 1" in s, "nvim to start")
         tmux.keys(":Ollie edit line 3 twice", "Enter")
+        tmux.wait(lambda s: s.count("✓ Edit notes.txt") == 2 and len(srv.chat_requests) == 3, "the third step")
+        running = step_diffs(tmux, "running")
+        (tmp_path / "ws" / "go").touch()
         tmux.wait(lambda s: "Edited twice." in s and "(end)" in s, "the turn")
         live = step_diffs(tmux, "live")
         quit_nvim(tmux, tmp_path)
@@ -224,4 +231,4 @@ def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, l
     first, second = resumed
     assert ["  line 3", "  line three"] in first and not any("THREE" in side for row in first for side in row), first
     assert ["  line three", "  line THREE"] in second and not any("  line 3" in row for row in second), second
-    assert live == resumed
+    assert running == live == resumed
