@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from ollie import paths
+from ollie.sessions.persist import SessionFile
 from ollie.testing import Reply
 
 from . import screens
-from .test_nvim_tui import Tmux, send_in_chat, start_nvim
+from .test_nvim_tui import Tmux, quit_nvim, resume, send_in_chat, start_nvim
 
 NOTES = "".join(f"line {i}\n" for i in range(1, 13))
 
@@ -167,3 +169,66 @@ def test_a_file_neovim_saves_in_its_own_encoding_is_no_format_on_save(tmp_path, 
         assert (tmp_path / "ws" / "notes.txt").read_bytes() == data
     finally:
         tmux.close()
+
+
+def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
+    """<CR> on each `Edit notes.txt` step of the chat in turn: the rows of the diff it opens, each a list of its two
+    sides (the tabline and the messages left out; none when it said it has none); each screen kept, as a PNG too."""
+    tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])", "Enter", "gg")
+    shown = []
+    for n in (1, 2):
+        tmux.keys(":call search('Edit notes.txt')", "Enter", "Enter")
+        screen = tmux.keep(f"{when}-{n}", tmux.wait(lambda s: "after Edit notes.txt" in s or "no change" in s,
+                                                    f"step {n}'s diff"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / f"{when}-{n}.png", (1000, 560))
+        shown.append([[side.rstrip() for side in row.split("│")] for row in screen.splitlines()
+                      if "│" in row and "after Edit notes.txt" in screen])
+        # Back in the chat, the message gone (the next step's is waited for).
+        tmux.keys(*(["q"] if "after Edit notes.txt" in screen else [":echo", "Enter"]))
+        tmux.wait(lambda s: "## ollie" in s and "no change" not in s, "the chat again")
+    return shown
+
+
+@pytest.mark.parametrize("log", ["new", "older"])
+def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, log):
+    # Bug: Neovim showed no step's diff, and a resumed one had none (the history keeps no diffs): <CR> on a step's
+    # title did nothing. Two steps of one file show each its own change (ollie/changes' `steps`), not the turn's; a
+    # log saved before steps' checkpoints were kept has the turn's change under the last step of the file.
+    srv = scripted_llm("openai")
+    # A third step waits for the test: while it runs, the turn's changes are not counted yet.
+    wait = Reply.tool_calls(("execute_code", {"steps": [{"code": "until [ -e go ]; do sleep 0.1; done",
+                                                         "language": "bash"}]}))
+    srv.script(edit("line 3\n", "line three\n"), edit("line three\n", "line THREE\n"), wait,
+               Reply.text("Edited twice."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES})
+    try:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start")
+        tmux.keys(":Ollie edit line 3 twice", "Enter")
+        tmux.wait(lambda s: s.count("✓ Edit notes.txt") == 2 and len(srv.chat_requests) == 3, "the third step")
+        running = step_diffs(tmux, "running")
+        (tmp_path / "ws" / "go").touch()
+        tmux.wait(lambda s: "Edited twice." in s and "(end)" in s, "the turn")
+        live = step_diffs(tmux, "live")
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    if log == "older":
+        [saved] = (SessionFile(paths.sessions_dir(), p.stem, sync=False) for p in paths.sessions_dir().glob("*.jsonl"))
+        session = saved.load()
+        session.step_trees.clear()
+        saved.save(session)
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES.replace("line 3", "line THREE")})
+    try:
+        resume(tmux, "edit line 3 twice", "Edited twice.")
+        resumed = step_diffs(tmux, "resumed")
+    finally:
+        tmux.close()
+    if log == "older":
+        assert resumed[0] == [] and "no change" in tmux.screens["resumed-1"], tmux.screens["resumed-1"]
+        assert ["  line 3", "  line THREE"] in resumed[1], resumed[1]
+        return
+    first, second = resumed
+    assert ["  line 3", "  line three"] in first and not any("THREE" in side for row in first for side in row), first
+    assert ["  line three", "  line THREE"] in second and not any("  line 3" in row for row in second), second
+    assert running == live == resumed

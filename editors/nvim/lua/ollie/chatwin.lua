@@ -501,12 +501,14 @@ function M.open_named(name)
 end
 
 ---Open what the transcript line under the cursor points at: a step location's file at its line (in the file
----window, a new split if none), or a changes line's list of changed files.
+---window, a new split if none), a step's own diff, or a changes line's list of changed files.
 ---@param fallback_cr boolean when nothing is under the cursor: <CR> does nothing, gf does its usual
 function W:open_location(fallback_cr)
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
   local loc = self.transcript:target_at(row)
-  if loc and loc.path == nil then
+  if loc and loc.step then
+    return require("ollie.review").step_diff(loc.step, self.session)
+  elseif loc and loc.path == nil then
     if self:file_win() then
       vim.api.nvim_set_current_win(self:file_win()) -- the list opens under the code, not under the chat
     end

@@ -9,7 +9,7 @@
 ---@field take_back ollie.Keys     input, when empty: take back the latest queued prompt to edit it
 ---@field close ollie.Keys         input and transcript: close the chat windows (the session goes on)
 ---@field focus_input ollie.Keys   transcript: go to the input area (in insert mode)
----@field open_location ollie.Keys transcript: open the file of the step location (or the changes) under the cursor
+---@field open_location ollie.Keys transcript: open the location, step's diff or changes under the cursor
 ---@field review ollie.ReviewKeys  the changes list and the diff tab (normal mode)
 
 ---@class ollie.ReviewKeys each a normal-mode key, or false to map nothing

@@ -53,13 +53,19 @@ M.REPLY_HEADER = "## ollie"
 ---@field depth integer
 ---@field loc_marks integer[] extmarks of its location lines, in order
 ---@field batch string[]|nil a batch call's: the ids of its steps, in order
+---@field call string the id of its call (a batch's, for its steps): `ollie/changes`' `steps` are by call
+---@field files string[]|nil the files it changed (its `tool.files`; a completed edit's locations)
+---@field diffs table[]|nil its own diffs, as its live `tool` event had them
+---@field turn integer|nil its turn, once the turn's changes line is drawn (a resumed step's diffs are asked by it)
+---@field peers ollie.Step[] the steps of its turn, in order
 
 ---@class ollie.Transcript
 ---@field buf integer
 ---@field stream_role string|nil   the role whose text the last line is extending ("assistant", "reasoning")
 ---@field reasoning {mark: integer, row: integer}|nil the reasoning block being streamed
 ---@field steps table<string, ollie.Step>
----@field locations table<integer, {path: string, line: integer|nil}> by extmark id
+---@field locations table<integer, {path: string, line: integer|nil}|{step: ollie.Step}> by extmark id (a step's title)
+---@field turn_steps ollie.Step[] the steps since the last prompt
 ---@field folds table<integer, string> foldexpr answer by 1-based line (">1" opens a fold, "1" inside one)
 ---@field replied boolean the current turn has its "## ollie" header
 ---@field pending {kind: string, prompt: string, text: string, hl: string}[] queued and injected prompts not yet taken
@@ -97,7 +103,7 @@ function M.new(name)
   local buf = M.scratch(name, "ollie")
   vim.bo[buf].modifiable = false
   local self = setmetatable({ buf = buf, steps = {}, locations = {}, folds = {}, replied = false, pending = {},
-    changes = {}, typed = {}, plain = {} }, T)
+    changes = {}, typed = {}, plain = {}, turn_steps = {} }, T)
   by_buf[buf] = self
   vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, callback = function() by_buf[buf] = nil end })
   self:show_hint()
@@ -635,7 +641,7 @@ end
 ---@param text string
 ---@param labels string[]|nil
 function T:prompt(text, labels)
-  self.replied, self.last_end = false, nil
+  self.replied, self.last_end, self.turn_steps = false, nil, {}
   local row = self:count()
   self:add({ "", M.PROMPT_HEADER }, "OllieUser")
   local typed = split(text)
@@ -706,14 +712,20 @@ local function location_line(loc, depth)
 end
 
 ---Add the title line (and location lines) of a step that starts.
----@param tool {id: string|nil, title: string, status: string, locations: table[]|nil}
+---@param tool {id: string|nil, title: string, status: string, locations: table[]|nil, files: string[]|nil}
 ---@param depth integer
-function T:add_step(tool, depth)
-  local step = { title = tool.title or "tool", status = tool.status or "pending" }
+---@param call string|nil a batch's id, for one of its steps
+function T:add_step(tool, depth, call)
+  local edited = tool.kind == "edit" and tool.status == "completed"
+    and vim.tbl_map(function(l) return l.path end, tool.locations or {}) or nil
+  local step = { title = tool.title or "tool", status = tool.status or "pending", call = call or tool.id,
+    files = type(tool.files) == "table" and tool.files or edited, peers = self.turn_steps }
   local row = self:add({ title_line(step, depth) })
   self.plain[row] = true
   step.depth = depth
   self:mark_step(step, row)
+  self.locations[step.mark] = { step = step } -- <CR> on its title opens its own diff
+  table.insert(self.turn_steps, step)
   if tool.id then
     self.steps[tool.id] = step
   end
@@ -984,7 +996,7 @@ function T:add_call(tool, steps)
   end
   self:add_step(tool, 1)
   for _, s in ipairs(steps or {}) do
-    self:add_step(s, 2)
+    self:add_step(s, 2, tool.id)
   end
   if tool.id and self.steps[tool.id] then
     -- Its steps in order: the image a step read goes under it (an image's `step` is its index in the batch).
@@ -1004,11 +1016,12 @@ function T:tool_event(ev)
     end
   elseif ev.role == "tool" then
     if tool then
-      self:set_status(tool.id, tool.status)
-      self:set_locations(tool.id, (ev.steps == nil or #ev.steps == 0) and tool.locations or nil)
-      for _, s in ipairs(ev.steps or {}) do
+      for _, s in ipairs({ tool, unpack(ev.steps or {}) }) do
         self:set_status(s.id, s.status)
-        self:set_locations(s.id, s.locations)
+        self:set_locations(s.id, (s ~= tool or ev.steps == nil or #ev.steps == 0) and s.locations or nil)
+        if self.steps[s.id] and type(s.diffs) == "table" then
+          self.steps[s.id].diffs = s.diffs -- what it opens (a resumed one's, the history keeps none, are asked for)
+        end
       end
     end
     self:output(ev.content, tool ~= nil and tool.status == "failed", tool, ev.images)
@@ -1061,14 +1074,18 @@ function T:turn_changes(c)
     return
   end
   self:note(changes_text(c.files), "OllieChanges")
+  for _, step in ipairs(self.turn_steps) do
+    step.turn = c.turn
+  end
   local entry = { turn = c.turn }
   entry.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self:count() - 1, 0, {})
   self.changes[entry.mark] = entry
 end
 
----What a transcript line points at: a step location `{path, line}` or a changes line `{turn}`; nil if nothing.
+---What a transcript line points at: a step location `{path, line}`, a step's title `{step}` or a changes line
+---`{turn}`; nil if nothing.
 ---@param row integer 0-based
----@return {path: string, line: integer|nil}|{turn: integer|nil}|nil
+---@return {path: string, line: integer|nil}|{step: ollie.Step}|{turn: integer|nil}|nil
 function T:target_at(row)
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(self.buf, ns, { row, 0 }, { row, -1 }, {})) do
     local target = self.locations[m[1]] or self.changes[m[1]]
@@ -1084,6 +1101,7 @@ function T:clear()
   self:edit(function() vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, {}) end)
   vim.api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
   self.steps, self.locations, self.folds, self.changes, self.typed, self.plain = {}, {}, {}, {}, {}, {}
+  self.turn_steps = {}
   self.stream_role, self.reasoning, self.replied, self.last_end = nil, nil, false, nil
   self.pending = {}
   self:show_pending()

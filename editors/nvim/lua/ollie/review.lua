@@ -270,6 +270,12 @@ function M.hunk_at(f, line, before)
   return nil
 end
 
+local function close_tab()
+  if vim.fn.tabpagenr("$") > 1 then
+    vim.cmd("tabclose")
+  end
+end
+
 local function diff_maps(buf, path, before)
   local k = keys()
   map(buf, k.undo_hunk, function()
@@ -285,11 +291,7 @@ local function diff_maps(buf, path, before)
     pcall(vim.cmd.normal, { "]c", bang = true })
   end, "ollie: keep this hunk, go to the next")
   map(buf, k.undo_file, function() undo_file(path) end, "ollie: undo the file's changes")
-  map(buf, k.close, function()
-    if vim.fn.tabpagenr("$") > 1 then
-      vim.cmd("tabclose")
-    end
-  end, "ollie: close the diff")
+  map(buf, k.close, close_tab, "ollie: close the diff")
 end
 
 -- Window options that are the window's own, not how it shows its text: never copied to the diff's other side.
@@ -401,6 +403,62 @@ function M.open_diff(path)
     pcall(vim.api.nvim_win_set_cursor, before_win, { math.max(1, first.oldStart), 0 })
     pcall(vim.api.nvim_win_set_cursor, after_win, { math.max(1, first.newStart), 0 })
   end
+end
+
+---One diff of a step in a new tab: the file before the step (left) ↔ after it (right), read-only.
+---@param title string the step's
+---@param d {path: string, oldText: string|nil, newText: string|nil}
+local function show_step_diff(title, d)
+  local origin = vim.t.ollie_review_of or vim.api.nvim_get_current_tabpage()
+  vim.cmd("tabnew")
+  vim.t.ollie_review_of = origin -- the chat of this tab is the one the step is in (chat.get)
+  local ft, k = vim.filetype.match({ filename = d.path }), keys()
+  for _, side in ipairs({ { "before", d.oldText }, { "after", d.newText } }) do
+    if side[1] == "after" then
+      vim.cmd("rightbelow vsplit")
+    end
+    local buf = scratch(("ollie://step/%s/%s"):format(side[1], d.path), split_text(side[2]), ft)
+    vim.api.nvim_win_set_buf(0, buf)
+    map(buf, k.close, close_tab, "ollie: close the diff")
+    require("ollie.chatwin").set_bar(0, "winbar", { label = ("%s %s: %s"):format(side[1], title, d.path),
+      hints = side[1] == "after" and hint_list({ { k.close, "close" } }) or {} })
+    vim.cmd("diffthis")
+  end
+end
+
+---Open a step's own diff from the chat (a file of several picked first): its live `tool` event's diffs, or, resumed
+---(the history keeps none), those `ollie/changes` read from the checkpoints around its call, else (an older log, past
+---the bound) the turn's change of each file it changed that no later step of the turn changed, as live it went there.
+---@param step ollie.Step
+---@param session string|nil
+function M.step_diff(step, session)
+  local function open(diffs)
+    if #diffs == 0 then
+      return requests.notify(step.title .. ": no change to show")
+    elseif #diffs == 1 then
+      return show_step_diff(step.title, diffs[1])
+    end
+    vim.ui.select(diffs, { prompt = "Diff of which file?", format_item = function(d) return d.path end },
+      function(d) return d and show_step_diff(step.title, d) end)
+  end
+  if step.diffs or not step.turn then
+    return open(step.diffs or {})
+  end
+  requests.call("ollie/changes", { turn = step.turn, session = session }, function(res)
+    local own, names = type(res.steps) == "table" and res.steps[step.call], {}
+    for _, path in ipairs(step.files or {}) do
+      names[path] = true
+    end
+    for i = #step.peers, 1, -1 do
+      if step.peers[i] == step then
+        break
+      end
+      for _, path in ipairs(own and {} or step.peers[i].files or {}) do
+        names[path] = nil -- a later step changed it too: the turn's diff of it is that one's
+      end
+    end
+    open(vim.tbl_filter(function(d) return names[d.path] or (own and not step.files) end, own or res.files or {}))
+  end)
 end
 
 ---Bring a buffer of `path` up to date after an undo: save it when the undo went to the (unmodified) buffer,
