@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ollie.agent.inbox import mib
@@ -10,18 +9,11 @@ from ollie.backend.images import MAX_IMAGES, max_image_bytes
 from ollie_lsp.errors import QueueFull
 
 if TYPE_CHECKING:
-    from ollie_lsp.sessions import SessionTable
+    from ollie_lsp.sessions import Held, SessionTable
 
 # A session's queue holds two prompts of images at the cap; submits waiting for their turn and other sessions held
 # theirs besides, without end (many at once made the daemon hold gigabytes). The daemon holds this many at most.
 DAEMON_PROMPTS_OF_IMAGES = 4
-
-
-@dataclass(eq=False, repr=False)
-class Held:
-    """The bytes of the images one request read, held until its prompt runs (a submit's) or is queued."""
-
-    images: int = 0
 
 
 def held(table: SessionTable) -> int:

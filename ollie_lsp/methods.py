@@ -30,7 +30,6 @@ from ollie_lsp import heldimages
 from ollie_lsp.documents import read_through_link
 from ollie_lsp.editor import context_documents, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, QueueFull, Stale, invalid_params, refused
-from ollie_lsp.heldimages import Held
 from ollie_lsp.idlecollect import collect_and_freeze
 from ollie_lsp.params import (
     ChangesParams,
@@ -58,7 +57,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
-from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle, failed_field
+from ollie_lsp.sessions import EDITOR_RESUME, Held, LiveSession, SubmitHandle, failed_field
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange

@@ -368,12 +368,14 @@ def _paths(saved: Any) -> dict[str, list[str]]:
 def _trees(saved: Any) -> dict[str, list[str]]:
     """A log's `step_trees` with only pairs of checkpoint ids (git would take any other text as an option): a call
     whose pair is not one is left out, and its step shows its turn's diffs as before."""
-    from ollie.workspace.refs import is_checkpoint
-
     if not isinstance(saved, dict):
         return {}
     return {call: pair for call, pair in saved.items() if type(call) is str and type(pair) is list and len(pair) == 2
-            and all(type(t) is str and is_checkpoint(t) for t in pair)}
+            and all(type(t) is str and _CHECKPOINT_ID.fullmatch(t) for t in pair)}
+
+
+# A checkpoint id, a tree's object id (`ollie.workspace.refs.is_checkpoint`, a layer above this one's reach).
+_CHECKPOINT_ID = re.compile(r"[0-9a-f]{40}")
 
 
 # Fields that meta() leaves out: the history itself and in-memory bookkeeping.
