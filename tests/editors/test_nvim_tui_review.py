@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from ollie.sessions.persist import SessionFile
 from ollie.testing import Reply
 
 from . import screens
+from .test_nvim import _nvim
 from .test_nvim_tui import Tmux, quit_nvim, resume, send_in_chat, start_nvim
 
 NOTES = "".join(f"line {i}\n" for i in range(1, 13))
@@ -232,3 +234,42 @@ def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, l
     assert ["  line 3", "  line three"] in first and not any("THREE" in side for row in first for side in row), first
     assert ["  line three", "  line THREE"] in second and not any("  line 3" in row for row in second), second
     assert running == live == resumed
+
+
+@pytest.mark.parametrize("opened", ["step", "turn", "location"])
+def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_nothing_when_it_is_loaded(
+        tmp_path, scripted_llm, opened):
+    # Round 46: a diff buffer was named with the path as it came. `:mksession` (a session plugin's save on quit) writes
+    # a name's newline as `\` and a line break, so the session file, sourced, ran the rest of the name as a command:
+    # a workspace file `evil<NL>lua=os.execute(...)` the model edits ran the model's program as the user, unsandboxed.
+    pwned = tmp_path / "ws" / "pwned"  # (the session file goes back to the workspace first)
+    evil = "evil\nlua=os.execute(string.char(" + ",".join(str(b) for b in b"touch pwned") + "))"
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [evil, "old", "new"]}]})),
+               Reply.text("Edited it."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES, evil: "old\n"})
+    try:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start")
+        tmux.keys(":Ollie edit it", "Enter")
+        tmux.wait(lambda s: "Edited it." in s and "(end)" in s, "the turn")
+        if opened == "turn":
+            tmux.keys("Escape", ":OllieChanges", "Enter")
+            tmux.wait(lambda s: "changed 1 file" in s, "the turn's changes")
+            tmux.keys("Enter")
+        else:  # <CR> on the step's title (its own diff) or on its location line (the file)
+            tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])",
+                      "Enter", f":call search('{'Edit' if opened == 'step' else '→'} evil')", "Enter", "Enter")
+        # A diff, the file (the old code) or the message that it is not opened.
+        shown = tmux.keep(opened, tmux.wait(lambda s: ("new" in s and "evil" in s) or "not opened" in s, "what opens"))
+        assert ("line break in its name: not opened" in shown) == (opened == "location"), shown
+        session = tmp_path / "Session.vim"
+        tmux.keys(f":mksession {session}", "Enter")
+        tmux.wait(lambda s: session.exists(), "the session file")
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / f"{opened}.png", (1000, 560))
+    finally:
+        tmux.close()
+    # The user's next Neovim loads the session (`nvim -S`, a session plugin): it runs no line of the file's name.
+    subprocess.run([_nvim(), "--headless", "--clean", "-c", f"silent! source {session}", "-c", "qa!"],
+                   cwd=tmp_path / "ws", timeout=60, check=False, capture_output=True)
+    assert not pwned.exists(), session.read_text()

@@ -537,10 +537,13 @@ function W:open_location(fallback_cr)
   if not loc then
     return
   end
-  local why = require("ollie.requests").unopenable(vim.fn.fnamemodify(loc.path, ":p"))
+  -- The model names the location: a FIFO there would hold the editor for good, a link leading out read a key; a
+  -- buffer named with a line break goes into a `:mksession` file as a command (the rest of its name run as the user).
+  local why = loc.path:find("\n") and "has a line break in its name"
+    or require("ollie.requests").unopenable(vim.fn.fnamemodify(loc.path, ":p"))
   if why then
-    -- The model names the location: a FIFO there would hold the editor for good, a link leading out read a key.
-    vim.api.nvim_echo({ { loc.path .. " " .. why .. ": not opened", "ErrorMsg" } }, true, {})
+    vim.api.nvim_echo({ { require("ollie.permission").shown_path(loc.path) .. " " .. why .. ": not opened",
+      "ErrorMsg" } }, true, {})
     return
   end
   if self:file_win() then

@@ -706,9 +706,11 @@ local function status_hl(status)
   return status == "failed" and "OllieToolFailed" or (status == "completed" and "OllieTool" or "OllieToolRunning")
 end
 
----The line of a step's location: `→ path:line`, indented under the step.
+---The line of a step's location: `→ path:line`, indented under the step, the path's controls escaped (a newline in
+---a file's name was an error that left the step undrawn; a U+202E reordered it).
 local function location_line(loc, depth)
-  return string.rep("  ", depth + 1) .. "→ " .. loc.path .. (loc.line and (":" .. loc.line) or "")
+  local path = require("ollie.permission").shown_path(loc.path)
+  return string.rep("  ", depth + 1) .. "→ " .. path .. (loc.line and (":" .. loc.line) or "")
 end
 
 ---Add the title line (and location lines) of a step that starts.

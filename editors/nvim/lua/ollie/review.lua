@@ -2,6 +2,7 @@
 -- undo per hunk or per file (ollie/review/undo), and :OllieRewind (ollie/rewind).
 local requests = require("ollie.requests")
 local turn_list = require("ollie.turns")
+local shown_path = require("ollie.permission").shown_path
 
 local M = {}
 
@@ -240,7 +241,9 @@ end
 ---A read-only scratch buffer with `lines`.
 local function scratch(name, lines, filetype)
   local buf = vim.api.nvim_create_buf(false, true)
-  pcall(vim.api.nvim_buf_set_name, buf, name)
+  -- Named with a path's controls escaped: `:mksession` writes a newline of a name as `\` and a line break, and the
+  -- session file, sourced, ran the rest of the name (`lua=os.execute(...)`) as a command; a U+202E reordered the tab.
+  pcall(vim.api.nvim_buf_set_name, buf, shown_path(name))
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].bufhidden = "wipe"
@@ -321,6 +324,9 @@ end
 ---@param path string
 ---@param f ollie.ChangedFile
 local function as_left(path, f)
+  if path:find("\n") then
+    return false -- its buffer's name would go into a `:mksession` file as a command too (see scratch): its text shown
+  end
   local want = split_text(f.newText)
   local buf = vim.fn.bufnr(abs(path))
   if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
@@ -336,7 +342,7 @@ end
 ---its hunks where the list counts them (the file now showed a later turn's edit as this turn's).
 ---@param path string as ollie/changes lists it
 function M.open_diff(path)
-  local f = find(path)
+  local f, shown = find(path), shown_path(path)
   if not f then
     return
   end
@@ -344,11 +350,11 @@ function M.open_diff(path)
   if why then
     -- An added link (listed, its target never read) to a FIFO or a device would hold the editor for good, one to a
     -- key show it and hand it to the daemon as the file's text.
-    requests.notify(path .. " " .. why .. ": no diff", vim.log.levels.WARN)
+    requests.notify(shown .. " " .. why .. ": no diff", vim.log.levels.WARN)
     return
   end
   if f.binary then
-    requests.notify(path .. " is binary: no diff" .. (keys().undo_file and (" (" .. keys().undo_file
+    requests.notify(shown .. " is binary: no diff" .. (keys().undo_file and (" (" .. keys().undo_file
       .. " undoes it)") or ""))
     return
   end
@@ -359,14 +365,14 @@ function M.open_diff(path)
   local after_buf
   if f.status == "deleted" then
     after_buf = scratch("ollie://deleted/" .. path, {}, nil)
-    vim.b[after_buf].ollie_label = "ollie: " .. path .. " (deleted)"
+    vim.b[after_buf].ollie_label = "ollie: " .. shown .. " (deleted)"
     vim.api.nvim_win_set_buf(after_win, after_buf)
   elseif as_left(path, f) then
     vim.cmd.edit(vim.fn.fnameescape(abs(path)))
     after_buf = vim.api.nvim_get_current_buf()
   else
     after_buf = scratch(string.format("ollie://turn-%d/after/%s", M.current.turn, path), split_text(f.newText), nil)
-    vim.b[after_buf].ollie_label = string.format("ollie: %s after turn %d", path, M.current.turn)
+    vim.b[after_buf].ollie_label = string.format("ollie: %s after turn %d", shown, M.current.turn)
     vim.api.nvim_win_set_buf(after_win, after_buf)
     M.current.after_bufs[after_key(path)] = after_buf -- an undo refreshes it (the file's buffer the editor reloads)
   end
@@ -378,17 +384,17 @@ function M.open_diff(path)
   local before_win = vim.api.nvim_get_current_win()
   local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
   local before_buf = scratch(name, split_text(f.oldText), ft)
-  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d", path, M.current.turn)
+  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d", shown, M.current.turn)
   vim.api.nvim_win_set_buf(before_win, before_buf)
   same_options(after_win, before_win)
   local k = keys()
   local chatwin = require("ollie.chatwin")
-  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, path),
+  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, shown),
     hints = {} })
   -- A narrow window drops key hints (the last first), never the file's name.
   local side = M.current.after_bufs[after_key(path)] == after_buf
     and string.format("after turn %d: ", M.current.turn) or "now: "
-  chatwin.set_bar(after_win, "winbar", { label = side .. path, sep = " · ", paren = true, hints = hint_list({
+  chatwin.set_bar(after_win, "winbar", { label = side .. shown, sep = " · ", paren = true, hints = hint_list({
     { k.undo_hunk, "undo hunk" }, { k.keep_hunk, "keep" }, { k.undo_file, "undo file" }, { k.close, "close" } }) })
   for _, w in ipairs({ before_win, after_win }) do
     vim.api.nvim_win_call(w, function() vim.cmd("diffthis") end)
@@ -420,7 +426,7 @@ local function show_step_diff(title, d)
     local buf = scratch(("ollie://step/%s/%s"):format(side[1], d.path), split_text(side[2]), ft)
     vim.api.nvim_win_set_buf(0, buf)
     map(buf, k.close, close_tab, "ollie: close the diff")
-    require("ollie.chatwin").set_bar(0, "winbar", { label = ("%s %s: %s"):format(side[1], title, d.path),
+    require("ollie.chatwin").set_bar(0, "winbar", { label = ("%s %s: %s"):format(side[1], title, shown_path(d.path)),
       hints = side[1] == "after" and hint_list({ { k.close, "close" } }) or {} })
     vim.cmd("diffthis")
   end
@@ -438,7 +444,7 @@ function M.step_diff(step, session)
     elseif #diffs == 1 then
       return show_step_diff(step.title, diffs[1])
     end
-    vim.ui.select(diffs, { prompt = "Diff of which file?", format_item = function(d) return d.path end },
+    vim.ui.select(diffs, { prompt = "Diff of which file?", format_item = function(d) return shown_path(d.path) end },
       function(d) return d and show_step_diff(step.title, d) end)
   end
   if step.diffs or not step.turn then
