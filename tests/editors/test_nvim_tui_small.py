@@ -66,18 +66,52 @@ def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: 
 
 def test_a_chat_with_no_daemon_to_start_says_where_the_whole_fix_is(tmp_path: Path, scripted_llm):
     """Bug: before installing ollie-lsp, :OllieChat's notice was cut to the 80 columns mid-command ("install it with
-    `pipx install …"), in :messages too: the fix was nowhere to read. Now the cut notice ends by pointing to
-    :checkhealth ollie, which says it whole."""
+    `pipx install …"), in :messages too: the fix was nowhere to read. Now the chat says it whole, as
+    :checkhealth ollie does."""
     tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(80, 24))
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # (not installed yet)
         tmux.keys(":OllieChat", "Enter")
-        told = tmux.keep("1-told", tmux.wait(lambda s: "on PATH" in s.splitlines()[-1], "the notice"))
-        assert told.splitlines()[-1].rstrip().endswith("… (:checkhealth ollie)"), told
-        tmux.keys(":checkhealth ollie", "Enter")
+        told = tmux.keep("1-told", tmux.wait(lambda s: "send a prompt" in s, "the chat saying why"))
+        assert "uv tool" in told and "setup({cmd = {...}})" in told, told
+        tmux.keys("Escape", ":checkhealth ollie", "Enter")
         health = tmux.keep("2-health", tmux.wait(lambda s: "ollie: daemon" in s and "pipx" in s, "the whole fix"))
         assert health.count("pipx install ollie-") == 1, "the fix is said once (it was, then again as ADVICE)"
         assert_clean({k: v for k, v in tmux.screens.items() if k != "2-health"})  # (its ERROR is the point)
+    finally:
+        tmux.close()
+
+
+def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_path: Path, scripted_llm):
+    """Bug: with ollie-lsp not installed, :OllieChat opened no chat and left her in the code: the `hello` she typed
+    next ran there as normal-mode keys, editing it (and :Ollie's prompt was lost). Now the chat opens, says why and the
+    fix (:checkhealth ollie's words), keeps what she types, and once ollie-lsp is there, sending it starts the daemon."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."))
+    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+    keep = tmux.keep
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":let g:path = $PATH | let $PATH = '/usr/bin:/bin'", "Enter")  # (not installed yet)
+        tmux.keys(":OllieChat", "Enter")
+        tmux.wait(lambda s: "-- INSERT --" in s and "send a prompt" in s, "the chat, saying why")
+        tmux.type("hello", "C-s")
+        told = keep("1-told", tmux.wait(lambda s: "back in the input" in s, "the prompt kept"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-told.png", (760, 440))
+        assert "install it with" in told and "pipx install" in told, told
+        tmux.keys("Escape", ":echo getbufline('calc.py', 1, '$') getbufvar('calc.py', '&modified')", "Enter")
+        tmux.wait(lambda s: "['x = 1'] 0" in s.splitlines()[-1], "the code as it was")
+        tmux.keys(":Ollie and you?", "Enter")  # (:Ollie's prompt joins it there)
+        tmux.wait(lambda s: "and you?" in "".join(s.splitlines()[-7:]), "the second prompt kept")  # (in the input)
+        tmux.keys(":echo getline(1, '$')", "Enter")
+        tmux.wait(lambda s: "['hello and you?']" in s.splitlines()[-1], "what she typed in the input")
+        tmux.keys(":let $PATH = g:path", "Enter")  # installed: sent again, it starts the daemon
+        tmux.keys("Enter")
+        keep("2-sent", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-sent.png", (760, 440))
+        assert srv.chat_requests[-1].body["messages"][-1]["content"] == "hello and you?", srv.chat_requests[-1].body
+        assert_clean({k: v for k, v in tmux.screens.items() if k != "1-told"})  # (its error is the point)
     finally:
         tmux.close()

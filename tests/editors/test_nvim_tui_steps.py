@@ -102,3 +102,23 @@ def test_a_failed_step_s_long_output_shows_its_last_lines_unfolded(tmp_path: Pat
     with after_one_step(tmp_path, scripted_llm, code, "It failed.", "1-failed", 40) as (_, done):
         assert re.search(r"│ \[step 1 bash\] exit 1 … \+7 lines\n.*│ 8\n.*│ 9\n.*│ 10\n.*│ 11\n.*│ 12\n"
                          r".*│ AssertionError: 2 != 3\n", done), done
+
+
+def test_on_a_step_s_title_the_statusline_names_its_diff_key_and_a_binary_file_says_so(tmp_path: Path, scripted_llm):
+    # Bugs: nothing said that <CR> on a step's title opens its diff; and a step's diff of a binary file (the daemon
+    # sends both texts null) opened two empty sides, as if the file were empty before and after.
+    code = "printf 'a\\0b' > blob.bin; seq 1 12"
+    with after_one_step(tmp_path, scripted_llm, code, "Wrote it.", "1-ended", 30) as (tmux, _):
+        tmux.keys(":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])", "Enter")
+        tmux.keys(":call search('printf')", "Enter")  # (the title's `printf ...` is code)
+        on_step = tmux.keep("2-on-step", tmux.wait(lambda s: "<CR> opens this step's diff" in s, "the hint"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-on-step.png", (1300, 560))
+        assert "│ ollie: idle $0.0000 · <CR> opens this step's diff" in on_step, on_step
+        tmux.keys("Enter")
+        told = tmux.keep("3-binary", tmux.wait(lambda s: "is binary" in s.splitlines()[-1], "the notice"))
+        assert told.splitlines()[-1].strip() == "ollie: blob.bin is binary: no diff", told
+        assert "before Run printf" not in told and tmux.screen().count("Wrote it.") == 1, told  # (no diff tab)
+        tmux.keys("G")  # off the step: the session's title again
+        tmux.keep("4-off", tmux.wait(lambda s: "opens this step's diff" not in s and "ollie: idle" in s, "no hint"))
+        assert_clean(tmux.screens)

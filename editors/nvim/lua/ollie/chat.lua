@@ -267,13 +267,14 @@ function Chat:revive()
   end
 end
 
----Run `fn(session)` once the chat has a daemon session (asked for on first use).
+---Run `fn(session)` once the chat has a daemon session (asked for on first use); `failed()` when none came.
 ---@param fn fun(session: string)
-function Chat:with_session(fn)
+---@param failed fun()|nil
+function Chat:with_session(fn, failed)
   if self.session then
     return fn(self.session)
   end
-  table.insert(self.waiting, fn)
+  table.insert(self.waiting, { fn, failed })
   if #self.waiting > 1 then
     return
   end
@@ -285,7 +286,15 @@ function Chat:with_session(fn)
     local waiting = self.waiting
     self.waiting = {}
     if err or not res then
-      self.transcript:note("error: " .. err_text(err), "OllieError")
+      -- No daemon (not installed, it would not start): the default session is still the next try's to claim.
+      default_claimed = default_claimed and not (err and err.unsent and method == "ollie/state")
+      self.transcript:note("error: " .. err_text(err) .. (err and err.unsent
+        and "\nOnce that is fixed, send a prompt: it starts the daemon." or ""), "OllieError")
+      for _, cb in ipairs(waiting) do
+        if cb[2] then
+          cb[2]()
+        end
+      end
       return
     end
     -- A session picked meanwhile (:OllieSessions as the chat opens) stays the chat's.
@@ -301,7 +310,7 @@ function Chat:with_session(fn)
       require("ollie.backend").check(self, method == "ollie/state" and res or nil)
     end
     for _, cb in ipairs(waiting) do
-      cb(self.session)
+      cb[1](self.session)
     end
   end)
 end
@@ -456,6 +465,10 @@ function Chat:submit(text, contexts)
       end
       self.transcript:turn_end("error")
     end)
+  end, function() -- no session: no daemon to send it to (said above)
+    self.running, self.state = false, "idle"
+    self:put_back(text, given)
+    self.transcript:turn_end("error")
   end)
   return true
 end

@@ -137,10 +137,18 @@ function M.status(win)
   return status, render.fit(title, room)
 end
 
----The transcript's statusline (`%!`): M.status, the title in its own colour.
+---The transcript's statusline (`%!`): M.status, the title in its own colour; in the title's place while the cursor is
+---on a step's title there, the key that opens the step's diff (nothing else said that it does).
 ---@return string
 function M.transcript_bar()
-  local status, title = M.status(vim.g.statusline_winid or vim.api.nvim_get_current_win())
+  local win = vim.g.statusline_winid or vim.api.nvim_get_current_win()
+  local status, title = M.status(win)
+  local c, key = require("ollie.chat").get(false), (config.options.keymaps.open_location or {}).n
+  local at = key and c and win == vim.api.nvim_get_current_win() and c.transcript.buf == vim.api.nvim_win_get_buf(win)
+    and c.transcript:target_at(vim.api.nvim_win_get_cursor(win)[1] - 1)
+  if at and at.step and not (at.step.diffs and #at.step.diffs == 0) then -- (not one known to have changed nothing)
+    return esc(" " .. status) .. " · %#OllieInputHint#" .. esc(key .. " opens this step's diff") .. "%*"
+  end
   return esc(" " .. status) .. (title ~= "" and (" · %#OllieTitle#" .. esc(title) .. "%*") or "")
 end
 

@@ -54,12 +54,15 @@ local function started()
   return not err
 end
 
----The chat of the current tabpage, with its daemon started; nil (after telling the user) when it can't.
+---The chat of the current tabpage, with its daemon started; nil (after telling the user) when it can't, unless
+---`anyway`: then the chat opens all the same, saying why there is no daemon, and what is typed there waits in its input
+---(sent again, it starts the daemon). Before, no chat opened, and the prompt typed next went into the code as keys.
 ---@param focus boolean|nil move the cursor into the input area, in insert mode (ready to type, as avante and
 ---CopilotChat are); else the chat opens with the cursor where it was
+---@param anyway boolean|nil
 ---@return ollie.Chat|nil
-local function ensure(focus)
-  if not started() then
+local function ensure(focus, anyway)
+  if not started() and not anyway then
     return nil
   end
   local c = chat.get(true) --[[@as ollie.Chat]]
@@ -95,7 +98,7 @@ function M.ask(text, range)
     table.insert(contexts, context.range(buf, range.line1, range.line2))
   end
   local prompt = vim.trim(text or "")
-  local c = ensure(prompt == "")
+  local c = ensure(prompt == "", true)
   if c and prompt ~= "" then
     c:submit(prompt, contexts)
   elseif c and range and from_file then
@@ -113,7 +116,7 @@ end
 ---@param path string|nil
 function M.image(path)
   local function attach(picked)
-    local c = ensure(true)
+    local c = ensure(true, true)
     if c and picked then
       require("ollie.input").append(c.input_buf, "#file:" .. vim.fn.fnamemodify(picked, ":.") .. " ")
       c:focus_input(true)
@@ -136,14 +139,9 @@ end
 ---@param name string|nil
 function M.open_chat(name)
   if name and name ~= "" then
-    local _, err = client.ensure()
-    if err then
-      notify(err, vim.log.levels.ERROR, HEALTH)
-      return
-    end
     chat.show_named(name)
   end
-  ensure(true)
+  ensure(true, true)
 end
 
 ---Interrupt the running turn.

@@ -415,6 +415,9 @@ end
 ---@param title string the step's
 ---@param d {path: string, oldText: string|nil, newText: string|nil}
 local function show_step_diff(title, d)
+  if type(d.oldText) ~= "string" and type(d.newText) ~= "string" then -- (both null: binary) two empty sides showed
+    return requests.notify(d.path .. " is binary: no diff")
+  end
   local origin = vim.t.ollie_review_of or vim.api.nvim_get_current_tabpage()
   vim.cmd("tabnew")
   vim.t.ollie_review_of = origin -- the chat of this tab is the one the step is in (chat.get)
