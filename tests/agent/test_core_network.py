@@ -238,7 +238,7 @@ async def test_a_local_index_refused_unasked_says_what_to_list_and_where_and_lis
     for index in (1, 3):
         told = tool_text(srv, index)
         assert "status 403" in told and listener.accepted == 0, told
-        assert f'the user can add "127.0.0.1:{listener.port}" to network.allow in {mine} (a copy of ' in told, told
+        assert f'the user can add "127.0.0.1:{listener.port}" to network.allow in {mine} (copy ' in told, told
         # The port is the model's: the note says what listing it hands over, and when it is the user's to give.
         assert "letting every step reach whatever listens on that port: only if it is the package index or server " \
                "the user started for this" in told, told

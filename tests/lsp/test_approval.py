@@ -531,7 +531,9 @@ def test_ollie_p_names_a_refused_step_on_one_line_whatever_its_title_holds(llm, 
     llm.script(edit(path, "one", "two"), Reply.text("could not"))
     proc = run_ollie(["-p", "edit it"], llm.env(approval=""), tmp_path)
     assert proc.returncode == 7, (proc.returncode, proc.stderr)
-    refused = [line for line in proc.stderr.splitlines() if "ollie: all steps ran" in line]
+    # Every line holding the forged text is one of ollie's own (the step's, its refusal's), none starts with it.
+    refused = [line for line in proc.stderr.splitlines() if line.startswith("ollie:") and "all steps ran" in line]
+    assert not [line for line in proc.stderr.splitlines() if line.lstrip().startswith("ollie: all steps ran")]
     assert refused == ["ollie: not run, nobody could approve it (-p cannot ask): Edit a.txt\\nollie: all steps ran"
                        "\\x1b[2K\\tdone; `--approval auto-edit` runs it unasked"], proc.stderr
 

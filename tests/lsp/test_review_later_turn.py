@@ -87,7 +87,7 @@ async def test_a_buffer_the_editor_read_through_a_link_is_never_undone_into_or_s
     when the disk looks unchanged): the key landed in the workspace for the model to read; the prompt's context of the
     open file sent it as well. That text is never the file's: the undo goes to the disk, the context reads the disk."""
     begin, end = "-----BEGIN OPENSSH PRIVATE KEY-----\n", "-----END OPENSSH PRIVATE KEY-----\n"
-    llm.script(test_documents.edit("key.pem", f"{end}W\n", end), Reply.text("tidied"), Reply.text("ok"))
+    llm.script(Reply.file_edit("key.pem", f"{end}W\n", end), Reply.text("tidied"), Reply.text("ok"))
     daemon = await test_documents.start(start_daemon, llm.env(), init_options={"saveDocuments": True})
     pem = daemon.workspace / "key.pem"
     pem.write_text(f"{begin}{end}W\n")
