@@ -102,7 +102,7 @@ def run(rounds: int = 20, files: int = FILES) -> tuple[list[Row], list[str]]:
             paused = time.perf_counter()
             (root / f"pkg{n % dirs:03d}" / "mod00.py").write_text(f"changed {n}\n")  # the step: not ours
             resumed = time.perf_counter()
-            changed = (await tracker.after_step(token)).changes
+            changed = (await tracker.after_step(token))[1].changes
             await review.end_turn()
             assert len(changed) == 1, changed  # the bench measures a real, correct turn
             return (time.perf_counter() - began - (resumed - paused)) * 1e3
