@@ -27,6 +27,7 @@ from . import screens
 from .test_nvim import _nvim
 
 if TYPE_CHECKING:
+    from ollie.testing import ScriptedLLMServer
     from tests.netserver import Listener
 
 PLUGIN = Path(__file__).resolve().parents[2] / "editors" / "nvim"
@@ -1578,19 +1579,37 @@ def test_a_question_taller_than_half_the_screen_says_so_and_scrolls_from_the_pic
         tmux.close()
 
 
-def test_a_batch_of_edits_is_one_question_that_shows_each_call(tmp_path: Path, scripted_llm):
-    # A model's batch of edits asked one question each: the user answered as many questions as the batch had files.
+BATCH_FILES = [f"m{i}.py" for i in range(6)]  # more than TOGETHER_PAST: asked together
+
+
+def batch_asked(tmp_path: Path, scripted_llm: Callable[[str], ScriptedLLMServer], reply: Reply, then: str,
+                width: int) -> tuple[Tmux, str]:
+    """Neovim in ask mode over BATCH_FILES (each `return a - b`), the model's `reply` (a batch of their edits, then
+    `then`) asked about: (the nvim, the question's screen, captured as 1-asked.png `width` pixels wide); the nvim is
+    closed when it goes wrong before that."""
     srv = scripted_llm("openai")
-    names = [f"m{i}.py" for i in range(6)]  # more than TOGETHER_PAST: asked together
-    batch = ("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]})
-    srv.script(Reply(text="Fixing them all.", tool_calls=[batch]), Reply.text("Fixed all."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names})
+    srv.script(reply, Reply.text(then))
+    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n"
+                                                          for name in BATCH_FILES})
     try:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys(":Ollie fix them", "Enter")
         asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "file_edit m5.py" in s, "the question"))
         assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (1000, 560))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (width, 560))
+    except BaseException:
+        tmux.close()
+        raise
+    return tmux, asked
+
+
+def test_a_batch_of_edits_is_one_question_that_shows_each_call(tmp_path: Path, scripted_llm):
+    # A model's batch of edits asked one question each: the user answered as many questions as the batch had files.
+    names = BATCH_FILES
+    batch = ("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]})
+    tmux, asked = batch_asked(tmp_path, scripted_llm, Reply(text="Fixing them all.", tool_calls=[batch]), "Fixed all.",
+                              1000)
+    try:
         assert "ollie asks to: Edit m0.py and 5 more steps" in asked, asked
         tmux.keys("1", "Enter")  # Allow once: for the whole batch, asked once
         tmux.wait(lambda s: "Fixed all." in s and "(end)" in s, "the turn to end")
@@ -1604,18 +1623,12 @@ def test_a_batch_question_draws_each_call_on_its_own_line_and_a_bidi_override_as
                                                                                              scripted_llm):
     # The last call's new text drew a line of its own that read as a call the batch does not make (`file_edit
     # m9.py ...`), and its U+202E went to the float as it was (a terminal that does bidi reorders the line).
-    srv = scripted_llm("openai")
-    names = [f"m{i}.py" for i in range(6)]
+    names = BATCH_FILES
     calls = [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]
     calls[-1]["args"][2] = "a + b \u202e# fine\nfile_edit m9.py 'a - b' 'a + b'"
-    srv.script(Reply(tool_calls=[("call_tool", {"calls": calls})]), Reply.text("Left them."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names})
+    tmux, asked = batch_asked(tmp_path, scripted_llm, Reply(tool_calls=[("call_tool", {"calls": calls})]), "Left them.",
+                              1500)
     try:
-        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
-        tmux.keys(":Ollie fix them", "Enter")
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "file_edit m5.py" in s, "the question"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (1500, 560))
         assert "\\u202e# fine\\nfile_edit m9.py" in "".join(line.strip() for line in asked.splitlines()), asked
         assert not any(line.strip().startswith("file_edit m9.py") for line in asked.splitlines()), asked
         tmux.keys(choice(asked, "Reject"), "Enter")

@@ -31,6 +31,19 @@ def assert_each_under_its_step(screen: str, small: str, big: str) -> None:
     assert sum(small in line or big in line for line in lines) == 2, screen
 
 
+def sent_and_refused(tmux: Tmux, prompt: str, note: str) -> tuple[str, str]:
+    """Send `prompt` in the chat, which the daemon refuses (-32010): (the screen once it is back in the input with
+    `note`, captured as 1-refused.png; the chat's lines joined)."""
+    from . import screens
+    from .test_nvim_tui import back_in_input
+
+    send_in_chat(tmux, prompt)
+    back = back_in_input(tmux, "1-refused", note, prompt)
+    assert tmux.captures is not None
+    screens.png(tmux.screen(colours=True), tmux.captures / "1-refused.png", (1200, 560))
+    return back, " ".join(line.strip() for line in chat_lines(back))
+
+
 def test_each_image_a_batch_read_shows_under_its_step_live_and_resumed(tmp_path: Path, scripted_llm):
     # Bug: both showed under the call, after its last step, ignoring the `step` each names (the VS Code chat too).
     srv = scripted_llm("anthropic")
@@ -250,8 +263,6 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
     """Bug: the queue had no bound (each prompt up to 40 MiB of images, all held by the daemon). Past 32 prompts the
     daemon refuses the next: the chat says why and what to do, the prompt is back in the input, what waits stays;
     once the user dropped that, Enter sends it with its image."""
-    from . import screens
-    from .test_nvim_tui import back_in_input
 
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
     try:
@@ -260,11 +271,7 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
                   " require('ollie.chat').get().session, text = 'waiting ' .. n}, function(e) if n == 32 then"
                   " print(e and 'refused' or 'queued them') end end) end", "Enter")
         tmux.wait(lambda s: "queued them" in s or "refused" in s, "the daemon to take the prompts")
-        send_in_chat(tmux, "one too many #file:shot.png")
-        back = back_in_input(tmux, "1-refused", "(not queued: it is back in the input", "one too many #file:shot.png")
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-refused.png", (1200, 560))
-        said = " ".join(line.strip() for line in chat_lines(back))
+        back, said = sent_and_refused(tmux, "one too many #file:shot.png", "(not queued: it is back in the input")
         assert "error: queue full: 32 prompts wait in this session, the most it queues: let them run first, or drop" \
                " them (/queued clear)" in said, back
         assert "⏳ queued: one too many" not in back, back
@@ -331,8 +338,6 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
     """Two other sessions of the daemon queued four prompts of images at the cap (another client): the daemon holds no
     more of prompts not run yet. Sent now, a prompt with an image is refused before its image is read (-32010); it
     was gone from the input, only the error said: it is back there, its `#file:` tag with it."""
-    from . import screens
-    from .test_nvim_tui import back_in_input
 
     srv = scripted_llm("openai")
     tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"}, {"notes.txt": "notes\n"}, size=(120, 30))
@@ -346,11 +351,7 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
                   " {1, 2, 3, 4, 5, 6, 7, 8})}, function(e) n = n + 1; if n == 4 then print(e and 'refused' or"
                   " 'queued them') end end) end end) end", "Enter")
         tmux.wait(lambda s: "queued them" in s or "refused" in s, "the other sessions' queued prompts")
-        send_in_chat(tmux, "what is it #file:shot.png")
-        back = back_in_input(tmux, "1-refused", "(not sent: it is back in the input", "what is it #file:shot.png")
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-refused.png", (1200, 560))
-        said = " ".join(line.strip() for line in chat_lines(back))
+        back, said = sent_and_refused(tmux, "what is it #file:shot.png", "(not sent: it is back in the input")
         assert "of prompts waiting in this daemon's sessions are over the 0.0 MiB it holds" in said, back
     finally:
         tmux.close()
