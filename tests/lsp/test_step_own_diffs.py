@@ -59,3 +59,35 @@ async def test_two_steps_of_one_file_each_show_their_own_diff_after_a_resume_wha
     crafted = await daemon.request("ollie/changes", {"session": session, "turn": 1})
     assert own(crafted) == {first: [("a.txt", ORIGINAL_A, FIRST)]}
     assert crafted["files"] == changes["files"]
+
+
+async def test_the_steps_own_diffs_after_a_resume_pass_a_planted_git_a_fifo_and_a_link(start_daemon, llm, tmp_path):
+    # Each step's diffs are the daemon's reads of its checkpoints: a `git` a step put in the workspace's `.venv/bin`
+    # (on PATH, an activated venv) never runs, and the edited files swapped since for a FIFO and a link to a secret
+    # are never read (an answer waiting on the FIFO, or holding the secret, would be).
+    import os
+
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", "line 2\n", "LINE TWO\n"]}]}),
+                                ("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", "LINE TWO\n", "LINE 2!\n"]}]})),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i s/beta/BETA/ b.txt", "language": "bash"}]})),
+               Reply.text("edited"))
+    daemon = await start_daemon(env=env(llm), workspace=seeded(tmp_path))
+    session = (await daemon.request("ollie/submit", {"text": "edit them"}, timeout=60))["session"]
+    live = {e["tool"]["id"]: [(d["path"], d["oldText"], d["newText"]) for d in e["tool"]["diffs"]]
+            for e in daemon.session_events(session) if e["role"] == "tool"}
+    await daemon.client.shutdown_session()
+    ws, ran = daemon.workspace, tmp_path / "planted-git-ran"
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    (ws / ".venv" / "bin" / "git").write_text(f"#!/bin/sh\ntouch {ran}\nexec /usr/bin/git \"$@\"\n")
+    (ws / ".venv" / "bin" / "git").chmod(0o755)
+    (ws / "a.txt").unlink()
+    os.mkfifo(ws / "a.txt")
+    (ws / "b.txt").unlink()
+    (ws / "b.txt").symlink_to("/etc/passwd")
+
+    path = f"{ws / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    daemon = await start_daemon(env={**env(llm), "PATH": path}, workspace=ws)
+    await daemon.request("ollie/session/load", {"session": session})
+    changes = await daemon.request("ollie/changes", {"session": session, "turn": 1}, timeout=30)
+    assert own(changes) == live and len(live) == 3, own(changes)
+    assert "root:" not in str(changes) and not ran.exists()
