@@ -263,7 +263,6 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
     """Bug: the queue had no bound (each prompt up to 40 MiB of images, all held by the daemon). Past 32 prompts the
     daemon refuses the next: the chat says why and what to do, the prompt is back in the input, what waits stays;
     once the user dropped that, Enter sends it with its image."""
-
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
     try:
         # 32 queued by another client of the session (typed here one by one they only take longer).
@@ -338,7 +337,6 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
     """Two other sessions of the daemon queued four prompts of images at the cap (another client): the daemon holds no
     more of prompts not run yet. Sent now, a prompt with an image is refused before its image is read (-32010); it
     was gone from the input, only the error said: it is back there, its `#file:` tag with it."""
-
     srv = scripted_llm("openai")
     tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"}, {"notes.txt": "notes\n"}, size=(120, 30))
     (tmp_path / "ws" / "shot.png").write_bytes(png(3, 3, (0, 0, 255)))
