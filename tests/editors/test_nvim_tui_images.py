@@ -343,12 +343,13 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
     (tmp_path / "ws" / "big.png").write_bytes(png(5, 3) + b"\0" * 900)
     try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
-        tmux.keys(":lua local c, n = require('ollie.client'), 0; for _ = 1, 2 do c.request('ollie/session/new',"
+        tmux.keys(":lua local c, n, f = require('ollie.client'), 0, nil; for _ = 1, 2 do c.request('ollie/session/new',"
                   " {cwd = vim.fn.getcwd()}, function(_, r) for _ = 1, 2 do c.request('ollie/queue', {session ="
                   " r.session, text = 'waiting', images = vim.tbl_map(function() return {path = 'big.png'} end,"
-                  " {1, 2, 3, 4, 5, 6, 7, 8})}, function(e) n = n + 1; if n == 4 then print(e and 'refused' or"
-                  " 'queued them') end end) end end) end", "Enter")
-        tmux.wait(lambda s: "queued them" in s or "refused" in s, "the other sessions' queued prompts")
+                  " {1, 2, 3, 4, 5, 6, 7, 8})}, function(e) n, f = n + 1, f or e and e.message;"
+                  " if n == 4 then print(f and 'refused: ' .. f or 'queued 4 of them') end end) end end) end", "Enter")
+        screen = tmux.wait(lambda s: "queued 4 of them" in s or "refused: " in s, "the other sessions' queued prompts")
+        assert "refused: " not in screen, screen
         back, said = sent_and_refused(tmux, "what is it #file:shot.png", "(not sent: it is back in the input")
         assert "of prompts waiting in this daemon's sessions are over the 0.0 MiB it holds" in said, back
     finally:

@@ -541,7 +541,9 @@ export async function openChat(page) {
   await status.click();
   const chat = await chatFrame(page);
   // The view takes the focus once its script runs, after #input is there: a Quick Open opened before then closed
-  // under the test's keys ("element is not visible").
+  // under the test's keys ("element is not visible"). Clicked before the view's script ran (a window just reloaded,
+  // the view restored), the focus went nowhere and stayed there (CI, loaded): a user clicks again, and so does this.
+  await status.click();
   await chatFocused(page, chat);
   return chat;
 }
