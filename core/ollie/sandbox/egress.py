@@ -418,6 +418,7 @@ class EgressProxy:
             step.close()
         if self._accepting is not None:
             self._accepting.cancel()
+            self._accepting = None  # nor does it keep the loop (the key of `_proxies`) alive
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -442,11 +443,15 @@ class EgressProxy:
     async def _accept_steps(self) -> None:
         loop = asyncio.get_running_loop()
         assert self._server is not None
-        while True:
-            conn, _ = await loop.sock_accept(self._server)
-            task = asyncio.ensure_future(self._handshake(conn))
-            self._handshakes.add(task)
-            task.add_done_callback(self._handshakes.discard)
+        try:
+            while True:
+                conn, _ = await loop.sock_accept(self._server)
+                task = asyncio.ensure_future(self._handshake(conn))
+                self._handshakes.add(task)
+                task.add_done_callback(self._handshakes.discard)
+        finally:  # its loop ends (asyncio.run cancels what is left): the socket dir and its lock go now, not at exit
+            if self._accepting is asyncio.current_task():  # not a proxy started again since `close`
+                self.close()
 
     async def _handshake(self, conn: socket.socket) -> None:
         """Take one step's listener: a single message, its token and the socket."""
