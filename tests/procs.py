@@ -111,6 +111,15 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def open_files(pid: int | str = "self") -> set[str]:
+    """What `pid`'s descriptors lead to, as /proc shows it (`socket:[inode]`, a deleted file's path + ` (deleted)`)."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):  # closed since the listing (the listing's own, for one)
+            found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return found
+
+
 def process_gone(pid: int, within: float = 15.0) -> bool:
     """True once `pid` no longer exists (or is only a zombie awaiting its reaper), within `within` seconds."""
     return bool(exited([pid], within))

@@ -64,6 +64,13 @@ def runtime_tmp_dir() -> Path:
     return Path(os.environ.get("TMPDIR") or "/tmp") / f"{APP}-{os.geteuid()}"
 
 
+def runtime_socket_dir() -> Path:
+    """Where the egress proxy's socket dir goes: the runtime tmp dir, or `/tmp/ollie-<uid>` when that is too deep for
+    a unix socket's path (108 bytes: `<dir>/egress-XXXXXXXX/egress.sock`), as under a deep TMPDIR."""
+    runtime = runtime_tmp_dir()
+    return runtime if len(os.fsencode(runtime)) <= 72 else Path("/tmp") / f"{APP}-{os.geteuid()}"
+
+
 @functools.cache  # where the package lies does not change while it runs (each step asked twice, ~40 us each)
 def bundled(name: str) -> Path:
     """Path of a bundled default (`agents`, `tools`, `sandbox.yaml`): `ollie/_data/`, else the repo root."""

@@ -29,7 +29,7 @@ from ollie.sandbox import egress, relay
 from ollie.sandbox.rules import landlock_abi
 from ollie.testing.nethosts import hosts_resolver
 from tests.netserver import Listener
-from tests.procs import eventually
+from tests.procs import eventually, open_files
 
 pytestmark = pytest.mark.skipif(landlock_abi() < 1, reason="needs Landlock")
 
@@ -680,6 +680,21 @@ async def test_a_long_tmpdir_still_gets_a_socket_steps_can_reach(tmp_path, monke
             client.connect(proxy.path)
     finally:
         proxy.close()
+
+
+def test_a_proxy_goes_with_its_event_loop(tmp_path, monkeypatch) -> None:
+    # Each event loop has its proxy (`egress.proxy()`), which nothing closed: one whose loop had ended kept its socket,
+    # socket dir and owner lock till the process exited (a test worker held hundreds; killed, it left them all).
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+
+    async def started() -> str:
+        proxy = egress.proxy()
+        proxy.start()
+        return proxy.path
+
+    socket_dir = os.path.dirname(asyncio.run(started()))
+    assert not os.path.exists(socket_dir)
+    assert not [link for link in open_files() if link.startswith(socket_dir)], "its owner lock is let go"
 
 
 def client_hello(server_name: str) -> bytes:

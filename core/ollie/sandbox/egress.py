@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ollie import paths
 from ollie.log import get_logger
 from ollie.sandbox import runtimedir
 from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
@@ -395,14 +396,14 @@ class EgressProxy:
         if self._server is not None:
             return
         # Ours and 0700, or refused: in another user's dir she could rename ours and put her socket at its path.
-        self._dir = tempfile.mkdtemp(prefix="egress-", dir=runtimedir.runtime_root())
-        # Beside the sessions' dirs, which a session opening sweeps of those whose owner lock no live process
-        # holds (tools/execute/sessiondirs.py): held while the proxy lives, so only a dead daemon's dir goes.
-        self._lock = os.open(os.path.join(self._dir, "owner.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        root = runtimedir.runtime_root(paths.runtime_socket_dir())
+        self._dir = tempfile.mkdtemp(prefix="egress-", dir=root)
+        # Beside the sessions' dirs (or in /tmp/ollie-<uid>), which a session opening sweeps of those whose owner lock
+        # no live process holds (tools/execute/sessiondirs.py): held while the proxy lives, so only a dead daemon's
+        # dir goes, also after a kill -9.
+        self._lock = os.open(os.path.join(self._dir, "owner.lock"),
+                             os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_SH)
-        if len(self.path) > 100:  # sun_path holds 108 bytes; a long TMPDIR would overflow it again
-            shutil.rmtree(self._dir)
-            self._dir = tempfile.mkdtemp(prefix="ollie-egress-", dir="/tmp")
         server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         server.bind(self.path)
         server.listen(64)
@@ -417,6 +418,7 @@ class EgressProxy:
             step.close()
         if self._accepting is not None:
             self._accepting.cancel()
+            self._accepting = None  # nor does it keep the loop (the key of `_proxies`) alive
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -441,11 +443,15 @@ class EgressProxy:
     async def _accept_steps(self) -> None:
         loop = asyncio.get_running_loop()
         assert self._server is not None
-        while True:
-            conn, _ = await loop.sock_accept(self._server)
-            task = asyncio.ensure_future(self._handshake(conn))
-            self._handshakes.add(task)
-            task.add_done_callback(self._handshakes.discard)
+        try:
+            while True:
+                conn, _ = await loop.sock_accept(self._server)
+                task = asyncio.ensure_future(self._handshake(conn))
+                self._handshakes.add(task)
+                task.add_done_callback(self._handshakes.discard)
+        finally:  # its loop ends (asyncio.run cancels what is left): the socket dir and its lock go now, not at exit
+            if self._accepting is asyncio.current_task():  # not a proxy started again since `close`
+                self.close()
 
     async def _handshake(self, conn: socket.socket) -> None:
         """Take one step's listener: a single message, its token and the socket."""

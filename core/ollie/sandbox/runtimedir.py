@@ -13,16 +13,18 @@ from ollie.sandbox.errors import SandboxError
 PRIVATE_MODE = 0o700
 
 
-def runtime_root() -> Path:
-    """The per-user runtime root (`paths.runtime_tmp_dir`), made 0700 if missing, and checked to be ours.
+def runtime_root(root: Path | None = None, *, make: bool = True) -> Path:
+    """The per-user runtime root (`paths.runtime_tmp_dir`, or `root`), made 0700 if missing (FileNotFoundError when not
+    `make`), and checked to be ours.
 
     It usually lies in a directory every user may write (/tmp): a symlink or a dir
     of another user's planted at its name is refused, never used or followed.
     """
-    root = paths.runtime_tmp_dir()
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(root, PRIVATE_MODE)
+    root = root or paths.runtime_tmp_dir()
+    if make:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(root, PRIVATE_MODE)
     info = os.lstat(root)
     if not stat.S_ISDIR(info.st_mode):
         raise SandboxError(f"{root} is not a directory (a symlink or a file is there): ollie keeps its session "

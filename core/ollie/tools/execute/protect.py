@@ -57,9 +57,10 @@ HOME_VISIBLE = (".gitconfig", ".gitignore", ".gitignore_global", ".config/git", 
 
 def secret_paths(home: Path) -> list[Path]:
     """What tool code may never read through a broader grant: ollie's config (its env file), keys, other sessions,
-    ollie's data and state (other sessions' logs and transcripts)."""
+    ollie's data and state (other sessions' logs and transcripts), the egress proxy's socket (a step could swap it)."""
     # The first three are key dirs: `_write_problem` also refuses writable roots inside them.
     return [_real(p) for p in (paths.config_dir(), home / ".ssh", home / ".gnupg", paths.runtime_tmp_dir(),
+                                paths.runtime_socket_dir(),
                                 *(home / name for name in CREDENTIAL_FILES), paths.data_dir(), paths.state_dir(),
                                 paths.sessions_dir())]
 
@@ -186,7 +187,7 @@ def _protect(policy: Policy, home: Path | str | None) -> tuple[Policy, list[str]
             else:
                 what = f"{'is' if _real(root) == problem else 'holds'} {problem}"
             # A root holding ollie's session dirs (all of /tmp, say) is no home directory: say what to do there.
-            advice = ADVICE if problem != _real(paths.runtime_tmp_dir()) else (
+            advice = ADVICE if problem not in (_real(paths.runtime_tmp_dir()), _real(paths.runtime_socket_dir())) else (
                 "open a project folder instead (not a temp dir holding ollie's session dirs)")
             warnings.append(
                 f"{root} {what}, which tool code must not change: it is granted read-only "

@@ -153,21 +153,20 @@ class SessionDirs:
 
 
 def sweep_stale(*, now: float | None = None) -> list[Path]:
-    """Remove the session dirs under the runtime tmp root no live process owns; returns them.
+    """Remove the dirs under the runtime tmp root (and the proxy's socket root, when elsewhere) no live process owns:
+    sessions', the egress proxy's; returns them.
 
-    A dir without an owner lock goes once older than UNOWNED_GRACE_S. The root is checked to be ours first
+    A dir without an owner lock goes once older than UNOWNED_GRACE_S. A root is checked to be ours first
     (`runtime_root`): a planted symlink or dir is never swept.
     """
     swept: list[Path] = []
-    try:
-        root = runtime_root()
-    except (SandboxError, OSError):
-        return swept  # the session's first step says what is wrong, naming the dir
     now = time.time() if now is None else now
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return swept
+    entries: list[os.DirEntry[str]] = []
+    for root in dict.fromkeys([paths.runtime_tmp_dir(), paths.runtime_socket_dir()]):
+        try:
+            entries += os.scandir(runtime_root(root, make=False))
+        except (SandboxError, OSError):
+            continue  # none made yet; or not ours: the session's first step says what is wrong, naming the dir
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue
