@@ -158,6 +158,7 @@ class OllieAgent:
             for start in range(0, len(updates), REPLAY_PAGE):
                 for update in updates[start:start + REPLAY_PAGE]:
                     await self.client.session_update(session_id=live.id, update=update)
+                    live.forwarder.sent(update)
                 await self._read_by_client()
         return await self._opened(live, LoadSessionResponse)
 

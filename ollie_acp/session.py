@@ -173,6 +173,7 @@ class AcpSession:
         try:
             for update in updates:
                 await self.client.session_update(session_id=self.id, update=update)
+                self.forwarder.sent(update)
         except Exception as exc:  # the client went away: nothing to tell
             logger.info("%s not sent: %s", what, exc)
 
@@ -316,11 +317,11 @@ class AcpSession:
             return
         self.policy_told = True
         if problem := await self.read_policy():
-            await self._tell(("\n\n" if self.forwarder.replied else "") + f"warning: {problem}\n\n")
+            await self._tell(f"warning: {problem}\n\n")
 
     async def _tell(self, text: str) -> None:
-        """Show the user a line of agent text in this session (nothing when the client is gone)."""
-        await self.send(update_agent_message(text_block(text)), what="agent text")
+        """Show the user a paragraph of agent text in this session (nothing when the client is gone)."""
+        await self.send(update_agent_message(text_block(self.forwarder.paragraph(text))), what="agent text")
 
     async def close(self) -> None:
         """Interrupt, save, end the tools, the record; then the last updates."""

@@ -157,7 +157,7 @@ class UpdateForwarder:
 
     def __init__(self, core: AcpCore, send: Send, *, plan_file: Callable[[], Path]) -> None:
         self._core = core
-        self._send = send
+        self._out = send
         self._plan_file = plan_file
         self._sub = core.bus.subscribe()
         # Open steps by the engine's call id (the `tool` object's id): a `tool` event closes its own.
@@ -167,7 +167,9 @@ class UpdateForwarder:
         self._live: dict[str, str] = {}
         self._unsent: set[str] = set()
         self._live_sent_at = 0.0
-        self.replied = False  # a reply's text or tool call was sent
+        # The end of the agent text the client got last (none yet: nothing to part from): a client joins the chunks,
+        # so a note after "done" read "donewaiting for MCP server ..." (`paragraph`).
+        self.tail = "\n\n"
         self._title = ""  # the session's title the client was last told
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
@@ -188,6 +190,19 @@ class UpdateForwarder:
     async def drained(self) -> None:
         """Wait until every event published so far has been sent (woken by the sender, not polled)."""
         await self._sub.caught_up()
+
+    async def _send(self, update: Update) -> None:
+        await self._out(update)
+        self.sent(update)
+
+    def sent(self, update: Update) -> None:
+        """Keep the end of the agent text `update` brings (each sent to the client, whoever sent it)."""
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
+            self.tail = (self.tail + update.content.text)[-2:]
+
+    def paragraph(self, text: str) -> str:
+        """`text` as a paragraph of its own after the agent text sent before it."""
+        return "\n\n"[len(self.tail) - len(self.tail.rstrip("\n")):] + text
 
     async def fail_open_steps(self) -> None:
         """End every step still open as failed (a turn cut short: no step stays pending)."""
@@ -244,7 +259,7 @@ class UpdateForwarder:
         elif role == "state" and (update := self.title_update()):
             await self._send(update)
         elif role in NOTE_ROLES and event.content:
-            text = f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n"
+            text = self.paragraph(f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n")
             await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
 
     def title_update(self, *, again: bool = False) -> SessionInfoUpdate | None:
@@ -257,7 +272,6 @@ class UpdateForwarder:
         return SessionInfoUpdate(session_update="session_info_update", title=title)
 
     def _replying(self) -> None:
-        self.replied = True
         if self.on_reply is not None:
             self.on_reply, begin = None, self.on_reply
             begin()
