@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ollie.agent.approval import Answer, StepQuestion
     from ollie.agent.commands_info import AgentInfo
+    from ollie.agent.inbox import Held
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import AcpCore
     from ollie.backend.types import Image
@@ -103,6 +104,8 @@ class AcpSession:
     # Why its sandbox policy does not load ("" when it does), read in a thread once (`read_policy`), told once.
     policy: asyncio.Future[str] | None = None
     policy_told: bool = False
+    # The images of the prompts received and not begun (`inbox.take_images` bounds them across the sessions).
+    waiting: set[Held] = field(default_factory=set)
 
     @property
     def mode(self) -> str:
@@ -239,14 +242,16 @@ class AcpSession:
         self.received += 1
         return self.received
 
-    async def run_prompt(self, number: int, text: str, images: Sequence[Image] = ()) -> PromptResponse:
-        """Run prompt `number` (or slash command) to its end; the ACP stop reason and the turn's token usage."""
+    async def run_prompt(self, number: int, text: str, images: Sequence[Image], holder: Held) -> PromptResponse:
+        """Run prompt `number` (or slash command) to its end; the ACP stop reason and the turn's token usage. Its
+        images (`holder`) wait no longer once its turn begins."""
         self.forwarder.start()  # as the opening answer went out; one that failed after the open never started it
         if self.turn_lock.locked() and _turn_command(text) is not None:  # after the turn it would reach nothing
             await self.core.submit(text)
             await self.forwarder.drained()
             return PromptResponse(stop_reason="end_turn")
         async with self.turn_lock:
+            self.waiting.discard(holder)
             self.prompt_task = asyncio.ensure_future(self._run(number, text, images))
             try:
                 response = await asyncio.shield(self.prompt_task)
