@@ -26,7 +26,7 @@ from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.recorder import close_session
 from ollie.escapes import escaped
 from ollie_acp.options import backend_models, options_update
-from ollie_acp.updates import Update, UpdateForwarder
+from ollie_acp.updates import Update, UpdateForwarder, odd_names
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -131,18 +131,17 @@ class AcpSession:
         # The model's controls and bidi overrides as escapes (a client obeys a U+202E: what is read would not run).
         note = ("runs outside the sandbox:\n" + escaped("\n\n".join(question.outside)) if question.outside
                 else f"(\"always\" covers {question.always_text()})" if "allow_always" in question.outcomes() else "")
-        # A file named with a control or bidi override: a client draws its location (which opens it) as it is, so the
-        # card's text names it with escapes (unless its title does: a batch's names its first step's file alone).
-        if odd := [shown for loc in question.locations
-                   if (shown := escaped(loc.path, keep="")) != loc.path and shown not in question.title]:
-            note += f"\n(files named with controls or bidi overrides, shown escaped: {', '.join(odd)})"
+        # A file named with a control or bidi override: its location and diff header are drawn as the path is (a
+        # batch's title names its first step's file alone).
+        diffs = (question.diff,) if question.diff is not None else question.diffs
+        note += odd_names([*(loc.path for loc in question.locations), *(d.path for d in diffs)], question.title)
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
             tool_content(text_block(f"{question.title}\n" + (f"{escaped(question.code)}\n" if question.code else "") + note))]
         if question.diffs_more:  # a batch's edits past its previews: the user knows what they were not shown
             content.append(tool_content(text_block(question.diffs_more_text())))
         # The edit's diff, or each of a batch's, before the text: what the user says yes to.
         content[:0] = [tool_diff_content(str(self.core.cwd / diff.path), diff.new_text or "", diff.old_text)
-                       for diff in ((question.diff,) if question.diff is not None else question.diffs)]
+                       for diff in diffs]
         tool_call = ToolCallUpdate(tool_call_id=question.id, title=question.title, kind=question.kind,
                                    status="pending", content=content,
                                    locations=[ToolCallLocation(path=str(self.core.cwd / loc.path),

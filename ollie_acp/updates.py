@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
 from ollie.backend import images
 from ollie.backend.types import Image
+from ollie.escapes import escaped
 
 logger = logging.getLogger("ollie.acp.updates")
 
@@ -104,6 +105,7 @@ def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] 
     without data named with its size), its diffs (paths absolute), and its locations once one has a line (an edit's,
     known from its result); `step`'s own title and kind again (a batch's one question renamed its first step's card)."""
     preview = result if len(result) <= RESULT_PREVIEW_CHARS else result[:RESULT_PREVIEW_CHARS] + "\n[…]"
+    preview += odd_names((d.path for d in diffs), step.title if step else "", before="\n" if preview else "")
     content: list[ContentToolCallContent | FileEditToolCallContent] = [tool_content(text_block(preview))] if preview else []
     content.extend(tool_content(picture_block(p)) for p in pictures)
     for diff in diffs:
@@ -115,6 +117,14 @@ def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] 
     return update_tool_call(step_id, status=status,  # type: ignore[arg-type]
                             content=content or None, locations=where, title=step.title if step else None,
                             kind=step.kind if step else None)  # type: ignore[arg-type]
+
+
+def odd_names(paths: Iterable[str], title: str, *, before: str = "\n") -> str:
+    """A note naming with escapes the files of `paths` named with controls or bidi overrides, unless `title` names
+    them so ("" when none, else `before` and the note): a client draws a diff's header and a location as the path is
+    (a line break splits the name, a U+202E draws what follows reversed)."""
+    odd = [shown for path in dict.fromkeys(paths) if (shown := escaped(path, keep="")) != path and shown not in title]
+    return f"{before}(files named with controls or bidi overrides, shown escaped: {', '.join(odd)})" if odd else ""
 
 
 def picture_block(picture: Mapping[str, Any]) -> ImageContentBlock | TextContentBlock:
