@@ -41,6 +41,7 @@ from acp.schema import (
 )
 
 from ollie import __version__
+from ollie.agent import inbox
 from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
 from ollie.agent.editorcontext import is_command
@@ -58,7 +59,7 @@ from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.options import agents, backend_models, config_options, mode_state
-from ollie_acp.prompt import PromptBlock, image_blocks, prompt_images, prompt_text
+from ollie_acp.prompt import PromptBlock, image_blocks, image_bytes, prompt_images, prompt_text
 from ollie_acp.session import AcpSession
 from ollie_acp.updates import Update, UpdateForwarder
 
@@ -158,6 +159,7 @@ class OllieAgent:
             for start in range(0, len(updates), REPLAY_PAGE):
                 for update in updates[start:start + REPLAY_PAGE]:
                     await self.client.session_update(session_id=live.id, update=update)
+                    live.forwarder.sent(update)
                 await self._read_by_client()
         return await self._opened(live, LoadSessionResponse)
 
@@ -329,19 +331,31 @@ class OllieAgent:
         """Run the prompt (or a slash command) and answer with the stop reason once every update is out."""
         live = self._get(session_id)
         number = live.receive()  # at once: a session/cancel that comes while this is checked cancels it
-        # Archived by another client (the daemon, another window) since it was opened here: the archive wins, as at a
-        # load, and nothing runs (its turn would go into an archived session). As the daemon checks, through its record.
-        if live.recorder is not None and await live.recorder.archived():
-            with store_errors(session_id):
-                raise ArchivedError(session_id)
-        text = prompt_text(prompt, cwd=live.core.cwd)
-        # Megabytes of base64 are decoded in a thread, not on the event loop; a prompt without images needs no hop.
-        pictures = await asyncio.to_thread(prompt_images, prompt) if image_blocks(prompt) else []
-        if not text and not pictures:
-            raise RequestError.invalid_params({"prompt": "the prompt has no text"})
-        if pictures and is_command(text):
-            raise RequestError.invalid_params({"prompt": "a command or !shell line takes no images"})
-        return await live.run_prompt(number, text, pictures)
+        holder = inbox.Held()  # its images, counted from before they are decoded until its turn begins
+        live.waiting.add(holder)
+        try:
+            # Archived by another client (the daemon, another window) since it was opened here: the archive wins, as
+            # at a load, and nothing runs (its turn would go into an archived session). As the daemon checks.
+            if live.recorder is not None and await live.recorder.archived():
+                with store_errors(session_id):
+                    raise ArchivedError(session_id)
+            text = prompt_text(prompt, cwd=live.core.cwd)
+            pictures = []
+            if blocks := image_blocks(prompt):
+                try:  # the daemon's bound: prompts waiting for their turn in every session held theirs, without end
+                    inbox.take_images(holder, image_bytes(blocks), where="this agent",
+                                      held=sum(h.images for s in self._sessions.values() for h in s.waiting))
+                except inbox.QueueFull as exc:
+                    raise RequestError(exc.rpc_code, f"queue full: {exc}", {"sessionId": session_id}) from None
+                # Megabytes of base64 are decoded in a thread, not on the event loop.
+                pictures = await asyncio.to_thread(prompt_images, prompt)
+            if not text and not pictures:
+                raise RequestError.invalid_params({"prompt": "the prompt has no text"})
+            if pictures and is_command(text):
+                raise RequestError.invalid_params({"prompt": "a command or !shell line takes no images"})
+            return await live.run_prompt(number, text, pictures, holder)
+        finally:
+            live.waiting.discard(holder)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """session/cancel: the prompts sent before it, running or not begun yet, answer `cancelled`."""

@@ -96,9 +96,12 @@ class ClientFiles:
             await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
         except Exception as exc:  # the client refused the write: the model is told, nothing changed
             return ApplyResult("refused", f"the editor did not write the file: {exc}")
-        # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine.
-        saved = await asyncio.to_thread(disk_text, path) == new_text
-        return ApplyResult("applied", saved=saved, unsaved=current is not None and disk != current)
+        # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine. One whose
+        # format on save changed it saved too: taken for buffer-only, the formatter's file was written over.
+        written = await asyncio.to_thread(disk_text, path)
+        saved = written == new_text or written not in (None, disk)
+        return ApplyResult("applied", saved=saved, unsaved=current is not None and disk != current,
+                           formatted=written if saved and written != new_text else None)
 
 def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None,
                  root: Callable[[], Path]) -> ClientFiles | None:

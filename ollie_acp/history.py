@@ -102,7 +102,7 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
                     updates.append(tool_start(step, cwd=cwd, status=step.status, arguments=call.arguments))
                     made = share or ((diff,) if diff is not None and step.status == "completed" else ())
                     updates.append(tool_result(step.id, step.status, text, made, cwd=cwd, locations=step.locations,
-                                               pictures=own))
+                                               pictures=own, step=step))
     return updates
 
 

@@ -97,6 +97,13 @@ def image_blocks(blocks: list[PromptBlock]) -> list[ImageContentBlock | Embedded
             or isinstance(b, EmbeddedResourceContentBlock) and _is_image(b.resource)]
 
 
+def image_bytes(blocks: list[ImageContentBlock | EmbeddedResourceContentBlock]) -> int:
+    """What `image_blocks`' images come to decoded, counted from their base64 before any is decoded (one past the cap
+    at the cap: its decoding refuses it, naming it)."""
+    return sum(min(len(b.data if isinstance(b, ImageContentBlock) else getattr(b.resource, "blob", "")) * 3 // 4,
+                   images.max_image_bytes()) for b in blocks)
+
+
 def prompt_images(blocks: list[PromptBlock]) -> list[Image]:
     """The prompt's `image` blocks and embedded image files, checked (format by content, size, count); -32602
     naming the block if not."""

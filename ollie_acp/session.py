@@ -26,13 +26,14 @@ from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.recorder import close_session
 from ollie.escapes import escaped
 from ollie_acp.options import backend_models, options_update
-from ollie_acp.updates import Update, UpdateForwarder
+from ollie_acp.updates import Update, UpdateForwarder, odd_names
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
     from ollie.agent.approval import Answer, StepQuestion
     from ollie.agent.commands_info import AgentInfo
+    from ollie.agent.inbox import Held
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import AcpCore
     from ollie.backend.types import Image
@@ -103,6 +104,8 @@ class AcpSession:
     # Why its sandbox policy does not load ("" when it does), read in a thread once (`read_policy`), told once.
     policy: asyncio.Future[str] | None = None
     policy_told: bool = False
+    # The images of the prompts received and not begun (`inbox.take_images` bounds them across the sessions).
+    waiting: set[Held] = field(default_factory=set)
 
     @property
     def mode(self) -> str:
@@ -128,18 +131,17 @@ class AcpSession:
         # The model's controls and bidi overrides as escapes (a client obeys a U+202E: what is read would not run).
         note = ("runs outside the sandbox:\n" + escaped("\n\n".join(question.outside)) if question.outside
                 else f"(\"always\" covers {question.always_text()})" if "allow_always" in question.outcomes() else "")
-        # A file named with a control or bidi override: a client draws its location (which opens it) as it is, so the
-        # card's text names it with escapes (unless its title does: a batch's names its first step's file alone).
-        if odd := [shown for loc in question.locations
-                   if (shown := escaped(loc.path, keep="")) != loc.path and shown not in question.title]:
-            note += f"\n(files named with controls or bidi overrides, shown escaped: {', '.join(odd)})"
+        # A file named with a control or bidi override: its location and diff header are drawn as the path is (a
+        # batch's title names its first step's file alone).
+        diffs = (question.diff,) if question.diff is not None else question.diffs
+        note += odd_names([*(loc.path for loc in question.locations), *(d.path for d in diffs)], question.title)
         content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = [
             tool_content(text_block(f"{question.title}\n" + (f"{escaped(question.code)}\n" if question.code else "") + note))]
         if question.diffs_more:  # a batch's edits past its previews: the user knows what they were not shown
             content.append(tool_content(text_block(question.diffs_more_text())))
         # The edit's diff, or each of a batch's, before the text: what the user says yes to.
         content[:0] = [tool_diff_content(str(self.core.cwd / diff.path), diff.new_text or "", diff.old_text)
-                       for diff in ((question.diff,) if question.diff is not None else question.diffs)]
+                       for diff in diffs]
         tool_call = ToolCallUpdate(tool_call_id=question.id, title=question.title, kind=question.kind,
                                    status="pending", content=content,
                                    locations=[ToolCallLocation(path=str(self.core.cwd / loc.path),
@@ -173,6 +175,7 @@ class AcpSession:
         try:
             for update in updates:
                 await self.client.session_update(session_id=self.id, update=update)
+                self.forwarder.sent(update)
         except Exception as exc:  # the client went away: nothing to tell
             logger.info("%s not sent: %s", what, exc)
 
@@ -238,14 +241,16 @@ class AcpSession:
         self.received += 1
         return self.received
 
-    async def run_prompt(self, number: int, text: str, images: Sequence[Image] = ()) -> PromptResponse:
-        """Run prompt `number` (or slash command) to its end; the ACP stop reason and the turn's token usage."""
+    async def run_prompt(self, number: int, text: str, images: Sequence[Image], holder: Held) -> PromptResponse:
+        """Run prompt `number` (or slash command) to its end; the ACP stop reason and the turn's token usage. Its
+        images (`holder`) wait no longer once its turn begins."""
         self.forwarder.start()  # as the opening answer went out; one that failed after the open never started it
         if self.turn_lock.locked() and _turn_command(text) is not None:  # after the turn it would reach nothing
             await self.core.submit(text)
             await self.forwarder.drained()
             return PromptResponse(stop_reason="end_turn")
         async with self.turn_lock:
+            self.waiting.discard(holder)
             self.prompt_task = asyncio.ensure_future(self._run(number, text, images))
             try:
                 response = await asyncio.shield(self.prompt_task)
@@ -316,11 +321,11 @@ class AcpSession:
             return
         self.policy_told = True
         if problem := await self.read_policy():
-            await self._tell(("\n\n" if self.forwarder.replied else "") + f"warning: {problem}\n\n")
+            await self._tell(f"warning: {problem}\n\n")
 
     async def _tell(self, text: str) -> None:
-        """Show the user a line of agent text in this session (nothing when the client is gone)."""
-        await self.send(update_agent_message(text_block(text)), what="agent text")
+        """Show the user a paragraph of agent text in this session (nothing when the client is gone)."""
+        await self.send(update_agent_message(text_block(self.forwarder.paragraph(text))), what="agent text")
 
     async def close(self) -> None:
         """Interrupt, save, end the tools, the record; then the last updates."""

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
 from ollie.backend import images
 from ollie.backend.types import Image
+from ollie.escapes import escaped
 
 logger = logging.getLogger("ollie.acp.updates")
 
@@ -104,6 +105,7 @@ def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] 
     without data named with its size), its diffs (paths absolute), and its locations once one has a line (an edit's,
     known from its result); `step`'s own title and kind again (a batch's one question renamed its first step's card)."""
     preview = result if len(result) <= RESULT_PREVIEW_CHARS else result[:RESULT_PREVIEW_CHARS] + "\n[…]"
+    preview += odd_names((d.path for d in diffs), step.title if step else "", before="\n" if preview else "")
     content: list[ContentToolCallContent | FileEditToolCallContent] = [tool_content(text_block(preview))] if preview else []
     content.extend(tool_content(picture_block(p)) for p in pictures)
     for diff in diffs:
@@ -115,6 +117,14 @@ def tool_result(step_id: str, status: str, result: str, diffs: tuple[Diff, ...] 
     return update_tool_call(step_id, status=status,  # type: ignore[arg-type]
                             content=content or None, locations=where, title=step.title if step else None,
                             kind=step.kind if step else None)  # type: ignore[arg-type]
+
+
+def odd_names(paths: Iterable[str], title: str, *, before: str = "\n") -> str:
+    """A note naming with escapes the files of `paths` named with controls or bidi overrides, unless `title` names
+    them so ("" when none, else `before` and the note): a client draws a diff's header and a location as the path is
+    (a line break splits the name, a U+202E draws what follows reversed)."""
+    odd = [shown for path in dict.fromkeys(paths) if (shown := escaped(path, keep="")) != path and shown not in title]
+    return f"{before}(files named with controls or bidi overrides, shown escaped: {', '.join(odd)})" if odd else ""
 
 
 def picture_block(picture: Mapping[str, Any]) -> ImageContentBlock | TextContentBlock:
@@ -157,7 +167,7 @@ class UpdateForwarder:
 
     def __init__(self, core: AcpCore, send: Send, *, plan_file: Callable[[], Path]) -> None:
         self._core = core
-        self._send = send
+        self._out = send
         self._plan_file = plan_file
         self._sub = core.bus.subscribe()
         # Open steps by the engine's call id (the `tool` object's id): a `tool` event closes its own.
@@ -167,7 +177,9 @@ class UpdateForwarder:
         self._live: dict[str, str] = {}
         self._unsent: set[str] = set()
         self._live_sent_at = 0.0
-        self.replied = False  # a reply's text or tool call was sent
+        # The end of the agent text the client got last (none yet: nothing to part from): a client joins the chunks,
+        # so a note after "done" read "donewaiting for MCP server ..." (`paragraph`).
+        self.tail = "\n\n"
         self._title = ""  # the session's title the client was last told
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
@@ -188,6 +200,19 @@ class UpdateForwarder:
     async def drained(self) -> None:
         """Wait until every event published so far has been sent (woken by the sender, not polled)."""
         await self._sub.caught_up()
+
+    async def _send(self, update: Update) -> None:
+        await self._out(update)
+        self.sent(update)
+
+    def sent(self, update: Update) -> None:
+        """Keep the end of the agent text `update` brings (each sent to the client, whoever sent it)."""
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
+            self.tail = (self.tail + update.content.text)[-2:]
+
+    def paragraph(self, text: str) -> str:
+        """`text` as a paragraph of its own after the agent text sent before it."""
+        return "\n\n"[len(self.tail) - len(self.tail.rstrip("\n")):] + text
 
     async def fail_open_steps(self) -> None:
         """End every step still open as failed (a turn cut short: no step stays pending)."""
@@ -244,7 +269,7 @@ class UpdateForwarder:
         elif role == "state" and (update := self.title_update()):
             await self._send(update)
         elif role in NOTE_ROLES and event.content:
-            text = f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n"
+            text = self.paragraph(f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n")
             await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
 
     def title_update(self, *, again: bool = False) -> SessionInfoUpdate | None:
@@ -257,7 +282,6 @@ class UpdateForwarder:
         return SessionInfoUpdate(session_update="session_info_update", title=title)
 
     def _replying(self) -> None:
-        self.replied = True
         if self.on_reply is not None:
             self.on_reply, begin = None, self.on_reply
             begin()

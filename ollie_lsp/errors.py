@@ -9,10 +9,10 @@ from contextlib import contextmanager
 
 from pygls.exceptions import JsonRpcException
 
+from ollie.agent import inbox
 from ollie.sessions import errors as store
 
 STALE = -32003
-QUEUE_FULL = -32010
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
@@ -75,7 +75,7 @@ class Stale(RpcError):
 class QueueFull(RpcError):
     """-32010: a queued or injected prompt the session has no room for (what waits is kept)."""
 
-    CODE, MESSAGE = QUEUE_FULL, "queue full"
+    CODE, MESSAGE = inbox.QueueFull.rpc_code, "queue full"
 
 
 @contextmanager

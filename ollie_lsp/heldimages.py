@@ -1,19 +1,15 @@
-"""The image bytes the daemon holds for prompts not run yet, bounded across its sessions."""
+"""The image bytes the daemon holds for prompts not run yet, bounded across its sessions (`inbox.take_images`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ollie.agent.inbox import mib
-from ollie.backend.images import MAX_IMAGES, max_image_bytes
-from ollie_lsp.errors import QueueFull
+from ollie.agent import inbox
+from ollie_lsp.errors import QueueFull, refused
 
 if TYPE_CHECKING:
-    from ollie_lsp.sessions import Held, SessionTable
-
-# A session's queue holds two prompts of images at the cap; submits waiting for their turn and other sessions held
-# theirs besides, without end (many at once made the daemon hold gigabytes). The daemon holds this many at most.
-DAEMON_PROMPTS_OF_IMAGES = 4
+    from ollie.agent.inbox import Held
+    from ollie_lsp.sessions import SessionTable
 
 
 def held(table: SessionTable) -> int:
@@ -24,10 +20,5 @@ def held(table: SessionTable) -> int:
 
 def take(table: SessionTable, holder: Held, session: str, size: int) -> None:
     """Count `size` more bytes (fewer when negative) to `holder`; -32010 when the daemon would hold more than it may."""
-    cap = DAEMON_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
-    now = held(table)
-    if size > 0 and now + size > cap:
-        raise QueueFull(f"this prompt's {mib(size)} of images and the {mib(now)} of prompts waiting in this daemon's"
-                        f" sessions are over the {mib(cap)} it holds: let them run first, or send fewer or smaller"
-                        " images", {"session": session})
-    holder.images += size
+    with refused(QueueFull, inbox.QueueFull, {"session": session}):
+        inbox.take_images(holder, size, held=held(table), where="this daemon")

@@ -57,7 +57,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
-from ollie_lsp.sessions import EDITOR_RESUME, Held, LiveSession, SubmitHandle, failed_field
+from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle, failed_field
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange
@@ -136,7 +136,7 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
         live.waiting.discard(handle)
 
 
-async def _prompt_images(ls: OllieServer, live: LiveSession, p: SubmitParams | QueueParams, holder: Held) -> list[Image]:
+async def _prompt_images(ls: OllieServer, live: LiveSession, p: SubmitParams | QueueParams, holder: inbox.Held) -> list[Image]:
     """A submitted or queued prompt's images (`_images`, counted to `holder`: -32010 past what the daemon holds);
     -32602 for images with a command, or a prompt of nothing."""
     pictures = await _images(p.images or [], cwd=live.core.cwd, take=partial(heldimages.take, ls.table, holder, live.id))
@@ -217,7 +217,7 @@ async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
         live, text, _ = await _arrived(ls, p)
         with refused(QueueFull, inbox.QueueFull, {"session": live.id}):
             live.core.queue_room(text)  # a full queue refuses before the images are read
-            holder = Held()  # counted until queued (then its session's queue counts them)
+            holder = inbox.Held()  # counted until queued (then its session's queue counts them)
             ls.table.reading.add(holder)
             try:
                 pictures = await _prompt_images(ls, live, p, holder)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
-from ollie.agent.inbox import QueueFull
+from ollie.agent.inbox import Held, QueueFull
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -40,14 +40,6 @@ Q = TypeVar("Q")
 A = TypeVar("A")
 # How long a question to the user waits for the events before it to go out (they wait ~4 ms to be joined).
 QUESTION_DRAIN_S = 2.0
-
-
-@dataclass(eq=False, repr=False)
-class Held:
-    """The bytes of the images one request read, held until its prompt runs (a submit's) or is queued
-    (`ollie_lsp.heldimages` bounds them across the sessions)."""
-
-    images: int = 0
 
 
 # A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).

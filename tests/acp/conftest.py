@@ -50,6 +50,8 @@ class RecordingClient:
         self.permission_requests: list[Any] = []
         self.files: dict[str, str] = {}
         self.writes: list[tuple[str, str]] = []
+        # A client that saves what it writes, through the user's format on save (None: it changes its buffer only).
+        self.format_on_save: Callable[[str], str] | None = None
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
@@ -72,6 +74,9 @@ class RecordingClient:
 
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
         self.writes.append((path, content))
+        if self.format_on_save is not None:
+            self.files[path] = self.format_on_save(content)
+            Path(path).write_text(self.files[path])
         return WriteTextFileResponse()
 
     def of(self, session_id: str, kind: str | None = None) -> list[Any]:

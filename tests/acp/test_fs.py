@@ -84,3 +84,26 @@ async def test_unsaved_client_text_is_not_written_and_the_model_is_told(shared_a
     await agent.prompt(sid, "edit it")
     assert "notes.txt has unsaved changes in the editor: your edit is in its buffer only" in tool_result(llm)
     assert (agent.workspace / "notes.txt").read_text() == "disk text\n"
+
+
+async def test_a_clients_format_on_save_is_kept_and_is_what_the_step_diff_and_a_rewind_go_by(shared_agent, llm) -> None:
+    """A client whose fs/write_text_file saves through the user's formatter (Zed's format on save): ollie took the
+    saved file for a buffer-only write and wrote its own unformatted text over the formatter's, and a rewind then found
+    the buffer "changed since the agent's edit"."""
+    llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), Reply.text("done"))
+    agent = await shared_agent(fs=True)
+    calc = agent.workspace / "calc.py"
+    calc.write_text(before := "def add(a, b):\n    return a - b\n")
+    key = os.path.realpath(calc)
+    agent.client.files[key] = before
+    agent.client.format_on_save = lambda text: text.replace("a + b", "(a + b)")
+    agent.client.permission_answers = ["allow_once"] * 3
+    sid = await agent.new()
+    await agent.prompt(sid, "fix add")
+    formatted = "def add(a, b):\n    return (a + b)\n"
+    assert calc.read_text() == formatted
+    (diff,) = [c for u in agent.client.of(sid, "tool_call_update") for c in u.content or [] if c.type == "diff"]
+    assert (diff.old_text, diff.new_text) == (before, formatted)
+    await agent.prompt(sid, "/rewind")
+    assert calc.read_text() == before and agent.client.files[key] == before, agent.client.text(sid)
+    assert "changed since" not in agent.client.text(sid)

@@ -215,3 +215,27 @@ async def test_a_prompt_the_client_did_not_send_comes_with_its_images() -> None:
     assert [(u.session_update, getattr(u.content, "data", None) or u.content.text) for u in sent] == [
         ("user_message_chunk", "and these?"), ("user_message_chunk", DATA),
         ("user_message_chunk", f"[image: image/png, {kb} KB, not sent]")]
+
+
+async def test_image_prompts_waiting_in_every_session_are_bounded_together_and_freed_as_they_end(
+        start_agent, llm, sleeper) -> None:
+    # Each prompt waiting for its session's turn held its images (the daemon bounds them: ollie_lsp.heldimages), so a
+    # client sending big image prompts to many busy sessions made `ollie acp` hold without end.
+    guess = len(DATA) * 3 // 4  # each image counted at its base64's size decoded, before any is decoded
+    agent = await start_agent(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": str(guess)})  # 4 prompts of 8 at the cap
+    first, a = await sleeper.start(agent, llm, "61.31")
+    second, b = await sleeper.start(agent, llm, "61.32")
+    eight = [acp.image_block(DATA, "image/png")] * 8
+    sent = [asyncio.ensure_future(agent.prompt(sid, "look", *eight)) for sid in (first, first, second, second, second)]
+    done, waiting = await asyncio.wait(sent, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    (refused,) = done
+    error = refused.exception()
+    assert isinstance(error, acp.RequestError) and error.code == -32010, error
+    assert "of prompts waiting in this agent's sessions are over the" in str(error), error
+    assert error.data == {"sessionId": first if sent.index(refused) < 2 else second}
+    assert len(waiting) == 4 and not any(task.done() for task in waiting)
+    for sid in (first, second):
+        await agent.conn.cancel(session_id=sid)
+    assert {(await task).stop_reason for task in [a, b, *waiting]} == {"cancelled"}
+    llm.script(Reply.text("a green square"))  # none holds its images now: a prompt of eight is taken again
+    assert (await agent.prompt(second, "look", *eight)).stop_reason == "end_turn"

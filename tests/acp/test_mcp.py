@@ -67,6 +67,26 @@ async def test_session_new_answers_at_once_and_its_first_prompt_waits_once_namin
     await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
 
 
+async def test_the_wait_note_is_a_paragraph_of_its_own_after_the_reply_a_load_replayed(shared_agent, llm) -> None:
+    # A client joining the agent's chunks showed "donewaiting for MCP server ...": the note began where the
+    # replayed reply ended, with no line break.
+    agent = await shared_agent()
+    llm.script(Reply.text("done"), Reply.text("again"))
+    sid = await agent.new()
+    await agent.prompt(sid, "hi")
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
+    shutil.rmtree(home := state_dir("slow"), ignore_errors=True)
+    slow = McpServerStdio(name="slow", command=sys.executable, args=[str(SERVER), "gated"], env=[])
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[slow]), 30)
+    await eventually((home / "gated").exists, "the server waiting at its gate")
+    first = asyncio.ensure_future(agent.prompt(sid, "more", timeout=90))
+    await eventually(lambda: "waiting for MCP server" in agent.client.text(sid) or first.done(), "the wait note")
+    (home / "open").touch()
+    assert (await first).stop_reason == "end_turn"
+    assert "done\n\nwaiting for MCP server 'slow' to start" in agent.client.text(sid), agent.client.text(sid)
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
+
+
 async def test_a_malformed_server_is_invalid_params_naming_it(shared_agent, llm) -> None:
     agent = await shared_agent()
     bad = McpServerStdio(name="bad__name", command="x", args=[], env=[])

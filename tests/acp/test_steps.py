@@ -257,3 +257,30 @@ async def test_a_load_replays_two_steps_of_one_file_each_with_its_own_diff(start
     second = await start_agent_beside(env=llm.env(), workspace=ws)
     await asyncio.wait_for(second.conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[]), 30)
     assert diffs(second.client) == live
+
+
+async def test_a_diff_of_a_file_named_with_a_line_break_or_bidi_override_is_named_escaped_live_and_on_load(
+        shared_agent, start_agent_beside, llm) -> None:
+    # A client draws a diff's header as its path is: `a<LF>b.py` as two lines (a file `b.py`?), `gen<U+202E>yp.txt` as
+    # "gentxt.py". A command's card (its title its command line) named neither file.
+    first = await start_agent_beside(env=llm.env())
+    code = "printf 'print(1)\\n' > \"$(printf 'gen\\342\\200\\256yp.txt')\"; printf x > \"$(printf 'a\\nb.py')\""
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("done"))
+    sid = await first.new()
+    await first.prompt(sid, "make them")
+
+    def end(client) -> tuple[list[str], list[str]]:  # type: ignore[no-untyped-def]
+        """The step's end as the client got it: its text and its diffs' paths."""
+        (done,) = [u for u in client.of(sid, "tool_call_update") if u.status == "completed"]
+        return ([c.content.text for c in done.content if c.type == "content"],
+                [c.path for c in done.content if c.type == "diff"])
+
+    texts, paths = end(first.client)
+    assert paths == [str(first.workspace / "a\nb.py"), str(first.workspace / "gen\u202eyp.txt")]  # opened as they are
+    assert texts == ["[step 1 bash] exit 0\n(files named with controls or bidi overrides, shown escaped: a\\nb.py, "
+                     "gen\\u202eyp.txt)"], texts
+    first.proc.stdin.close()
+    await asyncio.wait_for(first.proc.wait(), 30)
+    second = await shared_agent()
+    await asyncio.wait_for(second.conn.load_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert end(second.client) == (texts, paths)

@@ -19,10 +19,33 @@ MAX_CONTINUATIONS = 10
 # Past these a prompt is refused; the bytes bound (text and images) holds two prompts of images at the cap (80 MiB).
 MAX_QUEUED = 32
 QUEUED_PROMPTS_OF_IMAGES = 2
+# Prompts waiting for their turn and other sessions' queues held theirs besides, without end (many at once made the
+# daemon, and `ollie acp`, hold gigabytes): a front end holds this many prompts of images at the cap at most.
+HELD_PROMPTS_OF_IMAGES = 4
 
 
 class QueueFull(OllieError):
     """No room in the queue for a prompt (MAX_QUEUED, or its bytes): it is refused, what waits is kept."""
+
+    rpc_code = -32010
+
+
+@dataclass(eq=False, repr=False)
+class Held:
+    """The bytes of the images one request read, held until its prompt runs or is queued (`take_images`)."""
+
+    images: int = 0
+
+
+def take_images(holder: Held, size: int, *, held: int, where: str) -> None:
+    """Count `size` more bytes (fewer when negative) to `holder`; QueueFull when the front end (`where`: "this
+    daemon"), which holds `held` bytes for prompts not run yet in all its sessions, would hold more than it may."""
+    cap = HELD_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
+    if size > 0 and held + size > cap:
+        raise QueueFull(f"this prompt's {mib(size)} of images and the {mib(held)} of prompts waiting in {where}'s"
+                        f" sessions are over the {mib(cap)} it holds: let them run first, or send fewer or smaller"
+                        " images")
+    holder.images += size
 
 
 @dataclass(eq=False, repr=False, slots=True)
