@@ -19,6 +19,7 @@ import pytest
 
 from ollie.testing import Reply
 
+from . import screens
 from .test_nvim_tui import (
     FLOAT_PICKER,
     Tmux,
@@ -440,3 +441,31 @@ def test_ollie_restart_after_the_daemon_died_before_neovim_told_starts_one_daemo
         assert len(started(log)) == 2, log.read_text()  # the first and the restart's
     finally:
         quit_and_let_go(tmux, log, tmp_path)
+
+
+def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_twice(tmp_path: Path):
+    # Bug: with ollie-lsp missing, each send of the prompt stacked it again with the same error under it (a user
+    # pressing <C-s> got a column of copies); and a named chat (:OllieChat second) opened saying nothing, the error
+    # shown only once a prompt was sent there (the first chat says it at open), its windows under the bars of their
+    # buffers' names, not the chat's (`prompt` and its keys).
+    tmux = start_nvim(tmp_path, {}, {"notes.txt": "alpha line\n"}, size=(140, 30))
+    (tmp_path / "bin" / "ollie-lsp").unlink()
+    try:
+        tmux.wait(lambda s: "alpha line" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.wait(lambda s: "Once that is fixed" in s and "-- INSERT --" in s, "the chat saying why")
+        tmux.type("hello", "C-s")
+        tmux.wait(lambda s: "try 2: not sent" in s, "the first try")
+        tmux.keys("C-s")
+        tried = tmux.keep("1-tried", tmux.wait(lambda s: "try 3: not sent" in s, "the second try"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-tried.png", (1300, 560))  # type: ignore[operator]
+        said = unwrapped(tried)
+        assert said.count("on PATH") == 1 and "## You" not in said and "try 2" not in said, tried
+        assert "hello" in chat_text(tried).splitlines(), tried  # back in the input
+        tmux.keys("Escape", ":OllieChat second", "Enter")
+        second = tmux.keep("2-second", tmux.wait(lambda s: "try 3" not in s and "Once that is fixed" in s
+                                                 and " prompt " in s, "the named chat saying why at open"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-second.png", (1300, 560))  # type: ignore[operator]
+        assert unwrapped(second).count("on PATH") == 1 and "ollie://" not in second, second
+    finally:
+        tmux.close()

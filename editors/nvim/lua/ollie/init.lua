@@ -42,7 +42,8 @@ function M.setup(opts)
   end
 end
 
----Start the daemon if it is not running; false (told) when it cannot start.
+---Start the daemon if it is not running; false and why (told) when it cannot start.
+---@return boolean, string|nil
 local function started()
   if client.stopped() then
     return true -- (the first request restarts it: opening the chat started one, and the prompt sent there another)
@@ -51,7 +52,7 @@ local function started()
   if err then
     notify(err, vim.log.levels.ERROR, HEALTH)
   end
-  return not err
+  return not err, err
 end
 
 ---The chat of the current tabpage, with its daemon started; nil (after telling the user) when it can't, unless
@@ -62,10 +63,14 @@ end
 ---@param anyway boolean|nil
 ---@return ollie.Chat|nil
 local function ensure(focus, anyway)
-  if not started() and not anyway then
+  local up, err = started()
+  if not up and not anyway then
     return nil
   end
   local c = chat.get(true) --[[@as ollie.Chat]]
+  if err then
+    c:tell(chat.unstarted(err)) -- every chat as it opens, a named one too (before, the first only)
+  end
   if focus then
     c:focus_input(true)
   else
