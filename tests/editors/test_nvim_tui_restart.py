@@ -457,7 +457,9 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
         tmux.type("hello", "C-s")
         tmux.wait(lambda s: "try 2: not sent" in s, "the first try")
         tmux.keys("C-s")
-        tried = tmux.keep("1-tried", tmux.wait(lambda s: "try 3: not sent" in s, "the second try"))
+        # The chat's statusline says there is no daemon, as VS Code's does (it said nothing, as if the chat were idle).
+        tried = tmux.keep("1-tried", tmux.wait(lambda s: "try 3: not sent" in s and " ollie: stopped $" in s,
+                                               "the second try"))
         screens.png(tmux.screen(colours=True), tmux.captures / "1-tried.png", (1300, 560))  # type: ignore[operator]
         said = unwrapped(tried)
         assert said.count("on PATH") == 1 and "## You" not in said and "try 2" not in said, tried
