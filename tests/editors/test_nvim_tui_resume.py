@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ollie.testing import Reply
 from tests.longsession import saved_session
 
@@ -115,24 +117,28 @@ def test_an_allowed_step_reads_the_same_live_and_resumed(tmp_path: Path, scripte
     assert shown[0] == shown[1], shown
 
 
-def test_a_resumed_step_s_diff_of_a_buffer_it_edited_shows_its_edit_alone(tmp_path: Path, scripted_llm):
-    # Bug: the agent's edit of a.py went to its buffer, which held the user's unsaved line, and was saved with it. Live,
-    # <CR> on the step's title showed its edit alone; resumed, the step's diff came from the checkpoints around it,
-    # whose after side holds the save: the user's unsaved line showed as added by the agent (and an edit left in the
-    # buffer unsaved showed no change at all).
+@pytest.mark.parametrize("disk", ["x = 3\n# my unsaved note\n", "x = 5  # checked out\n"])
+def test_a_resumed_step_s_diff_of_a_buffer_it_edited_shows_its_edit_alone(tmp_path: Path, scripted_llm, disk: str):
+    # Bug: the agent's edit of a.py went to its buffer, which held the user's unsaved line. Live, <CR> on the step's
+    # title showed its edit alone; resumed, the step's diff came from the checkpoints around it: saved with the user's
+    # line, that line showed as added by the agent; not saved (a checkout changed a.py on disk meanwhile), "no change
+    # to show".
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
                Reply(text="I set x."))
     tmux = nvim_with_unsaved_note(tmp_path, srv)
     try:
+        if disk.startswith("x = 5"):
+            (tmp_path / "ws" / "a.py").write_text(disk)
         tmux.keys(":Ollie set x to 3", "Enter")
         tmux.wait(lambda s: "I set x." in s and "(end)" in s, "the turn to end", timeout=60)
         quit_nvim(tmux, tmp_path)
     finally:
         tmux.close()
-    tmux = start_nvim(tmp_path, srv.env(), {"a.py": "x = 3\n# my unsaved note\n"}, size=(120, 40))
+    assert (tmp_path / "ws" / "a.py").read_text() == disk
+    tmux = start_nvim(tmp_path, srv.env(), {"a.py": disk}, size=(120, 40))
     try:
-        resume(tmux, "set x to 3", "I set x.", "x = 3")
+        resume(tmux, "set x to 3", "I set x.", disk.split("\n")[0])
         tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])", "Enter")
         tmux.keys(":call search('Edit a.py')", "Enter")
         tmux.wait(lambda s: "<CR> opens this step's diff" in s, "the cursor on the step's title")
