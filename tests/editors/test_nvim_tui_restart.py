@@ -443,17 +443,24 @@ def test_ollie_restart_after_the_daemon_died_before_neovim_told_starts_one_daemo
         quit_and_let_go(tmux, log, tmp_path)
 
 
-def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_twice(tmp_path: Path):
-    # Bug: with ollie-lsp missing, each send of the prompt stacked it again with the same error under it (a user
-    # pressing <C-s> got a column of copies); and a named chat (:OllieChat second) opened saying nothing, the error
-    # shown only once a prompt was sent there (the first chat says it at open), its windows under the bars of their
-    # buffers' names, not the chat's (`prompt` and its keys).
+@pytest.mark.parametrize("broken", ["missing", "exits at once"])
+def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_twice(tmp_path: Path, broken: str):
+    # Bug: with ollie-lsp missing (or exiting at once), each send of the prompt stacked it again with the same error
+    # under it (a user pressing <C-s> got a column of copies), and each try of one exiting at once said "restarting the
+    # daemon…" and its death again in the command line: leaving insert mode, a hit-enter prompt of them. A named chat
+    # (:OllieChat second) opened saying nothing of it (the first chat says it at open), its windows under the bars of
+    # their buffers' names, not the chat's (`prompt` and its keys).
     tmux = start_nvim(tmp_path, {}, {"notes.txt": "alpha line\n"}, size=(140, 30))
-    (tmp_path / "bin" / "ollie-lsp").unlink()
+    if broken == "missing":
+        (tmp_path / "bin" / "ollie-lsp").unlink()
+        why, died = "on PATH", "Once that is fixed"
+    else:
+        wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')
+        why, died = "(exit code 3)", "not restarted; :OllieRestart starts it"
     try:
         tmux.wait(lambda s: "alpha line" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
-        tmux.wait(lambda s: "Once that is fixed" in s and "-- INSERT --" in s, "the chat saying why")
+        tmux.wait(lambda s: died in unwrapped(s) and "-- INSERT --" in s, "the chat saying why")
         tmux.type("hello", "C-s")
         tmux.wait(lambda s: "try 2: not sent" in s, "the first try")
         tmux.keys("C-s")
@@ -462,12 +469,18 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
                                                "the second try"))
         screens.png(tmux.screen(colours=True), tmux.captures / "1-tried.png", (1300, 560))  # type: ignore[operator]
         said = unwrapped(tried)
-        assert said.count("on PATH") == 1 and "## You" not in said and "try 2" not in said, tried
+        assert said.count(why) == 1 and "## You" not in said and "try 2" not in said, tried
         assert "hello" in chat_text(tried).splitlines(), tried  # back in the input
-        tmux.keys("Escape", ":OllieChat second", "Enter")
-        second = tmux.keep("2-second", tmux.wait(lambda s: "try 3" not in s and "Once that is fixed" in s
+        if broken != "missing":  # each try started one
+            assert len(started(tmp_path / "daemons.log")) == 4, (tmp_path / "daemons.log").read_text()
+        tmux.keys("Escape", ":messages", "Enter")
+        told = tmux.keep("2-messages", tmux.wait(lambda s: "ollie: " in s.splitlines()[-1], "the messages"))
+        messages = [line for line in told.splitlines() if line.startswith("ollie: ")]
+        assert "Press ENTER" not in told and len(messages) == 1 and why in messages[0], told
+        tmux.keys(":OllieChat second", "Enter")
+        second = tmux.keep("3-second", tmux.wait(lambda s: "try 3" not in s and died in unwrapped(s)
                                                  and " prompt " in s, "the named chat saying why at open"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-second.png", (1300, 560))  # type: ignore[operator]
-        assert unwrapped(second).count("on PATH") == 1 and "ollie://" not in second, second
+        screens.png(tmux.screen(colours=True), tmux.captures / "3-second.png", (1300, 560))  # type: ignore[operator]
+        assert unwrapped(second).count(why) == 1 and "ollie://" not in second, second
     finally:
         tmux.close()

@@ -40,7 +40,8 @@ local M = {}
 ---@field tail ollie.Tail|nil       what the running turn showed since its last step (no daemon saved it yet)
 ---@field lost_turn boolean|nil  its daemon died as it ran a turn (said once the next has the session)
 ---@field cut_short ollie.Tail|nil  that of a turn its daemon's death cut short: drawn again under the history
----@field told {why: string, row: integer}|nil why it has no daemon, as it said last, and its transcript's end then
+---@field told {why: string, row: integer, tries: integer|nil}|nil why it has no daemon, as it said last, and its
+---transcript's end then
 ---@field backend_said string|nil the backend error its opening note said (backend.lua: a turn's is not said again)
 
 ---@class ollie.Tail
@@ -377,41 +378,33 @@ function M.unstarted(err)
   return err .. "\nOnce that is fixed, send a prompt: it starts the daemon."
 end
 
----Whether the transcript says `why` last, its rows from `row` on (default: its end) added since.
----@param why string
----@param row integer|nil
----@return boolean
-function Chat:said_last(why, row)
-  local told = self.told
-  return told ~= nil and told.why == why and told.row == (row or self.transcript:count())
-end
-
 ---Say why the chat has no daemon (none would start, or it refused the session), unless the chat said just that last:
 ---each try (the chat opened again, a prompt sent) stacked the same lines.
 ---@param why string
 function Chat:tell(why)
-  if not self:said_last(why) then
+  local told = self.told
+  if not (told and told.why == why and told.row == self.transcript:count()) then
     self.transcript:note("error: " .. why, "OllieError")
     self.told = { why = why, row = self.transcript:count() }
   end
 end
 
 ---A prompt no daemon had, drawn from `row` on: back in the input, `why` said under it. When the chat said just that
----last, the prompt is taken off the transcript again, and one line under `why` counts the tries (each try stacked
----the prompt and the same error).
+---last as the prompt was drawn (`told`), the prompt is taken off the transcript again, with what its try said, and one
+---line under `why` counts the tries (each try stacked the prompt and the same error).
 ---@param row integer
 ---@param typed string
 ---@param given ollie.Context[]
 ---@param why string
-function Chat:unsent(row, typed, given, why)
+---@param told {why: string, row: integer, tries: integer|nil}|nil
+function Chat:unsent(row, typed, given, why, told)
   self.running, self.state = false, "idle"
-  local told = self.told
-  if told and self:said_last(why, row) then
+  if told and told.why == why and told.row == row then
     told.tries = (told.tries or 1) + 1
     self.transcript:cut_from(told.tries > 2 and told.row - 1 or row) -- (the last try's line goes too)
     self.transcript:note(("(the same again, try %d: not sent, it is back in the input)"):format(told.tries),
       "OllieError")
-    told.row = self.transcript:count()
+    told.row, self.told = self.transcript:count(), told
     return self:refill(typed, given)
   end
   self:put_back(typed, given, why)
@@ -481,7 +474,7 @@ function Chat:submit(text, contexts)
     end
     return true
   end
-  local labels = context.labels(contexts)
+  local labels, told = context.labels(contexts), self.told
   local row = self.transcript:prompt(clean, labels)
   self.tail = { prompt = clean, labels = labels, parts = {} }
   -- Until the daemon says it is thinking (its first start takes seconds) the statusline says the prompt is on its way.
@@ -520,13 +513,13 @@ function Chat:submit(text, contexts)
         return
       end
       if unsent then
-        return self:unsent(row, text, given, err_text(rerr))
+        return self:unsent(row, text, given, err_text(rerr), told)
       end
       self.transcript:note("error: " .. err_text(rerr), "OllieError")
       self.transcript:turn_end("error")
     end)
   end, function(why) -- no session: no daemon to send it to
-    self:unsent(row, text, given, why)
+    self:unsent(row, text, given, why, told)
   end)
   return true
 end
