@@ -19,6 +19,7 @@ import pytest
 
 from ollie.testing import Reply
 
+from . import screens
 from .test_nvim_tui import (
     FLOAT_PICKER,
     Tmux,
@@ -281,9 +282,11 @@ def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: P
         send_in_chat(tmux, "first try")  # starts one daemon, which dies: not restarted
         tmux.keep("2-prompt", tmux.wait(lambda s: retried in unwrapped(s) and "(not sent: it is back in the input)"
                                         in unwrapped(s), "the prompt's daemon given up"))
-        tmux.keys("Escape", ":messages", "Enter")  # it said it started one
-        tmux.keep("2-said", tmux.wait(lambda s: "ollie: restarting the daemon…" in s, "the restart said"))
-        tmux.keys("Enter")
+        # Its death, the same, is not said again, nor "restarting the daemon…" for each try: they piled up into a
+        # hit-enter prompt (the chat says the try).
+        tmux.keys("Escape", ":messages", "Enter")
+        told = tmux.keep("2-said", tmux.wait(lambda s: "ollie: " in s.splitlines()[-1], "the messages"))
+        assert "Press ENTER" not in told and "restarting the daemon" not in told, told
         tmux.keys(":OllieRestart", "Enter")
         tmux.wait(lambda s: "restarting the daemon" in s or retried in s.splitlines()[-1], "the restart under way")
         restarted = tmux.keep("3-restart", tmux.wait(lambda s: len(started(log)) == 3 and retried in s.splitlines()[-1]
@@ -440,3 +443,46 @@ def test_ollie_restart_after_the_daemon_died_before_neovim_told_starts_one_daemo
         assert len(started(log)) == 2, log.read_text()  # the first and the restart's
     finally:
         quit_and_let_go(tmux, log, tmp_path)
+
+
+@pytest.mark.parametrize("broken", ["missing", "exits at once"])
+def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_twice(tmp_path: Path, broken: str):
+    # Bug: with ollie-lsp missing (or exiting at once), each send of the prompt stacked it again with the same error
+    # under it (a user pressing <C-s> got a column of copies), and each try of one exiting at once said "restarting the
+    # daemon…" and its death again in the command line: leaving insert mode, a hit-enter prompt of them. A named chat
+    # (:OllieChat second) opened saying nothing of it (the first chat says it at open), its windows under the bars of
+    # their buffers' names, not the chat's (`prompt` and its keys).
+    tmux = start_nvim(tmp_path, {}, {"notes.txt": "alpha line\n"}, size=(140, 30))
+    if broken == "missing":
+        (tmp_path / "bin" / "ollie-lsp").unlink()
+        why, died = "on PATH", "Once that is fixed"
+    else:
+        wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')
+        why, died = "(exit code 3)", "not restarted; :OllieRestart starts it"
+    try:
+        tmux.wait(lambda s: "alpha line" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.wait(lambda s: died in unwrapped(s) and "-- INSERT --" in s, "the chat saying why")
+        tmux.type("hello", "C-s")
+        tmux.wait(lambda s: "try 2: not sent" in s, "the first try")
+        tmux.keys("C-s")
+        # The chat's statusline says there is no daemon, as VS Code's does (it said nothing, as if the chat were idle).
+        tried = tmux.keep("1-tried", tmux.wait(lambda s: "try 3: not sent" in s and " ollie: stopped $" in s,
+                                               "the second try"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-tried.png", (1300, 560))  # type: ignore[operator]
+        said = unwrapped(tried)
+        assert said.count(why) == 1 and "## You" not in said and "try 2" not in said, tried
+        assert "hello" in chat_text(tried).splitlines(), tried  # back in the input
+        if broken != "missing":  # each try started one
+            assert len(started(tmp_path / "daemons.log")) == 4, (tmp_path / "daemons.log").read_text()
+        tmux.keys("Escape", ":messages", "Enter")
+        told = tmux.keep("2-messages", tmux.wait(lambda s: "ollie: " in s.splitlines()[-1], "the messages"))
+        messages = [line for line in told.splitlines() if line.startswith("ollie: ")]
+        assert "Press ENTER" not in told and len(messages) == 1 and why in messages[0], told
+        tmux.keys(":OllieChat second", "Enter")
+        second = tmux.keep("3-second", tmux.wait(lambda s: "try 3" not in s and died in unwrapped(s)
+                                                 and " prompt " in s, "the named chat saying why at open"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "3-second.png", (1300, 560))  # type: ignore[operator]
+        assert unwrapped(second).count(why) == 1 and "ollie://" not in second, second
+    finally:
+        tmux.close()

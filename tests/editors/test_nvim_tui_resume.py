@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ollie.testing import Reply
 from tests.longsession import saved_session
 
-from .test_nvim_tui import assert_clean, quit_nvim, send_in_chat, start_nvim
+from . import screens
+from .test_nvim_tui import assert_clean, nvim_with_unsaved_note, quit_nvim, send_in_chat, start_nvim
 from .test_nvim_tui_commands import chat_text
 from .test_nvim_tui_images import resume
 
@@ -112,3 +115,38 @@ def test_an_allowed_step_reads_the_same_live_and_resumed(tmp_path: Path, scripte
     assert "allowed: " not in live and "→ calc.py:1" in live, live
     shown = [chat_text(s)[chat_text(s).index("## You"):chat_text(s).index("(end)")] for s in (live, resumed)]
     assert shown[0] == shown[1], shown
+
+
+@pytest.mark.parametrize("disk", ["x = 3\n# my unsaved note\n", "x = 5  # checked out\n"])
+def test_a_resumed_step_s_diff_of_a_buffer_it_edited_shows_its_edit_alone(tmp_path: Path, scripted_llm, disk: str):
+    # Bug: the agent's edit of a.py went to its buffer, which held the user's unsaved line. Live, <CR> on the step's
+    # title showed its edit alone; resumed, the step's diff came from the checkpoints around it: saved with the user's
+    # line, that line showed as added by the agent; not saved (a checkout changed a.py on disk meanwhile), "no change
+    # to show".
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
+               Reply(text="I set x."))
+    tmux = nvim_with_unsaved_note(tmp_path, srv)
+    try:
+        if disk.startswith("x = 5"):
+            (tmp_path / "ws" / "a.py").write_text(disk)
+        tmux.keys(":Ollie set x to 3", "Enter")
+        tmux.wait(lambda s: "I set x." in s and "(end)" in s, "the turn to end", timeout=60)
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    assert (tmp_path / "ws" / "a.py").read_text() == disk
+    tmux = start_nvim(tmp_path, srv.env(), {"a.py": disk}, size=(120, 40))
+    try:
+        resume(tmux, "set x to 3", "I set x.", disk.split("\n")[0])
+        tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])", "Enter")
+        tmux.keys(":call search('Edit a.py')", "Enter")
+        tmux.wait(lambda s: "<CR> opens this step's diff" in s, "the cursor on the step's title")
+        tmux.keys("Enter")
+        diff = tmux.keep("4-step-diff", tmux.wait(lambda s: "before Edit a.py" in s, "the step's diff"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "4-step-diff.png", (1000, 300))  # type: ignore[operator]
+        sides = [tuple(part.strip() for part in line.split("│")) for line in diff.splitlines()[2:4]]
+        assert sides == [("x = 1", "x = 3"), ("# my unsaved note", "# my unsaved note")], diff
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

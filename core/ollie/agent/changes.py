@@ -165,7 +165,13 @@ class ChangeTracker:
         if token is None or checkpoints is None or after is None:
             return None, ignored.Listing([])
         try:
-            return (token, after), await ignored.list_changes(checkpoints, (token, after), in_editor, bound=LISTED)
+            listing = await ignored.list_changes(checkpoints, (token, after), in_editor, bound=LISTED)
+            # Its edits of open buffers are logged as they showed: the disk has none of one left unsaved, and one saved
+            # has the user's unsaved text too (resumed, its diff showed nothing, or that text as the agent's change).
+            for path, edit in in_editor.items():
+                token = await checkpoints.tree_with(token, path, edit.old_data)
+                after = await checkpoints.tree_with(after, path, edit.new_data)
+            return (token, after), listing
         except (WorkspaceError, OSError) as exc:
             log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})
             return None, ignored.Listing([])

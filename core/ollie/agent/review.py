@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,7 +298,7 @@ class Review:
         for change in await cp.read_changes([e for e in await cp.diff_entries(begin, end) if e[0] in edits]):
             edit = edits.get(change.path)
             if edit is not None and change.new_text == edit.new_text and change.old_text != edit.old_text:
-                begin = await self._tree_with(begin, change.path, edit.old_text.encode(), change.new_mode)
+                begin = await cp.tree_with(begin, change.path, edit.old_text.encode(), change.new_mode)
         return begin
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
@@ -479,24 +478,8 @@ class Review:
         if after is None:
             after = await cp.snapshot()  # the last turn, still open: the work tree now (has the undo)
         mode = change.new_mode if change.new_mode not in ("", "000000") else change.old_mode
-        tree = await self._tree_with(after, change.path, data, mode)
+        tree = await cp.tree_with(after, change.path, data, mode)
         await cp.record_turn(_after_session(self._host.session.id), turn, tree)
-
-    async def _tree_with(self, tree: str, path: str, data: bytes | None, mode: str) -> str:
-        """Checkpoint `tree` with `path` holding `data` (None: without it)."""
-        cp = self.checkpoints()
-        index = cp.git.git_dir / f"review-{uuid.uuid4().hex}.index"
-        try:
-            await cp.git.run("read-tree", tree, index_file=index)
-            if data is None:
-                await cp.git.run("update-index", "--force-remove", "--", path, index_file=index)
-            else:
-                blob = (await cp.git.run("hash-object", "-w", "--stdin", stdin=data)).decode().strip()
-                await cp.git.run("update-index", "--add", "--cacheinfo", f"{mode or '100644'},{blob},{path}",
-                                 index_file=index)
-            return (await cp.git.run("write-tree", index_file=index)).decode().strip()
-        finally:
-            index.unlink(missing_ok=True)
 
     # --- rewind ----------------------------------------------------------------
 

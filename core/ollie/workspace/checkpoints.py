@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -420,6 +421,21 @@ class Checkpoints:
                 self._tree = None
             await self.git.run("update-ref", f"refs/ollie/rewinds/{current}", current)
             return Restored(checkpoint=checkpoint, undo_checkpoint=current, changes=tuple(changed))
+
+    async def tree_with(self, tree: str, path: str, data: bytes | None, mode: str = "") -> str:
+        """Checkpoint `tree` with `path` holding `data` (None: without it), in `mode` (default 100644)."""
+        index = self.git.git_dir / f"tree-{uuid.uuid4().hex}.index"
+        try:
+            await self.git.run("read-tree", tree, index_file=index)
+            if data is None:
+                await self.git.run("update-index", "--force-remove", "--", path, index_file=index)
+            else:
+                blob = (await self.git.run("hash-object", "-w", "--stdin", stdin=data)).decode().strip()
+                await self.git.run("update-index", "--add", "--cacheinfo", f"{mode or '100644'},{blob},{path}",
+                                   index_file=index)
+            return (await self.git.run("write-tree", index_file=index)).decode().strip()
+        finally:
+            index.unlink(missing_ok=True)
 
     async def record_turn(self, session_id: str, turn: int, checkpoint: str) -> Turn:
         """Log `checkpoint` as the state before `turn` of `session_id` (a ref in the shadow repository)."""

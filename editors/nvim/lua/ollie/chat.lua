@@ -40,6 +40,8 @@ local M = {}
 ---@field tail ollie.Tail|nil       what the running turn showed since its last step (no daemon saved it yet)
 ---@field lost_turn boolean|nil  its daemon died as it ran a turn (said once the next has the session)
 ---@field cut_short ollie.Tail|nil  that of a turn its daemon's death cut short: drawn again under the history
+---@field told {why: string, row: integer, tries: integer|nil}|nil why it has no daemon, as it said last, and its
+---transcript's end then
 ---@field backend_said string|nil the backend error its opening note said (backend.lua: a turn's is not said again)
 
 ---@class ollie.Tail
@@ -125,11 +127,13 @@ function M.show_named(name)
     for _, pair in ipairs({ { tw, chat.transcript.buf }, { iw, chat.input_buf } }) do
       if pair[1] then
         vim.api.nvim_win_set_buf(pair[1], pair[2])
+        vim.w[pair[1]].ollie_role = nil -- (its bars were the other buffer's: the named chat's showed its buffer names)
       end
     end
   end
   chat.tab = tab
   M.chats[tab] = chat
+  chat:adopt()
   return chat
 end
 
@@ -267,9 +271,10 @@ function Chat:revive()
   end
 end
 
----Run `fn(session)` once the chat has a daemon session (asked for on first use); `failed()` when none came.
+---Run `fn(session)` once the chat has a daemon session (asked for on first use); `failed(why)` when none came (it
+---says why; without it, the chat does).
 ---@param fn fun(session: string)
----@param failed fun()|nil
+---@param failed fun(why: string)|nil
 function Chat:with_session(fn, failed)
   if self.session then
     return fn(self.session)
@@ -288,12 +293,13 @@ function Chat:with_session(fn, failed)
     if err or not res then
       -- No daemon (not installed, it would not start): the default session is still the next try's to claim.
       default_claimed = default_claimed and not (err and err.unsent and method == "ollie/state")
-      self.transcript:note("error: " .. err_text(err) .. (err and err.unsent
-        and "\nOnce that is fixed, send a prompt: it starts the daemon." or ""), "OllieError")
-      for _, cb in ipairs(waiting) do
-        if cb[2] then
-          cb[2]()
-        end
+      local why = err and err.unsent and M.unstarted(err_text(err)) or err_text(err)
+      local told = vim.tbl_filter(function(cb) return cb[2] end, waiting)
+      if #told == 0 then
+        self:tell(why)
+      end
+      for _, cb in ipairs(told) do
+        cb[2](why) -- (a prompt's says it, put back)
       end
       return
     end
@@ -365,6 +371,58 @@ function Chat:tags(text)
   return clean, tagged
 end
 
+---Why no daemon had what the user sent: `err`, and what starts one.
+---@param err string
+---@return string
+function M.unstarted(err)
+  return err .. "\nOnce that is fixed, send a prompt: it starts the daemon."
+end
+
+---Say why the chat has no daemon (none would start, or it refused the session), unless the chat said just that last:
+---each try (the chat opened again, a prompt sent) stacked the same lines.
+---@param why string
+function Chat:tell(why)
+  local told = self.told
+  if not (told and told.why == why and told.row == self.transcript:count()) then
+    self.transcript:note("error: " .. why, "OllieError")
+    self.told = { why = why, row = self.transcript:count() }
+  end
+end
+
+---A prompt no daemon had, drawn from `row` on: back in the input, `why` said under it. When the chat said just that
+---last as the prompt was drawn (`told`), the prompt is taken off the transcript again, with what its try said, and one
+---line under `why` counts the tries (each try stacked the prompt and the same error).
+---@param row integer
+---@param typed string
+---@param given ollie.Context[]
+---@param why string
+---@param told {why: string, row: integer, tries: integer|nil}|nil
+function Chat:unsent(row, typed, given, why, told)
+  self.running, self.state = false, "idle"
+  if told and told.why == why and told.row == row then
+    told.tries = (told.tries or 1) + 1
+    self.transcript:cut_from(told.tries > 2 and told.row - 1 or row) -- (the last try's line goes too)
+    self.transcript:note(("(the same again, try %d: not sent, it is back in the input)"):format(told.tries),
+      "OllieError")
+    told.row, self.told = self.transcript:count(), told
+    return self:refill(typed, given)
+  end
+  self:put_back(typed, given, why)
+  self.transcript:turn_end("error")
+  self.told = { why = why, row = self.transcript:count() }
+end
+
+---Put what was typed back in the input, `given` (the contexts its text does not say) kept with it.
+---@param typed string
+---@param given ollie.Context[]
+function Chat:refill(typed, given)
+  input.append(self.input_buf, typed)
+  if #given > 0 then
+    self.kept = given
+    input.render_kept(self.input_buf, given)
+  end
+end
+
 ---Put a prompt that was not sent back in the input, `given` (the contexts its text does not say) kept with it.
 ---@param typed string what was typed, `#` tags and all
 ---@param given ollie.Context[]
@@ -375,11 +433,7 @@ function Chat:put_back(typed, given, why, kind)
   local say = (why and ("error: " .. why .. " ") or "") .. "(not " .. (kind or "sent") .. ": it is back in the input"
     .. (#labels > 0 and (", with " .. table.concat(labels, ", ")) or "") .. ")"
   self.transcript[kind and "aside" or "note"](self.transcript, say, "OllieError")
-  input.append(self.input_buf, typed)
-  if #given > 0 then
-    self.kept = given
-    input.render_kept(self.input_buf, given)
-  end
+  self:refill(typed, given)
 end
 
 ---Send a prompt or a command; `contexts` come with it (plus the prompt's own `#` tags).
@@ -420,8 +474,8 @@ function Chat:submit(text, contexts)
     end
     return true
   end
-  local labels = context.labels(contexts)
-  self.transcript:prompt(clean, labels)
+  local labels, told = context.labels(contexts), self.told
+  local row = self.transcript:prompt(clean, labels)
   self.tail = { prompt = clean, labels = labels, parts = {} }
   -- Until the daemon says it is thinking (its first start takes seconds) the statusline says the prompt is on its way.
   self.running, self.state = true, "sending"
@@ -459,16 +513,13 @@ function Chat:submit(text, contexts)
         return
       end
       if unsent then
-        self:put_back(text, given, err_text(rerr))
-      else
-        self.transcript:note("error: " .. err_text(rerr), "OllieError")
+        return self:unsent(row, text, given, err_text(rerr), told)
       end
+      self.transcript:note("error: " .. err_text(rerr), "OllieError")
       self.transcript:turn_end("error")
     end)
-  end, function() -- no session: no daemon to send it to (said above)
-    self.running, self.state = false, "idle"
-    self:put_back(text, given)
-    self.transcript:turn_end("error")
+  end, function(why) -- no session: no daemon to send it to
+    self:unsent(row, text, given, why, told)
   end)
   return true
 end

@@ -116,14 +116,16 @@ end
 function M.status(win)
   local c, clients = require("ollie.chat").get(false), require("ollie.client")
   local client = clients.get()
-  if not (c and (client or clients.restarting())) then
+  if not c then
     return "", ""
   end
   -- While a question waits the turn waits on the user, not on the model ("thinking" said it was busy). While a step
   -- runs, its title says what runs ("calling: call_tool" named the model's tool).
   local running = c.state:find("^calling:") and c.steps_running[#c.steps_running]
-  -- Until the daemon has answered `initialize` nothing it holds is shown ("idle" over an empty session list).
-  local state = not client and "restarting" or not client.initialized and "starting"
+  -- Until the daemon has answered `initialize` nothing it holds is shown ("idle" over an empty session list). With
+  -- none running the statusline says so, as VS Code's does (it said nothing: a chat with no daemon looked idle).
+  local state = not client and (clients.restarting() and "restarting" or "stopped")
+    or not client.initialized and "starting"
     or require("ollie.permission").asks(c.session) and "waiting for your answer"
     or running and vim.fn.strcharpart(running.title:gsub("`", ""), 0, 40) or c.state
   local status = string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", state, c.cost or 0)

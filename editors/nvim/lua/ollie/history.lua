@@ -237,7 +237,7 @@ end
 function H:release(why)
   local held = self.redrawing
   self.redrawing = nil
-  self.transcript:note("error: " .. why, "OllieError")
+  self:tell(why)
   for _, fn in ipairs(held and held.then_run or {}) do
     fn(why)
   end

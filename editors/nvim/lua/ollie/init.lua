@@ -15,6 +15,10 @@ local notify = requests.notify
 -- Where a daemon that cannot start is told whole (its notice is cut to the command line's width).
 local HEALTH = ":checkhealth ollie"
 local err_text = requests.err_text
+-- Why the daemon that keeps dying died, as said last (until :OllieRestart, or one that ran dies): each try's start dies
+-- the same way, said once; a chat opened meanwhile says it.
+---@type string|nil
+local told_died = nil
 
 client.listeners["ollie/event"] = chat.on_event
 client.listeners["ollie/stateChanged"] = chat.on_state
@@ -42,7 +46,8 @@ function M.setup(opts)
   end
 end
 
----Start the daemon if it is not running; false (told) when it cannot start.
+---Start the daemon if it is not running; false and why (told) when it cannot start.
+---@return boolean, string|nil
 local function started()
   if client.stopped() then
     return true -- (the first request restarts it: opening the chat started one, and the prompt sent there another)
@@ -51,7 +56,7 @@ local function started()
   if err then
     notify(err, vim.log.levels.ERROR, HEALTH)
   end
-  return not err
+  return not err, err
 end
 
 ---The chat of the current tabpage, with its daemon started; nil (after telling the user) when it can't, unless
@@ -62,10 +67,16 @@ end
 ---@param anyway boolean|nil
 ---@return ollie.Chat|nil
 local function ensure(focus, anyway)
-  if not started() and not anyway then
+  local up, err = started()
+  if not up and not anyway then
     return nil
   end
   local c = chat.get(true) --[[@as ollie.Chat]]
+  -- Every chat says why there is no daemon as it opens, a named one too (before, the first only).
+  local why = err and chat.unstarted(err) or not c.told and client.stopped() and told_died
+  if why then
+    c:tell(why)
+  end
   if focus then
     c:focus_input(true)
   else
@@ -390,6 +401,7 @@ end
 ---Restart the daemon (after configuring a model or an API key, as VS Code's "Check again"): each chat shows its
 ---session again, from the fresh daemon. One asked for while another is under way is that one.
 function M.restart()
+  told_died = nil
   notify(restarting and "a restart is under way: this one joins it" or "restarting the daemon…")
   if restarting then
     return
@@ -397,7 +409,13 @@ function M.restart()
   resume()
 end
 
-client.on_retry = M.restart
+-- A prompt sent after the plugin gave up restarting a daemon that kept dying restarts it, unsaid: with the death said
+-- after, each try said two lines, which piled up into a hit-enter prompt as the user left insert mode.
+client.on_retry = function()
+  if not restarting then
+    resume()
+  end
+end
 
 ---A daemon died unasked: the chats keep what its running turns showed (cut short), and it is restarted once; one that
 ---dies again at once is left stopped, said in each chat, what was typed meanwhile back in the input.
@@ -406,12 +424,17 @@ client.on_retry = M.restart
 client.on_died = function(why, restart)
   chat.daemon_died()
   if restart then
+    told_died = nil
     return resume(why)
   end
   for _, c in ipairs(chat.every()) do
     c:release(why)
   end
-  notify(why, vim.log.levels.ERROR)
+  local function failure(text) return text and (text:match("^[^)]*%)") or text) end -- "... stopped (exit code 3)"
+  if failure(why) ~= failure(told_died) then
+    notify(why, vim.log.levels.ERROR)
+  end
+  told_died = why
 end
 
 ---A statusline component for the current tab's chat: "ollie: <state> $<cost> · <title>", the title cut to fit.

@@ -659,6 +659,18 @@ function T:prompt(text, labels)
   return row
 end
 
+---Take the rows from `row` on off again (a prompt no daemon had, drawn just now).
+---@param row integer
+function T:cut_from(row)
+  self:edit(function()
+    vim.api.nvim_buf_clear_namespace(self.buf, ns, row, -1)
+    vim.api.nvim_buf_set_lines(self.buf, row, -1, false, {})
+  end)
+  for r in pairs(self.typed) do
+    self.typed[r] = r < row or nil
+  end
+end
+
 ---A line of its own, coloured (queued and injected prompts, errors, notes); before row `at` if given (the stream
 ---goes on).
 ---@param text string
