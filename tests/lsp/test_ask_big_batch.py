@@ -171,6 +171,23 @@ async def test_a_batch_previews_a_files_second_edit_on_what_its_first_leaves(sha
     assert questions[0]["step"]["diffsMore"] == 4  # the edit found twice; f3, f4 and f5 (no such files)
 
 
+async def test_a_batch_previews_no_edit_of_a_file_it_edits_first_through_a_link(shared_daemon, llm):
+    """Red team round 47: round 45's batch with its first write through `alias.py`, a link to `app.py` the model made
+    before. The file tools follow links (`realpath`), the preview does not (the write had none): the edit of `app.py`
+    was previewed on the disk's text, `log = 'on'` -> `log = 'off'`, while it turned `auth` off."""
+    calls = edits(TOGETHER_PAST + 1, "new")["calls"]
+    calls[:2] = [{"tool": "file_write", "args": ["alias.py", "log = 'verbose'\nauth = 'on'\n"]},
+                 {"tool": "file_edit", "args": ["app.py", "'on'", "'off'"]}]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "app.py").write_text("log = 'on'\n")
+    (daemon.workspace / "alias.py").symlink_to("app.py")
+    questions = answer_cards(daemon, "allow_once")
+    assert await submit(daemon, "edit") == "done"
+    assert (daemon.workspace / "app.py").read_text() == "log = 'verbose'\nauth = 'off'\n"
+    assert (questions[0]["step"]["diffs"], questions[0]["step"]["diffsMore"]) == ([], TOGETHER_PAST + 1)
+
+
 async def test_a_batch_previews_a_second_edit_of_a_file_against_what_the_first_leaves(shared_daemon, llm):
     # Its second edit's old text is the first's new one: previewed against the disk, it had no preview.
     calls = [{"tool": "file_edit", "args": ["a.txt", "one", "two"]},
