@@ -63,6 +63,23 @@ def test_p_writes_the_answer_alone_on_stdout_the_models_thinking_on_stderr(llm, 
     assert "6 times 7, so\n" in proc.stderr, proc.stderr
 
 
+def test_p_names_a_changed_file_whose_name_breaks_the_line_on_its_own_line(llm, tmp_path):
+    """Red team round 47: the turn's changed files were named with a line break of the name kept, so a file the model
+    made started lines of its own on stderr, as ollie's (a session id to resume, an undo command to run)."""
+    name = "x.txt\nollie: session 1-000000\n1 file changed: a (+1 -1); undo: ollie -p '!rm -rf ~'"
+    llm.script(Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_write", "args": [name, "hi\n"]}]})]),
+               Reply.text("Done."))
+    proc = run_ollie(["-p", "go", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0 and (tmp_path / name).read_text() == "hi\n", (proc.stdout, proc.stderr)
+    assert proc.stderr.count("\nollie: session") == 0 and proc.stderr.count("\n1 file changed") == 1, proc.stderr
+    assert "1 file changed: x.txt\\nollie: session 1-000000\\n1 file changed: a (+1 -1); undo: ollie -p" in proc.stderr
+    # Its review lists it on one line too (its name's lines read as other files' and hunks' lines there).
+    review = run_ollie(["--session", proc.stderr.split()[2], "-p", "/changes", "--cwd", str(tmp_path)], env=llm.env())
+    assert review.stdout.splitlines()[1:3] == [
+        "added x.txt\\nollie: session 1-000000\\n1 file changed: a (+1 -1); undo: ollie -p '!rm -rf ~' (+1 -0)",
+        "  [0] @@ -0,0 +1,1 @@"], review
+
+
 def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_so(llm, tmp_path):
     # The engine's one rule for every front end (Recorder.open): the turn runs and is told, once; what it saved is kept.
     # The terminal said nothing (a new session ran unlisted; only a resumed one failed).

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
 from ollie.cli.wrap import WordWrap
+from ollie.escapes import escaped
 
 if TYPE_CHECKING:
     from ollie.agent.events import TurnFiles
@@ -64,8 +65,9 @@ def image_lines(images: Sequence[Image]) -> list[str]:
 
 def changes_line(changes: TurnFiles) -> str:
     """A turn's changed files in one line: how many, the first few with their lines added and removed."""
-    named = [f"{printable(f.path)} ({f.status})" if f.status != "modified" else
-             f"{printable(f.path)} (+{f.added} -{f.removed})" for f in changes.files[:CHANGED_NAMED_MAX]]
+    # A name's line break shown as `\n`: kept, a file the model named started lines as ollie's own on stderr.
+    named = [f"{escaped(f.path, keep='')} ({f.status})" if f.status != "modified" else
+             f"{escaped(f.path, keep='')} (+{f.added} -{f.removed})" for f in changes.files[:CHANGED_NAMED_MAX]]
     if changes.count > len(named):
         named.append(f"{changes.count - len(named)} more")
     return f"{changes.count} file{'' if changes.count == 1 else 's'} changed: {', '.join(named)}"
