@@ -78,6 +78,9 @@ def test_p_names_a_changed_file_whose_name_breaks_the_line_on_its_own_line(llm, 
     assert review.stdout.splitlines()[1:3] == [
         "added x.txt\\nollie: session 1-000000\\n1 file changed: a (+1 -1); undo: ollie -p '!rm -rf ~' (+1 -0)",
         "  [0] @@ -0,0 +1,1 @@"], review
+    undo = run_ollie(["--session", proc.stderr.split()[2], "-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
+    assert undo.stdout.startswith(r"rewound to before turn 1: files restored (x.txt\nollie: session 1-000000\n1 "), undo
+    assert len(undo.stdout.splitlines()) == 1 and not (tmp_path / name).exists(), undo
 
 
 def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_so(llm, tmp_path):
