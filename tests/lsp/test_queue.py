@@ -281,7 +281,8 @@ async def test_a_stop_while_a_submits_context_is_read_keeps_its_images_counted(s
     taken = [await sent(n) for n in (2, 3, 4)]
     assert not any(t.done() for t in taken)  # 32 MiB held: the first's 8 with these three's
     refused = await sent(5)
-    assert refused.done() and isinstance(refused.exception(), JsonRpcException), "taken past the daemon's bound"
-    assert refused.exception().code == -32010 and "over the 32.0 MiB it holds" in str(refused.exception())
+    assert refused.done(), "taken past the daemon's bound"
+    error = refused.exception()
+    assert isinstance(error, JsonRpcException) and error.code == -32010 and "over the 32.0 MiB it holds" in str(error)
     for request in (first, *taken):
         request.cancel()
