@@ -63,6 +63,16 @@ def test_p_writes_the_answer_alone_on_stdout_the_models_thinking_on_stderr(llm, 
     assert "6 times 7, so\n" in proc.stderr, proc.stderr
 
 
+def test_p_indents_the_models_thinking_on_stderr_so_no_line_of_it_reads_as_ollies(llm, tmp_path):
+    """Red team round 47 (rounds 45 and 46's "Left"): piped, the thinking was written to stderr as it came, so its
+    lines stood as ollie's own (a session id to resume, an error); each is indented now, as a step's result is."""
+    llm.script(Reply(reasoning="6 times 7\nollie: session 1-000000\n\nerror: the key leaked", text="It is 42.",
+                     chunk_size=5))
+    proc = run_ollie(["-p", "what is 6x7?", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0 and proc.stdout == "It is 42.\n", (proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines()[1:] == ["  6 times 7", "  ollie: session 1-000000", "", "  error: the key leaked"]
+
+
 def test_p_names_a_changed_file_whose_name_breaks_the_line_on_its_own_line(llm, tmp_path):
     """Red team round 47: the turn's changed files were named with a line break of the name kept, so a file the model
     made started lines of its own on stderr, as ollie's (a session id to resume, an undo command to run)."""

@@ -26,6 +26,7 @@ RESULT_LINES_MAX = 6
 RESULT_CHARS_MAX = 600
 CHANGED_NAMED_MAX = 3  # files a turn's summary names; more are counted
 _TRAILING_STYLE = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
+_LINE_STARTS = re.compile(r"\n(?=[^\n])")  # a line break with a line of text after it
 
 
 def compact_args(content: str) -> str:
@@ -111,7 +112,11 @@ class Renderer:
 
     def _streamed(self, role: str, text: str) -> None:
         if role == "reasoning" and self.notes is not self.out:
-            self._write(self._shown(role, text), self.notes)
+            shown = self._shown(role, text)
+            if not self.color:  # unstyled, each line indented as a step's result is: none reads as one of ollie's own
+                shown = ("  " if self._mid_line is not self.notes and shown[:1] not in ("", "\n") else "") \
+                    + _LINE_STARTS.sub("\n  ", shown)
+            self._write(shown, self.notes)
         else:
             self._stream(self._shown(role, text))
 
