@@ -218,7 +218,8 @@ async def test_a_calls_steps_asked_one_by_one_preview_each_edit_on_what_the_step
     and each edit was previewed on the disk's text: the second of two edits of `app.py` showed `log = 'on'` -> `log =
     'off'` while it turns `auth` off, and an edit after a user's script (which rewrites the file) likewise."""
     user_tool("retag", "", 'sed -i "s/auth/mode/" "$1"')
-    calls = [{"tool": "file_write", "args": ["app.py", "log = 'verbose'\nauth = 'on'\n"]},
+    calls = [{"tool": "task_add", "args": ["quieter logs"]},  # ollie's own state: no preview is left out after it
+             {"tool": "file_write", "args": ["app.py", "log = 'verbose'\nauth = 'on'\n"]},
              {"tool": "file_edit", "args": ["app.py", "'on'", "'off'"]},
              {"tool": "retag", "args": ["app.py"]}, {"tool": "file_edit", "args": ["app.py", "log", "LOG"]}]
     llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))

@@ -466,7 +466,7 @@ class ApprovalGate:
                 lasting = not prefix or plan.argv or _covered(pending[0], {f"command:{prefix}"})
                 plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
-            writes |= step.kind in WRITE_KINDS and (script is None or script.tool not in PREVIEWED)
+            writes |= step.kind in WRITE_KINDS and (script is None or script.tool not in PREVIEWED | STATE_TOOLS)
         return plans
 
 
