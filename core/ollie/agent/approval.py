@@ -488,7 +488,7 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path, docu
         return q
     if not beneath.inside(cwd, call.path):
         return q  # the daemon reads nothing outside the workspace, not even for a preview
-    # A batch's second edit of a file edits what its first left, not the disk's text (which showed another change);
+    # A call's second edit of a file edits what its first left, not the disk's text (which showed another change);
     # the file tools follow links (`realpath`), so an edit through one edits the file it leads to (only a key here).
     key = await asyncio.to_thread(os.path.realpath, cwd / call.path)
     seen, earlier = key in batch, batch.get(key)
