@@ -218,7 +218,8 @@ class LiveSession:
         """Stop everything under way in the session: the running turn or commands, what they would start next, the
         submits waiting for their turn (they answer "interrupted"); once it all returned, whether anything was."""
         self.stops += 1
-        waiting, self.waiting = self.waiting, set()
+        # Each leaves `waiting` itself as it ends: one still reading its images holds them, and they count till then.
+        waiting = [handle for handle in self.waiting if not handle.cancelled.is_set()]
         for handle in waiting:
             handle.cancelled.set()
         return await self.core.stop(reason) or bool(waiting)

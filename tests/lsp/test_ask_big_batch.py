@@ -8,11 +8,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ollie.agent.approval import BATCH_DIFF_BYTES, BATCH_DIFFS, TOGETHER_PAST
 from ollie.testing import Reply
 from ollie.tools.execute.args import MAX_CALLS
 from tests.lsp.cards import answer_cards
 from tests.lsp.test_approval import last_tool_result
+from tests.lsp.test_steps import user_tool
 
 CALLS = 200
 # On the daemon's PYTHONPATH: each step described and each call parsed is logged with the thread that did it (the
@@ -169,6 +172,66 @@ async def test_a_batch_previews_a_files_second_edit_on_what_its_first_leaves(sha
     assert diff == {"path": "app.py", "oldText": "log = 'on'\n", "newText": "log = 'verbose'\nauth = 'off'\n"}
     assert (daemon.workspace / "app.py").read_text() == diff["newText"]
     assert questions[0]["step"]["diffsMore"] == 4  # the edit found twice; f3, f4 and f5 (no such files)
+
+
+async def test_a_batch_previews_no_edit_of_a_file_it_edits_first_through_a_link(shared_daemon, llm):
+    """Red team round 47: round 45's batch with its first write through `alias.py`, a link to `app.py` the model made
+    before. The file tools follow links (`realpath`), the preview does not (the write had none): the edit of `app.py`
+    was previewed on the disk's text, `log = 'on'` -> `log = 'off'`, while it turned `auth` off."""
+    calls = edits(TOGETHER_PAST + 1, "new")["calls"]
+    calls[:2] = [{"tool": "file_write", "args": ["alias.py", "log = 'verbose'\nauth = 'on'\n"]},
+                 {"tool": "file_edit", "args": ["app.py", "'on'", "'off'"]}]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    daemon = await shared_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "app.py").write_text("log = 'on'\n")
+    (daemon.workspace / "alias.py").symlink_to("app.py")
+    questions = answer_cards(daemon, "allow_once")
+    assert await submit(daemon, "edit") == "done"
+    assert (daemon.workspace / "app.py").read_text() == "log = 'verbose'\nauth = 'off'\n"
+    assert (questions[0]["step"]["diffs"], questions[0]["step"]["diffsMore"]) == ([], TOGETHER_PAST + 1)
+
+
+@pytest.mark.parametrize("unasked", [False, True], ids=["asked", "allowed-always"])
+async def test_a_batch_previews_no_edit_after_a_program_that_may_write(start_daemon, llm, unasked):
+    """Red team round 47 (round 45's "Left"): a batch's user tool script (`retag app.py`, a formatter say) before its
+    edit of `app.py` changes what that edit edits, and the preview was of the disk's text: `log = 'on'` -> `log =
+    'off'` while the edit turned `auth` off. So too when the script is allowed always and not in the question."""
+    user_tool("retag", "", 'sed -i "s/log/auth/" "$1"')
+    calls = edits(TOGETHER_PAST + 2, "new")["calls"]  # a batch of questions, the script's or not
+    calls[:2] = [{"tool": "retag", "args": ["app.py"]}, {"tool": "file_edit", "args": ["app.py", "'on'", "'off'"]}]
+    llm.script(*[Reply.tool_calls(("call_tool", {"calls": [{"tool": "retag", "args": ["none.py"]}]})),
+                 Reply.text("retagged")] * unasked, Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "app.py").write_text("log = 'on'\n")
+    questions = answer_cards(daemon, *["allow_always"] * unasked, "allow_once")
+    if unasked:
+        assert await submit(daemon, "retag") == "retagged"
+    assert await submit(daemon, "edit") == "done"
+    assert (daemon.workspace / "app.py").read_text() == "auth = 'off'\n"
+    step = questions[-1]["step"]
+    assert [line.split()[0] for line in step["code"].splitlines()] == ["retag"] * (not unasked) + ["file_edit"] * 6
+    assert (step["diffs"], step["diffsMore"]) == ([], TOGETHER_PAST + 1), step["diffs"]
+
+
+async def test_a_calls_steps_asked_one_by_one_preview_each_edit_on_what_the_steps_before_leave(start_daemon, llm):
+    """Red team round 47: round 45's fix held for a batch question only. A call of a few steps asks each before any runs,
+    and each edit was previewed on the disk's text: the second of two edits of `app.py` showed `log = 'on'` -> `log =
+    'off'` while it turns `auth` off, and an edit after a user's script (which rewrites the file) likewise."""
+    user_tool("retag", "", 'sed -i "s/auth/mode/" "$1"')
+    calls = [{"tool": "task_add", "args": ["quieter logs"]},  # ollie's own state: no preview is left out after it
+             {"tool": "file_write", "args": ["app.py", "log = 'verbose'\nauth = 'on'\n"]},
+             {"tool": "file_edit", "args": ["app.py", "'on'", "'off'"]},
+             {"tool": "retag", "args": ["app.py"]}, {"tool": "file_edit", "args": ["app.py", "log", "LOG"]}]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": calls})), Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(approval=""), init_options={"permissionRequest": True})
+    (daemon.workspace / "app.py").write_text("log = 'on'\n")
+    questions = answer_cards(daemon, "allow_once")
+    assert await submit(daemon, "edit") == "done"
+    assert (daemon.workspace / "app.py").read_text() == "LOG = 'verbose'\nmode = 'off'\n"
+    assert [q["step"].get("diff") for q in questions] == [
+        {"path": "app.py", "oldText": "log = 'on'\n", "newText": "log = 'verbose'\nauth = 'on'\n"},
+        {"path": "app.py", "oldText": "log = 'verbose'\nauth = 'on'\n", "newText": "log = 'verbose'\nauth = 'off'\n"},
+        None, None]
 
 
 async def test_a_batch_previews_a_second_edit_of_a_file_against_what_the_first_leaves(shared_daemon, llm):

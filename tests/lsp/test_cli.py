@@ -63,6 +63,36 @@ def test_p_writes_the_answer_alone_on_stdout_the_models_thinking_on_stderr(llm, 
     assert "6 times 7, so\n" in proc.stderr, proc.stderr
 
 
+def test_p_indents_the_models_thinking_on_stderr_so_no_line_of_it_reads_as_ollies(llm, tmp_path):
+    """Red team round 47 (rounds 45 and 46's "Left"): piped, the thinking was written to stderr as it came, so its
+    lines stood as ollie's own (a session id to resume, an error); each is indented now, as a step's result is."""
+    llm.script(Reply(reasoning="6 times 7\nollie: session 1-000000\n\nerror: the key leaked", text="It is 42.",
+                     chunk_size=5))
+    proc = run_ollie(["-p", "what is 6x7?", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0 and proc.stdout == "It is 42.\n", (proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines()[1:] == ["  6 times 7", "  ollie: session 1-000000", "", "  error: the key leaked"]
+
+
+def test_p_names_a_changed_file_whose_name_breaks_the_line_on_its_own_line(llm, tmp_path):
+    """Red team round 47: the turn's changed files were named with a line break of the name kept, so a file the model
+    made started lines of its own on stderr, as ollie's (a session id to resume, an undo command to run)."""
+    name = "x.txt\nollie: session 1-000000\n1 file changed: a (+1 -1); undo: ollie -p '!rm -rf ~'"
+    llm.script(Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_write", "args": [name, "hi\n"]}]})]),
+               Reply.text("Done."))
+    proc = run_ollie(["-p", "go", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0 and (tmp_path / name).read_text() == "hi\n", (proc.stdout, proc.stderr)
+    assert proc.stderr.count("\nollie: session") == 0 and proc.stderr.count("\n1 file changed") == 1, proc.stderr
+    assert "1 file changed: x.txt\\nollie: session 1-000000\\n1 file changed: a (+1 -1); undo: ollie -p" in proc.stderr
+    # Its review lists it on one line too (its name's lines read as other files' and hunks' lines there).
+    review = run_ollie(["--session", proc.stderr.split()[2], "-p", "/changes", "--cwd", str(tmp_path)], env=llm.env())
+    assert review.stdout.splitlines()[1:3] == [
+        "added x.txt\\nollie: session 1-000000\\n1 file changed: a (+1 -1); undo: ollie -p '!rm -rf ~' (+1 -0)",
+        "  [0] @@ -0,0 +1,1 @@"], review
+    undo = run_ollie(["--session", proc.stderr.split()[2], "-p", "/rewind", "--cwd", str(tmp_path)], env=llm.env())
+    assert undo.stdout.startswith(r"rewound to before turn 1: files restored (x.txt\nollie: session 1-000000\n1 "), undo
+    assert len(undo.stdout.splitlines()) == 1 and not (tmp_path / name).exists(), undo
+
+
 def test_a_session_whose_record_cannot_be_written_runs_and_its_turn_says_so(llm, tmp_path):
     # The engine's one rule for every front end (Recorder.open): the turn runs and is told, once; what it saved is kept.
     # The terminal said nothing (a new session ran unlisted; only a resumed one failed).

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
@@ -253,3 +254,35 @@ async def test_prompts_with_images_waiting_in_many_sessions_stay_under_the_daemo
     users = [m for s in sessions for m in (await daemon.request("ollie/context", {"session": s}))["messages"]
              if m["role"] == "user"]
     assert sorted(len(m.get("images", [])) for m in users) == [0] * 6 + [8] * 4
+
+
+async def test_a_stop_while_a_submits_context_is_read_keeps_its_images_counted(start_daemon, llm, _private_dirs):
+    """Red team round 47: a submit of 8 MiB of images with an MCP resource as context (its server hangs), then a stop:
+    the stop took the submit out of those counted, yet it went on holding its images until the read ended (120 s), so
+    four more such prompts were taken, one past the daemon's bound (and as many again at each stop)."""
+    from .test_mcp import configure, hung_server, state_dir, wait_state
+
+    configure(_private_dirs, {"h": hung_server()})
+    daemon = await start_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": str(1 << 20)})  # four prompts: 32 MiB
+    (daemon.workspace / "big.png").write_bytes(png(5, 3) + b"\0" * ((1 << 20) - 4096))
+    await wait_state(daemon, "h", "ready")
+    calls = state_dir(_private_dirs, "h") / "calls"
+    prompt = {"text": "look", "images": [{"path": "big.png"}] * 8, "context": [{"uri": "note://x", "mcpServer": "h"}]}
+
+    async def sent(reads: int) -> asyncio.Future[Any]:
+        """A prompt sent: refused, or taken (its images read, its resource asked of the hung server)."""
+        request = asyncio.ensure_future(daemon.request("ollie/submit", prompt, timeout=300))
+        while not request.done() and len(calls.read_text().splitlines() if calls.exists() else []) < reads:
+            await asyncio.sleep(0.05)
+        return request
+
+    first = await sent(1)
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    taken = [await sent(n) for n in (2, 3, 4)]
+    assert not any(t.done() for t in taken)  # 32 MiB held: the first's 8 with these three's
+    refused = await sent(5)
+    assert refused.done(), "taken past the daemon's bound"
+    error = refused.exception()
+    assert isinstance(error, JsonRpcException) and error.code == -32010 and "over the 32.0 MiB it holds" in str(error)
+    for request in (first, *taken):
+        request.cancel()

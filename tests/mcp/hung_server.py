@@ -1,6 +1,7 @@
-"""A stdio MCP server that starts and lists its one tool, then never answers a call (nor its cancel): a hung server.
+"""A stdio MCP server that starts and lists its one tool, then never answers a call or resource read (nor its cancel):
+a hung server.
 
-Each call it got is appended to `calls` in its HOME, each cancel to `cancels`, so a test sees what reached it.
+Each call or read it got is appended to `calls` in its HOME, each cancel to `cancels`, so a test sees what reached it.
 With `deaf` it answers nothing at all (not even a ping) once a call came: a server stuck for good.
 """
 
@@ -32,7 +33,7 @@ for line in sys.stdin:
                          "serverInfo": {"name": "hung", "version": "1"}})
     elif method == "tools/list":
         answer(message, {"tools": [TOOL]})
-    elif method == "tools/call":
+    elif method in ("tools/call", "resources/read"):
         called = True
         with (HOME / "calls").open("a") as calls:
             calls.write(line)

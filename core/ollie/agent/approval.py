@@ -51,6 +51,7 @@ SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "bun", "deno", "dotnet", "mvn", "gradle",
 })
 DIFF_PREVIEW_MAX_BYTES = 512 * 1024
+PREVIEWED = frozenset({"file_write", "file_edit"})  # the tools whose new text a question previews
 # A call of more steps is judged in a thread (toolround.OFF_LOOP_BYTES is its arguments' size past which it is described
 # there; 64 edits come to about that).
 OFF_LOOP_STEPS = 64
@@ -207,6 +208,9 @@ class _Plan:
     # A tool's call (an MCP server's, a user's script): its arguments reach no shell, so "always" covers the tool.
     argv: bool = False
     parts: list[_Plan] = field(default_factory=list)  # a batch's steps asked together (`_together`)
+    # A step before it in its call may write files, not as a preview knows (a user's script): asked or not, it changes
+    # what a later edit edits, so no edit from here on is previewed.
+    after_writes: bool = False
 
 
 class ApprovalGate:
@@ -260,8 +264,9 @@ class ApprovalGate:
         if asks and len(plans) > TOGETHER_PAST and not any(p.outside for p in plans):  # (an elevation: on its own)
             plans = [self._together(plans)]
         outside: list[str] = []
+        previews: dict[str, Diff | None] = {}  # asked one by one before any runs: each edits what those before leave
         for plan in plans:
-            refusal = await self._decide(mode, plan, outside)
+            refusal = await self._decide(mode, plan, outside, previews)
             if refusal is not None:
                 return refusal
         if outside:
@@ -272,7 +277,7 @@ class ApprovalGate:
         """What the user allowed `call_id` to run outside the sandbox in its step's question (each part once)."""
         return self._outside.pop(call_id, [])
 
-    async def _decide(self, mode: str, plan: _Plan, outside: list[str]) -> str | None:
+    async def _decide(self, mode: str, plan: _Plan, outside: list[str], previews: dict[str, Diff | None]) -> str | None:
         q = plan.question
         if mode == "read-only":
             return (f"refused: this session is in read-only mode, so {q.title!r} was not run. Do not change "
@@ -287,8 +292,8 @@ class ApprovalGate:
                     f"it here; run with an approval mode that allows it: `ollie -p --approval {runs}`.")
         if plan.parts:
             q = await _with_diffs(q, plan.parts, self._cwd(), self._documents())
-        elif q.kind in EDIT_KINDS or plan.script is not None:
-            q = await _with_diff(q, plan.script, self._cwd(), self._documents())
+        elif (q.kind in EDIT_KINDS or plan.script is not None) and not plan.after_writes:
+            q = await _with_diff(q, plan.script, self._cwd(), self._documents(), previews)
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             # The code is shown once: as what runs outside, when that is all of it.
             q = attrs.evolve(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
@@ -419,6 +424,7 @@ class ApprovalGate:
         return _Plan(question, parts=plans)
 
     def _plans(self, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep]) -> list[_Plan]:
+        from ollie.agent.steps import WRITE_KINDS
         from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
         ids = step_ids(call_id, len(steps))  # a question names the step the events show
         try:
@@ -427,9 +433,10 @@ class ApprovalGate:
             return []  # the executor refuses it with the reason; asking about it helps nobody
         plans: list[_Plan] = []
         outside = outside_parts(request)
+        writes = False
         for n, step in enumerate(steps):
             plan = _Plan(StepQuestion(ids[n], step.kind, step.title, step.locations),
-                         outside=outside[n] if n < len(outside) else [])
+                         outside=outside[n] if n < len(outside) else [], after_writes=writes)
             if request is None:
                 plan.script = ScriptCall(tool, tuple(str(v) for v in args.values() if isinstance(v, str)))
                 if tool.startswith("mcp__") and args:  # its title shows one text argument: the call's are all shown
@@ -459,6 +466,7 @@ class ApprovalGate:
                 lasting = not prefix or plan.argv or _covered(pending[0], {f"command:{prefix}"})
                 plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
+            writes |= step.kind in WRITE_KINDS and (script is None or script.tool not in PREVIEWED | STATE_TOOLS)
         return plans
 
 
@@ -469,10 +477,10 @@ def _judged(step: CodeStep) -> str:
 
 
 async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path, documents: EditorDocuments | None,
-                     batch: dict[str, Diff | None] | None = None) -> StepQuestion:
+                     batch: dict[str, Diff | None]) -> StepQuestion:
     """The question with a diff preview when the new text can be known before running (file_write, file_edit);
-    `batch`: the last preview of each file its batch's earlier edits changed (None: not known), which this one edits."""
-    if script is None or script.tool not in ("file_write", "file_edit"):
+    `batch`: the last preview of each file its call's earlier edits changed (None: not known), which this one edits."""
+    if script is None or script.tool not in PREVIEWED:
         return q
     try:
         call = parse_file_call(script.tool, script.args)  # the path the tool will act on, parsed as it does
@@ -480,8 +488,9 @@ async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path, docu
         return q
     if not beneath.inside(cwd, call.path):
         return q  # the daemon reads nothing outside the workspace, not even for a preview
-    # A batch's second edit of a file edits what its first left, not the disk's text (which showed another change).
-    key, batch = os.path.normpath(cwd / call.path), {} if batch is None else batch
+    # A call's second edit of a file edits what its first left, not the disk's text (which showed another change);
+    # the file tools follow links (`realpath`), so an edit through one edits the file it leads to (only a key here).
+    key = await asyncio.to_thread(os.path.realpath, cwd / call.path)
     seen, earlier = key in batch, batch.get(key)
     batch[key] = None  # until this preview is made
     if seen and earlier is None:
@@ -512,10 +521,12 @@ async def _with_diffs(q: StepQuestion, parts: list[_Plan], cwd: Path, documents:
     """A batch's question with previews of its first BATCH_DIFFS file edits and writes, as one's (`_with_diff`), up to
     the first whose texts pass what is left of BATCH_DIFF_BYTES (a 256-edit batch of big files is read no further), one
     a file (what its edits of it do, each on what the one before left); `diffs_more` counts its edits left without one."""
-    edits = [p for p in parts if p.script is not None and p.script.tool in ("file_write", "file_edit")]
+    edits = [p for p in parts if p.script is not None and p.script.tool in PREVIEWED]
     shown: dict[str, Diff] = {}
     previewed, batch = 0, dict[str, Diff | None]()
     for part in edits[:BATCH_DIFFS]:
+        if part.after_writes:
+            break
         diff = (await _with_diff(part.question, part.script, cwd, documents, batch)).diff
         if diff is None:
             continue

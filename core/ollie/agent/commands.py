@@ -11,6 +11,7 @@ import re
 import textwrap
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
@@ -22,6 +23,7 @@ from ollie.agent.shell import run_shell
 from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.surface import CommandTarget
 from ollie.errors import OllieError
+from ollie.escapes import escaped
 from ollie.log import get_logger
 from ollie.workspace.errors import WorkspaceError
 
@@ -122,9 +124,10 @@ async def cmd_rewind(core: CommandTarget, arg: str) -> str:
 def _restored(done: Rewound, shown: int = 3) -> str:
     """The files a rewind put back, named, and the build output it put back too, said apart (the change list leaves
     it out): its first few named, then how many more (a test run's bytecode can be many files)."""
-    built = ", ".join(done.build_output[:shown]) + (f" and {len(done.build_output) - shown} more"
-                                                   if len(done.build_output) > shown else "")
-    return f"files restored ({', '.join(done.files) or 'none'})" + (f" and build output ({built})" if built else "")
+    names = partial(escaped, keep="")  # a name's line break starts no line of its own (the model names files)
+    built = ", ".join(map(names, done.build_output[:shown])) + (f" and {len(done.build_output) - shown} more"
+                                                                if len(done.build_output) > shown else "")
+    return f"files restored ({', '.join(map(names, done.files)) or 'none'})" + (f" and build output ({built})" if built else "")
 
 
 async def cmd_kill(core: CommandTarget, arg: str) -> str:

@@ -19,6 +19,7 @@ from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.backend.types import Message
+from ollie.escapes import escaped
 from ollie.log import get_logger
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
@@ -577,7 +578,7 @@ def summary(turn_changes: TurnChanges) -> str:
     for change in turn_changes.changes:
         added, removed = line_counts(change)
         what = "binary" if change.binary else f"+{added} -{removed}"
-        lines.append(f"{change.status} {change.path} ({what})")
+        lines.append(f"{change.status} {escaped(change.path, keep='')} ({what})")  # a name's lines are no hunk's
         for i, hunk in enumerate(change.hunks):
             lines.append(f"  [{i}] @@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@")
             shown = hunk.lines[:budget]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
 from ollie.cli.wrap import WordWrap
+from ollie.escapes import escaped
 
 if TYPE_CHECKING:
     from ollie.agent.events import TurnFiles
@@ -25,6 +26,7 @@ RESULT_LINES_MAX = 6
 RESULT_CHARS_MAX = 600
 CHANGED_NAMED_MAX = 3  # files a turn's summary names; more are counted
 _TRAILING_STYLE = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
+_LINE_STARTS = re.compile(r"\n(?=[^\n])")  # a line break with a line of text after it
 
 
 def compact_args(content: str) -> str:
@@ -64,8 +66,9 @@ def image_lines(images: Sequence[Image]) -> list[str]:
 
 def changes_line(changes: TurnFiles) -> str:
     """A turn's changed files in one line: how many, the first few with their lines added and removed."""
-    named = [f"{printable(f.path)} ({f.status})" if f.status != "modified" else
-             f"{printable(f.path)} (+{f.added} -{f.removed})" for f in changes.files[:CHANGED_NAMED_MAX]]
+    # A name's line break shown as `\n`: kept, a file the model named started lines as ollie's own on stderr.
+    named = [f"{escaped(f.path, keep='')} ({f.status})" if f.status != "modified" else
+             f"{escaped(f.path, keep='')} (+{f.added} -{f.removed})" for f in changes.files[:CHANGED_NAMED_MAX]]
     if changes.count > len(named):
         named.append(f"{changes.count - len(named)} more")
     return f"{changes.count} file{'' if changes.count == 1 else 's'} changed: {', '.join(named)}"
@@ -109,7 +112,11 @@ class Renderer:
 
     def _streamed(self, role: str, text: str) -> None:
         if role == "reasoning" and self.notes is not self.out:
-            self._write(self._shown(role, text), self.notes)
+            shown = self._shown(role, text)
+            if not self.color:  # unstyled, each line indented as a step's result is: none reads as one of ollie's own
+                shown = ("  " if self._mid_line is not self.notes and shown[:1] not in ("", "\n") else "") \
+                    + _LINE_STARTS.sub("\n  ", shown)
+            self._write(shown, self.notes)
         else:
             self._stream(self._shown(role, text))
 
