@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ollie.agent.inbox import mib
 from ollie.backend.images import MAX_IMAGES, max_image_bytes
+from ollie.sizes import size_text
 from ollie_lsp.errors import QueueFull
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def take(table: SessionTable, holder: Held, session: str, size: int) -> None:
     cap = DAEMON_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
     now = held(table)
     if size > 0 and now + size > cap:
-        raise QueueFull(f"this prompt's {mib(size)} of images and the {mib(now)} of prompts waiting in this daemon's"
-                        f" sessions are over the {mib(cap)} it holds: let them run first, or send fewer or smaller"
+        raise QueueFull(f"this prompt's {size_text(size)} of images and the {size_text(now)} of prompts waiting in this daemon's"
+                        f" sessions are over the {size_text(cap)} it holds: let them run first, or send fewer or smaller"
                         " images", {"session": session})
     holder.images += size

@@ -351,7 +351,7 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
         screen = tmux.wait(lambda s: "queued 4 of them" in s or "refused: " in s, "the other sessions' queued prompts")
         assert "refused: " not in screen, screen
         back, said = sent_and_refused(tmux, "what is it #file:shot.png", "(not sent: it is back in the input")
-        assert "of prompts waiting in this daemon's sessions are over the 0.0 MiB it holds" in said, back
+        assert "of prompts waiting in this daemon's sessions are over the 31.2 KiB it holds" in said, back
     finally:
         tmux.close()
     assert srv.chat_requests == []

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ollie.backend.images import MAX_IMAGES, max_image_bytes
 from ollie.errors import OllieError
+from ollie.sizes import size_text
 
 if TYPE_CHECKING:
     from ollie.backend.types import Image
@@ -181,8 +182,8 @@ class Inbox:
         waiting = self.waiting_bytes()
         size = len(text) + sum(i.size for i in images)
         if waiting + size > cap:
-            raise QueueFull(f"this prompt's {mib(size)} and the {mib(waiting)} waiting in this session are over the"
-                            f" {mib(cap)} it queues: let them run first, or send fewer or smaller images")
+            raise QueueFull(f"this prompt's {size_text(size)} and the {size_text(waiting)} waiting in this session are over the"
+                            f" {size_text(cap)} it queues: let them run first, or send fewer or smaller images")
 
     def waiting_bytes(self) -> int:
         """The bytes (text and images) of the queued prompts and injects."""
@@ -215,8 +216,3 @@ class Inbox:
         """The notes waiting for the next prompt, handed over once."""
         notes, self._notes = self._notes, []
         return notes
-
-
-def mib(size: int) -> str:
-    """`size` bytes in MiB, for messages."""
-    return f"{size / 2**20:.1f} MiB"
