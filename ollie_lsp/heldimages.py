@@ -27,7 +27,7 @@ def take(table: SessionTable, holder: Held, session: str, size: int) -> None:
     cap = DAEMON_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
     now = held(table)
     if size > 0 and now + size > cap:
-        raise QueueFull(f"this prompt's {size_text(size)} of images and the {size_text(now)} of prompts waiting in this daemon's"
-                        f" sessions are over the {size_text(cap)} it holds: let them run first, or send fewer or smaller"
-                        " images", {"session": session})
+        raise QueueFull(f"this prompt's {size_text(size)} of images and the {size_text(now)} of prompts waiting in this"
+                        f" daemon's sessions are over the {size_text(cap)} it holds: let them run first, or send fewer"
+                        " or smaller images", {"session": session})
     holder.images += size

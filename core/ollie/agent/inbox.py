@@ -182,8 +182,9 @@ class Inbox:
         waiting = self.waiting_bytes()
         size = len(text) + sum(i.size for i in images)
         if waiting + size > cap:
-            raise QueueFull(f"this prompt's {size_text(size)} and the {size_text(waiting)} waiting in this session are over the"
-                            f" {size_text(cap)} it queues: let them run first, or send fewer or smaller images")
+            raise QueueFull(f"this prompt's {size_text(size)} and the {size_text(waiting)} waiting in this session are"
+                            f" over the {size_text(cap)} it queues: let them run first, or send fewer or smaller"
+                            " images")
 
     def waiting_bytes(self) -> int:
         """The bytes (text and images) of the queued prompts and injects."""
