@@ -419,25 +419,26 @@ def test_a_prompt_queued_before_ollie_new_is_back_in_the_new_chat_s_input_not_ru
     """A prompt queued behind a running turn, then `:OllieNew` (right after it was shown queued, or while it was still
     being queued): the new chat says it was not sent and puts it back in its input; sent from there, it runs in the
     new session (Bug: it stayed queued in the old session and ran there once its turn ended, unseen, after showing in
-    the new chat as queued and vanishing)."""
+    the new chat as queued and vanishing). It is back as typed, its `#file:` tag with it (it came back flattened to
+    the file's name, and went without the file)."""
     srv = scripted_llm("openai")
     with a_story_streaming(tmp_path, srv, "The follow-up's answer.") as (story, tmux):
         if at_once:
-            tmux.keys(":OllieQueue and then this", "Enter", ":OllieNew", "Enter")
+            tmux.keys(":OllieQueue and then this #file:calc.py", "Enter", ":OllieNew", "Enter")
         else:
-            tmux.keys(":OllieQueue and then this", "Enter")
-            tmux.wait(lambda s: "⏳ queued: and then this" in s, "the queued prompt")
+            tmux.keys(":OllieQueue and then this #file:calc.py", "Enter")
+            tmux.wait(lambda s: "⏳ queued: and then this calc.py" in s, "the queued prompt")
             tmux.keys(":OllieNew", "Enter")
         back = tmux.keep("1-back", tmux.wait(lambda s: "A long story." not in s and "back in the input" in s,
                                              "the prompt put back"))
-        assert "⏳ queued" not in back, back
+        assert "⏳ queued" not in back and "and then this #file:calc.py" in back, back
         story.set()
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # the input holds it: sent as typed
         done = tmux.keep("2-sent", tmux.wait(lambda s: "The follow-up's answer." in s and "(end)" in s, "its answer"))
-        assert "## You\nand then this" in chat_of(done) and "A long story." not in done, done
+        assert "## You\nand then this calc.py" in chat_of(done) and "A long story." not in done, done
         assert_clean(tmux.screens)
     asked = [r.body["messages"] for r in srv.chat_requests]
-    assert len(asked) == 2 and "A long story." not in json.dumps(asked[1]), asked
+    assert len(asked) == 2 and "A long story." not in json.dumps(asked[1]) and "x = 1" in json.dumps(asked[1]), asked
 
 
 def test_ollie_restart_in_a_second_neovim_keeps_the_first_one_s_saved_queued_prompt(tmp_path: Path, scripted_llm):

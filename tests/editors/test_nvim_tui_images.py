@@ -291,7 +291,9 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
 def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image(tmp_path: Path, scripted_llm):
     """Bug: `/queued pop` took the oldest queued prompt and said its text only: gone from the queue and from the
     input, its image with it. As in Claude Code, <Up> on an empty input (and `/queued pop`) takes back the latest one
-    into the input, its image kept with it; the other still waits and runs, and the one taken back is sent again."""
+    into the input as it was typed, its `#file:` tags and all (they came back flattened to names: sent again, the
+    file went without its contents), its image with it; the other still waits and runs, and the one taken back is
+    sent again with the file and the image."""
     from . import screens
 
     srv = scripted_llm("openai")
@@ -300,28 +302,28 @@ def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image
                Reply.text("Tabs, then."), Reply.text("It is blue."))
     tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
     (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+    typed = "what is it #file:shot.png, see #file:notes.txt"
     try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie tell me a story", "Enter")
         tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
         send_in_chat(tmux, "tabs or spaces?")
         tmux.wait(lambda s: "⏳ queued: tabs or spaces?" in s, "the first queued prompt")
-        send_in_chat(tmux, "what is it #file:shot.png")
-        tmux.wait(lambda s: "⏳ queued: what is it shot.png" in s, "the second queued prompt")
+        send_in_chat(tmux, typed)
+        queued = "⏳ queued: what is it shot.png, see notes.txt  📎 shot.png ("
+        tmux.wait(lambda s: queued in s, "the second queued prompt")
         tmux.keys("Up")
         taken = tmux.keep("1-taken-back", tmux.wait(
-            lambda s: "📎 image 1 (png) goes with it" in s and "queued: what is it" not in s, "the prompt taken back"))
+            lambda s: typed in s and "queued: what is it" not in s, "the prompt taken back"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-taken-back.png", (1200, 560))
-        lines = chat_lines(taken)
-        # In the input, its image going with it; the other still queued.
-        assert any(line.startswith("what is it shot.png") and line.endswith("📎 image 1 (png) goes with it")
-                   for line in lines), taken
+        # In the input as typed (its tags bring the image and the file again); the other still queued.
+        assert any(line.strip() == typed for line in chat_lines(taken)), taken
         assert "⏳ queued: tabs or spaces?" in taken, taken
-        tmux.keys("Enter")  # queued again, its image with it; then `/queued pop` takes it back as <Up> did
-        tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 image 1 (png)" in s, "the prompt queued again")
+        tmux.keys("Enter")  # queued again, with its image and file; then `/queued pop` takes it back as <Up> did
+        tmux.wait(lambda s: queued in s, "the prompt queued again")
         send_in_chat(tmux, "/queued pop")
-        tmux.wait(lambda s: "📎 image 1 (png) goes with it" in s and "queued: what is it" not in s, "it taken back again")
+        tmux.wait(lambda s: typed in s and "queued: what is it" not in s, "it taken back again")
         story.set()
         tmux.wait(lambda s: "Tabs, then." in s, "the other queued prompt's answer")
         tmux.keys("Escape", "Enter")  # the prompt taken back, sent again
@@ -331,6 +333,7 @@ def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image
     finally:
         tmux.close()
     assert [srv.images(r) for r in srv.chat_requests] == [[], [], [("image/png", picture)]]
+    assert "notes.txt" in str(srv.chat_requests[-1].body["messages"][-1]), srv.chat_requests[-1].body
 
 
 def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_the_input(tmp_path: Path, scripted_llm):
@@ -351,7 +354,7 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
         screen = tmux.wait(lambda s: "queued 4 of them" in s or "refused: " in s, "the other sessions' queued prompts")
         assert "refused: " not in screen, screen
         back, said = sent_and_refused(tmux, "what is it #file:shot.png", "(not sent: it is back in the input")
-        assert "of prompts waiting in this daemon's sessions are over the 0.0 MiB it holds" in said, back
+        assert "of prompts waiting in this daemon's sessions are over the 31.2 KiB it holds" in said, back
     finally:
         tmux.close()
     assert srv.chat_requests == []

@@ -38,7 +38,7 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     never left marked queued; one queued when the window reloads mid-turn comes back held and Enter on the empty prompt
     sends it (it did nothing), and so does one with a pasted image queued behind it, with its image, in order (it stayed
     in the input: images went only with a prompt sent when idle); ArrowUp on the empty input takes the latest queued
-    prompt back into the input with its pasted image, the other still queued (`/queued pop` took the oldest and only
+    prompt back into the input with its pasted image and file chip, the other still queued (`/queued pop` took the oldest and only
     said so: gone from the queue and the input); `/queued pop` typed during a turn runs at once (it was queued behind
     the prompts it was to pop; the button says Send, not Queue) and takes it back too, and a reload brings back the
     other alone (the popped one stayed marked queued, and came back); one held that `/queued
@@ -55,7 +55,7 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it",
           "a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, "
           "and ran after the one before it with its image",
-          "ArrowUp on the empty input took back the latest queued prompt with its image, the other still queued",
+          "ArrowUp on the empty input took back the latest queued prompt with its image and file chip, the other still queued",
           "/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, "
           "and a reload brought back only the one held",
           "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",

@@ -152,11 +152,14 @@ async def test_a_full_queue_refuses_the_next_prompt_and_keeps_what_waits(shared_
     eight = [{"path": "shot.png"}] * 8
     for text in ("one", "two"):
         await daemon.request("ollie/queue", {"text": text, "images": eight})
-    for method, params in (("ollie/queue", {"text": "three", "images": eight}), ("ollie/inject", {"text": "x" * 4000})):
+    # Sizes a person reads (they said "0.0 MiB" of kilobytes).
+    for method, params, size in (("ollie/queue", {"text": "three", "images": eight}, "6.8 KiB"),
+                                 ("ollie/inject", {"text": "x" * 4000}, "3.9 KiB")):
         with pytest.raises(JsonRpcException) as caught:
             await daemon.request(method, params)
-        assert caught.value.code == -32010 and caught.value.message.startswith("queue full: this prompt's "), caught.value
-        assert "MiB it queues: let them run first" in caught.value.message, caught.value
+        assert caught.value.code == -32010 and caught.value.message == (
+            f"queue full: this prompt's {size} and the 13.6 KiB waiting in this session are over the 15.6 KiB it"
+            " queues: let them run first, or send fewer or smaller images"), caught.value
     for n in range(2, MAX_QUEUED):
         await daemon.request("ollie/queue", {"text": f"p{n}"})
     with pytest.raises(JsonRpcException) as caught:
@@ -244,7 +247,7 @@ async def test_prompts_with_images_waiting_in_many_sessions_stay_under_the_daemo
     assert grown < 80 << 20, f"the daemon's peak memory grew by {grown >> 20} MiB"
     refused = [t.exception() for t in sent if t.done() and t.exception()]
     assert len(refused) == 20 and all(isinstance(e, JsonRpcException) and e.code == -32010 for e in refused), refused
-    assert "of prompts waiting in this daemon's sessions are over the 32.0 MiB it holds" in str(refused[0]), refused[0]
+    assert "of prompts waiting in this daemon's sessions are over the 32 MiB it holds" in str(refused[0]), refused[0]
     hold.set()
     assert all(r["reply"] == "slow" for r in await asyncio.gather(*running))
     taken = await asyncio.gather(*[t for t in sent if not t.done() or not t.exception()])

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ollie.backend.images import MAX_IMAGES, max_image_bytes
 from ollie.errors import OllieError
+from ollie.sizes import size_text
 
 if TYPE_CHECKING:
     from ollie.backend.types import Image
@@ -42,9 +43,9 @@ def take_images(holder: Held, size: int, *, held: int, where: str) -> None:
     daemon"), which holds `held` bytes for prompts not run yet in all its sessions, would hold more than it may."""
     cap = HELD_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
     if size > 0 and held + size > cap:
-        raise QueueFull(f"this prompt's {mib(size)} of images and the {mib(held)} of prompts waiting in {where}'s"
-                        f" sessions are over the {mib(cap)} it holds: let them run first, or send fewer or smaller"
-                        " images")
+        raise QueueFull(f"this prompt's {size_text(size)} of images and the {size_text(held)} of prompts waiting in"
+                        f" {where}'s sessions are over the {size_text(cap)} it holds: let them run first, or send fewer"
+                        " or smaller images")
     holder.images += size
 
 
@@ -204,8 +205,9 @@ class Inbox:
         waiting = self.waiting_bytes()
         size = len(text) + sum(i.size for i in images)
         if waiting + size > cap:
-            raise QueueFull(f"this prompt's {mib(size)} and the {mib(waiting)} waiting in this session are over the"
-                            f" {mib(cap)} it queues: let them run first, or send fewer or smaller images")
+            raise QueueFull(f"this prompt's {size_text(size)} and the {size_text(waiting)} waiting in this session are"
+                            f" over the {size_text(cap)} it queues: let them run first, or send fewer or smaller"
+                            " images")
 
     def waiting_bytes(self) -> int:
         """The bytes (text and images) of the queued prompts and injects."""
@@ -238,8 +240,3 @@ class Inbox:
         """The notes waiting for the next prompt, handed over once."""
         notes, self._notes = self._notes, []
         return notes
-
-
-def mib(size: int) -> str:
-    """`size` bytes in MiB, for messages."""
-    return f"{size / 2**20:.1f} MiB"

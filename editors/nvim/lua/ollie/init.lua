@@ -181,7 +181,7 @@ function M.queue(text)
   end
   local clean, contexts = c:tags(text)
   if clean then
-    c:queue(clean, contexts)
+    c:queue(clean, contexts, nil, { text = text, given = {} }) -- refused or taken back: as typed
   end
 end
 

@@ -70,6 +70,8 @@ function P:pend(kind, text, contexts, done, typed)
         if kind == "queued" then -- kept until its turn starts: the daemon's queue ends with the editor
           savedqueue.add(session, { text = text, context = params.context, labels = context.labels(contexts),
             images = params.images })
+          self.typed_queued = self.typed_queued or {} -- as typed, for a take back: the daemon's text lost the tags
+          self.typed_queued[text] = typed
         end
         if done then
           done()
@@ -111,7 +113,7 @@ function P:take_back(session)
       if type(popped) == "string" then
         local _, text = context.split_prompt(popped)
         savedqueue.take(session, text)
-        table.insert(taken, 1, text) -- the latest comes first: back in the input in the order they were queued
+        table.insert(taken, 1, self:typed_back(text).text) -- the latest first: back in the order they were queued
         return next_one()
       end
       for _, text in ipairs(taken) do
@@ -136,17 +138,31 @@ function P:pop_queued()
     end
     local _, text = context.split_prompt(popped)
     savedqueue.take(session, text)
+    local typed = self:typed_back(text)
     local images = {}
     for i, image in ipairs(type(res.images) == "table" and res.images or {}) do
       local mime = tostring(image.mimeType or "image"):gsub("^image/", "")
       table.insert(images, { image = "queued-" .. i, data = image.data, label = ("image %d (%s)"):format(i, mime) })
     end
     input.clear(self.input_buf)
-    input.append(self.input_buf, text)
-    self.kept = vim.list_extend(self.kept or {}, images)
+    input.append(self.input_buf, typed.text)
+    -- As typed, its tags bring its files and images again; else (queued elsewhere) the images the daemon gave back.
+    self.kept = vim.list_extend(self.kept or {}, typed.given or images)
     input.render_kept(self.input_buf, self.kept)
     self:sync_queue()
   end)
+end
+
+---A queued prompt taken back (`text` as the daemon queued it) as this chat's user typed it, `#` tags and all, with
+---the contexts the text does not say; queued elsewhere (another Neovim, before a restart): its text, no `given`.
+---@param text string
+---@return { text: string, given: ollie.Context[]|nil }
+function P:typed_back(text)
+  local typed = (self.typed_queued or {})[text]
+  if typed then
+    self.typed_queued[text] = nil
+  end
+  return typed or { text = text }
 end
 
 ---Put a prompt that was not sent back in the input, saying `why`; once the chat is drawn again, when it is being
@@ -190,6 +206,7 @@ function P:sync_queue(released)
     end
     if #texts == 0 and not res.running and not carried[self.session] then
       savedqueue.forget(self.session) -- run, popped or dropped (`/queued clear`)
+      self.typed_queued = nil
     end
   end)
 end

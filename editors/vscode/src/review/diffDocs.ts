@@ -1,6 +1,7 @@
 // Read-only virtual documents (`ollie-diff:` scheme) for VS Code's diff editor, and `ollie.openDiff`.
 
 import * as vscode from "vscode";
+import { shownPath } from "../lib/steps";
 
 export const DIFF_SCHEME = "ollie-diff";
 
@@ -15,9 +16,9 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider, vscode
     return this.texts.get(uri.toString()) ?? "";
   }
 
-  /** A new document URI for `path` (its extension picks the language); `tag` names the side. */
+  /** A new document URI for `path` (its extension picks the language; shown escaped, as in its tab); `tag` names the side. */
   uriFor(path: string, tag: string): vscode.Uri {
-    const clean = path.replace(/\\/g, "/").replace(/^\/+/, "");
+    const clean = shownPath(path.replace(/\\/g, "/").replace(/^\/+/, ""));
     return vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${clean}`, query: `${tag}-${++this.next}` });
   }
 
@@ -66,7 +67,7 @@ function parseOpenDiff(raw: unknown): OpenDiffArgs {
 /** `ollie.openDiff {title, path, oldText, newText}`: VS Code's diff editor on two read-only texts. */
 export async function openDiff(docs: DiffDocuments, raw: unknown): Promise<void> {
   const { title, path, oldText, newText } = parseOpenDiff(raw);
-  await docs.open(title ?? `${path} (before ↔ after)`, path, oldText ?? "", newText ?? "");
+  await docs.open(title ?? `${shownPath(path)} (before ↔ after)`, path, oldText ?? "", newText ?? "");
 }
 
 /** Register the `ollie-diff:` provider (and forget the text of closed documents). */

@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import { DIFF_SCHEME, DiffDocuments } from "./diffDocs";
 import { FileChange, describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, undoParams, undoFailureMessage } from "./hunks";
 import { unlinked } from "../lib/notice";
+import { shownPath } from "../lib/steps";
 
 /** How the review reaches the daemon. */
 export interface ReviewHost {
@@ -53,11 +54,11 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     const found = parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), ...(args.turn ? { turn: args.turn } : {}), path: args.path }));
     const change = found.files.find((f) => f.path === args.path);
     if (found.turn === null || !change) {
-      void vscode.window.showInformationMessage(unlinked(`Ollie: ${args.path} has no changes to review in ${found.turn === null ? "this session" : `turn ${found.turn}`}.`));
+      void vscode.window.showInformationMessage(unlinked(`Ollie: ${shownPath(args.path)} has no changes to review in ${found.turn === null ? "this session" : `turn ${found.turn}`}.`));
       return;
     }
     if (change.binary) {
-      void vscode.window.showInformationMessage(unlinked(`Ollie: ${args.path} is binary (${change.status}); undo it as a whole with "Undo All Changes to This File" (editor title).`));
+      void vscode.window.showInformationMessage(unlinked(`Ollie: ${shownPath(args.path)} is binary (${change.status}); undo it as a whole with "Undo All Changes to This File" (editor title).`));
     }
     const existing = [...this.reviews.values()].find((r) => r.session === session && r.turn === found.turn && r.path === args.path);
     const review: Review = existing ?? {
@@ -73,7 +74,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     review.change = change;
     this.reviews.set(review.right.toString(), review);
     this.show(review);
-    await vscode.commands.executeCommand("vscode.diff", review.left, review.right, `${args.path} (Ollie, turn ${review.turn}: before ↔ after)`, { preview: false });
+    await vscode.commands.executeCommand("vscode.diff", review.left, review.right, `${shownPath(args.path)} (Ollie, turn ${review.turn}: before ↔ after)`, { preview: false });
     // The lenses asked for while the diff editor was still being built can stay unshown (seen in code-server,
     // about one open in two under load): asking VS Code once more after it settled shows them.
     for (const delay of [300, 1500]) setTimeout(() => this.lensEmitter.fire(), delay);
@@ -87,7 +88,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       void vscode.window.showInformationMessage(found.turn === null ? "Ollie: no turn has run in this session yet." : `Ollie: turn ${found.turn} changed no files.`);
       return;
     }
-    const items = found.files.map((f) => ({ label: f.path, description: `${f.status} · ${f.hunks.length} change${f.hunks.length === 1 ? "" : "s"}`, file: f }));
+    const items = found.files.map((f) => ({ label: shownPath(f.path), description: `${f.status} · ${f.hunks.length} change${f.hunks.length === 1 ? "" : "s"}`, file: f }));
     const title = `Ollie: Review Changes (turn ${found.turn}${found.more ? `: its first ${items.length} files, ${found.more} more not listed` : ""})`;
     const picked = items.length === 1 && !found.more ? items[0] : await vscode.window.showQuickPick(items, { title, matchOnDescription: true });
     if (picked) await this.openFile({ session, path: picked.file.path, turn: found.turn });
@@ -109,11 +110,11 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
         void vscode.window.showInformationMessage(`Ollie: turn ${review.turn} was rewound; its review is closed.`);
         return;
       }
-      void vscode.window.showErrorMessage(unlinked(undoFailureMessage(review.path, parts)));
+      void vscode.window.showErrorMessage(unlinked(undoFailureMessage(shownPath(review.path), parts)));
       return;
     }
     await this.refresh(review);
-    if (!review.change) void vscode.window.showInformationMessage(unlinked(`Ollie: every change of turn ${review.turn} to ${review.path} is undone.`));
+    if (!review.change) void vscode.window.showInformationMessage(unlinked(`Ollie: every change of turn ${review.turn} to ${shownPath(review.path)} is undone.`));
   }
 
   /** A rewind cut turns `turn` and later of `session`: their review tabs close (their undo would find no such turn). */
@@ -156,7 +157,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     const line = target?.lineNumber !== undefined ? target.lineNumber - 1 : editor?.selection.active.line ?? 0;
     const index = hunkAtLine(review.change.hunks, line, lineCount(review.change.newText));
     if (index === undefined) {
-      void vscode.window.showInformationMessage(unlinked(`Ollie: no change of ${review.path} at line ${line + 1}.`));
+      void vscode.window.showInformationMessage(unlinked(`Ollie: no change of ${shownPath(review.path)} at line ${line + 1}.`));
       return;
     }
     await this.undo(review.right, index);

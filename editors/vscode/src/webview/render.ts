@@ -302,12 +302,12 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
   if (item.pending !== undefined) list.append(el("li", "loading", "Listing the files…"));
   for (const file of item.files) {
     const row = el("li", file.undone ? "undone" : undefined);
-    const link = el("a", "file-link", file.path);
+    const link = el("a", "file-link", shownPath(file.path));
     link.href = "#";
     link.dataset.action = "openChange";
     link.dataset.item = String(item.id);
     link.dataset.path = file.path;
-    link.title = `Review the changes to ${file.path}`;
+    link.title = `Review the changes to ${shownPath(file.path)}`;
     const stat = el("span", "stat");
     stat.append(el("span", "added", `+${file.added}`), el("span", "removed", `−${file.removed}`));
     row.append(icon(file.status === "added" ? "diff-added" : file.status === "deleted" ? "diff-removed" : "diff-modified"), link, stat);

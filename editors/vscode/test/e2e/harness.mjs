@@ -223,6 +223,9 @@ export function writeUserSettings(userData, settings) {
     // No look-ups in the extension gallery (open-vsx.org, out of reach here) for recommendations or experiments.
     "workbench.enableExperiments": false,
     "extensions.ignoreRecommendations": true,
+    // code-server forwards the ports it sees opened (the daemons' and other tests' servers on a busy machine): its
+    // "Over 20 ports have been automatically forwarded" toast covered the chat's input, and a click there timed out.
+    "remote.autoForwardPorts": false,
     "ollie.serverCommand": daemon,
     ...(process.env.OLLIE_E2E_TRACE ? { "ollie.trace.server": "verbose" } : {}),
   };

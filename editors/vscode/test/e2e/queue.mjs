@@ -15,7 +15,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFocused, chatFrame, fillInput, giveImage, log, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, fillInput, giveImage, log, pickFile, ollieOutput, openChat, openFile, runCommand, send, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 // A real 24x16 red PNG, pasted into a prompt queued during a turn.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -160,11 +160,13 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   await giveImage(chat, "paste", "image.png", PNG);
   await chat.locator(".chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
+  await pickFile(page, chat, "notes.txt");
   await send(chat, "Nor this one.");
   await meta(chat, "Nor this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   const takenBack = async (how) => {
     await until(`the latest queued prompt back in the input (${how})`, async () => (await chat.locator("#input").inputValue()) === "Nor this one.");
     await chat.locator(".chip.image", { hasText: "pasted image 1" }).waitFor({ timeout: waitMs });
+    await chat.locator("#chips .chip", { hasText: "notes.txt" }).waitFor({ timeout: waitMs }); // a chip, not text
     await until(`the prompt taken back no longer shown queued (${how})`, async () => (await chat.locator(".item.user", { hasText: "Nor this one." }).count()) === 0);
     if (!(await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).count())) throw new Error(`the other queued prompt is not queued after ${how}`);
   };
@@ -172,7 +174,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await takenBack("ArrowUp");
   await screenshot("queue-taken-back");
   await chat.locator("#input").press("Enter"); // queued again, its image with it
-  await chat.locator(".item.user", { hasText: "Nor this one." }).filter({ hasText: "image: pasted image 1" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.user", { hasText: "Nor this one." }).filter({ hasText: "image: pasted image 1" }).filter({ hasText: "notes.txt" }).waitFor({ timeout: waitMs });
   // The button says Send for a command typed while the turn runs (it runs at once); it said Queue.
   await fillInput(chat, "/queued pop");
   await chat.locator("#send", { hasText: "Send" }).waitFor({ timeout: waitMs });
@@ -180,7 +182,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await takenBack("/queued pop");
   if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before /queued pop ran: it ran at once only by chance");
   await screenshot("queue-popped");
-  log("ArrowUp on the empty input took back the latest queued prompt with its image, the other still queued");
+  log("ArrowUp on the empty input took back the latest queued prompt with its image and file chip, the other still queued");
   await chat.locator("#stop").click();
   await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);

@@ -21,8 +21,8 @@ export const TURN_REPLIES = [
   { text: "Shouting c.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["c.txt", "gamma", "GAMMA"] }] } },
     { name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["c.txt", "GAMMA", "GAMMA!"] }] } }] },
   { text: "c shouted too." },
-  // A hostile step: names with terminal escapes and a newline, then 150 files; the end event lists the first 100.
-  { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
+  // A hostile step: names with terminal escapes, a newline and a bidi override, then 150 files; the end event lists the first 100.
+  { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline\\xe2\\x80\\xaetxt.exe'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
   { text: "Many written." },
 ];
 export const LAST_REPLY = "Many written.";
@@ -126,10 +126,25 @@ export async function turnChanges({ page, work, screenshot }) {
   if (title !== "Changed files (152)" || rows.length !== 100 || !/^… and 52 more files, not listed here/.test(more ?? "")) {
     throw new Error(`the hostile turn's list: ${JSON.stringify({ title, rows: rows.length, more })}`);
   }
-  if (rows[0] !== "a\x1b[2J\x1b]0;pwned\x07" || rows[1] !== "a new\nline") throw new Error(`its first names: ${JSON.stringify(rows.slice(0, 2))}`);
+  // Each control and the override drawn escaped: the second read "a new line exe.txt" (U+202E reverses what follows).
+  if (rows[0] !== "a\\x1b[2J\\x1b]0;pwned\\x07" || rows[1] !== "a new\\x0aline\\u202etxt.exe") throw new Error(`its first names: ${JSON.stringify(rows.slice(0, 2))}`);
   if (await hostile.locator("button", { hasText: "Undo all" }).count()) throw new Error("a bounded list offers Undo all");
   await hostile.locator("li.more").scrollIntoViewIfNeeded();
   await screenshot("turnchanges-bounded");
+  // So do Review Changes' list, and the review tab's title and document: an override there reversed what follows it.
+  await runCommand(page, "Ollie: Review Changes");
+  await page.locator(".quick-input-widget input").fill("txt.exe");
+  const picked = page.locator(".quick-input-list .monaco-list-row").first();
+  await until("the hostile name picked", async () => /txt\.exe/.test((await picked.textContent()) ?? ""));
+  const label = await picked.locator(".label-name").textContent();
+  await picked.click();
+  const tab = page.locator(".tabs-container .tab.active");
+  await until("the hostile name's review tab", async () => /Ollie, turn/.test((await tab.textContent()) ?? ""));
+  const shown = { label, title: await tab.locator(".label-name").textContent(), document: await tab.getAttribute("data-resource-name") };
+  if (shown.label !== "a new\\x0aline\\u202etxt.exe" || shown.title !== "a new\\x0aline\\u202etxt.exe (Ollie, turn 3: before ↔ after)" || shown.document !== "a new\\x0aline\\u202etxt.exe") {
+    throw new Error(`the hostile name's review tab: ${JSON.stringify(shown)}`);
+  }
+  await screenshot("turnchanges-hostile-review-tab");
   await hostile.locator(".changes-head").scrollIntoViewIfNeeded();
   await screenshot("turnchanges-bounded-head");
   log("a turn of 152 files lists its first 100 as text, and says how many more");
