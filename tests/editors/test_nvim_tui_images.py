@@ -278,8 +278,9 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
                " them (/queued clear)" in said, back
         assert "⏳ queued: one too many" not in back, back
         tmux.keys("Escape", ":OllieStop", "Enter")
-        story.set()
+        # The story held until the Stop was taken: let end before (under load), it ended the turn as "(end)".
         tmux.wait(lambda s: "(interrupted)" in s, "the Stop")
+        story.set()
         tmux.keys(":lua require('ollie.client').request('ollie/queue/clear', {session ="
                   " require('ollie.chat').get().session}, function(e, r) print(e and ('%s: %s'):format('failed',"
                   " e.message) or ('dropped %d'):format(r.cleared)) end)", "Enter")
