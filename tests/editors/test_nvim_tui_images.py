@@ -206,11 +206,13 @@ def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(t
     ran, as text alone: the daemon's `user` event named no images. It names them now, and so does the chat."""
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
     try:
-        # Queued by another client: the chat did not send it, nor shows it queued.
+        # Queued by another client: the chat did not send it, nor shows it queued. What the answer prints is formatted
+        # by its callback, never typed: the typed command is on the screen until Neovim takes its Enter (a while, under
+        # load), and a wait for words it holds went on before any answer (a prompt sent next went first).
         tmux.keys(":lua require('ollie.client').request('ollie/queue', {session = require('ollie.chat').get().session,"
                   " text = 'what is this', images = {{path = 'shot.png'}}},"
-                  " function(e) print(e and 'refused' or 'queued it') end)", "Enter")
-        tmux.wait(lambda s: "queued it" in s or "refused" in s, "the daemon to take the prompt")
+                  " function(e) print(('%s it'):format(e and 'refused' or 'queued')) end)", "Enter")
+        tmux.wait(lambda s: "queued it" in s or "refused it" in s, "the daemon to take the prompt")
         the_queued_turn_ran(srv, story, tmux, picture, "1-ran", "what is this", "📎 image (png, 1 KB)")
         assert_clean(tmux.screens)
     finally:
@@ -265,22 +267,24 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
     once the user dropped that, Enter sends it with its image."""
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
     try:
-        # 32 queued by another client of the session (typed here one by one they only take longer).
+        # 32 queued by another client of the session (typed here one by one they only take longer); what they print is
+        # formatted there (as above).
         tmux.keys(":lua for n = 1, 32 do require('ollie.client').request('ollie/queue', {session ="
                   " require('ollie.chat').get().session, text = 'waiting ' .. n}, function(e) if n == 32 then"
-                  " print(e and 'refused' or 'queued them') end end) end", "Enter")
-        tmux.wait(lambda s: "queued them" in s or "refused" in s, "the daemon to take the prompts")
+                  " print(('%s them'):format(e and 'refused' or 'queued')) end end) end", "Enter")
+        tmux.wait(lambda s: "queued them" in s or "refused them" in s, "the daemon to take the prompts")
         back, said = sent_and_refused(tmux, "one too many #file:shot.png", "(not queued: it is back in the input")
         assert "error: queue full: 32 prompts wait in this session, the most it queues: let them run first, or drop" \
                " them (/queued clear)" in said, back
         assert "⏳ queued: one too many" not in back, back
         tmux.keys("Escape", ":OllieStop", "Enter")
-        story.set()
+        # The story held until the Stop was taken: let end before (under load), it ended the turn as "(end)".
         tmux.wait(lambda s: "(interrupted)" in s, "the Stop")
+        story.set()
         tmux.keys(":lua require('ollie.client').request('ollie/queue/clear', {session ="
-                  " require('ollie.chat').get().session}, function(e, r) print(e and 'failed' or ('dropped ' .."
-                  " r.cleared)) end)", "Enter")
-        tmux.wait(lambda s: "dropped 32" in s or "failed" in s, "the queue dropped")
+                  " require('ollie.chat').get().session}, function(e, r) print(e and ('%s: %s'):format('failed',"
+                  " e.message) or ('dropped %d'):format(r.cleared)) end)", "Enter")
+        tmux.wait(lambda s: "dropped 32" in s or "failed: " in s, "the queue dropped")
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")
         tmux.keep("2-sent", tmux.wait(lambda s: "It is blue." in s, "the prompt's answer"))
     finally:
@@ -350,7 +354,8 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
                   " {cwd = vim.fn.getcwd()}, function(_, r) for _ = 1, 2 do c.request('ollie/queue', {session ="
                   " r.session, text = 'waiting', images = vim.tbl_map(function() return {path = 'big.png'} end,"
                   " {1, 2, 3, 4, 5, 6, 7, 8})}, function(e) n, f = n + 1, f or e and e.message;"
-                  " if n == 4 then print(f and 'refused: ' .. f or 'queued 4 of them') end end) end end) end", "Enter")
+                  " if n == 4 then print(f and ('%s: %s'):format('refused', f) or ('queued %d of them'):format(n))"
+                  " end end) end end) end", "Enter")  # (what it prints formatted there, as above)
         screen = tmux.wait(lambda s: "queued 4 of them" in s or "refused: " in s, "the other sessions' queued prompts")
         assert "refused: " not in screen, screen
         back, said = sent_and_refused(tmux, "what is it #file:shot.png", "(not sent: it is back in the input")

@@ -112,6 +112,7 @@ async def test_a_file_of_a_million_empty_lines_is_listed_without_hunks_in_bounde
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # a loaded machine makes and lists 50,001 files slowly: the waits bound a hang only
 async def test_a_step_making_too_many_files_to_checkpoint_hides_no_change_from_review(start_daemon, llm, tmp_path):
     # A step's 50,001 new files made its snapshot "too many to checkpoint", which ended checkpoints for the session: its
     # own edit beside them, and every later step's once it removed them, were in no diff and could not be undone.
@@ -120,10 +121,11 @@ async def test_a_step_making_too_many_files_to_checkpoint_hides_no_change_from_r
     (ws / "app.py").write_text("safe\n")
     flood = "mkdir junk && cd junk && seq 50001 | xargs touch && cd .. && echo evil > app.py"
     steps = (flood, "rm -rf junk; echo evil > .envrc", flood.replace(" && echo evil > app.py", ""), "rm -rf junk")
-    llm.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
-                 for code in steps[:2]), Reply.text("done"),
-               *(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
-                 for code in steps[2:]), Reply.text("again"))
+    # Each step's whole time: under load a flood ran past the default 30 s, was killed short of 50,001 files and of
+    # its edit (the turn listed .envrc alone, and its snapshot, never too many, told nothing).
+    calls = [Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600}))
+             for code in steps]
+    llm.script(*calls[:2], Reply.text("done"), *calls[2:], Reply.text("again"))
     daemon = await start_daemon(env=env(llm), workspace=ws)
     session = (await daemon.request("ollie/submit", {"text": "go"}, timeout=120))["session"]
     # The turn's changes are listed, once the tree can be checkpointed again, and undone.
