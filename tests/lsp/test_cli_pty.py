@@ -4,6 +4,7 @@ and two terminals on one session."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -493,4 +494,23 @@ def test_a_resumed_session_shows_its_steps_as_they_were_shown_live(llm, tmp_path
         shown = term.text[:at].split("Ctrl-D to quit.\n", 1)[1]
         assert re.search(r"Reading\.\n▸ Read calc\.py\n  \(output seen by the model, then collapsed: \d+ lines\)\n",
                          shown), shown
+        assert term.close() == 0
+
+
+def test_a_resumed_prompt_shows_as_typed_without_ollie_s_notes(llm, tmp_path):
+    # Resumed, a prompt showed a preTurn hook's output (and `@environment`'s git status) after it, as if typed; the
+    # editors' history already gave the typed text alone.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "noted.json").write_text(json.dumps({"prompt": "You are a test agent.",
+                                                   "hooks": {"preTurn": "echo run the tests first"}}))
+    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
+    llm.script(Reply.text("done"))
+    first = run_ollie(["-p", "fix calc", "--agent", "noted", "--cwd", str(tmp_path)], env=env)
+    saved = re.search(r"ollie: session (\S+)", first.stderr)
+    assert first.returncode == 0 and saved, first.stderr
+    assert llm.chat_requests[-1].body["messages"][-1]["content"].endswith("run the tests first"), "the model reads it"
+    with Terminal(["--session", saved[1], "--cwd", str(tmp_path)], env, tmp_path) as term:
+        at = term.wait_for(r"done\n")
+        assert "> fix calc\ndone\n" in term.text[:at] and "run the tests first" not in term.text[:at], term.text[:at]
         assert term.close() == 0

@@ -65,8 +65,9 @@ def _no(why: str) -> None:
 
 
 def show_history(core: TerminalCore, renderer: Renderer) -> None:
-    """The resumed conversation's last SHOWN_TURNS turns as they were shown live (prompts after the prompt sign,
-    answers, steps and results), after a line saying how much is above and how to see it."""
+    """The resumed conversation's last SHOWN_TURNS turns as they were shown live (prompts as typed after the prompt
+    sign, answers, steps and results), after a line saying how much is above and how to see it."""
+    from ollie.agent.history import typed_text
     from ollie.agent.steps import describe
 
     messages = core.session.messages
@@ -79,7 +80,7 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
     for message in messages:
         if message.role == "user":
             renderer.render("turn", "end")  # the answer before it ends (its held markdown shown)
-            print(printable("\n".join([f"{core.agent_name}> {message.content}", *image_lines(message.images)])),
+            print(printable("\n".join([f"{core.agent_name}> {typed_text(message)}", *image_lines(message.images)])),
                   file=sys.stderr, flush=True)
         elif message.role == "assistant":
             renderer.render("assistant", message.content)
