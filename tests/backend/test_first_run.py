@@ -112,6 +112,19 @@ async def test_an_endpoint_without_a_model_list_gets_128k(scripted_llm):
         assert await backend.context_length() == 128_000
 
 
+async def test_an_openai_url_without_its_v1_is_said_with_the_url_that_answers(scripted_llm):
+    """OLLIE_OPENAI_URL written without its /v1: `ollie doctor` said the backend answers (a 404 on /models passed for
+    a server without a model list) while every turn failed on a 404; now both say the URL to set."""
+    srv = scripted_llm("openai", check=False)  # GET /models at the bare URL is a 404 it counts as unexpected
+    environ = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "none", "OLLIE_OPENAI_URL": srv.url.removesuffix("/v1")}
+    async with aclosing(make_backend(environ=environ)) as backend:
+        health = (await check_backend(backend)).to_wire()
+        for asked in (backend.context_length(), first_event(backend)):  # the first turn's request too
+            with pytest.raises(BackendUnreachableError, match=f"set OLLIE_OPENAI_URL={srv.url}"):
+                await asked
+    assert not health["ok"] and health["hint"].startswith(f"set OLLIE_OPENAI_URL={srv.url} "), health
+
+
 async def test_a_model_the_server_does_not_know_gets_128k(scripted_llm):
     srv = scripted_llm("ollama", model="llama3.2")
     async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "unknown-model"})) as backend:
