@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from contextlib import aclosing
 
@@ -83,6 +84,16 @@ async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm)
         health = (await check_backend(backend)).to_wire()
     assert (health["ok"], health["reachable"], health["modelPresent"]) == (False, True, False)
     assert "ollama pull qwen3" in health["hint"]
+    # The models there, named: a new user's OLLIE_MODEL left unset asked for gpt-4.1 of a server that had one other.
+    assert health["hint"].endswith("; the server has: llama3.2"), health
+
+
+async def test_health_of_a_missing_model_names_the_first_ones_the_server_has(scripted_llm):
+    srv = scripted_llm("openai", model="m0", text_models=[f"m{n}" for n in range(1, 12)])
+    async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "gpt-4.1"})) as backend:
+        health = (await check_backend(backend)).to_wire()
+    listed = health["hint"].split("; the server has: ")[1]
+    assert re.fullmatch(r"(m\d+, ){7}m\d+ and 4 more", listed), health  # in the server's order
 
 
 async def test_health_of_an_unreachable_backend_is_quick_and_says_what_to_do():
