@@ -514,3 +514,15 @@ def test_a_resumed_prompt_shows_as_typed_without_ollie_s_notes(llm, tmp_path):
         at = term.wait_for(r"done\n")
         assert "> fix calc\ndone\n" in term.text[:at] and "run the tests first" not in term.text[:at], term.text[:at]
         assert term.close() == 0
+
+
+def test_a_prompt_typed_during_a_turn_shows_after_the_prompt_sign_when_it_runs(llm, tmp_path):
+    # Typed while an answer streamed, a prompt ran after it with the prompt sign bare ("default> Answer ..."): the
+    # transcript never said what was asked, its echo lying inside the answer before.
+    llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
+        term.type("and a second")
+        at = term.wait_for(r"the second answer\n", after=at)
+        assert "word by word\ndefault> and a second\nthe second answer\n" in term.text, term.text
+        assert term.close() == 0

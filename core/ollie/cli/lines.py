@@ -9,6 +9,8 @@ import threading
 import time
 from collections.abc import Collection
 
+from ollie.cli.sanitize import printable
+
 # Each line with the time it was read; None at the end of input.
 Line = tuple[float, str | None]
 # A paste reaches the terminal at once: lines following one within this are the same prompt's (no one types Enter
@@ -33,12 +35,15 @@ class InputLines:
         """End the input as Ctrl-D would (the prompt loop stops)."""
         self._queue.put_nowait((time.monotonic(), None))
 
-    async def next(self) -> str | None:
-        """The next line typed (lines typed ahead included); None once the input ended."""
+    async def next(self, prompted_at: float = 0.0) -> str | None:
+        """The next line typed (lines typed ahead included); None once the input ended. A line a terminal read before
+        `prompted_at` (typed during the turn, its echo inside the answer) is shown again after the prompt sign."""
         if self._ended:
             return None
-        _, line = await self._queue.get()
+        read_at, line = await self._queue.get()
         self._ended = line is None
+        if line is not None and read_at < prompted_at and sys.stdin.isatty():
+            print(printable(line), file=sys.stderr, flush=True)
         return line
 
     def before_question(self) -> float:

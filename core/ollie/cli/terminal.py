@@ -243,8 +243,9 @@ async def run_interactive(options: RunOptions) -> int:
         if options.session:  # where the conversation was, as /resume shows it
             show_history(live.core, renderer)
         while True:
+            prompted_at = time.monotonic()
             _prompt(live.core)
-            line = await lines.next()
+            line = await lines.next(prompted_at)
             if line is None:
                 break
             if not line.strip():
