@@ -371,7 +371,7 @@ async def test_a_failed_open_closes_the_core_when_the_record_failed_before_it(tm
     registry.ensure(Request(id=session, user_id=os_user(), agent_id="another", kind="chat", channel="cli"))
     registry.close()
     with pytest.raises(ValueError, match="unknown approval mode"):
-        await open_core(RunOptions(session=session, cwd=tmp_path, approval="sometimes"))
+        await open_core(RunOptions(agent="default", session=session, cwd=tmp_path, approval="sometimes"))
     again = await Core.create(cwd=tmp_path, session_id=session)  # the live lock was given back
     await again.close()
 

@@ -526,3 +526,23 @@ def test_a_prompt_typed_during_a_turn_shows_after_the_prompt_sign_when_it_runs(l
         at = term.wait_for(r"the second answer\n", after=at)
         assert "word by word\ndefault> and a second\nthe second answer\n" in term.text, term.text
         assert term.close() == 0
+
+
+def test_a_resumed_session_goes_on_with_its_own_agent_unless_another_is_named(llm, tmp_path):
+    # `ollie --agent noted`, then the `ollie --session ID` it printed on leaving, went on under `default`: another
+    # system prompt, hooks and tools, unsaid but for the prompt sign.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "noted.json").write_text(json.dumps({"prompt": "You are the noted agent."}))
+    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
+    llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    first = run_ollie(["-p", "hi", "--agent", "noted", "--cwd", str(tmp_path)], env=env)
+    saved = re.search(r"ollie: session (\S+)", first.stderr)
+    assert first.returncode == 0 and saved, first.stderr
+    with Terminal(["--session", saved[1], "--cwd", str(tmp_path)], env, tmp_path) as term:
+        term.answer("again", r"two\n", after=term.wait_for(r"noted> hi\none\nnoted> "))
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][0]["content"].startswith("You are the noted agent."), "its prompt"
+    named = run_ollie(["-p", "more", "--agent", "default", "--session", saved[1], "--cwd", str(tmp_path)], env=env)
+    assert named.returncode == 0 and named.stdout == "three\n", named
+    assert "noted agent" not in llm.chat_requests[-1].body["messages"][0]["content"], "--agent names another"

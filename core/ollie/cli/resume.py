@@ -60,6 +60,24 @@ async def pick(core: TerminalCore, lines: InputLines, arg: str, drained: Callabl
     return arg
 
 
+def recorded_agent(session_id: str) -> str | None:
+    """The agent session `session_id` ran, from its record; None when this user has none to read (sync: a thread)."""
+    from ollie.errors import OllieError
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope, os_user
+
+    try:
+        registry = Registry()
+    except (OllieError, OSError):  # no registry (its dir cannot be made): the turn says so
+        return None
+    try:
+        return registry.get(Scope(user_id=os_user()), session_id).agent_id
+    except OllieError:
+        return None
+    finally:
+        registry.close()
+
+
 def _no(why: str) -> None:
     print(printable(f"ollie: /resume: {why}"), file=sys.stderr)
 

@@ -57,7 +57,7 @@ DIFF_LINES_MIN = 8  # on a terminal too low for the question and its diff: some 
 class RunOptions:
     """What the command line asked for."""
 
-    agent: str = "default"
+    agent: str | None = None  # None: a resumed session's own, else default
     backend: str | None = None
     model: str | None = None
     session: str | None = None
@@ -69,10 +69,12 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     """Build the Core (resuming `options.session` when given) and record it for editors to list (channel cli)."""
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
+    from ollie.cli.resume import recorded_agent
     from ollie.sessions.types import Channel
 
+    agent = options.agent or (options.session and await asyncio.to_thread(recorded_agent, options.session)) or "default"
     core = await Core.create(
-        agent=options.agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
+        agent=agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
         session_id=options.session,
     )
     recorder: Recorder | None = None
@@ -297,8 +299,8 @@ async def _switch(live: _Live, options: RunOptions, renderer: Renderer, lines: I
     """`/resume`: the session `options` names opened as `--session` opens it, then the one open now closed."""
     from ollie.errors import OllieError
 
-    try:  # its own backend, model and approval mode, as the editors resume it: not this run's flags
-        core, recorder = await open_core(replace(options, backend=None, model=None, approval=None))
+    try:  # its own agent, backend, model and approval mode, as the editors resume it: not this run's flags
+        core, recorder = await open_core(replace(options, agent=None, backend=None, model=None, approval=None))
     except OllieError as exc:  # open in another window, another user's: the session open now stays
         print(printable(f"ollie: /resume: {exc}"), file=sys.stderr)
         return
