@@ -92,6 +92,7 @@ async def test_health_of_a_missing_model_names_the_first_ones_the_server_has(scr
     srv = scripted_llm("openai", model="m0", text_models=[f"m{n}" for n in range(1, 12)])
     async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "gpt-4.1"})) as backend:
         health = (await check_backend(backend)).to_wire()
+    assert "(`/models` lists them)" in health["hint"], "/model shows the current one alone"
     listed = health["hint"].split("; the server has: ")[1]
     assert re.fullmatch(r"(m\d+, ){7}m\d+ and 4 more", listed), health  # in the server's order
 
