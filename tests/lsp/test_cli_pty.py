@@ -546,3 +546,19 @@ def test_a_resumed_session_goes_on_with_its_own_agent_unless_another_is_named(ll
     named = run_ollie(["-p", "more", "--agent", "default", "--session", saved[1], "--cwd", str(tmp_path)], env=env)
     assert named.returncode == 0 and named.stdout == "three\n", named
     assert "noted agent" not in llm.chat_requests[-1].body["messages"][0]["content"], "--agent names another"
+
+
+def test_a_prompt_typed_before_a_question_is_not_its_answer_and_runs_after_the_turn(llm, tmp_path):
+    # A line typed while the answer streamed, then a question (an edit to approve): the line was dropped, said only
+    # as "what was typed before this question does not answer it", and never ran.
+    (tmp_path / "calc.py").write_text(BROKEN_ADD)
+    llm.script(Reply(text="looking at it, slowly", chunk_size=4, delay=0.3,
+                     tool_calls=[Reply.file_edit("calc.py", "return a - b", "return a + b").tool_calls[0]]),
+               Reply.text("fixed"), Reply.text("the typed one's answer"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
+        at = term.answer("fix add", r"looking", after=term.wait_for(r"default> "))
+        term.type("and then explain")
+        at = term.answer("y", r"fixed\n", after=term.wait_for(r"Allow\? ", after=at))
+        term.wait_for(r"default> and then explain\nthe typed one's answer\n", after=at)
+        assert term.close() == 0
+    assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"

@@ -372,7 +372,7 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
         print(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
               f"{f'[a]lways ({escaped(question.always_label())}), ' if always else ''}"
               f"[n]o{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)
-        answer = await lines.answer(since)
+        answer = await lines.answer(since, LATE_ANSWERS)
         if answer is None:
             return Answer("reject")
         choice = STEP_ANSWERS.get(answer.strip().lower())
