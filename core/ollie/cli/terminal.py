@@ -159,12 +159,15 @@ async def _close(live: _Live, renderer: Renderer, *, keep_unused: bool = True) -
 async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
     # stdout is the answer a script reads: a command's output, or the turn's reply with its steps and notes on stderr.
-    renderer = Renderer(notes=None if is_command(prompt) and not is_prompt_line(prompt) else sys.stderr)
+    command = is_command(prompt) and not is_prompt_line(prompt)
+    renderer = Renderer(notes=None if command else sys.stderr)
     # A new session left unused (`ollie -p /sessions`: a command that needs none) is not kept: one a run.
     async with _running(options, renderer, keep_unused=False) as live:
         core, events = live.core, live.events
-        # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
-        print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
+        # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`): said at once (a
+        # run killed midway is resumed by it), but for a new one's command, once it is known to be kept.
+        if not command or options.session:
+            print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
         again = f"ollie --session {core.session_id} -p"
         renderer.review_hint = f"; review: {again} /changes, undo: {again} /rewind"
         # As the editors' Stop: a `!cmd` ends too, and no postTurn continuation or queued prompt starts after it.
@@ -178,6 +181,8 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
         result = await core.submit(with_piped(prompt, piped), pictures)
         await events.drained()
     renderer.end_line()
+    if command and not options.session and await asyncio.to_thread(_saved, core.session_id):
+        print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
     if result.stop == "error" and result.error and result.error not in renderer.errors:
         renderer.render("error", result.error)
     _say_stop(result.stop)
