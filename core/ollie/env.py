@@ -83,7 +83,7 @@ def env_values() -> dict[str, str]:
 def _env_text() -> str:
     """The env file's text, for what a message says of it ("" when it cannot be read)."""
     try:
-        return regularfile.read_config_sync(env_file())
+        return regularfile.read_config_sync(env_file()).removeprefix("\ufeff")  # a Windows editor's byte order mark
     except (OSError, UnicodeDecodeError):
         return ""
 

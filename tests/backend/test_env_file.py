@@ -47,6 +47,14 @@ def test_the_backend_built_from_the_file_gets_clean_values(tmp_path, monkeypatch
     assert backend._client.headers["Authorization"] == "Bearer sk-abc#def"
 
 
+def test_a_file_saved_with_a_byte_order_mark_and_crlf_reads_its_first_line(tmp_path, monkeypatch):
+    # Saved by a Windows editor: its first line was "not KEY=VALUE: not read", the mark before OLLIE_BACKEND unseen.
+    (tmp_path / "env").write_bytes(b"\xef\xbb\xbfOLLIE_BACKEND=openai\r\nOLLIE_OPENAI_KEY=none\r\n")
+    monkeypatch.setenv("OLLIE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv("OLLIE_BACKEND", raising=False)
+    assert make_backend().spec.name == "openai" and env_file_note() == ""
+
+
 def test_a_bad_value_from_the_file_names_the_file(tmp_path, monkeypatch):
     # Bug: "unknown backend 'opnai': set OLLIE_BACKEND to ...": the user, whose environment sets no OLLIE_BACKEND,
     # was not told the value came from ~/.config/ollie/env.

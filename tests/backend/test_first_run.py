@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 from contextlib import aclosing
 
@@ -83,6 +84,17 @@ async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm)
         health = (await check_backend(backend)).to_wire()
     assert (health["ok"], health["reachable"], health["modelPresent"]) == (False, True, False)
     assert "ollama pull qwen3" in health["hint"]
+    # The models there, named: a new user's OLLIE_MODEL left unset asked for gpt-4.1 of a server that had one other.
+    assert health["hint"].endswith("; the server has: llama3.2"), health
+
+
+async def test_health_of_a_missing_model_names_the_first_ones_the_server_has(scripted_llm):
+    srv = scripted_llm("openai", model="m0", text_models=[f"m{n}" for n in range(1, 12)])
+    async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "gpt-4.1"})) as backend:
+        health = (await check_backend(backend)).to_wire()
+    assert "(`/models` lists them)" in health["hint"], "/model shows the current one alone"
+    listed = health["hint"].split("; the server has: ")[1]
+    assert re.fullmatch(r"(m\d+, ){7}m\d+ and 4 more", listed), health  # in the server's order
 
 
 async def test_health_of_an_unreachable_backend_is_quick_and_says_what_to_do():
@@ -110,6 +122,19 @@ async def test_an_endpoint_without_a_model_list_gets_128k(scripted_llm):
     environ = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "k", "OLLIE_OPENAI_URL": srv.url}
     async with aclosing(make_backend(environ=environ)) as backend:
         assert await backend.context_length() == 128_000
+
+
+async def test_an_openai_url_without_its_v1_is_said_with_the_url_that_answers(scripted_llm):
+    """OLLIE_OPENAI_URL written without its /v1: `ollie doctor` said the backend answers (a 404 on /models passed for
+    a server without a model list) while every turn failed on a 404; now both say the URL to set."""
+    srv = scripted_llm("openai", check=False)  # GET /models at the bare URL is a 404 it counts as unexpected
+    environ = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_KEY": "none", "OLLIE_OPENAI_URL": srv.url.removesuffix("/v1")}
+    async with aclosing(make_backend(environ=environ)) as backend:
+        health = (await check_backend(backend)).to_wire()
+        for asked in (backend.context_length(), first_event(backend)):  # the first turn's request too
+            with pytest.raises(BackendUnreachableError, match=f"set OLLIE_OPENAI_URL={srv.url}"):
+                await asked
+    assert not health["ok"] and health["hint"].startswith(f"set OLLIE_OPENAI_URL={srv.url} "), health
 
 
 async def test_a_model_the_server_does_not_know_gets_128k(scripted_llm):

@@ -7,6 +7,8 @@ import os
 import socket
 from urllib.parse import urlsplit
 
+import pytest
+
 from ollie.testing import Reply
 
 from .test_nvim import run_scenario, workspace  # noqa: F401  (the fixture is used by name)
@@ -125,6 +127,29 @@ def test_checkhealth_without_a_backend_reports_the_error_and_the_fix(workspace):
     assert "starts" in result["before_start"] and "is running (protocol v2)" in result["while_running"]
     for report in (result["short_lived"], result["while_running"]):
         assert "ERROR backend ollama, model qwen3: not reachable" in report
+
+
+class _Unbuilt:
+    """A backend setting no backend can be made from (`env`): the daemon runs without one."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._env = env
+
+    def env(self) -> dict[str, str]:
+        return {"OLLIE_APPROVAL": "auto", **self._env}
+
+
+@pytest.mark.parametrize(("env", "said"), [
+    ({"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": "http://127.0.0.1:9/v1"},
+     "ERROR backend: no API key is set (the openai backend needs an API key: set OLLIE_OPENAI_KEY"),
+    ({"OLLIE_BACKEND": "openapi"}, "ERROR backend: cannot be set up: unknown backend 'openapi'"),
+])
+def test_checkhealth_says_why_no_backend_could_be_made(workspace, env, said):  # noqa: F811
+    """A new user without a key (or with a misspelt backend) read "backend none, model : not reachable" from a running
+    daemon: no backend was made, so there is no name or model to give, and nothing was asked to be reached."""
+    result = run_scenario("health_no_backend", workspace, _Unbuilt(env))
+    for report in (result["short_lived"], result["while_running"]):
+        assert said in report and "none, model" not in report, report
 
 
 def test_the_sessions_picker_shows_over_the_user_s_layout_and_a_chat_opens_only_for_a_picked_session(

@@ -143,6 +143,16 @@ def test_agent_model_and_slash_commands_flags(llm, tmp_path):
         assert ("[exit 3]" in shell.stdout) == bool(code), shell.stdout
 
 
+def test_a_command_alone_names_no_session_it_did_not_keep(llm, tmp_path):
+    # `ollie -p /model` said `ollie: session ID` of a session it then did not keep: `--session ID` found none.
+    proc = run_ollie(["-p", "/model", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0 and "model: " in proc.stdout and "ollie: session" not in proc.stderr, proc
+    named = run_ollie(["-p", "/rn kept", "--cwd", str(tmp_path)], env=llm.env())  # a named one is kept: said
+    said = re.search(r"ollie: session (\S+)\n", named.stderr)
+    assert named.returncode == 0 and said, named
+    assert run_ollie(["-p", "/model", "--session", said[1], "--cwd", str(tmp_path)], env=llm.env()).returncode == 0
+
+
 def test_a_failed_turn_exits_non_zero_with_the_error(scripted_llm, tmp_path):
     llm = scripted_llm("openai", check=False)
     llm.script(Reply.error(401))
@@ -401,7 +411,7 @@ async def test_a_failed_open_closes_the_core_when_the_record_failed_before_it(tm
     registry.ensure(Request(id=session, user_id=os_user(), agent_id="another", kind="chat", channel="cli"))
     registry.close()
     with pytest.raises(ValueError, match="unknown approval mode"):
-        await open_core(RunOptions(session=session, cwd=tmp_path, approval="sometimes"))
+        await open_core(RunOptions(agent="default", session=session, cwd=tmp_path, approval="sometimes"))
     again = await Core.create(cwd=tmp_path, session_id=session)  # the live lock was given back
     await again.close()
 

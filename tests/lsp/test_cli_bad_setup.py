@@ -89,6 +89,19 @@ def test_a_misspelt_backend_name_in_the_env_file_is_named_when_the_default_backe
     assert proc.stdout.count("OLLIE_BAKEND is not a setting") == 1 and "FAIL env file" not in proc.stdout, proc.stdout
 
 
+def test_a_misspelt_model_setting_in_the_env_file_is_named_though_the_turn_runs(_private_dirs, scripted_llm, tmp_path):
+    # OLLIE_MODLE: the turn ran on the backend's default model, unsaid (a hosted API bills that one).
+    env_file = _private_dirs / "config" / "ollie" / "env"
+    env_file.parent.mkdir(parents=True)
+    env_file.write_text("OLLIE_MODLE=scripted-model\n")
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("hi"))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env={**llm.env(), "OLLIE_MODEL": ""})
+    assert proc.returncode == 0 and proc.stdout == "hi\n", proc
+    said = f"ollie: line 1 of {env_file}: OLLIE_MODLE is not a setting, did you mean OLLIE_MODEL?\n"
+    assert proc.stderr.count(said) == 1, proc.stderr
+
+
 def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
     # A HOME that is not there (a service account's, a container's) ended in a traceback from the log's set-up: in
     # the terminal, and in the daemon and the ACP agent, whose stderr is all an editor shows of them.

@@ -48,7 +48,7 @@ def test_doctor_names_each_problem_and_its_fix(tmp_path):
     backend, policy, lsp = failed
     assert backend.startswith("FAIL backend:") and "ollama serve" in backend and "ollama pull qwen3" in backend
     assert policy.startswith("FAIL sandbox policy:") and str(config / "sandbox.yaml") in policy
-    assert lsp.startswith("FAIL ollie-lsp:") and "pipx install ollie-agent" in lsp and "uv tool install" in lsp
+    assert lsp.startswith("FAIL ollie-lsp:") and "pipx install" in lsp, lsp  # this checkout (see below)
     # Neither editor runs a project's .venv/bin/ollie-lsp (a repository could carry one): doctor must not say so.
     assert "never in a project's .venv/bin" in lsp and "then in the workspace" not in lsp
     assert "3 problems found" in proc.stdout
@@ -82,6 +82,15 @@ def test_doctor_names_an_ollie_lsp_installed_off_path_with_the_fix(tmp_path, mon
     check = check_lsp_on_path("/usr/bin:/bin")
     assert not check.ok and check.detail == f"{installed} is installed but its directory is not on PATH", check
     assert check.fix.startswith("run `pipx ensurepath`"), check
+
+
+def test_doctor_run_from_a_checkout_says_to_install_that_checkout(tmp_path, monkeypatch):
+    # A new user who cloned ollie and ran `./scripts/ollie doctor` was told `pipx install ollie-agent`: the release,
+    # not the code they run.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    check = check_lsp_on_path("/usr/bin:/bin")
+    checkout = Path(__file__).resolve().parents[2]
+    assert not check.ok and check.fix.startswith(f"install it with `pipx install {checkout}` (this checkout"), check
 
 
 def test_doctor_reports_a_missing_model_and_key(scripted_llm, tmp_path):

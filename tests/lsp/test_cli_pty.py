@@ -4,6 +4,7 @@ and two terminals on one session."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -494,3 +495,70 @@ def test_a_resumed_session_shows_its_steps_as_they_were_shown_live(llm, tmp_path
         assert re.search(r"Reading\.\n▸ Read calc\.py\n  \(output seen by the model, then collapsed: \d+ lines\)\n",
                          shown), shown
         assert term.close() == 0
+
+
+def test_a_resumed_prompt_shows_as_typed_without_ollie_s_notes(llm, tmp_path):
+    # Resumed, a prompt showed a preTurn hook's output (and `@environment`'s git status) after it, as if typed; the
+    # editors' history already gave the typed text alone.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "noted.json").write_text(json.dumps({"prompt": "You are a test agent.",
+                                                   "hooks": {"preTurn": "echo run the tests first"}}))
+    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
+    llm.script(Reply.text("done"))
+    first = run_ollie(["-p", "fix calc", "--agent", "noted", "--cwd", str(tmp_path)], env=env)
+    saved = re.search(r"ollie: session (\S+)", first.stderr)
+    assert first.returncode == 0 and saved, first.stderr
+    assert llm.chat_requests[-1].body["messages"][-1]["content"].endswith("run the tests first"), "the model reads it"
+    with Terminal(["--session", saved[1], "--cwd", str(tmp_path)], env, tmp_path) as term:
+        at = term.wait_for(r"done\n")
+        assert "> fix calc\ndone\n" in term.text[:at] and "run the tests first" not in term.text[:at], term.text[:at]
+        assert term.close() == 0
+
+
+def test_a_prompt_typed_during_a_turn_shows_after_the_prompt_sign_when_it_runs(llm, tmp_path):
+    # Typed while an answer streamed, a prompt ran after it with the prompt sign bare ("default> Answer ..."): the
+    # transcript never said what was asked, its echo lying inside the answer before.
+    llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
+        term.type("and a second")
+        at = term.wait_for(r"the second answer\n", after=at)
+        assert "word by word\ndefault> and a second\nthe second answer\n" in term.text, term.text
+        assert term.close() == 0
+
+
+def test_a_resumed_session_goes_on_with_its_own_agent_unless_another_is_named(llm, tmp_path):
+    # `ollie --agent noted`, then the `ollie --session ID` it printed on leaving, went on under `default`: another
+    # system prompt, hooks and tools, unsaid but for the prompt sign.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "noted.json").write_text(json.dumps({"prompt": "You are the noted agent."}))
+    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
+    llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    first = run_ollie(["-p", "hi", "--agent", "noted", "--cwd", str(tmp_path)], env=env)
+    saved = re.search(r"ollie: session (\S+)", first.stderr)
+    assert first.returncode == 0 and saved, first.stderr
+    with Terminal(["--session", saved[1], "--cwd", str(tmp_path)], env, tmp_path) as term:
+        term.answer("again", r"two\n", after=term.wait_for(r"noted> hi\none\nnoted> "))
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][0]["content"].startswith("You are the noted agent."), "its prompt"
+    named = run_ollie(["-p", "more", "--agent", "default", "--session", saved[1], "--cwd", str(tmp_path)], env=env)
+    assert named.returncode == 0 and named.stdout == "three\n", named
+    assert "noted agent" not in llm.chat_requests[-1].body["messages"][0]["content"], "--agent names another"
+
+
+def test_a_prompt_typed_before_a_question_is_not_its_answer_and_runs_after_the_turn(llm, tmp_path):
+    # A line typed while the answer streamed, then a question (an edit to approve): the line was dropped, said only
+    # as "what was typed before this question does not answer it", and never ran.
+    (tmp_path / "calc.py").write_text(BROKEN_ADD)
+    llm.script(Reply(text="looking at it, slowly", chunk_size=4, delay=0.3,
+                     tool_calls=[Reply.file_edit("calc.py", "return a - b", "return a + b").tool_calls[0]]),
+               Reply.text("fixed"), Reply.text("the typed one's answer"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
+        at = term.answer("fix add", r"looking", after=term.wait_for(r"default> "))
+        term.type("and then explain")
+        at = term.answer("y", r"fixed\n", after=term.wait_for(r"Allow\? ", after=at))
+        term.wait_for(r"default> and then explain\nthe typed one's answer\n", after=at)
+        assert term.close() == 0
+    assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"

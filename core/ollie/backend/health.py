@@ -76,6 +76,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
     health.model_present = model_listed(backend.model, names) if names else None
     if health.model_present is False:
         health.error = f"{backend.said} has no model {backend.model!r}"
-        health.hint = missing_model_hint(backend.spec, backend.model)
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        health.hint = f"{missing_model_hint(backend.spec, backend.model)}; the server has: {shown}"
     health.ok = health.model_present is not False
     return health

@@ -9,12 +9,13 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import Any
 
-from ollie.backend.errors import BackendError
+from ollie.backend.errors import BackendError, BackendUnreachableError
 from ollie.backend.fim import FIM_TEMPERATURE, chat_fill
 from ollie.backend.framing import SSEEvent
 from ollie.backend.settings import SPECS, BackendSpec
 from ollie.backend.stream import HTTPBackend
 from ollie.backend.types import GenerationParams, Image, Message, StreamEvent, Tool, ToolCall, Usage
+from ollie.backend.urls import shown_url
 
 # GenerationParams fields sent under their own names.
 _PARAMS = ("max_tokens", "max_completion_tokens", "temperature", "top_p", "frequency_penalty", "presence_penalty",
@@ -116,8 +117,26 @@ class OpenAIBackend(HTTPBackend):
         return models
 
     async def _fetch_models(self) -> list[dict[str, Any]]:
-        data = await self._request_json("GET", "/models")
+        try:
+            data = await self._request_json("GET", "/models")
+        except BackendError as exc:
+            if exc.status == 404:
+                await self._no_api_here(exc)
+            raise
         return [m for m in (data.get("data") or []) if isinstance(m, dict)]
+
+    async def _no_api_here(self, missed: BackendError) -> None:
+        """A URL written without its /v1 (a 404 on /models passed for a server without a model list, and each turn
+        failed on one): BackendUnreachableError naming the URL to set, when the API answers there."""
+        if self.base_url.endswith("/v1") or "?" in self.base_url:
+            return
+        try:
+            await self._request_json("GET", "/v1/models")
+        except BackendError:
+            return
+        raise BackendUnreachableError(f"{self.said}: HTTP 404 at {shown_url(self.base_url)}",
+                                      hint=f"set {self.spec.url_var}={shown_url(self.base_url)}/v1 (the API answers "
+                                           "there)") from missed
 
     async def fill_in_middle(self, prefix: str, suffix: str, *, max_tokens: int = 128) -> str:
         """`/completions` with `suffix` (llama.cpp, vLLM, Mistral-style servers); a server without it (a 400 or

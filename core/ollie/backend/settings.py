@@ -173,4 +173,4 @@ def missing_model_hint(spec: BackendSpec, model: str) -> str:
     """What to do when a backend of `spec` does not have `model`."""
     if spec.wire == "ollama":
         return f"pull it (`ollama pull {model}`), or set OLLIE_MODEL (or --model) to a model `ollama list` shows"
-    return "set OLLIE_MODEL (or --model, or `/model NAME`) to a model the backend offers (`/model` lists them)"
+    return "set OLLIE_MODEL (or --model, or `/model NAME`) to a model the backend offers (`/models` lists them)"

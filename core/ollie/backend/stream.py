@@ -349,7 +349,9 @@ class HTTPBackend:
             if type(exc) is BackendError and exc.status == 404:
                 # Ollama's "model 'x' not found" (not pulled yet), or a model the API does not have; else (an empty
                 # body, a proxy's page) nothing serves that path there: the URL or the model is wrong.
-                hint = (missing_model_hint(self.spec, self.model) if _names_a_missing_model(str(exc), self.model)
+                if not (missing := _names_a_missing_model(str(exc), self.model)):
+                    await self._no_api_here(exc)  # the URL to set, when the backend can tell
+                hint = (missing_model_hint(self.spec, self.model) if missing
                         else f"check {self.spec.url_var} ({shown_url(self.base_url)}) and the model ({self.model})")
                 raise BackendError(f"{exc}: {hint}", status=exc.status, body=exc.body) from exc
             if type(exc) is BackendError and exc.status in (401, 403) and self.spec.key_var:  # which key to fix
@@ -398,6 +400,9 @@ class HTTPBackend:
     async def _lookup_context_length(self) -> int | None:
         """The server's context window for the current model; None when it does not say (the default applies)."""
         return None
+
+    async def _no_api_here(self, missed: BackendError) -> None:
+        """Raise BackendUnreachableError naming the URL to set when `missed` (a 404) shows the URL is wrong."""
 
     async def takes_images(self) -> bool | None:
         """Whether the current model accepts images: what the server says of it, None when it does not say

@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--prompt", nargs="?", const="",
                         help="run this prompt as one turn and exit; text piped in goes after it "
                              "(`git diff | ollie -p 'review this'`), or is the prompt when none is given")
-    parser.add_argument("--agent", default="default", help="agent config name (default: default)")
+    parser.add_argument("--agent", help="agent config name (default: a resumed session's, else default)")
     parser.add_argument("--backend", help="ollama, openai, openrouter or anthropic (default: $OLLIE_BACKEND)")
     parser.add_argument("--model", help="model name (default: $OLLIE_MODEL or the backend's default)")
     parser.add_argument("--session", help="resume this saved session id")
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_demo()
     if args.command == "acp":
-        return run_acp(["--agent", args.agent, *(["--backend", args.backend] if args.backend else []),
+        return run_acp(["--agent", args.agent or "default", *(["--backend", args.backend] if args.backend else []),
                         *(["--model", args.model] if args.model else [])])
     if args.command == "store":  # after other options (`ollie --cwd x store`): its own options go first
         print("ollie: `store` takes its own options: `ollie store status|migrate|import|share` (see "
@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"ollie: {problem}", file=sys.stderr)
             return 2
+    from ollie.backend.settings import env_file_note
+
+    if note := env_file_note():  # a misspelt OLLIE_MODLE: the turn would go on with the default model, unsaid
+        print(f"ollie: {note.strip(' ()')}", file=sys.stderr)
     import asyncio
 
     from ollie.cli.terminal import RunOptions, run_interactive, run_once

@@ -182,9 +182,12 @@ def check_lsp_on_path(path: str | None = None) -> Check:
         return Check("ollie-lsp", False, f"{installed} is installed but its directory is not on PATH",
                      "run `pipx ensurepath` (or add it to PATH in your shell's profile), then start your editor from "
                      "a new shell")
+    checkout = Path(__file__).resolve().parents[3]  # core/ollie/cli/doctor.py of a clone (an editable install)
+    install = (f"`pipx install {checkout}` (this checkout; Debian/Ubuntu: `sudo apt install pipx` first)"
+               if (checkout / "pyproject.toml").is_file() and (checkout / "ollie_lsp").is_dir() else INSTALL)
     return Check("ollie-lsp", False,
                  "not on PATH (the editors look for it there only, never in a project's .venv/bin)",
-                 f"install it with {INSTALL}, or set VS Code's `ollie.serverCommand` / Neovim's `cmd`")
+                 f"install it with {install}, or set VS Code's `ollie.serverCommand` / Neovim's `cmd`")
 
 
 async def run_checks(*, backend: str | None = None, model: str | None = None, cwd: Path | None = None) -> list[Check]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import sys
 import threading
 import time
 from collections.abc import Collection
+
+from ollie.cli.sanitize import printable
 
 # Each line with the time it was read; None at the end of input.
 Line = tuple[float, str | None]
@@ -21,6 +24,7 @@ class InputLines:
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[Line] = asyncio.Queue()
+        self._ahead: collections.deque[Line] = collections.deque()  # prompts typed before a question, for `next`
         self._ended = False
         self._withdrawn = False  # a question went away unanswered: the next line may be its late answer
 
@@ -33,12 +37,15 @@ class InputLines:
         """End the input as Ctrl-D would (the prompt loop stops)."""
         self._queue.put_nowait((time.monotonic(), None))
 
-    async def next(self) -> str | None:
-        """The next line typed (lines typed ahead included); None once the input ended."""
+    async def next(self, prompted_at: float = 0.0) -> str | None:
+        """The next line typed (lines typed ahead included); None once the input ended. A line a terminal read before
+        `prompted_at` (typed during the turn, its echo inside the answer) is shown again after the prompt sign."""
         if self._ended:
             return None
-        _, line = await self._queue.get()
+        read_at, line = self._ahead.popleft() if self._ahead else await self._queue.get()
         self._ended = line is None
+        if line is not None and read_at < prompted_at and sys.stdin.isatty():
+            print(printable(line), file=sys.stderr, flush=True)
         return line
 
     def before_question(self) -> float:
@@ -60,8 +67,9 @@ class InputLines:
         late, self._withdrawn = self._withdrawn, False
         return late and line.strip().lower() in answers
 
-    async def answer(self, since: float) -> str | None:
-        """The first line read after the question shown at `since` (nothing typed before it); None at EOF."""
+    async def answer(self, since: float, answers: Collection[str] = ()) -> str | None:
+        """The first line read after the question shown at `since` (nothing typed before it); None at EOF. A line typed
+        before it is no answer: one of `answers` is dropped, any other (a prompt typed during the turn) is `next`'s."""
         self._withdrawn = False  # a line typed from now on answers this question, not a withdrawn one
         told = False
         while not self._ended:
@@ -69,7 +77,9 @@ class InputLines:
             self._ended = line is None
             if read_at >= since or line is None:
                 return line
-            if not told:
+            if line.strip().lower() not in answers:
+                self._ahead.append((read_at, line))
+            elif not told:
                 print("(what was typed before this question does not answer it) ", end="", file=sys.stderr,
                       flush=True)
                 told = True

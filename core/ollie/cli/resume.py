@@ -60,13 +60,32 @@ async def pick(core: TerminalCore, lines: InputLines, arg: str, drained: Callabl
     return arg
 
 
+def recorded_agent(session_id: str) -> str | None:
+    """The agent session `session_id` ran, from its record; None when this user has none to read (sync: a thread)."""
+    from ollie.errors import OllieError
+    from ollie.sessions.registry import Registry
+    from ollie.sessions.types import Scope, os_user
+
+    try:
+        registry = Registry()
+    except (OllieError, OSError):  # no registry (its dir cannot be made): the turn says so
+        return None
+    try:
+        return registry.get(Scope(user_id=os_user()), session_id).agent_id
+    except OllieError:
+        return None
+    finally:
+        registry.close()
+
+
 def _no(why: str) -> None:
     print(printable(f"ollie: /resume: {why}"), file=sys.stderr)
 
 
 def show_history(core: TerminalCore, renderer: Renderer) -> None:
-    """The resumed conversation's last SHOWN_TURNS turns as they were shown live (prompts after the prompt sign,
-    answers, steps and results), after a line saying how much is above and how to see it."""
+    """The resumed conversation's last SHOWN_TURNS turns as they were shown live (prompts as typed after the prompt
+    sign, answers, steps and results), after a line saying how much is above and how to see it."""
+    from ollie.agent.history import typed_text
     from ollie.agent.steps import describe
 
     messages = core.session.messages
@@ -79,7 +98,7 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
     for message in messages:
         if message.role == "user":
             renderer.render("turn", "end")  # the answer before it ends (its held markdown shown)
-            print(printable("\n".join([f"{core.agent_name}> {message.content}", *image_lines(message.images)])),
+            print(printable("\n".join([f"{core.agent_name}> {typed_text(message)}", *image_lines(message.images)])),
                   file=sys.stderr, flush=True)
         elif message.role == "assistant":
             renderer.render("assistant", message.content)

@@ -57,7 +57,7 @@ DIFF_LINES_MIN = 8  # on a terminal too low for the question and its diff: some 
 class RunOptions:
     """What the command line asked for."""
 
-    agent: str = "default"
+    agent: str | None = None  # None: a resumed session's own, else default
     backend: str | None = None
     model: str | None = None
     session: str | None = None
@@ -69,10 +69,12 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     """Build the Core (resuming `options.session` when given) and record it for editors to list (channel cli)."""
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
+    from ollie.cli.resume import recorded_agent
     from ollie.sessions.types import Channel
 
+    agent = options.agent or (options.session and await asyncio.to_thread(recorded_agent, options.session)) or "default"
     core = await Core.create(
-        agent=options.agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
+        agent=agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
         session_id=options.session,
     )
     recorder: Recorder | None = None
@@ -157,12 +159,15 @@ async def _close(live: _Live, renderer: Renderer, *, keep_unused: bool = True) -
 async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
     """`ollie -p`: one turn, streamed, with what was `piped` in after the prompt; the exit code says how it ended."""
     # stdout is the answer a script reads: a command's output, or the turn's reply with its steps and notes on stderr.
-    renderer = Renderer(notes=None if is_command(prompt) and not is_prompt_line(prompt) else sys.stderr)
+    command = is_command(prompt) and not is_prompt_line(prompt)
+    renderer = Renderer(notes=None if command else sys.stderr)
     # A new session left unused (`ollie -p /sessions`: a command that needs none) is not kept: one a run.
     async with _running(options, renderer, keep_unused=False) as live:
         core, events = live.core, live.events
-        # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`).
-        print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
+        # On stderr: stdout is the answer alone. The id resumes the session (`ollie --session ID`): said at once (a
+        # run killed midway is resumed by it), but for a new one's command, once it is known to be kept.
+        if not command or options.session:
+            print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
         again = f"ollie --session {core.session_id} -p"
         renderer.review_hint = f"; review: {again} /changes, undo: {again} /rewind"
         # As the editors' Stop: a `!cmd` ends too, and no postTurn continuation or queued prompt starts after it.
@@ -176,6 +181,8 @@ async def run_once(options: RunOptions, prompt: str, piped: str = "") -> int:
         result = await core.submit(with_piped(prompt, piped), pictures)
         await events.drained()
     renderer.end_line()
+    if command and not options.session and await asyncio.to_thread(_saved, core.session_id):
+        print(f"ollie: session {core.session_id}", file=sys.stderr, flush=True)
     if result.stop == "error" and result.error and result.error not in renderer.errors:
         renderer.render("error", result.error)
     _say_stop(result.stop)
@@ -243,8 +250,9 @@ async def run_interactive(options: RunOptions) -> int:
         if options.session:  # where the conversation was, as /resume shows it
             show_history(live.core, renderer)
         while True:
+            prompted_at = time.monotonic()
             _prompt(live.core)
-            line = await lines.next()
+            line = await lines.next(prompted_at)
             if line is None:
                 break
             if not line.strip():
@@ -296,8 +304,8 @@ async def _switch(live: _Live, options: RunOptions, renderer: Renderer, lines: I
     """`/resume`: the session `options` names opened as `--session` opens it, then the one open now closed."""
     from ollie.errors import OllieError
 
-    try:  # its own backend, model and approval mode, as the editors resume it: not this run's flags
-        core, recorder = await open_core(replace(options, backend=None, model=None, approval=None))
+    try:  # its own agent, backend, model and approval mode, as the editors resume it: not this run's flags
+        core, recorder = await open_core(replace(options, agent=None, backend=None, model=None, approval=None))
     except OllieError as exc:  # open in another window, another user's: the session open now stays
         print(printable(f"ollie: /resume: {exc}"), file=sys.stderr)
         return
@@ -369,7 +377,7 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
         print(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
               f"{f'[a]lways ({escaped(question.always_label())}), ' if always else ''}"
               f"[n]o{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)
-        answer = await lines.answer(since)
+        answer = await lines.answer(since, LATE_ANSWERS)
         if answer is None:
             return Answer("reject")
         choice = STEP_ANSWERS.get(answer.strip().lower())

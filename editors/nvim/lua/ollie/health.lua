@@ -74,20 +74,23 @@ local function report_backend(s)
   local h = vim.health
   s.error = type(s.error) == "string" and s.error or ""
   s.hint = type(s.hint) == "string" and s.hint or ""
-  local which = string.format("%s, model %s", tostring(s.backend), tostring(s.model))
+  -- "none": no backend could be made (no key, an unknown name), and so no model: its error says which.
+  local which = s.backend == "none" and "" or string.format(" %s, model %s", tostring(s.backend), tostring(s.model))
   if s.ok then
-    h.ok("backend " .. which .. ": reachable" .. (s.modelPresent == true and ", model present" or ""))
+    h.ok("backend" .. which .. ": reachable" .. (s.modelPresent == true and ", model present" or ""))
     return
   end
   local fix = s.hint ~= "" and { s.hint } or nil
   if s.keySet == false then
-    h.error("backend " .. which .. ": no API key is set (" .. s.error .. ")", fix)
-  elseif s.reachable == false or s.backend == "none" then
-    h.error("backend " .. which .. ": not reachable: " .. s.error, fix)
+    h.error("backend" .. which .. ": no API key is set (" .. s.error .. ")", fix)
+  elseif s.reachable == false then
+    h.error("backend" .. which .. ": not reachable: " .. s.error, fix)
+  elseif s.backend == "none" then
+    h.error("backend: cannot be set up: " .. s.error, fix)
   elseif s.modelPresent == false then
-    h.error("backend " .. which .. ": the model is not there: " .. s.error, fix)
+    h.error("backend" .. which .. ": the model is not there: " .. s.error, fix)
   else
-    h.error("backend " .. which .. ": " .. (s.error ~= "" and s.error or "cannot take a turn"), fix)
+    h.error("backend" .. which .. ": " .. (s.error ~= "" and s.error or "cannot take a turn"), fix)
   end
   if s.reachable == true then
     h.ok("the backend answers")
