@@ -159,3 +159,16 @@ def test_doctor_names_each_broken_mcp_server_and_the_good_ones_pass(scripted_llm
     (config / "mcp.json").write_text(json.dumps({"mcpServers": {"good": {"command": sys.executable}}}))
     proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
     assert f"ok   MCP servers: good in {config / 'mcp.json'}" in proc.stdout, proc.stdout
+
+
+def test_doctor_names_a_hostile_servers_models_escaped_and_cut(scripted_llm, tmp_path):
+    # The missing model's hint lists the models the server has: their names are the server's, printed as they came
+    # (an OSC escape retitles or writes the clipboard of the user's terminal; a line break forged doctor's own lines).
+    forged = "m1\nok   sandbox policy: all good"
+    srv = scripted_llm("openai", model="m0", text_models=["\x1b]52;c;cm0gLXJmIH4=\x07m2", forged, "m3" * 50_000])
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env={**srv.env(), "OLLIE_MODEL": "gpt-4.1"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (hint,) = [line for line in lines(proc.stdout, "FAIL") if "the server has:" in line]
+    assert len(hint) < 2000, len(hint)  # a 100,000-character name is cut
+    assert "\x1b" not in proc.stdout and "\\x1b]52" in hint, hint
+    assert "ok   sandbox policy: all good" not in proc.stdout.splitlines() and "m1\\nok" in hint, hint

@@ -135,3 +135,23 @@ def test_continue_goes_on_with_ones_own_session_not_a_teammates_newer_shared_one
     assert again.returncode == 0, again.stderr
     users = [m["content"] for m in llm.chat_requests[-1].body["messages"] if m["role"] == "user"]
     assert users == ["bob's question", "go on"], users
+
+
+def test_a_teammates_unsandboxed_agent_resumed_in_the_terminal_runs_no_command_of_it_unsandboxed(store_url,
+                                                                                                 scripted_llm,
+                                                                                                 tmp_path):
+    # `ollie --session` takes the agent the session recorded. Alice's runs its prompt commands and hooks unsandboxed;
+    # Bob's resume built the Core in it before its record said whose it was: its agentSpawn hook ran with his rights.
+    from tests.teams.test_two_daemons import DEPLOY_AGENT, install_agent
+
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("noted"))
+    ollie = _terminals(tmp_path, llm, store_url)
+    for user in ("alice", "bob"):
+        install_agent(tmp_path / user, "deploy", DEPLOY_AGENT)
+    sid = _shared_by_alice(ollie, store_url, ["--agent", "deploy"])
+    assert {p.name for p in (tmp_path / "alice").glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
+    resumed = ollie("bob", ["-p", "/context", "--session", sid], OLLIE_TEAMS="backend")
+    assert resumed.returncode == 0, resumed.stderr
+    assert not list((tmp_path / "bob").glob("*-ran")), resumed.stderr
+    assert "run sandboxed (readonly) for you" in resumed.stdout, resumed.stdout  # they ran, sandboxed

@@ -60,8 +60,9 @@ async def pick(core: TerminalCore, lines: InputLines, arg: str, drained: Callabl
     return arg
 
 
-def recorded_agent(session_id: str) -> str | None:
-    """The agent session `session_id` ran, from its record; None when this user has none to read (sync: a thread)."""
+def recorded(session_id: str) -> tuple[str, str] | None:
+    """The agent session `session_id` ran and its owner ("": this user), from its record; None when this user has none
+    to read (sync: a thread)."""
     from ollie.errors import OllieError
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope, os_user
@@ -71,7 +72,8 @@ def recorded_agent(session_id: str) -> str | None:
     except (OllieError, OSError):  # no registry (its dir cannot be made): the turn says so
         return None
     try:
-        return registry.get(Scope(user_id=os_user()), session_id).agent_id
+        info = registry.get(Scope(user_id=os_user()), session_id)
+        return info.agent_id, "" if info.user_id == os_user() else info.user_id
     except OllieError:
         return None
     finally:

@@ -69,13 +69,14 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
     """Build the Core (resuming `options.session` when given) and record it for editors to list (channel cli)."""
     from ollie.agent.core import Core
     from ollie.agent.recorder import Recorder
-    from ollie.cli.resume import recorded_agent
+    from ollie.cli.resume import recorded
     from ollie.sessions.types import Channel
 
-    agent = options.agent or (options.session and await asyncio.to_thread(recorded_agent, options.session)) or "default"
+    # A teammate's session is known as hers before its agent's hook runs: her agent runs no command unsandboxed here.
+    agent, owner = (options.session and await asyncio.to_thread(recorded, options.session)) or ("", "")
     core = await Core.create(
-        agent=agent, cwd=options.cwd.resolve(), backend=options.backend, model=options.model,
-        session_id=options.session,
+        agent=options.agent or agent or "default", cwd=options.cwd.resolve(), backend=options.backend,
+        model=options.model, session_id=options.session, owner=owner,
     )
     recorder: Recorder | None = None
     try:
