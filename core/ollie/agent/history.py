@@ -162,8 +162,6 @@ def prompt_turns(turn_starts: Sequence[int], total: int, *, first: int = 0) -> d
 # The note an undo leaves for the model (saved with the session, then in the next prompt's `notes`): what tells a
 # resumed chat that a turn's changes were undone since.
 UNDID = "the user undid these changes of yours (turn {turn}): "
-
-
 _UNDID = re.compile(re.escape(UNDID).replace(re.escape("{turn}"), r"(\d+)"))
 
 
