@@ -273,8 +273,7 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
     # The history, the turn's state and the `seq` of the last event sent, read together on the loop once every
     # event published has been sent: a turn may begin or end at any await, and a client draws from them as one
     # (the events after `seq` are what the history does not hold yet). The copy is of references.
-    read: asyncio.Future[tuple[list[Any], bool, bool, int, dict[int, dict[str, int]], dict[int, int],
-                               tuple[str, str], int]] = \
+    read: asyncio.Future[tuple[list[Any], bool, bool, int, Any, dict[int, int], tuple[str, str], int]] = \
         asyncio.get_running_loop().create_future()
 
     def read_history(seq: int) -> None:
@@ -286,12 +285,13 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
             ended = len(session.turn_starts) - (core.is_running and not core.is_prompting)
             saved = len(session.messages)  # the session's own, last: a memory message may come first
             first = len(history) - saved
-            marks = turn_marks(session.turn_starts, session.turn_changed[:ended], saved, first=first)
+            # The turns' counts, marked in the thread: which of them were undone since is read from all the notes.
+            counts = (list(session.turn_starts), session.turn_changed[:ended], saved, first, list(session.review_notes))
             turns = prompt_turns(session.turn_starts, saved, first=first)
-            read.set_result((history, core.is_running, core.is_answering, held, marks, turns, core.streaming, first))
+            read.set_result((history, core.is_running, core.is_answering, held, counts, turns, core.streaming, first))
 
     live.forwarder.after_sent(read_history)
-    messages, running, answering, seq, marks, turns, (so_far, reasoning), memory = await read
+    messages, running, answering, seq, counts, turns, (so_far, reasoning), memory = await read
     # Bounded, asked or not: a whole long history was tens of MB to build and send (the client follows `next`).
     end = min(len(messages), p.offset + min(CONTEXT_PAGE_MAX, len(messages) if p.limit is None else p.limit))
     # The page's step records too, here: a running turn adds to the session's maps (and a /clear empties them)
@@ -306,6 +306,9 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
         # reads), not on the shared loop.
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
                              network=network, images=pictures, files=files)
+        starts, changed, saved, first, pending = counts
+        notes = [(at - first, m.notes) for at, m in enumerate(messages) if m.notes] + [(saved, n) for n in pending]
+        marks = turn_marks(starts, changed, saved, first=first, notes=notes)
         for index, message in enumerate(page, p.offset):
             if message.get("role") == "user" and isinstance(content := message.get("content"), str):
                 if labels := context_labels(content):

@@ -35,10 +35,16 @@ def run(main) -> None:
     try:
         main()
     except ToolError as exc:
-        print(f"{name}: {exc}", file=sys.stderr)
+        print(f"{name}: {named(str(exc))}", file=sys.stderr)
         sys.exit(1)
     except BrokenPipeError:
         sys.exit(0)
+
+
+def named(text: str) -> str:
+    """`text` (a file's name, a message naming one) with each control and bidi override an escape (`\\n`, `\\u202e`):
+    a name's line break would forge a line of ollie's, a U+202E draw the rest reversed."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -284,3 +284,18 @@ async def test_a_diff_of_a_file_named_with_a_line_break_or_bidi_override_is_name
     second = await shared_agent()
     await asyncio.wait_for(second.conn.load_session(cwd=str(first.workspace), session_id=sid, mcp_servers=[]), 30)
     assert end(second.client) == (texts, paths)
+
+
+async def test_a_file_named_with_a_line_break_is_named_escaped_in_the_tool_lines_and_changes(shared_agent, llm) -> None:
+    # A client shows a step's result and a command's reply as they are: ollie's own line `created a<LF>b.py: ...`
+    # read as two lines, the second a forged line of ollie's ("b.py: ..."). The file's content is the tool's.
+    agent = await shared_agent()
+    write = {"tool": "file_write", "args": ["a\nb.py", "x = 1\n"]}
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [write]})), Reply.text("done"))
+    sid = await agent.new()
+    await agent.prompt(sid, "make it")
+    (done,) = [u for u in agent.client.of(sid, "tool_call_update") if u.status == "completed"]
+    (text,) = [c.content.text for c in done.content if c.type == "content"]
+    assert "created a\\nb.py: 6 bytes, 1 lines" in text and "\nb.py" not in text, text
+    await agent.prompt(sid, "/changes")
+    assert "added a\\nb.py (+1 -0)" in agent.client.text(sid), agent.client.text(sid)

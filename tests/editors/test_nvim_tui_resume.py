@@ -150,3 +150,62 @@ def test_a_resumed_step_s_diff_of_a_buffer_it_edited_shows_its_edit_alone(tmp_pa
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def undo_in_changes_list(tmux, path: str, name: str, *, confirm: bool = False) -> str:
+    """In the chat, <CR> on the turn's changes line, `dU` on `path` (`confirm`: its only file, "Undo all"); the screen
+    once the undo is said."""
+    tmux.keys(":OllieChat", "Enter", "Escape")
+    tmux.keys("C-w", "k")
+    tmux.keys(":call search('OllieChanges')", "Enter")
+    tmux.keys("Enter")
+    tmux.wait(lambda s: f"{path}  (+1 -1" in s, "the changes list")
+    tmux.keys(f":call search('{path}')", "Enter")
+    tmux.keys("d", "U")
+    if confirm:
+        tmux.wait(lambda s: "Undo all" in s, "the question")
+        tmux.keys("1", "Enter")
+    shown = tmux.keep(name, tmux.wait(lambda s: f"undone: all changes to {path}" in s, "the undo said"))
+    tmux.keys("q")
+    return shown
+
+
+def test_a_turn_s_changes_line_says_its_undos_live_and_resumed(tmp_path: Path, scripted_llm):
+    # Bug: live, the line kept "2 files changed" after an undo; resumed, it said "1 file changed" (the history's count
+    # since), and once all were undone the line was gone: the turn read as one that had changed nothing.
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["a.py", "x = 1", "x = 2"]},
+        {"tool": "file_edit", "args": ["b.py", "y = 1", "y = 2"]}]})]), Reply.text("Edited both."))
+    files = {"notes.txt": "notes\n", "a.py": "x = 1\n", "b.py": "y = 1\n"}
+    some, none = "✎ 1 file changed (some undone since) — :OllieChanges", "✎ its changes all undone since — :OllieChanges"
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        send_in_chat(tmux, "edit both")
+        tmux.wait(lambda s: "Edited both." in s and "✎ 2 files changed — :OllieChanges" in s, "the answer")
+        live = undo_in_changes_list(tmux, "a.py", "1-undone-live")
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    files = {"notes.txt": "notes\n"}  # the others as the undo left them
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), files)
+    try:
+        resumed = resume(tmux, "edit both", "Edited both.")
+        undo_in_changes_list(tmux, "b.py", "4-all-undone", confirm=True)
+        all_live = tmux.wait(lambda s: none in s, "the line to say all are undone")
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), files)
+    try:
+        all_resumed = resume(tmux, "edit both", none)
+        screens.png(tmux.screen(colours=True), tmux.captures / "5-all-undone-resumed.png", (1000, 300))  # type: ignore[operator]
+    finally:
+        tmux.close()
+    assert (tmp_path / "ws" / "a.py").read_text() == "x = 1\n" and (tmp_path / "ws" / "b.py").read_text() == "y = 1\n"
+    shown = [chat_text(s)[chat_text(s).index("## You"):chat_text(s).index("(end)")] for s in (live, resumed)]
+    assert some in shown[0] and shown[0] == shown[1], shown
+    shown = [chat_text(s)[chat_text(s).index("## You"):chat_text(s).index("(end)")] for s in (all_live, all_resumed)]
+    assert none in shown[0] and shown[0] == shown[1], shown
+    assert_clean(tmux.screens)

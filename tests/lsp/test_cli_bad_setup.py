@@ -180,3 +180,19 @@ def test_a_broken_sandbox_policy_is_said_before_the_first_prompt_and_the_session
     assert said in proc.stderr and proc.stderr.index(said) < proc.stderr.index("ollie: session"), proc.stderr
     proc = run_ollie(["--cwd", str(tmp_path)], env=llm.env(), input="")
     assert said in proc.stderr, proc.stderr
+
+
+def test_another_tools_url_variable_is_named_and_not_adopted(scripted_llm, tmp_path):
+    # OLLAMA_HOST, set for the other tools: ollie went to localhost:11434 without a word (Ollama there or not).
+    llm = scripted_llm("ollama")
+    env = {"OLLIE_BACKEND": "ollama", "OLLAMA_HOST": llm.env()["OLLIE_OLLAMA_URL"], "OLLIE_MODEL": "qwen3"}
+    said = ("OLLAMA_HOST is set, but ollie does not read it: to use that server set OLLIE_OLLAMA_URL to its URL "
+            "(unset, ollie asks http://localhost:11434)")
+    for extra in (["-p", "hello"], []):
+        proc = run_ollie([*extra, "--cwd", str(tmp_path)], env=env, input="hello\n" if not extra else None)
+        assert proc.stderr.count(said) == 1, proc.stderr  # said by the preflight's hint, else at the start
+    proc = run_ollie(["-p", "hello", "--no-preflight", "--cwd", str(tmp_path)], env=env)
+    assert f"ollie: {said}\n" in proc.stderr, proc.stderr  # at the start: a turn may go on there
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert proc.returncode == 1 and proc.stdout.count(said) == 1, proc.stdout
+    assert not llm.chat_requests  # never adopted: where a key goes is ollie's own setting

@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import time
 
+import pytest
+
 from ollie.testing import Reply, ScriptedLLMServer
 
 from .test_cli import run_ollie
@@ -97,3 +99,14 @@ async def test_a_failed_health_check_is_asked_again_once_the_backend_is_up(start
             await asyncio.sleep(0.5)
     finally:
         srv.stop()
+
+
+async def test_daemon_state_names_another_tools_url_variable(start_daemon):
+    # Editors show backendStatus' hint: a user who set OLLAMA_HOST was told to start Ollama on this machine.
+    with socket.socket() as sock:
+        if sock.connect_ex(("localhost", 11434)) == 0:
+            pytest.skip("an Ollama on this machine answers: the hint is \"\" (the terminal and doctor tests say it)")
+    daemon = await start_daemon(env={"OLLIE_BACKEND": "ollama", "OLLAMA_HOST": closed_url(), "OLLIE_MODEL": "qwen3"})
+    status = (await daemon.request("ollie/state", {}))["backendStatus"]
+    assert status["ok"] is False and "OLLAMA_HOST is set, but ollie does not read it: to use that server set " \
+        "OLLIE_OLLAMA_URL to its URL" in status["hint"], status

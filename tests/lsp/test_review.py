@@ -197,10 +197,10 @@ async def test_the_history_marks_each_turn_that_changed_files_across_a_restart(s
     page = (await second.request("ollie/context", {"offset": edited, "limit": 1}))["messages"]
     assert page[0]["turnChanges"] == {"turn": 2, "files": 2}  # by index in the history, on any page
 
-    # An undo leaves the turn fewer files: its mark counts what `ollie/changes` lists now.
+    # An undo leaves the turn fewer files: its mark counts what `ollie/changes` lists now, and says it was undone.
     await second.request("ollie/review/undo", {"turn": 2, "path": "a.txt"})
     messages = (await second.request("ollie/context", {}))["messages"]
-    assert messages[edited]["turnChanges"] == {"turn": 2, "files": 1}
+    assert messages[edited]["turnChanges"] == {"turn": 2, "files": 1, "undone": True}
 
 
 async def test_a_turns_end_event_lists_its_files_from_the_one_diff_of_its_end(start_daemon, llm, tmp_path):

@@ -254,3 +254,17 @@ async def test_the_modes_of_a_checkpoint_go_with_its_last_ref(project: Path) -> 
     secret.unlink()
     await cps.restore(dropped)
     assert oct(secret.stat().st_mode & 0o777) == oct(0o640)
+
+
+async def test_a_checkpoint_with_an_edited_file_keeps_its_mode(project: Path) -> None:
+    """A step's edit of an open buffer is logged with `tree_with`: an executable script keeps 100755 (its step diff
+    showed a mode change the step never made), a new file is 100644."""
+    script = project / "run.sh"
+    script.write_text("echo 1\n")
+    script.chmod(0o755)
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    after = await cps.tree_with(before, "run.sh", b"echo 2\n")
+    assert [e[:4] for e in await cps.diff_entries(before, after)] == [("run.sh", "M", "100755", "100755")]
+    added = await cps.tree_with(before, "new [1].py", b"x = 1\n")
+    assert [e[:4] for e in await cps.diff_entries(before, added)] == [("new [1].py", "A", "000000", "100644")]

@@ -6,7 +6,8 @@ were shown, with the connections they made and the files they changed (without d
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,14 +159,25 @@ def prompt_turns(turn_starts: Sequence[int], total: int, *, first: int = 0) -> d
     return {first + start: turn for turn, start in enumerate(turn_starts, 1) if 0 <= start < total}
 
 
+# The note an undo leaves for the model (saved with the session, then in the next prompt's `notes`): what tells a
+# resumed chat that a turn's changes were undone since.
+UNDID = "the user undid these changes of yours (turn {turn}): "
+_UNDID = re.compile(re.escape(UNDID).replace(re.escape("{turn}"), r"(\d+)"))
+
+
 def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *,
-               first: int = 0) -> dict[int, dict[str, int]]:
+               first: int = 0, notes: Iterable[tuple[int, str]] = ()) -> dict[int, dict[str, int]]:
     """`turnChanges` by message index (the session's `total` messages from index `first` of those sent): on the last
-    message of each turn that changed files, `{turn, files}` (its number and how many); a turn whose start compaction
-    or /clear rewrote (-1) has none. Reads no workspace."""
+    message of each turn that changed files, `{turn, files}` (its number and how many now), and `undone: true` for
+    one whose changes `notes` ((the session's index of the prompt that has them, or `total`: the next prompt's), as
+    UNDID words them) say the user undid since, then with none left too; a turn whose start compaction or /clear
+    rewrote (-1) has none. Reads no workspace."""
+    # A note in a turn's own prompt or before is of a turn of that number that a rewind cut.
+    said = [(at, int(turn)) for at, note in notes for turn in _UNDID.findall(note)]
     marks: dict[int, dict[str, int]] = {}
     for turn, (start, files) in enumerate(zip(turn_starts, changed, strict=False), 1):
         end = turn_starts[turn] if turn < len(turn_starts) else total
-        if files > 0 and 0 <= start < end <= total:
-            marks[first + end - 1] = {"turn": turn, "files": files}
+        undone = any(number == turn and at > start for at, number in said)
+        if (files > 0 or undone) and 0 <= start < end <= total:
+            marks[first + end - 1] = {"turn": turn, "files": files} | ({"undone": True} if undone else {})
     return marks

@@ -18,6 +18,7 @@ from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
+from ollie.agent.history import UNDID
 from ollie.backend.types import Message
 from ollie.escapes import escaped
 from ollie.log import get_logger
@@ -461,8 +462,7 @@ class Review:
     async def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
         session = self._host.session
         # Kept with the session (saved), so the model hears of it even after a restart.
-        session.review_notes.append(
-            f"the user undid these changes of yours (turn {turn}): {_describe_hunk(change, hunk)}")
+        session.review_notes.append(UNDID.format(turn=turn) + _describe_hunk(change, hunk))
         # The history's count of the turn's files, net of the undo (kept as it was if the diff fails: the undo is done).
         with contextlib.suppress(ReviewError, WorkspaceError):
             if turn <= len(session.turn_changed):

@@ -75,6 +75,18 @@ def _said_where(exc: BackendConfigError, variable: str, env: Mapping[str, str]) 
     return BackendConfigError(f"{exc} ({where})") if where else exc
 
 
+def url_note(name: str | None) -> str:
+    """`others_url_note` for backend `name` (else OLLIE_BACKEND's) as the environment and env file set it up."""
+    from ollie.backend.settings import others_url_note
+
+    env = environment()
+    try:
+        spec = chosen_spec(name, env)
+        return others_url_note(spec, configured_url(spec, env), env)
+    except BackendConfigError:
+        return ""  # said by what builds the backend
+
+
 def make_backend(name: str | None = None, model: str | None = None, environ: Mapping[str, str] | None = None) -> Backend:
     """Build the backend `name` (else OLLIE_BACKEND, else ollama) for `model` (else OLLIE_MODEL, else its default).
 

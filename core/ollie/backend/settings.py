@@ -29,6 +29,9 @@ class BackendSpec:
     # The vendor's own variable (OPENAI_API_KEY...), which a user of other tools has set already: read when key_var is
     # not set, and only for the vendor's own URL (a key for OpenAI never goes to a server OLLIE_OPENAI_URL names).
     vendor_key_var: str = ""
+    # What other tools read for the URL (OLLAMA_HOST): never adopted (a key would go where ollie was not told to send
+    # it), only named to a user who set it and not url_var.
+    others_url_vars: tuple[str, ...] = ()
 
     def api_key(self, url: str, env: Mapping[str, str]) -> str:
         """The key sent with requests to `url` ("" when none is set for it)."""
@@ -56,13 +59,14 @@ class BackendSpec:
 
 
 SPECS: dict[str, BackendSpec] = {spec.name: spec for spec in (
-    BackendSpec("ollama", "ollama", "qwen3", "OLLIE_OLLAMA_URL", "http://localhost:11434"),
+    BackendSpec("ollama", "ollama", "qwen3", "OLLIE_OLLAMA_URL", "http://localhost:11434",
+                others_url_vars=("OLLAMA_HOST",)),
     BackendSpec("openai", "openai", "gpt-4.1", "OLLIE_OPENAI_URL", "https://api.openai.com/v1", "OLLIE_OPENAI_KEY",
-                named_by_host=True, vendor_key_var="OPENAI_API_KEY"),
+                named_by_host=True, vendor_key_var="OPENAI_API_KEY", others_url_vars=("OPENAI_BASE_URL", "OPENAI_API_BASE")),
     BackendSpec("openrouter", "openai", "anthropic/claude-sonnet-4.5", "OLLIE_OPENAI_URL",
                 "https://openrouter.ai/api/v1", "OLLIE_OPENAI_KEY", vendor_key_var="OPENROUTER_API_KEY"),
     BackendSpec("anthropic", "anthropic", "claude-sonnet-4-5", "OLLIE_ANTHROPIC_URL", "https://api.anthropic.com",
-                "OLLIE_ANTHROPIC_KEY", vendor_key_var="ANTHROPIC_API_KEY"),
+                "OLLIE_ANTHROPIC_KEY", vendor_key_var="ANTHROPIC_API_KEY", others_url_vars=("ANTHROPIC_BASE_URL",)),
 )}
 
 
@@ -143,6 +147,24 @@ def env_file_note() -> str:
                                       for name in (spec.url_var, spec.key_var, spec.vendor_key_var) if name})
 
 
+def others_url_note(spec: BackendSpec, url: str, env: Mapping[str, str] | None = None) -> str:
+    """`OLLAMA_HOST is set, but ollie does not read it: ...` when `url` is the default because `spec.url_var` is unset
+    and a variable other tools read for it is set (`env`: the environment over the env file); else ""."""
+    if not spec._vendors_own(url):
+        return ""  # url_var named it
+    if env is None:
+        from ollie.backend.registry import environment  # it imports this module
+
+        env = environment()
+    named = "" if env.get(spec.url_var) else next((name for name in spec.others_url_vars if env.get(name)), "")
+    return (f"{named} is set, but ollie does not read it: to use that server set {spec.url_var} to its URL (unset, "
+            f"ollie asks {spec.default_url})") if named else ""
+
+
+def _also(note: str) -> str:
+    return f"; {note}" if note else ""
+
+
 def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
     """What to do when a backend of `spec` at `url` cannot be reached (connection refused, unknown host, bad URL);
     it names the env file's line when the URL came from there (the environment sets none), and what the env file has
@@ -155,18 +177,18 @@ def unreachable_hint(spec: BackendSpec, url: str, model: str) -> str:
         return (f"start Ollama (`ollama serve`) and pull the model (`ollama pull {model}`); "
                 f"or set {spec.url_var} to where Ollama runs{f' ({where})' if where else ''}; or use a hosted API: "
                 "OLLIE_BACKEND=openai and OLLIE_OPENAI_KEY (or OLLIE_BACKEND=anthropic and OLLIE_ANTHROPIC_KEY)"
-                + env_file_note())
+                + _also(others_url_note(spec, url)) + env_file_note())
     now = f"now {shown_url(url)}{f'; {where}' if where else ''}"
     # A server on this machine or its network that does not answer is most often one not started yet.
     first = "start the server there" if provider_name(spec, url) == "local" else "check the network"
-    return f"{first}, or set {spec.url_var} to the API's URL ({now}){env_file_note()}"
+    return f"{first}, or set {spec.url_var} to the API's URL ({now}){_also(others_url_note(spec, url))}{env_file_note()}"
 
 
 def refused_key_hint(spec: BackendSpec, url: str) -> str:
     """What to do when `url` refused the key (HTTP 401 or 403) that `spec`'s backend sent."""
     # Not key_hint's word for a local server (that it takes any key): this one checks them.
     named = spec.key_hint(url, {}) if spec._vendors_own(url) else spec.key_var
-    return f"the API key was refused: check {named or 'the key'}"
+    return f"the API key was refused: check {named or 'the key'}{_also(others_url_note(spec, url))}"
 
 
 def missing_model_hint(spec: BackendSpec, model: str) -> str:

@@ -133,10 +133,13 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(f"ollie: {problem}", file=sys.stderr)
             return 2
+    from ollie.backend.registry import url_note
     from ollie.backend.settings import env_file_note
 
     if note := env_file_note():  # a misspelt OLLIE_MODLE: the turn would go on with the default model, unsaid
         print(f"ollie: {note.strip(' ()')}", file=sys.stderr)
+    if note := url_note(args.backend):  # OLLAMA_HOST: the turn would go to another server, unsaid
+        print(f"ollie: {note}", file=sys.stderr)
     import asyncio
 
     from ollie.cli.terminal import RunOptions, run_interactive, run_once

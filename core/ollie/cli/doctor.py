@@ -14,6 +14,7 @@ from ollie import paths
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import check_backend
 from ollie.backend.registry import chosen_spec, configured_url, env_file_note, environment, make_backend
+from ollie.backend.settings import others_url_note
 from ollie.errors import OllieError
 
 INSTALL = ("`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) "
@@ -64,6 +65,8 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
         checks.append(Check("backend", False, f"{where}: {health.error}", health.hint))
         return checks
     checks.append(Check("backend", True, f"{where} answers"))
+    if note := others_url_note(spec, url, env):  # not in a failed check's hint: that says it
+        checks.append(Check("backend URL", False, note, f"set {spec.url_var}, or unset the other variable"))
     if health.model_present is None:
         checks.append(Check("model", True, f"{built.model} (the server does not list its models)"))
     else:

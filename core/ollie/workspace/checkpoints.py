@@ -423,13 +423,17 @@ class Checkpoints:
             return Restored(checkpoint=checkpoint, undo_checkpoint=current, changes=tuple(changed))
 
     async def tree_with(self, tree: str, path: str, data: bytes | None, mode: str = "") -> str:
-        """Checkpoint `tree` with `path` holding `data` (None: without it), in `mode` (default 100644)."""
+        """Checkpoint `tree` with `path` holding `data` (None: without it), in `mode` (default: the one `path` has in
+        `tree`, 100644 for a new file)."""
         index = self.git.git_dir / f"tree-{uuid.uuid4().hex}.index"
         try:
             await self.git.run("read-tree", tree, index_file=index)
             if data is None:
                 await self.git.run("update-index", "--force-remove", "--", path, index_file=index)
             else:
+                if not mode:  # an edited executable script stays one: its step diff shows no mode change
+                    staged = await self.git.run("ls-files", "--stage", "--", f":(literal){path}", index_file=index)
+                    mode = staged.split(b" ", 1)[0].decode()
                 blob = (await self.git.run("hash-object", "-w", "--stdin", stdin=data)).decode().strip()
                 await self.git.run("update-index", "--add", "--cacheinfo", f"{mode or '100644'},{blob},{path}",
                                    index_file=index)

@@ -1075,25 +1075,46 @@ function T:restate_end(stop)
   end
 end
 
-local function changes_text(count)
-  return string.format("✎ %d file%s changed — :OllieChanges", count, count == 1 and "" or "s")
+---@param c {files: integer, undone: boolean|nil}
+local function changes_text(c)
+  if c.undone and c.files == 0 then
+    return "✎ its changes all undone since — :OllieChanges"
+  end
+  return string.format("✎ %d file%s changed%s — :OllieChanges", c.files, c.files == 1 and "" or "s",
+    c.undone and " (some undone since)" or "")
 end
 
 ---The compact line of a turn that changed files, from the `turnChanges` of its end event or of its last message
----in the history (`{turn, files}`: one source for both); nothing for a turn that changed none. Its key opens the
----turn's changes list.
----@param c {turn: integer, files: integer}|nil
+---in the history (`{turn, files, undone}`: one source for both); nothing for a turn that changed none. Its key opens
+---the turn's changes list.
+---@param c {turn: integer, files: integer, undone: boolean|nil}|nil
 function T:turn_changes(c)
-  if type(c) ~= "table" or type(c.turn) ~= "number" or type(c.files) ~= "number" or c.files <= 0 then
+  if type(c) ~= "table" or type(c.turn) ~= "number" or type(c.files) ~= "number" or c.files < 0
+    or c.files == 0 and c.undone ~= true then
     return
   end
-  self:note(changes_text(c.files), "OllieChanges")
+  self:note(changes_text(c), "OllieChanges")
   for _, step in ipairs(self.turn_steps) do
     step.turn = c.turn
   end
   local entry = { turn = c.turn }
   entry.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self:count() - 1, 0, {})
   self.changes[entry.mark] = entry
+end
+
+---Turn `turn`'s changes line once an undo left it `files`: as the history draws it when the session is resumed.
+---@param turn integer
+---@param files integer
+function T:changes_undone(turn, files)
+  local text = changes_text({ files = files, undone = true })
+  for mark, entry in pairs(self.changes) do
+    local row = entry.turn == turn and vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, mark, {})[1]
+    if row then
+      self:edit(function() vim.api.nvim_buf_set_lines(self.buf, row, row + 1, false, { text }) end)
+      vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0,
+        { end_row = row, end_col = #text, hl_group = "OllieChanges", hl_eol = true, priority = 200 })
+    end
+  end
 end
 
 ---What a transcript line points at: a step location `{path, line}`, a step's title `{step}` or a changes line

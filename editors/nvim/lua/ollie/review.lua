@@ -515,6 +515,10 @@ function M.undo(path, hunk, on_done)
       render_list()
       refresh_after(path, find(path) or was and { newText = was.oldText })
       pcall(vim.cmd, "diffupdate")
+      local chats = require("ollie.chat")
+      for _, chat in ipairs(M.current.session and chats.all_by_session(M.current.session) or { chats.get() }) do
+        chat.transcript:changes_undone(M.current.turn, #M.current.files + M.current.more)
+      end
       requests.notify("undone: " .. what)
       if on_done then
         on_done(res)
