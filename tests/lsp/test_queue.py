@@ -286,6 +286,6 @@ async def test_a_stop_while_a_submits_context_is_read_keeps_its_images_counted(s
     refused = await sent(5)
     assert refused.done(), "taken past the daemon's bound"
     error = refused.exception()
-    assert isinstance(error, JsonRpcException) and error.code == -32010 and "over the 32.0 MiB it holds" in str(error)
+    assert isinstance(error, JsonRpcException) and error.code == -32010 and "over the 32 MiB it holds" in str(error)
     for request in (first, *taken):
         request.cancel()

@@ -10,6 +10,7 @@ class SessionError(OllieError):
     """Base of the registry errors (a front end answers one it has no other code for as "store unavailable")."""
 
     rpc_code = -32009
+    again = False  # a save's failure in a run of them the user was told of (the store still down)
 
 
 class InvalidSessionError(SessionError, ValueError):

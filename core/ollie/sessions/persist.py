@@ -255,7 +255,7 @@ class SessionFile:
     def _on_write_failure(self, error: BaseException) -> None:
         """A background write failed: the next save writes the whole session (and the user is told now)."""
         self._write_failed = True
-        if self.on_error is not None:
+        if self.on_error is not None and not getattr(error, "again", False):  # the store still down: told already
             retry = "" if getattr(error, "final", False) else "; retrying at the next save"
             self.on_error(f"session not saved: {error}{retry}")
 

@@ -21,7 +21,7 @@ from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
 from ollie.sessions.location import user_teams
 from ollie.sessions.logformat import META_TAIL_BYTES, describe_rounds, last_meta
 from ollie.sessions.pg.lease import LeaseLostError, Leases
-from ollie.sessions.pg.store import PgConn, PgStore
+from ollie.sessions.pg.store import PgConn, PgStore, StoreUnavailableError
 from ollie.sessions.session import Session
 from ollie.sessions.types import os_user
 
@@ -111,6 +111,7 @@ class PgRounds:
         # Whom the rounds it writes name: this process's user, or whose sessions `ollie store import --user` copies.
         self.author = author or self.leases.user
         self.on_failure: Callable[[BaseException], None] = lambda exc: None
+        self._failing = False  # the last write failed (on the writer thread): the next failure is not told again
         self._seq = 0
         self._epoch = 0
         self._broken_epoch: int | None = None  # the writer's: rounds of this epoch cannot land (one failed)
@@ -265,7 +266,13 @@ class PgRounds:
                                                                             f"failed: {exc}")
             if self._failure is None:
                 self._failure = error
+            # The store down is told the user once a run of failures (each later round's said it again); why a save
+            # can never land (a lease taken over, the log replaced) every time. Every one makes the next save whole.
+            error.again = self._failing and (not isinstance(exc, SessionError) or isinstance(exc, StoreUnavailableError))
+            self._failing = True
             self.on_failure(error)
+            return
+        self._failing = False
 
     def _append_guest(self, payload: bytes) -> None:
         """Store a teammate's round after the unsaved ones before it, in order. No snapshot of theirs may heal a gap
