@@ -75,6 +75,11 @@ def where_set(name: str, value: str | None, *, key: Callable[[str], str] = str) 
     return f"{name} is set on line {number} of {env_file()}" if same else ""
 
 
+def environment() -> dict[str, str]:
+    """os.environ over the env file (which never overrides a variable already set)."""
+    return {**env_values(), **os.environ}
+
+
 def env_values() -> dict[str, str]:
     """The env file's settings ({} when it is missing or cannot be read: not a regular file, not UTF-8)."""
     return parse_env_file(_env_text())

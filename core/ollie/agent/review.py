@@ -18,7 +18,6 @@ from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
-from ollie.agent.history import UNDID
 from ollie.backend.types import Message
 from ollie.escapes import escaped
 from ollie.log import get_logger
@@ -460,6 +459,8 @@ class Review:
             await self._record_undo(turn, change, undone.encode())
 
     async def _tell_model(self, turn: int, change: FileChange, hunk: int | None) -> None:
+        from ollie.agent.history import UNDID  # (not loaded before a first turn: an undo is rarer)
+
         session = self._host.session
         # Kept with the session (saved), so the model hears of it even after a restart.
         session.review_notes.append(UNDID.format(turn=turn) + _describe_hunk(change, hunk))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, env_file_note, provider_name, spec_for
+from ollie.env import environment
 
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
@@ -28,13 +28,6 @@ def backend_class(spec: BackendSpec) -> Callable[..., Backend]:
     """The class that speaks `spec`'s wire format (keywords: spec, name, model, base_url; api_key when it takes one)."""
     module, name = _CLASSES[spec.wire]
     return getattr(importlib.import_module(module), name)
-
-
-def environment() -> dict[str, str]:
-    """os.environ over the env file (which never overrides a variable already set)."""
-    from ollie.env import env_values
-
-    return {**env_values(), **os.environ}
 
 
 def chosen_spec(name: str | None, env: Mapping[str, str]) -> BackendSpec:

@@ -153,7 +153,7 @@ def others_url_note(spec: BackendSpec, url: str, env: Mapping[str, str] | None =
     if not spec._vendors_own(url):
         return ""  # url_var named it
     if env is None:
-        from ollie.backend.registry import environment  # it imports this module
+        from ollie.env import environment
 
         env = environment()
     named = "" if env.get(spec.url_var) else next((name for name in spec.others_url_vars if env.get(name)), "")
