@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import functools
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -19,7 +20,7 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
-from ollie.testing.scripted import ScriptedLLMServer
+from ollie.testing.scripted import Reply, ScriptedLLMServer
 from ollie_lsp.protocol import raw_params_converter
 
 SERVER_COMMAND = [sys.executable, "-m", "ollie_lsp"]
@@ -246,6 +247,17 @@ def xdg_env(home: Path) -> dict[str, str]:
     """The XDG dirs of a home laid out as `_private_dirs` (config/, data/, state/, cache/)."""
     return {var: str(home / sub) for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
                                                  ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache"))}
+
+
+def noted_agent_env(tmp_path: Path, llm: ScriptedLLMServer) -> dict[str, str]:
+    """The env of an agent `noted` (in tmp_path/agents) whose preTurn hook adds "run the tests first" to each prompt
+    the model reads, scripted to answer "done" once."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "noted.json").write_text(json.dumps({"prompt": "You are a test agent.",
+                                                   "hooks": {"preTurn": "echo run the tests first"}}))
+    llm.script(Reply.text("done"))
+    return {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
 
 
 @pytest.fixture(scope="module")

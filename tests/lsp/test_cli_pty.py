@@ -22,7 +22,7 @@ import pytest
 from ollie.testing import Reply
 from tests.procs import new_mark, processes_with, wait_until
 
-from .conftest import child_env
+from .conftest import child_env, noted_agent_env
 from .test_cli import run_ollie
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
@@ -500,12 +500,7 @@ def test_a_resumed_session_shows_its_steps_as_they_were_shown_live(llm, tmp_path
 def test_a_resumed_prompt_shows_as_typed_without_ollie_s_notes(llm, tmp_path):
     # Resumed, a prompt showed a preTurn hook's output (and `@environment`'s git status) after it, as if typed; the
     # editors' history already gave the typed text alone.
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "noted.json").write_text(json.dumps({"prompt": "You are a test agent.",
-                                                   "hooks": {"preTurn": "echo run the tests first"}}))
-    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
-    llm.script(Reply.text("done"))
+    env = noted_agent_env(tmp_path, llm)
     first = run_ollie(["-p", "fix calc", "--agent", "noted", "--cwd", str(tmp_path)], env=env)
     saved = re.search(r"ollie: session (\S+)", first.stderr)
     assert first.returncode == 0 and saved, first.stderr

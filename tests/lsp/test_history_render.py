@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from ollie.agent.history import INTERRUPTED_REPLY
 from ollie.agent.toolround import INTERRUPTED_RESULT
 from ollie.testing import Reply
 
-from .conftest import Daemon
+from .conftest import Daemon, noted_agent_env
 
 # ~30 s unless interrupted (3 s could end before a loaded machine's interrupt came).
 SLOW_TEXT = "The answer begins here and goes on for quite a while before it is done. " * 40
@@ -147,12 +146,7 @@ async def test_a_resumed_prompt_shows_as_typed_with_ollie_s_notes_apart(start_da
     """A preTurn hook's output joins the prompt the model reads; the history, resumed in a new daemon too, gives the
     prompt as the user typed it and the note apart (Bug: the chat drew the hook's output, and `@environment`'s git
     status, as if the user had typed it)."""
-    agents = tmp_path / "agents"
-    agents.mkdir()
-    (agents / "noted.json").write_text(json.dumps({"prompt": "You are a test agent.",
-                                                   "hooks": {"preTurn": "echo run the tests first"}}))
-    env = {**llm.env(), "OLLIE_AGENTS_DIR": str(agents)}
-    llm.script(Reply.text("done"))
+    env = noted_agent_env(tmp_path, llm)
     daemon = await start_daemon(env=env, init_options={"agent": "noted"})
     session = (await daemon.request("ollie/state", {}))["session"]
     assert (await daemon.request("ollie/submit", {"text": "fix __init__.py"}))["reply"] == "done"
