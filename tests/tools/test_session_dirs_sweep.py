@@ -24,8 +24,12 @@ sys.stdin.read()
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's private runtime tmp root ($TMPDIR/ollie-UID)."""
+    """This test's private runtime tmp root ($TMPDIR/ollie-UID), the egress proxy's socket root too (too deep for a
+    socket's path, it would be the machine's /tmp/ollie-UID: other tests' dirs, swept by this one's sweep)."""
+    from ollie import paths
+
     monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(paths, "runtime_socket_dir", paths.runtime_tmp_dir)
     return tmp_path / f"ollie-{os.geteuid()}"
 
 
