@@ -697,6 +697,32 @@ def test_a_proxy_goes_with_its_event_loop(tmp_path, monkeypatch) -> None:
     assert not [link for link in open_files() if link.startswith(socket_dir)], "its owner lock is let go"
 
 
+def test_a_sweep_between_the_proxys_lock_file_and_its_lock_leaves_it_a_socket_dir(tmp_path, monkeypatch) -> None:
+    # Another process's sweep that came after the proxy made its `owner.lock`, before it locked it, took the dir for a
+    # dead daemon's and removed it: the proxy's socket then had nowhere to be (its start failed, or its steps').
+    import fcntl
+
+    from ollie.tools.execute.sessiondirs import sweep_stale
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    flock, swept = fcntl.flock, []
+
+    def swept_first(fd: int, operation: int) -> None:
+        if operation == fcntl.LOCK_SH and not swept:  # the proxy's lock, taken once: the sweep comes first
+            swept.extend(sweep_stale())
+        flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", swept_first)
+
+    async def started() -> bool:
+        proxy = egress.proxy()
+        proxy.start()
+        return os.path.exists(proxy.path)
+
+    assert asyncio.run(started())
+    assert len(swept) == 1 and swept[0].name.startswith("egress-"), swept
+
+
 def client_hello(server_name: str) -> bytes:
     """The TLS ClientHello Python's ssl sends to `server_name` (its SNI)."""
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()

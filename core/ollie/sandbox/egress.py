@@ -397,13 +397,21 @@ class EgressProxy:
             return
         # Ours and 0700, or refused: in another user's dir she could rename ours and put her socket at its path.
         root = runtimedir.runtime_root(paths.runtime_socket_dir())
-        self._dir = tempfile.mkdtemp(prefix="egress-", dir=root)
         # Beside the sessions' dirs (or in /tmp/ollie-<uid>), which a session opening sweeps of those whose owner lock
         # no live process holds (tools/execute/sessiondirs.py): held while the proxy lives, so only a dead daemon's
         # dir goes, also after a kill -9.
-        self._lock = os.open(os.path.join(self._dir, "owner.lock"),
-                             os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        fcntl.flock(self._lock, fcntl.LOCK_SH)
+        while True:
+            self._dir = tempfile.mkdtemp(prefix="egress-", dir=root)
+            lock = os.path.join(self._dir, "owner.lock")
+            try:
+                self._lock = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except FileNotFoundError:
+                continue  # swept as soon as made (an unlocked dir, to another process's sweep): again
+            fcntl.flock(self._lock, fcntl.LOCK_SH)
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(lock).st_ino == os.fstat(self._lock).st_ino:
+                    break
+            os.close(self._lock)  # a sweep took it between its lock file's making and its locking: again
         server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         server.bind(self.path)
         server.listen(64)
