@@ -7,6 +7,7 @@ import asyncio
 from acp.schema import FileEditToolCallContent
 
 from ollie.testing import Reply
+from tests.planted import git_fifo_and_link
 
 
 async def _read_edit_and_sed(agent, llm) -> str:  # type: ignore[no-untyped-def]
@@ -206,8 +207,6 @@ async def test_a_load_replays_its_diffs_past_a_planted_git_a_fifo_and_a_link(sta
     # The load's diffs (the turns' checkpoints) are the daemon's own reads: a `git` a step planted in the workspace's
     # `.venv/bin` (on the agent's PATH, an activated venv) never runs, and the edited files swapped since for a FIFO
     # and a link to a secret are never read (the replay waited on the FIFO, or showed the secret, if they were).
-    import os
-
     first = await start_agent_beside(env=llm.env())
     ws = first.workspace
     sid = await _read_edit_and_sed(first, llm)
@@ -216,15 +215,7 @@ async def test_a_load_replays_its_diffs_past_a_planted_git_a_fifo_and_a_link(sta
     first.proc.stdin.close()
     await asyncio.wait_for(first.proc.wait(), 30)
     ran = tmp_path / "planted-git-ran"
-    (ws / ".venv" / "bin").mkdir(parents=True)
-    (ws / ".venv" / "bin" / "git").write_text(f"#!/bin/sh\ntouch {ran}\nexec /usr/bin/git \"$@\"\n")
-    (ws / ".venv" / "bin" / "git").chmod(0o755)
-    (ws / "app.py").unlink()
-    os.mkfifo(ws / "app.py")
-    (ws / "notes.txt").unlink()
-    (ws / "notes.txt").symlink_to("/etc/passwd")
-
-    path = f"{ws / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    path = git_fifo_and_link(ws, ran, fifo="app.py", link="notes.txt")
     second = await start_agent_beside(env={**llm.env(), "PATH": path}, workspace=ws)
     await asyncio.wait_for(second.conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[]), 30)
     replayed = [(c.path, c.old_text, c.new_text) for u in second.client.of(sid, "tool_call_update")

@@ -7,6 +7,7 @@ from typing import Any
 from ollie import paths
 from ollie.sessions.persist import SessionFile
 from ollie.testing import Reply
+from tests.planted import git_fifo_and_link
 
 from .test_history_render import resumed
 from .test_review import ORIGINAL_A, ORIGINAL_B, env, seeded
@@ -20,8 +21,9 @@ def own(changes: dict[str, Any]) -> dict[str, list[tuple[str, str | None, str | 
     return {call: [(d["path"], d["oldText"], d["newText"]) for d in diffs] for call, diffs in changes["steps"].items()}
 
 
-async def test_two_steps_of_one_file_each_show_their_own_diff_after_a_resume_whatever_the_log_names(
-        start_daemon, llm, tmp_path):
+async def edited_twice_and_sed(start_daemon, llm, tmp_path) -> tuple[Any, str, dict[str, list[Any]]]:
+    """A daemon whose turn edited a.txt in two steps and ran a sed on b.txt: (it, its session, each step's live diffs
+    as (path, old text, new text) by call id)."""
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", "line 2\n", "LINE TWO\n"]}]}),
                                 ("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", "LINE TWO\n", "LINE 2!\n"]}]})),
                Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i s/beta/BETA/ b.txt", "language": "bash"}]})),
@@ -30,6 +32,12 @@ async def test_two_steps_of_one_file_each_show_their_own_diff_after_a_resume_wha
     session = (await daemon.request("ollie/submit", {"text": "edit them"}, timeout=60))["session"]
     live = {e["tool"]["id"]: [(d["path"], d["oldText"], d["newText"]) for d in e["tool"]["diffs"]]
             for e in daemon.session_events(session) if e["role"] == "tool"}
+    return daemon, session, live
+
+
+async def test_two_steps_of_one_file_each_show_their_own_diff_after_a_resume_whatever_the_log_names(
+        start_daemon, llm, tmp_path):
+    daemon, session, live = await edited_twice_and_sed(start_daemon, llm, tmp_path)
     first, second, sed = live
     assert live == {first: [("a.txt", ORIGINAL_A, FIRST)], second: [("a.txt", FIRST, SECOND)],
                     sed: [("b.txt", ORIGINAL_B, ORIGINAL_B.replace("beta", "BETA"))]}
@@ -65,27 +73,10 @@ async def test_the_steps_own_diffs_after_a_resume_pass_a_planted_git_a_fifo_and_
     # Each step's diffs are the daemon's reads of its checkpoints: a `git` a step put in the workspace's `.venv/bin`
     # (on PATH, an activated venv) never runs, and the edited files swapped since for a FIFO and a link to a secret
     # are never read (an answer waiting on the FIFO, or holding the secret, would be).
-    import os
-
-    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", "line 2\n", "LINE TWO\n"]}]}),
-                                ("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.txt", "LINE TWO\n", "LINE 2!\n"]}]})),
-               Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i s/beta/BETA/ b.txt", "language": "bash"}]})),
-               Reply.text("edited"))
-    daemon = await start_daemon(env=env(llm), workspace=seeded(tmp_path))
-    session = (await daemon.request("ollie/submit", {"text": "edit them"}, timeout=60))["session"]
-    live = {e["tool"]["id"]: [(d["path"], d["oldText"], d["newText"]) for d in e["tool"]["diffs"]]
-            for e in daemon.session_events(session) if e["role"] == "tool"}
+    daemon, session, live = await edited_twice_and_sed(start_daemon, llm, tmp_path)
     await daemon.client.shutdown_session()
     ws, ran = daemon.workspace, tmp_path / "planted-git-ran"
-    (ws / ".venv" / "bin").mkdir(parents=True)
-    (ws / ".venv" / "bin" / "git").write_text(f"#!/bin/sh\ntouch {ran}\nexec /usr/bin/git \"$@\"\n")
-    (ws / ".venv" / "bin" / "git").chmod(0o755)
-    (ws / "a.txt").unlink()
-    os.mkfifo(ws / "a.txt")
-    (ws / "b.txt").unlink()
-    (ws / "b.txt").symlink_to("/etc/passwd")
-
-    path = f"{ws / '.venv' / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    path = git_fifo_and_link(ws, ran, fifo="a.txt", link="b.txt")
     daemon = await start_daemon(env={**env(llm), "PATH": path}, workspace=ws)
     await daemon.request("ollie/session/load", {"session": session})
     changes = await daemon.request("ollie/changes", {"session": session, "turn": 1}, timeout=30)

@@ -19,6 +19,7 @@ from pygls.exceptions import JsonRpcException
 from ollie.testing import Reply
 from tests.lsp.conftest import llm, start_daemon  # noqa: F401  (fixtures)
 from tests.lsp.test_step_diffs_hostile import peak_kib
+from tests.planted import plant
 
 SECRET = "SECRET_KEY=hunter2"
 
@@ -46,14 +47,6 @@ async def asking(start_daemon: Any, llm: Any, ws: Path, outcome: str) -> tuple[A
         questions.append(params)
         return {"outcome": outcome}
     return daemon, questions
-
-
-def plant(directory: Path, name: str, marker: Path) -> None:
-    """An executable `name` in `directory` that leaves `marker` behind if anyone runs it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    program = directory / name
-    program.write_text(f"#!/bin/sh\necho planted > {marker}\nexit 0\n")
-    program.chmod(0o755)
 
 
 async def test_a_git_planted_in_the_workspace_venv_or_tmp_on_path_never_runs(start_daemon, llm, tmp_path):  # noqa: F811
