@@ -12,6 +12,7 @@ import pytest
 
 from ollie.agent import commands
 from ollie.agent.commands import COMMANDS, ShellFailed, is_command, run_command
+from ollie.agent.commands_info import dollars
 from ollie.agent.core import TERMINAL_RESUME
 from ollie.agent.editorcontext import context_block
 from ollie.agent.events import Bus
@@ -379,7 +380,9 @@ async def test_context_usage_cost(core):
         "tokens: input 1000, output 200, cached input 50, cache writes 7, requests 3\n"
         "context: 1234 tokens of 32768 (3.8%)"
     )
-    assert await run_command(core, "/cost") == "cost: last turn $0.0012, session $0.0456"
+    # Dollars as VS Code's status bar and Neovim's statusline say them: cents, 4 places under a cent.
+    assert await run_command(core, "/cost") == "cost: last turn $0.0012, session $0.05"
+    assert [dollars(c) for c in (0, 0.00004, 0.01, 1.5)] == ["$0.00", "$0.0000", "$0.01", "$1.50"]
 
 
 async def test_history_is_bounded_and_one_line_per_message(core):

@@ -384,7 +384,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         # rejects (it said "dismiss", read as "ask me later").
         assert "number or j/k, then <CR> · q: reject" in asked, asked
         # The answers' float keeps off the chat's statusline, which says what the session waits for (it hid it).
-        assert any(line.endswith("│ ollie: waiting for your answer $0.0000") for line in asked.splitlines()), asked
+        assert any(line.endswith("│ ollie: waiting for your answer $0.00") for line in asked.splitlines()), asked
         tmux.keys("1", "Enter")
         done = keep("2-changes-line", tmux.wait(lambda s: "(end)" in s and "✎ 1 file changed — :OllieChanges" in s,
                                                 "the turn to end, its changes line too", timeout=30))
