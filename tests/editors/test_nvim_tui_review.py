@@ -264,7 +264,8 @@ def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_noth
         assert ("line break in its name: not opened" in shown) == (opened == "location"), shown
         session = tmp_path / "Session.vim"
         tmux.keys(f":mksession {session}", "Enter")
-        tmux.wait(lambda s: session.exists(), "the session file")
+        # Whole (its last line written): the file is there as soon as :mksession opens it.
+        tmux.wait(lambda s: session.exists() and session.read_text().endswith('" vim: set ft=vim :\n'), "the session")
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / f"{opened}.png", (1000, 560))
     finally:
