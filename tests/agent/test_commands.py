@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,8 +98,8 @@ class FakeCore:
     def queued(self) -> list[str]:
         return list(self.queue_items)
 
-    def pop_queue(self) -> tuple[str, tuple[Image, ...]] | None:
-        return (self.queue_items.pop(), ()) if self.queue_items else None
+    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[dict[str, Any], ...]] | None:
+        return (self.queue_items.pop(), (), ()) if self.queue_items else None
 
     def clear_queue(self) -> int:
         count = len(self.queue_items)
