@@ -431,8 +431,8 @@ class Checkpoints:
         try:
             await self.git.run("read-tree", tree, index_file=index)
             # An edited executable script stays one: its step diff shows no mode change.
-            had = await self._modes_in(tree, {path for path, (data, mode) in files.items() if data is not None and not mode},
-                                    index)
+            unmoded = {path for path, (data, mode) in files.items() if data is not None and not mode}
+            had = await self._modes_in(tree, unmoded, index)
             info = b""
             for path, (data, mode) in files.items():
                 entry = f"0 {_ZERO}\t"  # mode 0: removed

@@ -111,7 +111,7 @@ end
 ---A cost in dollars as VS Code and the terminal say it: cents, or 4 places under a cent (`$0.00`, `$0.0012`, `$1.50`).
 ---@param cost number|nil
 ---@return string
-function M.dollars(cost)
+local function dollars(cost)
   cost = cost or 0
   return string.format(cost > 0 and cost < 0.01 and "$%.4f" or "$%.2f", cost)
 end
@@ -136,7 +136,7 @@ function M.status(win)
     or not client.initialized and "starting"
     or require("ollie.permission").asks(c.session) and "waiting for your answer"
     or running and vim.fn.strcharpart(running.title:gsub("`", ""), 0, 40) or c.state
-  local status = string.format("ollie%s: %s %s", c.name and ("[" .. c.name .. "]") or "", state, M.dollars(c.cost))
+  local status = string.format("ollie%s: %s %s", c.name and ("[" .. c.name .. "]") or "", state, dollars(c.cost))
   local title = c.title:gsub("%c", " ")
   -- A global statusline (laststatus=3) spans the editor, not the window it names.
   local width = vim.o.laststatus == 3 and vim.o.columns or vim.api.nvim_win_get_width(win)
