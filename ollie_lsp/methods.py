@@ -222,7 +222,8 @@ async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
             try:
                 pictures = await _prompt_images(ls, live, p, holder)
                 try:
-                    return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops)}
+                    return {"depth": await live.queue(text, pictures, seen=p.seen, held=live.stops != stops,
+                                                      context=[c.wire() for c in p.contexts])}
                 finally:
                     del pictures  # a refusal's traceback holds this frame: its images go now, not at a collection
             finally:
@@ -231,10 +232,10 @@ async def queue(ls: OllieServer, p: QueueParams) -> dict[str, Any]:
 
 @method("ollie/popQueue", SessionParams)
 async def pop_queue(ls: OllieServer, p: SessionParams) -> dict[str, Any]:
-    """Take back the latest queued prompt, with its images, for the client's input."""
+    """Take back the latest queued prompt, with its images and context items, for the client's input."""
     live = await ls.table.writable(p.session)
-    text, pictures = live.core.pop_queue() or (None, ())
-    return {"text": text, "images": [{"data": i.data, "mimeType": i.mime} for i in pictures]}
+    text, pictures, context = live.core.pop_queue() or (None, (), ())
+    return {"text": text, "images": [{"data": i.data, "mimeType": i.mime} for i in pictures], "context": list(context)}
 
 
 @method("ollie/queue/run", SessionParams)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import attrs
 
 from ollie.config import GenerationParams
-from ollie.shapes import Check, Invalid
+from ollie.shapes import Check, Invalid, json_key
 from ollie.shapes import parse as check
 from ollie_lsp.errors import InvalidParams
 
@@ -98,6 +98,10 @@ class EditorContext(Params):
     selection: str | None = None
     language_id: str | None = None
     mcp_server: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The item as a client sends it (ollie/popQueue hands a queued prompt's back)."""
+        return {json_key(EditorContext, k): v for k, v in attrs.asdict(self, filter=lambda _, v: v is not None).items()}
 
 
 @shape

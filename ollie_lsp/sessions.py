@@ -184,16 +184,17 @@ class LiveSession:
         await self.progress.settled(timeout=PROGRESS_SETTLE_S)
         return _turn_result(self.id, result)
 
-    async def queue(self, text: str, images: Sequence[Image] = (), *, seen: int | None, held: bool = False) -> int:
-        """Queue a prompt with its images (`held`: for the user's word); returns the queue's depth. `seen`: the last
-        event the client had (PROTOCOL.md)."""
+    async def queue(self, text: str, images: Sequence[Image] = (), *, seen: int | None, held: bool = False,
+                    context: Sequence[dict[str, Any]] = ()) -> int:
+        """Queue a prompt with its images and context items (`held`: for the user's word); returns the queue's depth.
+        `seen`: the last event the client had (PROTOCOL.md)."""
         if held:
-            return self.core.queue(text, images, held=True)
+            return self.core.queue(text, images, held=True, context=context)
         if seen is None:
             # A client that does not say what it saw (one older than `seen`): taken as having seen it all, so a
             # prompt queued while idle waits for the next turn's end, as documented. The window of time this replaced
             # guessed wrong on a loaded machine (too short) and on a fast one (too long); the editors send `seen`.
-            return self.core.queue(text, images)
+            return self.core.queue(text, images, context=context)
         depth: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
         def read(_sent: int) -> None:
@@ -201,7 +202,8 @@ class LiveSession:
                 # Every event published so far was sent, the turns' `turn` end among them if they have ended: a client
                 # that had not seen it queued the prompt for those turns.
                 try:
-                    depth.set_result(self.core.queue(text, images, saw_end=seen >= self.forwarder.turn_ended))
+                    depth.set_result(self.core.queue(text, images, saw_end=seen >= self.forwarder.turn_ended,
+                                                     context=context))
                 except QueueFull as exc:  # the request's answer, not the forwarder's
                     depth.set_exception(exc)
 

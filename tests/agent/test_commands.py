@@ -7,11 +7,13 @@ import os
 import re
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ollie.agent import commands
 from ollie.agent.commands import COMMANDS, ShellFailed, is_command, run_command
+from ollie.agent.commands_info import dollars
 from ollie.agent.core import TERMINAL_RESUME
 from ollie.agent.editorcontext import context_block
 from ollie.agent.events import Bus
@@ -96,8 +98,8 @@ class FakeCore:
     def queued(self) -> list[str]:
         return list(self.queue_items)
 
-    def pop_queue(self) -> tuple[str, tuple[Image, ...]] | None:
-        return (self.queue_items.pop(), ()) if self.queue_items else None
+    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[dict[str, Any], ...]] | None:
+        return (self.queue_items.pop(), (), ()) if self.queue_items else None
 
     def clear_queue(self) -> int:
         count = len(self.queue_items)
@@ -379,7 +381,9 @@ async def test_context_usage_cost(core):
         "tokens: input 1000, output 200, cached input 50, cache writes 7, requests 3\n"
         "context: 1234 tokens of 32768 (3.8%)"
     )
-    assert await run_command(core, "/cost") == "cost: last turn $0.0012, session $0.0456"
+    # Dollars as VS Code's status bar and Neovim's statusline say them: cents, 4 places under a cent.
+    assert await run_command(core, "/cost") == "cost: last turn $0.0012, session $0.05"
+    assert [dollars(c) for c in (0, 0.00004, 0.01, 1.5)] == ["$0.00", "$0.0000", "$0.01", "$1.50"]
 
 
 async def test_history_is_bounded_and_one_line_per_message(core):

@@ -30,7 +30,7 @@ def test_injects_left_at_the_end_of_a_turn_become_the_next_prompt():
     assert inbox.pop_inject() == ""
     assert inbox.queued() == ["first", "too late"]
     # Taken back newest first, as the user sent them (the one just sent is the one to edit), images and all.
-    assert [inbox.pop_queue(), inbox.pop_queue(), inbox.pop_queue()] == [("too late", ()), ("first", ()), None]
+    assert [inbox.pop_queue(), inbox.pop_queue(), inbox.pop_queue()] == [("too late", (), ()), ("first", (), ()), None]
     inbox.requeue_injects()  # nothing pending: nothing queued
     assert inbox.queued() == []
 
@@ -62,7 +62,7 @@ def test_irw_while_idle_replaces_the_queued_inject_instead_of_queueing_both():
     assert inbox.queued() == ["a user prompt", "look at b.py\nand c.py"]
     inbox.replace_injects("only d.py", running=False)
     assert inbox.queued() == ["a user prompt", "only d.py"]
-    assert inbox.pop_queue() == ("only d.py", ()) and inbox.pop_queue() == ("a user prompt", ())
+    assert inbox.pop_queue() == ("only d.py", (), ()) and inbox.pop_queue() == ("a user prompt", (), ())
     inbox.replace_injects("fresh", running=False)  # the old entry ran: a new one is queued
     assert inbox.queued() == ["fresh"]
 

@@ -571,6 +571,21 @@ vim.cmd("qa!")
     assert result == ["~/.config/ollie/sandbox.yaml: key 'x'", "in ~: no", f"{home}a/x", f"/x{home}/y", "(~/z)"]
 
 
+def test_the_statusline_says_a_cost_as_vs_code_and_the_terminal_do(tmp_path):
+    # Neovim said `$0.0000` where VS Code's status bar (status.ts formatCost) and `/cost` say `$0.00`.
+    script = """
+local chat, shown = require("ollie.chat").get(true), {}
+for _, cost in ipairs({ 0, 0.0012, 0.05, 1.5 }) do
+  chat.cost = cost
+  table.insert(shown, require("ollie").statusline())
+end
+io.stdout:write(vim.json.encode(shown))
+vim.cmd("qa!")
+"""
+    result, _ = lua_result(script, tmp_path)
+    assert [s.rsplit(" ", 1)[1] for s in result] == ["$0.00", "$0.0012", "$0.05", "$1.50"], result
+
+
 def test_an_ollie_lsp_installed_off_path_is_named_with_the_fix(tmp_path):
     # `pipx install` as README says, whose note that ~/.local/bin is not on PATH scrolled by: :Ollie said to install
     # what was installed. The daemon found there is named, not run.

@@ -384,7 +384,7 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         # rejects (it said "dismiss", read as "ask me later").
         assert "number or j/k, then <CR> · q: reject" in asked, asked
         # The answers' float keeps off the chat's statusline, which says what the session waits for (it hid it).
-        assert any(line.endswith("│ ollie: waiting for your answer $0.0000") for line in asked.splitlines()), asked
+        assert any(line.endswith("│ ollie: waiting for your answer $0.00") for line in asked.splitlines()), asked
         tmux.keys("1", "Enter")
         done = keep("2-changes-line", tmux.wait(lambda s: "(end)" in s and "✎ 1 file changed — :OllieChanges" in s,
                                                 "the turn to end, its changes line too", timeout=30))
@@ -922,6 +922,44 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_prompt_queued_with_a_file_before_nvim_quit_is_taken_back_with_it(tmp_path: Path, scripted_llm):
+    # Bug: queued before Neovim quit and taken back (<Up>) in the next one, it came back as its text alone: the file it
+    # was about was dropped (only the Neovim that queued it knew), and sent again it asked about nothing.
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
+               Reply(text="It adds."))
+    files = {"notes.txt": "notes\n", "calc.py": "def add(a, b):\n    return a + b\n"}
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie tell me a long story", "Enter")
+        tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
+        send_in_chat(tmux, "what does #file:calc.py do")
+        tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what does calc.py do  📎 calc.py" in s, "it queued"))
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and "tell me a long story" in s, "the sessions to pick from")
+        tmux.keys(next(line.split(".")[0].strip() for line in picker.splitlines() if "long story" in line), "Enter")
+        tmux.wait(lambda s: "⏸ held: what does calc.py do" in s and "from before the editor quit" in s, "it held")
+        tmux.keys(":OllieChat", "Enter", "Escape", "Up")
+        back = tmux.keep("2-taken-back", tmux.wait(lambda s: "held: what does" not in s and "what does calc.py do" in s,
+                                                   "it taken back into the input"))
+        assert any(line.split("│")[-1].split() == ["what", "does", "calc.py", "do", "📎", "calc.py:1-2", "goes", "with", "it"]
+                   for line in back.splitlines()), back
+        tmux.keys("Enter")
+        tmux.keep("3-sent", tmux.wait(lambda s: "It adds." in s, "its answer"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+    told = srv.chat_requests[-1].body["messages"][-1]["content"]
+    assert "return a + b" in told and told.endswith("what does calc.py do"), told
 
 
 def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path, scripted_llm):

@@ -259,12 +259,15 @@ def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_noth
         else:  # <CR> on the step's title (its own diff) or on its location line (the file)
             tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])",
                       "Enter", f":call search('{'Edit' if opened == 'step' else '→'} evil')", "Enter", "Enter")
-        # A diff, the file (the old code) or the message that it is not opened.
-        shown = tmux.keep(opened, tmux.wait(lambda s: ("new" in s and "evil" in s) or "not opened" in s, "what opens"))
+        # The diff (its two sides on one row: the chat's own text could hold both words) or the message that it is not
+        # opened (the old code opened the file).
+        shown = tmux.keep(opened, tmux.wait(lambda s: "not opened" in s or any(
+            row.replace(" ", "") == "old│new" for row in s.splitlines()), "what opens"))
         assert ("line break in its name: not opened" in shown) == (opened == "location"), shown
         session = tmp_path / "Session.vim"
         tmux.keys(f":mksession {session}", "Enter")
-        tmux.wait(lambda s: session.exists(), "the session file")
+        # Whole (its last line written): the file is there as soon as :mksession opens it.
+        tmux.wait(lambda s: session.exists() and session.read_text().endswith('" vim: set ft=vim :\n'), "the session")
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / f"{opened}.png", (1000, 560))
     finally:

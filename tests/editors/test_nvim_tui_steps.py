@@ -114,7 +114,7 @@ def test_on_a_step_s_title_the_statusline_names_its_diff_key_and_a_binary_file_s
         on_step = tmux.keep("2-on-step", tmux.wait(lambda s: "<CR> opens this step's diff" in s, "the hint"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "2-on-step.png", (1300, 560))
-        assert "│ ollie: idle $0.0000 · <CR> opens this step's diff" in on_step, on_step
+        assert "│ ollie: idle $0.00 · <CR> opens this step's diff" in on_step, on_step
         tmux.keys("Enter")
         told = tmux.keep("3-binary", tmux.wait(lambda s: "is binary" in s.splitlines()[-1], "the notice"))
         assert told.splitlines()[-1].strip() == "ollie: blob.bin is binary: no diff", told

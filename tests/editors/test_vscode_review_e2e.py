@@ -25,7 +25,8 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     escapes, a newline and a bidi override, lists its first 100 as text and counts the rest; those two names are shown
     escaped there, in Review Changes' list and in the review tab's title and document (an override reversed the tab's
     title); its step shows its first 100 diffs and
-    says how many more files it changed (before: nothing said there were more). Then more windows: a second one on the
+    says how many more files it changed (before: nothing said there were more), and its link to the newline-named file
+    opens the real file (the click was dropped: no message from the chat held a control). Then more windows: a second one on the
     folder runs its own session (not the first's, still live), a multi-root workspace's session works in the folder of
     the file asked about, a window with no folder works in home and asks about an untitled buffer."""
     # 300 s were tight on a busy machine once the hostile name's review tab was read too.
@@ -49,6 +50,7 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
         ("turnchanges", "after a window reload the sed -i step shows its diffs again"),
         ("turnchanges", "a turn of 152 files lists its first 100 as text, and says how many more"),
         ("turnchanges", "the step of 152 files shows its first 100 diffs and says 52 more files changed"),
+        ("turnchanges", "a link to a file named with a newline and an override opens the real file"),
     )
 
 

@@ -278,6 +278,33 @@ def test_demo_exits_zero_and_prints_the_labelled_transcript():
     assert "session" not in proc.stderr, proc.stderr
 
 
+def test_a_killed_demos_scratch_dirs_go_with_the_next_demo_and_a_live_ones_stay(tmp_path):
+    """`ollie demo` killed with -9 left its /tmp/ollie-demo-* for good: the next demo sweeps those no live demo owns."""
+    import signal
+
+    from ollie.tools.execute.sessiondirs import SessionDirs
+
+    env = {"TMPDIR": str(tmp_path)}
+    killed = subprocess.Popen([*OLLIE, "demo"], env=child_env(env), stdout=subprocess.PIPE, text=True,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    assert killed.stdout is not None
+    while not (line := killed.stdout.readline()).startswith("workspace "):
+        assert line, "the demo printed no workspace"
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    left = Path(line.split(" ", 1)[1].strip()).parent
+    assert left.name.startswith("ollie-demo-") and left.is_dir()
+    live = SessionDirs(tmp_path / "ollie-demo-running")  # a demo that runs meanwhile, in another terminal
+    live.claim()
+    try:
+        proc = run_ollie(["demo"], env=env, timeout=120)
+        assert proc.returncode == 0 and "demo: OK" in proc.stdout, proc.stdout + proc.stderr
+        assert not left.exists() and live.root.is_dir()
+        assert [p.name for p in tmp_path.glob("ollie-demo-*")] == [live.root.name]  # nor did this one leave its own
+    finally:
+        live.remove()
+
+
 def test_the_demo_in_a_repository_carrying_an_ollie_package_runs_ollies_own(tmp_path):
     """`ollie demo` ran `python -m ollie.cli` from where it was typed: a cloned repository's `ollie/` came first."""
     import shutil

@@ -86,21 +86,27 @@ async def test_inject_queue_and_pop_queue(shared_daemon, llm):
     llm.script(Reply.text("queued turn answer"))
     daemon = await shared_daemon(env=llm.env())
     assert await daemon.request("ollie/queue", {"text": "one"}) == {"depth": 1}
-    assert await daemon.request("ollie/queue", {"text": "two"}) == {"depth": 2}
+    # Its context items too, as sent (its blocks are in the text): a prompt queued in another window, or before the
+    # editor restarted, came back without them.
+    lines = {"uri": "untitled:Untitled-1", "range": {"start": {"line": 0, "character": 0},
+                                                      "end": {"line": 1, "character": 0}}, "selection": "x = 1\n"}
+    assert await daemon.request("ollie/queue", {"text": "two", "context": lines}) == {"depth": 2}
     assert (await daemon.request("ollie/state", {}))["queued"] == 2
     # Taken back newest first (the one the user just sent), its images with it: into the input, to send again.
     picture = base64.b64encode(png()).decode()
     assert await daemon.request("ollie/queue", {"text": "three", "images": [{"data": picture}]}) == {"depth": 3}
-    assert await daemon.request("ollie/popQueue", {}) == {"text": "three", "images": [{"data": picture, "mimeType": "image/png"}]}
-    assert await daemon.request("ollie/popQueue", {}) == {"text": "two", "images": []}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": "three", "context": [],
+                                                          "images": [{"data": picture, "mimeType": "image/png"}]}
+    two = await daemon.request("ollie/popQueue", {})
+    assert two["context"] == [lines] and two["text"].endswith("two") and "x = 1" in two["text"], two
     assert (await daemon.request("ollie/state", {}))["queuedPrompts"] == ["one"]
-    assert await daemon.request("ollie/popQueue", {}) == {"text": "one", "images": []}
-    assert await daemon.request("ollie/popQueue", {}) == {"text": None, "images": []}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": "one", "images": [], "context": []}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": None, "images": [], "context": []}
     # Injecting while idle defers the text to the queue (the engine's rule).
     assert await daemon.request("ollie/inject", {"text": "later"}) == {}
     assert (await daemon.request("ollie/state", {}))["queued"] == 1
     assert await daemon.request("ollie/interrupt", {"reason": "nothing runs"}) == {"interrupted": False}
-    assert await daemon.request("ollie/popQueue", {}) == {"text": "later", "images": []}
+    assert await daemon.request("ollie/popQueue", {}) == {"text": "later", "images": [], "context": []}
     llm.script()  # the scripted reply is used by the next test step
     result = await daemon.request("ollie/submit", {"text": "go"})
     assert result["reply"] == "queued turn answer"

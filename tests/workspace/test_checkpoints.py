@@ -14,6 +14,7 @@ import pytest
 from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.refs import shadow_dir, turn_ref
+from ollie.workspace.shadowgit import git_env
 from tests.workspace.conftest import changed_since_snapshot
 
 
@@ -256,15 +257,26 @@ async def test_the_modes_of_a_checkpoint_go_with_its_last_ref(project: Path) -> 
     assert oct(secret.stat().st_mode & 0o777) == oct(0o640)
 
 
-async def test_a_checkpoint_with_an_edited_file_keeps_its_mode(project: Path) -> None:
-    """A step's edit of an open buffer is logged with `tree_with`: an executable script keeps 100755 (its step diff
-    showed a mode change the step never made), a new file is 100644."""
+@pytest.mark.parametrize("packed", [False, True])
+async def test_a_checkpoint_with_edited_files_keeps_their_modes_in_one_index(project: Path, git_ran: list[str],
+                                                                            packed: bool) -> None:
+    """A step's edits of open buffers are logged with `tree_with`: an executable script keeps 100755 (its step diff
+    showed a mode change the step never made), a new file is 100644; all in one index (it took five git processes a
+    file), their modes read in-process (by git when the shadow is packed)."""
     script = project / "run.sh"
     script.write_text("echo 1\n")
     script.chmod(0o755)
+    (project / "gone.txt").write_text("bye\n")
     cps = Checkpoints(project)
     before = await cps.snapshot()
-    after = await cps.tree_with(before, "run.sh", b"echo 2\n")
-    assert [e[:4] for e in await cps.diff_entries(before, after)] == [("run.sh", "M", "100755", "100755")]
-    added = await cps.tree_with(before, "new [1].py", b"x = 1\n")
-    assert [e[:4] for e in await cps.diff_entries(before, added)] == [("new [1].py", "A", "000000", "100644")]
+    if packed:
+        subprocess.run(["git", "-c", "gc.auto=0", "repack", "-a", "-d", "-q"], env=git_env(cps.git.git_dir, cps.root),
+                       cwd=cps.root, check=True)
+        subprocess.run(["git", "prune-packed"], env=git_env(cps.git.git_dir, cps.root), cwd=cps.root, check=True)
+    git_ran.clear()
+    after = await cps.tree_with(before, {"run.sh": (b"echo 2\n", ""), "new [1].py": (b"x = 1\n", ""),
+                                         "sub/a\nb.txt": (b"y\n", "100755"), "gone.txt": (None, "")})
+    assert sorted(git_ran) == ["hash-object"] * 3 + ["ls-files"] * packed + ["read-tree", "update-index", "write-tree"]
+    assert [e[:4] for e in await cps.diff_entries(before, after)] == [
+        ("gone.txt", "D", "100644", "000000"), ("new [1].py", "A", "000000", "100644"),
+        ("run.sh", "M", "100755", "100755"), ("sub/a\nb.txt", "A", "000000", "100755")]

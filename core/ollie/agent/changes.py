@@ -168,9 +168,9 @@ class ChangeTracker:
             listing = await ignored.list_changes(checkpoints, (token, after), in_editor, bound=LISTED)
             # Its edits of open buffers are logged as they showed: the disk has none of one left unsaved, and one saved
             # has the user's unsaved text too (resumed, its diff showed nothing, or that text as the agent's change).
-            for path, edit in in_editor.items():
-                token = await checkpoints.tree_with(token, path, edit.old_data)
-                after = await checkpoints.tree_with(after, path, edit.new_data)
+            if in_editor:
+                token = await checkpoints.tree_with(token, {path: (e.old_data, "") for path, e in in_editor.items()})
+                after = await checkpoints.tree_with(after, {path: (e.new_data, "") for path, e in in_editor.items()})
             return (token, after), listing
         except (WorkspaceError, OSError) as exc:
             log.warning("diffing a step failed", extra={"cwd": str(self.cwd), "error": str(exc)})

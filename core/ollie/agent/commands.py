@@ -178,7 +178,7 @@ async def cmd_queued(core: CommandTarget, arg: str) -> str:
     if arg == "pop":
         if (popped := core.pop_queue()) is None:
             return "queue is empty"
-        text, pictures = popped  # its images named: they went with it
+        text, pictures, _ = popped  # its images named: they went with it
         return f"popped: {prompt_summary(text)}" + (f"\n(and its {len(pictures)} image{'s' if len(pictures) != 1 else ''})"
                                                     if pictures else "")
     if arg == "clear":

@@ -164,7 +164,12 @@ async def cmd_usage(core: CommandTarget, arg: str) -> str:
 async def cmd_cost(core: CommandTarget, arg: str) -> str:
     """The last turn's and the session's cost."""
     info = core.cost_info()
-    return f"cost: last turn ${info['lastTurn']:.4f}, session ${info['session']:.4f}"
+    return f"cost: last turn {dollars(info['lastTurn'])}, session {dollars(info['session'])}"
+
+
+def dollars(cost: float) -> str:
+    """A cost as every client says it: cents, or 4 places under a cent (`$0.00`, `$0.0012`, `$1.50`)."""
+    return f"${cost:.4f}" if 0 < cost < 0.01 else f"${cost:.2f}"
 
 
 async def cmd_history(core: CommandTarget, arg: str) -> str:

@@ -228,12 +228,14 @@ class Core(HistoryMembers, McpMembers):
         """Forget whatever injects are pending (queued as a prompt when idle)."""
         self._inbox.drop_injects()
 
-    def queue(self, text: str, images: Sequence[Image] = (), *, saw_end: bool = True, held: bool = False) -> int:
+    def queue(self, text: str, images: Sequence[Image] = (), *, saw_end: bool = True, held: bool = False,
+              context: Sequence[dict[str, Any]] = ()) -> int:
         """Add a prompt (with its images) to the FIFO; returns its depth. With `saw_end` it waits for a turn to end after now (the
         running one's, or the next), even one whose submit still drains the queue; without it the sender had not seen
         the last turns end: it queued the prompt for them, and once they have ended it runs now, not after the next.
-        `held`: it waits for the user's word, as those queued before an interrupt do."""
-        depth = self._inbox.queue(text, tuple(images), for_next_end=saw_end, held=held)
+        `held`: it waits for the user's word, as those queued before an interrupt do. `context`: the client's context
+        items, handed back by `pop_queue`."""
+        depth = self._inbox.queue(text, tuple(images), for_next_end=saw_end, held=held, context=tuple(context))
         if not saw_end and not self._turn_lock.locked() and self._inbox.follows_on() and not self._closed:
             # Under way from now, not from the task's first pass: a stop in between holds the prompt.
             self._host.detach(self._run_queue(self._host.stopping.enlist()))
@@ -251,8 +253,8 @@ class Core(HistoryMembers, McpMembers):
         """Whether queued prompts wait for `run_queue` (an interrupt stopped the turn before them)."""
         return self._inbox.held
 
-    def pop_queue(self) -> tuple[str, tuple[Image, ...]] | None:
-        """Take back the latest queued prompt with its images."""
+    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[dict[str, Any], ...]] | None:
+        """Take back the latest queued prompt with its images and context items."""
         return self._inbox.pop_queue()
 
     def queued(self) -> list[str]:

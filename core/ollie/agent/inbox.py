@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ollie.backend.images import MAX_IMAGES, max_image_bytes
 from ollie.errors import OllieError
@@ -60,6 +60,8 @@ class _Prompt:
     # Queued before an interrupt: it waits for the user's word (`release`), never runs on its own.
     held: bool = False
     images: tuple[Image, ...] = ()  # the prompt's pictures, sent with its text as a submit's are
+    # The client's context items as it sent them (their blocks are in `text`): handed back when it is popped.
+    context: tuple[dict[str, Any], ...] = ()
 
 
 class Inbox:
@@ -188,11 +190,12 @@ class Inbox:
         if self._injects:
             self._queue_inject(self.pop_inject(), replace=False)
 
-    def queue(self, text: str, images: tuple[Image, ...] = (), *, for_next_end: bool = False, held: bool = False) -> int:
-        """Add a prompt (with its images) to the FIFO; returns its depth. With `for_next_end` it waits for a turn to
-        end after now; `held`, for the user's word (`release`). QueueFull when there is no room for it."""
+    def queue(self, text: str, images: tuple[Image, ...] = (), *, for_next_end: bool = False, held: bool = False,
+              context: tuple[dict[str, Any], ...] = ()) -> int:
+        """Add a prompt (with its images and context items) to the FIFO; returns its depth. With `for_next_end` it waits
+        for a turn to end after now; `held`, for the user's word (`release`). QueueFull when there is no room for it."""
         self.room(text, images, prompts=1)
-        self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held, images))
+        self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held, images, context))
         self._on_queued()
         return len(self._prompts)
 
@@ -213,13 +216,14 @@ class Inbox:
         """The bytes (text and images) of the queued prompts and injects."""
         return sum(len(p.text) + sum(i.size for i in p.images) for p in self._prompts) + sum(map(len, self._injects))
 
-    def pop_queue(self) -> tuple[str, tuple[Image, ...]] | None:
-        """Take back the latest queued prompt (the one the user just sent), with its images, to edit and send again."""
+    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[dict[str, Any], ...]] | None:
+        """Take back the latest queued prompt (the one the user just sent), with its images and context items, to edit
+        and send again."""
         if not self._prompts:
             return None
         prompt = self._prompts.pop()
         self._on_queued()
-        return prompt.text, prompt.images
+        return prompt.text, prompt.images, prompt.context
 
     def queued(self) -> list[str]:
         """The queued prompts, oldest first."""

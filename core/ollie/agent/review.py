@@ -296,11 +296,12 @@ class Review:
         if not edits:
             return begin
         cp = self.checkpoints()
+        before: dict[str, tuple[bytes | None, str]] = {}  # one tree for them all
         for change in await cp.read_changes([e for e in await cp.diff_entries(begin, end) if e[0] in edits]):
             edit = edits.get(change.path)
             if edit is not None and change.new_text == edit.new_text and change.old_text != edit.old_text:
-                begin = await cp.tree_with(begin, change.path, edit.old_text.encode(), change.new_mode)
-        return begin
+                before[change.path] = (edit.old_text.encode(), change.new_mode)
+        return await cp.tree_with(begin, before) if before else begin
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
         """The editor applied an edit of the running turn to the open document `path` (absolute)."""
@@ -480,7 +481,7 @@ class Review:
         if after is None:
             after = await cp.snapshot()  # the last turn, still open: the work tree now (has the undo)
         mode = change.new_mode if change.new_mode not in ("", "000000") else change.old_mode
-        tree = await cp.tree_with(after, change.path, data, mode)
+        tree = await cp.tree_with(after, {change.path: (data, mode)})
         await cp.record_turn(_after_session(self._host.session.id), turn, tree)
 
     # --- rewind ----------------------------------------------------------------

@@ -15,6 +15,7 @@ import { errorText } from "./lib/errors";
 import { isSlashCommand } from "./lib/slash";
 import { workspaceNote } from "./workFolder";
 import { unlinked } from "./lib/notice";
+import { shownPath } from "./lib/steps";
 
 /** Provides the `ollie.chat` webview view. */
 export class ChatViewProvider implements vscode.WebviewViewProvider, ConversationListener, vscode.Disposable {
@@ -240,11 +241,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
 
   private async openFile(path: string, line?: number): Promise<void> {
     const uri = workspaceUri(path, this.conversation.cwd);
-    if (!uri) throw new Error(`${path} is not in the workspace`);
-    // The link was written by the model: a file outside the workspace opens only when the user says so.
+    if (!uri) throw new Error(`${shownPath(path)} is not in the workspace`);
+    // The link was written by the model: a file outside the workspace opens only when the user says so (its name
+    // escaped: a newline or an override in it would write the question's words).
     if (!(await isInsideWorkspaceUri(uri))) {
       const open = "Open Anyway";
-      const answer = await vscode.window.showWarningMessage(unlinked(`Ollie: ${uri.fsPath} is outside the workspace. Open it?`), { modal: true }, open);
+      const answer = await vscode.window.showWarningMessage(unlinked(`Ollie: ${shownPath(uri.fsPath)} is outside the workspace. Open it?`), { modal: true }, open);
       if (answer !== open) return;
     }
     const position = new vscode.Position(Math.max(0, (line ?? 1) - 1), 0);

@@ -175,10 +175,11 @@ export class QueuedPrompts {
   }
 
   /** Take the latest queued prompt of `session` back out of the daemon's queue and the chat, to edit and send again:
-   * with the context items and images this window queued it with, else (another window's) the images the daemon
-   * gives back. Undefined when nothing was queued. */
+   * with the context items and images this window queued it with, else (another window's, one queued before a reload)
+   * those the daemon gives back. Undefined when nothing was queued. */
   async takeBack(session: string): Promise<SavedPrompt | undefined> {
-    const popped = await this.host.daemon.request<{ text: string | null; images?: { data: string; mimeType: string }[] }>("ollie/popQueue", { session });
+    type Popped = { text: string | null; images?: { data: string; mimeType: string }[]; context?: EditorContext[] };
+    const popped = await this.host.daemon.request<Popped>("ollie/popQueue", { session });
     if (typeof popped.text !== "string") return undefined;
     const text = typedText(popped.text);
     const prompts = this.pending.get(session) ?? [];
@@ -187,7 +188,7 @@ export class QueuedPrompts {
     this.save(session);
     if (this.host.modelFor(session).takeBack(text)) this.reset(session);
     const images = (popped.images ?? []).map((image, n) => ({ name: `image ${n + 1}`, data: `data:${image.mimeType};base64,${image.data}` }));
-    return mine ?? { text, contexts: [], images };
+    return mine ?? { text, contexts: popped.context ?? [], images };
   }
 
   /** Run the held prompts of `session` now (the user's word), in order. */

@@ -86,7 +86,7 @@ class SessionDirs:
         """Create the root and its dirs, each 0700 (the runtime root too, when it is ollie's), and own them."""
         if self.root.parent == paths.runtime_tmp_dir():
             runtime_root()
-        self._claim()  # makes the root (again, when a sweep takes a stale one away meanwhile)
+        self.claim()  # makes the root (again, when a sweep takes a stale one away meanwhile)
         for directory in (self.tmp, self.scratch, self.private):
             make_private_dir(directory)
 
@@ -104,8 +104,8 @@ class SessionDirs:
                 return False
         return True
 
-    def _claim(self) -> None:
-        """Hold the root's owner lock (shared) for as long as this process has the session open."""
+    def claim(self) -> None:
+        """Hold the root's owner lock (shared), making the root, for as long as this process has it open."""
         with _held_guard:
             if self.root in _held:
                 return
@@ -159,7 +159,6 @@ def sweep_stale(*, now: float | None = None) -> list[Path]:
     A dir without an owner lock goes once older than UNOWNED_GRACE_S. A root is checked to be ours first
     (`runtime_root`): a planted symlink or dir is never swept.
     """
-    swept: list[Path] = []
     now = time.time() if now is None else now
     entries: list[os.DirEntry[str]] = []
     for root in dict.fromkeys([paths.runtime_tmp_dir(), paths.runtime_socket_dir()]):
@@ -167,6 +166,23 @@ def sweep_stale(*, now: float | None = None) -> list[Path]:
             entries += os.scandir(runtime_root(root, make=False))
         except (SandboxError, OSError):
             continue  # none made yet; or not ours: the session's first step says what is wrong, naming the dir
+    return _sweep(entries, now)
+
+
+def sweep_unowned(parent: Path, prefix: str) -> list[Path]:
+    """Remove this user's dirs `parent/<prefix>*` (not links) no live process owns, as `sweep_stale` does; returns
+    them (a shared /tmp holds other users' and other programs' dirs: those are never touched)."""
+    uid = os.geteuid()
+    try:
+        entries = [e for e in os.scandir(parent) if e.name.startswith(prefix)
+                   and e.is_dir(follow_symlinks=False) and e.stat(follow_symlinks=False).st_uid == uid]
+    except OSError:
+        return []
+    return _sweep(entries, time.time())
+
+
+def _sweep(entries: list[os.DirEntry[str]], now: float) -> list[Path]:
+    swept: list[Path] = []
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue

@@ -108,6 +108,14 @@ function M.bar()
   return "%<" .. label .. (#hints > 0 and ("%#" .. (bar.hint_hl or "Comment") .. "# " .. esc(text) .. "%*") or "")
 end
 
+---A cost in dollars as VS Code and the terminal say it: cents, or 4 places under a cent (`$0.00`, `$0.0012`, `$1.50`).
+---@param cost number|nil
+---@return string
+local function dollars(cost)
+  cost = cost or 0
+  return string.format(cost > 0 and cost < 0.01 and "$%.4f" or "$%.2f", cost)
+end
+
 ---What a statusline in `win` shows of the current tab's chat: "ollie: <state> $<cost>", and its session's title as
 ---the daemon gives it (the first prompt's words once that turn starts, a rename), cut at its end to fit the window
 ---("" when there is none or no room). The chat's own statusline and the public component both draw this.
@@ -128,7 +136,7 @@ function M.status(win)
     or not client.initialized and "starting"
     or require("ollie.permission").asks(c.session) and "waiting for your answer"
     or running and vim.fn.strcharpart(running.title:gsub("`", ""), 0, 40) or c.state
-  local status = string.format("ollie%s: %s $%.4f", c.name and ("[" .. c.name .. "]") or "", state, c.cost or 0)
+  local status = string.format("ollie%s: %s %s", c.name and ("[" .. c.name .. "]") or "", state, dollars(c.cost))
   local title = c.title:gsub("%c", " ")
   -- A global statusline (laststatus=3) spans the editor, not the window it names.
   local width = vim.o.laststatus == 3 and vim.o.columns or vim.api.nvim_win_get_width(win)

@@ -136,18 +136,22 @@ function P:pop_queued()
     if type(popped) ~= "string" then
       return self.transcript:aside(err and ("error: " .. err_text(err)) or "nothing is queued", err and "OllieError")
     end
-    local _, text = context.split_prompt(popped)
+    local labels, text = context.split_prompt(popped)
     savedqueue.take(session, text)
     local typed = self:typed_back(text)
-    local images = {}
+    -- Queued elsewhere (another Neovim, before a restart): the contexts the daemon gave back, labelled as its blocks.
+    local given = {}
+    for i, c in ipairs(type(res.context) == "table" and res.context or {}) do
+      table.insert(given, vim.tbl_extend("force", c, { label = labels[i] or c.uri }))
+    end
     for i, image in ipairs(type(res.images) == "table" and res.images or {}) do
       local mime = tostring(image.mimeType or "image"):gsub("^image/", "")
-      table.insert(images, { image = "queued-" .. i, data = image.data, label = ("image %d (%s)"):format(i, mime) })
+      table.insert(given, { image = "queued-" .. i, data = image.data, label = ("image %d (%s)"):format(i, mime) })
     end
     input.clear(self.input_buf)
     input.append(self.input_buf, typed.text)
-    -- As typed, its tags bring its files and images again; else (queued elsewhere) the images the daemon gave back.
-    self.kept = vim.list_extend(self.kept or {}, typed.given or images)
+    -- As typed, its tags bring its files and images again; else what the daemon gave back.
+    self.kept = vim.list_extend(self.kept or {}, typed.given or given)
     input.render_kept(self.input_buf, self.kept)
     self:sync_queue()
   end)

@@ -101,8 +101,9 @@ const TEXT_TYPES = new Set(["submit", "queue", "inject"]);
 export const MAX_CHIPS = 20;
 const BARE_TYPES = new Set(["ready", "interrupt", "newSession", "switchModel", "checkBackend", "setApiKey", "openServerEnv", "pickFile", "addSelection", "loadEarlier", "runHeld", "takeBack"]);
 const CODE_ACTIONS = new Set(["copy", "insert", "apply"]);
-// A workspace-relative (or absolute) path as the model writes it; no control characters.
-const PATH = /^[^\0-\x1f]{1,1024}$/;
+// A workspace-relative (or absolute) path as the model writes it: any a file may have (one with a newline is drawn
+// escaped, `shownPath`, and its link opens the real file: a click on it did nothing), never a NUL.
+const PATH = /^[^\0]{1,1024}$/;
 
 function isPath(value: unknown): value is string {
   return typeof value === "string" && PATH.test(value);

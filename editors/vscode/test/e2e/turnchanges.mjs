@@ -158,4 +158,9 @@ export async function turnChanges({ page, work, screenshot }) {
   await step.locator(".step-diffs-more").scrollIntoViewIfNeeded();
   await screenshot("turnchanges-step-more");
   log("the step of 152 files shows its first 100 diffs and says 52 more files changed");
+  // The newline-named file's link in the step (drawn escaped) opens the real file: the click did nothing.
+  await step.locator(".diff a.file-link", { hasText: "a new\\x0aline\\u202etxt.exe" }).click();
+  await until("the file named with a newline open", async () => (await tab.getAttribute("data-resource-name")) === "a new\nline\u202etxt.exe");
+  await screenshot("turnchanges-hostile-file-opened");
+  log("a link to a file named with a newline and an override opens the real file");
 }

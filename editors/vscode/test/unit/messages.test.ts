@@ -32,6 +32,8 @@ test("the chat's actions are validated field by field", () => {
   assert.deepEqual(parseWebviewMessage({ type: "setApproval", mode: "auto-edit" }), { type: "setApproval", mode: "auto-edit" });
   assert.deepEqual(parseWebviewMessage({ type: "checkBackend" }), { type: "checkBackend" });
   assert.deepEqual(parseWebviewMessage({ type: "checkPaths", paths: ["a.py"] }), { type: "checkPaths", paths: ["a.py"] });
+  // A file named with a newline or an override: its link (drawn escaped) opens it (the click was dropped here).
+  assert.deepEqual(parseWebviewMessage({ type: "openFile", path: "a\nb\u202etxt" }), { type: "openFile", path: "a\nb\u202etxt" });
   for (const bad of [
     { type: "openFile", path: "a\u0000b" },
     { type: "openFile" },

@@ -353,3 +353,14 @@ test("injects with their own files not taken when the window reloaded go back as
   assert.deepEqual(model.items.flatMap((item) => (item.kind === "user" ? [[item.text, item.note]] : [])), [["Use tabs.\nAnd wide ones.", undefined]]);
   assert.equal(memory.saved, undefined);
 });
+
+test("a prompt another window queued comes back with the context items and images the daemon gives back", async () => {
+  const { prompts, answers } = queue();
+  const lines = { uri: "file:///w/calc.py", range: { start: { line: 2, character: 0 }, end: { line: 5, character: 0 } } };
+  const back = prompts.takeBack("s");
+  await answers.sent("ollie/popQueue");
+  const text = "<editor-context>\nFile: calc.py (python)\nShowing lines 3-5:\n```python\nx\n```\n</editor-context>\n\nExplain it.";
+  answers.answer("ollie/popQueue", { text, images: [{ data: "AAAA", mimeType: "image/png" }], context: [lines] });
+  // Bug: its chips were lost (`contexts: []`): sent again, the prompt no longer said which lines it meant.
+  assert.deepEqual(await back, { text: "Explain it.", contexts: [lines], images: [{ name: "image 1", data: "data:image/png;base64,AAAA" }] });
+});
