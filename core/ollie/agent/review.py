@@ -299,7 +299,8 @@ class Review:
         for change in await cp.read_changes([e for e in await cp.diff_entries(begin, end) if e[0] in edits]):
             edit = edits.get(change.path)
             if edit is not None and change.new_text == edit.new_text and change.old_text != edit.old_text:
-                begin = await cp.tree_with(begin, change.path, edit.old_text.encode(), change.new_mode)
+                # In the mode it had then: the turn's end's (a step's `chmod +x`) outlived the turn's rewind.
+                begin = await cp.tree_with(begin, change.path, edit.old_text.encode())
         return begin
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
