@@ -78,8 +78,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
     if health.model_present is False:
         health.error = f"{backend.said} has no model {backend.model!r}"
         # Escaped: a terminal (ollie doctor) obeys an escape in a name, and a line break in one forges doctor's lines.
-        shown = ", ".join(one_name(n) for n in names[:8]) + (
-            f" and {len(names) - 8} more" if len(names) > 8 else "")
+        shown = ", ".join(one_name(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
         health.hint = f"{missing_model_hint(backend.spec, backend.model)}; the server has: {shown}"
     health.ok = health.model_present is not False
     return health
