@@ -13,6 +13,7 @@ import re
 import stat
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 # Colon-separated policy paths the execute server exports for sandboxed calls.
 READ_ENV = "OLLIE_SANDBOX_READ"
@@ -47,9 +48,14 @@ def named(text: str) -> str:
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        super().error(named(message))  # it quotes the model's arguments: a line break would forge a line of ours
+
+
 def parser(description: str) -> argparse.ArgumentParser:
     """An argparse parser named after the running script."""
-    return argparse.ArgumentParser(prog=Path(sys.argv[0]).stem, description=description)
+    return _Parser(prog=Path(sys.argv[0]).stem, description=description)
 
 
 def _under(path: str, root: str) -> bool:

@@ -20,6 +20,11 @@ def escaped(text: str, keep: str = "\n\t") -> str:
     return "".join(c if c.isprintable() or c in keep else _escape(c) for c in text)
 
 
+def one_name(text: str, most: int = 100) -> str:
+    """`text`, a name another chose (a server's model id), on one line: escaped, cut after `most` characters."""
+    return escaped(text[:most], keep="") + "..." * (len(text) > most)
+
+
 def has_controls(text: str) -> bool:
     """Whether `escaped(text)` differs from `text` (the user should be told that escapes are shown)."""
     return any(not (c.isprintable() or c in "\n\t") for c in text)

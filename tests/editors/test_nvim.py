@@ -286,7 +286,8 @@ def test_a_streamed_delta_costs_the_markdown_parser_nothing_whatever_the_session
 
 
 def test_model_agent_queue_inject_compact(workspace, scripted_llm):
-    srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192})
+    # A hostile server's id: listed as it is (picked, it goes back so), shown escaped (it drew two items, reversed).
+    srv = scripted_llm("openai", models={"scripted-model": 32_768, "other-model": 8192, "m\n\u202eid": 8192})
     srv.script(
         Reply(text="Slowly " * 30, delay=0.05, hold=released(workspace, "slow"),  # until queued and injected
               tool_calls=[("execute_code", {"steps": [{"code": "sleep 0.5; echo ran", "language": "bash"}]})]),
@@ -297,8 +298,8 @@ def test_model_agent_queue_inject_compact(workspace, scripted_llm):
     )
     result = run_scenario("commands", workspace, srv)
     # The pickers show what ollie/listModels and ollie/listAgents answer: the current one marked, descriptions.
-    assert result["model_items"] == ["scripted-model", "other-model"]
-    assert result["model_labels"] == ["scripted-model (current)", "other-model"]
+    assert result["model_items"] == ["scripted-model", "other-model", "m\n\u202eid"]
+    assert result["model_labels"] == ["scripted-model (current)", "other-model", "m\\x0a\\u202eid"]
     # A local server by the host and port of its URL, as its errors name it (it read "model of local").
     assert result["model_prompt"] == f"ollie: model of {urlsplit(srv.url).netloc}", result["model_prompt"]
     assert "default" in result["agent_items"] and "coding" in result["agent_items"]

@@ -161,14 +161,27 @@ def test_doctor_names_each_broken_mcp_server_and_the_good_ones_pass(scripted_llm
     assert f"ok   MCP servers: good in {config / 'mcp.json'}" in proc.stdout, proc.stdout
 
 
+HOSTILE_MODELS = ["\x1b]52;c;cm0gLXJmIH4=\x07m2", "m1\nok   sandbox policy: all good", "m3" * 50_000]
+
+
 def test_doctor_names_a_hostile_servers_models_escaped_and_cut(scripted_llm, tmp_path):
     # The missing model's hint lists the models the server has: their names are the server's, printed as they came
     # (an OSC escape retitles or writes the clipboard of the user's terminal; a line break forged doctor's own lines).
-    forged = "m1\nok   sandbox policy: all good"
-    srv = scripted_llm("openai", model="m0", text_models=["\x1b]52;c;cm0gLXJmIH4=\x07m2", forged, "m3" * 50_000])
+    srv = scripted_llm("openai", model="m0", text_models=HOSTILE_MODELS)
     proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env={**srv.env(), "OLLIE_MODEL": "gpt-4.1"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (hint,) = [line for line in lines(proc.stdout, "FAIL") if "the server has:" in line]
     assert len(hint) < 2000, len(hint)  # a 100,000-character name is cut
     assert "\x1b" not in proc.stdout and "\\x1b]52" in hint, hint
     assert "ok   sandbox policy: all good" not in proc.stdout.splitlines() and "m1\\nok" in hint, hint
+
+
+def test_models_lists_a_hostile_servers_models_escaped_and_cut(scripted_llm, tmp_path):
+    # `/models` (the terminal, `ollie -p`, an editor's chat) listed them as they came: a line break stood as a line of
+    # ollie's own, a 100,000-character id was printed whole (the escape itself was left out, in the terminal).
+    srv = scripted_llm("openai", model="m0", text_models=HOSTILE_MODELS)
+    proc = run_ollie(["-p", "/models", "--cwd", str(tmp_path)], env=srv.env())
+    assert proc.returncode == 0, proc.stderr
+    assert "ok   sandbox policy: all good" not in proc.stdout.splitlines(), proc.stdout
+    assert "  m1\\nok   sandbox policy: all good" in proc.stdout.splitlines(), proc.stdout
+    assert len(proc.stdout) < 2000 and f"  {'m3' * 50}..." in proc.stdout.splitlines(), len(proc.stdout)

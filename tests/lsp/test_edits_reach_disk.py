@@ -156,6 +156,20 @@ async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of
     assert calc.read_text() == mine
 
 
+async def test_a_turns_chmod_of_a_file_whose_buffer_it_edited_and_saved_goes_with_its_rewind(start_daemon, llm):
+    """The turn's checkpoint holds the user's unsaved text of a buffer it edited and saved: it took that file's mode at
+    the turn's end too, so the turn's `chmod +x` was no change of its, and the file stayed executable once rewound."""
+    llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), run("chmod +x calc.py"), Reply.text("done"))
+    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    calc = workspace(daemon)
+    mine = "# the user's unsaved note\n" + CALC
+    SavingEditor(daemon).open(calc, mine)
+    assert await submit(daemon, "fix add") == "done"
+    assert calc.stat().st_mode & 0o111 and calc.read_text() == "# the user's unsaved note\n" + FIXED
+    await daemon.request("ollie/rewind", {"turn": 1})
+    assert calc.read_text() == mine and not calc.stat().st_mode & 0o111
+
+
 async def test_after_a_daemon_restart_the_user_s_saved_text_is_still_not_the_turn_s(start_daemon, llm):
     """The buffer edits are forgotten with the daemon, and the disk's change is then listed: it is the agent's edit
     alone (before, it held the user's line, saved with the edit, and undoing it deleted that line)."""

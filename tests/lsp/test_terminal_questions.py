@@ -245,3 +245,17 @@ def test_a_workspace_servers_question_shows_under_what_came_before_it(llm, tmp_p
         assert "warning: MCP server 'planted'" not in term.text[at:], term.text[at:]
         assert "warning: MCP server 'other'" in term.text[at:], term.text[at:]
         assert term.close() == 0
+
+
+def test_an_edits_question_names_a_file_whose_name_breaks_the_line_escaped_in_its_diff(llm, tmp_path):
+    """The diff's header lines printed the model's file name as it is: `x.txt<LF>--- a/README.md<LF>+++ b/README.md`
+    stood as a diff of README.md under the question (its title escaped the name already)."""
+    name = "x.txt\n--- a/README.md\n+++ b/README.md"
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": [name, "hello\n"]}]})),
+               Reply.text("left alone"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
+        at = asked(term, "go", r"Allow\? \[y\]es once")
+        assert "+++ b/x.txt\\n--- a/README.md\\n+++ b/README.md\n@@ -0,0 +1 @@\n+hello\n" in term.text, term.text
+        assert "+++ b/README.md" not in term.text.splitlines(), term.text
+        term.answer("n", r"left alone", after=at)
+        assert term.close() == 0

@@ -106,7 +106,11 @@ def test_a_team_member_cannot_change_the_approval_mode_of_a_shared_session(store
 def test_a_teammates_session_whose_record_is_malformed_is_not_resumed_as_ones_own(store_url, scripted_llm, tmp_path):
     # Alice may run her session in `auto`; a record of it no ollie writes (a 5,000-byte title) failed the terminal's
     # recording, which it shrugged off: Bob's `--session` ran it as his own, in her mode, and her step ran unasked.
+    # Then (round 51) the record read for its agent and owner failed as "no record": his session opened as his own
+    # before the refusal, his own agent's agentSpawn hook ran unsandboxed on her session.
     import psycopg
+
+    from tests.teams.test_two_daemons import DEPLOY_AGENT, install_agent
 
     llm = scripted_llm("openai", check=False)
     llm.script(Reply.text("noted"))
@@ -114,11 +118,13 @@ def test_a_teammates_session_whose_record_is_malformed_is_not_resumed_as_ones_ow
     sid = _shared_by_alice(ollie, store_url, ["--approval", "auto"])
     with psycopg.connect(store_url) as conn:
         conn.execute("UPDATE sessions SET title = repeat('x', 5000) WHERE id = %s", (sid,))
+    install_agent(tmp_path / "bob", "default", DEPLOY_AGENT)  # his own, its hook unsandboxed for his own sessions
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo pwned > planted", "language": "bash"}]})),
                Reply.text("done"))
     refused = ollie("bob", ["-p", "go on", "--session", sid], OLLIE_TEAMS="backend", OLLIE_APPROVAL="ask")
     assert refused.returncode == 2 and "session title is 5000 bytes" in refused.stderr, refused.stderr
     assert not (tmp_path / "work" / "planted").exists()
+    assert not list((tmp_path / "bob").glob("*-ran")), refused.stderr
 
 
 def test_continue_goes_on_with_ones_own_session_not_a_teammates_newer_shared_one(store_url, scripted_llm, tmp_path):

@@ -17,6 +17,7 @@ from ollie.agent.surface import CommandTarget
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
+from ollie.escapes import one_name
 from ollie.sandbox import netsaved
 from ollie.sessions import location, persist
 from ollie.sessions.types import Info, one_line
@@ -56,7 +57,7 @@ async def cmd_models(core: CommandTarget, arg: str) -> str:
     if not models:
         return f"backend {core.backend_name} reported no models"
     current = core.model_name
-    lines = [f"{'*' if m == current else ' '} {m}" for m in models]
+    lines = [f"{'*' if m == current else ' '} {one_name(m)}" for m in models]  # the server's text: one line each
     return f"models of {core.backend_name}:\n" + "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ were shown, with the connections they made and the files they changed (without d
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,15 @@ UNDID = "the user undid these changes of yours (turn {turn}): "
 _UNDID = re.compile(re.escape(UNDID).replace(re.escape("{turn}"), r"(\d+)"))
 
 
+def _undid(notes: str) -> Iterator[int]:
+    """The turns named by the undo notes that begin a prompt's `notes` (ollie's own come first, each one line): what
+    follows them (a hook's output, an MCP resource: the workspace's or a server's text) may quote one."""
+    for note in notes.split("\n\n"):
+        if (match := _UNDID.match(note)) is None:
+            return
+        yield int(match[1])
+
+
 def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *,
                first: int = 0, notes: Iterable[tuple[int, str]] = ()) -> dict[int, dict[str, int]]:
     """`turnChanges` by message index (the session's `total` messages from index `first` of those sent): on the last
@@ -173,7 +182,7 @@ def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *
     UNDID words them) say the user undid since, then with none left too; a turn whose start compaction or /clear
     rewrote (-1) has none. Reads no workspace."""
     # A note in a turn's own prompt or before is of a turn of that number that a rewind cut.
-    said = [(at, int(turn)) for at, note in notes for turn in _UNDID.findall(note)]
+    said = [(at, turn) for at, note in notes for turn in _undid(note)]
     marks: dict[int, dict[str, int]] = {}
     for turn, (start, files) in enumerate(zip(turn_starts, changed, strict=False), 1):
         end = turn_starts[turn] if turn < len(turn_starts) else total

@@ -235,10 +235,10 @@ class Inbox:
         self._prompts.clear()
         return count
 
-    def add_note(self, note: str) -> None:
-        """Keep `note` (hook output) for the next prompt; empty notes are ignored."""
+    def add_note(self, note: str, first: bool = False) -> None:
+        """Keep `note` (hook output; `first`: before the others) for the next prompt; empty notes are ignored."""
         if note:
-            self._notes.append(note)
+            self._notes.insert(0 if first else len(self._notes), note)
 
     def take_notes(self) -> list[str]:
         """The notes waiting for the next prompt, handed over once."""

@@ -161,9 +161,9 @@ def _turn_files(changed: TurnChanges) -> TurnFiles:
 
 def _describe_hunk(change: FileChange, index: int | None) -> str:
     if index is None:
-        return f"{change.path} (the whole file, back to before your change)"
+        return f"{escaped(change.path, keep='')} (the whole file, back to before your change)"
     hunk = change.hunks[index]
-    return f"{change.path} lines {hunk.new_start}-{hunk.new_start + max(hunk.new_lines - 1, 0)} " \
+    return f"{escaped(change.path, keep='')} lines {hunk.new_start}-{hunk.new_start + max(hunk.new_lines - 1, 0)} " \
            f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
 
 
@@ -187,7 +187,7 @@ class Review:
     """The review surface of one session; the Core holds one as `core.review` (docs/ENGINE-API.md)."""
 
     def __init__(self, host: ReviewHost, *, tracker: Callable[[], ChangeTracker],
-                 add_note: Callable[[str], None]) -> None:
+                 add_note: Callable[[str, bool], None]) -> None:
         self._host = host
         self._tracker = tracker
         self._add_note = add_note
@@ -217,8 +217,8 @@ class Review:
         session.turn_changed = earlier + [0] * (turn - len(earlier))
         self._current = turn
         notes, session.review_notes = session.review_notes, []
-        for note in notes:  # undone hunks: the model reads them with this turn's prompt
-            self._add_note(note)
+        if notes:  # undone hunks: the model reads them with this turn's prompt, first (`turn_marks` reads them there)
+            self._add_note("\n\n".join(notes), True)
         await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
         try:
             tracker = self._tracker()
@@ -300,7 +300,8 @@ class Review:
         for change in await cp.read_changes([e for e in await cp.diff_entries(begin, end) if e[0] in edits]):
             edit = edits.get(change.path)
             if edit is not None and change.new_text == edit.new_text and change.old_text != edit.old_text:
-                before[change.path] = (edit.old_text.encode(), change.new_mode)
+                # In the mode it had then ("": `begin`'s): the turn's end's (a step's `chmod +x`) outlived its rewind.
+                before[change.path] = (edit.old_text.encode(), "")
         return await cp.tree_with(begin, before) if before else begin
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:

@@ -10,11 +10,10 @@ from ollie.backend.base import Backend
 from ollie.backend.errors import BackendError, BackendUnreachableError
 from ollie.backend.settings import missing_model_hint, refused_key_hint
 from ollie.backend.urls import shown_url
-from ollie.escapes import escaped
+from ollie.escapes import one_name
 
 # A health check must answer fast: it runs when a client opens its chat.
 CHECK_TIMEOUT_S = 3.0
-NAME_SHOWN = 100  # of a model id the server lists, in a hint: the server's text, of any length
 
 
 @dataclass(eq=False, repr=False)
@@ -79,8 +78,7 @@ async def check_backend(backend: Backend, *, timeout: float = CHECK_TIMEOUT_S) -
     if health.model_present is False:
         health.error = f"{backend.said} has no model {backend.model!r}"
         # Escaped: a terminal (ollie doctor) obeys an escape in a name, and a line break in one forges doctor's lines.
-        shown = ", ".join(escaped(n[:NAME_SHOWN], keep="") + "..." * (len(n) > NAME_SHOWN) for n in names[:8]) + (
-            f" and {len(names) - 8} more" if len(names) > 8 else "")
+        shown = ", ".join(one_name(n) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
         health.hint = f"{missing_model_hint(backend.spec, backend.model)}; the server has: {shown}"
     health.ok = health.model_present is not False
     return health

@@ -61,9 +61,12 @@ async def pick(core: TerminalCore, lines: InputLines, arg: str, drained: Callabl
 
 
 def recorded(session_id: str) -> tuple[str, str] | None:
-    """The agent session `session_id` ran and its owner ("": this user), from its record; None when this user has none
-    to read (sync: a thread)."""
+    """The agent session `session_id` ran and its owner ("": this user), from its record; None when it has none, or the
+    registry cannot be read (said as it opens); a record this user may not resume, or a malformed one, raises
+    (nothing of the session runs: as his own, his agent's hooks would run unsandboxed on it) (sync: a thread)."""
+    from ollie.agent.recorder import unavailable
     from ollie.errors import OllieError
+    from ollie.sessions.errors import NotFoundError
     from ollie.sessions.registry import Registry
     from ollie.sessions.types import Scope, os_user
 
@@ -74,7 +77,7 @@ def recorded(session_id: str) -> tuple[str, str] | None:
     try:
         info = registry.get(Scope(user_id=os_user()), session_id)
         return info.agent_id, "" if info.user_id == os_user() else info.user_id
-    except OllieError:
+    except (NotFoundError, *unavailable()):
         return None
     finally:
         registry.close()

@@ -408,7 +408,7 @@ def _rows_free(used: int) -> int:
 
 def _diff_text(diff: Diff, *, color: bool, most: int = DIFF_LINES_MAX) -> str:
     """An edit as a unified diff (escaped: the model wrote it), cut after `most` lines, + and - lines coloured."""
-    lines = [escaped(line) for line in diff.unified(most)]
+    lines = [escaped(line, keep="\t") for line in diff.unified(most)]  # a line break is the file name's
     if color:
         codes = {"+": "32", "-": "31", "@": "36"}
         lines = [f"\x1b[{codes[line[0]]}m{line}\x1b[0m" if line[:1] in codes else line for line in lines]

@@ -208,7 +208,10 @@ function M.models(on_choice)
     vim.ui.select(res.models, {
       prompt = "ollie: model of " .. tostring(res.server or res.backend), -- a local server by its host, not "local"
       kind = "ollie_model",
-      format_item = function(name) return name == res.current and (name .. " (current)") or name end,
+      format_item = function(name) -- the server's id: a line break or bidi override in it shown escaped
+        local shown = require("ollie.permission").shown_path(name)
+        return name == res.current and (shown .. " (current)") or shown
+      end,
     }, M.changed(res.current, on_choice))
   end)
 end
