@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ollie import beneath
 from ollie.env import env_seconds
 from ollie.stdio import while_read
 from ollie_lsp.framing import FrameParser, Item, stall_seconds
@@ -83,18 +84,6 @@ def _private(path: Path) -> bool:
     return stat.S_ISREG(mode) and not mode & 0o077
 
 
-def write_token_file(path: Path, value: str) -> None:
-    """Write `value` to `path`, readable and writable by the user only (0600, in a 0700 dir if it makes one)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # O_NOFOLLOW: a link planted at the path must not redirect the write.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, (value + "\n").encode())
-    finally:
-        os.close(fd)
-
-
 def resolve_token(token_file: str | None, port: int, environ: dict[str, str] | None = None) -> Token:
     """The token: from --token-file (written there when absent), else $OLLIE_LSP_TOKEN, else new (in the state dir).
 
@@ -121,7 +110,8 @@ def resolve_token(token_file: str | None, port: int, environ: dict[str, str] | N
 
         path = state_dir() / f"lsp-{port}.token"
     value = secrets.token_urlsafe(32)
-    write_token_file(path, value)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    beneath.write_bytes_sync(path.parent, path.name, (value + "\n").encode(), 0o600)  # a link there is not followed
     return Token(value, path, generated=True)
 
 

@@ -16,7 +16,8 @@ from ollie.sessions.errors import (
 )
 from ollie.sessions.location import StoreConfigError
 from ollie.sessions.registry import Registry
-from ollie.sessions.store import SCHEMA_VERSION, StoreBusyError
+from ollie.sessions.schema import SCHEMA_VERSION
+from ollie.sessions.store import StoreBusyError
 from ollie.sessions.types import Channel, Info, Kind, ListOptions, Request, Scope, TurnResult
 
 ALICE = Scope(user_id="alice")

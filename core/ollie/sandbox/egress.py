@@ -18,7 +18,6 @@ import asyncio
 import atexit
 import contextlib
 import contextvars
-import fcntl
 import ipaddress
 import os
 import secrets
@@ -29,6 +28,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from ollie import paths
@@ -400,18 +400,8 @@ class EgressProxy:
         # Beside the sessions' dirs (or in /tmp/ollie-<uid>), which a session opening sweeps of those whose owner lock
         # no live process holds (tools/execute/sessiondirs.py): held while the proxy lives, so only a dead daemon's
         # dir goes, also after a kill -9.
-        while True:
-            self._dir = tempfile.mkdtemp(prefix="egress-", dir=root)
-            lock = os.path.join(self._dir, "owner.lock")
-            try:
-                self._lock = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            except FileNotFoundError:
-                continue  # swept as soon as made (an unlocked dir, to another process's sweep): again
-            fcntl.flock(self._lock, fcntl.LOCK_SH)
-            with contextlib.suppress(FileNotFoundError):
-                if os.stat(lock).st_ino == os.fstat(self._lock).st_ino:
-                    break
-            os.close(self._lock)  # a sweep took it between its lock file's making and its locking: again
+        self._dir = tempfile.mkdtemp(prefix="egress-", dir=root)
+        self._lock = runtimedir.hold_owner_lock(Path(self._dir))
         server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         server.bind(self.path)
         server.listen(64)

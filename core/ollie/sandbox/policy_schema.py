@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, ClassVar, Literal
 
 import attrs
@@ -18,15 +19,9 @@ def _port(value: object) -> int:
     return parse(int, value)
 
 
-def _memory_size(value: object) -> str:
-    return check_size(value, share=True)
-
-
-def _file_size(value: object) -> str:
-    return check_size(value, share=False)
-
-
 Port = Annotated[int, Check(parse=_port, ge=1, le=65535)]
+MemorySize = Annotated[str, Check(parse=partial(check_size, share=True))]
+FileSize = Annotated[str, Check(parse=partial(check_size, share=False))]
 
 
 @attrs.frozen
@@ -65,7 +60,7 @@ class Network(_Section):
     mode: Literal["proxy", "open", "nonet"] = "proxy"  # proxy: out only through ollie's egress proxy (egress.py)
     allow: tuple[str, ...] = DEFAULT_ALLOW
     deny: tuple[str, ...] = ()
-    max_sent: Annotated[str, Check(parse=_file_size)] = "1G"  # bytes one step may send through the proxy; 0: none
+    max_sent: FileSize = "1G"  # bytes one step may send through the proxy; 0: none
     enabled: bool = True
     unrestricted: bool = True
     bind_tcp: tuple[Port, ...] = ()
@@ -80,8 +75,8 @@ class Limits(_Section):
     processes: Annotated[int, Check(ge=1)] = 512  # tasks one step may run at once (pids cgroup; see cgroup.py)
     # Containment v3's step limits (memory cgroup or RLIMIT_AS; RLIMIT_FSIZE), kept as canonical text ("50%",
     # "8G") and turned into bytes per machine: see sizes.py and docs/SECURITY.md.
-    memory: Annotated[str, Check(parse=_memory_size)] = "50%"
-    file_size: Annotated[str, Check(parse=_file_size)] = "8G"
+    memory: MemorySize = "50%"
+    file_size: FileSize = "8G"
 
 
 @attrs.frozen

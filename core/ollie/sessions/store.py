@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 from ollie import paths
 from ollie.sessions.errors import SessionError
-from ollie.sessions.schema import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported
 from ollie.sessions.schema import pending
 from ollie.sessions.types import COLUMNS, Info, SortKey
 

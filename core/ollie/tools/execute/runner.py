@@ -13,11 +13,12 @@ from pathlib import Path
 from ollie import programs
 from ollie.sandbox import writers
 from ollie.sandbox.policy import Policy, load_policy, policy_file
+from ollie.sandbox.runtimedir import make_private_dir
 from ollie.tools.execute.childenv import DEFAULT_PATH, child_env, memory_dir, memory_root, plan_file
 from ollie.tools.execute.languages import Invocation
 from ollie.tools.execute.protect import protect
 from ollie.tools.execute.pythonenvs import python_envs
-from ollie.tools.execute.sessiondirs import SessionDirs, make_private_dir, remove_tree
+from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree
 from ollie.tools.execute.spawn import RunOutcome, run_process
 from ollie.tools.execute.tool import mtime_ns
 

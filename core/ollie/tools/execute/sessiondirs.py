@@ -1,7 +1,6 @@
 """A session's private dirs: its TMPDIR, the scratch dir of sandboxed programs, and one no sandbox grants.
 
-A live process holds a shared flock on its sessions' `owner.lock`, released however it ends, so
-`sweep_stale` tells a dead process's dirs (lock free) from a live one's without trusting reused pids.
+`sweep_stale` removes those whose owner lock (ollie.sandbox.runtimedir) no live process holds.
 """
 
 from __future__ import annotations
@@ -20,9 +19,8 @@ from pathlib import Path
 
 from ollie import paths, programs
 from ollie.sandbox.errors import SandboxError
-from ollie.sandbox.runtimedir import PRIVATE_MODE, runtime_root
+from ollie.sandbox.runtimedir import OWNER_LOCK, PRIVATE_MODE, hold_owner_lock, make_private_dir, runtime_root
 
-OWNER_LOCK = "owner.lock"
 # A dir without an owner lock is being created right now, or was left by an older ollie (or a crashed
 # prompt command's private dir): swept only once it is this old.
 UNOWNED_GRACE_S = 600.0
@@ -43,13 +41,6 @@ def remove_tree(path: Path) -> None:
         with contextlib.suppress(OSError):
             subprocess.run([programs.program("rm"), "-rf", "--", str(path)], stdin=subprocess.DEVNULL,
                            capture_output=True, check=False)
-
-
-def make_private_dir(path: Path) -> Path:
-    """Create `path` (and its parents) as 0700, tightening it when it already existed."""
-    path.mkdir(mode=PRIVATE_MODE, parents=True, exist_ok=True)
-    os.chmod(path, PRIVATE_MODE)
-    return path
 
 
 @dataclass(eq=False, repr=False)
@@ -109,28 +100,7 @@ class SessionDirs:
         with _held_guard:
             if self.root in _held:
                 return
-            while True:
-                try:
-                    make_private_dir(self.root)
-                    fd = os.open(self.root / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-                except FileNotFoundError:  # a sweep moved the (stale) root away meanwhile: make it again
-                    continue
-                except FileExistsError:  # there as mkdir looked, gone as pathlib saw whether it is a directory: again
-                    with contextlib.suppress(FileNotFoundError):
-                        if not stat.S_ISDIR(os.lstat(self.root).st_mode):
-                            raise  # no directory there to make again: say so, never loop
-                    continue
-                # Blocks only while another process's sweep holds it exclusively for a moment.
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                try:
-                    same = os.stat(self.root / OWNER_LOCK).st_ino == os.fstat(fd).st_ino
-                except FileNotFoundError:
-                    same = False
-                if same:
-                    _held[self.root] = fd
-                    return
-                # That sweep removed the dir (a resumed session's stale one) while we waited: make it again.
-                os.close(fd)
+            _held[self.root] = hold_owner_lock(self.root)
 
     def release(self) -> None:
         """Let go of the owner lock (the dirs stay until removed or swept)."""
