@@ -26,7 +26,7 @@ def _env_value(value: object) -> str:
 Name = Annotated[str, Check(parse=_name, min_length=1)]
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class InitOptions:
     """What the client asked for at `initialize` (every field optional)."""
 

@@ -23,7 +23,7 @@ HOOK_NAMES = ("agentSpawn", "preTurn", "postTurn", "preTool", "postTool", "preCo
 NAME_MAX = 255
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class Prompt:
     """The system prompt: a string (literal, `!cmd`, file, env-expanded) or an array of entries (ollie.agent.prompt)."""
 
@@ -65,7 +65,7 @@ def _policy_name(value: object) -> str:
     return name
 
 
-@attrs.define(repr=False)
+@attrs.define(eq=False, repr=False)
 class GenerationParams:
     """Unified sampling parameters (None: the backend's default); the one declaration of their bounds."""
 
@@ -100,7 +100,7 @@ MCP_TIMEOUT_MS = 120_000
 _MCP_TIMEOUT = Check(gt=0, le=86_400_000, doc="milliseconds a request (a tool call) waits for the server's answer")
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class McpStdio:
     """An MCP server run as a program speaking JSON-RPC on stdio (mcp.json's `{"command", "args", "env", "cwd"}`)."""
 
@@ -113,7 +113,7 @@ class McpStdio:
     timeout: Annotated[float, _MCP_TIMEOUT] = MCP_TIMEOUT_MS
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class McpHttp:
     """An MCP server over HTTP (`{"url", "headers"}`): streamable HTTP, or legacy SSE with `"type": "sse"`."""
 
@@ -145,7 +145,7 @@ def parse_mcp_servers(value: object) -> dict[str, McpStdio | McpHttp | None]:
     return out
 
 
-@attrs.define(repr=False)
+@attrs.define(eq=False, repr=False)
 class AgentConfig(GenerationParams):
     """One agent: its sampling parameters (GenerationParams' keys), prompt, hooks, tool restrictions, backend."""
 

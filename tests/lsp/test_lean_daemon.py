@@ -289,13 +289,13 @@ def test_the_engines_load_is_frozen_off_the_first_tokens_collections() -> None:
     assert int(young) < 5_000  # what a young pass walked: the new objects (~700), not the loaded modules'
 
 
-# The dataclasses a first turn imports whose equality the code or the tests compare; the others generate no __eq__,
-# and no dataclass or attrs class a __repr__ (each generated method is source compiled at import, before the first
-# token; no log line or message shows one).
+# The dataclasses and attrs classes a first turn imports whose equality the code or the tests compare; the others
+# generate no __eq__ (nor, frozen attrs ones, a __hash__), and none a __repr__ (each generated method is source
+# compiled at import, before the first token; no log line or message shows one).
 _COMPARED = {"ollie.agent.hooks.HookResult", "ollie.agent.steps.Location", "ollie.agent.steps.ToolStep",
              "ollie.backend.framing.SSEEvent", "ollie.backend.reply.ReplyLimits", "ollie.backend.types.ToolCall",
              "ollie.backend.types.Image", "ollie.backend.types.Message", "ollie.backend.types.StreamEvent",
-             "ollie.sessions.session.TaskState", "ollie.sessions.types.Info"}
+             "ollie.sessions.session.TaskState", "ollie.sessions.types.Info", "ollie.tools.execute.args.ScriptCall"}
 _GENERATED_PROBE = """
 import attrs, dataclasses, sys
 import ollie_lsp.daemon, ollie_lsp.methods, ollie_lsp.sessions, ollie.agent.core, ollie.backend.openai
@@ -308,7 +308,8 @@ for name, module in list(sys.modules.items()):
             print(f"{name}.{value.__qualname__}", "eq" if made.eq else "-", "repr" if made.repr else "-",
                   "frozen" if made.frozen else "-")
         elif attrs.has(value):
-            print(f"{name}.{value.__qualname__}", "attrs", "repr" if "__repr__" in vars(value) else "-", "-")
+            print(f"{name}.{value.__qualname__}", "eq" if "__eq__" in vars(value) else "-",
+                  "repr" if "__repr__" in vars(value) else "-", "-")
 """
 
 

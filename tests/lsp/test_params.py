@@ -103,8 +103,8 @@ def test_generation_params_checks_each_field_by_its_type_and_bounds():
     params = parse(SetGenerationParamsParams, {"params": {
         "temperature": 1, "maxTokens": 77, "top_p": 0.5, "stop": ["\n"], "includeReasoning": True,
         "reasoningEffort": "low", "minP": None}}).params
-    assert params == GenerationParams(temperature=1.0, max_tokens=77, top_p=0.5, stop=["\n"],
-                                      include_reasoning=True, reasoning_effort="low")
+    assert attrs.asdict(params) == attrs.asdict(GenerationParams(temperature=1.0, max_tokens=77, top_p=0.5, stop=["\n"],
+                                                                 include_reasoning=True, reasoning_effort="low"))
     assert isinstance(params.temperature, float)
     message = error(SetGenerationParamsParams, {"params": {
         "warmth": 1, "temperature": "hot", "maxTokens": True, "topK": 1.5, "stop": ["a", 2], "includeReasoning": 1,

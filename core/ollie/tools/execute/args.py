@@ -81,7 +81,7 @@ ToolName = Annotated[str, Check(min_length=1, doc="The tool script's name (see c
 Argv = Annotated[tuple[str, ...], Check(parse=_argv, doc="Command-line arguments, as listed for the tool.")]
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class CodeStep:
     """One inline program: text, language, and whether it runs outside the sandbox."""
 
@@ -94,7 +94,7 @@ class CodeStep:
             raise ValueError(f"only bash steps can be elevated (got {self.language.name})")
 
 
-@attrs.frozen(repr=False)
+@attrs.frozen(eq=False, repr=False)
 class ParallelGroup:
     """Code steps that run at the same time."""
 
@@ -138,7 +138,7 @@ def _stage(value: object) -> CodeStep | ScriptCall:
     return _script_call(value) if "tool" in value else parse(CodeStep, value)
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class ExecuteRequest:
     """One executor call as parsed: its timeout (capped) and the sandbox it names (None: the session's)."""
 
@@ -158,7 +158,7 @@ class ExecuteRequest:
         return []
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class CodeRequest(ExecuteRequest):
     """execute_code: code steps and parallel groups, in order."""
 
@@ -170,7 +170,7 @@ class CodeRequest(ExecuteRequest):
         return [s for step in self.steps for s in (step.steps if isinstance(step, ParallelGroup) else (step,))]
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class CallRequest(ExecuteRequest):
     """call_tool: tool-script calls, in order."""
 
@@ -183,7 +183,7 @@ class CallRequest(ExecuteRequest):
         return list(self.calls)
 
 
-@attrs.frozen(kw_only=True, repr=False)
+@attrs.frozen(kw_only=True, eq=False, repr=False)
 class PipeRequest(ExecuteRequest):
     """pipe: stages, each a tool-script call or a code step."""
 
