@@ -72,7 +72,9 @@ M.REPLY_HEADER = "## ollie"
 ---@field pending_mark integer|nil
 ---@field changes table<integer, {turn: integer, mark: integer}> "✎ N files changed" lines by mark
 ---@field typed table<integer, true> the 0-based rows of the user's prompts: plain text, not markdown
----@field plain table<integer, true> the 0-based rows of steps' titles and locations: their `_` and `*` are not markdown
+---@field plain table<integer, true> the 0-based rows of steps' titles and locations, and of notes: their `_` and `*`
+---  are not markdown
+---@field attempt integer|nil the row the model's text being streamed starts at (T:drop_attempt)
 ---@field held {tree: vim.treesitter.LanguageTree, row: integer, col: integer, byte: integer}|nil where the text
 ---  the markdown parser has not been told of yet starts (T:hold_parser)
 ---@field streaming boolean|nil T:stream is writing
@@ -608,6 +610,7 @@ end
 ---@param text string
 function T:append_delta(role, text)
   self:reply_header()
+  self.attempt = self.stream_role and self.attempt or self:count()
   if self.stream_role ~= role then
     -- After reasoning (or an answer, or a note said mid-answer: a command's), a blank line keeps the two apart:
     -- markdown must not run on, and the answer's next words must not read as the note's.
@@ -669,6 +672,18 @@ function T:cut_from(row)
   for r in pairs(self.typed) do
     self.typed[r] = r < row or nil
   end
+  for r in pairs(self.plain) do
+    self.plain[r] = r < row or nil
+  end
+end
+
+---Take off the text the model streamed in an attempt that failed: the retry streams its answer anew (before, each
+---attempt's words were run on, "StartingStarting an answer").
+function T:drop_attempt()
+  if self.stream_role and self.attempt then
+    self:cut_from(self.attempt)
+    self.stream_role, self.reasoning, self.cut = nil, nil, nil
+  end
 end
 
 ---A line of its own, coloured (queued and injected prompts, errors, notes); before row `at` if given (the stream
@@ -686,6 +701,9 @@ function T:note(text, hl, at)
     table.insert(lines, "")
   end
   local row = self:add(lines, hl, at)
+  for r = row, row + #lines - 1 do -- ollie's words, not markdown: "calc/__init__.py had ..." showed as "calc/init.py"
+    self.plain[r] = true
+  end
   self.noted = self.noted or not at
   if mid_answer then -- the turn may end here (its error) or its answer go on (T:stream moves the note then)
     self.cut = { row = row, count = #lines, text = text, hl = hl }
