@@ -1208,6 +1208,7 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
         resumed = resume(tmux, "set x to 3", "I set x.", "x = 3")
         chat = "".join("".join(line.split("│")[-1].split()) for line in resumed.splitlines())
         assert "".join(SAVED_WITH_YOURS.split()) in chat, chat
+        tmux.wait(lambda s: "(end)" in s and "_(end)_" not in s, "the turn's end line, in italics")  # its `_` hidden
     finally:
         tmux.close()
 

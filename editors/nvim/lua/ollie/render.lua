@@ -1071,7 +1071,11 @@ end
 ---@param stop string
 ---@param says string|nil what the line says instead of the stop reason
 function T:turn_end(stop, says)
+  local from = self:count()
   self:note(says and string.format("_(%s)_", says) or end_text(stop), "OllieTurnEnd")
+  for row = from, self:count() - 1 do -- a note, but its `_(…)_` is markdown's italic, not to show as typed
+    self.plain[row] = nil
+  end
   self.replied = false
   -- Where it is, so that a history drawn just now can be told the true stop reason (restate_end).
   self.last_end = { stop = stop, mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self:count() - 1, 0, {}) }
