@@ -104,6 +104,7 @@ end
 function M.new(name)
   local buf = M.scratch(name, "ollie")
   vim.bo[buf].modifiable = false
+  vim.bo[buf].formatlistpat = [[^\s*\%([-*+]\s\|\d\+[.)]\s\|/\S\+\%(\s\S\+\)*\s\s\)\s*]]
   local self = setmetatable({ buf = buf, steps = {}, locations = {}, folds = {}, replied = false, pending = {},
     changes = {}, typed = {}, plain = {}, turn_steps = {} }, T)
   by_buf[buf] = self
@@ -248,6 +249,9 @@ function M.setup_window(win)
   local wo = vim.wo[win][0] -- (as :setlocal: a window split from it, or another buffer shown in it, never takes them)
   -- A long step or connection line wraps under its own indent, not at the window's edge.
   wo.wrap, wo.linebreak, wo.breakindent = true, true, true
+  -- A line of a list wraps under its text: a command's answer in columns (/help's `  /clear   start a new ...`) under
+  -- its description (it went on under the command's column), a markdown item under its words ('formatlistpat').
+  wo.breakindentopt = "list:-1"
   wo.smoothscroll = true -- the top line may show in part: the end of a paragraph taller than the window, say
   wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
   wo.foldmethod = "expr"
