@@ -1241,7 +1241,8 @@ def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_
 
 def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url_and_only_once(workspace, scripted_llm):
     """A new user opened the chat with the model server down: it said nothing until a prompt failed (VS Code's chat
-    names the URL at once, from `backendStatus`). A prompt then said the note's problem again, as its error."""
+    names the URL at once, from `backendStatus`). A prompt then said the note's problem again, as its error. The note
+    names the file its settings go in."""
     srv = scripted_llm("openai")
     env, url = srv.env(), srv.url
     srv.stop()  # nothing listens on its port now
@@ -1249,7 +1250,10 @@ def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url_and_
     opened = result["opened"].strip()
     assert opened.startswith("ollie cannot take a turn yet: "), opened
     assert url in opened, opened
-    assert opened.endswith(":checkhealth ollie checks it again; :OllieRestart once it is fixed"), opened
+    # Where to set what the hint names: a user of the editor has no shell to `export` it in (it said only "set ...").
+    env_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "env"
+    assert opened.endswith(f"ollie's settings go in {env_file} (KEY=VALUE lines); :checkhealth ollie checks it again; "
+                           ":OllieRestart once it is fixed"), opened
     # `:Ollie hello` then: its error said the same again under the prompt; now it points to the note.
     after = result["after_prompt"]
     assert after.count("cannot connect") == 1, after

@@ -512,10 +512,11 @@ def test_a_binary_file_named_as_context_goes_as_a_note_not_as_its_bytes(tmp_path
 
 
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
-    """The backend answers 503, then the reply: the chat says it retries after that error (Bug: every retry read "rate
-    limited, retrying", so a crashed local server sent the user looking at quotas)."""
+    """The reply breaks off with a 503 after its first words, then comes whole: the chat says it retries after that
+    error (Bug: every retry read "rate limited, retrying", so a crashed local server sent the user looking at quotas),
+    and shows the answer once, without the words of the attempt that failed (Bug: "Half an Recovered.")."""
     srv = scripted_llm("openai")
-    srv.script(Reply.error(503), Reply.text("Recovered."))
+    srv.script(Reply.stream_error(after=2, status=503, text="Half an answer", chunk_size=5), Reply.text("Recovered."))
     tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
@@ -523,7 +524,7 @@ def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path,
         done = tmux.keep("1-retried", tmux.wait(lambda s: "Recovered." in s, "the answer after the retry", timeout=60))
         chat = chat_of(done)
         assert "retrying after an error: transient:" in chat and "503" in chat, done
-        assert "rate limited" not in chat, done
+        assert "rate limited" not in chat and "Half" not in chat, done
         assert_clean(tmux.screens)
     finally:
         tmux.close()

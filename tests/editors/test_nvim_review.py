@@ -123,6 +123,8 @@ def test_checkhealth_without_a_backend_reports_the_error_and_the_fix(workspace):
         assert "OK ollie-lsp " in report
         assert "ERROR backend" in report and "cannot connect" in report, report
         assert "ollama serve" in report, "the fix is shown"
+        # And where its settings go: "set OLLIE_OLLAMA_URL" alone left a new user without a shell to set it in.
+        assert f"ollie's settings go in {os.environ['XDG_CONFIG_HOME']}/ollie/env (KEY=VALUE lines)" in report, report
     assert "OK landlock: ABI" in result["before_start"], "ollie doctor's other checks are shown"
     assert "starts" in result["before_start"] and "is running (protocol v2)" in result["while_running"]
     for report in (result["short_lived"], result["while_running"]):

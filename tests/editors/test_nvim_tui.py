@@ -1105,9 +1105,9 @@ def close_even_if_frozen(tmux: Tmux, tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def nvim_with_unsaved_note(tmp_path: Path, srv) -> Tmux:
-    """Neovim editing a.py (`x = 1` on disk) with a line the user typed and did not save."""
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 1\n"}, size=(120, 40))
+def nvim_with_unsaved_note(tmp_path: Path, srv, name: str = "a.py") -> Tmux:
+    """Neovim editing `name` (`x = 1` on disk) with a line the user typed and did not save."""
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {name: "x = 1\n"}, size=(120, 40))
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys("o")
@@ -1169,25 +1169,29 @@ def test_the_agent_s_save_never_writes_over_a_change_made_on_disk_outside_its_st
     assert a_py.read_text() == "x = 5  # checked out\n", "the agent's save wrote over the change made on disk"
 
 
+SAVED_WITH_YOURS = "__init__.py had your unsaved changes in the editor: the agent's edit was made"
+
+
 def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_alone(tmp_path: Path, scripted_llm):
-    """The user types in a.py without saving; a step's `sed -i` matches nothing but still writes a.py anew (new inode
-    and mtime, same bytes): the agent's edit after it is saved, with the user's note (before: refused as changed on
-    disk since Neovim read it, though nothing on disk would be lost). The chat tells the user their unsaved line was
-    saved with it (before: only the model was told), and `u` in the code takes back the agent's edit alone."""
+    """The user types in __init__.py without saving; a step's `sed -i` matches nothing but still writes it anew (new
+    inode and mtime, same bytes): the agent's edit after it is saved, with the user's note (before: refused as changed
+    on disk since Neovim read it, though nothing on disk would be lost). The chat tells the user their unsaved line was
+    saved with it, naming the file as it is (before: only the model was told; then as a bold "init.py", the note read
+    as markdown), and `u` in the code takes back the agent's edit alone."""
     srv = scripted_llm("openai")
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/no such text/y/' a.py"}]})]),
-               Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/no such text/y/' __init__.py"}]})]),
+               Reply.file_edit("__init__.py", "x = 1", "x = 3"),
                Reply(text="I set x."))
-    tmux = nvim_with_unsaved_note(tmp_path, srv)
-    a_py = tmp_path / "ws" / "a.py"
+    tmux = nvim_with_unsaved_note(tmp_path, srv, "__init__.py")
+    init_py = tmp_path / "ws" / "__init__.py"
     try:
         tmux.keys(":Ollie set x to 3", "Enter")
         done = tmux.keep("1-saved", tmux.wait(lambda s: "I set x." in s, "the turn to end", timeout=60))
         assert "changed on disk" not in done, done
         # The user is told their unsaved line was saved with the edit (under the call, in the chat).
         chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
-        assert "".join("a.py had your unsaved changes in the editor: the agent's edit was made".split()) in chat, done
-        assert a_py.read_text() == "x = 3\n# my unsaved note\n", "the agent's edit was not saved"
+        assert "".join(SAVED_WITH_YOURS.split()) in chat, done
+        assert init_py.read_text() == "x = 3\n# my unsaved note\n", "the agent's edit was not saved"
         # Undo in the code window takes back the agent's edit alone: the user's line stays.
         tmux.keys("C-w", "h", "u")
         undone = tmux.keep("2-undone", tmux.wait(lambda s: "x = 1" in [ln.split("│")[0].rstrip() for ln in s.splitlines()],
@@ -1198,11 +1202,13 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
     finally:
         tmux.close()
     # Bug: resumed, the chat no longer said so (the live note is an `info` event, which no history keeps).
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"a.py": "x = 3\n# my unsaved note\n"}, size=(120, 40))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"__init__.py": "x = 3\n# my unsaved note\n"},
+                      size=(120, 40))
     try:
         resumed = resume(tmux, "set x to 3", "I set x.", "x = 3")
         chat = "".join("".join(line.split("│")[-1].split()) for line in resumed.splitlines())
-        assert "".join("a.py had your unsaved changes in the editor: the agent's edit was made".split()) in chat, chat
+        assert "".join(SAVED_WITH_YOURS.split()) in chat, chat
+        tmux.wait(lambda s: "(end)" in s and "_(end)_" not in s, "the turn's end line, in italics")  # its `_` hidden
     finally:
         tmux.close()
 

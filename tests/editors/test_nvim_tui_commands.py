@@ -149,3 +149,19 @@ def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_p
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_help_s_columns_hold_in_a_chat_narrower_than_its_lines(tmp_path: Path, scripted_llm):
+    """`/help` in a chat half a 120-column screen wide: a description too long for the window goes on under its own
+    column (Bug: under the commands' column, "/network   every connection this session's" then "  steps made, ...")."""
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(120, 40))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie /help", "Enter")
+        rows = chat_text(tmux.keep("1-help", tmux.wait(lambda s: "this list" in s, "/help's answer"))).splitlines()
+        at = next(n for n, row in enumerate(rows) if row.lstrip().startswith("/network "))
+        column = rows[at].index("every connection")
+        assert rows[at + 1][:column].strip() == "" and rows[at + 1][column:].strip(), "\n".join(rows)
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

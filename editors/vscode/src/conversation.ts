@@ -538,6 +538,10 @@ export class Conversation implements vscode.Disposable {
   private onEvent(event: OllieEvent): void {
     if (this.current === undefined) this.adopt(event.session);
     const model = this.modelFor(event.session);
+    if (event.role === "limitretry" && event.seq > model.lastSeq && model.dropAttempt() && event.session === this.current) {
+      this.dirty.clear(); // the view draws the chat anew, without the failed attempt's text
+      for (const listener of this.listeners) listener.reset();
+    }
     const changed = model.apply(event.role === "error" ? { ...event, content: turnError(this.backend, event.content) } : event);
     if (event.role === "turn") {
       const start = event.content === "start";

@@ -5,7 +5,15 @@ local client = require("ollie.client")
 
 local M = {}
 
-local WHAT_TO_DO = ":checkhealth ollie checks it again; :OllieRestart once it is fixed"
+---Where a backend hint's settings go, as the daemon reads them: a user of the editor has no shell to `export` them in.
+---@return string
+function M.settings_file()
+  local function set(name)
+    return (vim.env[name] or "") ~= "" and vim.env[name] or nil
+  end
+  local dir = set("OLLIE_CONFIG_DIR") or (set("XDG_CONFIG_HOME") or vim.fn.expand("~/.config")) .. "/ollie"
+  return "ollie's settings go in " .. vim.fn.fnamemodify(dir .. "/env", ":~") .. " (KEY=VALUE lines)"
+end
 
 local function str(value)
   return type(value) == "string" and value or ""
@@ -27,7 +35,7 @@ function M.problem(status)
   if hint ~= "" and not line:find(hint, 1, true) then
     table.insert(lines, hint)
   end
-  table.insert(lines, WHAT_TO_DO)
+  table.insert(lines, M.settings_file() .. "; :checkhealth ollie checks it again; :OllieRestart once it is fixed")
   return table.concat(lines, "\n")
 end
 

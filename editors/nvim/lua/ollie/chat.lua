@@ -654,6 +654,10 @@ function Chat:on_event(ev, drawn)
       self:tell_behind(content)
     end
   elseif role == "limitretry" then
+    t:drop_attempt()
+    if tail then
+      tail.parts = {}
+    end
     -- Its content names the error (`rate_limit: …`, `transient: … HTTP 503 …`): a server error is no rate limit.
     t:note("retrying after an error: " .. content, "OllieTurnEnd")
   elseif role == "turn" then

@@ -80,7 +80,7 @@ local function report_backend(s)
     h.ok("backend" .. which .. ": reachable" .. (s.modelPresent == true and ", model present" or ""))
     return
   end
-  local fix = s.hint ~= "" and { s.hint } or nil
+  local fix = s.hint ~= "" and { s.hint, require("ollie.backend").settings_file() } or nil
   if s.keySet == false then
     h.error("backend" .. which .. ": no API key is set (" .. s.error .. ")", fix)
   elseif s.reachable == false then
@@ -151,7 +151,8 @@ local function report_doctor(checks, backend)
       if c.ok then
         vim.health.ok(c.name .. ": " .. c.detail)
       else
-        vim.health.error(c.name .. ": " .. c.detail, c.fix ~= "" and { c.fix } or nil)
+        local settings = backend and require("ollie.backend").settings_file() or nil -- where its fix's go
+        vim.health.error(c.name .. ": " .. c.detail, c.fix ~= "" and { c.fix, settings } or nil)
       end
     end
   end

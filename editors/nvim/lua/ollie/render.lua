@@ -72,7 +72,9 @@ M.REPLY_HEADER = "## ollie"
 ---@field pending_mark integer|nil
 ---@field changes table<integer, {turn: integer, mark: integer}> "✎ N files changed" lines by mark
 ---@field typed table<integer, true> the 0-based rows of the user's prompts: plain text, not markdown
----@field plain table<integer, true> the 0-based rows of steps' titles and locations: their `_` and `*` are not markdown
+---@field plain table<integer, true> the 0-based rows of steps' titles and locations, and of notes: their `_` and `*`
+---  are not markdown
+---@field attempt integer|nil the row the model's text being streamed starts at (T:drop_attempt)
 ---@field held {tree: vim.treesitter.LanguageTree, row: integer, col: integer, byte: integer}|nil where the text
 ---  the markdown parser has not been told of yet starts (T:hold_parser)
 ---@field streaming boolean|nil T:stream is writing
@@ -102,6 +104,7 @@ end
 function M.new(name)
   local buf = M.scratch(name, "ollie")
   vim.bo[buf].modifiable = false
+  vim.bo[buf].formatlistpat = [[^\s*\%([-*+]\s\|\d\+[.)]\s\|/\S\+\%(\s\S\+\)*\s\s\)\s*]]
   local self = setmetatable({ buf = buf, steps = {}, locations = {}, folds = {}, replied = false, pending = {},
     changes = {}, typed = {}, plain = {}, turn_steps = {} }, T)
   by_buf[buf] = self
@@ -246,6 +249,9 @@ function M.setup_window(win)
   local wo = vim.wo[win][0] -- (as :setlocal: a window split from it, or another buffer shown in it, never takes them)
   -- A long step or connection line wraps under its own indent, not at the window's edge.
   wo.wrap, wo.linebreak, wo.breakindent = true, true, true
+  -- A line of a list wraps under its text: a command's answer in columns (/help's `  /clear   start a new ...`) under
+  -- its description (it went on under the command's column), a markdown item under its words ('formatlistpat').
+  wo.breakindentopt = "list:-1"
   wo.smoothscroll = true -- the top line may show in part: the end of a paragraph taller than the window, say
   wo.number, wo.relativenumber, wo.signcolumn = false, false, "no"
   wo.foldmethod = "expr"
@@ -608,6 +614,7 @@ end
 ---@param text string
 function T:append_delta(role, text)
   self:reply_header()
+  self.attempt = self.stream_role and self.attempt or self:count()
   if self.stream_role ~= role then
     -- After reasoning (or an answer, or a note said mid-answer: a command's), a blank line keeps the two apart:
     -- markdown must not run on, and the answer's next words must not read as the note's.
@@ -669,6 +676,18 @@ function T:cut_from(row)
   for r in pairs(self.typed) do
     self.typed[r] = r < row or nil
   end
+  for r in pairs(self.plain) do
+    self.plain[r] = r < row or nil
+  end
+end
+
+---Take off the text the model streamed in an attempt that failed: the retry streams its answer anew (before, each
+---attempt's words were run on, "StartingStarting an answer").
+function T:drop_attempt()
+  if self.stream_role and self.attempt then
+    self:cut_from(self.attempt)
+    self.stream_role, self.reasoning, self.cut = nil, nil, nil
+  end
 end
 
 ---A line of its own, coloured (queued and injected prompts, errors, notes); before row `at` if given (the stream
@@ -686,6 +705,9 @@ function T:note(text, hl, at)
     table.insert(lines, "")
   end
   local row = self:add(lines, hl, at)
+  for r = row, row + #lines - 1 do -- ollie's words, not markdown: "calc/__init__.py had ..." showed as "calc/init.py"
+    self.plain[r] = true
+  end
   self.noted = self.noted or not at
   if mid_answer then -- the turn may end here (its error) or its answer go on (T:stream moves the note then)
     self.cut = { row = row, count = #lines, text = text, hl = hl }
@@ -1053,7 +1075,11 @@ end
 ---@param stop string
 ---@param says string|nil what the line says instead of the stop reason
 function T:turn_end(stop, says)
+  local from = self:count()
   self:note(says and string.format("_(%s)_", says) or end_text(stop), "OllieTurnEnd")
+  for row = from, self:count() - 1 do -- a note, but its `_(…)_` is markdown's italic, not to show as typed
+    self.plain[row] = nil
+  end
   self.replied = false
   -- Where it is, so that a history drawn just now can be told the true stop reason (restate_end).
   self.last_end = { stop = stop, mark = vim.api.nvim_buf_set_extmark(self.buf, ns, self:count() - 1, 0, {}) }

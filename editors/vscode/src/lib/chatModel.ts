@@ -287,6 +287,19 @@ export class ChatModel {
     return this.push({ kind, id: 0, text: delta });
   }
 
+  /** Take out the text a model request streamed before it failed, to be retried (the retry's comes whole); whether
+   * there was any. The chat showed both, the failed attempt's words above the retry's note. */
+  dropAttempt(): boolean {
+    const attempt: ChatItem[] = [];
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const item = this.items[i];
+      if (item.kind === "assistant" || item.kind === "reasoning") attempt.push(item);
+      else if (!isSideNote(item)) break;
+    }
+    if (attempt.length) this.items.splice(0, this.items.length, ...this.items.filter((item) => !attempt.includes(item)));
+    return attempt.length > 0;
+  }
+
   /** Add an item made outside the event stream (a permission question, a turn's changes). */
   add<T extends ChatItem>(item: T): T {
     return this.push(item);
