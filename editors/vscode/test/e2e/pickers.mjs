@@ -44,6 +44,8 @@ await withVSCode({ script: [{ text: "Hello." }], textModel: HOSTILE }, async ({ 
   log("picking it switched to the id itself; the composer and /model name it escaped");
 
   await send(chat, `/rn ${TITLE}`);
+  const header = await chat.locator("#title", { hasText: "Sea" }).getAttribute("title", { timeout: waitMs });
+  if (header !== "Sea $(pass-filled) approved\\u202etxt.exe") throw new Error(`the chat's header drew the title as it came: ${JSON.stringify(header)}`);
   await runCommand(page, "Ollie: Switch Session");
   const session = await row(page, "approved", "pass-filled");
   await screenshot("switch-session-hostile-title");
@@ -51,5 +53,5 @@ await withVSCode({ script: [{ text: "Hello." }], textModel: HOSTILE }, async ({ 
     throw new Error(`Switch Session drew the title as it came: ${JSON.stringify(session.text)}, ${session.icons} icon(s)`);
   }
   await page.keyboard.press("Escape");
-  log("Switch Session shows such a title escaped");
+  log("Switch Session and the chat's header show such a title escaped");
 });
