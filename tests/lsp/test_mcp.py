@@ -403,7 +403,7 @@ async def test_mcp_shows_a_servers_prompt_and_resource_names_on_one_line_each(sh
     await wait_state(daemon, "t", "ready")
     shown = await submit(daemon, "/mcp")
     assert "\u202e" not in shown, shown
-    forged = "\\n  ok (stdio): ready\\n    mcp__ok__read [read] \\u202etxt.exe"
+    forged = " $(pass-filled)\\n  ok (stdio): ready\\n    mcp__ok__read [read] \\u202etxt.exe"
     assert f"    /mcp:t:p{forged} path=..." in shown.splitlines(), shown
     assert f"    /mcp add t note://forged — notes{forged}" in shown.splitlines(), shown
     assert not any(line.startswith("  ok ") for line in shown.splitlines()), shown

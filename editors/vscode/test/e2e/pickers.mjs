@@ -6,7 +6,9 @@
 //
 // Usage: node test/e2e/pickers.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { fillInput, log, openChat, runCommand, send, waitMs, withVSCode } from "./harness.mjs";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fillInput, log, openChat, python, runCommand, send, waitMs, withVSCode, work } from "./harness.mjs";
 
 const HOSTILE = "m2 $(pass-filled) approved\n\u202eexe.txt";
 // As the pick shows it (shownLabel: `\$(` draws as `$(`) and as the composer does (shownPath).
@@ -14,6 +16,12 @@ const SHOWN = "m2 $(pass-filled) approved\\x0a\\u202eexe.txt";
 // As the daemon's `/model` says it (escapes.one_name).
 const SAID = "model: m2 $(pass-filled) approved\\n\\u202eexe.txt (backend: local)";
 const TITLE = "Sea $(pass-filled) approved\u202etxt.exe";
+
+// The user's MCP server (the daemon's user config, isolatedEnv), whose prompt and resource names are made to forge.
+const config = path.join(work, "xdg", "config", "ollie");
+fs.mkdirSync(config, { recursive: true });
+const server = path.resolve(import.meta.dirname, "..", "..", "..", "..", "tests", "mcp", "server.py");
+fs.writeFileSync(path.join(config, "mcp.json"), JSON.stringify({ mcpServers: { t: { command: python, args: [server, "forged"] } } }));
 
 /** The visible pick list's row holding `text`, once there: its text as drawn, and whether it holds an icon of `name`. */
 async function row(page, text, name) {
@@ -54,4 +62,13 @@ await withVSCode({ script: [{ text: "Hello." }], textModel: HOSTILE }, async ({ 
   }
   await page.keyboard.press("Escape");
   log("Switch Session and the chat's header show such a title escaped");
+
+  await runCommand(page, "Ollie: MCP Servers");
+  const mcp = await row(page, "ready", "pass-filled");
+  await screenshot("mcp-servers-hostile-names");
+  if (mcp.icons !== 0 || mcp.text.includes("\u202e") || !mcp.text.includes("/mcp:t:p $(pass-filled)\\x0a  ok (stdio): ready\\x0a")) {
+    throw new Error(`MCP Servers drew the server's names as they came: ${JSON.stringify(mcp.text)}, ${mcp.icons} icon(s)`);
+  }
+  await page.keyboard.press("Escape");
+  log("MCP Servers shows a server's prompt and resource names escaped");
 });
