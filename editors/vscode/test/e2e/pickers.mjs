@@ -2,7 +2,8 @@
 // holding `$(pass-filled)`, a line break and a U+202E: Switch Model drew the `$(...)` as a tick icon and the rest
 // reversed (the label was the id as it came, and the id is what the pick sends back). It now shows the id escaped, and
 // picking it switches to the id itself: the daemon's `/model` answer and the composer name it escaped too. A session's
-// title (a teammate's, shared) with the same is drawn escaped in Switch Session.
+// title (a teammate's, shared) with the same is drawn escaped in Switch Session and the chat's header; a user's MCP
+// server whose prompt and resource names hold the same, in Ollie: MCP Servers.
 //
 // Usage: node test/e2e/pickers.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
