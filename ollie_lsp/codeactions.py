@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 from lsprotocol import types
 
+from ollie.escapes import escaped
 from ollie.sessions.types import one_line
 from ollie_lsp.asking import ask_client, held_until_asking
 from ollie_lsp.lineindex import BREAK, text_of
@@ -259,7 +260,8 @@ async def show_answer(ls: OllieServer, session: str, result: dict[str, Any]) -> 
     caps = ls.client_capabilities
     can_show = bool(caps and caps.window and caps.window.show_document and caps.window.show_document.support)
     if (len(reply) <= SHORT_REPLY and "\n" not in reply) or not can_show:
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"ollie: {reply}"))
+        # The model's text in the editor's own notification: a U+202E in it reversed the line, an escape reached Emacs.
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"ollie: {escaped(reply)}"))
         return
     path = await asyncio.to_thread(_answer_file, session, reply)
     await ls.window_show_document_async(types.ShowDocumentParams(uri=path.as_uri(), take_focus=True))

@@ -10,8 +10,8 @@ from ollie.sessions.session import Session
 from ollie.sessions.types import Channel, Kind, Request, os_user
 
 
-def saved_session(size: int) -> str:
-    """A saved session of `size` messages (a prompt, a call, its result, an answer; again), registered; its id."""
+def saved_session(size: int, title: str = "long") -> str:
+    """A saved session of `size` messages (a prompt, a call, its result, an answer; again), registered as `title`; its id."""
     session = Session(agent="default")
     for n in range(size // 4):
         session.messages += [
@@ -23,6 +23,6 @@ def saved_session(size: int) -> str:
     SessionFile(paths.sessions_dir(), session.id).save(session)
     registry = Registry()
     registry.ensure(Request(id=session.id, user_id=os_user(), agent_id="default", kind=Kind.CHAT,
-                            channel=Channel.LSP, title="long"))
+                            channel=Channel.LSP, title=title))
     registry.close()
     return session.id

@@ -20,6 +20,7 @@ from ollie.agent.events import Bus
 from ollie.agent.surface import Switched
 from ollie.backend.types import Image, Message, ToolCall
 from ollie.errors import ConfigError
+from ollie.escapes import one_name
 from ollie.sessions import persist
 from ollie.sessions.session import Session, TaskState
 from ollie.tools.base import ToolInfo
@@ -239,6 +240,14 @@ async def test_model_show_and_switch(core):
     assert await run_command(core, "/model gpt-smal") == (
         "model: gpt-smal (backend: openai)\nwarning: openai does not list gpt-smal (/models lists those it does)")
     assert core.model_name == "gpt-smal"
+    # An id picked from a hostile server's list (the editors' pickers send it back as it is) is said as /models says
+    # it: it printed as it came, its OSC 52 obeyed by the terminal, its U+202E reversing the answer's line.
+    hostile = "m\x1b]52;c;eA==\x07\u202eid"
+    said = await run_command(core, f"/model {hostile}")
+    assert core.model_name == hostile
+    shown = one_name(hostile)
+    assert said == f"model: {shown} (backend: openai)\nwarning: openai does not list {shown} (/models lists those it does)"
+    assert said and "\x1b" not in said and "\u202e" not in said
 
 
 async def test_models_marks_the_current_one(core):

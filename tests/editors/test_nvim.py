@@ -1237,6 +1237,8 @@ def test_switching_the_agent_shows_the_cleared_conversation_and_the_current_one_
     assert "resume it with the editor's session list (VS Code: Ollie: Switch Session; Neovim: :OllieSessions)" in after
     assert any(label.startswith("what does mul do?") for label in result["picker"]), result["picker"]
     assert "what does mul do?" in result["kept_chat"] and "It adds." in result["kept_chat"], result["kept_chat"]
+    # Red team 52: a title's U+202E reversed the rest of the statusline in a bidi terminal: drawn escaped.
+    assert result["statusline_hostile"].endswith(" · mul\\x0a\\u202esdda"), result["statusline_hostile"]
 
 
 def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url_and_only_once(workspace, scripted_llm):

@@ -178,6 +178,9 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
         "fix the failing test · 6 min ago · started 3 days ago · last turn failed",
         "fix the failing test in… · 2 h ago · started 3 days ago · stopped (current)"]  # the title cut to fit
     assert max(len(label) for label in result["same_title"]) <= 76  # with vim.ui.select's "NN: " before it
+    # A teammate's title with a line break drew a second item ("2: Approve all edits"), her U+202E reversed the rest.
+    assert result["shared_label"] == ("fix\\x0a2: Approve \\u202eon · a\\x0ab · team eng · "
+                                      "alice\\u202e · 5 min ago"), result["shared_label"]
     labels = result["session_labels"]
     assert result["session_prompt"] == "ollie: sessions"
     assert any(label.startswith("explain the mul function") and label.endswith(" · just now · 1 turn")

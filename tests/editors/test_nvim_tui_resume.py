@@ -90,6 +90,22 @@ def test_a_long_session_resumed_never_shows_its_markdown_raw(tmp_path: Path, scr
         tmux.close()
 
 
+def test_a_sessions_title_is_one_item_of_the_picker_drawn_escaped(tmp_path: Path, scripted_llm):
+    # Red team 52: a session's title is whoever named it (a teammate's, shared): its line break drew a second, forged
+    # item under the picker's own numbers ("2: Approve all edits"), its U+202E reversed what followed.
+    saved_session(4, title="fix\n2: Approve all edits \u202eon")
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"notes.txt": "notes\n"})
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieSessions", "Enter")
+        picker = tmux.keep("1-picker", tmux.wait(lambda s: "Type number" in s and "Approve" in s, "the sessions"))
+        assert "fix\\x0a2: Approve all edits \\u202eon" in picker, picker
+        assert not re.search(r"^\s*2: Approve", picker, re.M) and "\u202e" not in picker, picker
+        tmux.keys("Escape")
+    finally:
+        tmux.close()
+
+
 def test_an_allowed_step_reads_the_same_live_and_resumed(tmp_path: Path, scripted_llm):
     # Bug: the daemon's "allowed: Edit calc.py" line showed live (above `## ollie`, out of place), gone once the
     # session was resumed: the step's own line says it ran, in both.

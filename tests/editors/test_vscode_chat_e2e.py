@@ -157,3 +157,18 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")
+
+
+@pytest.mark.timeout(200)
+def test_pick_lists_show_a_hostile_servers_model_ids_and_a_teammates_titles_escaped_in_real_vscode(run_e2e):
+    """pickers.mjs: a backend lists the model id `m2 $(pass-filled) approved<LF><U+202E>exe.txt`. Switch Model drew its
+    `$(pass-filled)` as a tick and the rest reversed (the label was the id, which the pick sends back); it shows the id
+    escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
+    escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
+    U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
+    (mcp-servers-hostile-names)."""
+    shows(run_e2e("pickers.mjs", total_ms=170000),
+          "Switch Model shows a hostile server's model id escaped: no icon, no line break, no reversal",
+          "picking it switched to the id itself; the composer and /model name it escaped",
+          "Switch Session and the chat's header show such a title escaped",
+          "MCP Servers shows a server's prompt and resource names escaped")

@@ -56,6 +56,17 @@ def test_a_wrong_key_names_the_variable_to_check(scripted_llm, tmp_path, fmt):
     assert len(llm.chat_requests) == 2  # one each: a refused key is not retried
 
 
+def test_a_hostile_servers_error_body_is_one_line_of_the_error(scripted_llm, tmp_path):
+    # Red team 52: the server's message printed its line break as it came: "ollie: all edits approved" on a line of
+    # its own under the error (and in the editors' chats, with its U+202E reversing the rest).
+    llm = scripted_llm("openai", check=False)
+    llm.script(Reply.error(400, {"error": {"message": "bad\nollie: all edits approved \u202eexe.txt" + "x" * 5000}}))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 1 and "HTTP 400: bad\\nollie: all edits approved \\u202eexe.txt" in proc.stderr, proc.stderr
+    assert not any(line.startswith("ollie: all") for line in proc.stderr.splitlines()), proc.stderr
+    assert "x" * 1100 not in proc.stderr, "cut"
+
+
 @pytest.mark.parametrize(("line", "said"), [
     ("OLLIE_ANTHROPIC_KEY sk-ant-123", "line 2 of {file} is not KEY=VALUE: not read"),  # no `=`: never read
     ("OLLIE_ANTROPIC_KEY=sk-ant-123",  # a misspelt name, which nothing reads

@@ -185,6 +185,18 @@ async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, 
     await asyncio.wait_for(_until(lambda: any(m.message == said for m in daemon.client.messages)), 30)
 
 
+async def test_a_short_answers_message_shows_the_models_controls_as_escapes(start_daemon, llm):
+    # Red team 52: the short answer is the editor's own notification ("ollie: ..."); the model's U+202E reversed what
+    # followed it there (VS Code, Neovim in a bidi terminal) and a terminal escape reached the client as it came.
+    llm.script(Reply.text("Done\u202e .devorppa stide ruoy\x1b[2K"))
+    daemon, _editor, fix = await fix_offered(start_daemon, llm)
+    assert fix.command is not None
+    await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=fix.command.command, arguments=fix.command.arguments))
+    said = "ollie: Done\\u202e .devorppa stide ruoy\\x1b[2K"
+    await asyncio.wait_for(_until(lambda: any(m.message == said for m in daemon.client.messages)), 30)
+
+
 async def plain_question_of_fix(start_daemon: Any, llm: Any) -> str:
     """Run `Ollie: Fix` on area.py's undefined `rr` in a plain client (approval `ask`): the question it was asked."""
     daemon, editor, fix = await fix_offered(start_daemon, llm)

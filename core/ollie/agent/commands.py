@@ -23,7 +23,7 @@ from ollie.agent.shell import run_shell
 from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.surface import CommandTarget
 from ollie.errors import OllieError
-from ollie.escapes import escaped
+from ollie.escapes import escaped, one_name
 from ollie.log import get_logger
 from ollie.workspace.errors import WorkspaceError
 
@@ -62,13 +62,14 @@ async def cmd_model(core: CommandTarget, arg: str) -> str:
     """Show the model, or switch to `arg`."""
     if arg:
         core.switch_model(arg)
-    said = f"model: {core.model_name} (backend: {core.backend_name})"
+    name = one_name(core.model_name)  # picked from the server's list: its text, on one line as /models shows it
+    said = f"model: {name} (backend: {core.backend_name})"
     try:
         listed = await core.list_models() if arg else []
     except OllieError:  # unreachable: the turn will say so
         listed = []
     if listed and core.model_name not in listed:  # taken all the same: a backend may serve a model it does not list
-        said += f"\nwarning: {core.backend_name} does not list {core.model_name} (/models lists those it does)"
+        said += f"\nwarning: {core.backend_name} does not list {name} (/models lists those it does)"
     return said
 
 

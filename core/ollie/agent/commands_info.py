@@ -354,18 +354,19 @@ async def cmd_mcp(core: CommandTarget, arg: str) -> str:
     if not servers:
         return "\n".join([*problems, "no MCP servers: add them to mcp.json in ollie's config dir (see the README)"])
     lines = []
-    for s in servers:
+    for s in servers:  # what the server lists is its own text: each name on one line (it forged a server, a tool)
         state = s["state"] + (f": {s['error']}" if s["error"] and s["state"] != "ready" else "")
         restarts = f", restarted {s['restarts']}x" if s["restarts"] else ""
         lines.append(f"  {s['name']} ({s['transport']}{restarts}): {state}")
         for tool in s["tools"]:
-            lines.append(f"    {tool['name']} [{tool['kind']}]" + (f" — {tool['description'].splitlines()[0]}"
+            lines.append(f"    {tool['name']} [{tool['kind']}]" + (f" — {one_name(tool['description'].splitlines()[0])}"
                                                                   if tool["description"].strip() else ""))
         for prompt in s["prompts"]:
-            args = "".join(f" {a}=..." for a in prompt["arguments"])
-            lines.append(f"    /mcp:{s['name']}:{prompt['name']}{args}")
+            args = "".join(f" {one_name(a)}=..." for a in prompt["arguments"])
+            lines.append(f"    /mcp:{s['name']}:{one_name(prompt['name'])}{args}")
         for resource in s["resources"]:
-            lines.append(f"    /mcp add {s['name']} {resource['uri']}" + (f" — {resource['name']}" if resource["name"] else ""))
+            name = f" — {one_name(resource['name'])}" if resource["name"] else ""
+            lines.append(f"    /mcp add {s['name']} {one_name(resource['uri'])}{name}")
     return "\n".join([*problems, f"MCP servers ({len(servers)}):", *lines])
 
 

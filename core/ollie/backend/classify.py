@@ -15,6 +15,7 @@ from ollie.backend.errors import (
     ToolUnsupportedError,
     TransientError,
 )
+from ollie.escapes import one_name
 
 # Lower-case fragments of the vendors' real context-overflow messages.
 _CONTEXT_OVERFLOW = (
@@ -135,7 +136,9 @@ def classify_error(
     raw = body.decode("utf-8", "replace") if isinstance(body, (bytes, bytearray)) else (
         body if isinstance(body, str) else json.dumps(body)
     )
-    text = f"{backend}: HTTP {status}: {message}"
+    # The server's words, shown as ollie's error in the terminal and the editors: on one line, escaped and cut (a line
+    # break in them printed a line of ollie's own, a U+202E reversed the rest).
+    text = f"{backend}: HTTP {status}: {one_name(message, 1000)}"
     haystack = f"{message} {raw}".lower()
     if status == 429:
         return RateLimitError(text, status=status, body=raw, retry_after=parse_retry_after(headers or {}))

@@ -48,4 +48,9 @@ H.wait(function() return kept ~= nil and c.session == kept end, "the chat on the
 H.wait_chat("It adds%.")
 R.kept_chat = H.chat.text()
 R.picker = seen.labels
+-- Its title renamed as a teammate may name a shared session: a line break and a U+202E in it.
+require("ollie.requests").call("ollie/session/rename", { session = c.session, title = "mul\n\226\128\174sdda" },
+  function() end)
+H.wait(function() return c.title:find("sdda", 1, true) ~= nil end, "the renamed title")
+R.statusline_hostile = H.ollie.statusline()
 H.finish()

@@ -22,6 +22,9 @@ H.results.same_title = {
   pickers.session_label({ id = "c", title = fix .. " in tests/test_parser.py and then the ones in tests/test_lexer.py",
     createdAt = iso(3 * 86400), lastActive = iso(7200), lastTurnResult = "interrupted" }, "c"),
 }
+-- A teammate's shared session: its title, owner and agent are hers.
+H.results.shared_label = pickers.session_label({ id = "d", title = "fix\n2: Approve \226\128\174on",
+  agent = "a\nb", team = "eng", owner = "alice\226\128\174", createdAt = iso(300), lastActive = iso(300) })
 
 U.call("ollie/submit", { text = "explain the mul function please" })
 -- A session nobody prompted (each daemon start makes one): the daemon leaves it out of its list.

@@ -15,7 +15,7 @@ import { errorText } from "./lib/errors";
 import { isSlashCommand } from "./lib/slash";
 import { workspaceNote } from "./workFolder";
 import { unlinked } from "./lib/notice";
-import { shownPath } from "./lib/steps";
+import { shownLabel, shownPath } from "./lib/steps";
 
 /** Provides the `ollie.chat` webview view. */
 export class ChatViewProvider implements vscode.WebviewViewProvider, ConversationListener, vscode.Disposable {
@@ -272,20 +272,23 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
       vscode.workspace.findFiles("**/*", "**/{node_modules,.git,.venv,__pycache__}/**", 5000),
       this.conversation.request<unknown>("ollie/mcp/list").then(parseMcpList, () => []),
     ]);
-    type Item = vscode.QuickPickItem & { uri?: vscode.Uri; context?: EditorContext };
+    // `name` as the chip says it; the label as the list draws it (a file's or a server's `$(check)` is no icon).
+    type Item = vscode.QuickPickItem & { name?: string; uri?: vscode.Uri; context?: EditorContext };
+    const named = (name: string): Item => ({ name: shownPath(name), label: shownLabel(name) });
     const fileItems: Item[] = files
-      .map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri }))
+      .map((uri) => ({ ...named(vscode.workspace.asRelativePath(uri)), uri }))
       .sort((a, b) => a.label.localeCompare(b.label));
     const resources: Item[] = servers.flatMap((s) => s.resources.map((r) => ({
-      label: `${s.name}: ${r.uri}`, description: r.name, context: { uri: r.uri, mcpServer: s.name } })));
+      ...named(`${s.name}: ${r.uri}`), description: shownLabel(r.name), context: { uri: r.uri, mcpServer: s.name } })));
     const separator: Item[] = resources.length > 0 ? [{ label: "MCP resources", kind: vscode.QuickPickItemKind.Separator }] : [];
     const picked = await vscode.window.showQuickPick<Item>([...fileItems, ...separator, ...resources], {
       title: "Ollie: Add a file or an MCP resource to the prompt", placeHolder: "a file (or a resource) the prompt is about" });
     if (!picked) return;
-    if (picked.context) this.addChip("resource", picked.context, picked.label);
+    const name = picked.name ?? "";
+    if (picked.context) this.addChip("resource", picked.context, name);
     // An image file goes as an image (the daemon reads it beneath the workspace), not as text.
-    else if (picked.uri && isImageName(picked.label)) this.addChip("image", { imagePath: picked.uri.fsPath, name: picked.label }, picked.label);
-    else if (picked.uri) this.addChip("file", { uri: picked.uri.toString() }, picked.label);
+    else if (picked.uri && isImageName(name)) this.addChip("image", { imagePath: picked.uri.fsPath, name }, name);
+    else if (picked.uri) this.addChip("file", { uri: picked.uri.toString() }, name);
   }
 
   private addSelection(): void {

@@ -14,6 +14,7 @@ import { setApiKey } from "./secrets";
 import { folderOf, folderPaths } from "./workFolder";
 import { errorText } from "./lib/errors";
 import { unlinked } from "./lib/notice";
+import { shownLabel } from "./lib/steps";
 
 interface Parts {
   daemon: Daemon;
@@ -31,18 +32,21 @@ function reportError(err: unknown): void {
 /** Ask for a name, offering the daemon's list with the current one highlighted; any typed name is accepted too. */
 /** `note`: what a switch does to the chat, said in the title before the user picks (the placeholder cut it short). */
 async function pickName(title: string, { current, choices }: Choices, note?: string): Promise<string | undefined> {
-  const pick = vscode.window.createQuickPick();
+  // A server's model ids are its own text: each is shown escaped (a `$(check)` an icon, a U+202E reversing the row),
+  // and the id itself, kept beside its label, is what goes back.
+  const pick = vscode.window.createQuickPick<vscode.QuickPickItem & { name: string }>();
   pick.title = note ? `${title} — ${note}` : title;
-  pick.placeholder = choicePlaceholder(current, choices.length);
+  pick.placeholder = choicePlaceholder(current && shownLabel(current), choices.length);
   pick.items = choices.map(({ name, description }) => ({
-    label: name,
-    description: [name === current ? "current" : "", description].filter(Boolean).join(" · ") || undefined,
+    name,
+    label: shownLabel(name),
+    description: shownLabel([name === current ? "current" : "", description].filter(Boolean).join(" · ")) || undefined,
   }));
   // Enter at once keeps what is (it took the first listed: another agent, which starts a new conversation).
-  pick.activeItems = pick.items.filter((item) => item.label === current);
+  pick.activeItems = pick.items.filter((item) => item.name === current);
   return new Promise((resolve) => {
     pick.onDidAccept(() => {
-      resolve(pick.selectedItems[0]?.label ?? (pick.value.trim() || undefined));
+      resolve(pick.selectedItems[0]?.name ?? (pick.value.trim() || undefined));
       pick.hide();
     });
     pick.onDidHide(() => {
@@ -73,9 +77,9 @@ async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void>
 async function showMcpServers(parts: Parts): Promise<void> {
   const servers = parseMcpList(await parts.conversation.request<unknown>("ollie/mcp/list"));
   const items: vscode.QuickPickItem[] = servers.map((s) => ({
-    label: s.name,
-    description: s.state === "ready" ? `ready, ${s.tools.length} tools` : s.error ? `${s.state}: ${s.error}` : s.state,
-    detail: [...s.tools, ...s.prompts.map((p) => `/mcp:${s.name}:${p}`), ...s.resources.map((r) => r.uri)].join("  ") || undefined,
+    label: shownLabel(s.name),
+    description: shownLabel(s.state === "ready" ? `ready, ${s.tools.length} tools` : s.error ? `${s.state}: ${s.error}` : s.state),
+    detail: shownLabel([...s.tools, ...s.prompts.map((p) => `/mcp:${s.name}:${p}`), ...s.resources.map((r) => r.uri)].join("  ")) || undefined,
   }));
   if (items.length === 0) {
     void vscode.window.showInformationMessage("No MCP servers: add them to mcp.json in ollie's config directory.");
@@ -152,8 +156,8 @@ async function showHistory(parts: Parts, title: string): Promise<void> {
   for (;;) {
     const sessions = await listSessions((page) => parts.daemon.request("ollie/session/list", { ...page, includeArchived: archived }));
     const items = historyEntries(sessions, parts.conversation.session, Date.now()).map((entry) => ({
-      label: entry.label,
-      description: entry.description,
+      label: shownLabel(entry.label),
+      description: shownLabel(entry.description),
       // An archived session refuses renames (PROTOCOL.md: writes are -32002) until it is unarchived.
       iconPath: entry.archived ? new vscode.ThemeIcon("archive") : undefined,
       detail: entry.archived ? `Pick to ${UNARCHIVE_AND_RESUME.toLowerCase()}` : undefined,

@@ -136,8 +136,11 @@ function M.status(win)
     or not client.initialized and "starting"
     or require("ollie.permission").asks(c.session) and "waiting for your answer"
     or running and vim.fn.strcharpart(running.title:gsub("`", ""), 0, 40) or c.state
-  local status = string.format("ollie%s: %s %s", c.name and ("[" .. c.name .. "]") or "", state, dollars(c.cost))
-  local title = c.title:gsub("%c", " ")
+  -- The step's title is the model's, the session's title its namer's (a teammate's, shared): a U+202E in either
+  -- reversed the rest of the line (a bidi terminal's), so both are drawn escaped.
+  local shown = require("ollie.permission").shown_path
+  local status = string.format("ollie%s: %s %s", c.name and ("[" .. c.name .. "]") or "", shown(state), dollars(c.cost))
+  local title = shown(c.title)
   -- A global statusline (laststatus=3) spans the editor, not the window it names.
   local width = vim.o.laststatus == 3 and vim.o.columns or vim.api.nvim_win_get_width(win)
   local room = width - vim.fn.strdisplaywidth(status) - 5

@@ -62,13 +62,17 @@ local ENDED = { error = "last turn failed", interrupted = "stopped", max_steps =
 -- The picker's width: a label wider wrapped (vim.ui.select's list at 80 columns, its "NN: " before it).
 local LABEL_WIDTH = 74
 
+---Another party's text (a teammate's title, a server's model id, an MCP server's error) as a picker draws it: a line
+---break in it made a second, forged item of the list, a U+202E reversed the rest (permission.shown_path).
+local function shown(text) return require("ollie.permission").shown_path(text) end
+
 ---The label of a session, within 80 columns: its title (or what it is), agent, when it was last active, and what tells
 ---sessions of one title apart (when it started, its turns, how its last turn ended).
 ---@param s table a session info (ollie/session/list)
 ---@param current string|nil the session the chat shows
 ---@return string
 function M.session_label(s, current)
-  local title = (type(s.title) == "string" and s.title ~= "") and s.title or "(no prompt yet)"
+  local title = (type(s.title) == "string" and s.title ~= "") and shown(s.title) or "(no prompt yet)"
   local parts = {}
   if s.agent and s.agent ~= "default" then
     table.insert(parts, s.agent)
@@ -96,7 +100,7 @@ function M.session_label(s, current)
     table.insert(parts, "live on " .. s.liveOn)
   end
   local mark = s.id == current and " (current)" or s.archived and " (archived)" or ""
-  local rest = table.concat(vim.list_extend({ "" }, parts), " · ") .. mark
+  local rest = shown(table.concat(vim.list_extend({ "" }, parts), " · ")) .. mark
   local room = math.max(24, LABEL_WIDTH - vim.fn.strdisplaywidth(rest)) -- a title cut shorter says nothing
   if vim.fn.strdisplaywidth(title) > room then
     title = vim.fn.strcharpart(title, 0, room - 1) .. "…"
@@ -208,9 +212,8 @@ function M.models(on_choice)
     vim.ui.select(res.models, {
       prompt = "ollie: model of " .. tostring(res.server or res.backend), -- a local server by its host, not "local"
       kind = "ollie_model",
-      format_item = function(name) -- the server's id: a line break or bidi override in it shown escaped
-        local shown = require("ollie.permission").shown_path(name)
-        return name == res.current and (shown .. " (current)") or shown
+      format_item = function(name) -- the server's id, shown escaped; the id itself goes back
+        return name == res.current and (shown(name) .. " (current)") or shown(name)
       end,
     }, M.changed(res.current, on_choice))
   end)
@@ -231,7 +234,7 @@ function M.agents(on_choice)
       format_item = function(name)
         local a = by_name[name]
         local about = (a.error or "") ~= "" and ("cannot load: " .. a.error) or (a.description or "")
-        local label = about ~= "" and (name .. " — " .. about) or name
+        local label = shown(about ~= "" and (name .. " — " .. about) or name)
         return name == res.current and (label .. " (current)") or label
       end,
     }, M.changed(res.current, on_choice))
@@ -281,7 +284,7 @@ function M.mcp()
       format_item = function(s)
         local state = s.state == "ready" and ("ready, " .. #(s.tools or {}) .. " tools")
           or ((s.error or "") ~= "" and (s.state .. ": " .. s.error) or s.state)
-        return s.name .. " — " .. state
+        return shown(s.name .. " — " .. state)
       end,
     }, function(s)
       if not s then return end
@@ -295,7 +298,7 @@ function M.mcp()
       for _, r in ipairs(s.resources or {}) do
         table.insert(lines, "#mcp:" .. s.name .. ":" .. r.uri)
       end
-      requests.notify(s.name .. ": " .. (#lines > 0 and table.concat(lines, ", ") or "no tools"))
+      requests.notify(shown(s.name .. ": " .. (#lines > 0 and table.concat(lines, ", ") or "no tools")))
     end)
   end)
 end

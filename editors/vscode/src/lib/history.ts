@@ -4,7 +4,7 @@ import { ChatItem, ChatModel, ToolItem } from "./chatModel";
 import { isObject } from "./json";
 import { type OllieEvent, parseToolImages, turnNumber } from "./protocol";
 import { imageLabels, splitEditorContext } from "./promptContext";
-import { StepDiff, ToolStep, parseDiff, parseToolStep, parseToolSteps } from "./steps";
+import { StepDiff, ToolStep, parseDiff, parseToolStep, parseToolSteps, shownPath } from "./steps";
 
 interface ToolCallLike {
   id?: string;
@@ -359,7 +359,8 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
     const entry: HistoryEntry = {
       id,
       title,
-      label: title || "Untitled session",
+      // A teammate's title is hers (shared sessions): drawn escaped, as any other party's text.
+      label: shownPath(title) || "Untitled session",
       description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", shared, when, turns, agent, info.archived === true ? "archived" : ""]
         .filter(Boolean)
         .join(" · "),

@@ -1,10 +1,13 @@
 // Human text for the daemon's state and cost (status bar, chat view header).
 
+import { shownLabel } from "./steps";
+
 /** `idle`, `thinking`, `calling tool: X` from the protocol's `state` string. */
 export function describeState(state: string): string {
   const calling = /^calling:\s*(.*)$/.exec(state);
-  if (calling) return calling[1] ? `calling tool: ${calling[1]}` : "calling tool";
-  return state || "idle";
+  // The tool's name is the model's: a `$(question) Ollie: waiting for your answer` in it is text, not the status bar's.
+  if (calling) return calling[1] ? `calling tool: ${shownLabel(calling[1])}` : "calling tool";
+  return shownLabel(state) || "idle";
 }
 
 /** A cost value from `ollie/stateChanged` as dollars; numbers, numeric strings and `{total}` objects. */

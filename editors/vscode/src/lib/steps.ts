@@ -168,6 +168,12 @@ export function shownPath(path: string): string {
     (c) => `\\${c < "\u0100" ? "x" : "u"}${c.charCodeAt(0).toString(16).padStart(c < "\u0100" ? 2 : 4, "0")}`);
 }
 
+/** Another party's text (a model id, a session's title, an MCP server's names) as a pick list shows it: `shownPath`, and
+ * each `$(` escaped, as VS Code draws `$(check)` in an item's label, description and detail as an icon. */
+export function shownLabel(text: string): string {
+  return shownPath(text).replace(/\$\(/g, "\\$(");
+}
+
 /** What a question says of the files it edits that hold the user's unsaved changes ("" for none). */
 export function unsavedLine(files: readonly string[]): string {
   if (!files.length) return "";

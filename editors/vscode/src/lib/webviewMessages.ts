@@ -3,6 +3,7 @@
 import type { Onboarding } from "./backend";
 import type { ChatItem } from "./chatModel";
 import type { SlashCommand } from "./protocol";
+import { shownPath } from "./steps";
 
 /** The longest prompt accepted from the webview (characters). */
 export const MAX_PROMPT_LENGTH = 1_000_000;
@@ -79,7 +80,8 @@ export interface Header {
 /** The composer's line naming the session's agent and model (Copilot Chat and Claude Code show theirs by the input;
  * here only `/model` said it): the agent left out while it is the default one. */
 export function modelLabel(header: Pick<Header, "agent" | "model">): string {
-  return [header.agent && header.agent !== "default" ? header.agent : "", header.model].filter(Boolean).join(" · ");
+  // The model's id is its server's text (a U+202E reversed the line): drawn escaped.
+  return [header.agent && header.agent !== "default" ? header.agent : "", header.model].filter(Boolean).map(shownPath).join(" · ");
 }
 
 export type ToWebview =

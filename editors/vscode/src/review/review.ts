@@ -5,7 +5,7 @@ import * as vscode from "vscode";
 import { DIFF_SCHEME, DiffDocuments } from "./diffDocs";
 import { FileChange, describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, undoParams, undoFailureMessage } from "./hunks";
 import { unlinked } from "../lib/notice";
-import { shownPath } from "../lib/steps";
+import { shownLabel, shownPath } from "../lib/steps";
 
 /** How the review reaches the daemon. */
 export interface ReviewHost {
@@ -88,7 +88,7 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
       void vscode.window.showInformationMessage(found.turn === null ? "Ollie: no turn has run in this session yet." : `Ollie: turn ${found.turn} changed no files.`);
       return;
     }
-    const items = found.files.map((f) => ({ label: shownPath(f.path), description: `${f.status} · ${f.hunks.length} change${f.hunks.length === 1 ? "" : "s"}`, file: f }));
+    const items = found.files.map((f) => ({ label: shownLabel(f.path), description: `${f.status} · ${f.hunks.length} change${f.hunks.length === 1 ? "" : "s"}`, file: f }));
     const title = `Ollie: Review Changes (turn ${found.turn}${found.more ? `: its first ${items.length} files, ${found.more} more not listed` : ""})`;
     const picked = items.length === 1 && !found.more ? items[0] : await vscode.window.showQuickPick(items, { title, matchOnDescription: true });
     if (picked) await this.openFile({ session, path: picked.file.path, turn: found.turn });

@@ -1,6 +1,7 @@
 // The pure half of `Ollie: Rewind`: the session's turns as pick items, newest first.
 
 import { splitEditorContext } from "../lib/promptContext";
+import { shownLabel } from "../lib/steps";
 
 /** One turn to offer: its number, the prompt that started it (when known) and what it changed. */
 export interface TurnItem {
@@ -38,7 +39,7 @@ export function turnItems(count: number, prompts: readonly string[], filesChange
     const files = filesChanged.get(turn);
     items.push({
       turn,
-      label: prompt ? `Turn ${turn}: ${prompt}` : `Turn ${turn}`,
+      label: prompt ? `Turn ${turn}: ${shownLabel(prompt)}` : `Turn ${turn}`,
       description: files === undefined ? "" : files === 0 ? "changed no files" : `changed ${files} file${files === 1 ? "" : "s"}`,
     });
   }

@@ -8,6 +8,7 @@ import { Composer, type SavedInput } from "./composerView";
 import { button, el, icon } from "./dom";
 import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
 import { linkedFile } from "../lib/links";
+import { shownPath } from "../lib/steps";
 import { keyboardAnswerAllowed, questionToFocus } from "../lib/question";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void; getState(): unknown; setState(state: unknown): void };
@@ -168,8 +169,9 @@ function focusQuestion(items: ChatItem[]): boolean {
 
 function showHeader(header: Header): void {
   // A session on its way has a title still to come: not "New chat" meanwhile.
-  title.textContent = header.title || (loading ? "" : "New chat");
-  title.title = header.title;
+  // A shared session's title is its owner's: her U+202E or line break is drawn escaped, as the history shows it.
+  title.textContent = shownPath(header.title) || (loading ? "" : "New chat");
+  title.title = shownPath(header.title);
   if (header.approval) approval.value = header.approval;
   approval.dataset.mode = header.approval || "ask";
   modelButton.textContent = modelLabel(header);

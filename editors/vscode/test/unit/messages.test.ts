@@ -160,6 +160,8 @@ test("a prompt's Fork from here names a turn from 1; a turn end's number is read
 test("the composer names the session's model, and its agent when it is not the default; its click asks to switch", () => {
   assert.equal(modelLabel({ agent: "default", model: "qwen3:8b" }), "qwen3:8b");
   assert.equal(modelLabel({ agent: "plan", model: "gpt-4.1" }), "plan · gpt-4.1");
+  // Picked from a hostile server's list: its U+202E reversed the composer's line.
+  assert.equal(modelLabel({ agent: "default", model: "m\u202eid" }), "m\\u202eid");
   assert.equal(modelLabel({ agent: "", model: "" }), "");
   assert.deepEqual(parseWebviewMessage({ type: "switchModel", model: "evil" }), { type: "switchModel" });
 });

@@ -14,6 +14,10 @@ test("state and cost text", () => {
   assert.equal(describeState("idle"), "idle");
   assert.equal(describeState("thinking"), "thinking");
   assert.equal(describeState("calling: file_read"), "calling tool: file_read");
+  // The tool's name is the model's: the status bar drew its `$(check)` as an icon, and obeyed its U+202E.
+  assert.equal(statusBarText("calling: $(question) Ollie: waiting for your answer\u202e", undefined, true),
+    "$(sync~spin) Ollie: calling tool: \\$(question) Ollie: waiting for your answer\\u202e");
+  assert.equal(describeState("$(check) approved"), "\\$(check) approved");
   assert.equal(formatCost(0.5), "$0.50");
   assert.equal(formatCost(0.0012), "$0.0012");
   assert.equal(formatCost("$1.5"), "$1.50");

@@ -88,6 +88,8 @@ test("rewind offers turns newest first, labelled by their prompts when there is 
   const unlabelled = turnItems(3, ["only one"], new Map([[3, 1]]));
   assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3", "Turn 2", "Turn 1"]);
   assert.equal(unlabelled[0].description, "changed 1 file");
+  // A shared session's prompts are a teammate's: her `$(check)` is no icon in the pick, her U+202E reverses nothing.
+  assert.equal(turnItems(1, ["$(check) approved \u202efdp.exe"], new Map())[0].label, "Turn 1: \\$(check) approved \\u202efdp.exe");
 });
 
 test("a rewind's notice names the build output it put back as the engine's /rewind does: 3, then how many more", () => {

@@ -38,6 +38,10 @@ test("history entries: title (or Untitled), current, when, turns, agent, archive
     { id: "5-e", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · 0 turns", current: false, archived: false },
   ]);
   assert.deepEqual(historyEntries(undefined, undefined, NOW), []);
+  // A teammate's shared session is titled by her: a line break and a U+202E in it are drawn escaped.
+  const [shared] = historyEntries([{ id: "6-f", title: "Fix\n\u202eparser", lastActive: "2026-11-30T10:00:00Z" }], undefined, NOW);
+  assert.equal(shared.label, "Fix\\x0a\\u202eparser");
+  assert.equal(shared.title, "Fix\n\u202eparser", "a rename starts from the title itself");
 });
 
 test("a session live on another machine says where; loading it (-32007) or changing a teammate's (-32008) shows the daemon's reason", () => {

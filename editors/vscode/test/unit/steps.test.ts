@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, rejectedLine, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
+import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, rejectedLine, shownLabel, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -125,6 +125,8 @@ test("a path's controls and bidi overrides are drawn as escapes; its link keeps 
   // A question's file `x\u202eyp.py` was drawn as it is: the editor reordered it to read `xpy.py`.
   assert.equal(locationLabel({ path: "x\u202eyp.py", line: 3 }), "x\\u202eyp.py:3");
   assert.equal(shownPath("a\tb\u2066c\u200bd\u061ce é—中.py"), "a\\x09b\\u2066c\\u200bd\\u061ce é—中.py");
+  // A pick list draws `$(name)` as an icon: a server's model id `$(pass-filled) approved` showed a tick.
+  assert.equal(shownLabel("m$(pass-filled) ok\n\u202ex \\$(y"), "m\\$(pass-filled) ok\\x0a\\u202ex \\\\$(y");
   assert.equal(unsavedLine(["a.py"]), "a.py has your unsaved changes: allowing saves them with the edit.");
   assert.equal(unsavedLine(["a.py", "b\u202e.py", "c.py"]),
     "a.py, b\\u202e.py and c.py have your unsaved changes: allowing saves them with the edits.");

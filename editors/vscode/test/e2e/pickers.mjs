@@ -1,0 +1,75 @@
+// E2E in real VS Code (code-server): text another party chose, in the pick lists. A hostile backend lists a model id
+// holding `$(pass-filled)`, a line break and a U+202E: Switch Model drew the `$(...)` as a tick icon and the rest
+// reversed (the label was the id as it came, and the id is what the pick sends back). It now shows the id escaped, and
+// picking it switches to the id itself: the daemon's `/model` answer and the composer name it escaped too. A session's
+// title (a teammate's, shared) with the same is drawn escaped in Switch Session and the chat's header; a user's MCP
+// server whose prompt and resource names hold the same, in Ollie: MCP Servers.
+//
+// Usage: node test/e2e/pickers.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fillInput, log, openChat, python, runCommand, send, waitMs, withVSCode, work } from "./harness.mjs";
+
+const HOSTILE = "m2 $(pass-filled) approved\n\u202eexe.txt";
+// As the pick shows it (shownLabel: `\$(` draws as `$(`) and as the composer does (shownPath).
+const SHOWN = "m2 $(pass-filled) approved\\x0a\\u202eexe.txt";
+// As the daemon's `/model` says it (escapes.one_name).
+const SAID = "model: m2 $(pass-filled) approved\\n\\u202eexe.txt (backend: local)";
+const TITLE = "Sea $(pass-filled) approved\u202etxt.exe";
+
+// The user's MCP server (the daemon's user config, isolatedEnv), whose prompt and resource names are made to forge.
+const config = path.join(work, "xdg", "config", "ollie");
+fs.mkdirSync(config, { recursive: true });
+const server = path.resolve(import.meta.dirname, "..", "..", "..", "..", "tests", "mcp", "server.py");
+fs.writeFileSync(path.join(config, "mcp.json"), JSON.stringify({ mcpServers: { t: { command: python, args: [server, "forged"] } } }));
+
+/** The visible pick list's row holding `text`, once there: its text as drawn, and whether it holds an icon of `name`. */
+async function row(page, text, name) {
+  const found = page.locator(".quick-input-list .monaco-list-row", { hasText: text }).first();
+  await found.waitFor({ timeout: waitMs });
+  return { text: await found.innerText(), icons: await found.locator(`.codicon-${name}`).count(), found };
+}
+
+await withVSCode({ script: [{ text: "Hello." }], textModel: HOSTILE }, async ({ page, screenshot }) => {
+  const chat = await openChat(page);
+  const model = chat.locator("#model");
+  await model.filter({ hasText: /^scripted-model$/ }).waitFor({ timeout: waitMs });
+
+  await runCommand(page, "Ollie: Switch Model");
+  const pick = await row(page, "approved", "pass-filled");
+  await screenshot("switch-model-hostile-id");
+  if (pick.icons !== 0 || !pick.text.includes(SHOWN)) {
+    throw new Error(`Switch Model drew the server's id as it came: ${JSON.stringify(pick.text)}, ${pick.icons} icon(s)`);
+  }
+  log("Switch Model shows a hostile server's model id escaped: no icon, no line break, no reversal");
+  await pick.found.click();
+  await model.filter({ hasText: SHOWN }).waitFor({ timeout: waitMs });
+  // The daemon switched to the id itself (one_name of it), not to the label shown.
+  await fillInput(chat, "/model");
+  await chat.locator("#input").press("Enter");
+  await chat.locator(".item.notice", { hasText: SAID }).last().waitFor({ timeout: waitMs });
+  await screenshot("switched-to-hostile-id");
+  log("picking it switched to the id itself; the composer and /model name it escaped");
+
+  await send(chat, `/rn ${TITLE}`);
+  const header = await chat.locator("#title", { hasText: "Sea" }).getAttribute("title", { timeout: waitMs });
+  if (header !== "Sea $(pass-filled) approved\\u202etxt.exe") throw new Error(`the chat's header drew the title as it came: ${JSON.stringify(header)}`);
+  await runCommand(page, "Ollie: Switch Session");
+  const session = await row(page, "approved", "pass-filled");
+  await screenshot("switch-session-hostile-title");
+  if (session.icons !== 0 || !session.text.includes("Sea $(pass-filled) approved\\u202etxt.exe")) {
+    throw new Error(`Switch Session drew the title as it came: ${JSON.stringify(session.text)}, ${session.icons} icon(s)`);
+  }
+  await page.keyboard.press("Escape");
+  log("Switch Session and the chat's header show such a title escaped");
+
+  await runCommand(page, "Ollie: MCP Servers");
+  const mcp = await row(page, "ready", "pass-filled");
+  await screenshot("mcp-servers-hostile-names");
+  if (mcp.icons !== 0 || mcp.text.includes("\u202e") || !mcp.text.includes("/mcp:t:p $(pass-filled)\\x0a  ok (stdio): ready\\x0a")) {
+    throw new Error(`MCP Servers drew the server's names as they came: ${JSON.stringify(mcp.text)}, ${mcp.icons} icon(s)`);
+  }
+  await page.keyboard.press("Escape");
+  log("MCP Servers shows a server's prompt and resource names escaped");
+});
