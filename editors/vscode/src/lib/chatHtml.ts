@@ -67,7 +67,7 @@ ${options.note ? `<p class="note">${attr(options.note)}</p>\n` : ""}<p><kbd>/</k
 <ul id="slash" role="listbox" aria-label="Slash commands" hidden></ul>
 <div id="chips" aria-label="Context of the prompt"></div>
 <p id="imageNote" class="image-note" role="status" hidden></p>
-<textarea id="input" rows="3" aria-label="Prompt" placeholder="Ask Ollie… (Enter sends, Shift+Enter new line, / commands, @ file, # selection, paste or drop an image)"></textarea>
+<textarea id="input" rows="3" aria-label="Prompt" placeholder="Ask Ollie… (/ commands, @ file, # selection, paste an image)"></textarea>
 <div id="buttons">
 <button type="button" id="addFile" class="icon-button" title="Add a file to the prompt (@)" aria-label="Add a file to the prompt"><span class="codicon codicon-mention" aria-hidden="true"></span></button>
 <button type="button" id="addSelection" class="icon-button" title="Add the editor's selection to the prompt (#)" aria-label="Add the editor's selection to the prompt"><span class="codicon codicon-selection" aria-hidden="true"></span></button>
