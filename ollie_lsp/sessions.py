@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
-from ollie.agent.inbox import Held, QueueFull
+from ollie.agent.inbox import Held
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -204,7 +204,7 @@ class LiveSession:
                 try:
                     depth.set_result(self.core.queue(text, images, saw_end=seen >= self.forwarder.turn_ended,
                                                      context=context))
-                except QueueFull as exc:  # the request's answer, not the forwarder's
+                except Exception as exc:  # the request's answer (QueueFull; else a bug), not the forwarder's: never a hang
                     depth.set_exception(exc)
 
         self.forwarder.after_sent(read)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 from lsprotocol import types
 
 from ollie.testing import Reply
@@ -284,8 +285,12 @@ async def test_a_client_that_times_out_or_fails_gives_the_model_a_clear_error_an
 def test_the_options_parser_reads_editor_tools_and_takes_an_empty_list_as_none() -> None:
     from ollie_lsp.options import InitOptions, parse_init_options
 
-    assert parse_init_options({"editorTools": True}) == (InitOptions(editor_tools=True), [])
-    assert parse_init_options([]) == (InitOptions(), [])
+    def parsed(value: object) -> tuple[dict[str, object], list[str]]:  # InitOptions has no __eq__ (cold start)
+        options, problems = parse_init_options(value)
+        return attrs.asdict(options), problems
+
+    assert parsed({"editorTools": True}) == (attrs.asdict(InitOptions(editor_tools=True)), [])
+    assert parsed([]) == (attrs.asdict(InitOptions()), [])
     options, problems = parse_init_options({"editorTools": "yes"})
     assert not options.editor_tools and problems == [
         "initializationOptions.editorTools: expected a boolean, got a string; ignored"]

@@ -262,7 +262,7 @@ async def test_a_queued_prompt_is_weighed_against_the_turns_end_once_that_end_wa
         def __init__(self) -> None:
             self.queued: list[tuple[str, bool]] = []
 
-        def queue(self, text: str, images: object = (), *, saw_end: bool = True) -> int:
+        def queue(self, text: str, images: object = (), *, saw_end: bool = True, context: object = ()) -> int:
             assert not images  # none given here (the images a prompt was queued with go on to the engine)
             self.queued.append((text, saw_end))
             return len(self.queued)
