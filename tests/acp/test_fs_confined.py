@@ -146,7 +146,7 @@ async def test_a_client_that_never_answers_a_read_holds_up_no_step(start_agent, 
     step = Reply.tool_calls(("execute_code", {"steps": [{"code": "touch ran", "language": "bash"}]}))
     llm.script(call("file_read", "notes.py"), step, Reply.text("step done"), Reply.text("read"),
                call("file_edit", "notes.py", "notes = 1", "notes = 2"), Reply.text("edit"))
-    agent = await start_agent(env=llm.env(), fs=True)
+    agent = await start_agent(env={**llm.env(), "OLLIE_ACP_READ_ANSWER_S": "2"}, fs=True)  # each give-up: 2 s, not 5
     ws = agent.workspace
     (ws / "notes.py").write_text("notes = 1\n")
     agent.client.files = {str(ws / "notes.py"): "notes = 1\n"}
