@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ollie import beneath
+from ollie.env import env_seconds
 from ollie.sandbox import writers
 from ollie.tools.documents import STALE, ApplyResult, Version, disk_text, plain_path_beneath
 
@@ -23,7 +24,7 @@ logger = logging.getLogger("ollie.acp.fs")
 
 # An editor answers a read from its buffer or the disk at once. It is asked while every step that may write the path
 # waits (`_alone`): one that never answers must not hold them all, in every session of the workspace, for good.
-READ_ANSWER_S = 5.0
+READ_ANSWER_S = env_seconds("OLLIE_ACP_READ_ANSWER_S", 5.0)  # (shorter: a test of a client that never answers)
 
 
 def text_version(text: str) -> str:

@@ -7,7 +7,9 @@ import threading
 
 
 class Listener(threading.Thread):
-    """Answers any HTTP request with `hello`; records every byte it receives and counts the connections."""
+    """Answers any HTTP request with `answer` (`hello`); records every byte it receives and counts the connections."""
+
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -29,7 +31,7 @@ class Listener(threading.Thread):
                     while chunk := conn.recv(65536):
                         self.received += chunk
                         if b"\r\n\r\n" in self.received:
-                            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+                            conn.sendall(self.answer)
                             break
                 except OSError:
                     pass

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import BinaryIO, NoReturn
 
+from ollie.env import env_seconds
+
 logger = logging.getLogger("ollie.stdio")
 
 # JSON-RPC's answers to input that is no JSON (or a broken frame), and to JSON that is no request object.
@@ -26,7 +28,7 @@ INVALID_REQUEST = -32600
 HIGH_WATER = 1024 * 1024
 LOW_WATER = 256 * 1024
 # How long a wait on the client's reading (closing, `read_by_client`) lasts in which it takes nothing: it stopped.
-FLUSH_ON_CLOSE_S = 5.0
+FLUSH_ON_CLOSE_S = env_seconds("OLLIE_FLUSH_STALL_S", 5.0)  # (shorter: the slow-reader tests)
 # How often `read_by_client` looks into the pipe (nothing tells when the client reads).
 READ_POLL_S = 0.005
 

@@ -11,6 +11,7 @@ import asyncio
 import os
 from pathlib import Path
 
+from ollie import beneath
 from ollie.testing import Reply
 from tests.procs import eventually
 
@@ -145,7 +146,7 @@ async def test_a_client_that_never_answers_a_read_holds_up_no_step(start_agent, 
     step = Reply.tool_calls(("execute_code", {"steps": [{"code": "touch ran", "language": "bash"}]}))
     llm.script(call("file_read", "notes.py"), step, Reply.text("step done"), Reply.text("read"),
                call("file_edit", "notes.py", "notes = 1", "notes = 2"), Reply.text("edit"))
-    agent = await start_agent(env=llm.env(), fs=True)
+    agent = await start_agent(env={**llm.env(), "OLLIE_ACP_READ_ANSWER_S": "2"}, fs=True)  # each give-up: 2 s, not 5
     ws = agent.workspace
     (ws / "notes.py").write_text("notes = 1\n")
     agent.client.files = {str(ws / "notes.py"): "notes = 1\n"}
@@ -169,8 +170,8 @@ async def test_the_client_is_never_asked_to_read_a_file_larger_than_the_read_cap
     llm.script(call("file_read", "huge.log"), Reply.text("read"), call("file_read", "ok.txt"), Reply.text("ok"))
     agent = await shared_agent(fs=True)
     ws = agent.workspace
-    with open(ws / "huge.log", "wb") as huge:
-        huge.truncate(20 << 30)
+    with open(ws / "huge.log", "wb") as huge:  # sparse, a byte past the cap (20 GB: the tool sat 30 s reading it)
+        huge.truncate(beneath.cap() + 1)
     (ws / "ok.txt").write_text("disk\n")
     asked: list[str] = []
 

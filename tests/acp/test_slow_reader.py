@@ -15,8 +15,10 @@ from ollie_acp.agent import REPLAY_PAGE
 from tests.acp.conftest import AGENT_COMMAND, child_env
 from tests.longsession import saved_session
 
-# The reader's pace: a page (500 updates) takes it 10 s, twice the 5 s the agent once waited for a page in all.
-PACE_S = 0.02
+# The agent's wait on a reader that takes nothing (5 s by default), and the reader's pace: a page (500 updates) takes
+# it 4 s, twice what the agent once waited for a page in all.
+STALL = {"OLLIE_FLUSH_STALL_S": "2"}
+PACE_S = 0.008
 
 
 @contextmanager
@@ -56,17 +58,17 @@ def load(proc: subprocess.Popen[bytes], sid: str, cwd: Path) -> None:
 
 
 def test_a_slow_reader_of_a_replay_gets_other_answers_behind_a_page_not_the_history(tmp_path, _private_dirs, llm):
-    # `read_by_client` waited 5 s in all for a page to be read: a reader slower than that had the next pages sent
-    # on, and an answer to another request waited behind them (the whole history, up to the 1 MiB high-water mark).
+    # `read_by_client` waited 5 s (here 2) in all for a page to be read: a reader slower than that had the next pages
+    # sent on, and an answer to another request waited behind them (the whole history, up to the 1 MiB high-water mark).
     sid = saved_session(3 * REPLAY_PAGE)
-    with raw_agent(tmp_path / "ws", llm.env()) as proc:
+    with raw_agent(tmp_path / "ws", {**llm.env(), **STALL}) as proc:
         assert proc.stdout is not None
         load(proc, sid, tmp_path / "ws")
         updates, answered_after = 0, None
         for message in messages(proc.stdout, PACE_S):
             if message.get("method") == "session/update":
                 updates += 1
-                if updates == REPLAY_PAGE * 4 // 5:  # 8 s into the first page: another request comes
+                if updates == REPLAY_PAGE * 4 // 5:  # 3.2 s into the first page: another request comes
                     send(proc, 3, "session/list", {})
             elif message.get("id") == 3:
                 assert "result" in message, message
@@ -77,14 +79,14 @@ def test_a_slow_reader_of_a_replay_gets_other_answers_behind_a_page_not_the_hist
 
 def test_a_client_that_ends_its_input_after_a_load_gets_the_whole_replay_however_slowly_it_reads(tmp_path,
                                                                                                 _private_dirs, llm):
-    # At the end of its input the agent waited 5 s in all for the requests' answers: a load still sending its
+    # At the end of its input the agent waited 5 s (here 2) in all for the requests' answers: a load still sending its
     # replay to a slow reader was then cancelled, its answer and the rest of the history never sent.
     sid = saved_session(2 * REPLAY_PAGE)
-    with raw_agent(tmp_path / "ws", llm.env()) as proc:
+    with raw_agent(tmp_path / "ws", {**llm.env(), **STALL}) as proc:
         assert proc.stdin is not None and proc.stdout is not None
         load(proc, sid, tmp_path / "ws")
         proc.stdin.close()
-        received = list(messages(proc.stdout, PACE_S / 2))  # 10 s for the replay
+        received = list(messages(proc.stdout, PACE_S / 2))  # 4 s for the replay
         assert proc.wait(60) == 0
     answer = next(n for n, m in enumerate(received) if m.get("id") == 2)
     assert received[answer].get("result") is not None, received[answer]

@@ -3,6 +3,7 @@ steps its `call` event describes, off the loop; a batch too big to run in time r
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections import Counter
 from pathlib import Path
@@ -11,13 +12,14 @@ from typing import Any
 import pytest
 
 from ollie.agent.approval import BATCH_DIFF_BYTES, BATCH_DIFFS, TOGETHER_PAST
+from ollie.agent.toolround import OFF_LOOP_BYTES
 from ollie.testing import Reply
 from ollie.tools.execute.args import MAX_CALLS
 from tests.lsp.cards import answer_cards
 from tests.lsp.test_approval import last_tool_result
 from tests.lsp.test_steps import user_tool
 
-CALLS = 200
+CALLS = 48  # more than a question previews (BATCH_DIFFS); its arguments past OFF_LOOP_BYTES by the length of `new`
 # On the daemon's PYTHONPATH: each step described and each call parsed is logged with the thread that did it (the
 # daemon's loop runs on its main thread). Each step of 2,000 was described twice, once on the loop, the batch parsed
 # twice, once on the loop, where every session waited for it.
@@ -44,7 +46,7 @@ def edits(count: int, new: str) -> dict[str, list[dict[str, object]]]:
 
 
 async def submit(daemon: Any, text: str) -> str:
-    """The turn's reply: 200 sandboxed edits take a while on a loaded machine."""
+    """The turn's reply: a batch of sandboxed edits takes a while on a loaded machine."""
     return (await daemon.request("ollie/submit", {"text": text}, timeout=300))["reply"]
 
 
@@ -53,7 +55,8 @@ async def test_a_big_batch_is_one_question_judged_off_the_loop_and_always_keeps_
     site, log = tmp_path / "site", tmp_path / "counts"
     site.mkdir()
     (site / "sitecustomize.py").write_text(COUNTING)
-    new = "new " * 10  # the batch's arguments are past toolround.OFF_LOOP_BYTES
+    new = "new " * 100
+    assert len(json.dumps(edits(CALLS, new))) > OFF_LOOP_BYTES  # (200 short edits were, and took 3 times as long)
     llm.script(Reply.tool_calls(("call_tool", edits(CALLS, new))), Reply.text("edited"),
                Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["f0.txt", new, "again"]}]})),
                Reply.text("unasked"))

@@ -197,7 +197,7 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
     outside.write_text("the user's own file\n")
     # Session B's step: waits for the save (the editor's `go`), then swaps the file for a link out.
     swap = (f"touch started; for i in $(seq 100); do [ -e go ] && break; sleep 0.05; done; "
-            f"[ -e go ] && ln -s {outside} link.tmp && mv -T link.tmp notes.txt; sleep 1")
+            f"[ -e go ] && ln -s {outside} link.tmp && mv -T link.tmp notes.txt; sleep 1; touch ended")
     llm.script(run(swap), Reply.file_edit("notes.txt", "old", "new"), Reply.text("done"), Reply.text("done"))
     daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
     ws = daemon.workspace
@@ -208,8 +208,8 @@ async def test_no_edit_is_saved_while_a_step_that_may_swap_the_file_for_a_link_r
     @daemon.client.feature("ollie/saveDocuments")
     async def on_save(params: Any) -> dict[str, list[str]]:
         (ws / "go").touch()
-        for _ in range(100):  # the step's swap lands now, after the daemon looked at the path
-            if (ws / "notes.txt").is_symlink():
+        for _ in range(200):  # the step's swap lands now, after the daemon looked at the path (or the step is over)
+            if (ws / "notes.txt").is_symlink() or (ws / "ended").exists():
                 break
             await asyncio.sleep(0.05)
         for uri in params["uris"]:

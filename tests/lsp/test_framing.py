@@ -114,14 +114,16 @@ async def test_closing_the_writer_gives_the_client_everything_unsent_first():
     assert received == payload and writer.backlog() == 0
 
 
-async def test_read_by_client_returns_once_the_client_has_read_what_came_before_it():
+async def test_read_by_client_returns_once_the_client_has_read_what_came_before_it(monkeypatch):
     """A code action's answer is read by Emacs before its question is sent (asking.answer_held): Emacs' jsonrpc
     left a question read together with the answer unhandled. What is written later is not waited for."""
+    monkeypatch.setattr("ollie.stdio.FLUSH_ON_CLOSE_S", 60.0)  # a wait on "later" too fails below, not gives up
     read_fd, write_fd = os.pipe()
     writer = await open_writer(os.fdopen(write_fd, "wb", buffering=0))
     answer = os.urandom(200_000)  # more than the pipe holds: part of it waits in the transport
     writer.write(answer)
     read = asyncio.ensure_future(writer.read_by_client())
+    await asyncio.sleep(0)  # the wait starts (noting what was written so far) before "later" is written
     writer.write(b"later")
     assert await asyncio.to_thread(_read_exactly, read_fd, len(answer) - 1) == answer[:-1]
     done, _ = await asyncio.wait({read}, timeout=0.2)  # ~40 looks into the pipe: one byte of it is still unread

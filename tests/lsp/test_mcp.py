@@ -542,6 +542,7 @@ async def test_a_workspace_http_servers_url_and_headers_never_get_the_folders_pa
     entry = {"url": f"http://127.0.0.1:{listener.port}/mcp?from=${{workspaceFolder}}",
              "headers": {"X-Folder": "${workspaceFolderBasename}"}}
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": entry}}))
+    listener.answer = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"  # its start fails now, not in 30 s
     daemon = await start_daemon(env=llm.env(), workspace=ws)
     assert "allowed MCP server 'docs'" in await submit(daemon, "/mcp allow docs")
     await eventually(lambda: b"\r\n\r\n" in listener.received, "the server's first request")

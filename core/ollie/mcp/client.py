@@ -220,13 +220,18 @@ class McpServer:
         if not self.spec.url or session is None or self.state != "ready":
             return
         gone = self._gone
+        ping, ended = asyncio.ensure_future(session.send_ping()), asyncio.ensure_future(gone.wait())
         try:
-            async with asyncio.timeout(timeout):
-                await session.send_ping()
-        except Exception:  # noqa: BLE001 - the transport ends with the reason; wait for it to be the state
-            with contextlib.suppress(TimeoutError):
+            # A connection that ended (a dead server) left the SDK's ping pending for all of `timeout`: its end answers.
+            await asyncio.wait({ping, ended}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if ping.done() and not ping.cancelled() and ping.exception() is None:
+                return
+            with contextlib.suppress(TimeoutError):  # the transport ends with the reason: wait for it to be the state
                 async with asyncio.timeout(timeout):
                     await gone.wait()
+        finally:
+            ping.cancel()
+            ended.cancel()
 
     async def _restart_if_deaf(self, session: Any) -> None:
         """After a call got no answer: a server that answers no ping either is restarted (each later call would

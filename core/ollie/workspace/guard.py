@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 from ollie import beneath
+from ollie.env import env_seconds
 from ollie.workspace.errors import CheckpointUnavailable
 
-DEFAULT_MAX_FILES = 50_000
+DEFAULT_MAX_FILES = int(env_seconds("OLLIE_CHECKPOINT_MAX_FILES", 50_000))  # (fewer: a test floods past it fast)
 # A walk that takes longer than this is refused: the tree is too big to checkpoint per turn anyway.
 WALK_BUDGET_S = 2.0
 # A tree nested deeper than this is refused: no project is, and the walk (os.fwalk recurses) must stay well within
