@@ -943,10 +943,7 @@ def test_a_prompt_queued_with_a_file_before_nvim_quit_is_taken_back_with_it(tmp_
         tmux.close()
     tmux = start_nvim(tmp_path, srv.env(), files)
     try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start again")
-        tmux.keys(":OllieSessions", "Enter")
-        picker = tmux.wait(lambda s: "Type number" in s and "tell me a long story" in s, "the sessions to pick from")
-        tmux.keys(next(line.split(".")[0].strip() for line in picker.splitlines() if "long story" in line), "Enter")
+        resume(tmux, "tell me a long story", "⏸ held: what does calc.py do")
         tmux.wait(lambda s: "⏸ held: what does calc.py do" in s and "from before the editor quit" in s, "it held")
         tmux.keys(":OllieChat", "Enter", "Escape", "Up")
         back = tmux.keep("2-taken-back", tmux.wait(lambda s: "held: what does" not in s and "what does calc.py do" in s,
