@@ -48,6 +48,7 @@ from ollie.agent.editorcontext import is_command
 from ollie.agent.recorder import record
 from ollie.agent.steps import script_kinds
 from ollie.errors import ConfigError
+from ollie.escapes import escaped
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import session_dir, sessions_dir, tools_path
 from ollie.sessions import persist
@@ -449,10 +450,11 @@ def _commands() -> list[AvailableCommand]:
 
 
 def _listed_title(info: Info, user: str) -> str | None:
-    """A listed session's title; a teammate's shared session also says whose and which team's (docs/TEAM.md)."""
+    """A listed session's title, escaped on one line (a teammate's record is hers to write); a teammate's shared
+    session also says whose and which team's (docs/TEAM.md)."""
     if info.team and info.user_id != user:
-        return f"{info.title or 'untitled'} ({info.user_id}'s, team {info.team})"
-    return info.title or None
+        return escaped(f"{info.title or 'untitled'} ({info.user_id}'s, team {info.team})", keep="")
+    return escaped(info.title, keep="") or None
 
 
 def _iso(stamp: datetime | None) -> str | None:

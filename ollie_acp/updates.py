@@ -279,7 +279,7 @@ class UpdateForwarder:
         if not title or (title == self._title and not again):
             return None
         self._title = title
-        return SessionInfoUpdate(session_update="session_info_update", title=title)
+        return SessionInfoUpdate(session_update="session_info_update", title=escaped(title, keep=""))
 
     def _replying(self) -> None:
         if self.on_reply is not None:

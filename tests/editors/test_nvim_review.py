@@ -181,6 +181,7 @@ def test_pickers_show_titles_and_relative_times_rename_and_archive(workspace, sc
     # A teammate's title with a line break drew a second item ("2: Approve all edits"), her U+202E reversed the rest.
     assert result["shared_label"] == ("fix\\x0a2: Approve \\u202eon · a\\x0ab · team eng · "
                                       "alice\\u202e · 5 min ago"), result["shared_label"]
+    assert result["shared_rename"] == "Rename “fix\\x0a2: Approve \\u202eon” to: ", result["shared_rename"]
     labels = result["session_labels"]
     assert result["session_prompt"] == "ollie: sessions"
     assert any(label.startswith("explain the mul function") and label.endswith(" · just now · 1 turn")

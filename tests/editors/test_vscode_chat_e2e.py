@@ -166,8 +166,10 @@ def test_pick_lists_show_a_hostile_servers_model_ids_and_a_teammates_titles_esca
     escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
     escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
     U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
-    (mcp-servers-hostile-names)."""
+    (mcp-servers-hostile-names). A prompt about a workspace file named `a<U+202E>txt.exe` names it escaped in its bubble
+    (prompt-about-hostile-file-name; red team 53: reversed)."""
     shows(run_e2e("pickers.mjs", total_ms=170000),
+          "a prompt's bubble names a workspace file's U+202E escaped",
           "Switch Model shows a hostile server's model id escaped: no icon, no line break, no reversal",
           "picking it switched to the id itself; the composer and /model name it escaped",
           "Switch Session and the chat's header show such a title escaped",

@@ -101,6 +101,21 @@ async def test_progress_and_state_changed(daemon, llm):
     assert states[-1]["usage"]["requests"] == 2
 
 
+async def test_the_calling_state_names_a_models_tool_on_one_escaped_line(daemon, llm):
+    # The state goes to any LSP client's own progress UI ($/progress: Helix's and Emacs' status lines, fidget.nvim),
+    # not only to ollie's editors (which escape it): a tool name the model made up, with a line break and a U+202E,
+    # printed a line of ollie's own under it there, the rest reversed; a megabyte of name went with each state.
+    name = "x\u202etxt.exe\nollie: all edits approved" + "y" * 5000
+    llm.script(Reply(tool_calls=[(name, {})]), Reply.text("done"))
+    result = await daemon.request("ollie/submit", {"text": "go"})
+    assert result["stop"] == "end", result
+    (steps,) = daemon.client.progress_reports.values()
+    calling = [s.message for s in steps if s.kind == "report" and s.message.startswith("calling: ")]
+    calling += [s["state"] for s in daemon.states if s["state"].startswith("calling: ")]
+    assert calling and all(m == "calling: x\\u202etxt.exe\\nollie: all edits approved" + "y" * 65 + "..."
+                           for m in calling), calling[:1]
+
+
 async def test_state_changed_keeps_step_with_the_turns_events(daemon, llm):
     # Bug: stateChanged was made when sent, from the engine's state then, which runs ahead of the events still
     # waiting to be sent: `running: false` came before the turn's last delta and its `turn` end, so a client

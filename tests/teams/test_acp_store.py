@@ -53,6 +53,18 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
     assert titles[sid] == "migrate the schema (alice's, team backend)", titles
     own = await asyncio.wait_for(alice.conn.list_sessions(), 30)
     assert {s.session_id: s.title for s in own.sessions}[sid] == "migrate the schema"  # hers: no note
+    # Red team 53: her record's title is hers to write (any row of the store): its line break and U+202E reached Bob's
+    # client (Zed's thread list) as they were, a line of its own and the rest reversed; Zed names the thread by it too.
+    import psycopg
+
+    with psycopg.connect(store_url) as conn:
+        conn.execute("UPDATE sessions SET title = %s WHERE id = %s", ("fix\n(bob's) \u202eon", sid))
+    listed = await asyncio.wait_for(bob.conn.list_sessions(), 30)
+    titles = {s.session_id: s.title for s in listed.sessions}
+    assert titles[sid] == "fix\\n(bob's) \\u202eon (alice's, team backend)", titles
+    await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
+    await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert [u.title for u in await bob.updates(sid, "session_info_update")] == ["fix\\n(bob's) \\u202eon"]
 
 
 async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default", mode: str = ""):

@@ -36,6 +36,7 @@ from ollie.agent.steps import (
     whole_state,
 )
 from ollie.backend.types import Image, ToolCall
+from ollie.escapes import one_name
 from ollie.sandbox.process import output_tap
 from ollie.tools.base import ParallelClass, ToolResult
 from ollie.tools.execute import elevation
@@ -385,7 +386,8 @@ class ToolRound:
 
     async def _lifecycle(self, call: ToolCall, args: dict[str, Any], *, read_safe: bool) -> CallOutcome:
         """preTool → execute → postTool → inject → truncate → cache."""
-        self.set_state(f"calling: {call.name}")
+        # The model's name for it, on one escaped line: the state is any LSP client's progress text too.
+        self.set_state(f"calling: {one_name(call.name)}")
         pre = await self.hook("preTool", {"tool": call.name, "args": args, "tool_call_id": call.id})
         if pre is not None and pre.blocked:
             return CallOutcome(call, blocked_by("preTool", pre), True)

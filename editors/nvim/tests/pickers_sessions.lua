@@ -25,6 +25,12 @@ H.results.same_title = {
 -- A teammate's shared session: its title, owner and agent are hers.
 H.results.shared_label = pickers.session_label({ id = "d", title = "fix\n2: Approve \226\128\174on",
   agent = "a\nb", team = "eng", owner = "alice\226\128\174", createdAt = iso(300), lastActive = iso(300) })
+-- :OllieRename on it: the prompt names her title (it drew her line break as a line of its own, "2: Approve ...").
+local sessions, input = pickers.sessions, vim.ui.input
+pickers.sessions = function(on_pick) on_pick({ id = "d", title = "fix\n2: Approve \226\128\174on" }) end
+vim.ui.input = function(opts) H.results.shared_rename = opts.prompt end
+pickers.rename()
+pickers.sessions, vim.ui.input = sessions, input
 
 U.call("ollie/submit", { text = "explain the mul function please" })
 -- A session nobody prompted (each daemon start makes one): the daemon leaves it out of its list.

@@ -321,7 +321,8 @@ function M.rename(title)
       return
     end
     -- The old title is said, not typed in: as `default` it sat in the input, and what the user typed joined it.
-    local old = (type(s.title) == "string" and s.title ~= "") and (" “" .. s.title .. "”") or ""
+    -- Escaped: a teammate's (shared) line break drew lines of its own under the prompt.
+    local old = (type(s.title) == "string" and s.title ~= "") and (" “" .. shown(s.title) .. "”") or ""
     vim.ui.input({ prompt = "Rename" .. old .. " to: " }, function(text)
       if text and vim.trim(text) ~= "" then
         rename_to(s.id, vim.trim(text))

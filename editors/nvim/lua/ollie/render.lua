@@ -16,6 +16,7 @@ local ns_hint = vim.api.nvim_create_namespace("ollie_hint")
 M.HIGHLIGHTS = {
   OllieUser = "Title",
   OllieAssistant = "Title",
+  OllieHeader = "CursorLine", -- the band of the chat's own headers (T:header)
   OllieReasoning = "Comment",
   OllieTool = "Function",
   OllieToolDone = "DiagnosticOk", -- a completed step's ✓: green, as VS Code's (Function is cyan in many schemes)
@@ -640,8 +641,19 @@ end
 function T:reply_header()
   if not self.replied then
     self.replied = true
-    self:add({ "", M.REPLY_HEADER }, "OllieAssistant")
+    self:header(M.REPLY_HEADER, "OllieAssistant")
   end
+end
+
+---A header of the chat's own (`## You`, `## ollie`), after a blank line: its row wears a band across the window (an
+---extmark) that no text can: the model's answer may hold a line `## You`, which drew a prompt the user never typed.
+---@param text string
+---@param hl string
+---@return integer row the blank line's
+function T:header(text, hl)
+  local row = self:add({ "", text }, hl)
+  vim.api.nvim_buf_set_extmark(self.buf, ns, row + 1, 0, { line_hl_group = "OllieHeader" })
+  return row
 end
 
 ---A prompt: the header, the user's text and one compact line per context.
@@ -649,8 +661,7 @@ end
 ---@param labels string[]|nil
 function T:prompt(text, labels)
   self.replied, self.last_end, self.turn_steps = false, nil, {}
-  local row = self:count()
-  self:add({ "", M.PROMPT_HEADER }, "OllieUser")
+  local row = self:header(M.PROMPT_HEADER, "OllieUser")
   local typed = split(text)
   local first = self:add(typed)
   for r = first, first + #typed - 1 do

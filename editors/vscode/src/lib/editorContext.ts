@@ -2,6 +2,7 @@
 
 import type { EditorContext } from "./protocol";
 import type { ImageSource } from "./webviewMessages";
+import { shownPath } from "./steps";
 
 export interface Position {
   line: number;
@@ -39,10 +40,11 @@ export function contextParam(contexts: readonly EditorContext[]): EditorContext 
   return contexts.length === 1 ? contexts[0] : [...contexts];
 }
 
-/** A short human label for a context, e.g. `main.py:3-7` (1-based lines). */
+/** A short human label for a context, e.g. `main.py:3-7` (1-based lines); its names escaped (`shownPath`): a file's
+ * is the workspace's, a resource's its server's. */
 export function describeEditorContext(context: EditorContext): string {
-  if (context.mcpServer) return `${context.mcpServer}: ${context.uri}`;
-  const file = labelPath(context.uri);
+  if (context.mcpServer) return shownPath(`${context.mcpServer}: ${context.uri}`);
+  const file = shownPath(labelPath(context.uri));
   if (!context.range) return file;
   const first = context.range.start.line + 1;
   // A selection that ends at column 0 does not include that last line.
@@ -85,5 +87,5 @@ export function imagesParam(images: readonly ImageSource[]): { images?: object[]
 
 /** A prompt's chat labels: its context items', then its images'. */
 export function promptLabels(contexts: readonly EditorContext[], images: readonly ImageSource[] = []): string[] {
-  return [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${i.name}`)];
+  return [...contexts.map(describeEditorContext), ...images.map((i) => `image: ${shownPath(i.name)}`)];
 }

@@ -1,7 +1,8 @@
 // The pure half of `Ollie: Rewind`: the session's turns as pick items, newest first.
 
 import { splitEditorContext } from "../lib/promptContext";
-import { shownLabel } from "../lib/steps";
+import { unlinked } from "../lib/notice";
+import { shownLabel, shownPath } from "../lib/steps";
 
 /** One turn to offer: its number, the prompt that started it (when known) and what it changed. */
 export interface TurnItem {
@@ -47,8 +48,8 @@ export function turnItems(count: number, prompts: readonly string[], filesChange
 }
 
 /** The build output a rewind put back, as the engine's `/rewind` names it: its first `shown` paths, then how many
- * more (a test run's bytecode can be many files); "" for none. */
+ * more (a test run's bytecode can be many files); "" for none. Escaped and unlinked, for its notice: a step named them. */
 export function namedBuildOutput(paths: readonly string[], shown = 3): string {
   const more = paths.length > shown ? ` and ${paths.length - shown} more` : "";
-  return paths.slice(0, shown).join(", ") + more;
+  return unlinked(paths.slice(0, shown).map(shownPath).join(", ")) + more;
 }

@@ -3,13 +3,14 @@
 // reversed (the label was the id as it came, and the id is what the pick sends back). It now shows the id escaped, and
 // picking it switches to the id itself: the daemon's `/model` answer and the composer name it escaped too. A session's
 // title (a teammate's, shared) with the same is drawn escaped in Switch Session and the chat's header; a user's MCP
-// server whose prompt and resource names hold the same, in Ollie: MCP Servers.
+// server whose prompt and resource names hold the same, in Ollie: MCP Servers. A workspace file `a<U+202E>txt.exe`
+// added to a prompt is named escaped in its bubble (red team 53: reversed, as a prompt taken back from the queue was).
 //
 // Usage: node test/e2e/pickers.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fillInput, log, openChat, python, runCommand, send, waitMs, withVSCode, work } from "./harness.mjs";
+import { fillInput, log, openChat, pickFile, python, runCommand, send, waitMs, withVSCode, work } from "./harness.mjs";
 
 const HOSTILE = "m2 $(pass-filled) approved\n\u202eexe.txt";
 // As the pick shows it (shownLabel: `\$(` draws as `$(`) and as the composer does (shownPath).
@@ -31,8 +32,16 @@ async function row(page, text, name) {
   return { text: await found.innerText(), icons: await found.locator(`.codicon-${name}`).count(), found };
 }
 
-await withVSCode({ script: [{ text: "Hello." }], textModel: HOSTILE }, async ({ page, screenshot }) => {
+await withVSCode({ script: [{ text: "Hello." }], textModel: HOSTILE, files: { "a\u202etxt.exe": "x\n" } }, async ({ page, screenshot }) => {
   const chat = await openChat(page);
+  await pickFile(page, chat, "txt.exe");
+  await send(chat, "what is in it?");
+  const about = await chat.locator(".item.user .meta", { hasText: "about" }).first().innerText({ timeout: waitMs });
+  await screenshot("prompt-about-hostile-file-name");
+  if (about.includes("\u202e") || !about.includes("a\\u202etxt.exe")) throw new Error(`the prompt's bubble named the file as it came: ${JSON.stringify(about)}`);
+  await chat.locator(".item.assistant", { hasText: "Hello." }).waitFor({ timeout: waitMs });
+  log("a prompt's bubble names a workspace file's U+202E escaped");
+
   const model = chat.locator("#model");
   await model.filter({ hasText: /^scripted-model$/ }).waitFor({ timeout: waitMs });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { buildEditorContext, contextParam, describeEditorContext } from "../../src/lib/editorContext";
+import { buildEditorContext, contextParam, describeEditorContext, promptLabels } from "../../src/lib/editorContext";
 
 const at = (line: number, character: number) => ({ line, character });
 
@@ -30,6 +30,15 @@ test("the label uses 1-based lines and skips a last line selected only up to col
   assert.equal(describeEditorContext({ uri: "note://readme", mcpServer: "t" }), "t: note://readme");
   assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 4), end: at(5, 0) } }), "a.py:3-5");
   assert.equal(describeEditorContext({ uri: "file:///w/a.py", range: { start: at(2, 0), end: at(2, 9) } }), "a.py:3");
+});
+
+test("a label draws another's names escaped: a workspace file's, an MCP server's resource, an image's", () => {
+  // Red team 53: the chip of a prompt taken back from the queue, its bubble in the chat and the Ask box named a file
+  // `a<U+202E>txt.exe` (the model's, the workspace's) reversed, and a hostile server's resource URI with its line breaks.
+  assert.equal(describeEditorContext({ uri: "file:///w/a%E2%80%AEtxt.exe", range: { start: at(0, 0), end: at(0, 3) } }),
+    "a\\u202etxt.exe:1");
+  assert.deepEqual(promptLabels([{ uri: "note://r\n  ok\u202e", mcpServer: "s" }], [{ name: "x\u202egnp.png", data: "" }]),
+    ["s: note://r\\x0a  ok\\u202e", "image: x\\u202egnp.png"]);
 });
 
 test("the label of a selection too long to send whole names the lines the daemon keeps", () => {

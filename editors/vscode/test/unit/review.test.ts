@@ -97,4 +97,9 @@ test("a rewind's notice names the build output it put back as the engine's /rewi
   assert.equal(namedBuildOutput([]), "");
   assert.equal(namedBuildOutput(["__pycache__/a.pyc"]), "__pycache__/a.pyc");
   assert.equal(namedBuildOutput(["a.pyc", "b.pyc", "c.pyc", "d.pyc", "e.pyc"]), "a.pyc, b.pyc, c.pyc and 2 more");
+  // Red team 53: the names are the files a step made where git ignores them; the notice made one a command link
+  // (VS Code runs `command:` links in a notification at a click) and let its U+202E reverse the rest.
+  const link = "__pycache__/[Show restored files](command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22id%5Cn%22%7D)";
+  assert.equal(namedBuildOutput([link, "x\u202ecyp.pyc"]),
+    "__pycache__/[Show restored files]\u200b(command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22id%5Cn%22%7D), x\\u202ecyp.pyc");
 });
