@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from tests.netserver import Listener
 sys.dont_write_bytecode = False
 
 # The `scripted_llm` fixture: a real HTTP server speaking the vendors' wire formats.
-pytest_plugins = ["ollie.testing.pytest_plugin"]
+pytest_plugins = ["ollie.testing.pytest_plugin"] + ["tests.cpuprofile"] * bool(os.environ.get("OLLIE_TEST_CPU"))
 
 def in_real_vscode(nodeid: str) -> bool:
     """Whether a test runs the real VS Code (tests/editors: its files' names, or the test's, say so)."""
