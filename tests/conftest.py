@@ -69,6 +69,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
                 self.lanes = {test: (0, 1, 1, 0)[n % 4] for n, test in enumerate(windows)}
             return f"real VS Code {self.lanes[nodeid]}"
 
+        def remove_node(self, node) -> str | None:
+            # A worker died (kill -9, out of memory) in its first unfinished test. xdist put back every file the worker
+            # had ever been given, finished ones too: one handed out again ran nothing, so no report came to ask for
+            # more work and the run hung. Only what never ran goes back; the test it died in is reported, not rerun.
+            pending = [(scope, test) for scope, unit in self.assigned_work.pop(node).items()
+                       for test, done in unit.items() if not done]
+            for scope, test in pending[1:]:
+                self.workqueue.setdefault(scope, {})[test] = False
+            for other in self.assigned_work.keys() & self.registered_collections.keys():  # a replacement collects
+                self._reschedule(other)
+            return pending[0][1] if pending else None
+
     return FilesAndTwoVSCodeLanes(config, log)
 
 
