@@ -74,8 +74,9 @@ def _module_daemon(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 
 @pytest.fixture
-def shared_daemon(_module_daemon: LSPProcess) -> LSPProcess:
-    """The module's shared daemon, still running, with no answer of the tests before left in `unmatched`."""
+def served(_module_daemon: LSPProcess) -> LSPProcess:
+    """The module's shared daemon (over a raw pipe, as `start_daemon`'s), still running, with no answer of the tests
+    before left in `unmatched`."""
     assert _module_daemon.alive(), _module_daemon.stderr_text()[-2000:]
     _module_daemon.unmatched.clear()
     return _module_daemon
