@@ -67,7 +67,7 @@ def _module_daemon(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     xdg = {var: str(home / var) for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}
     env = {k: v for k, v in daemon_env({**request.module.DAEMON_ENV, **xdg}).items() if k != "XDG_RUNTIME_DIR"}
     daemon = LSPProcess(DAEMON, env=env)
-    daemon.initialize(home)
+    daemon.initialize(tmp_path_factory.mktemp("work"))
     daemon.request("ollie/state", {}, timeout=60)
     yield daemon
     daemon.shutdown(timeout=30)
