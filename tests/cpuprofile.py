@@ -1,5 +1,8 @@
 """Per-test CPU-seconds (`OLLIE_TEST_CPU=FILE`): each test's user+sys, the worker's own and its reaped children's, and
-the processes it started by kind, one JSON line each in FILE; `python -m tests.cpuprofile FILE` ranks them."""
+the processes it started by kind, one JSON line each in FILE; `python -m tests.cpuprofile FILE` ranks them.
+
+A child counts when it is reaped: a module's shared daemons count to its last test (rank files, not tests), and what
+runs under a server that detaches (Neovim and its daemon in tmux: ~1 CPU-s a TUI test) counts nowhere."""
 
 from __future__ import annotations
 
