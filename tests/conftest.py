@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from tests.netserver import Listener
 sys.dont_write_bytecode = False
 
 # The `scripted_llm` fixture: a real HTTP server speaking the vendors' wire formats.
-pytest_plugins = ["ollie.testing.pytest_plugin"]
+pytest_plugins = ["ollie.testing.pytest_plugin"] + ["tests.cpuprofile"] * bool(os.environ.get("OLLIE_TEST_CPU"))
 
 def in_real_vscode(nodeid: str) -> bool:
     """Whether a test runs the real VS Code (tests/editors: its files' names, or the test's, say so)."""
@@ -67,6 +68,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
                 windows = [test for test in self.collection or () if in_real_vscode(test)]
                 self.lanes = {test: (0, 1, 1, 0)[n % 4] for n, test in enumerate(windows)}
             return f"real VS Code {self.lanes[nodeid]}"
+
+        def remove_node(self, node) -> str | None:
+            # A worker died (kill -9, out of memory) in its first unfinished test. xdist put back every file the worker
+            # had ever been given, finished ones too: one handed out again ran nothing, so no report came to ask for
+            # more work and the run hung. Only what never ran goes back; the test it died in is reported, not rerun.
+            pending = [(scope, test) for scope, unit in self.assigned_work.pop(node).items()
+                       for test, done in unit.items() if not done]
+            for scope, test in pending[1:]:
+                self.workqueue.setdefault(scope, {})[test] = False
+            for other in self.assigned_work.keys() & self.registered_collections.keys():  # a replacement collects
+                self._reschedule(other)
+            return pending[0][1] if pending else None
 
     return FilesAndTwoVSCodeLanes(config, log)
 

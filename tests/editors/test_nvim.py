@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -44,6 +45,7 @@ def lua_result(script: str, cwd: Path, *, env: dict[str, str] | None = None, tim
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
+@functools.cache  # asked before each scenario: a Neovim start each
 def _nvim_version(nvim: str) -> tuple[int, int]:
     first = subprocess.run([nvim, "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
     major, minor = first.split("v", 1)[1].split(".")[:2]

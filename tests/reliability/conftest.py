@@ -59,6 +59,29 @@ def start_daemon(workdir: Path) -> Iterator[Callable[..., LSPProcess]]:
             daemon.shutdown(timeout=30)
 
 
+@pytest.fixture(scope="module")
+def _module_daemon(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LSPProcess]:
+    """A daemon on the module's DAEMON_ENV that its tests of hostile input share (a start is ~1 CPU-s), with private
+    XDG dirs of its own (it starts before a test's `_private_dirs`), its default session ready."""
+    home = tmp_path_factory.mktemp("shared")
+    xdg = {var: str(home / var) for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}
+    env = {k: v for k, v in daemon_env({**request.module.DAEMON_ENV, **xdg}).items() if k != "XDG_RUNTIME_DIR"}
+    daemon = LSPProcess(DAEMON, env=env)
+    daemon.initialize(tmp_path_factory.mktemp("work"))
+    daemon.request("ollie/state", {}, timeout=60)
+    yield daemon
+    daemon.shutdown(timeout=30)
+
+
+@pytest.fixture
+def served(_module_daemon: LSPProcess) -> LSPProcess:
+    """The module's shared daemon (over a raw pipe, as `start_daemon`'s), still running, with no answer of the tests
+    before left in `unmatched`."""
+    assert _module_daemon.alive(), _module_daemon.stderr_text()[-2000:]
+    _module_daemon.unmatched.clear()
+    return _module_daemon
+
+
 @pytest.fixture
 async def make_core(tmp_path: Path, workdir: Path, agents_dir: Path) -> AsyncIterator[Callable[..., Any]]:
     """`await make_core(srv, limits={...}, ...)`: a Core on the scripted server and the real execute server."""

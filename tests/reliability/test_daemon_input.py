@@ -30,6 +30,7 @@ STATE = b'{"jsonrpc": "2.0", "id": %d, "method": "ollie/state", "params": {}}'
 EXIT = frame(b'{"jsonrpc": "2.0", "method": "exit"}')
 NO_BACKEND = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": "http://127.0.0.1:9/v1", "OLLIE_OPENAI_KEY": "sk-unused",
               "OLLIE_LSP_STALL_S": "1"}
+DAEMON_ENV = NO_BACKEND  # the module's `served`'s (tests/reliability/conftest.py)
 
 
 @pytest.fixture
@@ -57,35 +58,35 @@ def answer_to(daemon: LSPProcess, msg_id: int) -> dict:
     return next(m for m in daemon.unmatched if m.get("id") == msg_id)
 
 
-def test_a_body_that_is_not_utf8_is_a_parse_error(daemon):
-    daemon.send_raw(frame(b'{"jsonrpc": "2.0", "id": 5, "method": "ollie/state", "params": {"x": "\xff\xfe"}}'))
+def test_a_body_that_is_not_utf8_is_a_parse_error(served):
+    served.send_raw(frame(b'{"jsonrpc": "2.0", "id": 5, "method": "ollie/state", "params": {"x": "\xff\xfe"}}'))
     # UTF-16 is JSON to Python's json.loads(bytes), but not to LSP.
-    daemon.send_raw(frame(json.dumps({"jsonrpc": "2.0", "method": "x"}).encode("utf-16")))
-    serves(daemon)
-    assert null_errors(daemon) == [-32700, -32700]
+    served.send_raw(frame(json.dumps({"jsonrpc": "2.0", "method": "x"}).encode("utf-16")))
+    serves(served)
+    assert null_errors(served) == [-32700, -32700]
 
 
-def test_deep_nesting_is_refused_with_the_requests_id(daemon):
+def test_deep_nesting_is_refused_with_the_requests_id(served):
     deep = "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5)
-    daemon.send_raw(frame(b'{"jsonrpc": "2.0", "id": 7001, "method": "ollie/state", "params": {"x": %s}}'
+    served.send_raw(frame(b'{"jsonrpc": "2.0", "id": 7001, "method": "ollie/state", "params": {"x": %s}}'
                           % deep.encode()))
     # Past the JSON parser's own recursion limit: a parse error, not a crash.
-    daemon.send_raw(frame(b"[" * 200_000 + b"]" * 200_000))
-    assert answer_to(daemon, 7001)["error"]["code"] == -32600
-    serves(daemon)
-    assert null_errors(daemon) == [-32700]
+    served.send_raw(frame(b"[" * 200_000 + b"]" * 200_000))
+    assert answer_to(served, 7001)["error"]["code"] == -32600
+    serves(served)
+    assert null_errors(served) == [-32700]
 
 
-def test_a_batch_answers_each_request_in_it(daemon):
+def test_a_batch_answers_each_request_in_it(served):
     batch = [{"jsonrpc": "2.0", "id": 7101, "method": "ollie/state", "params": {}},
              {"jsonrpc": "2.0", "method": "initialized", "params": {}},
              {"jsonrpc": "2.0", "id": "7102", "method": "ollie/state", "params": {}}]
-    daemon.send(batch)  # type: ignore[arg-type]  # a list, as a batching client sends it
-    assert answer_to(daemon, 7101)["error"]["code"] == -32600
-    assert "batch" in answer_to(daemon, "7102")["error"]["message"]  # type: ignore[arg-type]
-    daemon.send([])  # type: ignore[arg-type]
-    serves(daemon)
-    assert null_errors(daemon) == [-32600]
+    served.send(batch)  # type: ignore[arg-type]  # a list, as a batching client sends it
+    assert answer_to(served, 7101)["error"]["code"] == -32600
+    assert "batch" in answer_to(served, "7102")["error"]["message"]  # type: ignore[arg-type]
+    served.send([])  # type: ignore[arg-type]
+    serves(served)
+    assert null_errors(served) == [-32600]
 
 
 @pytest.mark.parametrize("header", [
@@ -97,35 +98,35 @@ def test_a_batch_answers_each_request_in_it(daemon):
     b"Content-Length: 12\r\nContent-Length: 13\r\n",
     b"Content-Length: 0\r\n",
 ])
-def test_a_broken_content_length_is_answered_and_the_next_message_is_read(daemon, header):
-    daemon.send_raw(header + b"\r\n" + STATE % 7201)
+def test_a_broken_content_length_is_answered_and_the_next_message_is_read(served, header):
+    served.send_raw(header + b"\r\n" + STATE % 7201)
     # What followed the broken headers is skipped up to the next message's Content-Length.
-    serves(daemon)
-    assert null_errors(daemon) == [-32700], daemon.unmatched
-    assert not any(m.get("id") == 7201 for m in daemon.unmatched)
+    serves(served)
+    assert null_errors(served) == [-32700], served.unmatched
+    assert not any(m.get("id") == 7201 for m in served.unmatched)
 
 
-def test_a_content_length_over_the_limit_is_refused_at_once_and_not_read(daemon):
-    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % (MAX_FRAME_BYTES + 1) + b"x" * 4096)
-    serves(daemon)
-    assert null_errors(daemon) == [-32600]
+def test_a_content_length_over_the_limit_is_refused_at_once_and_not_read(served):
+    served.send_raw(b"Content-Length: %d\r\n\r\n" % (MAX_FRAME_BYTES + 1) + b"x" * 4096)
+    serves(served)
+    assert null_errors(served) == [-32600]
 
 
-def test_a_content_length_shorter_than_the_body_loses_only_that_message(daemon):
+def test_a_content_length_shorter_than_the_body_loses_only_that_message(served):
     body = STATE % 7301
-    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % (len(body) - 10) + body)
-    serves(daemon)
+    served.send_raw(b"Content-Length: %d\r\n\r\n" % (len(body) - 10) + body)
+    serves(served)
     # The cut body, then its tail (not a header): both parse errors; the next message is read.
-    assert null_errors(daemon) == [-32700, -32700]
+    assert null_errors(served) == [-32700, -32700]
 
 
-def test_a_content_length_longer_than_what_comes_is_answered_after_the_stall(daemon):
+def test_a_content_length_longer_than_what_comes_is_answered_after_the_stall(served):
     body = STATE % 7401
-    daemon.send_raw(b"Content-Length: %d\r\n\r\n" % (len(body) + 100) + body)
+    served.send_raw(b"Content-Length: %d\r\n\r\n" % (len(body) + 100) + body)
     # Nothing more comes: after OLLIE_LSP_STALL_S (1 s here) the half message is answered, not waited on for ever.
-    wait_until(lambda: null_errors(daemon) == [-32700], "the stalled message answered")
-    assert "Content-Length said" in str(daemon.unmatched)
-    serves(daemon)
+    wait_until(lambda: null_errors(served) == [-32700], "the stalled message answered")
+    assert "Content-Length said" in str(served.unmatched)
+    serves(served)
 
 
 def test_input_that_ends_mid_message_is_a_logged_clean_exit(tmp_path, workdir):

@@ -60,11 +60,14 @@ def send_with_id(daemon, message: dict) -> Pending:
     return pending
 
 
+# The env of the module's daemons (`served`, tests/reliability/conftest.py): a backend that never answers.
+DAEMON_ENV = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": "http://127.0.0.1:9/v1", "OLLIE_OPENAI_KEY": "sk-unused"}
+
+
 @pytest.fixture
 def daemon(start_daemon):
-    """A daemon with its default session ready."""
-    started = start_daemon(env={"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": "http://127.0.0.1:9/v1",
-                                "OLLIE_OPENAI_KEY": "sk-unused"})
+    """A daemon of its own (fuzzing may leave any state behind) with its default session ready."""
+    started = start_daemon(env=DAEMON_ENV)
     started.request("ollie/state", {}, timeout=60)
     return started
 
@@ -125,36 +128,36 @@ def test_garbage_bytes_and_broken_framing_are_ignored(daemon):
     ("ollie/session/rename", {"session": "1700000000000000000-abcdef", "title": "t" * 1_000_000}, -32602),
     ("ollie/session/rename", {"session": "1700000000000000000-abcdef", "title": "t"}, -32001),
 ])
-def test_bad_requests_get_the_documented_errors(daemon, method, params, code):
+def test_bad_requests_get_the_documented_errors(served, method, params, code):
     if code == 0:
-        assert daemon.request(method, params, timeout=30) is not None
+        assert served.request(method, params, timeout=30) is not None
     else:
         with pytest.raises(RPCError) as raised:
-            daemon.request(method, params, timeout=30)
+            served.request(method, params, timeout=30)
         if code is not None:
             assert raised.value.code == code, raised.value
         assert "Traceback" not in raised.value.message
-    still_serving(daemon)
+    still_serving(served)
 
 
-def test_a_truncated_message_then_a_valid_one_after_the_client_resyncs(daemon):
+def test_a_truncated_message_then_a_valid_one_after_the_client_resyncs(served):
     # Invalid JSON in a well-framed message: answered with a parse error (id null), and the daemon reads on.
-    daemon.send_raw(frame(b'{"jsonrpc": "2.0", "id": 99, "method": "ollie/state", "params": {'))
-    daemon.send_raw(frame(json.dumps([1, 2, 3]).encode()))
-    daemon.send_raw(frame(b"null"))
-    still_serving(daemon)
-    codes = [m["error"]["code"] for m in daemon.unmatched if m.get("id") is None and "error" in m]
-    assert codes == [-32700, -32600, -32600], daemon.unmatched
+    served.send_raw(frame(b'{"jsonrpc": "2.0", "id": 99, "method": "ollie/state", "params": {'))
+    served.send_raw(frame(json.dumps([1, 2, 3]).encode()))
+    served.send_raw(frame(b"null"))
+    still_serving(served)
+    codes = [m["error"]["code"] for m in served.unmatched if m.get("id") is None and "error" in m]
+    assert codes == [-32700, -32600, -32600], served.unmatched
 
 
-def test_a_request_that_is_not_json_rpc_2_gets_invalid_request(daemon):
-    pending = send_with_id(daemon, {"jsonrpc": "1.0", "id": 4242, "method": "ollie/state", "params": {}})
+def test_a_request_that_is_not_json_rpc_2_gets_invalid_request(served):
+    pending = send_with_id(served, {"jsonrpc": "1.0", "id": 4242, "method": "ollie/state", "params": {}})
     assert pending.done.wait(30)
     assert pending.message["error"]["code"] == -32600
-    pending = send_with_id(daemon, {"id": 4243, "method": "ollie/state", "params": {}})
+    pending = send_with_id(served, {"id": 4243, "method": "ollie/state", "params": {}})
     assert pending.done.wait(30)
     assert pending.message["error"]["code"] == -32600
-    still_serving(daemon)
+    still_serving(served)
 
 
 @pytest.mark.parametrize("message, code", [
@@ -164,13 +167,13 @@ def test_a_request_that_is_not_json_rpc_2_gets_invalid_request(daemon):
     ({"method": "textDocument/hover", "params": "not an object"}, -32602),  # pygls cannot structure it
     ({"method": "textDocument/hover", "params": {"textDocument": 3}}, -32602),
 ])
-def test_requests_pygls_cannot_structure_are_answered_not_dropped(daemon, message, code):
+def test_requests_pygls_cannot_structure_are_answered_not_dropped(served, message, code):
     # They went unanswered: the client waited for ever (found by the fuzz test above, under load).
-    pending = send_with_id(daemon, {"jsonrpc": "2.0", "id": 4242, **message})
+    pending = send_with_id(served, {"jsonrpc": "2.0", "id": 4242, **message})
     assert pending.done.wait(30), f"no answer to {message}"
     answer = pending.message
     if code is None:
         assert "result" in answer, answer
     else:
         assert answer["error"]["code"] == code, answer
-    still_serving(daemon)
+    still_serving(served)
