@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from ollie.mcp.config import MAX_MESSAGE_BYTES
+from ollie.mcp.config import MAX_MESSAGE_BYTES, NOT_MCP
 
 _EVENT_ENDS = (b"\n\n", b"\n\r\n", b"\r\r")  # a blank line ends a server-sent event (LF, CRLF or CR lines)
 
@@ -44,8 +44,25 @@ async def _pin(request: httpx.Request) -> None:
 
 
 async def _bound(response: httpx.Response) -> None:
-    response.stream = _Bounded(response.stream, response.headers.get("content-type", "").startswith("text/event-stream"),
-                               _request_id(response.request))
+    kind, request_id = response.headers.get("content-type", ""), _request_id(response.request)
+    if request_id is not None and (foreign := _not_mcp(response, kind)):
+        # The SDK dropped a web page's answer (the request waited out the start's 30 s) and called a 404 "Session
+        # terminated": the request's answer is now an error saying what came back.
+        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": NOT_MCP, "message": foreign}}
+        response.headers["content-type"] = "application/json"
+        response.status_code, response.stream = 200, httpx.ByteStream(json.dumps(error).encode())
+        return
+    response.stream = _Bounded(response.stream, kind.startswith("text/event-stream"), request_id)
+
+
+def _not_mcp(response: httpx.Response, kind: str) -> str:
+    """Why an answer to a JSON-RPC request is no MCP server's ('' when it may be): a web page, or a 404 to a request of
+    no session (an MCP server's 404 says a session ended)."""
+    if response.status_code == 200 and kind.startswith(("application/json", "text/event-stream")) or (
+            response.status_code not in (200, 404) or "mcp-session-id" in response.request.headers):
+        return ""
+    kind = kind.split(";")[0] or "no content type"
+    return f"not an MCP server's answer (HTTP {response.status_code} {response.reason_phrase}, {kind})"
 
 
 def _request_id(request: httpx.Request) -> Any:
