@@ -49,9 +49,10 @@ async def _bound(response: httpx.Response) -> None:
         # The SDK dropped a web page's answer (the request waited out the start's 30 s) and called a 404 "Session
         # terminated": the request's answer is now an error saying what came back.
         error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": NOT_MCP, "message": foreign}}
-        await response.stream.aclose()  # the page is never read: its connection goes back
-        response.headers["content-type"] = "application/json"
-        response.status_code, response.stream = 200, httpx.ByteStream(json.dumps(error).encode())
+        page, response.stream = response.stream, httpx.ByteStream(json.dumps(error).encode())
+        if isinstance(page, httpx.AsyncByteStream):
+            await page.aclose()  # never read: its connection goes back
+        response.status_code, response.headers["content-type"] = 200, "application/json"
         return
     response.stream = _Bounded(response.stream, kind.startswith("text/event-stream"), request_id)
 
