@@ -80,6 +80,10 @@ async def test_file_read_of_a_huge_file_reads_a_window_and_says_how_to_go_on(ws:
     assert lines == ["     1\tline 1", "     2\tline 2", "     3\tline 3"]
     assert line4 == "     4\t" + "\u00e9" * 2000 + " [... line cut at 2000 characters]"
     assert last.startswith("[lines 1-4; the file goes on (") and last.endswith("; continue with --offset=5]"), last
+    # Going on counts lines through the rest of line 4 as far as one read does (1 GiB), then says how to read by bytes.
+    on = await tool(server, "file_read", "huge.log", "--offset=5")
+    assert on.is_error and "--offset=5 is past the first " in on.text and " (as far as one read counts lines), which " \
+        "end 3 lines; read on by bytes in a step: `tail -c +" in on.text, on.text
     (ws.work / "crlf.txt").write_bytes(b"a\r\nb\rc\n\nd")
     assert stdout_of(await tool(server, "file_read", "crlf.txt", "--offset=3", "--limit=2")) == (
         "     3\tc\n     4\t\n[lines 3-4 of 5; continue with --offset=5]")
