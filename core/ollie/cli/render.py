@@ -173,7 +173,7 @@ class Renderer:
         elif role == "limitretry":
             if self._held is not None:
                 self._held.clear()
-                self._cleaners = {role: StreamCleaner() for role in self._cleaners}  # a cut sequence of its too
+                self._cleaners = {name: StreamCleaner() for name in self._cleaners}  # a cut sequence of its too
             self._block(self._style(f"retrying: {content}", "33"), stream=self.err)
         elif role == "turn" and content != "start":
             self._flush_streams()

@@ -15,7 +15,7 @@ from ollie.workspace import modes, objects
 from ollie.workspace.bounds import Bound
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
-from ollie.workspace.guard import check_project, max_files
+from ollie.workspace.guard import check_project, file_limit
 from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, shadow_dir, turn_ref
 from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
@@ -146,7 +146,7 @@ class Checkpoints:
         if not self.root.is_dir():
             raise CheckpointUnavailable(f"{self.root} is not a directory")
         # Where it is first (/, $HOME: the reason the user needs), then ollie's own state inside it.
-        self.max_files = self.max_files or max_files()
+        self.max_files = self.max_files or file_limit()
         await check_project(self.root, self.max_files)
         shadow = Path(os.path.realpath(self.git.git_dir))
         if shadow == self.root or self.root in shadow.parents:

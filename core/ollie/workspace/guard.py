@@ -62,7 +62,7 @@ REFUSAL_TTL_S = 600.0
 _refused: dict[tuple[Path, int], tuple[float, str]] = {}
 
 
-def max_files() -> int:
+def file_limit() -> int:
     """How many files a checkpointed tree may have; CheckpointUnavailable saying why when its variable is bad."""
     try:
         return env_number(MAX_FILES_ENV, 50_000, int)
