@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, cast
 
 import attrs
 
@@ -10,6 +10,9 @@ from ollie.config import GenerationParams
 from ollie.shapes import Check, Invalid, json_key
 from ollie.shapes import parse as check
 from ollie_lsp.errors import InvalidParams
+
+if TYPE_CHECKING:
+    from ollie.agent.inbox import ContextItem
 
 S = TypeVar("S")
 NonEmpty = Annotated[str, Check(min_length=1)]
@@ -99,9 +102,10 @@ class EditorContext(Params):
     language_id: str | None = None
     mcp_server: str | None = None
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> ContextItem:
         """The item as a client sends it (ollie/popQueue hands a queued prompt's back)."""
-        return {json_key(EditorContext, k): v for k, v in attrs.asdict(self, filter=lambda _, v: v is not None).items()}
+        return cast("ContextItem", {json_key(EditorContext, k): v
+                                  for k, v in attrs.asdict(self, filter=lambda _, v: v is not None).items()})
 
 
 @shape

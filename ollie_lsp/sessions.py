@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
-from ollie.agent.inbox import Held
+from ollie.agent.inbox import ContextItem, Held
 from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -185,7 +185,7 @@ class LiveSession:
         return _turn_result(self.id, result)
 
     async def queue(self, text: str, images: Sequence[Image] = (), *, seen: int | None, held: bool = False,
-                    context: Sequence[dict[str, Any]] = ()) -> int:
+                    context: Sequence[ContextItem] = ()) -> int:
         """Queue a prompt with its images and context items (`held`: for the user's word); returns the queue's depth.
         `seen`: the last event the client had (PROTOCOL.md)."""
         if held:

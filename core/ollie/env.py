@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from ollie import paths, regularfile
 
@@ -110,10 +111,28 @@ def env_file() -> Path:
     return paths.config_dir() / "env"
 
 
+N = TypeVar("N", int, float)
+
+
+def env_number(name: str, default: N, kind: Callable[[str], N]) -> N:
+    """A number above 0 from environment variable `name`, read by `kind` (int: a count, float: seconds): `default`
+    when unset or empty; ValueError naming the variable and its value when it is not one."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not value > 0 or value == float("inf"):
+        what = "a whole number" if kind is int else "a number"
+        raise ValueError(f"environment variable {name}={text!r} is not {what} above 0")
+    return value
+
+
 def env_seconds(name: str, default: float) -> float:
     """Seconds from environment variable `name`: `default` when unset, not a number, or not above 0."""
     try:
-        value = float(os.environ.get(name, ""))
+        return env_number(name, default, float)
     except ValueError:
         return default
-    return value if value > 0 else default

@@ -12,6 +12,7 @@ from ollie.backend.errors import BackendConfigError, BackendUnreachableError, Tr
 from ollie.backend.health import check_backend, model_listed
 from ollie.backend.registry import make_backend
 from ollie.backend.types import GenerationParams, Message
+from ollie.env import env_file
 
 
 def closed_url() -> str:
@@ -75,7 +76,7 @@ async def test_health_of_a_usable_backend(scripted_llm):
     async with aclosing(make_backend(environ={**srv.env(), "OLLIE_MODEL": "qwen3"})) as backend:
         health = (await check_backend(backend)).to_wire()
     assert health == {"ok": True, "backend": "ollama", "model": "qwen3", "url": srv.url, "reachable": True,
-                      "modelPresent": True, "keySet": None, "error": "", "hint": ""}
+                      "modelPresent": True, "keySet": None, "error": "", "hint": "", "settingsFile": str(env_file())}
 
 
 async def test_health_says_the_model_is_missing_and_how_to_pull_it(scripted_llm):

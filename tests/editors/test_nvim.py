@@ -62,14 +62,16 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def run_scenario(name: str, workspace: Path, srv, timeout: float = 90) -> dict:
-    """Run editors/nvim/tests/<name>.lua in headless Neovim; return the JSON it wrote."""
+def run_scenario(name: str, workspace: Path, srv, timeout: float = 90, *, daemon_env: tuple[str, ...] = ()) -> dict:
+    """Run editors/nvim/tests/<name>.lua in headless Neovim; return the JSON it wrote (`daemon_env`: `NAME=value`s
+    the daemon alone gets, as a wrapper script of the user's would set them)."""
     nvim = _nvim()
     assert _nvim_version(nvim) >= (0, 10)
     out = workspace.parent / f"{name}.json"
     env = {**os.environ, **srv.env()}
     env["OLLIE_TEST_OUT"] = str(out)
-    env["OLLIE_TEST_SERVER_CMD"] = json.dumps([sys.executable, "-m", "ollie_lsp"])
+    env["OLLIE_TEST_SERVER_CMD"] = json.dumps([*(("env", *daemon_env) if daemon_env else ()), sys.executable, "-m",
+                                               "ollie_lsp"])
     proc = subprocess.run(
         [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-l", str(SCENARIOS / f"{name}.lua")],
         cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout,
@@ -1250,12 +1252,15 @@ def test_the_chat_says_at_once_that_the_model_server_is_down_naming_its_url_and_
     srv = scripted_llm("openai")
     env, url = srv.env(), srv.url
     srv.stop()  # nothing listens on its port now
-    result = run_scenario("backend_down", workspace, SimpleNamespace(env=lambda: env))
+    # The daemon's own settings dir (a wrapper script sets it): the chat named the one Neovim's environment implied.
+    config = workspace.parent / "daemon-config"
+    result = run_scenario("backend_down", workspace, SimpleNamespace(env=lambda: env),
+                          daemon_env=(f"OLLIE_CONFIG_DIR={config}",))
     opened = result["opened"].strip()
     assert opened.startswith("ollie cannot take a turn yet: "), opened
     assert url in opened, opened
     # Where to set what the hint names: a user of the editor has no shell to `export` it in (it said only "set ...").
-    env_file = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "env"
+    env_file = config / "env"
     assert opened.endswith(f"ollie's settings go in {env_file} (KEY=VALUE lines); :checkhealth ollie checks it again; "
                            ":OllieRestart once it is fixed"), opened
     # `:Ollie hello` then: its error said the same again under the prompt; now it points to the note.

@@ -17,6 +17,7 @@ from ollie.cli.render import Renderer, compact_result
 from ollie.sessions.registry import Registry
 from ollie.sessions.types import Scope, os_user
 from ollie.testing import Reply
+from tests.procs import wait_until
 
 from .conftest import child_env
 
@@ -53,6 +54,17 @@ def test_one_turn_with_p_writes_the_answer_alone_on_stdout_its_steps_on_stderr(l
     assert re.fullmatch(r"ollie: session \d+-[0-9a-f]{6}\n▸ Read notes.txt\n  \[call 1 file_read\] exit 0\n       1\t"
                         r"the secret is 7\n", proc.stderr), proc.stderr
     assert llm.chat_requests[0].body["messages"][-1]["content"] == "what is the secret?"
+
+
+def test_p_to_a_pipe_writes_a_retried_reply_once_without_the_failed_attempts_words(llm, tmp_path):
+    # A reply cut off and retried: stdout (`ollie -p ... > answer.md`) kept the failed attempt's words before the answer.
+    llm.script(Reply(tool_calls=[("call_tool", {"calls": [{"tool": "reasoning_think", "args": ["plan"]}]})],
+                     text="Let me think."),
+               Reply.drop(after=4, text="Half an answer that never ends", chunk_size=5), Reply.text("The answer."))
+    proc = run_ollie(["-p", "answer", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "Let me think.\nThe answer.\n", proc.stdout  # the words before a step stay: it was no retry
+    assert "retrying: " in proc.stderr and "Half" not in proc.stderr, proc.stderr
 
 
 def test_p_writes_the_answer_alone_on_stdout_the_models_thinking_on_stderr(llm, tmp_path):
@@ -327,9 +339,11 @@ def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
     proc = subprocess.Popen([*OLLIE, "-p", "talk", "--cwd", str(tmp_path)], env=child_env(llm.env()),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
-        assert proc.stdout.read(4) == "word"  # streaming has begun
+        assert proc.stderr.readline().startswith("ollie: session ")
+        wait_until(lambda: llm.chat_requests, "the model asked")  # (a pipe gets the answer once the turn ends)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 130  # long before the reply's 5 minutes
+        assert LONG_TALK.startswith(proc.stdout.read().strip())  # what came before the interrupt
     finally:
         proc.kill()
         proc.wait()

@@ -27,6 +27,8 @@ def test_doctor_passes_on_a_working_setup(scripted_llm, tmp_path):
     assert lines(proc.stdout, "FAIL") == []
     assert "ok   model: qwen3 is present" in proc.stdout
     assert "ok   landlock: ABI" in proc.stdout
+    # Where the settings go, as the daemon reads them (the editors' :checkhealth shows it).
+    assert f"ok   settings file: {Path(os.environ['XDG_CONFIG_HOME']) / 'ollie' / 'env'}\n" in proc.stdout, proc.stdout
     assert proc.stdout.rstrip().endswith("all good")
 
 

@@ -331,6 +331,21 @@ def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp
         assert term.close() == 0
 
 
+def test_a_line_typed_while_the_answer_streams_goes_to_the_next_prompt_not_into_the_answer(llm, tmp_path):
+    # The terminal echoed what was typed between the answer's words ("word word nexword t word").
+    llm.script(Reply(text="word " * 300, chunk_size=5, delay=0.01), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("talk")
+        at = term.wait_for(r"word word ", after=at)  # streaming has begun
+        term.type("next one")
+        end = term.wait_for(r"\ndefault> next one\n", after=at)  # shown at the prompt, as sent
+        assert term.text[at:end].count("word") > 200 and "next" not in term.text[at:end - 20], term.text[at:end]
+        term.wait_for(r"back\n", after=end)
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
+
+
 def paste_then_type(llm, tmp_path, pasted: str, shown: str, typed: str, answered: str) -> str:  # type: ignore[no-untyped-def]
     """The terminal's text once `pasted` came all at once, as a terminal sends a paste (`shown` after it), then `typed`
     as a line of its own (`answered` after it), and the terminal left."""

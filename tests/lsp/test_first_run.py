@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -35,18 +37,20 @@ async def test_daemon_submit_fails_at_once_with_the_hint(start_daemon):
     assert "limitretry" not in roles and "error" in roles
 
 
-async def test_daemon_state_reports_backend_health(start_daemon, scripted_llm):
-    daemon = await start_daemon(env=no_model_env())
+async def test_daemon_state_reports_backend_health(start_daemon, scripted_llm, tmp_path):
+    # The settings file is the daemon's word (its OLLIE_CONFIG_DIR): the editors said where it is by a copy of its rule.
+    daemon = await start_daemon(env={**no_model_env(), "OLLIE_CONFIG_DIR": str(tmp_path / "conf")})
     status = (await daemon.request("ollie/state", {}))["backendStatus"]
     assert (status["ok"], status["reachable"], status["backend"]) == (False, False, "ollama")
-    assert "ollama serve" in status["hint"]
+    assert "ollama serve" in status["hint"] and status["settingsFile"] == str(tmp_path / "conf" / "env")
 
     srv = scripted_llm("openai")
     srv.script(Reply.text("hi"))
     healthy = await start_daemon(env=srv.env())
     status = (await healthy.request("ollie/state", {}))["backendStatus"]
     assert status == {"ok": True, "backend": "local", "model": srv.model, "url": srv.env()["OLLIE_OPENAI_URL"],
-                      "reachable": True, "modelPresent": True, "keySet": True, "error": "", "hint": ""}
+                      "reachable": True, "modelPresent": True, "keySet": True, "error": "", "hint": "",
+                      "settingsFile": str(Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "env")}
     await healthy.request("ollie/command", {"line": "/model missing-model"})
     status = (await healthy.request("ollie/state", {}))["backendStatus"]
     assert (status["ok"], status["modelPresent"]) == (False, False)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import shutil
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -431,6 +434,51 @@ async def test_mcp_names_an_unreachable_http_servers_url_and_what_to_do(shared_d
     assert (f"): failed: http://127.0.0.1:{port}/mcp?...: All connection attempts failed; check that the server runs "
             f"there and that its url and headers in {file} are right, then /mcp restart web") in shown, shown
     assert "s3cret" not in shown
+
+
+class _WebPage(http.server.BaseHTTPRequestHandler):
+    """A plain web server's answer to anything: a page, with the status `server.status`."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        page = b"<html><body>It works!</body></html>"
+        self.send_response(self.server.status)  # type: ignore[attr-defined]
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    do_GET = do_DELETE = do_POST  # noqa: N815
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_an_http_server_that_is_no_mcp_server_fails_at_once_saying_what_answered(shared_daemon, llm, mcp_home):
+    # A url that is a plain web server's (a page, or a 404): the first prompt waited out the start's 30 s (the SDK
+    # dropped a page's answer) and /mcp said "did not answer within 30s" (for a 404: "Session terminated").
+    servers = {}
+    for name, status in (("page", 200), ("gone", 404)):
+        servers[name] = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _WebPage)
+        servers[name].daemon_threads, servers[name].status = True, status  # type: ignore[attr-defined]
+        threading.Thread(target=servers[name].serve_forever, daemon=True).start()
+    try:
+        file = configure(mcp_home, {name: {"url": f"http://127.0.0.1:{s.server_address[1]}/mcp"}
+                                    for name, s in servers.items()})
+        llm.script(Reply.text("hello"))
+        daemon = await shared_daemon(env=llm.env())
+        async with asyncio.timeout(10):  # (FIRST_LIST_WAIT_S is 15: the prompt no longer waits for them)
+            assert await submit(daemon, "hi") == "hello"
+        shown = await submit(daemon, "/mcp")
+        for name, said in (("page", "HTTP 200 OK, text/html"), ("gone", "HTTP 404 Not Found, text/html")):
+            url = f"http://127.0.0.1:{servers[name].server_address[1]}/mcp"
+            error = (f"{url}: not an MCP server's answer ({said}); check that the server runs there and that its url "
+                     f"and headers in {file} are right, then /mcp restart {name}")
+            assert f"  {name} (http): failed: {error}\n" in shown + "\n", shown  # not retried: a page stays a page
+            assert f"MCP server {name!r} cannot start: {error}. Not retried" in "".join(
+                e.get("content") or "" for e in daemon.events), daemon.events
+    finally:
+        for server in servers.values():
+            server.shutdown()
 
 
 async def test_mcp_restart_follows_the_edited_config(shared_daemon, llm, mcp_home):

@@ -175,6 +175,27 @@ async def test_a_full_queue_refuses_the_next_prompt_and_keeps_what_waits(shared_
     assert await daemon.request("ollie/queue/clear", {}) == {"cleared": MAX_QUEUED}
 
 
+async def test_a_queued_prompts_context_items_count_in_the_queues_bound(shared_daemon, llm):
+    """A queued prompt keeps its context items as the client sent them (ollie/popQueue hands them back) besides their
+    blocks in its text: a selection was held twice but counted once, so twice the bound could wait."""
+    hold = threading.Event()
+    llm.script(Reply.text("slow", hold=hold))
+    daemon = await shared_daemon(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"})  # the queue holds 16,000 bytes
+    (daemon.workspace / "a.py").write_text("x = 1\n")
+    first = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "first"}))
+    await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs))
+    item = {"uri": (daemon.workspace / "a.py").as_uri(), "selection": "y" * 5000,
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 5}}}
+    await daemon.request("ollie/queue", {"text": "one", "context": item})
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/queue", {"text": "two", "context": item})
+    assert caught.value.code == -32010 and "waiting in this session are over the 15.6 KiB it queues" in str(caught.value)
+    assert (await daemon.request("ollie/popQueue", {}))["context"] == [item]  # what waits is kept, as it was sent
+    assert (await daemon.request("ollie/interrupt", {}))["interrupted"] is True
+    hold.set()
+    await first
+
+
 async def test_a_stop_while_a_queued_prompts_images_are_read_holds_it(shared_daemon, llm):
     """The Stop comes while the daemon reads the queued prompt's 40 MiB of images (sent at once after the queue, as a
     user stops right after queueing): the prompt is held as one queued before the Stop, not run after the next prompt.

@@ -40,6 +40,8 @@ def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
         at = term.answer("f", r"feedback for the model: ", after=at)
         term.answer("keep it", r"second done", after=at)
         assert term.close() == 0
+    # The answers typed during the turn are echoed where they are typed (the turn's input is not: it is no answer).
+    assert re.search(r"\[n\]o, \[f\]eedback: yes\n", term.text) and "feedback for the model: keep it\n" in term.text
     assert (tmp_path / "a.txt").read_text() == "two\n"
     assert "The user's feedback: keep it" in last_tool_result(llm)
 

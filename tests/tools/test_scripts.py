@@ -69,6 +69,29 @@ async def test_file_read_offset_and_limit(ws: Workspace, server: ExecuteServer) 
     assert bad.is_error and "at least 1" in bad.text
 
 
+async def test_file_read_of_a_huge_file_reads_a_window_and_says_how_to_go_on(ws: Workspace, server: ExecuteServer) -> None:
+    # A 20 GB file was read whole: the step ran to its timeout (or its memory limit). A line of gigabytes too.
+    with open(ws.work / "huge.log", "wb") as handle:
+        handle.write(b"".join(b"line %d\n" % i for i in range(1, 4)) + b"\xc3\xa9" * 5000)
+        handle.truncate(20 << 30)  # a sparse hole: the rest of line 4 is 20 GB of NUL bytes
+    read = await tool(server, "file_read", "huge.log")
+    assert not read.is_error, read.text
+    *lines, line4, last = stdout_of(read).split("\n")
+    assert lines == ["     1\tline 1", "     2\tline 2", "     3\tline 3"]
+    assert line4 == "     4\t" + "\u00e9" * 2000 + " [... line cut at 2000 characters]"
+    assert last.startswith("[lines 1-4; the file goes on (") and last.endswith("; continue with --offset=5]"), last
+    # Going on counts lines through the rest of line 4 as far as one read does (1 GiB), then says how to read by bytes.
+    on = await tool(server, "file_read", "huge.log", "--offset=5")
+    assert on.is_error and "--offset=5 is past the first " in on.text and " (as far as one read counts lines), which " \
+        "end 3 lines; read on by bytes in a step: `tail -c +" in on.text, on.text
+    (ws.work / "crlf.txt").write_bytes(b"a\r\nb\rc\n\nd")
+    assert stdout_of(await tool(server, "file_read", "crlf.txt", "--offset=3", "--limit=2")) == (
+        "     3\tc\n     4\t\n[lines 3-4 of 5; continue with --offset=5]")
+    assert stdout_of(await tool(server, "file_read", "crlf.txt", "--offset=5")) == "     5\td\n[lines 5-5 of 5]"
+    past = await tool(server, "file_read", "crlf.txt", "--offset=6")
+    assert past.is_error and "--offset=6 is past the end: crlf.txt has 5 lines" in past.text, past.text
+
+
 async def test_file_read_refuses_binary_missing_and_dirs(ws: Workspace, server: ExecuteServer) -> None:
     (ws.work / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02")
     binary = await tool(server, "file_read", "blob.bin")

@@ -38,6 +38,25 @@ async def test_a_tree_over_the_file_limit_is_refused_fast(tmp_path: Path) -> Non
     assert await Checkpoints(root, max_files=700).snapshot()
 
 
+async def test_the_file_limit_is_a_whole_number_from_the_environment_or_says_why_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # OLLIE_CHECKPOINT_MAX_FILES was read as seconds: "2.5" was 2 files, "lots" the default, both without a word.
+    root = tmp_path / "p"
+    root.mkdir()
+    for f in range(3):
+        (root / f"f{f}").write_text("")
+    for bad in ("2.5", "lots", "-4", "0"):
+        monkeypatch.setenv("OLLIE_CHECKPOINT_MAX_FILES", bad)
+        with pytest.raises(CheckpointUnavailable) as info:
+            await Checkpoints(root).snapshot()
+        assert info.value.reason == f"environment variable OLLIE_CHECKPOINT_MAX_FILES={bad!r} is not a whole number above 0"
+    monkeypatch.setenv("OLLIE_CHECKPOINT_MAX_FILES", "2")
+    with pytest.raises(CheckpointUnavailable, match="more than 2 files"):
+        await Checkpoints(root).snapshot()
+    monkeypatch.setenv("OLLIE_CHECKPOINT_MAX_FILES", " 3 ")
+    assert await Checkpoints(root).snapshot()
+
+
 async def test_git_counts_again_what_the_cheap_walk_pruned(tmp_path: Path) -> None:
     root = tmp_path / "js"
     (root / "node_modules" / "dep").mkdir(parents=True)

@@ -38,6 +38,7 @@ from ollie.tools.base import ToolInfo
 from ollie.tools.documents import EditorDocuments
 
 if TYPE_CHECKING:  # the editor's knowledge loads with the first editor call
+    from ollie.agent.inbox import ContextItem
     from ollie.agent.surface import Switched
     from ollie.tools.editor.knowledge import EditorKnowledge
 
@@ -229,7 +230,7 @@ class Core(HistoryMembers, McpMembers):
         self._inbox.drop_injects()
 
     def queue(self, text: str, images: Sequence[Image] = (), *, saw_end: bool = True, held: bool = False,
-              context: Sequence[dict[str, Any]] = ()) -> int:
+              context: Sequence[ContextItem] = ()) -> int:
         """Add a prompt (with its images) to the FIFO; returns its depth. With `saw_end` it waits for a turn to end after now (the
         running one's, or the next), even one whose submit still drains the queue; without it the sender had not seen
         the last turns end: it queued the prompt for them, and once they have ended it runs now, not after the next.
@@ -253,7 +254,7 @@ class Core(HistoryMembers, McpMembers):
         """Whether queued prompts wait for `run_queue` (an interrupt stopped the turn before them)."""
         return self._inbox.held
 
-    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[dict[str, Any], ...]] | None:
+    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[ContextItem, ...]] | None:
         """Take back the latest queued prompt with its images and context items."""
         return self._inbox.pop_queue()
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from ollie.backend.images import MAX_IMAGES, max_image_bytes
 from ollie.errors import OllieError
@@ -23,6 +24,31 @@ QUEUED_PROMPTS_OF_IMAGES = 2
 # Prompts waiting for their turn and other sessions' queues held theirs besides, without end (many at once made the
 # daemon, and `ollie acp`, hold gigabytes): a front end holds this many prompts of images at the cap at most.
 HELD_PROMPTS_OF_IMAGES = 4
+
+
+class Position(TypedDict):
+    """An LSP position in a context item."""
+
+    line: int
+    character: int
+
+
+class Range(TypedDict):
+    """An LSP range in a context item."""
+
+    start: Position
+    end: Position
+
+
+class ContextItem(TypedDict):
+    """A client's context item as it sent it (ollie_lsp.params.EditorContext's wire form), handed back with its
+    queued prompt."""
+
+    uri: str
+    range: NotRequired[Range]
+    selection: NotRequired[str]
+    languageId: NotRequired[str]
+    mcpServer: NotRequired[str]
 
 
 class QueueFull(OllieError):
@@ -61,7 +87,12 @@ class _Prompt:
     held: bool = False
     images: tuple[Image, ...] = ()  # the prompt's pictures, sent with its text as a submit's are
     # The client's context items as it sent them (their blocks are in `text`): handed back when it is popped.
-    context: tuple[dict[str, Any], ...] = ()
+    context: tuple[ContextItem, ...] = ()
+
+
+def _size(text: str, images: tuple[Image, ...] = (), context: tuple[ContextItem, ...] = ()) -> int:
+    """The bytes a queued prompt holds: its text and images, and its context items besides their blocks in its text."""
+    return len(text) + sum(i.size for i in images) + sum(len(json.dumps(item)) for item in context)
 
 
 class Inbox:
@@ -191,32 +222,34 @@ class Inbox:
             self._queue_inject(self.pop_inject(), replace=False)
 
     def queue(self, text: str, images: tuple[Image, ...] = (), *, for_next_end: bool = False, held: bool = False,
-              context: tuple[dict[str, Any], ...] = ()) -> int:
+              context: tuple[ContextItem, ...] = ()) -> int:
         """Add a prompt (with its images and context items) to the FIFO; returns its depth. With `for_next_end` it waits
         for a turn to end after now; `held`, for the user's word (`release`). QueueFull when there is no room for it."""
-        self.room(text, images, prompts=1)
+        self.room(text, images, prompts=1, context=context)
         self._prompts.append(_Prompt(text, self._ends if for_next_end else -1, held, images, context))
         self._on_queued()
         return len(self._prompts)
 
-    def room(self, text: str, images: tuple[Image, ...] = (), *, prompts: int = 1) -> None:
-        """QueueFull when `prompts` more (or an inject) of `text` and `images` would pass the queue's bounds."""
+    def room(self, text: str, images: tuple[Image, ...] = (), *, prompts: int = 1,
+             context: tuple[ContextItem, ...] = ()) -> None:
+        """QueueFull when `prompts` more (or an inject) of `text`, `images` and `context` would pass the queue's
+        bounds."""
         if len(self._prompts) + prompts > MAX_QUEUED:
             raise QueueFull(f"{len(self._prompts)} prompts wait in this session, the most it queues: let them run"
                             " first, or drop them (/queued clear)")
         cap = QUEUED_PROMPTS_OF_IMAGES * MAX_IMAGES * max_image_bytes()
         waiting = self.waiting_bytes()
-        size = len(text) + sum(i.size for i in images)
+        size = _size(text, images, context)
         if waiting + size > cap:
             raise QueueFull(f"this prompt's {size_text(size)} and the {size_text(waiting)} waiting in this session are"
                             f" over the {size_text(cap)} it queues: let them run first, or send fewer or smaller"
                             " images")
 
     def waiting_bytes(self) -> int:
-        """The bytes (text and images) of the queued prompts and injects."""
-        return sum(len(p.text) + sum(i.size for i in p.images) for p in self._prompts) + sum(map(len, self._injects))
+        """The bytes (text, images, context items) of the queued prompts and injects."""
+        return sum(_size(p.text, p.images, p.context) for p in self._prompts) + sum(map(len, self._injects))
 
-    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[dict[str, Any], ...]] | None:
+    def pop_queue(self) -> tuple[str, tuple[Image, ...], tuple[ContextItem, ...]] | None:
         """Take back the latest queued prompt (the one the user just sent), with its images and context items, to edit
         and send again."""
         if not self._prompts:

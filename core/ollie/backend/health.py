@@ -31,9 +31,11 @@ class BackendHealth:
     hint: str = ""
 
     def to_wire(self) -> dict[str, Any]:
-        """The `backendStatus` object of `ollie/state` (camelCase keys)."""
+        """The `backendStatus` object of `ollie/state` (camelCase keys), with the settings file the daemon reads."""
+        from ollie.env import env_file
+
         renamed = {"model_present": "modelPresent", "key_set": "keySet"}
-        return {renamed.get(key, key): value for key, value in asdict(self).items()}
+        return {**{renamed.get(key, key): value for key, value in asdict(self).items()}, "settingsFile": str(env_file())}
 
 
 def model_listed(model: str, names: list[str]) -> bool:

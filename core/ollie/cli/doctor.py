@@ -15,6 +15,7 @@ from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import check_backend
 from ollie.backend.registry import chosen_spec, configured_url, env_file_note, environment, make_backend
 from ollie.backend.settings import others_url_note
+from ollie.env import env_file
 from ollie.errors import OllieError
 
 INSTALL = ("`pipx install ollie-agent` (Debian/Ubuntu: `sudo apt install pipx` first) "
@@ -45,7 +46,7 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
         if spec.key_var:
             have = bool(spec.api_key(url, env))
             named = spec.key_var if env.get(spec.key_var) or not have else spec.vendor_key_var
-            fix = f"set {spec.key_hint(url, env)} (in the environment or {paths.config_dir() / 'env'})"
+            fix = f"set {spec.key_hint(url, env)} (in the environment or {env_file()})"
             checks.append(Check("key", have, f"{named} is {'set' if have else 'not set'} (for {url})",
                                 "" if have else fix))
             if not have:  # no backend is built without it: a second line would say the same problem again
@@ -202,6 +203,8 @@ async def run_checks(*, backend: str | None = None, model: str | None = None, cw
     if (note := env_file_note()) and not any(note in check.fix for check in checks):
         checks.insert(0, Check("env file", False, note.strip(" ()"), "fix those lines, or unset the variables the "
                                                                      "environment sets over them"))
+    # Where the backend's settings go (KEY=VALUE lines): a user of an editor has no shell to `export` them in.
+    checks.insert(0, Check("settings file", True, str(env_file())))
     checks += [check_landlock(), check_sandbox_policy((cwd or Path.cwd()).resolve()),
                check_mcp_servers((cwd or Path.cwd()).resolve()), check_sessions_dir(),
                await asyncio.to_thread(check_store, env), check_lsp_on_path(env.get("PATH", os.environ.get("PATH")))]

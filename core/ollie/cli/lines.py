@@ -8,7 +8,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 from ollie.cli.sanitize import printable
 
@@ -27,6 +27,7 @@ class InputLines:
         self._ahead: collections.deque[Line] = collections.deque()  # prompts typed before a question, for `next`
         self._ended = False
         self._withdrawn = False  # a question went away unanswered: the next line may be its late answer
+        self._quiet = False  # the terminal's echo is off while a turn runs (`quiet`)
 
     def start(self) -> None:
         """Start reading stdin (on the running loop)."""
@@ -39,7 +40,7 @@ class InputLines:
 
     async def next(self, prompted_at: float = 0.0) -> str | None:
         """The next line typed (lines typed ahead included); None once the input ended. A line a terminal read before
-        `prompted_at` (typed during the turn, its echo inside the answer) is shown again after the prompt sign."""
+        `prompted_at` (typed during the turn, not echoed: `quiet`) is shown after the prompt sign."""
         if self._ended:
             return None
         read_at, line = self._ahead.popleft() if self._ahead else await self._queue.get()
@@ -47,6 +48,18 @@ class InputLines:
         if line is not None and read_at < prompted_at and sys.stdin.isatty():
             print(printable(line), file=sys.stderr, flush=True)
         return line
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """While a turn runs: what is typed is not echoed between its answer's words (a line typed meanwhile is shown
+        at the next prompt, by `next`); a question asked meanwhile echoes its answer (`answer`)."""
+        self._quiet = _echo(False)
+        try:
+            yield
+        finally:
+            if self._quiet:
+                _echo(True)
+            self._quiet = False
 
     def before_question(self) -> float:
         """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
@@ -71,6 +84,15 @@ class InputLines:
         """The first line read after the question shown at `since` (nothing typed before it); None at EOF. A line typed
         before it is no answer: one of `answers` is dropped, any other (a prompt typed during the turn) is `next`'s."""
         self._withdrawn = False  # a line typed from now on answers this question, not a withdrawn one
+        if self._quiet:
+            _echo(True)  # the answer is typed as usual
+        try:
+            return await self._answer(since, answers)
+        finally:
+            if self._quiet:
+                _echo(False)
+
+    async def _answer(self, since: float, answers: Collection[str]) -> str | None:
         told = False
         while not self._ended:
             read_at, line = await self._queue.get()
@@ -100,6 +122,21 @@ class InputLines:
                 return
             if not line:
                 return
+
+
+def _echo(on: bool) -> bool:
+    """Turn the terminal's echo of what is typed on or off (its line editing stays); whether stdin is a terminal."""
+    import termios
+
+    try:
+        if not sys.stdin.isatty():
+            return False
+        attrs = termios.tcgetattr(sys.stdin.fileno())
+        attrs[3] = attrs[3] | termios.ECHO if on else attrs[3] & ~termios.ECHO
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, attrs)
+    except (OSError, ValueError, termios.error):
+        return False
+    return True
 
 
 def _readline() -> str:

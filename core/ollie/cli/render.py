@@ -96,6 +96,10 @@ class Renderer:
         self._markdown = MarkdownStream(styled=self.color) if self.out.isatty() else None
         # On a terminal streamed text breaks between words, not where the line is full.
         self._wrap = WordWrap(partial(_columns, self.out)) if self.out.isatty() else None
+        # An answer piped (`ollie -p > answer.md`) is held until a block or the turn's end: what an attempt streamed
+        # before it failed and was retried (limitretry) is no answer, and a pipe takes nothing back (a terminal shows
+        # the retry as it happens; the interactive prompt streams to a pipe as it comes).
+        self._held: list[str] | None = [] if self.notes is not self.out and not self.out.isatty() else None
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -108,6 +112,9 @@ class Renderer:
         target.flush()
 
     def _stream(self, shown: str) -> None:
+        if self._held is not None:
+            self._held.append(shown)
+            return
         self._write(self._wrap.feed(shown) if self._wrap is not None else shown)
 
     def _streamed(self, role: str, text: str) -> None:
@@ -164,6 +171,9 @@ class Renderer:
         elif role == "error":
             self._block(self._style(f"error: {content}", "31"), stream=self.err)
         elif role == "limitretry":
+            if self._held is not None:
+                self._held.clear()
+                self._cleaners = {name: StreamCleaner() for name in self._cleaners}  # a cut sequence of its too
             self._block(self._style(f"retrying: {content}", "33"), stream=self.err)
         elif role == "turn" and content != "start":
             self._flush_streams()
@@ -181,7 +191,10 @@ class Renderer:
             self._write(self._wrap.flush())
 
     def end_line(self) -> None:
-        """Finish a half-written line."""
+        """Finish a half-written line (writing what is held first)."""
+        if self._held:
+            self._write("".join(self._held))
+            self._held.clear()
         if self._wrap is not None:
             self._write(self._wrap.flush())
             self._wrap.start_line()

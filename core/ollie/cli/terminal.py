@@ -280,7 +280,8 @@ async def run_interactive(options: RunOptions) -> int:
                 continue
             busy = True
             try:
-                result = await live.core.submit(line, pictures)
+                with lines.quiet():
+                    result = await live.core.submit(line, pictures)
             finally:
                 busy = False
             await live.events.drained()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie.backend.types import Image
 from ollie.backend.urls import shown_url
-from ollie.mcp.config import ServerSpec
+from ollie.mcp.config import NOT_MCP, ServerSpec
 from ollie.mcp.transport import START_TIMEOUT_S, CannotStart, Inbox, Known, Outbox, http_streams, leaf, why
 from ollie.tools.base import ToolResult
 
@@ -349,6 +349,8 @@ class McpServer:
                     status = await done()
             except Exception as exc:
                 if self.spec.url:
+                    if getattr(getattr(leaf(exc), "error", None), "code", None) == NOT_MCP:
+                        raise CannotStart(why(exc)) from exc  # a web page there is not an MCP server a second later
                     raise
                 # A server that failed at start said why on stderr: that, not the SDK's "Connection closed".
                 if not isinstance(leaf(exc), _Silent):  # one that is silent still runs: no exit to wait for

@@ -23,6 +23,8 @@ SERVER_NAME = "mcp"
 # One JSON-RPC message larger than this ends the server (a stdio line, an HTTP answer or event): results are cut far
 # below it anyway, and the daemon never buffers a message without end.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# The error of a request that a web page (no MCP server) answered (ollie.mcp.httpcap): a JSON-RPC server error code.
+NOT_MCP = -32099
 
 
 @attrs.frozen(eq=False, repr=False, slots=False)

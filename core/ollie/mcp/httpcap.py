@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from ollie.mcp.config import MAX_MESSAGE_BYTES
+from ollie.mcp.config import MAX_MESSAGE_BYTES, NOT_MCP
 
 _EVENT_ENDS = (b"\n\n", b"\n\r\n", b"\r\r")  # a blank line ends a server-sent event (LF, CRLF or CR lines)
 
@@ -19,10 +19,12 @@ class MessageTooLarge(httpx.ReadError):
 
 
 def client(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
-           auth: httpx.Auth | None = None, *, pinned: bool = False) -> httpx.AsyncClient:
+           auth: httpx.Auth | None = None, *, pinned: bool = False, answers: bool = False) -> httpx.AsyncClient:
     """An HTTP client for the MCP SDK (its `httpx_client_factory`'s signature) whose answers are bounded; `pinned`
-    (a workspace's server): it reaches a host name only at a public address (`_pin`)."""
-    hooks: dict[str, list[Any]] = {"response": [_bound], "request": [_pin] if pinned else []}
+    (a workspace's server): it reaches a host name only at a public address (`_pin`); `answers` (streamable HTTP, where
+    a request's response is its answer): one that is no MCP server's is an error answer saying what came (`_foreign`)."""
+    hooks: dict[str, list[Any]] = {"response": [_foreign, _bound] if answers else [_bound],
+                                   "request": [_pin] if pinned else []}
     return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
 
 
@@ -46,6 +48,22 @@ async def _pin(request: httpx.Request) -> None:
 async def _bound(response: httpx.Response) -> None:
     response.stream = _Bounded(response.stream, response.headers.get("content-type", "").startswith("text/event-stream"),
                                _request_id(response.request))
+
+
+async def _foreign(response: httpx.Response) -> None:
+    """A request's answer that no MCP server gives (a web page; a 404 to a request of no session, where an MCP
+    server's 404 says a session ended) made an error answer saying what came: the SDK dropped a page (the request
+    waited out the start's 30 s) and called a 404 "Session terminated"."""
+    kind, request_id = response.headers.get("content-type", "").split(";")[0].lower(), _request_id(response.request)
+    if request_id is None or response.status_code not in (200, 404) or "mcp-session-id" in response.request.headers or (
+            response.status_code == 200 and kind.startswith(("application/json", "text/event-stream"))):  # as the SDK
+        return
+    why = f"not an MCP server's answer (HTTP {response.status_code} {response.reason_phrase}, {kind or 'no content type'})"
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": NOT_MCP, "message": why}}
+    page, response.stream = response.stream, httpx.ByteStream(json.dumps(error).encode())
+    if isinstance(page, httpx.AsyncByteStream):
+        await page.aclose()  # never read: its connection goes back
+    response.status_code, response.headers["content-type"] = 200, "application/json"
 
 
 def _request_id(request: httpx.Request) -> Any:

@@ -134,7 +134,7 @@ async def http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
     from mcp.client.streamable_http import streamable_http_client
 
     timeout = httpx.Timeout(START_TIMEOUT_S, read=max(HTTP_READ_TIMEOUT_S, spec.timeout))
-    async with (bounded(dict(spec.headers), timeout) as http,
+    async with (bounded(dict(spec.headers), timeout, answers=True) as http,
                 streamable_http_client(spec.url, http_client=http) as (read, write, _)):
         yield read, write
 

@@ -15,7 +15,7 @@ from ollie.workspace import modes, objects
 from ollie.workspace.bounds import Bound
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
-from ollie.workspace.guard import DEFAULT_MAX_FILES, check_project
+from ollie.workspace.guard import check_project, file_limit
 from ollie.workspace.refs import is_checkpoint, present_refs, session_ref, shadow_dir, turn_ref
 from ollie.workspace.refs import write as write_refs
 from ollie.workspace.shadowgit import ShadowGit
@@ -115,11 +115,11 @@ def _mode(root: Path | str, change: FileChange, recorded: dict[str, int]) -> int
 class Checkpoints:
     """The checkpoints of one work tree (the session CWD); all state is on disk, so a fresh object sees it all."""
 
-    def __init__(self, cwd: Path | str, *, max_files: int = DEFAULT_MAX_FILES,
+    def __init__(self, cwd: Path | str, *, max_files: int = 0,
                  max_file_bytes: int = MAX_FILE_BYTES) -> None:
         # A real path when set; never resolved again (a link swapped in on its way leads nowhere: beneath.hold).
         self.root = Path(os.path.abspath(cwd))
-        self.max_files = max_files
+        self.max_files = max_files  # 0: the default (OLLIE_CHECKPOINT_MAX_FILES), read at the first snapshot
         self.max_file_bytes = max_file_bytes
         self.git = ShadowGit(shadow_dir(self.root), self.root)
         self._ready = False
@@ -146,6 +146,7 @@ class Checkpoints:
         if not self.root.is_dir():
             raise CheckpointUnavailable(f"{self.root} is not a directory")
         # Where it is first (/, $HOME: the reason the user needs), then ollie's own state inside it.
+        self.max_files = self.max_files or file_limit()
         await check_project(self.root, self.max_files)
         shadow = Path(os.path.realpath(self.git.git_dir))
         if shadow == self.root or self.root in shadow.parents:

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 from ollie import beneath
-from ollie.env import env_seconds
+from ollie.env import env_number
 from ollie.workspace.errors import CheckpointUnavailable
 
-DEFAULT_MAX_FILES = int(env_seconds("OLLIE_CHECKPOINT_MAX_FILES", 50_000))  # (fewer: a test floods past it fast)
+# How many files a checkpointed tree may have; OLLIE_CHECKPOINT_MAX_FILES sets it (fewer: a test floods past it fast).
+MAX_FILES_ENV = "OLLIE_CHECKPOINT_MAX_FILES"
 # A walk that takes longer than this is refused: the tree is too big to checkpoint per turn anyway.
 WALK_BUDGET_S = 2.0
 # A tree nested deeper than this is refused: no project is, and the walk (os.fwalk recurses) must stay well within
@@ -61,7 +62,15 @@ REFUSAL_TTL_S = 600.0
 _refused: dict[tuple[Path, int], tuple[float, str]] = {}
 
 
-async def check_project(root: Path, max_files: int = DEFAULT_MAX_FILES) -> None:
+def file_limit() -> int:
+    """How many files a checkpointed tree may have; CheckpointUnavailable saying why when its variable is bad."""
+    try:
+        return env_number(MAX_FILES_ENV, 50_000, int)
+    except ValueError as exc:
+        raise CheckpointUnavailable(str(exc)) from None
+
+
+async def check_project(root: Path, max_files: int) -> None:
     """Raise CheckpointUnavailable when `root` is not a project we may checkpoint (a walk's refusal is remembered)."""
     reason = _refused_location(root)
     if reason is None:

@@ -5,14 +5,15 @@ local client = require("ollie.client")
 
 local M = {}
 
----Where a backend hint's settings go, as the daemon reads them: a user of the editor has no shell to `export` them in.
----@return string
-function M.settings_file()
-  local function set(name)
-    return (vim.env[name] or "") ~= "" and vim.env[name] or nil
+---Where a backend hint's settings go, as the daemon said (backendStatus' settingsFile, `ollie doctor`'s settings file):
+---a user of the editor has no shell to `export` them in. nil when it did not say.
+---@param path any
+---@return string|nil
+function M.settings_file(path)
+  if type(path) ~= "string" or path == "" then
+    return nil
   end
-  local dir = set("OLLIE_CONFIG_DIR") or (set("XDG_CONFIG_HOME") or vim.fn.expand("~/.config")) .. "/ollie"
-  return "ollie's settings go in " .. vim.fn.fnamemodify(dir .. "/env", ":~") .. " (KEY=VALUE lines)"
+  return "ollie's settings go in " .. vim.fn.fnamemodify(path, ":~") .. " (KEY=VALUE lines)"
 end
 
 local function str(value)
@@ -35,7 +36,9 @@ function M.problem(status)
   if hint ~= "" and not line:find(hint, 1, true) then
     table.insert(lines, hint)
   end
-  table.insert(lines, M.settings_file() .. "; :checkhealth ollie checks it again; :OllieRestart once it is fixed")
+  local settings = M.settings_file(status.settingsFile)
+  local again = ":checkhealth ollie checks it again; :OllieRestart once it is fixed"
+  table.insert(lines, settings and settings .. "; " .. again or again)
   return table.concat(lines, "\n")
 end
 

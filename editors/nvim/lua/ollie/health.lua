@@ -80,7 +80,7 @@ local function report_backend(s)
     h.ok("backend" .. which .. ": reachable" .. (s.modelPresent == true and ", model present" or ""))
     return
   end
-  local fix = s.hint ~= "" and { s.hint, require("ollie.backend").settings_file() } or nil
+  local fix = s.hint ~= "" and { s.hint, require("ollie.backend").settings_file(s.settingsFile) } or nil
   if s.keySet == false then
     h.error("backend" .. which .. ": no API key is set (" .. s.error .. ")", fix)
   elseif s.reachable == false then
@@ -141,17 +141,21 @@ function M.parse_doctor(stdout)
   return checks
 end
 
-local BACKEND_CHECKS = { key = true, backend = true, model = true }
+local BACKEND_CHECKS = { key = true, backend = true, model = true, ["settings file"] = true }
 
 ---Report `ollie doctor`'s checks: those about the backend (`backend`) or the rest.
 local function report_doctor(checks, backend)
+  local file
+  for _, c in ipairs(checks) do
+    file = c.name == "settings file" and c.detail or file
+  end
   for _, c in ipairs(checks) do
     -- The editor found its daemon its own way (checked above): doctor's PATH check says nothing here.
     if BACKEND_CHECKS[c.name] == backend and c.name ~= "ollie-lsp" then
       if c.ok then
         vim.health.ok(c.name .. ": " .. c.detail)
       else
-        local settings = backend and require("ollie.backend").settings_file() or nil -- where its fix's go
+        local settings = backend and require("ollie.backend").settings_file(file) or nil -- where its fix's go
         vim.health.error(c.name .. ": " .. c.detail, c.fix ~= "" and { c.fix, settings } or nil)
       end
     end

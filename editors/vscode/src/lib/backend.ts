@@ -12,6 +12,8 @@ export interface BackendStatus {
   keySet: boolean | null;
   error: string;
   hint: string;
+  /** The file the daemon reads its settings from, KEY=VALUE lines ("" when it did not say). */
+  settingsFile: string;
 }
 
 /** What the onboarding panel shows: a headline, the daemon's error, the steps to take, and which buttons. */
@@ -50,6 +52,7 @@ export function parseBackendStatus(raw: unknown): BackendStatus | undefined {
     keySet: boolOrNull(s.keySet),
     error: text(s.error),
     hint: text(s.hint),
+    settingsFile: text(s.settingsFile),
   };
 }
 
@@ -107,7 +110,11 @@ export function onboardingFor(status: BackendStatus | undefined): Onboarding | n
     title = `${status.backend || "The backend"} is not ready`;
   }
   // The daemon's hint is a clause ("check the network, or ..."); as a step it starts like the others.
-  if (status.hint && !ollamaDown && !unreachable && !steps.some((s) => s.includes(status.hint))) steps.push(status.hint.charAt(0).toUpperCase() + status.hint.slice(1));
+  if (status.hint && !ollamaDown && !unreachable && !steps.some((s) => s.includes(status.hint))) {
+    steps.push(status.hint.charAt(0).toUpperCase() + status.hint.slice(1));
+    // Its settings are environment variables: where they go, as the daemon reads them.
+    if (status.settingsFile) steps.push(`Settings such as these go in \`ollie.serverEnv\`, or in ${status.settingsFile} (KEY=VALUE lines).`);
+  }
   steps.push("Then press Check again.");
   return { title, error: status.error, steps, offerKey: unbuilt || keyProblem || ollamaDown || (keyed && !unreachable),
     offerSettings: unreachable };

@@ -12,6 +12,7 @@ const status = (patch: Partial<BackendStatus>): BackendStatus => ({
   keySet: null,
   error: "",
   hint: "",
+  settingsFile: "",
   ...patch,
 });
 
@@ -41,6 +42,15 @@ test("Ollama not running: start it and pull the model, then check again", () => 
 test("the daemon's hint is shown as a sentence where it adds something", () => {
   const help = onboardingFor(status({ backend: "openai", keySet: true, hint: "the server is slow or unreachable; check its URL and the network" }));
   assert.ok(help?.steps.includes("The server is slow or unreachable; check its URL and the network"));
+});
+
+test("where the hint's settings go is the daemon's word: its settingsFile", () => {
+  const raw = { backendStatus: { ok: false, backend: "openai", model: "gpt-x", url: "https://api.example/v1", reachable: true, modelPresent: false, keySet: true, error: "openai has no model 'gpt-x'", hint: "set OLLIE_MODEL to one it has", settingsFile: "/home/me/.config/ollie-work/env" } };
+  const help = onboardingFor(parseBackendStatus(raw));
+  assert.deepEqual(help?.steps.slice(1, 3), ["Set OLLIE_MODEL to one it has",
+    "Settings such as these go in `ollie.serverEnv`, or in /home/me/.config/ollie-work/env (KEY=VALUE lines)."]);
+  assert.ok(!onboardingFor(status({ backend: "openai", keySet: true, hint: "h" }))?.steps.some((s) => s.startsWith("Settings")),
+    "a daemon that does not say names no file");
 });
 
 test("a server that cannot be reached is named by the URL the user configured, not the daemon's name for it", () => {
