@@ -346,6 +346,19 @@ def test_a_line_typed_while_the_answer_streams_goes_to_the_next_prompt_not_into_
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
 
 
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, ending):
+    # Echo is off while a turn streams (typing stays out of the answer): killed then, ollie left it off for the shell.
+    llm.script(Reply(text="word " * 2000, chunk_size=5, delay=0.01))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        term.type("talk")
+        term.wait_for(r"word word ")
+        assert not termios.tcgetattr(term.master)[3] & termios.ECHO  # the pty's modes, as the program set them
+        term.proc.send_signal(ending)
+        assert term.proc.wait(timeout=30) == -ending
+        assert termios.tcgetattr(term.master)[3] & termios.ECHO
+
+
 def paste_then_type(llm, tmp_path, pasted: str, shown: str, typed: str, answered: str) -> str:  # type: ignore[no-untyped-def]
     """The terminal's text once `pasted` came all at once, as a terminal sends a paste (`shown` after it), then `typed`
     as a line of its own (`answered` after it), and the terminal left."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import os
+import signal
 import sys
 import threading
 import time
@@ -54,9 +56,15 @@ class InputLines:
         """While a turn runs: what is typed is not echoed between its answer's words (a line typed meanwhile is shown
         at the next prompt, by `next`); a question asked meanwhile echoes its answer (`answer`)."""
         self._quiet = _echo(False)
+        loop = asyncio.get_running_loop()
+        ending = _ENDING if self._quiet else ()
+        for signum in ending:  # ended meanwhile, the shell gets its terminal back echoing what is typed
+            loop.add_signal_handler(signum, _end_echoing, loop, signum)
         try:
             yield
         finally:
+            for signum in ending:
+                loop.remove_signal_handler(signum)
             if self._quiet:
                 _echo(True)
             self._quiet = False
@@ -122,6 +130,17 @@ class InputLines:
                 return
             if not line:
                 return
+
+
+# The signals that end the terminal by default (Ctrl-C stops the turn instead).
+_ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+def _end_echoing(loop: asyncio.AbstractEventLoop, signum: int) -> None:
+    """End as `signum` ends a process, with the terminal's echo back on."""
+    _echo(True)
+    loop.remove_signal_handler(signum)  # its default action again
+    os.kill(os.getpid(), signum)
 
 
 def _echo(on: bool) -> bool:
