@@ -842,11 +842,13 @@ def test_a_session_whose_neovim_was_killed_mid_step_resumes_with_that_step_and_i
 def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_its_buffer(tmp_path: Path,
                                                                                          scripted_llm):
     """A step moves calc.py, open with her unsaved line, to mathx.py: the buffer is mathx.py now, her line kept and
-    said so; her `:w` writes it there, and `u` takes back her line (Bug: the buffer kept the gone name unsaid, and her
-    `:w` made calc.py again beside mathx.py, the code in two files)."""
+    said so, and the model reads it there, not in calc.py; her `:w` writes it there, and `u` takes back her line (Bug:
+    the buffer kept the gone name unsaid, the model read her text in the gone calc.py, and her `:w` made calc.py again
+    beside mathx.py, the code in two files)."""
     srv = scripted_llm("openai")
+    reads = [{"tool": "file_read", "args": [name]} for name in ("calc.py", "mathx.py")]
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "mv calc.py mathx.py", "language": "bash"}]})),
-               Reply.text("Moved."))
+               Reply.text("Moved."), Reply.tool_calls(("call_tool", {"calls": reads})), Reply.text("Read."))
     tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
     ws = tmp_path / "ws"
     try:
@@ -857,13 +859,18 @@ def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_i
         moved = tmux.keep("1-moved", tmux.wait(lambda s: "Moved." in s and "(end)" in s, "the turn", 60))
         assert re.search(r"^mathx\.py \[\+\] ", moved, re.M) and "SUB = 0" in moved, moved
         assert "calc.py moved to mathx.py: its buffer follows it, your unsaved changes kept" in moved, moved
+        tmux.keys(":Ollie read both", "Enter")
+        tmux.wait(lambda s: "Read." in s and "(end)" in s, "the reads", 60)
+        read = srv.chat_requests[-1].body["messages"][-1]["content"]
+        assert "calc.py: no such file" in read and "3\tSUB = 0" in read, read
         tmux.keys("Escape", "C-w", "h", ":w", "Enter")
         tmux.keep("2-saved", tmux.wait(lambda s: '"mathx.py" 3L, 40B written' in s, "her save"))
         assert sorted(p.name for p in ws.iterdir()) == [".git", "mathx.py"]
         assert (ws / "mathx.py").read_text() == "def add(a, b):\n    return a - b\nSUB = 0\n"
         tmux.keys("u")
         undone = tmux.keep("3-undone", tmux.wait(lambda s: re.search(r"^mathx\.py \[\+\] +2,", s, re.M), "the undo"))
-        assert "SUB = 0" not in undone, undone
+        assert [line.split("│")[0].rstrip() for line in undone.splitlines()[:3]] == [
+            "def add(a, b):", "    return a - b", "~"], undone
         assert_clean(tmux.screens)
     finally:
         tmux.close()

@@ -130,6 +130,12 @@ function M.follow_moves(diffs)
     if buf and vim.bo[buf].buftype == "" and not vim.uv.fs_lstat(name) and vim.fn.bufexists(to) == 0
         and (vim.uv.fs_lstat(to) or {}).type == "file" and not M.unopenable(to) then
       local lines, modified = vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.bo[buf].modified
+      -- Detached while renamed (Neovim's reload closes only the new name): the daemon keeps no gone file open.
+      local client = require("ollie.client")
+      local attached = client.client_id and vim.lsp.buf_is_attached(buf, client.client_id)
+      if attached then
+        vim.lsp.buf_detach_client(buf, client.client_id)
+      end
       vim.api.nvim_buf_call(buf, function()
         local view = vim.fn.winsaveview()
         vim.cmd("keepalt file " .. vim.fn.fnameescape(vim.fn.fnamemodify(to, ":.")))
@@ -140,6 +146,9 @@ function M.follow_moves(diffs)
         end
         vim.fn.winrestview(view)
       end)
+      if attached then
+        client.attach(buf)
+      end
       M.notify(("%s moved to %s: its buffer follows it%s"):format(vim.fn.fnamemodify(name, ":~:."),
         vim.fn.fnamemodify(to, ":~:."), modified and ", your unsaved changes kept" or ""))
     end
