@@ -874,3 +874,22 @@ def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_i
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_file_a_step_deleted_under_its_buffer_is_said_once(tmp_path: Path, scripted_llm):
+    """A step deletes calc.py, open in a buffer: she is told, once, that its buffer keeps the text and `:w` writes it
+    again (Bug: nothing said, Neovim's E211 hidden by the plugin's silent reload: the buffer looked like the file)."""
+    srv = scripted_llm("openai")
+    srv.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})) for code in
+                 ("rm calc.py", "true")), Reply.text("Deleted."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie delete calc.py", "Enter")
+        told = tmux.keep("1-deleted", tmux.wait(lambda s: "Deleted." in s and "(end)" in s, "the turn", 60))
+        assert "calc.py was deleted: its buffer keeps the text (:w writes it again)" in told, told
+        tmux.type(":echo 'said' count(execute('messages'), 'calc.py was deleted')", "Enter")
+        said = tmux.wait(lambda s: re.search(r"^said \d+ *$", s, re.M) is not None, "the count of its messages")
+        assert re.search(r"^said 1 *$", said, re.M), said
+    finally:
+        tmux.close()

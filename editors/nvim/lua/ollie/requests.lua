@@ -104,7 +104,10 @@ function M.checktime(buf)
           vim.fn.fnamemodify(name, ":~:."), vim.fn.fnamemodify(elsewhere, ":~")), vim.log.levels.WARN)
       elseif not (kind or elsewhere) then
         ondisk.release(b)
-        if not vim.bo[b].modified then
+        if ondisk.gone(b) then -- (`silent!` hides Neovim's own E211: said here, once)
+          M.notify(("%s was deleted: its buffer keeps the text (:w writes it again)"):format(
+            vim.fn.fnamemodify(name, ":~:.")), vim.log.levels.WARN)
+        elseif not vim.bo[b].modified then
           vim.cmd("silent! checktime " .. b)
         end
       end
