@@ -868,7 +868,8 @@ def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_i
         assert sorted(p.name for p in ws.iterdir()) == [".git", "mathx.py"]
         assert (ws / "mathx.py").read_text() == "def add(a, b):\n    return a - b\nSUB = 0\n"
         tmux.keys("u")
-        undone = tmux.keep("3-undone", tmux.wait(lambda s: re.search(r"^mathx\.py \[\+\] +2,", s, re.M), "the undo"))
+        undone = tmux.keep("3-undone", tmux.wait(lambda s: re.search(r"^mathx\.py \[\+\] +2,", s, re.M) is not None,
+                                                 "the undo"))
         assert [line.split("│")[0].rstrip() for line in undone.splitlines()[:3]] == [
             "def add(a, b):", "    return a - b", "~"], undone
         assert_clean(tmux.screens)
