@@ -894,3 +894,27 @@ def test_a_file_a_step_deleted_under_its_buffer_is_said_once(tmp_path: Path, scr
         assert re.search(r"^said 1 *$", said, re.M), said
     finally:
         tmux.close()
+
+
+def test_an_inject_the_turn_ended_before_taking_runs_before_the_prompt_queued_after_it(tmp_path: Path, scripted_llm):
+    """While the answer streams she injects "also keep it short" (C-j), then queues "then explain"; the answer ends
+    with no tool result to take the inject: it runs next, then the queued prompt (Bug: it went to the queue's end,
+    after the prompt she sent later, its chat line moving below it)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Reading the code carefully. " * 30, delay=0.05, chunk_size=12), Reply.text("Short."),
+               Reply.text("Explained."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie read calc.py", "Enter")
+        tmux.wait(lambda s: "Reading the code" in s, "the answer to stream", 60)
+        tmux.keys(":OllieChat", "Enter")
+        tmux.type("also keep it short", "C-j")
+        tmux.wait(lambda s: "↳ injected: also keep it short" in s, "the inject")
+        tmux.type("then explain", "Escape", "Enter")
+        tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: then explain" in s, "the prompt queued"))
+        done = tmux.keep("2-done", tmux.wait(lambda s: "Explained." in s and "(end)" in s and "⏳" not in s, "both", 60))
+        assert done.index("also keep it short") < done.index("Short.") < done.index("then explain"), done
+    finally:
+        tmux.close()
+    assert [r.body["messages"][-1]["content"] for r in srv.chat_requests[1:]] == ["also keep it short", "then explain"]
