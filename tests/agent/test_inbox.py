@@ -35,6 +35,28 @@ def test_injects_left_at_the_end_of_a_turn_become_the_next_prompt():
     assert inbox.queued() == []
 
 
+def test_injects_left_at_the_end_of_a_turn_run_before_the_prompts_queued_after_them():
+    # Bug: "also keep it short", injected while the answer streamed, ran after "then explain", queued after it.
+    inbox, _ = _inbox()
+    inbox.queue("first")
+    inbox.inject("also keep it short", running=True)
+    inbox.queue("then explain")
+    inbox.inject("and tested", running=True)
+    inbox.requeue_injects()
+    assert inbox.queued() == ["first", "also keep it short\nand tested", "then explain"]
+    inbox.inject("late", running=True)
+    assert inbox.next_prompt() == "first"
+    inbox.requeue_injects()
+    assert inbox.queued() == ["also keep it short\nand tested", "then explain", "late"]
+    inbox.clear_queue()
+    inbox.queue("x")
+    inbox.inject("y", running=True)
+    assert inbox.next_prompt() == "x"  # what was queued before it ran already
+    inbox.queue("z")
+    inbox.requeue_injects()
+    assert inbox.queued() == ["y", "z"]
+
+
 def test_replace_injects_keeps_only_the_new_text():
     inbox, _ = _inbox()
     inbox.inject("old", running=True)

@@ -837,3 +837,84 @@ def test_a_session_whose_neovim_was_killed_mid_step_resumes_with_that_step_and_i
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_its_buffer(tmp_path: Path,
+                                                                                         scripted_llm):
+    """A step moves calc.py, open with her unsaved line, to mathx.py: the buffer is mathx.py now, her line kept and
+    said so, and the model reads it there, not in calc.py; her `:w` writes it there, and `u` takes back her line (Bug:
+    the buffer kept the gone name unsaid, the model read her text in the gone calc.py, and her `:w` made calc.py again
+    beside mathx.py, the code in two files)."""
+    srv = scripted_llm("openai")
+    reads = [{"tool": "file_read", "args": [name]} for name in ("calc.py", "mathx.py")]
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "mv calc.py mathx.py", "language": "bash"}]})),
+               Reply.text("Moved."), Reply.tool_calls(("call_tool", {"calls": reads})), Reply.text("Read."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+    ws = tmp_path / "ws"
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys("G", "o", "SUB = 0", "Escape")
+        tmux.wait(lambda s: "calc.py [+]" in s, "her unsaved line")
+        tmux.keys(":Ollie move calc.py to mathx.py", "Enter")
+        moved = tmux.keep("1-moved", tmux.wait(lambda s: "Moved." in s and "(end)" in s, "the turn", 60))
+        assert re.search(r"^mathx\.py \[\+\] ", moved, re.M) and "SUB = 0" in moved, moved
+        assert "calc.py moved to mathx.py: its buffer follows it, your unsaved changes kept" in moved, moved
+        tmux.keys(":Ollie read both", "Enter")
+        tmux.wait(lambda s: "Read." in s and "(end)" in s, "the reads", 60)
+        read = srv.chat_requests[-1].body["messages"][-1]["content"]
+        assert "calc.py: no such file" in read and "3\tSUB = 0" in read, read
+        tmux.keys("Escape", "C-w", "h", ":w", "Enter")
+        tmux.keep("2-saved", tmux.wait(lambda s: '"mathx.py" 3L, 40B written' in s, "her save"))
+        assert sorted(p.name for p in ws.iterdir()) == [".git", "mathx.py"]
+        assert (ws / "mathx.py").read_text() == "def add(a, b):\n    return a - b\nSUB = 0\n"
+        tmux.keys("u")
+        undone = tmux.keep("3-undone", tmux.wait(lambda s: re.search(r"^mathx\.py \[\+\] +2,", s, re.M) is not None,
+                                                 "the undo"))
+        assert [line.split("│")[0].rstrip() for line in undone.splitlines()[:3]] == [
+            "def add(a, b):", "    return a - b", "~"], undone
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_file_a_step_deleted_under_its_buffer_is_said_once(tmp_path: Path, scripted_llm):
+    """A step deletes calc.py, open in a buffer: she is told, once, that its buffer keeps the text and `:w` writes it
+    again (Bug: nothing said, Neovim's E211 hidden by the plugin's silent reload: the buffer looked like the file)."""
+    srv = scripted_llm("openai")
+    srv.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})) for code in
+                 ("rm calc.py", "true")), Reply.text("Deleted."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie delete calc.py", "Enter")
+        told = tmux.keep("1-deleted", tmux.wait(lambda s: "Deleted." in s and "(end)" in s, "the turn", 60))
+        assert "calc.py was deleted: its buffer keeps the text (:w writes it again)" in told, told
+        tmux.type(":echo 'said' count(execute('messages'), 'calc.py was deleted')", "Enter")
+        said = tmux.wait(lambda s: re.search(r"^said \d+ *$", s, re.M) is not None, "the count of its messages")
+        assert re.search(r"^said 1 *$", said, re.M), said
+    finally:
+        tmux.close()
+
+
+def test_an_inject_the_turn_ended_before_taking_runs_before_the_prompt_queued_after_it(tmp_path: Path, scripted_llm):
+    """While the answer streams she injects "also keep it short" (C-j), then queues "then explain"; the answer ends
+    with no tool result to take the inject: it runs next, then the queued prompt (Bug: it went to the queue's end,
+    after the prompt she sent later, its chat line moving below it)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Reading the code carefully. " * 30, delay=0.05, chunk_size=12), Reply.text("Short."),
+               Reply.text("Explained."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"})
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie read calc.py", "Enter")
+        tmux.wait(lambda s: "Reading the code" in s, "the answer to stream", 60)
+        tmux.keys(":OllieChat", "Enter")
+        tmux.type("also keep it short", "C-j")
+        tmux.wait(lambda s: "↳ injected: also keep it short" in s, "the inject")
+        tmux.type("then explain", "Escape", "Enter")
+        tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: then explain" in s, "the prompt queued"))
+        done = tmux.keep("2-done", tmux.wait(lambda s: "Explained." in s and "(end)" in s and "⏳" not in s, "both", 60))
+        assert done.index("also keep it short") < done.index("Short.") < done.index("then explain"), done
+    finally:
+        tmux.close()
+    assert [r.body["messages"][-1]["content"] for r in srv.chat_requests[1:]] == ["also keep it short", "then explain"]

@@ -67,6 +67,19 @@ def test_p_to_a_pipe_writes_a_retried_reply_once_without_the_failed_attempts_wor
     assert "retrying: " in proc.stderr and "Half" not in proc.stderr, proc.stderr
 
 
+def test_p_shows_a_failed_steps_last_lines_where_its_error_is(llm, tmp_path):
+    # A failing test's traceback showed its first 6 lines and "… (1 more line)": the AssertionError, its last, hidden.
+    (tmp_path / "test_calc.py").write_text("def add(a, b):\n    return a - b\n\n\nassert add(2, 3) == 5\n")
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "python3 test_calc.py", "language": "bash"}]})),
+               Reply.text("The test fails."))
+    proc = run_ollie(["-p", "run the tests", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0, proc.stderr
+    result = proc.stderr.split("▸ Run `python3 test_calc.py`\n", 1)[1].splitlines()
+    assert result[:2] == ["  ✗ [step 1 bash] exit 1", "  … (1 more line)"], proc.stderr
+    assert result[2:7] == ["  Traceback (most recent call last):", f'    File "{tmp_path}/test_calc.py", line 5, in <module>',
+                           "      assert add(2, 3) == 5", "             ^^^^^^^^^^^^^^", "  AssertionError"], proc.stderr
+
+
 def test_p_writes_the_answer_alone_on_stdout_the_models_thinking_on_stderr(llm, tmp_path):
     # A script reading `ollie -p`'s stdout got the thinking glued before the answer ("6 times 7, soIt is 42.").
     llm.script(Reply(reasoning="6 times 7, so", text="It is 42."))
@@ -216,6 +229,7 @@ def test_renderer_is_compact(tmp_path):
     assert "(44 more lines)" in text and "line 49" not in text
     assert compact_result("a\nb") == "a\nb"
     assert compact_result("\n".join("abcdefg")).endswith("\nf\n… (1 more line)")  # not "(1 more lines)"
+    assert compact_result("\n".join("abcdefgh"), failed=True) == "a\n… (2 more lines)\nd\ne\nf\ng\nh"
 
 
 def test_word_wrap_counts_cells_not_styles_and_lets_a_word_longer_than_a_line_through():

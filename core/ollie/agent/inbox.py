@@ -106,6 +106,7 @@ class Inbox:
         self._injects: list[str] = []
         self._notes: list[str] = []
         self._inject_entry: _Prompt | None = None
+        self._inject_after: _Prompt | None = None  # the last prompt queued before the pending injects (None: none)
         self._continuation = ""
         self._continued = 0
         self._taken: _Prompt | None = None  # the queued prompt `next_prompt` last gave (None: a continuation)
@@ -180,17 +181,22 @@ class Inbox:
         """Hold `text` for the running turn's next tool result; with no turn running, queue it (QueueFull: no room)."""
         self.room(text, (), prompts=0)
         if running:
-            self._injects.append(text)
+            self._pend([*self._injects, text])
         else:
             self._queue_inject(text, replace=False)
 
     def replace_injects(self, text: str, *, running: bool) -> None:
         """Make `text` the only pending inject; with no turn running it replaces the queued injects, if any."""
         if running:
-            self._injects = [text]
+            self._pend([text])
         else:
             self._injects.clear()
             self._queue_inject(text, replace=True)
+
+    def _pend(self, injects: list[str]) -> None:
+        if not self._injects:  # the first pending: a turn that ends before taking it queues it after what waits now
+            self._inject_after = self._prompts[-1] if self._prompts else None
+        self._injects = injects
 
     def drop_injects(self) -> None:
         """Forget the pending injects: those for the running turn's next tool result, and the prompt idle ones became."""
@@ -217,9 +223,13 @@ class Inbox:
         return text
 
     def requeue_injects(self) -> None:
-        """At a turn's end: injects that came too late for a tool result become the next prompt, not lost."""
+        """At a turn's end: injects that came too late for a tool result become a prompt, not lost, before those queued
+        after them (they came first)."""
         if self._injects:
-            self._queue_inject(self.pop_inject(), replace=False)
+            at = next((i + 1 for i, p in enumerate(self._prompts) if p is self._inject_after), 0)
+            self._inject_entry = _Prompt(self.pop_inject())
+            self._prompts.insert(at, self._inject_entry)
+            self._on_queued()
 
     def queue(self, text: str, images: tuple[Image, ...] = (), *, for_next_end: bool = False, held: bool = False,
               context: tuple[ContextItem, ...] = ()) -> int:

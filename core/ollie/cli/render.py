@@ -1,5 +1,5 @@
 """Terminal rendering of engine events: assistant text as it streams (markdown made readable on a terminal),
-each step as a line (`▸ Edit calc.py`), its result's first lines under it."""
+each step as a line (`▸ Edit calc.py`), its result's first lines under it (a failed one's last, where its error is)."""
 
 from __future__ import annotations
 
@@ -38,17 +38,19 @@ def compact_args(content: str) -> str:
     return text if len(text) <= CALL_ARGS_MAX else text[: CALL_ARGS_MAX - 1] + "…"
 
 
-def compact_result(content: str) -> str:
-    """The first lines of a tool result, with a note of how much was left out."""
+def compact_result(content: str, *, failed: bool = False) -> str:
+    """The first lines of a tool result, with a note of how much was left out; of a failed one, its first line and its
+    last ones (where its error is: a traceback's last line)."""
     lines = content.rstrip("\n").splitlines() or [""]
-    shown = lines[:RESULT_LINES_MAX]
-    text = "\n".join(shown)
+    more = len(lines) - RESULT_LINES_MAX
+    note = f"… ({more} more line{'s' if more > 1 else ''})"
+    if failed and more > 0:
+        tail = "\n".join(lines[1 - RESULT_LINES_MAX:])
+        return "\n".join([lines[0], note, tail if len(tail) <= RESULT_CHARS_MAX else "…" + tail[1 - RESULT_CHARS_MAX:]])
+    text = "\n".join(lines[:RESULT_LINES_MAX])
     if len(text) > RESULT_CHARS_MAX:
         text = text[: RESULT_CHARS_MAX - 1] + "…"
-    if len(lines) > len(shown):
-        more = len(lines) - len(shown)
-        text += f"\n… ({more} more line{'s' if more > 1 else ''})"
-    return text
+    return text + (f"\n{note}" if more > 0 else "")
 
 
 def _columns(out: TextIO) -> int:
@@ -161,7 +163,7 @@ class Renderer:
             self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
             # A line per image the tool returned (the model was shown it).
-            body = "\n".join([("✗ " if failed else "") + compact_result(content), *image_lines(images)])
+            body = "\n".join([("✗ " if failed else "") + compact_result(content, failed=failed), *image_lines(images)])
             body = indent(body, "  ", lambda line: True)
             self._block(self._style(body, "31" if failed else "2"), stream=self.notes)
         elif role == "exec":

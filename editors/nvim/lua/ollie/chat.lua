@@ -622,6 +622,11 @@ function Chat:on_event(ev, drawn)
     if role == "tool" then
       self:injected_taken()
       if config.options.reload_changed then
+        local diffs = {}
+        for _, c in ipairs({ ev.tool or {}, unpack(ev.steps or {}) }) do
+          vim.list_extend(diffs, type(c.diffs) == "table" and c.diffs or {})
+        end
+        requests.follow_moves(diffs)
         requests.checktime()
       end
     end

@@ -103,6 +103,18 @@ function M.changed(buf)
   return true
 end
 
+---Whether `buf`'s file, there when the editor last read or wrote it, is gone now: true once (then noted as gone).
+---@param buf integer
+---@return boolean
+function M.gone(buf)
+  local known = seen[buf]
+  if known and known.stamp ~= "absent" and stamp(buf) == "absent" then
+    M.remember(buf)
+    return true
+  end
+  return false
+end
+
 ---Whether `buf`'s file already holds exactly what writing `buf` would put there: its change on disk, if any, is this
 ---same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. Reads
 ---only a regular file, to the text's size and one byte more.

@@ -104,10 +104,56 @@ function M.checktime(buf)
           vim.fn.fnamemodify(name, ":~:."), vim.fn.fnamemodify(elsewhere, ":~")), vim.log.levels.WARN)
       elseif not (kind or elsewhere) then
         ondisk.release(b)
-        if not vim.bo[b].modified then
+        if ondisk.gone(b) then -- (`silent!` hides Neovim's own E211: said here, once)
+          M.notify(("%s was deleted: its buffer keeps the text (:w writes it again)"):format(
+            vim.fn.fnamemodify(name, ":~:.")), vim.log.levels.WARN)
+        elseif not vim.bo[b].modified then
           vim.cmd("silent! checktime " .. b)
         end
       end
+    end
+  end
+end
+
+---Rename each file buffer whose file a step moved (`git mv a.py b.py`: a file gone, one added with its text) to the
+---file's new name, its unsaved changes kept (before: the buffer kept the gone name, and a `:w` made that file again
+---beside the moved one). Read there by `:edit!` (a `:w` after a bare rename is E13; its language servers see the name).
+---@param diffs table[]  the `diffs` of a `tool` event's call and steps
+function M.follow_moves(diffs)
+  local moved = {} -- text -> the one file a step added with it (false: more than one)
+  for _, d in ipairs(diffs) do
+    if d.oldText == nil and type(d.newText) == "string" and type(d.path) == "string" then
+      moved[d.newText] = moved[d.newText] == nil and vim.fn.fnamemodify(d.path, ":p")
+    end
+  end
+  for _, d in ipairs(diffs) do
+    local to = d.newText == nil and type(d.path) == "string" and moved[d.oldText]
+    local buf = to and loaded_buffer(vim.fn.fnamemodify(d.path, ":p"))
+    local name = buf and vim.api.nvim_buf_get_name(buf)
+    if buf and vim.bo[buf].buftype == "" and not vim.uv.fs_lstat(name) and vim.fn.bufexists(to) == 0
+        and (vim.uv.fs_lstat(to) or {}).type == "file" and not M.unopenable(to) then
+      local lines, modified = vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.bo[buf].modified
+      -- Detached while renamed (Neovim's reload closes only the new name): the daemon keeps no gone file open.
+      local client = require("ollie.client")
+      local attached = client.client_id and vim.lsp.buf_is_attached(buf, client.client_id)
+      if attached then
+        vim.lsp.buf_detach_client(buf, client.client_id)
+      end
+      vim.api.nvim_buf_call(buf, function()
+        local view = vim.fn.winsaveview()
+        vim.cmd("keepalt file " .. vim.fn.fnameescape(vim.fn.fnamemodify(to, ":.")))
+        vim.cmd("silent keepalt edit!")
+        if modified then -- (undoable apart from the reload: her first `u` takes back her own change)
+          vim.bo.undolevels = vim.bo.undolevels
+          vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+        end
+        vim.fn.winrestview(view)
+      end)
+      if attached then
+        client.attach(buf)
+      end
+      M.notify(("%s moved to %s: its buffer follows it%s"):format(vim.fn.fnamemodify(name, ":~:."),
+        vim.fn.fnamemodify(to, ":~:."), modified and ", your unsaved changes kept" or ""))
     end
   end
 end
