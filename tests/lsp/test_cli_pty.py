@@ -68,6 +68,12 @@ class Terminal:
         self.type(line)
         return self.wait_for(pattern, after=after)
 
+    def streaming(self, prompt: str, words: str = r"word word ") -> int:
+        """At the prompt, send `prompt`; read until its answer's `words` stream (where they end)."""
+        at = self.wait_for(r"default> ")
+        self.type(prompt)
+        return self.wait_for(words, after=at)
+
     def __enter__(self) -> Terminal:
         return self
 
@@ -322,9 +328,7 @@ def test_ctrl_c_during_a_streaming_answer_says_the_turn_was_interrupted(llm, tmp
     # The answer stopped mid-word and the prompt came back with no word on why.
     llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.wait_for(r"default> ")
-        term.type("talk")
-        at = term.wait_for(r"word word ", after=at)  # streaming has begun
+        at = term.streaming("talk")
         term.proc.send_signal(signal.SIGINT)
         at = term.wait_for(r"\nollie: interrupted\ndefault> ", after=at, timeout=30)
         term.answer("and now?", r"back\n", after=at)
@@ -335,9 +339,7 @@ def test_a_line_typed_while_the_answer_streams_goes_to_the_next_prompt_not_into_
     # The terminal echoed what was typed between the answer's words ("word word nexword t word").
     llm.script(Reply(text="word " * 300, chunk_size=5, delay=0.01), Reply.text("back"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.wait_for(r"default> ")
-        term.type("talk")
-        at = term.wait_for(r"word word ", after=at)  # streaming has begun
+        at = term.streaming("talk")
         term.type("next one")
         end = term.wait_for(r"\ndefault> next one\n", after=at)  # shown at the prompt, as sent
         assert term.text[at:end].count("word") > 200 and "next" not in term.text[at:end - 20], term.text[at:end]
@@ -351,8 +353,7 @@ def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, 
     # Echo is off while a turn streams (typing stays out of the answer): killed then, ollie left it off for the shell.
     llm.script(Reply(text="word " * 2000, chunk_size=5, delay=0.01))
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        term.type("talk")
-        term.wait_for(r"word word ")
+        term.streaming("talk")
         assert not termios.tcgetattr(term.master)[3] & termios.ECHO  # the pty's modes, as the program set them
         term.proc.send_signal(ending)
         assert term.proc.wait(timeout=30) == -ending
