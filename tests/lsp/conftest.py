@@ -306,15 +306,16 @@ def shared_llm(_module_llm: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await shared_daemon(env=..., init_options=...)` gives a new Session on the module's daemon started
-    with that env and those options (the first to ask starts it); each session is closed when the test ends.
+    """A factory: `await shared_daemon(env=..., init_options=..., cwd=...)` gives a new Session, working in `cwd` (a
+    folder of its own by default), on the module's daemon started with that env and those options (the first to ask
+    starts it); each session is closed when the test ends.
 
     For tests whose daemon state does not matter to each other; a test that changes the daemon (its config read at
     start, its process, its session table as a whole) takes `start_daemon`. Its test runs in the module's event
-    loop, where the daemons' clients live (pytest_collection_modifyitems), and gets their scripted server as `llm`."""
+    loop, where the daemons' clients live (tests/conftest.py), and gets their scripted server as `llm`."""
     sessions: list[Session] = []
 
-    async def start(*, env: dict[str, str] | None = None, init_options: Any = None) -> Session:
+    async def start(*, env: dict[str, str] | None = None, init_options: Any = None, cwd: Path | None = None) -> Session:
         key = repr((sorted((env or {}).items()), init_options))
         shared = _shared_daemons["daemons"]
         if key not in shared:
@@ -323,8 +324,9 @@ async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callab
         # Two sessions of one daemon are no two daemons: a test of another daemon's doing takes start_daemon.
         assert all(s.daemon is not daemon for s in sessions), "one shared daemon per env and options in a test"
         _shared_daemons["sessions"] += 1
-        cwd = daemon.workspace / f"s{_shared_daemons['sessions']}"
-        cwd.mkdir()
+        if cwd is None:
+            cwd = daemon.workspace / f"s{_shared_daemons['sessions']}"
+        cwd.mkdir(parents=True, exist_ok=True)
         new = await daemon.request("ollie/session/new", {"cwd": str(cwd)})
         session = Session(daemon, new["session"], cwd)
         sessions.append(session)
@@ -347,10 +349,3 @@ def llm(request: pytest.FixtureRequest) -> Any:
     if "shared_daemon" in request.fixturenames:
         return request.getfixturevalue("shared_llm")
     return request.getfixturevalue("scripted_llm")("openai")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test of `shared_daemon`s runs in its module's event loop, where their client lives."""
-    for item in items:
-        if "shared_daemon" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.asyncio(loop_scope="module"), append=False)
