@@ -342,11 +342,10 @@ async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callab
         # Two sessions of one daemon are no two daemons: a test of another daemon's doing takes start_daemon.
         assert all(s.daemon is not daemon for s in sessions), "one shared daemon per env and options in a test"
         _shared_daemons["sessions"] += 1
-        if cwd is None:
-            cwd = daemon.workspace / f"s{_shared_daemons['sessions']}"
-        cwd.mkdir(parents=True, exist_ok=True)
-        new = await daemon.request("ollie/session/new", {"cwd": str(cwd)})
-        session = Session(daemon, new["session"], cwd)
+        folder = cwd or daemon.workspace / f"s{_shared_daemons['sessions']}"
+        folder.mkdir(parents=True, exist_ok=True)
+        new = await daemon.request("ollie/session/new", {"cwd": str(folder)})
+        session = Session(daemon, new["session"], folder)
         sessions.append(session)
         return session
 
