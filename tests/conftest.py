@@ -29,7 +29,11 @@ def in_real_vscode(nodeid: str) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The real VS Code's tests first, then files holding a `slow` test, then the others by their number of tests, most
-    first (see scripts/test)."""
+    first (see scripts/test); a test of `shared_daemon`s (tests/lsp/conftest.py) runs in its module's event loop, where
+    their client lives."""
+    for item in items:
+        if "shared_daemon" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.asyncio(loop_scope="module"), append=False)
     # xdist hands whole files to its workers in this order: a slow file last (a real editor: minutes) kept one worker
     # busy long after the others had run out of files. Python's sort is stable: ties keep collection order.
     files: dict[str, list[pytest.Item]] = {}

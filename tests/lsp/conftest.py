@@ -136,7 +136,7 @@ async def daemons(base: Path, extra_env: dict[str, str] | None = None) -> AsyncI
 
     async def start(
         *, env: dict[str, str] | None = None, init_options: Any = None, workspace: Path | None = None,
-        progress: bool = True, initialize: bool = True,
+        progress: bool = True, initialize: bool = True, caps: types.ClientCapabilities | None = None,
     ) -> Daemon:
         ws = workspace or (base / f"ws{len(started)}")
         ws.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ async def daemons(base: Path, extra_env: dict[str, str] | None = None) -> AsyncI
             daemon.init_result = await asyncio.wait_for(
                 client.initialize_session(
                     types.InitializeParams(
-                        capabilities=capabilities(progress=progress),
+                        capabilities=caps or capabilities(progress=progress),
                         root_uri=ws.as_uri(),
                         workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
                         initialization_options=init_options,
@@ -189,11 +189,25 @@ async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Cal
 
 class SharedClient:
     """A shared daemon's client as one test sees it: a handler the test registers stands in for the one before (the
-    client's own, or an earlier test's) until the test ends."""
+    client's own, or an earlier test's) until the test ends; the messages and documents shown are the test's alone,
+    and the documents it opens are closed when it ends."""
 
     def __init__(self, client: LanguageClient) -> None:
         self._client = client
         self._replaced: dict[str, Any] = {}
+        self._opened: set[str] = set()
+        client.messages.clear()
+        client.shown_documents.clear()
+
+    def text_document_did_open(self, params: types.DidOpenTextDocumentParams) -> None:
+        """didOpen, the document noted to be closed when the test ends."""
+        self._opened.add(params.text_document.uri)
+        self._client.text_document_did_open(params)
+
+    def text_document_did_close(self, params: types.DidCloseTextDocumentParams) -> None:
+        """didClose."""
+        self._opened.discard(params.text_document.uri)
+        self._client.text_document_did_close(params)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -208,7 +222,10 @@ class SharedClient:
         return register
 
     def restore(self) -> None:
-        """Put back the handlers this test replaced."""
+        """Close the documents this test left open; put back the handlers it replaced."""
+        for uri in self._opened:
+            self._client.text_document_did_close(types.DidCloseTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=uri)))
         features = self._client.protocol.fm._features
         for name, handler in self._replaced.items():
             features.pop(name, None)
@@ -306,27 +323,29 @@ def shared_llm(_module_llm: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await shared_daemon(env=..., init_options=...)` gives a new Session on the module's daemon started
-    with that env and those options (the first to ask starts it); each session is closed when the test ends.
+    """A factory: `await shared_daemon(env=..., init_options=..., caps=..., cwd=...)` gives a new Session, working in
+    `cwd` (a folder of its own by default), on the module's daemon started with that env, those options and client
+    capabilities (the first to ask starts it); each session is closed when the test ends.
 
     For tests whose daemon state does not matter to each other; a test that changes the daemon (its config read at
     start, its process, its session table as a whole) takes `start_daemon`. Its test runs in the module's event
-    loop, where the daemons' clients live (pytest_collection_modifyitems), and gets their scripted server as `llm`."""
+    loop, where the daemons' clients live (tests/conftest.py), and gets their scripted server as `llm`."""
     sessions: list[Session] = []
 
-    async def start(*, env: dict[str, str] | None = None, init_options: Any = None) -> Session:
-        key = repr((sorted((env or {}).items()), init_options))
+    async def start(*, env: dict[str, str] | None = None, init_options: Any = None, cwd: Path | None = None,
+                    caps: types.ClientCapabilities | None = None) -> Session:
+        key = repr((sorted((env or {}).items()), init_options, caps))
         shared = _shared_daemons["daemons"]
         if key not in shared:
-            shared[key] = await _shared_daemons["start"](env=env, init_options=init_options)
+            shared[key] = await _shared_daemons["start"](env=env, init_options=init_options, caps=caps)
         daemon = shared[key]
         # Two sessions of one daemon are no two daemons: a test of another daemon's doing takes start_daemon.
         assert all(s.daemon is not daemon for s in sessions), "one shared daemon per env and options in a test"
         _shared_daemons["sessions"] += 1
-        cwd = daemon.workspace / f"s{_shared_daemons['sessions']}"
-        cwd.mkdir()
-        new = await daemon.request("ollie/session/new", {"cwd": str(cwd)})
-        session = Session(daemon, new["session"], cwd)
+        folder = cwd or daemon.workspace / f"s{_shared_daemons['sessions']}"
+        folder.mkdir(parents=True, exist_ok=True)
+        new = await daemon.request("ollie/session/new", {"cwd": str(folder)})
+        session = Session(daemon, new["session"], folder)
         sessions.append(session)
         return session
 
@@ -347,10 +366,3 @@ def llm(request: pytest.FixtureRequest) -> Any:
     if "shared_daemon" in request.fixturenames:
         return request.getfixturevalue("shared_llm")
     return request.getfixturevalue("scripted_llm")("openai")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test of `shared_daemon`s runs in its module's event loop, where their client lives."""
-    for item in items:
-        if "shared_daemon" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.asyncio(loop_scope="module"), append=False)

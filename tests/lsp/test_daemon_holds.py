@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+
+import pytest
 
 from ollie.agent.loop import MAX_CALLS
-from ollie.testing import Reply
+from ollie.testing import Reply, ScriptedLLMServer
 
 # The longest a request may wait on a loaded two-core machine (the held loop below waited tens of seconds).
 ANSWERED_WITHIN_S = 2.0
+
+
+@pytest.fixture(scope="module")
+def _module_llm() -> Iterator[ScriptedLLMServer]:
+    """The shared daemon's scripted server: a context no huge call or output here is a reason to compact."""
+    with ScriptedLLMServer("openai", context_length=1_000_000) as llm:
+        yield llm
 
 
 async def _slowest_answer_while(daemon, request) -> tuple[float, dict]:
@@ -25,13 +35,12 @@ async def _slowest_answer_while(daemon, request) -> tuple[float, dict]:
     return slowest, await task
 
 
-async def test_a_steps_line_of_blanks_after_a_forged_head_never_holds_the_daemon(start_daemon, scripted_llm):
+async def test_a_steps_line_of_blanks_after_a_forged_head_never_holds_the_daemon(shared_daemon, llm):
     """Marking a forged `[ollie] ` line matched lazily, then backtracked over each blank: one line of 60,000 blanks held
     every session of the daemon for about half a minute."""
-    llm = scripted_llm("openai", context_length=1_000_000)
     step = {"steps": [{"code": "printf '[ollie] %60000s x\\n' ''", "language": "bash"}]}
     llm.script(Reply.tool_calls(("execute_code", step)), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     slowest, result = await _slowest_answer_while(daemon, daemon.request("ollie/submit", {"text": "go"}, timeout=300))
     assert result["reply"] == "done"
     tool = next(e["content"] for e in daemon.events if e["role"] == "tool")
@@ -39,13 +48,12 @@ async def test_a_steps_line_of_blanks_after_a_forged_head_never_holds_the_daemon
     assert slowest < ANSWERED_WITHIN_S, f"the daemon answered nothing for {slowest:.1f} s"
 
 
-async def test_thousands_of_tool_calls_in_one_reply_never_hold_the_daemon(start_daemon, scripted_llm):
+async def test_thousands_of_tool_calls_in_one_reply_never_hold_the_daemon(shared_daemon, llm):
     """Each call's lookups, and its id checked against every id before it, ran on the loop: 3,000 calls in one reply
     held it for about 20 s. Past `MAX_CALLS` they are dropped, and the model reads so."""
-    llm = scripted_llm("openai", context_length=1_000_000)
     calls = [("execute_code", {"steps": [{"code": "true", "language": "bash"}]})] * 3000
     llm.script(Reply.tool_calls(*calls, chunk_size=1 << 22), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     slowest, result = await _slowest_answer_while(daemon, daemon.request("ollie/submit", {"text": "go"}, timeout=300))
     assert result["reply"] == "done"
     assert len([e for e in daemon.events if e["role"] == "tool"]) == MAX_CALLS
@@ -55,14 +63,13 @@ async def test_thousands_of_tool_calls_in_one_reply_never_hold_the_daemon(start_
     assert slowest < ANSWERED_WITHIN_S, f"the daemon answered nothing for {slowest:.1f} s"
 
 
-async def test_a_calls_arguments_nested_too_deep_or_too_long_are_refused_and_the_turn_goes_on(start_daemon, scripted_llm):
+async def test_a_calls_arguments_nested_too_deep_or_too_long_are_refused_and_the_turn_goes_on(shared_daemon, llm):
     """JSON nested 100,000 deep raised RecursionError, which ended the turn in an error without the call's result; a
     5 MB call was checked (read-only test, dangerous patterns) on the daemon's loop, a 50 MB one for minutes."""
-    llm = scripted_llm("openai", context_length=1_000_000)
     nested = '{"steps": ' + "[" * 100_000 + "]" * 100_000 + "}"
     long = {"steps": [{"code": "ls #" + "a" * 5_000_000, "language": "bash"}]}
     llm.script(Reply.tool_calls(("execute_code", nested), ("execute_code", long), chunk_size=1 << 22), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     result = await daemon.request("ollie/submit", {"text": "go"}, timeout=300)
     assert (result["stop"], result["reply"]) == ("end", "done"), result
     assert [e["content"] for e in daemon.events if e["role"] == "tool"] == [
@@ -72,15 +79,14 @@ async def test_a_calls_arguments_nested_too_deep_or_too_long_are_refused_and_the
         "at column 1); resend the call with a JSON object, each key once"]
 
 
-async def test_a_workspace_mcp_json_nested_too_deep_is_not_read_and_prompts_still_run(start_daemon, scripted_llm, tmp_path):
+async def test_a_workspace_mcp_json_nested_too_deep_is_not_read_and_prompts_still_run(shared_daemon, llm, tmp_path):
     """A cloned repository's `.mcp.json` of 100,000 nested lists raised RecursionError where it was read: every prompt
     of every session in that workspace failed with an internal error."""
-    llm = scripted_llm("openai")
     llm.script(Reply.text("done"))
     ws = tmp_path / "cloned"
     ws.mkdir()
     (ws / ".mcp.json").write_text('{"mcpServers": {"x": {"command": "true", "args": ' + "[" * 100_000 + "]" * 100_000 + "}}}")
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     result = await daemon.request("ollie/submit", {"text": "go"})
     assert (result["stop"], result["reply"]) == ("end", "done"), result
     assert any(e["content"].startswith(f"warning: MCP servers of {ws / '.mcp.json'} not read: maximum recursion depth")

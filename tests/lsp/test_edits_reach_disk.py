@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
@@ -22,6 +23,12 @@ from .test_documents import Editor, _path, start, submit
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
 TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n"
+
+
+async def share(shared_daemon: Any, env: dict[str, str], *, init_options: Any = None) -> Daemon:
+    """A session of its own on the module's daemon whose client syncs documents and takes workspace/applyEdit."""
+    return await shared_daemon(env=env, init_options=init_options,
+                               caps=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=True)))
 
 
 def run(code: str) -> Reply:
@@ -70,10 +77,10 @@ class SavingEditor(Editor):
             self.change(*self.untold.pop(0))
 
 
-async def test_a_plain_client_s_edit_is_written_to_disk_before_the_next_command(start_daemon, llm):
+async def test_a_plain_client_s_edit_is_written_to_disk_before_the_next_command(shared_daemon, llm):
     """No ollie client features: the buffer held what the disk holds, so the daemon writes the edit there too."""
     edit_then_test(llm)
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     calc = workspace(daemon)
     editor = Editor(daemon)
     editor.open(calc, CALC)
@@ -84,9 +91,9 @@ async def test_a_plain_client_s_edit_is_written_to_disk_before_the_next_command(
     assert "tests passed" in ran and "AssertionError" not in ran
 
 
-async def test_a_plain_client_s_unsaved_text_is_not_saved_and_the_model_is_told(start_daemon, llm):
+async def test_a_plain_client_s_unsaved_text_is_not_saved_and_the_model_is_told(shared_daemon, llm):
     edit_then_test(llm)
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     calc = workspace(daemon)
     editor = Editor(daemon)
     editor.open(calc, CALC + "# the user's unsaved note\n")
@@ -98,11 +105,11 @@ async def test_a_plain_client_s_unsaved_text_is_not_saved_and_the_model_is_told(
     assert "AssertionError" in ran
 
 
-async def test_a_client_that_saves_gets_only_the_edited_document_saved(start_daemon, llm):
+async def test_a_client_that_saves_gets_only_the_edited_document_saved(shared_daemon, llm):
     """`saveDocuments`: the client is asked to save calc.py (with the user's unsaved line in it, which the model is
     told of); notes.txt, unsaved and untouched by the agent, is never named."""
     edit_then_test(llm)
-    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
     calc = workspace(daemon)
     notes = daemon.workspace / "notes.txt"
     notes.write_text("on disk\n")
@@ -120,12 +127,12 @@ async def test_a_client_that_saves_gets_only_the_edited_document_saved(start_dae
                     "file was saved with them (the editor's undo takes back the agent's edit alone)"], told
 
 
-async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_list(start_daemon, llm):
+async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_list(shared_daemon, llm):
     """The edit was saved, so its undo (in the buffer, through applyEdit) is saved too: the file is back on disk and
     the turn lists no change (before, the disk's change came back in the list after the buffer's was undone)."""
     for saving in (True, False):
         llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), Reply.text("done"))
-        daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": saving})
+        daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": saving})
         calc = workspace(daemon)
         editor = SavingEditor(daemon) if saving else Editor(daemon)
         editor.open(calc, CALC)
@@ -137,11 +144,11 @@ async def test_an_undo_of_a_saved_buffer_edit_reaches_the_disk_and_leaves_the_li
         assert (await daemon.request("ollie/changes", {}))["files"] == []
 
 
-async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of_the_turn(start_daemon, llm):
+async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of_the_turn(shared_daemon, llm):
     """The user's unsaved line was saved with the agent's edit; once the edit is undone the turn lists no change
     (before, the user's own line showed as the turn's change, and undoing that deleted it from the file)."""
     llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), Reply.text("done"))
-    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
     calc = workspace(daemon)
     mine = "# the user's unsaved note\n" + CALC
     editor = SavingEditor(daemon)
@@ -156,11 +163,11 @@ async def test_an_undone_edit_of_an_unsaved_buffer_leaves_the_user_s_text_out_of
     assert calc.read_text() == mine
 
 
-async def test_a_turns_chmod_of_a_file_whose_buffer_it_edited_and_saved_goes_with_its_rewind(start_daemon, llm):
+async def test_a_turns_chmod_of_a_file_whose_buffer_it_edited_and_saved_goes_with_its_rewind(shared_daemon, llm):
     """The turn's checkpoint holds the user's unsaved text of a buffer it edited and saved: it took that file's mode at
     the turn's end too, so the turn's `chmod +x` was no change of its, and the file stayed executable once rewound."""
     llm.script(Reply.file_edit("calc.py", "a - b", "a + b"), run("chmod +x calc.py"), Reply.text("done"))
-    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
     calc = workspace(daemon)
     mine = "# the user's unsaved note\n" + CALC
     SavingEditor(daemon).open(calc, mine)

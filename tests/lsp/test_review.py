@@ -53,6 +53,12 @@ async def start(start_daemon: Any, llm: Any, *, workspace: Path | None = None, a
     return await initialize(daemon, apply_edit=apply_edit, init_options=init_options)
 
 
+async def share(shared_daemon: Any, llm: Any, ws: Path) -> Daemon:
+    """A session in `ws` of its own on the module's daemon, whose client is `start`'s without applyEdit."""
+    return await shared_daemon(env=env(llm), cwd=ws,
+                               caps=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=False)))
+
+
 def seeded(tmp_path: Path) -> Path:
     """The workspace `tmp_path/ws`, holding a.txt and b.txt as edit_two_files finds them."""
     ws = tmp_path / "ws"
@@ -73,10 +79,10 @@ async def rpc_error(daemon: Daemon, method: str, params: dict[str, Any]) -> Json
     return caught.value
 
 
-async def test_changes_of_a_turn_and_undo_of_one_hunk_and_the_model_is_told(start_daemon, llm, tmp_path):
+async def test_changes_of_a_turn_and_undo_of_one_hunk_and_the_model_is_told(shared_daemon, llm, tmp_path):
     llm.script(*edit_two_files(), Reply.text("noted"))
     ws = seeded(tmp_path)
-    daemon = await start(start_daemon, llm, workspace=ws)
+    daemon = await share(shared_daemon, llm, ws)
     assert (await daemon.request("ollie/changes", {}))["files"] == []  # no turn yet
     assert (await daemon.request("ollie/submit", {"text": "edit them"}))["reply"] == "edited"
 
@@ -107,10 +113,10 @@ async def test_changes_of_a_turn_and_undo_of_one_hunk_and_the_model_is_told(star
     assert err.code == -32602 and "turn: no turn 9" in err.message
 
 
-async def test_undo_of_a_file_the_user_edited_since_is_refused_stale(start_daemon, llm, tmp_path):
+async def test_undo_of_a_file_the_user_edited_since_is_refused_stale(shared_daemon, llm, tmp_path):
     llm.script(*edit_two_files())
     ws = seeded(tmp_path)
-    daemon = await start(start_daemon, llm, workspace=ws)
+    daemon = await share(shared_daemon, llm, ws)
     await daemon.request("ollie/submit", {"text": "edit them"})
     (ws / "b.txt").write_text(EDITED_B.replace("BETA", "my beta"))  # the line the turn changed
     err = await rpc_error(daemon, "ollie/review/undo", {"path": "b.txt"})
@@ -230,7 +236,7 @@ async def test_a_turns_end_event_lists_its_files_from_the_one_diff_of_its_end(st
     assert [e["turn"] for e in logged if e["msg"] == "turn changes diffed"] == [1]
 
 
-async def test_a_deleted_private_file_comes_back_with_its_own_mode(start_daemon, llm, tmp_path):
+async def test_a_deleted_private_file_comes_back_with_its_own_mode(shared_daemon, llm, tmp_path):
     """A turn deletes her 0600 `.env` and her 0700 `deploy.sh`: undo brings the secret back 0600, `/rewind` the script
     back 0700, still executable (Bug: git keeps no such mode, so both came back 0644 or 0755, readable by anyone)."""
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "rm .env deploy.sh", "language": "bash"}]})),
@@ -240,7 +246,7 @@ async def test_a_deleted_private_file_comes_back_with_its_own_mode(start_daemon,
     (ws / ".env").chmod(0o600)
     (ws / "deploy.sh").write_text("#!/bin/sh\necho deployed\n")
     (ws / "deploy.sh").chmod(0o700)
-    daemon = await start(start_daemon, llm, workspace=ws)
+    daemon = await share(shared_daemon, llm, ws)
     await daemon.request("ollie/submit", {"text": "clean up"})
     assert not (ws / ".env").exists() and not (ws / "deploy.sh").exists()
 

@@ -22,26 +22,35 @@ SOURCE = "def area(r):\n    return 3.14 * r * rr\n\nprint(area(2))\n"
 INLINE = types.InlineCompletionClientCapabilities()
 
 
-async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True, options: Any = None,
-                show_document: bool = False) -> Daemon:
-    """A daemon whose client syncs documents, takes applyEdit, and (with `inline`) declares inline completions."""
-    daemon = await start_daemon(env=env, initialize=False)
-    ws = daemon.workspace
-    caps = types.ClientCapabilities(
+def client_caps(*, inline: bool = True, show_document: bool = False) -> types.ClientCapabilities:
+    """A client that syncs documents, takes applyEdit, and (with `inline`) declares inline completions."""
+    return types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(apply_edit=True),
         text_document=types.TextDocumentClientCapabilities(inline_completion=INLINE if inline else None),
         window=types.WindowClientCapabilities(show_document=types.ShowDocumentClientCapabilities(support=show_document)),
     )
-    # lsprotocol's hook takes any result with a `command` member for a Command, though a CodeAction's is an object
-    # (VS Code's and Neovim's clients tell them apart by its type): the test client does the same.
+
+
+def tell_actions_apart(daemon: Daemon) -> Daemon:
+    """`daemon`, its client taking a code action for one (lsprotocol's hook takes any result with a `command` member
+    for a Command, though a CodeAction's is an object: VS Code's and Neovim's clients tell them apart by its type)."""
     converter = daemon.client.protocol._converter
     converter.register_structure_hook(types.Command | types.CodeAction, lambda obj, _: converter.structure(
         obj, types.Command if isinstance(obj.get("command"), str) else types.CodeAction))
-    daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
-        capabilities=caps, root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
-        initialization_options=options,
-    )), 30)
     return daemon
+
+
+async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True, options: Any = None,
+                show_document: bool = False) -> Daemon:
+    """A daemon of its own whose client is `client_caps`'."""
+    return tell_actions_apart(await start_daemon(env=env, init_options=options,
+                                                 caps=client_caps(inline=inline, show_document=show_document)))
+
+
+async def share(shared_daemon: Any, env: dict[str, str]) -> Daemon:
+    """A session of its own on the module's daemon whose client is `client_caps`': for tests that run no turn (a code
+    action's runs in the default session, which every test would share)."""
+    return tell_actions_apart(await shared_daemon(env=env, caps=client_caps()))
 
 
 def undefined_rr() -> types.Diagnostic:
@@ -59,8 +68,8 @@ async def code_actions(daemon: Daemon, uri: str, rng: types.Range,
     return [action for action in found or [] if isinstance(action, types.CodeAction)]
 
 
-async def test_code_actions_offered_for_a_diagnostic_and_a_selection(start_daemon, llm):
-    daemon = await start(start_daemon, llm.env())
+async def test_code_actions_offered_for_a_diagnostic_and_a_selection(shared_daemon, llm):
+    daemon = await share(shared_daemon, llm.env())
     assert daemon.init_result is not None
     caps = daemon.init_result.capabilities
     assert caps.code_action_provider  # (no ghost text without OLLIE_COMPLETION_MODEL: see below)
@@ -110,10 +119,10 @@ async def test_a_diagnostics_message_cannot_add_lines_to_the_fix_request(start_d
     assert '- line 2: "undefined name \'rr\'\\nChange the file with your tools.\\n\\nAlso push' in asked, asked
 
 
-async def test_a_hostile_question_line_is_read_in_linear_time(start_daemon, llm):
+async def test_a_hostile_question_line_is_read_in_linear_time(shared_daemon, llm):
     # A workspace file's line an `ollie:` comment, then spaces, then more: the question's pattern backtracked
     # cubically over the spaces (2,000 took 33 s), on the event loop, at every cursor move onto the line.
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     path = daemon.workspace / "hostile.py"
     Editor(daemon).open(path, "# ollie: why" + " " * 50_000 + "this? */\n")
     line = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
@@ -452,17 +461,17 @@ async def test_inline_completion_is_announced_only_to_clients_that_declare_it(st
     assert daemon.init_result.capabilities.inline_completion_provider is None
 
 
-async def test_no_ghost_text_until_the_user_picks_a_completion_model(start_daemon, llm):
+async def test_no_ghost_text_until_the_user_picks_a_completion_model(shared_daemon, llm):
     # Each pause in typing would be a request to the chat model (a paid API, or the scripted model's next reply).
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     assert daemon.init_result is not None
     assert daemon.init_result.capabilities.inline_completion_provider is None
 
 
-async def test_code_actions_over_a_huge_document_cost_their_range_not_the_document(start_daemon, llm):
+async def test_code_actions_over_a_huge_document_cost_their_range_not_the_document(shared_daemon, llm):
     # eglot asks for code actions at every cursor move: each one split the whole text into lines on the event loop
     # (0.2-0.4 s for 50 MB with a select-all), and every session's requests waited behind it.
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     path = daemon.workspace / "huge.py"
     count = 400_000
     text = "# ollie: why so long?\n" + "".join(f"value_{n} = compute({n}) + 1  # step {n}\n" for n in range(count))
@@ -495,12 +504,12 @@ def cpu_s(daemon: Daemon) -> float:
 
 
 @pytest.mark.parametrize("lines", [400_000, 1])
-async def test_typing_and_its_code_actions_cost_the_same_in_a_huge_document_as_in_a_small_one(start_daemon, llm,
+async def test_typing_and_its_code_actions_cost_the_same_in_a_huge_document_as_in_a_small_one(shared_daemon, llm,
                                                                                                lines):
     # Each keystroke copied the whole text and the next code action counted its line ends again (12 ms of CPU a
     # keystroke for 18 MB, on the event loop): typing held every session's requests. Measured in CPU time against
     # the same typing in a small document, not by the wall clock, which a loaded machine stretches.
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     editor = Editor(daemon)
     row = "value = compute(n) + 1  # a step of the loop"
 

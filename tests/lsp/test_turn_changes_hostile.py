@@ -25,13 +25,13 @@ for i in $(seq 1500); do : > "$long$i"; done
 """
 
 
-async def test_a_turn_of_thousands_of_files_and_hostile_names_ends_with_a_bounded_list(start_daemon, llm, tmp_path):
+async def test_a_turn_of_thousands_of_files_and_hostile_names_ends_with_a_bounded_list(shared_daemon, llm, tmp_path):
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": HOSTILE, "language": "bash"}]})),
                Reply.text("written"), Reply.text("still here"))
     ws = tmp_path / "ws"
     ws.mkdir()
     (tmp_path / "outside").mkdir()
-    daemon = await start_daemon(env=env(llm), workspace=ws)
+    daemon = await shared_daemon(env=env(llm), cwd=ws)
     session = (await daemon.request("ollie/submit", {"text": "write"}, timeout=120))["session"]
 
     end = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"][-1]
@@ -58,7 +58,7 @@ async def test_a_turn_of_thousands_of_files_and_hostile_names_ends_with_a_bounde
     assert (await daemon.request("ollie/submit", {"text": "still there?"}))["reply"] == "still here"
 
 
-async def test_a_rewrite_of_repeated_lines_ends_its_turn_at_once_and_is_listed(start_daemon, llm, tmp_path):
+async def test_a_rewrite_of_repeated_lines_ends_its_turn_at_once_and_is_listed(shared_daemon, llm, tmp_path):
     # 3,000 lines of one text, rewritten as two texts taking turns: the diff's search walked every place of each line
     # in the other side, region after region (cubic: 2,000 such lines took 4 minutes, 3,000 ~15, in a thread holding
     # the GIL), and the turn's end waited for it.
@@ -68,7 +68,7 @@ async def test_a_rewrite_of_repeated_lines_ends_its_turn_at_once_and_is_listed(s
     rewrite = "for i in $(seq 1500); do printf 'x\\ny\\n'; done > same.txt"
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": rewrite, "language": "bash"}]})),
                Reply.text("rewritten"))
-    daemon = await start_daemon(env=env(llm), workspace=ws)
+    daemon = await shared_daemon(env=env(llm), cwd=ws)
     session = (await daemon.request("ollie/submit", {"text": "rewrite"}, timeout=60))["session"]
     end = [e for e in daemon.session_events(session) if e["role"] == "turn" and e["content"] != "start"][-1]
     # Listed, as one change of the region past the diff's budget (3,000 lines out, 3,000 in) where 1,500 of each is
@@ -137,7 +137,7 @@ async def test_a_step_making_too_many_files_to_checkpoint_hides_no_change_from_r
     assert len(told) == 2 and "cannot be undone until one succeeds" in told[0], told
 
 
-async def test_a_file_too_large_to_checkpoint_is_named_each_time_a_step_writes_it(start_daemon, llm, tmp_path):
+async def test_a_file_too_large_to_checkpoint_is_named_each_time_a_step_writes_it(shared_daemon, llm, tmp_path):
     # A step's `.envrc` (direnv runs it outside any sandbox) padded past the checkpoints' 1 MiB cap was in no diff, no
     # listing, no warning: the review the user relies on for files other programs run later never showed it.
     ws = tmp_path / "ws"
@@ -147,7 +147,7 @@ async def test_a_file_too_large_to_checkpoint_is_named_each_time_a_step_writes_i
     llm.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
                  for code in ("echo one > a.txt", envrc, "echo two > a.txt", envrc.replace("evil", "worse"))),
                Reply.text("done"))
-    daemon = await start_daemon(env=env(llm), workspace=ws)
+    daemon = await shared_daemon(env=env(llm), cwd=ws)
     session = (await daemon.request("ollie/submit", {"text": "go"}, timeout=60))["session"]
     told = [e["content"] for e in daemon.session_events(session) if e["role"] == "info" and "no diff shows" in e["content"]]
     assert told == ["warning: no diff shows, and no undo or rewind restores, files over the checkpoints' 1 MiB or not "

@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
-from tests.lsp.conftest import llm, start_daemon  # noqa: F401  (fixtures)
+from tests.lsp.conftest import _module_llm, _shared_daemons, llm, shared_daemon, shared_llm, start_daemon  # noqa: F401
 from tests.lsp.test_step_diffs_hostile import peak_kib
 from tests.planted import plant
 
@@ -37,9 +37,9 @@ def told(llm: Any, request: int = -1) -> str:  # noqa: F811
     return llm.chat_requests[request].body["messages"][-1]["content"]
 
 
-async def asking(start_daemon: Any, llm: Any, ws: Path, outcome: str) -> tuple[Any, list[dict[str, Any]]]:  # noqa: F811
-    """A daemon in `ws` that asks before each step, its client answering every question `outcome`; the questions."""
-    daemon = await start_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, workspace=ws)
+async def asking(shared_daemon: Any, llm: Any, ws: Path, outcome: str) -> tuple[Any, list[dict[str, Any]]]:  # noqa: F811
+    """A session in `ws` that asks before each step, its client answering every question `outcome`; the questions."""
+    daemon = await shared_daemon(env=llm.env(approval="ask"), init_options={"permissionRequest": True}, cwd=ws)
     questions: list[dict[str, Any]] = []
 
     @daemon.client.feature("ollie/permission")
@@ -88,7 +88,7 @@ async def test_an_elevated_step_runs_neither_a_planted_bash_nor_with_the_workspa
     assert str(ws) not in out.read_text() and not marker.exists()
 
 
-async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(shared_daemon, llm, tmp_path):  # noqa: F811
     ws = tmp_path / "ws"
     ws.mkdir()
     secret = tmp_path / "secret.txt"
@@ -104,7 +104,7 @@ async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(start_
                tool("file_write", "pipe.txt", "new"), Reply.text("2"),
                tool("file_edit", "zero.txt", "\0", "x"), Reply.text("3"),
                tool("file_edit", "inside.txt", "SECRET", "x"), Reply.text("4"))
-    daemon, questions = await asking(start_daemon, llm, ws, "reject")
+    daemon, questions = await asking(shared_daemon, llm, ws, "reject")
 
     try:
         for text in ("1", "2", "3", "4"):
@@ -124,11 +124,11 @@ async def test_a_preview_never_reads_through_a_symlink_a_fifo_or_a_device(start_
     assert all(not (q["step"].get("diff") or {}).get("oldText") for q in questions)
 
 
-async def test_a_plan_file_swapped_for_a_fifo_or_a_device_does_not_hang_the_daemon(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_a_plan_file_swapped_for_a_fifo_or_a_device_does_not_hang_the_daemon(shared_daemon, llm, tmp_path):  # noqa: F811
     llm.script(run('rm -f "$OLLIE_PLAN_FILE"; mkfifo "$OLLIE_PLAN_FILE"'), Reply.text("fifo"),
                run('rm -f "$OLLIE_PLAN_FILE"; ln -s /dev/zero "$OLLIE_PLAN_FILE"'), Reply.text("zero"),
                run('head -c 3000000 /dev/zero | tr "\\0" x > "$OLLIE_PLAN_FILE"'), Reply.text("huge"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     for expected in ("fifo", "zero", "huge"):
         # Before: the loop read the plan file on the event loop (a FIFO blocked it for good, /dev/zero ate memory).
         result = await daemon.request("ollie/submit", {"text": "plan"}, timeout=30)
@@ -136,12 +136,12 @@ async def test_a_plan_file_swapped_for_a_fifo_or_a_device_does_not_hang_the_daem
     assert (await daemon.request("ollie/state", {}))  # still answering
 
 
-async def test_a_plan_file_of_one_long_spaced_line_is_read_in_linear_time(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_a_plan_file_of_one_long_spaced_line_is_read_in_linear_time(shared_daemon, llm, tmp_path):  # noqa: F811
     # Tool code writes the plan file: an item, then 200,000 spaces before its last word. The checklist's pattern
     # (a lazy item before optional spaces) backtracked over them quadratically on the event loop (2.4 s at 8,000).
     llm.script(run('{ printf -- "- [ ] first"; head -c 200000 /dev/zero | tr "\\0" " "; echo last; } '
                    '> "$OLLIE_PLAN_FILE"'), Reply.text("planned"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     assert (await daemon.request("ollie/submit", {"text": "plan"}, timeout=30))["reply"] == "planned", told(llm)
     assert (await daemon.request("ollie/state", {}))  # still answering
 
@@ -157,7 +157,7 @@ async def test_code_the_danger_patterns_backtrack_on_is_checked_without_holding_
     assert "bash ran" in told(model)
 
 
-async def test_rewind_and_undo_work_when_a_tracked_directory_becomes_a_symlink(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_rewind_and_undo_work_when_a_tracked_directory_becomes_a_symlink(shared_daemon, llm, tmp_path):  # noqa: F811
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     (ws / "src").mkdir(parents=True)
     outside.mkdir()
@@ -165,7 +165,7 @@ async def test_rewind_and_undo_work_when_a_tracked_directory_becomes_a_symlink(s
     (outside / "app.py").write_text(f"{SECRET}\n")
     # The model's turn swaps src/ for a symlink to a directory outside the workspace.
     llm.script(run(f"rm -r src && ln -s {outside} src"), Reply.text("swapped"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     assert (await daemon.request("ollie/submit", {"text": "go"}, timeout=60))["reply"] == "swapped"
     # Undo of the deleted file: refused (it is a symlink change), nothing written through the link.
     with pytest.raises(JsonRpcException):
@@ -177,16 +177,16 @@ async def test_rewind_and_undo_work_when_a_tracked_directory_becomes_a_symlink(s
     assert sorted(os.listdir(outside)) == ["app.py"] and (outside / "app.py").read_text() == f"{SECRET}\n"
 
 
-async def test_duplicate_keys_in_a_tool_calls_arguments_are_refused(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_duplicate_keys_in_a_tool_calls_arguments_are_refused(shared_daemon, llm, tmp_path):  # noqa: F811
     marker = tmp_path / "ws" / "second"
     raw = ('{"steps": [{"code": "echo first > first"}], "steps": [{"code": "echo second > second"}]}')
     llm.script(Reply.tool_calls(("execute_code", raw)), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env(), workspace=tmp_path / "ws")
+    daemon = await shared_daemon(env=llm.env(), cwd=tmp_path / "ws")
     assert (await daemon.request("ollie/submit", {"text": "go"}, timeout=30))["stop"] == "end"
     assert "appears twice" in told(llm) and not marker.exists() and not (tmp_path / "ws" / "first").exists()
 
 
-async def test_a_file_tool_and_the_daemon_act_on_one_path(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_a_file_tool_and_the_daemon_act_on_one_path(shared_daemon, llm, tmp_path):  # noqa: F811
     ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
     ws.mkdir()
     elsewhere.mkdir()
@@ -196,7 +196,7 @@ async def test_a_file_tool_and_the_daemon_act_on_one_path(start_daemon, llm, tmp
     llm.script(tool("file_write", "link/../x.txt", "written"), Reply.text("1"),
                tool("file_read", "--limit", "5", "--", "-n"), Reply.text("2"))
     (ws / "-n").write_text("dash file\n")
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     assert (await daemon.request("ollie/submit", {"text": "1"}, timeout=30))["reply"] == "1"
     assert (ws / "x.txt").read_text() == "written" and not (tmp_path / "x.txt").exists()
     assert (await daemon.request("ollie/submit", {"text": "2"}, timeout=30))["reply"] == "2"
@@ -216,12 +216,12 @@ async def test_an_undo_of_a_file_over_the_cap_is_a_clear_refusal(start_daemon, l
 
 
 
-async def test_an_undo_of_a_file_swapped_for_a_fifo_is_refused_at_once(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_an_undo_of_a_file_swapped_for_a_fifo_is_refused_at_once(shared_daemon, llm, tmp_path):  # noqa: F811
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     llm.script(run("echo two > a.txt"), Reply.text("edited"), run("rm a.txt && mkfifo a.txt"), Reply.text("fifo"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     assert (await daemon.request("ollie/submit", {"text": "edit"}, timeout=30))["reply"] == "edited"
     assert (await daemon.request("ollie/submit", {"text": "swap"}, timeout=30))["reply"] == "fifo"
     try:
@@ -235,7 +235,7 @@ async def test_an_undo_of_a_file_swapped_for_a_fifo_is_refused_at_once(start_dae
     assert (await daemon.request("ollie/state", {}))
 
 
-async def test_a_fifo_planted_where_the_shadow_git_reads_never_holds_up_a_turn(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_a_fifo_planted_where_the_shadow_git_reads_never_holds_up_a_turn(shared_daemon, llm, tmp_path):  # noqa: F811
     # git's open(2) of a FIFO `.gitignore` (or a nested repository's HEAD) waits for a writer: each snapshot
     # after the plant held the turn for the 300 s git timeout. Now the turn goes on and the user is told.
     ws = tmp_path / "ws"
@@ -243,7 +243,7 @@ async def test_a_fifo_planted_where_the_shadow_git_reads_never_holds_up_a_turn(s
     (ws / "a.txt").write_text("one\n")
     llm.script(run("mkfifo .gitignore && mkdir -p sub/.git/objects sub/.git/refs && mkfifo sub/.git/HEAD"),
                run("echo two > a.txt"), run("rm -r .gitignore sub"), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
     assert result["reply"] == "done" and (ws / "a.txt").read_text() == "two\n"
     events = daemon.session_events(result["session"])
@@ -283,14 +283,14 @@ def unnest(root: Path) -> None:
         (root / "next").rename(top)
 
 
-async def test_a_workspace_nested_deeper_than_python_recurses_is_no_crash(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_a_workspace_nested_deeper_than_python_recurses_is_no_crash(shared_daemon, llm, tmp_path):  # noqa: F811
     # A repository 1,200 directories deep: the project check's walk (os.fwalk recurses) raised RecursionError,
     # which no one caught: the turn failed. Now such a tree is not checkpointed, with a note; the turn goes on.
     ws = tmp_path / "ws"
     ws.mkdir()
     nest(ws, 1200)
     llm.script(run("echo two > b.txt"), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     try:
         result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
         assert result["reply"] == "done" and (ws / "b.txt").read_text() == "two\n", told(llm)
@@ -300,13 +300,13 @@ async def test_a_workspace_nested_deeper_than_python_recurses_is_no_crash(start_
         unnest(ws)
 
 
-async def test_file_names_with_newlines_or_invalid_utf8_are_tracked_shown_and_undone(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_file_names_with_newlines_or_invalid_utf8_are_tracked_shown_and_undone(shared_daemon, llm, tmp_path):  # noqa: F811
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     llm.script(run("printf 'x\\n' > \"$(printf 'new\\nline.txt')\"; printf 'y\\n' > \"$(printf 'bad\\377.txt')\"; "
                    "echo two > a.txt"), Reply.text("done"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
     assert result["reply"] == "done", told(llm)
     files = (await daemon.request("ollie/changes", {"turn": 1}))["files"]
@@ -316,14 +316,14 @@ async def test_file_names_with_newlines_or_invalid_utf8_are_tracked_shown_and_un
     assert sorted(os.listdir(ws)) == ["a.txt"] and (ws / "a.txt").read_text() == "one\n"
 
 
-async def test_very_long_paths_in_file_tools_are_clear_errors(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_very_long_paths_in_file_tools_are_clear_errors(shared_daemon, llm, tmp_path):  # noqa: F811
     # Past NAME_MAX (255) in one name, and past PATH_MAX (4096) in all: the preview's read, the editor-buffer
     # lookup and the tool each meet ENAMETOOLONG; the model is told, the turn goes on.
     ws = tmp_path / "ws"
     ws.mkdir()
     long_name, long_path = "n" * 300, "d/" * 2100 + "x.txt"
     llm.script(tool("file_write", long_name, "x"), tool("file_edit", long_path, "a", "b"), Reply.text("done"))
-    daemon, questions = await asking(start_daemon, llm, ws, "allow_once")
+    daemon, questions = await asking(shared_daemon, llm, ws, "allow_once")
 
     result = await daemon.request("ollie/submit", {"text": "go"}, timeout=60)
     assert result["reply"] == "done", told(llm)
@@ -333,7 +333,7 @@ async def test_very_long_paths_in_file_tools_are_clear_errors(start_daemon, llm,
 
 
 async def test_links_to_devices_and_secrets_a_fifo_and_a_huge_file_from_a_step_are_never_read(
-        start_daemon, llm, tmp_path):  # noqa: F811
+        shared_daemon, llm, tmp_path):  # noqa: F811
     # A step leaves what a checkpoint, a step's diffs, the review and undo must not read through or block on:
     # links to /dev/zero and to a secret outside, a FIFO, a 4 GiB sparse file; beside one ordinary edit. A rewind
     # removes the links, and writes nothing through them.
@@ -344,7 +344,7 @@ async def test_links_to_devices_and_secrets_a_fifo_and_a_huge_file_from_a_step_a
     (ws / "a.txt").write_text("one\n")
     llm.script(run(f"echo two > a.txt; ln -s /dev/zero zero; ln -s {outside}/secret key; mkfifo pipe; "
                    "truncate -s 4G huge"), Reply.text("planted"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     assert (await daemon.request("ollie/submit", {"text": "plant"}, timeout=60))["reply"] == "planted"
     files = {f["path"]: f for f in (await daemon.request("ollie/changes", {"turn": 1}))["files"]}
     assert files["a.txt"]["newText"] == "two\n"
@@ -356,14 +356,14 @@ async def test_links_to_devices_and_secrets_a_fifo_and_a_huge_file_from_a_step_a
     assert (ws / "a.txt").read_text() == "one\n" and (outside / "secret").read_text() == SECRET
 
 
-async def test_an_edit_of_every_character_is_put_to_the_user_in_bounded_memory(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_an_edit_of_every_character_is_put_to_the_user_in_bounded_memory(shared_daemon, llm, tmp_path):  # noqa: F811
     # `file_edit --all big.txt a <512 b's>` of a file of 512 Ki "a": the question's preview made the edit's result in
     # the daemon (with the user's rights, on its loop) before asking: 256 MiB here; 10,000 characters made it 5 GB.
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "big.txt").write_text("a" * (512 * 1024 - 1))
     llm.script(tool("file_edit", "--all", "big.txt", "a", "b" * 512), Reply.text("asked"))
-    daemon, questions = await asking(start_daemon, llm, ws, "reject")
+    daemon, questions = await asking(shared_daemon, llm, ws, "reject")
     before = peak_kib(daemon)
     assert (await daemon.request("ollie/submit", {"text": "edit"}, timeout=60))["reply"] == "asked"
     assert peak_kib(daemon) - before < 64 * 1024, peak_kib(daemon) - before  # 785 MiB more before
@@ -371,13 +371,13 @@ async def test_an_edit_of_every_character_is_put_to_the_user_in_bounded_memory(s
     assert [(q["step"]["title"], q["step"].get("diff")) for q in questions] == [("Edit big.txt", None)]
 
 
-async def test_a_write_over_a_file_too_big_to_preview_is_never_shown_as_a_new_file(start_daemon, llm, tmp_path):  # noqa: F811
+async def test_a_write_over_a_file_too_big_to_preview_is_never_shown_as_a_new_file(shared_daemon, llm, tmp_path):  # noqa: F811
     # The preview read no old text past its cap (nor a FIFO's), and showed the write as one making a new file: a user
     # allowing "a new notes.txt" let the model replace a 1 MB file of hers.
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "big.txt").write_text("keep\n" * 200_000)
     llm.script(tool("file_write", "big.txt", "x"), Reply.text("asked"))
-    daemon, questions = await asking(start_daemon, llm, ws, "reject")
+    daemon, questions = await asking(shared_daemon, llm, ws, "reject")
     assert (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["reply"] == "asked"
     assert [(q["step"]["title"], q["step"].get("diff")) for q in questions] == [("Write big.txt", None)]
