@@ -79,7 +79,8 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
       (mcp-resource-pick), whose text the daemon puts in the prompt.
     - network: a step's connection to a host outside the allow-list is a card asking "Allow network access to
       host:port?"; Deny sends the host nothing, Allow once lets the request through, Allow for this session the
-      session's later ones; a question whose step ended first says it is no longer asked, mid-turn.
+      session's later ones; a question whose step ended first says it is no longer asked, mid-turn. Under reduced
+      motion (the test profile's workbench.reduceMotion) the running step's icon stands still (it spun at 60 fps).
     - images: an image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a
       dropped one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the
       chat says why. A batch's two file_reads of images: each under the step that read it (screenshot
@@ -101,6 +102,7 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
         ("network", "Allow once let the request through"),
         ("network", "Allow for this session let the session's later requests through unasked"),
         ("network", "a question whose step ended first said it was no longer asked"),
+        ("network", "its running step's icon stood still (reduced motion)"),
         ("images", "a pasted image showed as a chip, went with the prompt and was saved with it"),
         ("images", "a dropped image went with the prompt"),
         ("images", "an image file picked with @ went with the prompt as an image"),

@@ -12,7 +12,9 @@ export function createStatusBar(daemon: Daemon, conversation: Conversation): vsc
   item.name = "Ollie";
   item.command = "ollie.chat.focus";
   const show = (status: SessionStatus) => {
-    item.text = statusBarText(status.state, status.cost, daemon.running, daemon.startUnderWay, status.asking);
+    const text = statusBarText(status.state, status.cost, daemon.running, daemon.startUnderWay, status.asking);
+    // Reduced motion asked for: the busy icon stands still (VS Code's own spinners keep turning).
+    item.text = vscode.workspace.getConfiguration("workbench").get("reduceMotion") === "on" ? text.replace("~spin", "") : text;
     item.tooltip = `Ollie — ${status.state}${formatCost(status.cost) ? `, session cost ${formatCost(status.cost)}` : ""}`;
   };
   show(conversation.status);

@@ -187,6 +187,9 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     await send(chat, "Fetch another");
     question = chat.locator(".item.permission").last();
     await question.locator(".permission-head", { hasText: `Allow network access to late.test:` }).waitFor({ timeout: waitMs });
+    // Reduced motion (the test profile's workbench.reduceMotion): the running step's icon stands still.
+    const running = chat.locator('[data-status="in_progress"] > .status-icon').first();
+    if ((await running.evaluate((node) => getComputedStyle(node).animationName)) !== "none") throw new Error("a running step's icon spins under reduced motion");
     fs.writeFileSync(path.join(workspace, "release"), "");
     await question.locator(".permission-answer", { hasText: "No longer asked (its step or turn ended first)" }).waitFor({ timeout: waitMs });
     if (await question.locator("button", { hasText: "Allow once" }).count()) throw new Error("a withdrawn question still has its buttons");
@@ -196,7 +199,7 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     // as it ended, the prompt stayed in the input unsent: CI once).
     await waitForStatus(page, /Ollie: idle/);
     if (seen.includes("/late")) throw new Error("the withdrawn question's request reached the host");
-    log("a question whose step ended first said it was no longer asked");
+    log("a question whose step ended first said it was no longer asked; its running step's icon stood still (reduced motion)");
   });
 
   await scenario("images", async () => {
