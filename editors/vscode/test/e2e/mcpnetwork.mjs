@@ -261,15 +261,16 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     log("resumed, each step named the image it read");
 
     // A session saved before images named their step (its marks `image/png 1234`): both under the call, as they were.
-    // (Killed, not stopped, once it is rewritten: the daemon stopped by the reload wrote back the session it held.)
+    // (Killed, not stopped, once it is rewritten: a daemon stopped writes back the session it holds. The extension
+    // restarts it and brings the chat back from disk, as a window reload does, without one.)
     const sessions = path.join(dataDir, "ollie", "sessions");
     for (const file of fs.readdirSync(sessions).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(sessions, f))) {
       fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(/"(image\/png \d+) \d+"/g, '"$1"'));
     }
     for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
-    const old = await reloadChat(page);
+    await resumed.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
     for (const label of ["image: png, 1 KB", "image: png, 1172 KB"]) {
-      await old.locator(".item.tool > .step-images .step-image-label", { hasText: label }).waitFor({ timeout: waitMs });
+      await resumed.locator(".item.tool > .step-images .step-image-label", { hasText: label }).waitFor({ timeout: waitMs });
     }
     await screenshot("image-tool-result-old-session");
     log("a session saved before steps were kept showed its images under the call");
