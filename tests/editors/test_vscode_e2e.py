@@ -88,8 +88,8 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
       (image-tool-result-resumed): the session keeps no data once read. A session saved before images named their step
       has them under the call.
     - refused: a model whose vendor refuses images (/model to the scripted server's text-only one): live the prompt
-      names its image and the error says so (image-refused-live); after a window reload the prompt names the image
-      left out and why, labelled as a kept image is (image-refused-resumed)."""
+      names its image and the error says so (image-refused-live); resumed (its daemon killed, the chat read back from
+      disk) the prompt names the image left out and why, labelled as a kept image is (image-refused-resumed)."""
     from ollie.sandbox.rules import landlock_abi
 
     if landlock_abi() < 1:

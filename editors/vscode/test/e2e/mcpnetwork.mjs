@@ -12,8 +12,9 @@
 //   and the chat says why; each image the model reads with file_read in a batch is drawn under the step that read it,
 //   and after a window reload (the result collapsed once the model read it: its data is not kept) named under it.
 // - refused: in a new chat switched (/model) to a model whose vendor refuses images: live, the prompt shows the image it
-//   went with and the error says what to do; after a window reload (the session keeps no such image: its note names
-//   it) the prompt says which image was left out and why, and labels it as a kept image is.
+//   went with and the error says what to do; resumed (the daemon killed and restarted, the chat read back from disk; the
+//   session keeps no such image: its note names it) the prompt says which image was left out and why, and labels it as a
+//   kept image is.
 // mcp runs first: the workspace's server is asked about before the session's first turn.
 //
 // Usage: node test/e2e/mcpnetwork.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
@@ -295,10 +296,14 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     await screenshot("image-refused-live");
     log("live, the prompt named its image and the error said the model takes none");
 
-    const resumed = await reloadChat(page);
+    // Resumed: read back from disk by the daemon the extension restarts once this one, its turn over, is killed (as a
+    // window reload does, without one).
+    await waitForStatus(page, /Ollie: idle/);
+    for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
+    await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
     const note = `[1 image left out: the model does not take images (image/png, ${BYTES} bytes)]`;
-    await resumed.locator(".item.user", { hasText: note }).filter({ hasText: "image: png, 1 KB" }).waitFor({ timeout: waitMs });
-    await resumed.locator(".item.assistant", { hasText: "Read without it." }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.user", { hasText: note }).filter({ hasText: "image: png, 1 KB" }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.assistant", { hasText: "Read without it." }).waitFor({ timeout: waitMs });
     await screenshot("image-refused-resumed");
     log("resumed, the prompt named the image left out and why");
   });
