@@ -18,12 +18,13 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     archived session is listed on request, and a daemon killed mid-turn is restarted with the chat back. The onboarding
     of a server that is down offers Check again and opens `ollie.serverEnv`, no API key; the first prompt's error
     points to it (it said the same again under it). Once the server is up, a turn that reaches the model (cut at its
-    token limit) hides the onboarding (it stayed, pointing at the setting: only a turn ending "end" asked again)."""
+    token limit) hides the onboarding (it stayed, pointing at the setting: only a turn ending "end" asked again). Under
+    reduced motion (the test profile's workbench.reduceMotion) the status bar's busy icon stands still."""
     shows(run_e2e("run.mjs"),
           "the onboarding of a server that is down offers Check again and ollie.serverEnv, not an API key",
           "the first turn's error pointed to the onboarding, not said it again",
           "a turn that reached the model, cut at its token limit: the onboarding is gone",
-          "Escape interrupted the turn", "scrolling up loaded the earlier pages",
+          "the busy icon still (reduced motion)", "Escape interrupted the turn", "scrolling up loaded the earlier pages",
           "an archived session leaves the history, Show archived lists it marked",
           "a long word wraps; a markdown link to a file opens it",
           "a daemon killed mid-turn: the chat said so, came back with the same conversation",

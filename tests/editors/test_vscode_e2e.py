@@ -79,7 +79,8 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
       (mcp-resource-pick), whose text the daemon puts in the prompt.
     - network: a step's connection to a host outside the allow-list is a card asking "Allow network access to
       host:port?"; Deny sends the host nothing, Allow once lets the request through, Allow for this session the
-      session's later ones; a question whose step ended first says it is no longer asked, mid-turn.
+      session's later ones; a question whose step ended first says it is no longer asked, mid-turn. Under reduced
+      motion (the test profile's workbench.reduceMotion) the running step's icon stands still (it spun at 60 fps).
     - images: an image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a
       dropped one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the
       chat says why. A batch's two file_reads of images: each under the step that read it (screenshot
@@ -87,8 +88,8 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
       (image-tool-result-resumed): the session keeps no data once read. A session saved before images named their step
       has them under the call.
     - refused: a model whose vendor refuses images (/model to the scripted server's text-only one): live the prompt
-      names its image and the error says so (image-refused-live); after a window reload the prompt names the image
-      left out and why, labelled as a kept image is (image-refused-resumed)."""
+      names its image and the error says so (image-refused-live); resumed (its daemon killed, the chat read back from
+      disk) the prompt names the image left out and why, labelled as a kept image is (image-refused-resumed)."""
     from ollie.sandbox.rules import landlock_abi
 
     if landlock_abi() < 1:
@@ -101,6 +102,7 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
         ("network", "Allow once let the request through"),
         ("network", "Allow for this session let the session's later requests through unasked"),
         ("network", "a question whose step ended first said it was no longer asked"),
+        ("network", "its running step's icon stood still (reduced motion)"),
         ("images", "a pasted image showed as a chip, went with the prompt and was saved with it"),
         ("images", "a dropped image went with the prompt"),
         ("images", "an image file picked with @ went with the prompt as an image"),
@@ -138,16 +140,14 @@ def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
     )
 
 
-@pytest.mark.timeout(200)
-def test_a_retried_reply_shows_once_in_real_vscode(run_e2e):
-    """A reply breaks off with a 503 after its first words, then comes whole: the chat shows the retry's note and the
-    answer, not the failed attempt's words above them."""
-    shows(run_e2e("retry.mjs", total_ms=150000), "a retried reply shows once, without the failed attempt's words")
-
-
-@pytest.mark.timeout(200)
-def test_a_compacted_session_resumed_shows_no_prompt_of_the_agent_s_notes_in_real_vscode(run_e2e):
-    """A session compacted with /compact, then the window reloaded: the chat says the conversation was compacted and
-    shows her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt)."""
-    shows(run_e2e("compacted.mjs", total_ms=150000),
-          "a compacted session resumed says it was compacted, the agent's notes no prompt of hers")
+@pytest.mark.timeout(250)
+def test_a_retried_reply_shows_once_and_a_compacted_session_resumed_shows_no_prompt_of_the_agent_s_notes_in_real_vscode(
+        run_e2e):
+    """compacted.mjs, one window, two scenarios, each in its own session. retry: a reply breaks off with a 503 after its
+    first words, then comes whole: the chat shows the retry's note and the answer, not the failed attempt's words above
+    them. compacted: a session compacted with /compact, then the window reloaded: the chat says the conversation was
+    compacted and shows her one prompt (the agent's notes, which the history starts with from then on, showed as her
+    prompt)."""
+    scenarios_said(run_e2e("compacted.mjs", total_ms=200000),
+                   ("retry", "a retried reply shows once, without the failed attempt's words"),
+                   ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"))

@@ -11,24 +11,25 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.timeout(360)
 def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e):
-    """A key from SecretStorage reaches the daemon; a hunk is undone from the diff editor, a stale undo refused;
-    the model receives VS Code's TypeScript diagnostic (and open files, a definition, symbols); an open document's
-    edit goes to its buffer and is saved (auto-save off), listed and undone in its buffer; history renames and
-    resumes; rewind restores the file and cuts the chat, Undo Rewind brings both back; a batch step links each file
-    location once. Then, in a new session (scenario turnchanges, once a window of its own): two turns change files,
-    each one's Changed files come from its end event, the daemon diffing the turn once (before: again for the list's
-    `ollie/changes`); after Developer: Reload Window the chat, read from the history, lists both turns' Changed files,
-    each under its turn (before, only the last turn's came back), and the two allowed edit steps of one file each show
-    their own diff again, inline and in Open diff (before: none under the first, the turn's change under the second;
-    read from the checkpoints logged around each step), and so does the `sed -i` step (it showed
-    none: the history named no files of a shell step). A hostile turn of 152 files, two named with terminal
-    escapes, a newline and a bidi override, lists its first 100 as text and counts the rest; those two names are shown
-    escaped there, in Review Changes' list and in the review tab's title and document (an override reversed the tab's
-    title); its step shows its first 100 diffs and
-    says how many more files it changed (before: nothing said there were more), and its link to the newline-named file
-    opens the real file (the click was dropped: no message from the chat held a control). Then more windows: a second one on the
-    folder runs its own session (not the first's, still live), a multi-root workspace's session works in the folder of
-    the file asked about, a window with no folder works in home and asks about an untitled buffer."""
+    """A key from SecretStorage reaches the daemon; a hunk is undone from the diff editor, a stale undo refused; the
+    model receives VS Code's TypeScript diagnostic (and open files, a definition, symbols); an open document's edit
+    goes to its buffer and is saved (auto-save off), listed and undone in its buffer; history renames and resumes;
+    rewind restores the file and cuts the chat, Undo Rewind brings both back; a batch step links each file location
+    once. Then, in a new session (scenario turnchanges, once a window of its own): two turns change files, each
+    one's Changed files come from its end event, the daemon diffing the turn once (before: again for the list's
+    `ollie/changes`); after Developer: Reload Window the chat shows that session again with the prompt being typed
+    (the window's one reload: the first session's was one more workbench load), read from the history, lists both
+    turns' Changed files, each under its turn (before, only the last turn's came back), and the two allowed edit
+    steps of one file each show their own diff again, inline and in Open diff (before: none under the first, the
+    turn's change under the second; read from the checkpoints logged around each step), and so does the `sed -i`
+    step (it showed none: the history named no files of a shell step). A hostile turn of 152 files, two named with
+    terminal escapes, a newline and a bidi override, lists its first 100 as text and counts the rest; those two
+    names are shown escaped there, in Review Changes' list and in the review tab's title and document (an override
+    reversed the tab's title); its step shows its first 100 diffs and says how many more files it changed (before:
+    nothing said there were more), and its link to the newline-named file opens the real file (the click was
+    dropped: no message from the chat held a control). Then more windows: a second one on the folder runs its own
+    session (not the first's, still live), a multi-root workspace's session works in the folder of the file asked
+    about, a window with no folder works in home and asks about an untitled buffer."""
     # 300 s were tight on a busy machine once the hostile name's review tab was read too.
     output = run_e2e("review.mjs", total_ms=330000)
     for step in ("daemon restarted with it", "the batch step links each location once", "one hunk undone on disk",

@@ -12,7 +12,10 @@ export function createStatusBar(daemon: Daemon, conversation: Conversation): vsc
   item.name = "Ollie";
   item.command = "ollie.chat.focus";
   const show = (status: SessionStatus) => {
-    item.text = statusBarText(status.state, status.cost, daemon.running, daemon.startUnderWay, status.asking);
+    const text = statusBarText(status.state, status.cost, daemon.running, daemon.startUnderWay, status.asking);
+    // Reduced motion asked for: the busy icon stands still (VS Code's reduced motion leaves an item's ~spin turning).
+    const still = vscode.workspace.getConfiguration("workbench").get("reduceMotion") === "on";
+    item.text = still ? text.replace("$(sync~spin)", "$(sync)") : text;
     item.tooltip = `Ollie — ${status.state}${formatCost(status.cost) ? `, session cost ${formatCost(status.cost)}` : ""}`;
   };
   show(conversation.status);

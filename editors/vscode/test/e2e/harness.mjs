@@ -226,6 +226,10 @@ export function writeUserSettings(userData, settings) {
     // code-server forwards the ports it sees opened (the daemons' and other tests' servers on a busy machine): its
     // "Over 20 ports have been automatically forwarded" toast covered the chat's input, and a click there timed out.
     "remote.autoForwardPorts": false,
+    // Reduced motion and a cursor that does not blink, as a user may ask: no palette or toast animations, no busy icon
+    // turning (the status bar's, a running step's in the chat). Each animation frame costs headless Chromium a repaint.
+    "workbench.reduceMotion": "on",
+    "editor.cursorBlinking": "solid",
     "ollie.serverCommand": daemon,
     ...(process.env.OLLIE_E2E_TRACE ? { "ollie.trace.server": "verbose" } : {}),
   };
@@ -578,7 +582,8 @@ export async function waitForStatus(page, pattern) {
   await page.waitForFunction(
     (source) => [...document.querySelectorAll(".statusbar-item")].some((e) => new RegExp(source).test(e.textContent ?? "")),
     pattern.source,
-    { timeout: waitMs },
+    // Every 100 ms, not at each animation frame (the default): a frame asked for is a repaint, ~0.1 CPU-s a second.
+    { timeout: waitMs, polling: 100 },
   );
 }
 

@@ -12,8 +12,9 @@
 //   and the chat says why; each image the model reads with file_read in a batch is drawn under the step that read it,
 //   and after a window reload (the result collapsed once the model read it: its data is not kept) named under it.
 // - refused: in a new chat switched (/model) to a model whose vendor refuses images: live, the prompt shows the image it
-//   went with and the error says what to do; after a window reload (the session keeps no such image: its note names
-//   it) the prompt says which image was left out and why, and labels it as a kept image is.
+//   went with and the error says what to do; resumed (the daemon killed and restarted, the chat read back from disk; the
+//   session keeps no such image: its note names it) the prompt says which image was left out and why, and labels it as a
+//   kept image is.
 // mcp runs first: the workspace's server is asked about before the session's first turn.
 //
 // Usage: node test/e2e/mcpnetwork.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
@@ -187,6 +188,9 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     await send(chat, "Fetch another");
     question = chat.locator(".item.permission").last();
     await question.locator(".permission-head", { hasText: `Allow network access to late.test:` }).waitFor({ timeout: waitMs });
+    // Reduced motion (the test profile's workbench.reduceMotion): the running step's icon stands still.
+    const running = chat.locator('[data-status="in_progress"] > .status-icon').first();
+    if ((await running.evaluate((node) => getComputedStyle(node).animationName)) !== "none") throw new Error("a running step's icon spins under reduced motion");
     fs.writeFileSync(path.join(workspace, "release"), "");
     await question.locator(".permission-answer", { hasText: "No longer asked (its step or turn ended first)" }).waitFor({ timeout: waitMs });
     if (await question.locator("button", { hasText: "Allow once" }).count()) throw new Error("a withdrawn question still has its buttons");
@@ -196,7 +200,7 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     // as it ended, the prompt stayed in the input unsent: CI once).
     await waitForStatus(page, /Ollie: idle/);
     if (seen.includes("/late")) throw new Error("the withdrawn question's request reached the host");
-    log("a question whose step ended first said it was no longer asked");
+    log("a question whose step ended first said it was no longer asked; its running step's icon stood still (reduced motion)");
   });
 
   await scenario("images", async () => {
@@ -258,15 +262,16 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     log("resumed, each step named the image it read");
 
     // A session saved before images named their step (its marks `image/png 1234`): both under the call, as they were.
-    // (Killed, not stopped, once it is rewritten: the daemon stopped by the reload wrote back the session it held.)
+    // (Killed, not stopped, once it is rewritten: a daemon stopped writes back the session it holds. The extension
+    // restarts it and brings the chat back from disk, as a window reload does, without one.)
     const sessions = path.join(dataDir, "ollie", "sessions");
     for (const file of fs.readdirSync(sessions).filter((f) => f.endsWith(".jsonl")).map((f) => path.join(sessions, f))) {
       fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(/"(image\/png \d+) \d+"/g, '"$1"'));
     }
     for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
-    const old = await reloadChat(page);
+    await resumed.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
     for (const label of ["image: png, 1 KB", "image: png, 1172 KB"]) {
-      await old.locator(".item.tool > .step-images .step-image-label", { hasText: label }).waitFor({ timeout: waitMs });
+      await resumed.locator(".item.tool > .step-images .step-image-label", { hasText: label }).waitFor({ timeout: waitMs });
     }
     await screenshot("image-tool-result-old-session");
     log("a session saved before steps were kept showed its images under the call");
@@ -291,10 +296,14 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     await screenshot("image-refused-live");
     log("live, the prompt named its image and the error said the model takes none");
 
-    const resumed = await reloadChat(page);
+    // Resumed: read back from disk by the daemon the extension restarts once this one, its turn over, is killed (as a
+    // window reload does, without one).
+    await waitForStatus(page, /Ollie: idle/);
+    for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
+    await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
     const note = `[1 image left out: the model does not take images (image/png, ${BYTES} bytes)]`;
-    await resumed.locator(".item.user", { hasText: note }).filter({ hasText: "image: png, 1 KB" }).waitFor({ timeout: waitMs });
-    await resumed.locator(".item.assistant", { hasText: "Read without it." }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.user", { hasText: note }).filter({ hasText: "image: png, 1 KB" }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.assistant", { hasText: "Read without it." }).waitFor({ timeout: waitMs });
     await screenshot("image-refused-resumed");
     log("resumed, the prompt named the image left out and why");
   });

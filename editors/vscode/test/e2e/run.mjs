@@ -362,6 +362,9 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if (stopClipped) throw new Error("Stop is cut off in a narrow side bar");
   const slow = chat.locator(".item.assistant", { hasText: "This reply" });
   await slow.waitFor({ timeout: waitMs });
+  // Reduced motion (the test profile's workbench.reduceMotion): the status bar's busy icon stands still.
+  await waitForStatus(page, /Ollie: thinking/);
+  if (await page.locator(".statusbar-item", { hasText: "Ollie:" }).locator(".codicon-modifier-spin").count()) throw new Error("the status bar's busy icon spins under reduced motion");
   await chat.locator("#log").evaluate((log) => (log.scrollTop = 0));
   const jump = chat.locator("#jump");
   await jump.waitFor({ state: "visible", timeout: waitMs });
@@ -393,7 +396,7 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await screenshot("escape-stopped");
   const partial = (await slow.textContent()) ?? "";
   if (partial.length >= SLOW.trim().length) throw new Error("the slow reply finished instead of being interrupted");
-  log(`jump to latest shown while scrolled up; queue and inject accepted; Escape interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
+  log(`jump to latest shown while scrolled up, the busy icon still (reduced motion); queue and inject accepted; Escape interrupted the turn after ${partial.length} of ${SLOW.length} characters`);
 
   // 10. Restart starts a fresh daemon (an empty view); Switch Session resumes the saved conversation from disk.
   // Whether the failed "hello?" turn began this session depends on whether Check again had to restart the

@@ -1,14 +1,14 @@
 // E2E steps in a new session of a window (review.mjs's, once a window of its own): two turns change files, each gets its
 // "Changed files" list, drawn from the turn's end event (the daemon diffed each turn once, as it ended: no
 // `ollie/changes` asked at the end); after a window reload (a new extension host, the chat read from the session's
-// history) both lists are back, each under its own turn, not only the last one's, and the second turn's two edit steps of
-// one file (each its own change, as live) and
-// the first turn's `sed -i` step show their diffs again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
+// history) the session is back with the prompt being typed, and both lists, each under its own turn, not only the last
+// one's; the second turn's two edit steps of one file (each its own change, as live) and the first turn's `sed -i` step
+// show their diffs again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
 // 100 diffs and how many more it changed. The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
 import fs from "node:fs";
 import path from "node:path";
-import { chatFocused, chatFrame, log, openChat, runCommand, send, until, waitMs } from "./harness.mjs";
+import { chatFocused, chatFrame, fillInput, log, openChat, runCommand, send, until, waitMs } from "./harness.mjs";
 
 /** The workspace files these steps change. */
 export const TURN_FILES = { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" };
@@ -76,10 +76,24 @@ export async function turnChanges({ page, work, screenshot }) {
   await chat.locator(".item.changes").last().scrollIntoViewIfNeeded();
   await screenshot("turnchanges-live");
 
+  // Reloading the window restarts the extension host and the daemon: the chat comes back, not an empty view, and so
+  // does a prompt the user was still typing.
+  const draft = "A half-written question\nwith a second line";
+  await fillInput(chat, draft);
+  // Typed, the draft went to the view's state (the webview's channel to the workbench); the command palette's F1,
+  // pressed while the chat's input has the focus, goes to the workbench by that same channel, after it.
+  await chat.waitForFunction(() => document.hasFocus() && document.activeElement?.id === "input", null, { timeout: waitMs });
+  // Reload Window, as a user does (the workbench saves its state first).
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   const reloaded = await openChat(page);
   await reloaded.locator(".item.assistant", { hasText: "c shouted too." }).waitFor({ timeout: waitMs });
+  const reloadedFirst = await reloaded.locator(".item.user .text").first().textContent();
+  if (reloadedFirst !== "shout a and b") throw new Error(`after a reload the chat starts with ${JSON.stringify(reloadedFirst)}`);
+  const restoredDraft = await reloaded.locator("#input").inputValue();
+  if (restoredDraft !== draft) throw new Error(`the prompt being typed was lost in the reload: ${JSON.stringify(restoredDraft)}`);
+  await screenshot("reloaded");
+  log("a window reload shows the session it showed before, and the prompt being typed");
   // Drawn at once from the history's marks, each list's files read apart: waited for until both are filled in.
   await until("both turns' changed files after the reload", async () => {
     const shown = await lists(reloaded);
