@@ -238,7 +238,7 @@ def test_a_workspace_servers_question_shows_under_what_came_before_it(llm, tmp_p
         assert term.text.index("warning: MCP server 'other'") < term.text.index("ollie asks to: start"), term.text
         at = term.answer("y", r"ollie asks to: start MCP server 'other' [^\n]*\nAllow\? [^\n]*\[n\]o: ", after=at)
         # The answer's line came before the next question, not after that question's prompt.
-        assert re.search(r"\nallowed MCP server 'planted' [^\n]* for this session\nollie asks to: start MCP server 'other'",
+        assert re.search(r"\nallowed MCP server 'planted' [\s\S]*?for\s+this\s+session\nollie asks to: start MCP server 'other'",
                          term.text), term.text
         at = term.answer("n", r"ollie asks to: planted: create_issue", after=at)
         at = term.answer("y", r"filed it", after=at)
