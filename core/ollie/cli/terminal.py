@@ -382,11 +382,15 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
         answer = await lines.answer(since, LATE_ANSWERS)
         if answer is None:
             return Answer("reject")
-        choice = STEP_ANSWERS.get(answer.strip().lower())
-        if choice is not None and choice in offered:
+        key, _, said = answer.strip().partition(" ")
+        choice, said = STEP_ANSWERS.get(key.rstrip(",:;.!").lower()), said.strip()
+        if said and choice in ("reject", "reject_with_feedback"):  # `n, keep it as it was`: a no with its feedback
+            return Answer("reject_with_feedback", said) if feedback else Answer("reject")
+        if choice is not None and choice in offered and not said:
             break
         keys = f"y, {'s, ' if session else ''}{'a, ' if always else ''}n{' or f' if feedback else ''}"
-        print(f"(not an answer: {escaped(answer.strip())}; type {keys})", file=sys.stderr)
+        told = ", or n with words for the model" if feedback else ""
+        print(f"(not an answer: {escaped(answer.strip())}; type {keys}{told})", file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)
     since = lines.before_question()
