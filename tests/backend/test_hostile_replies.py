@@ -148,7 +148,7 @@ async def test_oversized_framing_is_refused_without_being_held(where, expected):
         backend = backend_for(srv.url)
         tracemalloc.start()
         try:
-            with pytest.raises(expected, match="RemoteProtocolError"):  # from parsing, not from a timeout
+            with pytest.raises(expected, match="closed mid-answer|hung up or answered in something not"):  # parsed, no timeout
                 await asyncio.wait_for(collect(backend), 30)
             _, peak = tracemalloc.get_traced_memory()
         finally:

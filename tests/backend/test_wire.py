@@ -115,7 +115,9 @@ async def test_a_body_that_does_not_decode_is_a_clear_error_mid_stream_and_befor
     async with wire_server(lambda request: next(answers)) as srv:
         backend = backend_for(srv.url)
         # The second: the error answer's body does not decode either.
-        await fails(backend, (StreamDropError, "DecodingError"), (TransientError, "request failed: DecodingError"))
+        # In words, not httpx's class (`DecodingError(...)` was the user's retry line).
+        await fails(backend, (StreamDropError, ": the answer's body did not decode$"),
+                    (TransientError, ": its answer's body did not decode$"))
 
 
 async def test_a_server_that_breaks_off_mid_body_is_a_stream_drop_and_one_that_speaks_no_http_is_transient():
@@ -123,7 +125,9 @@ async def test_a_server_that_breaks_off_mid_body_is_a_stream_drop_and_one_that_s
                     [b"SSH-2.0-OpenSSH_9.6\r\n\r\n", None]])
     async with wire_server(lambda request: next(answers)) as srv:
         backend = backend_for(srv.url)
-        await fails(backend, (StreamDropError, "stream broke"), (TransientError, "request failed: RemoteProtocolError"))
+        # `stream broke: RemoteProtocolError('peer closed connection without sending complete message body ...')`
+        await fails(backend, (StreamDropError, ": the connection closed mid-answer$"),
+                    (TransientError, ": the server hung up or answered in something not HTTP$"))
 
 
 @pytest.mark.parametrize(("url", "expected"), [
@@ -160,14 +164,14 @@ async def test_a_key_that_is_not_ascii_is_named_before_anything_is_sent():
 async def test_a_key_that_would_split_the_request_is_refused_and_nothing_is_sent():
     async with wire_server(lambda request: [sized(b"{}")]) as srv:
         backend = OpenAIBackend(model="m", base_url=f"{srv.url}/v1", api_key="sk\r\nX-Injected: yes")
-        await fails(backend, (TransientError, "LocalProtocolError"))
+        assert "X-Injected" not in str(await fails(backend, (TransientError, "a header is no valid HTTP")))
         assert srv.requests == []
 
 
 async def test_a_silent_server_meets_the_read_timeout_and_the_turn_can_retry():
     async with wire_server(lambda request: [30.0]) as srv:
         backend = backend_for(srv.url, timeout=httpx.Timeout(connect=5.0, read=0.3, write=5.0, pool=5.0))
-        await fails(backend, (TransientError, "ReadTimeout"))  # the read timeout's, not the server's 30 s end
+        await fails(backend, (TransientError, "no answer within the read timeout"))  # not the server's 30 s end
 
 
 async def test_an_interrupted_turn_ends_its_connection_and_leaves_no_task():
@@ -307,7 +311,7 @@ async def test_a_proxy_that_refuses_is_unreachable_and_one_that_breaks_mid_strea
     async with wire_server(lambda request: [head + SSE[:40], None]) as proxy:
         no_proxy_environment.setenv("ALL_PROXY", proxy.url)
         backend = backend_for("http://llm.invalid")
-        await fails(backend, (StreamDropError, "stream broke"))
+        await fails(backend, (StreamDropError, ": the connection closed mid-answer$"))
 
 
 async def test_backends_after_the_first_share_its_tls_context(fresh_tls_context):

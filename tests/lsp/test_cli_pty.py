@@ -222,6 +222,31 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
     assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == BROKEN_ADD, undo
 
 
+def test_notices_break_between_words_at_the_terminals_width(llm, tmp_path):
+    # The terminal broke ollie's notes wherever a row was full: `... /rewind undo t` / `o undo`.
+    (tmp_path / "calc.py").write_text(BROKEN_ADD)
+    llm.script(Reply.file_edit("calc.py", "return a - b", "return a + b"), Reply.text("Fixed."),
+               Reply.text("Nothing."))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        term.resize(24, 30)
+        at = term.wait_for(r"default> ")
+        term.type("fix add")
+        at = term.wait_for(r"Fixed\.\n", after=at)
+        end = term.wait_for(r"/rewind to undo\n", after=at)
+        changed = term.text[at:end]
+        at = term.answer("/rewind", r"to\s+undo\n", after=end)
+        rewound = term.text[term.text.index("rewound to", end):at]  # the typed line echoed or not
+        at = term.answer("and now?", r"Nothing\.\n", after=at)  # a session to resume
+        assert term.close() == 0
+        left = term.text[term.text.index("ollie: resume", at):]
+    for said, words in ((changed, re.escape("1 file changed: calc.py (+1 -1); /changes to review, /rewind to undo")),
+                        (rewound, "rewound to before turn 1: .* /rewind undo to undo"),
+                        (left, "ollie: resume this session with `ollie --session .*`")):
+        assert max(len(line) for line in said.splitlines()) <= 30, said
+        assert re.fullmatch(words, " ".join(said.split())), said  # every word whole, in order
+        assert len(said.strip().splitlines()) > 1, said
+
+
 def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
     # One line of ~110 columns: at 80, " /help for commands, Ctrl-D to quit." wrapped onto a line of its own.
     with Terminal(["--cwd", str(tmp_path), "--model", "qwen2.5-coder:14b-instruct"], llm.env(), tmp_path) as term:
@@ -246,12 +271,12 @@ def test_resume_tells_sessions_of_one_title_apart_within_80_columns(llm, tmp_pat
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
         at = term.wait_for(r"default> ")
         at = term.answer("/resume", r"resume which\? \(number or id; Enter to stay\): ", after=at)
-        listing = term.text[:at].rsplit("sessions started in", 1)[1].splitlines()
-        assert max(map(len, listing[1:])) <= 80, listing
-        assert listing[1::2][:3] == [f" {n}.   fix the failing test" for n in (1, 2, 3)], listing
+        listing = term.text[:at].rsplit("(3):\n", 1)[1].splitlines()  # the heading (a long path) broken
+        assert max(map(len, listing)) <= 80, listing
+        assert listing[0::2][:3] == [f" {n}.   fix the failing test" for n in (1, 2, 3)], listing
         ago = r" {6}(just now|\d+ min ago)"  # (a loaded machine takes its time)
-        assert re.fullmatch(ago + r" · 1 turn · \d+-[0-9a-f]{6}", listing[2]), listing
-        assert re.fullmatch(ago + rf" · 2 turns · {longer[1]}", listing[6]), listing  # newest first
+        assert re.fullmatch(ago + r" · 1 turn · \d+-[0-9a-f]{6}", listing[1]), listing
+        assert re.fullmatch(ago + rf" · 2 turns · {longer[1]}", listing[5]), listing  # newest first
         assert term.close() == 0
 
 
@@ -459,7 +484,7 @@ def test_an_agent_switch_or_a_clear_keeps_the_conversation_and_resume_goes_back_
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
         at = term.wait_for(r"default> ")
         at = term.answer("remember 9", r"noted 9\ndefault> ", after=at)
-        at = term.answer(command, r'the previous conversation is saved as "remember 9" \((\S+)\): resume it '
+        at = term.answer(command, r'the previous conversation is saved as "remember 9" \((\S+)\):\s+resume it '
                          rf"with `/resume <n\|id>` \(or a new run: `ollie --session <id>`\)\n.*{prompt}", after=at)
         kept = re.findall(r'saved as "remember 9" \((\S+)\)', term.text)[-1]
         at = term.answer(f"/resume {kept}", rf"session {kept}\. .*\ndefault> remember 9\nnoted 9\n", after=at)

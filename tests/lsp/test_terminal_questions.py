@@ -46,6 +46,21 @@ def test_the_terminal_asks_and_feedback_reaches_the_model(llm, tmp_path):
     assert "The user's feedback: keep it" in last_tool_result(llm)
 
 
+def test_a_no_with_words_after_it_is_a_rejection_with_that_feedback(llm, tmp_path):
+    # `n, keep it without a comment` was refused as no answer: feedback went only after pressing `f` first.
+    with editing(llm, tmp_path, Reply.text("left it"), edit("a.txt", "one", "three"), Reply.text("done")) as term:
+        at = asked(term, "edit it", QUESTION)
+        at = term.answer("n, keep it without a comment", r"left it", after=at)
+        assert "not an answer" not in term.text[at:], term.text
+        assert "The user's feedback: keep it without a comment" in last_tool_result(llm)
+        at = term.answer("again", QUESTION, after=at)
+        # A yes takes no words: the line says what does.
+        at = term.answer("y but add a comment", r"\(not an answer: [^\n]*, or n with words for the model\)", after=at)
+        term.answer("y", r"done", after=at)
+        assert term.close() == 0
+    assert (tmp_path / "a.txt").read_text() == "three\n"
+
+
 def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
     (tmp_path / "a.txt").write_text("one\n")
     asking = edit("a.txt", "one", "two")
@@ -62,7 +77,7 @@ def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
         at = term.wait_for(r"does not answer it", after=at)  # said once the terminal's unread input was flushed
         assert (tmp_path / "a.txt").read_text() == "one\n"
         # Enter now ends an empty line (the half "y" was flushed): no answer, asked again.
-        at = term.answer("", r"not an answer: ; type y, a, n or f\)\nAllow\? ", after=at)
+        at = term.answer("", r"not an answer: ; type y, a, n or f, or n with words for the model\)\nAllow\? ", after=at)
         term.answer("n", r"left alone", after=at)
         assert term.close() == 0
     assert (tmp_path / "a.txt").read_text() == "one\n"
@@ -238,7 +253,7 @@ def test_a_workspace_servers_question_shows_under_what_came_before_it(llm, tmp_p
         assert term.text.index("warning: MCP server 'other'") < term.text.index("ollie asks to: start"), term.text
         at = term.answer("y", r"ollie asks to: start MCP server 'other' [^\n]*\nAllow\? [^\n]*\[n\]o: ", after=at)
         # The answer's line came before the next question, not after that question's prompt.
-        assert re.search(r"\nallowed MCP server 'planted' [^\n]* for this session\nollie asks to: start MCP server 'other'",
+        assert re.search(r"\nallowed MCP server 'planted' [\s\S]*?for\s+this\s+session\nollie asks to: start MCP server 'other'",
                          term.text), term.text
         at = term.answer("n", r"ollie asks to: planted: create_issue", after=at)
         at = term.answer("y", r"filed it", after=at)

@@ -80,13 +80,36 @@ _UNREACHABLE = (httpx.ConnectError, httpx.UnsupportedProtocol)
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
-def request_failed(exc: Exception, *, backend: str, hint: Callable[[], str] | None = None) -> BackendError:
+# What each transport failure means, in a person's words: the retry line and the turn's error show it in the
+# terminal and both editors, where `RemoteProtocolError('peer closed connection ...')` told a user nothing.
+# (class, before the answer, mid-answer: "" the same)
+_SAID: tuple[tuple[type[httpx.RequestError], str, str], ...] = (
+    (httpx.ConnectTimeout, "connecting timed out", ""),
+    (httpx.ReadTimeout, "no answer within the read timeout", "the answer stalled past the read timeout"),
+    (httpx.WriteTimeout, "sending the request timed out", ""),
+    (httpx.PoolTimeout, "no free connection in time", ""),
+    (httpx.RemoteProtocolError, "the server hung up or answered in something not HTTP",
+     "the connection closed mid-answer"),
+    # h11's refusal quotes the header: "Illegal header value b'Bearer sk-...\r\n...'" put the key on the screen.
+    (httpx.LocalProtocolError, "a header is no valid HTTP (a line break in the key?)", ""),
+    (httpx.NetworkError, "the connection broke", "the connection broke mid-answer"),
+    (httpx.DecodingError, "its answer's body did not decode", "the answer's body did not decode"),
+)
+
+
+def broke(exc: httpx.RequestError, *, midway: bool = False) -> str:
+    """What went wrong with a request, in plain words (the class name stays on the chained exception)."""
+    return next((said[midway] or said[0] for kind, *said in _SAID if isinstance(exc, kind)),
+                f"the request failed ({exc or 'no detail'})")
+
+
+def request_failed(exc: httpx.RequestError, *, backend: str, hint: Callable[[], str] | None = None) -> BackendError:
     """The typed error for a request that could not be sent: unreachable (configuration, what to do says `hint`,
     asked only then: it reads the env file) or transient."""
     if isinstance(exc, _UNREACHABLE):
-        return BackendUnreachableError(f"{backend}: cannot connect ({exc or type(exc).__name__})",
+        return BackendUnreachableError(f"{backend}: cannot connect ({exc or 'connection refused'})",
                                        hint=hint() if hint is not None else "")
-    return TransientError(f"{backend}: request failed: {exc!r}")
+    return TransientError(f"{backend}: {broke(exc)}")
 
 
 @functools.cache
@@ -267,7 +290,7 @@ async def stream_frames(
         finally:
             _reading[0] -= 1
     except httpx.RequestError as exc:
-        raise StreamDropError(f"{backend}: stream broke: {exc!r}") from exc
+        raise StreamDropError(f"{backend}: {broke(exc, midway=True)}") from exc
     except ReplyTooLarge as exc:
         raise BackendError(f"{backend}: the reply went {exc}: refused") from exc
     except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep to decode

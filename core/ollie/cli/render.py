@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
-from ollie.cli.wrap import WordWrap
+from ollie.cli.wrap import WordWrap, wrapped
 from ollie.escapes import escaped
 
 if TYPE_CHECKING:
@@ -59,6 +59,12 @@ def _columns(out: TextIO) -> int:
         return os.get_terminal_size(out.fileno()).columns or 80
     except (OSError, ValueError):
         return 80
+
+
+def fitted(text: str, out: TextIO) -> str:
+    """`text` broken between words at the width of the terminal `out` is, as it is when `out` is none: a terminal
+    breaks a notice wherever its row is full, mid-word (`/rewind undo t` / `o undo`)."""
+    return wrapped(text, _columns(out)) if out.isatty() else text
 
 
 def image_lines(images: Sequence[Image]) -> list[str]:
@@ -106,11 +112,12 @@ class Renderer:
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
-    def _block(self, text: str, *, stream: TextIO | None = None) -> None:
+    def _block(self, text: str, *, stream: TextIO | None = None, verbatim: bool = False) -> None:
+        """`text` on lines of its own; a notice (not `verbatim`: a step's title, its output) broken between words."""
         self._flush_streams()
         self.end_line()
         target = stream or self.out
-        target.write(text + "\n")
+        target.write((text if verbatim else fitted(text, target)) + "\n")
         target.flush()
 
     def _stream(self, shown: str) -> None:
@@ -158,16 +165,16 @@ class Renderer:
         content, name = printable(content), printable(name)
         if role == "call":
             lines = [f"▸ {printable(title)}" for title in titles] or [f"▸ {name} {compact_args(content)}"]
-            self._block(self._style("\n".join(lines), "36"), stream=self.notes)
+            self._block(self._style("\n".join(lines), "36"), stream=self.notes, verbatim=True)
         elif role == "user":  # a prompt this terminal did not send (a queued one, a postTurn hook's): on stderr as typed
             self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
             # A line per image the tool returned (the model was shown it).
             body = "\n".join([("✗ " if failed else "") + compact_result(content, failed=failed), *image_lines(images)])
             body = indent(body, "  ", lambda line: True)
-            self._block(self._style(body, "31" if failed else "2"), stream=self.notes)
+            self._block(self._style(body, "31" if failed else "2"), stream=self.notes, verbatim=True)
         elif role == "exec":
-            self._block(content.rstrip("\n"))
+            self._block(content.rstrip("\n"), verbatim=True)
         elif role == "info":
             self._block(self._style(content.rstrip("\n"), "33"), stream=self.notes)
         elif role == "error":

@@ -19,7 +19,7 @@ from ollie.backend.images import ImageError
 from ollie.cli.attach import attached_images
 from ollie.cli.lines import InputLines
 from ollie.cli.piped import with_piped
-from ollie.cli.render import Renderer
+from ollie.cli.render import Renderer, fitted
 from ollie.cli.resume import pick, resume_arg, show_history
 from ollie.cli.sanitize import printable
 from ollie.escapes import escaped, has_controls
@@ -217,8 +217,8 @@ def _say_stop(stop: str) -> None:
     elif stop == "max_steps":
         print("ollie: stopped at the step limit (maxSteps)", file=sys.stderr)
     elif stop == "max_tokens":
-        print("ollie: the reply was cut off: it reached the model's output token limit (max_tokens); "
-              "ask it to go on, or raise the limit", file=sys.stderr)
+        print(fitted("ollie: the reply was cut off: it reached the model's output token limit (max_tokens); "
+                     "ask it to go on, or raise the limit", sys.stderr), file=sys.stderr)
 
 
 async def run_interactive(options: RunOptions) -> int:
@@ -261,13 +261,13 @@ async def run_interactive(options: RunOptions) -> int:
             if line.strip() in ("/exit", "/quit"):  # how other terminal agents are left: as Ctrl-D
                 break
             if lines.late_answer(line, LATE_ANSWERS):  # "n" for a question gone a moment ago is no prompt
-                print(printable(f"(not sent: {line.strip()!r} came after its question was withdrawn; type it again "
-                                "to send it to the model)"), file=sys.stderr)
+                print(fitted(printable(f"(not sent: {line.strip()!r} came after its question was withdrawn; type it "
+                                       "again to send it to the model)"), sys.stderr), file=sys.stderr)
                 continue
             if line.strip().startswith("!") and "\n" in line.strip():  # a paste: never a script run outside the box
-                print("(not run: these pasted lines start with ! and would all run as one shell script, outside the "
-                      "sandbox; type a command on one line, or put words before the ! to send the text to the model)",
-                      file=sys.stderr)
+                print(fitted("(not run: these pasted lines start with ! and would all run as one shell script, outside "
+                             "the sandbox; type a command on one line, or put words before the ! to send the text to "
+                             "the model)", sys.stderr), file=sys.stderr)
                 continue
             if (arg := resume_arg(line)) is not None:
                 if (chosen := await pick(live.core, lines, arg, live.events.drained)) is not None:
@@ -292,7 +292,7 @@ async def run_interactive(options: RunOptions) -> int:
     print(file=sys.stderr)
     # A session never prompted has nothing to come back to.
     if talked and await asyncio.to_thread(_saved, session_id):
-        print(f"ollie: resume this session with `ollie --session {session_id}`", file=sys.stderr)
+        print(fitted(f"ollie: resume this session with `ollie --session {session_id}`", sys.stderr), file=sys.stderr)
     return 0
 
 
@@ -382,11 +382,15 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
         answer = await lines.answer(since, LATE_ANSWERS)
         if answer is None:
             return Answer("reject")
-        choice = STEP_ANSWERS.get(answer.strip().lower())
-        if choice is not None and choice in offered:
+        key, _, said = answer.strip().partition(" ")
+        choice, said = STEP_ANSWERS.get(key.rstrip(",:;.!").lower()), said.strip()
+        if said and choice in ("reject", "reject_with_feedback"):  # `n, keep it as it was`: a no with its feedback
+            return Answer("reject_with_feedback", said) if feedback else Answer("reject")
+        if choice is not None and choice in offered and not said:
             break
         keys = f"y, {'s, ' if session else ''}{'a, ' if always else ''}n{' or f' if feedback else ''}"
-        print(f"(not an answer: {escaped(answer.strip())}; type {keys})", file=sys.stderr)
+        told = ", or n with words for the model" if feedback else ""
+        print(f"(not an answer: {escaped(answer.strip())}; type {keys}{told})", file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)
     since = lines.before_question()

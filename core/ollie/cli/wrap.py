@@ -81,3 +81,9 @@ class WordWrap:
         self.column += self._word_cells
         self._word, self._word_cells = [], 0
         return word
+
+
+def wrapped(text: str, columns: int) -> str:
+    """`text` (whole) with a line break before each word that would cross `columns`."""
+    wrap = WordWrap(lambda: columns)
+    return wrap.feed(text) + wrap.flush()
