@@ -131,7 +131,7 @@ def test_a_day_at_the_terminal_reads_like_a_conversation(llm, tmp_path):
         at = term.wait_for(r"default> ", after=at)
         # "no" (any case) rejects; a word that is no answer asks again instead of rejecting.
         at = term.answer("undo the swap", r"Allow\? ", after=at)
-        at = term.answer("maybe", r"not an answer: maybe; type y, a, n or f\)\nAllow\? ", after=at)
+        at = term.answer("maybe", r"not an answer: maybe; type y, a, n or f, or n with words for the model\)\nAllow\? ", after=at)
         at = term.answer("No", r"Left it as it was\.", after=at)
         assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
         # /sessions: titles and times, not bare ids.
