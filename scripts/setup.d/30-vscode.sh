@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the VS Code extension's tests need: its npm dev dependencies, and for the
-# end-to-end test code-server (real VS Code, needs node 24), playwright-core and Debian's chromium.
+# end-to-end test code-server (real VS Code, needs node 24), playwright-core and Debian's chromium-headless-shell.
 # Idempotent: a second run only checks stamps. Cache: $OLLIE_E2E_DIR (default editors/vscode/.e2e).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -9,11 +9,11 @@ E2E=${OLLIE_E2E_DIR:-$PWD/$EXT/.e2e}
 NODE24_VERSION=24.22.3
 CODE_SERVER_VERSION=4.139.1
 PLAYWRIGHT_VERSION=1.65.1
-APT_PACKAGES=(chromium build-essential pkg-config libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev)
+APT_PACKAGES=(chromium-headless-shell build-essential pkg-config libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev)
 
 say() { echo "30-vscode: $*" >&2; }
 
-# 1. Debian packages: chromium for the browser, headers for code-server's native modules.
+# 1. Debian packages: chromium-headless-shell for the browser (and the Neovim tests' screenshots), headers for code-server's native modules.
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

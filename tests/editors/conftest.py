@@ -18,7 +18,7 @@ E2E_DIR = Path(os.environ.get("OLLIE_E2E_DIR", EXTENSION / ".e2e"))
 
 def _require_harness() -> None:
     code_server = E2E_DIR / "cs" / "node_modules" / ".bin" / "code-server"
-    for needed in (code_server, Path("/usr/bin/chromium"), EXTENSION / "node_modules" / "esbuild"):
+    for needed in (code_server, Path("/usr/bin/chromium-headless-shell"), EXTENSION / "node_modules" / "esbuild"):
         if not needed.exists():
             pytest.fail(f"{needed} is missing: run scripts/setup.d/30-vscode.sh (scripts/test does)")
 

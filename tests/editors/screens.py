@@ -12,7 +12,6 @@ import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -115,7 +114,7 @@ class _Chromium:
     message each, NUL-ended): a start costs 1.5 CPU-s, a screenshot in a running one a tenth of that."""
 
     def __init__(self) -> None:
-        chromium = shutil.which("chromium") or "/usr/bin/chromium"
+        chromium = "/usr/bin/chromium-headless-shell"  # scripts/setup.d/30-vscode.sh installs it
         self._profile = tempfile.TemporaryDirectory(prefix="ollie-screens-")
         to_chromium, self._send = os.pipe()
         self._answers, from_chromium = os.pipe()

