@@ -43,7 +43,7 @@ from bench.llm_process import LLMProcess
 from bench.lspwire import LSPProcess
 from ollie import paths
 from ollie.agent.loop import MAX_CALLS
-from ollie.workspace.guard import DEFAULT_MAX_FILES
+from ollie.workspace.guard import file_limit
 
 SMALL = os.environ.get("OLLIE_BENCH_SMALL") == "1"
 SESSION_SIZES = (100, 300, 1_000) if SMALL else (1_000, 10_000, 100_000)
@@ -206,9 +206,9 @@ def repo_rows(rounds: int) -> tuple[list[Row], list[str]]:
         rows.append(_freeze_row(f"a one-file write turn in a {files:,}-file repository", again, idle, target=last))
         notes.append(f"{files:,}-file repository: the first write turn (hashes every file) took {first[1] * 1e3:.0f} "
                      f"ms, longest freeze {first[0]:.1f} ms")
-        if files > DEFAULT_MAX_FILES:
+        if files > file_limit():
             # Checkpoints are refused past this size (the user is told once): there is nothing to time.
-            notes.append(f"{files:,}-file repository: no checkpoints (over {DEFAULT_MAX_FILES:,} files)")
+            notes.append(f"{files:,}-file repository: no checkpoints (over {file_limit():,} files)")
             continue
         cp_rows, _ = checkpoint_rows(rounds, files)
         rows += cp_rows
