@@ -66,14 +66,29 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "a prompt past the queue's bound was refused: the chat said why and what to do, and it was back in the input")
 
 
-@pytest.mark.timeout(330)
-def test_a_prompt_past_what_the_daemon_holds_is_back_in_the_input_with_its_image_in_real_vscode(run_e2e):
-    """imagebound.mjs: three sessions stream with a long prompt queued behind each (what the daemon holds of prompts
-    not run yet, at a cap of 1,000 bytes an image); a prompt with a pasted image sent in a fourth is refused (-32010):
-    the chat says why, and it is back in the input with its image (it was gone, only the error said it)."""
-    shows(run_e2e("imagebound.mjs", total_ms=270000),
-          "a prompt past what the daemon holds was refused: the chat said why, and it was back in the input with its "
-          "image")
+@pytest.mark.timeout(400)
+def test_pick_lists_show_hostile_names_escaped_and_a_prompt_past_what_the_daemon_holds_is_back_in_real_vscode(run_e2e):
+    """imagebound.mjs, one window, two scenarios.
+    pickers: a backend lists the model id `m2 $(pass-filled) approved<LF><U+202E>exe.txt`. Switch Model drew its
+    `$(pass-filled)` as a tick and the rest reversed (the label was the id, which the pick sends back); it shows the id
+    escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
+    escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
+    U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
+    (mcp-servers-hostile-names). A prompt about a workspace file named `a<U+202E>txt.exe` names it escaped in its bubble
+    (prompt-about-hostile-file-name; red team 53: reversed).
+    imagebound: three sessions stream with a long prompt queued behind each (what the daemon holds of prompts not run
+    yet, at a cap of 1,000 bytes an image); a prompt with a pasted image sent in a fourth is refused (-32010): the chat
+    says why, and it is back in the input with its image (it was gone, only the error said it)."""
+    scenarios_said(
+        run_e2e("imagebound.mjs", total_ms=330000),
+        ("pickers", "a prompt's bubble names a workspace file's U+202E escaped"),
+        ("pickers", "Switch Model shows a hostile server's model id escaped: no icon, no line break, no reversal"),
+        ("pickers", "picking it switched to the id itself; the composer and /model name it escaped"),
+        ("pickers", "Switch Session and the chat's header show such a title escaped"),
+        ("pickers", "MCP Servers shows a server's prompt and resource names escaped"),
+        ("imagebound", "a prompt past what the daemon holds was refused: the chat said why, and it was back in the input "
+                       "with its image"),
+    )
 
 
 @pytest.mark.timeout(470)
@@ -158,20 +173,3 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")
-
-
-@pytest.mark.timeout(200)
-def test_pick_lists_show_a_hostile_servers_model_ids_and_a_teammates_titles_escaped_in_real_vscode(run_e2e):
-    """pickers.mjs: a backend lists the model id `m2 $(pass-filled) approved<LF><U+202E>exe.txt`. Switch Model drew its
-    `$(pass-filled)` as a tick and the rest reversed (the label was the id, which the pick sends back); it shows the id
-    escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
-    escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
-    U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
-    (mcp-servers-hostile-names). A prompt about a workspace file named `a<U+202E>txt.exe` names it escaped in its bubble
-    (prompt-about-hostile-file-name; red team 53: reversed)."""
-    shows(run_e2e("pickers.mjs", total_ms=170000),
-          "a prompt's bubble names a workspace file's U+202E escaped",
-          "Switch Model shows a hostile server's model id escaped: no icon, no line break, no reversal",
-          "picking it switched to the id itself; the composer and /model name it escaped",
-          "Switch Session and the chat's header show such a title escaped",
-          "MCP Servers shows a server's prompt and resource names escaped")
