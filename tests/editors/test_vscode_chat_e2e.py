@@ -106,7 +106,7 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
     chat view was opened since the window started, it is back in the input with its chip once the view opens, said
     (it vanished: the put-back went to no view).
     queuesessions (queuesessions.mjs, once a window of its own), in new sessions: prompts queued in two sessions (each
-    mid-turn) when the window reloads come back held, with the notice, each when its session is shown; neither runs on
+    mid-turn) when the window reloads (the one reload of inject's held text) come back held, with the notice, each when its session is shown; neither runs on
     its own, each runs before the next prompt sent in its session. A queued and a held prompt (with a file chip) when
     Restart comes are back in the input, before the text being typed, said (they vanished without a word); neither is
     queued in the fresh daemon."""
