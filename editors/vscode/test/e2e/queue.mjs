@@ -5,9 +5,10 @@
 // queued when the window reloads mid-turn comes back held in the new window, and Enter on the empty prompt sends it. A
 // held prompt that `/queued clear` drops shows dropped. ArrowUp on the empty input, and `/queued pop` typed during a
 // turn (it runs at once: the button says Send, not Queue), take the latest queued prompt back into the input with its
-// image; the other stays queued, and a reload brings it back alone.
-// A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
-// reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
+// image (both done while an approval question waits); the other stays queued, and a reload brings it back alone.
+// That window reload, while the approval question waits: no empty new chat shows while the session comes back, the turn
+// the reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt
+// box.
 // Keys typed for the prompt as the question takes the focus go on into the prompt. A full queue (32 prompts) refuses the
 // next: the chat says why and what to do, and the prompt is back in the input.
 //
@@ -32,9 +33,8 @@ const script = [
   { text: "Answered the queued one." },
   { text: "The queued picture is red." },
   { text: "Answered after the reload." },
-  { text: SLOW, chunk_size: 2, delay: 0.25 },
-  { text: "Answered alone." },
   { text: "Editing the notes.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["notes.txt", "notes", "edited notes"] }] } }] },
+  { text: "Answered alone." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
 ];
 
@@ -147,15 +147,37 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   log("a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it");
   log("a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, and ran after the one before it with its image");
 
-  // 4. A queued prompt taken back (as in Claude Code): ArrowUp on the empty input takes the latest one back into the
-  // input, its pasted image with it, the other still queued (`/queued pop` took the oldest, and only said it: gone
-  // from the queue and the input). Queued again, `/queued pop` typed while the turn streams runs at once (the button
-  // says Send, not Queue: it was queued behind the prompts it was to pop) and takes it back too. Stop holds the other;
-  // a reload brings back that one alone, and `/queued clear` drops it: it shows dropped (it stayed marked held, and a
-  // reload brought it back held), and the next prompt runs alone.
-  await send(chat, "A third slow story.");
-  await chat.locator(".item.assistant", { hasText: "This reply" }).nth(2).waitFor({ timeout: waitMs });
-  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  // 5. A window reload while the agent waits on an approval question.
+  await chat.locator("#approval").selectOption("ask");
+  await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
+  await send(chat, "Edit the notes.");
+  const editStep = (frame, kind) => frame.locator(`.item.${kind}`, { has: frame.locator(".step-title", { hasText: "Edit notes.txt" }) }).last();
+  // The user types the next prompt meanwhile: the question takes the focus, and the keys typed after that go on into
+  // the prompt (they were lost on its buttons), its spaces answering nothing (each one follows a letter: a Space
+  // after a pause in the typing would answer).
+  let typed = "";
+  for (const word of ["then", "check", "the", "spelling", "of", "the", "notes", "too", "please"]) {
+    await page.keyboard.type(`${word} `);
+    typed += `${word} `;
+    if (await editStep(chat, "permission").count()) break;
+  }
+  await editStep(chat, "permission").waitFor({ timeout: waitMs });
+  await page.keyboard.type("and the dates");
+  typed += "and the dates";
+  const draft = await chat.locator("#input").inputValue();
+  if (draft !== typed) throw new Error(`typed ${JSON.stringify(typed)} while the question came, the prompt holds ${JSON.stringify(draft)}`);
+  if (await editStep(chat, "permission").locator(".permission-answer").count()) throw new Error("the keys typed for the prompt answered the question");
+  log("keys typed for the prompt as a question took the focus went on into the prompt, answering nothing");
+  await waitForStatus(page, /Ollie: waiting for your answer/);
+  await screenshot("queue-question-before-reload");
+
+  // 5b. While the question waits (its turn runs), a queued prompt is taken back (as in Claude Code): ArrowUp on the
+  // empty input takes the latest one back into the input, its pasted image with it, the other still queued (`/queued
+  // pop` took the oldest, and only said it: gone from the queue and the input). Queued again, `/queued pop` typed while
+  // the turn runs runs at once (the button says Send, not Queue: it was queued behind the prompts it was to pop) and
+  // takes it back too. The reload below brings back the other alone, and `/queued clear` drops it: it shows dropped (it
+  // stayed marked held, and a reload brought it back held), and the next prompt runs alone. (One reload for this and
+  // the question: each had its own.)
   await send(chat, "Never mind this one.");
   await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   await giveImage(chat, "paste", "image.png", PNG);
@@ -183,49 +205,6 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before /queued pop ran: it ran at once only by chance");
   await screenshot("queue-popped");
   log("ArrowUp on the empty input took back the latest queued prompt with its image and file chip, the other still queued");
-  await chat.locator("#stop").click();
-  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
-  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
-  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
-  chat = await openChat(page);
-  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
-  await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
-  const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
-  if (back.join("|") !== "Never mind this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
-  log("/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, and a reload brought back only the one held");
-  await send(chat, "/queued clear");
-  await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
-  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
-  await screenshot("queue-dropped");
-  await send(chat, "Just this.");
-  await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
-  // The next prompt once the page has the turn's end (before, Enter queues it for a turn to come: it never ran).
-  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
-  log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
-
-  // 5. A window reload while the agent waits on an approval question.
-  await chat.locator("#approval").selectOption("ask");
-  await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
-  await send(chat, "Edit the notes.");
-  const editStep = (frame, kind) => frame.locator(`.item.${kind}`, { has: frame.locator(".step-title", { hasText: "Edit notes.txt" }) }).last();
-  // The user types the next prompt meanwhile: the question takes the focus, and the keys typed after that go on into
-  // the prompt (they were lost on its buttons), its spaces answering nothing (each one follows a letter: a Space
-  // after a pause in the typing would answer).
-  let typed = "";
-  for (const word of ["then", "check", "the", "spelling", "of", "the", "notes", "too", "please"]) {
-    await page.keyboard.type(`${word} `);
-    typed += `${word} `;
-    if (await editStep(chat, "permission").count()) break;
-  }
-  await editStep(chat, "permission").waitFor({ timeout: waitMs });
-  await page.keyboard.type("and the dates");
-  typed += "and the dates";
-  const draft = await chat.locator("#input").inputValue();
-  if (draft !== typed) throw new Error(`typed ${JSON.stringify(typed)} while the question came, the prompt holds ${JSON.stringify(draft)}`);
-  if (await editStep(chat, "permission").locator(".permission-answer").count()) throw new Error("the keys typed for the prompt answered the question");
-  log("keys typed for the prompt as a question took the focus went on into the prompt, answering nothing");
-  await waitForStatus(page, /Ollie: waiting for your answer/);
-  await screenshot("queue-question-before-reload");
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   // From the first look at the new chat page until the session's history is in it: never the empty new chat (it
   // showed for as long as the daemon took to start and load the session).
@@ -266,6 +245,23 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
     () => cut.evaluate((node) => node.nextElementSibling?.matches('.item.turnEnd[data-stop="interrupted"]') === true));
   await screenshot("queue-reload-ended-question");
   log(`after a reload during an approval question the chat came back without the empty new chat (shown: ${shown.join(", ") || "nothing"}) and said the turn was interrupted`);
+
+  // 5c. What the reload brought back of the queue: the prompt queued during the question alone, held.
+  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
+  const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
+  if (back.join("|") !== "Never mind this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
+  log("/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, and a reload brought back only the one held");
+  await send(chat, "/queued clear");
+  await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
+  await screenshot("queue-dropped");
+  await send(chat, "Just this.");
+  await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
+  // The next prompt once the page has the turn's end (before, Enter queues it for a turn to come: it never ran).
+  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+  log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
+
 
   // 6. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
   await chat.locator("#log").focus();
