@@ -36,14 +36,15 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     """A prompt the chat's page queues after the turn ended, before the page heard of it, is sent (it waited, queued, for a
     next turn's end). A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus
     once the clicked Stop hides; it is drawn after "Turn interrupted", not above it) and runs before the next prompt,
-    never left marked queued; one queued when the window reloads mid-turn comes back held and Enter on the empty prompt
-    sends it (it did nothing), and so does one with a pasted image queued behind it, with its image, in order (it stayed
+    never left marked queued; one queued, held by Stop when the window reloads comes back held and Enter on the empty
+    prompt sends it (it did nothing), and so does one with a pasted image queued behind it, with its image, in order (it stayed
     in the input: images went only with a prompt sent when idle); ArrowUp on the empty input takes the latest queued
     prompt back into the input with its pasted image and file chip, the other still queued (`/queued pop` took the oldest and only
     said so: gone from the queue and the input); `/queued pop` typed during a turn runs at once (it was queued behind
-    the prompts it was to pop; the button says Send, not Queue) and takes it back too, and a reload brings back the
-    other alone (the popped one stayed marked queued, and came back); one held that `/queued
-    clear` drops shows dropped (it stayed marked held). A reload while an approval question waits: no empty new chat
+    the prompts it was to pop; the button says Send, not Queue) and takes it back too (both while an approval question
+    waits), and the reload mid-turn below brings back the other alone (the popped one stayed marked queued, and came
+    back); one held that `/queued clear` drops shows dropped (it stayed marked held). That reload, while the approval
+    question waits: no empty new chat
     while the session comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as
     the question took the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts
     the cursor in the chat's prompt box. The pasted image waits in a file of the extension's storage, not in the window's
@@ -106,10 +107,10 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
     chat view was opened since the window started, it is back in the input with its chip once the view opens, said
     (it vanished: the put-back went to no view).
     queuesessions (queuesessions.mjs, once a window of its own), in new sessions: prompts queued in two sessions (each
-    mid-turn) when the window reloads (the one reload of inject's held text) come back held, with the notice, each when its session is shown; neither runs on
-    its own, each runs before the next prompt sent in its session. A queued and a held prompt (with a file chip) when
-    Restart comes are back in the input, before the text being typed, said (they vanished without a word); neither is
-    queued in the fresh daemon."""
+    mid-turn) when the window reloads (inject's reload, one for both) come back held, with the notice, each when its
+    session is shown; neither runs on its own, each runs before the next prompt sent in its session. A queued and a
+    held prompt (with a file chip) when Restart comes are back in the input, before the text being typed, said (they
+    vanished without a word); neither is queued in the fresh daemon."""
     scenarios_said(
         run_e2e("inject.mjs", total_ms=420000),
         ("inject", "a prompt over the limit was refused at once, said, its text kept in the input"),

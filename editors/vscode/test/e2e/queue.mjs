@@ -1,11 +1,12 @@
 // E2E in real VS Code (code-server): queued prompts after a Stop and across a window reload. A prompt the chat's page
 // queues as the turn ends, before the page hears of the end, is sent, not left waiting for a next turn. A prompt queued
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
-// goes behind it, so it runs first, then the new one; held, it is drawn after the "Turn interrupted" line. A prompt
-// queued when the window reloads mid-turn comes back held in the new window, and Enter on the empty prompt sends it. A
+// goes behind it, so it runs first, then the new one; held, it is drawn after the "Turn interrupted" line. Prompts
+// held by Stop when the window reloads come back held in the new window, and Enter on the empty prompt sends them. A
 // held prompt that `/queued clear` drops shows dropped. ArrowUp on the empty input, and `/queued pop` typed during a
 // turn (it runs at once: the button says Send, not Queue), take the latest queued prompt back into the input with its
-// image (both done while an approval question waits); the other stays queued, and a reload brings it back alone.
+// image (both done while an approval question waits); the other stays queued, and a reload mid-turn brings it back
+// alone.
 // That window reload, while the approval question waits: no empty new chat shows while the session comes back, the turn
 // the reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt
 // box.
@@ -102,8 +103,9 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-ran-in-order");
   log("after Stop the queued prompt showed held, after the Turn interrupted line, then ran before the next prompt, neither left marked queued; the input had the focus");
 
-  // 3. A window reload mid-turn: the queued prompts come back (held) and run before the next prompt, in order; one
-  // with a pasted image is queued with it (it stayed in the input, "sent when no turn runs"), and keeps it.
+  // 3. Prompts queued mid-turn, held by Stop, then a window reload: they come back (held) and run before the next
+  // prompt, in order; one with a pasted image is queued with it (it stayed in the input, "sent when no turn runs"), and
+  // keeps it.
   await send(chat, "Another slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(1).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
@@ -118,6 +120,9 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-image-queued");
   // Kept for a reload in a file, not in the window's state (rewritten whole at each save).
   await until("the pasted image kept in a file of the extension's storage", () => storedImages(userData).some((data) => data.includes(PNG)));
+  // Held by a Stop before the reload (the reload during step 5's question brings back one queued mid-turn).
+  await chat.locator("#stop").click();
+  await meta(chat, PICTURED).filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   chat = await openChat(page);

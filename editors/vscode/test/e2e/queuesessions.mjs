@@ -1,9 +1,9 @@
 // E2E steps in a window of inject.mjs's (once a window of its own), in new sessions: two sessions' queued prompts
-// across a window reload (the one of inject.mjs's slow reply), as a user meets them. Session Alpha streams slowly and a prompt is queued in it; New Session starts Beta, which streams too, and a prompt
-// is queued there; the window reloads mid-turn. Beta (shown before the reload) comes back with its prompt held and
-// the notice, Alpha's when Alpha is switched to; neither runs on its own, each runs when the user sends the next
-// prompt in its session. Then both queue again (one held by Stop) and Restart puts them back in the input, said: neither
-// is queued in the fresh daemon.
+// across a window reload (the one of inject.mjs's slow reply), as a user meets them. Session Alpha streams slowly and a
+// prompt is queued in it; New Session starts Beta, which streams too, and a prompt is queued there; the window reloads
+// mid-turn. Beta (shown before the reload) comes back with its prompt held and the notice, Alpha's when Alpha is
+// switched to; neither runs on its own, each runs when the user sends the next prompt in its session. Then both queue
+// again (one held by Stop) and Restart puts them back in the input, said: neither is queued in the fresh daemon.
 
 import { chatFocused, fillInput, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs } from "./harness.mjs";
 
