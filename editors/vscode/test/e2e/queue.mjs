@@ -120,7 +120,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-image-queued");
   // Kept for a reload in a file, not in the window's state (rewritten whole at each save).
   await until("the pasted image kept in a file of the extension's storage", () => storedImages(userData).some((data) => data.includes(PNG)));
-  // Held by a Stop before the reload (the reload during step 5's question brings back one queued mid-turn).
+  // Held by a Stop before the reload (the reload during step 4's question brings back one queued mid-turn).
   await chat.locator("#stop").click();
   await meta(chat, PICTURED).filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
@@ -152,7 +152,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   log("a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it");
   log("a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, and ran after the one before it with its image");
 
-  // 5. A window reload while the agent waits on an approval question.
+  // 4. A window reload while the agent waits on an approval question.
   await chat.locator("#approval").selectOption("ask");
   await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
   await send(chat, "Edit the notes.");
@@ -176,7 +176,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await waitForStatus(page, /Ollie: waiting for your answer/);
   await screenshot("queue-question-before-reload");
 
-  // 5b. While the question waits (its turn runs), a queued prompt is taken back (as in Claude Code): ArrowUp on the
+  // 4b. While the question waits (its turn runs), a queued prompt is taken back (as in Claude Code): ArrowUp on the
   // empty input takes the latest one back into the input, its pasted image with it, the other still queued (`/queued
   // pop` took the oldest, and only said it: gone from the queue and the input). Queued again, `/queued pop` typed while
   // the turn runs runs at once (the button says Send, not Queue: it was queued behind the prompts it was to pop) and
@@ -251,7 +251,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-reload-ended-question");
   log(`after a reload during an approval question the chat came back without the empty new chat (shown: ${shown.join(", ") || "nothing"}) and said the turn was interrupted`);
 
-  // 5c. What the reload brought back of the queue: the prompt queued during the question alone, held.
+  // 4c. What the reload brought back of the queue: the prompt queued during the question alone, held.
   await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
   const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
@@ -268,7 +268,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
 
 
-  // 6. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
+  // 5. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
   await chat.locator("#log").focus();
   await openFile(page, "notes.txt");
   await page.keyboard.press("Control+Alt+O");
@@ -277,7 +277,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-focus-chat-key");
   log("Ctrl+Alt+O from the editor put the cursor in the chat's prompt box");
 
-  // 7. A full queue refuses the next prompt: the chat says why and what to do, the prompt is back in the input, and
+  // 6. A full queue refuses the next prompt: the chat says why and what to do, the prompt is back in the input, and
   // what waits stays queued.
   await send(chat, "A last slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).last().waitFor({ timeout: waitMs });
