@@ -193,7 +193,9 @@ def note_source(ls: LanguageServer, doc: TextDocument) -> None:
 async def read_through_link(doc: TextDocument) -> bool:
     """Whether the editor's text of `doc` was sent while a link stood at its name (see `note_source`)."""
     check = getattr(doc, "through_link", None)
-    return check is not None and await check
+    # Shielded: a reader cancelled (an inline completion the user typed past) cancelled the check itself, and every
+    # later check of the document, chained to it, and each reader of them, raised CancelledError until it was closed.
+    return check is not None and await asyncio.shield(check)
 
 
 async def _through_link(ls: LanguageServer, doc: TextDocument, before: asyncio.Future[bool] | None) -> bool:

@@ -67,9 +67,10 @@ def neighbours(uri: str, documents: list[tuple[str, str]], root: str) -> list[Ne
 async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> types.InlineCompletionList:
     """The model's text at the cursor, as one inline completion item (none when it has nothing)."""
     uri = params.text_document.uri
+    # Each step at debug level: a test's artifacts (and a user's log) tell a request never sent from one lost here.
+    logger.debug("inline completion asked: %s %s", uri, params.position)
     doc = ls.workspace.text_documents.get(uri)
-    # A buffer the editor read through a link (a step's link to a key: see `note_source`) goes to no model.
-    if doc is None or await read_through_link(doc):
+    if doc is None:
         return types.InlineCompletionList(items=[])
     task = asyncio.current_task()
     previous = _running.get(uri)
@@ -78,6 +79,9 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
     if task is not None:
         _running[uri] = task
     try:
+        # A buffer the editor read through a link (a step's link to a key: see `note_source`) goes to no model.
+        if await read_through_link(doc):
+            return types.InlineCompletionList(items=[])
         offset = offset_at(doc, params.position.line, params.position.character)
         # Slices of the texts, what `windows` reads of them: a document typed in is never joined whole on the loop.
         documents = [(other_uri, text_of(other).slice(0, NEIGHBOUR_CHARS))
@@ -87,13 +91,18 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
         start = max(0, offset - PREFIX_CHARS - 1)  # one more: the prefix starts at the first line start past it
         prefix, suffix = windows(text_of(doc).slice(start, offset + SUFFIX_CHARS), offset - start,
                                  language_id=doc.language_id, neighbours=others)
+        logger.debug("inline completion sent to the model: %s", uri)
         text = await completer(ls).complete(prefix, suffix)
+    except asyncio.CancelledError:
+        logger.debug("inline completion cancelled: %s", uri)
+        raise
     except OllieError as exc:  # no backend, unreachable: no ghost text, and no error popup per keystroke
         logger.warning("inline completion failed: %s", exc)
         return types.InlineCompletionList(items=[])
     finally:
         if _running.get(uri) is task:
             del _running[uri]
+    logger.debug("inline completion answered: %s, %d characters", uri, len(text))
     if not text.strip():
         return types.InlineCompletionList(items=[])
     here = types.Range(start=params.position, end=params.position)

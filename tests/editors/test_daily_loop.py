@@ -127,7 +127,7 @@ def captures_png(tmux: Tmux, name: str) -> Path:
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandbox(run_e2e):
-    """In real VS Code (auto-save off), one window, six scenarios (agentedits.mjs), each on its own files:
+    """In real VS Code (auto-save off), one window, seven scenarios (agentedits.mjs), each on its own files:
     - editoutside (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
       and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
       edit-outside.
@@ -135,7 +135,11 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
       "Allow always"; Allow once runs it (it was two questions: the card, then a notification about the same code).
       Under `auto` the elevation alone is that card too, the program's lines whole (screenshot outside-auto-question),
       Reject keeps it in.
-    Then under `auto`, the user has typed into the file without saving:
+    Then under `auto`:
+    - formatonsave: with files.trimTrailingWhitespace and editor.formatOnSave (trim.txt's language), ollie's save of
+      the agent's edit trimmed its line and another: its undo was refused as the user's edit since; now the file goes
+      back to before the turn. Screenshot: format-on-save-undone.
+    And the user has typed into the file without saving:
     - samebytes: a step's `sed -i` matched nothing but wrote b.py anew (a new mtime, the same bytes), then the agent
       edited b.py: the edit is saved with the user's text (before: refused as changed on disk); the chat tells the
       user their unsaved line was saved with it, and Undo in the editor takes back the edit alone. Screenshots:
@@ -159,6 +163,7 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
         ("outside", "one question showed what runs outside the sandbox, without Allow always, and its answer ran it"),
         ("outside", "under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept "
                     "it in"),
+        ("formatonsave", "an edit trimmed by ollie's save is undone, the file as before the turn and trimmed"),
         ("samebytes", "the agent's edit saved with the user's text"),
         ("samebytes", "the chat told the user their unsaved line was saved with the edit"),
         ("samebytes", "undo in the editor took back the agent's edit alone"),

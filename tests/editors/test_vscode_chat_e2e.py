@@ -36,14 +36,15 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     """A prompt the chat's page queues after the turn ended, before the page heard of it, is sent (it waited, queued, for a
     next turn's end). A prompt queued during a slow reply is held by Stop (the chat says so; the input has the focus
     once the clicked Stop hides; it is drawn after "Turn interrupted", not above it) and runs before the next prompt,
-    never left marked queued; one queued when the window reloads mid-turn comes back held and Enter on the empty prompt
-    sends it (it did nothing), and so does one with a pasted image queued behind it, with its image, in order (it stayed
+    never left marked queued; one queued, held by Stop when the window reloads comes back held and Enter on the empty
+    prompt sends it (it did nothing), and so does one with a pasted image queued behind it, with its image, in order (it stayed
     in the input: images went only with a prompt sent when idle); ArrowUp on the empty input takes the latest queued
     prompt back into the input with its pasted image and file chip, the other still queued (`/queued pop` took the oldest and only
     said so: gone from the queue and the input); `/queued pop` typed during a turn runs at once (it was queued behind
-    the prompts it was to pop; the button says Send, not Queue) and takes it back too, and a reload brings back the
-    other alone (the popped one stayed marked queued, and came back); one held that `/queued
-    clear` drops shows dropped (it stayed marked held). A reload while an approval question waits: no empty new chat
+    the prompts it was to pop; the button says Send, not Queue) and takes it back too (both while an approval question
+    waits), and the reload mid-turn below brings back the other alone (the popped one stayed marked queued, and came
+    back); one held that `/queued clear` drops shows dropped (it stayed marked held). That reload, while the approval
+    question waits: no empty new chat
     while the session comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as
     the question took the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts
     the cursor in the chat's prompt box. The pasted image waits in a file of the extension's storage, not in the window's
@@ -66,14 +67,29 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "a prompt past the queue's bound was refused: the chat said why and what to do, and it was back in the input")
 
 
-@pytest.mark.timeout(330)
-def test_a_prompt_past_what_the_daemon_holds_is_back_in_the_input_with_its_image_in_real_vscode(run_e2e):
-    """imagebound.mjs: three sessions stream with a long prompt queued behind each (what the daemon holds of prompts
-    not run yet, at a cap of 1,000 bytes an image); a prompt with a pasted image sent in a fourth is refused (-32010):
-    the chat says why, and it is back in the input with its image (it was gone, only the error said it)."""
-    shows(run_e2e("imagebound.mjs", total_ms=270000),
-          "a prompt past what the daemon holds was refused: the chat said why, and it was back in the input with its "
-          "image")
+@pytest.mark.timeout(400)
+def test_pick_lists_show_hostile_names_escaped_and_a_prompt_past_what_the_daemon_holds_is_back_in_real_vscode(run_e2e):
+    """imagebound.mjs, one window, two scenarios.
+    pickers: a backend lists the model id `m2 $(pass-filled) approved<LF><U+202E>exe.txt`. Switch Model drew its
+    `$(pass-filled)` as a tick and the rest reversed (the label was the id, which the pick sends back); it shows the id
+    escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
+    escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
+    U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
+    (mcp-servers-hostile-names). A prompt about a workspace file named `a<U+202E>txt.exe` names it escaped in its bubble
+    (prompt-about-hostile-file-name; red team 53: reversed).
+    imagebound: three sessions stream with a long prompt queued behind each (what the daemon holds of prompts not run
+    yet, at a cap of 1,000 bytes an image); a prompt with a pasted image sent in a fourth is refused (-32010): the chat
+    says why, and it is back in the input with its image (it was gone, only the error said it)."""
+    scenarios_said(
+        run_e2e("imagebound.mjs", total_ms=330000),
+        ("pickers", "a prompt's bubble names a workspace file's U+202E escaped"),
+        ("pickers", "Switch Model shows a hostile server's model id escaped: no icon, no line break, no reversal"),
+        ("pickers", "picking it switched to the id itself; the composer and /model name it escaped"),
+        ("pickers", "Switch Session and the chat's header show such a title escaped"),
+        ("pickers", "MCP Servers shows a server's prompt and resource names escaped"),
+        ("imagebound", "a prompt past what the daemon holds was refused: the chat said why, and it was back in the input "
+                       "with its image"),
+    )
 
 
 @pytest.mark.timeout(470)
@@ -91,10 +107,10 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
     chat view was opened since the window started, it is back in the input with its chip once the view opens, said
     (it vanished: the put-back went to no view).
     queuesessions (queuesessions.mjs, once a window of its own), in new sessions: prompts queued in two sessions (each
-    mid-turn) when the window reloads come back held, with the notice, each when its session is shown; neither runs on
-    its own, each runs before the next prompt sent in its session. A queued and a held prompt (with a file chip) when
-    Restart comes are back in the input, before the text being typed, said (they vanished without a word); neither is
-    queued in the fresh daemon."""
+    mid-turn) when the window reloads (inject's reload, one for both) come back held, with the notice, each when its
+    session is shown; neither runs on its own, each runs before the next prompt sent in its session. A queued and a
+    held prompt (with a file chip) when Restart comes are back in the input, before the text being typed, said (they
+    vanished without a word); neither is queued in the fresh daemon."""
     scenarios_said(
         run_e2e("inject.mjs", total_ms=420000),
         ("inject", "a prompt over the limit was refused at once, said, its text kept in the input"),
@@ -158,20 +174,3 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")
-
-
-@pytest.mark.timeout(200)
-def test_pick_lists_show_a_hostile_servers_model_ids_and_a_teammates_titles_escaped_in_real_vscode(run_e2e):
-    """pickers.mjs: a backend lists the model id `m2 $(pass-filled) approved<LF><U+202E>exe.txt`. Switch Model drew its
-    `$(pass-filled)` as a tick and the rest reversed (the label was the id, which the pick sends back); it shows the id
-    escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
-    escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
-    U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
-    (mcp-servers-hostile-names). A prompt about a workspace file named `a<U+202E>txt.exe` names it escaped in its bubble
-    (prompt-about-hostile-file-name; red team 53: reversed)."""
-    shows(run_e2e("pickers.mjs", total_ms=170000),
-          "a prompt's bubble names a workspace file's U+202E escaped",
-          "Switch Model shows a hostile server's model id escaped: no icon, no line break, no reversal",
-          "picking it switched to the id itself; the composer and /model name it escaped",
-          "Switch Session and the chat's header show such a title escaped",
-          "MCP Servers shows a server's prompt and resource names escaped")

@@ -53,11 +53,3 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
         ("turnchanges", "the step of 152 files shows its first 100 diffs and says 52 more files changed"),
         ("turnchanges", "a link to a file named with a newline and an override opens the real file"),
     )
-
-
-@pytest.mark.timeout(200)
-def test_an_edit_of_an_open_document_trimmed_by_its_save_is_undone_in_real_vscode(run_e2e):
-    """With files.trimTrailingWhitespace and editor.formatOnSave, ollie's save of the agent's edit trimmed its line
-    and another: its undo was refused as the user's edit since; now the file goes back to before the turn."""
-    output = run_e2e("formatonsave.mjs", total_ms=150000)
-    assert "an edit trimmed by ollie's save is undone" in output, output[-3000:]

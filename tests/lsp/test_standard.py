@@ -6,6 +6,7 @@ import asyncio
 import os
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
 from ollie.testing import Reply
+from ollie_lsp.documents import note_source, read_through_link
+from ollie_lsp.lineindex import ChunkedDocument
 
 from .conftest import Daemon
 from .test_documents import Editor, loop_cpu, read_through_a_link, type_at
@@ -453,6 +456,21 @@ async def test_inline_completion_is_cancelled_with_its_http_request(start_daemon
 async def _until(condition: Any) -> None:
     while not condition():
         await asyncio.sleep(0.01)
+
+
+async def test_an_inline_request_cancelled_during_the_documents_link_check_leaves_the_check_to_the_next():
+    """VS Code cancels the inline request of a keystroke when the next comes. Cancelled while it awaited the buffer's
+    link check (still on its thread: a loaded machine), it cancelled the check, and the next keystroke's check, chained
+    to it, raised CancelledError to every request of the document until it was closed: no ghost text (CI's flake)."""
+    doc = ChunkedDocument("file:///w/area.py", "x = \n", 1, "python")
+    ls = SimpleNamespace(workspace=SimpleNamespace(folders={}))
+    doc.through_link = pending = asyncio.get_running_loop().create_future()  # the check of the keystroke before
+    cancelled = asyncio.ensure_future(read_through_link(doc))
+    await asyncio.sleep(0)  # it awaits the check
+    cancelled.cancel()
+    note_source(ls, doc)  # the next keystroke's check, chained to it
+    pending.set_result(False)  # InvalidStateError where the cancel reached it
+    assert await read_through_link(doc) is False
 
 
 async def test_inline_completion_is_announced_only_to_clients_that_declare_it(start_daemon, llm):

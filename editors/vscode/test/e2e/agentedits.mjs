@@ -1,5 +1,5 @@
 // E2E in real VS Code (code-server, auto-save off as on the desktop): the agent's edits and steps against what the
-// user has unsaved, what changed on disk, and the sandbox, and the daily loop: six scenarios in one window (each was a
+// user has unsaved, what changed on disk, and the sandbox, and the daily loop: seven scenarios in one window (each was a
 // window of its own: ~35-75 s, mostly start-up). Each works on its own files and checks only the chat items its prompt added; a failure
 // names the scenario.
 //
@@ -11,7 +11,13 @@
 //   notification asking about the same code). Under `auto` (picked in the chat) the elevation alone is the same card,
 //   its code's lines whole in a <pre> (it was a notification that ran them together on one line), and the chat shows
 //   them once (an info line above the card said them again).
-// Then, under `auto`, the user has typed into the scenario's file without saving:
+// Then, under `auto`:
+// - formatonsave (was formatonsave.mjs, a window of its own): the user's plain text trims on save
+//   (files.trimTrailingWhitespace, a save participant as editor.formatOnSave's formatter is). The agent's edit of open
+//   trim.txt, saved by ollie and trimmed by that save (its own line and another), is undone from the chat's Changed
+//   files: the file goes back to before the turn, as her save formats it (before: refused, "the file was edited since
+//   this change (by you, ...)").
+// And the user has typed into the scenario's file without saving:
 // - samebytes (b.py): the agent's step rewrites it with its very bytes (`sed -i` that matches nothing: a new inode and
 //   mtime), then the agent edits it. Nothing on disk would be lost, so the client saves the edit with the user's text
 //   (before, the new mtime alone made it answer changedOnDisk: the edit stayed unsaved and the call failed as "changed
@@ -52,6 +58,7 @@ const CALC = "def add(a, b):\n    return a - b\n";
 const FIXED = "def add(a, b):\n    return a + b\n";
 const TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n";
 const NOTES = "my notes\n";
+const TRIM = Array.from({ length: 12 }, (_, i) => `line ${i + 1}\n`).join("");
 
 // The scripted model's replies, in the order the scenarios ask; each scenario's last is a text no other says (what
 // askUntilReply waits for).
@@ -62,6 +69,8 @@ const script = [
   { text: "Ran it outside." },
   { text: "", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: PROGRAM, elevated: true }] } }] },
   { text: "Not run." },
+  { text: "Editing trim.txt.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["trim.txt", "line 3\n", "line three  \n"] }] } }] },
+  { text: "Edited three." },
   step("sed -i 's/no such text/y/' b.py", "Tidying."),
   edit("b.py", "Setting x to 3."),
   { text: "I set x in b.py." },
@@ -96,8 +105,9 @@ const editorText = async (page) => (await page.locator(".monaco-editor .view-lin
 await withVSCode(
   {
     script,
-    files: { "a.py": "x = 1\n", "b.py": "x = 1\n", "c.py": "x = 1\n", "calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES, ...Object.fromEntries(BATCH.map((f) => [f, "x = 1\n"])) },
-    settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off" },
+    files: { "a.py": "x = 1\n", "b.py": "x = 1\n", "c.py": "x = 1\n", "calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES, "trim.txt": TRIM.replace("line 7\n", "line 7   \n"), ...Object.fromEntries(BATCH.map((f) => [f, "x = 1\n"])) },
+    settings: { "workbench.editor.enablePreview": false, "files.autoSave": "off",
+                "[plaintext]": { "files.trimTrailingWhitespace": true, "editor.formatOnSave": true } },
   },
   async ({ page, workspace, dataDir, screenshot }) => {
     const disk = (name) => fs.readFileSync(path.join(workspace, name), "utf8");
@@ -152,6 +162,23 @@ await withVSCode(
       if (fs.existsSync(path.join(workspace, "later"))) throw new Error("the rejected program ran");
       if (await page.locator(".notifications-toasts", { hasText: "outside the sandbox" }).count()) throw new Error("a notification asked too");
       log("under auto the elevation was a card with the program's lines whole, no Allow always, and Reject kept it in");
+    });
+
+    await scenario("formatonsave", async () => {
+      // trim.txt's language trims on save (files.trimTrailingWhitespace, a save participant as editor.formatOnSave's
+      // formatter is): the agent's edit, saved by ollie and trimmed by that save (its own line and another), is undone
+      // from the chat's Changed files, the file as before the turn and trimmed (it was refused as the user's edit).
+      await openFile(page, "trim.txt");
+      await askUntilReply(page, dataDir, "Edit line 3", "Edited three.");
+      const edited = chat.locator(".item.changes li", { hasText: "trim.txt" }).last();
+      await edited.waitFor({ timeout: waitMs });
+      await until("the edit saved and trimmed", () => disk("trim.txt") === TRIM.replace("line 3\n", "line three\n"));
+      await edited.locator('button[data-action="undo"]').click();
+      await edited.locator(".badge", { hasText: "undone" }).waitFor({ timeout: waitMs });
+      await until("the undo saved", () => disk("trim.txt") === TRIM);
+      await page.locator(".monaco-editor .view-line", { hasText: "line 3" }).first().waitFor({ timeout: waitMs });
+      await screenshot("format-on-save-undone");
+      log("an edit trimmed by ollie's save is undone, the file as before the turn and trimmed");
     });
 
     await scenario("samebytes", async () => {

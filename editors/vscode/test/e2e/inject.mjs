@@ -6,12 +6,13 @@
 // on the page, said, its text kept, and one the host refuses (an image named too long) comes back in the input, said;
 // a redraw of the chat keeps the place of a user who scrolled up. Reloaded again with the chat view hidden, then Ollie: Restart before the chat is opened: the
 // text is back in the input with its chip once the chat is opened, said (it vanished: the put-back went to no view).
-// Then, in the same window, the queuesessions scenario (queuesessions.mjs, once a window of its own).
+// The queuesessions scenario (queuesessions.mjs, once a window of its own) shares the window and its first reload: it
+// queues in two sessions of its own while the injects wait, and the reload brings back all three held.
 //
 // Usage: node test/e2e/inject.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import { giveImage, log, openChat, pickFile, runCommand, scenario, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
-import { SESSIONS_REPLIES, queueSessions } from "./queuesessions.mjs";
+import { SESSIONS_REPLIES, heldAfterReload, putBackOnRestart, queueInTwoSessions, switchTo } from "./queuesessions.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -21,7 +22,8 @@ const script = [
   { text: "A short story, told slowly.", chunk_size: 1, delay: 0.4 },
   { text: "Spaces it is." },
   { text: "A story to stop. ".repeat(40), chunk_size: 2, delay: 0.25 },
-  { text: "A story that streams very slowly so that the user has time to act. ".repeat(10), chunk_size: 2, delay: 0.25 },
+  // Still streaming when the window reloads, after queuesessions has two sessions streaming too.
+  { text: "A story that streams very slowly so that the user has time to act. ".repeat(20), chunk_size: 2, delay: 0.25 },
   ...SESSIONS_REPLIES,
 ];
 
@@ -30,10 +32,11 @@ const reload = async (page) => {
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
 };
 
-/** The inject scenario: what the file's header says, before the queuesessions one. */
+/** The inject scenario up to its slow reply with two injects, which the window's reload ends (after queuesessions'
+ * first step). */
 async function inject({ page, screenshot }) {
   await waitForStatus(page, /Ollie: idle/);
-  let chat = await openChat(page);
+  const chat = await openChat(page);
   const injected = () => chat.locator(".item.user", { hasText: "Use tabs." }).locator(".meta");
 
   // A prompt over the limit is refused on the page, said, its text kept (it vanished: the host dropped it unsaid).
@@ -139,11 +142,13 @@ async function inject({ page, screenshot }) {
   await send(chat, "And wide ones.", "Control+Enter");
   await chat.locator(".item.user", { hasText: "And wide ones." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
   await screenshot("inject-injected");
+}
 
-  // 2. The window reloads mid-turn: the text comes back as a held queued prompt, said (it was gone), both injects
-  // one prompt as the daemon runs them (they came back as two).
-  await reload(page);
-  chat = await openChat(page);
+/** After the window reloaded mid-turn (queuesessions' turns running too): the text comes back as a held queued prompt
+ * in its session, said (it was gone), both injects one prompt as the daemon runs them (they came back as two). */
+async function injectHeld({ page, screenshot }) {
+  const chat = await openChat(page);
+  await switchTo(page, chat, "Answer at length.", "Tell a slow story.");
   await chat.locator(".item.user", { hasText: "Use tabs." }).filter({ hasText: "And wide ones." }).locator(".meta", { hasText: "held" }).waitFor({ timeout: waitMs });
   if ((await chat.locator(".item.user", { hasText: "And wide ones." }).count()) !== 1) throw new Error("the two injects came back as two prompts");
   await chat.locator(".item.notice", { hasText: "The window reloaded during a turn: 1 queued prompt waits" }).waitFor({ timeout: waitMs });
@@ -159,8 +164,11 @@ async function inject({ page, screenshot }) {
   await chat.locator(".item.user", { hasText: "And wide ones." }).locator(".meta", { hasText: "held" }).waitFor({ timeout: waitMs });
   await screenshot("inject-held-queued-listing");
   log("the held injects were queued again as the daemon had joined them, each file before its text");
+}
 
-  // 3. The chat view hidden, the window reloads (the view is not resolved) and Restart comes before it is opened.
+/** The chat view hidden, the window reloads (the view is not resolved) and Restart comes before it is opened: the held
+ * text is back in the input. */
+async function injectRestart({ page, screenshot }) {
   const chatResolved = async () =>
     page.frames().length > 1 && (await Promise.all(page.frames().map((f) => f.$("#input").catch(() => null)))).some(Boolean);
   for (let attempt = 1; ; attempt++) {
@@ -181,7 +189,7 @@ async function inject({ page, screenshot }) {
   if (await chatResolved()) {
     throw new Error("the chat view was resolved before it was opened: the test does not show a put-back to no view");
   }
-  chat = await openChat(page);
+  const chat = await openChat(page);
   await chat.waitForFunction(() => document.getElementById("input")?.value === "Use tabs.\nAnd wide ones.", null, { timeout: waitMs }).catch(async () => {
     throw new Error(`after Restart the input holds ${JSON.stringify(await chat.locator("#input").inputValue())}, not the injected text`);
   });
@@ -193,5 +201,11 @@ async function inject({ page, screenshot }) {
 
 await withVSCode({ script, files: { "notes.txt": "notes\n", "style.txt": "style\n" } }, async (ctx) => {
   await scenario("inject", () => inject(ctx));
-  await scenario("queuesessions", () => queueSessions(ctx));
+  await scenario("queuesessions", () => queueInTwoSessions(ctx));
+  // One reload mid-turn for both scenarios (it was one each: ~8 CPU-s).
+  await reload(ctx.page);
+  await scenario("queuesessions", () => heldAfterReload(ctx));
+  await scenario("inject", () => injectHeld(ctx));
+  await scenario("inject", () => injectRestart(ctx));
+  await scenario("queuesessions", () => putBackOnRestart(ctx));
 });

@@ -28,7 +28,9 @@ const CONFIG = "[core]\n\tbare = false\n";
 const AREA = "def area(r):\n    return 3.14 * \n\nprint(area(2))\n";
 const port = await freePort();
 const settings = { "workbench.editor.enablePreview": false, "files.autoSave": "off", "editor.inlineSuggest.enabled": true };
-const serverEnv = { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_COMPLETION_MODEL: "scripted-model" };
+// At debug level the daemon's log (daemon.log, a failure's artifact) says each inline request's steps: asked,
+// cancelled, sent to the model, answered.
+const serverEnv = { ...serverEnvFor(`http://127.0.0.1:${port}/v1`), OLLIE_COMPLETION_MODEL: "scripted-model", OLLIE_LOG_LEVEL: "DEBUG" };
 // codeaction's answer, modellinks', then ghost's: each typing pause may ask once, every one gets the same answer.
 const script = [
   { text: "It adds two numbers." },

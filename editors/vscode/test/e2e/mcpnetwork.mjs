@@ -1,8 +1,11 @@
-// E2E in real VS Code (code-server): what the chat asks before a step reaches outside, and images in the chat: four
+// E2E in real VS Code (code-server): what the chat asks before a step reaches outside, and images in the chat: five
 // scenarios of one window (each failure names its scenario).
 // - mcp: a workspace's own MCP server (.mcp.json, hostile content) is asked about in the chat with the program it would
 //   run before anything starts; allowed always, the turn uses its tool. Then `@` offers the server's resource beside the
 //   workspace's files; picked, it is a chip, and the daemon reads it through the server into the prompt.
+// - mcpcall (was mcpcall.mjs, a window of its own): under `ask`, the question about an MCP tool's call shows every
+//   argument the call sends, wrapped in the card, not only the first text one its title names (a decoy argument first
+//   hid the one the server used).
 // - network: a step's connection to a host outside the sandbox's network allow-list is asked in the chat as "Allow
 //   network access to other.test:PORT?" (the egress proxy holds it meanwhile). Deny: the host receives nothing and the
 //   model is told 403; Allow once: the request goes through; Allow for this session: it does, and so do the session's
@@ -31,6 +34,8 @@ const mcpScript = [
   { text: "Adding.", tool_calls: [{ name: "mcp__planted__add", arguments: { a: 20, b: 22 } }] },
   { text: "It is 42." },
   { text: "The readme greets you." },
+  { text: "", tool_calls: [{ name: "mcp__planted__create_issue", arguments: { note: "harmless", title: "rm -rf the repo" } }] },
+  { text: "Not filed." },
 ];
 
 // A real server on the host's loopback standing in for a remote host: the daemon's proxy maps the name to it.
@@ -128,6 +133,26 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     await waitForSavedPrompt(dataDir, ["MCP resource: note://readme (server planted)", "the readme of the test server"]);
     await screenshot("mcp-resource-sent");
     log("@ offered the MCP server's resource; its chip's text reached the model's prompt, read by the daemon");
+  });
+
+  await scenario("mcpcall", async () => {
+    // Under `ask`, a user's default (this window runs `auto`): the question about the server's tool call shows every
+    // argument the call sends, not only the first text one its title names (a decoy put first hid the one it used).
+    await chat.locator("#approval").selectOption("ask");
+    await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
+    await send(chat, "File an issue.");
+    const call = chat.locator(".item.permission", { hasText: 'planted: create_issue "harmless"' });
+    const code = call.locator(".permission-code", { hasText: '"title": "rm -rf the repo"' });
+    await code.waitFor({ timeout: waitMs });
+    // Wrapped, not behind a scroll bar: the end of a long argument (or program line) read as absent.
+    const hidden = await code.evaluate((node) => node.scrollWidth - node.clientWidth);
+    if (hidden > 0) throw new Error(`the arguments run ${hidden}px past the card, behind a scroll bar`);
+    await screenshot("mcp-call-question");
+    await call.locator("button", { hasText: "Reject" }).first().click();
+    await chat.locator(".item.assistant", { hasText: "Not filed." }).waitFor({ timeout: waitMs });
+    await chat.locator("#approval").selectOption("auto");
+    await chat.locator('#approval[data-mode="auto"]').waitFor({ timeout: waitMs });
+    log("the MCP call's question showed all its arguments");
   });
 
   await scenario("network", async () => {

@@ -1,13 +1,15 @@
 // E2E in real VS Code (code-server): queued prompts after a Stop and across a window reload. A prompt the chat's page
 // queues as the turn ends, before the page hears of the end, is sent, not left waiting for a next turn. A prompt queued
 // while a slow reply streams is held by Stop (shown as held, the chat says what happens to it); the next prompt
-// goes behind it, so it runs first, then the new one; held, it is drawn after the "Turn interrupted" line. A prompt
-// queued when the window reloads mid-turn comes back held in the new window, and Enter on the empty prompt sends it. A
+// goes behind it, so it runs first, then the new one; held, it is drawn after the "Turn interrupted" line. Prompts
+// held by Stop when the window reloads come back held in the new window, and Enter on the empty prompt sends them. A
 // held prompt that `/queued clear` drops shows dropped. ArrowUp on the empty input, and `/queued pop` typed during a
 // turn (it runs at once: the button says Send, not Queue), take the latest queued prompt back into the input with its
-// image; the other stays queued, and a reload brings it back alone.
-// A window reload while an approval question waits: no empty new chat shows while the session comes back, the turn the
-// reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt box.
+// image (both done while an approval question waits); the other stays queued, and a reload mid-turn brings it back
+// alone.
+// That window reload, while the approval question waits: no empty new chat shows while the session comes back, the turn
+// the reload ended says "Turn interrupted" under its step, and Ctrl+Alt+O from the editor puts the cursor in the prompt
+// box.
 // Keys typed for the prompt as the question takes the focus go on into the prompt. A full queue (32 prompts) refuses the
 // next: the chat says why and what to do, and the prompt is back in the input.
 //
@@ -32,9 +34,8 @@ const script = [
   { text: "Answered the queued one." },
   { text: "The queued picture is red." },
   { text: "Answered after the reload." },
-  { text: SLOW, chunk_size: 2, delay: 0.25 },
-  { text: "Answered alone." },
   { text: "Editing the notes.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["notes.txt", "notes", "edited notes"] }] } }] },
+  { text: "Answered alone." },
   { text: SLOW, chunk_size: 2, delay: 0.25 },
 ];
 
@@ -102,8 +103,9 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-ran-in-order");
   log("after Stop the queued prompt showed held, after the Turn interrupted line, then ran before the next prompt, neither left marked queued; the input had the focus");
 
-  // 3. A window reload mid-turn: the queued prompts come back (held) and run before the next prompt, in order; one
-  // with a pasted image is queued with it (it stayed in the input, "sent when no turn runs"), and keeps it.
+  // 3. Prompts queued mid-turn, held by Stop, then a window reload: they come back (held) and run before the next
+  // prompt, in order; one with a pasted image is queued with it (it stayed in the input, "sent when no turn runs"), and
+  // keeps it.
   await send(chat, "Another slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).nth(1).waitFor({ timeout: waitMs });
   await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
@@ -118,6 +120,9 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-image-queued");
   // Kept for a reload in a file, not in the window's state (rewritten whole at each save).
   await until("the pasted image kept in a file of the extension's storage", () => storedImages(userData).some((data) => data.includes(PNG)));
+  // Held by a Stop before the reload (the reload during step 4's question brings back one queued mid-turn).
+  await chat.locator("#stop").click();
+  await meta(chat, PICTURED).filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
   chat = await openChat(page);
@@ -147,15 +152,37 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   log("a prompt queued when the window reloaded came back held, and Enter on the empty prompt sent it");
   log("a prompt with a pasted image queued during a turn showed queued with its image, came back held after a reload, and ran after the one before it with its image");
 
-  // 4. A queued prompt taken back (as in Claude Code): ArrowUp on the empty input takes the latest one back into the
-  // input, its pasted image with it, the other still queued (`/queued pop` took the oldest, and only said it: gone
-  // from the queue and the input). Queued again, `/queued pop` typed while the turn streams runs at once (the button
-  // says Send, not Queue: it was queued behind the prompts it was to pop) and takes it back too. Stop holds the other;
-  // a reload brings back that one alone, and `/queued clear` drops it: it shows dropped (it stayed marked held, and a
-  // reload brought it back held), and the next prompt runs alone.
-  await send(chat, "A third slow story.");
-  await chat.locator(".item.assistant", { hasText: "This reply" }).nth(2).waitFor({ timeout: waitMs });
-  await chat.locator("#stop").waitFor({ state: "visible", timeout: waitMs });
+  // 4. A window reload while the agent waits on an approval question.
+  await chat.locator("#approval").selectOption("ask");
+  await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
+  await send(chat, "Edit the notes.");
+  const editStep = (frame, kind) => frame.locator(`.item.${kind}`, { has: frame.locator(".step-title", { hasText: "Edit notes.txt" }) }).last();
+  // The user types the next prompt meanwhile: the question takes the focus, and the keys typed after that go on into
+  // the prompt (they were lost on its buttons), its spaces answering nothing (each one follows a letter: a Space
+  // after a pause in the typing would answer).
+  let typed = "";
+  for (const word of ["then", "check", "the", "spelling", "of", "the", "notes", "too", "please"]) {
+    await page.keyboard.type(`${word} `);
+    typed += `${word} `;
+    if (await editStep(chat, "permission").count()) break;
+  }
+  await editStep(chat, "permission").waitFor({ timeout: waitMs });
+  await page.keyboard.type("and the dates");
+  typed += "and the dates";
+  const draft = await chat.locator("#input").inputValue();
+  if (draft !== typed) throw new Error(`typed ${JSON.stringify(typed)} while the question came, the prompt holds ${JSON.stringify(draft)}`);
+  if (await editStep(chat, "permission").locator(".permission-answer").count()) throw new Error("the keys typed for the prompt answered the question");
+  log("keys typed for the prompt as a question took the focus went on into the prompt, answering nothing");
+  await waitForStatus(page, /Ollie: waiting for your answer/);
+  await screenshot("queue-question-before-reload");
+
+  // 4b. While the question waits (its turn runs), a queued prompt is taken back (as in Claude Code): ArrowUp on the
+  // empty input takes the latest one back into the input, its pasted image with it, the other still queued (`/queued
+  // pop` took the oldest, and only said it: gone from the queue and the input). Queued again, `/queued pop` typed while
+  // the turn runs runs at once (the button says Send, not Queue: it was queued behind the prompts it was to pop) and
+  // takes it back too. The reload below brings back the other alone, and `/queued clear` drops it: it shows dropped (it
+  // stayed marked held, and a reload brought it back held), and the next prompt runs alone. (One reload for this and
+  // the question: each had its own.)
   await send(chat, "Never mind this one.");
   await meta(chat, "Never mind this one.").filter({ hasText: "queued" }).waitFor({ timeout: waitMs });
   await giveImage(chat, "paste", "image.png", PNG);
@@ -183,49 +210,6 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   if (!(await chat.locator("#stop").isVisible())) throw new Error("the turn ended before /queued pop ran: it ran at once only by chance");
   await screenshot("queue-popped");
   log("ArrowUp on the empty input took back the latest queued prompt with its image and file chip, the other still queued");
-  await chat.locator("#stop").click();
-  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
-  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
-  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
-  chat = await openChat(page);
-  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
-  await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
-  const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
-  if (back.join("|") !== "Never mind this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
-  log("/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, and a reload brought back only the one held");
-  await send(chat, "/queued clear");
-  await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
-  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
-  await screenshot("queue-dropped");
-  await send(chat, "Just this.");
-  await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
-  // The next prompt once the page has the turn's end (before, Enter queues it for a turn to come: it never ran).
-  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
-  log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
-
-  // 5. A window reload while the agent waits on an approval question.
-  await chat.locator("#approval").selectOption("ask");
-  await chat.locator('#approval[data-mode="ask"]').waitFor({ timeout: waitMs });
-  await send(chat, "Edit the notes.");
-  const editStep = (frame, kind) => frame.locator(`.item.${kind}`, { has: frame.locator(".step-title", { hasText: "Edit notes.txt" }) }).last();
-  // The user types the next prompt meanwhile: the question takes the focus, and the keys typed after that go on into
-  // the prompt (they were lost on its buttons), its spaces answering nothing (each one follows a letter: a Space
-  // after a pause in the typing would answer).
-  let typed = "";
-  for (const word of ["then", "check", "the", "spelling", "of", "the", "notes", "too", "please"]) {
-    await page.keyboard.type(`${word} `);
-    typed += `${word} `;
-    if (await editStep(chat, "permission").count()) break;
-  }
-  await editStep(chat, "permission").waitFor({ timeout: waitMs });
-  await page.keyboard.type("and the dates");
-  typed += "and the dates";
-  const draft = await chat.locator("#input").inputValue();
-  if (draft !== typed) throw new Error(`typed ${JSON.stringify(typed)} while the question came, the prompt holds ${JSON.stringify(draft)}`);
-  if (await editStep(chat, "permission").locator(".permission-answer").count()) throw new Error("the keys typed for the prompt answered the question");
-  log("keys typed for the prompt as a question took the focus went on into the prompt, answering nothing");
-  await waitForStatus(page, /Ollie: waiting for your answer/);
-  await screenshot("queue-question-before-reload");
   await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
   // From the first look at the new chat page until the session's history is in it: never the empty new chat (it
   // showed for as long as the daemon took to start and load the session).
@@ -267,7 +251,24 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-reload-ended-question");
   log(`after a reload during an approval question the chat came back without the empty new chat (shown: ${shown.join(", ") || "nothing"}) and said the turn was interrupted`);
 
-  // 6. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
+  // 4c. What the reload brought back of the queue: the prompt queued during the question alone, held.
+  await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
+  await chat.locator(".item.notice", { hasText: "1 queued prompt waits" }).last().waitFor({ timeout: waitMs });
+  const back = await chat.locator(".item.user", { has: chat.locator(".meta", { hasText: /queued|held/ }) }).locator(".text").allTextContents();
+  if (back.join("|") !== "Never mind this one.") throw new Error(`after the reload ${JSON.stringify(back)} came back held`);
+  log("/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, and a reload brought back only the one held");
+  await send(chat, "/queued clear");
+  await chat.locator(".item.notice", { hasText: "cleared 1 queued prompt" }).waitFor({ timeout: waitMs });
+  await meta(chat, "Never mind this one.").filter({ hasText: "dropped" }).waitFor({ timeout: waitMs });
+  await screenshot("queue-dropped");
+  await send(chat, "Just this.");
+  await chat.locator(".item.assistant", { hasText: "Answered alone." }).waitFor({ timeout: waitMs });
+  // The next prompt once the page has the turn's end (before, Enter queues it for a turn to come: it never ran).
+  await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
+  log("a held prompt dropped by /queued clear showed dropped and the next prompt ran alone");
+
+
+  // 5. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
   await chat.locator("#log").focus();
   await openFile(page, "notes.txt");
   await page.keyboard.press("Control+Alt+O");
@@ -276,7 +277,7 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   await screenshot("queue-focus-chat-key");
   log("Ctrl+Alt+O from the editor put the cursor in the chat's prompt box");
 
-  // 7. A full queue refuses the next prompt: the chat says why and what to do, the prompt is back in the input, and
+  // 6. A full queue refuses the next prompt: the chat says why and what to do, the prompt is back in the input, and
   // what waits stays queued.
   await send(chat, "A last slow story.");
   await chat.locator(".item.assistant", { hasText: "This reply" }).last().waitFor({ timeout: waitMs });

@@ -1,9 +1,9 @@
 // E2E steps in a window of inject.mjs's (once a window of its own), in new sessions: two sessions' queued prompts
-// across a window reload, as a user meets them. Session Alpha streams slowly and a prompt is queued in it; New Session starts Beta, which streams too, and a prompt
-// is queued there; the window reloads mid-turn. Beta (shown before the reload) comes back with its prompt held and
-// the notice, Alpha's when Alpha is switched to; neither runs on its own, each runs when the user sends the next
-// prompt in its session. Then both queue again (one held by Stop) and Restart puts them back in the input, said: neither
-// is queued in the fresh daemon.
+// across a window reload (the one of inject.mjs's slow reply), as a user meets them. Session Alpha streams slowly and a
+// prompt is queued in it; New Session starts Beta, which streams too, and a prompt is queued there; the window reloads
+// mid-turn. Beta (shown before the reload) comes back with its prompt held and the notice, Alpha's when Alpha is
+// switched to; neither runs on its own, each runs when the user sends the next prompt in its session. Then both queue
+// again (one held by Stop) and Restart puts them back in the input, said: neither is queued in the fresh daemon.
 
 import { chatFocused, fillInput, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs } from "./harness.mjs";
 
@@ -41,7 +41,7 @@ async function streamAndQueue(chat, prompt, story, queued) {
 
 // Switch Session to the session whose title has `title`; resolves once `shown` (a prompt of it) is in the chat and
 // the chat has the focus (a resume reveals it when done: a pick opened before would close).
-async function switchTo(page, chat, title, shown) {
+export async function switchTo(page, chat, title, shown) {
   await runCommand(page, "Ollie: Switch Session");
   await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
   await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().click();
@@ -63,10 +63,10 @@ async function sendBehindHeld(chat, held, next, heldAnswer, nextAnswer) {
   await chat.locator("#stop").waitFor({ state: "hidden", timeout: waitMs });
 }
 
-/** Run the steps in `page`'s window (its workspace holds notes.txt), from a new session, its input emptied. */
-export async function queueSessions({ page, screenshot }) {
-  await waitForStatus(page, /Ollie: idle/);
-  let chat = await openChat(page);
+/** Step 1, from a new session, its input emptied: Alpha and Beta each stream with a prompt queued behind (the window
+ * reloads next, inject.mjs's session streaming too). */
+export async function queueInTwoSessions({ page, screenshot }) {
+  const chat = await openChat(page);
   await runCommand(page, "Ollie: New Session");
   await until("the new session's empty chat", async () => (await chat.locator("#log .item.user").count()) === 0);
   await chatFocused(page, chat);
@@ -80,11 +80,12 @@ export async function queueSessions({ page, screenshot }) {
   await user(chat, "Alpha").first().waitFor({ state: "detached", timeout: waitMs });
   await streamAndQueue(chat, "Beta: tell a slow story.", "Beta's story", "Beta queued.");
   await screenshot("sessions-beta-queued");
+}
 
-  // 2. The window reloads while both turns run: Beta, shown before, comes back with its prompt held and the notice.
-  await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
-  await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
-  chat = await openChat(page);
+/** Steps 2 to 4, the window reloaded while both turns ran. */
+export async function heldAfterReload({ page, screenshot }) {
+  // 2. Beta, shown before, comes back with its prompt held and the notice.
+  const chat = await openChat(page);
   await meta(chat, "Beta queued.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
   await chat.locator(".item.notice", { hasText: RELOADED }).waitFor({ timeout: waitMs });
   if (await user(chat, "Alpha").count()) throw new Error("Alpha's prompts show in Beta's chat");
@@ -107,7 +108,14 @@ export async function queueSessions({ page, screenshot }) {
   await sendBehindHeld(chat, "Alpha queued.", "Alpha next.", "Answered Alpha's queued prompt.", "Answered Alpha next.");
   await screenshot("sessions-alpha-ran");
   log("neither held prompt ran on its own; each ran before the next prompt sent in its session");
+}
 
+/** Step 5, in Alpha, its input emptied (inject.mjs's Restart put its text back). */
+export async function putBackOnRestart({ page, screenshot }) {
+  const chat = await openChat(page);
+  while (await chat.locator("#chips .chip-remove").count()) await chat.locator("#chips .chip-remove").first().click();
+  await fillInput(chat, "");
+  await switchTo(page, chat, "Alpha: tell a slow story.", "Alpha next.");
   // 5. Both sessions queue again mid-turn (Alpha's with a file chip, then held by Stop), the next prompt is being
   // typed, then Restart: the fresh daemon has neither, so both are back in the input (before what was typed, with the
   // chip) and the chat says so (they vanished without a word). Sent again, or not: the next prompt in each runs alone.
