@@ -1328,6 +1328,22 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     assert not [b for b in result["buffers"] if b.endswith(("/etc/hostname", "host.md"))], result["buffers"]
 
 
+def test_opening_a_listed_file_whose_name_a_step_chose_runs_nothing(workspace: Path):
+    """Red team 54: the changes list's (and a question float's) gf opens a step's file `m<LF>so.x.vim` beside the
+    step's Vim script `.x.vim`: the file opens, the script does not run (Bug: `topleft split` took the name spliced into
+    a command line, fnameescape kept its line break, and Neovim ran `so.x.vim` outside the sandbox)."""
+    (workspace / ".x.vim").write_text("call writefile(['ran'], 'ran.txt')\n")
+    (workspace / "m\nso.x.vim").write_text("the step's file\n")
+    script = """
+require("ollie.chatwin").open_named(vim.fn.getcwd() .. "/m\\nso.x.vim")
+io.stdout:write(vim.json.encode({ lines = vim.api.nvim_buf_get_lines(0, 0, -1, false) }))
+vim.cmd("qa!")
+"""
+    result, stderr = lua_result(script, workspace)
+    assert not (workspace / "ran.txt").exists()
+    assert result["lines"] == ["the step's file"], (result, stderr)
+
+
 def test_an_error_that_comes_between_an_answers_words_never_splits_the_answer(tmp_path):
     """A background save's error came while an answer streamed: it went under the words so far and the answer went on
     under it, split ("re:", the error, "her third"). It moves above the line still streaming, which goes on whole;

@@ -877,6 +877,29 @@ def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_i
         tmux.close()
 
 
+def test_a_files_new_name_a_step_chose_runs_nothing_when_its_buffer_follows_it(tmp_path: Path, scripted_llm):
+    """Red team 54: a step writes a Vim script and moves calc.py, open, to `m<LF>so.x.vim`; the buffer follows it, no
+    script runs, and the notice names it escaped on its one line (Bug: `:file` took the name spliced into a command
+    line, fnameescape kept its line break and Neovim ran `so.x.vim`, the step's script outside the sandbox; the notice
+    printed the name's line break as a line of its own)."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"language": "bash", "code": (
+        "echo \"call writefile(['ran'], 'ran.txt')\" > .x.vim; mv calc.py \"$(printf 'm\\nso.x.vim')\"")}]})),
+        Reply.text("Moved."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie move calc.py", "Enter")
+        moved = tmux.keep("1-moved", tmux.wait(lambda s: "Moved." in s and "(end)" in s and "moved to" in s, "the turn",
+                                               60))
+        assert "calc.py moved to m\\x0aso.x.vim: its buffer follows it" in moved, moved
+        assert not re.search(r"^so\.x\.vim", moved, re.M), moved
+        assert not (tmp_path / "ws" / "ran.txt").exists()
+        assert "return a - b" in moved and "m^@so.x.vim" in moved, moved  # its buffer, under the new name
+    finally:
+        tmux.close()
+
+
 def test_a_file_a_step_deleted_under_its_buffer_is_said_once(tmp_path: Path, scripted_llm):
     """A step deletes calc.py, open in a buffer: she is told, once, that its buffer keeps the text and `:w` writes it
     again (Bug: nothing said, Neovim's E211 hidden by the plugin's silent reload: the buffer looked like the file)."""
