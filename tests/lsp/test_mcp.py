@@ -453,6 +453,17 @@ class _WebPage(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class _HostilePage(_WebPage):
+    """A page whose content type says more than a type, with a U+202E as UTF-8 (HTTP lets a value's bytes past 0x7f
+    through; httpx reads them as UTF-8)."""
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword == "Content-Type":
+            self._headers_buffer.append(b"Content-Type: text/html  ok (http): ready \xe2\x80\xaelmth.exe\r\n")
+            return
+        super().send_header(keyword, value)
+
+
 async def test_an_http_server_that_is_no_mcp_server_fails_at_once_saying_what_answered(shared_daemon, llm, mcp_home):
     # A url that is a plain web server's (a page, or a 404): the first prompt waited out the start's 30 s (the SDK
     # dropped a page's answer) and /mcp said "did not answer within 30s" (for a 404: "Session terminated").
@@ -479,6 +490,25 @@ async def test_an_http_server_that_is_no_mcp_server_fails_at_once_saying_what_an
     finally:
         for server in servers.values():
             server.shutdown()
+
+
+async def test_a_non_mcp_answers_content_type_is_quoted_escaped(shared_daemon, llm, mcp_home):
+    # Red team 54: the server chose the content type `_foreign` quotes in the server's error: its U+202E reached /mcp
+    # and the cannot-start notice as it came (the terminal, both editors, `ollie doctor` reversed the rest).
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _HostilePage)
+    server.daemon_threads, server.status = True, 200  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        configure(mcp_home, {"page": {"url": f"http://127.0.0.1:{server.server_address[1]}/mcp"}})
+        daemon = await shared_daemon(env=llm.env())
+        await wait_state(daemon, "page", "failed")
+        shown = await submit(daemon, "/mcp")
+        notices = "".join(e.get("content") or "" for e in daemon.events)
+        for said in (shown, notices):
+            assert "(HTTP 200 OK, text/html  ok (http): ready \\u202elmth.exe)" in said, repr(said)
+            assert "\u202e" not in said, said
+    finally:
+        server.shutdown()
 
 
 async def test_mcp_restart_follows_the_edited_config(shared_daemon, llm, mcp_home):

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from ollie.escapes import one_name
 from ollie.mcp.config import MAX_MESSAGE_BYTES, NOT_MCP
 
 _EVENT_ENDS = (b"\n\n", b"\n\r\n", b"\r\r")  # a blank line ends a server-sent event (LF, CRLF or CR lines)
@@ -58,7 +59,9 @@ async def _foreign(response: httpx.Response) -> None:
     if request_id is None or response.status_code not in (200, 404) or "mcp-session-id" in response.request.headers or (
             response.status_code == 200 and kind.startswith(("application/json", "text/event-stream"))):  # as the SDK
         return
-    why = f"not an MCP server's answer (HTTP {response.status_code} {response.reason_phrase}, {kind or 'no content type'})"
+    # The server's words, on one escaped line: /mcp, the editors and `ollie doctor` quote them (a U+202E went as it came).
+    why = (f"not an MCP server's answer (HTTP {response.status_code} {one_name(response.reason_phrase)}, "
+           f"{one_name(kind) or 'no content type'})")
     error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": NOT_MCP, "message": why}}
     page, response.stream = response.stream, httpx.ByteStream(json.dumps(error).encode())
     if isinstance(page, httpx.AsyncByteStream):
