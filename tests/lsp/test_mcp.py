@@ -442,7 +442,7 @@ class _WebPage(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         page = b"<html><body>It works!</body></html>"
         self.send_response(self.server.status)  # type: ignore[attr-defined]
-        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Type", getattr(self.server, "kind", "text/html; charset=utf-8"))
         self.send_header("Content-Length", str(len(page)))
         self.end_headers()
         self.wfile.write(page)
@@ -507,6 +507,24 @@ async def test_a_non_mcp_answers_content_type_is_quoted_escaped(shared_daemon, l
         for said in (shown, notices):
             assert "(HTTP 200 OK, text/html  ok (http): ready \\u202elmth.exe)" in said, repr(said)
             assert "\u202e" not in said, said
+    finally:
+        server.shutdown()
+
+
+async def test_a_page_said_to_be_json_fails_at_once(shared_daemon, llm, mcp_home):
+    # Red team 54: a content type that lies (a page served as application/json) passed `_foreign` as the SDK's: the SDK
+    # dropped the body it could not parse, and the start waited out its 30 s ("did not answer within 30s", retried).
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _WebPage)
+    server.daemon_threads, server.status, server.kind = True, 200, "application/json"  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        configure(mcp_home, {"lies": {"url": url}})
+        daemon = await shared_daemon(env=llm.env())
+        async with asyncio.timeout(10):
+            await wait_state(daemon, "lies", "failed")
+        shown = await submit(daemon, "/mcp")
+        assert f"  lies (http): failed: {url}: not an MCP server's answer (its JSON answer is no JSON);" in shown, shown
     finally:
         server.shutdown()
 
