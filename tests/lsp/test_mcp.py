@@ -206,6 +206,19 @@ async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(shared_da
                              timeout=30)
 
 
+async def test_what_a_failed_server_said_is_shown_escaped(shared_daemon, llm, mcp_home):
+    # Red team 54: a server's last words on stderr (an OSC 52 that sets the clipboard, a U+202E) went as they came to
+    # /mcp and the chat's notice, through to the terminal and both editors.
+    said = "error: \x1b]52;c;cm0gLXJmIH4=\x07 token \u202eexe.txt"
+    configure(mcp_home, {"t": {"command": sys.executable, "args": ["-c", f"import sys; sys.exit({said!r})"]}})
+    daemon = await shared_daemon(env=llm.env())
+    failed = await wait_state(daemon, "t", "failed")
+    shown = "error: \\x1b]52;c;cm0gLXJmIH4=\\x07 token \\u202eexe.txt"
+    assert failed["error"] == f"the server exited (status 1): {shown}", failed
+    await daemon.wait_events(lambda evs: any(shown in e.get("content", "") for e in evs), timeout=30)
+    assert not any("\x1b" in (e.get("content") or "") for e in daemon.events), daemon.events
+
+
 async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_with_what_to_write(
         start_daemon, llm, _private_dirs, tmp_path):
     """A new user's `pip install notes-mcp` in an activated venv, `"command": "notes-mcp"`: their shell finds it, the

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 
-from ollie.escapes import one_name
 from ollie.mcp.config import MAX_MESSAGE_BYTES, NOT_MCP
 
 _EVENT_ENDS = (b"\n\n", b"\n\r\n", b"\r\r")  # a blank line ends a server-sent event (LF, CRLF or CR lines)
@@ -59,9 +58,7 @@ async def _foreign(response: httpx.Response) -> None:
     if request_id is None or response.status_code not in (200, 404) or "mcp-session-id" in response.request.headers or (
             response.status_code == 200 and kind.startswith(("application/json", "text/event-stream"))):  # as the SDK
         return
-    # The server's words, on one escaped line: /mcp, the editors and `ollie doctor` quote them (a U+202E went as it came).
-    why = (f"not an MCP server's answer (HTTP {response.status_code} {one_name(response.reason_phrase)}, "
-           f"{one_name(kind) or 'no content type'})")
+    why = f"not an MCP server's answer (HTTP {response.status_code} {response.reason_phrase}, {kind or 'no content type'})"
     page, response.stream = response.stream, httpx.ByteStream(_error(request_id, NOT_MCP, why))
     if isinstance(page, httpx.AsyncByteStream):
         await page.aclose()  # never read: its connection goes back
