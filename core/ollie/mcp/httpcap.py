@@ -114,6 +114,10 @@ class _Bounded(httpx.AsyncByteStream):
         if held:
             yield bytes(held)
 
+    async def aclose(self) -> None:
+        """Close the body it reads."""
+        await self._stream.aclose()
+
 
 def _json(body: bytes | bytearray) -> bool:
     """Whether `body` is a JSON object or array (a JSON-RPC message or batch)."""
@@ -121,7 +125,3 @@ def _json(body: bytes | bytearray) -> bool:
         return isinstance(json.loads(body), (dict, list))
     except (ValueError, RecursionError):
         return False
-
-    async def aclose(self) -> None:
-        """Close the body it reads."""
-        await self._stream.aclose()
