@@ -1344,6 +1344,26 @@ vim.cmd("qa!")
     assert result["lines"] == ["the step's file"], (result, stderr)
 
 
+def test_a_session_saved_with_a_file_whose_name_a_step_chose_runs_nothing(workspace: Path):
+    """Red team 54: the user opens a step's file `m<LF>so.x.vim` (gf in the chat) and saves a session: brought back,
+    it runs nothing (Bug: `:mksession` wrote the name's line break as `\\` and a line break, and `nvim -S` ran
+    `so.x.vim`, the step's script, as the user). Neovim's own writing; ollie's SessionWritePost drops the split lines."""
+    (workspace / ".x.vim").write_text("call writefile(['ran'], 'ran.txt')\n")
+    (workspace / "m\nso.x.vim").write_text("the step's file\n")
+    script = """
+require("ollie.chatwin").open_named(vim.fn.getcwd() .. "/m\\nso.x.vim")
+vim.cmd("mksession s.vim")
+require("ollie.sessionfile").silence("s.vim")  -- as plugin/ollie.lua's SessionWritePost does
+io.stdout:write(vim.json.encode({ lines = vim.fn.readfile("s.vim") }))
+vim.cmd("qa!")
+"""
+    written, stderr = lua_result(script, workspace)
+    subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-S", "s.vim", "-c", "qa!"],
+                   cwd=workspace, timeout=60, capture_output=True, check=False)
+    assert not (workspace / "ran.txt").exists(), written
+    assert "so.x.vim" not in written["lines"] and "cd " + str(workspace) in written["lines"], (written, stderr)
+
+
 def test_an_error_that_comes_between_an_answers_words_never_splits_the_answer(tmp_path):
     """A background save's error came while an answer streamed: it went under the words so far and the answer went on
     under it, split ("re:", the error, "her third"). It moves above the line still streaming, which goes on whole;

@@ -139,8 +139,11 @@ function M.follow_moves(diffs)
     local to = d.newText == nil and type(d.path) == "string" and moved[d.oldText]
     local buf = to and loaded_buffer(vim.fn.fnamemodify(d.path, ":p"))
     local name = buf and vim.api.nvim_buf_get_name(buf)
+    -- Not to a name with a control character: `:mksession` writes a line break in a buffer's name as `\` and a
+    -- line break, and the session file, sourced, ran the rest (`so.x.vim`) as a command (the buffer keeps its name,
+    -- said deleted, as review.lua's scratch names are escaped).
     if buf and vim.bo[buf].buftype == "" and not vim.uv.fs_lstat(name) and vim.fn.bufexists(to) == 0
-        and (vim.uv.fs_lstat(to) or {}).type == "file" and not M.unopenable(to) then
+        and not to:find("%c") and (vim.uv.fs_lstat(to) or {}).type == "file" and not M.unopenable(to) then
       local lines, modified = vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.bo[buf].modified
       -- Detached while renamed (Neovim's reload closes only the new name): the daemon keeps no gone file open.
       local client = require("ollie.client")
