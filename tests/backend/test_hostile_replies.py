@@ -202,3 +202,19 @@ def test_an_ndjson_object_with_a_lone_surrogate_gets_the_replacement_character()
 
     assert NDJSONDecoder().feed(b'{"message":{"content":"x\\udfff","k":["\\ud800y","\\"\\udc00","\\ud800"]}}\n') == [
         {"message": {"content": "x\ufffd", "k": ["\ufffdy", '"\ufffd', "\ud800"]}}]
+
+
+async def test_a_proxys_refusal_is_quoted_escaped(monkeypatch):
+    # Red team 54: a proxy's refusal of the backend's CONNECT gave its status line's words (h11 lets any byte but NUL
+    # and white space through) to the turn's error as they came: an OSC 52 that sets the clipboard went to every
+    # client of the daemon with the error (the terminal strips it; an ACP client's own terminal view may not).
+    refusal = b"HTTP/1.1 407 \x1b]52;c;cm0gLXJmIH4=\x07Login\r\nContent-Length: 0\r\n\r\n"
+    async with wire_server(lambda request: [refusal]) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        backend = backend_for("https://backend.test")
+        try:
+            with pytest.raises(TransientError) as raised:
+                await collect(backend)
+        finally:
+            await backend.aclose()
+    assert "\x1b" not in str(raised.value) and "407 \\x1b]52;c;cm0gLXJmIH4=\\x07Login" in str(raised.value), raised.value

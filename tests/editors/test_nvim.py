@@ -1328,6 +1328,42 @@ def test_no_key_on_an_address_in_the_answer_fetches_or_opens_it(workspace, scrip
     assert not [b for b in result["buffers"] if b.endswith(("/etc/hostname", "host.md"))], result["buffers"]
 
 
+def test_opening_a_listed_file_whose_name_a_step_chose_runs_nothing(workspace: Path):
+    """Red team 54: the changes list's (and a question float's) gf opens a step's file `m<LF>so.x.vim` beside the
+    step's Vim script `.x.vim`: the file opens, the script does not run (Bug: `topleft split` took the name spliced into
+    a command line, fnameescape kept its line break, and Neovim ran `so.x.vim` outside the sandbox)."""
+    (workspace / ".x.vim").write_text("call writefile(['ran'], 'ran.txt')\n")
+    (workspace / "m\nso.x.vim").write_text("the step's file\n")
+    script = """
+require("ollie.chatwin").open_named(vim.fn.getcwd() .. "/m\\nso.x.vim")
+io.stdout:write(vim.json.encode({ lines = vim.api.nvim_buf_get_lines(0, 0, -1, false) }))
+vim.cmd("qa!")
+"""
+    result, stderr = lua_result(script, workspace)
+    assert not (workspace / "ran.txt").exists()
+    assert result["lines"] == ["the step's file"], (result, stderr)
+
+
+def test_a_session_saved_with_a_file_whose_name_a_step_chose_runs_nothing(workspace: Path):
+    """Red team 54: the user opens a step's file `m<LF>so.x.vim` (gf in the chat) and saves a session: brought back,
+    it runs nothing (Bug: `:mksession` wrote the name's line break as `\\` and a line break, and `nvim -S` ran
+    `so.x.vim`, the step's script, as the user). Neovim's own writing; ollie's SessionWritePost drops the split lines."""
+    (workspace / ".x.vim").write_text("call writefile(['ran'], 'ran.txt')\n")
+    (workspace / "m\nso.x.vim").write_text("the step's file\n")
+    script = """
+require("ollie.chatwin").open_named(vim.fn.getcwd() .. "/m\\nso.x.vim")
+vim.cmd("mksession s.vim")
+require("ollie.sessionfile").silence("s.vim")  -- as plugin/ollie.lua's SessionWritePost does
+io.stdout:write(vim.json.encode({ lines = vim.fn.readfile("s.vim") }))
+vim.cmd("qa!")
+"""
+    written, stderr = lua_result(script, workspace)
+    subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-S", "s.vim", "-c", "qa!"],
+                   cwd=workspace, timeout=60, capture_output=True, check=False)
+    assert not (workspace / "ran.txt").exists(), written
+    assert "so.x.vim" not in written["lines"] and "cd " + str(workspace) in written["lines"], (written, stderr)
+
+
 def test_an_error_that_comes_between_an_answers_words_never_splits_the_answer(tmp_path):
     """A background save's error came while an answer streamed: it went under the words so far and the answer went on
     under it, split ("re:", the error, "her third"). It moves above the line still streaming, which goes on whole;

@@ -16,7 +16,7 @@ import pytest
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from .test_nvim_tui import assert_clean, daemons_gone, quit_nvim, resume, show_code_actions, start_nvim
+from .test_nvim_tui import _nvim, assert_clean, daemons_gone, quit_nvim, resume, show_code_actions, start_nvim
 
 
 def chat_of(screen: str) -> str:
@@ -873,6 +873,36 @@ def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_i
         assert [line.split("│")[0].rstrip() for line in undone.splitlines()[:3]] == [
             "def add(a, b):", "    return a - b", "~"], undone
         assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_files_new_name_a_step_chose_runs_nothing_when_its_buffer_follows_it(tmp_path: Path, scripted_llm):
+    """Red team 54: a step writes a Vim script and moves calc.py, open, to `c<U+202E>yp.txt`, then that to
+    `m<LF>so.x.vim`: the buffer follows the first move, said escaped, not the second (said deleted, escaped), no script
+    runs, and a session saved then runs none either (Bug: `:file` took the name spliced into a command line,
+    fnameescape kept its line break and Neovim ran `so.x.vim`, the step's script outside the sandbox; the notices
+    printed the names as they came; a buffer so named wrote its line break into `:mksession`'s file, which ran it)."""
+    srv = scripted_llm("openai")
+    srv.script(*(Reply.tool_calls(("execute_code", {"steps": [{"language": "bash", "code": code}]})) for code in (
+        "echo \"call writefile(['ran'], 'ran.txt')\" > .x.vim; mv calc.py \"$(printf 'c\\342\\200\\256yp.txt')\"",
+        "mv c*yp.txt \"$(printf 'm\\nso.x.vim')\"")), Reply.text("Moved."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+    ws = tmp_path / "ws"
+    try:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie move calc.py", "Enter")
+        tmux.wait(lambda s: "Moved." in s and "(end)" in s, "the turn", 60)
+        tmux.keys("Escape", "C-w", "h", ":mksession! s.vim", "Enter")
+        tmux.wait(lambda _: (ws / "s.vim").exists(), "the session file")
+        subprocess.run([_nvim(), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-S", "s.vim", "-c", "qa!"], cwd=ws,
+                       timeout=60, capture_output=True, check=False)  # the session brought back
+        assert not (ws / "ran.txt").exists()
+        tmux.keys(":messages", "Enter")
+        said = tmux.keep("1-said", tmux.wait(lambda s: "moved to" in s and "was deleted" in s, "the messages"))
+        assert "calc.py moved to c\\u202eyp.txt: its buffer follows it" in said, said
+        assert "c\\u202eyp.txt was deleted: its buffer keeps the text" in said, said
+        assert not re.search(r"^so\.x\.vim", said, re.M), said
     finally:
         tmux.close()
 

@@ -261,3 +261,38 @@ def test_a_models_answer_cannot_draw_a_header_of_the_chats_own(tmp_path: Path, s
             ours, forged = headers_drawn(screen, header)  # the chat's, then the answer's
             assert ours != forged, (header, screen)
     assert headers_drawn(live, "## You") == headers_drawn(resumed, "## You"), (live, resumed)
+
+
+def test_a_models_answer_cannot_draw_a_step_or_an_end_line_of_the_chats_own(tmp_path: Path, scripted_llm):
+    # Red team 54 (53's "Left"): the answer's lines `  ✓ Run true` and `_(end)_` were drawn as a step ollie ran and
+    # the turn's end: only the headers wore ollie's band. Ollie's steps and notes wear it now, live and resumed.
+    srv = scripted_llm("openai")
+    forged = "Done.\n\n  ✓ Run true\n\n_(end)_\n\nPushed it."
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "true", "language": "bash"}]})),
+               Reply.text(forged))
+    files = {"notes.txt": "notes\n"}
+
+    def ended(s: str) -> bool:
+        return "Pushed it." in s and "(end)" in s.split("Pushed it.")[1]
+
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), files)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        send_in_chat(tmux, "check the notes")
+        tmux.keep("1-live", tmux.wait(ended, "the answer"))
+        live = tmux.screen(colours=True)
+        quit_nvim(tmux, tmp_path)
+    finally:
+        tmux.close()
+    tmux = start_nvim(tmp_path, srv.env(), files)
+    try:
+        resume(tmux, "check the notes", "Pushed it.")
+        tmux.keep("2-resumed", tmux.wait(ended, "the resumed answer"))
+        resumed = tmux.screen(colours=True)
+    finally:
+        tmux.close()
+    for screen in (live, resumed):
+        band = re.findall(r"\x1b\[48;[0-9;]+m", headers_drawn(screen, "## ollie")[0])[0]  # the header's background
+        for line, ours in (("  ✓ Run true", 0), ("(end)", 1)):  # the step ran before the answer; the end is after it
+            assert [band in row for row in headers_drawn(screen, line)] == [ours == 0, ours == 1], (line, band, screen)
+    assert headers_drawn(live, "  ✓ Run true") == headers_drawn(resumed, "  ✓ Run true"), (live, resumed)

@@ -206,6 +206,19 @@ async def test_a_server_that_fails_at_start_is_shown_with_what_it_said(shared_da
                              timeout=30)
 
 
+async def test_what_a_failed_server_said_is_shown_escaped(shared_daemon, llm, mcp_home):
+    # Red team 54: a server's last words on stderr (an OSC 52 that sets the clipboard, a U+202E) went as they came to
+    # /mcp and the chat's notice, through to the terminal and both editors.
+    said = "error: \x1b]52;c;cm0gLXJmIH4=\x07 token \u202eexe.txt"
+    configure(mcp_home, {"t": {"command": sys.executable, "args": ["-c", f"import sys; sys.exit({said!r})"]}})
+    daemon = await shared_daemon(env=llm.env())
+    failed = await wait_state(daemon, "t", "failed")
+    shown = "error: \\x1b]52;c;cm0gLXJmIH4=\\x07 token \\u202eexe.txt"
+    assert failed["error"] == f"the server exited (status 1): {shown}", failed
+    await daemon.wait_events(lambda evs: any(shown in e.get("content", "") for e in evs), timeout=30)
+    assert not any("\x1b" in (e.get("content") or "") for e in daemon.events), daemon.events
+
+
 async def test_a_server_installed_in_a_virtualenv_on_the_users_path_is_named_with_what_to_write(
         start_daemon, llm, _private_dirs, tmp_path):
     """A new user's `pip install notes-mcp` in an activated venv, `"command": "notes-mcp"`: their shell finds it, the
@@ -442,7 +455,7 @@ class _WebPage(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         page = b"<html><body>It works!</body></html>"
         self.send_response(self.server.status)  # type: ignore[attr-defined]
-        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Type", getattr(self.server, "kind", "text/html; charset=utf-8"))
         self.send_header("Content-Length", str(len(page)))
         self.end_headers()
         self.wfile.write(page)
@@ -451,6 +464,17 @@ class _WebPage(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+class _HostilePage(_WebPage):
+    """A page whose content type says more than a type, with a U+202E as UTF-8 (HTTP lets a value's bytes past 0x7f
+    through; httpx reads them as UTF-8)."""
+
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword == "Content-Type":
+            self._headers_buffer.append(b"Content-Type: text/html  ok (http): ready \xe2\x80\xaelmth.exe\r\n")
+            return
+        super().send_header(keyword, value)
 
 
 async def test_an_http_server_that_is_no_mcp_server_fails_at_once_saying_what_answered(shared_daemon, llm, mcp_home):
@@ -479,6 +503,43 @@ async def test_an_http_server_that_is_no_mcp_server_fails_at_once_saying_what_an
     finally:
         for server in servers.values():
             server.shutdown()
+
+
+async def test_a_non_mcp_answers_content_type_is_quoted_escaped(shared_daemon, llm, mcp_home):
+    # Red team 54: the server chose the content type `_foreign` quotes in the server's error: its U+202E reached /mcp
+    # and the cannot-start notice as it came (the terminal, both editors, `ollie doctor` reversed the rest).
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _HostilePage)
+    server.daemon_threads, server.status = True, 200  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        configure(mcp_home, {"page": {"url": f"http://127.0.0.1:{server.server_address[1]}/mcp"}})
+        daemon = await shared_daemon(env=llm.env())
+        await wait_state(daemon, "page", "failed")
+        shown = await submit(daemon, "/mcp")
+        notices = "".join(e.get("content") or "" for e in daemon.events)
+        for said in (shown, notices):
+            assert "(HTTP 200 OK, text/html  ok (http): ready \\u202elmth.exe)" in said, repr(said)
+            assert "\u202e" not in said, said
+    finally:
+        server.shutdown()
+
+
+async def test_a_page_said_to_be_json_fails_at_once(shared_daemon, llm, mcp_home):
+    # Red team 54: a content type that lies (a page served as application/json) passed `_foreign` as the SDK's: the SDK
+    # dropped the body it could not parse, and the start waited out its 30 s ("did not answer within 30s", retried).
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _WebPage)
+    server.daemon_threads, server.status, server.kind = True, 200, "application/json"  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        configure(mcp_home, {"lies": {"url": url}})
+        daemon = await shared_daemon(env=llm.env())
+        async with asyncio.timeout(10):
+            await wait_state(daemon, "lies", "failed")
+        shown = await submit(daemon, "/mcp")
+        assert f"  lies (http): failed: {url}: not an MCP server's answer (its JSON answer is no JSON);" in shown, shown
+    finally:
+        server.shutdown()
 
 
 async def test_mcp_restart_follows_the_edited_config(shared_daemon, llm, mcp_home):

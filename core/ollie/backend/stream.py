@@ -54,6 +54,7 @@ from ollie.backend.settings import (
 )
 from ollie.backend.types import GenerationParams, Message, StreamEvent, Tool
 from ollie.backend.urls import shown_url, written_url
+from ollie.escapes import one_name
 from ollie.jsonpieces import INLINE_CHARS, INLINE_MESSAGES, EncodedBody, encoded
 from ollie.loopshare import loop_share
 from ollie.sizes import size_text
@@ -98,9 +99,10 @@ _SAID: tuple[tuple[type[httpx.RequestError], str, str], ...] = (
 
 
 def broke(exc: httpx.RequestError, *, midway: bool = False) -> str:
-    """What went wrong with a request, in plain words (the class name stays on the chained exception)."""
+    """What went wrong with a request, in plain words (the class name stays on the chained exception); another's words
+    (a proxy's refusal: h11 lets an escape through) on one escaped line, as `classify_error` quotes a server's."""
     return next((said[midway] or said[0] for kind, *said in _SAID if isinstance(exc, kind)),
-                f"the request failed ({exc or 'no detail'})")
+                f"the request failed ({one_name(str(exc), 1000) or 'no detail'})")
 
 
 def request_failed(exc: httpx.RequestError, *, backend: str, hint: Callable[[], str] | None = None) -> BackendError:

@@ -59,11 +59,15 @@ async def _foreign(response: httpx.Response) -> None:
             response.status_code == 200 and kind.startswith(("application/json", "text/event-stream"))):  # as the SDK
         return
     why = f"not an MCP server's answer (HTTP {response.status_code} {response.reason_phrase}, {kind or 'no content type'})"
-    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": NOT_MCP, "message": why}}
-    page, response.stream = response.stream, httpx.ByteStream(json.dumps(error).encode())
+    page, response.stream = response.stream, httpx.ByteStream(_error(request_id, NOT_MCP, why))
     if isinstance(page, httpx.AsyncByteStream):
         await page.aclose()  # never read: its connection goes back
     response.status_code, response.headers["content-type"] = 200, "application/json"
+
+
+def _error(request_id: Any, code: int, why: str) -> bytes:
+    """The JSON-RPC error answer to request `request_id`."""
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": why}}).encode()
 
 
 def _request_id(request: httpx.Request) -> Any:
@@ -95,17 +99,29 @@ class _Bounded(httpx.AsyncByteStream):
                 why = f"the server sent a message over {MAX_MESSAGE_BYTES} bytes"
                 if self._id is None:
                     raise MessageTooLarge(why)
-                error = json.dumps({"jsonrpc": "2.0", "id": self._id, "error": {"code": -32603, "message": why}})
-                yield f"event: message\ndata: {error}\n\n".encode() if self._events else error.encode()
+                error = _error(self._id, -32603, why)
+                yield b"event: message\ndata: " + error + b"\n\n" if self._events else error
                 return
             tail = seen[-2:]
             held += chunk
             if left >= 0:  # the events before it are whole
                 yield bytes(held[:len(held) - left])
                 del held[:len(held) - left]
+        if held and not self._events and self._id is not None and not _json(held):
+            # Not JSON, said to be (a page served as application/json): the SDK dropped it, and the request waited out
+            # the start's 30 s as a server that never answered.
+            held = bytearray(_error(self._id, NOT_MCP, "not an MCP server's answer (its JSON answer is no JSON)"))
         if held:
             yield bytes(held)
 
     async def aclose(self) -> None:
         """Close the body it reads."""
         await self._stream.aclose()
+
+
+def _json(body: bytes | bytearray) -> bool:
+    """Whether `body` is a JSON object or array (a JSON-RPC message or batch)."""
+    try:
+        return isinstance(json.loads(body), (dict, list))
+    except (ValueError, RecursionError):
+        return False

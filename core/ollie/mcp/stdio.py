@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie import beneath, paths, programs
+from ollie.escapes import one_name
 from ollie.mcp.config import MAX_MESSAGE_BYTES, ServerSpec
 from ollie.mcp.transport import CannotStart
 from ollie.sandbox.policy import Policy, load_policy
@@ -158,7 +159,8 @@ class _StderrTail(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         *whole, self._partial = (self._partial + data).split(b"\n")
         self._partial = self._partial[-4096:]
-        self.lines.extend(line.decode("utf-8", "replace")[:500] for line in whole if line.strip())
+        # Escaped: the server's words, quoted where it failed (/mcp, the chat's notices, both editors).
+        self.lines.extend(one_name(line.decode("utf-8", "replace"), 500) for line in whole if line.strip())
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,7 @@ import functools
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
+from ollie.escapes import one_name
 from ollie.mcp.config import ServerSpec
 
 # How long a server has to answer its start (initialize, each list).
@@ -151,7 +152,8 @@ def leaf(exc: BaseException) -> BaseException:
 
 
 def why(exc: BaseException) -> str:
-    """A one-line reason, reaching into an exception group."""
+    """A one-line reason, reaching into an exception group; escaped: a server's words (its error, a page's content
+    type) are quoted by /mcp, the chat's notices and both editors, where a U+202E or an escape sequence went as it came."""
     exc = leaf(exc)
     text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+    return one_name(text.splitlines()[0], 300) if text else type(exc).__name__

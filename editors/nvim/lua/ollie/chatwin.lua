@@ -518,7 +518,8 @@ function M.open_named(name)
   if why then
     return vim.api.nvim_echo({ { name .. " " .. why .. ": not opened", "ErrorMsg" } }, true, {})
   end
-  vim.cmd("topleft split " .. vim.fn.fnameescape(real))
+  -- An argument, not a command line: a step's name `m<LF>so.x.vim` ran its second line (requests.follow_moves).
+  vim.cmd.split({ real, mods = { split = "topleft" }, magic = { file = false } })
 end
 
 ---Open what the transcript line under the cursor points at: a step location's file at its line (in the file

@@ -16,7 +16,7 @@ local ns_hint = vim.api.nvim_create_namespace("ollie_hint")
 M.HIGHLIGHTS = {
   OllieUser = "Title",
   OllieAssistant = "Title",
-  OllieHeader = "CursorLine", -- the band of the chat's own headers (T:header)
+  OllieHeader = "CursorLine", -- the band of the chat's own lines: headers, steps, notes (T:own)
   OllieReasoning = "Comment",
   OllieTool = "Function",
   OllieToolDone = "DiagnosticOk", -- a completed step's ✓: green, as VS Code's (Function is cyan in many schemes)
@@ -645,14 +645,26 @@ function T:reply_header()
   end
 end
 
----A header of the chat's own (`## You`, `## ollie`), after a blank line: its row wears a band across the window (an
----extmark) that no text can: the model's answer may hold a line `## You`, which drew a prompt the user never typed.
+---Give rows `from` to `to` (0-based; default `from` alone) that are not blank the band of the chat's own lines across
+---the window (an extmark) that no text can wear: the model's answer may hold a line `## You` (a prompt the user never
+---typed), `✓ Edit calc.py` (a step never run) or `_(end)_`.
+---@param from integer
+---@param to integer|nil
+function T:own(from, to)
+  for row = from, to or from do
+    if self:line(row) ~= "" then
+      vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, { line_hl_group = "OllieHeader" })
+    end
+  end
+end
+
+---A header of the chat's own (`## You`, `## ollie`), after a blank line, in the band of ollie's own lines.
 ---@param text string
 ---@param hl string
 ---@return integer row the blank line's
 function T:header(text, hl)
   local row = self:add({ "", text }, hl)
-  vim.api.nvim_buf_set_extmark(self.buf, ns, row + 1, 0, { line_hl_group = "OllieHeader" })
+  self:own(row + 1)
   return row
 end
 
@@ -718,6 +730,9 @@ function T:note(text, hl, at)
   local row = self:add(lines, hl, at)
   for r = row, row + #lines - 1 do -- ollie's words, not markdown: "calc/__init__.py had ..." showed as "calc/init.py"
     self.plain[r] = true
+  end
+  if hl then -- (a note of no colour is a command's output: not ollie's words)
+    self:own(row, row + #lines - 1)
   end
   self.noted = self.noted or not at
   if mid_answer then -- the turn may end here (its error) or its answer go on (T:stream moves the note then)
@@ -857,13 +872,14 @@ function T:set_status(id, status)
   self:mark_step(step, pos[1])
 end
 
----Colour a step's title line (0-based `row`) by its status; a completed one's ✓ apart, in OllieToolDone.
+---Colour a step's title line (0-based `row`) by its status, in the band of ollie's own lines (T:own: its mark is set
+---again as its line is, which drops others); a completed one's ✓ apart, in OllieToolDone.
 ---@param step ollie.Step
 ---@param row integer
 function T:mark_step(step, row)
   step.mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {
     id = step.mark, end_row = row, end_col = #title_line(step, step.depth), hl_group = status_hl(step.status),
-    priority = 200,
+    priority = 200, line_hl_group = "OllieHeader",
   })
   if step.status == "completed" then
     local at = #string.rep("  ", step.depth)
@@ -1149,7 +1165,8 @@ function T:changes_undone(turn, files)
     if row then
       self:edit(function() vim.api.nvim_buf_set_lines(self.buf, row, row + 1, false, { text }) end)
       vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0,
-        { end_row = row, end_col = #text, hl_group = "OllieChanges", hl_eol = true, priority = 200 })
+        { end_row = row, end_col = #text, hl_group = "OllieChanges", hl_eol = true, priority = 200,
+          line_hl_group = "OllieHeader" }) -- (its line set again dropped its band: T:own)
     end
   end
 end

@@ -87,6 +87,15 @@ function M.unopenable(path)
   return out == false and "is not a regular file" or out and ("is " .. out) or nil
 end
 
+---`path` as a notice names it (`mods`: relative or with `~`), escaped: a step chose it (a move's new name, a link's
+---target), and a line break in it forged a line of ollie's under the notice (permission.shown_path).
+---@param path string
+---@param mods string|nil
+---@return string
+local function named(path, mods)
+  return require("ollie.permission").shown_path(vim.fn.fnamemodify(path, mods or ":~:."))
+end
+
 ---Reload buffer `buf` (nil: every file buffer) where the disk changed under it. A buffer with unsaved changes
 ---stays as it is: `checktime` would stop the whole editor on Vim's W12 question (its Load drops them), and the
 ---user's `:w` still warns that the file changed. One whose file a step replaced by a FIFO or a device is not read
@@ -99,14 +108,14 @@ function M.checktime(buf)
       local name = vim.api.nvim_buf_get_name(b)
       local kind, elsewhere = ondisk.not_regular(name), ondisk.relinked(b)
       if (kind or elsewhere) and ondisk.hold(b) then
-        M.notify(kind and string.format("%s is %s now, not a file: its buffer is not reloaded",
-          vim.fn.fnamemodify(name, ":~:."), kind) or string.format("%s is a link to %s now: its buffer is not reloaded",
-          vim.fn.fnamemodify(name, ":~:."), vim.fn.fnamemodify(elsewhere, ":~")), vim.log.levels.WARN)
+        M.notify(kind and string.format("%s is %s now, not a file: its buffer is not reloaded", named(name), kind)
+          or string.format("%s is a link to %s now: its buffer is not reloaded", named(name), named(elsewhere, ":~")),
+          vim.log.levels.WARN)
       elseif not (kind or elsewhere) then
         ondisk.release(b)
         if ondisk.gone(b) then -- (`silent!` hides Neovim's own E211: said here, once)
-          M.notify(("%s was deleted: its buffer keeps the text (:w writes it again)"):format(
-            vim.fn.fnamemodify(name, ":~:.")), vim.log.levels.WARN)
+          M.notify(("%s was deleted: its buffer keeps the text (:w writes it again)"):format(named(name)),
+            vim.log.levels.WARN)
         elseif not vim.bo[b].modified then
           vim.cmd("silent! checktime " .. b)
         end
@@ -130,8 +139,11 @@ function M.follow_moves(diffs)
     local to = d.newText == nil and type(d.path) == "string" and moved[d.oldText]
     local buf = to and loaded_buffer(vim.fn.fnamemodify(d.path, ":p"))
     local name = buf and vim.api.nvim_buf_get_name(buf)
+    -- Not to a name with a control character: `:mksession` writes a line break in a buffer's name as `\` and a
+    -- line break, and the session file, sourced, ran the rest (`so.x.vim`) as a command (the buffer keeps its name,
+    -- said deleted, as review.lua's scratch names are escaped).
     if buf and vim.bo[buf].buftype == "" and not vim.uv.fs_lstat(name) and vim.fn.bufexists(to) == 0
-        and (vim.uv.fs_lstat(to) or {}).type == "file" and not M.unopenable(to) then
+        and not to:find("%c") and (vim.uv.fs_lstat(to) or {}).type == "file" and not M.unopenable(to) then
       local lines, modified = vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.bo[buf].modified
       -- Detached while renamed (Neovim's reload closes only the new name): the daemon keeps no gone file open.
       local client = require("ollie.client")
@@ -141,7 +153,9 @@ function M.follow_moves(diffs)
       end
       vim.api.nvim_buf_call(buf, function()
         local view = vim.fn.winsaveview()
-        vim.cmd("keepalt file " .. vim.fn.fnameescape(vim.fn.fnamemodify(to, ":.")))
+        -- The name as an argument, never spliced into a command line: a step's `m<LF>so.x.vim` ran line 2 as a
+        -- command (fnameescape keeps the line break), its script outside the sandbox.
+        vim.cmd.file({ vim.fn.fnamemodify(to, ":."), mods = { keepalt = true }, magic = { file = false } })
         vim.cmd("silent keepalt edit!")
         if modified then -- (undoable apart from the reload: her first `u` takes back her own change)
           vim.bo.undolevels = vim.bo.undolevels
@@ -152,8 +166,8 @@ function M.follow_moves(diffs)
       if attached then
         client.attach(buf)
       end
-      M.notify(("%s moved to %s: its buffer follows it%s"):format(vim.fn.fnamemodify(name, ":~:."),
-        vim.fn.fnamemodify(to, ":~:."), modified and ", your unsaved changes kept" or ""))
+      M.notify(("%s moved to %s: its buffer follows it%s"):format(named(name), named(to),
+        modified and ", your unsaved changes kept" or ""))
     end
   end
 end

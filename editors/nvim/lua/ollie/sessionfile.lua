@@ -33,17 +33,22 @@ local function chat_window(name)
 end
 
 ---Rewrite the session file's chat windows (chat_window): restored, they show the running chat, or a silent
----stand-in that goes once the session is loaded.
+---stand-in that goes once the session is loaded. A command whose name a line break split is dropped: `:mksession`
+---writes a line break in a buffer's name as `\` and a line break, and sourced, the name's next line ran as a command
+---(a step's file `m<LF>so.x.vim`, opened from the chat, sourced the step's script).
 ---@param path string
 function M.silence(path)
   local ok, lines = pcall(vim.fn.readfile, path)
   if not ok then
     return
   end
-  local out, ours = {}, 0
+  local out, ours, broken = {}, 0, false
   for _, line in ipairs(lines) do
-    local name = line:match("^file (ollie://.+)$")
-    if name then
+    local name, split = line:match("^file (ollie://.+)$"), broken
+    broken = #line:match("\\*$") % 2 == 1 -- (an odd run of backslashes at its end escapes the line break)
+    if split or broken then
+      ours = ours + 1
+    elseif name then
       if out[#out] == "enew" then
         table.remove(out)
       end
