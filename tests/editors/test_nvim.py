@@ -1344,6 +1344,22 @@ vim.cmd("qa!")
     assert result["lines"] == ["the step's file"], (result, stderr)
 
 
+def test_a_refused_listed_file_is_named_on_one_escaped_line(workspace: Path, tmp_path: Path):
+    """A step's link `m<LF>2: ...<U+202E>` to a file outside the workspace, opened from the changes list: the refusal
+    names it escaped on one line (it printed the name as it came: its line break forged a second message)."""
+    (tmp_path / "secret").write_text("key\n")
+    (workspace / "m\n2: Approved\u202e").symlink_to(tmp_path / "secret")
+    script = """
+require("ollie.chatwin").open_named(vim.fn.getcwd() .. "/m\\n2: Approved\\u{202e}")
+io.stdout:write(vim.json.encode({ messages = vim.fn.execute("messages") }))
+vim.cmd("qa!")
+"""
+    result, stderr = lua_result(script, workspace)
+    refusal = [line for line in result["messages"].splitlines() if "not opened" in line]
+    assert refusal == [refusal[0]] and "m\\x0a2: Approved\\u202e is no file of the workspace" in refusal[0], (
+        result, stderr)
+
+
 def test_a_session_saved_with_a_file_whose_name_a_step_chose_runs_nothing(workspace: Path):
     """Red team 54: the user opens a step's file `m<LF>so.x.vim` (gf in the chat) and saves a session: brought back,
     it runs nothing (Bug: `:mksession` wrote the name's line break as `\\` and a line break, and `nvim -S` ran

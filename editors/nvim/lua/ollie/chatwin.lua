@@ -516,7 +516,8 @@ function M.open_named(name)
     or not (real and root and vim.startswith(real, root .. "/")) and "is no file of the workspace"
     or require("ollie.requests").unopenable(real)
   if why then
-    return vim.api.nvim_echo({ { name .. " " .. why .. ": not opened", "ErrorMsg" } }, true, {})
+    return vim.api.nvim_echo({ { require("ollie.permission").shown_path(name) .. " " .. why .. ": not opened",
+      "ErrorMsg" } }, true, {})
   end
   -- An argument, not a command line: a step's name `m<LF>so.x.vim` ran its second line (requests.follow_moves).
   vim.cmd.split({ real, mods = { split = "topleft" }, magic = { file = false } })
