@@ -99,27 +99,29 @@ def _path(uri: str) -> Path:
     return Path(to_fs_path(uri) or uri)
 
 
+def edit_caps(apply_edit: bool = True) -> types.ClientCapabilities:
+    """A client that syncs documents and (with `apply_edit`) takes workspace/applyEdit."""
+    return types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit))
+
+
 async def start(start_daemon: Any, env: dict[str, str], *, apply_edit: bool = True, init_options: Any = None) -> Daemon:
-    """A daemon whose client syncs documents and (with `apply_edit`) takes workspace/applyEdit."""
-    return await initialize(await start_daemon(env=env, initialize=False), apply_edit=apply_edit,
-                            init_options=init_options)
+    """A daemon whose client syncs documents and (with `apply_edit`) takes workspace/applyEdit (initialized as every
+    daemon of start_daemon: within its bound for a loaded machine, where a 30 s one of its own could lapse)."""
+    return await start_daemon(env=env, init_options=init_options, caps=edit_caps(apply_edit))
 
 
 async def share(shared_daemon: Any, env: dict[str, str], *, init_options: Any = None) -> Daemon:
-    """A session of its own on the module's daemon whose client syncs documents and takes workspace/applyEdit (as
-    `start`'s)."""
-    return await shared_daemon(env=env, init_options=init_options,
-                               caps=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=True)))
+    """A session of its own on the module's daemon whose client is `start`'s."""
+    return await shared_daemon(env=env, init_options=init_options, caps=edit_caps())
 
 
 async def initialize(daemon: Daemon, *, apply_edit: bool, init_options: Any) -> Daemon:
     """Initialize `daemon` with its workspace as the one folder (with `apply_edit`: it takes workspace/applyEdit)."""
     ws = daemon.workspace
     daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit)),
-        root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
-        initialization_options=init_options,
-    )), 30)
+        capabilities=edit_caps(apply_edit), root_uri=ws.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")], initialization_options=init_options,
+    )), 60)  # as start_daemon's: a loaded machine is slow to start the daemon
     return daemon
 
 
