@@ -167,8 +167,7 @@ def test_her_daily_loop_edit_of_her_unsaved_buffer_tests_resume_and_undo(shared,
         assert calc.read_text() == "def add(a, b):\n    return a + b\nSUB = 0\n" and calc.stat().st_uid == user.pw_uid
         tmux.keys(":qa", "Enter")
         tmux.wait_exit(":qa")
-        tmux.close()
-        tmux = start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py")
+    with start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py") as tmux:
         tmux.wait(lambda s: "return a + b" in s, "nvim to start again")
         tmux.keys(":OllieSessions", "Enter")
         picker = tmux.wait(lambda s: "Type number" in s and "explain calc.py" in s, "her sessions")
