@@ -59,9 +59,8 @@ def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):
     the turn's tests pass, calc.py's buffer is written (no `[+]`), notes.txt's is not. The screen is kept as a PNG."""
     srv = scripted_llm("openai")
     script(srv)
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES})
-    ws = tmp_path / "ws"
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": CALC, "test_calc.py": TEST, "notes.txt": NOTES}) as tmux:
+        ws = tmp_path / "ws"
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys(":split notes.txt", "Enter")
         tmux.keys("Go", "the user's unsaved line", "Escape")
@@ -77,8 +76,6 @@ def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):
         assert "notes.txt [+]" in done, done
         assert (ws / "calc.py").read_text() == FIXED and (ws / "notes.txt").read_text() == NOTES
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_neovim_tui_an_asked_edit_of_a_buffer_with_her_unsaved_line_says_so_and_the_tests_see_both(
@@ -92,8 +89,7 @@ def test_neovim_tui_an_asked_edit_of_a_buffer_with_her_unsaved_line_says_so_and_
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
         Reply.tool_calls(("execute_code", {"steps": [{"code": "python3 test_calc.py", "language": "bash"}]})),
         Reply.text("Fixed add; the tests pass.")))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": CALC, "test_calc.py": TEST})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": CALC, "test_calc.py": TEST}) as tmux:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys("G", "o")
         tmux.type("SUB = 1  # typed, not saved", "Escape")
@@ -113,8 +109,6 @@ def test_neovim_tui_an_asked_edit_of_a_buffer_with_her_unsaved_line_says_so_and_
         assert "tests passed" in srv.chat_requests[-1].body["messages"][-1]["content"]
         assert (tmp_path / "ws" / "calc.py").read_text() == FIXED + "SUB = 1  # typed, not saved\n"
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def captures_png(tmux: Tmux, name: str) -> Path:
@@ -213,8 +207,7 @@ def test_neovim_tui_a_command_changes_a_file_the_user_has_not_saved(tmp_path: Pa
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo agent line >> notes.txt",
                                                              "language": "bash"}]})),
                Reply.text("Appended."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": NOTES})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": NOTES}) as tmux:
         tmux.wait(lambda s: "my notes" in s, "nvim to start")
         tmux.keys("o", "the user's unsaved line", "Escape")
         tmux.wait(lambda s: "notes.txt [+]" in s, "the unsaved line")
@@ -224,8 +217,6 @@ def test_neovim_tui_a_command_changes_a_file_the_user_has_not_saved(tmp_path: Pa
         assert "the user's unsaved line" in done and "notes.txt [+]" in done, done
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES + "agent line\n"
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path: Path, scripted_llm):
@@ -239,8 +230,7 @@ def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path:
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [str(outside), "one", "two"]}]})),
                Reply.text("It is outside the workspace: not changed."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": CALC})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": CALC}) as tmux:
         tmux.wait(lambda s: "def add" in s, "nvim to start")
         tmux.keys(f":Ollie change one to two in {outside}", "Enter")
         done = tmux.keep("edit-outside", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
@@ -253,5 +243,3 @@ def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path:
         assert "filesystem.rw in" in told and outside.read_text() == "one\n", told
         assert_clean(tmux.screens)
         captures_png(tmux, "edit-outside")
-    finally:
-        tmux.close()

@@ -128,13 +128,10 @@ def test_a_return_typed_as_eglot_asks_about_a_step_rejects_it(tmp_path, scripted
     ws = workspace_with_code(tmp_path, "def mul(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(file_edit("code.py", "return a + b", "return a * b")), Reply.text("Not changed."))
-    emacs = eglot_in_tmux(ws, srv.env(approval="ask"))
-    try:
+    with eglot_in_tmux(ws, srv.env(approval="ask")) as emacs:
         asked = refactor_in_tmux(emacs)
         emacs.keys("Enter")  # the user, typing on, pressed RET as the question came up
         answered = emacs.wait(lambda s: "ollie: Not changed." in s, "the answer")
-    finally:
-        emacs.close()
     assert asked.rstrip().endswith("Choose an option: Reject"), asked
     assert "return a + b" in answered and "a * b" not in answered, answered  # the buffer as it was
     assert "rejected" in srv.chat_requests[-1].body["messages"][-1]["content"]
@@ -146,13 +143,10 @@ def test_a_tall_question_still_says_what_it_asks_and_how_much_of_the_diff_is_lef
     ws = workspace_with_code(tmp_path, old)
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(file_edit("code.py", old, old.replace(" = ", " == "))), Reply.text("Not changed."))
-    emacs = eglot_in_tmux(ws, srv.env(approval="ask"))
-    try:
+    with eglot_in_tmux(ws, srv.env(approval="ask")) as emacs:
         asked = emacs.keep("eglot-tall-question", refactor_in_tmux(emacs))
         emacs.keys("Enter")
         emacs.wait(lambda s: "ollie: Not changed." in s, "the answer")
-    finally:
-        emacs.close()
     assert "asks to: Edit code.py" in asked and "more diff lines" in asked, asked
 
 

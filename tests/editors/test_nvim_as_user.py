@@ -49,8 +49,7 @@ def test_the_agent_s_edit_of_an_open_file_she_may_not_write_is_refused_and_said(
     vendor = home / "work" / "vendor"
     vendor.mkdir()  # root's (0755), as the file in it
     (vendor / "lib.py").write_text("VERSION = 1\n")
-    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "vendor/lib.py")
-    try:
+    with start_nvim_as_alice(home, srv.env(approval="auto"), "vendor/lib.py") as tmux:
         tmux.wait(lambda s: "VERSION = 1" in s, "nvim to start")
         tmux.keys(":Ollie bump the vendored version", "Enter")
         done = tmux.keep("1-refused", tmux.wait(lambda s: "Bumped." in s, "the turn", 60))
@@ -60,8 +59,6 @@ def test_the_agent_s_edit_of_an_open_file_she_may_not_write_is_refused_and_said(
         # The why shows under the failed step, not folded away behind its "exit 1" line.
         assert "read-only" in "".join(line.split("│", 1)[-1].strip() for line in done.splitlines()), done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert (vendor / "lib.py").read_text() == "VERSION = 1\n"
     model_saw = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "read-only (no write permission), not changed" in model_saw, model_saw
@@ -82,8 +79,7 @@ def test_her_edit_outside_the_workspace_says_which_file_of_hers_would_allow_it(s
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["~/notes/todo.txt", "one", "two"]}]})),
                Reply.text("Left as it is."))
     (home / "work" / "calc.py").write_text("x = 1\n")
-    tmux = start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py")
-    try:
+    with start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py") as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie tick off my todo", "Enter")
         done = tmux.keep("1-outside", tmux.wait(lambda s: "Left as it is." in s and "(end)" in s, "the turn", 60))
@@ -91,8 +87,6 @@ def test_her_edit_outside_the_workspace_says_which_file_of_hers_would_allow_it(s
         assert f"{todo}isoutsidethewritablepathsofsandboxpolicy'default'" in chat, done
         assert f"filesystem.rwin{home}/config/ollie/sandbox.yaml" in chat, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert todo.read_text() == "one\n"
 
 
@@ -111,8 +105,7 @@ def test_a_path_entry_she_may_not_reach_leaves_the_agent_s_edits_undoable(shared
     (private / "bin").mkdir(parents=True)
     private.chmod(0o700)
     path = f"{ollie_lsp_for(ALICE, home).parent}:{private / 'bin'}:/usr/local/bin:/usr/bin:/bin"
-    tmux = start_nvim_as_alice(home, {**srv.env(approval="auto"), "PATH": path}, "calc.py")
-    try:
+    with start_nvim_as_alice(home, {**srv.env(approval="auto"), "PATH": path}, "calc.py") as tmux:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys(":Ollie fix add", "Enter")
         done = tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add." in s and "(end)" in s and "1 file changed" in s,
@@ -121,8 +114,6 @@ def test_a_path_entry_she_may_not_reach_leaves_the_agent_s_edits_undoable(shared
         tmux.keys(":OllieChanges", "Enter")
         listed = tmux.keep("2-changes", tmux.wait(lambda s: "M  calc.py" in s, "the turn's changes"))
         assert "turn 1 changed 1 file" in listed, listed
-    finally:
-        tmux.close()
 
 
 # Run as another user: each file under argv[1] it may read, unpacked when it is a git object, that holds argv[2].
@@ -158,8 +149,7 @@ def test_her_daily_loop_edit_of_her_unsaved_buffer_tests_resume_and_undo(shared,
                                                         "print('tests passed')\n")):
         path.write_text(text)
         os.chown(path, user.pw_uid, user.pw_gid)
-    tmux = start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py")
-    try:
+    with start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py") as tmux:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys("G", "o", "SUB = 0", "Escape")
         tmux.keys(":Ollie explain calc.py", "Enter")
@@ -177,8 +167,7 @@ def test_her_daily_loop_edit_of_her_unsaved_buffer_tests_resume_and_undo(shared,
         assert calc.read_text() == "def add(a, b):\n    return a + b\nSUB = 0\n" and calc.stat().st_uid == user.pw_uid
         tmux.keys(":qa", "Enter")
         tmux.wait_exit(":qa")
-        tmux.close()
-        tmux = start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py")
+    with start_nvim_as_alice(home, srv.env(approval="ask"), "calc.py") as tmux:
         tmux.wait(lambda s: "return a + b" in s, "nvim to start again")
         tmux.keys(":OllieSessions", "Enter")
         picker = tmux.wait(lambda s: "Type number" in s and "explain calc.py" in s, "her sessions")
@@ -192,19 +181,14 @@ def test_her_daily_loop_edit_of_her_unsaved_buffer_tests_resume_and_undo(shared,
         tmux.keep("4-undone", tmux.wait(lambda s: "undone: hunk 1 of calc.py" in s, "the undo"))
         assert calc.read_text() == "def add(a, b):\n    return a - b\nSUB = 0\n"
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def one_turn_as_alice(home, srv, file: str, prompt: str, done) -> None:
     """Alice opens `file` in Neovim, sends `prompt` and waits until the screen shows `done` (its capture kept)."""
-    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), file)
-    try:
+    with start_nvim_as_alice(home, srv.env(approval="auto"), file) as tmux:
         tmux.wait(lambda s: file in s, "nvim to start")
         tmux.keys(prompt, "Enter")
         tmux.keep("1-turn", tmux.wait(done, "the turn", 60))
-    finally:
-        tmux.close()
 
 
 def found_by_bob(where, secret: str) -> str:
@@ -244,8 +228,7 @@ def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa
     os.chown(secret, user.pw_uid, user.pw_gid)
     secret.chmod(0o600)
     (home / "work" / "calc.py").write_text("x = 1\n")
-    tmux = start_nvim_as_alice(home, srv.env(approval="auto"), "calc.py")
-    try:
+    with start_nvim_as_alice(home, srv.env(approval="auto"), "calc.py") as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie rotate the key", "Enter")
         tmux.wait(lambda s: "Rotated the key." in s and "1 file changed" in s, "the turn", 60)
@@ -255,8 +238,6 @@ def test_a_rewind_leaves_her_private_file_private(shared, scripted_llm):  # noqa
         tmux.keys("1", "Enter")
         tmux.keep("2-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "Rotated the key." not in s,
                                          "the rewind"))
-    finally:
-        tmux.close()
     assert secret.read_text() == "API_KEY=old\n"
     assert oct(secret.stat().st_mode & 0o777) == oct(0o600)
 

@@ -47,8 +47,7 @@ def test_a_code_action_after_ollie_new_shows_in_the_chat(tmp_path: Path, scripte
     came only as one line of the command line, cut short)."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello."), Reply.text("It adds two numbers."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"}) as tmux:
         tmux.wait(lambda s: "calc.py" in s, "nvim to start")
         tmux.keys(":Ollie hi", "Enter")
         tmux.wait(lambda s: "Hello." in s and "(end)" in s, "the first answer", timeout=60)
@@ -64,8 +63,6 @@ def test_a_code_action_after_ollie_new_shows_in_the_chat(tmp_path: Path, scripte
         assert "## You\nExplain what this code does" in chat and "📎 calc.py:1-2" in chat, done
         assert "It adds two numbers.\n\n(end)" in chat and "Hello." not in chat, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["after-its-end", "while-it-streams"])
@@ -80,8 +77,7 @@ def test_a_prompt_typed_right_after_ollie_new_runs_and_shows_in_the_new_session(
     first = Reply(text="First answer. " + "It goes on. " * 150, delay=0.05, chunk_size=6) if streaming else \
         Reply.text("First answer.")
     srv.script(first, Reply.text("Hello back."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie first question", "Enter")
         tmux.wait(lambda s: "It goes on." in s if streaming else "First answer." in s and "(end)" in s,
@@ -93,8 +89,6 @@ def test_a_prompt_typed_right_after_ollie_new_runs_and_shows_in_the_new_session(
         assert "## You\nhello" in chat and "first question" not in chat and "First answer." not in chat, done
         assert "It goes on." not in chat, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     asked = [r.body["messages"] for r in srv.chat_requests]
     assert len(asked) == 2 and "first question" not in json.dumps(asked[1]), asked
 
@@ -106,8 +100,7 @@ def test_the_chat_shows_its_end_after_the_terminal_narrows(tmp_path: Path, scrip
     paragraphs = [f"Paragraph {n} says a little more about the code than fits one narrow line." for n in range(1, 25)]
     srv = scripted_llm("openai")
     srv.script(Reply.text("\n\n".join(paragraphs) + "\n\nTHE LAST LINE."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie tell me about the code", "Enter")
         wide = tmux.keep("1-wide", tmux.wait(lambda s: "(end)" in s and "THE LAST LINE." in s, "the answer"))
@@ -117,8 +110,6 @@ def test_the_chat_shows_its_end_after_the_terminal_narrows(tmp_path: Path, scrip
             lambda s: len(s.splitlines()) == 24 and 38 <= s.splitlines()[1].find("│") <= 41, "the narrow layout"))
         tmux.keep("3-end", tmux.wait(lambda s: "THE LAST LINE." in s and "(end)" in s, f"the end:\n{narrow}"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, scripted_llm):
@@ -129,8 +120,7 @@ def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, s
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_edit", "args": ["long.py", "return x + 3\n", "return x + 3 + 0\n"]}]})), Reply.text("Edited."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"long.py": long})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"long.py": long}) as tmux:
         tmux.wait(lambda s: "def f0(x):" in s, "nvim to start")
         tmux.keys("G")
         tmux.wait(lambda s: "def f149(x):" in s, "the file's end")
@@ -147,8 +137,6 @@ def test_undo_of_the_agent_s_edit_undoes_its_line_and_shows_it(tmp_path: Path, s
         assert re.search(r"^long\.py \[\+\] +11,1 ", undone, re.M), "the cursor is on the undone line"
         assert "    return x + 3 " in undone and "+ 3 + 0" not in undone, "the undone line shows"
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_the_agent_s_edit_landing_while_she_types_in_the_file_is_an_undo_step_of_its_own(tmp_path: Path,
@@ -160,12 +148,11 @@ def test_the_agent_s_edit_landing_while_she_types_in_the_file_is_an_undo_step_of
     typing = threading.Event()
     edit = {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]}
     srv.script(Reply(text="On it.", tool_calls=[("call_tool", edit)], hold=typing), Reply.text("Fixed."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"}) as tmux:
 
-    def code(screen: str) -> list[str]:
-        return [line.split("│")[0].rstrip() for line in screen.splitlines()[:4]]
+        def code(screen: str) -> list[str]:
+            return [line.split("│")[0].rstrip() for line in screen.splitlines()[:4]]
 
-    try:
         tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
         tmux.keys(":Ollie fix add", "Enter")
         tmux.wait(lambda s: "On it." in s, "the turn to start")
@@ -183,8 +170,6 @@ def test_the_agent_s_edit_landing_while_she_types_in_the_file_is_an_undo_step_of
         second = tmux.keep("3-undo", tmux.wait(lambda s: "return a - b" in s, "the second undo"))
         assert code(second)[:3] == ["def add(a, b):", "    return a - b", "# typed before"], second
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_the_sessions_picker_says_which_session_another_neovim_on_the_project_runs(tmp_path: Path, scripted_llm):
@@ -255,8 +240,7 @@ def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_pa
     ending = threading.Event()
     step = ("execute_code", {"steps": [{"code": "echo listed", "language": "bash"}]})
     srv.script(Reply(text="First words.", tool_calls=[step], hold=ending), Reply.text("Last words."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie list and tell", "Enter")
         tmux.wait(lambda s: "First words." in s, "the answer's first words")
@@ -270,8 +254,6 @@ def test_the_chat_goes_on_showing_the_turn_while_she_types_a_command_line(tmp_pa
         tmux.type("c.py", "Enter")
         tmux.wait(lambda s: re.search(r"^calc\.py +1,1 ", s, re.M) is not None, "the command done")
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_path: Path, scripted_llm):
@@ -284,8 +266,7 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
     srv.script(Reply(text="Needs root.", tool_calls=[("execute_code", {"steps": [
         {"code": "echo ran > proof\necho again >> proof", "elevated": True}]})]), Reply.text("Not run, then."))
     ws = tmp_path / "ws"
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 0\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 0\n"}) as tmux:
         tmux.wait(lambda s: "x = 0" in s, "nvim to start")
         tmux.keys("G", "o", "C-o", ":Ollie run it outside", "Enter")
         # The float, then its hint drawn after it (under load the screen was read between the two).
@@ -312,8 +293,6 @@ def test_a_question_to_run_outside_the_sandbox_waits_until_she_stops_typing(tmp_
         assert "✗ rejected: use the venv instead" in chat_of(done) and not (ws / "proof").exists(), done
         assert "(elevated)] error" not in done and "the user did not allow" not in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def asked_about(tmp_path: Path, srv, prompt: str, shown: str):
@@ -334,7 +313,7 @@ def test_a_switch_to_an_unsandboxed_agent_is_the_steps_question_float_and_a_no_k
     """`/agent yolo` asks in the question float, as a step's question (it was a window/showMessageRequest of its own,
     worded as an elevation): what it means, Allow once or Reject alone; rejected, the agent stays."""
     tmux, asked = asked_about(tmp_path, scripted_llm("openai"), "/agent yolo", "2: Reject")
-    try:
+    with tmux:
         assert "switch to agent yolo: it runs WITHOUT a sandbox" in asked and "everything agent yolo runs" in asked, asked
         assert "1: Allow once" in asked and "Allow always" not in asked and "feedback" not in asked, asked
         tmux.keys("2", "Enter")
@@ -345,8 +324,6 @@ def test_a_switch_to_an_unsandboxed_agent_is_the_steps_question_float_and_a_no_k
         said = " ".join(chat_of(kept).split())
         assert "agent not switched: yolo runs without a sandbox and was not allowed" in said, kept
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its_code(tmp_path: Path, scripted_llm):
@@ -358,15 +335,13 @@ def test_under_ask_a_step_to_run_outside_the_sandbox_is_one_question_showing_its
                Reply.text("Ran it."))
     ws = tmp_path / "ws"
     tmux, asked = asked_about(tmp_path, srv, "run it outside", "3: Reject with feedback")
-    try:
+    with tmux:
         assert "runs outside the sandbox:" in asked and "echo ran > proof" in asked, asked
         assert "1: Allow once" in asked and "2: Reject" in asked and "Allow always" not in asked, asked
         tmux.keys("1", "Enter")
         done = tmux.keep("2-ran", tmux.wait(lambda s: "Ran it." in s and "(end)" in s, "the turn's end"))
         assert (ws / "proof").read_text() == "ran\n" and "Deny" not in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_programs_question_shows_every_line_of_its_code_in_the_float(tmp_path: Path, scripted_llm):
@@ -377,7 +352,7 @@ def test_a_programs_question_shows_every_line_of_its_code_in_the_float(tmp_path:
                Reply.text("Left it."))
     ws = tmp_path / "ws"
     tmux, asked = asked_about(tmp_path, srv, "tidy up", "3: Reject with feedback")
-    try:
+    with tmux:
         assert "code:" in asked and "echo one > proof" in asked and "rm -rf ~/stuff" in asked, asked
         # No "Allow always": no rule would cover a program of two lines (it would be asked about again at once).
         assert "Allow always" not in asked, asked
@@ -385,8 +360,6 @@ def test_a_programs_question_shows_every_line_of_its_code_in_the_float(tmp_path:
         tmux.keep("2-rejected", tmux.wait(lambda s: "Left it." in s and "(end)" in s, "the turn's end"))
         assert not (ws / "proof").exists()
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_path: Path, scripted_llm):
@@ -398,8 +371,7 @@ def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_
         {"tool": "file_edit", "args": ["open.py", "value = 1", "value = 2"]},
         {"tool": "file_edit", "args": ["closed.py", "value = 1", "value = 2"]}]})), Reply.text("Bumped both."))
     ws = tmp_path / "ws"
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"open.py": "", "closed.py": ""})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"open.py": "", "closed.py": ""}) as tmux:
         for name in ("open.py", "closed.py"):
             (ws / name).write_bytes(b'name = "caf\xe9"\nvalue = 1\n')
         tmux.keys(":e!", "Enter")
@@ -409,8 +381,6 @@ def test_the_agent_s_edit_of_a_latin1_file_keeps_the_bytes_it_does_not_edit(tmp_
         for name in ("open.py", "closed.py"):
             assert (ws / name).read_bytes() == b'name = "caf\xe9"\nvalue = 2\n', name
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 @pytest.mark.parametrize("at_once", [False, True], ids=["queued-then-new", "new-while-queueing"])
@@ -498,17 +468,14 @@ def test_a_binary_file_named_as_context_goes_as_a_note_not_as_its_bytes(tmp_path
     control characters and U+FFFD, a NUL among them, which some APIs refuse)."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("It is binary."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
-    (tmp_path / "ws" / "blob.bin").write_bytes(bytes(range(256)) * 4)
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}) as tmux:
+        (tmp_path / "ws" / "blob.bin").write_bytes(bytes(range(256)) * 4)
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie what is #file:blob.bin", "Enter")
         tmux.keep("1-answered", tmux.wait(lambda s: "It is binary." in s and "(end)" in s, "the answer"))
         sent = srv.chat_requests[0].body["messages"][-1]["content"]
         assert "File: blob.bin\nBinary file: its bytes are not shown." in sent and "\0" not in sent, sent
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
@@ -517,8 +484,7 @@ def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path,
     and shows the answer once, without the words of the attempt that failed (Bug: "Half an Recovered.")."""
     srv = scripted_llm("openai")
     srv.script(Reply.stream_error(after=2, status=503, text="Half an answer", chunk_size=5), Reply.text("Recovered."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie hi", "Enter")
         done = tmux.keep("1-retried", tmux.wait(lambda s: "Recovered." in s, "the answer after the retry", timeout=60))
@@ -526,8 +492,6 @@ def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path,
         assert "retrying after an error: transient:" in chat and "503" in chat, done
         assert "rate limited" not in chat and "Half" not in chat, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_the_question_about_an_edit_of_unsaved_text_shows_its_diff(tmp_path: Path, scripted_llm):
@@ -537,8 +501,7 @@ def test_the_question_about_an_edit_of_unsaved_text_shows_its_diff(tmp_path: Pat
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_edit", "args": ["calc.py", "return x * x", "return x ** 2"]}]})), Reply.text("Squared."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "def add(a, b):\n    return a + b\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "def add(a, b):\n    return a + b\n"}) as tmux:
         tmux.wait(lambda s: "def add(a, b):" in s, "nvim to start")
         tmux.keys("G", "o", "def square(x):", "Enter", "return x * x", "Escape")
         tmux.wait(lambda s: "calc.py [+]" in s, "the unsaved function")
@@ -551,8 +514,6 @@ def test_the_question_about_an_edit_of_unsaved_text_shows_its_diff(tmp_path: Pat
         done = tmux.keep("2-done", tmux.wait(lambda s: "Squared." in s and "(end)" in s, "the turn"))
         assert "return x ** 2" in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_the_statusline_names_the_step_that_runs(tmp_path: Path, scripted_llm):
@@ -614,8 +575,7 @@ def test_the_diff_tab_s_two_sides_fold_alike(tmp_path: Path, scripted_llm):
     srv.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_edit", "args": ["funcs.py", "return 20", "return 2000"]},
         {"tool": "file_edit", "args": ["more.py", "return 20", "return 2000"]}]})), Reply.text("Edited."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"funcs.py": code, "more.py": code})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"funcs.py": code, "more.py": code}) as tmux:
         tmux.wait(lambda s: "def f1():" in s, "nvim to start")
         tmux.keys(":Ollie make f20 return 2000", "Enter")
         tmux.wait(lambda s: "Edited." in s and "(end)" in s, "the turn", timeout=60)
@@ -635,8 +595,6 @@ def test_the_diff_tab_s_two_sides_fold_alike(tmp_path: Path, scripted_llm):
                 assert before.rstrip("· ") == now.rstrip("· "), diff
             assert folds[0][0].startswith("+ +-- 52 lines: def f1():"), diff
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def agent_picked(tmux) -> str:
@@ -655,8 +613,7 @@ def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello."), Reply.text("The plan."))
     files = {"calc.py": "x = 1\n"}
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "Hello." in s and "(end)" in s, "the first answer", timeout=60)
@@ -668,10 +625,7 @@ def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_
         tmux.keep("1-planned", tmux.wait(lambda s: "The plan." in s and "(end)" in s, "the plan"))
         assert agent_picked(tmux).startswith("4: plan")
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start again")
         tmux.keys(":OllieSessions", "Enter")
         picker = tmux.wait(lambda s: "Type number" in s and "plan the work" in s and "hello" in s,
@@ -681,8 +635,6 @@ def test_a_session_switched_to_the_plan_agent_is_resumed_in_it_after_a_quit(tmp_
         current = agent_picked(tmux)
         assert current.startswith("4: plan"), current
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, scripted_llm):
@@ -693,9 +645,8 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text("netwrok:\n  enabled: true\n")
     home = policy.parents[2]  # this test's own (XDG_CONFIG_HOME is its config/)
-    tmux = start_nvim(tmp_path, {**scripted_llm("openai").env(), "HOME": str(home)}, {"calc.py": "x = 1\n"},
-                      size=(230, 40))  # wide: the whole notice, on one line
-    try:
+    with start_nvim(tmp_path, {**scripted_llm("openai").env(), "HOME": str(home)}, {"calc.py": "x = 1\n"},
+                    size=(230, 40)) as tmux:  # wide: the whole notice, on one line
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChanges", "Enter")  # the daemon starts
         # The notice and the command's own answer ("no turn yet") share the message line, in either order: once the
@@ -707,8 +658,6 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
         assert "~/config/ollie/sandbox.yaml: key 'netwrok': unknown key; fix the file: no step runs until it loads" \
             in said, said
         assert str(home) not in said, said
-    finally:
-        tmux.close()
 
 
 @pytest.mark.parametrize("showmode", [True, False], ids=["showmode", "noshowmode"])
@@ -721,9 +670,8 @@ def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_see
     policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text("netwrok:\n  enabled: true\n")
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(230, 30),
-                      init_lua="" if showmode else "vim.o.showmode = false")
-    try:
+    with start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(230, 30),
+                    init_lua="" if showmode else "vim.o.showmode = false") as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.wait(lambda s: ("-- INSERT --" in s) == showmode and " ollie: idle" in s, "the chat, idle")
@@ -745,8 +693,6 @@ def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_see
                                                  "it in :messages"))
         assert "unknown key" in kept, kept
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(tmp_path: Path, scripted_llm):
@@ -788,8 +734,7 @@ def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_u
                    {"code": "python3 -c \"print('x' * 3000)\"", "language": "bash"}]})]),
                Reply.text(json.dumps(state)), Reply.text("Done after compaction."))
     files = {"notes.txt": "notes\n"}
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie first question", "Enter")
         tmux.wait(lambda s: "Earlier answer.\n\n(end)" in chat_of(s), "the first answer")
@@ -797,18 +742,13 @@ def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_u
         tmux.keep("1-compacted", tmux.wait(lambda s: "compacted:" in s and "Done after compaction.\n\n(end)" in chat_of(s),
                                            "the compacted turn's end", timeout=60))
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         resumed = chat_of(resume(tmux, "first question", "Done after compaction."))
         screens.png(tmux.screen(colours=True), tmux.captures / "3-resumed.png", (1000, 800))
         assert resumed.lstrip().startswith("(earlier conversation compacted: the agent goes on from its notes of it)\n\n"
                                            "## You\nfirst question"), resumed
         assert "own notes" not in resumed and "no answer saved" not in resumed and "goal" not in resumed, resumed
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_session_whose_neovim_was_killed_mid_step_resumes_with_that_step_and_its_turn_shown_cut_short(
@@ -820,23 +760,17 @@ def test_a_session_whose_neovim_was_killed_mid_step_resumes_with_that_step_and_i
     srv.script(Reply(text="Running the slow tests.", tool_calls=[("execute_code", {"steps": [
         {"code": "echo started; sleep 60", "language": "bash"}]})]))
     files = {"notes.txt": "notes\n"}
-    tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_APPROVAL": "auto"}, files)
-    try:
+    with start_nvim(tmp_path, {**srv.env(), "OLLIE_APPROVAL": "auto"}, files) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie run the slow tests", "Enter")
         tmux.keep("1-running", tmux.wait(lambda s: "sleep 60" in s, "the step to run"))
-    finally:
-        tmux.close()  # killed, mid-step
-    daemons_gone(tmp_path)
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    daemons_gone(tmp_path)  # (killed at the `with`'s end, mid-step)
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         resumed = " ".join(chat_of(resume(tmux, "slow tests", "Running the slow tests.")).split())
         assert "✗ Run echo started; sleep 60" in resumed and "the session was closed" in resumed, resumed
         assert "closed (its editor closed, or ollie stopped)] ─── (no answer after these steps: the turn failed or " \
                "stopped) ~" in resumed, resumed
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_its_buffer(tmp_path: Path,
@@ -849,9 +783,8 @@ def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_i
     reads = [{"tool": "file_read", "args": [name]} for name in ("calc.py", "mathx.py")]
     srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "mv calc.py mathx.py", "language": "bash"}]})),
                Reply.text("Moved."), Reply.tool_calls(("call_tool", {"calls": reads})), Reply.text("Read."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
-    ws = tmp_path / "ws"
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"}) as tmux:
+        ws = tmp_path / "ws"
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys("G", "o", "SUB = 0", "Escape")
         tmux.wait(lambda s: "calc.py [+]" in s, "her unsaved line")
@@ -873,8 +806,6 @@ def test_a_file_the_agent_moved_while_open_with_unsaved_changes_is_followed_by_i
         assert [line.split("│")[0].rstrip() for line in undone.splitlines()[:3]] == [
             "def add(a, b):", "    return a - b", "~"], undone
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_files_new_name_a_step_chose_runs_nothing_when_its_buffer_follows_it(tmp_path: Path, scripted_llm):
@@ -913,8 +844,7 @@ def test_a_file_a_step_deleted_under_its_buffer_is_said_once(tmp_path: Path, scr
     srv = scripted_llm("openai")
     srv.script(*(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})) for code in
                  ("rm calc.py", "true")), Reply.text("Deleted."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "def add(a, b):\n    return a - b\n"}) as tmux:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys(":Ollie delete calc.py", "Enter")
         told = tmux.keep("1-deleted", tmux.wait(lambda s: "Deleted." in s and "(end)" in s, "the turn", 60))
@@ -922,8 +852,6 @@ def test_a_file_a_step_deleted_under_its_buffer_is_said_once(tmp_path: Path, scr
         tmux.type(":echo 'said' count(execute('messages'), 'calc.py was deleted')", "Enter")
         said = tmux.wait(lambda s: re.search(r"^said \d+ *$", s, re.M) is not None, "the count of its messages")
         assert re.search(r"^said 1 *$", said, re.M), said
-    finally:
-        tmux.close()
 
 
 def test_an_inject_the_turn_ended_before_taking_runs_before_the_prompt_queued_after_it(tmp_path: Path, scripted_llm):
@@ -933,8 +861,7 @@ def test_an_inject_the_turn_ended_before_taking_runs_before_the_prompt_queued_af
     srv = scripted_llm("openai")
     srv.script(Reply(text="Reading the code carefully. " * 30, delay=0.05, chunk_size=12), Reply.text("Short."),
                Reply.text("Explained."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie read calc.py", "Enter")
         tmux.wait(lambda s: "Reading the code" in s, "the answer to stream", 60)
@@ -945,6 +872,4 @@ def test_an_inject_the_turn_ended_before_taking_runs_before_the_prompt_queued_af
         tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: then explain" in s, "the prompt queued"))
         done = tmux.keep("2-done", tmux.wait(lambda s: "Explained." in s and "(end)" in s and "⏳" not in s, "both", 60))
         assert done.index("also keep it short") < done.index("Short.") < done.index("then explain"), done
-    finally:
-        tmux.close()
     assert [r.body["messages"][-1]["content"] for r in srv.chat_requests[1:]] == ["also keep it short", "then explain"]

@@ -61,9 +61,8 @@ def test_readmes_snippet_in_init_lua_gives_the_file_opened_ollies_code_actions(t
     bin_dir.mkdir()
     (bin_dir / "ollie-lsp").symlink_to(Path(sys.executable).parent / "ollie-lsp")
     env = {**os.environ, **srv.env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm-256color"}
-    tmux = Tmux(f"ollie-native-{os.getpid()}-{tmp_path.name}", ws, env,
-                [_nvim(), *NO_PYTHON_PROVIDER, "-u", str(init), "-i", "NONE", "-n", "code.py"], size=(100, 30))
-    try:
+    with Tmux(f"ollie-native-{os.getpid()}-{tmp_path.name}", ws, env,
+              [_nvim(), *NO_PYTHON_PROVIDER, "-u", str(init), "-i", "NONE", "-n", "code.py"], size=(100, 30)) as tmux:
         tmux.wait(lambda s: "return a + b" in s, "nvim to start")
         # Said by the test's own autocmd once ollie is attached to code.py and initialized (its start takes seconds).
         tmux.wait(lambda s: "ollie attached to code.py" in s, "ollie on code.py", timeout=120)
@@ -74,5 +73,3 @@ def test_readmes_snippet_in_init_lua_gives_the_file_opened_ollies_code_actions(t
         number = next(line.split(":")[0].strip() for line in menu.splitlines() if "Ollie: Explain" in line)
         tmux.keys(number, "Enter")
         tmux.wait(lambda s: "It adds its arguments." in s, "the answer")
-    finally:
-        tmux.close()

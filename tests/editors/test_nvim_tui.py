@@ -131,7 +131,14 @@ class Tmux:
         """Wait until the command (Neovim) has quit; fail with the screen otherwise."""
         assert self._ended.wait(timeout), f"nvim did not quit on {command}:\n{self.screen()}"
 
+    def __enter__(self) -> Tmux:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def close(self) -> None:
+        """Kill the tmux server (the command with it); again is harmless (`quit_nvim` closed it)."""
         subprocess.run([*self.base, "kill-server"], capture_output=True)
         self._control.wait(timeout=30)
         self._ended.wait(timeout=30)  # (its reader has read to the end)
@@ -349,11 +356,10 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
                   {"tool": "file_read", "args": ["calc.py"]}]})]),
         Reply(text="Done: `double` doubles now, and calc.py needs no change: see values[0].", delay=0.05),
     )
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {
-        "calc.py": "from util import double\n\nprint(double(21))\n", "util.py": "def double(x):\n    return x\n"},
-        size=(80, 30))
-    keep = tmux.keep
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {
+      "calc.py": "from util import double\n\nprint(double(21))\n", "util.py": "def double(x):\n    return x\n"},
+      size=(80, 30)) as tmux:
+        keep = tmux.keep
         tmux.wait(lambda s: "double(21)" in s, "nvim to start")
         tmux.keys(":Ollie make double double", "Enter")
         # The user goes on typing a note in the input area while the question comes. Bug: the stock picker took
@@ -417,8 +423,6 @@ def test_an_80_column_terminal_shows_steps_approval_changes_and_the_diff(tmp_pat
         tmux.wait_exit(":wqa")
         assert "return x * 2  # mine" in (tmp_path / "ws" / "util.py").read_text()
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def other_test_listener() -> Listener:
@@ -602,8 +606,7 @@ def test_a_question_given_up_while_its_feedback_is_typed_takes_the_prompt_away(t
                Reply(text="Left util.py as it was."))
     # Long enough for the keys below on a loaded machine; the test waits for the prompt to go, not for the time.
     env = {**srv.env(approval="ask"), "OLLIE_QUESTION_TIMEOUT_S": "10"}
-    tmux = start_nvim(tmp_path, env, {"util.py": "def double(x):\n    return x\n"}, size=(100, 30))
-    try:
+    with start_nvim(tmp_path, env, {"util.py": "def double(x):\n    return x\n"}, size=(100, 30)) as tmux:
         tmux.wait(lambda s: "def double(x):" in s, "nvim to start")
         tmux.keys(":Ollie make double double", "Enter")
         asked = tmux.keep("1-asked", tmux.wait(lambda s: "Reject with feedback" in s, "the question"))
@@ -624,8 +627,6 @@ def test_a_question_given_up_while_its_feedback_is_typed_takes_the_prompt_away(t
         tmux.keep("5-keys", tmux.wait(lambda s: "keys reach the editor" in s, "the editor to take keys"))
         assert "because" not in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert (tmp_path / "ws" / "util.py").read_text() == "def double(x):\n    return x\n"
     told = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "nobody answered" in told and "because" not in told, told
@@ -662,8 +663,7 @@ def test_keys_meant_for_a_withdrawn_question_never_answer_the_next_one(tmp_path:
                                  ("execute_code", {"steps": [{"code": "touch second"}]})]),
                Reply(text="Asked both."))
     env = {**srv.env(approval="ask"), "OLLIE_QUESTION_TIMEOUT_S": "4"}
-    tmux = start_nvim(tmp_path, env, {"util.py": "a\nb\nc\n"}, size=(100, 30), init_lua=FLOAT_PICKER)
-    try:
+    with start_nvim(tmp_path, env, {"util.py": "a\nb\nc\n"}, size=(100, 30), init_lua=FLOAT_PICKER) as tmux:
         tmux.wait(lambda s: "util.py" in s, "nvim to start")
         tmux.keys(":Ollie touch both", "Enter")
         tmux.keep("1-first", tmux.wait(lambda s: "touch first" in s and "pick 1: Allow once" in s, "the first"))
@@ -674,8 +674,6 @@ def test_keys_meant_for_a_withdrawn_question_never_answer_the_next_one(tmp_path:
         tmux.keys("j", "j", "Enter")  # Reject, seen
         tmux.keep("4-end", tmux.wait(lambda s: "Asked both." in s and "(end)" in s, "the turn's end"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert not (tmp_path / "ws" / "first").exists() and not (tmp_path / "ws" / "second").exists()
     told = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "rejected: the user did not allow 'Run `touch second`'" in told, told
@@ -690,9 +688,8 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
                Reply(text="It is 42."))
     server = Path(__file__).parents[1] / "mcp" / "server.py"
     planted = json.dumps({"mcpServers": {"planted": {"command": sys.executable, "args": [str(server)]}}})
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "print(20 + 22)\n", ".mcp.json": planted},
-                      size=(100, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": "print(20 + 22)\n", ".mcp.json": planted},
+                    size=(100, 30)) as tmux:
         tmux.wait(lambda s: "print(20 + 22)" in s, "nvim to start")
         tmux.keys(":Ollie add them", "Enter")
         # Under `auto` too: the workspace's server is the user's question, with the program it would run, whole.
@@ -719,8 +716,6 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
         done = tmux.keep("mcp-answer", tmux.wait(lambda s: "It is 42." in s, "the answer", timeout=60))
         assert "planted: add" in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     told = [m["content"] for m in srv.chat_requests[-1].body["messages"] if m["role"] == "tool"]
     assert told[0] == "42" and "rejected" in told[1], told
 
@@ -755,17 +750,14 @@ def test_a_queued_prompt_the_daemon_refuses_goes_back_in_the_input_with_its_tags
     # error: the prompt and its `#` tags were gone.
     srv = scripted_llm("openai")
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 300, delay=0.1, chunk_size=8))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    typed = "and see #file:notes.txt #mcp:nosuch:note://x"
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30)) as tmux:
+        typed = "and see #file:notes.txt #mcp:nosuch:note://x"
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie tell me a long story", "Enter")
         tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
         send_in_chat(tmux, typed)  # queued behind the running turn: refused (no such MCP server)
         back = back_in_input(tmux, "refused-back", "not queued: it is back in the input", typed)
         assert "⏳ queued" not in back, back
-    finally:
-        tmux.close()
 
 
 def test_a_prompt_whose_daemon_dies_before_its_turn_goes_back_in_the_input_and_the_chat_stops_waiting(
@@ -774,9 +766,8 @@ def test_a_prompt_whose_daemon_dies_before_its_turn_goes_back_in_the_input_and_t
     # the prompt and its `#` tags gone from the input.
     srv = scripted_llm("openai")
     srv.script(Reply(text="The first answer."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    typed = "and see #file:notes.txt"
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30)) as tmux:
+        typed = "and see #file:notes.txt"
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "The first answer." in s and "(end)" in s, "the first answer")
@@ -788,8 +779,6 @@ def test_a_prompt_whose_daemon_dies_before_its_turn_goes_back_in_the_input_and_t
         back = back_in_input(tmux, "died-back", "not sent: it is back in", typed)
         assert "sending" not in back, back
         assert_clean(tmux.screens)  # ollie says the exit, not Neovim at a "Press ENTER"
-    finally:
-        tmux.close()
 
 
 def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tmp_path: Path, scripted_llm):
@@ -800,8 +789,7 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
     srv = scripted_llm("openai")
     srv.script(Reply(text="The first answer " + "goes on " * 300, delay=0.1, chunk_size=8),
                Reply(text="The second answer, under its own heading."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30)) as tmux:
         queue_while_streaming(tmux, "continue", "The first answer", "continue")
         tmux.keys("C-c")  # Stop: the queued prompt is held
         tmux.keep("1-held", tmux.wait(lambda s: "(interrupted)" in s and "the stop holds" in s, "the held prompt"))
@@ -818,8 +806,6 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
         assert chat[at - 4:at] == ["## You", "continue", "", "## ollie"], "\n".join(chat)
         assert chat.count("continue") == 2 and chat.count("## You") == 2, "\n".join(chat)
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Path, scripted_llm):
@@ -828,8 +814,7 @@ def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Pat
     streamed on)."""
     srv = scripted_llm("openai")
     srv.script(Reply(text="The first answer " + "goes on " * 400, delay=0.1, chunk_size=8))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30)) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie talk a lot", "Enter")
         tmux.wait(lambda s: "The first answer" in s, "the answer to stream")
@@ -847,8 +832,6 @@ def test_ctrl_c_while_typing_stops_the_turn_and_the_typing_goes_on(tmp_path: Pat
         left = tmux.keep("2-normal", tmux.wait(lambda s: "mode n" in s and "-- INSERT --" not in s, "insert mode left"))
         assert "my next question goes on" in left and left.count("(interrupted)") == 1, left
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(tmp_path: Path, scripted_llm):
@@ -860,8 +843,7 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
     srv = scripted_llm("openai")
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 300, delay=0.1, chunk_size=8),
                Reply.text("The queued one's answer."), Reply.text("The injected one's answer."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 40))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 40)) as tmux:
         queue_while_streaming(tmux, "tell me a long story", "Once upon a time", "queued one")
         tmux.keys("i")
         tmux.type("injected one", "C-j")
@@ -881,8 +863,6 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
         assert chat.count("the stop holds the queued prompts") == 1 and "⏸ held" not in chat, done
         assert "↳ injected" not in chat and chat.count("## You") == 3, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_and_runs_first(
@@ -894,16 +874,12 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
                Reply(text="The answer to the queued prompt."),
                Reply(text="The answer to the next prompt."))
     files = {"notes.txt": "notes\n"}
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.keep("1-queued", queue_while_streaming(tmux, "tell me a long story", "Once upon a time",
                                                     "and the queued one"))
         quit_nvim(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
-    finally:
-        tmux.close()
     assert not daemons_of(tmp_path)
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start again")
         tmux.keys(":OllieSessions", "Enter")
         picker = tmux.wait(lambda s: "Type number" in s and "tell me a long story" in s, "the sessions to pick from")
@@ -920,8 +896,6 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
         asked = [[m["content"] for m in r.body["messages"] if m["role"] == "user"][-1] for r in srv.chat_requests[1:]]
         assert asked == ["and the queued one", "the next prompt"], asked
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_prompt_queued_with_a_file_before_nvim_quit_is_taken_back_with_it(tmp_path: Path, scripted_llm):
@@ -931,18 +905,14 @@ def test_a_prompt_queued_with_a_file_before_nvim_quit_is_taken_back_with_it(tmp_
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
                Reply(text="It adds."))
     files = {"notes.txt": "notes\n", "calc.py": "def add(a, b):\n    return a + b\n"}
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie tell me a long story", "Enter")
         tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
         send_in_chat(tmux, "what does #file:calc.py do")
         tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what does calc.py do  📎 calc.py" in s, "it queued"))
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         resume(tmux, "tell me a long story", "⏸ held: what does calc.py do")
         tmux.wait(lambda s: "⏸ held: what does calc.py do" in s and "from before the editor quit" in s, "it held")
         tmux.keys(":OllieChat", "Enter", "Escape", "Up")
@@ -953,8 +923,6 @@ def test_a_prompt_queued_with_a_file_before_nvim_quit_is_taken_back_with_it(tmp_
         tmux.keys("Enter")
         tmux.keep("3-sent", tmux.wait(lambda s: "It adds." in s, "its answer"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     told = srv.chat_requests[-1].body["messages"][-1]["content"]
     assert "return a + b" in told and told.endswith("what does calc.py do"), told
 
@@ -1018,8 +986,7 @@ def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, 
     srv = scripted_llm("openai")
     payload = '%{writefile([],"pwned")}'
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f": '{payload}'; sleep 3"}]})]), Reply(text="Done."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "notes\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "notes\n"}) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":lua vim.o.statusline = \"%!v:lua.require'ollie'.statusline()\"", "Enter")
         tmux.keys(":Ollie run it", "Enter")
@@ -1028,8 +995,6 @@ def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, 
         assert f"\nollie: Run : '{payload}'" in shown, shown
         tmux.wait(lambda s: "Done." in s, "the turn's end")
         assert not (tmp_path / "ws" / "pwned").exists(), "the statusline ran the model's expression"
-    finally:
-        tmux.close()
 
 
 def test_an_editor_tool_naming_a_fifo_a_step_made_leaves_neovim_usable(tmp_path: Path, scripted_llm):
@@ -1123,9 +1088,8 @@ def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_p
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/x = 1/x = 2/' a.py"}]})]),
                Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
                Reply(text="I left a.py to you."))
-    tmux = nvim_with_unsaved_note(tmp_path, srv)
-    a_py = tmp_path / "ws" / "a.py"
-    try:
+    with nvim_with_unsaved_note(tmp_path, srv) as tmux:
+        a_py = tmp_path / "ws" / "a.py"
         tmux.keys(":Ollie bump x, then set it to 3", "Enter")
         done = tmux.keep("1-behind", tmux.wait(lambda s: "I left a.py to you." in s, "the turn to end", timeout=60))
         # The chat's text without its wrapping (a long path wraps mid-word).
@@ -1136,8 +1100,6 @@ def test_a_step_that_changes_a_file_under_unsaved_edits_loses_neither_side(tmp_p
         code = [line.split("│")[0].rstrip() for line in done.splitlines()]
         assert "x = 1" in code and "# my unsaved note" in code, "the user's buffer is as they left it"
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert a_py.read_text() == "x = 2\n", "the step's change on disk was overwritten"
 
 
@@ -1148,9 +1110,8 @@ def test_the_agent_s_save_never_writes_over_a_change_made_on_disk_outside_its_st
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_edit", "args": ["a.py", "x = 1", "x = 3"]}]})]),
                Reply(text="I set x."))
-    tmux = nvim_with_unsaved_note(tmp_path, srv)
-    a_py = tmp_path / "ws" / "a.py"
-    try:
+    with nvim_with_unsaved_note(tmp_path, srv) as tmux:
+        a_py = tmp_path / "ws" / "a.py"
         a_py.write_text("x = 5  # checked out\n")
         tmux.keys(":Ollie set x to 3", "Enter")
         notice = "ollie: a.py changed on disk since the editor read it, so the agent's edit of it was not saved"
@@ -1161,8 +1122,6 @@ def test_the_agent_s_save_never_writes_over_a_change_made_on_disk_outside_its_st
         chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
         assert "".join("a.py: your edit is in the editor's buffer only, not saved: a.py changed on disk".split()) in chat
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert a_py.read_text() == "x = 5  # checked out\n", "the agent's save wrote over the change made on disk"
 
 
@@ -1179,9 +1138,8 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/no such text/y/' __init__.py"}]})]),
                Reply.file_edit("__init__.py", "x = 1", "x = 3"),
                Reply(text="I set x."))
-    tmux = nvim_with_unsaved_note(tmp_path, srv, "__init__.py")
-    init_py = tmp_path / "ws" / "__init__.py"
-    try:
+    with nvim_with_unsaved_note(tmp_path, srv, "__init__.py") as tmux:
+        init_py = tmp_path / "ws" / "__init__.py"
         tmux.keys(":Ollie set x to 3", "Enter")
         done = tmux.keep("1-saved", tmux.wait(lambda s: "I set x." in s, "the turn to end", timeout=60))
         assert "changed on disk" not in done, done
@@ -1196,18 +1154,13 @@ def test_a_step_that_rewrites_a_file_with_its_own_bytes_leaves_the_agent_s_save_
         assert "# my unsaved note" in [line.split("│")[0].rstrip() for line in undone.splitlines()], undone
         assert_clean(tmux.screens)
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
     # Bug: resumed, the chat no longer said so (the live note is an `info` event, which no history keeps).
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"__init__.py": "x = 3\n# my unsaved note\n"},
-                      size=(120, 40))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"__init__.py": "x = 3\n# my unsaved note\n"},
+                    size=(120, 40)) as tmux:
         resumed = resume(tmux, "set x to 3", "I set x.", "x = 3")
         chat = "".join("".join(line.split("│")[-1].split()) for line in resumed.splitlines())
         assert "".join(SAVED_WITH_YOURS.split()) in chat, chat
         tmux.wait(lambda s: "(end)" in s and "_(end)_" not in s, "the turn's end line, in italics")  # its `_` hidden
-    finally:
-        tmux.close()
 
 def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usable(tmp_path: Path, scripted_llm):
     """notes.txt is open; a step replaces it by a FIFO. Reading a FIFO waits on its writer for good: the reload after
@@ -1217,8 +1170,7 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "rm notes.txt && mkfifo notes.txt"}]})]),
                Reply(text="Made a pipe."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "my notes\n"}, size=(120, 40))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "my notes\n"}, size=(120, 40)) as tmux:
         tmux.wait(lambda s: "my notes" in s, "nvim to start")
         tmux.keys(":Ollie make notes.txt a pipe", "Enter")
         notice = "ollie: notes.txt is a FIFO now, not a file: its buffer is not reloaded"
@@ -1260,8 +1212,6 @@ def test_a_file_a_step_replaced_by_a_fifo_is_not_reloaded_and_neovim_stays_usabl
         tmux.keep("5-file-again", tmux.wait(lambda s: "new notes" in s and "my notes" not in s, "the file read again"))
         tmux.keys(":echo &filetype .. '/' .. &autoread", "Enter")
         tmux.wait(lambda s: "text/1" in s, "the buffer a text file again, autoread as the user set it")
-    finally:
-        tmux.close()
 
 
 def test_a_file_a_step_swapped_for_a_link_to_a_key_never_reaches_the_model_through_its_buffer(tmp_path: Path,
@@ -1281,8 +1231,7 @@ def test_a_file_a_step_swapped_for_a_link_to_a_key_never_reaches_the_model_throu
                                                                "touch -r notes.txt new && mv new notes.txt"}]})]),
                Reply(tool_calls=[("call_tool", {"calls": [{"tool": "file_read", "args": ["notes.txt"]}]})]),
                Reply(text="Read it."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "my notes\n"}, size=(160, 40))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "my notes\n"}, size=(160, 40)) as tmux:
         tmux.wait(lambda s: "my notes" in s, "nvim to start")
         tmux.keys(":Ollie tidy notes.txt", "Enter")
         tmux.wait(lambda s: "Read it." in s, "the turn's end", timeout=90)
@@ -1294,8 +1243,6 @@ def test_a_file_a_step_swapped_for_a_link_to_a_key_never_reaches_the_model_throu
         tmux.keep("1-told", tmux.wait(lambda s: notice in s, "the user told"))
         tmux.keep("2-reloaded", tmux.wait(lambda s: "decoy" in s, "the buffer reloaded once a file is back"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_paragraph_taller_than_the_chat_shows_its_end_as_it_streams_and_at_the_end(tmp_path: Path, scripted_llm):
@@ -1338,8 +1285,7 @@ def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed
     srv.script(Reply(text="Hello."),
                Reply(tool_calls=[("execute_code", {"steps": [{"code": "sed -i 's/x = 1/x = 2/' a.py"}]})]),
                Reply(text="I left a.py to you."))
-    tmux = nvim_with_unsaved_note(tmp_path, srv)
-    try:
+    with nvim_with_unsaved_note(tmp_path, srv) as tmux:
         tmux.keys(":Ollie hi", "Enter")
         tmux.wait(lambda s: "Hello." in s, "the first turn to end", timeout=60)
         tmux.keys("Escape")  # out of the chat's input
@@ -1352,8 +1298,6 @@ def test_a_step_s_change_under_unsaved_edits_is_notified_when_the_chat_is_closed
         tmux.keys(":Ollie", "Enter")
         tmux.keep("2-chat", tmux.wait(lambda s: "I left a.py to you." in s, "the turn to end", timeout=60))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def show_code_actions(tmux: Tmux, *keys: str) -> None:
@@ -1375,8 +1319,7 @@ def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted
     answer came under no prompt)."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("It adds two numbers."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"}) as tmux:
         tmux.wait(lambda s: "calc.py" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.wait(lambda s: "ollie: idle" in s, "the chat")
@@ -1387,8 +1330,6 @@ def test_a_code_action_runs_in_the_chat_with_its_prompt(tmp_path: Path, scripted
         done = tmux.keep("code-action", tmux.wait(lambda s: "It adds two numbers." in s and "(end)" in s, "the answer"))
         chat = "\n".join(line.split("│")[-1].rstrip() for line in done.splitlines())
         assert "## You\nExplain what this code does" in chat and "📎 calc.py:1-2" in chat, chat
-    finally:
-        tmux.close()
 
 
 def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_path: Path, scripted_llm):
@@ -1397,8 +1338,7 @@ def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_pa
     prompt that took the next key, and "-- VISUAL LINE --" hid the answer)."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("It adds two numbers."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"}, size=(80, 24))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"}, size=(80, 24)) as tmux:
         tmux.wait(lambda s: "calc.py" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")  # the daemon started; the chat closed again: the answer is a message
         tmux.wait(lambda s: "ollie: idle" in s, "the chat")
@@ -1411,8 +1351,6 @@ def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_pa
         tmux.keys(":echo 'taken' .. ' at once'", "Enter")
         tmux.keep("next-key", tmux.wait(lambda s: "taken at once" in s, "the next command"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path, scripted_llm):
@@ -1421,9 +1359,8 @@ def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path,
 
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(120, 24))
-    hint = "Type a prompt, <C-s> to send · :help ollie"
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(120, 24)) as tmux:
+        hint = "Type a prompt, <C-s> to send · :help ollie"
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         empty = tmux.keep("1-empty", tmux.wait(lambda s: hint in s and "-- INSERT --" in s, "the hint"))
@@ -1434,8 +1371,6 @@ def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path,
         answered = tmux.keep("2-answered", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
         assert hint not in answered, answered
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scripted_llm):
@@ -1445,13 +1380,12 @@ def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scri
     srv = scripted_llm("openai")
     read = ("call_tool", {"calls": [{"tool": "file_read", "args": ["__init__.py"]}]})
     srv.script(Reply(text="Reading it.", tool_calls=[read]), Reply.text("Use **bold** and `__init__.py` here."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n", "__init__.py": "y = 2\n"})
-    typed = "rename __init__.py and compute a*b*c with [x]"
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n", "__init__.py": "y = 2\n"}) as tmux:
+        typed = "rename __init__.py and compute a*b*c with [x]"
 
-    def chat(screen: str) -> list[str]:
-        return [line.split("│")[-1].rstrip() for line in screen.splitlines()]
+        def chat(screen: str) -> list[str]:
+            return [line.split("│")[-1].rstrip() for line in screen.splitlines()]
 
-    try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(f":Ollie {typed}", "Enter")
         live = tmux.keep("1-typed", tmux.wait(lambda s: "(end)" in s, "the answer"))
@@ -1466,8 +1400,6 @@ def test_a_prompt_shows_as_typed_and_the_answer_as_markdown(tmp_path: Path, scri
         assert "Use bold and __init__.py here." in chat(redrawn), redrawn
         assert "  ✓ Read __init__.py" in chat(redrawn) and "    → __init__.py" in chat(redrawn), redrawn
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_streaming_answer_leaves_the_chat_above_it_highlighted_and_is_highlighted_once_in(tmp_path: Path,
@@ -1501,14 +1433,11 @@ def test_a_streaming_answer_leaves_the_chat_above_it_highlighted_and_is_highligh
 def test_a_notice_of_two_lines_shows_on_one(tmp_path: Path, scripted_llm):
     """ollie's notice with a line break shows on one line (Bug: an `echomsg` of it ended at the break, E115, and the
     request that sent it failed with an error on screen)."""
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"})
-    try:
+    with start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(""":lua require("ollie.requests").notify("it's the first line\\nand the second", 3)""", "Enter")
         tmux.keep("1-notice", tmux.wait(lambda s: "ollie: it's the first line and the second" in s, "the notice"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_prompt_sent_right_after_ollie_restart_is_sent_every_time(tmp_path: Path, scripted_llm):
@@ -1518,8 +1447,7 @@ def test_a_prompt_sent_right_after_ollie_restart_is_sent_every_time(tmp_path: Pa
     srv = scripted_llm("openai")
     rounds = 5
     srv.script(Reply.text("The first answer."), *(Reply.text(f"Answer number {n}.") for n in range(rounds)))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30)) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "The first answer." in s and "(end)" in s, "the first answer")
@@ -1532,8 +1460,6 @@ def test_a_prompt_sent_right_after_ollie_restart_is_sent_every_time(tmp_path: Pa
             tmux.keep(f"{n}-answered", tmux.wait(lambda s, n=n: f"Answer number {n}." in s, f"the answer to prompt {n}"))
         assert [r.body["messages"][-1]["content"] for r in srv.chat_requests][1:] == [
             f"prompt number {n}" for n in range(rounds)]
-    finally:
-        tmux.close()
 
 
 def test_gx_in_the_transcript_opens_a_web_address_once_the_user_says_yes_and_nothing_else(tmp_path: Path,
@@ -1543,12 +1469,11 @@ def test_gx_in_the_transcript_opens_a_web_address_once_the_user_says_yes_and_not
     opens it once the user says yes (an opener stands in for xdg-open on PATH and says what it was given)."""
     srv = scripted_llm("openai")
     srv.script(Reply(text="Local: file:///etc/passwd\n\nWeb: http://127.0.0.1:9/page"))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"})
-    opened = tmp_path / "opened"
-    opener = tmp_path / "bin" / "xdg-open"
-    opener.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {opened}\n')
-    opener.chmod(0o755)
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}) as tmux:
+        opened = tmp_path / "opened"
+        opener = tmp_path / "bin" / "xdg-open"
+        opener.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {opened}\n')
+        opener.chmod(0o755)
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie where are the docs?", "Enter")
         tmux.wait(lambda s: "Web: http" in s, "the answer")
@@ -1561,8 +1486,6 @@ def test_gx_in_the_transcript_opens_a_web_address_once_the_user_says_yes_and_not
         # (The file exists from the shell's `>>` on, before printf wrote to it: waited for the whole line.)
         tmux.wait(lambda s: opened.exists() and opened.read_text().endswith("\n"), "the opener to run")
         assert opened.read_text() == "http://127.0.0.1:9/page\n"
-    finally:
-        tmux.close()
 
 
 def test_a_command_typed_while_the_plain_picker_asks_never_answers_it(tmp_path: Path, scripted_llm):
@@ -1570,8 +1493,7 @@ def test_a_command_typed_while_the_plain_picker_asks_never_answers_it(tmp_path: 
     # it on <CR> with no number, a Reject the user never meant. Only the picker's own keys answer now.
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "touch first"}]})]), Reply(text="Touched."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"util.py": "a\nb\nc\n"}, size=(100, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"util.py": "a\nb\nc\n"}, size=(100, 30)) as tmux:
         tmux.wait(lambda s: "util.py" in s, "nvim to start")
         tmux.keys(":Ollie touch it", "Enter")
         tmux.keep("1-asked", tmux.wait(lambda s: "touch first" in s and "Allow once" in s, "the question"))
@@ -1582,8 +1504,6 @@ def test_a_command_typed_while_the_plain_picker_asks_never_answers_it(tmp_path: 
         tmux.keys("1", "Enter")
         tmux.keep("3-allowed", tmux.wait(lambda s: "Touched." in s, "the turn to end"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert (tmp_path / "ws" / "first").exists()
 
 
@@ -1594,9 +1514,8 @@ def test_a_question_taller_than_half_the_screen_says_so_and_scrolls_from_the_pic
     names = [f"m{i}.py" for i in range(12)]
     batch = ("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]})
     srv.script(Reply(tool_calls=[batch]), Reply.text("Left them."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names},
-                      size=(80, 24))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names},
+                    size=(80, 24)) as tmux:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys(":Ollie fix them", "Enter")
         asked = tmux.wait(lambda s: "Allow once" in s and "lines do not fit: <C-d>/<C-u> scroll" in s, "the cut question")
@@ -1616,8 +1535,6 @@ def test_a_question_taller_than_half_the_screen_says_so_and_scrolls_from_the_pic
         tmux.wait(lambda s: "Left them." in s, "the turn to end")
         assert all((tmp_path / "ws" / name).read_text().endswith("a - b\n") for name in names)
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 BATCH_FILES = [f"m{i}.py" for i in range(6)]  # more than TOGETHER_PAST: asked together
@@ -1650,14 +1567,12 @@ def test_a_batch_of_edits_is_one_question_that_shows_each_call(tmp_path: Path, s
     batch = ("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]})
     tmux, asked = batch_asked(tmp_path, scripted_llm, Reply(text="Fixing them all.", tool_calls=[batch]), "Fixed all.",
                               1000)
-    try:
+    with tmux:
         assert "ollie asks to: Edit m0.py and 5 more steps" in asked, asked
         tmux.keys("1", "Enter")  # Allow once: for the whole batch, asked once
         tmux.wait(lambda s: "Fixed all." in s and "(end)" in s, "the turn to end")
         assert all((tmp_path / "ws" / name).read_text().endswith("a + b\n") for name in names)
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_batch_question_draws_each_call_on_its_own_line_and_a_bidi_override_as_an_escape(tmp_path: Path,
@@ -1669,14 +1584,12 @@ def test_a_batch_question_draws_each_call_on_its_own_line_and_a_bidi_override_as
     calls[-1]["args"][2] = "a + b \u202e# fine\nfile_edit m9.py 'a - b' 'a + b'"
     tmux, asked = batch_asked(tmp_path, scripted_llm, Reply(tool_calls=[("call_tool", {"calls": calls})]), "Left them.",
                               1500)
-    try:
+    with tmux:
         assert "\\u202e# fine\\nfile_edit m9.py" in "".join(line.strip() for line in asked.splitlines()), asked
         assert not any(line.strip().startswith("file_edit m9.py") for line in asked.splitlines()), asked
         tmux.keys(choice(asked, "Reject"), "Enter")
         tmux.wait(lambda s: "Left them." in s and "(end)" in s, "the turn to end")
         assert all((tmp_path / "ws" / name).read_text().endswith("a - b\n") for name in names)
-    finally:
-        tmux.close()
 
 
 def test_a_batch_question_says_a_file_has_unsaved_changes_and_draws_a_bidi_override_in_a_path_as_an_escape(
@@ -1687,8 +1600,7 @@ def test_a_batch_question_says_a_file_has_unsaved_changes_and_draws_a_bidi_overr
     names = [f"m{i}.py" for i in range(5)] + ["x\u202eyp.py"]
     calls = [{"tool": "file_edit", "args": [name, "a - b", "a + b"]} for name in names]
     srv.script(Reply(tool_calls=[("call_tool", {"calls": calls})]), Reply.text("Left them."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names})
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {name: "def f(a, b):\n    return a - b\n" for name in names}) as tmux:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys("G", "o", "# mine", "Escape")
         tmux.keys(":Ollie fix them", "Enter")
@@ -1700,5 +1612,3 @@ def test_a_batch_question_says_a_file_has_unsaved_changes_and_draws_a_bidi_overr
         tmux.keys(choice(asked, "Reject"), "Enter")
         tmux.wait(lambda s: "Left them." in s and "(end)" in s, "the turn to end")
         assert all((tmp_path / "ws" / name).read_text() == "def f(a, b):\n    return a - b\n" for name in names)
-    finally:
-        tmux.close()

@@ -21,13 +21,12 @@ def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scrip
     commands before it (`/network`) were gone."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(140, 40))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(140, 40)) as tmux:
 
-    def command(line: str, until: str) -> str:
-        tmux.type(line, "C-s")
-        return chat_text(tmux.wait(lambda s: until in chat_text(s), f"the answer to {line}"))
+        def command(line: str, until: str) -> str:
+            tmux.type(line, "C-s")
+            return chat_text(tmux.wait(lambda s: until in chat_text(s), f"the answer to {line}"))
 
-    try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.type("hello", "C-s")
@@ -44,8 +43,6 @@ def test_a_failed_command_says_why_once_and_keeps_the_chat(tmp_path: Path, scrip
         assert after.count("unknown command /rewnd: did you mean /rewind?") == 1 and "commands:" not in after, after
         assert "no network use in this session" in after and "Hello back." in after, after
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_apart_from_its_note(tmp_path: Path,
@@ -56,8 +53,7 @@ def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_ap
     answer = "The answer goes on slowly, word after word, to its end."
     srv = scripted_llm("openai")
     srv.script(Reply(text="Before it, a paragraph.\n\n" + answer, chunk_size=6, delay=0.5))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.type("explain", "C-s")
@@ -72,8 +68,6 @@ def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_ap
                                           "error: /clear failed: cannot clear while a turn is running; interrupt it "
                                           "first", "", answer], done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_failed_shell_line_shows_failed_and_a_done_step_s_mark_green(tmp_path: Path, scripted_llm):
@@ -83,8 +77,7 @@ def test_a_failed_shell_line_shows_failed_and_a_done_step_s_mark_green(tmp_path:
 
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "echo ran"}]})]), Reply.text("It ran."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"}, size=(140, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"}, size=(140, 30)) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.type("run it", "C-s")
@@ -100,16 +93,13 @@ def test_a_failed_shell_line_shows_failed_and_a_done_step_s_mark_green(tmp_path:
         assert screens.fg_at(ansi, "│broke", 1) not in (screens.fg_at(ansi, "│fine", 1), screens.FG), ansi
         assert screens.fg_at(ansi, "✓") != screens.fg_at(ansi, "Run echo ran"), ansi
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_model_and_agent_names_complete_on_the_command_line(tmp_path: Path, scripted_llm):
     """A newcomer types `:OllieModel <Tab>` as any command's argument: it inserted a literal ^I (the commands had no
     completion); now the backend's models and the agent configs complete, and the completed command switches."""
     srv = scripted_llm("openai", models={"scripted-model": 32_768, "qwen-coder": 32_768})
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieModel ", "Tab")
         menu = tmux.keep("1-models", tmux.wait(lambda s: "qwen-coder" in s, "the models to complete"))
@@ -123,8 +113,6 @@ def test_model_and_agent_names_complete_on_the_command_line(tmp_path: Path, scri
         tmux.keys("Enter")
         tmux.keep("3-switched", tmux.wait(lambda s: "model: qwen-coder" in s, "the switch said"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_path: Path, scripted_llm):
@@ -132,8 +120,7 @@ def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_p
     complete as in the chat's input (`#file:` with the workspace's files), and the prompt runs with them."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("It adds one."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie /usa", "Tab")  # (the daemon's commands: the first <Tab> is before it listed them)
         tmux.keep("0-command", tmux.wait(lambda s: ":Ollie /usage" in s, "the command completed"))
@@ -147,15 +134,12 @@ def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_p
         done = tmux.keep("3-answer", tmux.wait(lambda s: "It adds one." in s and "(end)" in s, "the answer"))
         assert "📎 calc.py" in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_help_s_columns_hold_in_a_chat_narrower_than_its_lines(tmp_path: Path, scripted_llm):
     """`/help` in a chat half a 120-column screen wide: a description too long for the window goes on under its own
     column (Bug: under the commands' column, "/network   every connection this session's" then "  steps made, ...")."""
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(120, 40))
-    try:
+    with start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(120, 40)) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie /help", "Enter")
         rows = chat_text(tmux.keep("1-help", tmux.wait(lambda s: "this list" in s, "/help's answer"))).splitlines()
@@ -163,5 +147,3 @@ def test_help_s_columns_hold_in_a_chat_narrower_than_its_lines(tmp_path: Path, s
         column = rows[at].index("every connection")
         assert rows[at + 1][:column].strip() == "" and rows[at + 1][column:].strip(), "\n".join(rows)
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()

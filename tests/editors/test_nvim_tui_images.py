@@ -51,38 +51,29 @@ def test_each_image_a_batch_read_shows_under_its_step_live_and_resumed(tmp_path:
                                                          {"tool": "file_read", "args": ["pics/b.png"]}]})),
                Reply.text("Both are red."))
     files = {"notes.txt": "notes\n"}
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    ws = tmp_path / "ws"
-    (ws / "a.png").write_bytes(png(2, 2))
-    (ws / "pics").mkdir()
-    (ws / "pics" / "b.png").write_bytes(png(2, 2) + bytes(6000))  # its own size: which line is whose shows
-    small, big = "[image: image/png, 1 KB]", "[image: image/png, 6 KB]"
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        ws = tmp_path / "ws"
+        (ws / "a.png").write_bytes(png(2, 2))
+        (ws / "pics").mkdir()
+        (ws / "pics" / "b.png").write_bytes(png(2, 2) + bytes(6000))  # its own size: which line is whose shows
+        small, big = "[image: image/png, 1 KB]", "[image: image/png, 6 KB]"
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie look at both pictures", "Enter")
         live = tmux.keep("1-live", tmux.wait(lambda s: "Both are red." in s, "the answer"))
         assert_each_under_its_step(live, small, big)
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         resumed = resume(tmux, "look at both pictures", "Both are red.")
         assert_each_under_its_step(resumed, small, big)
         assert_clean(tmux.screens)
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
     # A session saved before images named their step: both under the call, as they were.
     for log in (Path(os.environ["XDG_DATA_HOME"]) / "ollie" / "sessions").glob("*.jsonl"):
         log.write_text(re.sub(r'"(image/png \d+) \d+"', r'"\1"', log.read_text()))  # its marks: `image/png 73`
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         lines = chat_lines(resume(tmux, "look at both pictures", "Both are red."))
         b = next(i for i, line in enumerate(lines) if line.endswith("Read pics/b.png"))
         assert lines[b + 1:b + 5] == ["      → pics/b.png", "", f"    {small}", f"    {big}"], lines
-    finally:
-        tmux.close()
 
 
 def story_streaming(tmp_path: Path, scripted_llm: Callable[..., ScriptedLLMServer]
@@ -115,6 +106,15 @@ def the_queued_turn_ran(srv: ScriptedLLMServer, story: threading.Event, tmux: Tm
     assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
 
 
+def queued_elsewhere(tmux: Tmux, lua: str, what: str) -> None:
+    """Run `lua`, which queues prompts as another client of the session does (the chat neither sent them nor shows
+    them queued), until it prints `queued what` (or `refused what`): printed by its callback, never typed (the typed
+    command is on the screen until Neovim takes its Enter, a while under load: a wait for words it holds went on
+    before any answer, and a prompt sent next went first)."""
+    tmux.keys(f":lua {lua}", "Enter")
+    tmux.wait(lambda s: f"queued {what}" in s or f"refused {what}" in s, "the daemon to take the prompts")
+
+
 def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path: Path, scripted_llm):
     """Live, the refused prompt shows its image and the error says why; resumed (the session keeps no such image), the
     prompt names the image left out and why: the note the model reads, shown with the prompt, and a label as a kept
@@ -122,9 +122,8 @@ def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path:
     srv = scripted_llm("openai", vision=False, says_vision=False)  # the vendor's answer decides
     srv.script(Reply.text("read without it"))
     files = {"notes.txt": "notes\n"}
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(2, 2))
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        (tmp_path / "ws" / "shot.png").write_bytes(picture := png(2, 2))
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.keys("what is it #file:shot.png", literal=True)
@@ -138,17 +137,12 @@ def test_a_prompt_s_image_the_vendor_refused_is_named_live_and_resumed(tmp_path:
         tmux.keys("Escape", "Enter")
         tmux.keep("2-answered", tmux.wait(lambda s: "read without it" in s, "the answer"))
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
-    tmux = start_nvim(tmp_path, srv.env(), files)
-    try:
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
         lines = chat_lines(resume(tmux, "what is it", "read without it"))
         prompt = lines.index("what is it shot.png")
         note = f"[1 image left out: the model does not take images (image/png, {len(picture)} bytes)]"
         assert lines[prompt + 1:prompt + 4] == ["", note, "📎 image (png, 1 KB)"], lines
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path, scripted_llm):
@@ -162,8 +156,7 @@ def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path,
     pictures = tmp_path / "Pictures"
     pictures.mkdir()
     (pictures / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30)) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(f":OllieImage {pictures}/shot.png", "Enter")
         tmux.wait(lambda s: "-- INSERT --" in s and "#file:" in s, "the image in the input")
@@ -176,8 +169,6 @@ def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path,
         assert "The button is red." in done and "".join(chat_lines(done)).count(f"{pictures}/shot.png") == 2, done
         assert "(image)" in done and "error" not in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
 
 
@@ -187,7 +178,7 @@ def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: 
     from . import screens
 
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
-    try:
+    with tmux:
         send_in_chat(tmux, "what is it #file:shot.png")
         queued = tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 shot.png (image)" in s
                                                  or "error" in s, "the queued prompt"))
@@ -197,26 +188,18 @@ def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: 
         # Its prompt as a sent one's, its image named (as this chat queued it).
         the_queued_turn_ran(srv, story, tmux, picture, "2-answered", "what is it shot.png", "📎 shot.png (image)")
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_prompt_with_an_image_queued_elsewhere_is_shown_with_it_when_it_runs(tmp_path: Path, scripted_llm):
     """Bug: a prompt queued with an image by another client of the session (a second window) showed, once its turn
     ran, as text alone: the daemon's `user` event named no images. It names them now, and so does the chat."""
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
-    try:
-        # Queued by another client: the chat did not send it, nor shows it queued. What the answer prints is formatted
-        # by its callback, never typed: the typed command is on the screen until Neovim takes its Enter (a while, under
-        # load), and a wait for words it holds went on before any answer (a prompt sent next went first).
-        tmux.keys(":lua require('ollie.client').request('ollie/queue', {session = require('ollie.chat').get().session,"
-                  " text = 'what is this', images = {{path = 'shot.png'}}},"
-                  " function(e) print(('%s it'):format(e and 'refused' or 'queued')) end)", "Enter")
-        tmux.wait(lambda s: "queued it" in s or "refused it" in s, "the daemon to take the prompt")
+    with tmux:
+        queued_elsewhere(tmux, "require('ollie.client').request('ollie/queue', {session = require('ollie.chat').get()"
+                         ".session, text = 'what is this', images = {{path = 'shot.png'}}},"
+                         " function(e) print(('%s it'):format(e and 'refused' or 'queued')) end)", "it")
         the_queued_turn_ran(srv, story, tmux, picture, "1-ran", "what is this", "📎 image (png, 1 KB)")
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_prompt_with_an_image_queued_when_nvim_quit_comes_back_with_it(tmp_path: Path, scripted_llm):
@@ -228,11 +211,10 @@ def test_a_prompt_with_an_image_queued_when_nvim_quit_comes_back_with_it(tmp_pat
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
                Reply.text("It is blue."), Reply.text("Next done."))
     files = {"notes.txt": "notes\n"}
-    tmux = start_nvim(tmp_path, srv.env(), files, size=(120, 30))
-    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
-    (tmp_path / "red.png").write_bytes(outside := png(3, 3, (255, 0, 0)))
-    saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie"
-    try:
+    with start_nvim(tmp_path, srv.env(), files, size=(120, 30)) as tmux:
+        (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+        (tmp_path / "red.png").write_bytes(outside := png(3, 3, (255, 0, 0)))
+        saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie"
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie tell me a long story", "Enter")
         tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
@@ -243,19 +225,14 @@ def test_a_prompt_with_an_image_queued_when_nvim_quit_comes_back_with_it(tmp_pat
         tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued:" in s,
                                         "the queued prompt"))
         quit_nvim(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
-    finally:
-        tmux.close()
     red = base64.b64encode(outside).decode()
     assert red not in (saved / "queued.json").read_text()
     assert [p.read_text() for p in (saved / "queued-images").iterdir()] == [red]
-    tmux = start_nvim(tmp_path, srv.env(), files, size=(120, 30))
-    try:
+    with start_nvim(tmp_path, srv.env(), files, size=(120, 30)) as tmux:
         resume(tmux, "tell me a long story", "⏸ held:")  # with its images
         send_in_chat(tmux, "next")
         tmux.keep("3-ran", tmux.wait(lambda s: "Next done." in s, "the next prompt's answer"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     # The held prompt's turn sent the images (its request and the next, whose history holds them).
     assert srv.images(srv.chat_requests[1]) == [("image/png", outside), ("image/png", picture)]
     assert list((saved / "queued-images").iterdir()) == []
@@ -266,13 +243,11 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
     daemon refuses the next: the chat says why and what to do, the prompt is back in the input, what waits stays;
     once the user dropped that, Enter sends it with its image."""
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
-    try:
-        # 32 queued by another client of the session (typed here one by one they only take longer); what they print is
-        # formatted there (as above).
-        tmux.keys(":lua for n = 1, 32 do require('ollie.client').request('ollie/queue', {session ="
-                  " require('ollie.chat').get().session, text = 'waiting ' .. n}, function(e) if n == 32 then"
-                  " print(('%s them'):format(e and 'refused' or 'queued')) end end) end", "Enter")
-        tmux.wait(lambda s: "queued them" in s or "refused them" in s, "the daemon to take the prompts")
+    with tmux:
+        # 32 queued (typed here one by one they only take longer)
+        queued_elsewhere(tmux, "for n = 1, 32 do require('ollie.client').request('ollie/queue', {session ="
+                         " require('ollie.chat').get().session, text = 'waiting ' .. n}, function(e) if n == 32 then"
+                         " print(('%s them'):format(e and 'refused' or 'queued')) end end) end", "them")
         back, said = sent_and_refused(tmux, "one too many #file:shot.png", "(not queued: it is back in the input")
         assert "error: queue full: 32 prompts wait in this session, the most it queues: let them run first, or drop" \
                " them (/queued clear)" in said, back
@@ -287,8 +262,6 @@ def test_a_prompt_past_the_queues_bound_is_refused_and_back_in_the_input(tmp_pat
         tmux.wait(lambda s: "dropped 32" in s or "failed: " in s, "the queue dropped")
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")
         tmux.keep("2-sent", tmux.wait(lambda s: "It is blue." in s, "the prompt's answer"))
-    finally:
-        tmux.close()
     assert srv.images(srv.chat_requests[-1]) == [("image/png", picture)]
 
 
@@ -304,10 +277,9 @@ def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image
     story = threading.Event()
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
                Reply.text("Tabs, then."), Reply.text("It is blue."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
-    typed = "what is it #file:shot.png, see #file:notes.txt"
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30)) as tmux:
+        (tmp_path / "ws" / "shot.png").write_bytes(picture := png(3, 3, (0, 0, 255)))
+        typed = "what is it #file:shot.png, see #file:notes.txt"
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie tell me a story", "Enter")
         tmux.wait(lambda s: "Once upon a time" in s, "the answer to stream")
@@ -334,8 +306,6 @@ def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image
         done = tmux.keep("2-sent-again", tmux.wait(lambda s: "It is blue." in s, "its answer"))
         assert "error" not in done, done
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     assert [srv.images(r) for r in srv.chat_requests] == [[], [], [("image/png", picture)]]
     assert "notes.txt" in str(srv.chat_requests[-1].body["messages"][-1]), srv.chat_requests[-1].body
 
@@ -345,10 +315,9 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
     more of prompts not run yet. Sent now, a prompt with an image is refused before its image is read (-32010); it
     was gone from the input, only the error said: it is back there, its `#file:` tag with it."""
     srv = scripted_llm("openai")
-    tmux = start_nvim(tmp_path, {**srv.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"}, {"notes.txt": "notes\n"}, size=(120, 30))
-    (tmp_path / "ws" / "shot.png").write_bytes(png(3, 3, (0, 0, 255)))
-    (tmp_path / "ws" / "big.png").write_bytes(png(5, 3) + b"\0" * 900)
-    try:
+    with start_nvim(tmp_path, {**srv.env(), "OLLIE_MAX_IMAGE_BYTES": "1000"}, {"notes.txt": "notes\n"}, size=(120, 30)) as tmux:
+        (tmp_path / "ws" / "shot.png").write_bytes(png(3, 3, (0, 0, 255)))
+        (tmp_path / "ws" / "big.png").write_bytes(png(5, 3) + b"\0" * 900)
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":lua local c, n, f = require('ollie.client'), 0, nil; for _ = 1, 2 do c.request('ollie/session/new',"
                   " {cwd = vim.fn.getcwd()}, function(_, r) for _ = 1, 2 do c.request('ollie/queue', {session ="
@@ -360,6 +329,4 @@ def test_a_prompt_past_what_the_daemon_holds_of_images_is_refused_and_back_in_th
         assert "refused: " not in screen, screen
         back, said = sent_and_refused(tmux, "what is it #file:shot.png", "(not sent: it is back in the input")
         assert "of prompts waiting in this daemon's sessions are over the 31.2 KiB it holds" in said, back
-    finally:
-        tmux.close()
     assert srv.chat_requests == []

@@ -36,9 +36,8 @@ def _two_replies_nvim(tmp_path: Path, scripted_llm) -> Tmux:
 
 
 def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_path: Path, scripted_llm):
-    tmux = _two_replies_nvim(tmp_path, scripted_llm)
-    keep = tmux.keep
-    try:
+    with _two_replies_nvim(tmp_path, scripted_llm) as tmux:
+        keep = tmux.keep
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s)
                                             and "ollie: idle $" in chat_bar(s),
@@ -59,14 +58,11 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
         keep("3-new-title", tmux.wait(lambda s: "Clouds drift by." in s and " · Describe the sky" in chat_bar(s),
                                       "the new prompt's title"))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: Path, scripted_llm):
-    tmux = _two_replies_nvim(tmp_path, scripted_llm)
-    keep = tmux.keep
-    try:
+    with _two_replies_nvim(tmp_path, scripted_llm) as tmux:
+        keep = tmux.keep
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         tmux.wait(lambda s: "Waves roll in." in s and " · Write a haiku" in chat_bar(s), "the first turn's end")
         tmux.keys(":Ollie Describe the sky", "Enter")
@@ -79,8 +75,6 @@ def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: 
         assert chat_bar(forked).rstrip().endswith("· Write a haiku about the sea (fork)"), chat_bar(forked)
         photo(tmux, "2-forked")
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_path: Path, scripted_llm):
@@ -88,14 +82,13 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["util.py", "return x",
                                                                                          "return x * 2"]}]})),
                Reply.text("Doubled."))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"util.py": "def double(x):\n    return x\n"},
-                      size=(120, 30))
-    keep = tmux.keep
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"util.py": "def double(x):\n    return x\n"},
+                    size=(120, 30)) as tmux:
+        keep = tmux.keep
 
-    def tabline(screen: str) -> str:
-        return screen.splitlines()[0]
+        def tabline(screen: str) -> str:
+            return screen.splitlines()[0]
 
-    try:
         tmux.wait(lambda s: "def double" in s, "nvim to start")
         tmux.keys(":Ollie make double double", "Enter")
         tmux.wait(lambda s: "(end)" in s, "the turn's end", timeout=40)
@@ -119,8 +112,6 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         coding = keep("3-code-in-use", tmux.wait(lambda s: tabline(s).startswith(" 4 util.py "), "the file's label"))
         assert tabline(coding).rstrip().endswith("X"), "the close button, as Neovim's own tabline has"
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_two_sessions_of_one_title_made_in_one_minute_are_told_apart_in_ollie_sessions(tmp_path: Path,
@@ -128,12 +119,11 @@ def test_two_sessions_of_one_title_made_in_one_minute_are_told_apart_in_ollie_se
     # Bug: the picker showed "hello · just now" twice, one line as the other: which was which, none could tell.
     srv = scripted_llm("openai")
     srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."), Reply.text("Rain falls."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(100, 30)) as tmux:
 
-    def labels(screen: str) -> list[str]:
-        return [line.strip() for line in screen.splitlines() if ": hello ·" in line]
+        def labels(screen: str) -> list[str]:
+            return [line.strip() for line in screen.splitlines() if ": hello ·" in line]
 
-    try:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "Waves roll in." in s and "(end)" in s, "the first session's answer")
@@ -150,5 +140,3 @@ def test_two_sessions_of_one_title_made_in_one_minute_are_told_apart_in_ollie_se
         assert labels(picker) == ["1: hello · just now · 2 turns (current)", "2: hello · just now · 1 turn"], picker
         tmux.keys("Escape")
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()

@@ -82,14 +82,12 @@ def test_requests_made_while_ollie_restart_is_under_way_wait_for_the_one_fresh_d
     # the old one still there (two daemons on one store); the restart then took that early one.
     logged = 'echo "start $$" >> "$log"\n"$real" "$@"\necho "exit $$" >> "$log"'
     _, tmux = answered(tmp_path, scripted_llm, Reply.text("The second answer."), wrap=logged)
-    try:
+    with tmux:
         tmux.keys(":OllieRestart", "Enter", ":Ollie and now", "Enter")
         tmux.keep("1-answered", tmux.wait(lambda s: "The second answer." in s, "the answer sent during the restart"))
         events = [line.split()[0] for line in (tmp_path / "daemons.log").read_text().splitlines()]
         assert events[:3] == ["start", "exit", "start"] and events.count("start") == 2, events
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 # A wrapper's first lines: a child it leaves holds the daemon's output open until the test lets it go (let_go), and
@@ -252,17 +250,14 @@ def test_a_question_of_a_daemon_that_died_is_taken_away_with_it(tmp_path: Path, 
     # next question for this one's).
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "touch first"}]})]))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {"util.py": "a\nb\nc\n"}, size=(100, 30),
-                      init_lua=FLOAT_PICKER)
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"util.py": "a\nb\nc\n"}, size=(100, 30),
+                    init_lua=FLOAT_PICKER) as tmux:
         tmux.wait(lambda s: "util.py" in s, "nvim to start")
         tmux.keys(":Ollie touch it", "Enter")
         tmux.keep("1-asked", tmux.wait(lambda s: "touch first" in s and "pick 1: Allow once" in s, "the question"))
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
         screen = tmux.keep("2-restarted", tmux.wait(lambda s: "was restarted" in unwrapped(s), "the restart said"))
         assert "pick 1: Allow once" not in screen and "waiting for your answer" not in screen, screen
-    finally:
-        tmux.close()
     assert not (tmp_path / "ws" / "first").exists()
 
 
@@ -270,7 +265,7 @@ def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: P
     # Bug: once the plugin had given up, each prompt sent started a daemon, and that one's death was taken for a first
     # crash and restarted: two starts per prompt (and :OllieRestart's the same), the give-up said again each time.
     _, tmux = answered(tmp_path, scripted_llm, Reply.text("The answer once fixed."), Reply.text("Still answering."))
-    try:
+    with tmux:
         real = os.path.realpath(tmp_path / "bin" / "ollie-lsp")
         log = wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')  # a broken install: each start fails
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
@@ -302,8 +297,6 @@ def test_a_daemon_that_dies_again_at_once_is_not_restarted_in_a_loop(tmp_path: P
         send_in_chat(tmux, "and now")
         tmux.keep("6-after", tmux.wait(lambda s: "Still answering." in s, "the restarted daemon's answer"))
         assert len(started(log)) == 5, log.read_text()
-    finally:
-        tmux.close()
 
 
 def test_a_daemon_that_died_is_said_restarted_once_the_fresh_one_has_come_up(tmp_path: Path, scripted_llm):
@@ -369,7 +362,7 @@ def test_a_daemon_killed_while_she_types_says_so_once_and_never_stops_her_at_a_p
     # chats were left without one until :OllieRestart, not a word said. Bug: "a turn it ran was lost" was said with no
     # turn running.
     _, tmux = answered(tmp_path, scripted_llm, size=(100, 30))
-    try:
+    with tmux:
         tmux.keys("Escape", ":wincmd t", "Enter", "G", "o")
         tmux.keys("typed before", literal=True)
         tmux.wait(lambda s: "typed before" in s, "her typing")
@@ -383,8 +376,6 @@ def test_a_daemon_killed_while_she_types_says_so_once_and_never_stops_her_at_a_p
         assert "turn it ran was lost" not in unwrapped(said), said  # none ran (it was said all the same)
         daemon_pid(tmp_path)  # one running again
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_ollie_restart_twice_in_a_row_loads_each_chat_once(tmp_path: Path, scripted_llm):
@@ -452,14 +443,13 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
     # daemon…" and its death again in the command line: leaving insert mode, a hit-enter prompt of them. A named chat
     # (:OllieChat second) opened saying nothing of it (the first chat says it at open), its windows under the bars of
     # their buffers' names, not the chat's (`prompt` and its keys).
-    tmux = start_nvim(tmp_path, {}, {"notes.txt": "alpha line\n"}, size=(140, 30))
-    if broken == "missing":
-        (tmp_path / "bin" / "ollie-lsp").unlink()
-        why, died = "on PATH", "Once that is fixed"
-    else:
-        wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')
-        why, died = "(exit code 3)", "not restarted; :OllieRestart starts it"
-    try:
+    with start_nvim(tmp_path, {}, {"notes.txt": "alpha line\n"}, size=(140, 30)) as tmux:
+        if broken == "missing":
+            (tmp_path / "bin" / "ollie-lsp").unlink()
+            why, died = "on PATH", "Once that is fixed"
+        else:
+            wrap_daemon(tmp_path, 'echo "start $$" >> "$log"\nexit 3')
+            why, died = "(exit code 3)", "not restarted; :OllieRestart starts it"
         tmux.wait(lambda s: "alpha line" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         tmux.wait(lambda s: died in unwrapped(s) and "-- INSERT --" in s, "the chat saying why")
@@ -484,5 +474,3 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
                                                  and " prompt " in s, "the named chat saying why at open"))
         screens.png(tmux.screen(colours=True), tmux.captures / "3-second.png", (1300, 560))  # type: ignore[operator]
         assert unwrapped(second).count(why) == 1 and "ollie://" not in second, second
-    finally:
-        tmux.close()

@@ -42,8 +42,7 @@ def two_turns(tmp_path: Path, scripted_llm, second: Reply):
 def test_an_earlier_turns_diff_is_its_own_change_and_its_hunk_undone_keeps_the_later_edit(tmp_path, scripted_llm):
     # Bug: turn 1's diff was against the file now, so turn 2's edit of line 9 showed as turn 1's ("1 hunk" listed,
     # two differences drawn), and `du` there was always refused ("the editor's text changed since this change").
-    tmux = two_turns(tmp_path, scripted_llm, edit("line 9\n", "line nine\n"))
-    try:
+    with two_turns(tmp_path, scripted_llm, edit("line 9\n", "line nine\n")) as tmux:
         diff = tmux.keep("1-diff", tmux.wait(lambda s: "after turn 1: notes.txt" in s and "line three" in s,
                                              "turn 1's diff"))
         assert "line three" in diff and "line nine" not in diff, diff  # turn 2's line is not turn 1's change
@@ -53,22 +52,17 @@ def test_an_earlier_turns_diff_is_its_own_change_and_its_hunk_undone_keeps_the_l
         tmux.keep("2-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 9\n", "line nine\n")
         screens.png(tmux.screen(colours=True), tmux.captures / "2-undone.png", (1000, 560))
-    finally:
-        tmux.close()
 
 
 def test_an_undo_of_a_hunk_a_later_turn_edited_again_says_so(tmp_path, scripted_llm):
     # She had typed nothing: the refusal says a later turn's edit counts too (she took it for a bug).
-    tmux = two_turns(tmp_path, scripted_llm, edit("line three\n", "line THREE\n"))
-    try:
+    with two_turns(tmp_path, scripted_llm, edit("line three\n", "line THREE\n")) as tmux:
         tmux.wait(lambda s: "after turn 1: notes.txt" in s, "turn 1's diff")
         tmux.keys("d", "u")
         said = tmux.keep("1-refused", tmux.wait(lambda s: "by you, or by a later turn" in " ".join(s.split()),
                                                 "the refusal"))
         assert "by you, or by a later turn" in " ".join(said.split()), said
         assert "line THREE" in (tmp_path / "ws" / "notes.txt").read_text()
-    finally:
-        tmux.close()
 
 
 # The user's format on save (conform.nvim, `vim.lsp.buf.format` in a BufWritePre): here, trailing spaces stripped.
@@ -103,8 +97,7 @@ def formatted_turn(tmp_path: Path, scripted_llm, typed: str = "") -> Tmux:
 def test_the_hunk_of_an_edit_a_format_on_save_changed_is_undone_keeping_the_formatting(tmp_path, scripted_llm):
     # Bug: ollie's save ran the user's formatter, which changed the agent's lines: the hunk's undo was refused as
     # "the file was edited since this change (by you, ...)": she had typed nothing.
-    tmux = formatted_turn(tmp_path, scripted_llm)
-    try:
+    with formatted_turn(tmp_path, scripted_llm) as tmux:
         tmux.keep("1-diff", tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff"))
         tmux.keys("d", "u")
         tmux.keep("2-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
@@ -112,28 +105,22 @@ def test_the_hunk_of_an_edit_a_format_on_save_changed_is_undone_keeping_the_form
         screens.png(tmux.screen(colours=True), tmux.captures / "2-undone.png", (1400, 740))
         # The agent's line is back; the formatting of line 7 stays (it is on disk, and no edit of hers is lost).
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES
-    finally:
-        tmux.close()
 
 
 def test_an_unsaved_buffer_saved_formatted_with_the_agent_s_edit_keeps_her_typing_through_the_undo(tmp_path,
                                                                                                      scripted_llm):
-    tmux = formatted_turn(tmp_path, scripted_llm, typed=" mine  ")
-    try:
+    with formatted_turn(tmp_path, scripted_llm, typed=" mine  ") as tmux:
         tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff")
         tmux.keys("d", "u")
         tmux.keep("1-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 11\n", "line 11 mine\n")
-    finally:
-        tmux.close()
 
 
 def test_a_file_undone_whole_after_a_format_on_save_is_no_longer_listed_though_the_undo_s_save_formatted_it(
         tmp_path, scripted_llm):
     # The undo's own save ran the formatter too: the disk held neither the undo's text nor the turn's, so the undo
     # was not recorded and the list showed the file changed by turn 1 again.
-    tmux = formatted_turn(tmp_path, scripted_llm)
-    try:
+    with formatted_turn(tmp_path, scripted_llm) as tmux:
         tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff")
         tmux.keys("d", "U")
         tmux.wait(lambda s: "the only file it changed" in s, "the question")
@@ -142,8 +129,6 @@ def test_a_file_undone_whole_after_a_format_on_save_is_no_longer_listed_though_t
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES  # before the turn, as her formatter saves it
         tmux.keys(":tabfirst", "Enter", ":OllieChanges 1", "Enter")
         tmux.keep("2-list", tmux.wait(lambda s: "turn 1's changes are all undone" in s, "the list"))
-    finally:
-        tmux.close()
 
 
 @pytest.mark.parametrize("data", [b"\xef\xbb\xbf" + NOTES.encode(), NOTES.replace("line 9", "caf\xe9 9").encode("latin-1")],
@@ -155,9 +140,8 @@ def test_a_file_neovim_saves_in_its_own_encoding_is_no_format_on_save(tmp_path, 
     srv.script(edit("line 3\n", "line three\n"), Reply.text("Edited three."))
     # Written by the user's init, before Neovim reads it: start_nvim writes its files as UTF-8.
     written = "".join(f"\\{byte}" for byte in data)  # as a Lua string's escapes
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES},
-                      init_lua=f'local f = io.open("notes.txt", "wb") f:write("{written}") f:close()\n')
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES},
+                    init_lua=f'local f = io.open("notes.txt", "wb") f:write("{written}") f:close()\n') as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start")
         tmux.keys(":Ollie edit line 3", "Enter")
         tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "the turn")
@@ -169,8 +153,6 @@ def test_a_file_neovim_saves_in_its_own_encoding_is_no_format_on_save(tmp_path, 
         tmux.keys("d", "u")
         tmux.keep("1-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
         assert (tmp_path / "ws" / "notes.txt").read_bytes() == data
-    finally:
-        tmux.close()
 
 
 def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
@@ -203,8 +185,7 @@ def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, l
                                                          "language": "bash"}]}))
     srv.script(edit("line 3\n", "line three\n"), edit("line three\n", "line THREE\n"), wait,
                Reply.text("Edited twice."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES}) as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start")
         tmux.keys(":Ollie edit line 3 twice", "Enter")
         tmux.wait(lambda s: s.count("✓ Edit notes.txt") == 2 and len(srv.chat_requests) == 3, "the third step")
@@ -213,19 +194,14 @@ def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, l
         tmux.wait(lambda s: "Edited twice." in s and "(end)" in s, "the turn")
         live = step_diffs(tmux, "live")
         quit_nvim(tmux, tmp_path)
-    finally:
-        tmux.close()
     if log == "older":
         [saved] = (SessionFile(paths.sessions_dir(), p.stem, sync=False) for p in paths.sessions_dir().glob("*.jsonl"))
         session = saved.load()
         session.step_trees.clear()
         saved.save(session)
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES.replace("line 3", "line THREE")})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES.replace("line 3", "line THREE")}) as tmux:
         resume(tmux, "edit line 3 twice", "Edited twice.")
         resumed = step_diffs(tmux, "resumed")
-    finally:
-        tmux.close()
     if log == "older":
         assert resumed[0] == [] and "no change" in tmux.screens["resumed-1"], tmux.screens["resumed-1"]
         assert ["  line 3", "  line THREE"] in resumed[1], resumed[1]
@@ -247,8 +223,7 @@ def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_noth
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [evil, "old", "new"]}]})),
                Reply.text("Edited it."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES, evil: "old\n"})
-    try:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES, evil: "old\n"}) as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start")
         tmux.keys(":Ollie edit it", "Enter")
         tmux.wait(lambda s: "Edited it." in s and "(end)" in s, "the turn")
@@ -270,8 +245,6 @@ def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_noth
         tmux.wait(lambda s: session.exists() and session.read_text().endswith('" vim: set ft=vim :\n'), "the session")
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / f"{opened}.png", (1000, 560))
-    finally:
-        tmux.close()
     # The user's next Neovim loads the session (`nvim -S`, a session plugin): it runs no line of the file's name.
     subprocess.run([_nvim(), "--headless", "--clean", "-c", f"silent! source {session}", "-c", "qa!"],
                    cwd=tmp_path / "ws", timeout=60, check=False, capture_output=True)

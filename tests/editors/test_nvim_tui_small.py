@@ -17,11 +17,10 @@ def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Pat
     srv = scripted_llm("openai")
     edit = ("call_tool", {"calls": [{"tool": "file_edit", "args": ["ops.py", "return a - b", "return a + b"]}]})
     srv.script(Reply(text="Fixing add.", tool_calls=[edit]), Reply.text("Fixed."))
-    tmux = start_nvim(tmp_path, srv.env(approval="ask"), {
-        "ops.py": '"""Tiny calculator."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n'},
-        size=(80, 24))
-    keep = tmux.keep
-    try:
+    with start_nvim(tmp_path, srv.env(approval="ask"), {
+      "ops.py": '"""Tiny calculator."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n'},
+      size=(80, 24)) as tmux:
+        keep = tmux.keep
         tmux.wait(lambda s: "def mul" in s, "nvim to start")
         tmux.keys(":Ollie fix add", "Enter")
         asked = keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "Reject with feedback" in s
@@ -33,8 +32,6 @@ def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Pat
         tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn to end")
         assert "return a + b" in (tmp_path / "ws" / "ops.py").read_text()
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: Path, scripted_llm):
@@ -42,12 +39,11 @@ def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: 
     break (insert mode sends with <C-s>, as the chat's empty line said). Now each mode's own keys."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
 
-    def hints(screen: str) -> list[str]:
-        return screen.splitlines()[-2].split("prompt", 1)[-1].split()
+        def hints(screen: str) -> list[str]:
+            return screen.splitlines()[-2].split("prompt", 1)[-1].split()
 
-    try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         typing = tmux.keep("1-insert", tmux.wait(lambda s: "-- INSERT --" in s and " prompt " in s, "the chat"))
@@ -60,16 +56,13 @@ def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: 
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "2-normal.png", (760, 440))
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
 
 
 def test_a_chat_with_no_daemon_to_start_says_where_the_whole_fix_is(tmp_path: Path, scripted_llm):
     """Bug: before installing ollie-lsp, :OllieChat's notice was cut to the 80 columns mid-command ("install it with
     `pipx install …"), in :messages too: the fix was nowhere to read. Now the chat says it whole, as
     :checkhealth ollie does."""
-    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(80, 24))
-    try:
+    with start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":let $PATH = '/usr/bin:/bin'", "Enter")  # (not installed yet)
         tmux.keys(":OllieChat", "Enter")
@@ -79,8 +72,6 @@ def test_a_chat_with_no_daemon_to_start_says_where_the_whole_fix_is(tmp_path: Pa
         health = tmux.keep("2-health", tmux.wait(lambda s: "ollie: daemon" in s and "pipx" in s, "the whole fix"))
         assert health.count("pipx install ollie-") == 1, "the fix is said once (it was, then again as ADVICE)"
         assert_clean({k: v for k, v in tmux.screens.items() if k != "2-health"})  # (its ERROR is the point)
-    finally:
-        tmux.close()
 
 
 def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_path: Path, scripted_llm):
@@ -89,9 +80,8 @@ def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_pat
     fix (:checkhealth ollie's words), keeps what she types, and once ollie-lsp is there, sending it starts the daemon."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
-    tmux = start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24))
-    keep = tmux.keep
-    try:
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        keep = tmux.keep
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":let g:path = $PATH | let $PATH = '/usr/bin:/bin'", "Enter")  # (not installed yet)
         tmux.keys(":OllieChat", "Enter")
@@ -114,5 +104,3 @@ def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_pat
         screens.png(tmux.screen(colours=True), tmux.captures / "2-sent.png", (760, 440))
         assert srv.chat_requests[-1].body["messages"][-1]["content"] == "hello and you?", srv.chat_requests[-1].body
         assert_clean({k: v for k, v in tmux.screens.items() if k != "1-told"})  # (its error is the point)
-    finally:
-        tmux.close()

@@ -70,8 +70,7 @@ def after_one_step(tmp_path: Path, scripted_llm, code: str, answer: str, shot: s
     makes no fold in insert mode) with the step's output folded: the screen then, kept and drawn as `shot`.png."""
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code}]})]), Reply.text(answer))
-    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, rows))
-    try:
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, rows)) as tmux:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
         tmux.keys(":Ollie run it", "Enter")
         tmux.keys("Escape")
@@ -80,8 +79,6 @@ def after_one_step(tmp_path: Path, scripted_llm, code: str, answer: str, shot: s
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / f"{shot}.png", (1300, 560))
         yield tmux, done
-    finally:
-        tmux.close()
 
 
 def test_a_commands_last_line_of_60000_spaces_folds_without_holding_neovim(tmp_path: Path, scripted_llm):

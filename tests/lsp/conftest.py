@@ -235,13 +235,14 @@ class SharedClient:
 
 class Session(Daemon):
     """A session of its own on a daemon that a module's tests share, working in a directory of its own: its `ollie/*`
-    requests name it, and `events` and `states` are its alone."""
+    requests name it, and `events` and `states` are its alone; `made`: the sessions it opened (`ollie/session/new`)."""
 
     def __init__(self, daemon: Daemon, session: str, cwd: Path) -> None:
         self.shared = SharedClient(daemon.client)
         super().__init__(self.shared, cwd)  # type: ignore[arg-type]
         self.daemon, self.session = daemon, session
         self.init_result = daemon.init_result
+        self.made: list[str] = []
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -257,7 +258,10 @@ class Session(Daemon):
         """As Daemon.request; an `ollie/*` method that takes a `session` is sent this one unless it names one."""
         if method.startswith("ollie/") and not method.startswith(("ollie/session/", "ollie/listCommands")):
             params = {"session": self.session, **(params or {})}
-        return await super().request(method, params, timeout=timeout)
+        result = await super().request(method, params, timeout=timeout)
+        if method == "ollie/session/new":
+            self.made.append(result["session"])
+        return result
 
 
 def xdg_env(home: Path) -> dict[str, str]:
@@ -352,11 +356,12 @@ async def shared_daemon(_shared_daemons: dict[str, Any]) -> AsyncIterator[Callab
     yield start
     for session in sessions:
         session.shared.restore()
-        try:
-            await session.request("ollie/session/close", {"session": session.session})
-        except JsonRpcException as e:  # -32001: the test closed it itself (another daemon may have loaded it)
-            if e.code != -32001:
-                raise
+        for sid in (session.session, *session.made):  # (what a test's own sessions started, servers too, ends now)
+            try:
+                await session.request("ollie/session/close", {"session": sid})
+            except JsonRpcException as e:  # -32001: the test closed it itself (another daemon may have loaded it)
+                if e.code != -32001:
+                    raise
 
 
 @pytest.fixture

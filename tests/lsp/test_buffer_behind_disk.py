@@ -12,7 +12,7 @@ from ollie.agent.behind import saved_notice
 from ollie.testing import Reply
 
 from .conftest import Daemon
-from .test_documents import Editor, start, submit
+from .test_documents import Editor, share, submit
 from .test_edits_reach_disk import SavingEditor, run
 
 ON_DISK = "x = 1\n"
@@ -31,10 +31,10 @@ def infos(daemon: Daemon) -> list[str]:
     return [e["content"] for e in daemon.events if e.get("role") == "info"]
 
 
-async def open_a_py(start_daemon: Any, llm: Any, buffer: str, *replies: Reply) -> tuple[Daemon, Path, SavingEditor]:
-    """A daemon whose model says `replies`, and an editor (that saves on request) with a.py open holding `buffer`."""
+async def open_a_py(shared_daemon: Any, llm: Any, buffer: str, *replies: Reply) -> tuple[Daemon, Path, SavingEditor]:
+    """A session whose model says `replies`, and an editor (that saves on request) with a.py open holding `buffer`."""
     llm.script(*replies)
-    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
     path = daemon.workspace / "a.py"
     path.write_text(ON_DISK)
     editor = SavingEditor(daemon)
@@ -42,9 +42,9 @@ async def open_a_py(start_daemon: Any, llm: Any, buffer: str, *replies: Reply) -
     return daemon, path, editor
 
 
-async def test_a_step_s_change_under_unsaved_edits_is_told_and_the_buffer_is_not_edited_over_it(start_daemon, llm):
-    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), Reply.file_edit("a.py", "x = 1", "x = 3"),
-                                           Reply.text("done"))
+async def test_a_step_s_change_under_unsaved_edits_is_told_and_the_buffer_is_not_edited_over_it(shared_daemon, llm):
+    daemon, path, editor = await open_a_py(shared_daemon, llm, MINE, run(SED),
+                                           Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
     assert await submit(daemon, "bump x, then set it to 3") == "done"
     assert path.read_text() == STEPPED, "the step's change on disk was overwritten"
     assert editor.texts[path.as_uri()] == MINE and editor.edits == [] and editor.saves == []
@@ -56,11 +56,11 @@ async def test_a_step_s_change_under_unsaved_edits_is_told_and_the_buffer_is_not
     assert notice.startswith("warning: a.py has unsaved changes in the editor, and this step changed the file on disk")
 
 
-async def test_a_step_that_rewrites_the_file_with_its_own_bytes_changes_nothing_under_the_buffer(start_daemon, llm):
+async def test_a_step_that_rewrites_the_file_with_its_own_bytes_changes_nothing_under_the_buffer(shared_daemon, llm):
     """`sed -i` that matches nothing writes a.py anew (a new inode and mtime) with the same bytes: no change on disk
     is told, and the agent's edit goes on top of the user's unsaved text (the step's changes are compared by content,
     not by inode or mtime)."""
-    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run("sed -i 's/no such text/y/' a.py"),
+    daemon, path, editor = await open_a_py(shared_daemon, llm, MINE, run("sed -i 's/no such text/y/' a.py"),
                                            Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
     inode = path.stat().st_ino
     assert await submit(daemon, "tidy, then set x to 3") == "done"
@@ -70,8 +70,8 @@ async def test_a_step_that_rewrites_the_file_with_its_own_bytes_changes_nothing_
     assert [i for i in infos(daemon) if "a.py" in i] == [saved_notice("a.py")]
     assert path.stat().st_ino != inode and path.read_text() == "x = 3\n# the user's unsaved note\n"
 
-async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(start_daemon, llm):
-    daemon, path, editor = await open_a_py(start_daemon, llm, MINE, run(SED), Reply.text("bumped"),
+async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(shared_daemon, llm):
+    daemon, path, editor = await open_a_py(shared_daemon, llm, MINE, run(SED), Reply.text("bumped"),
                                            Reply.file_edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
     assert await submit(daemon, "bump x") == "bumped"
     merged = STEPPED + "# the user's unsaved note\n"
@@ -82,20 +82,20 @@ async def test_once_the_user_merged_and_saved_the_agent_edits_the_buffer_again(s
     assert "not edited" not in tool_results(llm)[-1]
 
 
-async def test_a_clean_buffer_under_a_step_s_change_is_not_reported(start_daemon, llm):
+async def test_a_clean_buffer_under_a_step_s_change_is_not_reported(shared_daemon, llm):
     """The editor reloads a buffer without unsaved edits: nothing to tell."""
-    daemon, path, _ = await open_a_py(start_daemon, llm, ON_DISK, run(SED), Reply.text("done"))
+    daemon, path, _ = await open_a_py(shared_daemon, llm, ON_DISK, run(SED), Reply.text("done"))
     assert await submit(daemon, "bump x") == "done"
     assert path.read_text() == STEPPED
     assert not [i for i in infos(daemon) if "a.py" in i] and "[editor]" not in tool_results(llm)[-1]
 
 
-async def test_a_clean_buffer_the_editor_has_not_reloaded_yet_is_not_edited_on_its_old_text(start_daemon, llm):
+async def test_a_clean_buffer_the_editor_has_not_reloaded_yet_is_not_edited_on_its_old_text(shared_daemon, llm):
     """The step and the edit in one reply: the editor has not reloaded a.py when the edit comes, so the edit is refused
     (before, it was made on the old text and saved over the step's change); once reloaded, the next edit goes, on
     top of what the user typed since."""
     both = Reply.tool_calls(*run(SED).tool_calls, *Reply.file_edit("a.py", "x = 1", "x = 3").tool_calls)
-    daemon, path, editor = await open_a_py(start_daemon, llm, ON_DISK, both, Reply.text("refused"),
+    daemon, path, editor = await open_a_py(shared_daemon, llm, ON_DISK, both, Reply.text("refused"),
                                            Reply.file_edit("a.py", "x = 2", "x = 3"), Reply.text("done"))
     assert await submit(daemon, "bump x, then set it to 3") == "refused"
     assert path.read_text() == STEPPED and editor.saves == []
@@ -140,12 +140,12 @@ class CheckingEditor(Editor):
         self.stats[path.as_uri()] = self._stat(path)
 
 
-async def test_an_edit_the_editor_will_not_save_over_a_change_made_outside_fails_and_says_so(start_daemon, llm):
+async def test_an_edit_the_editor_will_not_save_over_a_change_made_outside_fails_and_says_so(shared_daemon, llm):
     """a.py changed on disk outside the agent's steps (the user's `git checkout`); the agent's edit goes to the buffer
     but the editor will not save it over that change: the disk keeps it, the tool call fails saying why, and the user
     is shown a warning (before, the daemon told the model the buffer had the user's unsaved changes)."""
     llm.script(Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
-    daemon = await start(start_daemon, llm.env(), init_options={"saveDocuments": True})
+    daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
     path = daemon.workspace / "a.py"
     path.write_text(ON_DISK)
     editor = CheckingEditor(daemon)

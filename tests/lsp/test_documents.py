@@ -99,20 +99,29 @@ def _path(uri: str) -> Path:
     return Path(to_fs_path(uri) or uri)
 
 
+def edit_caps(apply_edit: bool = True) -> types.ClientCapabilities:
+    """A client that syncs documents and (with `apply_edit`) takes workspace/applyEdit."""
+    return types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit))
+
+
 async def start(start_daemon: Any, env: dict[str, str], *, apply_edit: bool = True, init_options: Any = None) -> Daemon:
-    """A daemon whose client syncs documents and (with `apply_edit`) takes workspace/applyEdit."""
-    return await initialize(await start_daemon(env=env, initialize=False), apply_edit=apply_edit,
-                            init_options=init_options)
+    """A daemon whose client syncs documents and (with `apply_edit`) takes workspace/applyEdit (initialized as every
+    daemon of start_daemon: within its bound for a loaded machine, where a 30 s one of its own could lapse)."""
+    return await start_daemon(env=env, init_options=init_options, caps=edit_caps(apply_edit))
+
+
+async def share(shared_daemon: Any, env: dict[str, str], *, init_options: Any = None) -> Daemon:
+    """A session of its own on the module's daemon whose client is `start`'s."""
+    return await shared_daemon(env=env, init_options=init_options, caps=edit_caps())
 
 
 async def initialize(daemon: Daemon, *, apply_edit: bool, init_options: Any) -> Daemon:
     """Initialize `daemon` with its workspace as the one folder (with `apply_edit`: it takes workspace/applyEdit)."""
     ws = daemon.workspace
     daemon.init_result = await asyncio.wait_for(daemon.client.initialize_session(types.InitializeParams(
-        capabilities=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=apply_edit)),
-        root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
-        initialization_options=init_options,
-    )), 30)
+        capabilities=edit_caps(apply_edit), root_uri=ws.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")], initialization_options=init_options,
+    )), 60)  # as start_daemon's: a loaded machine is slow to start the daemon
     return daemon
 
 
@@ -121,7 +130,7 @@ async def submit(daemon: Daemon, text: str) -> str:
     return (await daemon.request("ollie/submit", {"text": text}))["reply"]
 
 
-async def test_open_documents_are_advertised_and_read_edited_and_released(start_daemon, llm):
+async def test_open_documents_are_advertised_and_read_edited_and_released(shared_daemon, llm):
     llm.script(
         read("notes.txt"), Reply.text("read"),
         Reply.file_edit("notes.txt", "editor line", "edited line"), Reply.text("edited"),
@@ -129,7 +138,7 @@ async def test_open_documents_are_advertised_and_read_edited_and_released(start_
         Reply.file_edit("notes.txt", "edited line", "mine"), Reply.text("refused"),
         read("notes.txt"), Reply.text("closed"),
     )
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     assert daemon.init_result is not None
     sync = daemon.init_result.capabilities.text_document_sync
     assert isinstance(sync, types.TextDocumentSyncOptions) and sync.open_close
@@ -225,20 +234,20 @@ def type_at(editor: Editor, path: Path, line: int, character: int, text: str,
         content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=to), text=text)]))
 
 
-async def reading_notes(start_daemon, llm):
-    """A daemon whose model reads notes.txt (on disk: "on disk"), and an editor on it: (daemon, editor, its path)."""
+async def reading_notes(shared_daemon, llm):
+    """A session whose model reads notes.txt (on disk: "on disk"), and an editor on it: (session, editor, its path)."""
     llm.script(read("notes.txt"), Reply.text("read"))
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     notes = daemon.workspace / "notes.txt"
     notes.write_text("on disk\n")
     return daemon, Editor(daemon), notes
 
 
-async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(start_daemon, llm):
+async def test_a_change_after_a_form_feed_lands_where_the_user_typed_it(shared_daemon, llm):
     # pygls applied a change to the lines of `str.splitlines`, which also breaks at a form feed, U+2028 or U+0085
     # (LSP lines end only at \r\n, \r, \n): a workspace file holding one had every later change land lines earlier,
     # and the model read (and its edits wrote back) a text that was never in the editor.
-    daemon, editor, notes = await reading_notes(start_daemon, llm)
+    daemon, editor, notes = await reading_notes(shared_daemon, llm)
     editor.open(notes, "page 😋 one\x0cpage two\u2028still line 0\x85too\nlast line\n")
     type_at(editor, notes, 1, 0, "TYPED ")
     type_at(editor, notes, 0, 11, "!")  # UTF-16 units: the emoji is two
@@ -281,12 +290,12 @@ def test_random_edits_at_chunk_borders_keep_the_text_the_client_has(monkeypatch)
             assert doc.source == text, (before, start, end, new)
 
 
-async def test_a_cr_typed_before_a_deleted_chunk_makes_one_line_end_with_the_lf_after_it(start_daemon, llm):
+async def test_a_cr_typed_before_a_deleted_chunk_makes_one_line_end_with_the_lf_after_it(shared_daemon, llm):
     # Deleting exactly one chunk of the daemon's copy left an empty chunk between its neighbours; a "\r" then
     # ending the chunk before it met the "\n" starting the chunk after it, and each chunk counted its own line
     # end: two lines where the client has one, so every later change landed a line off and the model read a text
     # the user never had.
-    daemon, editor, notes = await reading_notes(start_daemon, llm)
+    daemon, editor, notes = await reading_notes(shared_daemon, llm)
     chunk = lineindex.CHUNK
     editor.open(notes, "a" * (chunk - 1) + "x" + "b" * chunk + "\n" + "c" * 9 + "\nlast\n" + "d" * chunk)
     type_at(editor, notes, 0, chunk, "", end=(0, 2 * chunk))  # the b's: the middle chunk, exactly
@@ -298,11 +307,11 @@ async def test_a_cr_typed_before_a_deleted_chunk_makes_one_line_end_with_the_lf_
 
 
 @pytest.mark.parametrize("lines", [400_000, 1])
-async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_document(start_daemon, llm, lines):
+async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_document(shared_daemon, llm, lines):
     # Each keystroke's change split the whole text into lines on the event loop (0.8 s for 20 MB), and counted
     # the UTF-16 units of its line a character at a time (seconds for a minified file's one line): every
     # session's requests waited behind the user's typing.
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     path = daemon.workspace / "huge.py"
     row = "".join(f"value_{n} = compute({n}) + 1  # step {n}" for n in range(400_000 // lines))[: 20_000_000 // lines]
     editor = Editor(daemon)
@@ -318,11 +327,11 @@ async def test_typing_in_a_huge_document_costs_the_change_not_a_split_of_the_doc
     assert held < 1.5, held
 
 
-async def test_the_models_edit_of_a_huge_document_costs_its_lines_not_the_document(start_daemon, llm):
+async def test_the_models_edit_of_a_huge_document_costs_its_lines_not_the_document(shared_daemon, llm):
     # The edit sent to the editor was found by splitting both texts into lines on the event loop (0.7 s for 15 MB):
     # a model editing a huge open file held every session's requests for a second an edit.
     llm.script(*[Reply.file_edit("huge.py", f"value_{n} ", f"VALUE_{n} ") for n in range(3)], Reply.text("edited"))
-    daemon = await start(start_daemon, llm.env())
+    daemon = await share(shared_daemon, llm.env())
     path = daemon.workspace / "huge.py"
     editor = Editor(daemon, applies=False)  # the editor refuses at once: its own split of 20 MB is not timed here
     editor.open(path, "".join(f"value_{n} = compute({n}) + 1  # step {n}\n" for n in range(300_000)))  # under 16 MiB

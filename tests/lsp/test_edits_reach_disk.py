@@ -11,24 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie.testing import Reply
 from tests.procs import eventually
 
 from .conftest import Daemon
-from .test_documents import Editor, _path, start, submit
+from .test_documents import Editor, _path, share, start, submit
 
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
 TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n"
-
-
-async def share(shared_daemon: Any, env: dict[str, str], *, init_options: Any = None) -> Daemon:
-    """A session of its own on the module's daemon whose client syncs documents and takes workspace/applyEdit."""
-    return await shared_daemon(env=env, init_options=init_options,
-                               caps=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=True)))
 
 
 def run(code: str) -> Reply:

@@ -21,17 +21,26 @@ def away_from(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return {"TMPDIR": str(scratch)}, outside
 
 
+@pytest.fixture
+def shared_away(shared_home: Path, tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """away_from for the module's shared daemons: their one TMPDIR (beside their home), this test's `outside`."""
+    scratch, outside = shared_home.parent / "scratch", tmp_path / "outside"
+    scratch.mkdir(exist_ok=True)
+    outside.mkdir()
+    return {"TMPDIR": str(scratch)}, outside
+
+
 def elevated_write(target):
     return Reply.tool_calls(("execute_code", {"steps": [{"code": f"echo x > {target}", "elevated": True}]}))
 
 
-async def test_the_editor_is_asked_and_its_answer_holds(start_daemon, llm, tmp_path):
+async def test_the_editor_is_asked_and_its_answer_holds(shared_daemon, llm, shared_away):
     # Under `auto` the elevation alone is asked as the step's question, as under `ask` (it was a question of its own:
     # "asks to run this outside the sandbox", Allow once or Deny, and an "asking to run" line in the chat).
-    away, outside = away_from(tmp_path)
+    away, outside = shared_away
     allowed, declined = outside / "allowed.txt", outside / "declined.txt"
     llm.script(elevated_write(allowed), Reply.text("written"), elevated_write(declined), Reply.text("not written"))
-    daemon = await start_daemon(env={**llm.env(), **away})
+    daemon = await shared_daemon(env={**llm.env(), **away})
     asked: list[str] = []
     answers = iter(["Allow once", None])
 
@@ -75,8 +84,8 @@ async def test_an_elevation_nobody_answers_is_denied_after_the_timeout(start_dae
     assert "rejected: nobody answered whether" in llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
-async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agent(start_daemon, llm):
-    daemon = await start_daemon(env=llm.env())
+async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agent(shared_daemon, llm):
+    daemon = await shared_daemon(env=llm.env())
     asked: list[str] = []
     answers = iter([None, "Allow once"])
 
@@ -97,12 +106,12 @@ async def test_agent_yolo_asks_the_editor_every_time_and_a_denial_keeps_the_agen
     assert len(asked) == 2
 
 
-async def test_under_ask_an_elevated_step_is_one_question_with_its_code_and_no_always(start_daemon, llm, tmp_path):
+async def test_under_ask_an_elevated_step_is_one_question_with_its_code_and_no_always(shared_daemon, llm, shared_away):
     # The step's approval and its elevation were two questions: "Allow once" to the first, then the second.
-    away, outside = away_from(tmp_path)
+    away, outside = shared_away
     allowed, rejected = outside / "allowed.txt", outside / "rejected.txt"
     llm.script(elevated_write(allowed), Reply.text("written"), elevated_write(rejected), Reply.text("not written"))
-    daemon = await start_daemon(env={**llm.env(approval="ask"), **away})
+    daemon = await shared_daemon(env={**llm.env(approval="ask"), **away})
     asked: list[types.ShowMessageRequestParams] = []
     answers = iter(["Allow once", "Reject"])
 
@@ -122,12 +131,12 @@ async def test_under_ask_an_elevated_step_is_one_question_with_its_code_and_no_a
     assert "rejected: the user did not allow" in llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
-async def test_an_elevated_tool_call_is_one_ollie_permission_question_naming_it(start_daemon, llm, tmp_path):
-    away, outside = away_from(tmp_path)
+async def test_an_elevated_tool_call_is_one_ollie_permission_question_naming_it(shared_daemon, llm, shared_away):
+    away, outside = shared_away
     target = outside / "made.txt"
     llm.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_write", "args": [str(target), "hello"], "elevated": True}]})), Reply.text("done"))
-    daemon = await start_daemon(env={**llm.env(approval="ask"), **away},
+    daemon = await shared_daemon(env={**llm.env(approval="ask"), **away},
                                 init_options={"permissionRequest": True})
     questions = answer_cards(daemon, "allow_once")
 
@@ -144,9 +153,9 @@ async def test_an_elevated_tool_call_is_one_ollie_permission_question_naming_it(
     assert question["always"] == ""
 
 
-async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its_step(start_daemon, llm, tmp_path):
+async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its_step(shared_daemon, llm, shared_away):
     # It was a window/showMessageRequest: VS Code ran the program's lines together in one notification line.
-    away, outside = away_from(tmp_path)
+    away, outside = shared_away
     allowed, rejected, unoffered = outside / "allowed.txt", outside / "rejected.txt", outside / "unoffered.txt"
 
     def program(target):  # two lines: the card shows them as two
@@ -155,7 +164,7 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
 
     llm.script(program(allowed), Reply.text("written"), program(rejected), Reply.text("not written"),
                program(unoffered), Reply.text("still not"))
-    daemon = await start_daemon(env={**llm.env(approval="auto"), **away},
+    daemon = await shared_daemon(env={**llm.env(approval="auto"), **away},
                                 init_options={"permissionRequest": True})
     questions = answer_cards(daemon, "allow_once", "reject", "allow_always", "reject")  # "always" is not offered: a no
     plain: list[str] = []
@@ -186,12 +195,12 @@ async def test_under_auto_the_elevation_alone_is_an_ollie_permission_card_of_its
     assert not [i for i in infos if "asking to run" in i] and f"rejected: {step['title']}" in infos
 
 
-async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(start_daemon, llm, tmp_path):
-    away, outside = away_from(tmp_path)
+async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(shared_daemon, llm, shared_away):
+    away, outside = shared_away
     target = outside / "made.txt"
     llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_glob", "args": ["*"]},
         {"tool": "file_write", "args": [str(target), "hello"], "elevated": True}]})), Reply.text("done"))
-    daemon = await start_daemon(env={**llm.env(approval="auto"), **away},
+    daemon = await shared_daemon(env={**llm.env(approval="auto"), **away},
                                 init_options={"permissionRequest": True})
     questions = answer_cards(daemon, "allow_once")
 
@@ -205,15 +214,15 @@ async def test_a_batch_s_elevation_card_names_its_step_that_leaves_the_sandbox(s
 
 @pytest.mark.parametrize("approval", ["auto", "ask"])
 @pytest.mark.parametrize("answers", [("allow_once", "reject"), ("reject", "allow_once")])
-async def test_each_elevated_call_of_a_reply_is_asked_with_its_own_step_and_code(start_daemon, llm, tmp_path, approval,
-                                                                                  answers):
+async def test_each_elevated_call_of_a_reply_is_asked_with_its_own_step_and_code(shared_daemon, llm, shared_away,
+                                                                                  approval, answers):
     # Every card named the reply's first elevated step: the user approved the second reading the first one's code.
-    away, outside = away_from(tmp_path)
+    away, outside = shared_away
     targets = [outside / "a.txt", outside / "b.txt"]
     codes = [f"echo {n} > {t}" for n, t in enumerate(targets)]
     llm.script(Reply.tool_calls(*(("execute_code", {"steps": [{"code": c, "elevated": True}]}) for c in codes)),
                Reply.text("done"))
-    daemon = await start_daemon(env={**llm.env(approval=approval), **away}, init_options={"permissionRequest": True})
+    daemon = await shared_daemon(env={**llm.env(approval=approval), **away}, init_options={"permissionRequest": True})
     questions = answer_cards(daemon, *answers)
 
     assert (await daemon.request("ollie/submit", {"text": "write both"}))["reply"] == "done"
@@ -224,14 +233,15 @@ async def test_each_elevated_call_of_a_reply_is_asked_with_its_own_step_and_code
 
 
 @pytest.mark.parametrize(("approval", "written"), [("auto", [True, False]), ("ask", [False, False])])
-async def test_each_elevated_call_of_a_batch_is_asked_with_its_own_step(start_daemon, llm, tmp_path, approval, written):
+async def test_each_elevated_call_of_a_batch_is_asked_with_its_own_step(shared_daemon, llm, shared_away, approval,
+                                                                         written):
     # Under `auto` the second card named the first call (its title, its id) over the second's code. Under `ask` both
     # are asked before the batch runs, and a rejection refuses it whole.
-    away, outside = away_from(tmp_path)
+    away, outside = shared_away
     targets = [outside / "a.txt", outside / "b.txt"]
     llm.script(Reply.tool_calls(("call_tool", {"calls": [
         {"tool": "file_write", "args": [str(t), "hello"], "elevated": True} for t in targets]})), Reply.text("done"))
-    daemon = await start_daemon(env={**llm.env(approval=approval), **away}, init_options={"permissionRequest": True})
+    daemon = await shared_daemon(env={**llm.env(approval=approval), **away}, init_options={"permissionRequest": True})
     questions = answer_cards(daemon, "allow_once", "reject")
 
     assert (await daemon.request("ollie/submit", {"text": "write both"}))["reply"] == "done"

@@ -70,8 +70,9 @@ def state_dir(home: Path, name: str) -> Path:
 @pytest.fixture
 def mcp_home(shared_home: Path) -> Path:
     """The shared daemons' home (their mcp.json: configure it before the test's session opens), with no MCP server's
-    own dir left of an earlier test's: a server notes its starts, calls and cancels there."""
+    own dir, nor mcp.json, left of an earlier test's: a server notes its starts, calls and cancels there."""
     shutil.rmtree(shared_home / "state" / "ollie" / "mcp", ignore_errors=True)
+    (shared_home / "config" / "ollie" / "mcp.json").unlink(missing_ok=True)
     return shared_home
 
 
@@ -590,37 +591,35 @@ async def test_an_agent_config_adds_and_narrows_servers(start_daemon, llm, _priv
     assert "broken.json" in refused and "mcpServers.x.command" in refused
 
 
-async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(start_daemon, llm, _private_dirs,
-                                                                                 tmp_path):
+async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(shared_daemon, llm, mcp_home, tmp_path):
     ws = tmp_path / "ws0"
     (ws / ".vscode").mkdir(parents=True)
     (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": {"type": "stdio", **test_server()}}}))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     shown = await submit(daemon, "/mcp")
     assert "planted" in shown and "/mcp allow planted" in shown
     (entry,) = (await daemon.request("ollie/mcp/list", {}))["servers"]
     assert entry["state"] == "needs approval"
     # A workspace's server has a HOME of that workspace's (not the user's same-named server's).
-    workspace_homes = state_dir(_private_dirs, "workspace")
-    assert not workspace_homes.exists() and not state_dir(_private_dirs, "planted").exists()  # never spawned
+    workspace_homes = state_dir(mcp_home, "workspace")
+    assert not workspace_homes.exists() and not state_dir(mcp_home, "planted").exists()  # never spawned
     assert "allowed MCP server 'planted'" in await submit(daemon, "/mcp allow planted")
     listed = await wait_state(daemon, "planted", "ready")
-    assert [p.name for p in workspace_homes.glob("*/*")] == ["planted"] and not state_dir(_private_dirs, "planted").exists()
+    assert [p.name for p in workspace_homes.glob("*/*")] == ["planted"] and not state_dir(mcp_home, "planted").exists()
     # Its tools' `readOnlyHint` is the repo's word: `add` is asked about as any call (the user's own server's is not).
     assert {t["name"]: t["kind"] for t in listed["tools"]}["mcp__planted__add"] == "other"
     # Remembered for this workspace: a new session starts it without asking.
-    new = await daemon.request("ollie/session/new", {})
+    new = await daemon.request("ollie/session/new", {"cwd": str(ws)})
     listed = (await daemon.request("ollie/mcp/list", {"session": new["session"]}))["servers"]
     assert [s["name"] for s in listed] == ["planted"] and listed[0]["state"] != "needs approval"
     # A changed entry is a new server: asked again.
     (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": test_server("hostile")}}))
-    other = await daemon.request("ollie/session/new", {})
+    other = await daemon.request("ollie/session/new", {"cwd": str(ws)})
     (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
     assert again["state"] == "needs approval"
 
 
-async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it(start_daemon, llm, _private_dirs,
-                                                                                   tmp_path):
+async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it(shared_daemon, llm, mcp_home, tmp_path):
     """VS Code's own `.vscode/mcp.json` as its docs write it, `"args": ["${workspaceFolder}/server.py"]`: allowed, the
     server was run with the text as written and failed ("can't open file '<ws>/${workspaceFolder}/server.py'")."""
     ws = tmp_path / "ws0"
@@ -630,7 +629,7 @@ async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it
     asks = {"command": sys.executable, "args": [str(SERVER)], "env": {"TOKEN": "${input:token}"}}
     (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"local": entry, "asks": asks}}))
     llm.script(Reply.tool_calls(("mcp__local__add", {"a": 20, "b": 22})), Reply.text("42."))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     # The question shows the command line that runs, the folder filled in.
     assert f"({sys.executable} {ws}/server.py)" in await submit(daemon, "/mcp allow local")
     await wait_state(daemon, "local", "ready")
@@ -641,7 +640,7 @@ async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it
                in e["content"] for e in daemon.events if e["role"] == "info"), daemon.events
 
 
-async def test_a_workspace_http_servers_url_and_headers_never_get_the_folders_path(start_daemon, llm, _private_dirs,
+async def test_a_workspace_http_servers_url_and_headers_never_get_the_folders_path(shared_daemon, llm, mcp_home,
                                                                                     tmp_path, listener):
     """Red team round 27's note: `${workspaceFolder}` was filled into a workspace HTTP server's `url` (and headers),
     so the allowed server's host got the checkout's path, the user's name in it. It stays as written there, warned
@@ -652,7 +651,7 @@ async def test_a_workspace_http_servers_url_and_headers_never_get_the_folders_pa
              "headers": {"X-Folder": "${workspaceFolderBasename}"}}
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"docs": entry}}))
     listener.answer = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"  # its start fails now, not in 30 s
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     assert "allowed MCP server 'docs'" in await submit(daemon, "/mcp allow docs")
     await eventually(lambda: b"\r\n\r\n" in listener.received, "the server's first request")
     assert b"alice-checkout" not in listener.received, bytes(listener.received)
@@ -663,7 +662,7 @@ async def test_a_workspace_http_servers_url_and_headers_never_get_the_folders_pa
                for e in daemon.events if e["role"] == "info"), [e.get("content") for e in daemon.events]
 
 
-async def test_a_folder_whose_path_holds_a_variables_name_is_filled_in_once(start_daemon, llm, _private_dirs, tmp_path):
+async def test_a_folder_whose_path_holds_a_variables_name_is_filled_in_once(shared_daemon, llm, mcp_home, tmp_path):
     """A checkout under a directory named `${workspaceFolderBasename}`: the path filled in for `${workspaceFolder}` was
     filled in again, the server run as `<parent>/ws0/ws0/server.py`, a file outside the workspace (what the question
     showed, but not what the config says), and the folder's own `${` warned of as a variable not filled in."""
@@ -672,7 +671,7 @@ async def test_a_folder_whose_path_holds_a_variables_name_is_filled_in_once(star
     (ws / "server.py").write_text(SERVER.read_text())
     entry = {"type": "stdio", "command": sys.executable, "args": ["${workspaceFolder}/server.py"]}
     (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"local": entry}}))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     assert f"({sys.executable} {ws}/server.py)" in await submit(daemon, "/mcp allow local")
     await wait_state(daemon, "local", "ready")
     assert not [e for e in daemon.events if "variable ollie does not fill in" in e.get("content", "")], daemon.events
@@ -689,13 +688,13 @@ async def test_a_changed_tool_list_is_offered_at_once(shared_daemon, llm, mcp_ho
     assert tool_results(llm) == ["added", "grown up"]
 
 
-async def test_the_npm_filesystem_server_through_the_daemon(start_daemon, llm, _private_dirs, tmp_path):
+async def test_the_npm_filesystem_server_through_the_daemon(shared_daemon, llm, mcp_home, tmp_path):
     ws = workspace_with_hello(tmp_path)
-    configure(_private_dirs, {"fs": fs_server(ws)})
+    configure(mcp_home, {"fs": fs_server(ws)})
     llm.script(Reply.tool_calls(("mcp__fs__read_text_file", {"path": str(ws / "hello.txt")})), Reply.text("read it"),
                Reply.tool_calls(("mcp__fs__write_file", {"path": str(ws / "new.txt"), "content": "x"})),
                Reply.text("tried"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     listed = await wait_state(daemon, "fs", "ready", timeout=120)
     assert {t["tool"]: t["kind"] for t in listed["tools"]}["read_text_file"] == "read"
     assert await submit(daemon, "read hello") == "read it"
@@ -717,12 +716,12 @@ def test_the_npm_filesystem_server_through_the_terminal(llm, _private_dirs, tmp_
     assert "hello from the workspace" in proc.stderr
 
 
-async def _rejected_questions(start_daemon, llm, ws: Path, servers: dict) -> list[str]:
+async def _rejected_questions(shared_daemon, llm, ws: Path, servers: dict) -> list[str]:
     """The questions a daemon in `ws`, whose `.mcp.json` lists `servers`, asks before a prompt's turn (each rejected)."""
     ws.mkdir()
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
     llm.script(Reply.text("not started"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     asked: list[str] = []
 
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
@@ -734,25 +733,24 @@ async def _rejected_questions(start_daemon, llm, ws: Path, servers: dict) -> lis
     return asked
 
 
-async def test_a_workspace_servers_odd_command_line_is_asked_about_word_for_word(start_daemon, llm, _private_dirs,
-                                                                                  tmp_path):
+async def test_a_workspace_servers_odd_command_line_is_asked_about_word_for_word(shared_daemon, llm, mcp_home, tmp_path):
     """Red team round 23: a `.mcp.json` command with a leading `-`, a newline, quotes, a backslash, a huge argument:
     the question shows each word as it runs. Words holding a quote or a backslash were shown as they are, so
     `"x` `y"` read as the one word `"x y"` and a backslash's `a\\nb` as the escaped newline of another word."""
     ws = tmp_path / "ws0"
     args = ['"x', 'y"', "a\\nb", "a\nb", "p" * 3000, "tail"]
-    asked = await _rejected_questions(start_daemon, llm, ws, {"planted": {"command": "-c", "args": args}})
+    asked = await _rejected_questions(shared_daemon, llm, ws, {"planted": {"command": "-c", "args": args}})
     assert len(asked) == 1 and "\n" not in asked[0], asked
     shown = 'start MCP server \'planted\' of ' + str(ws / ".mcp.json") + r': -c "\"x" "y\"" "a\\nb" "a\nb" ppp'
     assert shown in asked[0] and " more characters: read " in asked[0] and "tail" not in asked[0], asked[0]
 
 
-async def test_a_workspace_server_is_put_to_the_user_as_a_question(start_daemon, llm, _private_dirs, tmp_path):
+async def test_a_workspace_server_is_put_to_the_user_as_a_question(shared_daemon, llm, mcp_home, tmp_path):
     ws = tmp_path / "ws0"
     ws.mkdir()
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": {**test_server(), "env": {"K": "v"}}}}))
     llm.script(Reply.text("not started"), Reply.tool_calls(("mcp__planted__add", {"a": 1, "b": 2})), Reply.text("3"))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)  # approval mode auto: the server is asked about still
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)  # approval mode auto: the server is asked about still
     asked: list[str] = []
     answers = ["Reject", "Allow always"]
 
@@ -770,12 +768,12 @@ async def test_a_workspace_server_is_put_to_the_user_as_a_question(start_daemon,
     assert len(asked) == 1 and f"start MCP server 'planted' of {ws / '.mcp.json'}" in asked[0]
     assert str(SERVER) in asked[0] and 'K="v"' in asked[0], asked[0]
     (entry,) = (await daemon.request("ollie/mcp/list", {}))["servers"]
-    assert entry["state"] == "needs approval" and not state_dir(_private_dirs, "workspace").exists()
+    assert entry["state"] == "needs approval" and not state_dir(mcp_home, "workspace").exists()
     # A new session asks again; "Allow always" starts it for this turn and remembers it for this workspace.
-    new = (await daemon.request("ollie/session/new", {}))["session"]
+    new = (await daemon.request("ollie/session/new", {"cwd": str(ws)}))["session"]
     reply = await daemon.request("ollie/submit", {"session": new, "text": "add"}, timeout=90)
     assert len(asked) == 2 and reply["reply"] == "3" and tool_results(llm) == ["3"]
-    third = (await daemon.request("ollie/session/new", {}))["session"]
+    third = (await daemon.request("ollie/session/new", {"cwd": str(ws)}))["session"]
     listed = (await daemon.request("ollie/mcp/list", {"session": third}))["servers"]
     assert [s["state"] for s in listed] != ["needs approval"] and len(asked) == 2
 
@@ -815,11 +813,11 @@ async def test_a_resource_picked_as_context_is_read_through_the_daemon(shared_da
     assert refused.value.code == -32602 and "context[0].mcpServer: no MCP server 'nope'" in refused.value.message
 
 
-async def test_an_interrupt_withdraws_the_workspace_server_question(start_daemon, llm, _private_dirs, tmp_path):
+async def test_an_interrupt_withdraws_the_workspace_server_question(shared_daemon, llm, mcp_home, tmp_path):
     ws = tmp_path / "ws0"
     ws.mkdir()
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": test_server()}}))
-    daemon = await start_daemon(env=llm.env(), workspace=ws)
+    daemon = await shared_daemon(env=llm.env(), cwd=ws)
     asked = asyncio.Event()
 
     @daemon.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
@@ -901,11 +899,11 @@ async def test_a_servers_fake_or_excess_images_are_left_out_with_why(shared_daem
     assert [mime for mime, _ in llm.images(llm.chat_requests[-1])] == ["image/png"] * 7  # the fake counts too
 
 
-async def test_a_workspace_http_server_is_asked_about_with_its_headers(start_daemon, llm, tmp_path):
+async def test_a_workspace_http_server_is_asked_about_with_its_headers(shared_daemon, llm, mcp_home, tmp_path):
     """What the daemon sends a workspace's HTTP server is the question's too: its headers (a planted token that logs
     the user into the attacker's account, a `Host` naming another site), not the URL alone."""
     headers = {"Authorization": "Bearer planted", "Host": "internal.example", "X-\u202eevil": "v"}
-    (question,) = await _rejected_questions(start_daemon, llm, tmp_path / "ws0",
+    (question,) = await _rejected_questions(shared_daemon, llm, tmp_path / "ws0",
                                             {"docs": {"url": "http://127.0.0.1:9/mcp", "headers": headers}})
     assert "http://127.0.0.1:9/mcp" in question, question
     for shown in ('Authorization: "Bearer planted"', 'Host: "internal.example"', '"X-\\u202eevil": "v"'):

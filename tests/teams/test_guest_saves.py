@@ -195,10 +195,9 @@ def test_neovim_shows_a_teammate_the_refused_round_then_which_rounds_no_longer_f
     llm.script(*(Reply.text(f"re: her {n}") for n in ("first", "second")), Reply.text("his answer"),
                Reply(text="re: her third", chunk_size=4, delay=0.2))
     # Her daemon's heartbeat (a third of its TTL) never renews the lease the test lapses.
-    tmux = start_nvim(tmp_path, {**llm.env(), "OLLIE_STORE": team_store("alice"), "OLLIE_TEAMS": "backend",
-                                 "OLLIE_LEASE_TTL": "600"}, {"notes.md": "notes\n"})
-    keep = tmux.keep
-    try:
+    with start_nvim(tmp_path, {**llm.env(), "OLLIE_STORE": team_store("alice"), "OLLIE_TEAMS": "backend",
+                               "OLLIE_LEASE_TTL": "600"}, {"notes.md": "notes\n"}) as tmux:
+        keep = tmux.keep
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":OllieSessions", "Enter")
         picker = tmux.wait(lambda s: "Type number" in s and "remember 9" in s, "the sessions to pick from")
@@ -223,7 +222,5 @@ def test_neovim_shows_a_teammate_the_refused_round_then_which_rounds_no_longer_f
         assert 'from "her second" on' in told and "bob wrote to it" in told, told
         assert "re: her second" in told  # what she wrote stays in her chat
         assert_clean(tmux.screens)
-    finally:
-        tmux.close()
     monkeypatch.setenv("OLLIE_STORE", store_url)
     assert "her second" not in _user_texts(store_url, sid) and "his second" in _user_texts(store_url, sid)
