@@ -6,6 +6,10 @@ import json
 import re
 from pathlib import Path
 
+import attrs
+
+from ollie.shapes import json_key
+from ollie_lsp import params
 from ollie_lsp.names import METHOD_NAMES, command_name
 
 # Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
@@ -45,6 +49,20 @@ def test_every_method_the_vscode_extension_names_is_served_and_no_command_id_col
 
 def test_protocol_md_documents_every_method_and_no_other():
     assert _documented_methods() == list(METHOD_NAMES)
+
+
+def test_protocol_md_gives_each_method_the_params_its_shape_declares():
+    # Each row's `{a, b?}` must be the fields of the shape its handler parses, `?` on those with a default: a
+    # param the doc leaves out (ollie/inject's `images`, refused by name) or one the code dropped fails here.
+    text = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
+    section = text.split("## Requests, client to server", 1)[1].split("\n## ", 1)[0]
+    documented = {m: set(re.findall(r"[\w?]+", p)) for m, p in re.findall(r"^\| `(ollie/[^`]+)` \| `\{([^`]*)\}` \|", section, re.M)}
+    handlers = (ROOT / "ollie_lsp" / "methods.py").read_text(encoding="utf-8")
+    shapes = {m: getattr(params, name) for m, name in re.findall(r'^@method\("([^"]+)", (\w+)\)', handlers, re.M)}
+    declared = {m: {json_key(shape, f.name) + ("" if f.default is attrs.NOTHING else "?") for f in attrs.fields(shape)}
+                for m, shape in shapes.items()}
+    assert set(shapes) == set(METHOD_NAMES)
+    assert documented == declared
 
 
 def test_every_method_the_neovim_plugin_names_is_served():
