@@ -11,6 +11,7 @@ import attrs
 from ollie.shapes import json_key
 from ollie_lsp import params
 from ollie_lsp.names import METHOD_NAMES, command_name
+from ollie_lsp.options import InitOptions
 
 # Requests the daemon sends the client; a client is sent only those it announced in initializationOptions
 # (`permissionRequest`, `promptRequest`, `editorTools`, `saveDocuments`). PROTOCOL.md's "Requests, server to
@@ -63,6 +64,11 @@ def test_protocol_md_gives_each_method_the_params_its_shape_declares():
                 for m, shape in shapes.items()}
     assert set(shapes) == set(METHOD_NAMES)
     assert documented == declared
+
+
+def test_protocol_md_documents_every_initialization_option():
+    start_up = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8").split("## Start-up", 1)[1].split("\n## ", 1)[0]
+    assert [f.name for f in attrs.fields(InitOptions) if f"`{json_key(InitOptions, f.name)}`" not in start_up] == []
 
 
 def test_every_method_the_neovim_plugin_names_is_served():
