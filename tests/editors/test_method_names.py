@@ -30,10 +30,13 @@ SERVER_REQUEST_NAMES = (
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _section(title: str) -> str:
+    """PROTOCOL.md's `## <title>` section."""
+    return (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8").split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
 def _documented_methods() -> list[str]:
-    text = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
-    section = text.split("## Requests, client to server", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"^\| `(ollie/[^`]+)` \|", section, re.M)
+    return re.findall(r"^\| `(ollie/[^`]+)` \|", _section("Requests, client to server"), re.M)
 
 
 def test_every_method_the_vscode_extension_names_is_served_and_no_command_id_collides():
@@ -55,9 +58,8 @@ def test_protocol_md_documents_every_method_and_no_other():
 def test_protocol_md_gives_each_method_the_params_its_shape_declares():
     # Each row's `{a, b?}` must be the fields of the shape its handler parses, `?` on those with a default: a
     # param the doc leaves out (ollie/inject's `images`, refused by name) or one the code dropped fails here.
-    text = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
-    section = text.split("## Requests, client to server", 1)[1].split("\n## ", 1)[0]
-    documented = {m: set(re.findall(r"[\w?]+", p)) for m, p in re.findall(r"^\| `(ollie/[^`]+)` \| `\{([^`]*)\}` \|", section, re.M)}
+    rows = re.findall(r"^\| `(ollie/[^`]+)` \| `\{([^`]*)\}` \|", _section("Requests, client to server"), re.M)
+    documented = {m: set(re.findall(r"[\w?]+", p)) for m, p in rows}
     handlers = (ROOT / "ollie_lsp" / "methods.py").read_text(encoding="utf-8")
     shapes = {m: getattr(params, name) for m, name in re.findall(r'^@method\("([^"]+)", (\w+)\)', handlers, re.M)}
     declared = {m: {json_key(shape, f.name) + ("" if f.default is attrs.NOTHING else "?") for f in attrs.fields(shape)}
@@ -67,7 +69,7 @@ def test_protocol_md_gives_each_method_the_params_its_shape_declares():
 
 
 def test_protocol_md_documents_every_initialization_option():
-    start_up = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8").split("## Start-up", 1)[1].split("\n## ", 1)[0]
+    start_up = _section("Start-up")
     assert [f.name for f in attrs.fields(InitOptions) if f"`{json_key(InitOptions, f.name)}`" not in start_up] == []
 
 
@@ -81,6 +83,5 @@ def test_every_method_the_neovim_plugin_names_is_served():
 
 
 def test_protocol_md_documents_every_request_the_daemon_sends():
-    text = (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8")
-    section = text.split("## Requests, server to client", 1)[1].split("\n## ", 1)[0]
+    section = _section("Requests, server to client")
     assert all(f"`{name}`" in section for name in SERVER_REQUEST_NAMES)
