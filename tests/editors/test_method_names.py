@@ -1,4 +1,5 @@
-"""ollie_lsp/names.py is the one list of ollie/* methods: the editors name only these; PROTOCOL.md's table matches it."""
+"""ollie_lsp/names.py is the one list of ollie/* methods: the editors name only these; PROTOCOL.md's table matches it, each row
+with the params its handler's shape declares, and Start-up names every initializationOptions key."""
 
 from __future__ import annotations
 
