@@ -520,8 +520,9 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     records = ls.table.records
     with invalid_params("cursor"):
         after = from_cursor(p.cursor)
-    options = ListOptions(kinds=[check_kind(k) for k in p.kinds or []], include_archived=p.include_archived,
-                          exclude_unused=True, limit=p.limit or 0, after=after)
+    kinds = [check_kind(k, f"kinds[{i}]") for i, k in enumerate(p.kinds or [])]
+    options = ListOptions(kinds=kinds, include_archived=p.include_archived, exclude_unused=True, limit=p.limit or 0,
+                          after=after)
     infos, last = await records.run(records.page, options)
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     # What tells two sessions of one title apart, as the terminal's /sessions: each log's end read, off the loop.

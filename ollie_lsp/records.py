@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     from ollie.agent.surface import SessionView
 
 
-def check_kind(kind: str) -> str:
-    """A valid session kind, or -32602 naming `kind`."""
+def check_kind(kind: str, field: str = "kind") -> str:
+    """A valid session kind, or -32602 naming `field`."""
     try:
         return str(Kind(kind))
     except ValueError:
-        raise InvalidParams(f"kind: unknown session kind {kind!r} (one of {', '.join(k.value for k in Kind)})") from None
+        raise InvalidParams(f"{field}: unknown session kind {kind!r} (one of {', '.join(k.value for k in Kind)})") from None
 
 
 @contextmanager

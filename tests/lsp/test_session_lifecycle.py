@@ -193,6 +193,13 @@ async def test_a_forged_cursor_is_invalid_params_naming_it_never_an_internal_err
     assert (await daemon.request("ollie/session/list", {"cursor": "1:" + "z" * 100_000}))["sessions"] == []
 
 
+async def test_an_unknown_kind_in_the_listing_is_invalid_params_naming_that_entry(shared_daemon, llm):
+    """PROTOCOL.md: -32602 names the field; the listing named `kind`, a param it has not (its own is `kinds`)."""
+    daemon = await shared_daemon(env=llm.env())
+    bad = await rpc_error(daemon, "ollie/session/list", {"kinds": ["chat", "chats"]})
+    assert bad.code == -32602 and "kinds[1]: unknown session kind 'chats' (one of main, chat," in bad.message, bad.message
+
+
 async def test_a_prompt_to_a_live_session_another_daemon_archived_is_refused_as_archived(shared_daemon,
                                                                                           start_daemon_beside, llm):
     # Archived by another client (a second editor window's daemon) while it runs here: the prompt ran and its turn
