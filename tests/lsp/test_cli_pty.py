@@ -223,7 +223,8 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
 
 
 def test_notices_break_between_words_at_the_terminals_width(llm, tmp_path):
-    # The terminal broke ollie's notes wherever a row was full: `... /rewind undo t` / `o undo`.
+    # The terminal broke ollie's notes wherever a row was full: `... /rewind undo t` / `o undo`; then ollie broke
+    # them after the space between two words.
     (tmp_path / "calc.py").write_text(BROKEN_ADD)
     llm.script(Reply.file_edit("calc.py", "return a - b", "return a + b"), Reply.text("Fixed."),
                Reply.text("Nothing."))
@@ -243,6 +244,7 @@ def test_notices_break_between_words_at_the_terminals_width(llm, tmp_path):
                         (rewound, "rewound to before turn 1: .* /rewind undo to undo"),
                         (left, "ollie: resume this session with `ollie --session .*`")):
         assert max(len(line) for line in said.splitlines()) <= 30, said
+        assert not re.search(r" \n", said), said  # no space left before a break (copied with the words)
         assert re.fullmatch(words, " ".join(said.split())), said  # every word whole, in order
         assert len(said.strip().splitlines()) > 1, said
 
