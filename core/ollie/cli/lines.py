@@ -92,13 +92,15 @@ class InputLines:
             for signum in ending:
                 loop.remove_signal_handler(signum)
             if self._quiet:
-                self._pushed = _push_unfinished()
+                self._pushed = self._in_hand is None and _push_unfinished()  # `_read` waits on the terminal
                 _echo(True)
             self._quiet = False
 
     def before_question(self) -> float:
         """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
         self._unfinished = self._unseen = ""  # as the terminal's unread part is dropped below
+        if self._quiet:  # before it shows: an answer typed at once is echoed too (`answer` keeps it on)
+            _echo(True)
         if sys.stdin.isatty():
             with contextlib.suppress(OSError, ValueError):
                 import termios
@@ -215,7 +217,9 @@ def _readline() -> str:
     without it (`_push_unfinished`, Ctrl-D after some words)."""
     try:
         if sys.stdin.isatty():  # what the terminal has, as it has it: Python's readline would wait for the newline
-            return os.read(sys.stdin.fileno(), 65536).decode(sys.stdin.encoding, "replace")
+            # A Ctrl-D typed the moment `_push_unfinished` left the canonical mode comes as a character: still the end.
+            read = os.read(sys.stdin.fileno(), 65536).removesuffix(b"\x04")
+            return read.decode(sys.stdin.encoding, "replace")
         return sys.stdin.readline()
     except (OSError, ValueError):
         return ""
@@ -223,9 +227,11 @@ def _readline() -> str:
 
 def _push_unfinished() -> bool:
     """Make what is typed on the terminal without its Enter yet readable (`_read` gets it): leaving its canonical
-    mode for a moment hands it over; whether it could."""
+    mode for a moment hands it over; whether it did."""
     import termios
 
+    if _more_within(0):  # a line or the end waits to be read: leaving the mode would join them (Ctrl-D lost)
+        return False
     try:
         attrs = termios.tcgetattr(sys.stdin.fileno())
         termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, [*attrs[:3], attrs[3] & ~termios.ICANON, *attrs[4:]])
