@@ -284,7 +284,7 @@ class OllieAgent:
 
         core.on_kill = kill
         core.tell_answers = False  # the permission card shows the answer: no "allowed: ..." line as agent text
-        core.resume_how = "the client's session list (session/load)"
+        core.resume_how, core.help_width = "the client's session list (session/load)", None  # its window breaks /help
         core.set_documents(client_files(client, live_id, self._fs, lambda: core.cwd))
         try:  # a registry's refusal refuses the session, as in every front end (Recorder.open)
             records = self._records

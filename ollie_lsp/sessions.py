@@ -385,7 +385,7 @@ class SessionTable:
         forwarder = self.make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self.make_progress(session_id), kind=kind)
         core.on_kill = partial(self.close, session_id)
-        core.resume_how = EDITOR_RESUME
+        core.resume_how, core.help_width = EDITOR_RESUME, None  # the chat window breaks /help's lines
         if self.ask_step is not None:
             core.step_approver = _after_events(forwarder, partial(self.ask_step, session_id))
         core.set_documents(self.documents)

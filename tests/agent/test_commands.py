@@ -42,7 +42,7 @@ class FakeCore:
         self.agents_dirs = [tmp_path / "agents"]
         self.setup_warnings: list[str] = []
         self.max_steps = 30
-        self.resume_how = TERMINAL_RESUME
+        self.resume_how, self.help_width = TERMINAL_RESUME, 80
         self.is_running = False
         self.injects: list[str] = []
         self.queue_items: list[str] = []

@@ -472,7 +472,7 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         assert f"step: Run `curl -s -w ' status %{{http_code}}' http://{target}/x`" in asked, asked
         assert '"Always allow" covers connections there in this and later sessions' in asked, asked
         assert "connect to" not in asked and "network; step" not in asked, asked
-        assert "in this and later sessions" in asked and "feedback" not in asked
+        assert "in this and later sessions" in asked and "5: Deny with feedback" in asked, asked  # the model hears it
         deny = choice(asked, "Deny")
         tmux.keys(deny, "Enter")
         denied = tmux.keep("2-denied", tmux.wait(

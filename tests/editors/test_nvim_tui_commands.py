@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ollie.testing import Reply
 
+from . import screens
 from .test_nvim_tui import assert_clean, start_nvim
 
 
@@ -134,6 +135,23 @@ def test_the_ollie_command_completes_context_tags_as_the_chat_s_input_does(tmp_p
         done = tmux.keep("3-answer", tmux.wait(lambda s: "It adds one." in s and "(end)" in s, "the answer"))
         assert "📎 calc.py" in done, done
         assert_clean(tmux.screens)
+
+
+def test_help_s_lines_break_at_the_chat_s_edge_not_at_80_columns(tmp_path: Path, scripted_llm):
+    """`/help` in a chat 120 columns wide: the daemon broke each description at 80 columns, the rest of a line under
+    it on a row of its own with the window half empty (and a narrower window's breaks ragged); the window breaks it."""
+    tmux = start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(240, 70))
+    try:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie /help", "Enter")
+        rows = chat_text(tmux.keep("1-help", tmux.wait(lambda s: "this list" in s, "/help's answer"))).splitlines()
+        at = next(n for n, row in enumerate(rows) if row.lstrip().startswith("/agent [name]"))
+        assert rows[at].endswith("(a new conversation; this one is saved to resume)"), "\n".join(rows)
+        assert rows[at + 1].lstrip().startswith("/agents "), "\n".join(rows)
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-help.png", (2400, 1310))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
 
 
 def test_help_s_columns_hold_in_a_chat_narrower_than_its_lines(tmp_path: Path, scripted_llm):

@@ -474,3 +474,22 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
                                                  and " prompt " in s, "the named chat saying why at open"))
         screens.png(tmux.screen(colours=True), tmux.captures / "3-second.png", (1300, 560))  # type: ignore[operator]
         assert unwrapped(second).count(why) == 1 and "ollie://" not in second, second
+
+
+def test_a_first_prompt_that_failed_still_says_why_after_ollie_restart(tmp_path: Path, scripted_llm):
+    # Bug: the chat's first prompt failed (the backend refused the key), said why; after :OllieRestart the chat drew it
+    # from the history, which keeps no error: "no answer: ... its error not saved", the why gone.
+    srv = scripted_llm("openai")
+    srv.script(Reply.error(401))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "alpha line\n"}, size=(140, 30)) as tmux:
+        tmux.wait(lambda s: "alpha line" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        said = "the API key was refused: check OLLIE_OPENAI_KEY"
+        tmux.keep("1-failed", tmux.wait(lambda s: said in unwrapped(s) and "(error)" in s, "the prompt's error"))
+        tmux.keys(":OllieRestart", "Enter")
+        tmux.wait(lambda s: "restarting" in s, "the restart")
+        again = tmux.keep("2-restarted", tmux.wait(lambda s: "restarting" not in s and "(error)" in s,
+                                                   "the fresh daemon's chat"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-restarted.png", (1400, 560))
+        assert said in unwrapped(again) and "error not saved" not in again, again
+        assert_clean(tmux.screens)

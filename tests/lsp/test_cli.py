@@ -241,7 +241,8 @@ def test_word_wrap_counts_cells_not_styles_and_lets_a_word_longer_than_a_line_th
     wrap = WordWrap(lambda: 10)
     # Fed in pieces that cut words: styles take no cells, a wide character two.
     shown = "".join(wrap.feed(piece) for piece in ("ab \x1b[1mcd\x1b[0m e", "f 漢字漢 ", "x" * 14, " end")) + wrap.flush()
-    assert shown == "ab \x1b[1mcd\x1b[0m ef \n漢字漢 \n" + "x" * 10 + "\nxxxx end"
+    # No space is left before a break: copied with the words, it trailed each line.
+    assert shown == "ab \x1b[1mcd\x1b[0m ef\n漢字漢\n" + "x" * 10 + "\nxxxx end"
 
 
 def test_word_wrap_never_breaks_a_line_of_fenced_code():

@@ -36,6 +36,7 @@ class Terminal:
         self.master, slave = pty.openpty()
         self.proc = subprocess.Popen([*OLLIE, *args], env=child_env({**env, "TERM": "xterm"}), cwd=cwd,
                                      stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        self.slave_name = os.ttyname(slave)
         os.close(slave)
         self.raw = ""
 
@@ -62,6 +63,15 @@ class Terminal:
 
     def type(self, line: str) -> None:
         os.write(self.master, line.encode() + b"\n")
+
+    def wait_read(self) -> None:
+        """Wait until ollie read every line typed (the pty holds none unread)."""
+        fd = os.open(self.slave_name, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        try:
+            unread = lambda: struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]  # noqa: E731
+            wait_until(lambda: unread() == 0, "ollie never read the lines typed")
+        finally:
+            os.close(fd)
 
     def answer(self, line: str, pattern: str, *, after: int) -> int:
         """Type `line`, then read until `pattern` shows past `after` (see wait_for)."""
@@ -223,7 +233,8 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
 
 
 def test_notices_break_between_words_at_the_terminals_width(llm, tmp_path):
-    # The terminal broke ollie's notes wherever a row was full: `... /rewind undo t` / `o undo`.
+    # The terminal broke ollie's notes wherever a row was full: `... /rewind undo t` / `o undo`; then ollie broke
+    # them after the space between two words.
     (tmp_path / "calc.py").write_text(BROKEN_ADD)
     llm.script(Reply.file_edit("calc.py", "return a - b", "return a + b"), Reply.text("Fixed."),
                Reply.text("Nothing."))
@@ -243,6 +254,7 @@ def test_notices_break_between_words_at_the_terminals_width(llm, tmp_path):
                         (rewound, "rewound to before turn 1: .* /rewind undo to undo"),
                         (left, "ollie: resume this session with `ollie --session .*`")):
         assert max(len(line) for line in said.splitlines()) <= 30, said
+        assert not re.search(r" \n", said), said  # no space left before a break (copied with the words)
         assert re.fullmatch(words, " ".join(said.split())), said  # every word whole, in order
         assert len(said.strip().splitlines()) > 1, said
 
@@ -611,3 +623,35 @@ def test_a_prompt_typed_before_a_question_is_not_its_answer_and_runs_after_the_t
         term.wait_for(r"default> and then explain\nthe typed one's answer\n", after=at)
         assert term.close() == 0
     assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+
+def test_a_prompt_half_typed_when_the_turn_ends_shows_after_the_prompt_sign(llm, tmp_path):
+    # Typed unseen while the answer streamed, the start of a prompt was sent with the rest but never shown: the
+    # prompt read "default> second" and the model got "and a second".
+    llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
+        os.write(term.master, b"and a ")
+        at = term.wait_for(r"word by word\ndefault> and a ", after=at)
+        term.answer("second", r"the second answer\n", after=at)
+        assert "default> and a second\nthe second answer\n" in term.text, term.text
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "and a second"
+
+
+def test_a_prompt_typed_during_a_turn_ctrl_c_stopped_waits_for_an_enter(llm, tmp_path):
+    # Ctrl-C to decide again, and the prompt typed meanwhile ran at once.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.streaming("talk")
+        term.type("then this")
+        term.wait_read()
+        term.proc.send_signal(signal.SIGINT)
+        at = term.wait_for(r"interrupted\n\(not sent: 'then this', typed during the turn; Enter sends it, or type "
+                           r"another\s+prompt\)\ndefault> $", after=at)
+        assert len(llm.chat_requests) == 1, "nothing sent"
+        at = term.answer("", r"back\ndefault> ", after=at)  # a bare Enter sends it
+        assert llm.chat_requests[-1].body["messages"][-1]["content"] == "then this"
+        term.answer("", r"^\ndefault> ", after=at)  # sent once: a bare Enter now is an empty line
+        assert term.close() == 0
+    assert len(llm.chat_requests) == 2

@@ -28,8 +28,9 @@ async def test_the_editor_is_asked_and_a_rejected_host_receives_nothing(start_da
     # The connection itself, for an editor to ask "Allow network access to other.test:PORT?" its own way.
     assert step["network"] == {"host": "other.test", "port": listener.port, "scheme": "http"}
     assert question["always"] == f"connections to other.test:{listener.port} in this and later sessions"
-    # No "Reject with feedback": the answer reaches only the proxy, nothing would carry the text to the model.
-    assert [o["id"] for o in question["options"]] == ["allow_once", "allow_session", "allow_always", "reject"]
+    # "Reject with feedback" too: the model reads the words in the connection's `[network]` line.
+    assert [o["id"] for o in question["options"]] == ["allow_once", "allow_session", "allow_always", "reject",
+                                                     "reject_with_feedback"]
     told = llm.chat_requests[-1].body["messages"][-1]["content"]
     assert "status 403" in told and f"[network] other.test:{listener.port} denied (you said no)" in told
     assert not listener.received

@@ -149,9 +149,12 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     try:
         at = asked(term, "fetch it", question)
         assert (f"Allow? [y]es once, for this [s]ession, [a]lways (connections to other.test:{server.port} in this "
-                "and later sessions), [n]o: ") in term.text
-        at = term.answer("n", r"refused one", after=at)
+                "and later sessions), [n]o, [f]eedback: ") in term.text
+        at = term.answer("n, it must work offline", r"refused one", after=at)
         assert "status 403" in last_tool_result(llm) and not server.received
+        # The words with the no reach the model (they were dropped: a network question took no feedback).
+        assert (f"[network] other.test:{server.port} denied (you said no), sent 0 B, received 0 B; the user's feedback: "
+                "it must work offline\n") in last_tool_result(llm), last_tool_result(llm)
         # What the step read says why in words, not the wire's "(deny)", and no network.allow for her "no".
         refused = f"ollie: the network connection to other.test:{server.port} was denied: the user said no\n"
         assert refused in last_tool_result(llm) and "network.allow" not in last_tool_result(llm), last_tool_result(llm)

@@ -240,3 +240,47 @@ async def test_a_workspace_servers_name_is_reached_only_at_a_public_address(tmp_
     assert out["ws_name"].startswith("failed:") and "resolves only to non-public addresses" in out["ws_name"], out
     assert out["ws_literal"] == "ready: ", out["ws_literal"]
     assert out["users"] == "ready: ", out["users"]
+
+
+class _SseMessagesRefused(http.server.BaseHTTPRequestHandler):
+    """A legacy SSE server whose event stream names its message endpoint, which answers every message 404."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(b"event: endpoint\ndata: /messages?session_id=abc\n\n")
+        self.wfile.flush()
+        self.rfile.read(1)  # open until the client leaves
+
+    def do_POST(self) -> None:  # noqa: N802
+        page = b"<html><body>Not here</body></html>"
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_a_legacy_sse_server_whose_message_endpoint_refuses_fails_at_once_saying_what_answered(
+        tmp_path: Path) -> None:
+    """The message endpoint of a legacy SSE server answered 404: the SDK only logged it, and the start (the first
+    turn with it) waited out its 30 s to say "did not answer"."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _SseMessagesRefused)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host = McpHost(cwd=tmp_path, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/sse"
+        began = time.monotonic()
+        await host.add({"old": ServerSpec("old", url=url, sse=True)}, wait=60)
+        (status,) = host.status()
+        assert status["state"] == "failed" and status["error"].startswith(
+            f"{url}: the server's message endpoint answered HTTP 404 Not Found (text/html); "), status
+        assert time.monotonic() - began < 20, "at once, not after the start's 30 s"
+    finally:
+        await host.aclose()
+        server.shutdown()

@@ -130,9 +130,9 @@ class StepQuestion:
         return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
 
     def takes_feedback(self) -> bool:
-        """Whether a rejection's feedback can reach the model: a network question's answer reaches only the proxy,
-        an MCP server's only the server start, an agent switch's no turn, so none offers it."""
-        return self.network is None and not self.id.startswith(("mcp/", "agent/"))
+        """Whether a rejection's feedback can reach the model (a network question's with its `[network]` line): an MCP
+        server's answer reaches only the server start, an agent switch's no turn, so neither offers it."""
+        return not self.id.startswith(("mcp/", "agent/"))
 
     def is_steps(self) -> bool:
         """Whether the question is about a step the turn shows (not a connection, a server, an agent switch or an
@@ -349,7 +349,7 @@ class ApprovalGate:
         allowed = set(self.net_allowed())
         if self._mode() == "read-only" or self.approver is None:
             return NetAsk(ask=None, session_allowed=allowed, saved=netsaved.saved, step=title, log=self.net_log)
-        approver = self.approver
+        approver, feedback = self.approver, {}
 
         async def ask(host: str, port: int, process: str, scheme: str) -> str:
             # The step as the user saw it, not its process (`bash <scratch dir>/step1.sh`: a path nobody knows).
@@ -365,10 +365,12 @@ class ApprovalGate:
             if answer.outcome == "allow_session":
                 self.net_session.setdefault(f"{host}:{port}", title)
                 return "session"
+            if answer.outcome == "reject_with_feedback" and answer.feedback.strip():  # the model hears why
+                feedback[f"{host}:{port}"] = answer.feedback.strip()
             return "once" if answer.outcome == "allow_once" else "deny"
 
         return NetAsk(ask=ask, session_allowed=allowed, saved=netsaved.saved, remember=netsaved.remember, step=title,
-                      log=self.net_log)
+                      log=self.net_log, feedback=feedback)
 
     def net_allowed(self) -> dict[str, str]:
         """The "host:port"s this session's answers let its steps reach unasked (besides the policy's), and why."""

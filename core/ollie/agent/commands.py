@@ -29,7 +29,6 @@ from ollie.workspace.errors import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
 HELP_USAGE_COLUMN = 24  # /help's usage column; a longer usage goes on a line of its own
-HELP_WIDTH = 80  # /help's lines, summaries wrapped to it: a terminal's usual width
 
 _log = get_logger(__name__)
 
@@ -272,7 +271,7 @@ def help_text(core: CommandTarget) -> str:
     for usage, summary in rows:
         if len(usage) > width:
             lines.append(f"  {usage}")
-        wrapped = textwrap.wrap(summary, HELP_WIDTH - width - 4) or [""]
+        wrapped = (textwrap.wrap(summary, core.help_width - width - 4) if core.help_width else [summary]) or [""]
         lines += [f"  {(usage if len(usage) <= width and not n else '').ljust(width)}  {part}"
                   for n, part in enumerate(wrapped)]
     return "\n".join(lines)

@@ -75,6 +75,7 @@ class Core(HistoryMembers, McpMembers):
         # What resumes a saved session in this front end, for `/help`, `/resume` and an agent switch to name: the
         # terminal's by default (the daemon and `ollie acp` set their own).
         self.resume_how = TERMINAL_RESUME
+        self.help_width: int | None = 80  # a terminal's usual width (the daemon and `ollie acp` leave it to the window)
         self._attached = Attachments(runtime=lambda: self._setup.runtime, bus=self._host.bus, review=self._host.review,
                                      cwd=lambda: self.cwd, approve_elevation=self._approval.ask_outside)
         self._owner = ""

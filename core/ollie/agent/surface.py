@@ -52,6 +52,7 @@ class SessionView(Protocol):
     whose it is, which its record says: `shared_by`)."""
 
     resume_how: str  # what resumes a saved session in this front end (`/help`, `/resume`, an agent switch's line)
+    help_width: int | None  # where `/help`'s lines break (None: an editor's window breaks them, at its own width)
     on_rename: Callable[[str], Awaitable[None]] | None  # `/rn`: set by the session's Recorder
 
     @property

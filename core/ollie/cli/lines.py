@@ -30,6 +30,13 @@ class InputLines:
         self._ended = False
         self._withdrawn = False  # a question went away unanswered: the next line may be its late answer
         self._quiet = False  # the terminal's echo is off while a turn runs (`quiet`)
+        self._unfinished = ""  # a line's start read without its Enter (`_got`)
+        self._unseen = ""  # the part of it typed during a turn (not echoed), for the prompt waiting for the rest
+        self._pushed = False  # a turn's end pushed its unfinished line through (`_push_unfinished`)
+        self._prompting = False  # `next` waits at a prompt with nothing typed ahead: `_unseen` shows there
+        self._held = ""  # typed ahead of a stop: sent on a bare Enter at the next prompt (`hold`)
+        self._in_hand: float | None = None  # when `_read` read what it has not handed to the loop yet
+        self._handed = asyncio.Event()
 
     def start(self) -> None:
         """Start reading stdin (on the running loop)."""
@@ -45,11 +52,30 @@ class InputLines:
         `prompted_at` (typed during the turn, not echoed: `quiet`) is shown after the prompt sign."""
         if self._ended:
             return None
-        read_at, line = self._ahead.popleft() if self._ahead else await self._queue.get()
+        held, self._held = self._held, ""
+        self._prompting = not self._ahead and self._queue.empty()
+        self._show_unseen()
+        try:
+            read_at, line = self._ahead.popleft() if self._ahead else await self._queue.get()
+        finally:
+            self._prompting = False
         self._ended = line is None
         if line is not None and read_at < prompted_at and sys.stdin.isatty():
             print(printable(line), file=sys.stderr, flush=True)
-        return line
+        return held if held and line is not None and not line.strip() else line
+
+    async def hold(self) -> str:
+        """After a stop: the lines typed ahead, as one prompt the next `next` returns only for a bare Enter (who
+        stopped the turn decides again); what is held."""
+        stopped = time.monotonic()
+        while (read_at := self._in_hand) is not None and read_at < stopped:  # a paste's gap from being handed over
+            self._handed.clear()
+            await self._handed.wait()
+        while not self._queue.empty():
+            self._ahead.append(self._queue.get_nowait())
+        while self._ahead and self._ahead[0][1] is not None:
+            self._held = "\n".join(filter(None, (self._held, self._ahead.popleft()[1])))
+        return self._held
 
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
@@ -66,11 +92,15 @@ class InputLines:
             for signum in ending:
                 loop.remove_signal_handler(signum)
             if self._quiet:
+                self._pushed = self._in_hand is None and _push_unfinished()  # `_read` waits on the terminal
                 _echo(True)
             self._quiet = False
 
     def before_question(self) -> float:
         """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
+        self._unfinished = self._unseen = ""  # as the terminal's unread part is dropped below
+        if self._quiet:  # before it shows: an answer typed at once is echoed too (`answer` keeps it on)
+            _echo(True)
         if sys.stdin.isatty():
             with contextlib.suppress(OSError, ValueError):
                 import termios
@@ -119,17 +149,41 @@ class InputLines:
         pasted = sys.stdin.isatty()  # a pipe's lines are its prompts, one each
         while True:
             line = _readline()
-            read_at = time.monotonic()  # not after the wait below: a line typed before a question never answers it
+            # Not after the wait below: a line typed before a question never answers it.
+            self._in_hand = read_at = time.monotonic()
             # The lines a paste brought along are read with its first: a multi-line prompt goes as one.
             while pasted and line.endswith("\n") and _more_within(PASTE_GAP_S) and (more := _readline()):
                 line += more
-            item = (read_at, line.rstrip("\n") if line else None)
             try:
-                loop.call_soon_threadsafe(self._queue.put_nowait, item)
+                loop.call_soon_threadsafe(self._got, read_at, line)
             except RuntimeError:  # the loop closed: nobody reads any more
                 return
             if not line:
                 return
+
+    def _got(self, read_at: float, text: str) -> None:
+        """On the loop, what `_read` read: a line, the end (""), or a line's start without its Enter (a turn's end
+        pushed it through: `_push_unfinished`), shown at the prompt waiting for the rest."""
+        if self._in_hand == read_at:
+            self._in_hand = None
+        self._handed.set()
+        pushed, self._pushed = self._pushed, False
+        if text and not text.endswith("\n"):  # else Ctrl-D after words typed at the prompt, which shows them
+            self._unfinished += text
+            self._unseen += text if pushed else ""
+            self._show_unseen()
+            return
+        line, self._unfinished, self._unseen = self._unfinished + text, "", ""
+        if line:
+            self._queue.put_nowait((read_at, line.rstrip("\n")))
+        if not text:
+            self._queue.put_nowait((read_at, None))
+
+    def _show_unseen(self) -> None:
+        """At the prompt waiting for it, the start of its line typed unseen during the turn, as if echoed now."""
+        if self._prompting and self._unseen:
+            print(printable(self._unseen), end="", file=sys.stderr, flush=True)
+            self._unseen = ""
 
 
 # The signals that end the terminal by default (Ctrl-C stops the turn instead).
@@ -159,11 +213,32 @@ def _echo(on: bool) -> bool:
 
 
 def _readline() -> str:
-    """The next line of stdin with its newline ("" at its end, or when it cannot be read)."""
+    """The next line of stdin with its newline ("" at its end, or when it cannot be read); a terminal's line may come
+    without it (`_push_unfinished`, Ctrl-D after some words)."""
     try:
+        if sys.stdin.isatty():  # what the terminal has, as it has it: Python's readline would wait for the newline
+            # A Ctrl-D typed the moment `_push_unfinished` left the canonical mode comes as a character: still the end.
+            read = os.read(sys.stdin.fileno(), 65536).removesuffix(b"\x04")
+            return read.decode(sys.stdin.encoding, "replace")
         return sys.stdin.readline()
     except (OSError, ValueError):
         return ""
+
+
+def _push_unfinished() -> bool:
+    """Make what is typed on the terminal without its Enter yet readable (`_read` gets it): leaving its canonical
+    mode for a moment hands it over; whether it did."""
+    import termios
+
+    if _more_within(0):  # a line or the end waits to be read: leaving the mode would join them (Ctrl-D lost)
+        return False
+    try:
+        attrs = termios.tcgetattr(sys.stdin.fileno())
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, [*attrs[:3], attrs[3] & ~termios.ICANON, *attrs[4:]])
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, attrs)
+    except (OSError, ValueError, termios.error):
+        return False
+    return True
 
 
 def _more_within(seconds: float) -> bool:

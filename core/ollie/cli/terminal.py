@@ -287,6 +287,9 @@ async def run_interactive(options: RunOptions) -> int:
             await live.events.drained()
             renderer.end_line()
             _say_stop(result.stop)
+            if result.stop == "interrupted" and (held := await lines.hold()):  # who stopped the turn decides again
+                print(fitted(printable(f"(not sent: {held!r}, typed during the turn; Enter sends it, or type another "
+                                       "prompt)"), sys.stderr), file=sys.stderr)
         session_id = live.core.session_id
         talked = any(message.role == "user" for message in live.core.session.messages)
     print(file=sys.stderr)

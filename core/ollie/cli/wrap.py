@@ -38,6 +38,7 @@ class WordWrap:
         """What comes next starts a line (something else ended the one this text was on)."""
         self.column = 0  # where the cursor is on its line, as far as this text goes
         self._indent = 0  # the spaces the line starts with, so far
+        self._spaces = 0  # those after the last word, shown only before a word on this line (none ends a line)
         self._verbatim = False  # a code line: shown as it is
 
     def feed(self, text: str) -> str:
@@ -49,16 +50,16 @@ class WordWrap:
                 out.append(self._placed(width))
                 out.append("\n")
                 self.start_line()
-            elif self._verbatim or (piece[0] == "\x1b" and not self._word):  # a style between words: no cells
+            elif self._verbatim or (piece[0] == "\x1b" and not self._word and not self._spaces):  # no cells
                 out.append(piece)
+            elif piece == " " and self.column == self._indent and not self._word:  # still the line's indentation
+                self._indent += 1
+                self._verbatim = self._indent >= CODE_INDENT
+                out.append(" ")
+                self.column += 1
             elif piece == " ":
-                if self.column == self._indent and not self._word:  # still the line's indentation
-                    self._indent += 1
-                    self._verbatim = self._indent >= CODE_INDENT
                 out.append(self._placed(width))
-                if self.column < width:  # at the edge the next word starts the next line anyway
-                    out.append(" ")
-                    self.column += 1
+                self._spaces += 1
             else:
                 self._word.append(piece)
                 self._word_cells += 0 if piece[0] == "\x1b" else _columns(piece)
@@ -74,11 +75,10 @@ class WordWrap:
         """The held word, after a newline when it would not fit on this line."""
         if not self._word:
             return ""
-        brk = "\n" if self.column and self.column + self._word_cells > width else ""
-        if brk:
-            self.column = 0
-        word = brk + "".join(self._word)
-        self.column += self._word_cells
+        brk = self.column and self.column + self._spaces + self._word_cells > width
+        word = ("\n" if brk else " " * self._spaces) + "".join(self._word)
+        self.column = (0 if brk else self.column + self._spaces) + self._word_cells
+        self._spaces = 0
         self._word, self._word_cells = [], 0
         return word
 

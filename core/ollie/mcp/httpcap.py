@@ -3,8 +3,9 @@ stream event by event (a server sending without end filled the daemon's memory: 
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -19,12 +20,14 @@ class MessageTooLarge(httpx.ReadError):
 
 
 def client(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
-           auth: httpx.Auth | None = None, *, pinned: bool = False, answers: bool = False) -> httpx.AsyncClient:
+           auth: httpx.Auth | None = None, *, pinned: bool = False, answers: bool = False,
+           deliver: Callable[[dict], Awaitable[None]] | None = None) -> httpx.AsyncClient:
     """An HTTP client for the MCP SDK (its `httpx_client_factory`'s signature) whose answers are bounded; `pinned`
     (a workspace's server): it reaches a host name only at a public address (`_pin`); `answers` (streamable HTTP, where
-    a request's response is its answer): one that is no MCP server's is an error answer saying what came (`_foreign`)."""
-    hooks: dict[str, list[Any]] = {"response": [_foreign, _bound] if answers else [_bound],
-                                   "request": [_pin] if pinned else []}
+    a request's response is its answer): one that is no MCP server's is an error answer saying what came (`_foreign`);
+    `deliver` (legacy SSE, where answers come on the event stream): a message refused gets that answer through it."""
+    foreign = [functools.partial(_foreign, deliver=deliver)] if answers or deliver else []
+    hooks: dict[str, list[Any]] = {"response": [*foreign, _bound], "request": [_pin] if pinned else []}
     return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks)
 
 
@@ -50,15 +53,21 @@ async def _bound(response: httpx.Response) -> None:
                                _request_id(response.request))
 
 
-async def _foreign(response: httpx.Response) -> None:
+async def _foreign(response: httpx.Response, deliver: Callable[[dict], Awaitable[None]] | None = None) -> None:
     """A request's answer that no MCP server gives (a web page; a 404 to a request of no session, where an MCP
     server's 404 says a session ended) made an error answer saying what came: the SDK dropped a page (the request
-    waited out the start's 30 s) and called a 404 "Session terminated"."""
+    waited out the start's 30 s) and called a 404 "Session terminated". With `deliver` (legacy SSE): a message its
+    endpoint refused (an HTTP error; the SDK only logged it, the request waiting out its time) answered so through it."""
     kind, request_id = response.headers.get("content-type", "").split(";")[0].lower(), _request_id(response.request)
-    if request_id is None or response.status_code not in (200, 404) or "mcp-session-id" in response.request.headers or (
+    said = f"HTTP {response.status_code} {response.reason_phrase}"
+    if deliver is not None and request_id is not None and response.status_code >= 400:
+        why = f"the server's message endpoint answered {said} ({kind or 'no content type'})"
+        await deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": NOT_MCP, "message": why}})
+    if deliver is not None or request_id is None or response.status_code not in (200, 404) or (
+            "mcp-session-id" in response.request.headers) or (
             response.status_code == 200 and kind.startswith(("application/json", "text/event-stream"))):  # as the SDK
         return
-    why = f"not an MCP server's answer (HTTP {response.status_code} {response.reason_phrase}, {kind or 'no content type'})"
+    why = f"not an MCP server's answer ({said}, {kind or 'no content type'})"
     page, response.stream = response.stream, httpx.ByteStream(_error(request_id, NOT_MCP, why))
     if isinstance(page, httpx.AsyncByteStream):
         await page.aclose()  # never read: its connection goes back

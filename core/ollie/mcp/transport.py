@@ -126,11 +126,25 @@ async def http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
 
     bounded = functools.partial(client, pinned=spec.from_workspace)
     if spec.sse:
+        import anyio
         from mcp.client.sse import sse_client
+        from mcp.shared.message import SessionMessage
+        from mcp.types import JSONRPCMessage
 
-        async with sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S, httpx_client_factory=bounded,
-                              sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write):
-            yield read, write
+        # What the server sends, and the answers `_foreign` makes for the messages its endpoint refused.
+        into, out = anyio.create_memory_object_stream[Any]()
+
+        async def refused(error: dict) -> None:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await into.send(SessionMessage(JSONRPCMessage.model_validate(error)))
+
+        async with (sse_client(spec.url, headers=dict(spec.headers), timeout=START_TIMEOUT_S,
+                               httpx_client_factory=functools.partial(bounded, deliver=refused),
+                               sse_read_timeout=max(HTTP_READ_TIMEOUT_S, spec.timeout)) as (read, write),
+                    anyio.create_task_group() as tasks):
+            tasks.start_soon(_forward, read, into)
+            yield out, write
+            tasks.cancel_scope.cancel()
         return
     from mcp.client.streamable_http import streamable_http_client
 
@@ -138,6 +152,13 @@ async def http_streams(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
     async with (bounded(dict(spec.headers), timeout, answers=True) as http,
                 streamable_http_client(spec.url, http_client=http) as (read, write, _)):
         yield read, write
+
+
+async def _forward(read: Any, into: Any) -> None:
+    """Pass what `read` brings on to `into`, and its end."""
+    async with into:
+        async for item in read:
+            await into.send(item)
 
 
 class CannotStart(OSError):

@@ -78,6 +78,7 @@ class NetAsk:
     step: str = ""  # the step as the user saw it (its title), for the records
     log: list[dict] | None = None  # the session's record of every connection (`/network`), appended to
     connections: list[dict] = field(default_factory=list)  # this tool call's (its `tool` event)
+    feedback: dict[str, str] = field(default_factory=dict)  # "host:port": the user's words with a "deny", for the model
 
     @property
     def current(self) -> NetAsk:
@@ -282,6 +283,8 @@ class StepNet:
             finally:
                 del self._asking[key]
             record["how"] = answer
+            if words := ask.feedback.pop(key, ""):
+                record["feedback"] = words
             if answer in ("once", "session", "always"):
                 record["verdict"] = "allowed"
             if answer in ("session", "always"):

@@ -37,7 +37,8 @@ def network_line(connection: dict) -> str:
     what = (f"... {connection['more']} more connections" + (f" ({how})" if how else "") if connection.get("more")
             else f"{connection['host']}:{connection['port']} {verdict_words(connection['verdict'], how)}")
     line = f"{what}, sent {size(connection['sent'])}, received {size(connection['received'])}"
-    return line + (f"; {connection['error']}" if connection.get("error") else "")
+    line += f"; {connection['error']}" if connection.get("error") else ""
+    return line + (f"; the user's feedback: {connection['feedback']}" if connection.get("feedback") else "")
 
 
 # Where a line starts for a model (and `str.splitlines`): after a `\n`, `\r`, form feed, U+2028..., then any blanks; the

@@ -40,6 +40,7 @@ local M = {}
 ---@field tail ollie.Tail|nil       what the running turn showed since its last step (no daemon saved it yet)
 ---@field lost_turn boolean|nil  its daemon died as it ran a turn (said once the next has the session)
 ---@field cut_short ollie.Tail|nil  that of a turn its daemon's death cut short: drawn again under the history
+---@field failed {prompt: string, error: string}|nil the error said of the last turn (the history keeps none)
 ---@field told {why: string, row: integer, tries: integer|nil}|nil why it has no daemon, as it said last, and its
 ---transcript's end then
 ---@field backend_said string|nil the backend error its opening note said (backend.lua: a turn's is not said again)
@@ -646,7 +647,11 @@ function Chat:on_event(ev, drawn)
       if command then
         self.command_info[vim.trim(content)] = "error" -- a command's error is also its answer: shown once, here
       end
-      return say(t, require("ollie.backend").turn_error(self, content) or ("error: " .. content), "OllieError")
+      local said = require("ollie.backend").turn_error(self, content) or ("error: " .. content)
+      if tail and not command then -- the history keeps no error: a redraw (:OllieRestart) says it again from here
+        self.failed = { prompt = tail.prompt, error = said }
+      end
+      return say(t, said, "OllieError")
     end
     if command then
       self.command_info[vim.trim(content)] = role == "exec" and "exec" or true
@@ -667,7 +672,7 @@ function Chat:on_event(ev, drawn)
     t:note("retrying after an error: " .. content, "OllieTurnEnd")
   elseif role == "turn" then
     if content == "start" then
-      self.running = true
+      self.running, self.failed = true, nil
     else
       -- stateChanged says so too; this keeps Enter from queueing behind a turn that has ended.
       self.running, self.state, self.steps_running, self.tail = false, "idle", {}, nil

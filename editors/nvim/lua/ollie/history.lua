@@ -61,14 +61,17 @@ local function step_of(call)
   return { id = call.id, title = call.name or "tool", status = "completed", locations = {} }
 end
 
-local function draw(t, messages, running, last_result, cut, reply)
+local function draw(t, messages, running, last_result, cut, reply, failed_as)
   t:clear()
   local unanswered, last_prompt = false, nil
   -- A prompt with nothing after it: its turn failed (the error is not saved), or a daemon before cut-off answers
   -- were kept saved nothing of an interrupted one. How the last turn ended is known: a failure never reads
   -- "interrupted".
   local function no_answer(failed)
-    if failed then
+    if failed and failed_as and failed_as.prompt == last_prompt then -- its error, as this Neovim was told it
+      t:note(failed_as.error, "OllieError")
+      t:turn_end("error")
+    elseif failed then
       t:turn_end("error", "no answer: this prompt failed before the model replied, its error not saved; send it again")
     elseif unanswered then
       t:turn_end("interrupted", "no answer saved: the turn failed or was interrupted")
@@ -165,8 +168,9 @@ end
 ---@param last_result string|nil how the session's last turn ended (`info.lastTurnResult` of ollie/session/load)
 ---@param cut ollie.Tail|nil what a turn its daemon's death cut short had shown (drawn last, marked so)
 ---@param reply table|nil the running turn's reply so far (`ollie/context`'s `reply`)
-function M.render(t, messages, running, last_result, cut, reply)
-  t:bulk(function() draw(t, messages, running, last_result, cut, reply) end)
+---@param failed_as {prompt: string, error: string}|nil what the chat said of its last turn's error (kept nowhere)
+function M.render(t, messages, running, last_result, cut, reply, failed_as)
+  t:bulk(function() draw(t, messages, running, last_result, cut, reply, failed_as) end)
 end
 
 ---Show another session in this chat (its saved conversation).
@@ -274,7 +278,7 @@ function H:redraw(after, ended, last_result)
       if cut and saved(res.messages or {}, cut) then
         cut, self.lost_turn = nil, false -- its answer is in the history: no turn to send again
       end
-      M.render(self.transcript, res.messages, res.answering == true, last_result, cut, res.reply)
+      M.render(self.transcript, res.messages, res.answering == true, last_result, cut, res.reply, self.failed)
       self.cut_short = nil
       if session and type(res.seq) == "number" then
         client.saw(session, res.seq) -- the user sees the history: the events it holds, its turns' ends too

@@ -504,7 +504,7 @@ function M.ask(params, answer)
   local target = M.network_target(params.step or {})
   if target then
     -- The daemon's option ids, worded for a connection: "always" is kept for later sessions too.
-    local names = { allow_always = "Always allow", reject = "Deny" }
+    local names = { allow_always = "Always allow", reject = "Deny", reject_with_feedback = "Deny with feedback" }
     options = vim.tbl_map(function(o)
       return { id = o.id, name = names[o.id] or o.name }
     end, options)

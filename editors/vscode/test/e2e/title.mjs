@@ -225,8 +225,13 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await chat.locator(notice, { hasText: "rename the session" }).waitFor({ timeout: waitMs });
     const columns = [await leftOf(chat, notice, "stop this session"), await leftOf(chat, notice, "rename the session"),
       await leftOf(chat, notice, "show or change the working directory")];
-    // The /network row's second line ("and the hosts allowed...") goes on under the descriptions too.
-    columns.push(await leftOf(chat, notice, "and the hosts allowed"));
+    // The /network row, one line from the daemon (the chat breaks it), goes on under the descriptions on each line.
+    const network = await chat.locator(notice).last().locator(".column-last", { hasText: "and the hosts allowed" })
+      .evaluate((node) => { const all = document.createRange(), lines = new Map(); all.selectNodeContents(node);
+        for (const box of all.getClientRects()) lines.set(box.top, Math.min(lines.get(box.top) ?? box.left, box.left));
+        return [...lines.values()]; }); // each line's start (a line's boxes past it are its words)
+    if (network.length < 2) throw new Error(`/help: the /network row did not wrap (${network.length} line)`);
+    columns.push(...network);
     if (new Set(columns).size !== 1) throw new Error(`/help: the descriptions start at ${columns.join(", ")} px`);
     await send(chat, "/rewnd");
     const typo = chat.locator(".item.notice.error").last();
