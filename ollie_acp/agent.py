@@ -51,7 +51,7 @@ from ollie.errors import ConfigError
 from ollie.escapes import escaped
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import session_dir, sessions_dir, tools_path
-from ollie.sessions import persist
+from ollie.sessions import logindex, persist
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import ArchivedError, NotFoundError
 from ollie.sessions.records import UserRecords
@@ -437,7 +437,7 @@ def _cwds_and_turns(session_ids: list[str]) -> dict[str, tuple[str, int]]:
     """The directory each saved session keeps in its meta ("" when it has none), and how many turns it has had."""
     store = sessions_dir()
     return {sid: (str(meta.get("cwd") or ""), turns)
-            for sid, (meta, turns) in ((sid, persist.meta_and_turns(store, sid)) for sid in session_ids)}
+            for sid, (meta, turns) in ((sid, logindex.meta_and_turns(store, sid)) for sid in session_ids)}
 
 
 def _commands() -> list[AvailableCommand]:

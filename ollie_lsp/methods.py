@@ -516,7 +516,7 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
     from ollie.sessions.cursor import from_cursor, to_cursor  # not a first token's
-    from ollie.sessions.persist import saved_turns
+    from ollie.sessions.logindex import saved_turns
     records = ls.table.records
     with invalid_params("cursor"):
         after = from_cursor(p.cursor)
