@@ -73,7 +73,7 @@ class McpHost:
 
     def list_tools(self) -> list[ToolInfo]:
         """Every ready server's tools."""
-        return [ToolInfo(SERVER_NAME, t.name, t.description, t.schema) for _, t in self._tools().values()]
+        return [ToolInfo(t.name, t.description, t.schema, server=SERVER_NAME) for _, t in self._tools().values()]
 
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         """Call the server that offers `tool`."""
