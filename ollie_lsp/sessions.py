@@ -42,7 +42,6 @@ A = TypeVar("A")
 QUESTION_DRAIN_S = 2.0
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class SubmitHandle(Held):
     """One pending ollie/submit: cancel() interrupts it, whether it waits or runs; its images count while it waits."""
@@ -52,7 +51,6 @@ class SubmitHandle(Held):
     finished: bool = False
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class LiveSession:
     """A session this daemon runs: its Core, its event forwarder and its progress."""
@@ -237,7 +235,6 @@ def failed_field(result: TurnResult) -> dict[str, bool]:
     return {"failed": True} if result.failed else {}
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class SessionDefaults:
     """What new sessions start with, from initializationOptions and the workspace."""

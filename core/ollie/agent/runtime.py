@@ -31,7 +31,6 @@ DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
 T = TypeVar("T")
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class Runtime:
     """Per-agent configuration that stays stable across turns."""
