@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
+from ollie.agent import inbox
 from ollie.agent.inbox import ContextItem, Held
-from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
+from ollie_lsp.errors import InvalidParams, QueueFull, SessionArchived, SessionNotFound, refused
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import record, rpc_errors
@@ -487,6 +488,13 @@ class SessionTable:
     def live(self) -> list[LiveSession]:
         """The sessions running now."""
         return list(self._live.values())
+
+    def take_images(self, holder: Held, session: str, size: int) -> None:
+        """Count `size` more image bytes (fewer when negative) to `holder`; -32010 when the daemon would hold more than
+        it may, for prompts not run yet: the submits waiting for their turn, the queues, the queued being read."""
+        held = sum(live.core.queued_bytes() + sum(h.images for h in live.waiting) for live in self._live.values())
+        with refused(QueueFull, inbox.QueueFull, {"session": session}):
+            inbox.take_images(holder, size, held=held + sum(h.images for h in self.reading), where="this daemon")
 
     async def set_archived(self, session_id: str, archived: bool) -> None:
         """Archive a session (live or saved: a live one stays readable but refuses writes), or bring one back (listed
