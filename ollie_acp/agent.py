@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,7 +50,7 @@ from ollie.errors import ConfigError
 from ollie.escapes import escaped
 from ollie.mcp.config import ServerSpec, from_acp
 from ollie.paths import session_dir, sessions_dir, tools_path
-from ollie.sessions import persist
+from ollie.sessions import logindex, persist
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import ArchivedError, NotFoundError
 from ollie.sessions.records import UserRecords
@@ -250,9 +249,10 @@ class OllieAgent:
                 # One rule with the daemon's list and the terminal's /sessions: untitled with no turn (a rewind of
                 # every turn) is nothing to resume.
                 if (want is None or where == want) and (info.title or turns):
+                    stamp = info.last_active or info.created_at
                     sessions.append(SessionInfo(session_id=info.id, cwd=where or str(Path.cwd()),
                                                 title=_listed_title(info, self._records.user),
-                                                updated_at=_iso(info.last_active or info.created_at)))
+                                                updated_at=stamp.isoformat() if stamp else None))
                 if len(sessions) == LIST_PAGE:
                     more = after is not None or index + 1 < len(page)
                     return ListSessionsResponse(sessions=sessions, next_cursor=to_cursor(sort_key(info)) if more else None)
@@ -437,7 +437,7 @@ def _cwds_and_turns(session_ids: list[str]) -> dict[str, tuple[str, int]]:
     """The directory each saved session keeps in its meta ("" when it has none), and how many turns it has had."""
     store = sessions_dir()
     return {sid: (str(meta.get("cwd") or ""), turns)
-            for sid, (meta, turns) in ((sid, persist.meta_and_turns(store, sid)) for sid in session_ids)}
+            for sid, (meta, turns) in ((sid, logindex.meta_and_turns(store, sid)) for sid in session_ids)}
 
 
 def _commands() -> list[AvailableCommand]:
@@ -455,7 +455,3 @@ def _listed_title(info: Info, user: str) -> str | None:
     if info.team and info.user_id != user:
         return escaped(f"{info.title or 'untitled'} ({info.user_id}'s, team {info.team})", keep="")
     return escaped(info.title, keep="") or None
-
-
-def _iso(stamp: datetime | None) -> str | None:
-    return stamp.isoformat() if stamp else None

@@ -65,9 +65,9 @@ async def config_options(core: AcpCore, *, ask_models: bool = True,
     agent = SessionConfigOptionSelect(type="select", id="agent", name="Agent config",
                                       description="Switching clears the conversation; an unsandboxed one asks first",
                                       current_value=core.agent_name,
-                                      options=[SessionConfigSelectOption(value=a.name, name=_agent_label(a),
-                                                                         description=a.description or None)
-                                               for a in found])
+                                      options=[SessionConfigSelectOption(
+                                          value=a.name, name=f"{a.name} (NO sandbox)" if a.unsandboxed else a.name,
+                                          description=a.description or None) for a in found])
     agent.category = AGENT_CATEGORY  # type: ignore[assignment]  # see AGENT_CATEGORY
     mode = SessionConfigOptionSelect(type="select", id="mode", name="Approval mode", category="mode",
                                      description="Which steps ask you first (/approval)", current_value=core.approval,
@@ -92,7 +92,3 @@ async def backend_models(core: AcpCore) -> list[str]:
             return await core.list_models()
     except (TimeoutError, OllieError, OSError):
         return []
-
-
-def _agent_label(agent: AgentInfo) -> str:
-    return f"{agent.name} (NO sandbox)" if agent.unsandboxed else agent.name

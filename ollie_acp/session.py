@@ -165,10 +165,9 @@ class AcpSession:
             return choice
         finally:  # withdrawn unanswered (its step ended first) too
             if ends:
-                await self._end(tool_call.tool_call_id, choice is not None and choice.startswith("allow"))
-
-    async def _end(self, tool_call_id: str, allowed: bool) -> None:
-        await self.send(update_tool_call(tool_call_id, status="completed" if allowed else "failed"), what="question end")
+                allowed = choice is not None and choice.startswith("allow")
+                await self.send(update_tool_call(tool_call.tool_call_id, status="completed" if allowed else "failed"),
+                                what="question end")
 
     async def send(self, *updates: Update, what: str) -> None:
         """Send `updates` in order; a client gone (stdin closed) is only logged, as `what` not sent."""

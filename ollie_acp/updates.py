@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from ollie import beneath
 from ollie.agent.events import Event
 from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
+from ollie.agent.taskstate import checklist
 from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.escapes import escaped
@@ -54,7 +54,6 @@ Update = (AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgre
           | UserMessageChunk | SessionInfoUpdate | AvailableCommandsUpdate | CurrentModeUpdate | ConfigOptionUpdate)
 Send = Callable[[Update], Awaitable[None]]
 
-_PLAN_LINE = re.compile(r"^\s*- \[( |x|X)\] (.+)$")
 # What a step's update shows of its result: the editor has the full text in the session history.
 RESULT_PREVIEW_CHARS = 4000
 # A running command step's live output: its last LIVE_OUTPUT_CHARS, at most one update per LIVE_OUTPUT_S.
@@ -65,21 +64,11 @@ NOTE_ROLES = {"info": "", "exec": "", "error": "⚠ ", "limitretry": "… "}
 
 
 def plan_entries(text: str) -> list[tuple[str, str]]:
-    """(content, status) of each `- [ ] step` / `- [x] step` line; the first open step is in progress."""
-    entries: list[tuple[str, str]] = []
-    current_marked = False
-    for line in text.splitlines():
-        match = _PLAN_LINE.match(line)
-        if match is None:
-            continue
-        if match.group(1) != " ":
-            entries.append((match.group(2).strip(), "completed"))
-        elif not current_marked:
-            entries.append((match.group(2).strip(), "in_progress"))
-            current_marked = True
-        else:
-            entries.append((match.group(2).strip(), "pending"))
-    return entries
+    """(content, status) of each item of the plan's checklist; the first open step is in progress."""
+    items = checklist(text)
+    first = next((n for n, (_, checked) in enumerate(items) if not checked), -1)
+    return [(item, "completed" if checked else "in_progress" if n == first else "pending")
+            for n, (item, checked) in enumerate(items)]
 
 
 def tool_start(step: ToolState, *, cwd: Path, status: str = "pending", arguments: str = "") -> ToolCallStart:

@@ -52,7 +52,6 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
     return params
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class _Waiting:
     """An event held while the output is paused; `parts` collects a run of deltas (None for other events)."""

@@ -23,7 +23,6 @@ CLOSED_SHARE = 0.25
 SESSION_WEIGHT = 64
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class _IdlePass:
     """The pending idle pass: one timer, whose deadline each message from the client moves later."""

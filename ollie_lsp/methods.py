@@ -26,7 +26,6 @@ from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath, while_no_step_writes
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
-from ollie_lsp import heldimages
 from ollie_lsp.documents import read_through_link
 from ollie_lsp.editor import context_documents, is_command, with_context
 from ollie_lsp.errors import InternalError, InvalidParams, QueueFull, Stale, invalid_params, refused
@@ -139,7 +138,7 @@ async def submit(ls: OllieServer, p: SubmitParams) -> dict[str, Any]:
 async def _prompt_images(ls: OllieServer, live: LiveSession, p: SubmitParams | QueueParams, holder: inbox.Held) -> list[Image]:
     """A submitted or queued prompt's images (`_images`, counted to `holder`: -32010 past what the daemon holds);
     -32602 for images with a command, or a prompt of nothing."""
-    pictures = await _images(p.images or [], cwd=live.core.cwd, take=partial(heldimages.take, ls.table, holder, live.id))
+    pictures = await _images(p.images or [], cwd=live.core.cwd, take=partial(ls.table.take_images, holder, live.id))
     if pictures and is_command(p.text):
         raise InvalidParams("images: a command or !shell line takes no images")
     if not p.text.strip() and not pictures and not p.contexts:  # as ACP: no empty message to the model
@@ -516,7 +515,7 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
     from ollie.sessions.cursor import from_cursor, to_cursor  # not a first token's
-    from ollie.sessions.persist import saved_turns
+    from ollie.sessions.logindex import saved_turns
     records = ls.table.records
     with invalid_params("cursor"):
         after = from_cursor(p.cursor)

@@ -151,10 +151,9 @@ class OllieProtocol(LanguageServerProtocol):
             except (TypeError, ValueError):
                 super()._send_data(data)  # pygls reports what it cannot serialise
                 return
-        if self._include_headers:  # as pygls frames what it sends (a websocket carries the body alone)
-            header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-            body = header.encode() + body
-        written = self.writer.write(body)
+        # Framed as pygls frames what it sends (the daemon serves no websocket, whose messages go unframed).
+        header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+        written = self.writer.write(header.encode() + body)
         if inspect.isawaitable(written):
             asyncio.ensure_future(written)
 

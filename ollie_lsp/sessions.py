@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie import beneath
+from ollie.agent import inbox
 from ollie.agent.inbox import ContextItem, Held
-from ollie_lsp.errors import InvalidParams, SessionArchived, SessionNotFound
+from ollie_lsp.errors import InvalidParams, QueueFull, SessionArchived, SessionNotFound, refused
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import record, rpc_errors
@@ -42,7 +43,6 @@ A = TypeVar("A")
 QUESTION_DRAIN_S = 2.0
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class SubmitHandle(Held):
     """One pending ollie/submit: cancel() interrupts it, whether it waits or runs; its images count while it waits."""
@@ -52,7 +52,6 @@ class SubmitHandle(Held):
     finished: bool = False
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class LiveSession:
     """A session this daemon runs: its Core, its event forwarder and its progress."""
@@ -237,7 +236,6 @@ def failed_field(result: TurnResult) -> dict[str, bool]:
     return {"failed": True} if result.failed else {}
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class SessionDefaults:
     """What new sessions start with, from initializationOptions and the workspace."""
@@ -490,6 +488,13 @@ class SessionTable:
     def live(self) -> list[LiveSession]:
         """The sessions running now."""
         return list(self._live.values())
+
+    def take_images(self, holder: Held, session: str, size: int) -> None:
+        """Count `size` more image bytes (fewer when negative) to `holder`; -32010 when the daemon would hold more than
+        it may, for prompts not run yet: the submits waiting for their turn, the queues, the queued being read."""
+        held = sum(live.core.queued_bytes() + sum(h.images for h in live.waiting) for live in self._live.values())
+        with refused(QueueFull, inbox.QueueFull, {"session": session}):
+            inbox.take_images(holder, size, held=held + sum(h.images for h in self.reading), where="this daemon")
 
     async def set_archived(self, session_id: str, archived: bool) -> None:
         """Archive a session (live or saved: a live one stays readable but refuses writes), or bring one back (listed

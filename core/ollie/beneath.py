@@ -35,12 +35,9 @@ _RESOLVE_BENEATH = 0x08
 _O_PATH = getattr(os, "O_PATH", 0o10000000)
 
 
-class BeneathError(OSError):
-    """A path the daemon refuses to touch: outside the root or through a symlink (not a file, too large: `ollie.regularfile`)."""
-
-
-class OutsideRoot(BeneathError):
-    """The path leaves the root (`..`, absolute elsewhere) or goes through a symlink."""
+class OutsideRoot(OSError):
+    """A path the daemon refuses to touch: it leaves the root (`..`, absolute elsewhere) or goes through a symlink (not a
+    file, too large: `ollie.regularfile`)."""
 
 
 def cap() -> int:

@@ -84,8 +84,3 @@ def start_logging(file: Path | str | None, prog: str) -> Path:
                        "you can write"))
         print(f"{prog}: cannot write its log {where}: {exc}; {fix}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-def get_logger(name: str) -> logging.Logger:
-    """A logger under the `ollie` namespace."""
-    return logging.getLogger(name if name.startswith("ollie") else f"ollie.{name}")

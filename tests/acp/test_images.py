@@ -219,7 +219,7 @@ async def test_a_prompt_the_client_did_not_send_comes_with_its_images() -> None:
 
 async def test_image_prompts_waiting_in_every_session_are_bounded_together_and_freed_as_they_end(
         start_agent, llm, sleeper) -> None:
-    # Each prompt waiting for its session's turn held its images (the daemon bounds them: ollie_lsp.heldimages), so a
+    # Each prompt waiting for its session's turn held its images (the daemon bounds them: SessionTable.take_images), so a
     # client sending big image prompts to many busy sessions made `ollie acp` hold without end.
     guess = len(DATA) * 3 // 4  # each image counted at its base64's size decoded, before any is decoded
     agent = await start_agent(env={**llm.env(), "OLLIE_MAX_IMAGE_BYTES": str(guess)})  # 4 prompts of 8 at the cap

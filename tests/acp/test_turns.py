@@ -11,7 +11,9 @@ import acp
 import pytest
 from acp.schema import AudioContentBlock, EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
 
+from ollie.agent.taskstate import next_unchecked
 from ollie.testing import Reply, Usage
+from ollie_acp.updates import plan_entries
 from tests.procs import eventually
 
 
@@ -93,6 +95,14 @@ async def test_task_tools_become_a_plan(shared_agent, llm) -> None:
     plans = agent.client.of(sid, "plan")
     assert [(e.content, e.status) for e in plans[0].entries] == [("write the test", "in_progress"), ("run it", "pending")]
     assert [(e.content, e.status) for e in plans[-1].entries] == [("write the test", "completed"), ("run it", "in_progress")]
+
+
+def test_the_plan_update_and_the_loops_next_step_read_one_checklist() -> None:
+    # Tool code may write the plan file by hand: ACP's plan read only `- [ ]` lines, the loop `*` bullets too.
+    text = "# plan\n* [x] read it\n-[ ] write it\n- [ ]   \n  - [X] nested\n- [ ] run it\nnot an item"
+    assert plan_entries(text) == [("read it", "completed"), ("write it", "in_progress"), ("nested", "completed"),
+                                  ("run it", "pending")]
+    assert next_unchecked(text) == "write it"
 
 
 async def test_resource_links_and_embedded_files_are_marked_editor_context(shared_agent, llm) -> None:

@@ -31,13 +31,13 @@ class ToyServer:
     def list_tools(self) -> list[ToolInfo]:
         obj = {"type": "object", "properties": {}}
         return [
-            ToolInfo("toy", "slow_read", "Read-safe; sleeps `delay` seconds.", obj),
-            ToolInfo("toy", "slow_write", "Serial; sleeps `delay` seconds.", obj),
-            ToolInfo("toy", "fail", "Always fails.", obj),
-            ToolInfo("toy", "cold_read", "A cold, read-safe result.", obj),
-            ToolInfo("toy", "warm_read", "A warm, read-safe result.", obj),
-            ToolInfo("toy", "spawn_sleep", "Starts `sleep` children in its own process group.", obj),
-            ToolInfo("toy", "big", "Returns `size` bytes.", obj),
+            ToolInfo("slow_read", "Read-safe; sleeps `delay` seconds.", obj, server="toy"),
+            ToolInfo("slow_write", "Serial; sleeps `delay` seconds.", obj, server="toy"),
+            ToolInfo("fail", "Always fails.", obj, server="toy"),
+            ToolInfo("cold_read", "A cold, read-safe result.", obj, server="toy"),
+            ToolInfo("warm_read", "A warm, read-safe result.", obj, server="toy"),
+            ToolInfo("spawn_sleep", "Starts `sleep` children in its own process group.", obj, server="toy"),
+            ToolInfo("big", "Returns `size` bytes.", obj, server="toy"),
         ]
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> str:

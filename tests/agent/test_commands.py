@@ -48,8 +48,8 @@ class FakeCore:
         self.queue_items: list[str] = []
         self.calls: list[tuple] = []
         self.prompt = "SYSTEM PROMPT"
-        self.tool_infos = [ToolInfo("execute", "call_tool", "Run named tool scripts.\nMore detail."),
-                           ToolInfo("execute", "pipe", "")]
+        self.tool_infos = [ToolInfo("call_tool", "Run named tool scripts.\nMore detail.", server="execute"),
+                           ToolInfo("pipe", "", server="execute")]
         self.env = {"FROM_CORE": "yes"}
 
     async def switch_agent(self, name: str) -> Switched:

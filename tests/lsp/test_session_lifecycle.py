@@ -9,7 +9,7 @@ import sqlite3
 import time
 
 from ollie import paths
-from ollie.sessions.persist import list_saved_files
+from ollie.sessions.logindex import list_saved_files
 from ollie.testing import Reply
 from tests.procs import eventually
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ollie.backend.types import Message
-from ollie.sessions import persist
+from ollie.sessions import logindex, persist
 from ollie.sessions.session import Session
 
 
@@ -18,8 +18,8 @@ def test_the_cwd_is_saved_and_read_from_the_meta(tmp_path: Path) -> None:
     session.messages.append(Message("assistant", "hello"))
     file.save(session)  # an appended round: the latest meta is the last line
     assert persist.load(tmp_path, session.id).cwd == "/work/project"
-    assert persist.read_meta(tmp_path, session.id)["cwd"] == "/work/project"
-    assert persist.read_meta(tmp_path, "nosuchsession") == {}
+    assert logindex.read_meta(tmp_path, session.id)["cwd"] == "/work/project"
+    assert logindex.read_meta(tmp_path, "nosuchsession") == {}
 
 
 def test_a_session_saved_without_a_cwd_still_loads(tmp_path: Path) -> None:
@@ -37,5 +37,5 @@ def test_a_session_saved_without_a_cwd_still_loads(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     loaded = persist.load(tmp_path, session.id)
     assert (loaded.title, loaded.cwd, len(loaded.messages)) == ("old one", "", 1)
-    assert "cwd" not in persist.read_meta(tmp_path, session.id)
-    assert persist.read_meta(tmp_path, session.id)["title"] == "old one"
+    assert "cwd" not in logindex.read_meta(tmp_path, session.id)
+    assert logindex.read_meta(tmp_path, session.id)["title"] == "old one"

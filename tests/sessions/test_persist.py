@@ -396,9 +396,8 @@ def test_listing_leaves_out_sessions_nobody_typed_in(tmp_path, log_store):
     log.save(gone)
     gone.clear()
     log.save(gone)  # a /clear after a prompt: nothing in it now, and untitled
-    assert persist.list_saved(tmp_path) == [prompted, named]
-    assert persist.exists(tmp_path, unused) and persist.is_unused(tmp_path, unused)
-    assert not persist.is_unused(tmp_path, named) and not persist.is_unused(tmp_path, "missing")
+    assert logindex.list_saved(tmp_path) == [prompted, named]
+    assert persist.exists(tmp_path, unused)  # saved, only not listed
 
 
 def test_the_sessions_of_a_directory_are_found_reading_each_logs_end_once(tmp_path, log_store, monkeypatch):
@@ -420,14 +419,14 @@ def test_the_sessions_of_a_directory_are_found_reading_each_logs_end_once(tmp_pa
 
 
 def test_list_and_exists(tmp_path, log_store):
-    assert persist.list_saved(tmp_path / "missing") == []
+    assert logindex.list_saved(tmp_path / "missing") == []
     ids = [_made_at(n) for n in (3_000, 1_000, 2_000)]
     for session_id in ids:
         file = session_log(tmp_path, session_id)
         file.save(Session(id=session_id, messages=[Message("user", "hi")]))
         file.write_compaction_snapshot(Session(id=session_id))
     (tmp_path / "notes.jsonl").write_text("{}\n")
-    assert persist.list_saved(tmp_path) == sorted(ids)
+    assert logindex.list_saved(tmp_path) == sorted(ids)
     assert persist.exists(tmp_path, ids[0])
     unsaved = _made_at(4_000)
     assert not persist.exists(tmp_path, unsaved)

@@ -16,7 +16,8 @@ import pytest
 from ollie.agent.history import turn_marks
 from ollie.backend.types import Message, ToolCall, Usage
 from ollie.sessions import logparse
-from ollie.sessions.persist import SessionFile, SessionFileCorruptError, SessionFileError
+from ollie.sessions.logformat import SessionFileError
+from ollie.sessions.persist import SessionFile, SessionFileCorruptError
 from ollie.sessions.session import Session
 
 

@@ -9,7 +9,7 @@ from tests.teams.conftest import home_env
 
 SCRIPT = """
 import sys
-from ollie.sessions import persist
+from ollie.sessions import logindex, persist
 from ollie.sessions.registry import Registry
 from ollie.sessions.types import Request
 from ollie.sessions.session import Session
@@ -19,7 +19,7 @@ from ollie.backend.types import Message
 log, session = persist.open_session(sys.argv[1], None)
 session.messages.append(Message("user", "hi"))  # a session nobody typed in is not listed
 log.save(session)
-print(persist.list_saved(sys.argv[1]) == [session.id], "psycopg" in sys.modules)
+print(logindex.list_saved(sys.argv[1]) == [session.id], "psycopg" in sys.modules)
 """
 
 

@@ -196,7 +196,6 @@ def command_prefix(code: str) -> str:
     return words[0]
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class _Plan:
     """A step and the commands it runs (empty for a non-command step)."""

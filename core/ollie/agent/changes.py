@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ollie.agent.editoredits import EditorEdit
-from ollie.log import get_logger
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
 
 if TYPE_CHECKING:  # the checkpoints (git, the tree's inotify watch) load with the first step that may write
@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # the checkpoints (git, the tree's inotify watch) load with t
     from ollie.workspace.ignored import Listing
     from ollie.workspace.types import FileChange
 
-log = get_logger("ollie.agent.changes")
+log = logging.getLogger("ollie.agent.changes")
 
 
 class ChangeTracker:

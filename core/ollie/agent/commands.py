@@ -6,6 +6,7 @@ that cuts a `!cmd` or `/compact` short raises Stopped with the text it published
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import textwrap
@@ -24,13 +25,12 @@ from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.surface import CommandTarget
 from ollie.errors import OllieError
 from ollie.escapes import escaped, one_name
-from ollie.log import get_logger
 from ollie.workspace.errors import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
 HELP_USAGE_COLUMN = 24  # /help's usage column; a longer usage goes on a line of its own
 
-_log = get_logger(__name__)
+_log = logging.getLogger(__name__)
 
 Handler = Callable[[CommandTarget, str], Awaitable[str]]
 

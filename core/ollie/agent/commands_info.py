@@ -19,7 +19,7 @@ from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
 from ollie.escapes import one_name
 from ollie.sandbox import netsaved
-from ollie.sessions import location, persist
+from ollie.sessions import location, logindex
 from ollie.sessions.types import Info, one_line
 from ollie.tools.execute.results import network_line
 from ollie.workspace.bounds import LISTED
@@ -213,7 +213,7 @@ async def cmd_sessions(core: CommandTarget, arg: str) -> str:
     """The saved sessions, newest first, the current one marked: title; when last active, turns, id (to resume)."""
     directory = Path(core.sessions_dir)
     # A directory listing, or a query of OLLIE_STORE's database: off the loop, which other sessions share.
-    ids = list(reversed(await asyncio.to_thread(persist.list_saved, directory)))
+    ids = list(reversed(await asyncio.to_thread(logindex.list_saved, directory)))
     if not ids:
         url = location.store_url()
         return f"no saved sessions in {location.redact(url) if url else directory}"
@@ -241,7 +241,7 @@ def _started_in(directory: Path, cwd: Path) -> Iterator[str]:
     """The ids of the saved sessions started in `cwd`, newest first."""
     wanted = str(cwd.resolve())
     # Ids sort by creation time; unprompted starts are not saved, so not listed.
-    for session_id, meta in reversed(persist.saved_metas(directory)):
+    for session_id, meta in reversed(logindex.saved_metas(directory)):
         if meta.get("cwd") == wanted:
             yield session_id
 
@@ -280,7 +280,7 @@ async def _session_lines(core: CommandTarget, ids: list[str]) -> list[tuple[str,
     directory = Path(core.sessions_dir)
     # Each log's last meta (the title of one titled without a registry) and turns (a teammate's too): its end, read.
     records, ends = await asyncio.to_thread(lambda: (
-        _records(ids), {sid: persist.meta_and_turns(directory, sid) for sid in ids}))
+        _records(ids), {sid: logindex.meta_and_turns(directory, sid) for sid in ids}))
     lines = []
     for sid in ids:
         info, (meta, turns) = records.get(sid), ends[sid]

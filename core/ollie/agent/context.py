@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ollie.agent.events import Bus
@@ -14,7 +15,6 @@ from ollie.agent.taskstate import render_memory
 from ollie.agent.tiers import context_gate, message_chars
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Message
-from ollie.log import get_logger
 from ollie.sessions.errors import owners_only
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
@@ -22,7 +22,7 @@ from ollie.sessions.session import Session
 if TYPE_CHECKING:  # compaction loads with the first one
     from ollie.agent.compaction import CompactionResult
 
-log = get_logger("ollie.agent.context")
+log = logging.getLogger("ollie.agent.context")
 
 
 class HistorySize:

@@ -318,7 +318,7 @@ class Core(HistoryMembers, McpMembers):
 
     def tools(self) -> list[ToolInfo]:
         """The tools the model is offered."""
-        return list(self.runtime.tool_infos)
+        return list(self.runtime.tools)
 
     def system_prompt(self) -> str:
         """The rendered system prompt ("" while its commands wait for the first turn: see `ready_prompt`)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ollie.agent import agentswitch
 from ollie.agent.review import ReviewError
 from ollie.paths import agents_dirs, sessions_dir
-from ollie.sessions import persist
+from ollie.sessions import logformat, persist
 from ollie.sessions.errors import InvalidSessionError, NotFoundError
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ async def plan(source: Source, *, default_agent: str, turn: int | None = None) -
         saved = await asyncio.to_thread(persist.load, sessions_dir(), source.session_id)
     except persist.SessionFileNotFoundError:
         raise NotFoundError(source.session_id) from None
-    except (ValueError, persist.SessionFileError) as exc:  # a malformed id, a log this ollie cannot read
+    except (ValueError, logformat.SessionFileError) as exc:  # a malformed id, a log this ollie cannot read
         raise InvalidSessionError(str(exc)) from None
     # Run in another process, its log tells: a last turn with no final reply is still answering there (its prompt
     # and steps are saved as they come), or it failed without one; either way nothing to go on from.

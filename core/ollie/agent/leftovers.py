@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import stat
@@ -11,9 +12,8 @@ from pathlib import Path
 
 from ollie import beneath
 from ollie.backend.types import ToolCall
-from ollie.log import get_logger
 
-log = get_logger("ollie.agent.leftovers")
+log = logging.getLogger("ollie.agent.leftovers")
 
 
 # tools/_toolkit.write_atomic's temporary file for a file NAME: mkstemp's `.NAME.ollie-` + 8 random characters +

@@ -19,7 +19,7 @@ from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_
 from ollie.agent.taskstate import describe_action, infer_update, plan_path, read_plan_step, render_task_state
 from ollie.backend.base import Backend
 from ollie.backend.images import MAX_IMAGES, placeholder
-from ollie.backend.types import Image, Message, ToolCall
+from ollie.backend.types import Image, Message, Tool, ToolCall
 from ollie.loopshare import loop_share
 from ollie.sessions.session import Session, TaskState
 from ollie.tools.execute.args import cut_arguments
@@ -214,7 +214,7 @@ class AgentLoop:
             completion = await stream_with_retry(
                 backend=host.require_backend(),
                 build_messages=self.budget.request_messages,
-                tools=self.runtime.tools if with_tools else [],
+                tools=list[Tool](self.runtime.tools) if with_tools else [],
                 params=host.generation_params(),
                 bus=self.bus,
                 limits=self.limits,

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ollie.backend.types import ToolCall
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class Opened:
     """What `open_parts` hands the Core: its setup, the session and its log, and the lock that holds it."""

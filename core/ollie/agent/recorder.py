@@ -10,7 +10,6 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from ollie.agent.events import Subscription
-from ollie.log import get_logger
 from ollie.sessions.errors import SessionError
 from ollie.sessions.types import Channel, Info, Kind, Request, Scope, TurnResult, os_user, prompt_title
 
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from ollie.sessions.registry import Registry
     from ollie.sessions.session import Session
 
-log = get_logger("ollie.agent.recorder")
+log = logging.getLogger("ollie.agent.recorder")
 
 
 def unavailable() -> tuple[type[Exception], ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,6 @@ from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, rever
 from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.backend.types import Message
 from ollie.escapes import escaped
-from ollie.log import get_logger
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the checkpoints and the changes' types load with the first 
     # format on save wrote it), None when not applied.
     ApplyEdit = Callable[[FileChange, str], Awaitable[str | None]]
 
-log = get_logger(__name__)
+log = logging.getLogger(__name__)
 
 # The checkpoints logged for a session's turns: before each turn, and each turn's end (see Review.logged).
 Logged = tuple[dict[int, str], dict[int, str]]

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from ollie.agent.hooks import Hooks
 from ollie.agent.prompt import DeferredPrompt, box_for, needs_commands, resolve_prompt
 from ollie.backend.base import Backend
-from ollie.backend.types import GenerationParams, Tool
+from ollie.backend.types import GenerationParams
 from ollie.config import AgentConfig
 from ollie.tools.base import (
     KindClassifier,
@@ -31,7 +31,6 @@ DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
 T = TypeVar("T")
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class Runtime:
     """Per-agent configuration that stays stable across turns."""
@@ -40,8 +39,7 @@ class Runtime:
     dispatcher: Dispatcher
     hooks: Hooks | None
     preamble: str = ""
-    tools: list[Tool] = field(default_factory=list)
-    tool_infos: list[ToolInfo] = field(default_factory=list)
+    tools: list[ToolInfo] = field(default_factory=list)
     params: GenerationParams = field(default_factory=GenerationParams)
     max_steps: int = 0
     tool_result_max_bytes: int = DEFAULT_TOOL_RESULT_MAX_BYTES
@@ -142,13 +140,7 @@ def server_kinds(dispatcher: Callable[[], Dispatcher], fallback: Callable[[str],
 
 def refresh_tools(runtime: Runtime) -> None:
     """List the tools again, after a server changed what it offers (the editor tools come and go)."""
-    infos = runtime.dispatcher.list_tools([]) if runtime.config.tools else []
-    runtime.tool_infos = infos
-    runtime.tools = [_as_backend_tool(i) for i in infos]
-
-
-def _as_backend_tool(info: ToolInfo) -> Tool:
-    return Tool(name=info.name, description=info.description, parameters=info.parameters)
+    runtime.tools = runtime.dispatcher.list_tools([]) if runtime.config.tools else []
 
 
 async def build_runtime(
@@ -182,8 +174,7 @@ async def build_runtime(
         dispatcher=dispatcher,
         hooks=Hooks(cfg.hooks, box=box),  # in the session's command sandbox, as its prompt commands
         preamble=preamble,
-        tools=[_as_backend_tool(i) for i in infos],
-        tool_infos=infos,
+        tools=infos,
         params=cfg.generation_params,
         max_steps=cfg.max_steps or 0,
         warnings=warnings,

@@ -34,7 +34,6 @@ class Verdict:
     reinject: bool = False
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class SafetyMonitor:
     """Counts rounds of one turn and says when to nudge or abort."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ollie.log import get_logger
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import WorkspaceError
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ollie.workspace.objects import Entry
     from ollie.workspace.types import FileChange
 
-log = get_logger("ollie.agent.stepchanges")
+log = logging.getLogger("ollie.agent.stepchanges")
 
 
 async def step_changes(session: Session, checkpoints: Checkpoints, turn: int, *,

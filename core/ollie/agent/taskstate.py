@@ -12,7 +12,7 @@ from ollie.sessions.types import one_line
 
 # Only an item's start is a pattern, matched line by line: a lazy item before optional spaces backtracked
 # quadratically over a line of spaces (tool code writes the plan file; the loop reads it on the event loop).
-_UNCHECKED = re.compile(r"\s*[-*]\s*\[ \]")
+_ITEM = re.compile(r"\s*[-*]\s*\[([ xX])\]")
 _PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)
 _ACTION_PART = 80
 
@@ -28,12 +28,14 @@ def plan_path(session_id: str) -> Path:
 PLAN_CAP = 256 * 1024
 
 
+def checklist(text: str) -> list[tuple[str, bool]]:
+    """Each item of a markdown checklist (`- [ ] item`, `- [x] item`), and whether it is checked."""
+    return [(item, m[1] != " ") for line in text.splitlines() if (m := _ITEM.match(line)) and (item := line[m.end():].strip())]
+
+
 def next_unchecked(text: str) -> str:
-    """The first `- [ ]` item of a markdown checklist, or ''."""
-    for line in text.splitlines():
-        if (match := _UNCHECKED.match(line)) and (item := line[match.end():].strip()):
-            return item
-    return ""
+    """The first unchecked item of a markdown checklist, or ''."""
+    return next((item for item, checked in checklist(text) if not checked), "")
 
 
 def read_plan_step(path: Path) -> str:

@@ -153,7 +153,6 @@ def _title(inner: Sequence[ToolState], tool: str) -> str:
     return " and ".join(step.title for step in islice(inner, 200))[:200] or tool
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(kw_only=True, eq=False, repr=False)
 class ToolRound:
     """Runs the tool calls of one model reply. The read cache lives as long as the turn."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from operator import attrgetter
 from pathlib import Path
@@ -25,7 +26,6 @@ from ollie.agent.streaming import Completion, TurnFailed
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
-from ollie.log import get_logger
 from ollie.loopshare import loop_share
 from ollie.sessions.persist import SessionFile
 from ollie.sessions.session import Session
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ollie.agent.toolround import CallOutcome, ToolRound
     from ollie.tools.editor.postedit import PostEditDiagnostics
 
-log = get_logger("ollie.agent.core")
+log = logging.getLogger("ollie.agent.core")
 
 T = TypeVar("T")
 

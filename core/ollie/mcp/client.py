@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ollie.backend.types import Image
 from ollie.backend.urls import shown_url
-from ollie.mcp.config import NOT_MCP, ServerSpec
+from ollie.mcp.config import NOT_MCP, SERVER_NAME, ServerSpec
 from ollie.mcp.transport import START_TIMEOUT_S, CannotStart, Inbox, Known, Outbox, http_streams, leaf, why
-from ollie.tools.base import ToolResult
+from ollie.tools.base import ToolInfo, ToolResult
 
 if TYPE_CHECKING:
     from ollie.sandbox.egress import Asker, NetAsk
@@ -48,15 +48,12 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 MAX_TOOL_NAME = 64
 
 
-@dataclass
-class McpTool:
-    """A tool of a server: the model's name for it, the server's name, schema and hints."""
+@dataclass(eq=False, repr=False)
+class McpTool(ToolInfo):
+    """A tool of a server as the model sees it (`parameters`: the server's schema), its name there and its hints."""
 
-    name: str
-    remote: str
-    description: str
-    schema: dict[str, Any]
-    read_only: bool = False
+    remote: str = field(kw_only=True)
+    read_only: bool = field(default=False, kw_only=True)
 
     @property
     def kind(self) -> str:
@@ -99,7 +96,7 @@ def _tools(server: str, listed: list[Any], *, hinted: bool = True) -> tuple[list
             break
         if (tool := _tool(server, raw, hinted)) is None:
             continue
-        size += len(json.dumps(tool.schema)) + len(tool.description)
+        size += len(json.dumps(tool.parameters)) + len(tool.description)
         if size > MAX_TOOLS_BYTES:
             break
         tools.append(tool)
@@ -113,8 +110,8 @@ def _tool(server: str, raw: Any, hinted: bool) -> McpTool | None:
     schema = {**schema, "type": "object"}
     hints = raw.annotations
     return McpTool(
-        name=tool_name(server, raw.name), remote=raw.name,
-        description=(raw.description or raw.title or raw.name)[:MAX_DESCRIPTION], schema=schema,
+        name=tool_name(server, raw.name), remote=raw.name, server=SERVER_NAME,
+        description=(raw.description or raw.title or raw.name)[:MAX_DESCRIPTION], parameters=schema,
         read_only=hinted and bool(hints and hints.readOnlyHint))
 
 

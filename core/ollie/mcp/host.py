@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ollie.mcp.client import McpServer, McpTool, tool_name
-from ollie.mcp.config import SERVER_NAME, ServerSpec
+from ollie.mcp.config import ServerSpec
 from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
 
 # How long a session's start waits for its servers' first tool lists; a slower one joins when ready.
@@ -73,7 +73,7 @@ class McpHost:
 
     def list_tools(self) -> list[ToolInfo]:
         """Every ready server's tools."""
-        return [ToolInfo(SERVER_NAME, t.name, t.description, t.schema) for _, t in self._tools().values()]
+        return [t for _, t in self._tools().values()]
 
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         """Call the server that offers `tool`."""

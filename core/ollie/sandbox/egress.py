@@ -19,6 +19,7 @@ import atexit
 import contextlib
 import contextvars
 import ipaddress
+import logging
 import os
 import secrets
 import shutil
@@ -32,14 +33,13 @@ from pathlib import Path
 from typing import Protocol
 
 from ollie import paths
-from ollie.log import get_logger
 from ollie.sandbox import runtimedir
 from ollie.sandbox.netns import PROXY_HOST, PROXY_PORT
 from ollie.sandbox.networds import refusal
 from ollie.sandbox.proxyrequest import RequestError, is_ip, normal_host, read_request, tunnel_opening
 from ollie.sandbox.relay import Count, connect, relay
 
-log = get_logger("ollie.sandbox.egress")
+log = logging.getLogger("ollie.sandbox.egress")
 
 # A step's connections open at once (uv downloads 50 at a time); each holds six of the daemon's descriptors
 # (two sockets, two pipes), and more are answered 503 and closed: a step cannot run the daemon out of them.

@@ -8,13 +8,13 @@ files are hostile). An answer writes `host:port`; the user may edit it and add p
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from pathlib import Path
 
 from ollie import paths, regularfile
-from ollie.log import get_logger
 
-log = get_logger("ollie.sandbox.netsaved")
+log = logging.getLogger("ollie.sandbox.netsaved")
 
 FILE_NAME = "network-allowed"
 _HEADER = ("# Hosts ollie's egress proxy lets steps reach without asking, in every session: your \"Always allow\"\n"

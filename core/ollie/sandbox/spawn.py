@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import json
+import logging
 import os
 import signal
 import socket
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ollie import paths, programs
-from ollie.log import get_logger
 from ollie.sandbox import fdio, unconfined, writers
 from ollie.sandbox.errors import SUPERVISOR_DIED, HelperDiedError, SandboxError
 from ollie.sandbox.ldd import library_rules
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first step whose policy
 HERE = Path(__file__).resolve().parent
 FORK_SERVER = HERE / "forkserver.py"
 
-log = get_logger("ollie.sandbox")
+log = logging.getLogger("ollie.sandbox")
 # A step's oom_score_adj (limits.py): the most the kernel allows, so a step always goes before the daemon.
 STEP_OOM_SCORE_ADJ = 1000
 # How long a cancelled spawn waits for its step's processes to be killed and swept before it raises.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import hashlib
+import logging
 import os
 import stat
 import time
@@ -22,9 +23,8 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from ollie import paths
-from ollie.log import get_logger
 
-log = get_logger("ollie.sandbox.writers")
+log = logging.getLogger("ollie.sandbox.writers")
 
 # Steps wait here for a `quiet` holder (one answer of the editor), not in the loop's default executor, which the
 # holder may need meanwhile.

@@ -8,6 +8,7 @@ the process dies, so a crash never leaves a session locked.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import re
 import socket
@@ -15,11 +16,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from ollie.log import get_logger
 from ollie.sessions.errors import LiveElsewhereError
 from ollie.sessions.session import is_valid_session_id
 
-log = get_logger("ollie.sessions.livelock")
+log = logging.getLogger("ollie.sessions.livelock")
 
 
 class LiveLock:

@@ -57,12 +57,8 @@ def meta_and_turns(sessions_dir: Path | str, session_id: str) -> tuple[dict[str,
     return meta, len(starts) if isinstance(starts, list) else 0
 
 
-def is_unused(sessions_dir: Path | str, session_id: str) -> bool:
-    """Whether a saved session has no message and no title: a start nobody typed in (listings leave it out)."""
-    return _unused(last_commit(_tail(sessions_dir, session_id)))
-
-
 def _unused(commit: dict[str, Any]) -> bool:
+    """Whether a saved session's last commit has no message and no title: a start nobody typed in."""
     meta = commit.get("meta")
     return commit.get("n") == 0 and not (isinstance(meta, dict) and meta.get("title"))
 
@@ -71,7 +67,7 @@ def saved_metas(sessions_dir: Path | str) -> list[tuple[str, dict[str, Any]]]:
     """The saved sessions worth listing, oldest first (ids sort by creation time), each with its latest meta
     (`read_meta`): each log's end read once, for the check and the meta.
 
-    A session with no message and no title is left out (`is_unused`): each start of a front end
+    A session with no message and no title is left out (`_unused`): each start of a front end
     saves one, and one nobody typed in is nothing to resume. `persist.exists` still finds it.
     """
     url = store_url()

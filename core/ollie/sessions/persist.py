@@ -31,18 +31,9 @@ from ollie.sessions.errors import NotSavedError, SessionError
 from ollie.sessions.location import store_url
 from ollie.sessions.logformat import COMPACTION_SUFFIX as COMPACTION_SUFFIX
 from ollie.sessions.logformat import FORMAT_VERSION as FORMAT_VERSION
-from ollie.sessions.logformat import SUFFIX as SUFFIX
 from ollie.sessions.logformat import SessionFileCorruptError as SessionFileCorruptError
-from ollie.sessions.logformat import SessionFileError as SessionFileError
 from ollie.sessions.logformat import SessionFileNotFoundError as SessionFileNotFoundError
 from ollie.sessions.logformat import dumps, forget_changes, session_path, snapshot_records
-from ollie.sessions.logindex import is_unused as is_unused
-from ollie.sessions.logindex import list_saved as list_saved
-from ollie.sessions.logindex import list_saved_files as list_saved_files
-from ollie.sessions.logindex import meta_and_turns as meta_and_turns
-from ollie.sessions.logindex import read_meta as read_meta
-from ollie.sessions.logindex import saved_metas as saved_metas
-from ollie.sessions.logindex import saved_turns as saved_turns
 from ollie.sessions.session import TRACKED_FIELDS, Session, TrackedDict, is_valid_session_id, validate_session_id
 
 if TYPE_CHECKING:  # psycopg loads only with a PostgreSQL store

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from ollie.log import get_logger
 from ollie.sessions import store
 from ollie.sessions.errors import ArchivedError, ForbiddenError, InvalidSessionError, NotFoundError, ReadOnlyError
 from ollie.sessions.location import is_postgres_url, user_teams
@@ -29,7 +29,7 @@ from ollie.sessions.types import (
     validate_title,
 )
 
-log = get_logger("ollie.sessions.registry")
+log = logging.getLogger("ollie.sessions.registry")
 
 
 def open_store(location: Path | str | None = None, *, busy_timeout_s: float = 10.0) -> StoreLike:

@@ -138,7 +138,6 @@ class TierMap(TrackedDict):
 TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files", "step_trees")
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class Session:
     """One agent conversation. `messages` grows until compaction; nothing is a rolling window."""

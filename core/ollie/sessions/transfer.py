@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ollie.sessions import persist, store
 from ollie.sessions.errors import InvalidSessionError, SessionError
-from ollie.sessions.persist import SessionFileError
+from ollie.sessions.logformat import SUFFIX, SessionFileError
+from ollie.sessions.logindex import list_saved_files
 from ollie.sessions.pg.log import PgRounds
 from ollie.sessions.pg.store import PgStore, StoreIdentityError
 from ollie.sessions.session import Session
@@ -82,11 +83,11 @@ def _claim(target: PgStore, local: store.Store | None, session: Session, user: s
 
 def _import_logs(sessions_dir: Path, url: str, target: PgStore, local: store.Store | None, user: str,
                  report: ImportReport) -> None:
-    for session_id in persist.list_saved_files(sessions_dir):
+    for session_id in list_saved_files(sessions_dir):
         log = persist.SessionFile(sessions_dir, session_id, storage=PgRounds(url, session_id, author=user))
         try:
             session = persist.SessionFile(sessions_dir, session_id).load()
-            mtime_s = (Path(sessions_dir) / f"{session_id}{persist.SUFFIX}").stat().st_mtime
+            mtime_s = (Path(sessions_dir) / f"{session_id}{SUFFIX}").stat().st_mtime
             refused = _claim(target, local, session, user, mtime_s)
             if refused:
                 report.failed.append(f"log {session_id}: {refused}")

@@ -6,20 +6,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ollie.backend.types import Image
+from ollie.backend.types import Image, Tool
 
 ParallelClass = Literal["read", "write", "global"]
 Tier = Literal["hot", "warm", "cold"]
 
 
 @dataclass(eq=False, repr=False)
-class ToolInfo:
-    """A tool a server offers: `name` as the model sees it, JSON Schema `parameters`."""
+class ToolInfo(Tool):
+    """A tool a server offers, as the model sees it; `server` names the server (the dispatcher's route)."""
 
-    server: str
-    name: str
-    description: str
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    server: str = field(kw_only=True)
 
 
 @dataclass(eq=False, repr=False)

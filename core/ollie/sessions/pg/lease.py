@@ -7,6 +7,7 @@ holder that lost it writes nothing.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -14,7 +15,6 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ollie.log import get_logger
 from ollie.sessions.errors import LiveElsewhereError, SessionError
 from ollie.sessions.pg.store import ttl_s
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ollie.sessions.pg.store import PgConn, PgStore
     from ollie.sessions.store import Conn
 
-log = get_logger("ollie.sessions.lease")
+log = logging.getLogger("ollie.sessions.lease")
 
 
 # A lease is taken over once its heartbeat (the store's now() when written) is a TTL old, or more than a TTL ahead:

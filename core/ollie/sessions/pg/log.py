@@ -10,13 +10,13 @@ log only its owner rewrites) wait instead, and the next save appends them after 
 from __future__ import annotations
 
 import atexit
+import logging
 import secrets
 import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from ollie.log import get_logger
 from ollie.sessions.errors import ForbiddenError, SessionError, owners_only
 from ollie.sessions.location import user_teams
 from ollie.sessions.logformat import META_TAIL_BYTES, describe_rounds, last_meta
@@ -25,7 +25,7 @@ from ollie.sessions.pg.store import PgConn, PgStore, StoreUnavailableError
 from ollie.sessions.session import Session
 from ollie.sessions.types import os_user
 
-log = get_logger("ollie.sessions.pg")
+log = logging.getLogger("ollie.sessions.pg")
 
 # One statement, one transaction: the round lands only while this process holds the lease (the lease row
 # locked until it commits, so a takeover waits for it) and only after the round it follows, of the same epoch

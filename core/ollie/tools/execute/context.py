@@ -124,7 +124,7 @@ class CallContext:
 
         def build() -> Invocation:
             program = scratch / f"{label}{step.language.extensions[0]}"
-            program.write_text(step.code if step.code.endswith("\n") else step.code + "\n", encoding="utf-8")
+            program.write_bytes(program_bytes(step.code))
             return code_invocation(step.language, program, search_path=self.runner.search_path(), piped_input=piped)
 
         return build

@@ -41,7 +41,6 @@ def _read_copy(copy: Path) -> str:
     return beneath.read_text_sync(copy.parent, copy.name, errors="replace")
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class DocumentBridge:
     """One session's view of the editor's documents: what the model last saw of each, to refuse stale edits."""

@@ -45,7 +45,6 @@ def step_of(what: str) -> tuple[str, KindAnnotation, str] | None:
     return None if found is None else pending.pop(found)[1]
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class ElevationGate:
     """Decides whether one elevated step may run; `approver` asks the user under "ask" (None: nobody can)."""

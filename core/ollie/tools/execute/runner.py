@@ -42,7 +42,6 @@ def make_notes_dir(own: Path) -> None:
     own.mkdir(exist_ok=True)
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class Deadline:
     """A call's time budget shared by all of its processes."""
@@ -72,7 +71,6 @@ def python_home() -> Path:
     return Path(sys.base_prefix).resolve()
 
 
-# A live object, used by identity: no generated __eq__/__repr__ (each is code compiled at import, before the first token).
 @dataclass(eq=False, repr=False)
 class Runner:
     """Runs invocations for one session: sandboxed by the named policy unless elevated."""

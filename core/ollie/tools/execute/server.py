@@ -165,9 +165,10 @@ class ExecuteServer:
         """execute_code, call_tool and pipe (those not restricted away)."""
         scripts = self.scripts()
         infos = [
-            ToolInfo(SERVER_NAME, "execute_code", EXECUTE_CODE_DESCRIPTION, EXECUTE_CODE_SCHEMA),
-            ToolInfo(SERVER_NAME, "call_tool", call_tool_description(scripts), call_tool_schema([s.name for s in scripts])),
-            ToolInfo(SERVER_NAME, "pipe", PIPE_DESCRIPTION, PIPE_SCHEMA),
+            ToolInfo("execute_code", EXECUTE_CODE_DESCRIPTION, EXECUTE_CODE_SCHEMA, server=SERVER_NAME),
+            ToolInfo("call_tool", call_tool_description(scripts), call_tool_schema([s.name for s in scripts]),
+                     server=SERVER_NAME),
+            ToolInfo("pipe", PIPE_DESCRIPTION, PIPE_SCHEMA, server=SERVER_NAME),
         ]
         return [info for info in infos if self._executor_allowed(info.name)]
 
