@@ -73,8 +73,9 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
     - mcpcall: under `ask`, the card asking about an MCP tool's call shows every argument (its title names the first
       text one alone: a decoy put first hid the one the server used); screenshot mcp-call-question.
     - network: a step's connection to a host outside the allow-list is a card asking "Allow network access to
-      host:port?"; Deny sends the host nothing, Allow once lets the request through, Allow for this session the
-      session's later ones; a question whose step ended first says it is no longer asked, mid-turn. Under reduced
+      host:port?"; Deny with feedback (words for the model) sends the host nothing, Allow once lets the request
+      through, Allow for this session the session's later ones; a question whose step ended first says it is no longer
+      asked, mid-turn. Under reduced
       motion (the test profile's workbench.reduceMotion) the running step's icon stands still (it spun at 60 fps).
     - images: an image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a
       dropped one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the
@@ -94,7 +95,7 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
         ("mcp", "a workspace's MCP server was asked about in the chat with its command line"),
         ("mcp", "@ offered the MCP server's resource"),
         ("mcpcall", "the MCP call's question showed all its arguments"),
-        ("network", "a network question named the host; Deny sent it nothing"),
+        ("network", "a network question named the host; Deny with feedback sent it nothing"),
         ("network", "Allow once let the request through"),
         ("network", "Allow for this session let the session's later requests through unasked"),
         ("network", "a question whose step ended first said it was no longer asked"),

@@ -48,6 +48,7 @@ const NETWORK_OUTCOME_LABELS: Record<string, string> = {
   allow_session: "Allowed for this session",
   allow_always: "Allowed in this and later sessions",
   reject: "Denied",
+  reject_with_feedback: "Denied with feedback",
 };
 
 /** A workspace MCP server's answers, where they differ: "always" is kept for the workspace. */
@@ -270,13 +271,13 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
     ...(item.step.outside?.length || !offered("allow_always") ? [] : [button(net ? "Always allow" : "Allow always", "permission", { item: item.id, outcome: "allow_always" }, "check-all", "secondary")]),
     button(net ? "Deny" : "Reject", "permission", { item: item.id, outcome: "reject" }, "close", "secondary"),
   );
-  // A network question's answer reaches only the proxy, an MCP server's only its start: no feedback could reach
-  // the model.
-  if (net || lasting || !offered("reject_with_feedback")) {
+  // The daemon offers feedback where it reaches the model (a network question's on the step's connection line; not an
+  // MCP server's, which reaches only its start).
+  if (lasting || !offered("reject_with_feedback")) {
     node.append(buttons);
     return;
   }
-  buttons.append(button("Reject with feedback…", "feedback", { item: item.id }, "comment", "secondary"));
+  buttons.append(button(net ? "Deny with feedback…" : "Reject with feedback…", "feedback", { item: item.id }, "comment", "secondary"));
   const feedback = el("div", "permission-feedback");
   feedback.hidden = true;
   const text = el("textarea", "feedback-input");

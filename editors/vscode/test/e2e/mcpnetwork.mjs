@@ -168,19 +168,19 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     await question.locator(".permission-note", { hasText: "in this and later sessions" }).waitFor({ timeout: waitMs });
     await question.locator("button", { hasText: "Always allow" }).waitFor({ timeout: waitMs });
     await question.locator("button", { hasText: "Allow for this session" }).waitFor({ timeout: waitMs });
-    // No "Reject with feedback": the answer reaches only the proxy, nothing would carry the text to the model.
-    if (await question.locator("button", { hasText: "feedback" }).count()) throw new Error("a network question offers feedback");
-    if (await question.locator("textarea").count()) throw new Error("a network question has a feedback field");
     await screenshot("network-question");
-    await question.locator("button", { hasText: "Deny" }).click();
-    await question.locator(".permission-answer", { hasText: "Denied" }).waitFor({ timeout: waitMs });
+    // A no with words: the model hears why on the step's connection line (it was hidden: said to reach only the proxy).
+    await question.locator("button", { hasText: "Deny with feedback" }).click();
+    await question.locator("textarea").fill("it must work offline");
+    await question.locator("button", { hasText: "Send feedback" }).click();
+    await question.locator(".permission-answer", { hasText: "Denied with feedback" }).waitFor({ timeout: waitMs });
     await chat.locator(".item.assistant", { hasText: "The host said no." }).waitFor({ timeout: waitMs });
     if (seen.length) throw new Error(`the denied host received ${JSON.stringify(seen)}`);
     // The step shows its connection under its title (tool.network), not only inside "Input and output".
     await chat.locator(".item.tool").last().locator(".step-network .connection.denied",
       { hasText: `${target} denied (you said no), sent 0 B, received 0 B` }).waitFor({ timeout: waitMs });
     await screenshot("network-denied");
-    log("a network question named the host; Deny sent it nothing");
+    log("a network question named the host; Deny with feedback sent it nothing");
 
     await send(chat, "Try again");
     question = chat.locator(".item.permission").last();
