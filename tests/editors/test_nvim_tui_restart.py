@@ -493,3 +493,20 @@ def test_a_first_prompt_that_failed_still_says_why_after_ollie_restart(tmp_path:
         screens.png(tmux.screen(colours=True), tmux.captures / "2-restarted.png", (1400, 560))
         assert said in unwrapped(again) and "error not saved" not in again, again
         assert_clean(tmux.screens)
+
+
+def test_a_chat_opened_as_ollie_restart_comes_gets_the_fresh_daemons_session(tmp_path: Path, scripted_llm):
+    # Bug: a chat opened just before :OllieRestart (its session still asked for) said "the ollie daemon stopped:
+    # :OllieRestart starts it again" after the restart it was in, and its statusline stayed on "restarting".
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Fresh and ready."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "alpha line\n"}, size=(140, 30)) as tmux:
+        tmux.wait(lambda s: "alpha line" in s, "nvim to start")
+        tmux.keys(":exe \"OllieChat\" | exe \"OllieRestart\"", "Enter")
+        idle = tmux.keep("1-idle", tmux.wait(lambda s: "ollie: idle $" in s, "the chat's fresh session"))
+        assert "daemon stopped" not in unwrapped(idle), idle
+        tmux.keys("hello", literal=True)  # the chat's input has the focus, in insert mode, as :OllieChat leaves it
+        tmux.keys("Escape", "Enter")
+        answered = tmux.keep("2-answered", tmux.wait(lambda s: "Fresh and ready." in s, "the answer in the fresh session"))
+        assert "## You\nhello\n" in chat_text(answered), answered
+        assert_clean(tmux.screens)

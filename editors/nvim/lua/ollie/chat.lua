@@ -291,6 +291,15 @@ function Chat:with_session(fn, failed)
   client.request(method, params, function(err, res)
     local waiting = self.waiting
     self.waiting = {}
+    if err == client.GONE and client.restarting() then
+      -- Asked of the daemon a restart stopped: asked again of the fresh one (the chat said the daemon stopped, after
+      -- the restart it was in, and stayed "restarting"); the fresh daemon's default session is still to claim.
+      default_claimed = default_claimed and method ~= "ollie/state"
+      for _, cb in ipairs(waiting) do
+        self:with_session(cb[1], cb[2])
+      end
+      return
+    end
     if err or not res then
       -- No daemon (not installed, it would not start): the default session is still the next try's to claim.
       default_claimed = default_claimed and not (err and err.unsent and method == "ollie/state")
