@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ollie import beneath, programs
+from ollie import beneath, programs, regularfile
 
 
 @pytest.fixture
@@ -63,8 +63,12 @@ def test_a_device_node_is_refused_without_reading(tree: Path) -> None:
 
 def test_the_cap_is_a_clear_result_not_a_read(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tree / "big").write_bytes(b"x" * 5000)
-    with pytest.raises(beneath.TooLarge, match="larger than 4,096 bytes"):
+    with pytest.raises(beneath.TooLarge, match=r"larger than 4,096 bytes \(5,000\)"):  # its size, known unread
         beneath.read_bytes_sync(tree, "big", 4096)
+    # A file whose size says 0 and that reads on (procfs): the cap holds while it is read, too.
+    with pytest.raises(beneath.TooLarge):
+        regularfile.read_file_sync("/proc/self/maps", 100)
+    assert len(regularfile.read_file_sync("/proc/self/maps", 100, head=True)) == 100
     monkeypatch.setenv(beneath.CAP_ENV, "100")
     with pytest.raises(beneath.TooLarge):
         beneath.read_bytes_sync(tree, "big")
