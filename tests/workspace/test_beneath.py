@@ -20,7 +20,8 @@ from ollie import beneath, programs, regularfile
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A root with a file, a subdir, a symlinked dir and file out of it, a FIFO and a /dev/zero link."""
+    """A root with a file, a subdir, a symlinked dir and file out of it, a link to the subdir, a FIFO and a /dev/zero
+    link."""
     return _make_tree(tmp_path)
 
 
@@ -33,6 +34,7 @@ def _make_tree(base: Path) -> Path:
     (root / "ln").symlink_to(out)
     (root / "lf").symlink_to(out / "secret")
     (root / "zero").symlink_to("/dev/zero")
+    (root / "in").symlink_to("d")  # a link that stays inside is not followed either
     os.mkfifo(root / "fifo")
     return root
 
@@ -45,7 +47,7 @@ def test_reads_refuse_everything_but_regular_files_beneath_the_root(tree: Path, 
     assert beneath.read_bytes_sync(tree, "d/f") == b"hi\n"
     assert beneath.read_bytes_sync(tree, tree / "d" / "f") == b"hi\n"
     assert beneath.read_bytes_sync(tree, "d/./x/../f") == b"hi\n"
-    for path in ("ln/secret", "lf", "zero", "../out/secret", str(tree.parent / "out" / "secret")):
+    for path in ("ln/secret", "lf", "zero", "in/f", "in", "../out/secret", str(tree.parent / "out" / "secret")):
         with pytest.raises(beneath.OutsideRoot):
             beneath.read_bytes_sync(tree, path)
     for path in ("fifo", "d"):
