@@ -122,6 +122,9 @@ def test_helpers_are_never_found_where_tool_code_or_the_workspace_writes(tmp_pat
     monkeypatch.setenv("HOME", str(home))
     programs._trusted_entries.cache_clear()
     programs._found.clear()
+    # Each entry's own reason: under /tmp here, that alone keeps them all out of trusted_path().
+    assert [programs._refused(e, [], home) for e in entries] == [
+        "a project's environment", "a project's environment", "a Python environment", "world-writable"]
     try:
         assert programs.trusted_path() == "/usr/bin:/bin"
         assert programs.program("git") == os.path.realpath(shutil.which("git", path="/usr/bin:/bin") or "")
