@@ -349,3 +349,16 @@ async def test_the_tcp_clients_socket_is_looked_up_off_the_loop(monkeypatch):
         client.stdin.close()  # the client ends: the daemon is told
         await asyncio.wait_for(gone.wait(), 30)
         await client.wait()
+
+
+async def test_an_unproven_tcp_clients_first_message_is_read_only_up_to_its_cap():
+    """A connection yet to prove the token sends a first message larger than MAX_FIRST_BYTES: refused once that much
+    came, not held in memory (up to the 64 MiB any frame may be) until the whole of it has."""
+    from ollie_lsp.framing import FrameParser
+    from ollie_lsp.tcp import MAX_FIRST_BYTES, FramingError, first_frames
+
+    stream = asyncio.StreamReader()
+    stream.feed_data(b"Content-Length: %d\r\n\r\n" % (4 * MAX_FIRST_BYTES) + b" " * (MAX_FIRST_BYTES + 4096))
+    stream.feed_eof()  # a reader with no cap reads on to this end (its error then says so), where a capped one stopped
+    with pytest.raises(FramingError, match="too large"):
+        await first_frames(stream, FrameParser())

@@ -127,6 +127,23 @@ async def test_worktree_git_file_is_read_only(layout, tmp_path):
     assert (worktree / "inside.txt").read_text() == "ok\n"
 
 
+async def test_the_repository_a_worktree_points_at_is_read_only_where_steps_write(layout, tmp_path):
+    """The project is a worktree of a repository beside it, in a directory the user's policy lets steps write: that
+    repository's hooks would run with the user's next commit, so its `.git` is read-only too (one hop from the
+    worktree's `.git` file; a deeper `.git` is not looked for)."""
+    src = tmp_path / "src"
+    main = src / "main"
+    main.mkdir(parents=True)
+    git(main, "init", "-q")
+    git(main, "commit", "-q", "--allow-empty", "-m", "first commit")
+    git(main, "worktree", "add", "-q", str(src / "wt"))
+    set_default_policy(BUNDLED.replace('rwx: ["{CWD}", "{TMPDIR}"]', f'rwx: ["{{CWD}}", "{{TMPDIR}}", "{src}"]'))
+    text = await run_code(make_server(src / "wt", layout["scratch"]),
+                          f"echo x > {main}/.git/hooks/pre-commit && echo PWNED hook; echo ok > {main}/beside.txt")
+    assert "PWNED" not in text and not (main / ".git" / "hooks" / "pre-commit").exists(), text
+    assert (main / "beside.txt").read_text() == "ok\n", text
+
+
 SOCKETS = r"""
 import errno, socket, sys
 def attempt(name, make, use=None):

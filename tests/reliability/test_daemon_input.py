@@ -201,6 +201,19 @@ def test_a_tcp_client_that_leaves_right_after_a_request_gets_its_whole_answer(wo
     assert answer["error"]["code"] == -32602 and f"{cwd} is not an existing directory" in answer["error"]["message"]
 
 
+def test_a_tcp_request_still_being_handled_when_exit_comes_is_answered(workdir):
+    """`exit` in the same write as a request, whose cwd is still being looked up (off the loop) when `exit` is read:
+    the daemon waits for its answer (ANSWER_ON_END_S at most) before it ends. The test above leaves once its answer
+    has begun, so it covers the flush, not this wait."""
+    new = {"jsonrpc": "2.0", "id": 2, "method": "ollie/session/new", "params": {"cwd": "/nowhere/at/all"}}
+    with tcp_daemon(workdir) as (conn, proc):
+        read_answers(conn, until_id=1)
+        conn.sendall(frame(json.dumps(new).encode()) + EXIT)
+        answer = read_answers(conn, until_id=2)[-1]
+        assert proc.wait(30) == 1
+    assert "/nowhere/at/all is not an existing directory" in answer["error"]["message"]
+
+
 # The daemon's wait on a client that takes nothing (5 s by default): the slow readers below read for longer than it.
 FLUSH_STALL = {"OLLIE_FLUSH_STALL_S": "2"}
 
@@ -240,14 +253,15 @@ def test_a_tcp_client_that_stops_reading_but_keeps_its_socket_open_does_not_hold
     assert "took none of the daemon's output for 1 s: dropping it" in log.read_text()
 
 
-def test_a_tcp_client_that_left_and_takes_only_a_trickle_of_its_answer_does_not_hold_the_daemon(workdir):
+def test_a_tcp_client_that_left_and_takes_only_a_trickle_of_its_answer_does_not_hold_the_daemon(workdir, tmp_path):
     """Round 32 judged that a client that left, its receive buffer tiny, reading a kilobyte at a time of a large
     answer kept the daemon for days. The closing counts what the client took from the daemon's own buffer, which the
     kernel drains only once a good part of the socket's send buffer is free (megabytes): a trickle shows as nothing
     taken, and the daemon ends within its 5 s of that (here 2 s; measured: 6 s after the client left at 5)."""
+    log = tmp_path / "daemon.log"
     cwd = "/nowhere/" + ("d" * 200 + "/") * 45000  # 9 MB: more than the kernel's socket buffers take
     new = {"jsonrpc": "2.0", "id": 2, "method": "ollie/session/new", "params": {"cwd": cwd}}
-    with tcp_daemon(workdir, env=FLUSH_STALL) as (conn, proc):
+    with tcp_daemon(workdir, env=FLUSH_STALL, args=("--log-file", str(log))) as (conn, proc):
         read_answers(conn, until_id=1)
         conn.sendall(frame(json.dumps(new).encode()))
         received = 0
@@ -261,6 +275,8 @@ def test_a_tcp_client_that_left_and_takes_only_a_trickle_of_its_answer_does_not_
             received += len(conn.recv(1024))
             time.sleep(1)
     assert proc.returncode == 1 and received < len(cwd)  # ended with most of the answer never taken
+    # By the closing's own give-up, not the exit backstop's (EXIT_BACKSTOP_S later: it too ends with status 1).
+    assert "exiting now" not in log.read_text(), log.read_text()[-2000:]
 
 
 def test_a_tcp_daemon_ends_when_its_clients_process_is_killed_while_another_holds_the_socket(workdir, tmp_path):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -252,6 +254,29 @@ def test_filters_differ_per_network_mode_and_kill_other_arches():
         pfc = out.read()
     assert "invalid architecture action\naction KILL_PROCESS" in pfc
     assert 'syscall "clone3"' in pfc and "ERRNO(38)" in pfc
+
+
+TIOCSTI = r"""
+import errno, fcntl, os, termios
+from ollie.sandbox import seccomp_filter
+leader, follower = os.openpty()
+fcntl.ioctl(follower, termios.TIOCSCTTY, 0)  # its own terminal: the kernel lets the owner push input into it
+seccomp_filter._build("all", True).load()
+try:
+    fcntl.ioctl(follower, termios.TIOCSTI, b"x")
+    print("PUSHED")
+except OSError as exc:
+    print("denied", errno.errorcode[exc.errno])
+"""
+
+
+def test_the_filter_refuses_pushing_input_into_a_terminal():
+    """TIOCSTI types into a terminal as if its user had (a step that held the user's would run commands in their
+    shell). A step cannot open a pty (Landlock), so the filter alone is tried, in a process whose controlling
+    terminal is its own pty, where the kernel allows it (unless dev.tty.legacy_tiocsti is off: EIO, not EPERM)."""
+    done = subprocess.run([sys.executable, "-c", TIOCSTI], capture_output=True, text=True, timeout=60,
+                          start_new_session=True)
+    assert done.stdout.strip() == "denied EPERM", done.stdout + done.stderr
 
 
 def test_a_planted_git_file_cannot_loop_or_block_the_daemon(tmp_path):

@@ -312,6 +312,14 @@ def test_a_garbled_last_line_is_ignored_and_the_next_save_cuts_it(tmp_path):
     resumed_file.save(resumed)
     assert _dicts(persist.load(tmp_path, session.id)) == _dicts(resumed)
     assert b"half" not in file.path.read_bytes()
+    # An append of this very file object that failed part-way (ENOSPC) leaves its bytes past the commit, more than
+    # the next round's: that round's append cuts them first (written over, the rest of them stayed).
+    with open(file.path, "ab") as f:
+        f.write(b'{"t":"m","m":{"role":"user","content":"' + b"torn" * 5000)
+    _round(resumed, 2)
+    resumed_file.save(resumed)
+    assert _dicts(persist.load(tmp_path, session.id)) == _dicts(resumed)
+    assert b"torn" not in file.path.read_bytes()
 
 
 def test_damage_before_the_last_line_is_a_clear_error(tmp_path):

@@ -15,7 +15,8 @@ def _session_with_file(tmp_path) -> tuple[Session, SessionFile]:
     session = Session(agent="t")
     session.messages.append(Message("user", "first"))
     file = SessionFile(tmp_path, session.id)
-    file.save(session)  # the first save is a snapshot (synced before its rename)
+    file.save(session)  # the first save is a new log's snapshot: synced on the sync thread too
+    file.flush()  # done before a test swaps the sync: what it sees is the round's own
     return session, file
 
 

@@ -174,3 +174,27 @@ async def test_the_time_an_elevation_question_waits_is_not_taken_from_the_call_s
 
     result = await code(gated(ws, "ask", approver), "echo ran", elevated=True, timeout=1)
     assert not result.is_error and stdout_of(result).strip() == "ran", result.text
+
+
+async def test_a_part_the_calls_question_allowed_runs_once_unasked_and_is_asked_again_after(ws: Workspace):
+    """What the user allowed in the call's own question runs once without a second question, not every time the same
+    text comes again (the allowance was for the steps shown)."""
+    from ollie.tools.execute import elevation
+
+    asked: list[str] = []
+
+    async def approver(what: str) -> str:
+        asked.append(what)
+        return "rejected: declined"
+
+    ws.script("touch_it", "#!/bin/bash\n# description: append a line\necho x >> \"$1\"\n")
+    target = ws.outside / "twice.txt"
+    what = f"touch_it {target}"
+    token = elevation.allowed.set([what])
+    try:
+        call = {"tool": "touch_it", "args": [str(target)], "elevated": True}
+        result = await gated(ws, "ask", approver).call("call_tool", {"calls": [call, call]})
+    finally:
+        elevation.allowed.reset(token)
+    assert asked == [what], result.text
+    assert target.read_text() == "x\n"

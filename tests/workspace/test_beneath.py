@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from ollie import beneath, programs
+from ollie import beneath, programs, regularfile
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A root with a file, a subdir, a symlinked dir and file out of it, a FIFO and a /dev/zero link."""
+    """A root with a file, a subdir, a symlinked dir and file out of it, a link to the subdir, a FIFO and a /dev/zero
+    link."""
     return _make_tree(tmp_path)
 
 
@@ -33,6 +34,7 @@ def _make_tree(base: Path) -> Path:
     (root / "ln").symlink_to(out)
     (root / "lf").symlink_to(out / "secret")
     (root / "zero").symlink_to("/dev/zero")
+    (root / "in").symlink_to("d")  # a link that stays inside is not followed either
     os.mkfifo(root / "fifo")
     return root
 
@@ -45,7 +47,7 @@ def test_reads_refuse_everything_but_regular_files_beneath_the_root(tree: Path, 
     assert beneath.read_bytes_sync(tree, "d/f") == b"hi\n"
     assert beneath.read_bytes_sync(tree, tree / "d" / "f") == b"hi\n"
     assert beneath.read_bytes_sync(tree, "d/./x/../f") == b"hi\n"
-    for path in ("ln/secret", "lf", "zero", "../out/secret", str(tree.parent / "out" / "secret")):
+    for path in ("ln/secret", "lf", "zero", "in/f", "in", "../out/secret", str(tree.parent / "out" / "secret")):
         with pytest.raises(beneath.OutsideRoot):
             beneath.read_bytes_sync(tree, path)
     for path in ("fifo", "d"):
@@ -63,8 +65,12 @@ def test_a_device_node_is_refused_without_reading(tree: Path) -> None:
 
 def test_the_cap_is_a_clear_result_not_a_read(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tree / "big").write_bytes(b"x" * 5000)
-    with pytest.raises(beneath.TooLarge, match="larger than 4,096 bytes"):
+    with pytest.raises(beneath.TooLarge, match=r"larger than 4,096 bytes \(5,000\)"):  # its size, known unread
         beneath.read_bytes_sync(tree, "big", 4096)
+    # A file whose size says 0 and that reads on (procfs): the cap holds while it is read, too.
+    with pytest.raises(beneath.TooLarge):
+        regularfile.read_file_sync("/proc/self/maps", 100)
+    assert len(regularfile.read_file_sync("/proc/self/maps", 100, head=True)) == 100
     monkeypatch.setenv(beneath.CAP_ENV, "100")
     with pytest.raises(beneath.TooLarge):
         beneath.read_bytes_sync(tree, "big")
@@ -116,6 +122,9 @@ def test_helpers_are_never_found_where_tool_code_or_the_workspace_writes(tmp_pat
     monkeypatch.setenv("HOME", str(home))
     programs._trusted_entries.cache_clear()
     programs._found.clear()
+    # Each entry's own reason: under /tmp here, that alone keeps them all out of trusted_path().
+    assert [programs._refused(e, [], home) for e in entries] == [
+        "a project's environment", "a project's environment", "a Python environment", "world-writable"]
     try:
         assert programs.trusted_path() == "/usr/bin:/bin"
         assert programs.program("git") == os.path.realpath(shutil.which("git", path="/usr/bin:/bin") or "")
