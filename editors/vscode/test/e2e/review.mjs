@@ -170,6 +170,14 @@ await withVSCode(
     // The other editor tools, answered by VS Code's tabs and TypeScript's definition and symbol providers.
     await waitForSavedPrompt(dataDir, ["bad.ts (focused)", "bad.ts:1:14: export const count: number", "variable count"]);
     log("open files, definition and workspace symbols came from VS Code");
+    // That turn only read: Review Changes shows the last turn that changed files, saying so (it stopped at "turn 2
+    // changed no files").
+    await runCommand(page, "Ollie: Review Changes");
+    await notification(page, "turn 2 changed no files; showing turn 1's changes");
+    await page.locator(".tab.active", { hasText: "app.py (Ollie, turn 1" }).waitFor({ timeout: waitMs });
+    await screenshot("review-last-changes");
+    await clearNotifications(page);
+    log("Review Changes after a turn that changed nothing showed the turn before, which did");
 
     // 7. An edit of a document open in the editor goes to its buffer, which is then saved (auto-save is off: the
     // daemon asks, ollie/saveDocuments): listed as an editor change, reviewed, undone there (and saved again).
