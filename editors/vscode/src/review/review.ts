@@ -186,6 +186,12 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     return lenses;
   }
 
+  /** Show what the daemon lists now in `session`'s open reviews: the chat's Undo took back a change (the tab went on
+   * showing it, its lens offering to undo it again). */
+  async undoneElsewhere(session: string): Promise<void> {
+    await Promise.allSettled([...this.reviews.values()].filter((r) => (r.session ?? session) === session).map((r) => this.refresh(r)));
+  }
+
   // The texts the daemon lists now (net of undos) go into both sides; lenses follow.
   private async refresh(review: Review): Promise<void> {
     const found = parseChanges(await this.host.request("ollie/changes", { ...(review.session ? { session: review.session } : {}), turn: review.turn, path: review.path }));

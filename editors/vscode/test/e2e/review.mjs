@@ -203,7 +203,13 @@ await withVSCode(
     await page.locator(".tabs-container .tab", { hasText: /^open\.py/ }).first().click();
     await page.locator(".monaco-editor .view-line", { hasText: "value = 1" }).first().waitFor({ timeout: waitMs });
     await until("the undo saved", () => fs.readFileSync(openPy, "utf8") === "value = 1\n");
-    log("an open document's edit goes to its buffer and is saved, opens in the diff editor and is undone in its buffer");
+    // Its review tab shows the undo too (it went on showing the change, its lens offering to undo it again).
+    await page.locator(".tabs-container .tab", { hasText: "open.py (Ollie, turn" }).click();
+    const reviewed = page.locator(".monaco-diff-editor");
+    await until("the review tab without the undone change", async () => (await reviewed.locator(".codelens-decoration a", { hasText: "Undo this change" }).count()) === 0 &&
+      (await reviewed.locator(".view-line", { hasText: "value = 2" }).count()) === 0 && (await reviewed.locator(".view-line", { hasText: "value = 1" }).count()) > 0);
+    await screenshot("review-after-chat-undo");
+    log("an open document's edit goes to its buffer and is saved, opens in the diff editor and is undone in its buffer, its review tab too");
 
     // 8. History: titles and relative times, rename with the item button, resume.
     await runCommand(page, "Ollie: New Session");
