@@ -75,7 +75,8 @@ def test_pick_lists_show_hostile_names_escaped_and_a_prompt_past_what_the_daemon
     pickers: a backend lists the model id `m2 $(pass-filled) approved<LF><U+202E>exe.txt`. Switch Model drew its
     `$(pass-filled)` as a tick and the rest reversed (the label was the id, which the pick sends back); it shows the id
     escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
-    escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
+    escaped (switched-to-hostile-id), the switch said in the chat alone (a toast said it again over the chat's input,
+    hiding the composer's model). A session titled so is drawn escaped in Switch Session and the chat's header (its
     U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
     (mcp-servers-hostile-names). A prompt about a workspace file named `a<U+202E>txt.exe` names it escaped in its bubble
     (prompt-about-hostile-file-name; red team 53: reversed).
