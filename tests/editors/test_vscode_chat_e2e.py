@@ -19,14 +19,16 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     of a server that is down offers Check again and opens `ollie.serverEnv`, no API key; the first prompt's error
     points to it (it said the same again under it). Once the server is up, a turn that reaches the model (cut at its
     token limit) hides the onboarding (it stayed, pointing at the setting: only a turn ending "end" asked again). Under
-    reduced motion (the test profile's workbench.reduceMotion) the status bar's busy icon stands still."""
+    reduced motion (the test profile's workbench.reduceMotion) the status bar's busy icon stands still. In the light
+    theme an answer's inline code stands out from the chat (it had Light Modern's code block colour, the side bar's),
+    and Jump to latest's label is on one line (it broke in two)."""
     shows(run_e2e("run.mjs"),
           "the onboarding of a server that is down offers Check again and ollie.serverEnv, not an API key",
           "the first turn's error pointed to the onboarding, not said it again",
           "a turn that reached the model, cut at its token limit: the onboarding is gone",
           "the busy icon still (reduced motion)", "Escape interrupted the turn", "scrolling up loaded the earlier pages",
           "an archived session leaves the history, Show archived lists it marked",
-          "a long word wraps; a markdown link to a file opens it",
+          "a long word wraps; a markdown link to a file opens it", "in the light theme inline code stands out from the chat",
           "a daemon killed mid-turn: the chat said so, came back with the same conversation",
           "the agent pick highlights the current agent and says a switch keeps the chat's conversation; Enter kept both")
 
@@ -73,7 +75,8 @@ def test_pick_lists_show_hostile_names_escaped_and_a_prompt_past_what_the_daemon
     pickers: a backend lists the model id `m2 $(pass-filled) approved<LF><U+202E>exe.txt`. Switch Model drew its
     `$(pass-filled)` as a tick and the rest reversed (the label was the id, which the pick sends back); it shows the id
     escaped (switch-model-hostile-id), and picking it switches to the id itself, which the composer and `/model` name
-    escaped (switched-to-hostile-id). A session titled so is drawn escaped in Switch Session and the chat's header (its
+    escaped (switched-to-hostile-id), the switch said in the chat alone (a toast said it again over the chat's input,
+    hiding the composer's model). A session titled so is drawn escaped in Switch Session and the chat's header (its
     U+202E reversed the header). Ollie: MCP Servers shows a server's prompt and resource names so made escaped
     (mcp-servers-hostile-names). A prompt about a workspace file named `a<U+202E>txt.exe` names it escaped in its bubble
     (prompt-about-hostile-file-name; red team 53: reversed).

@@ -12,8 +12,11 @@ pytestmark = pytest.mark.slow
 @pytest.mark.timeout(360)
 def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e):
     """A key from SecretStorage reaches the daemon; a hunk is undone from the diff editor, a stale undo refused; the
-    model receives VS Code's TypeScript diagnostic (and open files, a definition, symbols); an open document's edit
-    goes to its buffer and is saved (auto-save off), listed and undone in its buffer; history renames and resumes;
+    model receives VS Code's TypeScript diagnostic (and open files, a definition, symbols), and after that turn, which
+    changed nothing, Review Changes shows the turn before, saying so (it stopped at "turn 2 changed no files"); an
+    open document's edit goes to its buffer and is saved (auto-save off), listed and undone in its buffer, its open
+    review tab then showing the undo (it went on showing the change, offering to undo it again); history
+    renames and resumes;
     rewind restores the file and cuts the chat, Undo Rewind brings both back; a batch step links each file location
     once. Then, in a new session (scenario turnchanges, once a window of its own): two turns change files, each
     one's Changed files come from its end event, the daemon diffing the turn once (before: again for the list's
@@ -35,7 +38,8 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     for step in ("daemon restarted with it", "the batch step links each location once", "one hunk undone on disk",
                  "a stale undo is refused plainly", "received VS Code's TypeScript diagnostic",
                  "definition and workspace symbols came from VS Code",
-                 "Keep leaves the change", "goes to its buffer and is saved", "is undone in its buffer",
+                 "Review Changes after a turn that changed nothing showed the turn before, which did",
+                 "Keep leaves the change", "goes to its buffer and is saved", "is undone in its buffer, its review tab too",
                  "renames and resumes",
                  "rewind restored the files and the chat dropped the turns; their review tabs closed",
                  "Undo Rewind put the files and the conversation back",

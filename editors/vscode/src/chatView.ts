@@ -114,6 +114,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, Conversatio
     this.post({ type: "onboarding", onboarding });
   }
 
+  /** Whether the chat is on screen (what it says is seen there). */
+  get visible(): boolean {
+    return this.view?.visible ?? false;
+  }
+
   permissionAsked(): void {
     // Show the question without taking the cursor from where the user types.
     if (this.view) this.view.show(true);

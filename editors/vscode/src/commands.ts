@@ -58,9 +58,10 @@ async function pickName(title: string, { current, choices }: Choices, note?: str
 }
 
 async function runSlash(parts: Parts, line: string): Promise<void> {
-  // The output also reaches the chat as an `info` event.
+  // The output also reaches the chat as an `info` event: a toast says it only while the chat is not on screen (one
+  // over its input hid the composer's model, said twice).
   const output = await parts.conversation.command(line);
-  if (output) void vscode.window.showInformationMessage(unlinked(output.split("\n")[0]));
+  if (output && !parts.chat.visible) void vscode.window.showInformationMessage(unlinked(output.split("\n")[0]));
 }
 
 async function switchNamed(parts: Parts, what: "model" | "agent"): Promise<void> {

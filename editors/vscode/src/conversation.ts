@@ -77,6 +77,9 @@ export class Conversation implements vscode.Disposable {
   private readonly approvals: ApprovalModes;
   private readonly questions: PermissionQuestions;
   private readonly changesLists: ChangesLists;
+  private readonly undoneEmitter = new vscode.EventEmitter<string>();
+  /** Fires with the session a Changed files list undid files of: their open review tabs show it. */
+  readonly onUndone = this.undoneEmitter.event;
   private readonly history: SessionHistory;
   private readonly queued: QueuedPrompts;
   // While a fresh daemon's session is being set up (and a mode picked meanwhile applied).
@@ -384,7 +387,9 @@ export class Conversation implements vscode.Disposable {
   /** Undo a file (or every file: `path` undefined) of the turn listed in changes item `itemId`. */
   async undo(itemId: number, path?: string): Promise<void> {
     const item = changesItem(this.model.items, itemId);
-    if (item) await this.changesLists.undo(item, path);
+    if (!item) return;
+    await this.changesLists.undo(item, path);
+    this.undoneEmitter.fire(item.session);
   }
 
   /** The diff of `path` in a tool item's step(s), for "Open diff". */
@@ -738,6 +743,7 @@ export class Conversation implements vscode.Disposable {
   dispose(): void {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const d of this.disposables) d.dispose();
+    this.undoneEmitter.dispose();
   }
 }
 

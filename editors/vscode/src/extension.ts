@@ -49,6 +49,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerDiffDocuments(diffs),
     registerReviewLenses(review),
     ...createStatusBar(daemon, conversation),
+    conversation.onUndone((session) => void review.undoneElsewhere(session)),
     // A change of the settings the daemon is started with restarts it (the others are read when used); not one of a
     // repository's own values, which VS Code tells too but are ignored: a restart starts a fresh chat.
     vscode.workspace.onDidChangeConfiguration(() => {

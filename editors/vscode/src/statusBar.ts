@@ -3,7 +3,7 @@
 import * as vscode from "vscode";
 import { Conversation, SessionStatus } from "./conversation";
 import { ChatItem } from "./lib/chatModel";
-import { formatCost, statusBarText } from "./lib/status";
+import { statusBarText, statusBarTooltip } from "./lib/status";
 import { Daemon } from "./daemon";
 
 /** Create the status bar item and keep it in step with the current session. */
@@ -16,7 +16,7 @@ export function createStatusBar(daemon: Daemon, conversation: Conversation): vsc
     // Reduced motion asked for: the busy icon stands still (VS Code's reduced motion leaves an item's ~spin turning).
     const still = vscode.workspace.getConfiguration("workbench").get("reduceMotion") === "on";
     item.text = still ? text.replace("$(sync~spin)", "$(sync)") : text;
-    item.tooltip = `Ollie — ${status.state}${formatCost(status.cost) ? `, session cost ${formatCost(status.cost)}` : ""}`;
+    item.tooltip = statusBarTooltip(text);
   };
   show(conversation.status);
   item.show();

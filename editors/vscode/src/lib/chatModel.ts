@@ -180,6 +180,9 @@ export class ChatModel {
       default: {
         const level = NOTICE_ROLES[event.role];
         if (!level || event.content === "" || (level === "info" && this.answeredInChat(event.content))) return [];
+        // A request's next retry says the latest of them in its notice: each said its whole error again, a wall.
+        const last = this.items[this.items.length - 1];
+        if (level === "retry" && last?.kind === "notice" && last.level === "retry") return [Object.assign(last, { text: event.content })];
         return [this.push({ kind: "notice", id: 0, level, text: event.content })];
       }
     }

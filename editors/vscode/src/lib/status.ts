@@ -31,3 +31,8 @@ export function statusBarText(state: string, cost: unknown, connected: boolean, 
   const icon = state === "idle" || state === "" ? "$(comment-discussion)" : "$(sync~spin)";
   return `${icon} Ollie: ${describeState(state)}${price ? ` · ${price}` : ""}`;
 }
+
+/** The status bar item's hover, from its text: what it says, the cost named, and what a click does. */
+export function statusBarTooltip(text: string): string {
+  return `${text.replace(/^\$\([^)]*\) /, "").replace(" · ", ", session cost ")}. Click to open the chat.`;
+}

@@ -189,15 +189,16 @@ export function headLocations(step: ToolStep, steps: readonly ToolStep[] | undef
   return step.locations.filter((l) => !shown.has(l.path));
 }
 
-/** The first line of a failed step's output that says something: not a `[call 1 x] exit 1` header, nor the
- * `[stderr]` line that opens its error output (the refusal of a read-only file showed as "[stderr]"). The sandbox's
- * own note, when there is one, whole: it says which file and key would allow the step (the line before it, a list of
- * the policy's paths, was cut before it came). */
+/** The first line of a failed step's output that says something (a traceback's or pytest's: the last): not a
+ * `[call 1 x] exit 1` header, nor the `[stderr]` line that opens its error output (the refusal of a read-only file
+ * showed as "[stderr]"). The sandbox's own note, when there is one, whole: it says which file and key would allow the
+ * step (the line before it, a list of the policy's paths, was cut before it came). */
 export function failureLine(result: string): string {
   const lines = result.split("\n").map((l) => l.trim());
   const blocked = lines.find((l) => l.startsWith("[warning] blocked by ollie's sandbox: "));
   if (blocked) return blocked.slice("[warning] ".length);
   const line = lines.find((l) => l && !/^\[[^\]]*\]\s*exit \d+$|^\[stderr\]$/.test(l)) ?? "";
+  if (/^Traceback \(most recent call last\):$|^=+ .* =+$/.test(line)) return outcomeLine(result);
   return line.length > 200 ? `${line.slice(0, 197)}…` : line;
 }
 

@@ -74,6 +74,8 @@ await withVSCode({ script: [{ text: "Hello." }, SLOW, SLOW, SLOW], textModel: HO
     await fillInput(chat, "/model");
     await chat.locator("#input").press("Enter");
     await chat.locator(".item.notice", { hasText: SAID }).last().waitFor({ timeout: waitMs });
+    // The pick's switch is said in the chat, shown: not again in a toast over its input (which hid the composer's model).
+    if (await page.locator(".notification-toast", { hasText: "(backend:" }).count()) throw new Error("the model switch was said in a toast too");
     await screenshot("switched-to-hostile-id");
     log("picking it switched to the id itself; the composer and /model name it escaped");
 

@@ -170,6 +170,14 @@ await withVSCode(
     // The other editor tools, answered by VS Code's tabs and TypeScript's definition and symbol providers.
     await waitForSavedPrompt(dataDir, ["bad.ts (focused)", "bad.ts:1:14: export const count: number", "variable count"]);
     log("open files, definition and workspace symbols came from VS Code");
+    // That turn only read: Review Changes shows the last turn that changed files, saying so (it stopped at "turn 2
+    // changed no files").
+    await runCommand(page, "Ollie: Review Changes");
+    await notification(page, "turn 2 changed no files; showing turn 1's changes");
+    await page.locator(".tab.active", { hasText: "app.py (Ollie, turn 1" }).waitFor({ timeout: waitMs });
+    await screenshot("review-last-changes");
+    await clearNotifications(page);
+    log("Review Changes after a turn that changed nothing showed the turn before, which did");
 
     // 7. An edit of a document open in the editor goes to its buffer, which is then saved (auto-save is off: the
     // daemon asks, ollie/saveDocuments): listed as an editor change, reviewed, undone there (and saved again).
@@ -195,7 +203,13 @@ await withVSCode(
     await page.locator(".tabs-container .tab", { hasText: /^open\.py/ }).first().click();
     await page.locator(".monaco-editor .view-line", { hasText: "value = 1" }).first().waitFor({ timeout: waitMs });
     await until("the undo saved", () => fs.readFileSync(openPy, "utf8") === "value = 1\n");
-    log("an open document's edit goes to its buffer and is saved, opens in the diff editor and is undone in its buffer");
+    // Its review tab shows the undo too (it went on showing the change, its lens offering to undo it again).
+    await page.locator(".tabs-container .tab", { hasText: "open.py (Ollie, turn" }).click();
+    const reviewed = page.locator(".monaco-diff-editor");
+    await until("the review tab without the undone change", async () => (await reviewed.locator(".codelens-decoration a", { hasText: "Undo this change" }).count()) === 0 &&
+      (await reviewed.locator(".view-line", { hasText: "value = 2" }).count()) === 0 && (await reviewed.locator(".view-line", { hasText: "value = 1" }).count()) > 0);
+    await screenshot("review-after-chat-undo");
+    log("an open document's edit goes to its buffer and is saved, opens in the diff editor and is undone in its buffer, its review tab too");
 
     // 8. History: titles and relative times, rename with the item button, resume.
     await runCommand(page, "Ollie: New Session");

@@ -62,7 +62,8 @@ async function openEditor(page, name) {
 
 // A resumed session shows its last PAGE messages at first; scrolling up loads the ones before (step 10).
 const PAGE = 6;
-const settings = { "ollie.historyPageSize": PAGE };
+// The light theme named (the browser's default scheme gives it too): its code block colour is its side bar's.
+const settings = { "ollie.historyPageSize": PAGE, "workbench.colorTheme": "Default Light Modern" };
 
 await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http://127.0.0.1:${port}/v1`) }, async ({ page, workspace, dataDir, startLLM, screenshot }) => {
   const chat = await openChat(page);
@@ -183,6 +184,12 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   // VS Code's default webview style gives every `code` a background: inside a block it boxed each line's text.
   const codeBackground = await block.locator("pre code").evaluate((code) => getComputedStyle(code).backgroundColor);
   if (!/^(transparent|rgba\(0, 0, 0, 0\))$/.test(codeBackground)) throw new Error(`the code in a block has its own background ${codeBackground}`);
+  // An answer's inline code stands out from the chat in the light theme (its background was Light Modern's code block
+  // colour, the side bar's: `nowhere.py` looked like any word).
+  const inline = chat.locator(".item.assistant code", { hasText: "nowhere.py" }).first();
+  const [chatBackground, inlineBackground] = await inline.evaluate((code) => [document.body, code].map((node) => getComputedStyle(node).backgroundColor));
+  if (inlineBackground === chatBackground) throw new Error(`inline code's background is the chat's, ${chatBackground}`);
+  log("in the light theme inline code stands out from the chat");
   await block.locator('button[data-action="copy"]').click();
   await until("Copy to put the code on the clipboard", async () => (await page.evaluate(() => navigator.clipboard.readText())) === CODE, 10000);
   await block.locator('button[data-action="insert"]').click();
@@ -370,6 +377,9 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   await jump.waitFor({ state: "visible", timeout: waitMs });
   if ((await scrollOf(chat)).top !== 0) throw new Error("the stream scrolled a reader who had scrolled up");
   await screenshot("jump-to-latest");
+  // Its label is on one line in the side bar's default width (it broke in two: a pill placed from the view's middle).
+  const jumpLines = await jump.evaluate((button) => button.getBoundingClientRect().height / parseFloat(getComputedStyle(button).fontSize));
+  if (jumpLines > 2.5) throw new Error(`Jump to latest's label wraps: ${jumpLines} ems high`);
   await jump.click();
   await jump.waitFor({ state: "hidden", timeout: waitMs });
   if (!atBottom(await scrollOf(chat))) throw new Error("Jump to latest did not reach the bottom");

@@ -107,6 +107,21 @@ test("notices for info/error/exec/limitretry; usage and state are not shown", ()
   );
 });
 
+test("a request's retries are one notice, saying the latest (each one's whole error stacked up a wall of them)", () => {
+  const model = new ChatModel();
+  const feed = feeder(model);
+  feed("limitretry", "HTTP 429: slow down; retry 1/3 in 5.00s");
+  const [again] = feed("limitretry", "HTTP 500: oops; retry 2/3 in 10.00s");
+  feed("error", "HTTP 500: oops (gave up after 3 retries)");
+  assert.deepEqual(model.items.map((i) => (i.kind === "notice" ? `${i.level} ${i.text}` : i.kind)),
+    ["retry HTTP 500: oops; retry 2/3 in 10.00s", "error HTTP 500: oops (gave up after 3 retries)"]);
+  assert.equal(again, model.items[0], "the notice redrawn is the one shown");
+  // A later request's first retry, after other items, is a notice of its own.
+  feed("assistant", "back");
+  feed("limitretry", "HTTP 429: slow down; retry 1/3 in 5.00s");
+  assert.equal(model.items.filter((i) => i.kind === "notice" && i.level === "retry").length, 2);
+});
+
 test("user prompts are recorded with their note and a label per context item", () => {
   const model = new ChatModel();
   const item = model.addUser("fix it", { note: "queued", contextLabels: ["a.py:3", "b.py"] });

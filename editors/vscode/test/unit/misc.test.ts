@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { chatCsp, chatHtml } from "../../src/lib/chatHtml";
 import { DAEMON_LOST, choicePlaceholder, isDaemonGone, parseAgentList, parseMcpList, parseModelList } from "../../src/lib/protocol";
 import { resolveServerCommand } from "../../src/lib/serverCommand";
-import { describeState, formatCost, statusBarText } from "../../src/lib/status";
+import { describeState, formatCost, statusBarText, statusBarTooltip } from "../../src/lib/status";
 import { unlinked } from "../../src/lib/notice";
 
 const root = path.resolve(__dirname, "..", "..", "..");
@@ -29,6 +29,11 @@ test("state and cost text", () => {
   assert.equal(statusBarText("idle", 1, false, true), "$(sync~spin) Ollie: starting");
   // A question waits for the user: the turn's "thinking" would say Ollie is busy.
   assert.equal(statusBarText("thinking", 0.25, true, false, true), "$(question) Ollie: waiting for your answer · $0.25");
+  // Its hover says what the item says, and what a click does (it said "Ollie — idle" of a stopped daemon, "Ollie —
+  // thinking" while a question waited, and a tool's raw state).
+  assert.equal(statusBarTooltip("$(circle-slash) Ollie: stopped"), "Ollie: stopped. Click to open the chat.");
+  assert.equal(statusBarTooltip("$(question) Ollie: waiting for your answer · $0.25"),
+    "Ollie: waiting for your answer, session cost $0.25. Click to open the chat.");
 });
 
 test("server command: the setting, then PATH; never a workspace's .venv", () => {

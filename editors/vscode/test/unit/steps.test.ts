@@ -160,6 +160,12 @@ test("a failed step's line says why it failed: past its exit header and the [std
   assert.equal(failureLine("[step 1 bash] exit 2\nmake: *** No rule to make target\n"), "make: *** No rule to make target");
   assert.equal(failureLine(`[step 1 bash] exit 1\n${"x".repeat(300)}`), `${"x".repeat(197)}…`);
   assert.equal(failureLine("[call 1 file_read] exit 1\n"), "");
+  // A Python traceback's and pytest's first lines say nothing of what failed: their last does (it showed "Traceback
+  // (most recent call last):" under a failed test run).
+  assert.equal(failureLine("[step 1 bash] exit 1\n[stderr]\nTraceback (most recent call last):\n  File \"t.py\", line 2, in <module>\n" +
+    "    assert add(2, 3) == 6, 'wrong'\nAssertionError: wrong\n"), "AssertionError: wrong");
+  assert.equal(failureLine("[step 1 bash] exit 1\n============ test session starts ============\nt.py F\n" +
+    "FAILED t.py::test_add - assert 5 == 6\n============ 1 failed in 0.02s ============\n"), "1 failed in 0.02s");
   const outside = `file_edit: /x/todo.txt: outside the sandbox's writable paths (${"/w/p, ".repeat(60)}/tmp)\n` +
     "[warning] blocked by ollie's sandbox: /x/todo.txt is outside the writable paths of sandbox policy 'default'; " +
     "if the step needs it, the user can add its directory to filesystem.rw in /h/.config/ollie/sandbox.yaml";
