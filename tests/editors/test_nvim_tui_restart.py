@@ -488,7 +488,7 @@ def test_a_first_prompt_that_failed_still_says_why_after_ollie_restart(tmp_path:
         tmux.keep("1-failed", tmux.wait(lambda s: said in unwrapped(s) and "(error)" in s, "the prompt's error"))
         tmux.keys(":OllieRestart", "Enter")
         tmux.wait(lambda s: "restarting" in s, "the restart")
-        again = tmux.keep("2-restarted", tmux.wait(lambda s: "restarting" not in s and "(error)" in s,
+        again = tmux.keep("2-restarted", tmux.wait(lambda s: "restarting" not in s and "no answer:" in s,
                                                    "the fresh daemon's chat"))
         screens.png(tmux.screen(colours=True), tmux.captures / "2-restarted.png", (1400, 560))
         assert said in unwrapped(again) and "error not saved" not in again, again

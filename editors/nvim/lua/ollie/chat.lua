@@ -657,8 +657,9 @@ function Chat:on_event(ev, drawn)
         self.command_info[vim.trim(content)] = "error" -- a command's error is also its answer: shown once, here
       end
       local said = require("ollie.backend").turn_error(self, content) or ("error: " .. content)
-      if tail and not command then -- the history keeps no error: a redraw (:OllieRestart) says it again from here
-        self.failed = { prompt = tail.prompt, error = said }
+      if tail and not command then -- the history keeps no error: a redraw (:OllieRestart) says it again from here, in
+        -- the daemon's own words (a "see above" would point at a note the redraw no longer shows)
+        self.failed = { prompt = tail.prompt, error = "error: " .. content }
       end
       return say(t, said, "OllieError")
     end

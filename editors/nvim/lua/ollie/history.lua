@@ -70,7 +70,7 @@ local function draw(t, messages, running, last_result, cut, reply, failed_as)
   local function no_answer(failed)
     if failed and failed_as and failed_as.prompt == last_prompt then -- its error, as this Neovim was told it
       t:note(failed_as.error, "OllieError")
-      t:turn_end("error")
+      t:turn_end("error", "no answer: this prompt failed before the model replied; send it again")
     elseif failed then
       t:turn_end("error", "no answer: this prompt failed before the model replied, its error not saved; send it again")
     elseif unanswered then
