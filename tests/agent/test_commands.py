@@ -35,7 +35,7 @@ class FakeCore:
         self.session = Session()
         self.session_id = self.session.id
         self.agent_name = "default"
-        self.backend_name = "openai"
+        self.backend_name = self.backend_said = "openai"
         self.model_name = "gpt-test"
         self.cwd = tmp_path
         self.sessions_dir = tmp_path / "sessions"
@@ -181,7 +181,7 @@ async def test_help_lists_every_command(core, events):
 
 
 async def test_command_names_are_case_insensitive(core):
-    assert await run_command(core, "/MODEL") == "model: gpt-test (backend: openai)"
+    assert await run_command(core, "/MODEL") == "model: gpt-test (served by openai)"
 
 
 # --- !cmd ------------------------------------------------------------------
@@ -232,13 +232,13 @@ async def test_backend_show_and_switch(core):
 
 
 async def test_model_show_and_switch(core):
-    assert await run_command(core, "/model") == "model: gpt-test (backend: openai)"
-    assert await run_command(core, "/model gpt-small") == "model: gpt-small (backend: openai)"
+    assert await run_command(core, "/model") == "model: gpt-test (served by openai)"
+    assert await run_command(core, "/model gpt-small") == "model: gpt-small (served by openai)"
     assert core.model_name == "gpt-small"
     # A name the backend does not list (a typo) is taken, and said at once (Bug: said nothing until the next prompt
     # failed; a backend may serve a model it does not list).
     assert await run_command(core, "/model gpt-smal") == (
-        "model: gpt-smal (backend: openai)\nwarning: openai does not list gpt-smal (/models lists those it does)")
+        "model: gpt-smal (served by openai)\nwarning: openai does not list gpt-smal (/models lists those it does)")
     assert core.model_name == "gpt-smal"
     # An id picked from a hostile server's list (the editors' pickers send it back as it is) is said as /models says
     # it: it printed as it came, its OSC 52 obeyed by the terminal, its U+202E reversing the answer's line.
@@ -246,12 +246,12 @@ async def test_model_show_and_switch(core):
     said = await run_command(core, f"/model {hostile}")
     assert core.model_name == hostile
     shown = one_name(hostile)
-    assert said == f"model: {shown} (backend: openai)\nwarning: openai does not list {shown} (/models lists those it does)"
+    assert said == f"model: {shown} (served by openai)\nwarning: openai does not list {shown} (/models lists those it does)"
     assert said and "\x1b" not in said and "\u202e" not in said
 
 
 async def test_models_marks_the_current_one(core):
-    assert await run_command(core, "/models") == "models of openai:\n  gpt-small\n* gpt-test"
+    assert await run_command(core, "/models") == "models served by openai:\n  gpt-small\n* gpt-test"
 
 
 async def test_agent_show_switch_and_failure(core, events):
@@ -259,7 +259,7 @@ async def test_agent_show_switch_and_failure(core, events):
     core.session.messages.append(Message("user", "hi"))
     out = await run_command(core, "/agent coding")
     assert out.splitlines() == [
-        "agent: coding (session cleared; backend openai, model gpt-test)",
+        "agent: coding (session cleared; model gpt-test served by openai)",
         'the previous conversation is saved as "say hi" (1700000000000000000-0a0b0c): resume it with '
         "`/resume <n|id>` (or a new run: `ollie --session <id>`)",
         "warning: tool server lacks restrictions",

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import sys
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -54,9 +55,11 @@ async def test_models_lists_the_servers_models_and_model_switches_requests(scrip
     result = await core.submit("/models")
     assert result.stop == "command"
     lines = result.reply.splitlines()
-    assert lines[0] == "models of local:"
+    # A local server by the host and port the user set (Bug: "models of local", "(backend: local)").
+    served = urlsplit(srv.url).netloc
+    assert lines[0] == f"models served by {served}:"
     assert sorted(lines[1:]) == ["  other-model", "* scripted-model"]
-    assert (await core.submit("/model other-model")).reply == "model: other-model (backend: local)"
+    assert (await core.submit("/model other-model")).reply == f"model: other-model (served by {served})"
     srv.script(Reply.text("hi from other"))
     assert (await core.submit("hello")).reply == "hi from other"
     assert srv.chat_requests[-1].body["model"] == "other-model"
@@ -69,7 +72,7 @@ async def test_agent_switch_rebuilds_the_prompt_and_clears_the_session(scripted_
     await core.submit("hello")
     assert core.session.messages
     out = (await core.submit("/agent plan")).reply
-    assert out.startswith("agent: plan (session cleared; backend local, model scripted-model)")
+    assert out.startswith(f"agent: plan (session cleared; model scripted-model served by {urlsplit(srv.url).netloc})")
     assert core.agent_name == "plan"
     assert core.session.messages == []
     prompt = (await core.submit("/sp")).reply

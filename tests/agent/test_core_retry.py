@@ -20,8 +20,9 @@ async def test_rate_limits_back_off_exponentially_then_succeed(scripted_llm, mak
     assert (result.stop, result.reply) == ("end", "finally")
     retries = roles(drain(sub), "limitretry")
     assert [r.content.split(" in ")[-1] for r in retries] == ["0.01s", "0.02s"]
-    assert all(r.content.startswith("rate_limit:") for r in retries)
-    assert "retry 2/3" in retries[1].content
+    # Plain words, the class as the event's name (Bug: the text began `rate_limit:`, the class's name).
+    assert all(r.content.startswith("the model's server is limiting requests (rate limit): ") for r in retries), retries
+    assert {r.name for r in retries} == {"rate_limit"} and "retry 2/3" in retries[1].content
 
 
 async def test_transient_errors_retry_and_give_up_after_three(scripted_llm, make_core):
@@ -32,11 +33,13 @@ async def test_transient_errors_retry_and_give_up_after_three(scripted_llm, make
     sub = core.bus.subscribe()
     assert (await core.submit("one")).reply == "recovered"
     failed = await core.submit("two")
-    assert failed.stop == "error" and "gave up after 3 retries" in failed.error
+    assert failed.stop == "error" and failed.error.startswith("the model request failed: ") and \
+        failed.error.endswith("gave up after 3 retries: send the prompt again; if it keeps failing, check the model's "
+                              "server (`ollie doctor`)"), failed.error
     assert failed.reply == "" and core.reply == "recovered"  # no text this turn; the core keeps the last
     events = drain(sub)
     assert len(roles(events, "limitretry")) == 1 + 3
-    assert roles(events, "error")[-1].content == failed.error
+    assert (roles(events, "error")[-1].content, roles(events, "error")[-1].name) == (failed.error, "transient")
     assert len(srv.chat_requests) == 2 + 4
 
 
@@ -48,7 +51,7 @@ async def test_a_dropped_stream_is_retried_and_the_partial_reply_discarded(scrip
     result = await core.submit("hi")
     assert (result.stop, result.reply) == ("end", "whole answer")
     retry = roles(drain(sub), "limitretry")
-    assert len(retry) == 1 and retry[0].content.startswith("transient:") and retry[0].content.endswith("in 0.02s")
+    assert len(retry) == 1 and retry[0].content.startswith("the model request failed: ") and retry[0].content.endswith("in 0.02s")
     assert [m.content for m in core.session.messages if m.role == "assistant"] == ["whole answer"]
 
 
@@ -80,7 +83,8 @@ async def test_a_second_overflow_ends_the_turn(scripted_llm, make_core):
     srv.script(Reply.context_overflow(), Reply.text('{"goal": "g"}'), Reply.context_overflow())
     core = await make_core(srv, toy=ToyServer())
     result = await core.submit("hi")
-    assert result.stop == "error" and result.error.startswith("context overflow")
+    assert result.stop == "error" and result.error.startswith("the conversation is too long for the model (")
+    assert "(/clear)" in result.error, result.error
 
 
 async def test_tool_unsupported_goes_to_the_turn_error_hook(scripted_llm, make_core, agents_dir, tmp_path):
@@ -91,7 +95,7 @@ async def test_tool_unsupported_goes_to_the_turn_error_hook(scripted_llm, make_c
     core = await make_core(srv, toy=ToyServer(), agent="hooked")
     sub = core.bus.subscribe()
     result = await core.submit("hi")
-    assert result.stop == "error" and "handled by the turnError hook" in result.error
+    assert result.stop == "error" and result.error.endswith("(the turnError hook handled it)")
     data = json.loads(payload.read_text())
     assert data["error_type"] == "tool_unsupported" and data["hook"] == "turnError"
     assert data["session_id"] == core.session_id and data["model"] == core.model_name

@@ -66,7 +66,8 @@ def test_p_to_a_pipe_writes_a_retried_reply_once_without_the_failed_attempts_wor
     assert proc.stdout == "Let me think.\nThe answer.\n", proc.stdout  # the words before a step stay: it was no retry
     assert "retrying: " in proc.stderr and "Half" not in proc.stderr, proc.stderr
     # The cut in words: `RemoteProtocolError('peer closed connection without sending ...')` was the line.
-    assert re.search(r"^retrying: transient: \S+: the connection closed mid-answer; retry 1/3 in ", proc.stderr, re.M)
+    assert re.search(r"^retrying: the model request failed: \S+: the connection closed mid-answer; retry 1/3 in ",
+                     proc.stderr, re.M)
     assert "Error" not in proc.stderr, proc.stderr
 
 

@@ -33,8 +33,10 @@ async def test_daemon_submit_fails_at_once_with_the_hint(start_daemon):
     result = await daemon.request("ollie/submit", {"text": "hello"})
     assert result["stop"] == "error"
     assert all(hint in result["error"] for hint in HINTS), result
-    roles = [e["role"] for e in daemon.session_events(result["session"])]
-    assert "limitretry" not in roles and "error" in roles
+    events = daemon.session_events(result["session"])
+    assert "limitretry" not in [e["role"] for e in events]
+    # The error's class goes as the event's name, for a client to act on, never as a prefix of the words.
+    assert [(e["content"], e.get("name")) for e in events if e["role"] == "error"] == [(result["error"], "unreachable")]
 
 
 async def test_daemon_state_reports_backend_health(start_daemon, scripted_llm, tmp_path):

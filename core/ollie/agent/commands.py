@@ -62,13 +62,14 @@ async def cmd_model(core: CommandTarget, arg: str) -> str:
     if arg:
         core.switch_model(arg)
     name = one_name(core.model_name)  # picked from the server's list: its text, on one line as /models shows it
-    said = f"model: {name} (backend: {core.backend_name})"
+    # By `backend_said`: a local server by the host and port the user set ("(backend: local)" named nothing they set).
+    said = f"model: {name} (served by {core.backend_said})"
     try:
         listed = await core.list_models() if arg else []
     except OllieError:  # unreachable: the turn will say so
         listed = []
     if listed and core.model_name not in listed:  # taken all the same: a backend may serve a model it does not list
-        said += f"\nwarning: {core.backend_name} does not list {name} (/models lists those it does)"
+        said += f"\nwarning: {core.backend_said} does not list {name} (/models lists those it does)"
     return said
 
 
@@ -80,7 +81,7 @@ async def cmd_agent(core: CommandTarget, arg: str) -> str:
         switched = await core.switch_agent(arg)
     except AgentSwitchRefused as exc:
         return f"agent: {core.agent_name} ({exc})"
-    said = f"agent: {core.agent_name} (session cleared; backend {core.backend_name}, model {core.model_name})"
+    said = f"agent: {core.agent_name} (session cleared; model {core.model_name} served by {core.backend_said})"
     return "\n".join([said, *switched.lines(core.resume_how)])
 
 

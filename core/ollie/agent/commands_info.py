@@ -58,7 +58,7 @@ async def cmd_models(core: CommandTarget, arg: str) -> str:
         return f"backend {core.backend_name} reported no models"
     current = core.model_name
     lines = [f"{'*' if m == current else ' '} {one_name(m)}" for m in models]  # the server's text: one line each
-    return f"models of {core.backend_name}:\n" + "\n".join(lines)
+    return f"models served by {core.backend_said}:\n" + "\n".join(lines)
 
 
 @dataclass(eq=False, repr=False)

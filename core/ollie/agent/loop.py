@@ -179,7 +179,7 @@ class AgentLoop:
                         continue
                     message = (f"{self.host.require_backend().model} does not take images ({message}): pick a "
                                "model that does (/model), then send the prompt with them again")
-                self.bus.emit("error", message)
+                self.bus.emit("error", message, name=failed.error_type)
                 return TurnResult(self.reply, "error", message)
 
     async def _sees_images(self) -> bool | None:

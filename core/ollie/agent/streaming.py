@@ -67,6 +67,16 @@ def error_type(exc: BaseException) -> str:
     return next((name for kinds, name in ERROR_TYPES if isinstance(exc, kinds)), "unknown")
 
 
+# What a retried error means and what to do once retries are spent, in a person's words: the one place every front
+# end's text comes from (the class name, `rate_limit:`, told a user nothing; it goes as the event's `name`).
+_RETRIED = {
+    "rate_limit": ("the model's server is limiting requests (rate limit)",
+                   "wait a minute and send the prompt again, or pick another model (/model)"),
+    "transient": ("the model request failed",
+                  "send the prompt again; if it keeps failing, check the model's server (`ollie doctor`)"),
+}
+
+
 async def stream_once(
     backend: Backend,
     messages: list[Message],
@@ -135,10 +145,11 @@ async def stream_with_retry(
             if first:
                 first = False
                 if await on_first_error(exc, kind):
-                    raise TurnFailed(f"{kind}: {exc} (handled by the turnError hook)", error_type=kind) from exc
+                    raise TurnFailed(f"{exc} (the turnError hook handled it)", error_type=kind) from exc
             if isinstance(exc, ContextOverflowError):
                 if compacted or not await compact():
-                    raise TurnFailed(f"context overflow: {exc}", error_type=kind) from exc
+                    raise TurnFailed(f"the conversation is too long for the model ({exc}): start a new one (/clear) or "
+                                     "pick a model with a larger context window (/model)", error_type=kind) from exc
                 compacted = True
                 continue
             if isinstance(exc, RateLimitError | TransientError):
@@ -147,12 +158,13 @@ async def stream_with_retry(
                 base = limits.drop_backoff_base_s
             else:
                 raise TurnFailed(str(exc) or type(exc).__name__, error_type=kind) from exc
+            what, todo = _RETRIED[kind]
             if retries >= limits.max_retries:
-                raise TurnFailed(f"{kind}: {exc} (gave up after {retries} retries)", error_type=kind) from exc
+                raise TurnFailed(f"{what}: {exc}; gave up after {retries} retries: {todo}", error_type=kind) from exc
             delay = base * 2**retries
             retry_after = getattr(exc, "retry_after", None)
             if retry_after:
                 delay = max(delay, min(float(retry_after), limits.max_retry_after_s))
             retries += 1
-            bus.emit("limitretry", f"{kind}: {exc}; retry {retries}/{limits.max_retries} in {delay:.2f}s")
+            bus.emit("limitretry", f"{what}: {exc}; retry {retries}/{limits.max_retries} in {delay:.2f}s", name=kind)
             await asyncio.sleep(delay)

@@ -678,8 +678,8 @@ function Chat:on_event(ev, drawn)
     if tail then
       tail.parts = {}
     end
-    -- Its content names the error (`rate_limit: …`, `transient: … HTTP 503 …`): a server error is no rate limit.
-    t:note("retrying after an error: " .. content, "OllieTurnEnd")
+    -- Its content says what failed in the daemon's words (a rate limit, a server's HTTP 503), as the terminal shows it.
+    t:note("retrying: " .. content, "OllieTurnEnd")
   elseif role == "turn" then
     if content == "start" then
       self.running, self.failed = true, nil

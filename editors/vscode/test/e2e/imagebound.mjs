@@ -23,7 +23,7 @@ const HOSTILE = "m2 $(pass-filled) approved\n\u202eexe.txt";
 // As the pick shows it (shownLabel: `\$(` draws as `$(`) and as the composer does (shownPath).
 const SHOWN = "m2 $(pass-filled) approved\\x0a\\u202eexe.txt";
 // As the daemon's `/model` says it (escapes.one_name).
-const SAID = "model: m2 $(pass-filled) approved\\n\\u202eexe.txt (backend: local)";
+const SAID = "model: m2 $(pass-filled) approved\\n\\u202eexe.txt (served by 127.0.0.1:";
 const TITLE = "Sea $(pass-filled) approved\u202etxt.exe";
 
 // The user's MCP server (the daemon's user config, isolatedEnv), whose prompt and resource names are made to forge.
@@ -75,7 +75,7 @@ await withVSCode({ script: [{ text: "Hello." }, SLOW, SLOW, SLOW], textModel: HO
     await chat.locator("#input").press("Enter");
     await chat.locator(".item.notice", { hasText: SAID }).last().waitFor({ timeout: waitMs });
     // The pick's switch is said in the chat, shown: not again in a toast over its input (which hid the composer's model).
-    if (await page.locator(".notification-toast", { hasText: "(backend:" }).count()) throw new Error("the model switch was said in a toast too");
+    if (await page.locator(".notification-toast", { hasText: "(served by" }).count()) throw new Error("the model switch was said in a toast too");
     await screenshot("switched-to-hostile-id");
     log("picking it switched to the id itself; the composer and /model name it escaped");
 
