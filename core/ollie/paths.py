@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -103,16 +104,21 @@ def sandbox_file() -> Path:
     return user if present else bundled("sandbox.yaml")
 
 
-async def session_dir(path: str, *, absolute: bool = False) -> Path:
+async def session_dir(path: str, *, absolute: bool = False, guarded: Iterable[Path] = ()) -> Path:
     """The real path of the existing directory a client names for a session (a relative one from the process's, unless
-    `absolute`); ValueError saying why not."""
+    `absolute`), walked through no symlink inside `guarded` (where tool code writes: a step may have planted it);
+    ValueError saying why not."""
     import asyncio
+
+    from ollie import beneath, programs
 
     candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written (Path.expanduser raises)
     # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
     try:
-        real = await asyncio.to_thread(
-            lambda: candidate.resolve() if (candidate.is_absolute() or not absolute) and candidate.is_dir() else None)
+        real = await asyncio.to_thread(lambda: beneath.real_dir(candidate.absolute(), [
+            *guarded, *programs.step_writable()]) if candidate.is_absolute() or not absolute else None)
+    except beneath.OutsideRoot as exc:
+        raise ValueError(exc.strerror) from None
     except OSError:  # a name too long, a loop of links, a directory it may not see: none is one to start in
         real = None
     if real is None:
