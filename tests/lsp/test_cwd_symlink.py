@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie.paths import bundled, config_dir
@@ -251,3 +252,24 @@ async def test_a_new_session_is_never_started_in_a_link_a_step_planted(start_dae
     alias.symlink_to(ws)
     sid = (await daemon.request("ollie/session/new", {"cwd": str(alias / "real")}))["session"]
     assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(ws / "real")
+
+
+async def test_new_sessions_never_start_in_an_added_workspace_folder_that_is_a_planted_link(start_daemon, llm, tmp_path):
+    # Red team 55: the first folder added (VS Code's "Add Folder to Workspace", a workspace file's folders) became new
+    # sessions' cwd as named: a link a step planted in the workspace folder, and their steps wrote where it led.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    await run_turn(daemon, llm, code(f"ln -s {outside} sub"))
+    daemon.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=(ws / "sub").as_uri(), name="s")],
+                                                removed=[])))
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(ws)
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+    shown = [m.message for m in daemon.client.messages]
+    assert any(f"is a symlink inside {ws}" in m and "workspace folder added" in m for m in shown), shown
