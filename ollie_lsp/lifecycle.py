@@ -54,7 +54,21 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def folders_changed(ls: OllieServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-        ls.default_cwd = _first_dir([to_fs_path(f.uri) for f in params.event.added or []]) or ls.default_cwd
+        # New sessions start in the first folder added, walked as session/new's cwd (a link a step planted in the
+        # workspace folder, which an editor adds as a workspace file names it, would have them work where it leads);
+        # on the loop, as its one stat was: a session/new right after it starts there.
+        from ollie.beneath import OutsideRoot
+        from ollie.escapes import one_name
+        from ollie.paths import walked_dir
+
+        for path in filter(None, (to_fs_path(f.uri) for f in params.event.added or [])):
+            try:
+                ls.default_cwd = walked_dir(Path(path).absolute(), [ls.root_cwd, ls.default_cwd])
+                return
+            except OutsideRoot as exc:
+                ls.show(f"ollie: new sessions do not start in the workspace folder added: {one_name(str(exc.strerror), 500)}")
+            except OSError:
+                continue
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     async def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:

@@ -502,8 +502,9 @@ async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
 async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
     """Start another session (its own Core)."""
     kind = check_kind(p.kind or "chat")
-    with invalid_params("cwd"):  # the client's choice; a relative one from the daemon's directory
-        cwd = await session_dir(p.cwd) if p.cwd else None
+    with invalid_params("cwd"):  # the client's choice (a relative one from the daemon's directory), but no link a step
+        # may have planted in the workspace folder: an editor names its folders (a workspace file's), each may be one
+        cwd = await session_dir(p.cwd, guarded=[ls.root_cwd, ls.default_cwd]) if p.cwd else None
     with invalid_params("agent", ConfigError):
         live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)
     # Its objects frozen now, while new (~1 ms): else 50 new sessions were one full pass of 30 ms in their first turns.

@@ -16,22 +16,25 @@ T = TypeVar("T")
 
 
 class StalledWalk:
-    """`os.path.realpath` of `path` (what `Path.resolve` walks) waits for `release_when_walked`; `held`: it was let go.
+    """`os.path.realpath` of `path` (what `Path.resolve` walks) or its `os.lstat` (`beneath.real_dir`'s walk, a name at a
+    time) waits for `release_when_walked`; `held`: it was let go.
 
     On the loop, the walk freezes it: nothing can let it go, and it goes on after 5 s with `held` false.
     """
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
         self.walking, self.release, self.held = threading.Event(), threading.Event(), False
-        realpath = os.path.realpath
 
-        def stalled(name: str, *args: object, **kwargs: object) -> str:
-            if os.fspath(name) == str(path) and not self.release.is_set():
-                self.walking.set()
-                self.held = self.release.wait(5)
-            return realpath(name, *args, **kwargs)  # type: ignore[arg-type]
+        def stalling(walk: Any) -> Any:
+            def stalled(name: Any, *args: Any, **kwargs: Any) -> Any:
+                if os.fspath(name) == str(path) and not self.release.is_set():
+                    self.walking.set()
+                    self.held = self.release.wait(5)
+                return walk(name, *args, **kwargs)
+            return stalled
 
-        monkeypatch.setattr(os.path, "realpath", stalled)
+        monkeypatch.setattr(os.path, "realpath", stalling(os.path.realpath))
+        monkeypatch.setattr(os, "lstat", stalling(os.lstat))
 
     async def release_when_walked(self) -> None:
         """Wait (off the loop) until the walk stalls, then let it go."""

@@ -637,3 +637,22 @@ async def test_a_fork_of_a_session_mid_turn_takes_the_turns_that_ended(start_age
     told = [(m["role"], str(m.get("content"))) for m in llm.requests[-1].body["messages"] if m["role"] != "system"]
     assert told[:2] == [("user", "first prompt"), ("assistant", "one")]
     assert not any("second prompt" in text for _, text in told), told
+
+
+async def test_a_new_session_is_never_started_in_a_link_a_step_planted(shared_agent, llm, tmp_path) -> None:
+    # Red team 55: session/new took the real path of whatever cwd it was given; one session's step planted a link in
+    # its own directory (granted it), and a session opened there (a client picks a project's folder) worked beyond it.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    agent = await shared_agent()
+    sid = await agent.new()
+    await agent.conn.set_session_mode(mode_id="auto", session_id=sid)
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": f"ln -s {outside} l && mkdir real"}]})),
+               Reply.text("done"))
+    assert (await agent.prompt(sid, "plant")).stop_reason == "end_turn"
+    link = agent.workspace.resolve() / "l"
+    assert link.is_symlink()
+    with pytest.raises(acp.RequestError) as caught:
+        await asyncio.wait_for(agent.conn.new_session(cwd=str(link), mcp_servers=[]), 30)
+    assert caught.value.code == -32602 and f"{link} is a symlink inside" in str(caught.value.data), caught.value.data
+    assert (await asyncio.wait_for(agent.conn.new_session(cwd=str(link.parent / "real"), mcp_servers=[]), 30)).session_id

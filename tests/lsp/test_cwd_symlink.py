@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ollie.paths import bundled, config_dir
@@ -230,3 +231,45 @@ async def test_a_link_planted_where_only_the_agent_switched_from_could_write_is_
 
     err = await rpc_error(daemon, "ollie/setCwd", {"session": sid, "cwd": str(shared / "l")})
     assert err.code == -32602 and f"cwd: {shared / 'l'} is a symlink inside {shared}" in err.message, err
+
+
+async def test_a_new_session_is_never_started_in_a_link_a_step_planted(start_daemon, llm, tmp_path):
+    # Red team 55: `session/new`'s cwd took the real path of whatever it named. VS Code names a multi-root workspace's
+    # folder there (a repository's `.code-workspace` lists its own `sub`, a link committed or a step planted): the new
+    # session worked in where the link led, its steps granted write there.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    await run_turn(daemon, llm, code(f'ln -s {outside} sub && ln -s {outside} "$TMPDIR/t" && mkdir real && '
+                                     'printf %s "$TMPDIR" > where'))
+    for given in (str(ws / "sub"), str(ws / "real/../sub"), f"{(ws / 'where').read_text()}/t"):
+        err = await rpc_error(daemon, "ollie/session/new", {"cwd": given})
+        assert err.code == -32602 and "cwd: " in err.message and "is a symlink inside" in err.message, err
+
+    # A real directory, and one reached through the user's own link above the workspace, start as before.
+    alias = tmp_path / "alias"
+    alias.symlink_to(ws)
+    sid = (await daemon.request("ollie/session/new", {"cwd": str(alias / "real")}))["session"]
+    assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(ws / "real")
+
+
+async def test_new_sessions_never_start_in_an_added_workspace_folder_that_is_a_planted_link(start_daemon, llm, tmp_path):
+    # Red team 55: the first folder added (VS Code's "Add Folder to Workspace", a workspace file's folders) became new
+    # sessions' cwd as named: a link a step planted in the workspace folder, and their steps wrote where it led.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    ws = daemon.workspace.resolve()
+    await run_turn(daemon, llm, code(f"ln -s {outside} sub"))
+    daemon.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=(ws / "sub").as_uri(), name="s")],
+                                                removed=[])))
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(ws)
+    await daemon.request("ollie/setApproval", {"session": sid, "approval": "auto"})
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == []
+    shown = [m.message for m in daemon.client.messages]
+    assert any(f"is a symlink inside {ws}" in m and "workspace folder added" in m for m in shown), shown

@@ -196,18 +196,23 @@ export function headLocations(step: ToolStep, steps: readonly ToolStep[] | undef
 export function failureLine(result: string): string {
   const lines = result.split("\n").map((l) => l.trim());
   const blocked = lines.find((l) => l.startsWith("[warning] blocked by ollie's sandbox: "));
-  if (blocked) return blocked.slice("[warning] ".length);
+  if (blocked) return shownPath(blocked.slice("[warning] ".length));
   const line = lines.find((l) => l && !/^\[[^\]]*\]\s*exit \d+$|^\[stderr\]$/.test(l)) ?? "";
-  if (/^Traceback \(most recent call last\):$|^=+ .* =+$/.test(line)) return outcomeLine(result);
-  return line.length > 200 ? `${line.slice(0, 197)}…` : line;
+  return /^Traceback \(most recent call last\):$|^=+ .* =+$/.test(line) ? outcomeLine(result) : headWords(line);
 }
 
 /** The last line of a finished command's output that says something (a test run's "1 passed in 0.02s"), shown under
  * its title as a terminal shows it: past exit headers, `[stderr]` and a banner's `===`. */
 export function outcomeLine(result: string): string {
   const lines = result.split("\n").map((l) => l.trim().replace(/^=+\s*|\s*=+$/g, ""));
-  const line = lines.filter((l) => l && !/^\[[^\]]*\]\s*exit \d+$|^\[stderr\]$/.test(l)).pop() ?? "";
-  return line.length > 200 ? `${line.slice(0, 197)}…` : line;
+  return headWords(lines.filter((l) => l && !/^\[[^\]]*\]\s*exit \d+$|^\[stderr\]$/.test(l)).pop() ?? "");
+}
+
+/** A step's output line as its title's line shows it: what a terminal leaves of it (past its last `\r`), escaped as
+ * `shownPath` (the step printed it: a U+202E reversed the line, an editor obeys it), cut at 200 characters. */
+function headWords(line: string): string {
+  const shown = shownPath(line.slice(line.lastIndexOf("\r") + 1));
+  return shown.length > 200 ? `${shown.slice(0, 197)}…` : shown;
 }
 
 /** The status a step item has without a `tool` object (v1 events): from the result text. */

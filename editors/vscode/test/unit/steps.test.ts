@@ -181,6 +181,15 @@ test("a command that ran shows the line its output ended with: a test run's summ
   assert.equal(outcomeLine("y".repeat(300)), `${"y".repeat(197)}…`);
 });
 
+test("a step's line under its title is its output escaped: a U+202E or an escape sequence it printed is not obeyed", () => {
+  // Red team 55: the line is the step's own text (a hostile model's `printf`), drawn as it came: the U+202E reversed it.
+  assert.equal(failureLine("[step 1 bash] exit 1\n[stderr]\nTraceback (most recent call last):\nE: \u202edeliaf 1\n"),
+    "E: \\u202edeliaf 1");
+  assert.equal(outcomeLine("[step 1 bash] exit 0\n== 1 passed \u2066in\u2069 \x1b]8;;x\x07 ==\n"), "1 passed \\u2066in\\u2069 \\x1b]8;;x\\x07");
+  assert.equal(outcomeLine("Downloading 10%\rDownloading 100%\n"), "Downloading 100%", "what a terminal leaves of a line");
+  assert.equal(failureLine("x\n[warning] blocked by ollie's sandbox: /w/\u202ett.py is outside"), "blocked by ollie's sandbox: /w/\\u202ett.py is outside");
+});
+
 test("a step the user rejected says so under its title, with her feedback, and has its own (not red) icon", () => {
   assert.equal(rejectedLine("rejected: the user did not allow 'Edit a.py'; it was not run."), "Rejected by you, not run");
   assert.equal(rejectedLine("rejected: the user did not allow 'Edit a.py'; it was not run.\nThe user's feedback: use b.py\nand c.py"),
