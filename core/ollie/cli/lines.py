@@ -89,11 +89,11 @@ class InputLines:
         try:
             yield
         finally:
-            for signum in ending:
-                loop.remove_signal_handler(signum)
-            if self._quiet:
+            if self._quiet:  # (before the signals' defaults are back: one meanwhile left the shell without line mode)
                 self._pushed = self._in_hand is None and _push_unfinished()  # `_read` waits on the terminal
                 _echo(True)
+            for signum in ending:
+                loop.remove_signal_handler(signum)
             self._quiet = False
 
     def before_question(self) -> float:
