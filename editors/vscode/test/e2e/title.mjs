@@ -3,8 +3,8 @@
 // `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name: both from the
 // buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none). A prompt's
 // "Fork from here" (shown while the prompt is hovered or focused: on every prompt it took a line) switches the chat
-// to a fork up to that turn, titled "<title> (fork)", and the chat says so and that the files stay as they are; the history lists both, each row with its turns (it said none: two sessions of one title
-// were not told apart), and "Ollie: Fork Chat" forks the whole chat. The header shows the whole title (two lines) at
+// to a fork up to that turn, titled "<title> (fork)", and the chat says so and that the files stay as they are; the
+// history lists both, each row with its turns (it said none: two sessions of one title were not told apart), and "Ollie: Fork Chat" forks the whole chat. The header shows the whole title (two lines) at
 // the default width, and in a side bar dragged narrow, the approval picker under it ("Ask before edits" beside it cut
 // it to ten letters or so). The composer names the model and a non-default agent; a click switches.
 // Then, in the same window (scenario hosthung): a prompt sent while the extension host hangs, and which it never takes
