@@ -6,7 +6,8 @@
 // to a fork up to that turn, titled "<title> (fork)", and the chat says so and that the files stay as they are; the
 // history lists both, each row with its turns (it said none: two sessions of one title were not told apart), and
 // "Ollie: Fork Chat" forks the whole chat. The header shows the whole title (two lines) at the default width, and in
-// a side bar dragged narrow, the approval picker under it ("Ask before edits" beside it cut it to ten letters or so). The composer names the model and a non-default agent; a click switches.
+// a side bar dragged narrow, the approval picker under it ("Ask before edits" beside it cut it to ten letters or so).
+// The composer names the model and a non-default agent; a click switches.
 // Then, in the same window (scenario hosthung): a prompt sent while the extension host hangs, and which it never takes
 // (it is killed, and VS Code starts another), comes back in the input of the chat made anew, said, and goes when sent
 // again. (The page cleared its input as it posted: the prompt was in neither the chat nor the input.)
