@@ -35,7 +35,7 @@ class FakeCore:
         self.session = Session()
         self.session_id = self.session.id
         self.agent_name = "default"
-        self.backend_name = self.backend_said = "openai"
+        self.backend_said = "openai"
         self.model_name = "gpt-test"
         self.cwd = tmp_path
         self.sessions_dir = tmp_path / "sessions"
@@ -62,7 +62,7 @@ class FakeCore:
 
     async def switch_backend(self, name: str) -> None:
         self.calls.append(("switch_backend", name))
-        self.backend_name = name
+        self.backend_said = name
 
     def switch_model(self, name: str) -> None:
         self.model_name = name

@@ -60,6 +60,7 @@ async def test_models_lists_the_servers_models_and_model_switches_requests(scrip
     assert lines[0] == f"models served by {served}:"
     assert sorted(lines[1:]) == ["  other-model", "* scripted-model"]
     assert (await core.submit("/model other-model")).reply == f"model: other-model (served by {served})"
+    assert (await core.submit("/backend")).reply == f"backend: {served} (model: other-model)"  # was "backend: local"
     srv.script(Reply.text("hi from other"))
     assert (await core.submit("hello")).reply == "hi from other"
     assert srv.chat_requests[-1].body["model"] == "other-model"

@@ -65,11 +65,12 @@ def test_curl_on_a_403_exits_0_and_its_folded_output_shows_the_error_body(tmp_pa
 
 @contextlib.contextmanager
 def after_one_step(tmp_path: Path, scripted_llm, code: str, answer: str, shot: str,  # type: ignore[no-untyped-def]
-                   rows: int) -> Iterator[tuple[Tmux, str]]:
-    """Neovim (160 columns) once a turn of one auto-approved `code` step and `answer` ended, in normal mode (Neovim
-    makes no fold in insert mode) with the step's output folded: the screen then, kept and drawn as `shot`.png."""
+                   rows: int, *more: str) -> Iterator[tuple[Tmux, str]]:
+    """Neovim (160 columns) once a turn of one auto-approved `code` step (and `more` in its batch) and `answer` ended,
+    in normal mode (Neovim makes no fold in insert mode) with the step's output folded: the screen then, kept and drawn
+    as `shot`.png."""
     srv = scripted_llm("openai")
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code}]})]), Reply.text(answer))
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": c} for c in (code, *more)]})]), Reply.text(answer))
     with start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, rows)) as tmux:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
         tmux.keys(":Ollie run it", "Enter")
@@ -99,6 +100,12 @@ def test_a_failed_step_s_long_output_shows_its_last_lines_unfolded(tmp_path: Pat
     with after_one_step(tmp_path, scripted_llm, code, "It failed.", "1-failed", 40) as (_, done):
         assert re.search(r"│ \[step 1 bash\] exit 1 … \+7 lines\n.*│ 8\n.*│ 9\n.*│ 10\n.*│ 11\n.*│ 12\n"
                          r".*│ AssertionError: 2 != 3\n", done), done
+
+
+def test_a_batch_whose_second_step_failed_folds_under_that_step_s_failure(tmp_path: Path, scripted_llm):
+    # Bug: the fold said the first step's `[step 1 bash] exit 0 … +14 lines`, the batch's failure a fold away.
+    with after_one_step(tmp_path, scripted_llm, "seq 1 12", "It failed.", "batch-failed", 40, "exit 2") as (_, done):
+        assert re.search(r"│ step 2 bash: exit 2 … \+\d+ lines\n", done), done
 
 
 def test_on_a_step_s_title_the_statusline_names_its_diff_key_and_a_binary_file_says_so(tmp_path: Path, scripted_llm):

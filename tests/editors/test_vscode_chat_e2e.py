@@ -141,7 +141,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     """title.mjs, one window, four scenarios. title: the first prompt titles the chat's header while its turn still
     streams (it said "New chat" until the turn ended); `/rn` renames it at once; a new session (the view's + button)
     says "New chat", the renamed one (picked from the view's history button) its name when shown again; a prompt's
-    "Fork from here" and "Ollie: Fork Chat" switch the chat to a fork titled "<title> (fork)", the history listing
+    "Fork from here" (shown on the prompt's hover or focus: on every prompt it took a line) and "Ollie: Fork Chat"
+    switch the chat to a fork titled "<title> (fork)", the history listing
     both, each row with its turns (it had none: two of one title were not told apart). The header shows the whole title
     at the default width, on two lines, and in a side bar dragged narrow (header-default-width, header-narrow): the
     picker's "Ask before edits" beside it cut it to ten letters or so.
@@ -162,7 +163,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the header showed the first prompt's title while its turn streamed",
           "/rn renamed the header at once",
           "the view's New Session and Switch Session buttons started a new chat and resumed the earlier one",
-          "Fork from here switched the chat to a fork up to that turn, and the history lists both, each with its turns",
+          "Fork from here showed on a prompt's hover or focus alone, switched the chat to a fork up to that turn, and "
+          "the history lists both, each with its turns",
           "the header shows the whole title at the default width and in a narrow side bar, the approval picker compact",
           "Ollie: Fork Chat forked the whole chat",
           "the composer names the model, opens Switch Model, and shows the agent once switched, by the pick or by /agent",

@@ -84,6 +84,17 @@ def test_p_shows_a_failed_steps_last_lines_where_its_error_is(llm, tmp_path):
                            "      assert add(2, 3) == 5", "             ^^^^^^^^^^^^^^", "  AssertionError"], proc.stderr
 
 
+def test_p_heads_a_batch_whose_second_step_failed_with_that_step(llm, tmp_path):
+    # The folded header was the first step's `[step 1 bash] exit 0`: the failure it folded away was said nowhere.
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo built", "language": "bash"},
+                                                            {"code": "exit 1", "language": "bash"},
+                                                            {"code": "echo never", "language": "bash"}]})),
+               Reply.text("The second step fails."))
+    proc = run_ollie(["-p", "build and test", "--cwd", str(tmp_path)], env=llm.env())
+    assert proc.returncode == 0, proc.stderr
+    assert "\n  ✗ step 2 bash: exit 1\n  [step 1 bash] exit 0\n  built\n  [step 2 bash] exit 1\n" in proc.stderr, proc.stderr
+
+
 def test_p_writes_the_answer_alone_on_stdout_the_models_thinking_on_stderr(llm, tmp_path):
     # A script reading `ollie -p`'s stdout got the thinking glued before the answer ("6 times 7, soIt is 42.").
     llm.script(Reply(reasoning="6 times 7, so", text="It is 42."))

@@ -54,7 +54,7 @@ async def cmd_backend(core: CommandTarget, arg: str) -> str:
     """Show the backend, or switch to `arg`."""
     if arg:
         await core.switch_backend(arg)
-    return f"backend: {core.backend_name} (model: {core.model_name})"
+    return f"backend: {core.backend_said} (model: {core.model_name})"  # a local server by its host and port, as /model
 
 
 async def cmd_model(core: CommandTarget, arg: str) -> str:

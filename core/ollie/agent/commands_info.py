@@ -55,7 +55,7 @@ async def cmd_models(core: CommandTarget, arg: str) -> str:
     """List the backend's models, the current one marked."""
     models = await core.list_models()
     if not models:
-        return f"backend {core.backend_name} reported no models"
+        return f"{core.backend_said} reported no models"
     current = core.model_name
     lines = [f"{'*' if m == current else ' '} {one_name(m)}" for m in models]  # the server's text: one line each
     return f"models served by {core.backend_said}:\n" + "\n".join(lines)

@@ -96,5 +96,8 @@ def render(section: Section, *, limit: int, timeout: float | None) -> str:
 
 
 def render_all(sections: list[Section], *, limit: int, timeout: float | None) -> str:
-    """Every section, one after another."""
-    return "\n".join(render(s, limit=limit, timeout=timeout) for s in sections)
+    """Every section, one after another; one that failed after another ran is named first (`step 2 bash: exit 1`)."""
+    # Every front end folds a result to its first line: a batch's was its first step's `exit 0` when a later one failed.
+    bad = next((s for s in sections if s.outcome is not None and not s.outcome.ok), None)
+    head = [f"{bad.label}: {status_line(bad.outcome, timeout=timeout)}"] if bad and bad.outcome and bad is not sections[0] else []
+    return "\n".join(head + [render(s, limit=limit, timeout=timeout) for s in sections])

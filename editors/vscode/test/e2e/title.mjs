@@ -2,11 +2,12 @@
 // first prompt titles the session while its turn still streams (the header said "New chat" until the turn ended);
 // `/rn` renames it at once; New Session says "New chat" again, and switching back shows the name: both from the
 // buttons in the chat view's title bar, where Copilot Chat and Claude Code have theirs (there were none). A prompt's
-// "Fork from here" switches the chat to a fork up to that turn, titled "<title> (fork)", and the chat says so and that
-// the files stay as they are; the history lists both, each row with its turns (it said none: two sessions of one title
-// were not told apart), and "Ollie: Fork Chat" forks the whole chat. The header shows the whole title (two lines) at
-// the default width, and in a side bar dragged narrow, the approval picker under it ("Ask before edits" beside it cut
-// it to ten letters or so). The composer names the model and a non-default agent; a click switches.
+// "Fork from here" (shown while the prompt is hovered or focused: on every prompt it took a line) switches the chat
+// to a fork up to that turn, titled "<title> (fork)", and the chat says so and that the files stay as they are; the
+// history lists both, each row with its turns (it said none: two sessions of one title were not told apart), and
+// "Ollie: Fork Chat" forks the whole chat. The header shows the whole title (two lines) at the default width, and in
+// a side bar dragged narrow, the approval picker under it ("Ask before edits" beside it cut it to ten letters or so).
+// The composer names the model and a non-default agent; a click switches.
 // Then, in the same window (scenario hosthung): a prompt sent while the extension host hangs, and which it never takes
 // (it is killed, and VS Code starts another), comes back in the input of the chat made anew, said, and goes when sent
 // again. (The page cleared its input as it posted: the prompt was in neither the chat nor the input.)
@@ -124,7 +125,22 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     const MOON = "And one about the moon";
     await send(chat, MOON);
     await chat.locator(".item.assistant", { hasText: "The moon hangs low" }).waitFor({ timeout: waitMs });
-    await chat.locator(".item.user", { hasText: MOON }).locator("button.fork").waitFor({ timeout: waitMs });
+    const bubble = chat.locator(".item.user", { hasText: MOON });
+    await bubble.locator("button.fork").waitFor({ timeout: waitMs });
+    // It shows over the prompt's corner while the prompt is hovered or focused: on every prompt it took a line of the
+    // side bar. Tab reaches it (from the turn before's), and shows it.
+    const shown = async () => (await bubble.locator(".prompt-actions").evaluate((n) => getComputedStyle(n).opacity)) === "1";
+    await page.mouse.move(1, 1);
+    const below = await bubble.evaluate((n) => n.getBoundingClientRect().bottom - n.querySelector(".text").getBoundingClientRect().bottom);
+    if (await shown() || below > 12) throw new Error(`an unhovered prompt shows Fork from here (${below}px under its text)`);
+    await chat.locator(".item.user", { hasText: PROMPT }).locator("button.fork").focus();
+    await page.keyboard.press("Tab");
+    if (!(await bubble.locator("button.fork").evaluate((n) => n === document.activeElement)) || !(await shown())) {
+      throw new Error("Tab did not reach and show the prompt's Fork from here");
+    }
+    await chat.evaluate(() => document.activeElement.blur());
+    await bubble.hover();
+    if (!(await shown())) throw new Error("a hovered prompt does not show Fork from here");
     await screenshot("fork-buttons");
     await chat.locator(".item.user", { hasText: PROMPT }).locator("button.fork").click();
     await header(chat, "Sea haiku (fork)").waitFor({ timeout: waitMs });
@@ -145,7 +161,8 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     if (!/· 2 turns\b/.test(source) || !rows.every((r) => /· \d+ turns?\b/.test(r))) throw new Error(`the history rows do not say their turns: ${JSON.stringify(rows)}`);
     await page.keyboard.press("Escape");
     await page.locator(".quick-input-widget").waitFor({ state: "hidden", timeout: waitMs });
-    log("Fork from here switched the chat to a fork up to that turn, and the history lists both, each with its turns");
+    log("Fork from here showed on a prompt's hover or focus alone, switched the chat to a fork up to that turn, and the "
+      + "history lists both, each with its turns");
     await headerFits(page, chat, screenshot);
     log("the header shows the whole title at the default width and in a narrow side bar, the approval picker compact");
 
