@@ -45,11 +45,12 @@ from ollie.agent.commands import COMMANDS
 from ollie.agent.core import Core
 from ollie.agent.editorcontext import is_command
 from ollie.agent.recorder import record
+from ollie.agent.setup import session_dir
 from ollie.agent.steps import script_kinds
 from ollie.errors import ConfigError
 from ollie.escapes import escaped
 from ollie.mcp.config import ServerSpec, from_acp
-from ollie.paths import session_dir, sessions_dir, tools_path
+from ollie.paths import sessions_dir, tools_path
 from ollie.sessions import logindex, persist
 from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import ArchivedError, NotFoundError

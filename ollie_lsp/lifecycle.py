@@ -57,9 +57,9 @@ def register_lifecycle(server: OllieServer) -> None:
         # New sessions start in the first folder added, walked as session/new's cwd (a link a step planted in the
         # workspace folder, which an editor adds as a workspace file names it, would have them work where it leads);
         # on the loop, as its one stat was: a session/new right after it starts there.
+        from ollie.agent.setup import walked_dir
         from ollie.beneath import OutsideRoot
         from ollie.escapes import one_name
-        from ollie.paths import walked_dir
 
         for path in filter(None, (to_fs_path(f.uri) for f in params.event.added or [])):
             try:

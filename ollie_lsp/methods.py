@@ -21,7 +21,7 @@ from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
-from ollie.paths import session_dir, sessions_dir
+from ollie.paths import sessions_dir
 from ollie.sessions.types import ListOptions
 from ollie.tools.documents import plain_path_beneath, while_no_step_writes
 from ollie.workspace.bounds import LISTED, Bound
@@ -501,6 +501,8 @@ async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
 @method("ollie/session/new", SessionNewParams)
 async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
     """Start another session (its own Core)."""
+    from ollie.agent.setup import session_dir  # (the session's set-up, loaded with the first session, not at start)
+
     kind = check_kind(p.kind or "chat")
     with invalid_params("cwd"):  # the client's choice (a relative one from the daemon's directory), but no link a step
         # may have planted in the workspace folder: an editor names its folders (a workspace file's), each may be one

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -102,32 +101,3 @@ def sandbox_file() -> Path:
     except OSError:
         present = True  # unreadable is not absent: loading it then fails, naming the file, instead of falling back
     return user if present else bundled("sandbox.yaml")
-
-
-async def session_dir(path: str, *, absolute: bool = False, guarded: Iterable[Path] = ()) -> Path:
-    """The real path of the existing directory a client names for a session (a relative one from the process's, unless
-    `absolute`), walked as `walked_dir`; ValueError saying why not."""
-    import asyncio
-
-    from ollie.beneath import OutsideRoot
-
-    candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written (Path.expanduser raises)
-    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
-    try:
-        real = await asyncio.to_thread(
-            lambda: walked_dir(candidate.absolute(), guarded) if candidate.is_absolute() or not absolute else None)
-    except OutsideRoot as exc:
-        raise ValueError(exc.strerror) from None
-    except OSError:  # a name too long, a loop of links, a directory it may not see: none is one to start in
-        real = None
-    if real is None:
-        raise ValueError(f"{path} is not an existing {'absolute ' if absolute else ''}directory")
-    return real
-
-
-def walked_dir(path: Path, guarded: Iterable[Path] = ()) -> Path:
-    """The real path of directory `path` (absolute), through no symlink inside `guarded` or where a step of this process
-    may write (it may have planted the link): `beneath.OutsideRoot`, else OSError."""
-    from ollie import beneath, programs
-
-    return beneath.real_dir(path, [*guarded, *programs.step_writable()])

@@ -14,7 +14,7 @@ import pytest
 
 from ollie.agent.editorcontext import context_labels
 from ollie.agent.events import Bus, Event
-from ollie.paths import session_dir
+from ollie.agent.setup import session_dir
 from ollie.sessions.types import first_words
 from ollie_lsp.editor import OpenDocument, display_path, is_command, with_context
 from ollie_lsp.editorwatch import watch_client

@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -251,3 +251,26 @@ def _held_dir(cwd: Path, path: Path | str, writable: list[Path]) -> tuple[Path, 
         raise ValueError(exc.strerror) from None
     except OSError:
         raise ValueError(f"no such directory: {target}") from None
+
+
+async def session_dir(path: str, *, absolute: bool = False, guarded: Iterable[Path] = ()) -> Path:
+    """The real path of the existing directory a client names for a session (a relative one from the process's, unless
+    `absolute`), walked as `walked_dir`; ValueError saying why not."""
+    candidate = Path(os.path.expanduser(path))  # `~nosuchuser` stays as written (Path.expanduser raises)
+    # In a thread: an NFS or FUSE workspace may stall each lstat, and the loop serves every session.
+    try:
+        real = await asyncio.to_thread(
+            lambda: walked_dir(candidate.absolute(), guarded) if candidate.is_absolute() or not absolute else None)
+    except beneath.OutsideRoot as exc:
+        raise ValueError(exc.strerror) from None
+    except OSError:  # a name too long, a loop of links, a directory it may not see: none is one to start in
+        real = None
+    if real is None:
+        raise ValueError(f"{path} is not an existing {'absolute ' if absolute else ''}directory")
+    return real
+
+
+def walked_dir(path: Path, guarded: Iterable[Path] = ()) -> Path:
+    """The real path of directory `path` (absolute), through no symlink inside `guarded` or where a step of this process
+    may write (it may have planted the link): `beneath.OutsideRoot`, else OSError."""
+    return beneath.real_dir(path, [*guarded, *programs.step_writable()])
