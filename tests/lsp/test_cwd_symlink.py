@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -33,15 +34,20 @@ async def _next_step_is_refused(daemon, llm, sid: str, ws: Path, outside: Path) 
     assert f"the working directory {ws / 'real'} is now a symlink to {outside}" in tool["content"], tool
 
 
-async def test_a_planted_symlink_is_refused_by_setcwd_and_cwd_a_real_dir_is_not(start_daemon, llm, tmp_path):
+async def _planted(start_daemon, llm, tmp_path: Path) -> tuple[Any, Path, Path, str]:
+    """A daemon whose real sandboxed step planted links to `outside` in the workspace (`sub`) and in its private TMPDIR
+    (`t`: its policy grants write there), and made `real/deeper`: (daemon, workspace, outside, that TMPDIR)."""
     outside = tmp_path / "outside"
     outside.mkdir()
     daemon = await started(start_daemon, llm)
     ws = daemon.workspace.resolve()
-    # A real sandboxed step plants links in the workspace and in its private TMPDIR (its policy grants write there).
     await run_turn(daemon, llm, code(f'ln -s {outside} sub && ln -s {outside} "$TMPDIR/t" && mkdir -p real/deeper && '
                                      'printf %s "$TMPDIR" > where'))
-    tmpdir = (ws / "where").read_text()
+    return daemon, ws, outside, (ws / "where").read_text()
+
+
+async def test_a_planted_symlink_is_refused_by_setcwd_and_cwd_a_real_dir_is_not(start_daemon, llm, tmp_path):
+    daemon, ws, outside, tmpdir = await _planted(start_daemon, llm, tmp_path)
     assert (ws / "sub").is_symlink()
 
     for given in ("sub", str(ws / "sub"), "sub/.", "real/../sub"):
@@ -237,13 +243,8 @@ async def test_a_new_session_is_never_started_in_a_link_a_step_planted(start_dae
     # Red team 55: `session/new`'s cwd took the real path of whatever it named. VS Code names a multi-root workspace's
     # folder there (a repository's `.code-workspace` lists its own `sub`, a link committed or a step planted): the new
     # session worked in where the link led, its steps granted write there.
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    daemon = await started(start_daemon, llm)
-    ws = daemon.workspace.resolve()
-    await run_turn(daemon, llm, code(f'ln -s {outside} sub && ln -s {outside} "$TMPDIR/t" && mkdir real && '
-                                     'printf %s "$TMPDIR" > where'))
-    for given in (str(ws / "sub"), str(ws / "real/../sub"), f"{(ws / 'where').read_text()}/t"):
+    daemon, ws, _, tmpdir = await _planted(start_daemon, llm, tmp_path)
+    for given in (str(ws / "sub"), str(ws / "real/../sub"), f"{tmpdir}/t"):
         err = await rpc_error(daemon, "ollie/session/new", {"cwd": given})
         assert err.code == -32602 and "cwd: " in err.message and "is a symlink inside" in err.message, err
 
