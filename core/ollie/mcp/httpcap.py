@@ -62,7 +62,7 @@ async def _foreign(response: httpx.Response, deliver: Callable[[dict], Awaitable
     said = f"HTTP {response.status_code} {response.reason_phrase}"
     if deliver is not None and request_id is not None and response.status_code >= 400:
         why = f"the server's message endpoint answered {said} ({kind or 'no content type'})"
-        await deliver({"jsonrpc": "2.0", "id": request_id, "error": {"code": NOT_MCP, "message": why}})
+        await deliver(_answer(request_id, NOT_MCP, why))
     if deliver is not None or request_id is None or response.status_code not in (200, 404) or (
             "mcp-session-id" in response.request.headers) or (
             response.status_code == 200 and kind.startswith(("application/json", "text/event-stream"))):  # as the SDK
@@ -74,9 +74,14 @@ async def _foreign(response: httpx.Response, deliver: Callable[[dict], Awaitable
     response.status_code, response.headers["content-type"] = 200, "application/json"
 
 
-def _error(request_id: Any, code: int, why: str) -> bytes:
+def _answer(request_id: Any, code: int, why: str) -> dict:
     """The JSON-RPC error answer to request `request_id`."""
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": why}}).encode()
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": why}}
+
+
+def _error(request_id: Any, code: int, why: str) -> bytes:
+    """`_answer` as the bytes of a response body."""
+    return json.dumps(_answer(request_id, code, why)).encode()
 
 
 def _request_id(request: httpx.Request) -> Any:
