@@ -639,6 +639,18 @@ def test_a_prompt_half_typed_when_the_turn_ends_shows_after_the_prompt_sign(llm,
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "and a second"
 
 
+def test_ctrl_d_typed_right_after_a_prompt_ends_the_terminal_after_its_turn(llm, tmp_path):
+    # Read within a paste's gap of the line before it (`printf 'go\n\4'`, a quick hand), the end was dropped: ollie
+    # answered and waited at the prompt for good.
+    llm.script(Reply.text("gone"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        term.wait_for(r"default> ")
+        os.write(term.master, b"go\n\x04")
+        term.wait_for(r"gone\n")
+        assert term.proc.wait(timeout=30) == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "go"
+
+
 def test_a_prompt_typed_during_a_turn_ctrl_c_stopped_waits_for_an_enter(llm, tmp_path):
     # Ctrl-C to decide again, and the prompt typed meanwhile ran at once.
     llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))

@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import AsyncIterator, Collection
 
 from ollie.cli.sanitize import printable
 
@@ -32,15 +32,20 @@ class InputLines:
         self._quiet = False  # the terminal's echo is off while a turn runs (`quiet`)
         self._unfinished = ""  # a line's start read without its Enter (`_got`)
         self._unseen = ""  # the part of it typed during a turn (not echoed), for the prompt waiting for the rest
-        self._pushed = False  # a turn's end pushed its unfinished line through (`_push_unfinished`)
         self._prompting = False  # `next` waits at a prompt with nothing typed ahead: `_unseen` shows there
         self._held = ""  # typed ahead of a stop: sent on a bare Enter at the next prompt (`hold`)
         self._in_hand: float | None = None  # when `_read` read what it has not handed to the loop yet
         self._handed = asyncio.Event()
+        self._reading = False  # `_read` runs: it answers a wish for the half-typed line (`_take_unfinished`)
+        self._wish: tuple[int, int] | None = None  # a pipe that wakes `_read` for it, on a terminal
+        self._taken: asyncio.Future[None] | None = None  # `_read` answered the wish
 
     def start(self) -> None:
         """Start reading stdin (on the running loop)."""
         loop = asyncio.get_running_loop()
+        self._reading = True
+        if sys.stdin.isatty():
+            self._wish = os.pipe()
         threading.Thread(target=self._read, args=(loop,), name="ollie-stdin", daemon=True).start()
 
     def end(self) -> None:
@@ -77,24 +82,34 @@ class InputLines:
             self._held = "\n".join(filter(None, (self._held, self._ahead.popleft()[1])))
         return self._held
 
-    @contextlib.contextmanager
-    def quiet(self) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def quiet(self) -> AsyncIterator[None]:
         """While a turn runs: what is typed is not echoed between its answer's words (a line typed meanwhile is shown
         at the next prompt, by `next`); a question asked meanwhile echoes its answer (`answer`)."""
+        before = _modes()
         self._quiet = _echo(False)
         loop = asyncio.get_running_loop()
         ending = _ENDING if self._quiet else ()
-        for signum in ending:  # ended meanwhile, the shell gets its terminal back echoing what is typed
-            loop.add_signal_handler(signum, _end_echoing, loop, signum)
+        for signum in ending:  # ended meanwhile, the shell gets its terminal back as it was
+            loop.add_signal_handler(signum, _end_restoring, loop, signum, before)
         try:
             yield
         finally:
-            if self._quiet:  # (before the signals' defaults are back: one meanwhile left the shell without line mode)
-                self._pushed = self._in_hand is None and _push_unfinished()  # `_read` waits on the terminal
+            if self._quiet:  # the start of a line typed meanwhile shows at the next prompt
+                await self._take_unfinished()
                 _echo(True)
             for signum in ending:
                 loop.remove_signal_handler(signum)
             self._quiet = False
+
+    async def _take_unfinished(self) -> None:
+        """Have `_read` take what is typed without its Enter yet (it alone reads the terminal and changes its mode
+        to do so: a read begun while the mode was changed by another thread swallowed a Ctrl-D typed after it)."""
+        if self._wish is None or not self._reading:
+            return
+        self._taken = asyncio.get_running_loop().create_future()
+        os.write(self._wish[1], b"!")
+        await self._taken
 
     def before_question(self) -> float:
         """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
@@ -146,37 +161,56 @@ class InputLines:
         return None
 
     def _read(self, loop: asyncio.AbstractEventLoop) -> None:
-        pasted = sys.stdin.isatty()  # a pipe's lines are its prompts, one each
-        while True:
-            line = _readline()
-            # Not after the wait below: a line typed before a question never answers it.
-            self._in_hand = read_at = time.monotonic()
-            # The lines a paste brought along are read with its first: a multi-line prompt goes as one.
-            while pasted and line.endswith("\n") and _more_within(PASTE_GAP_S) and (more := _readline()):
-                line += more
-            try:
-                loop.call_soon_threadsafe(self._got, read_at, line)
-            except RuntimeError:  # the loop closed: nobody reads any more
-                return
-            if not line:
-                return
+        pasted = self._wish is not None  # a pipe's lines are its prompts, one each
+        try:
+            while True:
+                if self._wish is not None and _wished(self._wish[0]):  # by `_take_unfinished`
+                    text, ended = _unfinished()
+                    loop.call_soon_threadsafe(self._got, time.monotonic(), text, ended, True)
+                    loop.call_soon_threadsafe(self._answered)
+                    if ended:
+                        return
+                    continue
+                line = _readline()
+                # Not after the wait below: a line typed before a question never answers it.
+                self._in_hand = read_at = time.monotonic()
+                # The lines a paste brought along are read with its first: a multi-line prompt goes as one.
+                more = line
+                while pasted and more.endswith("\n") and _more_within(PASTE_GAP_S):
+                    line += (more := _readline())
+                loop.call_soon_threadsafe(self._got, read_at, line, not more)
+                if not more:
+                    return
+        except RuntimeError:  # the loop closed: nobody reads any more
+            return
+        finally:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._answered, False)
 
-    def _got(self, read_at: float, text: str) -> None:
-        """On the loop, what `_read` read: a line, the end (""), or a line's start without its Enter (a turn's end
-        pushed it through: `_push_unfinished`), shown at the prompt waiting for the rest."""
+    def _answered(self, reading: bool = True) -> None:
+        """On the loop: `_read` took the half-typed line (or stopped reading)."""
+        self._reading = self._reading and reading
+        if self._taken is not None and not self._taken.done():
+            self._taken.set_result(None)
+
+    def _got(self, read_at: float, text: str, ended: bool = False, pushed: bool = False) -> None:
+        """On the loop, what `_read` read: lines, a line's start without its Enter (Ctrl-D after words typed at the
+        prompt, which shows them, or `pushed` through at a turn's end: shown at the prompt waiting for the rest),
+        then maybe the end."""
         if self._in_hand == read_at:
             self._in_hand = None
         self._handed.set()
-        pushed, self._pushed = self._pushed, False
-        if text and not text.endswith("\n"):  # else Ctrl-D after words typed at the prompt, which shows them
-            self._unfinished += text
-            self._unseen += text if pushed else ""
-            self._show_unseen()
-            return
-        line, self._unfinished, self._unseen = self._unfinished + text, "", ""
-        if line:
+        lines, newline, rest = text.rpartition("\n")
+        if newline:
+            line, self._unfinished, self._unseen = self._unfinished + lines, "", ""
             self._queue.put_nowait((read_at, line.rstrip("\n")))
-        if not text:
+        self._unfinished += rest
+        self._unseen += rest if pushed else ""
+        self._show_unseen()
+        if ended:
+            if self._unfinished:
+                self._queue.put_nowait((read_at, self._unfinished))
+            self._unfinished = self._unseen = ""
             self._queue.put_nowait((read_at, None))
 
     def _show_unseen(self) -> None:
@@ -190,55 +224,107 @@ class InputLines:
 _ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
-def _end_echoing(loop: asyncio.AbstractEventLoop, signum: int) -> None:
-    """End as `signum` ends a process, with the terminal's echo back on."""
-    _echo(True)
-    loop.remove_signal_handler(signum)  # its default action again
-    os.kill(os.getpid(), signum)
+# Held while the terminal's modes change: the loop's (echo, a signal's restore) and `_read`'s (`_unfinished`) never
+# interleave, so neither puts back what the other changed meanwhile.
+_MODES = threading.Lock()
+# Attributes as termios gives them: iflag, oflag, cflag, lflag, ispeed, ospeed, cc.
+Modes = list[int | list[bytes | int]]
+
+
+def _end_restoring(loop: asyncio.AbstractEventLoop, signum: int, modes: Modes | None) -> None:
+    """End as `signum` ends a process, with the terminal's modes back as they were (echo and line mode)."""
+    with _MODES:  # held to the end: `_read` changes nothing after
+        _set_modes(modes)
+        loop.remove_signal_handler(signum)  # its default action again
+        os.kill(os.getpid(), signum)
+
+
+def _modes() -> Modes | None:
+    """The terminal's attributes (None if stdin is no terminal)."""
+    import termios
+
+    try:
+        return termios.tcgetattr(sys.stdin.fileno()) if sys.stdin.isatty() else None
+    except (OSError, ValueError, termios.error):
+        return None
+
+
+def _set_modes(modes: Modes | None) -> bool:
+    """Set the terminal's attributes (caller holds `_MODES`); whether it did."""
+    import termios
+
+    try:
+        if modes is not None:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, modes)
+    except (OSError, ValueError, termios.error):
+        return False
+    return modes is not None
 
 
 def _echo(on: bool) -> bool:
     """Turn the terminal's echo of what is typed on or off (its line editing stays); whether stdin is a terminal."""
     import termios
 
-    try:
-        if not sys.stdin.isatty():
+    with _MODES:
+        if (modes := _modes()) is None:
             return False
-        attrs = termios.tcgetattr(sys.stdin.fileno())
-        attrs[3] = attrs[3] | termios.ECHO if on else attrs[3] & ~termios.ECHO
-        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, attrs)
-    except (OSError, ValueError, termios.error):
-        return False
-    return True
+        lflag = modes[3]
+        assert isinstance(lflag, int)
+        modes[3] = lflag | termios.ECHO if on else lflag & ~termios.ECHO
+        return _set_modes(modes)
 
 
 def _readline() -> str:
     """The next line of stdin with its newline ("" at its end, or when it cannot be read); a terminal's line may come
-    without it (`_push_unfinished`, Ctrl-D after some words)."""
+    without it (Ctrl-D after some words)."""
     try:
         if sys.stdin.isatty():  # what the terminal has, as it has it: Python's readline would wait for the newline
-            # A Ctrl-D typed the moment `_push_unfinished` left the canonical mode comes as a character: still the end.
-            read = os.read(sys.stdin.fileno(), 65536).removesuffix(b"\x04")
-            return read.decode(sys.stdin.encoding, "replace")
+            return os.read(sys.stdin.fileno(), 65536).decode(sys.stdin.encoding, "replace")
         return sys.stdin.readline()
     except (OSError, ValueError):
         return ""
 
 
-def _push_unfinished() -> bool:
-    """Make what is typed on the terminal without its Enter yet readable (`_read` gets it): leaving its canonical
-    mode for a moment hands it over; whether it did."""
+def _wished(wish: int) -> bool:
+    """Wait until stdin has a line (or its end) or `wish` is written; whether it was `wish` (then emptied)."""
+    import select
+
+    try:
+        ready = select.select([sys.stdin, wish], [], [])[0]
+    except (OSError, ValueError):
+        return False
+    if sys.stdin in ready:  # a line first: what is typed after it is the half-typed one
+        return False
+    os.read(wish, 512)
+    return True
+
+
+def _unfinished() -> tuple[str, bool]:
+    """In `_read` (no read of the terminal is under way): what is typed without its Enter yet, by leaving the
+    terminal's line mode for a moment; and whether a Ctrl-D came with it (the end)."""
     import termios
 
-    if _more_within(0):  # a line or the end waits to be read: leaving the mode would join them (Ctrl-D lost)
-        return False
-    try:
-        attrs = termios.tcgetattr(sys.stdin.fileno())
-        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, [*attrs[:3], attrs[3] & ~termios.ICANON, *attrs[4:]])
-        termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, attrs)
-    except (OSError, ValueError, termios.error):
-        return False
-    return True
+    if _more_within(0):  # a line or the end waits: `_read` reads it as usual
+        return "", False
+    with _MODES:
+        if (modes := _modes()) is None:
+            return "", False
+        lflag, cc = modes[3], modes[6]
+        assert isinstance(lflag, int) and isinstance(cc, list)
+        cc = [*cc]
+        cc[termios.VMIN] = cc[termios.VTIME] = 0  # a read takes what is there, waiting for nothing
+        try:
+            if not _set_modes([*modes[:3], lflag & ~termios.ICANON, *modes[4:6], cc]):
+                return "", False
+            read = os.read(sys.stdin.fileno(), 65536)
+        except OSError:
+            read = b""
+        finally:
+            _set_modes(modes)
+    # A Ctrl-D typed meanwhile comes as a character (\x04, or \0 if typed just before the mode changed): at the
+    # start of the line it ends the input, as in line mode; after words it hands them over, as in line mode.
+    text = read.rstrip(b"\x04\0").decode(sys.stdin.encoding, "replace")
+    return text, not text and bool(read)
 
 
 def _more_within(seconds: float) -> bool:

@@ -280,7 +280,7 @@ async def run_interactive(options: RunOptions) -> int:
                 continue
             busy = True
             try:
-                with lines.quiet():
+                async with lines.quiet():
                     result = await live.core.submit(line, pictures)
             finally:
                 busy = False
