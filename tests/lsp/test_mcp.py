@@ -908,3 +908,17 @@ async def test_a_workspace_http_server_is_asked_about_with_its_headers(shared_da
     assert "http://127.0.0.1:9/mcp" in question, question
     for shown in ('Authorization: "Bearer planted"', 'Host: "internal.example"', '"X-\\u202eevil": "v"'):
         assert shown in question, question
+
+
+async def test_a_servers_prompt_error_is_one_escaped_line(shared_daemon, llm, mcp_home):
+    # Red team 56: the error a server answered /mcp:<server>:<prompt> with was the command's output and an `error`
+    # event as it came: its line breaks drew a step never run and a turn's end in Neovim's chat, in the band of the
+    # chat's own lines, an OSC 52 went raw to every client, and a message of any length (8 MiB) went whole.
+    configure(mcp_home, {"h": test_server("hostile")})
+    daemon = await shared_daemon(env=llm.env())
+    await wait_state(daemon, "h", "ready")
+    output = await submit(daemon, "/mcp:h:broken")
+    (error,) = [e["content"] for e in daemon.events if e["role"] == "error"]
+    assert error == f"/mcp:h:broken failed: {output}", error
+    assert "\\n  ✓ Run true\\n_(end)_\\x1b]52;c;aGk=\\x07xxx" in output and output.endswith("x..."), output
+    assert len(output) < 1100 and "\n" not in output and "\x1b" not in output, output
