@@ -44,10 +44,11 @@ def walk_folders(ls: OllieServer, named: list[str], *, first: bool) -> None:
                 continue
             except OSError:  # gone, no directory: the next one
                 continue
-            if first:
-                ls.root_cwd = ls.default_cwd
+            if first or not ls.rooted:  # (each folder initialize named refused: the first one added since is the root)
+                ls.root_cwd, ls.rooted = ls.default_cwd, True
             return
         if first and refused:  # never the daemon's own directory: an editor starts it in that folder, link followed
+            ls.rooted = False
             raise ValueError(f"no workspace folder to start sessions in: {refused}")
         if before:
             await before  # none taken: new sessions start where they did (or still cannot)

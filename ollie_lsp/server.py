@@ -77,6 +77,7 @@ class OllieServer(LanguageServer):
         self.root_cwd = start_dir()
         self.default_cwd = self.root_cwd
         self.folders: asyncio.Future[None] | None = None  # the walk of the folders named last (lifecycle.walk_folders)
+        self.rooted = True  # root_cwd is a folder walked, or this directory when the client named none
 
     @property
     def table(self) -> SessionTable:

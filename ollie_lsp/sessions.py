@@ -334,8 +334,8 @@ class SessionTable:
         """Start a new Core (or resume a saved one), have the engine record it, and forward its events."""
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
+        start = await self.start_cwd()  # (before a resumed session is read and leased ahead)
         await _preload(resume_id)
-        start = await self.start_cwd()
         try:  # the Core takes the session's live lock: one another local process runs is refused (-32007)
             core = await core_mod.Core.create(
                 agent=agent,

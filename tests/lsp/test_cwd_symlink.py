@@ -305,3 +305,13 @@ async def test_no_session_starts_when_every_workspace_folder_is_a_link_inside_an
     for method, params in (("ollie/state", {}), ("ollie/session/new", {})):
         err = await rpc_error(daemon, method, params)
         assert "no workspace folder to start sessions in" in err.message and "is a symlink inside" in err.message, err
+    # A folder added then is new sessions' (and, before the default session is built, its): never the daemon's own.
+    added = daemon.workspace.resolve()
+    early = await start_daemon(env=llm.env(), folders=[repo / "x/l", repo / "y/m"])
+    for each in (daemon, early):
+        each.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=added.as_uri(), name="w")],
+                                                    removed=[])))
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(added)
+    assert (await early.request("ollie/state", {}))["cwd"] == str(added)
