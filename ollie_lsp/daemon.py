@@ -126,7 +126,7 @@ def build_table(ls: OllieServer) -> SessionTable:
 
         editor = LspEditorKnowledge(ls)
     table = SessionTable(
-        defaults=defaults, start_cwd=lambda: ls.default_cwd, records=records(), make_forwarder=make_forwarder,
+        defaults=defaults, start_cwd=ls.sessions_dir, records=records(), make_forwarder=make_forwarder,
         make_progress=make_progress, ask_step=partial(ask_step, ls),
         notify_problem=ls.show, documents=ls.documents, editor=editor,
     )

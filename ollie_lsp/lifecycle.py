@@ -11,17 +11,49 @@ from pygls.uris import to_fs_path
 
 from ollie_lsp.editorwatch import start_watching
 from ollie_lsp.options import parse_init_options
-from ollie_lsp.server import OllieServer, start_dir
+from ollie_lsp.server import OllieServer
 
 
-def workspace_cwd(params: types.InitializeParams) -> Path | None:
-    """The CWD the client gives: workspaceFolders[0], else rootUri, else rootPath."""
-    folders = [to_fs_path(params.workspace_folders[0].uri)] if params.workspace_folders else []
-    return _first_dir([*folders, params.root_uri and to_fs_path(params.root_uri), params.root_path])
+def workspace_dirs(params: types.InitializeParams) -> list[str]:
+    """The folders the client names, first first: workspaceFolders, then rootUri and rootPath."""
+    folders = [to_fs_path(f.uri) for f in params.workspace_folders or []]
+    return [p for p in (*folders, params.root_uri and to_fs_path(params.root_uri), params.root_path) if p]
 
 
-def _first_dir(paths: list[str | None]) -> Path | None:
-    return next((Path(p) for p in paths if p and Path(p).is_dir()), None)
+def walk_folders(ls: OllieServer, named: list[str], *, first: bool) -> None:
+    """New sessions start in the first of `named` walked through no link inside a workspace folder or where a step may
+    write (a workspace file, or a step, can name one leading anywhere), the user told of each refused; `first`: the
+    root too. Off the loop (an NFS or FUSE folder may stall each lstat), after the walk before: session/new waits."""
+    before = ls.folders
+
+    async def walk() -> None:
+        if before:
+            await asyncio.gather(before, return_exceptions=True)
+        await ls.engine_loaded()
+        from ollie.agent.setup import walked_dir
+        from ollie.beneath import OutsideRoot
+        from ollie.escapes import one_name
+
+        refused, guarded = "", [*map(Path, named), *([] if first else [ls.root_cwd, ls.default_cwd])]
+        for path in named:
+            try:
+                ls.default_cwd = await asyncio.to_thread(walked_dir, Path(path).absolute(), guarded)
+            except OutsideRoot as exc:
+                refused = one_name(str(exc.strerror), 500)
+                ls.show(f"ollie: new sessions do not start in this workspace folder: {refused}")
+                continue
+            except OSError:  # gone, no directory: the next one
+                continue
+            if first or not ls.rooted:  # (each folder initialize named refused: the first one added since is the root)
+                ls.root_cwd, ls.rooted = ls.default_cwd, True
+            return
+        if first and refused:  # never the daemon's own directory: an editor starts it in that folder, link followed
+            ls.rooted = False
+            raise ValueError(f"no workspace folder to start sessions in: {refused}")
+        if before:
+            await before  # none taken: new sessions start where they did (or still cannot)
+
+    ls.folders = asyncio.ensure_future(walk())
 
 
 def register_lifecycle(server: OllieServer) -> None:
@@ -33,8 +65,8 @@ def register_lifecycle(server: OllieServer) -> None:
         for problem in problems:
             ls.show(f"ollie: {problem}")
         ls.init_options = options
-        ls.root_cwd = ls.default_cwd = workspace_cwd(params) or start_dir()
         ls.initialized = True
+        walk_folders(ls, workspace_dirs(params), first=True)
         # The engine starts loading once this answer is out (pygls writes it before the loop's next callback): in the
         # client's round trip to `initialized` (1-30 ms measured), not after it, and never before the answer.
         loop = asyncio.get_running_loop()
@@ -54,21 +86,8 @@ def register_lifecycle(server: OllieServer) -> None:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def folders_changed(ls: OllieServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-        # New sessions start in the first folder added, walked as session/new's cwd (a link a step planted in the
-        # workspace folder, which an editor adds as a workspace file names it, would have them work where it leads);
-        # on the loop, as its one stat was: a session/new right after it starts there.
-        from ollie.agent.setup import walked_dir
-        from ollie.beneath import OutsideRoot
-        from ollie.escapes import one_name
-
-        for path in filter(None, (to_fs_path(f.uri) for f in params.event.added or [])):
-            try:
-                ls.default_cwd = walked_dir(Path(path).absolute(), [ls.root_cwd, ls.default_cwd])
-                return
-            except OutsideRoot as exc:
-                ls.show(f"ollie: new sessions do not start in the workspace folder added: {one_name(str(exc.strerror), 500)}")
-            except OSError:
-                continue
+        # New sessions start in the first folder added (VS Code's Add Folder, a workspace file's folders).
+        walk_folders(ls, [p for f in params.event.added or [] if (p := to_fs_path(f.uri))], first=False)
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     async def progress_cancelled(ls: OllieServer, params: types.WorkDoneProgressCancelParams) -> None:

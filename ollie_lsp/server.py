@@ -76,6 +76,8 @@ class OllieServer(LanguageServer):
         # The default session's CWD even if the folders change before it is built; where new sessions start.
         self.root_cwd = start_dir()
         self.default_cwd = self.root_cwd
+        self.folders: asyncio.Future[None] | None = None  # the walk of the folders named last (lifecycle.walk_folders)
+        self.rooted = True  # root_cwd is a folder walked, or this directory when the client named none
 
     @property
     def table(self) -> SessionTable:
@@ -84,9 +86,16 @@ class OllieServer(LanguageServer):
             if not self.initialized:
                 raise SessionNotFound("(the server is not initialized)")
             self._table = self._make_table(self)
-            self._table.start_default(resume=self.init_options.session, cwd=self.root_cwd,
+            self._table.start_default(resume=self.init_options.session, cwd=self.sessions_dir(root=True),
                                       newest=self.init_options.continue_session)
         return self._table
+
+    async def sessions_dir(self, *, root: bool = False) -> Path:
+        """Where new sessions start (`root`: the first workspace folder) once the folders named are walked; ValueError
+        when each was refused."""
+        if self.folders is not None:
+            await asyncio.shield(self.folders)
+        return self.root_cwd if root else self.default_cwd
 
     def live_sessions(self) -> list[LiveSession]:
         """The sessions running now; none before the table is built (asking never builds it)."""

@@ -287,7 +287,7 @@ class SessionTable:
     """Every live session of the daemon, keyed by id; one of them is the default."""
 
     defaults: SessionDefaults
-    start_cwd: Callable[[], Path]  # where a new session starts now (the workspace folder)
+    start_cwd: Callable[[], Awaitable[Path]]  # where a new session starts now (the workspace folder)
     records: UserRecords
     make_forwarder: Callable[[str, DaemonCore], EventForwarder]
     make_progress: Callable[[str], TurnProgress]
@@ -301,12 +301,13 @@ class SessionTable:
     _checks: set[asyncio.Task[None]] = field(default_factory=set, init=False)  # sandbox policies read as sessions open
     _prompted: bool = field(default=False, init=False)  # a prompt came while the default session was being built
 
-    def start_default(self, *, resume: str | None = None, cwd: Path | None = None, newest: bool = False) -> None:
+    def start_default(self, *, cwd: Awaitable[Path], resume: str | None = None, newest: bool = False) -> None:
         """Build the default session in the background (the engine import happens there); `newest`: without `resume`,
         go on with the newest session started in `cwd`, if any."""
-        self._default = asyncio.ensure_future(self._build_default(resume, cwd or self.start_cwd(), newest))
+        self._default = asyncio.ensure_future(self._build_default(resume, cwd, newest))
 
-    async def _build_default(self, resume: str | None, cwd: Path, newest: bool) -> LiveSession:
+    async def _build_default(self, resume: str | None, where: Awaitable[Path], newest: bool) -> LiveSession:
+        cwd = await where
         if not resume and newest:
             try:
                 resume = await asyncio.to_thread(_latest_session, cwd)
@@ -333,11 +334,12 @@ class SessionTable:
         """Start a new Core (or resume a saved one), have the engine record it, and forward its events."""
         core_mod = await asyncio.to_thread(load_core_module)  # the first import takes a while: off the loop
         agent = agent or self.defaults.agent
+        start = await self.start_cwd()  # (before a resumed session is read and leased ahead)
         await _preload(resume_id)
         try:  # the Core takes the session's live lock: one another local process runs is refused (-32007)
             core = await core_mod.Core.create(
                 agent=agent,
-                cwd=cwd or self.start_cwd(),
+                cwd=cwd or start,
                 backend=self.defaults.backend,
                 model=self.defaults.model,
                 session_id=resume_id,
@@ -349,7 +351,7 @@ class SessionTable:
             if resume_id:  # not started: the session read (and leased) ahead is given back
                 await asyncio.to_thread(_session_store().release, resume_id)
             raise
-        core.guard(self.start_cwd())
+        core.guard(start)
         core.tell_answers = self.defaults.tell_answers
         if resume_id:  # the first size estimate of a long history walks every message: in a thread
             await asyncio.to_thread(core.context_info)

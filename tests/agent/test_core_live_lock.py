@@ -1,10 +1,26 @@
-"""A session runs in one Core at a time: resuming it elsewhere is refused until it closes."""
+"""Opening a session: it runs in one Core at a time (resuming it elsewhere is refused until it closes), in the very
+directory its front end walked."""
 
 from __future__ import annotations
 
 import pytest
 
+from ollie.agent.setup import session_dir
 from ollie.sessions.errors import LiveElsewhereError
+
+
+async def test_a_dir_walked_then_swapped_for_a_link_before_its_session_opens_is_refused(scripted_llm, make_core, tmp_path):
+    # Red team 56: a front end walks the directory a client names (`session_dir`), then opens the session there; the
+    # engine took its real path again by name, so a link another session's step swapped in meanwhile became the new
+    # session's cwd, its steps granted write where it led.
+    work, outside = tmp_path / "ws", tmp_path / "outside"
+    (work / "real").mkdir(parents=True)
+    outside.mkdir()
+    walked = await session_dir(str(work / "real"), guarded=[work])
+    (work / "real").rename(work / "old")
+    (work / "real").symlink_to(outside)
+    with pytest.raises(OSError, match=f"{work / 'real'} now leads to {outside}"):
+        await make_core(scripted_llm("openai", check=False), cwd=walked)
 
 
 async def test_a_session_runs_in_one_core_at_a_time_and_is_free_once_closed(scripted_llm, make_core):

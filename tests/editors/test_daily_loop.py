@@ -121,7 +121,7 @@ def captures_png(tmux: Tmux, name: str) -> Path:
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandbox(run_e2e):
-    """In real VS Code (auto-save off), one window, seven scenarios (agentedits.mjs), each on its own files:
+    """In real VS Code (auto-save off), one window, eight scenarios (agentedits.mjs), each on its own files:
     - editoutside (approval `ask`): the agent's edit of a file outside the workspace is refused without a question,
       and the chat says which file and key would allow it (filesystem.rw in the user's sandbox.yaml). Screenshot:
       edit-outside.
@@ -150,7 +150,10 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
       (its end was cut at the card's edge); a batch of 12 edits is one question showing each call (it was twelve)
       and each edit's diff, the 12th's opened from its row (it showed no diff), and says n0.py holds the user's unsaved
       line (it said nothing of it; one edit's question does).
-      Screenshots: daily-loop, allowed-diff-once, program-question, batch-question."""
+      Screenshots: daily-loop, allowed-diff-once, program-question, batch-question.
+    - forgednote: a failed step printed a line that reads as the sandbox's note: under its title it shows as the
+      step's line (`[warning] ... (this line is the step's output)`), not as ollie's note. Screenshot:
+      forged-sandbox-note."""
     output = run_e2e("agentedits.mjs")
     for scenario, said in (
         ("editoutside", "an edit outside the workspace: refused, the chat says which file and key would allow it"),
@@ -168,6 +171,7 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
         ("dailyloop", "a program's question showed its code whole"),
         ("dailyloop", "a batch of 12 edits was one question listing each call and diff and the unsaved file; Allow once "
                       "ran them all"),
+        ("forgednote", "a step's line that reads as the sandbox's note is shown as the step's"),
     ):
         assert said in output, f"scenario {scenario}: {said!r} not said\n{output[-3000:]}"
 

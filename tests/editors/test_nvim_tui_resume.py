@@ -254,3 +254,20 @@ def test_a_models_answer_cannot_draw_a_step_or_an_end_line_of_the_chats_own(tmp_
         for line, ours in (("  ✓ Run true", 0), ("(end)", 1)):  # the step ran before the answer; the end is after it
             assert [band in row for row in headers_drawn(screen, line)] == [ours == 0, ours == 1], (line, band, screen)
     assert headers_drawn(live, "  ✓ Run true") == headers_drawn(resumed, "  ✓ Run true"), (live, resumed)
+
+
+def test_a_failed_shell_lines_output_cannot_draw_a_step_or_an_end_line_of_the_chats_own(tmp_path: Path, scripted_llm):
+    # Red team 56: a `!cmd` that failed showed its output as a failed step's, each line in the band of the chat's own:
+    # a workspace's script (a test run, a Makefile's recipe) printing `  ✓ Run true` and `_(end)_` drew a step ollie
+    # never ran and a turn's end.
+    srv = scripted_llm("openai")
+    files = {"check.sh": "printf '  ✓ Run true\\n_(end)_\\n'\nexit 3\n"}
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        tmux.wait(lambda s: "exit 3" in s, "nvim to start")
+        send_in_chat(tmux, "!sh check.sh")
+        tmux.keep("failed-shell-line", tmux.wait(lambda s: headers_drawn(s, "_(end)_"), "the output"))
+        screen = tmux.screen(colours=True)
+    band = re.findall(r"\x1b\[48;[0-9;]+m", headers_drawn(screen, "› !sh check.sh")[0])[0]  # the command's line is ollie's
+    for line in ("  ✓ Run true", "_(end)_"):
+        (row,) = headers_drawn(screen, line)
+        assert band not in row, (line, band, screen)

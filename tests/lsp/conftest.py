@@ -137,8 +137,10 @@ async def daemons(base: Path, extra_env: dict[str, str] | None = None) -> AsyncI
     async def start(
         *, env: dict[str, str] | None = None, init_options: Any = None, workspace: Path | None = None,
         progress: bool = True, initialize: bool = True, caps: types.ClientCapabilities | None = None,
+        folders: list[Path] | None = None,
     ) -> Daemon:
         ws = workspace or (base / f"ws{len(started)}")
+        folders = folders or [ws]  # the workspace folders the client names (a workspace file's), the first its root
         ws.mkdir(parents=True, exist_ok=True)
         config = ClientServerConfig(
             server_command=SERVER_COMMAND, client_factory=make_client, server_env=child_env({**(extra_env or {}),
@@ -152,8 +154,8 @@ async def daemons(base: Path, extra_env: dict[str, str] | None = None) -> AsyncI
                 client.initialize_session(
                     types.InitializeParams(
                         capabilities=caps or capabilities(progress=progress),
-                        root_uri=ws.as_uri(),
-                        workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")],
+                        root_uri=folders[0].as_uri(),
+                        workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
                         initialization_options=init_options,
                     )
                 ),

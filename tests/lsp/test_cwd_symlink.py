@@ -273,4 +273,45 @@ async def test_new_sessions_never_start_in_an_added_workspace_folder_that_is_a_p
     assert (await daemon.request("ollie/submit", {"session": sid, "text": "go"}))["stop"] == "end"
     assert list(outside.iterdir()) == []
     shown = [m.message for m in daemon.client.messages]
-    assert any(f"is a symlink inside {ws}" in m and "workspace folder added" in m for m in shown), shown
+    assert any(f"{ws / 'sub'} is a symlink inside {ws}" in m and "workspace folder" in m for m in shown), shown
+
+
+async def test_the_first_workspace_folder_is_never_a_link_inside_another(start_daemon, llm, tmp_path):
+    # Red team 56: initialize's first folder was taken as the editor named it: a repository's `.code-workspace` listing
+    # its committed link `sub` (to anywhere: the user's home) before `.` had the default session's steps write there.
+    outside, repo = tmp_path / "outside", (tmp_path / "repo").resolve()
+    outside.mkdir()
+    repo.mkdir()
+    (repo / "sub").symlink_to(outside)
+    daemon = await start_daemon(env=llm.env(), folders=[repo / "sub", repo])
+    assert (await daemon.request("ollie/state", {}))["cwd"] == str(repo)
+    await daemon.request("ollie/setApproval", {"approval": "auto"})
+    llm.script(Reply(tool_calls=[code("touch planted")]), Reply.text("done"))
+    assert (await daemon.request("ollie/submit", {"text": "go"}))["stop"] == "end"
+    assert list(outside.iterdir()) == [] and (repo / "planted").exists()
+    shown = [m.message for m in daemon.client.messages]
+    assert any(f"{repo / 'sub'} is a symlink inside {repo}" in m for m in shown), shown
+
+
+async def test_no_session_starts_when_every_workspace_folder_is_a_link_inside_another(start_daemon, llm, tmp_path):
+    # Each a link inside where the other leads: never the daemon's own directory instead (VS Code starts it in the
+    # first folder, the link followed).
+    repo = (tmp_path / "repo").resolve()
+    (repo / "x").mkdir(parents=True)
+    (repo / "y").mkdir()
+    (repo / "x/l").symlink_to(repo)
+    (repo / "y/m").symlink_to(repo / "x")
+    daemon = await start_daemon(env=llm.env(), folders=[repo / "x/l", repo / "y/m"])
+    for method, params in (("ollie/state", {}), ("ollie/session/new", {})):
+        err = await rpc_error(daemon, method, params)
+        assert "no workspace folder to start sessions in" in err.message and "is a symlink inside" in err.message, err
+    # A folder added then is new sessions' (and, before the default session is built, its): never the daemon's own.
+    added = daemon.workspace.resolve()
+    early = await start_daemon(env=llm.env(), folders=[repo / "x/l", repo / "y/m"])
+    for each in (daemon, early):
+        each.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=added.as_uri(), name="w")],
+                                                    removed=[])))
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(added)
+    assert (await early.request("ollie/state", {}))["cwd"] == str(added)

@@ -80,7 +80,6 @@ ALLOWED = {
     ("core/ollie/workspace/refs.py", "write"): "the shadow repository's turn refs, in ollie's state dir",
     ("core/ollie/workspace/refs.py", "_clear_stale"): "a turn ref's stale lock, in ollie's state dir",
     ("ollie_lsp/codeactions.py", "_answer_file"): "a code action's answer, written under ollie's state dir",
-    ("ollie_lsp/lifecycle.py", "_first_dir"): "is the editor's folder a dir (the root itself)",
     ("core/ollie/agent/opening.py", "_work_dir"): "the root itself",
     ("core/ollie/agent/recorder.py", "Recorder._stamp"): "ollie's data dir",
     ("core/ollie/agent/leftovers.py", "sweep_write_temporaries"): "the session log's mtime, in the sessions dir",

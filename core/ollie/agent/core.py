@@ -30,6 +30,7 @@ from ollie.agent.turnhost import TurnHost, forward
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.config import APPROVAL_MODES
+from ollie.escapes import one_name
 from ollie.mcp.attach import host_of
 from ollie.mcp.prompts import expand, is_prompt_line
 from ollie.sessions.errors import owners_only
@@ -156,8 +157,9 @@ class Core(HistoryMembers, McpMembers):
             try:
                 text = await expand(host_of(self.runtime.dispatcher), text)
             except Exception as exc:  # noqa: BLE001 - the server's error (McpError included) is the user's news
-                self.bus.emit("error", f"{text.split()[0]} failed: {exc}")
-                return TurnResult(str(exc), "command")
+                said = one_name(str(exc), 1000)  # the server's words: on one line, escaped, cut (an McpError's: 8 MiB)
+                self.bus.emit("error", f"{text.split()[0]} failed: {said}")
+                return TurnResult(said, "command")
             as_prompt = True  # the server's words: a `!cmd` in them would run unsandboxed, with the daemon's keys
         if not as_prompt and is_command(text):
             return await self._command(text)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,7 @@ from ollie import paths
 from ollie.agent.events import Bus
 from ollie.agent.factories import BackendFactory, DispatcherFactory, env_backend_factory
 from ollie.agent.setup import Setup
+from ollie.beneath import OutsideRoot
 from ollie.config import find_agent, load_agent_config
 from ollie.sessions.livelock import LiveLock, hold, lock_dir
 from ollie.sessions.persist import SessionFile, open_session
@@ -95,8 +98,12 @@ async def open_parts(
 
 
 def _work_dir(cwd: Path | str | None) -> Path:
-    """The session's directory, its real path (default: the process's); ValueError when it is none."""
+    """The session's directory (default: the process's), a real path; ValueError when it is none, OutsideRoot when a
+    link now stands on its way."""
     work = Path(cwd or Path.cwd()).resolve()
+    # A front end walked it to its real path (`session_dir`): a link a step swapped in since is refused, never followed.
+    if cwd and str(work) != os.path.abspath(cwd):
+        raise OutsideRoot(errno.ELOOP, f"{cwd} now leads to {work} (a directory on its way was swapped for a link)")
     if not work.is_dir():
         raise ValueError(f"working directory {work} does not exist")
     return work

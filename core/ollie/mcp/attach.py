@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ollie.config import AgentConfig
 from ollie.errors import ConfigError
+from ollie.escapes import one_name
 from ollie.mcp.config import SERVER_NAME, ServerSpec, config_file, for_agent, load_user_servers
 from ollie.mcp.workspace import allowed_keys, approval_key, read_workspace_servers, remember
 from ollie.tools.dispatcher import Dispatcher
@@ -153,7 +154,7 @@ async def read_resource(dispatcher: Dispatcher, server: str, uri: str) -> str:
     try:
         return await found.read_resource(uri)
     except Exception as exc:  # noqa: BLE001 - the server's refusal (McpError), or it is not ready: the user's news
-        raise ValueError(f"MCP server {server!r} could not read {uri}: {exc}") from None
+        raise ValueError(f"MCP server {server!r} could not read {uri}: {one_name(str(exc), 1000)}") from None
 
 
 async def resource_note(dispatcher: Dispatcher, server: str, uri: str) -> str:

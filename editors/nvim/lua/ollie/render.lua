@@ -731,7 +731,7 @@ function T:note(text, hl, at)
   for r = row, row + #lines - 1 do -- ollie's words, not markdown: "calc/__init__.py had ..." showed as "calc/init.py"
     self.plain[r] = true
   end
-  if hl then -- (a note of no colour is a command's output: not ollie's words)
+  if hl and hl ~= "OllieToolFailed" then -- (a command's output, a failed `!cmd`'s too: not ollie's words)
     self:own(row, row + #lines - 1)
   end
   self.noted = self.noted or not at

@@ -164,7 +164,7 @@ export function locationLabel(location: StepLocation): string {
 /** A path as drawn: each control and bidi override as an escape (`\u202e`), as the daemon shows the model's code: the
  * editor obeys a U+202E, so the name read would not be the file's (its link still opens the real path). */
 export function shownPath(path: string): string {
-  return path.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069]/g,
+  return path.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g,
     (c) => `\\${c < "\u0100" ? "x" : "u"}${c.charCodeAt(0).toString(16).padStart(c < "\u0100" ? 2 : 4, "0")}`);
 }
 
@@ -194,9 +194,12 @@ export function headLocations(step: ToolStep, steps: readonly ToolStep[] | undef
  * showed as "[stderr]"). The sandbox's own note, when there is one, whole: it says which file and key would allow the
  * step (the line before it, a list of the policy's paths, was cut before it came). */
 export function failureLine(result: string): string {
-  const lines = result.split("\n").map((l) => l.trim());
-  const blocked = lines.find((l) => l.startsWith("[warning] blocked by ollie's sandbox: "));
-  if (blocked) return shownPath(blocked.slice("[warning] ".length));
+  // The note starts its line; a step's line that reads as one is marked as its output (results.py's `_own`), or
+  // starts with what trim() takes off (a U+FEFF): shown as it, it gave the step's words as ollie's.
+  const blocked = result.split("\n").find((l) => l.startsWith("[warning] blocked by ollie's sandbox: ") &&
+    !l.includes("(this line is the step's output)"));
+  if (blocked) return shownPath(blocked.trim().slice("[warning] ".length));
+  const lines = result.split("\n").map((l) => l.replace(/^[\t\v\f\r ]+|[\t\v\f\r ]+$/g, "")); // (a U+FEFF kept: escaped)
   const line = lines.find((l) => l && !/^\[[^\]]*\]\s*exit \d+$|^\[stderr\]$/.test(l)) ?? "";
   return /^Traceback \(most recent call last\):$|^=+ .* =+$/.test(line) ? outcomeLine(result) : headWords(line);
 }
