@@ -256,7 +256,7 @@ def start_dir() -> Path:
     try:
         return Path.cwd()
     except FileNotFoundError:
-        return Path.home()
+        return Path.home().resolve()  # a real path, as a session's directory must be (a link on its way is refused)
 
 
 def in_daemon_thread(fn: Callable[[], None]) -> asyncio.Future[None]:

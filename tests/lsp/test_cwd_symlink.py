@@ -315,3 +315,18 @@ async def test_no_session_starts_when_every_workspace_folder_is_a_link_inside_an
     sid = (await daemon.request("ollie/session/new", {}))["session"]
     assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(added)
     assert (await early.request("ollie/state", {}))["cwd"] == str(added)
+
+
+def test_a_daemon_started_in_a_removed_directory_opens_sessions_in_home_s_real_path(tmp_path, monkeypatch):
+    # Its fallback was $HOME as written: a home reached through a link (/home -> /usr/home) is no real path, and a
+    # session's directory must be one (a link on its way is refused as swapped in), so no session could open.
+    from ollie.agent.opening import _work_dir
+    from ollie_lsp.server import start_dir
+
+    (tmp_path / "real-home").mkdir()
+    (tmp_path / "home").symlink_to(tmp_path / "real-home")
+    (tmp_path / "gone").mkdir()
+    monkeypatch.chdir(tmp_path / "gone")
+    (tmp_path / "gone").rmdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _work_dir(start_dir()) == tmp_path.resolve() / "real-home"
