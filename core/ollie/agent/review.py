@@ -361,11 +361,24 @@ class Review:
         return self._logged_after(before, turn) or await self.checkpoints().snapshot()
 
     async def changes(self, turn: int | None = None, *, ignored: bool = False, bound: Bound | None = None,
-                      path: str | None = None, logged: Logged | None = None) -> TurnChanges:
+                      path: str | None = None, logged: Logged | None = None, changed: bool = False) -> TurnChanges:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
         (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`; read up to
-        `bound` (the rest counted in `more`), or only `path`; `logged`: the turns' checkpoints, read before."""
+        `bound` (the rest counted in `more`), or only `path`; `logged`: the turns' checkpoints, read before;
+        `changed`: the last turn up to `turn` that changed files (`path`), turn 1's (none) when none did."""
         number = self._turn_number(turn)
+        if changed:
+            logged = logged or await self.logged()
+            counts = self._host.session.turn_changed
+            for earlier in range(number, 1, -1):
+                # A turn whose count (kept net of undos) is 0 changed no file: passed over without a diff, so a long
+                # talk costs no git run a turn. Build output is not counted, and the running turn's count is not yet.
+                if ignored or earlier == self._current or earlier > len(counts) or counts[earlier - 1]:
+                    found = await self._changes(earlier, await self._bounds(earlier, logged), ignored=ignored,
+                                                bound=bound, path=path)
+                    if found.changes:
+                        return found
+            number = 1
         return await self._changes(number, await self._bounds(number, logged), ignored=ignored, bound=bound,
                                    path=path)
 

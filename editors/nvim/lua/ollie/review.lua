@@ -104,16 +104,17 @@ function M.file_line(f)
   return string.format("%s  %s  (%s)", STATUS[f.status] or "?", vim.fn.strtrans(f.path), what)
 end
 
----Fetch a turn's changes (and the session's cwd) of `session` (default: the current tab's chat's), then `cb()`.
-local function fetch(turn, cb, session)
+---Fetch a turn's changes (and the session's cwd) of `session` (default: the current tab's chat's), then `cb(res)`;
+---`changed`: of the last turn up to it that changed files (`res.last`: the turn the daemon looked back from).
+local function fetch(turn, cb, session, changed)
   session = session or requests.session()
   requests.call("ollie/state", { session = session }, function(state)
-    requests.call("ollie/changes", { turn = turn, session = session }, function(res)
+    requests.call("ollie/changes", { turn = turn, session = session, changed = changed }, function(res)
       M.current.turn, M.current.files, M.current.cwd = res.turn ~= vim.NIL and res.turn or nil, res.files or {},
         state.cwd or vim.fn.getcwd()
       M.current.more = type(res.more) == "number" and res.more > 0 and res.more or 0
       M.current.session = session
-      cb()
+      cb(res)
     end)
   end)
 end
@@ -198,13 +199,10 @@ end
 ---@param turn integer|nil
 ---@param session string|nil
 function M.changes(turn, session)
-  local last -- the last turn, when it changed no files
-  local function show()
+  local function show(res)
     local c = M.current
-    if not turn and c.turn and #c.files == 0 and c.turn > 1 then
-      last = last or c.turn
-      return fetch(c.turn - 1, show, c.session)
-    end
+    -- The daemon looked back (one request, however many turns only talked): `last`, the turn it started from.
+    local last = type(res.last) == "number" and res.last ~= c.turn and res.last or nil
     if not c.turn or #c.files == 0 then
       requests.notify(not c.turn and "no turn yet" or last and ("turns 1 to " .. last .. " changed no files")
         or ("turn " .. c.turn .. " changed no files"))
@@ -224,7 +222,7 @@ function M.changes(turn, session)
     end
     vim.api.nvim_win_set_cursor(0, { 2, 0 })
   end
-  fetch(turn, show, session)
+  fetch(turn, show, session, not turn or nil)
 end
 
 local function split_text(text)

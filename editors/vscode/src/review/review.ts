@@ -83,12 +83,10 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   /** `Ollie: Review Changes`: pick one of the last turn's changed files (or open the only one). */
   async reviewLastTurn(): Promise<void> {
     const session = this.host.currentSession();
-    const changesOf = async (turn?: number) => parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), ...(turn ? { turn } : {}) }));
-    let found = await changesOf();
-    const last = found.turn;
     // The last turn that changed files (a user asks what the agent changed: a last turn that only talked stopped at
-    // "turn 5 changed no files"), as Neovim's :OllieChanges does.
-    while (found.turn !== null && found.turn > 1 && found.files.length === 0) found = await changesOf(found.turn - 1);
+    // "turn 5 changed no files"), as Neovim's :OllieChanges does: one request, however many turns only talked.
+    const found = parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), changed: true }));
+    const last = found.last ?? found.turn;
     if (found.turn === null || found.files.length === 0) {
       void vscode.window.showInformationMessage(last === null ? "Ollie: no turn has run in this session yet." : last === 1 ? "Ollie: turn 1 changed no files." : `Ollie: turns 1 to ${last} changed no files.`);
       return;
