@@ -48,9 +48,18 @@ R.held_end_chat = H.chat.text()
 -- A last turn that only talks: :OllieChanges shows the last turn that changed files, and says so.
 vim.cmd("Ollie just talk")
 H.wait_chat("talked.*_%(end%)_")
+-- What it asks the daemon: once, not a turn at a time back (each a diff).
+local requests = require("ollie.requests")
+local call, asked = requests.call, {}
+requests.call = function(method, params, ...)
+  if method == "ollie/changes" then asked[#asked + 1] = params end
+  return call(method, params, ...)
+end
 vim.cmd("OllieChanges")
 H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
+requests.call = call
+R.talk_asked = asked
 R.talk_list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 R.talk_told = vim.tbl_map(function(n) return n.msg end, vim.tbl_filter(function(n)
-  return n.msg:find("changed no files", 1, true) ~= nil end, R.notifications))
+  return n.msg:find("no changes", 1, true) ~= nil end, R.notifications))
 H.finish()

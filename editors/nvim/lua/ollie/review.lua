@@ -202,14 +202,18 @@ function M.changes(turn, session)
   local function show(res)
     local c = M.current
     -- The daemon looked back (one request, however many turns only talked): `last`, the turn it started from.
-    local last = type(res.last) == "number" and res.last ~= c.turn and res.last or nil
+    local last = type(res.last) == "number" and res.last or c.turn
+    -- "No changes", not "changed no files": a turn passed over may have had its changes undone.
+    local function none(from)
+      return (from == last and ("turn " .. last .. " has") or ("turns " .. from .. " to " .. last .. " have"))
+        .. " no changes"
+    end
     if not c.turn or #c.files == 0 then
-      requests.notify(not c.turn and "no turn yet" or last and ("turns 1 to " .. last .. " changed no files")
-        or ("turn " .. c.turn .. " changed no files"))
+      requests.notify(not c.turn and "no turn yet" or none(turn or 1))
       return
     end
-    if last then
-      requests.notify(string.format("turn %d changed no files; showing turn %d's changes", last, c.turn))
+    if last ~= c.turn then
+      requests.notify(none(c.turn + 1) .. string.format("; showing turn %d's changes", c.turn))
     end
     local buf = list_buffer()
     render_list()
