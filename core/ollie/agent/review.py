@@ -542,8 +542,14 @@ class Review:
             buffers = await revert_buffers(self.editor_edits.since(number), documents, self._cwd())
         starts = session.turn_starts[:number - 1]
         self.editor_edits.forget_from(number)
+        from ollie.agent.history import undid  # (a rewind is rarer than a turn)
+
+        # What the user undid of the turns kept, which only the cut prompts told the model: told again with the next
+        # one (the model went on as if the files held its changes, and the history lost the turns' undone marks).
+        told = [note for m in session.messages[start:] if m.notes for turn, note in undid(m.notes) if turn < number]
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
+        session.review_notes[:0] = told
         await self._host.save_rewritten()
         return await self._rewound(number, restored.changes, len(session.messages), tuple(buffers))
 
@@ -559,6 +565,11 @@ class Review:
         session = self._host.session
         session.replace_messages(messages)
         session.turn_starts = starts
+        from ollie.agent.history import undid
+
+        # The undos the rewind was to tell again are in the prompts it puts back.
+        told = {note for m in messages if m.notes for _, note in undid(m.notes)}
+        session.review_notes = [note for note in session.review_notes if note not in told]
         await self._host.save_rewritten()
         await asyncio.to_thread(self._drop_rewind)
         return await self._rewound(turn, restored.changes, len(session.messages))

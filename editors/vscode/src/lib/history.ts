@@ -57,11 +57,12 @@ function messagesOf(raw: unknown): MessageLike[] {
   return Array.isArray(raw) ? raw.filter((m): m is MessageLike => typeof m === "object" && m !== null) : [];
 }
 
-// The turn `message` ends and how many files it changed, when it changed files.
+// The turn `message` ends and how many files it changed, when it changed files (0: all of them undone since, as the
+// live list said).
 function changedTurn(message: MessageLike): { turn: number; files: number } | undefined {
   const marked = message.turnChanges;
   if (!isObject(marked) || !Number.isInteger(marked.turn) || !Number.isInteger(marked.files)) return undefined;
-  return (marked.files as number) > 0 ? { turn: marked.turn as number, files: marked.files as number } : undefined;
+  return (marked.files as number) > 0 || marked.undone === true ? { turn: marked.turn as number, files: marked.files as number } : undefined;
 }
 
 function stringList(value: unknown): string[] | undefined {

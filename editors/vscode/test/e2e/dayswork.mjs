@@ -4,8 +4,8 @@
 // kept. A turn that edits notes.md, undone whole, and one that only talks: Review Changes shows turn 1's changes,
 // saying turns 2 to 3 have none, in one `ollie/changes` that diffs turn 1 alone (it asked turn by turn, diffing turn 2
 // too). Rewind takes back the talk turn, and the prompt sent again answers anew. A new window resumes the session
-// (Switch Session), the first one closed; "Fork from here" on the first prompt goes on in a fork of turn 1, whose
-// changes Review Changes shows. A screenshot at each stage (day-*.png).
+// (Switch Session), the first one closed, turn 2 shown all undone; "Fork from here" on the first prompt goes on in a
+// fork of turn 1, whose changes Review Changes shows. A screenshot at each stage (day-*.png).
 //
 // Usage: node test/e2e/dayswork.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
@@ -133,8 +133,10 @@ async function resumeAndFork(second, workspace, address, shot) {
   await runCommand(second, "Ollie: Switch Session");
   await row(second, "fix add and double").click();
   await chat.locator(".item.assistant", { hasText: "double is as you left it" }).waitFor({ timeout: waitMs });
-  // Turn 1's calc.py (util.py's change undone), and none under turn 2, undone whole.
-  await until("turn 1's changes in the resumed chat", async () => (await chat.locator(".item.changes .file-link").allTextContents()).join(" ") === "calc.py");
+  // Turn 1's calc.py (util.py's change undone), and turn 2's all undone, as the live chat said (the note of that undo
+  // was in the rewound prompt alone: turn 2 showed no changes).
+  const titles = () => chat.locator(".item.changes .changes-title").allTextContents();
+  await until("both turns' changes in the resumed chat", async () => (await titles()).join(" | ") === "Changed files (1) | Changed files (all undone)");
   await shot("day-resumed");
   log("a new window resumed the session, its changes listed");
   const bubble = chat.locator(".item.user", { hasText: "fix add and double" });
