@@ -133,10 +133,11 @@ async function resumeAndFork(second, workspace, address, shot) {
   await runCommand(second, "Ollie: Switch Session");
   await row(second, "fix add and double").click();
   await chat.locator(".item.assistant", { hasText: "double is as you left it" }).waitFor({ timeout: waitMs });
-  // Turn 1's calc.py (util.py's change undone), and turn 2's all undone, as the live chat said (the note of that undo
-  // was in the rewound prompt alone: turn 2 showed no changes).
+  // Turn 1's calc.py, saying some were undone (util.py: its list was as if turn 1 had changed calc.py alone), and
+  // turn 2's all undone, as the live chat said (the note of that undo was in the rewound prompt alone: turn 2 showed
+  // no changes).
   const titles = () => chat.locator(".item.changes .changes-title").allTextContents();
-  await until("both turns' changes in the resumed chat", async () => (await titles()).join(" | ") === "Changed files (1) | Changed files (all undone)");
+  await until("both turns' changes in the resumed chat", async () => (await titles()).join(" | ") === "Changed files (1, some undone since) | Changed files (all undone)");
   await shot("day-resumed");
   log("a new window resumed the session, its changes listed");
   const bubble = chat.locator(".item.user", { hasText: "fix add and double" });
