@@ -295,7 +295,9 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         tmux.keys("j", "d", "U")  # util.py's line: undo the file
         tmux.wait(lambda s: (ws / "util.py").read_text() == UTIL + MINE, "util.py undone, her line kept")
         photo(tmux, "3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the list of calc.py alone"))
-        tmux.keys("q")
+        tmux.keys("q", ":b util.py", "Enter")
+        photo(tmux, "3-util-buffer", tmux.wait(lambda s: "return x * 3" in s and MINE.strip() in s, "util.py's buffer undone"))
+        tmux.keys(":b calc.py", "Enter")
         send_in_chat(tmux, "note it in notes.md")
         tmux.wait(lambda s: "Noted." in s, "turn 2")
         changes(tmux, "turn 2 changed 1 file", "4-noted")
