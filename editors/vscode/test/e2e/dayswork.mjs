@@ -150,6 +150,8 @@ async function resumeAndFork(second, workspace, address, shot) {
   await runCommand(second, "Ollie: Review Changes");
   await toast(second, "turn 2 has no changes; showing turn 1's changes");
   await second.locator(".tab.active", { hasText: "calc.py (Ollie, turn 1" }).waitFor({ timeout: waitMs });
+  const lenses = second.locator(".monaco-diff-editor .codelens-decoration a", { hasText: "Undo this change" });
+  await until("the fork's review lens", async () => (await lenses.count()) === 1);
   await shot("day-forked");
   log("Fork from here went on from turn 1, whose changes the fork reviews");
 }
