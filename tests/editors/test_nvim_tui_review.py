@@ -276,7 +276,7 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
     def photo(tmux: Tmux, name: str, screen: str) -> None:
         tmux.keep(name, screen)
         assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 640))
+        screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 740))
 
     def changes(tmux: Tmux, heading: str, name: str) -> str:
         tmux.keys("Escape", ":OllieChanges", "Enter")
