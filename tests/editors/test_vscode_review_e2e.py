@@ -63,8 +63,9 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
 def test_a_days_review_in_real_vscode(run_e2e):
     """A turn edits two open files (one dirty): reviewed, one undone, her line kept; after a turn undone whole and a talk,
     Review Changes shows turn 1's in one request that diffs turn 1 alone (it asked turn by turn back, diffing the undone
-    turn too) and says turns 2 to 3 have none; a rewound talk asked again; the session resumed in a new window, and
-    forked from its first prompt."""
+    turn too) and says turns 2 to 3 have none; a rewound talk asked again, the Rewind pick diffing no turn (it diffed
+    each, and sent its files' texts, to count them); the session resumed in a new window, turn 2 listed all undone and
+    turn 1 some, and forked from its first prompt."""
     output = run_e2e("dayswork.mjs", total_ms=260000)
     for step in ("a turn edited both open files", "Review Changes listed both files", "Undo took back util.py's edit alone",
                  "the daemon diffing turn 1 alone", "the prompt asked again answered anew",

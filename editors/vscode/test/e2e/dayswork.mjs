@@ -3,7 +3,8 @@
 // shows the agent's change alone (not her line); Undo in the chat's Changed files takes back util.py's edit, her line
 // kept. A turn that edits notes.md, undone whole, and one that only talks: Review Changes shows turn 1's changes,
 // saying turns 2 to 3 have none, in one `ollie/changes` that diffs turn 1 alone (it asked turn by turn, diffing turn 2
-// too). Rewind takes back the talk turn, and the prompt sent again answers anew. A new window resumes the session
+// too). Rewind (its pick counting each turn's files from the history, with no diff) takes back the talk turn, and the
+// prompt sent again answers anew. A new window resumes the session
 // (Switch Session), the first one closed, turn 2 shown all undone; "Fork from here" on the first prompt goes on in a
 // fork of turn 1, whose changes Review Changes shows. A screenshot at each stage (day-*.png).
 //
@@ -48,6 +49,8 @@ await withVSCode(
       const file = path.join(work, "xdg", "state", "ollie", "ollie.log");
       return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
     };
+    // The turns the daemon diffed since its log had `mark` lines.
+    const diffedSince = (mark) => daemonLog().slice(mark).map((line) => JSON.parse(line)).filter((e) => e.msg === "turn changes diffed").map((e) => e.turn);
     await waitForStatus(page, /Ollie: idle/);
     await openFile(page, "calc.py");
     await typeUnsaved(page, "util.py", MINE);
@@ -94,14 +97,20 @@ await withVSCode(
     await runCommand(page, "Ollie: Review Changes");
     await toast(page, "turns 2 to 3 have no changes; showing turn 1's changes");
     await page.locator(".tab.active", { hasText: "calc.py (Ollie, turn 1" }).waitFor({ timeout: waitMs });
-    const diffed = daemonLog().slice(mark).map((line) => JSON.parse(line)).filter((e) => e.msg === "turn changes diffed").map((e) => e.turn);
+    const diffed = diffedSince(mark);
     // Turn 1's listing, then the file opened (its whole text): turn 2, whose change was undone, is not diffed.
     if (diffed.join(" ") !== "1 1") throw new Error(`Review Changes had the daemon diff turns ${JSON.stringify(diffed)} (turn 1 alone expected)`);
     await screenshot("day-review-last-changes");
     log("Review Changes after an undone turn and a talk showed turn 1's changes, the daemon diffing turn 1 alone");
 
-    // 5. Rewind the talk, and ask again: one prompt, the new answer.
+    // 5. Rewind the talk, and ask again: one prompt, the new answer. The pick counts each turn's files from the
+    // history's marks (it asked each turn's changes, diffing turns 2 and 1 and sending their files' texts).
+    const picking = daemonLog().length;
     await runCommand(page, "Ollie: Rewind");
+    await row(page, "Turn 1").filter({ hasText: "changed 1 file" }).waitFor({ timeout: waitMs });
+    const counted = diffedSince(picking);
+    if (counted.length) throw new Error(`the Rewind pick had the daemon diff turns ${JSON.stringify(counted)}`);
+    await screenshot("day-rewind-pick");
     await row(page, "Turn 3").click();
     await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Rewind" }).click();
     await toast(page, "rewound to before turn 3");
