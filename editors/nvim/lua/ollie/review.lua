@@ -615,9 +615,10 @@ function M.rewind(arg)
     for t = last.turn, math.max(1, last.turn - 9), -1 do
       table.insert(turns, { turn = t, files = {} })
     end
-    -- Each turn's files (ollie/changes), the prompts of the history (ollie/context) and, from a tab without a
-    -- chat, which session that is (when its turns started is kept by session): asked at once.
-    local pending = #turns + (session and 1 or 2)
+    -- The prompts of the history (ollie/context), then the files of each turn its marks say changed some
+    -- (ollie/changes: a diff each), and, from a tab without a chat, which session that is (when its turns started is
+    -- kept by session).
+    local pending = session and 1 or 2
     local context_messages
     local function one_done()
       pending = pending - 1
@@ -635,12 +636,6 @@ function M.rewind(arg)
         end
       end)
     end
-    for _, item in ipairs(turns) do
-      requests.call("ollie/changes", { turn = item.turn }, function(res)
-        item.files, item.more = res.files or {}, type(res.more) == "number" and res.more or 0
-        one_done()
-      end, one_done)
-    end
     if not session then
       requests.call("ollie/state", {}, function(res)
         session = res.session
@@ -649,6 +644,22 @@ function M.rewind(arg)
     end
     require("ollie.history").read_context(session, function(_, res)
       context_messages = res and res.messages
+      local changed = {}
+      for _, m in ipairs(context_messages or {}) do
+        local mark = type(m) == "table" and m.turnChanges
+        if type(mark) == "table" and type(mark.turn) == "number" and (tonumber(mark.files) or 0) > 0 then
+          changed[mark.turn] = true
+        end
+      end
+      for _, item in ipairs(turns) do
+        if not res or changed[item.turn] then -- (no history read: each asked)
+          pending = pending + 1
+          requests.call("ollie/changes", { turn = item.turn }, function(r)
+            item.files, item.more = r.files or {}, type(r.more) == "number" and r.more or 0
+            one_done()
+          end, one_done)
+        end
+      end
       one_done()
     end)
   end)
