@@ -208,10 +208,11 @@ class TurnParams(SessionParams):
 @shape
 class ChangesParams(TurnParams):
     """ollie/changes: the changes of turn `turn` (default: the last); `ignored`: build output too; `path`: that file
-    alone."""
+    alone; `changed`: of the last turn up to `turn` that changed files."""
 
     ignored: bool = False
     path: Name | None = None
+    changed: bool = False
 
 
 @shape

@@ -396,7 +396,14 @@ def test_a_resumed_chat_shows_each_turn_s_changes_line_and_opens_its_changes(wor
     # A turn's end held during a redraw from the history: its line once, as the history has it.
     assert result["held_end_chat"].count("✎ ") == 2, result["held_end_chat"]
     # The last turn only talked: :OllieChanges shows turn 2's changes (it said "turn 3 changed no files" and no more).
-    assert result["talk_told"] == ["ollie: turn 3 changed no files; showing turn 2's changes"], result["talk_told"]
+    assert result["talk_told"] == ["ollie: turn 3 has no changes; showing turn 2's changes"], result["talk_told"]
+    # In one request (it asked turn 3's changes, then turn 2's: on a long talk, one a turn back to turn 1).
+    assert [p.get("turn", "last") for p in result["talk_asked"]] == ["last"], result["talk_asked"]
+    assert result["talk_asked"][0]["changed"] is True, result["talk_asked"]
+    # :OllieRewind's picker: the files of turns 1 and 2, read for those alone (the history marks them), not turn 3's.
+    assert [label.split(" · ")[0] + " — " + label.split(" — ")[-1] for label in result["rewind_labels"]] == [
+        "turn 3 — no file changes", "turn 2 — 1 file: code.py", "turn 1 — 2 files: a.txt, notes.txt"], result["rewind_labels"]
+    assert sorted(result["rewind_asked"], key=str) == [1, 2, "last"], result["rewind_asked"]
     assert result["talk_list"] == ["ollie: turn 2 changed 1 file   (<CR> diff · dU undo file · R refresh · q close)",
                                    "M  code.py  (+1 -1, 1 hunk)"], result["talk_list"]
 

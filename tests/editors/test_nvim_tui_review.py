@@ -249,3 +249,86 @@ def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_noth
     subprocess.run([_nvim(), "--headless", "--clean", "-c", f"silent! source {session}", "-c", "qa!"],
                    cwd=tmp_path / "ws", timeout=60, check=False, capture_output=True)
     assert not pwned.exists(), session.read_text()
+
+
+CALC = "def add(a, b):\n    return a - b\n"
+UTIL = "def double(x):\n    return x * 3\n"
+MINE = "# my unsaved note\n"
+ASKED = "what did you change?"
+
+
+def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
+    """A turn edits calc.py and util.py, both loaded, util.py with her unsaved line; the changes list undoes util.py's
+    edit, her line kept. After a turn undone whole and one that only talks, :OllieChanges shows turn 1's, saying turns
+    2 to 3 have none (it said "turn 3 changed no files", turn 2 unsaid). The talk rewound and asked again; Neovim
+    started again resumes the session (:OllieSessions), :OllieFork 1 goes on from turn 1, its changes reviewed."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]},
+                                                         {"tool": "file_edit", "args": ["util.py", "x * 3", "x * 2"]}]})),
+               Reply.text("Fixed add and double."),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["notes.md", "# notes\n",
+                                                                                        "# notes\n- add fixed\n"]}]})),
+               Reply.text("Noted."), Reply.text("I fixed add and double."),
+               Reply.text("I fixed add; double is as you left it."), Reply.text("Going on in the fork."))
+    ws = tmp_path / "ws"
+    files = {"calc.py": CALC, "util.py": UTIL, "notes.md": "# notes\n"}
+
+    def photo(tmux: Tmux, name: str, screen: str) -> None:
+        tmux.keep(name, screen)
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 740))
+
+    def changes(tmux: Tmux, heading: str, name: str) -> str:
+        tmux.keys("Escape", ":OllieChanges", "Enter")
+        screen = tmux.wait(lambda s: heading in s, heading)
+        photo(tmux, name, screen)
+        return screen
+
+    with start_nvim(tmp_path, srv.env(approval="auto"), files) as tmux:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":e util.py", "Enter", "G", "o")
+        tmux.keys(MINE.strip(), literal=True)
+        tmux.keys("Escape", ":b calc.py", "Enter", ":Ollie fix add and double", "Enter")
+        photo(tmux, "1-edited", tmux.wait(lambda s: "Fixed add and double." in s and "(end)" in s, "turn 1"))
+        assert (ws / "util.py").read_text() == UTIL.replace("x * 3", "x * 2") + MINE
+        changes(tmux, "turn 1 changed 2 files", "2-changes")
+        tmux.keys("j", "d", "U")  # util.py's line: undo the file
+        tmux.wait(lambda s: (ws / "util.py").read_text() == UTIL + MINE, "util.py undone, her line kept")
+        photo(tmux, "3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the list of calc.py alone"))
+        tmux.keys("q", ":b util.py", "Enter")
+        photo(tmux, "3-util-buffer", tmux.wait(lambda s: "return x * 3" in s and MINE.strip() in s, "util.py's buffer undone"))
+        tmux.keys(":b calc.py", "Enter")
+        send_in_chat(tmux, "note it in notes.md")
+        tmux.wait(lambda s: "Noted." in s, "turn 2")
+        changes(tmux, "turn 2 changed 1 file", "4-noted")
+        tmux.keys("d", "U")
+        tmux.wait(lambda s: "Undo all of turn 2's changes (notes.md, the only file it changed)?" in s, "the question")
+        tmux.keys("1", "Enter")
+        # The list drawn again once the daemon answered (the model told of the undo then: the next prompt has it).
+        tmux.wait(lambda s: "turn 2's changes are all undone" in s, "notes.md undone")
+        assert (ws / "notes.md").read_text() == "# notes\n"
+        tmux.keys("q")
+        send_in_chat(tmux, ASKED)
+        tmux.wait(lambda s: "I fixed add and double." in s, "turn 3")
+        shown = changes(tmux, "turn 1 changed 1 file", "5-last-changes")
+        assert "turns 2 to 3 have no changes; showing turn 1's changes" in tmux.wait(
+            lambda s: "have no changes" in s, "what it skipped"), shown
+        tmux.keys("q", ":OllieRewind 3", "Enter")
+        tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 3?" in s, "the confirmation")
+        tmux.keys("1", "Enter")
+        tmux.wait(lambda s: "rewound to before turn 3" in s and "I fixed add and double." not in s, "the rewind")
+        send_in_chat(tmux, ASKED)
+        photo(tmux, "6-redone", tmux.wait(lambda s: "double is as you left it" in s, "the turn asked again"))
+        quit_nvim(tmux, tmp_path)
+    with start_nvim(tmp_path, srv.env(approval="auto"), {n: (ws / n).read_text() for n in files}) as tmux:
+        resumed = resume(tmux, "fix add and double", "double is as you left it", "def add")
+        photo(tmux, "7-resumed", resumed)
+        # Turn 2 undone, as the live chat said (the note of it was in the rewound prompt alone: no line said it).
+        assert "its changes all undone since" in resumed, resumed
+        changes(tmux, "turn 1 changed 1 file", "8-resumed-changes")
+        tmux.keys("q", ":OllieFork 1", "Enter")
+        tmux.wait(lambda s: "(fork)" in s and "double is as you left it" not in s, "the fork of turn 1")
+        send_in_chat(tmux, "go on")
+        tmux.wait(lambda s: "Going on in the fork." in s, "the fork's turn")
+        changes(tmux, "turn 1 changed 1 file", "9-fork-changes")
+        assert "turn 2 has no changes; showing turn 1's changes" in tmux.wait(lambda s: "has no changes" in s, "the skip")

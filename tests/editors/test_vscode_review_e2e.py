@@ -57,3 +57,17 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
         ("turnchanges", "the step of 152 files shows its first 100 diffs and says 52 more files changed"),
         ("turnchanges", "a link to a file named with a newline and an override opens the real file"),
     )
+
+
+@pytest.mark.timeout(300)
+def test_a_days_review_in_real_vscode(run_e2e):
+    """A turn edits two open files (one dirty): reviewed, one undone, her line kept; after a turn undone whole and a talk,
+    Review Changes shows turn 1's in one request that diffs turn 1 alone (it asked turn by turn back, diffing the undone
+    turn too) and says turns 2 to 3 have none; a rewound talk asked again, the Rewind pick diffing no turn (it diffed
+    each, and sent its files' texts, to count them); the session resumed in a new window, turn 2 listed all undone and
+    turn 1 some, and forked from its first prompt."""
+    output = run_e2e("dayswork.mjs", total_ms=260000)
+    for step in ("a turn edited both open files", "Review Changes listed both files", "Undo took back util.py's edit alone",
+                 "the daemon diffing turn 1 alone", "the prompt asked again answered anew",
+                 "a new window resumed the session", "Fork from here went on from turn 1"):
+        assert step in output, f"{step!r} not said\n{output[-3000:]}"

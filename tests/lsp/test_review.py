@@ -236,6 +236,29 @@ async def test_a_turns_end_event_lists_its_files_from_the_one_diff_of_its_end(st
     assert [e["turn"] for e in logged if e["msg"] == "turn changes diffed"] == [1]
 
 
+async def test_a_rewind_tells_the_model_again_what_the_user_undid_before_the_turns_it_cut(shared_daemon, llm, tmp_path):
+    """She undoes b.txt's edit, talks on, then rewinds that talk and asks again: the prompt tells the model of the undo
+    again, and the history still marks turn 1 undone (the note was in the cut prompt alone: the model went on as if
+    b.txt held its edit, and a resumed chat drew turn 1 as if she had undone nothing)."""
+    llm.script(*edit_two_files(), Reply.text("hello"), Reply.text("hello again"), Reply.text("going on"))
+    daemon = await share(shared_daemon, llm, seeded(tmp_path))
+    await daemon.request("ollie/submit", {"text": "edit them"})
+    await daemon.request("ollie/review/undo", {"path": "b.txt"})
+    undid = "the user undid these changes of yours (turn 1): b.txt"
+    await daemon.request("ollie/submit", {"text": "say hello"})
+    assert undid in last_prompt(llm)
+    await daemon.request("ollie/rewind", {"turn": 2})
+    marks = [m["turnChanges"] for m in (await daemon.request("ollie/context", {}))["messages"] if "turnChanges" in m]
+    assert marks == [{"turn": 1, "files": 1, "undone": True}]
+    await daemon.request("ollie/submit", {"text": "say hello"})
+    assert undid in last_prompt(llm)
+    # A rewind undone puts the cut prompt back, the note in it: the next prompt does not tell it twice.
+    await daemon.request("ollie/rewind", {"turn": 2})
+    await daemon.request("ollie/rewind", {"undo": True})
+    await daemon.request("ollie/submit", {"text": "go on"})
+    assert undid not in last_prompt(llm)
+
+
 async def test_a_deleted_private_file_comes_back_with_its_own_mode(shared_daemon, llm, tmp_path):
     """A turn deletes her 0600 `.env` and her 0700 `deploy.sh`: undo brings the secret back 0600, `/rewind` the script
     back 0700, still executable (Bug: git keeps no such mode, so both came back 0644 or 0755, readable by anyone)."""

@@ -165,13 +165,13 @@ UNDID = "the user undid these changes of yours (turn {turn}): "
 _UNDID = re.compile(re.escape(UNDID).replace(re.escape("{turn}"), r"(\d+)"))
 
 
-def _undid(notes: str) -> Iterator[int]:
-    """The turns named by the undo notes that begin a prompt's `notes` (ollie's own come first, each one line): what
-    follows them (a hook's output, an MCP resource: the workspace's or a server's text) may quote one."""
+def undid(notes: str) -> Iterator[tuple[int, str]]:
+    """The undo notes that begin a prompt's `notes` (ollie's own come first, each one line), each with the turn it
+    names: what follows them (a hook's output, an MCP resource: the workspace's or a server's text) may quote one."""
     for note in notes.split("\n\n"):
         if (match := _UNDID.match(note)) is None:
             return
-        yield int(match[1])
+        yield int(match[1]), note
 
 
 def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *,
@@ -182,7 +182,7 @@ def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *
     UNDID words them) say the user undid since, then with none left too; a turn whose start compaction or /clear
     rewrote (-1) has none. Reads no workspace."""
     # A note in a turn's own prompt or before is of a turn of that number that a rewind cut.
-    said = [(at, turn) for at, note in notes for turn in _undid(note)]
+    said = [(at, turn) for at, note in notes for turn, _ in undid(note)]
     marks: dict[int, dict[str, int]] = {}
     for turn, (start, files) in enumerate(zip(turn_starts, changed, strict=False), 1):
         end = turn_starts[turn] if turn < len(turn_starts) else total

@@ -361,11 +361,24 @@ class Review:
         return self._logged_after(before, turn) or await self.checkpoints().snapshot()
 
     async def changes(self, turn: int | None = None, *, ignored: bool = False, bound: Bound | None = None,
-                      path: str | None = None, logged: Logged | None = None) -> TurnChanges:
+                      path: str | None = None, logged: Logged | None = None, changed: bool = False) -> TurnChanges:
         """The files turn `turn` (default: the last) changed, with their hunks, net of undos since; build output
         (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`; read up to
-        `bound` (the rest counted in `more`), or only `path`; `logged`: the turns' checkpoints, read before."""
+        `bound` (the rest counted in `more`), or only `path`; `logged`: the turns' checkpoints, read before;
+        `changed`: the last turn up to `turn` that changed files (`path`), turn 1's (none) when none did."""
         number = self._turn_number(turn)
+        if changed:
+            logged = logged or await self.logged()
+            counts = self._host.session.turn_changed
+            for earlier in range(number, 1, -1):
+                # A turn whose count (kept net of undos) is 0 changed no file: passed over without a diff, so a long
+                # talk costs no git run a turn. Build output is not counted, and the running turn's count is not yet.
+                if ignored or earlier == self._current or earlier > len(counts) or counts[earlier - 1]:
+                    found = await self._changes(earlier, await self._bounds(earlier, logged), ignored=ignored,
+                                                bound=bound, path=path)
+                    if found.changes:
+                        return found
+            number = 1
         return await self._changes(number, await self._bounds(number, logged), ignored=ignored, bound=bound,
                                    path=path)
 
@@ -529,8 +542,14 @@ class Review:
             buffers = await revert_buffers(self.editor_edits.since(number), documents, self._cwd())
         starts = session.turn_starts[:number - 1]
         self.editor_edits.forget_from(number)
+        from ollie.agent.history import undid  # (a rewind is rarer than a turn)
+
+        # What the user undid of the turns kept, which only the cut prompts told the model: told again with the next
+        # one (the model went on as if the files held its changes, and the history lost the turns' undone marks).
+        told = [note for m in session.messages[start:] if m.notes for turn, note in undid(m.notes) if turn < number]
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
+        session.review_notes[:0] = told
         await self._host.save_rewritten()
         return await self._rewound(number, restored.changes, len(session.messages), tuple(buffers))
 
@@ -546,6 +565,11 @@ class Review:
         session = self._host.session
         session.replace_messages(messages)
         session.turn_starts = starts
+        from ollie.agent.history import undid
+
+        # The undos the rewind was to tell again are in the prompts it puts back.
+        told = {note for m in messages if m.notes for _, note in undid(m.notes)}
+        session.review_notes = [note for note in session.review_notes if note not in told]
         await self._host.save_rewritten()
         await asyncio.to_thread(self._drop_rewind)
         return await self._rewound(turn, restored.changes, len(session.messages))

@@ -48,9 +48,28 @@ R.held_end_chat = H.chat.text()
 -- A last turn that only talks: :OllieChanges shows the last turn that changed files, and says so.
 vim.cmd("Ollie just talk")
 H.wait_chat("talked.*_%(end%)_")
+-- What it asks the daemon (ollie/changes, each a diff): once, not a turn at a time back.
+local requests = require("ollie.requests")
+local call, asked = requests.call, {}
+requests.call = function(method, params, ...)
+  if method == "ollie/changes" then asked[#asked + 1] = params end
+  return call(method, params, ...)
+end
 vim.cmd("OllieChanges")
 H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
+R.talk_asked = asked
 R.talk_list = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 R.talk_told = vim.tbl_map(function(n) return n.msg end, vim.tbl_filter(function(n)
-  return n.msg:find("changed no files", 1, true) ~= nil end, R.notifications))
+  return n.msg:find("no changes", 1, true) ~= nil end, R.notifications))
+
+-- :OllieRewind's picker names the files of the turns that changed some, asked for those alone (it asked the talk's).
+vim.cmd.close()
+asked = {}
+local seen = {}
+H.pick_id(nil, seen)
+vim.cmd("OllieRewind")
+H.wait(function() return seen.labels ~= nil end, "the rewind picker")
+requests.call = call
+R.rewind_labels = seen.labels
+R.rewind_asked = vim.tbl_map(function(p) return p.turn or "last" end, asked)
 H.finish()

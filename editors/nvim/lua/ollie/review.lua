@@ -104,16 +104,17 @@ function M.file_line(f)
   return string.format("%s  %s  (%s)", STATUS[f.status] or "?", vim.fn.strtrans(f.path), what)
 end
 
----Fetch a turn's changes (and the session's cwd) of `session` (default: the current tab's chat's), then `cb()`.
-local function fetch(turn, cb, session)
+---Fetch a turn's changes (and the session's cwd) of `session` (default: the current tab's chat's), then `cb(res)`;
+---`changed`: of the last turn up to it that changed files (`res.last`: the turn the daemon looked back from).
+local function fetch(turn, cb, session, changed)
   session = session or requests.session()
   requests.call("ollie/state", { session = session }, function(state)
-    requests.call("ollie/changes", { turn = turn, session = session }, function(res)
+    requests.call("ollie/changes", { turn = turn, session = session, changed = changed }, function(res)
       M.current.turn, M.current.files, M.current.cwd = res.turn ~= vim.NIL and res.turn or nil, res.files or {},
         state.cwd or vim.fn.getcwd()
       M.current.more = type(res.more) == "number" and res.more > 0 and res.more or 0
       M.current.session = session
-      cb()
+      cb(res)
     end)
   end)
 end
@@ -198,20 +199,21 @@ end
 ---@param turn integer|nil
 ---@param session string|nil
 function M.changes(turn, session)
-  local last -- the last turn, when it changed no files
-  local function show()
+  local function show(res)
     local c = M.current
-    if not turn and c.turn and #c.files == 0 and c.turn > 1 then
-      last = last or c.turn
-      return fetch(c.turn - 1, show, c.session)
+    -- The daemon looked back (one request, however many turns only talked): `last`, the turn it started from.
+    local last = type(res.last) == "number" and res.last or c.turn
+    -- "No changes", not "changed no files": a turn passed over may have had its changes undone.
+    local function none(from)
+      return (from == last and ("turn " .. last .. " has") or ("turns " .. from .. " to " .. last .. " have"))
+        .. " no changes"
     end
     if not c.turn or #c.files == 0 then
-      requests.notify(not c.turn and "no turn yet" or last and ("turns 1 to " .. last .. " changed no files")
-        or ("turn " .. c.turn .. " changed no files"))
+      requests.notify(not c.turn and "no turn yet" or none(turn or 1))
       return
     end
-    if last then
-      requests.notify(string.format("turn %d changed no files; showing turn %d's changes", last, c.turn))
+    if last ~= c.turn then
+      requests.notify(none(c.turn + 1) .. string.format("; showing turn %d's changes", c.turn))
     end
     local buf = list_buffer()
     render_list()
@@ -224,7 +226,7 @@ function M.changes(turn, session)
     end
     vim.api.nvim_win_set_cursor(0, { 2, 0 })
   end
-  fetch(turn, show, session)
+  fetch(turn, show, session, not turn or nil)
 end
 
 local function split_text(text)
@@ -613,9 +615,10 @@ function M.rewind(arg)
     for t = last.turn, math.max(1, last.turn - 9), -1 do
       table.insert(turns, { turn = t, files = {} })
     end
-    -- Each turn's files (ollie/changes), the prompts of the history (ollie/context) and, from a tab without a
-    -- chat, which session that is (when its turns started is kept by session): asked at once.
-    local pending = #turns + (session and 1 or 2)
+    -- The prompts of the history (ollie/context), then the files of each turn its marks say changed some
+    -- (ollie/changes: a diff each), and, from a tab without a chat, which session that is (when its turns started is
+    -- kept by session).
+    local pending = session and 1 or 2
     local context_messages
     local function one_done()
       pending = pending - 1
@@ -633,12 +636,6 @@ function M.rewind(arg)
         end
       end)
     end
-    for _, item in ipairs(turns) do
-      requests.call("ollie/changes", { turn = item.turn }, function(res)
-        item.files, item.more = res.files or {}, type(res.more) == "number" and res.more or 0
-        one_done()
-      end, one_done)
-    end
     if not session then
       requests.call("ollie/state", {}, function(res)
         session = res.session
@@ -647,6 +644,22 @@ function M.rewind(arg)
     end
     require("ollie.history").read_context(session, function(_, res)
       context_messages = res and res.messages
+      local changed = {}
+      for _, m in ipairs(context_messages or {}) do
+        local mark = type(m) == "table" and m.turnChanges
+        if type(mark) == "table" and type(mark.turn) == "number" and (tonumber(mark.files) or 0) > 0 then
+          changed[mark.turn] = true
+        end
+      end
+      for _, item in ipairs(turns) do
+        if not res or changed[item.turn] then -- (no history read: each asked)
+          pending = pending + 1
+          requests.call("ollie/changes", { turn = item.turn }, function(r)
+            item.files, item.more = r.files or {}, type(r.more) == "number" and r.more or 0
+            one_done()
+          end, one_done)
+        end
+      end
       one_done()
     end)
   end)

@@ -92,6 +92,8 @@ export type ChatItem =
       pending?: number;
       /** How many files the turn changed past `files` (its end event lists the first), until they are read whole. */
       more?: number;
+      /** Drawn from the history's mark: the user undid some of its files since (the list holds those left). */
+      undone?: boolean;
       message?: string;
       busy?: boolean;
     };

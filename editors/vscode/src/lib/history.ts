@@ -57,11 +57,13 @@ function messagesOf(raw: unknown): MessageLike[] {
   return Array.isArray(raw) ? raw.filter((m): m is MessageLike => typeof m === "object" && m !== null) : [];
 }
 
-// The turn `message` ends and how many files it changed, when it changed files.
-function changedTurn(message: MessageLike): { turn: number; files: number } | undefined {
+// The turn `message` ends and how many files it changed, when it changed files (0: all of them undone since, as the
+// live list said).
+function changedTurn(message: MessageLike): { turn: number; files: number; undone: boolean } | undefined {
   const marked = message.turnChanges;
   if (!isObject(marked) || !Number.isInteger(marked.turn) || !Number.isInteger(marked.files)) return undefined;
-  return (marked.files as number) > 0 ? { turn: marked.turn as number, files: marked.files as number } : undefined;
+  const undone = marked.undone === true;
+  return (marked.files as number) > 0 || undone ? { turn: marked.turn as number, files: marked.files as number, undone } : undefined;
 }
 
 function stringList(value: unknown): string[] | undefined {
@@ -159,7 +161,7 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
         break;
     }
     const changed = changedTurn(message);
-    if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files });
+    if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files, ...(changed.undone ? { undone: true } : {}) });
   });
   return model.items;
 }

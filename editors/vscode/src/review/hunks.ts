@@ -32,6 +32,8 @@ export interface TurnChanges {
   turn: number | null;
   files: FileChange[];
   more: number;
+  /** With `changed: true`: the turn the daemon looked back from to the last one that changed files. */
+  last?: number;
 }
 
 /** `ollie/review/undo` params. */
@@ -72,6 +74,7 @@ export function parseChanges(raw: unknown): TurnChanges {
         inEditor: f.inEditor === true,
       })),
     more: isObject(raw) ? count(raw.more) : 0,
+    ...(isObject(raw) && typeof raw.last === "number" ? { last: raw.last } : {}),
   };
 }
 

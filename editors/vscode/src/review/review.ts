@@ -83,17 +83,17 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
   /** `Ollie: Review Changes`: pick one of the last turn's changed files (or open the only one). */
   async reviewLastTurn(): Promise<void> {
     const session = this.host.currentSession();
-    const changesOf = async (turn?: number) => parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), ...(turn ? { turn } : {}) }));
-    let found = await changesOf();
-    const last = found.turn;
     // The last turn that changed files (a user asks what the agent changed: a last turn that only talked stopped at
-    // "turn 5 changed no files"), as Neovim's :OllieChanges does.
-    while (found.turn !== null && found.turn > 1 && found.files.length === 0) found = await changesOf(found.turn - 1);
-    if (found.turn === null || found.files.length === 0) {
-      void vscode.window.showInformationMessage(last === null ? "Ollie: no turn has run in this session yet." : last === 1 ? "Ollie: turn 1 changed no files." : `Ollie: turns 1 to ${last} changed no files.`);
+    // "turn 5 changed no files"), as Neovim's :OllieChanges does: one request, however many turns only talked.
+    const found = parseChanges(await this.host.request("ollie/changes", { ...(session ? { session } : {}), changed: true }));
+    const last = found.last ?? found.turn;
+    // "No changes", not "changed no files": a turn passed over may have had its changes undone.
+    const none = (from: number, to: number) => (from === to ? `turn ${to} has` : `turns ${from} to ${to} have`) + " no changes";
+    if (found.turn === null || last === null || found.files.length === 0) {
+      void vscode.window.showInformationMessage(last === null ? "Ollie: no turn has run in this session yet." : `Ollie: ${none(1, last)}.`);
       return;
     }
-    if (found.turn !== last) void vscode.window.showInformationMessage(`Ollie: turn ${last} changed no files; showing turn ${found.turn}'s changes.`);
+    if (found.turn !== last) void vscode.window.showInformationMessage(`Ollie: ${none(found.turn + 1, last)}; showing turn ${found.turn}'s changes.`);
     const items = found.files.map((f) => ({ label: shownLabel(f.path), description: `${f.status} · ${f.hunks.length} change${f.hunks.length === 1 ? "" : "s"}`, file: f }));
     const title = `Ollie: Review Changes (turn ${found.turn}${found.more ? `: its first ${items.length} files, ${found.more} more not listed` : ""})`;
     const picked = items.length === 1 && !found.more ? items[0] : await vscode.window.showQuickPick(items, { title, matchOnDescription: true });

@@ -5,7 +5,7 @@ import * as vscode from "vscode";
 import { ReviewHost } from "./review";
 import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
-import { namedBuildOutput, turnItems, userPrompts } from "./turns";
+import { changedCounts, namedBuildOutput, turnItems, userPrompts } from "./turns";
 
 // Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
 const MAX_TURNS = 30;
@@ -32,16 +32,10 @@ export async function rewind(
     return;
   }
   const count = last.turn;
-  const context = await readContext((params) => host.request("ollie/context", withSession(params))).catch(() => ({ messages: [] }));
-  const turns = Array.from({ length: Math.min(count, MAX_TURNS) }, (_, i) => count - i);
-  const files = new Map<number, number>();
-  await Promise.all(
-    turns.map(async (turn) => {
-      const changes = await host.request("ollie/changes", withSession({ turn })).then(parseChanges, () => undefined);
-      if (changes) files.set(turn, changes.files.length + changes.more);
-    }),
-  );
-  const items = turnItems(count, userPrompts(context.messages), files).slice(0, MAX_TURNS);
+  const context = await readContext((params) => host.request("ollie/context", withSession(params))).catch(() => undefined);
+  // Counted from the history's marks: no diff of each turn (and its files' texts sent) to draw the pick.
+  const files = context ? changedCounts(context.messages, count) : new Map<number, number>();
+  const items = turnItems(count, userPrompts(context?.messages), files).slice(0, MAX_TURNS);
   const picked = await vscode.window.showQuickPick(items, { title: "Ollie: Rewind to before which turn?", matchOnDescription: true });
   if (!picked) return;
   const answer = await vscode.window.showWarningMessage(

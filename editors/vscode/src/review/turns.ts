@@ -1,5 +1,6 @@
 // The pure half of `Ollie: Rewind`: the session's turns as pick items, newest first.
 
+import { isObject } from "../lib/json";
 import { splitEditorContext } from "../lib/promptContext";
 import { unlinked } from "../lib/notice";
 import { shownLabel, shownPath } from "../lib/steps";
@@ -16,6 +17,17 @@ function promptOf(message: unknown): string | undefined {
   const { role, content } = message as { role?: unknown; content?: unknown };
   if (role !== "user" || typeof content !== "string") return undefined;
   return splitEditorContext(content).prompt.trim();
+}
+
+/** How many files each of turns 1..`count` changed now, from the history's `turnChanges` marks (`ollie/context`
+ * messages; the chat's Changed files come from them too): a turn without one changed none. */
+export function changedCounts(messages: unknown, count: number): Map<number, number> {
+  const files = new Map(Array.from({ length: count }, (_, i) => [i + 1, 0]));
+  for (const message of Array.isArray(messages) ? messages : []) {
+    const mark = isObject(message) ? message.turnChanges : undefined;
+    if (isObject(mark) && typeof mark.turn === "number" && files.has(mark.turn) && Number.isInteger(mark.files)) files.set(mark.turn, mark.files as number);
+  }
+  return files;
 }
 
 /** The user prompts of a conversation (`ollie/context` messages), in order. */

@@ -295,7 +295,9 @@ function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "chang
   const open = item.files.filter((f) => !f.undone);
   // From the history's mark, its files still being read: their count, and no list yet.
   const more = item.more ?? 0;
-  const count = item.pending !== undefined ? `${item.pending}` : open.length + more ? `${open.length + more}` : "all undone";
+  const left = item.pending ? `${item.pending}` : open.length + more ? `${open.length + more}` : "";
+  // Resumed, the files undone are not listed: said, as the live list's struck-through rows said it.
+  const count = !left ? "all undone" : item.undone ? `${left}, some undone since` : left;
   head.append(icon("diff"), el("span", "changes-title", `Changed files (${count})`), el("span", "spacer"));
   // Not with files left unlisted: it would undo only those shown (an undo of one lists them all).
   if (open.length > 1 && !more) head.append(button("Undo all", "undo", { item: item.id }, "discard", "link-button"));

@@ -173,7 +173,7 @@ await withVSCode(
     // That turn only read: Review Changes shows the last turn that changed files, saying so (it stopped at "turn 2
     // changed no files").
     await runCommand(page, "Ollie: Review Changes");
-    await notification(page, "turn 2 changed no files; showing turn 1's changes");
+    await notification(page, "turn 2 has no changes; showing turn 1's changes");
     await page.locator(".tab.active", { hasText: "app.py (Ollie, turn 1" }).waitFor({ timeout: waitMs });
     await screenshot("review-last-changes");
     await clearNotifications(page);

@@ -34,15 +34,20 @@ test("each turn that changed files gets its Changed files under its last message
     { role: "user", content: "edit a" },
     { role: "assistant", content: "Edited a.", turnChanges: { turn: 1, files: 1 } },
     { role: "user", content: "edit b" },
-    { role: "assistant", content: "Edited b.", turnChanges: { turn: 2, files: 3 } },
+    // Some of its files undone since: said over those left (they were listed as if it had changed no more).
+    { role: "assistant", content: "Edited b.", turnChanges: { turn: 2, files: 3, undone: true } },
     { role: "user", content: "hi" },
     { role: "assistant", content: "Hello.", turnChanges: { turn: "4", files: 0 } },
+    { role: "user", content: "note it" },
+    // Its changes all undone since: listed so, as live (it was left out, as if the turn had changed nothing).
+    { role: "assistant", content: "Noted.", turnChanges: { turn: 5, files: 0, undone: true } },
   ];
   const items = historyItems(turns, "s1");
-  assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "changes", "user", "assistant", "changes", "user", "assistant"]);
+  assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "changes", "user", "assistant", "changes", "user", "assistant", "user", "assistant", "changes"]);
   const lists = items.filter((i) => i.kind === "changes");
   // Drawn from the marks alone: each turn's count, its files to be asked for (ChangesLists.fill).
-  assert.deepEqual(lists.map((i) => i.kind === "changes" && [i.session, i.turn, i.files, i.pending]), [["s1", 1, [], 1], ["s1", 2, [], 3]]);
+  assert.deepEqual(lists.map((i) => i.kind === "changes" && [i.session, i.turn, i.files, i.pending, i.undone]),
+    [["s1", 1, [], 1, undefined], ["s1", 2, [], 3, true], ["s1", 5, [], 0, true]]);
   assert.equal(historyItems(turns).some((i) => i.kind === "changes"), false, "no session: no list");
 });
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, staleReason, undoFailureMessage, undoParams } from "../../src/review/hunks";
-import { namedBuildOutput, turnItems, userPrompts } from "../../src/review/turns";
+import { changedCounts, namedBuildOutput, turnItems, userPrompts } from "../../src/review/turns";
 
 // Two hunks of one file, as `ollie/changes` lists them: line 2 replaced, and a line added after line 9.
 const changes = {
@@ -85,6 +85,10 @@ test("rewind offers turns newest first, labelled by their prompts when there is 
     { turn: 2, label: "Turn 2: Add tests", description: "changed no files" },
     { turn: 1, label: "Turn 1: Fix the bug", description: "changed 2 files" },
   ]);
+  // The counts, from the history's marks (a turn without one changed none; a mark of no such turn, or malformed, is none).
+  const marked = [{ role: "assistant", content: "done", turnChanges: { turn: 1, files: 2 } }, { turnChanges: { turn: 9, files: 1 } },
+    { turnChanges: { turn: 2, files: "3" } }, null];
+  assert.deepEqual([...changedCounts(marked, 2)], [[1, 2], [2, 0]]);
   const unlabelled = turnItems(3, ["only one"], new Map([[3, 1]]));
   assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3", "Turn 2", "Turn 1"]);
   assert.equal(unlabelled[0].description, "changed 1 file");
