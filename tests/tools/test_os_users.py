@@ -156,6 +156,18 @@ def test_her_file_in_a_dir_she_may_not_write_is_undone_and_rewound(shared):
     assert (vendor / "mine.py").stat().st_uid == user.pw_uid
 
 
+def test_a_fifo_in_a_dir_she_may_not_write_is_never_written_in_place(shared):
+    # The in-place write (no temporary file can go beside it) checks that what it opened is a regular file: a FIFO
+    # with a reader opens for writing. Without that check the truncate's EINVAL alone kept the bytes out.
+    user, vendor = os_user(ALICE), her_file_in_roots_dir(shared)
+    os.mkfifo(vendor / "pipe")
+    os.chown(vendor / "pipe", user.pw_uid, user.pw_gid)
+    code = ("import os\nfrom ollie import beneath\nreader = os.open('vendor/pipe', os.O_RDONLY | os.O_NONBLOCK)\n"
+            "try:\n    beneath.write_bytes_sync('.', 'vendor/pipe', b'planted')\nexcept PermissionError:\n"
+            "    print('refused', os.read(reader, 64))\n")
+    assert run_as(ALICE, code, env=env_of(ALICE, shared), cwd=vendor.parent) == "refused b''\n"
+
+
 def test_an_unreadable_path_entry_is_skipped(shared):
     # /root is 0700: as a normal user, every lookup under /root/bin fails with EACCES (it failed the turn).
     text = step_as(ALICE, shared, "echo still runs", PATH="/root/bin:/root/.venv/bin:/usr/local/bin:/usr/bin:/bin")
