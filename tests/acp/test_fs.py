@@ -49,6 +49,23 @@ async def test_an_edit_after_the_client_text_changed_is_refused(shared_agent, ll
     assert agent.client.writes == [] and (agent.workspace / "notes.txt").read_text() == "disk\n"
 
 
+async def test_what_the_user_types_while_an_edit_runs_is_not_written_over(shared_agent, llm) -> None:
+    # The client's text is read again just before the write: the check at the edit's start alone (the test above) let
+    # an edit whose step ran while the user typed write over what they typed (that check removed, no test failed).
+    llm.script(Reply.file_edit("notes.txt", "client", "mine"), Reply.text("refused"))
+    agent, sid, key = await open_notes(shared_agent, llm, "disk\n", "client\n")
+    texts = iter(["client\n"])  # what the edit reads; then the user types
+
+    class Typing(dict):  # type: ignore[type-arg]
+        def __getitem__(self, path: str) -> str:
+            return next(texts, "client\nthe user typed\n")
+
+    agent.client.files = Typing()
+    await agent.prompt(sid, "edit it")
+    assert "the file changed in the editor since you read it; read it again" in tool_result(llm)
+    assert agent.client.writes == [] and (agent.workspace / "notes.txt").read_text() == "disk\n"
+
+
 async def test_without_fs_the_tools_use_the_disk(shared_agent, llm) -> None:
     llm.script(read("notes.txt"), Reply.text("read"))
     agent, sid, _ = await open_notes(shared_agent, llm, "disk text\n", "client text\n", fs=False)

@@ -26,7 +26,7 @@ async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(share
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret").write_text(f"{SECRET}\n")
-    names = ["../outside/secret", str(outside / "secret"), "link/secret", "lf", "sub/../../outside/secret"]
+    names = ["../outside/secret", str(outside / "secret"), "link/secret", "lf", "sub/../../outside/secret", "fifo"]
     replies: list[Reply] = []
     for n, name in enumerate(names):
         replies += [call("file_read", name), Reply.text(f"r{n}")]
@@ -38,6 +38,7 @@ async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(share
     (ws / "link").symlink_to(outside)
     (ws / "lf").symlink_to(outside / "secret")
     (ws / "ok.txt").write_text("disk\n")
+    os.mkfifo(ws / "fifo")  # a step's: the client would wait for a writer for good (a FIFO passed, all but this)
     asked: list[str] = []
     client = agent.client
 
@@ -46,7 +47,7 @@ async def test_the_client_is_asked_only_about_plain_paths_beneath_the_root(share
 
         def __getitem__(self, path: str) -> str:
             asked.append(path)
-            return Path(path).read_text() if os.path.exists(path) else ""
+            return Path(path).read_text() if os.path.isfile(path) else ""
 
     client.files = EveryFile()
     client.permission_answers = ["allow_once"] * 10
@@ -161,6 +162,29 @@ async def test_a_client_that_never_answers_a_read_holds_up_no_step(start_agent, 
     tools = "\n".join(m["content"] for r in llm.chat_requests for m in r.body["messages"] if m["role"] == "tool")
     assert "1\tnotes = 1" in tools and "the editor did not answer a read within" in tools, tools
     assert agent.client.writes == [] and (ws / "notes.py").read_text() == "notes = 1\n"
+
+
+async def test_a_file_grown_past_the_read_cap_during_an_edit_is_not_read_by_the_client_again(shared_agent, llm) -> None:
+    # The edit's write asks the client for its text again first: a file grown past the cap since the edit read it (a
+    # log a server writes) is refused instead (that check removed, no test failed).
+    llm.script(Reply.file_edit("app.log", "start", "begin"), Reply.text("refused"))
+    agent = await shared_agent(fs=True)
+    log = agent.workspace / "app.log"
+    log.write_text("start\n")
+    asked: list[str] = []
+
+    class Growing(dict):  # type: ignore[type-arg]
+        def __getitem__(self, path: str) -> str:
+            asked.append(path)
+            with open(path, "r+b") as grown:  # sparse: past the cap once the edit has read it
+                grown.truncate(beneath.cap() + 1)
+            return "start\n"
+
+    agent.client.files = Growing()
+    agent.client.permission_answers = ["allow_once"] * 3
+    await agent.prompt(await agent.new(), "edit it")
+    assert asked == [os.path.realpath(log)] and agent.client.writes == [], (asked, agent.client.writes)
+    assert "app.log is now larger than" in llm.chat_requests[-1].body["messages"][-1]["content"]
 
 
 async def test_the_client_is_never_asked_to_read_a_file_larger_than_the_read_cap(shared_agent, llm) -> None:

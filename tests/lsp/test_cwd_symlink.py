@@ -255,6 +255,18 @@ async def test_a_new_session_is_never_started_in_a_link_a_step_planted(start_dae
     assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(ws / "real")
 
 
+async def test_a_new_session_is_never_started_in_a_link_of_the_workspace_folder_before_any_step(start_daemon, llm,
+                                                                                               tmp_path):
+    # No step of this daemon ran yet (an earlier daemon's step planted it, or the repository holds it): the workspace
+    # folder is guarded itself, not only where this daemon's steps may write (that guard removed, no test failed).
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    daemon = await started(start_daemon, llm)
+    (daemon.workspace / "sub").symlink_to(outside)
+    err = await rpc_error(daemon, "ollie/session/new", {"cwd": str(daemon.workspace / "sub")})
+    assert err.code == -32602 and "is a symlink inside" in err.message, err
+
+
 async def test_new_sessions_never_start_in_an_added_workspace_folder_that_is_a_planted_link(start_daemon, llm, tmp_path):
     # Red team 55: the first folder added (VS Code's "Add Folder to Workspace", a workspace file's folders) became new
     # sessions' cwd as named: a link a step planted in the workspace folder, and their steps wrote where it led.

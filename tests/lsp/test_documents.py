@@ -392,6 +392,19 @@ async def test_an_editors_text_read_through_a_link_a_step_made_is_never_taken_fo
     assert "PRIVATE KEY" not in seen and "     1\tdecoy" in seen, seen
 
 
+async def test_a_context_item_of_a_buffer_read_through_a_link_never_sends_its_text(start_daemon, llm):
+    """The same swap, then the user points at the buffer's lines as a prompt's context: its text (the key's) went with
+    the prompt where the check of the buffer's source was removed from context items, and no test failed."""
+    llm.script(Reply.text("seen"))
+    daemon = await start(start_daemon, llm.env())
+    editor, notes, key = notes_and_a_key(daemon, "notes.txt")
+    await daemon.request("ollie/state", {})
+    await read_through_a_link(daemon, editor, notes, key)
+    lines = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}
+    await daemon.request("ollie/submit", {"text": "what is this?", "context": {"uri": notes.as_uri(), "range": lines}})
+    assert "PRIVATE KEY" not in str(llm.chat_requests[-1].body)
+
+
 async def test_the_read_through_a_link_warning_says_a_hostile_file_name_escaped(start_daemon, llm):
     """A step names the file it swaps for a link: a newline and a bidi override in that name wrote a notice of their
     own under the daemon's ("ollie: all clear") and reordered the warning's words; the name is quoted, escaped."""

@@ -613,11 +613,13 @@ async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(sh
     new = await daemon.request("ollie/session/new", {"cwd": str(ws)})
     listed = (await daemon.request("ollie/mcp/list", {"session": new["session"]}))["servers"]
     assert [s["name"] for s in listed] == ["planted"] and listed[0]["state"] != "needs approval"
-    # A changed entry is a new server: asked again.
-    (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": test_server("hostile")}}))
-    other = await daemon.request("ollie/session/new", {"cwd": str(ws)})
-    (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
-    assert again["state"] == "needs approval"
+    # A changed entry is a new server: asked again, its args or only its env changed (PYTHONSTARTUP runs a file of the
+    # repository's: an approval that left the env out went unseen by every test).
+    for changed in (test_server("hostile"), {**test_server(), "env": {"PYTHONSTARTUP": "planted.py"}}):
+        (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": changed}}))
+        other = await daemon.request("ollie/session/new", {"cwd": str(ws)})
+        (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
+        assert again["state"] == "needs approval", changed
 
 
 async def test_a_vscode_mcp_json_naming_its_script_by_workspace_folder_starts_it(shared_daemon, llm, mcp_home, tmp_path):

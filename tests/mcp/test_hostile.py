@@ -18,6 +18,7 @@ from ollie.mcp.client import MAX_RESULT_BYTES
 from ollie.mcp.config import ServerSpec
 from ollie.mcp.host import McpHost
 from ollie.sandbox.spawn import fork_server
+from tests.procs import processes_with
 from tests.stalls import LoopTicks
 
 SERVER = Path(__file__).with_name("server.py")
@@ -357,6 +358,20 @@ async def test_a_server_silent_at_start_is_shown_failed_with_why(tmp_path: Path,
         assert (status["state"], status["error"]) == ("failed", "the server did not answer within 1s: waiting for a login")
     finally:
         await host.aclose()
+
+
+async def test_a_server_that_outlives_its_stdin_is_stopped_with_the_session(tmp_path: Path, ssh_home: Path) -> None:
+    # Killed as a group twice over (its transport's end, a cancelled wait for its exit): neither alone failed a test,
+    # and none ended a server that reads nothing more (the others end at their stdin's end).
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    host = McpHost(cwd=workspace, environ={"PATH": "/usr/bin:/bin"}, network_from="default")
+    deaf = "import runpy, sys, time; sys.argv[:2] = []; runpy.run_path(sys.argv[0], run_name='__main__'); time.sleep(600)"
+    args = ("-c", deaf, "-", str(SERVER), "hostile", str(workspace))  # the server, then no reader of its stdin
+    await host.add({"h": ServerSpec("h", command=sys.executable, args=args)}, wait=60)
+    assert host.status()[0]["state"] == "ready", host.status()
+    await host.aclose()
+    assert processes_with(str(workspace)) == []
 
 
 async def test_a_server_stopped_because_the_sandboxs_fork_server_died_is_told_so(tmp_path: Path, ssh_home: Path,

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from ollie.sandbox.forkserver import SHUTDOWN_WAIT_S
 from ollie.sandbox.spawn import fork_server
 from ollie.testing import Reply
 from ollie.tools.execute.server import ExecuteServer
@@ -144,7 +146,11 @@ async def test_closing_the_fork_server_ends_running_steps_and_their_escapees(ser
     await wait_for_processes(mark, 2)  # the escapee and the tool, running
     forkserver = fork_server().pid
     assert forkserver is not None
+    began = time.monotonic()
     await asyncio.to_thread(fork_server().close)  # what daemon shutdown (atexit) does
+    # The server stopped the supervisors and waited for their sweeps: not its bound on that wait, then PDEATHSIG
+    # (which also ends the step, only later: the daemon's exit waited SHUTDOWN_WAIT_S with a step running).
+    assert time.monotonic() - began < SHUTDOWN_WAIT_S, "the fork server never stopped its supervisors"
     assert processes_with(mark) == [], "a step outlived its fork server"
     assert pid_gone(forkserver)
     result = await asyncio.wait_for(call, 30)  # the step ends (killed), it does not hang

@@ -540,10 +540,14 @@ async def test_a_deny_pattern_wins_over_allow_and_is_never_asked(ws, counting) -
     assert (connections[0]["verdict"], connections[0]["how"]) == ("denied", "policy")
 
 
-async def test_an_unanswered_question_denies(ws, counting) -> None:
+@pytest.mark.parametrize("fails", ["unanswered", "the question fails"])
+async def test_an_unanswered_or_failed_question_denies(ws, counting, fails) -> None:
+    # A question that failed (the editor's request raised) denies: that it allowed went unseen by every test.
     never = asyncio.Event()
 
     async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        if fails != "unanswered":
+            raise ConnectionResetError("the editor went away")
         await never.wait()  # the user never answers
         return "once"
 

@@ -196,6 +196,19 @@ async def test_a_step_whose_spare_died_unanswered_with_the_fork_server_is_never_
     assert not marker.exists()
 
 
+async def test_a_step_in_a_lent_spare_ends_when_the_fork_server_is_sigkilled(ws, server):
+    # No sweep of the server's runs (killed): the spare's own death signal stops its step (PDEATHSIG, spare.py). A
+    # daemon's first step goes to a supervisor of its own (test_chaos_kills), so nothing else tried this path.
+    await ws.bash("true", ws.default_policy())
+    prepared = await idle_spares(server)
+    proc = await spawn_sandboxed(["sleep", "60"], policy=ws.default_policy(), cwd=ws.work, env=ws.env)
+    spare = next((spare for spare, tool in prepared.items() if tool == proc.pid), None)
+    assert spare is not None and server.pid is not None, (proc.pid, prepared)
+    os.kill(server.pid, signal.SIGKILL)
+    assert await asyncio.wait_for(proc.wait(), 20) == -signal.SIGKILL and proc.report.get("orphaned"), proc.report
+    assert process_gone(spare) and process_gone(proc.pid)
+
+
 async def test_a_step_without_a_pid_namespace_never_gets_a_prepared_process(ws, server, monkeypatch):
     await ws.bash("true", ws.default_policy())
     prepared = await idle_spares(server)

@@ -239,3 +239,36 @@ async def test_a_writable_path_that_was_no_directory_when_locked_is_never_a_link
         refused = str(exc)
     assert swapped and not (ws.outside / "note").exists()  # written through the link, outside the policy
     assert f"{ws.work}/shared leads to {ws.outside}" in refused
+
+
+async def test_an_editors_write_is_refused_while_a_step_may_write_past_the_wait_or_once_it_swapped_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The editor writes by the file's name, following a link: not while a step that may write it runs past the edit's
+    wait, nor once such a step swapped the file for a link and ended (the path is looked at again after the wait).
+    Neither refusal, removed, failed a test (the daemon's tests' steps ended early, and swapped nothing then)."""
+    from ollie.tools import documents
+
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(documents, "EDIT_WAIT_S", 0.2)
+    ws, outside = tmp_path / "ws", tmp_path / "bashrc"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("old\n")
+    written: list[Path] = []
+
+    async def write(target: Path) -> documents.ApplyResult:
+        written.append(target)
+        return documents.ApplyResult("applied")
+
+    release = await writers.hold(writers.places([ws]))  # a step's
+    refused = await documents.while_no_step_writes(ws, ws / "notes.txt", write)
+    assert (refused.status, written) == ("refused", []) and "still running after 0.2 s" in refused.reason, refused
+    monkeypatch.setattr(documents, "EDIT_WAIT_S", 30.0)
+    waiting = asyncio.ensure_future(documents.while_no_step_writes(ws, ws / "notes.txt", write))
+    await asyncio.wait([waiting], timeout=0.5)  # it looked at the path (a plain file) and waits for the step
+    assert not waiting.done()
+    (ws / "notes.txt").unlink()
+    (ws / "notes.txt").symlink_to(outside)
+    release()  # the step ends
+    async with asyncio.timeout(30):
+        refused = await waiting
+    assert (refused.status, written) == ("refused", []) and "became a symlink" in refused.reason, refused

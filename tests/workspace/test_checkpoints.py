@@ -280,3 +280,14 @@ async def test_a_checkpoint_with_edited_files_keeps_their_modes_in_one_index(pro
     assert [e[:4] for e in await cps.diff_entries(before, after)] == [
         ("gone.txt", "D", "100644", "000000"), ("new [1].py", "A", "000000", "100644"),
         ("run.sh", "M", "100755", "100755"), ("sub/a\nb.txt", "A", "000000", "100755")]
+
+
+async def test_a_rewind_to_an_option_is_refused_and_git_writes_nothing(project: Path, tmp_path: Path) -> None:
+    # The id goes to git: `--output=<path>` would write any file. The callers check it too (a rewind backup's), so with
+    # this check removed no test failed.
+    cps = Checkpoints(project)
+    await cps.snapshot()
+    written = tmp_path / "written"
+    with pytest.raises(WorkspaceError, match="is no checkpoint id"):
+        await cps.restore(f"--output={written}")
+    assert not written.exists()

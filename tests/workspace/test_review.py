@@ -116,6 +116,21 @@ async def test_undo_never_writes_through_a_symlinked_directory(project: Path, tm
     assert (outside / "app.py").read_text() == "agent\n"
 
 
+async def test_an_undo_of_a_link_a_step_made_a_file_is_refused_and_leaves_the_file(project: Path) -> None:
+    # The repository's `CLAUDE.md -> AGENTS.md`, replaced by a file: the undo wrote a file holding "AGENTS.md" (the
+    # link's target as text) where the refusal was removed, and no test failed. A rewind brings the link back.
+    (project / "AGENTS.md").write_text("use tabs\n")
+    (project / "CLAUDE.md").symlink_to("AGENTS.md")
+    cps = Checkpoints(project)
+    before = await cps.snapshot()
+    (project / "CLAUDE.md").unlink()
+    (project / "CLAUDE.md").write_text("mine\n")
+    [change] = await cps.changes(before)
+    with pytest.raises(WorkspaceError, match="a symlink change is undone by a rewind"):
+        await undo(project, "CLAUDE.md", None, change)
+    assert (project / "CLAUDE.md").read_text() == "mine\n" and not (project / "CLAUDE.md").is_symlink()
+
+
 async def test_rewind_restores_and_its_undo_restores_back(project: Path) -> None:
     cps = Checkpoints(project)
     turn = await cps.record_turn("s", 1, await cps.snapshot())

@@ -189,3 +189,17 @@ async def test_where_gits_memory_cannot_be_read_the_kernels_wait_still_says_fifo
     os.mkfifo(ws / ".gitignore")
     with pytest.raises(CheckpointUnavailable, match="holds a FIFO where git reads a file: "):
         await asyncio.wait_for(cps.snapshot(), 60)
+
+
+async def test_checkpoints_refuse_a_state_dir_inside_the_workspace(tmp_path: Path, monkeypatch) -> None:
+    # Tool code writes the workspace: it would plant config (a hook, `core.fsmonitor`) in ollie's own git. With the
+    # refusal removed, no test failed.
+    from ollie.workspace.checkpoints import Checkpoints
+    from ollie.workspace.errors import CheckpointUnavailable
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("OLLIE_STATE_DIR", str(ws / ".ollie"))
+    with pytest.raises(CheckpointUnavailable, match="is inside the workspace"):
+        await Checkpoints(ws).snapshot()
+    assert not (ws / ".ollie" / "checkpoints").exists()
