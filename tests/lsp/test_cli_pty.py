@@ -16,6 +16,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -264,7 +265,10 @@ def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
     with Terminal(["--cwd", str(tmp_path), "--model", "qwen2.5-coder:14b-instruct"], llm.env(), tmp_path) as term:
         at = term.wait_for(r"default> ")
         opening = term.text[:at].splitlines()[:-1]
-        assert opening[0] == "ollie — agent default, local/qwen2.5-coder:14b-instruct", opening
+        # The server as /model names it, by the host and port the user set (it said `local/`, a name nobody set).
+        served = f"qwen2.5-coder:14b-instruct served by {urlsplit(llm.url).netloc}"
+        assert opening[0] == f"ollie — agent default, {served}", opening
+        term.answer("/model", re.escape(f"model: {served.replace(' served', ' (served')})"), after=at)
         assert re.fullmatch(r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", opening[1]), opening
         assert max(map(len, opening)) <= 80, opening
         assert term.close() == 0

@@ -300,8 +300,9 @@ async def run_interactive(options: RunOptions) -> int:
 
 
 def _banner(core: TerminalCore) -> None:
-    # Two lines, each under 80 columns with a local model's name: one line wrapped its last words alone.
-    print(printable(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}\n"
+    # Two lines, each under 80 columns with a local model's name: one line wrapped its last words alone. The backend
+    # as /model and /backend name it: a local server by the host and port the user set ("local" named nothing set).
+    print(printable(f"ollie — agent {core.agent_name}, {core.model_name} served by {core.backend_said}\n"
                     f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
 
 
