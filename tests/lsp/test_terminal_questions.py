@@ -61,6 +61,24 @@ def test_a_no_with_words_after_it_is_a_rejection_with_that_feedback(llm, tmp_pat
     assert (tmp_path / "a.txt").read_text() == "three\n"
 
 
+def test_a_no_to_one_edit_of_a_batch_says_the_edits_allowed_before_it_did_not_run_either(llm, tmp_path):
+    # A call's steps run together or not at all: after "allowed: Edit a.txt" and a no to the next edit, neither ran, but
+    # the result said only that the rejected one did not (the model took the first edit for made, the user too).
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "b.txt").write_text("one\n")
+    edits = [{"tool": "file_edit", "args": [name, "one", "two"]} for name in ("a.txt", "b.txt")]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": edits})), Reply.text("left both"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
+        at = asked(term, "edit both", QUESTION)
+        at = term.answer("y", r"allowed: Edit a\.txt\n[\s\S]*ollie asks to: Edit b\.txt\nAllow\? ", after=at)
+        term.answer("n, leave b", r"left both", after=at)
+        assert "None of this call's 2 steps ran: a call runs whole or not at all." in term.text[at:], term.text[at:]
+        assert term.close() == 0
+    assert last_tool_result(llm) == ("rejected: the user did not allow 'Edit b.txt'; it was not run.\nNone of this "
+                                     "call's 2 steps ran: a call runs whole or not at all.\nThe user's feedback: leave b")
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text() == "one\n"
+
+
 def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
     (tmp_path / "a.txt").write_text("one\n")
     asking = edit("a.txt", "one", "two")
