@@ -24,7 +24,7 @@ from ollie.testing import Reply
 from tests.procs import new_mark, processes_with, wait_until
 
 from .conftest import child_env, noted_agent_env
-from .test_cli import run_ollie
+from .test_cli import free_port, run_ollie
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -33,8 +33,9 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class Terminal:
     """`ollie` with its stdin, stdout and stderr on one pty; what it printed so far, styles removed."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path, *, size: tuple[int, int] = (24, 80)) -> None:
         self.master, slave = pty.openpty()
+        self.resize(*size)  # before it starts: what it says first is fitted to it
         self.proc = subprocess.Popen([*OLLIE, *args], env=child_env({**env, "TERM": "xterm"}), cwd=cwd,
                                      stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
         self.slave_name = os.ttyname(slave)
@@ -272,6 +273,19 @@ def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
         assert re.fullmatch(r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", opening[1]), opening
         assert max(map(len, opening)) <= 80, opening
         assert term.close() == 0
+
+
+def test_a_start_up_problem_breaks_between_words_at_the_terminals_width(tmp_path):
+    # The backend not running, what a new user meets first: the terminal broke it where a row was full (`OLLI` /
+    # `E_OPENAI_URL`).
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    env = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": url, "OLLIE_OPENAI_KEY": "sk-unused"}
+    with Terminal(["--cwd", str(tmp_path)], env, tmp_path, size=(24, 50)) as term:
+        term.wait_for(r"\(now\s[^)]*\)\n")
+        assert term.proc.wait(timeout=30) == 2
+    assert max(map(len, term.text.splitlines())) <= 50, term.text
+    assert " ".join(term.text.split()) == (f"ollie: cannot reach the openai API at {url}: start the server there, or set "
+                                           f"OLLIE_OPENAI_URL to the API's URL (now {url})"), term.text
 
 
 def test_resume_tells_sessions_of_one_title_apart_within_80_columns(llm, tmp_path):
