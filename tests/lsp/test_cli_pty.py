@@ -288,6 +288,22 @@ def test_a_start_up_problem_breaks_between_words_at_the_terminals_width(tmp_path
                                            f"OLLIE_OPENAI_URL to the API's URL (now {url})"), term.text
 
 
+def test_an_arrow_key_typed_at_the_prompt_sends_nothing_and_says_why(llm, tmp_path):
+    # ↑ and Enter (to recall the last prompt, as a shell does) sent `\x1b[A` to the model as a prompt: a turn, tokens.
+    llm.script(Reply.text("one"), Reply.text("two"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("first prompt", r"one\n[\s\S]*default> ", after=term.wait_for(r"default> "))
+        said = term.answer("\x1b[A", r"again\)\ndefault> ", after=at)
+        assert " ".join(term.text[at:said].split()) == ("^[[A (not sent: the arrow keys neither recall nor edit lines at "
+                                                        "this prompt, they type codes (^[[A); type the line again) default>")
+        # ← to mend a word, Delete: the line said without their codes, to type again.
+        at = term.answer("fix teh\x1b[D\x1b[Dhe bug\x1b[3~", r"again,\s+without\s+them:\s+'fix\s+tehhe\s+bug'\)",
+                         after=said)
+        term.answer("second prompt", r"two\n", after=at)
+        assert term.close() == 0
+    assert [r.body["messages"][-1]["content"] for r in llm.chat_requests] == ["first prompt", "second prompt"]
+
+
 def test_resume_tells_sessions_of_one_title_apart_within_80_columns(llm, tmp_path):
     # Three sessions all called "fix the failing test": /resume showed the title and a time to the minute for each,
     # on lines of ~100 columns, and nothing else to tell them apart.

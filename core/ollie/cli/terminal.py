@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 import time
@@ -51,6 +52,8 @@ STEP_ANSWERS: dict[str, Outcome] = {
 LATE_ANSWERS = frozenset(STEP_ANSWERS)
 DIFF_LINES_MAX = 60
 DIFF_LINES_MIN = 8  # on a terminal too low for the question and its diff: some of the diff, the header at least
+# A cursor key's code in a typed line (↑, ←, Home, Delete...): the prompt has no line editing, the terminal types it.
+CURSOR_KEYS = re.compile(r"\x1b(?:\[[0-9;]*|O)[A-DFH~]")
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,11 @@ async def run_interactive(options: RunOptions) -> int:
                 print(fitted("(not run: these pasted lines start with ! and would all run as one shell script, outside "
                              "the sandbox; type a command on one line, or put words before the ! to send the text to "
                              "the model)", sys.stderr), file=sys.stderr)
+                continue
+            if CURSOR_KEYS.search(line):  # ↑ and Enter sent `\x1b[A` to the model as a prompt; ← edited nothing
+                rest = f", without them: {left!r}" if (left := CURSOR_KEYS.sub("", line).strip()) else ""
+                print(fitted(printable(f"(not sent: the arrow keys neither recall nor edit lines at this prompt, they "
+                                       f"type codes (^[[A); type the line again{rest})"), sys.stderr), file=sys.stderr)
                 continue
             if (arg := resume_arg(line)) is not None:
                 if (chosen := await pick(live.core, lines, arg, live.events.drained)) is not None:
