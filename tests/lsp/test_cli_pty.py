@@ -273,6 +273,14 @@ def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
         assert re.fullmatch(r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", opening[1]), opening
         assert max(map(len, opening)) <= 80, opening
         assert term.close() == 0
+    # A narrower one (a split pane) breaks it between words: the terminal broke `127.0.0.1:39` / `593`, `Ctrl` / `-D`.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, size=(24, 50)) as term:
+        at = term.wait_for(r"default> ")
+        narrow = term.text[:at].splitlines()[:-1]
+        assert max(map(len, narrow)) <= 50 and len(narrow) > 2, narrow
+        assert re.fullmatch(rf"ollie — agent default, scripted-model served by {re.escape(urlsplit(llm.url).netloc)} "
+                            r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", " ".join(narrow)), narrow
+        assert term.close() == 0
 
 
 def test_a_start_up_problem_breaks_between_words_at_the_terminals_width(tmp_path):

@@ -310,8 +310,8 @@ async def run_interactive(options: RunOptions) -> int:
 def _banner(core: TerminalCore) -> None:
     # Two lines, each under 80 columns with a local model's name: one line wrapped its last words alone. The backend
     # as /model and /backend name it: a local server by the host and port the user set ("local" named nothing set).
-    print(printable(f"ollie — agent {core.agent_name}, {core.model_name} served by {core.backend_said}\n"
-                    f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
+    print(fitted(printable(f"ollie — agent {core.agent_name}, {core.model_name} served by {core.backend_said}\n"
+                           f"session {core.session_id}. /help for commands, Ctrl-D to quit."), sys.stderr), file=sys.stderr)
 
 
 async def _switch(live: _Live, options: RunOptions, renderer: Renderer, lines: InputLines) -> None:
