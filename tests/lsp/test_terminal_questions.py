@@ -55,7 +55,7 @@ def test_a_no_with_words_after_it_is_a_rejection_with_that_feedback(llm, tmp_pat
         assert "The user's feedback: keep it without a comment" in last_tool_result(llm)
         at = term.answer("again", QUESTION, after=at)
         # A yes takes no words: the line says what does.
-        at = term.answer("y but add a comment", r"\(not an answer: [^\n]*, or n with words for the model\)", after=at)
+        at = term.answer("y but add a comment", r"\(not an answer: [^\n]*, or n with words for the\smodel\)", after=at)
         term.answer("y", r"done", after=at)
         assert term.close() == 0
     assert (tmp_path / "a.txt").read_text() == "three\n"
@@ -77,6 +77,24 @@ def test_a_no_to_one_edit_of_a_batch_says_the_edits_allowed_before_it_did_not_ru
     assert last_tool_result(llm) == ("rejected: the user did not allow 'Edit b.txt'; it was not run.\nNone of this "
                                      "call's 2 steps ran: a call runs whole or not at all.\nThe user's feedback: leave b")
     assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text() == "one\n"
+
+
+def test_a_question_breaks_between_words_on_a_narrow_terminal(llm, tmp_path):
+    # A split pane of 50 columns broke the question where a row was full: `[n]o, [f` / `]eedback: `, `n wit` / `h words`.
+    (tmp_path / "a.txt").write_text("one\n")
+    llm.script(edit("a.txt", "one", "two"), Reply.text("done"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path, size=(24, 50)) as term:
+        at = asked(term, "edit it", r"ollie asks to: Edit a\.txt\n")
+        asking = term.wait_for(r"\[f\]eedback: ", after=at)
+        end = term.answer("maybe", r"for the model\)\n[\s\S]*\[f\]eedback: ", after=asking)
+        said = term.text[at:end]
+        assert max(map(len, said.splitlines())) <= 50, said
+        assert " ".join(said.split()) == ("Allow? [y]es once, [a]lways (edit steps), [n]o, [f]eedback: maybe (not an answer: "
+                                          "maybe; type y, a, n or f, or n with words for the model) Allow? [y]es once, "
+                                          "[a]lways (edit steps), [n]o, [f]eedback:"), said
+        term.answer("y", r"done", after=end)
+        assert term.close() == 0
+    assert (tmp_path / "a.txt").read_text() == "two\n"
 
 
 def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
@@ -167,7 +185,7 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     try:
         at = asked(term, "fetch it", question)
         assert (f"Allow? [y]es once, for this [s]ession, [a]lways (connections to other.test:{server.port} in this "
-                "and later sessions), [n]o, [f]eedback: ") in term.text
+                "and later sessions), [n]o, [f]eedback:") in " ".join(term.text.split())
         at = term.answer("n, it must work offline", r"refused one", after=at)
         assert "status 403" in last_tool_result(llm) and not server.received
         # The words with the no reach the model (they were dropped: a network question took no feedback).
@@ -269,10 +287,10 @@ def test_a_workspace_servers_question_shows_under_what_came_before_it(llm, tmp_p
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": test_server(), "other": test_server()}}))
     llm.script(Reply.tool_calls(("mcp__planted__create_issue", {"title": "hi"})), Reply.text("filed it"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
-        at = asked(term, "file an issue", r"ollie asks to: start MCP server 'planted' of [^\n]*\nAllow\? [^\n]*\[n\]o: ")
+        at = asked(term, "file an issue", r"ollie asks to: start MCP server 'planted' of [^\n]*\nAllow\? [^:]*\[n\]o: ")
         assert term.text.count("warning: MCP server 'planted'") == 1, term.text
         assert term.text.index("warning: MCP server 'other'") < term.text.index("ollie asks to: start"), term.text
-        at = term.answer("y", r"ollie asks to: start MCP server 'other' [^\n]*\nAllow\? [^\n]*\[n\]o: ", after=at)
+        at = term.answer("y", r"ollie asks to: start MCP server 'other' [^\n]*\nAllow\? [^:]*\[n\]o: ", after=at)
         # The answer's line came before the next question, not after that question's prompt.
         assert re.search(r"\nallowed MCP server 'planted' [\s\S]*?for\s+this\s+session\nollie asks to: start MCP server 'other'",
                          term.text), term.text

@@ -388,9 +388,11 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
     feedback, session, always = ("reject_with_feedback" in offered, "allow_session" in offered,
                                  "allow_always" in offered)
     while True:
-        print(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
-              f"{f'[a]lways ({escaped(question.always_label())}), ' if always else ''}"
-              f"[n]o{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)
+        # Broken between words (a split pane broke `[f` / `]eedback`), its space after (one write: an answer typed at
+        # once is echoed after it).
+        print(fitted(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
+                     f"{f'[a]lways ({escaped(question.always_label())}), ' if always else ''}"
+                     f"[n]o{', [f]eedback' if feedback else ''}:", sys.stderr) + " ", end="", file=sys.stderr, flush=True)
         answer = await lines.answer(since, LATE_ANSWERS)
         if answer is None:
             return Answer("reject")
@@ -402,7 +404,7 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
             break
         keys = f"y, {'s, ' if session else ''}{'a, ' if always else ''}n{' or f' if feedback else ''}"
         told = ", or n with words for the model" if feedback else ""
-        print(f"(not an answer: {escaped(answer.strip())}; type {keys}{told})", file=sys.stderr)
+        print(fitted(f"(not an answer: {escaped(answer.strip())}; type {keys}{told})", sys.stderr), file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)
     since = lines.before_question()
