@@ -383,7 +383,7 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
         print(_diff_text(diff, color=renderer.color), file=sys.stderr)
     if question.diffs_more:
         print(question.diffs_more_text(), file=sys.stderr)
-    print(asked, end="", file=sys.stderr)
+    print(fitted(asked, sys.stderr), end="", file=sys.stderr)  # its code (indented) as it is, never broken
     offered = question.outcomes()
     feedback, session, always = ("reject_with_feedback" in offered, "allow_session" in offered,
                                  "allow_always" in offered)
