@@ -33,11 +33,14 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class Terminal:
     """`ollie` with its stdin, stdout and stderr on one pty; what it printed so far, styles removed."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path, *, size: tuple[int, int] = (24, 80)) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path, *, size: tuple[int, int] = (24, 80),
+                 ctty: bool = False) -> None:
         self.master, slave = pty.openpty()
         self.resize(*size)  # before it starts: what it says first is fitted to it
-        self.proc = subprocess.Popen([*OLLIE, *args], env=child_env({**env, "TERM": "xterm"}), cwd=cwd,
-                                     stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        # `ctty`: the pty is ollie's controlling terminal, a Ctrl-C typed on it (`\x03`) signals it as a user's does.
+        self.proc = subprocess.Popen([*(["setsid", "--ctty"] if ctty else []), *OLLIE, *args],
+                                     env=child_env({**env, "TERM": "xterm"}), cwd=cwd, stdin=slave, stdout=slave,
+                                     stderr=slave, start_new_session=not ctty)
         self.slave_name = os.ttyname(slave)
         os.close(slave)
         self.raw = ""
@@ -677,6 +680,19 @@ def test_a_prompt_half_typed_when_the_turn_ends_shows_after_the_prompt_sign(llm,
         at = term.wait_for(r"word by word\ndefault> and a ", after=at)
         term.answer("second", r"the second answer\n", after=at)
         assert "default> and a second\nthe second answer\n" in term.text, term.text
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "and a second"
+
+
+def test_ctrl_c_typed_during_a_turn_keeps_the_prompt_half_typed_then(llm, tmp_path):
+    # The terminal dropped what was typed without its Enter when its Ctrl-C stopped the turn (it flushes its input with
+    # the signal): a whole line typed meanwhile was kept, half of one lost.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, ctty=True) as term:
+        at = term.streaming("talk")
+        os.write(term.master, b"and a \x03")  # typed unseen, then Ctrl-C
+        at = term.wait_for(r"\nollie: interrupted\ndefault> and a ", after=at, timeout=30)
+        term.answer("second", r"back\n", after=at)
         assert term.close() == 0
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "and a second"
 

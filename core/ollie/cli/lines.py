@@ -198,14 +198,15 @@ def _end_echoing(loop: asyncio.AbstractEventLoop, signum: int) -> None:
 
 
 def _echo(on: bool) -> bool:
-    """Turn the terminal's echo of what is typed on or off (its line editing stays); whether stdin is a terminal."""
+    """Turn the terminal's echo of what is typed on or off (its line editing stays); whether stdin is a terminal.
+    Off (a turn runs), the Ctrl-C that stops it keeps what was typed without its Enter yet: the terminal dropped it."""
     import termios
 
     try:
         if not sys.stdin.isatty():
             return False
         attrs = termios.tcgetattr(sys.stdin.fileno())
-        attrs[3] = attrs[3] | termios.ECHO if on else attrs[3] & ~termios.ECHO
+        attrs[3] = (attrs[3] | termios.ECHO) & ~termios.NOFLSH if on else (attrs[3] & ~termios.ECHO) | termios.NOFLSH
         termios.tcsetattr(sys.stdin.fileno(), termios.TCSANOW, attrs)
     except (OSError, ValueError, termios.error):
         return False
