@@ -708,7 +708,7 @@ def test_a_prompt_typed_during_a_turn_ctrl_c_stopped_waits_for_an_enter(llm, tmp
         at = term.wait_for(r"interrupted\n\(not sent: 'then this', typed during the turn; Enter sends it, or type "
                            r"another\s+prompt\)\ndefault> $", after=at)
         assert len(llm.chat_requests) == 1, "nothing sent"
-        at = term.answer("", r"back\ndefault> ", after=at)  # a bare Enter sends it
+        at = term.answer("", r"^\n> then this\nback\ndefault> ", after=at)  # a bare Enter sends it, shown as sent
         assert llm.chat_requests[-1].body["messages"][-1]["content"] == "then this"
         term.answer("", r"^\ndefault> ", after=at)  # sent once: a bare Enter now is an empty line
         assert term.close() == 0

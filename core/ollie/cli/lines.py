@@ -62,7 +62,10 @@ class InputLines:
         self._ended = line is None
         if line is not None and read_at < prompted_at and sys.stdin.isatty():
             print(printable(line), file=sys.stderr, flush=True)
-        return held if held and line is not None and not line.strip() else line
+        if held and line is not None and not line.strip():  # what the bare Enter sent, shown as sent: the prompt is bare
+            print(printable(f"> {held}"), file=sys.stderr, flush=True)
+            return held
+        return line
 
     async def hold(self) -> str:
         """After a stop: the lines typed ahead, as one prompt the next `next` returns only for a bare Enter (who
