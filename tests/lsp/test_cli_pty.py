@@ -315,6 +315,21 @@ def test_an_arrow_key_typed_at_the_prompt_sends_nothing_and_says_why(llm, tmp_pa
     assert [r.body["messages"][-1]["content"] for r in llm.chat_requests] == ["first prompt", "second prompt"]
 
 
+def test_ctrl_c_at_resumes_question_stays_and_the_next_line_is_a_prompt(llm, tmp_path):
+    # Ctrl-C at `resume which?` showed the prompt again but the question still waited: the prompt typed next was taken
+    # for its answer ("no saved session has the id fix the tests") and never reached the model.
+    llm.script(Reply.text("noted"), Reply.text("on it"))
+    assert run_ollie(["-p", "remember 9", "--cwd", str(tmp_path)], env=llm.env()).returncode == 0
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("/resume", r"resume which\? \(number or id; Enter to stay\): ", after=term.wait_for(r"default> "))
+        term.proc.send_signal(signal.SIGINT)  # what the terminal sends ollie's process group on Ctrl-C
+        at = term.wait_for(r"\ndefault> ", after=at)
+        term.answer("fix the tests", r"on it\n", after=at)
+        assert "/resume:" not in term.text[at:] and "Ctrl-C again" not in term.text[at:], term.text[at:]
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "fix the tests"
+
+
 def test_resume_tells_sessions_of_one_title_apart_within_80_columns(llm, tmp_path):
     # Three sessions all called "fix the failing test": /resume showed the title and a time to the minute for each,
     # on lines of ~100 columns, and nothing else to tell them apart.

@@ -235,11 +235,15 @@ async def run_interactive(options: RunOptions) -> int:
         live.core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines, live.events.drained)
         last_idle_ctrl_c = 0.0
         busy = False  # a line's submit is under way: a turn, a `!cmd`, a command asking the user something
+        picking: asyncio.Future[str | None] | None = None  # /resume asking which session
 
         def on_sigint() -> None:
             nonlocal last_idle_ctrl_c
             if busy or live.core.is_running:
                 live.core.stop("Ctrl-C")  # as in run_once
+                return
+            if picking is not None:  # as Enter at its question, the session open stays (the next line was its answer)
+                picking.cancel()
                 return
             now = time.monotonic()
             if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
@@ -278,7 +282,17 @@ async def run_interactive(options: RunOptions) -> int:
                                        f"type codes (^[[A); type the line again{rest})"), sys.stderr), file=sys.stderr)
                 continue
             if (arg := resume_arg(line)) is not None:
-                if (chosen := await pick(live.core, lines, arg, live.events.drained)) is not None:
+                picking = asyncio.ensure_future(pick(live.core, lines, arg, live.events.drained))
+                try:
+                    chosen = await picking
+                except asyncio.CancelledError:
+                    if (this := asyncio.current_task()) is not None and this.cancelling():  # not a Ctrl-C's
+                        raise
+                    print(file=sys.stderr)  # after the ^C the terminal showed
+                    chosen = None
+                finally:
+                    picking = None
+                if chosen is not None:
                     await _switch(live, replace(options, session=chosen), renderer, lines)
                 continue
             try:
