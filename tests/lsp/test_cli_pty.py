@@ -324,8 +324,11 @@ def test_ctrl_c_at_resumes_question_stays_and_the_next_line_is_a_prompt(llm, tmp
         at = term.answer("/resume", r"resume which\? \(number or id; Enter to stay\): ", after=term.wait_for(r"default> "))
         term.proc.send_signal(signal.SIGINT)  # what the terminal sends ollie's process group on Ctrl-C
         at = term.wait_for(r"\ndefault> ", after=at)
-        term.answer("fix the tests", r"on it\n", after=at)
+        said = term.answer("fix the tests", r"on it\n", after=at)
         assert "/resume:" not in term.text[at:] and "Ctrl-C again" not in term.text[at:], term.text[at:]
+        # Why a session cannot be resumed, broken between words (`directory` / `'s`).
+        at = term.answer("/resume 1796000000000000000-abcdef", r"directory's\n", after=said)
+        assert max(map(len, term.text[said:at].splitlines())) <= 80, term.text[said:at]
         assert term.close() == 0
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "fix the tests"
 
