@@ -16,6 +16,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,7 +24,7 @@ from ollie.testing import Reply
 from tests.procs import new_mark, processes_with, wait_until
 
 from .conftest import child_env, noted_agent_env
-from .test_cli import run_ollie
+from .test_cli import free_port, run_ollie
 
 OLLIE = [sys.executable, "-m", "ollie.cli"]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -32,10 +33,14 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class Terminal:
     """`ollie` with its stdin, stdout and stderr on one pty; what it printed so far, styles removed."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path, *, size: tuple[int, int] = (24, 80),
+                 ctty: bool = False) -> None:
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen([*OLLIE, *args], env=child_env({**env, "TERM": "xterm"}), cwd=cwd,
-                                     stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        self.resize(*size)  # before it starts: what it says first is fitted to it
+        # `ctty`: the pty is ollie's controlling terminal, a Ctrl-C typed on it (`\x03`) signals it as a user's does.
+        self.proc = subprocess.Popen([*(["setsid", "--ctty"] if ctty else []), *OLLIE, *args],
+                                     env=child_env({**env, "TERM": "xterm"}), cwd=cwd, stdin=slave, stdout=slave,
+                                     stderr=slave, start_new_session=not ctty)
         self.slave_name = os.ttyname(slave)
         os.close(slave)
         self.raw = ""
@@ -264,10 +269,68 @@ def test_the_opening_fits_80_columns_with_a_local_models_name(llm, tmp_path):
     with Terminal(["--cwd", str(tmp_path), "--model", "qwen2.5-coder:14b-instruct"], llm.env(), tmp_path) as term:
         at = term.wait_for(r"default> ")
         opening = term.text[:at].splitlines()[:-1]
-        assert opening[0] == "ollie — agent default, local/qwen2.5-coder:14b-instruct", opening
+        # The server as /model names it, by the host and port the user set (it said `local/`, a name nobody set).
+        served = f"qwen2.5-coder:14b-instruct served by {urlsplit(llm.url).netloc}"
+        assert opening[0] == f"ollie — agent default, {served}", opening
+        term.answer("/model", re.escape(f"model: {served.replace(' served', ' (served')})"), after=at)
         assert re.fullmatch(r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", opening[1]), opening
         assert max(map(len, opening)) <= 80, opening
         assert term.close() == 0
+    # A narrower one (a split pane) breaks it between words: the terminal broke `127.0.0.1:39` / `593`, `Ctrl` / `-D`.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, size=(24, 50)) as term:
+        at = term.wait_for(r"default> ")
+        narrow = term.text[:at].splitlines()[:-1]
+        assert max(map(len, narrow)) <= 50 and len(narrow) > 2, narrow
+        assert re.fullmatch(rf"ollie — agent default, scripted-model served by {re.escape(urlsplit(llm.url).netloc)} "
+                            r"session \d+-[0-9a-f]{6}\. /help for commands, Ctrl-D to quit\.", " ".join(narrow)), narrow
+        assert term.close() == 0
+
+
+def test_a_start_up_problem_breaks_between_words_at_the_terminals_width(tmp_path):
+    # The backend not running, what a new user meets first: the terminal broke it where a row was full (`OLLI` /
+    # `E_OPENAI_URL`).
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    env = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": url, "OLLIE_OPENAI_KEY": "sk-unused"}
+    with Terminal(["--cwd", str(tmp_path)], env, tmp_path, size=(24, 50)) as term:
+        term.wait_for(r"\(now\s[^)]*\)\n")
+        assert term.proc.wait(timeout=30) == 2
+    assert max(map(len, term.text.splitlines())) <= 50, term.text
+    assert " ".join(term.text.split()) == (f"ollie: cannot reach the openai API at {url}: start the server there, or set "
+                                           f"OLLIE_OPENAI_URL to the API's URL (now {url})"), term.text
+
+
+def test_an_arrow_key_typed_at_the_prompt_sends_nothing_and_says_why(llm, tmp_path):
+    # ↑ and Enter (to recall the last prompt, as a shell does) sent `\x1b[A` to the model as a prompt: a turn, tokens.
+    llm.script(Reply.text("one"), Reply.text("two"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("first prompt", r"one\n[\s\S]*default> ", after=term.wait_for(r"default> "))
+        said = term.answer("\x1b[A", r"again\)\ndefault> ", after=at)
+        assert " ".join(term.text[at:said].split()) == ("^[[A (not sent: the arrow keys neither recall nor edit lines at "
+                                                        "this prompt, they type codes (^[[A); type the line again) default>")
+        # ← to mend a word, Delete: the line said without their codes, to type again.
+        at = term.answer("fix teh\x1b[D\x1b[Dhe bug\x1b[3~", r"again,\s+without\s+them:\s+'fix\s+tehhe\s+bug'\)",
+                         after=said)
+        term.answer("second prompt", r"two\n", after=at)
+        assert term.close() == 0
+    assert [r.body["messages"][-1]["content"] for r in llm.chat_requests] == ["first prompt", "second prompt"]
+
+
+def test_ctrl_c_at_resumes_question_stays_and_the_next_line_is_a_prompt(llm, tmp_path):
+    # Ctrl-C at `resume which?` showed the prompt again but the question still waited: the prompt typed next was taken
+    # for its answer ("no saved session has the id fix the tests") and never reached the model.
+    llm.script(Reply.text("noted"), Reply.text("on it"))
+    assert run_ollie(["-p", "remember 9", "--cwd", str(tmp_path)], env=llm.env()).returncode == 0
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("/resume", r"resume which\? \(number or id; Enter to stay\): ", after=term.wait_for(r"default> "))
+        term.proc.send_signal(signal.SIGINT)  # what the terminal sends ollie's process group on Ctrl-C
+        at = term.wait_for(r"\ndefault> ", after=at)
+        said = term.answer("fix the tests", r"on it\n", after=at)
+        assert "/resume:" not in term.text[at:] and "Ctrl-C again" not in term.text[at:], term.text[at:]
+        # Why a session cannot be resumed, broken between words (`directory` / `'s`).
+        at = term.answer("/resume 1796000000000000000-abcdef", r"directory's\n", after=said)
+        assert max(map(len, term.text[said:at].splitlines())) <= 80, term.text[said:at]
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "fix the tests"
 
 
 def test_resume_tells_sessions_of_one_title_apart_within_80_columns(llm, tmp_path):
@@ -651,6 +714,19 @@ def test_ctrl_d_typed_right_after_a_prompt_ends_the_terminal_after_its_turn(llm,
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "go"
 
 
+def test_ctrl_c_typed_during_a_turn_keeps_the_prompt_half_typed_then(llm, tmp_path):
+    # The terminal dropped what was typed without its Enter when its Ctrl-C stopped the turn (it flushes its input with
+    # the signal): a whole line typed meanwhile was kept, half of one lost.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, ctty=True) as term:
+        at = term.streaming("talk")
+        os.write(term.master, b"and a \x03")  # typed unseen, then Ctrl-C
+        at = term.wait_for(r"\nollie: interrupted\ndefault> and a ", after=at, timeout=30)
+        term.answer("second", r"back\n", after=at)
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "and a second"
+
+
 def test_a_prompt_typed_during_a_turn_ctrl_c_stopped_waits_for_an_enter(llm, tmp_path):
     # Ctrl-C to decide again, and the prompt typed meanwhile ran at once.
     llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05), Reply.text("back"))
@@ -662,7 +738,7 @@ def test_a_prompt_typed_during_a_turn_ctrl_c_stopped_waits_for_an_enter(llm, tmp
         at = term.wait_for(r"interrupted\n\(not sent: 'then this', typed during the turn; Enter sends it, or type "
                            r"another\s+prompt\)\ndefault> $", after=at)
         assert len(llm.chat_requests) == 1, "nothing sent"
-        at = term.answer("", r"back\ndefault> ", after=at)  # a bare Enter sends it
+        at = term.answer("", r"^\n> then this\nback\ndefault> ", after=at)  # a bare Enter sends it, shown as sent
         assert llm.chat_requests[-1].body["messages"][-1]["content"] == "then this"
         term.answer("", r"^\ndefault> ", after=at)  # sent once: a bare Enter now is an empty line
         assert term.close() == 0

@@ -790,7 +790,7 @@ def test_the_terminal_asks_about_a_workspace_server(llm, _private_dirs, tmp_path
     llm.script(Reply.tool_calls(("mcp__planted__add", {"a": 20, "b": 22})), Reply.text("it is 42"))
     with Terminal(["--cwd", str(ws)], llm.env(), ws) as term:
         at = term.wait_for(r"default> ")
-        at = term.answer("add", r"ollie asks to: start MCP server 'planted' of .*\nAllow\? .*: ", after=at)
+        at = term.answer("add", r"ollie asks to: start MCP server 'planted' of\s[\s\S]*?\nAllow\? [^:]*: ", after=at)
         assert str(SERVER) in term.text and "[f]eedback" not in term.text
         term.answer("y", r"it is 42", after=at)
         assert term.close() == 0

@@ -55,10 +55,53 @@ def test_a_no_with_words_after_it_is_a_rejection_with_that_feedback(llm, tmp_pat
         assert "The user's feedback: keep it without a comment" in last_tool_result(llm)
         at = term.answer("again", QUESTION, after=at)
         # A yes takes no words: the line says what does.
-        at = term.answer("y but add a comment", r"\(not an answer: [^\n]*, or n with words for the model\)", after=at)
+        at = term.answer("y but add a comment", r"\(not an answer: [^\n]*, or n with words for the\smodel\)", after=at)
         term.answer("y", r"done", after=at)
         assert term.close() == 0
     assert (tmp_path / "a.txt").read_text() == "three\n"
+
+
+def test_a_no_to_one_edit_of_a_batch_says_the_edits_allowed_before_it_did_not_run_either(llm, tmp_path):
+    # A call's steps run together or not at all: after "allowed: Edit a.txt" and a no to the next edit, neither ran, but
+    # the result said only that the rejected one did not (the model took the first edit for made, the user too).
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "b.txt").write_text("one\n")
+    edits = [{"tool": "file_edit", "args": [name, "one", "two"]} for name in ("a.txt", "b.txt")]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": edits})), Reply.text("left both"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
+        at = asked(term, "edit both", QUESTION)
+        at = term.answer("y", r"allowed: Edit a\.txt\n[\s\S]*ollie asks to: Edit b\.txt\nAllow\? ", after=at)
+        term.answer("n, leave b", r"left both", after=at)
+        assert "None of this call's 2 steps ran: a call runs whole or not at all." in term.text[at:], term.text[at:]
+        assert term.close() == 0
+    assert last_tool_result(llm) == ("rejected: the user did not allow 'Edit b.txt'; it was not run.\nNone of this "
+                                     "call's 2 steps ran: a call runs whole or not at all.\nThe user's feedback: leave b")
+    assert (tmp_path / "a.txt").read_text() == (tmp_path / "b.txt").read_text() == "one\n"
+
+
+def test_a_question_breaks_between_words_on_a_narrow_terminal(llm, tmp_path):
+    # A split pane of 50 columns broke the question where a row was full: `[n]o, [f` / `]eedback: `, `n wit` / `h words`.
+    (tmp_path / "a.txt").write_text("one\n")
+    code = "touch made && echo these words are the program, kept whole on one line"
+    llm.script(edit("a.txt", "one", "two"), Reply.text("done"), run(code), Reply.text("ran"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path, size=(24, 50)) as term:
+        at = asked(term, "edit it", r"ollie asks to: Edit a\.txt\n")
+        asking = term.wait_for(r"\[f\]eedback: ", after=at)
+        end = term.answer("maybe", r"for the model\)\n[\s\S]*\[f\]eedback: ", after=asking)
+        said = term.text[at:end]
+        assert max(map(len, said.splitlines())) <= 50, said
+        assert " ".join(said.split()) == ("Allow? [y]es once, [a]lways (edit steps), [n]o, [f]eedback: maybe (not an answer: "
+                                          "maybe; type y, a, n or f, or n with words for the model) Allow? [y]es once, "
+                                          "[a]lways (edit steps), [n]o, [f]eedback:"), said
+        at = term.answer("y", r"done\n[\s\S]*default> ", after=end)
+        # A command's title too (`echo thes` / `e words`); the program itself stays whole, on its line.
+        end = term.answer("run it", r"\[f\]eedback: ", after=at)
+        said = term.text[at:end]
+        assert f"\n    {code}\n" in said and max(len(line) for line in said.splitlines() if code not in line) <= 50, said
+        assert " ".join(said.split()).startswith(f"run it ollie asks to: Run `{code[:59]}…`"), said  # (a title is cut)
+        term.answer("y", r"ran", after=end)
+        assert term.close() == 0
+    assert (tmp_path / "a.txt").read_text() == "two\n"
 
 
 def test_input_typed_before_a_question_never_answers_it(llm, tmp_path):
@@ -145,11 +188,11 @@ def test_the_terminal_asks_about_a_host_outside_the_allow_list(llm, tmp_path):
     # `auto`: the step runs unasked; its connection to a host the policy does not list is still asked.
     env = {**llm.env(approval="auto"), **nethosts.env({"other.test": "127.0.0.1"})}
     term = Terminal(["--cwd", str(tmp_path)], env, tmp_path)
-    question = rf"ollie asks to: connect to other\.test:{server.port} \(network; step: Run `curl -s[^\n]*\nAllow\? "
+    question = rf"ollie asks to: connect to other\.test:{server.port} \(network; step: Run `curl -s[\s\S]*?\nAllow\? "
     try:
         at = asked(term, "fetch it", question)
         assert (f"Allow? [y]es once, for this [s]ession, [a]lways (connections to other.test:{server.port} in this "
-                "and later sessions), [n]o, [f]eedback: ") in term.text
+                "and later sessions), [n]o, [f]eedback:") in " ".join(term.text.split())
         at = term.answer("n, it must work offline", r"refused one", after=at)
         assert "status 403" in last_tool_result(llm) and not server.received
         # The words with the no reach the model (they were dropped: a network question took no feedback).
@@ -251,10 +294,10 @@ def test_a_workspace_servers_question_shows_under_what_came_before_it(llm, tmp_p
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"planted": test_server(), "other": test_server()}}))
     llm.script(Reply.tool_calls(("mcp__planted__create_issue", {"title": "hi"})), Reply.text("filed it"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(approval=""), tmp_path) as term:
-        at = asked(term, "file an issue", r"ollie asks to: start MCP server 'planted' of [^\n]*\nAllow\? [^\n]*\[n\]o: ")
+        at = asked(term, "file an issue", r"ollie asks to: start MCP server 'planted' of\s[\s\S]*?\nAllow\? [^:]*\[n\]o: ")
         assert term.text.count("warning: MCP server 'planted'") == 1, term.text
         assert term.text.index("warning: MCP server 'other'") < term.text.index("ollie asks to: start"), term.text
-        at = term.answer("y", r"ollie asks to: start MCP server 'other' [^\n]*\nAllow\? [^\n]*\[n\]o: ", after=at)
+        at = term.answer("y", r"ollie asks to: start MCP server 'other'\s[\s\S]*?\nAllow\? [^:]*\[n\]o: ", after=at)
         # The answer's line came before the next question, not after that question's prompt.
         assert re.search(r"\nallowed MCP server 'planted' [\s\S]*?for\s+this\s+session\nollie asks to: start MCP server 'other'",
                          term.text), term.text

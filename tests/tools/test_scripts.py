@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -121,6 +125,32 @@ async def test_file_read_refuses_paths_outside_the_policy(ws: Workspace, server:
     # Elevated, the same read works: the refusal came from the policy, not from the file.
     elevated = await server.call("call_tool", {"calls": [{"tool": "file_read", "args": [str(secret)], "elevated": True}]})
     assert stdout_of(elevated) == "     1\tsecret"
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace to stop the tool midway")
+def test_file_read_of_a_log_growing_as_it_is_read_counts_what_is_left_of_it_now(tmp_path: Path) -> None:
+    # The bytes not read were counted from the size when the file was opened: "-68,157,426 of its 14 bytes not read".
+    # strace stops the tool (the real script) at its seek back to the start, after its first look; the log grows by
+    # 70 MiB (a sparse extension), then the tool reads on.
+    log = tmp_path / "app.log"
+    log.write_text("one\ntwo\nthree\n")
+    traced = subprocess.Popen(["strace", "-qq", "-P", str(log), "-e", "trace=lseek", "-e",
+                               "inject=lseek:signal=SIGSTOP:when=2", sys.executable, "-I",
+                               str(paths.bundled("tools") / "file_read"), "app.log", "--limit=1"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        assert traced.stderr and any("stopped by SIGSTOP" in line for line in traced.stderr), "never stopped"
+        os.truncate(log, 70 << 20)
+        os.killpg(traced.pid, signal.SIGCONT)
+        out, _ = traced.communicate(timeout=60)
+    finally:
+        traced.kill()
+    first, last = out.rstrip("\n").split("\n")
+    said = re.fullmatch(r"\[lines 1-1; the file goes on \(([\d,]+) of its ([\d,]+) bytes not read\); "
+                        r"continue with --offset=2\]", last)
+    assert first == "     1\tone" and said, out
+    assert 0 < int(said[1].replace(",", "")) < int(said[2].replace(",", "")) == 70 << 20, last
 
 
 # -- file_write --

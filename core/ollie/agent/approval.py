@@ -255,7 +255,7 @@ class ApprovalGate:
             return None
         judge = partial(self._asked_plans, mode, call_id, tool, args, steps)
         # A batch of 2,000 edits is judged in a thread: on the loop it held every session's for a second.
-        plans = judge() if steps is not None and len(steps) <= OFF_LOOP_STEPS else await asyncio.to_thread(judge)
+        plans, count = judge() if steps is not None and len(steps) <= OFF_LOOP_STEPS else await asyncio.to_thread(judge)
         asks = mode != "read-only" and self.approver is not None and bool(plans)
         if asks and self.write_refusal is not None and (why := await self.write_refusal(tool, args)) is not None:
             # No answer could let it write: the user is not bothered, nor led to think it happened.
@@ -265,7 +265,7 @@ class ApprovalGate:
         outside: list[str] = []
         previews: dict[str, Diff | None] = {}  # asked one by one before any runs: each edits what those before leave
         for plan in plans:
-            refusal = await self._decide(mode, plan, outside, previews)
+            refusal = await self._decide(mode, plan, outside, previews, count)
             if refusal is not None:
                 return refusal
         if outside:
@@ -276,7 +276,8 @@ class ApprovalGate:
         """What the user allowed `call_id` to run outside the sandbox in its step's question (each part once)."""
         return self._outside.pop(call_id, [])
 
-    async def _decide(self, mode: str, plan: _Plan, outside: list[str], previews: dict[str, Diff | None]) -> str | None:
+    async def _decide(self, mode: str, plan: _Plan, outside: list[str], previews: dict[str, Diff | None],
+                      steps: int) -> str | None:
         q = plan.question
         if mode == "read-only":
             return (f"refused: this session is in read-only mode, so {q.title!r} was not run. Do not change "
@@ -296,7 +297,11 @@ class ApprovalGate:
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             # The code is shown once: as what runs outside, when that is all of it.
             q = attrs.evolve(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
-        answer, refusal = await self._asked(q)
+        # A no to one step: those allowed before it do not run either (the user saw "allowed: Edit a.py"), nor is the
+        # model to take them for done (a batch asked as one says so in its title).
+        whole = steps > 1 and not plan.parts
+        answer, refusal = await self._asked(q, f"\nNone of this call's {steps} steps ran: a call runs whole or not at "
+                                               "all." if whole else "")
         if answer.outcome == "allow_always":
             for rule in self._rules(plan):
                 self._remember(rule)
@@ -315,9 +320,9 @@ class ApprovalGate:
         """Whether the user allowed `question` (no step's: an agent switch) in time; False when nobody can answer."""
         return (await self._asked(question))[1] is None
 
-    async def _asked(self, q: StepQuestion) -> tuple[Answer, str | None]:
+    async def _asked(self, q: StepQuestion, also: str = "") -> tuple[Answer, str | None]:
         """The user's answer to `q` (one it did not offer is a no) and None when it allows the step, else the text
-        the model gets; each answer told to `on_ask`."""
+        the model gets (`also` after its first line when the user said no); each answer told to `on_ask`."""
         if self.approver is None:
             self.unapproved.append((q, ""))
             return Answer("reject"), NOBODY
@@ -331,7 +336,7 @@ class ApprovalGate:
                             f"(${QUESTION_TIMEOUT_ENV}); it was not run.")
         if answer.outcome in ("allow_once", "allow_always"):
             return answer, None
-        text = f"rejected: the user did not allow {q.title!r}; it was not run."
+        text = f"rejected: the user did not allow {q.title!r}; it was not run.{also}"
         if answer.outcome == "reject_with_feedback" and answer.feedback.strip():
             text += f"\nThe user's feedback: {answer.feedback.strip()}"
         return answer, text
@@ -401,11 +406,11 @@ class ApprovalGate:
         return [f"command:{plan.question.prefix}"] if plan.question.prefix else []
 
     def _asked_plans(self, mode: str, call_id: str, tool: str, args: dict[str, Any],
-                     steps: Sequence[ToolStep] | None) -> list[_Plan]:
-        """The call's steps that `mode` puts to the user (or refuses), each with its question."""
+                     steps: Sequence[ToolStep] | None) -> tuple[list[_Plan], int]:
+        """The call's steps that `mode` puts to the user (or refuses), each with its question; how many steps it has."""
         if steps is None:
             steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
-        return [plan for plan in self._plans(call_id, tool, args, steps) if self._needs_asking(mode, plan)]
+        return [plan for plan in self._plans(call_id, tool, args, steps) if self._needs_asking(mode, plan)], len(steps)
 
     def _together(self, plans: list[_Plan]) -> _Plan:
         """One question for a batch's steps that ask, answered for all of them (a person approves the model's call,

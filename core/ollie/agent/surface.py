@@ -153,7 +153,7 @@ class TerminalCore(FrontEndCore, Protocol):
     """What the terminal (`ollie`) uses of a session."""
 
     @property
-    def backend_name(self) -> str: ...
+    def backend_said(self) -> str: ...
     @property
     def is_running(self) -> bool: ...
     @property
@@ -184,6 +184,8 @@ class DaemonCore(AcpCore, TerminalCore, SessionControls, Protocol):
 
     on_kill: Callable[[], Awaitable[None]] | None
 
+    @property
+    def backend_name(self) -> str: ...
     @property
     def state(self) -> str: ...
     @property

@@ -85,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_acp(["--agent", args.agent or "default", *(["--backend", args.backend] if args.backend else []),
                         *(["--model", args.model] if args.model else [])])
     if args.command == "store":  # after other options (`ollie --cwd x store`): its own options go first
-        print("ollie: `store` takes its own options: `ollie store status|migrate|import|share` (see "
-              "`ollie store --help`)", file=sys.stderr)
+        _say("`store` takes its own options: `ollie store status|migrate|import|share` (see `ollie store --help`)")
         return 2
     if args.command == "doctor":
         from ollie.cli.doctor import doctor
@@ -99,14 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             piped = piped_text()
         except PipedError as exc:
-            print(f"ollie: {exc}", file=sys.stderr)
+            _say(str(exc))
             return 2
         if not (args.prompt.strip() or piped.strip()):
-            print("ollie: -p needs a prompt: `ollie -p TEXT`, or pipe one in (`echo TEXT | ollie -p`)",
-                  file=sys.stderr)
+            _say("-p needs a prompt: `ollie -p TEXT`, or pipe one in (`echo TEXT | ollie -p`)")
             return 2
     if not args.cwd.is_dir():
-        print(f"ollie: --cwd {args.cwd} is not a directory", file=sys.stderr)
+        _say(f"--cwd {args.cwd} is not a directory")
         return 2
     from ollie.log import start_logging
     from ollie.startup import raise_fd_limit
@@ -115,8 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     raise_fd_limit()  # its steps' proxied connections are this process's descriptors
     if args.continue_latest:
         if args.session:
-            print("ollie: --continue resumes this directory's newest session; --session names one: give one of them",
-                  file=sys.stderr)
+            _say("--continue resumes this directory's newest session; --session names one: give one of them")
             return 2
         args.session = _latest_here(args.cwd)
         if args.session is None:
@@ -124,22 +121,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.session:
         problem = _session_problem(args.session)
         if problem:
-            print(f"ollie: {problem}", file=sys.stderr)
+            _say(problem)
             return 1
     if not args.no_preflight:
         from ollie.cli.preflight import backend_problem
 
         problem = backend_problem(args.backend, model=args.model)
         if problem:
-            print(f"ollie: {problem}", file=sys.stderr)
+            _say(problem)
             return 2
     from ollie.backend.registry import url_note
     from ollie.backend.settings import env_file_note
 
     if note := env_file_note():  # a misspelt OLLIE_MODLE: the turn would go on with the default model, unsaid
-        print(f"ollie: {note.strip(' ()')}", file=sys.stderr)
+        _say(note.strip(" ()"))
     if note := url_note(args.backend):  # OLLAMA_HOST: the turn would go to another server, unsaid
-        print(f"ollie: {note}", file=sys.stderr)
+        _say(note)
     import asyncio
 
     from ollie.cli.terminal import RunOptions, run_interactive, run_once
@@ -156,15 +153,22 @@ def main(argv: list[str] | None = None) -> int:
             end_process(asyncio.run(run_once(options, args.prompt, piped)))
         end_process(asyncio.run(run_interactive(options)))
     except LiveElsewhereError as exc:  # another window or terminal runs the session: resuming it here would lose turns
-        print(f"ollie: {exc}", file=sys.stderr)
+        _say(str(exc))
         return EXIT_LIVE_ELSEWHERE
     except OllieError as exc:
         from ollie.cli.sanitize import printable
 
-        print(printable(f"ollie: {exc}"), file=sys.stderr)  # an engine error may quote the model or a tool
+        _say(printable(str(exc)))  # an engine error may quote the model or a tool
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _say(text: str) -> None:
+    """`ollie: <text>` on stderr, broken between words on a terminal (a full row broke `OLLI` / `E_OPENAI_URL`)."""
+    from ollie.cli.render import fitted
+
+    print(fitted(f"ollie: {text}", sys.stderr), file=sys.stderr)
 
 
 def _run_subcommand(command: str, argv: list[str]) -> int:
@@ -221,10 +225,10 @@ def _latest_here(cwd: Path) -> str | None:
     try:
         found = latest_session(cwd)
     except OllieError as exc:  # the store cannot be read (OLLIE_STORE down)
-        print(printable(f"ollie: cannot list the saved sessions: {exc}"), file=sys.stderr)
+        _say(printable(f"cannot list the saved sessions: {exc}"))
         return None
     if found is None:
-        print(printable(f"ollie: no saved session was started in {cwd.resolve()}; `ollie` starts one"), file=sys.stderr)
+        _say(printable(f"no saved session was started in {cwd.resolve()}; `ollie` starts one"))
     return found
 
 

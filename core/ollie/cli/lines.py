@@ -67,7 +67,10 @@ class InputLines:
         self._ended = line is None
         if line is not None and read_at < prompted_at and sys.stdin.isatty():
             print(printable(line), file=sys.stderr, flush=True)
-        return held if held and line is not None and not line.strip() else line
+        if held and line is not None and not line.strip():  # what the bare Enter sent, shown as sent: the prompt is bare
+            print(printable(f"> {held}"), file=sys.stderr, flush=True)
+            return held
+        return line
 
     async def hold(self) -> str:
         """After a stop: the lines typed ahead, as one prompt the next `next` returns only for a bare Enter (who
@@ -262,7 +265,8 @@ def _set_modes(modes: Modes | None) -> bool:
 
 
 def _echo(on: bool) -> bool:
-    """Turn the terminal's echo of what is typed on or off (its line editing stays); whether stdin is a terminal."""
+    """Turn the terminal's echo of what is typed on or off (its line editing stays); whether stdin is a terminal.
+    Off (a turn runs), the Ctrl-C that stops it keeps what was typed without its Enter yet: the terminal dropped it."""
     import termios
 
     with _MODES:
@@ -270,7 +274,7 @@ def _echo(on: bool) -> bool:
             return False
         lflag = modes[3]
         assert isinstance(lflag, int)
-        modes[3] = lflag | termios.ECHO if on else lflag & ~termios.ECHO
+        modes[3] = (lflag | termios.ECHO) & ~termios.NOFLSH if on else (lflag & ~termios.ECHO) | termios.NOFLSH
         return _set_modes(modes)
 
 

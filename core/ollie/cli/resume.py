@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from ollie import paths
-from ollie.cli.render import Renderer, image_lines
+from ollie.cli.render import Renderer, fitted, image_lines
 from ollie.cli.sanitize import printable
 
 # How many of a resumed session's turns are shown again.
@@ -84,7 +84,7 @@ def recorded(session_id: str) -> tuple[str, str] | None:
 
 
 def _no(why: str) -> None:
-    print(printable(f"ollie: /resume: {why}"), file=sys.stderr)
+    print(fitted(printable(f"ollie: /resume: {why}"), sys.stderr), file=sys.stderr)
 
 
 def show_history(core: TerminalCore, renderer: Renderer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import sys
 import time
@@ -51,6 +52,8 @@ STEP_ANSWERS: dict[str, Outcome] = {
 LATE_ANSWERS = frozenset(STEP_ANSWERS)
 DIFF_LINES_MAX = 60
 DIFF_LINES_MIN = 8  # on a terminal too low for the question and its diff: some of the diff, the header at least
+# A cursor key's code in a typed line (↑, ←, Home, Delete...): the prompt has no line editing, the terminal types it.
+CURSOR_KEYS = re.compile(r"\x1b(?:\[[0-9;]*|O)[A-DFH~]")
 
 
 @dataclass(frozen=True)
@@ -232,11 +235,15 @@ async def run_interactive(options: RunOptions) -> int:
         live.core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines, live.events.drained)
         last_idle_ctrl_c = 0.0
         busy = False  # a line's submit is under way: a turn, a `!cmd`, a command asking the user something
+        picking: asyncio.Future[str | None] | None = None  # /resume asking which session
 
         def on_sigint() -> None:
             nonlocal last_idle_ctrl_c
             if busy or live.core.is_running:
                 live.core.stop("Ctrl-C")  # as in run_once
+                return
+            if picking is not None:  # as Enter at its question, the session open stays (the next line was its answer)
+                picking.cancel()
                 return
             now = time.monotonic()
             if now - last_idle_ctrl_c < DOUBLE_CTRL_C_S:
@@ -269,8 +276,23 @@ async def run_interactive(options: RunOptions) -> int:
                              "the sandbox; type a command on one line, or put words before the ! to send the text to "
                              "the model)", sys.stderr), file=sys.stderr)
                 continue
+            if CURSOR_KEYS.search(line):  # ↑ and Enter sent `\x1b[A` to the model as a prompt; ← edited nothing
+                rest = f", without them: {left!r}" if (left := CURSOR_KEYS.sub("", line).strip()) else ""
+                print(fitted(printable(f"(not sent: the arrow keys neither recall nor edit lines at this prompt, they "
+                                       f"type codes (^[[A); type the line again{rest})"), sys.stderr), file=sys.stderr)
+                continue
             if (arg := resume_arg(line)) is not None:
-                if (chosen := await pick(live.core, lines, arg, live.events.drained)) is not None:
+                picking = asyncio.ensure_future(pick(live.core, lines, arg, live.events.drained))
+                try:
+                    chosen = await picking
+                except asyncio.CancelledError:
+                    if (this := asyncio.current_task()) is not None and this.cancelling():  # not a Ctrl-C's
+                        raise
+                    print(file=sys.stderr)  # after the ^C the terminal showed
+                    chosen = None
+                finally:
+                    picking = None
+                if chosen is not None:
                     await _switch(live, replace(options, session=chosen), renderer, lines)
                 continue
             try:
@@ -300,9 +322,10 @@ async def run_interactive(options: RunOptions) -> int:
 
 
 def _banner(core: TerminalCore) -> None:
-    # Two lines, each under 80 columns with a local model's name: one line wrapped its last words alone.
-    print(printable(f"ollie — agent {core.agent_name}, {core.backend_name}/{core.model_name}\n"
-                    f"session {core.session_id}. /help for commands, Ctrl-D to quit."), file=sys.stderr)
+    # Two lines, each under 80 columns with a local model's name: one line wrapped its last words alone. The backend
+    # as /model and /backend name it: a local server by the host and port the user set ("local" named nothing set).
+    print(fitted(printable(f"ollie — agent {core.agent_name}, {core.model_name} served by {core.backend_said}\n"
+                           f"session {core.session_id}. /help for commands, Ctrl-D to quit."), sys.stderr), file=sys.stderr)
 
 
 async def _switch(live: _Live, options: RunOptions, renderer: Renderer, lines: InputLines) -> None:
@@ -374,14 +397,16 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
         print(_diff_text(diff, color=renderer.color), file=sys.stderr)
     if question.diffs_more:
         print(question.diffs_more_text(), file=sys.stderr)
-    print(asked, end="", file=sys.stderr)
+    print(fitted(asked, sys.stderr), end="", file=sys.stderr)  # its code (indented) as it is, never broken
     offered = question.outcomes()
     feedback, session, always = ("reject_with_feedback" in offered, "allow_session" in offered,
                                  "allow_always" in offered)
     while True:
-        print(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
-              f"{f'[a]lways ({escaped(question.always_label())}), ' if always else ''}"
-              f"[n]o{', [f]eedback' if feedback else ''}: ", end="", file=sys.stderr, flush=True)
+        # Broken between words (a split pane broke `[f` / `]eedback`), its space after (one write: an answer typed at
+        # once is echoed after it).
+        print(fitted(f"Allow? [y]es once, {'for this [s]ession, ' if session else ''}"
+                     f"{f'[a]lways ({escaped(question.always_label())}), ' if always else ''}"
+                     f"[n]o{', [f]eedback' if feedback else ''}:", sys.stderr) + " ", end="", file=sys.stderr, flush=True)
         answer = await lines.answer(since, LATE_ANSWERS)
         if answer is None:
             return Answer("reject")
@@ -393,7 +418,7 @@ async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQues
             break
         keys = f"y, {'s, ' if session else ''}{'a, ' if always else ''}n{' or f' if feedback else ''}"
         told = ", or n with words for the model" if feedback else ""
-        print(f"(not an answer: {escaped(answer.strip())}; type {keys}{told})", file=sys.stderr)
+        print(fitted(f"(not an answer: {escaped(answer.strip())}; type {keys}{told})", sys.stderr), file=sys.stderr)
     if choice != "reject_with_feedback":
         return Answer(choice)
     since = lines.before_question()
