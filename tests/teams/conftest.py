@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import urllib.parse
@@ -124,14 +125,14 @@ class Daemon:
         return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), timeout)
 
 
-@pytest_asyncio.fixture
-async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await start_daemon("a", env)` starts a daemon with HOME tmp/a (its workspace tmp/a/ws); all are
-    shut down after."""
+@contextlib.asynccontextmanager
+async def team_daemons(base: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start("a", env)` starts a daemon with HOME base/a (its workspace base/a/ws); all are shut
+    down when the block ends."""
     started: list[Daemon] = []
 
     async def start(name: str, env: dict[str, str], init_options: Any = None) -> Daemon:
-        home = tmp_path / name
+        home = base / name
         workspace = home / "ws"
         workspace.mkdir(parents=True, exist_ok=True)
 
@@ -164,6 +165,14 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         except Exception:  # noqa: BLE001 - a daemon a test killed or that already exited
             pass
         await daemon.client.stop()
+
+
+@pytest_asyncio.fixture
+async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start_daemon("a", env)` starts a daemon with HOME tmp/a (its workspace tmp/a/ws); all are
+    shut down after."""
+    async with team_daemons(tmp_path) as start:
+        yield start
 
 
 def store_at_version(store_url: str, monkeypatch: pytest.MonkeyPatch, version: int, *rows: str) -> None:
