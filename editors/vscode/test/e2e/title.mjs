@@ -22,10 +22,10 @@
 // Then (scenario retry, in a chat of its own): a reply that breaks off with a server error after its first words, then
 // comes whole on the retry, shows once: the retry's note, then the answer, without the words of the attempt that
 // failed (they stayed above the note, "Half an", as if the model had said them).
-// Then (scenario compacted, in a chat of its own): a session compacted (/compact) and then resumed (the window
-// reloaded) starts with the agent's notes of the turns compaction replaced. The chat says the conversation was
-// compacted, and shows the user's turns (the notes showed as her prompt: "[ollie: the agent's own notes ..." and the
-// task state's JSON).
+// Then (scenario compacted, in a chat of its own): a session compacted (/compact) and then resumed (its daemon killed,
+// the chat read back from disk by the one the extension restarts, as a window reload does) starts with the agent's
+// notes of the turns compaction replaced. The chat says the conversation was compacted, and shows the user's turns
+// (the notes showed as her prompt: "[ollie: the agent's own notes ..." and the task state's JSON).
 // Last (scenario settingsscope, in a chat of its own): the window's repository, a clone, has a `.vscode/settings.json`
 // choosing neither the model (billed to the user's key: a dearer one), the agent nor the daemon command. The chat's model
 // stays the user's; and when the repository changes those values (a pull, a branch switch), the daemon is not restarted:
@@ -36,7 +36,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFocused, chatFrame, dragSideBar, fillInput, log, ollieOutput, openChat, ownPids, reloadChat, runCommand, scenario, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { chatFocused, chatFrame, daemonPids, dragSideBar, fillInput, log, ollieOutput, openChat, ownPids, runCommand, scenario, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
 // compacted's task state, the answer its /compact asks the model for.
@@ -331,7 +331,11 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await chat.locator(".item.assistant", { hasText: "The first answer." }).waitFor({ timeout: waitMs });
     await send(chat, "/compact");
     await chat.locator(".item.notice", { hasText: "compacted:" }).waitFor({ timeout: waitMs });
-    chat = await reloadChat(page);
+    // Resumed: read back from disk by the daemon the extension restarts once this one, its turn over, is killed (as a
+    // window reload does, without one: ~4 CPU-s).
+    await waitForStatus(page, /Ollie: idle/);
+    for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
+    await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
     await chat.locator(".item.assistant", { hasText: "The first answer." }).waitFor({ timeout: waitMs });
     const notice = chat.locator(".item.notice", { hasText: "Earlier conversation compacted" });
     await notice.waitFor({ timeout: waitMs });
