@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 import urllib.parse
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
+from ollie.testing import ScriptedLLMServer
 from tests.acp.conftest import start_agent  # noqa: F401  (the fixture: `ollie acp` on a store)
 from tests.lsp.conftest import client_converter
 from tests.teams.pgserver import shared_server
@@ -27,6 +28,21 @@ from tests.teams.pgserver import shared_server
 def pg_server():
     """One real PostgreSQL server for the whole run (stopped at exit)."""
     return shared_server()
+
+
+@pytest.fixture(scope="module")
+def _team_llm() -> Iterator[ScriptedLLMServer]:
+    """The scripted server of a module's team: daemons or agents started once for the module's tests."""
+    with ScriptedLLMServer("openai") as llm:
+        yield llm
+
+
+@pytest.fixture
+def team_llm(_team_llm: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
+    """The module team's server, with this test's requests alone; its script must be used up by the test's end."""
+    _team_llm.reset()
+    yield _team_llm
+    _team_llm.assert_done()
 
 
 @pytest.fixture

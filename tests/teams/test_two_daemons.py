@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import LiteralString
 
@@ -14,7 +14,7 @@ import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
 from ollie.sessions.pg.log import read_rounds
-from ollie.testing import Reply, ScriptedLLMServer
+from ollie.testing import Reply
 from tests.teams.conftest import share_with_backend, team_daemons
 
 # A test of the module's `team`: it runs in the module's event loop, where the team's daemons' clients live.
@@ -31,25 +31,19 @@ def _bob_env(llm, store_url: str) -> dict[str, str]:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def _team(pg_server, tmp_path_factory) -> AsyncIterator[SimpleNamespace]:
-    """One store, scripted server and pair of daemons (alice's laptop, bob's) for the module's tests of a session alice
-    shares and bob resumes, forks or lists, each test in sessions of its own (starting the pair was most of each)."""
+async def _team(pg_server, tmp_path_factory, _team_llm) -> AsyncIterator[SimpleNamespace]:
+    """One store and pair of daemons (alice's laptop, bob's) for the module's tests of a session alice shares and bob
+    resumes, forks or lists, each test in sessions of its own (starting the pair was most of each)."""
     store_url = pg_server.schema_url()
-    with ScriptedLLMServer("openai") as llm:
-        async with team_daemons(tmp_path_factory.mktemp("team")) as start:
-            laptop = await start("laptop", _alice_env(llm, store_url))
-            bob = await start("bob", _bob_env(llm, store_url))
-            yield SimpleNamespace(llm=llm, store_url=store_url, laptop=laptop, bob=bob)
+    async with team_daemons(tmp_path_factory.mktemp("team")) as start:
+        yield SimpleNamespace(store_url=store_url, laptop=await start("laptop", _alice_env(_team_llm, store_url)),
+                              bob=await start("bob", _bob_env(_team_llm, store_url)))
 
 
 @pytest.fixture
-def team(_team: SimpleNamespace) -> Iterator[SimpleNamespace]:
-    """The module's team, with this test's requests alone; its script must be used up by the test's end."""
-    yield _team
-    try:
-        _team.llm.assert_done()
-    finally:
-        _team.llm.reset()
+def team(_team: SimpleNamespace, team_llm) -> SimpleNamespace:
+    """The module's team, its scripted server (`llm`) with this test's requests alone."""
+    return SimpleNamespace(**vars(_team), llm=team_llm)
 
 
 async def _error(daemon, method: str, params: dict) -> JsonRpcException:
@@ -264,11 +258,11 @@ async def test_a_team_member_cannot_undo_compact_or_move_a_teammates_session(sta
     assert "alice's question" in texts and "done" in texts and not any("undid" in t for t in texts), texts
 
 
-async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store_url, scripted_llm):
+@in_team
+async def test_the_owner_rewinds_a_session_kept_in_the_store(team):
     # The rewind's way back is kept beside the session logs, a dir a store's sessions never made: each rewind failed.
-    llm = scripted_llm("openai")
-    llm.script(Reply.text("an answer"))
-    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    team.llm.script(Reply.text("an answer"))
+    laptop = team.laptop
     sid = (await laptop.request("ollie/session/new", {}))["session"]
     await laptop.request("ollie/submit", {"session": sid, "text": "a question"})
     rewound = await laptop.request("ollie/submit", {"session": sid, "text": "/rewind"})
