@@ -81,8 +81,8 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
       dropped one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the
       chat says why. A batch's two file_reads of images: each under the step that read it (screenshot
       image-tool-result; both were under the call), one over 1 MiB named; resumed (its daemon killed, the chat read
-      back from disk) each step names its own (image-tool-result-resumed): the session keeps no data once read. A session saved before images named their step
-      has them under the call.
+      back from disk) each step names its own (image-tool-result-resumed): the session keeps no data once read. A
+      session saved before images named their step has them under the call.
     - refused: a model whose vendor refuses images (/model to the scripted server's text-only one): live the prompt
       names its image and the error says so (image-refused-live); resumed (its daemon killed, the chat read back from
       disk) the prompt names the image left out and why, labelled as a kept image is (image-refused-resumed)."""
