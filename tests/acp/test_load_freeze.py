@@ -13,10 +13,10 @@ from ollie.sessions.session import Session
 from ollie_acp.agent import REPLAY_PAGE
 from tests.longsession import saved_session
 
-SIZE = 40_000
+SIZE = 20_000
 
 
-async def test_loading_a_40k_message_session_answers_other_sessions_behind_a_page_of_its_replay(start_agent,
+async def test_loading_a_20k_message_session_answers_other_sessions_behind_a_page_of_its_replay(start_agent,
                                                                                                    llm) -> None:
     # The replay's 40,000 updates went out back to back: the agent's loop held while the client kept up, and an
     # answer to another session queued behind a megabyte of them (the pipe's high-water mark) when it did not.

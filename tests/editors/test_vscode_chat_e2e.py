@@ -136,9 +136,9 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
     )
 
 
-@pytest.mark.timeout(330)
+@pytest.mark.timeout(400)
 def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_prompt_comes_back_in_real_vscode(run_e2e):
-    """title.mjs, one window, four scenarios. title: the first prompt titles the chat's header while its turn still
+    """title.mjs, one window, six scenarios. title: the first prompt titles the chat's header while its turn still
     streams (it said "New chat" until the turn ended); `/rn` renames it at once; a new session (the view's + button)
     says "New chat", the renamed one (picked from the view's history button) its name when shown again; a prompt's
     "Fork from here" (shown on the prompt's hover or focus: on every prompt it took a line) and "Ollie: Fork Chat"
@@ -158,8 +158,13 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     settingsscope: a cloned repository's `.vscode/settings.json` naming a dearer model, `yolo` and a daemon
     command: the chat's model and agent stay the user's (VS Code ignores a workspace's values of `application`-scoped
     settings). The repository changing them restarts no daemon (it did, and the chat emptied: a command's answer lost);
-    the user's own change of ollie.model does."""
-    shows(run_e2e("title.mjs", total_ms=270000),
+    the user's own change of ollie.model does.
+    retry (a session of its own): a reply breaks off with a 503 after its first words, then comes whole: the chat shows
+    the retry's note and the answer, not the failed attempt's words above them. compacted (a session of its own): a
+    session compacted with /compact, then the window reloaded: the chat says the conversation was compacted and shows
+    her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt)."""
+    output = run_e2e("title.mjs", total_ms=340000)
+    shows(output,
           "the header showed the first prompt's title while its turn streamed",
           "/rn renamed the header at once",
           "the view's New Session and Switch Session buttons started a new chat and resumed the earlier one",
@@ -179,3 +184,5 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the workspace's ollie.model, ollie.agent and ollie.serverCommand were ignored",
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")
+    scenarios_said(output, ("retry", "a retried reply shows once, without the failed attempt's words"),
+                   ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"))

@@ -80,9 +80,9 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
     - images: an image pasted into the chat input is a chip and goes with the prompt (saved with it by the daemon); a
       dropped one too, and an image file picked with @; bytes that are not an image are refused by the daemon and the
       chat says why. A batch's two file_reads of images: each under the step that read it (screenshot
-      image-tool-result; both were under the call), one over 1 MiB named; after a window reload each step names its own
-      (image-tool-result-resumed): the session keeps no data once read. A session saved before images named their step
-      has them under the call.
+      image-tool-result; both were under the call), one over 1 MiB named; resumed (its daemon killed, the chat read
+      back from disk) each step names its own (image-tool-result-resumed): the session keeps no data once read. A
+      session saved before images named their step has them under the call.
     - refused: a model whose vendor refuses images (/model to the scripted server's text-only one): live the prompt
       names its image and the error says so (image-refused-live); resumed (its daemon killed, the chat read back from
       disk) the prompt names the image left out and why, labelled as a kept image is (image-refused-resumed)."""
@@ -135,16 +135,3 @@ def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
         ("ghost", 'ghost text shown: "r * r"'),
         ("ghost", "ollie's ghost text showed after the cursor and Tab accepted it"),
     )
-
-
-@pytest.mark.timeout(250)
-def test_a_retried_reply_shows_once_and_a_compacted_session_resumed_shows_no_prompt_of_the_agent_s_notes_in_real_vscode(
-        run_e2e):
-    """compacted.mjs, one window, two scenarios, each in its own session. retry: a reply breaks off with a 503 after its
-    first words, then comes whole: the chat shows the retry's note and the answer, not the failed attempt's words above
-    them. compacted: a session compacted with /compact, then the window reloaded: the chat says the conversation was
-    compacted and shows her one prompt (the agent's notes, which the history starts with from then on, showed as her
-    prompt)."""
-    scenarios_said(run_e2e("compacted.mjs", total_ms=200000),
-                   ("retry", "a retried reply shows once, without the failed attempt's words"),
-                   ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"))

@@ -192,7 +192,7 @@ async def start_daemon(tmp_path: Path, _private_dirs: Path) -> AsyncIterator[Cal
 class SharedClient:
     """A shared daemon's client as one test sees it: a handler the test registers stands in for the one before (the
     client's own, or an earlier test's) until the test ends; the messages and documents shown are the test's alone,
-    and the documents it opens are closed when it ends."""
+    and the documents it opens are closed when it ends; its work-done progress reports are its own."""
 
     def __init__(self, client: LanguageClient) -> None:
         self._client = client
@@ -200,6 +200,7 @@ class SharedClient:
         self._opened: set[str] = set()
         client.messages.clear()
         client.shown_documents.clear()
+        client.progress_reports.clear()
 
     def text_document_did_open(self, params: types.DidOpenTextDocumentParams) -> None:
         """didOpen, the document noted to be closed when the test ends."""

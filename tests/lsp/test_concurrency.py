@@ -133,9 +133,9 @@ async def test_two_sessions_run_turns_at_the_same_time(start_daemon, llm):
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
 
 
-async def test_cancelling_the_progress_interrupts_the_turn(start_daemon, llm):
+async def test_cancelling_the_progress_interrupts_the_turn(shared_daemon, llm):
     llm.script(slow_reply())
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     submit = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "talk a lot"}))
     await wait_running(daemon)
     await eventually(lambda: daemon.client.progress_reports, "the turn's progress")

@@ -258,8 +258,8 @@ async def test_workspace_folder_change_moves_the_cwd_of_new_sessions(start_daemo
     assert (await daemon.request("ollie/state", {}))["cwd"] == str(daemon.workspace.resolve())
 
 
-async def test_rename_and_kill_slash_commands_reach_the_session_table(start_daemon, llm):
-    daemon = await start_daemon(env=llm.env())
+async def test_rename_and_kill_slash_commands_reach_the_session_table(shared_daemon, llm):
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/session/new", {}))["session"]
     await daemon.request("ollie/command", {"session": sid, "line": "/rn my title"})
     listed = {s["id"]: s for s in (await daemon.request("ollie/session/list", {}))["sessions"]}
@@ -267,7 +267,7 @@ async def test_rename_and_kill_slash_commands_reach_the_session_table(start_daem
     await daemon.request("ollie/command", {"session": sid, "line": "/kill"})
     err = await rpc_error(daemon, "ollie/state", {"session": sid})
     assert err.code == -32001
-    assert (await daemon.request("ollie/state", {}))["state"] == "idle"  # the default session lives on
+    assert (await daemon.request("ollie/state", {}))["state"] == "idle"  # the test's own session lives on
 
 
 async def test_a_session_is_titled_by_its_first_prompt_until_renamed(start_daemon, llm):

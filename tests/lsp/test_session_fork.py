@@ -63,10 +63,10 @@ async def test_a_fork_ends_at_the_turn_asked_leaves_the_source_and_resumes_with_
     assert [m.get("turn") for m in history] == [1, None, 2, None, 3, None]
 
 
-async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(start_daemon, llm):
+async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(shared_daemon, llm):
     hold = threading.Event()
     llm.script(Reply.text("one"), Reply(text="slow two", chunk_size=2, hold=hold))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "first prompt"}))["session"]
     before = len(daemon.events)
     running = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "second prompt"}))
@@ -83,10 +83,12 @@ async def test_a_fork_of_a_running_session_takes_the_turns_that_ended(start_daem
     assert await said(daemon, fid) == TWO_TURNS[:2]
 
 
-async def test_bad_fork_params_are_named_and_the_daemon_keeps_serving(start_daemon, llm):
+async def test_bad_fork_params_are_named_and_the_daemon_keeps_serving(shared_daemon, llm):
     llm.script(Reply.text("one"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "first prompt"}))["session"]
+    listing = [s["id"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]]
+    assert sid in listing
     for params, field in (({}, "session"), ({"session": ""}, "session"), ({"session": sid, "turn": 0}, "turn"),
                           ({"session": sid, "turn": "2"}, "turn"), ({"session": sid, "turn": 2}, "turn")):
         err = await rpc_error(daemon, "ollie/session/fork", params)
@@ -95,7 +97,7 @@ async def test_bad_fork_params_are_named_and_the_daemon_keeps_serving(start_daem
     assert (await rpc_error(daemon, "ollie/session/fork", {"session": "1700000000000000000-abcdef"})).code == -32001
     assert (await daemon.request("ollie/state", {"session": sid}))["title"] == "first prompt"
     listed = [s["id"] for s in (await daemon.request("ollie/session/list", {}))["sessions"]]
-    assert listed == [sid]  # a refused fork leaves no session behind
+    assert listed == listing  # a refused fork leaves no session behind (the shared daemon's others listed before too)
 
 
 async def test_a_fork_reviews_the_turns_it_copied_and_its_own_apart(start_daemon, llm, tmp_path):

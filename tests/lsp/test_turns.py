@@ -2,38 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
-import pytest_lsp
+import pytest_asyncio
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from ollie.testing import Reply
 
-from .conftest import SERVER_COMMAND, Daemon, capabilities, child_env, make_client
 
-# pytest-lsp's own fixture: the server env is filled in per test (the scripted server's URL changes).
-CONFIG = ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client)
+@pytest_asyncio.fixture(loop_scope="module")
+async def daemon(shared_daemon, llm):
+    """A session of its own, in a folder of its own, on the module's shared daemon."""
+    return await shared_daemon(env=llm.env())
 
-
-@pytest.fixture(autouse=True)
-def _point_daemon_at_llm(llm, _private_dirs):
-    CONFIG.server_env = child_env(llm.env())
-
-
-@pytest_lsp.fixture(config=CONFIG)
-async def lsp_client(client: LanguageClient, tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    await client.initialize_session(types.InitializeParams(
-        capabilities=capabilities(), root_uri=ws.as_uri(), workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name="ws")]))
-    yield
-    await client.shutdown_session()
-
-
-@pytest.fixture
-def daemon(lsp_client, tmp_path) -> Daemon:
-    """The daemon of pytest-lsp's fixture, with the shared helpers."""
-    return Daemon(lsp_client, tmp_path / "ws")
 
 READ_SAMPLE = ("call_tool", {"calls": [{"tool": "file_read", "args": ["sample.txt"]}]})
 
@@ -127,6 +107,8 @@ async def test_state_changed_keeps_step_with_the_turns_events(daemon, llm):
     await daemon.request("ollie/state", {"session": result["session"]})  # after every stateChanged of the turns
     seen, in_turn = [], False
     for kind, params in daemon.client.ollie_wire:  # type: ignore[attr-defined]
+        if kind == "answer" or params["session"] != result["session"]:
+            continue
         if kind == "event" and params["role"] == "turn":
             in_turn = params["content"] == "start"
         elif kind == "state":

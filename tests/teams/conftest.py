@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import urllib.parse
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
+from ollie.testing import ScriptedLLMServer
 from tests.acp.conftest import start_agent  # noqa: F401  (the fixture: `ollie acp` on a store)
 from tests.lsp.conftest import client_converter
 from tests.teams.pgserver import shared_server
@@ -26,6 +28,21 @@ from tests.teams.pgserver import shared_server
 def pg_server():
     """One real PostgreSQL server for the whole run (stopped at exit)."""
     return shared_server()
+
+
+@pytest.fixture(scope="module")
+def _team_llm() -> Iterator[ScriptedLLMServer]:
+    """The scripted server of a module's team: daemons or agents started once for the module's tests."""
+    with ScriptedLLMServer("openai") as llm:
+        yield llm
+
+
+@pytest.fixture
+def team_llm(_team_llm: ScriptedLLMServer) -> Iterator[ScriptedLLMServer]:
+    """The module team's server, with this test's requests alone; its script must be used up by the test's end."""
+    _team_llm.reset()
+    yield _team_llm
+    _team_llm.assert_done()
 
 
 @pytest.fixture
@@ -124,14 +141,14 @@ class Daemon:
         return await asyncio.wait_for(self.client.protocol.send_request_async(method, params), timeout)
 
 
-@pytest_asyncio.fixture
-async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """A factory: `await start_daemon("a", env)` starts a daemon with HOME tmp/a (its workspace tmp/a/ws); all are
-    shut down after."""
+@contextlib.asynccontextmanager
+async def team_daemons(base: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start("a", env)` starts a daemon with HOME base/a (its workspace base/a/ws); all are shut
+    down when the block ends."""
     started: list[Daemon] = []
 
     async def start(name: str, env: dict[str, str], init_options: Any = None) -> Daemon:
-        home = tmp_path / name
+        home = base / name
         workspace = home / "ws"
         workspace.mkdir(parents=True, exist_ok=True)
 
@@ -164,6 +181,14 @@ async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         except Exception:  # noqa: BLE001 - a daemon a test killed or that already exited
             pass
         await daemon.client.stop()
+
+
+@pytest_asyncio.fixture
+async def start_daemon(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A factory: `await start_daemon("a", env)` starts a daemon with HOME tmp/a (its workspace tmp/a/ws); all are
+    shut down after."""
+    async with team_daemons(tmp_path) as start:
+        yield start
 
 
 def store_at_version(store_url: str, monkeypatch: pytest.MonkeyPatch, version: int, *rows: str) -> None:

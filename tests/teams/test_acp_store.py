@@ -3,13 +3,48 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from pathlib import Path
+from types import SimpleNamespace
 
 import acp
 import pytest
+import pytest_asyncio
 
 from ollie.testing import Reply
+from tests.acp.conftest import AGENT_COMMAND, XDG_DIRS, Agent, _spawn, child_env
 from tests.teams.conftest import share_with_backend
+
+# A test of the module's `team`: it runs in the module's event loop, where the team's agents' connections live.
+in_team = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def _team(pg_server, tmp_path_factory, _team_llm) -> AsyncIterator[SimpleNamespace]:
+    """One store and pair of agents (alice's, in the default agent; bob's, of team backend) for the module's tests of a
+    session alice shares and bob resumes, each test in sessions and folders of its own."""
+    home = tmp_path_factory.mktemp("team")
+    store_url = pg_server.schema_url()
+    env = {k: v for k, v in child_env(_team_llm.env()).items() if k != "XDG_RUNTIME_DIR"}
+    env.update({var: str(home / sub) for var, sub in XDG_DIRS.items()}, OLLIE_STORE=store_url)
+    async with AsyncExitStack() as stack:
+        yield SimpleNamespace(store_url=store_url, alice=await _spawn(
+            stack, env={**env, "OLLIE_USER": "alice"}, workspace=home, command=[*AGENT_COMMAND, "--agent", "default"]),
+            bob=await _spawn(stack, env={**env, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"}, workspace=home))
+
+
+@pytest.fixture
+def team(_team: SimpleNamespace, team_llm, tmp_path: Path) -> SimpleNamespace:
+    """The module's team as this test's: each agent with a fresh client record and a workspace of its own, the
+    scripted server (`llm`) with this test's requests alone."""
+    views = {}
+    for name in ("alice", "bob"):
+        shared = getattr(_team, name)
+        shared.client.reset()
+        (tmp_path / name).mkdir()
+        views[name] = Agent(shared.conn, shared.proc, shared.client, tmp_path / name)
+    return SimpleNamespace(store_url=_team.store_url, llm=team_llm, **views)
 
 
 async def test_a_session_live_in_one_acp_agent_is_named_then_resumed_whole_in_another(
@@ -70,25 +105,27 @@ async def test_a_teammates_shared_session_is_listed_with_whose_and_which_team(
 async def _shared_by_alice(start_agent, llm, store_url, *, agent: str = "default", mode: str = ""):
     """Alice's agent and her session in `agent` (and `mode`): one turn run ("alice's answer"), closed, shared to team
     backend."""
-    from tests.acp.conftest import AGENT_COMMAND
-
-    llm.script(Reply.text("alice's answer"))
     alice = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"},
                               command=[*AGENT_COMMAND, "--agent", agent])
+    return alice, await _share(alice, llm, store_url, mode=mode)
+
+
+async def _share(alice, llm, store_url, *, mode: str = "") -> str:
+    """Alice's session (in her workspace): one turn run ("alice's answer"), closed, shared to team backend."""
+    llm.script(Reply.text("alice's answer"))
     sid = await alice.new()
     if mode:
         await asyncio.wait_for(alice.conn.set_session_mode(session_id=sid, mode_id=mode), 30)
     await alice.prompt(sid, "alice's question")
     await asyncio.wait_for(alice.conn.close_session(session_id=sid), 30)
     share_with_backend(store_url, sid)
-    return alice, sid
+    return sid
 
 
-async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode_or_agent(
-        start_agent, scripted_llm, store_url):
-    llm = scripted_llm("openai")
-    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
-    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
+@in_team
+async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode_or_agent(team):
+    llm, store_url, alice, bob = team.llm, team.store_url, team.alice, team.bob
+    sid = await _share(alice, llm, store_url)
     await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
     assert bob.client.text(sid) == "alice's answer"
     for change in (bob.conn.set_session_mode(session_id=sid, mode_id="auto"),
@@ -98,14 +135,14 @@ async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_mode
         assert caught.value.code == -32008 and "only its owner may" in str(caught.value), caught.value
 
 
-async def test_a_model_picked_in_a_teammates_session_is_kept_for_the_picker_alone(start_agent, scripted_llm, store_url):
+@in_team
+async def test_a_model_picked_in_a_teammates_session_is_kept_for_the_picker_alone(team):
     # The model is kept with the session for its resume; each user's own pick, as the approval mode is: Bob's would
     # have become Alice's on her next resume.
-    llm = scripted_llm("openai")
+    llm, store_url, alice, bob = team.llm, team.store_url, team.alice, team.bob
     llm.models["bobs-model"] = 8192
-    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    sid = await _share(alice, llm, store_url)
     llm.script(Reply.text("bob's answer"), Reply.text("alice again"))
-    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
     await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
     await asyncio.wait_for(bob.conn.set_config_option(config_id="model", session_id=sid, value="bobs-model"), 30)
     await bob.prompt(sid, "bob's question")
@@ -117,14 +154,13 @@ async def test_a_model_picked_in_a_teammates_session_is_kept_for_the_picker_alon
     assert [r.body["model"] for r in llm.chat_requests] == ["scripted-model", "bobs-model", "scripted-model"]
 
 
-async def test_a_team_members_resume_leaves_the_sessions_directory_and_title_the_owners(
-        start_agent, scripted_llm, store_url):
+@in_team
+async def test_a_team_members_resume_leaves_the_sessions_directory_and_title_the_owners(team):
     # Bob's resume saved his checkout's directory as the session's: Alice's list of her directory's sessions lost it.
     # His `/rn` retitled her saved session.
-    llm = scripted_llm("openai")
-    alice, sid = await _shared_by_alice(start_agent, llm, store_url)
+    llm, store_url, alice, bob = team.llm, team.store_url, team.alice, team.bob
+    sid = await _share(alice, llm, store_url)
     llm.script(Reply.text("bob's answer"))
-    bob = await start_agent(env={**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"})
     assert bob.workspace != alice.workspace
     await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
     await bob.prompt(sid, "bob's question")

@@ -5,14 +5,45 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import LiteralString
 
 import pytest
+import pytest_asyncio
 from pygls.exceptions import JsonRpcException
 
 from ollie.sessions.pg.log import read_rounds
 from ollie.testing import Reply
-from tests.teams.conftest import share_with_backend
+from tests.teams.conftest import share_with_backend, team_daemons
+
+# A test of the module's `team`: it runs in the module's event loop, where the team's daemons' clients live.
+in_team = pytest.mark.asyncio(loop_scope="module")
+
+
+def _alice_env(llm, store_url: str) -> dict[str, str]:
+    return {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"}
+
+
+def _bob_env(llm, store_url: str) -> dict[str, str]:
+    """Bob's: a member of team backend, in `ask`."""
+    return {**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob", "OLLIE_TEAMS": "backend"}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def _team(pg_server, tmp_path_factory, _team_llm) -> AsyncIterator[SimpleNamespace]:
+    """One store and pair of daemons (alice's laptop, bob's) for the module's tests of a session alice shares and bob
+    resumes, forks or lists, each test in sessions of its own (starting the pair was most of each)."""
+    store_url = pg_server.schema_url()
+    async with team_daemons(tmp_path_factory.mktemp("team")) as start:
+        yield SimpleNamespace(store_url=store_url, laptop=await start("laptop", _alice_env(_team_llm, store_url)),
+                              bob=await start("bob", _bob_env(_team_llm, store_url)))
+
+
+@pytest.fixture
+def team(_team: SimpleNamespace, team_llm) -> SimpleNamespace:
+    """The module's team, its scripted server (`llm`) with this test's requests alone."""
+    return SimpleNamespace(**vars(_team), llm=team_llm)
 
 
 async def _error(daemon, method: str, params: dict) -> JsonRpcException:
@@ -173,12 +204,12 @@ async def test_a_team_member_sees_where_a_shared_session_is_live_and_is_told_why
     assert listed[sid]["liveOn"] is None
 
 
-async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agent_mode_or_history(
-        start_daemon, store_url, scripted_llm):
-    llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm)
+@in_team
+async def test_a_team_member_resumes_a_shared_session_but_cannot_change_its_agent_mode_or_history(team):
+    llm, store_url = team.llm, team.store_url
+    sid = await _shared_by_alice(team.laptop, store_url, llm)
     llm.script(Reply.text("bob's answer"))
-    bob = await _bob(start_daemon, store_url, llm)
+    bob = team.bob
     await bob.request("ollie/session/load", {"session": sid})
     # Resuming is allowed: bob carries the conversation on.
     assert (await bob.request("ollie/submit", {"session": sid, "text": "bob's question"}))["reply"] == "bob's answer"
@@ -201,7 +232,7 @@ async def test_a_team_member_cannot_undo_compact_or_move_a_teammates_session(sta
     # Bob could still change Alice's session: his undo saved a note to her model in her history, /compact rewrote
     # her history, /cwd and ollie/setCwd saved his directory as the session's.
     llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    sid = await _shared_by_alice(await start_daemon("laptop", _alice_env(llm, store_url)), store_url, llm)
     bob = await start_daemon("bob", {**llm.env(approval="auto"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
                                      "OLLIE_TEAMS": "backend"})  # his own mode: his step runs unasked
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo bob > notes.txt", "language": "bash"}]})),
@@ -227,11 +258,11 @@ async def test_a_team_member_cannot_undo_compact_or_move_a_teammates_session(sta
     assert "alice's question" in texts and "done" in texts and not any("undid" in t for t in texts), texts
 
 
-async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store_url, scripted_llm):
+@in_team
+async def test_the_owner_rewinds_a_session_kept_in_the_store(team):
     # The rewind's way back is kept beside the session logs, a dir a store's sessions never made: each rewind failed.
-    llm = scripted_llm("openai")
-    llm.script(Reply.text("an answer"))
-    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
+    team.llm.script(Reply.text("an answer"))
+    laptop = team.laptop
     sid = (await laptop.request("ollie/session/new", {}))["session"]
     await laptop.request("ollie/submit", {"session": sid, "text": "a question"})
     rewound = await laptop.request("ollie/submit", {"session": sid, "text": "/rewind"})
@@ -242,12 +273,10 @@ async def test_the_owner_rewinds_a_session_kept_in_the_store(start_daemon, store
     assert _texts(await laptop.request("ollie/context", {"session": sid}))[:2] == ["a question", "an answer"]
 
 
-
-async def _shared_by_alice(start_daemon, store_url, llm, *, agent: str = "default", approval: str = "") -> str:
-    """A session of alice's in `agent` (and `approval`), one turn run ("alice's answer"), closed and shared to team
-    backend."""
+async def _shared_by_alice(laptop, store_url, llm, *, agent: str = "default", approval: str = "") -> str:
+    """A session of alice's on `laptop` in `agent` (and `approval`), one turn run ("alice's answer"), closed and
+    shared to team backend."""
     llm.script(Reply.text("alice's answer"))
-    laptop = await start_daemon("laptop", {**llm.env(), "OLLIE_STORE": store_url, "OLLIE_USER": "alice"})
     sid = (await laptop.request("ollie/session/new", {"agent": agent, "title": "the migration"}))["session"]
     if approval:
         await laptop.request("ollie/setApproval", {"session": sid, "approval": approval})
@@ -265,18 +294,13 @@ def _store_write(store_url: str, statement: LiteralString, params: tuple = ()) -
         conn.execute(statement, params)
 
 
-async def _bob(start_daemon, store_url, llm):
-    return await start_daemon("bob", {**llm.env(approval="ask"), "OLLIE_STORE": store_url, "OLLIE_USER": "bob",
-                                      "OLLIE_TEAMS": "backend"})
-
-
-async def test_a_teammates_session_resumed_runs_in_the_resumers_own_approval_mode(start_daemon, store_url,
-                                                                                   scripted_llm):
+@in_team
+async def test_a_teammates_session_resumed_runs_in_the_resumers_own_approval_mode(team):
     # Alice may run her session in `auto`; Bob resuming it took her mode: a step ran unasked with Bob's rights (as a
     # fork did, fixed before). Her choice is no licence for his steps.
-    llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm, approval="auto")
-    bob = await _bob(start_daemon, store_url, llm)
+    llm, store_url = team.llm, team.store_url
+    sid = await _shared_by_alice(team.laptop, store_url, llm, approval="auto")
+    bob = team.bob
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo pwned > planted", "language": "bash"}]})),
                Reply.text("done"))
     await bob.request("ollie/session/load", {"session": sid})
@@ -285,27 +309,28 @@ async def test_a_teammates_session_resumed_runs_in_the_resumers_own_approval_mod
     assert not (bob.home / "ws" / "planted").exists()  # asked (nobody answers here), so not run
 
 
-async def test_a_teammates_unsandboxed_session_runs_no_turn_for_another_user(start_daemon, store_url, scripted_llm):
+@in_team
+async def test_a_teammates_unsandboxed_session_runs_no_turn_for_another_user(team):
     # Alice may run her own session unsandboxed (`yolo`); Bob resuming it got that agent unasked: the model's next step
     # (steered by her history) ran with Bob's full rights. A switch to such an agent is asked; this is refused.
-    llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
-    bob = await _bob(start_daemon, store_url, llm)
+    llm, store_url = team.llm, team.store_url
+    sid = await _shared_by_alice(team.laptop, store_url, llm, agent="yolo", approval="auto")
+    bob = team.bob
     await bob.request("ollie/session/load", {"session": sid})
     said = await bob.request("ollie/submit", {"session": sid, "text": "go on"}, timeout=60)
     assert said["stop"] == "error" and "runs agent 'yolo' without a sandbox" in said.get("error", ""), said
     assert len(llm.chat_requests) == 1  # alice's turn only: the model was never asked for Bob's
 
 
-async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_it_is(start_daemon, store_url,
-                                                                                      scripted_llm):
+@in_team
+async def test_a_teammates_session_takes_no_prompt_before_its_record_says_whose_it_is(team):
     # Bob's load listed the session as soon as it was built, before its record (read from the store) said it is
     # Alice's: a prompt sent meanwhile ran as hers would, in her `yolo` agent and `auto` mode, with Bob's rights.
     import psycopg
 
-    llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
-    bob = await _bob(start_daemon, store_url, llm)
+    llm, store_url = team.llm, team.store_url
+    sid = await _shared_by_alice(team.laptop, store_url, llm, agent="yolo", approval="auto")
+    bob = team.bob
     with psycopg.connect(store_url) as held:  # the record's lock held: Bob's load waits for its record there
         held.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"id\x1f{sid}",))
         load = asyncio.ensure_future(bob.request("ollie/session/load", {"session": sid}, timeout=60))
@@ -345,9 +370,9 @@ async def test_a_teammates_unsandboxed_agent_runs_its_prompt_commands_and_hooks_
     for home in ("laptop", "bob"):
         install_agent(tmp_path / home, "deploy", DEPLOY_AGENT)
     llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="deploy")
+    sid = await _shared_by_alice(await start_daemon("laptop", _alice_env(llm, store_url)), store_url, llm, agent="deploy")
     assert {p.name for p in (tmp_path / "laptop").glob("*-ran")} == {"prompt-ran", "hook-ran"}  # hers ran free
-    bob = await _bob(start_daemon, store_url, llm)
+    bob = await start_daemon("bob", _bob_env(llm, store_url))
     await bob.request("ollie/session/load", {"session": sid})
     context = await bob.request("ollie/context", {"session": sid})
     assert "the deploy agent" in context["systemPrompt"], context["systemPrompt"]  # they ran, sandboxed
@@ -360,35 +385,36 @@ async def test_a_teammates_malformed_session_record_leaves_the_others_listed(sta
     # A team member who can write the store shared rows no ollie writes (a 5000-byte title, a time past year 9999,
     # an unknown kind): every listing that met one failed whole, so nobody on the team could list (or pick) any.
     llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    sid = await _shared_by_alice(await start_daemon("laptop", _alice_env(llm, store_url)), store_url, llm)
     _store_write(store_url,
                  "INSERT INTO sessions (id, agent_id, user_id, kind, title, team, created_at, last_active) VALUES "
                  "('1-long', 'default', 'alice', 'chat', repeat('x', 5000), 'backend', 1, 1), "
                  "('1-late', 'default', 'alice', 'chat', 'late', 'backend', 9e18, 9e18), "
                  "('1-boss', 'default', 'alice', 'boss', 'bossy', 'backend', 1, 1)")
-    bob = await _bob(start_daemon, store_url, llm)
+    bob = await start_daemon("bob", _bob_env(llm, store_url))
     listed = [s["id"] for s in (await bob.request("ollie/session/list", {}))["sessions"]]
     assert listed == [sid], listed
 
 
-async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by_name(start_daemon, store_url,
-                                                                                      scripted_llm):
+@in_team
+async def test_a_teammates_record_naming_an_agent_no_file_can_have_is_refused_by_name(team):
     # A record's agent name is looked up as `<name>.json`: one longer than a file name can be failed the load with
     # the system's "[Errno 36] File name too long", an internal error, not what was wrong.
-    llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    llm, store_url = team.llm, team.store_url
+    sid = await _shared_by_alice(team.laptop, store_url, llm)
     _store_write(store_url, "UPDATE sessions SET agent_id = repeat('a', 300) WHERE id = %s", (sid,))
-    bob = await _bob(start_daemon, store_url, llm)
+    bob = team.bob
     err = await _error(bob, "ollie/session/load", {"session": sid})
     assert "invalid agent name" in err.message and "Errno" not in err.message, (err.code, err.message)
 
 
-async def test_a_lease_stamped_ahead_of_the_stores_clock_holds_no_session(start_daemon, store_url, scripted_llm):
+@in_team
+async def test_a_lease_stamped_ahead_of_the_stores_clock_holds_no_session(team):
     # A team member who can write the store stamped a lease on Bob's own session with a heartbeat a century ahead:
     # only the store's clock stamps heartbeats, yet it never lapsed, so no machine could resume the session again.
-    llm = scripted_llm("openai")
+    llm, store_url = team.llm, team.store_url
     llm.script(Reply.text("bob's answer"))
-    bob = await _bob(start_daemon, store_url, llm)
+    bob = team.bob
     sid = (await bob.request("ollie/session/new", {"title": "mine"}))["session"]
     await bob.request("ollie/submit", {"session": sid, "text": "bob's question"})
     assert await bob.request("ollie/session/close", {"session": sid}) == {}
@@ -401,13 +427,13 @@ async def test_a_lease_stamped_ahead_of_the_stores_clock_holds_no_session(start_
     assert "bob's answer" in _texts(await bob.request("ollie/context", {"session": sid}))
 
 
-async def test_a_fork_of_a_teammates_session_is_the_forkers_own_in_his_mode_agent_and_folder(start_daemon, store_url,
-                                                                                            scripted_llm):
+@in_team
+async def test_a_fork_of_a_teammates_session_is_the_forkers_own_in_his_mode_agent_and_folder(team):
     # As ACP's session/fork: Alice's `auto` and unsandboxed `yolo` are no licence for the steps of Bob's fork, and the
     # directory her log names is not where his fork works (it could name one of his).
-    llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm, agent="yolo", approval="auto")
-    bob = await _bob(start_daemon, store_url, llm)
+    llm, store_url = team.llm, team.store_url
+    sid = await _shared_by_alice(team.laptop, store_url, llm, agent="yolo", approval="auto")
+    bob = team.bob
     forked = await bob.request("ollie/session/fork", {"session": sid})
     assert forked["info"]["owner"] == "bob" and forked["info"]["title"] == "the migration (fork)", forked
     state = await bob.request("ollie/state", {"session": forked["session"]})
@@ -438,19 +464,19 @@ async def test_continue_session_goes_on_with_ones_own_session_not_a_teammates_ne
     assert "bob's question" in texts and "remember 9" not in texts, texts
 
 
-async def test_a_teammates_last_round_nested_past_the_recursion_limit_still_lets_sessions_be_listed_and_loaded(
-        start_daemon, store_url, scripted_llm):
+@in_team
+async def test_a_teammates_last_round_nested_past_the_recursion_limit_still_lets_sessions_be_listed_and_loaded(team):
     # session/list counts each listed session's turns from its last round's meta line (saved_turns): a teammate's
     # hand-written one nested 100,000 deep raised RecursionError out of the parse, so every team member's listing
     # failed, and the load too. A line that does not parse is skipped (listing) or dropped as a torn round (load).
-    llm = scripted_llm("openai")
-    sid = await _shared_by_alice(start_daemon, store_url, llm)
+    llm, store_url = team.llm, team.store_url
+    sid = await _shared_by_alice(team.laptop, store_url, llm)
     _store_write(store_url,
                  "INSERT INTO session_rounds (session_id, seq, epoch, data, user_id) SELECT session_id, seq + 1, "
                  "epoch, convert_to('{\"t\":\"meta\",\"n\":1,\"meta\":' || repeat('[', 100000) || "
                  "repeat(']', 100000) || '}' || chr(10), 'UTF8'), 'alice' FROM session_rounds "
                  "WHERE session_id = %s ORDER BY seq DESC LIMIT 1", (sid,))
-    bob = await _bob(start_daemon, store_url, llm)
+    bob = team.bob
     listed = {s["id"]: s for s in (await bob.request("ollie/session/list", {}))["sessions"]}
     assert listed[sid]["turns"] == 0, listed  # its last round holds no meta ollie wrote
     await bob.request("ollie/session/load", {"session": sid})

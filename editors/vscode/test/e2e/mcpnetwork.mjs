@@ -13,7 +13,8 @@
 // - images: an image pasted into the chat input shows as a chip and goes with the prompt (the daemon saves it with the
 //   prompt: it reached the engine); a dropped one too; a file that says it is a PNG but is not is refused by the daemon,
 //   and the chat says why; each image the model reads with file_read in a batch is drawn under the step that read it,
-//   and after a window reload (the result collapsed once the model read it: its data is not kept) named under it.
+//   and once resumed (the daemon killed and restarted, the chat read back from disk, as a window reload does; the result
+//   collapsed once the model read it: its data is not kept) named under it.
 // - refused: in a new chat switched (/model) to a model whose vendor refuses images: live, the prompt shows the image it
 //   went with and the error says what to do; resumed (the daemon killed and restarted, the chat read back from disk; the
 //   session keeps no such image: its note names it) the prompt says which image was left out and why, and labels it as a
@@ -26,7 +27,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chatFocused, chatFrame, daemonPids, fillInput, giveImage, log, openChat, pickFile, python, reloadChat, runCommand, scenario, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, daemonPids, fillInput, giveImage, log, openChat, pickFile, python, runCommand, scenario, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
 
 const server = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "tests", "mcp", "server.py");
 const mcpJson = JSON.stringify({ mcpServers: { planted: { command: python, args: [server] } } });
@@ -278,7 +279,12 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     log("a file that is not an image was refused by the daemon and the chat said why");
 
     // Resumed: the step names each image it read (it showed no sign of them); the daemon keeps no data once read.
-    const resumed = await reloadChat(page);
+    // Read back from disk by the daemon the extension restarts once this one, its turn over, is killed (as a window
+    // reload does, without one: ~4 CPU-s).
+    await waitForStatus(page, /Ollie: idle/);
+    for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
+    const resumed = chat;
+    await resumed.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
     for (const [file, label] of [["diagram.png", "image: png, 1 KB"], ["big.png", "image: png, 1172 KB"]]) {
       await resumed.locator(`${UNDER(file)} .step-image-label`, { hasText: `${label} (not drawn: a resumed chat has its type and size only)` }).waitFor({ timeout: waitMs });
     }

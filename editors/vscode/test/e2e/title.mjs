@@ -19,6 +19,13 @@
 // session (it was lost): the chat says so, Switch Session brings it back; `/help` says what resumes a session here (it
 // advised a terminal's `ollie --session`). A user's sandbox.yaml with a misspelt key is a warning notification as the
 // session opens (no step runs in this scenario).
+// Then (scenario retry, in a chat of its own): a reply that breaks off with a server error after its first words, then
+// comes whole on the retry, shows once: the retry's note, then the answer, without the words of the attempt that
+// failed (they stayed above the note, "Half an", as if the model had said them).
+// Then (scenario compacted, in a chat of its own): a session compacted (/compact) and then resumed (its daemon killed,
+// the chat read back from disk by the one the extension restarts, as a window reload does) starts with the agent's
+// notes of the turns compaction replaced. The chat says the conversation was compacted, and shows the user's turns
+// (the notes showed as her prompt: "[ollie: the agent's own notes ..." and the task state's JSON).
 // Last (scenario settingsscope, in a chat of its own): the window's repository, a clone, has a `.vscode/settings.json`
 // choosing neither the model (billed to the user's key: a dearer one), the agent nor the daemon command. The chat's model
 // stays the user's; and when the repository changes those values (a pull, a branch switch), the daemon is not restarted:
@@ -29,11 +36,15 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chatFocused, chatFrame, dragSideBar, fillInput, log, ollieOutput, openChat, ownPids, runCommand, scenario, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { chatFocused, chatFrame, daemonPids, dragSideBar, fillInput, log, ollieOutput, openChat, ownPids, runCommand, scenario, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
+// compacted's task state, the answer its /compact asks the model for.
+const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain", decisions: [], files: [] };
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
-  { text: "Hello." }, { text: "Again." }];
+  { text: "Hello." }, { text: "Again." },
+  { text: "Half an answer", chunk_size: 5, stream_error: 503, drop: 2 }, { text: "Recovered whole." },
+  { text: "The first answer." }, { text: JSON.stringify(STATE) }];
 const PROMPT = "Write a haiku about the sea";
 const HUNG = "Tell me about the parser.";
 
@@ -298,6 +309,40 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await screenshot("agent-switch-kept");
     log("the conversation /agent ended was kept: the chat said so, /help named the session list, Switch Session brought it back");
     fs.rmSync(policy);
+  });
+
+  await scenario("retry", async () => {
+    await runCommand(page, "Ollie: New Session");
+    await chat.locator("#empty").waitFor({ timeout: waitMs });
+    await chatFocused(page, chat);
+    await send(chat, "hi");
+    await chat.locator(".item.assistant", { hasText: "Recovered whole." }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.notice", { hasText: "503" }).waitFor({ timeout: waitMs });
+    await screenshot("retried");
+    const answers = await chat.locator(".item.assistant").allTextContents();
+    if (answers.some((text) => text.includes("Half"))) throw new Error(`the failed attempt's words still show: ${JSON.stringify(answers)}`);
+    log("a retried reply shows once, without the failed attempt's words");
+  });
+
+  await scenario("compacted", async () => {
+    await runCommand(page, "Ollie: New Session");
+    await until("the new session's empty chat", async () => (await chat.locator("#log .item.user").count()) === 0);
+    await send(chat, "first question");
+    await chat.locator(".item.assistant", { hasText: "The first answer." }).waitFor({ timeout: waitMs });
+    await send(chat, "/compact");
+    await chat.locator(".item.notice", { hasText: "compacted:" }).waitFor({ timeout: waitMs });
+    // Resumed: read back from disk by the daemon the extension restarts once this one, its turn over, is killed (as a
+    // window reload does, without one: ~4 CPU-s).
+    await waitForStatus(page, /Ollie: idle/);
+    for (const pid of daemonPids()) process.kill(pid, "SIGKILL");
+    await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly and was restarted" }).waitFor({ timeout: waitMs });
+    await chat.locator(".item.assistant", { hasText: "The first answer." }).waitFor({ timeout: waitMs });
+    const notice = chat.locator(".item.notice", { hasText: "Earlier conversation compacted" });
+    await notice.waitFor({ timeout: waitMs });
+    const prompts = await chat.locator(".item.user").allTextContents();
+    if (prompts.length !== 1 || !prompts[0].includes("first question")) throw new Error(`the prompts shown: ${JSON.stringify(prompts)}`);
+    await screenshot("compacted-resumed");
+    log("a compacted session resumed says it was compacted, the agent's notes no prompt of hers");
   });
 
   await scenario("settingsscope", async () => {
