@@ -106,6 +106,8 @@ class AcpSession:
     policy_told: bool = False
     # The images of the prompts received and not begun (`inbox.take_images` bounds them across the sessions).
     waiting: set[Held] = field(default_factory=set)
+    # The steps whose question was withdrawn unanswered (a session/cancel came): no step event opened their cards.
+    withdrawn: list[str] = field(default_factory=list)
 
     @property
     def mode(self) -> str:
@@ -163,6 +165,10 @@ class AcpSession:
         try:
             choice = await self._choice(tool_call, options)
             return choice
+        except asyncio.CancelledError:  # the client drew the card from the question alone: the turn's end ends it
+            if not ends:
+                self.withdrawn.append(tool_call.tool_call_id)
+            raise
         finally:  # withdrawn unanswered (its step ended first) too
             if ends:
                 allowed = choice is not None and choice.startswith("allow")
@@ -288,8 +294,9 @@ class AcpSession:
         await self.tell_policy()
         if self._settings() != settings:  # `/approval`, `/agent` or `/model` changed one: the client shows it
             await self.sync_options()
+        withdrawn, self.withdrawn = self.withdrawn, []
         if result.stop == "interrupted":
-            await self.forwarder.fail_open_steps()
+            await self.forwarder.fail_open_steps(withdrawn)
         if self.recorder is not None:
             await self.recorder.drained()
         stop = "cancelled" if number <= self.cancelled_upto else STOP_REASONS.get(result.stop, "end_turn")

@@ -203,14 +203,14 @@ class UpdateForwarder:
         """`text` as a paragraph of its own after the agent text sent before it."""
         return "\n\n"[len(self.tail) - len(self.tail.rstrip("\n")):] + text
 
-    async def fail_open_steps(self) -> None:
-        """End every step still open as failed (a turn cut short: no step stays pending)."""
+    async def fail_open_steps(self, asked: Iterable[str] = ()) -> None:
+        """End every step still open as failed, and the cards of the steps `asked` about (a turn cut short: no step
+        stays pending, nor waits for an answer nobody will take)."""
         open_steps, self._open = self._open, {}
         self._live.clear()
         self._unsent.clear()
-        for ids in open_steps.values():
-            for step_id in ids:
-                await self._send(tool_result(step_id, "failed", "interrupted"))
+        for step_id in dict.fromkeys([*(i for ids in open_steps.values() for i in ids), *asked]):
+            await self._send(tool_result(step_id, "failed", "interrupted"))
 
     async def _run(self) -> None:
         try:
