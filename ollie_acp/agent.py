@@ -322,10 +322,11 @@ class OllieAgent:
         reopened one's plan and context use (else the client shows neither until the next turn's step)."""
         live.forwarder.start()  # an update of a session the client has not been told of yet is one it cannot place
         title = live.forwarder.title_update(again=True)
-        usage = [live.forwarder.usage_update()] if live.core.session.messages else []
-        await live.send(*([title] if title else []), update_available_commands(_commands()), *usage,
-                        what="slash commands")
+        await live.send(*([title] if title else []), update_available_commands(_commands()), what="slash commands")
         await live.forwarder.send_plan()
+        if live.core.session.messages:  # its size too: a context window not looked up yet was sent as 0 tokens
+            await live.core.context_limit()
+            await live.send(live.forwarder.usage_update(), what="context use")
 
     def _get(self, session_id: str) -> AcpSession:
         live = self._sessions.get(session_id)
