@@ -291,6 +291,7 @@ class AcpSession:
             result = await self.core.submit(text, images)
         usage = _turn_usage(before, _totals(self.core))
         await self.forwarder.drained()
+        await self.forwarder.send_plan()  # a command's change too: `/clear` dropped the plan the client showed
         await self.tell_policy()
         if self._settings() != settings:  # `/approval`, `/agent` or `/model` changed one: the client shows it
             await self.sync_options()

@@ -170,6 +170,7 @@ class UpdateForwarder:
         # so a note after "done" read "donewaiting for MCP server ..." (`paragraph`).
         self.tail = "\n\n"
         self._title = ""  # the session's title the client was last told
+        self._plan: list[tuple[str, str]] = []  # the plan the client was sent last (none: it shows none)
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
         self.on_reply: Callable[[], object] | None = None
@@ -323,14 +324,18 @@ class UpdateForwarder:
             await self.send_plan()
 
     async def send_plan(self) -> None:
-        """Send the session's plan (the task_* tools' checklist) when there is one."""
+        """Send the session's plan (the task_* tools' checklist) when it is not the one the client was sent last."""
         try:
             plan = self._plan_file()  # tool code writes it: read through the chokepoint (no FIFO, link or giant)
             text = await beneath.read_text(plan.parent, plan.name, errors="replace")
+        except FileNotFoundError:  # `task_clear` removed it: a client keeps the plan it was sent until told otherwise
+            text = ""
         except OSError:
             return
         entries = [plan_entry(content, status=status) for content, status in plan_entries(text)]  # type: ignore[arg-type]
-        await self._send(update_plan(entries))
+        if (shown := [(e.content, e.status) for e in entries]) != self._plan:
+            self._plan = shown
+            await self._send(update_plan(entries))
 
     def usage_update(self) -> UsageUpdate:
         """The context window's use and the session's cost now."""

@@ -87,6 +87,7 @@ async def test_task_tools_become_a_plan(shared_agent, llm) -> None:
     llm.script(
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_add", "args": ["write the test", "run it"]}]})),
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_check", "args": ["1"]}]})),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_clear", "args": []}]})),
         Reply.text("planned"),
     )
     agent = await shared_agent()
@@ -94,7 +95,9 @@ async def test_task_tools_become_a_plan(shared_agent, llm) -> None:
     await agent.prompt(sid, "plan it")
     plans = agent.client.of(sid, "plan")
     assert [(e.content, e.status) for e in plans[0].entries] == [("write the test", "in_progress"), ("run it", "pending")]
-    assert [(e.content, e.status) for e in plans[-1].entries] == [("write the test", "completed"), ("run it", "in_progress")]
+    assert [(e.content, e.status) for e in plans[1].entries] == [("write the test", "completed"), ("run it", "in_progress")]
+    # Cleared: the client, which keeps the last plan it was sent, showed the old one for good.
+    assert len(plans) == 3 and plans[2].entries == []
 
 
 def test_the_plan_update_and_the_loops_next_step_read_one_checklist() -> None:
