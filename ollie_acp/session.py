@@ -219,6 +219,7 @@ class AcpSession:
         # conversation before went.
         if lines := switched.lines(self.core.resume_how):
             await self._tell("".join(f"{line}\n\n" for line in lines))
+        await self.forwarder.send_plan()  # the conversation it ended took its plan along
         return True
 
     async def sync_options(self) -> None:

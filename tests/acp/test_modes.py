@@ -142,8 +142,8 @@ async def test_clear_keeps_the_conversation_as_a_session_to_load(shared_agent, l
 
 
 async def test_clear_drops_the_plan_the_client_shows_and_the_next_plan_starts_without_it(shared_agent, llm) -> None:
-    # `/clear` said "task state dropped", yet the client kept showing the plan, and the new conversation's first
-    # `task_add` added its steps below the old ones.
+    # `/clear` said "task state dropped", yet the client kept showing the plan (an agent switch's too), and the new
+    # conversation's first `task_add` added its steps below the old ones.
     def call(tool: str, *args: str) -> Reply:
         return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
 
@@ -156,3 +156,5 @@ async def test_clear_drops_the_plan_the_client_shows_and_the_next_plan_starts_wi
     assert agent.client.of(sid, "plan")[-1].entries == []
     await agent.prompt(sid, "something new")
     assert [e.content for e in agent.client.of(sid, "plan")[-1].entries] == ["write the new one"]
+    await asyncio.wait_for(agent.conn.set_config_option(config_id="agent", session_id=sid, value="coding"), 30)
+    assert agent.client.of(sid, "plan")[-1].entries == []  # the agent selector's switch: a new conversation too
