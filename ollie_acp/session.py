@@ -292,7 +292,9 @@ class AcpSession:
             result = await self.core.submit(text, images)
         usage = _turn_usage(before, _totals(self.core))
         await self.forwarder.drained()
-        await self.forwarder.send_plan()  # a command's change too: `/clear` dropped the plan the client showed
+        # A command's changes too: `/clear` dropped the plan the client showed, `/rewind` shrank the context.
+        await self.forwarder.send_plan()
+        await self.forwarder.send_usage()
         await self.tell_policy()
         if self._settings() != settings:  # `/approval`, `/agent` or `/model` changed one: the client shows it
             await self.sync_options()

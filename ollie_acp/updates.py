@@ -171,6 +171,7 @@ class UpdateForwarder:
         self.tail = "\n\n"
         self._title = ""  # the session's title the client was last told
         self._plan: list[tuple[str, str]] = []  # the plan the client was sent last (none: it shows none)
+        self._usage: UsageUpdate | None = None  # the context use the client was sent last
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
         self.on_reply: Callable[[], object] | None = None
@@ -199,6 +200,8 @@ class UpdateForwarder:
         """Keep the end of the agent text `update` brings (each sent to the client, whoever sent it)."""
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
             self.tail = (self.tail + update.content.text)[-2:]
+        elif isinstance(update, UsageUpdate):
+            self._usage = update
 
     def paragraph(self, text: str) -> str:
         """`text` as a paragraph of its own after the agent text sent before it."""
@@ -336,6 +339,12 @@ class UpdateForwarder:
         if (shown := [(e.content, e.status) for e in entries]) != self._plan:
             self._plan = shown
             await self._send(update_plan(entries))
+
+    async def send_usage(self) -> None:
+        """Send the context window's use when it is not what the client was sent last (a `/rewind`, a `/compact`, a
+        `/clear`), its size known."""
+        if (update := self.usage_update()) != self._usage and update.size:
+            await self._send(update)
 
     def usage_update(self) -> UsageUpdate:
         """The context window's use and the session's cost now."""

@@ -179,6 +179,19 @@ async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(sha
     assert response.stop_reason == "max_turn_requests"
 
 
+async def test_a_rewind_shows_the_client_the_context_it_left(shared_agent, llm) -> None:
+    # The context meter kept the rewound turn's size: no update came, and the last request's measured size outlived
+    # the history it measured.
+    llm.script(Reply.text("short"), Reply.text("ok"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    await agent.prompt(sid, "first")
+    await agent.prompt(sid, "long " * 20000)
+    long = agent.client.of(sid, "usage_update")[-1].used
+    assert (await agent.prompt(sid, "/rewind")).stop_reason == "end_turn"
+    assert agent.client.of(sid, "usage_update")[-1].used < long - 20000
+
+
 async def test_cancel_answers_cancelled_and_kills_the_tool(shared_agent, llm, sleeper) -> None:
     agent = await shared_agent()
     sid, prompt = await sleeper.start(agent, llm, "61.25")
