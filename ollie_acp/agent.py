@@ -324,9 +324,9 @@ class OllieAgent:
         title = live.forwarder.title_update(again=True)
         await live.send(*([title] if title else []), update_available_commands(_commands()), what="slash commands")
         await live.forwarder.send_plan()
-        # With the model's window: one not looked up yet was sent as 0 tokens (none known: nothing to show).
-        if live.core.session.messages and await live.core.context_limit():
-            await live.send(live.forwarder.usage_update(), what="context use")
+        if live.core.session.messages:  # with the model's window: one not looked up yet was sent as 0 tokens
+            await live.core.context_limit()
+            await live.forwarder.send_usage()
 
     def _get(self, session_id: str) -> AcpSession:
         live = self._sessions.get(session_id)
