@@ -318,10 +318,15 @@ class OllieAgent:
 
     async def _announce(self, live: AcpSession) -> None:
         """Once the client has the session's id (`_after_answer`): its updates (those held since it opened first: an
-        MCP server that failed at once), its title (a load again: Zed names the thread anew) and the slash commands."""
+        MCP server that failed at once), its title (a load again: Zed names the thread anew), the slash commands, and a
+        reopened one's plan and context use (else the client shows neither until the next turn's step)."""
         live.forwarder.start()  # an update of a session the client has not been told of yet is one it cannot place
         title = live.forwarder.title_update(again=True)
         await live.send(*([title] if title else []), update_available_commands(_commands()), what="slash commands")
+        await live.forwarder.send_plan()
+        if live.core.session.messages:  # with the model's window: one not looked up yet was sent as 0 tokens
+            await live.core.context_limit()
+            await live.forwarder.send_usage()
 
     def _get(self, session_id: str) -> AcpSession:
         live = self._sessions.get(session_id)

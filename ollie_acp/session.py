@@ -106,6 +106,8 @@ class AcpSession:
     policy_told: bool = False
     # The images of the prompts received and not begun (`inbox.take_images` bounds them across the sessions).
     waiting: set[Held] = field(default_factory=set)
+    # The steps whose question was withdrawn unanswered (a session/cancel came): no step event opened their cards.
+    withdrawn: list[str] = field(default_factory=list)
 
     @property
     def mode(self) -> str:
@@ -163,6 +165,10 @@ class AcpSession:
         try:
             choice = await self._choice(tool_call, options)
             return choice
+        except asyncio.CancelledError:  # the client drew the card from the question alone: the turn's end ends it
+            if not ends:
+                self.withdrawn.append(tool_call.tool_call_id)
+            raise
         finally:  # withdrawn unanswered (its step ended first) too
             if ends:
                 allowed = choice is not None and choice.startswith("allow")
@@ -213,6 +219,7 @@ class AcpSession:
         # conversation before went.
         if lines := switched.lines(self.core.resume_how):
             await self._tell("".join(f"{line}\n\n" for line in lines))
+        await self.forwarder.send_plan()  # the conversation it ended took its plan along
         return True
 
     async def sync_options(self) -> None:
@@ -285,11 +292,15 @@ class AcpSession:
             result = await self.core.submit(text, images)
         usage = _turn_usage(before, _totals(self.core))
         await self.forwarder.drained()
+        # A command's changes too: `/clear` dropped the plan the client showed, `/rewind` shrank the context.
+        await self.forwarder.send_plan()
+        await self.forwarder.send_usage()
         await self.tell_policy()
         if self._settings() != settings:  # `/approval`, `/agent` or `/model` changed one: the client shows it
             await self.sync_options()
+        withdrawn, self.withdrawn = self.withdrawn, []
         if result.stop == "interrupted":
-            await self.forwarder.fail_open_steps()
+            await self.forwarder.fail_open_steps(withdrawn)
         if self.recorder is not None:
             await self.recorder.drained()
         stop = "cancelled" if number <= self.cancelled_upto else STOP_REASONS.get(result.stop, "end_turn")

@@ -170,6 +170,8 @@ class UpdateForwarder:
         # so a note after "done" read "donewaiting for MCP server ..." (`paragraph`).
         self.tail = "\n\n"
         self._title = ""  # the session's title the client was last told
+        self._plan: list[tuple[str, str]] = []  # the plan the client was sent last (none: it shows none)
+        self._usage: UsageUpdate | None = None  # the context use the client was sent last
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
         self.on_reply: Callable[[], object] | None = None
@@ -198,19 +200,21 @@ class UpdateForwarder:
         """Keep the end of the agent text `update` brings (each sent to the client, whoever sent it)."""
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
             self.tail = (self.tail + update.content.text)[-2:]
+        elif isinstance(update, UsageUpdate):
+            self._usage = update
 
     def paragraph(self, text: str) -> str:
         """`text` as a paragraph of its own after the agent text sent before it."""
         return "\n\n"[len(self.tail) - len(self.tail.rstrip("\n")):] + text
 
-    async def fail_open_steps(self) -> None:
-        """End every step still open as failed (a turn cut short: no step stays pending)."""
+    async def fail_open_steps(self, asked: Iterable[str] = ()) -> None:
+        """End every step still open as failed, and the cards of the steps `asked` about (a turn cut short: no step
+        stays pending, nor waits for an answer nobody will take)."""
         open_steps, self._open = self._open, {}
         self._live.clear()
         self._unsent.clear()
-        for ids in open_steps.values():
-            for step_id in ids:
-                await self._send(tool_result(step_id, "failed", "interrupted"))
+        for step_id in dict.fromkeys([*(i for ids in open_steps.values() for i in ids), *asked]):
+            await self._send(tool_result(step_id, "failed", "interrupted"))
 
     async def _run(self) -> None:
         try:
@@ -323,14 +327,24 @@ class UpdateForwarder:
             await self.send_plan()
 
     async def send_plan(self) -> None:
-        """Send the session's plan (the task_* tools' checklist) when there is one."""
+        """Send the session's plan (the task_* tools' checklist) when it is not the one the client was sent last."""
         try:
             plan = self._plan_file()  # tool code writes it: read through the chokepoint (no FIFO, link or giant)
             text = await beneath.read_text(plan.parent, plan.name, errors="replace")
+        except FileNotFoundError:  # `task_clear` removed it: a client keeps the plan it was sent until told otherwise
+            text = ""
         except OSError:
             return
         entries = [plan_entry(content, status=status) for content, status in plan_entries(text)]  # type: ignore[arg-type]
-        await self._send(update_plan(entries))
+        if (shown := [(e.content, e.status) for e in entries]) != self._plan:
+            self._plan = shown
+            await self._send(update_plan(entries))
+
+    async def send_usage(self) -> None:
+        """Send the context window's use when it is not what the client was sent last (a `/rewind`, a `/compact`, a
+        `/clear`), its size known."""
+        if (update := self.usage_update()) != self._usage and update.size:
+            await self._send(update)
 
     def usage_update(self) -> UsageUpdate:
         """The context window's use and the session's cost now."""

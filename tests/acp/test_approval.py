@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import acp
 import pytest
 
 from ollie.testing import Reply
+from tests.procs import eventually
 
 
 def run(code: str) -> Reply:
@@ -179,6 +182,22 @@ async def test_a_question_nobody_answers_is_a_rejection_after_the_timeout(start_
     assert len(agent.client.permission_requests) == 1
     assert (agent.workspace / "a.txt").read_text() == "one\n"
     assert "nobody answered whether 'Edit a.txt'" in llm.chat_requests[-1].body["messages"][-1]["content"]
+
+
+async def test_a_cancel_while_a_question_waits_ends_its_card_and_the_prompt(shared_agent, llm) -> None:
+    # Zed's stop button mid-question: the card, drawn from the question alone (no step had begun), stayed pending.
+    llm.script(run("touch x"))
+    agent = await shared_agent(approval="")
+    sid = await agent.new()
+    agent.client.permission_answers = ["away"]
+    prompt = asyncio.ensure_future(agent.prompt(sid, "touch"))
+    await eventually(lambda: agent.client.permission_requests, "the question")
+    await agent.conn.cancel(session_id=sid)
+    assert (await asyncio.wait_for(prompt, 30)).stop_reason == "cancelled"
+    (question, _), = agent.client.permission_requests
+    assert [u.status for u in agent.client.of(sid, "tool_call_update")
+            if u.tool_call_id == question.tool_call_id] == ["failed"]
+    assert not (agent.workspace / "x").exists()
 
 
 async def test_a_network_question_goes_to_request_permission(shared_agent, llm) -> None:

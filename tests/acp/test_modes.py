@@ -139,3 +139,22 @@ async def test_clear_keeps_the_conversation_as_a_session_to_load(shared_agent, l
     assert listed[said[1]].title == "Fix the parser"
     await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=said[1], mcp_servers=[]), 30)
     assert agent.client.text(said[1]) == "the parser is fixed"
+
+
+async def test_clear_drops_the_plan_the_client_shows_and_the_next_plan_starts_without_it(shared_agent, llm) -> None:
+    # `/clear` said "task state dropped", yet the client kept showing the plan (an agent switch's too), and the new
+    # conversation's first `task_add` added its steps below the old ones.
+    def call(tool: str, *args: str) -> Reply:
+        return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
+
+    agent = await shared_agent()
+    llm.script(call("task_add", "port the old parser"), Reply.text("planned"),
+               call("task_add", "write the new one"), Reply.text("planned anew"))
+    sid = await agent.new()
+    await agent.prompt(sid, "plan it")
+    await agent.prompt(sid, "/clear")
+    assert agent.client.of(sid, "plan")[-1].entries == []
+    await agent.prompt(sid, "something new")
+    assert [e.content for e in agent.client.of(sid, "plan")[-1].entries] == ["write the new one"]
+    await asyncio.wait_for(agent.conn.set_config_option(config_id="agent", session_id=sid, value="coding"), 30)
+    assert agent.client.of(sid, "plan")[-1].entries == []  # the agent selector's switch: a new conversation too

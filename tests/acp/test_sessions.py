@@ -450,6 +450,22 @@ async def test_a_loaded_session_replays_its_edits_diffs_and_list_reports_its_mov
     assert [loc.path for s in starts for loc in s.locations] == [str(ws / "sub" / "a.txt"), str(ws / "sub" / "b.txt")]
 
 
+async def test_a_loaded_session_shows_its_plan_and_context_use(shared_agent, llm) -> None:
+    # Zed's reopened thread showed no plan, and an empty context meter, until a step of the next turn.
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_add", "args": ["write it", "run it"]}]})),
+               Reply.text("planned"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    await agent.prompt(sid, "plan it")
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
+    agent.client.reset()
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    (plan,) = await agent.updates(sid, "plan")
+    assert [(e.content, e.status) for e in plan.entries] == [("write it", "in_progress"), ("run it", "pending")]
+    (usage,) = await agent.updates(sid, "usage_update")
+    assert usage.used > 0 and usage.size > 0  # the model's window looked up, not "0 tokens" until the next turn
+
+
 async def test_resume_reopens_a_saved_session_without_replaying_it(shared_agent, start_agent_beside,
                                                                    llm) -> None:
     first = await start_agent_beside(env=llm.env())

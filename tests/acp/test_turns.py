@@ -87,6 +87,7 @@ async def test_task_tools_become_a_plan(shared_agent, llm) -> None:
     llm.script(
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_add", "args": ["write the test", "run it"]}]})),
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_check", "args": ["1"]}]})),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_clear", "args": []}]})),
         Reply.text("planned"),
     )
     agent = await shared_agent()
@@ -94,7 +95,9 @@ async def test_task_tools_become_a_plan(shared_agent, llm) -> None:
     await agent.prompt(sid, "plan it")
     plans = agent.client.of(sid, "plan")
     assert [(e.content, e.status) for e in plans[0].entries] == [("write the test", "in_progress"), ("run it", "pending")]
-    assert [(e.content, e.status) for e in plans[-1].entries] == [("write the test", "completed"), ("run it", "in_progress")]
+    assert [(e.content, e.status) for e in plans[1].entries] == [("write the test", "completed"), ("run it", "in_progress")]
+    # Cleared: the client, which keeps the last plan it was sent, showed the old one for good.
+    assert len(plans) == 3 and plans[2].entries == []
 
 
 def test_the_plan_update_and_the_loops_next_step_read_one_checklist() -> None:
@@ -174,6 +177,19 @@ async def test_slash_commands_run_and_max_steps_stops_with_max_turn_requests(sha
                Reply.tool_calls(("call_tool", {"calls": [{"tool": "reasoning_think", "args": ["b"]}]})))
     response = await agent.prompt(sid, "loop")
     assert response.stop_reason == "max_turn_requests"
+
+
+async def test_a_rewind_shows_the_client_the_context_it_left(shared_agent, llm) -> None:
+    # The context meter kept the rewound turn's size: no update came, and the last request's measured size outlived
+    # the history it measured.
+    llm.script(Reply.text("short"), Reply.text("ok"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    await agent.prompt(sid, "first")
+    await agent.prompt(sid, "long " * 20000)
+    long = agent.client.of(sid, "usage_update")[-1].used
+    assert (await agent.prompt(sid, "/rewind")).stop_reason == "end_turn"
+    assert agent.client.of(sid, "usage_update")[-1].used < long - 20000
 
 
 async def test_cancel_answers_cancelled_and_kills_the_tool(shared_agent, llm, sleeper) -> None:

@@ -194,7 +194,6 @@ async def compact_session(
     session.task_state = state
     replaced = session.messages
     session.replace_messages(hot)
-    session.last_input_tokens = 0
     rewrite(session)
     del older
     _release_later(replaced)

@@ -346,6 +346,10 @@ class Core(HistoryMembers, McpMembers):
         """`{"tokens", "limit"}` (limit 0 = not known yet)."""
         return self._host.budget.info()
 
+    async def context_limit(self) -> int:
+        """The model's context length, asked of the backend if not known yet (once per model); 0 while unknown."""
+        return await self._host.budget.limit()
+
     def usage_info(self) -> dict[str, int]:
         """Token totals of the session."""
         s = self.session

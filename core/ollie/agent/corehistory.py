@@ -7,12 +7,15 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from ollie import beneath
 from ollie.agent.attachments import Attachments
 from ollie.agent.review import Review, Rewound
 from ollie.agent.setup import Setup
+from ollie.agent.taskstate import plan_path
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.errors import BackendConfigError
 from ollie.errors import OllieError
+from ollie.paths import sessions_dir
 from ollie.sessions.session import Session
 
 if TYPE_CHECKING:
@@ -100,6 +103,10 @@ class HistoryMembers:
             self._host.bus.emit("kept", *kept)  # its record: the recorder's
             self.session.title = ""
         self.session.clear()
+        # The task_* tools' plan is the conversation's too: the next one's `task_add` added below its steps. Tool code
+        # writes it: removed through the chokepoint (no link followed; a dir a step swapped for one keeps it).
+        with contextlib.suppress(OSError):
+            await beneath.remove(sessions_dir(), plan_path(self.session.id))
         await self.review.start_over(kept is not None)
         return Switched(warnings, *(kept or ()))
 

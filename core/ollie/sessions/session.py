@@ -243,8 +243,9 @@ class Session:
         self.turn_starts, self.turn_changed, self.copied_turns = [], [], 0
 
     def replace_messages(self, messages: list[Message]) -> None:
-        """Rewrite the history (compaction): the next save writes a fresh snapshot."""
+        """Rewrite the history (compaction, a rewind): the next save writes a fresh snapshot."""
         self.messages = list(messages)
+        self.last_input_tokens = 0  # the last request's measured size no longer describes it (a rewind's kept it)
         self.history_generation += 1
         self.edited_indices.clear()
         self.turn_starts = [-1] * len(self.turn_starts)
