@@ -153,8 +153,9 @@ async def test_without_a_backend_key_no_model_is_offered_and_each_try_says_what_
         await agent.conn.set_config_option(config_id="model", session_id=sid, value="claude-x")
     fix = "the anthropic backend needs an API key: set OLLIE_ANTHROPIC_KEY (or ANTHROPIC_API_KEY)"
     assert caught.value.code == -32602 and caught.value.data == {"value": f"no backend: {fix}"}
-    assert (await agent.prompt(sid, "hello")).stop_reason == "end_turn"
-    assert agent.client.text(sid) == f"⚠ {fix}\n\n"
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "hello")
+    assert (caught.value.code, str(caught.value), agent.client.text(sid)) == (-32603, fix, "")
 
 
 async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(shared_agent, llm) -> None:
