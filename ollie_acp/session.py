@@ -198,8 +198,11 @@ class AcpSession:
                                  "`/approval auto`.\n\n")
             return None
         outcome = answer.outcome
-        if outcome.outcome != "selected" or outcome.option_id not in {o.option_id for o in options}:
-            return None  # cancelled, or an option it was not offered (a network question's to a command)
+        if outcome.outcome == "cancelled":  # ACP: what a client answers as it cancels the turn, sent session/cancel or not
+            self.core.stop("the client cancelled the question")  # (not awaited: the turn it stops is this one)
+            return None
+        if outcome.option_id not in {o.option_id for o in options}:
+            return None  # an option it was not offered (a network question's to a command)
         return outcome.option_id
 
     async def set_mode(self, mode: str, *, field_name: str = "modeId") -> None:

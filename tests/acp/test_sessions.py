@@ -78,7 +78,7 @@ ELEVATED = {"steps": [{"code": "echo out > elevated.txt", "elevated": True}]}
 
 
 @pytest.mark.parametrize(("answer", "runs"), [
-    ("allow_once", True), ("reject_once", False), (None, False),
+    ("allow_once", True), ("reject_once", False),  # (a `cancelled` answer cancels the turn: test_approval.py)
     ("allow_always", False),  # not offered: a no (it was, and it let every later elevated step out unasked)
 ])
 async def test_an_elevated_step_asks_for_permission_each_time(shared_agent, llm, answer, runs) -> None:
