@@ -68,7 +68,8 @@ FOR_THE_TURN = {"i", "irw"}
 # `/i` or `/irw` with no turn running: the engine would queue its text, and ACP has no turn of its own to run it in, so
 # it ran inside the next prompt's, unasked; its prompt is the turn instead (`/irw`'s in place of the injects waiting).
 INJECT_RUNS_NOW = "no turn is running, so `/{}` runs its text as a prompt now\n\n"
-# ACP stop reasons of the engine's TurnResult.stop values (an `error` was already shown as text).
+# ACP stop reasons of the engine's TurnResult.stop values (an `error` the model did not cause was shown as text; the
+# model's failure is the prompt's error answer).
 STOP_REASONS = {"end": "end_turn", "command": "end_turn", "error": "end_turn", "interrupted": "cancelled",
                 "max_steps": "max_turn_requests", "refusal": "refusal", "max_tokens": "max_tokens"}
 
@@ -197,8 +198,11 @@ class AcpSession:
                                  "`/approval auto`.\n\n")
             return None
         outcome = answer.outcome
-        if outcome.outcome != "selected" or outcome.option_id not in {o.option_id for o in options}:
-            return None  # cancelled, or an option it was not offered (a network question's to a command)
+        if outcome.outcome == "cancelled":  # ACP: what a client answers as it cancels the turn, sent session/cancel or not
+            self.core.stop("the client cancelled the question")  # (not awaited: the turn it stops is this one)
+            return None
+        if outcome.option_id not in {o.option_id for o in options}:
+            return None  # an option it was not offered (a network question's to a command)
         return outcome.option_id
 
     async def set_mode(self, mode: str, *, field_name: str = "modeId") -> None:
@@ -304,6 +308,11 @@ class AcpSession:
         if self.recorder is not None:
             await self.recorder.drained()
         stop = "cancelled" if number <= self.cancelled_upto else STOP_REASONS.get(result.stop, "end_turn")
+        failed_as, self.forwarder.failed_as = self.forwarder.failed_as, ""
+        if failed_as and result.stop == "error" and stop != "cancelled":
+            # ACP (v1) has no stop reason for a failed turn: an error answer is what a client shows as one (Zed's
+            # error banner), in the engine's words; what streamed before stays, the session takes the next prompt.
+            raise RequestError(-32603, result.error or failed_as, {"sessionId": self.id, "class": failed_as})
         return PromptResponse(stop_reason=stop, usage=usage)  # type: ignore[arg-type]
 
     def _settings(self) -> tuple[str, str, str]:

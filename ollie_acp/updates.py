@@ -176,6 +176,8 @@ class UpdateForwarder:
         # session does as its reply begins, and tells before its first step.
         self.on_reply: Callable[[], object] | None = None
         self.before_call: Callable[[], Awaitable[None]] | None = None
+        # The class of the model's failure that ended the turn (its `error` event's name): the prompt's answer says it.
+        self.failed_as = ""
 
     def start(self) -> None:
         """Start draining (once: a second call does nothing)."""
@@ -261,6 +263,8 @@ class UpdateForwarder:
             await self._send(self.usage_update())
         elif role == "state" and (update := self.title_update()):
             await self._send(update)
+        elif role == "error" and event.name:  # a failed model turn: its prompt answers an error (AcpSession._run)
+            self.failed_as = event.name
         elif role in NOTE_ROLES and event.content:
             text = self.paragraph(f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n")
             await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))

@@ -410,3 +410,17 @@ async def test_deny_for_this_session_through_request_permission_denies_the_later
         assert not netsaved.saved_file().exists()
     finally:
         server.sock.close()
+
+
+async def test_a_question_the_client_answers_cancelled_cancels_the_turn(shared_agent, llm) -> None:
+    # ACP's `cancelled` outcome is what a client answers as it cancels the turn: taken for "Reject", the turn went on
+    # (the model asked again, and the prompt ended `end_turn`) though the user had stopped it.
+    llm.script(run("touch x"))  # and no more: the model is not asked again
+    agent = await shared_agent(approval="")
+    sid = await agent.new()
+    agent.client.permission_answers = [None]  # cancelled, and no session/cancel
+    assert (await agent.prompt(sid, "touch")).stop_reason == "cancelled"
+    (question, _), = agent.client.permission_requests
+    assert [u.status for u in agent.client.of(sid, "tool_call_update")
+            if u.tool_call_id == question.tool_call_id][-1] == "failed"
+    assert not (agent.workspace / "x").exists()

@@ -6,6 +6,9 @@ import json
 import re
 from pathlib import Path
 
+import acp
+import pytest
+
 from ollie.testing import Reply
 from tests.acp.conftest import AGENT_COMMAND
 from tests.acp.test_warnings import config_dir
@@ -41,9 +44,11 @@ async def test_an_env_file_setting_the_editors_env_overrides_is_named_in_the_tur
     agent = await start_agent(env={"OLLIE_BACKEND": "ollama", "OLLIE_OLLAMA_URL": closed_url(),
                                    "OLLIE_OPENAI_KEY": "sk-from-editor"})
     sid = await agent.new()
-    assert (await agent.prompt(sid, "hi")).stop_reason == "end_turn"
-    said = agent.client.text(sid)
-    assert said.startswith("⚠ ollama: cannot connect") and said.endswith(
+    with pytest.raises(acp.RequestError) as caught:  # the failed turn's answer (Zed's error banner) says it
+        await agent.prompt(sid, "hi")
+    said = str(caught.value)
+    assert caught.value.data == {"sessionId": sid, "class": "unreachable"} and agent.client.text(sid) == ""
+    assert said.startswith("ollama: cannot connect") and said.endswith(
         f"(line 2 of {env_file}: OLLIE_BACKEND there is not used, the environment sets it and comes first; line 3: "
-        "OLLIE_OPENAI_KEY there is not used, the environment sets it and comes first)\n\n"), said
+        "OLLIE_OPENAI_KEY there is not used, the environment sets it and comes first)"), said
     assert "sk-from" not in said  # no key's value, the file's nor the environment's

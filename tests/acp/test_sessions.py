@@ -78,7 +78,7 @@ ELEVATED = {"steps": [{"code": "echo out > elevated.txt", "elevated": True}]}
 
 
 @pytest.mark.parametrize(("answer", "runs"), [
-    ("allow_once", True), ("reject_once", False), (None, False),
+    ("allow_once", True), ("reject_once", False),  # (a `cancelled` answer cancels the turn: test_approval.py)
     ("allow_always", False),  # not offered: a no (it was, and it let every later elevated step out unasked)
 ])
 async def test_an_elevated_step_asks_for_permission_each_time(shared_agent, llm, answer, runs) -> None:
@@ -153,8 +153,9 @@ async def test_without_a_backend_key_no_model_is_offered_and_each_try_says_what_
         await agent.conn.set_config_option(config_id="model", session_id=sid, value="claude-x")
     fix = "the anthropic backend needs an API key: set OLLIE_ANTHROPIC_KEY (or ANTHROPIC_API_KEY)"
     assert caught.value.code == -32602 and caught.value.data == {"value": f"no backend: {fix}"}
-    assert (await agent.prompt(sid, "hello")).stop_reason == "end_turn"
-    assert agent.client.text(sid) == f"⚠ {fix}\n\n"
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "hello")
+    assert (caught.value.code, str(caught.value), agent.client.text(sid)) == (-32603, fix, "")
 
 
 async def test_session_new_answers_before_the_model_list_which_follows_as_an_update(shared_agent, llm) -> None:

@@ -349,3 +349,22 @@ async def test_the_prompt_answer_carries_the_turns_usage(shared_agent, llm) -> N
     assert usage.total_tokens == 195
     # A slash command makes no request: no usage.
     assert (await agent.prompt(sid, "/help")).usage is None
+
+
+async def test_a_turn_the_model_fails_answers_an_error_and_the_session_goes_on(shared_agent, llm) -> None:
+    # It answered `end_turn` with the error as agent text: Zed showed it as the model's words, not as its error
+    # banner, and no client could tell the failed turn from an answered one.
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "true"}]}), text="Checking first."),
+               Reply.error(401), Reply.text("back again"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    with pytest.raises(acp.RequestError) as caught:
+        await agent.prompt(sid, "check it")
+    assert caught.value.code == -32603 and caught.value.data == {"sessionId": sid, "class": "unknown"}
+    # The engine's words, as every front end shows them (no second wording).
+    assert str(caught.value).endswith("HTTP 401: scripted error 401: the API key was refused: check OLLIE_OPENAI_KEY")
+    # What streamed before the failure stays, and nothing of the error is sent as the model's words.
+    assert agent.client.text(sid) == "Checking first."
+    assert [u.status for u in agent.client.of(sid, "tool_call_update")] == ["in_progress", "completed"]
+    assert (await agent.prompt(sid, "again")).stop_reason == "end_turn"
+    assert agent.client.text(sid) == "Checking first.back again"
