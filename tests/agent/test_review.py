@@ -135,6 +135,17 @@ async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(s
     assert again.session.messages == [] and (workdir / "a.txt").read_text() == ORIGINAL_A
 
 
+async def test_a_rewind_never_tells_the_model_of_undos_in_the_turns_it_cut(scripted_llm, make_core, workdir):
+    """She undoes a hunk of turn 2, then rewinds turn 2 and asks again: the new turn 2's prompt told the model "the user
+    undid these changes of yours (turn 2)", of a turn it never saw (the cut one), as if of the one it is in."""
+    core, srv = await _two_turns(scripted_llm, make_core, workdir)
+    await core.review.undo("a.txt", 0)
+    await core.rewind(2)
+    srv.script(Reply.text("ok"))
+    await core.submit("edit them again")
+    assert "the user undid" not in sent_messages(srv, 3)[-1]["content"]
+
+
 async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scripted_llm, make_core, workdir,
                                                                              monkeypatch):
     # A rewind encoded the whole history twice on the loop every session shares (its backup, the log's snapshot),
