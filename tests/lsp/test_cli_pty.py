@@ -639,6 +639,21 @@ def test_a_prompt_half_typed_when_the_turn_ends_shows_after_the_prompt_sign(llm,
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "and a second"
 
 
+def test_ctrl_c_at_the_prompt_drops_the_start_of_a_prompt_typed_during_the_turn(llm, tmp_path):
+    # Shown after the prompt sign, then Ctrl-C to start the line over (as a shell drops it): the prompt redrawn read
+    # "default> hello", and the model got "rm -rf buildhello".
+    llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
+        os.write(term.master, b"rm -rf build")
+        at = term.wait_for(r"word by word\ndefault> rm -rf build", after=at)
+        term.proc.send_signal(signal.SIGINT)  # Ctrl-C's (the test's pty is no controlling terminal)
+        at = term.wait_for(r"\(Ctrl-C again to exit\)\ndefault> ", after=at)
+        term.answer("hello", r"the second answer\n", after=at)
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "hello"
+
+
 def test_ctrl_d_typed_right_after_a_prompt_ends_the_terminal_after_its_turn(llm, tmp_path):
     # Read within a paste's gap of the line before it (`printf 'go\n\4'`, a quick hand), the end was dropped: ollie
     # answered and waited at the prompt for good.

@@ -111,9 +111,14 @@ class InputLines:
         os.write(self._wish[1], b"!")
         await self._taken
 
+    def drop_unfinished(self) -> None:
+        """The start of a line read without its Enter goes (Ctrl-C at the prompt, a question), as the terminal's
+        unread part does: shown at a prompt, then unseen at the one drawn anew, it led the next line sent."""
+        self._unfinished = self._unseen = ""
+
     def before_question(self) -> float:
         """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
-        self._unfinished = self._unseen = ""  # as the terminal's unread part is dropped below
+        self.drop_unfinished()  # as the terminal's unread part is dropped below
         if self._quiet:  # before it shows: an answer typed at once is echoed too (`answer` keeps it on)
             _echo(True)
         if sys.stdin.isatty():
