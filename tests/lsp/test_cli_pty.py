@@ -385,7 +385,7 @@ def test_a_line_typed_while_the_answer_streams_goes_to_the_next_prompt_not_into_
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
 
 
-@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, ending):
     # Echo is off while a turn streams (typing stays out of the answer): killed then, ollie left it off for the shell.
     llm.script(Reply(text="word " * 2000, chunk_size=5, delay=0.01))
