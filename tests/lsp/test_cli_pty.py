@@ -32,10 +32,13 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class Terminal:
     """`ollie` with its stdin, stdout and stderr on one pty; what it printed so far, styles removed."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path, *, shell: bool = False) -> None:
+        """`shell`: an interactive bash instead (prompt `SH$ `), the pty its controlling terminal: Ctrl-Z stops a job."""
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen([*OLLIE, *args], env=child_env({**env, "TERM": "xterm"}), cwd=cwd,
-                                     stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+        command, env = (["bash", "--norc", "-i"], {**env, "PS1": "SH$ "}) if shell else ([*OLLIE, *args], env)
+        self.proc = subprocess.Popen(command, env=child_env({**env, "TERM": "xterm"}), cwd=cwd, stdin=slave,
+                                     stdout=slave, stderr=slave, start_new_session=True,
+                                     preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if shell else None)
         self.slave_name = os.ttyname(slave)
         os.close(slave)
         self.raw = ""
@@ -395,6 +398,22 @@ def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, 
         term.proc.send_signal(ending)
         assert term.proc.wait(timeout=30) == -ending
         assert termios.tcgetattr(term.master)[3] & termios.ECHO
+
+
+def test_a_turn_stopped_by_ctrl_z_and_brought_back_keeps_what_is_typed_out_of_its_answer(llm, tmp_path):
+    # bash gives a job it brings back (`fg`) its own modes: echo was on for the rest of the turn, and a line typed then
+    # was drawn between the answer's words ("word wordnext one").
+    llm.script(Reply(text="word " * 600, chunk_size=5, delay=0.02), Reply.text("back"))
+    with Terminal([], llm.env(), tmp_path, shell=True) as term:
+        term.answer(" ".join([*OLLIE, "--cwd", str(tmp_path)]), r"default> ", after=term.wait_for(r"SH\$ "))
+        at = term.streaming("talk")
+        os.write(term.master, b"\x1a")  # Ctrl-Z
+        at = term.answer("fg", r"fg\n(.|\n)*word word ", after=term.wait_for(r"Stopped(.|\n)*SH\$ ", after=at))
+        term.type("next one")
+        end = term.wait_for(r"\ndefault> next one\n", after=at)
+        assert "next" not in term.text[at:end - 20], term.text[at:end]
+        term.answer("exit", r"exit", after=term.wait_for(r"back\ndefault> ", after=end))
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
 
 
 def paste_then_type(llm, tmp_path, pasted: str, shown: str, typed: str, answered: str) -> str:  # type: ignore[no-untyped-def]

@@ -225,8 +225,8 @@ class InputLines:
             self._unseen = ""
 
 
-# The signals that end the terminal by default (Ctrl-C stops the turn instead).
-_ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+# The signals that end (or stop: Ctrl-Z) the terminal by default (Ctrl-C stops the turn instead).
+_ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP)
 
 
 # Held while the terminal's modes change: the loop's (echo, a signal's restore) and `_read`'s (`_unfinished`) never
@@ -237,9 +237,14 @@ Modes = list[int | list[bytes | int]]
 
 
 def _end_restoring(loop: asyncio.AbstractEventLoop, signum: int, modes: Modes | None) -> None:
-    """End as `signum` ends a process, with the terminal's modes back as they were (echo and line mode)."""
+    """End (or stop) as `signum` ends a process, with the terminal's modes back as they were (echo and line mode)."""
     with _MODES:  # held to the end: `_read` changes nothing after
+        now = _modes()
         _set_modes(modes)
+        if signum == signal.SIGTSTP:  # continued (`fg`): the turn's modes again (bash leaves its own: typing echoed)
+            os.kill(os.getpid(), signal.SIGSTOP)
+            _set_modes(now)
+            return
         loop.remove_signal_handler(signum)  # its default action again
         os.kill(os.getpid(), signum)
 
