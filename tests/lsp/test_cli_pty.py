@@ -414,6 +414,13 @@ def test_a_turn_stopped_by_ctrl_z_and_brought_back_keeps_what_is_typed_out_of_it
         assert "next" not in term.text[at:end - 20], term.text[at:end]
         term.answer("exit", r"exit", after=term.wait_for(r"back\ndefault> ", after=end))
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
+    # With no shell to bring it back (`exec ollie`, a tmux pane's own program: an orphaned group), Ctrl-Z stops nothing.
+    llm.script(Reply(text="word " * 100, chunk_size=5, delay=0.02), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.streaming("talk")
+        term.proc.send_signal(signal.SIGTSTP)
+        term.answer("again", r"back\ndefault> ", after=term.wait_for(r"word\ndefault> ", after=at))
+        assert term.close() == 0
 
 
 def paste_then_type(llm, tmp_path, pasted: str, shown: str, typed: str, answered: str) -> str:  # type: ignore[no-untyped-def]

@@ -237,16 +237,15 @@ Modes = list[int | list[bytes | int]]
 
 
 def _end_restoring(loop: asyncio.AbstractEventLoop, signum: int, modes: Modes | None) -> None:
-    """End (or stop) as `signum` ends a process, with the terminal's modes back as they were (echo and line mode)."""
+    """End (or stop) as `signum` does by default, with the terminal's modes back as they were (echo and line mode)."""
     with _MODES:  # held to the end: `_read` changes nothing after
         now = _modes()
         _set_modes(modes)
-        if signum == signal.SIGTSTP:  # continued (`fg`): the turn's modes again (bash leaves its own: typing echoed)
-            os.kill(os.getpid(), signal.SIGSTOP)
-            _set_modes(now)
-            return
         loop.remove_signal_handler(signum)  # its default action again
         os.kill(os.getpid(), signum)
+        if signum == signal.SIGTSTP:  # continued (`fg`; an orphan, `exec ollie`, is never stopped): the turn's modes
+            loop.add_signal_handler(signum, _end_restoring, loop, signum, modes)  # (bash's would echo what is typed)
+            _set_modes(now)
 
 
 def _modes() -> Modes | None:
