@@ -14,7 +14,7 @@ from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
 from ollie.backend.types import Message
 from ollie.sessions import logparse, persist
-from ollie.testing import Reply
+from ollie.testing import Reply, ScriptedLLMServer
 from ollie.workspace.errors import StaleChange
 
 ORIGINAL_A = "".join(f"line {i}\n" for i in range(1, 21))
@@ -98,7 +98,7 @@ async def test_undo_is_refused_when_the_user_edited_the_file_since(scripted_llm,
         await core.review.changes(5)
 
 
-async def _two_turns(scripted_llm, make_core, workdir: Path) -> tuple[Core, object]:
+async def _two_turns(scripted_llm, make_core, workdir: Path) -> tuple[Core, ScriptedLLMServer]:
     """A core that said hello, then edited both files (turns 1 and 2); and its scripted server."""
     _seed(workdir)
     srv = scripted_llm("openai")
