@@ -708,3 +708,19 @@ def test_a_prompt_typed_during_a_turn_ctrl_c_stopped_waits_for_an_enter(llm, tmp
         term.answer("", r"^\ndefault> ", after=at)  # sent once: a bare Enter now is an empty line
         assert term.close() == 0
     assert len(llm.chat_requests) == 2
+
+
+def test_a_prompt_held_after_a_stop_is_dropped_by_ctrl_c_at_the_prompt(llm, tmp_path):
+    # Held ("Enter sends it"), then Ctrl-C to drop it: the bare Enter that follows (as after any Ctrl-C) still sent it,
+    # and a `!` one ran outside the sandbox.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.streaming("talk")
+        term.type("!touch dropped")
+        term.wait_read()
+        term.proc.send_signal(signal.SIGINT)
+        at = term.wait_for(r"Enter sends it(.|\n)*default> $", after=at)
+        term.proc.send_signal(signal.SIGINT)
+        term.answer("", r"\(Ctrl-C again to exit\)\ndefault> \ndefault> $", after=at)
+        assert term.close() == 0
+    assert not (tmp_path / "dropped").exists() and len(llm.chat_requests) == 1

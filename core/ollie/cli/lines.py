@@ -57,7 +57,6 @@ class InputLines:
         `prompted_at` (typed during the turn, not echoed: `quiet`) is shown after the prompt sign."""
         if self._ended:
             return None
-        held, self._held = self._held, ""
         self._prompting = not self._ahead and self._queue.empty()
         self._show_unseen()
         try:
@@ -67,6 +66,7 @@ class InputLines:
         self._ended = line is None
         if line is not None and read_at < prompted_at and sys.stdin.isatty():
             print(printable(line), file=sys.stderr, flush=True)
+        held, self._held = self._held, ""  # (now: a Ctrl-C meanwhile dropped it)
         return held if held and line is not None and not line.strip() else line
 
     async def hold(self) -> str:
@@ -111,14 +111,14 @@ class InputLines:
         os.write(self._wish[1], b"!")
         await self._taken
 
-    def drop_unfinished(self) -> None:
-        """The start of a line read without its Enter goes (Ctrl-C at the prompt, a question), as the terminal's
-        unread part does: shown at a prompt, then unseen at the one drawn anew, it led the next line sent."""
-        self._unfinished = self._unseen = ""
+    def drop_typed(self) -> None:
+        """What was typed and not sent goes (Ctrl-C at the prompt, a question), as the terminal's unread part does: the
+        start of a line (shown at a prompt, unseen at the one drawn anew, it led the next line sent), lines `hold` kept."""
+        self._unfinished = self._unseen = self._held = ""
 
     def before_question(self) -> float:
         """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
-        self.drop_unfinished()  # as the terminal's unread part is dropped below
+        self.drop_typed()  # as the terminal's unread part is dropped below
         if self._quiet:  # before it shows: an answer typed at once is echoed too (`answer` keeps it on)
             _echo(True)
         if sys.stdin.isatty():
