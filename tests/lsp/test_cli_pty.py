@@ -401,7 +401,7 @@ def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, 
 
 
 def test_a_turn_stopped_by_ctrl_z_and_brought_back_keeps_what_is_typed_out_of_its_answer(llm, tmp_path):
-    # bash gives a job it brings back (`fg`) its own modes: echo was on for the rest of the turn, and a line typed then
+    # bash brings a job back (`fg`) in its own modes: echo was on for the rest of the turn, and a line typed then
     # was drawn between the answer's words ("word wordnext one").
     llm.script(Reply(text="word " * 600, chunk_size=5, delay=0.02), Reply.text("back"))
     with Terminal([], llm.env(), tmp_path, shell=True) as term:
