@@ -14,7 +14,7 @@ from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
 from ollie.backend.types import Message
 from ollie.sessions import logparse, persist
-from ollie.testing import Reply
+from ollie.testing import Reply, ScriptedLLMServer
 from ollie.workspace.errors import StaleChange
 
 ORIGINAL_A = "".join(f"line {i}\n" for i in range(1, 21))
@@ -98,7 +98,7 @@ async def test_undo_is_refused_when_the_user_edited_the_file_since(scripted_llm,
         await core.review.changes(5)
 
 
-async def _two_turns(scripted_llm, make_core, workdir: Path) -> tuple[Core, object]:
+async def _two_turns(scripted_llm, make_core, workdir: Path) -> tuple[Core, ScriptedLLMServer]:
     """A core that said hello, then edited both files (turns 1 and 2); and its scripted server."""
     _seed(workdir)
     srv = scripted_llm("openai")
@@ -133,6 +133,17 @@ async def test_rewind_restores_files_and_cuts_the_conversation_and_is_undoable(s
     # And rewind to before turn 1 across the restart, by number.
     await again.rewind(1)
     assert again.session.messages == [] and (workdir / "a.txt").read_text() == ORIGINAL_A
+
+
+async def test_a_rewind_never_tells_the_model_of_undos_in_the_turns_it_cut(scripted_llm, make_core, workdir):
+    """She undoes a hunk of turn 2, then rewinds turn 2 and asks again: the new turn 2's prompt told the model "the user
+    undid these changes of yours (turn 2)", of a turn it never saw (the cut one), as if of the one it is in."""
+    core, srv = await _two_turns(scripted_llm, make_core, workdir)
+    await core.review.undo("a.txt", 0)
+    await core.rewind(2)
+    srv.script(Reply.text("ok"))
+    await core.submit("edit them again")
+    assert "the user undid" not in sent_messages(srv, 3)[-1]["content"]
 
 
 async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scripted_llm, make_core, workdir,

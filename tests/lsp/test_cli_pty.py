@@ -34,13 +34,16 @@ class Terminal:
     """`ollie` with its stdin, stdout and stderr on one pty; what it printed so far, styles removed."""
 
     def __init__(self, args: list[str], env: dict[str, str], cwd: Path, *, size: tuple[int, int] = (24, 80),
-                 ctty: bool = False) -> None:
+                 ctty: bool = False, shell: bool = False) -> None:
+        """`ctty`: the pty is ollie's controlling terminal, a Ctrl-C typed on it (`\x03`) signals it as a user's does;
+        `shell`: an interactive bash instead (prompt `SH$ `), the pty its controlling terminal: Ctrl-Z stops a job."""
         self.master, slave = pty.openpty()
         self.resize(*size)  # before it starts: what it says first is fitted to it
-        # `ctty`: the pty is ollie's controlling terminal, a Ctrl-C typed on it (`\x03`) signals it as a user's does.
-        self.proc = subprocess.Popen([*(["setsid", "--ctty"] if ctty else []), *OLLIE, *args],
-                                     env=child_env({**env, "TERM": "xterm"}), cwd=cwd, stdin=slave, stdout=slave,
-                                     stderr=slave, start_new_session=not ctty)
+        command, env = (["bash", "--norc", "-i"], {**env, "PS1": "SH$ "}) if shell else (
+            [*(["setsid", "--ctty"] if ctty else []), *OLLIE, *args], env)
+        self.proc = subprocess.Popen(command, env=child_env({**env, "TERM": "xterm"}), cwd=cwd, stdin=slave,
+                                     stdout=slave, stderr=slave, start_new_session=not ctty,
+                                     preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if shell else None)
         self.slave_name = os.ttyname(slave)
         os.close(slave)
         self.raw = ""
@@ -448,7 +451,7 @@ def test_a_line_typed_while_the_answer_streams_goes_to_the_next_prompt_not_into_
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
 
 
-@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, ending):
     # Echo is off while a turn streams (typing stays out of the answer): killed then, ollie left it off for the shell.
     llm.script(Reply(text="word " * 2000, chunk_size=5, delay=0.01))
@@ -458,6 +461,29 @@ def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, 
         term.proc.send_signal(ending)
         assert term.proc.wait(timeout=30) == -ending
         assert termios.tcgetattr(term.master)[3] & termios.ECHO
+
+
+def test_a_turn_stopped_by_ctrl_z_and_brought_back_keeps_what_is_typed_out_of_its_answer(llm, tmp_path):
+    # bash brings a job back (`fg`) in its own modes: echo was on for the rest of the turn, and a line typed then
+    # was drawn between the answer's words ("word wordnext one").
+    llm.script(Reply(text="word " * 600, chunk_size=5, delay=0.02), Reply.text("back"))
+    with Terminal([], llm.env(), tmp_path, shell=True) as term:
+        term.answer(" ".join([*OLLIE, "--cwd", str(tmp_path)]), r"default> ", after=term.wait_for(r"SH\$ "))
+        at = term.streaming("talk")
+        os.write(term.master, b"\x1a")  # Ctrl-Z
+        at = term.answer("fg", r"fg\n(.|\n)*word word ", after=term.wait_for(r"Stopped(.|\n)*SH\$ ", after=at))
+        term.type("next one")
+        end = term.wait_for(r"\ndefault> next one\n", after=at)
+        assert "next" not in term.text[at:end - 20], term.text[at:end]
+        term.answer("exit", r"exit", after=term.wait_for(r"back\ndefault> ", after=end))
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
+    # With no shell to bring it back (`exec ollie`, a tmux pane's own program: an orphaned group), Ctrl-Z stops nothing.
+    llm.script(Reply(text="word " * 100, chunk_size=5, delay=0.02), Reply.text("back"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.streaming("talk")
+        term.proc.send_signal(signal.SIGTSTP)
+        term.answer("again", r"back\ndefault> ", after=term.wait_for(r"word\ndefault> ", after=at))
+        assert term.close() == 0
 
 
 def paste_then_type(llm, tmp_path, pasted: str, shown: str, typed: str, answered: str) -> str:  # type: ignore[no-untyped-def]
@@ -702,6 +728,21 @@ def test_a_prompt_half_typed_when_the_turn_ends_shows_after_the_prompt_sign(llm,
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "and a second"
 
 
+def test_ctrl_c_at_the_prompt_drops_the_start_of_a_prompt_typed_during_the_turn(llm, tmp_path):
+    # Shown after the prompt sign, then Ctrl-C to start the line over (as a shell drops it): the prompt redrawn read
+    # "default> hello", and the model got "rm -rf buildhello".
+    llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
+        os.write(term.master, b"rm -rf build")
+        at = term.wait_for(r"word by word\ndefault> rm -rf build", after=at)
+        term.proc.send_signal(signal.SIGINT)  # Ctrl-C's (the test's pty is no controlling terminal)
+        at = term.wait_for(r"\(Ctrl-C again to exit\)\ndefault> ", after=at)
+        term.answer("hello", r"the second answer\n", after=at)
+        assert term.close() == 0
+    assert llm.chat_requests[-1].body["messages"][-1]["content"] == "hello"
+
+
 def test_ctrl_d_typed_right_after_a_prompt_ends_the_terminal_after_its_turn(llm, tmp_path):
     # Read within a paste's gap of the line before it (`printf 'go\n\4'`, a quick hand), the end was dropped: ollie
     # answered and waited at the prompt for good.
@@ -743,3 +784,20 @@ def test_a_prompt_typed_during_a_turn_ctrl_c_stopped_waits_for_an_enter(llm, tmp
         term.answer("", r"^\ndefault> ", after=at)  # sent once: a bare Enter now is an empty line
         assert term.close() == 0
     assert len(llm.chat_requests) == 2
+
+
+def test_a_prompt_held_after_a_stop_is_dropped_by_ctrl_c_at_the_prompt(llm, tmp_path):
+    # Held ("Enter sends it"), then Ctrl-C to drop it: the bare Enter that follows (as after any Ctrl-C) still sent it,
+    # and a `!` one ran outside the sandbox.
+    llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.streaming("talk")
+        term.type("!touch dropped")
+        term.wait_read()
+        term.proc.send_signal(signal.SIGINT)
+        at = term.wait_for(r"Enter sends it(.|\n)*default> $", after=at)
+        term.proc.send_signal(signal.SIGINT)
+        at = term.wait_for(r"\(Ctrl-C again to exit\)\ndefault> $", after=at)  # (an Enter before it echoes above it)
+        term.answer("", r"^\ndefault> $", after=at)
+        assert term.close() == 0
+    assert not (tmp_path / "dropped").exists() and len(llm.chat_requests) == 1

@@ -317,6 +317,7 @@ async def test_no_session_starts_when_every_workspace_folder_is_a_link_inside_an
     for method, params in (("ollie/state", {}), ("ollie/session/new", {})):
         err = await rpc_error(daemon, method, params)
         assert "no workspace folder to start sessions in" in err.message and "is a symlink inside" in err.message, err
+        assert err.message.endswith("(they start in the next folder added)"), err  # what to do: it said none
     # A folder added then is new sessions' (and, before the default session is built, its): never the daemon's own.
     added = daemon.workspace.resolve()
     early = await start_daemon(env=llm.env(), folders=[repo / "x/l", repo / "y/m"])

@@ -218,6 +218,10 @@ class Review:
         self._current = turn
         notes, session.review_notes = session.review_notes, []
         if notes:  # undone hunks: the model reads them with this turn's prompt, first (`turn_marks` reads them there)
+            from ollie.agent.history import undid
+
+            # Not those of a turn a rewind cut since (this one's number or later): the model never saw that turn.
+            notes = [note for note in notes if all(number < turn for number, _ in undid(note))]
             self._add_note("\n\n".join(notes), True)
         await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
         try:

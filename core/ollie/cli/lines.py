@@ -57,7 +57,6 @@ class InputLines:
         `prompted_at` (typed during the turn, not echoed: `quiet`) is shown after the prompt sign."""
         if self._ended:
             return None
-        held, self._held = self._held, ""
         self._prompting = not self._ahead and self._queue.empty()
         self._show_unseen()
         try:
@@ -67,6 +66,7 @@ class InputLines:
         self._ended = line is None
         if line is not None and read_at < prompted_at and sys.stdin.isatty():
             print(printable(line), file=sys.stderr, flush=True)
+        held, self._held = self._held, ""  # (now: a Ctrl-C meanwhile dropped it)
         if held and line is not None and not line.strip():  # what the bare Enter sent, shown as sent: the prompt is bare
             print(printable(f"> {held}"), file=sys.stderr, flush=True)
             return held
@@ -114,9 +114,14 @@ class InputLines:
         os.write(self._wish[1], b"!")
         await self._taken
 
+    def drop_typed(self) -> None:
+        """What was typed and not sent goes (Ctrl-C at the prompt, a question), as the terminal's unread part does: the
+        start of a line (shown at a prompt, unseen at the one drawn anew, it led the next line sent), lines `hold` kept."""
+        self._unfinished = self._unseen = self._held = ""
+
     def before_question(self) -> float:
         """Call just before a question is printed (not after: an answer typed at once would go); for `answer`."""
-        self._unfinished = self._unseen = ""  # as the terminal's unread part is dropped below
+        self.drop_typed()  # as the terminal's unread part is dropped below
         if self._quiet:  # before it shows: an answer typed at once is echoed too (`answer` keeps it on)
             _echo(True)
         if sys.stdin.isatty():
@@ -223,8 +228,8 @@ class InputLines:
             self._unseen = ""
 
 
-# The signals that end the terminal by default (Ctrl-C stops the turn instead).
-_ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+# The signals that end (or stop: Ctrl-Z) the terminal by default (Ctrl-C stops the turn instead).
+_ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGTSTP)
 
 
 # Held while the terminal's modes change: the loop's (echo, a signal's restore) and `_read`'s (`_unfinished`) never
@@ -235,11 +240,15 @@ Modes = list[int | list[bytes | int]]
 
 
 def _end_restoring(loop: asyncio.AbstractEventLoop, signum: int, modes: Modes | None) -> None:
-    """End as `signum` ends a process, with the terminal's modes back as they were (echo and line mode)."""
+    """End (or stop) as `signum` does by default, with the terminal's modes back as they were (echo and line mode)."""
     with _MODES:  # held to the end: `_read` changes nothing after
+        now = _modes()
         _set_modes(modes)
         loop.remove_signal_handler(signum)  # its default action again
         os.kill(os.getpid(), signum)
+        if signum == signal.SIGTSTP:  # continued (`fg`; an orphan, `exec ollie`, is never stopped): the turn's modes
+            loop.add_signal_handler(signum, _end_restoring, loop, signum, modes)  # (bash's would echo what is typed)
+            _set_modes(now)
 
 
 def _modes() -> Modes | None:

@@ -250,6 +250,7 @@ async def run_interactive(options: RunOptions) -> int:
                 lines.end()
             else:
                 last_idle_ctrl_c = now
+                lines.drop_typed()  # the line starts over, as in a shell
                 print("\n(Ctrl-C again to exit)", file=sys.stderr, flush=True)
                 _prompt(live.core)
 
