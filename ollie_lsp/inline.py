@@ -41,14 +41,13 @@ def sendable(path: str, root: str) -> str | None:
     # The editor's buffer of a file inside the workspace, links followed (a `notes.md` linking to
     # `~/.aws/credentials` holds the secret's text), with no hidden part (`.env`, `.aws/credentials`, `.git/config`
     # when the workspace is $HOME): the completion backend is a third party, and nothing asked for these.
-    shown = None
-    for inner, outer in ((os.path.abspath(path), os.path.abspath(root)),
-                         (os.path.realpath(path), os.path.realpath(root))):
-        rel = os.path.relpath(inner, outer)
-        if any(part.startswith(".") for part in rel.split(os.sep)):  # `..` too: outside the root
-            return None
-        shown = shown or rel
-    return shown
+    # The root is the folder's real path (walked: `OllieServer.sessions_dir`), the buffer's name maybe through a link
+    # to it (a folder opened as ~/proj -> /data/proj): its name as the editor shows it is as deep as its real one.
+    parts = os.path.relpath(os.path.realpath(path), os.path.realpath(root)).split(os.sep)
+    named = os.path.abspath(path).split(os.sep)[-len(parts):]
+    if any(part.startswith(".") for part in (*parts, *named)):  # `..` too: outside the root
+        return None
+    return os.sep.join(named)
 
 
 def neighbours(uri: str, documents: list[tuple[str, str]], root: str) -> list[Neighbour]:
@@ -87,7 +86,11 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
         documents = [(other_uri, text_of(other).slice(0, NEIGHBOUR_CHARS))
                      for other_uri, other in list(ls.workspace.text_documents.items())
                      if not await read_through_link(other)]
-        others = await asyncio.to_thread(neighbours, uri, documents, os.fspath(ls.default_cwd))
+        try:
+            root = os.fspath(await ls.sessions_dir())  # (the folders the editor named, walked)
+        except ValueError:  # each refused: no workspace to take neighbours from
+            root = None
+        others = await asyncio.to_thread(neighbours, uri, documents, root) if root else []
         start = max(0, offset - PREFIX_CHARS - 1)  # one more: the prefix starts at the first line start past it
         prefix, suffix = windows(text_of(doc).slice(start, offset + SUFFIX_CHARS), offset - start,
                                  language_id=doc.language_id, neighbours=others)

@@ -44,10 +44,10 @@ def tell_actions_apart(daemon: Daemon) -> Daemon:
 
 
 async def start(start_daemon: Any, env: dict[str, str], *, inline: bool = True, options: Any = None,
-                show_document: bool = False) -> Daemon:
-    """A daemon of its own whose client is `client_caps`'."""
+                show_document: bool = False, **named: Any) -> Daemon:
+    """A daemon of its own whose client is `client_caps`' (`named`: start_daemon's workspace and folders)."""
     return tell_actions_apart(await start_daemon(env=env, init_options=options,
-                                                 caps=client_caps(inline=inline, show_document=show_document)))
+                                                 caps=client_caps(inline=inline, show_document=show_document), **named))
 
 
 async def share(shared_daemon: Any, env: dict[str, str]) -> Daemon:
@@ -365,12 +365,18 @@ async def test_inline_completion_returns_the_models_fim_text(start_daemon, scrip
     assert body["suffix"] == "\n\nprint(area(2))\n"
 
 
+@pytest.mark.parametrize("opened", ["as it is", "through a link"])
 async def test_inline_completion_sends_only_other_documents_of_the_workspace_that_are_not_hidden(
-        start_daemon, scripted_llm, tmp_path):
+        start_daemon, scripted_llm, tmp_path, opened):
+    # Through a link (a folder opened as ~/proj -> /data/proj): the buffers' names are the link's, the folder walked
+    # is the real one: every neighbour was dropped as outside it.
     llm = scripted_llm("ollama")
     llm.script(Reply.text("r * r"))
-    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
-    ws = daemon.workspace
+    ws = tmp_path / "ws"
+    if opened == "through a link":
+        (tmp_path / "real").mkdir()
+        ws.symlink_to(tmp_path / "real")
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"}, workspace=ws)
     secret = tmp_path / "home" / ".aws" / "credentials"
     secret.parent.mkdir(parents=True)
     secret.write_text("aws_secret_access_key = OUTSIDE\n")
