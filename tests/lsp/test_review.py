@@ -236,6 +236,23 @@ async def test_a_turns_end_event_lists_its_files_from_the_one_diff_of_its_end(st
     assert [e["turn"] for e in logged if e["msg"] == "turn changes diffed"] == [1]
 
 
+async def test_the_last_turn_that_changed_files_asked_as_its_reply_ends_is_that_turn(shared_daemon, llm, tmp_path):
+    """Review Changes the moment the reply's last words show: the turn's end was still recording what it changed, and
+    `changed: true` passed it over as changing nothing ("turn 2 has no changes; showing turn 1's changes")."""
+    llm.script(Reply.text("hello"), *edit_two_files())
+    ws = seeded(tmp_path)
+    for i in range(3000):  # a project's files: the state the turn left takes a while to record
+        (ws / f"m{i}.py").write_text(f"n = {i}\n")
+    daemon = await share(shared_daemon, llm, ws)
+    await daemon.request("ollie/submit", {"text": "say hello"})
+    turn = asyncio.ensure_future(daemon.request("ollie/submit", {"text": "edit them"}))
+    await daemon.wait_events(lambda events: "".join(e["content"] for e in events if e["role"] == "assistant").endswith("edited"))
+    changes = await daemon.request("ollie/changes", {"changed": True})
+    assert (changes["turn"], changes["last"]) == (2, 2), changes
+    assert sorted(f["path"] for f in changes["files"]) == ["a.txt", "b.txt"]
+    assert (await turn)["stop"] == "end"
+
+
 async def test_a_rewind_tells_the_model_again_what_the_user_undid_before_the_turns_it_cut(shared_daemon, llm, tmp_path):
     """She undoes b.txt's edit, talks on, then rewinds that talk and asks again: the prompt tells the model of the undo
     again, and the history still marks turn 1 undone (the note was in the cut prompt alone: the model went on as if

@@ -192,6 +192,7 @@ class Review:
         self._tracker = tracker
         self._add_note = add_note
         self._current: int | None = None
+        self._ending: asyncio.Future[None] | None = None  # `end_turn` records the state a turn left
         # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
         self.editor_edits = EditorEdits()
 
@@ -271,6 +272,7 @@ class Review:
         turn, self._current = self._current, None
         if turn is None:
             return None
+        self._ending = asyncio.get_running_loop().create_future()
         try:
             sid = self._host.session.id
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
@@ -289,6 +291,9 @@ class Review:
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
             return None
+        finally:
+            ending, self._ending = self._ending, None
+            ending.set_result(None)
         # Off the loop: a listed file may have hundreds of thousands of hunks (a 1 MiB file of alternate lines changed).
         return await asyncio.to_thread(_turn_files, changed) if changed.changes else None
 
@@ -370,6 +375,8 @@ class Review:
         (`__pycache__`, what the project's git ignores: see ollie.workspace.ignored) only with `ignored`; read up to
         `bound` (the rest counted in `more`), or only `path`; `logged`: the turns' checkpoints, read before;
         `changed`: the last turn up to `turn` that changed files (`path`), turn 1's (none) when none did."""
+        if self._ending is not None:  # asked as a turn's reply ends (its last words shown): the state it left, recorded
+            await asyncio.shield(self._ending)
         number = self._turn_number(turn)
         if changed:
             logged = logged or await self.logged()
