@@ -1,4 +1,4 @@
-// E2E in real VS Code (code-server): ollie's editor features, one window, four scenarios, each on its own file.
+// E2E in real VS Code (code-server): ollie's editor features, one window, four scenarios, the last three each on its own file.
 // - nolsp: ollie-lsp is not on PATH (and ollie.serverCommand empty) but in ~/.local/bin, where pipx put it. The chat says
 //   what to do (it said to install what was installed; blank before that), and does not run it; a prompt sent anyway
 //   stays in the chat with that answer (it was blank and swallowed the prompt). And the window's own checks: code-server
