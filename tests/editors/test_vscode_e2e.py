@@ -50,20 +50,6 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
           "an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved")
 
 
-@pytest.mark.timeout(200)
-def test_without_ollie_lsp_the_chat_says_what_to_do_in_real_vscode(run_e2e):
-    """No ollie-lsp on PATH and no ollie.serverCommand, pipx's in ~/.local/bin: the chat says `pipx ensurepath` (it
-    said to install it, and was blank before that), and a prompt sent anyway stays in the chat with the answer that
-    the daemon is not running (it was swallowed). And code-server asks a password of a request without the test's
-    cookie (`--auth none` served any user of the machine), and checks the cookie it set without argon2 (given the
-    password plain, it ran argon2 at every request: ~7 CPU-s of a window), and the window starts none of the built-in
-    extensions no test uses (Git, GitHub, the JSON and TypeScript servers: ~2 CPU-s and ~3 s before Ollie activated).
-    Screenshot: no-ollie-lsp-start."""
-    shows(run_e2e("nolsp.mjs", total_ms=150000), "with no ollie-lsp on PATH the chat says how to put it there",
-          "code-server asks another user for its password", "code-server checks the session cookie without argon2",
-          "the window activated no built-in that no test uses")
-
-
 @pytest.mark.timeout(500)
 def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
     """One window, five scenarios (mcpnetwork.mjs):
@@ -112,9 +98,16 @@ def test_mcp_and_network_questions_and_images_in_real_vscode(run_e2e):
     )
 
 
-@pytest.mark.timeout(330)
-def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
-    """One window, three scenarios (lspfeatures.mjs), each on its own file:
+@pytest.mark.timeout(370)
+def test_without_ollie_lsp_then_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
+    """One window, four scenarios (lspfeatures.mjs):
+    - nolsp: no ollie-lsp on PATH and no ollie.serverCommand, pipx's in ~/.local/bin: the chat says `pipx ensurepath`
+      (it said to install it, and was blank before that), and a prompt sent anyway stays in the chat with the answer
+      that the daemon is not running (it was swallowed); screenshot no-ollie-lsp-start. And code-server asks a
+      password of a request without the test's cookie (`--auth none` served any user of the machine), and checks the
+      cookie it set without argon2 (given the password plain, it ran argon2 at every request: ~7 CPU-s of a window),
+      and the window starts none of the built-in extensions no test uses (Git, GitHub, the JSON and TypeScript
+      servers: ~2 CPU-s and ~3 s before Ollie activated). Then ollie.serverCommand set starts the daemon.
     - codeaction: Explain from the light bulb with nothing listening fails pointing to the chat's onboarding, which
       says what to do (the error said it all again), and as a warning (codeaction-backend-down); once the model is
       up, the action's prompt shows in the chat with the code it is about, its answer comes, and the chat's "cannot
@@ -126,7 +119,11 @@ def test_code_actions_model_links_and_ghost_text_in_real_vscode(run_e2e):
     - ghost: with OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as ghost
       text after the cursor (ghost-text); Tab accepts it into the file."""
     scenarios_said(
-        run_e2e("lspfeatures.mjs"),
+        run_e2e("lspfeatures.mjs", total_ms=280000),
+        ("nolsp", "with no ollie-lsp on PATH the chat says how to put it there"),
+        ("nolsp", "code-server asks another user for its password"),
+        ("nolsp", "code-server checks the session cookie without argon2"),
+        ("nolsp", "the window activated no built-in that no test uses"),
         ("codeaction", "with the backend down, Explain said what to do in the chat and as a warning"),
         ("codeaction", "Explain's prompt showed in the chat with the code it was about"),
         ("modellinks", "a code action's answer with a command link showed as text, with no link to click"),

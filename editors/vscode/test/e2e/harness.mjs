@@ -323,11 +323,11 @@ export async function loadWorkbench(page, url) {
   await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
 }
 
-/** Run scenario `name` of a window that holds several (one window each was mostly start-up); its failure names it. */
+/** Run scenario `name` of a window that holds several (one window each was mostly start-up): its result; its failure names it. */
 export async function scenario(name, body) {
   log(`scenario ${name}`);
   try {
-    await body();
+    return await body();
   } catch (err) {
     throw new Error(`scenario ${name}: ${err instanceof Error ? err.stack : String(err)}`);
   }

@@ -1,4 +1,9 @@
-// E2E in real VS Code (code-server): ollie's editor features, one window, three scenarios, each on its own file.
+// E2E in real VS Code (code-server): ollie's editor features, one window, four scenarios, the last three each on its own file.
+// - nolsp: ollie-lsp is not on PATH (and ollie.serverCommand empty) but in ~/.local/bin, where pipx put it. The chat says
+//   what to do (it said to install what was installed; blank before that), and does not run it; a prompt sent anyway
+//   stays in the chat with that answer (it was blank and swallowed the prompt). And the window's own checks: code-server
+//   asks a stranger for its password, checks its cookie without argon2, and started no built-in that no test uses.
+//   Then she sets ollie.serverCommand: the daemon starts (a settings change restarts it), for the scenarios below.
 // - codeaction: ollie's code actions on a selection, with the backend down and then up. Down: Explain ends at once
 //   with an error that points to the chat's onboarding, which says what to do (it said it again), and as a warning. Up: Explain's prompt shows in the chat with the
 //   code it is about (it came with no prompt: its answer under the turn before), the answer comes as a message too, and
@@ -13,15 +18,32 @@
 //   say "sums" where codeaction's say "adds": each toast is its own scenario's.
 // - ghost: with OLLIE_COMPLETION_MODEL set, typing in a file shows the model's fill-in-the-middle answer as inline
 //   (grey) text after the cursor; Tab accepts it.
-// codeaction runs first: it needs nothing listening at the backend's URL. Until ghost, calc.py is only selected and
+// codeaction runs after nolsp: it needs nothing listening at the backend's URL. Until ghost, calc.py is only selected and
 // nothing is typed in an editor, so no completion is asked before the scripted server has answered the chat (a
 // completion taking a chat reply would fail that scenario's check, not pass it); ghost's answers come last.
 //
 // Usage: node test/e2e/lspfeatures.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
-import { freePort, log, openChat, openFile, scenario, send, serverEnvFor, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { daemon, freePort, log, openChat, openFile, runCommand, scenario, send, serverEnvFor, UNUSED_BUILTINS, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+
+// nolsp: no ollie-lsp on the PATH code-server (and so the extension) gets; the daemon is started by its full path.
+process.env.PATH = (process.env.PATH ?? "").split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, "ollie-lsp"))).join(path.delimiter);
+// Installed by pipx for this user, in a directory her PATH lacks: a daemon that says so if it is run.
+const home = fs.mkdtempSync(path.join(os.tmpdir(), "ollie-e2e-home-"));
+const ran = path.join(home, "ran");
+fs.mkdirSync(path.join(home, ".local", "bin"), { recursive: true });
+fs.writeFileSync(path.join(home, ".local", "bin", "ollie-lsp"), `#!/bin/sh\ntouch '${ran}'\n`, { mode: 0o755 });
+process.env.HOME = home;
+
+/** The extensions the window's extension host activated, from its log. */
+function activated(userData) {
+  const logs = fs.readdirSync(path.join(userData, "logs"), { recursive: true }).filter((f) => f.endsWith("remoteexthost.log"));
+  const lines = logs.flatMap((f) => fs.readFileSync(path.join(userData, "logs", f), "utf8").split("\n"));
+  return lines.map((line) => /_doActivateExtension (\S+),/.exec(line)?.[1]).filter(Boolean);
+}
 
 const COMMAND = "command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22touch%20pwned%5Cn%22%7D";
 const CONFIG = "[core]\n\tbare = false\n";
@@ -52,8 +74,58 @@ async function explain(page) {
   await action.click();
 }
 
-await withVSCode({ script: null, files: { "calc.py": "def add(a, b):\n    return a + b\n", "area.py": AREA, ".git/config": CONFIG }, serverEnv, settings },
-  async ({ page, workspace, startLLM, screenshot }) => {
+await withVSCode({ script: null, files: { "calc.py": "def add(a, b):\n    return a + b\n", "area.py": AREA, ".git/config": CONFIG }, serverEnv, settings: { ...settings, "ollie.serverCommand": "" } },
+  async ({ page, workspace, userData, startLLM, screenshot }) => {
+    await scenario("nolsp", async () => {
+      const chat = await openChat(page);
+      const missing = chat.locator(".item.notice", { hasText: `ollie-lsp is in ${home}/.local/bin, which is not on PATH` });
+      await missing.waitFor({ timeout: waitMs });
+      if (!((await missing.textContent()) ?? "").includes('run "pipx ensurepath"')) throw new Error("the chat does not say how to put it on PATH");
+      if (fs.existsSync(ran)) throw new Error("the ollie-lsp off PATH was run");
+      await screenshot("no-ollie-lsp-start");
+      // The same error's toast covers the chat's input in a small window: the user closes it.
+      await runCommand(page, "Notifications: Clear All Notifications");
+      const input = chat.locator("#input");
+      await input.click();
+      await input.fill("hello?");
+      await input.press("Enter");
+      await chat.locator(".item.user", { hasText: "hello?" }).waitFor({ timeout: waitMs });
+      await chat.locator(".item.notice", { hasText: "Ollie: Restart" }).last().waitFor({ timeout: waitMs });
+      await screenshot("no-ollie-lsp");
+      log("with no ollie-lsp on PATH the chat says how to put it there, and a prompt sent stays with the answer");
+      // Another user of the machine, who has its port but not the session cookie, gets the login page (it served him
+      // the workbench and its terminal, as the tester, under `--auth none`).
+      const stranger = await fetch(new URL(page.url()).origin + "/", { redirect: "manual" });
+      if (stranger.status !== 302 || !(stranger.headers.get("location") ?? "").includes("login")) throw new Error(`code-server served a stranger: ${stranger.status}`);
+      log("code-server asks another user for its password");
+      // The session cookie is the password as code-server was given it: an argon2 hash (from a plain PASSWORD) made it
+      // run argon2 at every request, ~7 of the ~11 CPU-s it spent on a window.
+      const cookie = (await page.context().cookies()).find((c) => c.name.startsWith("code-server-session"));
+      const value = decodeURIComponent(cookie?.value ?? "");
+      if (!value || value.startsWith("$argon2")) throw new Error(`code-server checks an argon2 hash at every request: ${value.slice(0, 12)}`);
+      log("code-server checks the session cookie without argon2");
+      // The window starts no built-in that no test uses (Git and GitHub started before Ollie, at each window's CPU).
+      const started = await until("Ollie's activation in the extension host's log", () => {
+        const ids = activated(userData);
+        return ids.includes("ollie.ollie") && ids;
+      });
+      const unused = started.filter((id) => UNUSED_BUILTINS.has(id.replace(/^vscode\./, "")));
+      if (unused.length) throw new Error(`the window started built-ins no test uses: ${unused}`);
+      log(`the window activated no built-in that no test uses (it activated ${started.join(", ")})`);
+      // She sets the daemon's command in the Settings editor (code-server does not see settings.json written behind
+      // its back): the change starts it, for the scenarios below.
+      await runCommand(page, "Notifications: Clear All Notifications");
+      await runCommand(page, "Preferences: Open User Settings");
+      await page.locator(".settings-editor .suggest-input-container").waitFor({ timeout: waitMs });
+      await page.keyboard.type("ollie.serverCommand");
+      await page.locator('.setting-item-contents:has-text("Server Command") input').first().fill(daemon);
+      await waitForStatus(page, /Ollie: idle/);
+      if (fs.existsSync(ran)) throw new Error("the ollie-lsp off PATH was run");
+      // Closed as she would, at its title's X (the Settings editor opens as a modal over the window).
+      await page.locator(".modal-editor-header .codicon-close").first().click();
+      await page.locator(".modal-editor-part .settings-editor").waitFor({ state: "hidden", timeout: waitMs });
+    });
+
     await scenario("codeaction", async () => {
       const chat = await openChat(page);
 
@@ -151,3 +223,4 @@ await withVSCode({ script: null, files: { "calc.py": "def add(a, b):\n    return
     });
   },
 );
+fs.rmSync(home, { recursive: true, force: true });

@@ -3,15 +3,17 @@
 // real TypeScript diagnostic from VS Code (editor tools); an edit of an open document (auto-save off) made in its
 // buffer and saved, listed and undone in its buffer; session history (rename, resume); rewind (the chat drops the turns, Undo Rewind brings them back);
 // then, in a new session, every turn's changed files live and after a window reload, which shows the same session
-// again with the prompt being typed (turnchanges.mjs); then a second window on the folder, a multi-root workspace and a
-// window with no folder open (windows.mjs).
+// again with the prompt being typed (turnchanges.mjs); then, in another, a day's review, resumed and forked in a new
+// window (dayswork.mjs); then a second window on the folder, a multi-root workspace and a window with no folder open
+// (windows.mjs).
 //
 // Usage: node test/e2e/review.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ask, chatFocused, chatFrame, freePort, log, openChat, runCommand, scenario, serverEnvFor, until, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
-import { LAST_REPLY, TURN_FILES, TURN_REPLIES, turnChanges } from "./turnchanges.mjs";
+import { DAY_FILES, DAY_LAST_REPLY, DAY_REPLIES, daysWork } from "./dayswork.mjs";
+import { TURN_FILES, TURN_REPLIES, turnChanges } from "./turnchanges.mjs";
 import { WINDOW_REPLIES, otherWindows } from "./windows.mjs";
 
 const ORIGINAL = Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join("");
@@ -44,6 +46,7 @@ const script = [
   },
   { text: "open.py now says 2." },
   ...TURN_REPLIES,
+  ...DAY_REPLIES,
   ...WINDOW_REPLIES,
 ];
 
@@ -80,7 +83,7 @@ const { OLLIE_OPENAI_KEY: _unused, ...withoutKey } = serverEnvFor(url);
 await withVSCode(
   {
     script: null,
-    files: { "app.py": ORIGINAL, "bad.ts": 'export const count: number = "three";\n', "open.py": "value = 1\n", ...TURN_FILES },
+    files: { "app.py": ORIGINAL, "bad.ts": 'export const count: number = "three";\n', "open.py": "value = 1\n", ...TURN_FILES, ...DAY_FILES },
     // Step 6's editor tools are answered by VS Code's TypeScript features.
     builtins: ["typescript-language-features"],
     // Debug: turnchanges counts the daemon's diffs in its log.
@@ -269,7 +272,10 @@ await withVSCode(
     // session and the prompt being typed (turnchanges.mjs).
     await scenario("turnchanges", () => turnChanges({ page, work, screenshot }));
 
-    // 12. More windows: a second one on this folder, a multi-root workspace, one with no folder (windows.mjs).
-    await otherWindows({ browser, first: page, workspace, dataDir, firstSays: LAST_REPLY });
+    // 12. A day's review in a new session, resumed and forked in a new window, the first one closed (dayswork.mjs).
+    const resumed = await scenario("dayswork", () => daysWork({ page, browser, workspace, work, screenshot }));
+
+    // 13. More windows: a second one on this folder, a multi-root workspace, one with no folder (windows.mjs).
+    await otherWindows({ browser, first: resumed, workspace, dataDir, firstSays: DAY_LAST_REPLY });
   },
 );

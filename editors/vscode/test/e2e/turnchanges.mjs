@@ -13,7 +13,7 @@ import { chatFocused, chatFrame, fillInput, log, openChat, runCommand, send, unt
 /** The workspace files these steps change. */
 export const TURN_FILES = { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" };
 
-/** The scripted model's replies to these steps, in order; the last one says LAST_REPLY. */
+/** The scripted model's replies to these steps, in order. */
 export const TURN_REPLIES = [
   { text: "Shouting a and b.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "sed -i s/alpha/ALPHA/ a.txt; sed -i s/beta/BETA/ b.txt", language: "bash" }] } }] },
   { text: "Both shouted." },
@@ -25,7 +25,6 @@ export const TURN_REPLIES = [
   { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline\\xe2\\x80\\xaetxt.exe'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
   { text: "Many written." },
 ];
-export const LAST_REPLY = "Many written.";
 
 /** The files each "Changed files" list of the chat names, in the chat's order. */
 async function lists(chat) {
@@ -45,16 +44,19 @@ async function editRows(chat) {
 }
 
 /** The daemons' debug log entries (one JSON line each). */
-function daemonLog(work) {
+export function daemonLog(work) {
   const file = path.join(work, "xdg", "state", "ollie", "ollie.log");
   return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 }
+
+/** The turns the window's daemons diffed since their debug log had `mark` lines, once per diff, in order. */
+export const diffedSince = (work, mark) => daemonLog(work).slice(mark).map((line) => JSON.parse(line)).filter((entry) => entry.msg === "turn changes diffed").map((entry) => entry.turn);
 
 /** Run the steps in `page`'s window, in a new session; `work` the run's scratch dir. */
 export async function turnChanges({ page, work, screenshot }) {
   // The turns the daemon diffed from here on, once per diff, in order (its debug log's "turn changes diffed" lines).
   const mark = daemonLog(work).length;
-  const diffedTurns = () => daemonLog(work).slice(mark).map((line) => JSON.parse(line)).filter((entry) => entry.msg === "turn changes diffed").map((entry) => entry.turn);
+  const diffedTurns = () => diffedSince(work, mark);
   await runCommand(page, "Ollie: New Session");
   const chat = await chatFrame(page);
   await until("the new session's empty chat", async () => (await chat.locator("#log .item.user").count()) === 0);
