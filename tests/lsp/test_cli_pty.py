@@ -714,14 +714,20 @@ def test_a_prompt_typed_before_a_question_is_not_its_answer_and_runs_after_the_t
     assert (tmp_path / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
 
 
+def _typed_during_a_slow_turn(term: Terminal, typed: str) -> int:
+    """At the prompt, "first" (answered "a slow answer, word by word"), `typed` meanwhile without its Enter: where the
+    next prompt shows it."""
+    at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
+    os.write(term.master, typed.encode())
+    return term.wait_for(rf"word by word\ndefault> {re.escape(typed)}", after=at)
+
+
 def test_a_prompt_half_typed_when_the_turn_ends_shows_after_the_prompt_sign(llm, tmp_path):
     # Typed unseen while the answer streamed, the start of a prompt was sent with the rest but never shown: the
     # prompt read "default> second" and the model got "and a second".
     llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
-        os.write(term.master, b"and a ")
-        at = term.wait_for(r"word by word\ndefault> and a ", after=at)
+        at = _typed_during_a_slow_turn(term, "and a ")
         term.answer("second", r"the second answer\n", after=at)
         assert "default> and a second\nthe second answer\n" in term.text, term.text
         assert term.close() == 0
@@ -733,9 +739,7 @@ def test_ctrl_c_at_the_prompt_drops_the_start_of_a_prompt_typed_during_the_turn(
     # "default> hello", and the model got "rm -rf buildhello".
     llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.answer("first", r"a slow", after=term.wait_for(r"default> "))
-        os.write(term.master, b"rm -rf build")
-        at = term.wait_for(r"word by word\ndefault> rm -rf build", after=at)
+        at = _typed_during_a_slow_turn(term, "rm -rf build")
         term.proc.send_signal(signal.SIGINT)  # Ctrl-C's (the test's pty is no controlling terminal)
         at = term.wait_for(r"\(Ctrl-C again to exit\)\ndefault> ", after=at)
         term.answer("hello", r"the second answer\n", after=at)
