@@ -159,6 +159,10 @@ async def test_clear_drops_the_plan_the_client_shows_and_the_next_plan_starts_wi
     await agent.prompt(sid, "plan it")
     await agent.prompt(sid, "/clear")
     assert agent.client.of(sid, "plan")[-1].entries == []
+    # The conversation's copy kept its plan (loading it showed none).
+    kept = re.search(r"saved as .* \((\S+)\): resume it", agent.client.text(sid))[1]
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=kept, mcp_servers=[]), 30)
+    await latest(agent, kept, "plan", lambda update: [e.content for e in update.entries] == ["port the old parser"])
     await agent.prompt(sid, "something new")
     assert plan_shown(agent, sid) == ["write the new one"]
     await asyncio.wait_for(agent.conn.set_config_option(config_id="agent", session_id=sid, value="coding"), 30)

@@ -19,10 +19,9 @@ from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
-from ollie.agent.taskstate import PLAN_CAP, plan_path
+from ollie.agent.taskstate import put_plan, read_plan
 from ollie.backend.types import Message
 from ollie.escapes import escaped
-from ollie.paths import sessions_dir
 from ollie.sessions.session import Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
@@ -169,23 +168,6 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
            f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
 
 
-async def _plan(session_id: str) -> str:
-    """The session's plan file's text ('' when none): tool code writes it, so read through the chokepoint."""
-    try:
-        return await beneath.read_text(sessions_dir(), plan_path(session_id), PLAN_CAP, errors="replace")
-    except OSError:
-        return ""
-
-
-async def _put_plan(session_id: str, text: str) -> None:
-    """Put the plan file back as `text` (none when '')."""
-    with contextlib.suppress(OSError):  # a dir a step swapped for a link keeps it (as /clear's removal)
-        if text:
-            await beneath.write_bytes(sessions_dir(), plan_path(session_id), text.encode(), 0o600)
-        else:
-            await beneath.remove(sessions_dir(), plan_path(session_id))
-
-
 def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message], str, dict[str, str]]:
     """A rewind's backup, checked: its turn, undo checkpoint, turn starts, messages, plan and the plans the turns
     found (ReviewError: damaged)."""
@@ -240,7 +222,7 @@ class Review:
         earlier = session.turn_changed[:turn - 1]
         session.turn_changed = earlier + [0] * (turn - len(earlier))
         self._current = turn
-        self._plan_found = await _plan(session.id)
+        self._plan_found = await read_plan(session.id)
         notes, session.review_notes = session.review_notes, []
         if notes:  # undone hunks: the model reads them with this turn's prompt, first (`turn_marks` reads them there)
             from ollie.agent.history import undid
@@ -299,7 +281,7 @@ class Review:
         self._ending = asyncio.get_running_loop().create_future()
         try:
             sid = self._host.session.id
-            if (found := self._plan_found) != await _plan(sid):  # what a rewind to before this turn puts back
+            if (found := self._plan_found) != await read_plan(sid):  # what a rewind to before this turn puts back
                 self._host.session.plans_before[str(turn)] = found
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
@@ -568,7 +550,7 @@ class Review:
         cp = self.checkpoints()
         plans = session.plans_before
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(), "turn_starts": list(session.turn_starts),
-                  "messages": list(session.messages), "plan": await _plan(session.id), "plans_before": dict(plans)}
+                  "messages": list(session.messages), "plan": await read_plan(session.id), "plans_before": dict(plans)}
         # The way back is on disk before anything changes: a crash at any point after leaves it undoable.
         await self._write_rewind(backup)
         restored = await cp.restore(before)
@@ -588,7 +570,7 @@ class Review:
         # The plan as turn `number` found it: as the first turn cut that changed it found it (none did: as it is).
         cut = [str(t) for t in range(number, len(session.turn_starts) + 1)]
         if (found := next((plans[t] for t in cut if t in plans), None)) is not None:
-            await _put_plan(session.id, found)
+            await put_plan(session.id, found)
         session.plans_before = {t: plan for t, plan in plans.items() if t not in cut}
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
@@ -607,7 +589,7 @@ class Review:
         restored = await self.checkpoints().restore(checkpoint)
         session = self._host.session
         session.plans_before = plans
-        await _put_plan(session.id, plan)
+        await put_plan(session.id, plan)
         session.replace_messages(messages)
         session.turn_starts = starts
         from ollie.agent.history import undid
