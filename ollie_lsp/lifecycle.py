@@ -51,7 +51,7 @@ def walk_folders(ls: OllieServer, named: list[str], *, first: bool) -> None:
         if first and refused:  # never the daemon's own directory: an editor starts it in that folder, link followed
             ls.rooted = False
             raise NoFolder(f"no workspace folder to start sessions in: {refused} (they start in the next folder "
-                             "added)")
+                           "added)")
         if before:
             await before  # none taken: new sessions start where they did (or still cannot)
 

@@ -298,7 +298,7 @@ class SessionTable:
     _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
     reading: set[Held] = field(default_factory=set, init=False)  # the images of ollie/queue requests not queued yet
     _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
-    _build: Callable[[], asyncio.Task[LiveSession]] | None = field(default=None, init=False)  # the default's again
+    _build: Callable[[], asyncio.Task[LiveSession]] | None = field(default=None, init=False)  # builds _default
     _checks: set[asyncio.Task[None]] = field(default_factory=set, init=False)  # sandbox policies read as sessions open
     _prompted: bool = field(default=False, init=False)  # a prompt came while the default session was being built
 
