@@ -27,6 +27,10 @@ class RpcError(JsonRpcException):
         super().__init__(message=f"{self.MESSAGE}: {why}", code=self.CODE, data=data)
 
 
+class NoFolder(ValueError):
+    """Each workspace folder named was refused: sessions start in the next one added."""
+
+
 class InvalidParams(RpcError):
     """-32602: the message names the bad field."""
 

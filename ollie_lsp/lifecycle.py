@@ -10,6 +10,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ollie_lsp.editorwatch import start_watching
+from ollie_lsp.errors import NoFolder
 from ollie_lsp.options import parse_init_options
 from ollie_lsp.server import OllieServer
 
@@ -49,8 +50,8 @@ def walk_folders(ls: OllieServer, named: list[str], *, first: bool) -> None:
             return
         if first and refused:  # never the daemon's own directory: an editor starts it in that folder, link followed
             ls.rooted = False
-            raise ValueError(f"no workspace folder to start sessions in: {refused} (they start in the next folder "
-                             "added)")
+            raise NoFolder(f"no workspace folder to start sessions in: {refused} (they start in the next folder "
+                           "added)")
         if before:
             await before  # none taken: new sessions start where they did (or still cannot)
 

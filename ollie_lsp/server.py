@@ -86,12 +86,12 @@ class OllieServer(LanguageServer):
             if not self.initialized:
                 raise SessionNotFound("(the server is not initialized)")
             self._table = self._make_table(self)
-            self._table.start_default(resume=self.init_options.session, cwd=self.sessions_dir(root=True),
+            self._table.start_default(resume=self.init_options.session, cwd=lambda: self.sessions_dir(root=True),
                                       newest=self.init_options.continue_session)
         return self._table
 
     async def sessions_dir(self, *, root: bool = False) -> Path:
-        """Where new sessions start (`root`: the first workspace folder) once the folders named are walked; ValueError
+        """Where new sessions start (`root`: the first workspace folder) once the folders named are walked; NoFolder
         when each was refused."""
         if self.folders is not None:
             await asyncio.shield(self.folders)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie import beneath
 from ollie.agent import inbox
 from ollie.agent.inbox import ContextItem, Held
-from ollie_lsp.errors import InvalidParams, QueueFull, SessionArchived, SessionNotFound, refused
+from ollie_lsp.errors import InvalidParams, NoFolder, QueueFull, SessionArchived, SessionNotFound, refused
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
 from ollie_lsp.records import record, rpc_errors
@@ -298,16 +298,19 @@ class SessionTable:
     _live: dict[str, LiveSession] = field(default_factory=dict, init=False)
     reading: set[Held] = field(default_factory=set, init=False)  # the images of ollie/queue requests not queued yet
     _default: asyncio.Task[LiveSession] | None = field(default=None, init=False)
+    _build: Callable[[], asyncio.Task[LiveSession]] | None = field(default=None, init=False)  # builds _default
     _checks: set[asyncio.Task[None]] = field(default_factory=set, init=False)  # sandbox policies read as sessions open
     _prompted: bool = field(default=False, init=False)  # a prompt came while the default session was being built
 
-    def start_default(self, *, cwd: Awaitable[Path], resume: str | None = None, newest: bool = False) -> None:
+    def start_default(self, *, cwd: Callable[[], Awaitable[Path]], resume: str | None = None,
+                      newest: bool = False) -> None:
         """Build the default session in the background (the engine import happens there); `newest`: without `resume`,
         go on with the newest session started in `cwd`, if any."""
-        self._default = asyncio.ensure_future(self._build_default(resume, cwd, newest))
+        self._build = build = lambda: asyncio.ensure_future(self._build_default(resume, cwd, newest))
+        self._default = build()
 
-    async def _build_default(self, resume: str | None, where: Awaitable[Path], newest: bool) -> LiveSession:
-        cwd = await where
+    async def _build_default(self, resume: str | None, where: Callable[[], Awaitable[Path]], newest: bool) -> LiveSession:
+        cwd = await where()
         if not resume and newest:
             try:
                 resume = await asyncio.to_thread(_latest_session, cwd)
@@ -439,6 +442,9 @@ class SessionTable:
         """The default session, waiting for it to be built."""
         if self._default is None:
             raise SessionNotFound("(default)")
+        failed = self._default.done() and not self._default.cancelled() and self._default.exception()
+        if isinstance(failed, NoFolder) and self._build:
+            self._default = self._build()  # each workspace folder was refused: built in the one added since, if any
         live = await asyncio.shield(self._default)
         if live.id not in self._live:
             raise SessionNotFound(f"{live.id} (the default session was closed)")

@@ -141,12 +141,17 @@ async def test_clear_keeps_the_conversation_as_a_session_to_load(shared_agent, l
     assert agent.client.text(said[1]) == "the parser is fixed"
 
 
+def call(tool: str, *args: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
+
+
+def plan_shown(agent, sid: str) -> list[str]:
+    return [e.content for e in agent.client.of(sid, "plan")[-1].entries]
+
+
 async def test_clear_drops_the_plan_the_client_shows_and_the_next_plan_starts_without_it(shared_agent, llm) -> None:
     # `/clear` said "task state dropped", yet the client kept showing the plan (an agent switch's too), and the new
     # conversation's first `task_add` added its steps below the old ones.
-    def call(tool: str, *args: str) -> Reply:
-        return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
-
     agent = await shared_agent()
     llm.script(call("task_add", "port the old parser"), Reply.text("planned"),
                call("task_add", "write the new one"), Reply.text("planned anew"))
@@ -154,7 +159,29 @@ async def test_clear_drops_the_plan_the_client_shows_and_the_next_plan_starts_wi
     await agent.prompt(sid, "plan it")
     await agent.prompt(sid, "/clear")
     assert agent.client.of(sid, "plan")[-1].entries == []
+    # The conversation's copy kept its plan (loading it showed none).
+    kept = re.search(r"saved as .* \((\S+)\): resume it", agent.client.text(sid))[1]
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=kept, mcp_servers=[]), 30)
+    await latest(agent, kept, "plan", lambda update: [e.content for e in update.entries] == ["port the old parser"])
     await agent.prompt(sid, "something new")
-    assert [e.content for e in agent.client.of(sid, "plan")[-1].entries] == ["write the new one"]
+    assert plan_shown(agent, sid) == ["write the new one"]
     await asyncio.wait_for(agent.conn.set_config_option(config_id="agent", session_id=sid, value="coding"), 30)
     assert agent.client.of(sid, "plan")[-1].entries == []  # the agent selector's switch: a new conversation too
+
+
+async def test_rewind_puts_back_the_plan_the_turn_found_and_its_undo_the_plan_it_left(shared_agent, llm) -> None:
+    # A rewind to before the turn that added a step left the step in the plan (the client's, the model's next turn).
+    agent = await shared_agent()
+    llm.script(call("task_add", "port the old parser"), Reply.text("planned"), Reply.text("looked"),
+               call("task_add", "write the new one"), Reply.text("planned more"))
+    sid = await agent.new()
+    for prompt in ("plan it", "look around", "plan more"):  # the middle turn leaves the plan as it found it
+        await agent.prompt(sid, prompt)
+    both = ["port the old parser", "write the new one"]
+    assert plan_shown(agent, sid) == both
+    await agent.prompt(sid, "/rewind 2")
+    assert plan_shown(agent, sid) == ["port the old parser"]
+    await agent.prompt(sid, "/rewind undo")
+    assert plan_shown(agent, sid) == both
+    await agent.prompt(sid, "/rewind 1")
+    assert plan_shown(agent, sid) == []

@@ -7,15 +7,13 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
-from ollie import beneath
 from ollie.agent.attachments import Attachments
 from ollie.agent.review import Review, Rewound
 from ollie.agent.setup import Setup
-from ollie.agent.taskstate import plan_path
+from ollie.agent.taskstate import put_plan, read_plan
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.errors import BackendConfigError
 from ollie.errors import OllieError
-from ollie.paths import sessions_dir
 from ollie.sessions.session import Session
 
 if TYPE_CHECKING:
@@ -90,7 +88,9 @@ class HistoryMembers:
             # Its turns' checkpoints are the copy's before its log is: a crash between leaves refs no log names.
             kept_id = new_session_id()
             reviewed = await self.review.copy_turns(self.session.id, len(self.session.turn_starts), kept_id)
-            return await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed), title
+            kept = await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed), title
+            await put_plan(kept_id, await read_plan(self.session.id))  # the task_* tools' plan goes with it
+            return kept
         except (OSError, OllieError) as exc:
             raise NotKept(f"{refused}: the conversation could not be kept as a session of its own ({exc}); "
                           "nothing changed") from exc
@@ -103,10 +103,9 @@ class HistoryMembers:
             self._host.bus.emit("kept", *kept)  # its record: the recorder's
             self.session.title = ""
         self.session.clear()
-        # The task_* tools' plan is the conversation's too: the next one's `task_add` added below its steps. Tool code
-        # writes it: removed through the chokepoint (no link followed; a dir a step swapped for one keeps it).
-        with contextlib.suppress(OSError):
-            await beneath.remove(sessions_dir(), plan_path(self.session.id))
+        # The task_* tools' plan is the conversation's too (its copy's now): the next one's `task_add` added below its
+        # steps.
+        await put_plan(self.session.id, "")
         await self.review.start_over(kept is not None)
         return Switched(warnings, *(kept or ()))
 

@@ -19,6 +19,7 @@ from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
+from ollie.agent.taskstate import put_plan, read_plan
 from ollie.backend.types import Message
 from ollie.escapes import escaped
 from ollie.sessions.session import Session
@@ -167,20 +168,23 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
            f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
 
 
-def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message]]:
-    """A rewind's backup, checked: its turn, undo checkpoint, turn starts and messages (ReviewError: damaged)."""
+def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message], str, dict[str, str]]:
+    """A rewind's backup, checked: its turn, undo checkpoint, turn starts, messages, plan and the plans the turns
+    found (ReviewError: damaged)."""
     from ollie.sessions.logparse import checked_messages  # with a rewind's backup, not with the engine
     try:
         backup = json.loads(data)
         turn, checkpoint = backup["turn"], backup["undo_checkpoint"]
         messages = checked_messages(backup["messages"])
         starts = backup["turn_starts"]
+        plan, plans = backup.get("plan", ""), backup.get("plans_before", {})  # (none in a backup of an older ollie)
         if not (type(turn) is int and type(checkpoint) is str and is_checkpoint(checkpoint) and type(starts) is list
-                and all(type(s) is int for s in starts)):
-            raise ValueError("a turn, checkpoint or turn start of the wrong type")
+                and all(type(s) is int for s in starts) and type(plan) is str and type(plans) is dict
+                and all(type(v) is str for v in plans.values())):
+            raise ValueError("a turn, checkpoint, turn start or plan of the wrong type")
     except (KeyError, TypeError, ValueError) as exc:  # not JSON, not UTF-8, a field missing or of the wrong type
         raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
-    return turn, checkpoint, starts, messages
+    return turn, checkpoint, starts, messages, plan, plans
 
 
 class Review:
@@ -193,6 +197,7 @@ class Review:
         self._add_note = add_note
         self._current: int | None = None
         self._ending: asyncio.Future[None] | None = None  # `end_turn` records the state a turn left
+        self._plan_found = ""  # the plan file as the running turn found it
         # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
         self.editor_edits = EditorEdits()
 
@@ -217,6 +222,7 @@ class Review:
         earlier = session.turn_changed[:turn - 1]
         session.turn_changed = earlier + [0] * (turn - len(earlier))
         self._current = turn
+        self._plan_found = await read_plan(session.id)
         notes, session.review_notes = session.review_notes, []
         if notes:  # undone hunks: the model reads them with this turn's prompt, first (`turn_marks` reads them there)
             from ollie.agent.history import undid
@@ -275,6 +281,8 @@ class Review:
         self._ending = asyncio.get_running_loop().create_future()
         try:
             sid = self._host.session.id
+            if (found := self._plan_found) != await read_plan(sid):  # what a rewind to before this turn puts back
+                self._host.session.plans_before[str(turn)] = found
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
             if begin is None:
@@ -540,8 +548,9 @@ class Review:
                               "undo its files one by one, or rewind a later turn")
         before = await self._state_before(number)
         cp = self.checkpoints()
-        backup = {"turn": number, "undo_checkpoint": await cp.snapshot(),
-                  "turn_starts": list(session.turn_starts), "messages": list(session.messages)}
+        plans = session.plans_before
+        backup = {"turn": number, "undo_checkpoint": await cp.snapshot(), "turn_starts": list(session.turn_starts),
+                  "messages": list(session.messages), "plan": await read_plan(session.id), "plans_before": dict(plans)}
         # The way back is on disk before anything changes: a crash at any point after leaves it undoable.
         await self._write_rewind(backup)
         restored = await cp.restore(before)
@@ -558,6 +567,11 @@ class Review:
         # What the user undid of the turns kept, which only the cut prompts told the model: told again with the next
         # one (the model went on as if the files held its changes, and the history lost the turns' undone marks).
         told = [note for m in session.messages[start:] if m.notes for turn, note in undid(m.notes) if turn < number]
+        # The plan as turn `number` found it: as the first turn cut that changed it found it (none did: as it is).
+        cut = [str(t) for t in range(number, len(session.turn_starts) + 1)]
+        if (found := next((plans[t] for t in cut if t in plans), None)) is not None:
+            await put_plan(session.id, found)
+        session.plans_before = {t: plan for t, plan in plans.items() if t not in cut}
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
         session.review_notes[:0] = told
@@ -571,9 +585,11 @@ class Review:
         except FileNotFoundError:
             raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
         # All of it checked before the files go back: a backup that fails after the restore leaves them half done.
-        turn, checkpoint, starts, messages = await asyncio.to_thread(_read_backup, data)  # O(history): in a thread
+        turn, checkpoint, starts, messages, plan, plans = await asyncio.to_thread(_read_backup, data)  # O(history)
         restored = await self.checkpoints().restore(checkpoint)
         session = self._host.session
+        session.plans_before = plans
+        await put_plan(session.id, plan)
         session.replace_messages(messages)
         session.turn_starts = starts
         from ollie.agent.history import undid

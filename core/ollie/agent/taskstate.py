@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import suppress
 from pathlib import Path
 
 from ollie import beneath
+from ollie.paths import sessions_dir
 from ollie.sessions.session import Session, TaskState
 from ollie.sessions.types import one_line
 
@@ -26,6 +28,23 @@ def plan_path(session_id: str) -> Path:
 
 
 PLAN_CAP = 256 * 1024
+
+
+async def read_plan(session_id: str) -> str:
+    """The session's plan file's text ('' when none): tool code writes it, so read through the chokepoint."""
+    try:
+        return await beneath.read_text(sessions_dir(), plan_path(session_id), PLAN_CAP, errors="replace")
+    except OSError:
+        return ""
+
+
+async def put_plan(session_id: str, text: str) -> None:
+    """Write the session's plan file as `text` (none when ''), through the chokepoint (no link followed)."""
+    with suppress(OSError):  # a dir a step swapped for a link keeps it
+        if text:
+            await beneath.write_bytes(sessions_dir(), plan_path(session_id), text.encode(), 0o600)
+        else:
+            await beneath.remove(sessions_dir(), plan_path(session_id))
 
 
 def checklist(text: str) -> list[tuple[str, bool]]:

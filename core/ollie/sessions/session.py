@@ -196,6 +196,8 @@ class Session:
     # Turns 1 to this came with the conversation when it was kept or forked from another session: reviewed here, never
     # rewound (a rewind puts back the whole workspace, and its files have moved on since in the other conversation).
     copied_turns: int = 0
+    # The task_* tools' plan as each turn that changed it found it (its number as text): a rewind puts it back.
+    plans_before: dict[str, str] = field(default_factory=dict)
     # What the user undid of the agent's changes, told to the model with the next prompt (ollie.agent.review).
     review_notes: list[str] = field(default_factory=list)
     # Bumped whenever the history is rewritten rather than appended to (compaction,
@@ -240,7 +242,7 @@ class Session:
         self.history_generation += 1
         self.edited_indices.clear()
         # A new conversation: its turns count from 1 (the refs of those before are dropped at its first).
-        self.turn_starts, self.turn_changed, self.copied_turns = [], [], 0
+        self.turn_starts, self.turn_changed, self.copied_turns, self.plans_before = [], [], 0, {}
 
     def replace_messages(self, messages: list[Message]) -> None:
         """Rewrite the history (compaction, a rewind): the next save writes a fresh snapshot."""
@@ -314,7 +316,7 @@ def _check_meta(meta: dict[str, Any]) -> None:
             ok = type(value) is list and all(type(v) is item for v in value)
         elif kind is dict:
             ok = type(value) is dict and all(
-                type(k) is str and (type(v) is str if f.name == "result_tiers" else
+                type(k) is str and (type(v) is str if f.name in ("result_tiers", "plans_before") else
                                     type(v) is list and all(type(o) is str for o in v))
                 for k, v in value.items())
         else:  # a float field takes an int (a hand-made log's 1 for 1.0); a bool is no number
