@@ -144,7 +144,9 @@ def test_a_tall_question_still_says_what_it_asks_and_how_much_of_the_diff_is_lef
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(file_edit("code.py", old, old.replace(" = ", " == "))), Reply.text("Not changed."))
     with eglot_in_tmux(ws, srv.env(approval="ask")) as emacs:
-        asked = emacs.keep("eglot-tall-question", refactor_in_tmux(emacs))
+        refactor_in_tmux(emacs)  # (its screen may be the minibuffer's first line alone, the prompt still growing)
+        asked = emacs.keep("eglot-tall-question", emacs.wait(
+            lambda s: "asks to: Edit code.py" in s and "more diff lines" in s, "the whole question"))
         emacs.keys("Enter")
         emacs.wait(lambda s: "ollie: Not changed." in s, "the answer")
     assert "asks to: Edit code.py" in asked and "more diff lines" in asked, asked
