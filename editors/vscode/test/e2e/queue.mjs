@@ -271,6 +271,8 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   // 5. Ctrl+Alt+O brings the cursor back to the prompt box from the editor (the chat's page had moved it elsewhere).
   await chat.locator("#log").focus();
   await openFile(page, "notes.txt");
+  // The editor's own focus first: pressed as the file pick closed, the key went to it, not to the editor (CI).
+  await page.locator(".monaco-editor.focused").first().waitFor({ timeout: waitMs });
   await page.keyboard.press("Control+Alt+O");
   await chatFocused(page, chat);
   await chat.waitForFunction(() => document.activeElement?.id === "input", null, { timeout: waitMs });
