@@ -12,6 +12,7 @@ from agentkit import sent_messages
 
 from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
+from ollie.agent.taskstate import read_plan
 from ollie.backend.types import Message
 from ollie.sessions import logparse, persist
 from ollie.testing import Reply, ScriptedLLMServer
@@ -322,3 +323,37 @@ async def test_the_rewind_of_a_history_larger_than_the_workspace_read_cap_is_und
     back = await core.rewind_undo()
     assert back.turn == 2 and len(core.session.messages) == messages
     assert (workdir / "a.txt").read_text() == edited
+
+
+# A step writes the task plan (its dir is the sandbox's to write), a different one of 100 KB each turn.
+BIG_PLAN = """
+import os
+open(os.environ["OLLIE_PLAN_FILE"], "w").write("- [ ] step {turn}\\n" + "x" * 100_000)
+"""
+
+
+async def test_the_plans_turns_found_are_saved_once_not_with_every_round(scripted_llm, make_core, workdir,
+                                                                        tmp_path):
+    """Round 59: each turn that changes the plan records the one it found (for /rewind), and every round's commit
+    carried them all: a model writing a 100 KB plan a turn made turn 5's one-line reply append 400 KB to the log
+    (and encode it on the event loop), growing with every turn (quadratic in the session's length)."""
+    srv = scripted_llm("openai")
+    for turn in range(4):
+        step = {"code": BIG_PLAN.replace("{turn}", str(turn)), "language": "python3"}
+        srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text(f"planned {turn}"))
+    srv.script(Reply.text("hello"))
+    core = await _auto(make_core, srv)
+    for turn in range(4):
+        await core.submit(f"plan {turn}")
+    log = persist.session_log(tmp_path / "sessions", core.session_id).path
+    size = log.stat().st_size
+    await core.submit("say hello")
+    assert log.stat().st_size - size < 16 * 1024  # the round, not every plan again
+    plans = dict(core.session.plans_before)
+    assert sorted(plans) == ["1", "2", "3", "4"] and len(plans["4"]) > 100_000
+    session_id = core.session_id
+    await core.close()
+    again = await _auto(make_core, srv, session_id=session_id)
+    assert dict(again.session.plans_before) == plans  # and the log still holds each of them
+    await again.rewind(3)
+    assert (await read_plan(session_id)).startswith("- [ ] step 1\n")  # as turn 3 found it

@@ -134,8 +134,10 @@ class TierMap(TrackedDict):
             self.cold.discard(key)
 
 
-# Session fields kept as TrackedDict: persistence saves only their changes.
-TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files", "step_trees")
+# Session fields kept as TrackedDict: persistence saves only their changes (`plans_before` too: a step writes the plan,
+# up to 256 KiB a turn, and every round's commit carried all the turns' plans, the log growing quadratically).
+TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files", "step_trees",
+                  "plans_before")
 
 
 @dataclass(eq=False, repr=False)
