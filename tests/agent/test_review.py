@@ -357,3 +357,21 @@ async def test_the_plans_turns_found_are_saved_once_not_with_every_round(scripte
     assert dict(again.session.plans_before) == plans  # and the log still holds each of them
     await again.rewind(3)
     assert (await read_plan(session_id)).startswith("- [ ] step 1\n")  # as turn 3 found it
+
+
+async def test_a_compaction_drops_the_plans_of_the_turns_it_leaves_unrewindable(scripted_llm, make_core, workdir):
+    """Round 59: a compaction leaves no turn before it to rewind, and the plans they found stayed in the session for
+    good (up to 256 KiB a turn: its memory and every snapshot grew with the turns, its history compacted or not)."""
+    srv = scripted_llm("openai")
+    for turn in range(2):
+        step = {"code": BIG_PLAN.replace("{turn}", str(turn)), "language": "python3"}
+        srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text(f"planned {turn}"))
+    srv.script(Reply.text(json.dumps({"goal": "plan"})))
+    core = await _auto(make_core, srv)
+    for turn in range(2):
+        await core.submit(f"plan {turn}")
+    assert sorted(core.session.plans_before) == ["1", "2"]
+    assert (await core.compact()).startswith("compacted")
+    assert dict(core.session.plans_before) == {}
+    with pytest.raises(ReviewError, match="compacted"):
+        await core.rewind(2)

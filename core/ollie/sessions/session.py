@@ -252,7 +252,8 @@ class Session:
         self.last_input_tokens = 0  # the last request's measured size no longer describes it (a rewind's kept it)
         self.history_generation += 1
         self.edited_indices.clear()
-        self.turn_starts = [-1] * len(self.turn_starts)
+        # No turn of it can be rewound now: the plans they found go (kept, each up to 256 KiB a turn, for good).
+        self.turn_starts, self.plans_before = [-1] * len(self.turn_starts), {}
 
     def mark_edited(self, index: int) -> None:
         """Record that `messages[index]` was changed in place, so the next save persists the change."""
