@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Awaitable, Callable
@@ -375,3 +376,30 @@ async def test_a_compaction_drops_the_plans_of_the_turns_it_leaves_unrewindable(
     assert dict(core.session.plans_before) == {}
     with pytest.raises(ReviewError, match="compacted"):
         await core.rewind(2)
+
+
+async def test_the_plans_next_step_is_read_off_the_event_loop(scripted_llm, make_core, workdir, monkeypatch):
+    """Round 59: after each tool round the loop read the plan file (a step's to write, up to 256 KiB) and parsed it on
+    the event loop: 256 KiB of line breaks held every session of the daemon ~70 ms a round. Its parse stalls here
+    until the test lets it go, which the test can only do while the loop serves."""
+    from ollie.agent import taskstate
+
+    parsing, release, held = threading.Event(), threading.Event(), []
+    parse = taskstate.next_unchecked
+
+    def stalled(text: str) -> str:
+        if "stall here" in text:
+            parsing.set()
+            held.append(release.wait(5))
+        return parse(text)
+
+    monkeypatch.setattr(taskstate, "next_unchecked", stalled)
+    srv = scripted_llm("openai")
+    step = {"code": 'printf -- "- [ ] stall here\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text("planned"))
+    core = await _auto(make_core, srv)
+    turn = asyncio.ensure_future(core.submit("plan"))
+    await asyncio.to_thread(parsing.wait, 30)
+    release.set()
+    assert (await turn).reply == "planned"
+    assert held == [True], "the loop served nothing while the plan was parsed"
