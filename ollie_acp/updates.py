@@ -43,7 +43,7 @@ from ollie import beneath
 from ollie.agent.events import Event
 from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
-from ollie.agent.taskstate import checklist
+from ollie.agent.taskstate import PLAN_CAP, checklist
 from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.escapes import escaped
@@ -334,7 +334,7 @@ class UpdateForwarder:
         """Send the session's plan (the task_* tools' checklist) when it is not the one the client was sent last."""
         try:
             plan = self._plan_file()  # tool code writes it: read through the chokepoint (no FIFO, link or giant)
-            text = await beneath.read_text(plan.parent, plan.name, errors="replace")
+            text = await beneath.read_text(plan.parent, plan.name, PLAN_CAP, errors="replace")  # the loop's cap
         except FileNotFoundError:  # `task_clear` removed it: a client keeps the plan it was sent until told otherwise
             text = ""
         except OSError:

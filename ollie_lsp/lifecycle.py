@@ -35,7 +35,9 @@ def walk_folders(ls: OllieServer, named: list[str], *, first: bool) -> None:
         from ollie.beneath import OutsideRoot
         from ollie.escapes import one_name
 
-        refused, guarded = "", [*map(Path, named), *([] if first else [ls.root_cwd, ls.default_cwd])]
+        # Every folder of the workspace, as initialize's are (an added link inside one of them is refused there too).
+        folders = [p for f in ls.workspace.folders.values() if (p := to_fs_path(f.uri))]
+        refused, guarded = "", [*map(Path, [*named, *folders]), *([] if first else [ls.root_cwd, ls.default_cwd])]
         for path in named:
             try:
                 ls.default_cwd = await asyncio.to_thread(walked_dir, Path(path).absolute(), guarded)

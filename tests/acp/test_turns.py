@@ -100,6 +100,19 @@ async def test_task_tools_become_a_plan(shared_agent, llm) -> None:
     assert len(plans) == 3 and plans[2].entries == []
 
 
+async def test_a_plan_file_past_the_plans_cap_is_not_sent_to_the_client(shared_agent, llm) -> None:
+    """Round 59: a step writes the plan file (its dir is the sandbox's to write), 200,000 items in 1.6 MB: the plan
+    update sent every one of them (read up to the workspace's 16 MiB cap, parsed on the event loop), after each prompt
+    now, where the loop reads no plan past 256 KiB."""
+    step = {"code": 'yes -- "- [ ] s" | head -n 200000 > "$OLLIE_PLAN_FILE"'}
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text("planned"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "plan it")).stop_reason == "end_turn"
+    assert agent.client.text(sid).endswith("planned")
+    assert agent.client.of(sid, "plan") == []
+
+
 def test_the_plan_update_and_the_loops_next_step_read_one_checklist() -> None:
     # Tool code may write the plan file by hand: ACP's plan read only `- [ ]` lines, the loop `*` bullets too.
     text = "# plan\n* [x] read it\n-[ ] write it\n- [ ]   \n  - [X] nested\n- [ ] run it\nnot an item"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Awaitable, Callable
@@ -12,6 +13,7 @@ from agentkit import sent_messages
 
 from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
+from ollie.agent.taskstate import read_plan
 from ollie.backend.types import Message
 from ollie.sessions import logparse, persist
 from ollie.testing import Reply, ScriptedLLMServer
@@ -322,3 +324,82 @@ async def test_the_rewind_of_a_history_larger_than_the_workspace_read_cap_is_und
     back = await core.rewind_undo()
     assert back.turn == 2 and len(core.session.messages) == messages
     assert (workdir / "a.txt").read_text() == edited
+
+
+# A step writes the task plan (its dir is the sandbox's to write), a different one of 100 KB each turn.
+BIG_PLAN = """
+import os
+open(os.environ["OLLIE_PLAN_FILE"], "w").write("- [ ] step {turn}\\n" + "x" * 100_000)
+"""
+
+
+async def test_the_plans_turns_found_are_saved_once_not_with_every_round(scripted_llm, make_core, workdir,
+                                                                        tmp_path):
+    """Round 59: each turn that changes the plan records the one it found (for /rewind), and every round's commit
+    carried them all: a model writing a 100 KB plan a turn made turn 5's one-line reply append 400 KB to the log
+    (and encode it on the event loop), growing with every turn (quadratic in the session's length)."""
+    srv = scripted_llm("openai")
+    for turn in range(4):
+        step = {"code": BIG_PLAN.replace("{turn}", str(turn)), "language": "python3"}
+        srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text(f"planned {turn}"))
+    srv.script(Reply.text("hello"))
+    core = await _auto(make_core, srv)
+    for turn in range(4):
+        await core.submit(f"plan {turn}")
+    log = persist.session_log(tmp_path / "sessions", core.session_id).path
+    size = log.stat().st_size
+    await core.submit("say hello")
+    assert log.stat().st_size - size < 16 * 1024  # the round, not every plan again
+    plans = dict(core.session.plans_before)
+    assert sorted(plans) == ["1", "2", "3", "4"] and len(plans["4"]) > 100_000
+    session_id = core.session_id
+    await core.close()
+    again = await _auto(make_core, srv, session_id=session_id)
+    assert dict(again.session.plans_before) == plans  # and the log still holds each of them
+    await again.rewind(3)
+    assert (await read_plan(session_id)).startswith("- [ ] step 1\n")  # as turn 3 found it
+
+
+async def test_a_compaction_drops_the_plans_of_the_turns_it_leaves_unrewindable(scripted_llm, make_core, workdir):
+    """Round 59: a compaction leaves no turn before it to rewind, and the plans they found stayed in the session for
+    good (up to 256 KiB a turn: its memory and every snapshot grew with the turns, its history compacted or not)."""
+    srv = scripted_llm("openai")
+    for turn in range(2):
+        step = {"code": BIG_PLAN.replace("{turn}", str(turn)), "language": "python3"}
+        srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text(f"planned {turn}"))
+    srv.script(Reply.text(json.dumps({"goal": "plan"})))
+    core = await _auto(make_core, srv)
+    for turn in range(2):
+        await core.submit(f"plan {turn}")
+    assert sorted(core.session.plans_before) == ["1", "2"]
+    assert (await core.compact()).startswith("compacted")
+    assert dict(core.session.plans_before) == {}
+    with pytest.raises(ReviewError, match="compacted"):
+        await core.rewind(2)
+
+
+async def test_the_plans_next_step_is_read_off_the_event_loop(scripted_llm, make_core, workdir, monkeypatch):
+    """Round 59: after each tool round the loop read the plan file (a step's to write, up to 256 KiB) and parsed it on
+    the event loop: 256 KiB of line breaks held every session of the daemon ~70 ms a round. Its parse stalls here
+    until the test lets it go, which the test can only do while the loop serves."""
+    from ollie.agent import taskstate
+
+    parsing, release, held = threading.Event(), threading.Event(), []
+    parse = taskstate.next_unchecked
+
+    def stalled(text: str) -> str:
+        if "stall here" in text:
+            parsing.set()
+            held.append(release.wait(5))
+        return parse(text)
+
+    monkeypatch.setattr(taskstate, "next_unchecked", stalled)
+    srv = scripted_llm("openai")
+    step = {"code": 'printf -- "- [ ] stall here\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text("planned"))
+    core = await _auto(make_core, srv)
+    turn = asyncio.ensure_future(core.submit("plan"))
+    await asyncio.to_thread(parsing.wait, 30)
+    release.set()
+    assert (await turn).reply == "planned"
+    assert held == [True], "the loop served nothing while the plan was parsed"

@@ -305,6 +305,24 @@ async def test_the_first_workspace_folder_is_never_a_link_inside_another(start_d
     assert any(f"{repo / 'sub'} is a symlink inside {repo}" in m for m in shown), shown
 
 
+async def test_a_folder_added_is_never_a_link_inside_another_workspace_folder(start_daemon, llm, tmp_path):
+    # Red team 59: initialize refuses a folder that is a link inside another it names, an added folder was walked
+    # with the first folder alone guarded: the workspace's second folder `lib` (another repository) commits `l`, to
+    # anywhere, and the `.code-workspace` (a step's to edit) adds `lib/l` alone: new sessions started where it led.
+    outside, repo, lib = (tmp_path / "outside").resolve(), (tmp_path / "repo").resolve(), (tmp_path / "lib").resolve()
+    for folder in (outside, repo, lib):
+        folder.mkdir()
+    (lib / "l").symlink_to(outside)
+    daemon = await start_daemon(env=llm.env(), folders=[repo, lib])
+    daemon.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=(lib / "l").as_uri(), name="l")],
+                                                removed=[])))
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(repo)
+    shown = [m.message for m in daemon.client.messages]
+    assert any(f"{lib / 'l'} is a symlink inside {lib}" in m for m in shown), shown
+
+
 async def test_no_session_starts_when_every_workspace_folder_is_a_link_inside_another(start_daemon, llm, tmp_path):
     # Each a link inside where the other leads: never the daemon's own directory instead (VS Code starts it in the
     # first folder, the link followed).

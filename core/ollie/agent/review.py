@@ -571,9 +571,9 @@ class Review:
         cut = [str(t) for t in range(number, len(session.turn_starts) + 1)]
         if (found := next((plans[t] for t in cut if t in plans), None)) is not None:
             await put_plan(session.id, found)
-        session.plans_before = {t: plan for t, plan in plans.items() if t not in cut}
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
+        session.plans_before = {t: plan for t, plan in plans.items() if t not in cut}
         session.review_notes[:0] = told
         await self._host.save_rewritten()
         return await self._rewound(number, restored.changes, len(session.messages), tuple(buffers))
@@ -588,10 +588,9 @@ class Review:
         turn, checkpoint, starts, messages, plan, plans = await asyncio.to_thread(_read_backup, data)  # O(history)
         restored = await self.checkpoints().restore(checkpoint)
         session = self._host.session
-        session.plans_before = plans
         await put_plan(session.id, plan)
         session.replace_messages(messages)
-        session.turn_starts = starts
+        session.turn_starts, session.plans_before = starts, plans
         from ollie.agent.history import undid
 
         # The undos the rewind was to tell again are in the prompts it puts back.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from contextlib import suppress
@@ -57,14 +58,10 @@ def next_unchecked(text: str) -> str:
     return next((item for item, checked in checklist(text) if not checked), "")
 
 
-def read_plan_step(path: Path) -> str:
-    """The next unchecked step of the plan file, or '' when there is none (or no file)."""
-    try:
-        # Tool code writes the plan file: never a FIFO, symlink or giant file read in its place (read on the
-        # event loop, so the cap is small: a checklist is a few KiB).
-        return next_unchecked(beneath.read_text_sync(path.parent, path.name, PLAN_CAP, errors="replace"))
-    except OSError:
-        return ""
+async def read_plan_step(session_id: str) -> str:
+    """The next unchecked step of the session's plan, or '' when there is none (or no file): parsed in a thread too
+    (a step writes the plan: 256 KiB of line breaks held the event loop ~70 ms each tool round)."""
+    return await asyncio.to_thread(next_unchecked, await read_plan(session_id))
 
 
 def has_plan_block(text: str) -> bool:

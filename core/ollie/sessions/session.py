@@ -134,8 +134,10 @@ class TierMap(TrackedDict):
             self.cold.discard(key)
 
 
-# Session fields kept as TrackedDict: persistence saves only their changes.
-TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files", "step_trees")
+# Session fields kept as TrackedDict: persistence saves only their changes (`plans_before` too: a step writes the plan,
+# up to 256 KiB a turn, and every round's commit carried all the turns' plans, the log growing quadratically).
+TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files", "step_trees",
+                  "plans_before")
 
 
 @dataclass(eq=False, repr=False)
@@ -250,7 +252,8 @@ class Session:
         self.last_input_tokens = 0  # the last request's measured size no longer describes it (a rewind's kept it)
         self.history_generation += 1
         self.edited_indices.clear()
-        self.turn_starts = [-1] * len(self.turn_starts)
+        # No turn of it can be rewound now: the plans they found go (kept, each up to 256 KiB a turn, for good).
+        self.turn_starts, self.plans_before = [-1] * len(self.turn_starts), {}
 
     def mark_edited(self, index: int) -> None:
         """Record that `messages[index]` was changed in place, so the next save persists the change."""
