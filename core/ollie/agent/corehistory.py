@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ollie.agent.attachments import Attachments
 from ollie.agent.review import Review, Rewound
 from ollie.agent.setup import Setup
-from ollie.agent.taskstate import put_plan, read_plan
+from ollie.agent.taskstate import put_plan
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.errors import BackendConfigError
 from ollie.errors import OllieError
@@ -89,7 +89,7 @@ class HistoryMembers:
             kept_id = new_session_id()
             reviewed = await self.review.copy_turns(self.session.id, len(self.session.turn_starts), kept_id)
             kept = await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed), title
-            await put_plan(kept_id, await read_plan(self.session.id))  # the task_* tools' plan goes with it
+            await put_plan(kept_id, self._host.plan_text)  # the task_* tools' plan goes with it
             return kept
         except (OSError, OllieError) as exc:
             raise NotKept(f"{refused}: the conversation could not be kept as a session of its own ({exc}); "
@@ -105,7 +105,7 @@ class HistoryMembers:
         self.session.clear()
         # The task_* tools' plan is the conversation's too (its copy's now): the next one's `task_add` added below its
         # steps.
-        await put_plan(self.session.id, "")
+        await self._host.put_plan("")
         await self.review.start_over(kept is not None)
         return Switched(warnings, *(kept or ()))
 
