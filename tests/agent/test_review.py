@@ -14,6 +14,7 @@ from ollie.agent.core import Core
 from ollie.agent.review import ReviewError
 from ollie.backend.types import Message
 from ollie.sessions import logparse, persist
+from ollie.sessions.session import TaskState
 from ollie.testing import Reply, ScriptedLLMServer
 from ollie.workspace.errors import StaleChange
 
@@ -322,3 +323,26 @@ async def test_the_rewind_of_a_history_larger_than_the_workspace_read_cap_is_und
     back = await core.rewind_undo()
     assert back.turn == 2 and len(core.session.messages) == messages
     assert (workdir / "a.txt").read_text() == edited
+
+
+def _task(tool: str, *args: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
+
+
+async def test_a_rewind_puts_back_the_task_states_step_with_the_plan_and_its_undo_the_step_it_left(
+        scripted_llm, make_core, workdir):
+    # The plan went back, but compaction's task state kept the cut turn's step: the model's next turn read "working on
+    # `run it`" over a plan whose `write it` was open again.
+    srv = scripted_llm("openai")
+    srv.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"), Reply.text("written"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan it")
+    core.session.task_state = TaskState(goal="ship it")  # as compaction leaves it
+    await core.submit("write it")
+    assert core.session.task_state.plan_step == "run it"
+    assert core.plan == [("write it", "completed"), ("run it", "in_progress")]
+    await core.rewind(2)
+    assert core.session.task_state.plan_step == "write it"
+    assert core.plan == [("write it", "in_progress"), ("run it", "pending")]
+    await core.rewind_undo()
+    assert core.session.task_state.plan_step == "run it" and core.plan[1] == ("run it", "in_progress")

@@ -19,7 +19,7 @@ from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
-from ollie.agent.taskstate import plan_before
+from ollie.agent.taskstate import next_unchecked, plan_before
 from ollie.backend.types import Message
 from ollie.escapes import escaped
 from ollie.sessions.session import Session
@@ -610,8 +610,10 @@ class Review:
         return await self._rewound(turn, restored.changes, len(session.messages))
 
     async def _put_plan(self, text: str) -> None:
-        """The plan back as `text`."""
+        """The plan back as `text`, and the task state's step with it (compaction's: the model reads it)."""
         await self._host.put_plan(text)
+        if (state := self._host.session.task_state) is not None:
+            state.plan_step = next_unchecked(text)
 
     async def _rewound(self, turn: int, changes: Sequence[FileChange], messages: int,
                        buffers: tuple[BufferRevert, ...] = ()) -> Rewound:
