@@ -11,7 +11,9 @@ import pytest
 from agentkit import sent_messages
 
 from ollie.agent.core import Core
+from ollie.agent.fork import cut_at_turn
 from ollie.agent.review import ReviewError
+from ollie.agent.taskstate import next_unchecked, read_plan
 from ollie.backend.types import Message
 from ollie.sessions import logparse, persist
 from ollie.sessions.session import TaskState
@@ -346,3 +348,19 @@ async def test_a_rewind_puts_back_the_task_states_step_with_the_plan_and_its_und
     assert core.plan == [("write it", "in_progress"), ("run it", "pending")]
     await core.rewind_undo()
     assert core.session.task_state.plan_step == "run it" and core.plan[1] == ("run it", "in_progress")
+
+
+async def test_a_fork_takes_the_plan_as_the_turn_it_ends_at_left_it(scripted_llm, make_core, workdir):
+    # A fork started with no plan: its next turn's `task_add` began a new one, the steps of the work it goes on with lost.
+    srv = scripted_llm("openai")
+    srv.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"), Reply.text("written"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan it")
+    await core.submit("write it")
+    for turn, step in ((1, "write it"), (None, "run it")):
+        saved = persist.load(core.sessions_dir, core.session_id)
+        cut_at_turn(saved, turn)
+        fork = await _auto(make_core, srv)
+        await fork.fork_from(saved)
+        assert next_unchecked(await read_plan(fork.session_id)) == step
+        assert [s for s, status in fork.plan if status == "in_progress"] == [step]

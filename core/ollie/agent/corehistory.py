@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ollie.agent.attachments import Attachments
 from ollie.agent.review import Review, Rewound
 from ollie.agent.setup import Setup
-from ollie.agent.taskstate import put_plan
+from ollie.agent.taskstate import plan_before, put_plan, read_plan
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.errors import BackendConfigError
 from ollie.errors import OllieError
@@ -122,6 +122,9 @@ class HistoryMembers:
         session.turn_changed = [n if turn in reviewed else 0 for turn, n in enumerate(source.turn_changed, 1)]
         session.copied_turns = len(source.turn_starts)
         session.task_state = source.task_state
+        # The plan too: its turns carry on the same work (the plan as the first turn the cut left out found it).
+        found = plan_before(source.plans_before, len(source.turn_starts) + 1)
+        await self._host.put_plan(await read_plan(source.id) if found is None else found)
         if keep_mode:
             session.approval = source.approval
             # It goes on with the source's /backend and /model (it went on with the defaults), unless that backend
