@@ -323,7 +323,7 @@ class UpdateForwarder:
         """Send the session's plan (the task_* tools' checklist) when it is not the one the client was sent last."""
         if (plan := self._core.plan) != self._plan:  # (an empty one too: a client keeps a plan until told otherwise)
             self._plan = plan
-            await self._send(update_plan([plan_entry(step, status=status) for step, status in plan]))  # type: ignore[misc]
+            await self._send(update_plan([plan_entry(step, status=status) for step, status in plan]))  # type: ignore[arg-type]
 
     async def send_usage(self) -> None:
         """Send the context window's use when it is not what the client was sent last (a `/rewind`, a `/compact`, a

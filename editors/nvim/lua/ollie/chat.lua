@@ -45,7 +45,8 @@ local M = {}
 ---transcript's end then
 ---@field backend_said string|nil the backend error its opening note said (backend.lua: a turn's is not said again)
 ---@field plan {content: string, status: string}[]|nil its session's task plan, as the daemon said it last (plan.lua)
----@field plan_win integer|nil, plan_buf integer|nil the plan's float and its buffer
+---@field plan_win integer|nil   the plan's float (plan.lua)
+---@field plan_buf integer|nil   its buffer
 
 ---@class ollie.Tail
 ---@field prompt string|nil   the turn's prompt, when no step came after it
