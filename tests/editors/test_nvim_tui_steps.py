@@ -168,6 +168,12 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         tmux.keys(re.search(r"(\d+): plan it", picker)[1], "Enter")
         resumed = tmux.keep("5-resumed", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the kept copy"))
         assert "▸ write the parser" in resumed, resumed
+        # `:q` in the chat takes the float with its windows (a float left behind stayed over the code); :OllieChat
+        # shows both again.
+        tmux.keys("Escape", ":q", "Enter")
+        tmux.keep("6-closed", tmux.wait(lambda s: "Planned." not in s and "plan 0/2" not in s, "the chat closed"))
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keep("7-shown", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the chat and its plan again"))
         assert_clean(tmux.screens)
     finally:
         tmux.close()
