@@ -56,7 +56,6 @@ from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import ArchivedError, NotFoundError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions, sort_key
-from ollie.tools.execute.childenv import plan_file
 from ollie_acp.errors import store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.options import agents, backend_models, config_options, mode_state
@@ -275,7 +274,7 @@ class OllieAgent:
             async with live.replaying:
                 await client.session_update(session_id=live_id, update=update)
 
-        forwarder = UpdateForwarder(core, send, plan_file=lambda: plan_file(core.session_id))
+        forwarder = UpdateForwarder(core, send)
         live = AcpSession(id=live_id, core=core, forwarder=forwarder, client=client)
         core.step_approver = live.approve_step
 

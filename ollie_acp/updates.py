@@ -39,11 +39,9 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from ollie import beneath
 from ollie.agent.events import Event
 from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
-from ollie.agent.taskstate import PLAN_CAP, checklist
 from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.escapes import escaped
@@ -61,14 +59,6 @@ LIVE_OUTPUT_CHARS = 4000
 LIVE_OUTPUT_S = 0.2
 # Roles whose content is shown to the user as agent text, with a marker.
 NOTE_ROLES = {"info": "", "exec": "", "error": "⚠ ", "limitretry": "… "}
-
-
-def plan_entries(text: str) -> list[tuple[str, str]]:
-    """(content, status) of each item of the plan's checklist; the first open step is in progress."""
-    items = checklist(text)
-    first = next((n for n, (_, checked) in enumerate(items) if not checked), -1)
-    return [(item, "completed" if checked else "in_progress" if n == first else "pending")
-            for n, (item, checked) in enumerate(items)]
 
 
 def tool_start(step: ToolState, *, cwd: Path, status: str = "pending", arguments: str = "") -> ToolCallStart:
@@ -154,10 +144,9 @@ def _steps_of(tool: ToolState, steps: tuple[ToolState, ...]) -> list[ToolState]:
 class UpdateForwarder:
     """Drains one session's bus in order into `session/update`s; tracks the open tool steps."""
 
-    def __init__(self, core: AcpCore, send: Send, *, plan_file: Callable[[], Path]) -> None:
+    def __init__(self, core: AcpCore, send: Send) -> None:
         self._core = core
         self._out = send
-        self._plan_file = plan_file
         self._sub = core.bus.subscribe()
         # Open steps by the engine's call id (the `tool` object's id): a `tool` event closes its own.
         self._open: dict[str, list[str]] = {}
@@ -261,8 +250,10 @@ class UpdateForwarder:
             await self._close_call(event)
         elif role == "usage":
             await self._send(self.usage_update())
-        elif role == "state" and (update := self.title_update()):
-            await self._send(update)
+        elif role == "state":  # the title, the plan
+            if update := self.title_update():
+                await self._send(update)
+            await self.send_plan()
         elif role == "error" and event.name:  # a failed model turn: its prompt answers an error (AcpSession._run)
             self.failed_as = event.name
         elif role in NOTE_ROLES and event.content:
@@ -327,22 +318,12 @@ class UpdateForwarder:
         for step, shown, own in zip(steps, texts, pictures, strict=True):
             await self._send(tool_result(step.id, step.status, shown, step.diffs or (), cwd=self._core.cwd,
                                          locations=step.locations, pictures=own, step=step))
-        if "task_" in event.content:
-            await self.send_plan()
 
     async def send_plan(self) -> None:
         """Send the session's plan (the task_* tools' checklist) when it is not the one the client was sent last."""
-        try:
-            plan = self._plan_file()  # tool code writes it: read through the chokepoint (no FIFO, link or giant)
-            text = await beneath.read_text(plan.parent, plan.name, PLAN_CAP, errors="replace")  # the loop's cap
-        except FileNotFoundError:  # `task_clear` removed it: a client keeps the plan it was sent until told otherwise
-            text = ""
-        except OSError:
-            return
-        entries = [plan_entry(content, status=status) for content, status in plan_entries(text)]  # type: ignore[arg-type]
-        if (shown := [(e.content, e.status) for e in entries]) != self._plan:
-            self._plan = shown
-            await self._send(update_plan(entries))
+        if (plan := self._core.plan) != self._plan:  # (an empty one too: a client keeps a plan until told otherwise)
+            self._plan = plan
+            await self._send(update_plan([plan_entry(step, status=status) for step, status in plan]))  # type: ignore[arg-type]
 
     async def send_usage(self) -> None:
         """Send the context window's use when it is not what the client was sent last (a `/rewind`, a `/compact`, a

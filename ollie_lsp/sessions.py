@@ -43,6 +43,11 @@ A = TypeVar("A")
 QUESTION_DRAIN_S = 2.0
 
 
+def plan_params(plan: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """The task plan as `ollie/state` and `ollie/stateChanged` carry it."""
+    return [{"content": step, "status": status} for step, status in plan]
+
+
 @dataclass(eq=False, repr=False)
 class SubmitHandle(Held):
     """One pending ollie/submit: cancel() interrupts it, whether it waits or runs; its images count while it waits."""
@@ -64,6 +69,7 @@ class LiveSession:
     archived: bool = False
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_state: dict[str, Any] | None = None
+    plan_sent: list[tuple[str, str]] | None = None  # the plan the last `ollie/stateChanged` carried
     # The engine's recorder keeps this session's registry record current (None until recorded).
     recorder: Recorder | None = None
     # The submits waiting for their turn (behind another, or for the session's record): a stop drops them.
@@ -81,16 +87,21 @@ class LiveSession:
                 "title": self.recorder.title if self.recorder is not None else ""}
 
     def state_changed(self) -> dict[str, Any] | None:
-        """The `ollie/stateChanged` params when they differ from the last ones sent, else None."""
+        """The `ollie/stateChanged` params when they differ from the last ones sent, else None; the plan only when it
+        changed (it may be long, and the state moves many times a turn)."""
         snapshot = self.state_snapshot()
         in_turn = self.forwarder.turn_open
         if snapshot["running"] != in_turn:
             # The engine runs ahead of the events still unsent: say what those sent say (the true state follows).
             snapshot.update(running=in_turn, state="thinking" if in_turn else "idle")
-        if snapshot == self.last_state:
+        plan = self.core.plan
+        if snapshot == self.last_state and plan == self.plan_sent:
             return None
         self.last_state = snapshot
-        return snapshot
+        if plan == self.plan_sent:
+            return snapshot
+        self.plan_sent = plan
+        return {**snapshot, "plan": plan_params(plan)}
 
     def state_result(self) -> dict[str, Any]:
         """The `ollie/state` result."""
@@ -108,6 +119,7 @@ class LiveSession:
             archived=self.archived,
             kind=self.kind,
             approval=core.approval,
+            plan=plan_params(core.plan),
         )
         return out
 

@@ -22,7 +22,7 @@ async def test_drained_ends_once_what_came_before_it_was_sent_and_not_before():
         sent.append(update.content.text)  # type: ignore[union-attr]
 
     core = SimpleNamespace(bus=bus, cwd=Path("/"))
-    forwarder = UpdateForwarder(core, send, plan_file=lambda: Path("/nonexistent"))  # type: ignore[arg-type]
+    forwarder = UpdateForwarder(core, send)  # type: ignore[arg-type]
     forwarder.start()
     await asyncio.wait_for(forwarder.drained(), 5)  # nothing published: over at once
     for word in ("one", "two"):
@@ -50,8 +50,7 @@ async def test_a_failed_send_still_counts_as_done():
     async def send(update: Update) -> None:
         raise OSError("client gone")
 
-    forwarder = UpdateForwarder(SimpleNamespace(bus=bus, cwd=Path("/")), send,  # type: ignore[arg-type]
-                                plan_file=lambda: Path("/nonexistent"))
+    forwarder = UpdateForwarder(SimpleNamespace(bus=bus, cwd=Path("/")), send)  # type: ignore[arg-type]
     forwarder.start()
     bus.emit("assistant", "lost")
     await asyncio.wait_for(forwarder.drained(), 5)

@@ -205,8 +205,7 @@ async def test_a_prompt_the_client_did_not_send_comes_with_its_images() -> None:
         sent.append(update)
 
     big = base64.b64encode(PICTURE + b"\0" * 1_200_000).decode()  # past what one update sends: named, not sent
-    forwarder = UpdateForwarder(SimpleNamespace(bus=bus, cwd=Path("/")), send,  # type: ignore[arg-type]
-                                plan_file=lambda: Path("/nonexistent"))
+    forwarder = UpdateForwarder(SimpleNamespace(bus=bus, cwd=Path("/")), send)  # type: ignore[arg-type]
     forwarder.start()
     bus.publish(Event("user", content="and these?", images=(Image("image/png", DATA), Image("image/png", big))))
     await asyncio.wait_for(forwarder.drained(), 5)

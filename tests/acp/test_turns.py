@@ -11,9 +11,8 @@ import acp
 import pytest
 from acp.schema import AudioContentBlock, EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
 
-from ollie.agent.taskstate import next_unchecked
+from ollie.agent.taskstate import next_unchecked, plan_entries
 from ollie.testing import Reply, Usage
-from ollie_acp.updates import plan_entries
 from tests.procs import eventually
 
 
@@ -111,6 +110,21 @@ async def test_a_plan_file_past_the_plans_cap_is_not_sent_to_the_client(shared_a
     assert (await agent.prompt(sid, "plan it")).stop_reason == "end_turn"
     assert agent.client.text(sid).endswith("planned")
     assert agent.client.of(sid, "plan") == []
+
+
+async def test_a_plan_tool_code_writes_by_hand_is_shown_as_its_step_ends(shared_agent, llm) -> None:
+    # The client was sent the plan after a step only when its result named a task_* tool: one a script wrote to
+    # $OLLIE_PLAN_FILE showed once the whole prompt had ended, after the reply it was the plan of.
+    code = "import os; open(os.environ['OLLIE_PLAN_FILE'], 'w').write('- [x] look\\n- [ ] write\\n')"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "python3"}]})),
+               Reply.text("planned by hand"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    await agent.prompt(sid, "plan it")
+    kinds = [u.session_update for u in agent.client.of(sid)]
+    assert [(e.content, e.status) for e in agent.client.of(sid, "plan")[-1].entries] == [
+        ("look", "completed"), ("write", "in_progress")]
+    assert kinds.index("plan") < kinds.index("agent_message_chunk", kinds.index("tool_call"))
 
 
 def test_the_plan_update_and_the_loops_next_step_read_one_checklist() -> None:

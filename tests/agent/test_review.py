@@ -12,10 +12,12 @@ import pytest
 from agentkit import sent_messages
 
 from ollie.agent.core import Core
+from ollie.agent.fork import cut_at_turn
 from ollie.agent.review import ReviewError
-from ollie.agent.taskstate import read_plan
+from ollie.agent.taskstate import next_unchecked, read_plan
 from ollie.backend.types import Message
 from ollie.sessions import logparse, persist
+from ollie.sessions.session import TaskState
 from ollie.testing import Reply, ScriptedLLMServer
 from ollie.workspace.errors import StaleChange
 
@@ -385,15 +387,15 @@ async def test_the_plans_next_step_is_read_off_the_event_loop(scripted_llm, make
     from ollie.agent import taskstate
 
     parsing, release, held = threading.Event(), threading.Event(), []
-    parse = taskstate.next_unchecked
+    parse = taskstate.checklist
 
-    def stalled(text: str) -> str:
+    def stalled(text: str) -> list[tuple[str, bool]]:
         if "stall here" in text:
             parsing.set()
             held.append(release.wait(5))
         return parse(text)
 
-    monkeypatch.setattr(taskstate, "next_unchecked", stalled)
+    monkeypatch.setattr(taskstate, "checklist", stalled)
     srv = scripted_llm("openai")
     step = {"code": 'printf -- "- [ ] stall here\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
     srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text("planned"))
@@ -402,4 +404,43 @@ async def test_the_plans_next_step_is_read_off_the_event_loop(scripted_llm, make
     await asyncio.to_thread(parsing.wait, 30)
     release.set()
     assert (await turn).reply == "planned"
-    assert held == [True], "the loop served nothing while the plan was parsed"
+    assert held and all(held), "the loop served nothing while the plan was parsed"
+
+
+def _task(tool: str, *args: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
+
+
+async def test_a_rewind_puts_back_the_task_states_step_with_the_plan_and_its_undo_the_step_it_left(
+        scripted_llm, make_core, workdir):
+    # The plan went back, but compaction's task state kept the cut turn's step: the model's next turn read "working on
+    # `run it`" over a plan whose `write it` was open again.
+    srv = scripted_llm("openai")
+    srv.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"), Reply.text("written"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan it")
+    core.session.task_state = TaskState(goal="ship it")  # as compaction leaves it
+    await core.submit("write it")
+    assert core.session.task_state.plan_step == "run it"
+    assert core.plan == [("write it", "completed"), ("run it", "in_progress")]
+    await core.rewind(2)
+    assert core.session.task_state.plan_step == "write it"
+    assert core.plan == [("write it", "in_progress"), ("run it", "pending")]
+    await core.rewind_undo()
+    assert core.session.task_state.plan_step == "run it" and core.plan[1] == ("run it", "in_progress")
+
+
+async def test_a_fork_takes_the_plan_as_the_turn_it_ends_at_left_it(scripted_llm, make_core, workdir):
+    # A fork started with no plan: its next turn's `task_add` began a new one, the steps of the work it goes on with lost.
+    srv = scripted_llm("openai")
+    srv.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"), Reply.text("written"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan it")
+    await core.submit("write it")
+    for turn, step in ((1, "write it"), (None, "run it")):
+        saved = persist.load(core.sessions_dir, core.session_id)
+        cut_at_turn(saved, turn)
+        fork = await _auto(make_core, srv)
+        await fork.fork_from(saved)
+        assert next_unchecked(await read_plan(fork.session_id)) == step
+        assert [s for s, status in fork.plan if status == "in_progress"] == [step]

@@ -126,3 +126,54 @@ def test_on_a_step_s_title_the_statusline_names_its_diff_key_and_a_binary_file_s
         tmux.keys("G")  # off the step: the session's title again
         tmux.keep("4-off", tmux.wait(lambda s: "opens this step's diff" not in s and "ollie: idle" in s, "no hint"))
         assert_clean(tmux.screens)
+
+
+def _task(tool: str, *args: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
+
+
+def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_clear_and_a_resume(tmp_path: Path,
+                                                                                                  scripted_llm):
+    # Bug: Neovim never showed the agent's plan (the daemon did not send it): the user could not see what the agent
+    # meant to do next, nor how far it was.
+    srv = scripted_llm("openai")
+    srv.script(_task("task_add", "write the parser", "test it"), Reply.text("Planned."), _task("task_check", "1"),
+               Reply.text("Written."))
+    tmux = start_nvim(tmp_path, srv.env(), {"app.py": "print('hi')\n"}, size=(160, 30))
+
+
+
+
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.type("plan it", "C-s")
+        planned = tmux.keep("1-planned", tmux.wait(lambda s: "Planned." in s and "▸ write the parser" in s,
+                                                   "the plan with the turn's answer"))
+        assert "plan 0/2" in planned and "○ test it" in planned, planned
+        tmux.type("write it", "C-s")
+        written = tmux.keep("2-written", tmux.wait(lambda s: "Written." in s and "✓ write the parser" in s,
+                                                   "the first step done"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-written.png", (1640, 560))
+        assert "plan 1/2" in written and "▸ test it" in written, written
+        tmux.type("/rewind 2", "C-s")
+        tmux.keep("3-rewound", tmux.wait(lambda s: "Written." not in s and "▸ write the parser" in s and "plan 0/2" in s,
+                                         "the plan the rewound turn found"))
+        tmux.type("/clear", "C-s")
+        tmux.keep("4-cleared", tmux.wait(lambda s: "saved as" in s and "plan 0/2" not in s and "○ test it" not in s,
+                                         "no plan in the new conversation"))
+        tmux.keys("Escape", ":OllieSessions", "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and re.search(r"(\d+): plan it", s), "the sessions to pick from")
+        tmux.keys(re.search(r"(\d+): plan it", picker)[1], "Enter")
+        resumed = tmux.keep("5-resumed", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the kept copy"))
+        assert "▸ write the parser" in resumed, resumed
+        # `:q` in the chat takes the float with its windows (a float left behind stayed over the code); :OllieChat
+        # shows both again.
+        tmux.keys("Escape", ":q", "Enter")
+        tmux.keep("6-closed", tmux.wait(lambda s: "Planned." not in s and "plan 0/2" not in s, "the chat closed"))
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keep("7-shown", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the chat and its plan again"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()

@@ -162,8 +162,11 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     retry (a session of its own): a reply breaks off with a 503 after its first words, then comes whole: the chat shows
     the retry's note and the answer, not the failed attempt's words above them. compacted (a session of its own): a
     session compacted with /compact, then the window reloaded: the chat says the conversation was compacted and shows
-    her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt)."""
-    output = run_e2e("title.mjs", total_ms=340000)
+    her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt). plan (a
+    session of its own): the agent's task plan is a compact checklist above the prompt as its steps change it (screenshot
+    plan), `/rewind` puts back the plan its turn found, `/clear` takes it away, and the conversation /clear kept comes
+    back with it (plan-resumed): VS Code never showed the plan."""
+    output = run_e2e("title.mjs", total_ms=370000)
     shows(output,
           "the header showed the first prompt's title while its turn streamed",
           "/rn renamed the header at once",
@@ -185,4 +188,7 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")
     scenarios_said(output, ("retry", "a retried reply shows once, without the failed attempt's words"),
-                   ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"))
+                   ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"),
+                   ("plan", "the agent's plan showed above the prompt, a checklist following its steps"),
+                   ("plan", "/rewind put back the plan its turn found, /clear took it away, the conversation it kept came "
+                            "back with it"))

@@ -125,6 +125,7 @@ class Core(HistoryMembers, McpMembers):
             core.shared_by(owner)
         if opened.session.messages:  # a resumed history's size is counted once, here in a thread, not by the loop
             await asyncio.to_thread(core._host.budget.estimate)
+            await core._host.reread_plan()  # and its plan read, for the front ends to show
         core._inbox.add_note(hook_note("agentSpawn", await core._host.run_hook("agentSpawn", {})))
         return core
 
@@ -278,6 +279,7 @@ class Core(HistoryMembers, McpMembers):
     streaming: tuple[str, str] = forward("_host.streaming")  # the answering reply's text and reasoning so far
     is_prompting: bool = forward("_host.prompting")  # True while a running turn's prompt is not saved yet
     state: str = forward("_host.state")  # `idle`, `thinking` or `calling: <tool>`
+    plan: list[tuple[str, str]] = forward("_host.plan")  # the task_* tools' checklist: (step, status) each
     reply: str = forward("_host.reply")  # the last assistant text
     bus: Bus = forward("_host.bus")  # the event bus
     session: Session = forward("_host.session")  # the session (messages, task state, totals)

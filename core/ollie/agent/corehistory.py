@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ollie.agent.attachments import Attachments
 from ollie.agent.review import Review, Rewound
 from ollie.agent.setup import Setup
-from ollie.agent.taskstate import put_plan, read_plan
+from ollie.agent.taskstate import plan_before, put_plan, read_plan
 from ollie.agent.turnhost import TurnHost
 from ollie.backend.errors import BackendConfigError
 from ollie.errors import OllieError
@@ -89,7 +89,7 @@ class HistoryMembers:
             kept_id = new_session_id()
             reviewed = await self.review.copy_turns(self.session.id, len(self.session.turn_starts), kept_id)
             kept = await asyncio.to_thread(keep, self._host.session_file, title, kept_id, reviewed), title
-            await put_plan(kept_id, await read_plan(self.session.id))  # the task_* tools' plan goes with it
+            await put_plan(kept_id, self._host.plan_text)  # the task_* tools' plan goes with it
             return kept
         except (OSError, OllieError) as exc:
             raise NotKept(f"{refused}: the conversation could not be kept as a session of its own ({exc}); "
@@ -105,7 +105,7 @@ class HistoryMembers:
         self.session.clear()
         # The task_* tools' plan is the conversation's too (its copy's now): the next one's `task_add` added below its
         # steps.
-        await put_plan(self.session.id, "")
+        await self._host.put_plan("")
         await self.review.start_over(kept is not None)
         return Switched(warnings, *(kept or ()))
 
@@ -122,6 +122,9 @@ class HistoryMembers:
         session.turn_changed = [n if turn in reviewed else 0 for turn, n in enumerate(source.turn_changed, 1)]
         session.copied_turns = len(source.turn_starts)
         session.task_state = source.task_state
+        # The plan too: its turns carry on the same work (the plan as the first turn the cut left out found it).
+        found = plan_before(source.plans_before, len(source.turn_starts) + 1)
+        await self._host.put_plan(await read_plan(source.id) if found is None else found)
         if keep_mode:
             session.approval = source.approval
             # It goes on with the source's /backend and /model (it went on with the defaults), unless that backend

@@ -16,7 +16,7 @@ from ollie.agent.runtime import server_kinds
 from ollie.agent.safety import MAX_STEPS_NUDGE, SafetyMonitor
 from ollie.agent.steps import KindLookup, script_kinds
 from ollie.agent.streaming import Completion, Streamed, TurnFailed, stream_with_retry
-from ollie.agent.taskstate import describe_action, infer_update, read_plan_step, render_task_state
+from ollie.agent.taskstate import describe_action, infer_update, render_task_state
 from ollie.backend.base import Backend
 from ollie.backend.images import MAX_IMAGES, placeholder
 from ollie.backend.types import Image, Message, Tool, ToolCall
@@ -40,6 +40,9 @@ class LoopHost(SessionHost, Protocol):
     def set_state(self, state: str) -> None: ...
     def set_reply(self, text: str) -> None: ...
     def save(self) -> None: ...
+    @property
+    def plan_step(self) -> str: ...
+    async def reread_plan(self) -> None: ...
 
 
 @dataclass(eq=False, repr=False)
@@ -277,7 +280,8 @@ class AgentLoop:
             # Saved before they run: a process killed meanwhile (kill -9) leaves them in the history, closed on resume.
             host.save()
             outcomes = await self._tool_round(calls)
-            verdict = self._after_round(text, outcomes, await read_plan_step(self.session.id))
+            await host.reread_plan()  # its steps may have changed the plan: read once, for the step and the clients
+            verdict = self._after_round(text, outcomes)
             if verdict is not None:
                 return verdict
             max_steps = host.max_steps
@@ -326,11 +330,12 @@ class AgentLoop:
         for call_id, connections in round_.network.items():
             self.session.step_network[call_id] = list(connections)  # the proxy's own records: see Core.network_log
 
-    def _after_round(self, text: str, outcomes: list[CallOutcome], step: str) -> TurnResult | None:
-        """State inference (`step`: the plan's next) and safety checks; a TurnResult when the turn must stop."""
+    def _after_round(self, text: str, outcomes: list[CallOutcome]) -> TurnResult | None:
+        """State inference and safety checks; a TurnResult when the turn must stop."""
         host = self.host
         last = outcomes[-1]
         action = describe_action(last.call.name, last.call.arguments, last.text)
+        step = host.plan_step
         infer_update(self.tracked, last_action=action, plan_step=step, assistant_text=text)
         if self.session.task_state is not None:
             infer_update(self.session.task_state, last_action=action, plan_step=step, assistant_text=text)

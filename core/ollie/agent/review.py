@@ -19,7 +19,7 @@ from ollie import beneath
 from ollie.agent.changes import ChangeTracker
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.events import ChangedFile, TurnFiles
-from ollie.agent.taskstate import put_plan, read_plan
+from ollie.agent.taskstate import plan_before
 from ollie.backend.types import Message
 from ollie.escapes import escaped
 from ollie.sessions.session import Session
@@ -70,9 +70,18 @@ class ReviewHost(Protocol):
     session: Session
     sessions_dir: Path
 
+    plan_text: str
+
+    @property
+    def plan_step(self) -> str: ...
+
     def save(self) -> None: ...
 
     async def save_rewritten(self) -> None: ...
+
+    async def reread_plan(self) -> None: ...
+
+    async def put_plan(self, text: str) -> None: ...
 
 
 @dataclass(eq=False, repr=False)
@@ -222,7 +231,7 @@ class Review:
         earlier = session.turn_changed[:turn - 1]
         session.turn_changed = earlier + [0] * (turn - len(earlier))
         self._current = turn
-        self._plan_found = await read_plan(session.id)
+        self._plan_found = self._host.plan_text
         notes, session.review_notes = session.review_notes, []
         if notes:  # undone hunks: the model reads them with this turn's prompt, first (`turn_marks` reads them there)
             from ollie.agent.history import undid
@@ -281,7 +290,8 @@ class Review:
         self._ending = asyncio.get_running_loop().create_future()
         try:
             sid = self._host.session.id
-            if (found := self._plan_found) != await read_plan(sid):  # what a rewind to before this turn puts back
+            await self._host.reread_plan()  # (a round an interrupt cut short was not read)
+            if (found := self._plan_found) != self._host.plan_text:  # what a rewind to before this turn puts back
                 self._host.session.plans_before[str(turn)] = found
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
@@ -550,7 +560,7 @@ class Review:
         cp = self.checkpoints()
         plans = session.plans_before
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(), "turn_starts": list(session.turn_starts),
-                  "messages": list(session.messages), "plan": await read_plan(session.id), "plans_before": dict(plans)}
+                  "messages": list(session.messages), "plan": self._host.plan_text, "plans_before": dict(plans)}
         # The way back is on disk before anything changes: a crash at any point after leaves it undoable.
         await self._write_rewind(backup)
         restored = await cp.restore(before)
@@ -568,9 +578,9 @@ class Review:
         # one (the model went on as if the files held its changes, and the history lost the turns' undone marks).
         told = [note for m in session.messages[start:] if m.notes for turn, note in undid(m.notes) if turn < number]
         # The plan as turn `number` found it: as the first turn cut that changed it found it (none did: as it is).
+        if (found := plan_before(plans, number)) is not None:
+            await self._put_plan(found)
         cut = [str(t) for t in range(number, len(session.turn_starts) + 1)]
-        if (found := next((plans[t] for t in cut if t in plans), None)) is not None:
-            await put_plan(session.id, found)
         session.replace_messages(session.messages[:start])
         session.turn_starts = starts
         session.plans_before = {t: plan for t, plan in plans.items() if t not in cut}
@@ -588,7 +598,8 @@ class Review:
         turn, checkpoint, starts, messages, plan, plans = await asyncio.to_thread(_read_backup, data)  # O(history)
         restored = await self.checkpoints().restore(checkpoint)
         session = self._host.session
-        await put_plan(session.id, plan)
+        if plan != self._host.plan_text:
+            await self._put_plan(plan)
         session.replace_messages(messages)
         session.turn_starts, session.plans_before = starts, plans
         from ollie.agent.history import undid
@@ -599,6 +610,12 @@ class Review:
         await self._host.save_rewritten()
         await asyncio.to_thread(self._drop_rewind)
         return await self._rewound(turn, restored.changes, len(session.messages))
+
+    async def _put_plan(self, text: str) -> None:
+        """The plan back as `text`, and the task state's step with it (compaction's: the model reads it)."""
+        await self._host.put_plan(text)
+        if (state := self._host.session.task_state) is not None:
+            state.plan_step = self._host.plan_step
 
     async def _rewound(self, turn: int, changes: Sequence[FileChange], messages: int,
                        buffers: tuple[BufferRevert, ...] = ()) -> Rewound:

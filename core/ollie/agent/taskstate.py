@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
+from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
 
@@ -58,10 +58,20 @@ def next_unchecked(text: str) -> str:
     return next((item for item, checked in checklist(text) if not checked), "")
 
 
-async def read_plan_step(session_id: str) -> str:
-    """The next unchecked step of the session's plan, or '' when there is none (or no file): parsed in a thread too
-    (a step writes the plan: 256 KiB of line breaks held the event loop ~70 ms each tool round)."""
-    return await asyncio.to_thread(next_unchecked, await read_plan(session_id))
+def plan_entries(text: str) -> list[tuple[str, str]]:
+    """(step, status) of each item of the plan's checklist: `completed`, else the first open one `in_progress`, the
+    rest `pending` (ACP's plan entry statuses, and the daemon's `plan`)."""
+    items = checklist(text)
+    first = next((n for n, (_, checked) in enumerate(items) if not checked), -1)
+    return [(item, "completed" if checked else "in_progress" if n == first else "pending")
+            for n, (item, checked) in enumerate(items)]
+
+
+def plan_before(plans: Mapping[str, str], turn: int) -> str | None:
+    """The plan as turn `turn` found it (`Session.plans_before`): as the first turn from it on that changed the plan
+    found it; None when none did (it is as it is now)."""
+    later = {int(t): plan for t, plan in plans.items() if t.isdecimal() and int(t) >= turn}
+    return later[min(later)] if later else None
 
 
 def has_plan_block(text: str) -> bool:

@@ -23,6 +23,7 @@ from ollie.agent.setup import Setup, sandbox_warnings
 from ollie.agent.steps import KindLookup
 from ollie.agent.stopping import Stopping
 from ollie.agent.streaming import Completion, TurnFailed
+from ollie.agent.taskstate import plan_entries, put_plan, read_plan
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
@@ -70,6 +71,10 @@ class TurnHost:
         self.reply = ""  # the last assistant text: it outlives the turn
         self.state = "idle"
         self.tool_calls = 0
+        # The task_* tools' plan file as last read (once per change: after a tool round, as a turn ends, as the session
+        # opens) or written (a rewind, a clear, a fork), and its checklist: what the front ends show.
+        self.plan_text = ""
+        self.plan: list[tuple[str, str]] = []
         self.inbox = Inbox(on_queued=self.notify)
         self.approval = approval  # the Core's: whether each call may run, the hosts it may reach, what runs outside
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
@@ -167,6 +172,28 @@ class TurnHost:
     def notify(self) -> None:
         """Publish a `state` event (front ends re-read what they show)."""
         self.bus.emit("state")
+
+    async def reread_plan(self) -> None:
+        """Read the plan file again (tool code may have changed it): a `state` event when its checklist changed."""
+        await self._took_plan(await read_plan(self.session.id))
+
+    async def put_plan(self, text: str) -> None:
+        """Write the plan file as `text` (a rewind, a clear, a fork): a `state` event when its checklist changed."""
+        await put_plan(self.session.id, text)
+        await self._took_plan(text)
+
+    @property
+    def plan_step(self) -> str:
+        """The plan's step being worked on: its first open one ('' when none)."""
+        return next((step for step, status in self.plan if status == "in_progress"), "")
+
+    async def _took_plan(self, text: str) -> None:
+        # Parsed in a thread: a step writes the plan (256 KiB of line breaks held the event loop ~70 ms a round).
+        plan = await asyncio.to_thread(plan_entries, text) if text else []
+        self.plan_text = text
+        if plan != self.plan:
+            self.plan = plan
+            self.notify()
 
     def count_tool_call(self) -> None:
         """Account one executed tool call."""

@@ -8,7 +8,7 @@ import { ChatItem, ChatModel, unsavedTail } from "./lib/chatModel";
 import { contextParam, describeEditorContext, imagesParam, promptLabels } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
-import { DAEMON_LOST, DAEMON_RESTARTED, DAEMON_RESTARTED_SAVED, EditorContext, OllieEvent, SlashCommand, StateChanged, SubmitResult, isDaemonGone, parseCommandList } from "./lib/protocol";
+import { DAEMON_LOST, DAEMON_RESTARTED, DAEMON_RESTARTED_SAVED, EditorContext, OllieEvent, SlashCommand, PlanStep, StateChanged, SubmitResult, isDaemonGone, parseCommandList, parsePlan } from "./lib/protocol";
 import { ApprovalMode, Header, ImageSource, PermissionOutcome } from "./lib/webviewMessages";
 import { cutsConversation, isSlashCommand } from "./lib/slash";
 import { PermissionAnswer, PermissionQuestions } from "./permissionQuestions";
@@ -69,6 +69,8 @@ export class Conversation implements vscode.Disposable {
   /** The daemon's slash commands (`ollie/listCommands`), fetched each time it starts. */
   slashCommands: SlashCommand[] = [];
   private readonly titles = new Map<string, string>();
+  // Each session's task plan as the daemon said it last (`ollie/state`, or `ollie/stateChanged` when it changed).
+  private readonly plans = new Map<string, PlanStep[]>();
   // How many `ollie/stateChanged` had come when each session's last one came: an `ollie/state` asked before it
   // (answered after it) may hold an older title.
   private stateChanges = 0;
@@ -165,7 +167,7 @@ export class Conversation implements vscode.Disposable {
   get header(): Header {
     const session = this.current ?? "";
     const { agent, model } = this.agentModels.get(session) ?? { agent: "", model: "" };
-    return { title: this.titles.get(session) ?? "", approval: this.approvals.of(session), agent, model };
+    return { title: this.titles.get(session) ?? "", approval: this.approvals.of(session), agent, model, plan: this.plans.get(session) ?? [] };
   }
 
   /** What the empty chat shows while the backend cannot take a turn (null: it can). */
@@ -421,18 +423,27 @@ export class Conversation implements vscode.Disposable {
     if (session === this.current) this.emitHeader();
   }
 
+  private setPlan(session: string, plan: PlanStep[] | undefined): void {
+    if (plan === undefined || JSON.stringify(plan) === JSON.stringify(this.plans.get(session) ?? [])) return;
+    this.plans.set(session, plan);
+    if (session === this.current) this.emitHeader();
+  }
+
   // `ollie/state` of the current session: title, approval mode and backend health.
   private async refreshState(): Promise<{ session?: string; state?: string; running?: boolean; cost?: unknown } | undefined> {
     try {
       const asked = this.stateChanges;
-      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown; cwd?: unknown; title?: unknown; agent?: unknown; model?: unknown }>(
+      const state = await this.daemon.request<{ session?: string; state?: string; running?: boolean; cost?: unknown; approval?: unknown; cwd?: unknown; title?: unknown; agent?: unknown; model?: unknown; plan?: unknown }>(
         "ollie/state",
         this.withSession({}),
       );
       const session = typeof state?.session === "string" ? state.session : this.current ?? "";
       if (typeof state?.cwd === "string") this.cwds.set(session, state.cwd);
       this.agentModels.set(session, { agent: typeof state?.agent === "string" ? state.agent : "", model: typeof state?.model === "string" ? state.model : "" });
-      if ((this.titleToldAt.get(session) ?? 0) <= asked) this.setTitle(session, state?.title);
+      if ((this.titleToldAt.get(session) ?? 0) <= asked) {
+        this.setTitle(session, state?.title);
+        this.setPlan(session, parsePlan(state?.plan));
+      }
       this.approvals.reported(session, state?.approval);
       this.backend = parseBackendStatus(state);
       this.emitOnboarding();
@@ -578,6 +589,7 @@ export class Conversation implements vscode.Disposable {
     this.updateStatus(state.session, ending ? { cost: state.cost } : { state: state.state, running: state.running, cost: state.cost });
     this.titleToldAt.set(state.session, ++this.stateChanges);
     this.setTitle(state.session, state.title);
+    this.setPlan(state.session, state.plan);
   }
 
   private updateStatus(session: string, patch: Partial<SessionStatus>): void {

@@ -44,6 +44,9 @@ local M = {}
 ---@field told {why: string, row: integer, tries: integer|nil}|nil why it has no daemon, as it said last, and its
 ---transcript's end then
 ---@field backend_said string|nil the backend error its opening note said (backend.lua: a turn's is not said again)
+---@field plan {content: string, status: string}[]|nil its session's task plan, as the daemon said it last (plan.lua)
+---@field plan_win integer|nil   the plan's float (plan.lua)
+---@field plan_buf integer|nil   its buffer
 
 ---@class ollie.Tail
 ---@field prompt string|nil   the turn's prompt, when no step came after it
@@ -336,6 +339,7 @@ end
 function Chat:set_session(session)
   if session ~= self.session then
     self.title, self.steps_running = "", {} -- until the daemon says the new session's
+    self:set_plan({})
   end
   self.session = session
 end
@@ -781,6 +785,7 @@ function M.on_state(p)
     if type(p.title) == "string" then
       chat.title = p.title
     end
+    chat:set_plan(p.plan)
   end
   vim.cmd("redrawstatus! | redrawtabline") -- every window's: the transcript's too while the cursor is in the code
   redraw_in_cmdline()
@@ -834,7 +839,10 @@ vim.api.nvim_create_autocmd("WinClosed", {
     local quit = chat ~= nil and a.buf == chat.quitting
     if chat and (quit or a.buf == chat.transcript.buf or a.buf == chat.input_buf) then
       -- Not from here: the window is still in the layout while this runs.
-      vim.schedule(function() chat:half_closed(quit) end)
+      vim.schedule(function()
+        chat:half_closed(quit)
+        chat:draw_plan() -- over the transcript that is left, or gone with it
+      end)
     end
   end,
 })
@@ -844,6 +852,15 @@ vim.api.nvim_create_autocmd("VimResized", {
   callback = function()
     for _, chat in pairs(M.chats) do
       chat:fit()
+    end
+  end,
+})
+-- A chat window resized by hand: its plan's float keeps to its corner.
+vim.api.nvim_create_autocmd("WinResized", {
+  group = "ollie_chat",
+  callback = function()
+    for _, chat in pairs(M.chats) do
+      chat:draw_plan()
     end
   end,
 })
@@ -860,8 +877,9 @@ vim.api.nvim_create_autocmd("TabClosed", {
 
 -- The window methods (open, close, focus_input, windows, open_location, quitting) live in chatwin.lua, the
 -- waiting prompts' (queue, inject, their sync with the daemon) in pending.lua, drawing a saved conversation anew
--- (switch, redraw) in history.lua.
-for _, methods in ipairs({ chatwin.methods, require("ollie.pending").methods, require("ollie.history").methods }) do
+-- (switch, redraw) in history.lua, the plan's float in plan.lua.
+for _, methods in ipairs({ chatwin.methods, require("ollie.pending").methods, require("ollie.history").methods,
+  require("ollie.plan").methods }) do
   for name, fn in pairs(methods) do
     Chat[name] = fn
   end

@@ -189,6 +189,7 @@ function W:fit()
     local height = math.min(config.options.chat.input_height, math.max(1, math.floor(vim.o.lines / 4)))
     vim.api.nvim_win_set_height(iw, height)
   end
+  self:draw_plan()
   if not tw then
     return
   end
@@ -264,6 +265,7 @@ function W:open(focus)
     setup_win(iw, "input")
   end
   self.transcript:show_end(tw)
+  self:draw_plan()
   if focus then
     vim.api.nvim_set_current_win(iw)
   elseif vim.api.nvim_win_is_valid(from) then
@@ -292,6 +294,10 @@ end
 
 ---Close the chat's windows (the session goes on; :OllieChat shows it again).
 function W:close()
+  if self.plan_win and vim.api.nvim_win_is_valid(self.plan_win) then
+    vim.api.nvim_win_close(self.plan_win, true) -- a float counts as a window of the tab below
+  end
+  self.plan_win = nil
   local tw, iw = self:windows()
   for _, win in pairs({ iw, tw }) do
     if win and #vim.api.nvim_tabpage_list_wins(self.tab) > 1 then

@@ -200,6 +200,7 @@ function H:switch(session, after, last_result)
       self.state = state.state or self.state
       self.cost = type(state.cost) == "table" and state.cost.session or self.cost
       self.title = type(state.title) == "string" and state.title or self.title
+      self:set_plan(state.plan)
       vim.cmd("redrawstatus! | redrawtabline")
     end
   end)

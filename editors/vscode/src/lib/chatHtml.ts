@@ -64,6 +64,7 @@ ${options.note ? `<p class="note">${attr(options.note)}</p>\n` : ""}<p><kbd>/</k
 <button type="button" id="jump" class="jump" hidden aria-label="Jump to the latest message"><span class="codicon codicon-arrow-down" aria-hidden="true"></span> Jump to latest</button>
 </div>
 <form id="composer">
+<details id="plan" class="plan" open hidden><summary id="planSummary"></summary><ol id="planSteps" aria-label="The agent's plan"></ol></details>
 <ul id="slash" role="listbox" aria-label="Slash commands" hidden></ul>
 <div id="chips" aria-label="Context of the prompt"></div>
 <p id="imageNote" class="image-note" role="status" hidden></p>

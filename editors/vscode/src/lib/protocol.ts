@@ -66,6 +66,20 @@ export interface StateChanged {
   cost?: unknown;
   /** The session's title ("" while it has none); absent from a daemon before it was sent. */
   title?: string;
+  /** The agent's task plan, when it changed (docs/PROTOCOL.md, `ollie/state`'s `plan`). */
+  plan?: PlanStep[];
+}
+
+/** One step of the agent's task plan. */
+export interface PlanStep {
+  content: string;
+  status: "completed" | "in_progress" | "pending";
+}
+
+/** The plan of an `ollie/state` or `ollie/stateChanged` (undefined when it has none or it is malformed). */
+export function parsePlan(raw: unknown): PlanStep[] | undefined {
+  if (!Array.isArray(raw)) return undefined;
+  return raw.filter((s): s is PlanStep => isObject(s) && typeof s.content === "string" && ["completed", "in_progress", "pending"].includes(s.status as string));
 }
 
 /** Editor context bound to a prompt (`ollie/submit` `context`). */
@@ -198,6 +212,8 @@ export function parseStateChanged(raw: unknown): StateChanged | undefined {
   if (typeof session !== "string" || typeof state !== "string") return undefined;
   const parsed: StateChanged = { session, state, running: running === true, contextSize: raw.contextSize, usage: raw.usage, cost: raw.cost };
   if (typeof raw.title === "string") parsed.title = raw.title;
+  const plan = parsePlan(raw.plan);
+  if (plan) parsed.plan = plan;
   return parsed;
 }
 

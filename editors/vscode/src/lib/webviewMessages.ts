@@ -2,7 +2,7 @@
 
 import type { Onboarding } from "./backend";
 import type { ChatItem } from "./chatModel";
-import type { SlashCommand } from "./protocol";
+import type { PlanStep, SlashCommand } from "./protocol";
 import { shownPath } from "./steps";
 
 /** The longest prompt accepted from the webview (characters). */
@@ -75,6 +75,8 @@ export interface Header {
   approval: ApprovalMode | "";
   agent: string;
   model: string;
+  /** The agent's task plan ([]: none), a checklist above the prompt. */
+  plan: PlanStep[];
 }
 
 /** The composer's line naming the session's agent and model (Copilot Chat and Claude Code show theirs by the input;

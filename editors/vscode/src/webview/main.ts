@@ -22,6 +22,9 @@ const onboardingBox = document.getElementById("onboarding") as HTMLElement;
 const title = document.getElementById("title") as HTMLElement;
 const approval = document.getElementById("approval") as HTMLSelectElement;
 const modelButton = document.getElementById("model") as HTMLButtonElement;
+const planBox = document.getElementById("plan") as HTMLDetailsElement;
+const planSummary = document.getElementById("planSummary") as HTMLElement;
+const planSteps = document.getElementById("planSteps") as HTMLOListElement;
 
 const post = (message: FromWebview) => vscode.postMessage(message);
 const rendered = new Map<number, HTMLElement>();
@@ -176,6 +179,22 @@ function showHeader(header: Header): void {
   approval.dataset.mode = header.approval || "ask";
   modelButton.textContent = modelLabel(header);
   modelButton.hidden = modelButton.textContent === "";
+  showPlan(header.plan);
+}
+
+const PLAN_ICONS = { completed: "pass-filled", in_progress: "arrow-right", pending: "circle-large-outline" };
+
+/** The agent's task plan above the prompt, as a checklist (folded to its summary: how far it is, the step now). */
+function showPlan(plan: Header["plan"]): void {
+  planBox.hidden = plan.length === 0;
+  const now = plan.find((step) => step.status === "in_progress");
+  // The steps are the model's text: drawn as text, a U+202E or line break escaped.
+  planSummary.textContent = `Plan ${plan.filter((step) => step.status === "completed").length}/${plan.length}${now ? ` · ${shownPath(now.content)}` : ""}`;
+  planSteps.replaceChildren(...plan.map((step) => {
+    const row = el("li", `plan-step ${step.status}`);
+    row.append(icon(PLAN_ICONS[step.status], step.status.replace("_", " ")), document.createTextNode(` ${shownPath(step.content)}`));
+    return row;
+  }));
 }
 
 const sendApproval = (): void => post({ type: "setApproval", mode: approval.value as Header["approval"] & string } as FromWebview);

@@ -26,6 +26,10 @@
 // the chat read back from disk by the one the extension restarts, as a window reload does) starts with the agent's
 // notes of the turns compaction replaced. The chat says the conversation was compacted, and shows the user's turns
 // (the notes showed as her prompt: "[ollie: the agent's own notes ..." and the task state's JSON).
+// Then (scenario plan, in a chat of its own): the agent's task plan shows above the prompt as a compact checklist
+// (Plan 1/2 · the step now; done steps ticked, the one in progress marked) as its steps change it; `/rewind` puts back
+// the plan the rewound turn found, `/clear` takes it away, and the conversation `/clear` kept, switched back to, has
+// its plan again. (VS Code never showed the plan: the daemon did not send it.)
 // Last (scenario settingsscope, in a chat of its own): the window's repository, a clone, has a `.vscode/settings.json`
 // choosing neither the model (billed to the user's key: a dearer one), the agent nor the daemon command. The chat's model
 // stays the user's; and when the repository changes those values (a pull, a branch switch), the daemon is not restarted:
@@ -39,12 +43,15 @@ import * as path from "node:path";
 import { chatFocused, chatFrame, daemonPids, dragSideBar, fillInput, log, ollieOutput, openChat, ownPids, runCommand, scenario, send, until, waitForNotification, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const SLOW = "The sea rolls in slowly, wave after wave, so that the user has time to look. ".repeat(10);
+// A reply whose one step is one of the agent's task_* tools (plan's).
+const task = (tool, ...args) => ({ text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool, args }] } }] });
 // compacted's task state, the answer its /compact asks the model for.
 const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain", decisions: [], files: [] };
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
   { text: "Hello." }, { text: "Again." },
   { text: "Half an answer", chunk_size: 5, stream_error: 503, drop: 2 }, { text: "Recovered whole." },
-  { text: "The first answer." }, { text: JSON.stringify(STATE) }];
+  { text: "The first answer." }, { text: JSON.stringify(STATE) },
+  task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." }];
 const PROMPT = "Write a haiku about the sea";
 const HUNG = "Tell me about the parser.";
 
@@ -343,6 +350,34 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     if (prompts.length !== 1 || !prompts[0].includes("first question")) throw new Error(`the prompts shown: ${JSON.stringify(prompts)}`);
     await screenshot("compacted-resumed");
     log("a compacted session resumed says it was compacted, the agent's notes no prompt of hers");
+  });
+
+  await scenario("plan", async () => {
+    // A chat of its own: the agent's task plan, a checklist above the prompt, as its steps change it.
+    await runCommand(page, "Ollie: New Session");
+    await until("the new session's empty chat", async () => (await chat.locator("#log .item.user").count()) === 0);
+    const summary = (text) => chat.locator("#planSummary", { hasText: text }).waitFor({ timeout: waitMs });
+    await send(chat, "plan it");
+    await chat.locator(".item.assistant", { hasText: "Planned." }).waitFor({ timeout: waitMs });
+    await summary("Plan 0/2 · write the parser");
+    await send(chat, "write it");
+    await chat.locator(".item.assistant", { hasText: "Written." }).waitFor({ timeout: waitMs });
+    await summary("Plan 1/2 · test it");
+    const steps = await chat.locator("#planSteps .plan-step").evaluateAll((rows) => rows.map((row) => `${row.className}: ${row.textContent.trim()}`));
+    if (steps.join(" | ") !== "plan-step completed: write the parser | plan-step in_progress: test it") throw new Error(`the plan shows ${JSON.stringify(steps)}`);
+    await screenshot("plan");
+    log("the agent's plan showed above the prompt, a checklist following its steps");
+    await send(chat, "/rewind 2");
+    await summary("Plan 0/2 · write the parser");
+    await send(chat, "/clear");
+    await until("no plan after /clear", async () => chat.locator("#plan").isHidden());
+    await runCommand(page, "Ollie: Switch Session");
+    await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "plan it" }).first().click();
+    await chat.locator(".item.assistant", { hasText: "Planned." }).waitFor({ timeout: waitMs });
+    await summary("Plan 0/2 · write the parser");
+    await screenshot("plan-resumed");
+    log("/rewind put back the plan its turn found, /clear took it away, the conversation it kept came back with it");
   });
 
   await scenario("settingsscope", async () => {

@@ -1,0 +1,57 @@
+"""The agent's task plan reaches an editor as the daemon's state (`ollie/state`, `ollie/stateChanged`'s `plan`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ollie.testing import Reply
+from tests.procs import eventually
+
+
+def _task(tool: str, *args: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
+
+
+def _plans(wire: list[tuple[str, Any]]) -> list[list[tuple[str, str]]]:
+    return [[(s["content"], s["status"]) for s in params["plan"]] for kind, params in wire
+            if kind == "state" and "plan" in params]
+
+
+PLANNED = [("write it", "in_progress"), ("run it", "pending")]
+WRITTEN = [("write it", "completed"), ("run it", "in_progress")]
+
+
+async def test_the_plan_follows_the_steps_a_rewind_its_undo_a_resume_a_fork_and_a_clear(start_daemon, llm):
+    # Bug: the daemon sent no plan: VS Code and Neovim users never saw the agent's plan (only `ollie acp`'s did).
+    llm.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"),
+               Reply.text("written"))
+    daemon = await start_daemon(env=llm.env())
+    assert (await daemon.request("ollie/state", {}))["plan"] == []
+    _, wire = await daemon.request_in_order("ollie/submit", {"text": "plan it"})
+    # Told as the step's round ends, before the reply it is the plan of; once, not with every state that follows.
+    assert _plans(wire) == [[], PLANNED], wire  # (the first state the session sends has its plan: none yet)
+    told = [n for n, (kind, params) in enumerate(wire) if kind == "state" and "plan" in params][-1]
+    assert any(kind == "event" and p["role"] == "assistant" for kind, p in wire[told:]), wire
+    _, wire = await daemon.request_in_order("ollie/submit", {"text": "write it"})
+    sid = (await daemon.request("ollie/state", {}))["session"]
+    assert _plans(wire) == [WRITTEN]
+
+    async def plan_is(plan: list[tuple[str, str]]) -> None:
+        await eventually(lambda: _plans(daemon.client.ollie_wire)[-1] == plan, f"the plan {plan}")
+        assert [(s["content"], s["status"]) for s in (await daemon.request("ollie/state", {}))["plan"]] == plan
+
+    await daemon.request("ollie/rewind", {"turn": 2})
+    await plan_is(PLANNED)
+    await daemon.request("ollie/rewind", {"undo": True})
+    await plan_is(WRITTEN)
+    forked = (await daemon.request("ollie/session/fork", {"session": sid, "turn": 1}))["session"]
+    assert [(s["content"], s["status"]) for s in (await daemon.request("ollie/state", {"session": forked}))["plan"]] \
+        == PLANNED
+    await daemon.request("ollie/command", {"line": "/clear"})
+    await plan_is([])
+
+    # Resumed by another daemon, the copy /clear kept shows the plan it had.
+    kept = [s["id"] for s in (await daemon.request("ollie/session/list", {}))["sessions"] if s["id"] not in (sid, forked)]
+    await daemon.client.shutdown_session()
+    daemon = await start_daemon(env=llm.env(), init_options={"session": kept[0]}, workspace=daemon.workspace)
+    assert [(s["content"], s["status"]) for s in (await daemon.request("ollie/state", {}))["plan"]] == WRITTEN
