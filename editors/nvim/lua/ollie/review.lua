@@ -647,15 +647,18 @@ function M.rewind(arg)
       local changed = {}
       for _, m in ipairs(context_messages or {}) do
         local mark = type(m) == "table" and m.turnChanges
-        if type(mark) == "table" and type(mark.turn) == "number" and (tonumber(mark.files) or 0) > 0 then
+        -- (a turn whose count is not known, its end's diff failed, may have changed files: asked too)
+        if type(mark) == "table" and type(mark.turn) == "number"
+          and ((tonumber(mark.files) or 0) > 0 or mark.unknown == true) then
           changed[mark.turn] = true
         end
       end
       for _, item in ipairs(turns) do
         if not res or changed[item.turn] then -- (no history read: each asked)
           pending = pending + 1
+          item.unknown = true -- until its diff answers: one that fails is never "no file changes"
           requests.call("ollie/changes", { turn = item.turn }, function(r)
-            item.files, item.more = r.files or {}, type(r.more) == "number" and r.more or 0
+            item.files, item.more, item.unknown = r.files or {}, type(r.more) == "number" and r.more or 0, nil
             one_done()
           end, one_done)
         end
