@@ -294,7 +294,9 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         changes(tmux, "turn 1 changed 2 files", "2-changes")
         tmux.keys("j", "d", "U")  # util.py's line: undo the file
         tmux.wait(lambda s: (ws / "util.py").read_text() == UTIL + MINE, "util.py undone, her line kept")
-        photo(tmux, "3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the list of calc.py alone"))
+        # util.py stays in the list, marked undone (as VS Code's list has it; it went, as if never changed).
+        photo(tmux, "3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s and "M  util.py  (undone)" in s,
+                                          "the list of calc.py, util.py undone"))
         tmux.keys("q", ":b util.py", "Enter")
         photo(tmux, "3-util-buffer", tmux.wait(lambda s: "return x * 3" in s and MINE.strip() in s, "util.py's buffer undone"))
         tmux.keys(":b calc.py", "Enter")
