@@ -334,6 +334,10 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         tmux.wait(lambda s: "Going on in the fork." in s, "the fork's turn")
         changes(tmux, "turn 1 changed 1 file", "9-fork-changes")
         assert "turn 2 has no changes; showing turn 1's changes" in tmux.wait(lambda s: "has no changes" in s, "the skip")
+        # The fork's review tab has a name of its own: its source's, of the same turn and file, had the same one.
+        tmux.keys("Enter")
+        photo(tmux, "10-fork-diff", tmux.wait(lambda s: "before turn 1: calc.py — fix add and double (fork)" in s,
+                                              "the fork's diff, named with its title"))
 
 
 def test_the_rewind_picker_never_says_a_turn_whose_changes_are_unknown_changed_no_files(tmp_path, scripted_llm):

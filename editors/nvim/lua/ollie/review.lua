@@ -373,6 +373,10 @@ function M.open_diff(path)
       .. " undoes it)") or ""))
     return
   end
+  -- Its session's title after the name (the "before" side's, the other's keeps its key hints): a fork has its
+  -- source's turns, and their review tabs were named alike.
+  local chat = M.current.session and require("ollie.chat").all_by_session(M.current.session)[1]
+  local of = chat and chat.title ~= "" and (" — " .. shown_path(chat.title)) or ""
   local origin = vim.t.ollie_review_of or vim.api.nvim_get_current_tabpage()
   vim.cmd("tabnew")
   vim.t.ollie_review_of = origin -- the chat of this tab is the reviewed one (chat.get)
@@ -387,7 +391,7 @@ function M.open_diff(path)
     after_buf = vim.api.nvim_get_current_buf()
   else
     after_buf = scratch(string.format("ollie://turn-%d/after/%s", M.current.turn, path), split_text(f.newText), nil)
-    vim.b[after_buf].ollie_label = string.format("ollie: %s after turn %d", shown, M.current.turn)
+    vim.b[after_buf].ollie_label = string.format("ollie: %s after turn %d%s", shown, M.current.turn, of)
     vim.api.nvim_win_set_buf(after_win, after_buf)
     M.current.after_bufs[after_key(path)] = after_buf -- an undo refreshes it (the file's buffer the editor reloads)
   end
@@ -399,12 +403,12 @@ function M.open_diff(path)
   local before_win = vim.api.nvim_get_current_win()
   local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
   local before_buf = scratch(name, split_text(f.oldText), ft)
-  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d", shown, M.current.turn)
+  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d%s", shown, M.current.turn, of)
   vim.api.nvim_win_set_buf(before_win, before_buf)
   same_options(after_win, before_win)
   local k = keys()
   local chatwin = require("ollie.chatwin")
-  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, shown),
+  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s%s", M.current.turn, shown, of),
     hints = {} })
   -- A narrow window drops key hints (the last first), never the file's name.
   local side = M.current.after_bufs[after_key(path)] == after_buf
