@@ -408,7 +408,7 @@ function M.open_diff(path)
   same_options(after_win, before_win)
   local k = keys()
   local chatwin = require("ollie.chatwin")
-  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s%s", M.current.turn, shown, of),
+  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, shown), tail = of,
     hints = {} })
   -- A narrow window drops key hints (the last first), never the file's name.
   local side = M.current.after_bufs[after_key(path)] == after_buf
