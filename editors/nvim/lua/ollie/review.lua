@@ -81,9 +81,6 @@ local function confirm(prompt, yes_label, yes)
   end)
 end
 
----Undo all of `path`'s changes. The turn's only changed file is asked about first, as a rewind is: that undoes all
----of the turn's changes (one file of several is undone at once).
----@param path string
 ---How many files the turn still changes (those undone left out).
 local function left()
   local n = M.current.more
@@ -93,6 +90,9 @@ local function left()
   return n
 end
 
+---Undo all of `path`'s changes. The turn's only changed file is asked about first, as a rewind is: that undoes all
+---of the turn's changes (one file of several is undone at once).
+---@param path string
 local function undo_file(path)
   if left() == 1 and find(path) then
     confirm(string.format("Undo all of turn %d's changes (%s, the only file it changed)?", M.current.turn,
