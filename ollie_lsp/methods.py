@@ -448,17 +448,18 @@ def _review_errors() -> Iterator[None]:
 async def changes(ls: OllieServer, p: ChangesParams) -> dict[str, Any]:
     """The files a turn (default: the last) changed, each with its hunks: the first of them (LISTED), or one `path`."""
     live = await ls.table.get(p.session)
-    if p.turn is None and not live.core.session.turn_starts:
+    # The last turn read once, now: a turn that starts while this diffs is not the one it looked back from.
+    if (last := p.turn or len(live.core.session.turn_starts)) == 0:
         return {"turn": None, "files": []}
     with _review_errors():
-        turn = await live.core.review.changes(p.turn, ignored=p.ignored, path=p.path, changed=p.changed,
+        turn = await live.core.review.changes(last, ignored=p.ignored, path=p.path, changed=p.changed,
                                               bound=LISTED if p.path is None else None)
         # The steps' own diffs share the answer's bound with the listing: one message of a few MiB, not twice that.
         steps = await step_changes(live.core.session, live.core.review.checkpoints(), turn.turn, bound=Bound(
             LISTED.files, LISTED.text_bytes - text_bytes(turn.changes))) if p.path is None else {}
     files = [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]
     return {"turn": turn.turn, "files": files, **({"more": turn.more} if turn.more else {}),
-            **({"last": p.turn or len(live.core.session.turn_starts)} if p.changed else {}),
+            **({"last": last} if p.changed else {}),
             **({"steps": {i: [Diff.of(c).to_wire() for c in s] for i, s in steps.items()}} if steps else {})}
 
 

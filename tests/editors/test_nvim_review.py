@@ -88,7 +88,8 @@ def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scr
     assert result["hunks_left"] == 1
     assert result["list_after_undo"][1] == "M  a.txt  (+1 -1, 1 hunk)"
     assert result["b_after_undo"] == ["alpha", "beta"]
-    assert result["list_after_file_undo"][1:] == ["M  a.txt  (+1 -1, 1 hunk)"]
+    # The file undone stays, marked (as VS Code's list strikes it through): gone, it read as never changed.
+    assert result["list_after_file_undo"][1:] == ["M  a.txt  (+1 -1, 1 hunk)", "M  b.txt  (undone)"]
     # A stale undo is refused plainly, at warning level, and nothing is written.
     assert result["stale"]["level"] == 3 and "stale: a.txt" in result["stale"]["msg"]
     assert result["disk_after_stale"][1] == "LINE TWO, my own edit" and result["disk_after_stale"][4] == "line 5"
@@ -454,7 +455,8 @@ def test_undoing_a_turn_s_only_file_asks_first_and_the_list_says_the_turn_s_chan
     assert result["files_after_cancel"] == 1, "a cancelled undo undoes nothing"
     assert len(result["confirmed"]) == 1
     assert result["b_after_undo"] == ["alpha", "beta"]
-    assert result["list_after_undo"] == ["ollie: turn 1's changes are all undone   (R refresh · q close)"]
+    assert result["list_after_undo"] == ["ollie: turn 1's changes are all undone   (R refresh · q close)",
+                                         "M  b.txt  (undone)"]
 
 
 def test_a_file_swapped_for_a_fifo_as_its_turn_s_diff_opens_never_holds_neovim(workspace, scripted_llm):  # noqa: F811

@@ -128,7 +128,8 @@ def test_a_file_undone_whole_after_a_format_on_save_is_no_longer_listed_though_t
         tmux.keep("1-undone", tmux.wait(lambda s: "undone: all changes to notes.txt" in s, "the undo"))
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES  # before the turn, as her formatter saves it
         tmux.keys(":tabfirst", "Enter", ":OllieChanges 1", "Enter")
-        tmux.keep("2-list", tmux.wait(lambda s: "turn 1's changes are all undone" in s, "the list"))
+        # (The daemon's answer: the list keeps the file, marked undone, from the undo.)
+        tmux.keep("2-list", tmux.wait(lambda s: "ollie: turn 1 has no changes" in s, "the list"))
 
 
 @pytest.mark.parametrize("data", [b"\xef\xbb\xbf" + NOTES.encode(), NOTES.replace("line 9", "caf\xe9 9").encode("latin-1")],
@@ -294,7 +295,9 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         changes(tmux, "turn 1 changed 2 files", "2-changes")
         tmux.keys("j", "d", "U")  # util.py's line: undo the file
         tmux.wait(lambda s: (ws / "util.py").read_text() == UTIL + MINE, "util.py undone, her line kept")
-        photo(tmux, "3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the list of calc.py alone"))
+        # util.py stays in the list, marked undone (as VS Code's list has it; it went, as if never changed).
+        photo(tmux, "3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s and "M  util.py  (undone)" in s,
+                                          "the list of calc.py, util.py undone"))
         tmux.keys("q", ":b util.py", "Enter")
         photo(tmux, "3-util-buffer", tmux.wait(lambda s: "return x * 3" in s and MINE.strip() in s, "util.py's buffer undone"))
         tmux.keys(":b calc.py", "Enter")
@@ -332,3 +335,41 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         tmux.wait(lambda s: "Going on in the fork." in s, "the fork's turn")
         changes(tmux, "turn 1 changed 1 file", "9-fork-changes")
         assert "turn 2 has no changes; showing turn 1's changes" in tmux.wait(lambda s: "has no changes" in s, "the skip")
+        # The fork's review tab has a name of its own: its source's, of the same turn and file, had the same one.
+        tmux.keys("Enter")
+        photo(tmux, "10-fork-diff", tmux.wait(lambda s: "before turn 1: calc.py — fix add and double (fork)" in s,
+                                              "the fork's diff, named with its title"))
+
+
+def test_the_rewind_picker_never_says_a_turn_whose_changes_are_unknown_changed_no_files(tmp_path, scripted_llm):
+    """A turn whose end's diff failed (more files than the checkpoints take) counted none: :OllieRewind listed it
+    "no file changes", though it changed b.txt, and a user rewound it thinking nothing went. Its diff is asked now:
+    "changes unknown" while the tree is too large still (turn 3 only talked), its files once it fits again."""
+    flood = "echo evil > b.txt && mkdir junk && cd junk && seq 1001 | xargs touch"
+    srv = scripted_llm("openai")
+    srv.script(*(step for code, said in (("echo mine > a.txt", "Wrote a."), (flood, "Wrote b.")) for step in (
+        Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
+        Reply.text(said))), Reply.text("Talked."))
+    env = {**srv.env(approval="auto"), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}
+
+    def picked(tmux: Tmux, name: str) -> str:
+        """The labels of :OllieRewind's pick, how each ends (photographed), the pick closed."""
+        tmux.keys("Escape", ":OllieRewind", "Enter")
+        screen = tmux.keep(name, tmux.wait(lambda s: "Type number" in s and "turn 1 ·" in s, "the turns to pick"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 740))
+        tmux.keys("Enter")  # none picked
+        tmux.wait(lambda s: "Type number" not in s, "the pick closed")
+        return [line.split(" — ")[-1].strip() for line in screen.splitlines() if " · " in line and " — " in line]
+
+    with start_nvim(tmp_path, env, {"a.txt": "alpha\n", "b.txt": "beta\n"}) as tmux:
+        tmux.wait(lambda s: "alpha" in s, "nvim to start")
+        tmux.keys(":Ollie write a", "Enter")
+        tmux.wait(lambda s: "Wrote a." in s and "(end)" in s, "turn 1")
+        send_in_chat(tmux, "write b")
+        tmux.wait(lambda s: "Wrote b." in s, "turn 2")
+        send_in_chat(tmux, "talk")
+        tmux.wait(lambda s: "Talked." in s, "turn 3")
+        assert picked(tmux, "1-unknown") == ["no file changes", "changes unknown", "1 file: a.txt"]
+        subprocess.run(["rm", "-rf", str(tmp_path / "ws" / "junk")], check=True)  # the tree fits the checkpoints again
+        assert picked(tmux, "2-diffed") == ["no file changes", "1 file: b.txt", "1 file: a.txt"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -356,3 +357,22 @@ async def test_a_turn_is_marked_undone_only_by_an_undo_of_its_own_not_by_a_name_
     assert await marks() == told  # in that prompt's notes now, with the hook's after turn 2
     # The model reads the name escaped, as the file tools give it.
     assert f"{UNDID.format(turn=2)}x.txt\\n\\n{forged}" in last_prompt(llm)
+
+
+async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_changing_none(start_daemon, llm, tmp_path):
+    """A turn whose end diff failed (here: more files than the checkpoints take) counted 0, as one that changed none:
+    `changed: true` passed it over ("turn 2 has no changes; showing turn 1's") and the rewind pickers said "no changes",
+    though it changed b.txt."""
+    flood = "echo evil > b.txt && mkdir junk && cd junk && seq 1001 | xargs touch"
+    llm.script(*(step for code, said in (("echo mine > a.txt", "one"), (flood, "two")) for step in (
+        Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
+        Reply.text(said))))
+    ws = seeded(tmp_path)
+    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}, workspace=ws)
+    await daemon.request("ollie/submit", {"text": "one"}, timeout=60)
+    await daemon.request("ollie/submit", {"text": "two"}, timeout=120)
+    shutil.rmtree(ws / "junk")  # the tree fits the checkpoints again: the turn can be diffed
+    changes = await daemon.request("ollie/changes", {"changed": True}, timeout=60)
+    assert (changes["turn"], changes["last"], [f["path"] for f in changes["files"]]) == (2, 2, ["b.txt"]), changes
+    marks = [m["turnChanges"] for m in (await daemon.request("ollie/context", {}))["messages"] if "turnChanges" in m]
+    assert marks == [{"turn": 1, "files": 1}, {"turn": 2, "unknown": True}]

@@ -356,18 +356,20 @@ def test_a_session_field_of_the_wrong_type_is_refused_with_the_file(tmp_path, ke
 
 
 @pytest.mark.parametrize("saved, loaded", [
-    ([2, -3, 10**30, True, "x", None, 1.5, [1], 1], [2, 0, 0, 0, 0, 0, 0, 0, 1]),
-    ("x", []), ({"1": 2}, []), (None, []),
+    ([2, -3, 10**30, True, "x", None, 1.5, 0, 1], [2, -1, -1, -1, -1, -1, -1, 0, 1]),
+    ([2, 0], [2, 0] + [-1] * 7), ("x", [-1] * 9), ({"1": 2}, [-1] * 9), (None, [-1] * 9),
 ], ids=str)
-def test_a_hostile_turn_changed_resumes_with_no_mark_for_its_bad_counts(tmp_path, saved, loaded):
+def test_a_hostile_turn_changed_resumes_with_its_bad_counts_unknown(tmp_path, saved, loaded):
     """A teammate's log may be hostile: a negative or huge count (Neovim drew 10**30 as -9223372036854775808 files) or
-    one of the wrong type refused the session, or marked its history with a lie. Now the others mark their turns."""
+    one of the wrong type refused the session, or marked its history with a lie. Now the others mark their turns, and
+    a bad or missing count (a cut or older log) is unknown, never "no changes" (a user rewound it thinking nothing went)."""
     session = Session(agent="t", turn_starts=list(range(9)))
     session.messages.extend(Message("user", str(n)) for n in range(10))
     resumed = _resumed_with_meta(tmp_path, session, "turn_changed", saved)
     assert resumed.turn_changed == loaded
     marks = turn_marks(resumed.turn_starts, resumed.turn_changed, len(resumed.messages))
-    assert marks == ({0: {"turn": 1, "files": 2}, 9: {"turn": 9, "files": 1}} if loaded else {})
+    assert marks == {turn - (turn < 9): {"turn": turn, "files": n} if n >= 0 else {"turn": turn, "unknown": True}
+                     for turn, n in enumerate(loaded, 1) if n}
 
 
 @pytest.mark.parametrize("saved, loaded", [

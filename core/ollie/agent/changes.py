@@ -140,11 +140,14 @@ class ChangeTracker:
         self.touched()
 
     async def end_turn(self) -> tuple[str | None, str | None]:
-        """(the turn's checkpoint, the state it left); (None, None) for a turn that ran nothing that may write."""
-        begin = self._begin if self._begun else None
+        """(the turn's checkpoint, the state it left); (None, None) for a turn that ran nothing that may write, and
+        CheckpointUnavailable for one that did, with no checkpoint before it (what it changed is not known)."""
+        begin, begun = self._begin, self._begun
         end = (self._fresh or await self._snapshot(edge=True)) if begin is not None else None
         self._turn, self._begin, self._begun = None, None, False
         self._fresh = None  # between turns the user owns the workspace: the next turn begins with a new snapshot
+        if begun and begin is None:
+            raise CheckpointUnavailable(self.unavailable or "the checkpoint before the turn failed")
         return begin, end
 
     async def before_step(self) -> str | None:

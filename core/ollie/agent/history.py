@@ -177,16 +177,17 @@ def undid(notes: str) -> Iterator[tuple[int, str]]:
 def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *,
                first: int = 0, notes: Iterable[tuple[int, str]] = ()) -> dict[int, dict[str, int]]:
     """`turnChanges` by message index (the session's `total` messages from index `first` of those sent): on the last
-    message of each turn that changed files, `{turn, files}` (its number and how many now), and `undone: true` for
-    one whose changes `notes` ((the session's index of the prompt that has them, or `total`: the next prompt's), as
-    UNDID words them) say the user undid since, then with none left too; a turn whose start compaction or /clear
-    rewrote (-1) has none. Reads no workspace."""
+    message of each turn that changed files, `{turn, files}` (its number and how many now), or `{turn, unknown: true}`
+    when its count is not known (UNCOUNTED), and `undone: true` for one whose changes `notes` ((the session's index of
+    the prompt that has them, or `total`: the next prompt's), as UNDID words them) say the user undid since, then with
+    none left too; a turn whose start compaction or /clear rewrote (-1) has none. Reads no workspace."""
     # A note in a turn's own prompt or before is of a turn of that number that a rewind cut.
     said = [(at, turn) for at, note in notes for turn, _ in undid(note)]
     marks: dict[int, dict[str, int]] = {}
     for turn, (start, files) in enumerate(zip(turn_starts, changed, strict=False), 1):
         end = turn_starts[turn] if turn < len(turn_starts) else total
         undone = any(number == turn and at > start for at, number in said)
-        if (files > 0 or undone) and 0 <= start < end <= total:
-            marks[first + end - 1] = {"turn": turn, "files": files} | ({"undone": True} if undone else {})
+        if (files != 0 or undone) and 0 <= start < end <= total:
+            count = {"files": files} if files >= 0 else {"unknown": True}
+            marks[first + end - 1] = {"turn": turn, **count} | ({"undone": True} if undone else {})
     return marks

@@ -22,7 +22,7 @@ from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.agent.taskstate import plan_before
 from ollie.backend.types import Message
 from ollie.escapes import escaped
-from ollie.sessions.session import Session
+from ollie.sessions.session import UNCOUNTED, Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
@@ -227,9 +227,10 @@ class Review:
         session = self._host.session
         session.turn_starts.append(len(session.messages))
         turn = len(session.turn_starts)
-        # One count per turn, this one's 0 until it ends: those of turns a rewind cut (kept for its undo) end here.
+        # One count per turn, this one's uncounted until it ends (a crash, a failed diff leave it so): those of turns a
+        # rewind cut (kept for its undo) end here.
         earlier = session.turn_changed[:turn - 1]
-        session.turn_changed = earlier + [0] * (turn - len(earlier))
+        session.turn_changed = earlier + [UNCOUNTED] * (turn - len(earlier))
         self._current = turn
         self._plan_found = self._host.plan_text
         notes, session.review_notes = session.review_notes, []
@@ -295,8 +296,9 @@ class Review:
                 self._host.session.plans_before[str(turn)] = found
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
-            if begin is None:
-                return None  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
+            if begin is None:  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
+                self._host.session.turn_changed[turn - 1] = 0
+                return None
             cp = self.checkpoints()
             if end is not None:
                 begin = await self._saved_buffers_before(turn, begin, end)
@@ -401,7 +403,8 @@ class Review:
             counts = self._host.session.turn_changed
             for earlier in range(number, 1, -1):
                 # A turn whose count (kept net of undos) is 0 changed no file: passed over without a diff, so a long
-                # talk costs no git run a turn. Build output is not counted, and the running turn's count is not yet.
+                # talk costs no git run a turn. Build output is not counted, and the running turn's count is not yet;
+                # one UNCOUNTED (its end diff failed, a log without it) may have changed files: diffed.
                 if ignored or earlier == self._current or earlier > len(counts) or counts[earlier - 1]:
                     found = await self._changes(earlier, await self._bounds(earlier, logged), ignored=ignored,
                                                 bound=bound, path=path)

@@ -193,7 +193,8 @@ class Session:
     # rewrote the history, so that turn can no longer be cut back to.
     turn_starts: list[int] = field(default_factory=list)
     # How many files each turn changed (turn n at index n-1), counted as `ollie/changes` lists them when it ended
-    # (0: none): the history marks those turns without a diff per turn (ollie.agent.review, ollie.agent.history).
+    # (0: none; UNCOUNTED: not known, as for a turn running or whose end diff failed, or one of a log that has no count
+    # for it): the history marks those turns without a diff per turn (ollie.agent.review, ollie.agent.history).
     turn_changed: list[int] = field(default_factory=list)
     # Turns 1 to this came with the conversation when it was kept or forked from another session: reviewed here, never
     # rewound (a rewind puts back the whole workspace, and its files have moved on since in the other conversation).
@@ -293,8 +294,8 @@ class Session:
             meta = {**meta, "step_files": _paths(meta["step_files"])}
         if "step_trees" in meta:
             meta = {**meta, "step_trees": _trees(meta["step_trees"])}
-        if "turn_changed" in meta:
-            meta = {**meta, "turn_changed": _counts(meta["turn_changed"])}
+        if "turn_changed" in meta or "turn_starts" in meta:  # (a log of before the counts were kept has starts alone)
+            meta = {**meta, "turn_changed": _counts(meta.get("turn_changed"), len(meta.get("turn_starts", [])))}
         return cls(
             messages=messages,
             task_state=TaskState.from_dict(ts) if ts else None,
@@ -331,17 +332,19 @@ def _check_meta(meta: dict[str, Any]) -> None:
         raise ValueError(f"the session's task_state is a {type(ts).__name__}, not a map")
 
 
+# A turn's count of files changed that is not known: never "none" (0), which lets a user rewind it thinking nothing goes.
+UNCOUNTED = -1
 # More files than a turn may count: a checkpointed tree holds fewer (ollie.workspace.guard), and a client's JSON reads
 # each count below it exactly (Neovim's drew 10**30 as -9223372036854775808).
 _MAX_COUNT = 1 << 31
 
 
-def _counts(saved: Any) -> list[int]:
-    """A log's `turn_changed` with each count that is not one (a teammate's log may be hostile) as 0: that turn is not
-    marked, the others are, and the session resumes (a count only marks the history)."""
-    if not isinstance(saved, list):
-        return []
-    return [n if type(n) is int and 0 <= n < _MAX_COUNT else 0 for n in saved]
+def _counts(saved: Any, turns: int) -> list[int]:
+    """A log's `turn_changed`, one for each of its `turns` at least, with each count that is not one (a teammate's log
+    may be hostile, an older one has none) UNCOUNTED: the session resumes (a count only marks the history)."""
+    counts = [n if type(n) is int and UNCOUNTED <= n < _MAX_COUNT else UNCOUNTED
+              for n in (saved if isinstance(saved, list) else [])]
+    return counts + [UNCOUNTED] * (turns - len(counts))
 
 
 _CONNECTION = {"host": str, "port": int, "verdict": str, "how": str, "sent": int, "received": int}

@@ -295,7 +295,8 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
     "ollie.rewindToTurn": () =>
       // The chat is read again after the rewind (and after its undo): the turns it cut go from the view.
       rewind(
-        { request: (method, params) => parts.conversation.request(method, params), currentSession: () => parts.conversation.session },
+        { request: (method, params) => parts.conversation.request(method, params), currentSession: () => parts.conversation.session,
+          titleOf: (session) => parts.conversation.titleOf(session) },
         (session) => (session ? parts.conversation.resume(session, true) : parts.conversation.reload()),
         (session, turn) => parts.review.rewound(session ?? parts.conversation.session, turn),
       ),

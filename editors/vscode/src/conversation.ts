@@ -163,6 +163,11 @@ export class Conversation implements vscode.Disposable {
     for (const listener of this.listeners) listener.reset();
   }
 
+  /** A session's title as the daemon last said it ("" when not known). */
+  titleOf(session: string | undefined): string {
+    return (session && this.titles.get(session)) || "";
+  }
+
   /** The view header: the current session's title and approval mode. */
   get header(): Header {
     const session = this.current ?? "";

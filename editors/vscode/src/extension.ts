@@ -34,7 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
   daemon.setEnvSource(() => storedKeyEnvironment(context.secrets));
   const diffs = new DiffDocuments();
   const client = daemon;
-  const review = new ReviewController({ request: (method, params) => client.request(method, params), currentSession: () => conversation.session }, diffs);
+  const review = new ReviewController({ request: (method, params) => client.request(method, params), currentSession: () => conversation.session, titleOf: (session) => conversation.titleOf(session) }, diffs);
   context.subscriptions.push(
     log,
     daemon,

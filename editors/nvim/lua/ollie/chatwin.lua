@@ -76,6 +76,7 @@ end
 
 ---@class ollie.Bar
 ---@field label string what always shows (a file's name, "prompt")
+---@field tail string|nil after the label, cut at its end to fit (a review's session title)
 ---@field label_hl string|nil
 ---@field hint_hl string|nil the hints' group (default Comment)
 ---@field hints string[] key hints, the most useful first
@@ -96,11 +97,15 @@ function M.bar()
   -- In insert mode (where the chat opens) its own keys: `<CR> send` there typed a line break.
   local insert = win == vim.api.nvim_get_current_win() and vim.api.nvim_get_mode().mode:sub(1, 1) == "i"
   local hints = vim.deepcopy(insert and bar.hints_i or bar.hints or {})
-  local room = vim.api.nvim_win_get_width(win) - vim.fn.strdisplaywidth(bar.label) - (bar.paren and 6 or 4)
+  local label, width = bar.label, vim.api.nvim_win_get_width(win)
+  if bar.tail and width - vim.fn.strdisplaywidth(label) > 8 then -- (else the label alone: its start is cut, never it)
+    label = label .. render.fit(bar.tail, width - vim.fn.strdisplaywidth(label) - 1)
+  end
+  local room = width - vim.fn.strdisplaywidth(label) - (bar.paren and 6 or 4)
   while #hints > 0 and vim.fn.strdisplaywidth(table.concat(hints, sep)) > room do
     table.remove(hints)
   end
-  local label = bar.label_hl and ("%#" .. bar.label_hl .. "# " .. esc(bar.label) .. " %*") or esc(bar.label)
+  label = bar.label_hl and ("%#" .. bar.label_hl .. "# " .. esc(label) .. " %*") or esc(label)
   local text = table.concat(hints, sep)
   if bar.paren then
     text = " (" .. text .. ")"

@@ -44,6 +44,7 @@ end
 ---@field added integer lines added (the daemon's count; a text too long to diff has it but no hunks)
 ---@field removed integer
 ---@field hunks {oldStart: integer, oldLines: integer, newStart: integer, newLines: integer, lines: string[]}[]
+---@field undone boolean|nil the user undid it since: the daemon lists it no more, this list keeps it, so marked
 
 ---@class ollie.Review
 ---@field turn integer|nil
@@ -65,7 +66,7 @@ end
 
 local function find(path)
   for _, f in ipairs(M.current.files) do
-    if f.path == path then
+    if f.path == path and not f.undone then
       return f
     end
   end
@@ -80,12 +81,20 @@ local function confirm(prompt, yes_label, yes)
   end)
 end
 
+---How many files the turn still changes (those undone left out).
+local function left()
+  local n = M.current.more
+  for _, f in ipairs(M.current.files) do
+    n = n + (f.undone and 0 or 1)
+  end
+  return n
+end
+
 ---Undo all of `path`'s changes. The turn's only changed file is asked about first, as a rewind is: that undoes all
 ---of the turn's changes (one file of several is undone at once).
 ---@param path string
 local function undo_file(path)
-  local files = M.current.files
-  if #files == 1 and M.current.more == 0 and files[1].path == path then
+  if left() == 1 and find(path) then
     confirm(string.format("Undo all of turn %d's changes (%s, the only file it changed)?", M.current.turn,
       vim.fn.strtrans(path)), "Undo all", function() M.undo(path, nil) end)
     return
@@ -93,13 +102,13 @@ local function undo_file(path)
   M.undo(path, nil)
 end
 
----One line of the list for a file: status, path, lines added and removed, hunks.
+---One line of the list for a file: status, path, lines added and removed, hunks (or undone).
 ---@param f ollie.ChangedFile
 ---@return string
 function M.file_line(f)
   -- The daemon's counts: a text too long to diff has no hunks, and its lines counted all the same.
-  local what = f.binary and "binary" or string.format("+%d -%d, %d hunk%s", f.added or 0, f.removed or 0, #f.hunks,
-    #f.hunks == 1 and "" or "s")
+  local what = f.undone and "undone" or f.binary and "binary"
+    or string.format("+%d -%d, %d hunk%s", f.added or 0, f.removed or 0, #f.hunks, #f.hunks == 1 and "" or "s")
   -- A name may hold a newline (no buffer line can) or terminal escapes: drawn as Neovim draws controls (^[).
   return string.format("%s  %s  (%s)", STATUS[f.status] or "?", vim.fn.strtrans(f.path), what)
 end
@@ -122,7 +131,7 @@ end
 local function list_lines()
   local c = M.current
   local k = keys()
-  local count = #c.files + c.more
+  local count = left()
   -- Once the user has undone every file the list says so ("changed 0 files" read as if the turn had done nothing).
   local lines = {
     count == 0 and string.format("ollie: turn %d's changes are all undone   (%s)", c.turn,
@@ -141,8 +150,12 @@ end
 
 ---The file of the list line under the cursor.
 local function file_at_cursor()
-  local row = vim.api.nvim_win_get_cursor(0)[1]
-  return M.current.files[row - 1]
+  local f = M.current.files[vim.api.nvim_win_get_cursor(0)[1] - 1]
+  if f and f.undone then
+    requests.notify(vim.fn.strtrans(f.path) .. ": its changes in this turn are undone")
+    return nil
+  end
+  return f
 end
 
 local function render_list()
@@ -360,6 +373,10 @@ function M.open_diff(path)
       .. " undoes it)") or ""))
     return
   end
+  -- Its session's title after the name (the "before" side's, the other's keeps its key hints): a fork has its
+  -- source's turns, and their review tabs were named alike.
+  local chat = M.current.session and require("ollie.chat").all_by_session(M.current.session)[1]
+  local of = chat and chat.title ~= "" and (" — " .. shown_path(chat.title)) or ""
   local origin = vim.t.ollie_review_of or vim.api.nvim_get_current_tabpage()
   vim.cmd("tabnew")
   vim.t.ollie_review_of = origin -- the chat of this tab is the reviewed one (chat.get)
@@ -374,7 +391,7 @@ function M.open_diff(path)
     after_buf = vim.api.nvim_get_current_buf()
   else
     after_buf = scratch(string.format("ollie://turn-%d/after/%s", M.current.turn, path), split_text(f.newText), nil)
-    vim.b[after_buf].ollie_label = string.format("ollie: %s after turn %d", shown, M.current.turn)
+    vim.b[after_buf].ollie_label = string.format("ollie: %s after turn %d%s", shown, M.current.turn, of)
     vim.api.nvim_win_set_buf(after_win, after_buf)
     M.current.after_bufs[after_key(path)] = after_buf -- an undo refreshes it (the file's buffer the editor reloads)
   end
@@ -386,12 +403,12 @@ function M.open_diff(path)
   local before_win = vim.api.nvim_get_current_win()
   local name = string.format("ollie://turn-%d/before/%s", M.current.turn, path)
   local before_buf = scratch(name, split_text(f.oldText), ft)
-  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d", shown, M.current.turn)
+  vim.b[before_buf].ollie_label = string.format("ollie: %s before turn %d%s", shown, M.current.turn, of)
   vim.api.nvim_win_set_buf(before_win, before_buf)
   same_options(after_win, before_win)
   local k = keys()
   local chatwin = require("ollie.chatwin")
-  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, shown),
+  chatwin.set_bar(before_win, "winbar", { label = string.format("before turn %d: %s", M.current.turn, shown), tail = of,
     hints = {} })
   -- A narrow window drops key hints (the last first), never the file's name.
   local side = M.current.after_bufs[after_key(path)] == after_buf
@@ -512,14 +529,23 @@ function M.undo(path, hunk, on_done)
     sync_buffer(path, res.inEditor, was_modified)
     local what = hunk and string.format("hunk %d of %s", hunk + 1, path) or ("all changes to " .. path)
     -- The other hunks are renumbered: fetch the turn's changes again.
-    local was = find(path)
+    local was, before = find(path), M.current.files
     fetch(M.current.turn, function()
+      -- A file the turn no longer changes stays, marked undone (as VS Code's list has it): gone, it read as if the
+      -- turn had never changed it.
+      for _, f in ipairs(before) do
+        if not find(f.path) then
+          f.undone = true
+          table.insert(M.current.files, f)
+        end
+      end
+      table.sort(M.current.files, function(a, b) return a.path < b.path end)
       render_list()
       refresh_after(path, find(path) or was and { newText = was.oldText })
       pcall(vim.cmd, "diffupdate")
       local chats = require("ollie.chat")
       for _, chat in ipairs(M.current.session and chats.all_by_session(M.current.session) or { chats.get() }) do
-        chat.transcript:changes_undone(M.current.turn, #M.current.files + M.current.more)
+        chat.transcript:changes_undone(M.current.turn, left())
       end
       requests.notify("undone: " .. what)
       if on_done then
@@ -647,15 +673,18 @@ function M.rewind(arg)
       local changed = {}
       for _, m in ipairs(context_messages or {}) do
         local mark = type(m) == "table" and m.turnChanges
-        if type(mark) == "table" and type(mark.turn) == "number" and (tonumber(mark.files) or 0) > 0 then
+        -- (a turn whose count is not known, its end's diff failed, may have changed files: asked too)
+        if type(mark) == "table" and type(mark.turn) == "number"
+          and ((tonumber(mark.files) or 0) > 0 or mark.unknown == true) then
           changed[mark.turn] = true
         end
       end
       for _, item in ipairs(turns) do
         if not res or changed[item.turn] then -- (no history read: each asked)
           pending = pending + 1
+          item.unknown = true -- until its diff answers: one that fails is never "no file changes"
           requests.call("ollie/changes", { turn = item.turn }, function(r)
-            item.files, item.more = r.files or {}, type(r.more) == "number" and r.more or 0
+            item.files, item.more, item.unknown = r.files or {}, type(r.more) == "number" and r.more or 0, nil
             one_done()
           end, one_done)
         end

@@ -52,6 +52,7 @@ end
 ---@field started integer|nil when it started (os.time; nil when this editor did not see it)
 ---@field files {path: string}[] the files it changed (ollie/changes lists the first ones)
 ---@field more integer|nil how many more it changed than `files` lists
+---@field unknown boolean|nil what it changed is not known (its diff failed)
 
 ---Attach their prompts to turns 1..`count` (and when each started, as noted), only when there is one prompt per
 ---turn: after a /clear or a compaction the history has fewer, and a wrong prompt would rewind the wrong turn.
@@ -92,8 +93,9 @@ function M.label(item)
   end
   local names = vim.tbl_map(function(f) return f.path end, item.files)
   local count = #names + (item.more or 0)
-  local files = count == 0 and "no file changes" or (count .. " file" .. (count == 1 and "" or "s")
-    .. ": " .. table.concat(names, ", ", 1, math.min(#names, 4)) .. (count > 4 and ", …" or ""))
+  local files = item.unknown and "changes unknown" or count == 0 and "no file changes"
+    or (count .. " file" .. (count == 1 and "" or "s") .. ": " .. table.concat(names, ", ", 1, math.min(#names, 4))
+      .. (count > 4 and ", …" or ""))
   return table.concat(parts, " · ") .. " — " .. files
 end
 

@@ -12,6 +12,8 @@ export interface ReviewHost {
   request<T>(method: string, params: object): Promise<T>;
   /** The session the chat shows. */
   currentSession(): string | undefined;
+  /** A session's title ("" when not known). */
+  titleOf(session: string | undefined): string;
 }
 
 interface Review {
@@ -74,7 +76,10 @@ export class ReviewController implements vscode.CodeLensProvider, vscode.Disposa
     review.change = change;
     this.reviews.set(review.right.toString(), review);
     this.show(review);
-    await vscode.commands.executeCommand("vscode.diff", review.left, review.right, `${shownPath(args.path)} (Ollie, turn ${review.turn}: before ↔ after)`, { preview: false });
+    // Named with its session's title: a fork has its source's turns, and their tabs had one name.
+    const title = this.host.titleOf(session);
+    const of = title ? ` of ${shownPath(title)}` : "";
+    await vscode.commands.executeCommand("vscode.diff", review.left, review.right, `${shownPath(args.path)} (Ollie, turn ${review.turn}${of}: before ↔ after)`, { preview: false });
     // The lenses asked for while the diff editor was still being built can stay unshown (seen in code-server,
     // about one open in two under load): asking VS Code once more after it settled shows them.
     for (const delay of [300, 1500]) setTimeout(() => this.lensEmitter.fire(), delay);

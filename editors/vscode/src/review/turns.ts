@@ -20,12 +20,15 @@ function promptOf(message: unknown): string | undefined {
 }
 
 /** How many files each of turns 1..`count` changed now, from the history's `turnChanges` marks (`ollie/context`
- * messages; the chat's Changed files come from them too): a turn without one changed none. */
+ * messages; the chat's Changed files come from them too): a turn without one changed none; -1 for one whose count is
+ * not known (`unknown`: it may have changed files). */
 export function changedCounts(messages: unknown, count: number): Map<number, number> {
   const files = new Map(Array.from({ length: count }, (_, i) => [i + 1, 0]));
   for (const message of Array.isArray(messages) ? messages : []) {
     const mark = isObject(message) ? message.turnChanges : undefined;
-    if (isObject(mark) && typeof mark.turn === "number" && files.has(mark.turn) && Number.isInteger(mark.files)) files.set(mark.turn, mark.files as number);
+    if (!isObject(mark) || typeof mark.turn !== "number" || !files.has(mark.turn)) continue;
+    if (mark.unknown === true) files.set(mark.turn, -1);
+    else if (Number.isInteger(mark.files)) files.set(mark.turn, mark.files as number);
   }
   return files;
 }
@@ -53,7 +56,7 @@ export function turnItems(count: number, prompts: readonly string[], filesChange
     items.push({
       turn,
       label: prompt ? `Turn ${turn}: ${shownLabel(prompt)}` : `Turn ${turn}`,
-      description: files === undefined ? "" : files === 0 ? "changed no files" : `changed ${files} file${files === 1 ? "" : "s"}`,
+      description: files === undefined ? "" : files < 0 ? "changes unknown" : files === 0 ? "changed no files" : `changed ${files} file${files === 1 ? "" : "s"}`,
     });
   }
   return items;

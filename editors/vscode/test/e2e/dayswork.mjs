@@ -94,7 +94,7 @@ export async function daysWork({ page, browser, workspace, work, screenshot }) {
   const mark = daemonLog(work).length;
   await runCommand(page, "Ollie: Review Changes");
   await toast(page, "turns 2 to 3 have no changes; showing turn 1's changes");
-  await page.locator(".tab.active", { hasText: "calc.py (Ollie, turn 1" }).waitFor({ timeout: waitMs });
+  await page.locator(".tab.active", { hasText: "calc.py (Ollie, turn 1 of fix add and double: before" }).waitFor({ timeout: waitMs });
   const diffed = diffedSince(work, mark);
   // Turn 1's listing, then the file opened (its whole text): turn 2, whose change was undone, is not diffed.
   if (diffed.join(" ") !== "1 1") throw new Error(`Review Changes had the daemon diff turns ${JSON.stringify(diffed)} (turn 1 alone expected)`);
@@ -156,7 +156,8 @@ async function resumeAndFork(second, workspace, address, shot) {
   await chat.locator(".item.assistant", { hasText: DAY_LAST_REPLY }).waitFor({ timeout: waitMs });
   await runCommand(second, "Ollie: Review Changes");
   await toast(second, "turn 2 has no changes; showing turn 1's changes");
-  await second.locator(".tab.active", { hasText: "calc.py (Ollie, turn 1" }).waitFor({ timeout: waitMs });
+  // Its own tab title: the session's review of that turn had the same one.
+  await second.locator(".tab.active", { hasText: "calc.py (Ollie, turn 1 of fix add and double (fork): before" }).waitFor({ timeout: waitMs });
   const lenses = second.locator(".monaco-diff-editor .codelens-decoration a", { hasText: "Undo this change" });
   await until("the fork's review lens", async () => (await lenses.count()) === 1);
   await shot("day-forked");

@@ -157,7 +157,7 @@ export async function turnChanges({ page, work, screenshot }) {
   const tab = page.locator(".tabs-container .tab.active");
   await until("the hostile name's review tab", async () => /Ollie, turn/.test((await tab.textContent()) ?? ""));
   const shown = { label, title: await tab.locator(".label-name").textContent(), document: await tab.getAttribute("data-resource-name") };
-  if (shown.label !== "a new\\x0aline\\u202etxt.exe" || shown.title !== "a new\\x0aline\\u202etxt.exe (Ollie, turn 3: before ↔ after)" || shown.document !== "a new\\x0aline\\u202etxt.exe") {
+  if (shown.label !== "a new\\x0aline\\u202etxt.exe" || !/^a new\\x0aline\\u202etxt\.exe \(Ollie, turn 3 of .+: before ↔ after\)$/.test(shown.title ?? "") || shown.document !== "a new\\x0aline\\u202etxt.exe") {
     throw new Error(`the hostile name's review tab: ${JSON.stringify(shown)}`);
   }
   await screenshot("turnchanges-hostile-review-tab");

@@ -89,6 +89,10 @@ test("rewind offers turns newest first, labelled by their prompts when there is 
   const marked = [{ role: "assistant", content: "done", turnChanges: { turn: 1, files: 2 } }, { turnChanges: { turn: 9, files: 1 } },
     { turnChanges: { turn: 2, files: "3" } }, null];
   assert.deepEqual([...changedCounts(marked, 2)], [[1, 2], [2, 0]]);
+  // A turn whose count is not known (its end's diff failed, an older log) may have changed files: never "no files".
+  const unknown = changedCounts([...marked, { turnChanges: { turn: 2, unknown: true } }], 2);
+  assert.deepEqual([...unknown], [[1, 2], [2, -1]]);
+  assert.equal(turnItems(2, [], unknown)[0].description, "changes unknown");
   const unlabelled = turnItems(3, ["only one"], new Map([[3, 1]]));
   assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3", "Turn 2", "Turn 1"]);
   assert.equal(unlabelled[0].description, "changed 1 file");
