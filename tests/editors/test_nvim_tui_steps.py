@@ -177,3 +177,26 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         assert_clean(tmux.screens)
     finally:
         tmux.close()
+
+
+def test_a_plan_of_20000_steps_a_step_wrote_shows_as_its_first_100_its_overrides_drawn_as_codes(tmp_path: Path,
+                                                                                                  scripted_llm):
+    # Round 60: a step wrote 20,000 steps to the plan file: the float drew them all ("plan 0/20002"), again at each
+    # state change of the turn. Held: Neovim draws a U+202E or U+200B as its code (`<202e>`), a control as a space.
+    code = ("import os; open(os.environ['OLLIE_PLAN_FILE'], 'w').write('- [ ] ship \\u202egnp.tset\\n"
+            "- [ ] \\x1b]0;pwned\\x07 title\\u200b\\n' + '- [ ] s\\n' * 20000)")
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "python3"}]})]),
+               Reply.text("Planned."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, 30))
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie plan it", "Enter")
+        planned = tmux.keep("1-planned", tmux.wait(lambda s: "Planned." in s and "(end)" in s, "the turn's end"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-planned.png", (1640, 560))
+        assert "plan 0/100" in planned and "▸ ship <202e>gnp.tset" in planned, planned
+        assert "○  ]0;pwned  title<200b>" in planned and "\u202e" not in planned, planned
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
