@@ -182,9 +182,10 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
 def test_a_plan_of_20000_steps_a_step_wrote_shows_as_its_first_100_its_overrides_drawn_as_codes(tmp_path: Path,
                                                                                                   scripted_llm):
     # Round 60: a step wrote 20,000 steps to the plan file: the float drew them all ("plan 0/20002"), again at each
-    # state change of the turn. Held: Neovim draws a U+202E or U+200B as its code (`<202e>`), a control as a space.
+    # state change of the turn. Held: Neovim draws a U+202E, U+200B or C1 control as its code (`<202e>`), a C0 one
+    # as a space.
     code = ("import os; open(os.environ['OLLIE_PLAN_FILE'], 'w').write('- [ ] ship \\u202egnp.tset\\n"
-            "- [ ] \\x1b]0;pwned\\x07 title\\u200b\\n' + '- [ ] s\\n' * 20000)")
+            "- [ ] \\x1b]0;pwned\\x07 title\\u200b\\u009b2J\\n' + '- [ ] s\\n' * 20000)")
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "python3"}]})]),
                Reply.text("Planned."))
@@ -196,7 +197,7 @@ def test_a_plan_of_20000_steps_a_step_wrote_shows_as_its_first_100_its_overrides
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-planned.png", (1640, 560))
         assert "plan 0/100" in planned and "▸ ship <202e>gnp.tset" in planned, planned
-        assert "○  ]0;pwned  title<200b>" in planned and "\u202e" not in planned, planned
+        assert "○  ]0;pwned  title<200b><9b>2J" in planned and "\u202e" not in planned, planned
         assert_clean(tmux.screens)
     finally:
         tmux.close()
