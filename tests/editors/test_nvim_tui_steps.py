@@ -164,8 +164,8 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         tmux.keep("4-cleared", tmux.wait(lambda s: "saved as" in s and "plan 0/2" not in s and "○ test it" not in s,
                                          "no plan in the new conversation"))
         tmux.keys("Escape", ":OllieSessions", "Enter")
-        picker = tmux.wait(lambda s: "Type number" in s and re.search(r"(\d+): plan it", s), "the sessions to pick from")
-        tmux.keys(re.search(r"(\d+): plan it", picker)[1], "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and bool(re.findall(r"(\d+): plan it", s)), "the sessions to pick from")
+        tmux.keys(re.findall(r"(\d+): plan it", picker)[0], "Enter")
         resumed = tmux.keep("5-resumed", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the kept copy"))
         assert "▸ write the parser" in resumed, resumed
         # `:q` in the chat takes the float with its windows (a float left behind stayed over the code); :OllieChat
