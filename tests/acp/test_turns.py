@@ -112,6 +112,18 @@ async def test_a_plan_file_past_the_plans_cap_is_not_sent_to_the_client(shared_a
     assert agent.client.of(sid, "plan") == []
 
 
+async def test_a_plan_of_20000_steps_is_sent_as_its_first_100(shared_agent, llm) -> None:
+    # Round 60: within the plan file's cap, 20,000 steps (one of 60,000 characters) went to the client whole.
+    step = {"code": '{ printf -- "- [ ] %060000d\\n" 0; yes -- "- [ ] s" | head -n 20000; } > "$OLLIE_PLAN_FILE"'}
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text("planned"))
+    agent = await shared_agent()
+    sid = await agent.new()
+    await agent.prompt(sid, "plan it")
+    entries = [(e.content, e.status) for e in agent.client.of(sid, "plan")[-1].entries]
+    assert len(entries) == 100 and entries[0] == ("0" * 199 + "…", "in_progress"), len(entries)
+    assert entries[-1] == ("… 19902 more steps", "pending")
+
+
 async def test_a_plan_tool_code_writes_by_hand_is_shown_as_its_step_ends(shared_agent, llm) -> None:
     # The client was sent the plan after a step only when its result named a task_* tool: one a script wrote to
     # $OLLIE_PLAN_FILE showed once the whole prompt had ended, after the reply it was the plan of.

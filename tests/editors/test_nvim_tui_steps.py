@@ -164,8 +164,8 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         tmux.keep("4-cleared", tmux.wait(lambda s: "saved as" in s and "plan 0/2" not in s and "○ test it" not in s,
                                          "no plan in the new conversation"))
         tmux.keys("Escape", ":OllieSessions", "Enter")
-        picker = tmux.wait(lambda s: "Type number" in s and re.search(r"(\d+): plan it", s), "the sessions to pick from")
-        tmux.keys(re.search(r"(\d+): plan it", picker)[1], "Enter")
+        picker = tmux.wait(lambda s: "Type number" in s and bool(re.findall(r"(\d+): plan it", s)), "the sessions to pick from")
+        tmux.keys(re.findall(r"(\d+): plan it", picker)[0], "Enter")
         resumed = tmux.keep("5-resumed", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the kept copy"))
         assert "▸ write the parser" in resumed, resumed
         # `:q` in the chat takes the float with its windows (a float left behind stayed over the code); :OllieChat
@@ -174,6 +174,30 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         tmux.keep("6-closed", tmux.wait(lambda s: "Planned." not in s and "plan 0/2" not in s, "the chat closed"))
         tmux.keys(":OllieChat", "Enter")
         tmux.keep("7-shown", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the chat and its plan again"))
+        assert_clean(tmux.screens)
+    finally:
+        tmux.close()
+
+
+def test_a_plan_of_20000_steps_a_step_wrote_shows_as_its_first_100_its_overrides_drawn_as_codes(tmp_path: Path,
+                                                                                                  scripted_llm):
+    # Round 60: a step wrote 20,000 steps to the plan file: the float drew them all ("plan 0/20002"), again at each
+    # state change of the turn. Held: Neovim draws a U+202E, U+200B or C1 control as its code (`<202e>`), a C0 one
+    # as a space.
+    code = ("import os; open(os.environ['OLLIE_PLAN_FILE'], 'w').write('- [ ] ship \\u202egnp.tset\\n"
+            "- [ ] \\x1b]0;pwned\\x07 title\\u200b\\u009b2J\\n' + '- [ ] s\\n' * 20000)")
+    srv = scripted_llm("openai")
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": code, "language": "python3"}]})]),
+               Reply.text("Planned."))
+    tmux = start_nvim(tmp_path, srv.env(approval="auto"), {"app.py": "print('hi')\n"}, size=(160, 30))
+    try:
+        tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
+        tmux.keys(":Ollie plan it", "Enter")
+        planned = tmux.keep("1-planned", tmux.wait(lambda s: "Planned." in s and "(end)" in s, "the turn's end"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-planned.png", (1640, 560))
+        assert "plan 0/100" in planned and "▸ ship <202e>gnp.tset" in planned, planned
+        assert "○  ]0;pwned  title<200b><9b>2J" in planned and "\u202e" not in planned, planned
         assert_clean(tmux.screens)
     finally:
         tmux.close()

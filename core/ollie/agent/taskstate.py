@@ -29,6 +29,7 @@ def plan_path(session_id: str) -> Path:
 
 
 PLAN_CAP = 256 * 1024
+PLAN_STEPS, STEP_CHARS = 100, 200  # the most of a plan a client is sent: steps, and characters of one
 
 
 async def read_plan(session_id: str) -> str:
@@ -60,11 +61,15 @@ def next_unchecked(text: str) -> str:
 
 def plan_entries(text: str) -> list[tuple[str, str]]:
     """(step, status) of each item of the plan's checklist: `completed`, else the first open one `in_progress`, the
-    rest `pending` (ACP's plan entry statuses, and the daemon's `plan`)."""
+    rest `pending` (ACP's plan entry statuses, and the daemon's `plan`); the first PLAN_STEPS, each cut to STEP_CHARS."""
     items = checklist(text)
     first = next((n for n, (_, checked) in enumerate(items) if not checked), -1)
-    return [(item, "completed" if checked else "in_progress" if n == first else "pending")
-            for n, (item, checked) in enumerate(items)]
+    # Bounded: a step writes the file (256 KiB made 30,000 steps, 1.3 MB of JSON each time it changed: every client
+    # drew them all, Neovim at each state change), and the task state the model reads holds the step.
+    shown = [(item if len(item) <= STEP_CHARS else item[:STEP_CHARS - 1] + "…",
+              "completed" if checked else "in_progress" if n == first else "pending")
+             for n, (item, checked) in enumerate(items[:PLAN_STEPS])]
+    return shown[:-1] + [(f"… {len(items) - PLAN_STEPS + 1} more steps", "pending")] if len(items) > PLAN_STEPS else shown
 
 
 def plan_before(plans: Mapping[str, str], turn: int) -> str | None:
