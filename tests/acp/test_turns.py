@@ -147,6 +147,21 @@ def test_the_plan_update_and_the_loops_next_step_read_one_checklist() -> None:
     assert next_unchecked(text) == "write it"
 
 
+def test_a_long_plans_open_step_stays_among_the_steps_shown() -> None:
+    # Bounded to its first 100 steps (round 60), a plan whose first 99 were done showed no step in progress, and the
+    # model's task state (the open step, `TurnHost.plan_step`) lost it.
+    def plan(done: int, total: int) -> str:
+        return "".join(f"- [{'x' if n < done else ' '}] s{n}\n" for n in range(total))
+
+    for done, total in ((120, 20000), (99, 150), (150, 150), (0, 20000)):
+        shown = plan_entries(plan(done, total))
+        assert len(shown) <= 100
+        assert [s for s, status in shown if status == "in_progress"] == ([f"s{done}"] if done < total else [])
+        counted = [int(s.split()[1]) for s, _ in shown if s.startswith("… ")]
+        assert len(shown) - len(counted) + sum(counted) == total  # every step shown or counted
+    assert plan_entries(plan(120, 20000))[:2] == [("… 119 steps done", "completed"), ("s119", "completed")]
+
+
 async def test_resource_links_and_embedded_files_are_marked_editor_context(shared_agent, llm) -> None:
     llm.script(Reply.text("seen"))
     agent = await shared_agent()

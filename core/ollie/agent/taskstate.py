@@ -61,15 +61,23 @@ def next_unchecked(text: str) -> str:
 
 def plan_entries(text: str) -> list[tuple[str, str]]:
     """(step, status) of each item of the plan's checklist: `completed`, else the first open one `in_progress`, the
-    rest `pending` (ACP's plan entry statuses, and the daemon's `plan`); the first PLAN_STEPS, each cut to STEP_CHARS."""
+    rest `pending` (ACP's plan entry statuses, and the daemon's `plan`); at most PLAN_STEPS, each cut to STEP_CHARS,
+    the open one among them."""
     items = checklist(text)
-    first = next((n for n, (_, checked) in enumerate(items) if not checked), -1)
+    first = next((n for n, (_, checked) in enumerate(items) if not checked), len(items))
     # Bounded: a step writes the file (256 KiB made 30,000 steps, 1.3 MB of JSON each time it changed: every client
     # drew them all, Neovim at each state change), and the task state the model reads holds the step.
-    shown = [(item if len(item) <= STEP_CHARS else item[:STEP_CHARS - 1] + "…",
-              "completed" if checked else "in_progress" if n == first else "pending")
-             for n, (item, checked) in enumerate(items[:PLAN_STEPS])]
-    return shown[:-1] + [(f"… {len(items) - PLAN_STEPS + 1} more steps", "pending")] if len(items) > PLAN_STEPS else shown
+    entries = [(item if len(item) <= STEP_CHARS else item[:STEP_CHARS - 1] + "…",
+                "completed" if checked else "in_progress" if n == first else "pending")
+               for n, (item, checked) in enumerate(items)]
+    if len(entries) <= PLAN_STEPS:
+        return entries
+    # The steps from the last one done on, the rest counted: the open step stays in view (and the model's state).
+    start = 0 if first < PLAN_STEPS - 1 else min(first - 1, len(entries) - PLAN_STEPS + 2)
+    shown = entries[start:start + PLAN_STEPS - 1 - (start > 0)]
+    after = len(entries) - start - len(shown)
+    return ([(f"… {start} steps done", "completed")] if start else []) + shown + (
+        [(f"… {after} more steps", "pending")] if after else [])
 
 
 def plan_before(plans: Mapping[str, str], turn: int) -> str | None:
