@@ -178,8 +178,6 @@ class ExecuteServer:
             return ToolResult(f"unknown tool {tool!r}; this server offers {', '.join(EXECUTORS)}", is_error=True)
         if not self._executor_allowed(tool):
             return ToolResult(f"{tool} is not allowed for this agent", is_error=True)
-        if not isinstance(args, dict):
-            return ToolResult(f"{tool} takes a JSON object of arguments", is_error=True)
         from ollie.tools.execute.executors import call_tool, execute_code, pipe, refuse_dangerous
         from ollie.tools.execute.flock import LockTimeout
         from ollie.tools.execute.validation import SessionBlocked
@@ -217,7 +215,7 @@ class ExecuteServer:
 
     async def write_refusal(self, tool: str, args: dict[str, Any]) -> str | None:
         """Why the call's file writes would be refused whatever the user answers (see writecheck); None: not so."""
-        if tool not in EXECUTORS or not self._executor_allowed(tool) or not isinstance(args, dict):
+        if tool not in EXECUTORS or not self._executor_allowed(tool):
             return None
         from ollie.tools.execute.writecheck import write_refusal, writes
 
@@ -321,7 +319,7 @@ class ExecuteServer:
 
     def _called(self, tool: str, args: dict[str, Any]) -> list[tuple[ScriptCall, ToolScript]]:
         """call_tool's calls with their scripts, from the call's one parse; none for other executors or bad arguments."""
-        if tool != "call_tool" or not isinstance(args, dict):
+        if tool != "call_tool":
             return []
         parsed = self._parsed.parse(tool, args)
         resolve = self._parsed.resolver(parsed)
