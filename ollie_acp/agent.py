@@ -116,7 +116,6 @@ class OllieAgent:
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
         """No authentication: the backend's keys come from the environment."""
-        return None
 
     async def stop_turns(self) -> None:
         """Stop every running turn, as session/cancel does (the client that could cancel them is gone)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar
 
 import attrs
 
@@ -104,8 +104,7 @@ class EditorContext(Params):
 
     def wire(self) -> ContextItem:
         """The item as a client sends it (ollie/popQueue hands a queued prompt's back)."""
-        return cast("ContextItem", {json_key(EditorContext, k): v
-                                  for k, v in attrs.asdict(self, filter=lambda _, v: v is not None).items()})
+        return {json_key(EditorContext, k): v for k, v in attrs.asdict(self, filter=lambda _, v: v is not None).items()}
 
 
 @shape

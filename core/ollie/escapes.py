@@ -25,6 +25,11 @@ def one_name(text: str, most: int = 100) -> str:
     return escaped(text[:most], keep="") + "..." * (len(text) > most)
 
 
+def clipped(text: str, most: int) -> str:
+    """`text`, cut to `most` characters (the last an ellipsis) when it is longer."""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def has_controls(text: str) -> bool:
     """Whether `escaped(text)` differs from `text` (the user should be told that escapes are shown)."""
     return any(not (c.isprintable() or c in "\n\t") for c in text)

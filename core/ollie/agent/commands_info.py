@@ -46,8 +46,7 @@ def describe_message(message: Message) -> str:
     """One line for a history entry: role, text, tool calls."""
     label = f"tool {message.name}" if message.role == "tool" and message.name else message.role
     parts = [one_line(message.content, HISTORY_LINE_CHARS)] if message.content.strip() else []
-    for call in message.tool_calls:
-        parts.append(f"→ {call.name}({one_line(call.arguments, 80)})")
+    parts += [f"→ {call.name}({one_line(call.arguments, 80)})" for call in message.tool_calls]
     return f"{label}: {' '.join(parts) or '(empty)'}"
 
 

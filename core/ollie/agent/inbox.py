@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ollie.backend.images import MAX_IMAGES, max_image_bytes
 from ollie.errors import OllieError
@@ -26,29 +26,9 @@ QUEUED_PROMPTS_OF_IMAGES = 2
 HELD_PROMPTS_OF_IMAGES = 4
 
 
-class Position(TypedDict):
-    """An LSP position in a context item."""
-
-    line: int
-    character: int
-
-
-class Range(TypedDict):
-    """An LSP range in a context item."""
-
-    start: Position
-    end: Position
-
-
-class ContextItem(TypedDict):
-    """A client's context item as it sent it (ollie_lsp.params.EditorContext's wire form), handed back with its
-    queued prompt."""
-
-    uri: str
-    range: NotRequired[Range]
-    selection: NotRequired[str]
-    languageId: NotRequired[str]
-    mcpServer: NotRequired[str]
+# A client's context item as it sent it (ollie_lsp.params.EditorContext's wire form, declared there): the core only
+# holds it, to hand it back with its queued prompt.
+ContextItem = Mapping[str, Any]
 
 
 class QueueFull(OllieError):

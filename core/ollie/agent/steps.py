@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from ollie.escapes import escaped
+from ollie.escapes import clipped, escaped
 from ollie.sandbox.networds import verdict_words
 from ollie.tools.editor.specs import EDITOR_KINDS
 from ollie.tools.execute.args import (
@@ -395,12 +395,10 @@ def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     first = lines[0] if lines else ""
     if len(first) > TITLE_COMMAND_CHARS:
-        return first[: TITLE_COMMAND_CHARS - 1] + "…"
+        return clipped(first, TITLE_COMMAND_CHARS)
     return first + (" …" if len(lines) > 1 else "")
 
 
 def _quote(text: str) -> str:
-    if len(text) > TITLE_COMMAND_CHARS:
-        text = text[: TITLE_COMMAND_CHARS - 1] + "…"
-    return "`" + text.replace("`", "'") + "`"
+    return "`" + clipped(text, TITLE_COMMAND_CHARS).replace("`", "'") + "`"
 

@@ -23,9 +23,6 @@ async def chat_fill(stream: Stream, prefix: str, suffix: str, *, max_tokens: int
     """The text at the cursor between `prefix` and `suffix`, asked through a backend's chat `stream`."""
     messages = [Message("system", _SYSTEM), Message("user", f"{prefix}{CURSOR}{suffix}")]
     params = GenerationParams(max_tokens=max_tokens, temperature=FIM_TEMPERATURE)
-    parts: list[str] = []
     async with aclosing(stream(messages, [], params)) as events:
-        async for event in events:
-            parts.append(event.content)
-    text = "".join(parts)
+        text = "".join([event.content async for event in events])
     return match.group(1) if (match := _FENCED.match(text)) else text  # without the fence a chat model may add anyway

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
 from ollie.cli.wrap import WordWrap, wrapped
-from ollie.escapes import escaped
+from ollie.escapes import clipped, escaped
 
 if TYPE_CHECKING:
     from ollie.agent.events import TurnFiles
@@ -35,7 +35,7 @@ def compact_args(content: str) -> str:
         text = json.dumps(json.loads(content), ensure_ascii=False, separators=(", ", ": "))
     except ValueError:
         text = " ".join(content.split())
-    return text if len(text) <= CALL_ARGS_MAX else text[: CALL_ARGS_MAX - 1] + "…"
+    return clipped(text, CALL_ARGS_MAX)
 
 
 def compact_result(content: str, *, failed: bool = False) -> str:
@@ -47,9 +47,7 @@ def compact_result(content: str, *, failed: bool = False) -> str:
     if failed and more > 0:
         tail = "\n".join(lines[1 - RESULT_LINES_MAX:])
         return "\n".join([lines[0], note, tail if len(tail) <= RESULT_CHARS_MAX else "…" + tail[1 - RESULT_CHARS_MAX:]])
-    text = "\n".join(lines[:RESULT_LINES_MAX])
-    if len(text) > RESULT_CHARS_MAX:
-        text = text[: RESULT_CHARS_MAX - 1] + "…"
+    text = clipped("\n".join(lines[:RESULT_LINES_MAX]), RESULT_CHARS_MAX)
     return text + (f"\n{note}" if more > 0 else "")
 
 

@@ -23,24 +23,22 @@ _bases: dict[str, str] | None = None  # controller -> the writable parent of per
 def _mounts() -> list[tuple[str, str, list[str]]]:
     """(mount point, fs type, options) of every cgroup mount."""
     found = []
-    with suppress(OSError):
-        with open("/proc/self/mounts", encoding="utf-8") as mounts:
-            for line in mounts:
-                fields = line.split()
-                if len(fields) >= 4 and fields[2] in ("cgroup", "cgroup2"):
-                    found.append((fields[1], fields[2], fields[3].split(",")))
+    with suppress(OSError), open("/proc/self/mounts", encoding="utf-8") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if len(fields) >= 4 and fields[2] in ("cgroup", "cgroup2"):
+                found.append((fields[1], fields[2], fields[3].split(",")))
     return found
 
 
 def _own_paths() -> dict[str, str]:
     """This process's cgroup path per v1 controller ("pids", "memory") and for v2 (key "")."""
     paths: dict[str, str] = {}
-    with suppress(OSError, ValueError):
-        with open("/proc/self/cgroup", encoding="utf-8") as cgroups:
-            for line in cgroups:
-                _, controllers, path = line.rstrip("\n").split(":", 2)
-                for controller in controllers.split(","):
-                    paths[controller] = path
+    with suppress(OSError, ValueError), open("/proc/self/cgroup", encoding="utf-8") as cgroups:
+        for line in cgroups:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for controller in controllers.split(","):
+                paths[controller] = path
     return paths
 
 
@@ -101,9 +99,8 @@ def _leave_half(base: str) -> None:
         directory = os.path.dirname(directory)
     allowed = []
     for path in limits:
-        with suppress(OSError, ValueError):  # "max": no limit there
-            with open(path, encoding="ascii") as limit:
-                allowed.append(int(limit.read()))
+        with suppress(OSError, ValueError), open(path, encoding="ascii") as limit:  # "max": no limit there
+            allowed.append(int(limit.read()))
     with suppress(OSError):
         if allowed:
             _write(os.path.join(base, "pids.max"), str(max(min(allowed) // 2, 1)))

@@ -113,7 +113,6 @@ class _Loader:
 
     def create_module(self, spec: ModuleSpec) -> None:
         """The default module."""
-        return None
 
     def exec_module(self, module: types.ModuleType) -> None:
         """Run the helper's code in `module`."""

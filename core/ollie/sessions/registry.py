@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
@@ -25,7 +25,6 @@ from ollie.sessions.types import (
     TurnResult,
     sort_key,
     to_micros,
-    utcnow,
     validate_title,
 )
 
@@ -92,7 +91,7 @@ class Registry:
         path: Path | str | None = None,
         *,
         busy_timeout_s: float = 10.0,
-        clock: Callable[[], datetime] = utcnow,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._store = open_store(path, busy_timeout_s=busy_timeout_s)
         self.teams = user_teams()

@@ -108,11 +108,6 @@ def os_user() -> str:
         return "user"
 
 
-def utcnow() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
-
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 

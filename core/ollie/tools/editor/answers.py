@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ollie import beneath
+from ollie.escapes import clipped
 from ollie.tools.editor.knowledge import SEVERITIES, Diagnostic, EditorKnowledge, OpenFile, Span, Symbol
 from ollie.tools.editor.queries import DiagnosticsQuery, EditorQuery, OpenFilesQuery, PositionQuery, SymbolsQuery
 from ollie.tools.editor.specs import EditorArgumentError
@@ -68,11 +69,6 @@ def diagnostic_line(rel: str, d: Diagnostic) -> str:
     return f"{rel}:{d.line}:{d.column}: {d.severity}: {message}" + (f" [{origin}]" if origin else "")
 
 
-def _cut(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= LINE_CHARS else text[: LINE_CHARS - 1] + "…"
-
-
 class _Lines:
     """Source lines of regular files in the workspace, read once per answer (off the event loop).
 
@@ -107,7 +103,7 @@ def _spans_text(spans: list[Span], ws: Workspace, lines: _Lines) -> list[str]:
             continue
         seen.add((rel, span.line, span.column))
         text = lines.line(span.path, span.line)
-        out.append(f"{rel}:{span.line}:{span.column}" + (f": {_cut(text)}" if text else ""))
+        out.append(f"{rel}:{span.line}:{span.column}" + (f": {clipped(text.strip(), LINE_CHARS)}" if text else ""))
     return out
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ollie import paths
 from ollie.tools.execute.args import ArgumentError, ExecuteRequest, parse_request
 from ollie.tools.execute.tool import ToolScript
 
@@ -53,11 +54,9 @@ class ParsedCalls:
         self,
         *,
         resolve: Callable[[str], ToolScript],
-        tools_dirs: Callable[[], list[Path]],
         allowed: Callable[[str], bool],
     ) -> None:
         self._resolve = resolve
-        self._tools_dirs = tools_dirs
         self._allowed = allowed
         self._kept: OrderedDict[tuple[str, str], ParsedCall] = OrderedDict()
 
@@ -88,7 +87,7 @@ class ParsedCalls:
         def resolve(name: str) -> ToolScript:
             if (seen := looked.get(name)) is not None:
                 return seen
-            dirs = self._tools_dirs()
+            dirs = paths.tools_path()
             kept = parsed.found.get(name)
             if kept is not None and kept[1] == _found_under(dirs, kept[0]) and self._allowed(name):
                 looked[name] = kept[0]

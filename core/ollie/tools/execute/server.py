@@ -79,7 +79,7 @@ class ExecuteServer:
         self._documents = DocumentBridge()
         # The editor's knowledge (None: the editor tools are not offered).
         self._editor: EditorKnowledge | None = None
-        self._parsed = ParsedCalls(resolve=self.resolve, tools_dirs=self.tools_dirs, allowed=self._tool_allowed)
+        self._parsed = ParsedCalls(resolve=self.resolve, allowed=self._tool_allowed)
 
     # -- configuration (the optional server capabilities) --
 
@@ -126,13 +126,9 @@ class ExecuteServer:
 
     # -- tool scripts --
 
-    def tools_dirs(self) -> list[Path]:
-        """Where tool scripts are looked up, in order."""
-        return paths.tools_path()
-
     def scripts(self) -> list[ToolScript]:
         """The tool scripts this session may call, by name."""
-        dirs = self.tools_dirs()
+        dirs = paths.tools_path()
         key = tuple((str(d), mtime_ns(d)) for d in dirs) + tuple(
             (str(f), mtime_ns(f)) for d in dirs for f in candidates(d).values()
         )
@@ -151,7 +147,7 @@ class ExecuteServer:
                 raise ToolNameError(f"{name} asks the editor, and no editor that answers it is connected")
             script = EDITOR_SCRIPTS[name]
         else:
-            script = find_script(name, self.tools_dirs())
+            script = find_script(name, paths.tools_path())
         if not self._tool_allowed(name):
             raise ToolNameError(f"tool {name!r} is not allowed for this agent")
         return script
@@ -178,8 +174,6 @@ class ExecuteServer:
             return ToolResult(f"unknown tool {tool!r}; this server offers {', '.join(EXECUTORS)}", is_error=True)
         if not self._executor_allowed(tool):
             return ToolResult(f"{tool} is not allowed for this agent", is_error=True)
-        if not isinstance(args, dict):
-            return ToolResult(f"{tool} takes a JSON object of arguments", is_error=True)
         from ollie.tools.execute.executors import call_tool, execute_code, pipe, refuse_dangerous
         from ollie.tools.execute.flock import LockTimeout
         from ollie.tools.execute.validation import SessionBlocked
@@ -217,7 +211,7 @@ class ExecuteServer:
 
     async def write_refusal(self, tool: str, args: dict[str, Any]) -> str | None:
         """Why the call's file writes would be refused whatever the user answers (see writecheck); None: not so."""
-        if tool not in EXECUTORS or not self._executor_allowed(tool) or not isinstance(args, dict):
+        if tool not in EXECUTORS or not self._executor_allowed(tool):
             return None
         from ollie.tools.execute.writecheck import write_refusal, writes
 
@@ -237,7 +231,7 @@ class ExecuteServer:
         from ollie.tools.execute.runner import Deadline
 
         timeout = request.timeout
-        self._runner.tools_dirs = self.tools_dirs()
+        self._runner.tools_dirs = paths.tools_path()
         self._runner.prepare_dirs()
         env = self._runner.env()
         policy = self._policy(request.sandbox or self._sandbox, env)
@@ -321,7 +315,7 @@ class ExecuteServer:
 
     def _called(self, tool: str, args: dict[str, Any]) -> list[tuple[ScriptCall, ToolScript]]:
         """call_tool's calls with their scripts, from the call's one parse; none for other executors or bad arguments."""
-        if tool != "call_tool" or not isinstance(args, dict):
+        if tool != "call_tool":
             return []
         parsed = self._parsed.parse(tool, args)
         resolve = self._parsed.resolver(parsed)
