@@ -126,6 +126,17 @@ async def test_a_title_past_the_stores_limit_is_invalid_params_naming_title(star
     assert await daemon.request("ollie/session/rename", {"session": sid, "title": "é" * 500}) == {}
 
 
+async def test_a_second_main_session_is_invalid_params_naming_kind(start_daemon):
+    # A user has one active main session (of an agent): a second was -32602 naming no field, in the store's words.
+    daemon = await start_daemon()
+    first = (await daemon.request("ollie/session/new", {"kind": "main"}))["session"]
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/session/new", {"kind": "main"})
+    assert caught.value.code == -32602, caught.value
+    assert caught.value.message == "Invalid params: kind: this user already has an active main session", caught.value
+    assert (await daemon.request("ollie/state", {"session": first}))["kind"] == "main"
+
+
 async def test_api_keys_in_the_init_env_serve_the_backend_and_never_reach_tool_code(start_daemon, llm, tmp_path):
     # initializationOptions.env (Neovim's `env` option) picks the backend and is the tools' extra env: an API key given
     # there reached every step's environment and a preTurn hook's, for a hostile model to print and send.
