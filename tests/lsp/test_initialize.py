@@ -126,7 +126,7 @@ async def test_a_title_past_the_stores_limit_is_invalid_params_naming_title(star
     assert await daemon.request("ollie/session/rename", {"session": sid, "title": "é" * 500}) == {}
 
 
-async def test_a_second_main_session_is_invalid_params_naming_kind(start_daemon):
+async def test_a_second_main_session_is_invalid_params_naming_kind_or_session(start_daemon):
     # A user has one active main session (of an agent): a second was -32602 naming no field, in the store's words.
     daemon = await start_daemon()
     first = (await daemon.request("ollie/session/new", {"kind": "main"}))["session"]
@@ -135,6 +135,13 @@ async def test_a_second_main_session_is_invalid_params_naming_kind(start_daemon)
     assert caught.value.code == -32602, caught.value
     assert caught.value.message == "Invalid params: kind: this user already has an active main session", caught.value
     assert (await daemon.request("ollie/state", {"session": first}))["kind"] == "main"
+    # Nor does an archived one come back beside it: named by its `session`.
+    await daemon.request("ollie/session/archive", {"session": first})
+    await daemon.request("ollie/session/new", {"kind": "main"})
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/session/unarchive", {"session": first})
+    assert caught.value.code == -32602, caught.value
+    assert caught.value.message.startswith(f"Invalid params: session: session {first} cannot be unarchived"), caught.value
 
 
 async def test_api_keys_in_the_init_env_serve_the_backend_and_never_reach_tool_code(start_daemon, llm, tmp_path):
