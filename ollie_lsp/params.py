@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar
 import attrs
 
 from ollie.config import GenerationParams
+from ollie.sessions.types import MAX_TITLE_BYTES
 from ollie.shapes import Check, Invalid, json_key
 from ollie.shapes import parse as check
 from ollie_lsp.errors import InvalidParams
@@ -30,8 +31,16 @@ def _name(raw: object) -> str:
     return value
 
 
+def _title(raw: object) -> str:
+    """A session's title: a name the store keeps (at most MAX_TITLE_BYTES of UTF-8, else -32602 naming `title`)."""
+    value = _name(raw)
+    if (size := len(value.encode())) > MAX_TITLE_BYTES:
+        raise Invalid([((), f"is {size:,} bytes of UTF-8, past the {MAX_TITLE_BYTES:,} a session's title may have")])
+    return value
+
+
 Name = Annotated[str, Check(min_length=1, parse=_name)]  # NonEmpty, and writable as UTF-8
-Title = Annotated[str, Check(parse=_name)]
+Title = Annotated[str, Check(parse=_title)]
 
 
 def parse(model: type[S], raw: object) -> S:

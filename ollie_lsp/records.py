@@ -70,6 +70,7 @@ async def record(records: UserRecords, core: SessionView, *, kind: str, title: s
     """Have the engine record a live session on channel `lsp`, its stamps in order on the registry thread."""
     from ollie.agent.recorder import record as engine_record  # the engine: kept off the start-up path
 
-    with rpc_errors(core.session_id):
+    # A new session's record refused is its `kind`'s doing (a second active `main`: its title is checked with the params).
+    with rpc_errors(core.session_id, "kind" if fresh else ""):
         return await engine_record(core, channel=Channel.LSP, kind=kind, title=title, fresh=fresh,
                                    registry=lambda: records.registry, user=records.user, io=records.io)

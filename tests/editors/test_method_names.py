@@ -9,7 +9,9 @@ from pathlib import Path
 
 import attrs
 
+from ollie.sessions.types import Channel, Kind, TurnResult
 from ollie.shapes import json_key
+from ollie_acp.session import STOP_REASONS
 from ollie_lsp import params
 from ollie_lsp.names import METHOD_NAMES, command_name
 from ollie_lsp.options import InitOptions
@@ -34,6 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def _section(title: str) -> str:
     """PROTOCOL.md's `## <title>` section."""
     return (ROOT / "docs" / "PROTOCOL.md").read_text(encoding="utf-8").split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def _bullet(section: str, start: str) -> str:
+    """The `- <start>...` bullet of PROTOCOL.md's `## <section>`."""
+    return _section(section).split(f"\n- {start}", 1)[1].split("\n- ", 1)[0]
 
 
 def _documented_methods() -> list[str]:
@@ -86,3 +93,18 @@ def test_every_method_the_neovim_plugin_names_is_served():
 def test_protocol_md_documents_every_request_the_daemon_sends():
     section = _section("Requests, server to client")
     assert all(f"`{name}`" in section for name in SERVER_REQUEST_NAMES)
+
+
+def test_protocol_md_and_readme_name_every_value_the_wire_carries():
+    # A value the code adds (a session made by `ollie acp` is listed with channel `acp`) is named where clients read
+    # what each field holds; ACP's stop reasons, which `session/prompt` answers, in the README's ACP section.
+    named = {
+        "`info`": [*Channel, *(r for r in TurnResult if r)],
+        "`session/new.kind`": list(Kind),
+        "`stop` is one of": list(STOP_REASONS),
+    }
+    missing = {start: [str(v) for v in values if f"`{v}`" not in _bullet("Requests, client to server", start)]
+               for start, values in named.items()}
+    acp = (ROOT / "README.md").read_text(encoding="utf-8").split("### ACP editors", 1)[1].split("\n### ", 1)[0]
+    missing["README ACP"] = [v for v in set(STOP_REASONS.values()) if f"`{v}`" not in acp]
+    assert all(not m for m in missing.values()), missing

@@ -336,6 +336,7 @@ async def test_no_session_starts_when_every_workspace_folder_is_a_link_inside_an
         err = await rpc_error(daemon, method, params)
         assert "no workspace folder to start sessions in" in err.message and "is a symlink inside" in err.message, err
         assert err.message.endswith("(they start in the next folder added)"), err  # what to do: it said none
+        assert err.code == (-32602 if method == "ollie/session/new" else -32603), err  # as PROTOCOL.md's Start-up says
     # A folder added then is new sessions' and the default session's (built then, or at the next request after its
     # build failed above: it stayed failed until the daemon restarted): never the daemon's own.
     added = daemon.workspace.resolve()

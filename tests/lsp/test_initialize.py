@@ -111,6 +111,39 @@ async def test_a_lone_surrogate_in_a_name_is_invalid_params_naming_it(start_daem
     assert (await daemon.request("ollie/state", {}))["state"] == "idle"
 
 
+async def test_a_title_past_the_stores_limit_is_invalid_params_naming_title(start_daemon):
+    # The store keeps at most 1,000 UTF-8 bytes of a title: a longer one was -32602 naming no field ("session title is
+    # 1002 bytes; ...").
+    daemon = await start_daemon()
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    long = "é" * 501
+    for method, params in (("ollie/session/new", {"title": long}), ("ollie/session/rename", {"session": sid, "title": long})):
+        with pytest.raises(JsonRpcException) as caught:
+            await daemon.request(method, params)
+        assert caught.value.code == -32602, (method, caught.value)
+        assert caught.value.message.startswith("Invalid params: title: "), caught.value.message
+        assert "1,002 bytes" in caught.value.message and "1,000" in caught.value.message, caught.value.message
+    assert await daemon.request("ollie/session/rename", {"session": sid, "title": "é" * 500}) == {}
+
+
+async def test_a_second_main_session_is_invalid_params_naming_kind_or_session(start_daemon):
+    # A user has one active main session (of an agent): a second was -32602 naming no field, in the store's words.
+    daemon = await start_daemon()
+    first = (await daemon.request("ollie/session/new", {"kind": "main"}))["session"]
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/session/new", {"kind": "main"})
+    assert caught.value.code == -32602, caught.value
+    assert caught.value.message == "Invalid params: kind: this user already has an active main session", caught.value
+    assert (await daemon.request("ollie/state", {"session": first}))["kind"] == "main"
+    # Nor does an archived one come back beside it: named by its `session`.
+    await daemon.request("ollie/session/archive", {"session": first})
+    await daemon.request("ollie/session/new", {"kind": "main"})
+    with pytest.raises(JsonRpcException) as caught:
+        await daemon.request("ollie/session/unarchive", {"session": first})
+    assert caught.value.code == -32602, caught.value
+    assert caught.value.message.startswith(f"Invalid params: session: session {first} cannot be unarchived"), caught.value
+
+
 async def test_api_keys_in_the_init_env_serve_the_backend_and_never_reach_tool_code(start_daemon, llm, tmp_path):
     # initializationOptions.env (Neovim's `env` option) picks the backend and is the tools' extra env: an API key given
     # there reached every step's environment and a preTurn hook's, for a hostile model to print and send.

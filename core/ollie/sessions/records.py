@@ -67,7 +67,7 @@ class UserRecords:
 
     def set_archived(self, session_id: str, archived: bool) -> None:
         """Archive a session, or bring an archived one back (idempotent)."""
-        with self._errors(session_id, ""):
+        with self._errors(session_id, "session"):  # (one it would make a second active main: -32602 naming it)
             (self.registry.archive if archived else self.registry.unarchive)(self.scope, session_id)
 
     def live_elsewhere(self, session_ids: list[str]) -> dict[str, str]:
