@@ -104,3 +104,36 @@ def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_pat
         screens.png(tmux.screen(colours=True), tmux.captures / "2-sent.png", (760, 440))
         assert srv.chat_requests[-1].body["messages"][-1]["content"] == "hello and you?", srv.chat_requests[-1].body
         assert_clean({k: v for k, v in tmux.screens.items() if k != "1-told"})  # (its error is the point)
+
+
+def test_closing_a_split_under_the_chat_leaves_the_input_its_five_lines(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24, :OllieChanges' list (a split across the bottom) closed with `q` gave its rows to the input area
+    (8 lines, the transcript 3 shorter); a plugin's `:botright 10split` closed gave it 13, the transcript down to 8."""
+    srv = scripted_llm("openai")
+    edit = ("call_tool", {"calls": [{"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})
+    srv.script(Reply(text="Fixing add.", tool_calls=[edit]), Reply.text("Fixed."))
+    with start_nvim(tmp_path, srv.env(), {"ops.py": "def add(a, b):\n    return a - b\n"}, size=(80, 24)) as tmux:
+
+        def input_rows(screen: str) -> int:
+            """The rows between the transcript's statusline and the input's."""
+            rows = [i for i, line in enumerate(screen.splitlines()) if " ollie: " in line or " prompt " in line]
+            return rows[1] - rows[0] - 1
+
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        before = tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn")
+        assert input_rows(before) == 5, before
+        tmux.keys(":OllieChat", "Enter", "Escape", ":OllieChanges", "Enter")  # (from the input, where she typed)
+        tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the changes list")
+        tmux.keys("q")
+        closed = tmux.keep("1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s.splitlines()[-3],
+                                                      "the list closed"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-list-closed.png", (760, 440))
+        assert input_rows(closed) == 5, closed
+        tmux.keys("C-w", "h", ":botright 10split | enew", "Enter")
+        tmux.wait(lambda s: s.count("[No Name]") == 1, "a plugin's split across the bottom")
+        tmux.keys(":close", "Enter")
+        again = tmux.keep("2-split-closed", tmux.wait(lambda s: "[No Name]" not in s, "the split closed"))
+        assert input_rows(again) == 5, again
+        assert_clean(tmux.screens)

@@ -835,6 +835,8 @@ vim.api.nvim_create_autocmd("WinClosed", {
     if chat and (quit or a.buf == chat.transcript.buf or a.buf == chat.input_buf) then
       -- Not from here: the window is still in the layout while this runs.
       vim.schedule(function() chat:half_closed(quit) end)
+    elseif chat then
+      chat:keep_input_height()
     end
   end,
 })
