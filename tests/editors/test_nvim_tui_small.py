@@ -115,9 +115,9 @@ def test_closing_a_split_under_the_chat_leaves_the_input_its_five_lines(tmp_path
     with start_nvim(tmp_path, srv.env(), {"ops.py": "def add(a, b):\n    return a - b\n"}, size=(80, 24)) as tmux:
 
         def input_rows(screen: str) -> int:
-            """The rows between the transcript's statusline and the input's."""
+            """The rows between the transcript's statusline and the input's (-1: not both drawn yet)."""
             rows = [i for i, line in enumerate(screen.splitlines()) if " ollie: " in line or " prompt " in line]
-            return rows[1] - rows[0] - 1
+            return rows[1] - rows[0] - 1 if len(rows) == 2 else -1
 
         tmux.wait(lambda s: "def add" in s, "nvim to start")
         tmux.keys(":Ollie fix add", "Enter")
@@ -126,14 +126,15 @@ def test_closing_a_split_under_the_chat_leaves_the_input_its_five_lines(tmp_path
         tmux.keys(":OllieChat", "Enter", "Escape", ":OllieChanges", "Enter")  # (from the input, where she typed)
         tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the changes list")
         tmux.keys("q")
-        closed = tmux.keep("1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s.splitlines()[-3],
-                                                      "the list closed"))
+        # (The whole layout waited for: the input's height comes back a moment after the list's window closed.)
+        tmux.keep("1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s and input_rows(s) == 5,
+                                             "the list closed, the input 5 lines"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-list-closed.png", (760, 440))
-        assert input_rows(closed) == 5, closed
         tmux.keys("C-w", "h", ":botright 10split | enew", "Enter")
         tmux.wait(lambda s: s.count("[No Name]") == 1, "a plugin's split across the bottom")
         tmux.keys(":close", "Enter")
-        again = tmux.keep("2-split-closed", tmux.wait(lambda s: "[No Name]" not in s, "the split closed"))
-        assert input_rows(again) == 5, again
+        tmux.keep("2-split-closed", tmux.wait(lambda s: "[No Name]" not in s and input_rows(s) == 5,
+                                              "the split closed, the input 5 lines"))
         assert_clean(tmux.screens)
+
