@@ -3,12 +3,13 @@ about stays in view."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from ollie.testing import Reply
 
 from . import screens
-from .test_nvim_tui import assert_clean, start_nvim
+from .test_nvim_tui import assert_clean, queue_while_streaming, start_nvim
 
 
 def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Path, scripted_llm):
@@ -138,3 +139,23 @@ def test_closing_a_split_under_the_chat_leaves_the_input_its_five_lines(tmp_path
                                               "the split closed, the input 5 lines"))
         assert_clean(tmux.screens)
 
+
+def test_a_prompt_queued_under_a_paragraph_taller_than_the_chat_shows(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24 an answer streamed as one paragraph taller than the transcript showed its last words, and the
+    `⏳ queued:` line under it (where README says a queued prompt shows until its turn starts) was below the window's
+    foot: she could not tell her prompt was queued."""
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 60 + "THE END.", hold=story),
+               Reply.text("Yes."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
+        try:
+            shown = queue_while_streaming(tmux, "tell a long story", "THE END.", "is it true?")
+            assert "THE END." in shown, shown
+            tmux.keep("1-queued", shown)
+            assert tmux.captures is not None
+            screens.png(tmux.screen(colours=True), tmux.captures / "1-queued.png", (760, 440))
+        finally:
+            story.set()
+        tmux.wait(lambda s: "Yes." in s, "the queued turn")
+        assert_clean(tmux.screens)

@@ -480,7 +480,18 @@ function T:reveal(win)
   while top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 2 }).all <= height do
     top = top - 1
   end
-  vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top }) end)
+  -- A last line taller than the window with them (a paragraph streamed as one line): the screen lines of it left out
+  -- at the top ('smoothscroll'), the first from which the rest fits.
+  local skip, hi = 0, vim.fn.virtcol({ top, "$" }, false, win)
+  while skip < hi do
+    local mid = math.floor((skip + hi) / 2)
+    if vim.api.nvim_win_text_height(win, { start_row = top - 1, start_vcol = mid }).all <= height then
+      hi = mid
+    else
+      skip = mid + 1
+    end
+  end
+  vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top, skipcol = skip }) end)
 end
 
 ---A waiting prompt's line: its text, then one compact `📎` label per context it carries.
