@@ -3,6 +3,7 @@ about stays in view."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 
@@ -158,4 +159,31 @@ def test_a_prompt_queued_under_a_paragraph_taller_than_the_chat_shows(tmp_path: 
         finally:
             story.set()
         tmux.wait(lambda s: "Yes." in s, "the queued turn")
+        assert_clean(tmux.screens)
+
+
+def test_with_the_chat_at_the_bottom_the_code_keeps_half_the_rows(tmp_path: Path, scripted_llm):
+    """Bug: with `chat = { position = "bottom" }` at 80x24, the chat opened 20 rows high and the code kept one line;
+    after a resize it kept three. Now, as a narrow terminal keeps half its columns for the code, it keeps half."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "".join(f"x{i} = {i}\n" for i in range(1, 31))}, size=(80, 24),
+                    init_lua='require("ollie").setup({ chat = { position = "bottom" } })') as tmux:
+
+        def code_rows(screen: str) -> int:
+            """The code window's rows: those above its statusline."""
+            return next(i for i, line in enumerate(screen.splitlines()) if line.startswith("calc.py "))
+
+        tmux.wait(lambda s: "x1 = 1" in s, "nvim to start")
+        tmux.keys(":Ollie hi", "Enter")
+        opened = tmux.keep("1-bottom", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-bottom.png", (760, 440))
+        assert code_rows(opened) >= 9, opened
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "40"], check=True)
+        tmux.wait(lambda s: len(s.splitlines()) == 40, "the taller terminal")
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
+        resized = tmux.keep("2-resized", tmux.wait(lambda s: len(s.splitlines()) == 24 and " prompt " in s,
+                                                   "the 80x24 terminal again"))
+        assert code_rows(resized) >= 9, resized
         assert_clean(tmux.screens)
