@@ -187,3 +187,28 @@ def test_with_the_chat_at_the_bottom_the_code_keeps_half_the_rows(tmp_path: Path
                                                    "the 80x24 terminal again"))
         assert code_rows(resized) >= 9, resized
         assert_clean(tmux.screens)
+
+
+def test_a_fork_says_so_in_the_chat(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24 :OllieFork 1 only drew turn 1 again: the statusline cut the title before its "(fork)", and nothing
+    said the chat was on a fork now, or where the conversation it left went."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answer one."), Reply.text("Answer two."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie tell me about the first thing", "Enter")
+        tmux.wait(lambda s: "Answer one." in s and "(end)" in s, "turn 1")
+        tmux.keys(":Ollie and the second", "Enter")
+        tmux.wait(lambda s: "Answer two." in s, "turn 2")
+
+        def said(screen: str) -> str:
+            return " ".join(line.split("│")[-1].strip() for line in screen.splitlines())
+
+        tmux.keys(":OllieFork 1", "Enter")
+        forked = tmux.keep("1-forked", tmux.wait(lambda s: "Answer two." not in s and "Files were not" in said(s),
+                                                 "the fork"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-forked.png", (760, 440))
+        assert ('this chat is now "tell me about the first thing (fork)", with the conversation up to turn 1; the one '
+                "it came from is in :OllieSessions.") in said(forked), forked
+        assert_clean(tmux.screens)

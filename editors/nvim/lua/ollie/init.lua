@@ -200,7 +200,8 @@ end
 ---@param method string
 ---@param params table
 ---@param id string|nil
-local function switch_by(c, method, params, id)
+---@param note (fun(res: table): string)|nil what the chat says once it shows the session
+local function switch_by(c, method, params, id, note)
   c:hold()
   client.request(method, params, function(err, res)
     if err == client.GONE or (err and err.unsent) then
@@ -209,7 +210,7 @@ local function switch_by(c, method, params, id)
       notify(err_text(err), vim.log.levels.WARN)
       return c:redraw()
     end
-    c:switch(id or res.session, nil, last_result(res))
+    c:switch(id or res.session, note and function() c.transcript:note(note(res), "OllieTurnEnd") end, last_result(res))
   end)
 end
 
@@ -246,7 +247,15 @@ function M.fork(arg)
     turn = tonumber(arg) or arg -- not a number: the daemon says what is wrong with it (-32602 naming `turn`)
   end
   c:with_session(function(session)
-    switch_by(c, "ollie/session/fork", { session = session, turn = turn })
+    -- Said in the chat: its statusline cut the title's "(fork)" off at 80 columns, and nothing else told the fork.
+    switch_by(c, "ollie/session/fork", { session = session, turn = turn }, nil, function(res)
+      local title = type(res.info) == "table" and res.info.title
+      local upto = turn and ("up to turn " .. tostring(turn)) or "whole"
+      return ("this chat is now %s, with the conversation %s; the one it came from is in :OllieSessions. Files were "
+        .. "not changed: they stay as they are now%s"):format(
+        type(title) == "string" and title ~= "" and ('"' .. title .. '"') or "a fork", upto,
+        turn and (", not as they were after turn " .. tostring(turn)) or "")
+    end)
   end)
 end
 
