@@ -212,3 +212,33 @@ def test_a_fork_says_so_in_the_chat(tmp_path: Path, scripted_llm):
         assert ('this chat is now "tell me about the first thing (fork)", with the conversation up to turn 1; the one '
                 "it came from is in :OllieSessions.") in said(forked), forked
         assert_clean(tmux.screens)
+
+
+def test_a_question_follows_her_to_another_tab(tmp_path: Path, scripted_llm):
+    """Bug: a question asked in the chat's tab stayed there when she went to another tab (`:tabnew`, `gt`): the tab she
+    was in showed nothing to answer, and back in the chat's tab only "waiting for your answer" (its float had stayed
+    in the other). Now its float and its answers come with her, and are answered there."""
+    srv = scripted_llm("openai")
+    edit = ("call_tool", {"calls": [{"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})
+    srv.script(Reply(text="Fixing add.", tool_calls=[edit]), Reply.text("Fixed."))
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"ops.py": "def add(a, b):\n    return a - b\n",
+                                                        "notes.txt": "my notes\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Allow once" in s and "+    return a + b" in s, "the question in the chat's tab")
+        tmux.keys(":tabnew notes.txt", "Enter")
+        moved = tmux.keep("1-other-tab", tmux.wait(lambda s: "my notes" in s and "Allow once" in s
+                                                   and "+    return a + b" in s, "the question in the other tab"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-other-tab.png", (760, 440))
+        assert "Fixing add." not in moved, moved  # (the chat's tab is not the one shown)
+        tmux.keys("g", "t")
+        back = tmux.keep("2-back", tmux.wait(lambda s: s.splitlines()[-2].startswith("ops.py ") and "Allow once" in s,
+                                             "the question back in the chat's tab"))
+        assert back.count("ollie: approve?") == 1, back
+        tmux.keys("1", "Enter")
+        tmux.keep("3-answered", tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn's end"))
+        assert "return a + b" in (tmp_path / "ws" / "ops.py").read_text()
+        tmux.keys(":tabnext", "Enter")
+        tmux.keep("4-other-tab", tmux.wait(lambda s: "my notes" in s and "approve?" not in s, "no float left behind"))
+        assert_clean(tmux.screens)
