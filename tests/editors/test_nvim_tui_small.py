@@ -242,3 +242,27 @@ def test_a_question_follows_her_to_another_tab(tmp_path: Path, scripted_llm):
         tmux.keys(":tabnext", "Enter")
         tmux.keep("4-other-tab", tmux.wait(lambda s: "my notes" in s and "approve?" not in s, "no float left behind"))
         assert_clean(tmux.screens)
+
+
+def test_a_or_o_in_the_transcript_goes_to_the_input_as_i_does(tmp_path: Path, scripted_llm):
+    """Bug: in the read-only transcript only `i` went to the input; `a`, `A` or `o`, as a Neovim user starts typing,
+    said "E21: Cannot make changes, 'modifiable' is off" and nothing more."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."), Reply.text("Again."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie hi", "Enter")
+        tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
+        tmux.keys(":OllieChat", "Enter")
+        for key in ("a", "A", "o"):
+            tmux.keys("Escape", "C-w", "k")
+            tmux.wait(lambda s: "-- INSERT --" not in s, "the transcript")
+            tmux.keys(key)
+            tmux.type(f"<{key}> ")
+            tmux.keep(f"typed-{key}", tmux.wait(lambda s, key=key: "-- INSERT --" in s and f"<{key}>" in s,
+                                                f"{key} to start typing in the input"))
+        tmux.keys("C-s")
+        done = tmux.keep("sent", tmux.wait(lambda s: "Again." in s, "the prompt sent"))
+        assert "E21" not in done, done
+        assert srv.chat_requests[-1].body["messages"][-1]["content"].startswith("<a> <A> <o>")
+        assert_clean(tmux.screens)
