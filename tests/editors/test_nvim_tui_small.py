@@ -3,6 +3,7 @@ about stays in view."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from pathlib import Path
@@ -265,4 +266,17 @@ def test_a_or_o_in_the_transcript_goes_to_the_input_as_i_does(tmp_path: Path, sc
         done = tmux.keep("sent", tmux.wait(lambda s: "Again." in s, "the prompt sent"))
         assert "E21" not in done, done
         assert srv.chat_requests[-1].body["messages"][-1]["content"].startswith("<a> <A> <o>")
+        assert_clean(tmux.screens)
+
+
+def test_ollie_mcp_with_no_servers_says_which_file_to_add_them_to(tmp_path: Path, scripted_llm):
+    """Bug: at 80 columns `:OllieMcp` said "no MCP servers: add them to mcp.json in ollie's config dire…", in
+    :messages too: which directory, it never said."""
+    home = Path(os.environ["XDG_CONFIG_HOME"]).parent  # (the config dir under her home: written from ~)
+    with start_nvim(tmp_path, {**scripted_llm("openai").env(), "HOME": str(home)}, {"calc.py": "x = 1\n"},
+                    size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieMcp", "Enter")
+        said = tmux.keep("1-said", tmux.wait(lambda s: "no MCP servers" in s, "the answer"))
+        assert said.splitlines()[-1].strip() == "ollie: no MCP servers: add them to ~/config/ollie/mcp.json", said
         assert_clean(tmux.screens)
