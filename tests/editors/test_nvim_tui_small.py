@@ -280,3 +280,20 @@ def test_ollie_mcp_with_no_servers_says_which_file_to_add_them_to(tmp_path: Path
         said = tmux.keep("1-said", tmux.wait(lambda s: "no MCP servers" in s, "the answer"))
         assert said.splitlines()[-1].strip() == "ollie: no MCP servers: add them to ~/config/ollie/mcp.json", said
         assert_clean(tmux.screens)
+
+
+def test_ollie_queue_and_inject_with_no_turn_running_send_the_prompt(tmp_path: Path, scripted_llm):
+    """Bug: `:OllieQueue hello` (or `:OllieInject`) in an idle chat showed "⏳ queued: hello" (or "↳ injected: hello")
+    and nothing more: no turn ran, and the prompt waited for one that never came. As the input's <C-j> does, it is sent."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answer to the queued one."), Reply.text("Answer to the injected one."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieQueue what is x", "Enter")
+        tmux.keep("1-queued", tmux.wait(lambda s: "Answer to the queued one." in s and "(end)" in s, "its turn"))
+        tmux.keys(":OllieInject and y", "Enter")
+        done = tmux.keep("2-injected", tmux.wait(lambda s: "Answer to the injected one." in s and s.count("(end)") == 2,
+                                                 "its turn"))
+        assert "queued:" not in done and "injected:" not in done, done
+        assert [r.body["messages"][-1]["content"] for r in srv.chat_requests][-1].startswith("and y"), srv.chat_requests
+        assert_clean(tmux.screens)

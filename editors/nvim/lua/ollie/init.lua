@@ -163,21 +163,27 @@ function M.stop()
   end
 end
 
----Add text (with the contexts of its `#` tags) to the running turn's next tool result.
+---Add text (with the contexts of its `#` tags) to the running turn's next tool result. With none running it is sent
+---as a prompt, as `<C-j>` in the input sends it: injected or queued, it waited in an idle chat for nothing.
 ---@param text string
 function M.inject(text)
   local c = ensure()
-  if c then
+  if c and c.running then
     c:inject(text)
+  elseif c then
+    c:submit(text, {})
   end
 end
 
----Queue a prompt (with the contexts of its `#` tags) to run after the current turn.
+---Queue a prompt (with the contexts of its `#` tags) to run after the current turn; with none (nor prompts a stop
+---held) it runs now.
 ---@param text string
 function M.queue(text)
   local c = ensure()
   if not c then
     return
+  elseif not (c.running or c.queue_held) then
+    return c:submit(text, {})
   end
   local clean, contexts = c:tags(text)
   if clean then
