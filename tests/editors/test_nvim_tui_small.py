@@ -4,11 +4,13 @@ about stays in view."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 from pathlib import Path
 
 from ollie.testing import Reply
+from tests.procs import wait_until
 
 from . import screens
 from .test_nvim_tui import assert_clean, queue_while_streaming, start_nvim
@@ -297,3 +299,31 @@ def test_ollie_queue_and_inject_with_no_turn_running_send_the_prompt(tmp_path: P
         assert "queued:" not in done and "injected:" not in done, done
         assert [r.body["messages"][-1]["content"] for r in srv.chat_requests][-1].startswith("and y"), srv.chat_requests
         assert_clean(tmux.screens)
+
+
+
+def test_closing_the_terminal_with_a_question_up_after_tabnew_leaves_no_process(tmp_path: Path, scripted_llm):
+    """Bug: a question left in the chat's tab when she went to another (`:tabnew`), then the terminal closed: Neovim
+    (`nvim --embed`) and its ollie-lsp ran on for good. The question comes with her now, and both end with the
+    terminal."""
+    srv = scripted_llm("openai", check=False)  # (the question is never answered)
+    srv.script(Reply(text="Fixing add.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})]))
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"ops.py": "def add(a, b):\n    return a - b\n",
+                                                        "notes.txt": "my notes\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Allow once" in s, "the question")
+        tmux.keys(":tabnew notes.txt", "Enter")
+        tmux.wait(lambda s: "my notes" in s, "the other tab")
+
+    def running() -> list[str]:
+        """Neovim and ollie-lsp of this test (each names its folder), and what they started with their name."""
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+        return [line.strip() for line in ps.splitlines() if f" {tmp_path}/" in line or f"={tmp_path}/" in line]
+
+    try:  # (the tmux server killed: the terminal closed)
+        wait_until(lambda: not running(), f"Neovim and its daemon to end with the terminal: {running()}", timeout=20)
+    finally:
+        for line in running():
+            os.kill(int(line.split()[0]), signal.SIGKILL)
