@@ -1181,7 +1181,8 @@ def test_an_empty_chat_says_how_to_start_until_the_first_prompt(workspace, scrip
     srv = scripted_llm("openai")
     srv.script(Reply(text="Hello."))
     result = run_scenario("empty_hint", workspace, srv)
-    assert result["opened"] == [[0, "Type a prompt, <C-s> to send · :help ollie", "OllieHint"]], result["opened"]
+    assert result["opened"] == [[0, "Type a prompt, <C-s> to send", "OllieHint", ":help ollie for the rest"]], \
+        result["opened"]
     assert result["opened_text"] == "", "the hint is no text of the transcript"
     assert result["after_prompt"] == [], result["after_prompt"]
 

@@ -1359,17 +1359,19 @@ def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path,
 
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
-    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(120, 24)) as tmux:
-        hint = "Type a prompt, <C-s> to send · :help ollie"
+    # At 80x24, the chat 40 columns wide (Bug: one line, cut to "Type a prompt, <C-s> to send · :help oll").
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        hint = "Type a prompt, <C-s> to send"
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
         empty = tmux.keep("1-empty", tmux.wait(lambda s: hint in s and "-- INSERT --" in s, "the hint"))
-        assert empty.splitlines()[0].split("│")[-1].strip() == hint, empty  # the chat's first line
+        chat = [line.split("│")[-1].strip() for line in empty.splitlines()]
+        assert chat[:2] == [hint, ":help ollie for the rest"], empty  # the chat's first lines
         assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-empty.png", (1200, 450))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-empty.png", (760, 440))
         tmux.type("hello", "C-s")
         answered = tmux.keep("2-answered", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
-        assert hint not in answered, answered
+        assert hint not in answered and ":help ollie" not in answered, answered
         assert_clean(tmux.screens)
 
 

@@ -111,6 +111,11 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         tmux.keys("Escape", ":wincmd t", "Enter")
         coding = keep("3-code-in-use", tmux.wait(lambda s: tabline(s).startswith(" 4 util.py "), "the file's label"))
         assert tabline(coding).rstrip().endswith("X"), "the close button, as Neovim's own tabline has"
+        # A step's own diff (<CR> on its title in the transcript): the after side in use. Bug: "2 o//s/a/util.py".
+        tmux.keys(":OllieChat", "Enter", "Escape", "C-w", "k", ":call search('Edit util.py')", "Enter", "Enter")
+        step = keep("4-step-diff", tmux.wait(lambda s: "after Edit util.py" in s and tabline(s).count(" 2 ") == 2,
+                                             "the step's diff tab"))
+        assert " 2 ollie: after Edit util.py: util.py " in tabline(step), tabline(step)
         assert_clean(tmux.screens)
 
 

@@ -373,3 +373,30 @@ def test_the_rewind_picker_never_says_a_turn_whose_changes_are_unknown_changed_n
         assert picked(tmux, "1-unknown") == ["no file changes", "changes unknown", "1 file: a.txt"]
         subprocess.run(["rm", "-rf", str(tmp_path / "ws" / "junk")], check=True)  # the tree fits the checkpoints again
         assert picked(tmux, "2-diffed") == ["no file changes", "1 file: b.txt", "1 file: a.txt"]
+
+
+def test_after_a_rewind_the_model_edits_the_open_file_again_as_the_first_time(tmp_path, scripted_llm):
+    """Bug: once :OllieRewind had put calc.py's open buffer back, the model's next edit of it was refused ("the file
+    changed in the editor since you read it": what the model saw of it in the turn cut still counted), and under it
+    the chat said "calc.py had your unsaved changes in the editor": the rewind's own revert, taken for her typing."""
+    srv = scripted_llm("openai")
+    fix = Reply(text="Fixing add.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["calc.py", "return a - b", "return a + b"]}]})])
+    srv.script(fix, Reply.text("Fixed."), fix, Reply.text("Fixed again."))
+    code = "def add(a, b):\n    return a - b\n"
+    with start_nvim(tmp_path, srv.env(), {"calc.py": code}, size=(100, 30)) as tmux:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Fixed." in s and "(end)" in s and "return a + b" in s, "turn 1's edit in the buffer")
+        tmux.keys(":OllieRewind 1", "Enter")
+        tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
+        tmux.keys("1", "Enter")
+        tmux.keep("1-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "return a - b" in s,
+                                         "the buffer put back"))
+        send_in_chat(tmux, "fix add")
+        done = tmux.keep("2-again", tmux.wait(lambda s: "Fixed again." in s and "(end)" in s, "turn 1 again"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-again.png", (1000, 560))
+        assert "read it again" not in done and "unsaved changes" not in done, done
+        assert "✓ Edit calc.py" in done and "return a + b" in done, done
+        assert (tmp_path / "ws" / "calc.py").read_text() == code.replace("a - b", "a + b")

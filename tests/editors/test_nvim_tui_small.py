@@ -3,12 +3,17 @@ about stays in view."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import threading
 from pathlib import Path
 
 from ollie.testing import Reply
+from tests.procs import wait_until
 
 from . import screens
-from .test_nvim_tui import assert_clean, start_nvim
+from .test_nvim_tui import assert_clean, queue_while_streaming, start_nvim
 
 
 def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Path, scripted_llm):
@@ -104,3 +109,221 @@ def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_pat
         screens.png(tmux.screen(colours=True), tmux.captures / "2-sent.png", (760, 440))
         assert srv.chat_requests[-1].body["messages"][-1]["content"] == "hello and you?", srv.chat_requests[-1].body
         assert_clean({k: v for k, v in tmux.screens.items() if k != "1-told"})  # (its error is the point)
+
+
+def test_closing_a_split_under_the_chat_leaves_the_input_its_five_lines(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24, :OllieChanges' list (a split across the bottom) closed with `q` gave its rows to the input area
+    (8 lines, the transcript 3 shorter); a plugin's `:botright 10split` closed gave it 13, the transcript down to 8."""
+    srv = scripted_llm("openai")
+    edit = ("call_tool", {"calls": [{"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})
+    srv.script(Reply(text="Fixing add.", tool_calls=[edit]), Reply.text("Fixed."))
+    with start_nvim(tmp_path, srv.env(), {"ops.py": "def add(a, b):\n    return a - b\n"}, size=(80, 24)) as tmux:
+
+        def input_rows(screen: str) -> int:
+            """The rows between the transcript's statusline and the input's (-1: not both drawn yet)."""
+            rows = [i for i, line in enumerate(screen.splitlines()) if " ollie: " in line or " prompt " in line]
+            return rows[1] - rows[0] - 1 if len(rows) == 2 else -1
+
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        before = tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn")
+        assert input_rows(before) == 5, before
+        tmux.keys(":OllieChat", "Enter", "Escape", ":OllieChanges", "Enter")  # (from the input, where she typed)
+        tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the changes list")
+        tmux.keys("q")
+        # (The whole layout waited for: the input's height comes back a moment after the list's window closed.)
+        tmux.keep("1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s and input_rows(s) == 5,
+                                             "the list closed, the input 5 lines"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-list-closed.png", (760, 440))
+        tmux.keys("C-w", "h", ":botright 10split | enew", "Enter")
+        tmux.wait(lambda s: s.count("[No Name]") == 1, "a plugin's split across the bottom")
+        tmux.keys(":close", "Enter")
+        tmux.keep("2-split-closed", tmux.wait(lambda s: "[No Name]" not in s and input_rows(s) == 5,
+                                              "the split closed, the input 5 lines"))
+        assert_clean(tmux.screens)
+
+
+def test_a_prompt_queued_under_a_paragraph_taller_than_the_chat_shows(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24 an answer streamed as one paragraph taller than the transcript showed its last words, and the
+    `⏳ queued:` line under it (where README says a queued prompt shows until its turn starts) was below the window's
+    foot: she could not tell her prompt was queued."""
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 60 + "THE END.", hold=story),
+               Reply.text("Yes."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
+        try:
+            shown = queue_while_streaming(tmux, "tell a long story", "THE END.", "is it true?")
+            assert "THE END." in shown, shown
+            tmux.keep("1-queued", shown)
+            assert tmux.captures is not None
+            screens.png(tmux.screen(colours=True), tmux.captures / "1-queued.png", (760, 440))
+        finally:
+            story.set()
+        tmux.wait(lambda s: "Yes." in s, "the queued turn")
+        assert_clean(tmux.screens)
+
+
+def test_with_the_chat_at_the_bottom_the_code_keeps_half_the_rows(tmp_path: Path, scripted_llm):
+    """Bug: with `chat = { position = "bottom" }` at 80x24, the chat opened 20 rows high and the code kept one line;
+    after a resize it kept three. Now, as a narrow terminal keeps half its columns for the code, it keeps half."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "".join(f"x{i} = {i}\n" for i in range(1, 31))}, size=(80, 24),
+                    init_lua='require("ollie").setup({ chat = { position = "bottom" } })') as tmux:
+
+        def code_rows(screen: str) -> int:
+            """The code window's rows: those above its statusline."""
+            return next(i for i, line in enumerate(screen.splitlines()) if line.startswith("calc.py "))
+
+        tmux.wait(lambda s: "x1 = 1" in s, "nvim to start")
+        tmux.keys(":Ollie hi", "Enter")
+        opened = tmux.keep("1-bottom", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-bottom.png", (760, 440))
+        assert code_rows(opened) >= 9, opened
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "40"], check=True)
+        tmux.wait(lambda s: len(s.splitlines()) == 40, "the taller terminal")
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
+        resized = tmux.keep("2-resized", tmux.wait(lambda s: len(s.splitlines()) == 24 and " prompt " in s,
+                                                   "the 80x24 terminal again"))
+        assert code_rows(resized) >= 9, resized
+        assert_clean(tmux.screens)
+
+
+def test_a_fork_says_so_in_the_chat(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24 :OllieFork 1 only drew turn 1 again: the statusline cut the title before its "(fork)", and nothing
+    said the chat was on a fork now, or where the conversation it left went."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answer one."), Reply.text("Answer two."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie tell me about the first thing", "Enter")
+        tmux.wait(lambda s: "Answer one." in s and "(end)" in s, "turn 1")
+        tmux.keys(":Ollie and the second", "Enter")
+        tmux.wait(lambda s: "Answer two." in s, "turn 2")
+
+        def said(screen: str) -> str:
+            return " ".join(line.split("│")[-1].strip() for line in screen.splitlines())
+
+        tmux.keys(":OllieFork 1", "Enter")
+        forked = tmux.keep("1-forked", tmux.wait(lambda s: "Answer two." not in s and "Files were not" in said(s),
+                                                 "the fork"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-forked.png", (760, 440))
+        assert ('this chat is now "tell me about the first thing (fork)", with the conversation up to turn 1; the one '
+                "it came from is in :OllieSessions.") in said(forked), forked
+        assert_clean(tmux.screens)
+
+
+def test_a_question_follows_her_to_another_tab(tmp_path: Path, scripted_llm):
+    """Bug: a question asked in the chat's tab stayed there when she went to another tab (`:tabnew`, `gt`): the tab she
+    was in showed nothing to answer, and back in the chat's tab only "waiting for your answer" (its float had stayed
+    in the other). Now its float and its answers come with her, and are answered there."""
+    srv = scripted_llm("openai")
+    edit = ("call_tool", {"calls": [{"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})
+    srv.script(Reply(text="Fixing add.", tool_calls=[edit]), Reply.text("Fixed."))
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"ops.py": "def add(a, b):\n    return a - b\n",
+                                                        "notes.txt": "my notes\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Allow once" in s and "+    return a + b" in s, "the question in the chat's tab")
+        tmux.keys(":tabnew notes.txt", "Enter")
+        moved = tmux.keep("1-other-tab", tmux.wait(lambda s: "my notes" in s and "Allow once" in s
+                                                   and "+    return a + b" in s, "the question in the other tab"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-other-tab.png", (760, 440))
+        assert "Fixing add." not in moved, moved  # (the chat's tab is not the one shown)
+        tmux.keys("g", "t")
+        back = tmux.keep("2-back", tmux.wait(lambda s: s.splitlines()[-2].startswith("ops.py ") and "Allow once" in s,
+                                             "the question back in the chat's tab"))
+        assert back.count("ollie: approve?") == 1, back
+        tmux.keys("1", "Enter")
+        tmux.keep("3-answered", tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn's end"))
+        assert "return a + b" in (tmp_path / "ws" / "ops.py").read_text()
+        tmux.keys(":tabnext", "Enter")
+        tmux.keep("4-other-tab", tmux.wait(lambda s: "my notes" in s and "approve?" not in s, "no float left behind"))
+        assert_clean(tmux.screens)
+
+
+def test_a_or_o_in_the_transcript_goes_to_the_input_as_i_does(tmp_path: Path, scripted_llm):
+    """Bug: in the read-only transcript only `i` went to the input; `a`, `A` or `o`, as a Neovim user starts typing,
+    said "E21: Cannot make changes, 'modifiable' is off" and nothing more."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."), Reply.text("Again."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie hi", "Enter")
+        tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
+        tmux.keys(":OllieChat", "Enter")
+        for key in ("a", "A", "o"):
+            tmux.keys("Escape", "C-w", "k")
+            tmux.wait(lambda s: "-- INSERT --" not in s, "the transcript")
+            tmux.keys(key)
+            tmux.type(f"<{key}> ")
+            tmux.keep(f"typed-{key}", tmux.wait(lambda s, key=key: "-- INSERT --" in s and f"<{key}>" in s,
+                                                f"{key} to start typing in the input"))
+        tmux.keys("C-s")
+        done = tmux.keep("sent", tmux.wait(lambda s: "Again." in s, "the prompt sent"))
+        assert "E21" not in done, done
+        assert srv.chat_requests[-1].body["messages"][-1]["content"].startswith("<a> <A> <o>")
+        assert_clean(tmux.screens)
+
+
+def test_ollie_mcp_with_no_servers_says_which_file_to_add_them_to(tmp_path: Path, scripted_llm):
+    """Bug: at 80 columns `:OllieMcp` said "no MCP servers: add them to mcp.json in ollie's config dire…", in
+    :messages too: which directory, it never said."""
+    home = Path(os.environ["XDG_CONFIG_HOME"]).parent  # (the config dir under her home: written from ~)
+    with start_nvim(tmp_path, {**scripted_llm("openai").env(), "HOME": str(home)}, {"calc.py": "x = 1\n"},
+                    size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieMcp", "Enter")
+        said = tmux.keep("1-said", tmux.wait(lambda s: "no MCP servers" in s, "the answer"))
+        assert said.splitlines()[-1].strip() == "ollie: no MCP servers: add them to ~/config/ollie/mcp.json", said
+        assert_clean(tmux.screens)
+
+
+def test_ollie_queue_and_inject_with_no_turn_running_send_the_prompt(tmp_path: Path, scripted_llm):
+    """Bug: `:OllieQueue hello` (or `:OllieInject`) in an idle chat showed "⏳ queued: hello" (or "↳ injected: hello")
+    and nothing more: no turn ran, and the prompt waited for one that never came. As the input's <C-j> does, it is sent."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Answer to the queued one."), Reply.text("Answer to the injected one."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieQueue what is x", "Enter")
+        tmux.keep("1-queued", tmux.wait(lambda s: "Answer to the queued one." in s and "(end)" in s, "its turn"))
+        tmux.keys(":OllieInject and y", "Enter")
+        done = tmux.keep("2-injected", tmux.wait(lambda s: "Answer to the injected one." in s and s.count("(end)") == 2,
+                                                 "its turn"))
+        assert "queued:" not in done and "injected:" not in done, done
+        assert [r.body["messages"][-1]["content"] for r in srv.chat_requests][-1].startswith("and y"), srv.chat_requests
+        assert_clean(tmux.screens)
+
+
+
+def test_closing_the_terminal_with_a_question_up_after_tabnew_leaves_no_process(tmp_path: Path, scripted_llm):
+    """Bug: a question left in the chat's tab when she went to another (`:tabnew`), then the terminal closed: Neovim
+    (`nvim --embed`) and its ollie-lsp ran on for good. The question comes with her now, and both end with the
+    terminal."""
+    srv = scripted_llm("openai", check=False)  # (the question is never answered)
+    srv.script(Reply(text="Fixing add.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})]))
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"ops.py": "def add(a, b):\n    return a - b\n",
+                                                        "notes.txt": "my notes\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Allow once" in s, "the question")
+        tmux.keys(":tabnew notes.txt", "Enter")
+        tmux.wait(lambda s: "my notes" in s, "the other tab")
+
+    def running() -> list[str]:
+        """Neovim and ollie-lsp of this test (each names its folder), and what they started with their name."""
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+        return [line.strip() for line in ps.splitlines() if f" {tmp_path}/" in line or f"={tmp_path}/" in line]
+
+    try:  # (the tmux server killed: the terminal closed)
+        wait_until(lambda: not running(), f"Neovim and its daemon to end with the terminal: {running()}", timeout=20)
+    finally:
+        for line in running():
+            os.kill(int(line.split()[0]), signal.SIGKILL)

@@ -41,6 +41,11 @@ class Attachments:
                 server.set_editor(self.editor)
                 refresh_tools(runtime)
 
+    def forget_reads(self) -> None:
+        """Forget what the model saw of the open documents: a rewind cut the turns that saw it."""
+        for server in execute_servers(self.runtime().dispatcher):
+            server.forget_reads()
+
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""
         # Asked only about files beneath the session's root (ollie.tools.documents.RootedDocuments). Edits that

@@ -40,7 +40,11 @@ class HistoryMembers:
     async def rewind(self, turn: int | None = None) -> Rewound:
         """Files back to before turn `turn` (default: the last), conversation cut there; refused while a turn runs."""
         async with self._rewriting("rewind it", "rewind"):  # the cut history is the owner's too
-            return await self._host.review.rewind(turn, documents=self._attached.documents)
+            documents = self._attached.documents
+            # Its revert of a buffer is no agent edit: never told as one made on the user's unsaved text (behind.py).
+            done = await self._host.review.rewind(turn, documents=documents and documents.inner)
+            self._attached.forget_reads()
+            return done
 
     async def rewind_undo(self) -> Rewound:
         """Undo the last rewind (files and conversation as before it); refused while a turn runs."""

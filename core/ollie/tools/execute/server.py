@@ -111,6 +111,10 @@ class ExecuteServer:
         """Let the file tools read and edit the editor's open documents through `documents` (None: the disk)."""
         self._documents.documents = documents
 
+    def forget_reads(self) -> None:
+        """Forget what the model saw of the open documents (a rewind cut it): its next edit of one is not stale."""
+        self._documents = DocumentBridge(self._documents.documents)
+
     def set_editor(self, editor: EditorKnowledge | None) -> None:
         """Offer the editor tools (editor_diagnostics, ...) answered by `editor` (None: do not offer them)."""
         self._editor = editor

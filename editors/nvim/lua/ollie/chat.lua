@@ -226,6 +226,11 @@ function Chat:make_transcript()
   input.map(buf, "stop", function() self:stop() end)
   input.map(buf, "close", function() self:close() end)
   input.map(buf, "focus_input", function() self:focus_input(true) end)
+  if config.options.keymaps.focus_input.n then -- the other keys that start typing: E21 ('modifiable' off) and no more
+    for _, key in ipairs({ "a", "A", "I", "o", "O" }) do
+      vim.keymap.set("n", key, function() self:focus_input(true) end, { buffer = buf, desc = "ollie: focus input" })
+    end
+  end
   input.map(buf, "open_location", function() self:open_location(true) end)
   chatwin.guard_file_keys(buf, function() self:open_location(false) end)
   vim.keymap.set({ "n", "x" }, "gx", chatwin.open_address, { buffer = buf, desc = "ollie: open address" })
@@ -843,6 +848,8 @@ vim.api.nvim_create_autocmd("WinClosed", {
         chat:half_closed(quit)
         chat:draw_plan() -- over the transcript that is left, or gone with it
       end)
+    elseif chat then
+      chat:keep_input_height()
     end
   end,
 })

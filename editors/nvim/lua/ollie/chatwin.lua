@@ -186,13 +186,37 @@ local function side_width()
   return math.max(math.floor(vim.o.columns / 2), math.min(c.width, vim.o.columns - 60))
 end
 
+---The input area's height: the configured one, less in a terminal too short for it.
+---@return integer
+local function input_height()
+  return math.min(config.options.chat.input_height, math.max(1, math.floor(vim.o.lines / 4)))
+end
+
+---The chat's rows at the bottom (its input's too): the configured ones, but in a short terminal the code keeps half.
+---@return integer
+local function bottom_height()
+  return math.min(config.options.chat.height, math.floor(vim.o.lines / 2))
+end
+
+---Another window of the tab closes: Neovim gives its rows to the windows beside it, 'winfixheight' or not. A split
+---across the bottom (:OllieChanges' list, `:botright split`) gave them all to the input area, which grew over the
+---transcript: it keeps its height, or takes back the rows that split squeezed out of it.
+function W:keep_input_height()
+  local _, iw = self:windows()
+  local height = iw and math.max(vim.api.nvim_win_get_height(iw), input_height())
+  vim.schedule(function()
+    if iw and vim.api.nvim_win_is_valid(iw) and vim.api.nvim_win_get_height(iw) ~= height then
+      vim.api.nvim_win_set_height(iw, height)
+    end
+  end)
+end
+
 ---Give the chat's windows their size again (after the terminal was resized).
 function W:fit()
   local tw, iw = self:windows()
   if iw then
     -- A terminal too short for it squeezed the input area ('winfixheight' gives way then): it grows back.
-    local height = math.min(config.options.chat.input_height, math.max(1, math.floor(vim.o.lines / 4)))
-    vim.api.nvim_win_set_height(iw, height)
+    vim.api.nvim_win_set_height(iw, input_height())
   end
   self:draw_plan()
   if not tw then
@@ -200,7 +224,7 @@ function W:fit()
   end
   local position, beside = config.options.chat.position, #vim.api.nvim_tabpage_list_wins(self.tab) > 1
   if beside and position == "bottom" then
-    vim.api.nvim_win_set_height(tw, math.min(config.options.chat.height, math.floor(vim.o.lines / 2)))
+    vim.api.nvim_win_set_height(tw, math.max(1, bottom_height() - (iw and input_height() + 1 or 0)))
   elseif beside and position ~= "tab" then
     vim.api.nvim_win_set_width(tw, side_width())
   end
@@ -254,7 +278,7 @@ function W:open(focus)
       self.tab = vim.api.nvim_get_current_tabpage()
       require("ollie.chat").chats[self.tab] = self
     elseif c.position == "bottom" then
-      vim.cmd("botright " .. c.height .. "split")
+      vim.cmd("botright " .. bottom_height() .. "split")
     else
       vim.cmd((c.position == "left" and "topleft " or "botright ") .. side_width() .. "vsplit")
     end

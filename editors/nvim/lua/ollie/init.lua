@@ -163,21 +163,27 @@ function M.stop()
   end
 end
 
----Add text (with the contexts of its `#` tags) to the running turn's next tool result.
+---Add text (with the contexts of its `#` tags) to the running turn's next tool result. With none running it is sent
+---as a prompt, as `<C-j>` in the input sends it: injected or queued, it waited in an idle chat for nothing.
 ---@param text string
 function M.inject(text)
   local c = ensure()
-  if c then
+  if c and c.running then
     c:inject(text)
+  elseif c then
+    c:submit(text, {})
   end
 end
 
----Queue a prompt (with the contexts of its `#` tags) to run after the current turn.
+---Queue a prompt (with the contexts of its `#` tags) to run after the current turn; with none (nor prompts a stop
+---held) it runs now.
 ---@param text string
 function M.queue(text)
   local c = ensure()
   if not c then
     return
+  elseif not (c.running or c.queue_held) then
+    return c:submit(text, {})
   end
   local clean, contexts = c:tags(text)
   if clean then
@@ -200,7 +206,8 @@ end
 ---@param method string
 ---@param params table
 ---@param id string|nil
-local function switch_by(c, method, params, id)
+---@param note (fun(res: table): string)|nil what the chat says once it shows the session
+local function switch_by(c, method, params, id, note)
   c:hold()
   client.request(method, params, function(err, res)
     if err == client.GONE or (err and err.unsent) then
@@ -209,7 +216,7 @@ local function switch_by(c, method, params, id)
       notify(err_text(err), vim.log.levels.WARN)
       return c:redraw()
     end
-    c:switch(id or res.session, nil, last_result(res))
+    c:switch(id or res.session, note and function() c.transcript:note(note(res), "OllieTurnEnd") end, last_result(res))
   end)
 end
 
@@ -246,7 +253,15 @@ function M.fork(arg)
     turn = tonumber(arg) or arg -- not a number: the daemon says what is wrong with it (-32602 naming `turn`)
   end
   c:with_session(function(session)
-    switch_by(c, "ollie/session/fork", { session = session, turn = turn })
+    -- Said in the chat: its statusline cut the title's "(fork)" off at 80 columns, and nothing else told the fork.
+    switch_by(c, "ollie/session/fork", { session = session, turn = turn }, nil, function(res)
+      local title = type(res.info) == "table" and res.info.title
+      local upto = turn and ("up to turn " .. tostring(turn)) or "whole"
+      return ("this chat is now %s, with the conversation %s; the one it came from is in :OllieSessions. Files were "
+        .. "not changed: they stay as they are now%s"):format(
+        type(title) == "string" and title ~= "" and ('"' .. title .. '"') or "a fork", upto,
+        turn and (", not as they were after turn " .. tostring(turn)) or "")
+    end)
   end)
 end
 

@@ -181,12 +181,41 @@ local function show_preview(lines, has_diff)
       footer_pos = "center" })
   end
   M.last_preview = { buf = buf, lines = lines, win = win }
+  vim.w[win].ollie_question = true
   return function()
-    if vim.api.nvim_win_is_valid(win) then
+    for _, shown in ipairs(vim.fn.win_findbuf(buf)) do -- (moved to another tab: a window of its own there)
+      vim.api.nvim_win_close(shown, true)
+    end
+  end
+end
+
+---A question's floats (its preview, its own picker) follow the user to the tab they go to: a float stays in its
+---tabpage, and there the chat said "waiting for your answer" with nothing to answer. Each opens again here on its
+---buffer (its keys are the buffer's), then the one left behind closes.
+local function follow_to_tab()
+  if #M.waiting == 0 then
+    return
+  end
+  local tab = vim.api.nvim_get_current_tabpage()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.w[win].ollie_question and vim.api.nvim_win_get_tabpage(win) ~= tab then
+      local config = vim.api.nvim_win_get_config(win)
+      config.style = "minimal"
+      local moved = vim.api.nvim_open_win(vim.api.nvim_win_get_buf(win), vim.w[win].ollie_focus == true, config)
+      for _, option in ipairs({ "cursorline", "linebreak", "breakindent" }) do
+        vim.wo[moved][option] = vim.wo[win][option]
+      end
+      vim.api.nvim_win_set_cursor(moved, vim.api.nvim_win_get_cursor(win))
+      vim.w[moved].ollie_question, vim.w[moved].ollie_focus = true, vim.w[win].ollie_focus
+      if M.last_preview and M.last_preview.win == win then
+        M.last_preview.win = moved
+      end
       vim.api.nvim_win_close(win, true)
     end
   end
 end
+vim.api.nvim_create_autocmd("TabEnter", { group = vim.api.nvim_create_augroup("ollie_question", {}),
+  callback = function() vim.schedule(follow_to_tab) end }) -- (after `:tabnew file` opened the file in its window)
 
 ---Title the preview float: whether the choices wait for the user to stop typing.
 ---@param waiting boolean
@@ -422,20 +451,23 @@ local function float_select(items, opts, on_choice)
     footer = footer, footer_pos = "center",
   })
   vim.wo[win].cursorline = true  -- the answer <CR> picks is seen ("minimal" turns the cursor line off)
+  vim.w[win].ollie_question, vim.w[win].ollie_focus = true, true -- (follow_to_tab moves it: its keys use window 0)
   local done = false
   local function finish(item)
     if not done then
       done = true
-      pcall(vim.api.nvim_win_close, win, true)
+      for _, shown in ipairs(vim.fn.win_findbuf(buf)) do
+        pcall(vim.api.nvim_win_close, shown, true)
+      end
       on_choice(item)
     end
   end
   local function map(key, fn) vim.keymap.set("n", key, fn, { buffer = buf, nowait = true }) end
-  map("<CR>", function() finish(items[vim.api.nvim_win_get_cursor(win)[1]]) end)
+  map("<CR>", function() finish(items[vim.api.nvim_win_get_cursor(0)[1]]) end)
   map("q", function() finish(nil) end)
   map("<Esc>", function() finish(nil) end)
   for i = 1, math.min(#items, 9) do
-    map(tostring(i), function() vim.api.nvim_win_set_cursor(win, { i, 0 }) end)
+    map(tostring(i), function() vim.api.nvim_win_set_cursor(0, { i, 0 }) end)
   end
   -- The question's preview scrolls from here (the picker keeps the focus): what did not fit is read before answering.
   for key, code in pairs({ ["<C-d>"] = "\4", ["<C-u>"] = "\21" }) do
@@ -446,8 +478,8 @@ local function float_select(items, opts, on_choice)
       end
     end)
   end
-  -- Closed another way (`:q`, a question taken away): dismissed.
-  vim.api.nvim_create_autocmd("WinClosed", { pattern = tostring(win), once = true,
+  -- Closed another way (`:q`, a question taken away): dismissed. (Not when it moved to another tab: still shown.)
+  vim.api.nvim_create_autocmd("BufWinLeave", { buffer = buf, once = true,
     callback = function() vim.schedule(function() finish(nil) end) end })
 end
 

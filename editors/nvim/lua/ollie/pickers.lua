@@ -275,7 +275,10 @@ function M.mcp()
   requests.call("ollie/mcp/list", {}, function(res)
     local servers = res.servers or {}
     if #servers == 0 then
-      requests.notify("no MCP servers: add them to mcp.json in ollie's config directory")
+      -- Where, as the daemon (this editor's environment) finds it: "in ollie's config directory" was cut off at 80
+      -- columns, and said nowhere which that is.
+      local dir = vim.env.OLLIE_CONFIG_DIR or vim.fs.joinpath(vim.env.XDG_CONFIG_HOME or "~/.config", "ollie")
+      requests.notify("no MCP servers: add them to " .. vim.fs.joinpath(dir, "mcp.json"))
       return
     end
     vim.ui.select(servers, {

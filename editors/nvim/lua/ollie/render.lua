@@ -432,8 +432,8 @@ function T:bulk(fn)
   end
 end
 
----While the transcript is empty, one dim line on it says how to start ("Type a prompt, <C-s> to send · :help
----ollie", the configured send key); the first text takes its place. Before, an empty chat gave no hint at all.
+---While the transcript is empty, dim lines on it say how to start ("Type a prompt, <C-s> to send", the configured
+---send key; ":help ollie for the rest"); the first text takes their place. Before, an empty chat gave no hint at all.
 function T:show_hint()
   vim.api.nvim_buf_clear_namespace(self.buf, ns_hint, 0, -1)
   if self:count() > 1 or self:line(0) ~= "" then
@@ -441,9 +441,10 @@ function T:show_hint()
   end
   local send = require("ollie.config").options.keymaps.send or {}
   local key = send.i or send.n
-  local text = "Type a prompt" .. (key and (", " .. key .. " to send") or "") .. " · :help ollie"
+  local text = "Type a prompt" .. (key and (", " .. key .. " to send") or "")
+  -- Two lines: in one, a chat 40 columns wide (an 80-column terminal) showed ":help oll".
   vim.api.nvim_buf_set_extmark(self.buf, ns_hint, 0, 0, { virt_text = { { text, "OllieHint" } },
-    virt_text_pos = "overlay" })
+    virt_text_pos = "overlay", virt_lines = { { { ":help ollie for the rest", "OllieHint" } } } })
 end
 
 ---Keep the waiting prompts under the last line.
@@ -480,7 +481,18 @@ function T:reveal(win)
   while top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 2 }).all <= height do
     top = top - 1
   end
-  vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top }) end)
+  -- A last line taller than the window with them (a paragraph streamed as one line): the screen lines of it left out
+  -- at the top ('smoothscroll'), the first from which the rest fits.
+  local skip, hi = 0, vim.fn.virtcol({ top, "$" }, false, win)
+  while skip < hi do
+    local mid = math.floor((skip + hi) / 2)
+    if vim.api.nvim_win_text_height(win, { start_row = top - 1, start_vcol = mid }).all <= height then
+      hi = mid
+    else
+      skip = mid + 1
+    end
+  end
+  vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top, skipcol = skip }) end)
 end
 
 ---A waiting prompt's line: its text, then one compact `📎` label per context it carries.

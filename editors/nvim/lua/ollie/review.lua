@@ -448,7 +448,9 @@ local function show_step_diff(title, d)
     local buf = scratch(("ollie://step/%s/%s"):format(side[1], d.path), split_text(side[2]), ft)
     vim.api.nvim_win_set_buf(0, buf)
     map(buf, k.close, close_tab, "ollie: close the diff")
-    require("ollie.chatwin").set_bar(0, "winbar", { label = ("%s %s: %s"):format(side[1], title, shown_path(d.path)),
+    local label = ("%s %s: %s"):format(side[1], title, shown_path(d.path))
+    vim.b[buf].ollie_label = "ollie: " .. label:gsub("%c", " ") -- its tab's (tabline.lua): Neovim's was "o//s/a/x.py"
+    require("ollie.chatwin").set_bar(0, "winbar", { label = label,
       hints = side[1] == "after" and hint_list({ { k.close, "close" } }) or {} })
     vim.cmd("diffthis")
   end
