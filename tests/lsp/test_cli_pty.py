@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -466,13 +467,17 @@ def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, 
 def test_a_turn_stopped_by_ctrl_z_and_brought_back_keeps_what_is_typed_out_of_its_answer(llm, tmp_path):
     # bash brings a job back (`fg`) in its own modes: echo was on for the rest of the turn, and a line typed then
     # was drawn between the answer's words ("word wordnext one").
-    llm.script(Reply(text="word " * 600, chunk_size=5, delay=0.02), Reply.text("back"))
+    # The answer's last word waits until ollie has read the line typed (12 s of words made sure the turn ran then).
+    typed = threading.Event()
+    llm.script(Reply(text="word " * 150, chunk_size=5, delay=0.02, hold=typed), Reply.text("back"))
     with Terminal([], llm.env(), tmp_path, shell=True) as term:
         term.answer(" ".join([*OLLIE, "--cwd", str(tmp_path)]), r"default> ", after=term.wait_for(r"SH\$ "))
         at = term.streaming("talk")
         os.write(term.master, b"\x1a")  # Ctrl-Z
         at = term.answer("fg", r"fg\n(.|\n)*word word ", after=term.wait_for(r"Stopped(.|\n)*SH\$ ", after=at))
         term.type("next one")
+        term.wait_read()
+        typed.set()
         end = term.wait_for(r"\ndefault> next one\n", after=at)
         assert "next" not in term.text[at:end - 20], term.text[at:end]
         term.answer("exit", r"exit", after=term.wait_for(r"back\ndefault> ", after=end))
