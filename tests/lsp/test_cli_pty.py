@@ -707,12 +707,15 @@ def test_a_prompt_typed_before_a_question_is_not_its_answer_and_runs_after_the_t
     # A line typed while the answer streamed, then a question (an edit to approve): the line was dropped, said only
     # as "what was typed before this question does not answer it", and never ran.
     (tmp_path / "calc.py").write_text(BROKEN_ADD)
-    llm.script(Reply(text="looking at it, slowly", chunk_size=4, delay=0.3,
+    typed = threading.Event()  # the edit's call ends once ollie has read the line (its frames 0.3 s apart: 10 s)
+    llm.script(Reply(text="looking at it, slowly", chunk_size=4, delay=0.02, hold=typed,
                      tool_calls=[Reply.file_edit("calc.py", "return a - b", "return a + b").tool_calls[0]]),
                Reply.text("fixed"), Reply.text("the typed one's answer"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
         at = term.answer("fix add", r"looking", after=term.wait_for(r"default> "))
         term.type("and then explain")
+        term.wait_read()
+        typed.set()
         at = term.answer("y", r"fixed\n", after=term.wait_for(r"Allow\? ", after=at))
         term.wait_for(r"default> and then explain\nthe typed one's answer\n", after=at)
         assert term.close() == 0
