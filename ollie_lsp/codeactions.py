@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 from lsprotocol import types
 
+from ollie.env import env_seconds
 from ollie.escapes import escaped
 from ollie.sessions.types import one_line
 from ollie_lsp.asking import ask_client, held_until_asking
@@ -51,7 +52,7 @@ PROMPT_METHOD = "ollie/prompt"
 DEFAULT_REFACTOR = "make it clearer without changing what it does."
 # Emacs waits for `workspace/executeCommand` with the UI frozen and gives up after 10 s (eglot and lsp-mode): a
 # longer turn is answered before that and goes on, its answer shown when it ends.
-DETACH_AFTER = 5.0
+DETACH_AFTER = env_seconds("OLLIE_DETACH_AFTER_S", 5.0)  # (shorter: the test of a turn slower than that)
 _answers = itertools.count(1)
 _running: set[asyncio.Task[Any]] = set()  # detached turns: held so they are not collected while they run
 

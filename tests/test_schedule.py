@@ -12,9 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def pytest_in(tmp_path: Path, hooks: str, *options: str) -> subprocess.CompletedProcess[str]:
     """Run pytest on tmp_path's test files with only `hooks` from tests/conftest.py (PYTHONPATH: the repository): no
-    pyproject.toml, no plugins but those `options` name."""
+    pyproject.toml, no plugins but those `options` name, its temporary files under tmp_path (in the shared
+    /tmp/pytest-of-USER they deleted the oldest runs' trees, a failed run's screenshots among them: ~20 s in CI)."""
     (tmp_path / "conftest.py").write_text(f"from tests.conftest import {hooks}  # noqa: F401\n")
     command = [sys.executable, "-m", "pytest", "-c", os.devnull, "-p", "no:cacheprovider", *options,
+               "--basetemp", str(tmp_path / "tmp"),
                "--rootdir", str(tmp_path), str(tmp_path)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100)

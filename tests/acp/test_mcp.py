@@ -41,10 +41,10 @@ async def test_session_new_servers_are_tool_calls_with_kinds_titles_and_permissi
     assert told[0] == "42" and "created issue 'from zed'" in told[1]
 
 
-async def test_session_new_answers_at_once_and_its_first_prompt_waits_once_naming_the_servers(shared_agent, llm) -> None:
+async def test_session_new_answers_at_once_and_its_first_prompt_waits_once_naming_the_servers(start_agent, llm) -> None:
     # session/new waited up to 15 s for the client's servers: Zed spun all that time. A hanging server then held each
-    # prompt 15 s more, and said so each time.
-    agent = await shared_agent()
+    # prompt 15 s more, and said so each time. (An agent of its own, whose wait for `hung` is 6 s: 15 s of the test's.)
+    agent = await start_agent(env={**llm.env(), "OLLIE_MCP_START_WAIT_S": "6"})
     shutil.rmtree(home := state_dir("slow"), ignore_errors=True)
     llm.script(Reply.tool_calls(("mcp__slow__add", {"a": 2, "b": 3})), Reply.text("added"), Reply.text("again"))
     slow = McpServerStdio(name="slow", command=sys.executable, args=[str(SERVER), "gated"], env=[])

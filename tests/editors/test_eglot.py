@@ -63,8 +63,13 @@ def test_a_turn_slower_than_eglot_waits_is_answered_in_time_and_its_answer_shows
     """eglot freezes Emacs on executeCommand and fails it after 10 s: a slow turn was `Timed out`, Emacs stuck."""
     ws = workspace_with_code(tmp_path, "def add(a, b):\n    return a + b\n")
     srv = scripted_llm("openai")
-    srv.script(Reply.text("It adds.", delay=4))  # a slow model: each streamed frame 4 s apart, 8 s and more in all
-    env = {**srv.env(), "OLLIE_TEST_ACTION": "Ollie: Explain", "OLLIE_TEST_UNTIL": "ollie: It adds."}
+    from ollie_lsp.codeactions import DETACH_AFTER
+
+    assert DETACH_AFTER < 10  # the daemon answers before eglot gives up (here after 1 s: the test sat out 5)
+    # A slow model: its frames 0.5 s apart, 2 s and more in all (4 s apart: 16-20 s of the test's time)
+    srv.script(Reply.text("It adds.", delay=0.5))
+    env = {**srv.env(), "OLLIE_TEST_ACTION": "Ollie: Explain", "OLLIE_TEST_UNTIL": "ollie: It adds.",
+           "OLLIE_DETACH_AFTER_S": "1"}
     result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json")
     assert "Timed out" not in result["answer"], result
     assert json.loads(result["answer"])["stop"] == "running", result

@@ -863,8 +863,9 @@ def test_an_inject_the_turn_ended_before_taking_runs_before_the_prompt_queued_af
     with no tool result to take the inject: it runs next, then the queued prompt (Bug: it went to the queue's end,
     after the prompt she sent later, its chat line moving below it)."""
     srv = scripted_llm("openai")
-    srv.script(Reply(text="Reading the code carefully. " * 30, delay=0.05, chunk_size=12), Reply.text("Short."),
-               Reply.text("Explained."))
+    queued = threading.Event()  # the answer ends once both wait (3.5 s of words raced the keys of a loaded machine)
+    srv.script(Reply(text="Reading the code carefully. " * 30, delay=0.02, chunk_size=12, hold=queued),
+               Reply.text("Short."), Reply.text("Explained."))
     with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie read calc.py", "Enter")
@@ -874,6 +875,7 @@ def test_an_inject_the_turn_ended_before_taking_runs_before_the_prompt_queued_af
         tmux.wait(lambda s: "↳ injected: also keep it short" in s, "the inject")
         tmux.type("then explain", "Escape", "Enter")
         tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: then explain" in s, "the prompt queued"))
+        queued.set()
         done = tmux.keep("2-done", tmux.wait(lambda s: "Explained." in s and "(end)" in s and "⏳" not in s, "both", 60))
         assert done.index("also keep it short") < done.index("Short.") < done.index("then explain"), done
     assert [r.body["messages"][-1]["content"] for r in srv.chat_requests[1:]] == ["also keep it short", "then explain"]

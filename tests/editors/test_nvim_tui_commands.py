@@ -3,6 +3,7 @@ and one that fails leaves the chat as it was."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from ollie.testing import Reply
@@ -53,7 +54,8 @@ def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_ap
     that, the answer's next words came on the very next line, read as the end of the error)."""
     answer = "The answer goes on slowly, word after word, to its end."
     srv = scripted_llm("openai")
-    srv.script(Reply(text="Before it, a paragraph.\n\n" + answer, chunk_size=6, delay=0.5))
+    refused_yet = threading.Event()  # its last words wait for the refusal (they came 7 s after the first, to be sure)
+    srv.script(Reply(text="Before it, a paragraph.\n\n" + answer, chunk_size=6, delay=0.1, hold=refused_yet))
     with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
@@ -62,6 +64,7 @@ def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_ap
         tmux.type("/clear", "C-s")
         refused = tmux.wait(lambda s: "cannot clear while a turn is running" in s, "the refusal")
         assert "to its end." not in refused, "the note came before the answer's end"
+        refused_yet.set()
         done = tmux.keep("1-done", tmux.wait(lambda s: "to its end." in s and "(end)" in s, "the end"))
         lines = chat_text(done).splitlines()
         start = lines.index("Before it, a paragraph.")

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -466,13 +467,17 @@ def test_a_terminal_ended_mid_turn_is_left_echoing_what_is_typed(llm, tmp_path, 
 def test_a_turn_stopped_by_ctrl_z_and_brought_back_keeps_what_is_typed_out_of_its_answer(llm, tmp_path):
     # bash brings a job back (`fg`) in its own modes: echo was on for the rest of the turn, and a line typed then
     # was drawn between the answer's words ("word wordnext one").
-    llm.script(Reply(text="word " * 600, chunk_size=5, delay=0.02), Reply.text("back"))
+    # The answer's last word waits until ollie has read the line typed (12 s of words made sure the turn ran then).
+    typed = threading.Event()
+    llm.script(Reply(text="word " * 150, chunk_size=5, delay=0.02, hold=typed), Reply.text("back"))
     with Terminal([], llm.env(), tmp_path, shell=True) as term:
         term.answer(" ".join([*OLLIE, "--cwd", str(tmp_path)]), r"default> ", after=term.wait_for(r"SH\$ "))
         at = term.streaming("talk")
         os.write(term.master, b"\x1a")  # Ctrl-Z
         at = term.answer("fg", r"fg\n(.|\n)*word word ", after=term.wait_for(r"Stopped(.|\n)*SH\$ ", after=at))
         term.type("next one")
+        term.wait_read()
+        typed.set()
         end = term.wait_for(r"\ndefault> next one\n", after=at)
         assert "next" not in term.text[at:end - 20], term.text[at:end]
         term.answer("exit", r"exit", after=term.wait_for(r"back\ndefault> ", after=end))
@@ -702,12 +707,15 @@ def test_a_prompt_typed_before_a_question_is_not_its_answer_and_runs_after_the_t
     # A line typed while the answer streamed, then a question (an edit to approve): the line was dropped, said only
     # as "what was typed before this question does not answer it", and never ran.
     (tmp_path / "calc.py").write_text(BROKEN_ADD)
-    llm.script(Reply(text="looking at it, slowly", chunk_size=4, delay=0.3,
+    typed = threading.Event()  # the edit's call ends once ollie has read the line (its frames 0.3 s apart: 10 s)
+    llm.script(Reply(text="looking at it, slowly", chunk_size=4, delay=0.02, hold=typed,
                      tool_calls=[Reply.file_edit("calc.py", "return a - b", "return a + b").tool_calls[0]]),
                Reply.text("fixed"), Reply.text("the typed one's answer"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(approval="ask"), tmp_path) as term:
         at = term.answer("fix add", r"looking", after=term.wait_for(r"default> "))
         term.type("and then explain")
+        term.wait_read()
+        typed.set()
         at = term.answer("y", r"fixed\n", after=term.wait_for(r"Allow\? ", after=at))
         term.wait_for(r"default> and then explain\nthe typed one's answer\n", after=at)
         assert term.close() == 0

@@ -124,6 +124,14 @@ def share_with_backend(store_url: str, session_id: str) -> None:
         registry.close()
 
 
+def lapse_lease(store_url: str, session_id: str, ttl_s: int) -> None:
+    """The session's lease (of `ttl_s`) just lapsed: its last heartbeat a TTL ago, as if its holder (dead or stopped)
+    had renewed it no more for a TTL, which the test then need not sit out (a lapse that comes later fails it)."""
+    with psycopg.connect(store_url, autocommit=True) as conn:
+        conn.execute("UPDATE session_leases SET heartbeat_at = now() - make_interval(secs => %s) WHERE session_id = %s",
+                     (ttl_s, session_id))
+
+
 class Daemon:
     """A daemon subprocess and its pytest-lsp client."""
 

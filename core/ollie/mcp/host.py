@@ -7,12 +7,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ollie.env import env_seconds
 from ollie.mcp.client import McpServer, McpTool, tool_name
 from ollie.mcp.config import ServerSpec
 from ollie.tools.base import ParallelClass, Tier, ToolInfo, ToolResult
 
 # How long a session's start waits for its servers' first tool lists; a slower one joins when ready.
-FIRST_LIST_WAIT_S = 15.0
+FIRST_LIST_WAIT_S = env_seconds("OLLIE_MCP_START_WAIT_S", 15.0)  # (shorter: a test of a server that never starts)
 
 
 class McpHost:
