@@ -285,6 +285,21 @@ async def test_unix_sockets_allowed_by_policy(server, unix_server):
     assert got == [b"hello from the sandbox"]
 
 
+async def test_unix_sockets_allowed_by_policy_never_reach_the_hosts_abstract_ones(server, layout):
+    # The abstract namespace is the network namespace's, which a step of `network.mode: open` shares with the host
+    # (a desktop's D-Bus, X11's @/tmp/.X11-unix/X0, a container runtime's shim): no file, so no Landlock path rule.
+    set_default_policy(BUNDLED.replace("unix: false", "unix: true").replace("mode: proxy", "mode: open"))
+    name = f"\0ollie-test-{layout['work'].parent.name}"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(name)
+        listener.listen(1)
+        text = await run_code(server, UNIX.format(path=name), "python3")
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert "refused 1" in text and "CONNECTED" not in text, text
+
+
 KERNEL = r"""
 import ctypes, errno, os, socket, struct
 for line in open("/proc/self/status"):
