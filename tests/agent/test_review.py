@@ -403,3 +403,22 @@ async def test_the_plans_next_step_is_read_off_the_event_loop(scripted_llm, make
     release.set()
     assert (await turn).reply == "planned"
     assert held == [True], "the loop served nothing while the plan was parsed"
+
+
+async def test_a_rewind_puts_the_plan_back_through_no_link_a_step_left_in_its_place(scripted_llm, make_core, workdir,
+                                                                                 tmp_path):
+    """The plan file is a step's to write: one that leaves a link there (to the user's ~/.bashrc) has the plan a rewind
+    puts back written where it leads, outside every sandbox, unless the write follows no link."""
+    victim = tmp_path / "bashrc"
+    victim.write_text("alias ls='ls --color'\n")
+    srv = scripted_llm("openai")
+    first = {"code": 'printf -- "- [ ] first\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    linked = {"code": f'ln -sf {victim} "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [first]})), Reply.text("planned"),
+               Reply.tool_calls(("execute_code", {"steps": [linked]})), Reply.text("linked"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan")
+    await core.submit("link it")
+    assert core.session.plans_before.get("2") == "- [ ] first\n"
+    await core.rewind(2)
+    assert victim.read_text() == "alias ls='ls --color'\n"
