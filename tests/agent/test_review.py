@@ -422,3 +422,21 @@ async def test_a_rewind_puts_the_plan_back_through_no_link_a_step_left_in_its_pl
     assert core.session.plans_before.get("2") == "- [ ] first\n"
     await core.rewind(2)
     assert victim.read_text() == "alias ls='ls --color'\n"
+
+
+async def test_a_plan_past_the_plans_cap_is_never_kept_for_a_rewind(scripted_llm, make_core, workdir):
+    """A step writes the plan: one of 2 MiB was read whole (the workspace's 16 MiB cap, not the plan's 256 KiB) and kept
+    as the plan the next turn found, in memory and in the session's log, for every turn that wrote one."""
+    from ollie.agent.taskstate import PLAN_CAP
+
+    srv = scripted_llm("openai")
+    big = {"code": 'import os\nopen(os.environ["OLLIE_PLAN_FILE"], "w").write("- [ ] big\\n" + "x" * (2 << 20))',
+           "language": "python3"}
+    small = {"code": 'printf -- "- [ ] small\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [big]})), Reply.text("big"),
+               Reply.tool_calls(("execute_code", {"steps": [small]})), Reply.text("small"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan big")
+    await core.submit("plan small")
+    assert (await read_plan(core.session_id)) == "- [ ] small\n"
+    assert all(len(plan) <= PLAN_CAP for plan in core.session.plans_before.values())
