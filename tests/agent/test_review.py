@@ -187,6 +187,8 @@ async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scri
     lambda b: b.update(turn="two"),
     lambda b: b.pop("messages"),
     lambda b: b.update(undo_checkpoint="--output=injected"),  # an option git would take: it wrote the file
+    lambda b: b.update(plan=5),
+    lambda b: b.update(plans_before={"1": 5}),
 ])
 async def test_a_damaged_rewind_backup_is_refused_before_anything_changes(scripted_llm, make_core, workdir, damage):
     """A backup whose messages do not build is refused with the files and the conversation left as they are: it
