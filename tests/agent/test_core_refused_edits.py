@@ -86,3 +86,16 @@ async def test_an_unsandboxed_agent_is_asked_as_before(scripted_llm, make_core, 
     told = tool_messages(srv)[-1]["content"]
     assert "locked.txt: read-only (no write permission), not changed" in told and "without asking" not in told, told
     assert (workdir / "locked.txt").read_text() == "one\n"
+
+
+async def test_the_file_tools_switches_in_the_sessions_env_never_reach_a_write(scripted_llm, make_core, workdir, tmp_path):
+    # The session's env (an editor's `env` option, an ACP client's) goes to every step: the file tools' per-call
+    # switches in it made each write a check that wrote nothing, or a write to a copy, while the model was told it wrote.
+    srv = scripted_llm("openai")
+    srv.script(call("file_write", "new.txt", "made\n"), Reply.text("made"))
+    core = await make_core(srv)
+    core.set_approval("auto")
+    core.set_env("OLLIE_WRITE_CHECK", "1")
+    core.set_env("OLLIE_EDITOR_COPY", str(tmp_path / "copy"))
+    assert (await core.submit("write it")).reply == "made"
+    assert (workdir / "new.txt").read_text() == "made\n", tool_messages(srv)[-1]["content"]

@@ -189,6 +189,8 @@ async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scri
     lambda b: b.update(turn="two"),
     lambda b: b.pop("messages"),
     lambda b: b.update(undo_checkpoint="--output=injected"),  # an option git would take: it wrote the file
+    lambda b: b.update(plan=5),
+    lambda b: b.update(plans_before={"1": 5}),
 ])
 async def test_a_damaged_rewind_backup_is_refused_before_anything_changes(scripted_llm, make_core, workdir, damage):
     """A backup whose messages do not build is refused with the files and the conversation left as they are: it
@@ -444,3 +446,40 @@ async def test_a_fork_takes_the_plan_as_the_turn_it_ends_at_left_it(scripted_llm
         await fork.fork_from(saved)
         assert next_unchecked(await read_plan(fork.session_id)) == step
         assert [s for s, status in fork.plan if status == "in_progress"] == [step]
+
+
+async def test_a_rewind_puts_the_plan_back_through_no_link_a_step_left_in_its_place(scripted_llm, make_core, workdir,
+                                                                                 tmp_path):
+    """The plan file is a step's to write: one that leaves a link there (to the user's ~/.bashrc) has the plan a rewind
+    puts back written where it leads, outside every sandbox, unless the write follows no link."""
+    victim = tmp_path / "bashrc"
+    victim.write_text("alias ls='ls --color'\n")
+    srv = scripted_llm("openai")
+    first = {"code": 'printf -- "- [ ] first\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    linked = {"code": f'ln -sf {victim} "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [first]})), Reply.text("planned"),
+               Reply.tool_calls(("execute_code", {"steps": [linked]})), Reply.text("linked"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan")
+    await core.submit("link it")
+    assert core.session.plans_before.get("2") == "- [ ] first\n"
+    await core.rewind(2)
+    assert victim.read_text() == "alias ls='ls --color'\n"
+
+
+async def test_a_plan_past_the_plans_cap_is_never_kept_for_a_rewind(scripted_llm, make_core, workdir):
+    """A step writes the plan: one of 2 MiB was read whole (the workspace's 16 MiB cap, not the plan's 256 KiB) and kept
+    as the plan the next turn found, in memory and in the session's log, for every turn that wrote one."""
+    from ollie.agent.taskstate import PLAN_CAP
+
+    srv = scripted_llm("openai")
+    big = {"code": 'import os\nopen(os.environ["OLLIE_PLAN_FILE"], "w").write("- [ ] big\\n" + "x" * (2 << 20))',
+           "language": "python3"}
+    small = {"code": 'printf -- "- [ ] small\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [big]})), Reply.text("big"),
+               Reply.tool_calls(("execute_code", {"steps": [small]})), Reply.text("small"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan big")
+    await core.submit("plan small")
+    assert (await read_plan(core.session_id)) == "- [ ] small\n"
+    assert all(len(plan) <= PLAN_CAP for plan in core.session.plans_before.values())

@@ -288,6 +288,21 @@ async def test_new_sessions_never_start_in_an_added_workspace_folder_that_is_a_p
     assert any(f"{ws / 'sub'} is a symlink inside {ws}" in m and "workspace folder" in m for m in shown), shown
 
 
+async def test_a_folder_added_is_never_a_link_inside_the_root_folder_the_editor_removed(start_daemon, llm, tmp_path):
+    # Sessions go on starting in the root folder after the editor drops it from the workspace: a link the repository
+    # commits there (`sub` -> anywhere), added as a folder of its own, is still a link inside it.
+    outside, repo, other = tmp_path / "outside", (tmp_path / "repo").resolve(), (tmp_path / "other").resolve()
+    for made in (outside, repo, other):
+        made.mkdir()
+    (repo / "sub").symlink_to(outside)
+    daemon = await start_daemon(env=llm.env(), folders=[repo, other])
+    daemon.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri=(repo / "sub").as_uri(), name="s")],
+                                                removed=[types.WorkspaceFolder(uri=repo.as_uri(), name="repo")])))
+    sid = (await daemon.request("ollie/session/new", {}))["session"]
+    assert (await daemon.request("ollie/state", {"session": sid}))["cwd"] == str(repo)
+
+
 async def test_the_first_workspace_folder_is_never_a_link_inside_another(start_daemon, llm, tmp_path):
     # Red team 56: initialize's first folder was taken as the editor named it: a repository's `.code-workspace` listing
     # its committed link `sub` (to anywhere: the user's home) before `.` had the default session's steps write there.

@@ -383,6 +383,10 @@ async def test_inline_completion_sends_only_other_documents_of_the_workspace_tha
     outside = tmp_path / "home" / "notes.txt"
     outside.write_text("OUTSIDE-NOTES\n")
     (ws / "linked.md").symlink_to(secret)
+    # A hidden name linking to a plain one of the workspace (`.env -> env/dev.txt`): the editor's buffer is the `.env`.
+    (ws / "env").mkdir()
+    (ws / "env" / "dev.txt").write_text("API_KEY=HIDDEN-LINKED\n")
+    (ws / ".env.local").symlink_to(ws / "env" / "dev.txt")
     editor = Editor(daemon)
     # The user's other tabs, opened before the project's own file: the backend used to get the first three.
     editor.open(secret, "aws_secret_access_key = OUTSIDE\n")
@@ -390,6 +394,7 @@ async def test_inline_completion_sends_only_other_documents_of_the_workspace_tha
     editor.open(ws / ".env", "API_KEY=HIDDEN\n")
     editor.open(ws / "config" / ".npmrc", "//registry/:_authToken=HIDDEN-TOKEN\n")
     editor.open(ws / "linked.md", "aws_secret_access_key = OUTSIDE\n")
+    editor.open(ws / ".env.local", "API_KEY=HIDDEN-LINKED\n")
     editor.open(ws / "helpers.py", "def square(x):\n    return x * x\n")
     path = ws / "area.py"
     editor.open(path, "def area(r):\n    return 3.14 * \n")

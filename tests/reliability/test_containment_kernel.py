@@ -285,8 +285,25 @@ async def test_unix_sockets_allowed_by_policy(server, unix_server):
     assert got == [b"hello from the sandbox"]
 
 
+async def test_unix_sockets_allowed_by_policy_never_reach_the_hosts_abstract_ones(server, layout):
+    # The abstract namespace is the network namespace's, which a step of `network.mode: open` shares with the host
+    # (a desktop's D-Bus, X11's @/tmp/.X11-unix/X0, a container runtime's shim): no file, so no Landlock path rule.
+    if landlock_abi() < 6:
+        pytest.skip("Landlock scopes abstract unix sockets from ABI 6")
+    set_default_policy(BUNDLED.replace("unix: false", "unix: true").replace("mode: proxy", "mode: open"))
+    name = f"\0ollie-test-{layout['work'].parent.name}"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(name)
+        listener.listen(1)
+        text = await run_code(server, UNIX.format(path=name), "python3")
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert "refused 1" in text and "CONNECTED" not in text, text
+
+
 KERNEL = r"""
-import ctypes, errno, os, socket
+import ctypes, errno, os, socket, struct
 for line in open("/proc/self/status"):
     if line.split(":")[0] in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
         print(line.strip().replace("\t", " "))
@@ -307,9 +324,16 @@ fd = libc.syscall(425, 8, params)  # io_uring_setup(8, &params) on x86-64 and ar
 print("io_uring", "OPEN" if fd >= 0 else "denied " + errno.errorcode[ctypes.get_errno()])
 # Syscall numbers: x86-64, else arm64's generic table.
 x86 = os.uname().machine == "x86_64"
+# A task-clock counter of its own, user space only: what perf_event_paranoid 2 lets anyone open.
+perf = ctypes.create_string_buffer(struct.pack("IIQQQQQIIQ", 1, 64, 1, 0, 0, 0, 1 << 5 | 1 << 6, 0, 0, 0))
+# Each but the first three works for anyone where the filter is missing (userfaultfd in user mode only).
 for name, number, args in (("ptrace", 101 if x86 else 117, (0, 0, 0, 0)),  # PTRACE_TRACEME
                            ("keyctl", 250 if x86 else 219, (0, -3, 0)),  # the session keyring's id
-                           ("bpf", 321 if x86 else 280, (0, 0, 0)), ("clone3", 435, (0, 0))):
+                           ("bpf", 321 if x86 else 280, (0, 0, 0)), ("clone3", 435, (0, 0)),
+                           ("process_vm_readv", 310 if x86 else 270, (os.getpid(), 0, 0, 0, 0, 0)),
+                           ("userfaultfd", 323 if x86 else 282, (os.O_CLOEXEC | 1,)),  # UFFD_USER_MODE_ONLY
+                           ("add_key", 248 if x86 else 217, (b"user", b"k", b"v", 1, -2)),  # the process keyring
+                           ("perf_event_open", 298 if x86 else 241, (perf, 0, -1, -1, 0))):
     result = libc.syscall(number, *args)
     print("call", name, result if result >= 0 else errno.errorcode[ctypes.get_errno()])
 """
@@ -322,7 +346,7 @@ async def test_no_capabilities_raw_sockets_or_io_uring_even_as_root(server):
     assert "NoNewPrivs: 1" in text and "Seccomp: 2" in text, text
     assert "OPEN" not in text and text.count("denied") == 8, text
     assert "io_uring denied EPERM" in text, text
-    for name in ("ptrace", "keyctl", "bpf"):
+    for name in ("ptrace", "keyctl", "bpf", "process_vm_readv", "userfaultfd", "add_key", "perf_event_open"):
         assert f"call {name} EPERM" in text, text
     assert "call clone3 ENOSYS" in text, text  # so libc falls back to clone(), whose flags the filter sees
 

@@ -839,6 +839,47 @@ async def test_plain_http_sends_one_request_whose_host_is_the_one_decided(ws, co
         assert out.startswith("HTTP/1.1 400") and not counting.received, (line, out, bytes(counting.received))
 
 
+KEPT_ALIVE = textwrap.dedent("""
+    import socket, sys
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(f"GET http://{sys.argv[1]}/ HTTP/1.1\\r\\n\\r\\n".encode())
+    first = b""
+    while not first.endswith(b"hello"):
+        first += s.recv(65536)
+    s.sendall(b"GET / HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n")
+    try:
+        print(first.split(b"\\r\\n", 1)[0].decode(), s.recv(65536).split(b"\\r\\n", 1)[0].decode() or "closed")
+    except TimeoutError:
+        print(first.split(b"\\r\\n", 1)[0].decode(), "no second answer")
+""")
+
+
+async def test_plain_http_sends_no_second_request_on_a_connection_the_host_keeps_alive(ws) -> None:
+    # A host that keeps the connection open (most do, for HTTP/1.1) would take a second request sent after the first
+    # answer, with a Host header the step chose (another site behind the same CDN address), never decided.
+    server, received = socket.create_server(("127.0.0.1", 0)), bytearray()
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.settimeout(10)
+            with contextlib.suppress(OSError):
+                while chunk := conn.recv(65536):
+                    received.extend(chunk)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    target = f"pypi.test:{server.getsockname()[1]}"
+    try:
+        status, out, err = await ws.run(["python3", "-I", "-S", "-c", KEPT_ALIVE, target], proxy_policy(ws, [target]),
+                                        timeout=60)
+    finally:
+        server.close()
+    assert out.startswith("HTTP/1.1 200 OK") and "other.test" not in bytes(received).decode(), (out, err, received)
+    assert bytes(received).count(b"GET ") == 1, bytes(received)
+
+
 async def test_a_host_that_is_no_name_is_refused_unasked_and_never_saved(ws, counting, tmp_path, monkeypatch) -> None:
     # A hostile step names a pattern ("*.test") or hides one behind a line break that the saved file's reader
     # splits on (\x0b, \x1c): an "always" answer must never write a wider pattern into `network-allowed`.

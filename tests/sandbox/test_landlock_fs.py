@@ -68,6 +68,19 @@ async def test_overwrite_truncate_and_delete_outside_are_denied(ws):
     assert not (ws.outside / "d").exists()
 
 
+async def test_a_truncate_by_name_outside_is_denied_without_the_read_only_view(ws, monkeypatch):
+    # truncate(2) takes a name, opens nothing: only Landlock's TRUNCATE right (ABI 3) mediates it, and without a mount
+    # namespace (best_effort) no read-only view stands behind it; root's own rights allow it everywhere.
+    if landlock_abi() < 3:
+        pytest.skip("needs Landlock ABI >= 3")
+    monkeypatch.setenv("OLLIE_SANDBOX_MOUNTNS", "0")
+    secret = ws.outside / "secret"
+    status, _, err = await ws.run(["python3", "-I", "-S", "-c", f"import os; os.truncate({str(secret)!r}, 0)"],
+                                  ws.default_policy())
+    assert status != 0 and denied(err), err
+    assert secret.read_text() == "secret\n"
+
+
 async def test_read_inside_ro_paths_works_and_outside_is_denied(ws):
     (ws.work / "mine").write_text("mine\n")
     status, out, err = await ws.bash("cat mine /etc/hostname > /dev/null && cat mine", ws.default_policy())
@@ -154,6 +167,10 @@ async def test_exec_outside_rox_paths_is_denied(ws):
     script.chmod(0o755)
     status, out, err = await ws.bash(str(script), ws.default_policy())
     assert status != 0 and denied(err) and "ran" not in out
+    # Nor from a path it may only read (`ro`, not `rox`): reading grants no exec.
+    readable = ws.policy(f'filesystem: {{rox: ["/usr", "/bin", "/lib", "/lib64"], ro: ["{ws.outside}"]}}\n')
+    status, out, err = await ws.bash(f"read -r first < {script} && {script}", readable)
+    assert status != 0 and denied(err) and "ran" not in out, err
 
 
 async def test_no_policy_runs_unsandboxed(ws):

@@ -336,7 +336,7 @@ def test_a_commit_or_header_of_the_wrong_type_is_refused(tmp_path):
                                         ("last_input_tokens", None), ("title", 5), ("turn_starts", ["x"]),
                                         ("turn_starts", 5), ("approval_always", [1]), ("task_state", 5),
                                         ("task_state", [1]), ("result_tiers", {"c": 5}), ("step_outcomes", {"c": 5}),
-                                        ("step_outcomes", {"c": [5]})], ids=str)
+                                        ("step_outcomes", {"c": [5]}), ("plans_before", {"1": 5})], ids=str)
 def test_a_session_field_of_the_wrong_type_is_refused_with_the_file(tmp_path, key, value):
     """A crafted `"total_input_tokens": "x"` resumed and then failed every turn (the usage is added to it), and a
     `task_state` that is no map raised an AttributeError: each is a corrupt file, named."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from pathlib import Path
 
@@ -198,3 +199,44 @@ async def test_a_part_the_calls_question_allowed_runs_once_unasked_and_is_asked_
         elevation.allowed.reset(token)
     assert asked == [what], result.text
     assert target.read_text() == "x\n"
+
+
+async def test_a_part_the_calls_question_allowed_lets_no_other_part_run_unasked(ws: Workspace):
+    """The allowance is for the text the user saw: a step that runs anything else outside is asked about, however many
+    parts the call's question allowed."""
+    from ollie.tools.execute import elevation
+
+    asked: list[str] = []
+
+    async def approver(what: str) -> str:
+        asked.append(what)
+        return "rejected: declined"
+
+    ws.script("touch_it", "#!/bin/bash\n# description: append a line\necho x >> \"$1\"\n")
+    shown, other = ws.outside / "shown.txt", ws.outside / "other.txt"
+    token = elevation.allowed.set([f"touch_it {shown}"])
+    try:
+        call = {"tool": "touch_it", "args": [str(other)], "elevated": True}
+        result = await gated(ws, "ask", approver).call("call_tool", {"calls": [call]})
+    finally:
+        elevation.allowed.reset(token)
+    assert asked == [f"touch_it {other}"], result.text
+    assert not other.exists()
+
+
+async def test_an_elevated_tool_script_runs_no_program_planted_on_a_workspace_path_entry(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch):
+    """Outside the sandbox a tool script's interpreter and its commands are looked up on the trusted PATH: a step writes
+    the workspace's `.venv/bin`, which the session's PATH may name first."""
+    venv_bin = ws.work / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    marker = ws.outside / "planted-ran"
+    for name in ("bash", "python3"):
+        (venv_bin / name).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (venv_bin / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{venv_bin}:{os.environ['PATH']}")
+    ws.script("show_path", "#!/usr/bin/env bash\n# description: show PATH\necho \"PATH=$PATH\"\npython3 -c pass\n")
+    call = {"tool": "show_path", "args": [], "elevated": True}
+    result = await gated(ws, "allow", None).call("call_tool", {"calls": [call]})
+    assert "PATH=" in result.text and str(venv_bin) not in result.text, result.text
+    assert not marker.exists()

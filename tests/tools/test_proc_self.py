@@ -98,3 +98,23 @@ async def test_without_a_pid_namespace_proc_narrows_to_the_first_process(
     assert "Name:\tbash" in result.text, result.text  # the step's first process keeps its own /proc/self
     assert "cat: /proc/self/status: Permission denied" in result.text, result.text
     assert "ls: cannot open directory '/proc': Permission denied" in result.text, result.text
+
+
+async def test_without_a_pid_namespace_a_step_signals_no_process_outside_it(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without its own PID namespace a step names every pid of the host, and runs as the user (root here) whose other
+    # processes (the daemon, her editor) it would stop or kill: Landlock's signal scope alone keeps them out of reach.
+    from ollie.sandbox.rules import landlock_abi
+
+    if landlock_abi() < 6:
+        pytest.skip("Landlock scopes signals from ABI 6")
+    monkeypatch.setenv("OLLIE_SANDBOX_PIDNS", "0")
+    outside = await asyncio.create_subprocess_exec("sleep", "60")
+    try:
+        result = await code(ws.server(), f"kill -STOP {outside.pid}; kill -0 {outside.pid}; kill -9 {outside.pid}; "
+                                         "sleep 0.2 & kill $! && echo own-child-signalled")
+        assert result.text.count("Operation not permitted") == 3 and "own-child-signalled" in result.text, result.text
+        assert outside.returncode is None and "State:\tS" in Path(f"/proc/{outside.pid}/status").read_text()
+    finally:
+        outside.kill()
+        await outside.wait()
