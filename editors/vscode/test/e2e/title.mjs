@@ -46,12 +46,16 @@ const SLOW = "The sea rolls in slowly, wave after wave, so that the user has tim
 // A reply whose one step is one of the agent's task_* tools (plan's).
 const task = (tool, ...args) => ({ text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool, args }] } }] });
 // compacted's task state, the answer its /compact asks the model for.
+// plan's third turn: eight steps more, all done but the last, the one in progress below the list's fold.
+const LATER = ["lex", "parse", "check", "emit", "link", "optimise", "document", "release"];
 const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain", decisions: [], files: [] };
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
   { text: "Hello." }, { text: "Again." },
   { text: "Half an answer", chunk_size: 5, stream_error: 503, drop: 2 }, { text: "Recovered whole." },
   { text: "The first answer." }, { text: JSON.stringify(STATE) },
-  task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." }];
+  task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." },
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LATER },
+    ...LATER.map((_, n) => ({ tool: "task_check", args: [String(n + 2)] }))] } }] }, { text: "Nearly there." }];
 const PROMPT = "Write a haiku about the sea";
 const HUNG = "Tell me about the parser.";
 
@@ -367,6 +371,24 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     if (steps.join(" | ") !== "plan-step completed: write the parser | plan-step in_progress: test it") throw new Error(`the plan shows ${JSON.stringify(steps)}`);
     await screenshot("plan");
     log("the agent's plan showed above the prompt, a checklist following its steps");
+    // A plan longer than the list's height scrolls to the step in progress (it showed its first steps, all done).
+    await send(chat, "go on");
+    await summary("Plan 9/10 · release");
+    const now = chat.locator("#planSteps .plan-step.in_progress", { hasText: "release" });
+    await until("the step in progress in sight", () => now.evaluate((row) => {
+      const [shown, list] = [row.getBoundingClientRect(), row.parentElement.getBoundingClientRect()];
+      return shown.top >= list.top && shown.bottom <= list.bottom + 1;
+    }), 5000);
+    await screenshot("plan-long");
+    // Scrolled back to its first steps, the list stays there as the header changes (an approval mode picked).
+    const top = () => chat.locator("#planSteps").evaluate((list) => list.scrollTop);
+    await chat.locator("#planSteps").evaluate((list) => { list.scrollTop = 0; });
+    for (const mode of ["auto-edit", "ask"]) {
+      await chat.locator("#approval").selectOption(mode);
+      await chat.locator(`#approval[data-mode="${mode}"]`).waitFor({ timeout: waitMs });
+    }
+    if (await top() !== 0) throw new Error(`the plan scrolled by itself to ${await top()} as the header changed`);
+    log("a long plan shows its step in progress, and stays where she scrolled it");
     await send(chat, "/rewind 2");
     await summary("Plan 0/2 · write the parser");
     await send(chat, "/clear");
