@@ -165,7 +165,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt). plan (a
     session of its own): the agent's task plan is a compact checklist above the prompt as its steps change it (screenshot
     plan); one longer than its list's height scrolls to the step in progress (plan-long: it showed its first steps, all
-    done), and stays where she scrolled it as the header changes; `/rewind` puts back the plan its turn found,
+    done), and stays where she scrolled it as the header changes; the chat it grew over still shows its last reply
+    (it went under the plan, "Jump to latest" offered); `/rewind` puts back the plan its turn found,
     `/clear` takes it away, and the conversation /clear kept comes back with it (plan-resumed): VS Code never showed
     the plan."""
     output = run_e2e("title.mjs", total_ms=370000)

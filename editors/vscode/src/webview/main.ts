@@ -111,6 +111,11 @@ function prepend(items: ChatItem[]): void {
   log.scrollTop = keptScrollTop(before, log.scrollHeight);
 }
 window.addEventListener("resize", fillView);
+// The plan or the prompt growing shortens the chat from below: one that followed the stream still shows its end (the
+// last reply went under them, and the next update, no longer at the bottom, stopped following).
+new ResizeObserver(() => {
+  if (following) log.scrollTop = log.scrollHeight;
+}).observe(log);
 jump.addEventListener("click", () => {
   scrollToBottom();
   composer.focus();

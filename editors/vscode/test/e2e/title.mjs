@@ -374,6 +374,11 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     // A plan longer than the list's height scrolls to the step in progress (it showed its first steps, all done).
     await send(chat, "go on");
     await summary("Plan 9/10 · release");
+    // The plan grew by eight rows as the turn ran: the chat, shorter from below, still shows its end (its reply went
+    // under the plan, "Jump to latest" offered).
+    await chat.locator(".item.assistant", { hasText: "Nearly there." }).waitFor({ timeout: waitMs });
+    await until("the chat's end in sight", () => chat.locator("#log").evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight <= 40), 5000);
+    if (await chat.locator("#jump").isVisible()) throw new Error("the chat that followed the turn offers Jump to latest");
     const now = chat.locator("#planSteps .plan-step.in_progress", { hasText: "release" });
     await until("the step in progress in sight", () => now.evaluate((row) => {
       const [shown, list] = [row.getBoundingClientRect(), row.parentElement.getBoundingClientRect()];
