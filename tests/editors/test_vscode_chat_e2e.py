@@ -166,7 +166,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     session of its own): the agent's task plan is a compact checklist above the prompt as its steps change it (screenshot
     plan); one longer than its list's height scrolls to the step in progress (plan-long: it showed its first steps, all
     done), and stays where she scrolled it as the header changes; the chat it grew over still shows its last reply
-    (it went under the plan, "Jump to latest" offered); `/rewind` puts back the plan its turn found,
+    (it went under the plan, "Jump to latest" offered), and in a short window the plan takes less height than the
+    chat (plan-short-window: its seven rows left the chat three lines); `/rewind` puts back the plan its turn found,
     `/clear` takes it away, and the conversation /clear kept comes back with it (plan-resumed): VS Code never showed
     the plan."""
     output = run_e2e("title.mjs", total_ms=370000)

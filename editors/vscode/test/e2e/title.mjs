@@ -394,6 +394,13 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     }
     if (await top() !== 0) throw new Error(`the plan scrolled by itself to ${await top()} as the header changed`);
     log("a long plan shows its step in progress, and stays where she scrolled it");
+    // A short window (a laptop's, the chat in the panel): the plan leaves the chat more height than it takes (its seven
+    // rows took all but three lines of it).
+    await page.setViewportSize({ width: 1100, height: 420 });
+    const height = (id) => chat.locator(id).evaluate((node) => node.clientHeight);
+    await until("the chat taller than the plan", async () => await height("#log") > await height("#planSteps"), 5000);
+    await screenshot("plan-short-window");
+    await page.setViewportSize({ width: 1100, height: 720 });
     await send(chat, "/rewind 2");
     await summary("Plan 0/2 · write the parser");
     await send(chat, "/clear");
