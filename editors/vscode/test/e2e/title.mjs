@@ -377,6 +377,8 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     // The plan grew by eight rows as the turn ran: the chat, shorter from below, still shows its end (its reply went
     // under the plan, "Jump to latest" offered).
     await chat.locator(".item.assistant", { hasText: "Nearly there." }).waitFor({ timeout: waitMs });
+    // Its steps say what each did to the plan (nine cards read "Update the plan").
+    await chat.locator(".item", { hasText: "Add 8 steps to the plan" }).locator("text=Check off step 9").waitFor({ timeout: waitMs });
     await until("the chat's end in sight", () => chat.locator("#log").evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight <= 40), 5000);
     if (await chat.locator("#jump").isVisible()) throw new Error("the chat that followed the turn offers Jump to latest");
     const now = chat.locator("#planSteps .plan-step.in_progress", { hasText: "release" });
