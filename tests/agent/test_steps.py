@@ -69,6 +69,13 @@ def test_execute_code_and_pipe_are_run_steps_titled_by_their_command() -> None:
     assert pipe == ToolStep("execute", "Run `file_read a.txt | wc -l`")
 
 
+def test_a_plan_step_says_what_it_does_to_the_plan() -> None:
+    steps = describe("call_tool", calls(("task_add", ["lex", "parse"]), ("task_add", ["lex"]), ("task_check", ["2"]),
+                                        ("task_check", ["the `parser`"]), ("task_check", []), ("task_clear", ["--done"])), CWD)
+    assert [s.title for s in steps] == ["Add 2 steps to the plan", "Add 1 step to the plan", "Check off step 2",
+                                        "Check off `the 'parser'`", "Check off the next step", "Update the plan"]
+
+
 def test_titles_are_one_short_line_never_raw_json() -> None:
     code = "for f in *; do\n  echo \"$f\"\ndone\n" + "x" * 500
     (step,) = describe("execute_code", {"steps": [{"code": code, "elevated": True}]}, CWD)

@@ -164,8 +164,12 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     session compacted with /compact, then the window reloaded: the chat says the conversation was compacted and shows
     her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt). plan (a
     session of its own): the agent's task plan is a compact checklist above the prompt as its steps change it (screenshot
-    plan), `/rewind` puts back the plan its turn found, `/clear` takes it away, and the conversation /clear kept comes
-    back with it (plan-resumed): VS Code never showed the plan."""
+    plan), each step saying what it did to it ("Check off step 9": nine read "Update the plan"); one longer than its
+    list's height scrolls to the step in progress (plan-long: it showed its first steps, all done), and stays where
+    she scrolled it as the header changes; the chat it grew over still shows its last reply (it went under the plan,
+    "Jump to latest" offered), and in a short window the plan takes less height than the chat (plan-short-window:
+    its seven rows left the chat three lines); `/rewind` puts back the plan its turn found, `/clear` takes it away,
+    and the conversation /clear kept comes back with it (plan-resumed): VS Code never showed the plan."""
     output = run_e2e("title.mjs", total_ms=370000)
     shows(output,
           "the header showed the first prompt's title while its turn streamed",
@@ -190,5 +194,6 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     scenarios_said(output, ("retry", "a retried reply shows once, without the failed attempt's words"),
                    ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"),
                    ("plan", "the agent's plan showed above the prompt, a checklist following its steps"),
+                   ("plan", "a long plan shows its step in progress, and stays where she scrolled it"),
                    ("plan", "/rewind put back the plan its turn found, /clear took it away, the conversation it kept came "
                             "back with it"))

@@ -356,12 +356,21 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
         info = describe_call(call.tool, call.args, lambda given: _relative(given, cwd))
         return ToolStep(info.kind, info.title, tuple(Location(path, line) for path, line in info.locations))
     if call.tool.startswith("task_"):
-        return ToolStep(kind, "Update the plan")
+        return ToolStep(kind, _plan_title(call.tool, positional))
     if kind in ("read", "edit", "delete") and first and not first.startswith("-"):
         path = _relative(first, cwd)
         verb = {"read": "Read", "edit": "Edit", "delete": "Delete"}[kind]
         return ToolStep(kind, f"{verb} {path} ({call.tool}){suffix}", (Location(path),))
     return ToolStep(kind, f"Run {_quote(_script_command(call))}{suffix}")
+
+
+def _plan_title(tool: str, args: list[str]) -> str:
+    # What the step does to the plan: each said "Update the plan", and a turn's nine in a row told her nothing.
+    if tool == "task_add":
+        return f"Add {len(args)} step{'s' * (len(args) != 1)} to the plan"
+    if tool == "task_check":
+        return "Check off " + ((f"step {args[0]}" if args[0].isdigit() else _quote(args[0])) if args else "the next step")
+    return "Update the plan"
 
 
 def _script_command(call: ScriptCall) -> str:

@@ -111,6 +111,11 @@ function prepend(items: ChatItem[]): void {
   log.scrollTop = keptScrollTop(before, log.scrollHeight);
 }
 window.addEventListener("resize", fillView);
+// The plan or the prompt growing shortens the chat from below: one that followed the stream still shows its end (the
+// last reply went under them, and the next update, no longer at the bottom, stopped following).
+new ResizeObserver(() => {
+  if (following) log.scrollTop = log.scrollHeight;
+}).observe(log);
 jump.addEventListener("click", () => {
   scrollToBottom();
   composer.focus();
@@ -184,8 +189,16 @@ function showHeader(header: Header): void {
 
 const PLAN_ICONS = { completed: "pass-filled", in_progress: "arrow-right", pending: "circle-large-outline" };
 
+// A plan longer than the list's height shows the step in progress (it showed its first steps, all done), unfolded too.
+const showStepNow = () => planSteps.querySelector(".in_progress")?.scrollIntoView({ block: "nearest" });
+planBox.addEventListener("toggle", showStepNow);
+
+let shownPlan = "[]";
 /** The agent's task plan above the prompt, as a checklist (folded to its summary: how far it is, the step now). */
 function showPlan(plan: Header["plan"]): void {
+  // Drawn when it changed: a list she scrolled stays where she put it as the header's other fields change.
+  if (JSON.stringify(plan) === shownPlan) return;
+  shownPlan = JSON.stringify(plan);
   planBox.hidden = plan.length === 0;
   const now = plan.find((step) => step.status === "in_progress");
   // The steps are the model's text: drawn as text, a U+202E or line break escaped.
@@ -195,6 +208,7 @@ function showPlan(plan: Header["plan"]): void {
     row.append(icon(PLAN_ICONS[step.status], step.status.replace("_", " ")), document.createTextNode(` ${shownPath(step.content)}`));
     return row;
   }));
+  showStepNow();
 }
 
 const sendApproval = (): void => post({ type: "setApproval", mode: approval.value as Header["approval"] & string } as FromWebview);

@@ -46,12 +46,16 @@ const SLOW = "The sea rolls in slowly, wave after wave, so that the user has tim
 // A reply whose one step is one of the agent's task_* tools (plan's).
 const task = (tool, ...args) => ({ text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool, args }] } }] });
 // compacted's task state, the answer its /compact asks the model for.
+// plan's third turn: eight steps more, all done but the last, the one in progress below the list's fold.
+const LATER = ["lex", "parse", "check", "emit", "link", "optimise", "document", "release"];
 const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain", decisions: [], files: [] };
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
   { text: "Hello." }, { text: "Again." },
   { text: "Half an answer", chunk_size: 5, stream_error: 503, drop: 2 }, { text: "Recovered whole." },
   { text: "The first answer." }, { text: JSON.stringify(STATE) },
-  task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." }];
+  task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." },
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LATER },
+    ...LATER.map((_, n) => ({ tool: "task_check", args: [String(n + 2)] }))] } }] }, { text: "Nearly there." }];
 const PROMPT = "Write a haiku about the sea";
 const HUNG = "Tell me about the parser.";
 
@@ -367,6 +371,38 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     if (steps.join(" | ") !== "plan-step completed: write the parser | plan-step in_progress: test it") throw new Error(`the plan shows ${JSON.stringify(steps)}`);
     await screenshot("plan");
     log("the agent's plan showed above the prompt, a checklist following its steps");
+    // A plan longer than the list's height scrolls to the step in progress (it showed its first steps, all done).
+    await send(chat, "go on");
+    await summary("Plan 9/10 · release");
+    // The plan grew by eight rows as the turn ran: the chat, shorter from below, still shows its end (its reply went
+    // under the plan, "Jump to latest" offered).
+    await chat.locator(".item.assistant", { hasText: "Nearly there." }).waitFor({ timeout: waitMs });
+    // Its steps say what each did to the plan (nine cards read "Update the plan").
+    await chat.locator(".item", { hasText: "Add 8 steps to the plan" }).locator("text=Check off step 9").waitFor({ timeout: waitMs });
+    await until("the chat's end in sight", () => chat.locator("#log").evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight <= 40), 5000);
+    if (await chat.locator("#jump").isVisible()) throw new Error("the chat that followed the turn offers Jump to latest");
+    const now = chat.locator("#planSteps .plan-step.in_progress", { hasText: "release" });
+    await until("the step in progress in sight", () => now.evaluate((row) => {
+      const [shown, list] = [row.getBoundingClientRect(), row.parentElement.getBoundingClientRect()];
+      return shown.top >= list.top && shown.bottom <= list.bottom + 1;
+    }), 5000);
+    await screenshot("plan-long");
+    // Scrolled back to its first steps, the list stays there as the header changes (an approval mode picked).
+    const top = () => chat.locator("#planSteps").evaluate((list) => list.scrollTop);
+    await chat.locator("#planSteps").evaluate((list) => { list.scrollTop = 0; });
+    for (const mode of ["auto-edit", "ask"]) {
+      await chat.locator("#approval").selectOption(mode);
+      await chat.locator(`#approval[data-mode="${mode}"]`).waitFor({ timeout: waitMs });
+    }
+    if (await top() !== 0) throw new Error(`the plan scrolled by itself to ${await top()} as the header changed`);
+    log("a long plan shows its step in progress, and stays where she scrolled it");
+    // A short window (a laptop's, the chat in the panel): the plan leaves the chat more height than it takes (its seven
+    // rows took all but three lines of it).
+    await page.setViewportSize({ width: 1100, height: 420 });
+    const height = (id) => chat.locator(id).evaluate((node) => node.clientHeight);
+    await until("the chat taller than the plan", async () => await height("#log") > await height("#planSteps"), 5000);
+    await screenshot("plan-short-window");
+    await page.setViewportSize({ width: 1100, height: 720 });
     await send(chat, "/rewind 2");
     await summary("Plan 0/2 · write the parser");
     await send(chat, "/clear");
