@@ -71,9 +71,11 @@ def test_execute_code_and_pipe_are_run_steps_titled_by_their_command() -> None:
 
 def test_a_plan_step_says_what_it_does_to_the_plan() -> None:
     steps = describe("call_tool", calls(("task_add", ["lex", "parse"]), ("task_add", ["lex"]), ("task_check", ["2"]),
-                                        ("task_check", ["the `parser`"]), ("task_check", []), ("task_clear", ["--done"])), CWD)
+                                        ("task_check", ["the `parser`"]), ("task_check", []), ("task_clear", ["--done"]),
+                                        ("task_clear", [])), CWD)
     assert [s.title for s in steps] == ["Add 2 steps to the plan", "Add 1 step to the plan", "Check off step 2",
-                                        "Check off `the 'parser'`", "Check off the next step", "Update the plan"]
+                                        "Check off `the 'parser'`", "Check off the next step",
+                                        "Clear the plan's finished steps", "Clear the plan"]
 
 
 def test_titles_are_one_short_line_never_raw_json() -> None:

@@ -356,7 +356,7 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
         info = describe_call(call.tool, call.args, lambda given: _relative(given, cwd))
         return ToolStep(info.kind, info.title, tuple(Location(path, line) for path, line in info.locations))
     if call.tool.startswith("task_"):
-        return ToolStep(kind, _plan_title(call.tool, positional))
+        return ToolStep(kind, _plan_title(call.tool, positional, done="--done" in call.args))
     if kind in ("read", "edit", "delete") and first and not first.startswith("-"):
         path = _relative(first, cwd)
         verb = {"read": "Read", "edit": "Edit", "delete": "Delete"}[kind]
@@ -364,12 +364,14 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
     return ToolStep(kind, f"Run {_quote(_script_command(call))}{suffix}")
 
 
-def _plan_title(tool: str, args: list[str]) -> str:
+def _plan_title(tool: str, args: list[str], *, done: bool) -> str:
     # What the step does to the plan: each said "Update the plan", and a turn's nine in a row told her nothing.
     if tool == "task_add":
         return f"Add {len(args)} step{'s' * (len(args) != 1)} to the plan"
     if tool == "task_check":
         return "Check off " + ((f"step {args[0]}" if args[0].isdigit() else _quote(args[0])) if args else "the next step")
+    if tool == "task_clear":
+        return "Clear the plan's finished steps" if done else "Clear the plan"
     return "Update the plan"
 
 
