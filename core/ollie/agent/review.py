@@ -311,7 +311,7 @@ class Review:
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
             # Not "no changes": it may have changed files that no undo or rewind can take back, which the user is told.
-            return TurnFiles(turn, UNCOUNTED, (), unknown=one_name(getattr(exc, "reason", str(exc)), 200))
+            return TurnFiles(turn, UNCOUNTED, (), unknown=one_name(getattr(exc, "reason", str(exc)) or "its diff failed", 200))
         finally:
             ending, self._ending = self._ending, None
             ending.set_result(None)
