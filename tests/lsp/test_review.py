@@ -375,6 +375,19 @@ async def test_each_turn_that_may_write_in_a_workspace_too_large_to_track_ends_s
                      "reason": "the workspace has more than 5 files: too many to checkpoint"}, None], ends
 
 
+async def test_why_a_turns_changes_are_unknown_names_a_hostile_path_escaped(start_daemon, llm, tmp_path):
+    """The reason may name a workspace path (a FIFO where git reads a file): a client shows it as text, so it comes
+    escaped and cut, never a terminal escape a step planted."""
+    plant = r"mkdir $'d\e[2J' && mkfifo $'d\e[2J/.gitignore'"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": plant, "language": "bash"}]})), Reply.text("done"))
+    daemon = await start_daemon(env=env(llm), workspace=seeded(tmp_path))
+    session = (await daemon.request("ollie/submit", {"text": "plant"}, timeout=60))["session"]
+    (end,) = [e["turnChanges"] for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
+    assert end["unknown"] is True and end["reason"].startswith("the workspace holds a FIFO where git reads a file"), end
+    assert "\x1b" not in end["reason"] and end["reason"].endswith("..."), end  # (cut: it was longer)
+    assert "d\\x1b[2J/.gitignore" in end["reason"] or "file:" in end["reason"], end  # (no path where /proc hides it)
+
+
 async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_changing_none(start_daemon, llm, tmp_path):
     """A turn whose end diff failed (here: more files than the checkpoints take) counted 0, as one that changed none:
     `changed: true` passed it over ("turn 2 has no changes; showing turn 1's") and the rewind pickers said "no changes",
