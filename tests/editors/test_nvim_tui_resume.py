@@ -191,6 +191,30 @@ def test_a_turn_s_changes_line_says_its_undos_live_and_resumed(tmp_path: Path, s
     assert_clean(tmux.screens)
 
 
+def test_a_turn_whose_changes_are_unknown_says_so_and_why_live_and_resumed(tmp_path: Path, scripted_llm):
+    # Bug: in a workspace past the checkpoints' file limit a turn that wrote ended with no changes line at all, as one
+    # that only talked: the user never learnt that ollie could not list, undo or rewind what it changed.
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi > a.txt", "language": "bash"}]})),
+               Reply.text("Wrote it."))
+    env = {**srv.env(approval="auto"), "OLLIE_CHECKPOINT_MAX_FILES": "5"}
+    files = {"notes.txt": "notes\n", **{f"f{n}.txt": "x\n" for n in range(6)}}
+    said = "Changed files: not known (the workspace has more than 5 files: too many to checkpoint)"
+    with start_nvim(tmp_path, env, files) as tmux:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        send_in_chat(tmux, "write a")
+        live = tmux.keep("1-live", tmux.wait(lambda s: "Wrote it." in s and "(end)" in s, "the answer"))
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-live.png", (1300, 500))  # type: ignore[operator]
+        quit_nvim(tmux, tmp_path)
+    with start_nvim(tmp_path, env, files) as tmux:
+        resumed = resume(tmux, "write a", "Wrote it.")
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-resumed.png", (1300, 500))  # type: ignore[operator]
+    live, resumed = (" ".join(chat_text(screen).split()) for screen in (live, resumed))  # (wrapped lines joined)
+    assert f"Wrote it. {said} (end)" in live, live
+    assert "Wrote it. Changed files: not known (end)" in resumed, resumed  # the history keeps no reason
+    assert_clean(tmux.screens)
+
+
 def headers_drawn(screen: str, header: str) -> list[str]:
     """The chat side of each row of a colour screen (`tmux.screen(colours=True)`) that reads `header`, as drawn."""
     rows = [line.split("│")[-1] for line in screen.splitlines()]

@@ -113,6 +113,18 @@ def test_p_indents_the_models_thinking_on_stderr_so_no_line_of_it_reads_as_ollie
     assert proc.stderr.splitlines()[1:] == ["  6 times 7", "  ollie: session 1-000000", "", "  error: the key leaked"]
 
 
+def test_p_says_the_changed_files_are_not_known_in_a_workspace_too_large_to_track(llm, tmp_path):
+    """A turn that wrote in a workspace past the checkpoints' file limit said nothing of its changes, as one that only
+    talked: the user never learnt that no /changes or /rewind reaches them."""
+    for n in range(6):
+        (tmp_path / f"f{n}.txt").write_text("x")
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi > a.txt", "language": "bash"}]})),
+               Reply.text("Done."))
+    proc = run_ollie(["-p", "go", "--cwd", str(tmp_path)], env={**llm.env(), "OLLIE_CHECKPOINT_MAX_FILES": "5"})
+    assert proc.returncode == 0 and (tmp_path / "a.txt").read_text() == "hi\n", (proc.stdout, proc.stderr)
+    assert "\nChanged files: not known (the workspace has more than 5 files: too many to checkpoint)\n" in proc.stderr
+
+
 def test_p_names_a_changed_file_whose_name_breaks_the_line_on_its_own_line(llm, tmp_path):
     """Red team round 47: the turn's changed files were named with a line break of the name kept, so a file the model
     made started lines of its own on stderr, as ollie's (a session id to resume, an undo command to run)."""

@@ -359,6 +359,35 @@ async def test_a_turn_is_marked_undone_only_by_an_undo_of_its_own_not_by_a_name_
     assert f"{UNDID.format(turn=2)}x.txt\\n\\n{forged}" in last_prompt(llm)
 
 
+async def test_each_turn_that_may_write_in_a_workspace_too_large_to_track_ends_saying_why(start_daemon, llm, tmp_path):
+    """A workspace past the checkpoints' file limit from the start: no turn's changes can be listed, undone or
+    rewound, and its end said nothing of it (a talk-only turn's still says nothing)."""
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi > a.txt", "language": "bash"}]})),
+               Reply.text("done"), Reply.text("just talk"))
+    ws = seeded(tmp_path)
+    for n in range(6):
+        (ws / f"f{n}.txt").write_text("x")
+    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "5"}, workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["session"]
+    await daemon.request("ollie/submit", {"text": "talk"}, timeout=60)
+    ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
+    assert ends == [{"turn": 1, "unknown": True,
+                     "reason": "the workspace has more than 5 files: too many to checkpoint"}, None], ends
+
+
+async def test_why_a_turns_changes_are_unknown_names_a_hostile_path_escaped(start_daemon, llm, tmp_path):
+    """The reason may name a workspace path (a FIFO where git reads a file): a client shows it as text, so it comes
+    escaped and cut, never a terminal escape a step planted."""
+    plant = r"mkdir $'d\e[2J' && mkfifo $'d\e[2J/.gitignore'"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": plant, "language": "bash"}]})), Reply.text("done"))
+    daemon = await start_daemon(env=env(llm), workspace=seeded(tmp_path))
+    session = (await daemon.request("ollie/submit", {"text": "plant"}, timeout=60))["session"]
+    (end,) = [e["turnChanges"] for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
+    assert end["unknown"] is True and end["reason"].startswith("the workspace holds a FIFO where git reads a file"), end
+    assert "\x1b" not in end["reason"] and end["reason"].endswith("..."), end  # (cut: it was longer)
+    assert "d\\x1b[2J/.gitignore" in end["reason"] or "file:" in end["reason"], end  # (no path where /proc hides it)
+
+
 async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_changing_none(start_daemon, llm, tmp_path):
     """A turn whose end diff failed (here: more files than the checkpoints take) counted 0, as one that changed none:
     `changed: true` passed it over ("turn 2 has no changes; showing turn 1's") and the rewind pickers said "no changes",
@@ -369,8 +398,12 @@ async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_cha
         Reply.text(said))))
     ws = seeded(tmp_path)
     daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}, workspace=ws)
-    await daemon.request("ollie/submit", {"text": "one"}, timeout=60)
+    session = (await daemon.request("ollie/submit", {"text": "one"}, timeout=60))["session"]
     await daemon.request("ollie/submit", {"text": "two"}, timeout=120)
+    # Its end said nothing, as of a turn that only talked: the user never learnt ollie could not track it.
+    ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn") == 2]
+    assert ends == [{"turn": 2, "unknown": True,
+                     "reason": "the workspace has more than 1,000 files not ignored: too many to checkpoint"}]
     shutil.rmtree(ws / "junk")  # the tree fits the checkpoints again: the turn can be diffed
     changes = await daemon.request("ollie/changes", {"changed": True}, timeout=60)
     assert (changes["turn"], changes["last"], [f["path"] for f in changes["files"]]) == (2, 2, ["b.txt"]), changes

@@ -69,10 +69,10 @@ class ChangeTracker:
 
     def _give_up(self, reason: str) -> None:
         self._checkpoints = None
-        self.unavailable = reason
+        self.unavailable = reason  # as short as the check said it: each turn that may write ends saying it
         log.info("checkpoints unavailable", extra={"cwd": str(self.cwd), "reason": reason})
         if self._on_unavailable is not None:
-            self._on_unavailable(reason)
+            self._on_unavailable(f"no checkpoints or per-step diffs for {self.cwd}: {reason}")
 
     async def _snapshot(self, *, edge: bool = False) -> str | None:
         """A checkpoint of the work tree now (`Checkpoints.snapshot`); None when unavailable (decided once), a git
@@ -85,7 +85,7 @@ class ChangeTracker:
             self._fresh = await checkpoints.snapshot()
         except CheckpointUnavailable as exc:
             if not self._taken:  # the project itself ($HOME, too big, a FIFO): decided once
-                self._give_up(f"no checkpoints or per-step diffs for {self.cwd}: {exc.reason}")
+                self._give_up(exc.reason)
                 return None
             # A step made the tree unfit (50,001 new files, a FIFO .gitignore): giving up would blind review for the
             # rest of the session once it undid that. A failed snapshot, as below: tried again at the next.

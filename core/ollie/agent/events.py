@@ -51,11 +51,13 @@ class ChangedFile:
 @attrs.frozen(eq=False, repr=False, slots=False)
 class TurnFiles:
     """What a turn changed, on its `turn` end event: its number, how many files (build output left out), and the
-    first of them (`files`: a bounded list, see ollie.agent.review.END_LISTED_FILES)."""
+    first of them (`files`: a bounded list, see ollie.agent.review.END_LISTED_FILES); `unknown`: why its count is
+    not known (its end's diff failed), count UNCOUNTED then."""
 
     turn: int
     count: int
     files: tuple[ChangedFile, ...]
+    unknown: str = ""
 
 
 @attrs.frozen(eq=False, repr=False, slots=False)

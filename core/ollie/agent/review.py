@@ -21,7 +21,7 @@ from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, rever
 from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.agent.taskstate import plan_before
 from ollie.backend.types import Message
-from ollie.escapes import escaped
+from ollie.escapes import escaped, one_name
 from ollie.sessions.session import UNCOUNTED, Session
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
@@ -284,7 +284,7 @@ class Review:
 
     async def end_turn(self) -> TurnFiles | None:
         """Record the state the turn left (what its changes are measured to, and undo checks against); the files it
-        changed, for its end event (None when none)."""
+        changed, for its end event (None when none; `unknown` saying why when its diff failed)."""
         turn, self._current = self._current, None
         if turn is None:
             return None
@@ -310,7 +310,8 @@ class Review:
             self._host.session.turn_changed[turn - 1] = len(changed.changes) + changed.more
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
-            return None
+            # Not "no changes": it may have changed files that no undo or rewind can take back, which the user is told.
+            return TurnFiles(turn, UNCOUNTED, (), unknown=one_name(getattr(exc, "reason", str(exc)) or "its diff failed", 200))
         finally:
             ending, self._ending = self._ending, None
             ending.set_result(None)

@@ -185,7 +185,9 @@ class Renderer:
         elif role == "turn" and content != "start":
             self._flush_streams()
             self.end_line()
-            if changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
+            if changes is not None and changes.unknown:  # nothing to review or undo: dim, with no hint
+                self._block(self._style(f"Changed files: not known ({changes.unknown})", "2"), stream=self.err)
+            elif changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
                 self._block(self._style(f"{changes_line(changes)}{self.review_hint}", "33"), stream=self.err)
 
     def _flush_streams(self) -> None:

@@ -227,7 +227,7 @@ class Checkpoints:
                 continue
             update.add(rel)
         if untracked > self.max_files:
-            raise CheckpointUnavailable(f"{self.root} has more than {self.max_files:,} files not ignored: "
+            raise CheckpointUnavailable(f"the workspace has more than {self.max_files:,} files not ignored: "
                                         "too many to checkpoint")
         return update, drop
 

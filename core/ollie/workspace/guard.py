@@ -47,7 +47,7 @@ def _count_files(root: Path, limit: int) -> str | None:
                 return f"{root} nests directories more than {MAX_DEPTH} deep: not a project to checkpoint"
             count += len(files)
             if count > limit:
-                return f"{root} has more than {limit:,} files: too many to checkpoint"
+                return f"the workspace has more than {limit:,} files: too many to checkpoint"
             if time.monotonic() > deadline:
                 return f"{root} is too large to scan within {WALK_BUDGET_S:g} s: too many files to checkpoint"
     except OSError:

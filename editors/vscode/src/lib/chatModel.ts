@@ -94,6 +94,8 @@ export type ChatItem =
       more?: number;
       /** Drawn from the history's mark: the user undid some of its files since (the list holds those left). */
       undone?: boolean;
+      /** What it changed is not known (its end's diff failed): why ("" when not said); no list then. */
+      unknown?: string;
       message?: string;
       busy?: boolean;
     };

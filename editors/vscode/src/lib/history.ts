@@ -58,9 +58,10 @@ function messagesOf(raw: unknown): MessageLike[] {
 }
 
 // The turn `message` ends and how many files it changed, when it changed files (0: all of them undone since, as the
-// live list said).
+// live list said); `files` -1 when not known.
 function changedTurn(message: MessageLike): { turn: number; files: number; undone: boolean } | undefined {
   const marked = message.turnChanges;
+  if (isObject(marked) && Number.isInteger(marked.turn) && marked.unknown === true) return { turn: marked.turn as number, files: -1, undone: false };
   if (!isObject(marked) || !Number.isInteger(marked.turn) || !Number.isInteger(marked.files)) return undefined;
   const undone = marked.undone === true;
   return (marked.files as number) > 0 || undone ? { turn: marked.turn as number, files: marked.files as number, undone } : undefined;
@@ -161,7 +162,8 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
         break;
     }
     const changed = changedTurn(message);
-    if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files, ...(changed.undone ? { undone: true } : {}) });
+    if (session !== undefined && changed?.files === -1) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], unknown: "" });
+    else if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files, ...(changed.undone ? { undone: true } : {}) });
   });
   return model.items;
 }

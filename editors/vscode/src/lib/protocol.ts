@@ -54,6 +54,8 @@ export interface TurnChanges {
   files: ChangedFile[];
   /** How many files it changed past those listed (the event lists the first 100 at most). */
   more?: number;
+  /** Its end's diff failed: why ("" when not said). What it changed is not known; `files` is empty. */
+  unknown?: string;
 }
 
 /** One `ollie/stateChanged` notification. */
@@ -193,6 +195,9 @@ export function parseEvent(raw: unknown): OllieEvent | undefined {
 
 // A file the end event lists without a path, status or counts is dropped.
 function parseTurnChanges(raw: unknown): TurnChanges | undefined {
+  if (isObject(raw) && Number.isInteger(raw.turn) && raw.unknown === true) {
+    return { turn: raw.turn as number, files: [], unknown: typeof raw.reason === "string" ? raw.reason : "" };
+  }
   if (!isObject(raw) || !Number.isInteger(raw.turn) || !Array.isArray(raw.changed)) return undefined;
   const files: ChangedFile[] = [];
   for (const f of raw.changed) {

@@ -42,13 +42,14 @@ export class ChangesLists {
    * daemon diffed it once as it ended: asking `ollie/changes` would diff it again). */
   showEnded(event: OllieEvent): void {
     const changes = event.turnChanges;
-    if (!changes || changes.files.length === 0) return;
+    if (!changes || (changes.files.length === 0 && changes.unknown === undefined)) return;
     const { session } = event;
     const model = this.host.modelFor(session);
     if (model.items.some((i) => i.kind === "changes" && i.session === session && i.turn === changes.turn)) return;
     const files = markUnsaved(changes.files, this.host.cwdOf(session));
     const item: ChangesItem = { kind: "changes", id: 0, session, turn: changes.turn, files };
     if (changes.more) item.more = changes.more;
+    if (changes.unknown !== undefined) item.unknown = changes.unknown;
     this.host.changedIn(session, model.add<ChangesItem>(item));
   }
 

@@ -291,6 +291,9 @@ function updatePermission(node: HTMLElement, item: Extract<ChatItem, { kind: "pe
 function updateChanges(node: HTMLElement, item: Extract<ChatItem, { kind: "changes" }>): void {
   node.setAttribute("aria-label", `Changed files of turn ${item.turn}`);
   node.classList.toggle("busy", item.busy === true);
+  // Its diff failed: it may have changed files that no review, undo or rewind reaches; said, never "no changes".
+  node.classList.toggle("unknown", item.unknown !== undefined);
+  if (item.unknown !== undefined) return node.replaceChildren(`Changed files: not known${item.unknown ? ` (${item.unknown})` : ""}`);
   const head = el("div", "changes-head");
   const open = item.files.filter((f) => !f.undone);
   // From the history's mark, its files still being read: their count, and no list yet.

@@ -4,11 +4,12 @@
 // history) the session is back with the prompt being typed, and both lists, each under its own turn, not only the last
 // one's; the second turn's two edit steps of one file (each its own change, as live) and the first turn's `sed -i` step
 // show their diffs again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
-// 100 diffs and how many more it changed. The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
+// 100 diffs and how many more it changed. A turn that leaves the workspace too large to checkpoint ends saying its
+// changed files are not known and why, and says it still after a reload (it said nothing, as a talk did). The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
 import fs from "node:fs";
 import path from "node:path";
-import { chatFocused, chatFrame, fillInput, log, openChat, runCommand, send, until, waitMs } from "./harness.mjs";
+import { chatFocused, chatFrame, fillInput, log, openChat, reloadChat, runCommand, send, until, waitMs } from "./harness.mjs";
 
 /** The workspace files these steps change. */
 export const TURN_FILES = { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" };
@@ -24,6 +25,9 @@ export const TURN_REPLIES = [
   // A hostile step: names with terminal escapes, a newline and a bidi override, then 150 files; the end event lists the first 100.
   { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline\\xe2\\x80\\xaetxt.exe'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
   { text: "Many written." },
+  // A step that leaves the workspace past the checkpoints' 50,000 files: what the turn changed cannot be known.
+  { text: "Flooding.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "mkdir flood && cd flood && seq 50001 | xargs touch", language: "bash" }] } }] },
+  { text: "Flooded." },
 ];
 
 /** The files each "Changed files" list of the chat names, in the chat's order. */
@@ -179,4 +183,25 @@ export async function turnChanges({ page, work, screenshot }) {
   await until("the file named with a newline open", async () => (await tab.getAttribute("data-resource-name")) === "a new\nline\u202etxt.exe");
   await screenshot("turnchanges-hostile-file-opened");
   log("a link to a file named with a newline and an override opens the real file");
+
+  // A turn that leaves 50,001 files: no review, undo or rewind reaches what it changed. Its end says so, and why, where
+  // the Changed files go (it said nothing, as after a talk); read back after a reload, the history's mark says it too.
+  await send(reloaded, "flood it");
+  const unknown = reloaded.locator(".item.changes.unknown");
+  await unknown.waitFor({ timeout: waitMs });
+  const said = await unknown.textContent();
+  fs.rmSync(path.join(work, "workspace", "flood"), { recursive: true }); // the next scenarios' tree fits again
+  if (said !== "Changed files: not known (the workspace has more than 50,000 files not ignored: too many to checkpoint)") {
+    throw new Error(`the flooding turn's end says ${JSON.stringify(said)}`);
+  }
+  await reloaded.locator(".item.assistant", { hasText: "Flooded." }).scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-unknown");
+  log("a turn whose changes cannot be known says so and why");
+  const again = await reloadChat(page);
+  await again.locator(".item.assistant", { hasText: "Flooded." }).waitFor({ timeout: waitMs });
+  const resumed = await again.locator(".item.changes.unknown").textContent();
+  if (resumed !== "Changed files: not known") throw new Error(`after a reload the flooding turn's end says ${JSON.stringify(resumed)}`);
+  await again.locator(".item.changes.unknown").scrollIntoViewIfNeeded();
+  await screenshot("turnchanges-unknown-reloaded");
+  log("after a window reload the turn still says its changes are not known");
 }

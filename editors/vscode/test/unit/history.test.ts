@@ -41,8 +41,15 @@ test("each turn that changed files gets its Changed files under its last message
     { role: "user", content: "note it" },
     // Its changes all undone since: listed so, as live (it was left out, as if the turn had changed nothing).
     { role: "assistant", content: "Noted.", turnChanges: { turn: 5, files: 0, undone: true } },
+    { role: "user", content: "flood" },
+    // Its end's diff failed: said unknown (it was left out, as if the turn had changed nothing), no files to ask.
+    { role: "assistant", content: "Flooded.", turnChanges: { turn: 6, unknown: true } },
   ];
   const items = historyItems(turns, "s1");
+  const unknown = items.pop();
+  assert.deepEqual(unknown?.kind === "changes" && [unknown.turn, unknown.unknown, unknown.pending], [6, "", undefined]);
+  items.pop();
+  items.pop();
   assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "changes", "user", "assistant", "changes", "user", "assistant", "user", "assistant", "changes"]);
   const lists = items.filter((i) => i.kind === "changes");
   // Drawn from the marks alone: each turn's count, its files to be asked for (ChangesLists.fill).

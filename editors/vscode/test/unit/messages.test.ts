@@ -101,6 +101,10 @@ test("ollie/event params are checked", () => {
     ],
   });
   assert.equal(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, files: 3 } })?.turnChanges, undefined);
+  // Its end's diff failed: not known, and why (a reason that is no string is not said).
+  assert.deepEqual(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, unknown: true, reason: "too many" } })?.turnChanges,
+    { turn: 4, files: [], unknown: "too many" });
+  assert.equal(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, unknown: true, reason: 3 } })?.turnChanges?.unknown, "");
   // A list bounded by the daemon: how many it left out, shown with the list (a `more` that is no count is dropped).
   const bounded = (more: unknown) => parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, files: 150, changed: changed.slice(0, 1), more } })?.turnChanges;
   assert.equal(bounded(149)?.more, 149);
