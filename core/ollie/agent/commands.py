@@ -234,6 +234,7 @@ COMMANDS: dict[str, Command] = {
     "clear": Command("/clear", "start a new conversation (the one before is kept to resume)", cmd_clear, destructive=True),
     "rewind": Command("/rewind [n|undo]", "files and conversation back to before turn n (default: the last)",
                       cmd_rewind, destructive=True),
+    "plan": Command("/plan", "the agent's task plan: each step done [x], in progress [>] or to do [ ]", info.cmd_plan),
     "changes": Command("/changes [n]", "the files turn n (default: the last) changed, with their hunks",
                        info.cmd_changes),
     "network": Command("/network", "every connection this session's steps made, allowed or denied, with bytes, and "

@@ -14,6 +14,7 @@ from pathlib import Path
 from ollie import paths
 from ollie.agent.review import summary as review_summary
 from ollie.agent.surface import CommandTarget
+from ollie.agent.taskstate import plan_lines
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
@@ -159,6 +160,13 @@ async def cmd_usage(core: CommandTarget, arg: str) -> str:
     return (f"tokens: input {info['input']}, output {info['output']}, cached input {info['cachedInput']}, "
             f"cache writes {info['cacheCreation']}, requests {info['requests']}\n"
             f"context: {format_context(core.context_info())}")
+
+
+async def cmd_plan(core: CommandTarget, arg: str) -> str:
+    """The agent's task plan whole, a line a step."""
+    if not core.plan:
+        return "no plan: the agent keeps one with its task_* tools when a task has several steps"
+    return "\n".join(["plan:", *(f"  {line}" for line in plan_lines(core.plan))])
 
 
 async def cmd_cost(core: CommandTarget, arg: str) -> str:

@@ -58,6 +58,7 @@ _SECTION = re.compile(r"^\[(?:call|step|stage) (\d+) [^\]\n]*\] (.*)$", re.MULTI
 _EDIT_LINE = re.compile(r"^replaced \d+ occurrences? in .*?(?: at line |\(original lines )(\d+)", re.MULTILINE)
 # Commands in titles are cut here: a title is a line, not the program.
 TITLE_COMMAND_CHARS = 60
+PLAN_STEP = "Update the plan"  # a task_* tool's title (the terminal shows the plan it leaves, not its result)
 
 
 @dataclass(frozen=True, repr=False)
@@ -356,7 +357,7 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
         info = describe_call(call.tool, call.args, lambda given: _relative(given, cwd))
         return ToolStep(info.kind, info.title, tuple(Location(path, line) for path, line in info.locations))
     if call.tool.startswith("task_"):
-        return ToolStep(kind, "Update the plan")
+        return ToolStep(kind, PLAN_STEP)
     if kind in ("read", "edit", "delete") and first and not first.startswith("-"):
         path = _relative(first, cwd)
         verb = {"read": "Read", "edit": "Edit", "delete": "Delete"}[kind]

@@ -80,6 +80,14 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
         [(f"… {after} more steps", "pending")] if after else [])
 
 
+PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def plan_lines(plan: list[tuple[str, str]]) -> list[str]:
+    """Each step of a plan (`plan_entries`) as a checklist's line: `[x]` done, `[>]` in progress, `[ ]` to do."""
+    return [f"{PLAN_MARKS.get(status, '[ ]')} {step}" for step, status in plan]
+
+
 def plan_before(plans: Mapping[str, str], turn: int) -> str | None:
     """The plan as turn `turn` found it (`Session.plans_before`): as the first turn from it on that changed the plan
     found it; None when none did (it is as it is now)."""

@@ -12,6 +12,8 @@ from functools import partial
 from textwrap import indent
 from typing import TYPE_CHECKING, TextIO
 
+from ollie.agent.steps import PLAN_STEP
+from ollie.agent.taskstate import plan_lines
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
 from ollie.cli.wrap import WordWrap, wrapped
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 CALL_ARGS_MAX = 160
 RESULT_LINES_MAX = 6
 RESULT_CHARS_MAX = 600
-CHANGED_NAMED_MAX = 3  # files a turn's summary names; more are counted
+CHANGED_NAMED_MAX = 3
+PLAN_SHOWN = 5  # steps of the plan shown as it changes  # files a turn's summary names; more are counted
 _TRAILING_STYLE = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
 _LINE_STARTS = re.compile(r"\n(?=[^\n])")  # a line break with a line of text after it
 
@@ -167,6 +170,8 @@ class Renderer:
         elif role == "user":  # a prompt this terminal did not send (a queued one, a postTurn hook's): on stderr as typed
             self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
+            if titles and not failed and set(titles) == {PLAN_STEP}:  # the checklist after the round shows it (`plan`)
+                return
             # A line per image the tool returned (the model was shown it).
             body = "\n".join([("✗ " if failed else "") + compact_result(content, failed=failed), *image_lines(images)])
             body = indent(body, "  ", lambda line: True)
@@ -187,6 +192,20 @@ class Renderer:
             self.end_line()
             if changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
                 self._block(self._style(f"{changes_line(changes)}{self.review_hint}", "33"), stream=self.err)
+
+    def plan(self, plan: list[tuple[str, str]]) -> None:
+        """The agent's task plan as it changed: its steps from the last one done, PLAN_SHOWN at most, the rest counted."""
+        if not plan:
+            self._block(self._style("plan: none now", "2"), stream=self.notes)
+            return
+        now = next((n for n, (_, status) in enumerate(plan) if status != "completed"), len(plan))
+        start = max(0, min(now - 1, len(plan) - PLAN_SHOWN))
+        lines = [f"  {printable(line)}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
+        if more := len(plan) - start - len(lines):
+            lines.append(f"  … {more} more (/plan shows them all)")
+        head = f"plan ({sum(status == 'completed' for _, status in plan)} of {len(plan)} done):"
+        self._block(self._style("\n".join([head, *([f"  … {start} done"] if start else []), *lines]), "35"),
+                    stream=self.notes)
 
     def _flush_streams(self) -> None:
         for role, cleaner in self._cleaners.items():
