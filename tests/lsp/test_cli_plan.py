@@ -69,3 +69,17 @@ def test_a_long_plan_shows_a_few_steps_from_the_last_done_on_a_narrow_terminal(l
         ], shown
         assert all(len(line) <= 60 for line in term.text.splitlines()), term.text
         assert term.close() == 0
+
+
+def test_a_plan_step_tool_code_wrote_shows_its_control_codes_escaped(llm, tmp_path):
+    # Tool code writes the plan file: a step's `ESC[2J` (clear the screen) or U+202E (reverse what follows) is shown.
+    code = r"""printf -- '- [ ] \033[2Jwipe \342\200\256txt.exe\n' > "$OLLIE_PLAN_FILE" """
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code}]})), Reply.text("planned"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("plan it")
+        at = term.wait_for(r"planned\ndefault> ", after=at)
+        at = term.answer("/plan", r"plan:\n.*\n", after=at)
+        shown = r"[>] \x1b[2Jwipe \u202etxt.exe"
+        assert term.text.count(shown) == 2 and "\x1b[2J" not in term.raw and "\u202e" not in term.raw, term.text
+        assert term.close() == 0

@@ -200,7 +200,7 @@ class Renderer:
             return
         now = next((n for n, (_, status) in enumerate(plan) if status != "completed"), len(plan))
         start = max(0, min(now - 1, len(plan) - PLAN_SHOWN))
-        lines = [f"  {printable(line)}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
+        lines = [f"  {line}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
         if more := len(plan) - start - len(lines):
             lines.append(f"  … {more} more (/plan shows them all)")
         head = f"plan ({sum(status == 'completed' for _, status in plan)} of {len(plan)} done):"
