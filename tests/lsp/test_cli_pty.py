@@ -240,6 +240,25 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
     assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == BROKEN_ADD, undo
 
 
+def test_a_rewind_of_a_generated_tree_names_ten_files_and_counts_the_rest(llm, tmp_path):
+    # A step that generated 1,000 files: /rewind and its undo named every one, 170 rows of a 60-column terminal.
+    code = "mkdir gen && cd gen && seq -w 1000 | xargs touch"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("Made."))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, size=(24, 60)) as term:
+        at = term.wait_for(r"default> ")
+        term.type("generate")
+        at = term.wait_for(r"Made\.\n(.*\n)*default> ", after=at)
+        for command, said in (("/rewind", "rewound to before turn 1"), ("/rewind undo", "rewind undone: turn 1 back")):
+            end = term.answer(command, r"\n(?=default> )", after=at)
+            shown = term.text[at:end].split(f"{command}\n", 1)[1]
+            named = ", ".join(f"gen/{n:04d}" for n in range(1, 11))
+            assert " ".join(shown.split()).startswith(f"{said}: files restored ({named} and 990 more)"), shown
+            assert len(shown.splitlines()) <= 4, shown
+            at = end
+        assert len(list((tmp_path / "gen").iterdir())) == 1000
+        assert term.close() == 0
+
+
 def test_notices_break_between_words_at_the_terminals_width(llm, tmp_path):
     # The terminal broke ollie's notes wherever a row was full: `... /rewind undo t` / `o undo`; then ollie broke
     # them after the space between two words.

@@ -10,9 +10,8 @@ import logging
 import os
 import re
 import textwrap
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
@@ -28,6 +27,7 @@ from ollie.escapes import escaped, one_name
 from ollie.workspace.errors import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
+RESTORED_NAMED = 10  # files a rewind's line names, the rest counted: a generated tree named 1,000 (170 rows)
 HELP_USAGE_COLUMN = 24  # /help's usage column; a longer usage goes on a line of its own
 
 _log = logging.getLogger(__name__)
@@ -122,13 +122,18 @@ async def cmd_rewind(core: CommandTarget, arg: str) -> str:
     return f"rewound to before turn {done.turn}: {_restored(done)}; {done.messages} messages kept. /rewind undo to undo"
 
 
-def _restored(done: Rewound, shown: int = 3) -> str:
-    """The files a rewind put back, named, and the build output it put back too, said apart (the change list leaves
-    it out): its first few named, then how many more (a test run's bytecode can be many files)."""
-    names = partial(escaped, keep="")  # a name's line break starts no line of its own (the model names files)
-    built = ", ".join(map(names, done.build_output[:shown])) + (f" and {len(done.build_output) - shown} more"
-                                                                if len(done.build_output) > shown else "")
-    return f"files restored ({', '.join(map(names, done.files)) or 'none'})" + (f" and build output ({built})" if built else "")
+def _restored(done: Rewound) -> str:
+    """The files a rewind put back, and the build output it put back too, said apart (the change list leaves it out):
+    of each, the first few named, then how many more (a test run's bytecode, a generated tree can be many files)."""
+    built = _first(done.build_output, 3)
+    return f"files restored ({_first(done.files, RESTORED_NAMED) or 'none'})" + (
+        f" and build output ({built})" if built else "")
+
+
+def _first(paths: Sequence[str], most: int) -> str:
+    """The first `most` of `paths` (escaped: a name's line break starts no line of its own), then how many more."""
+    return ", ".join(escaped(p, keep="") for p in paths[:most]) + (
+        f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
 async def cmd_kill(core: CommandTarget, arg: str) -> str:
