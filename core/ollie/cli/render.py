@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 CALL_ARGS_MAX = 160
 RESULT_LINES_MAX = 6
 RESULT_CHARS_MAX = 600
-CHANGED_NAMED_MAX = 3
-PLAN_SHOWN = 5  # steps of the plan shown as it changes  # files a turn's summary names; more are counted
+CHANGED_NAMED_MAX = 3  # files a turn's summary names; more are counted
+PLAN_SHOWN = 5  # steps of the plan shown as it changes; more are counted
 _TRAILING_STYLE = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
 _LINE_STARTS = re.compile(r"\n(?=[^\n])")  # a line break with a line of text after it
 
