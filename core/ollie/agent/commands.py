@@ -110,15 +110,12 @@ async def cmd_clear(core: CommandTarget, arg: str) -> str:
 
 async def cmd_rewind(core: CommandTarget, arg: str) -> str:
     """Files back to before turn n (default: the last) and the conversation cut there; `undo` undoes it."""
-    try:
-        if arg == "undo":
-            done = await core.rewind_undo()
-            return f"rewind undone: turn {done.turn} back: {_restored(done)}; {done.messages} messages"
-        if arg and not re.fullmatch(r"\d+", arg):
-            raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
-        done = await core.rewind(int(arg) if arg else None)
-    except WorkspaceError as exc:
-        raise CommandUsageError(f"/rewind: {exc}") from None
+    if arg == "undo":
+        done = await core.rewind_undo()
+        return f"rewind undone: turn {done.turn} back: {_restored(done)}; {done.messages} messages"
+    if arg and not re.fullmatch(r"\d+", arg):
+        raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
+    done = await core.rewind(int(arg) if arg else None)
     return f"rewound to before turn {done.turn}: {_restored(done)}; {done.messages} messages kept. /rewind undo to undo"
 
 
@@ -344,7 +341,7 @@ async def run_command(core: CommandTarget, line: str) -> str | None:
     except Stopped as exc:  # `/compact`: what it says it left as it was
         _publish(core, "info", str(exc))
         raise
-    except (OllieError, ValueError, RuntimeError, OSError) as exc:
+    except (OllieError, WorkspaceError, ValueError, RuntimeError, OSError) as exc:  # no usage: the line was right
         return _publish(core, "error", f"/{name} failed: {exc}")
     except Exception as exc:  # a bug in one command must not take the session down
         _log.exception("slash command /%s crashed", name)

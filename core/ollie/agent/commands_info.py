@@ -24,7 +24,6 @@ from ollie.sessions import location, logindex
 from ollie.sessions.types import Info, one_line
 from ollie.tools.execute.results import network_line
 from ollie.workspace.bounds import LISTED
-from ollie.workspace.errors import WorkspaceError
 
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
@@ -101,10 +100,7 @@ async def cmd_changes(core: CommandTarget, arg: str) -> str:
     """The files turn n (default: the last) changed, with their hunks numbered as undo takes them."""
     if arg and not arg.isdigit():
         raise CommandUsageError(f"/changes takes a turn number (got {arg!r})")
-    try:
-        return review_summary(await core.review.changes(int(arg) if arg else None, bound=LISTED))
-    except WorkspaceError as exc:
-        raise CommandUsageError(f"/changes: {exc}") from None
+    return review_summary(await core.review.changes(int(arg) if arg else None, bound=LISTED))
 
 
 async def cmd_network(core: CommandTarget, arg: str) -> str:
