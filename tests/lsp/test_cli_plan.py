@@ -40,6 +40,9 @@ def test_the_plan_shows_as_it_changes_whole_at_slash_plan_and_as_a_rewind_and_a_
         at = term.answer("/rewind", re.escape(PLANNED), after=at)  # rolled back with the turn it undid
         at = term.wait_for(r"default> ", after=at)
         at = term.answer("/rewind undo", re.escape(WRITTEN), after=at)
+        at = term.wait_for(r"rewind undone: turn 2 back[^\n]*\n(?:.*\n)*?default> ", after=at)
+        for other in ("/todos", "/tasks"):  # what Claude Code and the task_* tools call it
+            at = term.answer(other, rf"unknown command {other}: did you mean /plan\?", after=at)
         sid = re.search(r"session (\S+)\. /help", term.text)[1]  # type: ignore[index]
         assert term.close() == 0
     # Tomorrow: the resumed session says where its task stood, after its history.

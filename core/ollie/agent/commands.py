@@ -301,7 +301,7 @@ async def run_shell_line(core: CommandTarget, command: str) -> tuple[str, bool]:
 
 
 # What other tools call a command of ours (a spelling would point /rename at /resume).
-MEANT = {"undo": "rewind", "rename": "rn", "new": "clear", "reset": "clear"}
+MEANT = {"undo": "rewind", "rename": "rn", "new": "clear", "reset": "clear", "todos": "plan", "tasks": "plan"}
 
 
 def unknown(name: str) -> str:
