@@ -12,8 +12,6 @@ from functools import partial
 from textwrap import indent
 from typing import TYPE_CHECKING, TextIO
 
-from ollie.agent.steps import PLAN_STEP
-from ollie.agent.taskstate import plan_lines
 from ollie.cli.markdown import MarkdownStream
 from ollie.cli.sanitize import StreamCleaner, printable
 from ollie.cli.wrap import WordWrap, wrapped
@@ -170,6 +168,8 @@ class Renderer:
         elif role == "user":  # a prompt this terminal did not send (a queued one, a postTurn hook's): on stderr as typed
             self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
+            from ollie.agent.steps import PLAN_STEP  # loaded with the step: not on `ollie`'s error paths (`fitted`)
+
             if titles and not failed and set(titles) == {PLAN_STEP}:  # the checklist after the round shows it (`plan`)
                 return
             # A line per image the tool returned (the model was shown it).
@@ -195,6 +195,8 @@ class Renderer:
 
     def plan(self, plan: list[tuple[str, str]]) -> None:
         """The agent's task plan as it changed: its steps from the last one done, PLAN_SHOWN at most, the rest counted."""
+        from ollie.agent.taskstate import plan_lines  # loaded with the plan
+
         if not plan:
             self._block(self._style("plan: none now", "2"), stream=self.notes)
             return
