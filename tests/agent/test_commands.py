@@ -461,6 +461,7 @@ async def test_every_command_is_covered_by_these_tests():
         "history", "sessions", "clear", "kill", "rn", "cwd", "skills", "tools", "sp", "i", "irw", "queued", "help",
         "changes", "rewind",  # through a real Core in tests/agent/test_review.py
         "resume",  # at a real terminal in tests/lsp/test_cli_pty.py
+        "plan",  # at a real terminal in tests/lsp/test_cli_plan.py
         "approval",  # through the daemon in tests/lsp/test_approval.py
         "mcp",  # through the daemon in tests/lsp/test_mcp.py
         "network",  # through a real Core and a real step in tests/agent/test_core_network.py

@@ -18,6 +18,7 @@ from ollie.agent.steps import (
     batch_state,
     describe,
     inner_statuses,
+    is_plan_step,
     script_kinds,
     section_texts,
     step_states,
@@ -76,6 +77,9 @@ def test_a_plan_step_says_what_it_does_to_the_plan() -> None:
     assert [s.title for s in steps] == ["Add 2 steps to the plan", "Add 1 step to the plan", "Check off step 2",
                                         "Check off `the 'parser'`", "Check off the next step",
                                         "Clear the plan's finished steps", "Clear the plan"]
+    # The terminal shows the checklist such a step leaves instead of its result: it knows them by their titles.
+    others = describe("call_tool", calls(("file_read", ["plan.md"]), ("file_grep", ["Add 2 steps to the plan"])), CWD)
+    assert [is_plan_step(s.title) for s in steps + others] == [True] * len(steps) + [False, False]
 
 
 def test_titles_are_one_short_line_never_raw_json() -> None:

@@ -241,6 +241,46 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
     assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == BROKEN_ADD, undo
 
 
+def test_a_rewind_of_a_generated_tree_names_ten_files_and_counts_the_rest(llm, tmp_path):
+    # A step that generated 1,000 files: /rewind and its undo named every one, 170 rows of a 60-column terminal.
+    code = "mkdir gen && cd gen && seq -w 1000 | xargs touch"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("Made."))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, size=(24, 60)) as term:
+        at = term.wait_for(r"default> ")
+        term.type("generate")
+        at = term.wait_for(r"Made\.\n(.*\n)*default> ", after=at)
+        for command, said in (("/rewind", "rewound to before turn 1"), ("/rewind undo", "rewind undone: turn 1 back")):
+            end = term.answer(command, r"\n(?=default> )", after=at)
+            shown = term.text[at:end].split(f"{command}\n", 1)[1]
+            named = ", ".join(f"gen/{n:04d}" for n in range(1, 11))
+            assert " ".join(shown.split()).startswith(f"{said}: files restored ({named} and 990 more)"), shown
+            assert len(shown.splitlines()) <= 4, shown
+            at = end
+        assert len(list((tmp_path / "gen").iterdir())) == 1000
+        assert term.close() == 0
+
+
+def test_changes_and_rewind_once_the_tree_grew_too_large_to_checkpoint_say_why_without_a_usage_line(llm, tmp_path):
+    # They said the reason, then "usage: /changes [n]": as if the line typed were wrong, the user retyped it.
+    def run(code: str, said: str) -> tuple[Reply, Reply]:
+        return Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text(said)
+
+    llm.script(*run("echo a > a.txt", "Wrote a."), *run("mkdir gen && cd gen && seq 10 | xargs touch", "Made."))
+    with Terminal(["--cwd", str(tmp_path)], {**llm.env(), "OLLIE_CHECKPOINT_MAX_FILES": "5"}, tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("write a")
+        at = term.wait_for(r"Wrote a\.\n(.*\n)*default> ", after=at)
+        term.type("generate")
+        at = term.wait_for(r"Made\.\n(.*\n)*default> ", after=at)
+        for command in ("/changes", "/rewind"):
+            end = term.answer(command, r"\n(?=default> )", after=at)
+            said = " ".join(term.text[at:end].split(f"{command}\n", 1)[1].split())
+            assert said == f"error: {command} failed: the workspace has more than 5 files not ignored: too many to " \
+                "checkpoint", said
+            at = end
+        assert term.close() == 0
+
+
 def test_notices_break_between_words_at_the_terminals_width(llm, tmp_path):
     # The terminal broke ollie's notes wherever a row was full: `... /rewind undo t` / `o undo`; then ollie broke
     # them after the space between two words.

@@ -10,9 +10,8 @@ import logging
 import os
 import re
 import textwrap
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from ollie.agent import commands_info as info
 from ollie.agent.agentswitch import AgentSwitchRefused
@@ -28,6 +27,7 @@ from ollie.escapes import escaped, one_name
 from ollie.workspace.errors import WorkspaceError
 
 SHELL_TIMEOUT_S = 120.0
+RESTORED_NAMED = 10  # files a rewind's line names, the rest counted: a generated tree named 1,000 (170 rows)
 HELP_USAGE_COLUMN = 24  # /help's usage column; a longer usage goes on a line of its own
 
 _log = logging.getLogger(__name__)
@@ -110,25 +110,27 @@ async def cmd_clear(core: CommandTarget, arg: str) -> str:
 
 async def cmd_rewind(core: CommandTarget, arg: str) -> str:
     """Files back to before turn n (default: the last) and the conversation cut there; `undo` undoes it."""
-    try:
-        if arg == "undo":
-            done = await core.rewind_undo()
-            return f"rewind undone: turn {done.turn} back: {_restored(done)}; {done.messages} messages"
-        if arg and not re.fullmatch(r"\d+", arg):
-            raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
-        done = await core.rewind(int(arg) if arg else None)
-    except WorkspaceError as exc:
-        raise CommandUsageError(f"/rewind: {exc}") from None
+    if arg == "undo":
+        done = await core.rewind_undo()
+        return f"rewind undone: turn {done.turn} back: {_restored(done)}; {done.messages} messages"
+    if arg and not re.fullmatch(r"\d+", arg):
+        raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
+    done = await core.rewind(int(arg) if arg else None)
     return f"rewound to before turn {done.turn}: {_restored(done)}; {done.messages} messages kept. /rewind undo to undo"
 
 
-def _restored(done: Rewound, shown: int = 3) -> str:
-    """The files a rewind put back, named, and the build output it put back too, said apart (the change list leaves
-    it out): its first few named, then how many more (a test run's bytecode can be many files)."""
-    names = partial(escaped, keep="")  # a name's line break starts no line of its own (the model names files)
-    built = ", ".join(map(names, done.build_output[:shown])) + (f" and {len(done.build_output) - shown} more"
-                                                                if len(done.build_output) > shown else "")
-    return f"files restored ({', '.join(map(names, done.files)) or 'none'})" + (f" and build output ({built})" if built else "")
+def _restored(done: Rewound) -> str:
+    """The files a rewind put back, and the build output it put back too, said apart (the change list leaves it out):
+    of each, the first few named, then how many more (a test run's bytecode, a generated tree can be many files)."""
+    built = _first(done.build_output, 3)
+    return f"files restored ({_first(done.files, RESTORED_NAMED) or 'none'})" + (
+        f" and build output ({built})" if built else "")
+
+
+def _first(paths: Sequence[str], most: int) -> str:
+    """The first `most` of `paths` (escaped: a name's line break starts no line of its own), then how many more."""
+    return ", ".join(escaped(p, keep="") for p in paths[:most]) + (
+        f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
 async def cmd_kill(core: CommandTarget, arg: str) -> str:
@@ -234,6 +236,7 @@ COMMANDS: dict[str, Command] = {
     "clear": Command("/clear", "start a new conversation (the one before is kept to resume)", cmd_clear, destructive=True),
     "rewind": Command("/rewind [n|undo]", "files and conversation back to before turn n (default: the last)",
                       cmd_rewind, destructive=True),
+    "plan": Command("/plan", "the agent's task plan: each step done [x], in progress [>] or to do [ ]", info.cmd_plan),
     "changes": Command("/changes [n]", "the files turn n (default: the last) changed, with their hunks",
                        info.cmd_changes),
     "network": Command("/network", "every connection this session's steps made, allowed or denied, with bytes, and "
@@ -298,7 +301,7 @@ async def run_shell_line(core: CommandTarget, command: str) -> tuple[str, bool]:
 
 
 # What other tools call a command of ours (a spelling would point /rename at /resume).
-MEANT = {"undo": "rewind", "rename": "rn", "new": "clear", "reset": "clear"}
+MEANT = {"undo": "rewind", "rename": "rn", "new": "clear", "reset": "clear", "todos": "plan", "tasks": "plan"}
 
 
 def unknown(name: str) -> str:
@@ -338,7 +341,7 @@ async def run_command(core: CommandTarget, line: str) -> str | None:
     except Stopped as exc:  # `/compact`: what it says it left as it was
         _publish(core, "info", str(exc))
         raise
-    except (OllieError, ValueError, RuntimeError, OSError) as exc:
+    except (OllieError, WorkspaceError, ValueError, RuntimeError, OSError) as exc:  # no usage: the line was right
         return _publish(core, "error", f"/{name} failed: {exc}")
     except Exception as exc:  # a bug in one command must not take the session down
         _log.exception("slash command /%s crashed", name)

@@ -14,6 +14,7 @@ from pathlib import Path
 from ollie import paths
 from ollie.agent.review import summary as review_summary
 from ollie.agent.surface import CommandTarget
+from ollie.agent.taskstate import plan_lines
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
@@ -23,7 +24,6 @@ from ollie.sessions import location, logindex
 from ollie.sessions.types import Info, one_line
 from ollie.tools.execute.results import network_line
 from ollie.workspace.bounds import LISTED
-from ollie.workspace.errors import WorkspaceError
 
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
@@ -100,10 +100,7 @@ async def cmd_changes(core: CommandTarget, arg: str) -> str:
     """The files turn n (default: the last) changed, with their hunks numbered as undo takes them."""
     if arg and not arg.isdigit():
         raise CommandUsageError(f"/changes takes a turn number (got {arg!r})")
-    try:
-        return review_summary(await core.review.changes(int(arg) if arg else None, bound=LISTED))
-    except WorkspaceError as exc:
-        raise CommandUsageError(f"/changes: {exc}") from None
+    return review_summary(await core.review.changes(int(arg) if arg else None, bound=LISTED))
 
 
 async def cmd_network(core: CommandTarget, arg: str) -> str:
@@ -159,6 +156,13 @@ async def cmd_usage(core: CommandTarget, arg: str) -> str:
     return (f"tokens: input {info['input']}, output {info['output']}, cached input {info['cachedInput']}, "
             f"cache writes {info['cacheCreation']}, requests {info['requests']}\n"
             f"context: {format_context(core.context_info())}")
+
+
+async def cmd_plan(core: CommandTarget, arg: str) -> str:
+    """The agent's task plan whole, a line a step."""
+    if not core.plan:
+        return "no plan: the agent keeps one with its task_* tools when a task has several steps"
+    return "\n".join(["plan:", *(f"  {line}" for line in plan_lines(core.plan))])
 
 
 async def cmd_cost(core: CommandTarget, arg: str) -> str:

@@ -375,6 +375,12 @@ def _plan_title(tool: str, args: list[str], *, done: bool) -> str:
     return "Update the plan"
 
 
+def is_plan_step(title: str) -> bool:
+    """Whether `title` is a task_* tool's (`_plan_title`'s): the terminal shows the plan it leaves, not its result."""
+    return (title == "Update the plan" or title.startswith(("Check off ", "Clear the plan"))
+            or (title.startswith("Add ") and title.endswith(" to the plan")))
+
+
 def _script_command(call: ScriptCall) -> str:
     return " ".join([call.tool, *(_shell_word(a) for a in call.args)])
 

@@ -9,6 +9,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from ollie import beneath
+from ollie.escapes import escaped
 from ollie.paths import sessions_dir
 from ollie.sessions.session import Session, TaskState
 from ollie.sessions.types import one_line
@@ -78,6 +79,15 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
     after = len(entries) - start - len(shown)
     return ([(f"… {start} steps done", "completed")] if start else []) + shown + (
         [(f"… {after} more steps", "pending")] if after else [])
+
+
+PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def plan_lines(plan: list[tuple[str, str]]) -> list[str]:
+    """Each step of a plan (`plan_entries`) as a checklist's line: `[x]` done, `[>]` in progress, `[ ]` to do (tool code
+    wrote it: its controls and bidi overrides shown escaped)."""
+    return [f"{PLAN_MARKS.get(status, '[ ]')} {escaped(step, keep='')}" for step, status in plan]
 
 
 def plan_before(plans: Mapping[str, str], turn: int) -> str | None:

@@ -25,6 +25,7 @@ CALL_ARGS_MAX = 160
 RESULT_LINES_MAX = 6
 RESULT_CHARS_MAX = 600
 CHANGED_NAMED_MAX = 3  # files a turn's summary names; more are counted
+PLAN_SHOWN = 5  # steps of the plan shown as it changes; more are counted
 _TRAILING_STYLE = re.compile(r"(?:\x1b\[[0-9;]*m)+\Z")
 _LINE_STARTS = re.compile(r"\n(?=[^\n])")  # a line break with a line of text after it
 
@@ -167,6 +168,10 @@ class Renderer:
         elif role == "user":  # a prompt this terminal did not send (a queued one, a postTurn hook's): on stderr as typed
             self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
+            from ollie.agent.steps import is_plan_step  # loaded with the step: not on `ollie`'s error paths (`fitted`)
+
+            if titles and not failed and all(map(is_plan_step, titles)):  # the checklist after the round shows it
+                return
             # A line per image the tool returned (the model was shown it).
             body = "\n".join([("✗ " if failed else "") + compact_result(content, failed=failed), *image_lines(images)])
             body = indent(body, "  ", lambda line: True)
@@ -189,6 +194,22 @@ class Renderer:
                 self._block(self._style(f"Changed files: not known ({changes.unknown})", "2"), stream=self.err)
             elif changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
                 self._block(self._style(f"{changes_line(changes)}{self.review_hint}", "33"), stream=self.err)
+
+    def plan(self, plan: list[tuple[str, str]]) -> None:
+        """The agent's task plan as it changed: its steps from the last one done, PLAN_SHOWN at most, the rest counted."""
+        from ollie.agent.taskstate import plan_lines  # loaded with the plan
+
+        if not plan:
+            self._block(self._style("plan: none now", "2"), stream=self.notes)
+            return
+        now = next((n for n, (_, status) in enumerate(plan) if status != "completed"), len(plan))
+        start = max(0, min(now - 1, len(plan) - PLAN_SHOWN))
+        lines = [f"  {line}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
+        if more := len(plan) - start - len(lines):
+            lines.append(f"  … {more} more (/plan shows them all)")
+        head = f"plan ({sum(status == 'completed' for _, status in plan)} of {len(plan)} done):"
+        self._block(self._style("\n".join([head, *([f"  … {start} done"] if start else []), *lines]), "35"),
+                    stream=self.notes)
 
     def _flush_streams(self) -> None:
         for role, cleaner in self._cleaners.items():

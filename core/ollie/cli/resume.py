@@ -89,7 +89,7 @@ def _no(why: str) -> None:
 
 def show_history(core: TerminalCore, renderer: Renderer) -> None:
     """The resumed conversation's last SHOWN_TURNS turns as they were shown live (prompts as typed after the prompt
-    sign, answers, steps and results), after a line saying how much is above and how to see it."""
+    sign, answers, steps and results), after a line saying how much is above and how to see it; then its plan."""
     from ollie.agent.history import typed_text
     from ollie.agent.steps import describe
 
@@ -113,6 +113,8 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
         elif message.role == "tool":
             renderer.render("tool", _result_shown(core, message), message.name)
     renderer.end_line()
+    if core.plan:  # where its task stood
+        renderer.plan(core.plan)
 
 
 def _result_shown(core: TerminalCore, message: Message) -> str:

@@ -102,9 +102,14 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
         raise
 
 
-async def _render_events(renderer: Renderer, sub: Subscription) -> None:
+async def _render_events(renderer: Renderer, sub: Subscription, core: TerminalCore) -> None:
+    shown = core.plan  # as the session opened: a resumed one's is shown after its history
     async for event in sub:
-        if event.role != "state":
+        if event.role == "state":
+            if core.plan != shown:  # a step of the task_* tools, a rewind, a /clear: the checklist as it is now
+                shown = core.plan
+                renderer.plan(shown)
+        else:
             steps = event.steps or ((event.tool,) if event.tool is not None else ())
             renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
                             failed=event.tool is not None and event.tool.status == "failed", changes=event.changes,
@@ -116,7 +121,7 @@ class _Events:
 
     def __init__(self, core: TerminalCore, renderer: Renderer) -> None:
         self._sub = core.bus.subscribe()
-        self._task = asyncio.create_task(_render_events(renderer, self._sub))
+        self._task = asyncio.create_task(_render_events(renderer, self._sub, core))
 
     async def drained(self) -> None:
         """Wait until every event published so far was rendered (or the renderer has stopped)."""

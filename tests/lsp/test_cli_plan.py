@@ -1,0 +1,88 @@
+"""The agent's task plan in the terminal: a checklist as it changes, `/plan` whole, rolled back by `/rewind`."""
+
+from __future__ import annotations
+
+import re
+
+from ollie.testing import Reply
+
+from .test_cli_pty import Terminal
+
+
+def _task(tool: str, *args: str) -> Reply:
+    return Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": list(args)}]}))
+
+
+PLANNED = "plan (0 of 2 done):\n  [>] write it\n  [ ] run it\n"
+WRITTEN = "plan (1 of 2 done):\n  [x] write it\n  [>] run it\n"
+
+
+def test_the_plan_shows_as_it_changes_whole_at_slash_plan_and_as_a_rewind_and_a_resume_leave_it(llm, tmp_path):
+    # Bug: the terminal showed no plan at all (its `state` events were dropped): the editors' users saw the agent's
+    # checklist, a terminal's never did, nor had a command to see it.
+    llm.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"),
+               Reply.text("written"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        at = term.answer("/plan", r"no plan: the agent keeps one with its task_\* tools", after=at)
+        at = term.wait_for(r"default> ", after=at)
+        term.type("plan it")
+        at = term.wait_for(r"planned\n", after=at)
+        # Once: the step's own result (the tool's numbered list, cut at 6 lines) is left for the checklist.
+        assert "▸ Add 2 steps to the plan\n" + PLANNED in term.text and "(0/2 done)" not in term.text, term.text
+        at = term.wait_for(r"default> ", after=at)
+        term.type("write it")
+        at = term.wait_for(r"written\n", after=at)
+        assert WRITTEN in term.text, term.text
+        at = term.wait_for(r"default> ", after=at)
+        at = term.answer("/plan", re.escape("plan:\n  [x] write it\n  [>] run it\n"), after=at)
+        at = term.wait_for(r"default> ", after=at)
+        at = term.answer("/rewind", re.escape(PLANNED), after=at)  # rolled back with the turn it undid
+        at = term.wait_for(r"default> ", after=at)
+        at = term.answer("/rewind undo", re.escape(WRITTEN), after=at)
+        at = term.wait_for(r"rewind undone: turn 2 back[^\n]*\n(?:.*\n)*?default> ", after=at)
+        for other in ("/todos", "/tasks"):  # what Claude Code and the task_* tools call it
+            at = term.answer(other, rf"unknown command {other}: did you mean /plan\?", after=at)
+        sid = re.search(r"session (\S+)\. /help", term.text)[1]  # type: ignore[index]
+        assert term.close() == 0
+    # Tomorrow: the resumed session says where its task stood, after its history.
+    with Terminal(["--cwd", str(tmp_path), "--session", sid], llm.env(), tmp_path) as term:
+        at = term.wait_for(re.escape(WRITTEN) + r"default> ")
+        assert term.text.index("written\n") < term.text.rindex(WRITTEN), term.text
+        assert term.close() == 0
+
+
+def test_a_long_plan_shows_a_few_steps_from_the_last_done_on_a_narrow_terminal(llm, tmp_path):
+    steps = [f"step {n} of the migration to the new settings format" for n in range(1, 10)]
+    checks = [{"tool": "task_check", "args": [n]} for n in ("1", "2", "3")]
+    llm.script(_task("task_add", *steps), Reply.tool_calls(("call_tool", {"calls": checks})), Reply.text("going"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, size=(24, 60)) as term:
+        at = term.wait_for(r"default> ")
+        term.type("migrate")
+        at = term.wait_for(r"going\n", after=at)
+        shown = term.text.rsplit("plan (3 of 9 done):\n", 1)[1].split("going")[0]
+        assert shown.splitlines() == [
+            "  … 2 done",
+            "  [x] step 3 of the migration to the new settings format",
+            "  [>] step 4 of the migration to the new settings format",
+            "  [ ] step 5 of the migration to the new settings format",
+            "  [ ] step 6 of the migration to the new settings format",
+            "  [ ] step 7 of the migration to the new settings format",
+            "  … 2 more (/plan shows them all)",
+        ], shown
+        assert all(len(line) <= 60 for line in term.text.splitlines()), term.text
+        assert term.close() == 0
+
+
+def test_a_plan_step_tool_code_wrote_shows_its_control_codes_escaped(llm, tmp_path):
+    # Tool code writes the plan file: a step's `ESC[2J` (clear the screen) or U+202E (reverse what follows) is shown.
+    code = r"""printf -- '- [ ] \033[2Jwipe \342\200\256txt.exe\n' > "$OLLIE_PLAN_FILE" """
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code}]})), Reply.text("planned"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("plan it")
+        at = term.wait_for(r"planned\ndefault> ", after=at)
+        at = term.answer("/plan", r"plan:\n.*\n", after=at)
+        shown = r"[>] \x1b[2Jwipe \u202etxt.exe"
+        assert term.text.count(shown) == 2 and "\x1b[2J" not in term.raw and "\u202e" not in term.raw, term.text
+        assert term.close() == 0
