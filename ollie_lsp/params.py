@@ -32,8 +32,11 @@ def _name(raw: object) -> str:
 
 
 def _title(raw: object) -> str:
-    """A session's title: a name the store keeps (at most MAX_TITLE_BYTES of UTF-8, else -32602 naming `title`)."""
+    """A session's title: a name the store keeps (at most MAX_TITLE_BYTES of UTF-8, no NUL; else -32602 naming
+    `title`)."""
     value = _name(raw)
+    if "\x00" in value:
+        raise Invalid([((), "holds a NUL, which a session store keeps in no title")])
     if (size := len(value.encode())) > MAX_TITLE_BYTES:
         raise Invalid([((), f"is {size:,} bytes of UTF-8, past the {MAX_TITLE_BYTES:,} a session's title may have")])
     return value

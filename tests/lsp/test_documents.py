@@ -178,6 +178,30 @@ async def test_open_documents_are_advertised_and_read_edited_and_released(shared
     assert "     1\tdisk line" in tool_result(llm)
 
 
+async def test_a_rewind_keeps_the_stale_check_of_a_buffer_the_kept_turns_read(shared_daemon, llm):
+    # A rewind forgot every read of the open documents (nvimuser26: the buffers it put back were refused as stale), so a
+    # buffer the model read in a turn the rewind kept, that the user typed in since, took the model's whole-file write
+    # over her unsaved typing, unchecked.
+    llm.script(read("notes.txt"), Reply.text("read"),
+               Reply.file_edit("other.txt", "a", "b"), Reply.text("other"),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": ["notes.txt", "model\n"]}]})),
+               Reply.text("refused"))
+    daemon = await share(shared_daemon, llm.env())
+    notes, other = daemon.workspace / "notes.txt", daemon.workspace / "other.txt"
+    notes.write_text("editor line\n")
+    other.write_text("a\n")
+    editor = Editor(daemon)
+    editor.open(notes, "editor line\n")
+    assert await submit(daemon, "read it") == "read"
+    assert await submit(daemon, "change the other") == "other" and other.read_text() == "b\n"
+    await daemon.request("ollie/rewind", {"turn": 2})
+    assert other.read_text() == "a\n"
+    editor.change(notes, "editor line\nthe user typed this\n")
+    assert await submit(daemon, "write it") == "refused"
+    assert "the file changed in the editor since you read it; read it again" in tool_result(llm)
+    assert editor.edits == [] and editor.texts[notes.as_uri()] == "editor line\nthe user typed this\n"
+
+
 async def test_out_of_policy_documents_stay_refused(start_daemon, llm, tmp_path):
     scratch, outside = tmp_path / "scratch", tmp_path / "outside"
     scratch.mkdir()

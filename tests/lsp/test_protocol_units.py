@@ -15,7 +15,7 @@ import pytest
 from ollie.agent.editorcontext import context_labels
 from ollie.agent.events import Bus, Event
 from ollie.agent.setup import session_dir
-from ollie.sessions.types import first_words
+from ollie.sessions.types import first_words, prompt_title
 from ollie_lsp.editor import OpenDocument, display_path, is_command, with_context
 from ollie_lsp.editorwatch import watch_client
 from ollie_lsp.errors import InvalidParams
@@ -116,6 +116,11 @@ def test_display_path_outside_cwd_is_absolute(tmp_path: Path):
     assert display_path(inside.as_uri(), tmp_path) == "a/b.txt"
     assert display_path(Path("/etc/hosts").as_uri(), tmp_path) == "/etc/hosts"
     assert display_path("untitled:Untitled-1", tmp_path) == "untitled:Untitled-1"
+
+
+def test_a_first_prompt_with_a_nul_titles_the_session_without_it():
+    # (PostgreSQL keeps no NUL in text: the store refused the title, and the session stayed untitled.)
+    assert prompt_title("fix\x00the\x00 bug") == "fix the bug"
 
 
 def test_first_words():

@@ -209,6 +209,10 @@ def test_rename(registry):
     assert registry.get(ALICE, made.id).title == "Fix the parser"
     with pytest.raises(TitleTooLongError):
         registry.rename(ALICE, made.id, "é" * 501)
+    # PostgreSQL keeps no NUL in text: its store failed the rename with a DataError (an internal error), SQLite's kept
+    # it; refused by both, as the daemon refuses the param.
+    with pytest.raises(InvalidSessionError, match="NUL"):
+        registry.rename(ALICE, made.id, "fix\x00it")
     with pytest.raises(ForbiddenError):
         registry.rename(Scope(user_id="bob"), made.id, "mine now")
     assert registry.get(ALICE, made.id).title == "Fix the parser"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ollie.agent.behind import BehindBuffers
 from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
-from ollie.agent.review import Review
+from ollie.agent.review import Review, Rewound
 from ollie.agent.runtime import Runtime, execute_servers, refresh_tools
 from ollie.tools.base import Approver
 from ollie.tools.documents import EditorDocuments, RootedDocuments
@@ -41,10 +41,12 @@ class Attachments:
                 server.set_editor(self.editor)
                 refresh_tools(runtime)
 
-    def forget_reads(self) -> None:
-        """Forget what the model saw of the open documents: a rewind cut the turns that saw it."""
+    def forget_reads(self, rewound: Rewound) -> None:
+        """Forget what the model saw of the documents `rewound` put back: the turns that saw them are cut."""
+        cwd = self.cwd()
+        paths = [cwd / p for p in (*rewound.files, *rewound.build_output, *(b.path for b in rewound.buffers))]
         for server in execute_servers(self.runtime().dispatcher):
-            server.forget_reads()
+            server.forget_reads(paths)
 
     def set_documents(self, documents: EditorDocuments | None) -> None:
         """Let the file tools read the editor's unsaved text and edit its buffers through `documents`."""

@@ -43,7 +43,7 @@ class HistoryMembers:
             documents = self._attached.documents
             # Its revert of a buffer is no agent edit: never told as one made on the user's unsaved text (behind.py).
             done = await self._host.review.rewind(turn, documents=documents and documents.inner)
-            self._attached.forget_reads()
+            self._attached.forget_reads(done)
             return done
 
     async def rewind_undo(self) -> Rewound:

@@ -46,7 +46,10 @@ class TurnResult(StrEnum):
 
 
 def validate_title(title: str) -> None:
-    """Raise TitleTooLongError when `title` exceeds MAX_TITLE_BYTES of UTF-8."""
+    """Raise TitleTooLongError when `title` exceeds MAX_TITLE_BYTES of UTF-8, InvalidSessionError for a NUL in it
+    (PostgreSQL keeps none in text: one store's title would be the other's internal error)."""
+    if "\x00" in title:
+        raise InvalidSessionError("a session title holds no NUL")
     size = len(title.encode("utf-8"))
     if size > MAX_TITLE_BYTES:
         raise TitleTooLongError(f"session title is {size} bytes; the limit is {MAX_TITLE_BYTES} UTF-8 bytes")
@@ -58,7 +61,7 @@ _EDITOR_CONTEXT = re.compile(r"\A(?:\s*<editor-context>.*?</editor-context>)+\s*
 
 def prompt_title(prompt: str) -> str:
     """The title a session takes from its first prompt: the user's first words, editor context left out."""
-    return first_words(_EDITOR_CONTEXT.sub("", prompt))
+    return first_words(_EDITOR_CONTEXT.sub("", prompt).replace("\x00", " "))
 
 
 def first_words(text: str) -> str:

@@ -47,7 +47,7 @@ class DocumentBridge:
 
     documents: EditorDocuments | None = None
     # path -> (version, text) the model last read or wrote (version None: known by text only).
-    _seen: dict[Path, tuple[Version | None, str]] = field(default_factory=dict)
+    seen: dict[Path, tuple[Version | None, str]] = field(default_factory=dict)
 
     def target(self, call: ScriptCall, script: ToolScript, cwd: Path) -> Path | None:
         """The file a sandboxed file-tool call names (resolved against `cwd`), or None when the editor is not asked."""
@@ -63,7 +63,7 @@ class DocumentBridge:
 
     def stale(self, path: Path, text: str, version: Version) -> bool:
         """Whether the document moved on since the model last saw it (an unread document is not stale)."""
-        seen = self._seen.get(path)
+        seen = self.seen.get(path)
         return seen is not None and seen[0] != version and seen[1] != text
 
     async def run(self, ctx: CallContext, call: ScriptCall, script: ToolScript, label: str) -> Section | None:
@@ -75,7 +75,7 @@ class DocumentBridge:
             return None
         got = await self.documents.text(path)
         if got is None:
-            self._seen.pop(path, None)
+            self.seen.pop(path, None)
             return None
         text, version = got
         writes = script.name != "file_read"
@@ -90,7 +90,7 @@ class DocumentBridge:
             if not outcome.ok:
                 return Section(label, outcome)
             if not writes:
-                self._seen[path] = (version, text)
+                self.seen[path] = (version, text)
                 return Section(label, outcome)
             try:
                 new_text = await asyncio.to_thread(_read_copy, copy)
@@ -99,7 +99,7 @@ class DocumentBridge:
             refusal, note = await self._apply(ctx, path, new_text, version, script)
             if refusal is not None:
                 return Section(label, RunOutcome(error=f"{script.name}: {path}: {refusal}"))
-            self._seen[path] = (None, new_text)
+            self.seen[path] = (None, new_text)
             return Section(label, replace(outcome, warnings=[*outcome.warnings, note]) if note else outcome)
         finally:
             await beneath.remove(copy.parent, copy.name)

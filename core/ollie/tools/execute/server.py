@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,9 +111,11 @@ class ExecuteServer:
         """Let the file tools read and edit the editor's open documents through `documents` (None: the disk)."""
         self._documents.documents = documents
 
-    def forget_reads(self) -> None:
-        """Forget what the model saw of the open documents (a rewind cut it): its next edit of one is not stale."""
-        self._documents = DocumentBridge(self._documents.documents)
+    def forget_reads(self, paths: Iterable[Path]) -> None:
+        """Forget what the model saw of the open documents at `paths` (a rewind put them back): its next edit of one
+        is not stale. Those of the others still guard the user's typing since the kept turns read them."""
+        for path in paths:
+            self._documents.seen.pop(path, None)
 
     def set_editor(self, editor: EditorKnowledge | None) -> None:
         """Offer the editor tools (editor_diagnostics, ...) answered by `editor` (None: do not offer them)."""
