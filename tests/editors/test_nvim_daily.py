@@ -664,6 +664,22 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
         assert str(home) not in said, said
 
 
+def test_a_notice_wider_than_the_command_line_shows_cut_and_stays_whole_in_messages(tmp_path: Path, scripted_llm):
+    """At 80 columns the policy's notice shows on one line cut to fit, no Press ENTER prompt, and `:messages` has it
+    whole, as the README says (Bug: the cut line was all `:messages` kept, its end, what to do, gone)."""
+    policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("netwrok:\n  enabled: true\n")
+    with start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChanges", "Enter")  # the daemon starts
+        said = tmux.keep("0-said", tmux.wait(lambda s: "sandbox.yaml" in s or "no turn yet" in s, "its first words"))
+        assert "Press ENTER" not in said and "loads" not in said, said
+        tmux.keys(":messages", "Enter")
+        whole = "key'netwrok':unknownkey;fixthefile:nosteprunsuntilitloads"  # (wrapped: no spaces compared)
+        tmux.keep("1-messages", tmux.wait(lambda s: whole in re.sub(r"\s", "", s), "the notice whole in :messages"))
+
+
 @pytest.mark.parametrize("showmode", [True, False], ids=["showmode", "noshowmode"])
 def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_seen_and_kept_in_messages(
         tmp_path: Path, scripted_llm, showmode: bool):
