@@ -670,7 +670,9 @@ def test_a_notice_wider_than_the_command_line_shows_cut_and_stays_whole_in_messa
     policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
     policy.parent.mkdir(parents=True, exist_ok=True)
     policy.write_text("netwrok:\n  enabled: true\n")
-    with start_nvim(tmp_path, scripted_llm("openai").env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
+    home = policy.parents[2]  # this test's own: the path is written from `~`, as short under xdist's folders
+    with start_nvim(tmp_path, {**scripted_llm("openai").env(), "HOME": str(home)}, {"calc.py": "x = 1\n"},
+                    size=(80, 24)) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChanges", "Enter")  # the daemon starts
         said = tmux.keep("0-said", tmux.wait(lambda s: "sandbox.yaml" in s or "no turn yet" in s, "its first words"))
