@@ -71,11 +71,12 @@ def build_table(ls: OllieServer) -> SessionTable:
     from ollie_lsp.events import REPLY_ROLES, EventForwarder
     from ollie_lsp.progress import TurnProgress
     from ollie_lsp.records import records
-    from ollie_lsp.sessions import SessionDefaults, SessionTable
+    from ollie_lsp.sessions import SessionDefaults, SessionTable, editor_resume
 
     options = ls.init_options
     defaults = SessionDefaults(agent=options.agent or "default", backend=options.backend, model=options.model,
-                               env=dict(options.env), tell_answers=not options.shows_answers)
+                               env=dict(options.env), tell_answers=not options.shows_answers,
+                               resume_how=editor_resume(ls.client_name))
     table: SessionTable
     # Whether the turn's reply began: the fork server starts then, not with the turn (it competed with the first
     # token for the CPU), and not at start-up.

@@ -69,6 +69,7 @@ def register_lifecycle(server: OllieServer) -> None:
         for problem in problems:
             ls.show(f"ollie: {problem}")
         ls.init_options = options
+        ls.client_name = params.client_info.name if params.client_info else ""
         ls.initialized = True
         walk_folders(ls, workspace_dirs(params), first=True)
         # The engine starts loading once this answer is out (pygls writes it before the loop's next callback): in the

@@ -56,7 +56,7 @@ from ollie_lsp.params import (
 )
 from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
-from ollie_lsp.sessions import EDITOR_RESUME, LiveSession, SubmitHandle, failed_field
+from ollie_lsp.sessions import LiveSession, SubmitHandle, editor_resume, failed_field
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange
@@ -382,7 +382,7 @@ async def list_commands(ls: OllieServer, _: NoParams) -> dict[str, Any]:
     from ollie.agent.commands import COMMANDS, summary_of  # the commands load with the first command or this list
 
     commands = [
-        {"name": f"/{name}", "args": c.usage.partition(" ")[2], "description": summary_of(c, EDITOR_RESUME),
+        {"name": f"/{name}", "args": c.usage.partition(" ")[2], "description": summary_of(c, editor_resume(ls.client_name)),
          "destructive": c.destructive}
         for name, c in COMMANDS.items()
     ]

@@ -63,6 +63,7 @@ class OllieServer(LanguageServer):
         self._make_table = make_table
         self._load_engine = load_engine
         self.init_options = InitOptions()
+        self.client_name = ""  # `initialize`'s clientInfo.name: "Neovim", "Visual Studio Code"...
         self._table: SessionTable | None = None
         self.documents = LspDocuments(self, can_save=lambda: self.init_options.save_documents)
         self.initialized = False

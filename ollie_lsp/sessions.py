@@ -37,6 +37,15 @@ INTERRUPTED = {"reply": "", "stop": "interrupted"}
 PROGRESS_SETTLE_S = 2.0
 # What resumes a saved session in an editor (a chat's `/help`, `/resume`, `/agent`): its session list, not a terminal's.
 EDITOR_RESUME = "the editor's session list (VS Code: Ollie: Switch Session; Neovim: :OllieSessions)"
+
+
+def editor_resume(client: str) -> str:
+    """What resumes a saved session in the editor `initialize` named (its clientInfo.name): its own command."""
+    if client == "Neovim":
+        return ":OllieSessions"
+    return "Ollie: Switch Session" if "code" in client.lower() else EDITOR_RESUME  # VS Code, code-server, VSCodium
+
+
 Q = TypeVar("Q")
 A = TypeVar("A")
 # How long a question to the user waits for the events before it to go out (they wait ~4 ms to be joined).
@@ -257,6 +266,7 @@ class SessionDefaults:
     model: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     tell_answers: bool = True  # an `info` line for each question's answer (initializationOptions.showsAnswers: none)
+    resume_how: str = EDITOR_RESUME  # (editor_resume)
 
 
 def _session_store() -> ModuleType:
@@ -400,7 +410,7 @@ class SessionTable:
         forwarder = self.make_forwarder(session_id, core)
         live = LiveSession(id=session_id, core=core, forwarder=forwarder, progress=self.make_progress(session_id), kind=kind)
         core.on_kill = partial(self.close, session_id)
-        core.resume_how, core.help_width = EDITOR_RESUME, None  # the chat window breaks /help's lines
+        core.resume_how, core.help_width = self.defaults.resume_how, None  # the chat window breaks /help's lines
         if self.ask_step is not None:
             core.step_approver = _after_events(forwarder, partial(self.ask_step, session_id))
         core.set_documents(self.documents)

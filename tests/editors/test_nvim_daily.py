@@ -664,6 +664,25 @@ def test_a_broken_sandbox_policy_is_said_as_the_daemon_starts(tmp_path: Path, sc
         assert str(home) not in said, said
 
 
+def test_a_notice_wider_than_the_command_line_shows_cut_and_stays_whole_in_messages(tmp_path: Path, scripted_llm):
+    """At 80 columns the policy's notice shows on one line cut to fit, no Press ENTER prompt, and `:messages` has it
+    whole, as the README says (Bug: the cut line was all `:messages` kept, its end, what to do, gone)."""
+    policy = Path(os.environ["XDG_CONFIG_HOME"]) / "ollie" / "sandbox.yaml"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("netwrok:\n  enabled: true\n")
+    home = policy.parents[2]  # this test's own: the path is written from `~`, as short under xdist's folders
+    with start_nvim(tmp_path, {**scripted_llm("openai").env(), "HOME": str(home)}, {"calc.py": "x = 1\n"},
+                    size=(80, 24), init_lua="vim.o.showmode = false") as tmux:  # (said as it comes)
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")  # the daemon starts
+        said = tmux.keep("0-said", tmux.wait(lambda s: s.splitlines()[-1].startswith("ollie: ~/config/ollie/sandbox"),
+                                             "the notice"))
+        assert "Press ENTER" not in said and "loads" not in said and said.rstrip().endswith("…"), said
+        tmux.keys("Escape", ":messages", "Enter")
+        whole = "key'netwrok':unknownkey;fixthefile:nosteprunsuntilitloads"  # (wrapped: no spaces compared)
+        tmux.keep("1-messages", tmux.wait(lambda s: whole in re.sub(r"\s", "", s), "the notice whole in :messages"))
+
+
 @pytest.mark.parametrize("showmode", [True, False], ids=["showmode", "noshowmode"])
 def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_seen_and_kept_in_messages(
         tmp_path: Path, scripted_llm, showmode: bool):

@@ -7,13 +7,14 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ollie.testing import Reply
 from tests.procs import wait_until
 
 from . import screens
-from .test_nvim_tui import assert_clean, queue_while_streaming, start_nvim
+from .test_nvim_tui import FLOAT_PICKER, assert_clean, queue_while_streaming, start_nvim
 
 
 def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Path, scripted_llm):
@@ -302,6 +303,56 @@ def test_ollie_queue_and_inject_with_no_turn_running_send_the_prompt(tmp_path: P
 
 
 
+# The user's init, noting what of the daemon's the plugin takes in while Neovim exits, and what was said.
+WATCH_EXIT = """
+local taken = {}
+vim.api.nvim_create_autocmd("VimLeavePre", { callback = function()
+  local listeners = require("ollie.client").listeners
+  for method, fn in pairs(listeners) do
+    listeners[method] = function(...) table.insert(taken, method) return fn(...) end
+  end
+end })
+vim.api.nvim_create_autocmd("VimLeave", { callback = function()
+  vim.fn.writefile({ "taken: " .. table.concat(taken, " "), vim.fn.execute("messages") }, "OUT")
+end })
+"""
+
+
+def test_closing_the_terminal_with_a_question_in_the_users_own_picker_draws_nothing_as_neovim_exits(
+        tmp_path: Path, scripted_llm):
+    """A question up in the user's own float picker, the terminal closed: Neovim ends, and so does its daemon.
+    Bug: the daemon's last events (the turn it ended on `shutdown`) were drawn into the chat while Neovim exited,
+    waiting in vim.lsp's VimLeavePre: a terminal's close had freed the buffers' memory, the drawing failed (E315),
+    and its error's "-- More --" waited for a key with no terminal left to send it: Neovim and ollie-lsp ran on for
+    good (nvimuser26 saw it with a question in another tab). The plugin takes in nothing of the daemon's as Neovim
+    exits now."""
+    said = tmp_path / "exit.txt"
+    srv = scripted_llm("openai", check=False)  # (the question is never answered)
+    srv.script(Reply(text="Fixing add.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})]))
+    with start_nvim(tmp_path, srv.env(approval="ask"), {"ops.py": "def add(a, b):\n    return a - b\n"},
+                    size=(80, 24), init_lua=FLOAT_PICKER + WATCH_EXIT.replace("OUT", str(said))) as tmux:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.keep("1-asked", tmux.wait(lambda s: "pick 1: " in s, "the question in her picker"))
+    running = _running(tmp_path)
+    try:
+        wait_until(lambda: not running(), f"Neovim and its daemon to end with the terminal: {running()}", timeout=20)
+    finally:
+        for line in running():
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+    exited = said.read_text()
+    assert exited.startswith("taken: \n") and "Error" not in exited, exited
+
+
+def _running(tmp_path: Path) -> Callable[[], list[str]]:
+    """Neovim and ollie-lsp of this test (each names its folder), and what they started with their name."""
+    def running() -> list[str]:
+        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+        return [line.strip() for line in ps.splitlines() if f" {tmp_path}/" in line or f"={tmp_path}/" in line]
+    return running
+
+
 def test_closing_the_terminal_with_a_question_up_after_tabnew_leaves_no_process(tmp_path: Path, scripted_llm):
     """Bug: a question left in the chat's tab when she went to another (`:tabnew`), then the terminal closed: Neovim
     (`nvim --embed`) and its ollie-lsp ran on for good. The question comes with her now, and both end with the
@@ -317,11 +368,7 @@ def test_closing_the_terminal_with_a_question_up_after_tabnew_leaves_no_process(
         tmux.keys(":tabnew notes.txt", "Enter")
         tmux.wait(lambda s: "my notes" in s, "the other tab")
 
-    def running() -> list[str]:
-        """Neovim and ollie-lsp of this test (each names its folder), and what they started with their name."""
-        ps = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
-        return [line.strip() for line in ps.splitlines() if f" {tmp_path}/" in line or f"={tmp_path}/" in line]
-
+    running = _running(tmp_path)
     try:  # (the tmux server killed: the terminal closed)
         wait_until(lambda: not running(), f"Neovim and its daemon to end with the terminal: {running()}", timeout=20)
     finally:

@@ -157,9 +157,15 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "2-written.png", (1640, 560))
         assert "plan 1/2" in written and "▸ test it" in written, written
+        # Bug: the float covered up to a quarter of the transcript, and nothing folded it. `gp` in the transcript
+        # folds it to the step in progress, for the tab page: it stays folded as the plan changes and the chat reopens.
+        tmux.keys("Escape", "C-w", "k", "g", "p")
+        tmux.keep("2-folded", tmux.wait(lambda s: "plan 1/2" in s and "▸ test it" in s and "✓ write the parser" not in s,
+                                        "the plan folded to its step in progress"))
+        tmux.keys("i")
         tmux.type("/rewind 2", "C-s")
-        tmux.keep("3-rewound", tmux.wait(lambda s: "Written." not in s and "▸ write the parser" in s and "plan 0/2" in s,
-                                         "the plan the rewound turn found"))
+        tmux.keep("3-rewound", tmux.wait(lambda s: "Written." not in s and "▸ write the parser" in s and "plan 0/2" in s
+                                         and "○ test it" not in s, "the plan the rewound turn found, still folded"))
         tmux.type("/clear", "C-s")
         tmux.keep("4-cleared", tmux.wait(lambda s: "saved as" in s and "plan 0/2" not in s and "○ test it" not in s,
                                          "no plan in the new conversation"))
@@ -173,7 +179,10 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         tmux.keys("Escape", ":q", "Enter")
         tmux.keep("6-closed", tmux.wait(lambda s: "Planned." not in s and "plan 0/2" not in s, "the chat closed"))
         tmux.keys(":OllieChat", "Enter")
-        tmux.keep("7-shown", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the chat and its plan again"))
+        shown = tmux.keep("7-shown", tmux.wait(lambda s: "Planned." in s and "plan 0/2" in s, "the chat and its plan"))
+        assert "○ test it" not in shown, shown
+        tmux.keys("Escape", "C-w", "k", "g", "p")
+        tmux.keep("8-unfolded", tmux.wait(lambda s: "▸ write the parser" in s and "○ test it" in s, "the plan whole"))
         assert_clean(tmux.screens)
     finally:
         tmux.close()

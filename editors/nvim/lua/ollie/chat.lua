@@ -232,6 +232,7 @@ function Chat:make_transcript()
     end
   end
   input.map(buf, "open_location", function() self:open_location(true) end)
+  input.map(buf, "toggle_plan", function() self:toggle_plan() end)
   chatwin.guard_file_keys(buf, function() self:open_location(false) end)
   vim.keymap.set({ "n", "x" }, "gx", chatwin.open_address, { buffer = buf, desc = "ollie: open address" })
   watch(self, buf)

@@ -113,9 +113,12 @@ function M.root_dir()
   return dir and own_dir(dir) and dir or cwd
 end
 
+-- Not while Neovim exits: the terminal closed, it closed the buffers' memory and waits in vim.lsp's VimLeavePre for
+-- the daemon; a turn's end drawn then failed (E315), and the error's "-- More --" waited for a key no terminal would
+-- send, the daemon with it, for good.
 local function dispatch(method)
   return function(err, params)
-    if err then
+    if err or vim.v.exiting ~= vim.NIL then
       return
     end
     local fn = M.listeners[method]

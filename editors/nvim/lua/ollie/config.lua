@@ -10,6 +10,7 @@
 ---@field close ollie.Keys         input and transcript: close the chat windows (the session goes on)
 ---@field focus_input ollie.Keys   transcript: go to the input area (in insert mode)
 ---@field open_location ollie.Keys transcript: open the location, step's diff or changes under the cursor
+---@field toggle_plan ollie.Keys   transcript: fold the plan's float to the step in progress, or unfold it
 ---@field review ollie.ReviewKeys  the changes list and the diff tab (normal mode)
 
 ---@class ollie.ReviewKeys each a normal-mode key, or false to map nothing
@@ -57,6 +58,7 @@ M.defaults = {
     close = { n = "q" },
     focus_input = { n = "i" },
     open_location = { n = "<CR>" },
+    toggle_plan = { n = "gp" },
     review = { open = "<CR>", undo_hunk = "du", keep_hunk = "dk", undo_file = "dU", refresh = "R", close = "q" },
   },
   attach_buffers = true,

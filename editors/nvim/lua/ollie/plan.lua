@@ -1,5 +1,7 @@
 -- The agent's task plan (the daemon's `plan`, docs/PROTOCOL.md) as a checklist in a float at the top right of the
--- chat's transcript, while the plan has steps: done ones dimmed, the one in progress marked. Methods of ollie.Chat.
+-- chat's transcript, while the plan has steps: done ones dimmed, the one in progress marked; folded (`gp` in the
+-- transcript, per tab page: it covered up to a quarter of the transcript) to the step in progress. Methods of
+-- ollie.Chat.
 local M = {}
 
 ---@class ollie.ChatPlan
@@ -29,6 +31,9 @@ function P:draw_plan()
     -- The model's text: one line, whatever it holds.
     lines[n] = (MARK[status] or "○") .. " " .. tostring(type(step) == "table" and step.content or ""):gsub("%c", " ")
   end
+  local folded = tw and vim.t[self.tab].ollie_plan_folded
+  local first = folded and now or 1
+  lines = folded and { lines[now] } or lines
   local float = self.plan_win and vim.api.nvim_win_is_valid(self.plan_win) and self.plan_win or nil
   if not tw or #lines == 0 or vim.api.nvim_win_get_width(tw) < 24 or vim.api.nvim_win_get_height(tw) < 4 then
     if float then
@@ -45,19 +50,21 @@ function P:draw_plan()
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   local ns = vim.api.nvim_create_namespace("ollie_plan")
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  for n, step in ipairs(steps) do
+  for n, line in ipairs(lines) do
+    local step = steps[first + n - 1]
     if type(step) == "table" and HL[step.status] then
-      vim.api.nvim_buf_set_extmark(buf, ns, n - 1, 0, { end_col = #lines[n], hl_group = HL[step.status] })
+      vim.api.nvim_buf_set_extmark(buf, ns, n - 1, 0, { end_col = #line, hl_group = HL[step.status] })
     end
   end
-  local width = 8
+  local title = (" plan %d/%d "):format(done, #steps)
+  local width = #title -- folded to a short step, the title still fits
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))
   end
   local opts = { relative = "win", win = tw, anchor = "NE", row = 0, col = vim.api.nvim_win_get_width(tw),
     width = math.min(width, math.floor(vim.api.nvim_win_get_width(tw) / 2)),
     height = math.min(#lines, math.floor(vim.api.nvim_win_get_height(tw) / 2)),
-    title = (" plan %d/%d "):format(done, #lines), title_pos = "right" }
+    title = title, title_pos = "right" }
   if float then
     vim.api.nvim_win_set_config(float, opts)
   else
@@ -66,7 +73,13 @@ function P:draw_plan()
     vim.wo[float].wrap = false
     self.plan_win = float
   end
-  vim.api.nvim_win_set_cursor(float, { now, 0 }) -- a long plan shows the step in progress
+  vim.api.nvim_win_set_cursor(float, { now - first + 1, 0 }) -- a long plan shows the step in progress
+end
+
+---Fold the plan's float to the step in progress, or unfold it, in the transcript's tab page.
+function P:toggle_plan()
+  vim.t[self.tab].ollie_plan_folded = not vim.t[self.tab].ollie_plan_folded
+  self:draw_plan()
 end
 
 return M

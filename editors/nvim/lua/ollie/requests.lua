@@ -294,7 +294,7 @@ end
 
 ---Tell the user something, prefixed "ollie: ". These come when an answer arrives, maybe while the user types:
 ---with the stock vim.notify a message wider than the command line would stop the editor at a "Press ENTER"
----prompt, so it shows on one line cut to fit (kept in `:messages`). In insert mode `-- INSERT --` would hide it at
+---prompt, so it shows on one line cut to fit (whole in `:messages`). In insert mode `-- INSERT --` would hide it at
 ---once (the chat opens in insert mode as a session opens, and says what is wrong with it): it shows as she leaves.
 ---@param msg string
 ---@param level integer|nil
@@ -315,7 +315,21 @@ function M.notify(msg, level, tail)
     return vim.notify(text, level)
   end
   local hl = level >= vim.log.levels.ERROR and "ErrorMsg" or level >= vim.log.levels.WARN and "WarningMsg" or nil
-  vim.api.nvim_echo({ { M.one_line(text, tail), hl } }, true, {})
+  vim.schedule(function()
+    -- `:messages` keeps it whole: echoed into its history while the command line is tall enough to hold it (no Press
+    -- ENTER prompt, nothing drawn meanwhile), then its one line over it. Too tall for the screen: the line is kept.
+    -- Not inside a command (`:OllieChat`): there each message takes a line of its own, and the two asked for Enter.
+    local rows, height = 1, vim.o.cmdheight
+    for _, line in ipairs(vim.split(text, "\n")) do
+      rows = rows + math.max(1, math.ceil(vim.fn.strdisplaywidth(line) / vim.o.columns))
+    end
+    local whole = rows < vim.o.lines - 2 and pcall(vim.cmd, "noautocmd set cmdheight=" .. math.max(rows, height))
+    if whole then
+      vim.api.nvim_echo({ { text, hl } }, true, {})
+      vim.cmd("noautocmd set cmdheight=" .. height)
+    end
+    vim.api.nvim_echo({ { M.one_line(text, tail), hl } }, not whole, {})
+  end)
 end
 
 ---`text` with each path under $HOME written from `~` (`~/.config/ollie/sandbox.yaml`), as `fnamemodify(p, ":~")`

@@ -305,13 +305,13 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
 
     const kept = chat.locator(".item.notice", { hasText: 'the previous conversation is saved as "again"' });
     await kept.waitFor({ timeout: waitMs });
-    if (!(await kept.textContent()).includes("resume it with the editor's session list (VS Code: Ollie: Switch Session")) {
+    if (!(await kept.textContent()).includes("resume it with Ollie: Switch Session")) {
       throw new Error(`the switch said ${JSON.stringify(await kept.textContent())}`);
     }
     await send(chat, "/help");
     const resumeRow = chat.locator(notice).last();
     // Its summary wrapped to the column (80 wide, as in a terminal), a line an element: read without the breaks.
-    await until("/help's /resume row", async () => (await resumeRow.textContent())?.replace(/\s+/g, "").includes("resumeonewiththeeditor'ssessionlist"));
+    await until("/help's /resume row", async () => (await resumeRow.textContent())?.replace(/\s+/g, "").includes("resumeonewithOllie:SwitchSession"));
     if ((await resumeRow.textContent()).includes("ollie --session")) throw new Error("/help in the chat advised a terminal's ollie --session");
     await runCommand(page, "Ollie: Switch Session");
     await page.locator(".quick-input-widget .quick-input-title", { hasText: "Switch Session" }).waitFor({ timeout: waitMs });
