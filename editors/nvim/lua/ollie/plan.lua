@@ -21,10 +21,13 @@ end
 ---Draw the plan float over the transcript window as the plan and that window are now (none: closed).
 function P:draw_plan()
   local tw = self:windows()
-  local steps, lines, done, now = self.plan or {}, {}, 0, 1
+  local steps, lines, done, all, now = self.plan or {}, {}, 0, 0, 1
   for n, step in ipairs(steps) do
     local status = type(step) == "table" and step.status or ""
-    done = done + (status == "completed" and 1 or 0)
+    -- A long plan's `… N more steps` counts the steps it stands for, and those of them done.
+    local counted = type(step) == "table" and type(step.steps) == "number" and type(step.done) == "number"
+    done = done + (counted and step.done or status == "completed" and 1 or 0)
+    all = all + (counted and step.steps or 1)
     now = status == "in_progress" and n or now
     -- The model's text: one line, whatever it holds.
     lines[n] = (MARK[status] or "○") .. " " .. tostring(type(step) == "table" and step.content or ""):gsub("%c", " ")
@@ -57,7 +60,7 @@ function P:draw_plan()
   local opts = { relative = "win", win = tw, anchor = "NE", row = 0, col = vim.api.nvim_win_get_width(tw),
     width = math.min(width, math.floor(vim.api.nvim_win_get_width(tw) / 2)),
     height = math.min(#lines, math.floor(vim.api.nvim_win_get_height(tw) / 2)),
-    title = (" plan %d/%d "):format(done, #lines), title_pos = "right" }
+    title = (" plan %d/%d "):format(done, all), title_pos = "right" }
   if float then
     vim.api.nvim_win_set_config(float, opts)
   else

@@ -9,6 +9,7 @@ import { button, el, icon } from "./dom";
 import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
 import { linkedFile } from "../lib/links";
 import { shownPath } from "../lib/steps";
+import { planCounts } from "../lib/protocol";
 import { keyboardAnswerAllowed, questionToFocus } from "../lib/question";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void; getState(): unknown; setState(state: unknown): void };
@@ -202,7 +203,7 @@ function showPlan(plan: Header["plan"]): void {
   planBox.hidden = plan.length === 0;
   const now = plan.find((step) => step.status === "in_progress");
   // The steps are the model's text: drawn as text, a U+202E or line break escaped.
-  planSummary.textContent = `Plan ${plan.filter((step) => step.status === "completed").length}/${plan.length}${now ? ` · ${shownPath(now.content)}` : ""}`;
+  planSummary.textContent = `Plan ${planCounts(plan).join("/")}${now ? ` · ${shownPath(now.content)}` : ""}`;
   planSteps.replaceChildren(...plan.map((step) => {
     const row = el("li", `plan-step ${step.status}`);
     row.append(icon(PLAN_ICONS[step.status], step.status.replace("_", " ")), document.createTextNode(` ${shownPath(step.content)}`));
