@@ -60,7 +60,8 @@ async def test_the_plan_follows_the_steps_a_rewind_its_undo_a_resume_a_fork_and_
 async def test_a_plan_a_step_writes_reaches_the_editor_bounded(start_daemon, llm):
     # Round 60: a step wrote 20,000 steps, one of them 60,000 characters, within the plan file's 256 KiB: every
     # `ollie/state` and the `ollie/stateChanged` carried them all (1 MB), and each editor drew all of them.
-    code = '{ printf -- "- [ ] %060000d\\n" 0; yes -- "- [ ] s" | head -n 20000; yes -- "- [x] d" | head -n 3; } > "$OLLIE_PLAN_FILE"'
+    code = ('{ printf -- "- [ ] %060000d\\n" 0; yes -- "- [ ] s" | head -n 20000; yes -- "- [x] d" | head -n 3; } '
+            '> "$OLLIE_PLAN_FILE"')
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code}]})), Reply.text("planned"))
     daemon = await start_daemon(env=llm.env())
     _, wire = await daemon.request_in_order("ollie/submit", {"text": "plan it"})

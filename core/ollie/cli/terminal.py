@@ -28,7 +28,6 @@ from ollie.mcp.prompts import is_prompt_line
 
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, Outcome, StepQuestion
-    from ollie.agent.events import Subscription
     from ollie.agent.recorder import Recorder
     from ollie.agent.steps import Diff
     from ollie.agent.surface import TerminalCore
