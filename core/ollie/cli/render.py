@@ -205,7 +205,7 @@ class Renderer:
         now = next((n for n, (_, status) in enumerate(plan) if status != "completed"), len(plan))
         start = max(0, min(now - 1, len(plan) - PLAN_SHOWN))
         lines = [f"  {line}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
-        if more := plan_counts(plan[start + len(lines):])[1]:  # in steps: past 100 the daemon's plan summarises them
+        if more := plan_counts(plan[start + len(lines):])[1]:  # in steps: past 100 the plan summarises some
             lines.append(f"  … {more} more (/plan shows them all)")
         before = plan_counts(plan[:start])[1]
         head = "plan ({} of {} done):".format(*plan_counts(plan))
