@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie import beneath
 from ollie.agent import inbox
 from ollie.agent.inbox import ContextItem, Held
+from ollie.agent.taskstate import PlanSummary
 from ollie_lsp.errors import InvalidParams, NoFolder, QueueFull, SessionArchived, SessionNotFound, refused
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -52,9 +53,10 @@ A = TypeVar("A")
 QUESTION_DRAIN_S = 2.0
 
 
-def plan_params(plan: list[tuple[str, str]]) -> list[dict[str, str]]:
-    """The task plan as `ollie/state` and `ollie/stateChanged` carry it."""
-    return [{"content": step, "status": status} for step, status in plan]
+def plan_params(plan: list[tuple[str, str]]) -> list[dict[str, str | int]]:
+    """The task plan as `ollie/state` and `ollie/stateChanged` carry it: a summary entry with the steps it counts."""
+    return [{"content": step, "status": status, **({"steps": step.steps, "done": step.done}
+                                                   if isinstance(step, PlanSummary) else {})} for step, status in plan]
 
 
 @dataclass(eq=False, repr=False)

@@ -205,7 +205,8 @@ def test_a_plan_of_20000_steps_a_step_wrote_shows_as_its_first_100_its_overrides
         planned = tmux.keep("1-planned", tmux.wait(lambda s: "Planned." in s and "(end)" in s, "the turn's end"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "1-planned.png", (1640, 560))
-        assert "plan 0/100" in planned and "▸ ship <202e>gnp.tset" in planned, planned
+        # 100 drawn, all 20,002 counted (it read "plan 0/100": the daemon's `… 19902 more steps` counted as one).
+        assert "plan 0/20002" in planned and "▸ ship <202e>gnp.tset" in planned, planned
         assert "○  ]0;pwned  title<200b><9b>2J" in planned and "\u202e" not in planned, planned
         assert_clean(tmux.screens)
     finally:

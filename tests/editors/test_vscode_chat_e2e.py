@@ -168,7 +168,9 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     list's height scrolls to the step in progress (plan-long: it showed its first steps, all done), and stays where
     she scrolled it as the header changes; the chat it grew over still shows its last reply (it went under the plan,
     "Jump to latest" offered), and in a short window the plan takes less height than the chat (plan-short-window:
-    its seven rows left the chat three lines); `/rewind` puts back the plan its turn found, `/clear` takes it away,
+    its seven rows left the chat three lines); every step done, it folds to "Plan done · 10 steps" (plan-done: it
+    stayed open, taking room), a step added opens it; 150 steps read "Plan 10/150" (plan-150: each of the daemon's
+    summaries of a plan past 100 steps counted as one step); `/rewind` puts back the plan its turn found, `/clear` takes it away,
     and the conversation /clear kept comes back with it (plan-resumed): VS Code never showed the plan."""
     output = run_e2e("title.mjs", total_ms=370000)
     shows(output,
@@ -195,5 +197,7 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
                    ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"),
                    ("plan", "the agent's plan showed above the prompt, a checklist following its steps"),
                    ("plan", "a long plan shows its step in progress, and stays where she scrolled it"),
+                   ("plan", "a finished plan folds to one line, and opens again as a step is added"),
+                   ("plan", "a plan of 150 steps counts all of them"),
                    ("plan", "/rewind put back the plan its turn found, /clear took it away, the conversation it kept came "
                             "back with it"))

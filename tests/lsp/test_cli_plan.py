@@ -37,10 +37,10 @@ def test_the_plan_shows_as_it_changes_whole_at_slash_plan_and_as_a_rewind_and_a_
         at = term.wait_for(r"default> ", after=at)
         at = term.answer("/plan", re.escape("plan:\n  [x] write it\n  [>] run it\n"), after=at)
         at = term.wait_for(r"default> ", after=at)
-        at = term.answer("/rewind", re.escape(PLANNED), after=at)  # rolled back with the turn it undid
-        at = term.wait_for(r"default> ", after=at)
-        at = term.answer("/rewind undo", re.escape(WRITTEN), after=at)
-        at = term.wait_for(r"rewind undone: turn 2 back[^\n]*\n(?:.*\n)*?default> ", after=at)
+        # Rolled back with the turn it undid, shown after what the rewind says (it came before it).
+        at = term.answer("/rewind", r"rewound to before turn 2(?:.*\n)+?" + re.escape(PLANNED) + "default> ", after=at)
+        at = term.answer("/rewind undo", r"rewind undone: turn 2 back(?:.*\n)+?" + re.escape(WRITTEN) + "default> ",
+                         after=at)
         for other in ("/todos", "/tasks"):  # what Claude Code and the task_* tools call it
             at = term.answer(other, rf"unknown command {other}: did you mean /plan\?", after=at)
         sid = re.search(r"session (\S+)\. /help", term.text)[1]  # type: ignore[index]
@@ -49,6 +49,8 @@ def test_the_plan_shows_as_it_changes_whole_at_slash_plan_and_as_a_rewind_and_a_
     with Terminal(["--cwd", str(tmp_path), "--session", sid], llm.env(), tmp_path) as term:
         at = term.wait_for(re.escape(WRITTEN) + r"default> ")
         assert term.text.index("written\n") < term.text.rindex(WRITTEN), term.text
+        # Its history leaves each plan step's own result out, as the live view does (it showed the numbered list).
+        assert "▸ Add 2 steps to the plan\nplanned\n" in term.text, term.text
         assert term.close() == 0
 
 
@@ -85,4 +87,20 @@ def test_a_plan_step_tool_code_wrote_shows_its_control_codes_escaped(llm, tmp_pa
         at = term.answer("/plan", r"plan:\n.*\n", after=at)
         shown = r"[>] \x1b[2Jwipe \u202etxt.exe"
         assert term.text.count(shown) == 2 and "\x1b[2J" not in term.raw and "\u202e" not in term.raw, term.text
+        assert term.close() == 0
+
+
+def test_a_plan_past_100_steps_counts_all_its_steps(llm, tmp_path):
+    # Bug: past 100 steps the plan is summarised (`… N steps done`, `… N more steps`), and each summary counted as one
+    # step: 150 steps, 149 done, read "98 of 100 done"; 130 done of 150 read "79 of 99 done".
+    ahead = 'for n in $(seq 2 150); do echo "- [x] s$n"; done | sed "1i - [ ] s1" > "$OLLIE_PLAN_FILE"'
+    behind = '{ seq 1 130 | sed "s/^/- [x] s/"; seq 131 150 | sed "s/^/- [ ] s/"; } > "$OLLIE_PLAN_FILE"'
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": ahead}]})),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": behind}]})), Reply.text("counted"))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("plan it")
+        term.wait_for(r"counted\ndefault> ", after=at)
+        assert re.search(r"plan \(149 of 150 done\):\n  \[>\] s1\n(?:.*\n)*?  … \d+ more \(/plan shows", term.text), term.text
+        assert "plan (130 of 150 done):\n  … 129 done\n  [x] s130\n  [>] s131\n" in term.text, term.text
         assert term.close() == 0

@@ -60,12 +60,15 @@ async def test_the_plan_follows_the_steps_a_rewind_its_undo_a_resume_a_fork_and_
 async def test_a_plan_a_step_writes_reaches_the_editor_bounded(start_daemon, llm):
     # Round 60: a step wrote 20,000 steps, one of them 60,000 characters, within the plan file's 256 KiB: every
     # `ollie/state` and the `ollie/stateChanged` carried them all (1 MB), and each editor drew all of them.
-    code = '{ printf -- "- [ ] %060000d\\n" 0; yes -- "- [ ] s" | head -n 20000; } > "$OLLIE_PLAN_FILE"'
+    code = ('{ printf -- "- [ ] %060000d\\n" 0; yes -- "- [ ] s" | head -n 20000; yes -- "- [x] d" | head -n 3; } '
+            '> "$OLLIE_PLAN_FILE"')
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code}]})), Reply.text("planned"))
     daemon = await start_daemon(env=llm.env())
     _, wire = await daemon.request_in_order("ollie/submit", {"text": "plan it"})
     sent = _plans(wire)[-1]
-    state = [(s["content"], s["status"]) for s in (await daemon.request("ollie/state", {}))["plan"]]
-    assert sent == state and len(sent) == 100, len(sent)
+    plan = (await daemon.request("ollie/state", {}))["plan"]
+    assert sent == [(s["content"], s["status"]) for s in plan] and len(sent) == 100, len(sent)
     assert sent[0] == ("0" * 199 + "…", "in_progress") and sent[1:-1] == [("s", "pending")] * 98
-    assert sent[-1] == ("… 19902 more steps", "pending")
+    # The steps it counts, those done among them: a client's "N of M done" is the plan's (it counted 100, none done).
+    assert plan[-1] == {"content": "… 19905 more steps", "status": "pending", "steps": 19905, "done": 3}
+    assert all(s.keys() == {"content", "status"} for s in plan[:-1])

@@ -76,9 +76,30 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
     # The steps from the last one done on, the rest counted: the open step stays in view (and the model's state).
     start = 0 if first < PLAN_STEPS - 1 else min(first - 1, len(entries) - PLAN_STEPS + 2)
     shown = entries[start:start + PLAN_STEPS - 1 - (start > 0)]
-    after = len(entries) - start - len(shown)
-    return ([(f"… {start} steps done", "completed")] if start else []) + shown + (
-        [(f"… {after} more steps", "pending")] if after else [])
+    after = items[start + len(shown):]
+    return ([(PlanSummary(f"… {start} steps done", items[:start]), "completed")] if start else []) + shown + (
+        [(PlanSummary(f"… {len(after)} more steps", after), "pending")] if after else [])
+
+
+class PlanSummary(str):
+    """A bounded plan's entry for the steps it leaves out: `steps` of them, `done` of them done (`plan_counts`)."""
+
+    steps: int
+    done: int
+
+    def __new__(cls, text: str, items: list[tuple[str, bool]]) -> PlanSummary:
+        entry = super().__new__(cls, text)
+        entry.steps, entry.done = len(items), sum(checked for _, checked in items)
+        return entry
+
+
+def plan_counts(plan: list[tuple[str, str]]) -> tuple[int, int]:
+    """(done, all) of a plan's steps (`plan_entries`): a summary entry counts the steps it stands for."""
+    done = total = 0
+    for step, status in plan:
+        done += step.done if isinstance(step, PlanSummary) else status == "completed"
+        total += step.steps if isinstance(step, PlanSummary) else 1
+    return done, total
 
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}

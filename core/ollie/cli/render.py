@@ -197,7 +197,7 @@ class Renderer:
 
     def plan(self, plan: list[tuple[str, str]]) -> None:
         """The agent's task plan as it changed: its steps from the last one done, PLAN_SHOWN at most, the rest counted."""
-        from ollie.agent.taskstate import plan_lines  # loaded with the plan
+        from ollie.agent.taskstate import plan_counts, plan_lines  # loaded with the plan
 
         if not plan:
             self._block(self._style("plan: none now", "2"), stream=self.notes)
@@ -205,10 +205,11 @@ class Renderer:
         now = next((n for n, (_, status) in enumerate(plan) if status != "completed"), len(plan))
         start = max(0, min(now - 1, len(plan) - PLAN_SHOWN))
         lines = [f"  {line}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
-        if more := len(plan) - start - len(lines):
+        if more := plan_counts(plan[start + len(lines):])[1]:  # in steps: past 100 the plan summarises some
             lines.append(f"  … {more} more (/plan shows them all)")
-        head = f"plan ({sum(status == 'completed' for _, status in plan)} of {len(plan)} done):"
-        self._block(self._style("\n".join([head, *([f"  … {start} done"] if start else []), *lines]), "35"),
+        before = plan_counts(plan[:start])[1]
+        head = "plan ({} of {} done):".format(*plan_counts(plan))
+        self._block(self._style("\n".join([head, *([f"  … {before} done"] if start else []), *lines]), "35"),
                     stream=self.notes)
 
     def _flush_streams(self) -> None:

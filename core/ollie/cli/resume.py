@@ -100,6 +100,7 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
         print(printable(f"ollie: {len(starts) - SHOWN_TURNS} earlier turns ({first} messages) not shown; the last "
                         f"{SHOWN_TURNS} follow. /history <n> lists the last n messages"), file=sys.stderr)
         messages = messages[first:]
+    titles: dict[str, list[str]] = {}  # each call's step titles, by its id: its result is shown as live (below)
     for message in messages:
         if message.role == "user":
             renderer.render("turn", "end")  # the answer before it ends (its held markdown shown)
@@ -109,9 +110,11 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
             renderer.render("assistant", message.content)
             for call in message.tool_calls:  # titled as live (`▸ Read calc.py`), not as the call's JSON
                 steps = describe(call.name, call.arguments, core.cwd, kind_of=core.step_kinds)
-                renderer.render("call", call.arguments, call.name, titles=[s.title for s in steps])
-        elif message.role == "tool":
-            renderer.render("tool", _result_shown(core, message), message.name)
+                titles[call.id] = [s.title for s in steps]
+                renderer.render("call", call.arguments, call.name, titles=titles[call.id])
+        elif message.role == "tool":  # a plan step's own result left for the checklist, as live
+            renderer.render("tool", _result_shown(core, message), message.name,
+                            titles=titles.get(message.tool_call_id, []))
     renderer.end_line()
     if core.plan:  # where its task stood
         renderer.plan(core.plan)

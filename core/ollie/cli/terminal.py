@@ -28,7 +28,6 @@ from ollie.mcp.prompts import is_prompt_line
 
 if TYPE_CHECKING:
     from ollie.agent.approval import Answer, Outcome, StepQuestion
-    from ollie.agent.events import Subscription
     from ollie.agent.recorder import Recorder
     from ollie.agent.steps import Diff
     from ollie.agent.surface import TerminalCore
@@ -102,26 +101,31 @@ async def open_core(options: RunOptions) -> tuple[TerminalCore, Recorder | None]
         raise
 
 
-async def _render_events(renderer: Renderer, sub: Subscription, core: TerminalCore) -> None:
-    shown = core.plan  # as the session opened: a resumed one's is shown after its history
-    async for event in sub:
-        if event.role == "state":
-            if core.plan != shown:  # a step of the task_* tools, a rewind, a /clear: the checklist as it is now
-                shown = core.plan
-                renderer.plan(shown)
-        else:
-            steps = event.steps or ((event.tool,) if event.tool is not None else ())
-            renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
-                            failed=event.tool is not None and event.tool.status == "failed", changes=event.changes,
-                            images=event.images)
-
-
 class _Events:
     """The renderer fed from the core's bus in the background."""
 
     def __init__(self, core: TerminalCore, renderer: Renderer) -> None:
-        self._sub = core.bus.subscribe()
-        self._task = asyncio.create_task(_render_events(renderer, self._sub, core))
+        self._core, self._renderer, self._sub = core, renderer, core.bus.subscribe()
+        self._shown = core.plan  # as the session opened: a resumed one's is shown after its history
+        self.held = False  # a command runs: the plan it changes follows what it says (`/rewind`'s "rewound …")
+        self._task = asyncio.create_task(self._render())
+
+    async def _render(self) -> None:
+        async for event in self._sub:
+            if event.role == "state":
+                if not self.held:  # a step of the task_* tools: the checklist as it is now, after the step
+                    self.show_plan()
+            else:
+                steps = event.steps or ((event.tool,) if event.tool is not None else ())
+                self._renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
+                                      failed=event.tool is not None and event.tool.status == "failed",
+                                      changes=event.changes, images=event.images)
+
+    def show_plan(self) -> None:
+        """The plan's checklist, when it changed since it was last shown."""
+        if self._core.plan != self._shown:
+            self._shown = self._core.plan
+            self._renderer.plan(self._shown)
 
     async def drained(self) -> None:
         """Wait until every event published so far was rendered (or the renderer has stopped)."""
@@ -307,6 +311,7 @@ async def run_interactive(options: RunOptions) -> int:
                 _say_image_refused(exc)
                 continue
             busy = True
+            live.events.held = is_command(line) and not is_prompt_line(line)
             try:
                 async with lines.quiet():
                     result = await live.core.submit(line, pictures)
@@ -314,6 +319,8 @@ async def run_interactive(options: RunOptions) -> int:
                 busy = False
             await live.events.drained()
             renderer.end_line()
+            live.events.held = False
+            live.events.show_plan()
             _say_stop(result.stop)
             if result.stop == "interrupted" and (held := await lines.hold()):  # who stopped the turn decides again
                 print(fitted(printable(f"(not sent: {held!r}, typed during the turn; Enter sends it, or type another "

@@ -23,10 +23,13 @@ end
 ---Draw the plan float over the transcript window as the plan and that window are now (none: closed).
 function P:draw_plan()
   local tw = self:windows()
-  local steps, lines, done, now = self.plan or {}, {}, 0, 1
+  local steps, lines, done, all, now = self.plan or {}, {}, 0, 0, 1
   for n, step in ipairs(steps) do
     local status = type(step) == "table" and step.status or ""
-    done = done + (status == "completed" and 1 or 0)
+    -- A long plan's `… N more steps` counts the steps it stands for, and those of them done.
+    local counted = type(step) == "table" and type(step.steps) == "number" and type(step.done) == "number"
+    done = done + (counted and step.done or status == "completed" and 1 or 0)
+    all = all + (counted and step.steps or 1)
     now = status == "in_progress" and n or now
     -- The model's text: one line, whatever it holds.
     lines[n] = (MARK[status] or "○") .. " " .. tostring(type(step) == "table" and step.content or ""):gsub("%c", " ")
@@ -56,7 +59,7 @@ function P:draw_plan()
       vim.api.nvim_buf_set_extmark(buf, ns, n - 1, 0, { end_col = #line, hl_group = HL[step.status] })
     end
   end
-  local title = (" plan %d/%d "):format(done, #steps)
+  local title = (" plan %d/%d "):format(done, all)
   local width = #title -- folded to a short step, the title still fits
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))

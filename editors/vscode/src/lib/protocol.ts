@@ -76,6 +76,14 @@ export interface StateChanged {
 export interface PlanStep {
   content: string;
   status: "completed" | "in_progress" | "pending";
+  /** On a long plan's `… N steps done` / `… N more steps`: the steps it stands for, and how many of them are done. */
+  steps?: number;
+  done?: number;
+}
+
+/** [done, all] of a plan's steps: a summary counts the steps it stands for (past 100 steps the daemon summarises). */
+export function planCounts(plan: PlanStep[]): [number, number] {
+  return plan.reduce(([done, all], step) => [done + (step.done ?? +(step.status === "completed")), all + (step.steps ?? 1)], [0, 0]);
 }
 
 /** The plan of an `ollie/state` or `ollie/stateChanged` (undefined when it has none or it is malformed). */

@@ -9,6 +9,7 @@ import { button, el, icon } from "./dom";
 import { create, decoratePaths, knownPaths, pendingPaths, update } from "./render";
 import { linkedFile } from "../lib/links";
 import { shownPath } from "../lib/steps";
+import { planCounts } from "../lib/protocol";
 import { keyboardAnswerAllowed, questionToFocus } from "../lib/question";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void; getState(): unknown; setState(state: unknown): void };
@@ -194,6 +195,7 @@ const showStepNow = () => planSteps.querySelector(".in_progress")?.scrollIntoVie
 planBox.addEventListener("toggle", showStepNow);
 
 let shownPlan = "[]";
+let planDone = false;
 /** The agent's task plan above the prompt, as a checklist (folded to its summary: how far it is, the step now). */
 function showPlan(plan: Header["plan"]): void {
   // Drawn when it changed: a list she scrolled stays where she put it as the header's other fields change.
@@ -201,8 +203,13 @@ function showPlan(plan: Header["plan"]): void {
   shownPlan = JSON.stringify(plan);
   planBox.hidden = plan.length === 0;
   const now = plan.find((step) => step.status === "in_progress");
+  const [done, all] = planCounts(plan);
+  // All done, it folds to its one line (it kept the room above the prompt); a step added opens it again.
+  const finished = plan.length > 0 && done === all;
+  if (finished !== planDone) planBox.open = !finished;
+  planDone = finished;
   // The steps are the model's text: drawn as text, a U+202E or line break escaped.
-  planSummary.textContent = `Plan ${plan.filter((step) => step.status === "completed").length}/${plan.length}${now ? ` · ${shownPath(now.content)}` : ""}`;
+  planSummary.textContent = finished ? `Plan done · ${all} step${all === 1 ? "" : "s"}` : `Plan ${done}/${all}${now ? ` · ${shownPath(now.content)}` : ""}`;
   planSteps.replaceChildren(...plan.map((step) => {
     const row = el("li", `plan-step ${step.status}`);
     row.append(icon(PLAN_ICONS[step.status], step.status.replace("_", " ")), document.createTextNode(` ${shownPath(step.content)}`));

@@ -27,7 +27,8 @@
 // notes of the turns compaction replaced. The chat says the conversation was compacted, and shows the user's turns
 // (the notes showed as her prompt: "[ollie: the agent's own notes ..." and the task state's JSON).
 // Then (scenario plan, in a chat of its own): the agent's task plan shows above the prompt as a compact checklist
-// (Plan 1/2 · the step now; done steps ticked, the one in progress marked) as its steps change it; `/rewind` puts back
+// (Plan 1/2 · the step now; done steps ticked, the one in progress marked) as its steps change it, folded to one line
+// once all are done ("Plan done · 10 steps") and open again as one is added, 150 steps counted as 150; `/rewind` puts back
 // the plan the rewound turn found, `/clear` takes it away, and the conversation `/clear` kept, switched back to, has
 // its plan again. (VS Code never showed the plan: the daemon did not send it.)
 // Last (scenario settingsscope, in a chat of its own): the window's repository, a clone, has a `.vscode/settings.json`
@@ -48,6 +49,7 @@ const task = (tool, ...args) => ({ text: "", tool_calls: [{ name: "call_tool", a
 // compacted's task state, the answer its /compact asks the model for.
 // plan's third turn: eight steps more, all done but the last, the one in progress below the list's fold.
 const LATER = ["lex", "parse", "check", "emit", "link", "optimise", "document", "release"];
+const LONG = Array.from({ length: 139 }, (_, n) => `s${n + 12}`);
 const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain", decisions: [], files: [] };
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
   { text: "Hello." }, { text: "Again." },
@@ -55,7 +57,9 @@ const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon ha
   { text: "The first answer." }, { text: JSON.stringify(STATE) },
   task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." },
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LATER },
-    ...LATER.map((_, n) => ({ tool: "task_check", args: [String(n + 2)] }))] } }] }, { text: "Nearly there." }];
+    ...LATER.map((_, n) => ({ tool: "task_check", args: [String(n + 2)] }))] } }] }, { text: "Nearly there." },
+  task("task_check", "10"), { text: "Finished." }, task("task_add", "ship it"), { text: "Added." },
+  task("task_add", ...LONG), { text: "Long." }]; // plan's sixth turn: 150 steps (past 100 the daemon summarises them)
 const PROMPT = "Write a haiku about the sea";
 const HUNG = "Tell me about the parser.";
 
@@ -403,6 +407,22 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await until("the chat taller than the plan", async () => await height("#log") > await height("#planSteps"), 5000);
     await screenshot("plan-short-window");
     await page.setViewportSize({ width: 1100, height: 720 });
+    // Every step done, the plan folds to one line (it stayed open, taking the room above the prompt); a step added
+    // opens it again.
+    const open = () => chat.locator("#plan").evaluate((plan) => plan.open);
+    await send(chat, "finish it");
+    await summary("Plan done · 10 steps");
+    if (await open()) throw new Error("the finished plan stays open above the prompt");
+    await screenshot("plan-done");
+    await send(chat, "one more");
+    await summary("Plan 10/11 · ship it");
+    if (!await open()) throw new Error("the plan a step was added to stays folded");
+    log("a finished plan folds to one line, and opens again as a step is added");
+    // Past 100 steps the daemon sends the plan summarised: the count is of every step (it counted each summary as one).
+    await send(chat, "go long");
+    await summary("Plan 10/150 · ship it");
+    await screenshot("plan-150");
+    log("a plan of 150 steps counts all of them");
     await send(chat, "/rewind 2");
     await summary("Plan 0/2 · write the parser");
     await send(chat, "/clear");
