@@ -73,7 +73,7 @@ async def test_a_reader_that_stops_ends_the_waits():
 async def test_the_terminals_wait_ends_once_every_event_so_far_was_rendered():
     bus = Bus()
     out = io.StringIO()
-    events = _Events(SimpleNamespace(bus=bus), Renderer(out=out, err=io.StringIO(), color=False))  # type: ignore[arg-type]
+    events = _Events(SimpleNamespace(bus=bus, plan=[]), Renderer(out=out, err=io.StringIO(), color=False))  # type: ignore[arg-type]
     for word in ("one ", "two ", "three"):
         bus.emit("assistant", word)
     await asyncio.wait_for(events.drained(), 5)

@@ -364,12 +364,24 @@ def test_a_hostile_turn_changed_resumes_with_its_bad_counts_unknown(tmp_path, sa
     one of the wrong type refused the session, or marked its history with a lie. Now the others mark their turns, and
     a bad or missing count (a cut or older log) is unknown, never "no changes" (a user rewound it thinking nothing went)."""
     session = Session(agent="t", turn_starts=list(range(9)))
-    session.messages.extend(Message("user", str(n)) for n in range(10))
+    session.messages.extend(Message("assistant", str(n), tool_calls=[ToolCall(f"c{n}", "execute_code")]) for n in range(10))
     resumed = _resumed_with_meta(tmp_path, session, "turn_changed", saved)
     assert resumed.turn_changed == loaded
     marks = turn_marks(resumed.turn_starts, resumed.turn_changed, len(resumed.messages))
     assert marks == {turn - (turn < 9): {"turn": turn, "files": n} if n >= 0 else {"turn": turn, "unknown": True}
                      for turn, n in enumerate(loaded, 1) if n}
+
+
+def test_a_turn_uncounted_that_called_no_tool_resumes_as_changing_nothing(tmp_path):
+    """A turn the daemon died in while it only talked (or one of a log of before the counts) is uncounted: the resumed
+    chat said "Changed files: not known" under it, though no step of it ran. One that called a tool stays unknown."""
+    session = Session(agent="t", turn_starts=[0, 2, 4], turn_changed=[-1, -1, -1])
+    session.messages.extend([Message("user", "talk"), Message("assistant", "talked"), Message("user", "run"),
+                             Message("assistant", "", tool_calls=[ToolCall("c1", "execute_code")]),
+                             Message("user", "talk again")])
+    file = SessionFile(tmp_path, session.id, sync=False)
+    file.save(session)
+    assert SessionFile(tmp_path, session.id, sync=False).load().turn_changed == [0, -1, 0]
 
 
 @pytest.mark.parametrize("saved, loaded", [

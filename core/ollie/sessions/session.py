@@ -295,7 +295,8 @@ class Session:
         if "step_trees" in meta:
             meta = {**meta, "step_trees": _trees(meta["step_trees"])}
         if "turn_changed" in meta or "turn_starts" in meta:  # (a log of before the counts were kept has starts alone)
-            meta = {**meta, "turn_changed": _counts(meta.get("turn_changed"), len(meta.get("turn_starts", [])))}
+            starts = meta.get("turn_starts", [])
+            meta = {**meta, "turn_changed": _settled(_counts(meta.get("turn_changed"), len(starts)), starts, messages)}
         return cls(
             messages=messages,
             task_state=TaskState.from_dict(ts) if ts else None,
@@ -345,6 +346,17 @@ def _counts(saved: Any, turns: int) -> list[int]:
     counts = [n if type(n) is int and UNCOUNTED <= n < _MAX_COUNT else UNCOUNTED
               for n in (saved if isinstance(saved, list) else [])]
     return counts + [UNCOUNTED] * (turns - len(counts))
+
+
+def _settled(counts: list[int], starts: list[int], messages: list[Message]) -> list[int]:
+    """`counts` with each turn UNCOUNTED that called no tool (the daemon died in its reply, a log of before the counts)
+    as 0: nothing of it could change a file, and a client would say "changes not known" of a turn that only talked."""
+    for n, start in enumerate(starts[:len(counts)]):
+        end = starts[n + 1] if n + 1 < len(starts) else len(messages)
+        if counts[n] == UNCOUNTED and type(start) is int and type(end) is int and 0 <= start <= end and not any(
+                m.tool_calls for m in messages[start:end]):
+            counts[n] = 0
+    return counts
 
 
 _CONNECTION = {"host": str, "port": int, "verdict": str, "how": str, "sent": int, "received": int}
