@@ -14,7 +14,15 @@ from ollie.testing import Reply
 from tests.procs import wait_until
 
 from . import screens
-from .test_nvim_tui import FLOAT_PICKER, assert_clean, queue_while_streaming, start_nvim
+from .test_nvim_tui import FLOAT_PICKER, Tmux, assert_clean, queue_while_streaming, start_nvim
+
+
+def photo(tmux: Tmux, name: str, screen: str) -> str:
+    """`screen` kept as `name`, and the screen now as `name`.png to look at; `screen`."""
+    tmux.keep(name, screen)
+    assert tmux.captures is not None
+    screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (760, 440))
+    return screen
 
 
 def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Path, scripted_llm):
@@ -57,10 +65,8 @@ def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: 
         tmux.type("hello", "C-s")
         tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
         tmux.keys("Escape")
-        tmux.keep("2-normal", tmux.wait(lambda s: "-- INSERT --" not in s
-                                        and hints(s) == ["<CR>", "send/queue,", "<C-j>", "inject"], "normal mode's keys"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-normal.png", (760, 440))
+        photo(tmux, "2-normal", tmux.wait(lambda s: "-- INSERT --" not in s
+                                          and hints(s) == ["<CR>", "send/queue,", "<C-j>", "inject"], "normal mode's keys"))
         assert_clean(tmux.screens)
 
 
@@ -133,10 +139,8 @@ def test_closing_a_split_under_the_chat_leaves_the_input_its_five_lines(tmp_path
         tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the changes list")
         tmux.keys("q")
         # (The whole layout waited for: the input's height comes back a moment after the list's window closed.)
-        tmux.keep("1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s and input_rows(s) == 5,
-                                             "the list closed, the input 5 lines"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-list-closed.png", (760, 440))
+        photo(tmux, "1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s and input_rows(s) == 5,
+                                               "the list closed, the input 5 lines"))
         tmux.keys("C-w", "h", ":botright 10split | enew", "Enter")
         tmux.wait(lambda s: s.count("[No Name]") == 1, "a plugin's split across the bottom")
         tmux.keys(":close", "Enter")
@@ -157,9 +161,7 @@ def test_a_prompt_queued_under_a_paragraph_taller_than_the_chat_shows(tmp_path: 
         try:
             shown = queue_while_streaming(tmux, "tell a long story", "THE END.", "is it true?")
             assert "THE END." in shown, shown
-            tmux.keep("1-queued", shown)
-            assert tmux.captures is not None
-            screens.png(tmux.screen(colours=True), tmux.captures / "1-queued.png", (760, 440))
+            photo(tmux, "1-queued", shown)
         finally:
             story.set()
         tmux.wait(lambda s: "Yes." in s, "the queued turn")
@@ -180,9 +182,7 @@ def test_with_the_chat_at_the_bottom_the_code_keeps_half_the_rows(tmp_path: Path
 
         tmux.wait(lambda s: "x1 = 1" in s, "nvim to start")
         tmux.keys(":Ollie hi", "Enter")
-        opened = tmux.keep("1-bottom", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-bottom.png", (760, 440))
+        opened = photo(tmux, "1-bottom", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
         assert code_rows(opened) >= 9, opened
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "40"], check=True)
         tmux.wait(lambda s: len(s.splitlines()) == 40, "the taller terminal")
@@ -209,10 +209,8 @@ def test_a_fork_says_so_in_the_chat(tmp_path: Path, scripted_llm):
             return " ".join(line.split("│")[-1].strip() for line in screen.splitlines())
 
         tmux.keys(":OllieFork 1", "Enter")
-        forked = tmux.keep("1-forked", tmux.wait(lambda s: "Answer two." not in s and "Files were not" in said(s),
-                                                 "the fork"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-forked.png", (760, 440))
+        forked = photo(tmux, "1-forked", tmux.wait(lambda s: "Answer two." not in s and "Files were not" in said(s),
+                                                   "the fork"))
         assert ('this chat is now "tell me about the first thing (fork)", with the conversation up to turn 1; the one '
                 "it came from is in :OllieSessions.") in said(forked), forked
         assert_clean(tmux.screens)
@@ -231,10 +229,8 @@ def test_a_question_follows_her_to_another_tab(tmp_path: Path, scripted_llm):
         tmux.keys(":Ollie fix add", "Enter")
         tmux.wait(lambda s: "Allow once" in s and "+    return a + b" in s, "the question in the chat's tab")
         tmux.keys(":tabnew notes.txt", "Enter")
-        moved = tmux.keep("1-other-tab", tmux.wait(lambda s: "my notes" in s and "Allow once" in s
-                                                   and "+    return a + b" in s, "the question in the other tab"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-other-tab.png", (760, 440))
+        moved = photo(tmux, "1-other-tab", tmux.wait(lambda s: "my notes" in s and "Allow once" in s
+                                                     and "+    return a + b" in s, "the question in the other tab"))
         assert "Fixing add." not in moved, moved  # (the chat's tab is not the one shown)
         tmux.keys("g", "t")
         back = tmux.keep("2-back", tmux.wait(lambda s: s.splitlines()[-2].startswith("ops.py ") and "Allow once" in s,

@@ -61,7 +61,9 @@ async def test_a_killed_daemons_socket_dir_is_swept_and_a_live_ones_kept(short_d
     live, live_dir = await daemon_with_proxy(start_daemon, llm, env)
     dead.client._server.kill()  # SIGKILL: no exit handler runs
     await dead.client._server.wait()
-    assert (dead_dir / "egress.sock").exists()
+    # Under a deep runtime dir the socket root is the shared /tmp/ollie-<uid>: a session another test's daemon opens
+    # meanwhile may sweep the killed one's dir first (a full run failed here once), which is what is wanted too.
+    assert (dead_dir / "egress.sock").exists() or depth != "short"
 
     sweeper = await start_daemon(env={**llm.env(), **env})
     await sweeper.request("ollie/session/new", {})  # a session opening sweeps
