@@ -162,6 +162,17 @@ def test_a_long_plans_open_step_stays_among_the_steps_shown() -> None:
     assert plan_entries(plan(120, 20000))[:2] == [("… 119 steps done", "completed"), ("s119", "completed")]
 
 
+def test_a_step_checked_among_those_a_summary_counts_changes_the_plan() -> None:
+    # "… 51 more steps" reads the same with step 120 checked: the plan compared equal, was not sent again, and every
+    # client kept "0 of 150 done".
+    plan = [f"- [ ] s{n}\n" for n in range(150)]
+    before = plan_entries("".join(plan))
+    plan[120] = "- [x] s120\n"
+    after = plan_entries("".join(plan))
+    assert after != before and getattr(after[-1][0], "done", None) == 1
+    assert plan_entries("".join(plan)) == after
+
+
 async def test_resource_links_and_embedded_files_are_marked_editor_context(shared_agent, llm) -> None:
     llm.script(Reply.text("seen"))
     agent = await shared_agent()

@@ -92,6 +92,17 @@ class PlanSummary(str):
         entry.steps, entry.done = len(items), sum(checked for _, checked in items)
         return entry
 
+    # Its counts are part of it: a step checked among those it counts changes no word of it, and the plan is sent
+    # again only when it compares unequal (TurnHost._took_plan).
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other) is True and (not isinstance(other, PlanSummary)
+                                                    or (self.steps, self.done) == (other.steps, other.done))
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
+
 
 def plan_counts(plan: list[tuple[str, str]]) -> tuple[int, int]:
     """(done, all) of a plan's steps (`plan_entries`): a summary entry counts the steps it stands for."""
