@@ -114,9 +114,12 @@ function prepend(items: ChatItem[]): void {
 window.addEventListener("resize", fillView);
 // The plan or the prompt growing shortens the chat from below: one that followed the stream still shows its end (the
 // last reply went under them, and the next update, no longer at the bottom, stopped following).
-new ResizeObserver(() => {
-  if (following) log.scrollTop = log.scrollHeight;
-}).observe(log);
+let seenHeight = 0;
+function keepEndOnResize(): void {
+  if (log.clientHeight !== seenHeight && following) log.scrollTop = log.scrollHeight;
+  seenHeight = log.clientHeight;
+}
+new ResizeObserver(keepEndOnResize).observe(log);
 jump.addEventListener("click", () => {
   scrollToBottom();
   composer.focus();
@@ -132,7 +135,9 @@ function askPaths(): void {
 
 function upsert(items: ChatItem[]): void {
   const sentNow = userSent && items.some((item) => item.kind === "user");
-  // A scroll the user just made may not have fired its event yet: the position before this update decides.
+  // A scroll the user just made may not have fired its event yet: the position before this update decides. A
+  // resize not yet observed (the plan grew above) is no scroll of hers: a chat that followed still does.
+  keepEndOnResize();
   if (log.clientHeight > 0 && !isAtBottom(log)) following = false;
   let focusLost = false;
   for (const item of items) {
