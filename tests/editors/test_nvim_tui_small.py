@@ -187,8 +187,10 @@ def test_with_the_chat_at_the_bottom_the_code_keeps_half_the_rows(tmp_path: Path
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "40"], check=True)
         tmux.wait(lambda s: len(s.splitlines()) == 40, "the taller terminal")
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
-        resized = tmux.keep("2-resized", tmux.wait(lambda s: len(s.splitlines()) == 24 and " prompt " in s,
-                                                   "the 80x24 terminal again"))
+        # (The layout is waited for: the chat's rows come back a moment after the terminal's, as its resize is handled.)
+        resized = tmux.keep("2-resized", tmux.wait(lambda s: len(s.splitlines()) == 24 and " prompt " in s
+                                                   and any(line.startswith("calc.py ") for line in s.splitlines())
+                                                   and code_rows(s) >= 9, "the 80x24 terminal again, the code half"))
         assert code_rows(resized) >= 9, resized
         assert_clean(tmux.screens)
 
