@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,17 @@ def test_a_file_neovim_saves_in_its_own_encoding_is_no_format_on_save(tmp_path, 
         assert (tmp_path / "ws" / "notes.txt").read_bytes() == data
 
 
+def drawn(tmux: Tmux, cond: Callable[[str], bool], what: str) -> str:
+    """The screen once `cond` holds on two looks in a row that agree: Neovim draws a diff a window at a time, and a
+    look between the two caught the second window's title (in the tab line) over the chat it had not yet replaced."""
+    last = [""]
+
+    def whole(screen: str) -> bool:
+        agreed, last[0] = cond(screen) and screen == last[0], screen
+        return agreed
+    return tmux.wait(whole, what)
+
+
 def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
     """<CR> on each `Edit notes.txt` step of the chat in turn: the rows of the diff it opens, each a list of its two
     sides (the tabline and the messages left out; none when it said it has none); each screen kept, as a PNG too."""
@@ -163,8 +175,9 @@ def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
     shown = []
     for n in (1, 2):
         tmux.keys(":call search('Edit notes.txt')", "Enter", "Enter")
-        screen = tmux.keep(f"{when}-{n}", tmux.wait(lambda s: "after Edit notes.txt" in s or "no change" in s,
-                                                    f"step {n}'s diff"))
+        screen = tmux.keep(f"{when}-{n}", drawn(tmux, lambda s: "no change" in s or any(
+            "before Edit notes.txt" in row and "after Edit notes.txt" in row for row in s.splitlines()),
+            f"step {n}'s diff"))
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / f"{when}-{n}.png", (1000, 560))
         shown.append([[side.rstrip() for side in row.split("│")] for row in screen.splitlines()
