@@ -506,9 +506,9 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
     from ollie.agent.setup import session_dir  # (the session's set-up, loaded with the first session, not at start)
 
     kind = check_kind(p.kind or "chat")
+    await ls.sessions_dir()  # the folders walked (a link among them is no guard); all refused: -32603, no param's fault
     with invalid_params("cwd"):  # the client's choice (a relative one from the daemon's directory), but no link a step
         # may have planted in the workspace folder: an editor names its folders (a workspace file's), each may be one
-        await ls.sessions_dir()  # the folders the client named walked: a link among them is no guard
         cwd = await session_dir(p.cwd, guarded=[ls.root_cwd, ls.default_cwd]) if p.cwd else None
     with invalid_params("agent", ConfigError):
         live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)

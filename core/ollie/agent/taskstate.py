@@ -73,9 +73,11 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
                for n, (item, checked) in enumerate(items)]
     if len(entries) <= PLAN_STEPS:
         return entries
-    # The steps from the last one done on, the rest counted: the open step stays in view (and the model's state).
-    start = 0 if first < PLAN_STEPS - 1 else min(first - 1, len(entries) - PLAN_STEPS + 2)
-    shown = entries[start:start + PLAN_STEPS - 1 - (start > 0)]
+    # The steps from the last one done on, the rest counted: the open step stays in view (and the model's state). Every
+    # step left, when they fit: ACP clients count the entries (Zed's "N left"), and a summary of those is one of them.
+    start = max(0, min(first - 1, len(entries) - PLAN_STEPS + 1))
+    room = PLAN_STEPS - (start > 0)  # besides the summary of the steps done before them
+    shown = entries[start:start + room - (len(entries) - start > room)]  # and one of those after, if any are
     after = items[start + len(shown):]
     return ([(PlanSummary(f"… {start} steps done", items[:start]), "completed")] if start else []) + shown + (
         [(PlanSummary(f"… {len(after)} more steps", after), "pending")] if after else [])
