@@ -483,3 +483,30 @@ async def test_a_plan_past_the_plans_cap_is_never_kept_for_a_rewind(scripted_llm
     await core.submit("plan small")
     assert (await read_plan(core.session_id)) == "- [ ] small\n"
     assert all(len(plan) <= PLAN_CAP for plan in core.session.plans_before.values())
+
+
+async def test_a_logs_plan_of_a_turn_past_any_number_leaves_a_rewind_whole(scripted_llm, make_core, workdir, tmp_path):
+    """A teammate's log keys the plans its turns found by turn number: one keyed by 5,000 digits (past what Python reads
+    as a number) failed every rewind after it had put the files back, the conversation left uncut ("Exceeds the limit
+    (4300 digits)"). Such a key names no turn: passed over."""
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    plan = {"code": 'printf -- "- [ ] first\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [plan]})), Reply.text("planned"), *_edit_two_files())
+    core = await _auto(make_core, srv)
+    await core.submit("plan")
+    await core.submit("edit them")
+    session_id = core.session_id
+    await core.close()
+    log = persist.session_log(tmp_path / "sessions", session_id).path
+    lines = log.read_bytes().split(b"\n")
+    at = max(n for n, line in enumerate(lines) if b'"meta"' in line)
+    commit = json.loads(lines[at])
+    commit["meta"]["plans_before"] = {"9" * 5000: "- [ ] hostile\n"}
+    lines[at] = json.dumps(commit).encode()
+    log.write_bytes(b"\n".join(lines))
+    again = await _auto(make_core, srv, session_id=session_id)
+    done = await again.rewind(2)
+    assert done.files == ["a.txt", "b.txt"] and (workdir / "a.txt").read_text() == ORIGINAL_A
+    assert len(again.session.turn_starts) == 1  # the conversation cut with them
+    assert (await read_plan(session_id)) == "- [ ] first\n"  # the plan as it is (no turn of the log changed it)

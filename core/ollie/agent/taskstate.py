@@ -125,7 +125,8 @@ def plan_lines(plan: list[tuple[str, str]]) -> list[str]:
 def plan_before(plans: Mapping[str, str], turn: int) -> str | None:
     """The plan as turn `turn` found it (`Session.plans_before`): as the first turn from it on that changed the plan
     found it; None when none did (it is as it is now)."""
-    later = {int(t): plan for t, plan in plans.items() if t.isdecimal() and int(t) >= turn}
+    # (A log's key of 5,000 digits is past what int() reads: no turn's, never a rewind's ValueError after its restore.)
+    later = {int(t): plan for t, plan in plans.items() if t.isdecimal() and len(t) < 10 and int(t) >= turn}
     return later[min(later)] if later else None
 
 
