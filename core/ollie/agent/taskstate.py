@@ -17,7 +17,9 @@ from ollie.sessions.types import one_line
 # Only an item's start is a pattern, matched line by line: a lazy item before optional spaces backtracked
 # quadratically over a line of spaces (tool code writes the plan file; the loop reads it on the event loop).
 _ITEM = re.compile(r"\s*[-*]\s*\[([ xX])\]")
-_PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)
+# Its spaces stop at the line's end: `^\s*` ran from each line start over every blank line after it (quadratic: a reply's
+# 20,000 line breaks held the event loop 30 s).
+_PLAN_BLOCK = re.compile(r"^[^\S\n]*(?:#+[^\S\n]*)?\**PLAN\**\s*:", re.MULTILINE)
 _ACTION_PART = 80
 
 
