@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 from agentkit import ToyServer, drain, roles, tool_messages
 
 from ollie.agent.safety import ERROR_NUDGE, MAX_STEPS_NUDGE, REPLAN_NUDGE, STALL_NUDGE
-from ollie.agent.taskstate import plan_path
+from ollie.agent.taskstate import has_plan_block, plan_path
 from ollie.testing import Reply
 
 
@@ -106,3 +108,29 @@ async def test_task_state_is_reinjected_with_the_plan_files_next_step(scripted_l
     assert state["plan_step"] == "write the parser"
     assert state["last_action"].startswith('slow_read({"tag":2})')
     assert not any("[task state]" in m["content"] for m in tool_messages(srv, 2))
+
+
+
+async def test_a_reply_of_blank_lines_before_its_call_holds_no_loop(scripted_llm, make_core):
+    """Each round's text is searched for a `PLAN:` block on the event loop: its `^\\s*` ran from every line start over
+    the blank lines after it, so 20,000 line breaks (a model stuck emitting them) before a call held every session of
+    the daemon ~8 s (40,000: a minute). A plan block after them is still one."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("slow_read", {"tag": "w"})), Reply.text("warm"),
+               Reply(text="\n" * 20_000, tool_calls=[("slow_read", {"tag": "a"})]), Reply.text("done"))
+    core = await make_core(srv, toy=ToyServer())
+    await core.submit("warm up")  # (what a first round loads is loaded: the measure is the text's search alone)
+    gaps: list[float] = []
+
+    async def tick() -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.01)
+            gaps.append(time.perf_counter() - last)
+            last = time.perf_counter()
+
+    ticker = asyncio.create_task(tick())
+    assert (await core.submit("work")).reply == "done"
+    ticker.cancel()
+    assert max(gaps) < 2  # (the search: ~1 ms; from each line start to the end: ~8 s)
+    assert has_plan_block("\n" * 20_000 + "  ## **PLAN**:\n- [ ] read") and not has_plan_block("a PLAN: b")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from ollie.agent.core import Core
 from ollie.agent.fork import cut_at_turn
 from ollie.agent.review import ReviewError
 from ollie.agent.taskstate import next_unchecked, read_plan
-from ollie.backend.types import Message
+from ollie.backend.types import Message, ToolCall
 from ollie.sessions import logparse, persist
 from ollie.sessions.session import TaskState
 from ollie.testing import Reply, ScriptedLLMServer
@@ -483,3 +484,57 @@ async def test_a_plan_past_the_plans_cap_is_never_kept_for_a_rewind(scripted_llm
     await core.submit("plan small")
     assert (await read_plan(core.session_id)) == "- [ ] small\n"
     assert all(len(plan) <= PLAN_CAP for plan in core.session.plans_before.values())
+
+
+async def test_a_logs_plan_of_a_turn_past_any_number_leaves_a_rewind_whole(scripted_llm, make_core, workdir, tmp_path):
+    """A teammate's log keys the plans its turns found by turn number: one keyed by 5,000 digits (past what Python reads
+    as a number) failed every rewind after it had put the files back, the conversation left uncut ("Exceeds the limit
+    (4300 digits)"). Such a key names no turn: passed over."""
+    _seed(workdir)
+    srv = scripted_llm("openai")
+    plan = {"code": 'printf -- "- [ ] first\\n" > "$OLLIE_PLAN_FILE"', "language": "bash"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [plan]})), Reply.text("planned"), *_edit_two_files())
+    core = await _auto(make_core, srv)
+    await core.submit("plan")
+    await core.submit("edit them")
+    session_id = core.session_id
+    await core.close()
+    log = persist.session_log(tmp_path / "sessions", session_id).path
+    lines = log.read_bytes().split(b"\n")
+    at = max(n for n, line in enumerate(lines) if b'"meta"' in line)
+    commit = json.loads(lines[at])
+    commit["meta"]["plans_before"] = {"9" * 5000: "- [ ] hostile\n"}
+    lines[at] = json.dumps(commit).encode()
+    log.write_bytes(b"\n".join(lines))
+    again = await _auto(make_core, srv, session_id=session_id)
+    done = await again.rewind(2)
+    assert done.files == ["a.txt", "b.txt"] and (workdir / "a.txt").read_text() == ORIGINAL_A
+    assert len(again.session.turn_starts) == 1  # the conversation cut with them
+    assert (await read_plan(session_id)) == "- [ ] first\n"  # the plan as it is (no turn of the log changed it)
+
+
+async def test_a_log_of_20000_uncounted_turns_is_looked_back_over_without_a_thread_hop_each(scripted_llm, make_core,
+                                                                                             tmp_path):
+    """`changes(changed=True)` (VS Code's review) diffs each turn whose count is not known: a log of 20,000 of them
+    (each called a tool; none has a checkpoint here: a teammate's, an edited one, a project never checkpointed) took a
+    thread hop and a listing each, ~10 s a request. A turn with nothing logged and no buffer edit lists nothing: no
+    hop."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hi"))
+    core = await _auto(make_core, srv)
+    await core.submit("hi")
+    session_id = core.session_id
+    await core.close()
+    saved = persist.load(tmp_path / "sessions", session_id)
+    n = 20_000
+    for turn in range(n):
+        saved.turn_starts.append(len(saved.messages))
+        saved.messages += [Message("user", "x"), Message("assistant", "", tool_calls=[ToolCall(f"c{turn}", "f")])]
+    saved.turn_changed = [0] + [-1] * n
+    persist.SessionFile(tmp_path / "sessions", session_id, sync=False).save(saved)
+    again = await _auto(make_core, srv, session_id=session_id)
+    assert again.session.turn_changed.count(-1) == n
+    started = time.perf_counter()
+    found = await again.review.changes(changed=True)
+    assert time.perf_counter() - started < 3  # (~50 ms; a hop each: ~10 s)
+    assert found.turn == 1 and found.changes == []

@@ -8,6 +8,7 @@ import itertools
 import json
 import random
 import threading
+import time
 from dataclasses import fields
 from typing import Any
 
@@ -480,3 +481,20 @@ def test_a_message_of_any_shape_is_built_as_the_constructor_builds_it(calls):
         for keys in itertools.combinations(values, size):
             data = {"role": "tool", **{key: values[key] for key in keys}}
             assert logparse._built([data]) == [Message.from_dict(data)], keys
+
+
+def test_a_hostile_logs_turns_are_marked_in_time_linear_in_the_log():
+    """A teammate's log whose turns start back and forth (0, N, 0, N...) and whose prompt holds one undo note per turn:
+    each turn's settling scanned every message (`_settled`), and each turn's mark every note (`turn_marks`): 20,000 of
+    each held the session's load (and each `ollie/history` page's thread) for tens of seconds. Now one pass each."""
+    n = 20_000
+    messages = [Message("user", "x") for _ in range(n)]
+    messages[1].notes = "\n\n".join(f"the user undid these changes of yours (turn {t}): a.py" for t in range(1, n + 1))
+    started = time.perf_counter()
+    session = Session.from_meta({"turn_starts": [0, n] * (n // 2)}, messages)
+    marks = turn_marks(session.turn_starts, session.turn_changed, n, notes=[(1, messages[1].notes)])
+    assert time.perf_counter() - started < 2  # (one pass: ~50 ms; each turn a pass: ~20 s)
+    # No turn called a tool: each is none, but those that end before they start (kept unknown) and the last (empty).
+    assert session.turn_changed == [0, -1] * (n // 2 - 1) + [0, 0]
+    # Every odd turn runs from the first message to the last (its undone mark on that one), the last of them kept.
+    assert marks == {n - 1: {"turn": n - 1, "files": 0, "undone": True}}

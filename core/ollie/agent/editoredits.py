@@ -51,6 +51,10 @@ class EditorEdits:
             edit.new_text = new_text
         self.settle(turn, path, new_text)
 
+    def edited(self, turn: int) -> bool:
+        """Whether the turn changed a buffer (that an undo left changed)."""
+        return bool(self._turns.get(turn))
+
     def changes(self, turn: int) -> dict[str, FileChange]:
         """The turn's buffer changes, by path."""
         return {path: edit.change(path) for path, edit in self._turns.get(turn, {}).items()}

@@ -17,7 +17,9 @@ from ollie.sessions.types import one_line
 # Only an item's start is a pattern, matched line by line: a lazy item before optional spaces backtracked
 # quadratically over a line of spaces (tool code writes the plan file; the loop reads it on the event loop).
 _ITEM = re.compile(r"\s*[-*]\s*\[([ xX])\]")
-_PLAN_BLOCK = re.compile(r"^\s*(?:#+\s*)?\**PLAN\**\s*:", re.MULTILINE)
+# Its spaces stop at the line's end: `^\s*` ran from each line start over every blank line after it (quadratic: a reply's
+# 20,000 line breaks held the event loop 30 s).
+_PLAN_BLOCK = re.compile(r"^[^\S\n]*(?:#+[^\S\n]*)?\**PLAN\**\s*:", re.MULTILINE)
 _ACTION_PART = 80
 
 
@@ -127,7 +129,8 @@ def plan_lines(plan: list[tuple[str, str]]) -> list[str]:
 def plan_before(plans: Mapping[str, str], turn: int) -> str | None:
     """The plan as turn `turn` found it (`Session.plans_before`): as the first turn from it on that changed the plan
     found it; None when none did (it is as it is now)."""
-    later = {int(t): plan for t, plan in plans.items() if t.isdecimal() and int(t) >= turn}
+    # (A log's key of 5,000 digits is past what int() reads: no turn's, never a rewind's ValueError after its restore.)
+    later = {int(t): plan for t, plan in plans.items() if t.isdecimal() and len(t) < 10 and int(t) >= turn}
     return later[min(later)] if later else None
 
 

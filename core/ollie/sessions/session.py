@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import MutableMapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from itertools import accumulate
 from typing import Any
 
 from ollie.backend.types import Message, Usage
@@ -351,10 +352,12 @@ def _counts(saved: Any, turns: int) -> list[int]:
 def _settled(counts: list[int], starts: list[int], messages: list[Message]) -> list[int]:
     """`counts` with each turn UNCOUNTED that called no tool (the daemon died in its reply, a log of before the counts)
     as 0: nothing of it could change a file, and a client would say "changes not known" of a turn that only talked."""
+    # The calls before each message, counted once: a hostile log's starts (0, N, 0, N...) scanned the messages per turn.
+    calls = [0, *accumulate(bool(m.tool_calls) for m in messages)]
     for n, start in enumerate(starts[:len(counts)]):
         end = starts[n + 1] if n + 1 < len(starts) else len(messages)
-        if counts[n] == UNCOUNTED and type(start) is int and type(end) is int and 0 <= start <= end and not any(
-                m.tool_calls for m in messages[start:end]):
+        if counts[n] == UNCOUNTED and type(start) is int and type(end) is int and 0 <= start <= end and (
+                calls[min(end, len(messages))] == calls[min(start, len(messages))]):
             counts[n] = 0
     return counts
 
