@@ -19,6 +19,7 @@ from ollie.escapes import clipped, escaped
 
 if TYPE_CHECKING:
     from ollie.agent.events import TurnFiles
+    from ollie.agent.taskstate import PlanEntry
     from ollie.backend.types import Image
 
 CALL_ARGS_MAX = 160
@@ -195,14 +196,14 @@ class Renderer:
             elif changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
                 self._block(self._style(f"{changes_line(changes)}{self.review_hint}", "33"), stream=self.err)
 
-    def plan(self, plan: list[tuple[str, str]]) -> None:
+    def plan(self, plan: list[PlanEntry]) -> None:
         """The agent's task plan as it changed: its steps from the last one done, PLAN_SHOWN at most, the rest counted."""
         from ollie.agent.taskstate import plan_counts, plan_lines  # loaded with the plan
 
         if not plan:
             self._block(self._style("plan: none now", "2"), stream=self.notes)
             return
-        now = next((n for n, (_, status) in enumerate(plan) if status != "completed"), len(plan))
+        now = next((n for n, e in enumerate(plan) if e.status != "completed"), len(plan))
         start = max(0, min(now - 1, len(plan) - PLAN_SHOWN))
         lines = [f"  {line}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
         if more := plan_counts(plan[start + len(lines):])[1]:  # in steps: past 100 the plan summarises some
