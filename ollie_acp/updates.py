@@ -42,6 +42,7 @@ from acp.schema import (
 from ollie.agent.events import Event
 from ollie.agent.steps import Diff, Location, ToolState
 from ollie.agent.surface import AcpCore
+from ollie.agent.taskstate import PlanEntry
 from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.escapes import escaped
@@ -159,7 +160,7 @@ class UpdateForwarder:
         # so a note after "done" read "donewaiting for MCP server ..." (`paragraph`).
         self.tail = "\n\n"
         self._title = ""  # the session's title the client was last told
-        self._plan: list[tuple[str, str]] = []  # the plan the client was sent last (none: it shows none)
+        self._plan: list[PlanEntry] = []  # the plan the client was sent last (none: it shows none)
         self._usage: UsageUpdate | None = None  # the context use the client was sent last
         # Called at the next reply part sent, and awaited before the next tool call's card (each once): what the
         # session does as its reply begins, and tells before its first step.
@@ -323,7 +324,7 @@ class UpdateForwarder:
         """Send the session's plan (the task_* tools' checklist) when it is not the one the client was sent last."""
         if (plan := self._core.plan) != self._plan:  # (an empty one too: a client keeps a plan until told otherwise)
             self._plan = plan
-            await self._send(update_plan([plan_entry(step, status=status) for step, status in plan]))  # type: ignore[arg-type]
+            await self._send(update_plan([plan_entry(e.content, status=e.status) for e in plan]))
 
     async def send_usage(self) -> None:
         """Send the context window's use when it is not what the client was sent last (a `/rewind`, a `/compact`, a

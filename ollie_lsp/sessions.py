@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ollie import beneath
 from ollie.agent import inbox
 from ollie.agent.inbox import ContextItem, Held
-from ollie.agent.taskstate import PlanSummary
 from ollie_lsp.errors import InvalidParams, NoFolder, QueueFull, SessionArchived, SessionNotFound, refused
 from ollie_lsp.events import EventForwarder
 from ollie_lsp.progress import TurnProgress
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from ollie.agent.core import TurnResult
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import DaemonCore
+    from ollie.agent.taskstate import PlanEntry
     from ollie.backend.types import Image
     from ollie.sessions.records import UserRecords
     from ollie.tools.documents import EditorDocuments
@@ -53,12 +53,6 @@ A = TypeVar("A")
 QUESTION_DRAIN_S = 2.0
 
 
-def plan_params(plan: list[tuple[str, str]]) -> list[dict[str, str | int]]:
-    """The task plan as `ollie/state` and `ollie/stateChanged` carry it: a summary entry with the steps it counts."""
-    return [{"content": step, "status": status, **({"steps": step.steps, "done": step.done}
-                                                   if isinstance(step, PlanSummary) else {})} for step, status in plan]
-
-
 @dataclass(eq=False, repr=False)
 class SubmitHandle(Held):
     """One pending ollie/submit: cancel() interrupts it, whether it waits or runs; its images count while it waits."""
@@ -80,7 +74,7 @@ class LiveSession:
     archived: bool = False
     turn_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     last_state: dict[str, Any] | None = None
-    plan_sent: list[tuple[str, str]] | None = None  # the plan the last `ollie/stateChanged` carried
+    plan_sent: list[PlanEntry] | None = None  # the plan the last `ollie/stateChanged` carried
     # The engine's recorder keeps this session's registry record current (None until recorded).
     recorder: Recorder | None = None
     # The submits waiting for their turn (behind another, or for the session's record): a stop drops them.
@@ -112,7 +106,7 @@ class LiveSession:
         if plan == self.plan_sent:
             return snapshot
         self.plan_sent = plan
-        return {**snapshot, "plan": plan_params(plan)}
+        return {**snapshot, "plan": [e.to_wire() for e in plan]}
 
     def state_result(self) -> dict[str, Any]:
         """The `ollie/state` result."""
@@ -130,7 +124,7 @@ class LiveSession:
             archived=self.archived,
             kind=self.kind,
             approval=core.approval,
-            plan=plan_params(core.plan),
+            plan=[e.to_wire() for e in core.plan],
         )
         return out
 

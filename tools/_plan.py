@@ -8,6 +8,10 @@ from pathlib import Path
 from _toolkit import ToolError, read_text, required_env, write_atomic
 
 ITEM = re.compile(r"^(\s*[-*] \[)([ xX])(\] )(.*)$")
+# What of the plan one call prints, as the terminal shows it: steps from the last one done on, each cut, the rest
+# counted. The whole plan each time made 120 checks of a long plan in one reply pass the result's 128 KiB, and the
+# checks cut off read as failed.
+SHOWN, STEP_CHARS = 5, 100
 
 
 def plan_path() -> Path:
@@ -35,14 +39,24 @@ def items(lines: list[str]) -> list[tuple[int, bool, str]]:
     return found
 
 
+def clip(text: str) -> str:
+    """A step's text cut to STEP_CHARS."""
+    return text if len(text) <= STEP_CHARS else text[:STEP_CHARS - 1] + "…"
+
+
 def show(lines: list[str]) -> str:
-    """The plan as a numbered checklist for the model."""
+    """The plan for the model: its counts, and SHOWN of its steps, numbered, from the last one done before the first
+    open one on (the rest counted)."""
     entries = items(lines)
     if not entries:
         return "the plan is empty"
-    done = sum(1 for _, d, _ in entries if d)
-    rows = [f"{n}. [{'x' if d else ' '}] {text}" for n, (_, d, text) in enumerate(entries, 1)]
-    return f"plan ({done}/{len(entries)} done):\n" + "\n".join(rows)
+    first = next((n for n, (_, d, _) in enumerate(entries) if not d), len(entries))
+    start = max(0, min(first - 1, len(entries) - SHOWN))
+    end = min(start + SHOWN, len(entries))
+    rows = [f"{n}. [{'x' if d else ' '}] {clip(text)}" for n, (_, d, text) in enumerate(entries[start:end], start + 1)]
+    return "\n".join([f"plan ({sum(d for _, d, _ in entries)}/{len(entries)} done):",
+                      *([f"… steps 1-{start} done"] if start else []), *rows,
+                      *([f"… steps {end + 1}-{len(entries)} to come"] if end < len(entries) else [])])
 
 
 def mark(lines: list[str], index: int) -> None:

@@ -11,7 +11,7 @@ import acp
 import pytest
 from acp.schema import AudioContentBlock, EmbeddedResourceContentBlock, ResourceContentBlock, TextResourceContents
 
-from ollie.agent.taskstate import next_unchecked, plan_entries
+from ollie.agent.taskstate import PlanEntry, next_unchecked, plan_entries
 from ollie.testing import Reply, Usage
 from tests.procs import eventually
 
@@ -156,8 +156,8 @@ async def test_a_plan_tool_code_writes_by_hand_is_shown_as_its_step_ends(shared_
 def test_the_plan_update_and_the_loops_next_step_read_one_checklist() -> None:
     # Tool code may write the plan file by hand: ACP's plan read only `- [ ]` lines, the loop `*` bullets too.
     text = "# plan\n* [x] read it\n-[ ] write it\n- [ ]   \n  - [X] nested\n- [ ] run it\nnot an item"
-    assert plan_entries(text) == [("read it", "completed"), ("write it", "in_progress"), ("nested", "completed"),
-                                  ("run it", "pending")]
+    assert plan_entries(text) == [PlanEntry("read it", "completed"), PlanEntry("write it", "in_progress"),
+                                  PlanEntry("nested", "completed"), PlanEntry("run it", "pending")]
     assert next_unchecked(text) == "write it"
 
 
@@ -171,11 +171,13 @@ def test_a_long_plans_open_step_stays_among_the_steps_shown() -> None:
         shown = plan_entries(plan(done, total))
         assert len(shown) <= 100
         # Each step left an entry while they fit: ACP clients count the entries (Zed's "N left").
-        assert not shown[-1][0].startswith("… ") or total - done > 99, (done, total)
-        assert [s for s, status in shown if status == "in_progress"] == ([f"s{done}"] if done < total else [])
-        counted = [int(s.split()[1]) for s, _ in shown if s.startswith("… ")]
+        assert not shown[-1].content.startswith("… ") or total - done > 99, (done, total)
+        assert [e.content for e in shown if e.status == "in_progress"] == ([f"s{done}"] if done < total else [])
+        counted = [int(e.content.split()[1]) for e in shown if e.content.startswith("… ")]
+        assert [e.steps for e in shown if e.steps] == counted
         assert len(shown) - len(counted) + sum(counted) == total  # every step shown or counted
-    assert plan_entries(plan(120, 20000))[:2] == [("… 119 steps done", "completed"), ("s119", "completed")]
+    assert plan_entries(plan(120, 20000))[:2] == [PlanEntry("… 119 steps done", "completed", 119, 119),
+                                                  PlanEntry("s119", "completed")]
 
 
 def test_a_step_checked_among_those_a_summary_counts_changes_the_plan() -> None:
@@ -185,7 +187,7 @@ def test_a_step_checked_among_those_a_summary_counts_changes_the_plan() -> None:
     before = plan_entries("".join(plan))
     plan[120] = "- [x] s120\n"
     after = plan_entries("".join(plan))
-    assert after != before and getattr(after[-1][0], "done", None) == 1
+    assert after != before and after[-1].done == 1
     assert plan_entries("".join(plan)) == after
 
 

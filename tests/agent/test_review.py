@@ -15,7 +15,7 @@ from agentkit import sent_messages
 from ollie.agent.core import Core
 from ollie.agent.fork import cut_at_turn
 from ollie.agent.review import ReviewError
-from ollie.agent.taskstate import next_unchecked, read_plan
+from ollie.agent.taskstate import PlanEntry, next_unchecked, read_plan
 from ollie.backend.types import Message, ToolCall
 from ollie.sessions import logparse, persist
 from ollie.sessions.session import TaskState
@@ -425,12 +425,12 @@ async def test_a_rewind_puts_back_the_task_states_step_with_the_plan_and_its_und
     core.session.task_state = TaskState(goal="ship it")  # as compaction leaves it
     await core.submit("write it")
     assert core.session.task_state.plan_step == "run it"
-    assert core.plan == [("write it", "completed"), ("run it", "in_progress")]
+    assert core.plan == [PlanEntry("write it", "completed"), PlanEntry("run it", "in_progress")]
     await core.rewind(2)
     assert core.session.task_state.plan_step == "write it"
-    assert core.plan == [("write it", "in_progress"), ("run it", "pending")]
+    assert core.plan == [PlanEntry("write it", "in_progress"), PlanEntry("run it", "pending")]
     await core.rewind_undo()
-    assert core.session.task_state.plan_step == "run it" and core.plan[1] == ("run it", "in_progress")
+    assert core.session.task_state.plan_step == "run it" and core.plan[1] == PlanEntry("run it", "in_progress")
 
 
 async def test_a_fork_takes_the_plan_as_the_turn_it_ends_at_left_it(scripted_llm, make_core, workdir):
@@ -446,7 +446,7 @@ async def test_a_fork_takes_the_plan_as_the_turn_it_ends_at_left_it(scripted_llm
         fork = await _auto(make_core, srv)
         await fork.fork_from(saved)
         assert next_unchecked(await read_plan(fork.session_id)) == step
-        assert [s for s, status in fork.plan if status == "in_progress"] == [step]
+        assert [e.content for e in fork.plan if e.status == "in_progress"] == [step]
 
 
 async def test_a_rewind_puts_the_plan_back_through_no_link_a_step_left_in_its_place(scripted_llm, make_core, workdir,

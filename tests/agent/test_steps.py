@@ -18,7 +18,6 @@ from ollie.agent.steps import (
     batch_state,
     describe,
     inner_statuses,
-    is_plan_step,
     script_kinds,
     section_texts,
     step_states,
@@ -77,9 +76,12 @@ def test_a_plan_step_says_what_it_does_to_the_plan() -> None:
     assert [s.title for s in steps] == ["Add 2 steps to the plan", "Add 1 step to the plan", "Check off step 2",
                                         "Check off `the 'parser'`", "Check off the next step",
                                         "Clear the plan's finished steps", "Clear the plan"]
-    # The terminal shows the checklist such a step leaves instead of its result: it knows them by their titles.
-    others = describe("call_tool", calls(("file_read", ["plan.md"]), ("file_grep", ["Add 2 steps to the plan"])), CWD)
-    assert [is_plan_step(s.title) for s in steps + others] == [True] * len(steps) + [False, False]
+    # The terminal shows the checklist such a step leaves instead of its result: each is flagged as made, not known
+    # by its title. A user's `task_deploy` was titled "Update the plan", and its output was left out as a plan step's.
+    others = describe("call_tool", calls(("file_read", ["plan.md"]), ("file_grep", ["Add 2 steps to the plan"]),
+                                         ("task_deploy", ["prod"])), CWD)
+    assert [s.plan for s in steps + others] == [True] * len(steps) + [False] * 3
+    assert others[2].title == "Run `task_deploy prod`"
 
 
 def test_titles_are_one_short_line_never_raw_json() -> None:

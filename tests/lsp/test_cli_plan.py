@@ -104,3 +104,18 @@ def test_a_plan_past_100_steps_counts_all_its_steps(llm, tmp_path):
         assert re.search(r"plan \(149 of 150 done\):\n  \[>\] s1\n(?:.*\n)*?  … \d+ more \(/plan shows", term.text), term.text
         assert "plan (130 of 150 done):\n  … 129 done\n  [x] s130\n  [>] s131\n" in term.text, term.text
         assert term.close() == 0
+
+
+def test_her_own_task_tool_is_no_plan_step_its_output_shown(llm, tmp_path):
+    # Bug: a plan step was known by its title, and every `task_*` script was titled "Update the plan": her own
+    # `task_deploy`'s output was left out for a checklist that never came (it changed no plan).
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "task_deploy").write_text('#!/bin/bash\n# description: Deploy the app.\necho "deployed to $1"\n')
+    llm.script(_task("task_deploy", "prod"), Reply.text("shipped"))
+    with Terminal(["--cwd", str(tmp_path)], {**llm.env(), "OLLIE_TOOLS_PATH": str(tools)}, tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("ship it")
+        term.wait_for(r"shipped\n", after=at)
+        assert "▸ Run `task_deploy prod`\n  [call 1 task_deploy] exit 0\n  deployed to prod\nshipped" in term.text, term.text
+        assert term.close() == 0

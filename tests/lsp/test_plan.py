@@ -72,3 +72,26 @@ async def test_a_plan_a_step_writes_reaches_the_editor_bounded(start_daemon, llm
     # The steps it counts, those done among them: a client's "N of M done" is the plan's (it counted 100, none done).
     assert plan[-1] == {"content": "… 19905 more steps", "status": "pending", "steps": 19905, "done": 3}
     assert all(s.keys() == {"content", "status"} for s in plan[:-1])
+
+
+async def test_a_reply_of_130_checks_of_a_1000_step_plan_fails_none_and_the_model_sees_the_open_step(start_daemon, llm):
+    # Each task_* call printed the whole plan: 130 checks of a 1,000-step plan in one reply passed the result's 128 KiB,
+    # were cut off there, and the checks past it read as failed (the model and every client told so).
+    steps = [f"step {n} of the migration" for n in range(1, 1001)]
+    checks = [{"tool": "task_check", "args": [str(n)]} for n in range(1, 131)]
+    llm.script(_task("task_add", *steps), Reply.tool_calls(("call_tool", {"calls": checks})), Reply.text("checked"))
+    llm.models[llm.model] = 200_000  # a window the results fit in whole (32k collapsed them for the context gate)
+    daemon = await start_daemon(env=llm.env())
+    await daemon.request("ollie/submit", {"text": "migrate"})
+    assert [e["tool"]["status"] for e in daemon.events if e["role"] == "tool"] == ["completed", "completed"]
+    added, checked = (llm.chat_requests[n].body["messages"][-1]["content"] for n in (1, 2))
+    assert added == "[call 1 task_add] exit 0\nadded steps 1-1000\nplan (0/1000 done):\n" + "".join(
+        f"{n}. [ ] step {n} of the migration\n" for n in range(1, 6)) + "… steps 6-1000 to come", added
+    # Each check says what it did, the counts, and the open step with its neighbours: 130 of them in a few KiB each.
+    assert len(checked.encode()) < 40 * 1024 and "[truncated" not in checked, len(checked.encode())
+    assert checked.endswith("[call 130 task_check] exit 0\ndone: step 130 of the migration\nplan (130/1000 done):\n"
+                            "… steps 1-129 done\n130. [x] step 130 of the migration\n131. [ ] step 131 of the migration"
+                            "\n132. [ ] step 132 of the migration\n133. [ ] step 133 of the migration\n"
+                            "134. [ ] step 134 of the migration\n… steps 135-1000 to come"), checked[-600:]
+    plan = (await daemon.request("ollie/state", {}))["plan"]
+    assert [s["content"] for s in plan if s["status"] == "in_progress"] == ["step 131 of the migration"]

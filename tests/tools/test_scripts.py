@@ -405,7 +405,7 @@ async def test_memory_remember_needs_text(server: ExecuteServer) -> None:
 async def test_task_tools_edit_the_session_plan(server: ExecuteServer) -> None:
     plan = plan_file("s1")
     added = await tool(server, "task_add", "write the test", "fix the bug", "update docs")
-    assert stdout_of(added).splitlines()[0] == "plan (0/3 done):"
+    assert stdout_of(added).splitlines()[:2] == ["added steps 1-3", "plan (0/3 done):"]
     assert plan.read_text() == "- [ ] write the test\n- [ ] fix the bug\n- [ ] update docs\n"
     nxt = await tool(server, "task_check")
     assert stdout_of(nxt).splitlines()[0] == "done: write the test"

@@ -21,7 +21,17 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 import attrs
 
 from ollie import beneath
-from ollie.agent.steps import BUILTIN_KINDS, Diff, KindLookup, Location, StepKind, ToolStep, describe, step_ids
+from ollie.agent.steps import (
+    BUILTIN_KINDS,
+    PLAN_TOOLS,
+    Diff,
+    KindLookup,
+    Location,
+    StepKind,
+    ToolStep,
+    describe,
+    step_ids,
+)
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
 from ollie.escapes import escaped
@@ -44,7 +54,7 @@ OUTCOMES: tuple[str, ...] = get_args(Outcome)
 NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
 EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
 # Bundled tools that write only ollie's own state (the plan, memory), never the workspace.
-STATE_TOOLS: frozenset[str] = frozenset({"task_add", "task_check", "task_clear", "memory_remember"})
+STATE_TOOLS: frozenset[str] = PLAN_TOOLS | {"memory_remember"}
 # Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
 SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "git", "npm", "npx", "yarn", "pnpm", "cargo", "go", "uv", "pip", "pip3", "docker", "kubectl", "make", "poetry",

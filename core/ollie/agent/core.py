@@ -26,6 +26,7 @@ from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.setup import sandbox_problem, sandbox_warnings
 from ollie.agent.steps import script_kinds
 from ollie.agent.stopping import Stopped, Work, stoppable
+from ollie.agent.taskstate import PlanEntry
 from ollie.agent.turnhost import TurnHost, forward
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image, Message
@@ -279,7 +280,7 @@ class Core(HistoryMembers, McpMembers):
     streaming: tuple[str, str] = forward("_host.streaming")  # the answering reply's text and reasoning so far
     is_prompting: bool = forward("_host.prompting")  # True while a running turn's prompt is not saved yet
     state: str = forward("_host.state")  # `idle`, `thinking` or `calling: <tool>`
-    plan: list[tuple[str, str]] = forward("_host.plan")  # the task_* tools' checklist: (step, status) each
+    plan: list[PlanEntry] = forward("_host.plan")  # the task_* tools' checklist, bounded (`plan_entries`)
     reply: str = forward("_host.reply")  # the last assistant text
     bus: Bus = forward("_host.bus")  # the event bus
     session: Session = forward("_host.session")  # the session (messages, task state, totals)

@@ -49,6 +49,8 @@ BUILTIN_KINDS: dict[str, StepKind] = {
     "reasoning_think": "think",
     **EDITOR_KINDS,
 }
+# The bundled tools that keep the session's plan (a user's `task_deploy` is not one of them).
+PLAN_TOOLS = frozenset({"task_add", "task_check", "task_clear"})
 # Kinds that may change files: the loop snapshots the workspace around them (reads cost nothing).
 WRITE_KINDS: frozenset[StepKind] = frozenset({"edit", "delete", "move", "execute", "other"})
 # A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`. One line: a
@@ -70,11 +72,13 @@ class Location:
 
 @dataclass(frozen=True, repr=False)
 class ToolStep:
-    """One readable step: ACP tool kind, a title a person would write, the files it touches."""
+    """One readable step: ACP tool kind, a title a person would write, the files it touches, whether it is one of the
+    plan's tools (the terminal shows the checklist it leaves, not its result)."""
 
     kind: StepKind
     title: str
     locations: tuple[Location, ...] = field(default_factory=tuple)
+    plan: bool = False
 
     def __post_init__(self) -> None:
         # One line, the model's controls and bidi overrides as escapes (`\u202e`): every card and chat drew a title
@@ -136,6 +140,7 @@ class ToolState:
     diffs_more: int = 0
     # The connections the call's steps made through the egress proxy (sandbox/egress.py records), once it ended.
     network: tuple[dict[str, Any], ...] = ()
+    plan: bool = False  # its ToolStep's
 
     def to_wire(self) -> dict[str, object]:
         """The protocol's `tool` object (`diffs` only when the step was tracked for changes, `diffsMore` when it
@@ -167,7 +172,7 @@ def step_ids(call_id: str, count: int) -> list[str]:
 
 def step_states(call_id: str, steps: Sequence[ToolStep], status: StepStatus = "pending") -> list[ToolState]:
     """The states of one call's steps, with their `step_ids`."""
-    return [ToolState(sid, s.kind, s.title, status, s.locations)
+    return [ToolState(sid, s.kind, s.title, status, s.locations, plan=s.plan)
             for sid, s in zip(step_ids(call_id, len(steps)), steps, strict=True)]
 
 
@@ -355,8 +360,8 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
 
         info = describe_call(call.tool, call.args, lambda given: _relative(given, cwd))
         return ToolStep(info.kind, info.title, tuple(Location(path, line) for path, line in info.locations))
-    if call.tool.startswith("task_"):
-        return ToolStep(kind, _plan_title(call.tool, positional, done="--done" in call.args))
+    if call.tool in PLAN_TOOLS:
+        return ToolStep(kind, _plan_title(call.tool, positional, done="--done" in call.args), plan=True)
     if kind in ("read", "edit", "delete") and first and not first.startswith("-"):
         path = _relative(first, cwd)
         verb = {"read": "Read", "edit": "Edit", "delete": "Delete"}[kind]
@@ -370,15 +375,7 @@ def _plan_title(tool: str, args: list[str], *, done: bool) -> str:
         return f"Add {len(args)} step{'s' * (len(args) != 1)} to the plan"
     if tool == "task_check":
         return "Check off " + ((f"step {args[0]}" if args[0].isdigit() else _quote(args[0])) if args else "the next step")
-    if tool == "task_clear":
-        return "Clear the plan's finished steps" if done else "Clear the plan"
-    return "Update the plan"
-
-
-def is_plan_step(title: str) -> bool:
-    """Whether `title` is a task_* tool's (`_plan_title`'s): the terminal shows the plan it leaves, not its result."""
-    return (title == "Update the plan" or title.startswith(("Check off ", "Clear the plan"))
-            or (title.startswith("Add ") and title.endswith(" to the plan")))
+    return "Clear the plan's finished steps" if done else "Clear the plan"
 
 
 def _script_command(call: ScriptCall) -> str:

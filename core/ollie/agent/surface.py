@@ -18,6 +18,7 @@ from ollie.agent.inbox import ContextItem
 from ollie.agent.loop import TurnResult
 from ollie.agent.review import Review, Rewound
 from ollie.agent.steps import KindLookup
+from ollie.agent.taskstate import PlanEntry
 from ollie.backend.types import GenerationParams, Image, Message
 from ollie.mcp.config import ServerSpec
 from ollie.sessions.session import Session
@@ -70,7 +71,7 @@ class SessionView(Protocol):
     @property
     def approval(self) -> str: ...
     @property
-    def plan(self) -> list[tuple[str, str]]: ...  # the task_* tools' checklist: (step, status) each
+    def plan(self) -> list[PlanEntry]: ...  # the task_* tools' checklist, bounded (`plan_entries`)
     def set_approval(self, mode: str) -> None: ...
     def shared_by(self, owner: str) -> None: ...
     def owners_only(self, what: str) -> None: ...

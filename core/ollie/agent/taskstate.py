@@ -7,6 +7,9 @@ import re
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
+from typing import Literal
+
+import attrs
 
 from ollie import beneath
 from ollie.escapes import escaped
@@ -21,6 +24,7 @@ _ITEM = re.compile(r"\s*[-*]\s*\[([ xX])\]")
 # 20,000 line breaks held the event loop 30 s).
 _PLAN_BLOCK = re.compile(r"^[^\S\n]*(?:#+[^\S\n]*)?\**PLAN\**\s*:", re.MULTILINE)
 _ACTION_PART = 80
+PlanStatus = Literal["completed", "in_progress", "pending"]
 
 
 def plan_path(session_id: str) -> Path:
@@ -62,16 +66,33 @@ def next_unchecked(text: str) -> str:
     return next((item for item, checked in checklist(text) if not checked), "")
 
 
-def plan_entries(text: str) -> list[tuple[str, str]]:
-    """(step, status) of each item of the plan's checklist: `completed`, else the first open one `in_progress`, the
-    rest `pending` (ACP's plan entry statuses, and the daemon's `plan`); at most PLAN_STEPS, each cut to STEP_CHARS,
-    the open one among them."""
+@attrs.frozen(repr=False, slots=False)
+class PlanEntry:
+    """One entry of the plan as clients get it (docs/PROTOCOL.md's `plan`): a step, or one standing for `steps` steps
+    a bounded plan leaves out, `done` of them done (compared too: checking one of them changes no word of it, and the
+    plan is sent again only when it compares unequal, TurnHost._took_plan)."""
+
+    content: str
+    status: PlanStatus
+    steps: int = 0  # 0: a step itself
+    done: int = 0
+
+    def to_wire(self) -> dict[str, str | int]:
+        """`{content, status}`, with `steps` and `done` on a summary entry."""
+        counts = {"steps": self.steps, "done": self.done} if self.steps else {}
+        return {"content": self.content, "status": self.status, **counts}
+
+
+def plan_entries(text: str) -> list[PlanEntry]:
+    """Each item of the plan's checklist: `completed`, else the first open one `in_progress`, the rest `pending` (ACP's
+    plan entry statuses, and the daemon's `plan`); at most PLAN_STEPS, each cut to STEP_CHARS, the open one among
+    them."""
     items = checklist(text)
     first = next((n for n, (_, checked) in enumerate(items) if not checked), len(items))
     # Bounded: a step writes the file (256 KiB made 30,000 steps, 1.3 MB of JSON each time it changed: every client
     # drew them all, Neovim at each state change), and the task state the model reads holds the step.
-    entries = [(item if len(item) <= STEP_CHARS else item[:STEP_CHARS - 1] + "…",
-                "completed" if checked else "in_progress" if n == first else "pending")
+    entries = [PlanEntry(item if len(item) <= STEP_CHARS else item[:STEP_CHARS - 1] + "…",
+                         "completed" if checked else "in_progress" if n == first else "pending")
                for n, (item, checked) in enumerate(items)]
     if len(entries) <= PLAN_STEPS:
         return entries
@@ -81,49 +102,22 @@ def plan_entries(text: str) -> list[tuple[str, str]]:
     room = PLAN_STEPS - (start > 0)  # besides the summary of the steps done before them
     shown = entries[start:start + room - (len(entries) - start > room)]  # and one of those after, if any are
     after = items[start + len(shown):]
-    return ([(PlanSummary(f"… {start} steps done", items[:start]), "completed")] if start else []) + shown + (
-        [(PlanSummary(f"… {len(after)} more steps", after), "pending")] if after else [])
+    return ([PlanEntry(f"… {start} steps done", "completed", start, start)] if start else []) + shown + (
+        [PlanEntry(f"… {len(after)} more steps", "pending", len(after), sum(c for _, c in after))] if after else [])
 
 
-class PlanSummary(str):
-    """A bounded plan's entry for the steps it leaves out: `steps` of them, `done` of them done (`plan_counts`)."""
-
-    steps: int
-    done: int
-
-    def __new__(cls, text: str, items: list[tuple[str, bool]]) -> PlanSummary:
-        entry = super().__new__(cls, text)
-        entry.steps, entry.done = len(items), sum(checked for _, checked in items)
-        return entry
-
-    # Its counts are part of it: a step checked among those it counts changes no word of it, and the plan is sent
-    # again only when it compares unequal (TurnHost._took_plan).
-    def __eq__(self, other: object) -> bool:
-        return str.__eq__(self, other) is True and (not isinstance(other, PlanSummary)
-                                                    or (self.steps, self.done) == (other.steps, other.done))
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    __hash__ = str.__hash__
-
-
-def plan_counts(plan: list[tuple[str, str]]) -> tuple[int, int]:
+def plan_counts(plan: list[PlanEntry]) -> tuple[int, int]:
     """(done, all) of a plan's steps (`plan_entries`): a summary entry counts the steps it stands for."""
-    done = total = 0
-    for step, status in plan:
-        done += step.done if isinstance(step, PlanSummary) else status == "completed"
-        total += step.steps if isinstance(step, PlanSummary) else 1
-    return done, total
+    return (sum(e.done if e.steps else e.status == "completed" for e in plan), sum(e.steps or 1 for e in plan))
 
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
 
-def plan_lines(plan: list[tuple[str, str]]) -> list[str]:
+def plan_lines(plan: list[PlanEntry]) -> list[str]:
     """Each step of a plan (`plan_entries`) as a checklist's line: `[x]` done, `[>]` in progress, `[ ]` to do (tool code
     wrote it: its controls and bidi overrides shown escaped)."""
-    return [f"{PLAN_MARKS.get(status, '[ ]')} {escaped(step, keep='')}" for step, status in plan]
+    return [f"{PLAN_MARKS[e.status]} {escaped(e.content, keep='')}" for e in plan]
 
 
 def plan_before(plans: Mapping[str, str], turn: int) -> str | None:

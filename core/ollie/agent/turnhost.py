@@ -23,7 +23,7 @@ from ollie.agent.setup import Setup, sandbox_warnings
 from ollie.agent.steps import KindLookup
 from ollie.agent.stopping import Stopping
 from ollie.agent.streaming import Completion, TurnFailed
-from ollie.agent.taskstate import plan_entries, put_plan, read_plan
+from ollie.agent.taskstate import PlanEntry, plan_entries, put_plan, read_plan
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams, Image
 from ollie.errors import OllieError
@@ -74,7 +74,7 @@ class TurnHost:
         # The task_* tools' plan file as last read (once per change: after a tool round, as a turn ends, as the session
         # opens) or written (a rewind, a clear, a fork), and its checklist: what the front ends show.
         self.plan_text = ""
-        self.plan: list[tuple[str, str]] = []
+        self.plan: list[PlanEntry] = []
         self.inbox = Inbox(on_queued=self.notify)
         self.approval = approval  # the Core's: whether each call may run, the hosts it may reach, what runs outside
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
@@ -185,7 +185,7 @@ class TurnHost:
     @property
     def plan_step(self) -> str:
         """The plan's step being worked on: its first open one ('' when none)."""
-        return next((step for step, status in self.plan if status == "in_progress"), "")
+        return next((e.content for e in self.plan if e.status == "in_progress"), "")
 
     async def _took_plan(self, text: str) -> None:
         # Parsed in a thread: a step writes the plan (256 KiB of line breaks held the event loop ~70 ms a round).

@@ -19,6 +19,8 @@ from ollie.escapes import clipped, escaped
 
 if TYPE_CHECKING:
     from ollie.agent.events import TurnFiles
+    from ollie.agent.steps import ToolState, ToolStep
+    from ollie.agent.taskstate import PlanEntry
     from ollie.backend.types import Image
 
 CALL_ARGS_MAX = 160
@@ -151,7 +153,7 @@ class Renderer:
             return self._style(text, "2")
         return self._markdown.feed(text) if self._markdown is not None else text
 
-    def render(self, role: str, content: str, name: str = "", *, titles: Sequence[str] = (),
+    def render(self, role: str, content: str, name: str = "", *, steps: Sequence[ToolStep | ToolState] = (),
                failed: bool = False, changes: TurnFiles | None = None, images: Sequence[Image] = ()) -> None:
         """Show one event, the model's or a tool's text stripped of control sequences before it is styled."""
         if role == "error":
@@ -163,14 +165,12 @@ class Renderer:
             return
         content, name = printable(content), printable(name)
         if role == "call":
-            lines = [f"▸ {printable(title)}" for title in titles] or [f"▸ {name} {compact_args(content)}"]
+            lines = [f"▸ {printable(s.title)}" for s in steps] or [f"▸ {name} {compact_args(content)}"]
             self._block(self._style("\n".join(lines), "36"), stream=self.notes, verbatim=True)
         elif role == "user":  # a prompt this terminal did not send (a queued one, a postTurn hook's): on stderr as typed
             self._block("\n".join([f"> {content}", *image_lines(images)]), stream=self.err)
         elif role == "tool":
-            from ollie.agent.steps import is_plan_step  # loaded with the step: not on `ollie`'s error paths (`fitted`)
-
-            if titles and not failed and all(map(is_plan_step, titles)):  # the checklist after the round shows it
+            if steps and not failed and all(s.plan for s in steps):  # the checklist after the round shows it
                 return
             # A line per image the tool returned (the model was shown it).
             body = "\n".join([("✗ " if failed else "") + compact_result(content, failed=failed), *image_lines(images)])
@@ -195,14 +195,14 @@ class Renderer:
             elif changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
                 self._block(self._style(f"{changes_line(changes)}{self.review_hint}", "33"), stream=self.err)
 
-    def plan(self, plan: list[tuple[str, str]]) -> None:
+    def plan(self, plan: list[PlanEntry]) -> None:
         """The agent's task plan as it changed: its steps from the last one done, PLAN_SHOWN at most, the rest counted."""
         from ollie.agent.taskstate import plan_counts, plan_lines  # loaded with the plan
 
         if not plan:
             self._block(self._style("plan: none now", "2"), stream=self.notes)
             return
-        now = next((n for n, (_, status) in enumerate(plan) if status != "completed"), len(plan))
+        now = next((n for n, e in enumerate(plan) if e.status != "completed"), len(plan))
         start = max(0, min(now - 1, len(plan) - PLAN_SHOWN))
         lines = [f"  {line}" for line in plan_lines(plan[start:start + PLAN_SHOWN])]
         if more := plan_counts(plan[start + len(lines):])[1]:  # in steps: past 100 the plan summarises some

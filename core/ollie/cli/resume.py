@@ -18,6 +18,7 @@ SHOWN_TURNS = 10
 _COLLAPSED = re.compile(r"\[\w+ result of [^\]]*? collapsed: (\d+ lines)")
 
 if TYPE_CHECKING:
+    from ollie.agent.steps import ToolStep
     from ollie.agent.surface import TerminalCore
     from ollie.backend.types import Message
     from ollie.cli.lines import InputLines
@@ -100,7 +101,7 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
         print(printable(f"ollie: {len(starts) - SHOWN_TURNS} earlier turns ({first} messages) not shown; the last "
                         f"{SHOWN_TURNS} follow. /history <n> lists the last n messages"), file=sys.stderr)
         messages = messages[first:]
-    titles: dict[str, list[str]] = {}  # each call's step titles, by its id: its result is shown as live (below)
+    steps: dict[str, list[ToolStep]] = {}  # each call's steps, by its id: its result is shown as live (below)
     for message in messages:
         if message.role == "user":
             renderer.render("turn", "end")  # the answer before it ends (its held markdown shown)
@@ -109,12 +110,11 @@ def show_history(core: TerminalCore, renderer: Renderer) -> None:
         elif message.role == "assistant":
             renderer.render("assistant", message.content)
             for call in message.tool_calls:  # titled as live (`▸ Read calc.py`), not as the call's JSON
-                steps = describe(call.name, call.arguments, core.cwd, kind_of=core.step_kinds)
-                titles[call.id] = [s.title for s in steps]
-                renderer.render("call", call.arguments, call.name, titles=titles[call.id])
+                steps[call.id] = describe(call.name, call.arguments, core.cwd, kind_of=core.step_kinds)
+                renderer.render("call", call.arguments, call.name, steps=steps[call.id])
         elif message.role == "tool":  # a plan step's own result left for the checklist, as live
             renderer.render("tool", _result_shown(core, message), message.name,
-                            titles=titles.get(message.tool_call_id, []))
+                            steps=steps.get(message.tool_call_id, []))
     renderer.end_line()
     if core.plan:  # where its task stood
         renderer.plan(core.plan)

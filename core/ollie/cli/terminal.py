@@ -117,7 +117,7 @@ class _Events:
                     self.show_plan()
             else:
                 steps = event.steps or ((event.tool,) if event.tool is not None else ())
-                self._renderer.render(event.role, event.content, event.name, titles=[s.title for s in steps],
+                self._renderer.render(event.role, event.content, event.name, steps=steps,
                                       failed=event.tool is not None and event.tool.status == "failed",
                                       changes=event.changes, images=event.images)
 
