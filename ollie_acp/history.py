@@ -12,7 +12,7 @@ from acp import text_block
 from acp.schema import AgentMessageChunk, AgentThoughtChunk
 
 from ollie.agent.editorcontext import summary
-from ollie.agent.history import call_steps, named_images, typed_text
+from ollie.agent.history import call_steps, named_images, reply_text, typed_text
 from ollie.agent.review import ReviewError
 from ollie.agent.stepchanges import step_changes, text_bytes
 from ollie.agent.steps import Diff, KindLookup, attribute
@@ -84,9 +84,8 @@ def replay(messages: list[Message], *, cwd: Path, kind_of: KindLookup | None,
             if message.reasoning:
                 updates.append(AgentThoughtChunk(session_update="agent_thought_chunk",
                                                  content=text_block(message.reasoning)))
-            if message.content:
-                updates.append(AgentMessageChunk(session_update="agent_message_chunk",
-                                                 content=text_block(message.content)))
+            if text := reply_text(message):  # a cut-off reply's note is the model's: the live view never showed it
+                updates.append(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
             for call in message.tool_calls or []:
                 answer = results.pop(call.id, None)  # each result once: a log may give many calls one id
                 result = answer.content if answer is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,10 @@ LIVE_OUTPUT_CHARS = 4000
 LIVE_OUTPUT_S = 0.2
 # Roles whose content is shown to the user as agent text, with a marker.
 NOTE_ROLES = {"info": "", "exec": "", "error": "⚠ ", "limitretry": "… "}
+# Ends the note of a retry after an attempt that streamed text: ACP takes no text back, so the client keeps it.
+CUT_ATTEMPT = "; the reply above was cut off: the retry answers anew"
+# A line that opens or closes a fenced code block (CommonMark: up to 3 spaces, 3 or more backticks or tildes).
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
 
 
 def tool_start(step: ToolState, *, cwd: Path, status: str = "pending", arguments: str = "") -> ToolCallStart:
@@ -137,6 +142,17 @@ def shown_results(result: str, statuses: Sequence[str]) -> list[str]:
     return [result if n == last or status == "failed" else "" for n, status in enumerate(statuses)]
 
 
+def open_fence(text: str) -> str:
+    """The fence of the code block `text` leaves open ("" when none): what closes it."""
+    left = ""
+    for fence, rest in _FENCE.findall(text):
+        if not left:
+            left = fence
+        elif fence[0] == left[0] and len(fence) >= len(left) and not rest.strip():  # (a closing one has no info)
+            left = ""
+    return left
+
+
 def _steps_of(tool: ToolState, steps: tuple[ToolState, ...]) -> list[ToolState]:
     """The steps a call/tool event carries: its inner steps for a batch, else the call itself."""
     return list(steps) or [tool]
@@ -159,6 +175,8 @@ class UpdateForwarder:
         # The end of the agent text the client got last (none yet: nothing to part from): a client joins the chunks,
         # so a note after "done" read "donewaiting for MCP server ..." (`paragraph`).
         self.tail = "\n\n"
+        # The model's text of this request so far (since its last step or retry): what a retry shows cut off.
+        self._attempt: list[str] = []
         self._title = ""  # the session's title the client was last told
         self._plan: list[PlanEntry] = []  # the plan the client was sent last (none: it shows none)
         self._usage: UsageUpdate | None = None  # the context use the client was sent last
@@ -235,7 +253,8 @@ class UpdateForwarder:
     async def _handle(self, event: Event) -> None:
         role = event.role
         if role == "assistant" and event.content:
-            await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(event.content)))
+            await self._say(event.content)
+            self._attempt.append(event.content)  # (joined at a retry: not copied at each delta of a long reply)
             self._replying()
         elif role == "reasoning" and event.content:
             await self._send(AgentThoughtChunk(session_update="agent_thought_chunk", content=text_block(event.content)))
@@ -258,8 +277,18 @@ class UpdateForwarder:
         elif role == "error" and event.name:  # a failed model turn: its prompt answers an error (AcpSession._run)
             self.failed_as = event.name
         elif role in NOTE_ROLES and event.content:
-            text = self.paragraph(f"{NOTE_ROLES[role]}{event.content.rstrip()}\n\n")
-            await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
+            cut = ""
+            if role == "limitretry":  # the attempt's text is no answer: said so, its open code block closed
+                cut = "".join(self._attempt)
+                if fence := open_fence(cut):
+                    await self._say(("" if self.tail.endswith("\n") else "\n") + fence)
+            await self._say(self.paragraph(f"{NOTE_ROLES[role]}{event.content.rstrip()}"
+                                           f"{CUT_ATTEMPT if cut.strip() else ''}\n\n"))
+        if role in ("call", "step", "tool", "turn", "user", "limitretry"):  # the next request's text is its own reply
+            self._attempt.clear()
+
+    async def _say(self, text: str) -> None:
+        await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
 
     def title_update(self, *, again: bool = False) -> SessionInfoUpdate | None:
         """The session's title when the client was not told it (`again`: a thread it reopens, told or not)."""

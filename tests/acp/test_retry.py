@@ -9,6 +9,7 @@ import time
 import pytest
 
 from ollie.testing import Reply
+from ollie_acp.updates import open_fence
 
 
 @pytest.mark.parametrize("fault", [Reply.error(429, retry_after=6), Reply.error(500)], ids=["429", "500"])
@@ -30,6 +31,31 @@ async def test_a_failed_model_request_is_retried_and_the_prompt_answers(shared_a
     assert text.startswith(f"Checking first.\n\n… {what}: ") and text.endswith(
         f"; retry 1/3 in {6 if fault.status == 429 else 5}.00s\n\nanswered after the retry"), text
     assert [u.status for u in agent.client.of(sid, "tool_call_update")] == ["in_progress", "completed"]
+
+
+async def test_a_reply_cut_off_by_a_dropped_stream_is_marked_cut_and_its_code_block_closed(shared_agent, llm) -> None:
+    # ACP takes no text back: Zed showed the dropped attempt's text as the start of the answer, and the retry's words
+    # inside the code block it left open.
+    llm.script(Reply.drop(after=2, text="Here it is:\n```python\nprint('hi')\n```\n", chunk_size=24),
+               Reply.text("The answer."))
+    agent = await shared_agent()
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "show me")).stop_reason == "end_turn"
+    assert len(llm.chat_requests) == 2
+    text = agent.client.text(sid)
+    assert text.startswith("Here it is:\n```python\npr\n```\n\n… the model request failed: "), text
+    assert text.endswith("; retry 1/3 in 2.00s; the reply above was cut off: the retry answers anew"
+                         "\n\nThe answer."), text
+    # The next turn's request dropped before any text: the answer before it was cut off by nothing.
+    llm.script(Reply.drop(after=0), Reply.text("Again."))
+    assert (await agent.prompt(sid, "again")).stop_reason == "end_turn"
+    assert agent.client.text(sid).removeprefix(text).endswith("; retry 1/3 in 2.00s\n\nAgain."), agent.client.text(sid)
+
+
+@pytest.mark.parametrize(("text", "left"), [("```py\nx\n```\n", ""), ("```\nx\n```py\n", "```"),
+                                           ("~~~~\nx\n~~~\n", "~~~~"), ("```\n~~~\n", "```"), ("no code", "")])
+def test_the_code_block_a_cut_attempt_leaves_open_is_found_as_commonmark_closes_them(text, left) -> None:
+    assert open_fence(text) == left
 
 
 async def test_a_cancel_ends_the_wait_for_a_retry(shared_agent, llm) -> None:

@@ -312,6 +312,32 @@ async def test_kill_closes_the_session_says_so_and_a_load_opens_it_again(shared_
     assert agent.client.text(sid).endswith("first answerback")  # the history replayed, then the new turn
 
 
+async def test_a_reply_cancelled_mid_way_replays_as_it_was_shown(shared_agent, llm) -> None:
+    # The engine's note ending a cut-off reply (for the model) was replayed as agent text: the live view never
+    # showed it, nor do VS Code's and Neovim's histories.
+    hold = threading.Event()
+    llm.script(Reply(text="half an answer", chunk_size=4, hold=hold))
+    agent = await shared_agent()
+    sid = await agent.new()
+    prompt = asyncio.ensure_future(agent.prompt(sid, "tell me"))
+    try:
+        deadline = time.monotonic() + 30
+        while agent.client.text(sid) != "half an answer":  # streamed, held before its end
+            assert time.monotonic() < deadline and not prompt.done(), agent.client.text(sid)
+            await asyncio.sleep(0.01)
+        await agent.conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(prompt, 30)).stop_reason == "cancelled"
+    finally:
+        hold.set()
+    await asyncio.wait_for(agent.conn.close_session(session_id=sid), 30)
+    agent.client.reset()
+    await asyncio.wait_for(agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[]), 30)
+    assert agent.client.text(sid) == "half an answer"
+    llm.script(Reply.text("in full"))  # the model still reads that its reply was cut off
+    await agent.prompt(sid, "again")
+    assert "[interrupted by the user" in str(llm.chat_requests[-1].body["messages"])
+
+
 async def test_stdin_that_is_dev_null_or_a_file_ends_the_agent_promptly(tmp_path, llm) -> None:
     import json
     import subprocess

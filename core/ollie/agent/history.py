@@ -41,6 +41,12 @@ def is_cut_off(message: Message) -> bool:
     return message.role == "assistant" and not message.tool_calls and message.content.endswith(INTERRUPTED_REPLY)
 
 
+def reply_text(message: Message) -> str:
+    """A reply's text as the live chat showed it: a cut-off one's without the note `cut_off` ended it with."""
+    cut = is_cut_off(message)
+    return message.content.removesuffix(INTERRUPTED_REPLY).removesuffix("\n\n") if cut else message.content
+
+
 def typed_text(message: Message) -> str:
     """A user message's own text: its content without the notes ollie added after it (the model reads them)."""
     added = f"\n\n{message.notes}"
