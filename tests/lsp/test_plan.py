@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from ollie.testing import Reply
+from ollie.tools.execute.childenv import plan_file
 from tests.procs import eventually
 
 
@@ -72,3 +74,13 @@ async def test_a_plan_a_step_writes_reaches_the_editor_bounded(start_daemon, llm
     # The steps it counts, those done among them: a client's "N of M done" is the plan's (it counted 100, none done).
     assert plan[-1] == {"content": "… 19905 more steps", "status": "pending", "steps": 19905, "done": 3}
     assert all(s.keys() == {"content", "status"} for s in plan[:-1])
+
+
+async def test_a_plan_the_users_shell_command_writes_shows_as_it_ends(start_daemon, llm):
+    # Bug: a `!cmd` between turns that wrote the plan file showed nothing until the next turn ended.
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/state", {}))["session"]
+    plan = shlex.quote(str(plan_file(sid)))
+    line = f"!mkdir -p $(dirname {plan}) && printf -- '- [x] write it\\n- [ ] run it\\n' > {plan}"
+    _, wire = await daemon.request_in_order("ollie/submit", {"text": line})
+    assert _plans(wire)[-1:] == [[("write it", "completed"), ("run it", "in_progress")]], wire
