@@ -37,6 +37,9 @@ async def test_the_plan_follows_the_steps_a_rewind_its_undo_a_resume_a_fork_and_
     _, wire = await daemon.request_in_order("ollie/submit", {"text": "write it"})
     sid = (await daemon.request("ollie/state", {}))["session"]
     assert _plans(wire) == [WRITTEN]
+    # Each turn's mark says it changed the plan: the rewind pickers said "changed no files", as if rewinding it did nothing.
+    marks = [m["turnChanges"] for m in (await daemon.request("ollie/context", {}))["messages"] if "turnChanges" in m]
+    assert marks == [{"turn": 1, "files": 0, "plan": True}, {"turn": 2, "files": 0, "plan": True}], marks
 
     async def plan_is(plan: list[tuple[str, str]]) -> None:
         await eventually(lambda: _plans(daemon.client.ollie_wire)[-1] == plan, f"the plan {plan}")
