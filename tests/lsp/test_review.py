@@ -400,6 +400,23 @@ async def test_each_turn_that_may_write_in_a_workspace_too_large_to_track_ends_s
                                    {"turn": 3, "unknown": True, "reason": why}]
 
 
+async def test_a_turn_after_one_that_made_the_tree_too_large_says_the_same_why_and_so_not_again(start_daemon, llm,
+                                                                                                tmp_path):
+    """A step left the tree past the checkpoints' limit: the next turn's checkpoint before it failed for that, but it
+    ended saying "the checkpoint before the turn failed", a second line of a reason of its own, that said no why."""
+    flood = "mkdir junk && cd junk && seq 1001 | xargs touch"
+    llm.script(*(step for code, said in ((flood, "one"), ("echo more > a.txt", "two")) for step in (
+        Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
+        Reply.text(said))))
+    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}, workspace=seeded(tmp_path))
+    session = (await daemon.request("ollie/submit", {"text": "one"}, timeout=120))["session"]
+    await daemon.request("ollie/submit", {"text": "two"}, timeout=120)
+    ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
+    why = "the workspace has more than 1,000 files not ignored: too many to checkpoint"
+    assert ends == [{"turn": 1, "unknown": True, "reason": why},
+                    {"turn": 2, "unknown": True, "reason": why, "again": True}], ends
+
+
 async def test_why_a_turns_changes_are_unknown_names_a_hostile_path_escaped(start_daemon, llm, tmp_path):
     """The reason may name a workspace path (a FIFO where git reads a file): a client shows it as text, so it comes
     escaped and cut, never a terminal escape a step planted."""
