@@ -351,6 +351,7 @@ def said_before(reasons: Mapping[str, str], counts: Sequence[int], turn: int) ->
             return reasons[str(earlier)] == reasons.get(str(turn))
     return False
 
+
 # More files than a turn may count: a checkpointed tree holds fewer (ollie.workspace.guard), and a client's JSON reads
 # each count below it exactly (Neovim's drew 10**30 as -9223372036854775808).
 _MAX_COUNT = 1 << 31
