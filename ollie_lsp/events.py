@@ -41,7 +41,8 @@ def event_params(session_id: str, seq: int, event: Event) -> dict[str, Any]:
     if event.turn:  # a `turn` end: the number of the turn that ended (a client's "fork from here" names it)
         params["turn"] = event.turn
     if event.changes is not None and event.changes.unknown:  # a `turn` end whose diff failed: why it is not known
-        params["turnChanges"] = {"turn": event.changes.turn, "unknown": True, "reason": event.changes.unknown}
+        params["turnChanges"] = {"turn": event.changes.turn, "unknown": True, "reason": event.changes.unknown} | (
+            {"again": True} if event.changes.again else {})
     elif event.changes is not None:  # a `turn` end: what the history's `turnChanges` says, and the files to list
         changes = event.changes
         params["turnChanges"] = {

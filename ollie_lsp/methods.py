@@ -286,7 +286,8 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
             saved = len(session.messages)  # the session's own, last: a memory message may come first
             first = len(history) - saved
             # The turns' counts, marked in the thread: which of them were undone since is read from all the notes.
-            counts = (list(session.turn_starts), session.turn_changed[:ended], saved, first, list(session.review_notes))
+            counts = (list(session.turn_starts), session.turn_changed[:ended], saved, first, list(session.review_notes),
+                      dict(session.turn_unknown), list(session.plans_before))
             turns = prompt_turns(session.turn_starts, saved, first=first)
             read.set_result((history, core.is_running, core.is_answering, held, counts, turns, core.streaming, first))
 
@@ -306,9 +307,9 @@ async def context(ls: OllieServer, p: ContextParams) -> dict[str, Any]:
         # reads), not on the shared loop.
         page = wire_messages(messages, p.offset, end, cwd=cwd, kind_of=core.step_kinds, outcomes=outcomes,
                              network=network, images=pictures, files=files)
-        starts, changed, saved, first, pending = counts
+        starts, changed, saved, first, pending, reasons, plans = counts
         notes = [(at - first, m.notes) for at, m in enumerate(messages) if m.notes] + [(saved, n) for n in pending]
-        marks = turn_marks(starts, changed, saved, first=first, notes=notes)
+        marks = turn_marks(starts, changed, saved, first=first, notes=notes, reasons=reasons, plans=plans)
         for index, message in enumerate(page, p.offset):
             if message.get("role") == "user" and isinstance(content := message.get("content"), str):
                 if labels := context_labels(content):

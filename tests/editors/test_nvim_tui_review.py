@@ -357,12 +357,14 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
 def test_the_rewind_picker_never_says_a_turn_whose_changes_are_unknown_changed_no_files(tmp_path, scripted_llm):
     """A turn whose end's diff failed (more files than the checkpoints take) counted none: :OllieRewind listed it
     "no file changes", though it changed b.txt, and a user rewound it thinking nothing went. Its diff is asked now:
-    "changes unknown" while the tree is too large still (turn 3 only talked), its files once it fits again."""
+    "changes unknown" while the tree is too large still (turn 3 only talked), its files once it fits again; one that
+    changed only the plan says so (a rewind puts it back)."""
     flood = "echo evil > b.txt && mkdir junk && cd junk && seq 1001 | xargs touch"
     srv = scripted_llm("openai")
     srv.script(*(step for code, said in (("echo mine > a.txt", "Wrote a."), (flood, "Wrote b.")) for step in (
         Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
-        Reply.text(said))), Reply.text("Talked."))
+        Reply.text(said))), Reply.text("Talked."),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_add", "args": ["check it"]}]})), Reply.text("Planned."))
     env = {**srv.env(approval="auto"), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}
 
     def picked(tmux: Tmux, name: str) -> str:
@@ -386,6 +388,10 @@ def test_the_rewind_picker_never_says_a_turn_whose_changes_are_unknown_changed_n
         assert picked(tmux, "1-unknown") == ["no file changes", "changes unknown", "1 file: a.txt"]
         subprocess.run(["rm", "-rf", str(tmp_path / "ws" / "junk")], check=True)  # the tree fits the checkpoints again
         assert picked(tmux, "2-diffed") == ["no file changes", "1 file: b.txt", "1 file: a.txt"]
+        # A turn that changed only the plan said "no file changes" too, as if rewinding it put nothing back.
+        send_in_chat(tmux, "plan it")
+        tmux.wait(lambda s: "Planned." in s, "turn 4")
+        assert picked(tmux, "3-plan")[0] == "the plan, no files"
 
 
 def test_after_a_rewind_the_model_edits_the_open_file_again_as_the_first_time(tmp_path, scripted_llm):

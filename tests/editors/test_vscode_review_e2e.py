@@ -29,12 +29,14 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     escaped there, in Review Changes' list and in the review tab's title and document (an override reversed the tab's
     title); its step shows its first 100 diffs and says how many more files it changed (before: nothing said there
     were more), and its link to the newline-named file opens the real file (the click was dropped: no message from the
-    chat held a control); a turn that leaves 50,001 files ends saying its changed files are not known and why, and
-    says it after a reload too (it said nothing, as a talk did). Then a day's review in a session of its own (scenario
+    chat held a control); a turn that leaves 50,001 files ends saying its changed files are not known and why, the
+    next turn of that reason not again, and says it once after a reload too, with why (it said nothing, as a talk did).
+    Then a day's review in a session of its own (scenario
     dayswork, once a window of its own): a turn edits two open files (one dirty): reviewed, one undone, her line kept;
     after a turn undone whole and a talk, Review Changes shows turn 1's in one request that diffs turn 1 alone (it
     asked turn by turn back, diffing the undone turn too) and says turns 2 to 3 have none; a rewound talk asked again,
-    the Rewind pick diffing no turn (it diffed each, and sent its files' texts, to count them); the session resumed in
+    the Rewind pick diffing no turn (it diffed each, and sent its files' texts, to count them) and saying turn 2 changed
+    the plan (it said "changed no files"); the session resumed in
     a new window, turn 2 listed all undone and turn 1 some, and forked from its first prompt. Then more windows: a
     second one on the folder runs its own session (not the first's, the fork, still live), a multi-root workspace's
     session works in the folder of the file asked about, a window with no folder works in home and asks about an
@@ -62,10 +64,11 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
         ("turnchanges", "a turn of 152 files lists its first 100 as text, and says how many more"),
         ("turnchanges", "the step of 152 files shows its first 100 diffs and says 52 more files changed"),
         ("turnchanges", "a link to a file named with a newline and an override opens the real file"),
-        ("turnchanges", "a turn whose changes cannot be known says so and why"),
-        ("turnchanges", "after a window reload the turn still says its changes are not known"),
+        ("turnchanges", "a turn whose changes cannot be known says so and why, once"),
+        ("turnchanges", "after a window reload the turn still says its changes are not known, and why, once"),
         *(("dayswork", step) for step in (
             "a turn edited both open files", "Review Changes listed both files", "Undo took back util.py's edit alone",
-            "the daemon diffing turn 1 alone", "the prompt asked again answered anew", "a new window resumed the session",
+            "the daemon diffing turn 1 alone", "the prompt asked again answered anew", "its pick said turn 2 changed the plan",
+            "a new window resumed the session",
             "Fork from here went on from turn 1")),
     )

@@ -118,11 +118,15 @@ def test_p_says_the_changed_files_are_not_known_in_a_workspace_too_large_to_trac
     talked: the user never learnt that no /changes or /rewind reaches them."""
     for n in range(6):
         (tmp_path / f"f{n}.txt").write_text("x")
-    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi > a.txt", "language": "bash"}]})),
-               Reply.text("Done."))
+    write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
+    llm.script(write, Reply.text("Done."), write, Reply.text("Again."))
     proc = run_ollie(["-p", "go", "--cwd", str(tmp_path)], env={**llm.env(), "OLLIE_CHECKPOINT_MAX_FILES": "5"})
     assert proc.returncode == 0 and (tmp_path / "a.txt").read_text() == "hi\n", (proc.stdout, proc.stderr)
     assert "\nChanged files: not known (the workspace has more than 5 files: too many to checkpoint)\n" in proc.stderr
+    # Said once a session: every turn said it again (each in the home directory), the session's next one too.
+    proc = run_ollie(["-c", "-p", "again", "--cwd", str(tmp_path)], env={**llm.env(), "OLLIE_CHECKPOINT_MAX_FILES": "5"})
+    assert proc.returncode == 0 and (tmp_path / "a.txt").read_text() == "hi\nhi\n", (proc.stdout, proc.stderr)
+    assert proc.stdout == "Again.\n" and "Changed files" not in proc.stderr, proc.stderr
 
 
 def test_p_names_a_changed_file_whose_name_breaks_the_line_on_its_own_line(llm, tmp_path):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from ollie.testing import Reply
+from ollie.tools.execute.childenv import plan_file
 
 from .test_cli_pty import Terminal
 
@@ -118,4 +120,14 @@ def test_her_own_task_tool_is_no_plan_step_its_output_shown(llm, tmp_path):
         term.type("ship it")
         term.wait_for(r"shipped\n", after=at)
         assert "▸ Run `task_deploy prod`\n  [call 1 task_deploy] exit 0\n  deployed to prod\nshipped" in term.text, term.text
+        assert term.close() == 0
+
+
+def test_a_plan_the_users_shell_command_writes_shows_as_it_ends(llm, tmp_path):
+    # Bug: a `!cmd` that wrote the plan file showed nothing until the next turn ended.
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        plan = shlex.quote(str(plan_file(re.search(r"session (\S+)\. /help", term.text)[1])))  # type: ignore[index]
+        term.type(f"!mkdir -p $(dirname {plan}) && printf -- '- [x] write it\\n- [ ] run it\\n' > {plan}")
+        term.wait_for(re.escape(WRITTEN) + r"default> ", after=at)
         assert term.close() == 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from ollie.testing import Reply
+from ollie.tools.execute.childenv import plan_file
 from tests.procs import eventually
 
 
@@ -35,6 +37,9 @@ async def test_the_plan_follows_the_steps_a_rewind_its_undo_a_resume_a_fork_and_
     _, wire = await daemon.request_in_order("ollie/submit", {"text": "write it"})
     sid = (await daemon.request("ollie/state", {}))["session"]
     assert _plans(wire) == [WRITTEN]
+    # Each turn's mark says it changed the plan: the rewind pickers said "changed no files", as if rewinding it did nothing.
+    marks = [m["turnChanges"] for m in (await daemon.request("ollie/context", {}))["messages"] if "turnChanges" in m]
+    assert marks == [{"turn": 1, "files": 0, "plan": True}, {"turn": 2, "files": 0, "plan": True}], marks
 
     async def plan_is(plan: list[tuple[str, str]]) -> None:
         await eventually(lambda: _plans(daemon.client.ollie_wire)[-1] == plan, f"the plan {plan}")
@@ -95,3 +100,13 @@ async def test_a_reply_of_130_checks_of_a_1000_step_plan_fails_none_and_the_mode
                             "134. [ ] step 134 of the migration\n… steps 135-1000 to come"), checked[-600:]
     plan = (await daemon.request("ollie/state", {}))["plan"]
     assert [s["content"] for s in plan if s["status"] == "in_progress"] == ["step 131 of the migration"]
+
+
+async def test_a_plan_the_users_shell_command_writes_shows_as_it_ends(start_daemon, llm):
+    # Bug: a `!cmd` between turns that wrote the plan file showed nothing until the next turn ended.
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/state", {}))["session"]
+    plan = shlex.quote(str(plan_file(sid)))
+    line = f"!mkdir -p $(dirname {plan}) && printf -- '- [x] write it\\n- [ ] run it\\n' > {plan}"
+    _, wire = await daemon.request_in_order("ollie/submit", {"text": line})
+    assert _plans(wire)[-1:] == [[("write it", "completed"), ("run it", "in_progress")]], wire

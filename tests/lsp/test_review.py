@@ -12,6 +12,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from ollie import paths
+from ollie.sessions.persist import SessionFile
 from ollie.testing import Reply
 
 from .conftest import Daemon
@@ -361,18 +363,58 @@ async def test_a_turn_is_marked_undone_only_by_an_undo_of_its_own_not_by_a_name_
 
 async def test_each_turn_that_may_write_in_a_workspace_too_large_to_track_ends_saying_why(start_daemon, llm, tmp_path):
     """A workspace past the checkpoints' file limit from the start: no turn's changes can be listed, undone or
-    rewound, and its end said nothing of it (a talk-only turn's still says nothing)."""
-    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi > a.txt", "language": "bash"}]})),
-               Reply.text("done"), Reply.text("just talk"))
+    rewound, and its end said nothing of it (a talk-only turn's still says nothing). The reason is said once: every
+    turn's end said it again (each in the home directory), and a resumed session's said none (it was not saved)."""
+    write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi > a.txt", "language": "bash"}]}))
+    llm.script(write, Reply.text("done"), Reply.text("just talk"), write, Reply.text("again"))
     ws = seeded(tmp_path)
     for n in range(6):
         (ws / f"f{n}.txt").write_text("x")
     daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "5"}, workspace=ws)
     session = (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["session"]
     await daemon.request("ollie/submit", {"text": "talk"}, timeout=60)
+    await daemon.request("ollie/submit", {"text": "write again"}, timeout=60)
     ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
-    assert ends == [{"turn": 1, "unknown": True,
-                     "reason": "the workspace has more than 5 files: too many to checkpoint"}, None], ends
+    why = "the workspace has more than 5 files: too many to checkpoint"
+    said = [{"turn": 1, "unknown": True, "reason": why}, None, {"turn": 3, "unknown": True, "reason": why, "again": True}]
+    assert ends == said, ends
+
+    async def marks(daemon: Daemon) -> list[dict[str, Any]]:
+        messages = (await daemon.request("ollie/context", {"session": session}))["messages"]
+        return [m["turnChanges"] for m in messages if "turnChanges" in m]
+
+    assert await marks(daemon) == [said[0], said[2]]
+    await daemon.client.shutdown_session()
+    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "5"}, workspace=ws)
+    await daemon.request("ollie/session/load", {"session": session})
+    assert await marks(daemon) == [said[0], said[2]]  # as the live chat said them
+    # A reason that changed is said again; a log's is one escaped line (a teammate's may be hostile).
+    await daemon.client.shutdown_session()
+    log = SessionFile(paths.sessions_dir(), session, sync=False)
+    saved = log.load()
+    saved.turn_unknown["1"] = "a\x1b[2Jb\nc"
+    log.save(saved)
+    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "5"}, workspace=ws)
+    await daemon.request("ollie/session/load", {"session": session})
+    assert await marks(daemon) == [{"turn": 1, "unknown": True, "reason": "a\\x1b[2Jb\\nc"},
+                                   {"turn": 3, "unknown": True, "reason": why}]
+
+
+async def test_a_turn_after_one_that_made_the_tree_too_large_says_the_same_why_and_so_not_again(start_daemon, llm,
+                                                                                                tmp_path):
+    """A step left the tree past the checkpoints' limit: the next turn's checkpoint before it failed for that, but it
+    ended saying "the checkpoint before the turn failed", a second line of a reason of its own, that said no why."""
+    flood = "mkdir junk && cd junk && seq 1001 | xargs touch"
+    llm.script(*(step for code, said in ((flood, "one"), ("echo more > a.txt", "two")) for step in (
+        Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
+        Reply.text(said))))
+    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}, workspace=seeded(tmp_path))
+    session = (await daemon.request("ollie/submit", {"text": "one"}, timeout=120))["session"]
+    await daemon.request("ollie/submit", {"text": "two"}, timeout=120)
+    ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
+    why = "the workspace has more than 1,000 files not ignored: too many to checkpoint"
+    assert ends == [{"turn": 1, "unknown": True, "reason": why},
+                    {"turn": 2, "unknown": True, "reason": why, "again": True}], ends
 
 
 async def test_why_a_turns_changes_are_unknown_names_a_hostile_path_escaped(start_daemon, llm, tmp_path):
@@ -408,4 +450,4 @@ async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_cha
     changes = await daemon.request("ollie/changes", {"changed": True}, timeout=60)
     assert (changes["turn"], changes["last"], [f["path"] for f in changes["files"]]) == (2, 2, ["b.txt"]), changes
     marks = [m["turnChanges"] for m in (await daemon.request("ollie/context", {}))["messages"] if "turnChanges" in m]
-    assert marks == [{"turn": 1, "files": 1}, {"turn": 2, "unknown": True}]
+    assert marks == [{"turn": 1, "files": 1}, *ends]

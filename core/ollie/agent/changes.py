@@ -36,7 +36,8 @@ class ChangeTracker:
         self.unavailable: str | None = None
         # Told once, when checkpoints turn out to be impossible here (the setup warning).
         self._on_unavailable = on_unavailable
-        self._failure_told = False  # a failed snapshot is said once until one succeeds: the steps between have no diffs
+        self._failed = ""  # why snapshots fail since the last that succeeded: said once (the steps between have no
+        # diffs), and by a turn's end that has no checkpoint before it
         self._taken = False  # a snapshot succeeded here: the tree was fit to checkpoint, and only a step made it unfit
         self._unfit = False  # since a step made it unfit, snapshots wait for a turn's edge (each try reads the tree)
         # The last snapshot, while nothing the engine ran can have written since (None: take a new one).
@@ -94,7 +95,7 @@ class ChangeTracker:
         except (WorkspaceError, OSError) as exc:
             problem = exc
         else:
-            self._taken, self._failure_told, self._unfit = True, False, False
+            self._taken, self._failed, self._unfit = True, "", False
             if checkpoints.left_out and self._on_unavailable is not None:  # else a step's 1 MiB `.envrc` went unseen
                 names = ", ".join(repr(p) for p in checkpoints.left_out[:5])
                 more = len(checkpoints.left_out) - 5
@@ -105,10 +106,10 @@ class ChangeTracker:
         # One failed snapshot (a git hiccup) costs that step its diffs, not the session its tracking. Said, once until
         # one succeeds: a step that could make them fail (as a chmod did) would otherwise hide its changes from review.
         log.warning("snapshot failed", extra={"cwd": str(self.cwd), "error": str(problem)})
-        if not self._failure_told and self._on_unavailable is not None:
-            self._failure_told = True
+        if not self._failed and self._on_unavailable is not None:
             self._on_unavailable(f"a checkpoint of {self.cwd} failed, so the steps since show no changes and "
                                  f"cannot be undone until one succeeds: {problem}")
+        self._failed = getattr(problem, "reason", "") or str(problem) or "a checkpoint failed"
         return None
 
     async def begin_turn(self, turn_number: int) -> None:
@@ -147,7 +148,7 @@ class ChangeTracker:
         self._turn, self._begin, self._begun = None, None, False
         self._fresh = None  # between turns the user owns the workspace: the next turn begins with a new snapshot
         if begun and begin is None:
-            raise CheckpointUnavailable(self.unavailable or "the checkpoint before the turn failed")
+            raise CheckpointUnavailable(self.unavailable or self._failed)
         return begin, end
 
     async def before_step(self) -> str | None:

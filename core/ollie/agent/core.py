@@ -152,6 +152,9 @@ class Core(HistoryMembers, McpMembers):
             return TurnResult(str(exc), "interrupted")
         except ShellFailed as exc:
             return TurnResult(str(exc), "command", failed=True)
+        finally:
+            if text.lstrip().startswith("!"):  # the user's shell may have written the plan (`!task_check 2`): shown now
+                await self._host.reread_plan()
         return TurnResult(output or "", "command")
 
     async def _submit(self, text: str, images: Sequence[Image], as_prompt: bool, announce: bool) -> TurnResult:

@@ -52,12 +52,13 @@ class ChangedFile:
 class TurnFiles:
     """What a turn changed, on its `turn` end event: its number, how many files (build output left out), and the
     first of them (`files`: a bounded list, see ollie.agent.review.END_LISTED_FILES); `unknown`: why its count is
-    not known (its end's diff failed), count UNCOUNTED then."""
+    not known (its end's diff failed), count UNCOUNTED then; `again`: the last such turn said the same (not said again)."""
 
     turn: int
     count: int
     files: tuple[ChangedFile, ...]
     unknown: str = ""
+    again: bool = False
 
 
 @attrs.frozen(eq=False, repr=False, slots=False)

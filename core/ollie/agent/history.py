@@ -17,6 +17,7 @@ from ollie.agent import steps
 from ollie.agent.steps import KindLookup, Location, StepStatus, ToolState, describe, finished, step_states, whole_state
 from ollie.backend.images import SHOWN_IMAGE_CHARS, left_out, shown
 from ollie.backend.types import IMAGE_TYPES, Message, ToolCall
+from ollie.sessions.session import said_before
 
 # Ends the content of a reply an interrupt cut short: the model reads it, a client may show it as a note.
 INTERRUPTED_REPLY = "[interrupted by the user: this reply was cut off here]"
@@ -180,24 +181,32 @@ def undid(notes: str) -> Iterator[tuple[int, str]]:
         yield int(match[1]), note
 
 
-def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *,
-               first: int = 0, notes: Iterable[tuple[int, str]] = ()) -> dict[int, dict[str, int]]:
+def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *, first: int = 0,
+               notes: Iterable[tuple[int, str]] = (), reasons: Mapping[str, str] | None = None,
+               plans: Iterable[str] = ()) -> dict[int, dict[str, Any]]:
     """`turnChanges` by message index (the session's `total` messages from index `first` of those sent): on the last
     message of each turn that changed files, `{turn, files}` (its number and how many now), or `{turn, unknown: true}`
-    when its count is not known (UNCOUNTED), and `undone: true` for one whose changes `notes` ((the session's index of
-    the prompt that has them, or `total`: the next prompt's), as UNDID words them) say the user undid since, then with
-    none left too; a turn whose start compaction or /clear rewrote (-1) has none. Reads no workspace."""
+    when its count is not known (UNCOUNTED) with the `reason` its end gave (`reasons`: `turn_unknown`) and `again` when
+    the last such turn gave the same, and `undone: true` for one whose changes `notes` ((the session's index of the
+    prompt that has them, or `total`: the next prompt's), as UNDID words them) say the user undid since, then with none
+    left too; `plan: true` on a turn that changed the plan (`plans`: `plans_before`'s keys), which a rewind puts back;
+    a turn whose start compaction or /clear rewrote (-1) has none. Reads no workspace."""
     # A note in a turn's own prompt or before is of a turn of that number that a rewind cut.
     # Each turn number's last note, found once (a hostile log's 20,000 notes were read again for each of its turns).
     said: dict[int, int] = {}
     for at, note in notes:
         for number, _ in undid(note):
             said[number] = max(said.get(number, at), at)
-    marks: dict[int, dict[str, int]] = {}
+    reasons, plans = reasons or {}, set(plans)
+    marks: dict[int, dict[str, Any]] = {}
     for turn, (start, files) in enumerate(zip(turn_starts, changed, strict=False), 1):
         end = turn_starts[turn] if turn < len(turn_starts) else total
         undone = turn in said and said[turn] > start
-        if (files != 0 or undone) and 0 <= start < end <= total:
-            count = {"files": files} if files >= 0 else {"unknown": True}
-            marks[first + end - 1] = {"turn": turn, **count} | ({"undone": True} if undone else {})
+        plan = str(turn) in plans
+        if (files != 0 or undone or plan) and 0 <= start < end <= total:
+            count: dict[str, Any] = {"files": files} if files >= 0 else {"unknown": True}
+            if files < 0 and str(turn) in reasons:
+                count |= {"reason": reasons[str(turn)]} | ({"again": True} if said_before(reasons, changed, turn) else {})
+            marks[first + end - 1] = {"turn": turn, **count} | ({"undone": True} if undone else {}) | (
+                {"plan": True} if plan else {})
     return marks

@@ -22,7 +22,7 @@ from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.agent.taskstate import plan_before
 from ollie.backend.types import Message
 from ollie.escapes import escaped, one_name
-from ollie.sessions.session import UNCOUNTED, Session
+from ollie.sessions.session import UNCOUNTED, Session, said_before
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
@@ -231,6 +231,7 @@ class Review:
         # rewind cut (kept for its undo) end here.
         earlier = session.turn_changed[:turn - 1]
         session.turn_changed = earlier + [UNCOUNTED] * (turn - len(earlier))
+        session.turn_unknown.pop(str(turn), None)  # a cut turn's, kept for its undo
         self._current = turn
         self._plan_found = self._host.plan_text
         notes, session.review_notes = session.review_notes, []
@@ -289,29 +290,30 @@ class Review:
         if turn is None:
             return None
         self._ending = asyncio.get_running_loop().create_future()
+        session = self._host.session
         try:
-            sid = self._host.session.id
             await self._host.reread_plan()  # (a round an interrupt cut short was not read)
             if (found := self._plan_found) != self._host.plan_text:  # what a rewind to before this turn puts back
-                self._host.session.plans_before[str(turn)] = found
+                session.plans_before[str(turn)] = found
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
             if begin is None:  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
-                self._host.session.turn_changed[turn - 1] = 0
+                session.turn_changed[turn - 1] = 0
                 return None
             cp = self.checkpoints()
             if end is not None:
                 begin = await self._saved_buffers_before(turn, begin, end)
-            records = [(sid, turn, begin)] + ([(_after_session(sid), turn, end)] if end is not None else [])
+            records = [(session.id, turn, begin)] + ([(_after_session(session.id), turn, end)] if end is not None else [])
             await cp.record_turns(records)
             # Diffed once, here: the history marks the turns that changed files without a diff each, and the end
             # event lists them, so that a client need not ask again.
             changed = await self._changes(turn, (begin, end), bound=LISTED)
-            self._host.session.turn_changed[turn - 1] = len(changed.changes) + changed.more
+            session.turn_changed[turn - 1] = len(changed.changes) + changed.more
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
             # Not "no changes": it may have changed files that no undo or rewind can take back, which the user is told.
-            return TurnFiles(turn, UNCOUNTED, (), unknown=one_name(getattr(exc, "reason", str(exc)) or "its diff failed", 200))
+            reason = session.turn_unknown[str(turn)] = one_name(getattr(exc, "reason", str(exc)) or "its diff failed", 200)
+            return TurnFiles(turn, UNCOUNTED, (), reason, said_before(session.turn_unknown, session.turn_changed, turn))
         finally:
             ending, self._ending = self._ending, None
             ending.set_result(None)

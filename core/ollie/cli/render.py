@@ -190,9 +190,10 @@ class Renderer:
         elif role == "turn" and content != "start":
             self._flush_streams()
             self.end_line()
-            if changes is not None and changes.unknown:  # nothing to review or undo: dim, with no hint
+            # Nothing to review or undo: dim, said once for turns that give the same reason (each in the home directory)
+            if changes is not None and changes.unknown and not changes.again:
                 self._block(self._style(f"Changed files: not known ({changes.unknown})", "2"), stream=self.err)
-            elif changes is not None and changes.count:  # on stderr: with -p, stdout is the answer alone
+            elif changes is not None and changes.count > 0:  # on stderr: with -p, stdout is the answer alone
                 self._block(self._style(f"{changes_line(changes)}{self.review_hint}", "33"), stream=self.err)
 
     def plan(self, plan: list[PlanEntry]) -> None:

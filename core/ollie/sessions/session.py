@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from itertools import accumulate
 from typing import Any
@@ -138,7 +138,7 @@ class TierMap(TrackedDict):
 # Session fields kept as TrackedDict: persistence saves only their changes (`plans_before` too: a step writes the plan,
 # up to 256 KiB a turn, and every round's commit carried all the turns' plans, the log growing quadratically).
 TRACKED_FIELDS = ("result_tiers", "step_outcomes", "step_network", "step_images", "step_files", "step_trees",
-                  "plans_before")
+                  "plans_before", "turn_unknown")
 
 
 @dataclass(eq=False, repr=False)
@@ -197,6 +197,9 @@ class Session:
     # (0: none; UNCOUNTED: not known, as for a turn running or whose end diff failed, or one of a log that has no count
     # for it): the history marks those turns without a diff per turn (ollie.agent.review, ollie.agent.history).
     turn_changed: list[int] = field(default_factory=list)
+    # Why each turn whose count is UNCOUNTED is not known (its number as text), as its end said it: a resumed chat says
+    # it again (in the home directory every turn that runs a step has one).
+    turn_unknown: dict[str, str] = field(default_factory=dict)
     # Turns 1 to this came with the conversation when it was kept or forked from another session: reviewed here, never
     # rewound (a rewind puts back the whole workspace, and its files have moved on since in the other conversation).
     copied_turns: int = 0
@@ -295,6 +298,8 @@ class Session:
             meta = {**meta, "step_files": _paths(meta["step_files"])}
         if "step_trees" in meta:
             meta = {**meta, "step_trees": _trees(meta["step_trees"])}
+        if "turn_unknown" in meta:  # a teammate's log may be hostile: one escaped line each, as a turn's end says it
+            meta = {**meta, "turn_unknown": _reasons(meta["turn_unknown"])}
         if "turn_changed" in meta or "turn_starts" in meta:  # (a log of before the counts were kept has starts alone)
             starts = meta.get("turn_starts", [])
             meta = {**meta, "turn_changed": _settled(_counts(meta.get("turn_changed"), len(starts)), starts, messages)}
@@ -305,7 +310,8 @@ class Session:
         )
 
 
-_SIFTED = ("step_network", "step_files", "step_trees", "turn_changed")  # what a log may get wrong without failing the resume
+# What a log may get wrong without failing the resume.
+_SIFTED = ("step_network", "step_files", "step_trees", "turn_changed", "turn_unknown")
 
 
 def _check_meta(meta: dict[str, Any]) -> None:
@@ -336,6 +342,17 @@ def _check_meta(meta: dict[str, Any]) -> None:
 
 # A turn's count of files changed that is not known: never "none" (0), which lets a user rewind it thinking nothing goes.
 UNCOUNTED = -1
+
+
+def said_before(reasons: Mapping[str, str], counts: Sequence[int], turn: int) -> bool:
+    """Whether turn `turn`'s reason its count is not known is the one the last turn before it with one gave (`reasons`:
+    `turn_unknown`, `counts`: `turn_changed`): said there, a client does not say it again under every turn."""
+    for earlier in range(min(turn - 1, len(counts)), 0, -1):
+        if counts[earlier - 1] == UNCOUNTED and str(earlier) in reasons:
+            return reasons[str(earlier)] == reasons.get(str(turn))
+    return False
+
+
 # More files than a turn may count: a checkpointed tree holds fewer (ollie.workspace.guard), and a client's JSON reads
 # each count below it exactly (Neovim's drew 10**30 as -9223372036854775808).
 _MAX_COUNT = 1 << 31
@@ -360,6 +377,14 @@ def _settled(counts: list[int], starts: list[int], messages: list[Message]) -> l
                 calls[min(end, len(messages))] == calls[min(start, len(messages))]):
             counts[n] = 0
     return counts
+
+
+def _reasons(saved: Any) -> dict[str, str]:
+    """A log's `turn_unknown`, each reason one escaped line (a client draws it as one) keyed by a turn's number."""
+    from ollie.escapes import one_name
+
+    return {k: one_name(v, 200) for k, v in (saved.items() if isinstance(saved, dict) else ()) if
+            type(k) is str and k.isdecimal() and type(v) is str}
 
 
 _CONNECTION = {"host": str, "port": int, "verdict": str, "how": str, "sent": int, "received": int}

@@ -1151,12 +1151,16 @@ end
 
 ---The compact line of a turn that changed files, from the `turnChanges` of its end event or of its last message
 ---in the history (`{turn, files, undone}`: one source for both); nothing for a turn that changed none. Its key opens
----the turn's changes list. One whose diff failed (`unknown`, `reason` on its end event) says so, dim: it may have
----changed files that no review, undo or rewind reaches.
----@param c {turn: integer, files: integer|nil, undone: boolean|nil, unknown: boolean|nil, reason: string|nil}|nil
+---the turn's changes list. One whose diff failed (`unknown`, `reason`: why) says so, dim: it may have
+---changed files that no review, undo or rewind reaches; said once for turns of the same reason (`again`: each turn's
+---in the home directory).
+---@param c {turn: integer, files: integer?, undone: boolean?, unknown: boolean?, reason: string?, again: boolean?}|nil
 function T:turn_changes(c)
   if type(c) == "table" and c.unknown == true then
-    self:note("Changed files: not known" .. (type(c.reason) == "string" and " (" .. c.reason .. ")" or ""), "OllieHint")
+    if c.again ~= true then
+      local why = type(c.reason) == "string" and " (" .. c.reason .. ")" or ""
+      self:note("Changed files: not known" .. why, "OllieHint")
+    end
     return
   end
   if type(c) ~= "table" or type(c.turn) ~= "number" or type(c.files) ~= "number" or c.files < 0

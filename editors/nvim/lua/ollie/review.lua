@@ -672,16 +672,17 @@ function M.rewind(arg)
     end
     require("ollie.history").read_context(session, function(_, res)
       context_messages = res and res.messages
-      local changed = {}
+      local changed, plans = {}, {}
       for _, m in ipairs(context_messages or {}) do
         local mark = type(m) == "table" and m.turnChanges
         -- (a turn whose count is not known, its end's diff failed, may have changed files: asked too)
-        if type(mark) == "table" and type(mark.turn) == "number"
-          and ((tonumber(mark.files) or 0) > 0 or mark.unknown == true) then
-          changed[mark.turn] = true
+        if type(mark) == "table" and type(mark.turn) == "number" then
+          changed[mark.turn] = (tonumber(mark.files) or 0) > 0 or mark.unknown == true
+          plans[mark.turn] = mark.plan == true -- what the rewind puts back too
         end
       end
       for _, item in ipairs(turns) do
+        item.plan = plans[item.turn]
         if not res or changed[item.turn] then -- (no history read: each asked)
           pending = pending + 1
           item.unknown = true -- until its diff answers: one that fails is never "no file changes"

@@ -53,6 +53,7 @@ end
 ---@field files {path: string}[] the files it changed (ollie/changes lists the first ones)
 ---@field more integer|nil how many more it changed than `files` lists
 ---@field unknown boolean|nil what it changed is not known (its diff failed)
+---@field plan boolean|nil it changed the plan (which a rewind to before it puts back)
 
 ---Attach their prompts to turns 1..`count` (and when each started, as noted), only when there is one prompt per
 ---turn: after a /clear or a compaction the history has fewer, and a wrong prompt would rewind the wrong turn.
@@ -96,6 +97,9 @@ function M.label(item)
   local files = item.unknown and "changes unknown" or count == 0 and "no file changes"
     or (count .. " file" .. (count == 1 and "" or "s") .. ": " .. table.concat(names, ", ", 1, math.min(#names, 4))
       .. (count > 4 and ", …" or ""))
+  if item.plan then -- the rewind puts the plan back too: no no-op, as "no file changes" alone said
+    files = (count == 0 and not item.unknown) and "the plan, no files" or (files .. "; the plan")
+  end
   return table.concat(parts, " · ") .. " — " .. files
 end
 

@@ -58,10 +58,13 @@ function messagesOf(raw: unknown): MessageLike[] {
 }
 
 // The turn `message` ends and how many files it changed, when it changed files (0: all of them undone since, as the
-// live list said); `files` -1 when not known.
-function changedTurn(message: MessageLike): { turn: number; files: number; undone: boolean } | undefined {
+// live list said); `files` -1 when not known, with why as its end said it (none when an earlier turn's said it).
+function changedTurn(message: MessageLike): { turn: number; files: number; undone: boolean; reason?: string } | undefined {
   const marked = message.turnChanges;
-  if (isObject(marked) && Number.isInteger(marked.turn) && marked.unknown === true) return { turn: marked.turn as number, files: -1, undone: false };
+  if (isObject(marked) && marked.again === true) return undefined;
+  if (isObject(marked) && Number.isInteger(marked.turn) && marked.unknown === true) {
+    return { turn: marked.turn as number, files: -1, undone: false, reason: typeof marked.reason === "string" ? marked.reason : "" };
+  }
   if (!isObject(marked) || !Number.isInteger(marked.turn) || !Number.isInteger(marked.files)) return undefined;
   const undone = marked.undone === true;
   return (marked.files as number) > 0 || undone ? { turn: marked.turn as number, files: marked.files as number, undone } : undefined;
@@ -162,7 +165,7 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
         break;
     }
     const changed = changedTurn(message);
-    if (session !== undefined && changed?.files === -1) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], unknown: "" });
+    if (session !== undefined && changed?.files === -1) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], unknown: changed.reason });
     else if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files, ...(changed.undone ? { undone: true } : {}) });
   });
   return model.items;

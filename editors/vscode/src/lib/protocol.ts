@@ -203,6 +203,8 @@ export function parseEvent(raw: unknown): OllieEvent | undefined {
 
 // A file the end event lists without a path, status or counts is dropped.
 function parseTurnChanges(raw: unknown): TurnChanges | undefined {
+  // Not known for the reason an earlier turn's end gave (each turn's in the home directory): said there, not again.
+  if (isObject(raw) && raw.again === true) return undefined;
   if (isObject(raw) && Number.isInteger(raw.turn) && raw.unknown === true) {
     return { turn: raw.turn as number, files: [], unknown: typeof raw.reason === "string" ? raw.reason : "" };
   }

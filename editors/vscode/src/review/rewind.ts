@@ -5,7 +5,7 @@ import * as vscode from "vscode";
 import { ReviewHost } from "./review";
 import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
-import { changedCounts, namedBuildOutput, turnItems, userPrompts } from "./turns";
+import { changedCounts, namedBuildOutput, planTurns, turnItems, userPrompts } from "./turns";
 
 // Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
 const MAX_TURNS = 30;
@@ -35,7 +35,7 @@ export async function rewind(
   const context = await readContext((params) => host.request("ollie/context", withSession(params))).catch(() => undefined);
   // Counted from the history's marks: no diff of each turn (and its files' texts sent) to draw the pick.
   const files = context ? changedCounts(context.messages, count) : new Map<number, number>();
-  const items = turnItems(count, userPrompts(context?.messages), files).slice(0, MAX_TURNS);
+  const items = turnItems(count, userPrompts(context?.messages), files, planTurns(context?.messages)).slice(0, MAX_TURNS);
   const picked = await vscode.window.showQuickPick(items, { title: "Ollie: Rewind to before which turn?", matchOnDescription: true });
   if (!picked) return;
   const answer = await vscode.window.showWarningMessage(

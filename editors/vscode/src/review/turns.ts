@@ -33,6 +33,21 @@ export function changedCounts(messages: unknown, count: number): Map<number, num
   return files;
 }
 
+/** The turns the history's marks say changed the plan (`plan: true`), which a rewind to before them puts back. */
+export function planTurns(messages: unknown): Set<number> {
+  const marks = (Array.isArray(messages) ? messages : []).map((m) => (isObject(m) ? m.turnChanges : undefined));
+  return new Set(marks.filter((m) => isObject(m) && m.plan === true && Number.isInteger(m.turn)).map((m) => (m as { turn: number }).turn));
+}
+
+/** What a rewind to before a turn that changed `files` files (-1: not known) and maybe the plan takes back. */
+function rewound(files: number | undefined, plan: boolean): string {
+  if (files === undefined) return "";
+  // Not "changed no files" of one that changed the plan: the rewind puts the plan back, which is not nothing.
+  if (files === 0) return plan ? "changed the plan, no files" : "changed no files";
+  const changed = files < 0 ? "changes unknown" : `changed ${files} file${files === 1 ? "" : "s"}`;
+  return plan ? `${changed}, and the plan` : changed;
+}
+
 /** The user prompts of a conversation (`ollie/context` messages), in order. */
 export function userPrompts(messages: unknown): string[] {
   return (Array.isArray(messages) ? messages : []).map(promptOf).filter((p): p is string => p !== undefined);
@@ -47,16 +62,16 @@ function firstLine(text: string, max = 80): string {
  * Turns 1..`count`, newest first. Prompts label them only when there is one per turn: notes and
  * injected text are user messages too, and a wrong label would rewind the wrong turn.
  */
-export function turnItems(count: number, prompts: readonly string[], filesChanged: ReadonlyMap<number, number>): TurnItem[] {
+export function turnItems(count: number, prompts: readonly string[], filesChanged: ReadonlyMap<number, number>,
+  plans: ReadonlySet<number> = new Set()): TurnItem[] {
   const labelled = prompts.length === count;
   const items: TurnItem[] = [];
   for (let turn = count; turn >= 1; turn--) {
     const prompt = labelled ? firstLine(prompts[turn - 1]) : "";
-    const files = filesChanged.get(turn);
     items.push({
       turn,
       label: prompt ? `Turn ${turn}: ${shownLabel(prompt)}` : `Turn ${turn}`,
-      description: files === undefined ? "" : files < 0 ? "changes unknown" : files === 0 ? "changed no files" : `changed ${files} file${files === 1 ? "" : "s"}`,
+      description: rewound(filesChanged.get(turn), plans.has(turn)),
     });
   }
   return items;

@@ -31,7 +31,9 @@ const edits = (...calls) => [{ name: "call_tool", arguments: { calls: calls.map(
 export const DAY_REPLIES = [
   { text: "Fixing both.", tool_calls: edits(["calc.py", "a - b", "a + b"], ["util.py", "x * 3", "x * 2"]) },
   { text: "Fixed add and double." },
-  { text: "Noting it.", tool_calls: edits(["notes.md", NOTES, `${NOTES}- add fixed\n`]) },
+  // It changes the plan too: a rewind to before it puts the plan back, which its pick says.
+  { text: "Noting it.", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["notes.md", NOTES, `${NOTES}- add fixed\n`] },
+    { tool: "task_add", args: ["ship the fix"] }] } }] },
   { text: "Noted." },
   { text: "I fixed add and double." },
   { text: "I fixed add; double is as you left it." },
@@ -106,6 +108,8 @@ export async function daysWork({ page, browser, workspace, work, screenshot }) {
   const picking = daemonLog(work).length;
   await runCommand(page, "Ollie: Rewind");
   await row(page, "Turn 1").filter({ hasText: "changed 1 file" }).waitFor({ timeout: waitMs });
+  // Its file undone, turn 2 changed the plan still: not "changed no files", as if a rewind of it put nothing back.
+  await row(page, "Turn 2").filter({ hasText: "changed the plan, no files" }).waitFor({ timeout: waitMs });
   const counted = diffedSince(work, picking);
   if (counted.length) throw new Error(`the Rewind pick had the daemon diff turns ${JSON.stringify(counted)}`);
   await screenshot("day-rewind-pick");
@@ -118,7 +122,7 @@ export async function daysWork({ page, browser, workspace, work, screenshot }) {
   if ((await prompts(chat)).filter((p) => p === ASKED).length !== 1) throw new Error(`the prompts after the redo: ${JSON.stringify(await prompts(chat))}`);
   if (await chat.locator(".item.assistant", { hasText: "I fixed add and double." }).count()) throw new Error("the rewound answer still shows");
   await screenshot("day-redone");
-  log("Rewind took back the talk turn and the prompt asked again answered anew");
+  log("Rewind took back the talk turn and the prompt asked again answered anew; its pick said turn 2 changed the plan");
 
   // 6. A new window resumes the session (the first closed); Fork from here on the first prompt.
   const address = new URL(page.url()).origin;

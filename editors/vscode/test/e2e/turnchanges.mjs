@@ -5,11 +5,12 @@
 // one's; the second turn's two edit steps of one file (each its own change, as live) and the first turn's `sed -i` step
 // show their diffs again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
 // 100 diffs and how many more it changed. A turn that leaves the workspace too large to checkpoint ends saying its
-// changed files are not known and why, and says it still after a reload (it said nothing, as a talk did). The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
+// changed files are not known and why, once (the next turn of the same reason says nothing), and says it still after a
+// reload, with why (it said nothing, as a talk did; then no why). The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
 import fs from "node:fs";
 import path from "node:path";
-import { chatFocused, chatFrame, fillInput, log, openChat, reloadChat, runCommand, send, until, waitMs } from "./harness.mjs";
+import { chatFocused, chatFrame, fillInput, log, openChat, reloadChat, runCommand, send, until, waitForStatus, waitMs } from "./harness.mjs";
 
 /** The workspace files these steps change. */
 export const TURN_FILES = { "a.txt": "alpha\n", "b.txt": "beta\n", "c.txt": "gamma\n" };
@@ -28,6 +29,9 @@ export const TURN_REPLIES = [
   // A step that leaves the workspace past the checkpoints' 50,000 files: what the turn changed cannot be known.
   { text: "Flooding.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "mkdir flood && cd flood && seq 50001 | xargs touch", language: "bash" }] } }] },
   { text: "Flooded." },
+  // Another turn in that tree, for the same reason: not said again under it (each turn's in the home directory).
+  { text: "Touching.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "touch flood/more", language: "bash" }] } }] },
+  { text: "Touched." },
 ];
 
 /** The files each "Changed files" list of the chat names, in the chat's order. */
@@ -190,18 +194,23 @@ export async function turnChanges({ page, work, screenshot }) {
   const unknown = reloaded.locator(".item.changes.unknown");
   await unknown.waitFor({ timeout: waitMs });
   const said = await unknown.textContent();
+  const why = "Changed files: not known (the workspace has more than 50,000 files not ignored: too many to checkpoint)";
+  if (said !== why) throw new Error(`the flooding turn's end says ${JSON.stringify(said)}`);
+  await send(reloaded, "touch more");
+  await reloaded.locator(".item.assistant", { hasText: "Touched." }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
   fs.rmSync(path.join(work, "workspace", "flood"), { recursive: true }); // the next scenarios' tree fits again
-  if (said !== "Changed files: not known (the workspace has more than 50,000 files not ignored: too many to checkpoint)") {
-    throw new Error(`the flooding turn's end says ${JSON.stringify(said)}`);
-  }
+  if ((await unknown.count()) !== 1) throw new Error(`the reason is said under ${await unknown.count()} turns, not once`);
   await reloaded.locator(".item.assistant", { hasText: "Flooded." }).scrollIntoViewIfNeeded();
   await screenshot("turnchanges-unknown");
-  log("a turn whose changes cannot be known says so and why");
+  log("a turn whose changes cannot be known says so and why, once");
   const again = await reloadChat(page);
   await again.locator(".item.assistant", { hasText: "Flooded." }).waitFor({ timeout: waitMs });
-  const resumed = await again.locator(".item.changes.unknown").textContent();
-  if (resumed !== "Changed files: not known") throw new Error(`after a reload the flooding turn's end says ${JSON.stringify(resumed)}`);
+  await again.locator(".item.assistant", { hasText: "Touched." }).waitFor({ timeout: waitMs });
+  // Why, as live (the reason is saved with the turn: it said none), and once.
+  const resumed = await again.locator(".item.changes.unknown").allTextContents();
+  if (resumed.join("|") !== why) throw new Error(`after a reload the flooding turns' ends say ${JSON.stringify(resumed)}`);
   await again.locator(".item.changes.unknown").scrollIntoViewIfNeeded();
   await screenshot("turnchanges-unknown-reloaded");
-  log("after a window reload the turn still says its changes are not known");
+  log("after a window reload the turn still says its changes are not known, and why, once");
 }

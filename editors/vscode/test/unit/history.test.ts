@@ -44,8 +44,14 @@ test("each turn that changed files gets its Changed files under its last message
     { role: "user", content: "flood" },
     // Its end's diff failed: said unknown (it was left out, as if the turn had changed nothing), no files to ask.
     { role: "assistant", content: "Flooded.", turnChanges: { turn: 6, unknown: true } },
+    { role: "user", content: "write" },
+    // Why, as its end said it (the reason is saved with the turn); the next turn of the same reason is not said again.
+    { role: "assistant", content: "Wrote.", turnChanges: { turn: 7, unknown: true, reason: "the home directory" } },
+    { role: "user", content: "write more" },
+    { role: "assistant", content: "Wrote more.", turnChanges: { turn: 8, unknown: true, reason: "the home directory", again: true } },
   ];
   const items = historyItems(turns, "s1");
+  assert.deepEqual(items.splice(-5).map((i) => i.kind === "changes" ? [i.turn, i.unknown] : i.kind), ["user", "assistant", [7, "the home directory"], "user", "assistant"]);
   const unknown = items.pop();
   assert.deepEqual(unknown?.kind === "changes" && [unknown.turn, unknown.unknown, unknown.pending], [6, "", undefined]);
   items.pop();

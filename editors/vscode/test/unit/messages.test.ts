@@ -105,6 +105,8 @@ test("ollie/event params are checked", () => {
   assert.deepEqual(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, unknown: true, reason: "too many" } })?.turnChanges,
     { turn: 4, files: [], unknown: "too many" });
   assert.equal(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, unknown: true, reason: 3 } })?.turnChanges?.unknown, "");
+  // The reason an earlier turn's end gave (each turn's in the home directory): said there, not under every turn.
+  assert.equal(parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 5, unknown: true, reason: "too many", again: true } })?.turnChanges, undefined);
   // A list bounded by the daemon: how many it left out, shown with the list (a `more` that is no count is dropped).
   const bounded = (more: unknown) => parseEvent({ session: "s", seq: 2, role: "turn", content: "end", turnChanges: { turn: 4, files: 150, changed: changed.slice(0, 1), more } })?.turnChanges;
   assert.equal(bounded(149)?.more, 149);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, staleReason, undoFailureMessage, undoParams } from "../../src/review/hunks";
-import { changedCounts, namedBuildOutput, turnItems, userPrompts } from "../../src/review/turns";
+import { changedCounts, namedBuildOutput, planTurns, turnItems, userPrompts } from "../../src/review/turns";
 
 // Two hunks of one file, as `ollie/changes` lists them: line 2 replaced, and a line added after line 9.
 const changes = {
@@ -93,6 +93,10 @@ test("rewind offers turns newest first, labelled by their prompts when there is 
   const unknown = changedCounts([...marked, { turnChanges: { turn: 2, unknown: true } }], 2);
   assert.deepEqual([...unknown], [[1, 2], [2, -1]]);
   assert.equal(turnItems(2, [], unknown)[0].description, "changes unknown");
+  // A turn that changed the plan: a rewind puts it back, so not "changed no files" as if rewinding it did nothing.
+  const plans = planTurns([...marked, { turnChanges: { turn: 2, files: 0, plan: true } }, { turnChanges: { turn: 3, plan: "yes" } }]);
+  assert.deepEqual([...plans], [2]);
+  assert.deepEqual(turnItems(2, [], new Map([[1, 2], [2, 0]]), new Set([1, 2])).map((i) => i.description), ["changed the plan, no files", "changed 2 files, and the plan"]);
   const unlabelled = turnItems(3, ["only one"], new Map([[3, 1]]));
   assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3", "Turn 2", "Turn 1"]);
   assert.equal(unlabelled[0].description, "changed 1 file");
