@@ -1,0 +1,43 @@
+"""A Neovim user's day in the real TUI (nvim in tmux, README's `setup({})`): what she types stays hers."""
+
+from __future__ import annotations
+
+from ollie.testing import Reply
+
+from . import screens
+from .test_nvim_tui import send_in_chat, start_nvim
+
+
+def test_her_typing_in_a_buffer_a_rewind_put_back_survives_the_model_s_next_whole_file_write(tmp_path, scripted_llm):
+    """Bug: :OllieRewind put calc.py's buffer back and forgot what the model had seen of it; she typed a line there,
+    and the model's next `file_write` of calc.py (it never read her line) replaced the whole buffer and saved it: her
+    line gone from the buffer and the file, and the chat said the edit was "made on top of" her changes. Now a
+    whole-file write of a buffer with unsaved text the model has not read is refused until it reads it."""
+    srv = scripted_llm("openai")
+    fix = Reply(text="Fixing add.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["calc.py", "return a - b", "return a + b"]}]})])
+    rewrite = Reply(text="Rewriting.", tool_calls=[("call_tool", {"calls": [
+        {"tool": "file_write", "args": ["calc.py", "def add(a, b):\n    return a + b\n"]}]})])
+    srv.script(fix, Reply.text("Fixed."), rewrite, Reply.text("Rewritten."))
+    code = "def add(a, b):\n    return a - b\n"
+    with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": code}, size=(100, 30)) as tmux:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Fixed." in s and "(end)" in s and "return a + b" in s, "turn 1's edit in the buffer")
+        tmux.keys(":OllieRewind 1", "Enter")
+        tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
+        tmux.keys("1", "Enter")
+        tmux.wait(lambda s: "rewound to before turn 1" in s and "return a - b" in s, "the buffer put back")
+        tmux.keys("Escape", "C-w", "h", "G", "o")
+        tmux.type("# her note: keep the sign", "Escape")
+        tmux.wait(lambda s: "# her note: keep the sign" in s, "her line in calc.py")
+        send_in_chat(tmux, "rewrite calc.py")
+        done = tmux.keep("1-rewritten", tmux.wait(lambda s: "Rewritten." in s and "(end)" in s, "turn 1 again"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-rewritten.png", (1000, 560))
+        code_side = [line.split("│")[0].rstrip() for line in done.splitlines()]
+        assert "# her note: keep the sign" in code_side and "    return a - b" in code_side, done
+        chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
+        assert "".join("calc.py: not written: the file has the user's unsaved changes".split()) in chat, done
+        assert "made on top of them" not in chat, done
+    assert (tmp_path / "ws" / "calc.py").read_text() == code
