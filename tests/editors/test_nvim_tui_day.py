@@ -41,3 +41,32 @@ def test_her_typing_in_a_buffer_a_rewind_put_back_survives_the_model_s_next_whol
         assert "".join("calc.py: not written: the file has the user's unsaved changes".split()) in chat, done
         assert "made on top of them" not in chat, done
     assert (tmp_path / "ws" / "calc.py").read_text() == code
+
+
+def test_a_function_the_agent_adds_at_the_end_of_her_open_file_leaves_no_blank_line_and_can_be_edited_again(
+        tmp_path, scripted_llm):
+    """Bug: the agent's edit adding lines at the end of calc.py (open in Neovim) was put at the line past the last one,
+    which Neovim appended as lines with a blank one too many: saved so, and the buffer no longer the model's text, its
+    next edit of calc.py was refused, "the file changed in the editor since you read it"."""
+    srv = scripted_llm("openai")
+
+    def add(after: str, name: str, op: str) -> Reply:
+        new = f"{after}\n\ndef {name}(a, b):\n    return a {op} b\n"
+        return Reply(text=f"Adding {name}.", tool_calls=[("call_tool", {"calls": [
+            {"tool": "file_edit", "args": ["calc.py", after, new]}]})])
+
+    srv.script(add("    return a + b\n", "mul", "*"), Reply.text("mul added."),
+               add("    return a * b\n", "div", "/"), Reply.text("div added."))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a + b\n"}, size=(100, 30)) as tmux:
+        tmux.wait(lambda s: "return a + b" in s, "nvim to start")
+        tmux.keys(":Ollie add mul", "Enter")
+        tmux.wait(lambda s: "mul added." in s and "(end)" in s, "turn 1")
+        send_in_chat(tmux, "and div")
+        done = tmux.keep("1-added", tmux.wait(lambda s: "div added." in s and "(end)" in s, "turn 2"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-added.png", (1000, 560))
+        assert "read it again" not in done and "✓ Edit calc.py" in done, done
+        code = [line.split("│")[0].rstrip() for line in done.splitlines()]
+        assert code[code.index("    return a / b") + 1] == "~", "a blank line at the end of the buffer"
+    assert (tmp_path / "ws" / "calc.py").read_text() == (
+        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n\n\ndef div(a, b):\n    return a / b\n")
