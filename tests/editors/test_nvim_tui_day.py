@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from ollie.testing import Reply
+from tests.procs import wait_until
 
 from . import screens
+from .test_nvim import _nvim
 from .test_nvim_tui import send_in_chat, start_nvim
 
 
@@ -70,3 +74,40 @@ def test_a_function_the_agent_adds_at_the_end_of_her_open_file_leaves_no_blank_l
         assert code[code.index("    return a / b") + 1] == "~", "a blank line at the end of the buffer"
     assert (tmp_path / "ws" / "calc.py").read_text() == (
         "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n\n\ndef div(a, b):\n    return a / b\n")
+
+
+def test_a_turn_ending_while_she_types_a_command_under_messages_leaves_them_on_screen(tmp_path, scripted_llm):
+    """Bug: she read :messages and typed `:` at its prompt to run a command, the messages still above; a turn's events
+    meanwhile redrew the screen (the chat's step, its statusline, its end) and wiped them, and a notice (a file a step
+    deleted) drew over them. Now they stay until her command ends; the chat and the notice show then."""
+    srv = scripted_llm("openai")
+    srv.script(Reply(text="Cleaning.", tool_calls=[("execute_code", {"steps": [
+        {"code": "while [ ! -e go ]; do sleep 0.05; done; rm old.py"}]})]), Reply.text("Cleaned up."))
+    sock = tmp_path / "nvim.sock"
+    init = f"vim.fn.serverstart({str(sock)!r})"
+    with start_nvim(tmp_path, srv.env(), {"old.py": "x = 1\n"}, size=(100, 30), init_lua=init) as tmux:
+        tmux.wait(lambda s: "x = 1" in s, "nvim to start")
+        tmux.keys(":Ollie clean up", "Enter")
+        tmux.wait(lambda s: "<e: Run while" in s, "the step running, in the chat's statusline")
+        tmux.keys("Escape", ":echomsg 'first' | echomsg 'second' | echomsg 'third'", "Enter", "Enter", ":messages", "Enter")
+        tmux.wait(lambda s: "third\nPress ENTER" in s, "the messages")
+        tmux.keys(":")
+        tmux.wait(lambda s: s.rstrip().endswith("third\n:"), "her command line under the messages")
+        (tmp_path / "ws" / "go").touch()
+
+        def running() -> str:
+            return subprocess.run([_nvim(), "--headless", "--server", str(sock), "--remote-expr",
+                                   "luaeval('tostring(require(\"ollie.chat\").get(false).running)')"],
+                                  capture_output=True, text=True, timeout=30).stdout
+
+        wait_until(lambda: running() == "false", "the turn's end in Neovim")
+        typing = tmux.keep("1-typing", tmux.screen())
+        assert typing.rstrip().endswith("first\nsecond\nthird\n:"), typing
+        tmux.keys("echo 'mine'", "Enter")
+        tmux.keep("2-ran", tmux.wait(lambda s: "third\nmine\nPress ENTER" in s, "her command's output under them"))
+        tmux.keys("Enter")
+        done = tmux.keep("3-after", tmux.wait(lambda s: "Cleaned up." in s and "old.py was deleted" in s,
+                                              "the chat and the notice"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "3-after.png", (1000, 560))
+        assert "ollie: idle" in done, done
