@@ -111,3 +111,27 @@ def test_a_turn_ending_while_she_types_a_command_under_messages_leaves_them_on_s
         assert tmux.captures is not None
         screens.png(tmux.screen(colours=True), tmux.captures / "3-after.png", (1000, 560))
         assert "ollie: idle" in done, done
+
+
+def test_an_undo_of_the_agent_s_hunk_says_it_saved_her_unsaved_typing_with_it(tmp_path, scripted_llm):
+    """Bug: she typed a line in notes.txt after the agent's edit, unsaved, and undid the agent's hunk in its diff: the
+    undo reached the disk by the buffer's save, her half-typed line with it, and Neovim said only "undone: hunk 1"."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [
+        {"tool": "file_edit", "args": ["notes.txt", "line 3\n", "line three\n"]}]})), Reply.text("Edited three."))
+    notes = "".join(f"line {i}\n" for i in range(1, 13))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": notes}, size=(120, 30)) as tmux:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start")
+        tmux.keys(":Ollie edit line 3", "Enter")
+        tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "the turn")
+        tmux.keys("Escape", "C-w", "h", "G", "o")
+        tmux.type("half typed", "Escape", ":OllieChanges", "Enter")
+        tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the changes")
+        tmux.keys("Enter")
+        tmux.wait(lambda s: "(du undo hunk" in s, "the diff")
+        tmux.keys("d", "u")
+        undone = tmux.keep("1-undone", tmux.wait(lambda s: "ollie: undone: hunk 1 of notes.txt" in s, "the undo"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "1-undone.png", (1200, 560))
+        assert "ollie: undone: hunk 1 of notes.txt (saved, with your unsaved changes)" in undone, undone
+    assert (tmp_path / "ws" / "notes.txt").read_text() == notes + "half typed\n"
