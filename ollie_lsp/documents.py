@@ -62,6 +62,10 @@ def changed_lines_edit(doc: TextDocument, new_text: str) -> types.TextEdit:
     if old == new_text:
         return types.TextEdit(range=whole_range(doc), new_text=new_text)
     start = old.rfind("\n", 0, _common_prefix(old, new_text)) + 1
+    # Lines added at the end are put from the last line's start, never from the line past it: Neovim appended the
+    # text put there as lines, a blank one too many at the end of the file.
+    if start == len(old) > 0:
+        start = old.rfind("\n", 0, start - 1) + 1
     same = _common_prefix(old[start:][::-1], new_text[start:][::-1])  # the end both share, after `start`
     after = old.find("\n", len(old) - same) + 1  # the first line start in that shared end (0: none)
     end = (types.Position(line=line_ends(old, 0, after), character=0) if after else whole_range(doc).end)

@@ -13,6 +13,8 @@ from ollie import beneath
 Version = int | str
 
 STALE = "the file changed in the editor since you read it; read it again"
+UNREAD = ("not written: the file has the user's unsaved changes in the editor, which you have not read and a whole-file "
+          "write would drop; read it, then write it again keeping them (or edit it with file_edit)")
 # How long an edit waits for the steps that may write its file to end (the editor would follow a link one put there).
 EDIT_WAIT_S = 30.0
 

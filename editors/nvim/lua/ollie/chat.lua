@@ -730,7 +730,7 @@ function Chat:note_running(ev)
   if ev.role ~= "tool" and type(tool.title) == "string" then
     table.insert(self.steps_running, { id = tool.id, title = tool.title })
   end
-  pcall(vim.cmd.redrawstatus, { bang = true }) -- a redraw only: never an error where the editor cannot draw now
+  requests.redraw_status()
 end
 
 local redraw_due = false
@@ -738,7 +738,7 @@ local redraw_due = false
 ---Show what changed also while the user types a command line: Neovim redraws no window in command-line mode, so the
 ---chat stood still (the answer, its steps, its end) until the `:` line was done. One redraw per 50 ms at most.
 local function redraw_in_cmdline()
-  if redraw_due or vim.api.nvim_get_mode().mode ~= "c" then
+  if redraw_due or requests.over_messages() or vim.api.nvim_get_mode().mode ~= "c" then
     return
   end
   redraw_due = true
@@ -793,7 +793,7 @@ function M.on_state(p)
     end
     chat:set_plan(p.plan)
   end
-  vim.cmd("redrawstatus! | redrawtabline") -- every window's: the transcript's too while the cursor is in the code
+  requests.redraw_status() -- every window's: the transcript's too while the cursor is in the code
   redraw_in_cmdline()
 end
 

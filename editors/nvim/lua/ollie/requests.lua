@@ -292,6 +292,35 @@ function M.hush_exit_notice()
   vim.schedule(function() vim.schedule(function() hushed(token) end) end)
 end
 
+-- A command line started at a hit-enter or more prompt (`:` typed under :messages) keeps the messages above it while
+-- it is typed: ollie draws nothing over them then (a redraw or a notice wiped what she was reading), until it ends.
+-- The prompt puts the key typed there (`:`) back to be read again: `at_prompt` is that key until the next one.
+local at_prompt, over_messages = nil, false
+vim.on_key(function(key)
+  at_prompt = (vim.api.nvim_get_mode().mode:sub(1, 1) == "r" or key == at_prompt) and key or nil
+end)
+vim.api.nvim_create_autocmd("CmdlineEnter", { callback = function() over_messages = at_prompt ~= nil end })
+vim.api.nvim_create_autocmd("CmdlineLeave", { callback = function()
+  if over_messages then
+    over_messages = false
+    vim.schedule(M.redraw_status)
+  end
+end })
+
+---Whether a command line is typed under the messages of a hit-enter or more prompt (nothing is drawn then).
+---@return boolean
+function M.over_messages()
+  return over_messages
+end
+
+---Redraw every statusline and the tabline, but not over the messages a command line is typed under (a redraw only:
+---never an error where the editor cannot draw now).
+function M.redraw_status()
+  if not over_messages then
+    pcall(vim.cmd, "redrawstatus! | redrawtabline")
+  end
+end
+
 ---Tell the user something, prefixed "ollie: ". These come when an answer arrives, maybe while the user types:
 ---with the stock vim.notify a message wider than the command line would stop the editor at a "Press ENTER"
 ---prompt, so it shows on one line cut to fit (whole in `:messages`). In insert mode `-- INSERT --` would hide it at
@@ -305,10 +334,12 @@ function M.notify(msg, level, tail)
   if not stock_notify() or #vim.api.nvim_list_uis() == 0 then
     return vim.notify(text, level)
   end
-  -- (With 'noshowmode', as a statusline plugin sets, nothing covers it: shown at once.)
-  if vim.o.showmode and vim.api.nvim_get_mode().mode:find("^[iR]") then
-    vim.api.nvim_create_autocmd("ModeChanged", { pattern = "*:n*", once = true,
-      callback = function() vim.schedule(function() M.notify(msg, level, tail) end) end })
+  -- (With 'noshowmode', as a statusline plugin sets, nothing covers it: shown at once.) Under the messages a command
+  -- line is typed under, it would show over them: it shows as that command line ends.
+  local insert = vim.o.showmode and vim.api.nvim_get_mode().mode:find("^[iR]")
+  if insert or over_messages then
+    vim.api.nvim_create_autocmd(insert and "ModeChanged" or "CmdlineLeave", { pattern = insert and "*:n*" or "*",
+      once = true, callback = function() vim.schedule(function() M.notify(msg, level, tail) end) end })
     return
   end
   if not (text:find("\n") or vim.fn.strdisplaywidth(text) > vim.v.echospace) then

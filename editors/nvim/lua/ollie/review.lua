@@ -530,6 +530,10 @@ function M.undo(path, hunk, on_done)
   requests.call("ollie/review/undo", params, function(res)
     sync_buffer(path, res.inEditor, was_modified)
     local what = hunk and string.format("hunk %d of %s", hunk + 1, path) or ("all changes to " .. path)
+    -- The undo reaches the disk by the buffer's save, with what she had not saved: said (it was saved silently).
+    if was_modified and res.inEditor and not vim.bo[buf].modified then
+      what = what .. " (saved, with your unsaved changes)"
+    end
     -- The other hunks are renumbered: fetch the turn's changes again.
     local was, before = find(path), M.current.files
     fetch(M.current.turn, function()
