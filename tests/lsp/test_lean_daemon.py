@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -171,6 +172,20 @@ async def test_a_daemon_answers_its_first_request_without_the_checkpoints_or_the
     # Nor the registry: the default session is recorded at its first prompt (or a rename, its close), as
     # `session/list` leaves it out until then anyway.
     assert [m for m in loaded if m.startswith("sqlite3")] == []
+
+
+async def test_a_daemon_whose_backend_is_down_answers_its_first_request_without_difflib(llm, tmp_path):
+    # The state's health check fails and its message names the env file (absent here): difflib's guesses at a
+    # misspelt key need a key that is no setting, not every such message (~0.15 MiB of the first request's RSS).
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**llm.env(), "OLLIE_OPENAI_URL": f"http://127.0.0.1:{port}/v1"}
+    loaded = await _first_turn(tmp_path / "state.log", env, workspace, turn=False)
+    assert "ollie.backend.health" in loaded  # the witness: the check ran
+    assert "difflib" not in loaded
 
 
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:
