@@ -38,13 +38,10 @@ def unread_lines_note(known: Collection[str] = ()) -> str:
     """` (line N of <env file> is not KEY=VALUE: not read)` when the env file has such lines, naming too a key that is
     a misspelling of one of the `known` names (which ollie would never read), or one of them that the environment
     sets to another value (an editor's or ACP client's `env`, an export: it comes first); else ""."""
-    import difflib  # only when a message is being written
-
     unread: list[int] = []
     notes = []  # (lines, what is wrong with them)
     for number, key, value in _entries(_env_text(), unread=unread):
-        close = [] if key in known else [name for name in difflib.get_close_matches(key, known, n=3, cutoff=0.8)
-                                          if _kin(key, name)]
+        close = [] if key in known else _misspelt(key, known)
         if close:
             notes.append((f"line {number}", f": {key} is not a setting, did you mean {close[0]}?"))
         elif key in known and os.environ.get(key, value) != value:  # values unsaid: a key's is a secret
@@ -54,6 +51,14 @@ def unread_lines_note(known: Collection[str] = ()) -> str:
         notes.insert(0, (lines, f" {'is' if len(unread) == 1 else 'are'} not KEY=VALUE: not read"))
     said = [f"{lines}{f' of {env_file()}' if not n else ''}{what}" for n, (lines, what) in enumerate(notes)]
     return f" ({'; '.join(said)})" if said else ""
+
+
+def _misspelt(key: str, known: Collection[str]) -> list[str]:
+    """The `known` names `key` may be a misspelling of; difflib loads here, for a key that is no setting, not for every
+    message that names the env file (an unreachable backend's, in a daemon's first answer)."""
+    import difflib
+
+    return [name for name in difflib.get_close_matches(key, known, n=3, cutoff=0.8) if _kin(key, name)]
 
 
 def _kin(key: str, name: str) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -173,6 +174,20 @@ async def test_a_daemon_answers_its_first_request_without_the_checkpoints_or_the
     assert [m for m in loaded if m.startswith("sqlite3")] == []
 
 
+async def test_a_daemon_whose_backend_is_down_answers_its_first_request_without_difflib(llm, tmp_path):
+    # The state's health check fails and its message names the env file (absent here): difflib's guesses at a
+    # misspelt key need a key that is no setting, not every such message (~0.15 MiB of the first request's RSS).
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**llm.env(), "OLLIE_OPENAI_URL": f"http://127.0.0.1:{port}/v1"}
+    loaded = await _first_turn(tmp_path / "state.log", env, workspace, turn=False)
+    assert "ollie.backend.health" in loaded  # the witness: the check ran
+    assert "difflib" not in loaded
+
+
 async def _proxy(upstream_port: int, seen: list[bytes]) -> asyncio.Server:
     """A forwarding HTTP proxy to 127.0.0.1:`upstream_port`: each request line it gets is kept in `seen`."""
 
@@ -297,9 +312,11 @@ _COMPARED = {"ollie.agent.hooks.HookResult", "ollie.agent.steps.Location", "olli
              "ollie.backend.framing.SSEEvent", "ollie.backend.reply.ReplyLimits", "ollie.backend.types.ToolCall",
              "ollie.backend.types.Image", "ollie.backend.types.Message", "ollie.backend.types.StreamEvent",
              "ollie.sessions.session.TaskState", "ollie.sessions.types.Info", "ollie.tools.execute.args.ScriptCall"}
+# The first turn's modules, and the sandbox policy's shapes (read in a thread as every session opens).
 _GENERATED_PROBE = """
 import attrs, dataclasses, sys
 import ollie_lsp.daemon, ollie_lsp.methods, ollie_lsp.sessions, ollie.agent.core, ollie.backend.openai
+import ollie.sandbox.policy_schema
 for name, module in list(sys.modules.items()):
     for value in vars(module).values() if name.startswith("ollie") else ():
         if not isinstance(value, type) or value.__module__ != name:
