@@ -19,7 +19,6 @@ import pytest
 
 from ollie.testing import Reply
 
-from . import screens
 from .test_nvim_tui import (
     FLOAT_PICKER,
     Tmux,
@@ -458,8 +457,7 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
         tmux.keys("C-s")
         # The chat's statusline says there is no daemon, as VS Code's does (it said nothing, as if the chat were idle).
         tried = tmux.keep("1-tried", tmux.wait(lambda s: "try 3: not sent" in s and " ollie: stopped $" in s,
-                                               "the second try"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-tried.png", (1300, 560))  # type: ignore[operator]
+                                               "the second try"), (1300, 560))
         said = unwrapped(tried)
         assert said.count(why) == 1 and "## You" not in said and "try 2" not in said, tried
         assert "hello" in chat_text(tried).splitlines(), tried  # back in the input
@@ -473,8 +471,7 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
         assert len(messages) == 1 and why in messages[0] and "…" not in told, told
         tmux.keys(":OllieChat second", "Enter")
         second = tmux.keep("3-second", tmux.wait(lambda s: "try 3" not in s and died in unwrapped(s)
-                                                 and " prompt " in s, "the named chat saying why at open"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "3-second.png", (1300, 560))  # type: ignore[operator]
+                                                 and " prompt " in s, "the named chat saying why at open"), (1300, 560))
         assert unwrapped(second).count(why) == 1 and "ollie://" not in second, second
 
 
@@ -491,8 +488,7 @@ def test_a_first_prompt_that_failed_still_says_why_after_ollie_restart(tmp_path:
         tmux.keys(":OllieRestart", "Enter")
         tmux.wait(lambda s: "restarting" in s, "the restart")
         again = tmux.keep("2-restarted", tmux.wait(lambda s: "restarting" not in s and "no answer:" in s,
-                                                   "the fresh daemon's chat"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-restarted.png", (1400, 560))
+                                                   "the fresh daemon's chat"), (1400, 560))
         assert said in unwrapped(again) and "error not saved" not in again, again
         assert_clean(tmux.screens)
 
