@@ -968,7 +968,9 @@ def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, 
     titled `%{writefile(...)}` runs unasked: the title shows as text and Neovim, unsandboxed, writes nothing."""
     srv = scripted_llm("openai")
     payload = '%{writefile([],"pwned")}'
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f": '{payload}'; sleep 3"}]})]), Reply(text="Done."))
+    # The step runs until the test has seen its title drawn (it slept 3 s: each run waited them out).
+    step = f": '{payload}'; while [ ! -e go ]; do sleep 0.05; done"
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": step}]})]), Reply(text="Done."))
     with start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "notes\n"}) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":lua vim.o.statusline = \"%!v:lua.require'ollie'.statusline()\"", "Enter")
@@ -976,6 +978,7 @@ def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, 
         shown = tmux.keep("1-step-running", tmux.wait(
             lambda s: any(line.startswith("ollie: Run : ") for line in s.splitlines()), "the step's title"))
         assert f"\nollie: Run : '{payload}'" in shown, shown
+        (tmp_path / "ws" / "go").touch()
         tmux.wait(lambda s: "Done." in s, "the turn's end")
         assert not (tmp_path / "ws" / "pwned").exists(), "the statusline ran the model's expression"
 
