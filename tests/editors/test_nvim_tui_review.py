@@ -208,41 +208,51 @@ def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, l
     assert running == live == resumed
 
 
-@pytest.mark.parametrize("opened", ["step", "turn", "location"])
 def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_nothing_when_it_is_loaded(
-        tmp_path, scripted_llm, opened):
+        tmp_path, scripted_llm):
     # Round 46: a diff buffer was named with the path as it came. `:mksession` (a session plugin's save on quit) writes
     # a name's newline as `\` and a line break, so the session file, sourced, ran the rest of the name as a command:
     # a workspace file `evil<NL>lua=os.execute(...)` the model edits ran the model's program as the user, unsandboxed.
+    # The step's diff, the turn's and the location line (its file) in turn, in one Neovim, a session saved after each.
     pwned = tmp_path / "ws" / "pwned"  # (the session file goes back to the workspace first)
     evil = "evil\nlua=os.execute(string.char(" + ",".join(str(b) for b in b"touch pwned") + "))"
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [evil, "old", "new"]}]})),
                Reply.text("Edited it."))
+
+    def diffed(screen: str) -> bool:  # (its two sides on one row: the chat's own text could hold both words)
+        return any(row.replace(" ", "") == "old│new" for row in screen.splitlines())
+
+    sessions = {}
     with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES, evil: "old\n"}) as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start")
         tmux.keys(":Ollie edit it", "Enter")
         tmux.wait(lambda s: "Edited it." in s and "(end)" in s, "the turn")
-        if opened == "turn":
-            tmux.keys("Escape", ":OllieChanges", "Enter")
-            tmux.wait(lambda s: "changed 1 file" in s, "the turn's changes")
-            tmux.keys("Enter")
-        else:  # <CR> on the step's title (its own diff) or on its location line (the file)
-            tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])",
-                      "Enter", f":call search('{'Edit' if opened == 'step' else '→'} evil')", "Enter", "Enter")
-        # The diff (its two sides on one row: the chat's own text could hold both words) or the message that it is not
-        # opened (the old code opened the file).
-        shown = tmux.keep(opened, tmux.wait(lambda s: "not opened" in s or any(
-            row.replace(" ", "") == "old│new" for row in s.splitlines()), "what opens"), (1000, 560))
-        assert ("line break in its name: not opened" in shown) == (opened == "location"), shown
-        session = tmp_path / "Session.vim"
-        tmux.keys(f":mksession {session}", "Enter")
-        # Whole (its last line written): the file is there as soon as :mksession opens it.
-        tmux.wait(lambda s: session.exists() and session.read_text().endswith('" vim: set ft=vim :\n'), "the session")
+        for opened in ("step", "turn", "location"):
+            if opened == "turn":
+                tmux.keys("Escape", ":OllieChanges", "Enter")
+                tmux.wait(lambda s: "changed 1 file" in s, "the turn's changes")
+                tmux.keys("Enter")
+            else:  # <CR> on the step's title (its own diff) or on its location line (the file)
+                tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])",
+                          "Enter", f":call search('{'Edit' if opened == 'step' else '→'} evil')", "Enter", "Enter")
+            # The diff, or the message that it is not opened (the old code opened the file).
+            said = (lambda s: "not opened" in s) if opened == "location" else diffed
+            shown = tmux.keep(opened, tmux.wait(said, "what opens"), (1000, 560))
+            assert ("line break in its name: not opened" in shown) == (opened == "location"), shown
+            sessions[opened] = session = tmp_path / f"{opened}.vim"
+            tmux.keys(f":mksession {session}", "Enter")
+            # Whole (its last line written): the file is there as soon as :mksession opens it.
+            tmux.wait(lambda s, session=session: session.exists()
+                      and session.read_text().endswith('" vim: set ft=vim :\n'), "the session")
+            if opened == "step":  # its diff closed: the turn's is the next one drawn
+                tmux.keys("q")
+                tmux.wait(lambda s: not diffed(s), "the step's diff closed")
     # The user's next Neovim loads the session (`nvim -S`, a session plugin): it runs no line of the file's name.
-    subprocess.run([_nvim(), "--headless", "--clean", "-c", f"silent! source {session}", "-c", "qa!"],
-                   cwd=tmp_path / "ws", timeout=60, check=False, capture_output=True)
-    assert not pwned.exists(), session.read_text()
+    for opened, session in sessions.items():
+        subprocess.run([_nvim(), "--headless", "--clean", "-c", f"silent! source {session}", "-c", "qa!"],
+                       cwd=tmp_path / "ws", timeout=60, check=False, capture_output=True)
+        assert not pwned.exists(), f"{opened}: {session.read_text()}"
 
 
 TALL = (1300, 740)  # a screen's PNG, in pixels
