@@ -246,8 +246,9 @@ def assert_clean(screens: dict[str, str]) -> None:
 def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm):
     srv = scripted_llm("openai")
     story = threading.Event()  # the story ends once the follow-up is queued behind it, however slow the machine
+    # (~3.5 s of frames: twice the typing below on an idle machine; at 0.12 s apart the test sat out 7 s of them.)
     srv.script(
-        Reply(text="Once upon a time " + "there was a tale " * 40, delay=0.12, chunk_size=12, hold=story),
+        Reply(text="Once upon a time " + "there was a tale " * 40, delay=0.06, chunk_size=12, hold=story),
         Reply(text="The follow-up answer."),
         Reply(text="A last story " + "that goes on " * 200, delay=0.2, chunk_size=8),
     )
