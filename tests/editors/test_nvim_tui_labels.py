@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ollie.testing import Reply
 
-from .test_nvim_tui import Tmux, assert_clean, start_nvim
+from .test_nvim_tui import assert_clean, start_nvim
 
 
 def chat_bar(screen: str) -> str:
@@ -18,22 +18,16 @@ def chat_bar(screen: str) -> str:
 WIDE = (1300, 560)  # a screen's PNG, in pixels
 
 
-def _two_replies_nvim(tmp_path: Path, scripted_llm) -> Tmux:
-    """Neovim in tmux, started, with notes.txt open and a model that answers two prompts."""
+def test_a_rewind_of_every_turn_leaves_a_fresh_session_s_statusline_and_a_fork_shows_its_title(tmp_path: Path,
+                                                                                               scripted_llm):
+    """After :OllieRewind of every turn the chat's statusline is a fresh session's (Bug: it kept "· Write a haiku
+    about the sea" over the empty chat), and the next prompt titles it again; two turns on, :OllieFork 1 shows the
+    fork's title and only the turn it took."""
     srv = scripted_llm("openai")
-    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-    except BaseException:
-        tmux.close()
-        raise
-    return tmux
-
-
-def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_path: Path, scripted_llm):
-    with _two_replies_nvim(tmp_path, scripted_llm) as tmux:
+    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."), Reply.text("Rain falls."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30)) as tmux:
         keep = tmux.keep
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s)
                                             and "ollie: idle $" in chat_bar(s),
@@ -42,7 +36,6 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
         tmux.keys(":OllieRewind 1", "Enter")
         tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
         tmux.keys("1", "Enter")
-        # Bug: the statusline kept "· Write a haiku about the sea" over the empty chat.
         fresh = keep("2-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "Waves roll in." not in s
                                             and "·" not in chat_bar(s)
                                             and "ollie: idle $" in chat_bar(s),
@@ -52,22 +45,14 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
         tmux.keys(":Ollie Describe the sky", "Enter")
         keep("3-new-title", tmux.wait(lambda s: "Clouds drift by." in s and " · Describe the sky" in chat_bar(s),
                                       "the new prompt's title"))
-        assert_clean(tmux.screens)
-
-
-def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: Path, scripted_llm):
-    with _two_replies_nvim(tmp_path, scripted_llm) as tmux:
-        keep = tmux.keep
-        tmux.keys(":Ollie Write a haiku about the sea", "Enter")
-        tmux.wait(lambda s: "Waves roll in." in s and " · Write a haiku" in chat_bar(s), "the first turn's end")
-        tmux.keys(":Ollie Describe the sky", "Enter")
-        keep("1-two-turns", tmux.wait(lambda s: "Clouds drift by." in s and s.count("(end)") == 2, "the second turn"))
+        tmux.keys(":Ollie And the rain", "Enter")
+        keep("4-two-turns", tmux.wait(lambda s: "Rain falls." in s and s.count("(end)") == 2, "the second turn"))
         tmux.keys(":OllieFork 1", "Enter")
-        forked = keep("2-forked", tmux.wait(lambda s: chat_bar(s).rstrip().endswith("· Write a haiku about the sea (fork)")
-                                            and "Clouds drift by." not in s and "Waves roll in." in s,
+        forked = keep("5-forked", tmux.wait(lambda s: chat_bar(s).rstrip().endswith("· Describe the sky (fork)")
+                                            and "Rain falls." not in s and "Clouds drift by." in s,
                                             "the chat on the fork of turn 1"), WIDE)
-        assert "Waves roll in." in forked and "Describe the sky" not in forked, forked
-        assert chat_bar(forked).rstrip().endswith("· Write a haiku about the sea (fork)"), chat_bar(forked)
+        assert "Clouds drift by." in forked and "And the rain" not in forked, forked
+        assert chat_bar(forked).rstrip().endswith("· Describe the sky (fork)"), chat_bar(forked)
         assert_clean(tmux.screens)
 
 
