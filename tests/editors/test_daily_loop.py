@@ -11,11 +11,11 @@ import pytest
 
 from ollie.testing import Reply
 
-from . import screens
 from .test_nvim import run_scenario, workspace  # noqa: F401 (the fixture)
 from .test_nvim_daily import chat_of
-from .test_nvim_tui import Tmux, assert_clean, choice, start_nvim
+from .test_nvim_tui import assert_clean, choice, start_nvim
 
+LOOP = (1300, 720)  # a screen's PNG, in pixels
 CALC = "def add(a, b):\n    return a - b\n"
 FIXED = "def add(a, b):\n    return a + b\n"
 TEST = "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) is {add(2, 3)}'\nprint('tests passed')\n"
@@ -66,8 +66,8 @@ def test_neovim_tui_edit_then_test(tmp_path: Path, scripted_llm):
         tmux.keys("Go", "the user's unsaved line", "Escape")
         tmux.keys(":wincmd p", "Enter")
         tmux.keys(":Ollie fix add and run the tests", "Enter")
-        done = tmux.keep("edit-then-test", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
-        assert captures_png(tmux, "edit-then-test").stat().st_size > 0
+        done = tmux.keep("edit-then-test", tmux.wait(lambda s: "(end)" in s, "the turn", 60), LOOP)
+        assert (tmux.captures / "edit-then-test.png").stat().st_size > 0  # type: ignore[operator]
         assert "tests passed" in srv.chat_requests[2].body["messages"][-1]["content"]
         assert "✓ Run python3 test_calc.py" in done and "[step 1 bash] exit 0 · tests passed" in done, done
         assert "return a + b" in done and "calc.py [+]" not in done, done
@@ -98,8 +98,8 @@ def test_neovim_tui_an_asked_edit_of_a_buffer_with_her_unsaved_line_says_so_and_
         tmux.keys(":OllieChat", "Enter")
         tmux.type("fix add and run the tests", "Escape", "Enter")
         asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "ollie asks to: Edit calc.py" in s,
-                                               "the edit's question", timeout=60))
-        assert captures_png(tmux, "1-asked").stat().st_size > 0
+                                               "the edit's question", timeout=60), LOOP)
+        assert (tmux.captures / "1-asked.png").stat().st_size > 0  # type: ignore[operator]
         assert "calc.py has your unsaved changes: allowing saves them with the edit" in asked, asked
         tmux.keys(choice(asked, "Allow once"), "Enter")
         ran = tmux.wait(lambda s: "Allow once" in s and "python3 test_calc.py" in s, "the run's question", timeout=60)
@@ -109,13 +109,6 @@ def test_neovim_tui_an_asked_edit_of_a_buffer_with_her_unsaved_line_says_so_and_
         assert "tests passed" in srv.chat_requests[-1].body["messages"][-1]["content"]
         assert (tmp_path / "ws" / "calc.py").read_text() == FIXED + "SUB = 1  # typed, not saved\n"
         assert_clean(tmux.screens)
-
-
-def captures_png(tmux: Tmux, name: str) -> Path:
-    """The kept screen `name` as a PNG next to its text (for a person to look at)."""
-    assert tmux.captures is not None
-    ansi = (tmux.captures / f"{name}.ansi").read_text()
-    return screens.png(ansi, tmux.captures / f"{name}.png", (1300, 720))
 
 
 @pytest.mark.slow
@@ -237,7 +230,7 @@ def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path:
     with start_nvim(tmp_path, srv.env(approval="ask"), {"calc.py": CALC}) as tmux:
         tmux.wait(lambda s: "def add" in s, "nvim to start")
         tmux.keys(f":Ollie change one to two in {outside}", "Enter")
-        done = tmux.keep("edit-outside", tmux.wait(lambda s: "(end)" in s, "the turn", 60))
+        done = tmux.keep("edit-outside", tmux.wait(lambda s: "(end)" in s, "the turn", 60), LOOP)
         chat = "".join(chat_of(done).split())
         said = f"{outside}isoutsidethewritablepathsofsandboxpolicy'default';ifthestepneedsit,theusercanaddits"
         assert said in chat, done
@@ -246,4 +239,3 @@ def test_neovim_tui_an_edit_outside_the_workspace_says_how_to_allow_it(tmp_path:
         told = srv.chat_requests[1].body["messages"][-1]["content"]
         assert "filesystem.rw in" in told and outside.read_text() == "one\n", told
         assert_clean(tmux.screens)
-        captures_png(tmux, "edit-outside")

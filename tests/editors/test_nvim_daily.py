@@ -16,7 +16,6 @@ import pytest
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from . import screens
 from .test_nvim_tui import _nvim, assert_clean, daemons_gone, quit_nvim, resume, show_code_actions, start_nvim
 
 
@@ -72,8 +71,6 @@ def test_a_prompt_typed_right_after_ollie_new_runs_and_shows_in_the_new_session(
     """`:OllieNew` and, before the new chat has drawn, `:Ollie hello` (typed at once), after the first turn's end or
     while it streams: the prompt runs in the new session and its chat shows it and its answer, and none of the first
     turn's words (Bug: it ran in the session the chat left, and the chat then showed the new session empty)."""
-    from . import screens
-
     srv = scripted_llm("openai")
     first = Reply(text="First answer. " + "It goes on. " * 150, delay=0.05, chunk_size=6) if streaming else \
         Reply.text("First answer.")
@@ -84,8 +81,8 @@ def test_a_prompt_typed_right_after_ollie_new_runs_and_shows_in_the_new_session(
         tmux.wait(lambda s: "It goes on." in s if streaming else "First answer." in s and "(end)" in s,
                   "the first answer")
         tmux.keys(":OllieNew", "Enter", ":Ollie hello", "Enter")
-        done = tmux.keep("1-hello", tmux.wait(lambda s: "Hello back.\n\n(end)" in chat_of(s), "the answer"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-hello.png", (1000, 800))
+        done = tmux.keep("1-hello", tmux.wait(lambda s: "Hello back.\n\n(end)" in chat_of(s), "the answer"),
+                         (1000, 800))
         chat = chat_of(done)
         assert "## You\nhello" in chat and "first question" not in chat and "First answer." not in chat, done
         assert "It goes on." not in chat, done
@@ -488,9 +485,8 @@ def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path,
     with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie hi", "Enter")
-        done = tmux.keep("1-retried", tmux.wait(lambda s: "Recovered." in s, "the answer after the retry", timeout=60))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-retried.png", (1300, 560))
+        done = tmux.keep("1-retried", tmux.wait(lambda s: "Recovered." in s, "the answer after the retry", timeout=60),
+                         (1300, 560))
         chat = chat_of(done)
         # In words, no class name (Bug: "retrying after an error: transient: ..."; the class goes as the event's name).
         assert "retrying: the model request failed: " in chat and "503" in chat and "transient" not in chat, done
@@ -722,8 +718,6 @@ def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(
     """The story streams in session A; `:OllieNew`, a question answered in B, then `:OllieSessions` back to A while
     its answer still streams: the chat shows the story so far, and once, when the turn ends (Bug: it showed `## ollie`
     and "…" alone, the streamed words gone from sight until the turn's end)."""
-    from . import screens
-
     srv = scripted_llm("openai")
     with a_story_streaming(tmp_path, srv, "Hello back from B.") as (story, tmux):
         tmux.keys(":OllieNew", "Enter")
@@ -733,8 +727,8 @@ def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(
         tmux.keys(":OllieSessions", "Enter")
         listed = tmux.wait(lambda s: "Type number" in s and "tell a story" in s, "the sessions picker")
         tmux.keys(next(line for line in listed.splitlines() if "tell a story" in line).split(":")[0].strip(), "Enter")
-        back = tmux.keep("1-back", tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-back.png", (1000, 800))
+        back = tmux.keep("1-back", tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat"),
+                         (1000, 800))
         assert "## ollie\nA long story." in chat_of(back) and "(end)" not in chat_of(back), back
         story.set()
         done = tmux.keep("2-end", tmux.wait(lambda s: "(end)" in chat_of(s), "the story's end"))
@@ -748,8 +742,6 @@ def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_u
     from `:OllieSessions`: the chat says the conversation was compacted, and shows her turns (Bug: the agent's notes,
     which the history starts with from then on, showed as her prompt, `## You [ollie: the agent's own notes ...`, with
     "(no answer saved: the turn failed or was interrupted)" under it)."""
-    from . import screens
-
     state = {"goal": "print a lot", "plan": ["print"], "plan_step": "print", "decisions": [], "files": []}
     srv = scripted_llm("openai", context_length=1000)
     srv.script(Reply.text("Earlier answer."),
@@ -766,8 +758,7 @@ def test_a_session_compacted_mid_turn_resumes_without_the_agent_s_notes_as_her_u
                                            "the compacted turn's end", timeout=60))
         quit_nvim(tmux, tmp_path)
     with start_nvim(tmp_path, srv.env(), files) as tmux:
-        resumed = chat_of(resume(tmux, "first question", "Done after compaction."))
-        screens.png(tmux.screen(colours=True), tmux.captures / "3-resumed.png", (1000, 800))
+        resumed = chat_of(resume(tmux, "first question", "Done after compaction.", png=(1000, 800)))
         assert resumed.lstrip().startswith("(earlier conversation compacted: the agent goes on from its notes of it)\n\n"
                                            "## You\nfirst question"), resumed
         assert "own notes" not in resumed and "no answer saved" not in resumed and "goal" not in resumed, resumed

@@ -115,12 +115,16 @@ class Tmux:
                 pytest.fail(f"timed out waiting for {what}; screen:\n{screen}")
             self._ended.wait(0.1)
 
-    def keep(self, name: str, screen: str) -> str:
-        """Keep a screen (text and colours) under the captures folder, and for the checks at the end."""
+    def keep(self, name: str, screen: str, png: tuple[int, int] | None = None) -> str:
+        """Keep a screen (text and colours) under the captures folder, and for the checks at the end; with `png` (a
+        size in pixels), its colours as `name`.png too, to look at."""
         self.screens[name] = screen
         if self.captures:
+            ansi = self.screen(colours=True)
             (self.captures / f"{name}.txt").write_text(screen)
-            (self.captures / f"{name}.ansi").write_text(self.screen(colours=True))
+            (self.captures / f"{name}.ansi").write_text(ansi)
+            if png:
+                screens.png(ansi, self.captures / f"{name}.png", png)
         return screen
 
     def alive(self) -> bool:
@@ -212,16 +216,16 @@ def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
     daemons_gone(tmp_path)
 
 
-def resume(tmux: Tmux, title: str, last: str, started: str = "notes") -> str:
+def resume(tmux: Tmux, title: str, last: str, started: str = "notes", png: tuple[int, int] | None = None) -> str:
     """Once Neovim shows `started`, pick the session titled `title` in :OllieSessions; the screen once it shows its
-    `last` line."""
+    `last` line (kept, as a `png` too if given)."""
     tmux.wait(lambda s: started in s, "nvim to start again")
     tmux.keys(":OllieSessions", "Enter")
     picker = tmux.wait(lambda s: "Type number" in s and title in s, "the sessions to pick from")
     # (Neovim's list says `1: title`: the line's first digits, not all before a "." the title may not have.)
     number = next(re.match(r"\s*(\d+)", line)[1] for line in picker.splitlines() if title in line)
     tmux.keys(number, "Enter")
-    return tmux.keep("3-resumed", tmux.wait(lambda s: last in s, "the session"))
+    return tmux.keep("3-resumed", tmux.wait(lambda s: last in s, "the session"), png)
 
 
 def choice(screen: str, name: str) -> str:
@@ -242,8 +246,9 @@ def assert_clean(screens: dict[str, str]) -> None:
 def test_typing_into_the_input_while_a_turn_streams(tmp_path: Path, scripted_llm):
     srv = scripted_llm("openai")
     story = threading.Event()  # the story ends once the follow-up is queued behind it, however slow the machine
+    # (~3.5 s of frames: twice the typing below on an idle machine; at 0.12 s apart the test sat out 7 s of them.)
     srv.script(
-        Reply(text="Once upon a time " + "there was a tale " * 40, delay=0.12, chunk_size=12, hold=story),
+        Reply(text="Once upon a time " + "there was a tale " * 40, delay=0.06, chunk_size=12, hold=story),
         Reply(text="The follow-up answer."),
         Reply(text="A last story " + "that goes on " * 200, delay=0.2, chunk_size=8),
     )
@@ -446,8 +451,6 @@ def auto_env_reaching_other_test(srv) -> dict[str, str]:
 
 
 def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: Path, scripted_llm):
-    from . import screens
-
     server = other_test_listener()
     srv = scripted_llm("openai")
 
@@ -477,13 +480,12 @@ def test_a_network_question_names_the_host_and_deny_sends_it_nothing(tmp_path: P
         tmux.keys(deny, "Enter")
         denied = tmux.keep("2-denied", tmux.wait(
             lambda s: "The host said no." in s and f"⇄ {target} denied" in s and re.search(r"│ .+ … \+\d+ lines?$", s, re.M),
-            "the turn to end, its step's connection and fold", timeout=30))
+            "the turn to end, its step's connection and fold", timeout=30), (1000, 560))
         # The step's connection shows under it, its output still folded (`tool.network`, not the result's text).
         assert f"⇄ {target} denied (you said no), sent" in denied and "0 B, received 0 B" in denied, denied  # wrapped
-        assert "[network]" not in denied and tmux.captures is not None
+        assert "[network]" not in denied, denied
         # The fold says how much it holds (before, its first line alone looked like all of the output).
         assert re.search(r"│ .+ … \+\d+ lines?$", denied, re.M), denied
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-denied.png", (1000, 560))
         # Drawn again from the session's history (`ollie/context`, as a resume draws it): the connection still shows.
         tmux.keys(':lua vim.cmd("bwipeout! " .. require("ollie").current().transcript.buf)', "Enter")
         tmux.keys(":OllieChat", "Enter")
@@ -521,8 +523,6 @@ def test_a_steps_connections_to_many_hosts_at_once_are_asked_one_by_one_and_stop
         tmp_path: Path, scripted_llm):
     """A step reaching four unlisted hosts at once: the user sees one question at a time, and once three are refused
     the fourth host is denied unasked (before, each connection asked as it came: four questions to answer)."""
-    from . import screens
-
     server = other_test_listener()
     srv = scripted_llm("openai")
     hosts = [f"h{n}.test:{server.port}" for n in range(4)]
@@ -544,10 +544,9 @@ def test_a_steps_connections_to_many_hosts_at_once_are_asked_one_by_one_and_stop
             asked += new_question(screen)
             deny = choice(screen, "Deny")
             tmux.keys(deny, "Enter")
-        ended = tmux.keep("4-ended", tmux.wait(lambda s: "Every host said no." in s, "the turn to end", timeout=30))
+        ended = tmux.keep("4-ended", tmux.wait(lambda s: "Every host said no." in s, "the turn to end", timeout=30),
+                          (1000, 560))
         assert "Allow network access" not in ended, ended
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "4-ended.png", (1000, 560))
         assert_clean(tmux.screens)
     finally:
         tmux.close()
@@ -579,12 +578,8 @@ def test_a_network_question_whose_step_ended_goes_away_while_the_turn_goes_on(tm
         (tmp_path / "ws" / "release").write_text("")
         gone = tmux.keep("2-withdrawn", tmux.wait(
             lambda s: "thinking on" in s and f"Allow network access to {target}?" not in s
-            and "question withdrawn (nothing waits for its answer" in s, "the question gone mid-turn"))
+            and "question withdrawn (nothing waits for its answer" in s, "the question gone mid-turn"), (1000, 560))
         assert "(end)" not in gone, gone  # the turn still runs: its reply is held
-        from . import screens
-
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-withdrawn.png", (1000, 560))
         going_on.set()
         tmux.wait(lambda s: "(end)" in s, "the turn's end")
         assert_clean(tmux.screens)
@@ -598,14 +593,13 @@ def test_a_question_given_up_while_its_feedback_is_typed_takes_the_prompt_away(t
     """The user picks "Reject with feedback", and the daemon gives the question up before they say why (nobody
     answered within $OLLIE_QUESTION_TIMEOUT_S): Neovim's own input prompt goes, and the chat says why. Bug: the
     prompt stayed, the keyboard in it, and what the user typed there went nowhere."""
-    from . import screens
-
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("call_tool", {"calls": [
                    {"tool": "file_edit", "args": ["util.py", "return x", "return x * 2"]}]})]),
                Reply(text="Left util.py as it was."))
-    # Long enough for the keys below on a loaded machine; the test waits for the prompt to go, not for the time.
-    env = {**srv.env(approval="ask"), "OLLIE_QUESTION_TIMEOUT_S": "10"}
+    # Long enough for the keys below on a loaded machine (the feedback prompt came 0.03-0.11 s after the question
+    # showed, under a load of 14 on 2 cores); the test waits for the prompt to go, then sat out the rest of 10 s.
+    env = {**srv.env(approval="ask"), "OLLIE_QUESTION_TIMEOUT_S": "5"}
     with start_nvim(tmp_path, env, {"util.py": "def double(x):\n    return x\n"}, size=(100, 30)) as tmux:
         tmux.wait(lambda s: "def double(x):" in s, "nvim to start")
         tmux.keys(":Ollie make double double", "Enter")
@@ -617,9 +611,7 @@ def test_a_question_given_up_while_its_feedback_is_typed_takes_the_prompt_away(t
         gone = tmux.keep("3-withdrawn", tmux.wait(
             lambda s: "Tell the model why" not in s and "question withdrawn (nothing waits for its answer" in s
             and "Edit util.py" in s,
-            "the prompt gone, said in the chat", timeout=60))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "3-withdrawn.png", (1000, 560))
+            "the prompt gone, said in the chat", timeout=60), (1000, 560))
         assert "ollie: approve?" not in gone, gone  # the step's float went with it
         done = tmux.keep("4-end", tmux.wait(lambda s: "Left util.py as it was." in s and "(end)" in s, "the turn's end"))
         # The keyboard is the user's again: the keys they type now go where they are, not into a gone prompt.
@@ -680,8 +672,6 @@ def test_keys_meant_for_a_withdrawn_question_never_answer_the_next_one(tmp_path:
 
 
 def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: Path, scripted_llm):
-    from . import screens
-
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("mcp__planted__add", {"a": 20, "b": 22})]),
                Reply(tool_calls=[("mcp__planted__create_issue", {"note": "harmless", "title": "rm -rf the repo"})]),
@@ -694,9 +684,8 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
         tmux.keys(":Ollie add them", "Enter")
         # Under `auto` too: the workspace's server is the user's question, with the program it would run, whole.
         asked = tmux.keep("mcp-question", tmux.wait(lambda s: "Allow once" in s and "start MCP server 'planted'" in s
-                                                    and "… ╮" in s, "the question, its float whole", timeout=60))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "mcp-question.png", (1000, 560))
+                                                    and "… ╮" in s, "the question, its float whole", timeout=60),
+                          (1000, 560))
         flat = "".join(line.strip("│ ") for line in asked.splitlines())
         assert "start MCP server 'planted'" in asked and "server.py" in flat, asked
         # The picker's title, too long for it, says it is cut (Neovim cut it mid-path at the border, silently).
@@ -709,8 +698,7 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
         tmux.keys(choice(add, "Allow once"), "Enter")
         # A call's question shows every argument, not only the first text one (a decoy, which the server ignores).
         call = tmux.keep("mcp-call", tmux.wait(lambda s: "Allow once" in s and '"title": "rm -rf the repo"' in s,
-                                               "the call's question, its arguments whole", timeout=60))
-        screens.png(tmux.screen(colours=True), tmux.captures / "mcp-call.png", (1000, 560))
+                                               "the call's question, its arguments whole", timeout=60), (1000, 560))
         assert 'planted: create_issue "harmless"' in call, call
         tmux.keys(choice(call, "Reject"), "Enter")
         done = tmux.keep("mcp-answer", tmux.wait(lambda s: "It is 42." in s, "the answer", timeout=60))
@@ -739,10 +727,11 @@ def send_in_chat(tmux: Tmux, typed: str) -> None:
     tmux.keys("Escape", "Enter")
 
 
-def back_in_input(tmux: Tmux, name: str, said: str, typed: str) -> str:
-    """The screen (kept as `name`) once the chat says `said` and the input holds `typed` again."""
+def back_in_input(tmux: Tmux, name: str, said: str, typed: str, png: tuple[int, int] | None = None) -> str:
+    """The screen (kept as `name`, as a `png` too if given) once the chat says `said` and the input holds `typed`
+    again."""
     return tmux.keep(name, tmux.wait(lambda s: said in s and any(line.rstrip().endswith(typed) for line in s.splitlines()),
-                                     "the prompt back in the input"))
+                                     "the prompt back in the input"), png)
 
 
 def test_a_queued_prompt_the_daemon_refuses_goes_back_in_the_input_with_its_tags(tmp_path: Path, scripted_llm):
@@ -784,8 +773,6 @@ def test_a_prompt_whose_daemon_dies_before_its_turn_goes_back_in_the_input_and_t
 def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tmp_path: Path, scripted_llm):
     # Bug: the chat drawn again from the history while a queued prompt's turn began matched the held events to the
     # history by the prompt's text: a second "continue" was taken as the first, its `## You` and first words lost.
-    from . import screens
-
     srv = scripted_llm("openai")
     srv.script(Reply(text="The first answer " + "goes on " * 300, delay=0.1, chunk_size=8),
                Reply(text="The second answer, under its own heading."))
@@ -798,9 +785,7 @@ def test_a_second_continue_queued_across_a_redraw_shows_under_its_own_heading(tm
         tmux.keys(f':lua dofile("{crossing}").turn_begins_before_the_answer()', "Enter")
         done = tmux.keep("2-second-continue", tmux.wait(
             lambda s: "The second answer, under its own heading." in s and s.count("(end)") == 1, "the second answer",
-            timeout=30))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "second-continue.png", (1000, 560))
+            timeout=30), (1000, 560))
         chat = [line.split("│")[-1].rstrip() for line in done.splitlines()]
         at = chat.index("The second answer, under its own heading.")
         assert chat[at - 4:at] == ["## You", "continue", "", "## ollie"], "\n".join(chat)
@@ -985,7 +970,9 @@ def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, 
     titled `%{writefile(...)}` runs unasked: the title shows as text and Neovim, unsandboxed, writes nothing."""
     srv = scripted_llm("openai")
     payload = '%{writefile([],"pwned")}'
-    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": f": '{payload}'; sleep 3"}]})]), Reply(text="Done."))
+    # The step runs until the test has seen its title drawn (it slept 3 s: each run waited them out).
+    step = f": '{payload}'; while [ ! -e go ]; do sleep 0.05; done"
+    srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": step}]})]), Reply(text="Done."))
     with start_nvim(tmp_path, srv.env(approval="auto"), {"notes.txt": "notes\n"}) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":lua vim.o.statusline = \"%!v:lua.require'ollie'.statusline()\"", "Enter")
@@ -993,6 +980,7 @@ def test_a_steps_title_in_the_users_own_statusline_runs_nothing(tmp_path: Path, 
         shown = tmux.keep("1-step-running", tmux.wait(
             lambda s: any(line.startswith("ollie: Run : ") for line in s.splitlines()), "the step's title"))
         assert f"\nollie: Run : '{payload}'" in shown, shown
+        (tmp_path / "ws" / "go").touch()
         tmux.wait(lambda s: "Done." in s, "the turn's end")
         assert not (tmp_path / "ws" / "pwned").exists(), "the statusline ran the model's expression"
 
@@ -1355,8 +1343,6 @@ def test_a_code_action_picked_in_the_stock_select_leaves_no_prompt_behind(tmp_pa
 
 def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path, scripted_llm):
     """A new user opened the chat and saw an empty pane with no hint how to start (codecompanion shows one)."""
-    from . import screens
-
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
     # At 80x24, the chat 40 columns wide (Bug: one line, cut to "Type a prompt, <C-s> to send · :help oll").
@@ -1364,11 +1350,9 @@ def test_an_empty_chat_shows_how_to_start_until_the_first_prompt(tmp_path: Path,
         hint = "Type a prompt, <C-s> to send"
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":OllieChat", "Enter")
-        empty = tmux.keep("1-empty", tmux.wait(lambda s: hint in s and "-- INSERT --" in s, "the hint"))
+        empty = tmux.keep("1-empty", tmux.wait(lambda s: hint in s and "-- INSERT --" in s, "the hint"), (760, 440))
         chat = [line.split("│")[-1].strip() for line in empty.splitlines()]
         assert chat[:2] == [hint, ":help ollie for the rest"], empty  # the chat's first lines
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-empty.png", (760, 440))
         tmux.type("hello", "C-s")
         answered = tmux.keep("2-answered", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
         assert hint not in answered and ":help ollie" not in answered, answered
@@ -1524,15 +1508,13 @@ def test_a_question_taller_than_half_the_screen_says_so_and_scrolls_from_the_pic
         assert "file_edit m11.py" not in asked, asked
         tmux.keys("C-d", "C-d", "C-d")  # from the picker, which keeps the focus
         tmux.keep("1-scrolled", tmux.wait(lambda s: "file_edit m11.py 'a - b' 'a + b'" in s,
-                                          "the question's last call, scrolled to"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-scrolled.png", (800, 480))
+                                          "the question's last call, scrolled to"), (800, 480))
         # Each edit's diff follows (the batch was asked with its command lines alone), the 12th's last.
         tmux.keys(*["C-d"] * 20)
         scrolled = tmux.keep("2-last-diff", tmux.wait(
             lambda s: re.search(r"\+\+\+ b/m11\.py.*\n.*@@ -1,2 \+1,2 @@.*\n.* def f\(a, b\):.*\n.*-    return a - b.*\n"
-                                r".*\+    return a \+ b", s) is not None, "the 12th file's diff, scrolled to"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-last-diff.png", (800, 480))
+                                r".*\+    return a \+ b", s) is not None, "the 12th file's diff, scrolled to"),
+                             (800, 480))
         tmux.keys(choice(scrolled, "Reject"), "Enter")
         tmux.wait(lambda s: "Left them." in s, "the turn to end")
         assert all((tmp_path / "ws" / name).read_text().endswith("a - b\n") for name in names)
@@ -1554,9 +1536,8 @@ def batch_asked(tmp_path: Path, scripted_llm: Callable[[str], ScriptedLLMServer]
     try:
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys(":Ollie fix them", "Enter")
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "file_edit m5.py" in s, "the question"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (width, 560))
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "file_edit m5.py" in s, "the question"),
+                          (width, 560))
     except BaseException:
         tmux.close()
         raise
@@ -1606,9 +1587,8 @@ def test_a_batch_question_says_a_file_has_unsaved_changes_and_draws_a_bidi_overr
         tmux.wait(lambda s: "return a - b" in s, "nvim to start")
         tmux.keys("G", "o", "# mine", "Escape")
         tmux.keys(":Ollie fix them", "Enter")
-        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "m4.py" in s, "the question"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (1200, 560))
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "m4.py" in s, "the question"),
+                          (1200, 560))
         assert "m0.py has your unsaved changes: allowing saves them with the edit" in asked, asked
         assert "at x\\u202eyp.py" in asked and "\u202e" not in asked, asked
         tmux.keys(choice(asked, "Reject"), "Enter")

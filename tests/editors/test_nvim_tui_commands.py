@@ -77,8 +77,6 @@ def test_a_command_typed_while_the_answer_streams_leaves_the_answer_whole_and_ap
 def test_a_failed_shell_line_shows_failed_and_a_done_step_s_mark_green(tmp_path: Path, scripted_llm):
     """Bugs: a `!cmd` that exited non-zero showed as one that worked (the daemon's answer did not say it failed: now
     its output is red, as a failed step's); a completed step's ✓ was cyan (the title's Function), VS Code's green."""
-    from . import screens
-
     srv = scripted_llm("openai")
     srv.script(Reply(tool_calls=[("execute_code", {"steps": [{"code": "echo ran"}]})]), Reply.text("It ran."))
     with start_nvim(tmp_path, srv.env(approval="auto"), {"calc.py": "x = 1\n"}, size=(140, 30)) as tmux:
@@ -89,10 +87,8 @@ def test_a_failed_shell_line_shows_failed_and_a_done_step_s_mark_green(tmp_path:
         tmux.type("!echo fine", "C-s")
         tmux.wait(lambda s: "\nfine" in chat_text(s), "the first line's output")
         tmux.type("!echo broke; exit 3", "C-s")
-        tmux.keep("1-failed", tmux.wait(lambda s: "[exit 3]" in s, "the failed line's output"))
-        ansi = tmux.screen(colours=True)
-        assert tmux.captures is not None
-        screens.png(ansi, tmux.captures / "1-failed.png", (1100, 480))
+        tmux.keep("1-failed", tmux.wait(lambda s: "[exit 3]" in s, "the failed line's output"), (1100, 480))
+        ansi = (tmux.captures / "1-failed.ansi").read_text()  # type: ignore[operator]
         # The failed line's output in the error colour (a failed step's, OllieToolFailed); the one that worked not.
         assert screens.fg_at(ansi, "│broke", 1) not in (screens.fg_at(ansi, "│fine", 1), screens.FG), ansi
         assert screens.fg_at(ansi, "✓") != screens.fg_at(ansi, "Run echo ran"), ansi
@@ -147,11 +143,11 @@ def test_help_s_lines_break_at_the_chat_s_edge_not_at_80_columns(tmp_path: Path,
     try:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie /help", "Enter")
-        rows = chat_text(tmux.keep("1-help", tmux.wait(lambda s: "this list" in s, "/help's answer"))).splitlines()
+        rows = chat_text(tmux.keep("1-help", tmux.wait(lambda s: "this list" in s, "/help's answer"),
+                                   (2400, 1310))).splitlines()
         at = next(n for n, row in enumerate(rows) if row.lstrip().startswith("/agent [name]"))
         assert rows[at].endswith("(a new conversation; this one is saved to resume)"), "\n".join(rows)
         assert rows[at + 1].lstrip().startswith("/agents "), "\n".join(rows)
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-help.png", (2400, 1310))
         assert_clean(tmux.screens)
     finally:
         tmux.close()

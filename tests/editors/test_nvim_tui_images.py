@@ -34,13 +34,10 @@ def assert_each_under_its_step(screen: str, small: str, big: str) -> None:
 def sent_and_refused(tmux: Tmux, prompt: str, note: str) -> tuple[str, str]:
     """Send `prompt` in the chat, which the daemon refuses (-32010): (the screen once it is back in the input with
     `note`, captured as 1-refused.png; the chat's lines joined)."""
-    from . import screens
     from .test_nvim_tui import back_in_input
 
     send_in_chat(tmux, prompt)
-    back = back_in_input(tmux, "1-refused", note, prompt)
-    assert tmux.captures is not None
-    screens.png(tmux.screen(colours=True), tmux.captures / "1-refused.png", (1200, 560))
+    back = back_in_input(tmux, "1-refused", note, prompt, (1200, 560))
     return back, " ".join(line.strip() for line in chat_lines(back))
 
 
@@ -149,8 +146,6 @@ def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path,
     """A new user's screenshot in ~/Pictures, attached with `:OllieImage <path>` as README says: the chat said
     "error: Invalid params: images[0].path: ... is not beneath the workspace (or goes through a symlink): not read"
     and nothing went. The user named it, as a text file named outside is: Neovim reads it and sends its bytes."""
-    from . import screens
-
     srv = scripted_llm("openai")
     srv.script(Reply.text("The button is red."))
     pictures = tmp_path / "Pictures"
@@ -162,9 +157,8 @@ def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path,
         tmux.wait(lambda s: "-- INSERT --" in s and "#file:" in s, "the image in the input")
         tmux.keys("why is the button this colour?", literal=True)
         tmux.keys("Escape", "Enter")
-        done = tmux.keep("1-answered", tmux.wait(lambda s: "The button is red." in s or "(error)" in s, "the answer"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-answered.png", (1000, 560))
+        done = tmux.keep("1-answered", tmux.wait(lambda s: "The button is red." in s or "(error)" in s, "the answer"),
+                         (1000, 560))
         # The path in the prompt and in its 📎 line, however the chat's width breaks it (the temporary dir's length).
         assert "The button is red." in done and "".join(chat_lines(done)).count(f"{pictures}/shot.png") == 2, done
         assert "(image)" in done and "error" not in done, done
@@ -175,15 +169,11 @@ def test_a_screenshot_outside_the_workspace_goes_with_the_prompt(tmp_path: Path,
 def test_a_prompt_with_an_image_typed_during_a_turn_is_queued_with_it(tmp_path: Path, scripted_llm):
     """Bug: refused ("a prompt with images is sent when no turn runs: send it after this one"), though `ollie/queue`
     takes images as `ollie/submit` does: queued with its image, shown so, and its turn sends the image."""
-    from . import screens
-
     srv, story, tmux, picture = story_streaming(tmp_path, scripted_llm)
     with tmux:
         send_in_chat(tmux, "what is it #file:shot.png")
         queued = tmux.keep("1-queued", tmux.wait(lambda s: "⏳ queued: what is it shot.png  📎 shot.png (image)" in s
-                                                 or "error" in s, "the queued prompt"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-queued.png", (1200, 560))
+                                                 or "error" in s, "the queued prompt"), (1200, 560))
         assert "error" not in queued, queued
         # Its prompt as a sent one's, its image named (as this chat queued it).
         the_queued_turn_ran(srv, story, tmux, picture, "2-answered", "what is it shot.png", "📎 shot.png (image)")
@@ -271,8 +261,6 @@ def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image
     into the input as it was typed, its `#file:` tags and all (they came back flattened to names: sent again, the
     file went without its contents), its image with it; the other still waits and runs, and the one taken back is
     sent again with the file and the image."""
-    from . import screens
-
     srv = scripted_llm("openai")
     story = threading.Event()
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 20, delay=0.05, chunk_size=12, hold=story),
@@ -290,9 +278,7 @@ def test_up_on_an_empty_input_takes_back_the_latest_queued_prompt_with_its_image
         tmux.wait(lambda s: queued in s, "the second queued prompt")
         tmux.keys("Up")
         taken = tmux.keep("1-taken-back", tmux.wait(
-            lambda s: typed in s and "queued: what is it" not in s, "the prompt taken back"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-taken-back.png", (1200, 560))
+            lambda s: typed in s and "queued: what is it" not in s, "the prompt taken back"), (1200, 560))
         # In the input as typed (its tags bring the image and the file again); the other still queued.
         assert any(line.strip() == typed for line in chat_lines(taken)), taken
         assert "⏳ queued: tabs or spaces?" in taken, taken

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from ollie.testing import Reply
 
-from . import screens
-from .test_nvim_tui import Tmux, assert_clean, start_nvim
+from .test_nvim_tui import assert_clean, start_nvim
 
 
 def chat_bar(screen: str) -> str:
@@ -16,28 +15,19 @@ def chat_bar(screen: str) -> str:
     return next((line.split("│")[-1] for line in screen.splitlines() if "│ ollie: " in line), "")
 
 
-def photo(tmux: Tmux, name: str) -> None:
-    """Keep the screen as a PNG too, to look at."""
-    assert tmux.captures is not None
-    screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 560))
+WIDE = (1300, 560)  # a screen's PNG, in pixels
 
 
-def _two_replies_nvim(tmp_path: Path, scripted_llm) -> Tmux:
-    """Neovim in tmux, started, with notes.txt open and a model that answers two prompts."""
+def test_a_rewind_of_every_turn_leaves_a_fresh_session_s_statusline_and_a_fork_shows_its_title(tmp_path: Path,
+                                                                                               scripted_llm):
+    """After :OllieRewind of every turn the chat's statusline is a fresh session's (Bug: it kept "· Write a haiku
+    about the sea" over the empty chat), and the next prompt titles it again; two turns on, :OllieFork 1 shows the
+    fork's title and only the turn it took."""
     srv = scripted_llm("openai")
-    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30))
-    try:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-    except BaseException:
-        tmux.close()
-        raise
-    return tmux
-
-
-def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_path: Path, scripted_llm):
-    with _two_replies_nvim(tmp_path, scripted_llm) as tmux:
+    srv.script(Reply.text("Waves roll in."), Reply.text("Clouds drift by."), Reply.text("Rain falls."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(120, 30)) as tmux:
         keep = tmux.keep
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
         tmux.keys(":Ollie Write a haiku about the sea", "Enter")
         titled = keep("1-titled", tmux.wait(lambda s: "(end)" in s and " · Write a haiku" in chat_bar(s)
                                             and "ollie: idle $" in chat_bar(s),
@@ -46,34 +36,23 @@ def test_a_rewind_of_every_turn_leaves_the_statusline_of_a_fresh_session(tmp_pat
         tmux.keys(":OllieRewind 1", "Enter")
         tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s, "the confirmation")
         tmux.keys("1", "Enter")
-        # Bug: the statusline kept "· Write a haiku about the sea" over the empty chat.
         fresh = keep("2-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "Waves roll in." not in s
                                             and "·" not in chat_bar(s)
                                             and "ollie: idle $" in chat_bar(s),
-                                            "the chat emptied and its statusline untitled"))
+                                            "the chat emptied and its statusline untitled"), WIDE)
         assert chat_bar(fresh).strip().startswith("ollie: idle $"), chat_bar(fresh)
-        photo(tmux, "2-rewound")
         # The next first prompt titles the session again.
         tmux.keys(":Ollie Describe the sky", "Enter")
         keep("3-new-title", tmux.wait(lambda s: "Clouds drift by." in s and " · Describe the sky" in chat_bar(s),
                                       "the new prompt's title"))
-        assert_clean(tmux.screens)
-
-
-def test_ollie_fork_shows_the_fork_s_title_and_only_the_turns_it_took(tmp_path: Path, scripted_llm):
-    with _two_replies_nvim(tmp_path, scripted_llm) as tmux:
-        keep = tmux.keep
-        tmux.keys(":Ollie Write a haiku about the sea", "Enter")
-        tmux.wait(lambda s: "Waves roll in." in s and " · Write a haiku" in chat_bar(s), "the first turn's end")
-        tmux.keys(":Ollie Describe the sky", "Enter")
-        keep("1-two-turns", tmux.wait(lambda s: "Clouds drift by." in s and s.count("(end)") == 2, "the second turn"))
+        tmux.keys(":Ollie And the rain", "Enter")
+        keep("4-two-turns", tmux.wait(lambda s: "Rain falls." in s and s.count("(end)") == 2, "the second turn"))
         tmux.keys(":OllieFork 1", "Enter")
-        forked = keep("2-forked", tmux.wait(lambda s: chat_bar(s).rstrip().endswith("· Write a haiku about the sea (fork)")
-                                            and "Clouds drift by." not in s and "Waves roll in." in s,
-                                            "the chat on the fork of turn 1"))
-        assert "Waves roll in." in forked and "Describe the sky" not in forked, forked
-        assert chat_bar(forked).rstrip().endswith("· Write a haiku about the sea (fork)"), chat_bar(forked)
-        photo(tmux, "2-forked")
+        forked = keep("5-forked", tmux.wait(lambda s: chat_bar(s).rstrip().endswith("· Describe the sky (fork)")
+                                            and "Rain falls." not in s and "Clouds drift by." in s,
+                                            "the chat on the fork of turn 1"), WIDE)
+        assert "Clouds drift by." in forked and "And the rain" not in forked, forked
+        assert chat_bar(forked).rstrip().endswith("· Describe the sky (fork)"), chat_bar(forked)
         assert_clean(tmux.screens)
 
 
@@ -104,9 +83,8 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         # The chat's input in use: its session's title ("4 o//i/1" before).
         tmux.keys("g", "t", ":OllieChat", "Enter")
         chatting = keep("2-chat-in-use", tmux.wait(lambda s: "-- INSERT --" in s and "ollie: make double double"
-                                                   in tabline(s), "the chat's label"))
+                                                   in tabline(s), "the chat's label"), WIDE)
         assert tabline(chatting).startswith(" 4 ollie: make double double  2 util.py "), tabline(chatting)
-        photo(tmux, "2-chat-in-use")
         # The code in use: the file, as Neovim labels it.
         tmux.keys("Escape", ":wincmd t", "Enter")
         coding = keep("3-code-in-use", tmux.wait(lambda s: tabline(s).startswith(" 4 util.py "), "the file's label"))
@@ -140,8 +118,7 @@ def test_two_sessions_of_one_title_made_in_one_minute_are_told_apart_in_ollie_se
         tmux.wait(lambda s: "Rain falls." in s and s.count("(end)") == 2, "its second answer")
         tmux.keys(":OllieSessions", "Enter")
         picker = tmux.keep("1-picker", tmux.wait(lambda s: "Type number" in s and len(labels(s)) == 2,
-                                                 "both sessions listed"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-picker.png", (1000, 800))
+                                                 "both sessions listed"), (1000, 800))
         assert labels(picker) == ["1: hello · just now · 2 turns (current)", "2: hello · just now · 1 turn"], picker
         tmux.keys("Escape")
         assert_clean(tmux.screens)

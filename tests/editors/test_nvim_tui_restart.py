@@ -10,16 +10,14 @@ import os
 import signal
 import subprocess
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ollie.testing import Reply
+from tests.procs import wait_until
 
-from . import screens
 from .test_nvim_tui import (
     FLOAT_PICKER,
     Tmux,
@@ -42,15 +40,6 @@ def wrap_daemon(tmp_path: Path, body: str) -> Path:
     link.write_text(f'#!/bin/sh\nreal="{real}"\nlog="{log}"\n{body}\n')
     link.chmod(0o755)
     return log
-
-
-def until(cond: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    """Poll `cond` until it holds; fail saying `what` otherwise."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def unwrapped(screen: str) -> str:
@@ -161,8 +150,8 @@ def test_a_restart_that_gets_no_daemon_puts_the_prompt_typed_meanwhile_back(tmp_
                   "the prompt held for the fresh daemon")
         if broken != "missing":
             # The old daemon's exit told, the restart starts one, which exits at once.
-            until(lambda: let_go(log, but_started=True) or log.exists() and started(log), "the restart's start")
-            until(lambda: not Path("/proc", started(log)[0]).exists(), "its exit")
+            wait_until(lambda: let_go(log, but_started=True) or log.exists() and started(log), "the restart's start")
+            wait_until(lambda: not Path("/proc", started(log)[0]).exists(), "its exit")
             tmux.keys(":OllieChat", "Enter")  # its exit not told yet
             tmux.wait(lambda s: "-- INSERT --" in s, "the chat's input")
         back = tmux.wait(lambda s: let_go(log) or "(not sent: it is back in the input)" in unwrapped(s)
@@ -232,7 +221,7 @@ def test_an_answer_saved_before_its_daemon_died_shows_once_after_the_restart(tmp
             except OSError:
                 return False
             return True
-        until(hook_runs, "the postTurn hook")
+        wait_until(hook_runs, "the postTurn hook")
         os.kill(daemon_pid(tmp_path), signal.SIGKILL)
         screen = tmux.keep("1-restarted", tmux.wait(lambda s: "was restarted" in unwrapped(s) and "hello" in s
                                                     and "The answer saved whole." in s, "the chat drawn again"))
@@ -311,7 +300,7 @@ def test_a_daemon_that_died_is_said_restarted_once_the_fresh_one_has_come_up(tmp
     try:
         tmux.keys("Escape")
         os.kill(int(started(log)[0]), signal.SIGKILL)  # (the wrapper's process: it ran the daemon in its place)
-        until(lambda: len(started(log)) == 2, "the fresh daemon's start")  # held before it runs
+        wait_until(lambda: len(started(log)) == 2, "the fresh daemon's start")  # held before it runs
         # Everything said until now: the restart's notice, had it been said as the process started, is among it.
         tmux.keys(":echomsg 'all said' | messages", "Enter")
         held = tmux.keep("1-held", tmux.wait(lambda s: "Press ENTER" in s and "all said" in s, "the messages"))
@@ -424,7 +413,7 @@ def test_ollie_restart_after_the_daemon_died_before_neovim_told_starts_one_daemo
     log = tmp_path / "daemons.log"
     try:
         os.kill(int(started(log)[0]), signal.SIGKILL)
-        until(lambda: not Path("/proc", started(log)[0]).exists(), "its exit")
+        wait_until(lambda: not Path("/proc", started(log)[0]).exists(), "its exit")
         tmux.keys(":OllieRestart", "Enter", ":echo 'after the restart'", "Enter")
         tmux.wait(lambda s: "after the restart" in s, "the restart under way")
         assert not neovims_daemons(tmux)  # it waits for the old one's exit to be told
@@ -458,8 +447,7 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
         tmux.keys("C-s")
         # The chat's statusline says there is no daemon, as VS Code's does (it said nothing, as if the chat were idle).
         tried = tmux.keep("1-tried", tmux.wait(lambda s: "try 3: not sent" in s and " ollie: stopped $" in s,
-                                               "the second try"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-tried.png", (1300, 560))  # type: ignore[operator]
+                                               "the second try"), (1300, 560))
         said = unwrapped(tried)
         assert said.count(why) == 1 and "## You" not in said and "try 2" not in said, tried
         assert "hello" in chat_text(tried).splitlines(), tried  # back in the input
@@ -473,8 +461,7 @@ def test_with_no_daemon_each_chat_says_why_at_open_and_a_try_again_says_it_no_tw
         assert len(messages) == 1 and why in messages[0] and "…" not in told, told
         tmux.keys(":OllieChat second", "Enter")
         second = tmux.keep("3-second", tmux.wait(lambda s: "try 3" not in s and died in unwrapped(s)
-                                                 and " prompt " in s, "the named chat saying why at open"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "3-second.png", (1300, 560))  # type: ignore[operator]
+                                                 and " prompt " in s, "the named chat saying why at open"), (1300, 560))
         assert unwrapped(second).count(why) == 1 and "ollie://" not in second, second
 
 
@@ -491,8 +478,7 @@ def test_a_first_prompt_that_failed_still_says_why_after_ollie_restart(tmp_path:
         tmux.keys(":OllieRestart", "Enter")
         tmux.wait(lambda s: "restarting" in s, "the restart")
         again = tmux.keep("2-restarted", tmux.wait(lambda s: "restarting" not in s and "no answer:" in s,
-                                                   "the fresh daemon's chat"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-restarted.png", (1400, 560))
+                                                   "the fresh daemon's chat"), (1400, 560))
         assert said in unwrapped(again) and "error not saved" not in again, again
         assert_clean(tmux.screens)
 

@@ -11,7 +11,6 @@ import pytest
 from ollie.testing import Reply
 from tests.longsession import saved_session
 
-from . import screens
 from .test_nvim_tui import assert_clean, nvim_with_unsaved_note, quit_nvim, send_in_chat, start_nvim
 from .test_nvim_tui_commands import chat_text
 from .test_nvim_tui_images import resume
@@ -134,8 +133,7 @@ def test_a_resumed_step_s_diff_of_a_buffer_it_edited_shows_its_edit_alone(tmp_pa
         tmux.keys(":call search('Edit a.py')", "Enter")
         tmux.wait(lambda s: "<CR> opens this step's diff" in s, "the cursor on the step's title")
         tmux.keys("Enter")
-        diff = tmux.keep("4-step-diff", tmux.wait(lambda s: "before Edit a.py" in s, "the step's diff"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "4-step-diff.png", (1000, 300))  # type: ignore[operator]
+        diff = tmux.keep("4-step-diff", tmux.wait(lambda s: "before Edit a.py" in s, "the step's diff"), (1000, 300))
         sides = [tuple(part.strip() for part in line.split("│")) for line in diff.splitlines()[2:4]]
         assert sides == [("x = 1", "x = 3"), ("# my unsaved note", "# my unsaved note")], diff
         assert_clean(tmux.screens)
@@ -181,8 +179,7 @@ def test_a_turn_s_changes_line_says_its_undos_live_and_resumed(tmp_path: Path, s
         all_live = tmux.wait(lambda s: none in s, "the line to say all are undone")
         quit_nvim(tmux, tmp_path)
     with start_nvim(tmp_path, srv.env(approval="auto"), files) as tmux:
-        all_resumed = resume(tmux, "edit both", none)
-        screens.png(tmux.screen(colours=True), tmux.captures / "5-all-undone-resumed.png", (1000, 300))  # type: ignore[operator]
+        all_resumed = resume(tmux, "edit both", none, png=(1000, 300))
     assert (tmp_path / "ws" / "a.py").read_text() == "x = 1\n" and (tmp_path / "ws" / "b.py").read_text() == "y = 1\n"
     shown = [chat_text(s)[chat_text(s).index("## You"):chat_text(s).index("(end)")] for s in (live, resumed)]
     assert some in shown[0] and shown[0] == shown[1], shown
@@ -206,12 +203,11 @@ def test_a_turn_whose_changes_are_unknown_says_so_and_why_once_live_and_resumed(
         send_in_chat(tmux, "write a")
         tmux.wait(lambda s: "Wrote it." in s and "(end)" in s, "the answer")
         send_in_chat(tmux, "write more")
-        live = tmux.keep("1-live", tmux.wait(lambda s: "Wrote more." in s and s.count("(end)") == 2, "the answer"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-live.png", (1300, 500))  # type: ignore[operator]
+        live = tmux.keep("1-live", tmux.wait(lambda s: "Wrote more." in s and s.count("(end)") == 2, "the answer"),
+                         (1300, 500))
         quit_nvim(tmux, tmp_path)
     with start_nvim(tmp_path, env, files) as tmux:
-        resumed = resume(tmux, "write a", "Wrote more.")
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-resumed.png", (1300, 500))  # type: ignore[operator]
+        resumed = resume(tmux, "write a", "Wrote more.", png=(1300, 500))
     live, resumed = (" ".join(chat_text(screen).split()) for screen in (live, resumed))  # (wrapped lines joined)
     assert f"Wrote it. {said} (end)" in live and "Wrote more. (end)" in live, live
     turns = [text[text.index("Wrote it."):text.index("Wrote more. (end)")] for text in (live, resumed)]

@@ -45,14 +45,11 @@ def test_an_earlier_turns_diff_is_its_own_change_and_its_hunk_undone_keeps_the_l
     # two differences drawn), and `du` there was always refused ("the editor's text changed since this change").
     with two_turns(tmp_path, scripted_llm, edit("line 9\n", "line nine\n")) as tmux:
         diff = tmux.keep("1-diff", tmux.wait(lambda s: "after turn 1: notes.txt" in s and "line three" in s,
-                                             "turn 1's diff"))
+                                             "turn 1's diff"), (1000, 560))
         assert "line three" in diff and "line nine" not in diff, diff  # turn 2's line is not turn 1's change
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-diff.png", (1000, 560))
         tmux.keys("d", "u")
-        tmux.keep("2-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
+        tmux.keep("2-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"), (1000, 560))
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 9\n", "line nine\n")
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-undone.png", (1000, 560))
 
 
 def test_an_undo_of_a_hunk_a_later_turn_edited_again_says_so(tmp_path, scripted_llm):
@@ -101,9 +98,7 @@ def test_the_hunk_of_an_edit_a_format_on_save_changed_is_undone_keeping_the_form
     with formatted_turn(tmp_path, scripted_llm) as tmux:
         tmux.keep("1-diff", tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff"))
         tmux.keys("d", "u")
-        tmux.keep("2-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-undone.png", (1400, 740))
+        tmux.keep("2-undone", tmux.wait(lambda s: "undone: hunk 1 of notes.txt" in s, "the undo"), (1400, 740))
         # The agent's line is back; the formatting of line 7 stays (it is on disk, and no edit of hers is lost).
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES
 
@@ -226,45 +221,54 @@ def test_each_step_opens_its_own_diff_live_and_resumed(tmp_path, scripted_llm, l
     assert running == live == resumed
 
 
-@pytest.mark.parametrize("opened", ["step", "turn", "location"])
 def test_a_diff_of_a_file_named_with_a_newline_saved_in_a_session_file_runs_nothing_when_it_is_loaded(
-        tmp_path, scripted_llm, opened):
+        tmp_path, scripted_llm):
     # Round 46: a diff buffer was named with the path as it came. `:mksession` (a session plugin's save on quit) writes
     # a name's newline as `\` and a line break, so the session file, sourced, ran the rest of the name as a command:
     # a workspace file `evil<NL>lua=os.execute(...)` the model edits ran the model's program as the user, unsandboxed.
+    # The step's diff, the turn's and the location line (its file) in turn, in one Neovim, a session saved after each.
     pwned = tmp_path / "ws" / "pwned"  # (the session file goes back to the workspace first)
     evil = "evil\nlua=os.execute(string.char(" + ",".join(str(b) for b in b"touch pwned") + "))"
     srv = scripted_llm("openai")
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [evil, "old", "new"]}]})),
                Reply.text("Edited it."))
+
+    def diffed(screen: str) -> bool:  # (its two sides on one row: the chat's own text could hold both words)
+        return any(row.replace(" ", "") == "old│new" for row in screen.splitlines())
+
+    sessions = {}
     with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES, evil: "old\n"}) as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start")
         tmux.keys(":Ollie edit it", "Enter")
         tmux.wait(lambda s: "Edited it." in s and "(end)" in s, "the turn")
-        if opened == "turn":
-            tmux.keys("Escape", ":OllieChanges", "Enter")
-            tmux.wait(lambda s: "changed 1 file" in s, "the turn's changes")
-            tmux.keys("Enter")
-        else:  # <CR> on the step's title (its own diff) or on its location line (the file)
-            tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])",
-                      "Enter", f":call search('{'Edit' if opened == 'step' else '→'} evil')", "Enter", "Enter")
-        # The diff (its two sides on one row: the chat's own text could hold both words) or the message that it is not
-        # opened (the old code opened the file).
-        shown = tmux.keep(opened, tmux.wait(lambda s: "not opened" in s or any(
-            row.replace(" ", "") == "old│new" for row in s.splitlines()), "what opens"))
-        assert ("line break in its name: not opened" in shown) == (opened == "location"), shown
-        session = tmp_path / "Session.vim"
-        tmux.keys(f":mksession {session}", "Enter")
-        # Whole (its last line written): the file is there as soon as :mksession opens it.
-        tmux.wait(lambda s: session.exists() and session.read_text().endswith('" vim: set ft=vim :\n'), "the session")
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / f"{opened}.png", (1000, 560))
+        for opened in ("step", "turn", "location"):
+            if opened == "turn":
+                tmux.keys("Escape", ":OllieChanges", "Enter")
+                tmux.wait(lambda s: "changed 1 file" in s, "the turn's changes")
+                tmux.keys("Enter")
+            else:  # <CR> on the step's title (its own diff) or on its location line (the file)
+                tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])",
+                          "Enter", f":call search('{'Edit' if opened == 'step' else '→'} evil')", "Enter", "Enter")
+            # The diff, or the message that it is not opened (the old code opened the file).
+            said = (lambda s: "not opened" in s) if opened == "location" else diffed
+            shown = tmux.keep(opened, tmux.wait(said, "what opens"), (1000, 560))
+            assert ("line break in its name: not opened" in shown) == (opened == "location"), shown
+            sessions[opened] = session = tmp_path / f"{opened}.vim"
+            tmux.keys(f":mksession {session}", "Enter")
+            # Whole (its last line written): the file is there as soon as :mksession opens it.
+            tmux.wait(lambda s, session=session: session.exists()
+                      and session.read_text().endswith('" vim: set ft=vim :\n'), "the session")
+            if opened == "step":  # its diff closed: the turn's is the next one drawn
+                tmux.keys("q")
+                tmux.wait(lambda s: not diffed(s), "the step's diff closed")
     # The user's next Neovim loads the session (`nvim -S`, a session plugin): it runs no line of the file's name.
-    subprocess.run([_nvim(), "--headless", "--clean", "-c", f"silent! source {session}", "-c", "qa!"],
-                   cwd=tmp_path / "ws", timeout=60, check=False, capture_output=True)
-    assert not pwned.exists(), session.read_text()
+    for opened, session in sessions.items():
+        subprocess.run([_nvim(), "--headless", "--clean", "-c", f"silent! source {session}", "-c", "qa!"],
+                       cwd=tmp_path / "ws", timeout=60, check=False, capture_output=True)
+        assert not pwned.exists(), f"{opened}: {session.read_text()}"
 
 
+TALL = (1300, 740)  # a screen's PNG, in pixels
 CALC = "def add(a, b):\n    return a - b\n"
 UTIL = "def double(x):\n    return x * 3\n"
 MINE = "# my unsaved note\n"
@@ -287,32 +291,26 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
     ws = tmp_path / "ws"
     files = {"calc.py": CALC, "util.py": UTIL, "notes.md": "# notes\n"}
 
-    def photo(tmux: Tmux, name: str, screen: str) -> None:
-        tmux.keep(name, screen)
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 740))
-
     def changes(tmux: Tmux, heading: str, name: str) -> str:
         tmux.keys("Escape", ":OllieChanges", "Enter")
-        screen = tmux.wait(lambda s: heading in s, heading)
-        photo(tmux, name, screen)
-        return screen
+        return tmux.keep(name, tmux.wait(lambda s: heading in s, heading), TALL)
 
     with start_nvim(tmp_path, srv.env(approval="auto"), files) as tmux:
         tmux.wait(lambda s: "def add" in s, "nvim to start")
         tmux.keys(":e util.py", "Enter", "G", "o")
         tmux.keys(MINE.strip(), literal=True)
         tmux.keys("Escape", ":b calc.py", "Enter", ":Ollie fix add and double", "Enter")
-        photo(tmux, "1-edited", tmux.wait(lambda s: "Fixed add and double." in s and "(end)" in s, "turn 1"))
+        tmux.keep("1-edited", tmux.wait(lambda s: "Fixed add and double." in s and "(end)" in s, "turn 1"), TALL)
         assert (ws / "util.py").read_text() == UTIL.replace("x * 3", "x * 2") + MINE
         changes(tmux, "turn 1 changed 2 files", "2-changes")
         tmux.keys("j", "d", "U")  # util.py's line: undo the file
         tmux.wait(lambda s: (ws / "util.py").read_text() == UTIL + MINE, "util.py undone, her line kept")
         # util.py stays in the list, marked undone (as VS Code's list has it; it went, as if never changed).
-        photo(tmux, "3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s and "M  util.py  (undone)" in s,
-                                          "the list of calc.py, util.py undone"))
+        tmux.keep("3-undone", tmux.wait(lambda s: "turn 1 changed 1 file" in s and "M  util.py  (undone)" in s,
+                                        "the list of calc.py, util.py undone"), TALL)
         tmux.keys("q", ":b util.py", "Enter")
-        photo(tmux, "3-util-buffer", tmux.wait(lambda s: "return x * 3" in s and MINE.strip() in s, "util.py's buffer undone"))
+        tmux.keep("3-util-buffer", tmux.wait(lambda s: "return x * 3" in s and MINE.strip() in s,
+                                             "util.py's buffer undone"), TALL)
         tmux.keys(":b calc.py", "Enter")
         send_in_chat(tmux, "note it in notes.md")
         tmux.wait(lambda s: "Noted." in s, "turn 2")
@@ -334,11 +332,11 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         tmux.keys("1", "Enter")
         tmux.wait(lambda s: "rewound to before turn 3" in s and "I fixed add and double." not in s, "the rewind")
         send_in_chat(tmux, ASKED)
-        photo(tmux, "6-redone", tmux.wait(lambda s: "double is as you left it" in s, "the turn asked again"))
+        tmux.keep("6-redone", tmux.wait(lambda s: "double is as you left it" in s, "the turn asked again"), TALL)
         quit_nvim(tmux, tmp_path)
     with start_nvim(tmp_path, srv.env(approval="auto"), {n: (ws / n).read_text() for n in files}) as tmux:
         resumed = resume(tmux, "fix add and double", "double is as you left it", "def add")
-        photo(tmux, "7-resumed", resumed)
+        tmux.keep("7-resumed", resumed, TALL)
         # Turn 2 undone, as the live chat said (the note of it was in the rewound prompt alone: no line said it).
         assert "its changes all undone since" in resumed, resumed
         changes(tmux, "turn 1 changed 1 file", "8-resumed-changes")
@@ -350,8 +348,8 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         assert "turn 2 has no changes; showing turn 1's changes" in tmux.wait(lambda s: "has no changes" in s, "the skip")
         # The fork's review tab has a name of its own: its source's, of the same turn and file, had the same one.
         tmux.keys("Enter")
-        photo(tmux, "10-fork-diff", tmux.wait(lambda s: "before turn 1: calc.py — fix add and double (fork)" in s,
-                                              "the fork's diff, named with its title"))
+        tmux.keep("10-fork-diff", tmux.wait(lambda s: "before turn 1: calc.py — fix add and double (fork)" in s,
+                                            "the fork's diff, named with its title"), TALL)
 
 
 def test_the_rewind_picker_never_says_a_turn_whose_changes_are_unknown_changed_no_files(tmp_path, scripted_llm):
@@ -370,9 +368,8 @@ def test_the_rewind_picker_never_says_a_turn_whose_changes_are_unknown_changed_n
     def picked(tmux: Tmux, name: str) -> str:
         """The labels of :OllieRewind's pick, how each ends (photographed), the pick closed."""
         tmux.keys("Escape", ":OllieRewind", "Enter")
-        screen = tmux.keep(name, tmux.wait(lambda s: "Type number" in s and "turn 1 ·" in s, "the turns to pick"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (1300, 740))
+        screen = tmux.keep(name, tmux.wait(lambda s: "Type number" in s and "turn 1 ·" in s, "the turns to pick"),
+                           TALL)
         tmux.keys("Enter")  # none picked
         tmux.wait(lambda s: "Type number" not in s, "the pick closed")
         return [line.split(" — ")[-1].strip() for line in screen.splitlines() if " · " in line and " — " in line]
@@ -413,9 +410,8 @@ def test_after_a_rewind_the_model_edits_the_open_file_again_as_the_first_time(tm
         tmux.keep("1-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "return a - b" in s,
                                          "the buffer put back"))
         send_in_chat(tmux, "fix add")
-        done = tmux.keep("2-again", tmux.wait(lambda s: "Fixed again." in s and "(end)" in s, "turn 1 again"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-again.png", (1000, 560))
+        done = tmux.keep("2-again", tmux.wait(lambda s: "Fixed again." in s and "(end)" in s, "turn 1 again"),
+                         (1000, 560))
         assert "read it again" not in done and "unsaved changes" not in done, done
         assert "✓ Edit calc.py" in done and "return a + b" in done, done
         assert (tmp_path / "ws" / "calc.py").read_text() == code.replace("a - b", "a + b")

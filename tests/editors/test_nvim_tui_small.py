@@ -13,16 +13,9 @@ from pathlib import Path
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from . import screens
-from .test_nvim_tui import FLOAT_PICKER, Tmux, assert_clean, queue_while_streaming, start_nvim
+from .test_nvim_tui import FLOAT_PICKER, assert_clean, queue_while_streaming, start_nvim
 
-
-def photo(tmux: Tmux, name: str, screen: str) -> str:
-    """`screen` kept as `name`, and the screen now as `name`.png to look at; `screen`."""
-    tmux.keep(name, screen)
-    assert tmux.captures is not None
-    screens.png(tmux.screen(colours=True), tmux.captures / f"{name}.png", (760, 440))
-    return screen
+SMALL = (760, 440)  # an 80x24 screen's PNG, in pixels
 
 
 def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Path, scripted_llm):
@@ -34,13 +27,10 @@ def test_at_80x24_the_answers_of_a_question_leave_its_diff_in_view(tmp_path: Pat
     with start_nvim(tmp_path, srv.env(approval="ask"), {
       "ops.py": '"""Tiny calculator."""\n\n\ndef add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n'},
       size=(80, 24)) as tmux:
-        keep = tmux.keep
         tmux.wait(lambda s: "def mul" in s, "nvim to start")
         tmux.keys(":Ollie fix add", "Enter")
-        asked = keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "Reject with feedback" in s
-                                          and "+    return a + b" in s, "the answers and the diff"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-asked.png", (760, 440))
+        asked = tmux.keep("1-asked", tmux.wait(lambda s: "Allow once" in s and "Reject with feedback" in s
+                                               and "+    return a + b" in s, "the answers and the diff"), SMALL)
         assert "-    return a - b" in asked and "+    return a + b" in asked, asked
         tmux.keys("1", "Enter")
         tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn to end")
@@ -65,8 +55,9 @@ def test_the_input_s_key_hints_name_the_keys_of_the_mode_she_types_in(tmp_path: 
         tmux.type("hello", "C-s")
         tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
         tmux.keys("Escape")
-        photo(tmux, "2-normal", tmux.wait(lambda s: "-- INSERT --" not in s
-                                          and hints(s) == ["<CR>", "send/queue,", "<C-j>", "inject"], "normal mode's keys"))
+        tmux.keep("2-normal", tmux.wait(lambda s: "-- INSERT --" not in s
+                                        and hints(s) == ["<CR>", "send/queue,", "<C-j>", "inject"], "normal mode's keys"),
+                  SMALL)
         assert_clean(tmux.screens)
 
 
@@ -93,15 +84,12 @@ def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_pat
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."))
     with start_nvim(tmp_path, srv.env(), {"calc.py": "x = 1\n"}, size=(80, 24)) as tmux:
-        keep = tmux.keep
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":let g:path = $PATH | let $PATH = '/usr/bin:/bin'", "Enter")  # (not installed yet)
         tmux.keys(":OllieChat", "Enter")
         tmux.wait(lambda s: "-- INSERT --" in s and "send a prompt" in s, "the chat, saying why")
         tmux.type("hello", "C-s")
-        told = keep("1-told", tmux.wait(lambda s: "back in the input" in s, "the prompt kept"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-told.png", (760, 440))
+        told = tmux.keep("1-told", tmux.wait(lambda s: "back in the input" in s, "the prompt kept"), SMALL)
         assert "install it with" in told and "pipx install" in told, told
         tmux.keys("Escape", ":echo getbufline('calc.py', 1, '$') getbufvar('calc.py', '&modified')", "Enter")
         tmux.wait(lambda s: "['x = 1'] 0" in s.splitlines()[-1], "the code as it was")
@@ -112,8 +100,7 @@ def test_with_no_daemon_to_start_the_chat_opens_and_keeps_what_she_types(tmp_pat
         tmux.wait(lambda s: "['hello and you?']" in s.splitlines()[-1], "what she typed in the input")
         tmux.keys(":let $PATH = g:path", "Enter")  # installed: sent again, it starts the daemon
         tmux.keys("Enter")
-        keep("2-sent", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-sent.png", (760, 440))
+        tmux.keep("2-sent", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"), SMALL)
         assert srv.chat_requests[-1].body["messages"][-1]["content"] == "hello and you?", srv.chat_requests[-1].body
         assert_clean({k: v for k, v in tmux.screens.items() if k != "1-told"})  # (its error is the point)
 
@@ -139,8 +126,8 @@ def test_closing_a_split_under_the_chat_leaves_the_input_its_five_lines(tmp_path
         tmux.wait(lambda s: "turn 1 changed 1 file" in s, "the changes list")
         tmux.keys("q")
         # (The whole layout waited for: the input's height comes back a moment after the list's window closed.)
-        photo(tmux, "1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s and input_rows(s) == 5,
-                                               "the list closed, the input 5 lines"))
+        tmux.keep("1-list-closed", tmux.wait(lambda s: "turn 1 changed" not in s and input_rows(s) == 5,
+                                             "the list closed, the input 5 lines"), SMALL)
         tmux.keys("C-w", "h", ":botright 10split | enew", "Enter")
         tmux.wait(lambda s: s.count("[No Name]") == 1, "a plugin's split across the bottom")
         tmux.keys(":close", "Enter")
@@ -161,7 +148,7 @@ def test_a_prompt_queued_under_a_paragraph_taller_than_the_chat_shows(tmp_path: 
         try:
             shown = queue_while_streaming(tmux, "tell a long story", "THE END.", "is it true?")
             assert "THE END." in shown, shown
-            photo(tmux, "1-queued", shown)
+            tmux.keep("1-queued", shown, SMALL)
         finally:
             story.set()
         tmux.wait(lambda s: "Yes." in s, "the queued turn")
@@ -182,7 +169,7 @@ def test_with_the_chat_at_the_bottom_the_code_keeps_half_the_rows(tmp_path: Path
 
         tmux.wait(lambda s: "x1 = 1" in s, "nvim to start")
         tmux.keys(":Ollie hi", "Enter")
-        opened = photo(tmux, "1-bottom", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"))
+        opened = tmux.keep("1-bottom", tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer"), SMALL)
         assert code_rows(opened) >= 9, opened
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "40"], check=True)
         tmux.wait(lambda s: len(s.splitlines()) == 40, "the taller terminal")
@@ -211,8 +198,8 @@ def test_a_fork_says_so_in_the_chat(tmp_path: Path, scripted_llm):
             return " ".join(line.split("│")[-1].strip() for line in screen.splitlines())
 
         tmux.keys(":OllieFork 1", "Enter")
-        forked = photo(tmux, "1-forked", tmux.wait(lambda s: "Answer two." not in s and "Files were not" in said(s),
-                                                   "the fork"))
+        forked = tmux.keep("1-forked", tmux.wait(lambda s: "Answer two." not in s and "Files were not" in said(s),
+                                                 "the fork"), SMALL)
         assert ('this chat is now "tell me about the first thing (fork)", with the conversation up to turn 1; the one '
                 "it came from is in :OllieSessions.") in said(forked), forked
         assert_clean(tmux.screens)
@@ -231,8 +218,9 @@ def test_a_question_follows_her_to_another_tab(tmp_path: Path, scripted_llm):
         tmux.keys(":Ollie fix add", "Enter")
         tmux.wait(lambda s: "Allow once" in s and "+    return a + b" in s, "the question in the chat's tab")
         tmux.keys(":tabnew notes.txt", "Enter")
-        moved = photo(tmux, "1-other-tab", tmux.wait(lambda s: "my notes" in s and "Allow once" in s
-                                                     and "+    return a + b" in s, "the question in the other tab"))
+        moved = tmux.keep("1-other-tab", tmux.wait(lambda s: "my notes" in s and "Allow once" in s
+                                                   and "+    return a + b" in s, "the question in the other tab"),
+                          SMALL)
         assert "Fixing add." not in moved, moved  # (the chat's tab is not the one shown)
         tmux.keys("g", "t")
         back = tmux.keep("2-back", tmux.wait(lambda s: s.splitlines()[-2].startswith("ops.py ") and "Allow once" in s,

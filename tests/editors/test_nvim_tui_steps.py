@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ollie.testing import Reply
 
-from . import screens
 from .test_nvim_tui import Tmux, assert_clean, auto_env_reaching_other_test, choice, start_nvim
 
 
@@ -48,9 +47,7 @@ def test_curl_on_a_403_exits_0_and_its_folded_output_shows_the_error_body(tmp_pa
         tmux.keys(choice(asked, "Allow once"), "Enter")
         tmux.keys("Escape")  # (normal mode: Neovim makes no fold in insert mode)
         done = tmux.keep("1-ended", tmux.wait(lambda s: "Fetched it." in s and "(end)" in s and "… +" in s,
-                                              "the turn's end, its output folded", timeout=60))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-ended.png", (1300, 560))
+                                              "the turn's end, its output folded", timeout=60), (1300, 560))
         assert "✓ Run curl -s" in done, done
         assert re.search(r'│ \[step 1 bash\] exit 0 · {"message": "Forbidden"} … \+\d+ lines$', done, re.M), done
         # A failed one's short output stays open, unchanged: its ✗ and its error.
@@ -76,9 +73,7 @@ def after_one_step(tmp_path: Path, scripted_llm, code: str, answer: str, shot: s
         tmux.keys(":Ollie run it", "Enter")
         tmux.keys("Escape")
         done = tmux.keep(shot, tmux.wait(lambda s: answer in s and "(end)" in s and "… +" in s,
-                                         "the turn's end, its output folded", timeout=60))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / f"{shot}.png", (1300, 560))
+                                         "the turn's end, its output folded", timeout=60), (1300, 560))
         yield tmux, done
 
 
@@ -115,9 +110,8 @@ def test_on_a_step_s_title_the_statusline_names_its_diff_key_and_a_binary_file_s
     with after_one_step(tmp_path, scripted_llm, code, "Wrote it.", "1-ended", 30) as (tmux, _):
         tmux.keys(":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])", "Enter")
         tmux.keys(":call search('printf')", "Enter")  # (the title's `printf ...` is code)
-        on_step = tmux.keep("2-on-step", tmux.wait(lambda s: "<CR> opens this step's diff" in s, "the hint"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-on-step.png", (1300, 560))
+        on_step = tmux.keep("2-on-step", tmux.wait(lambda s: "<CR> opens this step's diff" in s, "the hint"),
+                            (1300, 560))
         assert "│ ollie: idle $0.00 · <CR> opens this step's diff" in on_step, on_step
         tmux.keys("Enter")
         told = tmux.keep("3-binary", tmux.wait(lambda s: "is binary" in s.splitlines()[-1], "the notice"))
@@ -153,9 +147,7 @@ def test_the_agents_plan_shows_over_the_chat_as_it_changes_and_after_a_rewind_a_
         assert "plan 0/2" in planned and "○ test it" in planned, planned
         tmux.type("write it", "C-s")
         written = tmux.keep("2-written", tmux.wait(lambda s: "Written." in s and "✓ write the parser" in s,
-                                                   "the first step done"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-written.png", (1640, 560))
+                                                   "the first step done"), (1640, 560))
         assert "plan 1/2" in written and "▸ test it" in written, written
         # Bug: the float covered up to a quarter of the transcript, and nothing folded it. `gp` in the transcript
         # folds it to the step in progress, for the tab page: it stays folded as the plan changes and the chat reopens.
@@ -202,9 +194,8 @@ def test_a_plan_of_20000_steps_a_step_wrote_shows_as_its_first_100_its_overrides
     try:
         tmux.wait(lambda s: "print('hi')" in s, "nvim to start")
         tmux.keys(":Ollie plan it", "Enter")
-        planned = tmux.keep("1-planned", tmux.wait(lambda s: "Planned." in s and "(end)" in s, "the turn's end"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-planned.png", (1640, 560))
+        planned = tmux.keep("1-planned", tmux.wait(lambda s: "Planned." in s and "(end)" in s, "the turn's end"),
+                            (1640, 560))
         # 100 drawn, all 20,002 counted (it read "plan 0/100": the daemon's `… 19902 more steps` counted as one).
         assert "plan 0/20002" in planned and "▸ ship <202e>gnp.tset" in planned, planned
         assert "○  ]0;pwned  title<200b><9b>2J" in planned and "\u202e" not in planned, planned

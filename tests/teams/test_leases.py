@@ -66,14 +66,7 @@ def test_a_killed_holder_is_named_then_taken_over_without_losing_a_round(store):
         child.send_signal(signal.SIGKILL)  # mid-round, likely: it saves as fast as it can
         child.wait()
     # Until the lease lapses the dead holder still holds it; then the session is ours, every committed round whole.
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            log, session = persist.open_session("unused", sid)
-            break
-        except SessionLeasedError:
-            assert time.monotonic() < deadline, "the lease never lapsed"
-            time.sleep(0.1)
+    log, session = _open_once_lapsed(sid)
     rounds = _pairs_in_order(session)
     assert rounds >= 3  # every round the child flushed is there
     session.messages += [Message("user", f"question {rounds}"), Message("assistant", f"answer {rounds}")]
