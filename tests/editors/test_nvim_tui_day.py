@@ -7,7 +7,6 @@ import subprocess
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from . import screens
 from .test_nvim import _nvim
 from .test_nvim_tui import send_in_chat, start_nvim
 
@@ -36,9 +35,7 @@ def test_her_typing_in_a_buffer_a_rewind_put_back_survives_the_model_s_next_whol
         tmux.type("# her note: keep the sign", "Escape")
         tmux.wait(lambda s: "# her note: keep the sign" in s, "her line in calc.py")
         send_in_chat(tmux, "rewrite calc.py")
-        done = tmux.keep("1-rewritten", tmux.wait(lambda s: "Rewritten." in s and "(end)" in s, "turn 1 again"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-rewritten.png", (1000, 560))
+        done = tmux.keep("1-rewritten", tmux.wait(lambda s: "Rewritten." in s and "(end)" in s, "turn 1 again"), (1000, 560))
         code_side = [line.split("│")[0].rstrip() for line in done.splitlines()]
         assert "# her note: keep the sign" in code_side and "    return a - b" in code_side, done
         chat = "".join("".join(line.split("│")[-1].split()) for line in done.splitlines())
@@ -66,9 +63,7 @@ def test_a_function_the_agent_adds_at_the_end_of_her_open_file_leaves_no_blank_l
         tmux.keys(":Ollie add mul", "Enter")
         tmux.wait(lambda s: "mul added." in s and "(end)" in s, "turn 1")
         send_in_chat(tmux, "and div")
-        done = tmux.keep("1-added", tmux.wait(lambda s: "div added." in s and "(end)" in s, "turn 2"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-added.png", (1000, 560))
+        done = tmux.keep("1-added", tmux.wait(lambda s: "div added." in s and "(end)" in s, "turn 2"), (1000, 560))
         assert "read it again" not in done and "✓ Edit calc.py" in done, done
         code = [line.split("│")[0].rstrip() for line in done.splitlines()]
         assert code[code.index("    return a / b") + 1] == "~", "a blank line at the end of the buffer"
@@ -107,9 +102,7 @@ def test_a_turn_ending_while_she_types_a_command_under_messages_leaves_them_on_s
         tmux.keep("2-ran", tmux.wait(lambda s: "third\nmine\nPress ENTER" in s, "her command's output under them"))
         tmux.keys("Enter")
         done = tmux.keep("3-after", tmux.wait(lambda s: "Cleaned up." in s and "old.py was deleted" in s,
-                                              "the chat and the notice"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "3-after.png", (1000, 560))
+                                              "the chat and the notice"), (1000, 560))
         assert "ollie: idle" in done, done
 
 
@@ -130,8 +123,6 @@ def test_an_undo_of_the_agent_s_hunk_says_it_saved_her_unsaved_typing_with_it(tm
         tmux.keys("Enter")
         tmux.wait(lambda s: "(du undo hunk" in s, "the diff")
         tmux.keys("d", "u")
-        undone = tmux.keep("1-undone", tmux.wait(lambda s: "ollie: undone: hunk 1 of notes.txt" in s, "the undo"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "1-undone.png", (1200, 560))
+        undone = tmux.keep("1-undone", tmux.wait(lambda s: "ollie: undone: hunk 1 of notes.txt" in s, "the undo"), (1200, 560))
         assert "ollie: undone: hunk 1 of notes.txt (saved, with your unsaved changes)" in undone, undone
     assert (tmp_path / "ws" / "notes.txt").read_text() == notes + "half typed\n"

@@ -12,7 +12,6 @@ from ollie import paths
 from ollie.sessions.persist import SessionFile
 from ollie.testing import Reply
 
-from . import screens
 from .test_nvim import _nvim
 from .test_nvim_tui import Tmux, quit_nvim, resume, send_in_chat, start_nvim
 
@@ -172,9 +171,7 @@ def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
         tmux.keys(":call search('Edit notes.txt')", "Enter", "Enter")
         screen = tmux.keep(f"{when}-{n}", drawn(tmux, lambda s: "no change" in s or any(
             "before Edit notes.txt" in row and "after Edit notes.txt" in row for row in s.splitlines()),
-            f"step {n}'s diff"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / f"{when}-{n}.png", (1000, 560))
+            f"step {n}'s diff"), (1000, 560))
         shown.append([[side.rstrip() for side in row.split("│")] for row in screen.splitlines()
                       if "│" in row and "after Edit notes.txt" in screen])
         # Back in the chat, the message gone (the next step's is waited for).
