@@ -220,3 +220,17 @@ async def test_a_workspaces_gitattributes_never_change_the_bytes_a_rewind_puts_b
         (ws / name).write_text("changed\n")
     await cps.restore(start)
     assert {name: (ws / name).read_bytes() for name in files} == files
+
+
+async def test_the_shadows_an_older_ollie_left_open_to_others_are_made_private(tmp_path: Path) -> None:
+    # They hold a copy of every workspace file (a 0600 key too) as a 0444 object; an older ollie made their dir 0755.
+    # With the fix of an existing dir dropped, no test failed (mutants28).
+    from ollie import paths
+
+    paths.checkpoints_dir().mkdir(mode=0o755, parents=True, exist_ok=True)
+    paths.checkpoints_dir().chmod(0o755)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "id_key").write_text("secret\n")
+    await Checkpoints(ws).snapshot()
+    assert stat.S_IMODE(paths.checkpoints_dir().stat().st_mode) == 0o700
