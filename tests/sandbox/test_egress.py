@@ -22,6 +22,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -1168,3 +1169,26 @@ async def test_the_time_a_network_question_is_on_screen_is_not_taken_from_the_ca
         egress.asking.reset(token)
     assert not fetched.timed_out and fetched.stdout.decode().strip() == "hello", fetched.stderr
     assert not after.timed_out and after.stdout == b"1\n", after.stderr
+
+
+async def test_allow_once_is_never_the_next_steps_or_an_mcp_servers_next_calls_answer() -> None:
+    # "Allow once" covers the step asked for (its other connections there), never a later step of the session, nor a
+    # later call of an MCP server (one process, its question path moving from call to call): with it kept as the
+    # session's, or kept past the call, no test failed (mutants28).
+    asked: list[str] = []
+
+    async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        asked.append(step)
+        return "once"
+
+    session = egress.NetAsk(ask=ask)
+    for label in ("first", "second"):
+        step = egress.StepNet(label=label, allow=(), deny=(), max_sent=0, ask=session)
+        assert [(await step.decide("other.test", 443))["how"] for _ in range(2)] == ["once", "once"]
+    assert asked == ["first", "second"] and not session.session_allowed
+    server = SimpleNamespace(current=egress.NetAsk(ask=ask))
+    step = egress.StepNet(label="server", allow=(), deny=(), max_sent=0, ask=server)
+    for _ in range(2):
+        server.current = egress.NetAsk(ask=ask)  # the server's next call
+        assert (await step.decide("other.test", 443))["how"] == "once"
+    assert asked == ["first", "second", "server", "server"]
