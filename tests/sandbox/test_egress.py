@@ -1187,6 +1187,7 @@ async def test_allow_once_is_never_the_next_steps_or_an_mcp_servers_next_calls_a
         step = egress.StepNet(label=label, allow=(), deny=(), max_sent=0, ask=session)
         assert [(await step.decide("other.test", 443))["how"] for _ in range(2)] == ["once", "once"]
     assert asked == ["first", "second"] and not session.session_allowed
+
     class Server:  # its question path: the NetAsk of the call running now (mcp/client.py)
         current = egress.NetAsk(ask=ask)
 

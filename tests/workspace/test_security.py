@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ollie import paths
 from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.review import undo
 
@@ -225,8 +226,6 @@ async def test_a_workspaces_gitattributes_never_change_the_bytes_a_rewind_puts_b
 async def test_the_shadows_an_older_ollie_left_open_to_others_are_made_private(tmp_path: Path) -> None:
     # They hold a copy of every workspace file (a 0600 key too) as a 0444 object; an older ollie made their dir 0755.
     # With the fix of an existing dir dropped, no test failed (mutants28).
-    from ollie import paths
-
     paths.checkpoints_dir().mkdir(mode=0o755, parents=True, exist_ok=True)
     paths.checkpoints_dir().chmod(0o755)
     ws = tmp_path / "ws"
