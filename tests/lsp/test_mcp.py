@@ -613,11 +613,18 @@ async def test_a_workspace_mcp_config_starts_nothing_until_the_user_allows_it(sh
     new = await daemon.request("ollie/session/new", {"cwd": str(ws)})
     listed = (await daemon.request("ollie/mcp/list", {"session": new["session"]}))["servers"]
     assert [s["name"] for s in listed] == ["planted"] and listed[0]["state"] != "needs approval"
-    # A changed entry is a new server: asked again, its args or only its env changed (PYTHONSTARTUP runs a file of the
-    # repository's: an approval that left the env out went unseen by every test).
-    for changed in (test_server("hostile"), {**test_server(), "env": {"PYTHONSTARTUP": "planted.py"}}):
-        (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": changed}}))
-        other = await daemon.request("ollie/session/new", {"cwd": str(ws)})
+    # A changed entry is a new server: asked again, its args, only its env (PYTHONSTARTUP runs a file of the
+    # repository's), its command (the same args run by a shell) or its cwd changed; and the same entry in another
+    # checkout, whose files it runs (an approval that left out any of these went unseen by every test).
+    (ws / "sub").mkdir()
+    other_checkout = tmp_path / "ws1"
+    (other_checkout / ".vscode").mkdir(parents=True)
+    (other_checkout / ".vscode" / "mcp.json").write_text((ws / ".vscode" / "mcp.json").read_text())
+    for changed in (test_server("hostile"), {**test_server(), "env": {"PYTHONSTARTUP": "planted.py"}},
+                    {**test_server(), "command": "/bin/sh"}, {**test_server(), "cwd": str(ws / "sub")}, None):
+        if changed is not None:
+            (ws / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"planted": changed}}))
+        other = await daemon.request("ollie/session/new", {"cwd": str(ws if changed else other_checkout)})
         (again,) = (await daemon.request("ollie/mcp/list", {"session": other["session"]}))["servers"]
         assert again["state"] == "needs approval", changed
 

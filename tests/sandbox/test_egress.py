@@ -834,10 +834,12 @@ async def test_plain_http_sends_one_request_whose_host_is_the_one_decided(ws, co
     out = await probe(ws, policy, "raw", f"GET http://{target}?q=/1 HTTP/1.1\r\n\r\n")
     assert out.startswith("HTTP/1.1 200") and bytes(counting.received).startswith(b"GET /?q=/1 HTTP/1.1\r\n"), out
     # A request line whose method or target carries another URL between tabs (a server splitting on any whitespace,
-    # or keeping the first three words, takes the absolute URL, and its host, from it): refused, nothing sent.
+    # or keeping the first three words, takes the absolute URL, and its host, from it), or a header whose bare LF starts
+    # another to a server that ends lines at LF (a second Host: with that check dropped, no test failed): refused.
     counting.received.clear()
     for line in (f"GET\thttp://other.test/\tHTTP/1.1 http://{target}/ HTTP/1.1",
-                 f"GET http://{target}/\thttp://other.test/ HTTP/1.1", f"GET http://{target}/ HTTP/1.1\tx"):
+                 f"GET http://{target}/\thttp://other.test/ HTTP/1.1", f"GET http://{target}/ HTTP/1.1\tx",
+                 f"GET http://{target}/ HTTP/1.1\r\nX-A: 1\nHost: other.test"):
         out = await probe(ws, policy, "raw", line + "\r\n\r\n")
         assert out.startswith("HTTP/1.1 400") and not counting.received, (line, out, bytes(counting.received))
 
@@ -1168,3 +1170,30 @@ async def test_the_time_a_network_question_is_on_screen_is_not_taken_from_the_ca
         egress.asking.reset(token)
     assert not fetched.timed_out and fetched.stdout.decode().strip() == "hello", fetched.stderr
     assert not after.timed_out and after.stdout == b"1\n", after.stderr
+
+
+async def test_allow_once_is_never_the_next_steps_or_an_mcp_servers_next_calls_answer() -> None:
+    # "Allow once" covers the step asked for (its other connections there), never a later step of the session, nor a
+    # later call of an MCP server (one process, its question path moving from call to call): with it kept as the
+    # session's, or kept past the call, no test failed (mutants28).
+    asked: list[str] = []
+
+    async def ask(host: str, port: int, step: str, scheme: str) -> str:
+        asked.append(step)
+        return "once"
+
+    session = egress.NetAsk(ask=ask)
+    for label in ("first", "second"):
+        step = egress.StepNet(label=label, allow=(), deny=(), max_sent=0, ask=session)
+        assert [(await step.decide("other.test", 443))["how"] for _ in range(2)] == ["once", "once"]
+    assert asked == ["first", "second"] and not session.session_allowed
+
+    class Server:  # its question path: the NetAsk of the call running now (mcp/client.py)
+        current = egress.NetAsk(ask=ask)
+
+    server = Server()
+    step = egress.StepNet(label="server", allow=(), deny=(), max_sent=0, ask=server)
+    for _ in range(2):
+        server.current = egress.NetAsk(ask=ask)  # the server's next call
+        assert (await step.decide("other.test", 443))["how"] == "once"
+    assert asked == ["first", "second", "server", "server"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from ollie import programs
 from ollie.sandbox.rules import landlock_abi
+from tests.planted import plant
 
 
 @pytest.fixture
@@ -69,6 +71,20 @@ def test_when_steps_may_write_every_path_entry_no_helper_and_no_path_is_left(tmp
     assert programs.trusted_path() == os.devnull
     with pytest.raises(programs.ProgramNotFound):
         programs.program("git")
+
+
+def test_a_relative_path_entry_is_never_trusted_even_for_a_daemon_started_in_root(tmp_path: Path, fresh, monkeypatch):
+    # A desktop launcher starts the daemon in `/`, where `.` and `bin` lead nowhere a step writes; an elevated step
+    # runs in its workspace, where `.` is the workspace and a step's planted `git` is the first one found.
+    ws, marker = tmp_path / "ws", tmp_path / "ran"
+    for place in (ws, ws / "bin"):
+        plant(place, "git", marker)
+    monkeypatch.chdir("/")
+    monkeypatch.setenv("PATH", ".:bin:/usr/bin:/bin")
+    assert programs.trusted_path() == programs.trusted(os.environ["PATH"], ws) == "/usr/bin:/bin"
+    subprocess.run(["/bin/sh", "-c", "git --version"], cwd=ws, env={"PATH": programs.trusted_path()},
+                   capture_output=True, check=True)
+    assert not marker.exists()
 
 
 async def _pid_in(path: Path) -> int:

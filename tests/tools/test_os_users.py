@@ -159,19 +159,22 @@ def test_her_file_in_a_dir_she_may_not_write_is_undone_and_rewound(shared):
 def test_a_fifo_or_a_link_in_a_dir_she_may_not_write_is_never_written_in_place(shared):
     # No temporary file can go beside them, so the write opens the name itself: never through a link (the repository's
     # own, to her ~/.bashrc, say), never into a FIFO (a reader lets it open for writing; the truncate's EINVAL alone
-    # kept the bytes out). Neither the O_NOFOLLOW nor the regular-file check, removed, failed a test.
+    # kept the bytes out). Neither the O_NOFOLLOW nor the regular-file check, removed, failed a test; nor O_NONBLOCK,
+    # without which a FIFO nobody reads held the write (an undo, the daemon's thread) for good.
     user, vendor = os_user(ALICE), her_file_in_roots_dir(shared)
     outside = home_of(ALICE, shared) / "bashrc"
     outside.write_text("hers\n")
     os.mkfifo(vendor / "pipe")
+    os.mkfifo(vendor / "unread")
     (vendor / "link").symlink_to(outside)
-    for path in (outside, vendor / "pipe"):
+    for path in (outside, vendor / "pipe", vendor / "unread"):
         os.chown(path, user.pw_uid, user.pw_gid)
     code = ("import os\nfrom ollie import beneath\nreader = os.open('vendor/pipe', os.O_RDONLY | os.O_NONBLOCK)\n"
-            "for name in ('pipe', 'link'):\n    try:\n        beneath.write_bytes_sync('.', f'vendor/{name}', b'planted')\n"
+            "for name in ('pipe', 'link', 'unread'):\n    try:\n"
+            "        beneath.write_bytes_sync('.', f'vendor/{name}', b'planted')\n"
             "    except PermissionError:\n        print(name, 'refused')\nprint(os.read(reader, 64))\n")
-    said = run_as(ALICE, code, env=env_of(ALICE, shared), cwd=vendor.parent)
-    assert said == "pipe refused\nlink refused\nb''\n" and outside.read_text() == "hers\n", said
+    said = run_as(ALICE, code, env=env_of(ALICE, shared), cwd=vendor.parent, timeout=60)
+    assert said == "pipe refused\nlink refused\nunread refused\nb''\n" and outside.read_text() == "hers\n", said
 
 
 def test_an_unreadable_path_entry_is_skipped(shared):

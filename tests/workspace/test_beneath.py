@@ -111,25 +111,32 @@ def test_relative_is_lexical_and_refuses_escapes(tree: Path) -> None:
 def test_helpers_are_never_found_where_tool_code_or_the_workspace_writes(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
-    for entry in ("proj/.venv/bin", "proj/node_modules/.bin", "env/bin", "wide"):
+    names = ("proj/.venv/bin", "proj/node_modules/.bin", "env/bin", "conda/bin", "wide", "proj/bin")
+    for entry in names:
         (home / entry).mkdir(parents=True)
         (home / entry / "git").write_text("#!/bin/sh\n")
         (home / entry / "git").chmod(0o755)
     (home / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (home / "conda" / "conda-meta").mkdir()
     (home / "wide").chmod(0o777)
-    entries = [str(home / e) for e in ("proj/.venv/bin", "proj/node_modules/.bin", "env/bin", "wide")]
+    entries = [str(home / e) for e in names]
     monkeypatch.setenv("PATH", os.pathsep.join([*entries, ".", "", "bin", "/tmp", "/usr/bin", "/bin"]))
     monkeypatch.setenv("HOME", str(home))
     programs._trusted_entries.cache_clear()
     programs._found.clear()
     # Each entry's own reason: under /tmp here, that alone keeps them all out of trusted_path().
     assert [programs._refused(e, [], home) for e in entries] == [
-        "a project's environment", "a project's environment", "a Python environment", "world-writable"]
+        "a project's environment", "a project's environment", "a Python environment", "a Python environment",
+        "world-writable", None]
     try:
         assert programs.trusted_path() == "/usr/bin:/bin"
         assert programs.program("git") == os.path.realpath(shutil.which("git", path="/usr/bin:/bin") or "")
         with pytest.raises(programs.ProgramNotFound, match="sandboxed code may write"):
             programs.program("git", workspace="/usr")
+        # A project's own `bin` (direnv puts it on PATH) is its workspace's: never on the PATH of an MCP server or a
+        # prompt command there (judged as if not under /tmp, which alone refuses it here).
+        monkeypatch.setattr(programs, "_writable_roots", lambda: [])
+        assert programs.trusted(f"{home / 'proj' / 'bin'}:/usr/bin", home / "proj") == "/usr/bin"
     finally:
         programs._trusted_entries.cache_clear()
         programs._found.clear()

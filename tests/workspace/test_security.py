@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ollie import paths
 from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.review import undo
 
@@ -203,3 +204,32 @@ async def test_checkpoints_refuse_a_state_dir_inside_the_workspace(tmp_path: Pat
     with pytest.raises(CheckpointUnavailable, match="is inside the workspace"):
         await Checkpoints(ws).snapshot()
     assert not (ws / ".ollie" / "checkpoints").exists()
+
+
+async def test_a_workspaces_gitattributes_never_change_the_bytes_a_rewind_puts_back(tmp_path: Path) -> None:
+    # `text` stored a CRLF file with LF and `working-tree-encoding` a UTF-16 one as UTF-8: a rewind wrote those back.
+    # With the shadow's lockdown of either left out, no test failed (mutants28).
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitattributes").write_text("crlf.txt text\nwide.txt working-tree-encoding=UTF-16\n")
+    files = {"crlf.txt": b"one\r\ntwo\r\n", "wide.txt": "wide\n".encode("utf-16")}
+    for name, data in files.items():
+        (ws / name).write_bytes(data)
+    cps = Checkpoints(ws)
+    start = await cps.snapshot()
+    for name in files:
+        (ws / name).write_text("changed\n")
+    await cps.restore(start)
+    assert {name: (ws / name).read_bytes() for name in files} == files
+
+
+async def test_the_shadows_an_older_ollie_left_open_to_others_are_made_private(tmp_path: Path) -> None:
+    # They hold a copy of every workspace file (a 0600 key too) as a 0444 object; an older ollie made their dir 0755.
+    # With the fix of an existing dir dropped, no test failed (mutants28).
+    paths.checkpoints_dir().mkdir(mode=0o755, parents=True, exist_ok=True)
+    paths.checkpoints_dir().chmod(0o755)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "id_key").write_text("secret\n")
+    await Checkpoints(ws).snapshot()
+    assert stat.S_IMODE(paths.checkpoints_dir().stat().st_mode) == 0o700
