@@ -126,16 +126,17 @@ async def test_a_plan_of_20000_steps_is_sent_as_its_first_100(shared_agent, llm)
 
 async def test_a_long_plans_steps_left_are_each_an_entry_when_they_fit(shared_agent, llm) -> None:
     # ACP clients count the entries: Zed reads "Current: s60  N left" from those not completed. 150 steps, 60 done,
-    # were sent as s0..s98 and "… 51 more steps": "39 left" (40 with the open one) where 90 were.
-    step = {"code": '{ seq 0 59 | sed "s/^/- [x] s/"; seq 60 149 | sed "s/^/- [ ] s/"; } > "$OLLIE_PLAN_FILE"'}
+    # were sent as s0..s98 and "… 51 more steps": "39 left" (40 with the open one) where 90 were. 99 left (the most
+    # that fit) were sent as the last one done, s51..s147 and "… 2 more steps": "98 left".
+    step = {"code": '{ seq 0 50 | sed "s/^/- [x] s/"; seq 51 149 | sed "s/^/- [ ] s/"; } > "$OLLIE_PLAN_FILE"'}
     llm.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text("planned"))
     agent = await shared_agent()
     sid = await agent.new()
     await agent.prompt(sid, "plan it")
     entries = [(e.content, e.status) for e in agent.client.of(sid, "plan")[-1].entries]
     assert len(entries) == 100 and entries[0] == ("… 51 steps done", "completed"), entries[:2]
-    assert [e for e in entries if e[1] != "completed"] == [("s60", "in_progress")] + [
-        (f"s{n}", "pending") for n in range(61, 150)]
+    assert [e for e in entries if e[1] != "completed"] == [("s51", "in_progress")] + [
+        (f"s{n}", "pending") for n in range(52, 150)]
 
 
 async def test_a_plan_tool_code_writes_by_hand_is_shown_as_its_step_ends(shared_agent, llm) -> None:
@@ -167,7 +168,7 @@ def test_a_long_plans_open_step_stays_among_the_steps_shown() -> None:
     def plan(done: int, total: int) -> str:
         return "".join(f"- [{'x' if n < done else ' '}] s{n}\n" for n in range(total))
 
-    for done, total in ((120, 20000), (99, 150), (150, 150), (0, 20000), (60, 150), (1, 101)):
+    for done, total in ((120, 20000), (99, 150), (150, 150), (0, 20000), (60, 150), (1, 101), (2, 101), (51, 150)):
         shown = plan_entries(plan(done, total))
         assert len(shown) <= 100
         # Each step left an entry while they fit: ACP clients count the entries (Zed's "N left").

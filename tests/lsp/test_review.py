@@ -400,6 +400,26 @@ async def test_each_turn_that_may_write_in_a_workspace_too_large_to_track_ends_s
                                    {"turn": 3, "unknown": True, "reason": why}]
 
 
+async def test_the_first_turn_after_a_compaction_says_why_its_changes_are_not_known(start_daemon, llm, tmp_path):
+    """A turn says why its changes are not known once for turns of the same reason: after `/compact` the turn that said
+    it is gone from the conversation, and the next one said nothing (`again`), so a reloaded chat said it nowhere."""
+    write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
+    llm.script(write, Reply.text("done"), Reply.text('{"goal": "write"}'), write, Reply.text("again"))
+    ws = seeded(tmp_path)
+    for n in range(6):
+        (ws / f"f{n}.txt").write_text("x")
+    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "5"}, workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["session"]
+    compacted = await daemon.request("ollie/submit", {"text": "/compact"}, timeout=60)
+    assert compacted["reply"].startswith("compacted:"), compacted
+    await daemon.request("ollie/submit", {"text": "write again"}, timeout=60)
+    why = "the workspace has more than 5 files: too many to checkpoint"
+    ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
+    assert ends[-1] == {"turn": 2, "unknown": True, "reason": why}, ends
+    messages = (await daemon.request("ollie/context", {"session": session}))["messages"]
+    assert [m["turnChanges"] for m in messages if "turnChanges" in m] == [ends[-1]]
+
+
 async def test_a_turn_after_one_that_made_the_tree_too_large_says_the_same_why_and_so_not_again(start_daemon, llm,
                                                                                                 tmp_path):
     """A step left the tree past the checkpoints' limit: the next turn's checkpoint before it failed for that, but it

@@ -206,7 +206,8 @@ def turn_marks(turn_starts: Sequence[int], changed: Sequence[int], total: int, *
         if (files != 0 or undone or plan) and 0 <= start < end <= total:
             count: dict[str, Any] = {"files": files} if files >= 0 else {"unknown": True}
             if files < 0 and str(turn) in reasons:
-                count |= {"reason": reasons[str(turn)]} | ({"again": True} if said_before(reasons, changed, turn) else {})
+                again = said_before(reasons, changed, turn_starts, turn)
+                count |= {"reason": reasons[str(turn)]} | ({"again": True} if again else {})
             marks[first + end - 1] = {"turn": turn, **count} | ({"undone": True} if undone else {}) | (
                 {"plan": True} if plan else {})
     return marks

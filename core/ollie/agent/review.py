@@ -313,7 +313,8 @@ class Review:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
             # Not "no changes": it may have changed files that no undo or rewind can take back, which the user is told.
             reason = session.turn_unknown[str(turn)] = one_name(getattr(exc, "reason", str(exc)) or "its diff failed", 200)
-            return TurnFiles(turn, UNCOUNTED, (), reason, said_before(session.turn_unknown, session.turn_changed, turn))
+            again = said_before(session.turn_unknown, session.turn_changed, session.turn_starts, turn)
+            return TurnFiles(turn, UNCOUNTED, (), reason, again)
         finally:
             ending, self._ending = self._ending, None
             ending.set_result(None)

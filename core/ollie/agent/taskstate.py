@@ -97,8 +97,10 @@ def plan_entries(text: str) -> list[PlanEntry]:
     if len(entries) <= PLAN_STEPS:
         return entries
     # The steps from the last one done on, the rest counted: the open step stays in view (and the model's state). Every
-    # step left, when they fit: ACP clients count the entries (Zed's "N left"), and a summary of those is one of them.
-    start = max(0, min(first - 1, len(entries) - PLAN_STEPS + 1))
+    # step left, when they fit: ACP clients count the entries (Zed's "N left"), and a summary of those is one of them
+    # (99 left: the last one done gives way, it cut two of them into "… 2 more steps").
+    fit = len(entries) - first < PLAN_STEPS
+    start = max(0, len(entries) - PLAN_STEPS + 1 if fit else first - 1)
     room = PLAN_STEPS - (start > 0)  # besides the summary of the steps done before them
     shown = entries[start:start + room - (len(entries) - start > room)]  # and one of those after, if any are
     after = items[start + len(shown):]

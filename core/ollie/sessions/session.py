@@ -344,12 +344,13 @@ def _check_meta(meta: dict[str, Any]) -> None:
 UNCOUNTED = -1
 
 
-def said_before(reasons: Mapping[str, str], counts: Sequence[int], turn: int) -> bool:
+def said_before(reasons: Mapping[str, str], counts: Sequence[int], starts: Sequence[int], turn: int) -> bool:
     """Whether turn `turn`'s reason its count is not known is the one the last turn before it with one gave (`reasons`:
-    `turn_unknown`, `counts`: `turn_changed`): said there, a client does not say it again under every turn."""
-    for earlier in range(min(turn - 1, len(counts)), 0, -1):
+    `turn_unknown`, `counts`: `turn_changed`), a turn still in the conversation (`starts`: not a compaction's -1): said
+    there, a client does not say it again under every turn."""
+    for earlier in range(min(turn - 1, len(counts), len(starts)), 0, -1):
         if counts[earlier - 1] == UNCOUNTED and str(earlier) in reasons:
-            return reasons[str(earlier)] == reasons.get(str(turn))
+            return reasons[str(earlier)] == reasons.get(str(turn)) and starts[earlier - 1] >= 0
     return False
 
 
