@@ -169,9 +169,11 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     she scrolled it as the header changes; the chat it grew over still shows its last reply (it went under the plan,
     "Jump to latest" offered), and in a short window the plan takes less height than the chat (plan-short-window:
     its seven rows left the chat three lines); every step done, it folds to "Plan done · 10 steps" (plan-done: it
-    stayed open, taking room), a step added opens it; 150 steps read "Plan 10/150" (plan-150: each of the daemon's
-    summaries of a plan past 100 steps counted as one step); `/rewind` puts back the plan its turn found, `/clear` takes it away,
-    and the conversation /clear kept comes back with it (plan-resumed): VS Code never showed the plan."""
+    stayed open, taking room), a step added opens it; 150 steps, 60 done, read "Plan 60/150" (plan-150: each of the
+    daemon's summaries of a plan past 100 steps counted as one step), each of the 90 left a row, and the 50 check-offs
+    of one call whose result was cut to its cap each read as done (those past the cut read as failed, the card red);
+    `/rewind` puts back the plan its turn found, `/clear` takes it away, and the conversation /clear kept comes back
+    with it (plan-resumed): VS Code never showed the plan."""
     output = run_e2e("title.mjs", total_ms=370000)
     shows(output,
           "the header showed the first prompt's title while its turn streamed",
@@ -198,6 +200,7 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
                    ("plan", "the agent's plan showed above the prompt, a checklist following its steps"),
                    ("plan", "a long plan shows its step in progress, and stays where she scrolled it"),
                    ("plan", "a finished plan folds to one line, and opens again as a step is added"),
-                   ("plan", "a plan of 150 steps counts all of them"),
+                   ("plan", "a plan of 150 steps, 60 done, counts all of them and shows each step left; its check-offs read "
+                            "as done"),
                    ("plan", "/rewind put back the plan its turn found, /clear took it away, the conversation it kept came "
                             "back with it"))

@@ -28,7 +28,8 @@
 // (the notes showed as her prompt: "[ollie: the agent's own notes ..." and the task state's JSON).
 // Then (scenario plan, in a chat of its own): the agent's task plan shows above the prompt as a compact checklist
 // (Plan 1/2 · the step now; done steps ticked, the one in progress marked) as its steps change it, folded to one line
-// once all are done ("Plan done · 10 steps") and open again as one is added, 150 steps counted as 150; `/rewind` puts back
+// once all are done ("Plan done · 10 steps") and open again as one is added, 150 steps counted as 150 (60 done: the 90
+// left each a row; the 50 check-offs of one call each done, though its result was cut to its cap); `/rewind` puts back
 // the plan the rewound turn found, `/clear` takes it away, and the conversation `/clear` kept, switched back to, has
 // its plan again. (VS Code never showed the plan: the daemon did not send it.)
 // Last (scenario settingsscope, in a chat of its own): the window's repository, a clone, has a `.vscode/settings.json`
@@ -49,7 +50,10 @@ const task = (tool, ...args) => ({ text: "", tool_calls: [{ name: "call_tool", a
 // compacted's task state, the answer its /compact asks the model for.
 // plan's third turn: eight steps more, all done but the last, the one in progress below the list's fold.
 const LATER = ["lex", "parse", "check", "emit", "link", "optimise", "document", "release"];
-const LONG = Array.from({ length: 139 }, (_, n) => `s${n + 12}`);
+// plan's sixth turn: 139 steps more, 50 of them checked off in the same call, each check-off printing the whole plan
+// (the result past its 128 KiB cap: the steps past the cut read as failed, the card red, though all of them ran).
+const LONG = Array.from({ length: 139 }, (_, n) => `s${n + 12} of the long plan`);
+const CHECKS = Array.from({ length: 50 }, (_, n) => ({ tool: "task_check", args: [String(n + 11)] }));
 const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain", decisions: [], files: [] };
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
   { text: "Hello." }, { text: "Again." },
@@ -59,7 +63,8 @@ const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon ha
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LATER },
     ...LATER.map((_, n) => ({ tool: "task_check", args: [String(n + 2)] }))] } }] }, { text: "Nearly there." },
   task("task_check", "10"), { text: "Finished." }, task("task_add", "ship it"), { text: "Added." },
-  task("task_add", ...LONG), { text: "Long." }]; // plan's sixth turn: 150 steps (past 100 the daemon summarises them)
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LONG }, ...CHECKS] } }] },
+  { text: "Long." }];
 const PROMPT = "Write a haiku about the sea";
 const HUNG = "Tell me about the parser.";
 
@@ -418,11 +423,23 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await summary("Plan 10/11 · ship it");
     if (!await open()) throw new Error("the plan a step was added to stays folded");
     log("a finished plan folds to one line, and opens again as a step is added");
-    // Past 100 steps the daemon sends the plan summarised: the count is of every step (it counted each summary as one).
+    // Past 100 steps the daemon sends the plan summarised: the count is of every step (it counted each summary as one),
+    // and with 90 left each of them is a row, the 51 done before the last nine in one.
     await send(chat, "go long");
-    await summary("Plan 10/150 · ship it");
+    await summary("Plan 60/150 · s61 of the long plan");
+    const rows = await chat.locator("#planSteps .plan-step").evaluateAll((rows) => rows.map((row) => `${row.className}: ${row.textContent.trim()}`));
+    const expected = ["plan-step completed: … 51 steps done", ...Array.from({ length: 9 }, (_, n) => `plan-step completed: s${n + 52} of the long plan`),
+      ...Array.from({ length: 90 }, (_, n) => `plan-step ${n ? "pending" : "in_progress"}: s${n + 61} of the long plan`)];
+    if (JSON.stringify(rows) !== JSON.stringify(expected)) throw new Error(`the plan of 150 steps shows ${JSON.stringify(rows)}`);
+    // Each check-off ran: none of them reads as failed, though the call's result was cut.
+    await chat.locator(".item.assistant", { hasText: "Long." }).waitFor({ timeout: waitMs });
+    const card = chat.locator(".item.tool", { hasText: "Add 139 steps to the plan" });
+    const failed = await card.locator('.step-row[data-status="failed"]').allTextContents();
+    if (failed.length || await card.locator('.substep[data-status="completed"]').count() !== 51) {
+      throw new Error(`check-offs that ran read as failed: ${JSON.stringify(failed)}`);
+    }
     await screenshot("plan-150");
-    log("a plan of 150 steps counts all of them");
+    log("a plan of 150 steps, 60 done, counts all of them and shows each step left; its check-offs read as done");
     await send(chat, "/rewind 2");
     await summary("Plan 0/2 · write the parser");
     await send(chat, "/clear");
