@@ -79,7 +79,9 @@ const script = [{ text: "The first answer." }, { text: "The answer after the res
   { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 },
   { text: "The answer saved before the crash." },
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "a - b", "a + b"] }] } }] },
-  { text: "Fixed add." }];
+  { text: "Fixed add." },
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "def add", "def plus"] }] } }] },
+  { text: "Renamed add." }];
 
 // Traced: the Ollie output shows when a request has gone to the daemon.
 const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose", "files.autoSave": "off" };
@@ -249,4 +251,14 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
     .waitFor({ timeout: waitMs });
   await screenshot("rewind-kept-buffer");
   log("a rewind that left an open buffer she had typed in as it was said so");
+  // Another turn's edit, typed under too, rewound by `/rewind` typed in the chat: its answer says so too.
+  await send(chat, "Rename add.");
+  await chat.locator(".item.permission", { hasText: "Edit calc.py" }).last().locator("button", { hasText: "Allow once" }).click();
+  await chat.locator(".item.assistant", { hasText: "Renamed add." }).waitFor({ timeout: waitMs });
+  await typeUnsaved(page, "calc.py", " again");
+  await send(chat, "/rewind");
+  await chat.locator(".item.notice", { hasText: "but not in the editor: calc.py (the buffer changed since the agent's edit" })
+    .waitFor({ timeout: waitMs });
+  await screenshot("rewind-kept-buffer-command");
+  log("/rewind that left it as it was said so too");
 });
