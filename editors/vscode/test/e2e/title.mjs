@@ -29,9 +29,9 @@
 // Then (scenario plan, in a chat of its own): the agent's task plan shows above the prompt as a compact checklist
 // (Plan 1/2 · the step now; done steps ticked, the one in progress marked) as its steps change it, folded to one line
 // once all are done ("Plan done · 10 steps") and open again as one is added, 150 steps counted as 150 (60 done: the 90
-// left each a row; the 50 check-offs of one call each done, though its result was cut to its cap); `/rewind` puts back
-// the plan the rewound turn found, `/clear` takes it away, and the conversation `/clear` kept, switched back to, has
-// its plan again. (VS Code never showed the plan: the daemon did not send it.)
+// left each a row, the next ones in sight; the 50 check-offs of one call each done, though its result was cut to its
+// cap); `/rewind` puts back the plan the rewound turn found, `/clear` takes it away, and the conversation `/clear`
+// kept, switched back to, has its plan again. (VS Code never showed the plan: the daemon did not send it.)
 // Last (scenario settingsscope, in a chat of its own): the window's repository, a clone, has a `.vscode/settings.json`
 // choosing neither the model (billed to the user's key: a dearer one), the agent nor the daemon command. The chat's model
 // stays the user's; and when the repository changes those values (a pull, a branch switch), the daemon is not restarted:
@@ -390,11 +390,11 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await chat.locator(".item", { hasText: "Add 8 steps to the plan" }).locator("text=Check off step 9").waitFor({ timeout: waitMs });
     await until("the chat's end in sight", () => chat.locator("#log").evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight <= 40), 5000);
     if (await chat.locator("#jump").isVisible()) throw new Error("the chat that followed the turn offers Jump to latest");
-    const now = chat.locator("#planSteps .plan-step.in_progress", { hasText: "release" });
-    await until("the step in progress in sight", () => now.evaluate((row) => {
+    const inSight = (text) => chat.locator("#planSteps .plan-step", { hasText: text }).evaluate((row) => {
       const [shown, list] = [row.getBoundingClientRect(), row.parentElement.getBoundingClientRect()];
-      return shown.top >= list.top && shown.bottom <= list.bottom + 1;
-    }), 5000);
+      return shown.top >= list.top - 1 && shown.bottom <= list.bottom + 1;
+    });
+    await until("the step in progress in sight", () => inSight("release"), 5000);
     await screenshot("plan-long");
     // Scrolled back to its first steps, the list stays there as the header changes (an approval mode picked).
     const top = () => chat.locator("#planSteps").evaluate((list) => list.scrollTop);
@@ -431,6 +431,10 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     const expected = ["plan-step completed: … 51 steps done", ...Array.from({ length: 9 }, (_, n) => `plan-step completed: s${n + 52} of the long plan`),
       ...Array.from({ length: 90 }, (_, n) => `plan-step ${n ? "pending" : "in_progress"}: s${n + 61} of the long plan`)];
     if (JSON.stringify(rows) !== JSON.stringify(expected)) throw new Error(`the plan of 150 steps shows ${JSON.stringify(rows)}`);
+    // The step in progress in sight with the next ones (it was at the list's foot, the 89 left below it).
+    await until("the step in progress and the next two in sight", async () => await inSight("s61 of") && await inSight("s63 of"), 5000);
+    const headerTop = await chat.locator("#header").evaluate((header) => header.getBoundingClientRect().top);
+    if (headerTop < 0) throw new Error(`the plan scrolled the chat's header out of sight by ${-headerTop}px`);
     // Each check-off ran: none of them reads as failed, though the call's result was cut.
     await chat.locator(".item.assistant", { hasText: "Long." }).waitFor({ timeout: waitMs });
     const card = chat.locator(".item.tool", { hasText: "Add 139 steps to the plan" });
