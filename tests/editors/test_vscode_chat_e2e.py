@@ -160,7 +160,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     settings). The repository changing them restarts no daemon (it did, and the chat emptied: a command's answer lost);
     the user's own change of ollie.model does.
     retry (a session of its own): a reply breaks off with a 503 after its first words, then comes whole: the chat shows
-    the retry's note and the answer, not the failed attempt's words above them. compacted (a session of its own): a
+    the retry's note and the answer, not the failed attempt's words above them; one that fails for good (a 400) shows
+    the error without the words it streamed (the session never kept them). compacted (a session of its own): a
     session compacted with /compact, then the window reloaded: the chat says the conversation was compacted and shows
     her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt). plan (a
     session of its own): the agent's task plan is a compact checklist above the prompt as its steps change it (screenshot
@@ -196,6 +197,7 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")
     scenarios_said(output, ("retry", "a retried reply shows once, without the failed attempt's words"),
+                   ("retry", "a request that failed for good shows its error, without the words it had streamed"),
                    ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"),
                    ("plan", "the agent's plan showed above the prompt, a checklist following its steps"),
                    ("plan", "a long plan shows its step in progress, and stays where she scrolled it"),

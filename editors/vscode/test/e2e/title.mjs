@@ -21,7 +21,8 @@
 // session opens (no step runs in this scenario).
 // Then (scenario retry, in a chat of its own): a reply that breaks off with a server error after its first words, then
 // comes whole on the retry, shows once: the retry's note, then the answer, without the words of the attempt that
-// failed (they stayed above the note, "Half an", as if the model had said them).
+// failed (they stayed above the note, "Half an", as if the model had said them); one that fails for good (a 400) shows
+// the error without the words it streamed (the session never kept them).
 // Then (scenario compacted, in a chat of its own): a session compacted (/compact) and then resumed (its daemon killed,
 // the chat read back from disk by the one the extension restarts, as a window reload does) starts with the agent's
 // notes of the turns compaction replaced. The chat says the conversation was compacted, and shows the user's turns
@@ -58,6 +59,7 @@ const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
   { text: "Hello." }, { text: "Again." },
   { text: "Half an answer", chunk_size: 5, stream_error: 503, drop: 2 }, { text: "Recovered whole." },
+  { text: "Broken off mid-word", chunk_size: 5, stream_error: 400, drop: 2 },
   { text: "The first answer." }, { text: JSON.stringify(STATE) },
   task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." },
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LATER },
@@ -342,6 +344,14 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     const answers = await chat.locator(".item.assistant").allTextContents();
     if (answers.some((text) => text.includes("Half"))) throw new Error(`the failed attempt's words still show: ${JSON.stringify(answers)}`);
     log("a retried reply shows once, without the failed attempt's words");
+    // A request that fails for good after its first words (a 400 is not retried): the error, without those words
+    // above it (they stayed, though the session never kept them: a resumed chat had none).
+    await send(chat, "and then?");
+    await chat.locator('.item.turnEnd[data-stop="error"]').waitFor({ timeout: waitMs });
+    const after = await chat.locator(".item.assistant").allTextContents();
+    if (after.some((text) => text.includes("Broke"))) throw new Error(`the failed request's words still show: ${JSON.stringify(after)}`);
+    await screenshot("failed-for-good");
+    log("a request that failed for good shows its error, without the words it had streamed");
   });
 
   await scenario("compacted", async () => {
