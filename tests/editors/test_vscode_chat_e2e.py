@@ -113,7 +113,8 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
     mid-turn) when the window reloads (inject's reload, one for both) come back held, with the notice, each when its
     session is shown; neither runs on its own, each runs before the next prompt sent in its session. A queued and a
     held prompt (with a file chip) when Restart comes are back in the input, before the text being typed, said (they
-    vanished without a word); neither is queued in the fresh daemon."""
+    vanished without a word); neither is queued in the fresh daemon. A question left open in one session while the
+    other is shown: Switch Session's row of it says it waits for her answer (sessions-pick-waiting)."""
     scenarios_said(
         run_e2e("inject.mjs", total_ms=420000),
         ("inject", "a prompt over the limit was refused at once, said, its text kept in the input"),
@@ -133,6 +134,7 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
                           "typed, with the chip, said"),
         ("queuesessions", "after Restart neither session's queued prompt came back, and the next prompt in each ran "
                           "alone"),
+        ("queuesessions", "Switch Session said which session waited for her answer"),
     )
 
 

@@ -184,6 +184,11 @@ export class Conversation implements vscode.Disposable {
     return this.current;
   }
 
+  /** What `session` does now, for a list of sessions: it waits for her answer, runs a turn, or neither (''). */
+  activity(session: string): string {
+    return this.questions.asks(session) ? "waiting for your answer" : this.turning.has(session) ? "running" : "";
+  }
+
   /** The directory the current session works in, once the daemon said. */
   get cwd(): string | undefined {
     return this.cwds.get(this.current ?? "");
