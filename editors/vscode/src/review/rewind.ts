@@ -5,6 +5,8 @@ import * as vscode from "vscode";
 import { ReviewHost } from "./review";
 import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
+import { unlinked } from "../lib/notice";
+import { shownPath } from "../lib/steps";
 import { changedCounts, namedBuildOutput, turnItems, userPrompts } from "./turns";
 
 // Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
@@ -54,8 +56,9 @@ export async function rewind(
   const alsoBuilt = built ? `, and build output (${built})` : "";
   // An open buffer she typed in since the turn's edit keeps that edit (the daemon leaves it as it is): said, or her next
   // save wrote it back, the rewind having said the file was restored.
-  const kept = (done.buffers ?? []).filter((b) => b.status !== "reverted").map((b) => `${b.path} (${b.reason ?? b.status})`);
-  const left = kept.length ? ` Not in the editor: ${kept.join(", ")}; saving writes the rewound edits back.` : "";
+  // The names are the workspace's and the reasons the editor's: escaped, and no link (`unlinked`) made of them.
+  const kept = (done.buffers ?? []).filter((b) => b.status !== "reverted").map((b) => `${shownPath(b.path)} (${shownPath(b.reason ?? b.status)})`);
+  const left = kept.length ? ` Not in the editor: ${unlinked(kept.join(", "))}; saving writes the rewound edits back.` : "";
   const choice = await (kept.length ? vscode.window.showWarningMessage : vscode.window.showInformationMessage)(
     `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored${alsoBuilt}).${left}`,
     "Undo Rewind",
