@@ -113,7 +113,8 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
     mid-turn) when the window reloads (inject's reload, one for both) come back held, with the notice, each when its
     session is shown; neither runs on its own, each runs before the next prompt sent in its session. A queued and a
     held prompt (with a file chip) when Restart comes are back in the input, before the text being typed, said (they
-    vanished without a word); neither is queued in the fresh daemon."""
+    vanished without a word); neither is queued in the fresh daemon. A question left open in one session while the
+    other is shown: Switch Session's row of it says it waits for her answer (sessions-pick-waiting)."""
     scenarios_said(
         run_e2e("inject.mjs", total_ms=420000),
         ("inject", "a prompt over the limit was refused at once, said, its text kept in the input"),
@@ -133,6 +134,7 @@ def test_text_injected_into_a_running_turn_is_never_lost_and_two_sessions_queued
                           "typed, with the chip, said"),
         ("queuesessions", "after Restart neither session's queued prompt came back, and the next prompt in each ran "
                           "alone"),
+        ("queuesessions", "Switch Session said which session waited for her answer"),
     )
 
 
@@ -160,7 +162,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     settings). The repository changing them restarts no daemon (it did, and the chat emptied: a command's answer lost);
     the user's own change of ollie.model does.
     retry (a session of its own): a reply breaks off with a 503 after its first words, then comes whole: the chat shows
-    the retry's note and the answer, not the failed attempt's words above them. compacted (a session of its own): a
+    the retry's note and the answer, not the failed attempt's words above them; one that fails for good (a 400) shows
+    the error without the words it streamed (the session never kept them). compacted (a session of its own): a
     session compacted with /compact, then the window reloaded: the chat says the conversation was compacted and shows
     her one prompt (the agent's notes, which the history starts with from then on, showed as her prompt). plan (a
     session of its own): the agent's task plan is a compact checklist above the prompt as its steps change it (screenshot
@@ -169,9 +172,11 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     she scrolled it as the header changes; the chat it grew over still shows its last reply (it went under the plan,
     "Jump to latest" offered), and in a short window the plan takes less height than the chat (plan-short-window:
     its seven rows left the chat three lines); every step done, it folds to "Plan done · 10 steps" (plan-done: it
-    stayed open, taking room), a step added opens it; 150 steps read "Plan 10/150" (plan-150: each of the daemon's
-    summaries of a plan past 100 steps counted as one step); `/rewind` puts back the plan its turn found, `/clear` takes it away,
-    and the conversation /clear kept comes back with it (plan-resumed): VS Code never showed the plan."""
+    stayed open, taking room), a step added opens it; 150 steps, 60 done, read "Plan 60/150" (plan-150: each of the
+    daemon's summaries of a plan past 100 steps counted as one step), each of the 90 left a row, and the 50 check-offs
+    of one call whose result was cut to its cap each read as done (those past the cut read as failed, the card red);
+    `/rewind` puts back the plan its turn found, `/clear` takes it away, and the conversation /clear kept comes back
+    with it (plan-resumed): VS Code never showed the plan."""
     output = run_e2e("title.mjs", total_ms=370000)
     shows(output,
           "the header showed the first prompt's title while its turn streamed",
@@ -194,10 +199,12 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
           "the repository's changed settings restarted nothing: the chat kept its answers",
           "the user's own change of ollie.model restarted the daemon with it")
     scenarios_said(output, ("retry", "a retried reply shows once, without the failed attempt's words"),
+                   ("retry", "a request that failed for good shows its error, without the words it had streamed"),
                    ("compacted", "a compacted session resumed says it was compacted, the agent's notes no prompt of hers"),
                    ("plan", "the agent's plan showed above the prompt, a checklist following its steps"),
                    ("plan", "a long plan shows its step in progress, and stays where she scrolled it"),
                    ("plan", "a finished plan folds to one line, and opens again as a step is added"),
-                   ("plan", "a plan of 150 steps counts all of them"),
+                   ("plan", "a plan of 150 steps, 60 done, counts all of them and shows each step left; its check-offs read "
+                            "as done"),
                    ("plan", "/rewind put back the plan its turn found, /clear took it away, the conversation it kept came "
                             "back with it"))

@@ -123,8 +123,12 @@ def _restored(done: Rewound) -> str:
     """The files a rewind put back, and the build output it put back too, said apart (the change list leaves it out):
     of each, the first few named, then how many more (a test run's bytecode, a generated tree can be many files)."""
     built = _first(done.build_output, 3)
+    # An open buffer typed in since the turn's edit keeps it: said, or its next save undid the rewind unseen.
+    kept = ", ".join(f"{escaped(b.path, keep='')} ({escaped(b.reason or b.status, keep='')})"
+                     for b in done.buffers if b.status != "reverted")
     return f"files restored ({_first(done.files, RESTORED_NAMED) or 'none'})" + (
-        f" and build output ({built})" if built else "")
+        f" and build output ({built})" if built else "") + (
+        f", but not in the editor: {kept}; saving writes the rewound edits back" if kept else "")
 
 
 def _first(paths: Sequence[str], most: int) -> str:

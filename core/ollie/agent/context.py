@@ -158,7 +158,9 @@ class ContextBudget:
         # Over budget: the strip walks (and re-measures) the whole history: in a thread, not on the shared loop.
         stripped = await asyncio.to_thread(context_gate, host.session, budget=budget)
         if stripped:
-            host.bus.emit("info", f"context gate: collapsed {' and '.join(stripped)} tool results to stay under budget")
+            # In the user's words: "context gate", "warm" and "budget" (money?) are the engine's.
+            host.bus.emit("info", "the conversation nears the model's context limit: earlier steps' output was shortened "
+                                  "to a line each to make room")
             host.notify()
 
     async def auto_compact(self) -> None:

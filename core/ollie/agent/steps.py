@@ -220,9 +220,12 @@ def section_texts(result: str, count: int) -> list[str]:
     return [parts.get(n, "") for n in range(1, count + 1)]
 
 
-def finished(inner: Sequence[ToolState], result: str, *, is_error: bool = False) -> list[ToolState]:
-    """A call's steps once its result is in: each completed or failed, an edit's location with its first line."""
-    statuses = inner_statuses(result, len(inner), is_error=is_error)
+def finished(inner: Sequence[ToolState], result: str, *, is_error: bool = False,
+             statuses: Sequence[StepStatus] | None = None) -> list[ToolState]:
+    """A call's steps once its result is in: each completed or failed (`statuses`, else as `result` says), an edit's
+    location with its first line."""
+    if statuses is None or len(statuses) != len(inner):
+        statuses = inner_statuses(result, len(inner), is_error=is_error)
     parts = section_texts(result, len(inner))
     return [_edit_line(s.with_status(st), part) for s, st, part in zip(inner, statuses, parts, strict=True)]
 

@@ -26,11 +26,13 @@ from ollie.agent.steps import (
     Diff,
     KindLookup,
     StepKind,
+    StepStatus,
     ToolState,
     ToolStep,
     attribute,
     describe,
     finished,
+    inner_statuses,
     last_writer,
     step_states,
     whole_state,
@@ -92,6 +94,8 @@ class CallOutcome:
     is_error: bool
     tier: str = "hot"
     images: list[Image] = field(default_factory=list)  # what the tool returned besides text (an MCP server's)
+    # Each step's, read before the text was cut to its cap: the headers of the steps past the cut are gone with it.
+    statuses: list[StepStatus] | None = None
 
 
 # A line of file_read's output: its number in the file, a tab, the line.
@@ -234,10 +238,11 @@ class ToolRound:
             self._open[call.id] = [s.with_status("in_progress") for s in inner]
             self._publish("step", call.id, call.name, "")
 
-    def _close(self, call_id: str, name: str, text: str, is_error: bool, images: Sequence[Image] = ()) -> None:
+    def _close(self, call_id: str, name: str, text: str, is_error: bool, images: Sequence[Image] = (),
+               statuses: list[StepStatus] | None = None) -> None:
         """The `tool` event: each step completed or failed (from the result's sections), with its diffs and the
         images the tool returned (the user sees what the model was shown)."""
-        inner = finished(self._open.get(call_id, []), text, is_error=is_error)
+        inner = finished(self._open.get(call_id, []), text, is_error=is_error, statuses=statuses)
         diffs = self._diffs.pop(call_id, None)
         shares = attribute(diffs, inner) if diffs and inner else [() for _ in inner]
         more = self._diffs_more.pop(call_id, 0)
@@ -339,7 +344,7 @@ class ToolRound:
         behind = self._behind.pop(outcome.call.id, [])
         if behind:
             outcome.text = f"{outcome.text}\n\n{model_note(behind)}"
-        self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error, outcome.images)
+        self._close(outcome.call.id, outcome.call.name, outcome.text, outcome.is_error, outcome.images, outcome.statuses)
         for rel in behind:  # the user reads it under the step, right when it ended
             self.bus.emit("info", user_notice(rel))
         for rel in self.behind.saved_unsaved() if self.behind is not None else ():
@@ -366,7 +371,7 @@ class ToolRound:
             shared[key] = cached
             if not tracked:  # a batch that may write closes its steps once the batch's diffs are known
                 for call, _ in groups[key]:
-                    self._close(call.id, call.name, cached.text, cached.is_error, cached.images)
+                    self._close(call.id, call.name, cached.text, cached.is_error, cached.images, cached.statuses)
 
         async def fan_out() -> None:
             # A TaskGroup: if one call fails unexpectedly its siblings are cancelled, not left running.
@@ -379,7 +384,7 @@ class ToolRound:
         out = []
         for call, *_ in batch:
             done = shared[(call.name, canonical_args(call.arguments))]
-            outcome = CallOutcome(call, done.text, done.is_error, done.tier, done.images)
+            outcome = CallOutcome(call, done.text, done.is_error, done.tier, done.images, done.statuses)
             out.append(self._finish(outcome) if tracked else outcome)
         return out
 
@@ -430,9 +435,10 @@ class ToolRound:
         if injected:
             text = f"{text}\n\n{INJECTED_HEAD}\n{injected}"
 
+        statuses = inner_statuses(text, len(inner), is_error=is_error) if inner else None
         text = truncate_utf8(text, self.runtime.tool_result_max_bytes)
         outcome = CallOutcome(call, text, is_error, self.runtime.classify_tier(call.name, args),
-                              [] if post is not None and post.blocked else result.images)
+                              [] if post is not None and post.blocked else result.images, statuses)
         if read_safe and not is_error and not injected:
             self.cache[(call.name, canonical_args(call.arguments))] = outcome
         return outcome

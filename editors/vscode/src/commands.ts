@@ -158,7 +158,8 @@ async function showHistory(parts: Parts, title: string): Promise<void> {
     const sessions = await listSessions((page) => parts.daemon.request("ollie/session/list", { ...page, includeArchived: archived }));
     const items = historyEntries(sessions, parts.conversation.session, Date.now()).map((entry) => ({
       label: shownLabel(entry.label),
-      description: shownLabel(entry.description),
+      // A session she left with a question open (its turn stopped until she answers) says so: it read as any other.
+      description: shownLabel([parts.conversation.activity(entry.id), entry.description].filter(Boolean).join(" · ")),
       // An archived session refuses renames (PROTOCOL.md: writes are -32002) until it is unarchived.
       iconPath: entry.archived ? new vscode.ThemeIcon("archive") : undefined,
       detail: entry.archived ? `Pick to ${UNARCHIVE_AND_RESUME.toLowerCase()}` : undefined,

@@ -184,6 +184,11 @@ export class Conversation implements vscode.Disposable {
     return this.current;
   }
 
+  /** What `session` does now, for a list of sessions: it waits for her answer, runs a turn, or neither (''). */
+  activity(session: string): string {
+    return this.questions.asks(session) ? "waiting for your answer" : this.turning.has(session) ? "running" : "";
+  }
+
   /** The directory the current session works in, once the daemon said. */
   get cwd(): string | undefined {
     return this.cwds.get(this.current ?? "");
@@ -559,7 +564,11 @@ export class Conversation implements vscode.Disposable {
   private onEvent(event: OllieEvent): void {
     if (this.current === undefined) this.adopt(event.session);
     const model = this.modelFor(event.session);
-    if (event.role === "limitretry" && event.seq > model.lastSeq && model.dropAttempt() && event.session === this.current) {
+    // A model request that failed leaves no answer: retried (`limitretry`), or given up (the `error` ending the turn,
+    // which names its kind), the words it streamed go; given up, they stayed above the error, though the session
+    // never kept them (a resumed chat had none, the model did not see them).
+    const failed = event.role === "limitretry" || (event.role === "error" && event.name !== undefined);
+    if (failed && event.seq > model.lastSeq && model.dropAttempt() && event.session === this.current) {
       this.dirty.clear(); // the view draws the chat anew, without the failed attempt's text
       for (const listener of this.listeners) listener.reset();
     }

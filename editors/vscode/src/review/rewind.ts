@@ -5,6 +5,8 @@ import * as vscode from "vscode";
 import { ReviewHost } from "./review";
 import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
+import { unlinked } from "../lib/notice";
+import { shownPath } from "../lib/steps";
 import { changedCounts, namedBuildOutput, planTurns, turnItems, userPrompts } from "./turns";
 
 // Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
@@ -15,6 +17,7 @@ interface Rewound {
   files?: string[];
   buildOutput?: string[];
   messages?: number;
+  buffers?: { path: string; status: string; reason?: string }[];
 }
 
 /** Ask which turn to rewind to and do it; `reload` shows the session's conversation afterwards, `cut` is told which
@@ -51,8 +54,13 @@ export async function rewind(
   // Build output (a test run's __pycache__) is put back too, but counted apart: the change list never showed it.
   const built = namedBuildOutput(done.buildOutput ?? []);
   const alsoBuilt = built ? `, and build output (${built})` : "";
-  const choice = await vscode.window.showInformationMessage(
-    `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored${alsoBuilt}).`,
+  // An open buffer she typed in since the turn's edit keeps that edit (the daemon leaves it as it is): said, or her next
+  // save wrote it back, the rewind having said the file was restored.
+  // The names are the workspace's and the reasons the editor's: escaped, and no link (`unlinked`) made of them.
+  const kept = (done.buffers ?? []).filter((b) => b.status !== "reverted").map((b) => `${shownPath(b.path)} (${shownPath(b.reason ?? b.status)})`);
+  const left = kept.length ? ` Not in the editor: ${unlinked(kept.join(", "))}; saving writes the rewound edits back.` : "";
+  const choice = await (kept.length ? vscode.window.showWarningMessage : vscode.window.showInformationMessage)(
+    `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored${alsoBuilt}).${left}`,
     "Undo Rewind",
   );
   if (choice === "Undo Rewind") {

@@ -195,8 +195,13 @@ function showHeader(header: Header): void {
 
 const PLAN_ICONS = { completed: "pass-filled", in_progress: "arrow-right", pending: "circle-large-outline" };
 
-// A plan longer than the list's height shows the step in progress (it showed its first steps, all done), unfolded too.
-const showStepNow = () => planSteps.querySelector(".in_progress")?.scrollIntoView({ block: "nearest" });
+// A plan longer than the list's height shows the step in progress (it showed its first steps, all done), unfolded too,
+// amid the steps next to it: at the list's foot, every step left was below the fold. The list alone scrolls
+// (scrollIntoView's "center" scrolled the page too, the header partly out of sight).
+const showStepNow = (): void => {
+  const row = planSteps.querySelector<HTMLElement>(".in_progress");
+  if (row) planSteps.scrollTop += row.getBoundingClientRect().top - planSteps.getBoundingClientRect().top - (planSteps.clientHeight - row.offsetHeight) / 2;
+};
 planBox.addEventListener("toggle", showStepNow);
 
 let shownPlan = "[]";

@@ -4,6 +4,7 @@
 // mid-turn. Beta (shown before the reload) comes back with its prompt held and the notice, Alpha's when Alpha is
 // switched to; neither runs on its own, each runs when the user sends the next prompt in its session. Then both queue
 // again (one held by Stop) and Restart puts them back in the input, said: neither is queued in the fresh daemon.
+// Last, a question left open in Alpha while Beta is shown: Switch Session's row of Alpha says it waits for her answer.
 
 import { chatFocused, fillInput, log, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs } from "./harness.mjs";
 
@@ -21,6 +22,8 @@ export const SESSIONS_REPLIES = [
   slow("Beta's second story"),
   { text: "Answered Alpha after Restart." },
   { text: "Answered Beta after Restart." },
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["style.txt", "style", "tabs"] }] } }] },
+  { text: "Alpha edited it." },
 ];
 const RELOADED = "The window reloaded during a turn: 1 queued prompt waits";
 
@@ -154,4 +157,20 @@ export async function putBackOnRestart({ page, screenshot }) {
     await screenshot(`sessions-${name.toLowerCase()}-after-restart`);
   }
   log("after Restart neither session's queued prompt came back, and the next prompt in each ran alone");
+
+  // A question left open in Alpha, Beta shown: Switch Session's row of Alpha says it waits for her answer (its turn
+  // stopped there, it read as any other session).
+  await switchTo(page, chat, "Alpha: tell a slow story.", "Alpha after Restart.");
+  await send(chat, "Alpha: edit style.txt.");
+  const allow = chat.locator(".item.permission button", { hasText: "Allow once" });
+  await allow.waitFor({ timeout: waitMs });
+  await switchTo(page, chat, "Beta: tell a slow story.", "Beta after Restart.");
+  await runCommand(page, "Ollie: Switch Session");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Alpha: tell a slow story." }).filter({ hasText: "waiting for your answer" })
+    .waitFor({ timeout: waitMs });
+  await screenshot("sessions-pick-waiting");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Alpha: tell a slow story." }).first().click();
+  await allow.click();
+  await answer(chat, "Alpha edited it.").waitFor({ timeout: waitMs });
+  log("Switch Session said which session waited for her answer");
 }

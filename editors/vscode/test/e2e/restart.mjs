@@ -6,7 +6,8 @@
 // prompt typed while the language client restarts a crashed daemon by itself waits for it too. One sent to a daemon
 // that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved), and so
 // is one queued as the daemon dies; each with the file and image chips it had (they were lost: only its text came back).
-// The chat brought back after a crash mid-turn still shows the reply streamed so far, marked cut short.
+// The chat brought back after a crash mid-turn still shows the reply streamed so far, marked cut short. A rewind that
+// leaves an open buffer as it is (she typed in it since the turn's edit) says so: the edit is still in that buffer.
 //
 // Each start of the daemon goes through a gate: it waits until the test says whether it runs or fails, so the prompt
 // is typed while the restart is surely under way.
@@ -16,7 +17,7 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { daemon, giveImage, log, ollieOutput, openChat, pickFile, runCommand, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { daemon, giveImage, log, ollieOutput, openChat, openFile, pickFile, runCommand, send, typeUnsaved, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
@@ -76,11 +77,15 @@ async function noNotRunning(chat) {
 
 const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
   { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 },
-  { text: "The answer saved before the crash." }];
+  { text: "The answer saved before the crash." },
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "a - b", "a + b"] }] } }] },
+  { text: "Fixed add." },
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "def add", "def plus"] }] } }] },
+  { text: "Renamed add." }];
 
 // Traced: the Ollie output shows when a request has gone to the daemon.
-const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose" };
-await withVSCode({ script, settings, files: { "notes.txt": "notes\n" } }, async ({ page, screenshot, userData }) => {
+const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose", "files.autoSave": "off" };
+await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py": "def add(a, b):\n    return a - b\n" } }, async ({ page, screenshot, userData }) => {
   const chat = await openChat(page);
   /** Send `text` with Enter, and wait until its `method` request has gone to the daemon. */
   const sendTraced = async (text, method) => {
@@ -218,6 +223,7 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n" } }, async 
   await chat.locator(".item.notice.error", { hasText: "stopped unexpectedly" }).last().waitFor({ timeout: waitMs });
   await chat.locator(".item.user", { hasText: "Answer, then hold." }).waitFor({ timeout: waitMs });
   fs.closeSync(hold);
+  fs.unlinkSync(path.join(gate, "hold")); // the next turns' hook waits no more
   const shown = await chat.locator(".item").evaluateAll((items) => items.map((i) => `${i.dataset.kind}: ${i.textContent}`));
   const answers = shown.filter((line) => line.includes("The answer saved before the crash."));
   if (answers.length !== 1 || shown.some((line) => line.startsWith("turnEnd: Cut short"))) {
@@ -228,4 +234,31 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n" } }, async 
   if (!notice.includes("answer was saved") || notice.includes("send its prompt again")) throw new Error(`the notice said ${notice}`);
   await screenshot("saved-answer-after-crash");
   log("an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved");
+
+  // 8. Rewind of a turn whose edit of an open file she typed under since (auto-save off): the daemon leaves that buffer
+  // as it is, and the notification says so (it said "1 file restored" alone, and her next save wrote the edit back).
+  await openFile(page, "calc.py");
+  await send(chat, "Fix add.");
+  const question = chat.locator(".item.permission", { hasText: "Edit calc.py" });
+  await question.locator("button", { hasText: "Allow once" }).click();
+  await chat.locator(".item.assistant", { hasText: "Fixed add." }).waitFor({ timeout: waitMs });
+  await page.locator(".monaco-editor .view-line", { hasText: "a + b" }).first().waitFor({ timeout: waitMs });
+  await typeUnsaved(page, "calc.py", "# my later line");
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Fix add." }).first().click();
+  await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Rewind" }).click();
+  await page.locator(".notification-toast", { hasText: "Not in the editor: calc.py (the buffer changed since the agent's edit" })
+    .waitFor({ timeout: waitMs });
+  await screenshot("rewind-kept-buffer");
+  log("a rewind that left an open buffer she had typed in as it was said so");
+  // Another turn's edit, typed under too, rewound by `/rewind` typed in the chat: its answer says so too.
+  await send(chat, "Rename add.");
+  await chat.locator(".item.permission", { hasText: "Edit calc.py" }).last().locator("button", { hasText: "Allow once" }).click();
+  await chat.locator(".item.assistant", { hasText: "Renamed add." }).waitFor({ timeout: waitMs });
+  await typeUnsaved(page, "calc.py", " again");
+  await send(chat, "/rewind");
+  await chat.locator(".item.notice", { hasText: "but not in the editor: calc.py (the buffer changed since the agent's edit" })
+    .waitFor({ timeout: waitMs });
+  await screenshot("rewind-kept-buffer-command");
+  log("/rewind that left it as it was said so too");
 });

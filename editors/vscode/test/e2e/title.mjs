@@ -21,16 +21,18 @@
 // session opens (no step runs in this scenario).
 // Then (scenario retry, in a chat of its own): a reply that breaks off with a server error after its first words, then
 // comes whole on the retry, shows once: the retry's note, then the answer, without the words of the attempt that
-// failed (they stayed above the note, "Half an", as if the model had said them).
+// failed (they stayed above the note, "Half an", as if the model had said them); one that fails for good (a 400) shows
+// the error without the words it streamed (the session never kept them).
 // Then (scenario compacted, in a chat of its own): a session compacted (/compact) and then resumed (its daemon killed,
 // the chat read back from disk by the one the extension restarts, as a window reload does) starts with the agent's
 // notes of the turns compaction replaced. The chat says the conversation was compacted, and shows the user's turns
 // (the notes showed as her prompt: "[ollie: the agent's own notes ..." and the task state's JSON).
 // Then (scenario plan, in a chat of its own): the agent's task plan shows above the prompt as a compact checklist
 // (Plan 1/2 · the step now; done steps ticked, the one in progress marked) as its steps change it, folded to one line
-// once all are done ("Plan done · 10 steps") and open again as one is added, 150 steps counted as 150; `/rewind` puts back
-// the plan the rewound turn found, `/clear` takes it away, and the conversation `/clear` kept, switched back to, has
-// its plan again. (VS Code never showed the plan: the daemon did not send it.)
+// once all are done ("Plan done · 10 steps") and open again as one is added, 150 steps counted as 150 (60 done: the 90
+// left each a row, the next ones in sight; the 50 check-offs of one call each done, though its result was cut to its
+// cap); `/rewind` puts back the plan the rewound turn found, `/clear` takes it away, and the conversation `/clear`
+// kept, switched back to, has its plan again. (VS Code never showed the plan: the daemon did not send it.)
 // Last (scenario settingsscope, in a chat of its own): the window's repository, a clone, has a `.vscode/settings.json`
 // choosing neither the model (billed to the user's key: a dearer one), the agent nor the daemon command. The chat's model
 // stays the user's; and when the repository changes those values (a pull, a branch switch), the daemon is not restarted:
@@ -49,17 +51,22 @@ const task = (tool, ...args) => ({ text: "", tool_calls: [{ name: "call_tool", a
 // compacted's task state, the answer its /compact asks the model for.
 // plan's third turn: eight steps more, all done but the last, the one in progress below the list's fold.
 const LATER = ["lex", "parse", "check", "emit", "link", "optimise", "document", "release"];
-const LONG = Array.from({ length: 139 }, (_, n) => `s${n + 12}`);
+// plan's sixth turn: 139 steps more, 50 of them checked off in the same call, each check-off printing the whole plan
+// (the result past its 128 KiB cap: the steps past the cut read as failed, the card red, though all of them ran).
+const LONG = Array.from({ length: 139 }, (_, n) => `s${n + 12} of the long plan`);
+const CHECKS = Array.from({ length: 50 }, (_, n) => ({ tool: "task_check", args: [String(n + 11)] }));
 const STATE = { goal: "explain the code", plan: ["explain"], plan_step: "explain", decisions: [], files: [] };
 const script = [{ text: SLOW, chunk_size: 2, delay: 0.25 }, { text: "The moon hangs low over the water." }, { text: "The parser reads tokens." },
   { text: "Hello." }, { text: "Again." },
   { text: "Half an answer", chunk_size: 5, stream_error: 503, drop: 2 }, { text: "Recovered whole." },
+  { text: "Broken off mid-word", chunk_size: 5, stream_error: 400, drop: 2 },
   { text: "The first answer." }, { text: JSON.stringify(STATE) },
   task("task_add", "write the parser", "test it"), { text: "Planned." }, task("task_check", "1"), { text: "Written." },
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LATER },
     ...LATER.map((_, n) => ({ tool: "task_check", args: [String(n + 2)] }))] } }] }, { text: "Nearly there." },
   task("task_check", "10"), { text: "Finished." }, task("task_add", "ship it"), { text: "Added." },
-  task("task_add", ...LONG), { text: "Long." }]; // plan's sixth turn: 150 steps (past 100 the daemon summarises them)
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "task_add", args: LONG }, ...CHECKS] } }] },
+  { text: "Long." }];
 const PROMPT = "Write a haiku about the sea";
 const HUNG = "Tell me about the parser.";
 
@@ -337,6 +344,14 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     const answers = await chat.locator(".item.assistant").allTextContents();
     if (answers.some((text) => text.includes("Half"))) throw new Error(`the failed attempt's words still show: ${JSON.stringify(answers)}`);
     log("a retried reply shows once, without the failed attempt's words");
+    // A request that fails for good after its first words (a 400 is not retried): the error, without those words
+    // above it (they stayed, though the session never kept them: a resumed chat had none).
+    await send(chat, "and then?");
+    await chat.locator('.item.turnEnd[data-stop="error"]').waitFor({ timeout: waitMs });
+    const after = await chat.locator(".item.assistant").allTextContents();
+    if (after.some((text) => text.includes("Broke"))) throw new Error(`the failed request's words still show: ${JSON.stringify(after)}`);
+    await screenshot("failed-for-good");
+    log("a request that failed for good shows its error, without the words it had streamed");
   });
 
   await scenario("compacted", async () => {
@@ -385,11 +400,11 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await chat.locator(".item", { hasText: "Add 8 steps to the plan" }).locator("text=Check off step 9").waitFor({ timeout: waitMs });
     await until("the chat's end in sight", () => chat.locator("#log").evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight <= 40), 5000);
     if (await chat.locator("#jump").isVisible()) throw new Error("the chat that followed the turn offers Jump to latest");
-    const now = chat.locator("#planSteps .plan-step.in_progress", { hasText: "release" });
-    await until("the step in progress in sight", () => now.evaluate((row) => {
+    const inSight = (text) => chat.locator("#planSteps .plan-step", { hasText: text }).evaluate((row) => {
       const [shown, list] = [row.getBoundingClientRect(), row.parentElement.getBoundingClientRect()];
-      return shown.top >= list.top && shown.bottom <= list.bottom + 1;
-    }), 5000);
+      return shown.top >= list.top - 1 && shown.bottom <= list.bottom + 1;
+    });
+    await until("the step in progress in sight", () => inSight("release"), 5000);
     await screenshot("plan-long");
     // Scrolled back to its first steps, the list stays there as the header changes (an approval mode picked).
     const top = () => chat.locator("#planSteps").evaluate((list) => list.scrollTop);
@@ -418,11 +433,31 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     await summary("Plan 10/11 · ship it");
     if (!await open()) throw new Error("the plan a step was added to stays folded");
     log("a finished plan folds to one line, and opens again as a step is added");
-    // Past 100 steps the daemon sends the plan summarised: the count is of every step (it counted each summary as one).
+    // Past 100 steps the daemon sends the plan summarised: the count is of every step (it counted each summary as one),
+    // and with 90 left each of them is a row, the 51 done before the last nine in one.
     await send(chat, "go long");
-    await summary("Plan 10/150 · ship it");
+    await summary("Plan 60/150 · s61 of the long plan");
+    const rows = await chat.locator("#planSteps .plan-step").evaluateAll((rows) => rows.map((row) => `${row.className}: ${row.textContent.trim()}`));
+    const expected = ["plan-step completed: … 51 steps done", ...Array.from({ length: 9 }, (_, n) => `plan-step completed: s${n + 52} of the long plan`),
+      ...Array.from({ length: 90 }, (_, n) => `plan-step ${n ? "pending" : "in_progress"}: s${n + 61} of the long plan`)];
+    if (JSON.stringify(rows) !== JSON.stringify(expected)) throw new Error(`the plan of 150 steps shows ${JSON.stringify(rows)}`);
+    // The step in progress in sight with the next ones (it was at the list's foot, the 89 left below it).
+    await until("the step in progress and the next two in sight", async () => await inSight("s61 of") && await inSight("s63 of"), 5000);
+    // That call's result took the conversation near the model's context limit: said in words she knows ("context gate:
+    // collapsed warm tool results to stay under budget").
+    await chat.locator(".item.notice", { hasText: "the conversation nears the model's context limit: earlier steps' output was" })
+      .waitFor({ timeout: waitMs });
+    const headerTop = await chat.locator("#header").evaluate((header) => header.getBoundingClientRect().top);
+    if (headerTop < 0) throw new Error(`the plan scrolled the chat's header out of sight by ${-headerTop}px`);
+    // Each check-off ran: none of them reads as failed, though the call's result was cut.
+    await chat.locator(".item.assistant", { hasText: "Long." }).waitFor({ timeout: waitMs });
+    const card = chat.locator(".item.tool", { hasText: "Add 139 steps to the plan" });
+    const failed = await card.locator('.step-row[data-status="failed"]').allTextContents();
+    if (failed.length || await card.locator('.substep[data-status="completed"]').count() !== 51) {
+      throw new Error(`check-offs that ran read as failed: ${JSON.stringify(failed)}`);
+    }
     await screenshot("plan-150");
-    log("a plan of 150 steps counts all of them");
+    log("a plan of 150 steps, 60 done, counts all of them and shows each step left; its check-offs read as done");
     await send(chat, "/rewind 2");
     await summary("Plan 0/2 · write the parser");
     await send(chat, "/clear");
