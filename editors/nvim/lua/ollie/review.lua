@@ -234,6 +234,8 @@ function M.changes(turn, session)
     if win == -1 then
       vim.cmd("botright " .. math.min(#M.current.files + 1, 12) .. "split")
       vim.api.nvim_win_set_buf(0, buf)
+      -- A diff tab's tabline takes its row from the code above, never the list's line of key hints.
+      vim.wo[0][0].winfixheight = true
     else
       vim.api.nvim_set_current_win(win)
     end
