@@ -912,6 +912,38 @@ def test_a_prompt_queued_with_a_file_before_nvim_quit_is_taken_back_with_it(tmp_
     assert "return a + b" in told and told.endswith("what does calc.py do"), told
 
 
+def test_a_prompt_typed_and_not_sent_when_she_quits_is_back_in_the_input_when_the_session_is(tmp_path: Path,
+                                                                                             scripted_llm):
+    """Bug: `:qa` with a prompt typed in the input and not sent quit without a word, and the prompt was gone. Now it is
+    kept as the session's draft: back in the input (said so) when the session is resumed, once."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."), Reply.text("Half answered."))
+    files = {"notes.txt": "notes\n"}
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys("half a thought", literal=True)
+        tmux.keep("1-typed", tmux.wait(lambda s: s.count("half a thought") == 1, "the typing"))
+        tmux.keys("Escape", ":qa", "Enter")
+        tmux.wait_exit(":qa")
+        tmux.close()
+        daemons_gone(tmp_path)
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        back = resume(tmux, "hello", "not sent before the editor quit: it is back in the input")
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "3-resumed.png", (1300, 740))
+        assert any(line.split("│")[-1].strip() == "half a thought" for line in back.splitlines()), back
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")
+        tmux.keep("4-sent", tmux.wait(lambda s: "Half answered." in s, "its answer"))
+        assert srv.chat_requests[-1].body["messages"][-1]["content"] == "half a thought"
+        assert_clean(tmux.screens)
+    with start_nvim(tmp_path, srv.env(), files) as tmux:  # sent: no draft left to come back
+        again = resume(tmux, "hello", "Half answered.")
+        assert "back in the input" not in again, again
+
+
 def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path, scripted_llm):
     """The transcript's statusline and the public component in the user's own statusline show the session's title:
     the first prompt's words while its answer streams, the new name at once after `/rn` or `:OllieRename` (which asks

@@ -3,6 +3,7 @@ picked for it (a fork of it too); a long one shows its markdown highlighted from
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -213,6 +214,35 @@ def test_a_turn_whose_changes_are_unknown_says_so_and_why_once_live_and_resumed(
     turns = [text[text.index("Wrote it."):text.index("Wrote more. (end)")] for text in (live, resumed)]
     assert turns[0] == turns[1], resumed  # as live: why, once
     assert_clean(tmux.screens)
+
+
+def test_a_resumed_turn_whose_changes_are_unknown_says_why_when_the_turn_that_said_it_was_compacted(tmp_path: Path,
+                                                                                                    scripted_llm):
+    """Bug: the reason a turn's changed files are not known is said once a run (the next turns of that reason carry
+    `again`), but the turn that said it was compacted (its mark gone with its start): the resumed chat said it nowhere.
+    Now the first turn shown of the run says it."""
+    srv = scripted_llm("openai")
+    write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
+    state = {"goal": "write a", "plan": ["write"], "plan_step": "write", "completed": []}
+    srv.script(write, Reply.text("Wrote it."), Reply.text(json.dumps(state)), write, Reply.text("Wrote more."))
+    env = {**srv.env(approval="auto"), "OLLIE_CHECKPOINT_MAX_FILES": "5"}
+    files = {"notes.txt": "notes\n", **{f"f{n}.txt": "x\n" for n in range(6)}}
+    said = "Changed files: not known (the workspace has more than 5 files: too many to checkpoint)"
+    with start_nvim(tmp_path, env, files) as tmux:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        send_in_chat(tmux, "write a")
+        tmux.wait(lambda s: "Wrote it." in s and "(end)" in s, "the answer")
+        send_in_chat(tmux, "/compact")
+        tmux.wait(lambda s: "compacted" in s, "the compaction")
+        send_in_chat(tmux, "write more")
+        tmux.keep("1-live", tmux.wait(lambda s: "Wrote more." in s, "the answer"))
+        quit_nvim(tmux, tmp_path)
+    with start_nvim(tmp_path, env, files) as tmux:
+        resumed = resume(tmux, "write a", "Wrote more.")
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-resumed.png", (1300, 500))  # type: ignore[operator]
+    text = " ".join(chat_text(resumed).split())
+    assert text.index("earlier conversation compacted") < text.index("Wrote it. (end)"), text  # (kept, unmarked)
+    assert text.count(said) == 1 and f"Wrote more. {said} (end)" in text, text
 
 
 def headers_drawn(screen: str, header: str) -> list[str]:

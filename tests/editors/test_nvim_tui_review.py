@@ -412,3 +412,31 @@ def test_after_a_rewind_the_model_edits_the_open_file_again_as_the_first_time(tm
         assert "read it again" not in done and "unsaved changes" not in done, done
         assert "✓ Edit calc.py" in done and "return a + b" in done, done
         assert (tmp_path / "ws" / "calc.py").read_text() == code.replace("a - b", "a + b")
+
+
+def test_the_rewind_picker_pages_back_to_the_first_turn_of_a_long_session(tmp_path, scripted_llm):
+    """Bug: :OllieRewind listed the last 10 turns only: after 12, the turn 1 that broke calc.py was out of reach of
+    the pick. Now its last item opens the older turns' page."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["calc.py", "a - b", "a + b"]}]})),
+               Reply.text("Answer 1."), *(Reply.text(f"Answer {n}.") for n in range(2, 13)))
+    with start_nvim(tmp_path, srv.env(), {"calc.py": "def add(a, b):\n    return a - b\n"}, size=(100, 30)) as tmux:
+        tmux.wait(lambda s: "return a - b" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Answer 1." in s and "(end)" in s, "turn 1")
+        for n in range(2, 13):
+            send_in_chat(tmux, f"question {n}")
+            tmux.wait(lambda s, n=n: f"Answer {n}." in s, f"turn {n}")
+        tmux.keys("Escape", ":OllieRewind", "Enter")
+        first = tmux.keep("1-newest", tmux.wait(lambda s: "Type number" in s and "turn 3 ·" in s, "the newest turns"))
+        assert "turn 2 ·" not in first and "11: older turns (2–1)…" in first, first
+        tmux.keys("1", "1", "Enter")
+        older = tmux.keep("2-older", tmux.wait(lambda s: "Type number" in s and "turn 1 · fix add" in s, "the older"))
+        assert tmux.captures is not None
+        screens.png(tmux.screen(colours=True), tmux.captures / "2-older.png", (1000, 560))
+        assert "2: turn 1 · fix add" in older and "1 file: calc.py" in older and "older turns" not in older, older
+        tmux.keys("2", "Enter")
+        tmux.wait(lambda s: "Rewind to before turn 1?" in s, "the confirmation")
+        tmux.keys("1", "Enter")
+        tmux.keep("3-rewound", tmux.wait(lambda s: "rewound to before turn 1" in s and "return a - b" in s, "the rewind"))
+        assert (tmp_path / "ws" / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"

@@ -360,3 +360,23 @@ def test_closing_the_terminal_with_a_question_up_after_tabnew_leaves_no_process(
     finally:
         for line in running():
             os.kill(int(line.split()[0]), signal.SIGKILL)
+
+
+def test_at_80x24_the_changes_list_keeps_its_key_hints_once_a_diff_tab_adds_the_tabline(tmp_path: Path, scripted_llm):
+    """Bug: the diff's tab brought the tabline, which took its row from the list under the code: back in the first
+    tab, the list's line of key hints had scrolled out of its two rows."""
+    srv = scripted_llm("openai")
+    edit = ("call_tool", {"calls": [{"tool": "file_edit", "args": ["ops.py", "a - b", "a + b"]}]})
+    srv.script(Reply(text="Fixing add.", tool_calls=[edit]), Reply.text("Fixed."))
+    with start_nvim(tmp_path, srv.env(), {"ops.py": "def add(a, b):\n    return a - b\n"}, size=(80, 24)) as tmux:
+        tmux.wait(lambda s: "def add" in s, "nvim to start")
+        tmux.keys(":Ollie fix add", "Enter")
+        tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn to end")
+        tmux.keys("Escape", ":OllieChanges", "Enter")
+        tmux.wait(lambda s: "ollie: turn 1 changed 1 file" in s and "M  ops.py" in s, "the changes list")
+        tmux.keys("Enter")
+        tmux.wait(lambda s: "before turn 1: ops.py" in s, "the diff tab")
+        tmux.keys("g", "t")
+        back = photo(tmux, "1-back", tmux.wait(lambda s: "before turn 1: ops.py" not in s and "M  ops.py" in s,
+                                                "the first tab again"))
+        assert "ollie: turn 1 changed 1 file   (<CR> diff" in back, back

@@ -52,7 +52,9 @@ export class SessionHistory {
     try {
       const { messages, offset } = await this.fetchPage(session, pageBefore(end, historyPage()));
       if (session !== this.host.current() || this.earlier(session) !== end) return;
-      const items = this.host.modelFor(session).prepend(historyItems(messages, session));
+      const model = this.host.modelFor(session);
+      const below = model.items.find((item) => item.kind === "changes" && !!item.unknown);
+      const items = model.prepend(historyItems(messages, session, below?.kind === "changes" ? below.unknown : undefined));
       this.earlierCounts.set(session, offset);
       this.earlierLoaded(items.map((item) => ({ ...item })), offset);
       this.fillChanges(items);

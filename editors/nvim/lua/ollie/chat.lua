@@ -834,6 +834,18 @@ vim.api.nvim_create_autocmd("QuitPre", {
     end
   end,
 })
+-- `:qa` with a prompt typed and not sent: kept as the session's draft, shown again when the session is (restore_queue).
+vim.api.nvim_create_autocmd("VimLeavePre", {
+  group = "ollie_chat",
+  callback = function()
+    for _, chat in ipairs(M.every()) do
+      local text = chat.session and vim.api.nvim_buf_is_valid(chat.input_buf) and input.text(chat.input_buf) or ""
+      if text ~= "" then
+        savedqueue.keep_draft(chat.session, text)
+      end
+    end
+  end,
+})
 vim.api.nvim_create_autocmd("WinClosed", {
   group = "ollie_chat",
   callback = function(a)

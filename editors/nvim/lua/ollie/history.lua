@@ -77,6 +77,13 @@ local function draw(t, messages, running, last_result, cut, reply, failed_as)
       t:turn_end("interrupted", "no answer saved: the turn failed or was interrupted")
     end
   end
+  -- A "not known" line is said once a run (`again`), by the first turn shown: the one that said it may be compacted.
+  local said = false
+  local function turn_changes(c)
+    local unknown = type(c) == "table" and c.unknown == true
+    t:turn_changes(unknown and not said and vim.tbl_extend("force", c, { again = false }) or c)
+    said = said or unknown
+  end
   for _, m in ipairs(messages or {}) do
     if m.memory == true then
       -- The agent's notes of the history compaction replaced: never the user's prompt, nor one left unanswered.
@@ -98,7 +105,7 @@ local function draw(t, messages, running, last_result, cut, reply, failed_as)
       for _, c in ipairs(m.tool_calls or {}) do
         t:add_call(step_of(c), c.steps)
       end
-      t:turn_changes(m.turnChanges) -- above the turn's end, where the live turn drew it
+      turn_changes(m.turnChanges) -- above the turn's end, where the live turn drew it
       if m.interrupted then
         t:turn_end("interrupted")
       elseif #(m.tool_calls or {}) == 0 then
@@ -109,7 +116,7 @@ local function draw(t, messages, running, last_result, cut, reply, failed_as)
       -- As the live step drew it (the history has no diffs; a collapsed result's images are named all the same).
       t:output(m.content or "", tool.status == "failed", tool, m.images)
       saved_notes(t, m.content)
-      t:turn_changes(m.turnChanges)
+      turn_changes(m.turnChanges)
     end
   end
   if running then

@@ -233,6 +233,11 @@ end
 ---are queued again, in order, and held: they run before the next prompt (or on the send key, empty).
 function P:restore_queue()
   local session = self.session
+  local draft = session and savedqueue.take_draft(session)
+  if draft then -- typed and not sent when an editor before quit
+    self.transcript:note("(not sent before the editor quit: it is back in the input)", "OllieQueued")
+    self:refill(draft, {})
+  end
   local ended = session and carried[session]
   if not ended then
     return

@@ -234,6 +234,8 @@ function M.changes(turn, session)
     if win == -1 then
       vim.cmd("botright " .. math.min(#M.current.files + 1, 12) .. "split")
       vim.api.nvim_win_set_buf(0, buf)
+      -- A diff tab's tabline takes its row from the code above, never the list's line of key hints.
+      vim.wo[0][0].winfixheight = true
     else
       vim.api.nvim_set_current_win(win)
     end
@@ -643,52 +645,51 @@ function M.rewind(arg)
       requests.notify("no turn to rewind yet")
       return
     end
-    local turns = {}
-    for t = last.turn, math.max(1, last.turn - 9), -1 do
-      table.insert(turns, { turn = t, files = {} })
-    end
-    -- The prompts of the history (ollie/context), then the files of each turn its marks say changed some
-    -- (ollie/changes: a diff each), and, from a tab without a chat, which session that is (when its turns started is
-    -- kept by session).
+    -- The prompts of the history (ollie/context) and, from a tab without a chat, which session that is (when its
+    -- turns started is kept by session); then the turns a page of 10 at a time, newest first, to the first.
     local pending = session and 1 or 2
-    local context_messages
-    local function one_done()
+    local res, changed, plans
+    local page
+    local function read()
       pending = pending - 1
-      if pending > 0 then
-        return
+      if pending == 0 then
+        page(last.turn)
       end
-      turn_list.attach_prompts(turns, last.turn, turn_list.prompts(context_messages), session)
-      vim.ui.select(turns, {
-        prompt = "ollie: rewind to before which turn?",
-        kind = "ollie_turn",
-        format_item = turn_list.label,
-      }, function(choice)
-        if choice then
-          rewind_to(choice.turn)
-        end
-      end)
     end
-    if not session then
-      requests.call("ollie/state", {}, function(res)
-        session = res.session
-        one_done()
-      end, one_done)
-    end
-    require("ollie.history").read_context(session, function(_, res)
-      context_messages = res and res.messages
-      local changed, plans = {}, {}
-      for _, m in ipairs(context_messages or {}) do
-        local mark = type(m) == "table" and m.turnChanges
-        -- (a turn whose count is not known, its end's diff failed, may have changed files: asked too)
-        if type(mark) == "table" and type(mark.turn) == "number" then
-          changed[mark.turn] = (tonumber(mark.files) or 0) > 0 or mark.unknown == true
-          plans[mark.turn] = mark.plan == true -- what the rewind puts back too
+    ---The turns `top` down to 10 before it: the files of each its mark says changed some (ollie/changes: a diff
+    ---each), then the pick, its last item the older turns' page.
+    page = function(top)
+      local turns, waiting = {}, 1
+      for t = top, math.max(1, top - 9), -1 do
+        table.insert(turns, { turn = t, files = {}, plan = plans[t] })
+      end
+      local function one_done()
+        waiting = waiting - 1
+        if waiting > 0 then
+          return
         end
+        turn_list.attach_prompts(turns, last.turn, turn_list.prompts(res and res.messages), session)
+        local older = top - 10
+        if older >= 1 then
+          table.insert(turns, { older = older })
+        end
+        vim.ui.select(turns, {
+          prompt = "ollie: rewind to before which turn?",
+          kind = "ollie_turn",
+          format_item = function(item)
+            return item.older and string.format("older turns (%d–1)…", item.older) or turn_list.label(item)
+          end,
+        }, function(choice)
+          if choice and choice.older then
+            page(choice.older)
+          elseif choice then
+            rewind_to(choice.turn)
+          end
+        end)
       end
       for _, item in ipairs(turns) do
-        item.plan = plans[item.turn]
         if not res or changed[item.turn] then -- (no history read: each asked)
-          pending = pending + 1
+          waiting = waiting + 1
           item.unknown = true -- until its diff answers: one that fails is never "no file changes"
           requests.call("ollie/changes", { turn = item.turn }, function(r)
             item.files, item.more, item.unknown = r.files or {}, type(r.more) == "number" and r.more or 0, nil
@@ -697,6 +698,24 @@ function M.rewind(arg)
         end
       end
       one_done()
+    end
+    if not session then
+      requests.call("ollie/state", {}, function(state)
+        session = state.session
+        read()
+      end, read)
+    end
+    require("ollie.history").read_context(session, function(_, context_res)
+      res, changed, plans = context_res, {}, {}
+      for _, m in ipairs(res and res.messages or {}) do
+        local mark = type(m) == "table" and m.turnChanges
+        -- (a turn whose count is not known, its end's diff failed, may have changed files: asked too)
+        if type(mark) == "table" and type(mark.turn) == "number" then
+          changed[mark.turn] = (tonumber(mark.files) or 0) > 0 or mark.unknown == true
+          plans[mark.turn] = mark.plan == true -- what the rewind puts back too
+        end
+      end
+      read()
     end)
   end)
 end

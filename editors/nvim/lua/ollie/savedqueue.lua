@@ -1,8 +1,8 @@
--- Queued prompts kept across a quit or a crash: the daemon Neovim started ends with the editor, and its queue with
--- it. Each session's prompts not run yet are written to one JSON file under stdpath("state"), and queued again in
--- the next editor's daemon when that session is shown (pending.lua's restore_queue), held until the next prompt.
--- A Restart forgets those its daemon held (init.lua puts them back in the input); the file is every Neovim's of the
--- user, so another one's stay.
+-- Queued prompts (and the input's draft, typed and not sent) kept across a quit or a crash: the daemon Neovim
+-- started ends with the editor, and its queue with it. Each session's prompts not run yet are written to one JSON
+-- file under stdpath("state"), and queued again in the next editor's daemon when that session is shown (pending.lua's
+-- restore_queue), held until the next prompt. A Restart forgets those its daemon held (init.lua puts them back in
+-- the input); the file is every Neovim's of the user, so another one's stay.
 local ondisk = require("ollie.ondisk")
 
 local M = {}
@@ -28,6 +28,7 @@ local MAX_QUEUES = 64 * 1024 * 1024
 ---@class ollie.SavedQueue
 ---@field session string
 ---@field prompts ollie.SavedPrompt[]
+---@field draft string|nil what the chat's input held, not sent, when the editor quit
 
 ---The file the queues are kept in.
 ---@return string
@@ -136,9 +137,9 @@ function M.read()
   local queues = {}
   for _, entry in ipairs(decoded) do
     if type(entry) == "table" and type(entry.session) == "string" then
-      local prompts = valid_prompts(entry.prompts)
-      if #prompts > 0 then
-        table.insert(queues, { session = entry.session, prompts = prompts })
+      local prompts, draft = valid_prompts(entry.prompts), type(entry.draft) == "string" and entry.draft or nil
+      if #prompts > 0 or draft then
+        table.insert(queues, { session = entry.session, prompts = prompts, draft = draft })
       end
     end
   end
@@ -178,15 +179,16 @@ local function write(queues)
   end
 end
 
----Change one session's saved prompts with `fn(prompts) -> prompts` (nil: no change, nothing written); a session
----left with none is dropped, one changed is the newest.
+---Change one session's saved prompts with `fn(prompts) -> prompts` (nil: no change, nothing written), and its
+---draft to `draft` ("": none; nil: kept); a session left with neither is dropped, one changed is the newest.
 ---@param session string
 ---@param fn fun(prompts: ollie.SavedPrompt[]): ollie.SavedPrompt[]|nil
-local function update(session, fn)
-  local queues, prompts = {}, {}
+---@param draft string|nil
+local function update(session, fn, draft)
+  local queues, prompts, kept = {}, {}, nil
   for _, q in ipairs(M.read()) do
     if q.session == session then
-      prompts = q.prompts
+      prompts, kept = q.prompts, q.draft
     else
       table.insert(queues, q)
     end
@@ -195,10 +197,30 @@ local function update(session, fn)
   if not prompts then
     return
   end
-  if #prompts > 0 then
-    table.insert(queues, { session = session, prompts = prompts })
+  kept = draft == nil and kept or draft ~= "" and draft or nil
+  if #prompts > 0 or kept then
+    table.insert(queues, { session = session, prompts = prompts, draft = kept })
   end
   write(queues)
+end
+
+---Keep what `session`'s input holds, not sent, as the editor quits (its chat shows it again: M.take_draft).
+---@param session string
+---@param text string
+function M.keep_draft(session, text)
+  update(session, function(prompts) return prompts end, text)
+end
+
+---The draft kept for `session` (nil: none), kept no more.
+---@param session string
+---@return string|nil
+function M.take_draft(session)
+  for _, q in ipairs(M.read()) do
+    if q.session == session and q.draft then
+      update(session, function(prompts) return prompts end, "")
+      return q.draft
+    end
+  end
 end
 
 ---Note that this editor's daemon has `session`'s saved prompts (queued again there): a Restart forgets them.

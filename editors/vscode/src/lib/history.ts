@@ -58,10 +58,11 @@ function messagesOf(raw: unknown): MessageLike[] {
 }
 
 // The turn `message` ends and how many files it changed, when it changed files (0: all of them undone since, as the
-// live list said); `files` -1 when not known, with why as its end said it (none when an earlier turn's said it).
-function changedTurn(message: MessageLike): { turn: number; files: number; undone: boolean; reason?: string } | undefined {
+// live list said); `files` -1 when not known, with why as its end said it (none when an earlier turn shown said it:
+// `saidAbove`; the first in view says it, that turn being on a page not loaded, or compacted away).
+function changedTurn(message: MessageLike, saidAbove: boolean): { turn: number; files: number; undone: boolean; reason?: string } | undefined {
   const marked = message.turnChanges;
-  if (isObject(marked) && marked.again === true) return undefined;
+  if (isObject(marked) && marked.again === true && saidAbove) return undefined;
   if (isObject(marked) && Number.isInteger(marked.turn) && marked.unknown === true) {
     return { turn: marked.turn as number, files: -1, undone: false, reason: typeof marked.reason === "string" ? marked.reason : "" };
   }
@@ -114,8 +115,9 @@ export function lastTurnEnding(lastTurnResult: unknown): ChatItem[] {
 
 /** A saved conversation (`ollie/context` messages) as chat items, steps from their `tool` objects like the live chat,
  * and, with the `session`, each turn's "Changed files" under its last message, where the live chat added them: drawn
- * from the turn's mark (`pending`: its count), its files to be read apart (ChangesLists.fill). */
-export function historyItems(messages: unknown, session?: string): ChatItem[] {
+ * from the turn's mark (`pending`: its count), its files to be read apart (ChangesLists.fill). A page before those shown
+ * leaves out its last "not known" line of `saidBelow`'s reason: the run it ends is said once, below, where it was first shown. */
+export function historyItems(messages: unknown, session?: string, saidBelow?: string): ChatItem[] {
   const model = new ChatModel();
   let seq = 0;
   const feed = (role: string, content: string, name?: string, step?: { tool?: unknown; steps?: unknown; images?: unknown }) => {
@@ -130,6 +132,7 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
     model.apply(event);
   };
   const all = messagesOf(messages);
+  let saidAbove = false;
   all.forEach((message, index) => {
     switch (message.role) {
       case "user": {
@@ -164,11 +167,13 @@ export function historyItems(messages: unknown, session?: string): ChatItem[] {
       default:
         break;
     }
-    const changed = changedTurn(message);
+    const changed = changedTurn(message, saidAbove);
+    saidAbove ||= changed?.files === -1;
     if (session !== undefined && changed?.files === -1) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], unknown: changed.reason });
     else if (session !== undefined && changed) model.add({ kind: "changes", id: 0, session, turn: changed.turn, files: [], pending: changed.files, ...(changed.undone ? { undone: true } : {}) });
   });
-  return model.items;
+  const last = model.items.filter((item) => item.kind === "changes" && !!item.unknown).at(-1);
+  return model.items.filter((item) => item !== last || item.kind !== "changes" || item.unknown !== saidBelow);
 }
 
 /** The diffs a resumed turn's steps showed live, which the history does not keep (PROTOCOL.md "History"): a call's

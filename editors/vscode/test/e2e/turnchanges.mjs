@@ -5,8 +5,9 @@
 // one's; the second turn's two edit steps of one file (each its own change, as live) and the first turn's `sed -i` step
 // show their diffs again (read from the turn's changes: the history keeps none). A step of 152 files shows its first
 // 100 diffs and how many more it changed. A turn that leaves the workspace too large to checkpoint ends saying its
-// changed files are not known and why, once (the next turn of the same reason says nothing), and says it still after a
-// reload, with why (it said nothing, as a talk did; then no why). The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
+// changed files are not known and why, once (the next turns of the same reason say nothing), and says it still after a
+// reload, with why (it said nothing, as a talk did; then no why), under the first turn of the page shown (the one that
+// said it is on the page before: nothing was said). The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -32,6 +33,8 @@ export const TURN_REPLIES = [
   // Another turn in that tree, for the same reason: not said again under it (each turn's in the home directory).
   { text: "Touching.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "touch flood/more", language: "bash" }] } }] },
   { text: "Touched." },
+  // A talk in that tree: the window's page of 6 messages, reloaded, starts after the turn that said why.
+  { text: "Talked." },
 ];
 
 /** The files each "Changed files" list of the chat names, in the chat's order. */
@@ -199,17 +202,32 @@ export async function turnChanges({ page, work, screenshot }) {
   await send(reloaded, "touch more");
   await reloaded.locator(".item.assistant", { hasText: "Touched." }).waitFor({ timeout: waitMs });
   await waitForStatus(page, /Ollie: idle/);
+  await send(reloaded, "just talk");
+  await reloaded.locator(".item.assistant", { hasText: "Talked." }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
   fs.rmSync(path.join(work, "workspace", "flood"), { recursive: true }); // the next scenarios' tree fits again
   if ((await unknown.count()) !== 1) throw new Error(`the reason is said under ${await unknown.count()} turns, not once`);
   await reloaded.locator(".item.assistant", { hasText: "Flooded." }).scrollIntoViewIfNeeded();
   await screenshot("turnchanges-unknown");
   log("a turn whose changes cannot be known says so and why, once");
+  // The window's repository shows a resumed session 6 messages at a time: its first page starts after the flooding turn.
+  const vscodeDir = path.join(work, "workspace", ".vscode");
+  fs.mkdirSync(vscodeDir, { recursive: true });
+  fs.writeFileSync(path.join(vscodeDir, "settings.json"), JSON.stringify({ "ollie.historyPageSize": 6 }));
   const again = await reloadChat(page);
-  await again.locator(".item.assistant", { hasText: "Flooded." }).waitFor({ timeout: waitMs });
+  await again.locator(".item.assistant", { hasText: "Talked." }).waitFor({ timeout: waitMs });
   await again.locator(".item.assistant", { hasText: "Touched." }).waitFor({ timeout: waitMs });
-  // Why, as live (the reason is saved with the turn: it said none), and once.
+  // Why, as live (the reason is saved with the turn: it said none), and once: under the first turn of its run shown
+  // (it said nothing there: that turn's mark is `again`), and not again when the page before comes to fill the view.
+  const flooded = again.locator(".item.assistant", { hasText: "Flooded." });
+  if (!(await flooded.count())) await again.locator(".earlier").click(); // (a view the page filled: asked)
+  await flooded.waitFor({ timeout: waitMs });
   const resumed = await again.locator(".item.changes.unknown").allTextContents();
   if (resumed.join("|") !== why) throw new Error(`after a reload the flooding turns' ends say ${JSON.stringify(resumed)}`);
+  if ((await again.locator('.item.assistant:has-text("Touched.") ~ .item.changes.unknown').count()) !== 1) {
+    throw new Error("after a reload the reason is not said under the first turn of its run shown");
+  }
+  fs.rmSync(vscodeDir, { recursive: true });
   await again.locator(".item.changes.unknown").scrollIntoViewIfNeeded();
   await screenshot("turnchanges-unknown-reloaded");
   log("after a window reload the turn still says its changes are not known, and why, once");

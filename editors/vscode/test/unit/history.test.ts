@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ChatModel, unsavedTail } from "../../src/lib/chatModel";
+import { ChatItem, ChatModel, unsavedTail } from "../../src/lib/chatModel";
 import { OllieEvent } from "../../src/lib/protocol";
 import { contextToMarkdown, forkNotice, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
 import { splitEditorContext } from "../../src/lib/promptContext";
@@ -50,6 +50,12 @@ test("each turn that changed files gets its Changed files under its last message
     { role: "user", content: "write more" },
     { role: "assistant", content: "Wrote more.", turnChanges: { turn: 8, unknown: true, reason: "the home directory", again: true } },
   ];
+  const kinds = (page: ChatItem[]) => page.map((i) => i.kind === "changes" ? [i.turn, i.unknown] : i.kind);
+  // A page that starts after the turn that said it (or a compaction that took it): its first turn of the run says it.
+  assert.deepEqual(kinds(historyItems(turns.slice(-2), "s1")), ["user", "assistant", [8, "the home directory"]]);
+  // Loaded above it later, the page before leaves that run's line out: said once, where it was shown first.
+  assert.deepEqual(kinds(historyItems(turns.slice(-6, -2), "s1", "the home directory")), ["user", "assistant", [6, ""], "user", "assistant"]);
+  assert.deepEqual(kinds(historyItems(turns.slice(-6, -2), "s1", "another reason")), ["user", "assistant", [6, ""], "user", "assistant", [7, "the home directory"]]);
   const items = historyItems(turns, "s1");
   assert.deepEqual(items.splice(-5).map((i) => i.kind === "changes" ? [i.turn, i.unknown] : i.kind), ["user", "assistant", [7, "the home directory"], "user", "assistant"]);
   const unknown = items.pop();
