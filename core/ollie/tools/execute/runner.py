@@ -24,6 +24,7 @@ from ollie.tools.execute.tool import mtime_ns
 
 READ_ENV = "OLLIE_SANDBOX_READ"
 WRITE_ENV = "OLLIE_SANDBOX_WRITE"
+PATH_LIST_MAX = 64 * 1024
 # /proc in a policy means the child's own procfs (or /proc/self); a path check cannot honour that.
 _PROC = Path("/proc")
 
@@ -99,8 +100,12 @@ class Runner:
         if policy is not None:
             # The file tools refuse out-of-policy paths themselves, with a clear message,
             # before Landlock would answer with a bare EACCES.
-            env[READ_ENV] = _path_list(policy.readable())
-            env[WRITE_ENV] = _path_list(policy.writable())
+            for name, roots in ((READ_ENV, policy.readable()), (WRITE_ENV, policy.writable())):
+                # One environment string past the kernel's 128 KiB (MAX_ARG_STRLEN) and no step starts ("Argument list
+                # too long"): a grant of /tmp, split around ollie's dirs into its 3,000 entries. Left out, the tools
+                # leave the refusal to Landlock.
+                if len(listed := _path_list(roots)) <= PATH_LIST_MAX:
+                    env[name] = listed
         return env
 
     def search_path(self) -> str:
