@@ -238,8 +238,7 @@ def test_a_resumed_turn_whose_changes_are_unknown_says_why_when_the_turn_that_sa
         tmux.keep("1-live", tmux.wait(lambda s: "Wrote more." in s, "the answer"))
         quit_nvim(tmux, tmp_path)
     with start_nvim(tmp_path, env, files) as tmux:
-        resumed = resume(tmux, "write a", "Wrote more.")
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-resumed.png", (1300, 500))  # type: ignore[operator]
+        resumed = resume(tmux, "write a", "Wrote more.", png=(1300, 500))
     text = " ".join(chat_text(resumed).split())
     assert text.index("earlier conversation compacted") < text.index("Wrote it. (end)"), text  # (kept, unmarked)
     assert text.count(said) == 1 and f"Wrote more. {said} (end)" in text, text

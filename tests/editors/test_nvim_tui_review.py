@@ -431,9 +431,8 @@ def test_the_rewind_picker_pages_back_to_the_first_turn_of_a_long_session(tmp_pa
         first = tmux.keep("1-newest", tmux.wait(lambda s: "Type number" in s and "turn 3 ·" in s, "the newest turns"))
         assert "turn 2 ·" not in first and "11: older turns (2–1)…" in first, first
         tmux.keys("1", "1", "Enter")
-        older = tmux.keep("2-older", tmux.wait(lambda s: "Type number" in s and "turn 1 · fix add" in s, "the older"))
-        assert tmux.captures is not None
-        screens.png(tmux.screen(colours=True), tmux.captures / "2-older.png", (1000, 560))
+        older = tmux.keep("2-older", tmux.wait(lambda s: "Type number" in s and "turn 1 · fix add" in s, "the older"),
+                          (1000, 560))
         assert "2: turn 1 · fix add" in older and "1 file: calc.py" in older and "older turns" not in older, older
         tmux.keys("2", "Enter")
         tmux.wait(lambda s: "Rewind to before turn 1?" in s, "the confirmation")

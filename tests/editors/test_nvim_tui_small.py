@@ -377,6 +377,6 @@ def test_at_80x24_the_changes_list_keeps_its_key_hints_once_a_diff_tab_adds_the_
         tmux.keys("Enter")
         tmux.wait(lambda s: "before turn 1: ops.py" in s, "the diff tab")
         tmux.keys("g", "t")
-        back = photo(tmux, "1-back", tmux.wait(lambda s: "before turn 1: ops.py" not in s and "M  ops.py" in s,
-                                                "the first tab again"))
+        back = tmux.keep("1-back", tmux.wait(lambda s: "before turn 1: ops.py" not in s and "M  ops.py" in s,
+                                              "the first tab again"), SMALL)
         assert "ollie: turn 1 changed 1 file   (<CR> diff" in back, back
