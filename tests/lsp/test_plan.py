@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import shlex
+import threading
 from typing import Any
 
 from ollie.testing import Reply
@@ -60,6 +62,26 @@ async def test_the_plan_follows_the_steps_a_rewind_its_undo_a_resume_a_fork_and_
     await daemon.client.shutdown_session()
     daemon = await start_daemon(env=llm.env(), init_options={"session": kept[0]}, workspace=daemon.workspace)
     assert [(s["content"], s["status"]) for s in (await daemon.request("ollie/state", {}))["plan"]] == WRITTEN
+
+
+async def test_a_fork_of_a_running_session_starts_from_the_plan_the_running_turn_found(start_daemon, llm):
+    # The fork copies the turns that ended, but took the plan as the running turn's step had just checked it off.
+    hold = threading.Event()
+    llm.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"),
+               Reply(text="written", hold=hold))
+    daemon = await start_daemon(env=llm.env())
+    sid = (await daemon.request("ollie/submit", {"text": "plan it"}))["session"]
+    before = len(daemon.events)
+    running = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "write it"}))
+    await daemon.wait_events(lambda evs: any(e["role"] == "assistant" for e in evs[before:]))  # its round ended
+    try:
+        assert [(s["content"], s["status"]) for s in (await daemon.request("ollie/state", {}))["plan"]] == WRITTEN
+        forked = (await daemon.request("ollie/session/fork", {"session": sid}))["session"]
+        plan = (await daemon.request("ollie/state", {"session": forked}))["plan"]
+        assert [(s["content"], s["status"]) for s in plan] == PLANNED
+    finally:
+        hold.set()
+    assert (await running)["reply"] == "written"
 
 
 async def test_a_plan_a_step_writes_reaches_the_editor_bounded(start_daemon, llm):

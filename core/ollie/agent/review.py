@@ -79,7 +79,7 @@ class ReviewHost(Protocol):
 
     async def save_rewritten(self) -> None: ...
 
-    async def reread_plan(self) -> None: ...
+    async def reread_plan(self, *, stale: bool = False) -> None: ...
 
     async def put_plan(self, text: str) -> None: ...
 
@@ -292,13 +292,18 @@ class Review:
         self._ending = asyncio.get_running_loop().create_future()
         session = self._host.session
         try:
-            await self._host.reread_plan()  # (a round an interrupt cut short was not read)
+            await self._host.reread_plan(stale=True)  # (a round an interrupt cut short was not read)
             if (found := self._plan_found) != self._host.plan_text:  # what a rewind to before this turn puts back
                 session.plans_before[str(turn)] = found
+            else:  # changed and back (`plan_changes`): no change of this turn's
+                session.plans_before.pop(str(turn), None)
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
             begin, end = await self._tracker().end_turn()
             if begin is None:  # nothing ran that may write: no checkpoint, nothing to log (it changed no file)
                 session.turn_changed[turn - 1] = 0
+                if session.turn_starts[-1] == len(session.messages):  # nor saved its prompt (stopped as it began): none
+                    session.turn_starts, session.turn_changed = session.turn_starts[:-1], session.turn_changed[:-1]
+                    session.plans_before.pop(str(turn), None)
                 return None
             cp = self.checkpoints()
             if end is not None:
@@ -336,6 +341,12 @@ class Review:
                 # In the mode it had then ("": `begin`'s): the turn's end's (a step's `chmod +x`) outlived its rewind.
                 before[change.path] = (edit.old_text.encode(), "")
         return await cp.tree_with(begin, before) if before else begin
+
+    def plan_changes(self) -> None:
+        """The plan file changes: in a turn, the plan it found is noted at once (saved with the round), for a fork of the
+        turns before it while it runs (`plan_before`)."""
+        if self._current is not None:
+            self._host.session.plans_before[str(self._current)] = self._plan_found
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
         """The editor applied an edit of the running turn to the open document `path` (absolute)."""

@@ -75,6 +75,8 @@ class TurnHost:
         # opens) or written (a rewind, a clear, a fork), and its checklist: what the front ends show.
         self.plan_text = ""
         self.plan: list[PlanEntry] = []
+        # Plan reads and writes, and what may write it (a tool round, a hook), numbered as they start; the read shown's.
+        self._plan_seq = self._plan_seen = 0
         self.inbox = Inbox(on_queued=self.notify)
         self.approval = approval  # the Core's: whether each call may run, the hosts it may reach, what runs outside
         # Run at each turn's start, before the model is asked (the Core's: a workspace's MCP servers put to the user).
@@ -173,9 +175,11 @@ class TurnHost:
         """Publish a `state` event (front ends re-read what they show)."""
         self.bus.emit("state")
 
-    async def reread_plan(self) -> None:
-        """Read the plan file again (tool code may have changed it): a `state` event when its checklist changed."""
-        await self._took_plan(await read_plan(self.session.id))
+    async def reread_plan(self, *, stale: bool = False) -> None:
+        """Read the plan file again (tool code may have changed it): a `state` event when its checklist changed; with
+        `stale`, only if a tool round or hook ran, or a read was cut short, since the last read shown started."""
+        if not stale or self._plan_seen != self._plan_seq:
+            await self._took_plan(read_plan(self.session.id))
 
     async def put_plan(self, text: str) -> None:
         """Write the plan file as `text` (a rewind, a clear, a fork): a `state` event when its checklist changed."""
@@ -187,9 +191,16 @@ class TurnHost:
         """The plan's step being worked on: its first open one ('' when none)."""
         return next((e.content for e in self.plan if e.status == "in_progress"), "")
 
-    async def _took_plan(self, text: str) -> None:
+    async def _took_plan(self, text: str | Awaitable[str]) -> None:
+        self._plan_seq = seq = self._plan_seq + 1
+        text = text if isinstance(text, str) else await text
         # Parsed in a thread: a step writes the plan (256 KiB of line breaks held the event loop ~70 ms a round).
         plan = await asyncio.to_thread(plan_entries, text) if text else []
+        if seq < self._plan_seen:  # one started later ended first (a `!cmd`'s while a round's was in its thread)
+            return
+        self._plan_seen = seq
+        if text != self.plan_text:
+            self.review.plan_changes()
         self.plan_text = text
         if plan != self.plan:
             self.plan = plan
@@ -206,6 +217,7 @@ class TurnHost:
     def tool_round(self, *, cache: dict[tuple[str, str], CallOutcome], kind_of: KindLookup) -> ToolRound:
         """A round of tool calls wired to this session: its tools, hooks, injects, approval, changes and editor."""
         from ollie.agent.toolround import ToolRound  # loaded by a turn's first call: a chat-only turn makes none
+        self._plan_seq += 1  # its steps may write the plan: read after it (or, cut short, as the turn ends)
         return ToolRound(
             runtime=self.runtime, bus=self.bus, hook=self.run_hook, pop_inject=self.inbox.pop_inject,
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache, cwd=self.setup.cwd, kind_of=kind_of,
@@ -236,6 +248,7 @@ class TurnHost:
         hooks = self.runtime.hooks
         if hooks is None or not hooks.has(name):
             return None
+        self._plan_seq += 1  # it may write the plan too
         if self._changes is not None:
             # A hook may write files: the turn's checkpoint is taken first, no snapshot before it reused after it.
             await self._changes.before_hook()
@@ -355,6 +368,7 @@ class TurnHost:
         self._finishing = True
         self.session.end_turn()
         changed = await self.review.end_turn()  # the state the turn left: what its changes and undo measure against
+        number = number if number <= len(self.session.turn_starts) else 0  # (none after all: Review.end_turn)
         self.inbox.requeue_injects()
         self.save()
         if result.stop != "interrupted":
