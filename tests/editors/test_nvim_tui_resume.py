@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ollie.testing import Reply
+from ollie.testing import Reply, ScriptedLLMServer
 from tests.longsession import saved_session
 
-from .test_nvim_tui import assert_clean, nvim_with_unsaved_note, quit_nvim, send_in_chat, start_nvim
+from .test_nvim_tui import Tmux, assert_clean, nvim_with_unsaved_note, quit_nvim, send_in_chat, start_nvim
 from .test_nvim_tui_commands import chat_text
 from .test_nvim_tui_images import resume
 
@@ -189,28 +189,41 @@ def test_a_turn_s_changes_line_says_its_undos_live_and_resumed(tmp_path: Path, s
     assert_clean(tmux.screens)
 
 
+# A step that writes, in a workspace past the checkpoints' file limit (5): its turn's changed files are not known.
+WRITE = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
+TOO_MANY = {"notes.txt": "notes\n", **{f"f{n}.txt": "x\n" for n in range(6)}}
+NOT_KNOWN = "Changed files: not known (the workspace has more than 5 files: too many to checkpoint)"
+
+
+def first_write(srv: ScriptedLLMServer, tmp_path: Path, *replies: Reply) -> tuple[Tmux, dict[str, str]]:
+    """Neovim on TOO_MANY with `srv` scripted to WRITE, answer "Wrote it.", then `replies`; once it answered."""
+    srv.script(WRITE, Reply.text("Wrote it."), *replies)
+    env = {**srv.env(approval="auto"), "OLLIE_CHECKPOINT_MAX_FILES": "5"}
+    tmux = start_nvim(tmp_path, env, TOO_MANY)
+    try:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        send_in_chat(tmux, "write a")
+        tmux.wait(lambda s: "Wrote it." in s and "(end)" in s, "the answer")
+    except BaseException:
+        tmux.close()
+        raise
+    return tmux, env
+
+
 def test_a_turn_whose_changes_are_unknown_says_so_and_why_once_live_and_resumed(tmp_path: Path, scripted_llm):
     # Bug: in a workspace past the checkpoints' file limit a turn that wrote ended with no changes line at all, as one
     # that only talked: the user never learnt that ollie could not list, undo or rewind what it changed. Then every
     # such turn said it again (in the home directory: each turn that ran a step), and the resumed chat said no why.
-    srv = scripted_llm("openai")
-    write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
-    srv.script(write, Reply.text("Wrote it."), write, Reply.text("Wrote more."))
-    env = {**srv.env(approval="auto"), "OLLIE_CHECKPOINT_MAX_FILES": "5"}
-    files = {"notes.txt": "notes\n", **{f"f{n}.txt": "x\n" for n in range(6)}}
-    said = "Changed files: not known (the workspace has more than 5 files: too many to checkpoint)"
-    with start_nvim(tmp_path, env, files) as tmux:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-        send_in_chat(tmux, "write a")
-        tmux.wait(lambda s: "Wrote it." in s and "(end)" in s, "the answer")
+    tmux, env = first_write(scripted_llm("openai"), tmp_path, WRITE, Reply.text("Wrote more."))
+    with tmux:
         send_in_chat(tmux, "write more")
         live = tmux.keep("1-live", tmux.wait(lambda s: "Wrote more." in s and s.count("(end)") == 2, "the answer"),
                          (1300, 500))
         quit_nvim(tmux, tmp_path)
-    with start_nvim(tmp_path, env, files) as tmux:
+    with start_nvim(tmp_path, env, TOO_MANY) as tmux:
         resumed = resume(tmux, "write a", "Wrote more.", png=(1300, 500))
     live, resumed = (" ".join(chat_text(screen).split()) for screen in (live, resumed))  # (wrapped lines joined)
-    assert f"Wrote it. {said} (end)" in live and "Wrote more. (end)" in live, live
+    assert f"Wrote it. {NOT_KNOWN} (end)" in live and "Wrote more. (end)" in live, live
     turns = [text[text.index("Wrote it."):text.index("Wrote more. (end)")] for text in (live, resumed)]
     assert turns[0] == turns[1], resumed  # as live: why, once
     assert_clean(tmux.screens)
@@ -221,27 +234,20 @@ def test_a_resumed_turn_whose_changes_are_unknown_says_why_when_the_turn_that_sa
     """Bug: the reason a turn's changed files are not known is said once a run (the next turns of that reason carry
     `again`), but the turn that said it was compacted (its mark gone with its start): the resumed chat said it nowhere.
     Now the first turn shown of the run says it."""
-    srv = scripted_llm("openai")
-    write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
     state = {"goal": "write a", "plan": ["write"], "plan_step": "write", "completed": []}
-    srv.script(write, Reply.text("Wrote it."), Reply.text(json.dumps(state)), write, Reply.text("Wrote more."))
-    env = {**srv.env(approval="auto"), "OLLIE_CHECKPOINT_MAX_FILES": "5"}
-    files = {"notes.txt": "notes\n", **{f"f{n}.txt": "x\n" for n in range(6)}}
-    said = "Changed files: not known (the workspace has more than 5 files: too many to checkpoint)"
-    with start_nvim(tmp_path, env, files) as tmux:
-        tmux.wait(lambda s: "notes" in s, "nvim to start")
-        send_in_chat(tmux, "write a")
-        tmux.wait(lambda s: "Wrote it." in s and "(end)" in s, "the answer")
+    tmux, env = first_write(scripted_llm("openai"), tmp_path, Reply.text(json.dumps(state)), WRITE,
+                            Reply.text("Wrote more."))
+    with tmux:
         send_in_chat(tmux, "/compact")
         tmux.wait(lambda s: "compacted" in s, "the compaction")
         send_in_chat(tmux, "write more")
         tmux.keep("1-live", tmux.wait(lambda s: "Wrote more." in s, "the answer"))
         quit_nvim(tmux, tmp_path)
-    with start_nvim(tmp_path, env, files) as tmux:
+    with start_nvim(tmp_path, env, TOO_MANY) as tmux:
         resumed = resume(tmux, "write a", "Wrote more.", png=(1300, 500))
     text = " ".join(chat_text(resumed).split())
     assert text.index("earlier conversation compacted") < text.index("Wrote it. (end)"), text  # (kept, unmarked)
-    assert text.count(said) == 1 and f"Wrote more. {said} (end)" in text, text
+    assert text.count(NOT_KNOWN) == 1 and f"Wrote more. {NOT_KNOWN} (end)" in text, text
 
 
 def headers_drawn(screen: str, header: str) -> list[str]:
