@@ -625,6 +625,14 @@ function Chat:on_event(ev, drawn)
   end
   local t, role, content = self.transcript, ev.role, ev.content or ""
   local tail = self.tail
+  -- A model request that failed leaves no answer: retried (`limitretry`) or given up (the `error` ending the turn names
+  -- its kind), the words it streamed go (given up, they stayed above the error, though the session never kept them).
+  if role == "limitretry" or (role == "error" and ev.name and (self.commands_running or 0) == 0) then
+    t:drop_attempt()
+    if tail then
+      tail.parts = {}
+    end
+  end
   if role == "assistant" or role == "reasoning" then
     t:stream(role, content)
     local last = tail and tail.parts[#tail.parts]
@@ -684,10 +692,6 @@ function Chat:on_event(ev, drawn)
       self:tell_behind(content)
     end
   elseif role == "limitretry" then
-    t:drop_attempt()
-    if tail then
-      tail.parts = {}
-    end
     -- Its content says what failed in the daemon's words (a rate limit, a server's HTTP 503), as the terminal shows it.
     t:note("retrying: " .. content, "OllieTurnEnd")
   elseif role == "turn" then
