@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ollie.testing import Reply
+from tests.procs import wait_until
 
 from . import screens
 from .test_nvim import _nvim
@@ -942,6 +943,56 @@ def test_a_prompt_typed_and_not_sent_when_she_quits_is_back_in_the_input_when_th
     with start_nvim(tmp_path, srv.env(), files) as tmux:  # sent: no draft left to come back
         again = resume(tmux, "hello", "Half answered.")
         assert "back in the input" not in again, again
+
+
+def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_with_no_turn(tmp_path: Path,
+                                                                                            scripted_llm):
+    """Bug: the draft was saved only at `:qa`: a `kill -9` of Neovim (a terminal closed) lost it; and one typed in a
+    session that never had a turn never came back (no sessions list shows that session). Now it is saved as it is
+    typed: back in the input when its session is resumed, or, its session never used, when the next chat opens in
+    that workspace."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("Hello back."), Reply.text("Sent now."))
+    files = {"notes.txt": "notes\n"}
+    saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
+
+    def typed_then_killed(tmux: Tmux, text: str) -> None:
+        tmux.keys(":OllieChat", "Enter")
+        tmux.keys(text, literal=True)  # (in insert mode: no :qa, no InsertLeave)
+        tmux.keep("1-typed", tmux.wait(lambda s: s.count(text) == 1, "the typing"))
+        wait_until(lambda: saved.exists() and text in saved.read_text(), f"the draft saved:\n{tmux.screen()}")
+        pane = subprocess.run([*tmux.base, "display", "-p", "-t", "t", "#{pane_pid}"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        # Neovim's own process (the one the TUI in the pane started), then the TUI: no VimLeavePre runs.
+        pids = [*subprocess.run(["pgrep", "-P", pane, "nvim"], capture_output=True, text=True).stdout.split(), pane]
+        for pid in pids:
+            os.kill(int(pid), signal.SIGKILL)
+        tmux.wait_exit("kill -9")
+        tmux.close()
+        wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), "Neovim's processes reaped")
+        assert not daemons_gone(tmp_path)
+
+    def back_in_input(screen: str, text: str) -> None:
+        assert "not sent before the editor quit: it is back in the input" in screen, screen
+        assert any(line.split("│")[-1].strip() == text for line in screen.splitlines()), screen
+
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":Ollie hello", "Enter")
+        tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
+        typed_then_killed(tmux, "half a thought")
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        back_in_input(resume(tmux, "hello", "not sent before the editor quit", png=(1300, 740)), "half a thought")
+        tmux.keys(":OllieChat", "Enter", "Escape", "Enter")
+        tmux.wait(lambda s: "Sent now." in s, "its answer")
+        tmux.keys(":OllieNew", "Enter")  # a session of its own, no turn in it
+        typed_then_killed(tmux, "a first thought")
+    with start_nvim(tmp_path, srv.env(), files) as tmux:
+        tmux.wait(lambda s: "notes" in s, "nvim to start")
+        tmux.keys(":OllieChat", "Enter")
+        back = tmux.keep("4-fresh-back", tmux.wait(lambda s: "back in the input" in s, "the draft"), (1300, 740))
+        back_in_input(back, "a first thought")
+        assert_clean(tmux.screens)
 
 
 def test_the_chat_statusline_names_the_session_as_the_daemon_does(tmp_path: Path, scripted_llm):

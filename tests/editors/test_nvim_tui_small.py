@@ -4,6 +4,7 @@ about stays in view."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -13,7 +14,7 @@ from pathlib import Path
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from .test_nvim_tui import FLOAT_PICKER, assert_clean, queue_while_streaming, start_nvim
+from .test_nvim_tui import FLOAT_PICKER, PLUGIN, assert_clean, queue_while_streaming, start_nvim
 
 SMALL = (760, 440)  # an 80x24 screen's PNG, in pixels
 
@@ -380,3 +381,30 @@ def test_at_80x24_the_changes_list_keeps_its_key_hints_once_a_diff_tab_adds_the_
         back = tmux.keep("1-back", tmux.wait(lambda s: "before turn 1: ops.py" not in s and "M  ops.py" in s,
                                               "the first tab again"), SMALL)
         assert "ollie: turn 1 changed 1 file   (<CR> diff" in back, back
+
+
+def test_a_prompt_queued_under_a_128_kb_paragraph_shows_at_a_few_counts_of_its_height(tmp_path: Path, scripted_llm):
+    """A prompt queued under an answer streamed as one 128 KB line: its `⏳ queued:` line shows under the answer's last
+    words, the line's height counted at most 4 times to find where (Bug: ~20 counts an update, each walking the whole
+    line: ~33 ms of a frozen editor an update while the prompt waits, docs/SECURITY.md round 63)."""
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="Once upon a time " + "there was a tale " * 7700 + "THE END.", chunk_size=4096, hold=story),
+               Reply.text("Yes."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
+        try:
+            tmux.wait(lambda s: "notes" in s, "nvim to start")
+            tmux.keys(f':lua dofile("{PLUGIN / "tests" / "reveal_cost.lua"}")', "Enter")
+            shown = queue_while_streaming(tmux, "tell a long story", "THE END.", "is it true?")
+            assert "THE END." in shown, shown
+            tmux.keep("1-queued", shown, (760, 440))
+        finally:
+            story.set()
+        tmux.wait(lambda s: "Yes." in s, "the queued turn")
+        tmux.keys(":echo 'counts' g:ollie_reveal_most 'reveals' g:ollie_reveals", "Enter")
+        said = tmux.wait(lambda s: re.search(r"counts \d+ reveals \d+", s) is not None, "the counts")
+        found = re.search(r"counts (\d+) reveals (\d+)", said)
+        assert found, said
+        most, reveals = map(int, found.groups())
+        assert reveals > 0 and most <= 4, said
+        assert_clean(tmux.screens)

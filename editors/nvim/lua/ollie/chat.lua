@@ -12,12 +12,16 @@ local turns = require("ollie.turns")
 
 local M = {}
 
+-- How long after the last change to the input its text is saved as the session's draft.
+local DRAFT_SAVE_MS = 500
+
 ---@class ollie.Chat
 ---@field tab integer                 the tabpage it belongs to
 ---@field transcript ollie.Transcript
 ---@field input_buf integer
 ---@field session string|nil          its daemon session (nil until the daemon named one)
 ---@field waiting fun(session: string)[] what waits for the session
+---@field draft_saved {session: string|nil, text: string}|nil what Chat:save_draft wrote last
 ---@field running boolean
 ---@field state string
 ---@field cost number
@@ -264,6 +268,32 @@ function Chat:make_input()
     end,
   })
   watch(self, self.input_buf)
+  -- What is typed is saved as the session's draft a moment after each change (not only at :qa: a kill -9 of Neovim,
+  -- a terminal closed, kept it nowhere).
+  local timer = assert(vim.uv.new_timer())
+  vim.api.nvim_buf_attach(self.input_buf, false, {
+    on_lines = function()
+      timer:start(DRAFT_SAVE_MS, 0, vim.schedule_wrap(function() self:save_draft() end))
+    end,
+    on_detach = function() timer:close() end,
+  })
+end
+
+---Save what the input holds as the session's draft, when it changed since saved (a draft moved with the input to
+---another session leaves the one it was saved under); a session with no turn shown yet saves it for its workspace.
+function Chat:save_draft()
+  if not (self.session and alive(self.input_buf)) then
+    return -- (a Neovim whose terminal closed has unloaded it by VimLeavePre: what was saved stays)
+  end
+  local text, saved = input.text(self.input_buf), self.draft_saved or { text = "" }
+  if saved.session ~= self.session and saved.text ~= "" then
+    savedqueue.keep_draft(saved.session, "")
+    saved = { text = "" }
+  end
+  if text ~= saved.text then
+    savedqueue.keep_draft(self.session, text, not next(self.transcript.typed) and vim.fn.getcwd() or nil)
+  end
+  self.draft_saved = { session = self.session, text = text }
 end
 
 ---Make anew the buffers the user wiped or deleted; a new transcript shows the session's conversation again.
@@ -625,6 +655,14 @@ function Chat:on_event(ev, drawn)
   end
   local t, role, content = self.transcript, ev.role, ev.content or ""
   local tail = self.tail
+  -- A model request that failed leaves no answer: retried (`limitretry`) or given up (the `error` ending the turn names
+  -- its kind), the words it streamed go (given up, they stayed above the error, though the session never kept them).
+  if role == "limitretry" or (role == "error" and ev.name and (self.commands_running or 0) == 0) then
+    t:drop_attempt()
+    if tail then
+      tail.parts = {}
+    end
+  end
   if role == "assistant" or role == "reasoning" then
     t:stream(role, content)
     local last = tail and tail.parts[#tail.parts]
@@ -684,10 +722,6 @@ function Chat:on_event(ev, drawn)
       self:tell_behind(content)
     end
   elseif role == "limitretry" then
-    t:drop_attempt()
-    if tail then
-      tail.parts = {}
-    end
     -- Its content says what failed in the daemon's words (a rate limit, a server's HTTP 503), as the terminal shows it.
     t:note("retrying: " .. content, "OllieTurnEnd")
   elseif role == "turn" then
@@ -839,10 +873,7 @@ vim.api.nvim_create_autocmd("VimLeavePre", {
   group = "ollie_chat",
   callback = function()
     for _, chat in ipairs(M.every()) do
-      local text = chat.session and vim.api.nvim_buf_is_valid(chat.input_buf) and input.text(chat.input_buf) or ""
-      if text ~= "" then
-        savedqueue.keep_draft(chat.session, text)
-      end
+      chat:save_draft() -- what the last change's save waits to write
     end
   end,
 })

@@ -233,8 +233,8 @@ end
 ---are queued again, in order, and held: they run before the next prompt (or on the send key, empty).
 function P:restore_queue()
   local session = self.session
-  local draft = session and savedqueue.take_draft(session)
-  if draft then -- typed and not sent when an editor before quit
+  local draft = session and savedqueue.take_draft(session, vim.fn.getcwd())
+  if draft then -- typed and not sent when an editor before quit (or crashed)
     self.transcript:note("(not sent before the editor quit: it is back in the input)", "OllieQueued")
     self:refill(draft, {})
   end

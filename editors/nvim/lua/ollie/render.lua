@@ -478,18 +478,28 @@ function T:reveal(win)
     return
   end
   local height, top = vim.api.nvim_win_get_height(win), self:count()
-  while top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 2 }).all <= height do
+  local rows = vim.api.nvim_win_text_height(win, { start_row = top - 1 }).all
+  while rows <= height and top > 1 and vim.api.nvim_win_text_height(win, { start_row = top - 2 }).all <= height do
     top = top - 1
   end
   -- A last line taller than the window with them (a paragraph streamed as one line): the screen lines of it left out
-  -- at the top ('smoothscroll'), the first from which the rest fits.
-  local skip, hi = 0, vim.fn.virtcol({ top, "$" }, false, win)
-  while skip < hi do
-    local mid = math.floor((skip + hi) / 2)
-    if vim.api.nvim_win_text_height(win, { start_row = top - 1, start_vcol = mid }).all <= height then
-      hi = mid
-    else
-      skip = mid + 1
+  -- at the top ('smoothscroll'), the first from which the rest fits. Each count walks the whole line (a 128 KB one
+  -- searched in ~20 took 33 ms an update): Neovim skips a row's width at a time, so the rows too many say where,
+  -- checked; searched only for rows narrower than the window (a 'breakindent').
+  local function fits(vcol)
+    return vim.api.nvim_win_text_height(win, { start_row = top - 1, start_vcol = vcol }).all <= height
+  end
+  local skip = math.max(0, rows - height) * (vim.api.nvim_win_get_width(win) - vim.fn.getwininfo(win)[1].textoff)
+  if skip > 0 and not (fits(skip) and not fits(skip - 1)) then
+    local hi = vim.fn.virtcol({ top, "$" }, false, win)
+    skip = 0
+    while skip < hi do
+      local mid = math.floor((skip + hi) / 2)
+      if fits(mid) then
+        hi = mid
+      else
+        skip = mid + 1
+      end
     end
   end
   vim.api.nvim_win_call(win, function() vim.fn.winrestview({ topline = top, skipcol = skip }) end)

@@ -28,7 +28,9 @@ local MAX_QUEUES = 64 * 1024 * 1024
 ---@class ollie.SavedQueue
 ---@field session string
 ---@field prompts ollie.SavedPrompt[]
----@field draft string|nil what the chat's input held, not sent, when the editor quit
+---@field draft string|nil what the chat's input holds, not sent (saved as it is typed: a crash keeps it too)
+---@field workspace string|nil a draft's session had no turn (no sessions list shows it): the directory it was typed in
+---@field pid integer|nil and the Neovim that typed it
 
 ---The file the queues are kept in.
 ---@return string
@@ -139,7 +141,9 @@ function M.read()
     if type(entry) == "table" and type(entry.session) == "string" then
       local prompts, draft = valid_prompts(entry.prompts), type(entry.draft) == "string" and entry.draft or nil
       if #prompts > 0 or draft then
-        table.insert(queues, { session = entry.session, prompts = prompts, draft = draft })
+        local fresh = draft and type(entry.workspace) == "string" and type(entry.pid) == "number"
+        table.insert(queues, { session = entry.session, prompts = prompts, draft = draft,
+          workspace = fresh and entry.workspace or nil, pid = fresh and entry.pid or nil })
       end
     end
   end
@@ -180,15 +184,18 @@ local function write(queues)
 end
 
 ---Change one session's saved prompts with `fn(prompts) -> prompts` (nil: no change, nothing written), and its
----draft to `draft` ("": none; nil: kept); a session left with neither is dropped, one changed is the newest.
+---draft to `draft` ("": none; nil: kept, with its `fresh`); a session left with neither is dropped, one changed is the
+---newest.
 ---@param session string
 ---@param fn fun(prompts: ollie.SavedPrompt[]): ollie.SavedPrompt[]|nil
 ---@param draft string|nil
-local function update(session, fn, draft)
+---@param fresh {workspace: string, pid: integer}|nil the draft's session had no turn
+local function update(session, fn, draft, fresh)
   local queues, prompts, kept = {}, {}, nil
   for _, q in ipairs(M.read()) do
     if q.session == session then
       prompts, kept = q.prompts, q.draft
+      fresh = draft == nil and q.workspace and { workspace = q.workspace, pid = q.pid } or fresh
     else
       table.insert(queues, q)
     end
@@ -199,27 +206,37 @@ local function update(session, fn, draft)
   end
   kept = draft == nil and kept or draft ~= "" and draft or nil
   if #prompts > 0 or kept then
-    table.insert(queues, { session = session, prompts = prompts, draft = kept })
+    fresh = kept and fresh or {}
+    table.insert(queues, { session = session, prompts = prompts, draft = kept, workspace = fresh.workspace,
+      pid = fresh.pid })
   end
   write(queues)
 end
 
----Keep what `session`'s input holds, not sent, as the editor quits (its chat shows it again: M.take_draft).
+---Keep what `session`'s input holds, not sent ("": nothing), for its chat to show again (M.take_draft); `workspace`:
+---the session had no turn, so its draft goes to the next session shown there once this Neovim is gone.
 ---@param session string
 ---@param text string
-function M.keep_draft(session, text)
-  update(session, function(prompts) return prompts end, text)
+---@param workspace string|nil
+function M.keep_draft(session, text, workspace)
+  update(session, function(prompts) return prompts end, text,
+    workspace and { workspace = workspace, pid = vim.uv.os_getpid() } or nil)
 end
 
----The draft kept for `session` (nil: none), kept no more.
+---The draft kept for `session`, else the newest of a session with no turn typed in `workspace` by a Neovim gone (a
+---crash, a quit before the first prompt: no sessions list shows that session); nil: none. Kept no more.
 ---@param session string
+---@param workspace string
 ---@return string|nil
-function M.take_draft(session)
+function M.take_draft(session, workspace)
+  local found
   for _, q in ipairs(M.read()) do
-    if q.session == session and q.draft then
-      update(session, function(prompts) return prompts end, "")
-      return q.draft
-    end
+    local orphan = q.workspace == workspace and q.pid ~= vim.uv.os_getpid() and vim.uv.kill(q.pid, 0) ~= 0
+    found = q.draft and (q.session == session or orphan and not (found and found.session == session)) and q or found
+  end
+  if found then
+    update(found.session, function(prompts) return prompts end, "")
+    return found.draft
   end
 end
 
