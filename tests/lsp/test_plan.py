@@ -132,3 +132,19 @@ async def test_a_plan_the_users_shell_command_writes_shows_as_it_ends(start_daem
     line = f"!mkdir -p $(dirname {plan}) && printf -- '- [x] write it\\n- [ ] run it\\n' > {plan}"
     _, wire = await daemon.request_in_order("ollie/submit", {"text": line})
     assert _plans(wire)[-1:] == [[("write it", "completed"), ("run it", "in_progress")]], wire
+
+
+
+async def test_steps_past_the_cut_of_a_calls_result_still_read_as_they_ended(start_daemon, llm):
+    # A call's result is cut at 128 KiB, and each step's status was read from its header in the cut text: the steps
+    # past the cut (their headers gone) read as failed, the card red, though each ran and exited 0.
+    reads = [{"tool": "file_read", "args": ["big.txt"]} for _ in range(4)]
+    llm.script(Reply.tool_calls(("call_tool", {"calls": reads})), Reply.text("read"))
+    llm.models[llm.model] = 200_000  # a window the cut result fits in (32k asked for a compaction first)
+    daemon = await start_daemon(env=llm.env(approval="auto"))
+    (daemon.workspace / "big.txt").write_text("".join(f"line {n} {'x' * 40}\n" for n in range(1200)))
+    await daemon.request("ollie/submit", {"text": "read it"})
+    told = llm.chat_requests[1].body["messages"][-1]["content"]
+    assert "[call 4 file_read]" not in told, "the result was not cut: no test"
+    done = next(e for e in daemon.events if e["role"] == "tool")
+    assert [s["status"] for s in done["steps"]] == ["completed"] * 4, done["steps"]
