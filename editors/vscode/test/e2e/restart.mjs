@@ -251,6 +251,16 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
     .waitFor({ timeout: waitMs });
   await screenshot("rewind-kept-buffer");
   log("a rewind that left an open buffer she had typed in as it was said so");
+  // Undone and rewound again, it says so again (the undo lost the turn's buffer edit: named nowhere, saved back).
+  await page.locator(".notification-toast", { hasText: "Not in the editor: calc.py" }).locator(".monaco-button", { hasText: "Undo Rewind" }).click();
+  await page.locator(".notification-toast", { hasText: "the rewind is undone" }).waitFor({ timeout: waitMs });
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Fix add." }).first().click();
+  await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Rewind" }).click();
+  await page.locator(".notification-toast", { hasText: "Not in the editor: calc.py (the buffer changed since the agent's edit" })
+    .waitFor({ timeout: waitMs });
+  await screenshot("rewind-again-kept-buffer");
+  log("undone and rewound again, it still named that buffer");
   // Another turn's edit, typed under too, rewound by `/rewind` typed in the chat: its answer says so too.
   await send(chat, "Rename add.");
   await chat.locator(".item.permission", { hasText: "Edit calc.py" }).last().locator("button", { hasText: "Allow once" }).click();
