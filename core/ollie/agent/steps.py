@@ -390,9 +390,13 @@ def _plan_batch_title(titles: list[str]) -> str:
         by_verb.setdefault(t.split()[0], []).append(t)
     said = []
     for verb, same in by_verb.items():
-        added = sum(int(t.split()[1]) for t in same) if verb == "Add" else 0
-        said.append(same[0] if len(same) == 1 else f"Add {added} step{'s' * (added != 1)} to the plan"
-                    if verb == "Add" else f"Check off {len(same)} steps" if verb == "Check" else same[-1])
+        if len(same) == 1 or verb == "Clear":
+            said.append(same[-1])
+        elif verb == "Add":  # each "Add <n> step(s) to the plan" (_plan_title)
+            added = sum(int(t.split()[1]) for t in same)
+            said.append(f"Add {added} step{'s' * (added != 1)} to the plan")
+        else:
+            said.append(f"Check off {len(same)} steps")
     text = ", ".join(t[0].lower() + t[1:] for t in said)
     return text[0].upper() + text[1:]
 

@@ -443,6 +443,8 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     if (JSON.stringify(rows) !== JSON.stringify(expected)) throw new Error(`the plan of 150 steps shows ${JSON.stringify(rows)}`);
     // The step in progress in sight with the next ones (it was at the list's foot, the 89 left below it).
     await until("the step in progress and the next two in sight", async () => await inSight("s61 of") && await inSight("s63 of"), 5000);
+    // Its card's title says each change once ("Add 139 steps to the plan and 50 more" read as 189 steps added).
+    await chat.locator(".item.tool .step-title", { hasText: "Add 139 steps to the plan, check off 50 steps" }).first().waitFor({ timeout: waitMs });
     // That call's result took the conversation near the model's context limit: said in words she knows ("context gate:
     // collapsed warm tool results to stay under budget").
     await chat.locator(".item.notice", { hasText: "the conversation nears the model's context limit: earlier steps' output was" })
