@@ -84,6 +84,18 @@ def test_a_plan_step_says_what_it_does_to_the_plan() -> None:
     assert others[2].title == "Run `task_deploy prod`"
 
 
+def test_a_plan_batch_title_says_each_change_once() -> None:
+    # A batch of one add and 50 check-offs read "Add 139 steps to the plan and 50 more": as 189 steps added.
+    adds = describe("call_tool", calls(("task_add", [f"s{n}" for n in range(139)]),
+                                        *[("task_check", [str(n)]) for n in range(50)]), CWD)
+    assert batch_state("c", step_states("c", adds)).title == "Add 139 steps to the plan, check off 50 steps"
+    mixed = describe("call_tool", calls(("task_check", ["2"]), ("task_add", ["a"]), ("task_add", ["b"]),
+                                        ("file_read", ["a.py"]), ("task_clear", ["--done"])), CWD)
+    assert batch_state("c", step_states("c", mixed)).title == (
+        "Check off step 2, add 2 steps to the plan, clear the plan's finished steps and 1 more")
+    assert batch_state("c", step_states("c", mixed[3:])).title == "Read a.py and 1 more"
+
+
 def test_titles_are_one_short_line_never_raw_json() -> None:
     code = "for f in *; do\n  echo \"$f\"\ndone\n" + "x" * 500
     (step,) = describe("execute_code", {"steps": [{"code": code, "elevated": True}]}, CWD)

@@ -479,9 +479,10 @@ def test_a_binary_file_named_as_context_goes_as_a_note_not_as_its_bytes(tmp_path
 def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path, scripted_llm):
     """The reply breaks off with a 503 after its first words, then comes whole: the chat says it retries after that
     error (Bug: every retry read "rate limited, retrying", so a crashed local server sent the user looking at quotas),
-    and shows the answer once, without the words of the attempt that failed (Bug: "Half an Recovered."). One that fails
-    for good (a 400 after its first words) shows the error without those words (Bug: they stayed above it, as if the
-    model had said them, though the session never kept them)."""
+    and shows the answer once, without the words of the attempt that failed (Bug: "Half an Recovered."); meanwhile its
+    statusline counts down the wait to retry (it said "thinking"). One that fails for good (a 400 after its first
+    words) shows the error without those words (Bug: they stayed above it, as if the model had said them, though the
+    session never kept them)."""
     srv = scripted_llm("openai")
     srv.script(Reply.stream_error(after=2, status=400, text="Broken off mid-word", chunk_size=5),
                Reply.stream_error(after=2, status=503, text="Half an answer", chunk_size=5), Reply.text("Recovered."))
@@ -492,6 +493,10 @@ def test_a_retry_after_a_server_error_is_not_called_a_rate_limit(tmp_path: Path,
                               (1300, 560))
         assert "Broke" not in chat_of(failed) and "retrying" not in failed, failed
         tmux.keys(":Ollie hi", "Enter")
+        # The statusline counts down the wait before the retry (Bug: it said "thinking").
+        tmux.keep("0-waiting", tmux.wait(lambda s: re.search(r"ollie: the request failed, retry 1/3 in [3-5]s", s) is not None,
+                                         "the wait in the statusline"), (1300, 740))
+        tmux.wait(lambda s: re.search(r"ollie: the request failed, retry 1/3 in [1-2]s", s) is not None, "its count down")
         done = tmux.keep("1-retried", tmux.wait(lambda s: "Recovered." in s, "the answer after the retry", timeout=60),
                          (1300, 560))
         chat = chat_of(done)

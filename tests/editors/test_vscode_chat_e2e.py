@@ -174,7 +174,8 @@ def test_the_header_shows_the_title_as_the_daemon_gives_it_and_a_hung_host_s_pro
     its seven rows left the chat three lines); every step done, it folds to "Plan done · 10 steps" (plan-done: it
     stayed open, taking room), a step added opens it; 150 steps, 60 done, read "Plan 60/150" (plan-150: each of the
     daemon's summaries of a plan past 100 steps counted as one step), each of the 90 left a row, and the 50 check-offs
-    of one call each read as done (tests/lsp/test_plan.py: those past a cut result's cap read as failed, the card red);
+    of one call each read as done (tests/lsp/test_plan.py: those past a cut result's cap read as failed, the card red),
+    its card titled "Add 139 steps to the plan, check off 50 steps" (it read "... and 50 more": 189 steps added);
     `/rewind` puts back the plan its turn found, `/clear` takes it away, and the conversation /clear kept comes back
     with it (plan-resumed): VS Code never showed the plan."""
     output = run_e2e("title.mjs", total_ms=370000)

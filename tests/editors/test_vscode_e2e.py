@@ -34,23 +34,27 @@ def test_vsix_holds_the_manifest_and_the_bundles(vsix):
 
 @pytest.mark.timeout(200)
 def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run_e2e):
-    """A prompt sent while Restart's new daemon starts shows as waiting and goes once it is up, to the chat's session
-    resumed there (it was answered "the ollie daemon is not running", and lost); one sent during a start that fails
-    gets the start's error, and is back in the input; so is one sent to a daemon that died before its turn began (it
-    vanished: the chat brought back after the crash has nothing of it), and one queued as its daemon died: each with
-    the file and image chips it was sent with (only its text came back). The chat brought back after a crash mid-turn
-    still shows the reply streamed so far, marked cut short (the session's log has finished rounds only); one whose
-    daemon died after it saved the answer, before the turn's end, shows it once (it showed twice). A rewind that leaves
-    an open buffer she typed in since the turn's edit as it is says so (it said "1 file restored" alone, and her save
-    wrote the edit back: rewind-kept-buffer), `/rewind` typed in the chat too (rewind-kept-buffer-command)."""
+    """A rate-limited request's wait to retry is counted down in the status bar (it said "thinking":
+    rate-limited-status). A prompt sent while Restart's new daemon starts shows as waiting and goes once it is up, to
+    the chat's session resumed there (it was answered "the ollie daemon is not running", and lost); one sent during a
+    start that fails gets the start's error, and is back in the input; so is one sent to a daemon that died before its
+    turn began (it vanished: the chat brought back after the crash has nothing of it), and one queued as its daemon
+    died: each with the file and image chips it was sent with (only its text came back). The chat brought back after a
+    crash mid-turn still shows the reply streamed so far, marked cut short (the session's log has finished rounds only);
+    one whose daemon died after it saved the answer, before the turn's end, shows it once (it showed twice). A rewind
+    that leaves an open buffer she typed in since the turn's edit as it is says so (it said "1 file restored" alone, and
+    her save wrote the edit back: rewind-kept-buffer), again after Undo Rewind (the undo lost the turn's buffer edit:
+    rewind-again-kept-buffer), `/rewind` typed in the chat too (rewind-kept-buffer-command)."""
     shows(run_e2e("restart.mjs", total_ms=150000),
+          "a rate-limited request's wait to retry was counted down in the status bar",
           "a prompt typed during Restart was sent once the daemon was up, in the chat's session",
           "a prompt typed during a start that failed got the start's error and is back in the input, with its chips",
           "a prompt whose daemon died before its turn began was back in the input with its chip, and answered once sent again",
           "a prompt queued as the daemon died was back in the input, with its chip",
           "the answer shown when the daemon died stayed in the restored chat, marked cut short",
           "an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved",
-          "a rewind that left an open buffer she had typed in as it was said so", "/rewind that left it as it was said so too")
+          "a rewind that left an open buffer she had typed in as it was said so",
+          "undone and rewound again, it still named that buffer", "/rewind that left it as it was said so too")
 
 
 @pytest.mark.timeout(500)

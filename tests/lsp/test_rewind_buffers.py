@@ -37,6 +37,10 @@ async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(
     assert len(editor.edits) == sent + 1 and buffer_text(editor) == after_first
     assert editor.edits[-1].edit.document_changes[0].text_document.uri == a.as_uri()  # type: ignore[union-attr,index]
     assert (a.read_text(), b.read_text()) == ("a on disk\n", "b on disk\n")
+    # Undone and rewound again, b.txt is named again (the undo lost the cut turn's buffer edits: it was named nowhere).
+    await daemon.request("ollie/rewind", {"undo": True})
+    again = await daemon.request("ollie/rewind", {"turn": 2})
+    assert again["buffers"] == rewound["buffers"][1:] and buffer_text(editor) == after_first
     # The cut turn's buffer changes are no longer listed; turn 1's still is.
     (listed,) = (await daemon.request("ollie/changes", {}))["files"]
     assert (listed["path"], listed["newText"], listed["inEditor"]) == ("a.txt", after_first, True)

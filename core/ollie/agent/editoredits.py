@@ -81,10 +81,13 @@ class EditorEdits:
                     net[path] = EditorEdit(edit.old_text, edit.new_text)
         return {path: edit for path, edit in net.items() if edit.old_text != edit.new_text}
 
-    def forget_from(self, turn: int) -> None:
-        """Drop the turns from `turn` on (a rewind cut them from the session)."""
-        for number in [n for n in self._turns if n >= turn]:
-            del self._turns[number]
+    def forget_from(self, turn: int) -> dict[int, dict[str, EditorEdit]]:
+        """Drop the turns from `turn` on (a rewind cut them from the session); returned, for its undo to `put_back`."""
+        return {number: self._turns.pop(number) for number in [n for n in self._turns if n >= turn]}
+
+    def put_back(self, turns: dict[int, dict[str, EditorEdit]]) -> None:
+        """The turns `forget_from` dropped, back (the rewind was undone)."""
+        self._turns.update(turns)
 
 
 @dataclass(eq=False, repr=False)

@@ -209,6 +209,7 @@ class Review:
         self._plan_found = ""  # the plan file as the running turn found it
         # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
         self.editor_edits = EditorEdits()
+        self._cut_edits: dict[int, dict[str, EditorEdit]] = {}  # the last rewind's: its undo puts them back
 
     # --- turn edges (called by the turn) -------------------------------------
 
@@ -242,6 +243,7 @@ class Review:
             notes = [note for note in notes if all(number < turn for number, _ in undid(note))]
             self._add_note("\n\n".join(notes), True)
         await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
+        self._cut_edits = {}
         try:
             tracker = self._tracker()
             await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
@@ -591,7 +593,7 @@ class Review:
         if documents is not None:
             buffers = await revert_buffers(self.editor_edits.since(number), documents, self._cwd())
         starts = session.turn_starts[:number - 1]
-        self.editor_edits.forget_from(number)
+        self._cut_edits = self.editor_edits.forget_from(number)
         from ollie.agent.history import undid  # (a rewind is rarer than a turn)
 
         # What the user undid of the turns kept, which only the cut prompts told the model: told again with the next
@@ -629,6 +631,9 @@ class Review:
         session.review_notes = [note for note in session.review_notes if note not in told]
         await self._host.save_rewritten()
         await asyncio.to_thread(self._drop_rewind)
+        # Its buffer edits too: a second rewind named no buffer she had typed in since, and her save wrote them back.
+        self.editor_edits.put_back(self._cut_edits)
+        self._cut_edits = {}
         return await self._rewound(turn, restored.changes, len(session.messages))
 
     async def _put_plan(self, text: str) -> None:

@@ -180,7 +180,9 @@ def batch_state(call_id: str, inner: Sequence[ToolState]) -> ToolState:
     """The whole call of a several-step batch: its most consequential kind, a summary title, every location/diff."""
     writers: list[StepKind] = [s.kind for s in inner if s.kind in WRITE_KINDS]
     kind: StepKind = writers[0] if writers else inner[0].kind
-    title = inner[0].title + (f" and {len(inner) - 1} more" if len(inner) > 1 else "")
+    plan = [s.title for s in inner if s.plan] if inner[0].plan else []
+    more = len(inner) - max(len(plan), 1)
+    title = (_plan_batch_title(plan) if plan else inner[0].title) + (f" and {more} more" if more else "")
     statuses = {s.status for s in inner}
     order: tuple[StepStatus, ...] = ("failed", "in_progress", "pending")
     found: list[StepStatus] = [st for st in order if st in statuses]
@@ -379,6 +381,24 @@ def _plan_title(tool: str, args: list[str], *, done: bool) -> str:
     if tool == "task_check":
         return "Check off " + ((f"step {args[0]}" if args[0].isdigit() else _quote(args[0])) if args else "the next step")
     return "Clear the plan's finished steps" if done else "Clear the plan"
+
+
+def _plan_batch_title(titles: list[str]) -> str:
+    # Each kind of change said once: "Add 139 steps to the plan and 50 more" read as 189 steps added (50 check-offs).
+    by_verb: dict[str, list[str]] = {}
+    for t in titles:
+        by_verb.setdefault(t.split()[0], []).append(t)
+    said = []
+    for verb, same in by_verb.items():
+        if len(same) == 1 or verb == "Clear":
+            said.append(same[-1])
+        elif verb == "Add":  # each "Add <n> step(s) to the plan" (_plan_title)
+            added = sum(int(t.split()[1]) for t in same)
+            said.append(f"Add {added} step{'s' * (added != 1)} to the plan")
+        else:
+            said.append(f"Check off {len(same)} steps")
+    text = ", ".join(t[0].lower() + t[1:] for t in said)
+    return text[0].upper() + text[1:]
 
 
 def _script_command(call: ScriptCall) -> str:

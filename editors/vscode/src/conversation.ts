@@ -61,6 +61,9 @@ export class Conversation implements vscode.Disposable {
   private readonly statuses = new Map<string, SessionStatus>();
   // The sessions whose `turn` start event came, and not its end yet.
   private readonly turning = new Set<string>();
+  // A failed model request's wait before its retry (`limitretry`), by session: the status bar counts it down.
+  private readonly retryWaits = new Map<string, { what: string; until: number }>();
+  private retryTick: NodeJS.Timeout | undefined;
   private current: string | undefined;
   private readonly dirty = new Map<number, ChatItem>();
   private flushTimer: NodeJS.Timeout | undefined;
@@ -209,7 +212,11 @@ export class Conversation implements vscode.Disposable {
     const status = this.statuses.get(session) ?? { state: this.daemon.running ? "idle" : "stopped", running: false, cost: undefined };
     // Between a turn's end and the queued prompt's start the daemon is not idle: the status bar does not say so.
     const next = !status.running && this.queued.runsNext(session);
-    return { ...status, ...(next ? { state: "running the queued prompt" } : {}), asking: this.questions.asks(session) };
+    const wait = this.retryWaits.get(session);
+    const left = wait ? Math.ceil((wait.until - Date.now()) / 1000) : 0;
+    // It said "thinking" while it waited to retry (a 429's Retry-After: a minute, maybe).
+    const state = left > 0 ? `${wait?.what} in ${left}s` : next ? "running the queued prompt" : status.state;
+    return { ...status, state, asking: this.questions.asks(session) };
   }
 
   /** Subscribe a view; returns its disposable. */
@@ -573,6 +580,13 @@ export class Conversation implements vscode.Disposable {
       for (const listener of this.listeners) listener.reset();
     }
     const changed = model.apply(event.role === "error" ? { ...event, content: turnError(this.backend, event.content) } : event);
+    const wait = event.role === "limitretry" ? /; retry (\d+\/\d+) in ([\d.]+)s$/.exec(event.content) : null;
+    if (wait) {
+      const what = `${event.name === "rate_limit" ? "rate limited" : "the request failed"}, retry ${wait[1]}`;
+      this.retryWaits.set(event.session, { what, until: Date.now() + Number(wait[2]) * 1000 });
+      this.retryTick ??= setInterval(() => this.countDown(), 1000);
+    }
+    if ((wait || this.retryWaits.delete(event.session)) && event.session === this.current) this.emitStatus();
     if (event.role === "turn") {
       const start = event.content === "start";
       if (start) this.turning.add(event.session);
@@ -604,6 +618,16 @@ export class Conversation implements vscode.Disposable {
     this.titleToldAt.set(state.session, ++this.stateChanges);
     this.setTitle(state.session, state.title);
     this.setPlan(state.session, state.plan);
+  }
+
+  // Each second of a retry's wait: the status bar's count, and the waits over dropped (none left: no more ticks).
+  private countDown(): void {
+    for (const [session, wait] of this.retryWaits) if (wait.until <= Date.now()) this.retryWaits.delete(session);
+    if (this.retryWaits.size === 0) {
+      clearInterval(this.retryTick);
+      this.retryTick = undefined;
+    }
+    this.emitStatus();
   }
 
   private updateStatus(session: string, patch: Partial<SessionStatus>): void {
@@ -767,6 +791,7 @@ export class Conversation implements vscode.Disposable {
   }
 
   dispose(): void {
+    clearInterval(this.retryTick);
     if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const d of this.disposables) d.dispose();
     this.undoneEmitter.dispose();

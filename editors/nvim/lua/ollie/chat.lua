@@ -51,6 +51,7 @@ local DRAFT_SAVE_MS = 500
 ---@field plan {content: string, status: string}[]|nil its session's task plan, as the daemon said it last (plan.lua)
 ---@field plan_win integer|nil   the plan's float (plan.lua)
 ---@field plan_buf integer|nil   its buffer
+---@field retry {what: string, till: number}|nil a failed request's wait to retry (`limitretry`), till vim.uv.now()
 
 ---@class ollie.Tail
 ---@field prompt string|nil   the turn's prompt, when no step came after it
@@ -662,6 +663,20 @@ function Chat:on_event(ev, drawn)
     if tail then
       tail.parts = {}
     end
+  end
+  -- A failed request's wait before its retry: the statusline counts it down (it said "thinking" meanwhile).
+  local of, wait = content:match("; retry (%d+/%d+) in ([%d.]+)s$")
+  wait = role == "limitretry" and tonumber(wait)
+  local what = (ev.name == "rate_limit" and "rate limited" or "the request failed") .. ", retry " .. (of or "")
+  self.retry = wait and { what = what, till = vim.uv.now() + wait * 1000 } or nil
+  if wait then
+    local timer = assert(vim.uv.new_timer())
+    timer:start(1000, 1000, vim.schedule_wrap(function()
+      vim.cmd("redrawstatus!") -- every window's: the chat's is seldom the current one
+      if (not self.retry or self.retry.till <= vim.uv.now()) and not timer:is_closing() then
+        timer:close()
+      end
+    end))
   end
   if role == "assistant" or role == "reasoning" then
     t:stream(role, content)

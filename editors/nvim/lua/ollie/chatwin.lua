@@ -135,11 +135,13 @@ function M.status(win)
   -- While a question waits the turn waits on the user, not on the model ("thinking" said it was busy). While a step
   -- runs, its title says what runs ("calling: call_tool" named the model's tool).
   local running = c.state:find("^calling:") and c.steps_running[#c.steps_running]
+  local left = c.retry and math.ceil((c.retry.till - vim.uv.now()) / 1000) or 0
   -- Until the daemon has answered `initialize` nothing it holds is shown ("idle" over an empty session list). With
   -- none running the statusline says so, as VS Code's does (it said nothing: a chat with no daemon looked idle).
   local state = not client and (clients.restarting() and "restarting" or "stopped")
     or not client.initialized and "starting"
     or require("ollie.permission").asks(c.session) and "waiting for your answer"
+    or left > 0 and string.format("%s in %ds", c.retry.what, left)
     or running and vim.fn.strcharpart(running.title:gsub("`", ""), 0, 40) or c.state
   -- The step's title is the model's, the session's title its namer's (a teammate's, shared): a U+202E in either
   -- reversed the rest of the line (a bidi terminal's), so both are drawn escaped.

@@ -6,6 +6,7 @@
 // prompt typed while the language client restarts a crashed daemon by itself waits for it too. One sent to a daemon
 // that dies before its turn begins is back in the input (it vanished with the chat: nothing of it was saved), and so
 // is one queued as the daemon dies; each with the file and image chips it had (they were lost: only its text came back).
+// A 429's wait to retry is counted down in the status bar (it said "thinking").
 // The chat brought back after a crash mid-turn still shows the reply streamed so far, marked cut short. A rewind that
 // leaves an open buffer as it is (she typed in it since the turn's edit) says so: the edit is still in that buffer.
 //
@@ -75,7 +76,7 @@ async function noNotRunning(chat) {
   if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
 }
 
-const script = [{ text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
+const script = [{ error: 429, retry_after: 8 }, { text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
   { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 },
   { text: "The answer saved before the crash." },
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "a - b", "a + b"] }] } }] },
@@ -97,7 +98,13 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   await release(1, "go");
   await waitForStatus(page, /Ollie: idle/);
   await send(chat, "Say something.");
+  // 0. Rate limited (429, Retry-After 8): the status bar says it waits to retry and counts down (it said "thinking").
+  await waitForStatus(page, /Ollie: rate limited, retry 1\/3 in [5-8]s/);
+  await waitForStatus(page, /Ollie: rate limited, retry 1\/3 in [1-3]s/);
+  await screenshot("rate-limited-status");
   await chat.locator(".item.assistant", { hasText: "The first answer." }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
+  log("a rate-limited request's wait to retry was counted down in the status bar");
 
   // 1. Typed while Restart's new daemon starts: sent once it is up, to this chat's session (resumed there).
   await runCommand(page, "Ollie: Restart");
@@ -251,6 +258,16 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
     .waitFor({ timeout: waitMs });
   await screenshot("rewind-kept-buffer");
   log("a rewind that left an open buffer she had typed in as it was said so");
+  // Undone and rewound again, it says so again (the undo lost the turn's buffer edit: named nowhere, saved back).
+  await page.locator(".notification-toast", { hasText: "Not in the editor: calc.py" }).locator(".monaco-button", { hasText: "Undo Rewind" }).click();
+  await page.locator(".notification-toast", { hasText: "the rewind is undone" }).waitFor({ timeout: waitMs });
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Fix add." }).first().click();
+  await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Rewind" }).click();
+  await page.locator(".notification-toast", { hasText: "Not in the editor: calc.py (the buffer changed since the agent's edit" })
+    .waitFor({ timeout: waitMs });
+  await screenshot("rewind-again-kept-buffer");
+  log("undone and rewound again, it still named that buffer");
   // Another turn's edit, typed under too, rewound by `/rewind` typed in the chat: its answer says so too.
   await send(chat, "Rename add.");
   await chat.locator(".item.permission", { hasText: "Edit calc.py" }).last().locator("button", { hasText: "Allow once" }).click();

@@ -443,6 +443,8 @@ await withVSCode({ script, files, settings: { "ollie.model": "scripted-model" } 
     if (JSON.stringify(rows) !== JSON.stringify(expected)) throw new Error(`the plan of 150 steps shows ${JSON.stringify(rows)}`);
     // The step in progress in sight with the next ones (it was at the list's foot, the 89 left below it).
     await until("the step in progress and the next two in sight", async () => await inSight("s61 of") && await inSight("s63 of"), 5000);
+    // Its card's title says each change once ("Add 139 steps to the plan and 50 more" read as 189 steps added).
+    await chat.locator(".item.tool .step-title", { hasText: "Add 139 steps to the plan, check off 50 steps" }).first().waitFor({ timeout: waitMs });
     const headerTop = await chat.locator("#header").evaluate((header) => header.getBoundingClientRect().top);
     if (headerTop < 0) throw new Error(`the plan scrolled the chat's header out of sight by ${-headerTop}px`);
     // Each check-off ran: none of them reads as failed (a cut result's steps past the cut did: tests/lsp/test_plan.py).
