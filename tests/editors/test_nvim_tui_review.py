@@ -168,7 +168,10 @@ def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
     tmux.keys("Escape", ":lua vim.fn.win_gotoid(vim.fn.win_findbuf(vim.fn.bufnr('ollie://chat/'))[1])", "Enter", "gg")
     shown = []
     for n in (1, 2):
-        tmux.keys(":call search('Edit notes.txt')", "Enter", "Enter")
+        # The n-th from the top, wherever the cursor is now (the chat redraws a running step: the CI's second look
+        # found the first step again and showed its diff as the second's).
+        tmux.keys(f":call cursor(1, 1) | for _ in range({n}) | call search('Edit notes.txt', 'W') | endfor", "Enter",
+                  "Enter")
         screen = tmux.keep(f"{when}-{n}", drawn(tmux, lambda s: "no change" in s or any(
             "before Edit notes.txt" in row and "after Edit notes.txt" in row for row in s.splitlines()),
             f"step {n}'s diff"), (1000, 560))
@@ -176,7 +179,7 @@ def step_diffs(tmux: Tmux, when: str) -> list[list[list[str]]]:
                       if "│" in row and "after Edit notes.txt" in screen])
         # Back in the chat, the message gone (the next step's is waited for).
         tmux.keys(*(["q"] if "after Edit notes.txt" in screen else [":echo", "Enter"]))
-        tmux.wait(lambda s: "## ollie" in s and "no change" not in s, "the chat again")
+        tmux.wait(lambda s: "## ollie" in s and "no change" not in s and "after Edit notes.txt" not in s, "the chat again")
     return shown
 
 
