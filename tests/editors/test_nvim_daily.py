@@ -450,10 +450,15 @@ def test_a_prompt_queued_when_ollie_restart_ends_its_daemon_is_back_in_the_input
         tmux.wait(lambda s: "⏳ queued: and then this" in s, "the queued prompt")
         tmux.keys(":OllieChat", "Enter")
         tmux.keys("still typing", literal=True)
+        # Kept as the session's draft as it is typed (a kill -9 loses nothing): that is this Neovim's own, and the
+        # restart took it as an earlier editor's ("still typing still typing", "not sent before the editor quit").
+        saved = Path(os.environ["XDG_STATE_HOME"]) / "nvim" / "ollie" / "queued.json"
+        wait_until(lambda: saved.exists() and "still typing" in saved.read_text(), "the draft saved")
         tmux.keys("Escape", ":OllieRestart", "Enter")
         back = tmux.keep("1-back", tmux.wait(lambda s: "back in the input" in s and "(interrupted)" in s,
                                              "the queued prompt put back"))
         assert "⏳ queued" not in back and "still typing and then this" in chat_of(back), back
+        assert "before the editor quit" not in back, back
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")  # the input holds both: sent as they stand
         done = tmux.keep("2-sent", tmux.wait(lambda s: "The queued one's answer." in s and "(end)" in s, "its answer"))
         assert "## You\nstill typing and then this" in chat_of(done), done

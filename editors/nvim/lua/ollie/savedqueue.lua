@@ -30,7 +30,7 @@ local MAX_QUEUES = 64 * 1024 * 1024
 ---@field prompts ollie.SavedPrompt[]
 ---@field draft string|nil what the chat's input holds, not sent (saved as it is typed: a crash keeps it too)
 ---@field workspace string|nil a draft's session had no turn (no sessions list shows it): the directory it was typed in
----@field pid integer|nil and the Neovim that typed it
+---@field pid integer|nil the Neovim that typed a draft
 
 ---The file the queues are kept in.
 ---@return string
@@ -141,9 +141,9 @@ function M.read()
     if type(entry) == "table" and type(entry.session) == "string" then
       local prompts, draft = valid_prompts(entry.prompts), type(entry.draft) == "string" and entry.draft or nil
       if #prompts > 0 or draft then
-        local fresh = draft and type(entry.workspace) == "string" and type(entry.pid) == "number"
+        local pid = draft and type(entry.pid) == "number" and entry.pid or nil
         table.insert(queues, { session = entry.session, prompts = prompts, draft = draft,
-          workspace = fresh and entry.workspace or nil, pid = fresh and entry.pid or nil })
+          workspace = pid and type(entry.workspace) == "string" and entry.workspace or nil, pid = pid })
       end
     end
   end
@@ -195,7 +195,7 @@ local function update(session, fn, draft, fresh)
   for _, q in ipairs(M.read()) do
     if q.session == session then
       prompts, kept = q.prompts, q.draft
-      fresh = draft == nil and q.workspace and { workspace = q.workspace, pid = q.pid } or fresh
+      fresh = draft == nil and (q.workspace or q.pid) and { workspace = q.workspace, pid = q.pid } or fresh
     else
       table.insert(queues, q)
     end
@@ -219,12 +219,13 @@ end
 ---@param text string
 ---@param workspace string|nil
 function M.keep_draft(session, text, workspace)
-  update(session, function(prompts) return prompts end, text,
-    workspace and { workspace = workspace, pid = vim.uv.os_getpid() } or nil)
+  update(session, function(prompts) return prompts end, text, { workspace = workspace, pid = vim.uv.os_getpid() })
 end
 
----The draft kept for `session`, else the newest of a session with no turn typed in `workspace` by a Neovim gone (a
----crash, a quit before the first prompt: no sessions list shows that session); nil: none. Kept no more.
+---The draft an earlier Neovim kept for `session` (this one's is its input as typed: taken after an :OllieRestart, it
+---came back twice, "not sent before the editor quit"), else the newest of a session with no turn typed in `workspace`
+---by a Neovim gone (a crash, a quit before the first prompt: no sessions list shows that session); nil: none. Kept no
+---more.
 ---@param session string
 ---@param workspace string
 ---@return string|nil
@@ -232,7 +233,8 @@ function M.take_draft(session, workspace)
   local found
   for _, q in ipairs(M.read()) do
     local orphan = q.workspace == workspace and q.pid ~= vim.uv.os_getpid() and vim.uv.kill(q.pid, 0) ~= 0
-    found = q.draft and (q.session == session or orphan and not (found and found.session == session)) and q or found
+    local own = q.session == session and q.pid ~= vim.uv.os_getpid()
+    found = q.draft and (own or orphan and not (found and found.session == session)) and q or found
   end
   if found then
     update(found.session, function(prompts) return prompts end, "")
