@@ -25,7 +25,7 @@ from tests.procs import (
     wait_for_processes,
 )
 
-from .conftest import Workspace, code, installed, stdout_of
+from .conftest import Workspace, code, installed, stdout_of, tool
 
 LANGUAGE_CASES = [
     ("bash", "echo $((6 * 7))", "42"),
@@ -419,6 +419,11 @@ async def test_a_grant_split_into_thousands_of_entries_still_starts_steps(ws: Wo
     (big / "config" / "env").write_text("OLLIE_OPENAI_KEY=sk-secret\n")
     (big / "config" / "sandbox.yaml").write_text(
         (Path(__file__).parents[2] / "sandbox.yaml").read_text().replace('ro: ["/etc",', f'ro: ["{big}", "/etc",'))
-    result = await code(ws.server(), f"cat {data} {big}/config/env; echo ran")
+    server = ws.server()
+    result = await code(server, f"cat {data} {big}/config/env; echo ran")
     assert "readable\n" in result.text and "ran" in result.text, result.text
     assert "sk-secret" not in result.text and "Argument list too long" not in result.text, result.text
+    # Without the list the file tools fail closed: an open editor buffer's copy has only their check, not Landlock's
+    # (the list left out, they let every path through).
+    refused = await tool(server, "file_read", str(data))
+    assert refused.is_error and "outside the sandbox's readable paths" in refused.text, refused.text

@@ -102,10 +102,11 @@ class Runner:
             # before Landlock would answer with a bare EACCES.
             for name, roots in ((READ_ENV, policy.readable()), (WRITE_ENV, policy.writable())):
                 # One environment string past the kernel's 128 KiB (MAX_ARG_STRLEN) and no step starts ("Argument list
-                # too long"): a grant of /tmp, split around ollie's dirs into its 3,000 entries. Left out, the tools
-                # leave the refusal to Landlock.
-                if len(listed := _path_list(roots)) <= PATH_LIST_MAX:
-                    env[name] = listed
+                # too long"): a grant of /tmp, split around ollie's dirs into its 3,000 entries. Past the bound the
+                # list is empty, not left out: the file tools then refuse every path, since an open editor buffer's
+                # copy (editordocs) has only their check, not Landlock's, between the model and the file.
+                listed = _path_list(roots)
+                env[name] = listed if len(listed) <= PATH_LIST_MAX else ""
         return env
 
     def search_path(self) -> str:
