@@ -365,6 +365,24 @@ async def test_the_plans_turns_found_are_saved_once_not_with_every_round(scripte
     assert (await read_plan(session_id)).startswith("- [ ] step 1\n")  # as turn 3 found it
 
 
+
+async def test_the_plan_a_turn_found_is_saved_once_however_many_of_its_rounds_change_the_plan(scripted_llm, make_core,
+                                                                                               workdir, tmp_path):
+    """The plan a turn found is noted as its first round changes the plan (a fork of the turns before it while it runs),
+    and it was noted again at every later change: each round appended the 100 KB plan to the log once more."""
+    srv = scripted_llm("openai")
+    rounds = [Reply.tool_calls(("execute_code", {"steps": [{"code": BIG_PLAN.replace("{turn}", str(n)),
+                                                            "language": "python3"}]})) for n in range(5)]
+    srv.script(rounds[0], Reply.text("planned"), *rounds[1:], Reply.text("replanned"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan")
+    log = persist.session_log(tmp_path / "sessions", core.session_id).path
+    size = log.stat().st_size
+    await core.submit("plan again, four times")
+    assert core.session.plans_before["2"].startswith("- [ ] step 0\n")
+    # Four new plans go to the plan file, not the log; the one turn 2 found goes there once.
+    assert log.stat().st_size - size < 200_000, log.stat().st_size - size
+
 async def test_a_compaction_drops_the_plans_of_the_turns_it_leaves_unrewindable(scripted_llm, make_core, workdir):
     """Round 59: a compaction leaves no turn before it to rewind, and the plans they found stayed in the session for
     good (up to 256 KiB a turn: its memory and every snapshot grew with the turns, its history compacted or not)."""

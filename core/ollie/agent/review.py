@@ -295,8 +295,8 @@ class Review:
         session = self._host.session
         try:
             await self._host.reread_plan(stale=True)  # (a round an interrupt cut short was not read)
-            if (found := self._plan_found) != self._host.plan_text:  # what a rewind to before this turn puts back
-                session.plans_before[str(turn)] = found
+            if self._plan_found != self._host.plan_text:  # what a rewind to before this turn puts back
+                self._note_plan_found(turn)
             else:  # changed and back (`plan_changes`): no change of this turn's
                 session.plans_before.pop(str(turn), None)
             # The tracker reuses the last step's snapshot when nothing ran after it (ollie.agent.changes).
@@ -348,7 +348,13 @@ class Review:
         """The plan file changes: in a turn, the plan it found is noted at once (saved with the round), for a fork of the
         turns before it while it runs (`plan_before`)."""
         if self._current is not None:
-            self._host.session.plans_before[str(self._current)] = self._plan_found
+            self._note_plan_found(self._current)
+
+    def _note_plan_found(self, turn: int) -> None:
+        # Each set is saved with the round (TrackedDict): set again at every change, a turn's 256 KiB plan went to the
+        # log once a round.
+        if (plans := self._host.session.plans_before).get(str(turn)) != self._plan_found:
+            plans[str(turn)] = self._plan_found
 
     def note_editor_edit(self, path: Path, old_text: str, new_text: str) -> None:
         """The editor applied an edit of the running turn to the open document `path` (absolute)."""
