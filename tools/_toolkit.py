@@ -62,8 +62,13 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _listed(roots: str) -> list[str]:
+    # A path's own ':' and '%' come as %3A and %25 (the execute server's runner.py): a ':' in a name split it.
+    return [root.replace("%3A", ":").replace("%25", "%") for root in roots.split(":") if root]
+
+
 def _allowed(resolved: Path, roots: str) -> bool:
-    path, listed = str(resolved), [root for root in roots.split(":") if root]
+    path, listed = str(resolved), _listed(roots)
     # A root that is a prefix of the resolved path as written is its own realpath (every prefix of a resolved path
     # is resolved): the usual case, a file under the workspace, needs no lookup (resolving every root took ~100).
     if any(_under(path, root) for root in listed if os.path.isabs(root) and os.path.normpath(root) == root):
@@ -80,7 +85,7 @@ def checked_path(raw: str, *, write: bool) -> Path:
     if roots is not None and not _allowed(resolved, roots):
         kind = "writable" if write else "readable"
         # The devices a step may write (/dev/null, /dev/tty...) are no place for a file: listing them hid the rest.
-        shown = ", ".join(root for root in roots.split(":") if root and not root.startswith("/dev/"))
+        shown = ", ".join(root for root in _listed(roots) if not root.startswith("/dev/"))
         readable = write and _allowed(resolved, os.environ.get(READ_ENV, ""))
         # Readable but not writable: one of the policy's read-only paths (/etc, a workspace at $HOME...).
         raise ToolError(f"{raw}: {'read-only in the sandbox: ' if readable else ''}outside the sandbox's {kind} "

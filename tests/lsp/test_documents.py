@@ -220,6 +220,28 @@ async def test_out_of_policy_documents_stay_refused(start_daemon, llm, tmp_path)
     assert editor.edits == [] and secret.read_text() == "on disk\n"
 
 
+async def test_a_colon_in_a_granted_name_widens_no_file_tools_check(start_daemon, llm, tmp_path):
+    # Red team round 66: the policy's paths reach the file tools colon-separated, and a granted entry's own ':' split
+    # it. A workspace at $HOME (VS Code with no folder) is granted as its entries, its hidden ones left out; an entry
+    # named `notes:.` put `.` in the list, the whole home to the tools' check, and an open buffer's copy (which
+    # Landlock never sees) of ~/.aws/credentials went to the model.
+    home = tmp_path / "home"
+    (home / "notes:.").mkdir(parents=True)
+    (home / ".aws").mkdir()
+    (secret := home / ".aws" / "credentials").write_text("on disk\n")
+    (home / "a:b").mkdir()
+    (home / "a:b" / "todo.txt").write_text("todo\n")
+    llm.script(read(".aws/credentials"), Reply.text("no read"), read("a:b/todo.txt"), Reply.text("read"))
+    daemon = await start_daemon(
+        env={**llm.env(), "HOME": str(home)}, workspace=home, caps=edit_caps())
+    Editor(daemon).open(secret, "unsaved secret\n")
+    assert await submit(daemon, "read it") == "no read"
+    assert "outside the sandbox's readable paths" in tool_result(llm) and "unsaved secret" not in tool_result(llm)
+    # A name with a colon is granted as itself: its files are read (the list's split refused them).
+    assert await submit(daemon, "read the other") == "read"
+    assert "     1\ttodo" in tool_result(llm), tool_result(llm)
+
+
 async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):
     llm.script(Reply.file_edit("notes.txt", "unsaved", "saved"), Reply.text("edited"))
     daemon = await start(start_daemon, llm.env(), apply_edit=False)

@@ -31,9 +31,11 @@ _PROC = Path("/proc")
 
 @functools.lru_cache(maxsize=32)  # a policy's roots are the same Path objects at each step: the lookup is cheap
 def _path_list(roots: tuple[Path, ...]) -> str:
-    # Strings, not Path.parents: this runs for every step, over every root of the policy.
+    # Strings, not Path.parents: this runs for every step, over every root of the policy. A path's own ':' (and so '%')
+    # is written %3A (%25), as _toolkit reads it: a granted entry named `notes:.` put `.`, the whole cwd, in the list.
     proc = str(_PROC)
-    return ":".join(text for text in map(str, roots) if text != proc and not text.startswith(proc + "/"))
+    return ":".join(text.replace("%", "%25").replace(":", "%3A") for text in map(str, roots)
+                    if text != proc and not text.startswith(proc + "/"))
 
 
 def make_notes_dir(own: Path) -> None:
