@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import os
 import re
 import stat
@@ -15,9 +16,11 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-# Colon-separated policy paths the execute server exports for sandboxed calls.
-READ_ENV = "OLLIE_SANDBOX_READ"
-WRITE_ENV = "OLLIE_SANDBOX_WRITE"
+# A sandboxed call's descriptor (a sealed memfd ollie makes) of its policy's paths, JSON {"read": [...], "write":
+# [...]}; unset when the call runs unsandboxed (elevated).
+PATHS_ENV = "OLLIE_SANDBOX_PATHS"
+# How much of the policy's paths a refusal names: a grant split into thousands of entries flooded the result.
+SHOWN_CHARS = 2000
 # Set by ollie when PATH is open in the editor: the file tools read and write this copy of its
 # unsaved text instead (ollie applies the result to the editor's buffer); PATH is still checked.
 EDITOR_COPY_ENV = "OLLIE_EDITOR_COPY"
@@ -62,18 +65,40 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _listed(roots: str) -> list[str]:
-    # A path's own ':' and '%' come as %3A and %25 (the execute server's runner.py): a ':' in a name split it.
-    return [root.replace("%3A", ":").replace("%25", "%") for root in roots.split(":") if root]
-
-
-def _allowed(resolved: Path, roots: str) -> bool:
-    path, listed = str(resolved), _listed(roots)
+def _allowed(resolved: Path, roots: list[str]) -> bool:
+    path = str(resolved)
     # A root that is a prefix of the resolved path as written is its own realpath (every prefix of a resolved path
     # is resolved): the usual case, a file under the workspace, needs no lookup (resolving every root took ~100).
-    if any(_under(path, root) for root in listed if os.path.isabs(root) and os.path.normpath(root) == root):
+    if any(_under(path, root) for root in roots if os.path.isabs(root) and os.path.normpath(root) == root):
         return True
-    return any(_under(path, os.path.realpath(root)) for root in listed)
+    # Only absolute roots: the policy's are, and a relative one (`.` split from a name, round 66) would be the cwd.
+    return any(_under(path, os.path.realpath(root)) for root in roots if os.path.isabs(root))
+
+
+@functools.cache
+def policy_paths() -> dict[str, list[str]] | None:
+    """The sandbox policy's {"read": [...], "write": [...]} paths (None: unsandboxed); no path at all when
+    `$OLLIE_SANDBOX_PATHS` names anything but a sealed memfd of that JSON, so the check fails closed."""
+    named = os.environ.get(PATHS_ENV)
+    if named is None:
+        return None
+    import fcntl  # here, not at the top: only the path checks need them
+    import json
+
+    sealed = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+    try:
+        fd = int(named)
+        # Sealed, or anyone holding it may have changed it; read at offset 0, not at an offset a reader shares.
+        if fcntl.fcntl(fd, fcntl.F_GET_SEALS) & sealed != sealed:
+            raise ValueError("not sealed")
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+        paths = json.loads(data)
+        lists = [paths["read"], paths["write"]]
+        if all(isinstance(roots, list) and all(isinstance(root, str) for root in roots) for roots in lists):
+            return {"read": lists[0], "write": lists[1]}
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        pass
+    return {"read": [], "write": []}
 
 
 def checked_path(raw: str, *, write: bool) -> Path:
@@ -81,12 +106,19 @@ def checked_path(raw: str, *, write: bool) -> Path:
     if not raw:
         raise ToolError("empty path")
     resolved = Path(os.path.realpath(os.path.expanduser(raw)))  # `~nosuchuser` stays relative
-    roots = os.environ.get(WRITE_ENV if write else READ_ENV)
+    paths = policy_paths()
+    roots = None if paths is None else paths["write" if write else "read"]
     if roots is not None and not _allowed(resolved, roots):
         kind = "writable" if write else "readable"
         # The devices a step may write (/dev/null, /dev/tty...) are no place for a file: listing them hid the rest.
-        shown = ", ".join(root for root in _listed(roots) if not root.startswith("/dev/"))
-        readable = write and _allowed(resolved, os.environ.get(READ_ENV, ""))
+        listed, left = [root for root in roots if root and not root.startswith("/dev/")], SHOWN_CHARS
+        for count, root in enumerate(listed):
+            left -= len(root) + 2
+            if left < 0 and count:
+                listed[count:] = [f"and {len(listed) - count} more"]
+                break
+        shown = ", ".join(listed)
+        readable = write and paths is not None and _allowed(resolved, paths["read"])
         # Readable but not writable: one of the policy's read-only paths (/etc, a workspace at $HOME...).
         raise ToolError(f"{raw}: {'read-only in the sandbox: ' if readable else ''}outside the sandbox's {kind} "
                         f"paths ({shown})")

@@ -29,8 +29,11 @@ SELF = """
 import json, os, sys
 data = sys.stdin.read()
 print(json.dumps({
-    "argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ), "name": __name__, "file": __file__,
-    "stdin": data, "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+    "argv": sys.argv, "cwd": os.getcwd(), "name": __name__, "file": __file__, "stdin": data,
+    # The policy's paths (a memfd whose number the spawn's other fds decide) aside.
+    "env": {k: v for k, v in os.environ.items() if k != "OLLIE_SANDBOX_PATHS"},
+    "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd") if fd != os.environ["OLLIE_SANDBOX_PATHS"]),
+    "paths": os.readlink("/proc/self/fd/" + os.environ["OLLIE_SANDBOX_PATHS"]).startswith("/memfd:"),
     "encoding": [sys.stdin.encoding, sys.stdout.encoding, sys.stderr.encoding],
     "errors": [sys.stdin.errors, sys.stdout.errors, sys.stderr.errors],
     "worker": sys.flags.no_site == 1,  # the fork server runs -S; `python3 -I` imports site
@@ -102,6 +105,7 @@ async def test_the_worker_runs_a_script_as_python3_I_would(ws, locale_env, in_wo
     assert (seen_exec.pop("worker"), seen_worker.pop("worker")) == (False, in_worker)
     assert seen_worker == seen_exec
     assert seen_worker["argv"] == [str(ws.work / "probe.py"), *args] and seen_worker["fds"] == [0, 1, 2, 3]
+    assert seen_worker["paths"]
 
 
 async def test_an_uncaught_exception_is_a_traceback_and_status_1(ws):

@@ -121,12 +121,16 @@ async def test_exit_status_and_signal(ws):
     assert (await ws.bash("kill -TERM $$", ws.default_policy()))[0] == -15
 
 
-async def test_environment_is_exactly_what_was_given_plus_policy_env(ws):
+async def test_environment_is_exactly_what_was_given_plus_policy_env_and_paths(ws):
     policy = ws.policy('filesystem: {rox: ["/usr", "/bin", "/lib", "/lib64"]}\n'
                        'env: ["GREETING=hi {CWD}", "PATH"]\nnetwork: {mode: open}\n')  # proxy adds *_PROXY
     proc = await spawn_sandboxed(["env"], policy=policy, cwd=ws.work, env={"PATH": "/usr/bin", "ONLY": "1"})
     out, _, _ = await proc.communicate()
-    assert sorted(out.decode().splitlines()) == ["GREETING=hi " + str(ws.work), "ONLY=1", f"PATH={os.environ['PATH']}"]
+    seen = sorted(out.decode().splitlines())
+    paths = [line for line in seen if line.startswith("OLLIE_SANDBOX_PATHS=")]  # its paths' memfd (forkserver.py)
+    assert len(paths) == 1 and paths[0].split("=")[1].isdigit(), seen
+    assert [line for line in seen if line not in paths] == [
+        "GREETING=hi " + str(ws.work), "ONLY=1", f"PATH={os.environ['PATH']}"]
 
 
 async def test_missing_program_is_a_clear_error(ws):
@@ -246,7 +250,10 @@ async def test_cancelling_a_spawn_in_flight_leaves_no_orphan(ws):
 
 @pytest.mark.parametrize("sandboxed", [True, False])
 async def test_child_inherits_only_its_stdio(ws, sandboxed):
-    code = "import os; print(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))"
+    # And, under a policy, the sealed memfd of its paths that $OLLIE_SANDBOX_PATHS names (forkserver.py).
+    code = ("import os; paths = os.environ.get('OLLIE_SANDBOX_PATHS'); "
+            "print(sorted(int(fd) for fd in os.listdir('/proc/self/fd') if fd != paths), "
+            "paths and os.readlink(f'/proc/self/fd/{paths}').startswith('/memfd:OLLIE_SANDBOX_PATHS'))")
     policy = ws.default_policy() if sandboxed else None
 
     async def fds_seen() -> str:
@@ -255,7 +262,7 @@ async def test_child_inherits_only_its_stdio(ws, sandboxed):
         return out.decode().strip() or err.decode()
 
     results = await asyncio.gather(*(fds_seen() for _ in range(6)))
-    assert results == ["[0, 1, 2, 3]"] * 6  # 3 is listdir's own
+    assert results == [f"[0, 1, 2, 3] {sandboxed or None}"] * 6  # 3 is listdir's own
 
 
 # Its sleep's argument marks it: from inside the step's PID namespace, $$ is not the host's pid.

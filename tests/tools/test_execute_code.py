@@ -423,7 +423,9 @@ async def test_a_grant_split_into_thousands_of_entries_still_starts_steps(ws: Wo
     result = await code(server, f"cat {data} {big}/config/env; echo ran")
     assert "readable\n" in result.text and "ran" in result.text, result.text
     assert "sk-secret" not in result.text and "Argument list too long" not in result.text, result.text
-    # Without the list the file tools fail closed: an open editor buffer's copy has only their check, not Landlock's
-    # (the list left out, they let every path through).
-    refused = await tool(server, "file_read", str(data))
-    assert refused.is_error and "outside the sandbox's readable paths" in refused.text, refused.text
+    # The file tools get the whole list too (a sealed memfd, not the environment): it was passed empty, refusing all.
+    read = await tool(server, "file_read", str(data))
+    assert not read.is_error and "readable" in read.text, read.text[:2000]
+    refused = await tool(server, "file_read", str(big / "config" / "env"))
+    assert refused.is_error and "outside the sandbox's readable paths" in refused.text, refused.text[:2000]
+    assert "sk-secret" not in refused.text

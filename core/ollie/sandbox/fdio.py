@@ -8,10 +8,14 @@ supervisor's sweep, the daemon's client watch).
 from __future__ import annotations
 
 import array
+import fcntl
 import json
 import os
 import socket
 from collections.abc import Sequence
+
+# Seals that make a memfd's content final: no write, no shrink or growth, no seal taken back.
+SEALED = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
 
 def close_fds_except(keep: Sequence[int], low: int = 3) -> None:
@@ -23,6 +27,20 @@ def close_fds_except(keep: Sequence[int], low: int = 3) -> None:
                 os.closerange(low, fd)
             low = fd + 1
     os.closerange(low, 1 << 20)
+
+
+def sealed_fd(data: bytes, name: str) -> int:
+    """An inheritable memfd holding `data`, sealed: no process, the step it is handed to included, can change it."""
+    fd = os.memfd_create(name, os.MFD_ALLOW_SEALING)  # not close-on-exec: the step's program inherits it
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALED)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def recv_fds(sock: socket.socket, maxfds: int, size: int = 64, flags: int = 0) -> tuple[bytes, list[int]]:

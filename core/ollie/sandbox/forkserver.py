@@ -9,7 +9,7 @@ proxy's network namespace, which such a process makes ahead too), then a line wi
 step's `limits.processes` and `limits.memory` (new spares set their cgroups to those ahead),
 on the control socket (SOCK_SEQPACKET) with four fds:
 a per-spawn stream socket and the child's stdin, stdout and stderr. On the
-per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset, limits}`; the
+per-spawn socket it writes one JSON line `{argv, cwd, env, ruleset, limits, paths}`; the
 server forks a supervisor (supervise.py) that forks the tool process (`_child`:
 new session, stdio, cwd, process limit, Landlock, exec). The server lends each
 spare supervisor, once ready, to the daemon: b"PID LEAST_MEMORY KIND" (KIND as in
@@ -39,6 +39,8 @@ import time
 from contextlib import suppress
 
 MAX_REQUEST_BYTES = 64 << 20
+# Names the descriptor of a sandboxed step's policy paths (`paths` in its request; tools/_toolkit.py reads it).
+PATHS_ENV = "OLLIE_SANDBOX_PATHS"
 
 
 def _siblings():
@@ -94,6 +96,14 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
         # the real path it was given) would run an unsandboxed hook elsewhere, a step outside its policy.
         if (now := os.getcwd()) != request["cwd"]:
             raise OSError(f"the working directory {request['cwd']} leads to {now} now: not run there")
+        kept = None
+        if request.get("paths") is not None:
+            # The policy's paths for the file tools' own check: a sealed memfd the variable names, not the lists
+            # themselves, which past 128 KiB (one string) or 2 MiB (all) fail the exec with E2BIG. Made before the
+            # limits (the file size one bounds a memfd's writes too), never writable by the step.
+            stage = "paths"
+            kept = fdio.sealed_fd(request["paths"].encode(), PATHS_ENV)
+            request["env"][PATHS_ENV] = str(kept)
         stage = "limits"  # before the confinement: it closes /sys and /proc
         limits.apply(request.get("limits") or {}, group)
         if request.get("ruleset"):
@@ -104,7 +114,7 @@ def _child(request: dict, stdio: list[int], err_w: int, group) -> None:
         python = request.get("python") or {}  # a bundled Python tool script: run by the pre-imported worker
         errors = pyrun.stdio_errors(env) if python else None
         code = pyrun.compile_script(python["script"]) if errors else None
-        run = None if code is None else lambda: pyrun.run_script(code, python["script"], python["args"], errors)
+        run = None if code is None else lambda: pyrun.run_script(code, python["script"], python["args"], errors, kept)
         if run is not None:
             if confine.own_pid_namespace():
                 # The script is the namespace's PID 1 itself (no separate init): see pyrun.py for why that is safe.

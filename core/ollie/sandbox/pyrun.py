@@ -191,12 +191,18 @@ def _flush() -> int:
     return status
 
 
-def run_script(code: types.CodeType, path: str, args: list[str], errors: str) -> NoReturn:
+def run_script(code: types.CodeType, path: str, args: list[str], errors: str, kept: int | None = None) -> NoReturn:
     """Run compiled script `code` as `python3 -I path args` would, in this confined process; exit with its status.
 
-    The environment and locale are set already (`stdio_errors`, whose answer `errors` is).
+    The environment and locale are set already (`stdio_errors`, whose answer `errors` is). `kept`: the one fd
+    above 2 exec would have kept (the policy paths' memfd).
     """
-    os.closerange(3, 1 << 20)  # exec would have closed them (close-on-exec): the step's socket, the error pipe
+    # Exec would have closed the rest (close-on-exec): the step's socket, the error pipe.
+    if kept is None:
+        os.closerange(3, 1 << 20)
+    else:
+        os.closerange(3, kept)
+        os.closerange(kept + 1, 1 << 20)
     _reset_signals()
     sys.argv = [path, *args]
     sys.orig_argv = [sys.executable, "-I", path, *args]

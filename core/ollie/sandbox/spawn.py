@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import json
 import logging
 import os
@@ -48,6 +49,21 @@ CANCEL_WAIT_S = 5.0
 # moment before its exit shows, and only a fork server that died may have left the step unstarted.
 SERVER_EXIT_WAIT_S = 0.5
 _background: set[asyncio.Future[None] | asyncio.Future[int]] = set()
+
+
+# /proc in a policy means the step's own procfs (or /proc/self); a path check cannot honour that.
+_PROC = "/proc"
+
+
+@functools.lru_cache(maxsize=32)  # a policy's roots are the same Path objects at each step: dumped once
+def _policy_paths(readable: tuple[Path, ...], writable: tuple[Path, ...]) -> str:
+    """The JSON `{"read": [...], "write": [...]}` a sandboxed step gets as `$OLLIE_SANDBOX_PATHS` (a sealed memfd,
+    forkserver.py) for the file tools' own check, /proc left out."""
+    def listed(roots: tuple[Path, ...]) -> list[str]:
+        # Strings, not Path.parents: this runs for every step, over every root of the policy.
+        return [text for text in map(str, roots) if text != _PROC and not text.startswith(_PROC + "/")]
+
+    return json.dumps({"read": listed(readable), "write": listed(writable)})
 
 
 class _ServerLost(Exception):
@@ -432,6 +448,7 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     (a long-lived server spoken to over stdio, e.g. an MCP server); `stdin` is then ignored.
     `python`: (script, args) when `argv` is `python3 -I script args` for a stdlib-only script:
     the fork server's pre-imported interpreter runs it after the same confinement (pyrun.py).
+    Under a policy the child's `$OLLIE_SANDBOX_PATHS` names a sealed memfd of its paths (`_policy_paths`).
 
     Raises SandboxUnavailableError (no Landlock and best_effort false), OSError
     (the program is missing or not executable) or SandboxError. Cancelled while in
@@ -469,6 +486,8 @@ async def spawn_sandboxed(argv: Sequence[str], *, policy: Policy | None, cwd: Pa
     if policy is not None:
         limits.update(processes=policy.max_processes, memory=policy.max_memory, file_size=policy.max_file_size)
     request = {"argv": argv, "cwd": os.path.abspath(cwd), "env": child_env, "ruleset": ruleset, "limits": limits}
+    if policy is not None:
+        request["paths"] = _policy_paths(policy.readable(), policy.writable())
     if python is not None:
         request["python"] = {"script": str(python[0]), "args": [str(a) for a in python[1]]}
     report: dict = {}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import sys
 from collections.abc import Awaitable, Mapping
@@ -21,21 +20,6 @@ from ollie.tools.execute.pythonenvs import python_envs
 from ollie.tools.execute.sessiondirs import SessionDirs, remove_tree
 from ollie.tools.execute.spawn import RunOutcome, run_process
 from ollie.tools.execute.tool import mtime_ns
-
-READ_ENV = "OLLIE_SANDBOX_READ"
-WRITE_ENV = "OLLIE_SANDBOX_WRITE"
-PATH_LIST_MAX = 64 * 1024
-# /proc in a policy means the child's own procfs (or /proc/self); a path check cannot honour that.
-_PROC = Path("/proc")
-
-
-@functools.lru_cache(maxsize=32)  # a policy's roots are the same Path objects at each step: the lookup is cheap
-def _path_list(roots: tuple[Path, ...]) -> str:
-    # Strings, not Path.parents: this runs for every step, over every root of the policy. A path's own ':' (and so '%')
-    # is written %3A (%25), as _toolkit reads it: a granted entry named `notes:.` put `.`, the whole cwd, in the list.
-    proc = str(_PROC)
-    return ":".join(text.replace("%", "%25").replace(":", "%3A") for text in map(str, roots)
-                    if text != proc and not text.startswith(proc + "/"))
 
 
 def make_notes_dir(own: Path) -> None:
@@ -94,22 +78,9 @@ class Runner:
         """The session's private dirs (its root is the lock dir)."""
         return SessionDirs(self.lock_dir)
 
-    def env(self, policy: Policy | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The env a child of this session gets (`base`: the call's, already built); sandboxed ones also learn the
-        policy's paths."""
-        env = dict(base) if base is not None else child_env(
-            session_id=self.session_id, cwd=self.cwd, session_env=self.session_env, tmp_dir=self.dirs.tmp)
-        if policy is not None:
-            # The file tools refuse out-of-policy paths themselves, with a clear message,
-            # before Landlock would answer with a bare EACCES.
-            for name, roots in ((READ_ENV, policy.readable()), (WRITE_ENV, policy.writable())):
-                # One environment string past the kernel's 128 KiB (MAX_ARG_STRLEN) and no step starts ("Argument list
-                # too long"): a grant of /tmp, split around ollie's dirs into its 3,000 entries. Past the bound the
-                # list is empty, not left out: the file tools then refuse every path, since an open editor buffer's
-                # copy (editordocs) has only their check, not Landlock's, between the model and the file.
-                listed = _path_list(roots)
-                env[name] = listed if len(listed) <= PATH_LIST_MAX else ""
-        return env
+    def env(self) -> dict[str, str]:
+        """The env a child of this session gets (a sandboxed one also learns its policy's paths: spawn_sandboxed)."""
+        return child_env(session_id=self.session_id, cwd=self.cwd, session_env=self.session_env, tmp_dir=self.dirs.tmp)
 
     def search_path(self) -> str:
         """The PATH a child of this session gets (`env()["PATH"]`, without building the rest of the env)."""
@@ -206,7 +177,7 @@ class Runner:
         remaining = deadline.remaining()
         if remaining <= 0:
             return RunOutcome(timed_out=True)
-        env = {**self.env(policy, env), **dict(invocation.env)}
+        env = {**(self.env() if env is None else env), **dict(invocation.env)}
         if trusted_path:
             env["PATH"] = programs.trusted_path()
         outcome = await run_process(
