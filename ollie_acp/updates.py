@@ -63,6 +63,8 @@ LIVE_OUTPUT_S = 0.2
 NOTE_ROLES = {"info": "", "exec": "", "error": "⚠ ", "limitretry": "… "}
 # Ends the note of a retry after an attempt that streamed text: ACP takes no text back, so the client keeps it.
 CUT_ATTEMPT = "; the reply above was cut off: the retry answers anew"
+# Ends the thinking such an attempt streamed, as its text is marked: the retry's thinking is a thought of its own.
+CUT_THOUGHT = "\n\n(cut off: the retry thinks anew)"
 # A line that opens or closes a fenced code block (CommonMark: up to 3 spaces, 3 or more backticks or tildes).
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
 
@@ -175,8 +177,9 @@ class UpdateForwarder:
         # The end of the agent text the client got last (none yet: nothing to part from): a client joins the chunks,
         # so a note after "done" read "donewaiting for MCP server ..." (`paragraph`).
         self.tail = "\n\n"
-        # The model's text of this request so far (since its last step or retry): what a retry shows cut off.
+        # The model's text and thinking of this request so far (since its last step or retry): what a retry marks cut.
         self._attempt: list[str] = []
+        self._thought: list[str] = []
         self._title = ""  # the session's title the client was last told
         self._plan: list[PlanEntry] = []  # the plan the client was sent last (none: it shows none)
         self._usage: UsageUpdate | None = None  # the context use the client was sent last
@@ -257,7 +260,8 @@ class UpdateForwarder:
             self._attempt.append(event.content)  # (joined at a retry: not copied at each delta of a long reply)
             self._replying()
         elif role == "reasoning" and event.content:
-            await self._send(AgentThoughtChunk(session_update="agent_thought_chunk", content=text_block(event.content)))
+            await self._think(event.content)
+            self._thought.append(event.content)
             self._replying()
         elif role == "user":  # a prompt the client did not send (a queued one, a postTurn hook's), with its images
             for chunk in user_chunks(event.content, event.images):
@@ -278,17 +282,29 @@ class UpdateForwarder:
             self.failed_as = event.name
         elif role in NOTE_ROLES and event.content:
             cut = ""
-            if role == "limitretry":  # the attempt's text is no answer: said so, its open code block closed
-                cut = "".join(self._attempt)
-                if fence := open_fence(cut):
-                    await self._say(("" if self.tail.endswith("\n") else "\n") + fence)
+            if role == "limitretry":  # the attempt's text and thinking are no answer: said so, their code blocks closed
+                if (await self._close(self._thought, self._think)).strip():
+                    await self._think(CUT_THOUGHT)
+                cut = await self._close(self._attempt, self._say)
             await self._say(self.paragraph(f"{NOTE_ROLES[role]}{event.content.rstrip()}"
                                            f"{CUT_ATTEMPT if cut.strip() else ''}\n\n"))
         if role in ("call", "step", "tool", "turn", "user", "limitretry"):  # the next request's text is its own reply
             self._attempt.clear()
+            self._thought.clear()
 
     async def _say(self, text: str) -> None:
         await self._send(AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text)))
+
+    async def _think(self, text: str) -> None:
+        await self._send(AgentThoughtChunk(session_update="agent_thought_chunk", content=text_block(text)))
+
+    @staticmethod
+    async def _close(streamed: list[str], send: Callable[[str], Awaitable[None]]) -> str:
+        """What an attempt `streamed` (its text or thinking), joined, its open code block closed through `send`."""
+        cut = "".join(streamed)
+        if fence := open_fence(cut):
+            await send(("" if cut.endswith("\n") else "\n") + fence)
+        return cut
 
     def title_update(self, *, again: bool = False) -> SessionInfoUpdate | None:
         """The session's title when the client was not told it (`again`: a thread it reopens, told or not)."""

@@ -17,7 +17,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 
 from ollie import beneath
-from ollie.tools.documents import STALE, ApplyResult, Version, disk_text, plain_path_beneath
+from ollie.tools.documents import STALE, ApplyResult, Version, disk_holds, disk_text, plain_path_beneath
 from ollie_lsp.asking import ask_client
 from ollie_lsp.lineindex import ChunkedDocument, line_ends
 
@@ -129,8 +129,7 @@ class LspDocuments:
     async def apply_edit(self, doc: TextDocument, new_text: str, version: int, *, label: str) -> ApplyResult:
         """Send the edit turning `doc` at `version` into `new_text` (refused with the client's reason), then ask
         the client to save it: `saved` when it did, `unsaved` when the buffer held unsaved changes before."""
-        before = doc.source
-        disk = await asyncio.to_thread(disk_text, Path(doc.path))
+        unsaved = not await asyncio.to_thread(disk_holds, Path(doc.path), doc.source)
         params = types.ApplyWorkspaceEditParams(edit=replacement_edit(doc, new_text, version), label=label)
         try:
             answer = await self._server.workspace_apply_edit_async(params)
@@ -148,7 +147,7 @@ class LspDocuments:
         written = await asyncio.to_thread(disk_text, Path(doc.path), "strict") if saved else None
         if written is not None and not new_text.startswith("\ufeff"):
             written = written.removeprefix("\ufeff")
-        return ApplyResult("applied", saved=bool(saved), unsaved=disk != before, changed_on_disk=bool(changed),
+        return ApplyResult("applied", saved=bool(saved), unsaved=unsaved, changed_on_disk=bool(changed),
                            formatted=None if written == new_text else written)
 
     async def save(self, uris: list[str]) -> tuple[list[str], list[str]]:

@@ -52,6 +52,28 @@ async def test_a_reply_cut_off_by_a_dropped_stream_is_marked_cut_and_its_code_bl
     assert agent.client.text(sid).removeprefix(text).endswith("; retry 1/3 in 2.00s\n\nAgain."), agent.client.text(sid)
 
 
+async def test_a_cut_attempts_thinking_is_closed_and_marked_cut_a_thought_apart_from_the_retrys(shared_agent,
+                                                                                                   llm) -> None:
+    # Its text was marked cut and its code block closed, its thinking not: it stopped mid-word, a code block it opened
+    # took in the retry's thinking, and nothing said the retry thought anew.
+    llm.script(Reply.drop(after=3, reasoning="Try this:\n```sh\nls -la\n", text="", chunk_size=8),
+               Reply(reasoning="Thinking anew.", text="The answer."))
+    agent = await shared_agent()
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "think")).stop_reason == "end_turn"
+    runs: list[list[str]] = []  # the agent's chunks, each run of one kind joined as a client joins them
+    for update in agent.client.of(sid):
+        if update.session_update.startswith("agent_"):
+            if runs and runs[-1][0] == update.session_update:
+                runs[-1][1] += update.content.text
+            else:
+                runs.append([update.session_update, update.content.text])
+    assert [kind for kind, _ in runs] == ["agent_thought_chunk", "agent_message_chunk"] * 2
+    assert runs[0][1] == "Try this:\n```sh\n```\n\n(cut off: the retry thinks anew)" and runs[2][1] == "Thinking anew."
+    # No text streamed: the note says nothing was cut of the reply.
+    assert agent.client.text(sid).endswith("; retry 1/3 in 2.00s\n\nThe answer."), agent.client.text(sid)
+
+
 @pytest.mark.parametrize(("text", "left"), [("```py\nx\n```\n", ""), ("```\nx\n```py\n", "```"),
                                            ("~~~~\nx\n~~~\n", "~~~~"), ("```\n~~~\n", "```"), ("no code", "")])
 def test_the_code_block_a_cut_attempt_leaves_open_is_found_as_commonmark_closes_them(text, left) -> None:

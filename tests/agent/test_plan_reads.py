@@ -7,6 +7,8 @@ import asyncio
 import os
 import threading
 
+from agentkit import write_agent
+
 from ollie.agent import taskstate, turnhost
 from ollie.agent.fork import cut_at_turn
 from ollie.agent.taskstate import PlanEntry, next_unchecked, read_plan
@@ -142,3 +144,17 @@ async def test_a_turn_stopped_as_it_began_gets_no_number_nor_the_plan_a_command_
     assert list(core.session.turn_starts) == [0] and core.session.plans_before == {"1": ""}
     assert (await core.rewind()).turn == 1
     assert core.plan == []
+
+
+async def test_the_first_turns_end_reads_a_plan_the_prompt_commands_wrote(scripted_llm, make_core, workdir,
+                                                                           agents_dir):
+    # They run as the first turn (or command) needs the prompt, and may write the plan as a hook may: the first
+    # turn's end did not read it (nothing it counted had run), and it showed at a later turn's end, as that turn's.
+    write = 'mkdir -p "${OLLIE_PLAN_FILE%/*}"; printf -- "- [ ] from the prompt\\n" > "$OLLIE_PLAN_FILE"; echo Plan.'
+    write_agent(agents_dir, "planner", commandSandbox="none", prompt=[write])
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("hello"))
+    core = await make_core(srv, agent="planner")
+    assert (await core.submit("hi")).reply == "hello"
+    assert core.plan == [PlanEntry("from the prompt", "in_progress")]
+    assert core.session.plans_before == {"1": ""}  # what a rewind of the turn puts back, as for a hook's write

@@ -13,6 +13,7 @@ from ollie.agent.changes import ChangeTracker
 from ollie.agent.steps import (
     Diff,
     Location,
+    PlanChange,
     ToolStep,
     attribute,
     batch_state,
@@ -80,7 +81,8 @@ def test_a_plan_step_says_what_it_does_to_the_plan() -> None:
     # by its title. A user's `task_deploy` was titled "Update the plan", and its output was left out as a plan step's.
     others = describe("call_tool", calls(("file_read", ["plan.md"]), ("file_grep", ["Add 2 steps to the plan"]),
                                          ("task_deploy", ["prod"])), CWD)
-    assert [s.plan for s in steps + others] == [True] * len(steps) + [False] * 3
+    assert [bool(s.plan) for s in steps + others] == [True] * len(steps) + [False] * 3
+    assert steps[0].plan == PlanChange("task_add", ("lex", "parse")) and steps[5].plan == PlanChange("task_clear", done=True)
     assert others[2].title == "Run `task_deploy prod`"
 
 

@@ -152,3 +152,23 @@ async def test_a_file_too_large_to_checkpoint_is_named_each_time_a_step_writes_i
     told = [e["content"] for e in daemon.session_events(session) if e["role"] == "info" and "no diff shows" in e["content"]]
     assert told == ["warning: no diff shows, and no undo or rewind restores, files over the checkpoints' 1 MiB or not "
                     "regular: '.envrc'"] * 2, told
+
+
+async def test_a_reason_whose_escapes_pass_200_characters_is_said_once_across_a_resume(start_daemon, llm, tmp_path):
+    # A workspace named with controls, nested too deep to checkpoint: its reason, escaped, passed 200 characters; cut
+    # before escaping, it was cut again as the log loaded, and the resumed session's next turn said it once more.
+    write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
+    llm.script(write, Reply.text("done"), write, Reply.text("again"))
+    ws = tmp_path / ("ws" + "\x01" * 60)
+    (ws / "/".join(["d"] * 260)).mkdir(parents=True)
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    session = (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["session"]
+    await daemon.client.shutdown_session()
+    daemon = await start_daemon(env=env(llm), workspace=ws)
+    await daemon.request("ollie/session/load", {"session": session})
+    await daemon.request("ollie/submit", {"session": session, "text": "write again"}, timeout=60)
+    ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
+    said = (await daemon.request("ollie/context", {"session": session}))["messages"]
+    (first,) = [m["turnChanges"] for m in said if m.get("turnChanges", {}).get("turn") == 1]
+    assert first["reason"].startswith(f"{ws}".replace("\x01", "\\x01")[:200]) and first["reason"].endswith("...")
+    assert ends == [{"turn": 2, "unknown": True, "reason": first["reason"], "again": True}], ends

@@ -21,8 +21,8 @@ from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, rever
 from ollie.agent.events import ChangedFile, TurnFiles
 from ollie.agent.taskstate import plan_before
 from ollie.backend.types import Message
-from ollie.escapes import escaped, one_name
-from ollie.sessions.session import UNCOUNTED, Session, said_before
+from ollie.escapes import escaped
+from ollie.sessions.session import UNCOUNTED, Session, reason_line, said_before
 from ollie.tools.documents import EditorDocuments
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
@@ -319,7 +319,7 @@ class Review:
         except (ReviewError, WorkspaceError) as exc:
             log.info("no checkpoint after the turn", extra={"error": str(exc)})
             # Not "no changes": it may have changed files that no undo or rewind can take back, which the user is told.
-            reason = session.turn_unknown[str(turn)] = one_name(getattr(exc, "reason", str(exc)) or "its diff failed", 200)
+            reason = session.turn_unknown[str(turn)] = reason_line(getattr(exc, "reason", str(exc)) or "its diff failed")
             again = said_before(session.turn_unknown, session.turn_changed, session.turn_starts, turn)
             return TurnFiles(turn, UNCOUNTED, (), reason, again)
         finally:

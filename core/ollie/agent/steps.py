@@ -71,14 +71,33 @@ class Location:
 
 
 @dataclass(frozen=True, repr=False)
+class PlanChange:
+    """What a call of one of the plan's tools does to it, as its arguments say."""
+
+    tool: str  # task_add, task_check or task_clear
+    args: tuple[str, ...] = ()  # its positional arguments: the steps added, the step checked off
+    done: bool = False  # task_clear --done: the finished steps only
+
+    def title(self) -> str:
+        """The step's title: each said "Update the plan", and a turn's nine in a row told her nothing."""
+        if self.tool == "task_add":
+            return f"Add {len(self.args)} step{'s' * (len(self.args) != 1)} to the plan"
+        if self.tool == "task_check":
+            return "Check off " + (
+                (f"step {self.args[0]}" if self.args[0].isdigit() else _quote(self.args[0])) if self.args
+                else "the next step")
+        return "Clear the plan's finished steps" if self.done else "Clear the plan"
+
+
+@dataclass(frozen=True, repr=False)
 class ToolStep:
     """One readable step: ACP tool kind, a title a person would write, the files it touches, whether it is one of the
-    plan's tools (the terminal shows the checklist it leaves, not its result)."""
+    plan's tools (the terminal shows the checklist it leaves, not its result) and what it does to the plan."""
 
     kind: StepKind
     title: str
     locations: tuple[Location, ...] = field(default_factory=tuple)
-    plan: bool = False
+    plan: PlanChange | None = None
 
     def __post_init__(self) -> None:
         # One line, the model's controls and bidi overrides as escapes (`\u202e`): every card and chat drew a title
@@ -140,7 +159,7 @@ class ToolState:
     diffs_more: int = 0
     # The connections the call's steps made through the egress proxy (sandbox/egress.py records), once it ended.
     network: tuple[dict[str, Any], ...] = ()
-    plan: bool = False  # its ToolStep's
+    plan: PlanChange | None = None  # its ToolStep's
 
     def to_wire(self) -> dict[str, object]:
         """The protocol's `tool` object (`diffs` only when the step was tracked for changes, `diffsMore` when it
@@ -180,7 +199,7 @@ def batch_state(call_id: str, inner: Sequence[ToolState]) -> ToolState:
     """The whole call of a several-step batch: its most consequential kind, a summary title, every location/diff."""
     writers: list[StepKind] = [s.kind for s in inner if s.kind in WRITE_KINDS]
     kind: StepKind = writers[0] if writers else inner[0].kind
-    plan = [s.title for s in inner if s.plan] if inner[0].plan else []
+    plan = [s.plan for s in inner if s.plan] if inner[0].plan else []
     more = len(inner) - max(len(plan), 1)
     title = (_plan_batch_title(plan) if plan else inner[0].title) + (f" and {more} more" if more else "")
     statuses = {s.status for s in inner}
@@ -366,7 +385,8 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
         info = describe_call(call.tool, call.args, lambda given: _relative(given, cwd))
         return ToolStep(info.kind, info.title, tuple(Location(path, line) for path, line in info.locations))
     if call.tool in PLAN_TOOLS:
-        return ToolStep(kind, _plan_title(call.tool, positional, done="--done" in call.args), plan=True)
+        change = PlanChange(call.tool, tuple(positional), done="--done" in call.args)
+        return ToolStep(kind, change.title(), plan=change)
     if kind in ("read", "edit", "delete") and first and not first.startswith("-"):
         path = _relative(first, cwd)
         verb = {"read": "Read", "edit": "Edit", "delete": "Delete"}[kind]
@@ -374,29 +394,19 @@ def _script_step(call: ScriptCall, cwd: Path, kind_of: KindLookup | None) -> Too
     return ToolStep(kind, f"Run {_quote(_script_command(call))}{suffix}")
 
 
-def _plan_title(tool: str, args: list[str], *, done: bool) -> str:
-    # What the step does to the plan: each said "Update the plan", and a turn's nine in a row told her nothing.
-    if tool == "task_add":
-        return f"Add {len(args)} step{'s' * (len(args) != 1)} to the plan"
-    if tool == "task_check":
-        return "Check off " + ((f"step {args[0]}" if args[0].isdigit() else _quote(args[0])) if args else "the next step")
-    return "Clear the plan's finished steps" if done else "Clear the plan"
-
-
-def _plan_batch_title(titles: list[str]) -> str:
+def _plan_batch_title(changes: list[PlanChange]) -> str:
     # Each kind of change said once: "Add 139 steps to the plan and 50 more" read as 189 steps added (50 check-offs).
-    by_verb: dict[str, list[str]] = {}
-    for t in titles:
-        by_verb.setdefault(t.split()[0], []).append(t)
+    by_tool: dict[str, list[PlanChange]] = {}
+    for change in changes:
+        by_tool.setdefault(change.tool, []).append(change)
     said = []
-    for verb, same in by_verb.items():
-        if len(same) == 1 or verb == "Clear":
-            said.append(same[-1])
-        elif verb == "Add":  # each "Add <n> step(s) to the plan" (_plan_title)
-            added = sum(int(t.split()[1]) for t in same)
-            said.append(f"Add {added} step{'s' * (added != 1)} to the plan")
-        else:
+    for tool, same in by_tool.items():
+        if tool == "task_add":
+            said.append(PlanChange(tool, tuple(a for c in same for a in c.args)).title())
+        elif tool == "task_check" and len(same) > 1:
             said.append(f"Check off {len(same)} steps")
+        else:
+            said.append(same[-1].title())
     text = ", ".join(t[0].lower() + t[1:] for t in said)
     return text[0].upper() + text[1:]
 

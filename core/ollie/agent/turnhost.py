@@ -137,6 +137,8 @@ class TurnHost:
 
     async def ready_prompt(self) -> None:
         """Run the agent's prompt commands if they have not run yet (they wait for the first turn or command)."""
+        if self.runtime.deferred_prompt is not None:
+            self._plan_seq += 1  # they may write the plan as a hook may: the turn's end reads it
         await ready_prompt(self.runtime)
         for note in take_late_notes(self.runtime):  # `@environment`'s git status, once it is known
             self.inbox.add_note(note)

@@ -380,11 +380,19 @@ def _settled(counts: list[int], starts: list[int], messages: list[Message]) -> l
     return counts
 
 
+def reason_line(text: str, most: int = 200) -> str:
+    """Why a turn's count is not known as it is said and saved: one escaped line cut after `most` characters ("...");
+    the same line again when given one (a resumed log's compares equal with a live turn's: said once, whatever its
+    length; cut before escaping, a reason whose escapes passed 200 characters was cut again on each load)."""
+    from ollie.escapes import escaped
+
+    line = escaped(text[:most + 1], keep="")
+    return line if len(line) <= most else line[:most] + "..."
+
+
 def _reasons(saved: Any) -> dict[str, str]:
     """A log's `turn_unknown`, each reason one escaped line (a client draws it as one) keyed by a turn's number."""
-    from ollie.escapes import one_name
-
-    return {k: one_name(v, 200) for k, v in (saved.items() if isinstance(saved, dict) else ()) if
+    return {k: reason_line(v) for k, v in (saved.items() if isinstance(saved, dict) else ()) if
             type(k) is str and k.isdecimal() and type(v) is str}
 
 

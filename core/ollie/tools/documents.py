@@ -35,6 +35,21 @@ def disk_text(path: Path, errors: str = "replace") -> str | None:
         return None
 
 
+def disk_holds(path: Path, text: str) -> bool:
+    """Whether `path` on disk (through the chokepoint; absent: "", unreadable: never) is what a buffer of `text` shows
+    of it: its bytes as UTF-8, each that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback). Blocking."""
+    try:
+        data = beneath.read_bytes_sync(path.parent, path.name)
+    except FileNotFoundError:
+        return text == ""
+    except OSError:  # a link, a FIFO, a giant file: no text a buffer holds
+        return False
+    try:
+        return data.decode("utf-8") == text
+    except UnicodeDecodeError:  # (only then: a UTF-8 file's "é" read as Latin-1 is "Ã©", which she may have typed)
+        return text in (data.decode("utf-8", "replace"), data.decode("latin-1"))
+
+
 @dataclass(eq=False, repr=False)
 class ApplyResult:
     """What became of an edit: applied in the editor, refused (why), or left to the disk (no editor support)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ollie import beneath
-from ollie.tools.documents import STALE, UNREAD, EditorDocuments, Version, disk_text
+from ollie.tools.documents import STALE, UNREAD, EditorDocuments, Version, disk_holds
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.childenv import EDITOR_COPY_ENV
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
@@ -83,8 +83,8 @@ class DocumentBridge:
             return Section(label, RunOutcome(error=f"{script.name}: {path}: {STALE}"))
         # A whole-file write of a document it never saw (or saw in turns a rewind cut) would drop the user's unsaved
         # typing in it: the model reads it first, and then writes knowing her text.
-        if script.name == "file_write" and path not in self.seen and text != (
-                await asyncio.to_thread(disk_text, path) or ""):
+        if script.name == "file_write" and path not in self.seen and not await asyncio.to_thread(
+                disk_holds, path, text):
             return Section(label, RunOutcome(error=f"{script.name}: {path}: {UNREAD}"))
         copy = await asyncio.to_thread(_write_copy, ctx.runner.dirs.tmp, path.name, text)
         try:
