@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ollie import beneath
 from ollie.env import env_seconds
 from ollie.sandbox import writers
-from ollie.tools.documents import STALE, ApplyResult, Version, disk_text, plain_path_beneath
+from ollie.tools.documents import STALE, ApplyResult, Version, disk_holds, disk_text, plain_path_beneath
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -93,6 +93,8 @@ class ClientFiles:
         if current is not None and text_version(current) != version:
             return ApplyResult("refused", STALE)
         disk = await asyncio.to_thread(disk_text, path)
+        # (Not `disk != current`: a Latin-1 file's buffer is no UTF-8 reading of its bytes, and was taken for unsaved.)
+        unsaved = current is not None and not await asyncio.to_thread(disk_holds, path, current)
         try:
             await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
         except Exception as exc:  # the client refused the write: the model is told, nothing changed
@@ -101,7 +103,7 @@ class ClientFiles:
         # format on save changed it saved too: taken for buffer-only, the formatter's file was written over.
         written = await asyncio.to_thread(disk_text, path)
         saved = written == new_text or written not in (None, disk)
-        return ApplyResult("applied", saved=saved, unsaved=current is not None and disk != current,
+        return ApplyResult("applied", saved=saved, unsaved=unsaved,
                            formatted=written if saved and written != new_text else None)
 
 def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None,

@@ -103,6 +103,17 @@ async def test_unsaved_client_text_is_not_written_and_the_model_is_told(shared_a
     assert (agent.workspace / "notes.txt").read_text() == "disk text\n"
 
 
+async def test_a_latin_1_file_the_client_shows_as_on_disk_is_not_called_unsaved(shared_agent, llm) -> None:
+    """Its buffer was compared with the disk read as UTF-8 (each Latin-1 byte a U+FFFD): the model was told the file
+    had unsaved changes and its edit was in the buffer only, while the client held the disk's text."""
+    llm.script(Reply.file_edit("notes.txt", "caf\u00e9", "bistro"), Reply.text("edited"))
+    agent, sid, key = await open_notes(shared_agent, llm, "", "caf\u00e9\n")
+    (agent.workspace / "notes.txt").write_bytes("caf\u00e9\n".encode("latin-1"))
+    await agent.prompt(sid, "edit it")
+    assert "replaced 1 occurrence" in tool_result(llm) and "unsaved" not in tool_result(llm), tool_result(llm)
+    assert agent.client.writes == [(key, "bistro\n")]
+
+
 async def test_a_clients_format_on_save_is_kept_and_is_what_the_step_diff_and_a_rewind_go_by(shared_agent, llm) -> None:
     """A client whose fs/write_text_file saves through the user's formatter (Zed's format on save): ollie took the
     saved file for a buffer-only write and wrote its own unformatted text over the formatter's, and a rewind then found
