@@ -79,18 +79,22 @@ class Tmux:
         self._ended.set()  # the command quit (its session with it), or the server was killed
         self._answers.put((False, "the tmux session ended"))
 
-    def _command(self, command: str) -> str:
-        """A tmux command's output, through the control client."""
+    def _command(self, *commands: str) -> list[str]:
+        """The outputs of tmux commands run as one (no output of the pane is read between them), through the control
+        client."""
         assert self._control.stdin
         if not self._ended.is_set():
             with contextlib.suppress(OSError):
-                self._control.stdin.write(command + "\n")
+                self._control.stdin.write(" ; ".join(commands) + "\n")
                 self._control.stdin.flush()
-        ok, out = self._answers.get(timeout=30)
-        if not ok:
-            self._answers.put((ok, out))  # (an ended session answers every later command so)
-            raise RuntimeError(f"tmux {command}: {out}")
-        return out
+        outs = []
+        for _ in commands:
+            ok, out = self._answers.get(timeout=30)
+            if not ok:
+                self._answers.put((ok, out))  # (an ended session answers every later command so)
+                raise RuntimeError(f"tmux {commands}: {out}")
+            outs.append(out)
+        return outs
 
     def keys(self, *keys: str, literal: bool = False) -> None:
         """Send keys (tmux names: Enter, Escape, C-j) or, literal, text as typed."""
@@ -102,8 +106,19 @@ class Tmux:
         self.keys(*then)
 
     def screen(self, *, colours: bool = False) -> str:
-        """The visible screen as text (with colours: its SGR escape sequences kept)."""
-        return self._command(f"capture-pane -p{' -e' if colours else ''} -t t")
+        """The visible screen as text (with colours: its SGR escape sequences kept), drawn whole: Neovim's TUI hides
+        the cursor while it writes a frame, and the terminal reads a long one in pieces (a look between them saw a
+        question's answers drawn and its diff above them not yet). A screen with the cursor hidden is taken only once
+        it stays so for half a second (Neovim busy: a shell command, a job waited on)."""
+        capture = f"capture-pane -p{' -e' if colours else ''} -t t"
+        screen, shown = self._command(capture, "display -p -t t '#{cursor_flag}'")
+        since = time.monotonic()
+        while shown.strip() != "1" and time.monotonic() - since < 0.5:
+            self._ended.wait(0.02)
+            again, shown = self._command(capture, "display -p -t t '#{cursor_flag}'")
+            if again != screen:
+                screen, since = again, time.monotonic()
+        return screen
 
     def wait(self, cond: Callable[[str], bool], what: str, timeout: float = 30) -> str:
         """Poll the screen until `cond(screen)`; fail with the screen otherwise."""
