@@ -964,7 +964,7 @@ def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_w
     """Bug: the draft was saved only at `:qa`: a `kill -9` of Neovim (a terminal closed) lost it; and one typed in a
     session that never had a turn never came back (no sessions list shows that session). Now it is saved as it is
     typed: back in the input when its session is resumed, or, its session never used, when the next chat opens in
-    that workspace."""
+    that workspace. And it said "not sent before the editor quit": she had quit nothing, it was killed; now "crashed"."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."), Reply.text("Sent now."))
     files = {"notes.txt": "notes\n"}
@@ -988,7 +988,7 @@ def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_w
         assert not daemons_gone(tmp_path)
 
     def back_in_input(screen: str, text: str) -> None:
-        assert "not sent before the editor quit: it is back in the input" in screen, screen
+        assert "not sent before the editor crashed: it is back in the input" in screen, screen
         assert any(line.split("│")[-1].strip() == text for line in screen.splitlines()), screen
 
     with start_nvim(tmp_path, srv.env(), files) as tmux:
@@ -997,7 +997,7 @@ def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_w
         tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
         typed_then_killed(tmux, "half a thought")
     with start_nvim(tmp_path, srv.env(), files) as tmux:
-        back_in_input(resume(tmux, "hello", "not sent before the editor quit", png=(1300, 740)), "half a thought")
+        back_in_input(resume(tmux, "hello", "not sent before the editor crashed", png=(1300, 740)), "half a thought")
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")
         tmux.wait(lambda s: "Sent now." in s, "its answer")
         tmux.keys(":OllieNew", "Enter")  # a session of its own, no turn in it
