@@ -232,6 +232,21 @@ def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
     daemons_gone(tmp_path)
 
 
+def kill_nvim(tmux: Tmux, tmp_path: Path) -> None:
+    """`kill -9` of Neovim (a crash: no VimLeavePre runs), and wait for its daemon to end with it."""
+    pane = subprocess.run([*tmux.base, "display", "-p", "-t", "t", "#{pane_pid}"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    # Neovim's own process (the one the TUI in the pane started), then the TUI.
+    pids = [*subprocess.run(["pgrep", "-P", pane, "nvim"], capture_output=True, text=True).stdout.split(), pane]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # (the TUI may have gone with its server already)
+            os.kill(int(pid), signal.SIGKILL)
+    tmux.wait_exit("kill -9")
+    tmux.close()
+    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), "Neovim's processes reaped")
+    assert not daemons_gone(tmp_path)
+
+
 def resume(tmux: Tmux, title: str, last: str, started: str = "notes", png: tuple[int, int] | None = None) -> str:
     """Once Neovim shows `started`, pick the session titled `title` in :OllieSessions; the screen once it shows its
     `last` line (kept, as a `png` too if given)."""
@@ -866,10 +881,11 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
         assert_clean(tmux.screens)
 
 
+@pytest.mark.parametrize(("end", "said"), [(quit_nvim, "the editor quit"), (kill_nvim, "the editor crashed")])
 def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_and_runs_first(
-        tmp_path: Path, scripted_llm):
+        tmp_path: Path, scripted_llm, end: Callable[[Tmux, Path], None], said: str):
     # Bug: the daemon Neovim starts ends with it, and its queue with it: a prompt queued as a turn streamed, then
-    # `:qa!`, was gone when the session was resumed in the next Neovim.
+    # `:qa!`, was gone when the session was resumed in the next Neovim. Killed, it said "before the editor quit".
     srv = scripted_llm("openai")
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
                Reply(text="The answer to the queued prompt."),
@@ -878,7 +894,7 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
     with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.keep("1-queued", queue_while_streaming(tmux, "tell me a long story", "Once upon a time",
                                                     "and the queued one"))
-        quit_nvim(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
+        end(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
     assert not daemons_of(tmp_path)
     with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start again")
@@ -887,7 +903,7 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
         number = next(line.split(".")[0].strip() for line in picker.splitlines() if "tell me a long story" in line)
         tmux.keys(number, "Enter")
         held = tmux.keep("2-resumed", tmux.wait(lambda s: "⏸ held: and the queued one" in s
-                                                and "from before the editor quit" in s, "the prompt waiting"))
+                                                and f"from before {said}" in s, "the prompt waiting"))
         assert "The answer to the queued prompt." not in held, "it waits for the next prompt"
         assert len(srv.chat_requests) == 1
         tmux.keys(":OllieChat", "Enter")
@@ -975,17 +991,7 @@ def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_w
         tmux.keys(text, literal=True)  # (in insert mode: no :qa, no InsertLeave)
         tmux.keep("1-typed", tmux.wait(lambda s: s.count(text) == 1, "the typing"))
         wait_until(lambda: saved.exists() and text in saved.read_text(), f"the draft saved:\n{tmux.screen()}")
-        pane = subprocess.run([*tmux.base, "display", "-p", "-t", "t", "#{pane_pid}"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        # Neovim's own process (the one the TUI in the pane started), then the TUI: no VimLeavePre runs.
-        pids = [*subprocess.run(["pgrep", "-P", pane, "nvim"], capture_output=True, text=True).stdout.split(), pane]
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):  # (the TUI may have gone with its server already)
-                os.kill(int(pid), signal.SIGKILL)
-        tmux.wait_exit("kill -9")
-        tmux.close()
-        wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), "Neovim's processes reaped")
-        assert not daemons_gone(tmp_path)
+        kill_nvim(tmux, tmp_path)
 
     def back_in_input(screen: str, text: str) -> None:
         assert "not sent before the editor crashed: it is back in the input" in screen, screen
