@@ -54,3 +54,12 @@ def test_the_shipped_tags_are_those_helptags_makes_now(tmp_path: Path):
     (copy / "doc" / "tags").unlink()
     _nvim_lua(f'vim.cmd.helptags({json.dumps(str(copy / "doc"))})', copy, tmp_path)
     assert (PLUGIN / "doc" / "tags").read_text() == (copy / "doc" / "tags").read_text(), "run :helptags doc"
+
+
+def test_every_line_of_the_help_fits_an_80_column_terminal(tmp_path: Path):
+    """Bug: at 80x24 `:help ollie` opened on its title wrapped (`ollie.n` / `vim`), and eight more lines wrapped mid-
+    phrase: a help window wraps at the line's width with its `*` and `|` (hidden) counted. Help's own width is 78."""
+    widths = _nvim_lua(f"""for n, line in ipairs(vim.fn.readfile({json.dumps(str(PLUGIN / "doc" / "ollie.txt"))})) do
+  if vim.fn.strdisplaywidth(line) > 78 then io.stdout:write(n, ": ", line, "\\n") end
+end""", PLUGIN, tmp_path)
+    assert widths == "", widths

@@ -79,18 +79,22 @@ class Tmux:
         self._ended.set()  # the command quit (its session with it), or the server was killed
         self._answers.put((False, "the tmux session ended"))
 
-    def _command(self, command: str) -> str:
-        """A tmux command's output, through the control client."""
+    def _command(self, *commands: str) -> list[str]:
+        """The outputs of tmux commands run as one (no output of the pane is read between them), through the control
+        client."""
         assert self._control.stdin
         if not self._ended.is_set():
             with contextlib.suppress(OSError):
-                self._control.stdin.write(command + "\n")
+                self._control.stdin.write(" ; ".join(commands) + "\n")
                 self._control.stdin.flush()
-        ok, out = self._answers.get(timeout=30)
-        if not ok:
-            self._answers.put((ok, out))  # (an ended session answers every later command so)
-            raise RuntimeError(f"tmux {command}: {out}")
-        return out
+        outs = []
+        for _ in commands:
+            ok, out = self._answers.get(timeout=30)
+            if not ok:
+                self._answers.put((ok, out))  # (an ended session answers every later command so)
+                raise RuntimeError(f"tmux {commands}: {out}")
+            outs.append(out)
+        return outs
 
     def keys(self, *keys: str, literal: bool = False) -> None:
         """Send keys (tmux names: Enter, Escape, C-j) or, literal, text as typed."""
@@ -102,8 +106,19 @@ class Tmux:
         self.keys(*then)
 
     def screen(self, *, colours: bool = False) -> str:
-        """The visible screen as text (with colours: its SGR escape sequences kept)."""
-        return self._command(f"capture-pane -p{' -e' if colours else ''} -t t")
+        """The visible screen as text (with colours: its SGR escape sequences kept), drawn whole: Neovim's TUI hides
+        the cursor while it writes a frame, and the terminal reads a long one in pieces (a look between them saw a
+        question's answers drawn and its diff above them not yet). A screen with the cursor hidden is taken only once
+        it stays so for half a second (Neovim busy: a shell command, a job waited on)."""
+        capture = f"capture-pane -p{' -e' if colours else ''} -t t"
+        screen, shown = self._command(capture, "display -p -t t '#{cursor_flag}'")
+        since = time.monotonic()
+        while shown.strip() != "1" and time.monotonic() - since < 0.5:
+            self._ended.wait(0.02)
+            again, shown = self._command(capture, "display -p -t t '#{cursor_flag}'")
+            if again != screen:
+                screen, since = again, time.monotonic()
+        return screen
 
     def wait(self, cond: Callable[[str], bool], what: str, timeout: float = 30) -> str:
         """Poll the screen until `cond(screen)`; fail with the screen otherwise."""
@@ -215,6 +230,21 @@ def quit_nvim(tmux: Tmux, tmp_path: Path) -> None:
     tmux.wait_exit(":qa!")
     tmux.close()
     daemons_gone(tmp_path)
+
+
+def kill_nvim(tmux: Tmux, tmp_path: Path) -> None:
+    """`kill -9` of Neovim (a crash: no VimLeavePre runs), and wait for its daemon to end with it."""
+    pane = subprocess.run([*tmux.base, "display", "-p", "-t", "t", "#{pane_pid}"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    # Neovim's own process (the one the TUI in the pane started), then the TUI.
+    pids = [*subprocess.run(["pgrep", "-P", pane, "nvim"], capture_output=True, text=True).stdout.split(), pane]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # (the TUI may have gone with its server already)
+            os.kill(int(pid), signal.SIGKILL)
+    tmux.wait_exit("kill -9")
+    tmux.close()
+    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), "Neovim's processes reaped")
+    assert not daemons_gone(tmp_path)
 
 
 def resume(tmux: Tmux, title: str, last: str, started: str = "notes", png: tuple[int, int] | None = None) -> str:
@@ -851,10 +881,11 @@ def test_sending_the_held_prompts_on_says_the_stop_held_them_once_and_runs_each(
         assert_clean(tmux.screens)
 
 
+@pytest.mark.parametrize(("end", "said"), [(quit_nvim, "the editor quit"), (kill_nvim, "the editor crashed")])
 def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_and_runs_first(
-        tmp_path: Path, scripted_llm):
+        tmp_path: Path, scripted_llm, end: Callable[[Tmux, Path], None], said: str):
     # Bug: the daemon Neovim starts ends with it, and its queue with it: a prompt queued as a turn streamed, then
-    # `:qa!`, was gone when the session was resumed in the next Neovim.
+    # `:qa!`, was gone when the session was resumed in the next Neovim. Killed, it said "before the editor quit".
     srv = scripted_llm("openai")
     srv.script(Reply(text="Once upon a time " + "there was a tale " * 200, delay=0.1, chunk_size=8),
                Reply(text="The answer to the queued prompt."),
@@ -863,7 +894,7 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
     with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.keep("1-queued", queue_while_streaming(tmux, "tell me a long story", "Once upon a time",
                                                     "and the queued one"))
-        quit_nvim(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
+        end(tmux, tmp_path)  # mid-turn: the daemon, and the queue it held, end with the editor
     assert not daemons_of(tmp_path)
     with start_nvim(tmp_path, srv.env(), files) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start again")
@@ -872,7 +903,7 @@ def test_a_prompt_queued_when_nvim_quit_mid_turn_waits_in_the_resumed_session_an
         number = next(line.split(".")[0].strip() for line in picker.splitlines() if "tell me a long story" in line)
         tmux.keys(number, "Enter")
         held = tmux.keep("2-resumed", tmux.wait(lambda s: "⏸ held: and the queued one" in s
-                                                and "from before the editor quit" in s, "the prompt waiting"))
+                                                and f"from before {said}" in s, "the prompt waiting"))
         assert "The answer to the queued prompt." not in held, "it waits for the next prompt"
         assert len(srv.chat_requests) == 1
         tmux.keys(":OllieChat", "Enter")
@@ -949,7 +980,7 @@ def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_w
     """Bug: the draft was saved only at `:qa`: a `kill -9` of Neovim (a terminal closed) lost it; and one typed in a
     session that never had a turn never came back (no sessions list shows that session). Now it is saved as it is
     typed: back in the input when its session is resumed, or, its session never used, when the next chat opens in
-    that workspace."""
+    that workspace. And it said "not sent before the editor quit": she had quit nothing, it was killed; now "crashed"."""
     srv = scripted_llm("openai")
     srv.script(Reply.text("Hello back."), Reply.text("Sent now."))
     files = {"notes.txt": "notes\n"}
@@ -960,20 +991,10 @@ def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_w
         tmux.keys(text, literal=True)  # (in insert mode: no :qa, no InsertLeave)
         tmux.keep("1-typed", tmux.wait(lambda s: s.count(text) == 1, "the typing"))
         wait_until(lambda: saved.exists() and text in saved.read_text(), f"the draft saved:\n{tmux.screen()}")
-        pane = subprocess.run([*tmux.base, "display", "-p", "-t", "t", "#{pane_pid}"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        # Neovim's own process (the one the TUI in the pane started), then the TUI: no VimLeavePre runs.
-        pids = [*subprocess.run(["pgrep", "-P", pane, "nvim"], capture_output=True, text=True).stdout.split(), pane]
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):  # (the TUI may have gone with its server already)
-                os.kill(int(pid), signal.SIGKILL)
-        tmux.wait_exit("kill -9")
-        tmux.close()
-        wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), "Neovim's processes reaped")
-        assert not daemons_gone(tmp_path)
+        kill_nvim(tmux, tmp_path)
 
     def back_in_input(screen: str, text: str) -> None:
-        assert "not sent before the editor quit: it is back in the input" in screen, screen
+        assert "not sent before the editor crashed: it is back in the input" in screen, screen
         assert any(line.split("│")[-1].strip() == text for line in screen.splitlines()), screen
 
     with start_nvim(tmp_path, srv.env(), files) as tmux:
@@ -982,7 +1003,7 @@ def test_a_prompt_typed_and_not_sent_survives_a_kill_of_nvim_even_in_a_session_w
         tmux.wait(lambda s: "Hello back." in s and "(end)" in s, "the answer")
         typed_then_killed(tmux, "half a thought")
     with start_nvim(tmp_path, srv.env(), files) as tmux:
-        back_in_input(resume(tmux, "hello", "not sent before the editor quit", png=(1300, 740)), "half a thought")
+        back_in_input(resume(tmux, "hello", "not sent before the editor crashed", png=(1300, 740)), "half a thought")
         tmux.keys(":OllieChat", "Enter", "Escape", "Enter")
         tmux.wait(lambda s: "Sent now." in s, "its answer")
         tmux.keys(":OllieNew", "Enter")  # a session of its own, no turn in it

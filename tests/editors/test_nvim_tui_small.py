@@ -224,9 +224,10 @@ def test_a_question_follows_her_to_another_tab(tmp_path: Path, scripted_llm):
                           SMALL)
         assert "Fixing add." not in moved, moved  # (the chat's tab is not the one shown)
         tmux.keys("g", "t")
-        back = tmux.keep("2-back", tmux.wait(lambda s: s.splitlines()[-2].startswith("ops.py ") and "Allow once" in s,
-                                             "the question back in the chat's tab"))
-        assert back.count("ollie: approve?") == 1, back
+        # (The answers and the diff above them: a look at the answers alone once saw the diff not yet drawn.)
+        tmux.keep("2-back", tmux.wait(lambda s: s.splitlines()[-2].startswith("ops.py ") and "Allow once" in s
+                                      and s.count("ollie: approve?") == 1 and "+    return a + b" in s,
+                                      "the question and its diff back in the chat's tab"))
         tmux.keys("1", "Enter")
         tmux.keep("3-answered", tmux.wait(lambda s: "Fixed." in s and "(end)" in s, "the turn's end"))
         assert "return a + b" in (tmp_path / "ws" / "ops.py").read_text()

@@ -890,6 +890,7 @@ vim.api.nvim_create_autocmd("VimLeavePre", {
     for _, chat in ipairs(M.every()) do
       chat:save_draft() -- what the last change's save waits to write
     end
+    savedqueue.quitting()
   end,
 })
 vim.api.nvim_create_autocmd("WinClosed", {

@@ -14,7 +14,7 @@ local M = {}
 ---@type table<string, string> by session, what ended the daemon that had them
 local carried = {}
 for _, q in ipairs(savedqueue.read()) do
-  carried[q.session] = "the editor quit"
+  carried[q.session] = savedqueue.ended(q)
 end
 
 ---The send keys' names, for the notes that say what they do: insert mode's first (the input's own mode; a stop with
@@ -233,9 +233,12 @@ end
 ---are queued again, in order, and held: they run before the next prompt (or on the send key, empty).
 function P:restore_queue()
   local session = self.session
-  local draft = session and savedqueue.take_draft(session, vim.fn.getcwd())
-  if draft then -- typed and not sent when an editor before quit (or crashed)
-    self.transcript:note("(not sent before the editor quit: it is back in the input)", "OllieQueued")
+  local draft, ended_then
+  if session then
+    draft, ended_then = savedqueue.take_draft(session, vim.fn.getcwd())
+  end
+  if draft then -- typed and not sent when an editor before quit or crashed (said: a crash is no quit of hers)
+    self.transcript:note(("(not sent before %s: it is back in the input)"):format(ended_then), "OllieQueued")
     self:refill(draft, {})
   end
   local ended = session and carried[session]
@@ -257,7 +260,7 @@ function P:restore_queue()
       client.request("ollie/queue", params, function(err)
         if err then
           savedqueue.take(session, p.text)
-          self.transcript:note("error: a prompt queued before the editor quit could not be queued again: "
+          self.transcript:note("error: a prompt queued before " .. ended .. " could not be queued again: "
             .. err_text(err), "OllieError")
         else
           table.insert(shown, { text = p.text, labels = p.labels })

@@ -31,6 +31,7 @@ local MAX_QUEUES = 64 * 1024 * 1024
 ---@field draft string|nil what the chat's input holds, not sent (saved as it is typed: a crash keeps it too)
 ---@field workspace string|nil a draft's session had no turn (no sessions list shows it): the directory it was typed in
 ---@field pid integer|nil the Neovim that typed a draft
+---@field quit boolean|nil the Neovim that kept it quit (M.quitting); unmarked, it crashed or was killed
 
 ---The file the queues are kept in.
 ---@return string
@@ -143,7 +144,8 @@ function M.read()
       if #prompts > 0 or draft then
         local pid = draft and type(entry.pid) == "number" and entry.pid or nil
         table.insert(queues, { session = entry.session, prompts = prompts, draft = draft,
-          workspace = pid and type(entry.workspace) == "string" and entry.workspace or nil, pid = pid })
+          workspace = pid and type(entry.workspace) == "string" and entry.workspace or nil, pid = pid,
+          quit = entry.quit == true or nil })
       end
     end
   end
@@ -228,7 +230,8 @@ end
 ---more.
 ---@param session string
 ---@param workspace string
----@return string|nil
+---@return string|nil draft
+---@return string|nil ended how the Neovim that typed it ended ("the editor quit", "the editor crashed")
 function M.take_draft(session, workspace)
   local found
   for _, q in ipairs(M.read()) do
@@ -238,7 +241,27 @@ function M.take_draft(session, workspace)
   end
   if found then
     update(found.session, function(prompts) return prompts end, "")
-    return found.draft
+    return found.draft, M.ended(found)
+  end
+end
+
+---How the Neovim that kept `q` ended, as a note says it: a crash (or a kill) left it unmarked.
+---@param q ollie.SavedQueue
+---@return string
+function M.ended(q)
+  return q.quit and "the editor quit" or "the editor crashed"
+end
+
+---This Neovim quits: what it kept (its drafts, the prompts its daemon held) is marked so, for the next one to say.
+function M.quitting()
+  local queues, changed = M.read(), false
+  for _, q in ipairs(queues) do
+    if not q.quit and (q.pid == vim.uv.os_getpid() or mine[q.session]) then
+      q.quit, changed = true, true
+    end
+  end
+  if changed then
+    write(queues)
   end
 end
 
