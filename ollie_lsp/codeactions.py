@@ -218,7 +218,7 @@ async def submitted(ls: OllieServer, submit: Coroutine[Any, Any, dict[str, Any]]
     lsp-mode wait with Emacs frozen and fail it after 10 s: its answer was lost)."""
     given = params if isinstance(params, dict) else {}
     session, text = given.get("session"), given.get("text")
-    what = one_line(text, TITLE_CHARS) if isinstance(text, str) and text.strip() else "prompt"
+    what = escaped(one_line(text, TITLE_CHARS)) if isinstance(text, str) and text.strip() else "prompt"
     return await in_time(ls, asyncio.create_task(submit), what, session if isinstance(session, str) else None)
 
 
