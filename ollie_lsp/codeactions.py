@@ -1,7 +1,7 @@
 """Code actions any LSP client shows: `Ollie: Fix ...`, Explain, Add tests, Refactor, Ask; each one runs a turn.
 
 The turn runs in the default session with the range as context; its answer is a `window/showMessage`, or a
-text file `window/showDocument` opens.
+text file `window/showDocument` opens. `ollie.submit` as a command (a plain editor's prompt) is answered so too.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import json
 import re
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -182,27 +183,43 @@ async def run(ls: OllieServer, raw_args: tuple[Any, ...]) -> dict[str, Any]:
     prompt = with_context(request, [context], cwd=live.core.cwd, lookup=lookup, commands=False)
     handle = SubmitHandle()
     # The turn runs in the chat's session, whose chat did not send its prompt: shown there as a queued one is.
-    turn = asyncio.ensure_future(live.submit(prompt, handle=handle, is_command=False, announce=True))
+    turn = asyncio.create_task(live.submit(prompt, handle=handle, is_command=False, announce=True))
+    with ls.on_cancel(lambda: live.cancel(handle)):
+        return await in_time(ls, turn, args.action, live.id)
+
+
+async def in_time(ls: OllieServer, turn: asyncio.Task[dict[str, Any]], what: str, session: str | None) -> dict[str, Any]:
+    """A submitting command's answer before eglot gives up: the turn's result, else "running" and its answer shown
+    when it ends (`session`: the turn's, None for the default one)."""
     # eglot asks inside its wait for this request: it is answered before the turn asks anything (see asking.py).
     with held_until_asking(ls.protocol) as answer_now:
         woken = asyncio.ensure_future(answer_now.wait())
         try:
-            with ls.on_cancel(lambda: live.cancel(handle)):
-                await asyncio.wait({turn, woken}, timeout=DETACH_AFTER, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({turn, woken}, timeout=DETACH_AFTER, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:  # the request itself went (the daemon stops): its turn goes with it, as before
             turn.cancel()
             raise
         finally:
             woken.cancel()
     if not turn.done():
+        session = session or (await ls.table.default()).id
         ls.window_show_message(types.ShowMessageParams(
-            type=types.MessageType.Info, message=f"ollie: still working ({args.action}); its answer shows when it ends"))
+            type=types.MessageType.Info, message=f"ollie: still working ({what}); its answer shows when it ends"))
         _running.add(turn)
-        turn.add_done_callback(lambda task: _answer_later(ls, live.id, task))
-        return {"session": live.id, "reply": "", "stop": "running"}
+        turn.add_done_callback(lambda task: _answer_later(ls, session, task))
+        return {"session": session, "reply": "", "stop": "running"}
     result = turn.result()
-    await show_answer(ls, live.id, result)
+    await show_answer(ls, result["session"], result)
     return result
+
+
+async def submitted(ls: OllieServer, submit: Coroutine[Any, Any, dict[str, Any]], params: Any) -> dict[str, Any]:
+    """`ollie.submit` as a command, a plain editor's prompt: answered in time as a code action's turn (eglot and
+    lsp-mode wait with Emacs frozen and fail it after 10 s: its answer was lost)."""
+    given = params if isinstance(params, dict) else {}
+    session, text = given.get("session"), given.get("text")
+    what = escaped(one_line(text, TITLE_CHARS)) if isinstance(text, str) and text.strip() else "prompt"
+    return await in_time(ls, asyncio.create_task(submit), what, session if isinstance(session, str) else None)
 
 
 def _answer_later(ls: OllieServer, session: str, turn: asyncio.Task[dict[str, Any]]) -> None:

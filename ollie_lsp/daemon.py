@@ -162,6 +162,11 @@ def _lazy_command(name: str) -> Callable[..., Any]:
     async def run(ls: OllieServer, *args: Any) -> dict[str, Any]:
         if len(args) > 1:
             raise InvalidParams(f"arguments: expected one argument (the params object), got {len(args)}")
-        return await method(ls, args[0] if args else None)
+        params = args[0] if args else None
+        if name == "ollie/submit":  # (see codeactions.submitted: Emacs freezes until it is answered)
+            from ollie_lsp.codeactions import submitted
+
+            return await submitted(ls, method(ls, params), params)
+        return await method(ls, params)
 
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,6 +77,25 @@ def test_a_turn_slower_than_eglot_waits_is_answered_in_time_and_its_answer_shows
     assert result["waited"] < 9, result
     assert any("still working (explain); its answer shows when it ends" in m for m in result["messages"]), result
     assert any("ollie: It adds." in m for m in result["messages"]), result
+
+
+def test_a_prompt_sent_as_ollie_submit_is_answered_in_time_and_its_answer_shows(tmp_path, scripted_llm):
+    """README's `ollie-ask` (`ollie.submit`) from eglot: Emacs froze until the turn ended, a turn over 10 s was
+    `Timed out`, and the answer was only the command's result (the echo area of `M-:`; nothing from a key bound to
+    it). The prompt's words in the message come escaped (a pasted escape reached the echo area)."""
+    ws = workspace_with_code(tmp_path, "def add(a, b):\n    return a + b\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("It adds.", delay=0.5))  # 2 s and more: past the 1 s the daemon waits here
+    readme = (HERE.parents[1] / "README.md").read_text()
+    [snippet] = re.findall(r"```elisp\n(\(defun ollie-ask .*?)```", readme, re.S)
+    env = {**srv.env(), "OLLIE_TEST_PROMPT": "what does \x1b[7madd do?", "OLLIE_TEST_UNTIL": "ollie: It adds.",
+           "OLLIE_TEST_ELISP": snippet, "OLLIE_DETACH_AFTER_S": "1"}
+    result = run_emacs("eglot_action.el", ws, env, tmp_path / "eglot.json")
+    assert json.loads(result["answer"])["stop"] == "running", result
+    assert result["waited"] < 9, result
+    assert any("still working (what does \\x1b[7madd do?); its answer shows when it ends" in m for m in result["messages"])
+    assert any("ollie: It adds." in m for m in result["messages"]), result
+    assert srv.chat_requests[0].body["messages"][-1]["content"] == "what does \x1b[7madd do?"
 
 
 def refactor_asked(tmp_path, scripted_llm, said: str, typed: str) -> dict:
