@@ -86,8 +86,8 @@ await withVSCode(
     files: { "app.py": ORIGINAL, "bad.ts": 'export const count: number = "three";\n', "open.py": "value = 1\n", ...TURN_FILES, ...DAY_FILES },
     // Step 6's editor tools are answered by VS Code's TypeScript features.
     builtins: ["typescript-language-features"],
-    // Debug: turnchanges counts the daemon's diffs in its log.
-    serverEnv: { ...withoutKey, OLLIE_MODEL: "scripted-model", OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug" },
+    // Debug: turnchanges counts the daemon's diffs in its log. Its flooding turn goes past a checkpoint cap of 1,000 files.
+    serverEnv: { ...withoutKey, OLLIE_MODEL: "scripted-model", OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug", OLLIE_CHECKPOINT_MAX_FILES: "1000" },
     // code-server (a web editor) saves after a delay by default; desktop VS Code does not: keep buffers unsaved.
     settings: { "ollie.backend": "openai", "workbench.editor.enablePreview": false, "files.autoSave": "off" },
   },
