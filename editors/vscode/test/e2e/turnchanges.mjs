@@ -7,8 +7,8 @@
 // 100 diffs and how many more it changed. A turn that leaves the workspace too large to checkpoint ends saying its
 // changed files are not known and why, once (the next turns of the same reason say nothing), and says it still after a
 // reload, with why (it said nothing, as a talk did; then no why), under the first turn of the page shown (the one that
-// said it is on the page before: nothing was said). The window's daemon runs with approval `auto`, OLLIE_LOG_LEVEL=debug and
-// OLLIE_CHECKPOINT_MAX_FILES=1000.
+// said it is on the page before: nothing was said). The window's daemon runs with approval `auto`,
+// OLLIE_LOG_LEVEL=debug and OLLIE_CHECKPOINT_MAX_FILES=1000.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -28,8 +28,8 @@ export const TURN_REPLIES = [
   // A hostile step: names with terminal escapes, a newline and a bidi override, then 150 files; the end event lists the first 100.
   { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline\\xe2\\x80\\xaetxt.exe'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
   { text: "Many written." },
-  // A step that leaves the workspace past the checkpoints' cap (the window's OLLIE_CHECKPOINT_MAX_FILES, 1,000: at the
-  // default 50,000 making, walking and removing the files was a third of the window's time): what the turn changed
+  // A step that leaves the workspace past the checkpoints' cap (the window's OLLIE_CHECKPOINT_MAX_FILES, 1,000: past the
+  // default 50,000, making, walking and removing the files was the window's longest stretch): what the turn changed
   // cannot be known.
   { text: "Flooding.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "mkdir flood && cd flood && seq 1001 | xargs touch", language: "bash" }] } }] },
   { text: "Flooded." },
