@@ -54,10 +54,14 @@ def test_ollama_bytes_are_ndjson_ending_in_done():
         assert lines[-1]["done_reason"] == "stop" and lines[-1]["eval_count"] > 0
 
 
-def test_a_held_reply_sends_its_deltas_and_ends_once_its_event_is_set():
-    hold = threading.Event()
+@pytest.mark.parametrize("by", ["event", "file"])
+def test_a_held_reply_sends_its_deltas_and_ends_once_its_event_is_set(by, tmp_path):
+    """Held by an event, or in a JSON script (another process's: an editor's scenario) until a file exists."""
+    hold, flag = threading.Event(), tmp_path / "released"
+    reply = (Reply(text="held on", chunk_size=2, hold=hold) if by == "event"
+             else Reply.from_dict({"text": "held on", "chunk_size": 2, "hold": str(flag)}))
     with ScriptedLLMServer("openai") as srv:
-        srv.script(Reply(text="held on", chunk_size=2, hold=hold))
+        srv.script(reply)
         body = {"model": "m", "messages": [], "stream": True}
         with httpx.stream("POST", f"{srv.url}/chat/completions", json=body, timeout=30) as response:
             lines, text = response.iter_lines(), ""
@@ -66,7 +70,10 @@ def test_a_held_reply_sends_its_deltas_and_ends_once_its_event_is_set():
                 if line.startswith("data: {"):
                     text += "".join(c["delta"].get("content") or "" for c in json.loads(line[6:])["choices"])
             assert srv.finished_replies == 0  # the end waits for the test
-            hold.set()
+            if by == "event":
+                hold.set()
+            else:
+                flag.touch()
             assert [line for line in lines if line][-1] == "data: [DONE]"
         assert srv.finished_replies == 1
 

@@ -19,6 +19,7 @@ import pytest
 
 from ollie.agent.editorcontext import context_labels
 from ollie.testing import Reply
+from ollie.testing.reply import FileFlag
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "editors" / "nvim" / "tests"
@@ -83,21 +84,10 @@ def run_scenario(name: str, workspace: Path, srv, timeout: float = 90, *, daemon
     return result
 
 
-class _Flagged(threading.Event):
-    """An event that is also set once its flag file exists: set from another process (the scenario)."""
-
-    def __init__(self, flag: Path) -> None:
-        super().__init__()
-        self.flag = flag
-
-    def is_set(self) -> bool:
-        return super().is_set() or self.flag.exists()
-
-
 def released(workspace: Path, name: str) -> threading.Event:
     """Set once the scenario calls `H.release(name)`: a reply held by it (`Reply(hold=...)`) streams until the scenario
     has done what it does mid-turn, on a machine of any speed."""
-    return _Flagged(workspace.parent / f"{name}.released")
+    return FileFlag(workspace.parent / f"{name}.released")
 
 
 def file_edit(path: str, old: str, new: str) -> tuple[str, dict[str, object]]:

@@ -29,9 +29,10 @@ def test_review_undo_rewind_history_keys_and_diagnostics_in_real_vscode(run_e2e)
     escaped there, in Review Changes' list and in the review tab's title and document (an override reversed the tab's
     title); its step shows its first 100 diffs and says how many more files it changed (before: nothing said there
     were more), and its link to the newline-named file opens the real file (the click was dropped: no message from the
-    chat held a control); a turn that leaves 50,001 files ends saying its changed files are not known and why, the
-    next turns of that reason not again, and says it once after a reload too, with why (it said nothing, as a talk did),
-    under the first turn of the page shown (the one that said it on the page before: it said nothing).
+    chat held a control); a turn that leaves 1,001 files (past the window's checkpoint cap of 1,000) ends saying its
+    changed files are not known and why, the next turns of that reason not again, and says it once after a reload too,
+    with why (it said nothing, as a talk did), under the first turn of the page shown (the one that said it on the page
+    before: it said nothing).
     Then a day's review in a session of its own (scenario
     dayswork, once a window of its own): a turn edits two open files (one dirty): reviewed, one undone, her line kept;
     after a turn undone whole and a talk, Review Changes shows turn 1's in one request that diffs turn 1 alone (it

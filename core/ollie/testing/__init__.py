@@ -12,7 +12,8 @@ Other replies: `Reply.error(429)`, `Reply.context_overflow()`, `Reply.tool_unsup
 `Reply.no_tool_endpoints()` (OpenRouter 404), `Reply.drop(after=3)`, `Reply.stream_error(after=2, status=529)`,
 and `Reply(text=..., reasoning=..., tool_calls=[...], usage=Usage(...), cost=..., chunk_size=..., delay=...,
 hold=threading.Event())` (held before its end until the event is set).
-From another process: `python -m ollie.testing.server --fmt openai --script script.json` prints `URL <url>`.
+From another process: `python -m ollie.testing.server --fmt openai --script script.json` prints `URL <url>`; a script
+entry's `"hold": PATH` holds its reply before its end until that file exists.
 In pytest: the `scripted_llm` fixture of `ollie.testing.pytest_plugin`.
 Host names a step's connections reach through the egress proxy (no internet here): `ollie.testing.nethosts`.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
 from types import MethodType
 from typing import Any, Generic, TypeVar, overload
 
@@ -16,8 +17,20 @@ DEFAULT_CHUNK_SIZE = 4
 _SCRIPT_KEYS = {
     "text", "reasoning", "tool_calls", "usage", "cost", "chunk_size", "delay", "error", "body",
     "retry_after", "headers", "drop", "abort", "context_overflow", "tool_unsupported",
-    "no_tool_endpoints", "legacy_function_call", "stop_reason", "stream_error", "refused", "truncated",
+    "no_tool_endpoints", "legacy_function_call", "stop_reason", "stream_error", "refused", "truncated", "hold",
 }
+
+
+class FileFlag(threading.Event):
+    """An event that is also set once its file exists: set from another process (an editor's scenario), so a reply
+    held by it (`hold`; a script's `"hold": PATH`) streams exactly until that scenario has done what it does mid-turn."""
+
+    def __init__(self, flag: Path) -> None:
+        super().__init__()
+        self.flag = flag
+
+    def is_set(self) -> bool:
+        return super().is_set() or self.flag.exists()
 
 
 V = TypeVar("V")
@@ -195,6 +208,8 @@ class Reply(_Fields):
         usage = Usage(**data["usage"]) if isinstance(data.get("usage"), dict) else None
         options = {k: data[k] for k in ("text", "reasoning", "tool_calls", "cost", "chunk_size", "delay",
                                         "legacy_function_call", "stop_reason", "refused", "truncated") if k in data}
+        if "hold" in data:
+            options["hold"] = FileFlag(Path(data["hold"]))
         if "stream_error" in data:
             return cls.stream_error(int(data.get("drop", 2)), int(data["stream_error"]), usage=usage, **options)
         if "drop" in data:

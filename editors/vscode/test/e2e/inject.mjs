@@ -11,15 +11,22 @@
 //
 // Usage: node test/e2e/inject.mjs --vsix ollie-0.1.0.vsix [--keep]   (env: see harness.mjs)
 
-import { giveImage, log, openChat, pickFile, runCommand, scenario, send, until, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { giveImage, log, openChat, pickFile, runCommand, scenario, send, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 import { SESSIONS_REPLIES, heldAfterReload, putBackOnRestart, queueInTwoSessions, switchTo } from "./queuesessions.mjs";
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
 
+/** Made once the short story has had both injects: its reply ends then. */
+const STORY_TOLD = path.join(work, "story-told");
+
 const script = [
   { text: Array.from({ length: 80 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n") },
-  { text: "A short story, told slowly.", chunk_size: 1, delay: 0.4 },
+  // Held before its end until both injects are in (it streamed for 10 s: mostly waited out, and on a loaded machine
+  // maybe too short for two injects).
+  { text: "A short story, told slowly.", hold: STORY_TOLD },
   { text: "Spaces it is." },
   { text: "A story to stop. ".repeat(40), chunk_size: 2, delay: 0.25 },
   // Still streaming when the window reloads, after queuesessions has two sessions streaming too.
@@ -84,6 +91,7 @@ async function inject({ page, screenshot }) {
   // The user scrolls up to read while the turn goes on; the chat drawn anew as the injects start keeps her place.
   await chat.locator("#log").evaluate((log) => log.scrollTo(0, 0));
   if ((await chat.locator(".item.user .meta", { hasText: "injected" }).count()) !== 2) throw new Error("the injects ran before the user scrolled up");
+  fs.writeFileSync(STORY_TOLD, ""); // the story ends
   await chat.locator(".item.assistant", { hasText: "Spaces it is." }).waitFor({ timeout: waitMs });
   await waitForStatus(page, /Ollie: idle/);
   const shownStatus = await page.evaluate(() => window.__ollieStatus);

@@ -27,7 +27,7 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chatFocused, chatFrame, daemonPids, fillInput, giveImage, log, openChat, pickFile, python, runCommand, scenario, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode } from "./harness.mjs";
+import { chatFocused, chatFrame, daemonPids, fillInput, giveImage, log, openChat, pickFile, python, runCommand, scenario, send, waitForSavedPrompt, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const server = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "tests", "mcp", "server.py");
 const mcpJson = JSON.stringify({ mcpServers: { planted: { command: python, args: [server] } } });
@@ -64,7 +64,8 @@ const givingUp = {
 };
 const networkScript = [fetch("/denied"), { text: "The host said no." }, fetch("/allowed"), { text: "Fetched it." },
   fetch("/session"), { text: "Fetched for the session." }, fetch("/unasked"), { text: "Fetched unasked." },
-  givingUp, { text: "The step gave up; thinking on. ".repeat(10) + "Done.", chunk_size: 8, delay: 0.1 }];
+  // Held before its end until the withdrawn question was looked at: mid-turn however slow the page (it streamed for 4 s).
+  givingUp, { text: "The step gave up; thinking on. ".repeat(10) + "Done.", chunk_size: 8, hold: path.join(work, "thought-on") }];
 
 // A real 24x16 red PNG.
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAABgAAAAQCAIAAACDRijCAAAAGklEQVR4nGO4o6FBFcQwatCoQaMGjRpEGQIA3r3CEG0ftIUAAAAASUVORK5CYII=";
@@ -221,6 +222,7 @@ await withVSCode({ script: [...mcpScript, ...networkScript, ...imagesScript], te
     await question.locator(".permission-answer", { hasText: "No longer asked (its step or turn ended first)" }).waitFor({ timeout: waitMs });
     if (await question.locator("button", { hasText: "Allow once" }).count()) throw new Error("a withdrawn question still has its buttons");
     await screenshot("network-withdrawn");
+    fs.writeFileSync(path.join(work, "thought-on"), ""); // the turn ends
     await chat.locator(".item.assistant", { hasText: "Done." }).waitFor({ timeout: waitMs });
     // The reply's last words show before its turn has ended: the next scenario's prompt waits for the turn's end (sent
     // as it ended, the prompt stayed in the input unsent: CI once).

@@ -7,7 +7,8 @@
 // 100 diffs and how many more it changed. A turn that leaves the workspace too large to checkpoint ends saying its
 // changed files are not known and why, once (the next turns of the same reason say nothing), and says it still after a
 // reload, with why (it said nothing, as a talk did; then no why), under the first turn of the page shown (the one that
-// said it is on the page before: nothing was said). The window's daemon runs with approval `auto` and OLLIE_LOG_LEVEL=debug.
+// said it is on the page before: nothing was said). The window's daemon runs with approval `auto`,
+// OLLIE_LOG_LEVEL=debug and OLLIE_CHECKPOINT_MAX_FILES=1000.
 
 import fs from "node:fs";
 import path from "node:path";
@@ -27,8 +28,10 @@ export const TURN_REPLIES = [
   // A hostile step: names with terminal escapes, a newline and a bidi override, then 150 files; the end event lists the first 100.
   { text: "Writing many.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "printf 'x\\n' > $'a\\e[2J\\e]0;pwned\\a'; printf 'x\\n' > $'a new\\nline\\xe2\\x80\\xaetxt.exe'; mkdir many; for i in $(seq 150); do : > many/f$i; done", language: "bash" }] } }] },
   { text: "Many written." },
-  // A step that leaves the workspace past the checkpoints' 50,000 files: what the turn changed cannot be known.
-  { text: "Flooding.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "mkdir flood && cd flood && seq 50001 | xargs touch", language: "bash" }] } }] },
+  // A step that leaves the workspace past the checkpoints' cap (the window's OLLIE_CHECKPOINT_MAX_FILES, 1,000: past the
+  // default 50,000, making, walking and removing the files was the window's longest stretch): what the turn changed
+  // cannot be known.
+  { text: "Flooding.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "mkdir flood && cd flood && seq 1001 | xargs touch", language: "bash" }] } }] },
   { text: "Flooded." },
   // Another turn in that tree, for the same reason: not said again under it (each turn's in the home directory).
   { text: "Touching.", tool_calls: [{ name: "execute_code", arguments: { steps: [{ code: "touch flood/more", language: "bash" }] } }] },
@@ -191,13 +194,13 @@ export async function turnChanges({ page, work, screenshot }) {
   await screenshot("turnchanges-hostile-file-opened");
   log("a link to a file named with a newline and an override opens the real file");
 
-  // A turn that leaves 50,001 files: no review, undo or rewind reaches what it changed. Its end says so, and why, where
+  // A turn that leaves 1,001 files: no review, undo or rewind reaches what it changed. Its end says so, and why, where
   // the Changed files go (it said nothing, as after a talk); read back after a reload, the history's mark says it too.
   await send(reloaded, "flood it");
   const unknown = reloaded.locator(".item.changes.unknown");
   await unknown.waitFor({ timeout: waitMs });
   const said = await unknown.textContent();
-  const why = "Changed files: not known (the workspace has more than 50,000 files not ignored: too many to checkpoint)";
+  const why = "Changed files: not known (the workspace has more than 1,000 files not ignored: too many to checkpoint)";
   if (said !== why) throw new Error(`the flooding turn's end says ${JSON.stringify(said)}`);
   await send(reloaded, "touch more");
   await reloaded.locator(".item.assistant", { hasText: "Touched." }).waitFor({ timeout: waitMs });
