@@ -238,7 +238,8 @@ class SharedClient:
 
 class Session(Daemon):
     """A session of its own on a daemon that a module's tests share, working in a directory of its own: its `ollie/*`
-    requests name it, and `events` and `states` are its alone; `made`: the sessions it opened (`ollie/session/new`)."""
+    requests name it, and `events` and `states` are its alone; `made`: the sessions it opened (`ollie/session/new`,
+    `ollie/session/fork`)."""
 
     def __init__(self, daemon: Daemon, session: str, cwd: Path) -> None:
         self.shared = SharedClient(daemon.client)
@@ -262,7 +263,7 @@ class Session(Daemon):
         if method.startswith("ollie/") and not method.startswith(("ollie/session/", "ollie/listCommands")):
             params = {"session": self.session, **(params or {})}
         result = await super().request(method, params, timeout=timeout)
-        if method == "ollie/session/new":
+        if method in ("ollie/session/new", "ollie/session/fork"):
             self.made.append(result["session"])
         return result
 

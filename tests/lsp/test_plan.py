@@ -64,12 +64,12 @@ async def test_the_plan_follows_the_steps_a_rewind_its_undo_a_resume_a_fork_and_
     assert [(s["content"], s["status"]) for s in (await daemon.request("ollie/state", {}))["plan"]] == WRITTEN
 
 
-async def test_a_fork_of_a_running_session_starts_from_the_plan_the_running_turn_found(start_daemon, llm):
+async def test_a_fork_of_a_running_session_starts_from_the_plan_the_running_turn_found(shared_daemon, llm):
     # The fork copies the turns that ended, but took the plan as the running turn's step had just checked it off.
     hold = threading.Event()
     llm.script(_task("task_add", "write it", "run it"), Reply.text("planned"), _task("task_check", "1"),
                Reply(text="written", hold=hold))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     sid = (await daemon.request("ollie/submit", {"text": "plan it"}))["session"]
     before = len(daemon.events)
     running = asyncio.ensure_future(daemon.request("ollie/submit", {"session": sid, "text": "write it"}))
@@ -84,13 +84,13 @@ async def test_a_fork_of_a_running_session_starts_from_the_plan_the_running_turn
     assert (await running)["reply"] == "written"
 
 
-async def test_a_plan_a_step_writes_reaches_the_editor_bounded(start_daemon, llm):
+async def test_a_plan_a_step_writes_reaches_the_editor_bounded(shared_daemon, llm):
     # Round 60: a step wrote 20,000 steps, one of them 60,000 characters, within the plan file's 256 KiB: every
     # `ollie/state` and the `ollie/stateChanged` carried them all (1 MB), and each editor drew all of them.
     code = ('{ printf -- "- [ ] %060000d\\n" 0; yes -- "- [ ] s" | head -n 20000; yes -- "- [x] d" | head -n 3; } '
             '> "$OLLIE_PLAN_FILE"')
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code}]})), Reply.text("planned"))
-    daemon = await start_daemon(env=llm.env())
+    daemon = await shared_daemon(env=llm.env())
     _, wire = await daemon.request_in_order("ollie/submit", {"text": "plan it"})
     sent = _plans(wire)[-1]
     plan = (await daemon.request("ollie/state", {}))["plan"]

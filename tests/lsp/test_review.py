@@ -56,9 +56,10 @@ async def start(start_daemon: Any, llm: Any, *, workspace: Path | None = None, a
     return await initialize(daemon, apply_edit=apply_edit, init_options=init_options)
 
 
-async def share(shared_daemon: Any, llm: Any, ws: Path) -> Daemon:
-    """A session in `ws` of its own on the module's daemon, whose client is `start`'s without applyEdit."""
-    return await shared_daemon(env=env(llm), cwd=ws,
+async def share(shared_daemon: Any, llm: Any, ws: Path, **extra: str) -> Daemon:
+    """A session in `ws` of its own on the module's daemon of `env` plus `extra`, whose client is `start`'s without
+    applyEdit."""
+    return await shared_daemon(env={**env(llm), **extra}, cwd=ws,
                                caps=types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(apply_edit=False)))
 
 
@@ -400,7 +401,7 @@ async def test_each_turn_that_may_write_in_a_workspace_too_large_to_track_ends_s
                                    {"turn": 3, "unknown": True, "reason": why}]
 
 
-async def test_the_first_turn_after_a_compaction_says_why_its_changes_are_not_known(start_daemon, llm, tmp_path):
+async def test_the_first_turn_after_a_compaction_says_why_its_changes_are_not_known(shared_daemon, llm, tmp_path):
     """A turn says why its changes are not known once for turns of the same reason: after `/compact` the turn that said
     it is gone from the conversation, and the next one said nothing (`again`), so a reloaded chat said it nowhere."""
     write = Reply.tool_calls(("execute_code", {"steps": [{"code": "echo hi >> a.txt", "language": "bash"}]}))
@@ -408,7 +409,7 @@ async def test_the_first_turn_after_a_compaction_says_why_its_changes_are_not_kn
     ws = seeded(tmp_path)
     for n in range(6):
         (ws / f"f{n}.txt").write_text("x")
-    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "5"}, workspace=ws)
+    daemon = await share(shared_daemon, llm, ws, OLLIE_CHECKPOINT_MAX_FILES="5")
     session = (await daemon.request("ollie/submit", {"text": "write"}, timeout=60))["session"]
     compacted = await daemon.request("ollie/submit", {"text": "/compact"}, timeout=60)
     assert compacted["reply"].startswith("compacted:"), compacted
@@ -420,7 +421,7 @@ async def test_the_first_turn_after_a_compaction_says_why_its_changes_are_not_kn
     assert [m["turnChanges"] for m in messages if "turnChanges" in m] == [ends[-1]]
 
 
-async def test_a_turn_after_one_that_made_the_tree_too_large_says_the_same_why_and_so_not_again(start_daemon, llm,
+async def test_a_turn_after_one_that_made_the_tree_too_large_says_the_same_why_and_so_not_again(shared_daemon, llm,
                                                                                                 tmp_path):
     """A step left the tree past the checkpoints' limit: the next turn's checkpoint before it failed for that, but it
     ended saying "the checkpoint before the turn failed", a second line of a reason of its own, that said no why."""
@@ -428,7 +429,7 @@ async def test_a_turn_after_one_that_made_the_tree_too_large_says_the_same_why_a
     llm.script(*(step for code, said in ((flood, "one"), ("echo more > a.txt", "two")) for step in (
         Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
         Reply.text(said))))
-    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}, workspace=seeded(tmp_path))
+    daemon = await share(shared_daemon, llm, seeded(tmp_path), OLLIE_CHECKPOINT_MAX_FILES="1000")
     session = (await daemon.request("ollie/submit", {"text": "one"}, timeout=120))["session"]
     await daemon.request("ollie/submit", {"text": "two"}, timeout=120)
     ends = [e.get("turnChanges") for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
@@ -437,12 +438,12 @@ async def test_a_turn_after_one_that_made_the_tree_too_large_says_the_same_why_a
                     {"turn": 2, "unknown": True, "reason": why, "again": True}], ends
 
 
-async def test_why_a_turns_changes_are_unknown_names_a_hostile_path_escaped(start_daemon, llm, tmp_path):
+async def test_why_a_turns_changes_are_unknown_names_a_hostile_path_escaped(shared_daemon, llm, tmp_path):
     """The reason may name a workspace path (a FIFO where git reads a file): a client shows it as text, so it comes
     escaped and cut, never a terminal escape a step planted."""
     plant = r"mkdir $'d\e[2J' && mkfifo $'d\e[2J/.gitignore'"
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": plant, "language": "bash"}]})), Reply.text("done"))
-    daemon = await start_daemon(env=env(llm), workspace=seeded(tmp_path))
+    daemon = await share(shared_daemon, llm, seeded(tmp_path))
     session = (await daemon.request("ollie/submit", {"text": "plant"}, timeout=60))["session"]
     (end,) = [e["turnChanges"] for e in daemon.session_events(session) if e["role"] == "turn" and e.get("turn")]
     assert end["unknown"] is True and end["reason"].startswith("the workspace holds a FIFO where git reads a file"), end
@@ -450,7 +451,7 @@ async def test_why_a_turns_changes_are_unknown_names_a_hostile_path_escaped(star
     assert "d\\x1b[2J/.gitignore" in end["reason"] or "file:" in end["reason"], end  # (no path where /proc hides it)
 
 
-async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_changing_none(start_daemon, llm, tmp_path):
+async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_changing_none(shared_daemon, llm, tmp_path):
     """A turn whose end diff failed (here: more files than the checkpoints take) counted 0, as one that changed none:
     `changed: true` passed it over ("turn 2 has no changes; showing turn 1's") and the rewind pickers said "no changes",
     though it changed b.txt."""
@@ -459,7 +460,7 @@ async def test_a_turn_whose_changes_are_unknown_is_diffed_not_passed_over_as_cha
         Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}], "timeout": 600})),
         Reply.text(said))))
     ws = seeded(tmp_path)
-    daemon = await start_daemon(env={**env(llm), "OLLIE_CHECKPOINT_MAX_FILES": "1000"}, workspace=ws)
+    daemon = await share(shared_daemon, llm, ws, OLLIE_CHECKPOINT_MAX_FILES="1000")
     session = (await daemon.request("ollie/submit", {"text": "one"}, timeout=60))["session"]
     await daemon.request("ollie/submit", {"text": "two"}, timeout=120)
     # Its end said nothing, as of a turn that only talked: the user never learnt ollie could not track it.
