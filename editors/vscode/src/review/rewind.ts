@@ -7,7 +7,7 @@ import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
 import { unlinked } from "../lib/notice";
 import { shownPath } from "../lib/steps";
-import { changedCounts, namedBuildOutput, planTurns, turnItems, userPrompts } from "./turns";
+import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts } from "./turns";
 
 interface Rewound {
   turn?: number;
@@ -37,7 +37,7 @@ export async function rewind(
   const files = context ? changedCounts(context.messages, count) : new Map<number, number>();
   // Every turn, newest first: typing filters them ("Turn 3", a word of its prompt). Cut to 30, a long session's
   // early turns were out of reach.
-  const items = turnItems(count, userPrompts(context?.messages), files, planTurns(context?.messages));
+  const items = turnItems(count, turnPrompts(context?.messages), files, planTurns(context?.messages));
   const picked = await vscode.window.showQuickPick(items, {
     title: "Ollie: Rewind to before which turn?", placeHolder: `${count} turns, newest first: type to filter (e.g. "Turn 3")`,
     matchOnDescription: true });

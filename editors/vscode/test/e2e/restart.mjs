@@ -316,7 +316,11 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   await waitForStatus(page, /Ollie: idle/);
   await runCommand(page, "Ollie: Rewind");
   await page.locator(".quick-input-box input").fill("Turn 3");
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: /Turn 3(?!\d)/ }).first().click();
+  // Labelled by its prompt, as every turn is (by the turn each prompt starts: one injected text unlabelled them all).
+  const third = page.locator(".quick-input-list .monaco-list-row", { hasText: /Turn 3(?!\d)/ }).first();
+  await third.locator(".label-name", { hasText: /^Turn 3: \S/ }).waitFor({ timeout: waitMs });
+  await screenshot("rewind-pick-of-many");
+  await third.click();
   await page.locator(".monaco-dialog-box", { hasText: "Rewind to before turn 3?" }).waitFor({ timeout: waitMs });
   await screenshot("rewind-turn-3-of-many");
   await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Cancel" }).click();
