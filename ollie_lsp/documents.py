@@ -139,7 +139,8 @@ class LspDocuments:
             reason = answer.failure_reason or STALE
             return ApplyResult("refused", f"the editor did not apply the edit ({reason})")
         saved, changed = await self.save([doc.uri])
-        if changed:
+        # A file that holds the buffer's text (a rewind's undo put it back on both) has nothing to merge: not said.
+        if changed and await asyncio.to_thread(disk_text, Path(doc.path)) != new_text:
             self._server.window_show_message(types.ShowMessageParams(
                 type=types.MessageType.Warning, message=changed_on_disk_notice(Path(doc.path).name)))
         # Read from the disk: the editor's didChange of what its format on save did may come after its answer. Not

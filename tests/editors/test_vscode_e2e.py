@@ -32,20 +32,23 @@ def test_vsix_holds_the_manifest_and_the_bundles(vsix):
     assert not [n for n in names if n.endswith(".map")]
 
 
-@pytest.mark.timeout(200)
+@pytest.mark.timeout(250)
 def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run_e2e):
-    """A rate-limited request's wait to retry is counted down in the status bar (it said "thinking":
-    rate-limited-status). A prompt sent while Restart's new daemon starts shows as waiting and goes once it is up, to
-    the chat's session resumed there (it was answered "the ollie daemon is not running", and lost); one sent during a
-    start that fails gets the start's error, and is back in the input; so is one sent to a daemon that died before its
-    turn began (it vanished: the chat brought back after the crash has nothing of it), and one queued as its daemon
-    died: each with the file and image chips it was sent with (only its text came back). The chat brought back after a
-    crash mid-turn still shows the reply streamed so far, marked cut short (the session's log has finished rounds only);
-    one whose daemon died after it saved the answer, before the turn's end, shows it once (it showed twice). A rewind
-    that leaves an open buffer she typed in since the turn's edit as it is says so (it said "1 file restored" alone, and
-    her save wrote the edit back: rewind-kept-buffer), again after Undo Rewind (the undo lost the turn's buffer edit:
-    rewind-again-kept-buffer), `/rewind` typed in the chat too (rewind-kept-buffer-command)."""
-    shows(run_e2e("restart.mjs", total_ms=150000),
+    """A rate-limited request's wait to retry is counted down in the status bar (it said "thinking": rate-limited-status),
+    the chat saying it in a line (it gave the vendor's paragraph). A prompt sent while Restart's new daemon starts
+    shows as waiting and goes once it is up, to the chat's session resumed there (it was answered "the ollie daemon is
+    not running", and lost); one sent during a start that fails gets the start's error, and is back in the input; so is
+    one sent to a daemon that died before its turn began (it vanished: the chat brought back after the crash has
+    nothing of it), and one queued as its daemon died: each with the file and image chips it was sent with (only its
+    text came back). The chat brought back after a crash mid-turn still shows the reply streamed so far, marked cut
+    short (the session's log has finished rounds only); one whose daemon died after it saved the answer, before the
+    turn's end, shows it once (it showed twice). A rewind that leaves an open buffer she typed in since the turn's edit
+    as it is says so (it said "1 file restored" alone, and her save wrote the edit back: rewind-kept-buffer), again
+    after Undo Rewind (the undo lost the turn's buffer edit: rewind-again-kept-buffer), `/rewind` typed in the chat too
+    (rewind-kept-buffer-command). `/rewind undo` after a Restart puts the agent's edit back in the buffer a rewind took
+    it out of, her typing kept (it was lost unsaid: rewind-undone-after-restart). The Rewind pick of a session longer
+    than 30 turns reaches turn 3 (it listed the newest 30: rewind-turn-3-of-many)."""
+    shows(run_e2e("restart.mjs", total_ms=200000),
           "a rate-limited request's wait to retry was counted down in the status bar",
           "a prompt typed during Restart was sent once the daemon was up, in the chat's session",
           "a prompt typed during a start that failed got the start's error and is back in the input, with its chips",
@@ -54,7 +57,9 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
           "the answer shown when the daemon died stayed in the restored chat, marked cut short",
           "an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved",
           "a rewind that left an open buffer she had typed in as it was said so",
-          "undone and rewound again, it still named that buffer", "/rewind that left it as it was said so too")
+          "undone and rewound again, it still named that buffer", "/rewind that left it as it was said so too",
+          "/rewind undo after a Restart put the agent's edit back in the buffer, her typing kept",
+          "the Rewind pick of a session of more than 30 turns reached turn 3")
 
 
 @pytest.mark.timeout(500)

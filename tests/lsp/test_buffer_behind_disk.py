@@ -159,3 +159,27 @@ async def test_an_edit_the_editor_will_not_save_over_a_change_made_outside_fails
     assert "unsaved changes" not in result
     [shown] = [m.message for m in daemon.client.messages if "a.py" in m.message]
     assert shown.startswith("ollie: a.py changed on disk since the editor read it, so the agent's edit of it was not")
+
+
+async def test_a_rewinds_undo_into_a_buffer_that_agrees_with_the_disk_again_says_nothing_of_a_change_on_disk(
+        shared_daemon, llm):
+    """The agent's edit of a.py, saved with her unsaved line, is rewound (the disk and the buffer back) and undone: the
+    disk holds the edit again and the buffer takes it back, the editor not saving it over the restored file. There is
+    nothing to merge, and nothing is said (it warned that the agent's edit was in the buffer only: merge the two)."""
+    llm.script(Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
+    daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
+    path = daemon.workspace / "a.py"
+    path.write_text(ON_DISK)
+    editor = CheckingEditor(daemon)
+    editor.open(path, ON_DISK)
+    editor.change(path, ON_DISK + "# mine\n")
+    assert await submit(daemon, "set x to 3") == "done"
+    assert path.read_text() == "x = 3\n# mine\n" == editor.texts[path.as_uri()]
+    await daemon.request("ollie/rewind", {})
+    assert editor.texts[path.as_uri()] == ON_DISK + "# mine\n"
+    said = len(daemon.client.messages)
+    undone = await daemon.request("ollie/rewind", {"undo": True})
+    assert undone["buffers"] == [{"path": "a.py", "status": "reverted"}]
+    assert path.read_text() == "x = 3\n# mine\n" == editor.texts[path.as_uri()]
+    # (A notice is sent before the answer, and read first.)
+    assert not [m.message for m in daemon.client.messages[said:] if "changed on disk" in m.message]

@@ -75,6 +75,12 @@ async def test_a_rewind_of_every_turn_takes_back_the_first_prompt_s_title_and_it
     assert (await daemon.request("ollie/state", {}))["title"] == "Describe the sky"
     await daemon.request("ollie/rewind", {"turn": 1})
     await title_is("")
+    # Undone in a daemon started since (a window reload): the prompt it puts back titles it again (it stayed "",
+    # the chat's header "New chat" over the conversation back, the first prompt's words known only to the old daemon).
+    await daemon.client.shutdown_session()
+    daemon = await start_daemon(env=llm.env(), init_options={"session": sid}, workspace=daemon.workspace)
+    await daemon.request("ollie/rewind", {"undo": True})
+    await title_is("Describe the sky")
 
     # A name someone gave stays.
     await daemon.request("ollie/session/rename", {"session": sid, "title": "Sky"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ollie.testing import Reply
 
-from .test_documents import Editor, start, submit, tool_result
+from .test_documents import Editor, edit_caps, start, submit, tool_result
 from .test_editor_review import ORIGINAL, buffer_text
 
 
@@ -37,10 +37,13 @@ async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(
     assert len(editor.edits) == sent + 1 and buffer_text(editor) == after_first
     assert editor.edits[-1].edit.document_changes[0].text_document.uri == a.as_uri()  # type: ignore[union-attr,index]
     assert (a.read_text(), b.read_text()) == ("a on disk\n", "b on disk\n")
-    # Undone and rewound again, b.txt is named again (the undo lost the cut turn's buffer edits: it was named nowhere).
-    await daemon.request("ollie/rewind", {"undo": True})
+    # Undone, a.txt has turn 2's edit again (it stayed rewound, the undo saying nothing); rewound again, b.txt is named
+    # again (the undo lost the cut turn's buffer edits: it was named nowhere).
+    undone = await daemon.request("ollie/rewind", {"undo": True})
+    assert undone["buffers"] == [{"path": "a.txt", "status": "reverted"}]
+    assert buffer_text(editor) == after_first.replace("line 3\n", "A THREE\n")
     again = await daemon.request("ollie/rewind", {"turn": 2})
-    assert again["buffers"] == rewound["buffers"][1:] and buffer_text(editor) == after_first
+    assert again["buffers"] == rewound["buffers"] and buffer_text(editor) == after_first
     # The cut turn's buffer changes are no longer listed; turn 1's still is.
     (listed,) = (await daemon.request("ollie/changes", {}))["files"]
     assert (listed["path"], listed["newText"], listed["inEditor"]) == ("a.txt", after_first, True)
@@ -71,3 +74,33 @@ async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon,
     assert "version mismatch" in refused["reason"], refused
     # The conversation is cut all the same: the session has no turns left.
     assert rewound["messages"] == 0 and (await daemon.request("ollie/changes", {}))["turn"] is None
+
+
+async def test_a_rewinds_undo_after_a_reload_puts_the_agents_edits_back_in_the_open_buffers(start_daemon, llm):
+    llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.file_edit("b.txt", "line 2\n", "B TWO\n"),
+               Reply.text("one"))
+    first = await start(start_daemon, llm.env())
+    a, b = first.workspace / "a.txt", first.workspace / "b.txt"
+    a.write_text("a on disk\n")
+    b.write_text("b on disk\n")
+    editor = Editor(first)
+    editor.open(a, ORIGINAL)  # her unsaved text: the agent's edits stay in the buffers
+    editor.open(b, ORIGINAL)
+    session = (await first.request("ollie/state", {}))["session"]
+    assert await submit(first, "first") == "one"
+    await first.request("ollie/rewind", {})
+    assert editor.texts[a.as_uri()] == editor.texts[b.as_uri()] == ORIGINAL
+    # The window reloads: a new daemon, her unsaved buffers back (VS Code's hot exit), typed on in b.txt since.
+    await first.client.shutdown_session()
+    second = await start_daemon(env=llm.env(), workspace=first.workspace, caps=edit_caps())
+    editor = Editor(second)
+    editor.open(a, ORIGINAL)
+    editor.open(b, ORIGINAL + "mine\n")
+    await second.request("ollie/session/load", {"session": session})
+    undone = await second.request("ollie/rewind", {"session": session, "undo": True})
+    # a.txt has the agent's edit again (the undo put back the files alone, saying nothing); b.txt is named.
+    assert undone["buffers"] == [
+        {"path": "a.txt", "status": "reverted"},
+        {"path": "b.txt", "status": "stale", "reason": "the buffer changed since the rewind; the agent's edit is not in it"}]
+    assert buffer_text(editor) == ORIGINAL.replace("line 2\n", "A TWO\n")
+    assert (a.read_text(), b.read_text()) == ("a on disk\n", "b on disk\n")

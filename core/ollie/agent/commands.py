@@ -112,23 +112,24 @@ async def cmd_rewind(core: CommandTarget, arg: str) -> str:
     """Files back to before turn n (default: the last) and the conversation cut there; `undo` undoes it."""
     if arg == "undo":
         done = await core.rewind_undo()
-        return f"rewind undone: turn {done.turn} back: {_restored(done)}; {done.messages} messages"
+        return f"rewind undone: turn {done.turn} back: {_restored(done, undo=True)}; {done.messages} messages"
     if arg and not re.fullmatch(r"\d+", arg):
         raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
     done = await core.rewind(int(arg) if arg else None)
     return f"rewound to before turn {done.turn}: {_restored(done)}; {done.messages} messages kept. /rewind undo to undo"
 
 
-def _restored(done: Rewound) -> str:
-    """The files a rewind put back, and the build output it put back too, said apart (the change list leaves it out):
-    of each, the first few named, then how many more (a test run's bytecode, a generated tree can be many files)."""
+def _restored(done: Rewound, *, undo: bool = False) -> str:
+    """The files a rewind (or its `undo`) put back, and the build output it put back too, said apart (the change list
+    leaves it out): of each, the first few named, then how many more (a test run's bytecode, a generated tree can be
+    many files)."""
     built = _first(done.build_output, 3)
     # An open buffer typed in since the turn's edit keeps it: said, or its next save undid the rewind unseen.
     kept = ", ".join(f"{escaped(b.path, keep='')} ({escaped(b.reason or b.status, keep='')})"
                      for b in done.buffers if b.status != "reverted")
     return f"files restored ({_first(done.files, RESTORED_NAMED) or 'none'})" + (
         f" and build output ({built})" if built else "") + (
-        f", but not in the editor: {kept}; saving writes the rewound edits back" if kept else "")
+        f", but not in the editor: {kept}" + ("" if undo else "; saving writes the rewound edits back") if kept else "")
 
 
 def _first(paths: Sequence[str], most: int) -> str:

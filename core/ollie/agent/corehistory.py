@@ -49,7 +49,8 @@ class HistoryMembers:
     async def rewind_undo(self) -> Rewound:
         """Undo the last rewind (files and conversation as before it); refused while a turn runs."""
         async with self._rewriting("rewind it", "undo a rewind"):
-            return await self._host.review.rewind_undo()
+            documents = self._attached.documents
+            return await self._host.review.rewind_undo(documents=documents and documents.inner)
 
     @contextlib.asynccontextmanager
     async def _rewriting(self, owners: str, what: str) -> AsyncIterator[None]:

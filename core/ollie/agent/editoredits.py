@@ -81,13 +81,36 @@ class EditorEdits:
                     net[path] = EditorEdit(edit.old_text, edit.new_text)
         return {path: edit for path, edit in net.items() if edit.old_text != edit.new_text}
 
-    def forget_from(self, turn: int) -> dict[int, dict[str, EditorEdit]]:
-        """Drop the turns from `turn` on (a rewind cut them from the session); returned, for its undo to `put_back`."""
-        return {number: self._turns.pop(number) for number in [n for n in self._turns if n >= turn]}
+    def forget_from(self, turn: int) -> None:
+        """Drop the turns from `turn` on (a rewind cut them from the session)."""
+        for number in [n for n in self._turns if n >= turn]:
+            del self._turns[number]
+
+    def saved(self, turn: int) -> dict[str, dict[str, list[str]]]:
+        """The turns from `turn` on as a rewind's backup keeps them (on disk: its undo outlives a window reload)."""
+        return {str(n): {path: [e.old_text, e.new_text] for path, e in edits.items()}
+                for n, edits in self._turns.items() if n >= turn}
+
+    @staticmethod
+    def loaded(saved: object) -> dict[int, dict[str, EditorEdit]]:
+        """The turns `saved` kept, read back; ValueError: not what `saved` makes (a damaged backup)."""
+        return {int(n): {path: EditorEdit(*_texts(texts)) for path, texts in _items(edits)} for n, edits in _items(saved)}
 
     def put_back(self, turns: dict[int, dict[str, EditorEdit]]) -> None:
-        """The turns `forget_from` dropped, back (the rewind was undone)."""
+        """The turns a rewind cut, back (it was undone)."""
         self._turns.update(turns)
+
+
+def _items(value: object) -> list[tuple[str, object]]:
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        raise ValueError("buffer edits that are not an object")
+    return list(value.items())
+
+
+def _texts(value: object) -> tuple[str, str]:
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(t, str) for t in value)):
+        raise ValueError("a buffer edit that is not two texts")
+    return value[0], value[1]
 
 
 @dataclass(eq=False, repr=False)
@@ -99,19 +122,23 @@ class BufferRevert:
     reason: str = ""
 
 
-async def revert_buffers(edits: dict[str, EditorEdit], documents: EditorDocuments, cwd: Path) -> list[BufferRevert]:
-    """Put each still-open buffer of `edits` back to its text before them, if it still holds their result."""
+async def revert_buffers(edits: dict[str, EditorEdit], documents: EditorDocuments, cwd: Path, *,
+                         undo: bool = False) -> list[BufferRevert]:
+    """Put each still-open buffer of `edits` back to its text before them, if it still holds their result; `undo` (of
+    the rewind that did so): their result back in it, if it still holds what the rewind left."""
     done = []
     for path, edit in sorted(edits.items()):
+        was, to = (edit.old_text, edit.new_text) if undo else (edit.new_text, edit.old_text)
         current = await documents.text(cwd / path)
-        if current is None or current[0] == edit.old_text:
-            # Closed (saved: the restored disk has the old text; or thrown away), or back already.
+        if current is None or current[0] == to:
+            # Closed (saved: the restored disk has the text; or thrown away), or there already.
             continue
         text, version = current
-        if text != edit.new_text:
-            done.append(BufferRevert(path, "stale", "the buffer changed since the agent's edit; left as it is"))
+        if text != was:
+            done.append(BufferRevert(path, "stale", "the buffer changed since the rewind; the agent's edit is not in it"
+                                     if undo else "the buffer changed since the agent's edit; left as it is"))
             continue
-        result = await documents.apply(cwd / path, edit.old_text, version)
+        result = await documents.apply(cwd / path, to, version)
         if result.status == "applied":
             done.append(BufferRevert(path, "reverted"))
         else:

@@ -212,6 +212,10 @@ class Recorder:
         """A rewind of every turn (`turns`: some are left) takes back the title the first prompt gave (a fresh
         session has none; a name someone gave stays); its undo gives it back. Before, the session kept the words of
         a prompt no longer in it, and its next first prompt gave it none."""
+        if turns and not self.title and not self._prompt_title:
+            # An undo in a daemon that resumed the emptied session (a window reload since) never knew the words: the
+            # first prompt it put back gives them, as a first turn does (the title stayed "", the chat "New chat").
+            self._prompt_title = first_prompt_title(self._core.session) or ""
         given = self._prompt_title
         if not given or self.title not in ("", given) or turns == bool(self.title):
             return

@@ -177,9 +177,13 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
            f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
 
 
-def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message], str, dict[str, str]]:
-    """A rewind's backup, checked: its turn, undo checkpoint, turn starts, messages, plan and the plans the turns
-    found (ReviewError: damaged)."""
+# A rewind's cut turns' buffer edits (by turn and path) and the buffers it reverted, which its undo puts them back in.
+_CutBuffers = tuple[dict[int, dict[str, EditorEdit]], set[str]]
+
+
+def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message], str, dict[str, str], _CutBuffers]:
+    """A rewind's backup, checked: its turn, undo checkpoint, turn starts, messages, plan, the plans the turns
+    found and the cut turns' buffer edits with the buffers it reverted (ReviewError: damaged)."""
     from ollie.sessions.logparse import checked_messages  # with a rewind's backup, not with the engine
     try:
         backup = json.loads(data)
@@ -187,13 +191,15 @@ def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message], str, 
         messages = checked_messages(backup["messages"])
         starts = backup["turn_starts"]
         plan, plans = backup.get("plan", ""), backup.get("plans_before", {})  # (none in a backup of an older ollie)
+        edits, reverted = EditorEdits.loaded(backup.get("buffer_edits", {})), backup.get("reverted", [])
         if not (type(turn) is int and type(checkpoint) is str and is_checkpoint(checkpoint) and type(starts) is list
                 and all(type(s) is int for s in starts) and type(plan) is str and type(plans) is dict
-                and all(type(v) is str for v in plans.values())):
-            raise ValueError("a turn, checkpoint, turn start or plan of the wrong type")
+                and all(type(v) is str for v in plans.values()) and type(reverted) is list
+                and all(type(p) is str for p in reverted)):
+            raise ValueError("a turn, checkpoint, turn start, plan or buffer of the wrong type")
     except (KeyError, TypeError, ValueError) as exc:  # not JSON, not UTF-8, a field missing or of the wrong type
         raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
-    return turn, checkpoint, starts, messages, plan, plans
+    return turn, checkpoint, starts, messages, plan, plans, (edits, set(reverted))
 
 
 class Review:
@@ -209,7 +215,6 @@ class Review:
         self._plan_found = ""  # the plan file as the running turn found it
         # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
         self.editor_edits = EditorEdits()
-        self._cut_edits: dict[int, dict[str, EditorEdit]] = {}  # the last rewind's: its undo puts them back
 
     # --- turn edges (called by the turn) -------------------------------------
 
@@ -243,7 +248,6 @@ class Review:
             notes = [note for note in notes if all(number < turn for number, _ in undid(note))]
             self._add_note("\n\n".join(notes), True)
         await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
-        self._cut_edits = {}
         try:
             tracker = self._tracker()
             await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
@@ -587,8 +591,11 @@ class Review:
         before = await self._state_before(number)
         cp = self.checkpoints()
         plans = session.plans_before
+        # The cut turns' buffer edits are kept with it, not in memory: its undo after a window reload (a new daemon)
+        # puts them back in the buffers too, where the agent's edit of her unsaved text was (it was lost unsaid).
         backup = {"turn": number, "undo_checkpoint": await cp.snapshot(), "turn_starts": list(session.turn_starts),
-                  "messages": list(session.messages), "plan": self._host.plan_text, "plans_before": dict(plans)}
+                  "messages": list(session.messages), "plan": self._host.plan_text, "plans_before": dict(plans),
+                  "buffer_edits": self.editor_edits.saved(number)}
         # The way back is on disk before anything changes: a crash at any point after leaves it undoable.
         await self._write_rewind(backup)
         restored = await cp.restore(before)
@@ -598,8 +605,11 @@ class Review:
         buffers: list[BufferRevert] = []
         if documents is not None:
             buffers = await revert_buffers(self.editor_edits.since(number), documents, self._cwd())
+        if reverted := [b.path for b in buffers if b.status == "reverted"]:  # the buffers its undo puts the edits back in
+            backup["reverted"] = reverted
+            await self._write_rewind(backup)
         starts = session.turn_starts[:number - 1]
-        self._cut_edits = self.editor_edits.forget_from(number)
+        self.editor_edits.forget_from(number)
         from ollie.agent.history import undid  # (a rewind is rarer than a turn)
 
         # What the user undid of the turns kept, which only the cut prompts told the model: told again with the next
@@ -616,14 +626,15 @@ class Review:
         await self._host.save_rewritten()
         return await self._rewound(number, restored.changes, len(session.messages), tuple(buffers))
 
-    async def rewind_undo(self) -> Rewound:
-        """Put the files and the conversation back as they were before the last rewind."""
+    async def rewind_undo(self, *, documents: EditorDocuments | None = None) -> Rewound:
+        """Put the files and the conversation back as they were before the last rewind; open buffers it reverted
+        through `documents`."""
         try:
             data = await beneath.read_bytes(self._host.sessions_dir, self._rewind_path().name, BACKUP_CAP)
         except FileNotFoundError:
             raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
         # All of it checked before the files go back: a backup that fails after the restore leaves them half done.
-        turn, checkpoint, starts, messages, plan, plans = await asyncio.to_thread(_read_backup, data)  # O(history)
+        turn, checkpoint, starts, messages, plan, plans, (edits, reverted) = await asyncio.to_thread(_read_backup, data)
         restored = await self.checkpoints().restore(checkpoint)
         session = self._host.session
         if plan != self._host.plan_text:
@@ -638,9 +649,12 @@ class Review:
         await self._host.save_rewritten()
         await asyncio.to_thread(self._drop_rewind)
         # Its buffer edits too: a second rewind named no buffer she had typed in since, and her save wrote them back.
-        self.editor_edits.put_back(self._cut_edits)
-        self._cut_edits = {}
-        return await self._rewound(turn, restored.changes, len(session.messages))
+        self.editor_edits.put_back(edits)
+        buffers: list[BufferRevert] = []
+        if documents is not None and reverted:
+            back = {path: edit for path, edit in self.editor_edits.since(turn).items() if path in reverted}
+            buffers = await revert_buffers(back, documents, self._cwd(), undo=True)
+        return await self._rewound(turn, restored.changes, len(session.messages), tuple(buffers))
 
     async def _put_plan(self, text: str) -> None:
         """The plan back as `text`, and the task state's step with it (compaction's: the model reads it)."""

@@ -4,7 +4,7 @@ import * as vscode from "vscode";
 import { ApprovalModes } from "./approvalModes";
 import { Daemon, DaemonNotStarted } from "./daemon";
 import { BackendStatus, Onboarding, onboardingFor, parseBackendStatus, turnError } from "./lib/backend";
-import { ChatItem, ChatModel, unsavedTail } from "./lib/chatModel";
+import { ChatItem, ChatModel, retryWait, unsavedTail } from "./lib/chatModel";
 import { contextParam, describeEditorContext, imagesParam, promptLabels } from "./lib/editorContext";
 import { errorText } from "./lib/errors";
 import { parsePermissionRequest } from "./lib/permission";
@@ -580,10 +580,9 @@ export class Conversation implements vscode.Disposable {
       for (const listener of this.listeners) listener.reset();
     }
     const changed = model.apply(event.role === "error" ? { ...event, content: turnError(this.backend, event.content) } : event);
-    const wait = event.role === "limitretry" ? /; retry (\d+\/\d+) in ([\d.]+)s$/.exec(event.content) : null;
+    const wait = retryWait(event);
     if (wait) {
-      const what = `${event.name === "rate_limit" ? "rate limited" : "the request failed"}, retry ${wait[1]}`;
-      this.retryWaits.set(event.session, { what, until: Date.now() + Number(wait[2]) * 1000 });
+      this.retryWaits.set(event.session, { what: `${wait.what}, retry ${wait.retry}`, until: Date.now() + wait.seconds * 1000 });
       this.retryTick ??= setInterval(() => this.countDown(), 1000);
     }
     if ((wait || this.retryWaits.delete(event.session)) && event.session === this.current) this.emitStatus();

@@ -612,8 +612,9 @@ local function do_rewind(params)
       params.undo and "rewind undone" or ("rewound to before turn " .. tostring(res.turn)), n, n == 1 and "" or "s",
       res.messages or 0, #built > 0 and (", and build output (" .. named .. ")") or ""))
     -- The chat says what the rewind left as it was (its autocmd below shows `note` under the conversation).
-    res.note = #kept > 0 and ("the rewind left these buffers as they are (edited since): "
-      .. table.concat(kept, ", ")) or nil
+    -- An undo puts the cut turns' edits back in the buffers the rewind reverted, but not in one typed in since.
+    res.note = #kept > 0 and ((params.undo and "the undo left these buffers as they are, without the agent's edits: "
+      or "the rewind left these buffers as they are (edited since): ") .. table.concat(kept, ", ")) or nil
     -- The chat of the session re-renders its history on this event.
     vim.api.nvim_exec_autocmds("User", { pattern = "OllieRewind",
       data = vim.tbl_extend("force", res, { session = params.session or requests.session() }) })

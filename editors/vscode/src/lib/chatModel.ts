@@ -105,6 +105,20 @@ type UserItem = Extract<ChatItem, { kind: "user" }>;
 
 const NOTICE_ROLES: Record<string, NoticeLevel> = { info: "info", error: "error", exec: "exec", limitretry: "retry" };
 
+/** A failed model request's wait to retry, from its `limitretry` event: what failed, which retry ("1/3"), how long. */
+export function retryWait(event: OllieEvent): { what: string; retry: string; seconds: number } | undefined {
+  const wait = event.role === "limitretry" ? /; retry (\d+\/\d+) in ([\d.]+)s$/.exec(event.content) : null;
+  return wait ? { what: event.name === "rate_limit" ? "rate limited" : "the request failed", retry: wait[1], seconds: Number(wait[2]) } : undefined;
+}
+
+// A 429's notice in a line: the vendor's paragraph (limits, tokens used, a link to its docs) said nothing a user acts
+// on while ollie retries; if the retries run out, the turn's error gives it whole.
+function retryNotice(event: OllieEvent): string {
+  const wait = retryWait(event);
+  if (event.name !== "rate_limit" || !wait) return event.content;
+  return `The model's server is limiting requests: retry ${wait.retry} in ${Math.ceil(wait.seconds)}s. Stop to give up.`;
+}
+
 // The engine reports tool failures as text: a leading `error: ...`, or a section header like
 // `[call 2 file_read] exit 1` / `error: ...` / `timed out ...` / `killed by signal 9`.
 const FAILURE = String.raw`(error\b|exit (code |status )?[1-9]\d*\b|timed out\b|killed by signal\b|traceback\b|permission denied\b)`;
@@ -186,8 +200,9 @@ export class ChatModel {
         if (!level || event.content === "" || (level === "info" && this.answeredInChat(event.content))) return [];
         // A request's next retry says the latest of them in its notice: each said its whole error again, a wall.
         const last = this.items[this.items.length - 1];
-        if (level === "retry" && last?.kind === "notice" && last.level === "retry") return [Object.assign(last, { text: event.content })];
-        return [this.push({ kind: "notice", id: 0, level, text: event.content })];
+        const text = level === "retry" ? retryNotice(event) : event.content;
+        if (level === "retry" && last?.kind === "notice" && last.level === "retry") return [Object.assign(last, { text })];
+        return [this.push({ kind: "notice", id: 0, level, text })];
       }
     }
   }

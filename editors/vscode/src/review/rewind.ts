@@ -7,10 +7,7 @@ import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
 import { unlinked } from "../lib/notice";
 import { shownPath } from "../lib/steps";
-import { changedCounts, namedBuildOutput, planTurns, turnItems, userPrompts } from "./turns";
-
-// Older turns are still reachable with `/rewind N`; the pick stays short and quick to build.
-const MAX_TURNS = 30;
+import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts } from "./turns";
 
 interface Rewound {
   turn?: number;
@@ -38,8 +35,12 @@ export async function rewind(
   const context = await readContext((params) => host.request("ollie/context", withSession(params))).catch(() => undefined);
   // Counted from the history's marks: no diff of each turn (and its files' texts sent) to draw the pick.
   const files = context ? changedCounts(context.messages, count) : new Map<number, number>();
-  const items = turnItems(count, userPrompts(context?.messages), files, planTurns(context?.messages)).slice(0, MAX_TURNS);
-  const picked = await vscode.window.showQuickPick(items, { title: "Ollie: Rewind to before which turn?", matchOnDescription: true });
+  // Every turn, newest first: typing filters them ("Turn 3", a word of its prompt). Cut to 30, a long session's
+  // early turns were out of reach.
+  const items = turnItems(count, turnPrompts(context?.messages), files, planTurns(context?.messages));
+  const picked = await vscode.window.showQuickPick(items, {
+    title: "Ollie: Rewind to before which turn?", placeHolder: `${count} turns, newest first: type to filter (e.g. "Turn 3")`,
+    matchOnDescription: true });
   if (!picked) return;
   const answer = await vscode.window.showWarningMessage(
     `Rewind to before turn ${picked.turn}? The files go back to how they were before it and the conversation from it on is dropped.`,
@@ -56,16 +57,24 @@ export async function rewind(
   const alsoBuilt = built ? `, and build output (${built})` : "";
   // An open buffer she typed in since the turn's edit keeps that edit (the daemon leaves it as it is): said, or her next
   // save wrote it back, the rewind having said the file was restored.
-  // The names are the workspace's and the reasons the editor's: escaped, and no link (`unlinked`) made of them.
-  const kept = (done.buffers ?? []).filter((b) => b.status !== "reverted").map((b) => `${shownPath(b.path)} (${shownPath(b.reason ?? b.status)})`);
-  const left = kept.length ? ` Not in the editor: ${unlinked(kept.join(", "))}; saving writes the rewound edits back.` : "";
-  const choice = await (kept.length ? vscode.window.showWarningMessage : vscode.window.showInformationMessage)(
+  const kept = notInEditor(done);
+  const left = kept ? ` Not in the editor: ${kept}; saving writes the rewound edits back.` : "";
+  const choice = await (kept ? vscode.window.showWarningMessage : vscode.window.showInformationMessage)(
     `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored${alsoBuilt}).${left}`,
     "Undo Rewind",
   );
   if (choice === "Undo Rewind") {
-    await host.request("ollie/rewind", withSession({ undo: true }));
+    // The undo puts the turns' edits back in the buffers the rewind reverted; one she typed in since keeps her text.
+    const undone = notInEditor(await host.request<Rewound>("ollie/rewind", withSession({ undo: true })));
     await reload(session);
-    void vscode.window.showInformationMessage("Ollie: the rewind is undone.");
+    void (undone ? vscode.window.showWarningMessage : vscode.window.showInformationMessage)(
+      `Ollie: the rewind is undone.${undone ? ` Not in the editor: ${undone}.` : ""}`);
   }
+}
+
+/** The open buffers a rewind (or its undo) left as they were, each with why; "" for none. */
+function notInEditor(done: Rewound): string {
+  // The names are the workspace's and the reasons the editor's: escaped, and no link (`unlinked`) made of them.
+  const kept = (done.buffers ?? []).filter((b) => b.status !== "reverted").map((b) => `${shownPath(b.path)} (${shownPath(b.reason ?? b.status)})`);
+  return unlinked(kept.join(", "));
 }

@@ -1,6 +1,7 @@
 // The pure half of `Ollie: Rewind`: the session's turns as pick items, newest first.
 
 import { isObject } from "../lib/json";
+import { turnNumber } from "../lib/protocol";
 import { splitEditorContext } from "../lib/promptContext";
 import { unlinked } from "../lib/notice";
 import { shownLabel, shownPath } from "../lib/steps";
@@ -48,9 +49,15 @@ function rewound(files: number | undefined, plan: boolean): string {
   return plan ? `${changed}, and the plan` : changed;
 }
 
-/** The user prompts of a conversation (`ollie/context` messages), in order. */
-export function userPrompts(messages: unknown): string[] {
-  return (Array.isArray(messages) ? messages : []).map(promptOf).filter((p): p is string => p !== undefined);
+/** The prompt that started each turn of a conversation (`ollie/context` messages), by the turn number its message
+ * carries (PROTOCOL.md "History"): an injected text or a note is a user message too, but starts no turn. */
+export function turnPrompts(messages: unknown): Map<number, string> {
+  const prompts = new Map<number, string>();
+  for (const message of Array.isArray(messages) ? messages : []) {
+    const prompt = promptOf(message);
+    if (prompt !== undefined && isObject(message) && turnNumber(message.turn)) prompts.set(message.turn, prompt);
+  }
+  return prompts;
 }
 
 function firstLine(text: string, max = 80): string {
@@ -59,15 +66,14 @@ function firstLine(text: string, max = 80): string {
 }
 
 /**
- * Turns 1..`count`, newest first. Prompts label them only when there is one per turn: notes and
- * injected text are user messages too, and a wrong label would rewind the wrong turn.
+ * Turns 1..`count`, newest first, each labelled by the prompt that started it where the history has it (not one
+ * compaction or `/clear` rewrote). Labelled by position, one injected text or note unlabelled every turn.
  */
-export function turnItems(count: number, prompts: readonly string[], filesChanged: ReadonlyMap<number, number>,
+export function turnItems(count: number, prompts: ReadonlyMap<number, string>, filesChanged: ReadonlyMap<number, number>,
   plans: ReadonlySet<number> = new Set()): TurnItem[] {
-  const labelled = prompts.length === count;
   const items: TurnItem[] = [];
   for (let turn = count; turn >= 1; turn--) {
-    const prompt = labelled ? firstLine(prompts[turn - 1]) : "";
+    const prompt = firstLine(prompts.get(turn) ?? "");
     items.push({
       turn,
       label: prompt ? `Turn ${turn}: ${shownLabel(prompt)}` : `Turn ${turn}`,

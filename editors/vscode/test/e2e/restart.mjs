@@ -18,11 +18,11 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { daemon, giveImage, log, ollieOutput, openChat, openFile, pickFile, runCommand, send, typeUnsaved, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
+import { daemon, dirtyTabs, giveImage, log, ollieOutput, openChat, openFile, pickFile, runCommand, send, typeUnsaved, until, waitForStatus, waitMs, withVSCode, work } from "./harness.mjs";
 
 const gate = path.join(work, "gate");
 fs.mkdirSync(gate);
-const STARTS = 8;
+const STARTS = 9;
 for (let n = 1; n <= STARTS; n++) execFileSync("mkfifo", [path.join(gate, `verdict-${n}`)]);
 // The default agent with a postTurn hook that waits, while the fifo `hold` is there, for the test to let it go.
 const agents = path.join(gate, "agents");
@@ -76,13 +76,17 @@ async function noNotRunning(chat) {
   if (notices.some((text) => /not running|not found/.test(text))) throw new Error(`the chat says ${JSON.stringify(notices)}`);
 }
 
+// Turns sent last, to make the session longer than the 30 turns the Rewind pick listed.
+const MORE_TURNS = 30;
 const script = [{ error: 429, retry_after: 8 }, { text: "The first answer." }, { text: "The answer after the restart." }, { text: "The answer after the crash." },
   { text: "The answer to the prompt sent again." }, { text: "A reply that streams slowly. ".repeat(40), chunk_size: 4, delay: 0.1 },
   { text: "The answer saved before the crash." },
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "a - b", "a + b"] }] } }] },
   { text: "Fixed add." },
   { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "def add", "def plus"] }] } }] },
-  { text: "Renamed add." }];
+  { text: "Renamed add." },
+  { text: "", tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["calc.py", "def plus", "def total"] }] } }] },
+  { text: "Renamed it again." }, ...Array.from({ length: MORE_TURNS }, (_, n) => ({ text: `Answer ${n + 1}.` }))];
 
 // Traced: the Ollie output shows when a request has gone to the daemon.
 const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose", "files.autoSave": "off" };
@@ -101,6 +105,9 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   // 0. Rate limited (429, Retry-After 8): the status bar says it waits to retry and counts down (it said "thinking").
   await waitForStatus(page, /Ollie: rate limited, retry 1\/3 in [5-8]s/);
   await waitForStatus(page, /Ollie: rate limited, retry 1\/3 in [1-3]s/);
+  // The chat says it in a line (it gave the vendor's paragraph: its limits, the tokens used, a link to its docs).
+  const limited = (await chat.locator(".item.notice.retry").textContent()) ?? "";
+  if (limited !== "The model's server is limiting requests: retry 1/3 in 8s. Stop to give up.") throw new Error(`the 429's notice said ${limited}`);
   await screenshot("rate-limited-status");
   await chat.locator(".item.assistant", { hasText: "The first answer." }).waitFor({ timeout: waitMs });
   await waitForStatus(page, /Ollie: idle/);
@@ -278,4 +285,44 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
     .waitFor({ timeout: waitMs });
   await screenshot("rewind-kept-buffer-command");
   log("/rewind that left it as it was said so too");
+
+  // 9. The agent edits calc.py under her unsaved typing (its buffer only); Rewind takes the edit out of the buffer, and
+  // `/rewind undo` after a Restart (a new daemon, as after a window reload) puts it back: the files came back and the
+  // buffer silently did not (it was kept in the old daemon's memory, and even there not put back).
+  await send(chat, "Rename it again.");
+  await chat.locator(".item.permission", { hasText: "Edit calc.py" }).last().locator("button", { hasText: "Allow once" }).click();
+  await chat.locator(".item.assistant", { hasText: "Renamed it again." }).waitFor({ timeout: waitMs });
+  const line = (text) => page.locator(".monaco-editor .view-line", { hasText: text }).first();
+  await line("def total").waitFor({ timeout: waitMs });
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Rename it again." }).first().click();
+  await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Rewind" }).click();
+  await line("def plus").waitFor({ timeout: waitMs });
+  await runCommand(page, "Ollie: Restart");
+  await release(9, "go");
+  await waitForStatus(page, /Ollie: idle/);
+  await send(chat, "/rewind undo");
+  await chat.locator(".item.notice", { hasText: "rewind undone" }).last().waitFor({ timeout: waitMs });
+  await line("def total").waitFor({ timeout: waitMs });
+  if (!(await line("# my later line again").count()) || (await dirtyTabs(page, "calc.py")) !== 1) {
+    throw new Error("calc.py lost her unsaved typing, or was saved");
+  }
+  await screenshot("rewind-undone-after-restart");
+  log("/rewind undo after a Restart put the agent's edit back in the buffer, her typing kept");
+
+  // 10. A session longer than 30 turns: its Rewind pick reaches every turn (it listed the newest 30).
+  for (let n = 1; n <= MORE_TURNS; n++) await send(chat, `Prompt ${n}.`);
+  await chat.locator(".item.assistant", { hasText: `Answer ${MORE_TURNS}.` }).waitFor({ timeout: waitMs });
+  await waitForStatus(page, /Ollie: idle/);
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".quick-input-box input").fill("Turn 3");
+  // Labelled by its prompt, as every turn is (by the turn each prompt starts: one injected text unlabelled them all).
+  const third = page.locator(".quick-input-list .monaco-list-row", { hasText: /Turn 3(?!\d)/ }).first();
+  await third.locator(".label-name", { hasText: /^Turn 3: \S/ }).waitFor({ timeout: waitMs });
+  await screenshot("rewind-pick-of-many");
+  await third.click();
+  await page.locator(".monaco-dialog-box", { hasText: "Rewind to before turn 3?" }).waitFor({ timeout: waitMs });
+  await screenshot("rewind-turn-3-of-many");
+  await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Cancel" }).click();
+  log("the Rewind pick of a session of more than 30 turns reached turn 3");
 });

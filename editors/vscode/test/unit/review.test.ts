@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, staleReason, undoFailureMessage, undoParams } from "../../src/review/hunks";
-import { changedCounts, namedBuildOutput, planTurns, turnItems, userPrompts } from "../../src/review/turns";
+import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts } from "../../src/review/turns";
 
 // Two hunks of one file, as `ollie/changes` lists them: line 2 replaced, and a line added after line 9.
 const changes = {
@@ -73,14 +73,16 @@ test("a stale undo is said plainly, naming the file", () => {
   assert.equal(undoFailureMessage("a", { code: -32602, message: "Invalid params: session: a turn is running" }), "Ollie: undo of a failed: Invalid params: session: a turn is running");
 });
 
-test("rewind offers turns newest first, labelled by their prompts when there is one per turn", () => {
+test("rewind offers turns newest first, each labelled by the prompt that started it", () => {
   const messages = [
-    { role: "user", content: "<editor-context>\nFile: a.py (python)\n</editor-context>\n\nFix the bug\nplease" },
+    { role: "user", content: "<editor-context>\nFile: a.py (python)\n</editor-context>\n\nFix the bug\nplease", turn: 1 },
     { role: "assistant", content: "done" },
-    { role: "user", content: "Add tests" },
+    // Injected into the turn: a user message that starts none (it made every turn "Turn N" alone).
+    { role: "user", content: "and the docs" },
+    { role: "user", content: "Add tests", turn: 2 },
   ];
-  assert.deepEqual(userPrompts(messages), ["Fix the bug\nplease", "Add tests"]);
-  const items = turnItems(2, userPrompts(messages), new Map([[1, 2], [2, 0]]));
+  assert.deepEqual([...turnPrompts(messages)], [[1, "Fix the bug\nplease"], [2, "Add tests"]]);
+  const items = turnItems(2, turnPrompts(messages), new Map([[1, 2], [2, 0]]));
   assert.deepEqual(items, [
     { turn: 2, label: "Turn 2: Add tests", description: "changed no files" },
     { turn: 1, label: "Turn 1: Fix the bug", description: "changed 2 files" },
@@ -92,16 +94,17 @@ test("rewind offers turns newest first, labelled by their prompts when there is 
   // A turn whose count is not known (its end's diff failed, an older log) may have changed files: never "no files".
   const unknown = changedCounts([...marked, { turnChanges: { turn: 2, unknown: true } }], 2);
   assert.deepEqual([...unknown], [[1, 2], [2, -1]]);
-  assert.equal(turnItems(2, [], unknown)[0].description, "changes unknown");
+  assert.equal(turnItems(2, new Map(), unknown)[0].description, "changes unknown");
   // A turn that changed the plan: a rewind puts it back, so not "changed no files" as if rewinding it did nothing.
   const plans = planTurns([...marked, { turnChanges: { turn: 2, files: 0, plan: true } }, { turnChanges: { turn: 3, plan: "yes" } }]);
   assert.deepEqual([...plans], [2]);
-  assert.deepEqual(turnItems(2, [], new Map([[1, 2], [2, 0]]), new Set([1, 2])).map((i) => i.description), ["changed the plan, no files", "changed 2 files, and the plan"]);
-  const unlabelled = turnItems(3, ["only one"], new Map([[3, 1]]));
-  assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3", "Turn 2", "Turn 1"]);
+  assert.deepEqual(turnItems(2, new Map(), new Map([[1, 2], [2, 0]]), new Set([1, 2])).map((i) => i.description), ["changed the plan, no files", "changed 2 files, and the plan"]);
+  // Turn 1's prompt compacted away: its label alone is the number.
+  const unlabelled = turnItems(3, new Map([[2, "two"], [3, "three"]]), new Map([[3, 1]]));
+  assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3: three", "Turn 2: two", "Turn 1"]);
   assert.equal(unlabelled[0].description, "changed 1 file");
   // A shared session's prompts are a teammate's: her `$(check)` is no icon in the pick, her U+202E reverses nothing.
-  assert.equal(turnItems(1, ["$(check) approved \u202efdp.exe"], new Map())[0].label, "Turn 1: \\$(check) approved \\u202efdp.exe");
+  assert.equal(turnItems(1, new Map([[1, "$(check) approved \u202efdp.exe"]]), new Map())[0].label, "Turn 1: \\$(check) approved \\u202efdp.exe");
 });
 
 test("a rewind's notice names the build output it put back as the engine's /rewind does: 3, then how many more", () => {
