@@ -7,6 +7,8 @@ import asyncio
 import os
 import threading
 
+from agentkit import write_agent
+
 from ollie.agent import taskstate, turnhost
 from ollie.agent.fork import cut_at_turn
 from ollie.agent.taskstate import PlanEntry, next_unchecked, read_plan
@@ -142,3 +144,14 @@ async def test_a_turn_stopped_as_it_began_gets_no_number_nor_the_plan_a_command_
     assert list(core.session.turn_starts) == [0] and core.session.plans_before == {"1": ""}
     assert (await core.rewind()).turn == 1
     assert core.plan == []
+
+
+async def test_a_plan_a_preturn_hook_writes_is_read_as_the_turn_ends(scripted_llm, make_core, agents_dir):
+    # A hook may write the plan: a turn with no tool round (nothing else read it) reads it at its end.
+    hook = 'mkdir -p "${OLLIE_PLAN_FILE%/*}"; printf -- "- [ ] hook step\\n" > "$OLLIE_PLAN_FILE"'
+    write_agent(agents_dir, "h", hooks={"preTurn": hook})
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("noted"))
+    core = await make_core(srv, agent="h")
+    assert (await core.submit("go")).reply == "noted"
+    assert core.plan == [PlanEntry("hook step", "in_progress")]
