@@ -52,7 +52,7 @@ def show(lines: list[str]) -> str:
         return "the plan is empty"
     first = next((n for n, (_, d, _) in enumerate(entries) if not d), len(entries))
     start = max(0, min(first - 1, len(entries) - SHOWN))
-    end = min(start + SHOWN, len(entries))
+    end = start + SHOWN  # (past the last step when there are fewer: nothing to come)
     rows = [f"{n}. [{'x' if d else ' '}] {clip(text)}" for n, (_, d, text) in enumerate(entries[start:end], start + 1)]
     return "\n".join([f"plan ({sum(d for _, d, _ in entries)}/{len(entries)} done):",
                       *([f"… steps 1-{start} done"] if start else []), *rows,

@@ -74,6 +74,22 @@ async def test_a_cut_attempts_thinking_is_closed_and_marked_cut_a_thought_apart_
     assert agent.client.text(sid).endswith("; retry 1/3 in 2.00s\n\nThe answer."), agent.client.text(sid)
 
 
+async def test_each_retry_says_what_its_own_attempt_cut_off(shared_agent, llm) -> None:
+    # The first attempt stops at a line's end in a code block: its fence closes on the next line (no blank line added
+    # to the block). The second streamed nothing and the third only a blank line: neither cut a reply off, nor does
+    # either close the first's block again.
+    llm.script(Reply.drop(after=2, text="Code:\n```\nx = 1\n", chunk_size=10), Reply.drop(after=0),
+               Reply.drop(after=2, text="\n\nlater", chunk_size=2), Reply.text("Done."))
+    agent = await shared_agent()
+    sid = await agent.new()
+    assert (await agent.prompt(sid, "show me")).stop_reason == "end_turn"
+    assert len(llm.chat_requests) == 4
+    text = agent.client.text(sid)
+    assert text.startswith("Code:\n```\n```\n\n… the model request failed: "), text
+    assert text.count("```") == 2 and text.count("the reply above was cut off") == 1, text
+    assert text.endswith("Done."), text
+
+
 @pytest.mark.parametrize(("text", "left"), [("```py\nx\n```\n", ""), ("```\nx\n```py\n", "```"),
                                            ("~~~~\nx\n~~~\n", "~~~~"), ("```\n~~~\n", "```"), ("no code", "")])
 def test_the_code_block_a_cut_attempt_leaves_open_is_found_as_commonmark_closes_them(text, left) -> None:

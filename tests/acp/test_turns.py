@@ -181,6 +181,11 @@ def test_a_long_plans_open_step_stays_among_the_steps_shown() -> None:
                                                   PlanEntry("s119", "completed")]
 
 
+def test_a_plan_of_exactly_100_steps_is_sent_whole() -> None:
+    text = "".join(f"- [{'x' if n < 60 else ' '}] s{n}\n" for n in range(100))
+    assert [e.content for e in plan_entries(text)] == [f"s{n}" for n in range(100)]
+
+
 def test_a_step_checked_among_those_a_summary_counts_changes_the_plan() -> None:
     # "… 51 more steps" reads the same with step 120 checked: the plan compared equal, was not sent again, and every
     # client kept "0 of 150 done".

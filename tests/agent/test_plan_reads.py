@@ -158,3 +158,14 @@ async def test_the_first_turns_end_reads_a_plan_the_prompt_commands_wrote(script
     assert (await core.submit("hi")).reply == "hello"
     assert core.plan == [PlanEntry("from the prompt", "in_progress")]
     assert core.session.plans_before == {"1": ""}  # what a rewind of the turn puts back, as for a hook's write
+
+
+async def test_a_plan_a_preturn_hook_writes_is_read_as_the_turn_ends(scripted_llm, make_core, agents_dir):
+    # A hook may write the plan: a turn with no tool round (nothing else read it) reads it at its end.
+    hook = 'mkdir -p "${OLLIE_PLAN_FILE%/*}"; printf -- "- [ ] hook step\\n" > "$OLLIE_PLAN_FILE"'
+    write_agent(agents_dir, "h", hooks={"preTurn": hook})
+    srv = scripted_llm("openai")
+    srv.script(Reply.text("noted"))
+    core = await make_core(srv, agent="h")
+    assert (await core.submit("go")).reply == "noted"
+    assert core.plan == [PlanEntry("hook step", "in_progress")]

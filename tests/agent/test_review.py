@@ -383,6 +383,24 @@ async def test_the_plan_a_turn_found_is_saved_once_however_many_of_its_rounds_ch
     # Four new plans go to the plan file, not the log; the one turn 2 found goes there once.
     assert log.stat().st_size - size < 200_000, log.stat().st_size - size
 
+
+async def test_a_round_that_leaves_the_plan_as_it_was_saves_no_copy_of_it(scripted_llm, make_core, workdir, tmp_path):
+    """A round's read of a plan it did not change notes no plan for the turn: each such turn put its 100 KB plan in
+    the log (and took it out again at its end)."""
+    srv = scripted_llm("openai")
+    step = {"code": BIG_PLAN.replace("{turn}", "0"), "language": "python3"}
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [step]})), Reply.text("planned"),
+               Reply.tool_calls(("execute_code", {"steps": [{"code": "print(1)", "language": "python3"}]})),
+               Reply.text("ran"))
+    core = await _auto(make_core, srv)
+    await core.submit("plan")
+    log = persist.session_log(tmp_path / "sessions", core.session_id).path
+    size = log.stat().st_size
+    assert (await core.submit("run a step")).reply == "ran"
+    assert log.stat().st_size - size < 16 * 1024, log.stat().st_size - size
+    assert sorted(core.session.plans_before) == ["1"]
+
+
 async def test_a_compaction_drops_the_plans_of_the_turns_it_leaves_unrewindable(scripted_llm, make_core, workdir):
     """Round 59: a compaction leaves no turn before it to rewind, and the plans they found stayed in the session for
     good (up to 256 KiB a turn: its memory and every snapshot grew with the turns, its history compacted or not)."""

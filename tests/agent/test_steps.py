@@ -98,6 +98,11 @@ def test_a_plan_batch_title_says_each_change_once() -> None:
     assert batch_state("c", step_states("c", mixed[3:])).title == "Read a.py and 1 more"
 
 
+def test_a_batch_of_two_clears_is_titled_as_the_last_one_not_as_check_offs() -> None:
+    clears = describe("call_tool", calls(("task_clear", ["--done"]), ("task_clear", [])), CWD)
+    assert batch_state("c", step_states("c", clears)).title == "Clear the plan"
+
+
 def test_titles_are_one_short_line_never_raw_json() -> None:
     code = "for f in *; do\n  echo \"$f\"\ndone\n" + "x" * 500
     (step,) = describe("execute_code", {"steps": [{"code": code, "elevated": True}]}, CWD)

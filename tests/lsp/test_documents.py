@@ -258,15 +258,20 @@ async def test_a_colon_in_a_granted_name_widens_no_file_tools_check(start_daemon
     (secret := home / ".aws" / "credentials").write_text("on disk\n")
     (home / "a:b").mkdir()
     (home / "a:b" / "todo.txt").write_text("todo\n")
-    llm.script(read(".aws/credentials"), Reply.text("no read"), read("a:b/todo.txt"), Reply.text("read"))
+    (home / "c%3Ad").mkdir()  # a name already written as the list escapes a ':'
+    (home / "c%3Ad" / "todo.txt").write_text("escaped\n")
+    both = [{"tool": "file_read", "args": [f"{name}/todo.txt"]} for name in ("a:b", "c%3Ad")]
+    llm.script(read(".aws/credentials"), Reply.text("no read"), Reply.tool_calls(("call_tool", {"calls": both})),
+               Reply.text("read"))
     daemon = await start_daemon(
         env={**llm.env(), "HOME": str(home)}, workspace=home, caps=edit_caps())
     Editor(daemon).open(secret, "unsaved secret\n")
     assert await submit(daemon, "read it") == "no read"
     assert "outside the sandbox's readable paths" in tool_result(llm) and "unsaved secret" not in tool_result(llm)
-    # A name with a colon is granted as itself: its files are read (the list's split refused them).
-    assert await submit(daemon, "read the other") == "read"
-    assert "     1\ttodo" in tool_result(llm), tool_result(llm)
+    # A name with a colon, or with what the list writes for one, is granted as itself: its files are read (the list's
+    # split refused them).
+    assert await submit(daemon, "read the others") == "read"
+    assert "     1\ttodo" in tool_result(llm) and "     1\tescaped" in tool_result(llm), tool_result(llm)
 
 
 async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):

@@ -385,6 +385,28 @@ def test_a_turn_uncounted_that_called_no_tool_resumes_as_changing_nothing(tmp_pa
     assert SessionFile(tmp_path, session.id, sync=False).load().turn_changed == [0, -1, 0]
 
 
+def test_a_hostile_turn_unknown_resumes_with_only_turns_reasons(tmp_path):
+    """A teammate's log may be hostile: a reason keyed by no turn's number, or no text, is left out."""
+    session = Session(agent="t", turn_starts=[0], turn_changed=[-1])
+    session.messages.extend([Message("user", "run"), Message("assistant", "", tool_calls=[ToolCall("c1", "execute_code")])])
+    resumed = _resumed_with_meta(tmp_path, session, "turn_unknown", {"1": "why", "x": "not a turn", "2": 5})
+    assert resumed.turn_unknown == {"1": "why"}
+
+
+def test_a_turn_resumed_as_changing_nothing_leaves_the_next_to_say_why_its_changes_are_not_known(tmp_path):
+    """A turn that only talked (its preTurn hook made the tree too large to track) resumes as changing nothing, its
+    reason shown nowhere: the next turn with that reason says it, not taken for one said before."""
+    why = "the workspace has too many files to track"
+    session = Session(agent="t", turn_starts=[0, 2], turn_changed=[-1, -1], turn_unknown={"1": why, "2": why})
+    session.messages.extend([Message("user", "talk"), Message("assistant", "talked"), Message("user", "run"),
+                             Message("assistant", "", tool_calls=[ToolCall("c1", "execute_code")])])
+    SessionFile(tmp_path, session.id, sync=False).save(session)
+    resumed = SessionFile(tmp_path, session.id, sync=False).load()
+    assert resumed.turn_changed == [0, -1]
+    marks = turn_marks(resumed.turn_starts, resumed.turn_changed, len(resumed.messages), reasons=resumed.turn_unknown)
+    assert marks == {3: {"turn": 2, "unknown": True, "reason": why}}
+
+
 @pytest.mark.parametrize("saved, loaded", [
     ({"c1": ["a.py", 5, None, ["b"], "../x"], "c2": "a.py", "c3": None, "c4": [f"f{n}" for n in range(500)]},
      {"c1": ["a.py", "../x"], "c4": [f"f{n}" for n in range(100)]}),

@@ -422,6 +422,21 @@ async def test_task_tools_edit_the_session_plan(server: ExecuteServer) -> None:
     assert "cleared the plan (1 steps removed)" in cleared.text and not plan.exists()
 
 
+async def test_a_long_plan_is_printed_bounded_each_step_cut(server: ExecuteServer) -> None:
+    # Five steps from the last one done, the open one among them, each cut to 100 characters, the rest counted.
+    exact, over = "x" * 100, "y" * 101
+    await tool(server, "task_add", *"abcdef", exact, over)
+    for n in range(1, 7):
+        await tool(server, "task_check", str(n))
+    checked = await tool(server, "task_check", "7")
+    assert stdout_of(checked).splitlines() == [f"done: {exact}", "plan (7/8 done):", "… steps 1-3 done", "4. [x] d",
+                                               "5. [x] e", "6. [x] f", f"7. [x] {exact}", f"8. [ ] {over[:99]}…"]
+    added = await tool(server, "task_add", "z")
+    assert stdout_of(added).splitlines()[:2] == ["added step 9", "plan (7/9 done):"]
+    last = await tool(server, "task_check", "8")
+    assert stdout_of(last).splitlines()[0] == f"done: {over[:99]}…"
+
+
 async def test_task_check_errors(server: ExecuteServer) -> None:
     empty = await tool(server, "task_check")
     assert empty.is_error and "the plan is empty" in empty.text
