@@ -1,5 +1,5 @@
 """A rewind and the changes list in the real Neovim TUI at 80x24 (nvim in tmux, README's `setup({})`): the rewind's
-confirmation, the tab labels while the changes list is in use."""
+confirmation, its undo after a restart, the tab labels while the changes list is in use."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ollie.testing import Reply
 
-from .test_nvim_tui import Tmux, assert_clean, start_nvim
+from .test_nvim_tui import Tmux, assert_clean, quit_nvim, start_nvim
 
 SMALL = (80, 24)
 PNG = (800, 480)
@@ -49,6 +49,32 @@ def test_the_rewind_confirmation_fits_80_columns(tmp_path: Path, scripted_llm):
             "Rewind to before turn 1? Its file changes and its messages go.",
             "1: Rewind (:OllieRewind undo puts them back until the next turn)", "2: Cancel"], "\n".join(asked)
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES
+        assert_clean(tmux.screens)
+
+
+def test_a_rewind_of_every_turn_is_undone_after_a_restart_from_ollie_sessions(tmp_path: Path, scripted_llm):
+    # Bug: the emptied session was gone from :OllieSessions (untitled, no turn), so after a new Neovim nothing
+    # reached it: the rewind she may want to undo was out of reach.
+    srv = scripted_llm("openai")
+    tmux = one_edit(tmp_path, srv)
+    rewind_all(tmux)
+    quit_nvim(tmux, tmp_path)
+    # Her file as the rewind left it (start_nvim writes it): the new Neovim is on the same workspace.
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES}, size=SMALL) as tmux:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        listed = tmux.keep("2-sessions", tmux.wait(lambda s: "Type number" in s, "the sessions to pick from"), PNG)
+        [line] = [line for line in listed.splitlines() if "rewound" in line]
+        assert line.startswith("1: (rewound: :OllieRewind undo puts it back) · "), listed
+        tmux.keys("1", "Enter")
+        tmux.keep("3-loaded", tmux.wait(lambda s: ":OllieRewind undo puts back what" in s,
+                                        "the rewound session's chat, saying how to undo its rewind"), PNG)
+        tmux.keys("Escape", ":OllieRewind undo", "Enter")
+        tmux.wait(lambda s: "Type number" in s and "Undo the last rewind" in s, "the undo's confirmation")
+        tmux.keys("1", "Enter")
+        tmux.keep("4-undone", tmux.wait(lambda s: "rewind undone" in s and "line three" in s and "Edited three." in s,
+                                        "turn 1 back, in the file and the chat"), PNG)
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
         assert_clean(tmux.screens)
 
 
