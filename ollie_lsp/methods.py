@@ -522,7 +522,7 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
     from ollie.sessions.cursor import from_cursor, to_cursor  # not a first token's
-    from ollie.sessions.logindex import saved_turns
+    from ollie.sessions.logindex import rewind_undoable, saved_turns
     records = ls.table.records
     with invalid_params("cursor"):
         after = from_cursor(p.cursor)
@@ -533,16 +533,23 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     # What tells two sessions of one title apart, as the terminal's /sessions: each log's end read, off the loop.
     turns = await asyncio.to_thread(lambda: {i.id: saved_turns(sessions_dir(), i.id) for i in infos})
-    # One rule with the terminal's /sessions: untitled with no turn (a rewind of every turn) is nothing to resume.
+    # Untitled with no turn (a rewind of every turn) is nothing to resume, as in the terminal's /sessions, unless
+    # that rewind can still be undone: it is the way back to it (after a restart too), listed as such.
+    undo = await asyncio.to_thread(lambda: {i.id for i in infos if rewind_undoable(sessions_dir(), i.id)})
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id),
-                                      turns=turns[i.id]) for i in infos if i.title or turns[i.id]],
+                                      turns=turns[i.id], rewind_undo=i.id in undo)
+                         for i in infos if i.title or turns[i.id] or i.id in undo],
             "nextCursor": to_cursor(last) if last is not None else None}
 
 
 async def _opened(ls: OllieServer, live: LiveSession) -> dict[str, Any]:
     """A load's or fork's answer: the session live here and its info."""
+    from ollie.sessions.logindex import rewind_undoable
+
     info = await ls.table.records.run(ls.table.records.get, live.id)
-    return {"session": live.id, "info": info_to_wire(info, live=True, turns=len(live.core.session.turn_starts))}
+    undo = await asyncio.to_thread(rewind_undoable, sessions_dir(), live.id)
+    return {"session": live.id, "info": info_to_wire(info, live=True, turns=len(live.core.session.turn_starts),
+                                                     rewind_undo=undo)}
 
 
 @method("ollie/session/load", SessionIdParams)

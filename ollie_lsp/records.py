@@ -40,8 +40,9 @@ def rpc_errors(session_id: str, field: str = "") -> Iterator[None]:
 
 
 def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None,
-                 turns: int | None = None) -> dict[str, Any]:
-    """A session's Info as PROTOCOL.md's `info` object (`live_on`: where another daemon runs it, a shared store)."""
+                 turns: int | None = None, rewind_undo: bool = False) -> dict[str, Any]:
+    """A session's Info as PROTOCOL.md's `info` object (`live_on`: where another daemon runs it, a shared store;
+    `rewind_undo`: its last rewind can still be undone)."""
     return {
         "id": info.id,
         "agent": info.agent_id,
@@ -57,6 +58,7 @@ def info_to_wire(info: Info, *, live: bool = False, live_on: str | None = None,
         "live": live,
         "liveOn": live_on,
         "turns": turns,
+        "rewindUndo": rewind_undo,
     }
 
 

@@ -97,7 +97,8 @@ def test_changes_list_diff_undo_one_hunk_stale_refusal_and_rewind(workspace, scr
     # Each turn with its prompt and when it started, as the sessions picker shows sessions; b.txt's change was undone:
     # the turn has a.txt left.
     assert picked["labels"] == ["turn 1 · shout lines 2 and 18 · just now — 1 file: a.txt"], picked
-    assert confirmed["labels"] == ["Rewind", "Cancel"] and "before turn 1" in confirmed["prompt"]
+    assert confirmed["labels"] == ["Rewind (:OllieRewind undo puts them back until the next turn)", "Cancel"]
+    assert "before turn 1" in confirmed["prompt"]
     assert result["disk_after_rewind"] == ORIGINAL_A
     assert result["buffer_after_rewind"] == ORIGINAL_A
     assert result["disk_after_rewind_undo"] == result["disk_after_stale"]

@@ -74,11 +74,12 @@ def test_ollie_s_tabs_are_labelled_by_what_they_show_not_by_a_buffer_name(tmp_pa
         tmux.keys(":OllieChanges", "Enter")
         tmux.wait(lambda s: "M  util.py" in s, "the changes list")
         tmux.keys("Enter")
-        # Two tabs: the chat's (the changes list in use), the diff's (the file in use). Bug: "4 o//changes".
+        # Two tabs: the chat's (the changes list in use: a sidebar, the tab named by the file she came from), the
+        # diff's (the file in use). Bug: "4 o//changes", then "4 ollie: changes".
         listed = keep("1-changes-in-use", tmux.wait(lambda s: "before turn 1: util.py" in s
-                                                    and tabline(s).startswith(" 4 ollie: changes  2 util.py "),
+                                                    and tabline(s).startswith(" 4 util.py  2 util.py "),
                                                     "the diff tab and the tab labels"))
-        assert tabline(listed).startswith(" 4 ollie: changes  2 util.py "), tabline(listed)
+        assert tabline(listed).startswith(" 4 util.py  2 util.py "), tabline(listed)
         assert "o//" not in tabline(listed)
         # The chat's input in use: its session's title ("4 o//i/1" before).
         tmux.keys("g", "t", ":OllieChat", "Enter")

@@ -191,6 +191,28 @@ async def test_rewind_and_its_undo_work_across_a_daemon_restart(start_daemon, ll
     assert err.code == -32602 and "no rewind to undo" in err.message
 
 
+async def test_a_rewind_of_every_turn_stays_in_the_session_list_until_undone_after_a_restart(start_daemon, llm,
+                                                                                            tmp_path):
+    """Bug: after a rewind to before turn 1 the emptied session left the list (untitled, no turn): once the editor
+    restarted, nothing reached it, so its rewind could no longer be undone."""
+    llm.script(*edit_two_files())
+    ws = seeded(tmp_path)
+    first = await start(start_daemon, llm, workspace=ws)
+    session = (await first.request("ollie/submit", {"text": "edit them"}))["session"]
+    await first.request("ollie/rewind", {"turn": 1})
+    await first.client.shutdown_session()
+
+    second = await start(start_daemon, llm, workspace=ws)
+    listed = {s["id"]: s for s in (await second.request("ollie/session/list", {}))["sessions"]}
+    assert session in listed, listed
+    assert (listed[session]["title"], listed[session]["turns"], listed[session]["rewindUndo"]) == ("", 0, True)
+    assert (await second.request("ollie/session/load", {"session": session}))["info"]["rewindUndo"] is True
+    await second.request("ollie/rewind", {"session": session, "undo": True})
+    assert (ws / "a.txt").read_text() == EDITED_A and (ws / "b.txt").read_text() == EDITED_B
+    listed = {s["id"]: s for s in (await second.request("ollie/session/list", {}))["sessions"]}
+    assert (listed[session]["turns"], listed[session]["rewindUndo"]) == (1, False), listed[session]
+
+
 async def test_the_history_marks_each_turn_that_changed_files_across_a_restart(start_daemon, llm, tmp_path):
     llm.script(Reply.text("hello"), *edit_two_files(),
                Reply.tool_calls(("execute_code", {"steps": [{"code": "sed -i s/gamma/GAMMA/ b.txt",

@@ -562,7 +562,9 @@ class Review:
     # --- rewind ----------------------------------------------------------------
 
     def _rewind_path(self) -> Path:
-        return self._host.sessions_dir / f"{self._host.session.id}.rewind.json"
+        from ollie.sessions.logindex import rewind_name
+
+        return self._host.sessions_dir / rewind_name(self._host.session.id)
 
     def _drop_rewind(self) -> None:
         # ENOTDIR and the like: no sessions dir, so no backup; the save reports that, the turn goes on.

@@ -6,6 +6,7 @@ Files in the sessions dir, or a PostgreSQL store's rows when OLLIE_STORE names o
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,22 @@ def saved_turns(sessions_dir: Path | str, session_id: str) -> int:
     session count, where its title and directory stay the owner's); 0 for a log no ollie wrote."""
     starts = last_meta(_tail(sessions_dir, session_id, anyone=True)).get("turn_starts")
     return len(starts) if isinstance(starts, list) else 0
+
+
+def rewind_undoable(sessions_dir: Path | str, session_id: str) -> bool:
+    """Whether the session's last rewind can still be undone: its backup (`rewind_name`) is a file of the sessions
+    dir (not followed)."""
+    if not is_valid_session_id(session_id):
+        return False
+    try:
+        return stat.S_ISREG(os.lstat(Path(sessions_dir) / rewind_name(session_id)).st_mode)
+    except OSError:
+        return False
+
+
+def rewind_name(session_id: str) -> str:
+    """The name of a session's rewind backup in the sessions dir: the way back of its last rewind, until a turn."""
+    return f"{session_id}.rewind.json"
 
 
 def meta_and_turns(sessions_dir: Path | str, session_id: str) -> tuple[dict[str, Any], int]:

@@ -38,7 +38,7 @@ vim.cmd("Ollie and a second turn")
 H.wait_chat("second answer")
 H.wait_chat("_%(end%)_.*_%(end%)_")
 vim.ui.select = function(items, _, on_choice)
-  on_choice(vim.tbl_contains(items, "Rewind") and "Rewind" or nil)
+  on_choice(vim.iter(items):find(function(item) return vim.startswith(item, "Rewind") end))
 end
 vim.cmd("OllieRewind 2")
 H.wait(function() return not H.chat.text():find("second answer") end, "the chat to re-render after the rewind")

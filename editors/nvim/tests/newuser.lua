@@ -31,7 +31,7 @@ R.first_chat = H.chat.text()
 vim.cmd("OllieChanges 1")
 H.wait(function() return vim.bo.filetype == "ollie-changes" end, "the changes list")
 vim.ui.select = function(items, _, on_choice)
-  on_choice(vim.tbl_contains(items, "Rewind") and "Rewind" or nil)
+  on_choice(vim.iter(items):find(function(item) return vim.startswith(item, "Rewind") end))
 end
 vim.cmd("OllieRewind 1")
 -- The daemon puts the open buffer back too (the edit went there, unsaved).

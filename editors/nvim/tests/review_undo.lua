@@ -90,7 +90,7 @@ H.results.disk_after_stale = vim.fn.readfile("a.txt")
 
 -- :OllieRewind: pick the turn, confirm; the files go back to before it.
 U.answer_select(function(item, label)
-  return label:find("turn 1", 1, true) ~= nil or item == "Rewind"
+  return label:find("turn 1", 1, true) ~= nil or type(item) == "string" and vim.startswith(item, "Rewind (")
 end)
 vim.cmd("OllieRewind")
 U.wait(function() return notified("rewound to before turn 1") end, "the rewind")

@@ -206,7 +206,7 @@ end
 ---@param method string
 ---@param params table
 ---@param id string|nil
----@param note (fun(res: table): string)|nil what the chat says once it shows the session
+---@param note (fun(res: table): string|nil)|nil what the chat says once it shows the session (nil: nothing)
 local function switch_by(c, method, params, id, note)
   c:hold()
   client.request(method, params, function(err, res)
@@ -216,7 +216,8 @@ local function switch_by(c, method, params, id, note)
       notify(err_text(err), vim.log.levels.WARN)
       return c:redraw()
     end
-    c:switch(id or res.session, note and function() c.transcript:note(note(res), "OllieTurnEnd") end, last_result(res))
+    local said = note and note(res)
+    c:switch(id or res.session, said and function() c.transcript:note(said, "OllieTurnEnd") end, last_result(res))
   end)
 end
 
@@ -236,7 +237,11 @@ function M.load_session(id)
   if not c then
     return
   end
-  switch_by(c, "ollie/session/load", { session = id }, id)
+  -- A session a rewind emptied is listed for its undo (pickers.session_label): the chat says how.
+  switch_by(c, "ollie/session/load", { session = id }, id, function(res)
+    return type(res.info) == "table" and res.info.rewindUndo == true
+      and ":OllieRewind undo puts back what this session's last rewind took (its turns and files)" or nil
+  end)
 end
 
 ---:OllieFork [turn]: a new session that goes on from a copy of this chat's conversation, up to the end of turn

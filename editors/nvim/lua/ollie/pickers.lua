@@ -72,7 +72,9 @@ local function shown(text) return require("ollie.permission").shown_path(text) e
 ---@param current string|nil the session the chat shows
 ---@return string
 function M.session_label(s, current)
-  local title = (type(s.title) == "string" and s.title ~= "") and shown(s.title) or "(no prompt yet)"
+  -- A rewind of every turn untitles the session: listed while the rewind can be undone, which is what it is for.
+  local untitled = s.rewindUndo == true and "(rewound: :OllieRewind undo puts it back)" or "(no prompt yet)"
+  local title = (type(s.title) == "string" and s.title ~= "") and shown(s.title) or untitled
   local parts = {}
   if s.agent and s.agent ~= "default" then
     table.insert(parts, s.agent)

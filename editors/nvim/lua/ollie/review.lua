@@ -175,7 +175,7 @@ local function list_buffer()
   end
   buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_name(buf, "ollie://changes")
-  vim.b[buf].ollie_label = "ollie: changes" -- its tab's label (tabline.lua)
+  vim.b[buf].ollie_sidebar = true -- its tab is labelled by her file or the chat, not by the list (tabline.lua)
   vim.bo[buf].filetype = "ollie-changes"
   vim.bo[buf].bufhidden = "hide"
   local k = keys()
@@ -621,10 +621,11 @@ local function do_rewind(params)
   end)
 end
 
----Rewind to before turn `n` after confirmation.
+---Rewind to before turn `n` after confirmation. The undo is said in the choice: the question and each choice fit
+---80 columns (Neovim's own select wrapped a longer line mid-sentence, the rest starting with a space).
 local function rewind_to(n)
-  confirm(string.format("Rewind to before turn %d? Its file changes and its messages go (:OllieRewind undo "
-    .. "puts them back until the next turn)", n), "Rewind", function() do_rewind({ turn = n }) end)
+  confirm(string.format("Rewind to before turn %d? Its file changes and its messages go.", n),
+    "Rewind (:OllieRewind undo puts them back until the next turn)", function() do_rewind({ turn = n }) end)
 end
 
 ---:OllieRewind: pick a turn (or `n`, or `undo`), confirm, rewind files and conversation to before it.

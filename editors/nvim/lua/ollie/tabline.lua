@@ -1,6 +1,7 @@
 -- Tab labels for a user with Neovim's default tabline: a tab whose window in use shows one of ollie's buffers is
--- labelled by what it is ("ollie: fix the login test", "ollie: changes"), any other as Neovim labels it. Neovim's own
--- label is that buffer's name shortened as a path: "o//changes", "o//i/1".
+-- labelled by what it is ("ollie: fix the login test", "ollie: after Edit app.py: app.py"), any other as Neovim labels
+-- it. Neovim's own label is that buffer's name shortened as a path: "o//s/a/app.py", "o//i/1". A sidebar (the changes
+-- list) in use names no tab: the window she came from does.
 local M = {}
 
 local MAX_TITLE = 30
@@ -12,7 +13,7 @@ local function esc(text)
 end
 
 ---What one of ollie's buffers shows, for its tab's label (nil: not ollie's): the chat's session title, or the
----buffer's own label (`b:ollie_label`: the changes list, a diff's "before" side).
+---buffer's own label (`b:ollie_label`: a diff's "before" side).
 ---@param buf integer
 ---@return string|nil
 function M.label_of(buf)
@@ -46,6 +47,35 @@ local function default_name(buf)
   return kinds[vim.bo[buf].buftype] or "[No Name]"
 end
 
+---Whether `win` is a window a tab is named by: not floating, not a sidebar (`b:ollie_sidebar`: the changes list).
+---@param win integer
+---@return boolean
+local function names_tab(win)
+  return vim.api.nvim_win_get_config(win).relative == "" and not vim.b[vim.api.nvim_win_get_buf(win)].ollie_sidebar
+end
+
+---The window a tab is named by: the one in use, or, a sidebar in use, the one she came from (else the tab's first
+---that is not a sidebar), as other plugins' sidebars leave their tab's label to her file or the chat.
+---@param tab integer
+---@return integer
+local function main_window(tab)
+  local win = vim.api.nvim_tabpage_get_win(tab)
+  if names_tab(win) then
+    return win
+  end
+  local number = vim.api.nvim_tabpage_get_number(tab)
+  local came = vim.fn.win_getid(vim.fn.tabpagewinnr(number, "#"), number)
+  if came ~= 0 and names_tab(came) then
+    return came
+  end
+  for _, other in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+    if names_tab(other) then
+      return other
+    end
+  end
+  return win
+end
+
 ---One tab's label as Neovim draws it (its windows' count, "+" when one has changes, a name), ollie's name for its
 ---buffers.
 ---@param tab integer
@@ -58,7 +88,7 @@ function M.label(tab)
       modified = modified or vim.bo[vim.api.nvim_win_get_buf(win)].modified
     end
   end
-  local buf = vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_get_win(tab))
+  local buf = vim.api.nvim_win_get_buf(main_window(tab))
   local prefix = (count > 1 and tostring(count) or "") .. (modified and "+" or "")
   return (prefix ~= "" and (prefix .. " ") or "") .. (M.label_of(buf) or default_name(buf))
 end

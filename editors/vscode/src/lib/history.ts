@@ -358,8 +358,10 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
     const id = typeof info.id === "string" ? info.id : typeof info.session === "string" ? info.session : undefined;
     if (!id) continue;
     const title = typeof info.title === "string" ? info.title.trim() : "";
-    // A session nobody named and that never ran a turn holds nothing to go back to.
-    if (!title && !info.lastTurnResult && id !== current) continue;
+    // A session nobody named and that never ran a turn holds nothing to go back to, unless a rewind of every turn
+    // emptied it and can still be undone (`rewindUndo`): listed for that undo, after a restart too.
+    const rewound = !title && info.rewindUndo === true;
+    if (!title && !info.lastTurnResult && !rewound && id !== current) continue;
     const when = relativeTime(info.lastActive ?? info.createdAt, now);
     const agent = typeof info.agent === "string" ? info.agent : "";
     // As Neovim's picker and the terminal's /sessions: two sessions of one title made in one minute differ by it.
@@ -372,7 +374,7 @@ export function historyEntries(sessions: unknown, current: string | undefined, n
       id,
       title,
       // A teammate's title is hers (shared sessions): drawn escaped, as any other party's text.
-      label: shownPath(title) || "Untitled session",
+      label: shownPath(title) || (rewound ? "Rewound session (/rewind undo in its chat puts it back)" : "Untitled session"),
       description: [id === current ? "current" : "", liveOn ? `live on ${liveOn}` : "", shared, when, turns, agent, info.archived === true ? "archived" : ""]
         .filter(Boolean)
         .join(" · "),

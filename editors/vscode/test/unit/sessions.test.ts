@@ -38,6 +38,10 @@ test("history entries: title (or Untitled), current, when, turns, agent, archive
     { id: "5-e", title: "Fix the parser", label: "Fix the parser", description: "2 h ago · 0 turns", current: false, archived: false },
   ]);
   assert.deepEqual(historyEntries(undefined, undefined, NOW), []);
+  // A rewind of every turn left it untitled with no turn: listed while that rewind can be undone, said as such.
+  const [rewound] = historyEntries([{ id: "7-g", title: "", turns: 0, rewindUndo: true }], undefined, NOW);
+  assert.equal(rewound.label, "Rewound session (/rewind undo in its chat puts it back)");
+  assert.deepEqual(historyEntries([{ id: "7-g", title: "", turns: 0, rewindUndo: false }], undefined, NOW), []);
   // A teammate's shared session is titled by her: a line break and a U+202E in it are drawn escaped.
   const [shared] = historyEntries([{ id: "6-f", title: "Fix\n\u202eparser", lastActive: "2026-11-30T10:00:00Z" }], undefined, NOW);
   assert.equal(shared.label, "Fix\\x0a\\u202eparser");

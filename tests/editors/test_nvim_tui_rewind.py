@@ -1,0 +1,90 @@
+"""A rewind and the changes list in the real Neovim TUI at 80x24 (nvim in tmux, README's `setup({})`): the rewind's
+confirmation, its undo after a restart, the tab labels while the changes list is in use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ollie.testing import Reply
+
+from .test_nvim_tui import Tmux, assert_clean, quit_nvim, start_nvim
+
+SMALL = (80, 24)
+PNG = (800, 480)
+NOTES = "".join(f"line {i}\n" for i in range(1, 6))
+
+
+def one_edit(tmp_path: Path, srv) -> Tmux:
+    """Neovim at 80x24 on notes.txt after turn 1 (the scripted `srv`'s) edited its line 3."""
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["notes.txt", "line 3\n",
+                                                                                         "line three\n"]}]})),
+               Reply.text("Edited three."))
+    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES}, size=SMALL)
+    tmux.wait(lambda s: "line 1" in s, "nvim to start")
+    tmux.keys(":Ollie edit line 3", "Enter")
+    tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "turn 1")
+    return tmux
+
+
+def rewind_all(tmux: Tmux) -> str:
+    """`:OllieRewind 1`: the confirmation's screen (kept), then the rewind confirmed and done."""
+    tmux.keys(":OllieRewind 1", "Enter")
+    asked = tmux.keep("1-confirm", tmux.wait(lambda s: "Type number" in s and "Rewind to before turn 1?" in s,
+                                             "the confirmation"), PNG)
+    tmux.keys("1", "Enter")
+    tmux.wait(lambda s: "rewound to before turn 1" in s, "the rewind")
+    return asked
+
+
+def test_the_rewind_confirmation_fits_80_columns(tmp_path: Path, scripted_llm):
+    # Bug: its question was 110 characters: Neovim's select wrapped it mid-sentence, " puts them back until the
+    # next turn)" a line of its own starting with a space.
+    with one_edit(tmp_path, scripted_llm("openai")) as tmux:
+        asked = rewind_all(tmux).splitlines()
+        start = next(i for i, line in enumerate(asked) if line.startswith("Rewind to before turn 1?"))
+        end = next(i for i, line in enumerate(asked) if line.startswith("Type number"))
+        shown = asked[start:end]
+        assert not [line for line in shown if line.startswith(" ")], "\n".join(asked)
+        assert [line.rstrip() for line in shown] == [
+            "Rewind to before turn 1? Its file changes and its messages go.",
+            "1: Rewind (:OllieRewind undo puts them back until the next turn)", "2: Cancel"], "\n".join(asked)
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES
+        assert_clean(tmux.screens)
+
+
+def test_a_rewind_of_every_turn_is_undone_after_a_restart_from_ollie_sessions(tmp_path: Path, scripted_llm):
+    # Bug: the emptied session was gone from :OllieSessions (untitled, no turn), so after a new Neovim nothing
+    # reached it: the rewind she may want to undo was out of reach.
+    srv = scripted_llm("openai")
+    tmux = one_edit(tmp_path, srv)
+    rewind_all(tmux)
+    quit_nvim(tmux, tmp_path)
+    # Her file as the rewind left it (start_nvim writes it): the new Neovim is on the same workspace.
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES}, size=SMALL) as tmux:
+        tmux.wait(lambda s: "line 1" in s, "nvim to start again")
+        tmux.keys(":OllieSessions", "Enter")
+        listed = tmux.keep("2-sessions", tmux.wait(lambda s: "Type number" in s, "the sessions to pick from"), PNG)
+        [line] = [line for line in listed.splitlines() if "rewound" in line]
+        assert line.startswith("1: (rewound: :OllieRewind undo puts it back) · "), listed
+        tmux.keys("1", "Enter")
+        tmux.keep("3-loaded", tmux.wait(lambda s: ":OllieRewind undo puts back what" in s,
+                                        "the rewound session's chat, saying how to undo its rewind"), PNG)
+        tmux.keys("Escape", ":OllieRewind undo", "Enter")
+        tmux.wait(lambda s: "Type number" in s and "Undo the last rewind" in s, "the undo's confirmation")
+        tmux.keys("1", "Enter")
+        tmux.keep("4-undone", tmux.wait(lambda s: "rewind undone" in s and "line three" in s and "Edited three." in s,
+                                        "turn 1 back, in the file and the chat"), PNG)
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
+        assert_clean(tmux.screens)
+
+
+def test_the_changes_list_in_use_leaves_its_tab_named_by_the_file(tmp_path: Path, scripted_llm):
+    # Bug: with the cursor in the :OllieChanges list, her own tab read "ollie: changes", as if the list were the tab.
+    with one_edit(tmp_path, scripted_llm("openai")) as tmux:
+        tmux.keys(":OllieChanges", "Enter")
+        tmux.wait(lambda s: "M  notes.txt" in s, "the changes list")
+        tmux.keys("Enter")  # the diff in a tab of its own: the tabline shows both tabs
+        tabs = tmux.keep("1-tabs", tmux.wait(lambda s: "before turn 1" in s and s.startswith(" "), "two tabs"),
+                         PNG).splitlines()[0]
+        assert "changes" not in tabs and tabs.startswith(" 4 notes.txt  2 notes.txt "), tabs
+        assert_clean(tmux.screens)
