@@ -21,6 +21,7 @@ from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.childenv import EDITOR_COPY_ENV
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
 from ollie.tools.execute.languages import with_env
+from ollie.tools.execute.sandboxnotes import outside_note
 from ollie.tools.execute.tool import ToolNameError, ToolScript, find_script
 
 if TYPE_CHECKING:  # the call machinery loads with the first call (server.py)
@@ -73,12 +74,17 @@ class DocumentBridge:
         path = self.target(call, script, ctx.runner.cwd)
         if path is None or self.documents is None:
             return None
+        writes = script.name != "file_read"
+        # The copy sits in the session's TMPDIR, which its every step reads (a read-only tool run beside this one
+        # printed it), from before the tool's own check: a path the policy keeps from steps runs on the disk alone,
+        # where that check and Landlock refuse it (red team round 67).
+        if ctx.policy is not None and await asyncio.to_thread(outside_note, ctx.policy, str(path), write=writes):
+            return None
         got = await self.documents.text(path)
         if got is None:
             self.seen.pop(path, None)
             return None
         text, version = got
-        writes = script.name != "file_read"
         if writes and self.stale(path, text, version):
             return Section(label, RunOutcome(error=f"{script.name}: {path}: {STALE}"))
         # A whole-file write of a document it never saw (or saw in turns a rewind cut) would drop the user's unsaved
