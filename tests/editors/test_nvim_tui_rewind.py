@@ -1,5 +1,6 @@
 """A rewind and the changes list in the real Neovim TUI at 80x24 (nvim in tmux, README's `setup({})`): the rewind's
-confirmation, its undo after a restart, the tab labels while the changes list is in use."""
+confirmation, its undo after a restart and while a picked session loads, the tab labels while the changes list is in
+use, the question to undo a turn's only file with a long path."""
 
 from __future__ import annotations
 
@@ -108,4 +109,24 @@ def test_undoing_the_only_file_of_a_turn_asks_within_80_columns_with_a_long_path
         tmux.keys("1", "Enter")
         tmux.wait(lambda s: "ollie: undone: all changes to src/" in s, "the undo")
         assert (tmp_path / "ws" / name).read_text() == NOTES
+        assert_clean(tmux.screens)
+
+
+def test_a_rewind_undo_typed_while_a_picked_session_loads_undoes_that_session_s_rewind(tmp_path: Path, scripted_llm):
+    # Bug: a session picked in :OllieSessions, then `:OllieRewind undo` typed (all at once, as typeahead) before its
+    # load ended: the undo went to the chat's previous session, "no rewind to undo", and hers stayed rewound.
+    srv = scripted_llm("openai")
+    with one_edit(tmp_path, srv) as tmux:
+        rewind_all(tmux)
+        srv.script(Reply.text("Hi there."))
+        tmux.keys(":OllieNew", "Enter", ":Ollie say hi", "Enter")
+        tmux.wait(lambda s: "Hi there." in s and "(end)" in s, "a turn in a new session")
+        tmux.keys("Escape", ":OllieSessions", "Enter")
+        listed = tmux.keep("1-sessions", tmux.wait(lambda s: "Type number" in s and "rewound" in s, "the sessions"))
+        [line] = [line for line in listed.splitlines() if "rewound" in line]
+        tmux.keys(line.split(":", 1)[0], "Enter", "Escape", ":OllieRewind undo", "Enter", "1", "Enter")
+        done = tmux.keep("2-undone", tmux.wait(lambda s: "rewind undone" in s or "no rewind" in s, "the undo"), PNG)
+        assert "rewind undone" in done and "no rewind" not in done, done
+        tmux.wait(lambda s: "line three" in s and "Edited three." in s, "turn 1 back, in the file and the chat")
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
         assert_clean(tmux.screens)

@@ -646,8 +646,8 @@ function M.rewind(arg)
     rewind_to(tonumber(arg) --[[@as integer]])
     return
   end
-  local session = requests.session()
   requests.call("ollie/changes", {}, function(last)
+    local session = requests.session() -- the one asked (after a switch in flight: the one switched to)
     if last.turn == nil or last.turn == vim.NIL then
       requests.notify("no turn to rewind yet")
       return
