@@ -242,14 +242,11 @@ class OllieAgent:
                 # Sessions nobody typed in (one per start) are not worth listing, as in the daemon's session list.
                 options = ListOptions(limit=LIST_PAGE, after=after, exclude_unused=True)
                 page, after = await self._records.run(self._records.page, options)
-                saved = await asyncio.to_thread(_cwds_and_turns, [i.id for i in page])
+                listed = await asyncio.to_thread(_listed_cwds, page)
             for index, info in enumerate(page):
-                where, turns = saved.get(info.id, ("", 0))
-                # One rule with the daemon's list and the terminal's /sessions: untitled with no turn (a rewind of
-                # every turn) is nothing to resume.
-                if (want is None or where == want) and (info.title or turns):
+                if info.id in listed and (want is None or listed[info.id] == want):
                     stamp = info.last_active or info.created_at
-                    sessions.append(SessionInfo(session_id=info.id, cwd=where or str(Path.cwd()),
+                    sessions.append(SessionInfo(session_id=info.id, cwd=listed[info.id] or str(Path.cwd()),
                                                 title=_listed_title(info, self._records.user),
                                                 updated_at=stamp.isoformat() if stamp else None))
                 if len(sessions) == LIST_PAGE:
@@ -437,11 +434,16 @@ async def _directory(cwd: str) -> Path:
         raise RequestError.invalid_params({"cwd": str(exc)}) from None
 
 
-def _cwds_and_turns(session_ids: list[str]) -> dict[str, tuple[str, int]]:
-    """The directory each saved session keeps in its meta ("" when it has none), and how many turns it has had."""
+def _listed_cwds(page: list[Info]) -> dict[str, str]:
+    """The directory each session of the page worth listing (`logindex.worth_listing`, the one rule of every session
+    list) keeps in its meta ("" when it has none)."""
     store = sessions_dir()
-    return {sid: (str(meta.get("cwd") or ""), turns)
-            for sid, (meta, turns) in ((sid, logindex.meta_and_turns(store, sid)) for sid in session_ids)}
+    listed = {}
+    for info in page:
+        meta, turns = logindex.meta_and_turns(store, info.id)
+        if logindex.worth_listing(store, info.id, titled=bool(info.title), turns=turns):
+            listed[info.id] = str(meta.get("cwd") or "")
+    return listed
 
 
 def _commands() -> list[AvailableCommand]:

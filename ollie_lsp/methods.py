@@ -522,7 +522,7 @@ async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
 async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
     from ollie.sessions.cursor import from_cursor, to_cursor  # not a first token's
-    from ollie.sessions.logindex import rewind_undoable, saved_turns
+    from ollie.sessions.logindex import rewind_undoable, saved_turns, worth_listing
     records = ls.table.records
     with invalid_params("cursor"):
         after = from_cursor(p.cursor)
@@ -533,12 +533,12 @@ async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
     elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
     # What tells two sessions of one title apart, as the terminal's /sessions: each log's end read, off the loop.
     turns = await asyncio.to_thread(lambda: {i.id: saved_turns(sessions_dir(), i.id) for i in infos})
-    # Untitled with no turn (a rewind of every turn) is nothing to resume, as in the terminal's /sessions, unless
-    # that rewind can still be undone: it is the way back to it (after a restart too), listed as such.
-    undo = await asyncio.to_thread(lambda: {i.id for i in infos if rewind_undoable(sessions_dir(), i.id)})
+    # The one rule of every session list (an emptied one listed while its rewind can be undone, as such).
+    shown, undo = await asyncio.to_thread(lambda: (
+        [i for i in infos if worth_listing(sessions_dir(), i.id, titled=bool(i.title), turns=turns[i.id])],
+        {i.id for i in infos if rewind_undoable(sessions_dir(), i.id)}))
     return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id),
-                                      turns=turns[i.id], rewind_undo=i.id in undo)
-                         for i in infos if i.title or turns[i.id] or i.id in undo],
+                                      turns=turns[i.id], rewind_undo=i.id in undo) for i in shown],
             "nextCursor": to_cursor(last) if last is not None else None}
 
 

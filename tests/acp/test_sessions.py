@@ -234,8 +234,9 @@ async def test_list_reports_each_sessions_cwd_and_filters_by_it(shared_agent, ll
     assert caught.value.code == -32602
 
 
-async def test_list_leaves_out_a_session_a_rewind_of_every_turn_emptied(shared_agent, llm) -> None:
-    # Bug: listed untitled with no turn, where the daemon's ollie/session/list and the terminal's /sessions leave it out.
+async def test_list_keeps_a_session_a_rewind_of_every_turn_emptied_while_it_can_be_undone(shared_agent, llm) -> None:
+    # Bug: left out (untitled, no turn) where the daemon's ollie/session/list keeps it while its rewind can be undone:
+    # the only way back to it.
     agent = await shared_agent()
     llm.script(Reply.text("one"), Reply.text("two"))
     emptied, kept = await agent.new(), await agent.new()
@@ -244,7 +245,11 @@ async def test_list_leaves_out_a_session_a_rewind_of_every_turn_emptied(shared_a
     await agent.prompt(emptied, "/rewind")
     assert "rewound to before turn 1" in agent.client.text(emptied), agent.client.text(emptied)
     listed = {s.session_id for s in (await asyncio.wait_for(agent.conn.list_sessions(), 30)).sessions}
-    assert kept in listed and emptied not in listed, listed
+    assert kept in listed and emptied in listed, listed
+    await agent.prompt(emptied, "/rewind undo")
+    assert "rewind undone: turn 1 back" in agent.client.text(emptied), agent.client.text(emptied)
+    titles = {s.session_id: s.title for s in (await asyncio.wait_for(agent.conn.list_sessions(), 30)).sessions}
+    assert titles[emptied] == "write a haiku", titles
 
 
 async def test_list_pages_past_session_records_no_ollie_wrote(start_agent, llm) -> None:

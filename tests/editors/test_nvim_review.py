@@ -452,7 +452,7 @@ def test_undoing_a_turn_s_only_file_asks_first_and_the_list_says_the_turn_s_chan
     result = run_scenario("review_only_file", workspace, srv)
     [asked] = result["cancelled"]
     assert asked["labels"] == ["Undo all", "Cancel"], asked
-    assert asked["prompt"] == "Undo all of turn 1's changes (b.txt, the only file it changed)?", asked
+    assert asked["prompt"] == "Undo all of turn 1's changes (all in b.txt)?", asked
     assert result["files_after_cancel"] == 1, "a cancelled undo undoes nothing"
     assert len(result["confirmed"]) == 1
     assert result["b_after_undo"] == ["alpha", "beta"]

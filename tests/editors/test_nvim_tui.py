@@ -178,6 +178,7 @@ def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size:
     again = ws.exists()  # Neovim started again (after a quit) in the same workspace
     (ws / ".git").mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
     init = tmp_path / "init.lua"
     init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n{init_lua}')

@@ -118,7 +118,7 @@ def test_a_file_undone_whole_after_a_format_on_save_is_no_longer_listed_though_t
     with formatted_turn(tmp_path, scripted_llm) as tmux:
         tmux.wait(lambda s: "now: notes.txt" in s, "turn 1's diff")
         tmux.keys("d", "U")
-        tmux.wait(lambda s: "the only file it changed" in s, "the question")
+        tmux.wait(lambda s: "changes (all in notes.txt)?" in s, "the question")
         tmux.keys("1", "Enter")
         tmux.keep("1-undone", tmux.wait(lambda s: "undone: all changes to notes.txt" in s, "the undo"))
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES  # before the turn, as her formatter saves it
@@ -316,7 +316,7 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         tmux.wait(lambda s: "Noted." in s, "turn 2")
         changes(tmux, "turn 2 changed 1 file", "4-noted")
         tmux.keys("d", "U")
-        tmux.wait(lambda s: "Undo all of turn 2's changes (notes.md, the only file it changed)?" in s, "the question")
+        tmux.wait(lambda s: "Undo all of turn 2's changes (all in notes.md)?" in s, "the question")
         tmux.keys("1", "Enter")
         # The list drawn again once the daemon answered (the model told of the undo then: the next prompt has it).
         tmux.wait(lambda s: "turn 2's changes are all undone" in s, "notes.md undone")

@@ -1,8 +1,10 @@
 """A rewind and the changes list in the real Neovim TUI at 80x24 (nvim in tmux, README's `setup({})`): the rewind's
-confirmation, its undo after a restart, the tab labels while the changes list is in use."""
+confirmation, its undo after a restart and while a picked session loads, the tab labels while the changes list is in
+use, the question to undo a turn's only file with a long path."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ollie.testing import Reply
@@ -14,12 +16,12 @@ PNG = (800, 480)
 NOTES = "".join(f"line {i}\n" for i in range(1, 6))
 
 
-def one_edit(tmp_path: Path, srv) -> Tmux:
-    """Neovim at 80x24 on notes.txt after turn 1 (the scripted `srv`'s) edited its line 3."""
-    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["notes.txt", "line 3\n",
+def one_edit(tmp_path: Path, srv, name: str = "notes.txt") -> Tmux:
+    """Neovim at 80x24 on `name` after turn 1 (the scripted `srv`'s) edited its line 3."""
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "line 3\n",
                                                                                          "line three\n"]}]})),
                Reply.text("Edited three."))
-    tmux = start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES}, size=SMALL)
+    tmux = start_nvim(tmp_path, srv.env(), {name: NOTES}, size=SMALL)
     tmux.wait(lambda s: "line 1" in s, "nvim to start")
     tmux.keys(":Ollie edit line 3", "Enter")
     tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "turn 1")
@@ -87,4 +89,44 @@ def test_the_changes_list_in_use_leaves_its_tab_named_by_the_file(tmp_path: Path
         tabs = tmux.keep("1-tabs", tmux.wait(lambda s: "before turn 1" in s and s.startswith(" "), "two tabs"),
                          PNG).splitlines()[0]
         assert "changes" not in tabs and tabs.startswith(" 4 notes.txt  2 notes.txt "), tabs
+        assert_clean(tmux.screens)
+
+
+def test_undoing_the_only_file_of_a_turn_asks_within_80_columns_with_a_long_path(tmp_path: Path, scripted_llm):
+    # Bug: "Undo all of turn 1's changes (<path>, the only file it changed)?" went past 80 columns with a long path:
+    # Neovim's select wrapped it mid-word. Its path's middle goes now, its start and file name kept, in fewer words.
+    name = "src/components/dashboard/widgets/charts/timeseries/renderers/canvas_line_renderer.py"
+    with one_edit(tmp_path, scripted_llm("openai"), name) as tmux:
+        tmux.keys(":OllieChanges", "Enter")
+        tmux.wait(lambda s: "(+1 -1, 1 hunk)" in s, "the changes list")
+        tmux.keys("d", "U")
+        asked = tmux.keep("1-question", tmux.wait(lambda s: "Type number" in s and "Undo all of turn 1" in s,
+                                                  "the question"), PNG).splitlines()
+        start = next(i for i, line in enumerate(asked) if line.startswith("Undo all of turn 1's changes (all in "))
+        assert asked[start + 1:start + 3] == ["1: Undo all", "2: Cancel"], "\n".join(asked)
+        assert re.fullmatch(r"Undo all of turn 1's changes \(all in src/comp[a-z]*…[a-z_/]*/canvas_line_renderer\.py\)\?",
+                            asked[start].rstrip()), "\n".join(asked)
+        tmux.keys("1", "Enter")
+        tmux.wait(lambda s: "ollie: undone: all changes to src/" in s, "the undo")
+        assert (tmp_path / "ws" / name).read_text() == NOTES
+        assert_clean(tmux.screens)
+
+
+def test_a_rewind_undo_typed_while_a_picked_session_loads_undoes_that_session_s_rewind(tmp_path: Path, scripted_llm):
+    # Bug: a session picked in :OllieSessions, then `:OllieRewind undo` typed (all at once, as typeahead) before its
+    # load ended: the undo went to the chat's previous session, "no rewind to undo", and hers stayed rewound.
+    srv = scripted_llm("openai")
+    with one_edit(tmp_path, srv) as tmux:
+        rewind_all(tmux)
+        srv.script(Reply.text("Hi there."))
+        tmux.keys(":OllieNew", "Enter", ":Ollie say hi", "Enter")
+        tmux.wait(lambda s: "Hi there." in s and "(end)" in s, "a turn in a new session")
+        tmux.keys("Escape", ":OllieSessions", "Enter")
+        listed = tmux.keep("1-sessions", tmux.wait(lambda s: "Type number" in s and "rewound" in s, "the sessions"))
+        [line] = [line for line in listed.splitlines() if "rewound" in line]
+        tmux.keys(line.split(":", 1)[0], "Enter", "Escape", ":OllieRewind undo", "Enter", "1", "Enter")
+        done = tmux.keep("2-undone", tmux.wait(lambda s: "rewind undone" in s or "no rewind" in s, "the undo"), PNG)
+        assert "rewind undone" in done and "no rewind" not in done, done
+        tmux.wait(lambda s: "line three" in s and "Edited three." in s, "turn 1 back, in the file and the chat")
+        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
         assert_clean(tmux.screens)

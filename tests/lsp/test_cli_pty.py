@@ -241,6 +241,25 @@ def test_a_turn_that_changed_files_says_so_and_how_to_review_and_undo(llm, tmp_p
     assert undo.returncode == 0 and (tmp_path / "calc.py").read_text() == BROKEN_ADD, undo
 
 
+def test_sessions_and_resume_keep_a_session_a_rewind_of_every_turn_emptied_while_it_can_be_undone(llm, tmp_path):
+    # Bug: /sessions said "no saved sessions" (and /resume, `ollie -c` had none) after /rewind emptied the only one,
+    # where the daemon's list keeps it while that rewind can be undone: the way back to it after a restart.
+    llm.script(Reply.text("A haiku."))
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+        at = term.wait_for(r"default> ")
+        term.type("write a haiku")
+        at = term.wait_for(r"A haiku\.\n", after=at)
+        at = term.answer("/rewind", r"rewound to before turn 1[^\n]*\n", after=at)
+        at = term.answer("/sessions", r"sessions \(1\):\n(.*)\n(.*)\n", after=at)
+        lines = term.text.rsplit("sessions (1):\n", 1)[1].splitlines()[:2]
+        assert lines[0].startswith("* ") and " · 0 turns · " in lines[1], lines
+        at = term.answer("/resume", r"sessions started in\s+\S+ \(1\):\n 1\. \* .*\n.* 0 turns ", after=at)
+        at = term.answer("", r"resume which\?[^\n]*\n+default> ", after=at)
+        assert term.close() == 0
+    again = run_ollie(["-c", "-p", "/rewind undo", "--cwd", str(tmp_path)], env=llm.env())
+    assert again.returncode == 0 and "rewind undone: turn 1 back" in again.stdout + again.stderr, again
+
+
 def test_a_rewind_of_a_generated_tree_names_ten_files_and_counts_the_rest(llm, tmp_path):
     # A step that generated 1,000 files: /rewind and its undo named every one, 170 rows of a 60-column terminal.
     code = "mkdir gen && cd gen && seq -w 1000 | xargs touch"

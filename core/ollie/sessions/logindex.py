@@ -74,19 +74,17 @@ def meta_and_turns(sessions_dir: Path | str, session_id: str) -> tuple[dict[str,
     return meta, len(starts) if isinstance(starts, list) else 0
 
 
-def _unused(commit: dict[str, Any]) -> bool:
-    """Whether a saved session's last commit has no message and no title: a start nobody typed in."""
-    meta = commit.get("meta")
-    return commit.get("n") == 0 and not (isinstance(meta, dict) and meta.get("title"))
+def worth_listing(sessions_dir: Path | str, session_id: str, *, titled: bool, turns: int) -> bool:
+    """Whether a saved session is listed, the one rule of every list (the terminal's /sessions and pickers, the
+    daemon's and `ollie acp`'s session lists): titled or with a turn; else (a start nobody typed in, or a rewind of
+    every turn) only while that rewind can still be undone (`rewind_undoable`), the way back to it after a restart."""
+    return titled or turns > 0 or rewind_undoable(sessions_dir, session_id)
 
 
 def saved_metas(sessions_dir: Path | str) -> list[tuple[str, dict[str, Any]]]:
-    """The saved sessions worth listing, oldest first (ids sort by creation time), each with its latest meta
-    (`read_meta`): each log's end read once, for the check and the meta.
-
-    A session with no message and no title is left out (`_unused`): each start of a front end
-    saves one, and one nobody typed in is nothing to resume. `persist.exists` still finds it.
-    """
+    """The saved sessions worth listing (`worth_listing`), oldest first (ids sort by creation time), each with its
+    latest meta (`read_meta`): each log's end read once, for the check and the meta (its message count for the turns:
+    each start of a front end saves one nobody typed in; `persist.exists` still finds it)."""
     url = store_url()
     if url:
         from ollie.sessions.pg import log as pg_log
@@ -94,9 +92,14 @@ def saved_metas(sessions_dir: Path | str) -> list[tuple[str, dict[str, Any]]]:
         ids = sorted((i for i in pg_log.saved_ids(url) if is_valid_session_id(i)), key=lambda s: (len(s), s))
     else:
         ids = list_saved_files(sessions_dir)
-    commits = ((i, last_commit(_tail(sessions_dir, i))) for i in ids)
-    return [(i, dict(meta) if isinstance(meta := commit.get("meta"), dict) else {})
-            for i, commit in commits if not _unused(commit)]
+    listed = []
+    for session_id in ids:
+        commit = last_commit(_tail(sessions_dir, session_id))
+        meta = dict(found) if isinstance(found := commit.get("meta"), dict) else {}
+        # No message, no turn: its message count stands in for its turns (the check is the one of every list).
+        if worth_listing(sessions_dir, session_id, titled=bool(meta.get("title")), turns=int(commit.get("n") != 0)):
+            listed.append((session_id, meta))
+    return listed
 
 
 def list_saved(sessions_dir: Path | str) -> list[str]:

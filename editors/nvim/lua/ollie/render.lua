@@ -215,6 +215,26 @@ function M.fit(text, width, mark)
   return text .. mark
 end
 
+---`text` cut in its middle to `width` display cells, "…" where it was cut: a long path keeps its start and, in two
+---thirds of the room, its end (the file's name).
+---@param text string
+---@param width integer
+---@return string
+function M.fit_middle(text, width)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  local tail, at = "", vim.fn.strchars(text)
+  while at > 0 do
+    local char = vim.fn.strcharpart(text, at - 1, 1)
+    if vim.fn.strdisplaywidth(char .. tail) > math.floor((width - 1) * 2 / 3) then
+      break
+    end
+    tail, at = char .. tail, at - 1
+  end
+  return M.fit(text, width - 1 - vim.fn.strdisplaywidth(tail), "") .. "…" .. tail
+end
+
 ---The foldtext of transcript windows: a step output's first line as it shows, then how many more lines the fold
 ---holds ("… +2 lines"); before, a folded output looked like one of a single line.
 ---@return [string, string][]

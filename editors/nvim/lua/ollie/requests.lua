@@ -409,18 +409,45 @@ end
 ---@param on_result fun(result: table)
 ---@param on_error fun(err: table)|nil
 function M.call(method, params, on_result, on_error)
-  local p = vim.tbl_extend("keep", params or {}, { session = M.session() })
-  require("ollie.client").request(method, next(p) == nil and vim.empty_dict() or p, function(err, result)
-    if err then
-      if on_error then
-        on_error(err)
-      else
-        M.notify(M.err_text(err), vim.log.levels.WARN)
-      end
-      return
+  local function failed(err)
+    if on_error then
+      on_error(err)
+    else
+      M.notify(M.err_text(err), vim.log.levels.WARN)
     end
-    on_result(result or {})
+  end
+  local function send()
+    local p = vim.tbl_extend("keep", params or {}, { session = M.session() })
+    require("ollie.client").request(method, next(p) == nil and vim.empty_dict() or p, function(err, result)
+      if err then
+        return failed(err)
+      end
+      on_result(result or {})
+    end)
+  end
+  if params and params.session then
+    return send()
+  end
+  M.when_drawn(function(why)
+    if why then
+      return failed({ message = "not sent: " .. why })
+    end
+    send()
   end)
+end
+
+---Run `fn()` once this tab's chat shows its session: at once, or, while a switch (or a restart) is in flight, once
+---the session switched to is drawn, so a command typed meanwhile acts on that one (`:OllieRewind undo` typed while a
+---picked session loaded went to the chat's previous session: "no rewind to undo"). `fn(why)` when none came.
+---@param fn fun(why: string|nil)
+function M.when_drawn(fn)
+  local ok, chat = pcall(require, "ollie.chat")
+  local c = ok and chat.get(false) or nil
+  if c and c.redrawing then
+    table.insert(c.redrawing.then_run, fn)
+  else
+    fn()
+  end
 end
 
 return M

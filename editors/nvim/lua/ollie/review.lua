@@ -1,5 +1,6 @@
 -- Review of a turn's changes: the changed-files list (:OllieChanges), a before ↔ after diff per file with
 -- undo per hunk or per file (ollie/review/undo), and :OllieRewind (ollie/rewind).
+local render = require("ollie.render")
 local requests = require("ollie.requests")
 local turn_list = require("ollie.turns")
 local shown_path = require("ollie.permission").shown_path
@@ -95,8 +96,12 @@ end
 ---@param path string
 local function undo_file(path)
   if left() == 1 and find(path) then
-    confirm(string.format("Undo all of turn %d's changes (%s, the only file it changed)?", M.current.turn,
-      vim.fn.strtrans(path)), "Undo all", function() M.undo(path, nil) end)
+    -- On one line of the screen (80 columns): short words, and a long path's middle goes (Neovim's select wrapped
+    -- "(<path>, the only file it changed)" mid-word).
+    local asked = "Undo all of turn %d's changes (all in %s)?"
+    local room = vim.o.columns - 1 - vim.fn.strdisplaywidth(string.format(asked, M.current.turn, ""))
+    confirm(string.format(asked, M.current.turn, render.fit_middle(vim.fn.strtrans(path), math.max(room, 20))),
+      "Undo all", function() M.undo(path, nil) end)
     return
   end
   M.undo(path, nil)
@@ -641,8 +646,8 @@ function M.rewind(arg)
     rewind_to(tonumber(arg) --[[@as integer]])
     return
   end
-  local session = requests.session()
   requests.call("ollie/changes", {}, function(last)
+    local session = requests.session() -- the one asked (after a switch in flight: the one switched to)
     if last.turn == nil or last.turn == vim.NIL then
       requests.notify("no turn to rewind yet")
       return
