@@ -135,8 +135,8 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
       refused, the buffer keeps the user's text (unsaved) and the disk the step's change. Screenshot: behind.
     - savesafe: c.py changed on disk outside the agent's steps (a `git checkout` in a terminal) while the extension
       host was too busy to hear of it in time, then the agent edited c.py: the edit stays in the buffer, unsaved, the
-      disk keeps the checkout, the chat and a warning (in the Notifications center: its toast hides) say so.
-      Screenshot: savesafe.
+      disk keeps the checkout, the chat and a warning (in the Notifications center: its toast hides) say so, the step
+      done with a warning that says to merge and save or reload (it was a red failed step). Screenshot: savesafe.
     - dailyloop: the turn edits calc.py in its buffer, the daemon has it saved, the tests run the fix and pass;
       notes.txt, with the user's unsaved line, stays unsaved. Under `ask` each allowed edit's diff shows once, and a
       program's approval question shows its code whole (it showed the first line), a long line wrapped in the card
@@ -158,7 +158,7 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
         ("samebytes", "the chat told the user their unsaved line was saved with the edit"),
         ("samebytes", "undo in the editor took back the agent's edit alone"),
         ("behind", "the agent's edit refused, the buffer and the disk both kept"),
-        ("savesafe", "the agent's edit stays in the buffer, unsaved, and both are told"),
+        ("savesafe", "the agent's edit stays in the buffer, unsaved, and both are told, the step done with a warning"),
         ("dailyloop", "edit then test: calc.py was edited in its buffer and saved"),
         ("dailyloop", "each allowed edit's diff is shown once"),
         ("dailyloop", "a program's question showed its code whole"),

@@ -45,8 +45,9 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
     turn's end, shows it once (it showed twice). A rewind that leaves an open buffer she typed in since the turn's edit
     as it is says so (it said "1 file restored" alone, and her save wrote the edit back: rewind-kept-buffer), again
     after Undo Rewind (the undo lost the turn's buffer edit: rewind-again-kept-buffer), `/rewind` typed in the chat too
-    (rewind-kept-buffer-command). `/rewind undo` after a Restart puts the agent's edit back in the buffer a rewind took
-    it out of, her typing kept (it was lost unsaid: rewind-undone-after-restart). The Rewind pick of a session longer
+    (rewind-kept-buffer-command). The palette's Undo Rewind after a Restart (no notification left to offer it: there
+    was no such command) puts the agent's edit back in the buffer a rewind took it out of, her typing kept (it was lost
+    unsaid: rewind-undone-after-restart); asked again it says there is no rewind to undo. The Rewind pick of a session longer
     than 30 turns reaches turn 3 (it listed the newest 30: rewind-turn-3-of-many)."""
     shows(run_e2e("restart.mjs", total_ms=200000),
           "a rate-limited request's wait to retry was counted down in the status bar",
@@ -58,7 +59,7 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
           "an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved",
           "a rewind that left an open buffer she had typed in as it was said so",
           "undone and rewound again, it still named that buffer", "/rewind that left it as it was said so too",
-          "/rewind undo after a Restart put the agent's edit back in the buffer, her typing kept",
+          "Undo Rewind after a Restart put the agent's edit back in the buffer, her typing kept; again: no rewind to undo",
           "the Rewind pick of a session of more than 30 turns reached turn 3")
 
 

@@ -8,8 +8,8 @@ import { buildEditorContext, describeEditorContext } from "./lib/editorContext";
 import { HistoryEntry, UNARCHIVE_AND_RESUME, contextToMarkdown, forkNotice, historyEntries, listSessions, readContext, sessionRefusal, unarchiveRefusal } from "./lib/history";
 import { Choices, choicePlaceholder, parseAgentList, parseMcpList, parseModelList, turnNumber } from "./lib/protocol";
 import { DiffDocuments, openDiff } from "./review/diffDocs";
-import { ReviewController, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
-import { rewind } from "./review/rewind";
+import { ReviewController, ReviewHost, hunkArg, lineTargetArg, openFileArgs, uriArg } from "./review/review";
+import { rewind, undoRewind } from "./review/rewind";
 import { setApiKey } from "./secrets";
 import { folderOf, folderPaths } from "./workFolder";
 import { errorText } from "./lib/errors";
@@ -278,6 +278,15 @@ export async function reporting(work: () => Promise<unknown>): Promise<void> {
   }
 }
 
+function reviewHost(parts: Parts): ReviewHost {
+  return { request: (method, params) => parts.conversation.request(method, params), currentSession: () => parts.conversation.session,
+    titleOf: (session) => parts.conversation.titleOf(session) };
+}
+
+function chatReload(parts: Parts): (session: string | undefined) => Promise<void> {
+  return (session) => (session ? parts.conversation.resume(session, true) : parts.conversation.reload());
+}
+
 /** Register every Ollie command; the returned disposables go into the extension's subscriptions. */
 export function registerCommands(parts: Parts): vscode.Disposable[] {
   const handlers: Record<string, (...args: unknown[]) => Promise<unknown>> = {
@@ -293,14 +302,14 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
     "ollie.forkChat": (turn) => forkChat(parts, turn),
     "ollie.switchSession": () => showHistory(parts, "Ollie: Switch Session"),
     "ollie.showHistory": () => showHistory(parts, "Ollie: Session History"),
+    // The chat is read again after the rewind (and after its undo): the turns it cut go from the view.
     "ollie.rewindToTurn": () =>
-      // The chat is read again after the rewind (and after its undo): the turns it cut go from the view.
-      rewind(
-        { request: (method, params) => parts.conversation.request(method, params), currentSession: () => parts.conversation.session,
-          titleOf: (session) => parts.conversation.titleOf(session) },
-        (session) => (session ? parts.conversation.resume(session, true) : parts.conversation.reload()),
-        (session, turn) => parts.review.rewound(session ?? parts.conversation.session, turn),
-      ),
+      rewind(reviewHost(parts), chatReload(parts), (session, turn) => parts.review.rewound(session ?? parts.conversation.session, turn)),
+    // Run as the window opens (after a reload, the way to it): the session the chat brings back, once it is back.
+    "ollie.undoRewind": async () => {
+      await parts.conversation.settled();
+      await undoRewind(reviewHost(parts), chatReload(parts));
+    },
     "ollie.setApiKey": () => setApiKey(parts.secrets, parts.daemon, () => parts.conversation.status.running),
     "ollie.switchModel": () => switchNamed(parts, "model"),
     "ollie.switchAgent": () => switchNamed(parts, "agent"),

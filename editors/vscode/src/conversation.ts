@@ -154,6 +154,13 @@ export class Conversation implements vscode.Disposable {
     );
   }
 
+  /** Once a starting daemon is up and the chat shows the session it brings back (a window reload, a restart): a
+   * command acts on that session then, not on the fresh one the daemon starts with. */
+  async settled(): Promise<void> {
+    await this.daemon.started();
+    await this.settling;
+  }
+
   /** Whether the view waits for a session it shows again (a window reload, a restart), rather than a new chat. */
   get loading(): boolean {
     return this.resuming;

@@ -110,8 +110,9 @@ export function parseToolSteps(raw: unknown): ToolStep[] | undefined {
   return raw.map(parseToolStep).filter((s): s is ToolStep => s !== undefined);
 }
 
-/** A step's status as the chat draws it: the daemon's, or `rejected` for one the user did not allow (not a failure). */
-export type ShownStatus = StepStatus | "rejected";
+/** A step's status as the chat draws it: the daemon's, `rejected` for one the user did not allow (not a failure), or
+ * `in_buffer` for an edit made in an open file's buffer that the editor would not save (`bufferOnlyLine`). */
+export type ShownStatus = StepStatus | "rejected" | "in_buffer";
 
 const STATUS_ICONS: Record<ShownStatus, { icon: string; label: string }> = {
   pending: { icon: "circle-large-outline", label: "pending" },
@@ -119,7 +120,21 @@ const STATUS_ICONS: Record<ShownStatus, { icon: string; label: string }> = {
   completed: { icon: "pass", label: "completed" },
   failed: { icon: "error", label: "failed" },
   rejected: { icon: "circle-slash", label: "rejected by you" },
+  in_buffer: { icon: "warning", label: "done, in the editor only" },
 };
+
+// The first line of the result the engine's file tools give an edit the editor took into its buffer but would not save
+// over a change made on disk (tools/execute/editordocs.py): failed for the model, which must not go on as if the file
+// held it, but the edit was made. A step's own output cannot start the result: it comes under the `[label]` line.
+const BUFFER_ONLY = /^\[[^\n]*\] error: [^\n]*: your edit is in the editor's buffer only, not saved: ([^\n]*?) changed on disk since /;
+
+/** What a failed step whose edit stayed in the editor's buffer (see BUFFER_ONLY) says under its title, done with a
+ * warning: what she does about it; "" for any other result. */
+export function bufferOnlyLine(result: string): string {
+  const file = BUFFER_ONLY.exec(result)?.[1];
+  return file === undefined ? "" : `Edited in the editor only, not saved: ${shownPath(file)} changed on disk since the ` +
+    "editor read it. Merge the two and save it, or reload it from disk.";
+}
 
 // The start of the result the engine gives a step the user answered No (ollie.agent.approval; PROTOCOL.md).
 const USER_REJECTED = "rejected: the user did not allow ";

@@ -1,7 +1,8 @@
 // `Ollie: Rewind`: pick one of the session's turns, confirm, and put the files and the conversation
-// back to before it (`ollie/rewind`); the notification offers to undo it.
+// back to before it (`ollie/rewind`); the notification offers to undo it, as `Ollie: Undo Rewind` does.
 
 import * as vscode from "vscode";
+import { ResponseError } from "vscode-languageclient/node";
 import { ReviewHost } from "./review";
 import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
@@ -63,13 +64,31 @@ export async function rewind(
     `Ollie: rewound to before turn ${done.turn ?? picked.turn} (${restored} file${restored === 1 ? "" : "s"} restored${alsoBuilt}).${left}`,
     "Undo Rewind",
   );
-  if (choice === "Undo Rewind") {
+  if (choice === "Undo Rewind") await undoRewind(host, reload, session);
+}
+
+/** Undo the last rewind of `session` (`Ollie: Undo Rewind`, the rewind's notification): said when there is none to
+ * undo. The palette's command reaches it after a window reload, when that notification is gone. */
+export async function undoRewind(
+  host: ReviewHost,
+  reload: (session: string | undefined) => Promise<void>,
+  session = host.currentSession(),
+): Promise<void> {
+  let done: Rewound;
+  try {
     // The undo puts the turns' edits back in the buffers the rewind reverted; one she typed in since keeps her text.
-    const undone = notInEditor(await host.request<Rewound>("ollie/rewind", withSession({ undo: true })));
-    await reload(session);
-    void (undone ? vscode.window.showWarningMessage : vscode.window.showInformationMessage)(
-      `Ollie: the rewind is undone.${undone ? ` Not in the editor: ${undone}.` : ""}`);
+    done = await host.request<Rewound>("ollie/rewind", { ...(session ? { session } : {}), undo: true });
+  } catch (err) {
+    // The daemon's refusal says why (`undo: no rewind to undo (a turn has run since, or none was made)`).
+    const why = err instanceof ResponseError && err.code === -32602 ? /\bundo: (.+)$/s.exec(err.message)?.[1] : undefined;
+    if (why === undefined) throw err;
+    void vscode.window.showInformationMessage(`Ollie: ${unlinked(why)}.`);
+    return;
   }
+  const undone = notInEditor(done);
+  await reload(session);
+  void (undone ? vscode.window.showWarningMessage : vscode.window.showInformationMessage)(
+    `Ollie: the rewind is undone.${undone ? ` Not in the editor: ${undone}.` : ""}`);
 }
 
 /** The open buffers a rewind (or its undo) left as they were, each with why; "" for none. */

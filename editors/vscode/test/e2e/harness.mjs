@@ -398,7 +398,7 @@ export async function runCommand(page, title) {
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ timeout: waitMs });
   await input.fill(`>${title}`);
-  await enterOnFocusedRow(page, title.replace(/^Ollie: /, ""));
+  await clickCommandRow(page, title);
 }
 
 /** Press Enter once the quick input's focused row is `text`'s: a row of the list from before the filter was typed
@@ -406,6 +406,13 @@ export async function runCommand(page, title) {
 async function enterOnFocusedRow(page, text) {
   await page.locator(".quick-input-list .monaco-list-row.focused", { hasText: text }).waitFor({ timeout: waitMs });
   await page.keyboard.press("Enter");
+}
+
+/** Click the palette's row of command `title`, the one whose label is it whole: the recently used `Ollie: Undo Rewind`
+ * stays first (focused) for `Ollie: Rewind` typed, and Enter ran it. */
+async function clickCommandRow(page, title) {
+  const label = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
+  await page.locator(".quick-input-list .monaco-list-row .label-name", { hasText: label }).first().click({ timeout: waitMs });
 }
 
 /** Wait for a notification holding `text` where it stays, the Notifications center: a toast without buttons hides

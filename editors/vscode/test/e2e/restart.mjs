@@ -287,8 +287,9 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   log("/rewind that left it as it was said so too");
 
   // 9. The agent edits calc.py under her unsaved typing (its buffer only); Rewind takes the edit out of the buffer, and
-  // `/rewind undo` after a Restart (a new daemon, as after a window reload) puts it back: the files came back and the
-  // buffer silently did not (it was kept in the old daemon's memory, and even there not put back).
+  // the palette's Undo Rewind after a Restart (a new daemon, as after a window reload: the rewind's notification is gone)
+  // puts it back: the files came back and the buffer silently did not (it was kept in the old daemon's memory, and even
+  // there not put back). Asked again, it says there is no rewind to undo.
   await send(chat, "Rename it again.");
   await chat.locator(".item.permission", { hasText: "Edit calc.py" }).last().locator("button", { hasText: "Allow once" }).click();
   await chat.locator(".item.assistant", { hasText: "Renamed it again." }).waitFor({ timeout: waitMs });
@@ -301,14 +302,16 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   await runCommand(page, "Ollie: Restart");
   await release(9, "go");
   await waitForStatus(page, /Ollie: idle/);
-  await send(chat, "/rewind undo");
-  await chat.locator(".item.notice", { hasText: "rewind undone" }).last().waitFor({ timeout: waitMs });
+  await runCommand(page, "Ollie: Undo Rewind");
+  await page.locator(".notification-toast", { hasText: "the rewind is undone" }).waitFor({ timeout: waitMs });
   await line("def total").waitFor({ timeout: waitMs });
+  await runCommand(page, "Ollie: Undo Rewind");
+  await page.locator(".notification-toast", { hasText: "no rewind to undo" }).waitFor({ timeout: waitMs });
   if (!(await line("# my later line again").count()) || (await dirtyTabs(page, "calc.py")) !== 1) {
     throw new Error("calc.py lost her unsaved typing, or was saved");
   }
   await screenshot("rewind-undone-after-restart");
-  log("/rewind undo after a Restart put the agent's edit back in the buffer, her typing kept");
+  log("Undo Rewind after a Restart put the agent's edit back in the buffer, her typing kept; again: no rewind to undo");
 
   // 10. A session longer than 30 turns: its Rewind pick reaches every turn (it listed the newest 30).
   for (let n = 1; n <= MORE_TURNS; n++) await send(chat, `Prompt ${n}.`);

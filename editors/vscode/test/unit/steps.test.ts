@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, ToolItem } from "../../src/lib/chatModel";
 import { parseEvent } from "../../src/lib/protocol";
-import { connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, rejectedLine, shownLabel, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
+import { bufferOnlyLine, connectionLine, failureLine, headLocations, outcomeLine, kindIcon, legacyStatus, legacyTitle, locationLabel, parseToolStep, rejectedLine, shownLabel, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../../src/lib/steps";
 
 const wire = (id: string, status: string, extra: Record<string, unknown> = {}) => ({
   id,
@@ -205,4 +205,17 @@ test("a step the user rejected says so under its title, with her feedback, and h
   assert.equal(rejectedLine("rejected: the user did not allow 'Edit a.py'; it was not run.\nThe user's feedback: use b.py\nand c.py"),
     "Rejected by you, not run. Your feedback: use b.py\nand c.py");
   assert.deepEqual(statusIcon("rejected"), { icon: "circle-slash", label: "rejected by you" });
+});
+
+test("an edit the editor kept in its buffer over a change on disk reads as done with a warning, saying what to do", () => {
+  // The result the engine gives it (tools/execute/editordocs.py): failed for the model, which must not go on as if saved.
+  const kept = "[call 1 file_edit] error: file_edit: /ws/a.py: your edit is in the editor's buffer only, not saved: a.py " +
+    "changed on disk since the editor last read or wrote it (not by your steps: the user, a formatter or another " +
+    "program), and the editor does not save over that. Commands you run see the file without your edit.";
+  assert.equal(bufferOnlyLine(kept),
+    "Edited in the editor only, not saved: a.py changed on disk since the editor read it. Merge the two and save it, or reload it from disk.");
+  assert.deepEqual(statusIcon("in_buffer"), { icon: "warning", label: "done, in the editor only" });
+  // Any other failure stays one; a step's output saying it is no header of the result.
+  assert.equal(bufferOnlyLine("[call 1 file_edit] error: file_edit: a.py: the file changed since it was read"), "");
+  assert.equal(bufferOnlyLine("[call 1 bash] exit 1\nx: your edit is in the editor's buffer only, not saved: a.py changed on disk since"), "");
 });
