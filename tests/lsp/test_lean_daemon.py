@@ -307,8 +307,9 @@ def test_the_engines_load_is_frozen_off_the_first_tokens_collections() -> None:
 # The dataclasses and attrs classes a first turn imports whose equality the code or the tests compare; the others
 # generate no __eq__ (nor, frozen attrs ones, a __hash__), and none a __repr__ (each generated method is source
 # compiled at import, before the first token; no log line or message shows one).
+# (PlanChange: a field of ToolStep, whose equality compares it.)
 _COMPARED = {"ollie.agent.hooks.HookResult", "ollie.agent.steps.Location", "ollie.agent.steps.ToolStep",
-             "ollie.agent.taskstate.PlanEntry",
+             "ollie.agent.steps.PlanChange", "ollie.agent.taskstate.PlanEntry",
              "ollie.backend.framing.SSEEvent", "ollie.backend.reply.ReplyLimits", "ollie.backend.types.ToolCall",
              "ollie.backend.types.Image", "ollie.backend.types.Message", "ollie.backend.types.StreamEvent",
              "ollie.sessions.session.TaskState", "ollie.sessions.types.Info", "ollie.tools.execute.args.ScriptCall"}
