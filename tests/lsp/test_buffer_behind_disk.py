@@ -140,16 +140,23 @@ class CheckingEditor(Editor):
         self.stats[path.as_uri()] = self._stat(path)
 
 
-async def test_an_edit_the_editor_will_not_save_over_a_change_made_outside_fails_and_says_so(shared_daemon, llm):
-    """a.py changed on disk outside the agent's steps (the user's `git checkout`); the agent's edit goes to the buffer
-    but the editor will not save it over that change: the disk keeps it, the tool call fails saying why, and the user
-    is shown a warning (before, the daemon told the model the buffer had the user's unsaved changes)."""
+async def setting_x_to_3(shared_daemon, llm):
+    """A daemon that saves documents, a.py on disk and open as ON_DISK in a CheckingEditor, and a model that edits
+    its x to 3: (daemon, path, editor)."""
     llm.script(Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
     daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
     path = daemon.workspace / "a.py"
     path.write_text(ON_DISK)
     editor = CheckingEditor(daemon)
     editor.open(path, ON_DISK)
+    return daemon, path, editor
+
+
+async def test_an_edit_the_editor_will_not_save_over_a_change_made_outside_fails_and_says_so(shared_daemon, llm):
+    """a.py changed on disk outside the agent's steps (the user's `git checkout`); the agent's edit goes to the buffer
+    but the editor will not save it over that change: the disk keeps it, the tool call fails saying why, and the user
+    is shown a warning (before, the daemon told the model the buffer had the user's unsaved changes)."""
+    daemon, path, editor = await setting_x_to_3(shared_daemon, llm)
     path.write_text("x = 5  # checked out\n")
     assert await submit(daemon, "set x to 3") == "done"
     assert path.read_text() == "x = 5  # checked out\n", "the change made outside was overwritten"
@@ -166,12 +173,7 @@ async def test_a_rewinds_undo_into_a_buffer_that_agrees_with_the_disk_again_says
     """The agent's edit of a.py, saved with her unsaved line, is rewound (the disk and the buffer back) and undone: the
     disk holds the edit again and the buffer takes it back, the editor not saving it over the restored file. There is
     nothing to merge, and nothing is said (it warned that the agent's edit was in the buffer only: merge the two)."""
-    llm.script(Reply.file_edit("a.py", "x = 1", "x = 3"), Reply.text("done"))
-    daemon = await share(shared_daemon, llm.env(), init_options={"saveDocuments": True})
-    path = daemon.workspace / "a.py"
-    path.write_text(ON_DISK)
-    editor = CheckingEditor(daemon)
-    editor.open(path, ON_DISK)
+    daemon, path, editor = await setting_x_to_3(shared_daemon, llm)
     editor.change(path, ON_DISK + "# mine\n")
     assert await submit(daemon, "set x to 3") == "done"
     assert path.read_text() == "x = 3\n# mine\n" == editor.texts[path.as_uri()]
