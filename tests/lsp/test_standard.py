@@ -173,6 +173,28 @@ async def test_a_question_line_naming_a_command_is_asked_never_run(start_daemon,
     assert "File: hostile.py" in asked and asked.endswith(f"!touch {marker}")
 
 
+async def test_a_question_lines_controls_show_as_escapes_in_the_turns_progress(start_daemon, llm):
+    """Red team round 68: the turn's work-done progress (any LSP client's own status: Emacs' echo area, Helix's and
+    Neovim's status lines, VS Code's notification) begins with the prompt's first words, and an `Ollie: Ask about
+    this...` prompt is a workspace file's `# ollie:` line: its U+202E reversed the status and its escape reached the
+    client as it came, as the calling state's tool name did (round 50) and the `still working` note's prompt."""
+    llm.script(Reply.text("It is a question."))
+    daemon = await start(start_daemon, llm.env(), progress=True)
+    path = daemon.workspace / "hostile.py"
+    Editor(daemon).open(path, "# ollie: why\u202e ?gnol os\x1b[2K\nx = 1\n")
+    line = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+    (ask,) = await code_actions(daemon, path.as_uri(), line, [])
+    assert ask.command is not None
+
+    await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=ask.command.command, arguments=ask.command.arguments), timeout=60)
+
+    await asyncio.wait_for(_until(lambda: any(s.kind == "end" for r in daemon.client.progress_reports.values()
+                                              for s in r)), 30)
+    [begun] = [s.message for r in daemon.client.progress_reports.values() for s in r if s.kind == "begin"]
+    assert begun == "why\\u202e ?gnol os\\x1b[2K", begun
+
+
 async def fix_offered(start_daemon: Any, llm: Any) -> tuple[Daemon, Editor, types.CodeAction]:
     """A daemon (approval `ask`) with area.py open in a plain client, and the Fix it offers for the undefined `rr`."""
     daemon = await start(start_daemon, llm.env(approval="ask"))
