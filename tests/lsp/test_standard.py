@@ -406,6 +406,25 @@ async def test_inline_completion_returns_the_models_fim_text(start_daemon, scrip
     assert body["suffix"] == "\n\nprint(area(2))\n"
 
 
+async def test_ghost_text_holding_bidi_or_control_characters_is_never_offered(start_daemon, scripted_llm):
+    """Red team round 68: the completion model's text is put into her file with one key (Tab), as it is. Its bidi
+    overrides and isolates made the line read otherwise than it runs (Trojan Source: `!= "user"` shown, a comment
+    closing the string run), its zero-width and control characters went in unseen. Such text is no ghost text; a
+    line break, a tab and a CRLF file's carriage return are code."""
+    llm = scripted_llm("openai")
+    llm.script(Reply.text('"user\u202e \u2066// admin only\u2069 \u2066"'), Reply.text("x\u200b = 1"),
+               Reply.text("r * r\x1b[2K"), Reply.text("r * r\r\n\treturn x"))
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
+    path = daemon.workspace / "area.py"
+    Editor(daemon).open(path, "def area(r):\n    return 3.14 * \n\nprint(area(2))\n")
+
+    offered = [[item.insert_text for item in (await asyncio.wait_for(inline(daemon, path.as_uri(), 1, 18), 30)).items]
+               for _ in range(4)]
+
+    assert offered == [[], [], [], ["r * r\r\n\treturn x"]]
+    assert len(llm.fim_requests) == 4
+
+
 @pytest.mark.parametrize("opened", ["as it is", "through a link"])
 async def test_inline_completion_sends_only_other_documents_of_the_workspace_that_are_not_hidden(
         start_daemon, scripted_llm, tmp_path, opened):
