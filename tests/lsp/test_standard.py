@@ -189,9 +189,11 @@ async def test_a_question_lines_controls_show_as_escapes_in_the_turns_progress(s
     await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
         command=ask.command.command, arguments=ask.command.arguments), timeout=60)
 
-    await asyncio.wait_for(_until(lambda: any(s.kind == "end" for r in daemon.client.progress_reports.values()
-                                              for s in r)), 30)
-    [begun] = [s.message for r in daemon.client.progress_reports.values() for s in r if s.kind == "begin"]
+    def reports() -> list[object]:
+        return [step for steps in daemon.client.progress_reports.values() for step in steps]
+
+    await asyncio.wait_for(_until(lambda: any(isinstance(s, types.WorkDoneProgressEnd) for s in reports())), 30)
+    [begun] = [s.message for s in reports() if isinstance(s, types.WorkDoneProgressBegin)]
     assert begun == "why\\u202e ?gnol os\\x1b[2K", begun
 
 
