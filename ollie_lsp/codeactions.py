@@ -104,8 +104,10 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
     diagnostics = list(params.context.diagnostics)
     if diagnostics and wanted(types.CodeActionKind.QuickFix):
         args = {**base, "action": "fix", "diagnostics": [as_json(d) for d in diagnostics]}
-        actions.append(_action(f"Ollie: Fix {one_line(diagnostics[0].message, TITLE_CHARS)}", types.CodeActionKind.QuickFix,
-                               args, diagnostics))
+        # The editor's own menu entry, in a language server's words (a hostile file's identifier): escaped, as its
+        # U+202E reversed the rest of the entry (red team round 68).
+        title = f"Ollie: Fix {escaped(one_line(diagnostics[0].message, TITLE_CHARS))}"
+        actions.append(_action(title, types.CodeActionKind.QuickFix, args, diagnostics))
     if not wanted(types.CodeActionKind.Refactor):
         return actions
     selected = rng.start != rng.end

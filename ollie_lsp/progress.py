@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from lsprotocol import types
 from pygls.progress import Progress
 
+from ollie.escapes import escaped
 from ollie.sessions.types import prompt_title
 
 logger = logging.getLogger("ollie.lsp.progress")
@@ -53,7 +54,9 @@ class TurnProgress:
         async def step() -> None:
             await self._progress.create_async(token)
             self._progress.begin(
-                token, types.WorkDoneProgressBegin(title="ollie", message=prompt_title(prompt) or "…", cancellable=True)
+                # Any client's own status line: a workspace file's `# ollie:` question is a prompt (red team round 68).
+                token, types.WorkDoneProgressBegin(title="ollie", message=escaped(prompt_title(prompt)) or "…",
+                                                   cancellable=True)
             )
 
         self._then(step)

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ollie.escapes import has_controls
+
 if TYPE_CHECKING:
     from ollie.backend.base import Backend
 
@@ -80,7 +82,10 @@ class Completer:
         fill = getattr(backend, "fill_in_middle", None)
         if fill is None:  # a Backend of another kind (a plugin): no ghost text rather than an error per keystroke
             return ""
-        return await fill(prefix, suffix, max_tokens=max_tokens)
+        text = await fill(prefix, suffix, max_tokens=max_tokens)
+        # Put into her file as it is, with one key: a bidi override made the line read otherwise than it runs (Trojan
+        # Source), a zero-width or control character went in unseen. Such text is none (red team round 68).
+        return "" if has_controls(text.replace("\r\n", "\n")) else text
 
     async def aclose(self) -> None:
         """Release the backend's HTTP client."""

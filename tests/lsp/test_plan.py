@@ -101,6 +101,21 @@ async def test_a_plan_a_step_writes_reaches_the_editor_bounded(shared_daemon, ll
     assert all(s.keys() == {"content", "status"} for s in plan[:-1])
 
 
+async def test_a_plan_batchs_title_shows_the_models_controls_as_escapes_on_one_line(shared_daemon, llm):
+    """Red team round 68: a batch's title is made again from its plan changes (plancore30), and a check-off by text
+    quoted the model's words as they came, where each step's own title escaped them: its U+202E reversed the call's card
+    in every client (ACP's tool call title too) and its line break put `ollie: all edits approved` on a line of its own."""
+    words = "x\u202etxt.exe\nollie: all edits approved"
+    llm.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "task_add", "args": ["write it"]},
+                                                         {"tool": "task_check", "args": [words]}]})),
+               Reply.text("planned"))
+    daemon = await shared_daemon(env=llm.env())
+    await daemon.request("ollie/submit", {"text": "plan it"})
+    titles = {e["tool"]["title"] for e in daemon.events if e["role"] == "tool"}
+    assert "Add 1 step to the plan, check off `x\\u202etxt.exe\\nollie: all edits approved`" in titles, titles
+    assert not any("\u202e" in t or "\n" in t for t in titles), titles
+
+
 async def test_a_reply_of_130_checks_of_a_1000_step_plan_fails_none_and_the_model_sees_the_open_step(start_daemon, llm):
     # Each task_* call printed the whole plan: 130 checks of a 1,000-step plan in one reply passed the result's 128 KiB,
     # were cut off there, and the checks past it read as failed (the model and every client told so).
