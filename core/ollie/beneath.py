@@ -220,6 +220,16 @@ def lstat_sync(root: Path | str, path: Path | str) -> os.stat_result | None:
         return None
 
 
+def located_sync(root: Path | str, path: Path | str) -> tuple[Path, os.stat_result | None]:
+    """`path`'s real path, as the kernel names its directory opened beneath `root` with no symlink followed, and the
+    entry's own stat (None: absent); FileNotFoundError when its directory is. One resolve: a check and a lookup both
+    given this path agree, whatever a step swaps on the way after (its names are never resolved again here)."""
+    parent, name = os.path.split(relative(root, path))
+    with _fd(root, parent or ".", _O_PATH | os.O_DIRECTORY) as dir_fd:
+        where = os.readlink(f"/proc/self/fd/{dir_fd}")
+        return Path(where, name), lstat_at(dir_fd, name or ".")
+
+
 def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
     """The own stat of entry `name` of a dir held open (a `walk_sync` dir_fd); None when it is gone."""
     try:
