@@ -37,15 +37,29 @@ def disk_text(path: Path, errors: str = "replace") -> str | None:
         return None
 
 
-def disk_holds(path: Path, text: str) -> bool:
-    """Whether `path` on disk (through the chokepoint; absent: "", unreadable: never) is what a buffer of `text` shows
-    of it: its bytes as UTF-8, each that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback). Blocking."""
+def disk_bytes(path: Path) -> bytes | None:
+    """`path`'s bytes on disk through the chokepoint; None when absent; OSError when unreadable (a link, a FIFO, a
+    giant file). Blocking."""
     try:
-        data = beneath.read_bytes_sync(path.parent, path.name)
+        return beneath.read_bytes_sync(path.parent, path.name)
     except FileNotFoundError:
-        return text == ""
+        return None
+
+
+def disk_holds(path: Path, text: str) -> bool:
+    """Whether `path` on disk (through the chokepoint; unreadable: never) is what a buffer of `text` shows (`holds`).
+    Blocking."""
+    try:
+        return holds(disk_bytes(path), text)
     except OSError:  # a link, a FIFO, a giant file: no text a buffer holds
         return False
+
+
+def holds(data: bytes | None, text: str) -> bool:
+    """Whether a buffer of `text` shows file bytes `data` (None: no file, an empty buffer): its bytes as UTF-8, each
+    that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback)."""
+    if data is None:
+        return text == ""
     try:
         return data.decode("utf-8") == text
     except UnicodeDecodeError:  # (only then: a UTF-8 file's "é" read as Latin-1 is "Ã©", which she may have typed)
