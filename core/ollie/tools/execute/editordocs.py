@@ -52,7 +52,9 @@ class DocumentBridge:
 
     def target(self, call: ScriptCall, script: ToolScript, cwd: Path) -> Path | None:
         """The file a sandboxed file-tool call names (resolved against `cwd`), or None when the editor is not asked."""
-        if self.documents is None or call.elevated or script.name not in FILE_TOOLS:
+        # The bundled tools only, by where they were found: a project's `file_read` ahead of them on the tools path
+        # (the model's own script) got the copy of her buffer, and a `file_edit` of its own wrote it (round 68a).
+        if self.documents is None or call.elevated or script.name not in FILE_TOOLS or not script.bundled():
             return None
         try:
             raw = parse_file_call(script.name, call.args).path  # the request's canonical form: one path
