@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
+import stat
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 from ollie import beneath
 from ollie.env import env_seconds
 from ollie.sandbox import writers
-from ollie.tools.documents import STALE, ApplyResult, Version, disk_holds, disk_text, plain_path_beneath
+from ollie.tools.documents import STALE, ApplyResult, Version, disk_bytes, disk_text, holds
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
@@ -36,7 +38,8 @@ class ClientFiles:
     """One session's view of the client's files: reads include unsaved buffers; writes go through the client.
 
     The client opens the path by name with the user's rights, following links: it is asked only while no step of any
-    session may write there (`writers.quiet`), the path checked again inside (still a plain file beneath the root).
+    session may write there (`writers.quiet`), the path checked again inside (still a plain file beneath the root),
+    and its answer taken only when the name is still that file after (st_dev, st_ino).
     """
 
     def __init__(self, client: Client, session_id: str, *, write: bool, root: Callable[[], Path]) -> None:
@@ -46,19 +49,21 @@ class ClientFiles:
         self._root = root
 
     @asynccontextmanager
-    async def _alone(self, path: Path) -> AsyncIterator[bool]:
-        """True inside while nothing but the user's own programs can swap `path` for a link, and it is none now."""
-        async with writers.quiet(path) as quiet:
-            yield quiet and await plain_path_beneath(self._root(), path) == path and await self._small(path)
-
-    async def _small(self, path: Path) -> bool:
-        """Whether `path` on disk is within the workspace read cap: the client reads it whole to answer (a sparse
-        20 GB file a step made would fill its memory, then the daemon's); a larger one is read by the tool, sandboxed."""
+    async def _pinned(self, path: Path) -> AsyncIterator[tuple[int, int, int] | None]:
+        """`path`'s identity and size (st_dev, st_ino, st_size; zeros when absent) while it resolves beneath the root as
+        itself, with no link, to a file; else None. The file is held open inside: no other takes its inode's number."""
         try:
-            info = await asyncio.to_thread(beneath.lstat_sync, self._root(), path)
+            real, fd = await asyncio.to_thread(beneath.pin_sync, self._root(), path)
         except OSError:
-            return False
-        return info is None or info.st_size <= beneath.cap()
+            yield None
+            return
+        try:
+            info = None if fd is None else os.fstat(fd)
+            plain = real == path and (info is None or stat.S_ISREG(info.st_mode))
+            yield None if not plain else (0, 0, 0) if info is None else (info.st_dev, info.st_ino, info.st_size)
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     async def _read(self, path: Path) -> str | None:
         """The client's text; None when it cannot read it; TimeoutError past READ_ANSWER_S."""
@@ -74,9 +79,15 @@ class ClientFiles:
         """The client's text of `path` (its unsaved buffer when open); None when the client has none, or while a
         step may write there (the tool then reads the disk, sandboxed)."""
         content = None
-        async with self._alone(path) as alone:
-            with contextlib.suppress(TimeoutError):  # a slow client: the tool reads the disk
-                content = await self._read(path) if alone else None
+        # Inside `quiet` nothing but the user's own programs can swap a link in.
+        async with writers.quiet(path) as quiet, self._pinned(path) as before:
+            if quiet and before is not None and _small(before):
+                with contextlib.suppress(TimeoutError):  # a slow client: the tool reads the disk
+                    content = await self._read(path)
+                # The client opened the name, following links: its answer is this file's only while the name is still
+                # that file (round 68a), not a link or another file a program put there and back as the client read.
+                async with self._pinned(path) as after:
+                    content = content if after is not None and after[:2] == before[:2] else None
         return None if content is None else (content, text_version(content))
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
@@ -84,17 +95,21 @@ class ClientFiles:
         while no step may write there: `RootedDocuments.apply` holds `writers.quiet`)."""
         if not self._write:
             return ApplyResult("disk")
-        if not await self._small(path):  # grown since it was read: the client is not asked to read it whole
-            return ApplyResult("refused", f"{path.name} is now larger than {beneath.cap():,} bytes; read it again")
+        async with self._pinned(path) as found:
+            if found is None or not _small(found):  # grown since it was read: the client is not asked to read it whole
+                return ApplyResult("refused", f"{path.name} is now larger than {beneath.cap():,} bytes; read it again")
         try:
             current = await self._read(path)
         except TimeoutError:  # its buffer may differ from what the model read: not overwritten unseen
             return ApplyResult("refused", f"the editor did not answer a read within {READ_ANSWER_S:g} s")
         if current is not None and text_version(current) != version:
             return ApplyResult("refused", STALE)
-        disk = await asyncio.to_thread(disk_text, path)
-        # (Not `disk != current`: a Latin-1 file's buffer is no UTF-8 reading of its bytes, and was taken for unsaved.)
-        unsaved = current is not None and not await asyncio.to_thread(disk_holds, path, current)
+        try:
+            disk = await asyncio.to_thread(disk_bytes, path)
+        except OSError:  # a link, a FIFO, a giant file: no text a buffer holds
+            disk, unsaved = None, current is not None
+        else:  # (Not `disk != current`: a Latin-1 file's buffer is no UTF-8 reading of its bytes: taken for unsaved.)
+            unsaved = current is not None and not holds(disk, current)
         try:
             await self._client.write_text_file(session_id=self._session_id, path=str(path), content=new_text)
         except Exception as exc:  # the client refused the write: the model is told, nothing changed
@@ -102,9 +117,15 @@ class ClientFiles:
         # Zed saves what it writes; a client that only changes its buffer leaves the disk to the engine. One whose
         # format on save changed it saved too: taken for buffer-only, the formatter's file was written over.
         written = await asyncio.to_thread(disk_text, path)
-        saved = written == new_text or written not in (None, disk)
+        saved = written == new_text or written not in (None, None if disk is None else disk.decode("utf-8", "replace"))
         return ApplyResult("applied", saved=saved, unsaved=unsaved,
                            formatted=written if saved and written != new_text else None)
+
+def _small(found: tuple[int, int, int]) -> bool:
+    """Whether a file `_pinned` found is within the workspace read cap: the client reads it whole to answer (a sparse
+    20 GB file a step made would fill its memory, then the daemon's); the tool reads a larger one, sandboxed."""
+    return found[2] <= beneath.cap()
+
 
 def client_files(client: Client, session_id: str, fs: FileSystemCapabilities | None,
                  root: Callable[[], Path]) -> ClientFiles | None:

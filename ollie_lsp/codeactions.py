@@ -17,7 +17,7 @@ import attrs
 from lsprotocol import types
 
 from ollie.env import env_seconds
-from ollie.escapes import escaped
+from ollie.escapes import escaped, unlinked
 from ollie.sessions.types import one_line
 from ollie_lsp.asking import ask_client, held_until_asking
 from ollie_lsp.lineindex import BREAK, text_of
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 Action = Literal["fix", "explain", "tests", "refactor", "ask"]
 TITLE_CHARS = 60
+ERROR_CHARS = 500  # a failed turn's reason, as its notice shows it
 # A reply this short and on one line is a message; anything longer opens as a document.
 SHORT_REPLY = 200
 # `# ollie: why is this slow?` (or //, --, ;, /*): the question of `Ollie: Ask about this...`. Only its start is
@@ -230,7 +231,8 @@ def _answer_later(ls: OllieServer, session: str, turn: asyncio.Task[dict[str, An
     if turn.cancelled():
         return
     if (exc := turn.exception()) is not None:
-        ls.show(f"ollie: the turn failed: {exc}")
+        # Its text may be a backend's or a step's: one line (a newline wrote a second message), escapes shown, no link.
+        ls.show(f"ollie: the turn failed: {unlinked(escaped(one_line(str(exc), ERROR_CHARS)))}")
         return
     shown = asyncio.ensure_future(show_answer(ls, session, turn.result()))
     _running.add(shown)
@@ -281,7 +283,7 @@ async def show_answer(ls: OllieServer, session: str, result: dict[str, Any]) -> 
     can_show = bool(caps and caps.window and caps.window.show_document and caps.window.show_document.support)
     if (len(reply) <= SHORT_REPLY and "\n" not in reply) or not can_show:
         # The model's text in the editor's own notification: a U+202E in it reversed the line, an escape reached Emacs.
-        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"ollie: {escaped(reply)}"))
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=f"ollie: {unlinked(escaped(reply))}"))
         return
     path = await asyncio.to_thread(_answer_file, session, reply)
     await ls.window_show_document_async(types.ShowDocumentParams(uri=path.as_uri(), take_focus=True))

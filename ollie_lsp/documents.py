@@ -95,13 +95,15 @@ class LspDocuments:
         return {_real(path): doc for uri, doc in docs if uri.startswith("file:") and (path := to_fs_path(uri))}
 
     def find(self, path: Path) -> TextDocument | None:
-        """The open document of `path` (symlinks resolved), or None."""
-        real = _real(path)
+        """The open document of real path `path` (`plain_path_beneath`'s), or None.
+
+        `path` is not resolved again: a step may since have swapped a folder on it for a link to ~/.aws, whose open
+        buffer a `realpath` here found after the policy had checked the folder (round 68a)."""
         try:
-            doc = self._server.workspace.text_documents.get(from_fs_path(str(real)) or "")
+            doc = self._server.workspace.text_documents.get(from_fs_path(str(path)) or "")
         except UnicodeEncodeError:  # a name that is not UTF-8 (a step's `bad\377.txt`) has no URI of that form
             doc = None
-        return doc if doc is not None else self.open_documents().get(real)
+        return doc if doc is not None else self.open_documents().get(path)
 
     def can_apply(self) -> bool:
         """Whether the client takes `workspace/applyEdit` with versioned document changes."""

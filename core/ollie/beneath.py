@@ -220,6 +220,31 @@ def lstat_sync(root: Path | str, path: Path | str) -> os.stat_result | None:
         return None
 
 
+def located_sync(root: Path | str, path: Path | str) -> tuple[Path, os.stat_result | None]:
+    """`path`'s real path, as the kernel names its directory opened beneath `root` with no symlink followed, and the
+    entry's own stat (None: absent); FileNotFoundError when its directory is. One resolve: a check and a lookup both
+    given this path agree, whatever a step swaps on the way after (its names are never resolved again here)."""
+    real, fd = pin_sync(root, path)
+    if fd is None:
+        return real, None
+    try:
+        return real, os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def pin_sync(root: Path | str, path: Path | str) -> tuple[Path, int | None]:
+    """`path`'s real path (see `located_sync`) and an O_PATH fd of the entry there, the link itself for a link (None:
+    absent), for the caller to close: while it is open, no other file takes that inode's number."""
+    parent, name = os.path.split(relative(root, path))
+    with _fd(root, parent or ".", _O_PATH | os.O_DIRECTORY) as dir_fd:
+        where = os.readlink(f"/proc/self/fd/{dir_fd}")
+        try:
+            return Path(where, name), os.open(name or ".", _O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return Path(where, name), None
+
+
 def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
     """The own stat of entry `name` of a dir held open (a `walk_sync` dir_fd); None when it is gone."""
     try:

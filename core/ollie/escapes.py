@@ -33,3 +33,9 @@ def clipped(text: str, most: int) -> str:
 def has_controls(text: str) -> bool:
     """Whether `escaped(text)` differs from `text` (the user should be told that escapes are shown)."""
     return any(not (c.isprintable() or c in "\n\t") for c in text)
+
+
+def unlinked(text: str) -> str:
+    """`text` with no markdown link in it: an editor's notification makes `[x](command:...)` a link that runs an
+    editor command at a click (VS Code's do); a space breaks each `](`."""
+    return text.replace("](", "] (")

@@ -73,6 +73,29 @@ async def test_without_fs_the_tools_use_the_disk(shared_agent, llm) -> None:
     assert "     1\tdisk text" in tool_result(llm)
 
 
+async def test_a_clients_answer_read_through_a_link_put_there_and_back_never_reaches_a_step(shared_agent, llm, tmp_path):
+    # Round 68a: the client opens the name, following links. A program outside ollie's sandboxes (writers.quiet holds
+    # every step) that made notes.txt a link to a secret as the client read, then put a file back, had the secret's
+    # text handed to file_read as the editor's, which printed it: the name's checks before the ask all held.
+    llm.script(read("notes.txt"), Reply.text("read"))
+    agent, sid, key = await open_notes(shared_agent, llm, "disk\n", "client\n")
+    notes = agent.workspace / "notes.txt"
+    (secret := tmp_path / "credentials").write_text("on disk\n")
+
+    class Swapping(dict):  # type: ignore[type-arg]
+        def __getitem__(self, path: str) -> str:
+            notes.unlink()
+            notes.symlink_to(secret)  # what the client opens now: the secret, open in its buffer
+            text = "unsaved secret\n"
+            notes.unlink()
+            notes.write_text("put back\n")
+            return text
+
+    agent.client.files = Swapping({key: ""})
+    await agent.prompt(sid, "read it")
+    assert "unsaved secret" not in tool_result(llm) and "     1\tput back" in tool_result(llm), tool_result(llm)
+
+
 def run(code: str) -> Reply:
     return Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]}))
 

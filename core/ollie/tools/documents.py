@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,15 +37,29 @@ def disk_text(path: Path, errors: str = "replace") -> str | None:
         return None
 
 
-def disk_holds(path: Path, text: str) -> bool:
-    """Whether `path` on disk (through the chokepoint; absent: "", unreadable: never) is what a buffer of `text` shows
-    of it: its bytes as UTF-8, each that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback). Blocking."""
+def disk_bytes(path: Path) -> bytes | None:
+    """`path`'s bytes on disk through the chokepoint; None when absent; OSError when unreadable (a link, a FIFO, a
+    giant file). Blocking."""
     try:
-        data = beneath.read_bytes_sync(path.parent, path.name)
+        return beneath.read_bytes_sync(path.parent, path.name)
     except FileNotFoundError:
-        return text == ""
+        return None
+
+
+def disk_holds(path: Path, text: str) -> bool:
+    """Whether `path` on disk (through the chokepoint; unreadable: never) is what a buffer of `text` shows (`holds`).
+    Blocking."""
+    try:
+        return holds(disk_bytes(path), text)
     except OSError:  # a link, a FIFO, a giant file: no text a buffer holds
         return False
+
+
+def holds(data: bytes | None, text: str) -> bool:
+    """Whether a buffer of `text` shows file bytes `data` (None: no file, an empty buffer): its bytes as UTF-8, each
+    that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback)."""
+    if data is None:
+        return text == ""
     try:
         return data.decode("utf-8") == text
     except UnicodeDecodeError:  # (only then: a UTF-8 file's "é" read as Latin-1 is "Ã©", which she may have typed)
@@ -79,13 +95,15 @@ class EditorDocuments(Protocol):
 
 
 async def plain_path_beneath(root: Path, path: Path | str) -> Path | None:
-    """`root/rel` when `path` is beneath `root` with no symlink on the way or at its end, else None."""
+    """`path`'s real path when it is beneath `root` with no symlink on the way or at its end (a file or nothing there),
+    else None. Resolved once (`beneath.located_sync`): the policy check, the editor's lookup and the copy take this
+    path and never resolve the name again, which a step may have swapped for a link to ~/.aws meanwhile (round 68a)."""
     try:
         rel = beneath.relative(root, path)
-        found = await beneath.kind(root, rel)
+        real, info = await asyncio.to_thread(beneath.located_sync, root, rel)
     except OSError:
         return None
-    return root / rel if found in (None, "file") and rel != "." else None
+    return real if rel != "." and (info is None or stat.S_ISREG(info.st_mode)) else None
 
 
 class RootedDocuments:
@@ -102,7 +120,10 @@ class RootedDocuments:
     async def text(self, path: Path) -> tuple[str, Version] | None:
         """The editor's text of `path`; None outside the root (the tool then reads the disk, sandboxed)."""
         target = await plain_path_beneath(self._root(), path)
-        return None if target is None else await self.inner.text(target)
+        # A real path given (the file tools': the one their policy check took) is asked about as itself or not at all.
+        if target is None or (path.is_absolute() and target != path):
+            return None
+        return await self.inner.text(target)
 
     async def apply(self, path: Path, new_text: str, version: Version) -> ApplyResult:
         """Apply through the editor once no step that may write there runs (EDIT_WAIT_S at most); refused outside

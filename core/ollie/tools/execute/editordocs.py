@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ollie import beneath
-from ollie.tools.documents import STALE, UNREAD, EditorDocuments, Version, disk_holds
+from ollie.tools.documents import STALE, UNREAD, EditorDocuments, Version, disk_holds, plain_path_beneath
 from ollie.tools.execute.args import ScriptCall
 from ollie.tools.execute.childenv import EDITOR_COPY_ENV
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
@@ -52,7 +52,9 @@ class DocumentBridge:
 
     def target(self, call: ScriptCall, script: ToolScript, cwd: Path) -> Path | None:
         """The file a sandboxed file-tool call names (resolved against `cwd`), or None when the editor is not asked."""
-        if self.documents is None or call.elevated or script.name not in FILE_TOOLS:
+        # The bundled tools only, by where they were found: a project's `file_read` ahead of them on the tools path
+        # (the model's own script) got the copy of her buffer, and a `file_edit` of its own wrote it (round 68a).
+        if self.documents is None or call.elevated or script.name not in FILE_TOOLS or not script.bundled():
             return None
         try:
             raw = parse_file_call(script.name, call.args).path  # the request's canonical form: one path
@@ -71,14 +73,20 @@ class DocumentBridge:
         """Run a file-tool call against the editor's document; None when `path` is not an open document."""
         from ollie.tools.execute.results import Section
         from ollie.tools.execute.spawn import RunOutcome
-        path = self.target(call, script, ctx.runner.cwd)
+        named = self.target(call, script, ctx.runner.cwd)
+        # The one resolve of the name (round 68a): the policy check, the editor's lookup and the copy all take this
+        # real path, never the name, which a step of this batch or another session's may swap for a link meanwhile.
+        # (A copy in a dir only this call reads would not do: the tool's own check of the name races alike, then
+        # prints the copy.)
+        path = None if named is None else await plain_path_beneath(ctx.runner.cwd, named)
         if path is None or self.documents is None:
             return None
         writes = script.name != "file_read"
         # The copy sits in the session's TMPDIR, which its every step reads (a read-only tool run beside this one
         # printed it), from before the tool's own check: a path the policy keeps from steps runs on the disk alone,
         # where that check and Landlock refuse it (red team round 67).
-        if ctx.policy is not None and await asyncio.to_thread(outside_note, ctx.policy, str(path), write=writes):
+        if ctx.policy is not None and await asyncio.to_thread(outside_note, ctx.policy, str(path), write=writes,
+                                                              resolved=True):
             return None
         got = await self.documents.text(path)
         if got is None:

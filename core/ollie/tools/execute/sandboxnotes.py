@@ -36,12 +36,13 @@ def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
 
 
 def outside_note(policy: Policy, path: str, *, execute: bool = False, write: bool = False,
-                 runs: bool = False) -> str | None:
+                 runs: bool = False, resolved: bool = False) -> str | None:
     """The note for `path` when the policy does not let a step read, run or write it; None when it does.
 
-    `runs`: the step meant to run it (the advice names filesystem.rox) though only reading is checked.
+    `runs`: the step meant to run it (the advice names filesystem.rox) though only reading is checked. `resolved`:
+    `path` is a real path resolved once for a lookup to take too, checked as it is, never resolved again.
     """
-    real = Path(os.path.realpath(path))
+    real = Path(path) if resolved else Path(os.path.realpath(path))
     granted = policy.writable() if write else policy.rox + policy.rwx if execute else policy.readable()
     shown = path if str(real) == path else f"{path} (resolves to {real})"
     if _inside(real, tuple(Path(os.path.realpath(root)) for root in granted)):

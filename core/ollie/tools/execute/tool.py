@@ -10,7 +10,7 @@ from typing import Literal, get_args
 
 import attrs
 
-from ollie import regularfile
+from ollie import paths, regularfile
 from ollie.errors import OllieError
 from ollie.tools.base import Tier
 from ollie.tools.execute.languages import Language, LanguageError, script_language
@@ -56,6 +56,11 @@ class ToolScript:
     parallel: ParallelAnnotation | None = None
     tier: Tier | None = None
     kind: KindAnnotation | None = None
+
+    def bundled(self) -> bool:
+        """Whether this is ollie's own script, found in the bundled tools dir (no step writes there), not one of its
+        name in a tools dir ahead of it (`OLLIE_TOOLS_PATH` in the project, which a step may write)."""
+        return self.path.parent == paths.bundled("tools")
 
 
 def check_name(name: str) -> str:
