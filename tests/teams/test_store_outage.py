@@ -189,6 +189,13 @@ async def test_a_store_down_reaches_daemon_and_acp_clients_as_store_unavailable(
 NOT_SAVED = "was closed without saving its latest messages"
 
 
+def _recorded(url: str) -> bool:
+    """Whether a session's record is in the store at `url`."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        made = conn.execute("SELECT pg_catalog.to_regclass('sessions') IS NOT NULL").fetchone() == (True,)
+        return made and conn.execute("SELECT EXISTS (SELECT 1 FROM sessions)").fetchone() == (True,)
+
+
 async def _saved_with(url: str, session_id: str, text: bytes) -> bytes:
     """The session's stored rounds once they hold `text` (fails after 60 s)."""
     deadline = time.monotonic() + 60
@@ -246,8 +253,11 @@ async def test_ollie_p_says_when_its_session_could_not_be_saved_at_the_end(datab
         sys.executable, "-m", "ollie.cli", "-p", "hello", "--no-preflight", stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=home_env(tmp_path, **llm.env(), OLLIE_STORE=url))
     try:
-        for _ in range(600):  # the turn has started (the store was reached): now it goes down
-            if llm.chat_requests:
+        # The turn has started and the session's record is in the store (its registry open): now it goes down. (Down
+        # while the registry was still opening, as the turn's first request often came first, its pool tried on for
+        # its whole 10 s before the turn went on.)
+        for _ in range(600):
+            if llm.chat_requests and await asyncio.to_thread(_recorded, url):
                 break
             await asyncio.sleep(0.05)
         _allow(admin, url, False)

@@ -567,9 +567,23 @@ export async function openChat(page) {
 /** Put `text` in the chat's input, clicked first: while an editor has the focus, the keys of a bare fill went to it. */
 export async function fillInput(chat, text) {
   const input = chat.locator("#input");
+  await uncover(chat.page(), input);
   await input.click();
   await input.fill(text);
   if ((await input.inputValue()) !== text) throw new Error(`the chat input holds ${JSON.stringify(await input.inputValue())}, not ${JSON.stringify(text)}`);
+}
+
+/** Close the notifications when a toast lies where `target` is clicked, as a user does who wants to click there: the
+ * click waited until the toast hid by itself (10-15 s; a toast with a button, as a rewind's, stays longer). */
+async function uncover(page, target) {
+  const toasts = await page.locator(".notifications-toasts .notification-toast")
+    .evaluateAll((shown) => shown.map((toast) => toast.getBoundingClientRect().toJSON()));
+  const box = toasts.length ? await target.boundingBox() : null;
+  if (!box) return;
+  const [x, y] = [box.x + box.width / 2, box.y + box.height / 2];
+  if (toasts.some((t) => t.left <= x && x <= t.right && t.top <= y && y <= t.bottom)) {
+    await runCommand(page, "Notifications: Clear All Notifications");
+  }
 }
 
 /** Type `text` into the chat's input and send it with `key` (Enter by default), as a user sends a prompt. */
