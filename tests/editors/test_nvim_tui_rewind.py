@@ -1,6 +1,6 @@
 """A rewind and the changes list in the real Neovim TUI at 80x24 (nvim in tmux, README's `setup({})`): the rewind's
-confirmation, its undo after a restart and while a picked session loads, the tab labels while the changes list is in
-use, the question to undo a turn's only file with a long path."""
+confirmation, its undo after a restart and while a picked session loads (a fork then too), the tab labels while the
+changes list is in use, the question to undo a turn's only file with a long path."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from ollie.testing import Reply
 
 from .test_nvim_tui import Tmux, assert_clean, quit_nvim, start_nvim
+from .test_nvim_tui_commands import chat_text
 
 SMALL = (80, 24)
 PNG = (800, 480)
@@ -129,4 +130,16 @@ def test_a_rewind_undo_typed_while_a_picked_session_loads_undoes_that_session_s_
         assert "rewind undone" in done and "no rewind" not in done, done
         tmux.wait(lambda s: "line three" in s and "Edited three." in s, "turn 1 back, in the file and the chat")
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
+        # Bug: `:OllieFork` typed as the "say hi" session loads forked the one left (the rewound one, shown again).
+        tmux.keys("Escape", ":OllieSessions", "Enter")
+        listed = tmux.wait(lambda s: "Type number" in s and "say hi" in s, "the sessions again")
+        [line] = [line for line in listed.splitlines() if "say hi" in line and "fork" not in line]
+        tmux.keys(line.split(":", 1)[0], "Enter", "Escape", ":OllieFork", "Enter")
+        forked = tmux.keep("3-forked", tmux.wait(lambda s: "Files were not" in said(s), "the fork"), PNG)
+        assert 'this chat is now "say hi (fork)"' in said(forked) and "Edited three." not in forked, forked
         assert_clean(tmux.screens)
+
+
+def said(screen: str) -> str:
+    """What the chat's side of `screen` says, its rows joined (a note wraps at 80 columns)."""
+    return " ".join(chat_text(screen).split())
