@@ -156,6 +156,31 @@ def test_a_prompt_queued_under_a_paragraph_taller_than_the_chat_shows(tmp_path: 
         assert_clean(tmux.screens)
 
 
+def test_prompts_a_stop_held_stay_in_sight_when_a_second_tab_adds_the_tabline(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24, an answer of paragraphs filling the chat stopped with two prompts queued (held: they show under
+    its last line), then `:tabnew` and back: the tabline took a row off the chat, and Neovim kept the cursor's line in
+    sight, not what shows under it: the last held prompt was below the window's foot until the next event."""
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="\n\n".join(f"Part {i}: " + "there was a tale " * 6 for i in range(8)), hold=story),
+               Reply.text("One."), Reply.text("Two."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
+        try:
+            tmux.wait(lambda s: "notes" in s, "nvim to start")
+            tmux.keys(":Ollie tell a long story", "Enter")
+            tmux.wait(lambda s: "Part 7:" in s, "the story streamed")
+            tmux.keys(":OllieQueue is it true?", "Enter", ":OllieQueue who told it?", "Enter", ":OllieStop", "Enter")
+            tmux.wait(lambda s: "⏸ held: who told it?" in s, "the prompts held by the stop")
+            tmux.keys(":tabnew", "Enter", ":tabprev", "Enter")
+            tmux.keep("1-tabline", tmux.wait(lambda s: s.startswith(" ") and "⏸ held: who told it?" in s,
+                                             "the held prompts under the tabline"), SMALL)
+        finally:
+            story.set()
+        tmux.keys(":OllieChat", "Enter", "C-s")  # (the input empty: the held prompts go on)
+        tmux.wait(lambda s: "Two." in s and "⏸" not in s, "the held prompts' turns")
+        assert_clean(tmux.screens)
+
+
 def test_with_the_chat_at_the_bottom_the_code_keeps_half_the_rows(tmp_path: Path, scripted_llm):
     """Bug: with `chat = { position = "bottom" }` at 80x24, the chat opened 20 rows high and the code kept one line;
     after a resize it kept three. Now, as a narrow terminal keeps half its columns for the code, it keeps half."""

@@ -933,12 +933,14 @@ vim.api.nvim_create_autocmd("VimResized", {
     end
   end,
 })
--- A chat window resized by hand: its plan's float keeps to its corner.
+-- A chat window resized (by hand, by the terminal, by a tabline or a split): its plan's float keeps to its corner, its
+-- transcript at its end shows its end.
 vim.api.nvim_create_autocmd("WinResized", {
   group = "ollie_chat",
   callback = function()
     for _, chat in pairs(M.chats) do
       chat:draw_plan()
+      chat:keep_end(vim.v.event.windows)
     end
   end,
 })
