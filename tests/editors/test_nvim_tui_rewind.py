@@ -5,6 +5,7 @@ changes list is in use, the question to undo a turn's only file with a long path
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from ollie.testing import Reply
@@ -39,10 +40,23 @@ def rewind_all(tmux: Tmux) -> str:
     return asked
 
 
-def test_the_rewind_confirmation_fits_80_columns(tmp_path: Path, scripted_llm):
+def test_the_rewind_confirmation_fits_80_columns_and_breaks_at_words_in_60(tmp_path: Path, scripted_llm):
     # Bug: its question was 110 characters: Neovim's select wrapped it mid-sentence, " puts them back until the
-    # next turn)" a line of its own starting with a space.
+    # next turn)" a line of its own starting with a space. In a 60-column terminal it still broke words ("its
+    # messages g" / "o.", "the next t" / "urn)"): there its lines break at words, a choice's under its text.
     with one_edit(tmp_path, scripted_llm("openai")) as tmux:
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "60", "-y", "24"], check=True)
+        tmux.keys(":OllieRewind 1", "Enter")
+        narrow = tmux.keep("0-confirm-60", tmux.wait(lambda s: "Type number" in s and "Rewind to before" in s,
+                                                     "the confirmation at 60 columns"), (600, 480)).splitlines()
+        start = next(i for i, line in enumerate(narrow) if line.startswith("Rewind to before turn 1?"))
+        assert [line.rstrip() for line in narrow[start:start + 5]] == [
+            "Rewind to before turn 1? Its file changes and its messages", "go.",
+            "1: Rewind (:OllieRewind undo puts them back until the next", "   turn)", "2: Cancel"], "\n".join(narrow)
+        tmux.keys("2", "Enter")
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
+        # (Neovim's layout is waited for: the chat takes its half of the 80 columns as the resize is handled.)
+        tmux.wait(lambda s: "Type number" not in s and 38 <= s.splitlines()[1].find("│") <= 41, "80 columns again")
         asked = rewind_all(tmux).splitlines()
         start = next(i for i, line in enumerate(asked) if line.startswith("Rewind to before turn 1?"))
         end = next(i for i, line in enumerate(asked) if line.startswith("Type number"))
