@@ -637,10 +637,12 @@ function Chat:command(line)
   end)
 end
 
----Interrupt the running turn.
+---Interrupt the running turn: while a switch is in flight, the session switched to's (it went to the one left).
 function Chat:stop()
-  if self.session then
-    client.request("ollie/interrupt", { session = self.session, reason = "user" }, function() end)
+  if self.session or self.redrawing and self.redrawing.held then
+    self:with_session(function(session)
+      client.request("ollie/interrupt", { session = session, reason = "user" }, function() end)
+    end)
   end
 end
 
