@@ -13,7 +13,15 @@ import pytest
 from ollie.testing import Reply, ScriptedLLMServer
 from tests.longsession import saved_session
 
-from .test_nvim_tui import Tmux, assert_clean, nvim_with_unsaved_note, quit_nvim, send_in_chat, start_nvim
+from .test_nvim_tui import (
+    Tmux,
+    ask_and_stream,
+    assert_clean,
+    nvim_with_unsaved_note,
+    quit_nvim,
+    send_in_chat,
+    start_nvim,
+)
 from .test_nvim_tui_commands import chat_text
 from .test_nvim_tui_images import resume
 
@@ -341,9 +349,7 @@ def test_ollie_stop_typed_while_a_picked_session_loads_stops_that_session_s_turn
     srv.script(Reply(text="Once upon a time there was a tale.", hold=story))
     with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
         try:
-            tmux.wait(lambda s: "notes" in s, "nvim to start")
-            tmux.keys(":Ollie tell a long story", "Enter")
-            tmux.wait(lambda s: "there was a tale." in s, "the story streamed")
+            ask_and_stream(tmux, "tell a long story", "there was a tale.")
             tmux.keys(":OllieNew", "Enter")
             tmux.wait(lambda s: "Type a prompt" in s, "the new session's empty chat")
             tmux.keys("Escape", ":OllieSessions", "Enter")

@@ -14,7 +14,7 @@ from pathlib import Path
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from .test_nvim_tui import FLOAT_PICKER, PLUGIN, assert_clean, queue_while_streaming, start_nvim
+from .test_nvim_tui import FLOAT_PICKER, PLUGIN, ask_and_stream, assert_clean, queue_while_streaming, start_nvim
 
 SMALL = (760, 440)  # an 80x24 screen's PNG, in pixels
 
@@ -166,9 +166,7 @@ def test_prompts_a_stop_held_stay_in_sight_when_a_second_tab_adds_the_tabline(tm
                Reply.text("One."), Reply.text("Two."))
     with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
         try:
-            tmux.wait(lambda s: "notes" in s, "nvim to start")
-            tmux.keys(":Ollie tell a long story", "Enter")
-            tmux.wait(lambda s: "Part 7:" in s, "the story streamed")
+            ask_and_stream(tmux, "tell a long story", "Part 7:")
             tmux.keys(":OllieQueue is it true?", "Enter", ":OllieQueue who told it?", "Enter", ":OllieStop", "Enter")
             tmux.wait(lambda s: "⏸ held: who told it?" in s, "the prompts held by the stop")
             tmux.keys(":tabnew", "Enter", ":tabprev", "Enter")
