@@ -43,7 +43,7 @@ def rewind_all(tmux: Tmux) -> str:
 def test_the_rewind_confirmation_fits_80_columns_and_breaks_at_words_in_60(tmp_path: Path, scripted_llm):
     # Bug: its question was 110 characters: Neovim's select wrapped it mid-sentence, " puts them back until the
     # next turn)" a line of its own starting with a space. In a 60-column terminal it still broke words ("its
-    # messages g" / "o.", "the next t" / "urn)"): there its lines break at words, a choice's under its text.
+    # messages g" / "o.", "the next t" / "urn)"): there its lines break at words, indented under the first.
     with one_edit(tmp_path, scripted_llm("openai")) as tmux:
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "60", "-y", "24"], check=True)
         tmux.keys(":OllieRewind 1", "Enter")
@@ -51,7 +51,7 @@ def test_the_rewind_confirmation_fits_80_columns_and_breaks_at_words_in_60(tmp_p
                                                      "the confirmation at 60 columns"), (600, 480)).splitlines()
         start = next(i for i, line in enumerate(narrow) if line.startswith("Rewind to before turn 1?"))
         assert [line.rstrip() for line in narrow[start:start + 5]] == [
-            "Rewind to before turn 1? Its file changes and its messages", "go.",
+            "Rewind to before turn 1? Its file changes and its messages", "  go.",
             "1: Rewind (:OllieRewind undo puts them back until the next", "   turn)", "2: Cancel"], "\n".join(narrow)
         tmux.keys("2", "Enter")
         subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)

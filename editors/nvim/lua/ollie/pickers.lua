@@ -4,13 +4,15 @@ local requests = require("ollie.requests")
 
 local M = {}
 
----`text` broken at spaces into lines of at most `width` cells (a wider word stays whole); as it is when it fits.
+---`text` broken at spaces into lines of at most `width` cells (a wider word stays whole), each after the first
+---starting with `indent`; as it is when it fits.
 ---@param text string
 ---@param width integer
----@return string[]
-local function at_words(text, width)
+---@param indent string
+---@return string
+local function at_words(text, width, indent)
   if vim.fn.strdisplaywidth(text) <= width then
-    return { text }
+    return text
   end
   local lines = {}
   for word in text:gmatch("%S+") do
@@ -18,15 +20,16 @@ local function at_words(text, width)
     if line and vim.fn.strdisplaywidth(line) <= width then
       lines[#lines] = line
     else
-      table.insert(lines, word)
+      table.insert(lines, (#lines > 0 and indent or "") .. word)
     end
   end
-  return lines
+  return table.concat(lines, "\n")
 end
 
 ---Ask `prompt`, `yes_label` or Cancel (vim.ui.select, kind "ollie_confirm"): `yes()` on the one, `no()` otherwise.
 ---Neovim's own select (inputlist) wraps a line wider than the screen mid-word ("its messages g" / "o." at 60
----columns): with it the question and each choice break at words, a choice's further lines under its text.
+---columns): with it the question and each choice break at words, a choice's further lines under its text, the
+---question's indented (a session's title is whoever named it: a line of its words was never to read as a choice).
 ---@param prompt string
 ---@param yes_label string
 ---@param yes fun()
@@ -34,10 +37,10 @@ end
 function M.confirm(prompt, yes_label, yes, no)
   local stock, width = debug.getinfo(vim.ui.select, "S").source:find("vim/ui.lua", 1, true) ~= nil, vim.o.columns - 1
   vim.ui.select({ yes_label, "Cancel" }, {
-    prompt = stock and table.concat(at_words(prompt, width), "\n") or prompt,
+    prompt = stock and at_words(prompt, width, "  ") or prompt,
     kind = "ollie_confirm",
-    -- (Past its "1: ", three cells.)
-    format_item = stock and function(item) return table.concat(at_words(item, width - 3), "\n   ") end or nil,
+    -- (After the "1: " the select puts first: its further lines under its text.)
+    format_item = stock and function(item) return (at_words(item, width - 3, ""):gsub("\n", "\n   ")) end or nil,
   }, function(choice)
     if choice == yes_label then
       yes()
