@@ -740,12 +740,17 @@ def test_a_workspace_mcp_server_is_asked_about_in_the_question_float(tmp_path: P
     assert told[0] == "42" and "rejected" in told[1], told
 
 
-def queue_while_streaming(tmux: Tmux, prompt: str, answer: str, queued: str) -> str:
-    """In Neovim editing notes.txt: `prompt` sent, and `queued` typed in the chat's input and queued (Enter) while
-    its answer (starting with `answer`) streams; the screen showing it queued."""
+def ask_and_stream(tmux: Tmux, prompt: str, answer: str) -> None:
+    """In Neovim editing notes.txt: `prompt` sent (`:Ollie`), its answer streaming (`answer` shown)."""
     tmux.wait(lambda s: "notes" in s, "nvim to start")
     tmux.keys(f":Ollie {prompt}", "Enter")
     tmux.wait(lambda s: answer in s, "the answer to stream")
+
+
+def queue_while_streaming(tmux: Tmux, prompt: str, answer: str, queued: str) -> str:
+    """In Neovim editing notes.txt: `prompt` sent, and `queued` typed in the chat's input and queued (Enter) while
+    its answer (starting with `answer`) streams; the screen showing it queued."""
+    ask_and_stream(tmux, prompt, answer)
     tmux.keys(":OllieChat", "Enter")
     tmux.keys(queued, literal=True)
     tmux.keys("Escape", "Enter")  # queued behind the running turn

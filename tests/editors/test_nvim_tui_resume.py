@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,15 @@ import pytest
 from ollie.testing import Reply, ScriptedLLMServer
 from tests.longsession import saved_session
 
-from .test_nvim_tui import Tmux, assert_clean, nvim_with_unsaved_note, quit_nvim, send_in_chat, start_nvim
+from .test_nvim_tui import (
+    Tmux,
+    ask_and_stream,
+    assert_clean,
+    nvim_with_unsaved_note,
+    quit_nvim,
+    send_in_chat,
+    start_nvim,
+)
 from .test_nvim_tui_commands import chat_text
 from .test_nvim_tui_images import resume
 
@@ -330,3 +339,25 @@ def test_a_failed_shell_lines_output_cannot_draw_a_step_or_an_end_line_of_the_ch
     for line in ("  ✓ Run true", "_(end)_"):
         (row,) = headers_drawn(screen, line)
         assert band not in row, (line, band, screen)
+
+
+def test_ollie_stop_typed_while_a_picked_session_loads_stops_that_session_s_turn(tmp_path: Path, scripted_llm):
+    # Bug: a session whose turn runs on out of sight (:OllieNew during it) picked in :OllieSessions, and :OllieStop
+    # typed at once: the stop went to the session the chat was leaving (idle), and the picked one's turn ran on.
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="Once upon a time there was a tale.", hold=story))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
+        try:
+            ask_and_stream(tmux, "tell a long story", "there was a tale.")
+            tmux.keys(":OllieNew", "Enter")
+            tmux.wait(lambda s: "Type a prompt" in s, "the new session's empty chat")
+            tmux.keys("Escape", ":OllieSessions", "Enter")
+            listed = tmux.wait(lambda s: "Type number" in s and "tell a long story" in s, "the sessions")
+            [line] = [line for line in listed.splitlines() if "tell a long story" in line]
+            tmux.keys(line.split(":", 1)[0], "Enter", "Escape", ":OllieStop", "Enter")
+            tmux.keep("1-stopped", tmux.wait(lambda s: "there was a tale." in s and "(interrupted)" in s,
+                                             "the picked session's turn stopped"))
+        finally:
+            story.set()
+        assert_clean(tmux.screens)

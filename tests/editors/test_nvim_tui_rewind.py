@@ -1,15 +1,17 @@
 """A rewind and the changes list in the real Neovim TUI at 80x24 (nvim in tmux, README's `setup({})`): the rewind's
-confirmation, its undo after a restart and while a picked session loads, the tab labels while the changes list is in
-use, the question to undo a turn's only file with a long path."""
+confirmation, its undo after a restart and while a picked session loads (a fork then too), the tab labels while the
+changes list is in use, the question to undo a turn's only file with a long path."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from ollie.testing import Reply
 
 from .test_nvim_tui import Tmux, assert_clean, quit_nvim, start_nvim
+from .test_nvim_tui_commands import chat_text
 
 SMALL = (80, 24)
 PNG = (800, 480)
@@ -38,10 +40,23 @@ def rewind_all(tmux: Tmux) -> str:
     return asked
 
 
-def test_the_rewind_confirmation_fits_80_columns(tmp_path: Path, scripted_llm):
+def test_the_rewind_confirmation_fits_80_columns_and_breaks_at_words_in_60(tmp_path: Path, scripted_llm):
     # Bug: its question was 110 characters: Neovim's select wrapped it mid-sentence, " puts them back until the
-    # next turn)" a line of its own starting with a space.
+    # next turn)" a line of its own starting with a space. In a 60-column terminal it still broke words ("its
+    # messages g" / "o.", "the next t" / "urn)"): there its lines break at words, indented under the first.
     with one_edit(tmp_path, scripted_llm("openai")) as tmux:
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "60", "-y", "24"], check=True)
+        tmux.keys(":OllieRewind 1", "Enter")
+        narrow = tmux.keep("0-confirm-60", tmux.wait(lambda s: "Type number" in s and "Rewind to before" in s,
+                                                     "the confirmation at 60 columns"), (600, 480)).splitlines()
+        start = next(i for i, line in enumerate(narrow) if line.startswith("Rewind to before turn 1?"))
+        assert [line.rstrip() for line in narrow[start:start + 5]] == [
+            "Rewind to before turn 1? Its file changes and its messages", "  go.",
+            "1: Rewind (:OllieRewind undo puts them back until the next", "   turn)", "2: Cancel"], "\n".join(narrow)
+        tmux.keys("2", "Enter")
+        subprocess.run([*tmux.base, "resize-window", "-t", "t", "-x", "80", "-y", "24"], check=True)
+        # (Neovim's layout is waited for: the chat takes its half of the 80 columns as the resize is handled.)
+        tmux.wait(lambda s: "Type number" not in s and 38 <= s.splitlines()[1].find("│") <= 41, "80 columns again")
         asked = rewind_all(tmux).splitlines()
         start = next(i for i, line in enumerate(asked) if line.startswith("Rewind to before turn 1?"))
         end = next(i for i, line in enumerate(asked) if line.startswith("Type number"))
@@ -129,4 +144,16 @@ def test_a_rewind_undo_typed_while_a_picked_session_loads_undoes_that_session_s_
         assert "rewind undone" in done and "no rewind" not in done, done
         tmux.wait(lambda s: "line three" in s and "Edited three." in s, "turn 1 back, in the file and the chat")
         assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
+        # Bug: `:OllieFork` typed as the "say hi" session loads forked the one left (the rewound one, shown again).
+        tmux.keys("Escape", ":OllieSessions", "Enter")
+        listed = tmux.wait(lambda s: "Type number" in s and "say hi" in s, "the sessions again")
+        [line] = [line for line in listed.splitlines() if "say hi" in line and "fork" not in line]
+        tmux.keys(line.split(":", 1)[0], "Enter", "Escape", ":OllieFork", "Enter")
+        forked = tmux.keep("3-forked", tmux.wait(lambda s: "Files were not" in said(s), "the fork"), PNG)
+        assert 'this chat is now "say hi (fork)"' in said(forked) and "Edited three." not in forked, forked
         assert_clean(tmux.screens)
+
+
+def said(screen: str) -> str:
+    """What the chat's side of `screen` says, its rows joined (a note wraps at 80 columns)."""
+    return " ".join(chat_text(screen).split())

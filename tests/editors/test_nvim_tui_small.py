@@ -14,7 +14,7 @@ from pathlib import Path
 from ollie.testing import Reply
 from tests.procs import wait_until
 
-from .test_nvim_tui import FLOAT_PICKER, PLUGIN, assert_clean, queue_while_streaming, start_nvim
+from .test_nvim_tui import FLOAT_PICKER, PLUGIN, ask_and_stream, assert_clean, queue_while_streaming, start_nvim
 
 SMALL = (760, 440)  # an 80x24 screen's PNG, in pixels
 
@@ -153,6 +153,29 @@ def test_a_prompt_queued_under_a_paragraph_taller_than_the_chat_shows(tmp_path: 
         finally:
             story.set()
         tmux.wait(lambda s: "Yes." in s, "the queued turn")
+        assert_clean(tmux.screens)
+
+
+def test_prompts_a_stop_held_stay_in_sight_when_a_second_tab_adds_the_tabline(tmp_path: Path, scripted_llm):
+    """Bug: at 80x24, an answer of paragraphs filling the chat stopped with two prompts queued (held: they show under
+    its last line), then `:tabnew` and back: the tabline took a row off the chat, and Neovim kept the cursor's line in
+    sight, not what shows under it: the last held prompt was below the window's foot until the next event."""
+    srv = scripted_llm("openai")
+    story = threading.Event()
+    srv.script(Reply(text="\n\n".join(f"Part {i}: " + "there was a tale " * 6 for i in range(8)), hold=story),
+               Reply.text("One."), Reply.text("Two."))
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": "notes\n"}, size=(80, 24)) as tmux:
+        try:
+            ask_and_stream(tmux, "tell a long story", "Part 7:")
+            tmux.keys(":OllieQueue is it true?", "Enter", ":OllieQueue who told it?", "Enter", ":OllieStop", "Enter")
+            tmux.wait(lambda s: "⏸ held: who told it?" in s, "the prompts held by the stop")
+            tmux.keys(":tabnew", "Enter", ":tabprev", "Enter")
+            tmux.keep("1-tabline", tmux.wait(lambda s: s.startswith(" ") and "⏸ held: who told it?" in s,
+                                             "the held prompts under the tabline"), SMALL)
+        finally:
+            story.set()
+        tmux.keys(":OllieChat", "Enter", "C-s")  # (the input empty: the held prompts go on)
+        tmux.wait(lambda s: "Two." in s and "⏸" not in s, "the held prompts' turns")
         assert_clean(tmux.screens)
 
 

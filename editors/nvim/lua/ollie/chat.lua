@@ -313,10 +313,21 @@ function Chat:revive()
 end
 
 ---Run `fn(session)` once the chat has a daemon session (asked for on first use); `failed(why)` when none came (it
----says why; without it, the chat does).
+---says why; without it, the chat does). While a switch (or a restart) is in flight it waits until the session
+---switched to is drawn, and that is the one: `:OllieFork` typed while a picked session loaded forked the one left.
 ---@param fn fun(session: string)
 ---@param failed fun(why: string)|nil
 function Chat:with_session(fn, failed)
+  if self.redrawing and self.redrawing.held then
+    table.insert(self.redrawing.then_run, function(why) -- (release has said why)
+      if not why then
+        self:with_session(fn, failed)
+      elseif failed then
+        failed(why)
+      end
+    end)
+    return
+  end
   if self.session then
     return fn(self.session)
   end
@@ -592,8 +603,8 @@ end
 ---Run a slash command (or `!shell`) at once, also during a turn; its output shows once, in the transcript.
 ---@param line string
 function Chat:command(line)
-  self.transcript:aside("› " .. line, "OllieCommand")
   self:with_session(function(session)
+    self.transcript:aside("› " .. line, "OllieCommand") -- (not before: a switch's drawing would wipe it)
     self.commands_running = (self.commands_running or 0) + 1
     client.request("ollie/command", { session = session, line = line }, function(err, res)
       self.commands_running = self.commands_running - 1
@@ -626,10 +637,12 @@ function Chat:command(line)
   end)
 end
 
----Interrupt the running turn.
+---Interrupt the running turn: while a switch is in flight, the session switched to's (it went to the one left).
 function Chat:stop()
-  if self.session then
-    client.request("ollie/interrupt", { session = self.session, reason = "user" }, function() end)
+  if self.session or self.redrawing and self.redrawing.held then
+    self:with_session(function(session)
+      client.request("ollie/interrupt", { session = session, reason = "user" }, function() end)
+    end)
   end
 end
 
@@ -922,12 +935,14 @@ vim.api.nvim_create_autocmd("VimResized", {
     end
   end,
 })
--- A chat window resized by hand: its plan's float keeps to its corner.
+-- A chat window resized (by hand, by the terminal, by a tabline or a split): its plan's float keeps to its corner, its
+-- transcript at its end shows its end.
 vim.api.nvim_create_autocmd("WinResized", {
   group = "ollie_chat",
   callback = function()
     for _, chat in pairs(M.chats) do
       chat:draw_plan()
+      chat:keep_end(vim.v.event.windows)
     end
   end,
 })

@@ -230,9 +230,16 @@ function W:fit()
   elseif beside and position ~= "tab" then
     vim.api.nvim_win_set_width(tw, side_width())
   end
-  -- Narrower, its lines wrap onto more rows: a transcript at its end shows its end again (Neovim kept its top line,
-  -- and the last answer below the window's foot, until the next event scrolled it).
-  if vim.api.nvim_win_get_cursor(tw)[1] == self.transcript:count() then
+end
+
+---The transcript's window, among the windows `resized` (WinResized's), shows its end again when it was at its end:
+---narrower, its lines wrap onto more rows; shorter (a second tab's tabline, a split below), Neovim kept the cursor's
+---line in sight but not the waiting prompts under it (the last held one hid below the window's foot until the next
+---event scrolled it).
+---@param resized integer[]
+function W:keep_end(resized)
+  local tw = self:windows()
+  if tw and vim.tbl_contains(resized, tw) and vim.api.nvim_win_get_cursor(tw)[1] == self.transcript:count() then
     self.transcript:show_end(tw)
   end
 end

@@ -15,6 +15,7 @@ local M = {}
 ---@field drawn fun()[]       what runs once it is drawn
 ---@field asked integer       how many times it was asked for (the last answer draws it)
 ---@field ended string|nil    the stop reason of the turn whose end asked for it
+---@field held boolean|nil    from `hold`: a switch or a restart in flight (what acts on the session waits for it)
 
 ---Methods of ollie.Chat, installed by chat.lua: a session's conversation drawn anew in the chat.
 ---@class ollie.ChatHistory
@@ -239,7 +240,7 @@ end
 ---daemon has not loaded the session yet), dropping the events held so far and the answers of redraws asked before.
 function H:hold()
   local held = self.redrawing or { then_run = {}, drawn = {}, asked = 0 }
-  held.events, held.asked = {}, held.asked + 1
+  held.events, held.asked, held.held = {}, held.asked + 1, true
   self.redrawing = held
 end
 

@@ -1,8 +1,54 @@
 -- Pickers through vim.ui.select: sessions (titles and relative times, never raw ids), models and agents;
--- rename and archive of a session.
+-- rename and archive of a session; the yes-or-cancel questions (confirm).
 local requests = require("ollie.requests")
 
 local M = {}
+
+---`text` broken at spaces into lines of at most `width` cells (a wider word stays whole), each after the first
+---starting with `indent`; as it is when it fits.
+---@param text string
+---@param width integer
+---@param indent string
+---@return string
+local function at_words(text, width, indent)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  local lines = {}
+  for word in text:gmatch("%S+") do
+    local line = lines[#lines] and (lines[#lines] .. " " .. word)
+    if line and vim.fn.strdisplaywidth(line) <= width then
+      lines[#lines] = line
+    else
+      table.insert(lines, (#lines > 0 and indent or "") .. word)
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
+---Ask `prompt`, `yes_label` or Cancel (vim.ui.select, kind "ollie_confirm"): `yes()` on the one, `no()` otherwise.
+---Neovim's own select (inputlist) wraps a line wider than the screen mid-word ("its messages g" / "o." at 60
+---columns): with it the question and each choice break at words, a choice's further lines under its text, the
+---question's indented (a session's title is whoever named it: a line of its words was never to read as a choice).
+---@param prompt string
+---@param yes_label string
+---@param yes fun()
+---@param no fun()|nil
+function M.confirm(prompt, yes_label, yes, no)
+  local stock, width = debug.getinfo(vim.ui.select, "S").source:find("vim/ui.lua", 1, true) ~= nil, vim.o.columns - 1
+  vim.ui.select({ yes_label, "Cancel" }, {
+    prompt = stock and at_words(prompt, width, "  ") or prompt,
+    kind = "ollie_confirm",
+    -- (After the "1: " the select puts first: its further lines under its text.)
+    format_item = stock and function(item) return (at_words(item, width - 3, ""):gsub("\n", "\n   ")) end or nil,
+  }, function(choice)
+    if choice == yes_label then
+      yes()
+    elseif no then
+      no()
+    end
+  end)
+end
 
 ---Seconds since the epoch of an ISO 8601 time ("2026-11-30T22:05:01.123456+00:00", "...Z"); nil if not one.
 ---@param iso any
@@ -150,16 +196,11 @@ function M.archived(on_choice)
       if not s then
         return on_choice(nil)
       end
-      local label = M.session_label(s)
-      vim.ui.select({ "Unarchive and resume", "Cancel" }, { prompt = "“" .. label .. "”", kind = "ollie_confirm" },
-        function(choice)
-          if choice ~= "Unarchive and resume" then
-            return on_choice(nil)
-          end
-          requests.call("ollie/session/unarchive", { session = s.id }, function()
-            on_choice(vim.tbl_extend("force", s, { archived = false }))
-          end)
+      M.confirm("“" .. M.session_label(s) .. "”", "Unarchive and resume", function()
+        requests.call("ollie/session/unarchive", { session = s.id }, function()
+          on_choice(vim.tbl_extend("force", s, { archived = false }))
         end)
+      end, function() on_choice(nil) end)
     end)
   end)
 end
@@ -343,14 +384,11 @@ function M.archive()
       return
     end
     local label = M.session_label(s)
-    vim.ui.select({ "Archive", "Cancel" }, { prompt = "Archive “" .. label .. "”?", kind = "ollie_confirm" },
-      function(choice)
-        if choice == "Archive" then
-          requests.call("ollie/session/archive", { session = s.id }, function()
-            requests.notify("archived " .. label)
-          end)
-        end
+    M.confirm("Archive “" .. label .. "”?", "Archive", function()
+      requests.call("ollie/session/archive", { session = s.id }, function()
+        requests.notify("archived " .. label)
       end)
+    end)
   end, { prompt = "ollie: archive which session?" })
 end
 

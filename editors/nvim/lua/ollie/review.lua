@@ -4,6 +4,7 @@ local render = require("ollie.render")
 local requests = require("ollie.requests")
 local turn_list = require("ollie.turns")
 local shown_path = require("ollie.permission").shown_path
+local confirm = require("ollie.pickers").confirm
 
 local M = {}
 
@@ -71,15 +72,6 @@ local function find(path)
       return f
     end
   end
-end
-
----Ask yes/no with vim.ui.select; `yes()` runs only on "yes".
-local function confirm(prompt, yes_label, yes)
-  vim.ui.select({ yes_label, "Cancel" }, { prompt = prompt, kind = "ollie_confirm" }, function(choice)
-    if choice == yes_label then
-      yes()
-    end
-  end)
 end
 
 ---How many files the turn still changes (those undone left out).
