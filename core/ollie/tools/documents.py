@@ -35,9 +35,15 @@ def disk_text(path: Path, errors: str = "replace") -> str | None:
         return None
 
 
+# Windows-1252 as editors decode it (the WHATWG encoding: Helix's, Sublime's and Kate's fallback, VS Code's guess):
+# Latin-1 but for 0x80-0x9F, its smart quotes, dashes and euro sign; the five bytes it leaves undefined stay Latin-1's.
+_WINDOWS_1252 = {byte: bytes([byte]).decode("cp1252", "ignore") or chr(byte) for byte in range(0x80, 0xA0)}
+
+
 def disk_holds(path: Path, text: str) -> bool:
     """Whether `path` on disk (through the chokepoint; absent: "", unreadable: never) is what a buffer of `text` shows
-    of it: its bytes as UTF-8, each that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback). Blocking."""
+    of it: its bytes as UTF-8, each that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback) or as
+    Windows-1252 (`_WINDOWS_1252`). Blocking."""
     try:
         data = beneath.read_bytes_sync(path.parent, path.name)
     except FileNotFoundError:
@@ -47,7 +53,9 @@ def disk_holds(path: Path, text: str) -> bool:
     try:
         return data.decode("utf-8") == text
     except UnicodeDecodeError:  # (only then: a UTF-8 file's "é" read as Latin-1 is "Ã©", which she may have typed)
-        return text in (data.decode("utf-8", "replace"), data.decode("latin-1"))
+        # Each an exact decoding of the whole file: typing anywhere in the buffer still differs from all three.
+        latin = data.decode("latin-1")
+        return text in (data.decode("utf-8", "replace"), latin, latin.translate(_WINDOWS_1252))
 
 
 @dataclass(eq=False, repr=False)
