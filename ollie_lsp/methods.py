@@ -498,7 +498,7 @@ async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
         done = await (live.core.rewind_undo() if p.undo else live.core.rewind(p.turn))
     buffers = [{"path": b.path, "status": b.status, **({"reason": b.reason} if b.reason else {})} for b in done.buffers]
     return {"turn": done.turn, "files": done.files, "buildOutput": list(done.build_output), "messages": done.messages,
-            "buffers": buffers}
+            "turns": done.turns, "buffers": buffers}
 
 
 @method("ollie/session/new", SessionNewParams)

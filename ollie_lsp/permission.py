@@ -78,7 +78,9 @@ async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> 
     what = question.title.replace("\n", "\\n")
     # A minibuffer shows a tall prompt's end (eglot's): what is asked scrolled out above the diff; said again there.
     again = f"\n\nollie asks to: {what}" if shown.count("\n") > QUESTION_SAID_AGAIN_AFTER else ""
-    title = await _choice(ls, escaped(f"ollie (session {session_id}) asks to: {what}{covers}{shown}{again}"), buttons)
+    # The session is named only where another could ask too: its 26-character id led every question of eglot's one.
+    who = f"ollie (session {session_id})" if len(ls.live_sessions()) > 1 else "ollie"
+    title = await _choice(ls, escaped(f"{who} asks to: {what}{covers}{shown}{again}"), buttons)
     return Answer(buttons.get(title or "", "reject"))  # type: ignore[arg-type]  # dismissed (null): a no
 
 

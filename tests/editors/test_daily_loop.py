@@ -49,7 +49,7 @@ def test_neovim_headless_edit_then_test(workspace: Path, scripted_llm):  # noqa:
     assert result["calc_after_undo"] == CALC.splitlines(), "the edit is undoable in the editor"
     # The rewind restored calc.py and removed the test run's __pycache__/calc.*.pyc: the notice counts the file the
     # turn changed (as the chat's "1 file changed" did) and names the build output apart, as the engine's /rewind does.
-    assert re.search(r"rewound to before turn 1 \(1 file restored, 0 messages left, and build output "
+    assert re.search(r"rewound to before turn 1 \(no turns kept, 1 file restored, and build output "
                      r"\(__pycache__/calc\.cpython-\d+\.pyc\)\)$", result["rewound"]), result["rewound"]
     assert result["calc_after_rewind"] == CALC.splitlines() and not (workspace / "__pycache__").exists()
 

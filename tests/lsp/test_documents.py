@@ -202,25 +202,29 @@ async def test_a_rewind_keeps_the_stale_check_of_a_buffer_the_kept_turns_read(sh
     assert editor.edits == [] and editor.texts[notes.as_uri()] == "editor line\nthe user typed this\n"
 
 
-async def test_a_whole_file_write_of_a_latin1_buffer_as_its_disk_holds_it_is_not_refused_as_unread(shared_daemon, llm):
+async def test_a_whole_file_write_of_a_latin1_or_cp1252_buffer_as_its_disk_holds_is_not_refused_as_unread(shared_daemon, llm):
     # A buffer of a Latin-1 file (Neovim's 'fileencodings' falls back to it) holds what its disk does, but the disk was
     # read as UTF-8 with each of its bytes that is none a U+FFFD: the write was refused as over her unsaved typing (and,
     # let through, kept in the buffer alone, as over unsaved changes).
     def write(name: str) -> Reply:
         return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": [name, "tea\n"]}]}))
 
-    llm.script(write("menu.txt"), Reply.text("written"), write("a.txt"), Reply.text("refused"), write("b.txt"),
-               Reply.text("refused"))
+    # So was one of a Windows-1252 file (0x93 and 0x94 its smart quotes: Helix, Sublime, Kate, VS Code's guess).
+    llm.script(write("menu.txt"), Reply.text("written"), write("quotes.txt"), Reply.text("written"), write("a.txt"),
+               Reply.text("refused"), write("b.txt"), Reply.text("refused"), write("c.txt"), Reply.text("refused"))
     daemon = await share(shared_daemon, llm.env())
-    menu = daemon.workspace / "menu.txt"
-    menu.write_bytes("café\n".encode("latin-1"))
     editor = Editor(daemon)
-    editor.open(menu, "café\n")
-    assert await submit(daemon, "write it") == "written"
-    assert "not written" not in tool_result(llm) and editor.texts[menu.as_uri()] == "tea\n"
-    assert menu.read_bytes() == b"tea\n"
-    # Her typing is still refused: over such a file, and in a UTF-8 file whose bytes read as Latin-1 are her buffer.
-    for name, disk, typed in (("a.txt", "café\n".encode("latin-1"), "café\nher line\n"), ("b.txt", "é\n".encode(), "Ã©\n")):
+    for name, disk, shown in (("menu.txt", "café\n".encode("latin-1"), "café\n"),
+                              ("quotes.txt", b"\x93tea\x94 \x80\x81\n", "\u201ctea\u201d \u20ac\x81\n")):
+        path = daemon.workspace / name
+        path.write_bytes(disk)
+        editor.open(path, shown)
+        assert await submit(daemon, "write it") == "written"
+        assert "not written" not in tool_result(llm) and editor.texts[path.as_uri()] == "tea\n"
+        assert path.read_bytes() == b"tea\n"
+    # Her typing is still refused: over such files, and in a UTF-8 file whose bytes read as Latin-1 are her buffer.
+    for name, disk, typed in (("a.txt", "café\n".encode("latin-1"), "café\nher line\n"), ("b.txt", "é\n".encode(), "Ã©\n"),
+                              ("c.txt", b"\x93tea\x94\n", "\u201ctea\u201d\nher line\n")):
         path = daemon.workspace / name
         path.write_bytes(disk)
         editor.open(path, typed)

@@ -57,7 +57,7 @@ async def test_the_editor_is_asked_and_its_answer_holds(shared_daemon, llm, shar
     assert not declined.exists()
     title = [e["tool"]["title"] for e in daemon.events if e["role"] == "call"][-1]  # the step's, cut
     assert title.startswith("Run `echo x > ") and title.endswith("` outside the sandbox"), title
-    assert len(asked) == 2 and asked[1].endswith(f") asks to: {title}\n\necho x > {declined}")
+    assert len(asked) == 2 and asked[1].endswith(f" asks to: {title}\n\necho x > {declined}")
     assert f"rejected: the user did not allow {title!r}" in llm.chat_requests[-1].body["messages"][-1]["content"]
     # A notification goes: the chat keeps the answer.
     infos = [e["content"] for e in daemon.events if e["role"] == "info"]

@@ -169,7 +169,7 @@ async def test_rewind_and_its_undo_work_across_a_daemon_restart(start_daemon, ll
     # A new daemon resumes the session; the checkpoints and the conversation are on disk.
     second = await start(start_daemon, llm, workspace=ws, init_options={"session": session})
     rewound = await second.request("ollie/rewind", {"turn": 2})
-    assert rewound["turn"] == 2 and sorted(rewound["files"]) == ["a.txt", "b.txt"]
+    assert rewound["turn"] == 2 and sorted(rewound["files"]) == ["a.txt", "b.txt"] and rewound["turns"] == 1
     assert (ws / "a.txt").read_text() == ORIGINAL_A and (ws / "b.txt").read_text() == ORIGINAL_B
     context = await second.request("ollie/context", {})
     assert [m["content"] for m in context["messages"]] == ["say hello", "hello"]

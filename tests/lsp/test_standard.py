@@ -228,14 +228,28 @@ async def test_executing_the_fix_runs_a_turn_and_applies_its_edit(start_daemon, 
     assert 'line 2: "undefined name \'rr\'" (from "pyflakes")' in asked
     assert "File: area.py (plaintext)" in asked and "return 3.14 * r * rr" in asked
     [question] = [q.message for q in editor.questions]  # with the edit's diff: what the user says yes to
-    assert question.startswith(f'ollie (session {result["session"]}) asks to: Edit area.py ("Allow always" covers '
-                               'edit steps in this session):\n\n--- a/area.py\n+++ b/area.py\n'), question
+    # The one session the editor has is not named: its 26-character id led the question (eglot's minibuffer).
+    assert question.startswith('ollie asks to: Edit area.py ("Allow always" covers edit steps in this session):\n\n'
+                               '--- a/area.py\n+++ b/area.py\n'), question
     assert "\n-    return 3.14 * r * rr\n+    return 3.14 * r * r" in question, question
     # Its edit came as workspace/applyEdit to the open document, which the editor applied.
     assert len(editor.edits) == 1
     new_text = editor.edits[0].edit.document_changes[0].edits[0].new_text  # type: ignore[index, union-attr]
     assert new_text == "    return 3.14 * r * r\n"  # that line alone
     # The short answer came as a message.
+    said = "ollie: Replaced rr with r."
+    await asyncio.wait_for(_until(lambda: any(m.message == said for m in daemon.client.messages)), 30)
+
+
+async def test_a_question_names_its_session_where_another_could_ask_too(start_daemon, llm):
+    llm.script(Reply.file_edit("area.py", "r * rr", "r * r"), Reply.text("Replaced rr with r."))
+    daemon, editor, fix = await fix_offered(start_daemon, llm)
+    await daemon.request("ollie/session/new", {})  # a second session, which could ask too
+    assert fix.command is not None
+    result = await daemon.request(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams(
+        command=fix.command.command, arguments=fix.command.arguments))
+    await asyncio.wait_for(_until(lambda: editor.questions), 30)
+    assert editor.questions[0].message.startswith(f'ollie (session {result["session"]}) asks to: Edit area.py ')
     said = "ollie: Replaced rr with r."
     await asyncio.wait_for(_until(lambda: any(m.message == said for m in daemon.client.messages)), 30)
 

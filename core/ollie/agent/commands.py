@@ -112,11 +112,17 @@ async def cmd_rewind(core: CommandTarget, arg: str) -> str:
     """Files back to before turn n (default: the last) and the conversation cut there; `undo` undoes it."""
     if arg == "undo":
         done = await core.rewind_undo()
-        return f"rewind undone: turn {done.turn} back: {_restored(done, undo=True)}; {done.messages} messages"
+        back = f"turn {done.turn}" if done.turns <= done.turn else f"turns {done.turn}–{done.turns}"
+        return f"rewind undone: {back} back: {_restored(done, undo=True)}"
     if arg and not re.fullmatch(r"\d+", arg):
         raise CommandUsageError(f"/rewind takes a turn number or 'undo' (got {arg!r})")
     done = await core.rewind(int(arg) if arg else None)
-    return f"rewound to before turn {done.turn}: {_restored(done)}; {done.messages} messages kept. /rewind undo to undo"
+    return (f"rewound to before turn {done.turn}: {_restored(done)}; {_turns(done.turns)} kept. "
+            "/rewind undo to undo")
+
+
+def _turns(count: int) -> str:
+    return f"{count or 'no'} turn{'s' * (count != 1)}"
 
 
 def _restored(done: Rewound, *, undo: bool = False) -> str:

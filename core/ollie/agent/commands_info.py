@@ -289,7 +289,7 @@ async def _session_lines(core: CommandTarget, ids: list[str]) -> list[tuple[str,
         info, (meta, turns) = records.get(sid), ends[sid]
         moment = info and (info.last_active or info.created_at)
         saved = meta.get("title")
-        title = (info.title if info else "") or (saved if isinstance(saved, str) else "")
+        title = info.title if info else saved if isinstance(saved, str) else ""
         detail = [_ago(moment.timestamp() if moment else _created(sid)), f"{turns} turn{'s' * (turns != 1)}"]
         if info and info.team:
             detail.append(f"team {info.team}, {info.user_id}'s")

@@ -108,13 +108,15 @@ class Undone:
 @dataclass(eq=False, repr=False)
 class Rewound:
     """What a rewind (or its undo) did: the turn, the files (as the change list shows them), the messages left, the
-    open buffers reverted, and the build output it put back too (listed apart: a user never made it)."""
+    open buffers reverted, the build output it put back too (listed apart: a user never made it), and the turns the
+    session has now (what a user counts: "4 messages" told her nothing)."""
 
     turn: int
     files: list[str]
     messages: int
     buffers: tuple[BufferRevert, ...] = ()
     build_output: tuple[str, ...] = ()
+    turns: int = 0
 
 
 def _after_session(session_id: str) -> str:
@@ -626,7 +628,7 @@ class Review:
         session.plans_before = {t: plan for t, plan in plans.items() if t not in cut}
         session.review_notes[:0] = told
         await self._host.save_rewritten()
-        return await self._rewound(number, restored.changes, len(session.messages), tuple(buffers))
+        return await self._rewound(number, restored.changes, tuple(buffers))
 
     async def rewind_undo(self, *, documents: EditorDocuments | None = None) -> Rewound:
         """Put the files and the conversation back as they were before the last rewind; open buffers it reverted
@@ -656,7 +658,7 @@ class Review:
         if documents is not None and reverted:
             back = {path: edit for path, edit in self.editor_edits.since(turn).items() if path in reverted}
             buffers = await revert_buffers(back, documents, self._cwd(), undo=True)
-        return await self._rewound(turn, restored.changes, len(session.messages), tuple(buffers))
+        return await self._rewound(turn, restored.changes, tuple(buffers))
 
     async def _put_plan(self, text: str) -> None:
         """The plan back as `text`, and the task state's step with it (compaction's: the model reads it)."""
@@ -664,16 +666,16 @@ class Review:
         if (state := self._host.session.task_state) is not None:
             state.plan_step = self._host.plan_step
 
-    async def _rewound(self, turn: int, changes: Sequence[FileChange], messages: int,
-                       buffers: tuple[BufferRevert, ...] = ()) -> Rewound:
+    async def _rewound(self, turn: int, changes: Sequence[FileChange], buffers: tuple[BufferRevert, ...] = ()) -> Rewound:
         """What a rewind restored, the build output apart (the change list leaves it out: ollie.workspace.ignored)."""
         from ollie.workspace.ignored import ignored
 
         cp = self.checkpoints()
         paths = [c.path for c in changes]
         hidden = await ignored(cp.git, cp.root, paths)
-        return Rewound(turn, [p for p in paths if p not in hidden], messages, buffers,
-                       tuple(p for p in paths if p in hidden))
+        session = self._host.session
+        return Rewound(turn, [p for p in paths if p not in hidden], len(session.messages), buffers,
+                       tuple(p for p in paths if p in hidden), len(session.turn_starts))
 
 
 async def _read_text(root: Path, rel: str) -> str | None:

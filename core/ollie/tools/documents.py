@@ -37,6 +37,11 @@ def disk_text(path: Path, errors: str = "replace") -> str | None:
         return None
 
 
+# Windows-1252 as editors decode it (the WHATWG encoding: Helix's, Sublime's and Kate's fallback, VS Code's guess):
+# Latin-1 but for 0x80-0x9F, its smart quotes, dashes and euro sign; the five bytes it leaves undefined stay Latin-1's.
+_WINDOWS_1252 = {byte: bytes([byte]).decode("cp1252", "ignore") or chr(byte) for byte in range(0x80, 0xA0)}
+
+
 def disk_bytes(path: Path) -> bytes | None:
     """`path`'s bytes on disk through the chokepoint; None when absent; OSError when unreadable (a link, a FIFO, a
     giant file). Blocking."""
@@ -57,13 +62,15 @@ def disk_holds(path: Path, text: str) -> bool:
 
 def holds(data: bytes | None, text: str) -> bool:
     """Whether a buffer of `text` shows file bytes `data` (None: no file, an empty buffer): its bytes as UTF-8, each
-    that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback)."""
+    that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback) or as Windows-1252 (`_WINDOWS_1252`)."""
     if data is None:
         return text == ""
     try:
         return data.decode("utf-8") == text
     except UnicodeDecodeError:  # (only then: a UTF-8 file's "é" read as Latin-1 is "Ã©", which she may have typed)
-        return text in (data.decode("utf-8", "replace"), data.decode("latin-1"))
+        # Each an exact decoding of the whole file: typing anywhere in the buffer still differs from all three.
+        latin = data.decode("latin-1")
+        return text in (data.decode("utf-8", "replace"), latin, latin.translate(_WINDOWS_1252))
 
 
 @dataclass(eq=False, repr=False)

@@ -605,9 +605,15 @@ local function do_rewind(params)
     local named = table.concat(vim.list_slice(built, 1, 3), ", ")
       .. (#built > 3 and (" and " .. (#built - 3) .. " more") or "")
     local kept = kept_buffers(res.buffers)
-    requests.notify(string.format("%s (%d file%s restored, %d messages left%s)",
-      params.undo and "rewind undone" or ("rewound to before turn " .. tostring(res.turn)), n, n == 1 and "" or "s",
-      res.messages or 0, #built > 0 and (", and build output (" .. named .. ")") or ""))
+    -- In turns, as the engine's /rewind says it ("4 messages left" told a user nothing): an undo's turns back are
+    -- `turn` to `turns`, a rewind keeps `turns`.
+    local turns = res.turns or 0
+    local back = turns > res.turn and ("turns " .. res.turn .. "–" .. turns) or ("turn " .. tostring(res.turn))
+    local turns_kept = (turns > 0 and tostring(turns) or "no") .. " turn" .. (turns == 1 and "" or "s") .. " kept, "
+    requests.notify(string.format("%s (%s%d file%s restored%s)",
+      params.undo and ("rewind undone: " .. back .. " back") or ("rewound to before turn " .. tostring(res.turn)),
+      params.undo and "" or turns_kept, n, n == 1 and "" or "s",
+      #built > 0 and (", and build output (" .. named .. ")") or ""))
     -- The chat says what the rewind left as it was (its autocmd below shows `note` under the conversation).
     -- An undo puts the cut turns' edits back in the buffers the rewind reverted, but not in one typed in since.
     res.note = #kept > 0 and ((params.undo and "the undo left these buffers as they are, without the agent's edits: "
