@@ -76,6 +76,23 @@ async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon,
     assert rewound["messages"] == 0 and (await daemon.request("ollie/changes", {}))["turn"] is None
 
 
+async def test_a_buffer_the_editor_reloaded_from_the_rewound_disk_as_the_edit_came_is_not_named(start_daemon, llm):
+    """VS Code reloads a clean buffer from the disk the rewind (or its undo) restored, maybe just as the daemon's edit of
+    it is on its way, and refuses that edit for its older version: the buffer holds the text all the same (it was
+    named "not in the editor", the editor not applying the edit)."""
+    llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"))
+    daemon = await start(start_daemon, llm.env())
+    a = daemon.workspace / "a.txt"
+    a.write_text("a on disk\n")
+    editor = Editor(daemon)
+    editor.open(a, ORIGINAL)
+    assert await submit(daemon, "first") == "one"
+    editor.reloads[a.as_uri()] = ORIGINAL
+    rewound = await daemon.request("ollie/rewind", {})
+    assert rewound["buffers"] == [] and buffer_text(editor) == ORIGINAL
+    assert len(editor.edits) == 2 and not editor.reloads  # the edit came, and was refused
+
+
 async def test_a_rewinds_undo_after_a_reload_puts_the_agents_edits_back_in_the_open_buffers(start_daemon, llm):
     llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.file_edit("b.txt", "line 2\n", "B TWO\n"),
                Reply.text("one"))
