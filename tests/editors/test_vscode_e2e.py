@@ -50,7 +50,8 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
     (rewind-kept-buffer-command). The palette's Undo Rewind after a Restart (no notification left to offer it: there
     was no such command) puts the agent's edit back in the buffer a rewind took it out of, her typing kept (it was lost
     unsaid: rewind-undone-after-restart); asked again it says there is no rewind to undo. The Rewind pick of a session longer
-    than 30 turns reaches turn 3 (it listed the newest 30: rewind-turn-3-of-many)."""
+    than 30 turns reaches turn 3 (it listed the newest 30: rewind-turn-3-of-many), "Turn 3" typed ranking it first
+    (turns 30 and on came before it: rewind-pick-of-many)."""
     shows(run_e2e("restart.mjs", total_ms=200000),
           "a rate-limited request's wait to retry was counted down in the status bar",
           "a prompt typed during Restart was sent once the daemon was up, in the chat's session",

@@ -342,9 +342,12 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   await waitForStatus(page, /Ollie: idle/);
   await runCommand(page, "Ollie: Rewind");
   await page.locator(".quick-input-box input").fill("Turn 3");
-  // Labelled by its prompt, as every turn is (by the turn each prompt starts: one injected text unlabelled them all).
-  const third = page.locator(".quick-input-list .monaco-list-row", { hasText: /Turn 3(?!\d)/ }).first();
-  await third.locator(".label-name", { hasText: /^Turn 3: \S/ }).waitFor({ timeout: waitMs });
+  // Ranked first, before turns 30 and on (labelled "Turn 3: <prompt>", the pick put turn 3's longer label after
+  // theirs), and described by its prompt, as every turn is (by the turn each prompt starts: one injected text left
+  // them all without).
+  const third = page.locator('.quick-input-list .monaco-list-row[data-index="0"]');
+  await third.locator(".label-name", { hasText: /^Turn 3$/ }).waitFor({ timeout: waitMs });
+  await third.locator(".label-description", { hasText: /^\S.* · (changed|changes)/ }).waitFor({ timeout: waitMs });
   await screenshot("rewind-pick-of-many");
   await third.click();
   await page.locator(".monaco-dialog-box", { hasText: "Rewind to before turn 3?" }).waitFor({ timeout: waitMs });
