@@ -87,6 +87,13 @@ export function turnItems(count: number, prompts: ReadonlyMap<number, string>, f
   return items;
 }
 
+/** The Rewind pick's placeholder: how many turns, and an example of what to type that names one of them (a 2-turn
+ * session's said "e.g. Turn 3", which found nothing; one turn was "1 turns"). */
+export function turnsPlaceholder(count: number): string {
+  const turns = count === 1 ? "1 turn" : `${count} turns, newest first`;
+  return `${turns}: type to filter (e.g. "Turn ${Math.min(count, 3)}", or a word of its prompt)`;
+}
+
 /** The build output a rewind put back, as the engine's `/rewind` names it: its first `shown` paths, then how many
  * more (a test run's bytecode can be many files); "" for none. Escaped and unlinked, for its notice: a step named them. */
 export function namedBuildOutput(paths: readonly string[], shown = 3): string {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, staleReason, undoFailureMessage, undoParams } from "../../src/review/hunks";
-import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts } from "../../src/review/turns";
+import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts, turnsPlaceholder } from "../../src/review/turns";
 
 // Two hunks of one file, as `ollie/changes` lists them: line 2 replaced, and a line added after line 9.
 const changes = {
@@ -117,6 +117,12 @@ test("\"Turn 3\" typed in a long session's rewind pick ranks turn 3 first, befor
   const ranked = items.filter((i) => i.label.toLowerCase().includes(typed) || i.description.toLowerCase().includes(typed))
     .sort((a, b) => starts(a.label) - starts(b.label) || (starts(a.label) ? 0 : a.label.length - b.label.length));
   assert.deepEqual(ranked.map((i) => i.turn), [3, 37, 36, 35, 34, 33, 32, 31, 30]);
+});
+
+test("the rewind pick's placeholder names a turn the session has, and counts one turn as one", () => {
+  assert.equal(turnsPlaceholder(37), '37 turns, newest first: type to filter (e.g. "Turn 3", or a word of its prompt)');
+  assert.equal(turnsPlaceholder(2), '2 turns, newest first: type to filter (e.g. "Turn 2", or a word of its prompt)');
+  assert.equal(turnsPlaceholder(1), '1 turn: type to filter (e.g. "Turn 1", or a word of its prompt)');
 });
 
 test("a rewind's notice names the build output it put back as the engine's /rewind does: 3, then how many more", () => {
