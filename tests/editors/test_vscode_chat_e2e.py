@@ -21,7 +21,8 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     token limit) hides the onboarding (it stayed, pointing at the setting: only a turn ending "end" asked again). Under
     reduced motion (the test profile's workbench.reduceMotion) the status bar's busy icon stands still. While a turn
     runs, Queue, Inject and Stop are one row at the side bar's right (Queue stayed by the model's name, Inject and Stop
-    went to the left of a second row: running-buttons). In the light
+    went to the left of a second row: running-buttons), and Ollie: Rewind says to stop the turn first, with no pick (the
+    daemon's refusal came as an error, "Invalid params: session: ...", after she picked a turn and confirmed). In the light
     theme an answer's inline code stands out from the chat (it had Light Modern's code block colour, the side bar's),
     and Jump to latest's label is on one line (it broke in two)."""
     shows(run_e2e("run.mjs"),

@@ -401,6 +401,14 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if (await chat.locator("#chips .chip").count()) throw new Error("the chip stayed after the prompt was queued");
   await send(chat, "Keep it short.", "Control+Enter");
   await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
+  // Ollie: Rewind while the turn runs says to stop it first, before any pick (the daemon's refusal came as an error,
+  // "Invalid params: session: ...", once she had picked a turn and confirmed).
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".notification-toast", { hasText: "Ollie: a turn is running: stop it (Ollie: Stop), then rewind." })
+    .waitFor({ timeout: waitMs });
+  if (await page.locator(".quick-input-widget .quick-input-title", { hasText: "Rewind to before" }).isVisible()) {
+    throw new Error("the Rewind pick showed while the turn ran");
+  }
   // Escape in the prompt box stops the turn, as Stop does (queue.mjs clicks Stop).
   await chat.locator("#input").press("Escape");
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });
