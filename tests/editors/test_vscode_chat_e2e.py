@@ -19,7 +19,10 @@ def test_chat_streams_shows_tools_and_stops_in_real_vscode(run_e2e):
     of a server that is down offers Check again and opens `ollie.serverEnv`, no API key; the first prompt's error
     points to it (it said the same again under it). Once the server is up, a turn that reaches the model (cut at its
     token limit) hides the onboarding (it stayed, pointing at the setting: only a turn ending "end" asked again). Under
-    reduced motion (the test profile's workbench.reduceMotion) the status bar's busy icon stands still. In the light
+    reduced motion (the test profile's workbench.reduceMotion) the status bar's busy icon stands still. While a turn
+    runs, Queue, Inject and Stop are one row at the side bar's right (Queue stayed by the model's name, Inject and Stop
+    went to the left of a second row: running-buttons), and Ollie: Rewind says to stop the turn first, with no pick (the
+    daemon's refusal came as an error, "Invalid params: session: ...", after she picked a turn and confirmed). In the light
     theme an answer's inline code stands out from the chat (it had Light Modern's code block colour, the side bar's),
     and Jump to latest's label is on one line (it broke in two)."""
     shows(run_e2e("run.mjs"),

@@ -42,13 +42,16 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
     nothing of it), and one queued as its daemon died: each with the file and image chips it was sent with (only its
     text came back). The chat brought back after a crash mid-turn still shows the reply streamed so far, marked cut
     short (the session's log has finished rounds only); one whose daemon died after it saved the answer, before the
-    turn's end, shows it once (it showed twice). A rewind that leaves an open buffer she typed in since the turn's edit
+    turn's end, shows it once (it showed twice). A saved edit of an open file rewound, then undone, leaves the buffer
+    clean each time, holding the disk's text (it stayed unsaved, the save refused as a change on disk: rewound-clean,
+    undone-clean). A rewind that leaves an open buffer she typed in since the turn's edit
     as it is says so (it said "1 file restored" alone, and her save wrote the edit back: rewind-kept-buffer), again
     after Undo Rewind (the undo lost the turn's buffer edit: rewind-again-kept-buffer), `/rewind` typed in the chat too
     (rewind-kept-buffer-command). The palette's Undo Rewind after a Restart (no notification left to offer it: there
     was no such command) puts the agent's edit back in the buffer a rewind took it out of, her typing kept (it was lost
     unsaid: rewind-undone-after-restart); asked again it says there is no rewind to undo. The Rewind pick of a session longer
-    than 30 turns reaches turn 3 (it listed the newest 30: rewind-turn-3-of-many)."""
+    than 30 turns reaches turn 3 (it listed the newest 30: rewind-turn-3-of-many), "Turn 3" typed ranking it first
+    (turns 30 and on came before it: rewind-pick-of-many)."""
     shows(run_e2e("restart.mjs", total_ms=200000),
           "a rate-limited request's wait to retry was counted down in the status bar",
           "a prompt typed during Restart was sent once the daemon was up, in the chat's session",
@@ -57,6 +60,7 @@ def test_a_prompt_sent_while_the_daemon_restarts_waits_for_it_in_real_vscode(run
           "a prompt queued as the daemon died was back in the input, with its chip",
           "the answer shown when the daemon died stayed in the restored chat, marked cut short",
           "an answer saved before the daemon died showed once in the restored chat, the notice saying it was saved",
+          "a saved edit rewound and undone left calc.py clean, its text the disk's",
           "a rewind that left an open buffer she had typed in as it was said so",
           "undone and rewound again, it still named that buffer", "/rewind that left it as it was said so too",
           "Undo Rewind after a Restart put the agent's edit back in the buffer, her typing kept; again: no rewind to undo",

@@ -53,6 +53,8 @@ class Editor:
         self.versions: dict[str, int] = {}
         self.texts: dict[str, str] = {}
         self.questions: list[types.ShowMessageRequestParams] = []
+        # URI -> the text its clean buffer reloads from the disk just as the next edit of it comes (which it refuses).
+        self.reloads: dict[str, str] = {}
 
         @daemon.client.feature(types.WORKSPACE_APPLY_EDIT)
         async def on_apply(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
@@ -60,6 +62,8 @@ class Editor:
             change = (params.edit.document_changes or [])[0]
             assert isinstance(change, types.TextDocumentEdit)
             uri, version = change.text_document.uri, change.text_document.version
+            if uri in self.reloads:
+                self.change(_path(uri), self.reloads.pop(uri))
             if not applies or version != self.versions.get(uri):
                 return types.ApplyWorkspaceEditResult(applied=False, failure_reason="version mismatch")
             # A real editor applies the edit to its buffer and tells the server, as any change.

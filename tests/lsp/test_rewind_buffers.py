@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ollie.testing import Reply
 
+from .conftest import Daemon
 from .test_documents import Editor, edit_caps, start, submit, tool_result
 from .test_editor_review import ORIGINAL, buffer_text
 
@@ -56,7 +59,8 @@ async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(
     assert await daemon.request("ollie/changes", {}) == {"turn": None, "files": []}
 
 
-async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon, llm):
+async def one_turn_edited_a_buffer(start_daemon, llm) -> tuple[Daemon, Editor, Path]:
+    """A daemon whose one turn edited a.txt's open buffer: the daemon, its editor and a.txt."""
     llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"))
     daemon = await start(start_daemon, llm.env())
     a = daemon.workspace / "a.txt"
@@ -64,6 +68,11 @@ async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon,
     editor = Editor(daemon)
     editor.open(a, ORIGINAL)
     assert await submit(daemon, "first") == "one"
+    return daemon, editor, a
+
+
+async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon, llm):
+    daemon, editor, a = await one_turn_edited_a_buffer(start_daemon, llm)
     # The agent's edit is in the buffer (a failed one, given the scripted reply all the same, left nothing to list).
     assert len(editor.edits) == 1 and buffer_text(editor) == ORIGINAL.replace("line 2\n", "A TWO\n"), tool_result(llm)
     # The editor refuses the next edit (a real one would for a version it no longer has).
@@ -74,6 +83,17 @@ async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon,
     assert "version mismatch" in refused["reason"], refused
     # The conversation is cut all the same: the session has no turns left.
     assert rewound["messages"] == 0 and (await daemon.request("ollie/changes", {}))["turn"] is None
+
+
+async def test_a_buffer_the_editor_reloaded_from_the_rewound_disk_as_the_edit_came_is_not_named(start_daemon, llm):
+    """VS Code reloads a clean buffer from the disk the rewind (or its undo) restored, maybe just as the daemon's edit of
+    it is on its way, and refuses that edit for its older version: the buffer holds the text all the same (it was
+    named "not in the editor", the editor not applying the edit)."""
+    daemon, editor, a = await one_turn_edited_a_buffer(start_daemon, llm)
+    editor.reloads[a.as_uri()] = ORIGINAL
+    rewound = await daemon.request("ollie/rewind", {})
+    assert rewound["buffers"] == [] and buffer_text(editor) == ORIGINAL
+    assert len(editor.edits) == 2 and not editor.reloads  # the edit came, and was refused
 
 
 async def test_a_rewinds_undo_after_a_reload_puts_the_agents_edits_back_in_the_open_buffers(start_daemon, llm):

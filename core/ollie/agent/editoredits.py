@@ -141,6 +141,10 @@ async def revert_buffers(edits: dict[str, EditorEdit], documents: EditorDocument
         result = await documents.apply(cwd / path, to, version)
         if result.status == "applied":
             done.append(BufferRevert(path, "reverted"))
+        elif (now := await documents.text(cwd / path)) is not None and now[0] == to:
+            # The editor reloaded the clean buffer from the disk the rewind restored as the edit was on its way (and
+            # refused it for that newer version): it holds the text, no "not in the editor" to say.
+            continue
         else:
             done.append(BufferRevert(path, "refused", result.reason or "the editor did not apply the edit"))
     return done

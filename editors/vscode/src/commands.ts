@@ -287,6 +287,14 @@ function chatReload(parts: Parts): (session: string | undefined) => Promise<void
   return (session) => (session ? parts.conversation.resume(session, true) : parts.conversation.reload());
 }
 
+/** Whether the chat's session is idle, for a rewind (or its undo), which the daemon refuses while a turn runs: said
+ * before the pick (the refusal came as an error, "Invalid params: session: ...", once she had picked and confirmed). */
+function idleTo(parts: Parts, what: string): boolean {
+  if (!parts.conversation.status.running) return true;
+  void vscode.window.showInformationMessage(`Ollie: a turn is running: stop it (Ollie: Stop), then ${what}.`);
+  return false;
+}
+
 /** Register every Ollie command; the returned disposables go into the extension's subscriptions. */
 export function registerCommands(parts: Parts): vscode.Disposable[] {
   const handlers: Record<string, (...args: unknown[]) => Promise<unknown>> = {
@@ -303,12 +311,14 @@ export function registerCommands(parts: Parts): vscode.Disposable[] {
     "ollie.switchSession": () => showHistory(parts, "Ollie: Switch Session"),
     "ollie.showHistory": () => showHistory(parts, "Ollie: Session History"),
     // The chat is read again after the rewind (and after its undo): the turns it cut go from the view.
-    "ollie.rewindToTurn": () =>
-      rewind(reviewHost(parts), chatReload(parts), (session, turn) => parts.review.rewound(session ?? parts.conversation.session, turn)),
+    "ollie.rewindToTurn": async () => {
+      if (!idleTo(parts, "rewind")) return;
+      await rewind(reviewHost(parts), chatReload(parts), (session, turn) => parts.review.rewound(session ?? parts.conversation.session, turn));
+    },
     // Run as the window opens (after a reload, the way to it): the session the chat brings back, once it is back.
     "ollie.undoRewind": async () => {
       await parts.conversation.settled();
-      await undoRewind(reviewHost(parts), chatReload(parts));
+      if (idleTo(parts, "undo the rewind")) await undoRewind(reviewHost(parts), chatReload(parts));
     },
     "ollie.setApiKey": () => setApiKey(parts.secrets, parts.daemon, () => parts.conversation.status.running),
     "ollie.switchModel": () => switchNamed(parts, "model"),

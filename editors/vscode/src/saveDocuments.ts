@@ -7,7 +7,7 @@
 import * as vscode from "vscode";
 import { ResponseError } from "vscode-languageclient/node";
 import { Daemon } from "./daemon";
-import { fileDigest, stampedDigest } from "./lib/fileDigest";
+import { fileDigest, holdsText, stampedDigest } from "./lib/fileDigest";
 import { parseSaveDocumentsParams } from "./lib/protocol";
 
 // Document URI -> its file's mtime and content digest when the document last agreed with the disk (opened, saved,
@@ -38,12 +38,17 @@ async function note(doc: vscode.TextDocument): Promise<void> {
 }
 
 /** Whether the file changed since the document last agreed with it: a new mtime with the very same bytes (`sed -i`
- * that matched nothing, a formatter with nothing to do) is no change, nothing on disk would be lost. */
+ * that matched nothing, a formatter with nothing to do) is no change, nothing on disk would be lost. Nor is a file that
+ * holds the document's own text: a rewind (or its undo) put the same text on the disk and in the buffer, which was
+ * left unsaved, asking her to save a file that already was what the buffer shows (VS Code's save compares the bytes
+ * too, and writes them without a conflict). */
 async function changedOnDisk(doc: vscode.TextDocument): Promise<boolean> {
   const known = agreed.get(doc.uri.toString());
   const time = await mtime(doc.uri);
   if (known === undefined || (known.time !== undefined && time === known.time)) return false;
-  if (known.digest === undefined || (await fileDigest(doc.uri.fsPath)) !== known.digest) return true;
+  if (known.digest === undefined || (await fileDigest(doc.uri.fsPath)) !== known.digest) {
+    return !(await holdsText(doc.uri.fsPath, doc.getText()));
+  }
   known.time = time ?? known.time;
   return false;
 }

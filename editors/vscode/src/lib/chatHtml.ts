@@ -73,10 +73,11 @@ ${options.note ? `<p class="note">${attr(options.note)}</p>\n` : ""}<p><kbd>/</k
 <button type="button" id="addFile" class="icon-button" title="Add a file to the prompt (@)" aria-label="Add a file to the prompt"><span class="codicon codicon-mention" aria-hidden="true"></span></button>
 <button type="button" id="addSelection" class="icon-button" title="Add the editor's selection to the prompt (#)" aria-label="Add the editor's selection to the prompt"><span class="codicon codicon-selection" aria-hidden="true"></span></button>
 <button type="button" id="model" class="link-button" title="Switch Model" hidden></button>
-<span class="spacer"></span>
+<span id="actions">
 <button type="submit" id="send">Send</button>
 <button type="button" id="inject" hidden title="Send into the running turn (Ctrl+Enter)">Inject</button>
 <button type="button" id="stop" hidden>Stop</button>
+</span>
 </div>
 </form>
 <script nonce="${attr(options.nonce)}" src="${attr(options.scriptUri)}"></script>

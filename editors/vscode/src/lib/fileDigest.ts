@@ -45,6 +45,17 @@ export async function fileDigest(file: string, max = MAX_DIGEST): Promise<string
   return bytes && sha256(bytes);
 }
 
+/** Whether the regular file at `file` holds `text` itself, as UTF-8 (a BOM aside): saving an editor's `text` of it
+ * writes the very bytes it has, over nothing. */
+export async function holdsText(file: string, text: string): Promise<boolean> {
+  const bytes = await readBounded(file, MAX_DIGEST);
+  try {
+    return bytes !== undefined && new TextDecoder("utf-8", { fatal: true }).decode(bytes) === text;
+  } catch {
+    return false; // not UTF-8: not this text as the editor saves it
+  }
+}
+
 /** Whether `bytes` are text other than `text` (an editor's text of a file: no BOM, its own line ends), read as UTF-8,
  * or as UTF-16 when they hold a NUL (VS Code reads such a file as UTF-16 even without a BOM; as UTF-8 its NULs made
  * it other text). Bytes in another encoding cannot be told apart: false. */

@@ -8,7 +8,7 @@ import { parseChanges } from "./hunks";
 import { readContext } from "../lib/history";
 import { unlinked } from "../lib/notice";
 import { shownPath } from "../lib/steps";
-import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts } from "./turns";
+import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts, turnsPlaceholder } from "./turns";
 
 interface Rewound {
   turn?: number;
@@ -40,7 +40,7 @@ export async function rewind(
   // early turns were out of reach.
   const items = turnItems(count, turnPrompts(context?.messages), files, planTurns(context?.messages));
   const picked = await vscode.window.showQuickPick(items, {
-    title: "Ollie: Rewind to before which turn?", placeHolder: `${count} turns, newest first: type to filter (e.g. "Turn 3")`,
+    title: "Ollie: Rewind to before which turn?", placeHolder: turnsPlaceholder(count),
     matchOnDescription: true });
   if (!picked) return;
   const answer = await vscode.window.showWarningMessage(

@@ -66,21 +66,32 @@ function firstLine(text: string, max = 80): string {
 }
 
 /**
- * Turns 1..`count`, newest first, each labelled by the prompt that started it where the history has it (not one
- * compaction or `/clear` rewrote). Labelled by position, one injected text or note unlabelled every turn.
+ * Turns 1..`count`, newest first, each described by the prompt that started it where the history has it (not one
+ * compaction or `/clear` rewrote). Described by position, one injected text or note left every turn without its prompt.
  */
 export function turnItems(count: number, prompts: ReadonlyMap<number, string>, filesChanged: ReadonlyMap<number, number>,
   plans: ReadonlySet<number> = new Set()): TurnItem[] {
   const items: TurnItem[] = [];
   for (let turn = count; turn >= 1; turn--) {
     const prompt = firstLine(prompts.get(turn) ?? "");
+    const changed = rewound(filesChanged.get(turn), plans.has(turn));
     items.push({
       turn,
-      label: prompt ? `Turn ${turn}: ${shownLabel(prompt)}` : `Turn ${turn}`,
-      description: rewound(filesChanged.get(turn), plans.has(turn)),
+      // The label is the number alone: the pick ranks the labels that start with what she typed shortest first, so
+      // "Turn 3" comes before turns 30-39 (labelled "Turn 3: <prompt>", the longer prompt's came last). The prompt,
+      // in the description, is still matched.
+      label: `Turn ${turn}`,
+      description: [prompt && shownLabel(prompt), changed].filter(Boolean).join(" · "),
     });
   }
   return items;
+}
+
+/** The Rewind pick's placeholder: how many turns, and an example of what to type that names one of them (a 2-turn
+ * session's said "e.g. Turn 3", which found nothing; one turn was "1 turns"). */
+export function turnsPlaceholder(count: number): string {
+  const turns = count === 1 ? "1 turn" : `${count} turns, newest first`;
+  return `${turns}: type to filter (e.g. "Turn ${Math.min(count, 3)}", or a word of its prompt)`;
 }
 
 /** The build output a rewind put back, as the engine's `/rewind` names it: its first `shown` paths, then how many

@@ -90,7 +90,7 @@ const script = [{ error: 429, retry_after: 8 }, { text: "The first answer." }, {
 
 // Traced: the Ollie output shows when a request has gone to the daemon.
 const settings = { "ollie.serverCommand": gateScript, "ollie.trace.server": "verbose", "files.autoSave": "off" };
-await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py": "def add(a, b):\n    return a - b\n" } }, async ({ page, screenshot, userData }) => {
+await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py": "def add(a, b):\n    return a - b\n" } }, async ({ page, screenshot, userData, workspace }) => {
   const chat = await openChat(page);
   /** Send `text` with Enter, and wait until its `method` request has gone to the daemon. */
   const sendTraced = async (text, method) => {
@@ -257,6 +257,29 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   await question.locator("button", { hasText: "Allow once" }).click();
   await chat.locator(".item.assistant", { hasText: "Fixed add." }).waitFor({ timeout: waitMs });
   await page.locator(".monaco-editor .view-line", { hasText: "a + b" }).first().waitFor({ timeout: waitMs });
+  // Its saved edit rewound, then undone: each time the buffer holds what the disk does, and is clean (it stayed
+  // unsaved, the save refused as a change on disk: she was asked to save a file that already held her buffer's text).
+  const disk = () => fs.readFileSync(path.join(workspace, "calc.py"), "utf8");
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: "Fix add." }).first().click();
+  await page.locator(".monaco-dialog-box .monaco-button", { hasText: "Rewind" }).click();
+  await page.locator(".notification-toast", { hasText: "(1 file restored)." }).locator(".monaco-button", { hasText: "Undo Rewind" })
+    .waitFor({ timeout: waitMs });
+  await page.locator(".monaco-editor .view-line", { hasText: "a - b" }).first().waitFor({ timeout: waitMs });
+  await until("calc.py rewound on disk and clean", async () => disk().includes("a - b") && (await dirtyTabs(page, "calc.py")) === 0);
+  await screenshot("rewound-clean");
+  await page.locator(".notification-toast", { hasText: "(1 file restored)." }).locator(".monaco-button", { hasText: "Undo Rewind" }).click();
+  const undone = page.locator(".notification-toast", { hasText: "the rewind is undone" });
+  await undone.waitFor({ timeout: waitMs });
+  await page.locator(".monaco-editor .view-line", { hasText: "a + b" }).first().waitFor({ timeout: waitMs });
+  await until("calc.py undone on disk and clean", async () => disk().includes("a + b") && (await dirtyTabs(page, "calc.py")) === 0);
+  // Not named as left out of the editor: VS Code reloading the clean buffer from the disk as the undo's edit came made
+  // the edit's refusal say so.
+  const undoSaid = (await undone.locator(".notification-list-item-message").textContent()) ?? "";
+  if (undoSaid !== "Ollie: the rewind is undone.") throw new Error(`the undo said ${undoSaid}`);
+  await screenshot("undone-clean");
+  await runCommand(page, "Notifications: Clear All Notifications"); // the toasts below are told apart by their words
+  log("a saved edit rewound and undone left calc.py clean, its text the disk's");
   await typeUnsaved(page, "calc.py", "# my later line");
   await runCommand(page, "Ollie: Rewind");
   await page.locator(".quick-input-list .monaco-list-row", { hasText: "Fix add." }).first().click();
@@ -319,9 +342,12 @@ await withVSCode({ script, settings, files: { "notes.txt": "notes\n", "calc.py":
   await waitForStatus(page, /Ollie: idle/);
   await runCommand(page, "Ollie: Rewind");
   await page.locator(".quick-input-box input").fill("Turn 3");
-  // Labelled by its prompt, as every turn is (by the turn each prompt starts: one injected text unlabelled them all).
-  const third = page.locator(".quick-input-list .monaco-list-row", { hasText: /Turn 3(?!\d)/ }).first();
-  await third.locator(".label-name", { hasText: /^Turn 3: \S/ }).waitFor({ timeout: waitMs });
+  // Ranked first, before turns 30 and on (labelled "Turn 3: <prompt>", the pick put turn 3's longer label after
+  // theirs), and described by its prompt, as every turn is (by the turn each prompt starts: one injected text left
+  // them all without).
+  const third = page.locator('.quick-input-list .monaco-list-row[data-index="0"]');
+  await third.locator(".label-name", { hasText: /^Turn 3$/ }).waitFor({ timeout: waitMs });
+  await third.locator(".label-description", { hasText: /^\S.* · (changed|changes)/ }).waitFor({ timeout: waitMs });
   await screenshot("rewind-pick-of-many");
   await third.click();
   await page.locator(".monaco-dialog-box", { hasText: "Rewind to before turn 3?" }).waitFor({ timeout: waitMs });

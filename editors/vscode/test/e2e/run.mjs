@@ -359,14 +359,21 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if (pasted.shown >= pasted.all || pasted.shown > 400) throw new Error(`a long prompt is shown at full height: ${JSON.stringify(pasted)}`);
   const stop = chat.locator("#stop");
   await stop.waitFor({ state: "visible", timeout: waitMs });
-  // In a narrow side bar the composer's buttons wrap: Stop stays inside the view (it was cut off at the edge).
-  const stopClipped = await chat.evaluate(() => {
+  // The running turn's Queue, Inject and Stop are one group at the view's right, on one row at the side bar's default
+  // width (Queue stayed up by the model's name, Inject and Stop went to the left of a second row). In a narrow side bar
+  // they wrap: Stop stays inside the view (it was cut off at the edge).
+  const { apart, stopClipped } = await chat.evaluate(() => {
+    const box = (id) => document.getElementById(id).getBoundingClientRect();
+    const right = () => document.body.getBoundingClientRect().right;
+    const apart = new Set(["send", "inject", "stop"].map((id) => box(id).top)).size > 1 || right() - box("stop").right > 12;
     document.body.style.width = "200px";
-    const out = document.getElementById("stop").getBoundingClientRect().right > document.body.getBoundingClientRect().right + 1;
+    const stopClipped = box("stop").right > right() + 1;
     document.body.style.width = "";
-    return out;
+    return { apart, stopClipped };
   });
+  if (apart) throw new Error("Queue, Inject and Stop are not one row at the right of the side bar");
   if (stopClipped) throw new Error("Stop is cut off in a narrow side bar");
+  await screenshot("running-buttons");
   const slow = chat.locator(".item.assistant", { hasText: "This reply" });
   await slow.waitFor({ timeout: waitMs });
   // Reduced motion (the test profile's workbench.reduceMotion): the status bar's busy icon stands still.
@@ -394,6 +401,14 @@ await withVSCode({ script: null, files, settings, serverEnv: serverEnvFor(`http:
   if (await chat.locator("#chips .chip").count()) throw new Error("the chip stayed after the prompt was queued");
   await send(chat, "Keep it short.", "Control+Enter");
   await chat.locator(".item.user", { hasText: "Keep it short." }).locator(".meta", { hasText: "injected" }).waitFor({ timeout: waitMs });
+  // Ollie: Rewind while the turn runs says to stop it first, before any pick (the daemon's refusal came as an error,
+  // "Invalid params: session: ...", once she had picked a turn and confirmed).
+  await runCommand(page, "Ollie: Rewind");
+  await page.locator(".notification-toast", { hasText: "Ollie: a turn is running: stop it (Ollie: Stop), then rewind." })
+    .waitFor({ timeout: waitMs });
+  if (await page.locator(".quick-input-widget .quick-input-title", { hasText: "Rewind to before" }).isVisible()) {
+    throw new Error("the Rewind pick showed while the turn ran");
+  }
   // Escape in the prompt box stops the turn, as Stop does (queue.mjs clicks Stop).
   await chat.locator("#input").press("Escape");
   await chat.locator('.item.turnEnd[data-stop="interrupted"]').waitFor({ state: "visible", timeout: waitMs });

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { fileDigest, holdsOtherText, stampedDigest } from "../../src/lib/fileDigest";
+import { fileDigest, holdsOtherText, holdsText, stampedDigest } from "../../src/lib/fileDigest";
 
 test("a file rewritten with its own bytes keeps its digest; a changed one, a link, a FIFO and a big one have none alike", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "digest-"));
@@ -69,5 +69,20 @@ test("a file that holds other text than the editor read from it is told; its lin
   }
   // UTF-8 holding a NUL, an odd number of bytes: no UTF-16 decodes it, and it passed for the editor's text.
   assert.equal(holdsOtherText(Buffer.from("x = 2\0\n"), "x = 1\n"), true, "UTF-8 with a NUL, odd length");
+  fs.rmSync(dir, { recursive: true });
+});
+
+test("a file holds an editor's text when its bytes are that text's, as UTF-8 (a BOM aside), and is a regular file", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "digest-"));
+  const file = path.join(dir, "calc.py");
+  fs.writeFileSync(file, "\ufeffx = 1\r\n");
+  assert.equal(await holdsText(file, "x = 1\r\n"), true);
+  assert.equal(await holdsText(file, "x = 1\n"), false, "other line ends: saving would write other bytes");
+  fs.writeFileSync(file, Buffer.from("x = 'caf\xe9'\n", "latin1"));
+  assert.equal(await holdsText(file, "x = 'café'\n"), false, "not UTF-8");
+  fs.writeFileSync(file, "x = 1\n");
+  fs.symlinkSync(file, path.join(dir, "link.py"));
+  assert.equal(await holdsText(path.join(dir, "link.py"), "x = 1\n"), false, "never read through a link");
+  assert.equal(await holdsText(path.join(dir, "gone.py"), ""), false);
   fs.rmSync(dir, { recursive: true });
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { describeHunk, hunkAnchorLine, hunkAtLine, hunkKey, parseChanges, staleReason, undoFailureMessage, undoParams } from "../../src/review/hunks";
-import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts } from "../../src/review/turns";
+import { changedCounts, namedBuildOutput, planTurns, turnItems, turnPrompts, turnsPlaceholder } from "../../src/review/turns";
 
 // Two hunks of one file, as `ollie/changes` lists them: line 2 replaced, and a line added after line 9.
 const changes = {
@@ -73,7 +73,7 @@ test("a stale undo is said plainly, naming the file", () => {
   assert.equal(undoFailureMessage("a", { code: -32602, message: "Invalid params: session: a turn is running" }), "Ollie: undo of a failed: Invalid params: session: a turn is running");
 });
 
-test("rewind offers turns newest first, each labelled by the prompt that started it", () => {
+test("rewind offers turns newest first, each described by the prompt that started it", () => {
   const messages = [
     { role: "user", content: "<editor-context>\nFile: a.py (python)\n</editor-context>\n\nFix the bug\nplease", turn: 1 },
     { role: "assistant", content: "done" },
@@ -84,8 +84,8 @@ test("rewind offers turns newest first, each labelled by the prompt that started
   assert.deepEqual([...turnPrompts(messages)], [[1, "Fix the bug\nplease"], [2, "Add tests"]]);
   const items = turnItems(2, turnPrompts(messages), new Map([[1, 2], [2, 0]]));
   assert.deepEqual(items, [
-    { turn: 2, label: "Turn 2: Add tests", description: "changed no files" },
-    { turn: 1, label: "Turn 1: Fix the bug", description: "changed 2 files" },
+    { turn: 2, label: "Turn 2", description: "Add tests · changed no files" },
+    { turn: 1, label: "Turn 1", description: "Fix the bug · changed 2 files" },
   ]);
   // The counts, from the history's marks (a turn without one changed none; a mark of no such turn, or malformed, is none).
   const marked = [{ role: "assistant", content: "done", turnChanges: { turn: 1, files: 2 } }, { turnChanges: { turn: 9, files: 1 } },
@@ -99,12 +99,30 @@ test("rewind offers turns newest first, each labelled by the prompt that started
   const plans = planTurns([...marked, { turnChanges: { turn: 2, files: 0, plan: true } }, { turnChanges: { turn: 3, plan: "yes" } }]);
   assert.deepEqual([...plans], [2]);
   assert.deepEqual(turnItems(2, new Map(), new Map([[1, 2], [2, 0]]), new Set([1, 2])).map((i) => i.description), ["changed the plan, no files", "changed 2 files, and the plan"]);
-  // Turn 1's prompt compacted away: its label alone is the number.
+  // Turn 1's prompt compacted away: its description is what it changed alone.
   const unlabelled = turnItems(3, new Map([[2, "two"], [3, "three"]]), new Map([[3, 1]]));
-  assert.deepEqual(unlabelled.map((i) => i.label), ["Turn 3: three", "Turn 2: two", "Turn 1"]);
-  assert.equal(unlabelled[0].description, "changed 1 file");
+  assert.deepEqual(unlabelled.map((i) => i.description), ["three · changed 1 file", "two", ""]);
   // A shared session's prompts are a teammate's: her `$(check)` is no icon in the pick, her U+202E reverses nothing.
-  assert.equal(turnItems(1, new Map([[1, "$(check) approved \u202efdp.exe"]]), new Map())[0].label, "Turn 1: \\$(check) approved \\u202efdp.exe");
+  assert.equal(turnItems(1, new Map([[1, "$(check) approved \u202efdp.exe"]]), new Map([[1, 0]]))[0].description,
+    "\\$(check) approved \\u202efdp.exe · changed no files");
+});
+
+test("\"Turn 3\" typed in a long session's rewind pick ranks turn 3 first, before turns 30-37", () => {
+  const prompts = new Map(Array.from({ length: 37 }, (_, i) => [i + 1, i === 2 ? "Fix the off-by-one in the pager" : `Go on ${i + 1}`]));
+  const items = turnItems(37, prompts, new Map());
+  // As VS Code's quick pick ranks a filter's matches (compareAnything on the labels): those whose label starts with
+  // what was typed first, the shorter of two such first, the list's order otherwise.
+  const typed = "turn 3";
+  const starts = (label: string): number => (label.toLowerCase().startsWith(typed) ? 0 : 1);
+  const ranked = items.filter((i) => i.label.toLowerCase().includes(typed) || i.description.toLowerCase().includes(typed))
+    .sort((a, b) => starts(a.label) - starts(b.label) || (starts(a.label) ? 0 : a.label.length - b.label.length));
+  assert.deepEqual(ranked.map((i) => i.turn), [3, 37, 36, 35, 34, 33, 32, 31, 30]);
+});
+
+test("the rewind pick's placeholder names a turn the session has, and counts one turn as one", () => {
+  assert.equal(turnsPlaceholder(37), '37 turns, newest first: type to filter (e.g. "Turn 3", or a word of its prompt)');
+  assert.equal(turnsPlaceholder(2), '2 turns, newest first: type to filter (e.g. "Turn 2", or a word of its prompt)');
+  assert.equal(turnsPlaceholder(1), '1 turn: type to filter (e.g. "Turn 1", or a word of its prompt)');
 });
 
 test("a rewind's notice names the build output it put back as the engine's /rewind does: 3, then how many more", () => {
