@@ -209,8 +209,8 @@ async def test_a_whole_file_write_of_a_latin1_buffer_as_its_disk_holds_it_is_not
     def write(name: str) -> Reply:
         return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": [name, "tea\n"]}]}))
 
-    llm.script(write("menu.txt"), Reply.text("written"), write("a.txt"), Reply.text("refused"), write("b.txt"),
-               Reply.text("refused"))
+    llm.script(write("menu.txt"), Reply.text("written"), write("shown.txt"), Reply.text("written"), write("a.txt"),
+               Reply.text("refused"), write("b.txt"), Reply.text("refused"))
     daemon = await share(shared_daemon, llm.env())
     menu = daemon.workspace / "menu.txt"
     menu.write_bytes("café\n".encode("latin-1"))
@@ -219,6 +219,11 @@ async def test_a_whole_file_write_of_a_latin1_buffer_as_its_disk_holds_it_is_not
     assert await submit(daemon, "write it") == "written"
     assert "not written" not in tool_result(llm) and editor.texts[menu.as_uri()] == "tea\n"
     assert menu.read_bytes() == b"tea\n"
+    # So does VS Code's of it, each byte that is no UTF-8 a U+FFFD.
+    (shown := daemon.workspace / "shown.txt").write_bytes("café\n".encode("latin-1"))
+    editor.open(shown, "caf\ufffd\n")
+    assert await submit(daemon, "write it") == "written"
+    assert "not written" not in tool_result(llm) and editor.texts[shown.as_uri()] == "tea\n", tool_result(llm)
     # Her typing is still refused: over such a file, and in a UTF-8 file whose bytes read as Latin-1 are her buffer.
     for name, disk, typed in (("a.txt", "café\n".encode("latin-1"), "café\nher line\n"), ("b.txt", "é\n".encode(), "Ã©\n")):
         path = daemon.workspace / name
@@ -227,6 +232,25 @@ async def test_a_whole_file_write_of_a_latin1_buffer_as_its_disk_holds_it_is_not
         assert await submit(daemon, "write it") == "refused"
         assert "not written: the file has the user's unsaved changes" in tool_result(llm)
         assert editor.texts[path.as_uri()] == typed and path.read_bytes() == disk
+
+
+async def test_a_whole_file_write_of_a_buffer_not_yet_on_disk_is_refused_only_over_her_typing(shared_daemon, llm):
+    # A buffer of a file not saved yet (`:e notes.txt`) holds what the disk does only while it is empty: her draft in
+    # one was taken for the disk's (absent: any text), and the write went over it unread.
+    def write(name: str) -> Reply:
+        return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": [name, "tea\n"]}]}))
+
+    llm.script(write("draft.txt"), Reply.text("refused"), write("empty.txt"), Reply.text("written"))
+    daemon = await share(shared_daemon, llm.env())
+    draft, empty = daemon.workspace / "draft.txt", daemon.workspace / "empty.txt"
+    editor = Editor(daemon)
+    editor.open(draft, "her draft\n")
+    assert await submit(daemon, "write it") == "refused"
+    assert "not written: the file has the user's unsaved changes" in tool_result(llm), tool_result(llm)
+    assert editor.texts[draft.as_uri()] == "her draft\n" and not draft.exists()
+    editor.open(empty, "")
+    assert await submit(daemon, "write it") == "written"
+    assert "not written" not in tool_result(llm) and editor.texts[empty.as_uri()] == "tea\n", tool_result(llm)
 
 
 async def test_out_of_policy_documents_stay_refused(start_daemon, llm, tmp_path):
@@ -329,6 +353,24 @@ async def test_a_file_read_of_the_models_own_gets_no_copy_of_an_out_of_policy_bu
     Editor(daemon).open(secret, "unsaved secret\n")
     assert await submit(daemon, "look") == "done"
     assert "copy:" in tool_result(llm) and "unsaved secret" not in tool_result(llm), tool_result(llm)
+
+async def test_a_file_edit_of_the_models_own_gets_no_copy_of_a_buffer_the_policy_keeps_read_only(start_daemon, llm,
+                                                                                               tmp_path):
+    # The same for a writer: ~/.gitconfig is one of the policy's read-only paths, its unsaved text was copied for a
+    # `file_edit` (checked as a read) and the model's own `file_edit` printed it.
+    home = tmp_path / "home"
+    (tools := home / "proj" / "tools").mkdir(parents=True)
+    (shadow := tools / "file_edit").write_text(
+        '#!/bin/sh\n# description: edits\n# args: PATH OLD NEW\necho "copy: $(cat "$OLLIE_EDITOR_COPY")"\n')
+    shadow.chmod(0o755)
+    (config := home / ".gitconfig").write_text("[user]\n")
+    llm.script(Reply.file_edit(".gitconfig", "[user]", "[core]"), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(), "HOME": str(home), "OLLIE_TOOLS_PATH": str(tools)}, workspace=home,
+                                caps=edit_caps())
+    Editor(daemon).open(config, "[user]\n  token = unsaved secret\n")
+    assert await submit(daemon, "edit it") == "done"
+    assert "copy:" in tool_result(llm) and "unsaved secret" not in tool_result(llm), tool_result(llm)
+
 
 async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):
     llm.script(Reply.file_edit("notes.txt", "unsaved", "saved"), Reply.text("edited"))
