@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ollie.testing import Reply
 
+from .conftest import Daemon
 from .test_documents import Editor, edit_caps, start, submit, tool_result
 from .test_editor_review import ORIGINAL, buffer_text
 
@@ -56,7 +59,8 @@ async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(
     assert await daemon.request("ollie/changes", {}) == {"turn": None, "files": []}
 
 
-async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon, llm):
+async def _one_turn_edited_the_buffer(start_daemon, llm) -> tuple[Daemon, Editor, Path]:
+    """A daemon whose one turn edited the open buffer of a.txt (line 2 to "A TWO"), its disk left as it was."""
     llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"))
     daemon = await start(start_daemon, llm.env())
     a = daemon.workspace / "a.txt"
@@ -64,6 +68,11 @@ async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon,
     editor = Editor(daemon)
     editor.open(a, ORIGINAL)
     assert await submit(daemon, "first") == "one"
+    return daemon, editor, a
+
+
+async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon, llm):
+    daemon, editor, a = await _one_turn_edited_the_buffer(start_daemon, llm)
     # The agent's edit is in the buffer (a failed one, given the scripted reply all the same, left nothing to list).
     assert len(editor.edits) == 1 and buffer_text(editor) == ORIGINAL.replace("line 2\n", "A TWO\n"), tool_result(llm)
     # The editor refuses the next edit (a real one would for a version it no longer has).
@@ -74,6 +83,15 @@ async def test_rewind_reports_a_buffer_the_editor_would_not_revert(start_daemon,
     assert "version mismatch" in refused["reason"], refused
     # The conversation is cut all the same: the session has no turns left.
     assert rewound["messages"] == 0 and (await daemon.request("ollie/changes", {}))["turn"] is None
+
+
+async def test_a_buffer_she_put_back_herself_is_neither_edited_nor_named_by_the_rewind(start_daemon, llm):
+    daemon, editor, a = await _one_turn_edited_the_buffer(start_daemon, llm)
+    assert buffer_text(editor) == ORIGINAL.replace("line 2\n", "A TWO\n"), tool_result(llm)
+    editor.change(a, ORIGINAL)  # she undid the agent's edit in the buffer: it holds what the rewind goes back to
+    sent = len(editor.edits)
+    rewound = await daemon.request("ollie/rewind", {})
+    assert rewound["buffers"] == [] and len(editor.edits) == sent and buffer_text(editor) == ORIGINAL
 
 
 async def test_a_rewinds_undo_after_a_reload_puts_the_agents_edits_back_in_the_open_buffers(start_daemon, llm):
