@@ -71,8 +71,7 @@ def _allowed(resolved: Path, roots: list[str]) -> bool:
     # is resolved): the usual case, a file under the workspace, needs no lookup (resolving every root took ~100).
     if any(_under(path, root) for root in roots if os.path.isabs(root) and os.path.normpath(root) == root):
         return True
-    # Only absolute roots: the policy's are, and a relative one (`.` split from a name, round 66) would be the cwd.
-    return any(_under(path, os.path.realpath(root)) for root in roots if os.path.isabs(root))
+    return any(_under(path, os.path.realpath(root)) for root in roots)
 
 
 @functools.cache

@@ -59,6 +59,8 @@ async def test_edits_no_answer_could_allow_are_refused_without_a_question(script
         assert text.startswith("refused, without asking the user"), text
         # Named as the model gave it, with the rule that refuses it.
         assert f"{tool}: {path}: " in text and reason in text, text
+        # Read-only is said of a path the policy lets a step read alone, never of one outside every grant.
+        assert ("read-only in the sandbox" in text) == ("read-only in the sandbox" in reason), text
         # Outside the policy: the note says which file and key would allow it, as a step's refusal does.
         assert ("filesystem.rw in" in text) == ("outside the sandbox's" in reason), text
     assert (outside / "f.txt").read_text() == "one\n" and (workdir / "locked.txt").read_text() == "one\n"

@@ -192,6 +192,13 @@ async def test_rewind_and_its_undo_encode_and_read_the_history_off_the_loop(scri
     lambda b: b.update(undo_checkpoint="--output=injected"),  # an option git would take: it wrote the file
     lambda b: b.update(plan=5),
     lambda b: b.update(plans_before={"1": 5}),
+    # The cut turns' buffer edits and the buffers the rewind reverted, which its undo puts back in them.
+    lambda b: b.update(buffer_edits={"2": {"a.txt": ["old", 5]}}),
+    lambda b: b.update(buffer_edits={"2": {"a.txt": ["old"]}}),
+    lambda b: b.update(buffer_edits={"2": ["a.txt"]}),
+    lambda b: b.update(buffer_edits={"two": {}}),
+    lambda b: b.update(reverted="a.txt"),
+    lambda b: b.update(reverted=[5]),
 ])
 async def test_a_damaged_rewind_backup_is_refused_before_anything_changes(scripted_llm, make_core, workdir, damage):
     """A backup whose messages do not build is refused with the files and the conversation left as they are: it

@@ -213,13 +213,16 @@ async def test_a_whole_file_write_of_a_latin1_or_cp1252_buffer_as_its_disk_holds
     def write(name: str) -> Reply:
         return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": [name, "tea\n"]}]}))
 
-    # So was one of a Windows-1252 file (0x93 and 0x94 its smart quotes: Helix, Sublime, Kate, VS Code's guess).
-    llm.script(write("menu.txt"), Reply.text("written"), write("quotes.txt"), Reply.text("written"), write("a.txt"),
-               Reply.text("refused"), write("b.txt"), Reply.text("refused"), write("c.txt"), Reply.text("refused"))
+    # So was one of a Windows-1252 file (0x93 and 0x94 its smart quotes: Helix, Sublime, Kate, VS Code's guess), and
+    # VS Code's of a Latin-1 file, each byte that is no UTF-8 a U+FFFD.
+    llm.script(write("menu.txt"), Reply.text("written"), write("quotes.txt"), Reply.text("written"), write("shown.txt"),
+               Reply.text("written"), write("a.txt"), Reply.text("refused"), write("b.txt"), Reply.text("refused"),
+               write("c.txt"), Reply.text("refused"))
     daemon = await share(shared_daemon, llm.env())
     editor = Editor(daemon)
     for name, disk, shown in (("menu.txt", "café\n".encode("latin-1"), "café\n"),
-                              ("quotes.txt", b"\x93tea\x94 \x80\x81\n", "\u201ctea\u201d \u20ac\x81\n")):
+                              ("quotes.txt", b"\x93tea\x94 \x80\x81\n", "\u201ctea\u201d \u20ac\x81\n"),
+                              ("shown.txt", "café\n".encode("latin-1"), "caf\ufffd\n")):
         path = daemon.workspace / name
         path.write_bytes(disk)
         editor.open(path, shown)
@@ -235,6 +238,25 @@ async def test_a_whole_file_write_of_a_latin1_or_cp1252_buffer_as_its_disk_holds
         assert await submit(daemon, "write it") == "refused"
         assert "not written: the file has the user's unsaved changes" in tool_result(llm)
         assert editor.texts[path.as_uri()] == typed and path.read_bytes() == disk
+
+
+async def test_a_whole_file_write_of_a_buffer_not_yet_on_disk_is_refused_only_over_her_typing(shared_daemon, llm):
+    # A buffer of a file not saved yet (`:e notes.txt`) holds what the disk does only while it is empty: her draft in
+    # one was taken for the disk's (absent: any text), and the write went over it unread.
+    def write(name: str) -> Reply:
+        return Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_write", "args": [name, "tea\n"]}]}))
+
+    llm.script(write("draft.txt"), Reply.text("refused"), write("empty.txt"), Reply.text("written"))
+    daemon = await share(shared_daemon, llm.env())
+    draft, empty = daemon.workspace / "draft.txt", daemon.workspace / "empty.txt"
+    editor = Editor(daemon)
+    editor.open(draft, "her draft\n")
+    assert await submit(daemon, "write it") == "refused"
+    assert "not written: the file has the user's unsaved changes" in tool_result(llm), tool_result(llm)
+    assert editor.texts[draft.as_uri()] == "her draft\n" and not draft.exists()
+    editor.open(empty, "")
+    assert await submit(daemon, "write it") == "written"
+    assert "not written" not in tool_result(llm) and editor.texts[empty.as_uri()] == "tea\n", tool_result(llm)
 
 
 async def test_out_of_policy_documents_stay_refused(start_daemon, llm, tmp_path):
@@ -338,6 +360,24 @@ async def test_a_file_read_of_the_models_own_gets_no_copy_of_an_out_of_policy_bu
     Editor(daemon).open(secret, "unsaved secret\n")
     assert await submit(daemon, "look") == "done"
     assert "copy:" in tool_result(llm) and "unsaved secret" not in tool_result(llm), tool_result(llm)
+
+async def test_a_file_edit_of_the_models_own_gets_no_copy_of_a_buffer_the_policy_keeps_read_only(start_daemon, llm,
+                                                                                               tmp_path):
+    # The same for a writer: ~/.gitconfig is one of the policy's read-only paths, its unsaved text was copied for a
+    # `file_edit` (checked as a read) and the model's own `file_edit` printed it.
+    home = tmp_path / "home"
+    (tools := home / "proj" / "tools").mkdir(parents=True)
+    (shadow := tools / "file_edit").write_text(
+        '#!/bin/sh\n# description: edits\n# args: PATH OLD NEW\necho "copy: $(cat "$OLLIE_EDITOR_COPY")"\n')
+    shadow.chmod(0o755)
+    (config := home / ".gitconfig").write_text("[user]\n")
+    llm.script(Reply.file_edit(".gitconfig", "[user]", "[core]"), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(), "HOME": str(home), "OLLIE_TOOLS_PATH": str(tools)}, workspace=home,
+                                caps=edit_caps())
+    Editor(daemon).open(config, "[user]\n  token = unsaved secret\n")
+    assert await submit(daemon, "edit it") == "done"
+    assert "copy:" in tool_result(llm) and "unsaved secret" not in tool_result(llm), tool_result(llm)
+
 
 async def test_without_apply_edit_the_edit_goes_to_disk(start_daemon, llm):
     llm.script(Reply.file_edit("notes.txt", "unsaved", "saved"), Reply.text("edited"))

@@ -96,6 +96,15 @@ async def test_a_buffer_the_editor_reloaded_from_the_rewound_disk_as_the_edit_ca
     assert len(editor.edits) == 2 and not editor.reloads  # the edit came, and was refused
 
 
+async def test_a_buffer_she_put_back_herself_is_neither_edited_nor_named_by_the_rewind(start_daemon, llm):
+    daemon, editor, a = await one_turn_edited_a_buffer(start_daemon, llm)
+    assert buffer_text(editor) == ORIGINAL.replace("line 2\n", "A TWO\n"), tool_result(llm)
+    editor.change(a, ORIGINAL)  # she undid the agent's edit in the buffer: it holds what the rewind goes back to
+    sent = len(editor.edits)
+    rewound = await daemon.request("ollie/rewind", {})
+    assert rewound["buffers"] == [] and len(editor.edits) == sent and buffer_text(editor) == ORIGINAL
+
+
 async def test_a_rewinds_undo_after_a_reload_puts_the_agents_edits_back_in_the_open_buffers(start_daemon, llm):
     llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.file_edit("b.txt", "line 2\n", "B TWO\n"),
                Reply.text("one"))

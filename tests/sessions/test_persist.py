@@ -408,6 +408,18 @@ def test_listing_leaves_out_sessions_nobody_typed_in(tmp_path, log_store):
     assert persist.exists(tmp_path, unused)  # saved, only not listed
 
 
+def test_an_emptied_session_is_listed_only_while_its_rewind_backup_is_a_file(tmp_path, log_store):
+    # A rewind of every turn leaves the session untitled and empty: listed while that rewind can be undone, which a
+    # backup that is a link or a directory (never followed) cannot be.
+    rewound, linked, walled = (_made_at(n) for n in (1_000, 2_000, 3_000))
+    for session_id in (rewound, linked, walled):
+        session_log(tmp_path, session_id).save(Session(id=session_id))
+    (backup := tmp_path / logindex.rewind_name(rewound)).write_text("{}")
+    (tmp_path / logindex.rewind_name(linked)).symlink_to(backup)
+    (tmp_path / logindex.rewind_name(walled)).mkdir()
+    assert logindex.list_saved(tmp_path) == [rewound]
+
+
 def test_the_sessions_of_a_directory_are_found_reading_each_logs_end_once(tmp_path, log_store, monkeypatch):
     here, there = tmp_path / "here", tmp_path / "there"
     ids = [_made_at(n) for n in (1_000, 2_000, 3_000, 4_000)]

@@ -389,8 +389,10 @@ def test_a_hostile_turn_unknown_resumes_with_only_turns_reasons(tmp_path):
     """A teammate's log may be hostile: a reason keyed by no turn's number, or no text, is left out."""
     session = Session(agent="t", turn_starts=[0], turn_changed=[-1])
     session.messages.extend([Message("user", "run"), Message("assistant", "", tool_calls=[ToolCall("c1", "execute_code")])])
-    resumed = _resumed_with_meta(tmp_path, session, "turn_unknown", {"1": "why", "x": "not a turn", "2": 5})
-    assert resumed.turn_unknown == {"1": "why"}
+    resumed = _resumed_with_meta(tmp_path, session, "turn_unknown", {"1": "why", "x": "not a turn", "2": 5,
+                                                                     "3": "y" * 200, "4": "z" * 201, "5": "\x01" * 60})
+    # Each one line of at most 200 characters, "..." said only where some were cut.
+    assert resumed.turn_unknown == {"1": "why", "3": "y" * 200, "4": "z" * 200 + "...", "5": "\\x01" * 50 + "..."}
 
 
 def test_a_turn_resumed_as_changing_nothing_leaves_the_next_to_say_why_its_changes_are_not_known(tmp_path):

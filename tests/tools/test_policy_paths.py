@@ -57,6 +57,7 @@ async def test_the_file_tools_work_under_a_grant_list_past_2_mib(ws: Workspace, 
                     await tool(server, "file_write", str(ws.root / "grants" / "new.txt"), "x")):
         assert refused.is_error and "outside the sandbox's" in refused.text and " more)" in refused.text, refused.text[:9000]
         assert len(refused.text) < 9000 and "\tsecret" not in refused.text
+        assert "paths (/" in refused.text, refused.text[:9000]  # a first path named, however long
     assert not (ws.root / "grants" / "new.txt").exists()
 
 
@@ -72,6 +73,8 @@ python3 -c 'import os; os.ftruncate(int(os.environ["OLLIE_SANDBOX_PATHS"]), 0)' 
 python3 -c "import json, os; print('intact', '/' not in json.loads(os.pread($fd, 1 << 24, 0))['read'])"
 # The step's own run of a tool inherits the sealed descriptor: the check holds there too.
 python3 -I {TOOLS}/file_read {ws.outside}/secret.txt
+# /proc is the step's own procfs, which a path check cannot tell from the host's: the tools refuse it.
+python3 -I {TOOLS}/file_read /proc/self/status
 printf '%s' '{forged}' > "$TMPDIR/forged"
 OLLIE_SANDBOX_PATHS=9 python3 -I {TOOLS}/file_read a.txt 9<"$TMPDIR/forged"
 echo done
@@ -81,6 +84,7 @@ echo done
     for name in ("WROTE", "TRUNCATED", "SHRUNK", "\tsecret"):
         assert f"{name}\n" not in result.text, result.text
     assert f"{ws.outside}/secret.txt: outside the sandbox's readable paths" in result.text, result.text
+    assert "/proc/self/status: outside the sandbox's readable paths" in result.text, result.text
     # An unsealed descriptor listing "/" is refused as anything malformed is: every path.
     assert "a.txt: outside the sandbox's readable paths ()" in result.text, result.text
 
