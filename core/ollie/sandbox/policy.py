@@ -218,6 +218,11 @@ def policy_file(name: str = "default") -> Path:
     raise ConfigError(f"sandbox policy {name!r} not found (looked in {', '.join(str(c) for c in candidates)})")
 
 
+def shipped(name: str = "default") -> bool:
+    """Whether policy `name` is one ollie ships (the user has no file of that name); ConfigError when none is found."""
+    return policy_file(name) in (paths.bundled("sandbox.yaml"), paths.bundled("sandboxes") / f"{name}.yaml")
+
+
 def load_policy(name: str = "default", *, cwd: Path, env: Mapping[str, str] | None = None) -> Policy:
     """Load named policy `name`, expanded for a session in `cwd` (`env` overlays os.environ for templates)."""
     file = policy_file(name)
