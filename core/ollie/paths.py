@@ -7,6 +7,8 @@ import os
 from contextlib import suppress
 from pathlib import Path
 
+from ollie.errors import ConfigError
+
 APP = "ollie"
 # Each XDG base dir's default under $HOME (the XDG Base Directory spec).
 _HOME_DEFAULTS = {"config": ".config", "data": ".local/share", "state": ".local/state"}
@@ -101,3 +103,21 @@ def sandbox_file() -> Path:
     except OSError:
         present = True  # unreadable is not absent: loading it then fails, naming the file, instead of falling back
     return user if present else bundled("sandbox.yaml")
+
+
+def policy_file(name: str = "default") -> Path:
+    """The file of policy `name`: "default" is sandbox.yaml; others `<config>/sandbox/<name>.yaml`, then bundled."""
+    if not name or "/" in name or name.startswith("."):
+        raise ConfigError(f"invalid sandbox policy name {name!r}")
+    if name == "default":
+        return sandbox_file()
+    candidates = [config_dir() / "sandbox" / f"{name}.yaml", bundled("sandboxes") / f"{name}.yaml"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"sandbox policy {name!r} not found (looked in {', '.join(str(c) for c in candidates)})")
+
+
+def shipped_policy(name: str = "default") -> bool:
+    """Whether policy `name` is one ollie ships (the user has no file of that name); ConfigError when none is found."""
+    return policy_file(name) in (bundled("sandbox.yaml"), bundled("sandboxes") / f"{name}.yaml")

@@ -313,7 +313,7 @@ _COMPARED = {"ollie.agent.hooks.HookResult", "ollie.agent.steps.Location", "olli
              "ollie.backend.framing.SSEEvent", "ollie.backend.reply.ReplyLimits", "ollie.backend.types.ToolCall",
              "ollie.backend.types.Image", "ollie.backend.types.Message", "ollie.backend.types.StreamEvent",
              "ollie.sessions.session.TaskState", "ollie.sessions.types.Info", "ollie.tools.execute.args.ScriptCall"}
-# The first turn's modules, and the sandbox policy's shapes (read in a thread as every session opens).
+# The first turn's modules, and the sandbox policy's shapes (read as a first step runs, or a session with a user's policy opens).
 _GENERATED_PROBE = """
 import attrs, dataclasses, sys
 import ollie_lsp.daemon, ollie_lsp.methods, ollie_lsp.sessions, ollie.agent.core, ollie.backend.openai

@@ -12,7 +12,8 @@ import pytest
 
 from ollie import paths
 from ollie.errors import ConfigError
-from ollie.sandbox.policy import load_policy, parse_policy, policy_file
+from ollie.paths import policy_file
+from ollie.sandbox.policy import load_policy, parse_policy
 
 ALL_TEMPLATES = """
 filesystem:
@@ -83,6 +84,33 @@ def test_named_policies_user_dir_then_bundled(tmp_path):
     mine.write_text("filesystem: {rw: ['{CWD}']}\n")
     policy = load_policy("readonly", cwd=tmp_path)
     assert (policy.source, policy.rw) == (mine, (tmp_path,))
+
+
+_PROBLEM = """
+import sys
+from pathlib import Path
+from ollie.tools.execute.server import ExecuteServer
+for name in sys.argv[2:]:
+    print(repr(ExecuteServer(cwd=Path(sys.argv[1]), session_id="1700000000000000000-p", sandbox=name).policy_problem()))
+print("yaml" in sys.modules, "ollie.sandbox.policy" in sys.modules)
+"""
+
+
+def test_the_check_as_a_session_opens_reads_only_a_policy_the_user_wrote(tmp_path):
+    # ollie's own files load (the tests above): checking them at every session's opening loaded PyYAML and the
+    # policy's modules (~1.3 MiB of a daemon's first request) for a warning that cannot come.
+    def problems(*names: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", _PROBLEM, str(tmp_path), *names], capture_output=True, text=True,
+                             timeout=60, check=True)
+        return out.stdout.split("\n")[:-1]
+
+    assert problems("default", "readonly", "nonet") == ["''", "''", "''", "False False"]
+    user_file = paths.config_dir() / "sandbox.yaml"
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("netwrok: {}\n")
+    said = problems("default", "nope")
+    assert said[0] == repr(f"{user_file}: key 'netwrok': unknown key; fix the file: no step runs until it loads")
+    assert said[1].startswith("\"sandbox policy 'nope' not found") and said[2] == "True True"
 
 
 def test_unknown_or_invalid_policy_names_are_clear_errors(tmp_path):

@@ -90,13 +90,13 @@ def check_landlock() -> Check:
 
 def check_sandbox_policy(cwd: Path) -> Check:
     """The default sandbox policy parses, and lets steps read the project."""
-    from ollie.sandbox.policy import load_policy, policy_file
+    from ollie.sandbox.policy import load_policy
 
     try:
         policy = load_policy("default", cwd=cwd)
     except (OllieError, OSError, ValueError) as exc:
         return Check("sandbox policy", False, str(exc), "fix the file it names (or remove it to use the default)")
-    source = policy_file("default")
+    source = paths.policy_file("default")
     # A file of the user's replaces the shipped one whole: one holding just the grant a note advised loses the project.
     if not any(cwd.is_relative_to(root) for root in policy.readable()):
         return Check("sandbox policy", False, f"{source} grants nothing of {cwd}: steps can neither read nor change it",

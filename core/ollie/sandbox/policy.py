@@ -1,4 +1,4 @@
-"""sandbox.yaml: named-policy lookup, template expansion, and path checks (the file's schema: `policy_schema`)."""
+"""sandbox.yaml: template expansion and path checks (its file: `paths.policy_file`; its schema: `policy_schema`)."""
 
 from __future__ import annotations
 
@@ -205,22 +205,9 @@ def _parsed(text: str, source: str) -> PolicySpec:
     return load_spec(text, source)
 
 
-def policy_file(name: str = "default") -> Path:
-    """The file of policy `name`: "default" is sandbox.yaml; others `<config>/sandbox/<name>.yaml`, then bundled."""
-    if not name or "/" in name or name.startswith("."):
-        raise ConfigError(f"invalid sandbox policy name {name!r}")
-    if name == "default":
-        return paths.sandbox_file()
-    candidates = [paths.config_dir() / "sandbox" / f"{name}.yaml", paths.bundled("sandboxes") / f"{name}.yaml"]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise ConfigError(f"sandbox policy {name!r} not found (looked in {', '.join(str(c) for c in candidates)})")
-
-
 def load_policy(name: str = "default", *, cwd: Path, env: Mapping[str, str] | None = None) -> Policy:
     """Load named policy `name`, expanded for a session in `cwd` (`env` overlays os.environ for templates)."""
-    file = policy_file(name)
+    file = paths.policy_file(name)
     try:
         text = regularfile.read_config_sync(file)
     except OSError as exc:

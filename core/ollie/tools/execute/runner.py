@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ollie import programs
+from ollie import paths, programs
 from ollie.sandbox import writers
-from ollie.sandbox.policy import Policy, load_policy, policy_file
+from ollie.sandbox.policy import Policy, load_policy
 from ollie.sandbox.runtimedir import make_private_dir
 from ollie.tools.execute.childenv import DEFAULT_PATH, child_env, memory_dir, memory_root, plan_file
 from ollie.tools.execute.languages import Invocation
@@ -98,7 +98,7 @@ class Runner:
         `python3` resolves to, and their base installs), once per policy build. `env`: the call's (`env()`).
         """
         env = self.env() if env is None else env
-        source = policy_file(name)
+        source = paths.policy_file(name)
         # The cwd's mtime: a workspace split around a secret (see `protect`) lists its entries.
         key = (name, str(source), mtime_ns(source), str(self.cwd), mtime_ns(self.cwd), str(self.lock_dir),
                tuple(sorted(env.items())), tuple(self.tools_dirs))
