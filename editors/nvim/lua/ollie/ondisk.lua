@@ -115,19 +115,25 @@ function M.gone(buf)
   return false
 end
 
+-- The line break a write puts after each line, by 'fileformat'.
+local BREAKS = { unix = "\n", dos = "\r\n", mac = "\r" }
+
 ---Whether `buf`'s file already holds exactly what writing `buf` would put there: its change on disk, if any, is this
----same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. Reads
----only a regular file, to the text's size and one byte more.
+---same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. The
+---write's bytes: its line breaks ('fileformat': a CRLF file's buffer was left modified, though it held the disk's
+---text, after a rewind and its undo) and BOM. Reads only a regular file, to their size and one byte more.
 ---@param buf integer
 ---@return boolean
 function M.holds(buf)
   local bo = vim.bo[buf]
-  if bo.binary or bo.bomb or bo.fileformat ~= "unix" or not (bo.fileencoding == "" or bo.fileencoding == "utf-8") then
+  local eol = BREAKS[bo.fileformat]
+  if bo.binary or not eol or not (bo.fileencoding == "" or bo.fileencoding == "utf-8") then
     return false -- what a write puts there is not simply the lines: say changed, as before
   end
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local empty = #lines == 1 and lines[1] == ""
-  local text = empty and "" or (table.concat(lines, "\n") .. ((bo.eol or bo.fixeol) and "\n" or ""))
+  local text = (bo.bomb and "\239\187\191" or "")
+    .. (empty and "" or (table.concat(lines, eol) .. ((bo.eol or bo.fixeol) and eol or "")))
   return M.read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
 end
 
