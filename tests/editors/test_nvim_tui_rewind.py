@@ -18,7 +18,7 @@ PNG = (800, 480)
 NOTES = "".join(f"line {i}\n" for i in range(1, 6))
 
 
-def one_edit(tmp_path: Path, srv, name: str = "notes.txt", text: str = NOTES) -> Tmux:
+def one_edit(tmp_path: Path, srv, name: str = "notes.txt", text: str | bytes = NOTES) -> Tmux:
     """Neovim at 80x24 on `name` (holding `text`) after turn 1 (the scripted `srv`'s) edited its line 3."""
     srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "line 3",
                                                                                          "line three"]}]})),
@@ -72,12 +72,17 @@ def test_the_rewind_confirmation_fits_80_columns_and_breaks_at_words_in_60(tmp_p
 def test_a_rewind_of_every_turn_is_undone_after_a_restart_from_ollie_sessions(tmp_path: Path, scripted_llm):
     # Bug: the emptied session was gone from :OllieSessions (untitled, no turn), so after a new Neovim nothing
     # reached it: the rewind she may want to undo was out of reach.
+    # Her file is Latin-1 ('fileencoding' latin1). Bug: after the rewind (and after its undo) its buffer stayed
+    # modified though it held the disk's text (its save refused as "changed on disk"), and `:checktime` stopped on
+    # W12: a write was taken for the disk's bytes only in UTF-8 (as in the picked-session flow below).
     srv = scripted_llm("openai")
-    tmux = one_edit(tmp_path, srv)
+    latin = NOTES.replace("line 5", "café").encode("latin-1")
+    tmux = one_edit(tmp_path, srv, text=latin)
     rewind_all(tmux)
+    checked(tmux, "1-rewound")
     quit_nvim(tmux, tmp_path)
     # Her file as the rewind left it (start_nvim writes it): the new Neovim is on the same workspace.
-    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES}, size=SMALL) as tmux:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": latin}, size=SMALL) as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start again")
         tmux.keys(":OllieSessions", "Enter")
         listed = tmux.keep("2-sessions", tmux.wait(lambda s: "Type number" in s, "the sessions to pick from"), PNG)
@@ -91,7 +96,8 @@ def test_a_rewind_of_every_turn_is_undone_after_a_restart_from_ollie_sessions(tm
         tmux.keys("1", "Enter")
         tmux.keep("4-undone", tmux.wait(lambda s: "rewind undone" in s and "line three" in s and "Edited three." in s,
                                         "turn 1 back, in the file and the chat"), PNG)
-        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
+        assert (tmp_path / "ws" / "notes.txt").read_bytes() == latin.replace(b"line 3", b"line three")
+        checked(tmux, "5-undone-clean")
         assert_clean(tmux.screens)
 
 
