@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -167,19 +167,19 @@ class Tmux:
         self._control.stdout.close()
 
 
-def start_nvim(tmp_path: Path, env: dict[str, str], files: dict[str, str], size: tuple[int, int] = (160, 40), *,
-               window: str = "", init_lua: str = "") -> Tmux:
+def start_nvim(tmp_path: Path, env: dict[str, str], files: Mapping[str, str | bytes],
+               size: tuple[int, int] = (160, 40), *, window: str = "", init_lua: str = "") -> Tmux:
     """Neovim in tmux with README's install as written (the plugin on the runtimepath and `setup({})`), in a
-    workspace of `files`, editing the first; ollie-lsp on PATH as pipx puts it there (a link in a bin folder of
-    its own: with the venv's bin first on PATH, the tools' python3 would be the venv's, which the sandbox cannot
-    read). `window` names a second Neovim on the same workspace (a tmux server of its own); `init_lua` is more of
-    the user's init (their own picker)."""
+    workspace of `files` (bytes written as they are, text as UTF-8), editing the first; ollie-lsp on PATH as pipx
+    puts it there (a link in a bin folder of its own: with the venv's bin first on PATH, the tools' python3 would be
+    the venv's, which the sandbox cannot read). `window` names a second Neovim on the same workspace (a tmux server
+    of its own); `init_lua` is more of the user's init (their own picker)."""
     ws = tmp_path / "ws"
     again = ws.exists()  # Neovim started again (after a quit) in the same workspace
     (ws / ".git").mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
-        (ws / name).write_text(text)
+        (ws / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     init = tmp_path / "init.lua"
     init.write_text(f'vim.opt.rtp:prepend("{PLUGIN}")\nrequire("ollie").setup({{}})\n{init_lua}')
     bin_dir = tmp_path / "bin"

@@ -134,10 +134,7 @@ def test_a_file_neovim_saves_in_its_own_encoding_is_no_format_on_save(tmp_path, 
     # encoding, not a formatter's change (taken as one, the hunk's undo put U+FFFD or a second BOM in the buffer).
     srv = scripted_llm("openai")
     srv.script(edit("line 3\n", "line three\n"), Reply.text("Edited three."))
-    # Written by the user's init, before Neovim reads it: start_nvim writes its files as UTF-8.
-    written = "".join(f"\\{byte}" for byte in data)  # as a Lua string's escapes
-    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES},
-                    init_lua=f'local f = io.open("notes.txt", "wb") f:write("{written}") f:close()\n') as tmux:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": data}) as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start")
         tmux.keys(":Ollie edit line 3", "Enter")
         tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "the turn")

@@ -18,12 +18,12 @@ PNG = (800, 480)
 NOTES = "".join(f"line {i}\n" for i in range(1, 6))
 
 
-def one_edit(tmp_path: Path, srv, name: str = "notes.txt") -> Tmux:
-    """Neovim at 80x24 on `name` after turn 1 (the scripted `srv`'s) edited its line 3."""
-    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "line 3\n",
-                                                                                         "line three\n"]}]})),
+def one_edit(tmp_path: Path, srv, name: str = "notes.txt", text: str | bytes = NOTES) -> Tmux:
+    """Neovim at 80x24 on `name` (holding `text`) after turn 1 (the scripted `srv`'s) edited its line 3."""
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": [name, "line 3",
+                                                                                         "line three"]}]})),
                Reply.text("Edited three."))
-    tmux = start_nvim(tmp_path, srv.env(), {name: NOTES}, size=SMALL)
+    tmux = start_nvim(tmp_path, srv.env(), {name: text}, size=SMALL)
     tmux.wait(lambda s: "line 1" in s, "nvim to start")
     tmux.keys(":Ollie edit line 3", "Enter")
     tmux.wait(lambda s: "Edited three." in s and "(end)" in s, "turn 1")
@@ -72,12 +72,17 @@ def test_the_rewind_confirmation_fits_80_columns_and_breaks_at_words_in_60(tmp_p
 def test_a_rewind_of_every_turn_is_undone_after_a_restart_from_ollie_sessions(tmp_path: Path, scripted_llm):
     # Bug: the emptied session was gone from :OllieSessions (untitled, no turn), so after a new Neovim nothing
     # reached it: the rewind she may want to undo was out of reach.
+    # Her file is Latin-1 ('fileencoding' latin1). Bug: after the rewind (and after its undo) its buffer stayed
+    # modified though it held the disk's text (its save refused as "changed on disk"), and `:checktime` stopped on
+    # W12: a write was taken for the disk's bytes only in UTF-8 (as in the picked-session flow below).
     srv = scripted_llm("openai")
-    tmux = one_edit(tmp_path, srv)
+    latin = NOTES.replace("line 5", "café").encode("latin-1")
+    tmux = one_edit(tmp_path, srv, text=latin)
     rewind_all(tmux)
+    checked(tmux, "1-rewound")
     quit_nvim(tmux, tmp_path)
     # Her file as the rewind left it (start_nvim writes it): the new Neovim is on the same workspace.
-    with start_nvim(tmp_path, srv.env(), {"notes.txt": NOTES}, size=SMALL) as tmux:
+    with start_nvim(tmp_path, srv.env(), {"notes.txt": latin}, size=SMALL) as tmux:
         tmux.wait(lambda s: "line 1" in s, "nvim to start again")
         tmux.keys(":OllieSessions", "Enter")
         listed = tmux.keep("2-sessions", tmux.wait(lambda s: "Type number" in s, "the sessions to pick from"), PNG)
@@ -91,7 +96,8 @@ def test_a_rewind_of_every_turn_is_undone_after_a_restart_from_ollie_sessions(tm
         tmux.keys("1", "Enter")
         tmux.keep("4-undone", tmux.wait(lambda s: "rewind undone" in s and "line three" in s and "Edited three." in s,
                                         "turn 1 back, in the file and the chat"), PNG)
-        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
+        assert (tmp_path / "ws" / "notes.txt").read_bytes() == latin.replace(b"line 3", b"line three")
+        checked(tmux, "5-undone-clean")
         assert_clean(tmux.screens)
 
 
@@ -130,9 +136,16 @@ def test_undoing_the_only_file_of_a_turn_asks_within_80_columns_with_a_long_path
 def test_a_rewind_undo_typed_while_a_picked_session_loads_undoes_that_session_s_rewind(tmp_path: Path, scripted_llm):
     # Bug: a session picked in :OllieSessions, then `:OllieRewind undo` typed (all at once, as typeahead) before its
     # load ended: the undo went to the chat's previous session, "no rewind to undo", and hers stayed rewound.
+    # Her file is a Windows one (CRLF, a BOM). Bug: the rewind's edit of its buffer came after the disk was put back,
+    # and the save was refused as "changed on disk" (a write was taken for the disk's bytes only with LF line ends):
+    # after the rewind and after its undo the buffer stayed modified ([+]) though it held the file's very text, and
+    # Neovim's next look at the file (`:checktime`, the focus back) stopped on its W12 question.
     srv = scripted_llm("openai")
-    with one_edit(tmp_path, srv) as tmux:
+    windows, file = "\ufeff" + NOTES.replace("\n", "\r\n"), tmp_path / "ws" / "notes.txt"
+    with one_edit(tmp_path, srv, text=windows) as tmux:
         rewind_all(tmux)
+        assert file.read_bytes() == windows.encode()
+        checked(tmux, "0-rewound")
         srv.script(Reply.text("Hi there."))
         tmux.keys(":OllieNew", "Enter", ":Ollie say hi", "Enter")
         tmux.wait(lambda s: "Hi there." in s and "(end)" in s, "a turn in a new session")
@@ -143,7 +156,10 @@ def test_a_rewind_undo_typed_while_a_picked_session_loads_undoes_that_session_s_
         done = tmux.keep("2-undone", tmux.wait(lambda s: "rewind undone" in s or "no rewind" in s, "the undo"), PNG)
         assert "rewind undone" in done and "no rewind" not in done, done
         tmux.wait(lambda s: "line three" in s and "Edited three." in s, "turn 1 back, in the file and the chat")
-        assert (tmp_path / "ws" / "notes.txt").read_text() == NOTES.replace("line 3", "line three")
+        assert file.read_bytes() == windows.replace("line 3", "line three").encode()
+        checked(tmux, "2-undone-clean")
+        # Bug: the chat said "notes.txt had your unsaved changes in the editor" of the edit, the BOM taken for them.
+        assert "unsaved" not in said(tmux.screens["2-undone-clean"]), tmux.screens["2-undone-clean"]
         # Bug: `:OllieFork` typed as the "say hi" session loads forked the one left (the rewound one, shown again).
         tmux.keys("Escape", ":OllieSessions", "Enter")
         listed = tmux.wait(lambda s: "Type number" in s and "say hi" in s, "the sessions again")
@@ -152,6 +168,13 @@ def test_a_rewind_undo_typed_while_a_picked_session_loads_undoes_that_session_s_
         forked = tmux.keep("3-forked", tmux.wait(lambda s: "Files were not" in said(s), "the fork"), PNG)
         assert 'this chat is now "say hi (fork)"' in said(forked) and "Edited three." not in forked, forked
         assert_clean(tmux.screens)
+
+
+def checked(tmux: Tmux, name: str) -> None:
+    """notes.txt's buffer unmodified, and Neovim's look at its file (`:checktime`) asking nothing."""
+    tmux.keys(":checktime | echo 'looked at'", "Enter")
+    shown = tmux.keep(name, tmux.wait(lambda s: "looked at" in s or "W1" in s, "the look at the file"), PNG)
+    assert "looked at" in shown and "notes.txt [+]" not in shown and "W1" not in shown, shown
 
 
 def said(screen: str) -> str:

@@ -61,12 +61,14 @@ def disk_holds(path: Path, text: str) -> bool:
 
 
 def holds(data: bytes | None, text: str) -> bool:
-    """Whether a buffer of `text` shows file bytes `data` (None: no file, an empty buffer): its bytes as UTF-8, each
-    that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback) or as Windows-1252 (`_WINDOWS_1252`)."""
+    """Whether a buffer of `text` shows file bytes `data` (None: no file, an empty buffer): its bytes as UTF-8 (a BOM
+    left out, as editors show it), each that is none a U+FFFD, or, not UTF-8, as Latin-1 (Neovim's fallback) or as
+    Windows-1252 (`_WINDOWS_1252`)."""
     if data is None:
         return text == ""
     try:
-        return data.decode("utf-8") == text
+        # An editor shows a file's BOM as no text: her clean buffer of one was taken for unsaved typing.
+        return text in (utf8 := data.decode("utf-8"), utf8.removeprefix("\ufeff"))
     except UnicodeDecodeError:  # (only then: a UTF-8 file's "é" read as Latin-1 is "Ã©", which she may have typed)
         # Each an exact decoding of the whole file: typing anywhere in the buffer still differs from all three.
         latin = data.decode("latin-1")

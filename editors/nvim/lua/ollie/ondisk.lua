@@ -115,20 +115,28 @@ function M.gone(buf)
   return false
 end
 
+-- The line break a write puts after each line, by 'fileformat'.
+local BREAKS = { unix = "\n", dos = "\r\n", mac = "\r" }
+
 ---Whether `buf`'s file already holds exactly what writing `buf` would put there: its change on disk, if any, is this
----same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. Reads
----only a regular file, to the text's size and one byte more.
+---same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. The
+---write's bytes: its line breaks, BOM and encoding (a CRLF or Latin-1 file's buffer was left modified, though it held
+---the disk's text, after a rewind and its undo). Reads only a regular file, to their size and one byte more.
 ---@param buf integer
 ---@return boolean
 function M.holds(buf)
   local bo = vim.bo[buf]
-  if bo.binary or bo.bomb or bo.fileformat ~= "unix" or not (bo.fileencoding == "" or bo.fileencoding == "utf-8") then
+  local eol, fenc = BREAKS[bo.fileformat], bo.fileencoding == "" and "utf-8" or bo.fileencoding
+  if bo.binary or not eol or (bo.bomb and fenc ~= "utf-8") then
     return false -- what a write puts there is not simply the lines: say changed, as before
   end
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local empty = #lines == 1 and lines[1] == ""
-  local text = empty and "" or (table.concat(lines, "\n") .. ((bo.eol or bo.fixeol) and "\n" or ""))
-  return M.read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
+  local text = empty and "" or (table.concat(lines, eol) .. ((bo.eol or bo.fixeol) and eol or ""))
+  -- (nil: a character the file's encoding has none for; the write fails, no file holds it.)
+  text = fenc == "utf-8" and text or vim.iconv(text, "utf-8", fenc)
+  text = text and (bo.bomb and "\239\187\191" or "") .. text
+  return text ~= nil and M.read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
 end
 
 -- What a path that is not a regular file is, as the user is told it.
