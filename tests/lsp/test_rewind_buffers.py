@@ -59,9 +59,9 @@ async def test_rewind_reverts_buffer_edits_and_leaves_a_buffer_the_user_changed(
     assert await daemon.request("ollie/changes", {}) == {"turn": None, "files": []}
 
 
-async def one_turn_edited_a_buffer(start_daemon, llm) -> tuple[Daemon, Editor, Path]:
-    """A daemon whose one turn edited a.txt's open buffer: the daemon, its editor and a.txt."""
-    llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), Reply.text("one"))
+async def one_turn_edited_a_buffer(start_daemon, llm, *then: Reply) -> tuple[Daemon, Editor, Path]:
+    """A daemon whose one turn edited a.txt's open buffer (then made `then`'s calls): the daemon, its editor, a.txt."""
+    llm.script(Reply.file_edit("a.txt", "line 2\n", "A TWO\n"), *then, Reply.text("one"))
     daemon = await start(start_daemon, llm.env())
     a = daemon.workspace / "a.txt"
     a.write_text("a on disk\n")
@@ -133,3 +133,23 @@ async def test_a_rewinds_undo_after_a_reload_puts_the_agents_edits_back_in_the_o
         {"path": "b.txt", "status": "stale", "reason": "the buffer changed since the rewind; the agent's edit is not in it"}]
     assert buffer_text(editor) == ORIGINAL.replace("line 2\n", "A TWO\n")
     assert (a.read_text(), b.read_text()) == ("a on disk\n", "b on disk\n")
+
+
+async def test_a_rewinds_undo_that_puts_a_link_back_names_the_buffer_it_left(start_daemon, llm, tmp_path):
+    # Red team round 68: the cut turn's step made the open a.txt a link out of the workspace; the rewind restored the
+    # file and reverted the buffer, and the undo's restore made the link again and (rightly) left the buffer alone,
+    # but named nothing: she was not told the agent's edit was missing from it.
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the project's\n")
+    link = {"steps": [{"code": f"rm a.txt && ln -s {outside} a.txt"}]}
+    daemon, editor, a = await one_turn_edited_a_buffer(start_daemon, llm, Reply.tool_calls(("execute_code", link)))
+    assert a.is_symlink(), tool_result(llm)
+    rewound = await daemon.request("ollie/rewind", {})
+    assert rewound["buffers"] == [{"path": "a.txt", "status": "reverted"}] and not a.is_symlink()
+    assert buffer_text(editor) == ORIGINAL
+    sent = len(editor.edits)
+    undone = await daemon.request("ollie/rewind", {"undo": True})
+    assert a.is_symlink() and len(editor.edits) == sent and buffer_text(editor) == ORIGINAL
+    assert undone["buffers"] == [{"path": "a.txt", "status": "refused", "reason": "a.txt is now a symbolic link (or a "
+                                  "folder): its buffer, if open, was left as it is; the agent's edit is not in it"}]
+    assert outside.read_text() == "not the project's\n"

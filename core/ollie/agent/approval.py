@@ -34,6 +34,7 @@ from ollie.agent.steps import (
 )
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
+from ollie.errors import OllieError
 from ollie.escapes import escaped
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks ab
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.documents import EditorDocuments
     from ollie.tools.execute.args import CodeStep, ExecuteRequest
+    from ollie.tools.execute.tool import ToolScript
 
 T = TypeVar("T")
 # "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
@@ -229,7 +231,8 @@ class ApprovalGate:
                  cwd: Callable[[], Path], kind_of: KindLookup | None = None,
                  documents: Callable[[], EditorDocuments | None] = lambda: None,
                  elevation: Callable[[], str] = lambda: "allow",
-                 parse: Callable[[str, dict[str, Any]], ExecuteRequest] = parse_request) -> None:
+                 parse: Callable[[str, dict[str, Any]], ExecuteRequest] = parse_request,
+                 scripts: Callable[[str, dict[str, Any]], Callable[[str], ToolScript] | None] = lambda *_: None) -> None:
         self._mode = mode
         self._always = always
         self._remember = remember
@@ -237,6 +240,11 @@ class ApprovalGate:
         self._documents = documents  # the editor's open documents: an edit's preview is of the text it edits
         self._kind_of = kind_of
         self._parse = parse  # the executor's one parse of a call, shared with its classifiers and its run
+        # A call's script lookup, as the executor runs it (None: names are ollie's own tools, as a bare gate's are).
+        self._scripts = scripts
+        # The lookup each call was judged by, by call id, until the call runs (`judged`): the run finds no script
+        # again, so none a step planted meanwhile runs as the one judged.
+        self._judged: dict[str, Callable[[str], ToolScript]] = {}
         self._elevation = elevation  # the agent's `elevation`: whether an elevated step is put to the user, or refused
         # The elevated parts a call's question allowed, by call id, until the call runs (`allowed_outside`).
         self._outside: dict[str, list[str]] = {}
@@ -260,6 +268,7 @@ class ApprovalGate:
         """None when the call may run, else the text the model gets as its result (rejected or refused). `steps`: the
         call's, as its `call` event describes them (else described here)."""
         self._outside.pop(call_id, None)  # a model's call id may come again: no earlier answer carries over
+        self._judged.pop(call_id, None)
         mode = self._mode()
         if mode == "auto":
             return None
@@ -269,6 +278,7 @@ class ApprovalGate:
         asks = mode != "read-only" and self.approver is not None and bool(plans)
         if asks and self.write_refusal is not None and (why := await self.write_refusal(tool, args)) is not None:
             # No answer could let it write: the user is not bothered, nor led to think it happened.
+            self._judged.pop(call_id, None)
             return f"refused, without asking the user (no answer could allow it); nothing was written: {why}"
         if asks and len(plans) > TOGETHER_PAST and not any(p.outside for p in plans):  # (an elevation: on its own)
             plans = [self._together(plans)]
@@ -277,10 +287,15 @@ class ApprovalGate:
         for plan in plans:
             refusal = await self._decide(mode, plan, outside, previews, count)
             if refusal is not None:
+                self._judged.pop(call_id, None)  # it does not run
                 return refusal
         if outside:
             self._outside[call_id] = outside
         return None
+
+    def judged(self, call_id: str) -> Callable[[str], ToolScript] | None:
+        """The script lookup `call_id`'s steps were judged by, for its run (None: it judged none)."""
+        return self._judged.pop(call_id, None)
 
     def allowed_outside(self, call_id: str) -> list[str]:
         """What the user allowed `call_id` to run outside the sandbox in its step's question (each part once)."""
@@ -302,7 +317,7 @@ class ApprovalGate:
                     f"it here; run with an approval mode that allows it: `ollie -p --approval {runs}`.")
         if plan.parts:
             q = await _with_diffs(q, plan.parts, self._cwd(), self._documents())
-        elif (q.kind in EDIT_KINDS or plan.script is not None) and not plan.after_writes:
+        elif (q.kind in EDIT_KINDS or plan.script is not None) and not plan.after_writes and not plan.argv:
             q = await _with_diff(q, plan.script, self._cwd(), self._documents(), previews)
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             # The code is shown once: as what runs outside, when that is all of it.
@@ -397,20 +412,22 @@ class ApprovalGate:
     def _needs_asking(self, mode: str, plan: _Plan) -> bool:
         from ollie.tools.execute.readers import is_read_only_command  # loaded by a first call, not with the engine
         kind = plan.question.kind
-        if kind in NEVER_ASK:
-            return False
         always = set(self._always()) if mode != "read-only" else set()  # read-only changes nothing, "always" or not
-        if kind in EDIT_KINDS:
-            return mode in ("ask", "read-only") and f"kind:{kind}" not in always
-        if plan.script is not None and plan.script.tool in STATE_TOOLS:
-            return False
-        # A command (or a tool script that runs something): read-only ones and allowed prefixes go.
-        pending = [c for c in plan.commands if not is_read_only_command(c)
-                   and not (f"command:{plan.question.prefix}" in always if plan.argv else _covered(c, always))]
+        if not plan.argv:  # a tool script's kind is its own word: a script not ollie's is asked about whatever it says
+            if kind in NEVER_ASK:
+                return False
+            if kind in EDIT_KINDS:
+                return mode in ("ask", "read-only") and f"kind:{kind}" not in always
+            if plan.script is not None and plan.script.tool in STATE_TOOLS:
+                return False
+        # A command (or a tool script, whatever it is named: `cat` of the model's is no reader): read-only ones and
+        # allowed prefixes go.
+        pending = [c for c in plan.commands if not (f"command:{plan.question.prefix}" in always if plan.argv
+                                                    else is_read_only_command(c) or _covered(c, always))]
         return bool(pending) and mode in ("ask", "auto-edit", "read-only")
 
     def _rules(self, plan: _Plan) -> list[str]:
-        if plan.question.kind in EDIT_KINDS:
+        if plan.question.kind in EDIT_KINDS and not plan.argv:
             return [f"kind:{plan.question.kind}"]
         # The one prefix the question named ("Allow always (`touch` commands)"), not every program's in the step.
         return [f"command:{plan.question.prefix}"] if plan.question.prefix else []
@@ -447,6 +464,10 @@ class ApprovalGate:
             request = self._parse(tool, args) if tool in ("execute_code", "pipe", "call_tool") else None
         except ArgumentError:
             return []  # the executor refuses it with the reason; asking about it helps nobody
+        resolve = self._scripts(tool, args) if request is not None else None
+        if resolve is not None:
+            self._judged[call_id] = resolve
+        ours = partial(_ours, resolve)
         plans: list[_Plan] = []
         outside = outside_parts(request)
         writes = False
@@ -459,7 +480,15 @@ class ApprovalGate:
                     plan.question = attrs.evolve(plan.question, code=json.dumps(args, ensure_ascii=False, indent=2))
             elif isinstance(request, CallRequest):
                 plan.script = call = request.calls[n]
-                if call.tool not in BUILTIN_KINDS:  # a user's script: its title cuts the command line at 60 characters
+                if call.tool in BUILTIN_KINDS and not ours(call.tool):
+                    # Found ahead of ollie's own (a project's tools dir, which a step writes): the model's script,
+                    # its kind its own word, never the name's.
+                    found = _found(resolve, call.tool)
+                    plan.question = attrs.evolve(plan.question, kind=found.kind if found and found.kind else "other",
+                                                 title=f"Run {call.tool}, not ollie's own: "
+                                                       f"{escaped(str(found.path)) if found else 'not found'}")
+                if call.tool not in BUILTIN_KINDS or not ours(call.tool):
+                    # A user's script: its title cuts the command line at 60 characters.
                     plan.question = attrs.evolve(plan.question, code=shlex.join([call.tool, *call.args]))
             elif isinstance(request, CodeRequest):
                 plan.commands = [_judged(s) for s in request.code_steps()]
@@ -468,22 +497,40 @@ class ApprovalGate:
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
                 plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
                                  for s in request.stages
-                                 if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS)]
+                                 if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS and ours(s.tool))]
                 # Whole, as an execute_code step's: the title shows each stage's first line, cut.
                 plan.question = attrs.evolve(plan.question, code="\n\n".join(
                     shlex.join([s.tool, *s.args]) if isinstance(s, ScriptCall) else s.code for s in request.stages))
             script = plan.script
-            if (script is not None and plan.question.kind not in EDIT_KINDS | NEVER_ASK
-                    and script.tool not in BUILTIN_KINDS):
+            if script is not None and (not ours(script.tool) or plan.question.kind not in EDIT_KINDS | NEVER_ASK
+                                       and script.tool not in BUILTIN_KINDS.keys() | STATE_TOOLS):
                 plan.commands, plan.argv = [shlex.join([script.tool, *script.args])], True
-            if plan.commands and plan.question.kind not in EDIT_KINDS | NEVER_ASK:
-                pending = [c for c in plan.commands if not is_read_only_command(c)]
+            if plan.commands and (plan.argv or plan.question.kind not in EDIT_KINDS | NEVER_ASK):
+                pending = [c for c in plan.commands if plan.argv or not is_read_only_command(c)]
                 prefix = command_prefix(pending[0]) if pending else ""
                 lasting = not prefix or plan.argv or _covered(pending[0], {f"command:{prefix}"})
                 plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
             writes |= step.kind in WRITE_KINDS and (script is None or script.tool not in PREVIEWED | STATE_TOOLS)
         return plans
+
+
+def _found(resolve: Callable[[str], ToolScript] | None, name: str) -> ToolScript | None:
+    """The script `name` runs as, by the call's lookup (None: no lookup, or none found: the run fails)."""
+    try:
+        return None if resolve is None else resolve(name)
+    except OllieError:
+        return None
+
+
+def _ours(resolve: Callable[[str], ToolScript] | None, name: str) -> bool:
+    """Whether `name` runs as ollie's own tool: found in the bundled tools dir (or an editor tool), never a script
+    of that name ahead of it on the tools path (a project's, which a step writes). With no lookup, by its name."""
+    from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS  # loaded by a first call, not with the engine
+    if resolve is None:
+        return name in BUILTIN_KINDS or name in STATE_TOOLS
+    script = _found(resolve, name)
+    return script is not None and (script.bundled() or script is EDITOR_SCRIPTS.get(name))
 
 
 def _judged(step: CodeStep) -> str:
@@ -537,7 +584,7 @@ async def _with_diffs(q: StepQuestion, parts: list[_Plan], cwd: Path, documents:
     """A batch's question with previews of its first BATCH_DIFFS file edits and writes, as one's (`_with_diff`), up to
     the first whose texts pass what is left of BATCH_DIFF_BYTES (a 256-edit batch of big files is read no further), one
     a file (what its edits of it do, each on what the one before left); `diffs_more` counts its edits left without one."""
-    edits = [p for p in parts if p.script is not None and p.script.tool in PREVIEWED]
+    edits = [p for p in parts if p.script is not None and p.script.tool in PREVIEWED and not p.argv]
     shown: dict[str, Diff] = {}
     previewed, batch = 0, dict[str, Diff | None]()
     for part in edits[:BATCH_DIFFS]:

@@ -63,7 +63,8 @@ class Core(HistoryMembers, McpMembers):
                                       # "ask" with nobody to ask: the step's question alone, the gate refuses.
                                       elevation=lambda: self.runtime.config.elevation
                                       if self.step_approver is not None or self.runtime.config.elevation != "ask" else "",
-                                      parse=lambda tool, args: self.runtime.request(tool, args))
+                                      parse=lambda tool, args: self.runtime.request(tool, args),
+                                      scripts=lambda tool, args: self.runtime.resolver(tool, args))
         self._approval.on_ask = self._asked
         self._approval.write_refusal = lambda tool, args: self.runtime.write_refusal(tool, args)
         self._host = TurnHost(setup=setup, sessions_dir=opened.sessions_dir, session=opened.session,

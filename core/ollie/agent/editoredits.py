@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ollie.tools.documents import ApplyResult, EditorDocuments, Version
+from ollie.tools.documents import ApplyResult, EditorDocuments, Version, plain_path_beneath
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange
@@ -131,6 +131,12 @@ async def revert_buffers(edits: dict[str, EditorEdit], documents: EditorDocument
     for path, edit in sorted(edits.items()):
         was, to = (edit.old_text, edit.new_text) if undo else (edit.new_text, edit.old_text)
         current = await documents.text(cwd / path)
+        if current is None and await plain_path_beneath(cwd, cwd / path) is None:
+            # A link now (the undo's restore put back the one a cut turn's step made): the editor is never asked to
+            # write through it, and she is told the buffer does not hold what the disk's restore says.
+            done.append(BufferRevert(path, "refused", f"{path} is now a symbolic link (or a folder): its buffer, if "
+                                     "open, was left as it is" + ("; the agent's edit is not in it" if undo else "")))
+            continue
         if current is None or current[0] == to:
             # Closed (saved: the restored disk has the text; or thrown away), or there already.
             continue

@@ -25,6 +25,7 @@ from ollie.tools.base import (
 from ollie.tools.dispatcher import Dispatcher, UnknownToolError
 from ollie.tools.execute.args import ExecuteRequest, parse_request
 from ollie.tools.execute.server import ExecuteServer
+from ollie.tools.execute.tool import ToolScript
 
 DEFAULT_TOOL_RESULT_MAX_BYTES = 128 * 1024
 
@@ -65,6 +66,11 @@ class Runtime:
         """An executor call's arguments as its server parsed them (once a call); ArgumentError when they are wrong."""
         server = self._server(tool)
         return server.request(tool, args) if isinstance(server, ExecuteServer) else parse_request(tool, args)
+
+    def resolver(self, tool: str, args: dict[str, Any]) -> Callable[[str], ToolScript] | None:
+        """An executor call's script lookup, as its server runs it (None: the tool is another server's)."""
+        server = self._server(tool)
+        return server.resolver(tool, args) if isinstance(server, ExecuteServer) else None
 
     def classify_parallel(self, tool: str, args: dict[str, Any]) -> ParallelClass:
         """Whether a call is read-safe, as the server offering the tool says; unknown: global (run it alone)."""

@@ -41,13 +41,14 @@ from ollie.backend.types import Image, ToolCall
 from ollie.escapes import one_name
 from ollie.sandbox.process import output_tap
 from ollie.tools.base import ParallelClass, ToolResult
-from ollie.tools.execute import elevation
+from ollie.tools.execute import elevation, parsed
 from ollie.tools.execute.args import ArgumentError, loads_arguments, parse_request
 from ollie.tools.execute.results import LINE_HEAD, LINE_REST
 
 if TYPE_CHECKING:
     from ollie.sandbox.egress import NetAsk
     from ollie.tools.editor.postedit import PostEditDiagnostics
+    from ollie.tools.execute.tool import ToolScript
 
 # The result of a call an interrupt cut short (the history and its `tool` event say the same).
 INTERRUPTED_RESULT = "[interrupted by the user before this call finished]"
@@ -178,6 +179,8 @@ class ToolRound:
     # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
     allowed_outside: Callable[[str], list[str]] | None = None
     behind: BehindBuffers | None = None  # None: no editor buffers to keep apart from the disk
+    # The script lookup a call's approval judged it by (ApprovalGate.judged): its run runs those scripts.
+    judged: Callable[[str], Callable[[str], ToolScript] | None] | None = None
     # The steps of every call announced and not finished yet, by call id.
     _open: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
     _names: dict[str, str] = field(default_factory=dict, init=False)
@@ -405,6 +408,7 @@ class ToolRound:
         asking = egress.asking.set(net)
         outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
         asked = elevation.steps.set(cache(partial(_leaving, call.name, args, inner)))
+        scripts = parsed.judged.set(self.judged(call.id) if self.judged is not None else None)
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
         try:
@@ -415,6 +419,7 @@ class ToolRound:
             egress.asking.reset(asking)
             elevation.allowed.reset(outside)
             elevation.steps.reset(asked)
+            parsed.judged.reset(scripts)
             if net is not None and net.connections:
                 self.network[call.id] = tuple(net.connections)
         text, is_error = own_output(result.text), result.is_error

@@ -225,6 +225,7 @@ class TurnHost:
             set_state=self.set_state, count_call=self.count_tool_call, cache=cache, cwd=self.setup.cwd, kind_of=kind_of,
             changes=self.changes, approve=self.approval.check, post_edit=self.post_edit,
             net_ask=self.approval.net_ask, allowed_outside=self.approval.allowed_outside, behind=self.behind,
+            judged=self.approval.judged,
         )
 
     def detach(self, work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,10 @@ from ollie.tools.execute.tool import ToolScript
 # The parallel classifier, the call and the tier classifier see the same arguments
 # one after another; a read batch classifies several calls before any runs.
 KEPT = 64
+# The running call's script lookup as its approval used it (ollie.agent.approval): the run runs the scripts the
+# approval judged, never found again (a step of the model's could plant a `file_read` of its own between the two).
+# None: the call was judged by no lookup (`auto` asks nothing), and the run finds its scripts itself.
+judged: ContextVar[Callable[[str], ToolScript] | None] = ContextVar("judged_scripts", default=None)
 
 
 def _stamp(path: Path) -> tuple[int, ...]:

@@ -19,7 +19,7 @@ from ollie.tools.execute.ceiling import UNSANDBOXED, SandboxCeilingError, check_
 from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS
 from ollie.tools.execute.editordocs import DocumentBridge
 from ollie.tools.execute.elevation import ELEVATION_MODES, ElevationGate
-from ollie.tools.execute.parsed import ParsedCall, ParsedCalls
+from ollie.tools.execute.parsed import ParsedCall, ParsedCalls, judged
 from ollie.tools.execute.schemas import (
     EXECUTE_CODE_DESCRIPTION,
     EXECUTE_CODE_SCHEMA,
@@ -211,6 +211,11 @@ class ExecuteServer:
         except OllieError as exc:
             return ToolResult(f"{tool}: {exc}", is_error=True)
 
+    def resolver(self, tool: str, args: dict[str, Any]) -> Callable[[str], ToolScript]:
+        """The script lookup of one call (each name found once): the approval judges the call by what it finds, and
+        the run, handed it (`parsed.judged`), runs that."""
+        return self._parsed.resolver(self._parsed.parse(tool, args))
+
     def request(self, tool: str, args: dict[str, Any]) -> ExecuteRequest:
         """The call's arguments as parsed once for the classifiers, the approval and the run; ArgumentError if wrong."""
         return self._parsed.parse(tool, args).get()
@@ -241,7 +246,8 @@ class ExecuteServer:
         self._runner.prepare_dirs()
         env = self._runner.env()
         policy = self._policy(request.sandbox or self._sandbox, env)
-        if policy is not None and _reads_only(request):
+        resolve = judged.get() or self._parsed.resolver(parsed)
+        if policy is not None and _reads_only(request, resolve):
             # It ran unasked because it only reads: so it writes nothing (a `git status` in a clone whose
             # `.git/config` names a core.fsmonitor program ran that program, which wrote the workspace).
             # Its private tmp dir and the device nodes (`/dev/null`, `/dev/tty`...) stay writable; no directory
@@ -252,7 +258,7 @@ class ExecuteServer:
             runner=self._runner,
             locks=LockManager(self._runner.lock_dir),
             gate=self.gate,
-            resolve=self._parsed.resolver(parsed),
+            resolve=resolve,
             policy=policy,
             deadline=Deadline(timeout),
             timeout=timeout,
@@ -349,12 +355,13 @@ class ExecuteServer:
         return max(tiers or ["hot"], key=("cold", "warm", "hot").index)
 
 
-def _reads_only(request: ExecuteRequest) -> bool:
+def _reads_only(request: ExecuteRequest, resolve: Callable[[str], ToolScript]) -> bool:
     """Whether the call is shell lines that only read (`readers`) and bundled readers (`file_read`...), which every
-    approval mode runs unasked."""
+    approval mode runs unasked; a reader's name is one only where `resolve` finds the bundled script (a project's
+    `file_read` is asked about as any script, and runs as it was allowed)."""
     from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command  # with a first call
     steps, calls = request.code_steps(), request.script_calls()
-    return bool(steps or calls) and all(c.tool in READER_SCRIPTS for c in calls) and all(
+    return bool(steps or calls) and all(c.tool in READER_SCRIPTS and resolve(c.tool).bundled() for c in calls) and all(
         s.language.name == "bash" and not s.elevated and is_read_only_command(s.code) for s in steps)
 
 
