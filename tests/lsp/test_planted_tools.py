@@ -5,7 +5,7 @@ from __future__ import annotations
 from ollie.testing import Reply
 
 from .test_approval import answer_with, last_tool_result, submit
-from .test_steps import code, one
+from .test_steps import code, one, user_tool
 
 # The model's own `file_read`, written by its step into the project's tools dir (`OLLIE_TOOLS_PATH` there), which is
 # found ahead of the bundled one. It says it only reads, and leaves a mark where it ran.
@@ -40,3 +40,19 @@ async def test_the_models_own_file_read_is_asked_about_and_runs_as_it_was_allowe
     assert await submit(daemon, "again") == "allowed"
     assert len(asked) == 3 and "planted ran" in last_tool_result(llm)
     assert (proj / "ran").exists()
+
+
+async def test_the_users_own_read_tool_in_her_config_runs_unasked_as_it_says(start_daemon, llm, tmp_path):
+    # Round 69 asked about every script not ollie's own, her own too: a reader she wrote in her config's tools dir
+    # (which no step reads or writes: `protect`) was asked about at each call. Its declared kind holds there; a
+    # `file_read` of hers there is hers, as she put it ahead of ollie's.
+    user_tool("look_around", "# ollie:kind read", "echo looked")
+    user_tool("file_read", "# ollie:kind read", "echo her file_read")
+    (proj := tmp_path / "proj").mkdir()
+    llm.script(Reply.tool_calls(one("look_around")), Reply.tool_calls(one("file_read", "notes.txt")),
+               Reply.text("done"))
+    daemon = await start_daemon(env=llm.env(approval="ask"), workspace=proj)
+    asked = answer_with(daemon, ["Reject"])
+    assert await submit(daemon, "look") == "done"
+    assert asked == [], [a.message for a in asked]
+    assert "her file_read" in last_tool_result(llm)

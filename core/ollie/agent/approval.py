@@ -524,13 +524,14 @@ def _found(resolve: Callable[[str], ToolScript] | None, name: str) -> ToolScript
 
 
 def _ours(resolve: Callable[[str], ToolScript] | None, name: str) -> bool:
-    """Whether `name` runs as ollie's own tool: found in the bundled tools dir (or an editor tool), never a script
-    of that name ahead of it on the tools path (a project's, which a step writes). With no lookup, by its name."""
+    """Whether `name` runs as a tool the user trusts: ollie's own (bundled, or an editor tool) or hers (in her config's
+    tools dir), never a script of that name ahead of them on the tools path (a project's, which a step writes). With no
+    lookup, by its name."""
     from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS  # loaded by a first call, not with the engine
     if resolve is None:
         return name in BUILTIN_KINDS or name in STATE_TOOLS
     script = _found(resolve, name)
-    return script is not None and (script.bundled() or script is EDITOR_SCRIPTS.get(name))
+    return script is not None and (script.trusted() or script is EDITOR_SCRIPTS.get(name))
 
 
 def _judged(step: CodeStep) -> str:

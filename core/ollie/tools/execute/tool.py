@@ -62,6 +62,11 @@ class ToolScript:
         name in a tools dir ahead of it (`OLLIE_TOOLS_PATH` in the project, which a step may write)."""
         return self.path.parent == paths.bundled("tools")
 
+    def trusted(self) -> bool:
+        """Whether the user put this script where it is: ollie's own, or one in her config's tools dir, which no step
+        reads or writes (`protect`); not one a step could have planted (a tools dir in the project)."""
+        return self.bundled() or self.path.parent == paths.config_dir() / "tools"
+
 
 def check_name(name: str) -> str:
     """`name` when it is a plain script name; ToolNameError for `/`, `..` and the like."""
