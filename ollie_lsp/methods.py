@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pygls.exceptions import JsonRpcException
 
+from ollie import beneath
 from ollie.agent import inbox
 from ollie.agent.editorcontext import context_labels
 from ollie.agent.review import ReviewError
@@ -472,7 +473,9 @@ async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
     core.owners_only("undo its changes")  # the undo's note to the model is saved in the owner's history
     # Only a file beneath the session's root, with no symlink on the way, is looked up in the editor.
     target = await plain_path_beneath(core.cwd, p.path) if ls.documents.can_apply() else None
-    doc = ls.documents.find(target) if target is not None else None
+    # Found by the name the editor knows it by, the cwd's (`target` is where its folder is now): with the cwd swapped
+    # for a link since the turn, the buffer is still found, and the review refuses the undo saying so (`beneath.moved`).
+    doc = ls.documents.find(core.cwd / beneath.relative(core.cwd, p.path)) if target is not None else None
     if doc is not None and await read_through_link(doc):
         doc = None  # its text came through a link (a key a step linked in): undone on disk, never saved from it
 
