@@ -47,7 +47,8 @@ async def test_the_users_own_read_tool_in_her_config_runs_unasked_as_it_says(sta
     # (which no step reads or writes: `protect`) was asked about at each call. Its declared kind holds there; a
     # `file_read` of hers there is hers, as she put it ahead of ollie's.
     user_tool("look_around", "# ollie:kind read", "echo looked")
-    user_tool("file_read", "# ollie:kind read", "echo her file_read")
+    # (Run unasked as a reader, it reads only: it cannot leave its mark, as the model's allowed one does above.)
+    user_tool("file_read", "# ollie:kind read", "touch ran 2>/dev/null || echo her file_read, read-only")
     (proj := tmp_path / "proj").mkdir()
     llm.script(Reply.tool_calls(one("look_around")), Reply.tool_calls(one("file_read", "notes.txt")),
                Reply.text("done"))
@@ -55,4 +56,4 @@ async def test_the_users_own_read_tool_in_her_config_runs_unasked_as_it_says(sta
     asked = answer_with(daemon, ["Reject"])
     assert await submit(daemon, "look") == "done"
     assert asked == [], [a.message for a in asked]
-    assert "her file_read" in last_tool_result(llm)
+    assert "her file_read, read-only" in last_tool_result(llm) and not (proj / "ran").exists(), last_tool_result(llm)

@@ -357,11 +357,11 @@ class ExecuteServer:
 
 def _reads_only(request: ExecuteRequest, resolve: Callable[[str], ToolScript]) -> bool:
     """Whether the call is shell lines that only read (`readers`) and bundled readers (`file_read`...), which every
-    approval mode runs unasked; a reader's name is one only where `resolve` finds the bundled script (a project's
-    `file_read` is asked about as any script, and runs as it was allowed)."""
+    approval mode runs unasked; a reader's name is one only where `resolve` finds the bundled script or the user's own
+    (a project's `file_read` is asked about as any script, and runs as it was allowed)."""
     from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command  # with a first call
     steps, calls = request.code_steps(), request.script_calls()
-    return bool(steps or calls) and all(c.tool in READER_SCRIPTS and resolve(c.tool).bundled() for c in calls) and all(
+    return bool(steps or calls) and all(c.tool in READER_SCRIPTS and resolve(c.tool).trusted() for c in calls) and all(
         s.language.name == "bash" and not s.elevated and is_read_only_command(s.code) for s in steps)
 
 
