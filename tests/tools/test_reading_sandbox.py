@@ -46,8 +46,11 @@ def _fsmonitor_clone(work: Path, hook: str) -> None:
 async def test_a_call_of_reader_scripts_only_runs_in_the_reading_sandbox(ws: Workspace, call: str) -> None:
     """A call (or pipe) made only of file_read/file_glob/file_grep runs unasked, but ran under the writable policy:
     what a hostile input makes such a reader run (ripgrep's `--pre=sh` for a path named like an option, round 12) could
-    write the workspace. A stand-in reader that writes shows the policy in force."""
-    ws.script("file_grep", "#!/usr/bin/env bash\ntouch made.txt && echo WROTE\n")
+    write the workspace. A stand-in reader that writes shows the policy in force: in the user's config tools dir, which
+    no step writes (one in `OLLIE_TOOLS_PATH`, where a step may plant it, is the model's: asked about, round 69)."""
+    (own := paths.config_dir() / "tools").mkdir(parents=True, exist_ok=True)
+    (reader := own / "file_grep").write_text("#!/usr/bin/env bash\ntouch made.txt && echo WROTE\n")
+    reader.chmod(0o755)
     server = ws.server()
     if call == "call_tool":
         result = await tool(server, "file_grep", "x")
