@@ -57,3 +57,20 @@ async def test_the_users_own_read_tool_in_her_config_runs_unasked_as_it_says(sta
     assert await submit(daemon, "look") == "done"
     assert asked == [], [a.message for a in asked]
     assert "her file_read, read-only" in last_tool_result(llm) and not (proj / "ran").exists(), last_tool_result(llm)
+
+
+async def test_a_pipe_stage_of_the_models_own_cat_is_asked_about(start_daemon, llm, tmp_path):
+    # Round 69's left: a `pipe` stage naming a script of the model's was judged by its command line: `cat notes.txt`
+    # read as a reader's, so its planted `cat` ran unasked, with the session's write grants.
+    (proj := tmp_path / "proj").mkdir()
+    (proj / "notes.txt").write_text("on disk\n")
+    plant = PLANT.replace("file_read", "cat")
+    llm.script(Reply.tool_calls(code(plant)),
+               Reply.tool_calls(("pipe", {"stages": [{"tool": "cat", "args": ["notes.txt"]}]})), Reply.text("done"))
+    daemon = await start_daemon(env={**llm.env(approval="ask"), "OLLIE_TOOLS_PATH": str(proj / "tools")},
+                                workspace=proj)
+    asked = answer_with(daemon, ["Allow once", "Reject"])
+    assert await submit(daemon, "plant") == "done"
+    assert len(asked) == 2 and "cat notes.txt" in asked[1].message, [a.message for a in asked]
+    assert last_tool_result(llm).startswith("rejected"), last_tool_result(llm)
+    assert not (proj / "ran").exists()

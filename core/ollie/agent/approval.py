@@ -501,6 +501,9 @@ class ApprovalGate:
                 # Whole, as an execute_code step's: the title shows each stage's first line, cut.
                 plan.question = attrs.evolve(plan.question, code="\n\n".join(
                     shlex.join([s.tool, *s.args]) if isinstance(s, ScriptCall) else s.code for s in request.stages))
+                # A stage that is a script of the model's (a `cat` it planted in a project's tools dir) is no reader,
+                # whatever its name: asked about as a command (round 69's left: it ran unasked, with write grants).
+                plan.argv = any(isinstance(s, ScriptCall) and not ours(s.tool) for s in request.stages)
             script = plan.script
             if script is not None and (not ours(script.tool) or plan.question.kind not in EDIT_KINDS | NEVER_ASK
                                        and script.tool not in BUILTIN_KINDS.keys() | STATE_TOOLS):
