@@ -293,6 +293,7 @@ def test_the_fork_server_runs_only_ollies_own_python_tools_in_the_worker(tmp_pat
 
 @pytest.mark.parametrize("name", ["file_read", "file_glob"])
 async def test_a_bundled_tool_gives_the_same_answer_through_the_worker(ws, tmp_path, monkeypatch, name):
+    from ollie import paths
     from ollie.tools.execute.server import ExecuteServer
 
     (ws.work / "ten.txt").write_text("".join(f"line {n}\n" for n in range(1, 11)))
@@ -300,16 +301,17 @@ async def test_a_bundled_tool_gives_the_same_answer_through_the_worker(ws, tmp_p
     for args in (["ten.txt"], [str(ws.outside / "secret")], ["*.txt"]):
         request = {"calls": [{"tool": name, "args": args}]}
         by_worker = await server.call("call_tool", request)
-        # The same script from a user's tools dir is exec'd by `python3 -I`.
-        user_tools = tmp_path / "user-tools"
-        user_tools.mkdir(exist_ok=True)
+        # The same script from the user's own tools dir (her config's: trusted as a reader, narrowed to read-only as
+        # ollie's are; one in OLLIE_TOOLS_PATH is the model's, round 69) is exec'd by `python3 -I`.
+        user_tools = paths.config_dir() / "tools"
+        user_tools.mkdir(parents=True, exist_ok=True)
         for helper in ("_toolkit.py", name):
             (user_tools / helper).write_bytes((Path(__file__).resolve().parents[2] / "tools" / helper).read_bytes())
         (user_tools / name).chmod(0o755)
-        monkeypatch.setenv("OLLIE_TOOLS_PATH", str(user_tools))
         by_exec = await ExecuteServer(cwd=ws.work, session_id="1700000000000000000-worker",
                                       lock_dir=tmp_path / "locks").call("call_tool", request)
-        monkeypatch.delenv("OLLIE_TOOLS_PATH")
+        for helper in ("_toolkit.py", name):
+            (user_tools / helper).unlink()
         # The policy grants the user's tools dir too, and a refusal lists the readable paths.
         assert (by_worker.text, by_worker.is_error) == (by_exec.text.replace(f"{user_tools}, ", ""), by_exec.is_error)
     assert "line 10" in (await server.call("call_tool", {"calls": [{"tool": "file_read", "args": ["ten.txt"]}]})).text

@@ -505,7 +505,9 @@ class ApprovalGate:
                 # whatever its name: asked about as a command (round 69's left: it ran unasked, with write grants).
                 plan.argv = any(isinstance(s, ScriptCall) and not ours(s.tool) for s in request.stages)
             script = plan.script
-            if script is not None and (not ours(script.tool) or plan.question.kind not in EDIT_KINDS | NEVER_ASK
+            # (An executor's script not ours is the model's; an MCP server's tool, no script, keeps its kind.)
+            if script is not None and ((request is not None and not ours(script.tool))
+                                       or plan.question.kind not in EDIT_KINDS | NEVER_ASK
                                        and script.tool not in BUILTIN_KINDS.keys() | STATE_TOOLS):
                 plan.commands, plan.argv = [shlex.join([script.tool, *script.args])], True
             if plan.commands and (plan.argv or plan.question.kind not in EDIT_KINDS | NEVER_ASK):
