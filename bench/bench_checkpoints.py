@@ -63,9 +63,20 @@ class _Host:
 
     sessions_dir: Path
     session: Session
+    plan_text: str = ""
+    plan_step: str = ""
 
     def save(self) -> None:
         """Nothing to persist here."""
+
+    async def save_rewritten(self) -> None:
+        """Nothing to persist here."""
+
+    async def reread_plan(self, *, stale: bool = False) -> None:
+        """No plan in this bench."""
+
+    async def put_plan(self, text: str) -> None:
+        """No plan in this bench."""
 
 
 def _cpu_s() -> float:
@@ -88,7 +99,7 @@ def run(rounds: int = 20, files: int = FILES) -> tuple[list[Row], list[str]]:
         session = Session()
         tracker = ChangeTracker(root, session.id)
         host = _Host(Path(tmp) / "sessions", session)
-        review = Review(host, tracker=lambda: tracker, add_note=lambda _: None)
+        review = Review(host, tracker=lambda: tracker, add_note=lambda _text, _quiet: None)
         loop = asyncio.new_event_loop()
         counter = iter(range(1_000_000))
         cpu: list[float] = []

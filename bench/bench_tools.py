@@ -127,7 +127,7 @@ async def _fanout_rows(rounds: int, work: Path) -> list[Row]:
                     if result.stop != "end" or tools_seen != calls:
                         raise RuntimeError(f"fan-out turn: {result}, {tools_seen} results")
                     samples[calls].append(last_tool - first_call)
-                    core.clear()
+                    await core.clear()
         finally:
             await core.close()
     four = Row("parallel fan-out: 4 read-safe 1 s calls (vs 1 call), seconds", median(samples[4]),
