@@ -199,7 +199,7 @@ def long_history_rows(resume_rounds: int = 5) -> tuple[list[Row], list[str]]:
 
 def main() -> None:
     """Print the table and the flatness ratios."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=60, help="saves measured per size")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ollie-bench-") as tmp:

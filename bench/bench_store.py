@@ -68,7 +68,7 @@ def append_and_touch(url: str, root: Path, rounds: int) -> dict[str, list[float]
     file_log.save(file_session)
     pg.save(pg_session)
     pg.flush()
-    local, remote = Registry(root / "sessions.db", teams=()), Registry(url, teams=())
+    local, remote = Registry(root / "sessions.db"), Registry(url)
     ids = {}
     for name, registry in (("sqlite", local), ("pg", remote)):
         ids[name] = registry.ensure(Request(user_id="bench", agent_id="bench", kind=Kind.CHAT, channel=Channel.CLI)).id
@@ -210,7 +210,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         _child(int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
         return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200, help="rounds timed per store")
     parser.add_argument("--url", default="", help="an existing PostgreSQL store (default: start a local cluster)")
     parser.add_argument("--daemons", type=int, default=20)

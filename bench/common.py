@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -59,9 +60,12 @@ def percentile(samples: list[float], pct: float) -> float:
     return ordered[rank]
 
 
-def interleaved(rounds: int, *measures: Callable[[], float]) -> list[list[float]]:
+T = TypeVar("T")
+
+
+def interleaved(rounds: int, *measures: Callable[[], T]) -> list[list[T]]:
     """Run the measures in turns, `rounds` times, so machine noise hits each alike; their samples."""
-    samples: list[list[float]] = [[] for _ in measures]
+    samples: list[list[T]] = [[] for _ in measures]
     for _ in range(rounds):
         for index, measure in enumerate(measures):
             samples[index].append(measure())

@@ -9,12 +9,13 @@ the same clock in every process), `call` (a reply calling tools) and `chat_reque
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from ollie.testing import Reply, ScriptedLLMServer
 
@@ -29,7 +30,7 @@ class StampedServer(ScriptedLLMServer):
         self.sent: list[tuple[float, bytes]] = []
 
     async def _chat(self, request: Any, writer: Any) -> bool:  # noqa: D102 - wraps the real one
-        return await super()._chat(request, _StampingWriter(writer, self.sent))
+        return await super()._chat(request, cast(asyncio.StreamWriter, _StampingWriter(writer, self.sent)))
 
     def send_times(self) -> dict[int, float]:
         """Delta index -> when its frame was written."""

@@ -62,7 +62,7 @@ def machine() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run all, print, write RESULTS.md (the analysis section after the marker is kept)."""
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run, noisier)")
     parser.add_argument("--small", action="store_true", help="the scale rows at small sizes (a smoke run); implies "
                         "--no-write")

@@ -82,7 +82,7 @@ def _in(column: str, values: Sequence[str]) -> str:
 class Registry:
     """Creates, resumes, lists and archives sessions in its store. Thread-safe; shareable across processes.
 
-    `path`: see open_store. A scope is a user, across agents. `teams` (None: OLLIE_TEAMS): sessions shared to one
+    `path`: see open_store. A scope is a user, across agents. Her teams (OLLIE_TEAMS): sessions shared to one
     of them are its callers' to get, list and resume, not to change.
     """
 

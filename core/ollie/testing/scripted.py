@@ -9,7 +9,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from ollie.backend.settings import SPECS
 from ollie.testing.reply import Reply, as_reply
@@ -170,7 +170,7 @@ class ScriptedLLMServer:
         self.models = dict(self._models_at_start)
         self.models_gate.set()
 
-    def start(self) -> ScriptedLLMServer:
+    def start(self) -> Self:
         """Listen on 127.0.0.1 (ephemeral port) in a background thread."""
         if self._thread is not None:
             return self
@@ -193,13 +193,13 @@ class ScriptedLLMServer:
         self._thread.join(10)
         self._thread = None
 
-    def __enter__(self) -> ScriptedLLMServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    async def __aenter__(self) -> ScriptedLLMServer:
+    async def __aenter__(self) -> Self:
         return await asyncio.to_thread(self.start)
 
     async def __aexit__(self, *exc: object) -> None:
