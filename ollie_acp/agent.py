@@ -56,7 +56,7 @@ from ollie.sessions.cursor import from_cursor, to_cursor
 from ollie.sessions.errors import ArchivedError, NotFoundError
 from ollie.sessions.records import UserRecords
 from ollie.sessions.types import Channel, Info, ListOptions, sort_key
-from ollie_acp.errors import store_errors
+from ollie_acp.errors import invalid_params, store_errors
 from ollie_acp.fs import client_files
 from ollie_acp.options import agents, backend_models, config_options, mode_state
 from ollie_acp.prompt import PromptBlock, image_blocks, image_bytes, prompt_images, prompt_text
@@ -185,10 +185,8 @@ class OllieAgent:
         with store_errors(session_id):
             known = await fork.source_of(session_id, info, self._records, source.core if source else None,
                                          source.recorder.title if source and source.recorder else None)
-            try:
+            with invalid_params("sessionId", fork.ForkTurnError):  # its first turn still answering elsewhere: nothing yet
                 plan = await fork.plan(known, default_agent=self._agent)
-            except fork.ForkTurnError as exc:  # its first turn still answering in another process: nothing yet
-                raise RequestError.invalid_params({"sessionId": str(exc)}) from None
         # Made untitled (an unused session is not listed) and named once its copy is saved: named first, an agent
         # killed before the copy was saved left an empty `<title> (fork)` in the session list.
         live = await self._open(directory, session_id=None, agent=plan.agent, mcp=specs)
@@ -203,11 +201,8 @@ class OllieAgent:
         specs = _mcp_specs(mcp_servers)
         if (live := self._sessions.get(session_id)) is not None:  # Zed loads a thread again as its panel reopens:
             return live  # the one writer goes on, in its directory, with its MCP servers (no second Core on its log)
-        try:
-            with store_errors(session_id):
-                known = await asyncio.to_thread(persist.exists, sessions_dir(), session_id)
-        except ValueError as exc:
-            raise RequestError.invalid_params({"sessionId": str(exc)}) from None
+        with invalid_params("sessionId", ValueError), store_errors(session_id):
+            known = await asyncio.to_thread(persist.exists, sessions_dir(), session_id)
         if not known:
             raise RequestError.resource_not_found(session_id)
         # A record that cannot be read is no licence to open the session as one's own.
@@ -227,10 +222,8 @@ class OllieAgent:
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
                             **kwargs: Any) -> ListSessionsResponse:
         """The user's saved sessions (those of `cwd` when given), most recently active first, with titles and times."""
-        try:
+        with invalid_params("cursor", ValueError):
             after = from_cursor(cursor)
-        except ValueError as exc:
-            raise RequestError.invalid_params({"cursor": str(exc)}) from None
         if cwd is not None and not Path(cwd).is_absolute():
             raise RequestError.invalid_params({"cwd": f"{cwd} is not an absolute path"})
         want = str(await asyncio.to_thread(Path(cwd).resolve)) if cwd else None  # absolute: nothing to expand
@@ -257,12 +250,10 @@ class OllieAgent:
 
     async def _open(self, cwd: Path, *, session_id: str | None, agent: str, title: str = "",
                     mcp: dict[str, ServerSpec] | None = None, owner: str = "") -> AcpSession:
-        try:
-            with store_errors(session_id):  # OLLIE_STORE: down, or another machine runs the session now
-                core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
-                                         session_id=session_id, owner=owner)
-        except ConfigError as exc:
-            raise RequestError.invalid_params({"agent": str(exc)}) from None
+        # OLLIE_STORE: down, or another machine runs the session now.
+        with invalid_params("agent", ConfigError), store_errors(session_id):
+            core = await Core.create(agent=agent, cwd=cwd, backend=self._backend, model=self._model,
+                                     session_id=session_id, owner=owner)
         live_id = core.session_id
         client = self.client
 
@@ -388,16 +379,11 @@ class OllieAgent:
             if known and value not in {*known, live.core.model_name}:  # the option offers these alone
                 raise RequestError.invalid_params(
                     {"value": f"the backend has no model {value!r} (the model option lists its models)"})
-            try:
+            with invalid_params("value", RuntimeError):  # no backend: why, and what to set
                 live.core.switch_model(value)
-            except RuntimeError as exc:  # no backend: why, and what to set
-                raise RequestError.invalid_params({"value": str(exc)}) from None
         elif config_id == "agent":
-            try:
-                with store_errors(session_id):
-                    await live.switch_agent(value)
-            except ConfigError as exc:
-                raise RequestError.invalid_params({"value": str(exc)}) from None
+            with invalid_params("value", ConfigError), store_errors(session_id):
+                await live.switch_agent(value)
         else:
             raise RequestError.invalid_params({"configId": f"unknown option {config_id!r} (mode, model, agent)"})
         return SetSessionConfigOptionResponse(config_options=await config_options(live.core))
@@ -420,18 +406,14 @@ class OllieAgent:
 
 def _mcp_specs(servers: Any) -> dict[str, ServerSpec]:
     """The MCP servers a client sent (session/new, session/load); -32602 naming the one that is malformed."""
-    try:
+    with invalid_params("mcpServers", ConfigError):
         return from_acp(list(servers or []))
-    except ConfigError as exc:
-        raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
 
 
 async def _directory(cwd: str) -> Path:
     """The session's directory, its real path; -32602 naming `cwd` unless it is an existing absolute directory."""
-    try:
+    with invalid_params("cwd", ValueError):
         return await session_dir(cwd, absolute=True)
-    except ValueError as exc:
-        raise RequestError.invalid_params({"cwd": str(exc)}) from None
 
 
 def _listed_cwds(page: list[Info]) -> dict[str, str]:

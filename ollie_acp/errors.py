@@ -1,4 +1,5 @@
-"""Session-store failures as the ACP agent's JSON-RPC errors, with the daemon's codes (docs/PROTOCOL.md)."""
+"""The ACP agent's JSON-RPC errors: a refused value as -32602 naming its field, session-store failures with the
+daemon's codes (docs/PROTOCOL.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ from acp import RequestError
 
 from ollie.sessions import errors as session_errors
 from ollie.sessions.location import StoreConfigError
+
+
+@contextmanager
+def invalid_params(field: str, *errors: type[Exception]) -> Iterator[None]:
+    """One of `errors` raised inside (a value refused) as -32602 naming `field`, its text the why."""
+    try:
+        yield
+    except errors as exc:
+        raise RequestError.invalid_params({field: str(exc)}) from None
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from acp.schema import (
 from ollie.agent.editorcontext import context_block, display_path, is_command
 from ollie.backend import images
 from ollie.backend.types import Image
+from ollie_acp.errors import invalid_params
 
 PromptBlock = (
     TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
@@ -108,7 +109,7 @@ def prompt_images(blocks: list[PromptBlock]) -> list[Image]:
     """The prompt's `image` blocks and embedded image files, checked (format by content, size, count); -32602
     naming the block if not."""
     found: list[Image] = []
-    try:
+    with invalid_params("prompt", images.ImageError):
         images.checked(image_blocks(blocks))
         for index, block in enumerate(blocks):
             if isinstance(block, ImageContentBlock):
@@ -118,5 +119,3 @@ def prompt_images(blocks: list[PromptBlock]) -> list[Image]:
                 found.append(images.from_base64(block.resource.blob, mime=block.resource.mime_type or "",
                                                 name=f"prompt[{index}].resource"))
         return images.checked(found)
-    except images.ImageError as exc:
-        raise RequestError.invalid_params({"prompt": str(exc)}) from None

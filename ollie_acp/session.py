@@ -25,6 +25,7 @@ from ollie.agent.agentswitch import AgentSwitchRefused, NotKept
 from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.recorder import close_session
 from ollie.escapes import escaped
+from ollie_acp.errors import invalid_params
 from ollie_acp.options import backend_models, options_update
 from ollie_acp.updates import Update, UpdateForwarder, odd_names
 
@@ -207,10 +208,8 @@ class AcpSession:
 
     async def set_mode(self, mode: str, *, field_name: str = "modeId") -> None:
         """Switch the approval mode (`field_name` names the request's field in the error for an unknown one)."""
-        try:
+        with invalid_params(field_name, ValueError):  # checked as every front end's is: the engine names the modes
             self.core.set_approval(mode)
-        except ValueError as exc:  # checked as every front end's is: the engine names the modes
-            raise RequestError.invalid_params({field_name: str(exc)}) from None
 
     async def switch_agent(self, name: str) -> bool:
         """Switch to agent config `name` (an unsandboxed one asks first: `ask_agent_switch`); False: not switched."""

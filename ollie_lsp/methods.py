@@ -1,105 +1,46 @@
-"""The ollie/* methods: each one parses its params, calls the session's Core, shapes the result."""
+"""The ollie/* methods of a prompt and its session's settings: each parses its params, calls the Core, shapes the result.
+
+Importing it registers every method (review and session ones in their own modules); `call` runs one."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
-from pygls.exceptions import JsonRpcException
-
-from ollie import beneath
 from ollie.agent import inbox
 from ollie.agent.editorcontext import context_labels
-from ollie.agent.review import ReviewError
-from ollie.agent.stepchanges import step_changes, text_bytes
-from ollie.agent.steps import Diff
 from ollie.backend import images
 from ollie.backend.types import Image
-from ollie.errors import ConfigError, OllieError
+from ollie.errors import OllieError
 from ollie.jsonpieces import INLINE_MESSAGES, encoded
-from ollie.paths import sessions_dir
-from ollie.sessions.types import ListOptions
-from ollie.tools.documents import plain_path_beneath, while_no_step_writes
-from ollie.workspace.bounds import LISTED, Bound
-from ollie.workspace.errors import StaleChange, WorkspaceError
+from ollie_lsp import reviewmethods, sessionmethods  # noqa: F401 - they register their methods
+from ollie_lsp.dispatch import METHODS, call, method  # noqa: F401 - the table and its runner, for the daemon
 from ollie_lsp.documents import read_through_link
 from ollie_lsp.editor import context_documents, is_command, with_context
-from ollie_lsp.errors import InternalError, InvalidParams, QueueFull, Stale, invalid_params, refused
-from ollie_lsp.idlecollect import collect_and_freeze
+from ollie_lsp.errors import InvalidParams, QueueFull, invalid_params, refused
 from ollie_lsp.params import (
-    ChangesParams,
     CommandParams,
     ContextParams,
     ImageItem,
     InterruptParams,
     NoParams,
     QueueParams,
-    ReviewUndoParams,
-    RewindParams,
-    SessionForkParams,
-    SessionIdParams,
-    SessionListParams,
-    SessionNewParams,
     SessionParams,
-    SessionRenameParams,
     SetApprovalParams,
     SetCwdParams,
     SetEnvParams,
     SetGenerationParamsParams,
     SubmitParams,
     TextParams,
-    parse,
 )
-from ollie_lsp.records import check_kind, info_to_wire, rpc_errors
 from ollie_lsp.server import OllieServer
 from ollie_lsp.sessions import LiveSession, SubmitHandle, editor_resume, failed_field
 
-if TYPE_CHECKING:
-    from ollie.workspace.types import FileChange
-
-logger = logging.getLogger("ollie.lsp.methods")
-P = TypeVar("P")
-Handler = Callable[[OllieServer, Any], Awaitable[dict[str, Any]]]
-METHODS: dict[str, Handler] = {}
 # The most messages one ollie/context answers (PROTOCOL.md): a client pages through a longer history with `next`.
 CONTEXT_PAGE_MAX = 1000
-
-
-def method(name: str, shape: type[P]) -> Callable[[Callable[[OllieServer, P], Awaitable[dict[str, Any]]]], Handler]:
-    """Register a handler as the ollie/* method `name`; it gets the params checked into `shape` (-32602).
-
-    A method aimed at one session is answered after the events that session published so far went out (PROTOCOL.md):
-    those it caused (a command's output, a state change) come before its answer, whichever handler it was.
-    """
-
-    def register(handler: Callable[[OllieServer, P], Awaitable[dict[str, Any]]]) -> Handler:
-        async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
-            p = parse(shape, raw)
-            if not isinstance(p, (SessionParams, SessionIdParams)):
-                return await handler(ls, p)
-            try:
-                result = await handler(ls, p)
-            except Exception:  # an error answer too (not a cancelled request: it goes at once)
-                await _events_sent(ls, p.session)
-                raise
-            await _events_sent(ls, p.session)
-            return result
-
-        METHODS[name] = run
-        return run
-
-    return register
-
-
-async def _events_sent(ls: OllieServer, session: str | None) -> None:
-    # Not initialized: the handler failed for that, and there is no table to build.
-    if ls.initialized:
-        await ls.table.events_sent(session)
 
 
 async def _with_context(ls: OllieServer, live: LiveSession, p: SubmitParams | TextParams) -> str:
@@ -423,190 +364,3 @@ async def set_approval(ls: OllieServer, p: SetApprovalParams) -> dict[str, Any]:
     with invalid_params("approval"):
         live.core.set_approval(p.approval)
     return {}
-
-
-def _file_to_wire(change: FileChange, *, in_editor: bool = False) -> dict[str, Any]:
-    from ollie.workspace.diff import line_counts  # difflib, loaded by the first review, not at start-up
-
-    added, removed = line_counts(change)
-    return {**Diff.of(change).to_wire(), "status": change.status, "binary": change.binary, "added": added,
-            "removed": removed, "hunks": [h.to_dict() for h in change.hunks], "inEditor": in_editor}
-
-
-@contextmanager
-def _review_errors() -> Iterator[None]:
-    """The engine's refusals as protocol errors: a stale file -32003, anything else -32602 naming the field."""
-    try:
-        yield
-    except StaleChange as exc:
-        raise Stale(exc.path, exc.reason) from None
-    except ReviewError as exc:
-        raise InvalidParams(f"{exc.field}: {exc}") from None
-    except WorkspaceError as exc:
-        raise InvalidParams(f"session: {exc}") from None
-
-
-@method("ollie/changes", ChangesParams)
-async def changes(ls: OllieServer, p: ChangesParams) -> dict[str, Any]:
-    """The files a turn (default: the last) changed, each with its hunks: the first of them (LISTED), or one `path`."""
-    live = await ls.table.get(p.session)
-    # The last turn read once, now: a turn that starts while this diffs is not the one it looked back from.
-    if (last := p.turn or len(live.core.session.turn_starts)) == 0:
-        return {"turn": None, "files": []}
-    with _review_errors():
-        turn = await live.core.review.changes(last, ignored=p.ignored, path=p.path, changed=p.changed,
-                                              bound=LISTED if p.path is None else None)
-        # The steps' own diffs share the answer's bound with the listing: one message of a few MiB, not twice that.
-        steps = await step_changes(live.core.session, live.core.review.checkpoints(), turn.turn, bound=Bound(
-            LISTED.files, LISTED.text_bytes - text_bytes(turn.changes))) if p.path is None else {}
-    files = [_file_to_wire(c, in_editor=c.path in turn.in_editor) for c in turn.changes]
-    return {"turn": turn.turn, "files": files, **({"more": turn.more} if turn.more else {}),
-            **({"last": last} if p.changed else {}),
-            **({"steps": {i: [Diff.of(c).to_wire() for c in s] for i, s in steps.items()}} if steps else {})}
-
-
-@method("ollie/review/undo", ReviewUndoParams)
-async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
-    """Revert one hunk (or the whole file) of a turn's change: in the editor's buffer when open there, else on disk."""
-    live = await ls.table.writable(p.session)
-    core = live.core
-    core.owners_only("undo its changes")  # the undo's note to the model is saved in the owner's history
-    # Only a file beneath the session's root, with no symlink on the way, is looked up in the editor.
-    target = await plain_path_beneath(core.cwd, p.path) if ls.documents.can_apply() else None
-    # Found by the name the editor knows it by, the cwd's (`target` is where its folder is now): with the cwd swapped
-    # for a link since the turn, the buffer is still found, and the review refuses the undo saying so (`beneath.moved`).
-    doc = ls.documents.find(core.cwd / beneath.relative(core.cwd, p.path)) if target is not None else None
-    if doc is not None and await read_through_link(doc):
-        doc = None  # its text came through a link (a key a step linked in): undone on disk, never saved from it
-
-    async def apply(change: FileChange, text: str) -> str | None:
-        open_doc = doc
-        assert open_doc is not None and target is not None
-        # As an agent's edit: the editor's save follows a link, so no step may put one there until it has saved.
-        result = await while_no_step_writes(core.cwd, target, lambda _: ls.documents.apply_edit(
-            open_doc, text, open_doc.version or 0, label="ollie: undo"))
-        return (result.formatted or text) if result.status == "applied" else None
-
-    with _review_errors():
-        undone = await core.review.undo(p.path, p.hunk, turn=p.turn, editor_text=doc.source if doc else None,
-                                        apply=apply if doc else None)
-    return {"path": undone.path, "hunk": undone.hunk, "text": undone.text, "inEditor": undone.in_editor}
-
-
-@method("ollie/rewind", RewindParams)
-async def rewind(ls: OllieServer, p: RewindParams) -> dict[str, Any]:
-    """Files and conversation back to before a turn (default: the last); `undo` undoes the last rewind."""
-    live = await ls.table.writable(p.session)
-    with _review_errors(), invalid_params("session", RuntimeError):
-        done = await (live.core.rewind_undo() if p.undo else live.core.rewind(p.turn))
-    buffers = [{"path": b.path, "status": b.status, **({"reason": b.reason} if b.reason else {})} for b in done.buffers]
-    return {"turn": done.turn, "files": done.files, "buildOutput": list(done.build_output), "messages": done.messages,
-            "turns": done.turns, "buffers": buffers}
-
-
-@method("ollie/session/new", SessionNewParams)
-async def session_new(ls: OllieServer, p: SessionNewParams) -> dict[str, Any]:
-    """Start another session (its own Core)."""
-    from ollie.agent.setup import session_dir  # (the session's set-up, loaded with the first session, not at start)
-
-    kind = check_kind(p.kind or "chat")
-    await ls.sessions_dir()  # the folders walked (a link among them is no guard); all refused: -32603, no param's fault
-    with invalid_params("cwd"):  # the client's choice (a relative one from the daemon's directory), but no link a step
-        # may have planted in the workspace folder: an editor names its folders (a workspace file's), each may be one
-        cwd = await session_dir(p.cwd, guarded=[ls.root_cwd, ls.default_cwd]) if p.cwd else None
-    with invalid_params("agent", ConfigError):
-        live = await ls.table.create(agent=p.agent, kind=kind, title=p.title or "", cwd=cwd)
-    # Its objects frozen now, while new (~1 ms): else 50 new sessions were one full pass of 30 ms in their first turns.
-    collect_and_freeze(ls.live_sessions(), closed_too=False)
-    return {"session": live.id}
-
-
-@method("ollie/session/list", SessionListParams)
-async def session_list(ls: OllieServer, p: SessionListParams) -> dict[str, Any]:
-    """The user's saved sessions, most recent first, a page at a time (`cursor`: where the last page ended)."""
-    from ollie.sessions.cursor import from_cursor, to_cursor  # not a first token's
-    from ollie.sessions.logindex import rewind_undoable, saved_turns, worth_listing
-    records = ls.table.records
-    with invalid_params("cursor"):
-        after = from_cursor(p.cursor)
-    kinds = [check_kind(k, f"kinds[{i}]") for i, k in enumerate(p.kinds or [])]
-    options = ListOptions(kinds=kinds, include_archived=p.include_archived, exclude_unused=True, limit=p.limit or 0,
-                          after=after)
-    infos, last = await records.run(records.page, options)
-    elsewhere = await records.run(records.live_elsewhere, [i.id for i in infos])
-    # What tells two sessions of one title apart, as the terminal's /sessions: each log's end read, off the loop.
-    turns = await asyncio.to_thread(lambda: {i.id: saved_turns(sessions_dir(), i.id) for i in infos})
-    # The one rule of every session list (an emptied one listed while its rewind can be undone, as such).
-    shown, undo = await asyncio.to_thread(lambda: (
-        [i for i in infos if worth_listing(sessions_dir(), i.id, titled=bool(i.title), turns=turns[i.id])],
-        {i.id for i in infos if rewind_undoable(sessions_dir(), i.id)}))
-    return {"sessions": [info_to_wire(i, live=ls.table.find(i.id) is not None, live_on=elsewhere.get(i.id),
-                                      turns=turns[i.id], rewind_undo=i.id in undo) for i in shown],
-            "nextCursor": to_cursor(last) if last is not None else None}
-
-
-async def _opened(ls: OllieServer, live: LiveSession) -> dict[str, Any]:
-    """A load's or fork's answer: the session live here and its info."""
-    from ollie.sessions.logindex import rewind_undoable
-
-    info = await ls.table.records.run(ls.table.records.get, live.id)
-    undo = await asyncio.to_thread(rewind_undoable, sessions_dir(), live.id)
-    return {"session": live.id, "info": info_to_wire(info, live=True, turns=len(live.core.session.turn_starts),
-                                                     rewind_undo=undo)}
-
-
-@method("ollie/session/load", SessionIdParams)
-async def session_load(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
-    """Resume a saved session in this daemon."""
-    return await _opened(ls, await ls.table.load(p.session))
-
-
-@method("ollie/session/fork", SessionForkParams)
-async def session_fork(ls: OllieServer, p: SessionForkParams) -> dict[str, Any]:
-    """A new session going on from a copy of another's conversation up to turn `turn` (default: all of it)."""
-    return await _opened(ls, await ls.table.fork(p.session, turn=p.turn))
-
-
-@method("ollie/session/rename", SessionRenameParams)
-async def session_rename(ls: OllieServer, p: SessionRenameParams) -> dict[str, Any]:
-    """Give a session a title."""
-    await ls.table.rename(p.session, p.title)
-    return {}
-
-
-@method("ollie/session/archive", SessionIdParams)
-async def session_archive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
-    """Archive a session: kept, but read-only and out of the default list."""
-    await ls.table.set_archived(p.session, True)
-    return {}
-
-
-@method("ollie/session/unarchive", SessionIdParams)
-async def session_unarchive(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
-    """Bring an archived session back: listed by default and writable again."""
-    await ls.table.set_archived(p.session, False)
-    return {}
-
-
-@method("ollie/session/close", SessionIdParams)
-async def session_close(ls: OllieServer, p: SessionIdParams) -> dict[str, Any]:
-    """Stop a live session; what is saved stays."""
-    await ls.table.close(p.session)
-    return {}
-
-
-async def call(name: str, ls: OllieServer, raw: Any) -> dict[str, Any]:
-    """Run the handler of method `name` (the server's lazy stubs land here), its failures as PROTOCOL.md's errors.
-
-    A store failure gets its code (-32007 live elsewhere, -32009 store unavailable, ...); anything else
-    unexpected is -32603 with its text, never the exception's class name or a traceback.
-    """
-    session = raw.get("session") if isinstance(raw, dict) else None
-    try:
-        with rpc_errors(session if isinstance(session, str) else ""):
-            return await METHODS[name](ls, raw)
-    except JsonRpcException:
-        raise
-    except Exception as exc:
-        logger.exception("%s failed", name)
-        raise InternalError(exc) from None

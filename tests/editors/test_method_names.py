@@ -68,7 +68,8 @@ def test_protocol_md_gives_each_method_the_params_its_shape_declares():
     # param the doc leaves out (ollie/inject's `images`, refused by name) or one the code dropped fails here.
     rows = re.findall(r"^\| `(ollie/[^`]+)` \| `\{([^`]*)\}` \|", _section("Requests, client to server"), re.M)
     documented = {m: set(re.findall(r"[\w?]+", p)) for m, p in rows}
-    handlers = (ROOT / "ollie_lsp" / "methods.py").read_text(encoding="utf-8")
+    handlers = "".join((ROOT / "ollie_lsp" / f"{name}.py").read_text(encoding="utf-8")
+                       for name in ("methods", "reviewmethods", "sessionmethods"))
     shapes = {m: getattr(params, name) for m, name in re.findall(r'^@method\("([^"]+)", (\w+)\)', handlers, re.M)}
     declared = {m: {json_key(shape, f.name) + ("" if f.default is attrs.NOTHING else "?") for f in attrs.fields(shape)}
                 for m, shape in shapes.items()}

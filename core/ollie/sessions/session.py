@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from itertools import accumulate
 from typing import Any
@@ -292,14 +292,8 @@ class Session:
         known = {f.name for f in fields(cls)} - _NOT_META
         _check_meta(meta)
         ts = meta.get("task_state")
-        if "step_network" in meta:
-            meta = {**meta, "step_network": _connections(meta["step_network"])}
-        if "step_files" in meta:
-            meta = {**meta, "step_files": _paths(meta["step_files"])}
-        if "step_trees" in meta:
-            meta = {**meta, "step_trees": _trees(meta["step_trees"])}
-        if "turn_unknown" in meta:  # a teammate's log may be hostile: one escaped line each, as a turn's end says it
-            meta = {**meta, "turn_unknown": _reasons(meta["turn_unknown"])}
+        # A teammate's log may be hostile: each map a step or turn record reads, sifted (one that is no map: empty).
+        meta = {**meta, **{k: sift(v) if isinstance(v := meta[k], dict) else {} for k, sift in _SIFTS.items() if k in meta}}
         if "turn_changed" in meta or "turn_starts" in meta:  # (a log of before the counts were kept has starts alone)
             starts = meta.get("turn_starts", [])
             meta = {**meta, "turn_changed": _settled(_counts(meta.get("turn_changed"), len(starts)), starts, messages)}
@@ -310,15 +304,11 @@ class Session:
         )
 
 
-# What a log may get wrong without failing the resume.
-_SIFTED = ("step_network", "step_files", "step_trees", "turn_changed", "turn_unknown")
-
-
 def _check_meta(meta: dict[str, Any]) -> None:
     """Each field a log gives of the type `Session` holds: a crafted `"total_input_tokens": "x"` resumed, then
     failed every turn (its usage is added to it), and a `task_state` that is no map raised an AttributeError."""
     for f in fields(Session):
-        if f.name not in meta or f.name in _NOT_META or f.name in _SIFTED:  # sifted apart
+        if f.name not in meta or f.name in _NOT_META or f.name in _SIFTS or f.name == "turn_changed":  # sifted apart
             continue
         value = meta[f.name]
         default = f.default if f.default_factory is MISSING else f.default_factory()
@@ -390,20 +380,17 @@ def reason_line(text: str, most: int = 200) -> str:
     return line if len(line) <= most else line[:most] + "..."
 
 
-def _reasons(saved: Any) -> dict[str, str]:
+def _reasons(saved: dict[Any, Any]) -> dict[str, str]:
     """A log's `turn_unknown`, each reason one escaped line (a client draws it as one) keyed by a turn's number."""
-    return {k: reason_line(v) for k, v in (saved.items() if isinstance(saved, dict) else ()) if
-            type(k) is str and k.isdecimal() and type(v) is str}
+    return {k: reason_line(v) for k, v in saved.items() if type(k) is str and k.isdecimal() and type(v) is str}
 
 
 _CONNECTION = {"host": str, "port": int, "verdict": str, "how": str, "sent": int, "received": int}
 
 
-def _connections(saved: Any) -> dict[str, list[dict[str, Any]]]:
+def _connections(saved: dict[Any, Any]) -> dict[str, list[dict[str, Any]]]:
     """A log's `step_network` without what is not a connection record: a log may be a teammate's (hostile), and
     `/network` and the editors read each record's fields."""
-    if not isinstance(saved, dict):
-        return {}
     return {call: [c for c in records if isinstance(c, dict) and all(isinstance(c.get(k), t) for k, t in
                                                                         _CONNECTION.items())]
             for call, records in saved.items() if isinstance(records, list)}
@@ -413,26 +400,27 @@ def _connections(saved: Any) -> dict[str, list[dict[str, Any]]]:
 _MAX_FILES = 100
 
 
-def _paths(saved: Any) -> dict[str, list[str]]:
+def _paths(saved: dict[Any, Any]) -> dict[str, list[str]]:
     """A log's `step_files` without what is not a list of paths (a teammate's log may be hostile): strings only, at
     most _MAX_FILES a call; a call whose list is none is left out and the session resumes (they only place diffs)."""
-    if not isinstance(saved, dict):
-        return {}
     return {call: [p for p in paths if type(p) is str][:_MAX_FILES] for call, paths in saved.items()
             if type(call) is str and type(paths) is list}
 
 
-def _trees(saved: Any) -> dict[str, list[str]]:
+def _trees(saved: dict[Any, Any]) -> dict[str, list[str]]:
     """A log's `step_trees` with only pairs of checkpoint ids (git would take any other text as an option): a call
     whose pair is not one is left out, and its step shows its turn's diffs as before."""
-    if not isinstance(saved, dict):
-        return {}
     return {call: pair for call, pair in saved.items() if type(call) is str and type(pair) is list and len(pair) == 2
             and all(type(t) is str and _CHECKPOINT_ID.fullmatch(t) for t in pair)}
 
 
 # A checkpoint id, a tree's object id (`ollie.workspace.refs.is_checkpoint`, a layer above this one's reach).
 _CHECKPOINT_ID = re.compile(r"[0-9a-f]{40}")
+
+
+# What a log may get wrong without failing the resume (and `turn_changed`, sifted with `turn_starts`), each sifted.
+_SIFTS: dict[str, Callable[[dict[Any, Any]], dict[str, Any]]] = {
+    "step_network": _connections, "step_files": _paths, "step_trees": _trees, "turn_unknown": _reasons}
 
 
 # Fields that meta() leaves out: the history itself and in-memory bookkeeping.
