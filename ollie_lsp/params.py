@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar
 import attrs
 
 from ollie.config import GenerationParams
-from ollie.sessions.types import MAX_TITLE_BYTES
+from ollie.sessions.errors import InvalidSessionError
+from ollie.sessions.types import validate_title
 from ollie.shapes import Check, Invalid, json_key
 from ollie.shapes import parse as check
 from ollie_lsp.errors import InvalidParams
@@ -35,10 +36,10 @@ def _title(raw: object) -> str:
     """A session's title: a name the store keeps (at most MAX_TITLE_BYTES of UTF-8, no NUL; else -32602 naming
     `title`)."""
     value = _name(raw)
-    if "\x00" in value:
-        raise Invalid([((), "holds a NUL, which a session store keeps in no title")])
-    if (size := len(value.encode())) > MAX_TITLE_BYTES:
-        raise Invalid([((), f"is {size:,} bytes of UTF-8, past the {MAX_TITLE_BYTES:,} a session's title may have")])
+    try:
+        validate_title(value)
+    except InvalidSessionError as exc:
+        raise Invalid([((), str(exc))]) from None
     return value
 
 

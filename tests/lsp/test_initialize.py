@@ -122,7 +122,7 @@ async def test_a_title_past_the_stores_limit_is_invalid_params_naming_title(star
             await daemon.request(method, params)
         assert caught.value.code == -32602, (method, caught.value)
         assert caught.value.message.startswith("Invalid params: title: "), caught.value.message
-        assert "1,002 bytes" in caught.value.message and "1,000" in caught.value.message, caught.value.message
+        assert "1,000 bytes of UTF-8 (this one has 1,002)" in caught.value.message, caught.value.message
     assert await daemon.request("ollie/session/rename", {"session": sid, "title": "é" * 500}) == {}
     # A NUL: PostgreSQL keeps none in text (its store's DataError was -32603), SQLite's kept it.
     nul = "a\x00b"

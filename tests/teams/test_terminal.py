@@ -122,7 +122,7 @@ def test_a_teammates_session_whose_record_is_malformed_is_not_resumed_as_ones_ow
     llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "echo pwned > planted", "language": "bash"}]})),
                Reply.text("done"))
     refused = ollie("bob", ["-p", "go on", "--session", sid], OLLIE_TEAMS="backend", OLLIE_APPROVAL="ask")
-    assert refused.returncode == 2 and "session title is 5000 bytes" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "at most 1,000 bytes of UTF-8 (this one has 5,000)" in refused.stderr, refused.stderr
     assert not (tmp_path / "work" / "planted").exists()
     assert not list((tmp_path / "bob").glob("*-ran")), refused.stderr
 

@@ -49,10 +49,11 @@ def validate_title(title: str) -> None:
     """Raise TitleTooLongError when `title` exceeds MAX_TITLE_BYTES of UTF-8, InvalidSessionError for a NUL in it
     (PostgreSQL keeps none in text: one store's title would be the other's internal error)."""
     if "\x00" in title:
-        raise InvalidSessionError("a session title holds no NUL")
+        raise InvalidSessionError("a session's title may hold no NUL (a session store keeps none)")
     size = len(title.encode("utf-8"))
     if size > MAX_TITLE_BYTES:
-        raise TitleTooLongError(f"session title is {size} bytes; the limit is {MAX_TITLE_BYTES} UTF-8 bytes")
+        raise TitleTooLongError(f"a session's title may have at most {MAX_TITLE_BYTES:,} bytes of UTF-8 (this one has "
+                                f"{size:,})")
 
 
 # The block front ends put before a prompt (ollie_lsp.editor, ollie_acp.prompt): not what the user wrote.
