@@ -18,6 +18,7 @@ from ollie.agent.editorcontext import context_labels
 from ollie.agent.review import ReviewError
 from ollie.agent.stepchanges import step_changes, text_bytes
 from ollie.agent.steps import Diff
+from ollie.agent.undo import undo
 from ollie.backend import images
 from ollie.backend.types import Image
 from ollie.errors import ConfigError, OllieError
@@ -488,8 +489,8 @@ async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
         return (result.formatted or text) if result.status == "applied" else None
 
     with _review_errors():
-        undone = await core.review.undo(p.path, p.hunk, turn=p.turn, editor_text=doc.source if doc else None,
-                                        apply=apply if doc else None)
+        undone = await undo(core.review, p.path, p.hunk, turn=p.turn, editor_text=doc.source if doc else None,
+                            apply=apply if doc else None)
     return {"path": undone.path, "hunk": undone.hunk, "text": undone.text, "inEditor": undone.in_editor}
 
 
