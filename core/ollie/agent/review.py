@@ -113,7 +113,6 @@ def _turn_files(changed: TurnChanges) -> TurnFiles:
     return TurnFiles(changed.turn, len(changed.changes) + changed.more, tuple(listed))
 
 
-
 class Review:
     """The review surface of one session; the Core holds one as `core.review` (docs/ENGINE-API.md)."""
 
@@ -122,7 +121,7 @@ class Review:
         self.host = host
         self._tracker = tracker
         self._add_note = add_note
-        self.current: int | None = None
+        self.current: int | None = None  # the running turn's number
         self._ending: asyncio.Future[None] | None = None  # `end_turn` records the state a turn left
         self._plan_found = ""  # the plan file as the running turn found it
         # The edits the file tools made to open documents, per turn (the checkpoints cannot see them).
@@ -131,6 +130,7 @@ class Review:
     # --- turn edges (called by the turn) -------------------------------------
 
     def cwd(self) -> Path:
+        """The session's CWD (whose changes review lists)."""
         return self._tracker().cwd
 
     def checkpoints(self) -> Checkpoints:
@@ -368,6 +368,7 @@ class Review:
         return TurnChanges(number, listing.changes, frozenset(in_editor), listing.more)
 
     def _drop_rewind(self) -> None:
+        """Make the last rewind final: its backup (ollie.agent.rewind) goes."""
         # ENOTDIR and the like: no sessions dir, so no backup; the save reports that, the turn goes on.
         with contextlib.suppress(OSError):
             beneath.remove_sync(self.host.sessions_dir, rewind_backup_name(self.host))

@@ -33,7 +33,6 @@ class Undone:
     in_editor: bool
 
 
-
 async def _undo(cwd: Path, path: str, hunk: int | None, change: FileChange, before: str | None = None) -> str | None:
     """`ollie.workspace.review.undo` (`before`: the change's checkpoint, for a deleted file's mode), loaded at the
     first undo."""
@@ -68,7 +67,6 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
     hunk = change.hunks[index]
     return f"{escaped(change.path, keep='')} lines {hunk.new_start}-{hunk.new_start + max(hunk.new_lines - 1, 0)} " \
            f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
-
 
 
 async def _read_text(root: Path, rel: str) -> str | None:
