@@ -6,13 +6,16 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+import attrs
 
 from ollie import beneath
 from ollie.agent.editoredits import BufferRevert, EditorEdit, EditorEdits, revert_buffers
 from ollie.agent.review import ReviewError, ReviewHost, rewind_backup_name
 from ollie.agent.taskstate import plan_before
 from ollie.backend.types import Message
+from ollie.shapes import Check, Invalid, parse
 from ollie.workspace.refs import is_checkpoint
 
 if TYPE_CHECKING:
@@ -39,29 +42,43 @@ class Rewound:
     turns: int = 0
 
 
-# A rewind's cut turns' buffer edits (by turn and path) and the buffers it reverted, which its undo puts them back in.
-_CutBuffers = tuple[dict[int, dict[str, EditorEdit]], set[str]]
+def _checkpoint(value: object) -> str:
+    if type(value) is not str or not is_checkpoint(value):
+        raise ValueError("not a checkpoint id")
+    return value
 
 
-def _read_backup(data: bytes) -> tuple[int, str, list[int], list[Message], str, dict[str, str], _CutBuffers]:
-    """A rewind's backup, checked: its turn, undo checkpoint, turn starts, messages, plan, the plans the turns
-    found and the cut turns' buffer edits with the buffers it reverted (ReviewError: damaged)."""
+def _messages(value: object) -> list[Message]:
     from ollie.sessions.logparse import checked_messages  # with a rewind's backup, not with the engine
+
+    return checked_messages(value)
+
+
+@attrs.frozen(kw_only=True, eq=False, repr=False)
+class _Backup:
+    """A rewind's backup as its undo reads it back (`rewind` writes it): the cut turns' buffer edits are put back in
+    the buffers it `reverted`."""
+
+    json_keys: ClassVar[str] = "snake"
+    unknown_keys: ClassVar[str] = "ignore"
+
+    turn: int
+    undo_checkpoint: Annotated[str, Check(parse=_checkpoint)]
+    turn_starts: list[int]
+    messages: Annotated[list[Message], Check(parse=_messages)]
+    # (None of these in a backup of an older ollie.)
+    plan: str = ""
+    plans_before: dict[str, str] = attrs.field(factory=dict)
+    buffer_edits: Annotated[dict[int, dict[str, EditorEdit]], Check(parse=EditorEdits.loaded)] = attrs.field(factory=dict)
+    reverted: list[str] = attrs.field(factory=list)
+
+
+def _read_backup(data: bytes) -> _Backup:
+    """A rewind's backup, checked (ReviewError: damaged)."""
     try:
-        backup = json.loads(data)
-        turn, checkpoint = backup["turn"], backup["undo_checkpoint"]
-        messages = checked_messages(backup["messages"])
-        starts = backup["turn_starts"]
-        plan, plans = backup.get("plan", ""), backup.get("plans_before", {})  # (none in a backup of an older ollie)
-        edits, reverted = EditorEdits.loaded(backup.get("buffer_edits", {})), backup.get("reverted", [])
-        if not (type(turn) is int and type(checkpoint) is str and is_checkpoint(checkpoint) and type(starts) is list
-                and all(type(s) is int for s in starts) and type(plan) is str and type(plans) is dict
-                and all(type(v) is str for v in plans.values()) and type(reverted) is list
-                and all(type(p) is str for p in reverted)):
-            raise ValueError("a turn, checkpoint, turn start, plan or buffer of the wrong type")
-    except (KeyError, TypeError, ValueError) as exc:  # not JSON, not UTF-8, a field missing or of the wrong type
+        return parse(_Backup, json.loads(data))
+    except (Invalid, ValueError) as exc:  # not JSON, not UTF-8, a field missing or of the wrong type
         raise ReviewError(f"the rewind's backup is damaged: {exc}", "undo") from None
-    return turn, checkpoint, starts, messages, plan, plans, (edits, set(reverted))
 
 
 async def _write_backup(host: ReviewHost, backup: dict[str, Any]) -> None:
@@ -131,27 +148,27 @@ async def rewind_undo(review: Review, *, documents: EditorDocuments | None = Non
     except FileNotFoundError:
         raise ReviewError("no rewind to undo (a turn has run since, or none was made)", "undo") from None
     # All of it checked before the files go back: a backup that fails after the restore leaves them half done.
-    turn, checkpoint, starts, messages, plan, plans, (edits, reverted) = await asyncio.to_thread(_read_backup, data)
-    restored = await review.checkpoints().restore(checkpoint)
+    backup = await asyncio.to_thread(_read_backup, data)
+    restored = await review.checkpoints().restore(backup.undo_checkpoint)
     session = review.host.session
-    if plan != review.host.plan_text:
-        await _put_plan(review.host, plan)
-    session.replace_messages(messages)
-    session.turn_starts, session.plans_before = starts, plans
+    if backup.plan != review.host.plan_text:
+        await _put_plan(review.host, backup.plan)
+    session.replace_messages(backup.messages)
+    session.turn_starts, session.plans_before = backup.turn_starts, backup.plans_before
     from ollie.agent.history import undid
 
     # The undos the rewind was to tell again are in the prompts it puts back.
-    told = {note for m in messages if m.notes for _, note in undid(m.notes)}
+    told = {note for m in backup.messages if m.notes for _, note in undid(m.notes)}
     session.review_notes = [note for note in session.review_notes if note not in told]
     await review.host.save_rewritten()
     await asyncio.to_thread(review._drop_rewind)
     # Its buffer edits too: a second rewind named no buffer she had typed in since, and her save wrote them back.
-    review.editor_edits.put_back(edits)
+    review.editor_edits.put_back(backup.buffer_edits)
     buffers: list[BufferRevert] = []
-    if documents is not None and reverted:
-        back = {path: edit for path, edit in review.editor_edits.since(turn).items() if path in reverted}
+    if documents is not None and backup.reverted:
+        back = {path: edit for path, edit in review.editor_edits.since(backup.turn).items() if path in backup.reverted}
         buffers = await revert_buffers(back, documents, review.cwd(), undo=True)
-    return await _rewound(review, turn, restored.changes, tuple(buffers))
+    return await _rewound(review, backup.turn, restored.changes, tuple(buffers))
 
 
 async def _put_plan(host: ReviewHost, text: str) -> None:
