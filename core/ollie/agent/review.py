@@ -159,7 +159,7 @@ class Review:
             # Not those of a turn a rewind cut since (this one's number or later): the model never saw that turn.
             notes = [note for note in notes if all(number < turn for number, _ in undid(note))]
             self._add_note("\n\n".join(notes), True)
-        await asyncio.to_thread(self._drop_rewind)  # a turn after a rewind makes it final
+        await asyncio.to_thread(self.drop_rewind)  # a turn after a rewind makes it final
         try:
             tracker = self._tracker()
             await tracker.begin_turn(turn)  # its checkpoint waits for the turn's first step that may write
@@ -182,7 +182,7 @@ class Review:
         before was `kept` as a copy, no rewind of it can be undone into this one."""
         self.editor_edits.forget_from(1)
         if kept:
-            await asyncio.to_thread(self._drop_rewind)
+            await asyncio.to_thread(self.drop_rewind)
 
     async def copy_turns(self, source_id: str, last: int, target_id: str | None = None) -> set[int]:
         """Log turns 1 to `last` of session `source_id` (their checkpoints, the states they left) as this session's
@@ -367,7 +367,7 @@ class Review:
                                      path=path)
         return TurnChanges(number, listing.changes, frozenset(in_editor), listing.more)
 
-    def _drop_rewind(self) -> None:
+    def drop_rewind(self) -> None:
         """Make the last rewind final: its backup (ollie.agent.rewind) goes."""
         # ENOTDIR and the like: no sessions dir, so no backup; the save reports that, the turn goes on.
         with contextlib.suppress(OSError):

@@ -161,7 +161,7 @@ async def rewind_undo(review: Review, *, documents: EditorDocuments | None = Non
     told = {note for m in backup.messages if m.notes for _, note in undid(m.notes)}
     session.review_notes = [note for note in session.review_notes if note not in told]
     await review.host.save_rewritten()
-    await asyncio.to_thread(review._drop_rewind)
+    await asyncio.to_thread(review.drop_rewind)
     # Its buffer edits too: a second rewind named no buffer she had typed in since, and her save wrote them back.
     review.editor_edits.put_back(backup.buffer_edits)
     buffers: list[BufferRevert] = []
