@@ -69,6 +69,13 @@ def _describe_hunk(change: FileChange, index: int | None) -> str:
            f"(@@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@)"
 
 
+async def _applied(apply: ApplyEdit, change: FileChange, text: str) -> str:
+    """`text` put in the change's open buffer through `apply`: what the buffer holds then; ReviewError when refused."""
+    if (held := await apply(change, text)) is None:
+        raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
+    return held
+
+
 async def _read_text(root: Path, rel: str) -> str | None:
     try:
         return await beneath.read_text(root, rel)
@@ -106,11 +113,8 @@ async def undo(review: Review, path: str, hunk: int | None = None, *, turn: int 
     if apply is not None and editor_text is not None and not change.binary:
         text = await _undone_in(change, hunk, editor_text)
         if text is not None:
-            text = await apply(change, text)
-            in_editor = text is not None
-            if not in_editor:
-                raise ReviewError(f"{path}: the editor did not apply the undo", "path")
-    if not in_editor or text is None:
+            text, in_editor = await _applied(apply, change, text), True
+    if not in_editor:
         text = await _undo(review.cwd(), path, hunk, change, bounds[0] if bounds else None)
     # The turn's end state less the hunk, not the file now: a later turn's (or the user's) edits since, which the
     # undo kept, are not this turn's change.
@@ -118,6 +122,7 @@ async def undo(review: Review, path: str, hunk: int | None = None, *, turn: int 
     await _record_undo(review, number, change, undone.encode() if isinstance(undone, str) else undone)
     await _tell_model(review, number, change, hunk)
     return Undone(path, hunk, text, in_editor)
+
 
 async def _undo_in_editor(review: Review, turn: int, change: FileChange, hunk: int | None, editor_text: str | None,
                           apply: ApplyEdit | None) -> Undone:
@@ -132,14 +137,12 @@ async def _undo_in_editor(review: Review, turn: int, change: FileChange, hunk: i
                                            "saving, or edited since where it changed); undo refused") from None
         in_editor = False
     else:
-        text = await apply(change, await _undone_in(change, hunk, editor_text) or "")
-        in_editor = text is not None
-        if not in_editor:
-            raise ReviewError(f"{change.path}: the editor did not apply the undo", "path")
+        text, in_editor = await _applied(apply, change, await _undone_in(change, hunk, editor_text) or ""), True
         await _undo_on_disk_too(review, turn, change, hunk, (change.new_text, editor_text), text, undone)
     review.editor_edits.settle(turn, change.path, undone)
     await _tell_model(review, turn, change, hunk)
     return Undone(change.path, hunk, text, in_editor)
+
 
 async def _undo_on_disk_too(review: Review, turn: int, change: FileChange, hunk: int | None, saved: tuple[str | None, ...],
                             text: str | None, undone: str | None) -> None:
@@ -153,6 +156,7 @@ async def _undo_on_disk_too(review: Review, turn: int, change: FileChange, hunk:
     if on_disk in (text, undone):
         await _record_undo(review, turn, change, undone.encode())
 
+
 async def _tell_model(review: Review, turn: int, change: FileChange, hunk: int | None) -> None:
     from ollie.agent.history import UNDID  # (not loaded before a first turn: an undo is rarer)
 
@@ -164,6 +168,7 @@ async def _tell_model(review: Review, turn: int, change: FileChange, hunk: int |
         if turn <= len(session.turn_changed):
             session.turn_changed[turn - 1] = (await review.changes(turn, bound=COUNTED)).more
     review.host.save()
+
 
 async def _record_undo(review: Review, turn: int, change: FileChange, data: bytes | None) -> None:
     """Make the turn's recorded end state hold the undone file, so later undos check against it."""
