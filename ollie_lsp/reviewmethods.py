@@ -10,6 +10,7 @@ from ollie import beneath
 from ollie.agent.review import ReviewError
 from ollie.agent.stepchanges import step_changes, text_bytes
 from ollie.agent.steps import Diff
+from ollie.agent.undo import undo
 from ollie.tools.documents import plain_path_beneath, while_no_step_writes
 from ollie.workspace.bounds import LISTED, Bound
 from ollie.workspace.errors import StaleChange, WorkspaceError
@@ -86,8 +87,8 @@ async def review_undo(ls: OllieServer, p: ReviewUndoParams) -> dict[str, Any]:
         return (result.formatted or text) if result.status == "applied" else None
 
     with _review_errors():
-        undone = await core.review.undo(p.path, p.hunk, turn=p.turn, editor_text=doc.source if doc else None,
-                                        apply=apply if doc else None)
+        undone = await undo(core.review, p.path, p.hunk, turn=p.turn, editor_text=doc.source if doc else None,
+                            apply=apply if doc else None)
     return {"path": undone.path, "hunk": undone.hunk, "text": undone.text, "inEditor": undone.in_editor}
 
 

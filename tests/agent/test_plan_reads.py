@@ -119,7 +119,7 @@ async def test_a_turn_stopped_as_it_began_gets_no_number_nor_the_plan_a_command_
     from ollie.agent.review import Review
 
     starting, release = threading.Event(), threading.Event()
-    drop = Review._drop_rewind
+    drop = Review.drop_rewind
 
     def held(self: Review) -> None:
         starting.set()
@@ -130,7 +130,7 @@ async def test_a_turn_stopped_as_it_began_gets_no_number_nor_the_plan_a_command_
     srv.script(_writes_plan("- [ ] one\\n"), Reply.text("planned"))
     core = await _auto(make_core, srv)
     await core.submit("plan")
-    monkeypatch.setattr(Review, "_drop_rewind", held)
+    monkeypatch.setattr(Review, "drop_rewind", held)
     ends = core.bus.subscribe(frozenset({"turn"}))
     turn = asyncio.ensure_future(core.submit("stopped"))
     try:

@@ -16,6 +16,7 @@ from ollie.agent.core import Core
 from ollie.agent.fork import cut_at_turn
 from ollie.agent.review import ReviewError
 from ollie.agent.taskstate import PlanEntry, next_unchecked, read_plan
+from ollie.agent.undo import undo
 from ollie.backend.types import Message, ToolCall
 from ollie.sessions import logparse, persist
 from ollie.sessions.session import TaskState
@@ -68,14 +69,14 @@ async def test_the_turns_changes_and_undo_of_one_hunk_keeps_the_others(scripted_
     assert sorted(by_path) == ["a.txt", "b.txt"]
     assert len(by_path["a.txt"].hunks) == 2 and by_path["b.txt"].new_text == "alpha\nBETA\ngamma\n"
 
-    undone = await core.review.undo("a.txt", 0)
+    undone = await undo(core.review, "a.txt", 0)
     assert not undone.in_editor
     text = (workdir / "a.txt").read_text()
     assert "line 2\n" in text and "LINE EIGHTEEN\n" in text  # the first hunk went, the second stayed
     # The turn's changes are now net of the undo; the other hunk undoes too (not stale: the record follows).
     left = {c.path: c for c in (await core.review.changes()).changes}
     assert len(left["a.txt"].hunks) == 1
-    await core.review.undo("a.txt", 0)
+    await undo(core.review, "a.txt", 0)
     assert (workdir / "a.txt").read_text() == ORIGINAL_A
     assert [c.path for c in (await core.review.changes()).changes] == ["b.txt"]
 
@@ -97,7 +98,7 @@ async def test_undo_is_refused_when_the_user_edited_the_file_since(scripted_llm,
     await core.submit("edit them")
     (workdir / "b.txt").write_text("alpha\nBETA mine\ngamma\n")  # the line the turn changed
     with pytest.raises(StaleChange, match="b.txt: the file was edited since"):
-        await core.review.undo("b.txt", None)
+        await undo(core.review, "b.txt", None)
     assert (workdir / "b.txt").read_text() == "alpha\nBETA mine\ngamma\n"  # the user's edit is kept
     with pytest.raises(ReviewError, match="no turn 5"):
         await core.review.changes(5)
@@ -144,7 +145,7 @@ async def test_a_rewind_never_tells_the_model_of_undos_in_the_turns_it_cut(scrip
     """She undoes a hunk of turn 2, then rewinds turn 2 and asks again: the new turn 2's prompt told the model "the user
     undid these changes of yours (turn 2)", of a turn it never saw (the cut one), as if of the one it is in."""
     core, srv = await _two_turns(scripted_llm, make_core, workdir)
-    await core.review.undo("a.txt", 0)
+    await undo(core.review, "a.txt", 0)
     await core.rewind(2)
     srv.script(Reply.text("ok"))
     await core.submit("edit them again")
@@ -258,7 +259,7 @@ async def test_build_output_is_left_out_of_the_list_but_stays_undoable(scripted_
     assert [c.path for c in (await core.review.changes()).changes] == ["notes.txt"]
     everything = [c.path for c in (await core.review.changes(ignored=True)).changes]
     assert "build/app.bin" in everything and any(p.startswith("__pycache__/calc.") for p in everything), everything
-    await core.review.undo("build/app.bin")
+    await undo(core.review, "build/app.bin")
     assert not (workdir / "build" / "app.bin").exists()
     # The rewind's files are those listed; the bytecode it removed too is said apart (it said "2 file(s) restored").
     done = await core.rewind()

@@ -86,7 +86,7 @@ ALLOWED = {
     ("core/ollie/agent/commandbox.py", "CommandBox.tmp_dir"): "its own mkdtemp",
     ("core/ollie/agent/prompt.py", "_config_file"): "the agent config's dir (the workspace goes through beneath)",
     ("core/ollie/agent/skills.py", "find_skills"): "the user's and bundled skills",
-    ("core/ollie/agent/review.py", "Review._write_rewind"): "the sessions dir, in ollie's data dir (or the store's)",
+    ("core/ollie/agent/rewind.py", "_write_backup"): "the sessions dir, in ollie's data dir (or the store's)",
     ("core/ollie/cli/terminal.py", "_saved"): "the sessions dir, in ollie's data dir (or the store's)",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._ensure"): "the root itself",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._index_key"): "the shadow repository's index",

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from ollie.agent.behind import BehindBuffers
 from ollie.agent.editoredits import RecordingDocuments
 from ollie.agent.events import Bus
-from ollie.agent.review import Review, Rewound
+from ollie.agent.review import Review
+from ollie.agent.rewind import Rewound
 from ollie.agent.runtime import Runtime, execute_servers, refresh_tools
 from ollie.tools.base import Approver
 from ollie.tools.documents import EditorDocuments, RootedDocuments

@@ -18,7 +18,7 @@ from ollie.agent.agentswitch import AgentSwitchRefused
 from ollie.agent.commands_info import CommandUsageError
 from ollie.agent.editorcontext import SLASH, is_command
 from ollie.agent.editorcontext import summary as prompt_summary
-from ollie.agent.review import Rewound
+from ollie.agent.rewind import Rewound
 from ollie.agent.shell import run_shell
 from ollie.agent.stopping import Stopped, stoppable
 from ollie.agent.surface import CommandTarget

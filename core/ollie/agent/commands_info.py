@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ollie import paths
-from ollie.agent.review import summary as review_summary
+from ollie.agent.review import TurnChanges
 from ollie.agent.surface import CommandTarget
 from ollie.agent.taskstate import plan_lines
 from ollie.backend.types import Message
 from ollie.config import find_agent, list_agents, load_agent_config
 from ollie.errors import OllieError
-from ollie.escapes import one_name
+from ollie.escapes import escaped, one_name
 from ollie.sandbox import netsaved
 from ollie.sessions import location, logindex
 from ollie.sessions.types import Info, one_line
@@ -28,6 +28,9 @@ from ollie.workspace.bounds import LISTED
 HISTORY_DEFAULT = 40
 HISTORY_LINE_CHARS = 200
 SESSIONS_SHOWN = 20
+# Hunk lines `/changes` shows in all: a screenful or two; each hunk past it says how many it leaves out.
+CHANGES_LINES_MAX = 120
+CHANGES_LINE_CHARS = 200  # a minified file's one line would fill the screen
 
 
 class CommandUsageError(ValueError):
@@ -100,7 +103,7 @@ async def cmd_changes(core: CommandTarget, arg: str) -> str:
     """The files turn n (default: the last) changed, with their hunks numbered as undo takes them."""
     if arg and not arg.isdigit():
         raise CommandUsageError(f"/changes takes a turn number (got {arg!r})")
-    return review_summary(await core.review.changes(int(arg) if arg else None, bound=LISTED))
+    return _changes_text(await core.review.changes(int(arg) if arg else None, bound=LISTED))
 
 
 async def cmd_network(core: CommandTarget, arg: str) -> str:
@@ -376,3 +379,32 @@ async def cmd_mcp(core: CommandTarget, arg: str) -> str:
 async def cmd_sp(core: CommandTarget, arg: str) -> str:
     """The rendered system prompt."""
     return core.system_prompt() or "(the system prompt is empty)"
+
+
+def _changes_text(turn_changes: TurnChanges) -> str:
+    """The `/changes` text: each file with its status and hunks (their lines, up to a bound), numbered as undo
+    takes them."""
+    if not turn_changes.changes:
+        return f"turn {turn_changes.turn}: no files changed"
+    lines = [f"turn {turn_changes.turn}: {len(turn_changes.changes) + turn_changes.more} file(s) changed"]
+    budget = CHANGES_LINES_MAX
+    from ollie.workspace.diff import line_counts
+
+    for change in turn_changes.changes:
+        added, removed = line_counts(change)
+        what = "binary" if change.binary else f"+{added} -{removed}"
+        lines.append(f"{change.status} {escaped(change.path, keep='')} ({what})")  # a name's lines are no hunk's
+        for i, hunk in enumerate(change.hunks):
+            lines.append(f"  [{i}] @@ -{hunk.old_start},{hunk.old_lines} +{hunk.new_start},{hunk.new_lines} @@")
+            shown = hunk.lines[:budget]
+            budget -= len(shown)
+            lines += [f"      {_cut(line.rstrip(chr(13) + chr(10)))}" for line in shown]
+            if len(hunk.lines) > len(shown):  # the rest: the editor's review, or `ollie/changes {turn, path}`
+                lines.append(f"      … {len(hunk.lines) - len(shown)} more line(s)")
+    if turn_changes.more:
+        lines.append(f"... and {turn_changes.more} more file(s), not listed")
+    return "\n".join(lines)
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= CHANGES_LINE_CHARS else f"{line[:CHANGES_LINE_CHARS]}… ({len(line)} characters)"

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from ollie.agent.attachments import Attachments
-from ollie.agent.review import Review, Rewound
+from ollie.agent.review import Review
+from ollie.agent.rewind import Rewound, rewind, rewind_undo
 from ollie.agent.setup import Setup
 from ollie.agent.taskstate import plan_before, put_plan, read_plan
 from ollie.agent.turnhost import TurnHost
@@ -42,7 +43,7 @@ class HistoryMembers:
         async with self._rewriting("rewind it", "rewind"):  # the cut history is the owner's too
             documents = self._attached.documents
             # Its revert of a buffer is no agent edit: never told as one made on the user's unsaved text (behind.py).
-            done = await self._host.review.rewind(turn, documents=documents and documents.inner)
+            done = await rewind(self._host.review, turn, documents=documents and documents.inner)
             self._attached.forget_reads(done)
             return done
 
@@ -50,7 +51,7 @@ class HistoryMembers:
         """Undo the last rewind (files and conversation as before it); refused while a turn runs."""
         async with self._rewriting("rewind it", "undo a rewind"):
             documents = self._attached.documents
-            return await self._host.review.rewind_undo(documents=documents and documents.inner)
+            return await rewind_undo(self._host.review, documents=documents and documents.inner)
 
     @contextlib.asynccontextmanager
     async def _rewriting(self, owners: str, what: str) -> AsyncIterator[None]:

@@ -84,7 +84,7 @@ class PlanChange:
             return f"Add {len(self.args)} step{'s' * (len(self.args) != 1)} to the plan"
         if self.tool == "task_check":
             # The model's words escaped here too, as a ToolStep's title: a batch's title is made of these alone, and
-            # a check-off's U+202E and line break reached every client's card as they came (red team round 68).
+            # a check-off's U+202E and line break reached every client's card as they came.
             return "Check off " + (
                 (f"step {self.args[0]}" if self.args[0].isdigit() else escaped(_quote(self.args[0]), keep=""))
                 if self.args else "the next step")

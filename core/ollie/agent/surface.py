@@ -16,7 +16,8 @@ from ollie.agent.approval import StepApprover, StepQuestion
 from ollie.agent.events import Bus
 from ollie.agent.inbox import ContextItem
 from ollie.agent.loop import TurnResult
-from ollie.agent.review import Review, Rewound
+from ollie.agent.review import Review
+from ollie.agent.rewind import Rewound
 from ollie.agent.steps import KindLookup
 from ollie.agent.taskstate import PlanEntry
 from ollie.backend.types import GenerationParams, Image, Message

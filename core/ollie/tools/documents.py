@@ -106,7 +106,7 @@ class EditorDocuments(Protocol):
 async def plain_path_beneath(root: Path, path: Path | str) -> Path | None:
     """`path`'s real path when it is beneath `root` with no symlink on the way or at its end (a file or nothing there),
     else None. Resolved once (`beneath.located_sync`): the policy check, the editor's lookup and the copy take this
-    path and never resolve the name again, which a step may have swapped for a link to ~/.aws meanwhile (round 68a)."""
+    path and never resolve the name again, which a step may have swapped for a link to ~/.aws meanwhile."""
     try:
         rel = beneath.relative(root, path)
         real, info = await asyncio.to_thread(beneath.located_sync, root, rel)

@@ -53,7 +53,7 @@ class DocumentBridge:
     def target(self, call: ScriptCall, script: ToolScript, cwd: Path) -> Path | None:
         """The file a sandboxed file-tool call names (resolved against `cwd`), or None when the editor is not asked."""
         # The bundled tools only, by where they were found: a project's `file_read` ahead of them on the tools path
-        # (the model's own script) got the copy of her buffer, and a `file_edit` of its own wrote it (round 68a).
+        # (the model's own script) got the copy of her buffer, and a `file_edit` of its own wrote it.
         if self.documents is None or call.elevated or script.name not in FILE_TOOLS or not script.bundled():
             return None
         try:
@@ -74,7 +74,7 @@ class DocumentBridge:
         from ollie.tools.execute.results import Section
         from ollie.tools.execute.spawn import RunOutcome
         named = self.target(call, script, ctx.runner.cwd)
-        # The one resolve of the name (round 68a): the policy check, the editor's lookup and the copy all take this
+        # The one resolve of the name: the policy check, the editor's lookup and the copy all take this
         # real path, never the name, which a step of this batch or another session's may swap for a link meanwhile.
         # (A copy in a dir only this call reads would not do: the tool's own check of the name races alike, then
         # prints the copy.)
@@ -84,7 +84,7 @@ class DocumentBridge:
         writes = script.name != "file_read"
         # The copy sits in the session's TMPDIR, which its every step reads (a read-only tool run beside this one
         # printed it), from before the tool's own check: a path the policy keeps from steps runs on the disk alone,
-        # where that check and Landlock refuse it (red team round 67).
+        # where that check and Landlock refuse it.
         if ctx.policy is not None and await asyncio.to_thread(outside_note, ctx.policy, str(path), write=writes,
                                                               resolved=True):
             return None
