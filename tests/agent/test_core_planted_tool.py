@@ -27,3 +27,21 @@ async def test_a_file_read_planted_after_its_approval_is_not_what_runs(scripted_
     assert (tools / "file_read").exists()  # planted before the run
     (result,) = [m["content"] for m in tool_messages(srv, 1)]
     assert "the notes" in result and "planted ran" not in result, result
+
+
+async def test_a_call_approved_and_never_run_keeps_no_lookup(scripted_llm, make_core, agents_dir, workdir, monkeypatch):
+    # Round 70: the approval kept each call's script lookup (with its parsed arguments) until the call ran; a twin of
+    # a read (run once, for both), a cached read and a call a preTool hook blocked never ran, so theirs stayed for the
+    # session's life: a model repeating a call of megabytes grew the daemon without end.
+    monkeypatch.setenv("OLLIE_APPROVAL", "ask")
+    write_agent(agents_dir, "h", hooks={"preTool": "grep -q blocked && exit 2 || exit 0"})
+    (workdir / "notes.txt").write_text("the notes\n")
+    read = ("call_tool", {"calls": [{"tool": "file_read", "args": ["notes.txt"]}]})
+    blocked = ("call_tool", {"calls": [{"tool": "file_read", "args": ["blocked.txt"]}]})
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(read, read, blocked), Reply.text("read"))
+    core = await make_core(srv, agent="h")
+    await core.submit("read it")
+    results = [m["content"] for m in tool_messages(srv, 1)]
+    assert "the notes" in results[0] and "the notes" in results[1] and "blocked" in results[2], results
+    assert core._approval._judged == {}  # (no public view of it: what it holds is what leaked)

@@ -205,6 +205,12 @@ class ToolRound:
             for call_id in list(self._open):
                 self._close(call_id, self._names.get(call_id, ""), interrupted_result(exc), True)
             raise
+        finally:
+            # A call approved and never run (a twin of a read, a cached read, a preTool hook's block, an interrupt)
+            # leaves no lookup behind: each held its parsed arguments for the session's life.
+            if (judged := self.judged) is not None:
+                for call in calls:
+                    judged(call.id)
 
     # --- steps ---------------------------------------------------------------
 
