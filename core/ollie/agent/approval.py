@@ -23,18 +23,20 @@ import attrs
 from ollie import beneath
 from ollie.agent.steps import (
     BUILTIN_KINDS,
-    PLAN_TOOLS,
+    STATE_TOOLS,
     Diff,
     KindLookup,
     Location,
     StepKind,
     ToolStep,
     describe,
+    found_script,
+    not_ours_step,
+    runs_as_ours,
     step_ids,
 )
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
-from ollie.errors import OllieError
 from ollie.escapes import escaped
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
@@ -55,8 +57,6 @@ OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
 EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
-# Bundled tools that write only ollie's own state (the plan, memory), never the workspace.
-STATE_TOOLS: frozenset[str] = PLAN_TOOLS | {"memory_remember"}
 # Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
 SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "git", "npm", "npx", "yarn", "pnpm", "cargo", "go", "uv", "pip", "pip3", "docker", "kubectl", "make", "poetry",
@@ -467,7 +467,7 @@ class ApprovalGate:
         resolve = self._scripts(tool, args) if request is not None else None
         if resolve is not None:
             self._judged[call_id] = resolve
-        ours = partial(_ours, resolve)
+        ours = partial(runs_as_ours, resolve)
         plans: list[_Plan] = []
         outside = outside_parts(request)
         writes = False
@@ -483,10 +483,8 @@ class ApprovalGate:
                 if call.tool in BUILTIN_KINDS and not ours(call.tool):
                     # Found ahead of ollie's own (a project's tools dir, which a step writes): the model's script,
                     # its kind its own word, never the name's.
-                    found = _found(resolve, call.tool)
-                    plan.question = attrs.evolve(plan.question, kind=found.kind if found and found.kind else "other",
-                                                 title=f"Run {call.tool}, not ollie's own: "
-                                                       f"{escaped(str(found.path)) if found else 'not found'}")
+                    theirs = not_ours_step(call, found_script(resolve, call.tool))
+                    plan.question = attrs.evolve(plan.question, kind=theirs.kind, title=theirs.title)
                 if call.tool not in BUILTIN_KINDS or not ours(call.tool):
                     # A user's script: its title cuts the command line at 60 characters.
                     plan.question = attrs.evolve(plan.question, code=shlex.join([call.tool, *call.args]))
@@ -518,25 +516,6 @@ class ApprovalGate:
             plans.append(plan)
             writes |= step.kind in WRITE_KINDS and (script is None or script.tool not in PREVIEWED | STATE_TOOLS)
         return plans
-
-
-def _found(resolve: Callable[[str], ToolScript] | None, name: str) -> ToolScript | None:
-    """The script `name` runs as, by the call's lookup (None: no lookup, or none found: the run fails)."""
-    try:
-        return None if resolve is None else resolve(name)
-    except OllieError:
-        return None
-
-
-def _ours(resolve: Callable[[str], ToolScript] | None, name: str) -> bool:
-    """Whether `name` runs as a tool the user trusts: ollie's own (bundled, or an editor tool) or hers (in her config's
-    tools dir), never a script of that name ahead of them on the tools path (a project's, which a step writes). With no
-    lookup, by its name."""
-    from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS  # loaded by a first call, not with the engine
-    if resolve is None:
-        return name in BUILTIN_KINDS or name in STATE_TOOLS
-    script = _found(resolve, name)
-    return script is not None and (script.trusted() or script is EDITOR_SCRIPTS.get(name))
 
 
 def _judged(step: CodeStep) -> str:

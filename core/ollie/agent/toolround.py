@@ -218,7 +218,10 @@ class ToolRound:
         """The call's parallel class and its steps (for `_announce`); a huge call's worked out in a thread."""
 
         def prepare() -> tuple[ParallelClass, list[ToolStep]]:
-            steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of)
+            # Its card tells a script of the model's under one of ollie's names as what runs, by the run's lookup.
+            scripts = self.runtime.resolver(call.name, args) if args is not None else None
+            steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of,
+                             scripts=scripts)
             return self.runtime.classify_parallel(call.name, args) if args is not None else "global", steps
 
         return prepare() if len(call.arguments) <= OFF_LOOP_BYTES else await asyncio.to_thread(prepare)
