@@ -72,3 +72,28 @@ async def test_a_planted_file_reads_card_says_what_runs(scripted_llm, make_core,
             cards.append(event.tool.title)
     assert asked == [f"Run `file_read notes.txt`, not ollie's own: {tools / 'file_read'}"], asked
     assert cards == asked * 2, cards
+
+
+async def test_an_always_allowed_pipe_stage_allows_no_stage_of_the_models_beside_it(scripted_llm, make_core, workdir,
+                                                                                    monkeypatch):
+    # Round 70: a pipe with a stage of the model's script (round 69: asked about as a command) was judged by its first
+    # stage's prefix alone: with `touch` allowed always, `touch seen | <the model's script>` ran unasked, the model's
+    # script (here one it planted in a project's tools dir) with the session's write grants.
+    tools = workdir / "tools"
+    tools.mkdir()
+    (tools / "planted").write_text("#!/bin/sh\ntouch pwned\n")
+    (tools / "planted").chmod(0o755)
+    monkeypatch.setenv("OLLIE_APPROVAL", "ask")
+    monkeypatch.setenv("OLLIE_TOOLS_PATH", str(tools))
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "touch first"}]})),
+               Reply.tool_calls(("pipe", {"stages": [{"code": "touch seen"}, {"tool": "planted", "args": []}]})),
+               Reply.text("done"))
+    core = await make_core(srv)
+    asked: list[str] = []
+    core.step_approver = lambda question: asked.append(question.code) or Answer(
+        "allow_always" if len(asked) == 1 else "reject")
+    await core.submit("go")
+    assert (workdir / "first").exists()
+    assert asked == ["touch first", "touch seen\n\nplanted"], asked
+    assert not (workdir / "pwned").exists() and not (workdir / "seen").exists()

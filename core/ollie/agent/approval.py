@@ -421,9 +421,11 @@ class ApprovalGate:
             if plan.script is not None and plan.script.tool in STATE_TOOLS:
                 return False
         # A command (or a tool script, whatever it is named: `cat` of the model's is no reader): read-only ones and
-        # allowed prefixes go.
-        pending = [c for c in plan.commands if not (f"command:{plan.question.prefix}" in always if plan.argv
-                                                    else is_read_only_command(c) or _covered(c, always))]
+        # allowed prefixes go. A pipe's stages beside a script of the model's: each by a rule of its own (round 70: the
+        # first stage's allowed `touch seen | <the model's script>`).
+        pending = [c for c in plan.commands if not (
+            f"command:{command_prefix(c)}" in always and (len(plan.commands) == 1 or _covered(c, always)) if plan.argv
+            else is_read_only_command(c) or _covered(c, always))]
         return bool(pending) and mode in ("ask", "auto-edit", "read-only")
 
     def _rules(self, plan: _Plan) -> list[str]:
@@ -511,7 +513,8 @@ class ApprovalGate:
             if plan.commands and (plan.argv or plan.question.kind not in EDIT_KINDS | NEVER_ASK):
                 pending = [c for c in plan.commands if plan.argv or not is_read_only_command(c)]
                 prefix = command_prefix(pending[0]) if pending else ""
-                lasting = not prefix or plan.argv or _covered(pending[0], {f"command:{prefix}"})
+                # (No one rule allows a pipe with a stage of the model's script: no "always" is offered for it.)
+                lasting = not prefix or (len(pending) == 1 if plan.argv else _covered(pending[0], {f"command:{prefix}"}))
                 plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
             writes |= step.kind in WRITE_KINDS and (script is None or script.tool not in PREVIEWED | STATE_TOOLS)
