@@ -340,9 +340,8 @@ def runs_as_ours(scripts: ScriptLookup | None, name: str) -> bool:
 def not_ours_step(call: ScriptCall, found: ToolScript | None) -> ToolStep:
     """The step of a script under one of ollie's names that is not ollie's own (the model's, in a project's tools dir):
     what runs and where it is, its kind its own word, never the name's ("Read notes.txt" of a planted `file_read`)."""
-    where = escaped(str(found.path)) if found else "not found"
-    return ToolStep(found.kind if found and found.kind else "other",
-                    f"Run {_quote(_script_command(call))}, not ollie's own: {where}"
+    return ToolStep(found.kind if found and found.kind else "other",  # (its title escaped, as every step's)
+                    f"Run {_quote(_script_command(call))}, not ollie's own: {found.path if found else 'not found'}"
                     + (" outside the sandbox" if call.elevated else ""))
 
 
