@@ -101,3 +101,22 @@ def planted(workdir: Path, monkeypatch: pytest.MonkeyPatch, name: str, script: s
     monkeypatch.setenv("OLLIE_APPROVAL", "ask")
     monkeypatch.setenv("OLLIE_TOOLS_PATH", str(tools))
     return tools
+
+
+async def test_a_command_allowed_always_allows_no_script_of_the_models_of_its_name(scripted_llm, make_core, workdir,
+                                                                                  monkeypatch):
+    # Round 70: a script of the model's was allowed always by its name's prefix, the one shell commands share: with
+    # `touch` allowed always, `call_tool touch x` ran the model's `touch` (planted in a project's tools dir) unasked,
+    # with the session's write grants. Its rule is its path: "always" for it names the script that runs.
+    tools = planted(workdir, monkeypatch, "touch", "#!/bin/sh\necho planted ran > pwned\n")
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": "touch first"}]})),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "touch", "args": ["x"]}]})),
+               Reply.tool_calls(("call_tool", {"calls": [{"tool": "touch", "args": ["y"]}]})),
+               Reply.text("done"))
+    core = await make_core(srv)
+    asked: list[str] = []
+    core.step_approver = lambda question: asked.append(question.always_label()) or Answer("allow_always")
+    await core.submit("go")
+    assert asked == ["`touch` commands", f"`{tools / 'touch'}` commands"], asked  # the second allowed the third
+    assert (workdir / "first").exists() and (workdir / "pwned").exists()

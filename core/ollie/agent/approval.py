@@ -470,6 +470,12 @@ class ApprovalGate:
         if resolve is not None:
             self._judged[call_id] = resolve
         ours = partial(runs_as_ours, resolve)
+
+        def judged_line(call: ScriptCall) -> str:
+            # A script of the model's by its path: its `touch` is no `touch` command she allowed always (round 70).
+            theirs = None if ours(call.tool) else found_script(resolve, call.tool)
+            return shlex.join([str(theirs.path) if theirs else call.tool, *call.args])
+
         plans: list[_Plan] = []
         outside = outside_parts(request)
         writes = False
@@ -495,7 +501,7 @@ class ApprovalGate:
                 plan.question = attrs.evolve(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
-                plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
+                plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else judged_line(s)
                                  for s in request.stages
                                  if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS and ours(s.tool))]
                 # Whole, as an execute_code step's: the title shows each stage's first line, cut.
@@ -509,7 +515,7 @@ class ApprovalGate:
             if script is not None and ((request is not None and not ours(script.tool))
                                        or plan.question.kind not in EDIT_KINDS | NEVER_ASK
                                        and script.tool not in BUILTIN_KINDS.keys() | STATE_TOOLS):
-                plan.commands, plan.argv = [shlex.join([script.tool, *script.args])], True
+                plan.commands, plan.argv = [judged_line(script)], True
             if plan.commands and (plan.argv or plan.question.kind not in EDIT_KINDS | NEVER_ASK):
                 pending = [c for c in plan.commands if plan.argv or not is_read_only_command(c)]
                 prefix = command_prefix(pending[0]) if pending else ""
