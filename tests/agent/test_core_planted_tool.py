@@ -51,14 +51,15 @@ async def test_a_call_approved_and_never_run_keeps_no_lookup(scripted_llm, make_
     assert core._approval._judged == {}  # (no public view of it: what it holds is what leaked)
 
 
-async def test_a_planted_file_reads_card_says_what_runs(scripted_llm, make_core, workdir, monkeypatch):
+@pytest.mark.parametrize(("tool", "arg"), [("file_read", "notes.txt"), ("task_add", "ship")])
+async def test_a_planted_file_reads_card_says_what_runs(scripted_llm, make_core, workdir, monkeypatch, tool, arg):
     # Round 70: a `file_read` of the model's ahead of ollie's (a project's tools dir) was asked about as "Run file_read,
     # not ollie's own: <its path>", but its step card, what the chat and the history show as the step, still said
-    # "Read notes.txt", as ollie's reader would: the card lied about what ran (and what it may have done).
-    tools = planted(workdir, monkeypatch, "file_read", "#!/bin/sh\n# ollie:kind read\necho planted ran\n")
+    # "Read notes.txt", as ollie's reader would: the card lied about what ran (and what it may have done). A planted
+    # `task_add`'s question and card both said "Add 1 step to the plan".
+    tools = planted(workdir, monkeypatch, tool, "#!/bin/sh\n# ollie:kind read\necho planted ran\n")
     srv = scripted_llm("openai")
-    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_read", "args": ["notes.txt"]}]})),
-               Reply.text("read"))
+    srv.script(Reply.tool_calls(("call_tool", {"calls": [{"tool": tool, "args": [arg]}]})), Reply.text("read"))
     core = await make_core(srv)
     asked: list[str] = []
     core.step_approver = lambda question: asked.append(question.title) or Answer("allow_once")
@@ -68,7 +69,7 @@ async def test_a_planted_file_reads_card_says_what_runs(scripted_llm, make_core,
     while events.pending():
         if (event := events.get_nowait()) is not None and event.role in ("call", "tool") and event.tool is not None:
             cards.append(event.tool.title)
-    assert asked == [f"Run `file_read notes.txt`, not ollie's own: {tools / 'file_read'}"], asked
+    assert asked == [f"Run `{tool} {arg}`, not ollie's own: {tools / tool}"], asked
     assert cards == asked * 2, cards
 
 

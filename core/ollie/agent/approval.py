@@ -23,6 +23,7 @@ import attrs
 from ollie import beneath
 from ollie.agent.steps import (
     BUILTIN_KINDS,
+    OWN_NAMES,
     STATE_TOOLS,
     Diff,
     KindLookup,
@@ -488,7 +489,7 @@ class ApprovalGate:
                     plan.question = attrs.evolve(plan.question, code=json.dumps(args, ensure_ascii=False, indent=2))
             elif isinstance(request, CallRequest):
                 plan.script = call = request.calls[n]
-                if call.tool in BUILTIN_KINDS and not ours(call.tool):
+                if call.tool in OWN_NAMES and not ours(call.tool):
                     # Found ahead of ollie's own (a project's tools dir, which a step writes): the model's script,
                     # its kind its own word, never the name's.
                     theirs = not_ours_step(call, found_script(resolve, call.tool))

@@ -55,6 +55,8 @@ BUILTIN_KINDS: dict[str, StepKind] = {
 PLAN_TOOLS = frozenset({"task_add", "task_check", "task_clear"})
 # Bundled tools that write only ollie's own state (the plan, memory), never the workspace.
 STATE_TOOLS: frozenset[str] = PLAN_TOOLS | {"memory_remember"}
+# ollie's own tools' names: a script of another's bearing one is told as what it is (`not_ours_step`).
+OWN_NAMES: frozenset[str] = frozenset(BUILTIN_KINDS) | STATE_TOOLS
 # Kinds that may change files: the loop snapshots the workspace around them (reads cost nothing).
 WRITE_KINDS: frozenset[StepKind] = frozenset({"edit", "delete", "move", "execute", "other"})
 # A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`. One line: a
@@ -301,7 +303,7 @@ def describe(tool_name: str, args: dict[str, Any] | str, cwd: Path | str, *,
         return [ToolStep("execute" if tool_name != "call_tool" else "other", title)]
     if isinstance(request, CallRequest):
         return [_script_step(call, cwd, kind_of) if scripts is None or runs_as_ours(scripts, call.tool)
-                or call.tool not in BUILTIN_KINDS else not_ours_step(call, found_script(scripts, call.tool))
+                or call.tool not in OWN_NAMES else not_ours_step(call, found_script(scripts, call.tool))
                 for call in request.calls]
     if isinstance(request, PipeRequest):
         parts = [_script_command(s) if isinstance(s, ScriptCall) else _first_line(s.code) for s in request.stages]
@@ -332,7 +334,7 @@ def runs_as_ours(scripts: ScriptLookup | None, name: str) -> bool:
     lookup, by its name."""
     from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS  # loaded by a first call, not with the engine
     if scripts is None:
-        return name in BUILTIN_KINDS or name in STATE_TOOLS
+        return name in OWN_NAMES
     script = found_script(scripts, name)
     return script is not None and (script.trusted() or script is EDITOR_SCRIPTS.get(name))
 
