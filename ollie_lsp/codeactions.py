@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 Action = Literal["fix", "explain", "tests", "refactor", "ask"]
 TITLE_CHARS = 60
+# What of a diagnostic's message its Fix title is made from: a message of megabytes (a language server's, reading a
+# hostile file) was split whole into words at every code action request, which VS Code sends at each cursor move.
+TITLE_SCAN = 4 * 1024
 ERROR_CHARS = 500  # a failed turn's reason, as its notice shows it
 # A reply this short and on one line is a message; anything longer opens as a document.
 SHORT_REPLY = 200
@@ -83,6 +86,12 @@ def _range_lines(doc: TextDocument, rng: types.Range) -> list[str]:
     return lines[:wanted] if len(lines) > wanted or start + QUESTION_SCAN >= len(text) else lines[:-1]
 
 
+def fix_title(message: str) -> str:
+    """A diagnostic's `message` as its Fix title shows it: one line, escaped, cut (and only its start read)."""
+    cut = len(message) > TITLE_SCAN
+    return escaped(one_line(message[:TITLE_SCAN] + " …" * cut, TITLE_CHARS))
+
+
 def _action(title: str, kind: str, args: dict[str, Any],
             diagnostics: list[types.Diagnostic] | None = None) -> types.CodeAction:
     command = types.Command(title=title, command=ACTION_COMMAND, arguments=[args])
@@ -107,7 +116,7 @@ def offer(ls: OllieServer, params: types.CodeActionParams) -> list[types.CodeAct
         args = {**base, "action": "fix", "diagnostics": [as_json(d) for d in diagnostics]}
         # The editor's own menu entry, in a language server's words (a hostile file's identifier): escaped, as its
         # U+202E reversed the rest of the entry (red team round 68).
-        title = f"Ollie: Fix {escaped(one_line(diagnostics[0].message, TITLE_CHARS))}"
+        title = f"Ollie: Fix {fix_title(diagnostics[0].message)}"
         actions.append(_action(title, types.CodeActionKind.QuickFix, args, diagnostics))
     if not wanted(types.CodeActionKind.Refactor):
         return actions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tracemalloc
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.uris import to_fs_path
 
 from ollie.testing import Reply
+from ollie_lsp.codeactions import fix_title
 from ollie_lsp.documents import note_source, read_through_link
 from ollie_lsp.lineindex import ChunkedDocument
 
@@ -139,6 +141,21 @@ async def test_a_diagnostics_controls_show_as_escapes_in_its_fix_title(shared_da
 
     assert fix.title == "Ollie: Fix undefined name 'r\\u202eelif_lla_eteled'\\x1b[2K", fix.title
     assert fix.command is not None and fix.command.title == fix.title
+
+
+def test_a_diagnostic_of_megabytes_is_not_split_whole_for_its_fix_title():
+    # Round 70: the Fix title one-lined the whole message, a language server's reading a hostile file, at every code
+    # action request (VS Code's at each cursor move): 16 MB of words were 8 million strings, ~0.5 GB, each time.
+    message = "undefined name 'rr' " + "a " * 8_000_000
+    tracemalloc.start()
+    try:
+        title = fix_title(message)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert title == "undefined name 'rr' a a a a a a a a a a a a a a a a a a a a…", title
+    assert peak < 1_000_000, peak
+    assert fix_title("not found" + " " * 10_000 + "x") == "not found …"  # cut: said so
 
 
 async def test_a_hostile_question_line_is_read_in_linear_time(shared_daemon, llm):

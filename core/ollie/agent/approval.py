@@ -23,18 +23,21 @@ import attrs
 from ollie import beneath
 from ollie.agent.steps import (
     BUILTIN_KINDS,
-    PLAN_TOOLS,
+    OWN_NAMES,
+    STATE_TOOLS,
     Diff,
     KindLookup,
     Location,
     StepKind,
     ToolStep,
     describe,
+    found_script,
+    not_ours_step,
+    runs_as_ours,
     step_ids,
 )
 from ollie.config import APPROVAL_MODES
 from ollie.env import env_seconds
-from ollie.errors import OllieError
 from ollie.escapes import escaped
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
@@ -55,8 +58,6 @@ OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
 EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
-# Bundled tools that write only ollie's own state (the plan, memory), never the workspace.
-STATE_TOOLS: frozenset[str] = PLAN_TOOLS | {"memory_remember"}
 # Tools whose second word names what they do (`npm test`, `git commit`): the prefix keeps both.
 SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "git", "npm", "npx", "yarn", "pnpm", "cargo", "go", "uv", "pip", "pip3", "docker", "kubectl", "make", "poetry",
@@ -421,9 +422,11 @@ class ApprovalGate:
             if plan.script is not None and plan.script.tool in STATE_TOOLS:
                 return False
         # A command (or a tool script, whatever it is named: `cat` of the model's is no reader): read-only ones and
-        # allowed prefixes go.
-        pending = [c for c in plan.commands if not (f"command:{plan.question.prefix}" in always if plan.argv
-                                                    else is_read_only_command(c) or _covered(c, always))]
+        # allowed prefixes go. A pipe's stages beside a script of the model's: each by a rule of its own (round 70: the
+        # first stage's allowed `touch seen | <the model's script>`).
+        pending = [c for c in plan.commands if not (
+            f"command:{command_prefix(c)}" in always and (len(plan.commands) == 1 or _covered(c, always)) if plan.argv
+            else is_read_only_command(c) or _covered(c, always))]
         return bool(pending) and mode in ("ask", "auto-edit", "read-only")
 
     def _rules(self, plan: _Plan) -> list[str]:
@@ -467,7 +470,13 @@ class ApprovalGate:
         resolve = self._scripts(tool, args) if request is not None else None
         if resolve is not None:
             self._judged[call_id] = resolve
-        ours = partial(_ours, resolve)
+        ours = partial(runs_as_ours, resolve)
+
+        def judged_line(call: ScriptCall) -> str:
+            # A script of the model's by its path: its `touch` is no `touch` command she allowed always (round 70).
+            theirs = None if ours(call.tool) else found_script(resolve, call.tool)
+            return shlex.join([str(theirs.path) if theirs else call.tool, *call.args])
+
         plans: list[_Plan] = []
         outside = outside_parts(request)
         writes = False
@@ -480,13 +489,11 @@ class ApprovalGate:
                     plan.question = attrs.evolve(plan.question, code=json.dumps(args, ensure_ascii=False, indent=2))
             elif isinstance(request, CallRequest):
                 plan.script = call = request.calls[n]
-                if call.tool in BUILTIN_KINDS and not ours(call.tool):
+                if call.tool in OWN_NAMES and not ours(call.tool):
                     # Found ahead of ollie's own (a project's tools dir, which a step writes): the model's script,
                     # its kind its own word, never the name's.
-                    found = _found(resolve, call.tool)
-                    plan.question = attrs.evolve(plan.question, kind=found.kind if found and found.kind else "other",
-                                                 title=f"Run {call.tool}, not ollie's own: "
-                                                       f"{escaped(str(found.path)) if found else 'not found'}")
+                    theirs = not_ours_step(call, found_script(resolve, call.tool))
+                    plan.question = attrs.evolve(plan.question, kind=theirs.kind, title=theirs.title)
                 if call.tool not in BUILTIN_KINDS or not ours(call.tool):
                     # A user's script: its title cuts the command line at 60 characters.
                     plan.question = attrs.evolve(plan.question, code=shlex.join([call.tool, *call.args]))
@@ -495,7 +502,7 @@ class ApprovalGate:
                 plan.question = attrs.evolve(plan.question, code="\n\n".join(s.code for s in request.code_steps()))
             elif isinstance(request, PipeRequest):
                 # A bundled reader as a stage (file_read, file_grep) reads like `cat` or `grep` would.
-                plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else shlex.join([s.tool, *s.args])
+                plan.commands = [_judged(s) if not isinstance(s, ScriptCall) else judged_line(s)
                                  for s in request.stages
                                  if not (isinstance(s, ScriptCall) and s.tool in READER_SCRIPTS and ours(s.tool))]
                 # Whole, as an execute_code step's: the title shows each stage's first line, cut.
@@ -509,34 +516,16 @@ class ApprovalGate:
             if script is not None and ((request is not None and not ours(script.tool))
                                        or plan.question.kind not in EDIT_KINDS | NEVER_ASK
                                        and script.tool not in BUILTIN_KINDS.keys() | STATE_TOOLS):
-                plan.commands, plan.argv = [shlex.join([script.tool, *script.args])], True
+                plan.commands, plan.argv = [judged_line(script)], True
             if plan.commands and (plan.argv or plan.question.kind not in EDIT_KINDS | NEVER_ASK):
                 pending = [c for c in plan.commands if plan.argv or not is_read_only_command(c)]
                 prefix = command_prefix(pending[0]) if pending else ""
-                lasting = not prefix or plan.argv or _covered(pending[0], {f"command:{prefix}"})
+                # (No one rule allows a pipe with a stage of the model's script: no "always" is offered for it.)
+                lasting = not prefix or (len(pending) == 1 if plan.argv else _covered(pending[0], {f"command:{prefix}"}))
                 plan.question = attrs.evolve(plan.question, prefix=prefix, lasting=lasting)
             plans.append(plan)
             writes |= step.kind in WRITE_KINDS and (script is None or script.tool not in PREVIEWED | STATE_TOOLS)
         return plans
-
-
-def _found(resolve: Callable[[str], ToolScript] | None, name: str) -> ToolScript | None:
-    """The script `name` runs as, by the call's lookup (None: no lookup, or none found: the run fails)."""
-    try:
-        return None if resolve is None else resolve(name)
-    except OllieError:
-        return None
-
-
-def _ours(resolve: Callable[[str], ToolScript] | None, name: str) -> bool:
-    """Whether `name` runs as a tool the user trusts: ollie's own (bundled, or an editor tool) or hers (in her config's
-    tools dir), never a script of that name ahead of them on the tools path (a project's, which a step writes). With no
-    lookup, by its name."""
-    from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS  # loaded by a first call, not with the engine
-    if resolve is None:
-        return name in BUILTIN_KINDS or name in STATE_TOOLS
-    script = _found(resolve, name)
-    return script is not None and (script.trusted() or script is EDITOR_SCRIPTS.get(name))
 
 
 def _judged(step: CodeStep) -> str:

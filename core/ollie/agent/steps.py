@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from ollie.errors import OllieError
 from ollie.escapes import clipped, escaped
 from ollie.sandbox.networds import verdict_words
 from ollie.tools.editor.specs import EDITOR_KINDS
@@ -29,7 +30,7 @@ from ollie.tools.execute.args import (
     parse_request,
 )
 from ollie.tools.execute.fileargs import FILE_TOOLS, FileArgsError, parse_file_call
-from ollie.tools.execute.tool import KindAnnotation, ToolNameError, find_script
+from ollie.tools.execute.tool import KindAnnotation, ToolNameError, ToolScript, find_script
 
 if TYPE_CHECKING:
     from ollie.workspace.types import FileChange
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 StepKind = KindAnnotation  # the Agent Client Protocol's tool kinds, as tool scripts declare them
 StepStatus = Literal["pending", "in_progress", "completed", "failed"]
 KindLookup = Callable[[str], "StepKind | None"]
+ScriptLookup = Callable[[str], ToolScript]  # an executor call's, as it runs (ollie.tools.execute.parsed)
 
 # The kinds of the bundled tool scripts; other scripts declare theirs (`ollie:kind`) or are `other`.
 BUILTIN_KINDS: dict[str, StepKind] = {
@@ -51,6 +53,10 @@ BUILTIN_KINDS: dict[str, StepKind] = {
 }
 # The bundled tools that keep the session's plan (a user's `task_deploy` is not one of them).
 PLAN_TOOLS = frozenset({"task_add", "task_check", "task_clear"})
+# Bundled tools that write only ollie's own state (the plan, memory), never the workspace.
+STATE_TOOLS: frozenset[str] = PLAN_TOOLS | {"memory_remember"}
+# ollie's own tools' names: a script of another's bearing one is told as what it is (`not_ours_step`).
+OWN_NAMES: frozenset[str] = frozenset(BUILTIN_KINDS) | STATE_TOOLS
 # Kinds that may change files: the loop snapshots the workspace around them (reads cost nothing).
 WRITE_KINDS: frozenset[StepKind] = frozenset({"edit", "delete", "move", "execute", "other"})
 # A section header of an execute result: `[call 2 file_read] exit 1`, `[step 1 bash] timed out ...`. One line: a
@@ -281,8 +287,9 @@ def attribute(diffs: Sequence[Diff], inner: Sequence[ToolState]) -> list[tuple[D
 
 
 def describe(tool_name: str, args: dict[str, Any] | str, cwd: Path | str, *,
-             kind_of: KindLookup | None = None) -> list[ToolStep]:
-    """The steps of one tool call (one per inner call of a `call_tool` batch; never empty)."""
+             kind_of: KindLookup | None = None, scripts: ScriptLookup | None = None) -> list[ToolStep]:
+    """The steps of one tool call (one per inner call of a `call_tool` batch; never empty). `scripts`: the call's
+    script lookup, when it runs now (a script of the model's under one of ollie's names is told as what it is)."""
     parsed = _as_dict(args)
     cwd = Path(cwd)
     if tool_name not in EXECUTORS:
@@ -295,7 +302,9 @@ def describe(tool_name: str, args: dict[str, Any] | str, cwd: Path | str, *,
         title = {"execute_code": "Run code", "pipe": "Run a pipeline", "call_tool": "Call a tool"}[tool_name]
         return [ToolStep("execute" if tool_name != "call_tool" else "other", title)]
     if isinstance(request, CallRequest):
-        return [_script_step(call, cwd, kind_of) for call in request.calls]
+        return [_script_step(call, cwd, kind_of) if scripts is None or runs_as_ours(scripts, call.tool)
+                or call.tool not in OWN_NAMES else not_ours_step(call, found_script(scripts, call.tool))
+                for call in request.calls]
     if isinstance(request, PipeRequest):
         parts = [_script_command(s) if isinstance(s, ScriptCall) else _first_line(s.code) for s in request.stages]
         return [ToolStep("execute", f"Run {_quote(' | '.join(parts))}")]
@@ -309,6 +318,33 @@ def describe(tool_name: str, args: dict[str, Any] | str, cwd: Path | str, *,
     if any(c.elevated for c in codes):
         title += " outside the sandbox"
     return [ToolStep("execute", title)]
+
+
+def found_script(scripts: ScriptLookup | None, name: str) -> ToolScript | None:
+    """The script `name` runs as, by the call's lookup (None: no lookup, or none found: the run fails)."""
+    try:
+        return None if scripts is None else scripts(name)
+    except OllieError:
+        return None
+
+
+def runs_as_ours(scripts: ScriptLookup | None, name: str) -> bool:
+    """Whether `name` runs as a tool the user trusts: ollie's own (bundled, or an editor tool) or hers (in her config's
+    tools dir), never a script of that name ahead of them on the tools path (a project's, which a step writes). With no
+    lookup, by its name."""
+    from ollie.tools.execute.editorcalls import EDITOR_SCRIPTS  # loaded by a first call, not with the engine
+    if scripts is None:
+        return name in OWN_NAMES
+    script = found_script(scripts, name)
+    return script is not None and (script.trusted() or script is EDITOR_SCRIPTS.get(name))
+
+
+def not_ours_step(call: ScriptCall, found: ToolScript | None) -> ToolStep:
+    """The step of a script under one of ollie's names that is not ollie's own (the model's, in a project's tools dir):
+    what runs and where it is, its kind its own word, never the name's ("Read notes.txt" of a planted `file_read`)."""
+    return ToolStep(found.kind if found and found.kind else "other",  # (its title escaped, as every step's)
+                    f"Run {_quote(_script_command(call))}, not ollie's own: {found.path if found else 'not found'}"
+                    + (" outside the sandbox" if call.elevated else ""))
 
 
 def script_kinds(dirs: list[Path]) -> KindLookup:

@@ -205,6 +205,12 @@ class ToolRound:
             for call_id in list(self._open):
                 self._close(call_id, self._names.get(call_id, ""), interrupted_result(exc), True)
             raise
+        finally:
+            # A call approved and never run (a twin of a read, a cached read, a preTool hook's block, an interrupt)
+            # leaves no lookup behind: each held its parsed arguments for the session's life.
+            if (judged := self.judged) is not None:
+                for call in calls:
+                    judged(call.id)
 
     # --- steps ---------------------------------------------------------------
 
@@ -212,7 +218,10 @@ class ToolRound:
         """The call's parallel class and its steps (for `_announce`); a huge call's worked out in a thread."""
 
         def prepare() -> tuple[ParallelClass, list[ToolStep]]:
-            steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of)
+            # Its card tells a script of the model's under one of ollie's names as what runs, by the run's lookup.
+            scripts = self.runtime.resolver(call.name, args) if args is not None else None
+            steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of,
+                             scripts=scripts)
             return self.runtime.classify_parallel(call.name, args) if args is not None else "global", steps
 
         return prepare() if len(call.arguments) <= OFF_LOOP_BYTES else await asyncio.to_thread(prepare)
