@@ -736,6 +736,13 @@ def test_a_broken_sandbox_policy_said_while_the_chat_opens_in_insert_mode_is_see
         assert_clean(tmux.screens)
 
 
+def pick(tmux, title: str, *then: str) -> None:
+    """Pick the session titled `title` in :OllieSessions, then type `then` at once (while it loads)."""
+    tmux.keys(":OllieSessions", "Enter")
+    listed = tmux.wait(lambda s: "Type number" in s and title in s, "the sessions picker")
+    tmux.keys(next(line for line in listed.splitlines() if title in line).split(":")[0].strip(), "Enter", *then)
+
+
 def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(tmp_path: Path, scripted_llm):
     """The story streams in session A; `:OllieNew`, a question answered in B, then `:OllieSessions` back to A while
     its answer still streams: the chat shows the story so far, and once, when the turn ends (Bug: it showed `## ollie`
@@ -746,12 +753,18 @@ def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(
         tmux.wait(lambda s: "Type a prompt" in s and "A long story." not in s, "the new session's empty chat")
         tmux.keys(":Ollie hello", "Enter")
         tmux.wait(lambda s: "Hello back from B.\n\n(end)" in chat_of(s), "the answer in B")
-        tmux.keys(":OllieSessions", "Enter")
-        listed = tmux.wait(lambda s: "Type number" in s and "tell a story" in s, "the sessions picker")
-        tmux.keys(next(line for line in listed.splitlines() if "tell a story" in line).split(":")[0].strip(), "Enter")
+        pick(tmux, "tell a story")
         back = tmux.keep("1-back", tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat"),
                          (1000, 800))
         assert "## ollie\nA long story." in chat_of(back) and "(end)" not in chat_of(back), back
+        # Away from A, running, to B, idle: `:OllieQueue` typed as B loads runs in B at once (Bug: it went by A's turn
+        # running and was queued in B, where it waited for a turn's end that never came).
+        srv.script(Reply.text("Again from B."))
+        pick(tmux, "hello", ":OllieQueue and again", "Enter")
+        tmux.keep("1-queued-in-b", tmux.wait(lambda s: "## You\nand again\n\n## ollie\nAgain from B.\n\n(end)"
+                                             in chat_of(s), "the queued prompt run in B"), (1000, 800))
+        pick(tmux, "tell a story")
+        tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat again")
         story.set()
         done = tmux.keep("2-end", tmux.wait(lambda s: "(end)" in chat_of(s), "the story's end"))
         assert chat_of(done).count("A long story.") == 1 and "Hello back" not in done, done
