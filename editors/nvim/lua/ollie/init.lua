@@ -163,22 +163,18 @@ function M.stop()
   end
 end
 
----`fn()` now, or once the chat is drawn while a switch (a restart, a redraw) is in flight: whether the session it
----shows then runs a turn decides what `fn` sends, and where (`:OllieQueue` typed as a session picked loaded went by
----the one left, running: queued in the idle one picked, it waited there for a turn that never came). `text` is back
----in the input when no daemon came to draw it.
+---`fn()` once the chat shows its session (requests.when_drawn): whether the session picked as `:OllieQueue` was typed
+---runs a turn decides what `fn` sends (it went by the one left, running: queued in the idle one picked, it waited
+---there for a turn that never came). `text` is back in the input when no daemon came to draw it.
 ---@param c ollie.Chat
 ---@param text string
 ---@param fn fun()
 local function when_drawn(c, text, fn)
-  if not c.redrawing then
-    return fn()
-  end
-  table.insert(c.redrawing.then_run, function(failed)
-    if failed then
+  requests.when_drawn(function(why)
+    if why then
       c:put_back(text, {})
     else
-      when_drawn(c, text, fn)
+      fn()
     end
   end)
 end
