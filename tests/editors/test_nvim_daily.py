@@ -740,13 +740,15 @@ def pick(tmux, title: str, *then: str) -> None:
     """Pick the session titled `title` in :OllieSessions, then type `then` at once (while it loads)."""
     tmux.keys(":OllieSessions", "Enter")
     listed = tmux.wait(lambda s: "Type number" in s and title in s, "the sessions picker")
-    tmux.keys(next(line for line in listed.splitlines() if title in line).split(":")[0].strip(), "Enter", *then)
+    tmux.keys(next(line for line in listed.splitlines() if title in line and re.match(r"\d+: ", line)).split(":")[0],
+              "Enter", *then)
 
 
 def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(tmp_path: Path, scripted_llm):
     """The story streams in session A; `:OllieNew`, a question answered in B, then `:OllieSessions` back to A while
     its answer still streams: the chat shows the story so far, and once, when the turn ends (Bug: it showed `## ollie`
-    and "…" alone, the streamed words gone from sight until the turn's end)."""
+    and "…" alone, the streamed words gone from sight until the turn's end). `:OllieQueue` typed as B is picked
+    again, away from A's running turn, runs in B at once."""
     srv = scripted_llm("openai")
     with a_story_streaming(tmp_path, srv, "Hello back from B.") as (story, tmux):
         tmux.keys(":OllieNew", "Enter")
