@@ -747,8 +747,8 @@ def pick(tmux, title: str, *then: str) -> None:
 def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(tmp_path: Path, scripted_llm):
     """The story streams in session A; `:OllieNew`, a question answered in B, then `:OllieSessions` back to A while
     its answer still streams: the chat shows the story so far, and once, when the turn ends (Bug: it showed `## ollie`
-    and "…" alone, the streamed words gone from sight until the turn's end). `:OllieQueue` typed as B is picked
-    again, away from A's running turn, runs in B at once."""
+    and "…" alone, the streamed words gone from sight until the turn's end). `:OllieQueue` (`:OllieInject`) typed as B is
+    picked again, away from A's running turn, runs in B at once."""
     srv = scripted_llm("openai")
     with a_story_streaming(tmp_path, srv, "Hello back from B.") as (story, tmux):
         tmux.keys(":OllieNew", "Enter")
@@ -761,12 +761,16 @@ def test_a_chat_switched_back_to_a_session_mid_answer_shows_what_it_said_so_far(
         assert "## ollie\nA long story." in chat_of(back) and "(end)" not in chat_of(back), back
         # Away from A, running, to B, idle: `:OllieQueue` typed as B loads runs in B at once (Bug: it went by A's turn
         # running and was queued in B, where it waited for a turn's end that never came).
-        srv.script(Reply.text("Again from B."))
+        srv.script(Reply.text("Again from B."), Reply.text("Injected in B."))
         pick(tmux, "hello", ":OllieQueue and again", "Enter")
         tmux.keep("1-queued-in-b", tmux.wait(lambda s: "## You\nand again\n\n## ollie\nAgain from B.\n\n(end)"
                                              in chat_of(s), "the queued prompt run in B"), (1000, 800))
         pick(tmux, "tell a story")
         tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat again")
+        pick(tmux, "hello", ":OllieInject and inject", "Enter")  # the same for an inject: B runs no turn to join
+        tmux.wait(lambda s: "## You\nand inject\n\n## ollie\nInjected in B.\n\n(end)" in chat_of(s), "it run in B")
+        pick(tmux, "tell a story")
+        tmux.wait(lambda s: "## You\ntell a story" in chat_of(s), "session A's chat at last")
         story.set()
         done = tmux.keep("2-end", tmux.wait(lambda s: "(end)" in chat_of(s), "the story's end"))
         assert chat_of(done).count("A long story.") == 1 and "Hello back" not in done, done
