@@ -196,8 +196,8 @@ def test_range_stop_tabs_new_and_resume_rendering(workspace, scripted_llm):
     # Bug: a prompt queued before the stop showed "⏳ queued" for good, held by the daemon with no way on. Now it
     # shows as held, the chat says how to go on, and the send key on an empty prompt sends it.
     # One held prompt is "it" (it said "the queued prompts ... sends them").
-    assert ("the stop holds the queued prompt: <C-s> or <CR> on an empty prompt sends it, your next prompt runs after it, "
-            "/queued clear drops it") in result["held_chat"]
+    assert ("the stop holds the queued prompt:\n<C-s> or <CR> on an empty prompt sends it, your next prompt runs after "
+            "it,\n/queued clear drops it") in result["held_chat"]
     assert "## You\nand then a held one on notes.txt\n📎 notes.txt:1\n\n## ollie\nheld answer" in result["first_tab_chat"]
     # A queued prompt carries its context: sent as `context`, shown with its 📎 line while it waits and held (read
     # back from the daemon's queue), and the model gets the file with it.
@@ -828,8 +828,16 @@ vim.cmd("qa!")
 def test_a_write_landing_while_a_buffers_file_is_noted_never_passes_as_the_same_bytes(tmp_path):
     """ondisk.lua noted a buffer's file as its stamp, then its digest: a step's write landing between the two (a file
     renamed over it) paired the old stamp with the new content's digest, so that change later passed as "a rewrite
-    with the same bytes" and the agent's save wrote over it. A rewrite with the very same bytes still is no change."""
+    with the same bytes" and the agent's save wrote over it. A rewrite with the very same bytes still is no change.
+    A file that holds what its buffer's write would put there (ollie's rewind put both back) is no change either:
+    a UTF-16 or UCS-4 file with its BOM, a Latin-1 one whose buffer has 'bomb' (no BOM written), a file of one line
+    break. Bug: those read as changed, so their buffers stayed modified after a rewind."""
     (tmp_path / "a.py").write_text("x = 1\n")
+    held = {"le.txt": b"\xff\xfe" + "hé\n".encode("utf-16-le"), "be.txt": b"\xfe\xff" + "hé\n".encode("utf-16-be"),
+            "ucs4.txt": b"\0\0\xfe\xff" + "hé\n".encode("utf-32-be"), "latin.txt": "café\n".encode("latin-1"),
+            "nl.txt": b"\n", "empty.txt": b"", "emptied.txt": b"\n"}
+    for name, data in held.items():
+        (tmp_path / name).write_bytes(data)
     script = """
 local ondisk = require("ollie.ondisk")
 local function replace(text) -- as a step writes: a new file renamed over the old
@@ -849,10 +857,20 @@ vim.uv.fs_lstat = function(path, ...) -- the step's write lands after the stamp,
 end
 ondisk.remember(buf)
 out.raced_changed, out.raced_holds = ondisk.changed(buf), ondisk.holds(buf)
+out.holds = {}
+for _, name in ipairs({ "le.txt", "be.txt", "ucs4.txt", "latin.txt", "nl.txt", "empty.txt", "emptied.txt" }) do
+  vim.cmd.edit(name)
+  if name == "latin.txt" then vim.bo.bomb = true end
+  if name == "emptied.txt" then vim.cmd("%delete") end -- no line left: its write puts nothing, not the break
+  out.holds[name] = vim.bo.fileencoding .. (ondisk.holds(0) and " held" or " changed")
+end
 io.stdout:write(vim.json.encode(out))
 vim.cmd("qa!")
 """
     result, stderr = lua_result(script, tmp_path)
+    assert result.pop("holds") == {"le.txt": "utf-16le held", "be.txt": "utf-16 held", "ucs4.txt": "ucs-4 held",
+                                   "latin.txt": "latin1 held", "nl.txt": "utf-8 held", "empty.txt": "utf-8 held",
+                                   "emptied.txt": "utf-8 changed"}, stderr
     assert result == {"same_bytes_changed": False, "raced_changed": True, "raced_holds": False}, (result, stderr)
 
 
@@ -976,8 +994,11 @@ def test_a_prompt_queued_when_nvim_quit_comes_back_in_the_default_session_resume
 
     result = run_scenario("saved_default", workspace, Resumed)
     assert result["session"] == session and result["held"] is True, result
-    assert ("1 queued prompt from before the editor quit waits: <C-s> or <CR> on an empty prompt sends it, your next prompt "
-            "runs after it, /queued clear drops it") in result["chat"], result["chat"]
+    # In the chat 40 columns wide (an 80-column Neovim) no key or command of the note is split over two rows (Bug:
+    # 'breakat' broke after the "-" of `<C-s>`, and after the "/" of `/queued`).
+    assert result.pop("split") == [], result
+    assert ("1 queued prompt from before the editor quit waits:\n<C-s> or <CR> on an empty prompt sends it, your next "
+            "prompt runs after it,\n/queued clear drops it") in result["chat"], result["chat"]
     assert (result["queued"], result["running"]) == (["and the queued one"], False), result
     assert len(srv.chat_requests) == 1
 

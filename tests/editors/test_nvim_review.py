@@ -434,7 +434,7 @@ def test_the_changes_list_of_a_turn_past_the_daemon_s_bound_counts_the_files_it_
         "code": 'for i in $(seq -w 105); do echo "file $i" > "f$i.txt"; done', "language": "bash"}]})),
         Reply.text("written"))
     result = run_scenario("many_files", workspace, srv)
-    assert "\n    ✎ 105 files changed by this step — :OllieChanges\n" in result["chat"], result["chat"]
+    assert "\n    ✎ 105 files changed — :OllieChanges\n" in result["chat"], result["chat"]
     lines = result["list"]
     assert lines[0].startswith("ollie: turn 1 changed 105 files"), lines
     assert lines[1:101] == [f"A  f{i:03}.txt  (+1 -0, 1 hunk)" for i in range(1, 101)], lines

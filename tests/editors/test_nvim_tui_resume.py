@@ -175,7 +175,9 @@ def test_a_turn_s_changes_line_says_its_undos_live_and_resumed(tmp_path: Path, s
         {"tool": "file_edit", "args": ["a.py", "x = 1", "x = 2"]},
         {"tool": "file_edit", "args": ["b.py", "y = 1", "y = 2"]}]})]), Reply.text("Edited both."))
     files = {"notes.txt": "notes\n", "a.py": "x = 1\n", "b.py": "y = 1\n"}
-    some, none = "✎ 1 file changed (some undone since) — :OllieChanges", "✎ its changes all undone since — :OllieChanges"
+    # Resumed last at 80x24 (a chat 40 columns wide). Bug: the line broke after the ":" of :OllieChanges, the words
+    # before it too long for the row.
+    some, none = "✎ 1 file changed — :OllieChanges (some undone since)", "✎ all undone since — :OllieChanges"
     with start_nvim(tmp_path, srv.env(approval="auto"), files) as tmux:
         tmux.wait(lambda s: "notes" in s, "nvim to start")
         send_in_chat(tmux, "edit both")
@@ -188,12 +190,16 @@ def test_a_turn_s_changes_line_says_its_undos_live_and_resumed(tmp_path: Path, s
         undo_in_changes_list(tmux, "b.py", "4-all-undone", confirm=True)
         all_live = tmux.wait(lambda s: none in s, "the line to say all are undone")
         quit_nvim(tmux, tmp_path)
-    with start_nvim(tmp_path, srv.env(approval="auto"), files) as tmux:
-        all_resumed = resume(tmux, "edit both", none, png=(1000, 300))
+    with start_nvim(tmp_path, srv.env(approval="auto"), files, size=(80, 24)) as tmux:
+        all_resumed = resume(tmux, "edit both", none, png=(760, 440))
     assert (tmp_path / "ws" / "a.py").read_text() == "x = 1\n" and (tmp_path / "ws" / "b.py").read_text() == "y = 1\n"
-    shown = [chat_text(s)[chat_text(s).index("## You"):chat_text(s).index("(end)")] for s in (live, resumed)]
+
+    def turn(screen: str) -> str:  # the turn's last words, its rows joined (a row of 40 columns wraps a line)
+        return " ".join(chat_text(screen)[chat_text(screen).index("Edited"):chat_text(screen).index("(end)")].split())
+
+    shown = [turn(s) for s in (live, resumed)]
     assert some in shown[0] and shown[0] == shown[1], shown
-    shown = [chat_text(s)[chat_text(s).index("## You"):chat_text(s).index("(end)")] for s in (all_live, all_resumed)]
+    shown = [turn(s) for s in (all_live, all_resumed)]
     assert none in shown[0] and shown[0] == shown[1], shown
     assert_clean(tmux.screens)
 

@@ -335,7 +335,7 @@ def test_a_days_review_in_neovim(tmp_path: Path, scripted_llm):
         resumed = resume(tmux, "fix add and double", "double is as you left it", "def add")
         tmux.keep("7-resumed", resumed, TALL)
         # Turn 2 undone, as the live chat said (the note of it was in the rewound prompt alone: no line said it).
-        assert "its changes all undone since" in resumed, resumed
+        assert "✎ all undone since" in resumed, resumed
         changes(tmux, "turn 1 changed 1 file", "8-resumed-changes")
         tmux.keys("q", ":OllieFork 1", "Enter")
         tmux.wait(lambda s: "(fork)" in s and "double is as you left it" not in s, "the fork of turn 1")

@@ -126,6 +126,33 @@ function H.row_of(line, after)
   return nil
 end
 
+---The transcript's lines in which its window, at any width from 30 to 60 columns, wraps one of `words` across two
+---screen rows (Neovim's 'breakat' breaks after a "-", ":" or "/": `<C-` above `s>`), each with that width.
+---@param words string[]
+---@return string[]
+function H.split_words(words)
+  local buf = H.current().transcript.buf
+  local win, split = vim.fn.bufwinid(buf), {}
+  local width = vim.api.nvim_win_get_width(win)
+  for w = 30, 60 do
+    vim.api.nvim_win_set_width(win, w)
+    for row, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+      for _, word in ipairs(words) do
+        local s, e = line:find(word, 1, true)
+        if s then
+          vim.api.nvim_win_set_cursor(win, { row, e - 1 }) -- (in view: screenpos() knows rows in view only)
+          vim.cmd("redraw")
+          if vim.fn.screenpos(win, row, s).row ~= vim.fn.screenpos(win, row, e).row then
+            table.insert(split, w .. ": " .. line)
+          end
+        end
+      end
+    end
+  end
+  vim.api.nvim_win_set_width(win, width)
+  return split
+end
+
 ---Answer the next vim.ui.select with the item whose id is `id` (cancel when none); `seen` gets its prompt and labels.
 ---@param id string
 ---@param seen table|nil

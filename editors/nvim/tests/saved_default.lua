@@ -24,6 +24,7 @@ vim.cmd("OllieChat")
 H.wait_chat("from before the editor quit")
 H.results.session = H.current().session
 H.results.held = H.current().queue_held
+H.results.split = H.split_words({ "<C-s>", "/queued" })
 local state
 client.request("ollie/state", { session = resume }, function(_, res) state = res end)
 H.wait(function() return state ~= nil end, "the session's state")

@@ -146,11 +146,19 @@ function M.status(win)
   -- The step's title is the model's, the session's title its namer's (a teammate's, shared): a U+202E in either
   -- reversed the rest of the line (a bidi terminal's), so both are drawn escaped.
   local shown = require("ollie.permission").shown_path
-  local status = string.format("ollie%s: %s %s", c.name and ("[" .. c.name .. "]") or "", shown(state), dollars(c.cost))
-  local title = shown(c.title)
+  local name, cost = string.format("ollie%s: ", c.name and ("[" .. c.name .. "]") or ""), " " .. dollars(c.cost)
+  state = shown(state)
   -- A global statusline (laststatus=3) spans the editor, not the window it names.
   local width = vim.o.laststatus == 3 and vim.o.columns or vim.api.nvim_win_get_width(win)
-  local room = width - vim.fn.strdisplaywidth(status) - 5
+  -- Past the window's width Neovim cut the line at its start ("<try 1/3 in 5s $0.00" in a 40-column chat): the state
+  -- is cut in its middle instead, keeping "ollie: " and the countdown, the cost dropped where it would crowd the state.
+  local room = width - 1 - vim.fn.strdisplaywidth(name .. cost)
+  if room < 10 and vim.fn.strdisplaywidth(state) > room then
+    cost, room = "", room + vim.fn.strdisplaywidth(cost)
+  end
+  local status = name .. render.fit_middle(state, math.max(room, 1)) .. cost
+  local title = shown(c.title)
+  room = width - vim.fn.strdisplaywidth(status) - 5
   if title == "" or room < 2 then
     return status, ""
   end

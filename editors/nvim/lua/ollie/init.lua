@@ -163,15 +163,35 @@ function M.stop()
   end
 end
 
+---`fn()` once the chat shows its session (requests.when_drawn): whether the session picked as `:OllieQueue` was typed
+---runs a turn decides what `fn` sends (it went by the one left, running: queued in the idle one picked, it waited
+---there for a turn that never came). `text` is back in the input when no daemon came to draw it.
+---@param c ollie.Chat
+---@param text string
+---@param fn fun()
+local function when_drawn(c, text, fn)
+  requests.when_drawn(function(why)
+    if why then
+      c:put_back(text, {})
+    else
+      fn()
+    end
+  end)
+end
+
 ---Add text (with the contexts of its `#` tags) to the running turn's next tool result. With none running it is sent
 ---as a prompt, as `<C-j>` in the input sends it: injected or queued, it waited in an idle chat for nothing.
 ---@param text string
 function M.inject(text)
   local c = ensure()
-  if c and c.running then
-    c:inject(text)
-  elseif c then
-    c:submit(text, {})
+  if c then
+    when_drawn(c, text, function()
+      if c.running then
+        c:inject(text)
+      else
+        c:submit(text, {})
+      end
+    end)
   end
 end
 
@@ -180,14 +200,16 @@ end
 ---@param text string
 function M.queue(text)
   local c = ensure()
-  if not c then
-    return
-  elseif not (c.running or c.queue_held) then
-    return c:submit(text, {})
-  end
-  local clean, contexts = c:tags(text)
-  if clean then
-    c:queue(clean, contexts, nil, { text = text, given = {} }) -- refused or taken back: as typed
+  if c then
+    when_drawn(c, text, function()
+      if not (c.running or c.queue_held) then
+        return c:submit(text, {})
+      end
+      local clean, contexts = c:tags(text)
+      if clean then
+        c:queue(clean, contexts, nil, { text = text, given = {} }) -- refused or taken back: as typed
+      end
+    end)
   end
 end
 

@@ -118,24 +118,45 @@ end
 -- The line break a write puts after each line, by 'fileformat'.
 local BREAKS = { unix = "\n", dos = "\r\n", mac = "\r" }
 
+-- The BOM a write with 'bomb' puts first, by 'fileencoding': Neovim puts one in a Unicode encoding only.
+local BOMS = { ["utf-8"] = "\239\187\191", ["ucs-2"] = "\254\255", ["utf-16"] = "\254\255", ["ucs-2le"] = "\255\254",
+  ["utf-16le"] = "\255\254", ["ucs-4"] = "\0\0\254\255", ["ucs-4le"] = "\255\254\0\0" }
+
+---`text` (UTF-8) in encoding `fenc` as a write puts it, or nil (a character `fenc` has none for: the write fails).
+---@param text string
+---@param fenc string
+---@return string|nil
+local function encode(text, fenc)
+  if fenc == "utf-8" then
+    return text
+  elseif fenc == "utf-16" or fenc == "ucs-2" then
+    -- vim.iconv() gives these big-endian ones little-endian, after a BOM of its own: made so, each pair swapped.
+    local le = vim.iconv(text, "utf-8", "utf-16le")
+    return le and (le:gsub("(.)(.)", "%2%1"))
+  end
+  return vim.iconv(text, "utf-8", fenc)
+end
+
 ---Whether `buf`'s file already holds exactly what writing `buf` would put there: its change on disk, if any, is this
 ---same text (ollie's undo or rewind put the file back as it put the buffer back), so a write loses nothing. The
----write's bytes: its line breaks, BOM and encoding (a CRLF or Latin-1 file's buffer was left modified, though it held
----the disk's text, after a rewind and its undo). Reads only a regular file, to their size and one byte more.
+---write's bytes: its line breaks, BOM and encoding (a CRLF, Latin-1 or UTF-16 file's buffer was left modified, though
+---it held the disk's text, after a rewind and its undo). Reads only a regular file, to their size and one byte more.
 ---@param buf integer
 ---@return boolean
 function M.holds(buf)
   local bo = vim.bo[buf]
   local eol, fenc = BREAKS[bo.fileformat], bo.fileencoding == "" and "utf-8" or bo.fileencoding
-  if bo.binary or not eol or (bo.bomb and fenc ~= "utf-8") then
+  if bo.binary or not eol then
     return false -- what a write puts there is not simply the lines: say changed, as before
   end
+  local bom = bo.bomb and BOMS[fenc] or ""
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  local empty = #lines == 1 and lines[1] == ""
-  local text = empty and "" or (table.concat(lines, eol) .. ((bo.eol or bo.fixeol) and eol or ""))
-  -- (nil: a character the file's encoding has none for; the write fails, no file holds it.)
-  text = fenc == "utf-8" and text or vim.iconv(text, "utf-8", fenc)
-  text = text and (bo.bomb and "\239\187\191" or "") .. text
+  -- One empty line is either no line at all (an empty file's buffer: a write puts nothing) or an empty line (a file
+  -- of one line break: a write puts that back); only the size Neovim counts (the BOM's and the breaks') tells.
+  local none = #lines == 1 and lines[1] == ""
+    and vim.api.nvim_buf_call(buf, function() return vim.fn.wordcount().bytes end) == #bom
+  local text = encode(none and "" or (table.concat(lines, eol) .. ((bo.eol or bo.fixeol) and eol or "")), fenc)
+  text = text and bom .. text
   return text ~= nil and M.read_plain(vim.api.nvim_buf_get_name(buf), #text) == text
 end
 

@@ -25,12 +25,13 @@ local function send_key()
   return #keys > 0 and table.concat(keys, " or ") or "send"
 end
 
----What the user may do with `n` held prompts (one is "it", not "them"): send them on, or drop them.
+---What the user may do with `n` held prompts (one is "it", not "them"): send them on, or drop them. Each key or
+---command starts a line: mid-line, a narrow chat's 'breakat' split it after its "-" or "/" (`<C-` above `s>`).
 ---@param n integer
 ---@return string
 local function held_choices(n)
   local it = n == 1 and "it" or "them"
-  return string.format("%s on an empty prompt sends %s, your next prompt runs after %s, /queued clear drops %s",
+  return string.format("%s on an empty prompt sends %s, your next prompt runs after %s,\n/queued clear drops %s",
     send_key(), it, it, it)
 end
 
@@ -205,7 +206,7 @@ function P:sync_queue(released)
     self.queue_held = not released and (res.queueHeld == true or was_held == true) and #texts > 0
     self.transcript:set_queued(texts, self.queue_held)
     if self.queue_held and not was_held then
-      self.transcript:note(string.format("the stop holds the queued prompt%s: %s", #texts == 1 and "" or "s",
+      self.transcript:note(string.format("the stop holds the queued prompt%s:\n%s", #texts == 1 and "" or "s",
         held_choices(#texts)), "OllieQueued")
     end
     if #texts == 0 and not res.running and not carried[self.session] then
@@ -271,7 +272,7 @@ function P:restore_queue()
       self.queue_held = true
       self.transcript:set_queued(shown, true)
       local one = #shown == 1
-      self.transcript:note(string.format("%d queued prompt%s from before %s wait%s: %s", #shown,
+      self.transcript:note(string.format("%d queued prompt%s from before %s wait%s:\n%s", #shown,
         one and "" or "s", ended, one and "s" or "", held_choices(#shown)), "OllieQueued")
     end
   end

@@ -1011,7 +1011,7 @@ function M.more_files_line(tool)
   if type(more) ~= "number" or more < 1 or more % 1 ~= 0 or type(tool.diffs) ~= "table" then
     return nil
   end
-  return ("    ✎ %d files changed by this step — :OllieChanges"):format(#tool.diffs + more)
+  return ("    ✎ %d files changed — :OllieChanges"):format(#tool.diffs + more) -- (under the step: by it)
 end
 
 -- A failed step's output of at most this many lines is not folded: the error shows without opening it. A longer
@@ -1170,12 +1170,14 @@ function T:restate_end(stop)
   end
 end
 
+---A turn's changes line; `:OllieChanges` within 40 columns of its start, what is said of undos after it (before it,
+---a chat 40 columns wide broke the line after the command's ":").
 ---@param c {files: integer, undone: boolean|nil}
 local function changes_text(c)
   if c.undone and c.files == 0 then
-    return "✎ its changes all undone since — :OllieChanges"
+    return "✎ all undone since — :OllieChanges"
   end
-  return string.format("✎ %d file%s changed%s — :OllieChanges", c.files, c.files == 1 and "" or "s",
+  return string.format("✎ %d file%s changed — :OllieChanges%s", c.files, c.files == 1 and "" or "s",
     c.undone and " (some undone since)" or "")
 end
 
