@@ -30,8 +30,8 @@ function timeout<T>(ms: number, value: T): Promise<T> {
 
 // Diagnostics are what the editor has now, at once. Files are never opened to get more: the daemon
 // would then see them as open documents and send the model's edits of them to an unseen buffer
-// instead of the disk. After an edit the daemon waits a settle delay before it asks, and asks again
-// until the answer's `upToDate` names the files (or its wait ends).
+// instead of the disk. After an edit the daemon asks at once and, until an answer's `upToDate` names
+// the files, again each settle delay (until its wait ends).
 async function diagnostics(raw: unknown, freshness: DiagnosticsFreshness): Promise<{ diagnostics: WireDiagnostic[]; upToDate?: string[] }> {
   const paths = parseDiagnosticsParams(raw);
   const found: [vscode.Uri, readonly vscode.Diagnostic[]][] = paths

@@ -110,8 +110,9 @@ export function parseToolSteps(raw: unknown): ToolStep[] | undefined {
   return raw.map(parseToolStep).filter((s): s is ToolStep => s !== undefined);
 }
 
-/** A step's status as the chat draws it: the daemon's, `rejected` for one the user did not allow (not a failure), or
- * `in_buffer` for an edit made in an open file's buffer that the editor would not save (`bufferOnlyLine`). */
+/** A step's status as the chat draws it: the daemon's, `rejected` for one the user did not allow (not a failure),
+ * `in_buffer` for an edit made in an open file's buffer that the editor would not save (`bufferOnlyLine`), or `closed`
+ * for one its session's close cut short (`isSessionClosed`). */
 export type ShownStatus = StepStatus | "rejected" | "in_buffer" | "closed";
 
 const STATUS_ICONS: Record<ShownStatus, { icon: string; label: string }> = {
