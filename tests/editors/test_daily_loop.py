@@ -138,11 +138,12 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
       disk keeps the checkout, the chat and a warning (in the Notifications center: its toast hides) say so, the step
       done with a warning that says to merge and save or reload (it was a red failed step). Screenshot: savesafe.
     - dailyloop: the turn edits calc.py in its buffer, the daemon has it saved, the tests run the fix and pass;
-      notes.txt, with the user's unsaved line, stays unsaved. Under `ask` each allowed edit's diff shows once, and a
-      program's approval question shows its code whole (it showed the first line), a long line wrapped in the card
-      (its end was cut at the card's edge); a batch of 12 edits is one question showing each call (it was twelve)
-      and each edit's diff, the 12th's opened from its row (it showed no diff), and says n0.py holds the user's unsaved
-      line (it said nothing of it; one edit's question does).
+      notes.txt, with the user's unsaved line, stays unsaved. Under `ask` each allowed edit's diff shows once, a
+      question's diff wraps its lines in a side bar dragged to 175 px (they scrolled sideways, an added line's end out
+      of sight), and a program's approval question shows its code whole (it showed the first line), a long line
+      wrapped in the card (its end was cut at the card's edge); a batch of 12 edits is one question showing each call
+      (it was twelve) and each edit's diff, the 12th's opened from its row (it showed no diff), and says n0.py holds
+      the user's unsaved line (it said nothing of it; one edit's question does).
       Screenshots: daily-loop, allowed-diff-once, program-question, batch-question.
     - forgednote: a failed step printed a line that reads as the sandbox's note: under its title it shows as the
       step's line (`[warning] ... (this line is the step's output)`), not as ollie's note. Screenshot:
@@ -160,6 +161,7 @@ def test_vscode_the_agent_s_edits_against_unsaved_buffers_the_disk_and_the_sandb
         ("behind", "the agent's edit refused, the buffer and the disk both kept"),
         ("savesafe", "the agent's edit stays in the buffer, unsaved, and both are told, the step done with a warning"),
         ("dailyloop", "edit then test: calc.py was edited in its buffer and saved"),
+        ("dailyloop", "each question's diff wraps its lines in a 175 px side bar"),
         ("dailyloop", "each allowed edit's diff is shown once"),
         ("dailyloop", "a program's question showed its code whole"),
         ("dailyloop", "a batch of 12 edits was one question listing each call and diff and the unsaved file; Allow once "

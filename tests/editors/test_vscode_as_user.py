@@ -62,7 +62,9 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
     saying so (the step said it again, in red); Stop ends a turn while it streams; the edit of an open file only root
     may write is refused, saying why; a prompt queued while a turn streams runs after it, editing her file in root's
     directory; after a window reload the chat shows that turn's changed files (one undone from there), the step she
-    rejected as rejected by her (it was a red failure, its card gone), and goes on in its session. Screenshots: user-*.png."""
+    rejected as rejected by her (it was a red failure, its card gone), the one whose question the reload ended as not
+    finished and its turn as the reload's end (red, and "Turn interrupted" as if she stopped it), and goes on in its
+    session. Screenshots: user-*.png."""
     srv = scripted_llm("openai")
     queued, stopped = threading.Event(), threading.Event()
     srv.script(
@@ -79,6 +81,7 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
         Reply.text("The fix: add returned a - b; it returns a + b now.", hold=queued),
         Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["lib/util.py", "1", "2"]}]})),
         Reply.text("Raised the limit."),
+        Reply.tool_calls(("call_tool", {"calls": [{"tool": "file_edit", "args": ["test_calc.py", "tests passed", "ok"]}]})),
         Reply.text("Nothing else: add is fixed."),
     )
     user = os_user(ALICE)
@@ -108,6 +111,7 @@ def test_the_daily_loop_as_a_normal_user_in_real_vscode(vsix, shared, scripted_l
                  "the agent's edit of a file she may not write was refused",
                  "the queued prompt ran after the turn",
                  "after the reload the step she rejected reads as rejected by her, not as a failure",
+                 "after the reload the step whose question waited reads as not finished, the turn as ended by the reload",
                  "after a window reload the chat showed its session, the stopped turn too, the last turn's change "
                  "undone from it"):
         assert said in output, output[-4000:]

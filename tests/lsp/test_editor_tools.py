@@ -231,7 +231,7 @@ async def test_an_edit_that_changes_no_diagnostic_ends_the_wait_once_the_editor_
     result = await asyncio.wait_for(daemon.request("ollie/submit", {"text": "edit"}), 30)
     assert result["reply"] == "edited" and "= 2" in target.read_text()
     assert "[editor]" not in told(llm)  # nothing new to say
-    # Asked before the step and once after it (the settle time), then done: not asked on for the minute.
+    # Asked before the step and once after it (at once: no settle time), then done: not asked on for the minute.
     assert len(asked) == 2, asked
 
 

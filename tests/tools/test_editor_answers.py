@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ollie.tools.editor.answers import MAX_DIAGNOSTICS, Workspace, name_column, render_diagnostics, render_open_files
-from ollie.tools.editor.knowledge import Diagnostic, OpenFile, Span, Symbol
+from ollie.tools.editor.knowledge import Diagnostic, DiagnosticsAnswer, OpenFile, Span, Symbol
 from ollie.tools.editor.postedit import PostEditDiagnostics, new_errors, wait_settings
 from ollie.tools.editor.queries import (
     DiagnosticsQuery,
@@ -175,6 +175,27 @@ async def test_the_check_waits_past_a_stale_answer_for_the_republished_one(
     asked_before = editor.asked
     assert await asyncio.wait_for(check.after(["a.ts"]), 30) == ""
     assert editor.asked - asked_before <= 800 // 50 + 1, editor.asked - asked_before
+
+
+class CurrentEditor(SlowServer):
+    """An editor that says its answer is of the files as they are now (VS Code for a file no server reads)."""
+
+    async def diagnostics(self, paths: list[Path] | None) -> list[Diagnostic]:
+        found = await super().diagnostics(paths)
+        return DiagnosticsAnswer(found, up_to_date=frozenset(paths or []))
+
+
+async def test_an_answer_the_editor_says_is_current_ends_the_check_at_once_without_a_settle_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "notes.md").write_text("x\n")
+    editor = CurrentEditor(tmp_path / "notes.md", lag=0)
+    # A settle time far past the bound below: only an answer taken at once ends the check within it.
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS", "120000")
+    monkeypatch.setenv("OLLIE_EDITOR_DIAGNOSTICS_SETTLE_MS", "60000")
+    check = PostEditDiagnostics(editor, lambda: tmp_path)
+    await check.before(["notes.md"])
+    assert await asyncio.wait_for(check.after(["notes.md"]), 30) == ""
+    assert editor.asked == 2  # once before the step, once after it
 
 
 async def test_a_wait_of_zero_asks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,7 @@ import {
   toWireLocations,
   toWireSymbol,
 } from "./editorTools";
+import { DiagnosticsFreshness } from "./lib/diagnosticsFreshness";
 import { errorText } from "./lib/errors";
 
 // The daemon gives up after a few seconds; answer before that with what the editor has.
@@ -29,13 +30,41 @@ function timeout<T>(ms: number, value: T): Promise<T> {
 
 // Diagnostics are what the editor has now, at once. Files are never opened to get more: the daemon
 // would then see them as open documents and send the model's edits of them to an unseen buffer
-// instead of the disk. After an edit the daemon waits a settle delay before it asks.
-async function diagnostics(raw: unknown): Promise<{ diagnostics: WireDiagnostic[] }> {
+// instead of the disk. After an edit the daemon asks at once and, until an answer's `upToDate` names
+// the files, again each settle delay (until its wait ends).
+async function diagnostics(raw: unknown, freshness: DiagnosticsFreshness): Promise<{ diagnostics: WireDiagnostic[]; upToDate?: string[] }> {
   const paths = parseDiagnosticsParams(raw);
   const found: [vscode.Uri, readonly vscode.Diagnostic[]][] = paths
     ? paths.map((p) => [vscode.Uri.file(p), vscode.languages.getDiagnostics(vscode.Uri.file(p))])
     : vscode.languages.getDiagnostics().filter(([uri]) => uri.scheme === "file");
-  return { diagnostics: capDiagnostics(found.map(([uri, list]) => [uri.fsPath, list] as const)) };
+  const answer = { diagnostics: capDiagnostics(found.map(([uri, list]) => [uri.fsPath, list] as const)) };
+  // Asked of the files an edit changed (the daemon's wait); not of every file, which may be thousands.
+  if (!paths) return answer;
+  const now = Date.now();
+  const languages = openLanguages();
+  const upToDate = found.filter(([uri]) => freshness.upToDate(uri.toString(), { language: languages.get(uri.toString()) }, now));
+  return { ...answer, upToDate: upToDate.map(([uri]) => uri.fsPath) };
+}
+
+/** The language of each document the editor holds, by its URI. */
+function openLanguages(): Map<string, string> {
+  return new Map(vscode.workspace.textDocuments.map((doc) => [doc.uri.toString(), doc.languageId]));
+}
+
+/** Follow what changes the freshness of diagnostics: documents opened, edited and closed, diagnostics changed. */
+function watchFreshness(freshness: DiagnosticsFreshness): vscode.Disposable[] {
+  return [
+    vscode.workspace.onDidOpenTextDocument((doc) => freshness.textChanged(doc.uri.toString(), Date.now())),
+    vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.contentChanges.length) freshness.textChanged(event.document.uri.toString(), Date.now());
+    }),
+    vscode.workspace.onDidCloseTextDocument((doc) => freshness.closed(doc.uri.toString())),
+    vscode.languages.onDidChangeDiagnostics((event) => {
+      const now = Date.now();
+      const languages = openLanguages();
+      for (const uri of event.uris) freshness.diagnosticsChanged(uri.toString(), languages.get(uri.toString()), now);
+    }),
+  ];
 }
 
 async function provider<T>(command: string, ...args: unknown[]): Promise<T | undefined> {
@@ -87,8 +116,10 @@ function guarded(handler: (raw: unknown) => Promise<unknown>): (raw: unknown) =>
 /** Answer the editor-tools requests and announce it (`initializationOptions.editorTools`). */
 export function serveEditorTools(daemon: Daemon): vscode.Disposable[] {
   const announce = { editorTools: true };
+  const freshness = new DiagnosticsFreshness();
   return [
-    daemon.serve(EDITOR_METHODS.diagnostics, guarded(diagnostics), announce),
+    ...watchFreshness(freshness),
+    daemon.serve(EDITOR_METHODS.diagnostics, guarded((raw) => diagnostics(raw, freshness)), announce),
     daemon.serve(EDITOR_METHODS.definition, guarded((raw) => locations(raw, "vscode.executeDefinitionProvider"))),
     daemon.serve(EDITOR_METHODS.references, guarded((raw) => locations(raw, "vscode.executeReferenceProvider"))),
     daemon.serve(EDITOR_METHODS.symbols, guarded(symbols)),

@@ -144,8 +144,12 @@ class PostEditDiagnostics:
         deadline = loop.time() + wait
         baseline = [self._known.get(str(f)) for f in files]
         known_before = None if any(b is None for b in baseline) else [d for b in baseline for d in (b or [])]
-        await asyncio.sleep(min(settle, wait))
+        # Asked at once first: an editor that says the files' diagnostics are current (none of its servers reads
+        # them, say) ends the check here, without a settle time. Else that answer may predate the edit: asked anew.
         latest = await self._ask(files, deadline - loop.time())
+        if latest is not None and not _up_to_date(latest, files):
+            await asyncio.sleep(min(settle, max(deadline - loop.time(), 0)))
+            latest = await self._ask(files, deadline - loop.time())
         if latest is None:
             return ""
         # Ask again until two answers agree; an answer that is still the old one may just be stale, unless

@@ -4,7 +4,7 @@ import { ChatItem, ChatModel, ToolItem } from "./chatModel";
 import { isObject } from "./json";
 import { type OllieEvent, parseToolImages, turnNumber } from "./protocol";
 import { imageLabels, splitEditorContext } from "./promptContext";
-import { StepDiff, ToolStep, parseDiff, parseToolStep, parseToolSteps, shownPath } from "./steps";
+import { StepDiff, ToolStep, isSessionClosed, parseDiff, parseToolStep, parseToolSteps, shownPath } from "./steps";
 
 interface ToolCallLike {
   id?: string;
@@ -96,6 +96,7 @@ const FAILED_TURN = "This prompt failed before the model answered it in full (th
 /** The line under a turn that ended other than normally, by its stop reason (no line for the others). */
 export const STOP_LABELS: Record<string, string> = {
   interrupted: "Turn interrupted",
+  closed: "Turn stopped: the window reloaded or closed before it ended",
   max_steps: "Stopped: step limit reached",
   max_tokens: "Cut off: the reply reached the model's output token limit",
   error: "Turn ended with an error",
@@ -162,7 +163,10 @@ export function historyItems(messages: unknown, session?: string, saidBelow?: st
       case "tool":
         feed("tool", text(message.content), message.name ?? "", message);
         // An interrupt ends the turn under its calls: after the last result of the batch, the live chat's end line.
-        if (INTERRUPTED_CALL.test(text(message.content)) && all[index + 1]?.role !== "tool") feed("turn", "interrupted");
+        // One the session's close cut short (a window reload) was not stopped by her: said so, not "interrupted".
+        if (INTERRUPTED_CALL.test(text(message.content)) && all[index + 1]?.role !== "tool") {
+          feed("turn", isSessionClosed(text(message.content)) ? "closed" : "interrupted");
+        }
         break;
       default:
         break;

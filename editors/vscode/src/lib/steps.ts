@@ -110,9 +110,10 @@ export function parseToolSteps(raw: unknown): ToolStep[] | undefined {
   return raw.map(parseToolStep).filter((s): s is ToolStep => s !== undefined);
 }
 
-/** A step's status as the chat draws it: the daemon's, `rejected` for one the user did not allow (not a failure), or
- * `in_buffer` for an edit made in an open file's buffer that the editor would not save (`bufferOnlyLine`). */
-export type ShownStatus = StepStatus | "rejected" | "in_buffer";
+/** A step's status as the chat draws it: the daemon's, `rejected` for one the user did not allow (not a failure),
+ * `in_buffer` for an edit made in an open file's buffer that the editor would not save (`bufferOnlyLine`), or `closed`
+ * for one its session's close cut short (`isSessionClosed`). */
+export type ShownStatus = StepStatus | "rejected" | "in_buffer" | "closed";
 
 const STATUS_ICONS: Record<ShownStatus, { icon: string; label: string }> = {
   pending: { icon: "circle-large-outline", label: "pending" },
@@ -121,6 +122,7 @@ const STATUS_ICONS: Record<ShownStatus, { icon: string; label: string }> = {
   failed: { icon: "error", label: "failed" },
   rejected: { icon: "circle-slash", label: "rejected by you" },
   in_buffer: { icon: "warning", label: "done, in the editor only" },
+  closed: { icon: "debug-stop", label: "not finished: ollie stopped" },
 };
 
 // The first line of the result the engine's file tools give an edit the editor took into its buffer but would not save
@@ -143,6 +145,20 @@ const USER_REJECTED = "rejected: the user did not allow ";
 export function isUserRejection(result: string): boolean {
   return result.startsWith(USER_REJECTED);
 }
+
+// The result of a call whose session was closed under it (ollie.agent.toolround.CLOSED_RESULT): a window reload or
+// close, or ollie stopping, while it ran or its question waited. Nobody's failure: not drawn in red as one.
+// The whole result, not its start: a step's own output that starts so is not ollie's word.
+const SESSION_CLOSED = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]";
+
+/** Whether a step's result says its session closed under it (the window reloaded while it ran or asked). */
+export function isSessionClosed(result: string): boolean {
+  return result.trim() === SESSION_CLOSED;
+}
+
+/** The line under a step its session's close cut short: what happened, and how she goes on. */
+export const CLOSED_LINE = "Not finished: the window reloaded or closed (ollie stopped with it) while this step ran or " +
+  "waited for your answer. Send a prompt to go on; it is asked again if needed.";
 
 /** The line under a rejected step's title: what it was, and the feedback given with the No. */
 export function rejectedLine(result: string): string {

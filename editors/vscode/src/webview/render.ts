@@ -5,7 +5,7 @@ import { looksLikePath, splitPathLine } from "../lib/links";
 import { STOP_LABELS } from "../lib/history";
 import { imageLabels } from "../lib/promptContext";
 import { askingStep, questionA11y } from "../lib/question";
-import { type ShownStatus, StepLocation, ToolStep, bufferOnlyLine, connectionLine, failureLine, outcomeLine, headLocations, kindIcon, legacyStatus, legacyTitle, locationLabel, rejectedLine, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
+import { type ShownStatus, StepLocation, ToolStep, CLOSED_LINE, bufferOnlyLine, connectionLine, failureLine, outcomeLine, headLocations, isSessionClosed, kindIcon, legacyStatus, legacyTitle, locationLabel, rejectedLine, shownPath, unsavedLine, statusIcon, stepDiffs, stepDiffsMore, diffsMoreLine } from "../lib/steps";
 import { type ToolImage } from "../lib/protocol";
 import { renderDiff } from "./diffView";
 import { button, el, elWithCode, fileLink, icon } from "./dom";
@@ -131,10 +131,12 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   // One the user rejected reads as her No, not as a failure (red, in the words the model gets); an edit the editor kept
   // in its buffer as done with a warning.
   const inBuffer = item.isError && !item.rejected ? bufferOnlyLine(item.result ?? "") : "";
-  const shown: ShownStatus = item.rejected ? "rejected" : inBuffer ? "in_buffer" : step.status;
+  // One the window's reload cut short (while it ran or asked) is nobody's failure: said so, not red.
+  const closed = isSessionClosed(item.result ?? "");
+  const shown: ShownStatus = item.rejected ? "rejected" : inBuffer ? "in_buffer" : closed ? "closed" : step.status;
   node.dataset.toolName = item.name;
   node.hidden = item.rejectedInCard === true;
-  node.dataset.state = item.result === undefined ? "running" : item.rejected ? "rejected" : inBuffer ? "warning" : item.isError ? "error" : "done";
+  node.dataset.state = item.result === undefined ? "running" : item.rejected ? "rejected" : inBuffer ? "warning" : closed ? "closed" : item.isError ? "error" : "done";
   node.dataset.status = shown;
   node.dataset.kind = step.kind;
   node.setAttribute("aria-label", `${step.title}: ${statusIcon(shown).label}`);
@@ -172,11 +174,11 @@ function updateTool(node: HTMLElement, item: ToolItem): void {
   (node.querySelector(".tool-result code") as HTMLElement).textContent = item.result ?? "";
   // A failure says why in one line under the title, a command that ran what it ended with (the tests' summary: it
   // showed only a check mark, the output a click away); the whole output stays one click away.
-  const why = item.isError && !item.rejected && !inBuffer ? failureLine(item.result ?? "") : "";
+  const why = item.isError && !item.rejected && !inBuffer && !closed ? failureLine(item.result ?? "") : "";
   const ended = !item.isError && step.kind === "execute" && step.status === "completed" ? outcomeLine(item.result ?? "") : "";
   headLine(node, "step-error", why);
   headLine(node, "step-outcome", ended);
-  headLine(node, "step-rejected", item.rejected ? rejectedLine(item.result ?? "") : "");
+  headLine(node, "step-rejected", item.rejected ? rejectedLine(item.result ?? "") : closed ? CLOSED_LINE : "");
   headLine(node, "step-warning", inBuffer);
 }
 

@@ -295,11 +295,20 @@ await withVSCode(
       await runCommand(page, "Ollie: Ask");
       await page.locator(".quick-input-widget input").fill("document add");
       await page.keyboard.press("Enter");
+      // In a side bar dragged to 175 px each question's diff wraps its lines: none scrolls sideways (the line the
+      // edit adds to test_calc.py was cut at the edge, read only by scrolling the card's table).
+      const narrowBy = (await page.locator(".part.auxiliarybar").boundingBox()).width - 175;
+      await dragSideBar(page, narrowBy);
       for (let n = 0; n < 2; n++) {
         const question = chat.locator(".item.permission").nth(before + n);
         await question.locator(".diff").waitFor({ timeout: waitMs });
+        const sideways = await question.locator(".diff-lines").evaluate((table) => table.scrollWidth - table.clientWidth);
+        await question.screenshot({ path: path.join(artifacts, `permission-diff-175px-${n}.png`) });
+        if (sideways > 1) throw new Error(`question ${n + 1}'s diff scrolls ${sideways} px sideways in a 175 px side bar`);
         await question.locator("button", { hasText: "Allow once" }).click();
       }
+      await dragSideBar(page, -narrowBy);
+      log("each question's diff wraps its lines in a 175 px side bar");
       await chat.locator(".item.assistant", { hasText: "Documented." }).waitFor({ timeout: waitMs });
       for (const added of ["The sum.", "all tests passed"]) {
         const shown = await chat.locator(".diff tr.added", { hasText: added }).count();

@@ -6,8 +6,9 @@
 // not made (its card says so, the step not again in red; after the reload, its card gone, the step says she rejected
 // it: it was a red failure); Stop ends a turn while its reply streams; the agent's edit of
 // lib.py, which she may not write, is refused unasked; a prompt queued while a turn streams runs after it (editing
-// lib/util.py); the window reloads, the chat shows its session with that turn's changed files, one is undone, and the
-// chat goes on in the session. A screenshot at each stage (user-*.png).
+// lib/util.py); the window reloads while a question waits, the chat shows its session with that turn's changed files,
+// one is undone, the step whose question the reload ended says so (not red, not her "interrupted"), and the chat goes
+// on in the session. A screenshot at each stage (user-*.png).
 // The one window with every built-in extension a user has (Git, GitHub, the JSON and TypeScript language features,
 // ...): the others leave out those no test uses (harness.mjs UNUSED_BUILTINS).
 //
@@ -151,7 +152,11 @@ await withVSCode(
     await screenshot("user-queue-ran");
     log("the queued prompt ran after the turn and edited her file in a directory she may not write");
 
-    // 7. The window reloads: the chat shows its session again, with the last turn's changed files to undo, and goes on.
+    // 7. The window reloads while a question waits: the chat shows its session again, with the last turn's changed
+    // files to undo, and goes on.
+    await send(chat, "tidy the test");
+    await chat.locator(".item.permission", { has: chat.locator(".step-title", { hasText: "Edit test_calc.py" }) }).last().waitFor({ timeout: waitMs });
+    await waitForStatus(page, /Ollie: waiting for your answer/);
     await Promise.all([page.waitForEvent("load", { timeout: waitMs }), runCommand(page, "Developer: Reload Window")]);
     await page.locator(".monaco-workbench").waitFor({ timeout: waitMs });
     chat = await openChat(page);
@@ -162,13 +167,25 @@ await withVSCode(
     const changes = chat.locator(".item.changes", { has: chat.locator('a.file-link[data-path="lib/util.py"]') });
     await changes.waitFor({ timeout: waitMs });
     // The step she rejected (its card is gone) reads as her No, not as a failure in red in the model's words.
-    const rejected = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit test_calc.py" }) });
+    const rejected = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit test_calc.py" }) }).first();
     await rejected.locator('.step-row[data-status="rejected"]').waitFor({ timeout: waitMs });
     const says = await rejected.locator(".step-rejected").textContent();
     if (says !== "Rejected by you, not run" || (await rejected.locator(".step-error").count())) throw new Error(`the rejected step reads ${JSON.stringify(says)}`);
     await rejected.scrollIntoViewIfNeeded();
     await screenshot("user-rejected-after-reload");
     log("after the reload the step she rejected reads as rejected by her, not as a failure");
+    // The step whose question the reload ended reads as not finished, how to go on, and the turn as the reload's end:
+    // not her "Turn interrupted", nor a failure in red in the model's words.
+    const unanswered = chat.locator(".item.tool", { has: chat.locator(".step-title", { hasText: "Edit test_calc.py" }) }).last();
+    await unanswered.locator('.step-row[data-status="closed"]').waitFor({ timeout: waitMs });
+    const closedSays = await unanswered.locator(".step-rejected").textContent();
+    if (!closedSays?.startsWith("Not finished: the window reloaded") || (await unanswered.locator(".step-error").count())) {
+      throw new Error(`the step the reload ended reads ${JSON.stringify(closedSays)}`);
+    }
+    await chat.locator('.item.turnEnd[data-stop="closed"]', { hasText: "the window reloaded" }).waitFor({ timeout: waitMs });
+    await unanswered.scrollIntoViewIfNeeded();
+    await screenshot("user-question-after-reload");
+    log("after the reload the step whose question waited reads as not finished, the turn as ended by the reload");
     await changes.scrollIntoViewIfNeeded();
     await screenshot("user-reloaded");
     await changes.locator('button[data-action="undo"][data-path="lib/util.py"]').click();

@@ -20,6 +20,7 @@ const ORIGINAL = Array.from({ length: 14 }, (_, i) => `line ${i + 1}\n`).join(""
 const EDITED = ORIGINAL.replace("line 2\n", "LINE TWO\n").replace("line 12\n", "LINE TWELVE\n");
 const KEY = "sk-e2e-secret-4242";
 const TS_ERROR = "is not assignable to type 'number'";
+const TS_NEW_LINE = "export const label: string = 4;\n";
 
 const script = [
   {
@@ -42,7 +43,11 @@ const script = [
   { text: "bad.ts has a type error." },
   {
     text: "Editing the open file.",
-    tool_calls: [{ name: "call_tool", arguments: { calls: [{ tool: "file_edit", args: ["open.py", "value = 1\n", "value = 2\n"] }] } }],
+    tool_calls: [{ name: "call_tool", arguments: { calls: [
+      { tool: "file_edit", args: ["open.py", "value = 1\n", "value = 2\n"] },
+      // bad.ts is open and TypeScript serves it: the step's note has the error the edit added.
+      { tool: "file_edit", args: ["bad.ts", "\"three\";\n", `"three";\n${TS_NEW_LINE}`] },
+    ] } }],
   },
   { text: "open.py now says 2." },
   ...TURN_REPLIES,
@@ -87,7 +92,10 @@ await withVSCode(
     // Step 6's editor tools are answered by VS Code's TypeScript features.
     builtins: ["typescript-language-features"],
     // Debug: turnchanges counts the daemon's diffs in its log. Its flooding turn goes past a checkpoint cap of 1,000 files.
-    serverEnv: { ...withoutKey, OLLIE_MODEL: "scripted-model", OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug", OLLIE_CHECKPOINT_MAX_FILES: "1000" },
+    // Every edit's wait for fresh diagnostics must end on the editor's upToDate, not on the daemon's wait: longer than a
+    // step may take here (without upToDate app.py's edit, no server reads, waited the whole 1.5 s default).
+    serverEnv: { ...withoutKey, OLLIE_MODEL: "scripted-model", OLLIE_APPROVAL: "auto", OLLIE_LOG_LEVEL: "debug", OLLIE_CHECKPOINT_MAX_FILES: "1000",
+      OLLIE_EDITOR_DIAGNOSTICS_WAIT_MS: String(2 * waitMs) },
     // code-server (a web editor) saves after a delay by default; desktop VS Code does not: keep buffers unsaved.
     settings: { "ollie.backend": "openai", "workbench.editor.enablePreview": false, "files.autoSave": "off" },
   },
@@ -198,6 +206,8 @@ await withVSCode(
     await page.locator(".monaco-editor .view-line", { hasText: "value = 2" }).first().waitFor({ timeout: waitMs });
     await until("the edit of the open document saved", () => fs.readFileSync(openPy, "utf8") === "value = 2\n");
     if (await page.locator(".tabs-container .tab.dirty", { hasText: "open.py" }).count()) throw new Error("open.py was left unsaved");
+    await waitForSavedPrompt(dataDir, ["[editor] 1 new error after this change", "bad.ts:2:", "is not assignable to type 'string'"]);
+    log("the agent's edit of open bad.ts was told TypeScript's new error");
     await editedRow.locator("a.file-link").click();
     await page.locator(".tab", { hasText: "open.py (Ollie, turn" }).waitFor({ timeout: waitMs });
     await screenshot("editor-change");

@@ -4,7 +4,7 @@ import { ChatItem, ChatModel, unsavedTail } from "../../src/lib/chatModel";
 import { OllieEvent } from "../../src/lib/protocol";
 import { contextToMarkdown, forkNotice, historyItems, lastTurnEnding, modelFromHistory, STOP_LABELS, pageBefore, parseContextPage, readContext, startsWithResult } from "../../src/lib/history";
 import { splitEditorContext } from "../../src/lib/promptContext";
-import { rejectedLine } from "../../src/lib/steps";
+import { isSessionClosed, rejectedLine } from "../../src/lib/steps";
 
 const messages = [
   { role: "system", content: "sys" },
@@ -174,7 +174,7 @@ test("an interrupted reply shows its text without the engine's marker, then ends
   assert.equal(plain.length, 1);
 });
 
-test("a turn whose calls an interrupt cut short ends as interrupted after the batch, as the live chat showed it", () => {
+test("a turn whose calls an interrupt cut short ends after the batch, as the live chat showed it; a reload's says so", () => {
   // A window reload while the call waited on its approval question closed the session under it (CLOSED_RESULT).
   const asked = { id: "c4", kind: "edit", title: "Edit notes.txt", status: "failed", locations: [] };
   const closed = "[interrupted before this call finished: the session was closed (its editor closed, or ollie stopped)]";
@@ -184,7 +184,11 @@ test("a turn whose calls an interrupt cut short ends as interrupted after the ba
     { role: "tool", content: closed, tool_call_id: "c4", tool: asked },
   ]);
   assert.deepEqual(reloaded.map((i) => i.kind), ["user", "assistant", "tool", "turnEnd"]);
-  assert.deepEqual(reloaded.at(-1), { kind: "turnEnd", id: 4, stop: "interrupted" });
+  // She did not stop it: the turn's end says the window's reload did, and the step is no failure of hers or the model's.
+  assert.deepEqual(reloaded.at(-1), { kind: "turnEnd", id: 4, stop: "closed" });
+  assert.equal(STOP_LABELS.closed, "Turn stopped: the window reloaded or closed before it ended");
+  assert.equal(isSessionClosed(closed), true);
+  assert.equal(isSessionClosed("[interrupted by the user before this call finished]"), false);
   // Stop during a batch of two calls: one end line, after both results; the next turn goes on below it.
   const stopped = "[interrupted by the user before this call finished]";
   const batch = historyItems([
