@@ -322,7 +322,8 @@ async def test_a_teammates_session_whose_record_is_malformed_is_not_loaded_as_on
                                  "OLLIE_TEAMS": "backend"})
     with pytest.raises(acp.RequestError) as caught:
         await asyncio.wait_for(bob.conn.load_session(cwd=str(bob.workspace), session_id=sid, mcp_servers=[]), 30)
-    assert caught.value.code == -32602 and "at most 1,000 bytes of UTF-8 (this one has 5,000)" in str(caught.value.data), caught.value
+    assert caught.value.code == -32602, caught.value
+    assert "at most 1,000 bytes of UTF-8 (this one has 5,000)" in str(caught.value.data), caught.value
 
 
 async def test_session_list_pages_past_a_teammates_hand_written_records(start_agent, scripted_llm, store_url):
