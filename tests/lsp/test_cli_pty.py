@@ -254,7 +254,8 @@ def test_sessions_and_resume_keep_a_session_a_rewind_of_every_turn_emptied_while
         lines = term.text.rsplit("sessions (1):\n", 1)[1].splitlines()[:2]
         assert lines[0].startswith("* ") and " · 0 turns · " in lines[1], lines
         at = term.answer("/resume", r"sessions started in\s+\S+ \(1\):\n 1\. \* .*\n.* 0 turns ", after=at)
-        at = term.answer("", r"resume which\?[^\n]*\n+default> ", after=at)
+        at = term.wait_for(r"resume which\?[^\n]*", after=at)  # (an Enter typed before it answers nothing)
+        at = term.answer("", r"^\n+default> ", after=at)
         assert term.close() == 0
     again = run_ollie(["-c", "-p", "/rewind undo", "--cwd", str(tmp_path)], env=llm.env())
     assert again.returncode == 0 and "rewind undone: turn 1 back" in again.stdout + again.stderr, again
@@ -362,17 +363,37 @@ def test_a_start_up_problem_breaks_between_words_at_the_terminals_width(tmp_path
                                            f"OLLIE_OPENAI_URL to the API's URL (now {url})"), term.text
 
 
-def test_an_arrow_key_typed_at_the_prompt_sends_nothing_and_says_why(llm, tmp_path):
-    # ↑ and Enter (to recall the last prompt, as a shell does) sent `\x1b[A` to the model as a prompt: a turn, tokens.
-    llm.script(Reply.text("one"), Reply.text("two"))
+def test_up_recalls_the_last_prompt_and_left_edits_it_in_place_the_projects_prompts_kept_for_the_next_run(llm, tmp_path):
+    # ↑ and Enter (to recall the last prompt, as a shell does) sent `\x1b[A` to the model; ← edited nothing.
+    llm.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    state, project = tmp_path / "state", tmp_path / "project"
+    project.mkdir()
+    env = {**llm.env(), "OLLIE_STATE_DIR": str(state)}
+    with Terminal(["--cwd", str(project)], env, project, ctty=True) as term:
+        at = term.answer("fix the bug", r"one\n[\s\S]*default> ", after=term.wait_for(r"default> "))
+        at = term.answer("\x1b[A" + "\x1b[D" * 3 + "big ", r"two\n[\s\S]*default> ", after=at)
+        os.write(term.master, b"half typed\x03")  # Ctrl-C drops the line, as in a shell (and it is no history)
+        term.wait_for(r"^half typed\^C\n\(Ctrl-C again to exit\)\ndefault> $", after=at)
+        assert term.close() == 0
+    # The next run in the project recalls it; the history is in ollie's state dir, never in the workspace.
+    with Terminal(["--cwd", str(project)], env, project) as term:
+        term.answer("\x1b[A", r"three\n[\s\S]*default> ", after=term.wait_for(r"default> "))
+        assert term.close() == 0
+    assert [r.body["messages"][-1]["content"] for r in llm.chat_requests] == [
+        "fix the bug", "fix the big bug", "fix the big bug"]
+    assert [p.name for p in project.iterdir()] == [] and len(list((state / "history").iterdir())) == 1
+    assert (state / "history").stat().st_mode & 0o077 == 0  # her words, as private as her sessions
+
+
+def test_an_arrow_key_typed_during_a_turn_sends_nothing_and_says_why(llm, tmp_path):
+    # Typed ahead while a turn runs (the terminal's own line mode: no readline), ← mended nothing: the line is said
+    # without their codes, to type again.
+    llm.script(Reply.text("word " * 10, delay=0.2), Reply.text("two"))
     with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
-        at = term.answer("first prompt", r"one\n[\s\S]*default> ", after=term.wait_for(r"default> "))
-        said = term.answer("\x1b[A", r"again\)\ndefault> ", after=at)
-        assert " ".join(term.text[at:said].split()) == ("^[[A (not sent: the arrow keys neither recall nor edit lines at "
-                                                        "this prompt, they type codes (^[[A); type the line again) default>")
-        # ← to mend a word, Delete: the line said without their codes, to type again.
-        at = term.answer("fix teh\x1b[D\x1b[Dhe bug\x1b[3~", r"again,\s+without\s+them:\s+'fix\s+tehhe\s+bug'\)",
-                         after=said)
+        at = term.streaming("first prompt")
+        term.type("fix teh\x1b[D\x1b[Dhe bug\x1b[3~")
+        at = term.wait_for(r"while\s+a\s+turn\s+runs,\s+they\s+type\s+codes\s+\(\^\[\[A\);\s+type\s+the\s+line\s+again,"
+                           r"\s+without\s+them:\s+'fix\s+tehhe\s+bug'\)\ndefault> ", after=at)
         term.answer("second prompt", r"two\n", after=at)
         assert term.close() == 0
     assert [r.body["messages"][-1]["content"] for r in llm.chat_requests] == ["first prompt", "second prompt"]
@@ -805,10 +826,10 @@ def test_ctrl_c_at_the_prompt_drops_the_start_of_a_prompt_typed_during_the_turn(
     # Shown after the prompt sign, then Ctrl-C to start the line over (as a shell drops it): the prompt redrawn read
     # "default> hello", and the model got "rm -rf buildhello".
     llm.script(Reply(text="a slow answer, word by word", chunk_size=4, delay=0.3), Reply.text("the second answer"))
-    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, ctty=True) as term:
         at = _typed_during_a_slow_turn(term, "rm -rf build")
-        term.proc.send_signal(signal.SIGINT)  # Ctrl-C's (the test's pty is no controlling terminal)
-        at = term.wait_for(r"\(Ctrl-C again to exit\)\ndefault> ", after=at)
+        os.write(term.master, b"\x03")  # Ctrl-C, typed (readline edits the line, the signal key off)
+        at = term.wait_for(r"\^C\n\(Ctrl-C again to exit\)\ndefault> ", after=at)
         term.answer("hello", r"the second answer\n", after=at)
         assert term.close() == 0
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "hello"
@@ -861,13 +882,13 @@ def test_a_prompt_held_after_a_stop_is_dropped_by_ctrl_c_at_the_prompt(llm, tmp_
     # Held ("Enter sends it"), then Ctrl-C to drop it: the bare Enter that follows (as after any Ctrl-C) still sent it,
     # and a `!` one ran outside the sandbox.
     llm.script(Reply(text="word " * 3000, chunk_size=5, delay=0.05))
-    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path) as term:
+    with Terminal(["--cwd", str(tmp_path)], llm.env(), tmp_path, ctty=True) as term:
         at = term.streaming("talk")
         term.type("!touch dropped")
         term.wait_read()
         term.proc.send_signal(signal.SIGINT)
         at = term.wait_for(r"Enter sends it(.|\n)*default> $", after=at)
-        term.proc.send_signal(signal.SIGINT)
+        os.write(term.master, b"\x03")  # typed at the prompt
         at = term.wait_for(r"\(Ctrl-C again to exit\)\ndefault> $", after=at)  # (an Enter before it echoes above it)
         term.answer("", r"^\ndefault> $", after=at)
         assert term.close() == 0

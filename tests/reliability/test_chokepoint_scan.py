@@ -88,6 +88,7 @@ ALLOWED = {
     ("core/ollie/agent/skills.py", "find_skills"): "the user's and bundled skills",
     ("core/ollie/agent/rewind.py", "_write_backup"): "the sessions dir, in ollie's data dir (or the store's)",
     ("core/ollie/cli/terminal.py", "_saved"): "the sessions dir, in ollie's data dir (or the store's)",
+    ("core/ollie/cli/editing.py", "remember"): "the prompt history's dir, in ollie's state dir (no step writes there)",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._ensure"): "the root itself",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints._index_key"): "the shadow repository's index",
     ("core/ollie/workspace/checkpoints.py", "Checkpoints.tree_with"): "a temp index in the shadow repository",

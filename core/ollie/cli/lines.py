@@ -10,8 +10,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Iterator
 
+from ollie.cli import editing
 from ollie.cli.sanitize import printable
 
 # Each line with the time it was read; None at the end of input.
@@ -39,6 +40,8 @@ class InputLines:
         self._reading = False  # `_read` runs: it answers a wish for the half-typed line (`_take_unfinished`)
         self._wish: tuple[int, int] | None = None  # a pipe that wakes `_read` for it, on a terminal
         self._taken: asyncio.Future[None] | None = None  # `_read` answered the wish
+        self._prompt = ""  # what `next` shows before the line
+        self._editing = False  # `next` waits for a line `_read` reads with readline (`editing`), which shows the prompt
 
     def start(self) -> None:
         """Start reading stdin (on the running loop)."""
@@ -52,17 +55,20 @@ class InputLines:
         """End the input as Ctrl-D would (the prompt loop stops)."""
         self._queue.put_nowait((time.monotonic(), None))
 
-    async def next(self, prompted_at: float = 0.0) -> str | None:
-        """The next line typed (lines typed ahead included); None once the input ended. A line a terminal read before
-        `prompted_at` (typed during the turn, not echoed: `quiet`) is shown after the prompt sign."""
+    async def next(self, prompted_at: float = 0.0, prompt: str = "") -> str | None:
+        """The next line typed at `prompt` (lines typed ahead included); None once the input ended. A line a terminal
+        read before `prompted_at` (typed during the turn, not echoed: `quiet`) is shown after the prompt sign. Typed
+        now, on a terminal, it is edited as in a shell (`editing`: arrows, the project's history)."""
         if self._ended:
             return None
+        self._prompt = prompt
         self._prompting = not self._ahead and self._queue.empty()
-        self._show_unseen()
+        self._editing = self._prompting and self._wish is not None and self._reading and editing.available()
+        self.reprompt()
         try:
             read_at, line = self._ahead.popleft() if self._ahead else await self._queue.get()
         finally:
-            self._prompting = False
+            self._prompting = self._editing = False
         self._ended = line is None
         if line is not None and read_at < prompted_at and sys.stdin.isatty():
             print(printable(line), file=sys.stderr, flush=True)
@@ -71,6 +77,29 @@ class InputLines:
             print(printable(f"> {held}"), file=sys.stderr, flush=True)
             return held
         return line
+
+    @property
+    def editing(self) -> bool:
+        """Whether the line `next` waits for is read with readline (`editing`)."""
+        return self._editing
+
+    def reprompt(self) -> None:
+        """Show the prompt `next` waits at (again, after a Ctrl-C there): readline's, or the sign and what was typed
+        during the turn."""
+        if self._editing:
+            assert self._wish is not None
+            os.write(self._wish[1], b"e")  # `_read` shows it in readline (`_edit_start`)
+            return
+        print(printable(self._prompt), end="", file=sys.stderr, flush=True)
+        self._show_unseen()
+
+    async def _edit_start(self) -> tuple[str, str] | None:
+        """For `_read`, on the loop: the prompt to read a line at and what was typed of it during the turn (taken from
+        `_got`'s reckoning), or None when `next` waits no more or has a line already."""
+        if not self._editing or not self._queue.empty():
+            return None
+        start, self._unfinished, self._unseen = self._unfinished, "", ""
+        return self._prompt, start
 
     async def hold(self) -> str:
         """After a stop: the lines typed ahead, as one prompt the next `next` returns only for a bare Enter (who
@@ -172,28 +201,59 @@ class InputLines:
         pasted = self._wish is not None  # a pipe's lines are its prompts, one each
         try:
             while True:
-                if self._wish is not None and _wished(self._wish[0]):  # by `_take_unfinished`
+                wished = _wished(self._wish[0]) if self._wish is not None else b""
+                if b"!" in wished:  # by `_take_unfinished`
                     text, ended = _unfinished()
                     loop.call_soon_threadsafe(self._got, time.monotonic(), text, ended, True)
                     loop.call_soon_threadsafe(self._answered)
                     if ended:
                         return
+                # By `reprompt`, unless `next` has its line meanwhile (a line `_read` handed it before), or a line or
+                # its end waits already: readline's mode would take a Ctrl-D typed before it for a character.
+                if b"e" in wished and not _more_within(0) and (
+                        edit := asyncio.run_coroutine_threadsafe(self._edit_start(), loop).result()):
+                    if not self._edited(loop, *edit):
+                        return
+                if wished:
                     continue
                 line = _readline()
                 # Not after the wait below: a line typed before a question never answers it.
                 self._in_hand = read_at = time.monotonic()
-                # The lines a paste brought along are read with its first: a multi-line prompt goes as one.
-                more = line
-                while pasted and more.endswith("\n") and _more_within(PASTE_GAP_S):
-                    line += (more := _readline())
-                loop.call_soon_threadsafe(self._got, read_at, line, not more)
-                if not more:
+                if not self._hand(loop, read_at, line, pasted):
                     return
         except RuntimeError:  # the loop closed: nobody reads any more
             return
         finally:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._answered, False)
+
+    def _edited(self, loop: asyncio.AbstractEventLoop, prompt: str, start: str) -> bool:
+        """In `_read`: a line read with readline handed to the loop (a Ctrl-C as the key's signal); False at the end."""
+        with _interrupt_key_off():
+            line = editing.read_line(prompt, start)
+        if line is None:
+            loop.call_soon_threadsafe(self._got, time.monotonic(), "", True)
+            return False
+        if editing.CTRL_C in line:
+            loop.call_soon_threadsafe(os.kill, os.getpid(), signal.SIGINT)
+            return True
+        self._in_hand = read_at = time.monotonic()
+        editing.remember(line)
+        return self._hand(loop, read_at, line + "\n", True, raw=True)
+
+    def _hand(self, loop: asyncio.AbstractEventLoop, read_at: float, line: str, pasted: bool, *,
+              raw: bool = False) -> bool:
+        """In `_read`: `line` handed to the loop with the lines a paste brought along (a multi-line prompt goes as
+        one: those past readline's first are still the terminal's, `raw`: come while readline read, the terminal
+        took a Ctrl-D among them for a character); False at the end."""
+        more = line
+        while pasted and more.endswith("\n") and _more_within(PASTE_GAP_S):
+            more, eof, _ = _readline().partition("\x04") if raw else (_readline(), "", "")
+            line += more
+            if eof:
+                more = ""
+        loop.call_soon_threadsafe(self._got, read_at, line, not more)
+        return bool(more)
 
     def _answered(self, reading: bool = True) -> None:
         """On the loop: `_read` took the half-typed line (or stopped reading)."""
@@ -287,6 +347,26 @@ def _echo(on: bool) -> bool:
         return _set_modes(modes)
 
 
+@contextlib.contextmanager
+def _interrupt_key_off() -> Iterator[None]:
+    """While readline reads in `_read`: Ctrl-C is a key it ends the line with (`editing.CTRL_C`), not the signal,
+    which lands on the loop and cannot stop a read in this thread. Off before readline shows the prompt (turned off
+    after it, a Ctrl-C typed at once was the signal, and no prompt came back), on before the line is handed over (one
+    typed during the turn stops it)."""
+    import termios
+
+    with _MODES:
+        if (before := _modes()) is not None and isinstance(cc := before[6], list):
+            cc = [*cc]
+            cc[termios.VINTR] = b"\0"  # (_POSIX_VDISABLE)
+            _set_modes([*before[:6], cc])
+    try:
+        yield
+    finally:
+        with _MODES:  # (readline put back the modes it found; nothing else changes them meanwhile)
+            _set_modes(before)
+
+
 def _readline() -> str:
     """The next line of stdin with its newline ("" at its end, or when it cannot be read); a terminal's line may come
     without it (Ctrl-D after some words)."""
@@ -298,18 +378,18 @@ def _readline() -> str:
         return ""
 
 
-def _wished(wish: int) -> bool:
-    """Wait until stdin has a line (or its end) or `wish` is written; whether it was `wish` (then emptied)."""
+def _wished(wish: int) -> bytes:
+    """Wait until stdin has a line (or its end) or `wish` is written; what was written to `wish` (then emptied), b""
+    when stdin was first."""
     import select
 
     try:
         ready = select.select([sys.stdin, wish], [], [])[0]
     except (OSError, ValueError):
-        return False
+        return b""
     if sys.stdin in ready:  # a line first: what is typed after it is the half-typed one
-        return False
-    os.read(wish, 512)
-    return True
+        return b""
+    return os.read(wish, 512)
 
 
 def _unfinished() -> tuple[str, bool]:

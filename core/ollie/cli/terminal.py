@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ollie.agent.editorcontext import is_command
 from ollie.backend.images import ImageError
+from ollie.cli import editing
 from ollie.cli.attach import attached_images
 from ollie.cli.lines import InputLines
 from ollie.cli.piped import with_piped
@@ -240,6 +241,7 @@ async def run_interactive(options: RunOptions) -> int:
         renderer.review_hint = "; /changes to review, /rewind to undo"
         loop = asyncio.get_running_loop()
         lines = InputLines()
+        await asyncio.to_thread(editing.open_history, live.core.cwd)  # Up recalls this project's prompts
         lines.start()
         live.core.step_approver = partial(_ask_step_at_the_prompt, renderer, lines, live.events.drained)
         last_idle_ctrl_c = 0.0
@@ -260,8 +262,9 @@ async def run_interactive(options: RunOptions) -> int:
             else:
                 last_idle_ctrl_c = now
                 lines.drop_typed()  # the line starts over, as in a shell
-                print("\n(Ctrl-C again to exit)", file=sys.stderr, flush=True)
-                _prompt(live.core)
+                # (readline ended the line of the ^C it shows; the terminal's line mode did not)
+                print("" if lines.editing else "\n", "(Ctrl-C again to exit)", sep="", file=sys.stderr, flush=True)
+                lines.reprompt()
 
         loop.add_signal_handler(signal.SIGINT, on_sigint)
         _banner(live.core)
@@ -269,8 +272,7 @@ async def run_interactive(options: RunOptions) -> int:
             show_history(live.core, renderer)
         while True:
             prompted_at = time.monotonic()
-            _prompt(live.core)
-            line = await lines.next(prompted_at)
+            line = await lines.next(prompted_at, printable(f"{live.core.agent_name}> "))
             if line is None:
                 break
             if not line.strip():
@@ -288,7 +290,9 @@ async def run_interactive(options: RunOptions) -> int:
                 continue
             if CURSOR_KEYS.search(line):  # ↑ and Enter sent `\x1b[A` to the model as a prompt; ← edited nothing
                 rest = f", without them: {left!r}" if (left := CURSOR_KEYS.sub("", line).strip()) else ""
-                print(fitted(printable(f"(not sent: the arrow keys neither recall nor edit lines at this prompt, they "
+                # Typed during a turn (the terminal's own line mode), or where readline cannot edit the prompt.
+                where = "while a turn runs" if editing.available() else "at this prompt"
+                print(fitted(printable(f"(not sent: the arrow keys neither recall nor edit lines {where}, they "
                                        f"type codes (^[[A); type the line again{rest})"), sys.stderr), file=sys.stderr)
                 continue
             if (arg := resume_arg(line)) is not None:
@@ -310,7 +314,7 @@ async def run_interactive(options: RunOptions) -> int:
             except ImageError as exc:  # said at once; the line is not sent (the user fixes the name)
                 _say_image_refused(exc)
                 continue
-            busy = True
+            busy, last_idle_ctrl_c = True, 0.0  # twice in a row exits: a line sent between starts over
             live.events.held = is_command(line) and not is_prompt_line(line)
             try:
                 async with lines.quiet():
@@ -460,7 +464,3 @@ def _diff_text(diff: Diff, *, color: bool, most: int = DIFF_LINES_MAX) -> str:
         lines = [f"\x1b[{codes[line[0]]}m{line}\x1b[0m" if line[:1] in codes else line for line in lines]
     return "\n".join(lines)
 
-
-def _prompt(core: TerminalCore) -> None:
-    sys.stderr.write(printable(f"{core.agent_name}> "))
-    sys.stderr.flush()
