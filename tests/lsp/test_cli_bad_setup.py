@@ -193,17 +193,27 @@ def test_a_broken_sandbox_policy_is_said_before_the_first_prompt_and_the_session
     assert said in proc.stderr, proc.stderr
 
 
-def test_another_tools_url_variable_is_named_and_not_adopted(scripted_llm, tmp_path):
+# A user of other tools: what ollie would not read, and what it asks instead.
+OTHERS_URL = {
+    "ollama": ({"OLLIE_MODEL": "qwen3"}, "OLLAMA_HOST", "OLLIE_OLLAMA_URL", "http://localhost:11434"),
+    # No key: ollie said only "set OLLIE_OPENAI_KEY (or OPENAI_API_KEY)", a key that would go to api.openai.com.
+    "openai": ({"OPENAI_API_KEY": ""}, "OPENAI_BASE_URL", "OLLIE_OPENAI_URL", "https://api.openai.com/v1"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(OTHERS_URL))
+def test_another_tools_url_variable_is_named_and_not_adopted(scripted_llm, tmp_path, fmt):
     # OLLAMA_HOST, set for the other tools: ollie went to localhost:11434 without a word (Ollama there or not).
-    llm = scripted_llm("ollama")
-    env = {"OLLIE_BACKEND": "ollama", "OLLAMA_HOST": llm.env()["OLLIE_OLLAMA_URL"], "OLLIE_MODEL": "qwen3"}
-    said = ("OLLAMA_HOST is set, but ollie does not read it: to use that server set OLLIE_OLLAMA_URL to its URL "
-            "(unset, ollie asks http://localhost:11434)")
+    extra_env, other, ours, default = OTHERS_URL[fmt]
+    llm = scripted_llm(fmt)
+    env = {"OLLIE_BACKEND": fmt, other: llm.env()[ours], **extra_env}
+    said = f"{other} is set, but ollie does not read it: to use that server set {ours} to its URL (unset, ollie asks {default})"
     for extra in (["-p", "hello"], []):
         proc = run_ollie([*extra, "--cwd", str(tmp_path)], env=env, input="hello\n" if not extra else None)
-        assert proc.stderr.count(said) == 1, proc.stderr  # said by the preflight's hint, else at the start
-    proc = run_ollie(["-p", "hello", "--no-preflight", "--cwd", str(tmp_path)], env=env)
-    assert f"ollie: {said}\n" in proc.stderr, proc.stderr  # at the start: a turn may go on there
+        assert proc.stderr.count(said) == 1, proc.stderr  # said by the preflight's hint (or the key's), else at the start
+    if fmt == "ollama":
+        proc = run_ollie(["-p", "hello", "--no-preflight", "--cwd", str(tmp_path)], env=env)
+        assert f"ollie: {said}\n" in proc.stderr, proc.stderr  # at the start: a turn may go on there
     proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
     assert proc.returncode == 1 and proc.stdout.count(said) == 1, proc.stdout
     assert not llm.chat_requests  # never adopted: where a key goes is ollie's own setting
