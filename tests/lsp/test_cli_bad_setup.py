@@ -217,3 +217,30 @@ def test_another_tools_url_variable_is_named_and_not_adopted(scripted_llm, tmp_p
     proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
     assert proc.returncode == 1 and proc.stdout.count(said) == 1, proc.stdout
     assert not llm.chat_requests  # never adopted: where a key goes is ollie's own setting
+
+
+def test_a_server_that_takes_the_request_and_never_answers_is_said_while_the_turn_waits(tmp_path):
+    # A tunnel whose far end is gone, a proxy, a model that never loads: the port takes the connection, and ollie sat
+    # silent until the head timeout (5 minutes), Ctrl-C the only way out, nothing said of what to check.
+    import signal
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # never accepted: the kernel completes the connection, no byte ever comes back
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        env = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": url, "OLLIE_OPENAI_KEY": "none",
+               "OLLIE_MODEL": "silent-model", "OLLIE_QUIET_SERVER_S": "1"}
+        proc = subprocess.Popen([*OLLIE, "-p", "hello", "--cwd", str(tmp_path)], env=child_env(env),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            lines = iter(proc.stderr.readline, "")
+            said = next((line for line in lines if "no answer yet" in line), "")
+            assert said == (f"no answer yet from silent-model at {url} after 1 s: a model still loading answers later; "
+                            "if none comes, stop the turn and check the server (`ollie doctor`)\n"), said
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=60) == 130
+        finally:
+            proc.kill()
+            proc.wait()
