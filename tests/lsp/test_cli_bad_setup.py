@@ -71,6 +71,8 @@ def test_a_hostile_servers_error_body_is_one_line_of_the_error(scripted_llm, tmp
     ("OLLIE_ANTHROPIC_KEY sk-ant-123", "line 2 of {file} is not KEY=VALUE: not read"),  # no `=`: never read
     ("OLLIE_ANTROPIC_KEY=sk-ant-123",  # a misspelt name, which nothing reads
      "line 2 of {file}: OLLIE_ANTROPIC_KEY is not a setting, did you mean OLLIE_ANTHROPIC_KEY?"),
+    # The file holds the backend's and the store's settings: steps went on asking, unsaid.
+    ("OLLIE_APPROVAL=auto-edit", "line 2 of {file}: OLLIE_APPROVAL is read from the environment only, not from this file"),
 ])
 def test_a_key_set_on_an_env_file_line_that_is_not_read_is_named(_private_dirs, tmp_path, line, said):
     env_file = _private_dirs / "config" / "ollie" / "env"

@@ -139,10 +139,13 @@ def said_name(spec: BackendSpec, url: str, name: str) -> str:
 
 def env_file_note() -> str:
     """What the env file has that ollie does not use (a line not KEY=VALUE, a misspelt backend setting, one the
-    environment overrides), for a message about the backend's setup; "" when nothing."""
+    environment overrides, a setting read from the environment only), for a message about the backend's setup; ""
+    when nothing."""
     from ollie.env import unread_lines_note
 
-    names = {"OLLIE_BACKEND", "OLLIE_MODEL", "OLLIE_COMPLETION_MODEL"}
+    # With the session store's, which ollie.sessions.location.setting reads from the file too.
+    names = {"OLLIE_BACKEND", "OLLIE_MODEL", "OLLIE_COMPLETION_MODEL", "OLLIE_STORE", "OLLIE_USER", "OLLIE_TEAMS",
+             "OLLIE_LEASE_TTL"}
     return unread_lines_note(names | {name for spec in SPECS.values()
                                       for name in (spec.url_var, spec.key_var, spec.vendor_key_var) if name})
 
