@@ -246,3 +246,13 @@ def test_a_server_that_takes_the_request_and_never_answers_is_said_while_the_tur
         finally:
             proc.kill()
             proc.wait()
+
+
+def test_an_approval_mode_ollie_does_not_know_is_said_with_the_ones_there_are(scripted_llm, tmp_path):
+    # OLLIE_APPROVAL=auto_edit (its `_` for `-`): every edit went on asking, and nothing said why.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("hi"))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env(approval="auto_edit"))
+    assert proc.returncode == 0 and proc.stdout == "hi\n", proc.stderr
+    assert ("warning: OLLIE_APPROVAL='auto_edit' is no approval mode (one of ask, auto-edit, auto, read-only): the "
+            "agent's, ask, applies\n") in proc.stderr, proc.stderr
