@@ -115,6 +115,20 @@ def test_a_misspelt_model_setting_in_the_env_file_is_named_though_the_turn_runs(
     assert proc.stderr.count(said) == 1, proc.stderr
 
 
+@pytest.mark.parametrize(("other", "value", "backend"), [
+    ("OPENAI_BASE_URL", "https://api.openai.com/v1/", "openai"),  # as OpenAI's SDK docs have it: the same API
+    ("OLLAMA_HOST", "127.0.0.1:11434", "ollama"),  # Ollama's own form of ollie's default
+])
+def test_another_tools_url_variable_naming_the_server_ollie_asks_is_not_warned_of(tmp_path, other, value, backend):
+    # "OPENAI_BASE_URL is set, but ollie does not read it: to use that server set OLLIE_OPENAI_URL" when it named
+    # the very server ollie asks: a user set OLLIE_OPENAI_URL for nothing, or thought their key went elsewhere.
+    env = {"OLLIE_BACKEND": backend, other: value, "OPENAI_API_KEY": ""}
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=env)
+    assert proc.returncode == 2 and other not in proc.stderr, proc.stderr
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert other not in proc.stdout, proc.stdout
+
+
 def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
     # A HOME that is not there (a service account's, a container's) ended in a traceback from the log's set-up: in
     # the terminal, and in the daemon and the ACP agent, whose stderr is all an editor shows of them.

@@ -159,9 +159,27 @@ def others_url_note(spec: BackendSpec, url: str, env: Mapping[str, str] | None =
         from ollie.env import environment
 
         env = environment()
-    named = "" if env.get(spec.url_var) else next((name for name in spec.others_url_vars if env.get(name)), "")
+    named = "" if env.get(spec.url_var) else next((name for name in spec.others_url_vars
+                                                   if env.get(name) and not _same_server(env[name], url)), "")
     return (f"{named} is set, but ollie does not read it: to use that server set {spec.url_var} to its URL (unset, "
             f"ollie asks {spec.default_url})") if named else ""
+
+
+_THIS_MACHINE = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}  # (Ollama's clients take its bind-all address as local)
+
+
+def _same_server(value: str, url: str) -> bool:
+    """Whether `value`, another tool's URL variable (OLLAMA_HOST's `host:port`, no scheme or port, too), names the
+    server `url` does: OPENAI_BASE_URL=https://api.openai.com/v1 is no other server to warn of."""
+    theirs = urlsplit(value.strip() if "://" in value else f"{urlsplit(url).scheme}://{value.strip()}")
+    ours = urlsplit(url)
+    try:
+        same_port = (theirs.port or ours.port) == ours.port
+    except ValueError:  # a port that is not one
+        return False
+    hosts = {(theirs.hostname or "").lower(), (ours.hostname or "").lower()}
+    return (theirs.scheme == ours.scheme and same_port and theirs.path.rstrip("/") == ours.path.rstrip("/")
+            and (len(hosts) == 1 or hosts <= _THIS_MACHINE))
 
 
 def _also(note: str) -> str:
