@@ -171,11 +171,11 @@ _THIS_MACHINE = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}  # (Ollama's client
 def _same_server(value: str, url: str) -> bool:
     """Whether `value`, another tool's URL variable (OLLAMA_HOST's `host:port`, no scheme or port, too), names the
     server `url` does: OPENAI_BASE_URL=https://api.openai.com/v1 is no other server to warn of."""
-    theirs = urlsplit(value.strip() if "://" in value else f"{urlsplit(url).scheme}://{value.strip()}")
     ours = urlsplit(url)
     try:
+        theirs = urlsplit(value.strip() if "://" in value else f"{ours.scheme}://{value.strip()}")
         same_port = (theirs.port or ours.port) == ours.port
-    except ValueError:  # a port that is not one
+    except ValueError:  # a port that is not one, a `[` left open
         return False
     hosts = {(theirs.hostname or "").lower(), (ours.hostname or "").lower()}
     return (theirs.scheme == ours.scheme and same_port and theirs.path.rstrip("/") == ours.path.rstrip("/")
