@@ -25,6 +25,11 @@ logger = logging.getLogger("ollie.lsp.inline")
 
 _completers: dict[int, Completer] = {}
 _running: dict[str, asyncio.Task[object]] = {}
+# Why there is no ghost text, each reason said once to each client (by server, as `_completers`): unsaid, ghost text
+# that never came left the user to guess (a completion model the backend lacks, a server that is down); said per
+# keystroke, it would bury the editor.
+_said: dict[int, set[str]] = {}
+_SAID_AT_MOST = 8
 
 
 def completer(ls: OllieServer) -> Completer:
@@ -100,7 +105,7 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
         logger.debug("inline completion cancelled: %s", uri)
         raise
     except OllieError as exc:  # no backend, unreachable: no ghost text, and no error popup per keystroke
-        logger.warning("inline completion failed: %s", exc)
+        _say_once(ls, exc)
         return types.InlineCompletionList(items=[])
     finally:
         if _running.get(uri) is task:
@@ -110,3 +115,21 @@ async def complete(ls: OllieServer, params: types.InlineCompletionParams) -> typ
         return types.InlineCompletionList(items=[])
     here = types.Range(start=params.position, end=params.position)
     return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text, range=here)])
+
+
+def _say_once(ls: OllieServer, exc: OllieError) -> None:
+    """Tell the user why a completion failed, the first time it fails so (the server's words: one escaped line)."""
+    from ollie.escapes import escaped, unlinked
+    from ollie.sessions.types import one_line
+    from ollie_lsp.codeactions import ERROR_CHARS
+
+    # The model named: the hint of one the server lacks says OLLIE_MODEL, the chat's.
+    model = completer(ls).model
+    said = (f"ollie: no ghost text{f' from OLLIE_COMPLETION_MODEL ({model})' if model else ''}: "
+            f"{unlinked(escaped(one_line(str(exc), ERROR_CHARS)))}")
+    said_here = _said.setdefault(id(ls), set())
+    if said in said_here or len(said_here) >= _SAID_AT_MOST:
+        logger.warning("inline completion failed: %s", exc)
+        return
+    said_here.add(said)
+    ls.show(said)

@@ -76,6 +76,11 @@ class Completer:
         self._backend = backend = await asyncio.shield(self._building)
         return backend
 
+    @property
+    def model(self) -> str:
+        """The model completions go to ("" until its backend is built)."""
+        return self._backend.model if self._backend is not None else ""
+
     async def complete(self, prefix: str, suffix: str, *, max_tokens: int = MAX_TOKENS) -> str:
         """The text the model puts between `prefix` and `suffix` ("" when it has none)."""
         backend = await self.backend()

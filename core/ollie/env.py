@@ -36,8 +36,9 @@ def _entries(text: str, *, unread: list[int] | None = None) -> Iterator[tuple[in
 
 def unread_lines_note(known: Collection[str] = ()) -> str:
     """` (line N of <env file> is not KEY=VALUE: not read)` when the env file has such lines, naming too a key that is
-    a misspelling of one of the `known` names (which ollie would never read), or one of them that the environment
-    sets to another value (an editor's or ACP client's `env`, an export: it comes first); else ""."""
+    a misspelling of one of the `known` names (which ollie would never read), one of them that the environment
+    sets to another value (an editor's or ACP client's `env`, an export: it comes first), or another OLLIE_ setting
+    (read from the environment only); else ""."""
     unread: list[int] = []
     notes = []  # (lines, what is wrong with them)
     for number, key, value in _entries(_env_text(), unread=unread):
@@ -46,6 +47,8 @@ def unread_lines_note(known: Collection[str] = ()) -> str:
             notes.append((f"line {number}", f": {key} is not a setting, did you mean {close[0]}?"))
         elif key in known and os.environ.get(key, value) != value:  # values unsaid: a key's is a secret
             notes.append((f"line {number}", f": {key} there is not used, the environment sets it and comes first"))
+        elif known and key not in known and key.startswith("OLLIE_"):  # OLLIE_APPROVAL: the user's mode, unsaid
+            notes.append((f"line {number}", f": {key} is read from the environment only, not from this file"))
     if unread:
         lines = f"line {unread[0]}" if len(unread) == 1 else f"lines {', '.join(map(str, unread[:5]))}"
         notes.insert(0, (lines, f" {'is' if len(unread) == 1 else 'are'} not KEY=VALUE: not read"))

@@ -395,6 +395,29 @@ def test_ctrl_c_interrupts_the_turn_of_p(llm, tmp_path):
         proc.wait()
 
 
+def test_ctrl_c_while_a_command_still_pipes_into_p_exits_130_without_a_traceback(llm, tmp_path):
+    # `make test 2>&1 | ollie -p "why did this fail"`, Ctrl-C while make runs: the whole pipeline gets it, and ollie,
+    # still reading what make writes, printed a Python traceback (as anywhere before its turn began).
+    import signal
+
+    proc = subprocess.Popen([*OLLIE, "-p", "why did this fail", "--cwd", str(tmp_path)], env=child_env(llm.env()),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"FAILED test_one\n")
+        proc.stdin.flush()  # and more to come: the pipe stays open
+        # read(0, ...): ollie waits for the rest of what is piped in
+        wait_until(lambda: Path(f"/proc/{proc.pid}/syscall").read_text().split()[:2] == ["0", "0x0"],
+                   "ollie reads its stdin")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and b"Traceback" not in err, err.decode()
+        assert not llm.chat_requests
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_double_ctrl_c_at_the_idle_prompt_exits(llm, tmp_path):
     import signal
 

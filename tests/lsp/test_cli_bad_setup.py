@@ -71,6 +71,8 @@ def test_a_hostile_servers_error_body_is_one_line_of_the_error(scripted_llm, tmp
     ("OLLIE_ANTHROPIC_KEY sk-ant-123", "line 2 of {file} is not KEY=VALUE: not read"),  # no `=`: never read
     ("OLLIE_ANTROPIC_KEY=sk-ant-123",  # a misspelt name, which nothing reads
      "line 2 of {file}: OLLIE_ANTROPIC_KEY is not a setting, did you mean OLLIE_ANTHROPIC_KEY?"),
+    # The file holds the backend's and the store's settings: steps went on asking, unsaid.
+    ("OLLIE_APPROVAL=auto-edit", "line 2 of {file}: OLLIE_APPROVAL is read from the environment only, not from this file"),
 ])
 def test_a_key_set_on_an_env_file_line_that_is_not_read_is_named(_private_dirs, tmp_path, line, said):
     env_file = _private_dirs / "config" / "ollie" / "env"
@@ -111,6 +113,20 @@ def test_a_misspelt_model_setting_in_the_env_file_is_named_though_the_turn_runs(
     assert proc.returncode == 0 and proc.stdout == "hi\n", proc
     said = f"ollie: line 1 of {env_file}: OLLIE_MODLE is not a setting, did you mean OLLIE_MODEL?\n"
     assert proc.stderr.count(said) == 1, proc.stderr
+
+
+@pytest.mark.parametrize(("other", "value", "backend"), [
+    ("OPENAI_BASE_URL", "https://api.openai.com/v1/", "openai"),  # as OpenAI's SDK docs have it: the same API
+    ("OLLAMA_HOST", "127.0.0.1:11434", "ollama"),  # Ollama's own form of ollie's default
+])
+def test_another_tools_url_variable_naming_the_server_ollie_asks_is_not_warned_of(tmp_path, other, value, backend):
+    # "OPENAI_BASE_URL is set, but ollie does not read it: to use that server set OLLIE_OPENAI_URL" when it named
+    # the very server ollie asks: a user set OLLIE_OPENAI_URL for nothing, or thought their key went elsewhere.
+    env = {"OLLIE_BACKEND": backend, other: value, "OPENAI_API_KEY": ""}
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=env)
+    assert proc.returncode == 2 and other not in proc.stderr, proc.stderr
+    proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
+    assert other not in proc.stdout, proc.stdout
 
 
 def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
@@ -193,17 +209,64 @@ def test_a_broken_sandbox_policy_is_said_before_the_first_prompt_and_the_session
     assert said in proc.stderr, proc.stderr
 
 
-def test_another_tools_url_variable_is_named_and_not_adopted(scripted_llm, tmp_path):
+# A user of other tools: what ollie would not read, and what it asks instead.
+OTHERS_URL = {
+    "ollama": ({"OLLIE_MODEL": "qwen3"}, "OLLAMA_HOST", "OLLIE_OLLAMA_URL", "http://localhost:11434"),
+    # No key: ollie said only "set OLLIE_OPENAI_KEY (or OPENAI_API_KEY)", a key that would go to api.openai.com.
+    "openai": ({"OPENAI_API_KEY": ""}, "OPENAI_BASE_URL", "OLLIE_OPENAI_URL", "https://api.openai.com/v1"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(OTHERS_URL))
+def test_another_tools_url_variable_is_named_and_not_adopted(scripted_llm, tmp_path, fmt):
     # OLLAMA_HOST, set for the other tools: ollie went to localhost:11434 without a word (Ollama there or not).
-    llm = scripted_llm("ollama")
-    env = {"OLLIE_BACKEND": "ollama", "OLLAMA_HOST": llm.env()["OLLIE_OLLAMA_URL"], "OLLIE_MODEL": "qwen3"}
-    said = ("OLLAMA_HOST is set, but ollie does not read it: to use that server set OLLIE_OLLAMA_URL to its URL "
-            "(unset, ollie asks http://localhost:11434)")
+    extra_env, other, ours, default = OTHERS_URL[fmt]
+    llm = scripted_llm(fmt)
+    env = {"OLLIE_BACKEND": fmt, other: llm.env()[ours], **extra_env}
+    said = f"{other} is set, but ollie does not read it: to use that server set {ours} to its URL (unset, ollie asks {default})"
     for extra in (["-p", "hello"], []):
         proc = run_ollie([*extra, "--cwd", str(tmp_path)], env=env, input="hello\n" if not extra else None)
-        assert proc.stderr.count(said) == 1, proc.stderr  # said by the preflight's hint, else at the start
-    proc = run_ollie(["-p", "hello", "--no-preflight", "--cwd", str(tmp_path)], env=env)
-    assert f"ollie: {said}\n" in proc.stderr, proc.stderr  # at the start: a turn may go on there
+        assert proc.stderr.count(said) == 1, proc.stderr  # said by the preflight's hint (or the key's), else at the start
+    if fmt == "ollama":
+        proc = run_ollie(["-p", "hello", "--no-preflight", "--cwd", str(tmp_path)], env=env)
+        assert f"ollie: {said}\n" in proc.stderr, proc.stderr  # at the start: a turn may go on there
     proc = run_ollie(["doctor", "--cwd", str(tmp_path)], env=env)
     assert proc.returncode == 1 and proc.stdout.count(said) == 1, proc.stdout
     assert not llm.chat_requests  # never adopted: where a key goes is ollie's own setting
+
+
+def test_a_server_that_takes_the_request_and_never_answers_is_said_while_the_turn_waits(tmp_path):
+    # A tunnel whose far end is gone, a proxy, a model that never loads: the port takes the connection, and ollie sat
+    # silent until the head timeout (5 minutes), Ctrl-C the only way out, nothing said of what to check.
+    import signal
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # never accepted: the kernel completes the connection, no byte ever comes back
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        env = {"OLLIE_BACKEND": "openai", "OLLIE_OPENAI_URL": url, "OLLIE_OPENAI_KEY": "none",
+               "OLLIE_MODEL": "silent-model", "OLLIE_QUIET_SERVER_S": "1"}
+        proc = subprocess.Popen([*OLLIE, "-p", "hello", "--cwd", str(tmp_path)], env=child_env(env),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            lines = iter(proc.stderr.readline, "")
+            said = next((line for line in lines if "no answer yet" in line), "")
+            assert said == (f"no answer yet from silent-model at {url} after 1 s: a model still loading answers later; "
+                            "if none comes, stop the turn and check the server (`ollie doctor`)\n"), said
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=60) == 130
+        finally:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_approval_mode_ollie_does_not_know_is_said_with_the_ones_there_are(scripted_llm, tmp_path):
+    # OLLIE_APPROVAL=auto_edit (its `_` for `-`): every edit went on asking, and nothing said why.
+    llm = scripted_llm("openai")
+    llm.script(Reply.text("hi"))
+    proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path)], env=llm.env(approval="auto_edit"))
+    assert proc.returncode == 0 and proc.stdout == "hi\n", proc.stderr
+    assert ("warning: OLLIE_APPROVAL='auto_edit' is no approval mode (one of ask, auto-edit, auto, read-only): the "
+            "agent's, ask, applies\n") in proc.stderr, proc.stderr

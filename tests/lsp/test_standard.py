@@ -439,6 +439,24 @@ async def test_inline_completion_returns_the_models_fim_text(start_daemon, scrip
     assert body["suffix"] == "\n\nprint(area(2))\n"
 
 
+async def test_ghost_text_that_fails_says_why_once(start_daemon, scripted_llm):
+    # OLLIE_COMPLETION_MODEL naming a model the server lacks: no ghost text ever came, and nothing said why (the
+    # daemon's log alone had it).
+    llm = scripted_llm("openai", check=False)
+    missing = {"error": {"message": "The model `coder-fim` does not exist", "type": "invalid_request_error"}}
+    llm.script(*[Reply.error(404, missing)] * 3)  # /completions, then the chat prompt; the chat prompt alone
+    daemon = await start(start_daemon, {**llm.env(), "OLLIE_COMPLETION_MODEL": "coder-fim"})
+    path = daemon.workspace / "area.py"
+    Editor(daemon).open(path, "def area(r):\n    return 3.14 * \n")
+
+    for _ in range(2):  # each keystroke's request fails the same way: said at the first
+        assert not (await asyncio.wait_for(inline(daemon, path.as_uri(), 1, 18), 30)).items
+    said = [m.message for m in daemon.client.messages if "ghost text" in m.message]
+    assert len(said) == 1 and said[0].startswith("ollie: no ghost text from OLLIE_COMPLETION_MODEL (coder-fim): "
+                                                 "127.0.0.1:"), said
+    assert "The model `coder-fim` does not exist" in said[0], said
+
+
 async def test_ghost_text_holding_bidi_or_control_characters_is_never_offered(start_daemon, scripted_llm):
     """Red team round 68: the completion model's text is put into her file with one key (Tab), as it is. Its bidi
     overrides and isolates made the line read otherwise than it runs (Trojan Source: `!= "user"` shown, a comment

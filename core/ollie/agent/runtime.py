@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from ollie.agent.hooks import Hooks
 from ollie.agent.prompt import DeferredPrompt, box_for, needs_commands, resolve_prompt
 from ollie.backend.base import Backend
 from ollie.backend.types import GenerationParams
-from ollie.config import AgentConfig
+from ollie.config import APPROVAL_MODES, AgentConfig
 from ollie.tools.base import (
     KindClassifier,
     ParallelClass,
@@ -160,6 +161,10 @@ async def build_runtime(
 ) -> Runtime:
     """Wire an agent config to a dispatcher; prompt commands run as `session_id`, with `defer_prompt` on first need."""
     warnings: list[str] = []
+    mode = os.environ.get("OLLIE_APPROVAL", "")  # (Core.approval's: one it does not know it passes over, unsaid)
+    if mode and mode not in APPROVAL_MODES:
+        warnings.append(f"OLLIE_APPROVAL={mode!r} is no approval mode (one of {', '.join(APPROVAL_MODES)}): the "
+                        f"agent's, {cfg.approval}, applies")
     restricted = cfg.allow_executors is not None or cfg.allow_tools is not None
     if restricted:
         servers = execute_servers(dispatcher)

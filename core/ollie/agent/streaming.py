@@ -20,6 +20,11 @@ from ollie.backend.errors import (
     TransientError,
 )
 from ollie.backend.types import GenerationParams, Message, Tool, ToolCall, Usage
+from ollie.env import env_seconds
+
+# A server that took the request and says nothing (a model still loading, a tunnel or proxy whose far end is gone)
+# left the user before silence until the head timeout, 5 minutes: after this long it is said, once per request.
+QUIET_SERVER_S = env_seconds("OLLIE_QUIET_SERVER_S", 20.0)  # (shorter: the test of a server that never answers)
 
 
 @dataclass(eq=False, repr=False)
@@ -91,28 +96,45 @@ async def stream_once(
     streamed.text.clear()  # a retry streams the reply anew
     streamed.reasoning.clear()
     text, reasoning = streamed.text, streamed.reasoning
-    # aclosing: an interrupt (cancellation) closes the HTTP stream at once.
-    async with contextlib.aclosing(backend.stream(messages, tools, params)) as events:
-        async for event in events:
-            if event.content:
-                text.append(event.content)
-                if bus is not None:
-                    bus.emit("assistant", event.content)
-            if event.reasoning:
-                reasoning.append(event.reasoning)
-                if bus is not None:
-                    bus.emit("reasoning", event.reasoning)
-            if event.tool_calls:
-                out.tool_calls.extend(event.tool_calls)
-            if event.usage is not None:
-                out.usage = event.usage
-            if event.reasoning_signature:
-                out.reasoning_signature = event.reasoning_signature
-            if event.stop_reason:
-                out.stop_reason = event.stop_reason
+    quiet = None if bus is None else asyncio.get_running_loop().call_later(QUIET_SERVER_S, _say_quiet, bus, backend)
+    try:
+        # aclosing: an interrupt (cancellation) closes the HTTP stream at once.
+        async with contextlib.aclosing(backend.stream(messages, tools, params)) as events:
+            async for event in events:
+                if quiet is not None:
+                    quiet.cancel()
+                    quiet = None
+                if event.content:
+                    text.append(event.content)
+                    if bus is not None:
+                        bus.emit("assistant", event.content)
+                if event.reasoning:
+                    reasoning.append(event.reasoning)
+                    if bus is not None:
+                        bus.emit("reasoning", event.reasoning)
+                if event.tool_calls:
+                    out.tool_calls.extend(event.tool_calls)
+                if event.usage is not None:
+                    out.usage = event.usage
+                if event.reasoning_signature:
+                    out.reasoning_signature = event.reasoning_signature
+                if event.stop_reason:
+                    out.stop_reason = event.stop_reason
+    finally:  # (an error or an interrupt before any event: no note after it)
+        if quiet is not None:
+            quiet.cancel()
     out.text = "".join(text)
     out.reasoning = "".join(reasoning)
     return out
+
+
+def _say_quiet(bus: Bus, backend: Backend) -> None:
+    """Say that the request in progress has had no answer yet, and what to do."""
+    from ollie.backend.urls import shown_url
+
+    bus.emit("info", f"no answer yet from {backend.model} at {shown_url(backend.base_url)} after {QUIET_SERVER_S:g} s: "
+                     "a model still loading answers later; if none comes, stop the turn and check the server "
+                     "(`ollie doctor`)")
 
 
 OnError = Callable[[BaseException, str], Awaitable[bool]]

@@ -7,7 +7,16 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ollie.backend.errors import BackendConfigError
-from ollie.backend.settings import SPECS, BackendSpec, Wire, checked_url, env_file_note, provider_name, spec_for
+from ollie.backend.settings import (
+    SPECS,
+    BackendSpec,
+    Wire,
+    checked_url,
+    env_file_note,
+    others_url_note,
+    provider_name,
+    spec_for,
+)
 from ollie.env import environment
 
 if TYPE_CHECKING:
@@ -54,9 +63,11 @@ def configured(name: str | None, env: Mapping[str, str]) -> tuple[BackendSpec, s
     if spec.key_var:
         keyed["api_key"] = spec.api_key(url, env)
         if not keyed["api_key"]:
-            # The user may have set it in the env file, on a line not read or under a misspelt name.
+            # The user may have set it in the env file, on a line not read or under a misspelt name; or meant the
+            # server OPENAI_BASE_URL names, whose key (if any) is not the vendor's.
+            note = others_url_note(spec, url, env)
             raise BackendConfigError(f"the {spec.name} backend needs an API key: set {spec.key_hint(url, env)}"
-                                     + env_file_note())
+                                     + (f"; {note}" if note else "") + env_file_note())
     return spec, url, keyed
 
 
@@ -70,8 +81,6 @@ def _said_where(exc: BackendConfigError, variable: str, env: Mapping[str, str]) 
 
 def url_note(name: str | None) -> str:
     """`others_url_note` for backend `name` (else OLLIE_BACKEND's) as the environment and env file set it up."""
-    from ollie.backend.settings import others_url_note
-
     env = environment()
     try:
         spec = chosen_spec(name, env)

@@ -139,10 +139,13 @@ def said_name(spec: BackendSpec, url: str, name: str) -> str:
 
 def env_file_note() -> str:
     """What the env file has that ollie does not use (a line not KEY=VALUE, a misspelt backend setting, one the
-    environment overrides), for a message about the backend's setup; "" when nothing."""
+    environment overrides, a setting read from the environment only), for a message about the backend's setup; ""
+    when nothing."""
     from ollie.env import unread_lines_note
 
-    names = {"OLLIE_BACKEND", "OLLIE_MODEL", "OLLIE_COMPLETION_MODEL"}
+    # With the session store's, which ollie.sessions.location.setting reads from the file too.
+    names = {"OLLIE_BACKEND", "OLLIE_MODEL", "OLLIE_COMPLETION_MODEL", "OLLIE_STORE", "OLLIE_USER", "OLLIE_TEAMS",
+             "OLLIE_LEASE_TTL"}
     return unread_lines_note(names | {name for spec in SPECS.values()
                                       for name in (spec.url_var, spec.key_var, spec.vendor_key_var) if name})
 
@@ -156,9 +159,27 @@ def others_url_note(spec: BackendSpec, url: str, env: Mapping[str, str] | None =
         from ollie.env import environment
 
         env = environment()
-    named = "" if env.get(spec.url_var) else next((name for name in spec.others_url_vars if env.get(name)), "")
+    named = "" if env.get(spec.url_var) else next((name for name in spec.others_url_vars
+                                                   if env.get(name) and not _same_server(env[name], url)), "")
     return (f"{named} is set, but ollie does not read it: to use that server set {spec.url_var} to its URL (unset, "
             f"ollie asks {spec.default_url})") if named else ""
+
+
+_THIS_MACHINE = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}  # (Ollama's clients take its bind-all address as local)
+
+
+def _same_server(value: str, url: str) -> bool:
+    """Whether `value`, another tool's URL variable (OLLAMA_HOST's `host:port`, no scheme or port, too), names the
+    server `url` does: OPENAI_BASE_URL=https://api.openai.com/v1 is no other server to warn of."""
+    ours = urlsplit(url)
+    try:
+        theirs = urlsplit(value.strip() if "://" in value else f"{ours.scheme}://{value.strip()}")
+        same_port = (theirs.port or ours.port) == ours.port
+    except ValueError:  # a port that is not one, a `[` left open
+        return False
+    hosts = {(theirs.hostname or "").lower(), (ours.hostname or "").lower()}
+    return (theirs.scheme == ours.scheme and same_port and theirs.path.rstrip("/") == ours.path.rstrip("/")
+            and (len(hosts) == 1 or hosts <= _THIS_MACHINE))
 
 
 def _also(note: str) -> str:

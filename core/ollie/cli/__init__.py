@@ -65,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ollie` console script."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:  # Ctrl-C at any moment, as it starts (imports, the preflight) too: 130, no traceback
+        return 130
+
+
+def _run(argv: list[str] | None) -> int:
     rest = sys.argv[1:] if argv is None else argv
     if rest[:1] == ["acp"]:
         # An editor spawns `ollie acp` and waits for its first chunk: the agent runs at once (it parses its own
@@ -160,8 +167,6 @@ def main(argv: list[str] | None = None) -> int:
 
         _say(printable(str(exc)))  # an engine error may quote the model or a tool
         return 2
-    except KeyboardInterrupt:
-        return 130
 
 
 def _say(text: str) -> None:

@@ -14,7 +14,7 @@ from ollie import paths
 from ollie.backend.errors import BackendConfigError
 from ollie.backend.health import check_backend
 from ollie.backend.registry import chosen_spec, configured_url, env_file_note, environment, make_backend
-from ollie.backend.settings import others_url_note
+from ollie.backend.settings import BackendSpec, others_url_note
 from ollie.env import env_file
 from ollie.errors import OllieError
 
@@ -50,7 +50,7 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
             checks.append(Check("key", have, f"{named} is {'set' if have else 'not set'} (for {url})",
                                 "" if have else fix))
             if not have:  # no backend is built without it: a second line would say the same problem again
-                return checks
+                return checks + _url_note(spec, url, env)  # OPENAI_BASE_URL: the key is not the fix
         else:
             checks.append(Check("key", True, f"the {spec.name} backend needs none"))
         built = make_backend(backend, model, environ=env)
@@ -66,14 +66,19 @@ async def check_backend_setup(env: Mapping[str, str], backend: str | None, model
         checks.append(Check("backend", False, f"{where}: {health.error}", health.hint))
         return checks
     checks.append(Check("backend", True, f"{where} answers"))
-    if note := others_url_note(spec, url, env):  # not in a failed check's hint: that says it
-        checks.append(Check("backend URL", False, note, f"set {spec.url_var}, or unset the other variable"))
+    checks += _url_note(spec, url, env)  # not in a failed check's hint: that says it
     if health.model_present is None:
         checks.append(Check("model", True, f"{built.model} (the server does not list its models)"))
     else:
         checks.append(Check("model", health.model_present,
                             f"{built.model} is {'present' if health.model_present else 'missing'}", health.hint))
     return checks
+
+
+def _url_note(spec: BackendSpec, url: str, env: Mapping[str, str]) -> list[Check]:
+    """A failed check for a variable of other tools' that names the URL (OLLAMA_HOST) while ollie's is unset."""
+    note = others_url_note(spec, url, env)
+    return [Check("backend URL", False, note, f"set {spec.url_var}, or unset the other variable")] if note else []
 
 
 def check_landlock() -> Check:
