@@ -32,9 +32,9 @@ from ollie_acp.updates import Update, UpdateForwarder, odd_names
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
-    from ollie.agent.approval import Answer, StepQuestion
     from ollie.agent.commands_info import AgentInfo
     from ollie.agent.inbox import Held
+    from ollie.agent.questions import Answer, StepQuestion
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import AcpCore
     from ollie.backend.types import Image
@@ -119,7 +119,7 @@ class AcpSession:
     async def approve_step(self, question: StepQuestion) -> Answer:
         """The Core's questions (a step's approval, its elevation, an agent switch): session/request_permission, with
         no feedback text but a "Reject always" answer's, named when it rejects a later step unasked."""
-        from ollie.agent.approval import Answer
+        from ollie.agent.questions import Answer
 
         options = (NETWORK_OPTIONS if question.network is not None else MCP_SERVER_OPTIONS
                    if question.id.startswith("mcp/") else UNSANDBOXED_OPTIONS if question.id.startswith("agent/")

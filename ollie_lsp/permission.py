@@ -13,13 +13,13 @@ from ollie.escapes import escaped
 from ollie_lsp.asking import ask_client, request_id
 
 if TYPE_CHECKING:
-    from ollie.agent.approval import Answer, StepQuestion
+    from ollie.agent.questions import Answer, StepQuestion
     from ollie_lsp.server import OllieServer
 
 logger = logging.getLogger("ollie.lsp.permission")
 
 PERMISSION_METHOD = "ollie/permission"
-# The buttons of the plain question, and the answer each one is (in the order of approval.OUTCOMES).
+# The buttons of the plain question, and the answer each one is (in the order of questions.OUTCOMES).
 BUTTONS = {"Allow once": "allow_once", "Allow for this session": "allow_session", "Allow always": "allow_always",
            "Reject": "reject", "Reject with feedback": "reject_with_feedback"}
 # An edit's diff lines in a plain question: a prompt that still fits a minibuffer or a dialog.
@@ -47,7 +47,7 @@ def _buttons(question: StepQuestion) -> dict[str, str]:
 
 async def ask_step(ls: OllieServer, session_id: str, question: StepQuestion) -> Answer:
     """Put one step to the user; a failed or dismissed question is a rejection."""
-    from ollie.agent.approval import Answer
+    from ollie.agent.questions import Answer
 
     if ls.init_options.permission_request:
         try:

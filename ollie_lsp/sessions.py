@@ -21,8 +21,8 @@ from ollie_lsp.records import record, rpc_errors
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from ollie.agent.approval import Answer, StepQuestion
     from ollie.agent.core import TurnResult
+    from ollie.agent.questions import Answer, StepQuestion
     from ollie.agent.recorder import Recorder
     from ollie.agent.surface import DaemonCore
     from ollie.agent.taskstate import PlanEntry

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ollie.agent.approval import Answer, ApprovalGate
+from ollie.agent.approval import ApprovalGate
+from ollie.agent.questions import Answer
 
 
 async def test_an_answer_the_question_did_not_offer_is_a_rejection_everywhere_it_is_told(tmp_path: Path) -> None:

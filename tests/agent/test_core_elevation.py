@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from agentkit import drain, roles, tool_messages, write_agent
 
-from ollie.agent.approval import Answer, StepQuestion
+from ollie.agent.questions import Answer, StepQuestion
 from ollie.testing import Reply
 
 

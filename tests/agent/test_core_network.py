@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from ollie import paths
-from ollie.agent.approval import Answer, StepQuestion
+from ollie.agent.questions import Answer, StepQuestion
 from ollie.sandbox import egress
 from ollie.sandbox.rules import landlock_abi
 from ollie.testing import Reply

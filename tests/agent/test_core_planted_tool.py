@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from agentkit import tool_messages, write_agent
 
-from ollie.agent.approval import Answer
+from ollie.agent.questions import Answer
 from ollie.testing import Reply
 
 

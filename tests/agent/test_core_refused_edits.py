@@ -7,7 +7,7 @@ import os
 
 from agentkit import tool_messages, write_agent
 
-from ollie.agent.approval import Answer
+from ollie.agent.questions import Answer
 from ollie.testing import Reply
 
 

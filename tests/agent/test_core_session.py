@@ -201,7 +201,7 @@ async def test_the_session_is_saved_after_every_tool_round(scripted_llm, make_co
 async def test_a_teammates_always_answers_do_not_hold_for_another_user(scripted_llm, make_core, monkeypatch):
     # A shared session's "always" answers are its owner's: a team member resuming it was not asked about the steps they
     # cover (a fork drops them; a resume kept them). His own answers hold for him and are not saved over hers.
-    from ollie.agent.approval import Answer, StepQuestion
+    from ollie.agent.questions import Answer, StepQuestion
 
     srv = scripted_llm("openai")
     step = Reply.tool_calls(("execute_code", {"steps": [{"code": "touch made"}]}))

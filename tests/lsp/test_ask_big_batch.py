@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from ollie.agent.approval import BATCH_DIFF_BYTES, BATCH_DIFFS, TOGETHER_PAST
+from ollie.agent.approval import TOGETHER_PAST
+from ollie.agent.previews import BATCH_DIFF_BYTES, BATCH_DIFFS
 from ollie.agent.toolround import OFF_LOOP_BYTES
 from ollie.testing import Reply
 from ollie.tools.execute.args import MAX_CALLS

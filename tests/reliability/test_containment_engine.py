@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from ollie import paths
-from ollie.agent.approval import Answer, StepQuestion
 from ollie.agent.core import Core
+from ollie.agent.questions import Answer, StepQuestion
 from ollie.testing import Reply
 
 KEY = "sk-fake-daemon-key-0123456789"

@@ -73,9 +73,9 @@ async def _mcp_json(cwd: Path) -> str:
 
 
 async def _approval_preview(cwd: Path) -> str:
-    from ollie.agent.approval import _read_small
+    from ollie.agent.previews import read_small
 
-    return await _read_small(cwd, "notes.md") or ""
+    return await read_small(cwd, "notes.md") or ""
 
 
 async def _image(cwd: Path) -> str:

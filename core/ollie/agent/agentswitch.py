@@ -14,7 +14,7 @@ from ollie.agent.commands_info import AgentInfo, agent_infos
 from ollie.errors import OllieError
 
 if TYPE_CHECKING:  # ACP imports this module at start; the approval module loads with the first question
-    from ollie.agent.approval import StepQuestion
+    from ollie.agent.questions import StepQuestion
     from ollie.sessions.persist import SessionFile
 
 # Each question's own number in its id: a client shows each as a card of its own (ACP: a tool call per id).
@@ -39,7 +39,7 @@ def unsandboxed(name: str, dirs: list[Path]) -> AgentInfo | None:
 async def check(name: str, dirs: list[Path], confirm: Callable[[StepQuestion], Awaitable[bool]]) -> None:
     """Return when agent `name` is sandboxed or the user allows it now (asked as a step is, with no "always");
     AgentSwitchRefused otherwise."""
-    from ollie.agent.approval import StepQuestion
+    from ollie.agent.questions import StepQuestion
 
     info = await asyncio.to_thread(unsandboxed, name, dirs)
     if info is None:

@@ -7,27 +7,33 @@ prefix was allowed always; reads never. With no `StepApprover` a step that would
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
-import os
 import re
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ollie import beneath
+from ollie.agent.previews import PREVIEWED, with_diff, with_diffs
+from ollie.agent.questions import (
+    QUESTION_TIMEOUT_ENV,
+    Answer,
+    StepApprover,
+    StepQuestion,
+    maybe_await,
+    question_timeout_s,
+    within_question_timeout,
+)
 from ollie.agent.steps import (
     BUILTIN_KINDS,
     OWN_NAMES,
     STATE_TOOLS,
     Diff,
     KindLookup,
-    Location,
     StepKind,
     ToolStep,
     describe,
@@ -37,13 +43,11 @@ from ollie.agent.steps import (
     step_ids,
 )
 from ollie.config import APPROVAL_MODES
-from ollie.env import env_seconds
 from ollie.escapes import escaped
 from ollie.sandbox import netsaved
 from ollie.tools.execute.args import ArgumentError, CallRequest, CodeRequest, PipeRequest, ScriptCall, parse_request
 from ollie.tools.execute.elevation import DENIED as ELEVATION_DENIED
 from ollie.tools.execute.elevation import NOBODY, outside_parts, step_of
-from ollie.tools.execute.fileargs import FileArgsError, parse_file_call
 
 if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks about a host, not at start
     from ollie.sandbox.egress import NetAsk
@@ -51,10 +55,6 @@ if TYPE_CHECKING:  # the egress proxy is imported by the first call that asks ab
     from ollie.tools.execute.args import CodeStep, ExecuteRequest
     from ollie.tools.execute.tool import ToolScript
 
-T = TypeVar("T")
-# "allow_session" answers only a network question: that host:port for the rest of this session (StepQuestion.outcomes).
-Outcome = Literal["allow_once", "allow_session", "allow_always", "reject", "reject_with_feedback"]
-OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 NEVER_ASK: frozenset[str] = frozenset({"read", "search", "think", "fetch"})
 EDIT_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
@@ -63,117 +63,11 @@ SUBCOMMAND_TOOLS: frozenset[str] = frozenset({
     "git", "npm", "npx", "yarn", "pnpm", "cargo", "go", "uv", "pip", "pip3", "docker", "kubectl", "make", "poetry",
     "bun", "deno", "dotnet", "mvn", "gradle",
 })
-DIFF_PREVIEW_MAX_BYTES = 512 * 1024
-PREVIEWED = frozenset({"file_write", "file_edit"})  # the tools whose new text a question previews
 # A call of more steps is judged in a thread (toolround.OFF_LOOP_BYTES is its arguments' size past which it is described
 # there; 64 edits come to about that).
 OFF_LOOP_STEPS = 64
 # A call with more steps to ask about is asked once (`_together`); up to this many, each with its own diff preview.
 TOGETHER_PAST = 5
-# A batch question's diff previews (`diffs`): of its first this many edits, up to the first past the bytes left.
-BATCH_DIFFS = 32
-BATCH_DIFF_BYTES = 2 * DIFF_PREVIEW_MAX_BYTES
-# A question nobody answers (the user away, an editor that never shows it) ends as a refusal after this long.
-QUESTION_TIMEOUT_ENV = "OLLIE_QUESTION_TIMEOUT_S"
-DEFAULT_QUESTION_TIMEOUT_S = 600.0
-
-
-@attrs.frozen(eq=False, repr=False, slots=False)
-class StepQuestion:
-    """One step put to the user: its id, kind, title, files, diff preview and (for a command) its prefix."""
-
-    id: str
-    kind: StepKind
-    title: str
-    locations: tuple[Location, ...] = ()
-    diff: Diff | None = None
-    # A batch question's previews of its file edits and writes, in order; `diffs_more` counts its edits left without one.
-    diffs: tuple[Diff, ...] = ()
-    diffs_more: int = 0
-    prefix: str = ""
-    # A network question's connection: {"host", "port", "scheme": "http" (a plain HTTP request) | "connect" (a tunnel)}.
-    network: dict[str, Any] | None = None
-    # What the step runs outside the sandbox, exactly (a program, or a tool call as a command line): this question
-    # covers the elevation too, so the user is asked once (and, as an elevation is, every time: no "always").
-    outside: tuple[str, ...] = ()
-    # An execute_code step's programs, whole: its title shows the first line of the first.
-    code: str = ""
-    # Whether "Allow always" would let this very step go unasked next time: not a command with shell syntax no rule
-    # covers (`curl -w '%{http_code}'`, `cd a && make`), which it would ask about again at once.
-    lasting: bool = True
-
-    def to_wire(self) -> dict[str, Any]:
-        """The `step` object of `ollie/permission` (docs/PROTOCOL.md)."""
-        out: dict[str, Any] = {
-            "id": self.id, "kind": self.kind, "title": self.title,
-            "locations": [{"path": loc.path, **({"line": loc.line} if loc.line else {})} for loc in self.locations],
-        }
-        if self.diff is not None:
-            out["diff"] = self.diff.to_wire()
-        if self.diffs or self.diffs_more:
-            out["diffs"] = [d.to_wire() for d in self.diffs]
-        if self.diffs_more:
-            out["diffsMore"] = self.diffs_more
-        if self.prefix:
-            out["prefix"] = self.prefix
-        if self.network is not None:
-            out["network"] = dict(self.network)
-        # The model's text with its controls and bidi overrides as escapes: an editor obeys a U+202E, so what the
-        # user read would not be what runs.
-        if self.outside:
-            out["outside"] = [escaped(what) for what in self.outside]
-        if self.code:
-            out["code"] = escaped(self.code)
-        return out
-
-    def diffs_more_text(self) -> str:
-        """What a batch question says of its edits left without a preview ("" when none)."""
-        n = self.diffs_more
-        return f"({n} more edit{'s' if n != 1 else ''} not previewed)" if n else ""
-
-    def always_label(self) -> str:
-        """What "Allow always" covers: a command's prefix, a host:port, an MCP entry, else the step kind."""
-        if self.network is not None:
-            return f"connections to {self.prefix} in this and later sessions"
-        if self.id.startswith("mcp/"):
-            return "this server entry of this workspace, from now on"
-        if self.prefix.startswith("mcp__") and self.prefix.count("__") >= 2:  # an MCP tool, named as its step is
-            _, server, tool = self.prefix.split("__", 2)
-            return f"`{server}: {tool}` calls"
-        return f"`{self.prefix}` commands" if self.prefix else f"{self.kind} steps"
-
-    def takes_feedback(self) -> bool:
-        """Whether a rejection's feedback can reach the model (a network question's with its `[network]` line): an MCP
-        server's answer reaches only the server start, an agent switch's no turn, so neither offers it."""
-        return not self.id.startswith(("mcp/", "agent/"))
-
-    def is_steps(self) -> bool:
-        """Whether the question is about a step the turn shows (not a connection, a server, an agent switch or an
-        elevation no step names): a card of its own ends with the answer."""
-        return self.network is None and not self.id.startswith(("mcp/", "agent/", "elevate/"))
-
-    def outcomes(self) -> tuple[str, ...]:
-        """The answers this question offers, in order: "allow for this session" a network question's alone, "always"
-        none that leaves the sandbox or that it would not cover."""
-        return tuple(o for o in OUTCOMES if (o != "allow_session" or self.network is not None)
-                     and (o != "allow_always" or (not self.outside and self.lasting))
-                     and (o != "reject_with_feedback" or self.takes_feedback()))
-
-    def always_text(self) -> str:
-        """`always_label` with how long it lasts, for a question's text."""
-        lasting = self.network is not None or self.id.startswith("mcp/")  # (their labels say how long)
-        return self.always_label() + ("" if lasting else " in this session")
-
-
-@dataclass(eq=False, repr=False)
-class Answer:
-    """The user's answer to one question; `feedback` goes to the model with a rejection."""
-
-    outcome: Outcome
-    feedback: str = ""
-
-
-StepApprover = Callable[[StepQuestion], "Awaitable[Answer] | Answer"]
 
 
 def check_mode(mode: object) -> str:
@@ -317,9 +211,11 @@ class ApprovalGate:
             return (f"refused: {q.title!r} needs the user's approval (approval mode {mode!r}) and nobody can give "
                     f"it here; run with an approval mode that allows it: `ollie -p --approval {runs}`.")
         if plan.parts:
-            q = await _with_diffs(q, plan.parts, self._cwd(), self._documents())
+            edits = [(p.question, p.script, p.after_writes) for p in plan.parts
+                     if p.script is not None and p.script.tool in PREVIEWED and not p.argv]
+            q = await with_diffs(q, edits, self._cwd(), self._documents())
         elif (q.kind in EDIT_KINDS or plan.script is not None) and not plan.after_writes and not plan.argv:
-            q = await _with_diff(q, plan.script, self._cwd(), self._documents(), previews)
+            q = await with_diff(q, plan.script, self._cwd(), self._documents(), previews)
         if plan.outside and self._elevation() == "ask":  # one question for both: what runs, and that it runs outside
             # The code is shown once: as what runs outside, when that is all of it.
             q = attrs.evolve(q, outside=tuple(plan.outside), code="" if q.code == "\n\n".join(plan.outside) else q.code)
@@ -532,106 +428,3 @@ def _judged(step: CodeStep) -> str:
     """The command line a code step is judged as: a bash step's text; another language's name (a perl stage reading as
     `printf "%s", system "..."` is no shell line)."""
     return step.code if step.language.name == "bash" else step.language.name
-
-
-async def _with_diff(q: StepQuestion, script: ScriptCall | None, cwd: Path, documents: EditorDocuments | None,
-                     batch: dict[str, Diff | None]) -> StepQuestion:
-    """The question with a diff preview when the new text can be known before running (file_write, file_edit);
-    `batch`: the last preview of each file its call's earlier edits changed (None: not known), which this one edits."""
-    if script is None or script.tool not in PREVIEWED:
-        return q
-    try:
-        call = parse_file_call(script.tool, script.args)  # the path the tool will act on, parsed as it does
-    except FileArgsError:
-        return q
-    if not beneath.inside(cwd, call.path):
-        return q  # the daemon reads nothing outside the workspace, not even for a preview
-    # A call's second edit of a file edits what its first left, not the disk's text (which showed another change);
-    # the file tools follow links (`realpath`), so an edit through one edits the file it leads to (only a key here).
-    key = await asyncio.to_thread(os.path.realpath, cwd / call.path)
-    seen, earlier = key in batch, batch.get(key)
-    batch[key] = None  # until this preview is made
-    if seen and earlier is None:
-        return q  # an earlier edit of it has no preview: what this one edits is not known
-    old = earlier.new_text if earlier is not None else await _editor_text(documents, cwd / call.path)
-    if old is None and earlier is None:
-        try:
-            old = await _read_small(cwd, call.path)
-        except (OSError, UnicodeDecodeError):
-            return q  # there, but too big, binary or no regular file: no preview, never one of a new file
-    if call.tool == "file_write":
-        if call.content == "-":
-            return q  # the text comes on stdin: not known here
-        new = call.content or ""
-    else:
-        if old is None or not call.old or old.count(call.old) != 1 and not (call.all and call.old in old):
-            return q  # it fails: not found, or found twice without `--all`
-        # The result's size before it is made (here, unsandboxed, on the loop): `--all` of one character made 5 GB.
-        grows = (old.count(call.old) if call.all else 1) * (len(call.new or "") - len(call.old))
-        if len(old) + grows > DIFF_PREVIEW_MAX_BYTES:
-            return q
-        new = old.replace(call.old, call.new or "", -1 if call.all else 1)
-    batch[key] = Diff(q.locations[0].path if q.locations else call.path, old, new)
-    return attrs.evolve(q, diff=batch[key])
-
-
-async def _with_diffs(q: StepQuestion, parts: list[_Plan], cwd: Path, documents: EditorDocuments | None) -> StepQuestion:
-    """A batch's question with previews of its first BATCH_DIFFS file edits and writes, as one's (`_with_diff`), up to
-    the first whose texts pass what is left of BATCH_DIFF_BYTES (a 256-edit batch of big files is read no further), one
-    a file (what its edits of it do, each on what the one before left); `diffs_more` counts its edits left without one."""
-    edits = [p for p in parts if p.script is not None and p.script.tool in PREVIEWED and not p.argv]
-    shown: dict[str, Diff] = {}
-    previewed, batch = 0, dict[str, Diff | None]()
-    for part in edits[:BATCH_DIFFS]:
-        if part.after_writes:
-            break
-        diff = (await _with_diff(part.question, part.script, cwd, documents, batch)).diff
-        if diff is None:
-            continue
-        if (first := shown.get(diff.path)) is not None:  # one diff a file: what the batch's edits of it do together
-            diff = Diff(diff.path, first.old_text, diff.new_text)
-        if sum(len(d.old_text or "") + len(d.new_text or "") for d in {**shown, diff.path: diff}.values()) > BATCH_DIFF_BYTES:
-            break
-        shown[diff.path], previewed = diff, previewed + 1
-    return attrs.evolve(q, diffs=tuple(shown.values()), diffs_more=len(edits) - previewed)
-
-
-async def _editor_text(documents: EditorDocuments | None, path: Path) -> str | None:
-    """The editor's text of an open file (the user's unsaved text, which the edit changes: the disk's lacked what they
-    typed, and an edit of it was asked about with no diff), when not too big for a preview."""
-    try:
-        held = None if documents is None else await documents.text(path)
-    except Exception:  # a preview is no reason to fail the step: the disk's text is shown instead
-        return None
-    return held[0] if held is not None and len(held[0].encode()) <= DIFF_PREVIEW_MAX_BYTES else None
-
-
-async def _read_small(root: Path, path: str) -> str | None:
-    """The file's text for a preview, through the chokepoint (None: absent); OSError for a symlink, FIFO, device or big
-    file."""
-    try:
-        return await beneath.read_text(root, path, DIFF_PREVIEW_MAX_BYTES)
-    except FileNotFoundError:
-        return None
-
-
-async def maybe_await(value: Awaitable[T] | T) -> T:
-    """`value`, awaited when a callback returned an awaitable (front ends pass plain or async callbacks)."""
-    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
-
-
-def question_timeout_s() -> float:
-    """How long a question to the user waits for an answer (`$OLLIE_QUESTION_TIMEOUT_S`, default 600)."""
-    return env_seconds(QUESTION_TIMEOUT_ENV, DEFAULT_QUESTION_TIMEOUT_S)
-
-
-async def within_question_timeout(asking: Awaitable[T] | T, denied: T) -> tuple[T, bool]:
-    """(the user's answer, True), or (`denied`, False) once nobody answered within `question_timeout_s()`.
-
-    The question itself is cancelled then: the daemon withdraws it from the editor, the terminal stops waiting.
-    """
-    try:
-        async with asyncio.timeout(question_timeout_s()):
-            return await maybe_await(asking), True
-    except TimeoutError:
-        return denied, False

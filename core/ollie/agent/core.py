@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ollie import paths
-from ollie.agent.approval import Answer, ApprovalGate, StepApprover, StepQuestion, check_mode
+from ollie.agent.approval import ApprovalGate, check_mode
 from ollie.agent.attachments import Attachments
 from ollie.agent.corehistory import HistoryMembers
 from ollie.agent.coremcp import McpMembers
@@ -21,6 +21,7 @@ from ollie.agent.hooks import hook_note
 from ollie.agent.limits import LoopLimits
 from ollie.agent.loop import TurnResult
 from ollie.agent.opening import Opened, open_parts, report_save_errors
+from ollie.agent.questions import Answer, StepApprover, StepQuestion
 from ollie.agent.review import Review
 from ollie.agent.runtime import Runtime, cancel_prompt, server_kinds
 from ollie.agent.setup import sandbox_problem, sandbox_warnings

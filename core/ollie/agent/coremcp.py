@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ollie.agent.approval import Answer, ApprovalGate, StepQuestion, within_question_timeout
+from ollie.agent.approval import ApprovalGate
 from ollie.agent.events import Bus
 from ollie.agent.inbox import Inbox
+from ollie.agent.questions import Answer, StepQuestion, within_question_timeout
 from ollie.agent.runtime import Runtime, refresh_tools
 from ollie.errors import ConfigError
 from ollie.mcp.attach import (

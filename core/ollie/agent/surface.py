@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ollie.agent.approval import StepApprover, StepQuestion
 from ollie.agent.events import Bus
 from ollie.agent.inbox import ContextItem
 from ollie.agent.loop import TurnResult
+from ollie.agent.questions import StepApprover, StepQuestion
 from ollie.agent.review import Review
 from ollie.agent.rewind import Rewound
 from ollie.agent.steps import KindLookup

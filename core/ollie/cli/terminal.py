@@ -28,7 +28,7 @@ from ollie.escapes import escaped, has_controls
 from ollie.mcp.prompts import is_prompt_line
 
 if TYPE_CHECKING:
-    from ollie.agent.approval import Answer, Outcome, StepQuestion
+    from ollie.agent.questions import Answer, Outcome, StepQuestion
     from ollie.agent.recorder import Recorder
     from ollie.agent.steps import Diff
     from ollie.agent.surface import TerminalCore
@@ -397,7 +397,7 @@ async def _ask_step_at_the_prompt(renderer: Renderer, lines: InputLines, drained
 
 
 async def _step_answer(renderer: Renderer, lines: InputLines, question: StepQuestion) -> Answer:
-    from ollie.agent.approval import Answer
+    from ollie.agent.questions import Answer
 
     renderer.end_line()
     since = lines.before_question()
