@@ -580,3 +580,23 @@ async def test_a_log_of_20000_uncounted_turns_is_looked_back_over_without_a_thre
     found = await again.review.changes(changed=True)
     assert time.perf_counter() - started < 3  # (~50 ms; a hop each: ~10 s)
     assert found.turn == 1 and found.changes == []
+
+
+async def test_a_step_cannot_hide_its_changes_by_planting_git_info_exclude(scripted_llm, make_core, workdir,
+                                                                          monkeypatch):
+    """In a folder with no `.git` (no repository, or a session in a repository's subdirectory) nothing makes `.git`
+    read-only to tool code: a step made `.git/info/exclude` naming the files it changed, and the daemon took them for
+    build output: left out of the turn's list and the step's diffs, where the user reviews what the agent did
+    (`.git` is in no checkpoint: the plant itself showed nowhere)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(workdir.parent / "no-config"))
+    (workdir / "app.py").write_text("def run():\n    return 1\n")
+    srv = scripted_llm("openai")
+    code = ("mkdir -p .git/info && printf 'app.py\\nbackdoor.py\\n' > .git/info/exclude"
+            " && echo 'import backdoor' >> app.py && echo 'evil = 1' > backdoor.py")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
+    core = await _auto(make_core, srv)
+    await core.submit("tidy it")
+    assert (workdir / ".git" / "info" / "exclude").exists()  # the plant took
+    assert [c.path for c in (await core.review.changes()).changes] == ["app.py", "backdoor.py"]
+    done = await core.rewind()
+    assert done.files == ["app.py", "backdoor.py"] and done.build_output == ()

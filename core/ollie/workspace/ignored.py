@@ -3,7 +3,8 @@ listed as a change of the turn unless asked for.
 
 Checkpoints already skip what the workspace's `.gitignore` files ignore. What they still see, and a user does not
 count as a change: Python's bytecode (`__pycache__/`, `*.pyc`), which a run of the code writes, and whatever the
-project's `.git/info/exclude` or the user's global git excludes file ignores (the shadow git reads neither).
+project's `.git/info/exclude` (that of the `.git` there as its checkpoints began: tool code may make one where none
+was) or the user's global git excludes file ignores (the shadow git reads neither).
 Without those two, the match is made here (no git process); with them, git's `check-ignore` also hides a tracked
 file that a `.gitignore` came to ignore later (without them it is listed, as it is checkpointed).
 """
@@ -62,7 +63,9 @@ async def ignored(git: ShadowGit, root: Path, paths: Sequence[str]) -> set[str]:
     """Those of `paths` (relative to `root`) that are build output or that the project's git ignores."""
     if not paths:
         return set()
-    extra = await asyncio.to_thread(lambda: _project_text(root, ".git/info/exclude") + "\n" + _global_excludes())
+    # The project's excludes only from a `.git` no step could write: one a step made would hide its own changes.
+    extra = await asyncio.to_thread(lambda: (_project_text(root, ".git/info/exclude") if git.project_git_kept() else "")
+                                    + "\n" + _global_excludes())
     if not any(line.strip() and not line.startswith("#") for line in extra.splitlines()):
         # BUILD_OUTPUT alone (the usual case): no git process. Off the loop: a turn may change 50,000 files (~0.1 s).
         return await asyncio.to_thread(lambda: {p for p in paths if _build_output(p)})
