@@ -600,3 +600,22 @@ async def test_a_step_cannot_hide_its_changes_by_planting_git_info_exclude(scrip
     assert [c.path for c in (await core.review.changes()).changes] == ["app.py", "backdoor.py"]
     done = await core.rewind()
     assert done.files == ["app.py", "backdoor.py"] and done.build_output == ()
+
+
+async def test_a_step_cannot_hide_its_edits_by_ignoring_them_in_gitignore(scripted_llm, make_core, workdir,
+                                                                         monkeypatch):
+    """With a global excludes file (`~/.config/git/ignore`: `.DS_Store`, an editor's backups), the listing asked git's
+    `check-ignore`, which reads the tree's `.gitignore` files too: a step that added `app.py` and `.gitignore` itself
+    to `.gitignore` and edited `app.py` listed neither change (both checkpointed, both said to be build output)."""
+    config = workdir.parent / "config"
+    (config / "git").mkdir(parents=True)
+    (config / "git" / "ignore").write_text(".DS_Store\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (workdir / ".gitignore").write_text("node_modules/\n")
+    (workdir / "app.py").write_text("def run():\n    return 1\n")
+    srv = scripted_llm("openai")
+    code = "printf 'app.py\\n.gitignore\\n' >> .gitignore && echo 'import os' >> app.py && touch .DS_Store"
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
+    core = await _auto(make_core, srv)
+    await core.submit("tidy it")
+    assert [c.path for c in (await core.review.changes()).changes] == [".gitignore", "app.py"]
