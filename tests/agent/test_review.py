@@ -619,3 +619,21 @@ async def test_a_step_cannot_hide_its_edits_by_ignoring_them_in_gitignore(script
     core = await _auto(make_core, srv)
     await core.submit("tidy it")
     assert [c.path for c in (await core.review.changes()).changes] == [".gitignore", "app.py"]
+
+
+async def test_a_gitignore_that_ignores_itself_is_listed_with_the_step_that_wrote_it(scripted_llm, make_core, workdir,
+                                                                                   monkeypatch):
+    """A step wrote `tests/.gitignore` holding `*` and a new `tests/conftest.py` (which pytest runs, outside any
+    sandbox): the `.gitignore` ignored itself, so neither was checkpointed, and the user saw no change at all, nor
+    did a rewind remove them. The `.gitignore` is checkpointed whatever ignores it: it is listed, and goes with it."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(workdir.parent / "no-config"))
+    (workdir / "tests").mkdir()
+    (workdir / "tests" / "test_app.py").write_text("def test_it():\n    pass\n")
+    srv = scripted_llm("openai")
+    code = "echo '*' > tests/.gitignore && echo 'import os' > tests/conftest.py"
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
+    core = await _auto(make_core, srv)
+    await core.submit("tidy it")
+    assert [c.path for c in (await core.review.changes()).changes] == ["tests/.gitignore"]
+    done = await core.rewind()
+    assert done.files == ["tests/.gitignore"] and not (workdir / "tests" / ".gitignore").exists()
