@@ -1,10 +1,10 @@
 """Build output left out of change listings: kept in the checkpoints (undone and rewound as any file), but not
 listed as a change of the turn unless asked for.
 
-Checkpoints already skip what the workspace's `.gitignore` files ignore (never a `.gitignore` itself). What they still see, and a user does not
-count as a change: Python's bytecode (`__pycache__/`, `*.pyc`), which a run of the code writes, and whatever the
-project's `.git/info/exclude` (that of the `.git` there as its checkpoints began: tool code may make one where none
-was) or the user's global git excludes file ignores (the shadow git reads neither).
+Checkpoints already skip what the workspace's `.gitignore` files ignore (never a `.gitignore` itself). What they
+still see, and a user does not count as a change: Python's bytecode (`__pycache__/`, `*.pyc`), which a run of the
+code writes, and whatever the project's `.git/info/exclude` (that of the `.git` there as its checkpoints began: tool
+code may make one where none was) or the user's global git excludes file ignores (the shadow git reads neither).
 Without those two, the match is made here (no git process); with them, by git's `check-ignore` over an empty work
 tree. A `.gitignore` hides nothing here: a tracked file it came to ignore later is checkpointed, so it is listed (a
 step that ignored the files it edited, and `.gitignore` itself, hid them all).
