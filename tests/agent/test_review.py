@@ -582,6 +582,16 @@ async def test_a_log_of_20000_uncounted_turns_is_looked_back_over_without_a_thre
     assert found.turn == 1 and found.changes == []
 
 
+async def _after_step(scripted_llm: Callable[[str], ScriptedLLMServer], make_core: Callable[..., Awaitable[Core]],
+                      code: str) -> Core:
+    """A Core whose edits run unasked, after one turn whose bash step ran `code`."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
+    core = await _auto(make_core, srv)
+    await core.submit("tidy it")
+    return core
+
+
 async def test_a_step_cannot_hide_its_changes_by_planting_git_info_exclude(scripted_llm, make_core, workdir,
                                                                           monkeypatch):
     """In a folder with no `.git` (no repository, or a session in a repository's subdirectory) nothing makes `.git`
@@ -590,12 +600,9 @@ async def test_a_step_cannot_hide_its_changes_by_planting_git_info_exclude(scrip
     (`.git` is in no checkpoint: the plant itself showed nowhere)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(workdir.parent / "no-config"))
     (workdir / "app.py").write_text("def run():\n    return 1\n")
-    srv = scripted_llm("openai")
     code = ("mkdir -p .git/info && printf 'app.py\\nbackdoor.py\\n' > .git/info/exclude"
             " && echo 'import backdoor' >> app.py && echo 'evil = 1' > backdoor.py")
-    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
-    core = await _auto(make_core, srv)
-    await core.submit("tidy it")
+    core = await _after_step(scripted_llm, make_core, code)
     assert (workdir / ".git" / "info" / "exclude").exists()  # the plant took
     assert [c.path for c in (await core.review.changes()).changes] == ["app.py", "backdoor.py"]
     done = await core.rewind()
@@ -613,11 +620,8 @@ async def test_a_step_cannot_hide_its_edits_by_ignoring_them_in_gitignore(script
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
     (workdir / ".gitignore").write_text("node_modules/\n")
     (workdir / "app.py").write_text("def run():\n    return 1\n")
-    srv = scripted_llm("openai")
     code = "printf 'app.py\\n.gitignore\\n' >> .gitignore && echo 'import os' >> app.py && touch .DS_Store"
-    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
-    core = await _auto(make_core, srv)
-    await core.submit("tidy it")
+    core = await _after_step(scripted_llm, make_core, code)
     assert [c.path for c in (await core.review.changes()).changes] == [".gitignore", "app.py"]
 
 
@@ -629,11 +633,8 @@ async def test_a_gitignore_that_ignores_itself_is_listed_with_the_step_that_wrot
     monkeypatch.setenv("XDG_CONFIG_HOME", str(workdir.parent / "no-config"))
     (workdir / "tests").mkdir()
     (workdir / "tests" / "test_app.py").write_text("def test_it():\n    pass\n")
-    srv = scripted_llm("openai")
     code = "echo '*' > tests/.gitignore && echo 'import os' > tests/conftest.py"
-    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
-    core = await _auto(make_core, srv)
-    await core.submit("tidy it")
+    core = await _after_step(scripted_llm, make_core, code)
     assert [c.path for c in (await core.review.changes()).changes] == ["tests/.gitignore"]
     done = await core.rewind()
     assert done.files == ["tests/.gitignore"] and not (workdir / "tests" / ".gitignore").exists()
