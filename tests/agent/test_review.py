@@ -581,3 +581,61 @@ async def test_a_log_of_20000_uncounted_turns_is_looked_back_over_without_a_thre
     found = await again.review.changes(changed=True)
     assert time.perf_counter() - started < 3  # (~50 ms; a hop each: ~10 s)
     assert found.turn == 1 and found.changes == []
+
+
+async def _after_step(scripted_llm: Callable[[str], ScriptedLLMServer], make_core: Callable[..., Awaitable[Core]],
+                      code: str) -> Core:
+    """A Core whose edits run unasked, after one turn whose bash step ran `code`."""
+    srv = scripted_llm("openai")
+    srv.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("ran"))
+    core = await _auto(make_core, srv)
+    await core.submit("tidy it")
+    return core
+
+
+async def test_a_step_cannot_hide_its_changes_by_planting_git_info_exclude(scripted_llm, make_core, workdir,
+                                                                          monkeypatch):
+    """In a folder with no `.git` (no repository, or a session in a repository's subdirectory) nothing makes `.git`
+    read-only to tool code: a step made `.git/info/exclude` naming the files it changed, and the daemon took them for
+    build output: left out of the turn's list and the step's diffs, where the user reviews what the agent did
+    (`.git` is in no checkpoint: the plant itself showed nowhere)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(workdir.parent / "no-config"))
+    (workdir / "app.py").write_text("def run():\n    return 1\n")
+    code = ("mkdir -p .git/info && printf 'app.py\\nbackdoor.py\\n' > .git/info/exclude"
+            " && echo 'import backdoor' >> app.py && echo 'evil = 1' > backdoor.py")
+    core = await _after_step(scripted_llm, make_core, code)
+    assert (workdir / ".git" / "info" / "exclude").exists()  # the plant took
+    assert [c.path for c in (await core.review.changes()).changes] == ["app.py", "backdoor.py"]
+    done = await core.rewind()
+    assert done.files == ["app.py", "backdoor.py"] and done.build_output == ()
+
+
+async def test_a_step_cannot_hide_its_edits_by_ignoring_them_in_gitignore(scripted_llm, make_core, workdir,
+                                                                         monkeypatch):
+    """With a global excludes file (`~/.config/git/ignore`: `.DS_Store`, an editor's backups), the listing asked git's
+    `check-ignore`, which reads the tree's `.gitignore` files too: a step that added `app.py` and `.gitignore` itself
+    to `.gitignore` and edited `app.py` listed neither change (both checkpointed, both said to be build output)."""
+    config = workdir.parent / "config"
+    (config / "git").mkdir(parents=True)
+    (config / "git" / "ignore").write_text(".DS_Store\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (workdir / ".gitignore").write_text("node_modules/\n")
+    (workdir / "app.py").write_text("def run():\n    return 1\n")
+    code = "printf 'app.py\\n.gitignore\\n' >> .gitignore && echo 'import os' >> app.py && touch .DS_Store"
+    core = await _after_step(scripted_llm, make_core, code)
+    assert [c.path for c in (await core.review.changes()).changes] == [".gitignore", "app.py"]
+
+
+async def test_a_gitignore_that_ignores_itself_is_listed_with_the_step_that_wrote_it(scripted_llm, make_core, workdir,
+                                                                                   monkeypatch):
+    """A step wrote `tests/.gitignore` holding `*` and a new `tests/conftest.py` (which pytest runs, outside any
+    sandbox): the `.gitignore` ignored itself, so neither was checkpointed, and the user saw no change at all, nor
+    did a rewind remove them. The `.gitignore` is checkpointed whatever ignores it: it is listed, and goes with it."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(workdir.parent / "no-config"))
+    (workdir / "tests").mkdir()
+    (workdir / "tests" / "test_app.py").write_text("def test_it():\n    pass\n")
+    code = "echo '*' > tests/.gitignore && echo 'import os' > tests/conftest.py"
+    core = await _after_step(scripted_llm, make_core, code)
+    assert [c.path for c in (await core.review.changes()).changes] == ["tests/.gitignore"]
+    done = await core.rewind()
+    assert done.files == ["tests/.gitignore"] and not (workdir / "tests" / ".gitignore").exists()

@@ -172,3 +172,19 @@ async def test_a_reason_whose_escapes_pass_200_characters_is_said_once_across_a_
     (first,) = [m["turnChanges"] for m in said if m.get("turnChanges", {}).get("turn") == 1]
     assert first["reason"].startswith(f"{ws}".replace("\x01", "\\x01")[:200]) and first["reason"].endswith("...")
     assert ends == [{"turn": 2, "unknown": True, "reason": first["reason"], "again": True}], ends
+
+
+async def test_a_nested_repository_a_step_makes_is_named_as_no_diff_shows_it(shared_daemon, llm, tmp_path):
+    # A step's `git init tools` and `tools/conftest.py` (pytest runs it, outside any sandbox, when it collects the
+    # project): git takes `tools/` for another repository, which checkpoints never hold, so the turn listed nothing and
+    # nothing said why.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    code = "git init -q tools && echo 'import os' > tools/conftest.py && echo one > a.txt"
+    llm.script(Reply.tool_calls(("execute_code", {"steps": [{"code": code, "language": "bash"}]})), Reply.text("done"))
+    daemon = await shared_daemon(env=env(llm), cwd=ws)
+    session = (await daemon.request("ollie/submit", {"text": "go"}, timeout=60))["session"]
+    assert (ws / "tools" / ".git" / "HEAD").exists()  # the step's git ran
+    told = [e["content"] for e in daemon.session_events(session) if e["role"] == "info" and "no diff shows" in e["content"]]
+    assert told == ["warning: no diff shows, and no undo or rewind restores, files over the checkpoints' 1 MiB or not "
+                    "regular: 'tools/'"], told

@@ -207,7 +207,9 @@ class Checkpoints:
     async def _listed(self, paths: set[str] | None) -> tuple[set[str], set[str]]:
         """(update, drop): the untracked (not ignored), modified and deleted paths among `paths` (None: the whole
         tree), judged by git's `ls-files` with the index's stat cache."""
-        listing = await self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard",
+        # A `.gitignore` is kept whatever ignores it (the command line's `-x` comes first): one holding `*` ignored
+        # itself, and the files a step wrote beside it were in no checkpoint, with no change listed to say why.
+        listing = await self.git.run("ls-files", "-z", "-t", "-o", "-m", "-d", "--exclude-standard", "-x", "!.gitignore",
                                      *(("--", *(":(literal)" + p for p in sorted(paths))) if paths else ()))
         update: set[str] = set()
         drop: set[str] = set()
@@ -218,8 +220,12 @@ class Checkpoints:
         deleted = beyond | {rel for tag, rel in items if tag == b"R"}
         drop.update(deleted)
         for tag, rel in items:
+            if rel.endswith("/") and tag == b"?":
+                # A nested repository (its own history, not ours to snapshot): named as no checkpoint keeps it, else
+                # a step's `git init tools` hid the `tools/conftest.py` beside it (pytest runs it) from review unsaid.
+                self._note_left_out(rel)
             if rel.endswith("/") or rel in deleted:
-                continue  # a nested repository (its own history, not ours to snapshot), or gone
+                continue
             untracked += tag == b"?"
             if rel in over:
                 if tag != b"?":

@@ -1,11 +1,13 @@
 """Build output left out of change listings: kept in the checkpoints (undone and rewound as any file), but not
 listed as a change of the turn unless asked for.
 
-Checkpoints already skip what the workspace's `.gitignore` files ignore. What they still see, and a user does not
-count as a change: Python's bytecode (`__pycache__/`, `*.pyc`), which a run of the code writes, and whatever the
-project's `.git/info/exclude` or the user's global git excludes file ignores (the shadow git reads neither).
-Without those two, the match is made here (no git process); with them, git's `check-ignore` also hides a tracked
-file that a `.gitignore` came to ignore later (without them it is listed, as it is checkpointed).
+Checkpoints already skip what the workspace's `.gitignore` files ignore (never a `.gitignore` itself). What they
+still see, and a user does not count as a change: Python's bytecode (`__pycache__/`, `*.pyc`), which a run of the
+code writes, and whatever the project's `.git/info/exclude` (that of the `.git` there as its checkpoints began: tool
+code may make one where none was) or the user's global git excludes file ignores (the shadow git reads neither).
+Without those two, the match is made here (no git process); with them, by git's `check-ignore` over an empty work
+tree. A `.gitignore` hides nothing here: a tracked file it came to ignore later is checkpointed, so it is listed (a
+step that ignored the files it edited, and `.gitignore` itself, hid them all).
 """
 
 from __future__ import annotations
@@ -62,14 +64,25 @@ async def ignored(git: ShadowGit, root: Path, paths: Sequence[str]) -> set[str]:
     """Those of `paths` (relative to `root`) that are build output or that the project's git ignores."""
     if not paths:
         return set()
-    extra = await asyncio.to_thread(lambda: _project_text(root, ".git/info/exclude") + "\n" + _global_excludes())
+    # The project's excludes only from a `.git` no step could write: one a step made would hide its own changes.
+    extra = await asyncio.to_thread(lambda: (_project_text(root, ".git/info/exclude") if git.project_git_kept() else "")
+                                    + "\n" + _global_excludes())
     if not any(line.strip() and not line.startswith("#") for line in extra.splitlines()):
         # BUILD_OUTPUT alone (the usual case): no git process. Off the loop: a turn may change 50,000 files (~0.1 s).
         return await asyncio.to_thread(lambda: {p for p in paths if _build_output(p)})
-    excludes = git.git_dir / "listing-excludes"
-    await asyncio.to_thread(excludes.write_text, "\n".join([*BUILD_OUTPUT, extra]) + "\n")
+    excludes, empty = git.git_dir / "listing-excludes", git.git_dir / "listing-tree"
+
+    def prepare() -> None:
+        excludes.write_text("\n".join([*BUILD_OUTPUT, extra]) + "\n")
+        empty.mkdir(exist_ok=True)
+
+    await asyncio.to_thread(prepare)
     try:
-        out = await git.run("-c", f"core.excludesFile={excludes}", "check-ignore", "--no-index", "-z", "--stdin",
+        # Matched in an empty work tree of ollie's: no `.gitignore` of the workspace is read. A step that named the
+        # files it edited, and `.gitignore` itself, in one hid them all (each was checkpointed, and listed without
+        # a global excludes file).
+        out = await git.run("--work-tree", str(empty), "-C", str(empty), "-c", f"core.excludesFile={excludes}",
+                            "check-ignore", "--no-index", "-z", "--stdin",
                             stdin=b"".join(os.fsencode(p) + b"\0" for p in paths), ok_codes=(0, 1))
     except WorkspaceError:
         return set()  # nothing is hidden when git cannot tell

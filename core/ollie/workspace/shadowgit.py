@@ -47,6 +47,17 @@ _TRANSIENT = (b".lock': File exists", b"short read while indexing", b"confused b
 STALE_LOCK_S = 30.0
 # Unset, at the highest precedence, every attribute that transforms content or names a driver.
 ATTRIBUTES = "* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst -delta\n"
+# The inode of the work tree's own `.git` dir as the shadow was made, before any step ran there (empty: none was).
+PROJECT_GIT = "project-git"
+
+
+def _project_git(work_tree: Path) -> str:
+    """The inode of `work_tree`'s `.git` when it is a directory (never through a link), else ""."""
+    try:
+        info = beneath.lstat_sync(work_tree, ".git")
+    except OSError:
+        return ""
+    return str(info.st_ino) if info is not None and stat.S_ISDIR(info.st_mode) else ""
 
 
 def git_env(git_dir: Path, work_tree: Path, index_file: Path | None = None) -> dict[str, str]:
@@ -135,13 +146,25 @@ class ShadowGit:
         if stat.S_ISDIR(mode) and mode & 0o077:  # never a link's target
             self.git_dir.parent.chmod(0o700)
         if not (self.git_dir / "HEAD").exists():
+            project = _project_git(self.work_tree)
             # GIT_DIR and GIT_WORK_TREE are set, so this makes the shadow there, not a .git in the workspace.
             await self.run("init", "--quiet")
+            (self.git_dir / PROJECT_GIT).write_text(project)
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         attributes = info / "attributes"
         if not attributes.exists() or attributes.read_text() != ATTRIBUTES:
             attributes.write_text(ATTRIBUTES)
+
+    def project_git_kept(self) -> bool:
+        """Whether the work tree's `.git` is the dir that was there as the shadow was made: the sandbox binds a `.git`
+        read-only for every step, but only one there when the step starts; one a step made (a folder with none, a
+        repository's subdirectory) is tool code's, its `info/exclude` too. Blocks: in a thread."""
+        try:
+            made = (self.git_dir / PROJECT_GIT).read_text()
+        except OSError:
+            return False  # a shadow made before it was noted: which `.git` was there is unknown
+        return made != "" and made == _project_git(self.work_tree)
 
     async def cat_blobs(self, ids: list[str]) -> dict[str, bytes]:
         """The contents of the blobs `ids`, in one `cat-file --batch` call."""
