@@ -314,29 +314,6 @@ async def test_a_proxy_that_refuses_is_unreachable_and_one_that_breaks_mid_strea
         await fails(backend, (StreamDropError, ": the connection closed mid-answer$"))
 
 
-async def test_a_plain_http_backend_streams_without_making_a_tls_context(fresh_tls_context, no_proxy_environment,
-                                                                        scripted_llm):
-    made: list[type] = []
-    real = ssl.SSLContext.__new__
-
-    def counted(cls: type, *args: Any, **kwargs: Any) -> Any:
-        made.append(cls)
-        return real(cls, *args, **kwargs)
-
-    # OpenSSL's first context is ~0.45 MiB and ~1.5 ms before a local model's (Ollama's) first token: it never
-    # makes a TLS connection.
-    fresh_tls_context.setattr(ssl.SSLContext, "__new__", staticmethod(counted))
-    srv = scripted_llm("openai")
-    srv.script(Reply.text("local"), Reply.text("again"))
-    backend = make_backend(environ=srv.env())
-    try:
-        assert joined(await collect(backend), "content") == "local"
-        assert joined(await collect(backend), "content") == "again"
-    finally:
-        await backend.aclose()
-    assert made == []
-
-
 async def test_backends_after_the_first_share_its_tls_context(fresh_tls_context):
     def rss_kib() -> int:
         with open("/proc/self/status", encoding="ascii") as status:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 # httpx imports httpcore and h11 only as it makes its first client, which a backend does on the event loop (~40-50
 # ms of CPU): they load with this module instead, where it loads (a thread: ollie.agent.setup, for every front end).
-import httpcore
+import httpcore  # noqa: F401
 import httpx
 
 # httpcore's pool lock loads anyio's asyncio backend at the first request, on the event loop (~10-30 ms of a first
@@ -115,33 +115,22 @@ def request_failed(exc: httpx.RequestError, *, backend: str, hint: Callable[[], 
 
 
 @functools.cache
-def tls_context() -> ssl.SSLContext:
+def tls_context(verifying: bool = True) -> ssl.SSLContext:
     """The process's TLS context: the CA bundle parsed once (~20 ms, ~0.9 MiB), not once per backend.
 
-    httpx's own default (SSL_CERT_FILE, else SSL_CERT_DIR, else certifi).
+    httpx's own default (SSL_CERT_FILE, else SSL_CERT_DIR, else certifi). `verifying=False` is for a
+    plain-http backend with no proxy set, which never makes a TLS connection (no redirect is followed):
+    it skips loading the bundle, and would still verify (with nothing trusted) if ever used.
     """
-    return httpx.create_ssl_context()
-
-
-class _PlainTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport for a plain-http backend with no proxy set, which never makes a TLS connection (no redirect
-    is followed), without the TLS context httpx's builds at once: OpenSSL's first context is ~0.45 MiB and ~1.5 ms
-    of CPU before a local model's first token. httpcore makes a verifying one (certifi's) if ever needed."""
-
-    def __init__(self) -> None:  # not httpx's: it builds the context first
-        # httpx's default limits (an AsyncClient's `limits`).
-        self._pool = httpcore.AsyncConnectionPool(ssl_context=None, max_connections=100, max_keepalive_connections=20,
-                                                  keepalive_expiry=5.0)
+    return httpx.create_ssl_context() if verifying else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def http_client(base_url: str, headers: Mapping[str, str], timeout: httpx.Timeout | float) -> httpx.AsyncClient:
     """A backend's httpx client: its base URL and headers, redirects not followed, proxies from the environment."""
     proxied = any(value and name.lower() in _PROXY_VARIABLES for name, value in os.environ.items())
-    tls = proxied or not base_url.startswith("http://")
-    # Given a transport, httpx reads no proxy from the environment and builds no context of its own (`verify` unused).
     return httpx.AsyncClient(base_url=base_url, headers={"Accept-Encoding": ACCEPT_ENCODING, **headers},
-                             timeout=timeout, follow_redirects=False, verify=tls_context() if tls else True,
-                             transport=None if tls else _PlainTransport())
+                             timeout=timeout, follow_redirects=False,
+                             verify=tls_context(proxied or not base_url.startswith("http://")))
 
 
 _SKIP = object()  # a frame `stream_frames`' transform drops
