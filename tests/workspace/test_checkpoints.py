@@ -15,7 +15,7 @@ from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.refs import shadow_dir, turn_ref
 from ollie.workspace.shadowgit import git_env
-from tests.workspace.conftest import changed_since_snapshot
+from tests.workspace.conftest import changed_since_snapshot, git
 
 
 async def test_changes_see_every_kind_of_writer(project: Path) -> None:
@@ -292,3 +292,31 @@ async def test_a_rewind_to_an_option_is_refused_and_git_writes_nothing(project: 
     with pytest.raises(WorkspaceError, match="is no checkpoint id"):
         await cps.restore(f"--output={written}")
     assert not written.exists()
+
+
+@pytest.mark.parametrize("watched", [True, False])
+async def test_an_edit_inside_a_nested_repository_is_named_as_no_diff_shows_it(project: Path, monkeypatch,
+                                                                              watched: bool) -> None:
+    """A nested repository (a vendored one, a submodule's checkout, one a step made) is in no checkpoint: it was named
+    only when its own dir changed, so a step's edit of a file already in it (`tools/conftest.py`, which pytest runs)
+    or a file written in a folder of its showed in no diff and was never said. Told from the kernel's events, or
+    from a scan of the whole tree (no watch: too many dirs, or a step's 300 other files since)."""
+    if not watched:
+        monkeypatch.setattr("ollie.workspace.treewatch.MAX_DIRS", 0)
+    tools = project / "tools"
+    (tools / "sub").mkdir(parents=True)
+    git(tools, "init", "-q")
+    (tools / "conftest.py").write_text("x = 1\n")
+    cps = Checkpoints(project)
+    await cps.snapshot()
+    await cps.snapshot()
+    assert cps.left_out == []  # nothing changed
+    with (tools / "conftest.py").open("a") as f:
+        f.write("import os\n")
+    await cps.snapshot()
+    assert cps.left_out == ["tools/"]
+    (tools / "sub" / "new.py").write_text("y = 2\n")
+    await cps.snapshot()
+    assert cps.left_out == ["tools/"]
+    await cps.snapshot()
+    assert cps.left_out == []
