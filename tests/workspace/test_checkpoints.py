@@ -318,5 +318,12 @@ async def test_an_edit_inside_a_nested_repository_is_named_as_no_diff_shows_it(p
     (tools / "sub" / "new.py").write_text("y = 2\n")
     await cps.snapshot()
     assert cps.left_out == ["tools/"]
+    (tools / "sub" / "__pycache__").mkdir()  # a test run's bytecode: no warning at each run
+    (tools / "sub" / "__pycache__" / "new.cpython-311.pyc").write_bytes(b"\0")
+    await cps.snapshot()
+    assert cps.left_out == []
+    (tools / "sub" / "new.py").unlink()
+    await cps.snapshot()
+    assert cps.left_out == ["tools/"]
     await cps.snapshot()
     assert cps.left_out == []

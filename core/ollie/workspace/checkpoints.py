@@ -26,7 +26,7 @@ MAX_FILE_BYTES = 1 << 20
 _ZERO = objects.ZERO
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
 _BINARY_SNIFF = 8000
-# The entries of a nested repository walked for its newest change, at each scan that lists it (~0.1 s), and how deep
+# The files of a nested repository walked for their newest change, at each scan that lists it (~0.1 s), and how deep
 # (an fd held a level: a step's 1,500 nested dirs would run out of them, and of Python's recursion).
 NESTED_WALKED, NESTED_DEPTH = 10_000, 32
 
@@ -172,8 +172,10 @@ class Checkpoints:
             self._cursor, self.left_out = cursor, []  # (the last one's said again after a step that changed nothing)
             return cached[1]
         update, drop = known if known is not None else await self._listed(paths)
-        # A nested repository with events in it is told as changed (its walk may stop short of the file).
-        nested = {n for n in self._left if n.endswith("/") and any(p.startswith(n) for p in paths or ())}
+        # A nested repository with events in it (but its bytecode's: a test run's) is told as changed (its walk may
+        # stop short of the file).
+        nested = {n for n in self._left if n.endswith("/") and any(
+            p.startswith(n) and "__pycache__" not in p[len(n):].split("/") for p in paths or ())}
         if nested:
             await asyncio.to_thread(lambda: [self._note_left_out(n) for n in nested])
         seen, self._bits_now = self._bits_now, {}
@@ -305,31 +307,31 @@ class Checkpoints:
 
     def _note_left_out(self, rel: str) -> None:
         """Note `rel`, which no checkpoint keeps, as its lstat is now (a nested repository's `rel/`: with its files'
-        newest change, `_newest_change`): a change of it is told again. Blocks."""
+        state, `_files_changed`): a change of it is told again. Blocks."""
         try:
             st = beneath.lstat_sync(self.root, rel)
         except OSError:
             st = None
         key = (0,) if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
-        self._left_now[rel] = (*key, self._newest_change(rel)) if rel.endswith("/") and st is not None else key
+        self._left_now[rel] = (*key, *self._files_changed(rel)) if rel.endswith("/") and st is not None else key
 
-    def _newest_change(self, rel: str) -> int:
-        """The newest inode change (ctime: no step can set it back) of the files in the dir `rel`, its `.git` left
-        out, walking at most NESTED_WALKED entries: an edit of a file already in a nested repository leaves the dir's
-        own lstat as it was (a step's `tools/conftest.py` went unsaid). Blocks."""
+    def _files_changed(self, rel: str) -> tuple[int, int]:
+        """(the newest inode change (ctime: no step can set it back), how many) of the files in the dir `rel`, its
+        `.git` and bytecode (a test run's) left out, walking at most NESTED_WALKED of them: an edit of a file already
+        in a nested repository leaves the dir's own lstat as it was (a step's `tools/conftest.py` went unsaid). Blocks."""
         newest, walked = 0, 0
         try:
             for top, dirs, files, fd in beneath.walk_sync(self.root, rel):
-                dirs[:] = [d for d in dirs if d != ".git"] if top.count("/") < NESTED_DEPTH else []
-                for name in (*dirs, *files):
+                dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")] if top.count("/") < NESTED_DEPTH else []
+                for name in files:
                     walked += 1
                     if walked > NESTED_WALKED:
-                        return newest
+                        return newest, walked
                     with suppress(OSError):
                         newest = max(newest, os.stat(name, dir_fd=fd, follow_symlinks=False).st_ctime_ns)
         except OSError:
             pass
-        return newest
+        return newest, walked
 
     def _lstat_kind(self, rel: str) -> str:
         """What a snapshot makes of `rel` by its lstat: "kept" (a symlink, or a file within the size cap), "over" (a
