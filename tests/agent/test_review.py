@@ -626,6 +626,26 @@ async def test_a_step_cannot_hide_its_edits_by_ignoring_them_in_gitignore(script
     assert [c.path for c in (await core.review.changes()).changes] == [".gitignore", "app.py"]
 
 
+@pytest.mark.parametrize("global_excludes", [False, True])
+async def test_a_sourceless_bytecode_module_a_step_writes_is_listed(scripted_llm, make_core, workdir, monkeypatch,
+                                                                    global_excludes):
+    """A `json.pyc` beside the sources is a sourceless module, found before the standard library's: `import json`
+    runs it. Python 3 writes its bytecode only in `__pycache__`, yet the listing took every `*.pyc` for build output:
+    the step's plant was in no list (with a global excludes file too, where git's `check-ignore` matches)."""
+    config = workdir.parent / "config"
+    if global_excludes:
+        (config / "git").mkdir(parents=True)
+        (config / "git" / "ignore").write_text(".DS_Store\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (workdir / "app.py").write_text("import json\n")
+    code = ("echo 'evil = 1' > json.py && python3 -c \"import py_compile; py_compile.compile('json.py', 'json.pyc')\""
+            " && rm json.py && python3 -c 'import json; assert json.evil == 1' && python3 -c 'import app'")
+    core = await _after_step(scripted_llm, make_core, code)
+    assert (workdir / "json.pyc").exists()  # the plant took, and `import json` ran it
+    assert [c.path for c in (await core.review.changes()).changes] == ["json.pyc"]
+    assert any(c.path.startswith("__pycache__/app.") for c in (await core.review.changes(ignored=True)).changes)
+
+
 async def test_a_gitignore_that_ignores_itself_is_listed_with_the_step_that_wrote_it(scripted_llm, make_core, workdir,
                                                                                    monkeypatch):
     """A step wrote `tests/.gitignore` holding `*` and a new `tests/conftest.py` (which pytest runs, outside any

@@ -15,7 +15,7 @@ from ollie.workspace.checkpoints import Checkpoints
 from ollie.workspace.errors import WorkspaceError
 from ollie.workspace.refs import shadow_dir, turn_ref
 from ollie.workspace.shadowgit import git_env
-from tests.workspace.conftest import changed_since_snapshot
+from tests.workspace.conftest import changed_since_snapshot, git
 
 
 async def test_changes_see_every_kind_of_writer(project: Path) -> None:
@@ -214,8 +214,9 @@ async def test_build_output_is_told_apart_without_git_as_git_tells_it(tmp_path: 
                             cwd=ws, env=env, input="\n".join(paths) + "\n", capture_output=True,
                             text=True).stdout.split()
     cps = Checkpoints(ws)
-    assert await ignored(cps.git, ws, paths) == set(by_git) == {
-        "a.pyc", "x/__pycache__/m.cpython-311.pyc", "x/__pycache__/notes.txt", "y.pyd/z.txt", "pkg/mod.pyo"}
+    # Bytecode outside `__pycache__` (a sourceless module, which an import runs) is no build output.
+    assert await ignored(cps.git, ws, paths) == set(by_git) == {"x/__pycache__/m.cpython-311.pyc",
+                                                                "x/__pycache__/notes.txt"}
 
 
 async def test_a_rewind_brings_a_deleted_file_back_with_the_bits_it_had_at_that_checkpoint(project: Path) -> None:
@@ -291,3 +292,38 @@ async def test_a_rewind_to_an_option_is_refused_and_git_writes_nothing(project: 
     with pytest.raises(WorkspaceError, match="is no checkpoint id"):
         await cps.restore(f"--output={written}")
     assert not written.exists()
+
+
+@pytest.mark.parametrize("watched", [True, False])
+async def test_an_edit_inside_a_nested_repository_is_named_as_no_diff_shows_it(project: Path, monkeypatch,
+                                                                              watched: bool) -> None:
+    """A nested repository (a vendored one, a submodule's checkout, one a step made) is in no checkpoint: it was named
+    only when its own dir changed, so a step's edit of a file already in it (`tools/conftest.py`, which pytest runs)
+    or a file written in a folder of its showed in no diff and was never said. Told from the kernel's events, or
+    from a scan of the whole tree (no watch: too many dirs, or a step's 300 other files since)."""
+    if not watched:
+        monkeypatch.setattr("ollie.workspace.treewatch.MAX_DIRS", 0)
+    tools = project / "tools"
+    (tools / "sub").mkdir(parents=True)
+    git(tools, "init", "-q")
+    (tools / "conftest.py").write_text("x = 1\n")
+    cps = Checkpoints(project)
+    await cps.snapshot()
+    await cps.snapshot()
+    assert cps.left_out == []  # nothing changed
+    with (tools / "conftest.py").open("a") as f:
+        f.write("import os\n")
+    await cps.snapshot()
+    assert cps.left_out == ["tools/"]
+    (tools / "sub" / "new.py").write_text("y = 2\n")
+    await cps.snapshot()
+    assert cps.left_out == ["tools/"]
+    (tools / "sub" / "__pycache__").mkdir()  # a test run's bytecode: no warning at each run
+    (tools / "sub" / "__pycache__" / "new.cpython-311.pyc").write_bytes(b"\0")
+    await cps.snapshot()
+    assert cps.left_out == []
+    (tools / "sub" / "new.py").unlink()
+    await cps.snapshot()
+    assert cps.left_out == ["tools/"]
+    await cps.snapshot()
+    assert cps.left_out == []

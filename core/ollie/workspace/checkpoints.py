@@ -26,6 +26,9 @@ MAX_FILE_BYTES = 1 << 20
 _ZERO = objects.ZERO
 _STATUS: dict[str, Status] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
 _BINARY_SNIFF = 8000
+# The files of a nested repository walked for their newest change, at each scan that lists it (~0.1 s), and how deep
+# (an fd held a level: a step's 1,500 nested dirs would run out of them, and of Python's recursion).
+NESTED_WALKED, NESTED_DEPTH = 10_000, 32
 
 
 def _as_text(data: bytes | None, mode: str) -> tuple[str | None, bool]:
@@ -166,12 +169,19 @@ class Checkpoints:
         cached = self._tree
         cursor, paths, known = await asyncio.to_thread(self._events, cached)
         if cached is not None and paths == set():
-            self._cursor = cursor
+            self._cursor, self.left_out = cursor, []  # (the last one's said again after a step that changed nothing)
             return cached[1]
         update, drop = known if known is not None else await self._listed(paths)
+        # A nested repository with events in it (but its bytecode's: a test run's) is told as changed (its walk may
+        # stop short of the file).
+        nested = {n for n in self._left if n.endswith("/") and any(
+            p.startswith(n) and "__pycache__" not in p[len(n):].split("/") for p in paths or ())}
+        if nested:
+            await asyncio.to_thread(lambda: [self._note_left_out(n) for n in nested])
         seen, self._bits_now = self._bits_now, {}
         now, self._left_now = self._left_now, {}
-        self.left_out = [] if cached is None else sorted(rel for rel, key in now.items() if self._left.get(rel) != key)
+        self.left_out = [] if cached is None else sorted(
+            nested | {rel for rel, key in now.items() if self._left.get(rel) != key})
         # Only what is there now is kept (a step's 50,000 FIFOs a step, each named anew, would pile up here).
         self._left = now if paths is None else {**{rel: k for rel, k in self._left.items() if rel not in paths}, **now}
         if drop:
@@ -220,12 +230,8 @@ class Checkpoints:
         deleted = beyond | {rel for tag, rel in items if tag == b"R"}
         drop.update(deleted)
         for tag, rel in items:
-            if rel.endswith("/") and tag == b"?":
-                # A nested repository (its own history, not ours to snapshot): named as no checkpoint keeps it, else
-                # a step's `git init tools` hid the `tools/conftest.py` beside it (pytest runs it) from review unsaid.
-                self._note_left_out(rel)
             if rel.endswith("/") or rel in deleted:
-                continue
+                continue  # a nested repository (noted by `_inspect`), or gone
             untracked += tag == b"?"
             if rel in over:
                 if tag != b"?":
@@ -284,7 +290,12 @@ class Checkpoints:
         daemon may not read or lstat, which `update-index` refuses), left as they are, and those below a symlink."""
         over, beyond = set(), set()
         for rel in rels:
-            found = self._lstat_kind(rel.rstrip("/"))
+            if rel.endswith("/"):
+                # A nested repository (its own history, not ours to snapshot): named as no checkpoint keeps it, else
+                # a step's `git init tools` hid the `tools/conftest.py` beside it (pytest runs it) from review unsaid.
+                self._note_left_out(rel)
+                continue
+            found = self._lstat_kind(rel)
             if found == "beyond":
                 beyond.add(rel)
             elif found in ("over", "special", "unreadable"):
@@ -295,12 +306,32 @@ class Checkpoints:
         return over, beyond
 
     def _note_left_out(self, rel: str) -> None:
-        """Note `rel`, which no checkpoint keeps, as its lstat is now: a change of it is told again. Blocks."""
+        """Note `rel`, which no checkpoint keeps, as its lstat is now (a nested repository's `rel/`: with its files'
+        state, `_files_changed`): a change of it is told again. Blocks."""
         try:
             st = beneath.lstat_sync(self.root, rel)
         except OSError:
             st = None
-        self._left_now[rel] = (0,) if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
+        key = (0,) if st is None else (st.st_size, st.st_mtime_ns, st.st_ino)
+        self._left_now[rel] = (*key, *self._files_changed(rel)) if rel.endswith("/") and st is not None else key
+
+    def _files_changed(self, rel: str) -> tuple[int, int]:
+        """(the newest inode change (ctime: no step can set it back), how many) of the files in the dir `rel`, its
+        `.git` and bytecode (a test run's) left out, walking at most NESTED_WALKED of them: an edit of a file already
+        in a nested repository leaves the dir's own lstat as it was (a step's `tools/conftest.py` went unsaid). Blocks."""
+        newest, walked = 0, 0
+        try:
+            for top, dirs, files, fd in beneath.walk_sync(self.root, rel):
+                dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")] if top.count("/") < NESTED_DEPTH else []
+                for name in files:
+                    walked += 1
+                    if walked > NESTED_WALKED:
+                        return newest, walked
+                    with suppress(OSError):
+                        newest = max(newest, os.stat(name, dir_fd=fd, follow_symlinks=False).st_ctime_ns)
+        except OSError:
+            pass
+        return newest, walked
 
     def _lstat_kind(self, rel: str) -> str:
         """What a snapshot makes of `rel` by its lstat: "kept" (a symlink, or a file within the size cap), "over" (a

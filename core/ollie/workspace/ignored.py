@@ -2,8 +2,8 @@
 listed as a change of the turn unless asked for.
 
 Checkpoints already skip what the workspace's `.gitignore` files ignore (never a `.gitignore` itself). What they
-still see, and a user does not count as a change: Python's bytecode (`__pycache__/`, `*.pyc`), which a run of the
-code writes, and whatever the project's `.git/info/exclude` (that of the `.git` there as its checkpoints began: tool
+still see, and a user does not count as a change: Python's bytecode (`__pycache__/`), which a run of the code
+writes, and whatever the project's `.git/info/exclude` (that of the `.git` there as its checkpoints began: tool
 code may make one where none was) or the user's global git excludes file ignores (the shadow git reads neither).
 Without those two, the match is made here (no git process); with them, by git's `check-ignore` over an empty work
 tree. A `.gitignore` hides nothing here: a tracked file it came to ignore later is checkpointed, so it is listed (a
@@ -13,7 +13,6 @@ step that ignored the files it edited, and `.gitignore` itself, hid them all).
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,9 @@ from ollie.workspace.types import FileChange
 if TYPE_CHECKING:
     from ollie.workspace.checkpoints import Checkpoints
 
-BUILD_OUTPUT = ("__pycache__/", "*.py[cod]")
+# Only `__pycache__`: Python 3 writes its bytecode nowhere else, and a `*.pyc` beside the sources is a sourceless
+# module that imports run (a step's `json.pyc` ran in place of the standard library's, hidden as build output).
+BUILD_OUTPUT = ("__pycache__/",)
 # An excludes file larger than this is not read (a hostile workspace's could be huge).
 _MAX_EXCLUDES = 256 * 1024
 
@@ -55,9 +56,8 @@ def _global_excludes() -> str:
 
 
 def _build_output(path: str) -> bool:
-    """BUILD_OUTPUT's match, as git makes it: a `__pycache__` dir on the path, or any part named `*.py[cod]`."""
-    parts = path.split("/")
-    return "__pycache__" in parts[:-1] or any(fnmatch.fnmatchcase(part, "*.py[cod]") for part in parts)
+    """BUILD_OUTPUT's match, as git makes it: a `__pycache__` dir on the path."""
+    return "__pycache__" in path.split("/")[:-1]
 
 
 async def ignored(git: ShadowGit, root: Path, paths: Sequence[str]) -> set[str]:
