@@ -83,7 +83,7 @@ def test_a_turn_ending_while_she_types_a_command_under_messages_leaves_them_on_s
     with start_nvim(tmp_path, srv.env(), {"old.py": "x = 1\n"}, size=(100, 30), init_lua=init) as tmux:
         tmux.wait(lambda s: "x = 1" in s, "nvim to start")
         tmux.keys(":Ollie clean up", "Enter")
-        tmux.wait(lambda s: "<e: Run while" in s, "the step running, in the chat's statusline")
+        tmux.wait(lambda s: "ollie: Run while" in s, "the step running, in the chat's statusline")
         tmux.keys("Escape", ":echomsg 'first' | echomsg 'second' | echomsg 'third'", "Enter", "Enter", ":messages", "Enter")
         tmux.wait(lambda s: "third\nPress ENTER" in s, "the messages")
         tmux.keys(":")

@@ -49,10 +49,10 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
     the prompts it was to pop; the button says Send, not Queue) and takes it back too (both while an approval question
     waits), and the reload mid-turn below brings back the other alone (the popped one stayed marked queued, and came
     back); one held that `/queued clear` drops shows dropped (it stayed marked held). That reload, while the approval
-    question waits: no empty new chat
-    while the session comes back, and "Turn interrupted" under the step it cut short; the keys typed for the prompt as
-    the question took the focus go on into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts
-    the cursor in the chat's prompt box. The pasted image waits in a file of the extension's storage, not in the window's
+    question waits: no empty new chat while the session comes back, and the reload's end of the turn (not "Turn
+    interrupted") under the step it cut short; the keys typed for the prompt as the question took the focus go on
+    into the prompt (they were lost on its buttons); Ctrl+Alt+O from the editor puts the cursor in the chat's prompt
+    box. The pasted image waits in a file of the extension's storage, not in the window's
     state (rewritten whole at each save), and the file goes once its prompt ran. A prompt past the queue's bound (32)
     is refused: the chat says why and what to do, and it is back in the input."""
     shows(run_e2e("queue.mjs", total_ms=580000),
@@ -66,7 +66,7 @@ def test_queued_prompts_after_stop_and_reload_in_real_vscode(run_e2e):
           "/queued pop typed during the turn ran at once (the button said Send) and took the prompt back into the input, "
           "and a reload brought back only the one held",
           "a held prompt dropped by /queued clear showed dropped and the next prompt ran alone",
-          "came back without the empty new chat", "and said the turn was interrupted",
+          "came back without the empty new chat", "and said the reload ended the turn",
           "keys typed for the prompt as a question took the focus went on into the prompt, answering nothing",
           "Ctrl+Alt+O from the editor put the cursor in the chat's prompt box",
           "a prompt past the queue's bound was refused: the chat said why and what to do, and it was back in the input")

@@ -183,6 +183,9 @@ class ToolRound:
     judged: Callable[[str], Callable[[str], ToolScript] | None] | None = None
     # The steps of every call announced and not finished yet, by call id.
     _open: dict[str, list[ToolState]] = field(default_factory=dict, init=False)
+    # The script lookup each call's card was described by, by call id: its run's when no approval judged it (`auto`),
+    # so the card says what runs, and a batch's scripts are looked up once for both.
+    _described: dict[str, Callable[[str], ToolScript]] = field(default_factory=dict, init=False)
     _names: dict[str, str] = field(default_factory=dict, init=False)
     # Diffs of a finished write, by call id, until its `tool` event carries them (None: not tracked).
     _diffs: dict[str, tuple[Diff, ...] | None] = field(default_factory=dict, init=False)
@@ -208,9 +211,10 @@ class ToolRound:
         finally:
             # A call approved and never run (a twin of a read, a cached read, a preTool hook's block, an interrupt)
             # leaves no lookup behind: each held its parsed arguments for the session's life.
-            if (judged := self.judged) is not None:
-                for call in calls:
-                    judged(call.id)
+            for call in calls:
+                self._described.pop(call.id, None)
+                if self.judged is not None:
+                    self.judged(call.id)
 
     # --- steps ---------------------------------------------------------------
 
@@ -220,6 +224,8 @@ class ToolRound:
         def prepare() -> tuple[ParallelClass, list[ToolStep]]:
             # Its card tells a script of the model's under one of ollie's names as what runs, by the run's lookup.
             scripts = self.runtime.resolver(call.name, args) if args is not None else None
+            if scripts is not None:
+                self._described[call.id] = scripts
             steps = describe(call.name, args if args is not None else call.arguments, self.cwd, kind_of=self.kind_of,
                              scripts=scripts)
             return self.runtime.classify_parallel(call.name, args) if args is not None else "global", steps
@@ -417,7 +423,8 @@ class ToolRound:
         asking = egress.asking.set(net)
         outside = elevation.allowed.set(self.allowed_outside(call.id) if self.allowed_outside is not None else None)
         asked = elevation.steps.set(cache(partial(_leaving, call.name, args, inner)))
-        scripts = parsed.judged.set(self.judged(call.id) if self.judged is not None else None)
+        judged = self.judged(call.id) if self.judged is not None else None
+        scripts = parsed.judged.set(judged or self._described.get(call.id))
         # A command step's output goes out live as `output` events (front ends show it as it comes).
         live = output_tap.set(self._hear(call)) if len(inner) == 1 and inner[0].kind == "execute" else None
         try:

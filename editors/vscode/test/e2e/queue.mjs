@@ -243,13 +243,14 @@ await withVSCode({ script, files: { "notes.txt": "notes\n" }, settings }, async 
   const shown = await firstLook;
   if (shown.includes("empty")) throw new Error(`the empty new chat showed while the session came back (shown: ${shown})`);
   if (shown.includes("new chat title")) throw new Error("the header said New chat while the session came back");
-  // The turn the reload ended (its call closed under the question) ends as a stopped one does.
+  // The turn the reload ended (its call closed under the question) says the reload ended it: not her "interrupted",
+  // nor a failure in red.
   const cut = editStep(chat, "tool");
-  await cut.locator('.step-row[data-status="failed"]').waitFor({ timeout: waitMs });
-  await until("Turn interrupted right under the step the reload cut short",
-    () => cut.evaluate((node) => node.nextElementSibling?.matches('.item.turnEnd[data-stop="interrupted"]') === true));
+  await cut.locator('.step-row[data-status="closed"]').waitFor({ timeout: waitMs });
+  await until("the reload's end of the turn right under the step it cut short",
+    () => cut.evaluate((node) => node.nextElementSibling?.matches('.item.turnEnd[data-stop="closed"]') === true));
   await screenshot("queue-reload-ended-question");
-  log(`after a reload during an approval question the chat came back without the empty new chat (shown: ${shown.join(", ") || "nothing"}) and said the turn was interrupted`);
+  log(`after a reload during an approval question the chat came back without the empty new chat (shown: ${shown.join(", ") || "nothing"}) and said the reload ended the turn`);
 
   // 4c. What the reload brought back of the queue: the prompt queued during the question alone, held.
   await meta(chat, "Never mind this one.").filter({ hasText: "held" }).waitFor({ timeout: waitMs });
