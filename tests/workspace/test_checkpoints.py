@@ -327,3 +327,35 @@ async def test_an_edit_inside_a_nested_repository_is_named_as_no_diff_shows_it(p
     assert cps.left_out == ["tools/"]
     await cps.snapshot()
     assert cps.left_out == []
+
+
+@pytest.mark.parametrize("watched", [True, False])
+async def test_start_files_a_step_writes_where_git_ignores_are_named_once(project: Path, monkeypatch,
+                                                                         watched: bool) -> None:
+    """A venv's `bin/python` made a link, a `node_modules/.bin` script and `.env` (each run or sourced later, outside any
+    sandbox) under `.gitignore` rules are in no checkpoint: named when made or changed, and not again unchanged; a
+    package's own files there, and a start file git does not ignore (checkpointed: its diff shows), are not."""
+    if not watched:
+        monkeypatch.setattr("ollie.workspace.treewatch.MAX_DIRS", 0)
+    (project / ".gitignore").write_text(".venv/\nnode_modules/\n.env\n")
+    (project / ".venv" / "bin").mkdir(parents=True)
+    (project / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (project / "node_modules" / ".bin").mkdir(parents=True)
+    cps = Checkpoints(project)
+    await cps.snapshot()
+    assert cps.started == []  # the user's own
+    (project / ".venv" / "bin" / "python").unlink()
+    (project / ".venv" / "bin" / "python").write_text("#!/bin/sh\nexec evil\n")
+    (project / "node_modules" / ".bin" / "jest").write_text("#!/bin/sh\n")
+    (project / "node_modules" / "jest").mkdir()
+    (project / "node_modules" / "jest" / "index.js").write_text("module.exports = 1\n")
+    (project / ".env").write_text("NODE_OPTIONS=--require ./evil.js\n")
+    (project / ".envrc").write_text("export X=1\n")  # not ignored: checkpointed
+    await cps.snapshot()
+    assert cps.started == [".env", ".venv/bin/python", "node_modules/.bin/jest"]
+    await cps.snapshot()
+    assert cps.started == []
+    with (project / ".env").open("a") as f:
+        f.write("X=2\n")
+    await cps.snapshot()
+    assert cps.started == [".env"]

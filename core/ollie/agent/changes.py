@@ -96,12 +96,14 @@ class ChangeTracker:
             problem = exc
         else:
             self._taken, self._failed, self._unfit = True, "", False
-            if checkpoints.left_out and self._on_unavailable is not None:  # else a step's 1 MiB `.envrc` went unseen
-                names = ", ".join(repr(p) for p in checkpoints.left_out[:5])
-                more = len(checkpoints.left_out) - 5
-                self._on_unavailable(f"no diff shows, and no undo or rewind restores, files over the checkpoints' "
-                                     f"{checkpoints.max_file_bytes >> 20} MiB or not regular: {names}"
-                                     f"{f' and {more} more' if more > 0 else ''}")
+            if self._on_unavailable is not None:  # else a step's 1 MiB `.envrc`, or `.venv`'s `evil.pth`, went unseen
+                for what, names in ((f"files over the checkpoints' {checkpoints.max_file_bytes >> 20} MiB or not "
+                                     "regular", checkpoints.left_out),
+                                    ("files the project ignores that programs run at their start", checkpoints.started)):
+                    if names:
+                        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+                        self._on_unavailable(f"no diff shows, and no undo or rewind restores, {what}: "
+                                             f"{', '.join(repr(p) for p in names[:5])}{more}")
             return self._fresh
         # One failed snapshot (a git hiccup) costs that step its diffs, not the session its tracking. Said, once until
         # one succeeds: a step that could make them fail (as a chmod did) would otherwise hide its changes from review.

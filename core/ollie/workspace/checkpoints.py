@@ -11,7 +11,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from ollie import beneath
-from ollie.workspace import modes, objects
+from ollie.workspace import modes, objects, startfiles
 from ollie.workspace.bounds import Bound
 from ollie.workspace.diff import compute_hunks
 from ollie.workspace.errors import CheckpointUnavailable, WorkspaceError
@@ -138,6 +138,9 @@ class Checkpoints:
         self._left: dict[str, tuple[int, ...]] = {}
         self._left_now: dict[str, tuple[int, ...]] = {}
         self.left_out: list[str] = []
+        # Start files (`startfiles`) as last seen, and those in ignored paths the last snapshot found new or changed.
+        self._starts: dict[str, startfiles.Key] = {}
+        self.started: list[str] = []
         # The read and write bits of the files this snapshot lstat'ed (`modes` records them).
         self._bits_now: dict[str, int] = {}
         self._modes = modes.Record(self.git.git_dir)
@@ -169,8 +172,10 @@ class Checkpoints:
         cached = self._tree
         cursor, paths, known = await asyncio.to_thread(self._events, cached)
         if cached is not None and paths == set():
-            self._cursor, self.left_out = cursor, []  # (the last one's said again after a step that changed nothing)
+            # (the last one's said again after a step that changed nothing)
+            self._cursor, self.left_out, self.started = cursor, [], []
             return cached[1]
+        await self._note_started(paths, first=cached is None)
         update, drop = known if known is not None else await self._listed(paths)
         # A nested repository with events in it (but its bytecode's: a test run's) is told as changed (its walk may
         # stop short of the file).
@@ -204,6 +209,18 @@ class Checkpoints:
         self._tree = (key, tree) if key is not None else None
         self._cursor = cursor  # only now: a failed snapshot leaves its paths to the next one
         return tree
+
+    async def _note_started(self, paths: set[str] | None, *, first: bool) -> None:
+        """Set `started`: the start files among `paths` (None: all) new or changed since last seen that git ignores
+        (the rest are checkpointed and shown); the first snapshot names none (the user's own)."""
+        now = await asyncio.to_thread(startfiles.found, self.root, paths)
+        changed = sorted(rel for rel, key in now.items() if self._starts.get(rel) != key)
+        self.started = []
+        if changed and not first:  # (a failed `ls-files` leaves them to be named by the next snapshot)
+            out = await self.git.run("ls-files", "-z", "-o", "-i", "--exclude-standard", "--",
+                                     *(":(literal)" + rel for rel in changed))
+            self.started = sorted(os.fsdecode(p) for p in out.split(b"\0") if p)
+        self._starts = now if paths is None else {**{r: k for r, k in self._starts.items() if r not in paths}, **now}
 
     def _events(self, cached: tuple[tuple[int, int, int], str] | None,
                 ) -> tuple[int, set[str] | None, tuple[set[str], set[str]] | None]:
