@@ -140,12 +140,13 @@ def test_a_state_dir_that_cannot_be_made_is_said_with_what_to_set(tmp_path):
         proc = subprocess.run([*command, "--cwd", str(tmp_path)] if prog == "ollie" else command, input="",
                               env=child_env({"OLLIE_STATE_DIR": str(state)}), capture_output=True, text=True,
                               timeout=60)
-        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        # The daemon goes on to answer `initialize` and show it there (test_start_problem); here its input ends.
+        assert proc.returncode == (0 if prog == "ollie-lsp" else 2) and "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.startswith(f"{prog}: cannot write its log under {state}: "), proc.stderr
         assert proc.stderr.endswith("set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories you can write\n")
     proc = subprocess.run([*daemon, "--log-file", str(state / "x.log")], input="", env=child_env(),
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and proc.stderr.startswith(f"ollie-lsp: cannot write its log to {state}/x.log: ")
+    assert proc.returncode == 0 and proc.stderr.startswith(f"ollie-lsp: cannot write its log to {state}/x.log: ")
     assert proc.stderr.endswith("; give --log-file a path you can write\n"), proc.stderr
 
 
@@ -159,7 +160,8 @@ def test_a_log_file_that_is_a_fifo_is_said_and_never_waited_on(tmp_path):
     for command in ([*daemon], [*daemon, "--log-file", str(state / "ollie.log")]):
         proc = subprocess.run(command, input="", env=child_env({"OLLIE_STATE_DIR": str(state)}),
                               capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 2 and f"{state}/ollie.log is a FIFO or a socket" in proc.stderr, proc.stderr
+        # Said, and the daemon goes on without a log until its input ends (test_start_problem: what the editor shows).
+        assert proc.returncode == 0 and f"{state}/ollie.log is a FIFO or a socket" in proc.stderr, proc.stderr
 
 
 def test_a_prompt_given_without_p_says_where_a_prompt_goes(tmp_path):
