@@ -272,3 +272,20 @@ def test_an_approval_mode_ollie_does_not_know_is_said_with_the_ones_there_are(sc
     assert proc.returncode == 0 and proc.stdout == "hi\n", proc.stderr
     assert ("warning: OLLIE_APPROVAL='auto_edit' is no approval mode (one of ask, auto-edit, auto, read-only): the "
             "agent's, ask, applies\n") in proc.stderr, proc.stderr
+
+
+def test_a_broken_agent_file_is_said_with_an_unreachable_backend_not_only_at_the_next_run(tmp_path):
+    # A new-user pass: with the backend down, `ollie -p` said only that, and the agent file's broken key showed at the
+    # next run once the backend answered. The config is local: it is checked first, and both are said.
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "default.json").write_text('{"model": 5}\n')
+    (agents / "bad.json").write_text('{"model": "m",\n')
+    env = {"OLLIE_AGENTS_DIR": str(agents), "OLLIE_OLLAMA_URL": f"http://127.0.0.1:{free_port()}"}
+    for args, said in [([], f"{agents}/default.json: key 'model'"),
+                       (["--agent", "bad"], f"{agents}/bad.json: invalid JSON at line 2")]:
+        proc = run_ollie(["-p", "hello", "--cwd", str(tmp_path), *args], env=env)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        agent, backend = proc.stderr.splitlines()[:2]
+        assert agent.startswith(f"ollie: {said}"), proc.stderr
+        assert backend.startswith("ollie: cannot reach Ollama at "), proc.stderr
