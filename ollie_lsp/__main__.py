@@ -63,13 +63,26 @@ def parse_args(argv: list[str] | None = None) -> Args:
     return args
 
 
-def setup_logs(log_file: str | None) -> None:
-    """Log to a file; pygls' per-message logging is kept to warnings (it would log every delta)."""
-    from ollie.log import start_logging
+def setup_logs(log_file: str | None) -> str:
+    """Log to a file; pygls' per-message logging is kept to warnings (it would log every delta).
 
-    start_logging(log_file, "ollie-lsp")
+    Where the log cannot be written (a read-only or full state dir, one owned by root): what is wrong and what to do,
+    logged to stderr (the editor's log) instead; else "".
+    """
+    from ollie.log import log_problem, setup_logging
+
+    problem = ""
+    try:
+        setup_logging(log_file)
+    except OSError as exc:
+        # Not an exit before the handshake: the editor would only say the server died. The daemon answers
+        # `initialize`, shows this, and refuses what would need the state (server.start_problem).
+        problem = log_problem(log_file, "ollie-lsp", exc)
+        print(problem, file=sys.stderr)
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     for name in ("pygls", "pygls.protocol", "pygls.server", "pygls.feature_manager"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    return problem
 
 
 def coalesce_window() -> float:
@@ -150,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
     raise_fd_limit()
     args = parse_args(argv)
-    setup_logs(args.log_file)
+    problem = setup_logs(args.log_file)
     import pygls.lsp.server  # noqa: F401 - pygls and lsprotocol load with the collector on, as in a bare server
 
     drop_generated_sources()  # before the daemon's and the engine's modules load, so that they fill the room
@@ -160,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     from ollie_lsp.daemon import build_server
 
     server = build_server(coalesce_s=coalesce_window())
+    server.start_problem = problem
     if args.tcp:
         end_process(run_tcp(server, args))
     rpc_in, rpc_out = protect_stdio()

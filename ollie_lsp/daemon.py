@@ -9,7 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ollie_lsp.documents import register_documents
-from ollie_lsp.errors import InvalidParams
+from ollie_lsp.errors import InvalidParams, StartProblem
 from ollie_lsp.idlecollect import collect_when_idle
 from ollie_lsp.lifecycle import register_lifecycle
 from ollie_lsp.names import METHOD_NAMES, command_name
@@ -143,6 +143,8 @@ def register_methods(server: OllieServer) -> None:
 
 def _lazy_method(name: str) -> Callable[..., Any]:
     async def run(ls: OllieServer, raw: Any) -> dict[str, Any]:
+        if ls.start_problem:  # no session runs that could not be kept: each request says why, as initialize showed
+            raise StartProblem(ls.start_problem)
         await ls.engine_loaded()
         from ollie_lsp import methods
 

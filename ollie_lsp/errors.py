@@ -67,6 +67,13 @@ class InternalError(JsonRpcException):
                          code=INTERNAL_ERROR)
 
 
+class StartProblem(JsonRpcException):
+    """-32603: the daemon cannot keep sessions (its state dir cannot be written); the message says what to do."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(message=problem, code=INTERNAL_ERROR)
+
+
 class Stale(RpcError):
     """-32003: an undo refused because the file changed since the agent's change (the user's edit is kept)."""
 

@@ -71,11 +71,14 @@ def register_lifecycle(server: OllieServer) -> None:
         ls.init_options = options
         ls.client_name = params.client_info.name if params.client_info else ""
         ls.initialized = True
-        walk_folders(ls, workspace_dirs(params), first=True)
-        # The engine starts loading once this answer is out (pygls writes it before the loop's next callback): in the
-        # client's round trip to `initialized` (1-30 ms measured), not after it, and never before the answer.
         loop = asyncio.get_running_loop()
-        loop.call_soon(ls.load_engine)
+        if ls.start_problem:  # said once, here: before the handshake the editor would only say the server died
+            ls.show(ls.start_problem, types.MessageType.Error)
+        else:
+            walk_folders(ls, workspace_dirs(params), first=True)
+            # The engine starts loading once this answer is out (pygls writes it before the loop's next callback): in
+            # the client's round trip to `initialized` (1-30 ms measured), not after it, and never before the answer.
+            loop.call_soon(ls.load_engine)
         # LSP: the server exits once the client's process has, even if a wrapper keeps its pipe or socket open.
         writer = ls.protocol.writer
         conn = writer.get_extra_info("socket") if isinstance(writer, asyncio.StreamWriter) else None

@@ -21,7 +21,7 @@ from pygls.lsp.server import LanguageServer
 from ollie import __version__
 from ollie.startup import release_free_memory
 from ollie_lsp.documents import LspDocuments
-from ollie_lsp.errors import SessionNotFound
+from ollie_lsp.errors import SessionNotFound, StartProblem
 from ollie_lsp.idlecollect import collect_when_idle
 from ollie_lsp.options import InitOptions
 from ollie_lsp.protocol import OllieProtocol, raw_params_converter
@@ -79,11 +79,16 @@ class OllieServer(LanguageServer):
         self.default_cwd = self.root_cwd
         self.folders: asyncio.Future[None] | None = None  # the walk of the folders named last (lifecycle.walk_folders)
         self.rooted = True  # root_cwd is a folder walked, or this directory when the client named none
+        # What keeps the daemon from working (its state dir cannot be written), shown once at `initialize`: every
+        # request that needs the sessions is refused with it, rather than sessions run that could not be kept.
+        self.start_problem = ""
 
     @property
     def table(self) -> SessionTable:
         """The session table, built on the first ollie/* request: an idle daemon stays small."""
         if self._table is None:
+            if self.start_problem:
+                raise StartProblem(self.start_problem)
             if not self.initialized:
                 raise SessionNotFound("(the server is not initialized)")
             self._table = self._make_table(self)
@@ -118,7 +123,7 @@ class OllieServer(LanguageServer):
     async def warm_up(self) -> None:
         """After `initialized`: wait for the engine (loading since the initialize answer), then start building the
         default session."""
-        if self._table is not None:
+        if self._table is not None or self.start_problem:
             return
         try:
             await self.engine_loaded()

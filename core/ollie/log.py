@@ -79,8 +79,13 @@ def start_logging(file: Path | str | None, prog: str) -> Path:
     try:
         return setup_logging(file)
     except OSError as exc:  # a service account's or a container's HOME: a traceback would say nothing to do
-        where, fix = ((f"to {file}", "give --log-file a path you can write") if file else
-                      (f"under {paths.state_dir()}", "set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories "
-                       "you can write"))
-        print(f"{prog}: cannot write its log {where}: {exc}; {fix}", file=sys.stderr)
+        print(log_problem(file, prog, exc), file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def log_problem(file: Path | str | None, prog: str, exc: OSError) -> str:
+    """Why the log cannot be written, and what to set: `<prog>: cannot write its log under DIR: ERROR; FIX`."""
+    where, fix = ((f"to {file}", "give --log-file a path you can write") if file else
+                  (f"under {paths.state_dir()}", "set HOME, or OLLIE_STATE_DIR and OLLIE_DATA_DIR, to directories "
+                   "you can write"))
+    return f"{prog}: cannot write its log {where}: {exc}; {fix}"

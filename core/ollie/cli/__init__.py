@@ -130,13 +130,16 @@ def _run(argv: list[str] | None) -> int:
         if problem:
             _say(problem)
             return 1
-    if not args.no_preflight:
-        from ollie.cli.preflight import backend_problem
+    from ollie.cli.preflight import agent_problem, backend_problem
 
-        problem = backend_problem(args.backend, model=args.model)
-        if problem:
-            _say(problem)
-            return 2
+    # The agent's config first (local and fast), then the backend: both said when both are wrong, not the config only
+    # at the next run once the backend answers. A resumed session's agent is its record's, checked as it opens.
+    problems = [agent_problem(args.agent or "default") if args.agent or not args.session else None,
+                None if args.no_preflight else backend_problem(args.backend, model=args.model)]
+    for problem in filter(None, problems):
+        _say(problem)
+    if any(problems):
+        return 2
     from ollie.backend.registry import url_note
     from ollie.backend.settings import env_file_note
 

@@ -1,4 +1,4 @@
-"""Before the first turn: can the chosen backend be reached? If not, say what to set."""
+"""Before the first turn: does the agent's config load, can the chosen backend be reached? If not, say what to fix."""
 
 from __future__ import annotations
 
@@ -9,6 +9,19 @@ from ollie.backend.errors import BackendConfigError
 from ollie.backend.registry import configured, environment
 from ollie.backend.settings import unreachable_hint
 from ollie.backend.urls import shown_url
+
+
+def agent_problem(name: str) -> str | None:
+    """What is wrong with agent `name`'s config (not found, bad JSON, a bad key), by file and key; None when it loads."""
+    from ollie.cli.sanitize import printable
+    from ollie.config import find_agent, load_agent_config
+    from ollie.errors import ConfigError
+
+    try:
+        load_agent_config(find_agent(name))
+    except ConfigError as exc:
+        return printable(str(exc))  # a file's name or key is the workspace's, not ours to print raw
+    return None
 
 
 def reachable(url: str, *, timeout: float = 1.5) -> bool:
