@@ -76,6 +76,8 @@ MODULES_ALLOWED = {
 # Single functions, each for a path that is not the workspace's content.
 ALLOWED = {
     ("core/ollie/workspace/ignored.py", "_global_excludes"): "the user's global git excludes (not the workspace)",
+    ("core/ollie/workspace/ignored.py", "ignored.prepare"): "the listing's excludes file and empty work tree, in the "
+                                                           "shadow repository (ollie's state dir)",
     ("core/ollie/workspace/objects.py", "read"): "the shadow repository's loose objects, in ollie's state dir",
     ("core/ollie/workspace/refs.py", "write"): "the shadow repository's turn refs, in ollie's state dir",
     ("core/ollie/workspace/refs.py", "_clear_stale"): "a turn ref's stale lock, in ollie's state dir",

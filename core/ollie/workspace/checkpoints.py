@@ -344,8 +344,8 @@ class Checkpoints:
                     walked += 1
                     if walked > NESTED_WALKED:
                         return newest, walked
-                    with suppress(OSError):
-                        newest = max(newest, os.stat(name, dir_fd=fd, follow_symlinks=False).st_ctime_ns)
+                    if (st := beneath.lstat_at(fd, name)) is not None:
+                        newest = max(newest, st.st_ctime_ns)
         except OSError:
             pass
         return newest, walked
