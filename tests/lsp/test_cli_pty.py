@@ -560,7 +560,9 @@ def test_a_turn_stopped_by_ctrl_z_and_brought_back_keeps_what_is_typed_out_of_it
         typed.set()
         end = term.wait_for(r"\ndefault> next one\n", after=at)
         assert "next" not in term.text[at:end - 20], term.text[at:end]
-        term.answer("exit", r"exit", after=term.wait_for(r"back\ndefault> ", after=end))
+        # `/exit`, then the shell's prompt: a bare `exit` was a prompt to the model, whose request could come after the
+        # next part scripted its replies and take the first of them.
+        term.answer("/exit", r"SH\$ ", after=term.wait_for(r"back\ndefault> ", after=end))
     assert llm.chat_requests[-1].body["messages"][-1]["content"] == "next one"
     # With no shell to bring it back (`exec ollie`, a tmux pane's own program: an orphaned group), Ctrl-Z stops nothing.
     llm.script(Reply(text="word " * 100, chunk_size=5, delay=0.02), Reply.text("back"))
