@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -359,3 +360,31 @@ async def test_start_files_a_step_writes_where_git_ignores_are_named_once(projec
         f.write("X=2\n")
     await cps.snapshot()
     assert cps.started == [".env"]
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["watched", "scanned"])
+async def test_start_files_planted_as_a_fifo_a_link_out_or_a_fake_git_are_named_never_opened_or_run(
+        project: Path, tmp_path: Path, monkeypatch, watched: bool) -> None:
+    """Hostile data for the start-file listing (ignoredstart): a FIFO named `.venv/bin/python` is never opened (an
+    open would hang the snapshot; no program runs a FIFO and git lists none, so it is not named); `.venv/lib` made a
+    link to a dir outside is never followed (its `.pth` is neither listed nor read); a `git` planted in `.venv/bin`
+    ahead on PATH never runs (the shadow git is ollie's), and is named."""
+    if not watched:
+        monkeypatch.setattr("ollie.workspace.treewatch.MAX_DIRS", 0)
+    (project / ".gitignore").write_text(".venv/\n")
+    (project / ".venv" / "bin").mkdir(parents=True)
+    cps = Checkpoints(project)
+    await cps.snapshot()
+    outside = tmp_path / "outside" / "python3.11" / "site-packages"
+    outside.mkdir(parents=True)
+    (outside / "theirs.pth").write_text("import os\n")
+    (project / ".venv" / "lib").symlink_to(outside.parent.parent)
+    os.mkfifo(project / ".venv" / "bin" / "python")
+    ran = tmp_path / "fake-git-ran"
+    fake = project / ".venv" / "bin" / "git"
+    fake.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{project / '.venv' / 'bin'}:{os.environ['PATH']}")
+    await asyncio.wait_for(cps.snapshot(), 60)
+    assert cps.started == [".venv/bin/git"], cps.started
+    assert not ran.exists()
