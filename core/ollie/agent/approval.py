@@ -158,16 +158,17 @@ class ApprovalGate:
         # unasked ("" when none would: it leaves the sandbox): `ollie -p` says them and exits non-zero.
         self.unapproved: list[tuple[StepQuestion, str]] = []
 
-    async def check(self, call_id: str, tool: str, args: dict[str, Any],
-                    steps: Sequence[ToolStep] | None = None) -> str | None:
+    async def check(self, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep] | None = None,
+                    scripts: Callable[[str], ToolScript] | None = None) -> str | None:
         """None when the call may run, else the text the model gets as its result (rejected or refused). `steps`: the
-        call's, as its `call` event describes them (else described here)."""
+        call's, as its `call` event describes them (else described here); `scripts`: the script lookup they were
+        described by (else one of its own), which the call's run then runs."""
         self._outside.pop(call_id, None)  # a model's call id may come again: no earlier answer carries over
         self._judged.pop(call_id, None)
         mode = self._mode()
         if mode == "auto":
             return None
-        judge = partial(self._asked_plans, mode, call_id, tool, args, steps)
+        judge = partial(self._asked_plans, mode, call_id, tool, args, steps, scripts)
         # A batch of 2,000 edits is judged in a thread: on the loop it held every session's for a second.
         plans, count = judge() if steps is not None and len(steps) <= OFF_LOOP_STEPS else await asyncio.to_thread(judge)
         asks = mode != "read-only" and self.approver is not None and bool(plans)
@@ -331,12 +332,13 @@ class ApprovalGate:
         # The one prefix the question named ("Allow always (`touch` commands)"), not every program's in the step.
         return [f"command:{plan.question.prefix}"] if plan.question.prefix else []
 
-    def _asked_plans(self, mode: str, call_id: str, tool: str, args: dict[str, Any],
-                     steps: Sequence[ToolStep] | None) -> tuple[list[_Plan], int]:
+    def _asked_plans(self, mode: str, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep] | None,
+                     scripts: Callable[[str], ToolScript] | None) -> tuple[list[_Plan], int]:
         """The call's steps that `mode` puts to the user (or refuses), each with its question; how many steps it has."""
         if steps is None:
             steps = describe(tool, args, self._cwd(), kind_of=self._kind_of)
-        return [plan for plan in self._plans(call_id, tool, args, steps) if self._needs_asking(mode, plan)], len(steps)
+        return [plan for plan in self._plans(call_id, tool, args, steps, scripts)
+                if self._needs_asking(mode, plan)], len(steps)
 
     def _together(self, plans: list[_Plan]) -> _Plan:
         """One question for a batch's steps that ask, answered for all of them (a person approves the model's call,
@@ -355,7 +357,8 @@ class ApprovalGate:
             code="\n".join(lines), lasting=len(rules) == 1 and all(p.question.lasting for p in plans))
         return _Plan(question, parts=plans)
 
-    def _plans(self, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep]) -> list[_Plan]:
+    def _plans(self, call_id: str, tool: str, args: dict[str, Any], steps: Sequence[ToolStep],
+               scripts: Callable[[str], ToolScript] | None) -> list[_Plan]:
         from ollie.agent.steps import WRITE_KINDS
         from ollie.tools.execute.readers import READER_SCRIPTS, is_read_only_command
         ids = step_ids(call_id, len(steps))  # a question names the step the events show
@@ -363,7 +366,7 @@ class ApprovalGate:
             request = self._parse(tool, args) if tool in ("execute_code", "pipe", "call_tool") else None
         except ArgumentError:
             return []  # the executor refuses it with the reason; asking about it helps nobody
-        resolve = self._scripts(tool, args) if request is not None else None
+        resolve = (scripts or self._scripts(tool, args)) if request is not None else None
         if resolve is not None:
             self._judged[call_id] = resolve
         ours = partial(runs_as_ours, resolve)

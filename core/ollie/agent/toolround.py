@@ -172,8 +172,9 @@ class ToolRound:
     cwd: Path = field(default_factory=Path.cwd)
     kind_of: KindLookup | None = None
     changes: ChangeTracker | None = None
-    # Asked in call order, with the call's steps as `_prepared` described them.
-    approve: Callable[[str, str, dict[str, Any], list[ToolStep]], Awaitable[str | None]] | None = None
+    # Asked in call order, with the call's steps and the script lookup `_prepared` described them by.
+    approve: Callable[[str, str, dict[str, Any], list[ToolStep], Callable[[str], ToolScript] | None],
+                      Awaitable[str | None]] | None = None
     post_edit: PostEditDiagnostics | None = None
     net_ask: Callable[[str, str], NetAsk] | None = None  # None: a host the policy omits is denied
     # What a call's approval question allowed it to run outside the sandbox (ApprovalGate.allowed_outside).
@@ -317,7 +318,7 @@ class ToolRound:
             args, problem = parse_arguments(call)
             parallel, steps = await self._prepared(call, args)
             if args is not None and self.approve is not None:
-                problem = await self.approve(call.id, call.name, args, steps) or ""
+                problem = await self.approve(call.id, call.name, args, steps, self._described.get(call.id)) or ""
             if args is not None and not problem and parallel == "read":
                 batch.append((call, args, steps))
                 continue
